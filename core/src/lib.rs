@@ -1,0 +1,3 @@
+#![no_std]
+#![forbid(unsafe_code)]
+//! roce-core

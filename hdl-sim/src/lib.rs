@@ -1,0 +1,1 @@
+//! Verilated RNIC datapath RTL driven from Rust. Work in progress: see the open issues.

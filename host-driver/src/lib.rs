@@ -1,0 +1,1 @@
+//! verbs-shaped host driver. Work in progress: see the open issues.

@@ -1,0 +1,3 @@
+fn main() {
+    eprintln!("xtask: work in progress");
+}
