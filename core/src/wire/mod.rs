@@ -1,0 +1,1 @@
+//! Wire layer (in progress).
