@@ -89,8 +89,9 @@ pub fn packet_to_json(p: &Packet<'_>) -> Value {
         "bth".into(),
         json!({"opcode": b.opcode.0, "opcode_name": p.info.name, "se": u8::from(b.se),
                "migreq": u8::from(b.migreq), "padcnt": b.pad_count, "tver": b.tver, "pkey": b.pkey,
-               "fecn": u8::from(b.fecn), "becn": u8::from(b.becn), "destqp": b.dest_qp.value(),
-               "ackreq": u8::from(b.ack_req), "psn": b.psn.value()}),
+               "fecn": u8::from(b.fecn), "becn": u8::from(b.becn), "resv6": b.resv6,
+               "destqp": b.dest_qp.value(), "ackreq": u8::from(b.ack_req), "resv7": b.resv7,
+               "psn": b.psn.value()}),
     );
     let e = &h.ext;
     if let Some(r) = e.reth {
@@ -334,8 +335,10 @@ pub fn json_to_frame(v: &Value) -> Result<Vec<u8>> {
         pkey: b.req("pkey", 0xFFFF)? as u16,
         fecn: b.flag("fecn")?,
         becn: b.flag("becn")?,
+        resv6: b.uint("resv6", 0x3F)?.unwrap_or(0) as u8,
         dest_qp: Qpn::new(b.req("destqp", 0xFF_FFFF)? as u32),
         ack_req: b.flag("ackreq")?,
+        resv7: b.uint("resv7", 0x7F)?.unwrap_or(0) as u8,
         psn: Psn::new(b.req("psn", 0xFF_FFFF)? as u32),
     };
     let ext = ext_headers(&p)?;
