@@ -3,10 +3,15 @@
 //! roce-core: the `no_std`, allocation-free protocol core of the RNIC.
 //!
 //! * [`cc`]: DCQCN reaction and notification points, pacing.
+//! * [`memory`]: protection domains, memory regions, bounds checks, the DMA trait.
 //! * [`num`]: typed 24-bit numbers (`Psn`, `Msn`, `Qpn`) and keys (`Rkey`, `Lkey`, `Qkey`).
 //! * [`wire`]: one view type and one plain-data `Repr` per header, the opcode table,
 //!   the ICRC and whole-frame `parse` / `emit`.
+//! * [`transport`]: verbs-level types (QP types and states, work requests and
+//!   completions) and the queue-pair transition rules.
 
 pub mod cc;
+pub mod memory;
 pub mod num;
+pub mod transport;
 pub mod wire;
