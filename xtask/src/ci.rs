@@ -258,7 +258,7 @@ pub fn run(ctx: &Ctx, title: &str, selection: &Selection) -> Result {
         });
         if let Err(error) = outcome {
             print_summary(title, &records, &steps);
-            return Err(format!("{title}: step `{}` failed: {error}", step.name));
+            return Err(format!("step `{}` failed: {error}", step.name));
         }
         skipped += usize::from(matches!(outcome, Ok(Outcome::Skipped(_))));
     }

@@ -26,7 +26,8 @@ fn main() -> ExitCode {
     match dispatch(&args) {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
-            eprintln!("\nxtask: {error}");
+            let command = args.first().map_or("", String::as_str);
+            eprintln!("\nxtask {command}: {error}");
             ExitCode::FAILURE
         }
     }
