@@ -9,8 +9,8 @@ use std::process::{Command, Stdio};
 
 use crate::cmd::{self, cmd, Result};
 
-/// Targets the core must build for without `std` or `alloc` (the firmware's soft core,
-/// and a Cortex-M as a second, unrelated bare-metal target).
+/// Targets without `std` that the core must build for: the firmware's soft core, and a
+/// Cortex-M as a second, unrelated bare-metal target.
 pub const BARE_METAL_TARGETS: &[&str] = &["riscv32imac-unknown-none-elf", "thumbv7em-none-eabihf"];
 
 /// Debian packages the workspace's tests use: Verilator plus the C++ compiler and zlib
@@ -339,7 +339,8 @@ fn ensure<T: Display>(
 }
 
 fn report(tool: &str, state: &str, detail: &dyn Display) {
-    println!("  {tool:<30} {state:<9} {detail}");
+    let line = format!("  {tool:<30} {state:<9} {detail}");
+    println!("{}", line.trim_end());
 }
 
 fn has_line(text: String, line: &str) -> Option<String> {
