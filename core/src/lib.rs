@@ -6,6 +6,7 @@
 //! * [`wire`]: one view type and one plain-data `Repr` per header, the opcode table,
 //!   the ICRC and whole-frame `parse` / `emit`.
 
+pub mod engine;
 pub mod memory;
 pub mod num;
 pub mod transport;
