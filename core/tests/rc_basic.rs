@@ -5,9 +5,7 @@ mod common;
 
 use common::*;
 use roce_core::num::Rkey;
-use roce_core::transport::{
-    QpType, RecvWr, SendFlags, SendWr, WcFlags, WcOpcode, WcStatus, WrOp,
-};
+use roce_core::transport::{QpType, RecvWr, SendFlags, SendWr, WcFlags, WcOpcode, WcStatus, WrOp};
 
 fn sig() -> SendFlags {
     SendFlags::SIGNALED
@@ -21,15 +19,26 @@ fn send_only_delivers_into_the_receive_buffer() {
     let (dst, kb) = p.b.buffer(128);
     p.a.mem.fill_pattern(src, 100, 7);
     p.b.post_recv(qb, &RecvWr::new(55).sge(dst, 128, kb.lkey));
-    p.a.post_send(qa, &SendWr::new(11, WrOp::Send).sge(src, 100, ka.lkey).flags(sig()));
+    p.a.post_send(
+        qa,
+        &SendWr::new(11, WrOp::Send)
+            .sge(src, 100, ka.lkey)
+            .flags(sig()),
+    );
     p.settle();
     assert_eq!(p.b.mem.read(dst, 100), p.a.mem.read(src, 100));
     let wa = p.a.wcs.clone();
     assert_eq!(wa.len(), 1);
-    assert_eq!((wa[0].wr_id, wa[0].status, wa[0].opcode, wa[0].byte_len), (11, WcStatus::Success, WcOpcode::Send, 100));
+    assert_eq!(
+        (wa[0].wr_id, wa[0].status, wa[0].opcode, wa[0].byte_len),
+        (11, WcStatus::Success, WcOpcode::Send, 100)
+    );
     let wb = p.b.wcs.clone();
     assert_eq!(wb.len(), 1);
-    assert_eq!((wb[0].wr_id, wb[0].status, wb[0].opcode, wb[0].byte_len), (55, WcStatus::Success, WcOpcode::Recv, 100));
+    assert_eq!(
+        (wb[0].wr_id, wb[0].status, wb[0].opcode, wb[0].byte_len),
+        (55, WcStatus::Success, WcOpcode::Recv, 100)
+    );
     assert_eq!(wb[0].qp_num, qb);
 }
 
@@ -42,7 +51,10 @@ fn multi_packet_send_with_imm_spans_receive_sges() {
     p.a.mem.fill_pattern(src, len, 3);
     let (d1, k1) = p.b.buffer(1500);
     let (d2, k2) = p.b.buffer(4000);
-    p.b.post_recv(qb, &RecvWr::new(1).sge(d1, 1500, k1.lkey).sge(d2, 4000, k2.lkey));
+    p.b.post_recv(
+        qb,
+        &RecvWr::new(1).sge(d1, 1500, k1.lkey).sge(d2, 4000, k2.lkey),
+    );
     p.a.post_send(
         qa,
         &SendWr::new(2, WrOp::SendWithImm { imm: 0xDEAD_BEEF })
@@ -71,26 +83,52 @@ fn rdma_write_and_write_with_imm() {
     let (dst, kb) = p.b.buffer(4096);
     p.a.post_send(
         qa,
-        &SendWr::new(1, WrOp::RdmaWrite { remote_addr: dst + 10, rkey: kb.rkey })
-            .sge(src, 3000, ka.lkey)
-            .flags(sig()),
+        &SendWr::new(
+            1,
+            WrOp::RdmaWrite {
+                remote_addr: dst + 10,
+                rkey: kb.rkey,
+            },
+        )
+        .sge(src, 3000, ka.lkey)
+        .flags(sig()),
     );
     p.b.post_recv(qb, &RecvWr::new(9));
     p.a.post_send(
         qa,
-        &SendWr::new(2, WrOp::RdmaWriteWithImm { remote_addr: dst, rkey: kb.rkey, imm: 42 })
-            .sge(src, 8, ka.lkey)
-            .flags(sig()),
+        &SendWr::new(
+            2,
+            WrOp::RdmaWriteWithImm {
+                remote_addr: dst,
+                rkey: kb.rkey,
+                imm: 42,
+            },
+        )
+        .sge(src, 8, ka.lkey)
+        .flags(sig()),
     );
     p.settle();
     let mut expect = p.a.mem.read(src, 8);
     expect.extend(p.a.mem.read(src + 2, 3000 - 2));
     assert_eq!(p.b.mem.read(dst, 3008)[..8], expect[..8]);
     assert_eq!(p.b.mem.read(dst + 10, 3000), p.a.mem.read(src, 3000));
-    let ids: Vec<_> = p.a.wcs.iter().map(|w| (w.wr_id, w.status, w.opcode)).collect();
-    assert_eq!(ids, vec![(1, WcStatus::Success, WcOpcode::RdmaWrite), (2, WcStatus::Success, WcOpcode::RdmaWrite)]);
+    let ids: Vec<_> =
+        p.a.wcs
+            .iter()
+            .map(|w| (w.wr_id, w.status, w.opcode))
+            .collect();
+    assert_eq!(
+        ids,
+        vec![
+            (1, WcStatus::Success, WcOpcode::RdmaWrite),
+            (2, WcStatus::Success, WcOpcode::RdmaWrite)
+        ]
+    );
     let wb = p.b.wcs[0];
-    assert_eq!((wb.wr_id, wb.opcode, wb.byte_len, wb.imm_data), (9, WcOpcode::RecvRdmaWithImm, 8, 42));
+    assert_eq!(
+        (wb.wr_id, wb.opcode, wb.byte_len, wb.imm_data),
+        (9, WcOpcode::RecvRdmaWithImm, 8, 42)
+    );
 }
 
 #[test]
@@ -103,9 +141,15 @@ fn rdma_read_multi_packet() {
     let (ldst, ka) = p.a.buffer(len);
     p.a.post_send(
         qa,
-        &SendWr::new(5, WrOp::RdmaRead { remote_addr: rsrc, rkey: kb.rkey })
-            .sge(ldst, len as u32, ka.lkey)
-            .flags(sig()),
+        &SendWr::new(
+            5,
+            WrOp::RdmaRead {
+                remote_addr: rsrc,
+                rkey: kb.rkey,
+            },
+        )
+        .sge(ldst, len as u32, ka.lkey)
+        .flags(sig()),
     );
     p.settle();
     assert_eq!(p.a.mem.read(ldst, len), p.b.mem.read(rsrc, len));
@@ -123,22 +167,43 @@ fn atomics_return_the_original_value() {
     let (res, ka) = p.a.buffer(16);
     p.a.post_send(
         qa,
-        &SendWr::new(1, WrOp::AtomicFetchAndAdd { remote_addr: target, rkey: kb.rkey, add: 5 })
-            .sge(res, 8, ka.lkey)
-            .flags(sig()),
+        &SendWr::new(
+            1,
+            WrOp::AtomicFetchAndAdd {
+                remote_addr: target,
+                rkey: kb.rkey,
+                add: 5,
+            },
+        )
+        .sge(res, 8, ka.lkey)
+        .flags(sig()),
     );
     p.a.post_send(
         qa,
-        &SendWr::new(2, WrOp::AtomicCmpAndSwp { remote_addr: target, rkey: kb.rkey, compare: 105, swap: 7 })
-            .sge(res + 8, 8, ka.lkey)
-            .flags(sig()),
+        &SendWr::new(
+            2,
+            WrOp::AtomicCmpAndSwp {
+                remote_addr: target,
+                rkey: kb.rkey,
+                compare: 105,
+                swap: 7,
+            },
+        )
+        .sge(res + 8, 8, ka.lkey)
+        .flags(sig()),
     );
     p.settle();
     assert_eq!(p.a.mem.read(res, 8), 100u64.to_le_bytes());
     assert_eq!(p.a.mem.read(res + 8, 8), 105u64.to_le_bytes());
     assert_eq!(p.b.mem.read(target, 8), 7u64.to_le_bytes());
     let ops: Vec<_> = p.a.wcs.iter().map(|w| (w.opcode, w.status)).collect();
-    assert_eq!(ops, vec![(WcOpcode::FetchAdd, WcStatus::Success), (WcOpcode::CompSwap, WcStatus::Success)]);
+    assert_eq!(
+        ops,
+        vec![
+            (WcOpcode::FetchAdd, WcStatus::Success),
+            (WcOpcode::CompSwap, WcStatus::Success)
+        ]
+    );
 }
 
 #[test]
@@ -148,11 +213,42 @@ fn zero_length_messages() {
     p.b.post_recv(qb, &RecvWr::new(1));
     p.a.post_send(qa, &SendWr::new(1, WrOp::Send).flags(sig()));
     // Zero-length RDMA: the R_Key is not checked at all.
-    p.a.post_send(qa, &SendWr::new(2, WrOp::RdmaWrite { remote_addr: 0, rkey: Rkey(0xBAD) }).flags(sig()));
-    p.a.post_send(qa, &SendWr::new(3, WrOp::RdmaRead { remote_addr: 0, rkey: Rkey(0xBAD) }).flags(sig()));
+    p.a.post_send(
+        qa,
+        &SendWr::new(
+            2,
+            WrOp::RdmaWrite {
+                remote_addr: 0,
+                rkey: Rkey(0xBAD),
+            },
+        )
+        .flags(sig()),
+    );
+    p.a.post_send(
+        qa,
+        &SendWr::new(
+            3,
+            WrOp::RdmaRead {
+                remote_addr: 0,
+                rkey: Rkey(0xBAD),
+            },
+        )
+        .flags(sig()),
+    );
     p.settle();
-    let got: Vec<_> = p.a.wcs.iter().map(|w| (w.wr_id, w.status, w.byte_len)).collect();
-    assert_eq!(got, vec![(1, WcStatus::Success, 0), (2, WcStatus::Success, 0), (3, WcStatus::Success, 0)]);
+    let got: Vec<_> =
+        p.a.wcs
+            .iter()
+            .map(|w| (w.wr_id, w.status, w.byte_len))
+            .collect();
+    assert_eq!(
+        got,
+        vec![
+            (1, WcStatus::Success, 0),
+            (2, WcStatus::Success, 0),
+            (3, WcStatus::Success, 0)
+        ]
+    );
     assert_eq!(p.b.wcs[0].byte_len, 0);
 }
 
@@ -166,7 +262,15 @@ fn unsignaled_wrs_complete_silently_but_in_order() {
         let f = if i % 3 == 0 { sig() } else { SendFlags::NONE };
         p.a.post_send(
             qa,
-            &SendWr::new(i, WrOp::RdmaWrite { remote_addr: dst, rkey: kb.rkey }).sge(src, 64, ka.lkey).flags(f),
+            &SendWr::new(
+                i,
+                WrOp::RdmaWrite {
+                    remote_addr: dst,
+                    rkey: kb.rkey,
+                },
+            )
+            .sge(src, 64, ka.lkey)
+            .flags(f),
         );
     }
     p.settle();

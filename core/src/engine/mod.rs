@@ -30,9 +30,8 @@ use heapless::Deque;
 use crate::memory::{AccessFlags, Dma, DmaError, MemError, MemoryTable, MrKeys, Pd};
 use crate::num::{Lkey, Qpn};
 use crate::transport::{
-    CompletionSink, Counters, Env, Error, Instant, Mtu, PortLimits, Qp, QpAttr, QpInfo,
-    QpInitAttr, QpQueues, QpRef, QpType, RecvWr, SendWr, TransportConfig, TxDesc,
-    WorkCompletion,
+    CompletionSink, Counters, Env, Error, Instant, Mtu, PortLimits, Qp, QpAttr, QpInfo, QpInitAttr,
+    QpQueues, QpRef, QpType, RecvWr, SendWr, TransportConfig, TxDesc, WorkCompletion,
 };
 use crate::wire::ethernet::{EthernetRepr, MacAddr, VlanRepr};
 use crate::wire::ipv4::Ipv4Repr;
@@ -203,7 +202,13 @@ impl<
     }
 
     /// `ibv_reg_mr`.
-    pub fn reg_mr(&mut self, pd: Pd, addr: u64, length: u64, access: AccessFlags) -> Result<MrKeys, Error> {
+    pub fn reg_mr(
+        &mut self,
+        pd: Pd,
+        addr: u64,
+        length: u64,
+        access: AccessFlags,
+    ) -> Result<MrKeys, Error> {
         Ok(self.mem.reg_mr(pd, addr, length, access)?)
     }
 
@@ -265,7 +270,9 @@ impl<
     /// `ibv_create_qp`: a QP in RESET.
     pub fn create_qp(&mut self, init: &QpInitAttr) -> Result<Qpn, Error> {
         for cq in [init.send_cq, init.recv_cq] {
-            if !self.cqs.has_room(cq) && !matches!(self.cqs.slots.get(usize::from(cq)), Some(Some(_))) {
+            if !self.cqs.has_room(cq)
+                && !matches!(self.cqs.slots.get(usize::from(cq)), Some(Some(_)))
+            {
                 return Err(Error::NoSuchCq(cq));
             }
         }
@@ -370,15 +377,19 @@ impl<
     /// `ibv_post_send`: queues one WR. Nothing is sent until `poll_transmit`.
     pub fn post_send(&mut self, qpn: Qpn, wr: &SendWr) -> Result<(), Error> {
         let slot = self.slot(qpn).ok_or(Error::NoSuchQp(qpn))?;
-        self.with_qp(slot, Instant::ZERO, &mut NoDma, |r, env, _| r.post_send(env, wr))
-            .unwrap_or(Err(Error::NoSuchQp(qpn)))
+        self.with_qp(slot, Instant::ZERO, &mut NoDma, |r, env, _| {
+            r.post_send(env, wr)
+        })
+        .unwrap_or(Err(Error::NoSuchQp(qpn)))
     }
 
     /// `ibv_post_recv`: queues one receive WR.
     pub fn post_recv(&mut self, qpn: Qpn, wr: &RecvWr) -> Result<(), Error> {
         let slot = self.slot(qpn).ok_or(Error::NoSuchQp(qpn))?;
-        self.with_qp(slot, Instant::ZERO, &mut NoDma, |r, env, _| r.post_recv(env, wr))
-            .unwrap_or(Err(Error::NoSuchQp(qpn)))
+        self.with_qp(slot, Instant::ZERO, &mut NoDma, |r, env, _| {
+            r.post_recv(env, wr)
+        })
+        .unwrap_or(Err(Error::NoSuchQp(qpn)))
     }
 
     // -----------------------------------------------------------------------------------
@@ -505,7 +516,12 @@ impl<
     /// Writes the next frame to send into `buf` and returns its length, or `None` when
     /// nothing is ready (or `buf` is too small for the frame: give it at least
     /// MTU + 128 bytes). QPs take turns, one frame each.
-    pub fn poll_transmit(&mut self, now: Instant, buf: &mut [u8], dma: &mut dyn Dma) -> Option<usize> {
+    pub fn poll_transmit(
+        &mut self,
+        now: Instant,
+        buf: &mut [u8],
+        dma: &mut dyn Dma,
+    ) -> Option<usize> {
         for k in 0..QPS {
             let slot = (self.tx_next + k) % QPS.max(1);
             if !matches!(self.qps.get(slot), Some(Some(_))) {

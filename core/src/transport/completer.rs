@@ -148,9 +148,10 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
                         self.qp.comp.rnr_left = left - 1;
                     }
                     self.qp.comp.retrans_at = None;
-                    self.qp.comp.rnr_at = Some(env.now.saturating_add(
-                        core::time::Duration::from_nanos(t.nanos()),
-                    ));
+                    self.qp.comp.rnr_at = Some(
+                        env.now
+                            .saturating_add(core::time::Duration::from_nanos(t.nanos())),
+                    );
                     self.go_back_n(psn);
                     return;
                 }
@@ -171,9 +172,7 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
                         }
                     }
                     NakCode::InvalidRequest => self.finish_wqe(env, i, WcStatus::RemInvReqErr),
-                    NakCode::RemoteAccessError => {
-                        self.finish_wqe(env, i, WcStatus::RemAccessErr)
-                    }
+                    NakCode::RemoteAccessError => self.finish_wqe(env, i, WcStatus::RemAccessErr),
                     _ => self.finish_wqe(env, i, WcStatus::RemOpErr),
                 }
                 return;
@@ -243,9 +242,7 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
                 let pd = self.qp.pd;
                 let orig = ack.orig_rem_data.to_le_bytes();
                 let placed = match self.q.sq.get(i) {
-                    Some(w) => {
-                        super::sgl::scatter(env.mem, env.dma, pd, &w.wr.sg_list, 0, &orig)
-                    }
+                    Some(w) => super::sgl::scatter(env.mem, env.dma, pd, &w.wr.sg_list, 0, &orig),
                     None => return,
                 };
                 if placed.is_err() {

@@ -444,19 +444,27 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
 
     /// `ibv_modify_qp`: checks the transition table and the attribute values, then
     /// applies them.
-    pub fn modify(&mut self, env: &mut Env<'_>, attr: &QpAttr, port: &PortLimits<'_>) -> Result<(), Error> {
+    pub fn modify(
+        &mut self,
+        env: &mut Env<'_>,
+        attr: &QpAttr,
+        port: &PortLimits<'_>,
+    ) -> Result<(), Error> {
         let qp_type = self.qp.qp_type;
         let cur = self.qp.state;
         let next = check_transition(qp_type, cur, attr)?;
 
         // Validate every value before changing anything.
-        let pkey = match attr.pkey_index {
-            Some(i) => Some(*port.pkeys.get(usize::from(i)).ok_or(Error::InvalidAttribute {
-                attr: AttrMask::PKEY_INDEX,
-                reason: "beyond the P_Key table",
-            })?),
-            None => None,
-        };
+        let pkey =
+            match attr.pkey_index {
+                Some(i) => Some(*port.pkeys.get(usize::from(i)).ok_or(
+                    Error::InvalidAttribute {
+                        attr: AttrMask::PKEY_INDEX,
+                        reason: "beyond the P_Key table",
+                    },
+                )?),
+                None => None,
+            };
         if attr.port_num.is_some_and(|p| p != 1) {
             return Err(Error::InvalidAttribute {
                 attr: AttrMask::PORT,
@@ -469,10 +477,7 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
                 reason: "larger than the port's active MTU",
             });
         }
-        if attr
-            .max_dest_rd_atomic
-            .is_some_and(|n| usize::from(n) > RD)
-        {
+        if attr.max_dest_rd_atomic.is_some_and(|n| usize::from(n) > RD) {
             return Err(Error::InvalidAttribute {
                 attr: AttrMask::MAX_DEST_RD_ATOMIC,
                 reason: "more than the responder resources configured per QP",
@@ -574,7 +579,11 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
             return;
         }
         while let Some(w) = self.q.sq.front() {
-            let status = if w.done { w.status } else { WcStatus::WrFlushErr };
+            let status = if w.done {
+                w.status
+            } else {
+                WcStatus::WrFlushErr
+            };
             if !self.complete_front_send(env, status) {
                 break;
             }
@@ -753,9 +762,14 @@ pub(crate) struct TxDesc {
 pub(crate) enum PayloadSrc {
     None,
     /// From the send WQE at `idx`, starting at message byte `offset`.
-    Sq { idx: u16, offset: u32 },
+    Sq {
+        idx: u16,
+        offset: u32,
+    },
     /// From registered memory at `va` (a READ response; checked when prepared).
-    Remote { va: u64 },
+    Remote {
+        va: u64,
+    },
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -790,15 +804,26 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
 
     /// Copies the payload of `d` into `body` (exactly `payload_len` bytes followed by
     /// zero pad).
-    pub fn fill(&self, env_mem: &dyn Protection, dma: &mut dyn Dma, d: &TxDesc, body: &mut [u8]) -> bool {
-        let n = usize::try_from(d.payload_len).unwrap_or(usize::MAX).min(body.len());
+    pub fn fill(
+        &self,
+        env_mem: &dyn Protection,
+        dma: &mut dyn Dma,
+        d: &TxDesc,
+        body: &mut [u8],
+    ) -> bool {
+        let n = usize::try_from(d.payload_len)
+            .unwrap_or(usize::MAX)
+            .min(body.len());
         let (data, pad) = body.split_at_mut(n);
         pad.fill(0);
         match d.src {
             _ if data.is_empty() => true,
             PayloadSrc::None => true,
             PayloadSrc::Sq { idx, offset } => match self.q.sq.get(usize::from(idx)) {
-                Some(w) => super::sgl::gather(env_mem, dma, self.qp.pd, &w.wr.sg_list, offset, data).is_ok(),
+                Some(w) => {
+                    super::sgl::gather(env_mem, dma, self.qp.pd, &w.wr.sg_list, offset, data)
+                        .is_ok()
+                }
                 None => false,
             },
             PayloadSrc::Remote { va } => dma.read(va, data).is_ok(),
@@ -824,7 +849,12 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
                 // The responder's memory faulted under a READ: remote operational
                 // error (rxe class A).
                 let psn = d.bth.psn;
-                self.resp_fatal(env, crate::wire::aeth::NakCode::RemoteOperationalError, psn, None);
+                self.resp_fatal(
+                    env,
+                    crate::wire::aeth::NakCode::RemoteOperationalError,
+                    psn,
+                    None,
+                );
             }
         }
     }

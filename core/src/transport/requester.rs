@@ -6,11 +6,11 @@
 use crate::memory::AccessFlags;
 use crate::num::Psn;
 use crate::wire::atomic::AtomicEthRepr;
+use crate::wire::bth::BthRepr;
 use crate::wire::deth::DethRepr;
 use crate::wire::imm::{IethRepr, ImmDtRepr};
 use crate::wire::opcode::Opcode;
 use crate::wire::reth::RethRepr;
-use crate::wire::bth::BthRepr;
 use crate::wire::ExtHeaders;
 
 use super::qp::{Commit, Env, PayloadSrc, QpRef, TxDesc};
@@ -423,7 +423,12 @@ mod tests {
         assert_eq!(Pos::of(1, 3), Pos::Middle);
         assert_eq!(Pos::of(2, 3), Pos::Last);
         assert_eq!(
-            rc_opcode(&WrOp::SendWithInv { rkey: crate::num::Rkey(1) }, Pos::Only),
+            rc_opcode(
+                &WrOp::SendWithInv {
+                    rkey: crate::num::Rkey(1)
+                },
+                Pos::Only
+            ),
             Opcode::RC_SEND_ONLY_WITH_INVALIDATE
         );
         assert_eq!(

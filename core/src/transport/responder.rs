@@ -8,8 +8,8 @@ use crate::memory::AccessFlags;
 use crate::num::Psn;
 use crate::wire::aeth::{AethRepr, NakCode, RnrTimer, Syndrome};
 use crate::wire::atomic::AtomicAckEthRepr;
-use crate::wire::opcode::{Operation, Position};
 use crate::wire::bth::BthRepr;
+use crate::wire::opcode::{Operation, Position};
 use crate::wire::{ExtHeaders, Opcode, Packet};
 
 use super::qp::{AckOut, Commit, CurOp, Env, ItemKind, PayloadSrc, QpRef, RdRes, RespItem, TxDesc};
@@ -111,8 +111,8 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
             Ok(()) => {}
             Err(Fail::Drop) => env.ctr.resp_dropped += 1,
             Err(Fail::Fatal(code, status)) => {
-                let in_use = self.qp.resp.cur == CurOp::Send
-                    || pkt.info.operation == Operation::Send;
+                let in_use =
+                    self.qp.resp.cur == CurOp::Send || pkt.info.operation == Operation::Send;
                 self.resp_fatal(env, code, psn, in_use.then_some(status));
             }
         }
@@ -162,7 +162,10 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
             return;
         }
         let n = pkt.payload.len();
-        if n as u64 > u64::from(self.qp.mtu.bytes()) || self.q.rq.is_empty() || !env.cqs.has_room(self.qp.recv_cq) {
+        if n as u64 > u64::from(self.qp.mtu.bytes())
+            || self.q.rq.is_empty()
+            || !env.cqs.has_room(self.qp.recv_cq)
+        {
             env.ctr.resp_dropped += 1;
             return;
         }
@@ -176,9 +179,17 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
         let pd = self.qp.pd;
         let Some(r) = self.q.rq.front() else { return };
         let wr_id = r.wr.wr_id;
-        let res = super::sgl::scatter(env.mem, env.dma, pd, &r.wr.sg_list, 0, &grh).and_then(|()| {
-            super::sgl::scatter(env.mem, env.dma, pd, &r.wr.sg_list, GRH_LEN as u32, pkt.payload)
-        });
+        let res =
+            super::sgl::scatter(env.mem, env.dma, pd, &r.wr.sg_list, 0, &grh).and_then(|()| {
+                super::sgl::scatter(
+                    env.mem,
+                    env.dma,
+                    pd,
+                    &r.wr.sg_list,
+                    GRH_LEN as u32,
+                    pkt.payload,
+                )
+            });
         match res {
             Ok(()) => {}
             Err(SglError::Overflow) => {
@@ -259,7 +270,8 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
         let write_imm_end = op == Operation::RdmaWrite && pos.ends() && ext.immdt.is_some();
         let needs_rwr = op == Operation::Send || write_imm_end;
         let completes = (op == Operation::Send && pos.ends()) || write_imm_end;
-        if (needs_rwr && self.q.rq.is_empty()) || (completes && !env.cqs.has_room(self.qp.recv_cq)) {
+        if (needs_rwr && self.q.rq.is_empty()) || (completes && !env.cqs.has_room(self.qp.recv_cq))
+        {
             if !rc {
                 return Err(Drop);
             }
@@ -283,14 +295,22 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
             Position::First | Position::Middle => n == mtu,
             Position::Last => n >= 1 && n <= mtu,
         };
-        if !len_ok || ext.reth.is_some_and(|r| u64::from(r.dma_len) > MAX_MSG_SIZE) {
+        if !len_ok
+            || ext
+                .reth
+                .is_some_and(|r| u64::from(r.dma_len) > MAX_MSG_SIZE)
+        {
             return Err(inv_req);
         }
         let pd = self.qp.pd;
         let n32 = n as u32;
         match op {
             Operation::Send => {
-                let off = if pos.starts() { 0 } else { self.qp.resp.recv_off };
+                let off = if pos.starts() {
+                    0
+                } else {
+                    self.qp.resp.recv_off
+                };
                 let Some(r) = self.q.rq.front() else {
                     return Err(Drop);
                 };
@@ -349,7 +369,11 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
                     self.qp.resp.va = va.wrapping_add(u64::from(n32));
                     self.qp.resp.resid = resid - n32;
                 }
-                self.qp.resp.cur = if pos.ends() { CurOp::None } else { CurOp::Write };
+                self.qp.resp.cur = if pos.ends() {
+                    CurOp::None
+                } else {
+                    CurOp::Write
+                };
             }
             Operation::RdmaReadRequest => {
                 let Some(reth) = ext.reth else {
@@ -358,7 +382,13 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
                 if reth.dma_len != 0
                     && env
                         .mem
-                        .check_remote(pd, reth.rkey, reth.va, u64::from(reth.dma_len), AccessFlags::REMOTE_READ)
+                        .check_remote(
+                            pd,
+                            reth.rkey,
+                            reth.va,
+                            u64::from(reth.dma_len),
+                            AccessFlags::REMOTE_READ,
+                        )
                         .is_err()
                 {
                     return Err(acc_err);
@@ -506,19 +536,27 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
                 });
             }
             Operation::RdmaReadRequest => {
-                let Some(reth) = pkt.headers.ext.reth else { return };
-                let found = self.q.res.iter().take(depth).enumerate().find_map(|(i, r)| match *r {
-                    RdRes::Read {
-                        first_psn,
-                        last_psn,
-                        va,
-                        len,
-                        rkey,
-                    } if !psn.before(first_psn) && !psn.after(last_psn) => {
-                        Some((i, first_psn, va, len, rkey))
-                    }
-                    _ => None,
-                });
+                let Some(reth) = pkt.headers.ext.reth else {
+                    return;
+                };
+                let found = self
+                    .q
+                    .res
+                    .iter()
+                    .take(depth)
+                    .enumerate()
+                    .find_map(|(i, r)| match *r {
+                        RdRes::Read {
+                            first_psn,
+                            last_psn,
+                            va,
+                            len,
+                            rkey,
+                        } if !psn.before(first_psn) && !psn.after(last_psn) => {
+                            Some((i, first_psn, va, len, rkey))
+                        }
+                        _ => None,
+                    });
                 let Some((slot, first_psn, va_org, length, rkey)) = found else {
                     env.ctr.resp_dropped += 1;
                     return;
@@ -540,10 +578,22 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
                     first: psn == first_psn,
                 };
                 // Restart a stream for the same READ still queued, else queue a new one.
-                let existing = self.q.out.iter_mut().find(|it| matches!(it.kind, ItemKind::Read { slot: s, .. } if s == slot));
+                let existing = self
+                    .q
+                    .out
+                    .iter_mut()
+                    .find(|it| matches!(it.kind, ItemKind::Read { slot: s, .. } if s == slot));
                 if let Some(it) = existing {
                     it.kind = kind;
-                } else if self.q.out.push_back(RespItem { ack_before: None, kind }).is_err() {
+                } else if self
+                    .q
+                    .out
+                    .push_back(RespItem {
+                        ack_before: None,
+                        kind,
+                    })
+                    .is_err()
+                {
                     env.ctr.resp_dropped += 1;
                 }
             }

@@ -18,7 +18,12 @@ pub(crate) enum SglError {
 }
 
 /// Checks every element of a list for `need` (zero-length elements are not checked).
-pub(crate) fn check(mem: &dyn Protection, pd: Pd, sgl: &[Sge], need: AccessFlags) -> Result<(), MemError> {
+pub(crate) fn check(
+    mem: &dyn Protection,
+    pd: Pd,
+    sgl: &[Sge],
+    need: AccessFlags,
+) -> Result<(), MemError> {
     for s in sgl.iter().filter(|s| s.length != 0) {
         mem.check_local(pd, s.lkey, s.addr, u64::from(s.length), need)?;
     }
@@ -106,9 +111,21 @@ mod tests {
         let pd = t.alloc_pd().unwrap();
         let k = t.reg_mr(pd, 0x100, 64, AccessFlags::LOCAL_WRITE).unwrap();
         let sgl = [
-            Sge { addr: 0x100, length: 3, lkey: k.lkey },
-            Sge { addr: 0x120, length: 0, lkey: Lkey(0) },
-            Sge { addr: 0x110, length: 5, lkey: k.lkey },
+            Sge {
+                addr: 0x100,
+                length: 3,
+                lkey: k.lkey,
+            },
+            Sge {
+                addr: 0x120,
+                length: 0,
+                lkey: Lkey(0),
+            },
+            Sge {
+                addr: 0x110,
+                length: 5,
+                lkey: k.lkey,
+            },
         ];
         check(&t, pd, &sgl, AccessFlags::LOCAL_WRITE).unwrap();
         let mut backing = [0u8; 64];
@@ -123,7 +140,11 @@ mod tests {
         );
         assert_eq!(gather(&t, &mut m, pd, &sgl, 9, &mut []), Ok(()));
         // A bad key fails the check before any byte moves.
-        let bad = [Sge { addr: 0x100, length: 1, lkey: Lkey(0x999) }];
+        let bad = [Sge {
+            addr: 0x100,
+            length: 1,
+            lkey: Lkey(0x999),
+        }];
         assert!(matches!(
             scatter(&t, &mut m, pd, &bad, 0, &[1]),
             Err(SglError::Prot(_))

@@ -11,8 +11,8 @@ use roce_core::engine::{CqHandle, Engine, PortConfig};
 use roce_core::memory::{AccessFlags, Dma, DmaError, MrKeys, Pd};
 use roce_core::num::{Psn, Qkey, Qpn};
 use roce_core::transport::{
-    ipv4_gid, AckTimeout, AddressVector, Instant, Mtu, QpAttr, QpInitAttr, QpState, QpType,
-    RecvWr, RetryCount, RnrTimer, SendWr, WorkCompletion,
+    ipv4_gid, AckTimeout, AddressVector, Instant, Mtu, QpAttr, QpInitAttr, QpState, QpType, RecvWr,
+    RetryCount, RnrTimer, SendWr, WorkCompletion,
 };
 
 /// The engine configuration the tests use.
@@ -83,7 +83,9 @@ impl Memory {
         self.regions[i].1[off..off + data.len()].copy_from_slice(data);
     }
     pub fn fill_pattern(&mut self, addr: u64, len: usize, seed: u8) {
-        let d: Vec<u8> = (0..len).map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed)).collect();
+        let d: Vec<u8> = (0..len)
+            .map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed))
+            .collect();
         self.write(addr, &d);
     }
     /// Every region's bytes, for whole-memory comparisons.
@@ -94,12 +96,18 @@ impl Memory {
 
 impl Dma for Memory {
     fn read(&mut self, addr: u64, buf: &mut [u8]) -> Result<(), DmaError> {
-        let (i, off) = self.find(addr, buf.len()).ok_or(DmaError { addr, len: buf.len() })?;
+        let (i, off) = self.find(addr, buf.len()).ok_or(DmaError {
+            addr,
+            len: buf.len(),
+        })?;
         buf.copy_from_slice(&self.regions[i].1[off..off + buf.len()]);
         Ok(())
     }
     fn write(&mut self, addr: u64, data: &[u8]) -> Result<(), DmaError> {
-        let (i, off) = self.find(addr, data.len()).ok_or(DmaError { addr, len: data.len() })?;
+        let (i, off) = self.find(addr, data.len()).ok_or(DmaError {
+            addr,
+            len: data.len(),
+        })?;
         self.regions[i].1[off..off + data.len()].copy_from_slice(data);
         Ok(())
     }
@@ -217,12 +225,15 @@ impl Default for QpOpts {
             max_dest_rd_atomic: 8,
             a_psn: 0x100,
             b_psn: 0x200,
-            access: AccessFlags::REMOTE_WRITE | AccessFlags::REMOTE_READ | AccessFlags::REMOTE_ATOMIC,
+            access: AccessFlags::REMOTE_WRITE
+                | AccessFlags::REMOTE_READ
+                | AccessFlags::REMOTE_ATOMIC,
         }
     }
 }
 
 /// Brings an RC or UC QP through INIT, RTR and RTS towards `remote`.
+#[allow(clippy::too_many_arguments)]
 pub fn bring_up(
     n: &mut Node,
     qpn: Qpn,
@@ -266,7 +277,9 @@ pub fn bring_up_ud(n: &mut Node, qpn: Qpn, qkey: Qkey) {
     init.port_num = Some(1);
     init.qkey = Some(qkey);
     n.eng.modify_qp(qpn, &init).unwrap();
-    n.eng.modify_qp(qpn, &QpAttr::to_state(QpState::Rtr)).unwrap();
+    n.eng
+        .modify_qp(qpn, &QpAttr::to_state(QpState::Rtr))
+        .unwrap();
     let mut rts = QpAttr::to_state(QpState::Rts);
     rts.sq_psn = Some(Psn::new(0));
     n.eng.modify_qp(qpn, &rts).unwrap();
@@ -312,6 +325,9 @@ impl LinkCfg {
     }
 }
 
+/// A frame filter: returning false drops the frame.
+pub type Filter = Box<dyn FnMut(&[u8]) -> bool>;
+
 /// A one-way link: frames in flight keyed by (arrival time, sequence).
 #[derive(Default)]
 pub struct Link {
@@ -323,7 +339,7 @@ pub struct Link {
     pub sent: u64,
     pub dropped: u64,
     /// If set, called on every frame before faults; returning false drops it.
-    pub filter: Option<Box<dyn FnMut(&[u8]) -> bool>>,
+    pub filter: Option<Filter>,
 }
 
 impl Link {
