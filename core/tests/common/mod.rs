@@ -513,3 +513,35 @@ impl Pair {
         assert!(self.run(60_000_000_000), "pair did not go idle");
     }
 }
+
+/// What a frame is, for tests that watch the wire.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Seen {
+    pub opcode: roce_core::wire::Opcode,
+    pub psn: Psn,
+    pub ack_req: bool,
+    pub syndrome: Option<roce_core::wire::aeth::Syndrome>,
+    pub payload: usize,
+}
+
+pub fn seen(frame: &[u8]) -> Option<Seen> {
+    let p = roce_core::wire::parse(frame).ok()?;
+    Some(Seen {
+        opcode: p.headers.bth.opcode,
+        psn: p.headers.bth.psn,
+        ack_req: p.headers.bth.ack_req,
+        syndrome: p.headers.ext.aeth.map(|a| a.syndrome),
+        payload: p.payload.len(),
+    })
+}
+
+impl Pair {
+    /// Frames a sent (`true`) or b sent (`false`), decoded.
+    pub fn seen(&self, from_a: bool) -> Vec<Seen> {
+        self.trace
+            .iter()
+            .filter(|t| t.1 == from_a)
+            .filter_map(|t| seen(&t.2))
+            .collect()
+    }
+}
