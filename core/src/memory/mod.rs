@@ -458,6 +458,57 @@ impl<const PDS: usize, const MRS: usize> MemoryTable<PDS, MRS> {
     }
 }
 
+/// Protection checks as the transport sees them: the memory table behind a trait, so the
+/// QP code does not carry the table's capacities as type parameters.
+pub trait Protection {
+    /// See [`MemoryTable::check_local`].
+    fn check_local(
+        &self,
+        pd: Pd,
+        lkey: Lkey,
+        addr: u64,
+        len: u64,
+        need: AccessFlags,
+    ) -> Result<(), MemError>;
+    /// See [`MemoryTable::check_remote`].
+    fn check_remote(
+        &self,
+        pd: Pd,
+        rkey: Rkey,
+        addr: u64,
+        len: u64,
+        need: AccessFlags,
+    ) -> Result<(), MemError>;
+    /// See [`MemoryTable::invalidate`].
+    fn invalidate(&mut self, pd: Pd, key: u32) -> Result<(), MemError>;
+}
+
+impl<const PDS: usize, const MRS: usize> Protection for MemoryTable<PDS, MRS> {
+    fn check_local(
+        &self,
+        pd: Pd,
+        lkey: Lkey,
+        addr: u64,
+        len: u64,
+        need: AccessFlags,
+    ) -> Result<(), MemError> {
+        MemoryTable::check_local(self, pd, lkey, addr, len, need)
+    }
+    fn check_remote(
+        &self,
+        pd: Pd,
+        rkey: Rkey,
+        addr: u64,
+        len: u64,
+        need: AccessFlags,
+    ) -> Result<(), MemError> {
+        MemoryTable::check_remote(self, pd, rkey, addr, len, need)
+    }
+    fn invalidate(&mut self, pd: Pd, key: u32) -> Result<(), MemError> {
+        MemoryTable::invalidate(self, pd, key)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
