@@ -78,7 +78,7 @@ pub mod reg {
 bitfield! {
     /// The `VERSION` register.
     #[derive(Clone, Copy, PartialEq, Eq)]
-    pub struct Version(u32);
+    pub struct Version(pub u32);
     impl Debug;
     pub u16, major, set_major: 31, 16;
     pub u16, minor, set_minor: 15, 0;
@@ -87,7 +87,7 @@ bitfield! {
 bitfield! {
     /// The `STATUS` register.
     #[derive(Clone, Copy, PartialEq, Eq)]
-    pub struct DeviceStatus(u32);
+    pub struct DeviceStatus(pub u32);
     impl Debug;
     /// The firmware has started and accepts commands.
     pub ready, set_ready: 0;
@@ -100,7 +100,7 @@ bitfield! {
 bitfield! {
     /// The `EVENT_STATUS` register: sticky bits, cleared by writing ones.
     #[derive(Clone, Copy, PartialEq, Eq)]
-    pub struct EventStatus(u32);
+    pub struct EventStatus(pub u32);
     impl Debug;
     /// A command finished (its entry holds the status).
     pub cmd_done, set_cmd_done: 0;
@@ -522,5 +522,347 @@ mod tests {
         assert_eq!(payload::<RegMrArg>(&e), arg);
         assert_eq!(CmdOp::from_u16(9), Some(CmdOp::ModifyQp));
         assert_eq!(CmdStatus::from_u32(5), Some(CmdStatus::IllegalTransition));
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Conversions between the ABI's bytes and the engine's verbs types. Both sides use these:
+// the driver to encode, the firmware to decode, so an encoding cannot drift.
+
+use roce_core::memory::AccessFlags;
+use roce_core::num::{Lkey, Psn, Qkey, Qpn, Rkey};
+use roce_core::transport::{
+    AckTimeout, AddressVector, Mtu, QpAttr, QpState, RecvWr, RetryCount, RnrTimer, SendFlags,
+    SendWr, Sge, UdDest, WcFlags, WcOpcode, WcStatus, WorkCompletion, WrOp, WrOpcode,
+};
+
+/// Why a WQE or command from the host cannot be decoded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DecodeError(pub &'static str);
+
+const NO_VLAN: u16 = 0xFFFF;
+
+impl WireAv {
+    /// Encodes an address vector.
+    pub fn from_av(av: &AddressVector) -> Self {
+        Self {
+            dgid: av.dgid,
+            dmac: av.dmac,
+            vlan_id: U16::new(av.vlan_id.unwrap_or(NO_VLAN)),
+            flow_label: U32::new(av.flow_label),
+            hop_limit: av.hop_limit,
+            traffic_class: av.traffic_class,
+            sl: av.sl,
+            sgid_index: av.sgid_index,
+        }
+    }
+
+    /// Decodes an address vector.
+    pub fn to_av(&self) -> AddressVector {
+        let vlan = self.vlan_id.get();
+        AddressVector {
+            dmac: self.dmac,
+            dgid: self.dgid,
+            sgid_index: self.sgid_index,
+            hop_limit: self.hop_limit,
+            traffic_class: self.traffic_class,
+            flow_label: self.flow_label.get() & 0xF_FFFF,
+            sl: self.sl,
+            vlan_id: (vlan != NO_VLAN).then_some(vlan & 0x0FFF),
+        }
+    }
+}
+
+fn encode_sges(sgl: &[Sge]) -> [WqeSge; WQE_SGES] {
+    let mut out = [WqeSge::default(); WQE_SGES];
+    for (o, s) in out.iter_mut().zip(sgl) {
+        *o = WqeSge {
+            addr: U64::new(s.addr),
+            length: U32::new(s.length),
+            lkey: U32::new(s.lkey.0),
+        };
+    }
+    out
+}
+
+fn decode_sges(
+    sge: &[WqeSge; WQE_SGES],
+    n: u8,
+    push: &mut impl FnMut(Sge) -> Result<(), Sge>,
+) -> Result<(), DecodeError> {
+    let list = sge
+        .get(..usize::from(n))
+        .ok_or(DecodeError("num_sge above the SGE limit"))?;
+    for s in list {
+        let sge = Sge {
+            addr: s.addr.get(),
+            length: s.length.get(),
+            lkey: Lkey(s.lkey.get()),
+        };
+        push(sge).map_err(|_| DecodeError("too many SGEs"))?;
+    }
+    Ok(())
+}
+
+impl SendWqe {
+    /// Encodes a send work request.
+    pub fn from_wr(wr: &SendWr) -> Self {
+        let mut w = Self {
+            wr_id: U64::new(wr.wr_id),
+            opcode: wr.op.opcode() as u8,
+            send_flags: wr.send_flags.bits() as u8,
+            num_sge: wr.sg_list.len() as u8,
+            sge: encode_sges(&wr.sg_list),
+            ..Self::default()
+        };
+        match wr.op {
+            WrOp::Send => {}
+            WrOp::SendWithImm { imm } => w.imm_or_inv = U32::new(imm),
+            WrOp::SendWithInv { rkey } | WrOp::LocalInv { rkey } => w.imm_or_inv = U32::new(rkey.0),
+            WrOp::RdmaWrite { remote_addr, rkey } | WrOp::RdmaRead { remote_addr, rkey } => {
+                w.remote_addr = U64::new(remote_addr);
+                w.rkey = U32::new(rkey.0);
+            }
+            WrOp::RdmaWriteWithImm {
+                remote_addr,
+                rkey,
+                imm,
+            } => {
+                w.remote_addr = U64::new(remote_addr);
+                w.rkey = U32::new(rkey.0);
+                w.imm_or_inv = U32::new(imm);
+            }
+            WrOp::AtomicCmpAndSwp {
+                remote_addr,
+                rkey,
+                compare,
+                swap,
+            } => {
+                w.remote_addr = U64::new(remote_addr);
+                w.rkey = U32::new(rkey.0);
+                w.compare = U64::new(compare);
+                w.swap_add = U64::new(swap);
+            }
+            WrOp::AtomicFetchAndAdd {
+                remote_addr,
+                rkey,
+                add,
+            } => {
+                w.remote_addr = U64::new(remote_addr);
+                w.rkey = U32::new(rkey.0);
+                w.swap_add = U64::new(add);
+            }
+        }
+        if let Some(ud) = &wr.ud {
+            w.remote_qpn = U32::new(ud.remote_qpn.value());
+            w.remote_qkey = U32::new(ud.remote_qkey.0);
+            w.av = WireAv::from_av(&ud.av);
+        }
+        w
+    }
+
+    /// Decodes a send work request; `ud` says whether the QP is UD (then the
+    /// destination fields are read).
+    pub fn to_wr(&self, ud: bool) -> Result<SendWr, DecodeError> {
+        let remote_addr = self.remote_addr.get();
+        let rkey = Rkey(self.rkey.get());
+        let imm = self.imm_or_inv.get();
+        let op = match self.opcode {
+            x if x == WrOpcode::Send as u8 => WrOp::Send,
+            x if x == WrOpcode::SendWithImm as u8 => WrOp::SendWithImm { imm },
+            x if x == WrOpcode::SendWithInv as u8 => WrOp::SendWithInv { rkey: Rkey(imm) },
+            x if x == WrOpcode::LocalInv as u8 => WrOp::LocalInv { rkey: Rkey(imm) },
+            x if x == WrOpcode::RdmaWrite as u8 => WrOp::RdmaWrite { remote_addr, rkey },
+            x if x == WrOpcode::RdmaWriteWithImm as u8 => WrOp::RdmaWriteWithImm {
+                remote_addr,
+                rkey,
+                imm,
+            },
+            x if x == WrOpcode::RdmaRead as u8 => WrOp::RdmaRead { remote_addr, rkey },
+            x if x == WrOpcode::AtomicCmpAndSwp as u8 => WrOp::AtomicCmpAndSwp {
+                remote_addr,
+                rkey,
+                compare: self.compare.get(),
+                swap: self.swap_add.get(),
+            },
+            x if x == WrOpcode::AtomicFetchAndAdd as u8 => WrOp::AtomicFetchAndAdd {
+                remote_addr,
+                rkey,
+                add: self.swap_add.get(),
+            },
+            _ => return Err(DecodeError("unknown send opcode")),
+        };
+        let mut wr = SendWr::new(self.wr_id.get(), op)
+            .flags(SendFlags::from_bits_truncate(u32::from(self.send_flags)));
+        decode_sges(&self.sge, self.num_sge, &mut |s| wr.try_sge(s))?;
+        if ud {
+            wr.ud = Some(UdDest {
+                av: self.av.to_av(),
+                remote_qpn: Qpn::new(self.remote_qpn.get()),
+                remote_qkey: Qkey(self.remote_qkey.get()),
+            });
+        }
+        Ok(wr)
+    }
+}
+
+impl RecvWqe {
+    /// Encodes a receive work request.
+    pub fn from_wr(wr: &RecvWr) -> Self {
+        Self {
+            wr_id: U64::new(wr.wr_id),
+            num_sge: wr.sg_list.len() as u8,
+            reserved: [0; 7],
+            sge: encode_sges(&wr.sg_list),
+        }
+    }
+
+    /// Decodes a receive work request.
+    pub fn to_wr(&self) -> Result<RecvWr, DecodeError> {
+        let mut wr = RecvWr::new(self.wr_id.get());
+        decode_sges(&self.sge, self.num_sge, &mut |s| wr.sg_list.push(s))?;
+        Ok(wr)
+    }
+}
+
+impl Cqe {
+    /// Encodes a completion for producer index `pi` of a ring of depth `2^log_depth`.
+    pub fn from_wc(wc: &WorkCompletion, pi: u32, log_depth: u8) -> Self {
+        Self {
+            wr_id: U64::new(wc.wr_id),
+            byte_len: U32::new(wc.byte_len),
+            imm_data: U32::new(wc.imm_data),
+            qp_num: U32::new(wc.qp_num.value()),
+            src_qp: U32::new(wc.src_qp.value()),
+            invalidated_rkey: U32::new(wc.invalidated_rkey.0),
+            status: wc.status as u8,
+            opcode: wc.opcode as u8,
+            wc_flags: wc.wc_flags.bits() as u8,
+            owner: cqe_owner(pi, log_depth) | (u8::from(wc.solicited) << 1),
+        }
+    }
+
+    /// Decodes a completion.
+    pub fn to_wc(&self) -> Result<WorkCompletion, DecodeError> {
+        let status = WcStatus::from_u8(self.status).ok_or(DecodeError("unknown ibv_wc_status"))?;
+        let opcode = WcOpcode::from_u8(self.opcode).ok_or(DecodeError("unknown ibv_wc_opcode"))?;
+        let mut wc = WorkCompletion::new(
+            self.wr_id.get(),
+            Qpn::new(self.qp_num.get()),
+            opcode,
+            status,
+        );
+        wc.byte_len = self.byte_len.get();
+        wc.imm_data = self.imm_data.get();
+        wc.src_qp = Qpn::new(self.src_qp.get());
+        wc.invalidated_rkey = Rkey(self.invalidated_rkey.get());
+        wc.wc_flags = WcFlags::from_bits_truncate(u32::from(self.wc_flags));
+        wc.solicited = self.owner & 2 != 0;
+        Ok(wc)
+    }
+}
+
+impl QpAttrArg {
+    /// Encodes the attributes `attr` gives (its mask says which).
+    pub fn from_attr(qpn: Qpn, attr: &QpAttr) -> Self {
+        Self {
+            qpn: U32::new(qpn.value()),
+            attr_mask: U32::new(attr.mask().bits()),
+            qp_state: attr.qp_state.map_or(0, |s| s as u8),
+            cur_qp_state: attr.cur_qp_state.map_or(0, |s| s as u8),
+            path_mtu: attr.path_mtu.map_or(0, |m| m as u8),
+            timeout: attr.timeout.map_or(0, AckTimeout::code),
+            retry_cnt: attr.retry_cnt.map_or(0, RetryCount::get),
+            rnr_retry: attr.rnr_retry.map_or(0, RetryCount::get),
+            max_rd_atomic: attr.max_rd_atomic.unwrap_or(0),
+            max_dest_rd_atomic: attr.max_dest_rd_atomic.unwrap_or(0),
+            min_rnr_timer: attr.min_rnr_timer.map_or(0, RnrTimer::code),
+            port_num: attr.port_num.unwrap_or(0),
+            pkey_index: U16::new(attr.pkey_index.unwrap_or(0)),
+            access_flags: U32::new(attr.qp_access_flags.map_or(0, AccessFlags::bits)),
+            qkey: U32::new(attr.qkey.map_or(0, |q| q.0)),
+            rq_psn: U32::new(attr.rq_psn.map_or(0, Psn::value)),
+            sq_psn: U32::new(attr.sq_psn.map_or(0, Psn::value)),
+            dest_qp_num: U32::new(attr.dest_qp_num.map_or(0, Qpn::value)),
+            av: attr
+                .ah_attr
+                .as_ref()
+                .map(WireAv::from_av)
+                .unwrap_or_default(),
+        }
+    }
+
+    /// Decodes the attributes the mask names; a value out of range is an error.
+    pub fn to_attr(&self) -> Result<QpAttr, DecodeError> {
+        use roce_core::transport::AttrMask as M;
+        let mask = self.attr_mask.get();
+        let has = |m: M| mask & m.bits() != 0;
+        let state = |v: u8| QpState::from_u8(v).ok_or(DecodeError("bad QP state"));
+        let retry = |v: u8| RetryCount::new(v).ok_or(DecodeError("retry count above 7"));
+        let mut a = QpAttr::default();
+        if has(M::STATE) {
+            a.qp_state = Some(state(self.qp_state)?);
+        }
+        if has(M::CUR_STATE) {
+            a.cur_qp_state = Some(state(self.cur_qp_state)?);
+        }
+        if has(M::EN_SQD_ASYNC_NOTIFY) {
+            a.en_sqd_async_notify = Some(false);
+        }
+        if has(M::ACCESS_FLAGS) {
+            a.qp_access_flags = Some(
+                AccessFlags::from_bits(self.access_flags.get())
+                    .ok_or(DecodeError("unknown access flags"))?,
+            );
+        }
+        if has(M::PKEY_INDEX) {
+            a.pkey_index = Some(self.pkey_index.get());
+        }
+        if has(M::PORT) {
+            a.port_num = Some(self.port_num);
+        }
+        if has(M::QKEY) {
+            a.qkey = Some(Qkey(self.qkey.get()));
+        }
+        if has(M::AV) {
+            a.ah_attr = Some(self.av.to_av());
+        }
+        if has(M::PATH_MTU) {
+            a.path_mtu = Some(Mtu::from_u8(self.path_mtu).ok_or(DecodeError("bad path MTU"))?);
+        }
+        if has(M::TIMEOUT) {
+            a.timeout = Some(AckTimeout::new(self.timeout).ok_or(DecodeError("timeout above 31"))?);
+        }
+        if has(M::RETRY_CNT) {
+            a.retry_cnt = Some(retry(self.retry_cnt)?);
+        }
+        if has(M::RNR_RETRY) {
+            a.rnr_retry = Some(retry(self.rnr_retry)?);
+        }
+        if has(M::RQ_PSN) {
+            a.rq_psn = Some(Psn::new(self.rq_psn.get()));
+        }
+        if has(M::MAX_QP_RD_ATOMIC) {
+            a.max_rd_atomic = Some(self.max_rd_atomic);
+        }
+        if has(M::MIN_RNR_TIMER) {
+            a.min_rnr_timer =
+                Some(RnrTimer::new(self.min_rnr_timer).ok_or(DecodeError("RNR timer above 31"))?);
+        }
+        if has(M::SQ_PSN) {
+            a.sq_psn = Some(Psn::new(self.sq_psn.get()));
+        }
+        if has(M::MAX_DEST_RD_ATOMIC) {
+            a.max_dest_rd_atomic = Some(self.max_dest_rd_atomic);
+        }
+        if has(M::DEST_QPN) {
+            a.dest_qp_num = Some(Qpn::new(self.dest_qp_num.get()));
+        }
+        if a.mask().bits() != mask {
+            return Err(DecodeError(
+                "attribute mask names attributes this NIC does not support",
+            ));
+        }
+        Ok(a)
     }
 }

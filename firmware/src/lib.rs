@@ -4,5 +4,13 @@
 //! against the software or RTL datapath), and the host/NIC ABI it shares with the driver.
 //!
 //! * [`abi`]: the one source of truth for registers, rings, WQE/CQE and command layouts.
+//! * [`hal`]: what the runtime needs from a platform (registers, DMA, datapath, clock).
+//! * [`runtime`]: the [`runtime::Nic`] poll loop over the transport engine.
+//! * [`datapath`]: the software datapath (roce-core's parse on receive) and a loopback.
+//! * [`config`]: the firmware's capacities.
 
 pub mod abi;
+pub mod config;
+pub mod datapath;
+pub mod hal;
+pub mod runtime;
