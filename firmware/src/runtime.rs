@@ -622,10 +622,28 @@ fn status_of(e: &EngineError) -> CmdStatus {
         EngineError::Memory(MemError::TableFull) | EngineError::TableFull { .. } => {
             CmdStatus::NoResources
         }
-        EngineError::Busy { .. } => CmdStatus::Busy,
+        EngineError::Busy { .. } | EngineError::Memory(MemError::Busy) => CmdStatus::Busy,
         EngineError::ModifyQp(_)
         | EngineError::InvalidAttribute { .. }
         | EngineError::InvalidState { .. } => CmdStatus::IllegalTransition,
         _ => CmdStatus::BadParam,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn busy_objects_report_busy() {
+        // A PD with MRs or QPs (the memory table's Busy) is as busy as a CQ with QPs.
+        assert_eq!(
+            status_of(&EngineError::Memory(MemError::Busy)),
+            CmdStatus::Busy
+        );
+        assert_eq!(
+            status_of(&EngineError::Memory(MemError::NoSuchPd)),
+            CmdStatus::BadHandle
+        );
     }
 }
