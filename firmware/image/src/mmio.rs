@@ -20,7 +20,7 @@
 use core::ptr;
 
 use roce_core::memory::{Dma, DmaError};
-use roce_firmware::abi::reg;
+use roce_firmware::abi::{reg, DeviceStatus};
 use roce_firmware::hal::{Datapath, Hal};
 
 /// Offsets of the blocks from the MMIO base.
@@ -191,7 +191,7 @@ impl MmioDatapath {
     }
 
     /// The port's MAC address and GID, as the datapath holds them.
-    pub fn port_address(&self) -> ([u8; 6], [u8; 16]) {
+    fn port_address(&self) -> ([u8; 6], [u8; 16]) {
         let lo = self.reg(dp_reg::MAC_LO).to_le_bytes();
         let hi = self.reg(dp_reg::MAC_HI).to_le_bytes();
         let mac = [lo[0], lo[1], lo[2], lo[3], hi[0], hi[1]];
@@ -264,7 +264,8 @@ impl MmioHal {
     ///
     /// `[base, base + map::LEN)` must be the NIC's MMIO block as [`map`] describes it
     /// (device registers, not memory any Rust object lives in), `base` 4-byte aligned,
-    /// and no other code may access the block while this HAL exists (one instance).
+    /// and no other code may access the block while this HAL is in use (one instance;
+    /// a panic handler that never returns may make a second one to report).
     pub unsafe fn new(base: usize) -> Self {
         Self {
             window: Mmio { base },
@@ -279,12 +280,17 @@ impl MmioHal {
         }
     }
 
+    /// The port's MAC address and GID, from the datapath's registers.
+    pub fn port_address(&self) -> ([u8; 6], [u8; 16]) {
+        self.datapath.port_address()
+    }
+
     /// Sets `STATUS.fatal` in the host window: what the panic handler does before it
     /// stops, so the host sees the firmware is gone.
     pub fn set_fatal(&self) {
-        let status = self.window.read(map::HOST_WINDOW + reg::STATUS);
-        self.window
-            .write(map::HOST_WINDOW + reg::STATUS, status | 1 << 31);
+        let mut status = DeviceStatus(self.window.read(map::HOST_WINDOW + reg::STATUS));
+        status.set_fatal(true);
+        self.window.write(map::HOST_WINDOW + reg::STATUS, status.0);
     }
 }
 
