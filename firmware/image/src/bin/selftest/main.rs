@@ -595,8 +595,9 @@ impl Test {
             rx.frames,
             packets
         );
+        let spent = spent - stats.overhead;
         info!(
-            "budget: {=usize} x RDMA WRITE of {=usize} B = {=u32} data packets, {=u32} ACKs; whole NIC {=u64} instructions from first doorbell to CQE ({=u64} per data packet, every ICRC and copy included)",
+            "budget: {=usize} x RDMA WRITE of {=usize} B = {=u32} data packets, {=u32} ACKs; whole loop {=u64} instructions from the first post to the CQE = {=u64} per data packet (host posts and polls, every poll, the software datapath's receive checks, every ICRC and copy)",
             count,
             len,
             tx.frames,
