@@ -23,7 +23,10 @@ pub struct Board {
     pub ram_origin: u32,
     /// Bytes of RAM.
     pub ram_len: u32,
-    /// The link fails unless at least this much RAM is left for the stack.
+    /// The link fails unless at least this much RAM is left for the stack. Booting needs
+    /// about 160 KiB of it once: `Nic::new` and `Engine::new` return the NIC (90 KiB)
+    /// by value, and the compiler builds it on the stack before moving it into its
+    /// static; after that the firmware uses a few KiB.
     pub stack_min: u32,
     /// Base of the NIC's MMIO block: the host-visible register window (`abi::reg`),
     /// then the DMA engine and the datapath frame buffers (see `mmio.rs`).
@@ -40,7 +43,7 @@ pub const QEMU_VIRT: Board = Board {
     name: "qemu-virt",
     ram_origin: 0x8000_0000,
     ram_len: 16 * 1024 * 1024,
-    stack_min: 64 * 1024,
+    stack_min: 1024 * 1024,
     nic_mmio_base: 0x4000_0000,
     clock: ClockSource::TimeCsr { hz: 10_000_000 },
 };
@@ -52,7 +55,7 @@ pub const SOFTCORE: Board = Board {
     name: "softcore",
     ram_origin: 0x0000_0000,
     ram_len: 512 * 1024,
-    stack_min: 16 * 1024,
+    stack_min: 176 * 1024,
     nic_mmio_base: 0xF000_0000,
     clock: ClockSource::Mcycle { hz: 100_000_000 },
 };

@@ -44,7 +44,7 @@ fn main() -> ! {
         BOARD.nic_mmio_base,
         mac[..]
     );
-    let nic = NIC.init(FirmwareNic::new(hal, PortConfig::new(mac, gid)));
+    let nic = NIC.init_with(|| FirmwareNic::new(hal, PortConfig::new(mac, gid)));
     loop {
         nic.poll();
     }

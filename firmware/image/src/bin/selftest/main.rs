@@ -100,13 +100,15 @@ fn main() -> ! {
 
     let host_mem = &mut HOST.take().0;
     let base = host_mem.as_ptr() as u64;
-    let hal = RamHal::new(
-        DmaProbe {
+    // Built inside the closure: the NIC is large, and a HAL built in `main` would sit in
+    // main's frame while it is moved (see the README on the boot stack).
+    let nic = NIC.init_with(|| {
+        let mem = DmaProbe {
             inner: SliceMemory::new(base, host_mem),
-        },
-        DpProbe::new(Loopback::default()),
-    );
-    let nic = NIC.init(TestNic::new(hal, PortConfig::new(MAC, GID)));
+        };
+        let hal = RamHal::new(mem, DpProbe::new(Loopback::default()));
+        TestNic::new(hal, PortConfig::new(MAC, GID))
+    });
     let host = Host::new(base, HOST_MEM);
 
     let mut t = Test::bring_up(nic, host);
@@ -235,6 +237,11 @@ impl Test {
             dev.gid[..]
         );
 
+        let clock = |nic: &mut TestNic| {
+            let lo = Host::reg(nic, reg::CLOCK_LO);
+            u64::from(lo) | u64::from(Host::reg(nic, reg::CLOCK_HI)) << 32
+        };
+        let t0 = clock(nic);
         let pd = host.command(nic, CmdOp::AllocPd, &[]).out.get();
         info!("ALLOC_PD: pd {=u32}", pd);
 
@@ -311,6 +318,12 @@ impl Test {
                 attr.qp_state
             );
         }
+        let t1 = clock(nic);
+        ensure!(t1 > t0, "the NIC clock does not advance ({=u64} ns)", t1);
+        info!(
+            "clock: CLOCK_LO/HI advanced {=u64} ns during bring-up (board clock)",
+            t1 - t0
+        );
         info!(
             "MODIFY_QP: both RESET -> INIT -> RTR -> RTS (MTU 1024), QUERY_QP says RTS; peers {=u32} <-> {=u32}",
             qp_a.qpn.value(),
