@@ -12,10 +12,14 @@ pub enum Error {
     NotARoceDevice { device_id: u32 },
     /// The device speaks another major ABI version.
     AbiMismatch { major: u16 },
-    /// The device refused a command.
-    Command { op: CmdOp, status: CmdStatus },
+    /// The device refused a command (`op` is None for an opcode the ABI does not name).
+    Command {
+        opcode: u16,
+        op: Option<CmdOp>,
+        status: CmdStatus,
+    },
     /// The device did not answer a command.
-    CommandTimeout { op: CmdOp },
+    CommandTimeout { opcode: u16 },
     /// The device wrote something this driver cannot read.
     BadResponse(&'static str),
     /// Host memory outside the arena.
@@ -37,8 +41,12 @@ impl fmt::Display for Error {
             Self::AbiMismatch { major } => {
                 write!(f, "device ABI major version {major}, driver speaks 1")
             }
-            Self::Command { op, status } => write!(f, "{op:?} failed: {status:?}"),
-            Self::CommandTimeout { op } => write!(f, "{op:?}: the device did not answer"),
+            Self::Command { opcode, op, status } => {
+                write!(f, "command {opcode} ({op:?}) failed: {status:?}")
+            }
+            Self::CommandTimeout { opcode } => {
+                write!(f, "command {opcode}: the device did not answer")
+            }
             Self::BadResponse(what) => write!(f, "bad response from the device: {what}"),
             Self::Dma { addr } => write!(f, "host address {addr:#x} is outside host memory"),
             Self::InvalidState { verb, state } => {

@@ -38,11 +38,17 @@ struct Ctx {
 impl Ctx {
     /// Runs one command and waits for its status.
     fn exec(&self, op: CmdOp, entry: &mut CmdEntry) -> Result<()> {
+        entry.opcode = zerocopy::little_endian::U16::new(op as u16);
+        self.exec_raw(entry)
+    }
+
+    /// Runs the command in `entry` (opcode already set) and waits for its status.
+    fn exec_raw(&self, entry: &mut CmdEntry) -> Result<()> {
+        let op = CmdOp::from_u16(entry.opcode.get());
         let mem = self.dev.memory();
         let pi = self.cmdq_pi.get();
         let addr = self.cmdq_base
             + u64::from(pi & ((1 << CMDQ_LOG_DEPTH) - 1)) * size_of::<CmdEntry>() as u64;
-        entry.opcode = zerocopy::little_endian::U16::new(op as u16);
         entry.token = U32::new(pi);
         entry.status = U32::new(CmdStatus::Pending as u32);
         mem.write(addr, entry.as_bytes())
@@ -56,11 +62,19 @@ impl Ctx {
             match CmdStatus::from_u32(entry.status.get()) {
                 Some(CmdStatus::Pending) => self.dev.progress(),
                 Some(CmdStatus::Ok) => return Ok(()),
-                Some(status) => return Err(Error::Command { op, status }),
+                Some(status) => {
+                    return Err(Error::Command {
+                        opcode: entry.opcode.get(),
+                        op,
+                        status,
+                    })
+                }
                 None => return Err(Error::BadResponse("unknown command status")),
             }
         }
-        Err(Error::CommandTimeout { op })
+        Err(Error::CommandTimeout {
+            opcode: entry.opcode.get(),
+        })
     }
 
     fn exec_handle(&self, op: CmdOp, handle: u32) -> Result<CmdEntry> {
@@ -166,6 +180,22 @@ impl Context {
             log,
             ci: Cell::new(0),
         })
+    }
+
+    /// Runs a command built by the caller (diagnostics and ABI tests); the entry comes
+    /// back with the device's results.
+    pub fn raw_command(&self, opcode: u16, entry: &mut CmdEntry) -> Result<()> {
+        match CmdOp::from_u16(opcode) {
+            Some(op) => self.ctx.exec(op, entry),
+            None => {
+                // Unknown to this driver too: send it as is and report the status.
+                let mut e = *entry;
+                e.opcode = zerocopy::little_endian::U16::new(opcode);
+                let r = self.ctx.exec_raw(&mut e);
+                *entry = e;
+                r
+            }
+        }
     }
 
     /// Reads and clears the device's async events (`ibv_get_async_event`, polled).
@@ -715,6 +745,27 @@ impl QueuePair {
 
     /// `ibv_post_send` of one work request.
     pub fn post_send(&self, wr: &SendWr) -> Result<()> {
+        self.post_send_list(core::slice::from_ref(wr))
+    }
+
+    /// `ibv_post_send` of a list: every WQE is written, then one doorbell rings for all
+    /// of them. On an error, the WRs before the failing one are posted (as `bad_wr`
+    /// reports in libibverbs) and the error says which.
+    pub fn post_send_list(&self, wrs: &[SendWr]) -> Result<()> {
+        let mut posted = 0;
+        let result = wrs.iter().try_for_each(|wr| {
+            self.write_send_wqe(wr)?;
+            posted += 1;
+            Ok(())
+        });
+        if posted > 0 {
+            let q = &self.inner;
+            q.ctx.dev.write_reg(reg::sq_db(q.index), q.sq_pi.get());
+        }
+        result
+    }
+
+    fn write_send_wqe(&self, wr: &SendWr) -> Result<()> {
         let q = &self.inner;
         let state = q.state.get();
         if matches!(state, QpState::Reset | QpState::Init | QpState::Rtr) {
@@ -746,7 +797,6 @@ impl QueuePair {
                 .contains(roce_core::transport::SendFlags::SIGNALED);
         q.sq_signaled.borrow_mut().push_back(signaled);
         q.sq_pi.set(pi.wrapping_add(1));
-        q.ctx.dev.write_reg(reg::sq_db(q.index), pi.wrapping_add(1));
         Ok(())
     }
 
