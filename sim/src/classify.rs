@@ -34,15 +34,14 @@ pub struct Class {
     pub ip: Option<IpAt>,
     /// ECN codepoint of the IP header (0 without one).
     pub ecn: u8,
-    /// Hash input for ECMP: addresses and UDP ports (source port = RoCE entropy).
-    pub flow_key: u64,
+    /// Offset of the UDP header, if the IP payload is UDP.
+    pub udp: Option<usize>,
 }
 
 /// Reads what the switch needs from `frame`, or `None` when it is shorter than an
 /// Ethernet header.
 pub fn classify(frame: &[u8], dscp_to_priority: &[u8; 64]) -> Option<Class> {
     let eth = Frame::new_checked(frame).ok()?;
-    let (dst, src) = (eth.dst(), eth.src());
     let mut ethertype = eth.ethertype();
     let mut l3 = 14;
     let mut pcp = None;
@@ -54,34 +53,31 @@ pub fn classify(frame: &[u8], dscp_to_priority: &[u8; 64]) -> Option<Class> {
         }
     }
     let mut class = Class {
-        dst,
-        src,
+        dst: eth.dst(),
+        src: eth.src(),
         priority: pcp.unwrap_or(0),
         ip: None,
         ecn: 0,
-        flow_key: mac_key(dst) ^ mac_key(src).rotate_left(17),
+        udp: None,
     };
     let net = &frame[l3.min(frame.len())..];
-    let (tos, udp_at, addr_key) = match ethertype {
+    let tos = match ethertype {
         ETHERTYPE_IPV4 => {
             let Ok(ip) = ipv4::Packet::new_checked(net) else {
                 return Some(class);
             };
             let hl = ip.header_len().max(20);
             class.ip = Some(IpAt::V4(l3, hl));
-            let udp = (ip.protocol() == PROTOCOL_UDP).then_some(l3 + hl);
-            let key = (u64::from(u32::from(ip.src())) << 32) | u64::from(u32::from(ip.dst()));
-            (ip.dscp() << 2 | ip.ecn(), udp, key)
+            class.udp = (ip.protocol() == PROTOCOL_UDP).then_some(l3 + hl);
+            ip.dscp() << 2 | ip.ecn()
         }
         ETHERTYPE_IPV6 => {
             let Ok(ip) = ipv6::Packet::new_checked(net) else {
                 return Some(class);
             };
             class.ip = Some(IpAt::V6(l3));
-            let udp = (ip.next_header() == NEXT_HEADER_UDP).then_some(l3 + 40);
-            let (s, d) = (u128::from(ip.src()), u128::from(ip.dst()));
-            let key = fold(s) ^ fold(d).rotate_left(32);
-            (ip.traffic_class(), udp, key)
+            class.udp = (ip.next_header() == NEXT_HEADER_UDP).then_some(l3 + 40);
+            ip.traffic_class()
         }
         _ => return Some(class),
     };
@@ -89,12 +85,32 @@ pub fn classify(frame: &[u8], dscp_to_priority: &[u8; 64]) -> Option<Class> {
     if pcp.is_none() {
         class.priority = dscp_to_priority[usize::from(tos >> 2)] & 7;
     }
-    class.flow_key = addr_key;
-    if let Some(udp) = udp_at.and_then(|at| Datagram::new_checked(frame.get(at..)?).ok()) {
-        class.flow_key ^= (u64::from(udp.src_port()) << 16 | u64::from(udp.dst_port()))
+    Some(class)
+}
+
+/// The ECMP hash input of a classified frame: IP addresses and UDP ports (the RoCE
+/// source port carries the entropy, roce-facts §1.6), or the MACs for non-IP frames.
+/// Computed only for frames routed to an ECMP group.
+pub fn flow_key(frame: &[u8], class: &Class) -> u64 {
+    let mut key = match class.ip {
+        Some(IpAt::V4(at, _)) => {
+            let ip = ipv4::Packet::new_unchecked(&frame[at..]);
+            (u64::from(u32::from(ip.src())) << 32) | u64::from(u32::from(ip.dst()))
+        }
+        Some(IpAt::V6(at)) => {
+            let ip = ipv6::Packet::new_unchecked(&frame[at..]);
+            fold(u128::from(ip.src())) ^ fold(u128::from(ip.dst())).rotate_left(32)
+        }
+        None => mac_key(class.dst) ^ mac_key(class.src).rotate_left(17),
+    };
+    if let Some(udp) = class
+        .udp
+        .and_then(|at| Datagram::new_checked(frame.get(at..)?).ok())
+    {
+        key ^= (u64::from(udp.src_port()) << 16 | u64::from(udp.dst_port()))
             .wrapping_mul(0x9E37_79B9_7F4A_7C15);
     }
-    Some(class)
+    key
 }
 
 fn mac_key(m: MacAddr) -> u64 {
@@ -186,10 +202,9 @@ mod tests {
         assert_eq!((c.priority, c.ip), (5, Some(IpAt::V4(18, 20))));
         let mut other_port = f.clone();
         other_port[35] = 0x01; // UDP source port 0xC001
-        assert_ne!(
-            classify(&f, &map).unwrap().flow_key,
-            classify(&other_port, &map).unwrap().flow_key
-        );
+        let key = |f: &[u8]| flow_key(f, &classify(f, &map).unwrap());
+        assert_ne!(key(&f), key(&other_port));
+        assert_eq!(key(&f), key(&f.clone()));
         assert!(classify(&f[..13], &map).is_none());
     }
 }

@@ -141,7 +141,10 @@ struct PortMac {
     /// Link index and direction of this port's transmissions.
     link: Option<(u32, u8)>,
     rate_bps: u64,
-    busy: bool,
+    /// The transmitter is busy until the last bit of its frame leaves.
+    busy_until: Nanos,
+    /// A `TxDone` is scheduled at `busy_until`.
+    tx_wake: bool,
     pause: PauseState,
     counters: PortCounters,
 }
@@ -211,6 +214,10 @@ pub struct Fabric {
     samplers: Vec<Sampler>,
     pending_samples: usize,
     io: SwitchIo,
+    events_run: u64,
+    /// A buffer a host was offered and did not fill: offered again next time rather than
+    /// freed and taken anew (most polls of a receiving host come back empty).
+    spare: Option<FrameId>,
 }
 
 impl Fabric {
@@ -227,6 +234,8 @@ impl Fabric {
             samplers: Vec::new(),
             pending_samples: 0,
             io: SwitchIo::default(),
+            events_run: 0,
+            spare: None,
         }
     }
 
@@ -460,10 +469,20 @@ impl Fabric {
         self.pool.capacity()
     }
 
+    /// Events run so far (for speed reports).
+    pub fn events_run(&self) -> u64 {
+        self.events_run
+    }
+
+    /// Events waiting in the queue.
+    pub fn events_pending(&self) -> usize {
+        self.events.len()
+    }
+
     /// Runs every event up to and including `until`, then sets the clock to `until`.
     pub fn run_until(&mut self, until: Nanos) {
-        while self.events.peek_time().is_some_and(|t| t <= until) {
-            self.step();
+        while let Some((time, ev)) = self.events.pop_until(until) {
+            self.dispatch(time, ev);
         }
         self.now = self.now.max(until);
     }
@@ -482,11 +501,19 @@ impl Fabric {
 
     /// Runs the next event; false when there is none.
     pub fn step(&mut self) -> bool {
-        let Some((time, ev)) = self.events.pop() else {
-            return false;
-        };
+        match self.events.pop() {
+            Some((time, ev)) => {
+                self.dispatch(time, ev);
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn dispatch(&mut self, time: Nanos, ev: Event) {
         debug_assert!(time >= self.now, "time went backwards");
         self.now = time;
+        self.events_run += 1;
         match ev {
             Event::Wake(n) => self.service_host(n),
             Event::Timer(n) => {
@@ -500,7 +527,7 @@ impl Fabric {
                 }
             }
             Event::TxDone { node, port } => {
-                self.nodes[node as usize].ports[usize::from(port)].busy = false;
+                self.nodes[node as usize].ports[usize::from(port)].tx_wake = false;
                 self.pull_and_service(node, port);
             }
             Event::Arrive { link, dir, frame } => self.arrive(link, dir, frame),
@@ -520,7 +547,6 @@ impl Fabric {
             }
             Event::Sample(i) => self.sample(i),
         }
-        true
     }
 
     /// After a host call: poll each idle port, then re-read the host's timer.
@@ -557,20 +583,19 @@ impl Fabric {
     /// Ports a switch call woke up are polled, timers it asked for are armed, until it
     /// has nothing more to say.
     fn drain_switch(&mut self, node: u32) {
-        while !self.io.kicks.is_empty() || !self.io.timers.is_empty() {
-            for (at, port) in std::mem::take(&mut self.io.timers) {
-                self.events.push(at, Event::SwitchTimer { node, port });
-            }
-            let mut kicks = std::mem::take(&mut self.io.kicks);
-            for &port in &kicks {
-                self.pull(node, port);
-            }
-            // Hand the (empty) vector back so its capacity is reused.
-            kicks.clear();
-            if self.io.kicks.is_empty() {
-                self.io.kicks = kicks;
-            }
+        // Pulling a port can kick others (a dequeue lifting an XOFF), so the list may
+        // grow while it is walked, in order.
+        let mut i = 0;
+        while i < self.io.kicks.len() {
+            let port = self.io.kicks[i];
+            i += 1;
+            self.pull(node, port);
         }
+        self.io.kicks.clear();
+        for &(at, port) in &self.io.timers {
+            self.events.push(at, Event::SwitchTimer { node, port });
+        }
+        self.io.timers.clear();
     }
 
     /// If the port's transmitter is idle and linked, takes the node's next frame for it
@@ -578,24 +603,37 @@ impl Fabric {
     fn pull(&mut self, node: u32, port: u16) {
         let now = self.now;
         let Fabric {
-            nodes, pool, io, ..
+            nodes,
+            pool,
+            io,
+            spare,
+            ..
         } = self;
         let slot = &mut nodes[node as usize];
         let mac = &mut slot.ports[usize::from(port)];
-        if mac.busy || mac.link.is_none() {
+        if mac.link.is_none() {
+            return;
+        }
+        if now < mac.busy_until {
+            // Come back when the wire is free.
+            if !mac.tx_wake {
+                mac.tx_wake = true;
+                self.events
+                    .push(mac.busy_until, Event::TxDone { node, port });
+            }
             return;
         }
         let paused = mac.pause.paused(now);
         let frame = match &mut slot.kind {
             Kind::Host(h) => {
-                let id = pool.alloc();
+                let id = spare.take().unwrap_or_else(|| pool.alloc());
                 match h.poll_transmit(now, usize::from(port), paused, pool.buffer_mut(id)) {
                     Some(len) => {
                         pool.set_len(id, len);
                         id
                     }
                     None => {
-                        pool.free(id);
+                        *spare = Some(id);
                         return;
                     }
                 }
@@ -610,10 +648,18 @@ impl Fabric {
 
     fn start_tx(&mut self, node: u32, port: u16, frame: FrameId) {
         let now = self.now;
-        let mac = &mut self.nodes[node as usize].ports[usize::from(port)];
+        let slot = &mut self.nodes[node as usize];
+        // A host may always have another frame; a switch says whether it has. Without
+        // one, no wake-up is scheduled: the next enqueue pulls the port (and schedules
+        // the wake-up then if the wire is still busy). A frame through an idle switch
+        // thus costs one event fewer.
+        let more = match &slot.kind {
+            Kind::Host(_) => true,
+            Kind::Switch(sw) => sw.has_pending(usize::from(port)),
+        };
+        let mac = &mut slot.ports[usize::from(port)];
         let (link, dir) = mac.link.expect("pulled from a linked port");
         let len = self.pool.len(frame);
-        mac.busy = true;
         mac.counters.tx_frames += 1;
         mac.counters.tx_bytes += len as u64;
         if is_mac_control(self.pool.frame(frame)) {
@@ -621,7 +667,11 @@ impl Fabric {
         }
         let d = &mut self.links[link as usize].dirs[usize::from(dir)];
         let end = d.serialize(now, len);
-        self.events.push(end, Event::TxDone { node, port });
+        mac.busy_until = end;
+        if more && !mac.tx_wake {
+            mac.tx_wake = true;
+            self.events.push(end, Event::TxDone { node, port });
+        }
         let fate = d.fate(len);
         if fate.lost {
             self.pool.free(frame);

@@ -102,6 +102,9 @@ pub(crate) struct Direction {
     /// `tx_end * rate - exact_end * rate`, in bit-nanoseconds (0 <= slack < rate): how
     /// far the rounded end is ahead of the exact one.
     slack: u64,
+    /// The last frame length and its `bits * 1e9 / rate` as quotient and remainder:
+    /// streams repeat one length, and this spares a 64-bit division per frame.
+    last: (usize, u64, u64),
 }
 
 impl Direction {
@@ -114,6 +117,7 @@ impl Direction {
             counters: LinkCounters::default(),
             tx_end: 0,
             slack: 0,
+            last: (usize::MAX, 0, 0),
         }
     }
 
@@ -125,14 +129,25 @@ impl Direction {
             self.tx_end = now;
             self.slack = 0;
         }
-        let bits = (len.max(MIN_FRAME_LEN) + WIRE_OVERHEAD) as u64 * 8;
-        let need = bits * 1_000_000_000; // bit-nanoseconds still to cover
-        if need <= self.slack {
-            self.slack -= need;
+        if self.last.0 != len {
+            let bits = (len.max(MIN_FRAME_LEN) + WIRE_OVERHEAD) as u64 * 8;
+            let need = bits * 1_000_000_000; // bit-nanoseconds on the wire
+            self.last = (len, need / self.rate_bps, need % self.rate_bps);
+        }
+        // The frame needs q * rate + r bit-ns; `slack` of them are already covered by
+        // the rounding up of the previous end.
+        let (_, q, r) = self.last;
+        if r >= self.slack {
+            let extra = r - self.slack;
+            let round_up = u64::from(extra > 0);
+            self.tx_end += q + round_up;
+            self.slack = round_up * self.rate_bps - extra;
+        } else if q > 0 {
+            self.tx_end += q;
+            self.slack -= r;
         } else {
-            let ns = (need - self.slack).div_ceil(self.rate_bps);
-            self.slack = ns * self.rate_bps - (need - self.slack);
-            self.tx_end += ns;
+            // Shorter than the slack: ends within the current nanosecond.
+            self.slack -= r;
         }
         self.counters.frames += 1;
         self.counters.bytes += len as u64;
@@ -140,8 +155,17 @@ impl Direction {
     }
 
     /// Draws the faults for one frame of `len` bytes and counts them.
+    #[inline]
     pub fn fate(&mut self, len: usize) -> Fate {
         let f = self.faults;
+        if f == Faults::default() {
+            return Fate {
+                lost: false,
+                corrupt_bit: None,
+                duplicate: false,
+                extra_delay: 0,
+            };
+        }
         let rng = &mut self.rng;
         let mut fate = Fate {
             lost: rng.chance(f.loss),

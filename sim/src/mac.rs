@@ -38,11 +38,16 @@ pub(crate) struct PauseState {
     since: [Nanos; 8],
     /// Earliest pause end for which a wake-up event is scheduled.
     pub wake_at: Option<Nanos>,
+    /// The latest `until`: nothing is paused from then on (the per-poll fast path).
+    latest: Nanos,
 }
 
 impl PauseState {
     /// The priorities paused at `now`.
     pub fn paused(&self, now: Nanos) -> Priorities {
+        if now >= self.latest {
+            return Priorities::NONE;
+        }
         let mut m = 0u8;
         for (p, &u) in self.until.iter().enumerate() {
             if now < u {
@@ -88,6 +93,7 @@ impl PauseState {
                 self.until[p] = now + quanta_to_nanos(req.quanta[p], rate_bps);
             }
         }
+        self.latest = self.until.iter().copied().max().unwrap_or(0);
         resumed
     }
 

@@ -344,7 +344,7 @@ impl Sink {
     }
 
     /// What came from `src`.
-    pub fn from(&self, src: MacAddr) -> SinkStats {
+    pub fn from_source(&self, src: MacAddr) -> SinkStats {
         self.sources
             .iter()
             .find(|(m, ..)| *m == src)

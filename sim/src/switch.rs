@@ -2,7 +2,7 @@
 //! dedicated and shared buffers, RED/ECN marking (issue 7), PFC (802.1Qbb) generation from
 //! per-(ingress port, priority) accounting, static, learned and ECMP forwarding.
 //!
-//! Frames stay in the fabric's buffers ([`FramePool`]): the switch queues their handles
+//! Frames stay in the fabric's recycled buffers: the switch queues their handles
 //! and marks them in place, so a frame crosses it without a copy.
 //!
 //! Buffer model. Each egress port has `port_buffer` dedicated bytes; past those a frame
@@ -20,7 +20,9 @@
 //! that priority, so a congested egress port backs up into the upstream switch, which
 //! pauses its own upstream in turn: pauses propagate hop by hop.
 
-use crate::classify::{classify, default_dscp_map, mac_u64, mark_ce, Class, ECN_ECT0, ECN_ECT1};
+use crate::classify::{
+    classify, default_dscp_map, flow_key, mac_u64, mark_ce, Class, ECN_ECT0, ECN_ECT1,
+};
 use crate::node::Priorities;
 use crate::pool::{FrameId, FramePool};
 use crate::queue::Nanos;
@@ -361,6 +363,12 @@ impl Switch {
         }
     }
 
+    /// True when `port` has a frame queued (possibly paused) or a PFC frame to send.
+    pub(crate) fn has_pending(&self, port: usize) -> bool {
+        let p = &self.ports[port];
+        p.nonempty != 0 || p.ingress.announce != 0
+    }
+
     pub(crate) fn connect_port(&mut self, port: usize, rate_bps: u64, mac: MacAddr) {
         let p = &mut self.ports[port];
         p.rate_bps = rate_bps;
@@ -393,7 +401,7 @@ impl Switch {
             Some(Route::Port(p)) => usize::from(p),
             Some(Route::Group(g)) => {
                 let members = &self.groups[g as usize];
-                let h = mix(class.flow_key ^ self.salt);
+                let h = mix(flow_key(pool.frame(frame), &class) ^ self.salt);
                 usize::from(members[(h % members.len() as u64) as usize])
             }
             None if self.cfg.flood_unknown => {
@@ -415,12 +423,21 @@ impl Switch {
     }
 
     fn learn(&mut self, src: MacAddr, ingress: usize) {
-        let e = self.table.entry(mac_u64(src)).or_insert(Entry {
-            route: Route::Port(ingress as u16),
-            is_static: false,
-        });
-        if !e.is_static {
-            e.route = Route::Port(ingress as u16);
+        let key = mac_u64(src);
+        let route = Route::Port(ingress as u16);
+        // Lookup first: on the per-frame path the source is almost always known.
+        match self.table.get_mut(&key) {
+            Some(e) if !e.is_static => e.route = route,
+            Some(_) => {}
+            None => {
+                self.table.insert(
+                    key,
+                    Entry {
+                        route,
+                        is_static: false,
+                    },
+                );
+            }
         }
     }
 

@@ -145,7 +145,7 @@ fn only_ect_frames_are_marked_and_marked_frames_stay_valid() {
     });
     t.fabric.run();
     let sink = t.fabric.host(t.sink);
-    let (ect, not_ect) = (sink.from(mac(1)), sink.from(mac(2)));
+    let (ect, not_ect) = (sink.from_source(mac(1)), sink.from_source(mac(2)));
     assert_eq!((ect.frames, not_ect.frames), (200, 200));
     assert!(ect.ce_marked > 150, "{ect:?}");
     assert_eq!(not_ect.ce_marked, 0);

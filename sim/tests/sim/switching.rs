@@ -25,15 +25,19 @@ fn strict_priority_serves_the_backlogged_high_class_first() {
     // gets nothing but what slipped in before the first queue built up.
     t.fabric.run_until(150_000);
     let sink = t.fabric.host(s);
-    assert!(sink.from(mac(3)).frames <= 1, "{:?}", sink.from(mac(3)));
-    let high = sink.from(mac(1)).frames + sink.from(mac(2)).frames;
+    assert!(
+        sink.from_source(mac(3)).frames <= 1,
+        "{:?}",
+        sink.from_source(mac(3))
+    );
+    let high = sink.from_source(mac(1)).frames + sink.from_source(mac(2)).frames;
     // 150 us at 334.24 ns per frame, less the first two hops.
     assert!(high >= 430, "high class got {high} frames");
     // Once the high class is done, the low class is served.
     t.fabric.run();
     let sw = t.fabric.switch(t.star.switch).counters();
     let low_q = sw.ports[0].queues[1];
-    assert_eq!(t.fabric.host(s).from(mac(3)).frames, low_q.dequeued);
+    assert_eq!(t.fabric.host(s).from_source(mac(3)).frames, low_q.dequeued);
     assert!(low_q.dequeued > 0);
 }
 
