@@ -364,6 +364,12 @@ impl<
         .unwrap_or(Err(Error::NoSuchQp(qpn)))
     }
 
+    /// The raw QP context, for debugging and tests.
+    #[doc(hidden)]
+    pub fn qp_context(&self, qpn: Qpn) -> Option<&Qp> {
+        self.qps.get(self.slot(qpn)?)?.as_ref()
+    }
+
     /// `ibv_query_qp`.
     pub fn query_qp(&mut self, qpn: Qpn) -> Result<QpInfo, Error> {
         let slot = self.slot(qpn).ok_or(Error::NoSuchQp(qpn))?;
