@@ -163,7 +163,6 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
                             .saturating_add(core::time::Duration::from_nanos(t.nanos())),
                     );
                     self.go_back_n(psn);
-                    return;
                 }
             }
             (Operation::Acknowledge, Some(Syndrome::Nak(code))) => {
@@ -188,7 +187,6 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
                     NakCode::RemoteAccessError => self.finish_wqe(env, i, WcStatus::RemAccessErr),
                     _ => self.finish_wqe(env, i, WcStatus::RemOpErr),
                 }
-                return;
             }
             (Operation::RdmaReadResponse, s) => {
                 if !is_read || s.is_some_and(|s| !matches!(s, Syndrome::Ack(_))) {
