@@ -118,7 +118,7 @@ fn run(
     // The sequential model.
     let a_src = p.a.mem.read(src, 16 * 1024);
     let mut m_tgt = p.b.mem.read(tgt, TARGET);
-    let mut m_slots = vec![0u64; SLOTS];
+    let mut m_slots = [0u64; SLOTS];
     let mut m_rdst = vec![0u8; ops.len() * 9000 + 1];
     let mut m_ares = vec![0u8; ops.len() * 8 + 1];
     let mut m_rbuf = vec![0u8; ops.len() * 9000 + 1];
