@@ -295,7 +295,7 @@ fn handle_timeout_early_or_late_only_acts_on_due_timers() {
     p.a.post_send(qa, &SendWr::new(1, WrOp::Send).flags(SIG));
     p.step();
     let t = p.a.eng.poll_timeout().expect("retransmit timer armed");
-    assert_eq!(t.as_nanos() - p.now.min(t.as_nanos()) <= 4_194_304, true);
+    assert!(t.as_nanos() - p.now.min(t.as_nanos()) <= 4_194_304);
     // Early: nothing happens.
     p.a.eng
         .handle_timeout(Instant::from_nanos(t.as_nanos() - 1));
@@ -312,8 +312,8 @@ fn ipv6_and_vlan_addressing() {
     p.keep_trace = true;
     let gid_a = [0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1];
     let gid_b = [0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2];
-    p.a.eng = Box::new(Eng::new(PortConfig::new(p.a.mac, gid_a)));
-    p.b.eng = Box::new(Eng::new(PortConfig::new(p.b.mac, gid_b)));
+    *p.a.eng = Eng::new(PortConfig::new(p.a.mac, gid_a));
+    *p.b.eng = Eng::new(PortConfig::new(p.b.mac, gid_b));
     for n in [&mut p.a, &mut p.b] {
         n.pd = n.eng.alloc_pd().unwrap();
         n.cq = n.eng.create_cq().unwrap();
