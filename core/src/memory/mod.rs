@@ -93,9 +93,15 @@ impl fmt::Debug for AccessFlags {
 pub struct Pd(pub(crate) u16);
 
 impl Pd {
-    /// The table index (for diagnostics).
+    /// The table index (for diagnostics, and as the PD number of the host ABI).
     pub const fn index(self) -> u16 {
         self.0
+    }
+
+    /// The PD with table index `i`, as named by a host command. Every use checks that
+    /// it exists, so a forged number is refused, not trusted.
+    pub const fn from_index(i: u16) -> Self {
+        Self(i)
     }
 }
 

@@ -355,6 +355,22 @@ pub enum WrOpcode {
 }
 
 impl WrOpcode {
+    /// From the libibverbs number.
+    pub const fn from_u8(v: u8) -> Option<Self> {
+        Some(match v {
+            0 => Self::RdmaWrite,
+            1 => Self::RdmaWriteWithImm,
+            2 => Self::Send,
+            3 => Self::SendWithImm,
+            4 => Self::RdmaRead,
+            5 => Self::AtomicCmpAndSwp,
+            6 => Self::AtomicFetchAndAdd,
+            7 => Self::LocalInv,
+            9 => Self::SendWithInv,
+            _ => return None,
+        })
+    }
+
     /// The work-completion opcode a send-side completion of this WR carries.
     pub const fn wc_opcode(self) -> WcOpcode {
         match self {
@@ -658,6 +674,23 @@ pub enum WcOpcode {
     RecvRdmaWithImm = 129,
 }
 
+impl WcOpcode {
+    /// From the libibverbs number.
+    pub const fn from_u8(v: u8) -> Option<Self> {
+        Some(match v {
+            0 => Self::Send,
+            1 => Self::RdmaWrite,
+            2 => Self::RdmaRead,
+            3 => Self::CompSwap,
+            4 => Self::FetchAdd,
+            6 => Self::LocalInv,
+            128 => Self::Recv,
+            129 => Self::RecvRdmaWithImm,
+            _ => return None,
+        })
+    }
+}
+
 /// Work completion status (`enum ibv_wc_status`).
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Hash)]
 #[repr(u8)]
@@ -710,6 +743,41 @@ pub enum WcStatus {
 }
 
 impl WcStatus {
+    /// Every status, in numeric order (`ALL[n]` has the value `n`).
+    pub const ALL: [Self; 22] = [
+        Self::Success,
+        Self::LocLenErr,
+        Self::LocQpOpErr,
+        Self::LocEecOpErr,
+        Self::LocProtErr,
+        Self::WrFlushErr,
+        Self::MwBindErr,
+        Self::BadRespErr,
+        Self::LocAccessErr,
+        Self::RemInvReqErr,
+        Self::RemAccessErr,
+        Self::RemOpErr,
+        Self::RetryExcErr,
+        Self::RnrRetryExcErr,
+        Self::LocRddViolErr,
+        Self::RemInvRdReqErr,
+        Self::RemAbortErr,
+        Self::InvEecnErr,
+        Self::InvEecStateErr,
+        Self::FatalErr,
+        Self::RespTimeoutErr,
+        Self::GeneralErr,
+    ];
+
+    /// From the libibverbs number.
+    pub const fn from_u8(v: u8) -> Option<Self> {
+        if (v as usize) < Self::ALL.len() {
+            Some(Self::ALL[v as usize])
+        } else {
+            None
+        }
+    }
+
     /// The libibverbs name, as `ibv_wc_status_str` spells the enum.
     pub const fn name(self) -> &'static str {
         match self {
@@ -744,6 +812,11 @@ impl WcStatus {
 pub struct WcFlags(u8);
 
 impl WcFlags {
+    /// From the `ibv_wc_flags` bits (unknown bits dropped).
+    pub const fn from_bits_truncate(bits: u32) -> Self {
+        Self((bits & 0xB) as u8)
+    }
+
     /// No flags.
     pub const NONE: Self = Self(0);
     /// `IBV_WC_GRH` = 1: the first 40 bytes of a UD receive buffer hold a GRH.

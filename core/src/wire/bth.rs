@@ -50,6 +50,14 @@ impl<T: AsRef<[u8]>> Header<T> {
     pub fn becn(&self) -> bool {
         self.b()[4] & 0x40 != 0
     }
+    /// The six reserved bits after FECN and BECN (resv6; masked in the ICRC).
+    pub fn resv6(&self) -> u8 {
+        self.b()[4] & 0x3F
+    }
+    /// The seven reserved bits after AckReq (resv7; covered by the ICRC).
+    pub fn resv7(&self) -> u8 {
+        self.b()[8] & 0x7F
+    }
     /// Destination QP.
     pub fn dest_qp(&self) -> Qpn {
         Qpn::new(get_u24(self.b(), 5))
@@ -77,7 +85,8 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Header<T> {
     }
 }
 
-/// Plain-data BTH. Reserved bits are sent as 0 and ignored on receive.
+/// Plain-data BTH. The reserved bits are sent as 0 by this stack and ignored on receive,
+/// but kept, so that a captured frame (some NICs set resv6) is reproduced exactly.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct BthRepr {
     pub opcode: Opcode,
@@ -89,8 +98,10 @@ pub struct BthRepr {
     pub pkey: u16,
     pub fecn: bool,
     pub becn: bool,
+    pub resv6: u8,
     pub dest_qp: Qpn,
     pub ack_req: bool,
+    pub resv7: u8,
     pub psn: Psn,
 }
 
@@ -109,8 +120,10 @@ impl BthRepr {
             pkey: DEFAULT_PKEY,
             fecn: false,
             becn: false,
+            resv6: 0,
             dest_qp,
             ack_req: false,
+            resv7: 0,
             psn,
         }
     }
@@ -126,8 +139,10 @@ impl BthRepr {
             pkey: v.pkey(),
             fecn: v.fecn(),
             becn: v.becn(),
+            resv6: v.resv6(),
             dest_qp: v.dest_qp(),
             ack_req: v.ack_req(),
+            resv7: v.resv7(),
             psn: v.psn(),
         }
     }
@@ -141,9 +156,9 @@ impl BthRepr {
             | ((self.pad_count & 3) << 4)
             | (self.tver & 0x0F);
         set_u16(b, 2, self.pkey);
-        b[4] = (u8::from(self.fecn) << 7) | (u8::from(self.becn) << 6);
+        b[4] = (u8::from(self.fecn) << 7) | (u8::from(self.becn) << 6) | (self.resv6 & 0x3F);
         set_u24(b, 5, self.dest_qp.value());
-        b[8] = u8::from(self.ack_req) << 7;
+        b[8] = (u8::from(self.ack_req) << 7) | (self.resv7 & 0x7F);
         set_u24(b, 9, self.psn.value());
         Ok(Self::LEN)
     }
