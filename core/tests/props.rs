@@ -75,6 +75,7 @@ fn overlaps(a: (usize, usize), b: (usize, usize)) -> bool {
     a.0 < b.0 + b.1 && b.0 < a.0 + a.1
 }
 
+#[allow(clippy::too_many_arguments)]
 fn run(
     ops: Vec<Op>,
     signaled: Vec<bool>,
@@ -83,6 +84,7 @@ fn run(
     dup: f64,
     reorder: f64,
     seed: u64,
+    bad: Option<usize>,
 ) -> Result<(), TestCaseError> {
     let link = LinkCfg {
         drop,
@@ -127,6 +129,29 @@ fn run(
 
     for (i, op) in ops.iter().enumerate() {
         let id = i as u64;
+        if bad == Some(i) {
+            // A WRITE with a key the responder does not know: NAK remote access error.
+            let wr = SendWr::new(
+                id,
+                WrOp::RdmaWrite {
+                    remote_addr: tgt,
+                    rkey: roce_core::num::Rkey(kb.rkey.0 ^ 0x8000),
+                },
+            )
+            .sge(src, 16, ka.lkey)
+            .flags(SendFlags::SIGNALED);
+            p.a.post_send(qa, &wr);
+            continue;
+        }
+        if bad.is_some_and(|b| i > b) {
+            // Never executed: post it, expect a flush, model nothing. Receives posted for
+            // it are flushed too.
+            if matches!(op, Op::Send { .. } | Op::WriteImm { .. }) {
+                p.b.post_recv(qb, &RecvWr::new(id));
+            }
+            p.a.post_send(qa, &SendWr::new(id, WrOp::Send).flags(SendFlags::NONE));
+            continue;
+        }
         let mut flags = if signaled[i] {
             SendFlags::SIGNALED
         } else {
@@ -244,6 +269,50 @@ fn run(
 
     prop_assert!(p.run(120_000_000_000), "did not go idle");
 
+    if let Some(b) = bad {
+        // Success for (signaled) WRs before the bad one, one error, then flushes of every
+        // later WR, signaled or not; each WR at most once, in order.
+        let got: Vec<(u64, WcStatus)> = p.a.wcs.iter().map(|w| (w.wr_id, w.status)).collect();
+        let err_at = got.iter().position(|w| w.1 != WcStatus::Success);
+        prop_assert!(err_at.is_some(), "no error completion: {:?}", got);
+        let e = err_at.unwrap_or(0);
+        let (ok, rest) = got.split_at(e);
+        prop_assert!(ok
+            .iter()
+            .all(|w| (w.0 as usize) < b && signaled[w.0 as usize]));
+        prop_assert!(ok.windows(2).all(|w| w[0].0 < w[1].0));
+        let (first_err, flushed) = rest.split_first().unwrap_or((&(0, WcStatus::Success), &[]));
+        if first_err.0 as usize == b {
+            // RETRY_EXC_ERR when the NAK itself was lost: the responder, now in ERR,
+            // answers nothing more.
+            prop_assert!(matches!(
+                first_err.1,
+                WcStatus::RemAccessErr | WcStatus::RetryExcErr
+            ));
+        } else {
+            // An earlier READ/ATOMIC whose answer was lost when the responder died.
+            prop_assert!((first_err.0 as usize) < b);
+            prop_assert_eq!(first_err.1, WcStatus::RetryExcErr);
+        }
+        let want_flushed: Vec<u64> = (first_err.0 + 1..ops.len() as u64).collect();
+        let got_flushed: Vec<u64> = flushed.iter().map(|w| w.0).collect();
+        prop_assert!(
+            flushed.iter().all(|w| w.1 == WcStatus::WrFlushErr),
+            "{:?}",
+            flushed
+        );
+        prop_assert_eq!(got_flushed, want_flushed);
+        prop_assert_eq!(p.a.state(qa), roce_core::transport::QpState::Err);
+        // B executed everything before the bad WR and nothing after it.
+        prop_assert!(
+            p.b.mem.read(tgt, TARGET) == m_tgt,
+            "B target differs from the model"
+        );
+        let slot_bytes: Vec<u8> = m_slots.iter().flat_map(|v| v.to_le_bytes()).collect();
+        prop_assert!(p.b.mem.read(slots, SLOTS * 8) == slot_bytes);
+        return Ok(());
+    }
+
     // Completions: exactly the signaled WRs, in order, all successful.
     let got: Vec<(u64, WcStatus)> = p.a.wcs.iter().map(|w| (w.wr_id, w.status)).collect();
     let want: Vec<(u64, WcStatus)> = (0..ops.len())
@@ -304,6 +373,68 @@ proptest! {
     ) {
         let n = ops.len();
         let signaled: Vec<bool> = (0..n).map(|i| sig_bits & (1 << i) != 0 || i == n - 1).collect();
-        run(ops, signaled, mtu, drop, dup, reorder, seed)?;
+        run(ops, signaled, mtu, drop, dup, reorder, seed, None)?;
+    }
+
+    #[test]
+    fn a_bad_rkey_fails_one_wr_and_flushes_the_rest(
+        ops in prop::collection::vec(op(), 2..20),
+        sig_bits in any::<u32>(),
+        bad_at in any::<prop::sample::Index>(),
+        mtu in mtu(),
+        drop in 0.0..0.1f64,
+        dup in 0.0..0.1f64,
+        reorder in 0.0..0.1f64,
+        seed in any::<u64>(),
+    ) {
+        let n = ops.len();
+        let signaled: Vec<bool> = (0..n).map(|i| sig_bits & (1 << i) != 0).collect();
+        let b = bad_at.index(n);
+        run(ops, signaled, mtu, drop, dup, reorder, seed, Some(b))?;
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 32, ..ProptestConfig::default() })]
+
+    /// UC: the sender completes everything; the receiver gets an in-order subsequence of
+    /// the messages, each one intact, one receive WQE per delivered message.
+    #[test]
+    fn uc_delivers_an_intact_in_order_subsequence(
+        lens in prop::collection::vec(4..6000usize, 1..30),
+        mtu in mtu(),
+        drop in 0.0..0.1f64,
+        dup in 0.0..0.1f64,
+        reorder in 0.0..0.1f64,
+        seed in any::<u64>(),
+    ) {
+        let link = LinkCfg { drop, dup, reorder, ..LinkCfg::default() };
+        let mut p = Pair::with_links(seed, link);
+        let o = QpOpts { mtu, ..QpOpts::default() };
+        let (qa, qb) = p.connect(QpType::Uc, &o);
+        let n = lens.len();
+        let (src, ka) = p.a.buffer(n * 6000);
+        p.a.mem.fill_pattern(src, n * 6000, seed as u8);
+        let (dst, kb) = p.b.buffer(n * 6000);
+        for (i, &len) in lens.iter().enumerate() {
+            let s = src + (i * 6000) as u64;
+            p.a.mem.write(s, &(i as u32).to_le_bytes());
+            p.b.post_recv(qb, &RecvWr::new(i as u64).sge(dst + (i * 6000) as u64, 6000, kb.lkey));
+            p.a.post_send(qa, &SendWr::new(i as u64, WrOp::Send).sge(s, len as u32, ka.lkey).flags(SendFlags::SIGNALED));
+        }
+        prop_assert!(p.run(10_000_000_000));
+        let ids: Vec<u64> = p.a.wcs.iter().map(|w| w.wr_id).collect();
+        prop_assert_eq!(ids, (0..n as u64).collect::<Vec<_>>());
+        let mut last = None;
+        for (slot, w) in p.b.wcs.iter().enumerate() {
+            prop_assert_eq!(w.status, WcStatus::Success);
+            prop_assert_eq!(w.wr_id, slot as u64);
+            let got = p.b.mem.read(dst + (slot * 6000) as u64, w.byte_len as usize);
+            let i = u32::from_le_bytes([got[0], got[1], got[2], got[3]]) as usize;
+            prop_assert!(i < n && last.is_none_or(|l| i > l), "out of order: {} after {:?}", i, last);
+            prop_assert_eq!(w.byte_len as usize, lens[i]);
+            prop_assert!(got == p.a.mem.read(src + (i * 6000) as u64, lens[i]));
+            last = Some(i);
+        }
     }
 }

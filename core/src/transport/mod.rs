@@ -38,9 +38,11 @@
 //!   key that cannot be invalidated is NAKed "invalid request". A full receive CQ is
 //!   answered with an RNR NAK (UC/UD: drop), never a CQ overrun; a full send CQ holds
 //!   completions back.
-//! * **UC** drops a message on any PSN or opcode-sequence fault and resumes at the next
+//! * **UC** drops a message on a PSN gap or opcode-sequence fault and resumes at the next
 //!   FIRST/ONLY; a FIRST/ONLY in the middle of a message starts the new one (rxe drops
-//!   both). **UD** checks the Q_Key, needs a receive WQE with room for the 40-byte GRH
+//!   both). Packets with a past PSN are dropped without disturbing the message in
+//!   progress (rxe resyncs on them, which can deliver an old message after a newer
+//!   one). **UD** checks the Q_Key, needs a receive WQE with room for the 40-byte GRH
 //!   area plus the payload (else drops silently), and completes an oversized send
 //!   without sending it (C10-93.1.1, as rxe).
 //! * **Memory.** Atomics treat target memory as a little-endian `u64`. Any region may be
