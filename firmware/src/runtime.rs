@@ -629,3 +629,41 @@ fn status_of(e: &EngineError) -> CmdStatus {
         _ => CmdStatus::BadParam,
     }
 }
+
+/// The runtime with its capacities erased, for hosts that hold NICs of several sizes.
+pub trait NicRuntime {
+    /// [`Nic::poll`].
+    fn poll(&mut self) -> bool;
+    /// [`Nic::poll_timeout`].
+    fn poll_timeout(&self) -> Option<u64>;
+    /// The engine's protocol counters.
+    fn engine_counters(&self) -> roce_core::transport::Counters;
+    /// The runtime's counters.
+    fn runtime_counters(&self) -> RuntimeCounters;
+}
+
+impl<
+        H: Hal,
+        const QPS: usize,
+        const CQS: usize,
+        const PDS: usize,
+        const MRS: usize,
+        const SQ: usize,
+        const RQ: usize,
+        const CQE: usize,
+        const RD: usize,
+    > NicRuntime for Nic<H, QPS, CQS, PDS, MRS, SQ, RQ, CQE, RD>
+{
+    fn poll(&mut self) -> bool {
+        Nic::poll(self)
+    }
+    fn poll_timeout(&self) -> Option<u64> {
+        Nic::poll_timeout(self)
+    }
+    fn engine_counters(&self) -> roce_core::transport::Counters {
+        *self.engine.counters()
+    }
+    fn runtime_counters(&self) -> RuntimeCounters {
+        self.counters
+    }
+}
