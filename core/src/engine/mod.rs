@@ -5,7 +5,7 @@
 //!
 //! The engine is sans-IO: it never reads a clock, allocates, or does I/O. Time is a
 //! nanosecond [`Instant`] passed in, and **successive `now` values must never
-//! decrease**. Host memory is reached only through the [`Dma`] handed to the calls that
+//! decrease** (a `now` earlier than one already seen is treated as the later one). Host memory is reached only through the [`Dma`] handed to the calls that
 //! move payload bytes.
 //!
 //! Methods fall into groups:
@@ -145,6 +145,8 @@ pub struct Engine<
     counters: Counters,
     /// Round-robin position of `poll_transmit`.
     tx_next: usize,
+    /// The latest `now` seen: an earlier one is taken as this (time never runs back).
+    last_now: Instant,
 }
 
 impl<
@@ -170,6 +172,7 @@ impl<
             queues: array::from_fn(|_| QpQueues::new()),
             counters: Counters::default(),
             tx_next: 0,
+            last_now: Instant::ZERO,
         }
     }
 
@@ -320,6 +323,12 @@ impl<
         matches!(self.qps.get(s), Some(Some(_))).then_some(s)
     }
 
+    /// `now`, or the latest time seen if `now` is earlier.
+    fn clock(&mut self, now: Instant) -> Instant {
+        self.last_now = self.last_now.max(now);
+        self.last_now
+    }
+
     /// Runs `f` on QP `slot` with the rest of the engine as its environment.
     fn with_qp<R>(
         &mut self,
@@ -364,6 +373,12 @@ impl<
         .unwrap_or(Err(Error::NoSuchQp(qpn)))
     }
 
+    /// The raw QP context, for debugging and tests.
+    #[doc(hidden)]
+    pub fn qp_context(&self, qpn: Qpn) -> Option<&Qp> {
+        self.qps.get(self.slot(qpn)?)?.as_ref()
+    }
+
     /// `ibv_query_qp`.
     pub fn query_qp(&mut self, qpn: Qpn) -> Result<QpInfo, Error> {
         let slot = self.slot(qpn).ok_or(Error::NoSuchQp(qpn))?;
@@ -399,7 +414,23 @@ impl<
     /// RoCE, not addressed to this port, or not acceptable to their QP are dropped and
     /// counted; nothing a frame contains can make this panic.
     pub fn handle_packet(&mut self, now: Instant, frame: &[u8], dma: &mut dyn Dma) {
-        let pkt = match wire::parse(frame) {
+        self.receive(now, frame, dma, true);
+    }
+
+    /// [`Engine::handle_packet`] for a frame whose ICRC the datapath has already
+    /// verified (hardware RX check): every other check is still made.
+    pub fn handle_verified_packet(&mut self, now: Instant, frame: &[u8], dma: &mut dyn Dma) {
+        self.receive(now, frame, dma, false);
+    }
+
+    fn receive(&mut self, now: Instant, frame: &[u8], dma: &mut dyn Dma, check_icrc: bool) {
+        let now = self.clock(now);
+        let parsed = if check_icrc {
+            wire::parse(frame)
+        } else {
+            wire::parse_unverified(frame)
+        };
+        let pkt = match parsed {
             Ok(p) => p,
             Err(_) => {
                 self.counters.rcvd_parse_err += 1;
@@ -465,6 +496,7 @@ impl<
 
     /// Runs the timers due at `now` (local ACK timeout, RNR wait).
     pub fn handle_timeout(&mut self, now: Instant) {
+        let now = self.clock(now);
         for slot in 0..QPS {
             let due = matches!(self.qps.get(slot), Some(Some(q)) if q.next_deadline().is_some_and(|t| t <= now));
             if due {
@@ -522,6 +554,7 @@ impl<
         buf: &mut [u8],
         dma: &mut dyn Dma,
     ) -> Option<usize> {
+        let now = self.clock(now);
         for k in 0..QPS {
             let slot = (self.tx_next + k) % QPS.max(1);
             if !matches!(self.qps.get(slot), Some(Some(_))) {
