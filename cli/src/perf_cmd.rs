@@ -1,8 +1,9 @@
 //! The command line of `roce perf`: perftest's options where they fit, plus the fabric.
 
 use crate::perf::{self, report, world, Params, Test};
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use roce_core::transport::Mtu;
+use roce_sim::{Faults, LinkConfig};
 use std::io::Write;
 
 /// `roce perf` options.
@@ -145,8 +146,33 @@ pub fn run(args: &PerfArgs, out: &mut impl Write) -> Result<()> {
         };
         let nics = perf::nics(&p);
         let m = match args.fabric {
-            Fabric::Direct => perf::run(&mut world::Direct::new(nics), &p)?,
-            Fabric::Sim => bail!("the simulated fabric is not wired in yet; use --fabric direct"),
+            Fabric::Direct => {
+                if args.pcap.is_some() {
+                    bail!("--pcap needs the simulated fabric (frames have no wire time in --fabric direct)");
+                }
+                perf::run(&mut world::Direct::new(nics), &p)?
+            }
+            Fabric::Sim => {
+                let faults = Faults {
+                    loss: args.loss,
+                    ..Faults::default()
+                };
+                let link = LinkConfig::new(link_bps, delay).with_faults(faults);
+                let mut sim = world::Sim::back_to_back(nics, link, args.seed);
+                let tap = match &args.pcap {
+                    Some(path) => {
+                        let file = std::fs::File::create(path)
+                            .with_context(|| format!("cannot create {}", path.display()))?;
+                        Some(sim.fabric.tap(sim.link, std::io::BufWriter::new(file))?)
+                    }
+                    None => None,
+                };
+                let m = perf::run(&mut sim, &p)?;
+                if let Some(t) = tap {
+                    sim.fabric.close_tap(t)?;
+                }
+                m
+            }
         };
         let f = report::figures(&p, &m);
         if args.json {
@@ -161,7 +187,6 @@ pub fn run(args: &PerfArgs, out: &mut impl Write) -> Result<()> {
                 writeln!(out, "{}", report::footer(&m))?;
             }
         }
-        let _ = delay;
     }
     Ok(())
 }

@@ -84,6 +84,8 @@ pub struct Nic<
     cqs: [Option<HostCq>; CQS],
     qps: [Option<HostQp>; QPS],
     cmdq_ci: u32,
+    /// Some QP's ring holds WQEs not yet fetched.
+    backlog: bool,
     counters: RuntimeCounters,
     txbuf: [u8; FRAME_BUF],
     rxbuf: [u8; FRAME_BUF],
@@ -118,6 +120,7 @@ impl<
             cqs: [None; CQS],
             qps: [None; QPS],
             cmdq_ci: 0,
+            backlog: false,
             counters: RuntimeCounters::default(),
             txbuf: [0; FRAME_BUF],
             rxbuf: [0; FRAME_BUF],
@@ -148,7 +151,11 @@ impl<
     pub fn poll(&mut self) -> bool {
         let now = Instant::from_nanos(self.hal.now());
         let mut busy = self.run_commands();
-        busy |= self.fetch_wqes();
+        // Doorbells that rang, or WQEs left in a ring because the engine's queue was
+        // full last time.
+        if self.hal.take_doorbells() || self.backlog {
+            busy |= self.fetch_wqes();
+        }
         busy |= self.receive(now);
         if self.engine.poll_timeout().is_some_and(|t| t <= now) {
             self.engine.handle_timeout(now);
@@ -202,6 +209,7 @@ impl<
 
     fn fetch_wqes(&mut self) -> bool {
         let mut any = false;
+        self.backlog = false;
         for slot in 0..QPS {
             let Some(Some(mut q)) = self.qps.get(slot).copied() else {
                 continue;
@@ -209,6 +217,8 @@ impl<
             let index = slot as u32;
             any |= self.fetch_sq(&mut q, index);
             any |= self.fetch_rq(&mut q, index);
+            self.backlog |= q.sq_ci != self.hal.reg_read(reg::sq_db(index))
+                || q.rq_ci != self.hal.reg_read(reg::rq_db(index));
             if let Some(s) = self.qps.get_mut(slot) {
                 *s = Some(q);
             }

@@ -63,12 +63,17 @@ impl Datapath for PortDatapath {
         }
         None
     }
+    fn verifies_icrc(&self) -> bool {
+        true
+    }
 }
 
 struct Shared {
     regs: RefCell<Vec<u32>>,
     mem: HostMemory,
     clock: Cell<u64>,
+    /// A doorbell was written since the firmware last looked (the hardware's pending bit).
+    doorbell: Cell<bool>,
 }
 
 struct LocalHal {
@@ -106,6 +111,9 @@ impl Hal for LocalHal {
     fn now(&mut self) -> u64 {
         self.shared.clock.get()
     }
+    fn take_doorbells(&mut self) -> bool {
+        self.shared.doorbell.replace(false)
+    }
 }
 
 /// How big an in-process NIC's tables are.
@@ -131,6 +139,7 @@ impl LocalNic {
             regs: RefCell::new(vec![0; (reg::WINDOW / 4) as usize]),
             mem: HostMemory::default(),
             clock: Cell::new(0),
+            doorbell: Cell::new(false),
         });
         let port = Rc::new(RefCell::new(PortQueues {
             tx_limit: 64,
@@ -209,6 +218,9 @@ impl Device for LocalNic {
                 *r &= !value;
             } else {
                 *r = value;
+            }
+            if (reg::SQ_DB..reg::CQ_DB).contains(&offset) {
+                self.shared.doorbell.set(true);
             }
         }
     }

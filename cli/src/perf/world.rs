@@ -2,6 +2,8 @@
 //! asks for the time, lets the world make progress, and tells it which NIC has new work.
 
 use roce_host::LocalNic;
+use roce_sim::classify::classify;
+use roce_sim::{Fabric, HostId, LinkConfig, LinkId, Nanos, Node, Priorities};
 use std::rc::Rc;
 use std::time::Instant;
 
@@ -91,4 +93,124 @@ impl World for Direct {
 /// Retry episodes (timeouts and sequence-error NAKs) of both NICs. requesters.
 pub fn retransmits(nics: &[Rc<LocalNic>]) -> u64 {
     nics.iter().map(|n| n.counters().completer_retry_err).sum()
+}
+
+/// An in-process NIC as a node of the simulated fabric: frames the fabric delivers go to
+/// its port, and the fabric pulls its transmissions at link rate. The NIC itself takes no
+/// simulated time: the modelled path is links (and switches), serialization and
+/// propagation.
+pub struct NicNode {
+    nic: Rc<LocalNic>,
+    dscp_map: [u8; 64],
+}
+
+impl NicNode {
+    pub fn new(nic: Rc<LocalNic>) -> Self {
+        Self {
+            nic,
+            dscp_map: std::array::from_fn(|d| (d >> 3) as u8),
+        }
+    }
+
+    fn run(&self, now: Nanos) {
+        self.nic.set_time(now);
+        self.nic.run_until_idle();
+    }
+}
+
+impl Node for NicNode {
+    fn handle_frame(&mut self, now: Nanos, _port: usize, frame: &[u8]) {
+        self.nic.port().borrow_mut().rx.push_back(frame.to_vec());
+        self.run(now);
+    }
+
+    fn poll_transmit(
+        &mut self,
+        now: Nanos,
+        _port: usize,
+        paused: Priorities,
+        buf: &mut [u8],
+    ) -> Option<usize> {
+        self.run(now);
+        let mut port = self.nic.port().borrow_mut();
+        let frame = port.tx.front()?;
+        // 802.1Qbb: a paused priority sends nothing; the frame waits at the head.
+        let prio = classify(frame, &self.dscp_map).map_or(0, |c| c.priority);
+        if paused.contains(prio) {
+            return None;
+        }
+        let frame = port.tx.pop_front()?;
+        let dst = buf.get_mut(..frame.len())?;
+        dst.copy_from_slice(&frame);
+        Some(frame.len())
+    }
+
+    fn poll_timeout(&self) -> Option<Nanos> {
+        self.nic.poll_timeout()
+    }
+
+    fn handle_timeout(&mut self, now: Nanos) {
+        self.run(now);
+    }
+}
+
+/// The two NICs on the simulated fabric, back to back on one link.
+pub struct Sim {
+    pub fabric: Fabric,
+    hosts: [HostId<NicNode>; 2],
+    nics: [Rc<LocalNic>; 2],
+    pub link: LinkId,
+}
+
+impl Sim {
+    /// Two NICs joined by `link`.
+    pub fn back_to_back(nics: [Rc<LocalNic>; 2], link: LinkConfig, seed: u64) -> Self {
+        let mut fabric = Fabric::new(seed);
+        let hosts = [0, 1].map(|i| fabric.add_host(NicNode::new(nics[i].clone())));
+        let link = roce_sim::topology::back_to_back(&mut fabric, hosts[0], hosts[1], link);
+        Self {
+            fabric,
+            hosts,
+            nics,
+            link,
+        }
+    }
+}
+
+impl World for Sim {
+    fn now(&self) -> u64 {
+        self.fabric.now()
+    }
+
+    fn advance(&mut self) -> bool {
+        self.fabric.step()
+    }
+
+    fn kick(&mut self, side: usize) {
+        self.fabric.wake(self.hosts[side]);
+    }
+
+    fn nics(&self) -> [&Rc<LocalNic>; 2] {
+        [&self.nics[0], &self.nics[1]]
+    }
+
+    fn counters(&self) -> NetCounters {
+        let c = self.fabric.counters();
+        let lost: u64 = c.links.iter().flatten().map(|l| l.lost).sum();
+        let dropped: u64 = c
+            .switches
+            .iter()
+            .flat_map(|s| &s.ports)
+            .flat_map(|p| &p.queues)
+            .map(|q| q.dropped + q.headroom_drops)
+            .sum();
+        NetCounters {
+            retransmits: retransmits(&self.nics),
+            drops: lost + dropped,
+        }
+    }
+
+    fn simulated(&self) -> bool {
+        true
+    }
 }
