@@ -268,9 +268,8 @@ fn main() {
 ///    perf shows a store-forwarding stall at its start).
 /// 4. The ICRC: a frame whose covered bytes fit in 128 is masked in one stack copy and
 ///    CRC'd in a single call (the core makes two: the 40-byte masked prefix, then the
-///    rest, the second through crc32fast's table path for a 4-byte AETH). Longer frames
-///    mask a fixed-size prefix (no variable-length `memcpy` / `memset` calls) and then
-///    stream the rest in place.
+///    rest, the second through crc32fast's table path for a 4-byte AETH), and the copy
+///    needs no `memset` of an 80-byte array first.
 mod proto {
     use roce_core::num::{Msn, Psn, Qkey, Qpn, Rkey};
     use roce_core::wire::aeth::{AethRepr, Syndrome};
