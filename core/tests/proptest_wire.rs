@@ -233,11 +233,15 @@ fn l3(rocev1: bool) -> BoxedStrategy<L3Repr> {
 fn bth(opcode: Opcode) -> impl Strategy<Value = BthRepr> {
     (
         (any::<bool>(), any::<bool>(), 0u8..4, any::<u16>()),
-        (any::<bool>(), any::<bool>(), any::<u32>()),
-        (any::<bool>(), any::<u32>()),
+        (any::<bool>(), any::<bool>(), any::<u32>(), 0u8..64),
+        (any::<bool>(), any::<u32>(), 0u8..128),
     )
         .prop_map(
-            move |((se, migreq, pad_count, pkey), (fecn, becn, qpn), (ack_req, psn))| BthRepr {
+            move |(
+                (se, migreq, pad_count, pkey),
+                (fecn, becn, qpn, resv6),
+                (ack_req, psn, resv7),
+            )| BthRepr {
                 opcode,
                 se,
                 migreq,
@@ -246,8 +250,10 @@ fn bth(opcode: Opcode) -> impl Strategy<Value = BthRepr> {
                 pkey,
                 fecn,
                 becn,
+                resv6,
                 dest_qp: Qpn::new(qpn),
                 ack_req,
+                resv7,
                 psn: Psn::new(psn),
             },
         )
@@ -787,7 +793,7 @@ proptest! {
         frame[o.udp + 6..o.udp + 8].copy_from_slice(&udp_csum.to_be_bytes());
         want.udp.as_mut().unwrap().checksum = udp_csum;
         frame[o.bth + 4] = bth4;
-        (want.bth.fecn, want.bth.becn) = (bth4 & 0x80 != 0, bth4 & 0x40 != 0);
+        (want.bth.fecn, want.bth.becn, want.bth.resv6) = (bth4 & 0x80 != 0, bth4 & 0x40 != 0, bth4 & 0x3F);
 
         let wire = u32::from_le_bytes(frame[o.icrc..].try_into().unwrap());
         prop_assert_eq!(reference_icrc(&frame), Some(wire));
@@ -884,39 +890,6 @@ fn apply_edit(c: &Case, o: &Offsets, frame: &mut [u8], field: Field, v: Value) {
     }
 }
 
-/// Exclusion of a known core bug (see `known_bug_ip_datagram_shorter_than_udp_header`):
-/// an IP datagram that claims fewer than 8 payload bytes, with a UDP length equal to
-/// that claim, on a frame long enough to hold a UDP header. Remove once fixed.
-fn hits_known_short_datagram_bug(frame: &[u8]) -> bool {
-    let be16 = |at: usize| {
-        frame
-            .get(at..at + 2)
-            .map(|b| u16::from_be_bytes([b[0], b[1]]))
-    };
-    let (mut l3, mut et) = (14, be16(12));
-    if et == Some(0x8100) {
-        (l3, et) = (18, be16(16));
-    }
-    let (next, ip_payload) = match et {
-        Some(0x0800) => {
-            let Some(&b0) = frame.get(l3) else {
-                return false;
-            };
-            let ihl = usize::from(b0 & 0x0F) * 4;
-            match be16(l3 + 2) {
-                Some(total) => (ihl, usize::from(total).wrapping_sub(ihl)),
-                None => return false,
-            }
-        }
-        Some(0x86DD) => match be16(l3 + 4) {
-            Some(len) => (40, usize::from(len)),
-            None => return false,
-        },
-        _ => return false,
-    };
-    ip_payload < 8 && frame.len() >= l3 + next + 8 && be16(l3 + next + 4) == Some(ip_payload as u16)
-}
-
 proptest! {
     #![proptest_config(config(4000))]
 
@@ -983,24 +956,21 @@ proptest! {
             frame.truncate(cut.index(n + 1));
         }
         frame.extend_from_slice(&trailer);
-        // The known core bug would panic here; keep the rest of the search alive.
-        prop_assume!(!hits_known_short_datagram_bug(&frame));
         check_any(&frame);
     }
 }
 
 // ------------------------------------------------------------------------------------
-// Known core bugs (reported; each test fails until the source is fixed)
+// Regressions: core bugs these properties found (both fixed)
 // ------------------------------------------------------------------------------------
 
-/// `parse` panics (slice index starts at 28 but ends at 20) when the IP datagram is
+/// `parse` panicked (slice index starts at 28 but ends at 20) when the IP datagram is
 /// shorter than a UDP header, the UDP length field agrees with it, and the frame holds
 /// at least 8 bytes after the IP header: `frame.rs` checks `end < next + 8` only when
 /// the *frame* is short, then slices `net[bth_at..end]` with `bth_at > end`. Expected:
 /// `LengthMismatch` ("IP payload too short for a UDP header").
 #[test]
-#[ignore = "core bug: parse panics on an IP datagram shorter than a UDP header"]
-fn known_bug_ip_datagram_shorter_than_udp_header() {
+fn ip_datagram_shorter_than_udp_header_is_a_length_mismatch() {
     let mut frame = hex(concat!(
         "020000000002020000000001",                 // MACs
         "0800",                                     // IPv4
@@ -1009,19 +979,17 @@ fn known_bug_ip_datagram_shorter_than_udp_header() {
         "1100ffff000000120000000a1f000001", // junk where a BTH would be
     ));
     ipv4::Packet::new_unchecked(&mut frame[14..34]).fill_checksum();
-    assert!(hits_known_short_datagram_bug(&frame));
     let result = std::panic::catch_unwind(|| parse(&frame).err().map(|e| e.name()));
     assert_eq!(result.ok(), Some(Some("length_mismatch")));
 }
 
-/// `emit_with` (and `Headers::frame_len`) panic instead of failing when `body_len` is so
+/// `emit_with` (and `Headers::frame_len`) panicked instead of failing when `body_len` is so
 /// large that the frame length overflows `usize`: `frame_len` adds without checking
 /// (an overflow panic in debug builds), and in release builds the wrapped total passes
 /// the buffer check and `buf[payload_at..icrc_at]` panics with `icrc_at < payload_at`.
 /// Expected: `Err(EmitError::TooLong)` (e.g. `checked_add` in `frame_len`).
 #[test]
-#[ignore = "core bug: emit_with panics when the frame length overflows usize"]
-fn known_bug_emit_with_huge_body_len() {
+fn emit_with_a_body_too_long_for_usize_fails() {
     let h = parse(&hex(concat!(
         "02000000000102000000000208004502003000004000401126b90a0000020a000001",
         "c00112b7001c00001100ffff00000011000abcde1f000001047675c4"

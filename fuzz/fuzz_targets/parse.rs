@@ -6,8 +6,5 @@
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    if cfg!(feature = "skip-known-bugs") && roce_core_fuzz::hits_known_bug(data) {
-        return;
-    }
     let _ = roce_core_fuzz::check_frame(data);
 });

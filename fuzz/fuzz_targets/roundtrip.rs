@@ -8,9 +8,6 @@ use libfuzzer_sys::fuzz_target;
 use roce_core::wire::{emit, emit_with, EmitError};
 
 fuzz_target!(|data: &[u8]| {
-    if cfg!(feature = "skip-known-bugs") && roce_core_fuzz::hits_known_bug(data) {
-        return;
-    }
     let Ok(p) = roce_core_fuzz::check_frame(data) else {
         return;
     };

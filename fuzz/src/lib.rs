@@ -108,32 +108,3 @@ pub fn reference_icrc(frame: &[u8]) -> Option<u32> {
     Some(crc32fast::hash(&buf))
 }
 
-/// True for inputs that hit an already reported core bug: an IP datagram shorter than a
-/// UDP header whose UDP length agrees with it, in a frame long enough to hold the UDP
-/// header (`parse` slices `net[bth_at..end]` with `bth_at > end`).
-pub fn hits_known_bug(frame: &[u8]) -> bool {
-    let be16 = |at: usize| {
-        frame
-            .get(at..at + 2)
-            .map(|b| u16::from_be_bytes([b[0], b[1]]))
-    };
-    let (mut l3, mut et) = (14, be16(12));
-    if et == Some(0x8100) {
-        (l3, et) = (18, be16(16));
-    }
-    let (next, ip_payload) = match (et, frame.get(l3)) {
-        (Some(0x0800), Some(&b0)) => {
-            let ihl = usize::from(b0 & 0x0F) * 4;
-            match be16(l3 + 2) {
-                Some(total) => (ihl, usize::from(total).wrapping_sub(ihl)),
-                None => return false,
-            }
-        }
-        (Some(0x86DD), _) => match be16(l3 + 4) {
-            Some(len) => (40, usize::from(len)),
-            None => return false,
-        },
-        _ => return false,
-    };
-    ip_payload < 8 && frame.len() >= l3 + next + 8 && be16(l3 + next + 4) == Some(ip_payload as u16)
-}
