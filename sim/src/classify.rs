@@ -207,4 +207,28 @@ mod tests {
         assert_eq!(key(&f), key(&f.clone()));
         assert!(classify(&f[..13], &map).is_none());
     }
+
+    #[test]
+    fn ipv6_priority_comes_from_the_traffic_class_and_marking_keeps_the_icrc() {
+        use crate::nodes::{Generator, GeneratorConfig};
+        use crate::{Node, Priorities};
+        let ip =
+            |n: u16| std::net::IpAddr::V6(std::net::Ipv6Addr::new(0xfe80, 0, 0, 0, 0, 0, 0, n));
+        let mac = |n: u8| MacAddr([2, 0, 0, 0, 0, n]);
+        let mut g = Generator::new(GeneratorConfig {
+            dscp: 46, // EF: priority 5
+            ..GeneratorConfig::new(mac(1), mac(2), ip(1), ip(2), 64)
+        });
+        let mut f = vec![0; crate::MAX_FRAME_LEN];
+        let len = g.poll_transmit(0, 0, Priorities::NONE, &mut f).unwrap();
+        f.truncate(len);
+        let c = classify(&f, &default_dscp_map()).unwrap();
+        assert_eq!((c.priority, c.ecn, c.ip), (5, ECN_ECT0, Some(IpAt::V6(14))));
+        mark_ce(&mut f, c.ip.unwrap());
+        let p = roce_core::wire::parse(&f).expect("ICRC still valid");
+        match p.headers.l3 {
+            roce_core::wire::L3Repr::Ipv6(ip) => assert_eq!((ip.dscp, ip.ecn), (46, ECN_CE)),
+            other => panic!("{other:?}"),
+        }
+    }
 }

@@ -474,6 +474,12 @@ impl Fabric {
         self.events_run
     }
 
+    /// When the next event is due: for driving the fabric in step with another clock
+    /// (an RTL co-simulation, say) through `run_until`.
+    pub fn next_event(&self) -> Option<Nanos> {
+        self.events.peek_time()
+    }
+
     /// Events waiting in the queue.
     pub fn events_pending(&self) -> usize {
         self.events.len()

@@ -13,6 +13,32 @@
 //! * pcap taps on links, counters everywhere, queue-depth time series.
 //! * [`topology`]: back to back, star (two hosts through a switch, N:1 incast), chain,
 //!   two-tier leaf-spine.
+//!
+//! ```
+//! use roce_core::wire::ethernet::MacAddr;
+//! use roce_sim::nodes::{Generator, GeneratorConfig, Sink};
+//! use roce_sim::topology::{self, Attach};
+//! use roce_sim::{Fabric, LinkConfig, SwitchConfig};
+//! use std::net::{IpAddr, Ipv4Addr};
+//!
+//! let (a, b) = (MacAddr([2, 0, 0, 0, 0, 1]), MacAddr([2, 0, 0, 0, 0, 2]));
+//! let ip = |n| IpAddr::V4(Ipv4Addr::new(10, 0, 0, n));
+//! let mut fabric = Fabric::new(42); // the seed of every random draw
+//! let sender = fabric.add_host(Generator::new(GeneratorConfig {
+//!     count: Some(100),
+//!     ..GeneratorConfig::new(a, b, ip(1), ip(2), 4096)
+//! }));
+//! let sink = fabric.add_host(Sink::new());
+//! topology::two_hosts_one_switch(
+//!     &mut fabric,
+//!     Attach::new(sender, a),
+//!     Attach::new(sink, b),
+//!     LinkConfig::new(100_000_000_000, 1_000), // 100 Gb/s, 1 us
+//!     SwitchConfig::default(),
+//! );
+//! fabric.run();
+//! assert_eq!(fabric.host(sink).total().frames, 100);
+//! ```
 
 pub mod classify;
 mod fabric;

@@ -64,10 +64,14 @@ impl<E> EventQueue<E> {
         self.heap.pop().map(|e| ((e.key >> 64) as Nanos, e.event))
     }
 
+    /// Time of the earliest event.
+    pub fn peek_time(&self) -> Option<Nanos> {
+        self.heap.peek().map(|e| (e.key >> 64) as Nanos)
+    }
+
     /// Removes and returns the earliest event if it is due at or before `limit`.
     pub fn pop_until(&mut self, limit: Nanos) -> Option<(Nanos, E)> {
-        let next = (self.heap.peek()?.key >> 64) as Nanos;
-        if next <= limit {
+        if self.peek_time()? <= limit {
             self.pop()
         } else {
             None

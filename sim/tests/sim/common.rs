@@ -1,9 +1,10 @@
 //! Helpers shared by the test modules: addresses, generator configs, small topologies.
 
 use roce_core::wire::ethernet::MacAddr;
+use roce_core::wire::pfc::PfcRepr;
 use roce_sim::nodes::{Generator, GeneratorConfig, Sink};
 use roce_sim::topology::{self, Attach, Star};
-use roce_sim::{Fabric, HostId, LinkConfig, SwitchConfig};
+use roce_sim::{Fabric, HostId, LinkConfig, Nanos, Node, Priorities, SwitchConfig};
 use std::net::{IpAddr, Ipv4Addr};
 
 pub const G100: u64 = 100_000_000_000;
@@ -82,4 +83,58 @@ pub fn binomial_bounds(n: u64, p: f64, k: f64) -> (f64, f64) {
     let mean = n as f64 * p;
     let sd = (n as f64 * p * (1.0 - p)).sqrt();
     (mean - k * sd, mean + k * sd)
+}
+
+/// A receiver (host 0) that holds the switch's queue towards it: at start it sends one
+/// PFC frame pausing `prio` for `quanta`, so frames queue behind each other; then it
+/// records the arrival time and ECN codepoint of each frame (untagged IPv4: TOS at
+/// offset 15) in arrival order, which is FIFO order.
+pub struct Holder {
+    prio: u8,
+    quanta: u16,
+    sent: bool,
+    pub times: Vec<Nanos>,
+    pub ecn: Vec<u8>,
+}
+
+impl Holder {
+    pub fn new(prio: u8, quanta: u16) -> Self {
+        Self {
+            prio,
+            quanta,
+            sent: false,
+            times: Vec::new(),
+            ecn: Vec::new(),
+        }
+    }
+}
+
+impl Node for Holder {
+    fn handle_frame(&mut self, now: Nanos, _port: usize, frame: &[u8]) {
+        self.times.push(now);
+        self.ecn.push(frame[15] & 3);
+    }
+    fn poll_transmit(
+        &mut self,
+        _: Nanos,
+        _: usize,
+        _: Priorities,
+        buf: &mut [u8],
+    ) -> Option<usize> {
+        if self.sent {
+            return None;
+        }
+        self.sent = true;
+        let mut quanta = [0; 8];
+        quanta[usize::from(self.prio)] = self.quanta;
+        let pfc = PfcRepr {
+            enable: Priorities::only(self.prio).0,
+            quanta,
+        };
+        pfc.emit_frame(mac(0), buf).ok()
+    }
+    fn poll_timeout(&self) -> Option<Nanos> {
+        None
+    }
+    fn handle_timeout(&mut self, _: Nanos) {}
 }

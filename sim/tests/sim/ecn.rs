@@ -1,60 +1,20 @@
 //! RED / ECN marking at the switch (issue 7, roce-facts §7.1).
 
-use crate::common::{flow, frame_len, incast, mac, G100};
-use roce_core::wire::pfc::PfcRepr;
+use crate::common::{flow, frame_len, incast, mac, Holder, G100};
 use roce_sim::nodes::{Generator, GeneratorConfig};
 use roce_sim::topology::{self, Attach};
-use roce_sim::{
-    Fabric, LinkConfig, Nanos, Node, Priorities, QueueMeasure, RedConfig, SwitchConfig,
-};
-
-/// A receiver that holds the switch's queue towards it: it pauses priority 3 with one
-/// PFC frame at start (for longer than the test sends), so every frame queues behind
-/// the ones before it, then records the ECN codepoint of each frame in arrival (FIFO)
-/// order. Frame k was thus enqueued on a queue of exactly k frames.
-#[derive(Default)]
-struct Holder {
-    paused: bool,
-    ecn: Vec<u8>,
-}
-
-impl Node for Holder {
-    fn handle_frame(&mut self, _now: Nanos, _port: usize, frame: &[u8]) {
-        self.ecn.push(frame[15] & 3); // untagged IPv4: TOS at offset 14 + 1
-    }
-    fn poll_transmit(
-        &mut self,
-        _: Nanos,
-        _: usize,
-        _: Priorities,
-        buf: &mut [u8],
-    ) -> Option<usize> {
-        if self.paused {
-            return None;
-        }
-        self.paused = true;
-        let mut quanta = [0; 8];
-        quanta[3] = 0xFFFF; // 335 us at 100 Gb/s
-        let pfc = PfcRepr {
-            enable: 1 << 3,
-            quanta,
-        };
-        pfc.emit_frame(mac(0), buf).ok()
-    }
-    fn poll_timeout(&self) -> Option<Nanos> {
-        None
-    }
-    fn handle_timeout(&mut self, _: Nanos) {}
-}
+use roce_sim::{Fabric, LinkConfig, QueueMeasure, RedConfig, SwitchConfig};
 
 const PAYLOAD: usize = 1068;
 const FRAMES: usize = 100;
 
-/// One run: FRAMES frames into a held queue; the ECN codepoint of each, by queue depth.
+/// One run: FRAMES frames into a queue held by a pause longer than the run (0xFFFF
+/// quanta, 335 us at 100 Gb/s); frame k joins a queue of exactly k frames. The ECN
+/// codepoint of each, in FIFO order, that is by queue depth.
 fn held_queue_marks(seed: u64, red: RedConfig) -> Vec<u8> {
     let mut f = Fabric::new(seed);
     let g = f.add_host(Generator::new(flow(1, 0, PAYLOAD, FRAMES as u64)));
-    let h = f.add_host(Holder::default());
+    let h = f.add_host(Holder::new(3, 0xFFFF));
     let sw = SwitchConfig {
         red: Some(red),
         ..SwitchConfig::default()

@@ -1,6 +1,6 @@
 //! PFC: lossless incast and hop-by-hop pause propagation (issue 7, roce-facts §8).
 
-use crate::common::{drops, flow, incast, mac, G100, G25};
+use crate::common::{drops, flow, incast, mac, Holder, G100, G25};
 use roce_sim::nodes::{Generator, Sink};
 use roce_sim::topology::{self, Attach};
 use roce_sim::{Fabric, LinkConfig, PfcConfig, Priorities, SwitchConfig};
@@ -84,4 +84,29 @@ fn pauses_propagate_hop_by_hop_through_a_chain() {
     assert!(sender.xoff_rx[3] > 0 && sender.paused_ns[3] > 0);
     // The sender was held back for most of the time the 25G bottleneck needed.
     assert!(sender.paused_ns[3] > 100_000, "{sender:?}");
+}
+
+#[test]
+fn a_pause_stops_the_priority_for_quanta_times_512_bit_times() {
+    // The receiver pauses priority 3 for 1000 quanta = 512_000 bit times = 5120 ns at
+    // 100 Gb/s. Its 60-byte PFC frame takes (60 + 24) * 8 / 100 = 6.72 -> 7 ns and 1000
+    // ns of flight: the switch's egress is paused from 1007 to 6127 ns.
+    let mut f = Fabric::new(1);
+    let g = f.add_host(Generator::new(flow(1, 0, 1068, 3)));
+    let h = f.add_host(Holder::new(3, 1000));
+    let star = topology::two_hosts_one_switch(
+        &mut f,
+        Attach::new(g, mac(1)),
+        Attach::new(h, mac(0)),
+        LinkConfig::new(G100, 1000),
+        SwitchConfig::default(),
+    );
+    f.run();
+    // The first frame (92 ns per hop) waited at the switch; it leaves at 6127 and lands
+    // 92 + 1000 ns later, the next two right behind it.
+    assert_eq!(f.host(h).times, [7219, 7311, 7403]);
+    let egress = f.port_counters(star.switch, 1);
+    assert_eq!((egress.xoff_rx[3], egress.paused_ns[3]), (1, 5120));
+    // Other priorities were never paused.
+    assert_eq!(egress.paused_ns.iter().sum::<u64>(), 5120);
 }

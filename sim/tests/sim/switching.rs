@@ -132,3 +132,30 @@ fn queue_depth_series_shows_the_incast_queue_build_and_drain() {
     series.write_csv(&mut csv).unwrap();
     assert!(csv.starts_with(b"time_ns,port,p0,"));
 }
+
+#[test]
+fn a_tagged_frame_queues_by_its_pcp_and_an_untagged_one_by_its_dscp() {
+    // Host 1 tags PCP 6 (with DSCP 26, which alone would mean priority 3); host 2 is
+    // untagged with DSCP 10 (priority 1 under DSCP >> 3).
+    let mut t = incast(
+        1,
+        2,
+        LinkConfig::new(G100, 1000),
+        SwitchConfig::default(),
+        |h| match h {
+            1 => GeneratorConfig {
+                pcp: Some(6),
+                ..flow(h, 0, 256, 10)
+            },
+            _ => GeneratorConfig {
+                dscp: 10,
+                ..flow(h, 0, 256, 10)
+            },
+        },
+    );
+    t.fabric.run();
+    let q = t.fabric.switch(t.star.switch).counters().ports[0].queues;
+    let enqueued: Vec<u64> = q.iter().map(|q| q.enqueued).collect();
+    assert_eq!(enqueued, [0, 10, 0, 0, 0, 0, 10, 0]);
+    assert_eq!(t.fabric.host(t.sink).total().bad, 0);
+}
