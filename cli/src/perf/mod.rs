@@ -119,7 +119,9 @@ fn setup(world: &[&Rc<LocalNic>; 2], p: &Params) -> Result<[Side; 2]> {
                 .max_recv_wr(p.tx_depth)
                 .build()?;
             qps.push(qp);
-            mrs.push(pd.reg_mr(p.size.max(8), access)?);
+            // Two halves: what this side sends from, and what the peer writes into (the
+            // latency tests watch the second half for the peer's write).
+            mrs.push(pd.reg_mr(2 * p.size.max(8), access)?);
         }
         sides.push(Side { ctx, cq, qps, mrs });
     }
@@ -170,8 +172,13 @@ const STUCK: usize = 1_000_000;
 fn wr(p: &Params, a: &Side, b: &Side, i: usize, id: u64) -> SendWr {
     let (local, remote) = (&a.mrs[i], &b.mrs[i]);
     let op = match p.test {
-        Test::WriteBw | Test::WriteLat => WrOp::RdmaWrite {
+        Test::WriteBw => WrOp::RdmaWrite {
             remote_addr: remote.addr(),
+            rkey: remote.rkey(),
+        },
+        // Into the second half, which the peer watches.
+        Test::WriteLat => WrOp::RdmaWrite {
+            remote_addr: remote.addr() + p.size as u64,
             rkey: remote.rkey(),
         },
         Test::ReadBw | Test::ReadLat => WrOp::RdmaRead {
@@ -340,7 +347,7 @@ fn latency(world: &mut dyn World, p: &Params, a: &Side, b: &Side) -> Result<Meas
                     s.qps[0].post_send(&wr(p, s, d, 0, it as u64))?;
                     world.kick(from);
                     if p.test == Test::WriteLat {
-                        wait_byte(world, &d.mrs[0], p.size - 1, mark)?;
+                        wait_byte(world, &d.mrs[0], 2 * p.size - 1, mark)?;
                     } else {
                         wait_cq_for_recv(world, &d.cq, &mut buf)?;
                         d.qps[0].post_recv(&recv(d, 0, p))?;
