@@ -186,6 +186,17 @@ impl LocalNic {
         self.fw.borrow().poll_timeout()
     }
 
+    /// Processes a received frame at once, from the caller's buffer (no port queue).
+    pub fn receive_frame(&self, frame: &[u8]) {
+        self.fw.borrow_mut().receive_frame(frame);
+    }
+
+    /// Writes the next frame to send into `buf`, straight from the engine. A caller that
+    /// pulls frames this way sets the port's `tx_limit` to 0 so none queue there.
+    pub fn transmit_frame(&self, buf: &mut [u8]) -> Option<usize> {
+        self.fw.borrow_mut().transmit_frame(buf)
+    }
+
     /// The port's frame queues.
     pub fn port(&self) -> &Rc<RefCell<PortQueues>> {
         &self.port

@@ -102,13 +102,18 @@ pub fn retransmits(nics: &[Rc<LocalNic>]) -> u64 {
 pub struct NicNode {
     nic: Rc<LocalNic>,
     dscp_map: [u8; 64],
+    /// A frame the engine produced for a priority that was paused: it goes first later.
+    held: Option<Vec<u8>>,
 }
 
 impl NicNode {
     pub fn new(nic: Rc<LocalNic>) -> Self {
+        // Frames go straight from the engine into the fabric's buffer (no port queue).
+        nic.port().borrow_mut().tx_limit = 0;
         Self {
             nic,
             dscp_map: std::array::from_fn(|d| (d >> 3) as u8),
+            held: None,
         }
     }
 
@@ -120,8 +125,9 @@ impl NicNode {
 
 impl Node for NicNode {
     fn handle_frame(&mut self, now: Nanos, _port: usize, frame: &[u8]) {
-        self.nic.port().borrow_mut().rx.push_back(frame.to_vec());
-        self.run(now);
+        self.nic.set_time(now);
+        self.nic.receive_frame(frame);
+        self.nic.run_until_idle();
     }
 
     fn poll_transmit(
@@ -132,17 +138,23 @@ impl Node for NicNode {
         buf: &mut [u8],
     ) -> Option<usize> {
         self.run(now);
-        let mut port = self.nic.port().borrow_mut();
-        let frame = port.tx.front()?;
-        // 802.1Qbb: a paused priority sends nothing; the frame waits at the head.
-        let prio = classify(frame, &self.dscp_map).map_or(0, |c| c.priority);
-        if paused.contains(prio) {
+        let prio = |f: &[u8]| classify(f, &self.dscp_map).map_or(0, |c| c.priority);
+        if let Some(frame) = self.held.take() {
+            // 802.1Qbb: a paused priority sends nothing; the frame waits at the head.
+            if paused.contains(prio(&frame)) {
+                self.held = Some(frame);
+                return None;
+            }
+            buf.get_mut(..frame.len())?.copy_from_slice(&frame);
+            return Some(frame.len());
+        }
+        let n = self.nic.transmit_frame(buf)?;
+        let frame = buf.get(..n)?;
+        if !paused.is_empty() && paused.contains(prio(frame)) {
+            self.held = Some(frame.to_vec());
             return None;
         }
-        let frame = port.tx.pop_front()?;
-        let dst = buf.get_mut(..frame.len())?;
-        dst.copy_from_slice(&frame);
-        Some(frame.len())
+        Some(n)
     }
 
     fn poll_timeout(&self) -> Option<Nanos> {

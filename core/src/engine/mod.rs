@@ -147,6 +147,9 @@ pub struct Engine<
     tx_next: usize,
     /// The latest `now` seen: an earlier one is taken as this (time never runs back).
     last_now: Instant,
+    /// One past the highest slot in use: loops over QPs stop here, so a NIC with room for
+    /// many QPs but few in use pays only for those.
+    hi: usize,
 }
 
 impl<
@@ -172,6 +175,7 @@ impl<
             queues: array::from_fn(|_| QpQueues::new()),
             counters: Counters::default(),
             tx_next: 0,
+            hi: 0,
             last_now: Instant::ZERO,
         }
     }
@@ -299,6 +303,7 @@ impl<
         }
         if let Some(s) = self.qps.get_mut(slot) {
             *s = Some(Qp::new(qpn, init));
+            self.hi = self.hi.max(slot + 1);
         }
         Ok(qpn)
     }
@@ -312,6 +317,11 @@ impl<
         if let Some(q) = self.queues.get_mut(slot) {
             q.clear();
         }
+        self.hi = self
+            .qps
+            .iter()
+            .rposition(Option::is_some)
+            .map_or(0, |i| i + 1);
         self.mem.pd_put(qp.pd);
         let _ = self.cq_use(qp.send_cq, -1);
         let _ = self.cq_use(qp.recv_cq, -1);
@@ -497,7 +507,7 @@ impl<
     /// Runs the timers due at `now` (local ACK timeout, RNR wait).
     pub fn handle_timeout(&mut self, now: Instant) {
         let now = self.clock(now);
-        for slot in 0..QPS {
+        for slot in 0..self.hi {
             let due = matches!(self.qps.get(slot), Some(Some(q)) if q.next_deadline().is_some_and(|t| t <= now));
             if due {
                 self.with_qp(slot, now, &mut NoDma, |r, env, _| r.handle_timeout(env));
@@ -511,6 +521,8 @@ impl<
     /// When `handle_timeout` should next be called, if any timer is armed.
     pub fn poll_timeout(&self) -> Option<Instant> {
         self.qps
+            .get(..self.hi)
+            .unwrap_or(&[])
             .iter()
             .flatten()
             .filter_map(Qp::next_deadline)
@@ -519,7 +531,7 @@ impl<
 
     /// Completes what waits for CQ room: flushes of QPs in ERR, finished send WQEs.
     fn service(&mut self) {
-        for slot in 0..QPS {
+        for slot in 0..self.hi {
             if matches!(self.qps.get(slot), Some(Some(_))) {
                 self.with_qp(slot, Instant::ZERO, &mut NoDma, |r, env, _| {
                     r.flush(env);
@@ -555,8 +567,9 @@ impl<
         dma: &mut dyn Dma,
     ) -> Option<usize> {
         let now = self.clock(now);
-        for k in 0..QPS {
-            let slot = (self.tx_next + k) % QPS.max(1);
+        let hi = self.hi.max(1);
+        for k in 0..hi {
+            let slot = (self.tx_next + k) % hi;
             if !matches!(self.qps.get(slot), Some(Some(_))) {
                 continue;
             }
@@ -584,7 +597,7 @@ impl<
                 None
             });
             if let Some(Some(len)) = sent {
-                self.tx_next = (slot + 1) % QPS.max(1);
+                self.tx_next = (slot + 1) % hi;
                 self.counters.sent_pkts += 1;
                 return Some(len);
             }
