@@ -10,7 +10,6 @@
 //! responder, ACKs) per core. Run: `cargo bench -p roce-core --bench engine --features std`.
 
 #[path = "../tests/common/mod.rs"]
-#[allow(dead_code)]
 mod common;
 
 use common::{bring_up, Node, QpOpts};
