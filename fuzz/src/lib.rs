@@ -107,4 +107,3 @@ pub fn reference_icrc(frame: &[u8]) -> Option<u32> {
     buf[bth + 4] = 0xFF;
     Some(crc32fast::hash(&buf))
 }
-
