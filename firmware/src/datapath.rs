@@ -112,6 +112,10 @@ impl<const FRAMES: usize> Datapath for Loopback<FRAMES> {
         }
         None
     }
+
+    fn verifies_icrc(&self) -> bool {
+        true
+    }
 }
 
 #[cfg(test)]
