@@ -199,7 +199,11 @@ impl<
                 break;
             };
             let frame = self.rxbuf.get(..n).unwrap_or(&[]);
-            self.engine.handle_packet(now, frame, dma);
+            if dp.verifies_icrc() {
+                self.engine.handle_verified_packet(now, frame, dma);
+            } else {
+                self.engine.handle_packet(now, frame, dma);
+            }
             self.counters.frames_rx += 1;
             any = true;
         }

@@ -75,6 +75,9 @@ pub mod dp_reg {
     pub const MAC_LO: u32 = 0x0010;
     /// The port's MAC address, bytes 4..6.
     pub const MAC_HI: u32 = 0x0014;
+    /// Bit 0: the host wrote a doorbell (`SQ_DB`, `RQ_DB`, `CQ_DB`, `CMDQ_PI`) since
+    /// this register was last read; reading clears it.
+    pub const DOORBELL: u32 = 0x0018;
     /// The port's GID, 16 bytes in four words (byte 0 in bits 7..0 of the first).
     pub const GID: u32 = 0x0020;
     /// The received frame (read-only), 8 KiB.
@@ -223,6 +226,11 @@ impl Datapath for MmioDatapath {
         self.reg(dp_reg::TX_STATUS) & dp_reg::TX_READY != 0
     }
 
+    /// The datapath checks the ICRC in hardware and drops what fails.
+    fn verifies_icrc(&self) -> bool {
+        true
+    }
+
     fn receive(&mut self, buf: &mut [u8]) -> Option<usize> {
         loop {
             let status = self.reg(dp_reg::RX_STATUS);
@@ -325,5 +333,9 @@ impl Hal for MmioHal {
 
     fn now(&mut self) -> u64 {
         crate::clock::now_ns()
+    }
+
+    fn take_doorbells(&mut self) -> bool {
+        self.datapath.reg(dp_reg::DOORBELL) & 1 != 0
     }
 }

@@ -8,7 +8,7 @@ execution trace (`-singlestep -d exec,nochain`, about 450 MB in /tmp, 15 s), kee
 instructions between the two calls of `probe::enable` that bracket PHASE, rebuilds the
 call stack (calls push, a jump to a recent call's return address pops), expands every
 frame into its inlined functions (llvm-symbolizer), and prints the tree under
-`Engine::handle_packet` (RX), `Engine::poll_transmit` (TX) and the rest, with nodes of
+`Engine::handle_packet` or `handle_verified_packet` (RX), `Engine::poll_transmit` (TX) and the rest, with nodes of
 at least 1.5 %. Needs python3, llvm-nm, llvm-objdump, llvm-symbolizer (Debian `llvm`)
 and the QEMU the runner uses. Build first: `cargo build --release`.
 """
@@ -131,7 +131,7 @@ for pc in win:
         names = [short(n) for cs in stack + [pc] for n in chains[cs]]
         kind, at = "other", 0
         for i, n in enumerate(names):
-            if n.endswith("::handle_packet"):
+            if n.endswith(("::handle_packet", "::handle_verified_packet")) or n == "Engine::receive":
                 kind, at = "rx", i
                 break
             if n.endswith("::poll_transmit"):
@@ -148,7 +148,7 @@ for pc in win:
 
 print(f"phase {phase}: {len(win)} instructions: {totals['rx']} in handle_packet, "
       f"{totals['tx']} in poll_transmit, {totals['other']} elsewhere")
-for kind, title in (("rx", "RX: Engine::handle_packet"), ("tx", "TX: Engine::poll_transmit"),
+for kind, title in (("rx", "RX: Engine::handle_packet / handle_verified_packet"), ("tx", "TX: Engine::poll_transmit"),
                     ("other", "everything else (host, poll loop, datapath model)")):
     root = totals[kind]
     print(f"\n== {title}")
