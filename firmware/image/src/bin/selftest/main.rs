@@ -194,7 +194,6 @@ impl Test {
     /// Identity, command queue, device query, PD, MRs, CQs, two RC QPs connected to each
     /// other through the looped-back port.
     fn bring_up(nic: &'static mut TestNic, mut host: Host) -> Self {
-        let host = &mut host;
         let id = Host::reg(nic, reg::DEVICE_ID);
         let version = Version(Host::reg(nic, reg::VERSION));
         let status = DeviceStatus(Host::reg(nic, reg::STATUS));
@@ -277,8 +276,8 @@ impl Test {
                 rkey: Rkey(out.rkey.get()),
             }
         };
-        let a = reg_mr(nic, host);
-        let b = reg_mr(nic, host);
+        let a = reg_mr(nic, &mut host);
+        let b = reg_mr(nic, &mut host);
 
         let cq_a = host.create_cq(nic, 4);
         let cq_b = host.create_cq(nic, 4);
@@ -299,8 +298,8 @@ impl Test {
             ..Default::default()
         };
         let (psn_a, psn_b) = (0x00_1000, 0xFF_FFF0); // B's PSNs wrap during the test
-        connect(nic, host, &qp_a, &qp_b, av, psn_a, psn_b, access);
-        connect(nic, host, &qp_b, &qp_a, av, psn_b, psn_a, access);
+        connect(nic, &mut host, &qp_a, &qp_b, av, psn_a, psn_b, access);
+        connect(nic, &mut host, &qp_b, &qp_a, av, psn_b, psn_a, access);
         for qp in [&qp_a, &qp_b] {
             let (status, e) = host.try_command(
                 nic,
@@ -339,7 +338,7 @@ impl Test {
             qp_b,
             a,
             b,
-            host: core::mem::replace(host, Host::new(0, 0)),
+            host,
             wr_id: 0,
         }
     }
