@@ -6,9 +6,10 @@
 //! the payload and the pad unmasked. The CRC is the standard CRC-32 (zlib's), and goes on
 //! the wire least-significant byte first.
 //!
-//! Only the few header bytes are copied (to apply the masks); the payload is fed to the
-//! CRC where it lies, and may be fed in pieces ([`Icrc::update`]), so a datapath can check
-//! it while the payload streams past.
+//! Only the masked prefix is copied to apply the masks (or, when everything up to the
+//! ICRC is at most 128 bytes, all of it, so a short frame takes one CRC call); the rest is
+//! fed to the CRC where it lies, and may be fed in pieces ([`Icrc::update`]), so a
+//! datapath can check it while the payload streams past.
 //!
 //! The CRC engine is `crc32fast`: slice-by-16 tables everywhere, and a PCLMULQDQ
 //! (carry-less multiply) path on x86-64 / AArch64 when the target has it: detected at run
@@ -34,11 +35,58 @@ pub enum IcrcKind {
 /// Bytes of the ICRC trailer.
 pub const ICRC_LEN: usize = 4;
 
-/// The 8 bytes of 0xFF that stand in for the LRH.
-const LRH: usize = 8;
-/// Bytes copied and hashed together with the LRH stand-in: at least the largest masked
-/// prefix (IPv4 with 40 bytes of options + UDP + BTH = 80).
+/// The CRC-32 of the LRH stand-in, 8 bytes of 0xFF: every computation starts from it
+/// instead of hashing them.
+const LRH_CRC: u32 = 0x2144_DF1C;
+/// Covered lengths up to this are masked in one stack copy and hashed in one call (ACKs,
+/// READ requests, small sends); longer ones hash the masked prefix from the copy and the
+/// rest where it lies. crc32fast takes 16..127 bytes in one fold-by-1 pass.
 const CHUNK: usize = 128;
+
+/// The masks of the common prefixes, 0xFF where the ICRC replaces a byte by ones, padded
+/// with zeros so that any 16 bytes starting below [`CHUNK`] can be read.
+type Mask = [u8; CHUNK + 16];
+
+/// Builds a mask with ones at `at`.
+const fn mask(at: &[usize]) -> Mask {
+    let mut m = [0u8; CHUNK + 16];
+    let mut i = 0;
+    while i < at.len() {
+        m[at[i]] = 0xFF;
+        i += 1;
+    }
+    m
+}
+
+/// IPv4 without options (IHL 5): TOS, TTL, header checksum; UDP checksum; BTH byte 4.
+static MASK_IPV4: Mask = mask(&[1, 8, 10, 11, 26, 27, 32]);
+/// IPv6: traffic class + flow label (not the version nibble), hop limit; UDP checksum;
+/// BTH byte 4.
+static MASK_IPV6: Mask = {
+    let mut m = mask(&[1, 2, 3, 7, 46, 47, 52]);
+    m[0] = 0x0F;
+    m
+};
+/// RoCEv1 GRH: as IPv6, without UDP; BTH byte 4.
+static MASK_ROCEV1: Mask = {
+    let mut m = mask(&[1, 2, 3, 7, 44]);
+    m[0] = 0x0F;
+    m
+};
+
+/// `out[..16] = data[..16] | mask[..16]`, as one 16-byte load, OR and store.
+#[inline(always)]
+fn or16(out: &mut [u8], data: &[u8], mask: &[u8]) {
+    if let (Some(out), Some(data), Some(mask)) = (
+        out.first_chunk_mut::<16>(),
+        data.first_chunk::<16>(),
+        mask.first_chunk::<16>(),
+    ) {
+        for ((o, d), m) in out.iter_mut().zip(data).zip(mask) {
+            *o = d | m;
+        }
+    }
+}
 
 /// A streaming ICRC computation.
 #[derive(Clone)]
@@ -53,41 +101,38 @@ impl Icrc {
     /// are. Fails if `headers` is too short for the prefix.
     pub fn start(kind: IcrcKind, headers: &[u8]) -> Result<Self, Truncated> {
         let prefix = masked_prefix_len(kind, headers)?;
-        // One stack copy of the LRH stand-in and the first CHUNK bytes, masked in place,
-        // hashed in one call: short frames (ACKs, READ requests) need no other call.
-        let mut buf = [0xFFu8; LRH + CHUNK];
-        let n = headers.len().min(CHUNK);
-        let (head, rest) = headers.split_at(n);
-        let m = buf.get_mut(LRH..LRH + n).ok_or(Truncated)?;
-        m.copy_from_slice(head);
-        let bth = match kind {
+        let mut hasher = crc32fast::Hasher::new_with_initial(LRH_CRC);
+        let mask = match kind {
+            IcrcKind::Ipv4 if prefix == 20 + 8 + 12 => &MASK_IPV4,
             IcrcKind::Ipv4 => {
-                m[1] = 0xFF; // TOS: DSCP + ECN
-                m[8] = 0xFF; // TTL
-                m[10] = 0xFF; // header checksum
-                m[11] = 0xFF;
-                let udp = prefix - 20;
-                m[udp + 6] = 0xFF; // UDP checksum
-                m[udp + 7] = 0xFF;
-                prefix - 12
+                start_ipv4_options(&mut hasher, headers, prefix);
+                return Ok(Self { hasher });
             }
-            IcrcKind::Ipv6 | IcrcKind::RoceV1 => {
-                m[0] |= 0x0F; // traffic class and flow label (the version nibble stays)
-                m[1] = 0xFF;
-                m[2] = 0xFF;
-                m[3] = 0xFF;
-                m[7] = 0xFF; // hop limit
-                if kind == IcrcKind::Ipv6 {
-                    m[46] = 0xFF; // UDP checksum
-                    m[47] = 0xFF;
-                }
-                prefix - 12
-            }
+            IcrcKind::Ipv6 => &MASK_IPV6,
+            IcrcKind::RoceV1 => &MASK_ROCEV1,
         };
-        m[bth + 4] = 0xFF; // FECN, BECN, resv6
-        let mut hasher = crc32fast::Hasher::new();
-        hasher.update(&buf[..LRH + n]);
-        if !rest.is_empty() {
+        // Short input: all of it in the copy, one call. Long: the prefix only.
+        let n = if headers.len() <= CHUNK {
+            headers.len()
+        } else {
+            prefix
+        };
+        // The copy is written in 16-byte stores at the offsets crc32fast loads from (the
+        // overlapping last 16 bytes first, so the aligned stores are the younger ones):
+        // byte-wise mask stores would make its 16-byte loads wait for store-to-load
+        // forwarding to fail. `black_box` keeps the compiler from turning the OR with a
+        // known mask back into byte stores.
+        let mask: &Mask = core::hint::black_box(mask);
+        let mut buf = [0u8; CHUNK];
+        let last = n - 16; // n >= prefix >= 40
+        or16(&mut buf[last..], &headers[last..], &mask[last..]);
+        let mut at = 0;
+        while at + 16 <= n {
+            or16(&mut buf[at..], &headers[at..], &mask[at..]);
+            at += 16;
+        }
+        hasher.update(&buf[..n]);
+        if let Some(rest) = headers.get(n..).filter(|r| !r.is_empty()) {
             hasher.update(rest);
         }
         Ok(Self { hasher })
@@ -104,6 +149,26 @@ impl Icrc {
     pub fn finish(self) -> u32 {
         self.hasher.finalize()
     }
+}
+
+/// [`Icrc::start`] for IPv4 with options (IHL > 5): the masks placed byte by byte in a
+/// copy of the prefix. `prefix` (at most 80) is checked against `headers`.
+#[cold]
+fn start_ipv4_options(hasher: &mut crc32fast::Hasher, headers: &[u8], prefix: usize) {
+    let mut buf = [0u8; 80];
+    let (head, rest) = headers.split_at(prefix);
+    let m = &mut buf[..prefix];
+    m.copy_from_slice(head);
+    m[1] = 0xFF; // TOS: DSCP + ECN
+    m[8] = 0xFF; // TTL
+    m[10] = 0xFF; // header checksum
+    m[11] = 0xFF;
+    let udp = prefix - 20;
+    m[udp + 6] = 0xFF; // UDP checksum
+    m[udp + 7] = 0xFF;
+    m[prefix - 12 + 4] = 0xFF; // BTH: FECN, BECN, resv6
+    hasher.update(m);
+    hasher.update(rest);
 }
 
 /// Length of the masked prefix (IP [+ UDP] + BTH) for `kind`, reading IHL for IPv4.
@@ -159,8 +224,9 @@ mod tests {
     fn lrh_stand_in_matches_rxe_seed() {
         // rxe seeds crc32_le() with 0xDEBB20E3 = the raw register after 8 x 0xFF.
         let mut h = crc32fast::Hasher::new();
-        h.update(&[0xFF; LRH]);
+        h.update(&[0xFF; 8]);
         assert_eq!(!h.finalize(), 0xDEBB_20E3);
+        assert_eq!(crc32fast::hash(&[0xFF; 8]), LRH_CRC);
     }
 
     #[test]
