@@ -705,10 +705,10 @@ fn parse_impl(frame: &[u8], verify: bool) -> Result<Packet<'_>, Error> {
     if tver != 0 {
         return Err(Error::UnsupportedTver { tver });
     }
-    let Some(info) = Opcode(bth[0]).info() else {
+    let Some((info, ext_len)) = Opcode(bth[0]).info_and_ext_len() else {
         return Err(Error::UnknownOpcode { opcode: bth[0] });
     };
-    let ext_end = BthRepr::LEN + info.ext_len();
+    let ext_end = BthRepr::LEN + ext_len;
     let len = transport.len();
     if len < ext_end + ICRC_LEN {
         return Err(Error::TruncatedExtHeader);

@@ -99,6 +99,7 @@ impl Icrc {
     /// GRH) up to at least the end of the BTH. The masked prefix (IP + UDP + BTH) is
     /// hashed with its masks applied; any bytes after it in `headers` are hashed as they
     /// are. Fails if `headers` is too short for the prefix.
+    #[inline]
     pub fn start(kind: IcrcKind, headers: &[u8]) -> Result<Self, Truncated> {
         let prefix = masked_prefix_len(kind, headers)?;
         let mut hasher = crc32fast::Hasher::new_with_initial(LRH_CRC);
@@ -123,13 +124,17 @@ impl Icrc {
         // forwarding to fail. `black_box` keeps the compiler from turning the OR with a
         // known mask back into byte stores.
         let mask: &Mask = core::hint::black_box(mask);
+        let (data, mask) = (&headers[..n], &mask[..n]);
         let mut buf = [0u8; CHUNK];
+        let out = &mut buf[..n];
         let last = n - 16; // n >= prefix >= 40
-        or16(&mut buf[last..], &headers[last..], &mask[last..]);
-        let mut at = 0;
-        while at + 16 <= n {
-            or16(&mut buf[at..], &headers[at..], &mask[at..]);
-            at += 16;
+        or16(&mut out[last..], &data[last..], &mask[last..]);
+        for ((o, d), m) in out
+            .chunks_exact_mut(16)
+            .zip(data.chunks_exact(16))
+            .zip(mask.chunks_exact(16))
+        {
+            or16(o, d, m);
         }
         hasher.update(&buf[..n]);
         if let Some(rest) = headers.get(n..).filter(|r| !r.is_empty()) {
@@ -172,6 +177,7 @@ fn start_ipv4_options(hasher: &mut crc32fast::Hasher, headers: &[u8], prefix: us
 }
 
 /// Length of the masked prefix (IP [+ UDP] + BTH) for `kind`, reading IHL for IPv4.
+#[inline]
 fn masked_prefix_len(kind: IcrcKind, headers: &[u8]) -> Result<usize, Truncated> {
     let len = match kind {
         IcrcKind::Ipv4 => {
@@ -193,6 +199,7 @@ fn masked_prefix_len(kind: IcrcKind, headers: &[u8]) -> Result<usize, Truncated>
 
 /// The ICRC of `covered`: the bytes from the start of the IP header (or GRH) up to, not
 /// including, the ICRC trailer.
+#[inline]
 pub fn compute(kind: IcrcKind, covered: &[u8]) -> Result<u32, Truncated> {
     Ok(Icrc::start(kind, covered)?.finish())
 }

@@ -152,17 +152,18 @@ pub fn checksum(data: &[u8]) -> u16 {
     !(sum as u16)
 }
 
-/// [`checksum`] of a header without options (IHL 5): ten 16-bit words summed in straight
-/// line, as five 32-bit words with the carries folded at the end.
-#[inline]
+/// [`checksum`] of a header without options (IHL 5), in straight line: the ones'
+/// complement sum does not depend on byte order (RFC 1071 §2), so five native-order
+/// 32-bit words are summed, the carries folded, and the result swapped to network order.
+#[inline(always)]
 pub fn checksum20(h: &[u8; 20]) -> u16 {
-    let w = |i: usize| u64::from(u32::from_be_bytes([h[i], h[i + 1], h[i + 2], h[i + 3]]));
-    let sum = w(0) + w(4) + w(8) + w(12) + w(16);
-    let sum = (sum & 0xFFFF_FFFF) + (sum >> 32); // <= 2^32 + 3
+    let w = |i: usize| u64::from(u32::from_le_bytes([h[i], h[i + 1], h[i + 2], h[i + 3]]));
+    let sum = w(0) + w(4) + w(8) + w(12) + w(16); // < 5 * 2^32
+    let sum = (sum & 0xFFFF_FFFF) + (sum >> 32); // < 2^32 + 5
     let sum = (sum & 0xFFFF) + (sum >> 16); // < 2^17
-    let sum = (sum & 0xFFFF) + (sum >> 16); // < 2^16 + 1
-    let sum = (sum & 0xFFFF) + (sum >> 16);
-    !(sum as u16)
+    let sum = (sum & 0xFFFF) + (sum >> 16); // <= 2^16
+    let sum = (sum & 0xFFFF) + (sum >> 16); // <= 0xFFFF
+    !(sum as u16).swap_bytes()
 }
 
 /// Plain-data IPv4 header. The total length and the checksum are derived by `emit`.
