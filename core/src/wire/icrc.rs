@@ -146,7 +146,7 @@ impl Icrc {
     /// GRH) up to at least the end of the BTH. The masked prefix (IP + UDP + BTH) is
     /// hashed with its masks applied; any bytes after it in `headers` are hashed as they
     /// are. Fails if `headers` is too short for the prefix.
-    #[inline]
+    #[inline(always)]
     pub fn start(kind: IcrcKind, headers: &[u8]) -> Result<Self, Truncated> {
         let prefix = masked_prefix_len(kind, headers)?;
         let c = match kind {
