@@ -250,11 +250,22 @@ pub struct Layout {
 pub struct Packet<'a> {
     frame: &'a [u8],
     info: &'static OpcodeInfo,
-    layout: Layout,
+    /// The ICRC value from the trailer.
     icrc: u32,
-    icrc_verified: bool,
+    /// Offset of the ICRC trailer; the datagram ends 4 bytes later. (Offsets fit in u32:
+    /// the datagram ends at most 18 + 65535 + 40 bytes into the frame.)
+    icrc_at: u32,
+    /// Offset of the IP header or GRH: 14, or 18 after an 802.1Q tag.
+    l3: u8,
+    /// Offset of the BTH (at most 18 + 60 + 8); UDP is the 8 bytes before it (RoCEv2).
+    bth: u8,
+    /// Bytes of extended headers after the BTH.
+    ext_len: u8,
+    /// PadCnt.
+    pad: u8,
     /// Which network header: IPv4, IPv6, or a RoCEv1 GRH.
     l3_kind: IcrcKind,
+    icrc_verified: bool,
 }
 
 impl<'a> Packet<'a> {
@@ -273,19 +284,36 @@ impl<'a> Packet<'a> {
     /// Where each part of the frame starts.
     #[inline]
     pub fn layout(&self) -> Layout {
-        self.layout
+        let bth = usize::from(self.bth);
+        let icrc = self.icrc_at as usize;
+        Layout {
+            l3: usize::from(self.l3),
+            udp: self.is_rocev2().then(|| bth - UdpRepr::LEN),
+            bth,
+            payload: self.payload_at(),
+            pad: icrc - usize::from(self.pad),
+            icrc,
+            end: icrc + ICRC_LEN,
+        }
+    }
+
+    /// Offset of the payload.
+    #[inline]
+    fn payload_at(&self) -> usize {
+        usize::from(self.bth) + BthRepr::LEN + usize::from(self.ext_len)
     }
 
     /// The payload (after the extended headers, before the pad).
     #[inline]
     pub fn payload(&self) -> &'a [u8] {
-        &self.frame[self.layout.payload..self.layout.pad]
+        &self.frame[self.payload_at()..self.icrc_at as usize - usize::from(self.pad)]
     }
 
     /// The PadCnt pad bytes (normally zero; covered by the ICRC).
     #[inline]
     pub fn pad(&self) -> &'a [u8] {
-        &self.frame[self.layout.pad..self.layout.icrc]
+        let icrc = self.icrc_at as usize;
+        &self.frame[icrc - usize::from(self.pad)..icrc]
     }
 
     /// The ICRC value from the trailer (its bytes on the wire are `icrc.to_le_bytes()`).
@@ -304,7 +332,7 @@ impl<'a> Packet<'a> {
     /// Bytes after the IP datagram (Ethernet padding, trailers).
     #[inline]
     pub fn trailer(&self) -> &'a [u8] {
-        &self.frame[self.layout.end..]
+        &self.frame[self.icrc_at as usize + ICRC_LEN..]
     }
 
     /// Which ICRC masking rule applies (which network header the frame has).
@@ -331,14 +359,14 @@ impl<'a> Packet<'a> {
     #[inline]
     pub fn vlan(&self) -> Option<VlanRepr> {
         let at = EthernetRepr::LEN;
-        (self.layout.l3 > at)
+        (usize::from(self.l3) > at)
             .then(|| VlanRepr::parse(&VlanTag::new_unchecked(&self.frame[at..at + VlanRepr::LEN])))
     }
 
     /// The IP header or GRH (IPv4 options are skipped).
     #[inline]
     pub fn l3(&self) -> L3Repr {
-        let net = &self.frame[self.layout.l3..];
+        let net = &self.frame[usize::from(self.l3)..];
         match self.l3_kind {
             IcrcKind::Ipv4 => L3Repr::Ipv4(Ipv4Repr::parse(&ipv4::Packet::new_unchecked(
                 &net[..Ipv4Repr::LEN],
@@ -355,15 +383,15 @@ impl<'a> Packet<'a> {
     /// The UDP header (RoCEv2), or `None` (RoCEv1).
     #[inline]
     pub fn udp(&self) -> Option<UdpRepr> {
-        self.layout
-            .udp
-            .map(|at| UdpRepr::parse(&Datagram::new_unchecked(&self.frame[at..at + UdpRepr::LEN])))
+        let at = usize::from(self.bth) - UdpRepr::LEN;
+        self.is_rocev2()
+            .then(|| UdpRepr::parse(&Datagram::new_unchecked(&self.frame[at..at + UdpRepr::LEN])))
     }
 
     /// The BTH's 12 bytes.
     #[inline]
     fn bth_view(&self) -> bth::Header<&'a [u8]> {
-        let at = self.layout.bth;
+        let at = usize::from(self.bth);
         bth::Header::new_unchecked(&self.frame[at..at + BthRepr::LEN])
     }
 
@@ -376,7 +404,7 @@ impl<'a> Packet<'a> {
     /// The bytes of extended header `h`, if the opcode carries it.
     #[inline]
     pub fn ext_bytes(&self, h: ExtHeader) -> Option<&'a [u8]> {
-        let mut at = self.layout.bth + BthRepr::LEN;
+        let mut at = usize::from(self.bth) + BthRepr::LEN;
         for &x in self.info.headers {
             if x == h {
                 return Some(&self.frame[at..at + h.wire_len()]);
@@ -445,7 +473,7 @@ impl<'a> Packet<'a> {
     /// Every extended header the opcode carries.
     pub fn ext(&self) -> ExtHeaders {
         let mut out = ExtHeaders::default();
-        let mut at = self.layout.bth + BthRepr::LEN;
+        let mut at = usize::from(self.bth) + BthRepr::LEN;
         for &h in self.info.headers {
             let b = &self.frame[at..at + h.wire_len()];
             match h {
@@ -741,22 +769,19 @@ fn parse_impl(frame: &[u8], verify: bool) -> Result<Packet<'_>, Error> {
             return Err(Error::IcrcMismatch { computed, wire });
         }
     }
-    let bth_abs = l3 + bth_at;
-    let payload_at = bth_abs + ext_end;
-    let icrc_abs = bth_abs + icrc_at;
+    // Lossless: l3 + end <= 18 + 40 + 65535 (IPv6 payload length), l3 <= 18,
+    // l3 + bth_at <= 18 + 60 + 8 (IHL 15 + UDP), ext_len <= 28.
+    let (icrc_abs, bth_abs) = ((l3 + bth_at + icrc_at) as u32, (l3 + bth_at) as u8);
+    let (l3, ext_len) = (l3 as u8, ext_len as u8);
     Ok(Packet {
         frame,
         info,
-        layout: Layout {
-            l3,
-            udp: (kind != IcrcKind::RoceV1).then_some(l3 + next),
-            bth: bth_abs,
-            payload: payload_at,
-            pad: icrc_abs - usize::from(pad),
-            icrc: icrc_abs,
-            end: l3 + end,
-        },
         icrc: wire,
+        icrc_at: icrc_abs,
+        l3,
+        bth: bth_abs,
+        ext_len,
+        pad,
         icrc_verified: verify,
         l3_kind: kind,
     })
