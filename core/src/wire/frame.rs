@@ -687,6 +687,28 @@ fn parse_impl(frame: &[u8], verify: bool) -> Result<Packet<'_>, Error> {
         _ => return Err(Error::UnsupportedEthertype { ethertype }),
     };
 
+    // The rest, with the common IPv4 header without options as a constant offset.
+    if kind == IcrcKind::Ipv4 && next == 20 {
+        parse_transport(frame, verify, l3, net, kind, 20, end)
+    } else {
+        parse_transport(frame, verify, l3, net, kind, next, end)
+    }
+}
+
+/// [`parse_impl`] from the UDP header on: `net` starts at the network header (offset `l3`
+/// in `frame`), whose `kind` and length `next` are checked, and the datagram ends at
+/// `end`.
+#[inline(always)]
+fn parse_transport<'a>(
+    frame: &'a [u8],
+    verify: bool,
+    l3: usize,
+    net: &'a [u8],
+    kind: IcrcKind,
+    next: usize,
+    end: usize,
+) -> Result<Packet<'a>, Error> {
+    const TRUNCATED: Error = Error::TruncatedFrame;
     // UDP (RoCEv2 only): port first, so foreign datagrams are named as such even when
     // truncated by a capture's snap length; then the lengths against each other and the
     // frame.
