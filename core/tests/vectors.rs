@@ -98,6 +98,7 @@ fn lazy_accessors_agree_with_headers() {
             (h.l3.is_rocev2(), h.l3.icrc_kind()),
             "{id}"
         );
+        assert!(format!("{p:?}").starts_with("Packet { headers: Headers {"));
     }
 }
 

@@ -246,7 +246,10 @@ pub struct Layout {
 /// takes. A `Packet` can only be made by `parse`, so its offsets always lie within its
 /// frame: **no accessor panics**. Accessors decode on every call: code that reads a
 /// header's fields many times should decode it once (`let bth = pkt.bth();`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+///
+/// What used to be fields are methods: `frame()`, `info()`, `layout()`, `payload()`,
+/// `pad()`, `icrc()`, `icrc_verified()`, `trailer()`. `Debug` prints the decoded headers.
+#[derive(Clone, Copy, PartialEq, Eq)]
 pub struct Packet<'a> {
     frame: &'a [u8],
     info: &'static OpcodeInfo,
@@ -266,6 +269,21 @@ pub struct Packet<'a> {
     /// Which network header: IPv4, IPv6, or a RoCEv1 GRH.
     l3_kind: IcrcKind,
     icrc_verified: bool,
+}
+
+impl fmt::Debug for Packet<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Packet")
+            .field("headers", &self.headers())
+            .field("info", &self.info.name)
+            .field("payload", &self.payload())
+            .field("pad", &self.pad())
+            .field("icrc", &format_args!("{:#010x}", self.icrc))
+            .field("icrc_verified", &self.icrc_verified)
+            .field("trailer", &self.trailer())
+            .field("layout", &self.layout())
+            .finish()
+    }
 }
 
 impl<'a> Packet<'a> {
