@@ -171,8 +171,8 @@ fn rocev1_grh_frames_round_trip() {
     // GRH PayLen covers BTH .. ICRC, rounded to 4 bytes (roce-facts §1.7).
     assert_eq!(u16::from_be_bytes([buf[18], buf[19]]), 12 + 8 + 4);
     let p = wire::parse(&buf[..n]).unwrap();
-    assert!(matches!(p.headers.l3, L3Repr::Grh(g) if g.flow_label == 0x1234));
-    assert_eq!((p.payload, p.pad.len()), (&b"hello"[..], 3));
+    assert!(matches!(p.l3(), L3Repr::Grh(g) if g.flow_label == 0x1234));
+    assert_eq!((p.payload(), p.pad().len()), (&b"hello"[..], 3));
     // A changed hop limit (masked) keeps the ICRC; a changed DGID (covered) breaks it.
     let mut f = buf[..n].to_vec();
     f[14 + 7] = 1;

@@ -129,9 +129,10 @@ fn fix(frame: &mut [u8]) {
     let Ok(p) = wire::parse_unverified(frame) else {
         return;
     };
-    let (l3, at) = (p.layout.l3, p.layout.icrc);
-    let kind = p.headers.l3.icrc_kind();
-    let v4 = matches!(p.headers.l3, L3Repr::Ipv4(_));
+    let (layout, net) = (p.layout(), p.l3());
+    let (l3, at) = (layout.l3, layout.icrc);
+    let kind = net.icrc_kind();
+    let v4 = matches!(net, L3Repr::Ipv4(_));
     if v4 {
         ipv4::Packet::new_unchecked(&mut frame[l3..]).fill_checksum();
     }

@@ -226,7 +226,7 @@ mod tests {
         assert_eq!((c.priority, c.ecn, c.ip), (5, ECN_ECT0, Some(IpAt::V6(14))));
         mark_ce(&mut f, c.ip.unwrap());
         let p = roce_core::wire::parse(&f).expect("ICRC still valid");
-        match p.headers.l3 {
+        match p.headers().l3 {
             roce_core::wire::L3Repr::Ipv6(ip) => assert_eq!((ip.dscp, ip.ecn), (46, ECN_CE)),
             other => panic!("{other:?}"),
         }
