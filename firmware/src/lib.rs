@@ -1,2 +1,16 @@
 #![no_std]
-//! NIC runtime over a datapath HAL (no_std). Work in progress: see the open issues.
+#![forbid(unsafe_code)]
+//! roce-firmware: the NIC runtime that runs on the soft core (and, unchanged, on the host
+//! against the software or RTL datapath), and the host/NIC ABI it shares with the driver.
+//!
+//! * [`abi`]: the one source of truth for registers, rings, WQE/CQE and command layouts.
+//! * [`hal`]: what the runtime needs from a platform (registers, DMA, datapath, clock).
+//! * [`runtime`]: the [`runtime::Nic`] poll loop over the transport engine.
+//! * [`datapath`]: the software datapath (roce-core's parse on receive) and a loopback.
+//! * [`config`]: the firmware's capacities.
+
+pub mod abi;
+pub mod config;
+pub mod datapath;
+pub mod hal;
+pub mod runtime;

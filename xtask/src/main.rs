@@ -1,3 +1,68 @@
-fn main() {
-    eprintln!("xtask: work in progress");
+//! `cargo xtask`: the project's automation. Plain `std`, no dependencies, so it builds
+//! in a second on a fresh machine before anything else is installed.
+
+mod ci;
+mod cmd;
+mod install;
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use ci::{Ctx, Selection};
+use cmd::Result;
+
+const USAGE: &str = "\
+usage: cargo xtask <command>
+
+  ci [--skip STEP,..] [--only STEP,..]
+                   install what is missing, then run every check
+  install          only install what is missing
+  fuzz [SECONDS]   only the fuzz smoke test, SECONDS per target
+
+environment: FUZZ_SECONDS  seconds per fuzz target (default: 60, less with many targets)";
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match dispatch(&args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            let command = args.first().map_or("", String::as_str);
+            eprintln!("\nxtask {command}: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn dispatch(args: &[String]) -> Result {
+    let root = repo_root();
+    // Steps name paths relative to the root, wherever `cargo xtask` was started.
+    std::env::set_current_dir(&root).map_err(|e| format!("cd {}: {e}", root.display()))?;
+    let fuzz_seconds = std::env::var("FUZZ_SECONDS").ok();
+    let (command, rest) = args
+        .split_first()
+        .map_or(("help", &[][..]), |(c, r)| (c, r));
+    let (selection, fuzz_seconds) = match (command, rest) {
+        ("ci", flags) => (Selection::parse(flags)?, fuzz_seconds),
+        ("install", []) => (Selection::only("install"), fuzz_seconds),
+        ("fuzz", []) => (Selection::only("fuzz"), fuzz_seconds),
+        ("fuzz", [seconds]) => (Selection::only("fuzz"), Some(seconds.clone())),
+        ("help" | "-h" | "--help", _) => {
+            println!("{USAGE}\n\nsteps: {}", ci::step_names());
+            return Ok(());
+        }
+        _ => return Err(format!("unknown command `{}`\n\n{USAGE}", args.join(" "))),
+    };
+    let fuzz_seconds = fuzz_seconds.map(|s| parse_seconds(&s)).transpose()?;
+    ci::run(&Ctx { root, fuzz_seconds }, command, &selection)
+}
+
+fn parse_seconds(text: &str) -> Result<u64> {
+    text.parse()
+        .map_err(|_| format!("fuzz seconds must be a whole number, not `{text}`"))
+}
+
+/// The workspace root: xtask's own manifest directory is `<root>/xtask`.
+fn repo_root() -> PathBuf {
+    let manifest_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+    manifest_dir.parent().unwrap_or(manifest_dir).to_path_buf()
 }

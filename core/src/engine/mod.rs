@@ -1,0 +1,647 @@
+//! The engine: fixed-capacity tables of QPs, CQs, PDs and MRs, and the entry points the
+//! firmware (or a host model) drives.
+//!
+//! # Contract (quinn-proto's, in `no_std`)
+//!
+//! The engine is sans-IO: it never reads a clock, allocates, or does I/O. Time is a
+//! nanosecond [`Instant`] passed in, and **successive `now` values must never
+//! decrease**. Host memory is reached only through the [`Dma`] handed to the calls that
+//! move payload bytes.
+//!
+//! Methods fall into groups:
+//! * **Setup and queries**: `alloc_pd`, `reg_mr`, `create_cq`, `create_qp`,
+//!   `modify_qp`, `query_qp`, `counters`, ...
+//! * **Application commands**: [`Engine::post_send`], [`Engine::post_recv`].
+//! * **Events**: [`Engine::handle_packet`] for every received frame,
+//!   [`Engine::handle_timeout`] when the time from `poll_timeout` has come.
+//! * **Polls**: [`Engine::poll_transmit`], [`Engine::poll_completion`],
+//!   [`Engine::poll_timeout`].
+//!
+//! After any command or event, call `poll_transmit` until it returns `None` (sending
+//! each frame), drain `poll_completion` as the application wishes, and then re-arm the
+//! timer with `poll_timeout` (it may have moved earlier or later). `handle_timeout` may
+//! be called early or late; it only acts on timers that are due at `now`.
+
+use core::array;
+use core::net::{Ipv4Addr, Ipv6Addr};
+
+use heapless::Deque;
+
+use crate::memory::{AccessFlags, Dma, DmaError, MemError, MemoryTable, MrKeys, Pd};
+use crate::num::{Lkey, Qpn};
+use crate::transport::{
+    CompletionSink, Counters, Env, Error, Instant, Mtu, PortLimits, Qp, QpAttr, QpInfo, QpInitAttr,
+    QpQueues, QpRef, QpType, RecvWr, SendWr, TransportConfig, TxDesc, WorkCompletion,
+};
+use crate::wire::ethernet::{EthernetRepr, MacAddr, VlanRepr};
+use crate::wire::ipv4::Ipv4Repr;
+use crate::wire::ipv6::{Ipv6Repr, NEXT_HEADER_UDP};
+use crate::wire::opcode::{Operation, Transport};
+use crate::wire::udp::{UdpRepr, ROCEV2_PORT};
+use crate::wire::{self, Headers, L3Repr};
+
+/// QPNs are `QPN_BASE + slot`; 0 and 1 are the special QPs, and rxe starts at 16.
+pub const QPN_BASE: u32 = 16;
+
+/// Entries in the port's P_Key table.
+pub const PKEY_TABLE_LEN: usize = 4;
+
+/// The port: its addresses, P_Key table, active MTU and transport tunables.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PortConfig {
+    /// The port's Ethernet address.
+    pub mac: [u8; 6],
+    /// GID index 0: an IPv4-mapped address for RoCEv2 over IPv4, or an IPv6 address.
+    pub gid: [u8; 16],
+    /// P_Key table; entry 0 is the default full-member key 0xFFFF.
+    pub pkeys: [u16; PKEY_TABLE_LEN],
+    /// Largest path MTU a QP may use.
+    pub active_mtu: Mtu,
+    /// Requester window and AckReq policy.
+    pub transport: TransportConfig,
+}
+
+impl PortConfig {
+    /// A port with the given addresses, default P_Key, MTU 4096 and rxe's tunables.
+    pub fn new(mac: [u8; 6], gid: [u8; 16]) -> Self {
+        Self {
+            mac,
+            gid,
+            pkeys: [0xFFFF, 0, 0, 0],
+            active_mtu: Mtu::Mtu4096,
+            transport: TransportConfig::default(),
+        }
+    }
+}
+
+/// The P_Key match rule of roce-facts §2 (rxe `pkey_match`): equal low 15 bits, not
+/// zero, and at least one of the two a full member.
+pub fn pkey_match(a: u16, b: u16) -> bool {
+    let (la, lb) = (a & 0x7FFF, b & 0x7FFF);
+    la == lb && la != 0 && (a | b) & 0x8000 != 0
+}
+
+/// Handle of a completion queue.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub struct CqHandle(pub u16);
+
+struct CqSlot<const CQE: usize> {
+    entries: Deque<WorkCompletion, CQE>,
+    users: u16,
+}
+
+struct CqTable<const CQS: usize, const CQE: usize> {
+    slots: [Option<CqSlot<CQE>>; CQS],
+}
+
+impl<const CQS: usize, const CQE: usize> CompletionSink for CqTable<CQS, CQE> {
+    fn has_room(&self, cq: u16) -> bool {
+        matches!(self.slots.get(usize::from(cq)), Some(Some(s)) if !s.entries.is_full())
+    }
+    fn push(&mut self, cq: u16, wc: WorkCompletion) -> bool {
+        match self.slots.get_mut(usize::from(cq)) {
+            Some(Some(s)) => s.entries.push_back(wc).is_ok(),
+            _ => false,
+        }
+    }
+}
+
+/// DMA for calls that never move payload bytes.
+struct NoDma;
+
+impl Dma for NoDma {
+    fn read(&mut self, addr: u64, buf: &mut [u8]) -> Result<(), DmaError> {
+        Err(DmaError {
+            addr,
+            len: buf.len(),
+        })
+    }
+    fn write(&mut self, addr: u64, data: &[u8]) -> Result<(), DmaError> {
+        Err(DmaError {
+            addr,
+            len: data.len(),
+        })
+    }
+}
+
+/// The RNIC's protocol engine with `QPS` queue pairs, `CQS` completion queues of `CQE`
+/// entries, `PDS` protection domains, `MRS` memory regions, and per QP `SQ` send WQEs,
+/// `RQ` receive WQEs and `RD` responder READ/ATOMIC resources.
+pub struct Engine<
+    const QPS: usize,
+    const CQS: usize,
+    const PDS: usize,
+    const MRS: usize,
+    const SQ: usize,
+    const RQ: usize,
+    const CQE: usize,
+    const RD: usize,
+> {
+    cfg: PortConfig,
+    mem: MemoryTable<PDS, MRS>,
+    cqs: CqTable<CQS, CQE>,
+    qps: [Option<Qp>; QPS],
+    queues: [QpQueues<SQ, RQ, RD>; QPS],
+    counters: Counters,
+    /// Round-robin position of `poll_transmit`.
+    tx_next: usize,
+}
+
+impl<
+        const QPS: usize,
+        const CQS: usize,
+        const PDS: usize,
+        const MRS: usize,
+        const SQ: usize,
+        const RQ: usize,
+        const CQE: usize,
+        const RD: usize,
+    > Engine<QPS, CQS, PDS, MRS, SQ, RQ, CQE, RD>
+{
+    /// An engine with empty tables.
+    pub fn new(cfg: PortConfig) -> Self {
+        Self {
+            cfg,
+            mem: MemoryTable::new(),
+            cqs: CqTable {
+                slots: array::from_fn(|_| None),
+            },
+            qps: array::from_fn(|_| None),
+            queues: array::from_fn(|_| QpQueues::new()),
+            counters: Counters::default(),
+            tx_next: 0,
+        }
+    }
+
+    /// The port configuration.
+    pub fn config(&self) -> &PortConfig {
+        &self.cfg
+    }
+
+    /// Event counters.
+    pub fn counters(&self) -> &Counters {
+        &self.counters
+    }
+
+    /// The memory table (for inspection).
+    pub fn memory(&self) -> &MemoryTable<PDS, MRS> {
+        &self.mem
+    }
+
+    // -----------------------------------------------------------------------------------
+    // Setup: PDs, MRs, CQs, QPs
+
+    /// `ibv_alloc_pd`.
+    pub fn alloc_pd(&mut self) -> Result<Pd, Error> {
+        Ok(self.mem.alloc_pd()?)
+    }
+
+    /// `ibv_dealloc_pd`.
+    pub fn dealloc_pd(&mut self, pd: Pd) -> Result<(), Error> {
+        Ok(self.mem.dealloc_pd(pd)?)
+    }
+
+    /// `ibv_reg_mr`.
+    pub fn reg_mr(
+        &mut self,
+        pd: Pd,
+        addr: u64,
+        length: u64,
+        access: AccessFlags,
+    ) -> Result<MrKeys, Error> {
+        Ok(self.mem.reg_mr(pd, addr, length, access)?)
+    }
+
+    /// `ibv_dereg_mr`.
+    pub fn dereg_mr(&mut self, lkey: Lkey) -> Result<(), Error> {
+        Ok(self.mem.dereg_mr(lkey)?)
+    }
+
+    /// Invalidates a key directly (what a LOCAL_INV WR does, without the WR).
+    pub fn invalidate_key(&mut self, pd: Pd, key: u32) -> Result<(), Error> {
+        Ok(self.mem.invalidate(pd, key)?)
+    }
+
+    /// `ibv_create_cq` with `CQE` entries.
+    pub fn create_cq(&mut self) -> Result<CqHandle, Error> {
+        let (i, slot) = self
+            .cqs
+            .slots
+            .iter_mut()
+            .enumerate()
+            .find(|(_, s)| s.is_none())
+            .ok_or(Error::TableFull { table: "CQ" })?;
+        let h = u16::try_from(i).map_err(|_| Error::TableFull { table: "CQ" })?;
+        *slot = Some(CqSlot {
+            entries: Deque::new(),
+            users: 0,
+        });
+        Ok(CqHandle(h))
+    }
+
+    /// `ibv_destroy_cq`: fails while QPs use it.
+    pub fn destroy_cq(&mut self, cq: CqHandle) -> Result<(), Error> {
+        match self.cqs.slots.get_mut(usize::from(cq.0)) {
+            Some(s @ Some(_)) => {
+                if s.as_ref().is_some_and(|c| c.users != 0) {
+                    return Err(Error::Busy { what: "CQ" });
+                }
+                *s = None;
+                Ok(())
+            }
+            _ => Err(Error::NoSuchCq(cq.0)),
+        }
+    }
+
+    fn cq_use(&mut self, cq: u16, delta: i32) -> Result<(), Error> {
+        match self.cqs.slots.get_mut(usize::from(cq)) {
+            Some(Some(s)) => {
+                s.users = if delta > 0 {
+                    s.users.saturating_add(1)
+                } else {
+                    s.users.saturating_sub(1)
+                };
+                Ok(())
+            }
+            _ => Err(Error::NoSuchCq(cq)),
+        }
+    }
+
+    /// `ibv_create_qp`: a QP in RESET.
+    pub fn create_qp(&mut self, init: &QpInitAttr) -> Result<Qpn, Error> {
+        for cq in [init.send_cq, init.recv_cq] {
+            if !self.cqs.has_room(cq)
+                && !matches!(self.cqs.slots.get(usize::from(cq)), Some(Some(_)))
+            {
+                return Err(Error::NoSuchCq(cq));
+            }
+        }
+        if !self.mem.pd_exists(init.pd) {
+            return Err(Error::Memory(MemError::NoSuchPd));
+        }
+        let slot = self
+            .qps
+            .iter()
+            .position(Option::is_none)
+            .ok_or(Error::TableFull { table: "QP" })?;
+        let qpn = Qpn::new(QPN_BASE + slot as u32);
+        if qpn.value() != QPN_BASE + slot as u32 {
+            return Err(Error::TableFull { table: "QP" });
+        }
+        self.mem.pd_get(init.pd)?;
+        self.cq_use(init.send_cq, 1)?;
+        self.cq_use(init.recv_cq, 1)?;
+        if let Some(q) = self.queues.get_mut(slot) {
+            q.clear();
+        }
+        if let Some(s) = self.qps.get_mut(slot) {
+            *s = Some(Qp::new(qpn, init));
+        }
+        Ok(qpn)
+    }
+
+    /// `ibv_destroy_qp`: its WQEs are dropped without completions.
+    pub fn destroy_qp(&mut self, qpn: Qpn) -> Result<(), Error> {
+        let slot = self.slot(qpn).ok_or(Error::NoSuchQp(qpn))?;
+        let Some(qp) = self.qps.get_mut(slot).and_then(Option::take) else {
+            return Err(Error::NoSuchQp(qpn));
+        };
+        if let Some(q) = self.queues.get_mut(slot) {
+            q.clear();
+        }
+        self.mem.pd_put(qp.pd);
+        let _ = self.cq_use(qp.send_cq, -1);
+        let _ = self.cq_use(qp.recv_cq, -1);
+        Ok(())
+    }
+
+    fn slot(&self, qpn: Qpn) -> Option<usize> {
+        let s = usize::try_from(qpn.value().checked_sub(QPN_BASE)?).ok()?;
+        matches!(self.qps.get(s), Some(Some(_))).then_some(s)
+    }
+
+    /// Runs `f` on QP `slot` with the rest of the engine as its environment.
+    fn with_qp<R>(
+        &mut self,
+        slot: usize,
+        now: Instant,
+        dma: &mut dyn Dma,
+        f: impl FnOnce(&mut QpRef<'_, SQ, RQ, RD>, &mut Env<'_>, &PortConfig) -> R,
+    ) -> Option<R> {
+        let Self {
+            cfg,
+            mem,
+            cqs,
+            qps,
+            queues,
+            counters,
+            ..
+        } = self;
+        let qp = qps.get_mut(slot)?.as_mut()?;
+        let q = queues.get_mut(slot)?;
+        let mut env = Env {
+            now,
+            mem,
+            dma,
+            cqs,
+            ctr: counters,
+            cfg: &cfg.transport,
+        };
+        let mut r = QpRef { qp, q };
+        Some(f(&mut r, &mut env, cfg))
+    }
+
+    /// `ibv_modify_qp`.
+    pub fn modify_qp(&mut self, qpn: Qpn, attr: &QpAttr) -> Result<(), Error> {
+        let slot = self.slot(qpn).ok_or(Error::NoSuchQp(qpn))?;
+        self.with_qp(slot, Instant::ZERO, &mut NoDma, |r, env, cfg| {
+            let limits = PortLimits {
+                pkeys: &cfg.pkeys,
+                max_mtu: cfg.active_mtu,
+            };
+            r.modify(env, attr, &limits)
+        })
+        .unwrap_or(Err(Error::NoSuchQp(qpn)))
+    }
+
+    /// `ibv_query_qp`.
+    pub fn query_qp(&mut self, qpn: Qpn) -> Result<QpInfo, Error> {
+        let slot = self.slot(qpn).ok_or(Error::NoSuchQp(qpn))?;
+        self.with_qp(slot, Instant::ZERO, &mut NoDma, |r, _, _| r.info())
+            .ok_or(Error::NoSuchQp(qpn))
+    }
+
+    // -----------------------------------------------------------------------------------
+    // Application commands
+
+    /// `ibv_post_send`: queues one WR. Nothing is sent until `poll_transmit`.
+    pub fn post_send(&mut self, qpn: Qpn, wr: &SendWr) -> Result<(), Error> {
+        let slot = self.slot(qpn).ok_or(Error::NoSuchQp(qpn))?;
+        self.with_qp(slot, Instant::ZERO, &mut NoDma, |r, env, _| {
+            r.post_send(env, wr)
+        })
+        .unwrap_or(Err(Error::NoSuchQp(qpn)))
+    }
+
+    /// `ibv_post_recv`: queues one receive WR.
+    pub fn post_recv(&mut self, qpn: Qpn, wr: &RecvWr) -> Result<(), Error> {
+        let slot = self.slot(qpn).ok_or(Error::NoSuchQp(qpn))?;
+        self.with_qp(slot, Instant::ZERO, &mut NoDma, |r, env, _| {
+            r.post_recv(env, wr)
+        })
+        .unwrap_or(Err(Error::NoSuchQp(qpn)))
+    }
+
+    // -----------------------------------------------------------------------------------
+    // Events
+
+    /// Processes one received Ethernet frame (without FCS). Frames that are not valid
+    /// RoCE, not addressed to this port, or not acceptable to their QP are dropped and
+    /// counted; nothing a frame contains can make this panic.
+    pub fn handle_packet(&mut self, now: Instant, frame: &[u8], dma: &mut dyn Dma) {
+        let pkt = match wire::parse(frame) {
+            Ok(p) => p,
+            Err(_) => {
+                self.counters.rcvd_parse_err += 1;
+                return;
+            }
+        };
+        let h = &pkt.headers;
+        let (src_gid, dst_gid, hdr_len) = match h.l3 {
+            L3Repr::Ipv4(ip) => (
+                crate::transport::ipv4_gid(ip.src.octets()),
+                crate::transport::ipv4_gid(ip.dst.octets()),
+                Ipv4Repr::LEN,
+            ),
+            L3Repr::Ipv6(ip) | L3Repr::Grh(ip) => (ip.src.octets(), ip.dst.octets(), Ipv6Repr::LEN),
+        };
+        if h.eth.dst.0 != self.cfg.mac || dst_gid != self.cfg.gid {
+            self.counters.rcvd_not_for_us += 1;
+            return;
+        }
+        if pkt.info.transport == Transport::Cnp {
+            self.counters.rcvd_cnp += 1;
+            return;
+        }
+        let Some(slot) = self.slot(h.bth.dest_qp) else {
+            self.counters.rcvd_not_for_us += 1;
+            return;
+        };
+        let Some(Some(qp)) = self.qps.get(slot) else {
+            return;
+        };
+        let transport_ok = matches!(
+            (pkt.info.transport, qp.qp_type()),
+            (Transport::Rc, QpType::Rc) | (Transport::Uc, QpType::Uc) | (Transport::Ud, QpType::Ud)
+        );
+        if !transport_ok {
+            self.counters.rcvd_wrong_state += 1;
+            return;
+        }
+        if !pkey_match(h.bth.pkey, qp.pkey) {
+            self.counters.rcvd_pkey_err += 1;
+            return;
+        }
+        if qp.qp_type() != QpType::Ud && src_gid != qp.av.dgid {
+            self.counters.rcvd_addr_err += 1;
+            return;
+        }
+        self.counters.rcvd_pkts += 1;
+        let net_hdr = frame
+            .get(pkt.layout.l3..pkt.layout.l3.saturating_add(hdr_len))
+            .unwrap_or(&[]);
+        let response = matches!(
+            pkt.info.operation,
+            Operation::RdmaReadResponse | Operation::Acknowledge | Operation::AtomicAcknowledge
+        );
+        self.with_qp(slot, now, dma, |r, env, _| {
+            if response {
+                r.comp_handle(env, &pkt);
+            } else {
+                r.resp_handle(env, &pkt, net_hdr);
+            }
+        });
+    }
+
+    /// Runs the timers due at `now` (local ACK timeout, RNR wait).
+    pub fn handle_timeout(&mut self, now: Instant) {
+        for slot in 0..QPS {
+            let due = matches!(self.qps.get(slot), Some(Some(q)) if q.next_deadline().is_some_and(|t| t <= now));
+            if due {
+                self.with_qp(slot, now, &mut NoDma, |r, env, _| r.handle_timeout(env));
+            }
+        }
+    }
+
+    // -----------------------------------------------------------------------------------
+    // Polls
+
+    /// When `handle_timeout` should next be called, if any timer is armed.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        self.qps
+            .iter()
+            .flatten()
+            .filter_map(Qp::next_deadline)
+            .min()
+    }
+
+    /// Completes what waits for CQ room: flushes of QPs in ERR, finished send WQEs.
+    fn service(&mut self) {
+        for slot in 0..QPS {
+            if matches!(self.qps.get(slot), Some(Some(_))) {
+                self.with_qp(slot, Instant::ZERO, &mut NoDma, |r, env, _| {
+                    r.flush(env);
+                    r.drain_done(env);
+                });
+            }
+        }
+    }
+
+    /// `ibv_poll_cq` for one entry.
+    pub fn poll_completion(&mut self, cq: CqHandle) -> Option<WorkCompletion> {
+        let wc = match self.cqs.slots.get_mut(usize::from(cq.0)) {
+            Some(Some(s)) => s.entries.pop_front(),
+            _ => return None,
+        };
+        self.service();
+        match wc {
+            Some(wc) => Some(wc),
+            None => match self.cqs.slots.get_mut(usize::from(cq.0)) {
+                Some(Some(s)) => s.entries.pop_front(),
+                _ => None,
+            },
+        }
+    }
+
+    /// Writes the next frame to send into `buf` and returns its length, or `None` when
+    /// nothing is ready (or `buf` is too small for the frame: give it at least
+    /// MTU + 128 bytes). QPs take turns, one frame each.
+    pub fn poll_transmit(
+        &mut self,
+        now: Instant,
+        buf: &mut [u8],
+        dma: &mut dyn Dma,
+    ) -> Option<usize> {
+        for k in 0..QPS {
+            let slot = (self.tx_next + k) % QPS.max(1);
+            if !matches!(self.qps.get(slot), Some(Some(_))) {
+                continue;
+            }
+            let sent = self.with_qp(slot, now, dma, |r, env, cfg| {
+                for _ in 0..4 {
+                    let d = r.prepare_tx(env)?;
+                    let headers = build_headers(cfg, r.qp, &d);
+                    let body_len = d.payload_len as usize + usize::from(d.bth.pad_count);
+                    let mut filled = true;
+                    let rr = &*r;
+                    let mem = &*env.mem;
+                    let dma = &mut *env.dma;
+                    let res = wire::emit_with(&headers, body_len, buf, |body| {
+                        filled = rr.fill(mem, dma, &d, body);
+                    });
+                    match res {
+                        Ok(layout) if filled => {
+                            r.commit_tx(env, &d);
+                            return Some(layout.end);
+                        }
+                        Ok(_) => r.abort_tx(env, &d),
+                        Err(_) => return None,
+                    }
+                }
+                None
+            });
+            if let Some(Some(len)) = sent {
+                self.tx_next = (slot + 1) % QPS.max(1);
+                self.counters.sent_pkts += 1;
+                return Some(len);
+            }
+        }
+        None
+    }
+
+    // -----------------------------------------------------------------------------------
+    // Sizes
+
+    /// Bytes of one QP context (without its queues).
+    pub const fn qp_context_size() -> usize {
+        core::mem::size_of::<Qp>()
+    }
+
+    /// Bytes of one QP's queues.
+    pub const fn qp_queues_size() -> usize {
+        core::mem::size_of::<QpQueues<SQ, RQ, RD>>()
+    }
+
+    /// Bytes of the whole engine.
+    pub const fn size() -> usize {
+        core::mem::size_of::<Self>()
+    }
+}
+
+/// The frame headers for `d`, from the port and the QP's (or the UD WR's) address.
+fn build_headers(cfg: &PortConfig, qp: &Qp, d: &TxDesc) -> Headers {
+    let av = d.ud_av.unwrap_or(qp.av);
+    let hop = if av.hop_limit == 0 { 64 } else { av.hop_limit };
+    let l3 = if av.is_ipv4() {
+        let g = cfg.gid;
+        let a = av.dgid;
+        L3Repr::Ipv4(Ipv4Repr {
+            src: Ipv4Addr::new(g[12], g[13], g[14], g[15]),
+            dst: Ipv4Addr::new(a[12], a[13], a[14], a[15]),
+            dscp: av.traffic_class >> 2,
+            ecn: av.traffic_class & 3,
+            ttl: hop,
+            ..Ipv4Repr::default()
+        })
+    } else {
+        L3Repr::Ipv6(Ipv6Repr {
+            src: Ipv6Addr::from(cfg.gid),
+            dst: Ipv6Addr::from(av.dgid),
+            dscp: av.traffic_class >> 2,
+            ecn: av.traffic_class & 3,
+            flow_label: av.flow_label & 0xF_FFFF,
+            next_header: NEXT_HEADER_UDP,
+            hop_limit: hop,
+        })
+    };
+    let sport = if d.ud_av.is_some() {
+        crate::transport::udp_sport(qp.qpn, av.flow_label)
+    } else {
+        qp.udp_sport
+    };
+    Headers {
+        eth: EthernetRepr {
+            dst: MacAddr(av.dmac),
+            src: MacAddr(cfg.mac),
+            ethertype: 0,
+        },
+        vlan: av.vlan_id.map(|vid| VlanRepr {
+            pcp: av.sl & 7,
+            dei: false,
+            vid: vid & 0x0FFF,
+            ethertype: 0,
+        }),
+        l3,
+        udp: Some(UdpRepr {
+            src_port: sport,
+            dst_port: ROCEV2_PORT,
+            checksum: 0,
+        }),
+        bth: d.bth,
+        ext: d.ext,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pkey_rule() {
+        assert!(pkey_match(0xFFFF, 0xFFFF));
+        assert!(pkey_match(0x7FFF, 0xFFFF));
+        assert!(!pkey_match(0x7FFF, 0x7FFF));
+        assert!(!pkey_match(0x8000, 0x8000));
+        assert!(!pkey_match(0xFFFF, 0x8001));
+    }
+}

@@ -1,0 +1,103 @@
+//! The DMA boundary: every byte of host memory the engine touches goes through [`Dma`].
+//! Firmware puts its DMA engine behind it; tests use plain memory ([`SliceMemory`]).
+
+use core::fmt;
+
+/// A DMA fault: the address range is not backed by memory the device can reach.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct DmaError {
+    /// Start of the failed access.
+    pub addr: u64,
+    /// Its length.
+    pub len: usize,
+}
+
+impl fmt::Display for DmaError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "DMA fault at [{:#x}, +{:#x})", self.addr, self.len)
+    }
+}
+
+/// Byte access to host memory by address. Protection is checked before any call (the
+/// memory table); this trait only moves bytes.
+pub trait Dma {
+    /// Reads `buf.len()` bytes starting at `addr`.
+    fn read(&mut self, addr: u64, buf: &mut [u8]) -> Result<(), DmaError>;
+    /// Writes `data` starting at `addr`.
+    fn write(&mut self, addr: u64, data: &[u8]) -> Result<(), DmaError>;
+}
+
+impl<T: Dma + ?Sized> Dma for &mut T {
+    fn read(&mut self, addr: u64, buf: &mut [u8]) -> Result<(), DmaError> {
+        (**self).read(addr, buf)
+    }
+    fn write(&mut self, addr: u64, data: &[u8]) -> Result<(), DmaError> {
+        (**self).write(addr, data)
+    }
+}
+
+/// Host memory as one byte slice mapped at `base`.
+#[derive(Debug)]
+pub struct SliceMemory<'a> {
+    base: u64,
+    bytes: &'a mut [u8],
+}
+
+impl<'a> SliceMemory<'a> {
+    /// Maps `bytes` at address `base`.
+    pub fn new(base: u64, bytes: &'a mut [u8]) -> Self {
+        Self { base, bytes }
+    }
+
+    /// The backing bytes.
+    pub fn bytes(&self) -> &[u8] {
+        self.bytes
+    }
+
+    fn range(&self, addr: u64, len: usize) -> Option<core::ops::Range<usize>> {
+        let off = usize::try_from(addr.checked_sub(self.base)?).ok()?;
+        let end = off.checked_add(len)?;
+        (end <= self.bytes.len()).then_some(off..end)
+    }
+}
+
+impl Dma for SliceMemory<'_> {
+    fn read(&mut self, addr: u64, buf: &mut [u8]) -> Result<(), DmaError> {
+        let err = DmaError {
+            addr,
+            len: buf.len(),
+        };
+        let r = self.range(addr, buf.len()).ok_or(err)?;
+        buf.copy_from_slice(self.bytes.get(r).ok_or(err)?);
+        Ok(())
+    }
+
+    fn write(&mut self, addr: u64, data: &[u8]) -> Result<(), DmaError> {
+        let err = DmaError {
+            addr,
+            len: data.len(),
+        };
+        let r = self.range(addr, data.len()).ok_or(err)?;
+        self.bytes.get_mut(r).ok_or(err)?.copy_from_slice(data);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slice_memory_bounds() {
+        let mut backing = [0u8; 16];
+        let mut m = SliceMemory::new(u64::MAX - 15, &mut backing);
+        m.write(u64::MAX - 1, &[1, 2]).unwrap();
+        assert!(m.write(u64::MAX, &[1, 2]).is_err());
+        assert!(m.write(0, &[1]).is_err());
+        let mut b = [0u8; 2];
+        m.read(u64::MAX - 1, &mut b).unwrap();
+        assert_eq!(b, [1, 2]);
+        assert!(m.read(u64::MAX - 16, &mut b).is_err());
+        m.read(u64::MAX, &mut []).unwrap();
+    }
+}

@@ -1,0 +1,53 @@
+//! Hardware-style counters. Where Linux rxe has a counter for the same event, the field
+//! has rxe's name (`rxe_hw_counters.c`), so `rdma statistic` users know them.
+
+/// Engine-wide event counters.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+pub struct Counters {
+    /// Frames handed out by `poll_transmit` (rxe `sent_pkts`).
+    pub sent_pkts: u64,
+    /// Frames accepted for a QP (rxe `rcvd_pkts`).
+    pub rcvd_pkts: u64,
+    /// Duplicate requests seen by a responder (rxe `duplicate_request`).
+    pub duplicate_request: u64,
+    /// Out-of-sequence requests seen by a responder (rxe `out_of_seq_request`).
+    pub out_of_seq_request: u64,
+    /// RNR NAKs received by a requester (rxe `rcvd_rnr_err`).
+    pub rcvd_rnr_err: u64,
+    /// RNR NAKs sent by a responder (rxe `send_rnr_err`).
+    pub send_rnr_err: u64,
+    /// PSN sequence error NAKs received (rxe `rcvd_seq_err`).
+    pub rcvd_seq_err: u64,
+    /// Transport retries exhausted (rxe `retry_exceeded_err`).
+    pub retry_exceeded_err: u64,
+    /// RNR retries exhausted (rxe `retry_rnr_exceeded_err`).
+    pub retry_rnr_exceeded_err: u64,
+    /// Go-Back-N retries started (rxe `completer_retry_err`).
+    pub completer_retry_err: u64,
+    /// SEND messages sent (rxe `rdma_sends`).
+    pub rdma_sends: u64,
+    /// SEND / WRITE_WITH_IMM messages received into a receive WQE (rxe `rdma_recvs`).
+    pub rdma_recvs: u64,
+    /// Frames `wire::parse` rejected (no rxe name).
+    pub rcvd_parse_err: u64,
+    /// Frames not addressed to this port (MAC or IP), or RoCE frames for a QP number
+    /// that does not exist.
+    pub rcvd_not_for_us: u64,
+    /// Frames for a QP in a state that does not receive, or of the wrong transport.
+    pub rcvd_wrong_state: u64,
+    /// P_Key mismatches (dropped).
+    pub rcvd_pkey_err: u64,
+    /// UD Q_Key mismatches (dropped).
+    pub rcvd_qkey_err: u64,
+    /// RC/UC frames whose source address is not the QP's peer (dropped).
+    pub rcvd_addr_err: u64,
+    /// Responses that match no outstanding request, or are malformed (dropped).
+    pub rcvd_bad_resp: u64,
+    /// Requests dropped by a responder without a NAK (UC/UD errors, duplicate READ or
+    /// ATOMIC with no saved resource, responder resources exhausted).
+    pub resp_dropped: u64,
+    /// CNPs received (handed to congestion control; counted only here).
+    pub rcvd_cnp: u64,
+    /// Frames abandoned because a DMA read faulted while building them.
+    pub tx_dma_err: u64,
+}

@@ -1,0 +1,446 @@
+//! The requester: turns send WQEs into request packets (segmentation by path MTU into
+//! FIRST/MIDDLE/LAST/ONLY, PSN assignment, AckReq policy), within the outstanding-PSN
+//! window and the `max_rd_atomic` credits, honouring fences; and rewinds for Go-Back-N
+//! (roce-facts §6.1, §6.2; rxe `rxe_req.c`).
+
+use crate::memory::AccessFlags;
+use crate::num::Psn;
+use crate::wire::atomic::AtomicEthRepr;
+use crate::wire::bth::BthRepr;
+use crate::wire::deth::DethRepr;
+use crate::wire::imm::{IethRepr, ImmDtRepr};
+use crate::wire::opcode::Opcode;
+use crate::wire::reth::RethRepr;
+use crate::wire::ExtHeaders;
+
+use super::qp::{Commit, Env, PayloadSrc, QpRef, TxDesc};
+use super::verbs::{QpState, QpType, SendFlags, WcStatus, WrOp};
+
+/// Packets a message of `len` bytes needs at `mtu` (at least one).
+pub(crate) fn packets(len: u32, mtu: u32) -> u32 {
+    len.div_ceil(mtu).max(1)
+}
+
+/// Which packet of a message.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Pos {
+    First,
+    Middle,
+    Last,
+    Only,
+}
+
+impl Pos {
+    fn of(pkt: u32, npkts: u32) -> Self {
+        match (pkt == 0, pkt.saturating_add(1) >= npkts) {
+            (true, true) => Self::Only,
+            (true, false) => Self::First,
+            (false, true) => Self::Last,
+            (false, false) => Self::Middle,
+        }
+    }
+    fn ends(self) -> bool {
+        matches!(self, Self::Last | Self::Only)
+    }
+    fn starts(self) -> bool {
+        matches!(self, Self::First | Self::Only)
+    }
+}
+
+/// The RC opcode of a SEND or WRITE packet (UC opcodes are these + 0x20).
+fn rc_opcode(op: &WrOp, pos: Pos) -> Opcode {
+    match (op, pos) {
+        (WrOp::Send | WrOp::SendWithImm { .. } | WrOp::SendWithInv { .. }, Pos::First) => {
+            Opcode::RC_SEND_FIRST
+        }
+        (WrOp::Send | WrOp::SendWithImm { .. } | WrOp::SendWithInv { .. }, Pos::Middle) => {
+            Opcode::RC_SEND_MIDDLE
+        }
+        (WrOp::Send, Pos::Last) => Opcode::RC_SEND_LAST,
+        (WrOp::Send, Pos::Only) => Opcode::RC_SEND_ONLY,
+        (WrOp::SendWithImm { .. }, Pos::Last) => Opcode::RC_SEND_LAST_WITH_IMMEDIATE,
+        (WrOp::SendWithImm { .. }, Pos::Only) => Opcode::RC_SEND_ONLY_WITH_IMMEDIATE,
+        (WrOp::SendWithInv { .. }, Pos::Last) => Opcode::RC_SEND_LAST_WITH_INVALIDATE,
+        (WrOp::SendWithInv { .. }, Pos::Only) => Opcode::RC_SEND_ONLY_WITH_INVALIDATE,
+        (_, Pos::First) => Opcode::RC_RDMA_WRITE_FIRST,
+        (_, Pos::Middle) => Opcode::RC_RDMA_WRITE_MIDDLE,
+        (WrOp::RdmaWriteWithImm { .. }, Pos::Last) => Opcode::RC_RDMA_WRITE_LAST_WITH_IMMEDIATE,
+        (WrOp::RdmaWriteWithImm { .. }, Pos::Only) => Opcode::RC_RDMA_WRITE_ONLY_WITH_IMMEDIATE,
+        (_, Pos::Last) => Opcode::RC_RDMA_WRITE_LAST,
+        (_, Pos::Only) => Opcode::RC_RDMA_WRITE_ONLY,
+    }
+}
+
+impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
+    /// The next request packet, if the QP may send one now. Work that produces no
+    /// packet (LOCAL_INV, local protection errors, oversized UD sends) is done here.
+    pub(crate) fn req_prepare(&mut self, env: &mut Env<'_>) -> Option<TxDesc> {
+        loop {
+            if !matches!(self.qp.state, QpState::Rts | QpState::Sqd) {
+                return None;
+            }
+            if self.qp.comp.rnr_at.is_some() {
+                return None;
+            }
+            let idx = self.qp.req.wqe_idx;
+            let w = self.q.sq.get(usize::from(idx))?;
+            if w.done || w.sent_all {
+                self.qp.req.wqe_idx = idx.saturating_add(1);
+                self.qp.req.pkt_idx = 0;
+                continue;
+            }
+            let qp_type = self.qp.qp_type;
+            let mtu = self.qp.mtu.bytes();
+            let op = w.wr.op;
+            if !w.started {
+                // Start of a WQE: SQD starts nothing new; a fence waits for every
+                // earlier WQE to complete (rxe's rule, stricter than READ/ATOMIC only).
+                if self.qp.state == QpState::Sqd {
+                    return None;
+                }
+                if w.wr.send_flags.contains(SendFlags::FENCE) && idx > 0 {
+                    return None;
+                }
+                if let WrOp::LocalInv { rkey } = op {
+                    let status = match env.mem.invalidate(self.qp.pd, rkey.0) {
+                        Ok(()) => WcStatus::Success,
+                        Err(_) => WcStatus::LocQpOpErr,
+                    };
+                    if let Some(w) = self.q.sq.get_mut(usize::from(idx)) {
+                        w.started = true;
+                        w.sent_all = true;
+                    }
+                    self.finish_wqe(env, usize::from(idx), status);
+                    continue;
+                }
+                if qp_type == QpType::Ud && w.len > mtu {
+                    // C10-93.1.1 (as rxe): an oversized UD message emits nothing and
+                    // completes without error.
+                    let psn = self.qp.req.psn;
+                    if let Some(w) = self.q.sq.get_mut(usize::from(idx)) {
+                        w.started = true;
+                        w.sent_all = true;
+                        w.first_psn = psn;
+                        w.last_psn = psn;
+                    }
+                    self.qp.req.psn = psn.next();
+                    self.finish_wqe(env, usize::from(idx), WcStatus::Success);
+                    continue;
+                }
+                let need = if op.opcode().is_read_or_atomic() {
+                    AccessFlags::LOCAL_WRITE
+                } else {
+                    AccessFlags::NONE
+                };
+                if super::sgl::check(env.mem, self.qp.pd, &w.wr.sg_list, need).is_err() {
+                    if let Some(w) = self.q.sq.get_mut(usize::from(idx)) {
+                        w.started = true;
+                    }
+                    self.finish_wqe(env, usize::from(idx), WcStatus::LocProtErr);
+                    return None;
+                }
+                if op.opcode().is_read_or_atomic()
+                    && !w.has_credit
+                    && self.qp.req.rd_atomic >= self.qp.max_rd_atomic
+                {
+                    return None;
+                }
+            }
+            // The outstanding-PSN window (RC only).
+            let outstanding = self.qp.req.psn.diff(self.qp.comp.psn);
+            let window = env.cfg.max_unacked_psns.max(1);
+            if qp_type == QpType::Rc && (outstanding < 0 || outstanding as u32 >= window) {
+                return None;
+            }
+            let near_window_end = outstanding as u32 + 1 >= window;
+            return Some(self.build_request(env, idx, mtu, near_window_end));
+        }
+    }
+
+    fn build_request(&self, env: &Env<'_>, idx: u16, mtu: u32, near_window_end: bool) -> TxDesc {
+        let qp = &*self.qp;
+        // `req_prepare` found the WQE; fall back to an empty SEND if it vanished.
+        let w = self.q.sq.get(usize::from(idx));
+        let (op, len, flags, ud, first_psn) = match w {
+            Some(w) => (
+                w.wr.op,
+                w.len,
+                w.wr.send_flags,
+                w.wr.ud,
+                if w.started { w.first_psn } else { qp.req.psn },
+            ),
+            None => (WrOp::Send, 0, SendFlags::NONE, None, qp.req.psn),
+        };
+        let pkt = qp.req.pkt_idx;
+        let psn = qp.req.psn;
+        let rc = qp.qp_type == QpType::Rc;
+        let mut ext = ExtHeaders::default();
+        let mut bth = BthRepr::new(Opcode::RC_SEND_ONLY, qp.dest_qpn, psn);
+        bth.pkey = qp.pkey;
+        let mut payload_len = 0;
+        let mut src = PayloadSrc::None;
+        let mut ud_av = None;
+        let (psns, total_psns, ends, is_send);
+        match op {
+            WrOp::RdmaRead { remote_addr, rkey } => {
+                // A (possibly resumed) READ request: the responses already received
+                // are skipped (`pkt` of them, rxe `req_retry`).
+                let total = packets(len, mtu);
+                let k = pkt.min(total - 1);
+                let offset = k.saturating_mul(mtu).min(len);
+                bth.opcode = Opcode::RC_RDMA_READ_REQUEST;
+                bth.psn = first_psn.add(k);
+                ext.reth = Some(RethRepr {
+                    va: remote_addr.wrapping_add(u64::from(offset)),
+                    rkey,
+                    dma_len: len - offset,
+                });
+                psns = total - k;
+                total_psns = total;
+                ends = true;
+                is_send = false;
+            }
+            WrOp::AtomicCmpAndSwp {
+                remote_addr,
+                rkey,
+                compare,
+                swap,
+            } => {
+                bth.opcode = Opcode::RC_CMP_SWAP;
+                ext.atomic_eth = Some(AtomicEthRepr {
+                    va: remote_addr,
+                    rkey,
+                    swap_add: swap,
+                    compare,
+                });
+                (psns, total_psns, ends, is_send) = (1, 1, true, false);
+            }
+            WrOp::AtomicFetchAndAdd {
+                remote_addr,
+                rkey,
+                add,
+            } => {
+                bth.opcode = Opcode::RC_FETCH_ADD;
+                ext.atomic_eth = Some(AtomicEthRepr {
+                    va: remote_addr,
+                    rkey,
+                    swap_add: add,
+                    compare: 0,
+                });
+                (psns, total_psns, ends, is_send) = (1, 1, true, false);
+            }
+            _ if qp.qp_type == QpType::Ud => {
+                bth.opcode = if op.imm().is_some() {
+                    Opcode::UD_SEND_ONLY_WITH_IMMEDIATE
+                } else {
+                    Opcode::UD_SEND_ONLY
+                };
+                let dest = ud.unwrap_or_default();
+                bth.dest_qp = dest.remote_qpn;
+                ext.deth = Some(DethRepr {
+                    qkey: dest.remote_qkey,
+                    src_qp: qp.qpn,
+                });
+                ext.immdt = op.imm().map(|imm| ImmDtRepr { imm });
+                bth.se = flags.contains(SendFlags::SOLICITED);
+                payload_len = len;
+                src = PayloadSrc::Sq { idx, offset: 0 };
+                ud_av = Some(dest.av);
+                (psns, total_psns, ends, is_send) = (1, 1, true, true);
+            }
+            _ => {
+                // SEND / WRITE on RC or UC.
+                let npkts = packets(len, mtu);
+                let pos = Pos::of(pkt, npkts);
+                let offset = pkt.saturating_mul(mtu).min(len);
+                payload_len = (len - offset).min(mtu);
+                let mut opcode = rc_opcode(&op, pos);
+                if qp.qp_type == QpType::Uc {
+                    opcode = Opcode(opcode.0 | 0x20);
+                }
+                bth.opcode = opcode;
+                if pos.starts() {
+                    if let Some((va, rkey)) = op.remote() {
+                        ext.reth = Some(RethRepr {
+                            va,
+                            rkey,
+                            dma_len: len,
+                        });
+                    }
+                }
+                if pos.ends() {
+                    ext.immdt = op.imm().map(|imm| ImmDtRepr { imm });
+                    if let WrOp::SendWithInv { rkey } = op {
+                        ext.ieth = Some(IethRepr { rkey });
+                    }
+                    bth.se = flags.contains(SendFlags::SOLICITED);
+                }
+                src = PayloadSrc::Sq { idx, offset };
+                psns = 1;
+                total_psns = npkts;
+                ends = pos.ends();
+                is_send = matches!(
+                    op,
+                    WrOp::Send | WrOp::SendWithImm { .. } | WrOp::SendWithInv { .. }
+                );
+            }
+        }
+        let ack_req = rc
+            && (ends
+                || qp.req.noack_pkts.saturating_add(1) >= env.cfg.max_pkts_per_ack
+                || near_window_end);
+        bth.ack_req = ack_req;
+        bth.pad_count = (payload_len.wrapping_neg() & 3) as u8;
+        TxDesc {
+            bth,
+            ext,
+            payload_len,
+            src,
+            ud_av,
+            commit: Commit::Request {
+                idx,
+                psns,
+                total_psns,
+                ends,
+                ack_req,
+                is_send,
+            },
+        }
+    }
+
+    pub(crate) fn req_commit(&mut self, env: &mut Env<'_>, d: &TxDesc) {
+        let Commit::Request {
+            idx,
+            psns,
+            total_psns,
+            ends,
+            ack_req,
+            is_send,
+        } = d.commit
+        else {
+            return;
+        };
+        let rc = self.qp.qp_type == QpType::Rc;
+        let psn = self.qp.req.psn;
+        let Some(w) = self.q.sq.get_mut(usize::from(idx)) else {
+            return;
+        };
+        if !w.started {
+            w.started = true;
+            w.first_psn = psn;
+            w.last_psn = psn.add(total_psns.saturating_sub(1));
+            if w.wr.op.opcode().is_read_or_atomic() && !w.has_credit {
+                w.has_credit = true;
+                self.qp.req.rd_atomic = self.qp.req.rd_atomic.saturating_add(1);
+            }
+        }
+        let next = d.bth.psn.add(psns);
+        self.qp.req.psn = next;
+        if next.after(self.qp.req.max_psn) {
+            self.qp.req.max_psn = next;
+        }
+        self.qp.req.noack_pkts = if ack_req {
+            0
+        } else {
+            self.qp.req.noack_pkts.saturating_add(1)
+        };
+        if ends {
+            w.sent_all = true;
+            if !rc {
+                w.done = true;
+            }
+            self.qp.req.wqe_idx = idx.saturating_add(1);
+            self.qp.req.pkt_idx = 0;
+            if is_send {
+                env.ctr.rdma_sends += 1;
+            }
+        } else {
+            self.qp.req.pkt_idx = self.qp.req.pkt_idx.saturating_add(1);
+        }
+        if rc {
+            if self.qp.comp.retrans_at.is_none() {
+                if let Some(t) = self.qp.timeout.duration() {
+                    self.qp.comp.retrans_at = Some(env.now + t);
+                }
+            }
+        } else {
+            self.drain_done(env);
+        }
+    }
+
+    /// Go-Back-N: the next packet sent is the one with PSN `p` (the oldest
+    /// unacknowledged), and everything after it is sent again.
+    pub(crate) fn go_back_n(&mut self, p: Psn) {
+        let mut found = None;
+        for (i, w) in self.q.sq.iter().enumerate() {
+            if !w.started {
+                break;
+            }
+            if w.done {
+                continue;
+            }
+            if !w.last_psn.before(p) {
+                found = Some((i, w.first_psn));
+                break;
+            }
+        }
+        let Some((i, first)) = found else {
+            return;
+        };
+        for w in self.q.sq.iter_mut().skip(i) {
+            if !w.started {
+                break;
+            }
+            if !w.done {
+                w.sent_all = false;
+            }
+        }
+        let k = p.diff(first).max(0) as u32;
+        self.qp.req.wqe_idx = u16::try_from(i).unwrap_or(u16::MAX);
+        self.qp.req.pkt_idx = k;
+        self.qp.req.psn = first.add(k);
+        self.qp.req.noack_pkts = 0;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn packet_counts() {
+        assert_eq!(packets(0, 256), 1);
+        assert_eq!(packets(1, 256), 1);
+        assert_eq!(packets(256, 256), 1);
+        assert_eq!(packets(257, 256), 2);
+        assert_eq!(packets(1 << 31, 256), 1 << 23);
+    }
+
+    #[test]
+    fn positions() {
+        assert_eq!(Pos::of(0, 1), Pos::Only);
+        assert_eq!(Pos::of(0, 3), Pos::First);
+        assert_eq!(Pos::of(1, 3), Pos::Middle);
+        assert_eq!(Pos::of(2, 3), Pos::Last);
+        assert_eq!(
+            rc_opcode(
+                &WrOp::SendWithInv {
+                    rkey: crate::num::Rkey(1)
+                },
+                Pos::Only
+            ),
+            Opcode::RC_SEND_ONLY_WITH_INVALIDATE
+        );
+        assert_eq!(
+            rc_opcode(
+                &WrOp::RdmaWriteWithImm {
+                    remote_addr: 0,
+                    rkey: crate::num::Rkey(1),
+                    imm: 0
+                },
+                Pos::First
+            ),
+            Opcode::RC_RDMA_WRITE_FIRST
+        );
+    }
+}

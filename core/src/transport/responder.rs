@@ -1,0 +1,780 @@
+//! The responder: classifies request PSNs (24-bit wrap), executes SEND / WRITE / READ /
+//! ATOMIC with their protection checks, replays duplicates (re-ACK SEND/WRITE, re-send
+//! READ responses, replay ATOMIC results from the ring), and produces ACKs (coalesced),
+//! NAKs (one per episode), RNR NAKs, READ responses and ATOMIC ACKs in PSN order
+//! (roce-facts §6.3; rxe `rxe_resp.c`). UC and UD receive paths live here too.
+
+use crate::memory::AccessFlags;
+use crate::num::Psn;
+use crate::wire::aeth::{AethRepr, NakCode, RnrTimer, Syndrome};
+use crate::wire::atomic::AtomicAckEthRepr;
+use crate::wire::bth::BthRepr;
+use crate::wire::opcode::{Operation, Position};
+use crate::wire::{ExtHeaders, Opcode, Packet};
+
+use super::qp::{AckOut, Commit, CurOp, Env, ItemKind, PayloadSrc, QpRef, RdRes, RespItem, TxDesc};
+use super::requester::packets;
+use super::sgl::SglError;
+use super::verbs::{QpState, QpType, WcFlags, WcOpcode, WcStatus, WorkCompletion, MAX_MSG_SIZE};
+
+/// Size of the GRH area at the start of a UD receive buffer (roce-facts §6.3).
+pub const GRH_LEN: usize = 40;
+
+/// How a request failed its checks.
+enum Fail {
+    /// RC: NAK with `code` and move to ERR; the receive WQE in use (if any) completes
+    /// with `status`. UC/UD: drop the message.
+    Fatal(NakCode, WcStatus),
+    /// Drop silently (UC/UD class D; RC resource shortage).
+    Drop,
+}
+
+impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
+    /// Queues an ACK or NAK, merging with the one already waiting: the later PSN wins,
+    /// and at equal PSNs a NAK replaces an ACK (never the reverse).
+    fn set_pending(&mut self, new: AckOut) {
+        let keep_old = match self.qp.resp.pending {
+            None => false,
+            Some(old) => {
+                let old_is_ack = matches!(old.syndrome, Syndrome::Ack(_));
+                !(new.psn.after(old.psn) || (new.psn == old.psn && old_is_ack))
+            }
+        };
+        if !keep_old {
+            self.qp.resp.pending = Some(new);
+        }
+    }
+
+    /// A class A/C error: NAK, complete the receive WQE in use with `status` (if any),
+    /// and go to ERR.
+    pub(crate) fn resp_fatal(
+        &mut self,
+        env: &mut Env<'_>,
+        code: NakCode,
+        psn: Psn,
+        recv_status: Option<WcStatus>,
+    ) {
+        if let Some(status) = recv_status {
+            if let Some(r) = self.q.rq.front() {
+                let wc = WorkCompletion::new(r.wr.wr_id, self.qp.qpn, WcOpcode::Recv, status);
+                if env.cqs.push(self.qp.recv_cq, wc) {
+                    self.q.rq.pop_front();
+                }
+            }
+        }
+        if self.qp.qp_type == QpType::Rc {
+            self.qp.resp.pending = Some(AckOut {
+                syndrome: Syndrome::Nak(code),
+                psn,
+            });
+            self.qp.resp.fatal_nak = true;
+        }
+        self.enter_error(env);
+    }
+
+    /// Handles a request packet addressed to this QP.
+    pub(crate) fn resp_handle(&mut self, env: &mut Env<'_>, pkt: &Packet<'_>, net_hdr: &[u8]) {
+        if !self.qp.state.processes_receive() {
+            env.ctr.rcvd_wrong_state += 1;
+            return;
+        }
+        match self.qp.qp_type {
+            QpType::Rc => self.rc_request(env, pkt),
+            QpType::Uc => self.uc_request(env, pkt),
+            QpType::Ud => self.ud_request(env, pkt, net_hdr),
+        }
+    }
+
+    fn rc_request(&mut self, env: &mut Env<'_>, pkt: &Packet<'_>) {
+        let psn = pkt.headers.bth.psn;
+        let diff = psn.diff(self.qp.resp.epsn);
+        if diff > 0 {
+            // A packet was lost: one NAK per gap.
+            env.ctr.out_of_seq_request += 1;
+            if !self.qp.resp.nak_sent {
+                self.qp.resp.nak_sent = true;
+                let epsn = self.qp.resp.epsn;
+                self.set_pending(AckOut {
+                    syndrome: Syndrome::Nak(NakCode::PsnSequenceError),
+                    psn: epsn,
+                });
+            }
+            return;
+        }
+        if diff < 0 {
+            env.ctr.duplicate_request += 1;
+            self.duplicate(env, pkt);
+            return;
+        }
+        self.qp.resp.nak_sent = false;
+        match self.execute(env, pkt) {
+            Ok(()) => {}
+            Err(Fail::Drop) => env.ctr.resp_dropped += 1,
+            Err(Fail::Fatal(code, status)) => {
+                let in_use =
+                    self.qp.resp.cur == CurOp::Send || pkt.info.operation == Operation::Send;
+                self.resp_fatal(env, code, psn, in_use.then_some(status));
+            }
+        }
+    }
+
+    fn uc_request(&mut self, env: &mut Env<'_>, pkt: &Packet<'_>) {
+        let psn = pkt.headers.bth.psn;
+        let starts = pkt.info.position.starts();
+        let resync = self.qp.resp.drop_msg || psn != self.qp.resp.epsn;
+        // A new message while another was in progress abandons the old one (the
+        // receive WQE is reused from its start).
+        if starts && self.qp.resp.cur != CurOp::None {
+            self.abandon();
+        }
+        if resync {
+            if !starts {
+                self.abandon();
+                self.qp.resp.drop_msg = true;
+                env.ctr.resp_dropped += 1;
+                return;
+            }
+            self.qp.resp.drop_msg = false;
+        }
+        match self.execute(env, pkt) {
+            Ok(()) => {}
+            Err(Fail::Drop) | Err(Fail::Fatal(_, _)) => {
+                self.abandon();
+                self.qp.resp.drop_msg = true;
+                env.ctr.resp_dropped += 1;
+            }
+        }
+    }
+
+    /// Forgets a partly received UC message.
+    fn abandon(&mut self) {
+        self.qp.resp.cur = CurOp::None;
+        self.qp.resp.recv_off = 0;
+    }
+
+    fn ud_request(&mut self, env: &mut Env<'_>, pkt: &Packet<'_>, net_hdr: &[u8]) {
+        let Some(deth) = pkt.headers.ext.deth else {
+            env.ctr.resp_dropped += 1;
+            return;
+        };
+        if deth.qkey != self.qp.qkey {
+            env.ctr.rcvd_qkey_err += 1;
+            return;
+        }
+        let n = pkt.payload.len();
+        if n as u64 > u64::from(self.qp.mtu.bytes())
+            || self.q.rq.is_empty()
+            || !env.cqs.has_room(self.qp.recv_cq)
+        {
+            env.ctr.resp_dropped += 1;
+            return;
+        }
+        // The GRH area: 20 zero bytes then the IPv4 header, or the 40-byte IPv6 header.
+        let mut grh = [0u8; GRH_LEN];
+        let h = net_hdr.get(..GRH_LEN.min(net_hdr.len())).unwrap_or(&[]);
+        let at = GRH_LEN - h.len();
+        if let Some(dst) = grh.get_mut(at..) {
+            dst.copy_from_slice(h);
+        }
+        let pd = self.qp.pd;
+        let Some(r) = self.q.rq.front() else { return };
+        let wr_id = r.wr.wr_id;
+        let res =
+            super::sgl::scatter(env.mem, env.dma, pd, &r.wr.sg_list, 0, &grh).and_then(|()| {
+                super::sgl::scatter(
+                    env.mem,
+                    env.dma,
+                    pd,
+                    &r.wr.sg_list,
+                    GRH_LEN as u32,
+                    pkt.payload,
+                )
+            });
+        match res {
+            Ok(()) => {}
+            Err(SglError::Overflow) => {
+                env.ctr.resp_dropped += 1;
+                return;
+            }
+            Err(_) => {
+                // Malformed receive WQE: class A for every transport.
+                self.resp_fatal(
+                    env,
+                    NakCode::RemoteOperationalError,
+                    pkt.headers.bth.psn,
+                    Some(WcStatus::LocQpOpErr),
+                );
+                return;
+            }
+        }
+        self.q.rq.pop_front();
+        let mut wc = WorkCompletion::new(wr_id, self.qp.qpn, WcOpcode::Recv, WcStatus::Success);
+        wc.byte_len = (GRH_LEN + n) as u32;
+        wc.src_qp = deth.src_qp;
+        wc.wc_flags = WcFlags::GRH;
+        wc.solicited = pkt.headers.bth.se;
+        if let Some(imm) = pkt.headers.ext.immdt {
+            wc.imm_data = imm.imm;
+            wc.wc_flags = wc.wc_flags | WcFlags::WITH_IMM;
+        }
+        env.cqs.push(self.qp.recv_cq, wc);
+        env.ctr.rdma_recvs += 1;
+    }
+
+    /// The checks and execution of an in-sequence RC or UC request
+    /// (rxe `check_op_seq` .. `execute`).
+    fn execute(&mut self, env: &mut Env<'_>, pkt: &Packet<'_>) -> Result<(), Fail> {
+        use Fail::{Drop, Fatal};
+        let rc = self.qp.qp_type == QpType::Rc;
+        let bth = pkt.headers.bth;
+        let ext = pkt.headers.ext;
+        let psn = bth.psn;
+        let op = pkt.info.operation;
+        let pos = pkt.info.position;
+        let inv_req = Fatal(NakCode::InvalidRequest, WcStatus::RemInvReqErr);
+        let acc_err = Fatal(NakCode::RemoteAccessError, WcStatus::RemAccessErr);
+
+        // Opcode sequence.
+        let seq_ok = match self.qp.resp.cur {
+            CurOp::Send => op == Operation::Send && !pos.starts(),
+            CurOp::Write => op == Operation::RdmaWrite && !pos.starts(),
+            CurOp::None => pos.starts(),
+        };
+        if !seq_ok {
+            return Err(inv_req);
+        }
+        // Operation allowed by the QP's access flags.
+        let need = match op {
+            Operation::Send => AccessFlags::NONE,
+            Operation::RdmaWrite => AccessFlags::REMOTE_WRITE,
+            Operation::RdmaReadRequest => AccessFlags::REMOTE_READ,
+            Operation::CompareSwap | Operation::FetchAdd => AccessFlags::REMOTE_ATOMIC,
+            _ => return Err(Drop),
+        };
+        if !self.qp.access.contains(need) {
+            return Err(inv_req);
+        }
+        // Resources.
+        let rd_atomic = matches!(
+            op,
+            Operation::RdmaReadRequest | Operation::CompareSwap | Operation::FetchAdd
+        );
+        if rd_atomic {
+            if self.qp.max_dest_rd_atomic == 0 {
+                return Err(inv_req);
+            }
+            if self.q.out.len() >= usize::from(self.qp.max_dest_rd_atomic) || self.q.out.is_full() {
+                return Err(Drop);
+            }
+        }
+        let write_imm_end = op == Operation::RdmaWrite && pos.ends() && ext.immdt.is_some();
+        let needs_rwr = op == Operation::Send || write_imm_end;
+        let completes = (op == Operation::Send && pos.ends()) || write_imm_end;
+        if (needs_rwr && self.q.rq.is_empty()) || (completes && !env.cqs.has_room(self.qp.recv_cq))
+        {
+            if !rc {
+                return Err(Drop);
+            }
+            // Receiver not ready: RNR NAK with this PSN; ePSN stays. It counts as the
+            // episode's NAK, so packets already in flight behind it draw no
+            // sequence-error NAK.
+            env.ctr.send_rnr_err += 1;
+            self.qp.resp.nak_sent = true;
+            let t = RnrTimer::new(self.qp.min_rnr_timer);
+            self.set_pending(AckOut {
+                syndrome: Syndrome::RnrNak(t),
+                psn,
+            });
+            return Ok(());
+        }
+        // Lengths (roce-facts §6.2).
+        let n = pkt.payload.len();
+        let mtu = self.qp.mtu.bytes() as usize;
+        let len_ok = match pos {
+            Position::Only => n <= mtu,
+            Position::First | Position::Middle => n == mtu,
+            Position::Last => n >= 1 && n <= mtu,
+        };
+        if !len_ok
+            || ext
+                .reth
+                .is_some_and(|r| u64::from(r.dma_len) > MAX_MSG_SIZE)
+        {
+            return Err(inv_req);
+        }
+        let pd = self.qp.pd;
+        let n32 = n as u32;
+        match op {
+            Operation::Send => {
+                let off = if pos.starts() {
+                    0
+                } else {
+                    self.qp.resp.recv_off
+                };
+                let Some(r) = self.q.rq.front() else {
+                    return Err(Drop);
+                };
+                match super::sgl::scatter(env.mem, env.dma, pd, &r.wr.sg_list, off, pkt.payload) {
+                    Ok(()) => {}
+                    Err(SglError::Overflow) => {
+                        return Err(Fatal(NakCode::InvalidRequest, WcStatus::LocLenErr))
+                    }
+                    Err(_) => {
+                        return Err(Fatal(NakCode::RemoteOperationalError, WcStatus::LocQpOpErr))
+                    }
+                }
+                self.qp.resp.recv_off = off.saturating_add(n32);
+                if let Some(ieth) = ext.ieth {
+                    if env.mem.invalidate(pd, ieth.rkey.0).is_err() {
+                        return Err(inv_req);
+                    }
+                }
+                self.qp.resp.cur = if pos.ends() { CurOp::None } else { CurOp::Send };
+            }
+            Operation::RdmaWrite => {
+                let zero = if let Some(reth) = ext.reth {
+                    self.qp.resp.va = reth.va;
+                    self.qp.resp.rkey = reth.rkey;
+                    self.qp.resp.resid = reth.dma_len;
+                    self.qp.resp.length = reth.dma_len;
+                    reth.dma_len == 0
+                } else {
+                    false
+                };
+                let (va, rkey, resid) = (self.qp.resp.va, self.qp.resp.rkey, self.qp.resp.resid);
+                if zero {
+                    if n != 0 {
+                        return Err(inv_req);
+                    }
+                } else {
+                    if env
+                        .mem
+                        .check_remote(pd, rkey, va, u64::from(resid), AccessFlags::REMOTE_WRITE)
+                        .is_err()
+                    {
+                        return Err(acc_err);
+                    }
+                    let pad = bth.pad_count;
+                    let ok = if resid as usize > mtu {
+                        n == mtu && pad == 0 && !pos.ends()
+                    } else {
+                        n32 == resid && u32::from(pad) == (resid.wrapping_neg() & 3) && pos.ends()
+                    };
+                    if !ok {
+                        return Err(inv_req);
+                    }
+                    if env.dma.write(va, pkt.payload).is_err() {
+                        return Err(Fatal(NakCode::RemoteOperationalError, WcStatus::RemOpErr));
+                    }
+                    self.qp.resp.va = va.wrapping_add(u64::from(n32));
+                    self.qp.resp.resid = resid - n32;
+                }
+                self.qp.resp.cur = if pos.ends() {
+                    CurOp::None
+                } else {
+                    CurOp::Write
+                };
+            }
+            Operation::RdmaReadRequest => {
+                let Some(reth) = ext.reth else {
+                    return Err(inv_req);
+                };
+                if reth.dma_len != 0
+                    && env
+                        .mem
+                        .check_remote(
+                            pd,
+                            reth.rkey,
+                            reth.va,
+                            u64::from(reth.dma_len),
+                            AccessFlags::REMOTE_READ,
+                        )
+                        .is_err()
+                {
+                    return Err(acc_err);
+                }
+                // MSN counts the READ on arrival (IBTA C9-148, as rxe).
+                self.qp.resp.msn = self.qp.resp.msn.add(1);
+                let last = psn.add(packets(reth.dma_len, mtu as u32) - 1);
+                let slot = self.next_slot();
+                if let Some(r) = self.q.res.get_mut(usize::from(slot)) {
+                    *r = RdRes::Read {
+                        first_psn: psn,
+                        last_psn: last,
+                        va: reth.va,
+                        len: reth.dma_len,
+                        rkey: reth.rkey,
+                    };
+                }
+                let item = RespItem {
+                    ack_before: self.qp.resp.pending.take(),
+                    kind: ItemKind::Read {
+                        slot,
+                        psn,
+                        va: reth.va,
+                        rkey: reth.rkey,
+                        resid: reth.dma_len,
+                        first: true,
+                    },
+                };
+                let _ = self.q.out.push_back(item);
+                self.qp.resp.epsn = last.next();
+                return Ok(());
+            }
+            Operation::CompareSwap | Operation::FetchAdd => {
+                let Some(a) = ext.atomic_eth else {
+                    return Err(inv_req);
+                };
+                if env
+                    .mem
+                    .check_remote(pd, a.rkey, a.va, 8, AccessFlags::REMOTE_ATOMIC)
+                    .is_err()
+                {
+                    return Err(acc_err);
+                }
+                if a.va & 7 != 0 {
+                    return Err(inv_req);
+                }
+                // Target memory holds a little-endian u64 (the host order of x86 and
+                // RISC-V hosts; rxe uses the CPU's native order).
+                let mut b = [0u8; 8];
+                if env.dma.read(a.va, &mut b).is_err() {
+                    return Err(Fatal(NakCode::RemoteOperationalError, WcStatus::RemOpErr));
+                }
+                let orig = u64::from_le_bytes(b);
+                let new = if op == Operation::CompareSwap {
+                    if orig == a.compare {
+                        a.swap_add
+                    } else {
+                        orig
+                    }
+                } else {
+                    orig.wrapping_add(a.swap_add)
+                };
+                if env.dma.write(a.va, &new.to_le_bytes()).is_err() {
+                    return Err(Fatal(NakCode::RemoteOperationalError, WcStatus::RemOpErr));
+                }
+                self.qp.resp.msn = self.qp.resp.msn.add(1);
+                let slot = self.next_slot();
+                if let Some(r) = self.q.res.get_mut(usize::from(slot)) {
+                    *r = RdRes::Atomic { psn, orig };
+                }
+                let item = RespItem {
+                    ack_before: self.qp.resp.pending.take(),
+                    kind: ItemKind::Atomic { psn, orig },
+                };
+                let _ = self.q.out.push_back(item);
+                self.qp.resp.epsn = psn.next();
+                return Ok(());
+            }
+            _ => return Err(Drop),
+        }
+        if pos.ends() {
+            self.qp.resp.msn = self.qp.resp.msn.add(1);
+        }
+        self.qp.resp.epsn = psn.next();
+        if completes {
+            if let Some(r) = self.q.rq.pop_front() {
+                let write = op == Operation::RdmaWrite;
+                let mut wc = WorkCompletion::new(
+                    r.wr.wr_id,
+                    self.qp.qpn,
+                    if write {
+                        WcOpcode::RecvRdmaWithImm
+                    } else {
+                        WcOpcode::Recv
+                    },
+                    WcStatus::Success,
+                );
+                wc.byte_len = if write {
+                    self.qp.resp.length
+                } else {
+                    self.qp.resp.recv_off
+                };
+                wc.solicited = bth.se;
+                if let Some(imm) = ext.immdt {
+                    wc.imm_data = imm.imm;
+                    wc.wc_flags = WcFlags::WITH_IMM;
+                }
+                if let Some(ieth) = ext.ieth {
+                    wc.invalidated_rkey = ieth.rkey;
+                    wc.wc_flags = wc.wc_flags | WcFlags::WITH_INV;
+                }
+                env.cqs.push(self.qp.recv_cq, wc);
+                env.ctr.rdma_recvs += 1;
+            }
+            self.qp.resp.recv_off = 0;
+        }
+        if rc && bth.ack_req {
+            self.set_pending(AckOut {
+                syndrome: Syndrome::ACK,
+                psn,
+            });
+        }
+        Ok(())
+    }
+
+    /// Next slot of the replay ring (`max_dest_rd_atomic` deep).
+    fn next_slot(&mut self) -> u8 {
+        let depth = self.qp.max_dest_rd_atomic.max(1);
+        let slot = self.qp.resp.res_head % depth;
+        self.qp.resp.res_head = (slot + 1) % depth;
+        slot
+    }
+
+    /// A request whose PSN is before ePSN (roce-facts §6.3 step 2).
+    fn duplicate(&mut self, env: &mut Env<'_>, pkt: &Packet<'_>) {
+        let psn = pkt.headers.bth.psn;
+        let depth = usize::from(self.qp.max_dest_rd_atomic).min(RD);
+        match pkt.info.operation {
+            Operation::Send | Operation::RdmaWrite => {
+                // Already executed: acknowledge again, do not re-execute.
+                let p = self.qp.resp.epsn.sub(1);
+                self.set_pending(AckOut {
+                    syndrome: Syndrome::ACK,
+                    psn: p,
+                });
+            }
+            Operation::RdmaReadRequest => {
+                let Some(reth) = pkt.headers.ext.reth else {
+                    return;
+                };
+                let found = self
+                    .q
+                    .res
+                    .iter()
+                    .take(depth)
+                    .enumerate()
+                    .find_map(|(i, r)| match *r {
+                        RdRes::Read {
+                            first_psn,
+                            last_psn,
+                            va,
+                            len,
+                            rkey,
+                        } if !psn.before(first_psn) && !psn.after(last_psn) => {
+                            Some((i, first_psn, va, len, rkey))
+                        }
+                        _ => None,
+                    });
+                let Some((slot, first_psn, va_org, length, rkey)) = found else {
+                    env.ctr.resp_dropped += 1;
+                    return;
+                };
+                // The request must be the original or a tail of it, with the same key.
+                let end_org = u128::from(va_org) + u128::from(length);
+                let end = u128::from(reth.va) + u128::from(reth.dma_len);
+                if reth.va < va_org || reth.dma_len > length || end > end_org || reth.rkey != rkey {
+                    env.ctr.resp_dropped += 1;
+                    return;
+                }
+                let slot = slot as u8;
+                let kind = ItemKind::Read {
+                    slot,
+                    psn,
+                    va: reth.va,
+                    rkey,
+                    resid: reth.dma_len,
+                    first: psn == first_psn,
+                };
+                // Restart a stream for the same READ still queued, else queue a new one.
+                let existing = self
+                    .q
+                    .out
+                    .iter_mut()
+                    .find(|it| matches!(it.kind, ItemKind::Read { slot: s, .. } if s == slot));
+                if let Some(it) = existing {
+                    it.kind = kind;
+                } else if self
+                    .q
+                    .out
+                    .push_back(RespItem {
+                        ack_before: None,
+                        kind,
+                    })
+                    .is_err()
+                {
+                    env.ctr.resp_dropped += 1;
+                }
+            }
+            Operation::CompareSwap | Operation::FetchAdd => {
+                let found = self.q.res.iter().take(depth).find_map(|r| match *r {
+                    RdRes::Atomic { psn: p, orig } if p == psn => Some(orig),
+                    _ => None,
+                });
+                let Some(orig) = found else {
+                    env.ctr.resp_dropped += 1;
+                    return;
+                };
+                let queued = self
+                    .q
+                    .out
+                    .iter()
+                    .any(|it| matches!(it.kind, ItemKind::Atomic { psn: p, .. } if p == psn));
+                if !queued
+                    && self
+                        .q
+                        .out
+                        .push_back(RespItem {
+                            ack_before: None,
+                            kind: ItemKind::Atomic { psn, orig },
+                        })
+                        .is_err()
+                {
+                    env.ctr.resp_dropped += 1;
+                }
+            }
+            _ => env.ctr.resp_dropped += 1,
+        }
+    }
+
+    fn ack_desc(&self, a: AckOut, commit: Commit) -> TxDesc {
+        let mut bth = BthRepr::new(Opcode::RC_ACKNOWLEDGE, self.qp.dest_qpn, a.psn);
+        bth.pkey = self.qp.pkey;
+        TxDesc {
+            bth,
+            ext: ExtHeaders {
+                aeth: Some(AethRepr {
+                    syndrome: a.syndrome,
+                    msn: self.qp.resp.msn,
+                }),
+                ..ExtHeaders::default()
+            },
+            payload_len: 0,
+            src: PayloadSrc::None,
+            ud_av: None,
+            commit,
+        }
+    }
+
+    /// The next ACK, NAK, READ response or ATOMIC ACK, in PSN order.
+    pub(crate) fn resp_prepare(&mut self, env: &mut Env<'_>) -> Option<TxDesc> {
+        if self.qp.qp_type != QpType::Rc {
+            return None;
+        }
+        if self.qp.state == QpState::Err {
+            // Only the final NAK of a fatal error still goes out.
+            return match self.qp.resp.pending {
+                Some(a) if self.qp.resp.fatal_nak => Some(self.ack_desc(a, Commit::Ack)),
+                _ => None,
+            };
+        }
+        if !self.qp.state.processes_receive() {
+            return None;
+        }
+        let Some(item) = self.q.out.front().copied() else {
+            return self.qp.resp.pending.map(|a| self.ack_desc(a, Commit::Ack));
+        };
+        if let Some(a) = item.ack_before {
+            return Some(self.ack_desc(a, Commit::AckBefore));
+        }
+        let mut bth = BthRepr::new(Opcode::RC_ATOMIC_ACKNOWLEDGE, self.qp.dest_qpn, Psn::ZERO);
+        bth.pkey = self.qp.pkey;
+        let aeth = Some(AethRepr {
+            syndrome: Syndrome::ACK,
+            msn: self.qp.resp.msn,
+        });
+        match item.kind {
+            ItemKind::Atomic { psn, orig } => {
+                bth.psn = psn;
+                Some(TxDesc {
+                    bth,
+                    ext: ExtHeaders {
+                        aeth,
+                        atomic_ack_eth: Some(AtomicAckEthRepr {
+                            orig_rem_data: orig,
+                        }),
+                        ..ExtHeaders::default()
+                    },
+                    payload_len: 0,
+                    src: PayloadSrc::None,
+                    ud_av: None,
+                    commit: Commit::Item { n: 0 },
+                })
+            }
+            ItemKind::Read {
+                psn,
+                va,
+                rkey,
+                resid,
+                first,
+                ..
+            } => {
+                let mtu = self.qp.mtu.bytes();
+                let n = resid.min(mtu);
+                let last = resid <= mtu;
+                bth.opcode = match (first, last) {
+                    (true, true) => Opcode::RC_RDMA_READ_RESPONSE_ONLY,
+                    (true, false) => Opcode::RC_RDMA_READ_RESPONSE_FIRST,
+                    (false, true) => Opcode::RC_RDMA_READ_RESPONSE_LAST,
+                    (false, false) => Opcode::RC_RDMA_READ_RESPONSE_MIDDLE,
+                };
+                bth.psn = psn;
+                bth.pad_count = (n.wrapping_neg() & 3) as u8;
+                // The region may have been invalidated or deregistered since the
+                // request: check again (rxe `rxe_recheck_mr`).
+                if n != 0
+                    && env
+                        .mem
+                        .check_remote(self.qp.pd, rkey, va, u64::from(n), AccessFlags::REMOTE_READ)
+                        .is_err()
+                {
+                    self.resp_fatal(env, NakCode::RemoteAccessError, psn, None);
+                    return self.resp_prepare(env);
+                }
+                Some(TxDesc {
+                    bth,
+                    ext: ExtHeaders {
+                        aeth: if first || last { aeth } else { None },
+                        ..ExtHeaders::default()
+                    },
+                    payload_len: n,
+                    src: PayloadSrc::Remote { va },
+                    ud_av: None,
+                    commit: Commit::Item { n },
+                })
+            }
+        }
+    }
+
+    pub(crate) fn resp_commit(&mut self, d: &TxDesc) {
+        match d.commit {
+            Commit::Ack => {
+                self.qp.resp.pending = None;
+                self.qp.resp.fatal_nak = false;
+            }
+            Commit::AckBefore => {
+                if let Some(it) = self.q.out.front_mut() {
+                    it.ack_before = None;
+                }
+            }
+            Commit::Item { n } => {
+                let done = match self.q.out.front_mut() {
+                    Some(RespItem {
+                        kind:
+                            ItemKind::Read {
+                                psn,
+                                va,
+                                resid,
+                                first,
+                                ..
+                            },
+                        ..
+                    }) => {
+                        *psn = psn.next();
+                        *va = va.wrapping_add(u64::from(n));
+                        *resid = resid.saturating_sub(n);
+                        *first = false;
+                        *resid == 0
+                    }
+                    Some(_) => true,
+                    None => false,
+                };
+                if done {
+                    self.q.out.pop_front();
+                }
+            }
+            Commit::Request { .. } => {}
+        }
+    }
+}

@@ -1,0 +1,868 @@
+//! The host/NIC ABI: the one source of truth for what the host driver and the firmware
+//! exchange (`docs/abi.md` explains it in prose).
+//!
+//! * A register file (MMIO, 32-bit little-endian registers) with the device identity, the
+//!   command-queue ring, event status, a clock, and one doorbell per queue.
+//! * Rings in host memory, written and read by DMA: the command queue, and per QP a send
+//!   queue and a receive queue, per CQ a completion queue. Every entry is little-endian and
+//!   described below as a `zerocopy` struct, so both sides read and write the same bytes.
+//! * Doorbells carry free-running 32-bit producer (or, for CQs, consumer) indices; the
+//!   slot of index `i` in a ring of depth `2^n` is `i mod 2^n`.
+
+use bitfield::bitfield;
+use zerocopy::little_endian::{U16, U32, U64};
+use zerocopy::{FromBytes, FromZeros, Immutable, IntoBytes, KnownLayout};
+
+/// `DEVICE_ID` register value: "ROCE" in ASCII.
+pub const DEVICE_ID: u32 = 0x524F_4345;
+/// ABI version this crate speaks; a host refuses a device with another major.
+pub const ABI_MAJOR: u16 = 1;
+/// Minor version: additions that old hosts can ignore.
+pub const ABI_MINOR: u16 = 0;
+
+/// Register offsets in the MMIO window.
+pub mod reg {
+    /// Read-only: [`super::DEVICE_ID`].
+    pub const DEVICE_ID: u32 = 0x000;
+    /// Read-only: [`super::Version`].
+    pub const VERSION: u32 = 0x004;
+    /// Read-only: [`super::DeviceStatus`].
+    pub const STATUS: u32 = 0x008;
+    /// Command-queue ring base in host memory, low and high words.
+    pub const CMDQ_BASE_LO: u32 = 0x010;
+    /// High word of the command-queue base.
+    pub const CMDQ_BASE_HI: u32 = 0x014;
+    /// log2 of the command-queue depth; writing it (after the base) enables the queue.
+    pub const CMDQ_LOG_DEPTH: u32 = 0x018;
+    /// Doorbell: the host's producer index of the command queue.
+    pub const CMDQ_PI: u32 = 0x01C;
+    /// The NIC's consumer index of the command queue (read-only for the host).
+    pub const CMDQ_CI: u32 = 0x020;
+    /// [`super::EventStatus`]: sticky event bits; the host writes ones to clear them.
+    pub const EVENT_STATUS: u32 = 0x030;
+    /// The CQ of the last `CQ_ERROR` event.
+    pub const EVENT_CQN: u32 = 0x034;
+    /// The QP of the last `QP_FATAL` event.
+    pub const EVENT_QPN: u32 = 0x038;
+    /// Free-running NIC clock in nanoseconds, low word (reading it latches the high word).
+    pub const CLOCK_LO: u32 = 0x040;
+    /// High word of the clock, as latched by the last read of `CLOCK_LO`.
+    pub const CLOCK_HI: u32 = 0x044;
+    /// First send-queue doorbell; QP `q`'s is at `SQ_DB + 8 q`.
+    pub const SQ_DB: u32 = 0x1000;
+    /// First receive-queue doorbell; QP `q`'s is at `RQ_DB + 8 q`.
+    pub const RQ_DB: u32 = 0x1004;
+    /// First CQ doorbell (the host's consumer index); CQ `c`'s is at `CQ_DB + 4 c`.
+    pub const CQ_DB: u32 = 0x3000;
+    /// Size of the register window.
+    pub const WINDOW: u32 = 0x4000;
+    /// Most QPs the doorbell page can address.
+    pub const MAX_QP_DOORBELLS: u32 = (CQ_DB - SQ_DB) / 8;
+    /// Most CQs the doorbell page can address.
+    pub const MAX_CQ_DOORBELLS: u32 = (WINDOW - CQ_DB) / 4;
+
+    /// Send-queue doorbell of QP index `q`.
+    pub const fn sq_db(q: u32) -> u32 {
+        SQ_DB + 8 * q
+    }
+    /// Receive-queue doorbell of QP index `q`.
+    pub const fn rq_db(q: u32) -> u32 {
+        RQ_DB + 8 * q
+    }
+    /// Doorbell of CQ `c`.
+    pub const fn cq_db(c: u32) -> u32 {
+        CQ_DB + 4 * c
+    }
+}
+
+bitfield! {
+    /// The `VERSION` register.
+    #[derive(Clone, Copy, PartialEq, Eq)]
+    pub struct Version(pub u32);
+    impl Debug;
+    pub u16, major, set_major: 31, 16;
+    pub u16, minor, set_minor: 15, 0;
+}
+
+bitfield! {
+    /// The `STATUS` register.
+    #[derive(Clone, Copy, PartialEq, Eq)]
+    pub struct DeviceStatus(pub u32);
+    impl Debug;
+    /// The firmware has started and accepts commands.
+    pub ready, set_ready: 0;
+    /// The command queue is configured.
+    pub cmdq_enabled, set_cmdq_enabled: 1;
+    /// The firmware stopped on an internal error.
+    pub fatal, set_fatal: 31;
+}
+
+bitfield! {
+    /// The `EVENT_STATUS` register: sticky bits, cleared by writing ones.
+    #[derive(Clone, Copy, PartialEq, Eq)]
+    pub struct EventStatus(pub u32);
+    impl Debug;
+    /// A command finished (its entry holds the status).
+    pub cmd_done, set_cmd_done: 0;
+    /// A completion was written to some CQ.
+    pub completion, set_completion: 1;
+    /// A CQ overflowed (`EVENT_CQN`): it is in error, like `IBV_EVENT_CQ_ERR`.
+    pub cq_error, set_cq_error: 2;
+    /// A QP went to the error state on its own (`EVENT_QPN`), like
+    /// `IBV_EVENT_QP_FATAL`.
+    pub qp_fatal, set_qp_fatal: 3;
+}
+
+/// Scatter/gather element in a WQE (`struct ibv_sge`).
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable,
+)]
+#[repr(C)]
+pub struct WqeSge {
+    pub addr: U64,
+    pub length: U32,
+    pub lkey: U32,
+}
+
+/// SGEs per WQE (the engine's limit).
+pub const WQE_SGES: usize = roce_core::transport::MAX_SGE;
+
+/// Address vector inline in a UD send WQE and in MODIFY_QP (`ibv_ah_attr` for RoCE).
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable,
+)]
+#[repr(C)]
+pub struct WireAv {
+    /// Destination GID (IPv6, or IPv4-mapped `::ffff:a.b.c.d`).
+    pub dgid: [u8; 16],
+    pub dmac: [u8; 6],
+    /// 802.1Q VID, or 0xFFFF for untagged.
+    pub vlan_id: U16,
+    pub flow_label: U32,
+    pub hop_limit: u8,
+    pub traffic_class: u8,
+    pub sl: u8,
+    pub sgid_index: u8,
+}
+
+/// A send work queue entry (160 bytes).
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable,
+)]
+#[repr(C)]
+pub struct SendWqe {
+    pub wr_id: U64,
+    /// `enum ibv_wr_opcode`.
+    pub opcode: u8,
+    /// `IBV_SEND_FENCE` 1, `SIGNALED` 2, `SOLICITED` 4.
+    pub send_flags: u8,
+    pub num_sge: u8,
+    pub reserved0: u8,
+    /// Immediate data (host order value), or the R_Key to invalidate.
+    pub imm_or_inv: U32,
+    pub remote_addr: U64,
+    pub rkey: U32,
+    /// UD: destination QP.
+    pub remote_qpn: U32,
+    /// CMP_SWAP: compare value.
+    pub compare: U64,
+    /// CMP_SWAP: swap value; FETCH_ADD: the addend.
+    pub swap_add: U64,
+    /// UD: destination Q_Key.
+    pub remote_qkey: U32,
+    pub reserved1: [u8; 12],
+    /// UD: destination address (at offset 64).
+    pub av: WireAv,
+    pub sge: [WqeSge; WQE_SGES],
+}
+
+/// A receive work queue entry (80 bytes).
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable,
+)]
+#[repr(C)]
+pub struct RecvWqe {
+    pub wr_id: U64,
+    pub num_sge: u8,
+    pub reserved: [u8; 7],
+    pub sge: [WqeSge; WQE_SGES],
+}
+
+/// A completion queue entry (32 bytes). `owner` flips on every pass over the ring: the
+/// entry at consumer index `ci` is valid when `owner == ((ci >> log_depth) & 1) ^ 1`, so
+/// a zeroed ring reads as empty.
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable,
+)]
+#[repr(C)]
+pub struct Cqe {
+    pub wr_id: U64,
+    pub byte_len: U32,
+    pub imm_data: U32,
+    pub qp_num: U32,
+    pub src_qp: U32,
+    pub invalidated_rkey: U32,
+    /// `enum ibv_wc_status`.
+    pub status: u8,
+    /// `enum ibv_wc_opcode`.
+    pub opcode: u8,
+    /// `ibv_wc_flags`.
+    pub wc_flags: u8,
+    /// Bit 0: owner (see above). Bit 1: solicited.
+    pub owner: u8,
+}
+
+/// Whether the CQE at consumer index `ci` of a ring of depth `2^log_depth` has been
+/// written on the current pass.
+pub const fn cqe_valid(owner: u8, ci: u32, log_depth: u8) -> bool {
+    (owner & 1) as u32 == ((ci >> log_depth) & 1) ^ 1
+}
+
+/// The owner bit the NIC writes for producer index `pi`.
+pub const fn cqe_owner(pi: u32, log_depth: u8) -> u8 {
+    (((pi >> log_depth) & 1) ^ 1) as u8
+}
+
+/// Command opcodes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u16)]
+pub enum CmdOp {
+    QueryDevice = 1,
+    AllocPd = 2,
+    DeallocPd = 3,
+    RegMr = 4,
+    DeregMr = 5,
+    CreateCq = 6,
+    DestroyCq = 7,
+    CreateQp = 8,
+    ModifyQp = 9,
+    QueryQp = 10,
+    DestroyQp = 11,
+}
+
+impl CmdOp {
+    /// From the wire value.
+    pub const fn from_u16(v: u16) -> Option<Self> {
+        Some(match v {
+            1 => Self::QueryDevice,
+            2 => Self::AllocPd,
+            3 => Self::DeallocPd,
+            4 => Self::RegMr,
+            5 => Self::DeregMr,
+            6 => Self::CreateCq,
+            7 => Self::DestroyCq,
+            8 => Self::CreateQp,
+            9 => Self::ModifyQp,
+            10 => Self::QueryQp,
+            11 => Self::DestroyQp,
+            _ => return None,
+        })
+    }
+}
+
+/// Command completion status, written back into the entry. A command that fails changes
+/// nothing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u32)]
+pub enum CmdStatus {
+    /// Not yet executed (what the host writes).
+    Pending = 0,
+    Ok = 1,
+    /// Unknown opcode.
+    BadOpcode = 2,
+    /// No such PD, MR, CQ or QP.
+    BadHandle = 3,
+    /// A parameter is out of range (depth, access flags, MTU, QP type, ...).
+    BadParam = 4,
+    /// The QP state transition or its attributes are illegal.
+    IllegalTransition = 5,
+    /// A table or ring is full.
+    NoResources = 6,
+    /// The object is still in use (a PD with MRs or QPs, a CQ with QPs).
+    Busy = 7,
+}
+
+impl CmdStatus {
+    /// From the wire value.
+    pub const fn from_u32(v: u32) -> Option<Self> {
+        Some(match v {
+            0 => Self::Pending,
+            1 => Self::Ok,
+            2 => Self::BadOpcode,
+            3 => Self::BadHandle,
+            4 => Self::BadParam,
+            5 => Self::IllegalTransition,
+            6 => Self::NoResources,
+            7 => Self::Busy,
+            _ => return None,
+        })
+    }
+}
+
+/// Bytes of a command's parameter area.
+pub const CMD_PAYLOAD: usize = 112;
+
+/// A command-queue entry (128 bytes). The host fills `opcode`, `token` and the payload
+/// and sets `status` to `Pending`; the NIC executes it, writes results into `out` and
+/// the payload, then `status`, and advances `CMDQ_CI`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
+#[repr(C)]
+pub struct CmdEntry {
+    pub opcode: U16,
+    pub reserved: U16,
+    /// Host cookie, returned unchanged.
+    pub token: U32,
+    /// [`CmdStatus`].
+    pub status: U32,
+    /// The handle a command creates (PD number, L_Key, CQN, QPN).
+    pub out: U32,
+    pub payload: [u8; CMD_PAYLOAD],
+}
+
+impl Default for CmdEntry {
+    fn default() -> Self {
+        Self::new_zeroed()
+    }
+}
+
+/// QUERY_DEVICE result (in the payload).
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable,
+)]
+#[repr(C)]
+pub struct DeviceAttr {
+    pub max_qp: U32,
+    pub max_cq: U32,
+    pub max_mr: U32,
+    pub max_pd: U32,
+    /// log2 of the largest SQ / RQ / CQ ring.
+    pub max_log_depth: u8,
+    pub max_sge: u8,
+    pub max_qp_rd_atom: u8,
+    pub reserved: u8,
+    pub max_msg_sz: U32,
+    /// The port's MAC and its GID (IPv4-mapped or IPv6).
+    pub mac: [u8; 6],
+    pub reserved1: [u8; 2],
+    pub gid: [u8; 16],
+    /// Active path MTU (`enum ibv_mtu`).
+    pub active_mtu: u8,
+    pub reserved2: [u8; 3],
+}
+
+/// DEALLOC_PD / DEREG_MR / DESTROY_CQ / DESTROY_QP / QUERY_QP: the handle.
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable,
+)]
+#[repr(C)]
+pub struct HandleArg {
+    pub handle: U32,
+}
+
+/// REG_MR parameters; `out` is the L_Key and the payload's `rkey` is written back.
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable,
+)]
+#[repr(C)]
+pub struct RegMrArg {
+    pub pd: U32,
+    /// `IBV_ACCESS_*`.
+    pub access: U32,
+    pub addr: U64,
+    pub length: U64,
+    /// Output.
+    pub lkey: U32,
+    /// Output.
+    pub rkey: U32,
+}
+
+/// CREATE_CQ parameters; `out` is the CQN.
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable,
+)]
+#[repr(C)]
+pub struct CreateCqArg {
+    pub ring: U64,
+    pub log_depth: u8,
+    pub reserved: [u8; 7],
+}
+
+/// CREATE_QP parameters; `out` is the QPN.
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable,
+)]
+#[repr(C)]
+pub struct CreateQpArg {
+    pub pd: U32,
+    pub send_cq: U32,
+    pub recv_cq: U32,
+    /// `enum ibv_qp_type`.
+    pub qp_type: u8,
+    pub sq_log_depth: u8,
+    pub rq_log_depth: u8,
+    /// Every send WR completes, signaled or not (`sq_sig_all`).
+    pub sq_sig_all: u8,
+    pub sq_ring: U64,
+    pub rq_ring: U64,
+}
+
+/// MODIFY_QP parameters and QUERY_QP results: `attr_mask` (`enum ibv_qp_attr_mask`)
+/// says which fields are given.
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable,
+)]
+#[repr(C)]
+pub struct QpAttrArg {
+    pub qpn: U32,
+    pub attr_mask: U32,
+    pub qp_state: u8,
+    pub cur_qp_state: u8,
+    pub path_mtu: u8,
+    pub timeout: u8,
+    pub retry_cnt: u8,
+    pub rnr_retry: u8,
+    pub max_rd_atomic: u8,
+    pub max_dest_rd_atomic: u8,
+    pub min_rnr_timer: u8,
+    pub port_num: u8,
+    pub pkey_index: U16,
+    pub access_flags: U32,
+    pub qkey: U32,
+    pub rq_psn: U32,
+    pub sq_psn: U32,
+    pub dest_qp_num: U32,
+    pub av: WireAv,
+}
+
+/// Reads a `T` from the start of a command payload.
+pub fn payload<T: FromBytes>(entry: &CmdEntry) -> T {
+    // Every payload type is at most CMD_PAYLOAD bytes (checked by `layout_sizes`), so
+    // this cannot fail; a zeroed value is the harmless fallback.
+    T::read_from_prefix(&entry.payload)
+        .map(|(v, _)| v)
+        .unwrap_or_else(|_| T::new_zeroed())
+}
+
+/// Writes a `T` at the start of a command payload.
+pub fn set_payload<T: IntoBytes + Immutable>(entry: &mut CmdEntry, v: &T) {
+    let bytes = v.as_bytes();
+    if let Some(dst) = entry.payload.get_mut(..bytes.len()) {
+        dst.copy_from_slice(bytes);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use core::mem::size_of;
+
+    #[test]
+    fn layout_sizes() {
+        assert_eq!(size_of::<WqeSge>(), 16);
+        assert_eq!(size_of::<WireAv>(), 32);
+        assert_eq!(size_of::<SendWqe>(), 160);
+        assert_eq!(size_of::<RecvWqe>(), 80);
+        assert_eq!(size_of::<Cqe>(), 32);
+        assert_eq!(size_of::<CmdEntry>(), 128);
+        for n in [
+            size_of::<DeviceAttr>(),
+            size_of::<RegMrArg>(),
+            size_of::<CreateCqArg>(),
+            size_of::<CreateQpArg>(),
+            size_of::<QpAttrArg>(),
+        ] {
+            assert!(n <= CMD_PAYLOAD, "{n}");
+        }
+    }
+
+    #[test]
+    fn little_endian_on_every_host() {
+        let mut cqe = Cqe::new_zeroed();
+        cqe.wr_id = U64::new(0x0102_0304_0506_0708);
+        cqe.status = 5;
+        let b = cqe.as_bytes();
+        assert_eq!(b[..8], [8, 7, 6, 5, 4, 3, 2, 1]);
+        assert_eq!(b[28], 5);
+    }
+
+    #[test]
+    fn owner_bit_flips_each_pass() {
+        // Depth 4: first pass owner 1, second pass 0; a zeroed ring reads empty.
+        assert_eq!(cqe_owner(0, 2), 1);
+        assert_eq!(cqe_owner(4, 2), 0);
+        assert!(!cqe_valid(0, 0, 2));
+        assert!(cqe_valid(1, 3, 2));
+        assert!(cqe_valid(0, 5, 2));
+        assert!(!cqe_valid(1, 5, 2));
+    }
+
+    #[test]
+    fn doorbells_do_not_overlap() {
+        assert_eq!(reg::sq_db(0), 0x1000);
+        assert_eq!(reg::rq_db(0), 0x1004);
+        assert!(reg::rq_db(reg::MAX_QP_DOORBELLS - 1) < reg::CQ_DB);
+        assert!(reg::cq_db(reg::MAX_CQ_DOORBELLS - 1) < reg::WINDOW);
+        let mut v = Version(0);
+        v.set_major(ABI_MAJOR);
+        v.set_minor(ABI_MINOR);
+        assert_eq!(v.0, 0x0001_0000);
+    }
+
+    #[test]
+    fn command_payload_round_trip() {
+        let mut e = CmdEntry::default();
+        let arg = RegMrArg {
+            pd: U32::new(3),
+            access: U32::new(7),
+            addr: U64::new(0x1000),
+            length: U64::new(64),
+            ..Default::default()
+        };
+        set_payload(&mut e, &arg);
+        assert_eq!(payload::<RegMrArg>(&e), arg);
+        assert_eq!(CmdOp::from_u16(9), Some(CmdOp::ModifyQp));
+        assert_eq!(CmdStatus::from_u32(5), Some(CmdStatus::IllegalTransition));
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Conversions between the ABI's bytes and the engine's verbs types. Both sides use these:
+// the driver to encode, the firmware to decode, so an encoding cannot drift.
+
+use roce_core::memory::AccessFlags;
+use roce_core::num::{Lkey, Psn, Qkey, Qpn, Rkey};
+use roce_core::transport::{
+    AckTimeout, AddressVector, Mtu, QpAttr, QpState, RecvWr, RetryCount, RnrTimer, SendFlags,
+    SendWr, Sge, UdDest, WcFlags, WcOpcode, WcStatus, WorkCompletion, WrOp, WrOpcode,
+};
+
+/// Why a WQE or command from the host cannot be decoded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DecodeError(pub &'static str);
+
+const NO_VLAN: u16 = 0xFFFF;
+
+impl WireAv {
+    /// Encodes an address vector.
+    pub fn from_av(av: &AddressVector) -> Self {
+        Self {
+            dgid: av.dgid,
+            dmac: av.dmac,
+            vlan_id: U16::new(av.vlan_id.unwrap_or(NO_VLAN)),
+            flow_label: U32::new(av.flow_label),
+            hop_limit: av.hop_limit,
+            traffic_class: av.traffic_class,
+            sl: av.sl,
+            sgid_index: av.sgid_index,
+        }
+    }
+
+    /// Decodes an address vector.
+    pub fn to_av(&self) -> AddressVector {
+        let vlan = self.vlan_id.get();
+        AddressVector {
+            dmac: self.dmac,
+            dgid: self.dgid,
+            sgid_index: self.sgid_index,
+            hop_limit: self.hop_limit,
+            traffic_class: self.traffic_class,
+            flow_label: self.flow_label.get() & 0xF_FFFF,
+            sl: self.sl,
+            vlan_id: (vlan != NO_VLAN).then_some(vlan & 0x0FFF),
+        }
+    }
+}
+
+fn encode_sges(sgl: &[Sge]) -> [WqeSge; WQE_SGES] {
+    let mut out = [WqeSge::default(); WQE_SGES];
+    for (o, s) in out.iter_mut().zip(sgl) {
+        *o = WqeSge {
+            addr: U64::new(s.addr),
+            length: U32::new(s.length),
+            lkey: U32::new(s.lkey.0),
+        };
+    }
+    out
+}
+
+fn decode_sges(
+    sge: &[WqeSge; WQE_SGES],
+    n: u8,
+    push: &mut impl FnMut(Sge) -> Result<(), Sge>,
+) -> Result<(), DecodeError> {
+    let list = sge
+        .get(..usize::from(n))
+        .ok_or(DecodeError("num_sge above the SGE limit"))?;
+    for s in list {
+        let sge = Sge {
+            addr: s.addr.get(),
+            length: s.length.get(),
+            lkey: Lkey(s.lkey.get()),
+        };
+        push(sge).map_err(|_| DecodeError("too many SGEs"))?;
+    }
+    Ok(())
+}
+
+impl SendWqe {
+    /// Encodes a send work request.
+    pub fn from_wr(wr: &SendWr) -> Self {
+        let mut w = Self {
+            wr_id: U64::new(wr.wr_id),
+            opcode: wr.op.opcode() as u8,
+            send_flags: wr.send_flags.bits() as u8,
+            num_sge: wr.sg_list.len() as u8,
+            sge: encode_sges(&wr.sg_list),
+            ..Self::default()
+        };
+        match wr.op {
+            WrOp::Send => {}
+            WrOp::SendWithImm { imm } => w.imm_or_inv = U32::new(imm),
+            WrOp::SendWithInv { rkey } | WrOp::LocalInv { rkey } => w.imm_or_inv = U32::new(rkey.0),
+            WrOp::RdmaWrite { remote_addr, rkey } | WrOp::RdmaRead { remote_addr, rkey } => {
+                w.remote_addr = U64::new(remote_addr);
+                w.rkey = U32::new(rkey.0);
+            }
+            WrOp::RdmaWriteWithImm {
+                remote_addr,
+                rkey,
+                imm,
+            } => {
+                w.remote_addr = U64::new(remote_addr);
+                w.rkey = U32::new(rkey.0);
+                w.imm_or_inv = U32::new(imm);
+            }
+            WrOp::AtomicCmpAndSwp {
+                remote_addr,
+                rkey,
+                compare,
+                swap,
+            } => {
+                w.remote_addr = U64::new(remote_addr);
+                w.rkey = U32::new(rkey.0);
+                w.compare = U64::new(compare);
+                w.swap_add = U64::new(swap);
+            }
+            WrOp::AtomicFetchAndAdd {
+                remote_addr,
+                rkey,
+                add,
+            } => {
+                w.remote_addr = U64::new(remote_addr);
+                w.rkey = U32::new(rkey.0);
+                w.swap_add = U64::new(add);
+            }
+        }
+        if let Some(ud) = &wr.ud {
+            w.remote_qpn = U32::new(ud.remote_qpn.value());
+            w.remote_qkey = U32::new(ud.remote_qkey.0);
+            w.av = WireAv::from_av(&ud.av);
+        }
+        w
+    }
+
+    /// Decodes a send work request; `ud` says whether the QP is UD (then the
+    /// destination fields are read).
+    pub fn to_wr(&self, ud: bool) -> Result<SendWr, DecodeError> {
+        let remote_addr = self.remote_addr.get();
+        let rkey = Rkey(self.rkey.get());
+        let imm = self.imm_or_inv.get();
+        let op = match self.opcode {
+            x if x == WrOpcode::Send as u8 => WrOp::Send,
+            x if x == WrOpcode::SendWithImm as u8 => WrOp::SendWithImm { imm },
+            x if x == WrOpcode::SendWithInv as u8 => WrOp::SendWithInv { rkey: Rkey(imm) },
+            x if x == WrOpcode::LocalInv as u8 => WrOp::LocalInv { rkey: Rkey(imm) },
+            x if x == WrOpcode::RdmaWrite as u8 => WrOp::RdmaWrite { remote_addr, rkey },
+            x if x == WrOpcode::RdmaWriteWithImm as u8 => WrOp::RdmaWriteWithImm {
+                remote_addr,
+                rkey,
+                imm,
+            },
+            x if x == WrOpcode::RdmaRead as u8 => WrOp::RdmaRead { remote_addr, rkey },
+            x if x == WrOpcode::AtomicCmpAndSwp as u8 => WrOp::AtomicCmpAndSwp {
+                remote_addr,
+                rkey,
+                compare: self.compare.get(),
+                swap: self.swap_add.get(),
+            },
+            x if x == WrOpcode::AtomicFetchAndAdd as u8 => WrOp::AtomicFetchAndAdd {
+                remote_addr,
+                rkey,
+                add: self.swap_add.get(),
+            },
+            _ => return Err(DecodeError("unknown send opcode")),
+        };
+        let mut wr = SendWr::new(self.wr_id.get(), op)
+            .flags(SendFlags::from_bits_truncate(u32::from(self.send_flags)));
+        decode_sges(&self.sge, self.num_sge, &mut |s| wr.try_sge(s))?;
+        if ud {
+            wr.ud = Some(UdDest {
+                av: self.av.to_av(),
+                remote_qpn: Qpn::new(self.remote_qpn.get()),
+                remote_qkey: Qkey(self.remote_qkey.get()),
+            });
+        }
+        Ok(wr)
+    }
+}
+
+impl RecvWqe {
+    /// Encodes a receive work request.
+    pub fn from_wr(wr: &RecvWr) -> Self {
+        Self {
+            wr_id: U64::new(wr.wr_id),
+            num_sge: wr.sg_list.len() as u8,
+            reserved: [0; 7],
+            sge: encode_sges(&wr.sg_list),
+        }
+    }
+
+    /// Decodes a receive work request.
+    pub fn to_wr(&self) -> Result<RecvWr, DecodeError> {
+        let mut wr = RecvWr::new(self.wr_id.get());
+        decode_sges(&self.sge, self.num_sge, &mut |s| wr.sg_list.push(s))?;
+        Ok(wr)
+    }
+}
+
+impl Cqe {
+    /// Encodes a completion for producer index `pi` of a ring of depth `2^log_depth`.
+    pub fn from_wc(wc: &WorkCompletion, pi: u32, log_depth: u8) -> Self {
+        Self {
+            wr_id: U64::new(wc.wr_id),
+            byte_len: U32::new(wc.byte_len),
+            imm_data: U32::new(wc.imm_data),
+            qp_num: U32::new(wc.qp_num.value()),
+            src_qp: U32::new(wc.src_qp.value()),
+            invalidated_rkey: U32::new(wc.invalidated_rkey.0),
+            status: wc.status as u8,
+            opcode: wc.opcode as u8,
+            wc_flags: wc.wc_flags.bits() as u8,
+            owner: cqe_owner(pi, log_depth) | (u8::from(wc.solicited) << 1),
+        }
+    }
+
+    /// Decodes a completion.
+    pub fn to_wc(&self) -> Result<WorkCompletion, DecodeError> {
+        let status = WcStatus::from_u8(self.status).ok_or(DecodeError("unknown ibv_wc_status"))?;
+        let opcode = WcOpcode::from_u8(self.opcode).ok_or(DecodeError("unknown ibv_wc_opcode"))?;
+        let mut wc = WorkCompletion::new(
+            self.wr_id.get(),
+            Qpn::new(self.qp_num.get()),
+            opcode,
+            status,
+        );
+        wc.byte_len = self.byte_len.get();
+        wc.imm_data = self.imm_data.get();
+        wc.src_qp = Qpn::new(self.src_qp.get());
+        wc.invalidated_rkey = Rkey(self.invalidated_rkey.get());
+        wc.wc_flags = WcFlags::from_bits_truncate(u32::from(self.wc_flags));
+        wc.solicited = self.owner & 2 != 0;
+        Ok(wc)
+    }
+}
+
+impl QpAttrArg {
+    /// Encodes the attributes `attr` gives (its mask says which).
+    pub fn from_attr(qpn: Qpn, attr: &QpAttr) -> Self {
+        Self {
+            qpn: U32::new(qpn.value()),
+            attr_mask: U32::new(attr.mask().bits()),
+            qp_state: attr.qp_state.map_or(0, |s| s as u8),
+            cur_qp_state: attr.cur_qp_state.map_or(0, |s| s as u8),
+            path_mtu: attr.path_mtu.map_or(0, |m| m as u8),
+            timeout: attr.timeout.map_or(0, AckTimeout::code),
+            retry_cnt: attr.retry_cnt.map_or(0, RetryCount::get),
+            rnr_retry: attr.rnr_retry.map_or(0, RetryCount::get),
+            max_rd_atomic: attr.max_rd_atomic.unwrap_or(0),
+            max_dest_rd_atomic: attr.max_dest_rd_atomic.unwrap_or(0),
+            min_rnr_timer: attr.min_rnr_timer.map_or(0, RnrTimer::code),
+            port_num: attr.port_num.unwrap_or(0),
+            pkey_index: U16::new(attr.pkey_index.unwrap_or(0)),
+            access_flags: U32::new(attr.qp_access_flags.map_or(0, AccessFlags::bits)),
+            qkey: U32::new(attr.qkey.map_or(0, |q| q.0)),
+            rq_psn: U32::new(attr.rq_psn.map_or(0, Psn::value)),
+            sq_psn: U32::new(attr.sq_psn.map_or(0, Psn::value)),
+            dest_qp_num: U32::new(attr.dest_qp_num.map_or(0, Qpn::value)),
+            av: attr
+                .ah_attr
+                .as_ref()
+                .map(WireAv::from_av)
+                .unwrap_or_default(),
+        }
+    }
+
+    /// Decodes the attributes the mask names; a value out of range is an error.
+    pub fn to_attr(&self) -> Result<QpAttr, DecodeError> {
+        use roce_core::transport::AttrMask as M;
+        let mask = self.attr_mask.get();
+        let has = |m: M| mask & m.bits() != 0;
+        let state = |v: u8| QpState::from_u8(v).ok_or(DecodeError("bad QP state"));
+        let retry = |v: u8| RetryCount::new(v).ok_or(DecodeError("retry count above 7"));
+        let mut a = QpAttr::default();
+        if has(M::STATE) {
+            a.qp_state = Some(state(self.qp_state)?);
+        }
+        if has(M::CUR_STATE) {
+            a.cur_qp_state = Some(state(self.cur_qp_state)?);
+        }
+        if has(M::EN_SQD_ASYNC_NOTIFY) {
+            a.en_sqd_async_notify = Some(false);
+        }
+        if has(M::ACCESS_FLAGS) {
+            a.qp_access_flags = Some(
+                AccessFlags::from_bits(self.access_flags.get())
+                    .ok_or(DecodeError("unknown access flags"))?,
+            );
+        }
+        if has(M::PKEY_INDEX) {
+            a.pkey_index = Some(self.pkey_index.get());
+        }
+        if has(M::PORT) {
+            a.port_num = Some(self.port_num);
+        }
+        if has(M::QKEY) {
+            a.qkey = Some(Qkey(self.qkey.get()));
+        }
+        if has(M::AV) {
+            a.ah_attr = Some(self.av.to_av());
+        }
+        if has(M::PATH_MTU) {
+            a.path_mtu = Some(Mtu::from_u8(self.path_mtu).ok_or(DecodeError("bad path MTU"))?);
+        }
+        if has(M::TIMEOUT) {
+            a.timeout = Some(AckTimeout::new(self.timeout).ok_or(DecodeError("timeout above 31"))?);
+        }
+        if has(M::RETRY_CNT) {
+            a.retry_cnt = Some(retry(self.retry_cnt)?);
+        }
+        if has(M::RNR_RETRY) {
+            a.rnr_retry = Some(retry(self.rnr_retry)?);
+        }
+        if has(M::RQ_PSN) {
+            a.rq_psn = Some(Psn::new(self.rq_psn.get()));
+        }
+        if has(M::MAX_QP_RD_ATOMIC) {
+            a.max_rd_atomic = Some(self.max_rd_atomic);
+        }
+        if has(M::MIN_RNR_TIMER) {
+            a.min_rnr_timer =
+                Some(RnrTimer::new(self.min_rnr_timer).ok_or(DecodeError("RNR timer above 31"))?);
+        }
+        if has(M::SQ_PSN) {
+            a.sq_psn = Some(Psn::new(self.sq_psn.get()));
+        }
+        if has(M::MAX_DEST_RD_ATOMIC) {
+            a.max_dest_rd_atomic = Some(self.max_dest_rd_atomic);
+        }
+        if has(M::DEST_QPN) {
+            a.dest_qp_num = Some(Qpn::new(self.dest_qp_num.get()));
+        }
+        if a.mask().bits() != mask {
+            return Err(DecodeError(
+                "attribute mask names attributes this NIC does not support",
+            ));
+        }
+        Ok(a)
+    }
+}

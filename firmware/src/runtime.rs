@@ -1,0 +1,669 @@
+//! The NIC runtime: the loop that connects the host ABI to the transport engine.
+//!
+//! One [`Nic::poll`] does, in order: execute queued commands; fetch WQEs whose doorbells
+//! rang and post them to the engine; hand received frames to the engine; run due timers;
+//! move frames from the engine to the datapath while it takes them; and write finished
+//! work as CQEs into the host's CQ rings. It never blocks and never allocates; the
+//! soft core calls it in a loop, the host harness whenever it steps the NIC.
+
+use crate::abi::{
+    self, reg, CmdEntry, CmdOp, CmdStatus, Cqe, DecodeError, EventStatus, RecvWqe, SendWqe,
+};
+use crate::hal::{Datapath, Hal};
+use roce_core::engine::{CqHandle, Engine, PortConfig, QPN_BASE};
+use roce_core::memory::{AccessFlags, Dma, MemError, Pd};
+use roce_core::num::{Lkey, Qpn};
+use roce_core::transport::{
+    Error as EngineError, Instant, QpAttr, QpInitAttr, QpType, WcOpcode, WcStatus, WorkCompletion,
+};
+use zerocopy::little_endian::U32;
+use zerocopy::{FromZeros, IntoBytes};
+
+/// Largest ring the NIC accepts (2^15 entries).
+pub const MAX_LOG_DEPTH: u8 = 15;
+/// Frame buffer size: the largest MTU plus every header.
+pub const FRAME_BUF: usize = 4096 + 128;
+
+/// A host CQ ring and the engine CQ behind it.
+#[derive(Clone, Copy, Debug)]
+struct HostCq {
+    ring: u64,
+    log_depth: u8,
+    /// Next index the NIC writes.
+    pi: u32,
+    /// A completion taken from the engine that did not fit: the ring overflowed.
+    stash: Option<WorkCompletion>,
+    overflowed: bool,
+}
+
+/// A host QP's rings.
+#[derive(Clone, Copy, Debug)]
+struct HostQp {
+    qpn: Qpn,
+    qp_type: QpType,
+    send_cq: u16,
+    sq_ring: u64,
+    sq_log: u8,
+    /// Next send-queue index to fetch.
+    sq_ci: u32,
+    rq_ring: u64,
+    rq_log: u8,
+    rq_ci: u32,
+}
+
+/// Counters of the runtime itself (the engine keeps the protocol's).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RuntimeCounters {
+    pub commands: u64,
+    pub command_errors: u64,
+    pub send_wqes: u64,
+    pub recv_wqes: u64,
+    pub bad_wqes: u64,
+    pub frames_rx: u64,
+    pub frames_tx: u64,
+    pub cqes: u64,
+    pub cq_overflows: u64,
+    pub dma_errors: u64,
+}
+
+/// The NIC: the engine with the given capacities (see [`crate::config`]) and the state
+/// that ties it to the host's rings.
+pub struct Nic<
+    H: Hal,
+    const QPS: usize,
+    const CQS: usize,
+    const PDS: usize,
+    const MRS: usize,
+    const SQ: usize,
+    const RQ: usize,
+    const CQE: usize,
+    const RD: usize,
+> {
+    hal: H,
+    engine: Engine<QPS, CQS, PDS, MRS, SQ, RQ, CQE, RD>,
+    cqs: [Option<HostCq>; CQS],
+    qps: [Option<HostQp>; QPS],
+    cmdq_ci: u32,
+    counters: RuntimeCounters,
+    txbuf: [u8; FRAME_BUF],
+    rxbuf: [u8; FRAME_BUF],
+}
+
+impl<
+        H: Hal,
+        const QPS: usize,
+        const CQS: usize,
+        const PDS: usize,
+        const MRS: usize,
+        const SQ: usize,
+        const RQ: usize,
+        const CQE: usize,
+        const RD: usize,
+    > Nic<H, QPS, CQS, PDS, MRS, SQ, RQ, CQE, RD>
+{
+    /// Boots the NIC: publishes the device identity and marks it ready.
+    pub fn new(mut hal: H, port: PortConfig) -> Self {
+        let mut version = abi::Version(0);
+        version.set_major(abi::ABI_MAJOR);
+        version.set_minor(abi::ABI_MINOR);
+        hal.reg_write(reg::DEVICE_ID, abi::DEVICE_ID);
+        hal.reg_write(reg::VERSION, version.0);
+        let mut status = abi::DeviceStatus(0);
+        status.set_ready(true);
+        hal.reg_write(reg::STATUS, status.0);
+        hal.reg_write(reg::CMDQ_CI, 0);
+        Self {
+            hal,
+            engine: Engine::new(port),
+            cqs: [None; CQS],
+            qps: [None; QPS],
+            cmdq_ci: 0,
+            counters: RuntimeCounters::default(),
+            txbuf: [0; FRAME_BUF],
+            rxbuf: [0; FRAME_BUF],
+        }
+    }
+
+    /// The platform.
+    pub fn hal(&mut self) -> &mut H {
+        &mut self.hal
+    }
+
+    /// The engine (its counters, for diagnostics).
+    pub fn engine(&self) -> &Engine<QPS, CQS, PDS, MRS, SQ, RQ, CQE, RD> {
+        &self.engine
+    }
+
+    /// The runtime's counters.
+    pub fn counters(&self) -> &RuntimeCounters {
+        &self.counters
+    }
+
+    /// When the engine next needs `poll` for a timer, in the HAL's nanoseconds.
+    pub fn poll_timeout(&self) -> Option<u64> {
+        self.engine.poll_timeout().map(Instant::as_nanos)
+    }
+
+    /// Does every piece of pending work once; returns whether anything happened.
+    pub fn poll(&mut self) -> bool {
+        let now = Instant::from_nanos(self.hal.now());
+        let mut busy = self.run_commands();
+        busy |= self.fetch_wqes();
+        busy |= self.receive(now);
+        if self.engine.poll_timeout().is_some_and(|t| t <= now) {
+            self.engine.handle_timeout(now);
+            busy = true;
+        }
+        busy |= self.transmit(now);
+        busy |= self.write_completions();
+        busy
+    }
+
+    // -----------------------------------------------------------------------------------
+    // Datapath
+
+    fn receive(&mut self, now: Instant) -> bool {
+        let mut any = false;
+        loop {
+            let (dma, dp) = self.hal.split();
+            let Some(n) = dp.receive(&mut self.rxbuf) else {
+                break;
+            };
+            let frame = self.rxbuf.get(..n).unwrap_or(&[]);
+            self.engine.handle_packet(now, frame, dma);
+            self.counters.frames_rx += 1;
+            any = true;
+        }
+        any
+    }
+
+    fn transmit(&mut self, now: Instant) -> bool {
+        let mut any = false;
+        loop {
+            let (dma, dp) = self.hal.split();
+            if !dp.can_transmit() {
+                break;
+            }
+            let Some(n) = self.engine.poll_transmit(now, &mut self.txbuf, dma) else {
+                break;
+            };
+            let taken = dp.transmit(self.txbuf.get(..n).unwrap_or(&[]));
+            // `can_transmit` said yes; a datapath that then refuses loses the frame,
+            // which the retransmission timer repairs, but it is a datapath bug.
+            debug_assert!(taken, "datapath refused a frame after can_transmit");
+            self.counters.frames_tx += 1;
+            any = true;
+        }
+        any
+    }
+
+    // -----------------------------------------------------------------------------------
+    // Send and receive queues
+
+    fn fetch_wqes(&mut self) -> bool {
+        let mut any = false;
+        for slot in 0..QPS {
+            let Some(Some(mut q)) = self.qps.get(slot).copied() else {
+                continue;
+            };
+            let index = slot as u32;
+            any |= self.fetch_sq(&mut q, index);
+            any |= self.fetch_rq(&mut q, index);
+            if let Some(s) = self.qps.get_mut(slot) {
+                *s = Some(q);
+            }
+        }
+        any
+    }
+
+    fn fetch_sq(&mut self, q: &mut HostQp, index: u32) -> bool {
+        let pi = self.hal.reg_read(reg::sq_db(index));
+        let mut any = false;
+        while q.sq_ci != pi {
+            let addr = slot_addr(
+                q.sq_ring,
+                q.sq_log,
+                q.sq_ci,
+                core::mem::size_of::<SendWqe>(),
+            );
+            let mut wqe = SendWqe::new_zeroed();
+            if self.hal.dma().read(addr, wqe.as_mut_bytes()).is_err() {
+                self.counters.dma_errors += 1;
+                break;
+            }
+            let result = match wqe.to_wr(q.qp_type == QpType::Ud) {
+                Ok(wr) => self.engine.post_send(q.qpn, &wr),
+                Err(DecodeError(reason)) => Err(EngineError::InvalidWr { reason }),
+            };
+            match result {
+                Ok(()) => self.counters.send_wqes += 1,
+                // The engine's queue is full: leave the WQE in the ring for later.
+                Err(EngineError::QueueFull { .. }) => break,
+                Err(e) => {
+                    // The verbs call would have failed synchronously; here the WQE is
+                    // already posted, so it completes in error instead of vanishing.
+                    self.counters.bad_wqes += 1;
+                    let status = match e {
+                        EngineError::Memory(_) => WcStatus::LocProtErr,
+                        _ => WcStatus::LocQpOpErr,
+                    };
+                    let mut wc =
+                        WorkCompletion::new(wqe.wr_id.get(), q.qpn, WcOpcode::Send, status);
+                    wc.opcode = roce_core::transport::WrOpcode::from_u8(wqe.opcode)
+                        .map_or(WcOpcode::Send, |o| o.wc_opcode());
+                    self.push_cqe(q.send_cq, wc);
+                }
+            }
+            q.sq_ci = q.sq_ci.wrapping_add(1);
+            any = true;
+        }
+        any
+    }
+
+    fn fetch_rq(&mut self, q: &mut HostQp, index: u32) -> bool {
+        let pi = self.hal.reg_read(reg::rq_db(index));
+        let mut any = false;
+        while q.rq_ci != pi {
+            let addr = slot_addr(
+                q.rq_ring,
+                q.rq_log,
+                q.rq_ci,
+                core::mem::size_of::<RecvWqe>(),
+            );
+            let mut wqe = RecvWqe::new_zeroed();
+            if self.hal.dma().read(addr, wqe.as_mut_bytes()).is_err() {
+                self.counters.dma_errors += 1;
+                break;
+            }
+            match wqe.to_wr().map(|wr| self.engine.post_recv(q.qpn, &wr)) {
+                Ok(Ok(())) => self.counters.recv_wqes += 1,
+                Ok(Err(EngineError::QueueFull { .. })) => break,
+                // A receive WQE that cannot be posted is host misuse; it is counted and
+                // skipped (the verbs call would have returned an error).
+                _ => self.counters.bad_wqes += 1,
+            }
+            q.rq_ci = q.rq_ci.wrapping_add(1);
+            any = true;
+        }
+        any
+    }
+
+    // -----------------------------------------------------------------------------------
+    // Completions
+
+    fn write_completions(&mut self) -> bool {
+        let mut any = false;
+        for c in 0..CQS {
+            let Some(Some(cq)) = self.cqs.get(c).copied() else {
+                continue;
+            };
+            let mut cq = cq;
+            loop {
+                if !self.cq_has_room(&cq, c) {
+                    if cq.stash.is_none() {
+                        if let Some(wc) = self.engine.poll_completion(CqHandle(c as u16)) {
+                            // The host ring is full and the engine has more: overflow.
+                            cq.stash = Some(wc);
+                        }
+                    }
+                    if cq.stash.is_some() && !cq.overflowed {
+                        cq.overflowed = true;
+                        self.counters.cq_overflows += 1;
+                        self.raise(|e| e.set_cq_error(true));
+                        self.hal.reg_write(reg::EVENT_CQN, c as u32);
+                    }
+                    break;
+                }
+                let Some(wc) = cq
+                    .stash
+                    .take()
+                    .or_else(|| self.engine.poll_completion(CqHandle(c as u16)))
+                else {
+                    break;
+                };
+                self.write_cqe(&mut cq, &wc);
+                any = true;
+            }
+            if let Some(s) = self.cqs.get_mut(c) {
+                *s = Some(cq);
+            }
+        }
+        if any {
+            self.raise(|e| e.set_completion(true));
+        }
+        any
+    }
+
+    fn cq_has_room(&mut self, cq: &HostCq, c: usize) -> bool {
+        let host_ci = self.hal.reg_read(reg::cq_db(c as u32));
+        cq.pi.wrapping_sub(host_ci) < (1u32 << cq.log_depth)
+    }
+
+    /// Writes one CQE (used for completions the runtime makes itself).
+    fn push_cqe(&mut self, c: u16, wc: WorkCompletion) {
+        let Some(Some(mut cq)) = self.cqs.get(usize::from(c)).copied() else {
+            return;
+        };
+        if self.cq_has_room(&cq, usize::from(c)) {
+            self.write_cqe(&mut cq, &wc);
+        } else if cq.stash.is_none() {
+            cq.stash = Some(wc);
+        }
+        if let Some(s) = self.cqs.get_mut(usize::from(c)) {
+            *s = Some(cq);
+        }
+    }
+
+    fn write_cqe(&mut self, cq: &mut HostCq, wc: &WorkCompletion) {
+        if wc.status != WcStatus::Success && wc.status != WcStatus::WrFlushErr {
+            // A QP that fails on its own is reported like IBV_EVENT_QP_FATAL.
+            self.raise(|e| e.set_qp_fatal(true));
+            self.hal.reg_write(reg::EVENT_QPN, wc.qp_num.value());
+        }
+        let cqe = Cqe::from_wc(wc, cq.pi, cq.log_depth);
+        let addr = slot_addr(cq.ring, cq.log_depth, cq.pi, core::mem::size_of::<Cqe>());
+        if self.hal.dma().write(addr, cqe.as_bytes()).is_err() {
+            self.counters.dma_errors += 1;
+        }
+        cq.pi = cq.pi.wrapping_add(1);
+        self.counters.cqes += 1;
+    }
+
+    fn raise(&mut self, set: impl FnOnce(&mut EventStatus)) {
+        let mut e = EventStatus(self.hal.reg_read(reg::EVENT_STATUS));
+        set(&mut e);
+        self.hal.reg_write(reg::EVENT_STATUS, e.0);
+    }
+
+    // -----------------------------------------------------------------------------------
+    // Commands
+
+    fn run_commands(&mut self) -> bool {
+        let pi = self.hal.reg_read(reg::CMDQ_PI);
+        if pi == self.cmdq_ci {
+            return false;
+        }
+        let base = u64::from(self.hal.reg_read(reg::CMDQ_BASE_LO))
+            | (u64::from(self.hal.reg_read(reg::CMDQ_BASE_HI)) << 32);
+        let log = self
+            .hal
+            .reg_read(reg::CMDQ_LOG_DEPTH)
+            .min(u32::from(MAX_LOG_DEPTH)) as u8;
+        while self.cmdq_ci != pi {
+            let addr = slot_addr(base, log, self.cmdq_ci, core::mem::size_of::<CmdEntry>());
+            let mut entry = CmdEntry::new_zeroed();
+            if self.hal.dma().read(addr, entry.as_mut_bytes()).is_err() {
+                self.counters.dma_errors += 1;
+                break;
+            }
+            let status = self.execute(&mut entry);
+            self.counters.commands += 1;
+            if status != CmdStatus::Ok {
+                self.counters.command_errors += 1;
+            }
+            entry.status = U32::new(status as u32);
+            if self.hal.dma().write(addr, entry.as_bytes()).is_err() {
+                self.counters.dma_errors += 1;
+            }
+            self.cmdq_ci = self.cmdq_ci.wrapping_add(1);
+            self.hal.reg_write(reg::CMDQ_CI, self.cmdq_ci);
+        }
+        self.raise(|e| e.set_cmd_done(true));
+        true
+    }
+
+    /// Executes one command. On any error nothing has changed.
+    fn execute(&mut self, e: &mut CmdEntry) -> CmdStatus {
+        let Some(op) = CmdOp::from_u16(e.opcode.get()) else {
+            return CmdStatus::BadOpcode;
+        };
+        let handle = abi::payload::<abi::HandleArg>(e).handle.get();
+        let result = match op {
+            CmdOp::QueryDevice => {
+                abi::set_payload(e, &self.device_attr());
+                Ok(())
+            }
+            CmdOp::AllocPd => self
+                .engine
+                .alloc_pd()
+                .map(|pd| e.out = U32::new(u32::from(pd.index()))),
+            CmdOp::DeallocPd => match u16::try_from(handle) {
+                Ok(pd) => self.engine.dealloc_pd(Pd::from_index(pd)),
+                Err(_) => return CmdStatus::BadHandle,
+            },
+            CmdOp::RegMr => return self.reg_mr(e),
+            CmdOp::DeregMr => self.engine.dereg_mr(Lkey(handle)),
+            CmdOp::CreateCq => return self.create_cq(e),
+            CmdOp::DestroyCq => return self.destroy_cq(handle),
+            CmdOp::CreateQp => return self.create_qp(e),
+            CmdOp::ModifyQp => {
+                let arg = abi::payload::<abi::QpAttrArg>(e);
+                match arg.to_attr() {
+                    Ok(attr) => self.engine.modify_qp(Qpn::new(arg.qpn.get()), &attr),
+                    Err(_) => return CmdStatus::BadParam,
+                }
+            }
+            CmdOp::QueryQp => self.engine.query_qp(Qpn::new(handle)).map(|info| {
+                let mut attr = QpAttr::to_state(info.state);
+                attr.path_mtu = Some(info.path_mtu);
+                attr.dest_qp_num = Some(info.dest_qpn);
+                attr.sq_psn = Some(info.sq_psn);
+                attr.rq_psn = Some(info.rq_psn);
+                attr.qp_access_flags = Some(info.access);
+                attr.qkey = Some(info.qkey);
+                abi::set_payload(e, &abi::QpAttrArg::from_attr(info.qpn, &attr));
+            }),
+            CmdOp::DestroyQp => return self.destroy_qp(Qpn::new(handle)),
+        };
+        match result {
+            Ok(()) => CmdStatus::Ok,
+            Err(err) => status_of(&err),
+        }
+    }
+
+    fn device_attr(&self) -> abi::DeviceAttr {
+        let cfg = self.engine.config();
+        abi::DeviceAttr {
+            max_qp: U32::new(QPS as u32),
+            max_cq: U32::new(CQS as u32),
+            max_mr: U32::new(MRS as u32),
+            max_pd: U32::new(PDS as u32),
+            max_log_depth: MAX_LOG_DEPTH,
+            max_sge: abi::WQE_SGES as u8,
+            max_qp_rd_atom: RD.min(255) as u8,
+            max_msg_sz: U32::new(roce_core::transport::MAX_MSG_SIZE as u32),
+            mac: cfg.mac,
+            gid: cfg.gid,
+            active_mtu: cfg.active_mtu as u8,
+            ..Default::default()
+        }
+    }
+
+    fn reg_mr(&mut self, e: &mut CmdEntry) -> CmdStatus {
+        let mut arg = abi::payload::<abi::RegMrArg>(e);
+        let (Ok(pd), Some(access)) = (
+            u16::try_from(arg.pd.get()),
+            AccessFlags::from_bits(arg.access.get()),
+        ) else {
+            return CmdStatus::BadParam;
+        };
+        match self
+            .engine
+            .reg_mr(Pd::from_index(pd), arg.addr.get(), arg.length.get(), access)
+        {
+            Ok(keys) => {
+                arg.lkey = U32::new(keys.lkey.0);
+                arg.rkey = U32::new(keys.rkey.0);
+                abi::set_payload(e, &arg);
+                e.out = U32::new(keys.lkey.0);
+                CmdStatus::Ok
+            }
+            Err(err) => status_of(&err),
+        }
+    }
+
+    fn create_cq(&mut self, e: &mut CmdEntry) -> CmdStatus {
+        let arg = abi::payload::<abi::CreateCqArg>(e);
+        if arg.log_depth > MAX_LOG_DEPTH || arg.ring.get() % 64 != 0 {
+            return CmdStatus::BadParam;
+        }
+        let cq = match self.engine.create_cq() {
+            Ok(cq) => cq,
+            Err(err) => return status_of(&err),
+        };
+        let Some(slot) = self.cqs.get_mut(usize::from(cq.0)) else {
+            let _ = self.engine.destroy_cq(cq);
+            return CmdStatus::NoResources;
+        };
+        *slot = Some(HostCq {
+            ring: arg.ring.get(),
+            log_depth: arg.log_depth,
+            pi: 0,
+            stash: None,
+            overflowed: false,
+        });
+        e.out = U32::new(u32::from(cq.0));
+        CmdStatus::Ok
+    }
+
+    fn destroy_cq(&mut self, handle: u32) -> CmdStatus {
+        let Ok(c) = u16::try_from(handle) else {
+            return CmdStatus::BadHandle;
+        };
+        match self.engine.destroy_cq(CqHandle(c)) {
+            Ok(()) => {
+                if let Some(s) = self.cqs.get_mut(usize::from(c)) {
+                    *s = None;
+                }
+                CmdStatus::Ok
+            }
+            Err(err) => status_of(&err),
+        }
+    }
+
+    fn create_qp(&mut self, e: &mut CmdEntry) -> CmdStatus {
+        let arg = abi::payload::<abi::CreateQpArg>(e);
+        let Some(qp_type) = QpType::from_u8(arg.qp_type) else {
+            return CmdStatus::BadParam;
+        };
+        let (Ok(pd), Ok(send_cq), Ok(recv_cq)) = (
+            u16::try_from(arg.pd.get()),
+            u16::try_from(arg.send_cq.get()),
+            u16::try_from(arg.recv_cq.get()),
+        ) else {
+            return CmdStatus::BadHandle;
+        };
+        if arg.sq_log_depth > MAX_LOG_DEPTH || arg.rq_log_depth > MAX_LOG_DEPTH {
+            return CmdStatus::BadParam;
+        }
+        let init = QpInitAttr {
+            qp_type,
+            pd: Pd::from_index(pd),
+            send_cq,
+            recv_cq,
+            sq_sig_all: arg.sq_sig_all != 0,
+        };
+        let qpn = match self.engine.create_qp(&init) {
+            Ok(q) => q,
+            Err(err) => return status_of(&err),
+        };
+        let slot = (qpn.value() - QPN_BASE) as usize;
+        // A fresh QP starts reading its rings where the host's doorbells stand now.
+        let index = slot as u32;
+        let host = HostQp {
+            qpn,
+            qp_type,
+            send_cq,
+            sq_ring: arg.sq_ring.get(),
+            sq_log: arg.sq_log_depth,
+            sq_ci: self.hal.reg_read(reg::sq_db(index)),
+            rq_ring: arg.rq_ring.get(),
+            rq_log: arg.rq_log_depth,
+            rq_ci: self.hal.reg_read(reg::rq_db(index)),
+        };
+        match self.qps.get_mut(slot) {
+            Some(s) => *s = Some(host),
+            None => {
+                let _ = self.engine.destroy_qp(qpn);
+                return CmdStatus::NoResources;
+            }
+        }
+        e.out = U32::new(qpn.value());
+        CmdStatus::Ok
+    }
+
+    fn destroy_qp(&mut self, qpn: Qpn) -> CmdStatus {
+        match self.engine.destroy_qp(qpn) {
+            Ok(()) => {
+                let slot = qpn.value().wrapping_sub(QPN_BASE) as usize;
+                if let Some(s) = self.qps.get_mut(slot) {
+                    *s = None;
+                }
+                CmdStatus::Ok
+            }
+            Err(err) => status_of(&err),
+        }
+    }
+}
+
+/// Address of ring slot `index` (entries of `size` bytes, depth `2^log`).
+fn slot_addr(ring: u64, log: u8, index: u32, size: usize) -> u64 {
+    let mask = (1u32 << log.min(31)) - 1;
+    ring.wrapping_add(u64::from(index & mask) * size as u64)
+}
+
+/// The command status for an engine error.
+fn status_of(e: &EngineError) -> CmdStatus {
+    match e {
+        EngineError::NoSuchQp(_) | EngineError::NoSuchCq(_) => CmdStatus::BadHandle,
+        EngineError::Memory(MemError::NoSuchPd | MemError::NoSuchKey(_) | MemError::WrongPd(_)) => {
+            CmdStatus::BadHandle
+        }
+        EngineError::Memory(MemError::TableFull) | EngineError::TableFull { .. } => {
+            CmdStatus::NoResources
+        }
+        EngineError::Busy { .. } => CmdStatus::Busy,
+        EngineError::ModifyQp(_)
+        | EngineError::InvalidAttribute { .. }
+        | EngineError::InvalidState { .. } => CmdStatus::IllegalTransition,
+        _ => CmdStatus::BadParam,
+    }
+}
+
+/// The runtime with its capacities erased, for hosts that hold NICs of several sizes.
+pub trait NicRuntime {
+    /// [`Nic::poll`].
+    fn poll(&mut self) -> bool;
+    /// [`Nic::poll_timeout`].
+    fn poll_timeout(&self) -> Option<u64>;
+    /// The engine's protocol counters.
+    fn engine_counters(&self) -> roce_core::transport::Counters;
+    /// The runtime's counters.
+    fn runtime_counters(&self) -> RuntimeCounters;
+}
+
+impl<
+        H: Hal,
+        const QPS: usize,
+        const CQS: usize,
+        const PDS: usize,
+        const MRS: usize,
+        const SQ: usize,
+        const RQ: usize,
+        const CQE: usize,
+        const RD: usize,
+    > NicRuntime for Nic<H, QPS, CQS, PDS, MRS, SQ, RQ, CQE, RD>
+{
+    fn poll(&mut self) -> bool {
+        Nic::poll(self)
+    }
+    fn poll_timeout(&self) -> Option<u64> {
+        Nic::poll_timeout(self)
+    }
+    fn engine_counters(&self) -> roce_core::transport::Counters {
+        *self.engine.counters()
+    }
+    fn runtime_counters(&self) -> RuntimeCounters {
+        self.counters
+    }
+}

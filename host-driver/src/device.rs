@@ -1,0 +1,221 @@
+//! Devices the driver can open, and the in-process NIC: the real firmware runtime over a
+//! register file and host memory in this process, with frame queues as its port.
+
+use crate::memory::HostMemory;
+use roce_core::engine::PortConfig;
+use roce_core::transport::Counters;
+use roce_firmware::abi::reg;
+use roce_firmware::datapath::RxCheck;
+use roce_firmware::hal::{Datapath, Hal};
+use roce_firmware::runtime::{Nic, NicRuntime, RuntimeCounters};
+use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
+use std::rc::Rc;
+
+/// What the driver needs of a NIC: its register window, the host memory it DMAs, and a
+/// way to let it make progress while the driver waits for it.
+pub trait Device {
+    /// Reads a 32-bit register.
+    fn read_reg(&self, offset: u32) -> u32;
+    /// Writes a 32-bit register (a doorbell, or configuration).
+    fn write_reg(&self, offset: u32, value: u32);
+    /// The host memory the device reaches by DMA.
+    fn memory(&self) -> &HostMemory;
+    /// Gives the device a chance to run (the in-process NIC polls its firmware once).
+    fn progress(&self);
+}
+
+/// The port of an in-process NIC: frames it sent, frames for it to receive.
+#[derive(Default)]
+pub struct PortQueues {
+    /// Frames the NIC transmitted, oldest first.
+    pub tx: VecDeque<Vec<u8>>,
+    /// Frames waiting to be received, oldest first.
+    pub rx: VecDeque<Vec<u8>>,
+    /// The transmit queue takes no more than this many frames (back-pressure).
+    pub tx_limit: usize,
+    /// The datapath's receive checks.
+    pub rx_check: RxCheck,
+}
+
+struct PortDatapath(Rc<RefCell<PortQueues>>);
+
+impl Datapath for PortDatapath {
+    fn transmit(&mut self, frame: &[u8]) -> bool {
+        let mut q = self.0.borrow_mut();
+        if q.tx.len() >= q.tx_limit {
+            return false;
+        }
+        q.tx.push_back(frame.to_vec());
+        true
+    }
+    fn can_transmit(&self) -> bool {
+        let q = self.0.borrow();
+        q.tx.len() < q.tx_limit
+    }
+    fn receive(&mut self, buf: &mut [u8]) -> Option<usize> {
+        let mut q = self.0.borrow_mut();
+        while let Some(frame) = q.rx.pop_front() {
+            if q.rx_check.check(&frame) && frame.len() <= buf.len() {
+                buf[..frame.len()].copy_from_slice(&frame);
+                return Some(frame.len());
+            }
+        }
+        None
+    }
+}
+
+struct Shared {
+    regs: RefCell<Vec<u32>>,
+    mem: HostMemory,
+    clock: Cell<u64>,
+}
+
+struct LocalHal {
+    shared: Rc<Shared>,
+    mem: HostMemory,
+    port: PortDatapath,
+}
+
+impl Hal for LocalHal {
+    type Dma = HostMemory;
+    type Datapath = PortDatapath;
+
+    fn reg_read(&mut self, offset: u32) -> u32 {
+        self.shared
+            .regs
+            .borrow()
+            .get((offset / 4) as usize)
+            .copied()
+            .unwrap_or(0)
+    }
+    fn reg_write(&mut self, offset: u32, value: u32) {
+        if let Some(r) = self.shared.regs.borrow_mut().get_mut((offset / 4) as usize) {
+            *r = value;
+        }
+    }
+    fn dma(&mut self) -> &mut HostMemory {
+        &mut self.mem
+    }
+    fn datapath(&mut self) -> &mut PortDatapath {
+        &mut self.port
+    }
+    fn split(&mut self) -> (&mut HostMemory, &mut PortDatapath) {
+        (&mut self.mem, &mut self.port)
+    }
+    fn now(&mut self) -> u64 {
+        self.shared.clock.get()
+    }
+}
+
+/// How big an in-process NIC's tables are.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Capacities {
+    /// The soft-core firmware's (`roce_firmware::config`): 8 QPs.
+    Firmware,
+    /// A host-sized NIC: 64 QPs with deeper queues, for benchmarks.
+    Host,
+}
+
+/// An in-process NIC: the firmware runtime, a register file, host memory and a port.
+pub struct LocalNic {
+    shared: Rc<Shared>,
+    port: Rc<RefCell<PortQueues>>,
+    fw: RefCell<Box<dyn NicRuntime>>,
+}
+
+impl LocalNic {
+    /// Boots a NIC with the given port addresses.
+    pub fn new(cfg: PortConfig, caps: Capacities) -> Rc<Self> {
+        let shared = Rc::new(Shared {
+            regs: RefCell::new(vec![0; (reg::WINDOW / 4) as usize]),
+            mem: HostMemory::default(),
+            clock: Cell::new(0),
+        });
+        let port = Rc::new(RefCell::new(PortQueues {
+            tx_limit: 64,
+            ..PortQueues::default()
+        }));
+        let hal = LocalHal {
+            shared: shared.clone(),
+            mem: shared.mem.clone(),
+            port: PortDatapath(port.clone()),
+        };
+        let fw: Box<dyn NicRuntime> = match caps {
+            Capacities::Firmware => Box::new(roce_firmware::config::FirmwareNic::new(hal, cfg)),
+            Capacities::Host => Box::new(Nic::<_, 64, 64, 8, 64, 64, 64, 128, 16>::new(hal, cfg)),
+        };
+        Rc::new(Self {
+            shared,
+            port,
+            fw: RefCell::new(fw),
+        })
+    }
+
+    /// Sets the NIC's clock (nanoseconds; must not go backwards).
+    pub fn set_time(&self, now: u64) {
+        self.shared.clock.set(now.max(self.shared.clock.get()));
+    }
+
+    /// The NIC's clock.
+    pub fn now(&self) -> u64 {
+        self.shared.clock.get()
+    }
+
+    /// Runs the firmware loop once; true if it did anything.
+    pub fn poll(&self) -> bool {
+        self.fw.borrow_mut().poll()
+    }
+
+    /// Runs the firmware loop until it has nothing left to do now.
+    pub fn run_until_idle(&self) {
+        while self.poll() {}
+    }
+
+    /// When a timer of the NIC is next due.
+    pub fn poll_timeout(&self) -> Option<u64> {
+        self.fw.borrow().poll_timeout()
+    }
+
+    /// The port's frame queues.
+    pub fn port(&self) -> &Rc<RefCell<PortQueues>> {
+        &self.port
+    }
+
+    /// The engine's protocol counters (rxe's names).
+    pub fn counters(&self) -> Counters {
+        self.fw.borrow().engine_counters()
+    }
+
+    /// The firmware runtime's counters.
+    pub fn runtime_counters(&self) -> RuntimeCounters {
+        self.fw.borrow().runtime_counters()
+    }
+}
+
+impl Device for LocalNic {
+    fn read_reg(&self, offset: u32) -> u32 {
+        self.shared
+            .regs
+            .borrow()
+            .get((offset / 4) as usize)
+            .copied()
+            .unwrap_or(0)
+    }
+    fn write_reg(&self, offset: u32, value: u32) {
+        if let Some(r) = self.shared.regs.borrow_mut().get_mut((offset / 4) as usize) {
+            // EVENT_STATUS is write-one-to-clear for the host.
+            if offset == reg::EVENT_STATUS {
+                *r &= !value;
+            } else {
+                *r = value;
+            }
+        }
+    }
+    fn memory(&self) -> &HostMemory {
+        &self.shared.mem
+    }
+    fn progress(&self) {
+        self.poll();
+    }
+}

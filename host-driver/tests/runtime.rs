@@ -1,0 +1,296 @@
+//! The firmware runtime, compiled for the host, behind the ABI: command errors change
+//! nothing, doorbells are served in order, rings wrap, a CQ overflow is reported as an
+//! event, and a QP in ERR flushes every outstanding WQE in order.
+
+use roce_core::engine::PortConfig;
+use roce_core::memory::AccessFlags;
+use roce_core::num::Psn;
+use roce_core::transport::{
+    ipv4_gid, QpAttr, QpState, QpType, RecvWr, SendFlags, SendWr, WcOpcode, WcStatus, WrOp,
+};
+use roce_firmware::abi::{self, CmdEntry, CmdOp, CmdStatus};
+use roce_host::{Capacities, ConnectOptions, Context, Error, LocalNic, QpEndpoint};
+use std::rc::Rc;
+use zerocopy::little_endian::U32;
+
+fn nic(last: u8) -> (Rc<LocalNic>, Context) {
+    let cfg = PortConfig::new([2, 0, 0, 0, 0, last], ipv4_gid([10, 0, 0, last]));
+    let nic = LocalNic::new(cfg, Capacities::Firmware);
+    let ctx = Context::open(nic.clone()).unwrap();
+    (nic, ctx)
+}
+
+fn status(e: Error) -> CmdStatus {
+    match e {
+        Error::Command { status, .. } => status,
+        other => panic!("expected a command error, got {other:?}"),
+    }
+}
+
+fn handle_cmd(ctx: &Context, op: CmdOp, handle: u32) -> Result<CmdEntry, Error> {
+    let mut e = CmdEntry::default();
+    abi::set_payload(
+        &mut e,
+        &abi::HandleArg {
+            handle: U32::new(handle),
+        },
+    );
+    ctx.raw_command(op as u16, &mut e).map(|()| e)
+}
+
+#[test]
+fn bad_commands_get_an_error_status_and_change_nothing() {
+    let (_nic, ctx) = nic(1);
+    let pd = ctx.alloc_pd().unwrap();
+    let cq = ctx.create_cq(8).unwrap();
+    let qp = pd.create_qp(QpType::Rc, &cq, &cq).build().unwrap();
+    let mut e = CmdEntry::default();
+    assert_eq!(
+        status(ctx.raw_command(99, &mut e).unwrap_err()),
+        CmdStatus::BadOpcode
+    );
+    assert_eq!(
+        status(handle_cmd(&ctx, CmdOp::DeallocPd, 3).unwrap_err()),
+        CmdStatus::BadHandle
+    );
+    assert_eq!(
+        status(handle_cmd(&ctx, CmdOp::DeregMr, 0x1234).unwrap_err()),
+        CmdStatus::BadHandle
+    );
+    assert_eq!(
+        status(handle_cmd(&ctx, CmdOp::DestroyQp, 0xFFFF).unwrap_err()),
+        CmdStatus::BadHandle
+    );
+    // Objects in use cannot go.
+    assert_eq!(
+        status(handle_cmd(&ctx, CmdOp::DestroyCq, cq.cqn()).unwrap_err()),
+        CmdStatus::Busy
+    );
+    // Illegal transition: RESET -> RTS. The QP stays in RESET.
+    let err = qp.modify(&QpAttr::to_state(QpState::Rts)).unwrap_err();
+    assert_eq!(status(err), CmdStatus::IllegalTransition);
+    assert_eq!(qp.query().unwrap().qp_state, Some(QpState::Reset));
+    // INIT without its required attributes is refused too; with them it works.
+    let err = qp.modify(&QpAttr::to_state(QpState::Init)).unwrap_err();
+    assert_eq!(status(err), CmdStatus::IllegalTransition);
+    let mut init = QpAttr::to_state(QpState::Init);
+    init.pkey_index = Some(0);
+    init.port_num = Some(1);
+    init.qp_access_flags = Some(AccessFlags::REMOTE_WRITE);
+    qp.modify(&init).unwrap();
+    assert_eq!(qp.query().unwrap().qp_state, Some(QpState::Init));
+    // Out of resources: more QPs than the firmware has (8); the ones made still work.
+    let mut qps = vec![];
+    let err = loop {
+        match pd.create_qp(QpType::Uc, &cq, &cq).build() {
+            Ok(q) => qps.push(q),
+            Err(e) => break e,
+        }
+    };
+    assert_eq!(status(err), CmdStatus::NoResources);
+    assert_eq!(qps.len(), roce_firmware::config::QPS - 1);
+    assert_eq!(qps[0].query().unwrap().qp_state, Some(QpState::Reset));
+    // A ring deeper than the device allows never reaches the device.
+    assert!(matches!(
+        ctx.create_cq(1 << 20),
+        Err(Error::InvalidArgument(_))
+    ));
+}
+
+/// Two connected RC QPs on two NICs, with frames shuttled by `run`.
+struct Link {
+    a: Rc<LocalNic>,
+    b: Rc<LocalNic>,
+}
+
+impl Link {
+    fn run(&self) {
+        loop {
+            let mut busy = self.a.poll() | self.b.poll();
+            for (from, to) in [(&self.a, &self.b), (&self.b, &self.a)] {
+                let frames: Vec<_> = from.port().borrow_mut().tx.drain(..).collect();
+                busy |= !frames.is_empty();
+                to.port().borrow_mut().rx.extend(frames);
+            }
+            if !busy {
+                break;
+            }
+        }
+    }
+}
+
+#[test]
+fn rings_wrap_and_doorbells_are_served_in_order() {
+    let ((a, ca), (b, cb)) = (nic(1), nic(2));
+    let link = Link { a, b };
+    let (pda, pdb) = (ca.alloc_pd().unwrap(), cb.alloc_pd().unwrap());
+    let (cqa, cqb) = (ca.create_cq(4).unwrap(), cb.create_cq(4).unwrap());
+    let qa = pda
+        .create_qp(QpType::Rc, &cqa, &cqa)
+        .max_send_wr(4)
+        .build()
+        .unwrap();
+    let qb = pdb.create_qp(QpType::Rc, &cqb, &cqb).build().unwrap();
+    let all = AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE | AccessFlags::REMOTE_READ;
+    let (ma, mb) = (
+        pda.reg_mr(4096, all).unwrap(),
+        pdb.reg_mr(4096, all).unwrap(),
+    );
+    let ep = |c: &Context, q: &roce_host::QueuePair| {
+        let (gid, mac) = c.port_addr();
+        QpEndpoint {
+            qpn: q.qpn(),
+            psn: Psn::new(1),
+            gid,
+            mac,
+        }
+    };
+    let o = ConnectOptions::default();
+    qa.connect(&ep(&cb, &qb), Psn::new(1), &o).unwrap();
+    qb.connect(&ep(&ca, &qa), Psn::new(1), &o).unwrap();
+
+    // 40 batches of 3 WRITEs, each batch behind one doorbell: byte k of batch i goes to
+    // offset 3*i+k. The send queue (4) and the CQ (4) wrap ten times over.
+    for i in 0..40u32 {
+        let wrs: Vec<_> = (0..3u32)
+            .map(|k| {
+                let off = 3 * i + k;
+                ma.write(off as usize, &[(off % 251) as u8 + 1]).unwrap();
+                SendWr::new(
+                    u64::from(off),
+                    WrOp::RdmaWrite {
+                        remote_addr: mb.addr() + u64::from(off),
+                        rkey: mb.rkey(),
+                    },
+                )
+                .sge(ma.addr() + u64::from(off), 1, ma.lkey())
+                .flags(SendFlags::SIGNALED)
+            })
+            .collect();
+        qa.post_send_list(&wrs).unwrap();
+        link.run();
+        let wcs = cqa.wait(3, 5).unwrap();
+        let ids: Vec<_> = wcs.iter().map(|w| (w.wr_id, w.status)).collect();
+        let want: Vec<_> = (0..3)
+            .map(|k| (u64::from(3 * i + k), WcStatus::Success))
+            .collect();
+        assert_eq!(ids, want, "batch {i}");
+    }
+    let mut got = vec![0u8; 120];
+    mb.read(0, &mut got).unwrap();
+    assert!(got
+        .iter()
+        .enumerate()
+        .all(|(i, &v)| v == (i % 251) as u8 + 1));
+    // The command queue (16 deep) wraps: 40 more commands, each answered correctly.
+    for _ in 0..40 {
+        assert_eq!(qa.query().unwrap().qp_state, Some(QpState::Rts));
+    }
+    assert!(link.a.runtime_counters().commands > 40);
+}
+
+#[test]
+fn cq_overflow_is_an_error_event_and_loses_nothing() {
+    let ((a, ca), (b, cb)) = (nic(1), nic(2));
+    let link = Link { a, b };
+    let (pda, pdb) = (ca.alloc_pd().unwrap(), cb.alloc_pd().unwrap());
+    let (cqa, cqb) = (ca.create_cq(4).unwrap(), cb.create_cq(4).unwrap());
+    let qa = pda
+        .create_qp(QpType::Rc, &cqa, &cqa)
+        .max_send_wr(16)
+        .build()
+        .unwrap();
+    let qb = pdb.create_qp(QpType::Rc, &cqb, &cqb).build().unwrap();
+    let all = AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE;
+    let (ma, mb) = (pda.reg_mr(64, all).unwrap(), pdb.reg_mr(64, all).unwrap());
+    let ep = |c: &Context, q: &roce_host::QueuePair| {
+        let (gid, mac) = c.port_addr();
+        QpEndpoint {
+            qpn: q.qpn(),
+            psn: Psn::new(1),
+            gid,
+            mac,
+        }
+    };
+    let o = ConnectOptions::default();
+    qa.connect(&ep(&cb, &qb), Psn::new(1), &o).unwrap();
+    qb.connect(&ep(&ca, &qa), Psn::new(1), &o).unwrap();
+    let wrs: Vec<_> = (0..6u64)
+        .map(|i| {
+            SendWr::new(
+                i,
+                WrOp::RdmaWrite {
+                    remote_addr: mb.addr(),
+                    rkey: mb.rkey(),
+                },
+            )
+            .sge(ma.addr(), 8, ma.lkey())
+            .flags(SendFlags::SIGNALED)
+        })
+        .collect();
+    qa.post_send_list(&wrs).unwrap();
+    link.run();
+    // Six completions for a ring of four, none consumed: the CQ overflowed.
+    let ev = ca.take_events();
+    assert_eq!(ev.cq_error, Some(cqa.cqn()));
+    assert!(link.a.runtime_counters().cq_overflows >= 1);
+    // The host drains what fits, then the NIC delivers the rest: nothing was lost.
+    let mut got = cqa.wait(4, 2).unwrap();
+    link.run();
+    got.extend(cqa.wait(2, 5).unwrap());
+    link.run();
+    let ids: Vec<_> = got.iter().map(|w| w.wr_id).collect();
+    assert_eq!(ids, [0, 1, 2, 3, 4, 5]);
+}
+
+#[test]
+fn qp_in_error_flushes_every_wqe_in_order() {
+    let (_a, ctx) = nic(1);
+    let pd = ctx.alloc_pd().unwrap();
+    let cq = ctx.create_cq(32).unwrap();
+    let qp = pd.create_qp(QpType::Rc, &cq, &cq).build().unwrap();
+    let mr = pd.reg_mr(4096, AccessFlags::LOCAL_WRITE).unwrap();
+    // Connected to a peer that does not exist: nothing will ever be acknowledged.
+    let peer = QpEndpoint {
+        qpn: roce_core::num::Qpn::new(0x99),
+        psn: Psn::new(0),
+        gid: ipv4_gid([10, 0, 0, 9]),
+        mac: [2, 0, 0, 0, 0, 9],
+    };
+    qp.connect(&peer, Psn::new(0), &ConnectOptions::default())
+        .unwrap();
+    for i in 0..3 {
+        qp.post_recv(&RecvWr::new(100 + i).sge(mr.addr(), 64, mr.lkey()))
+            .unwrap();
+    }
+    for i in 0..4 {
+        // Unsignaled WRs still complete when flushed.
+        let flags = if i % 2 == 0 {
+            SendFlags::SIGNALED
+        } else {
+            SendFlags::NONE
+        };
+        qp.post_send(
+            &SendWr::new(i, WrOp::Send)
+                .sge(mr.addr(), 16, mr.lkey())
+                .flags(flags),
+        )
+        .unwrap();
+    }
+    qp.modify(&QpAttr::to_state(QpState::Err)).unwrap();
+    let wcs = cq.wait(7, 10).unwrap();
+    let sends: Vec<_> = wcs
+        .iter()
+        .filter(|w| (w.opcode as u8) < 128)
+        .map(|w| (w.wr_id, w.status))
+        .collect();
+    let recvs: Vec<_> = wcs
+        .iter()
+        .filter(|w| w.opcode == WcOpcode::Recv)
+        .map(|w| (w.wr_id, w.status))
+        .collect();
+    let flush = WcStatus::WrFlushErr;
+    assert_eq!(sends, [(0, flush), (1, flush), (2, flush), (3, flush)]);
+    assert_eq!(recvs, [(100, flush), (101, flush), (102, flush)]);
+    assert_eq!(qp.send_outstanding(), 0);
+}
