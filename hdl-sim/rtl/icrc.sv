@@ -25,14 +25,19 @@
 // m_crc/m_valid (the final ICRC value, as a number; it goes on the wire least
 // significant byte first) one enabled cycle after that.
 //
-// s_vlan / s_kind are sampled on every beat: they must be right for every byte
-// at or after the EtherType (0x8100 at 12..13, inner type at 16..17), which is
-// all the masks depend on (the TX path derives them on the fly, beat by beat).
+// s_vlan / s_kind / s_ihl are sampled on every beat: they must be right for
+// every byte at or after the one they are read from (0x8100 at 12..13, inner
+// EtherType at 16..17, IHL in the first IP byte), which is all the masks
+// depend on. The TX path derives them on the fly, beat by beat. IPv4 options
+// (IHL 6..15) are covered unmasked; the UDP checksum and BTH byte 4 move with
+// IHL (as roce-core's wire::icrc does).
 
 `resetall
 `default_nettype none
 
-module icrc #(
+module icrc
+  import roce_rx_pkg::*;
+#(
     // bus width, bits; a power of two, at least 64
     parameter int DATA_WIDTH = 64,
     // bytes per beat (derived)
@@ -50,6 +55,7 @@ module icrc #(
     input  wire logic                  s_last,    // last beat of the ICRC region
     input  wire logic                  s_vlan,    // one 802.1Q tag present
     input  wire logic [1:0]            s_kind,    // roce_rx_pkg::L3_*
+    input  wire logic [3:0]            s_ihl,     // IPv4 header length, 32-bit words
 
     output logic [31:0]                m_crc,
     output logic                       m_valid
@@ -76,33 +82,38 @@ module icrc #(
   end
 
   // ---------------------------------------------------------------- masks
-  // sel = {vlan, kind}; kind NONE uses the IPv4 pattern (the result is unused).
+  // One pattern per layout: sel = {vlan, idx}, idx 0..10 = IPv4 with IHL 5..15,
+  // 11 = IPv6, 12 = RoCEv1 GRH, 13..15 unused (IPv4 IHL 5; the result is unused).
+  localparam int NPAT = 32;
+
   function automatic logic [MASK_BITS-1:0] or_pattern(input int sel);
     logic [MASK_BITS-1:0] m;
     int l3;
-    int kind;
+    int idx;
+    int udp;
     m = '0;
-    l3 = (sel >= 4) ? 18 : 14;
-    kind = sel % 4;
+    l3 = (sel >= 16) ? 18 : 14;
+    idx = sel % 16;
     for (int i = l3 - 4; i < l3; i++) m[i*8 +: 8] = 8'hFF;
-    if (kind == 2 || kind == 3) begin
+    if (idx == 11 || idx == 12) begin
       // IPv6 / GRH: traffic class + flow label, hop limit
       m[l3*8 +: 4] = 4'hF;
       for (int i = 1; i < 4; i++) m[(l3+i)*8 +: 8] = 8'hFF;
       m[(l3+7)*8 +: 8] = 8'hFF;
-      if (kind == 2) begin
+      if (idx == 11) begin
         m[(l3+46)*8 +: 16] = 16'hFFFF;  // UDP checksum
         m[(l3+52)*8 +: 8] = 8'hFF;      // BTH byte 4
       end else begin
         m[(l3+44)*8 +: 8] = 8'hFF;      // BTH byte 4 (no UDP)
       end
     end else begin
-      // IPv4: TOS, TTL, header checksum
+      // IPv4: TOS, TTL, header checksum; options unmasked
+      udp = l3 + 4 * ((idx <= 10) ? idx + 5 : 5);
       m[(l3+1)*8 +: 8] = 8'hFF;
       m[(l3+8)*8 +: 8] = 8'hFF;
       m[(l3+10)*8 +: 16] = 16'hFFFF;
-      m[(l3+26)*8 +: 16] = 16'hFFFF;    // UDP checksum
-      m[(l3+32)*8 +: 8] = 8'hFF;        // BTH byte 4
+      m[(udp+6)*8 +: 16] = 16'hFFFF;    // UDP checksum
+      m[(udp+12)*8 +: 8] = 8'hFF;       // BTH byte 4
     end
     return m;
   endfunction
@@ -112,7 +123,7 @@ module icrc #(
     logic [MASK_BEATS*KEEP_WIDTH-1:0] z;
     int l3;
     z = '0;
-    l3 = (sel >= 4) ? 18 : 14;
+    l3 = (sel >= 16) ? 18 : 14;
     for (int i = 0; i < l3 - 4; i++) z[i] = 1'b1;
     return z;
   endfunction
@@ -166,9 +177,9 @@ module icrc #(
 
   assign beat = s_first ? '0 : beat_reg;
 
-  logic [MASK_BITS-1:0] or_pat [8];
-  logic [MASK_BEATS*KEEP_WIDTH-1:0] zero_pat [8];
-  for (genvar g = 0; g < 8; g++) begin : g_pat
+  logic [MASK_BITS-1:0] or_pat [NPAT];
+  logic [MASK_BEATS*KEEP_WIDTH-1:0] zero_pat [NPAT];
+  for (genvar g = 0; g < NPAT; g++) begin : g_pat
     localparam logic [MASK_BITS-1:0] OR_P = or_pattern(g);
     localparam logic [MASK_BEATS*KEEP_WIDTH-1:0] ZERO_P = zero_pattern(g);
     assign or_pat[g] = OR_P;
@@ -176,9 +187,15 @@ module icrc #(
   end
 
   always_comb begin
-    logic [2:0] sel;
+    logic [4:0] sel;
+    logic [3:0] idx;
     logic [KEEP_WIDTH-1:0] zb;
-    sel = {s_vlan, s_kind};
+    case (s_kind)
+      L3_IPV6: idx = 4'd11;
+      L3_GRH:  idx = 4'd12;
+      default: idx = (s_ihl >= 4'd5) ? s_ihl - 4'd5 : 4'd0;
+    endcase
+    sel = {s_vlan, idx};
     if (beat < BEAT_CNT_W'(MASK_BEATS)) begin
       or_mask = or_pat[sel][beat*DATA_WIDTH +: DATA_WIDTH];
       zb = zero_pat[sel][beat*KEEP_WIDTH +: KEEP_WIDTH];

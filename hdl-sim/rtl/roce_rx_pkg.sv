@@ -72,6 +72,7 @@ package roce_rx_pkg;
     logic [11:0]  vlan_vid;
     // IPv4, IPv6 or RoCEv1 GRH
     logic [3:0]   ip_version;
+    logic [3:0]   ip_ihl;           // IPv4 only: header length in 32-bit words (options when > 5)
     logic [5:0]   ip_dscp;          // IPv4 TOS[7:2] / IPv6 traffic class[7:2]
     logic [1:0]   ip_ecn;           // low two bits of TOS / traffic class
     logic [19:0]  ip_flow_label;    // IPv6 / GRH only
@@ -145,6 +146,7 @@ package roce_rx_pkg;
     logic              stream_en;  // send the payload on m_axis_payload
     logic              vlan;       // for the ICRC masks
     logic [1:0]        kind;
+    logic [3:0]        ihl;
   } rx_ctx_t;
 
 endpackage

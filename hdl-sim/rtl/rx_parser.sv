@@ -253,6 +253,7 @@ module rx_parser
   logic [KEEP_WIDTH-1:0] cf_keep;
   logic                  cf_valid, cf_first, cf_last, cf_vlan;
   logic [1:0]            cf_kind;
+  logic [3:0]            cf_ihl;
 
   // payload slice input
   logic [DATA_WIDTH-1:0] pay_in_data;
@@ -334,6 +335,7 @@ module rx_parser
         cf_data <= cur_data;
         cf_vlan <= ctx.vlan;
         cf_kind <= ctx.kind;
+        cf_ihl <= ctx.ihl;
 
         if (win_emit) begin
           pay_in_valid <= 1'b1;
@@ -394,6 +396,7 @@ module rx_parser
     .s_last(cf_last),
     .s_vlan(cf_vlan),
     .s_kind(cf_kind),
+    .s_ihl(cf_ihl),
     .m_crc(crc_out),
     .m_valid(crc_out_valid)
   );

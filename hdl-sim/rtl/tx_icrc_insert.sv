@@ -45,7 +45,7 @@ module tx_icrc_insert
     output logic                       m_axis_tlast
 );
 
-  localparam int VIEW = 18;                       // bytes that decide the layout
+  localparam int VIEW = 19;                       // bytes that decide the layout
   localparam int VIEW_BEATS = (VIEW + KEEP_WIDTH - 1) / KEEP_WIDTH;
   localparam int BEAT_W = $clog2(VIEW_BEATS + 1);
 
@@ -75,6 +75,7 @@ module tx_icrc_insert
   logic [VIEW*8-1:0] view;
   logic              vlan;
   logic [1:0]        kind;
+  logic [3:0]        ihl;
 
   always_comb begin
     logic [15:0] tpid;
@@ -91,6 +92,7 @@ module tx_icrc_insert
       16'h8915: kind = L3_GRH;
       default:  kind = L3_IPV4;
     endcase
+    ihl = vlan ? view[18*8 +: 4] : view[14*8 +: 4];
   end
 
   always_ff @(posedge clk) begin
@@ -118,6 +120,7 @@ module tx_icrc_insert
     .s_last(s_axis_tlast),
     .s_vlan(vlan),
     .s_kind(kind),
+    .s_ihl(ihl),
     .m_crc(crc),
     .m_valid(crc_valid)
   );

@@ -21,6 +21,7 @@ pub const META_FIELDS: &[(&str, u32)] = &[
     ("vlan_dei", 1),
     ("vlan_vid", 12),
     ("ip_version", 4),
+    ("ip_ihl", 4),
     ("ip_dscp", 6),
     ("ip_ecn", 2),
     ("ip_flow_label", 20),
@@ -237,6 +238,8 @@ pub struct Vlan {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct IpMeta {
     pub version: u8,
+    /// IPv4 only: header length in 32-bit words (options when > 5)
+    pub ihl: u8,
     pub dscp: u8,
     pub ecn: u8,
     /// IPv6 / GRH only
@@ -440,6 +443,7 @@ impl RxMeta {
             }),
             ip: IpMeta {
                 version: f("ip_version") as u8,
+                ihl: f("ip_ihl") as u8,
                 dscp: f("ip_dscp") as u8,
                 ecn: f("ip_ecn") as u8,
                 flow_label: f("ip_flow_label") as u32,
