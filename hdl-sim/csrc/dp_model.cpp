@@ -68,6 +68,8 @@ public:
         m_->rst = 1;
         for (uint32_t i = 0; i < cycles; ++i) clock();
         m_->rst = 0;
+        // one idle cycle: the registered tready outputs come up after reset
+        clock();
     }
 
     void cycle(const CycleIn& in, CycleOut& out) override {

@@ -20,7 +20,8 @@ public:
     virtual uint32_t data_width() const = 0;
     // width of the RX metadata record in bits
     virtual uint32_t meta_width() const = 0;
-    // hold reset for `cycles` clock cycles, inputs idle
+    // hold reset for `cycles` clock cycles, inputs idle, then one idle cycle
+    // out of reset (the registered tready outputs rise in it)
     virtual void reset(uint32_t cycles) = 0;
     // one clock cycle: apply `in`, report in `out` what was presented during
     // the cycle (a transfer happened at its rising edge when valid && ready),

@@ -24,12 +24,17 @@
 // Both outputs go through axis_skid register slices; the stream stage stalls
 // (global enable) only when one of them is full. s_axis_tready is a register.
 //
-// Latency (no back-pressure), counted from the cycle a beat is accepted:
-//   frames of at most HDR_BEATS beats: metadata LAT_SHORT = NB + 7 cycles
-//     after the frame's last beat, where NB is the frame's beat count;
-//   longer frames: metadata HDR_BEATS + 7 cycles after the last beat.
-// At line rate the output keeps up beat for beat: no input stall, no bubble
-// inside a payload packet. See README.md for the derivation and the tests.
+// Latency, outputs ready, for a frame of NB beats that does not wait behind
+// the one before it (always the case at line rate with equal frames):
+//   metadata:   min(NB, HDR_BEATS) + 8 cycles after the frame's last beat;
+//   payload:    a beat leaves min(NB, HDR_BEATS) + 6 cycles after the input
+//               beat that completes it;
+// HDR_BEATS = 128 / KEEP_WIDTH (16 at 64 bits, 2 at 512 bits): the context
+// is ready 5 cycles after the beat that closes the 128-byte header window
+// (capture 1, rx_hdr_decode 3, context FIFO 1), the stream stage runs 3 more
+// (beat, CRC, final CRC) and the output slice 1.
+// At line rate the input never stalls and payload packets have no bubble:
+// tests/line_rate.rs checks all of this cycle by cycle.
 
 `resetall
 `default_nettype none
@@ -42,7 +47,7 @@ module rx_parser
     // bytes per beat (derived)
     parameter int KEEP_WIDTH = DATA_WIDTH / 8,
     // frames the parser may hold at once (context FIFO entries)
-    parameter int CTX_DEPTH = 8,
+    parameter int CTX_DEPTH = 16,
     // metadata record width (derived)
     parameter int META_WIDTH = $bits(rx_meta_t)
 ) (
