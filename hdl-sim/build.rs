@@ -76,7 +76,10 @@ fn main() {
     if !version_ok(&version) {
         return unavailable(&format!("{version}: Verilator 5 is needed"));
     }
-    let root = match Command::new(&verilator).args(["--getenv", "VERILATOR_ROOT"]).output() {
+    let root = match Command::new(&verilator)
+        .args(["--getenv", "VERILATOR_ROOT"])
+        .output()
+    {
         Ok(o) if o.status.success() => PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()),
         _ => return unavailable("`verilator --getenv VERILATOR_ROOT` failed"),
     };
@@ -102,7 +105,8 @@ fn main() {
     let mut verilating = Vec::new();
     for &w in WIDTHS {
         let mdir = out.join(format!("vobj_{w}"));
-        if read_stamp(&mdir) == Some(rtl_hash.clone()) && out.join(lib_file(&model_lib(w))).exists() {
+        if read_stamp(&mdir) == Some(rtl_hash.clone()) && out.join(lib_file(&model_lib(w))).exists()
+        {
             continue;
         }
         let _ = fs::remove_dir_all(&mdir);
@@ -118,7 +122,9 @@ fn main() {
             .args(&rtl)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
-        let child = cmd.spawn().unwrap_or_else(|e| panic!("running {verilator}: {e}"));
+        let child = cmd
+            .spawn()
+            .unwrap_or_else(|e| panic!("running {verilator}: {e}"));
         verilating.push((w, mdir, child));
     }
     let mut stale = Vec::new();
@@ -152,7 +158,11 @@ fn main() {
     let rt_dir = out.join("vruntime");
     if read_stamp(&rt_dir) != Some(rt_stamp.clone()) || !out.join(lib_file("vruntime")).exists() {
         let mut b = cxx_base(&include);
-        for f in ["verilated.cpp", "verilated_threads.cpp", "verilated_fst_c.cpp"] {
+        for f in [
+            "verilated.cpp",
+            "verilated_threads.cpp",
+            "verilated_fst_c.cpp",
+        ] {
             b.file(include.join(f));
         }
         b.compile("vruntime");
@@ -232,5 +242,7 @@ fn read_stamp(dir: &Path) -> Option<String> {
 
 /// FNV-1a, 64 bit: a stable content hash (std's hasher may change between releases).
 fn fnv1a(data: &[u8]) -> u64 {
-    data.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
+    data.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
 }

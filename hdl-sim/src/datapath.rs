@@ -55,7 +55,11 @@ impl RtlDatapath {
                 use std::sync::atomic::{AtomicU64, Ordering};
                 static N: AtomicU64 = AtomicU64::new(0);
                 let n = N.fetch_add(1, Ordering::Relaxed);
-                let path = PathBuf::from(dir).join(format!("rtl-{}-{}-{n}.fst", width.bits(), std::process::id()));
+                let path = PathBuf::from(dir).join(format!(
+                    "rtl-{}-{}-{n}.fst",
+                    width.bits(),
+                    std::process::id()
+                ));
                 RtlSim::with_trace(width, &path)?
             }
             None => RtlSim::new(width)?,
@@ -65,7 +69,10 @@ impl RtlDatapath {
 
     /// A datapath that writes an FST waveform to `path`.
     pub fn with_trace(width: DataWidth, path: &std::path::Path) -> Result<RtlDatapath, SimError> {
-        Ok(RtlDatapath { sim: RtlSim::with_trace(width, path)?, slack: 1000 })
+        Ok(RtlDatapath {
+            sim: RtlSim::with_trace(width, path)?,
+            slack: 1000,
+        })
     }
 
     pub fn width(&self) -> DataWidth {
@@ -84,7 +91,10 @@ impl RtlDatapath {
 
     /// Parses one frame (Ethernet, no FCS).
     pub fn rx(&mut self, frame: &[u8]) -> Result<RxVerdict, SimError> {
-        Ok(self.rx_batch(&[frame])?.pop().expect("one verdict per frame"))
+        Ok(self
+            .rx_batch(&[frame])?
+            .pop()
+            .expect("one verdict per frame"))
     }
 
     /// Streams frames back to back (subject to the shaping) and returns one
@@ -100,7 +110,10 @@ impl RtlDatapath {
         while verdicts.len() < frames.len() {
             let Some(meta) = self.sim.pop_rx_meta()? else {
                 if self.sim.cycle() - start > budget {
-                    return Err(SimError::Timeout { cycles: budget, waiting_for: "RX metadata record" });
+                    return Err(SimError::Timeout {
+                        cycles: budget,
+                        waiting_for: "RX metadata record",
+                    });
                 }
                 self.sim.tick();
                 continue;
@@ -112,7 +125,10 @@ impl RtlDatapath {
                         break p.value;
                     }
                     if self.sim.cycle() - start > budget {
-                        return Err(SimError::Timeout { cycles: budget, waiting_for: "RX payload packet" });
+                        return Err(SimError::Timeout {
+                            cycles: budget,
+                            waiting_for: "RX payload packet",
+                        });
                     }
                     self.sim.tick();
                 }
@@ -126,7 +142,10 @@ impl RtlDatapath {
 
     /// Appends the ICRC to a frame built without it.
     pub fn tx(&mut self, frame: &[u8]) -> Result<Vec<u8>, SimError> {
-        Ok(self.tx_batch(&[frame])?.pop().expect("one frame out per frame in"))
+        Ok(self
+            .tx_batch(&[frame])?
+            .pop()
+            .expect("one frame out per frame in"))
     }
 
     /// Streams frames through the TX ICRC inserter; one output frame each.
@@ -143,7 +162,10 @@ impl RtlDatapath {
                 Some(f) => out.push(f.value),
                 None => {
                     if self.sim.cycle() - start > budget {
-                        return Err(SimError::Timeout { cycles: budget, waiting_for: "TX frame" });
+                        return Err(SimError::Timeout {
+                            cycles: budget,
+                            waiting_for: "TX frame",
+                        });
                     }
                     self.sim.tick();
                 }

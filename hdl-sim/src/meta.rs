@@ -415,7 +415,10 @@ impl RxMeta {
                 rkey: f("reth_rkey") as u32,
                 dmalen: f("reth_dmalen") as u32,
             }),
-            aeth: has(1).then(|| Aeth { syndrome: f("aeth_syndrome") as u8, msn: f("aeth_msn") as u32 }),
+            aeth: has(1).then(|| Aeth {
+                syndrome: f("aeth_syndrome") as u8,
+                msn: f("aeth_msn") as u32,
+            }),
             atomiceth: has(2).then(|| AtomicEth {
                 va: f("atomic_va") as u64,
                 rkey: f("atomic_rkey") as u32,
@@ -425,7 +428,10 @@ impl RxMeta {
             atomicacketh: has(3).then(|| f("atomicack_orig") as u64),
             immdt: has(4).then(|| f("immdt") as u32),
             ieth: has(5).then(|| f("ieth_rkey") as u32),
-            deth: has(6).then(|| Deth { qkey: f("deth_qkey") as u32, srcqp: f("deth_srcqp") as u32 }),
+            deth: has(6).then(|| Deth {
+                qkey: f("deth_qkey") as u32,
+                srcqp: f("deth_srcqp") as u32,
+            }),
             cnp: has(7).then(|| bytes16(f("cnp_reserved"))),
         };
         let pad = f("pad_bytes") as u32;
@@ -503,7 +509,9 @@ mod tests {
         let mut out = Vec::new();
         for line in src[start..end].lines().skip(1) {
             let code = line.split("//").next().unwrap().trim();
-            let Some(rest) = code.strip_prefix("logic") else { continue };
+            let Some(rest) = code.strip_prefix("logic") else {
+                continue;
+            };
             let rest = rest.trim().trim_end_matches(';').trim();
             let (width, name) = match rest.strip_prefix('[') {
                 Some(r) => {
@@ -523,8 +531,14 @@ mod tests {
     #[test]
     fn field_table_matches_the_systemverilog_struct() {
         let sv = sv_members();
-        let rs: Vec<(String, u32)> = META_FIELDS.iter().map(|&(n, w)| (n.to_string(), w)).collect();
-        assert_eq!(sv, rs, "META_FIELDS and rtl/roce_rx_pkg.sv rx_meta_t differ");
+        let rs: Vec<(String, u32)> = META_FIELDS
+            .iter()
+            .map(|&(n, w)| (n.to_string(), w))
+            .collect();
+        assert_eq!(
+            sv, rs,
+            "META_FIELDS and rtl/roce_rx_pkg.sv rx_meta_t differ"
+        );
         assert!(META_BITS <= 32 * 64);
     }
 
@@ -537,7 +551,14 @@ mod tests {
                 .lines()
                 .find(|l| l.trim_start().starts_with(&format!("{sv_name} ")))
                 .unwrap_or_else(|| panic!("{sv_name} not in rx_err_e"));
-            let code: u8 = line.split("5'd").nth(1).unwrap().trim_end_matches(',').trim().parse().unwrap();
+            let code: u8 = line
+                .split("5'd")
+                .nth(1)
+                .unwrap()
+                .trim_end_matches(',')
+                .trim()
+                .parse()
+                .unwrap();
             assert_eq!(code, e as u8, "{sv_name}");
             assert_eq!(RxError::from_code(code), Ok(Some(e)));
             assert_eq!(RxError::from_name(e.name()), Some(e));

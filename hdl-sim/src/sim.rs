@@ -53,7 +53,10 @@ pub enum SimError {
     /// The C++ side refused (bad width, trace file, ...).
     Model(String),
     /// Nothing came out within the cycle budget.
-    Timeout { cycles: u64, waiting_for: &'static str },
+    Timeout {
+        cycles: u64,
+        waiting_for: &'static str,
+    },
     /// The model produced a record with an error code outside 0..=16.
     BadErrorCode(u8),
 }
@@ -65,7 +68,10 @@ impl fmt::Display for SimError {
                 f.write_str("RTL simulation unavailable: roce-hdl-sim was built without Verilator")
             }
             SimError::Model(m) => write!(f, "Verilated model: {m}"),
-            SimError::Timeout { cycles, waiting_for } => {
+            SimError::Timeout {
+                cycles,
+                waiting_for,
+            } => {
                 write!(f, "no {waiting_for} after {cycles} cycles")
             }
             SimError::BadErrorCode(c) => write!(f, "metadata record with unknown error code {c}"),
@@ -100,8 +106,16 @@ impl Beat {
                 for (j, &byte) in chunk.iter().enumerate() {
                     data[j / 8] |= u64::from(byte) << (8 * (j % 8));
                 }
-                let keep = if chunk.len() == 64 { u64::MAX } else { (1u64 << chunk.len()) - 1 };
-                Beat { data, keep, last: i == n - 1 }
+                let keep = if chunk.len() == 64 {
+                    u64::MAX
+                } else {
+                    (1u64 << chunk.len()) - 1
+                };
+                Beat {
+                    data,
+                    keep,
+                    last: i == n - 1,
+                }
             })
             .collect()
     }
@@ -127,10 +141,18 @@ pub struct Shaping {
 
 impl Shaping {
     /// No idle cycles, outputs always ready.
-    pub const LINE_RATE: Shaping = Shaping { idle: 0.0, backpressure: 0.0, seed: 1 };
+    pub const LINE_RATE: Shaping = Shaping {
+        idle: 0.0,
+        backpressure: 0.0,
+        seed: 1,
+    };
 
     pub fn random(idle: f64, backpressure: f64, seed: u64) -> Shaping {
-        Shaping { idle, backpressure, seed }
+        Shaping {
+            idle,
+            backpressure,
+            seed,
+        }
     }
 }
 
@@ -212,7 +234,10 @@ pub struct RtlSim {
 
 impl fmt::Debug for RtlSim {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("RtlSim").field("width", &self.width).field("cycle", &self.cycle).finish()
+        f.debug_struct("RtlSim")
+            .field("width", &self.width)
+            .field("cycle", &self.cycle)
+            .finish()
     }
 }
 
@@ -233,8 +258,8 @@ impl RtlSim {
 
     #[cfg(not(roce_rtl_unavailable))]
     fn build(width: DataWidth, trace: bool) -> Result<RtlSim, SimError> {
-        let inner =
-            crate::ffi::bridge::new_dp_model(width.bits(), trace).map_err(|e| SimError::Model(e.to_string()))?;
+        let inner = crate::ffi::bridge::new_dp_model(width.bits(), trace)
+            .map_err(|e| SimError::Model(e.to_string()))?;
         assert_eq!(inner.data_width(), width.bits(), "model of the wrong width");
         let meta_width = inner.meta_width();
         assert!(
@@ -389,8 +414,13 @@ impl RtlSim {
     /// Writes an FST waveform of every following cycle to `path`.
     #[cfg(not(roce_rtl_unavailable))]
     pub fn open_trace(&mut self, path: &Path) -> Result<(), SimError> {
-        let p = path.to_str().ok_or_else(|| SimError::Model("trace path is not UTF-8".into()))?;
-        self.inner.pin_mut().open_trace(p).map_err(|e| SimError::Model(e.to_string()))
+        let p = path
+            .to_str()
+            .ok_or_else(|| SimError::Model("trace path is not UTF-8".into()))?;
+        self.inner
+            .pin_mut()
+            .open_trace(p)
+            .map_err(|e| SimError::Model(e.to_string()))
     }
 
     /// Writes an FST waveform of every following cycle to `path`.
@@ -432,14 +462,27 @@ impl RtlSim {
             self.tx_presenting = true;
         }
         let axis = |b: Option<&Beat>| match b {
-            Some(b) => AxisIn { data: b.data, keep: b.keep, valid: true, last: b.last },
+            Some(b) => AxisIn {
+                data: b.data,
+                keep: b.keep,
+                valid: true,
+                last: b.last,
+            },
             None => AxisIn::default(),
         };
         let input = CycleIn {
-            rx: axis(if self.rx_presenting { self.rx_in.front() } else { None }),
+            rx: axis(if self.rx_presenting {
+                self.rx_in.front()
+            } else {
+                None
+            }),
             rx_payload_ready: !self.rng.chance(sh.backpressure),
             rx_meta_ready: !self.rng.chance(sh.backpressure),
-            tx: axis(if self.tx_presenting { self.tx_in.front() } else { None }),
+            tx: axis(if self.tx_presenting {
+                self.tx_in.front()
+            } else {
+                None
+            }),
             tx_out_ready: !self.rng.chance(sh.backpressure),
         };
         let empty = AxisOut::default();
@@ -474,7 +517,11 @@ impl RtlSim {
             }
         }
         if out.rx_payload.valid && input.rx_payload_ready {
-            let b = Beat { data: out.rx_payload.data, keep: out.rx_payload.keep, last: out.rx_payload.last };
+            let b = Beat {
+                data: out.rx_payload.data,
+                keep: out.rx_payload.keep,
+                last: out.rx_payload.last,
+            };
             self.rx_payload_cur.extend(b.bytes());
             if let Some(t) = &mut self.timeline {
                 t.rx_payload.push((cyc, b.last));
@@ -486,7 +533,10 @@ impl RtlSim {
         }
         if out.rx_meta_valid && input.rx_meta_ready {
             match RxMeta::decode(&RawMeta(out.rx_meta)) {
-                Ok(m) => self.rx_meta.push_back(Timed { cycle: cyc, value: m }),
+                Ok(m) => self.rx_meta.push_back(Timed {
+                    cycle: cyc,
+                    value: m,
+                }),
                 Err(c) => self.bad_code = Some(c),
             }
             if let Some(t) = &mut self.timeline {
@@ -494,7 +544,11 @@ impl RtlSim {
             }
         }
         if out.tx_out.valid && input.tx_out_ready {
-            let b = Beat { data: out.tx_out.data, keep: out.tx_out.keep, last: out.tx_out.last };
+            let b = Beat {
+                data: out.tx_out.data,
+                keep: out.tx_out.keep,
+                last: out.tx_out.last,
+            };
             self.tx_out_cur.extend(b.bytes());
             if let Some(t) = &mut self.timeline {
                 t.tx_out.push((cyc, b.last));

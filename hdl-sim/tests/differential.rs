@@ -39,7 +39,10 @@ use roce_core::wire::{self, ExtHeader, ExtHeaders, Headers, L3Repr, Packet};
 use roce_hdl_sim::{DataWidth, L3Kind, RtlDatapath, RxVerdict, Shaping};
 
 fn cases() -> u32 {
-    std::env::var("ROCE_HDL_DIFF_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(10_000)
+    std::env::var("ROCE_HDL_DIFF_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(10_000)
 }
 
 /// xorshift64*, for the fields that need no shrinking.
@@ -71,15 +74,30 @@ impl Rng {
 enum Corruption {
     None,
     /// flip bit `bit` of byte `at` (at is taken modulo the frame length)
-    BitFlip { at: usize, bit: u8 },
+    BitFlip {
+        at: usize,
+        bit: u8,
+    },
     /// write `val` at byte `at` (modulo the frame length)
-    Write { at: usize, val: u8 },
+    Write {
+        at: usize,
+        val: u8,
+    },
     /// keep only `keep` bytes (modulo the frame length + 1)
-    Truncate { keep: usize },
+    Truncate {
+        keep: usize,
+    },
     /// edit a header field; `fix` recomputes the IPv4 checksum and the ICRC
-    Field { which: u8, delta: i32, fix: bool },
+    Field {
+        which: u8,
+        delta: i32,
+        fix: bool,
+    },
     /// replace the frame by `len` random bytes, keeping an EtherType sometimes
-    Garbage { len: usize, keep_prefix: bool },
+    Garbage {
+        len: usize,
+        keep_prefix: bool,
+    },
 }
 
 fn corruption() -> impl Strategy<Value = Corruption> {
@@ -110,7 +128,7 @@ struct Case {
     rx: Vec<u8>,
 }
 
-fn build(seed: u64, plen: usize, c: &Corruption) -> Case {
+fn build(seed: u64, plen: usize, cs: &[Corruption]) -> Case {
     let mut r = Rng(seed | 1);
     let info = &OPCODES[r.below(OPCODES.len() as u64) as usize];
     let l3_kind = match r.below(10) {
@@ -124,7 +142,11 @@ fn build(seed: u64, plen: usize, c: &Corruption) -> Case {
         vid: r.below(4096) as u16,
         ethertype: 0,
     });
-    let eth = EthernetRepr { dst: MacAddr(r.bytes()), src: MacAddr(r.bytes()), ethertype: 0 };
+    let eth = EthernetRepr {
+        dst: MacAddr(r.bytes()),
+        src: MacAddr(r.bytes()),
+        ethertype: 0,
+    };
     let dscp = r.below(64) as u8;
     let ecn = r.below(4) as u8;
     let l3 = match l3_kind {
@@ -168,7 +190,11 @@ fn build(seed: u64, plen: usize, c: &Corruption) -> Case {
         migreq: r.chance(30),
         pad_count: 0,
         tver: 0,
-        pkey: if r.chance(70) { 0xFFFF } else { r.next() as u16 },
+        pkey: if r.chance(70) {
+            0xFFFF
+        } else {
+            r.next() as u16
+        },
         fecn: r.chance(10),
         becn: r.chance(10),
         resv6: if r.chance(10) { r.below(64) as u8 } else { 0 },
@@ -181,7 +207,11 @@ fn build(seed: u64, plen: usize, c: &Corruption) -> Case {
     for h in info.headers {
         match h {
             ExtHeader::Reth => {
-                ext.reth = Some(RethRepr { va: r.next(), rkey: Rkey(r.next() as u32), dma_len: r.next() as u32 })
+                ext.reth = Some(RethRepr {
+                    va: r.next(),
+                    rkey: Rkey(r.next() as u32),
+                    dma_len: r.next() as u32,
+                })
             }
             ExtHeader::Aeth => {
                 ext.aeth = Some(AethRepr {
@@ -197,19 +227,47 @@ fn build(seed: u64, plen: usize, c: &Corruption) -> Case {
                     compare: r.next(),
                 })
             }
-            ExtHeader::AtomicAckEth => ext.atomic_ack_eth = Some(AtomicAckEthRepr { orig_rem_data: r.next() }),
-            ExtHeader::ImmDt => ext.immdt = Some(ImmDtRepr { imm: r.next() as u32 }),
-            ExtHeader::Ieth => ext.ieth = Some(IethRepr { rkey: Rkey(r.next() as u32) }),
+            ExtHeader::AtomicAckEth => {
+                ext.atomic_ack_eth = Some(AtomicAckEthRepr {
+                    orig_rem_data: r.next(),
+                })
+            }
+            ExtHeader::ImmDt => {
+                ext.immdt = Some(ImmDtRepr {
+                    imm: r.next() as u32,
+                })
+            }
+            ExtHeader::Ieth => {
+                ext.ieth = Some(IethRepr {
+                    rkey: Rkey(r.next() as u32),
+                })
+            }
             ExtHeader::Deth => {
-                ext.deth = Some(DethRepr { qkey: Qkey(r.next() as u32), src_qp: Qpn::new(r.below(1 << 24) as u32) })
+                ext.deth = Some(DethRepr {
+                    qkey: Qkey(r.next() as u32),
+                    src_qp: Qpn::new(r.below(1 << 24) as u32),
+                })
             }
             ExtHeader::Cnp => {
-                ext.cnp = Some(CnpRepr { reserved: if r.chance(90) { [0; 16] } else { r.bytes() } })
+                ext.cnp = Some(CnpRepr {
+                    reserved: if r.chance(90) { [0; 16] } else { r.bytes() },
+                })
             }
         }
     }
-    let headers = Headers { eth, vlan, l3, udp, bth, ext };
-    let payload: Vec<u8> = if info.payload { (0..plen).map(|_| r.next() as u8).collect() } else { Vec::new() };
+    let headers = Headers {
+        eth,
+        vlan,
+        l3,
+        udp,
+        bth,
+        ext,
+    };
+    let payload: Vec<u8> = if info.payload {
+        (0..plen).map(|_| r.next() as u8).collect()
+    } else {
+        Vec::new()
+    };
     let mut buf = vec![0u8; 4300];
     let n = wire::emit(&headers, &payload, &mut buf).expect("emit");
     buf.truncate(n);
@@ -243,91 +301,114 @@ fn build(seed: u64, plen: usize, c: &Corruption) -> Case {
         1 => IcrcKind::Ipv6,
         _ => IcrcKind::RoceV1,
     };
-    let udp_at = l3_at + if l3_kind == 0 { usize::from(frame[l3_at] & 0x0F) * 4 } else { 40 };
+    let udp_at = l3_at
+        + if l3_kind == 0 {
+            usize::from(frame[l3_at] & 0x0F) * 4
+        } else {
+            40
+        };
     let bth_at = if l3_kind == 2 { udp_at } else { udp_at + 8 };
-    match *c {
-        Corruption::None => {}
-        Corruption::BitFlip { at, bit } => {
-            let at = at % frame.len();
-            frame[at] ^= 1 << bit;
+    for c in cs {
+        if frame.is_empty() {
+            break;
         }
-        Corruption::Write { at, val } => {
-            let at = at % frame.len();
-            frame[at] = val;
-        }
-        Corruption::Truncate { keep } => frame.truncate(keep % (frame.len() + 1)),
-        Corruption::Field { which, delta, fix } => {
-            let add16 = |f: &mut Vec<u8>, at: usize| {
-                let v = u16::from_be_bytes([f[at], f[at + 1]]).wrapping_add(delta as u16);
-                f[at..at + 2].copy_from_slice(&v.to_be_bytes());
-            };
-            match which {
-                0 if l3_kind == 0 => add16(&mut frame, l3_at + 2),  // IPv4 total length
-                0 => add16(&mut frame, l3_at + 4),                  // IPv6 payload length / GRH PayLen
-                1 if l3_kind != 2 => add16(&mut frame, udp_at + 4), // UDP length
-                2 if l3_kind != 2 => add16(&mut frame, udp_at + 2), // UDP destination port
-                3 => frame[l3_at] = (frame[l3_at] & 0x0F) | ((delta as u8 & 0x0F) << 4), // version
-                4 => frame[bth_at] = frame[bth_at].wrapping_add(delta as u8), // opcode
-                5 => frame[bth_at + 1] = (frame[bth_at + 1] & 0xF0) | (delta as u8 & 0x0F), // TVer
-                6 => frame[bth_at + 1] = (frame[bth_at + 1] & 0xCF) | ((delta as u8 & 3) << 4), // PadCnt
-                7 => add16(&mut frame, l3_at - 2),                  // EtherType
-                8 if l3_kind == 0 => frame[l3_at] = 0x40 | (delta as u8 & 0x0F), // IHL
-                9 if l3_kind == 0 => frame[l3_at + 6] ^= 0x20,      // MF
-                10 => frame[l3_at + if l3_kind == 0 { 9 } else { 6 }] = delta as u8, // protocol / next header
-                11 => {
-                    // cut the datagram consistently to 0..=19 transport bytes
-                    let k = delta.unsigned_abs() as usize;
-                    if frame.len() >= bth_at + k {
-                        frame.truncate(bth_at + k);
-                        let tl = k as u16;
-                        if l3_kind != 2 {
-                            frame[udp_at + 4..udp_at + 6].copy_from_slice(&(tl + 8).to_be_bytes());
+        match *c {
+            Corruption::None => {}
+            Corruption::BitFlip { at, bit } => {
+                let at = at % frame.len();
+                frame[at] ^= 1 << bit;
+            }
+            Corruption::Write { at, val } => {
+                let at = at % frame.len();
+                frame[at] = val;
+            }
+            Corruption::Truncate { keep } => frame.truncate(keep % (frame.len() + 1)),
+            // header edits assume the frame still has its full length
+            Corruption::Field { .. } if frame.len() < icrc_rx => {}
+            Corruption::Field { which, delta, fix } => {
+                let add16 = |f: &mut Vec<u8>, at: usize| {
+                    let v = u16::from_be_bytes([f[at], f[at + 1]]).wrapping_add(delta as u16);
+                    f[at..at + 2].copy_from_slice(&v.to_be_bytes());
+                };
+                match which {
+                    0 if l3_kind == 0 => add16(&mut frame, l3_at + 2), // IPv4 total length
+                    0 => add16(&mut frame, l3_at + 4), // IPv6 payload length / GRH PayLen
+                    1 if l3_kind != 2 => add16(&mut frame, udp_at + 4), // UDP length
+                    2 if l3_kind != 2 => add16(&mut frame, udp_at + 2), // UDP destination port
+                    3 => frame[l3_at] = (frame[l3_at] & 0x0F) | ((delta as u8 & 0x0F) << 4), // version
+                    4 => frame[bth_at] = frame[bth_at].wrapping_add(delta as u8), // opcode
+                    5 => frame[bth_at + 1] = (frame[bth_at + 1] & 0xF0) | (delta as u8 & 0x0F), // TVer
+                    6 => frame[bth_at + 1] = (frame[bth_at + 1] & 0xCF) | ((delta as u8 & 3) << 4), // PadCnt
+                    7 => add16(&mut frame, l3_at - 2), // EtherType
+                    8 if l3_kind == 0 => frame[l3_at] = 0x40 | (delta as u8 & 0x0F), // IHL
+                    9 if l3_kind == 0 => frame[l3_at + 6] ^= 0x20, // MF
+                    10 => frame[l3_at + if l3_kind == 0 { 9 } else { 6 }] = delta as u8, // protocol / next header
+                    11 => {
+                        // cut the datagram consistently to 0..=19 transport bytes
+                        let k = delta.unsigned_abs() as usize;
+                        if frame.len() >= bth_at + k {
+                            frame.truncate(bth_at + k);
+                            let tl = k as u16;
+                            if l3_kind != 2 {
+                                frame[udp_at + 4..udp_at + 6]
+                                    .copy_from_slice(&(tl + 8).to_be_bytes());
+                            }
+                            let ip_payload = (bth_at - l3_at) as u16 + tl;
+                            if l3_kind == 0 {
+                                frame[l3_at + 2..l3_at + 4]
+                                    .copy_from_slice(&ip_payload.to_be_bytes());
+                            } else {
+                                frame[l3_at + 4..l3_at + 6]
+                                    .copy_from_slice(&(ip_payload - 40).to_be_bytes());
+                            }
                         }
-                        let ip_payload = (bth_at - l3_at) as u16 + tl;
-                        if l3_kind == 0 {
-                            frame[l3_at + 2..l3_at + 4].copy_from_slice(&ip_payload.to_be_bytes());
-                        } else {
-                            frame[l3_at + 4..l3_at + 6].copy_from_slice(&(ip_payload - 40).to_be_bytes());
+                    }
+                    _ => {
+                        // shrink the datagram consistently by 1..3 bytes
+                        let k = (delta.unsigned_abs() as usize % 3) + 1;
+                        if icrc_rx >= bth_at + 16 + k {
+                            frame.drain(icrc_rx - k..icrc_rx);
+                            if l3_kind != 2 {
+                                add16_by(&mut frame, udp_at + 4, -(k as i32));
+                            }
+                            if l3_kind == 0 {
+                                add16_by(&mut frame, l3_at + 2, -(k as i32));
+                            } else {
+                                add16_by(&mut frame, l3_at + 4, -(k as i32));
+                            }
                         }
                     }
                 }
-                _ => {
-                    // shrink the datagram consistently by 1..3 bytes
-                    let k = (delta.unsigned_abs() as usize % 3) + 1;
-                    if icrc_rx >= bth_at + 16 + k {
-                        frame.drain(icrc_rx - k..icrc_rx);
-                        if l3_kind != 2 {
-                            add16_by(&mut frame, udp_at + 4, -(k as i32));
-                        }
-                        if l3_kind == 0 {
-                            add16_by(&mut frame, l3_at + 2, -(k as i32));
-                        } else {
-                            add16_by(&mut frame, l3_at + 4, -(k as i32));
-                        }
+                if fix {
+                    if l3_kind == 0
+                        && frame[l3_at] & 0x0F >= 5
+                        && frame.len() >= l3_at + 4 * usize::from(frame[l3_at] & 0x0F)
+                    {
+                        fix_ipv4_checksum(&mut frame, l3_at);
+                    }
+                    let end = frame.len().min(icrc_rx);
+                    if end >= 4 && end - 4 > bth_at + 12 {
+                        let at = end - 4;
+                        fix_icrc(&mut frame, l3_at, kind, at);
                     }
                 }
             }
-            if fix {
-                if l3_kind == 0 && frame[l3_at] & 0x0F >= 5 && frame.len() >= l3_at + 4 * usize::from(frame[l3_at] & 0x0F) {
-                    fix_ipv4_checksum(&mut frame, l3_at);
+            Corruption::Garbage { len, keep_prefix } => {
+                let mut g: Vec<u8> = (0..len).map(|_| r.next() as u8).collect();
+                if keep_prefix {
+                    let k = g.len().min(l3_at + 2).min(frame.len());
+                    g[..k].copy_from_slice(&frame[..k]);
                 }
-                let end = frame.len().min(icrc_rx);
-                if end >= 4 && end - 4 > bth_at + 12 {
-                    let at = end - 4;
-                    fix_icrc(&mut frame, l3_at, kind, at);
-                }
+                frame = g;
             }
-        }
-        Corruption::Garbage { len, keep_prefix } => {
-            let mut g: Vec<u8> = (0..len).map(|_| r.next() as u8).collect();
-            if keep_prefix {
-                let k = g.len().min(l3_at + 2);
-                g[..k].copy_from_slice(&frame[..k]);
-            }
-            frame = g;
         }
     }
-    Case { clean, icrc_at, tx_ok, rx: frame }
+    Case {
+        clean,
+        icrc_at,
+        tx_ok,
+        rx: frame,
+    }
 }
 
 fn add16_by(f: &mut [u8], at: usize, d: i32) {
@@ -366,8 +447,16 @@ fn compare_ok(p: &Packet<'_>, v: &RxVerdict, frame: &[u8]) -> Result<(), String>
             d.push(format!("{what}: core {core}, RTL {rtl}"));
         }
     };
-    chk("eth.dst", format!("{:?}", h.eth.dst.0), format!("{:?}", m.eth_dst));
-    chk("eth.src", format!("{:?}", h.eth.src.0), format!("{:?}", m.eth_src));
+    chk(
+        "eth.dst",
+        format!("{:?}", h.eth.dst.0),
+        format!("{:?}", m.eth_dst),
+    );
+    chk(
+        "eth.src",
+        format!("{:?}", h.eth.src.0),
+        format!("{:?}", m.eth_src),
+    );
     let et = h.vlan.map_or(h.eth.ethertype, |t| t.ethertype);
     chk("ethertype", et.to_string(), m.ethertype.to_string());
     chk(
@@ -384,7 +473,17 @@ fn compare_ok(p: &Packet<'_>, v: &RxVerdict, frame: &[u8]) -> Result<(), String>
                 "ipv4",
                 format!(
                     "{} {} {} {} {} {} {} {} {} {} {}",
-                    i.src, i.dst, i.dscp, i.ecn, i.ident, i.dont_frag, i.more_frags, i.frag_offset, i.ttl, i.protocol, l3_len
+                    i.src,
+                    i.dst,
+                    i.dscp,
+                    i.ecn,
+                    i.ident,
+                    i.dont_frag,
+                    i.more_frags,
+                    i.frag_offset,
+                    i.ttl,
+                    i.protocol,
+                    l3_len
                 ),
                 format!(
                     "{} {} {} {} {} {} {} {} {} {} {}",
@@ -403,14 +502,32 @@ fn compare_ok(p: &Packet<'_>, v: &RxVerdict, frame: &[u8]) -> Result<(), String>
             );
             let l3 = p.layout.l3;
             chk("ihl", (frame[l3] & 0x0F).to_string(), ip.ihl.to_string());
-            chk("ip checksum", u16::from_be_bytes([frame[l3 + 10], frame[l3 + 11]]).to_string(), ip.checksum.to_string());
+            chk(
+                "ip checksum",
+                u16::from_be_bytes([frame[l3 + 10], frame[l3 + 11]]).to_string(),
+                ip.checksum.to_string(),
+            );
         }
         L3Repr::Ipv6(i) | L3Repr::Grh(i) => {
-            let want = if matches!(h.l3, L3Repr::Grh(_)) { L3Kind::Grh } else { L3Kind::Ipv6 };
+            let want = if matches!(h.l3, L3Repr::Grh(_)) {
+                L3Kind::Grh
+            } else {
+                L3Kind::Ipv6
+            };
             chk("l3", format!("{want:?}"), format!("{:?}", m.l3_kind));
             chk(
                 "ipv6",
-                format!("{} {} {} {} {} {} {} {}", i.src, i.dst, i.dscp, i.ecn, i.flow_label, i.next_header, i.hop_limit, l3_len - 40),
+                format!(
+                    "{} {} {} {} {} {} {} {}",
+                    i.src,
+                    i.dst,
+                    i.dscp,
+                    i.ecn,
+                    i.flow_label,
+                    i.next_header,
+                    i.hop_limit,
+                    l3_len - 40
+                ),
                 format!(
                     "{} {} {} {} {} {} {} {}",
                     ip.src_v6(),
@@ -427,8 +544,20 @@ fn compare_ok(p: &Packet<'_>, v: &RxVerdict, frame: &[u8]) -> Result<(), String>
     }
     chk(
         "udp",
-        format!("{:?}", h.udp.map(|u| (u.src_port, u.dst_port, u.checksum, p.layout.end - p.layout.udp.unwrap_or(0)))),
-        format!("{:?}", m.udp.map(|u| (u.sport, u.dport, u.checksum, usize::from(u.length)))),
+        format!(
+            "{:?}",
+            h.udp.map(|u| (
+                u.src_port,
+                u.dst_port,
+                u.checksum,
+                p.layout.end - p.layout.udp.unwrap_or(0)
+            ))
+        ),
+        format!(
+            "{:?}",
+            m.udp
+                .map(|u| (u.sport, u.dport, u.checksum, usize::from(u.length)))
+        ),
     );
     let b = &h.bth;
     chk(
@@ -453,37 +582,111 @@ fn compare_ok(p: &Packet<'_>, v: &RxVerdict, frame: &[u8]) -> Result<(), String>
             let r = &m.bth;
             format!(
                 "{} {} {} {} {} {} {} {} {} {} {} {} {}",
-                r.opcode, r.se, r.migreq, r.padcnt, r.tver, r.pkey, r.fecn, r.becn, r.resv6, r.destqp, r.ackreq, r.resv7, r.psn
+                r.opcode,
+                r.se,
+                r.migreq,
+                r.padcnt,
+                r.tver,
+                r.pkey,
+                r.fecn,
+                r.becn,
+                r.resv6,
+                r.destqp,
+                r.ackreq,
+                r.resv7,
+                r.psn
             )
         },
     );
     let e = &h.ext;
     let x = &m.ext;
-    chk("reth", format!("{:?}", e.reth.map(|r| (r.va, r.rkey.0, r.dma_len))), format!("{:?}", x.reth.map(|r| (r.va, r.rkey, r.dmalen))));
+    chk(
+        "reth",
+        format!("{:?}", e.reth.map(|r| (r.va, r.rkey.0, r.dma_len))),
+        format!("{:?}", x.reth.map(|r| (r.va, r.rkey, r.dmalen))),
+    );
     chk(
         "aeth",
-        format!("{:?}", e.aeth.map(|a| (a.syndrome.to_byte(), a.msn.value()))),
+        format!(
+            "{:?}",
+            e.aeth.map(|a| (a.syndrome.to_byte(), a.msn.value()))
+        ),
         format!("{:?}", x.aeth.map(|a| (a.syndrome, a.msn))),
     );
     chk(
         "atomiceth",
-        format!("{:?}", e.atomic_eth.map(|a| (a.va, a.rkey.0, a.swap_add, a.compare))),
-        format!("{:?}", x.atomiceth.map(|a| (a.va, a.rkey, a.swap_add, a.compare))),
+        format!(
+            "{:?}",
+            e.atomic_eth
+                .map(|a| (a.va, a.rkey.0, a.swap_add, a.compare))
+        ),
+        format!(
+            "{:?}",
+            x.atomiceth.map(|a| (a.va, a.rkey, a.swap_add, a.compare))
+        ),
     );
-    chk("atomicacketh", format!("{:?}", e.atomic_ack_eth.map(|a| a.orig_rem_data)), format!("{:?}", x.atomicacketh));
-    chk("immdt", format!("{:?}", e.immdt.map(|i| i.imm)), format!("{:?}", x.immdt));
-    chk("ieth", format!("{:?}", e.ieth.map(|i| i.rkey.0)), format!("{:?}", x.ieth));
-    chk("deth", format!("{:?}", e.deth.map(|i| (i.qkey.0, i.src_qp.value()))), format!("{:?}", x.deth.map(|i| (i.qkey, i.srcqp))));
-    chk("cnp", format!("{:?}", e.cnp.map(|c| c.reserved)), format!("{:?}", x.cnp));
-    chk("hdr_len", (p.layout.payload - p.layout.bth).to_string(), m.hdr_len.to_string());
-    chk("payload_offset", p.layout.payload.to_string(), m.payload_offset.to_string());
-    chk("payload_len", p.payload.len().to_string(), m.payload_len.to_string());
+    chk(
+        "atomicacketh",
+        format!("{:?}", e.atomic_ack_eth.map(|a| a.orig_rem_data)),
+        format!("{:?}", x.atomicacketh),
+    );
+    chk(
+        "immdt",
+        format!("{:?}", e.immdt.map(|i| i.imm)),
+        format!("{:?}", x.immdt),
+    );
+    chk(
+        "ieth",
+        format!("{:?}", e.ieth.map(|i| i.rkey.0)),
+        format!("{:?}", x.ieth),
+    );
+    chk(
+        "deth",
+        format!("{:?}", e.deth.map(|i| (i.qkey.0, i.src_qp.value()))),
+        format!("{:?}", x.deth.map(|i| (i.qkey, i.srcqp))),
+    );
+    chk(
+        "cnp",
+        format!("{:?}", e.cnp.map(|c| c.reserved)),
+        format!("{:?}", x.cnp),
+    );
+    chk(
+        "hdr_len",
+        (p.layout.payload - p.layout.bth).to_string(),
+        m.hdr_len.to_string(),
+    );
+    chk(
+        "payload_offset",
+        p.layout.payload.to_string(),
+        m.payload_offset.to_string(),
+    );
+    chk(
+        "payload_len",
+        p.payload.len().to_string(),
+        m.payload_len.to_string(),
+    );
     chk("payload", common::hex(p.payload), common::hex(&v.payload));
     chk("pad", common::hex(p.pad), common::hex(m.pad_bytes()));
-    chk("icrc", format!("{:#010x}", p.icrc), format!("{:#010x}", m.icrc));
-    chk("icrc_calc", format!("{:#010x}", p.icrc), format!("{:#010x}", m.icrc_calc));
-    chk("trailer_len", p.trailer.len().to_string(), m.trailer_len.to_string());
-    chk("frame_len", frame.len().to_string(), m.frame_len.to_string());
+    chk(
+        "icrc",
+        format!("{:#010x}", p.icrc),
+        format!("{:#010x}", m.icrc),
+    );
+    chk(
+        "icrc_calc",
+        format!("{:#010x}", p.icrc),
+        format!("{:#010x}", m.icrc_calc),
+    );
+    chk(
+        "trailer_len",
+        p.trailer.len().to_string(),
+        m.trailer_len.to_string(),
+    );
+    chk(
+        "frame_len",
+        frame.len().to_string(),
+        m.frame_len.to_string(),
+    );
     if d.is_empty() {
         Ok(())
     } else {
@@ -502,33 +705,68 @@ fn compare(frame: &[u8], v: &RxVerdict) -> Result<(), String> {
 }
 
 fn run_proptest(width: DataWidth) {
-    let Some(dp) = common::datapath(width) else { return };
+    let Some(dp) = common::datapath(width) else {
+        return;
+    };
     let dp = RefCell::new(dp);
-    let mut runner = TestRunner::new(Config { cases: cases(), failure_persistence: None, ..Config::default() });
+    let mut runner = TestRunner::new(Config {
+        cases: cases(),
+        failure_persistence: None,
+        ..Config::default()
+    });
     let stats = RefCell::new([0usize; 3]); // good, rejected, tx
     let seen = RefCell::new(std::collections::BTreeMap::<&'static str, usize>::new());
-    let result = runner.run(&(any::<u64>(), payload_len(), corruption()), |(seed, plen, c)| {
-        let case = build(seed, plen, &c);
-        let mut dp = dp.borrow_mut();
-        let v = dp.rx(&case.rx).map_err(|e| TestCaseError::fail(e.to_string()))?;
-        compare(&case.rx, &v).map_err(|e| {
-            TestCaseError::fail(format!("RX {e}\nframe ({} bytes): {}", case.rx.len(), common::hex(&case.rx)))
-        })?;
-        stats.borrow_mut()[usize::from(!v.is_ok())] += 1;
-        *seen.borrow_mut().entry(v.error().map_or("ok", |e| e.name())).or_default() += 1;
-        if case.tx_ok {
-            let out = dp.tx(&case.clean[..case.icrc_at]).map_err(|e| TestCaseError::fail(e.to_string()))?;
-            prop_assert_eq!(common::hex(&out), common::hex(&case.clean), "TX differs from emit");
-            stats.borrow_mut()[2] += 1;
-        }
-        Ok(())
-    });
+    let faults = prop_oneof![
+        3 => Just(Vec::new()),
+        4 => prop::collection::vec(corruption(), 1..=1),
+        3 => prop::collection::vec(corruption(), 2..=3),
+    ];
+    let result = runner.run(
+        &(any::<u64>(), payload_len(), faults),
+        |(seed, plen, cs)| {
+            let case = build(seed, plen, &cs);
+            let mut dp = dp.borrow_mut();
+            let v = dp
+                .rx(&case.rx)
+                .map_err(|e| TestCaseError::fail(e.to_string()))?;
+            compare(&case.rx, &v).map_err(|e| {
+                TestCaseError::fail(format!(
+                    "RX {e}\nframe ({} bytes): {}",
+                    case.rx.len(),
+                    common::hex(&case.rx)
+                ))
+            })?;
+            stats.borrow_mut()[usize::from(!v.is_ok())] += 1;
+            *seen
+                .borrow_mut()
+                .entry(v.error().map_or("ok", |e| e.name()))
+                .or_default() += 1;
+            if case.tx_ok {
+                let out = dp
+                    .tx(&case.clean[..case.icrc_at])
+                    .map_err(|e| TestCaseError::fail(e.to_string()))?;
+                prop_assert_eq!(
+                    common::hex(&out),
+                    common::hex(&case.clean),
+                    "TX differs from emit"
+                );
+                stats.borrow_mut()[2] += 1;
+            }
+            Ok(())
+        },
+    );
     if let Err(e) = result {
         // replay the minimal case with a waveform
-        panic!("{width}: {e}\n(set {} to a directory to get waveforms)", roce_hdl_sim::TRACE_DIR_ENV);
+        panic!(
+            "{width}: {e}\n(set {} to a directory to get waveforms)",
+            roce_hdl_sim::TRACE_DIR_ENV
+        );
     }
     let s = stats.borrow();
-    assert!(s[0] > 100 && s[1] > 100, "the generator should make both good and bad frames: {s:?}");
+    assert!(
+        s[0] > 100 && s[1] > 100,
+        "the generator should make both good and bad frames: {s:?}"
+    );
     let seen = seen.borrow();
     eprintln!(
         "{width}: {} frames agree with roce-core ({} good, {} rejected), {} TX frames match emit; verdicts: {seen:?}",
@@ -539,7 +777,10 @@ fn run_proptest(width: DataWidth) {
     );
     // every error kind the generator can reach was reached
     for name in roce_core::wire::Error::ALL_NAMES {
-        assert!(seen.contains_key(name) || cases() < 2000, "{width}: no frame produced {name}");
+        assert!(
+            seen.contains_key(name) || cases() < 2000,
+            "{width}: no frame produced {name}"
+        );
     }
 }
 
@@ -560,19 +801,40 @@ fn rtl_matches_roce_core_512() {
 fn rtl_matches_roce_core_streaming() {
     let n = (cases() / 4).max(100) as u64;
     for width in DataWidth::ALL {
-        let Some(mut dp): Option<RtlDatapath> = common::datapath(width) else { return };
+        let Some(mut dp): Option<RtlDatapath> = common::datapath(width) else {
+            return;
+        };
         dp.set_shaping(Shaping::random(0.2, 0.2, 0xd1ff));
         let mut r = Rng(0xfeed_f00d);
         let frames: Vec<Vec<u8>> = (0..n)
             .map(|_| {
-                let plen = [r.below(65), r.below(1025), r.below(4097)][r.below(3) as usize] as usize;
+                let plen =
+                    [r.below(65), r.below(1025), r.below(4097)][r.below(3) as usize] as usize;
                 let c = match r.below(6) {
-                    0 => Corruption::BitFlip { at: r.below(120) as usize, bit: r.below(8) as u8 },
-                    1 => Corruption::Truncate { keep: r.below(4300) as usize },
-                    2 => Corruption::Field { which: r.below(13) as u8, delta: r.below(40) as i32 - 20, fix: r.chance(50) },
+                    0 => Corruption::BitFlip {
+                        at: r.below(120) as usize,
+                        bit: r.below(8) as u8,
+                    },
+                    1 => Corruption::Truncate {
+                        keep: r.below(4300) as usize,
+                    },
+                    2 => Corruption::Field {
+                        which: r.below(13) as u8,
+                        delta: r.below(40) as i32 - 20,
+                        fix: r.chance(50),
+                    },
                     _ => Corruption::None,
                 };
-                build(r.next(), plen, &c).rx
+                let c2 = Corruption::Field {
+                    which: r.below(13) as u8,
+                    delta: r.below(40) as i32 - 20,
+                    fix: r.chance(50),
+                };
+                if r.chance(20) {
+                    build(r.next(), plen, &[c, c2]).rx
+                } else {
+                    build(r.next(), plen, &[c]).rx
+                }
             })
             .collect();
         let refs: Vec<&[u8]> = frames.iter().map(|f| f.as_slice()).collect();
@@ -583,7 +845,12 @@ fn rtl_matches_roce_core_streaming() {
             .enumerate()
             .filter_map(|(i, (f, v))| compare(f, v).err().map(|e| format!("frame {i}: {e}")))
             .collect();
-        assert!(bad.is_empty(), "{width}: {} of {n} differ:\n{}", bad.len(), bad[..bad.len().min(10)].join("\n"));
+        assert!(
+            bad.is_empty(),
+            "{width}: {} of {n} differ:\n{}",
+            bad.len(),
+            bad[..bad.len().min(10)].join("\n")
+        );
         eprintln!("{width}: {n} streamed frames agree with roce-core");
     }
 }

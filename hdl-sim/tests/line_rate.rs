@@ -21,8 +21,14 @@ fn meta_latency(width: DataWidth, beats: usize) -> u64 {
 }
 
 fn vector(id: &str) -> (Vec<u8>, usize) {
-    let v = load_jsonl("valid.jsonl").into_iter().find(|v| v["id"] == id).expect("vector id");
-    (unhex(v["hex"].as_str().unwrap()), v["expected"]["payload_len"].as_u64().unwrap() as usize)
+    let v = load_jsonl("valid.jsonl")
+        .into_iter()
+        .find(|v| v["id"] == id)
+        .expect("vector id");
+    (
+        unhex(v["hex"].as_str().unwrap()),
+        v["expected"]["payload_len"].as_u64().unwrap() as usize,
+    )
 }
 
 /// Streams `n` copies of `frame`; returns the timeline after checking the
@@ -36,7 +42,10 @@ fn train(width: DataWidth, frame: &[u8], payload_len: usize, n: usize) -> Option
     for v in &verdicts {
         assert!(v.is_ok(), "{:?}", v.error());
         assert_eq!(v.payload.len(), payload_len);
-        assert_eq!(v.payload[..], frame[v.meta.payload_offset as usize..][..payload_len]);
+        assert_eq!(
+            v.payload[..],
+            frame[v.meta.payload_offset as usize..][..payload_len]
+        );
     }
     // let the last payload/metadata drain into the timeline
     dp.sim().run(50);
@@ -45,7 +54,9 @@ fn train(width: DataWidth, frame: &[u8], payload_len: usize, n: usize) -> Option
 
 fn check_train(width: DataWidth, id: &str, n: usize) {
     let (frame, payload_len) = vector(id);
-    let Some(t) = train(width, &frame, payload_len, n) else { return };
+    let Some(t) = train(width, &frame, payload_len, n) else {
+        return;
+    };
     let beats = width.beats(frame.len());
     let lat = meta_latency(width, beats);
 
@@ -54,7 +65,11 @@ fn check_train(width: DataWidth, id: &str, n: usize) {
     assert_eq!(t.rx_in.len(), n * beats);
     let c0 = t.rx_in[0].0;
     for (i, &(c, _)) in t.rx_in.iter().enumerate() {
-        assert_eq!(c, c0 + i as u64, "{id} at {width}: input beat {i} not back to back");
+        assert_eq!(
+            c,
+            c0 + i as u64,
+            "{id} at {width}: input beat {i} not back to back"
+        );
     }
 
     // metadata: fixed latency after each frame's last beat
@@ -64,7 +79,11 @@ fn check_train(width: DataWidth, id: &str, n: usize) {
         assert_eq!(m - l, lat, "{id} at {width}: frame {f} metadata latency");
     }
     let total = t.rx_meta[n - 1] - c0 + 1;
-    assert_eq!(total, (n * beats) as u64 + lat, "{id} at {width}: cycles for {n} frames");
+    assert_eq!(
+        total,
+        (n * beats) as u64 + lat,
+        "{id} at {width}: cycles for {n} frames"
+    );
 
     // payload: each packet on consecutive cycles, ceil(len / bus bytes) beats
     let pkt_beats = payload_len.div_ceil(width.bytes());
@@ -72,14 +91,26 @@ fn check_train(width: DataWidth, id: &str, n: usize) {
     for p in t.rx_payload.chunks(pkt_beats.max(1)) {
         assert!(p.last().unwrap().1 && p[..p.len() - 1].iter().all(|b| !b.1));
         for w in p.windows(2) {
-            assert_eq!(w[1].0, w[0].0 + 1, "{id} at {width}: bubble inside a payload packet");
+            assert_eq!(
+                w[1].0,
+                w[0].0 + 1,
+                "{id} at {width}: bubble inside a payload packet"
+            );
         }
     }
     if pkt_beats > 0 {
         // and the payload stream keeps pace with the input: a fixed lag per frame
         let first_in: Vec<u64> = t.rx_in.chunks(beats).map(|c| c[0].0).collect();
-        let lags: Vec<u64> = t.rx_payload.chunks(pkt_beats).zip(&first_in).map(|(p, &f)| p[0].0 - f).collect();
-        assert!(lags.windows(2).all(|w| w[0] == w[1]), "{id} at {width}: payload lag drifts: {lags:?}");
+        let lags: Vec<u64> = t
+            .rx_payload
+            .chunks(pkt_beats)
+            .zip(&first_in)
+            .map(|(p, &f)| p[0].0 - f)
+            .collect();
+        assert!(
+            lags.windows(2).all(|w| w[0] == w[1]),
+            "{id} at {width}: payload lag drifts: {lags:?}"
+        );
     }
     eprintln!(
         "{id} at {width}: {n} frames x {beats} beats back to back, {total} cycles, metadata {lat} cycles after the last beat"
@@ -121,9 +152,14 @@ fn four_kib_frames_back_to_back_512() {
 #[test]
 fn mixed_corpus_never_stalls_the_input() {
     let vecs = load_jsonl("valid.jsonl");
-    let frames: Vec<Vec<u8>> = vecs.iter().map(|v| unhex(v["hex"].as_str().unwrap())).collect();
+    let frames: Vec<Vec<u8>> = vecs
+        .iter()
+        .map(|v| unhex(v["hex"].as_str().unwrap()))
+        .collect();
     for width in DataWidth::ALL {
-        let Some(mut dp) = common::datapath(width) else { return };
+        let Some(mut dp) = common::datapath(width) else {
+            return;
+        };
         dp.sim().record_timeline();
         let refs: Vec<&[u8]> = frames.iter().map(|f| f.as_slice()).collect();
         let verdicts = dp.rx_batch(&refs).expect("rx");

@@ -15,10 +15,17 @@ fn cases() -> Vec<(String, Vec<u8>, Vec<u8>)> {
         let frame = unhex(v["hex"].as_str().unwrap());
         let trailer = v["expected"]["eth_trailer_hex"].as_str().unwrap().len() / 2;
         let end = frame.len() - trailer;
-        out.push((v["id"].as_str().unwrap().to_string(), frame[..end - 4].to_vec(), frame[..end].to_vec()));
+        out.push((
+            v["id"].as_str().unwrap().to_string(),
+            frame[..end - 4].to_vec(),
+            frame[..end].to_vec(),
+        ));
     }
     // the real ConnectX-4 Lx CNP and scapy's UC SEND_ONLY
-    for stem in ["scapy_roce_uts_connectx4lx_cnp", "scapy_roce_uts_uc_send_only_reconstructed"] {
+    for stem in [
+        "scapy_roce_uts_connectx4lx_cnp",
+        "scapy_roce_uts_uc_send_only_reconstructed",
+    ] {
         for f in read_pcap(&common::data_dir().join("real").join(format!("{stem}.pcap"))) {
             out.push((stem.to_string(), f[..f.len() - 4].to_vec(), f));
         }
@@ -28,7 +35,9 @@ fn cases() -> Vec<(String, Vec<u8>, Vec<u8>)> {
 
 fn run(width: DataWidth, shaping: Shaping) {
     let cases = cases();
-    let Some(mut dp) = common::datapath(width) else { return };
+    let Some(mut dp) = common::datapath(width) else {
+        return;
+    };
     dp.set_shaping(shaping);
     dp.sim().record_timeline();
     let inputs: Vec<&[u8]> = cases.iter().map(|c| c.1.as_slice()).collect();
@@ -44,7 +53,13 @@ fn run(width: DataWidth, shaping: Shaping) {
             ));
         }
     }
-    assert!(bad.is_empty(), "{} of {} TX frames differ at {width}:\n{}", bad.len(), cases.len(), bad.join("\n"));
+    assert!(
+        bad.is_empty(),
+        "{} of {} TX frames differ at {width}:\n{}",
+        bad.len(),
+        cases.len(),
+        bad.join("\n")
+    );
 
     let t = dp.sim().take_timeline();
     if shaping == Shaping::LINE_RATE {
@@ -53,7 +68,10 @@ fn run(width: DataWidth, shaping: Shaping) {
         let out_beats: usize = cases.iter().map(|c| width.beats(c.2.len())).sum();
         assert_eq!(t.tx_out.len(), out_beats);
         let span = t.tx_out.last().unwrap().0 - t.tx_out[0].0 + 1;
-        assert_eq!(span, out_beats as u64, "bubbles in the TX output at {width}");
+        assert_eq!(
+            span, out_beats as u64,
+            "bubbles in the TX output at {width}"
+        );
         assert_eq!(t.tx_out[0].0 - t.tx_in[0].0, 3, "TX latency");
     }
     eprintln!("{} TX frames match the vectors at {width}", cases.len());

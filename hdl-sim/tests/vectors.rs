@@ -9,11 +9,18 @@ use common::{load_jsonl, packet_json, read_pcap, rx_checked, subset_diff, unhex}
 use roce_hdl_sim::{DataWidth, RxVerdict, Shaping};
 use serde_json::Value;
 
-const SHAPED: Shaping = Shaping { idle: 0.3, backpressure: 0.3, seed: 0x5eed };
+const SHAPED: Shaping = Shaping {
+    idle: 0.3,
+    backpressure: 0.3,
+    seed: 0x5eed,
+};
 
 fn valid(test: &str, width: DataWidth, shaping: Shaping) {
     let vecs = load_jsonl("valid.jsonl");
-    let frames: Vec<Vec<u8>> = vecs.iter().map(|v| unhex(v["hex"].as_str().unwrap())).collect();
+    let frames: Vec<Vec<u8>> = vecs
+        .iter()
+        .map(|v| unhex(v["hex"].as_str().unwrap()))
+        .collect();
     let n = rx_checked(test, width, shaping, &frames, |verdicts: &[RxVerdict]| {
         let mut problems = Vec::new();
         for ((v, frame), verdict) in vecs.iter().zip(&frames).zip(verdicts) {
@@ -43,7 +50,10 @@ fn valid(test: &str, width: DataWidth, shaping: Shaping) {
 
 fn invalid(test: &str, width: DataWidth, shaping: Shaping) {
     let vecs = load_jsonl("invalid.jsonl");
-    let frames: Vec<Vec<u8>> = vecs.iter().map(|v| unhex(v["hex"].as_str().unwrap())).collect();
+    let frames: Vec<Vec<u8>> = vecs
+        .iter()
+        .map(|v| unhex(v["hex"].as_str().unwrap()))
+        .collect();
     let n = rx_checked(test, width, shaping, &frames, |verdicts: &[RxVerdict]| {
         let mut problems = Vec::new();
         for (v, verdict) in vecs.iter().zip(verdicts) {
@@ -56,7 +66,9 @@ fn invalid(test: &str, width: DataWidth, shaping: Shaping) {
                 .unwrap_or_default();
             let got = verdict.error().map(|e| e.name()).unwrap_or("ok");
             if got != want && !alt.contains(&got) {
-                problems.push(format!("{id}: expected {want} (or {alt:?}), RTL says {got}"));
+                problems.push(format!(
+                    "{id}: expected {want} (or {alt:?}), RTL says {got}"
+                ));
             }
         }
         problems
@@ -69,42 +81,74 @@ fn invalid(test: &str, width: DataWidth, shaping: Shaping) {
 
 #[test]
 fn valid_vectors_64_back_to_back() {
-    valid("valid_vectors_64_back_to_back", DataWidth::W64, Shaping::LINE_RATE);
+    valid(
+        "valid_vectors_64_back_to_back",
+        DataWidth::W64,
+        Shaping::LINE_RATE,
+    );
 }
 
 #[test]
 fn valid_vectors_512_back_to_back() {
-    valid("valid_vectors_512_back_to_back", DataWidth::W512, Shaping::LINE_RATE);
+    valid(
+        "valid_vectors_512_back_to_back",
+        DataWidth::W512,
+        Shaping::LINE_RATE,
+    );
 }
 
 #[test]
 fn valid_vectors_64_idle_and_backpressure() {
-    valid("valid_vectors_64_idle_and_backpressure", DataWidth::W64, SHAPED);
+    valid(
+        "valid_vectors_64_idle_and_backpressure",
+        DataWidth::W64,
+        SHAPED,
+    );
 }
 
 #[test]
 fn valid_vectors_512_idle_and_backpressure() {
-    valid("valid_vectors_512_idle_and_backpressure", DataWidth::W512, SHAPED);
+    valid(
+        "valid_vectors_512_idle_and_backpressure",
+        DataWidth::W512,
+        SHAPED,
+    );
 }
 
 #[test]
 fn invalid_vectors_64_back_to_back() {
-    invalid("invalid_vectors_64_back_to_back", DataWidth::W64, Shaping::LINE_RATE);
+    invalid(
+        "invalid_vectors_64_back_to_back",
+        DataWidth::W64,
+        Shaping::LINE_RATE,
+    );
 }
 
 #[test]
 fn invalid_vectors_512_back_to_back() {
-    invalid("invalid_vectors_512_back_to_back", DataWidth::W512, Shaping::LINE_RATE);
+    invalid(
+        "invalid_vectors_512_back_to_back",
+        DataWidth::W512,
+        Shaping::LINE_RATE,
+    );
 }
 
 #[test]
 fn invalid_vectors_64_idle_and_backpressure() {
-    invalid("invalid_vectors_64_idle_and_backpressure", DataWidth::W64, SHAPED);
+    invalid(
+        "invalid_vectors_64_idle_and_backpressure",
+        DataWidth::W64,
+        SHAPED,
+    );
 }
 
 #[test]
 fn invalid_vectors_512_idle_and_backpressure() {
-    invalid("invalid_vectors_512_idle_and_backpressure", DataWidth::W512, SHAPED);
+    invalid(
+        "invalid_vectors_512_idle_and_backpressure",
+        DataWidth::W512,
+        SHAPED,
+    );
 }
 
 /// Real captures (a HiSilicon-looking hns NIC, a ConnectX-4 Lx CNP, a
@@ -121,24 +165,30 @@ fn real(test: &str, width: DataWidth, shaping: Shaping) {
         let frames = read_pcap(&common::data_dir().join("real").join(format!("{stem}.pcap")));
         let exp = load_jsonl(&format!("real/{stem}.expected.jsonl"));
         assert_eq!(frames.len(), exp.len(), "{stem}: frame count");
-        let n = rx_checked(&format!("{test}-{stem}"), width, shaping, &frames, |verdicts: &[RxVerdict]| {
-            let mut problems = Vec::new();
-            for ((e, frame), verdict) in exp.iter().zip(&frames).zip(verdicts) {
-                let id = e["id"].as_str().unwrap();
-                if e["valid"].as_bool().unwrap() {
-                    if let Some(err) = verdict.error() {
-                        problems.push(format!("{stem} {id}: RTL says {err}"));
-                        continue;
+        let n = rx_checked(
+            &format!("{test}-{stem}"),
+            width,
+            shaping,
+            &frames,
+            |verdicts: &[RxVerdict]| {
+                let mut problems = Vec::new();
+                for ((e, frame), verdict) in exp.iter().zip(&frames).zip(verdicts) {
+                    let id = e["id"].as_str().unwrap();
+                    if e["valid"].as_bool().unwrap() {
+                        if let Some(err) = verdict.error() {
+                            problems.push(format!("{stem} {id}: RTL says {err}"));
+                            continue;
+                        }
+                        let mut d = Vec::new();
+                        subset_diff(&e["expected"], &packet_json(verdict, frame), "", &mut d);
+                        problems.extend(d.into_iter().map(|p| format!("{stem} {id}: {p}")));
+                    } else if verdict.is_ok() {
+                        problems.push(format!("{stem} {id}: not RoCE, RTL accepted it"));
                     }
-                    let mut d = Vec::new();
-                    subset_diff(&e["expected"], &packet_json(verdict, frame), "", &mut d);
-                    problems.extend(d.into_iter().map(|p| format!("{stem} {id}: {p}")));
-                } else if verdict.is_ok() {
-                    problems.push(format!("{stem} {id}: not RoCE, RTL accepted it"));
                 }
-            }
-            problems
-        });
+                problems
+            },
+        );
         total += n.unwrap_or(0);
     }
     if total > 0 {

@@ -8,18 +8,26 @@ use roce_hdl_sim::{rtl_available, DataWidth, L3Kind, RtlDatapath, RxVerdict, Sha
 use serde_json::{json, Map, Value};
 
 pub fn data_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests").join("data")
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests")
+        .join("data")
 }
 
 pub fn load_jsonl(name: &str) -> Vec<Value> {
     let path = data_dir().join(name);
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    text.lines().filter(|l| !l.trim().is_empty()).map(|l| serde_json::from_str(l).expect("json line")).collect()
+    text.lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).expect("json line"))
+        .collect()
 }
 
 pub fn unhex(s: &str) -> Vec<u8> {
     assert!(s.len() % 2 == 0, "odd hex length");
-    (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).expect("hex")).collect()
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).expect("hex"))
+        .collect()
 }
 
 pub fn hex(b: &[u8]) -> String {
@@ -68,7 +76,10 @@ pub fn datapath(width: DataWidth) -> Option<RtlDatapath> {
 
 /// Where failing tests leave their waveforms.
 pub fn wave_path(test: &str, width: DataWidth) -> PathBuf {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join("target").join("hdl-sim-waves");
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .join("target")
+        .join("hdl-sim-waves");
     std::fs::create_dir_all(&dir).expect("waves dir");
     dir.join(format!("{test}-{}.fst", width.bits()))
 }
@@ -100,7 +111,12 @@ pub fn rx_checked(
         "{test} at {width}: {} mismatches (waveform: {}):\n{}",
         problems.len(),
         wave.display(),
-        problems.iter().take(20).cloned().collect::<Vec<_>>().join("\n")
+        problems
+            .iter()
+            .take(20)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join("\n")
     );
 }
 
@@ -144,7 +160,10 @@ pub fn opcode_name(op: u8) -> String {
 }
 
 fn mac(b: &[u8; 6]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect::<Vec<_>>().join(":")
+    b.iter()
+        .map(|x| format!("{x:02x}"))
+        .collect::<Vec<_>>()
+        .join(":")
 }
 
 /// The packet-json.md object for a good verdict, built from the RTL's
@@ -173,7 +192,11 @@ pub fn packet_json(v: &RxVerdict, frame: &[u8]) -> Value {
             );
         }
         L3Kind::Ipv6 | L3Kind::Grh => {
-            let key = if m.l3_kind == L3Kind::Grh { "grh" } else { "ip" };
+            let key = if m.l3_kind == L3Kind::Grh {
+                "grh"
+            } else {
+                "ip"
+            };
             o.insert(
                 key.into(),
                 json!({
@@ -203,7 +226,10 @@ pub fn packet_json(v: &RxVerdict, frame: &[u8]) -> Value {
     );
     let e = &m.ext;
     if let Some(r) = e.reth {
-        o.insert("reth".into(), json!({"va": r.va, "rkey": r.rkey, "dmalen": r.dmalen}));
+        o.insert(
+            "reth".into(),
+            json!({"va": r.va, "rkey": r.rkey, "dmalen": r.dmalen}),
+        );
     }
     if let Some(a) = e.aeth {
         o.insert("aeth".into(), json!({"syndrome": a.syndrome, "msn": a.msn}));
