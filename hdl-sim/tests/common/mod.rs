@@ -2,6 +2,8 @@
 //! an RTL verdict, and "waveform on failure".
 #![allow(dead_code)]
 
+pub mod diff;
+
 use std::path::{Path, PathBuf};
 
 use roce_hdl_sim::{rtl_available, DataWidth, L3Kind, RtlDatapath, RxVerdict, Shaping};
