@@ -210,26 +210,19 @@ module icrc
   end
 
   logic [DATA_WIDTH-1:0] x;
-  logic [31:0] crc_in;
-  logic [31:0] crc_next;
-  logic [IW-1:0] fwd_in;
-
   assign x = ((s_data & ~zero_mask) | or_mask) & keep_mask;
-  assign crc_in = s_first ? 32'h0 : crc_reg;
-  assign fwd_in = {x, crc_in};
 
-  always_comb begin
-    for (int o = 0; o < 32; o++) crc_next[o] = ^(fwd_in & FWD[o*IW +: IW]);
-  end
+  function automatic logic [31:0] crc_step(input logic [31:0] c, input logic [DATA_WIDTH-1:0] d);
+    logic [IW-1:0] v;
+    logic [31:0] r;
+    v = {d, c};
+    for (int o = 0; o < 32; o++) r[o] = ^(v & FWD[o*IW +: IW]);
+    return r;
+  endfunction
 
   // number of zero bytes that the partial last beat appended
   logic [SHIFT_BITS-1:0] zeros;
-  always_comb begin
-    int n;
-    n = 0;
-    for (int i = 0; i < KEEP_WIDTH; i++) n += int'(s_keep[i]);
-    zeros = SHIFT_BITS'(KEEP_WIDTH - n);
-  end
+  assign zeros = SHIFT_BITS'(KEEP_WIDTH - $countones(s_keep));
 
   logic [31:0] crc_reg;
   logic        fin_reg;         // crc_reg holds a finished region
@@ -239,7 +232,7 @@ module icrc
     if (en) begin
       fin_reg <= s_valid && s_last;
       if (s_valid) begin
-        crc_reg <= crc_next;
+        crc_reg <= crc_step(s_first ? 32'h0 : crc_reg, x);
         zeros_reg <= zeros;
         if (beat != {BEAT_CNT_W{1'b1}}) beat_reg <= beat + 1'b1;
         if (s_last) beat_reg <= '0;
@@ -263,22 +256,21 @@ module icrc
 
   localparam logic [SHIFT_BITS*1024-1:0] UNS = unshift_all();
 
-  logic [31:0] crc_fin;
-  always_comb begin
+  function automatic logic [31:0] crc_final(input logic [31:0] c, input logic [SHIFT_BITS-1:0] z);
     logic [31:0] v;
     logic [31:0] t;
-    v = crc_reg;
+    v = c;
     for (int k = 0; k < SHIFT_BITS; k++) begin
       for (int o = 0; o < 32; o++) t[o] = ^(v & UNS[k*1024 + o*32 +: 32]);
-      if (zeros_reg[k]) v = t;
+      if (z[k]) v = t;
     end
-    crc_fin = ~v;
-  end
+    return ~v;
+  endfunction
 
   always_ff @(posedge clk) begin
     if (en) begin
       m_valid <= fin_reg;
-      if (fin_reg) m_crc <= crc_fin;
+      if (fin_reg) m_crc <= crc_final(crc_reg, zeros_reg);
     end
     if (rst) begin
       m_valid <= 1'b0;

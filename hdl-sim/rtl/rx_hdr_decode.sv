@@ -110,6 +110,7 @@ module rx_hdr_decode
     vlan = tpid == ETH_P_8021Q;
     et = vlan ? {hb(s_hdr, 16), hb(s_hdr, 17)} : tpid;
     h1_valid <= s_valid;
+    if (s_valid) begin
     h1_len_known <= s_len_known;
     h1_len <= s_len;
     for (int i = 0; i < 6; i++) begin
@@ -126,6 +127,7 @@ module rx_hdr_decode
       default:    h1_kind <= L3_NONE;
     endcase
     h1_net <= vlan ? s_hdr[18*8 +: NET*8] : s_hdr[14*8 +: NET*8];
+    end
     if (rst) h1_valid <= 1'b0;
   end
 
@@ -149,6 +151,8 @@ module rx_hdr_decode
     logic [4:0] udp_w;    // UDP offset from the IP header, 32-bit words
     logic [4:0] bth_w;    // BTH offset from the IP header, 32-bit words
     logic [20:0] sum;
+    h2_valid <= h1_valid;
+    if (h1_valid) begin
     ihl = h1_net[3:0];
     udp_w = (h1_kind == L3_IPV4) ? {1'b0, ihl} : 5'd10;
     bth_w = (h1_kind == L3_GRH) ? 5'd10 : udp_w + 5'd2;
@@ -156,7 +160,6 @@ module rx_hdr_decode
     for (int i = 0; i < 30; i++) begin
       if (i < 2 * int'(ihl)) sum = sum + 21'({h1_net[(2*i)*8 +: 8], h1_net[(2*i+1)*8 +: 8]});
     end
-    h2_valid <= h1_valid;
     h2_len_known <= h1_len_known;
     h2_len <= h1_len;
     h2_dst <= h1_dst;
@@ -169,6 +172,7 @@ module rx_hdr_decode
     h2_udp <= 64'(h1_net >> (32'(udp_w) * 32));
     h2_bth <= (BTHX*8)'(h1_net >> (32'(bth_w) * 32));
     h2_csum <= sum;
+    end
     if (rst) h2_valid <= 1'b0;
   end
 
@@ -245,6 +249,8 @@ module rx_hdr_decode
     logic [1:0] pad;
     logic [NET*8-1:0] e;      // extended header bytes (after the 12-byte BTH)
 
+    m_valid <= h2_valid;
+    if (h2_valid) begin
     c = '0;
     v4 = h2_kind == L3_IPV4;
     v6 = h2_kind == L3_IPV6;
@@ -413,8 +419,8 @@ module rx_hdr_decode
     c.kind = h2_kind;
     c.ihl = ihl;
 
-    m_valid <= h2_valid;
-    if (h2_valid) m_ctx <= c;
+    m_ctx <= c;
+    end
     if (rst) m_valid <= 1'b0;
   end
 

@@ -106,17 +106,12 @@ module rx_parser
   endfunction
 
   function automatic logic [SHIFT_W:0] keep_count(input logic [KEEP_WIDTH-1:0] k);
-    logic [SHIFT_W:0] n;
-    n = '0;
-    for (int i = 0; i < KEEP_WIDTH; i++) n = n + (SHIFT_W+1)'(k[i]);
-    return n;
+    return (SHIFT_W+1)'($countones(k));
   endfunction
 
-  // tkeep with the low n bytes set, n in 0..KEEP_WIDTH
+  // tkeep with the low n bytes set (all of them for n >= KEEP_WIDTH)
   function automatic logic [KEEP_WIDTH-1:0] keep_of(input logic [OFS_W-1:0] n);
-    logic [KEEP_WIDTH-1:0] r;
-    for (int i = 0; i < KEEP_WIDTH; i++) r[i] = OFS_W'(i) < n;
-    return r;
+    return (n >= OFS_W'(KEEP_WIDTH)) ? '1 : ~({KEEP_WIDTH{1'b1}} << n[SHIFT_W:0]);
   endfunction
 
   function automatic logic [OFS_W-1:0] sat_add(input logic [OFS_W-1:0] a, input logic [OFS_W-1:0] b);
@@ -136,12 +131,11 @@ module rx_parser
   logic                    h0_len_known;
   logic [OFS_W-1:0]        h0_len;
 
-  logic [DATA_WIDTH-1:0] in_data_masked;
-  assign in_data_masked = s_axis_tdata & keep_bits(s_axis_tkeep);
-
   always_ff @(posedge clk) begin
+    logic [DATA_WIDTH-1:0] in_data_masked;
     h0_valid <= 1'b0;
     if (s_accept) begin
+      in_data_masked = s_axis_tdata & keep_bits(s_axis_tkeep);
       if (in_beat < HDR_CNT_W'(HDR_BEATS)) begin
         hdr_buf[in_beat*DATA_WIDTH +: DATA_WIDTH] <= in_data_masked;
         if (in_beat == HDR_CNT_W'(HDR_BEATS - 1) || s_axis_tlast) begin
@@ -195,7 +189,7 @@ module rx_parser
   ) data_fifo_inst (
     .clk(clk),
     .rst(rst),
-    .wr_data({s_axis_tlast, s_axis_tkeep, in_data_masked}),
+    .wr_data({s_axis_tlast, s_axis_tkeep, s_axis_tdata}),
     .wr_en(s_accept),
     .rd_data(dq_head),
     .rd_en(pop),

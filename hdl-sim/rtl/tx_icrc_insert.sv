@@ -13,7 +13,8 @@
 //   harmful). Non-RoCE traffic should bypass this module.
 //
 // The CRC streams with the frame (masks from the EtherType, decided beat by
-// beat), so nothing is buffered: latency 3 cycles. When the last input beat
+// beat), so nothing is buffered: latency 4 cycles (input register, CRC,
+// final CRC, output slice). When the last input beat
 // has fewer than 4 free bytes the frame grows by one beat and the input is
 // held for one cycle (s_axis_tready low), so the output runs at one beat
 // per cycle while the input loses one cycle on those frames only.
@@ -69,6 +70,21 @@ module tx_icrc_insert
   logic s_accept;
   assign s_accept = s_axis_tvalid && en_up;
 
+  // T0: input register (everything below hangs off registers)
+  logic [DATA_WIDTH-1:0] t0_data;
+  logic [KEEP_WIDTH-1:0] t0_keep;
+  logic                  t0_valid, t0_last;
+
+  always_ff @(posedge clk) begin
+    if (en_up) begin
+      t0_valid <= s_accept;
+      t0_data <= s_axis_tdata;
+      t0_keep <= s_axis_tkeep;
+      t0_last <= s_axis_tlast;
+    end
+    if (rst) t0_valid <= 1'b0;
+  end
+
   // ------------------------------------------------- layout, beat by beat
   logic [BEAT_W-1:0] beat;          // beat index, saturating at VIEW_BEATS
   logic [VIEW*8-1:0] view_reg;      // bytes 0..17 from earlier beats
@@ -81,7 +97,7 @@ module tx_icrc_insert
     logic [15:0] tpid;
     logic [15:0] et;
     for (int i = 0; i < VIEW; i++) begin
-      if (beat == BEAT_W'(i / KEEP_WIDTH)) view[i*8 +: 8] = s_axis_tdata[(i % KEEP_WIDTH)*8 +: 8];
+      if (beat == BEAT_W'(i / KEEP_WIDTH)) view[i*8 +: 8] = t0_data[(i % KEEP_WIDTH)*8 +: 8];
       else view[i*8 +: 8] = view_reg[i*8 +: 8];
     end
     tpid = {view[12*8 +: 8], view[13*8 +: 8]};
@@ -96,9 +112,9 @@ module tx_icrc_insert
   end
 
   always_ff @(posedge clk) begin
-    if (s_accept) begin
+    if (en_up && t0_valid) begin
       view_reg <= view;
-      if (s_axis_tlast) beat <= '0;
+      if (t0_last) beat <= '0;
       else if (beat != BEAT_W'(VIEW_BEATS)) beat <= beat + 1'b1;
     end
     if (rst) beat <= '0;
@@ -113,11 +129,11 @@ module tx_icrc_insert
     .clk(clk),
     .rst(rst),
     .en(en_up),
-    .s_data(s_axis_tdata),
-    .s_keep(s_axis_tkeep),
-    .s_valid(s_accept),
+    .s_data(t0_data),
+    .s_keep(t0_keep),
+    .s_valid(t0_valid),
     .s_first(beat == '0),
-    .s_last(s_axis_tlast),
+    .s_last(t0_last),
     .s_vlan(vlan),
     .s_kind(kind),
     .s_ihl(ihl),
@@ -132,10 +148,10 @@ module tx_icrc_insert
 
   always_ff @(posedge clk) begin
     if (en_up) begin
-      t1_valid <= s_accept;
-      t1_data <= s_axis_tdata;
-      t1_keep <= s_axis_tkeep;
-      t1_last <= s_axis_tlast;
+      t1_valid <= t0_valid;
+      t1_data <= t0_data;
+      t1_keep <= t0_keep;
+      t1_last <= t0_last;
       t2_valid <= t1_valid;
       t2_data <= t1_data;
       t2_keep <= t1_keep;
@@ -154,8 +170,7 @@ module tx_icrc_insert
 
   always_comb begin
     int n;
-    n = 0;
-    for (int i = 0; i < KEEP_WIDTH; i++) n += int'(t2_keep[i]);
+    n = $countones(t2_keep);
     out_data = t2_data;
     out_keep = t2_keep;
     out_last = t2_last;

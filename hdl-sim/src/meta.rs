@@ -88,6 +88,40 @@ pub const META_BITS: u32 = {
     n
 };
 
+/// Index of `name` in [`META_FIELDS`]; a compile error in const context
+/// when there is no such member.
+pub const fn field_index(name: &str) -> usize {
+    let mut i = 0;
+    while i < META_FIELDS.len() {
+        let n = META_FIELDS[i].0.as_bytes();
+        let m = name.as_bytes();
+        if n.len() == m.len() {
+            let mut k = 0;
+            while k < n.len() && n[k] == m[k] {
+                k += 1;
+            }
+            if k == n.len() {
+                return i;
+            }
+        }
+        i += 1;
+    }
+    panic!("rx_meta_t has no such member")
+}
+
+/// `(lsb, width)` of each member, in [`META_FIELDS`] order.
+const META_SPANS: [(u32, u32); META_FIELDS.len()] = {
+    let mut spans = [(0u32, 0u32); META_FIELDS.len()];
+    let mut lsb = META_BITS;
+    let mut i = 0;
+    while i < META_FIELDS.len() {
+        lsb -= META_FIELDS[i].1;
+        spans[i] = (lsb, META_FIELDS[i].1);
+        i += 1;
+    }
+    spans
+};
+
 /// The record as the model presents it: little-endian 64-bit words.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct RawMeta(pub [u64; 32]);
@@ -96,25 +130,39 @@ impl RawMeta {
     /// Bits `lsb .. lsb + width` (width <= 128).
     fn bits(&self, lsb: u32, width: u32) -> u128 {
         let mut v: u128 = 0;
-        for i in 0..width {
-            let b = lsb + i;
-            let bit = (self.0[(b / 64) as usize] >> (b % 64)) & 1;
-            v |= u128::from(bit) << i;
+        let mut got = 0;
+        while got < width {
+            let b = lsb + got;
+            let off = b % 64;
+            let take = (64 - off).min(width - got);
+            let chunk = (self.0[(b / 64) as usize] >> off) & (u64::MAX >> (64 - take));
+            v |= u128::from(chunk) << got;
+            got += take;
         }
         v
     }
 
+    /// Member `i` of `rx_meta_t` (see [`field_index`]).
+    pub fn field_at(&self, i: usize) -> u128 {
+        let (lsb, w) = META_SPANS[i];
+        self.bits(lsb, w)
+    }
+
     /// The member `name` of `rx_meta_t`. Panics on a name not in [`META_FIELDS`].
     pub fn field(&self, name: &str) -> u128 {
-        let mut lsb = META_BITS;
-        for &(n, w) in META_FIELDS {
-            lsb -= w;
-            if n == name {
-                return self.bits(lsb, w);
-            }
+        match META_FIELDS.iter().position(|&(n, _)| n == name) {
+            Some(i) => self.field_at(i),
+            None => panic!("rx_meta_t has no member {name}"),
         }
-        panic!("rx_meta_t has no member {name}")
     }
+}
+
+/// `raw.field("name")` with the index resolved at compile time.
+macro_rules! fld {
+    ($raw:expr, $name:literal) => {{
+        const I: usize = field_index($name);
+        $raw.field_at(I)
+    }};
 }
 
 impl fmt::Debug for RawMeta {
@@ -393,106 +441,114 @@ impl RxMeta {
 
     /// Decodes a raw record. `Err` carries the unknown error code.
     pub fn decode(raw: &RawMeta) -> Result<RxMeta, u8> {
-        let f = |n: &str| raw.field(n);
-        let b = |n: &str| raw.field(n) != 0;
+        macro_rules! f {
+            ($n:literal) => {
+                fld!(raw, $n)
+            };
+        }
+        macro_rules! b {
+            ($n:literal) => {
+                fld!(raw, $n) != 0
+            };
+        }
         let bytes16 = |v: u128| v.to_be_bytes();
-        let error = RxError::from_code(f("error") as u8)?;
-        let l3_kind = match f("l3_kind") {
+        let error = RxError::from_code(f!("error") as u8)?;
+        let l3_kind = match f!("l3_kind") {
             1 => L3Kind::Ipv4,
             2 => L3Kind::Ipv6,
             3 => L3Kind::Grh,
             _ => L3Kind::None,
         };
         let mut eth_dst = [0u8; 6];
-        eth_dst.copy_from_slice(&bytes16(f("eth_dst"))[10..]);
+        eth_dst.copy_from_slice(&bytes16(f!("eth_dst"))[10..]);
         let mut eth_src = [0u8; 6];
-        eth_src.copy_from_slice(&bytes16(f("eth_src"))[10..]);
-        let mask = f("ext_mask") as u8;
+        eth_src.copy_from_slice(&bytes16(f!("eth_src"))[10..]);
+        let mask = f!("ext_mask") as u8;
         let has = |bit: u8| mask & (1 << bit) != 0;
         let ext = ExtHeaders {
             reth: has(0).then(|| Reth {
-                va: f("reth_va") as u64,
-                rkey: f("reth_rkey") as u32,
-                dmalen: f("reth_dmalen") as u32,
+                va: f!("reth_va") as u64,
+                rkey: f!("reth_rkey") as u32,
+                dmalen: f!("reth_dmalen") as u32,
             }),
             aeth: has(1).then(|| Aeth {
-                syndrome: f("aeth_syndrome") as u8,
-                msn: f("aeth_msn") as u32,
+                syndrome: f!("aeth_syndrome") as u8,
+                msn: f!("aeth_msn") as u32,
             }),
             atomiceth: has(2).then(|| AtomicEth {
-                va: f("atomic_va") as u64,
-                rkey: f("atomic_rkey") as u32,
-                swap_add: f("atomic_swap_add") as u64,
-                compare: f("atomic_compare") as u64,
+                va: f!("atomic_va") as u64,
+                rkey: f!("atomic_rkey") as u32,
+                swap_add: f!("atomic_swap_add") as u64,
+                compare: f!("atomic_compare") as u64,
             }),
-            atomicacketh: has(3).then(|| f("atomicack_orig") as u64),
-            immdt: has(4).then(|| f("immdt") as u32),
-            ieth: has(5).then(|| f("ieth_rkey") as u32),
+            atomicacketh: has(3).then(|| f!("atomicack_orig") as u64),
+            immdt: has(4).then(|| f!("immdt") as u32),
+            ieth: has(5).then(|| f!("ieth_rkey") as u32),
             deth: has(6).then(|| Deth {
-                qkey: f("deth_qkey") as u32,
-                srcqp: f("deth_srcqp") as u32,
+                qkey: f!("deth_qkey") as u32,
+                srcqp: f!("deth_srcqp") as u32,
             }),
-            cnp: has(7).then(|| bytes16(f("cnp_reserved"))),
+            cnp: has(7).then(|| bytes16(f!("cnp_reserved"))),
         };
-        let pad = f("pad_bytes") as u32;
+        let pad = f!("pad_bytes") as u32;
         Ok(RxMeta {
             error,
-            frame_len: f("frame_len") as u32,
+            frame_len: f!("frame_len") as u32,
             l3_kind,
             eth_dst,
             eth_src,
-            ethertype: f("ethertype") as u16,
-            vlan: b("vlan_present").then(|| Vlan {
-                pcp: f("vlan_pcp") as u8,
-                dei: b("vlan_dei"),
-                vid: f("vlan_vid") as u16,
+            ethertype: f!("ethertype") as u16,
+            vlan: b!("vlan_present").then(|| Vlan {
+                pcp: f!("vlan_pcp") as u8,
+                dei: b!("vlan_dei"),
+                vid: f!("vlan_vid") as u16,
             }),
             ip: IpMeta {
-                version: f("ip_version") as u8,
-                ihl: f("ip_ihl") as u8,
-                dscp: f("ip_dscp") as u8,
-                ecn: f("ip_ecn") as u8,
-                flow_label: f("ip_flow_label") as u32,
-                length: f("ip_length") as u16,
-                id: f("ip_id") as u16,
-                flags: f("ip_flags") as u8,
-                frag_offset: f("ip_frag_offset") as u16,
-                ttl: f("ip_ttl") as u8,
-                protocol: f("ip_protocol") as u8,
-                checksum: f("ip_checksum") as u16,
-                src: bytes16(f("ip_src")),
-                dst: bytes16(f("ip_dst")),
+                version: f!("ip_version") as u8,
+                ihl: f!("ip_ihl") as u8,
+                dscp: f!("ip_dscp") as u8,
+                ecn: f!("ip_ecn") as u8,
+                flow_label: f!("ip_flow_label") as u32,
+                length: f!("ip_length") as u16,
+                id: f!("ip_id") as u16,
+                flags: f!("ip_flags") as u8,
+                frag_offset: f!("ip_frag_offset") as u16,
+                ttl: f!("ip_ttl") as u8,
+                protocol: f!("ip_protocol") as u8,
+                checksum: f!("ip_checksum") as u16,
+                src: bytes16(f!("ip_src")),
+                dst: bytes16(f!("ip_dst")),
             },
             udp: (l3_kind != L3Kind::Grh).then(|| UdpMeta {
-                sport: f("udp_sport") as u16,
-                dport: f("udp_dport") as u16,
-                length: f("udp_length") as u16,
-                checksum: f("udp_checksum") as u16,
+                sport: f!("udp_sport") as u16,
+                dport: f!("udp_dport") as u16,
+                length: f!("udp_length") as u16,
+                checksum: f!("udp_checksum") as u16,
             }),
             bth: BthMeta {
-                opcode: f("bth_opcode") as u8,
-                se: b("bth_se"),
-                migreq: b("bth_migreq"),
-                padcnt: f("bth_padcnt") as u8,
-                tver: f("bth_tver") as u8,
-                pkey: f("bth_pkey") as u16,
-                fecn: b("bth_fecn"),
-                becn: b("bth_becn"),
-                resv6: f("bth_resv6") as u8,
-                destqp: f("bth_destqp") as u32,
-                ackreq: b("bth_ackreq"),
-                resv7: f("bth_resv7") as u8,
-                psn: f("bth_psn") as u32,
+                opcode: f!("bth_opcode") as u8,
+                se: b!("bth_se"),
+                migreq: b!("bth_migreq"),
+                padcnt: f!("bth_padcnt") as u8,
+                tver: f!("bth_tver") as u8,
+                pkey: f!("bth_pkey") as u16,
+                fecn: b!("bth_fecn"),
+                becn: b!("bth_becn"),
+                resv6: f!("bth_resv6") as u8,
+                destqp: f!("bth_destqp") as u32,
+                ackreq: b!("bth_ackreq"),
+                resv7: f!("bth_resv7") as u8,
+                psn: f!("bth_psn") as u32,
             },
             ext,
-            hdr_len: f("hdr_len") as u8,
-            payload_offset: f("payload_offset") as u32,
-            payload_len: f("payload_len") as u32,
+            hdr_len: f!("hdr_len") as u8,
+            payload_offset: f!("payload_offset") as u32,
+            payload_len: f!("payload_len") as u32,
             pad: [(pad >> 16) as u8, (pad >> 8) as u8, pad as u8],
-            icrc: f("icrc") as u32,
-            icrc_calc: f("icrc_calc") as u32,
-            trailer_len: f("trailer_len") as u32,
-            stream_len: f("stream_len") as u32,
+            icrc: f!("icrc") as u32,
+            icrc_calc: f!("icrc_calc") as u32,
+            trailer_len: f!("trailer_len") as u32,
+            stream_len: f!("stream_len") as u32,
         })
     }
 }
@@ -565,6 +621,27 @@ mod tests {
         }
         assert_eq!(RxError::from_code(0), Ok(None));
         assert_eq!(RxError::from_code(17), Err(17));
+    }
+
+    #[test]
+    fn word_wise_extraction_matches_bit_by_bit() {
+        let mut raw = RawMeta([0; 32]);
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        for w in raw.0.iter_mut() {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            *w = x;
+        }
+        for (i, &(_, w)) in META_FIELDS.iter().enumerate() {
+            let (lsb, _) = META_SPANS[i];
+            let mut slow: u128 = 0;
+            for k in 0..w {
+                let b = lsb + k;
+                slow |= u128::from((raw.0[(b / 64) as usize] >> (b % 64)) & 1) << k;
+            }
+            assert_eq!(raw.field_at(i), slow, "{}", META_FIELDS[i].0);
+        }
     }
 
     #[test]

@@ -72,7 +72,7 @@ fn run(width: DataWidth, shaping: Shaping) {
             span, out_beats as u64,
             "bubbles in the TX output at {width}"
         );
-        assert_eq!(t.tx_out[0].0 - t.tx_in[0].0, 3, "TX latency");
+        assert_eq!(t.tx_out[0].0 - t.tx_in[0].0, 4, "TX latency");
     }
     eprintln!("{} TX frames match the vectors at {width}", cases.len());
 }
