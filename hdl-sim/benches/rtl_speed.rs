@@ -19,7 +19,11 @@ fn frame(payload: usize) -> Vec<u8> {
     use roce_core::wire::udp::UdpRepr;
     use roce_core::wire::{self, ExtHeaders, Headers, L3Repr, Opcode};
     let h = Headers {
-        eth: EthernetRepr { dst: MacAddr([2, 0, 0, 0, 0, 1]), src: MacAddr([2, 0, 0, 0, 0, 2]), ethertype: 0 },
+        eth: EthernetRepr {
+            dst: MacAddr([2, 0, 0, 0, 0, 1]),
+            src: MacAddr([2, 0, 0, 0, 0, 2]),
+            ethertype: 0,
+        },
         vlan: None,
         l3: L3Repr::Ipv4(Ipv4Repr {
             src: [10, 0, 0, 1].into(),
@@ -33,10 +37,18 @@ fn frame(payload: usize) -> Vec<u8> {
             ttl: 64,
             protocol: 17,
         }),
-        udp: Some(UdpRepr { src_port: 0xC000, dst_port: 4791, checksum: 0 }),
+        udp: Some(UdpRepr {
+            src_port: 0xC000,
+            dst_port: 4791,
+            checksum: 0,
+        }),
         bth: BthRepr::new(Opcode::RC_RDMA_WRITE_ONLY, Qpn::new(17), Psn::new(1)),
         ext: ExtHeaders {
-            reth: Some(RethRepr { va: 0x1000, rkey: Rkey(7), dma_len: payload as u32 }),
+            reth: Some(RethRepr {
+                va: 0x1000,
+                rkey: Rkey(7),
+                dma_len: payload as u32,
+            }),
             ..ExtHeaders::default()
         },
     };
@@ -47,10 +59,21 @@ fn frame(payload: usize) -> Vec<u8> {
     buf
 }
 
+/// CPU time of this thread (Linux: utime + stime from /proc), if readable.
+fn thread_cpu() -> Option<Duration> {
+    let stat = std::fs::read_to_string("/proc/thread-self/stat").ok()?;
+    // fields after the ")" of the command name: state is field 3, utime 14, stime 15
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks: u64 = f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?;
+    Some(Duration::from_millis(ticks * 10)) // USER_HZ = 100 on Linux
+}
+
 struct Run {
     cycles: u64,
     frames: u64,
     wall: Duration,
+    cpu: Option<Duration>,
     meta_latency: u64,
     /// cycles from the last input beat to the last payload beat (None: no payload)
     payload_latency: Option<u64>,
@@ -78,6 +101,7 @@ fn run(width: DataWidth, f: &[u8], secs: f64, trace: bool) -> Run {
     while sim.pop_rx_payload().is_some() {}
 
     let start = Instant::now();
+    let cpu0 = thread_cpu();
     let c0 = sim.cycle();
     let mut frames = 0u64;
     let budget = Duration::from_secs_f64(secs);
@@ -96,33 +120,42 @@ fn run(width: DataWidth, f: &[u8], secs: f64, trace: bool) -> Run {
         while sim.pop_rx_payload().is_some() {}
     }
     let wall = start.elapsed();
-    Run { cycles: sim.cycle() - c0, frames, wall, meta_latency, payload_latency }
+    let cpu = thread_cpu().zip(cpu0).map(|(b, a)| b - a);
+    Run {
+        cycles: sim.cycle() - c0,
+        frames,
+        wall,
+        cpu,
+        meta_latency,
+        payload_latency,
+    }
 }
 
 fn main() {
-    let secs: f64 = std::env::args().skip(1).find_map(|a| a.parse().ok()).unwrap_or(2.0);
+    let secs: f64 = std::env::args()
+        .skip(1)
+        .find_map(|a| a.parse().ok())
+        .unwrap_or(2.0);
     if !rtl_available() {
         println!("rtl_speed: SKIPPED (roce-hdl-sim built without Verilator)");
         return;
     }
-    println!("width    frame   beats  trace  cycles/s   frames/s   sim Gb/s@250MHz  meta lat  last-payload lat");
+    println!("width    frame   beats  trace  cycles/s(wall)  cycles/s(cpu)  frames/s(cpu)  meta lat  last-payload lat");
     for width in DataWidth::ALL {
         for (payload, trace) in [(4096usize, false), (0, false), (4096, true)] {
             let f = frame(payload);
             let r = run(width, &f, secs, trace);
             let cps = r.cycles as f64 / r.wall.as_secs_f64();
-            let fps = r.frames as f64 / r.wall.as_secs_f64();
-            // what the simulated bus carries at a 250 MHz clock, for scale
-            let gbps = width.bits() as f64 * 250e6 / 1e9;
+            let cpu = r.cpu.unwrap_or(r.wall).as_secs_f64();
             println!(
-                "{:>3}-bit  {:>5} B  {:>5}  {:>5}  {:>9.0}  {:>9.0}  {:>15.0}  {:>8}  {:>16}",
+                "{:>3}-bit  {:>5} B  {:>5}  {:>5}  {:>14.0}  {:>13.0}  {:>13.0}  {:>8}  {:>16}",
                 width.bits(),
                 f.len(),
                 width.beats(f.len()),
                 if trace { "fst" } else { "no" },
                 cps,
-                fps,
-                gbps,
+                r.cycles as f64 / cpu,
+                r.frames as f64 / cpu,
                 r.meta_latency,
                 r.payload_latency.map_or("-".to_string(), |l| l.to_string())
             );

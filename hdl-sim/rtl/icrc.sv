@@ -177,14 +177,25 @@ module icrc
 
   assign beat = s_first ? '0 : beat_reg;
 
-  logic [MASK_BITS-1:0] or_pat [NPAT];
-  logic [MASK_BEATS*KEEP_WIDTH-1:0] zero_pat [NPAT];
-  for (genvar g = 0; g < NPAT; g++) begin : g_pat
-    localparam logic [MASK_BITS-1:0] OR_P = or_pattern(g);
-    localparam logic [MASK_BEATS*KEEP_WIDTH-1:0] ZERO_P = zero_pattern(g);
-    assign or_pat[g] = OR_P;
-    assign zero_pat[g] = ZERO_P;
-  end
+  // all patterns in one constant each, pattern g at [g*MASK_BITS +: MASK_BITS]
+  function automatic logic [NPAT*MASK_BITS-1:0] or_all();
+    logic [NPAT*MASK_BITS-1:0] m;
+    /* verilator lint_off WIDTHCONCAT */
+    m = '0;  // wider than 8k bits: intended
+    /* verilator lint_on WIDTHCONCAT */
+    for (int g = 0; g < NPAT; g++) m[g*MASK_BITS +: MASK_BITS] = or_pattern(g);
+    return m;
+  endfunction
+
+  function automatic logic [NPAT*MASK_BEATS*KEEP_WIDTH-1:0] zero_all();
+    logic [NPAT*MASK_BEATS*KEEP_WIDTH-1:0] m;
+    m = '0;
+    for (int g = 0; g < NPAT; g++) m[g*MASK_BEATS*KEEP_WIDTH +: MASK_BEATS*KEEP_WIDTH] = zero_pattern(g);
+    return m;
+  endfunction
+
+  localparam logic [NPAT*MASK_BITS-1:0] OR_ALL = or_all();
+  localparam logic [NPAT*MASK_BEATS*KEEP_WIDTH-1:0] ZERO_ALL = zero_all();
 
   always_comb begin
     logic [4:0] sel;
@@ -197,8 +208,8 @@ module icrc
     endcase
     sel = {s_vlan, idx};
     if (beat < BEAT_CNT_W'(MASK_BEATS)) begin
-      or_mask = or_pat[sel][beat*DATA_WIDTH +: DATA_WIDTH];
-      zb = zero_pat[sel][beat*KEEP_WIDTH +: KEEP_WIDTH];
+      or_mask = OR_ALL[32'(sel) * MASK_BITS + 32'(beat) * DATA_WIDTH +: DATA_WIDTH];
+      zb = ZERO_ALL[32'(sel) * MASK_BEATS * KEEP_WIDTH + 32'(beat) * KEEP_WIDTH +: KEEP_WIDTH];
     end else begin
       or_mask = '0;
       zb = '0;

@@ -263,7 +263,7 @@ impl RtlSim {
         assert_eq!(inner.data_width(), width.bits(), "model of the wrong width");
         let meta_width = inner.meta_width();
         assert!(
-            meta_width >= crate::meta::META_BITS && meta_width < crate::meta::META_BITS + 64,
+            (crate::meta::META_BITS..crate::meta::META_BITS + 64).contains(&meta_width),
             "model metadata width {meta_width} does not fit META_FIELDS ({} bits)",
             crate::meta::META_BITS
         );
