@@ -70,7 +70,12 @@ pub fn datapath(width: DataWidth) -> Option<RtlDatapath> {
     if !rtl_available() {
         let ci = std::env::var("CI").is_ok_and(|v| v == "true");
         assert!(!ci, "CI=true but roce-hdl-sim was built without Verilator: RTL tests cannot be skipped in CI");
-        eprintln!("SKIPPED: roce-hdl-sim was built without Verilator (see the build warning)");
+        // straight to stderr: libtest does not capture it, so the skip shows
+        use std::io::Write;
+        let _ = writeln!(
+            std::io::stderr(),
+            "SKIPPED: roce-hdl-sim was built without Verilator (see the build warning)"
+        );
         return None;
     }
     Some(RtlDatapath::new(width).expect("model"))
