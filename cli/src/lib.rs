@@ -2,6 +2,8 @@
 
 pub mod capture;
 pub mod json;
+pub mod perf;
+pub mod perf_cmd;
 pub mod summary;
 
 use anyhow::{Context, Result};

@@ -27,6 +27,8 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// perftest's benchmarks between two NICs (simulated fabric by default).
+    Perf(roce_cli::perf_cmd::PerfArgs),
     /// Build a pcap from packet objects, one JSON object per line (packet-json.md).
     Encode {
         /// JSON Lines input: bare packet objects or `roce decode --json` lines.
@@ -43,6 +45,10 @@ fn main() -> Result<()> {
             let mut out = BufWriter::new(std::io::stdout().lock());
             roce_cli::decode(&file, json, &mut out)?;
             out.flush()?;
+        }
+        Command::Perf(args) => {
+            let mut out = std::io::stdout().lock();
+            roce_cli::perf_cmd::run(&args, &mut out)?;
         }
         Command::Encode { input, output } => {
             let n = roce_cli::encode(&input, &output)?;

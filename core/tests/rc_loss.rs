@@ -240,3 +240,82 @@ fn counters_show_the_recovery() {
     assert!(cb.out_of_seq_request > 0);
     assert!(cb.duplicate_request > 0);
 }
+
+#[test]
+fn several_qp_pairs_share_the_engines_and_a_lossy_link() {
+    for seed in 0..5 {
+        let mut p = Pair::with_links(seed, LinkCfg::lossy(0.05));
+        let o = QpOpts {
+            timeout: 7,
+            ..QpOpts::default()
+        };
+        let pairs: Vec<_> = (0..6).map(|_| p.connect(QpType::Rc, &o)).collect();
+        let len = 5000;
+        let (src, ka) = p.a.buffer(len * 6);
+        p.a.mem.fill_pattern(src, len * 6, seed as u8);
+        let (dst, kb) = p.b.buffer(len * 6 * 10);
+        let (back, ka2) = p.a.buffer(len * 6);
+        for round in 0..10u64 {
+            for (i, &(qa, qb)) in pairs.iter().enumerate() {
+                let off = (i * len) as u64;
+                let d = dst + off + round * (len * 6) as u64;
+                p.b.post_recv(qb, &RecvWr::new(round));
+                let id = (i as u64) << 32 | round;
+                let op = if round % 2 == 0 {
+                    WrOp::RdmaWriteWithImm {
+                        remote_addr: d,
+                        rkey: kb.rkey,
+                        imm: id as u32,
+                    }
+                } else {
+                    WrOp::RdmaWrite {
+                        remote_addr: d,
+                        rkey: kb.rkey,
+                    }
+                };
+                p.a.post_send(
+                    qa,
+                    &SendWr::new(id, op)
+                        .sge(src + off, len as u32, ka.lkey)
+                        .flags(SendFlags::SIGNALED),
+                );
+                if round == 9 {
+                    // Read the last round back, fenced behind the writes.
+                    p.a.post_send(
+                        qa,
+                        &SendWr::new(
+                            id | 1 << 31,
+                            WrOp::RdmaRead {
+                                remote_addr: d,
+                                rkey: kb.rkey,
+                            },
+                        )
+                        .sge(back + off, len as u32, ka2.lkey)
+                        .flags(SendFlags::SIGNALED | SendFlags::FENCE),
+                    );
+                }
+            }
+        }
+        p.settle();
+        for (i, &(qa, _)) in pairs.iter().enumerate() {
+            let ids: Vec<u64> =
+                p.a.wcs
+                    .iter()
+                    .filter(|w| w.qp_num == qa)
+                    .map(|w| w.wr_id)
+                    .collect();
+            let mut want: Vec<u64> = (0..10).map(|r| (i as u64) << 32 | r).collect();
+            want.push((i as u64) << 32 | 9 | 1 << 31);
+            assert_eq!(ids, want, "seed {seed} qp {i}");
+            let off = (i * len) as u64;
+            assert_eq!(p.a.mem.read(back + off, len), p.a.mem.read(src + off, len));
+        }
+        assert!(p
+            .a
+            .wcs
+            .iter()
+            .chain(p.b.wcs.iter())
+            .all(|w| w.status == WcStatus::Success));
+        assert_eq!(p.b.wcs.len(), 6 * 5);
+    }
+}

@@ -87,3 +87,51 @@ fn valid_vectors_reemit_byte_for_byte() {
         assert_eq!(&out[..n], &frame[..], "{}", row["id"]);
     }
 }
+
+/// RoCEv1 (a GRH straight over Ethernet, EtherType 0x8915) has no vector in the corpus;
+/// its layout is the IPv6 one with next header 0x1B and no UDP (roce-facts §1.7), and its
+/// ICRC follows the IPv6 masking rule (not yet checked against hardware).
+#[test]
+fn rocev1_grh_frames_round_trip() {
+    use roce_core::num::{Psn, Qpn};
+    use roce_core::wire::bth::BthRepr;
+    use roce_core::wire::ethernet::{EthernetRepr, MacAddr};
+    use roce_core::wire::ipv6::{Ipv6Repr, NEXT_HEADER_BTH};
+    use roce_core::wire::{Headers, Opcode};
+    let grh = Ipv6Repr {
+        next_header: NEXT_HEADER_BTH,
+        flow_label: 0x1234,
+        ..Ipv6Repr::default()
+    };
+    let h = Headers {
+        eth: EthernetRepr {
+            dst: MacAddr([2, 0, 0, 0, 0, 2]),
+            src: MacAddr([2, 0, 0, 0, 0, 1]),
+            ethertype: 0x8915,
+        },
+        vlan: None,
+        l3: L3Repr::Grh(grh),
+        udp: None,
+        bth: BthRepr::new(Opcode::RC_SEND_ONLY, Qpn::new(0x11), Psn::new(7)),
+        ext: Default::default(),
+    };
+    let mut buf = [0u8; 128];
+    let n = wire::emit(&h, b"hello", &mut buf).unwrap();
+    assert_eq!(n, 14 + 40 + 12 + 8 + 4);
+    assert_eq!(&buf[12..14], &[0x89, 0x15]);
+    assert_eq!(buf[14 + 6], 0x1B);
+    // GRH PayLen covers BTH .. ICRC, rounded to 4 bytes (roce-facts §1.7).
+    assert_eq!(u16::from_be_bytes([buf[18], buf[19]]), 12 + 8 + 4);
+    let p = wire::parse(&buf[..n]).unwrap();
+    assert!(matches!(p.headers.l3, L3Repr::Grh(g) if g.flow_label == 0x1234));
+    assert_eq!((p.payload, p.pad.len()), (&b"hello"[..], 3));
+    // A changed hop limit (masked) keeps the ICRC; a changed DGID (covered) breaks it.
+    let mut f = buf[..n].to_vec();
+    f[14 + 7] = 1;
+    assert!(wire::parse(&f).is_ok());
+    f[14 + 39] ^= 1;
+    assert_eq!(
+        wire::parse(&f).err().map(|e| e.name()),
+        Some("icrc_mismatch")
+    );
+}

@@ -83,4 +83,8 @@ impl<const FRAMES: usize> Datapath for Loopback<FRAMES> {
         }
         None
     }
+
+    fn verifies_icrc(&self) -> bool {
+        true
+    }
 }

@@ -17,6 +17,11 @@ pub trait Datapath {
     fn can_transmit(&self) -> bool;
     /// Copies the next received frame into `buf` and returns its length.
     fn receive(&mut self, buf: &mut [u8]) -> Option<usize>;
+    /// Whether every frame `receive` returns has had its ICRC verified by the datapath
+    /// (as the RTL does in hardware), so the engine need not compute it again.
+    fn verifies_icrc(&self) -> bool {
+        false
+    }
 }
 
 /// Everything the runtime needs from the platform.
@@ -38,4 +43,10 @@ pub trait Hal {
     fn split(&mut self) -> (&mut Self::Dma, &mut Self::Datapath);
     /// Nanoseconds since an arbitrary epoch; never decreases.
     fn now(&mut self) -> u64;
+    /// Whether a doorbell may have rung since the last call (and forget it). Hardware
+    /// latches doorbell writes in a pending bit; a HAL without one answers true, and the
+    /// runtime then reads every doorbell register on each poll.
+    fn take_doorbells(&mut self) -> bool {
+        true
+    }
 }

@@ -84,6 +84,11 @@ pub struct Nic<
     cqs: [Option<HostCq>; CQS],
     qps: [Option<HostQp>; QPS],
     cmdq_ci: u32,
+    /// Some QP's ring holds WQEs not yet fetched.
+    backlog: bool,
+    /// One past the highest QP / CQ slot ever used: the per-poll scans stop there.
+    qp_hi: usize,
+    cq_hi: usize,
     counters: RuntimeCounters,
     txbuf: [u8; FRAME_BUF],
     rxbuf: [u8; FRAME_BUF],
@@ -118,6 +123,9 @@ impl<
             cqs: [None; CQS],
             qps: [None; QPS],
             cmdq_ci: 0,
+            backlog: false,
+            qp_hi: 0,
+            cq_hi: 0,
             counters: RuntimeCounters::default(),
             txbuf: [0; FRAME_BUF],
             rxbuf: [0; FRAME_BUF],
@@ -144,11 +152,32 @@ impl<
         self.engine.poll_timeout().map(Instant::as_nanos)
     }
 
+    /// Hands one received frame straight to the engine (the ICRC is checked there), for
+    /// a host harness that owns the frame's buffer: no datapath queue, no copy.
+    pub fn receive_frame(&mut self, frame: &[u8]) {
+        let now = Instant::from_nanos(self.hal.now());
+        self.engine.handle_packet(now, frame, self.hal.dma());
+        self.counters.frames_rx += 1;
+    }
+
+    /// Writes the next frame to send straight into `buf`, for a host harness that pulls
+    /// frames at link rate (use a datapath that never takes frames, so none queue there).
+    pub fn transmit_frame(&mut self, buf: &mut [u8]) -> Option<usize> {
+        let now = Instant::from_nanos(self.hal.now());
+        let n = self.engine.poll_transmit(now, buf, self.hal.dma())?;
+        self.counters.frames_tx += 1;
+        Some(n)
+    }
+
     /// Does every piece of pending work once; returns whether anything happened.
     pub fn poll(&mut self) -> bool {
         let now = Instant::from_nanos(self.hal.now());
         let mut busy = self.run_commands();
-        busy |= self.fetch_wqes();
+        // Doorbells that rang, or WQEs left in a ring because the engine's queue was
+        // full last time.
+        if self.hal.take_doorbells() || self.backlog {
+            busy |= self.fetch_wqes();
+        }
         busy |= self.receive(now);
         if self.engine.poll_timeout().is_some_and(|t| t <= now) {
             self.engine.handle_timeout(now);
@@ -202,13 +231,16 @@ impl<
 
     fn fetch_wqes(&mut self) -> bool {
         let mut any = false;
-        for slot in 0..QPS {
+        self.backlog = false;
+        for slot in 0..self.qp_hi {
             let Some(Some(mut q)) = self.qps.get(slot).copied() else {
                 continue;
             };
             let index = slot as u32;
             any |= self.fetch_sq(&mut q, index);
             any |= self.fetch_rq(&mut q, index);
+            self.backlog |= q.sq_ci != self.hal.reg_read(reg::sq_db(index))
+                || q.rq_ci != self.hal.reg_read(reg::rq_db(index));
             if let Some(s) = self.qps.get_mut(slot) {
                 *s = Some(q);
             }
@@ -293,7 +325,7 @@ impl<
 
     fn write_completions(&mut self) -> bool {
         let mut any = false;
-        for c in 0..CQS {
+        for c in 0..self.cq_hi {
             let Some(Some(cq)) = self.cqs.get(c).copied() else {
                 continue;
             };
@@ -515,6 +547,7 @@ impl<
             let _ = self.engine.destroy_cq(cq);
             return CmdStatus::NoResources;
         };
+        self.cq_hi = self.cq_hi.max(usize::from(cq.0) + 1);
         *slot = Some(HostCq {
             ring: arg.ring.get(),
             log_depth: arg.log_depth,
@@ -582,7 +615,10 @@ impl<
             rq_ci: self.hal.reg_read(reg::rq_db(index)),
         };
         match self.qps.get_mut(slot) {
-            Some(s) => *s = Some(host),
+            Some(s) => {
+                *s = Some(host);
+                self.qp_hi = self.qp_hi.max(slot + 1);
+            }
             None => {
                 let _ = self.engine.destroy_qp(qpn);
                 return CmdStatus::NoResources;
@@ -636,6 +672,10 @@ pub trait NicRuntime {
     fn poll(&mut self) -> bool;
     /// [`Nic::poll_timeout`].
     fn poll_timeout(&self) -> Option<u64>;
+    /// [`Nic::receive_frame`].
+    fn receive_frame(&mut self, frame: &[u8]);
+    /// [`Nic::transmit_frame`].
+    fn transmit_frame(&mut self, buf: &mut [u8]) -> Option<usize>;
     /// The engine's protocol counters.
     fn engine_counters(&self) -> roce_core::transport::Counters;
     /// The runtime's counters.
@@ -659,6 +699,12 @@ impl<
     }
     fn poll_timeout(&self) -> Option<u64> {
         Nic::poll_timeout(self)
+    }
+    fn receive_frame(&mut self, frame: &[u8]) {
+        Nic::receive_frame(self, frame)
+    }
+    fn transmit_frame(&mut self, buf: &mut [u8]) -> Option<usize> {
+        Nic::transmit_frame(self, buf)
     }
     fn engine_counters(&self) -> roce_core::transport::Counters {
         *self.engine.counters()

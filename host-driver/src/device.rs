@@ -63,12 +63,17 @@ impl Datapath for PortDatapath {
         }
         None
     }
+    fn verifies_icrc(&self) -> bool {
+        true
+    }
 }
 
 struct Shared {
     regs: RefCell<Vec<u32>>,
     mem: HostMemory,
     clock: Cell<u64>,
+    /// A doorbell was written since the firmware last looked (the hardware's pending bit).
+    doorbell: Cell<bool>,
 }
 
 struct LocalHal {
@@ -106,6 +111,9 @@ impl Hal for LocalHal {
     fn now(&mut self) -> u64 {
         self.shared.clock.get()
     }
+    fn take_doorbells(&mut self) -> bool {
+        self.shared.doorbell.replace(false)
+    }
 }
 
 /// How big an in-process NIC's tables are.
@@ -131,6 +139,7 @@ impl LocalNic {
             regs: RefCell::new(vec![0; (reg::WINDOW / 4) as usize]),
             mem: HostMemory::default(),
             clock: Cell::new(0),
+            doorbell: Cell::new(false),
         });
         let port = Rc::new(RefCell::new(PortQueues {
             tx_limit: 64,
@@ -177,6 +186,17 @@ impl LocalNic {
         self.fw.borrow().poll_timeout()
     }
 
+    /// Processes a received frame at once, from the caller's buffer (no port queue).
+    pub fn receive_frame(&self, frame: &[u8]) {
+        self.fw.borrow_mut().receive_frame(frame);
+    }
+
+    /// Writes the next frame to send into `buf`, straight from the engine. A caller that
+    /// pulls frames this way sets the port's `tx_limit` to 0 so none queue there.
+    pub fn transmit_frame(&self, buf: &mut [u8]) -> Option<usize> {
+        self.fw.borrow_mut().transmit_frame(buf)
+    }
+
     /// The port's frame queues.
     pub fn port(&self) -> &Rc<RefCell<PortQueues>> {
         &self.port
@@ -209,6 +229,9 @@ impl Device for LocalNic {
                 *r &= !value;
             } else {
                 *r = value;
+            }
+            if (reg::SQ_DB..reg::CQ_DB).contains(&offset) {
+                self.shared.doorbell.set(true);
             }
         }
     }

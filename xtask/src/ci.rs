@@ -121,10 +121,23 @@ fn fuzz(ctx: &Ctx) -> Result<Outcome> {
     println!("fuzz: {} target(s), {seconds} s each", targets.len());
     let max_time = format!("-max_total_time={seconds}");
     for target in targets {
-        cmd::run(&mut cargo_fuzz(&["run", target, "--", &max_time]))?;
+        // New inputs go to corpus/<target> (git-ignored); every target also starts from
+        // the committed frames in seeds/frames (shared vectors, past crashers).
+        let corpus = format!("corpus/{target}");
+        std::fs::create_dir_all(Path::new(FUZZ_DIR).join(&corpus))
+            .map_err(|e| format!("cannot create fuzz/{corpus}: {e}"))?;
+        let mut args = vec!["run", target, corpus.as_str()];
+        if Path::new(FUZZ_DIR).join(SEEDS).is_dir() {
+            args.push(SEEDS);
+        }
+        args.extend(["--", max_time.as_str()]);
+        cmd::run(&mut cargo_fuzz(&args))?;
     }
     Ok(Outcome::Passed)
 }
+
+/// Committed seed inputs of every fuzz target, relative to `fuzz/`.
+const SEEDS: &str = "seeds/frames";
 
 /// A minute per target, but about five minutes in all and at least ten seconds each, so
 /// CI stays well inside its 30 minutes as targets are added. `FUZZ_SECONDS` overrides.

@@ -5,7 +5,7 @@
 //!
 //! The engine is sans-IO: it never reads a clock, allocates, or does I/O. Time is a
 //! nanosecond [`Instant`] passed in, and **successive `now` values must never
-//! decrease**. Host memory is reached only through the [`Dma`] handed to the calls that
+//! decrease** (a `now` earlier than one already seen is treated as the later one). Host memory is reached only through the [`Dma`] handed to the calls that
 //! move payload bytes.
 //!
 //! Methods fall into groups:
@@ -145,6 +145,11 @@ pub struct Engine<
     counters: Counters,
     /// Round-robin position of `poll_transmit`.
     tx_next: usize,
+    /// The latest `now` seen: an earlier one is taken as this (time never runs back).
+    last_now: Instant,
+    /// One past the highest slot in use: loops over QPs stop here, so a NIC with room for
+    /// many QPs but few in use pays only for those.
+    hi: usize,
 }
 
 impl<
@@ -170,6 +175,8 @@ impl<
             queues: array::from_fn(|_| QpQueues::new()),
             counters: Counters::default(),
             tx_next: 0,
+            hi: 0,
+            last_now: Instant::ZERO,
         }
     }
 
@@ -296,6 +303,7 @@ impl<
         }
         if let Some(s) = self.qps.get_mut(slot) {
             *s = Some(Qp::new(qpn, init));
+            self.hi = self.hi.max(slot + 1);
         }
         Ok(qpn)
     }
@@ -309,6 +317,11 @@ impl<
         if let Some(q) = self.queues.get_mut(slot) {
             q.clear();
         }
+        self.hi = self
+            .qps
+            .iter()
+            .rposition(Option::is_some)
+            .map_or(0, |i| i + 1);
         self.mem.pd_put(qp.pd);
         let _ = self.cq_use(qp.send_cq, -1);
         let _ = self.cq_use(qp.recv_cq, -1);
@@ -318,6 +331,12 @@ impl<
     fn slot(&self, qpn: Qpn) -> Option<usize> {
         let s = usize::try_from(qpn.value().checked_sub(QPN_BASE)?).ok()?;
         matches!(self.qps.get(s), Some(Some(_))).then_some(s)
+    }
+
+    /// `now`, or the latest time seen if `now` is earlier.
+    fn clock(&mut self, now: Instant) -> Instant {
+        self.last_now = self.last_now.max(now);
+        self.last_now
     }
 
     /// Runs `f` on QP `slot` with the rest of the engine as its environment.
@@ -364,6 +383,12 @@ impl<
         .unwrap_or(Err(Error::NoSuchQp(qpn)))
     }
 
+    /// The raw QP context, for debugging and tests.
+    #[doc(hidden)]
+    pub fn qp_context(&self, qpn: Qpn) -> Option<&Qp> {
+        self.qps.get(self.slot(qpn)?)?.as_ref()
+    }
+
     /// `ibv_query_qp`.
     pub fn query_qp(&mut self, qpn: Qpn) -> Result<QpInfo, Error> {
         let slot = self.slot(qpn).ok_or(Error::NoSuchQp(qpn))?;
@@ -399,7 +424,23 @@ impl<
     /// RoCE, not addressed to this port, or not acceptable to their QP are dropped and
     /// counted; nothing a frame contains can make this panic.
     pub fn handle_packet(&mut self, now: Instant, frame: &[u8], dma: &mut dyn Dma) {
-        let pkt = match wire::parse(frame) {
+        self.receive(now, frame, dma, true);
+    }
+
+    /// [`Engine::handle_packet`] for a frame whose ICRC the datapath has already
+    /// verified (hardware RX check): every other check is still made.
+    pub fn handle_verified_packet(&mut self, now: Instant, frame: &[u8], dma: &mut dyn Dma) {
+        self.receive(now, frame, dma, false);
+    }
+
+    fn receive(&mut self, now: Instant, frame: &[u8], dma: &mut dyn Dma, check_icrc: bool) {
+        let now = self.clock(now);
+        let parsed = if check_icrc {
+            wire::parse(frame)
+        } else {
+            wire::parse_unverified(frame)
+        };
+        let pkt = match parsed {
             Ok(p) => p,
             Err(_) => {
                 self.counters.rcvd_parse_err += 1;
@@ -465,7 +506,8 @@ impl<
 
     /// Runs the timers due at `now` (local ACK timeout, RNR wait).
     pub fn handle_timeout(&mut self, now: Instant) {
-        for slot in 0..QPS {
+        let now = self.clock(now);
+        for slot in 0..self.hi {
             let due = matches!(self.qps.get(slot), Some(Some(q)) if q.next_deadline().is_some_and(|t| t <= now));
             if due {
                 self.with_qp(slot, now, &mut NoDma, |r, env, _| r.handle_timeout(env));
@@ -479,6 +521,8 @@ impl<
     /// When `handle_timeout` should next be called, if any timer is armed.
     pub fn poll_timeout(&self) -> Option<Instant> {
         self.qps
+            .get(..self.hi)
+            .unwrap_or(&[])
             .iter()
             .flatten()
             .filter_map(Qp::next_deadline)
@@ -487,7 +531,7 @@ impl<
 
     /// Completes what waits for CQ room: flushes of QPs in ERR, finished send WQEs.
     fn service(&mut self) {
-        for slot in 0..QPS {
+        for slot in 0..self.hi {
             if matches!(self.qps.get(slot), Some(Some(_))) {
                 self.with_qp(slot, Instant::ZERO, &mut NoDma, |r, env, _| {
                     r.flush(env);
@@ -522,8 +566,10 @@ impl<
         buf: &mut [u8],
         dma: &mut dyn Dma,
     ) -> Option<usize> {
-        for k in 0..QPS {
-            let slot = (self.tx_next + k) % QPS.max(1);
+        let now = self.clock(now);
+        let hi = self.hi.max(1);
+        for k in 0..hi {
+            let slot = (self.tx_next + k) % hi;
             if !matches!(self.qps.get(slot), Some(Some(_))) {
                 continue;
             }
@@ -551,7 +597,7 @@ impl<
                 None
             });
             if let Some(Some(len)) = sent {
-                self.tx_next = (slot + 1) % QPS.max(1);
+                self.tx_next = (slot + 1) % hi;
                 self.counters.sent_pkts += 1;
                 return Some(len);
             }

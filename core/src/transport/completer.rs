@@ -70,6 +70,17 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
 
     /// Handles an RC response packet (ACKNOWLEDGE, ATOMIC_ACKNOWLEDGE, READ response).
     pub(crate) fn comp_handle(&mut self, env: &mut Env<'_>, pkt: &Packet<'_>) {
+        let before = self.qp.comp.psn;
+        self.comp_process(env, pkt);
+        if self.qp.comp.psn != before && matches!(self.qp.state, QpState::Rts | QpState::Sqd) {
+            self.catch_up();
+            if self.qp.comp.rnr_at.is_none() {
+                self.restart_timer(env);
+            }
+        }
+    }
+
+    fn comp_process(&mut self, env: &mut Env<'_>, pkt: &Packet<'_>) {
         if !matches!(self.qp.state, QpState::Rts | QpState::Sqd) {
             env.ctr.rcvd_bad_resp += 1;
             return;
@@ -82,7 +93,6 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
         }
         let op = pkt.info.operation;
         let syndrome = pkt.headers.ext.aeth.map(|a| a.syndrome);
-        let before = self.qp.comp.psn;
 
         // Complete, in order, every WQE the response implicitly acknowledges.
         let i = loop {
@@ -153,7 +163,6 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
                             .saturating_add(core::time::Duration::from_nanos(t.nanos())),
                     );
                     self.go_back_n(psn);
-                    return;
                 }
             }
             (Operation::Acknowledge, Some(Syndrome::Nak(code))) => {
@@ -165,7 +174,10 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
                     NakCode::PsnSequenceError => {
                         env.ctr.rcvd_seq_err += 1;
                         if d > 0 {
+                            // It implicitly acknowledges every PSN before it: that is
+                            // progress, so the retry budget starts afresh.
                             self.qp.comp.psn = psn;
+                            self.reset_retry_counters();
                         }
                         if self.qp.comp.rnr_at.is_none() {
                             self.retry(env, false);
@@ -175,7 +187,6 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
                     NakCode::RemoteAccessError => self.finish_wqe(env, i, WcStatus::RemAccessErr),
                     _ => self.finish_wqe(env, i, WcStatus::RemOpErr),
                 }
-                return;
             }
             (Operation::RdmaReadResponse, s) => {
                 if !is_read || s.is_some_and(|s| !matches!(s, Syndrome::Ack(_))) {
@@ -253,13 +264,7 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
                 self.reset_retry_counters();
                 self.finish_wqe(env, i, WcStatus::Success);
             }
-            _ => {
-                env.ctr.rcvd_bad_resp += 1;
-                return;
-            }
-        }
-        if self.qp.comp.psn != before {
-            self.restart_timer(env);
+            _ => env.ctr.rcvd_bad_resp += 1,
         }
     }
 }

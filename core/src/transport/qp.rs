@@ -312,6 +312,9 @@ pub struct Qp {
     pub(crate) resp: Responder,
 }
 
+// The firmware keeps one context per QP in on-chip RAM: hold it to 256 bytes.
+const _: () = assert!(core::mem::size_of::<Qp>() <= 256);
+
 /// A QP's externally visible attributes (`ibv_query_qp`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct QpInfo {
@@ -857,5 +860,25 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
                 );
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod size_tests {
+    extern crate std;
+    use super::*;
+
+    #[test]
+    fn entry_sizes() {
+        std::println!(
+            "SendWqe {} RecvWqe {} RespItem {} RdRes {} WorkCompletion {} SendWr {} Qp {}",
+            core::mem::size_of::<SendWqe>(),
+            core::mem::size_of::<RecvWqe>(),
+            core::mem::size_of::<RespItem>(),
+            core::mem::size_of::<RdRes>(),
+            core::mem::size_of::<WorkCompletion>(),
+            core::mem::size_of::<SendWr>(),
+            core::mem::size_of::<Qp>(),
+        );
     }
 }

@@ -368,6 +368,35 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
         }
     }
 
+    /// After a Go-Back-N rewind, a late acknowledgement may cover PSNs the cursor is
+    /// about to send again: move the cursor forward to the oldest unacknowledged PSN.
+    pub(crate) fn catch_up(&mut self) {
+        let p = self.qp.comp.psn;
+        if !p.after(self.qp.req.psn) {
+            return;
+        }
+        let in_flight = self
+            .q
+            .sq
+            .iter()
+            .any(|w| w.started && !w.done && !w.last_psn.before(p));
+        if in_flight {
+            self.go_back_n(p);
+        } else {
+            // Every started WQE is finished: resume at the first unfinished one.
+            let i = self
+                .q
+                .sq
+                .iter()
+                .position(|w| !w.done)
+                .unwrap_or(self.q.sq.len());
+            self.qp.req.wqe_idx = u16::try_from(i).unwrap_or(u16::MAX);
+            self.qp.req.pkt_idx = 0;
+            self.qp.req.psn = p;
+            self.qp.req.noack_pkts = 0;
+        }
+    }
+
     /// Go-Back-N: the next packet sent is the one with PSN `p` (the oldest
     /// unacknowledged), and everything after it is sent again.
     pub(crate) fn go_back_n(&mut self, p: Psn) {

@@ -121,6 +121,13 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
     fn uc_request(&mut self, env: &mut Env<'_>, pkt: &Packet<'_>) {
         let psn = pkt.headers.bth.psn;
         let starts = pkt.info.position.starts();
+        if psn.before(self.qp.resp.epsn) {
+            // A duplicate or a straggler from the past: neither delivered nor allowed
+            // to disturb the message in progress (rxe would resync on it if it starts
+            // a message, delivering an old message after a newer one).
+            env.ctr.duplicate_request += 1;
+            return;
+        }
         let resync = self.qp.resp.drop_msg || psn != self.qp.resp.epsn;
         // A new message while another was in progress abandons the old one (the
         // receive WQE is reused from its start).

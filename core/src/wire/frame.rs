@@ -398,6 +398,11 @@ fn parse_impl(frame: &[u8], verify: bool) -> Result<Packet<'_>, Error> {
                 dport: d.dst_port(),
             });
         }
+        if end < next + UdpRepr::LEN {
+            return Err(Error::LengthMismatch {
+                reason: "IP payload too short for a UDP header",
+            });
+        }
         if usize::from(d.length()) != end - next {
             return Err(Error::LengthMismatch {
                 reason: "UDP length disagrees with the IP length",
@@ -558,7 +563,8 @@ impl Headers {
                 0
             };
         let udp = if self.l3.is_rocev2() { UdpRepr::LEN } else { 0 };
-        Ok(l2 + self.l3.header_len() + udp + BthRepr::LEN + info.ext_len() + body_len + ICRC_LEN)
+        let headers = l2 + self.l3.header_len() + udp + BthRepr::LEN + info.ext_len() + ICRC_LEN;
+        headers.checked_add(body_len).ok_or(EmitError::TooLong)
     }
 }
 

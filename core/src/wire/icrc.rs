@@ -34,24 +34,11 @@ pub enum IcrcKind {
 /// Bytes of the ICRC trailer.
 pub const ICRC_LEN: usize = 4;
 
-/// The largest masked prefix: IPv4 with 40 bytes of options + UDP + BTH.
-const MAX_MASKED: usize = 60 + 8 + 12;
-
-/// `crc32([0xFF; 8])`: the CRC after the fixed LRH stand-in, so each packet starts from it.
-const AFTER_LRH: u32 = {
-    let mut crc = 0xFFFF_FFFFu32;
-    let mut i = 0;
-    while i < 8 * 8 {
-        // Bitwise reflected CRC-32 of eight 0xFF bytes, LSB first.
-        let bit = (crc ^ 1) & 1; // every input bit is 1
-        crc >>= 1;
-        if bit != 0 {
-            crc ^= 0xEDB8_8320;
-        }
-        i += 1;
-    }
-    !crc
-};
+/// The 8 bytes of 0xFF that stand in for the LRH.
+const LRH: usize = 8;
+/// Bytes copied and hashed together with the LRH stand-in: at least the largest masked
+/// prefix (IPv4 with 40 bytes of options + UDP + BTH = 80).
+const CHUNK: usize = 128;
 
 /// A streaming ICRC computation.
 #[derive(Clone)]
@@ -66,9 +53,13 @@ impl Icrc {
     /// are. Fails if `headers` is too short for the prefix.
     pub fn start(kind: IcrcKind, headers: &[u8]) -> Result<Self, Truncated> {
         let prefix = masked_prefix_len(kind, headers)?;
-        let mut masked = [0u8; MAX_MASKED];
-        let m = masked.get_mut(..prefix).ok_or(Truncated)?;
-        m.copy_from_slice(headers.get(..prefix).ok_or(Truncated)?);
+        // One stack copy of the LRH stand-in and the first CHUNK bytes, masked in place,
+        // hashed in one call: short frames (ACKs, READ requests) need no other call.
+        let mut buf = [0xFFu8; LRH + CHUNK];
+        let n = headers.len().min(CHUNK);
+        let (head, rest) = headers.split_at(n);
+        let m = buf.get_mut(LRH..LRH + n).ok_or(Truncated)?;
+        m.copy_from_slice(head);
         let bth = match kind {
             IcrcKind::Ipv4 => {
                 m[1] = 0xFF; // TOS: DSCP + ECN
@@ -94,9 +85,11 @@ impl Icrc {
             }
         };
         m[bth + 4] = 0xFF; // FECN, BECN, resv6
-        let mut hasher = crc32fast::Hasher::new_with_initial(AFTER_LRH);
-        hasher.update(m);
-        hasher.update(headers.get(prefix..).unwrap_or(&[]));
+        let mut hasher = crc32fast::Hasher::new();
+        hasher.update(&buf[..LRH + n]);
+        if !rest.is_empty() {
+            hasher.update(rest);
+        }
         Ok(Self { hasher })
     }
 
@@ -165,10 +158,9 @@ mod tests {
     #[test]
     fn lrh_stand_in_matches_rxe_seed() {
         // rxe seeds crc32_le() with 0xDEBB20E3 = the raw register after 8 x 0xFF.
-        assert_eq!(!AFTER_LRH, 0xDEBB_20E3);
         let mut h = crc32fast::Hasher::new();
-        h.update(&[0xFF; 8]);
-        assert_eq!(h.finalize(), AFTER_LRH);
+        h.update(&[0xFF; LRH]);
+        assert_eq!(!h.finalize(), 0xDEBB_20E3);
     }
 
     #[test]

@@ -438,16 +438,24 @@ impl Pair {
         (qa, qb)
     }
 
+    /// Lets each node send while its link is free: transmission is paced at link rate,
+    /// as a NIC's TX is, so no node queues more than one frame ahead of the wire.
     fn transmit_all(&mut self) {
         let mut buf = vec![0u8; 9000];
         let now = Instant::from_nanos(self.now);
-        while let Some(n) = self.a.eng.poll_transmit(now, &mut buf, &mut self.a.mem) {
+        while self.ab.busy_until <= self.now {
+            let Some(n) = self.a.eng.poll_transmit(now, &mut buf, &mut self.a.mem) else {
+                break;
+            };
             if self.keep_trace {
                 self.trace.push((self.now, true, buf[..n].to_vec()));
             }
             self.ab.send(self.now, buf[..n].to_vec(), &mut self.rng);
         }
-        while let Some(n) = self.b.eng.poll_transmit(now, &mut buf, &mut self.b.mem) {
+        while self.ba.busy_until <= self.now {
+            let Some(n) = self.b.eng.poll_transmit(now, &mut buf, &mut self.b.mem) else {
+                break;
+            };
             if self.keep_trace {
                 self.trace.push((self.now, false, buf[..n].to_vec()));
             }
@@ -478,6 +486,8 @@ impl Pair {
             self.ba.next_arrival(),
             self.a.eng.poll_timeout().map(|t| t.as_nanos()),
             self.b.eng.poll_timeout().map(|t| t.as_nanos()),
+            (self.ab.busy_until > self.now).then_some(self.ab.busy_until),
+            (self.ba.busy_until > self.now).then_some(self.ba.busy_until),
         ]
         .into_iter()
         .flatten()

@@ -1,0 +1,121 @@
+//! How fast the software RNIC runs on this CPU (issue 6), in one run:
+//!
+//! * simulator speed: simulated ns per wall ns of `roce perf write_bw` (64 KiB, MTU 4096,
+//!   100 Gb/s, 2 us) with 1, 8 and 64 QP pairs;
+//! * `--fabric direct`: wall-clock Gb/s of 64 KiB RDMA WRITEs and Mpps of 64 B WRITEs,
+//!   the two NICs connected in memory;
+//! * the baseline, measured alongside: copying the same payload bytes twice (the DMA
+//!   read at the sender, the DMA write at the receiver) plus one CRC-32 over them each
+//!   way, which is the least any software RNIC must do per byte.
+//!
+//! Run: `cargo bench -p roce-cli --bench perf_speed`. Wall times on a shared machine
+//! vary; the table prints the best of three runs of each.
+
+use roce_cli::perf::{self, world, Params, Test};
+use roce_core::transport::Mtu;
+use roce_sim::LinkConfig;
+use std::time::Instant;
+
+fn params(test: Test, size: usize, iters: usize, qps: usize) -> Params {
+    Params {
+        test,
+        size,
+        iters,
+        qps,
+        mtu: Mtu::Mtu4096,
+        tx_depth: 64,
+    }
+}
+
+fn best<T>(mut f: impl FnMut() -> (f64, T)) -> (f64, T) {
+    let mut out = f();
+    for _ in 0..2 {
+        let r = f();
+        if r.0 < out.0 {
+            out = r;
+        }
+    }
+    out
+}
+
+fn main() {
+    if std::env::args().any(|a| a == "--list") {
+        return; // `cargo test --benches` lists benchmarks; there are none to list here
+    }
+    println!(
+        "{:<44} {:>12} {:>12} {:>10}",
+        "measurement", "wall ms", "result", "unit"
+    );
+    for qps in [1usize, 8, 64] {
+        let iters = (2000 / qps).max(20);
+        let p = params(Test::WriteBw, 65536, iters, qps);
+        let (wall, sim_ns) = best(|| {
+            let mut sim = world::Sim::back_to_back(
+                perf::nics(&p),
+                LinkConfig::new(100_000_000_000, 2_000),
+                1,
+            );
+            let t = Instant::now();
+            let m = perf::run(&mut sim, &p).unwrap();
+            (t.elapsed().as_secs_f64(), m.elapsed_ns)
+        });
+        let ratio = sim_ns as f64 / 1e9 / wall;
+        println!(
+            "{:<44} {:>12.1} {:>12.3} {:>10}",
+            format!("sim write_bw 64KiB, {qps} QP(s): sim/wall"),
+            wall * 1e3,
+            ratio,
+            "x realtime"
+        );
+    }
+    for (size, iters, unit) in [(65536usize, 4000usize, "Gb/s"), (64, 200_000, "Mpps")] {
+        let p = params(Test::WriteBw, size, iters, 1);
+        let (wall, m) = best(|| {
+            let t = Instant::now();
+            let m = perf::run(&mut world::Direct::new(perf::nics(&p)), &p).unwrap();
+            (t.elapsed().as_secs_f64(), m)
+        });
+        let secs = m.elapsed_ns as f64 / 1e9;
+        let v = if unit == "Gb/s" {
+            (size * iters) as f64 * 8.0 / secs / 1e9
+        } else {
+            iters as f64 / secs / 1e6
+        };
+        println!(
+            "{:<44} {:>12.1} {:>12.3} {:>10}",
+            format!("direct write_bw {size} B"),
+            wall * 1e3,
+            v,
+            unit
+        );
+    }
+    // Baseline: per message, two copies of the payload and two CRC-32s over it.
+    for (size, iters, unit) in [(65536usize, 4000usize, "Gb/s"), (64, 200_000, "Mpps")] {
+        let src = vec![0x5Au8; size];
+        let (mut mid, mut dst) = (vec![0u8; size], vec![0u8; size]);
+        let (wall, crc) = best(|| {
+            let t = Instant::now();
+            let mut acc = 0u32;
+            for _ in 0..iters {
+                mid.copy_from_slice(std::hint::black_box(&src));
+                acc ^= crc32fast::hash(&mid);
+                dst.copy_from_slice(&mid);
+                acc ^= crc32fast::hash(&dst);
+            }
+            (t.elapsed().as_secs_f64(), acc)
+        });
+        std::hint::black_box(crc);
+        let v = if unit == "Gb/s" {
+            (size * iters) as f64 * 8.0 / wall / 1e9
+        } else {
+            iters as f64 / wall / 1e6
+        };
+        println!(
+            "{:<44} {:>12.1} {:>12.3} {:>10}",
+            format!("baseline 2x(memcpy+crc32) {size} B"),
+            wall * 1e3,
+            v,
+            unit
+        );
+    }
+}

@@ -1,0 +1,431 @@
+//! `roce perf`: perftest's benchmarks (`ib_write_bw`, `ib_read_lat`, ...) between two
+//! NICs, written against the verbs API exactly as an application would be.
+
+pub mod report;
+pub mod world;
+
+use anyhow::{bail, Context as _, Result};
+use roce_core::engine::PortConfig;
+use roce_core::memory::AccessFlags;
+use roce_core::num::Psn;
+use roce_core::transport::{
+    ipv4_gid, Mtu, QpType, RecvWr, SendFlags, SendWr, WcStatus, WorkCompletion, WrOp,
+};
+use roce_host::{
+    Capacities, CompletionQueue, ConnectOptions, Context, LocalNic, MemoryRegion, QpEndpoint,
+    QueuePair,
+};
+use std::rc::Rc;
+use world::World;
+
+/// The benchmarks, named as perftest's binaries without the `ib_` prefix.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+#[clap(rename_all = "snake_case")]
+pub enum Test {
+    WriteBw,
+    ReadBw,
+    SendBw,
+    AtomicBw,
+    WriteLat,
+    ReadLat,
+    SendLat,
+}
+
+impl Test {
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::WriteBw => "write_bw",
+            Self::ReadBw => "read_bw",
+            Self::SendBw => "send_bw",
+            Self::AtomicBw => "atomic_bw",
+            Self::WriteLat => "write_lat",
+            Self::ReadLat => "read_lat",
+            Self::SendLat => "send_lat",
+        }
+    }
+    pub fn is_latency(self) -> bool {
+        matches!(self, Self::WriteLat | Self::ReadLat | Self::SendLat)
+    }
+}
+
+/// One benchmark's parameters (perftest's where they exist).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Params {
+    pub test: Test,
+    /// Message size in bytes (`-s`).
+    pub size: usize,
+    /// Iterations per QP (`-n`).
+    pub iters: usize,
+    /// QP pairs (`-q`).
+    pub qps: usize,
+    /// Path MTU (`-m`).
+    pub mtu: Mtu,
+    /// Outstanding WRs per QP (`--tx-depth`).
+    pub tx_depth: usize,
+}
+
+/// What one run measured.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Measurement {
+    /// (post time, completion time) per message, in ns.
+    pub samples: Vec<(u64, u64)>,
+    /// First post to last completion, ns.
+    pub elapsed_ns: u64,
+    pub retransmits: u64,
+    pub drops: u64,
+    pub simulated: bool,
+}
+
+/// Addresses of the two ports: 10.0.0.1 and 10.0.0.2.
+pub fn port(side: usize) -> PortConfig {
+    let last = side as u8 + 1;
+    PortConfig::new([0x02, 0, 0, 0, 0, last], ipv4_gid([10, 0, 0, last]))
+}
+
+/// Boots the two NICs for `p` (a host-sized NIC when the firmware's tables are too small).
+pub fn nics(p: &Params) -> [Rc<LocalNic>; 2] {
+    let caps = if p.qps > roce_firmware::config::QPS / 2 || p.tx_depth > roce_firmware::config::SQ {
+        Capacities::Host
+    } else {
+        Capacities::Firmware
+    };
+    [0, 1].map(|s| LocalNic::new(port(s), caps))
+}
+
+struct Side {
+    ctx: Context,
+    cq: CompletionQueue,
+    qps: Vec<QueuePair>,
+    /// One buffer per QP.
+    mrs: Vec<MemoryRegion>,
+}
+
+fn setup(world: &[&Rc<LocalNic>; 2], p: &Params) -> Result<[Side; 2]> {
+    let access = AccessFlags::LOCAL_WRITE
+        | AccessFlags::REMOTE_WRITE
+        | AccessFlags::REMOTE_READ
+        | AccessFlags::REMOTE_ATOMIC;
+    let mut sides = Vec::new();
+    for nic in world {
+        let ctx = Context::open((*nic).clone()).context("open the NIC")?;
+        let pd = ctx.alloc_pd()?;
+        let cq = ctx.create_cq((2 * p.tx_depth * p.qps).max(16))?;
+        let mut qps = Vec::new();
+        let mut mrs = Vec::new();
+        for _ in 0..p.qps {
+            let qp = pd
+                .create_qp(QpType::Rc, &cq, &cq)
+                .max_send_wr(p.tx_depth)
+                .max_recv_wr(p.tx_depth)
+                .build()?;
+            qps.push(qp);
+            // Two halves: what this side sends from, and what the peer writes into (the
+            // latency tests watch the second half for the peer's write).
+            mrs.push(pd.reg_mr(2 * p.size.max(8), access)?);
+        }
+        sides.push(Side { ctx, cq, qps, mrs });
+    }
+    let [a, b]: [Side; 2] = sides.try_into().map_err(|_| anyhow::anyhow!("two sides"))?;
+    let opts = ConnectOptions {
+        mtu: p.mtu,
+        ..ConnectOptions::default()
+    };
+    for i in 0..p.qps {
+        let psn = |s: usize| Psn::new(0x10_0000 * (s as u32 + 1) + i as u32);
+        let ep = |s: &Side, side: usize| {
+            let (gid, mac) = s.ctx.port_addr();
+            QpEndpoint {
+                qpn: s.qps[i].qpn(),
+                psn: psn(side),
+                gid,
+                mac,
+            }
+        };
+        a.qps[i].connect(&ep(&b, 1), psn(0), &opts)?;
+        b.qps[i].connect(&ep(&a, 0), psn(1), &opts)?;
+    }
+    Ok([a, b])
+}
+
+/// Runs one benchmark in `world`.
+pub fn run(world: &mut dyn World, p: &Params) -> Result<Measurement> {
+    if p.size == 0 && p.test != Test::AtomicBw {
+        bail!("message size must be at least 1 byte");
+    }
+    let nics = world.nics();
+    let [a, b] = setup(&[nics[0], nics[1]], p)?;
+    let mut m = if p.test.is_latency() {
+        latency(world, p, &a, &b)?
+    } else {
+        bandwidth(world, p, &a, &b)?
+    };
+    let c = world.counters();
+    m.retransmits = c.retransmits;
+    m.drops = c.drops;
+    m.simulated = world.simulated();
+    Ok(m)
+}
+
+/// How long the run may stall (no progress at all) before it is declared stuck.
+const STUCK: usize = 1_000_000;
+
+fn wr(p: &Params, a: &Side, b: &Side, i: usize, id: u64) -> SendWr {
+    let (local, remote) = (&a.mrs[i], &b.mrs[i]);
+    let op = match p.test {
+        Test::WriteBw => WrOp::RdmaWrite {
+            remote_addr: remote.addr(),
+            rkey: remote.rkey(),
+        },
+        // Into the second half, which the peer watches.
+        Test::WriteLat => WrOp::RdmaWrite {
+            remote_addr: remote.addr() + p.size as u64,
+            rkey: remote.rkey(),
+        },
+        Test::ReadBw | Test::ReadLat => WrOp::RdmaRead {
+            remote_addr: remote.addr(),
+            rkey: remote.rkey(),
+        },
+        Test::SendBw | Test::SendLat => WrOp::Send,
+        Test::AtomicBw => WrOp::AtomicFetchAndAdd {
+            remote_addr: remote.addr(),
+            rkey: remote.rkey(),
+            add: 1,
+        },
+    };
+    let len = if p.test == Test::AtomicBw {
+        8
+    } else {
+        p.size as u32
+    };
+    SendWr::new(id, op)
+        .sge(local.addr(), len, local.lkey())
+        .flags(SendFlags::SIGNALED)
+}
+
+fn recv(side: &Side, i: usize, p: &Params) -> RecvWr {
+    let mr = &side.mrs[i];
+    RecvWr::new(i as u64).sge(mr.addr(), p.size as u32, mr.lkey())
+}
+
+fn check(wc: &WorkCompletion) -> Result<()> {
+    if wc.status != WcStatus::Success {
+        bail!(
+            "work request {} completed with {}",
+            wc.wr_id,
+            wc.status.name()
+        );
+    }
+    Ok(())
+}
+
+/// Polls `cq` into `buf`, returning the completions.
+fn poll<'b>(cq: &CompletionQueue, buf: &'b mut [WorkCompletion]) -> Result<&'b [WorkCompletion]> {
+    let n = cq.poll(buf)?;
+    Ok(&buf[..n])
+}
+
+fn empty_wc() -> WorkCompletion {
+    WorkCompletion::new(
+        0,
+        roce_core::num::Qpn::new(0),
+        roce_core::transport::WcOpcode::Send,
+        WcStatus::Success,
+    )
+}
+
+/// perftest's BW loop: keep `tx_depth` WRs outstanding on every QP until each has
+/// completed `iters`; the server keeps receives posted for SEND.
+fn bandwidth(world: &mut dyn World, p: &Params, a: &Side, b: &Side) -> Result<Measurement> {
+    let total = p.iters * p.qps;
+    let mut posted = vec![0usize; p.qps];
+    let mut done = vec![0usize; p.qps];
+    let mut post_time = vec![0u64; total];
+    let mut samples = Vec::with_capacity(total);
+    let mut buf = vec![empty_wc(); 64];
+    if p.test == Test::SendBw {
+        for (i, qp) in b.qps.iter().enumerate() {
+            for _ in 0..p.tx_depth {
+                qp.post_recv(&recv(b, i, p))?;
+            }
+        }
+        world.kick(1);
+    }
+    let start = world.now();
+    let mut stalled = 0;
+    while samples.len() < total {
+        let mut progress = false;
+        for i in 0..p.qps {
+            let mut batch = Vec::new();
+            while posted[i] + batch.len() < p.iters
+                && posted[i] - done[i] + batch.len() < p.tx_depth
+            {
+                let id = (i * p.iters + posted[i] + batch.len()) as u64;
+                batch.push(wr(p, a, b, i, id));
+            }
+            if !batch.is_empty() {
+                let now = world.now();
+                for w in &batch {
+                    post_time[w.wr_id as usize] = now;
+                }
+                posted[i] += batch.len();
+                a.qps[i].post_send_list(&batch)?;
+                progress = true;
+            }
+        }
+        if progress {
+            world.kick(0);
+        }
+        for wc in poll(&a.cq, &mut buf)? {
+            check(wc)?;
+            let id = wc.wr_id as usize;
+            done[id / p.iters] += 1;
+            samples.push((post_time[id], world.now()));
+            progress = true;
+        }
+        if p.test == Test::SendBw {
+            let got: Vec<_> = poll(&b.cq, &mut buf)?.to_vec();
+            for wc in &got {
+                check(wc)?;
+                let i = wc.wr_id as usize;
+                b.qps[i].post_recv(&recv(b, i, p))?;
+            }
+            if !got.is_empty() {
+                world.kick(1);
+                progress = true;
+            }
+        }
+        if !progress && !world.advance() {
+            stalled += 1;
+            if stalled > STUCK {
+                bail!(
+                    "{}: stuck after {} of {total} completions",
+                    p.test.name(),
+                    samples.len()
+                );
+            }
+        } else {
+            stalled = 0;
+        }
+    }
+    let end = samples.iter().map(|s| s.1).max().unwrap_or(start);
+    Ok(Measurement {
+        samples,
+        elapsed_ns: end - start,
+        ..Measurement::default()
+    })
+}
+
+/// perftest's latency loops on QP 0: ping-pong of WRITEs (the receiver watches the last
+/// byte of its buffer) or SENDs, or one READ at a time.
+fn latency(world: &mut dyn World, p: &Params, a: &Side, b: &Side) -> Result<Measurement> {
+    let mut samples = Vec::with_capacity(p.iters);
+    let mut buf = vec![empty_wc(); 16];
+    let start = world.now();
+    let sides = [a, b];
+    if p.test == Test::SendLat {
+        for (s, side) in sides.iter().enumerate() {
+            side.qps[0].post_recv(&recv(side, 0, p))?;
+            world.kick(s);
+        }
+    }
+    for it in 0..p.iters {
+        let t0 = world.now();
+        match p.test {
+            Test::ReadLat => {
+                a.qps[0].post_send(&wr(p, a, b, 0, it as u64))?;
+                world.kick(0);
+                wait_cq(world, &a.cq, &mut buf)?;
+            }
+            Test::WriteLat | Test::SendLat => {
+                // One round trip: a -> b, then b -> a.
+                let mark = (it % 255) as u8 + 1;
+                for (from, to) in [(0, 1), (1, 0)] {
+                    let (s, d) = (sides[from], sides[to]);
+                    if p.test == Test::WriteLat {
+                        s.mrs[0].write(p.size - 1, &[mark])?;
+                    }
+                    s.qps[0].post_send(&wr(p, s, d, 0, it as u64))?;
+                    world.kick(from);
+                    if p.test == Test::WriteLat {
+                        wait_byte(world, &d.mrs[0], 2 * p.size - 1, mark)?;
+                    } else {
+                        wait_cq_for_recv(world, &d.cq, &mut buf)?;
+                        d.qps[0].post_recv(&recv(d, 0, p))?;
+                        world.kick(to);
+                    }
+                }
+                // The sender's own completions: reap them so the queues never fill.
+                for side in sides {
+                    for wc in poll(&side.cq, &mut buf)? {
+                        check(wc)?;
+                    }
+                }
+            }
+            _ => unreachable!("not a latency test"),
+        }
+        let t1 = world.now();
+        // Round trips count half, as perftest reports one-way latency for them.
+        let dt = if p.test == Test::ReadLat {
+            t1 - t0
+        } else {
+            (t1 - t0) / 2
+        };
+        samples.push((0, dt));
+    }
+    let elapsed = world.now() - start;
+    Ok(Measurement {
+        samples,
+        elapsed_ns: elapsed,
+        ..Measurement::default()
+    })
+}
+
+fn wait_until(
+    world: &mut dyn World,
+    what: &str,
+    mut done: impl FnMut() -> Result<bool>,
+) -> Result<()> {
+    let mut stalled = 0;
+    while !done()? {
+        if world.advance() {
+            stalled = 0;
+        } else {
+            stalled += 1;
+            if stalled > STUCK {
+                bail!("stuck waiting for {what}");
+            }
+        }
+    }
+    Ok(())
+}
+
+fn wait_cq(world: &mut dyn World, cq: &CompletionQueue, buf: &mut [WorkCompletion]) -> Result<()> {
+    wait_until(world, "a completion", || {
+        let got = poll(cq, buf)?;
+        got.iter().try_for_each(check)?;
+        Ok(!got.is_empty())
+    })
+}
+
+fn wait_cq_for_recv(
+    world: &mut dyn World,
+    cq: &CompletionQueue,
+    buf: &mut [WorkCompletion],
+) -> Result<()> {
+    let mut seen = false;
+    wait_until(world, "a receive completion", || {
+        for wc in poll(cq, buf)? {
+            check(wc)?;
+            seen |= (wc.opcode as u8) >= 128;
+        }
+        Ok(seen)
+    })
+}
+
+fn wait_byte(world: &mut dyn World, mr: &MemoryRegion, at: usize, want: u8) -> Result<()> {
+    wait_until(world, "the written byte", || {
+        let mut b = [0u8];
+        mr.read(at, &mut b)?;
+        Ok(b[0] == want)
+    })
+}

@@ -1,0 +1,228 @@
+//! Where a benchmark runs: two NICs and whatever connects them. The test logic only
+//! asks for the time, lets the world make progress, and tells it which NIC has new work.
+
+use roce_host::LocalNic;
+use roce_sim::classify::classify;
+use roce_sim::{Fabric, HostId, LinkConfig, LinkId, Nanos, Node, Priorities};
+use std::rc::Rc;
+use std::time::Instant;
+
+/// Counters a run reports besides its timings.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct NetCounters {
+    /// Packets the requesters sent again (Go-Back-N resends, rxe's counters summed).
+    pub retransmits: u64,
+    /// Frames lost on links or dropped by switches.
+    pub drops: u64,
+}
+
+/// Two NICs and the fabric between them.
+pub trait World {
+    /// Current time in nanoseconds: simulated, or wall clock.
+    fn now(&self) -> u64;
+    /// Lets the NICs and the fabric run a little; false when nothing at all is left to
+    /// happen (every queue empty, no timer armed): the test is then stuck.
+    fn advance(&mut self) -> bool;
+    /// NIC `side` has new work from its host (a doorbell rang).
+    fn kick(&mut self, side: usize);
+    /// The NICs, client first.
+    fn nics(&self) -> [&Rc<LocalNic>; 2];
+    /// Loss and retransmission counters.
+    fn counters(&self) -> NetCounters;
+    /// Whether times are simulated.
+    fn simulated(&self) -> bool;
+}
+
+/// The two NICs connected in memory with no timing model: frames move as soon as they
+/// are sent, and time is the wall clock. This measures the software RNIC itself.
+pub struct Direct {
+    nics: [Rc<LocalNic>; 2],
+    start: Instant,
+}
+
+impl Direct {
+    pub fn new(nics: [Rc<LocalNic>; 2]) -> Self {
+        Self {
+            nics,
+            start: Instant::now(),
+        }
+    }
+}
+
+impl World for Direct {
+    fn now(&self) -> u64 {
+        self.start.elapsed().as_nanos() as u64
+    }
+
+    fn advance(&mut self) -> bool {
+        let now = self.now();
+        let mut busy = false;
+        for nic in &self.nics {
+            nic.set_time(now);
+            busy |= nic.poll();
+        }
+        for (from, to) in [(0, 1), (1, 0)] {
+            let mut tx = self.nics[from].port().borrow_mut();
+            if !tx.tx.is_empty() {
+                busy = true;
+                self.nics[to].port().borrow_mut().rx.extend(tx.tx.drain(..));
+            }
+        }
+        // Timers run on wall time: a pending one keeps the world alive.
+        busy || self.nics.iter().any(|n| n.poll_timeout().is_some())
+    }
+
+    fn kick(&mut self, _side: usize) {}
+
+    fn nics(&self) -> [&Rc<LocalNic>; 2] {
+        [&self.nics[0], &self.nics[1]]
+    }
+
+    fn counters(&self) -> NetCounters {
+        NetCounters {
+            retransmits: retransmits(&self.nics),
+            drops: 0,
+        }
+    }
+
+    fn simulated(&self) -> bool {
+        false
+    }
+}
+
+/// Retry episodes (timeouts and sequence-error NAKs) of both NICs. requesters.
+pub fn retransmits(nics: &[Rc<LocalNic>]) -> u64 {
+    nics.iter().map(|n| n.counters().completer_retry_err).sum()
+}
+
+/// An in-process NIC as a node of the simulated fabric: frames the fabric delivers go to
+/// its port, and the fabric pulls its transmissions at link rate. The NIC itself takes no
+/// simulated time: the modelled path is links (and switches), serialization and
+/// propagation.
+pub struct NicNode {
+    nic: Rc<LocalNic>,
+    dscp_map: [u8; 64],
+    /// A frame the engine produced for a priority that was paused: it goes first later.
+    held: Option<Vec<u8>>,
+}
+
+impl NicNode {
+    pub fn new(nic: Rc<LocalNic>) -> Self {
+        // Frames go straight from the engine into the fabric's buffer (no port queue).
+        nic.port().borrow_mut().tx_limit = 0;
+        Self {
+            nic,
+            dscp_map: std::array::from_fn(|d| (d >> 3) as u8),
+            held: None,
+        }
+    }
+
+    fn run(&self, now: Nanos) {
+        self.nic.set_time(now);
+        self.nic.run_until_idle();
+    }
+}
+
+impl Node for NicNode {
+    fn handle_frame(&mut self, now: Nanos, _port: usize, frame: &[u8]) {
+        self.nic.set_time(now);
+        self.nic.receive_frame(frame);
+        self.nic.run_until_idle();
+    }
+
+    fn poll_transmit(
+        &mut self,
+        now: Nanos,
+        _port: usize,
+        paused: Priorities,
+        buf: &mut [u8],
+    ) -> Option<usize> {
+        self.run(now);
+        let prio = |f: &[u8]| classify(f, &self.dscp_map).map_or(0, |c| c.priority);
+        if let Some(frame) = self.held.take() {
+            // 802.1Qbb: a paused priority sends nothing; the frame waits at the head.
+            if paused.contains(prio(&frame)) {
+                self.held = Some(frame);
+                return None;
+            }
+            buf.get_mut(..frame.len())?.copy_from_slice(&frame);
+            return Some(frame.len());
+        }
+        let n = self.nic.transmit_frame(buf)?;
+        let frame = buf.get(..n)?;
+        if !paused.is_empty() && paused.contains(prio(frame)) {
+            self.held = Some(frame.to_vec());
+            return None;
+        }
+        Some(n)
+    }
+
+    fn poll_timeout(&self) -> Option<Nanos> {
+        self.nic.poll_timeout()
+    }
+
+    fn handle_timeout(&mut self, now: Nanos) {
+        self.run(now);
+    }
+}
+
+/// The two NICs on the simulated fabric, back to back on one link.
+pub struct Sim {
+    pub fabric: Fabric,
+    hosts: [HostId<NicNode>; 2],
+    nics: [Rc<LocalNic>; 2],
+    pub link: LinkId,
+}
+
+impl Sim {
+    /// Two NICs joined by `link`.
+    pub fn back_to_back(nics: [Rc<LocalNic>; 2], link: LinkConfig, seed: u64) -> Self {
+        let mut fabric = Fabric::new(seed);
+        let hosts = [0, 1].map(|i| fabric.add_host(NicNode::new(nics[i].clone())));
+        let link = roce_sim::topology::back_to_back(&mut fabric, hosts[0], hosts[1], link);
+        Self {
+            fabric,
+            hosts,
+            nics,
+            link,
+        }
+    }
+}
+
+impl World for Sim {
+    fn now(&self) -> u64 {
+        self.fabric.now()
+    }
+
+    fn advance(&mut self) -> bool {
+        self.fabric.step()
+    }
+
+    fn kick(&mut self, side: usize) {
+        self.fabric.wake(self.hosts[side]);
+    }
+
+    fn nics(&self) -> [&Rc<LocalNic>; 2] {
+        [&self.nics[0], &self.nics[1]]
+    }
+
+    fn counters(&self) -> NetCounters {
+        let c = self.fabric.counters();
+        let lost: u64 = c.links.iter().flatten().map(|l| l.lost).sum();
+        let dropped: u64 = c
+            .switches
+            .iter()
+            .flat_map(|s| &s.ports)
+            .flat_map(|p| &p.queues)
+            .map(|q| q.dropped + q.headroom_drops)
+            .sum();
+        NetCounters {
+            retransmits: retransmits(&self.nics),
+            drops: lost + dropped,
+        }
+    }
+
+    fn simulated(&self) -> bool {
+        true
+    }
+}

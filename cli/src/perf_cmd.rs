@@ -1,0 +1,192 @@
+//! The command line of `roce perf`: perftest's options where they fit, plus the fabric.
+
+use crate::perf::{self, report, world, Params, Test};
+use anyhow::{bail, Context, Result};
+use roce_core::transport::Mtu;
+use roce_sim::{Faults, LinkConfig};
+use std::io::Write;
+
+/// `roce perf` options.
+#[derive(clap::Args, Debug, Clone)]
+pub struct PerfArgs {
+    /// The benchmark.
+    #[arg(value_enum)]
+    pub test: Test,
+    /// Message size in bytes [default: 65536 for bandwidth, 2 for latency tests].
+    #[arg(short = 's', long)]
+    pub size: Option<usize>,
+    /// Iterations per QP [default: 5000 for bandwidth, 1000 for latency tests].
+    #[arg(short = 'n', long)]
+    pub iters: Option<usize>,
+    /// Number of QP pairs.
+    #[arg(short = 'q', long, default_value_t = 1)]
+    pub qps: usize,
+    /// Path MTU: 256, 512, 1024, 2048 or 4096.
+    #[arg(short = 'm', long, default_value_t = 4096)]
+    pub mtu: u32,
+    /// Outstanding work requests per QP.
+    #[arg(long, default_value_t = 128)]
+    pub tx_depth: usize,
+    /// Run every size from 2 bytes to 8 MiB, doubling.
+    #[arg(short = 'a', long)]
+    pub all: bool,
+    /// Report bandwidth in Gb/s rather than MB/s.
+    #[arg(long)]
+    pub report_gbits: bool,
+    /// Link rate, e.g. 100g, 25g, 400g.
+    #[arg(long, default_value = "100g")]
+    pub link: String,
+    /// One-way propagation delay of each link, e.g. 2us, 500ns.
+    #[arg(long, default_value = "2us")]
+    pub delay: String,
+    /// Probability that a link loses a frame.
+    #[arg(long, default_value_t = 0.0)]
+    pub loss: f64,
+    /// Seed of the simulation's randomness.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// The datapath under the firmware: the software model or the Verilated RTL.
+    #[arg(long, value_enum, default_value_t = Backend::Model)]
+    pub backend: Backend,
+    /// Where the NICs meet: the simulated fabric, or directly in memory (wall clock).
+    #[arg(long, value_enum, default_value_t = Fabric::Sim)]
+    pub fabric: Fabric,
+    /// Write every frame on the wire to this pcap.
+    #[arg(long)]
+    pub pcap: Option<std::path::PathBuf>,
+    /// One JSON object per line and size instead of the table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Backend {
+    Model,
+    Rtl,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fabric {
+    Sim,
+    Direct,
+}
+
+/// Parses `100g`, `25G`, `400g`, `10m` into bits per second.
+pub fn parse_rate(s: &str) -> Result<u64> {
+    let s = s.trim().to_ascii_lowercase();
+    let (num, mult) = match s.strip_suffix('g') {
+        Some(n) => (n, 1e9),
+        None => match s.strip_suffix('m') {
+            Some(n) => (n, 1e6),
+            None => (s.as_str(), 1.0),
+        },
+    };
+    let v: f64 = num
+        .parse()
+        .map_err(|_| anyhow::anyhow!("bad rate {s:?} (try 100g)"))?;
+    if v <= 0.0 {
+        bail!("rate must be positive");
+    }
+    Ok((v * mult) as u64)
+}
+
+/// Parses `2us`, `500ns`, `1ms`, `0` into nanoseconds.
+pub fn parse_duration(s: &str) -> Result<u64> {
+    let s = s.trim().to_ascii_lowercase();
+    for (suffix, mult) in [("ns", 1.0), ("us", 1e3), ("ms", 1e6), ("s", 1e9)] {
+        if let Some(n) = s.strip_suffix(suffix) {
+            let v: f64 = n
+                .parse()
+                .map_err(|_| anyhow::anyhow!("bad duration {s:?} (try 2us)"))?;
+            return Ok((v * mult).round() as u64);
+        }
+    }
+    if s == "0" {
+        return Ok(0);
+    }
+    bail!("bad duration {s:?}: give a unit (ns, us, ms, s)")
+}
+
+fn mtu(bytes: u32) -> Result<Mtu> {
+    Mtu::from_bytes_floor(bytes)
+        .filter(|m| m.bytes() == bytes)
+        .ok_or_else(|| anyhow::anyhow!("MTU {bytes}: use 256, 512, 1024, 2048 or 4096"))
+}
+
+/// Runs `roce perf` and prints its report.
+pub fn run(args: &PerfArgs, out: &mut impl Write) -> Result<()> {
+    let latency = args.test.is_latency();
+    let sizes: Vec<usize> = if args.all {
+        (1..=23).map(|k| 1usize << k).collect()
+    } else {
+        vec![args.size.unwrap_or(if latency { 2 } else { 65536 })]
+    };
+    let iters = args.iters.unwrap_or(if latency { 1000 } else { 5000 });
+    let link_bps = parse_rate(&args.link)?;
+    let delay = parse_duration(&args.delay)?;
+    if args.backend == Backend::Rtl {
+        bail!("--backend rtl: the RTL datapath backend is not built yet (issue 5)");
+    }
+    let setting = match args.fabric {
+        Fabric::Sim => format!(
+            "Simulated fabric: {} links, {} propagation delay, loss {}, seed {}",
+            args.link, args.delay, args.loss, args.seed
+        ),
+        Fabric::Direct => "Direct: two NICs connected in memory, wall-clock timing".to_string(),
+    };
+    let mut printed_header = false;
+    for size in sizes {
+        let p = Params {
+            test: args.test,
+            size,
+            iters,
+            qps: args.qps,
+            mtu: mtu(args.mtu)?,
+            tx_depth: args.tx_depth,
+        };
+        let nics = perf::nics(&p);
+        let m = match args.fabric {
+            Fabric::Direct => {
+                if args.pcap.is_some() {
+                    bail!("--pcap needs the simulated fabric (frames have no wire time in --fabric direct)");
+                }
+                perf::run(&mut world::Direct::new(nics), &p)?
+            }
+            Fabric::Sim => {
+                let faults = Faults {
+                    loss: args.loss,
+                    ..Faults::default()
+                };
+                let link = LinkConfig::new(link_bps, delay).with_faults(faults);
+                let mut sim = world::Sim::back_to_back(nics, link, args.seed);
+                let tap = match &args.pcap {
+                    Some(path) => {
+                        let file = std::fs::File::create(path)
+                            .with_context(|| format!("cannot create {}", path.display()))?;
+                        Some(sim.fabric.tap(sim.link, std::io::BufWriter::new(file))?)
+                    }
+                    None => None,
+                };
+                let m = perf::run(&mut sim, &p)?;
+                if let Some(t) = tap {
+                    sim.fabric.close_tap(t)?;
+                }
+                m
+            }
+        };
+        let f = report::figures(&p, &m);
+        if args.json {
+            writeln!(out, "{}", report::json(&p, &m, &f, link_bps as f64 / 1e9))?;
+        } else {
+            if !printed_header {
+                write!(out, "{}", report::header(&p, &setting, args.report_gbits))?;
+                printed_header = true;
+            }
+            writeln!(out, "{}", report::row(&p, &f, args.report_gbits))?;
+            if !args.all {
+                writeln!(out, "{}", report::footer(&m))?;
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,108 @@
+//! Recycled frame buffers. Every frame in flight (on a wire, in a switch queue) lives in
+//! one of these; events and queues carry the small [`FrameId`]. Buffers are returned to a
+//! free list and reused, so the steady state allocates nothing per frame, and a frame
+//! crosses a switch without being copied.
+
+/// Largest frame (without FCS) the fabric carries: a 9000-byte MTU jumbo frame plus
+/// Ethernet, 802.1Q and a margin, rounded up.
+pub const MAX_FRAME_LEN: usize = 9216 + 64;
+
+/// Handle of a buffer in the [`FramePool`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FrameId(u32);
+
+struct Slot {
+    data: Box<[u8]>,
+    len: usize,
+    /// Catches a double free, which would hand one buffer to two frames.
+    live: bool,
+}
+
+/// The buffers of every frame in flight.
+#[derive(Default)]
+pub struct FramePool {
+    slots: Vec<Slot>,
+    free: Vec<u32>,
+}
+
+impl FramePool {
+    /// A buffer of [`MAX_FRAME_LEN`] bytes holding an empty frame.
+    pub fn alloc(&mut self) -> FrameId {
+        match self.free.pop() {
+            Some(i) => {
+                let slot = &mut self.slots[i as usize];
+                slot.len = 0;
+                slot.live = true;
+                FrameId(i)
+            }
+            None => {
+                self.slots.push(Slot {
+                    data: vec![0; MAX_FRAME_LEN].into_boxed_slice(),
+                    len: 0,
+                    live: true,
+                });
+                FrameId((self.slots.len() - 1) as u32)
+            }
+        }
+    }
+
+    /// Returns the buffer to the free list.
+    pub fn free(&mut self, id: FrameId) {
+        let slot = &mut self.slots[id.0 as usize];
+        assert!(slot.live, "frame buffer freed twice");
+        slot.live = false;
+        self.free.push(id.0);
+    }
+
+    /// The frame's bytes.
+    pub fn frame(&self, id: FrameId) -> &[u8] {
+        let s = &self.slots[id.0 as usize];
+        &s.data[..s.len]
+    }
+
+    /// The frame's bytes, writable.
+    pub fn frame_mut(&mut self, id: FrameId) -> &mut [u8] {
+        let s = &mut self.slots[id.0 as usize];
+        &mut s.data[..s.len]
+    }
+
+    /// The whole buffer, for writing a new frame; then [`set_len`](Self::set_len).
+    pub fn buffer_mut(&mut self, id: FrameId) -> &mut [u8] {
+        &mut self.slots[id.0 as usize].data
+    }
+
+    /// Sets the frame length (at most [`MAX_FRAME_LEN`]).
+    pub fn set_len(&mut self, id: FrameId, len: usize) {
+        assert!(
+            len <= MAX_FRAME_LEN,
+            "frame of {len} bytes exceeds MAX_FRAME_LEN"
+        );
+        self.slots[id.0 as usize].len = len;
+    }
+
+    /// Frame length in bytes.
+    pub fn len(&self, id: FrameId) -> usize {
+        self.slots[id.0 as usize].len
+    }
+
+    /// A new buffer holding a copy of frame `id` (duplication, flooding).
+    pub fn clone_frame(&mut self, id: FrameId) -> FrameId {
+        let copy = self.alloc();
+        let len = self.len(id);
+        let (src, dst) = if copy.0 > id.0 {
+            let (lo, hi) = self.slots.split_at_mut(copy.0 as usize);
+            (&lo[id.0 as usize], &mut hi[0])
+        } else {
+            let (lo, hi) = self.slots.split_at_mut(id.0 as usize);
+            (&hi[0], &mut lo[copy.0 as usize])
+        };
+        dst.data[..len].copy_from_slice(&src.data[..len]);
+        dst.len = len;
+        copy
+    }
+
+    /// Buffers allocated so far (in use or free): the high-water mark of frames in flight.
+    pub fn capacity(&self) -> usize {
+        self.slots.len()
+    }
+}

@@ -1,0 +1,146 @@
+//! The deterministic event queue: a binary min-heap on the 128-bit key
+//! `time << 64 | seq`, where the sequence number is the order of scheduling. Events due
+//! at the same nanosecond run first-scheduled-first, independent of the heap's internal
+//! layout, so the same run always processes events in the same order.
+//!
+//! (A radix heap and a per-nanosecond timing wheel were both tried: at the fabric's
+//! typical tens of pending events neither beat `BinaryHeap`, and the wheel's slots
+//! cost cache misses.)
+
+use std::cmp::Ordering;
+use std::collections::BinaryHeap;
+
+/// Simulated time in nanoseconds since the start of the run.
+pub type Nanos = u64;
+
+struct Entry<E> {
+    key: u128,
+    event: E,
+}
+
+impl<E> PartialEq for Entry<E> {
+    fn eq(&self, other: &Self) -> bool {
+        self.key == other.key
+    }
+}
+impl<E> Eq for Entry<E> {}
+impl<E> PartialOrd for Entry<E> {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl<E> Ord for Entry<E> {
+    // Reversed: `BinaryHeap` is a max-heap and we want the earliest event on top.
+    fn cmp(&self, other: &Self) -> Ordering {
+        other.key.cmp(&self.key)
+    }
+}
+
+/// Events of type `E` ordered by time, ties broken by scheduling order.
+pub struct EventQueue<E> {
+    heap: BinaryHeap<Entry<E>>,
+    next_seq: u64,
+}
+
+impl<E> Default for EventQueue<E> {
+    fn default() -> Self {
+        Self {
+            heap: BinaryHeap::with_capacity(1024),
+            next_seq: 0,
+        }
+    }
+}
+
+impl<E> EventQueue<E> {
+    /// Schedules `event` at `time`.
+    pub fn push(&mut self, time: Nanos, event: E) {
+        let key = u128::from(time) << 64 | u128::from(self.next_seq);
+        self.next_seq += 1;
+        self.heap.push(Entry { key, event });
+    }
+
+    /// Removes and returns the earliest event.
+    pub fn pop(&mut self) -> Option<(Nanos, E)> {
+        self.heap.pop().map(|e| ((e.key >> 64) as Nanos, e.event))
+    }
+
+    /// Time of the earliest event.
+    pub fn peek_time(&self) -> Option<Nanos> {
+        self.heap.peek().map(|e| (e.key >> 64) as Nanos)
+    }
+
+    /// Removes and returns the earliest event if it is due at or before `limit`.
+    pub fn pop_until(&mut self, limit: Nanos) -> Option<(Nanos, E)> {
+        if self.peek_time()? <= limit {
+            self.pop()
+        } else {
+            None
+        }
+    }
+
+    /// Number of pending events.
+    pub fn len(&self) -> usize {
+        self.heap.len()
+    }
+
+    /// True when nothing is scheduled.
+    pub fn is_empty(&self) -> bool {
+        self.heap.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rng::Rng;
+
+    #[test]
+    fn earliest_first_and_ties_in_scheduling_order() {
+        let mut q = EventQueue::default();
+        q.push(30, 'a');
+        q.push(10, 'b');
+        q.push(30, 'c');
+        q.push(10, 'd');
+        q.push(20, 'e');
+        let order: Vec<_> = std::iter::from_fn(|| q.pop()).collect();
+        assert_eq!(
+            order,
+            [(10, 'b'), (10, 'd'), (20, 'e'), (30, 'a'), (30, 'c')]
+        );
+    }
+
+    #[test]
+    fn matches_a_sort_by_time_then_scheduling_order_under_random_load() {
+        // Events scheduled at random offsets from the present, as the fabric does, with
+        // pop_until stops and pushes before the next pending event mixed in.
+        let mut rng = Rng::new(3);
+        let mut q = EventQueue::default();
+        let mut reference: Vec<(Nanos, u64)> = Vec::new();
+        let (mut now, mut id) = (0, 0u64);
+        let mut popped = Vec::new();
+        for round in 0..20_000 {
+            for _ in 0..rng.below(3) {
+                // Mostly the near future, sometimes far ahead.
+                let span = if rng.chance(0.1) { 50_000 } else { 1_000 };
+                let t = now + rng.below(span);
+                q.push(t, id);
+                reference.push((t, id));
+                id += 1;
+            }
+            let limit = now + rng.below(50);
+            if let Some((t, e)) = q.pop_until(limit) {
+                assert!(t >= now);
+                now = t;
+                popped.push((t, e));
+            } else if round % 2 == 0 {
+                now = limit;
+            }
+            assert_eq!(q.len(), reference.len() - popped.len());
+        }
+        popped.extend(std::iter::from_fn(|| q.pop()));
+        // Ids grow with scheduling order, so (time, id) is the required order.
+        reference.sort();
+        assert_eq!(popped, reference);
+        assert!(q.is_empty());
+    }
+}
