@@ -118,13 +118,13 @@ module icrc
     return m;
   endfunction
 
-  // bytes before the (first four bytes of the) prefix: forced to zero
-  function automatic logic [MASK_BEATS*KEEP_WIDTH-1:0] zero_pattern(input int sel);
-    logic [MASK_BEATS*KEEP_WIDTH-1:0] z;
+  // bytes before the (first four bytes of the) prefix: forced to zero (bit mask)
+  function automatic logic [MASK_BITS-1:0] zero_pattern(input int sel);
+    logic [MASK_BITS-1:0] z;
     int l3;
     z = '0;
     l3 = (sel >= 16) ? 18 : 14;
-    for (int i = 0; i < l3 - 4; i++) z[i] = 1'b1;
+    for (int i = 0; i < l3 - 4; i++) z[i*8 +: 8] = 8'hFF;
     return z;
   endfunction
 
@@ -187,20 +187,21 @@ module icrc
     return m;
   endfunction
 
-  function automatic logic [NPAT*MASK_BEATS*KEEP_WIDTH-1:0] zero_all();
-    logic [NPAT*MASK_BEATS*KEEP_WIDTH-1:0] m;
-    m = '0;
-    for (int g = 0; g < NPAT; g++) m[g*MASK_BEATS*KEEP_WIDTH +: MASK_BEATS*KEEP_WIDTH] = zero_pattern(g);
+  function automatic logic [NPAT*MASK_BITS-1:0] zero_all();
+    logic [NPAT*MASK_BITS-1:0] m;
+    /* verilator lint_off WIDTHCONCAT */
+    m = '0;  // wider than 8k bits: intended
+    /* verilator lint_on WIDTHCONCAT */
+    for (int g = 0; g < NPAT; g++) m[g*MASK_BITS +: MASK_BITS] = zero_pattern(g);
     return m;
   endfunction
 
   localparam logic [NPAT*MASK_BITS-1:0] OR_ALL = or_all();
-  localparam logic [NPAT*MASK_BEATS*KEEP_WIDTH-1:0] ZERO_ALL = zero_all();
+  localparam logic [NPAT*MASK_BITS-1:0] ZERO_ALL = zero_all();
 
   always_comb begin
     logic [4:0] sel;
     logic [3:0] idx;
-    logic [KEEP_WIDTH-1:0] zb;
     case (s_kind)
       L3_IPV6: idx = 4'd11;
       L3_GRH:  idx = 4'd12;
@@ -209,15 +210,13 @@ module icrc
     sel = {s_vlan, idx};
     if (beat < BEAT_CNT_W'(MASK_BEATS)) begin
       or_mask = OR_ALL[32'(sel) * MASK_BITS + 32'(beat) * DATA_WIDTH +: DATA_WIDTH];
-      zb = ZERO_ALL[32'(sel) * MASK_BEATS * KEEP_WIDTH + 32'(beat) * KEEP_WIDTH +: KEEP_WIDTH];
+      zero_mask = ZERO_ALL[32'(sel) * MASK_BITS + 32'(beat) * DATA_WIDTH +: DATA_WIDTH];
     end else begin
       or_mask = '0;
-      zb = '0;
+      zero_mask = '0;
     end
-    for (int i = 0; i < KEEP_WIDTH; i++) begin
-      zero_mask[i*8 +: 8] = {8{zb[i]}};
-      keep_mask[i*8 +: 8] = {8{s_keep[i]}};
-    end
+    // tkeep is contiguous from bit 0: the valid bytes are the low 8*n bits
+    keep_mask = s_last ? ~({DATA_WIDTH{1'b1}} << (32'($countones(s_keep)) * 8)) : '1;
   end
 
   logic [DATA_WIDTH-1:0] x;

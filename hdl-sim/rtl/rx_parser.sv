@@ -99,10 +99,9 @@ module rx_parser
     end
   end
 
+  // tkeep (contiguous from bit 0) as a bit mask
   function automatic logic [DATA_WIDTH-1:0] keep_bits(input logic [KEEP_WIDTH-1:0] k);
-    logic [DATA_WIDTH-1:0] r;
-    for (int i = 0; i < KEEP_WIDTH; i++) r[i*8 +: 8] = {8{k[i]}};
-    return r;
+    return ~({DATA_WIDTH{1'b1}} << (32'($countones(k)) * 8));
   endfunction
 
   function automatic logic [SHIFT_W:0] keep_count(input logic [KEEP_WIDTH-1:0] k);
