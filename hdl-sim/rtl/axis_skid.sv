@@ -35,11 +35,12 @@ module axis_skid #(
   always_ff @(posedge clk) begin
     s_ready <= s_ready_early;
     if (s_ready) begin
+      // data registers load only with valid data (less switching)
       if (m_ready || !m_valid) begin
-        m_data <= s_data;
+        if (s_valid) m_data <= s_data;
         m_valid <= s_valid;
       end else begin
-        temp_data <= s_data;
+        if (s_valid) temp_data <= s_data;
         temp_valid <= s_valid;
       end
     end else if (m_ready) begin

@@ -362,9 +362,9 @@ module rx_parser
         end
       end
       fin2_valid <= fin1_valid;
-      fin2 <= fin1;
+      if (fin1_valid) fin2 <= fin1;
       fin3_valid <= fin2_valid;
-      fin3 <= fin2;
+      if (fin2_valid) fin3 <= fin2;
     end
     if (rst) begin
       base <= '0;
