@@ -43,9 +43,9 @@ fn unhex(s: &str) -> Result<Vec<u8>> {
 
 /// The packet object of a parsed frame.
 pub fn packet_to_json(p: &Packet<'_>) -> Value {
-    let h = &p.headers;
-    let frame = p.frame;
-    let l3 = &frame[p.layout.l3..];
+    let h = p.headers();
+    let frame = p.frame();
+    let l3 = &frame[p.layout().l3..];
     let vlan = h
         .vlan
         .map(|v| json!({"pcp": v.pcp, "dei": u8::from(v.dei), "vid": v.vid}));
@@ -77,7 +77,7 @@ pub fn packet_to_json(p: &Packet<'_>) -> Value {
             );
         }
     }
-    if let (Some(u), Some(at)) = (h.udp, p.layout.udp) {
+    if let (Some(u), Some(at)) = (h.udp, p.layout().udp) {
         let v = udp::Datagram::new_unchecked(&frame[at..]);
         obj.insert(
             "udp".into(),
@@ -87,7 +87,7 @@ pub fn packet_to_json(p: &Packet<'_>) -> Value {
     let b = &h.bth;
     obj.insert(
         "bth".into(),
-        json!({"opcode": b.opcode.0, "opcode_name": p.info.name, "se": u8::from(b.se),
+        json!({"opcode": b.opcode.0, "opcode_name": p.info().name, "se": u8::from(b.se),
                "migreq": u8::from(b.migreq), "padcnt": b.pad_count, "tver": b.tver, "pkey": b.pkey,
                "fecn": u8::from(b.fecn), "becn": u8::from(b.becn), "resv6": b.resv6,
                "destqp": b.dest_qp.value(), "ackreq": u8::from(b.ack_req), "resv7": b.resv7,
@@ -133,12 +133,12 @@ pub fn packet_to_json(p: &Packet<'_>) -> Value {
     if let Some(c) = e.cnp {
         obj.insert("cnp".into(), json!({"reserved_hex": hex(&c.reserved)}));
     }
-    obj.insert("payload_len".into(), json!(p.payload.len()));
-    obj.insert("payload_hex".into(), json!(hex(p.payload)));
-    obj.insert("pad_hex".into(), json!(hex(p.pad)));
-    obj.insert("icrc".into(), json!(format!("{:#010x}", p.icrc)));
-    obj.insert("icrc_wire_hex".into(), json!(hex(&p.icrc.to_le_bytes())));
-    obj.insert("eth_trailer_hex".into(), json!(hex(p.trailer)));
+    obj.insert("payload_len".into(), json!(p.payload().len()));
+    obj.insert("payload_hex".into(), json!(hex(p.payload())));
+    obj.insert("pad_hex".into(), json!(hex(p.pad())));
+    obj.insert("icrc".into(), json!(format!("{:#010x}", p.icrc())));
+    obj.insert("icrc_wire_hex".into(), json!(hex(&p.icrc().to_le_bytes())));
+    obj.insert("eth_trailer_hex".into(), json!(hex(p.trailer())));
     Value::Object(obj)
 }
 

@@ -14,7 +14,7 @@ pub fn line(index: usize, secs: f64, result: &Result<Packet<'_>, Error>) -> Stri
             return s;
         }
     };
-    let h = &p.headers;
+    let h = p.headers();
     let (src, dst, version) = match &h.l3 {
         L3Repr::Ipv4(ip) => (ip.src.to_string(), ip.dst.to_string(), "RoCEv2"),
         L3Repr::Ipv6(ip) => (ip.src.to_string(), ip.dst.to_string(), "RoCEv2"),
@@ -24,7 +24,7 @@ pub fn line(index: usize, secs: f64, result: &Result<Packet<'_>, Error>) -> Stri
     let _ = write!(
         s,
         "{src} \u{2192} {dst}  {version} {} QP={:#x} PSN={}",
-        p.info.name,
+        p.info().name,
         b.dest_qp.value(),
         b.psn
     );
@@ -70,10 +70,10 @@ pub fn line(index: usize, secs: f64, result: &Result<Packet<'_>, Error>) -> Stri
     if let Some(d) = e.deth {
         let _ = write!(s, " Q_Key={:#x} srcQP={:#x}", d.qkey.0, d.src_qp.value());
     }
-    let _ = write!(s, " payload={}", p.payload.len());
-    if !p.pad.is_empty() {
-        let _ = write!(s, "+{}pad", p.pad.len());
+    let _ = write!(s, " payload={}", p.payload().len());
+    if !p.pad().is_empty() {
+        let _ = write!(s, "+{}pad", p.pad().len());
     }
-    let _ = write!(s, " ICRC={:#010x}", p.icrc);
+    let _ = write!(s, " ICRC={:#010x}", p.icrc());
     s
 }

@@ -351,9 +351,9 @@ fn ipv6_and_vlan_addressing() {
     assert_eq!(p.b.mem.read(dst, 100), p.a.mem.read(src, 100));
     let f = &p.trace.iter().find(|t| t.1).unwrap().2;
     let pkt = roce_core::wire::parse(f).unwrap();
-    let vlan = pkt.headers.vlan.unwrap();
+    let vlan = pkt.headers().vlan.unwrap();
     assert_eq!((vlan.vid, vlan.pcp), (100, 3));
-    match pkt.headers.l3 {
+    match pkt.headers().l3 {
         roce_core::wire::L3Repr::Ipv6(ip) => {
             assert_eq!(ip.flow_label, 0x12345);
             assert_eq!((ip.dscp, ip.ecn), (0x68 >> 2, 0));
@@ -362,7 +362,7 @@ fn ipv6_and_vlan_addressing() {
     }
     // rdma_flow_label_to_udp_sport(0x12345) = 0xE37D.
     assert_eq!(
-        pkt.headers.udp.unwrap().src_port,
+        pkt.headers().udp.unwrap().src_port,
         ((0x12345 & 0x3FFF) ^ ((0x12345 & 0xFC000) >> 14)) as u16 | 0xC000
     );
 }

@@ -122,7 +122,7 @@ fn reference_icrc_reproduces_the_fact_sheet_examples() {
         assert_eq!(reference_icrc(&frame), Some(wire), "{f}");
         assert!(ipv4_checksum_ok(&frame[14..34]) || frame[12] == 0x86);
         let p = parse(&frame).unwrap();
-        assert_eq!(p.icrc, wire);
+        assert_eq!(p.icrc(), wire);
     }
 }
 
@@ -442,19 +442,25 @@ fn check_any(frame: &[u8]) {
     let unverified = parse_unverified(frame);
     match (&verified, &unverified) {
         (Ok(p), Ok(q)) => {
-            assert!(p.icrc_verified && !q.icrc_verified);
-            assert_eq!((p.headers, p.payload, p.pad), (q.headers, q.payload, q.pad));
-            assert_eq!((p.trailer, p.layout, p.icrc), (q.trailer, q.layout, q.icrc));
+            assert!(p.icrc_verified() && !q.icrc_verified());
+            assert_eq!(
+                (p.headers(), p.payload(), p.pad()),
+                (q.headers(), q.payload(), q.pad())
+            );
+            assert_eq!(
+                (p.trailer(), p.layout(), p.icrc()),
+                (q.trailer(), q.layout(), q.icrc())
+            );
             check_packet(frame, p);
-            if p.headers.l3.is_rocev2() {
-                assert_eq!(reference_icrc(frame), Some(p.icrc), "accepted a bad ICRC");
+            if p.headers().l3.is_rocev2() {
+                assert_eq!(reference_icrc(frame), Some(p.icrc()), "accepted a bad ICRC");
             }
         }
         (Err(Error::IcrcMismatch { computed, wire }), Ok(q)) => {
             check_packet(frame, q);
-            assert_eq!(*wire, q.icrc);
+            assert_eq!(*wire, q.icrc());
             assert_ne!(computed, wire);
-            if q.headers.l3.is_rocev2() {
+            if q.headers().l3.is_rocev2() {
                 assert_eq!(reference_icrc(frame), Some(*computed));
             }
         }
@@ -468,31 +474,31 @@ fn check_any(frame: &[u8]) {
 
 /// The layout of an accepted packet is ordered and its slices are where it says.
 fn check_packet(frame: &[u8], p: &Packet<'_>) {
-    let l = p.layout;
+    let l = p.layout();
     assert!(l.l3 == 14 || l.l3 == 18, "{l:?}");
-    assert_eq!(l.l3 == 18, p.headers.vlan.is_some());
+    assert_eq!(l.l3 == 18, p.headers().vlan.is_some());
     match l.udp {
         Some(u) => assert!(l.l3 < u && u + 8 == l.bth, "{l:?}"),
-        None => assert!(l.l3 < l.bth && p.headers.udp.is_none()),
+        None => assert!(l.l3 < l.bth && p.headers().udp.is_none()),
     }
-    assert_eq!(l.payload, l.bth + 12 + p.info.ext_len());
+    assert_eq!(l.payload, l.bth + 12 + p.info().ext_len());
     assert!(l.payload <= l.pad && l.pad <= l.icrc, "{l:?}");
     assert_eq!(l.icrc + 4, l.end);
     assert!(l.end <= frame.len());
     assert_eq!((l.icrc - l.bth) % 4, 0);
-    assert_eq!(p.payload, &frame[l.payload..l.pad]);
-    assert_eq!(p.pad, &frame[l.pad..l.icrc]);
-    assert_eq!(p.trailer, &frame[l.end..]);
-    assert_eq!(p.frame, frame);
+    assert_eq!(p.payload(), &frame[l.payload..l.pad]);
+    assert_eq!(p.pad(), &frame[l.pad..l.icrc]);
+    assert_eq!(p.trailer(), &frame[l.end..]);
+    assert_eq!(p.frame(), frame);
     assert_eq!(
-        p.icrc,
+        p.icrc(),
         u32::from_le_bytes(frame[l.icrc..l.end].try_into().unwrap())
     );
-    assert_eq!(p.pad.len(), usize::from(p.headers.bth.pad_count));
-    assert_eq!(p.info.opcode, p.headers.bth.opcode);
-    assert_eq!(p.headers.bth.tver, 0);
-    if !p.info.payload {
-        assert!(p.payload.is_empty() && p.pad.is_empty());
+    assert_eq!(p.pad().len(), usize::from(p.headers().bth.pad_count));
+    assert_eq!(p.info().opcode, p.headers().bth.opcode);
+    assert_eq!(p.headers().bth.tver, 0);
+    if !p.info().payload {
+        assert!(p.payload().is_empty() && p.pad().is_empty());
     }
 }
 
@@ -552,18 +558,18 @@ proptest! {
         }
 
         let p = parse(frame).unwrap();
-        prop_assert_eq!(p.headers, normalised(&c));
-        prop_assert_eq!(p.payload, &c.payload[..]);
-        prop_assert_eq!(p.pad.len(), o.icrc - o.pad);
-        prop_assert!(p.pad.iter().all(|&b| b == 0));
-        prop_assert!(p.trailer.is_empty());
-        prop_assert!(p.icrc_verified);
-        prop_assert_eq!(p.info, info(&c));
+        prop_assert_eq!(p.headers(), normalised(&c));
+        prop_assert_eq!(p.payload(), &c.payload[..]);
+        prop_assert_eq!(p.pad().len(), o.icrc - o.pad);
+        prop_assert!(p.pad().iter().all(|&b| b == 0));
+        prop_assert!(p.trailer().is_empty());
+        prop_assert!(p.icrc_verified());
+        prop_assert_eq!(p.info(), info(&c));
         prop_assert_eq!(
-            (p.layout.l3, p.layout.bth, p.layout.payload, p.layout.pad, p.layout.icrc, p.layout.end),
+            (p.layout().l3, p.layout().bth, p.layout().payload, p.layout().pad, p.layout().icrc, p.layout().end),
             (o.l3, o.bth, o.payload, o.pad, o.icrc, o.end)
         );
-        prop_assert_eq!(p.layout.udp, c.h.l3.is_rocev2().then_some(o.udp));
+        prop_assert_eq!(p.layout().udp, c.h.l3.is_rocev2().then_some(o.udp));
         check_packet(frame, &p);
 
         // Too small a buffer is an error, never a panic or a partial frame.
@@ -589,12 +595,12 @@ proptest! {
         let layout = emit_with(&h, body.len(), &mut frame, |b| b.copy_from_slice(&body)).unwrap();
         prop_assert_eq!((layout.payload, layout.pad, layout.icrc, layout.end), (o.payload, o.pad, o.icrc, o.end));
         let p = parse(&frame).unwrap();
-        prop_assert_eq!(p.pad, &pad_bytes[..pad_len]);
+        prop_assert_eq!(p.pad(), &pad_bytes[..pad_len]);
         let mut again = vec![0u8; frame.len()];
-        emit_with(&p.headers, p.payload.len() + p.pad.len(), &mut again, |b| {
-            let (d, pad) = b.split_at_mut(p.payload.len());
-            d.copy_from_slice(p.payload);
-            pad.copy_from_slice(p.pad);
+        emit_with(&p.headers(), p.payload().len() + p.pad().len(), &mut again, |b| {
+            let (d, pad) = b.split_at_mut(p.payload().len());
+            d.copy_from_slice(p.payload());
+            pad.copy_from_slice(p.pad());
         }).unwrap();
         prop_assert_eq!(again, frame);
     }
@@ -710,7 +716,7 @@ fn expect_flip(c: &Case, o: &Offsets, at: usize, bit: u32) -> Expect {
 fn check_flip(c: &Case, o: &Offsets, frame: &mut [u8], at: usize, bit: u32) {
     let want = expect_flip(c, o, at, bit);
     frame[at] ^= 1 << bit;
-    let got = parse(frame).map(|p| (p.icrc, p.payload.len()));
+    let got = parse(frame).map(|p| (p.icrc(), p.payload().len()));
     let ctx = || format!("byte {at} bit {bit} ({o:?}): want {want:?}, got {got:?}");
     match want {
         Expect::Valid => {
@@ -798,10 +804,10 @@ proptest! {
         let wire = u32::from_le_bytes(frame[o.icrc..].try_into().unwrap());
         prop_assert_eq!(reference_icrc(&frame), Some(wire));
         let p = parse(&frame).unwrap();
-        prop_assert!(p.icrc_verified);
-        prop_assert_eq!(p.icrc, wire);
-        prop_assert_eq!(p.headers, want);
-        prop_assert_eq!(p.payload, &c.payload[..]);
+        prop_assert!(p.icrc_verified());
+        prop_assert_eq!(p.icrc(), wire);
+        prop_assert_eq!(p.headers(), want);
+        prop_assert_eq!(p.payload(), &c.payload[..]);
     }
 }
 
@@ -920,9 +926,9 @@ proptest! {
         let n = frame.len();
         frame.extend_from_slice(&trailer);
         let p = parse(&frame).unwrap();
-        prop_assert_eq!(p.trailer, &trailer[..]);
-        prop_assert_eq!(p.payload, &c.payload[..]);
-        prop_assert_eq!(p.layout.end, n);
+        prop_assert_eq!(p.trailer(), &trailer[..]);
+        prop_assert_eq!(p.payload(), &c.payload[..]);
+        prop_assert_eq!(p.layout().end, n);
         check_any(&frame);
     }
 
@@ -995,7 +1001,7 @@ fn emit_with_a_body_too_long_for_usize_fails() {
         "c00112b7001c00001100ffff00000011000abcde1f000001047675c4"
     )))
     .unwrap()
-    .headers;
+    .headers();
     for body_len in [usize::MAX, usize::MAX - 60, usize::MAX - 100] {
         let result = std::panic::catch_unwind(|| {
             let mut buf = [0u8; 128];

@@ -117,14 +117,14 @@ impl Script {
                 .poll_transmit(Instant::from_nanos(self.now), &mut buf, &mut self.node.mem)
         {
             let p = parse(&buf[..n]).unwrap();
-            assert_eq!(p.headers.bth.dest_qp, Qpn::new(0x99));
+            assert_eq!(p.headers().bth.dest_qp, Qpn::new(0x99));
             out.push(Resp {
-                opcode: p.headers.bth.opcode,
-                psn: p.headers.bth.psn.value(),
-                syndrome: p.headers.ext.aeth.map(|a| a.syndrome),
-                msn: p.headers.ext.aeth.map(|a| a.msn.value()),
-                payload: p.payload.to_vec(),
-                orig: p.headers.ext.atomic_ack_eth.map(|a| a.orig_rem_data),
+                opcode: p.headers().bth.opcode,
+                psn: p.headers().bth.psn.value(),
+                syndrome: p.headers().ext.aeth.map(|a| a.syndrome),
+                msn: p.headers().ext.aeth.map(|a| a.msn.value()),
+                payload: p.payload().to_vec(),
+                orig: p.headers().ext.atomic_ack_eth.map(|a| a.orig_rem_data),
             });
         }
         out

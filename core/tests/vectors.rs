@@ -33,7 +33,7 @@ fn valid_vectors_parse_with_expected_headers() {
         let frame = hex(row["hex"].as_str().unwrap());
         let want = &row["expected"];
         let p = wire::parse(&frame).unwrap_or_else(|e| panic!("{}: {e:?}", row["id"]));
-        let bth = &p.headers.bth;
+        let bth = &p.headers().bth;
         assert_eq!(
             u64::from(bth.opcode.0),
             want["bth"]["opcode"],
@@ -43,14 +43,62 @@ fn valid_vectors_parse_with_expected_headers() {
         assert_eq!(u64::from(bth.psn.value()), want["bth"]["psn"]);
         assert_eq!(u64::from(bth.dest_qp.value()), want["bth"]["destqp"]);
         assert_eq!(u64::from(bth.pad_count), want["bth"]["padcnt"]);
-        assert_eq!(p.payload.len() as u64, want["payload_len"]);
-        assert_eq!(format!("{:#010x}", p.icrc), want["icrc"].as_str().unwrap());
-        let v = if matches!(p.headers.l3, L3Repr::Ipv4(_)) {
+        assert_eq!(p.payload().len() as u64, want["payload_len"]);
+        assert_eq!(
+            format!("{:#010x}", p.icrc()),
+            want["icrc"].as_str().unwrap()
+        );
+        let v = if matches!(p.headers().l3, L3Repr::Ipv4(_)) {
             4
         } else {
             6
         };
         assert_eq!(want["ip"]["version"], v);
+    }
+}
+
+/// The lazy accessors of every valid vector decode what `headers()` decodes.
+#[test]
+fn lazy_accessors_agree_with_headers() {
+    for row in lines("valid.jsonl") {
+        let frame = hex(row["hex"].as_str().unwrap());
+        let p = wire::parse(&frame).unwrap();
+        let h = p.headers();
+        let id = &row["id"];
+        assert_eq!(
+            (p.eth(), p.vlan(), p.l3(), p.udp(), p.bth()),
+            (h.eth, h.vlan, h.l3, h.udp, h.bth),
+            "{id}"
+        );
+        assert_eq!(p.ext(), h.ext, "{id}");
+        let e = h.ext;
+        assert_eq!(
+            (p.reth(), p.aeth(), p.atomic_eth(), p.atomic_ack_eth()),
+            (e.reth, e.aeth, e.atomic_eth, e.atomic_ack_eth),
+            "{id}"
+        );
+        assert_eq!(
+            (p.immdt(), p.ieth(), p.deth(), p.cnp()),
+            (e.immdt, e.ieth, e.deth, e.cnp),
+            "{id}"
+        );
+        let b = h.bth;
+        assert_eq!(
+            (p.opcode(), p.dest_qp(), p.psn(), p.ack_req(), p.se()),
+            (b.opcode, b.dest_qp, b.psn, b.ack_req, b.se),
+            "{id}"
+        );
+        assert_eq!(
+            (p.pkey(), p.pad_count(), p.becn()),
+            (b.pkey, b.pad_count, b.becn),
+            "{id}"
+        );
+        assert_eq!(
+            (p.is_rocev2(), p.icrc_kind()),
+            (h.l3.is_rocev2(), h.l3.icrc_kind()),
+            "{id}"
+        );
+        assert!(format!("{p:?}").starts_with("Packet { headers: Headers {"));
     }
 }
 
@@ -79,11 +127,11 @@ fn valid_vectors_reemit_byte_for_byte() {
     for row in lines("valid.jsonl") {
         let frame = hex(row["hex"].as_str().unwrap());
         let p = wire::parse(&frame).unwrap();
-        if p.pad.iter().any(|&b| b != 0) || !p.trailer.is_empty() {
+        if p.pad().iter().any(|&b| b != 0) || !p.trailer().is_empty() {
             continue; // emit writes zero pad and no trailer; the CLI covers these
         }
         let mut out = vec![0u8; frame.len()];
-        let n = wire::emit(&p.headers, p.payload, &mut out).unwrap();
+        let n = wire::emit(&p.headers(), p.payload(), &mut out).unwrap();
         assert_eq!(&out[..n], &frame[..], "{}", row["id"]);
     }
 }

@@ -20,6 +20,9 @@ pub const ABI_MAJOR: u16 = 1;
 /// Minor version: additions that old hosts can ignore.
 pub const ABI_MINOR: u16 = 0;
 
+/// The first QPN; a QP's doorbells are indexed by `QPN - QPN_BASE`.
+pub const QPN_BASE: u32 = roce_core::engine::QPN_BASE;
+
 /// Register offsets in the MMIO window.
 pub mod reg {
     /// Read-only: [`super::DEVICE_ID`].

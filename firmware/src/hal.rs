@@ -2,6 +2,7 @@
 //! host memory, the datapath, and a clock. The soft-core binary implements it with MMIO;
 //! the host harness with plain memory and the software or RTL datapath.
 
+use crate::abi::reg;
 use roce_core::memory::Dma;
 
 /// Where frames enter and leave the NIC.
@@ -48,5 +49,104 @@ pub trait Hal {
     /// runtime then reads every doorbell register on each poll.
     fn take_doorbells(&mut self) -> bool {
         true
+    }
+}
+
+/// Words in the register window.
+const REG_WORDS: usize = (reg::WINDOW / 4) as usize;
+
+/// The host-visible register window kept in RAM: what a platform without a hardware
+/// register file (the QEMU self-test, a host harness) gives the runtime. The two sides
+/// see it as the hardware does: the NIC side reads and writes every register as it is;
+/// the host side gets `docs/abi.md`'s access rules (read-only registers ignore writes,
+/// `EVENT_STATUS` clears the bits written as one).
+///
+/// Offsets outside the window or not 4-byte aligned read as 0 and ignore writes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RegFile {
+    words: [u32; REG_WORDS],
+}
+
+impl Default for RegFile {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl RegFile {
+    /// Every register zero.
+    pub const fn new() -> Self {
+        Self {
+            words: [0; REG_WORDS],
+        }
+    }
+
+    fn index(offset: u32) -> Option<usize> {
+        (offset % 4 == 0 && offset < reg::WINDOW).then_some((offset / 4) as usize)
+    }
+
+    /// The NIC side: what [`Hal::reg_read`] returns.
+    pub fn nic_read(&self, offset: u32) -> u32 {
+        Self::index(offset)
+            .and_then(|i| self.words.get(i).copied())
+            .unwrap_or(0)
+    }
+
+    /// The NIC side: what [`Hal::reg_write`] stores.
+    pub fn nic_write(&mut self, offset: u32, value: u32) {
+        if let Some(w) = Self::index(offset).and_then(|i| self.words.get_mut(i)) {
+            *w = value;
+        }
+    }
+
+    /// The host side: an MMIO read.
+    pub fn host_read(&self, offset: u32) -> u32 {
+        self.nic_read(offset)
+    }
+
+    /// The host side: an MMIO write. Doorbells and the command-queue setup take the
+    /// value; `EVENT_STATUS` clears the bits written as one; read-only registers
+    /// (identity, status, `CMDQ_CI`, event details, clock) ignore it.
+    pub fn host_write(&mut self, offset: u32, value: u32) {
+        match offset {
+            reg::DEVICE_ID
+            | reg::VERSION
+            | reg::STATUS
+            | reg::CMDQ_CI
+            | reg::EVENT_CQN
+            | reg::EVENT_QPN
+            | reg::CLOCK_LO
+            | reg::CLOCK_HI => {}
+            reg::EVENT_STATUS => {
+                let v = self.nic_read(offset) & !value;
+                self.nic_write(offset, v);
+            }
+            _ => self.nic_write(offset, value),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn host_access_rules() {
+        let mut r = RegFile::new();
+        r.nic_write(reg::DEVICE_ID, crate::abi::DEVICE_ID);
+        r.host_write(reg::DEVICE_ID, 0);
+        assert_eq!(r.host_read(reg::DEVICE_ID), crate::abi::DEVICE_ID);
+        r.nic_write(reg::EVENT_STATUS, 0b1011);
+        r.host_write(reg::EVENT_STATUS, 0b0001);
+        assert_eq!(r.nic_read(reg::EVENT_STATUS), 0b1010);
+        r.host_write(reg::sq_db(3), 7);
+        assert_eq!(r.nic_read(reg::sq_db(3)), 7);
+        r.host_write(reg::CMDQ_CI, 9);
+        assert_eq!(r.nic_read(reg::CMDQ_CI), 0);
+        // Outside the window or unaligned: ignored, reads 0.
+        r.nic_write(reg::WINDOW, 1);
+        r.nic_write(2, 1);
+        assert_eq!(r.nic_read(reg::WINDOW), 0);
+        assert_eq!(r.nic_read(2), 0);
     }
 }

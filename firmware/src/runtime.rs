@@ -199,7 +199,11 @@ impl<
                 break;
             };
             let frame = self.rxbuf.get(..n).unwrap_or(&[]);
-            self.engine.handle_packet(now, frame, dma);
+            if dp.verifies_icrc() {
+                self.engine.handle_verified_packet(now, frame, dma);
+            } else {
+                self.engine.handle_packet(now, frame, dma);
+            }
             self.counters.frames_rx += 1;
             any = true;
         }
@@ -658,7 +662,7 @@ fn status_of(e: &EngineError) -> CmdStatus {
         EngineError::Memory(MemError::TableFull) | EngineError::TableFull { .. } => {
             CmdStatus::NoResources
         }
-        EngineError::Busy { .. } => CmdStatus::Busy,
+        EngineError::Busy { .. } | EngineError::Memory(MemError::Busy) => CmdStatus::Busy,
         EngineError::ModifyQp(_)
         | EngineError::InvalidAttribute { .. }
         | EngineError::InvalidState { .. } => CmdStatus::IllegalTransition,
@@ -711,5 +715,23 @@ impl<
     }
     fn runtime_counters(&self) -> RuntimeCounters {
         self.counters
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn busy_objects_report_busy() {
+        // A PD with MRs or QPs (the memory table's Busy) is as busy as a CQ with QPs.
+        assert_eq!(
+            status_of(&EngineError::Memory(MemError::Busy)),
+            CmdStatus::Busy
+        );
+        assert_eq!(
+            status_of(&EngineError::Memory(MemError::NoSuchPd)),
+            CmdStatus::BadHandle
+        );
     }
 }

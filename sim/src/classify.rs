@@ -183,7 +183,7 @@ mod tests {
         assert_eq!(c.ip, Some(IpAt::V4(14, 20)));
         mark_ce(&mut f, c.ip.unwrap());
         let p = roce_core::wire::parse(&f).expect("checksum and ICRC still valid");
-        match p.headers.l3 {
+        match p.l3() {
             roce_core::wire::L3Repr::Ipv4(ip) => assert_eq!(ip.ecn, ECN_CE),
             other => panic!("{other:?}"),
         }

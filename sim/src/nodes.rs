@@ -154,7 +154,7 @@ impl Generator {
         let mut template = vec![0; crate::MAX_FRAME_LEN];
         let len = wire::emit(&headers, &payload, &mut template).expect("payload fits a frame");
         template.truncate(len);
-        let layout = wire::parse(&template).expect("own frame parses").layout;
+        let layout = wire::parse(&template).expect("own frame parses").layout();
         let kind = headers.l3.icrc_kind();
         let (l3_at, icrc_at) = (layout.l3, layout.icrc);
         let udp_at = layout.udp.expect("RoCEv2");
@@ -381,7 +381,7 @@ impl Node for Sink {
                 return;
             }
         };
-        let ecn = match packet.headers.l3 {
+        let ecn = match packet.l3() {
             L3Repr::Ipv4(ip) => ip.ecn,
             L3Repr::Ipv6(ip) | L3Repr::Grh(ip) => ip.ecn,
         };
@@ -389,7 +389,7 @@ impl Node for Sink {
             self.total.ce_marked += 1;
             stats.ce_marked += 1;
         }
-        let psn = packet.headers.bth.psn;
+        let psn = packet.psn();
         match highest {
             Some(h) if !psn.after(*h) => {
                 self.total.out_of_order += 1;

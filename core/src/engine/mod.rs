@@ -447,8 +447,7 @@ impl<
                 return;
             }
         };
-        let h = &pkt.headers;
-        let (src_gid, dst_gid, hdr_len) = match h.l3 {
+        let (src_gid, dst_gid, hdr_len) = match pkt.l3() {
             L3Repr::Ipv4(ip) => (
                 crate::transport::ipv4_gid(ip.src.octets()),
                 crate::transport::ipv4_gid(ip.dst.octets()),
@@ -456,15 +455,16 @@ impl<
             ),
             L3Repr::Ipv6(ip) | L3Repr::Grh(ip) => (ip.src.octets(), ip.dst.octets(), Ipv6Repr::LEN),
         };
-        if h.eth.dst.0 != self.cfg.mac || dst_gid != self.cfg.gid {
+        if pkt.eth().dst.0 != self.cfg.mac || dst_gid != self.cfg.gid {
             self.counters.rcvd_not_for_us += 1;
             return;
         }
-        if pkt.info.transport == Transport::Cnp {
+        let info = pkt.info();
+        if info.transport == Transport::Cnp {
             self.counters.rcvd_cnp += 1;
             return;
         }
-        let Some(slot) = self.slot(h.bth.dest_qp) else {
+        let Some(slot) = self.slot(pkt.dest_qp()) else {
             self.counters.rcvd_not_for_us += 1;
             return;
         };
@@ -472,14 +472,14 @@ impl<
             return;
         };
         let transport_ok = matches!(
-            (pkt.info.transport, qp.qp_type()),
+            (info.transport, qp.qp_type()),
             (Transport::Rc, QpType::Rc) | (Transport::Uc, QpType::Uc) | (Transport::Ud, QpType::Ud)
         );
         if !transport_ok {
             self.counters.rcvd_wrong_state += 1;
             return;
         }
-        if !pkey_match(h.bth.pkey, qp.pkey) {
+        if !pkey_match(pkt.pkey(), qp.pkey) {
             self.counters.rcvd_pkey_err += 1;
             return;
         }
@@ -488,11 +488,10 @@ impl<
             return;
         }
         self.counters.rcvd_pkts += 1;
-        let net_hdr = frame
-            .get(pkt.layout.l3..pkt.layout.l3.saturating_add(hdr_len))
-            .unwrap_or(&[]);
+        let l3 = pkt.layout().l3;
+        let net_hdr = frame.get(l3..l3.saturating_add(hdr_len)).unwrap_or(&[]);
         let response = matches!(
-            pkt.info.operation,
+            info.operation,
             Operation::RdmaReadResponse | Operation::Acknowledge | Operation::AtomicAcknowledge
         );
         self.with_qp(slot, now, dma, |r, env, _| {

@@ -85,14 +85,14 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
             env.ctr.rcvd_bad_resp += 1;
             return;
         }
-        let psn = pkt.headers.bth.psn;
+        let psn = pkt.psn();
         // Nothing at or beyond the highest PSN sent can be a genuine response.
         if !psn.before(self.qp.req.max_psn) {
             env.ctr.rcvd_bad_resp += 1;
             return;
         }
-        let op = pkt.info.operation;
-        let syndrome = pkt.headers.ext.aeth.map(|a| a.syndrome);
+        let op = pkt.info().operation;
+        let syndrome = pkt.aeth().map(|a| a.syndrome);
 
         // Complete, in order, every WQE the response implicitly acknowledges.
         let i = loop {
@@ -209,8 +209,8 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
                     env.ctr.rcvd_bad_resp += 1;
                     return;
                 };
-                let n = pkt.payload.len();
-                let ends = pkt.info.position.ends();
+                let n = pkt.payload().len();
+                let ends = pkt.info().position.ends();
                 let ok = if ends {
                     n as u64 == u64::from(remaining) && n as u64 <= u64::from(mtu)
                 } else {
@@ -228,7 +228,7 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
                         pd,
                         &w.wr.sg_list,
                         offset,
-                        pkt.payload,
+                        pkt.payload(),
                     ),
                     None => return,
                 };
@@ -243,7 +243,7 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
                 }
             }
             (Operation::AtomicAcknowledge, Some(Syndrome::Ack(_))) => {
-                let Some(ack) = pkt.headers.ext.atomic_ack_eth else {
+                let Some(ack) = pkt.atomic_ack_eth() else {
                     return;
                 };
                 if !is_atomic || psn != first_psn || d != 0 {

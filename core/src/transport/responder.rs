@@ -86,7 +86,7 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
     }
 
     fn rc_request(&mut self, env: &mut Env<'_>, pkt: &Packet<'_>) {
-        let psn = pkt.headers.bth.psn;
+        let psn = pkt.psn();
         let diff = psn.diff(self.qp.resp.epsn);
         if diff > 0 {
             // A packet was lost: one NAK per gap.
@@ -112,15 +112,15 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
             Err(Fail::Drop) => env.ctr.resp_dropped += 1,
             Err(Fail::Fatal(code, status)) => {
                 let in_use =
-                    self.qp.resp.cur == CurOp::Send || pkt.info.operation == Operation::Send;
+                    self.qp.resp.cur == CurOp::Send || pkt.info().operation == Operation::Send;
                 self.resp_fatal(env, code, psn, in_use.then_some(status));
             }
         }
     }
 
     fn uc_request(&mut self, env: &mut Env<'_>, pkt: &Packet<'_>) {
-        let psn = pkt.headers.bth.psn;
-        let starts = pkt.info.position.starts();
+        let psn = pkt.psn();
+        let starts = pkt.info().position.starts();
         if psn.before(self.qp.resp.epsn) {
             // A duplicate or a straggler from the past: neither delivered nor allowed
             // to disturb the message in progress (rxe would resync on it if it starts
@@ -160,7 +160,7 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
     }
 
     fn ud_request(&mut self, env: &mut Env<'_>, pkt: &Packet<'_>, net_hdr: &[u8]) {
-        let Some(deth) = pkt.headers.ext.deth else {
+        let Some(deth) = pkt.deth() else {
             env.ctr.resp_dropped += 1;
             return;
         };
@@ -168,7 +168,7 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
             env.ctr.rcvd_qkey_err += 1;
             return;
         }
-        let n = pkt.payload.len();
+        let n = pkt.payload().len();
         if n as u64 > u64::from(self.qp.mtu.bytes())
             || self.q.rq.is_empty()
             || !env.cqs.has_room(self.qp.recv_cq)
@@ -194,7 +194,7 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
                     pd,
                     &r.wr.sg_list,
                     GRH_LEN as u32,
-                    pkt.payload,
+                    pkt.payload(),
                 )
             });
         match res {
@@ -208,7 +208,7 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
                 self.resp_fatal(
                     env,
                     NakCode::RemoteOperationalError,
-                    pkt.headers.bth.psn,
+                    pkt.psn(),
                     Some(WcStatus::LocQpOpErr),
                 );
                 return;
@@ -219,8 +219,8 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
         wc.byte_len = (GRH_LEN + n) as u32;
         wc.src_qp = deth.src_qp;
         wc.wc_flags = WcFlags::GRH;
-        wc.solicited = pkt.headers.bth.se;
-        if let Some(imm) = pkt.headers.ext.immdt {
+        wc.solicited = pkt.se();
+        if let Some(imm) = pkt.immdt() {
             wc.imm_data = imm.imm;
             wc.wc_flags = wc.wc_flags | WcFlags::WITH_IMM;
         }
@@ -233,11 +233,15 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
     fn execute(&mut self, env: &mut Env<'_>, pkt: &Packet<'_>) -> Result<(), Fail> {
         use Fail::{Drop, Fatal};
         let rc = self.qp.qp_type == QpType::Rc;
-        let bth = pkt.headers.bth;
-        let ext = pkt.headers.ext;
+        // Decoded once here; the extended headers below as each path needs them.
+        let bth = pkt.bth();
+        let immdt = pkt.immdt();
+        let ieth = pkt.ieth();
+        let reth = pkt.reth();
         let psn = bth.psn;
-        let op = pkt.info.operation;
-        let pos = pkt.info.position;
+        let info = pkt.info();
+        let op = info.operation;
+        let pos = info.position;
         let inv_req = Fatal(NakCode::InvalidRequest, WcStatus::RemInvReqErr);
         let acc_err = Fatal(NakCode::RemoteAccessError, WcStatus::RemAccessErr);
 
@@ -274,7 +278,7 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
                 return Err(Drop);
             }
         }
-        let write_imm_end = op == Operation::RdmaWrite && pos.ends() && ext.immdt.is_some();
+        let write_imm_end = op == Operation::RdmaWrite && pos.ends() && immdt.is_some();
         let needs_rwr = op == Operation::Send || write_imm_end;
         let completes = (op == Operation::Send && pos.ends()) || write_imm_end;
         if (needs_rwr && self.q.rq.is_empty()) || (completes && !env.cqs.has_room(self.qp.recv_cq))
@@ -295,18 +299,14 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
             return Ok(());
         }
         // Lengths (roce-facts §6.2).
-        let n = pkt.payload.len();
+        let n = pkt.payload().len();
         let mtu = self.qp.mtu.bytes() as usize;
         let len_ok = match pos {
             Position::Only => n <= mtu,
             Position::First | Position::Middle => n == mtu,
             Position::Last => n >= 1 && n <= mtu,
         };
-        if !len_ok
-            || ext
-                .reth
-                .is_some_and(|r| u64::from(r.dma_len) > MAX_MSG_SIZE)
-        {
+        if !len_ok || reth.is_some_and(|r| u64::from(r.dma_len) > MAX_MSG_SIZE) {
             return Err(inv_req);
         }
         let pd = self.qp.pd;
@@ -321,7 +321,7 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
                 let Some(r) = self.q.rq.front() else {
                     return Err(Drop);
                 };
-                match super::sgl::scatter(env.mem, env.dma, pd, &r.wr.sg_list, off, pkt.payload) {
+                match super::sgl::scatter(env.mem, env.dma, pd, &r.wr.sg_list, off, pkt.payload()) {
                     Ok(()) => {}
                     Err(SglError::Overflow) => {
                         return Err(Fatal(NakCode::InvalidRequest, WcStatus::LocLenErr))
@@ -331,7 +331,7 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
                     }
                 }
                 self.qp.resp.recv_off = off.saturating_add(n32);
-                if let Some(ieth) = ext.ieth {
+                if let Some(ieth) = ieth {
                     if env.mem.invalidate(pd, ieth.rkey.0).is_err() {
                         return Err(inv_req);
                     }
@@ -339,7 +339,7 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
                 self.qp.resp.cur = if pos.ends() { CurOp::None } else { CurOp::Send };
             }
             Operation::RdmaWrite => {
-                let zero = if let Some(reth) = ext.reth {
+                let zero = if let Some(reth) = reth {
                     self.qp.resp.va = reth.va;
                     self.qp.resp.rkey = reth.rkey;
                     self.qp.resp.resid = reth.dma_len;
@@ -370,7 +370,7 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
                     if !ok {
                         return Err(inv_req);
                     }
-                    if env.dma.write(va, pkt.payload).is_err() {
+                    if env.dma.write(va, pkt.payload()).is_err() {
                         return Err(Fatal(NakCode::RemoteOperationalError, WcStatus::RemOpErr));
                     }
                     self.qp.resp.va = va.wrapping_add(u64::from(n32));
@@ -383,7 +383,7 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
                 };
             }
             Operation::RdmaReadRequest => {
-                let Some(reth) = ext.reth else {
+                let Some(reth) = reth else {
                     return Err(inv_req);
                 };
                 if reth.dma_len != 0
@@ -429,7 +429,7 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
                 return Ok(());
             }
             Operation::CompareSwap | Operation::FetchAdd => {
-                let Some(a) = ext.atomic_eth else {
+                let Some(a) = pkt.atomic_eth() else {
                     return Err(inv_req);
                 };
                 if env
@@ -499,11 +499,11 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
                     self.qp.resp.recv_off
                 };
                 wc.solicited = bth.se;
-                if let Some(imm) = ext.immdt {
+                if let Some(imm) = immdt {
                     wc.imm_data = imm.imm;
                     wc.wc_flags = WcFlags::WITH_IMM;
                 }
-                if let Some(ieth) = ext.ieth {
+                if let Some(ieth) = ieth {
                     wc.invalidated_rkey = ieth.rkey;
                     wc.wc_flags = wc.wc_flags | WcFlags::WITH_INV;
                 }
@@ -531,9 +531,9 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
 
     /// A request whose PSN is before ePSN (roce-facts §6.3 step 2).
     fn duplicate(&mut self, env: &mut Env<'_>, pkt: &Packet<'_>) {
-        let psn = pkt.headers.bth.psn;
+        let psn = pkt.psn();
         let depth = usize::from(self.qp.max_dest_rd_atomic).min(RD);
-        match pkt.info.operation {
+        match pkt.info().operation {
             Operation::Send | Operation::RdmaWrite => {
                 // Already executed: acknowledge again, do not re-execute.
                 let p = self.qp.resp.epsn.sub(1);
@@ -543,7 +543,7 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
                 });
             }
             Operation::RdmaReadRequest => {
-                let Some(reth) = pkt.headers.ext.reth else {
+                let Some(reth) = pkt.reth() else {
                     return;
                 };
                 let found = self

@@ -1,6 +1,8 @@
-//! Whole frames: [`parse`] a received Ethernet frame into borrowed headers, payload, pad
-//! and ICRC verdict, or a typed [`Error`]; [`emit`] a complete frame (lengths, IPv4
-//! checksum, pad bytes and PadCnt, ICRC) into a caller's buffer.
+//! Whole frames: [`parse`] checks a received Ethernet frame and returns a lazy [`Packet`]
+//! view of it (offsets, opcode row, ICRC verdict; headers decoded on demand, none of the
+//! accessors panics), or a typed [`Error`]; [`emit`] writes a complete frame (lengths,
+//! IPv4 checksum, pad bytes and PadCnt, ICRC) from plain-data [`Headers`] into a caller's
+//! buffer.
 //!
 //! The frame ends where IP says it ends: bytes after the IP datagram (Ethernet padding of
 //! short frames, trailers) are reported as `trailer`, never as payload. No input panics.
@@ -18,9 +20,10 @@ use super::icrc::{self, IcrcKind, ICRC_LEN};
 use super::imm::{self, IethRepr, ImmDtRepr};
 use super::ipv4::{self, Ipv4Repr, PROTOCOL_UDP};
 use super::ipv6::{self, GrhRepr, Ipv6Repr, NEXT_HEADER_BTH, NEXT_HEADER_UDP};
-use super::opcode::{ExtHeader, OpcodeInfo};
+use super::opcode::{ExtHeader, Opcode, OpcodeInfo};
 use super::reth::{self, RethRepr};
 use super::udp::{Datagram, UdpRepr, ROCEV2_PORT};
+use crate::num::{Psn, Qpn};
 use core::fmt;
 
 /// Why a frame is not an acceptable RoCE packet. The kinds map one to one onto the error
@@ -198,7 +201,8 @@ pub struct ExtHeaders {
     pub cnp: Option<CnpRepr>,
 }
 
-/// Every header of a RoCE frame as plain data.
+/// Every header of a RoCE frame as plain data: what [`emit`] and [`emit_with`] write, and
+/// what [`Packet::headers`] decodes.
 ///
 /// On `emit`, the derived fields are computed and the values here ignored: the
 /// EtherTypes (from `l3` and `vlan`), IP and UDP lengths, the IPv4 checksum, and (in
@@ -232,28 +236,368 @@ pub struct Layout {
     pub end: usize,
 }
 
-/// A parsed RoCE frame, borrowing its payload from the received buffer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// A parsed RoCE frame: a view of the received buffer that [`parse`] has checked, plus the
+/// offsets it found ([`Layout`]) and the opcode's row in the table.
+///
+/// `parse` decodes only what it must check; every header is decoded from the frame when
+/// it is asked for (`bth()`, `l3()`, `reth()`, ...), and the hot-path BTH fields have
+/// getters that read their bytes directly (`opcode()`, `dest_qp()`, `psn()`, ...).
+/// [`Packet::headers`] decodes everything into the plain-data [`Headers`] that `emit`
+/// takes. A `Packet` can only be made by `parse`, so its offsets always lie within its
+/// frame: **no accessor panics**. Accessors decode on every call: code that reads a
+/// header's fields many times should decode it once (`let bth = pkt.bth();`).
+///
+/// What used to be fields are methods: `frame()`, `info()`, `layout()`, `payload()`,
+/// `pad()`, `icrc()`, `icrc_verified()`, `trailer()`. `Debug` prints the decoded headers.
+#[derive(Clone, Copy, PartialEq, Eq)]
 pub struct Packet<'a> {
-    pub headers: Headers,
+    frame: &'a [u8],
+    info: &'static OpcodeInfo,
+    /// The ICRC value from the trailer.
+    icrc: u32,
+    /// Offset of the ICRC trailer; the datagram ends 4 bytes later. (Offsets fit in u32:
+    /// the datagram ends at most 18 + 65535 + 40 bytes into the frame.)
+    icrc_at: u32,
+    /// Offset of the IP header or GRH: 14, or 18 after an 802.1Q tag.
+    l3: u8,
+    /// Offset of the BTH (at most 18 + 60 + 8); UDP is the 8 bytes before it (RoCEv2).
+    bth: u8,
+    /// Bytes of extended headers after the BTH.
+    ext_len: u8,
+    /// PadCnt.
+    pad: u8,
+    /// Which network header: IPv4, IPv6, or a RoCEv1 GRH.
+    l3_kind: IcrcKind,
+    icrc_verified: bool,
+}
+
+impl fmt::Debug for Packet<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Packet")
+            .field("headers", &self.headers())
+            .field("info", &self.info.name)
+            .field("payload", &self.payload())
+            .field("pad", &self.pad())
+            .field("icrc", &format_args!("{:#010x}", self.icrc))
+            .field("icrc_verified", &self.icrc_verified)
+            .field("trailer", &self.trailer())
+            .field("layout", &self.layout())
+            .finish()
+    }
+}
+
+impl<'a> Packet<'a> {
+    /// The whole frame, for reading derived fields (lengths, checksums) through views.
+    #[inline]
+    pub fn frame(&self) -> &'a [u8] {
+        self.frame
+    }
+
     /// The opcode's row in the table.
-    pub info: &'static OpcodeInfo,
-    pub payload: &'a [u8],
+    #[inline]
+    pub fn info(&self) -> &'static OpcodeInfo {
+        self.info
+    }
+
+    /// Where each part of the frame starts.
+    #[inline]
+    pub fn layout(&self) -> Layout {
+        let bth = usize::from(self.bth);
+        let icrc = self.icrc_at as usize;
+        Layout {
+            l3: usize::from(self.l3),
+            udp: self.is_rocev2().then(|| bth - UdpRepr::LEN),
+            bth,
+            payload: self.payload_at(),
+            pad: icrc - usize::from(self.pad),
+            icrc,
+            end: icrc + ICRC_LEN,
+        }
+    }
+
+    /// Offset of the payload.
+    #[inline]
+    fn payload_at(&self) -> usize {
+        usize::from(self.bth) + BthRepr::LEN + usize::from(self.ext_len)
+    }
+
+    /// The payload (after the extended headers, before the pad).
+    #[inline]
+    pub fn payload(&self) -> &'a [u8] {
+        &self.frame[self.payload_at()..self.icrc_at as usize - usize::from(self.pad)]
+    }
+
     /// The PadCnt pad bytes (normally zero; covered by the ICRC).
-    pub pad: &'a [u8],
+    #[inline]
+    pub fn pad(&self) -> &'a [u8] {
+        let icrc = self.icrc_at as usize;
+        &self.frame[icrc - usize::from(self.pad)..icrc]
+    }
+
     /// The ICRC value from the trailer (its bytes on the wire are `icrc.to_le_bytes()`).
-    pub icrc: u32,
+    #[inline]
+    pub fn icrc(&self) -> u32 {
+        self.icrc
+    }
+
     /// Whether the ICRC was checked ([`parse`]) or left to a datapath that already
     /// checked it ([`parse_unverified`]).
-    pub icrc_verified: bool,
+    #[inline]
+    pub fn icrc_verified(&self) -> bool {
+        self.icrc_verified
+    }
+
     /// Bytes after the IP datagram (Ethernet padding, trailers).
-    pub trailer: &'a [u8],
-    pub layout: Layout,
-    /// The whole frame, for reading derived fields (lengths, checksums) through views.
-    pub frame: &'a [u8],
+    #[inline]
+    pub fn trailer(&self) -> &'a [u8] {
+        &self.frame[self.icrc_at as usize + ICRC_LEN..]
+    }
+
+    /// Which ICRC masking rule applies (which network header the frame has).
+    #[inline]
+    pub fn icrc_kind(&self) -> IcrcKind {
+        self.l3_kind
+    }
+
+    /// RoCEv2 (UDP-encapsulated) rather than RoCEv1.
+    #[inline]
+    pub fn is_rocev2(&self) -> bool {
+        self.l3_kind != IcrcKind::RoceV1
+    }
+
+    // --- Whole headers, decoded on demand --------------------------------------------
+
+    /// The Ethernet header.
+    #[inline]
+    pub fn eth(&self) -> EthernetRepr {
+        EthernetRepr::parse(&Frame::new_unchecked(&self.frame[..EthernetRepr::LEN]))
+    }
+
+    /// The 802.1Q tag, if there is one.
+    #[inline]
+    pub fn vlan(&self) -> Option<VlanRepr> {
+        let at = EthernetRepr::LEN;
+        (usize::from(self.l3) > at)
+            .then(|| VlanRepr::parse(&VlanTag::new_unchecked(&self.frame[at..at + VlanRepr::LEN])))
+    }
+
+    /// The IP header or GRH (IPv4 options are skipped).
+    #[inline]
+    pub fn l3(&self) -> L3Repr {
+        let net = &self.frame[usize::from(self.l3)..];
+        match self.l3_kind {
+            IcrcKind::Ipv4 => L3Repr::Ipv4(Ipv4Repr::parse(&ipv4::Packet::new_unchecked(
+                &net[..Ipv4Repr::LEN],
+            ))),
+            IcrcKind::Ipv6 => L3Repr::Ipv6(Ipv6Repr::parse(&ipv6::Packet::new_unchecked(
+                &net[..Ipv6Repr::LEN],
+            ))),
+            IcrcKind::RoceV1 => L3Repr::Grh(Ipv6Repr::parse(&ipv6::Packet::new_unchecked(
+                &net[..Ipv6Repr::LEN],
+            ))),
+        }
+    }
+
+    /// The UDP header (RoCEv2), or `None` (RoCEv1).
+    #[inline]
+    pub fn udp(&self) -> Option<UdpRepr> {
+        let at = usize::from(self.bth) - UdpRepr::LEN;
+        self.is_rocev2()
+            .then(|| UdpRepr::parse(&Datagram::new_unchecked(&self.frame[at..at + UdpRepr::LEN])))
+    }
+
+    /// The BTH's 12 bytes.
+    #[inline]
+    fn bth_view(&self) -> bth::Header<&'a [u8]> {
+        let at = usize::from(self.bth);
+        bth::Header::new_unchecked(&self.frame[at..at + BthRepr::LEN])
+    }
+
+    /// The BTH.
+    #[inline]
+    pub fn bth(&self) -> BthRepr {
+        BthRepr::parse(&self.bth_view())
+    }
+
+    /// The bytes of extended header `h`, if the opcode carries it.
+    #[inline]
+    pub fn ext_bytes(&self, h: ExtHeader) -> Option<&'a [u8]> {
+        let mut at = usize::from(self.bth) + BthRepr::LEN;
+        for &x in self.info.headers {
+            if x == h {
+                return Some(&self.frame[at..at + h.wire_len()]);
+            }
+            at += x.wire_len();
+        }
+        None
+    }
+
+    /// The RETH, if the opcode carries one.
+    #[inline]
+    pub fn reth(&self) -> Option<RethRepr> {
+        self.ext_bytes(ExtHeader::Reth)
+            .map(|b| RethRepr::parse(&reth::Header::new_unchecked(b)))
+    }
+
+    /// The AETH, if the opcode carries one.
+    #[inline]
+    pub fn aeth(&self) -> Option<AethRepr> {
+        self.ext_bytes(ExtHeader::Aeth)
+            .map(|b| AethRepr::parse(&aeth::Header::new_unchecked(b)))
+    }
+
+    /// The AtomicETH, if the opcode carries one.
+    #[inline]
+    pub fn atomic_eth(&self) -> Option<AtomicEthRepr> {
+        self.ext_bytes(ExtHeader::AtomicEth)
+            .map(|b| AtomicEthRepr::parse(&AtomicEth::new_unchecked(b)))
+    }
+
+    /// The AtomicAckETH, if the opcode carries one.
+    #[inline]
+    pub fn atomic_ack_eth(&self) -> Option<AtomicAckEthRepr> {
+        self.ext_bytes(ExtHeader::AtomicAckEth)
+            .map(|b| AtomicAckEthRepr::parse(&AtomicAckEth::new_unchecked(b)))
+    }
+
+    /// The ImmDt, if the opcode carries one.
+    #[inline]
+    pub fn immdt(&self) -> Option<ImmDtRepr> {
+        self.ext_bytes(ExtHeader::ImmDt)
+            .map(|b| ImmDtRepr::parse(&imm::Header::new_unchecked(b)))
+    }
+
+    /// The IETH, if the opcode carries one.
+    #[inline]
+    pub fn ieth(&self) -> Option<IethRepr> {
+        self.ext_bytes(ExtHeader::Ieth)
+            .map(|b| IethRepr::parse(&imm::Header::new_unchecked(b)))
+    }
+
+    /// The DETH, if the opcode carries one.
+    #[inline]
+    pub fn deth(&self) -> Option<DethRepr> {
+        self.ext_bytes(ExtHeader::Deth)
+            .map(|b| DethRepr::parse(&deth::Header::new_unchecked(b)))
+    }
+
+    /// The CNP's reserved bytes, if this is a CNP.
+    #[inline]
+    pub fn cnp(&self) -> Option<CnpRepr> {
+        self.ext_bytes(ExtHeader::Cnp)
+            .map(|b| CnpRepr::parse(&cnp::Header::new_unchecked(b)))
+    }
+
+    /// Every extended header the opcode carries.
+    pub fn ext(&self) -> ExtHeaders {
+        let mut out = ExtHeaders::default();
+        let mut at = usize::from(self.bth) + BthRepr::LEN;
+        for &h in self.info.headers {
+            let b = &self.frame[at..at + h.wire_len()];
+            match h {
+                ExtHeader::Reth => {
+                    out.reth = Some(RethRepr::parse(&reth::Header::new_unchecked(b)))
+                }
+                ExtHeader::Aeth => {
+                    out.aeth = Some(AethRepr::parse(&aeth::Header::new_unchecked(b)))
+                }
+                ExtHeader::AtomicEth => {
+                    out.atomic_eth = Some(AtomicEthRepr::parse(&AtomicEth::new_unchecked(b)))
+                }
+                ExtHeader::AtomicAckEth => {
+                    out.atomic_ack_eth =
+                        Some(AtomicAckEthRepr::parse(&AtomicAckEth::new_unchecked(b)))
+                }
+                ExtHeader::ImmDt => {
+                    out.immdt = Some(ImmDtRepr::parse(&imm::Header::new_unchecked(b)))
+                }
+                ExtHeader::Ieth => out.ieth = Some(IethRepr::parse(&imm::Header::new_unchecked(b))),
+                ExtHeader::Deth => {
+                    out.deth = Some(DethRepr::parse(&deth::Header::new_unchecked(b)))
+                }
+                ExtHeader::Cnp => out.cnp = Some(CnpRepr::parse(&cnp::Header::new_unchecked(b))),
+            }
+            at += h.wire_len();
+        }
+        out
+    }
+
+    /// Every header as plain data (the derived fields as received), as `emit` takes them.
+    pub fn headers(&self) -> Headers {
+        Headers {
+            eth: self.eth(),
+            vlan: self.vlan(),
+            l3: self.l3(),
+            udp: self.udp(),
+            bth: self.bth(),
+            ext: self.ext(),
+        }
+    }
+
+    // --- BTH fields the engine reads per packet, straight from their bytes ------------
+
+    /// BTH OpCode (the same as `info().opcode`).
+    #[inline]
+    pub fn opcode(&self) -> Opcode {
+        self.info.opcode
+    }
+
+    /// BTH DestQP.
+    #[inline]
+    pub fn dest_qp(&self) -> Qpn {
+        self.bth_view().dest_qp()
+    }
+
+    /// BTH PSN.
+    #[inline]
+    pub fn psn(&self) -> Psn {
+        self.bth_view().psn()
+    }
+
+    /// BTH AckReq.
+    #[inline]
+    pub fn ack_req(&self) -> bool {
+        self.bth_view().ack_req()
+    }
+
+    /// BTH SE (solicited event).
+    #[inline]
+    pub fn se(&self) -> bool {
+        self.bth_view().se()
+    }
+
+    /// BTH P_Key.
+    #[inline]
+    pub fn pkey(&self) -> u16 {
+        self.bth_view().pkey()
+    }
+
+    /// BTH PadCnt (the same as `pad().len()`).
+    #[inline]
+    pub fn pad_count(&self) -> u8 {
+        self.bth_view().pad_count()
+    }
+
+    /// BTH BECN (set in CNPs).
+    #[inline]
+    pub fn becn(&self) -> bool {
+        self.bth_view().becn()
+    }
 }
 
 /// Parses and checks a whole Ethernet frame (without FCS), ICRC included.
+///
+/// What is checked, in this order (the first fault is the [`Error`]): the Ethernet header
+/// and the optional 802.1Q tag fit; the EtherType is IPv4, IPv6 or RoCEv1; the IP version;
+/// for IPv4, IHL >= 5, the header fits, its checksum, no fragment, protocol UDP, total
+/// length >= IHL; for IPv6, the header fits and the next header is UDP (RoCEv1: a BTH);
+/// for RoCEv2, UDP destination port 4791 and the UDP length against the IP length; the
+/// datagram fits the frame; the BTH and the ICRC fit; TVer 0; a known opcode; its
+/// extended headers fit; BTH-to-ICRC length a multiple of 4; PadCnt within the payload;
+/// no payload on an opcode that carries none; the ICRC.
+///
+/// Nothing else is decoded: the headers are read from the frame when asked for, through
+/// [`Packet`]'s accessors, none of which panics.
 pub fn parse(frame: &[u8]) -> Result<Packet<'_>, Error> {
     parse_impl(frame, true)
 }
@@ -264,263 +608,223 @@ pub fn parse_unverified(frame: &[u8]) -> Result<Packet<'_>, Error> {
     parse_impl(frame, false)
 }
 
-/// Reads the fixed-size header `V` at `at`, or fails with `err`.
-fn view<'a, V>(
-    frame: &'a [u8],
-    at: usize,
-    len: usize,
-    err: Error,
-    make: fn(&'a [u8]) -> V,
-) -> Result<V, Error> {
-    match frame.get(at..).filter(|b| b.len() >= len) {
-        Some(b) => Ok(make(b)),
-        None => Err(err),
-    }
+/// A big-endian u16 from two bytes.
+#[inline(always)]
+fn be16(hi: u8, lo: u8) -> u16 {
+    u16::from_be_bytes([hi, lo])
 }
 
+#[inline(always)]
 fn parse_impl(frame: &[u8], verify: bool) -> Result<Packet<'_>, Error> {
-    let truncated = Error::TruncatedFrame;
-    let eth = view(frame, 0, EthernetRepr::LEN, truncated, Frame::new_unchecked)?;
-    let eth_repr = EthernetRepr::parse(&eth);
-    let mut ethertype = eth_repr.ethertype;
+    const TRUNCATED: Error = Error::TruncatedFrame;
+    let Some(eth) = frame.first_chunk::<{ EthernetRepr::LEN }>() else {
+        return Err(TRUNCATED);
+    };
+    let mut ethertype = be16(eth[12], eth[13]);
     let mut l3 = EthernetRepr::LEN;
-    let mut vlan = None;
     if ethertype == ETHERTYPE_VLAN {
-        let tag = VlanRepr::parse(&view(
-            frame,
-            l3,
-            VlanRepr::LEN,
-            truncated,
-            VlanTag::new_unchecked,
-        )?);
-        ethertype = tag.ethertype;
-        vlan = Some(tag);
+        let Some(tag) = frame.get(l3..l3 + VlanRepr::LEN) else {
+            return Err(TRUNCATED);
+        };
+        ethertype = be16(tag[2], tag[3]);
         l3 += VlanRepr::LEN;
     }
     let net = frame.get(l3..).unwrap_or(&[]);
-    let version = match net.first() {
-        Some(b) => b >> 4,
-        None if matches!(
-            ethertype,
-            ETHERTYPE_IPV4 | ETHERTYPE_IPV6 | ETHERTYPE_ROCEV1
-        ) =>
-        {
-            return Err(truncated)
-        }
-        None => 0,
-    };
 
-    // The network header: its repr, where the next header starts, where the datagram ends.
-    let (l3_repr, next, end) = match ethertype {
+    // The network header: which one, where the next header starts, where the datagram
+    // ends.
+    let (kind, next, end) = match ethertype {
         ETHERTYPE_IPV4 => {
-            if version != 4 {
-                return Err(Error::BadIpVersion { version });
+            let Some(&b0) = net.first() else {
+                return Err(TRUNCATED);
+            };
+            if b0 >> 4 != 4 {
+                return Err(Error::BadIpVersion { version: b0 >> 4 });
             }
-            let ip = ipv4::Packet::new_unchecked(net);
-            let ihl = usize::from(net[0] & 0x0F) * 4;
+            let ihl = usize::from(b0 & 0x0F) * 4;
             if ihl < 20 {
                 return Err(Error::BadIpHeader {
                     reason: "IPv4 IHL below 5",
                 });
             }
-            if net.len() < ihl {
-                return Err(truncated);
-            }
-            if !ip.verify_checksum() {
+            let (Some(hdr), Some(ip)) = (net.get(..ihl), net.first_chunk::<20>()) else {
+                return Err(TRUNCATED);
+            };
+            let sum = if ihl == 20 {
+                ipv4::checksum20(ip)
+            } else {
+                ipv4::checksum(hdr)
+            };
+            if sum != 0 {
                 return Err(Error::BadIpv4Checksum {
-                    checksum: ip.checksum(),
+                    checksum: be16(ip[10], ip[11]),
                 });
             }
-            if ip.more_frags() || ip.frag_offset() != 0 {
+            if be16(ip[6], ip[7]) & 0x3FFF != 0 {
                 return Err(Error::IpFragment);
             }
-            if ip.protocol() != PROTOCOL_UDP {
-                return Err(Error::NotUdp {
-                    protocol: ip.protocol(),
-                });
+            if ip[9] != PROTOCOL_UDP {
+                return Err(Error::NotUdp { protocol: ip[9] });
             }
-            let total = usize::from(ip.total_len());
+            let total = usize::from(be16(ip[2], ip[3]));
             if total < ihl {
                 return Err(Error::LengthMismatch {
                     reason: "IPv4 total length below the header length",
                 });
             }
-            (L3Repr::Ipv4(Ipv4Repr::parse(&ip)), ihl, total)
+            (IcrcKind::Ipv4, ihl, total)
         }
         ETHERTYPE_IPV6 | ETHERTYPE_ROCEV1 => {
-            if version != 6 {
-                return Err(Error::BadIpVersion { version });
+            let Some(&b0) = net.first() else {
+                return Err(TRUNCATED);
+            };
+            if b0 >> 4 != 6 {
+                return Err(Error::BadIpVersion { version: b0 >> 4 });
             }
-            let ip = view(
-                net,
-                0,
-                Ipv6Repr::LEN,
-                truncated,
-                ipv6::Packet::new_unchecked,
-            )?;
-            let repr = Ipv6Repr::parse(&ip);
-            let end = Ipv6Repr::LEN + usize::from(ip.payload_len());
+            let Some(ip) = net.first_chunk::<{ Ipv6Repr::LEN }>() else {
+                return Err(TRUNCATED);
+            };
+            let end = Ipv6Repr::LEN + usize::from(be16(ip[4], ip[5]));
+            let next_header = ip[6];
             if ethertype == ETHERTYPE_IPV6 {
-                if repr.next_header != NEXT_HEADER_UDP {
+                if next_header != NEXT_HEADER_UDP {
                     return Err(Error::NotUdp {
-                        protocol: repr.next_header,
+                        protocol: next_header,
                     });
                 }
-                (L3Repr::Ipv6(repr), Ipv6Repr::LEN, end)
+                (IcrcKind::Ipv6, Ipv6Repr::LEN, end)
             } else {
-                if repr.next_header != NEXT_HEADER_BTH {
+                if next_header != NEXT_HEADER_BTH {
                     return Err(Error::BadIpHeader {
                         reason: "GRH next header is not a BTH (0x1B)",
                     });
                 }
-                (L3Repr::Grh(repr), Ipv6Repr::LEN, end)
+                (IcrcKind::RoceV1, Ipv6Repr::LEN, end)
             }
         }
         _ => return Err(Error::UnsupportedEthertype { ethertype }),
     };
 
+    // The rest, with the common IPv4 header without options as a constant offset.
+    if kind == IcrcKind::Ipv4 && next == 20 {
+        parse_transport(frame, verify, l3, net, kind, 20, end)
+    } else {
+        parse_transport(frame, verify, l3, net, kind, next, end)
+    }
+}
+
+/// [`parse_impl`] from the UDP header on: `net` starts at the network header (offset `l3`
+/// in `frame`), whose `kind` and length `next` are checked, and the datagram ends at
+/// `end`.
+#[inline(always)]
+fn parse_transport<'a>(
+    frame: &'a [u8],
+    verify: bool,
+    l3: usize,
+    net: &'a [u8],
+    kind: IcrcKind,
+    next: usize,
+    end: usize,
+) -> Result<Packet<'a>, Error> {
+    const TRUNCATED: Error = Error::TruncatedFrame;
     // UDP (RoCEv2 only): port first, so foreign datagrams are named as such even when
     // truncated by a capture's snap length; then the lengths against each other and the
     // frame.
-    let (udp, bth_at) = if l3_repr.is_rocev2() {
-        if net.len() < next + UdpRepr::LEN {
+    let bth_at = if kind != IcrcKind::RoceV1 {
+        let too_short = Error::LengthMismatch {
+            reason: "IP payload too short for a UDP header",
+        };
+        let Some(udp) = net.get(next..next + UdpRepr::LEN) else {
             return Err(if end < next + UdpRepr::LEN {
-                Error::LengthMismatch {
-                    reason: "IP payload too short for a UDP header",
-                }
+                too_short
             } else {
-                truncated
+                TRUNCATED
             });
-        }
-        let d = Datagram::new_unchecked(&net[next..]);
-        if d.dst_port() != ROCEV2_PORT {
-            return Err(Error::NotRoceUdpPort {
-                dport: d.dst_port(),
-            });
+        };
+        let dport = be16(udp[2], udp[3]);
+        if dport != ROCEV2_PORT {
+            return Err(Error::NotRoceUdpPort { dport });
         }
         if end < next + UdpRepr::LEN {
-            return Err(Error::LengthMismatch {
-                reason: "IP payload too short for a UDP header",
-            });
+            return Err(too_short);
         }
-        if usize::from(d.length()) != end - next {
+        if usize::from(be16(udp[4], udp[5])) != end - next {
             return Err(Error::LengthMismatch {
                 reason: "UDP length disagrees with the IP length",
             });
         }
-        (Some(UdpRepr::parse(&d)), next + UdpRepr::LEN)
+        next + UdpRepr::LEN
     } else {
-        (None, next)
+        next
     };
-    if end > net.len() {
-        return Err(truncated);
-    }
-    let transport = &net[bth_at..end];
+    // bth_at <= end: IPv4 total >= IHL, UDP length >= 8, GRH end >= 40.
+    let Some(transport) = net.get(bth_at..end) else {
+        return Err(TRUNCATED);
+    };
 
     // BTH and extended headers.
-    if transport.len() < bth::Header::<&[u8]>::LEN + ICRC_LEN {
+    let Some(bth) = transport
+        .first_chunk::<{ BthRepr::LEN }>()
+        .filter(|_| transport.len() >= BthRepr::LEN + ICRC_LEN)
+    else {
         return Err(Error::TruncatedBth);
+    };
+    let tver = bth[1] & 0x0F;
+    if tver != 0 {
+        return Err(Error::UnsupportedTver { tver });
     }
-    let bth_repr = BthRepr::parse(&bth::Header::new_unchecked(transport));
-    if bth_repr.tver != 0 {
-        return Err(Error::UnsupportedTver {
-            tver: bth_repr.tver,
-        });
-    }
-    let info = bth_repr.opcode.info().ok_or(Error::UnknownOpcode {
-        opcode: bth_repr.opcode.0,
-    })?;
-    let ext_end = BthRepr::LEN + info.ext_len();
-    if transport.len() < ext_end + ICRC_LEN {
+    let Some((info, ext_len)) = Opcode(bth[0]).info_and_ext_len() else {
+        return Err(Error::UnknownOpcode { opcode: bth[0] });
+    };
+    let ext_end = BthRepr::LEN + ext_len;
+    let len = transport.len();
+    if len < ext_end + ICRC_LEN {
         return Err(Error::TruncatedExtHeader);
     }
-    if transport.len() % 4 != 0 {
-        return Err(Error::UnalignedLength {
-            len: transport.len(),
-        });
+    if len % 4 != 0 {
+        return Err(Error::UnalignedLength { len });
     }
-    let ext = parse_ext(info, &transport[BthRepr::LEN..ext_end]);
-    let icrc_at = transport.len() - ICRC_LEN;
-    let body = &transport[ext_end..icrc_at];
-    let pad = usize::from(bth_repr.pad_count);
-    if pad > body.len() {
+    let icrc_at = len - ICRC_LEN;
+    let body = icrc_at - ext_end;
+    let pad = (bth[1] >> 4) & 3;
+    if usize::from(pad) > body {
         return Err(Error::PadExceedsPayload {
-            pad: bth_repr.pad_count,
-            available: body.len(),
+            pad,
+            available: body,
         });
     }
-    if !info.payload && !body.is_empty() {
+    if !info.payload && body != 0 {
         return Err(Error::LengthMismatch {
             reason: "payload bytes on an opcode that carries none",
         });
     }
-    let (payload, pad_bytes) = body.split_at(body.len() - pad);
-    let wire = u32::from_le_bytes([
-        transport[icrc_at],
-        transport[icrc_at + 1],
-        transport[icrc_at + 2],
-        transport[icrc_at + 3],
-    ]);
+    let Some(trailer) = transport.get(icrc_at..).and_then(|t| t.first_chunk::<4>()) else {
+        return Err(Error::TruncatedBth);
+    };
+    let wire = u32::from_le_bytes(*trailer);
     if verify {
-        let computed = icrc::compute(l3_repr.icrc_kind(), &net[..bth_at + icrc_at])
-            .map_err(|_| Error::TruncatedBth)?;
+        let computed =
+            icrc::compute(kind, &net[..bth_at + icrc_at]).map_err(|_| Error::TruncatedBth)?;
         if computed != wire {
             return Err(Error::IcrcMismatch { computed, wire });
         }
     }
-    let bth_abs = l3 + bth_at;
-    let payload_at = bth_abs + ext_end;
+    // Lossless: l3 + end <= 18 + 40 + 65535 (IPv6 payload length), l3 <= 18,
+    // l3 + bth_at <= 18 + 60 + 8 (IHL 15 + UDP), ext_len <= 28.
+    let (icrc_abs, bth_abs) = ((l3 + bth_at + icrc_at) as u32, (l3 + bth_at) as u8);
+    let (l3, ext_len) = (l3 as u8, ext_len as u8);
     Ok(Packet {
-        headers: Headers {
-            eth: eth_repr,
-            vlan,
-            l3: l3_repr,
-            udp,
-            bth: bth_repr,
-            ext,
-        },
-        info,
-        payload,
-        pad: pad_bytes,
-        icrc: wire,
-        icrc_verified: verify,
-        trailer: &net[end..],
-        layout: Layout {
-            l3,
-            udp: udp.map(|_| l3 + next),
-            bth: bth_abs,
-            payload: payload_at,
-            pad: payload_at + payload.len(),
-            icrc: bth_abs + icrc_at,
-            end: l3 + end,
-        },
         frame,
+        info,
+        icrc: wire,
+        icrc_at: icrc_abs,
+        l3,
+        bth: bth_abs,
+        ext_len,
+        pad,
+        icrc_verified: verify,
+        l3_kind: kind,
     })
-}
-
-/// Reads the extended headers `info` lists from `ext`, which holds exactly their bytes.
-fn parse_ext(info: &OpcodeInfo, ext: &[u8]) -> ExtHeaders {
-    let mut out = ExtHeaders::default();
-    let mut at = 0;
-    for h in info.headers {
-        let b = &ext[at..at + h.wire_len()];
-        match h {
-            ExtHeader::Reth => out.reth = Some(RethRepr::parse(&reth::Header::new_unchecked(b))),
-            ExtHeader::Aeth => out.aeth = Some(AethRepr::parse(&aeth::Header::new_unchecked(b))),
-            ExtHeader::AtomicEth => {
-                out.atomic_eth = Some(AtomicEthRepr::parse(&AtomicEth::new_unchecked(b)))
-            }
-            ExtHeader::AtomicAckEth => {
-                out.atomic_ack_eth = Some(AtomicAckEthRepr::parse(&AtomicAckEth::new_unchecked(b)))
-            }
-            ExtHeader::ImmDt => out.immdt = Some(ImmDtRepr::parse(&imm::Header::new_unchecked(b))),
-            ExtHeader::Ieth => out.ieth = Some(IethRepr::parse(&imm::Header::new_unchecked(b))),
-            ExtHeader::Deth => out.deth = Some(DethRepr::parse(&deth::Header::new_unchecked(b))),
-            ExtHeader::Cnp => out.cnp = Some(CnpRepr::parse(&cnp::Header::new_unchecked(b))),
-        }
-        at += h.wire_len();
-    }
-    out
 }
 
 /// Why a frame could not be emitted.

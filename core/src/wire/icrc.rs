@@ -6,9 +6,11 @@
 //! the payload and the pad unmasked. The CRC is the standard CRC-32 (zlib's), and goes on
 //! the wire least-significant byte first.
 //!
-//! Only the few header bytes are copied (to apply the masks); the payload is fed to the
-//! CRC where it lies, and may be fed in pieces ([`Icrc::update`]), so a datapath can check
-//! it while the payload streams past.
+//! Nothing is copied: the masks are applied by correcting the CRC's starting state (a
+//! few table lookups; the derivation is in the source), and everything is fed to the CRC where it lies, in one
+//! call for a whole frame, or in pieces ([`Icrc::update`]) so a datapath can check the
+//! payload while it streams past. IPv4 headers with options take a slower path (a
+//! masked copy of the prefix).
 //!
 //! The CRC engine is `crc32fast`: slice-by-16 tables everywhere, and a PCLMULQDQ
 //! (carry-less multiply) path on x86-64 / AArch64 when the target has it: detected at run
@@ -34,11 +36,104 @@ pub enum IcrcKind {
 /// Bytes of the ICRC trailer.
 pub const ICRC_LEN: usize = 4;
 
-/// The 8 bytes of 0xFF that stand in for the LRH.
-const LRH: usize = 8;
-/// Bytes copied and hashed together with the LRH stand-in: at least the largest masked
-/// prefix (IPv4 with 40 bytes of options + UDP + BTH = 80).
-const CHUNK: usize = 128;
+/// The CRC-32 of the LRH stand-in, 8 bytes of 0xFF: every computation starts from it
+/// instead of hashing them.
+const LRH_CRC: u32 = 0x2144_DF1C;
+
+// The masks without a copy. The CRC register after bytes m_0..m_{n-1} from register r is
+// A^n r ^ sum_k A^(n-k) e(m_k), where e(b) puts byte b in the register's low byte and A
+// is one zero-byte step, r -> (r >> 8) ^ TABLE[r & 0xFF] (linear and invertible). So
+// hashing a masked prefix (prefix ^ delta) from register r gives the same register as
+// hashing the prefix as it is from r ^ C(delta), where C(delta) = sum_p A^-p e(delta_p)
+// over the masked positions p. The ICRC is then one crc32fast call over the covered
+// bytes where they lie, started from the LRH state corrected by C: a few table lookups
+// instead of a masked copy and a second CRC call. (crc32fast's state is the complement
+// of the register, and complementing commutes with the XOR of C.)
+
+/// The reflected CRC-32 byte table (polynomial 0xEDB88320).
+const TABLE: [u32; 256] = {
+    let mut t = [0u32; 256];
+    let mut i = 0;
+    while i < 256 {
+        let mut c = i as u32;
+        let mut k = 0;
+        while k < 8 {
+            c = if c & 1 != 0 {
+                (c >> 1) ^ 0xEDB8_8320
+            } else {
+                c >> 1
+            };
+            k += 1;
+        }
+        t[i] = c;
+        i += 1;
+    }
+    t
+};
+
+/// `TOP[t]` = the byte `i` whose `TABLE[i]` has top byte `t` (a permutation).
+const TOP: [u8; 256] = {
+    let mut inv = [0u8; 256];
+    let mut i = 0;
+    while i < 256 {
+        inv[(TABLE[i] >> 24) as usize] = i as u8;
+        i += 1;
+    }
+    inv
+};
+
+/// A^-1: the register one zero-byte step back. `r >> 8` has a zero top byte, so the top
+/// byte of `A(r)` names `r & 0xFF`.
+const fn unstep(r: u32) -> u32 {
+    let i = TOP[(r >> 24) as usize];
+    ((r ^ TABLE[i as usize]) << 8) | i as u32
+}
+
+/// The masked positions, beyond position 0, of the prefixes with a fixed layout: IPv4
+/// without options (TOS, TTL, checksum; UDP checksum; BTH byte 4), IPv6 (traffic class
+/// and flow label, hop limit; UDP checksum; BTH byte 4) and the RoCEv1 GRH (as IPv6,
+/// without UDP). Position 0 (IPv6 and GRH: the low nibble, traffic class and flow label)
+/// needs no table: A^0 is the identity.
+const POSITIONS: [usize; 14] = [1, 2, 3, 7, 8, 10, 11, 26, 27, 32, 44, 46, 47, 52];
+/// Rows of [`SHIFT_BACK`] per kind: (position, row).
+const IPV4_SPOTS: [(usize, usize); 7] =
+    [(1, 0), (8, 4), (10, 5), (11, 6), (26, 7), (27, 8), (32, 9)];
+const IPV6_SPOTS: [(usize, usize); 7] =
+    [(1, 0), (2, 1), (3, 2), (7, 3), (46, 11), (47, 12), (52, 13)];
+const ROCEV1_SPOTS: [(usize, usize); 5] = [(1, 0), (2, 1), (3, 2), (7, 3), (44, 10)];
+
+/// `SHIFT_BACK[row][d]` = A^-p e(d) for `p = POSITIONS[row]` (14 KiB).
+static SHIFT_BACK: [[u32; 256]; POSITIONS.len()] = {
+    let mut t = [[0u32; 256]; POSITIONS.len()];
+    let mut d = 0;
+    while d < 256 {
+        let mut r = d as u32;
+        let mut p = 0;
+        let mut row = 0;
+        while row < POSITIONS.len() {
+            while p < POSITIONS[row] {
+                r = unstep(r);
+                p += 1;
+            }
+            t[row][d] = r;
+            row += 1;
+        }
+        d += 1;
+    }
+    t
+};
+
+/// C(delta) over `spots` of `prefix`, each byte masked to ones (delta = !byte).
+#[inline(always)]
+fn correction<const N: usize>(prefix: &[u8], spots: &[(usize, usize); N]) -> u32 {
+    let mut c = 0;
+    for &(p, row) in spots {
+        if let (Some(&b), Some(t)) = (prefix.get(p), SHIFT_BACK.get(row)) {
+            c ^= t[usize::from(!b)];
+        }
+    }
+    c
+}
 
 /// A streaming ICRC computation.
 #[derive(Clone)]
@@ -51,45 +146,28 @@ impl Icrc {
     /// GRH) up to at least the end of the BTH. The masked prefix (IP + UDP + BTH) is
     /// hashed with its masks applied; any bytes after it in `headers` are hashed as they
     /// are. Fails if `headers` is too short for the prefix.
+    #[inline(always)]
     pub fn start(kind: IcrcKind, headers: &[u8]) -> Result<Self, Truncated> {
         let prefix = masked_prefix_len(kind, headers)?;
-        // One stack copy of the LRH stand-in and the first CHUNK bytes, masked in place,
-        // hashed in one call: short frames (ACKs, READ requests) need no other call.
-        let mut buf = [0xFFu8; LRH + CHUNK];
-        let n = headers.len().min(CHUNK);
-        let (head, rest) = headers.split_at(n);
-        let m = buf.get_mut(LRH..LRH + n).ok_or(Truncated)?;
-        m.copy_from_slice(head);
-        let bth = match kind {
+        let c = match kind {
+            IcrcKind::Ipv4 if prefix == 20 + 8 + 12 => correction(headers, &IPV4_SPOTS),
             IcrcKind::Ipv4 => {
-                m[1] = 0xFF; // TOS: DSCP + ECN
-                m[8] = 0xFF; // TTL
-                m[10] = 0xFF; // header checksum
-                m[11] = 0xFF;
-                let udp = prefix - 20;
-                m[udp + 6] = 0xFF; // UDP checksum
-                m[udp + 7] = 0xFF;
-                prefix - 12
+                let mut hasher = crc32fast::Hasher::new_with_initial(LRH_CRC);
+                start_ipv4_options(&mut hasher, headers, prefix);
+                return Ok(Self { hasher });
             }
             IcrcKind::Ipv6 | IcrcKind::RoceV1 => {
-                m[0] |= 0x0F; // traffic class and flow label (the version nibble stays)
-                m[1] = 0xFF;
-                m[2] = 0xFF;
-                m[3] = 0xFF;
-                m[7] = 0xFF; // hop limit
-                if kind == IcrcKind::Ipv6 {
-                    m[46] = 0xFF; // UDP checksum
-                    m[47] = 0xFF;
-                }
-                prefix - 12
+                let nibble = u32::from(!headers[0] & 0x0F); // position 0: A^0 e(delta)
+                nibble
+                    ^ if kind == IcrcKind::Ipv6 {
+                        correction(headers, &IPV6_SPOTS)
+                    } else {
+                        correction(headers, &ROCEV1_SPOTS)
+                    }
             }
         };
-        m[bth + 4] = 0xFF; // FECN, BECN, resv6
-        let mut hasher = crc32fast::Hasher::new();
-        hasher.update(&buf[..LRH + n]);
-        if !rest.is_empty() {
-            hasher.update(rest);
-        }
+        let mut hasher = crc32fast::Hasher::new_with_initial(LRH_CRC ^ c);
+        hasher.update(headers);
         Ok(Self { hasher })
     }
 
@@ -106,7 +184,28 @@ impl Icrc {
     }
 }
 
+/// [`Icrc::start`] for IPv4 with options (IHL > 5): the masks placed byte by byte in a
+/// copy of the prefix. `prefix` (at most 80) is checked against `headers`.
+#[cold]
+fn start_ipv4_options(hasher: &mut crc32fast::Hasher, headers: &[u8], prefix: usize) {
+    let mut buf = [0u8; 80];
+    let (head, rest) = headers.split_at(prefix);
+    let m = &mut buf[..prefix];
+    m.copy_from_slice(head);
+    m[1] = 0xFF; // TOS: DSCP + ECN
+    m[8] = 0xFF; // TTL
+    m[10] = 0xFF; // header checksum
+    m[11] = 0xFF;
+    let udp = prefix - 20;
+    m[udp + 6] = 0xFF; // UDP checksum
+    m[udp + 7] = 0xFF;
+    m[prefix - 12 + 4] = 0xFF; // BTH: FECN, BECN, resv6
+    hasher.update(m);
+    hasher.update(rest);
+}
+
 /// Length of the masked prefix (IP [+ UDP] + BTH) for `kind`, reading IHL for IPv4.
+#[inline]
 fn masked_prefix_len(kind: IcrcKind, headers: &[u8]) -> Result<usize, Truncated> {
     let len = match kind {
         IcrcKind::Ipv4 => {
@@ -128,6 +227,7 @@ fn masked_prefix_len(kind: IcrcKind, headers: &[u8]) -> Result<usize, Truncated>
 
 /// The ICRC of `covered`: the bytes from the start of the IP header (or GRH) up to, not
 /// including, the ICRC trailer.
+#[inline]
 pub fn compute(kind: IcrcKind, covered: &[u8]) -> Result<u32, Truncated> {
     Ok(Icrc::start(kind, covered)?.finish())
 }
@@ -159,8 +259,9 @@ mod tests {
     fn lrh_stand_in_matches_rxe_seed() {
         // rxe seeds crc32_le() with 0xDEBB20E3 = the raw register after 8 x 0xFF.
         let mut h = crc32fast::Hasher::new();
-        h.update(&[0xFF; LRH]);
+        h.update(&[0xFF; 8]);
         assert_eq!(!h.finalize(), 0xDEBB_20E3);
+        assert_eq!(crc32fast::hash(&[0xFF; 8]), LRH_CRC);
     }
 
     #[test]
@@ -208,6 +309,90 @@ mod tests {
         assert_eq!(s.finish(), whole);
         // roce-facts §5.6 RDMA_WRITE_ONLY: ICRC a7 5d 0c bb.
         assert_eq!(whole.to_le_bytes(), [0xa7, 0x5d, 0x0c, 0xbb]);
+    }
+
+    #[test]
+    fn unstep_inverts_a_zero_byte_step() {
+        for r in [
+            0u32,
+            1,
+            0xFF,
+            0x8000_0000,
+            0xDEAD_BEEF,
+            0x1234_5678,
+            u32::MAX,
+        ] {
+            let stepped = (r >> 8) ^ TABLE[(r & 0xFF) as usize];
+            assert_eq!(unstep(stepped), r);
+        }
+    }
+
+    /// The masks applied to a copy, byte by byte, as roce-facts §5.3 states them.
+    fn reference(kind: IcrcKind, covered: &[u8]) -> u32 {
+        let mut m = covered.to_vec();
+        let bth = match kind {
+            IcrcKind::Ipv4 => {
+                let ihl = usize::from(m[0] & 0x0F) * 4;
+                for i in [1, 8, 10, 11, ihl + 6, ihl + 7] {
+                    m[i] = 0xFF;
+                }
+                ihl + 8
+            }
+            IcrcKind::Ipv6 | IcrcKind::RoceV1 => {
+                m[0] |= 0x0F;
+                for i in [1, 2, 3, 7] {
+                    m[i] = 0xFF;
+                }
+                if kind == IcrcKind::Ipv6 {
+                    m[46] = 0xFF;
+                    m[47] = 0xFF;
+                    48
+                } else {
+                    40
+                }
+            }
+        };
+        m[bth + 4] = 0xFF;
+        let mut h = crc32fast::Hasher::new();
+        h.update(&[0xFF; 8]);
+        h.update(&m);
+        h.finalize()
+    }
+
+    #[test]
+    fn masks_by_correction_equal_masks_on_a_copy() {
+        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        };
+        let mut buf = [0u8; 300];
+        for round in 0..3000 {
+            buf.iter_mut().for_each(|b| *b = next());
+            let (kind, prefix) = match round % 4 {
+                0 => (IcrcKind::Ipv4, 40),
+                1 => {
+                    // IPv4 with options: IHL 6..15.
+                    let ihl = 6 + usize::from(next() % 10);
+                    buf[0] = 0x40 | ihl as u8;
+                    (IcrcKind::Ipv4, ihl * 4 + 20)
+                }
+                2 => (IcrcKind::Ipv6, 60),
+                _ => (IcrcKind::RoceV1, 52),
+            };
+            if round % 4 == 0 {
+                buf[0] = 0x45;
+            }
+            let len = prefix + usize::from(next()) % (300 - prefix);
+            let covered = &buf[..len];
+            assert_eq!(
+                compute(kind, covered),
+                Ok(reference(kind, covered)),
+                "{kind:?} {len}"
+            );
+        }
     }
 
     #[test]

@@ -10,6 +10,15 @@
 //! * Every `Repr::emit` writes exactly `Repr::LEN` (or `buffer_len()`) bytes and never
 //!   panics into a buffer of at least that size; shorter buffers are rejected.
 //!
+//! Whole frames follow the same idea one level up: [`parse`] checks a frame completely
+//! (every check and its order are listed on it) but decodes nothing it does not need to
+//! check. The [`Packet`] it returns borrows the frame and records where each part starts
+//! ([`Layout`]) and the opcode's table row; each header is decoded from the frame only
+//! when asked for (`pkt.bth()`, `pkt.l3()`, `pkt.reth()`, ..., with direct getters such
+//! as `pkt.psn()` for the engine's per-packet fields), or all at once as the plain-data
+//! [`Headers`] (`pkt.headers()`), which is also what [`emit`] takes. A `Packet` exists
+//! only after `parse` succeeded, so **none of its accessors panics**.
+//!
 //! All multi-byte fields are big-endian (roce-facts §conventions); the single exception is
 //! the ICRC trailer, which goes on the wire least-significant byte first (§5.2).
 

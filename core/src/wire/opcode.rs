@@ -192,7 +192,26 @@ static INDEX: [u8; 256] = {
     index
 };
 
+/// `EXT_LEN[opcode]` = [`OpcodeInfo::ext_len`] of its row (0 for an unknown opcode), so
+/// that the parser does not walk the header list.
+static EXT_LEN: [u8; 256] = {
+    let mut len = [0u8; 256];
+    let mut i = 0;
+    while i < OPCODES.len() {
+        len[OPCODES[i].opcode.0 as usize] = OPCODES[i].ext_len() as u8;
+        i += 1;
+    }
+    len
+};
+
 impl Opcode {
+    /// [`Opcode::info`] and the row's [`OpcodeInfo::ext_len`], from tables.
+    #[inline]
+    pub(crate) fn info_and_ext_len(self) -> Option<(&'static OpcodeInfo, usize)> {
+        let info = self.info()?;
+        Some((info, usize::from(EXT_LEN[usize::from(self.0)])))
+    }
+
     /// The table row for this opcode, or `None` for reserved, RD and vendor opcodes.
     #[inline]
     pub fn info(self) -> Option<&'static OpcodeInfo> {
@@ -250,6 +269,7 @@ mod tests {
     #[test]
     fn transport_matches_the_top_three_bits() {
         for info in OPCODES {
+            assert_eq!(info.opcode.info_and_ext_len(), Some((info, info.ext_len())));
             let t = match info.opcode.0 >> 5 {
                 0 => Transport::Rc,
                 1 => Transport::Uc,

@@ -537,11 +537,11 @@ pub struct Seen {
 pub fn seen(frame: &[u8]) -> Option<Seen> {
     let p = roce_core::wire::parse(frame).ok()?;
     Some(Seen {
-        opcode: p.headers.bth.opcode,
-        psn: p.headers.bth.psn,
-        ack_req: p.headers.bth.ack_req,
-        syndrome: p.headers.ext.aeth.map(|a| a.syndrome),
-        payload: p.payload.len(),
+        opcode: p.headers().bth.opcode,
+        psn: p.headers().bth.psn,
+        ack_req: p.headers().bth.ack_req,
+        syndrome: p.headers().ext.aeth.map(|a| a.syndrome),
+        payload: p.payload().len(),
     })
 }
 

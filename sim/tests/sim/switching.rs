@@ -103,7 +103,7 @@ fn a_tap_records_what_the_receiver_got_with_arrival_times() {
         let p = p.unwrap();
         assert_eq!(p.timestamp.as_nanos() as u64, 1000 + 92 * (n + 1));
         let parsed = roce_core::wire::parse(&p.data).unwrap();
-        assert_eq!(parsed.headers.bth.psn.value(), n as u32);
+        assert_eq!(parsed.psn().value(), n as u32);
         n += 1;
     }
     assert_eq!(n, 3);

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Builds the firmware for every board and writes its memory images for FPGA flows:
+#
+#   ./make-images.sh [OUT_DIR]          (default: target/images)
+#
+# For each board (src/boards.rs) and binary (firmware, selftest), OUT_DIR/BOARD/ gets
+#   BIN.elf       the linked ELF (keep it: defmt-print needs it to decode logs)
+#   BIN.bin       raw memory image from the board's RAM origin (what a loader writes)
+#   BIN.hex       the same as $readmemh text: one 32-bit little-endian word per line
+#   BIN.size.txt  sections and sizes (code, read-only data, static RAM)
+# The .bin/.hex cover code, read-only data and initialised data; .bss and the stack
+# are cleared by the start-up code. Needs only cargo: the ELF converter is a std-only
+# Rust tool in tools/elf2img, built here for the host.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+cd "$here"
+out=${1:-target/images}
+host=$(rustc -vV | sed -n 's/^host: //p')
+
+# The image's .cargo/config.toml targets riscv32; the tool is built for the host.
+cargo build --release --quiet --manifest-path tools/elf2img/Cargo.toml --target "$host"
+elf2img="tools/elf2img/target/$host/release/elf2img"
+
+# qemu-virt last, so target/.../release/ holds the default board's build afterwards.
+for board in softcore qemu-virt; do
+    features=()
+    if [ "$board" != qemu-virt ]; then
+        features=(--features "board-$board")
+    fi
+    cargo build --release "${features[@]}"
+    mkdir -p "$out/$board"
+    for bin in firmware selftest; do
+        elf="target/riscv32imac-unknown-none-elf/release/$bin"
+        dst="$out/$board/$bin"
+        cp "$elf" "$dst.elf"
+        "$elf2img" "$elf" --bin "$dst.bin" --hex "$dst.hex" --size >"$dst.size.txt"
+        echo "== $board/$bin: $(tail -n 1 "$dst.size.txt")"
+    done
+done
+echo "images in $out/"

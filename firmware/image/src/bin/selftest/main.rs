@@ -1,0 +1,774 @@
+//! The QEMU self-test: the NIC runtime ([`FirmwareNic`]) on a RAM platform whose port is
+//! looped back on itself, driven by a host that uses only the ABI (registers and rings).
+//! It brings up two RC QPs connected to each other, runs SEND, RDMA WRITE, RDMA READ and
+//! both atomics, checks memory and every CQE, measures the budgets, and exits through
+//! semihosting: 0 when every check passed, 1 on a failed check, 101 on a panic.
+
+#![no_std]
+#![no_main]
+
+use defmt::{error, info};
+use defmt_semihosting as _;
+use static_cell::{ConstStaticCell, StaticCell};
+
+use roce_core::engine::{Engine, PortConfig};
+use roce_core::memory::{AccessFlags, SliceMemory};
+use roce_core::num::{Lkey, Psn, Rkey};
+use roce_core::transport::{
+    ipv4_gid, AckTimeout, AddressVector, Mtu, QpAttr, QpState, RecvWr, RetryCount, RnrTimer,
+    SendFlags, SendWr, WcOpcode, WcStatus, WorkCompletion, WrOp,
+};
+use roce_firmware::abi::{self, reg, CmdOp, CmdStatus, DeviceStatus, EventStatus, Version};
+use roce_firmware::config::{self, FirmwareNic};
+use roce_firmware::datapath::Loopback;
+use roce_firmware::runtime::Nic;
+use roce_firmware_image::clock::instret;
+use roce_firmware_image::mmio::MmioHal;
+use roce_firmware_image::ram_hal::RamHal;
+use roce_firmware_image::BOARD;
+use zerocopy::little_endian::{U32, U64};
+use zerocopy::IntoBytes;
+
+/// Logs a failed check and exits 1.
+macro_rules! ensure {
+    ($cond:expr, $($arg:tt)+) => {
+        if !$cond {
+            defmt::error!($($arg)+);
+            $crate::fail();
+        }
+    };
+}
+
+mod host;
+mod probe;
+
+use host::{Cq, Host, Qp};
+use probe::{DmaProbe, DpProbe, Sum};
+
+/// Frames the loopback holds between a poll's transmit and the next poll's receive.
+const LOOP_FRAMES: usize = 8;
+/// Host memory: rings and buffers.
+const HOST_MEM: usize = 96 * 1024;
+
+/// The port: its MAC and (IPv4-mapped) GID. The port is looped back, so both QPs
+/// address it.
+const MAC: [u8; 6] = [0x02, 0x52, 0x4F, 0x43, 0x45, 0x01];
+const GID: [u8; 16] = ipv4_gid([10, 0, 0, 1]);
+
+/// Host memory, page-aligned; the NIC's DMA reaches it at its own address.
+#[repr(C, align(4096))]
+struct HostMem([u8; HOST_MEM]);
+
+type TestHal = RamHal<DmaProbe<SliceMemory<'static>>, DpProbe<Loopback<LOOP_FRAMES>>>;
+/// The NIC under test: the firmware's capacities over the RAM platform.
+pub type TestNic = FirmwareNic<TestHal>;
+
+static HOST: ConstStaticCell<HostMem> = ConstStaticCell::new(HostMem([0; HOST_MEM]));
+static NIC: StaticCell<TestNic> = StaticCell::new();
+
+/// Exit after a failed check.
+pub fn fail() -> ! {
+    error!("self-test FAILED");
+    semihosting::process::exit(1)
+}
+
+#[panic_handler]
+fn panic(info: &core::panic::PanicInfo) -> ! {
+    error!("panic: {}", defmt::Display2Format(info));
+    semihosting::process::exit(101)
+}
+
+/// Any trap is a failure: report where and why, and exit.
+#[export_name = "ExceptionHandler"]
+fn exception_handler(_frame: &riscv_rt::TrapFrame) -> ! {
+    error!(
+        "exception: mcause {=usize:#x} mepc {=usize:#x} mtval {=usize:#x}",
+        riscv::register::mcause::read().bits(),
+        riscv::register::mepc::read(),
+        riscv::register::mtval::read()
+    );
+    semihosting::process::exit(102)
+}
+
+#[riscv_rt::entry]
+fn main() -> ! {
+    info!(
+        "roce-firmware self-test: board {=str}, RAM {=u32:#x}+{=u32:#x}",
+        BOARD.name, BOARD.ram_origin, BOARD.ram_len
+    );
+    sizes();
+
+    let host_mem = &mut HOST.take().0;
+    let base = host_mem.as_ptr() as u64;
+    // Built inside the closure: the NIC is large, and a HAL built in `main` would sit in
+    // main's frame while it is moved (see the README on the boot stack).
+    let nic = NIC.init_with(|| {
+        let mem = DmaProbe {
+            inner: SliceMemory::new(base, host_mem),
+        };
+        let hal = RamHal::new(mem, DpProbe::new(Loopback::default()));
+        TestNic::new(hal, PortConfig::new(MAC, GID))
+    });
+    let host = Host::new(base, HOST_MEM);
+
+    let mut t = Test::bring_up(nic, host);
+    t.send();
+    t.write();
+    t.read();
+    t.atomics();
+    t.budget_write(16, 1024);
+    t.budget_write(16, 64);
+    t.tear_down();
+    t.final_checks();
+
+    info!("self-test PASSED");
+    semihosting::process::exit(0)
+}
+
+/// Static RAM: the NIC as configured, and what one more QP or CQ costs.
+fn sizes() {
+    use config::{CQE, CQS, MRS, PDS, QPS, RD, RQ, SQ};
+    use core::mem::size_of;
+    type Eng = Engine<{ QPS }, { CQS }, { PDS }, { MRS }, { SQ }, { RQ }, { CQE }, { RD }>;
+    let nic = size_of::<FirmwareNic<MmioHal>>();
+    let per_qp = size_of::<Nic<MmioHal, 2, CQS, PDS, MRS, SQ, RQ, CQE, RD>>()
+        - size_of::<Nic<MmioHal, 1, CQS, PDS, MRS, SQ, RQ, CQE, RD>>();
+    let per_cq = size_of::<Nic<MmioHal, QPS, 2, PDS, MRS, SQ, RQ, CQE, RD>>()
+        - size_of::<Nic<MmioHal, QPS, 1, PDS, MRS, SQ, RQ, CQE, RD>>();
+    info!(
+        "config: {=usize} QPs, {=usize} CQs, {=usize} PDs, {=usize} MRs, SQ {=usize}, RQ {=usize}, CQE {=usize}, RD {=usize}",
+        QPS, CQS, PDS, MRS, SQ, RQ, CQE, RD
+    );
+    info!(
+        "static RAM: FirmwareNic<MmioHal> {=usize} B (engine {=usize} B); per QP {=usize} B (context {=usize} B, queues {=usize} B); per CQ {=usize} B",
+        nic,
+        Eng::size(),
+        per_qp,
+        Eng::qp_context_size(),
+        Eng::qp_queues_size(),
+        per_cq
+    );
+    info!(
+        "self-test statics: NIC over RAM HAL {=usize} B, host memory {=usize} B",
+        size_of::<TestNic>(),
+        HOST_MEM
+    );
+}
+
+/// Deterministic bytes for a buffer.
+fn pattern(seed: u8, i: usize) -> u8 {
+    (i as u8).wrapping_mul(31).wrapping_add(seed) ^ (i >> 8) as u8
+}
+
+/// One side's buffer: where it is and its keys.
+#[derive(Clone, Copy)]
+struct Buf {
+    addr: u64,
+    lkey: Lkey,
+    rkey: Rkey,
+}
+
+/// Bytes of each side's data buffer.
+const BUF_LEN: usize = 32 * 1024;
+/// Offsets in the buffers used by each step.
+const SEND_AT: u64 = 0;
+const WRITE_AT: u64 = 4096;
+const READ_AT: u64 = 12 * 1024;
+const ATOMIC_AT: u64 = 15 * 1024;
+const BULK_AT: u64 = 16 * 1024;
+
+struct Test {
+    nic: &'static mut TestNic,
+    pd: u32,
+    cq_a: Cq,
+    cq_b: Cq,
+    qp_a: Qp,
+    qp_b: Qp,
+    a: Buf,
+    b: Buf,
+    host: Host,
+    wr_id: u64,
+}
+
+impl Test {
+    /// Identity, command queue, device query, PD, MRs, CQs, two RC QPs connected to each
+    /// other through the looped-back port.
+    fn bring_up(nic: &'static mut TestNic, mut host: Host) -> Self {
+        let id = Host::reg(nic, reg::DEVICE_ID);
+        let version = Version(Host::reg(nic, reg::VERSION));
+        let status = DeviceStatus(Host::reg(nic, reg::STATUS));
+        ensure!(id == abi::DEVICE_ID, "DEVICE_ID {=u32:#x}", id);
+        ensure!(
+            version.major() == abi::ABI_MAJOR,
+            "ABI major {=u16}",
+            version.major()
+        );
+        ensure!(status.ready(), "STATUS not ready: {=u32:#x}", status.0);
+        info!(
+            "registers: DEVICE_ID {=u32:#x}, ABI {=u16}.{=u16}, ready",
+            id,
+            version.major(),
+            version.minor()
+        );
+
+        host.enable_cmdq(nic, 4);
+        let e = host.command(nic, CmdOp::QueryDevice, &[]);
+        let dev: abi::DeviceAttr = abi::payload(&e);
+        ensure!(
+            dev.mac == MAC && dev.gid == GID,
+            "QUERY_DEVICE: wrong port address"
+        );
+        ensure!(
+            dev.max_qp.get() as usize == config::QPS,
+            "QUERY_DEVICE: max_qp {=u32}",
+            dev.max_qp.get()
+        );
+        info!(
+            "QUERY_DEVICE: max_qp {=u32} max_cq {=u32} max_mr {=u32} max_pd {=u32} max_sge {=u8} max_qp_rd_atom {=u8} mtu enum {=u8}, MAC {=[u8]:02x}, GID {=[u8]:02x}",
+            dev.max_qp.get(),
+            dev.max_cq.get(),
+            dev.max_mr.get(),
+            dev.max_pd.get(),
+            dev.max_sge,
+            dev.max_qp_rd_atom,
+            dev.active_mtu,
+            dev.mac[..],
+            dev.gid[..]
+        );
+
+        let clock = |nic: &mut TestNic| {
+            let lo = Host::reg(nic, reg::CLOCK_LO);
+            u64::from(lo) | u64::from(Host::reg(nic, reg::CLOCK_HI)) << 32
+        };
+        let t0 = clock(nic);
+        let pd = host.command(nic, CmdOp::AllocPd, &[]).out.get();
+        info!("ALLOC_PD: pd {=u32}", pd);
+
+        let access = AccessFlags::LOCAL_WRITE
+            | AccessFlags::REMOTE_WRITE
+            | AccessFlags::REMOTE_READ
+            | AccessFlags::REMOTE_ATOMIC;
+        let reg_mr = |nic: &mut TestNic, host: &mut Host| {
+            let addr = host.alloc(BUF_LEN, 4096);
+            let arg = abi::RegMrArg {
+                pd: U32::new(pd),
+                access: U32::new(access.bits()),
+                addr: U64::new(addr),
+                length: U64::new(BUF_LEN as u64),
+                ..Default::default()
+            };
+            let e = host.command(nic, CmdOp::RegMr, arg.as_bytes());
+            let out: abi::RegMrArg = abi::payload(&e);
+            ensure!(
+                out.lkey.get() == e.out.get(),
+                "REG_MR: out and payload L_Key differ"
+            );
+            info!(
+                "REG_MR: {=u64:#x}+{=usize:#x} lkey {=u32:#x} rkey {=u32:#x}",
+                addr,
+                BUF_LEN,
+                out.lkey.get(),
+                out.rkey.get()
+            );
+            Buf {
+                addr,
+                lkey: Lkey(out.lkey.get()),
+                rkey: Rkey(out.rkey.get()),
+            }
+        };
+        let a = reg_mr(nic, &mut host);
+        let b = reg_mr(nic, &mut host);
+
+        let cq_a = host.create_cq(nic, 4);
+        let cq_b = host.create_cq(nic, 4);
+        info!("CREATE_CQ: cqn {=u32} and {=u32}", cq_a.cqn, cq_b.cqn);
+        let qp_a = host.create_rc_qp(nic, pd, &cq_a, 4);
+        let qp_b = host.create_rc_qp(nic, pd, &cq_b, 4);
+        info!(
+            "CREATE_QP: RC qpn {=u32} and {=u32}",
+            qp_a.qpn.value(),
+            qp_b.qpn.value()
+        );
+
+        // The port is looped back: each QP's path leads to the port's own MAC and GID.
+        let av = AddressVector {
+            dmac: dev.mac,
+            dgid: dev.gid,
+            hop_limit: 64,
+            ..Default::default()
+        };
+        let (psn_a, psn_b) = (0x00_1000, 0xFF_FFF0); // B's PSNs wrap during the test
+        connect(nic, &mut host, &qp_a, &qp_b, av, psn_a, psn_b, access);
+        connect(nic, &mut host, &qp_b, &qp_a, av, psn_b, psn_a, access);
+        for qp in [&qp_a, &qp_b] {
+            let (status, e) = host.try_command(
+                nic,
+                CmdOp::QueryQp,
+                abi::HandleArg {
+                    handle: U32::new(qp.qpn.value()),
+                }
+                .as_bytes(),
+            );
+            let attr: abi::QpAttrArg = abi::payload(&e);
+            ensure!(
+                status == Some(CmdStatus::Ok) && attr.qp_state == QpState::Rts as u8,
+                "QUERY_QP {=u32}: state {=u8}",
+                qp.qpn.value(),
+                attr.qp_state
+            );
+        }
+        let t1 = clock(nic);
+        ensure!(t1 > t0, "the NIC clock does not advance ({=u64} ns)", t1);
+        info!(
+            "clock: CLOCK_LO/HI advanced {=u64} ns during bring-up (board clock)",
+            t1 - t0
+        );
+        info!(
+            "MODIFY_QP: both RESET -> INIT -> RTR -> RTS (MTU 1024), QUERY_QP says RTS; peers {=u32} <-> {=u32}",
+            qp_a.qpn.value(),
+            qp_b.qpn.value()
+        );
+
+        Self {
+            nic,
+            pd,
+            cq_a,
+            cq_b,
+            qp_a,
+            qp_b,
+            a,
+            b,
+            host,
+            wr_id: 0,
+        }
+    }
+
+    fn next_wr_id(&mut self) -> u64 {
+        self.wr_id += 1;
+        0x5E1F_0000_0000 | self.wr_id
+    }
+
+    fn fill(&mut self, addr: u64, len: usize, seed: u8) {
+        let mut chunk = [0u8; 256];
+        for start in (0..len).step_by(chunk.len()) {
+            let n = chunk.len().min(len - start);
+            for (i, b) in chunk[..n].iter_mut().enumerate() {
+                *b = pattern(seed, start + i);
+            }
+            Host::write(self.nic, addr + start as u64, &chunk[..n]);
+        }
+    }
+
+    fn check_pattern(&mut self, what: &str, addr: u64, len: usize, seed: u8) {
+        let mut chunk = [0u8; 256];
+        for start in (0..len).step_by(chunk.len()) {
+            let n = chunk.len().min(len - start);
+            Host::read(self.nic, addr + start as u64, &mut chunk[..n]);
+            for (i, b) in chunk[..n].iter().enumerate() {
+                ensure!(
+                    *b == pattern(seed, start + i),
+                    "{=str}: byte {=usize} is {=u8:#x}, expected {=u8:#x}",
+                    what,
+                    start + i,
+                    *b,
+                    pattern(seed, start + i)
+                );
+            }
+        }
+    }
+
+    /// Waits for one completion on A's CQ (or B's) and checks it.
+    fn expect_wc(
+        &mut self,
+        on_b: bool,
+        wr_id: u64,
+        opcode: WcOpcode,
+        byte_len: u32,
+    ) -> WorkCompletion {
+        let cq = if on_b { &mut self.cq_b } else { &mut self.cq_a };
+        let wc = Host::wait_cq(self.nic, cq);
+        ensure!(
+            wc.status == WcStatus::Success,
+            "CQE wr_id {=u64:#x}: status {=str}",
+            wc.wr_id,
+            wc.status.name()
+        );
+        ensure!(
+            wc.wr_id == wr_id && wc.opcode == opcode && wc.byte_len == byte_len,
+            "CQE: wr_id {=u64:#x} opcode {=u8} byte_len {=u32}, expected {=u64:#x} {=u8} {=u32}",
+            wc.wr_id,
+            wc.opcode as u8,
+            wc.byte_len,
+            wr_id,
+            opcode as u8,
+            byte_len
+        );
+        let qp = if on_b { &self.qp_b } else { &self.qp_a };
+        ensure!(
+            wc.qp_num == qp.qpn,
+            "CQE for QP {=u32} on the wrong CQ",
+            wc.qp_num.value()
+        );
+        wc
+    }
+
+    fn post_send(&mut self, wr: &SendWr) {
+        Host::post_send(self.nic, &mut self.qp_a, wr);
+    }
+
+    /// RC SEND of a 3-packet message from A into a receive B posted.
+    fn send(&mut self) {
+        const LEN: usize = 3000;
+        let (src, dst) = (self.a.addr + SEND_AT, self.b.addr + SEND_AT);
+        self.fill(src, LEN, 1);
+        let recv_id = self.next_wr_id();
+        let recv = RecvWr::new(recv_id).sge(dst, 4096, self.b.lkey);
+        Host::post_recv(self.nic, &mut self.qp_b, &recv);
+        let id = self.next_wr_id();
+        let wr = SendWr::new(id, WrOp::Send)
+            .sge(src, LEN as u32, self.a.lkey)
+            .flags(SendFlags::SIGNALED);
+        self.post_send(&wr);
+        self.expect_wc(false, id, WcOpcode::Send, LEN as u32);
+        self.expect_wc(true, recv_id, WcOpcode::Recv, LEN as u32);
+        self.check_pattern("SEND data", dst, LEN, 1);
+        info!(
+            "RC SEND: {=usize} bytes A -> B (3 packets): send and recv CQEs ok, data ok",
+            LEN
+        );
+    }
+
+    /// RDMA WRITE from A into B's buffer.
+    fn write(&mut self) {
+        const LEN: usize = 5000;
+        let (src, dst) = (self.a.addr + WRITE_AT, self.b.addr + WRITE_AT);
+        self.fill(src, LEN, 2);
+        let id = self.next_wr_id();
+        let wr = SendWr::new(
+            id,
+            WrOp::RdmaWrite {
+                remote_addr: dst,
+                rkey: self.b.rkey,
+            },
+        )
+        .sge(src, LEN as u32, self.a.lkey)
+        .flags(SendFlags::SIGNALED);
+        self.post_send(&wr);
+        self.expect_wc(false, id, WcOpcode::RdmaWrite, LEN as u32);
+        self.check_pattern("WRITE data", dst, LEN, 2);
+        ensure!(
+            Host::poll_cq(self.nic, &mut self.cq_b).is_none(),
+            "a WRITE completed on the responder"
+        );
+        info!(
+            "RDMA WRITE: {=usize} bytes A -> B (5 packets): CQE ok, data ok",
+            LEN
+        );
+    }
+
+    /// RDMA READ by A of B's buffer.
+    fn read(&mut self) {
+        const LEN: usize = 2500;
+        let (dst, src) = (self.a.addr + READ_AT, self.b.addr + READ_AT);
+        self.fill(src, LEN, 3);
+        let id = self.next_wr_id();
+        let wr = SendWr::new(
+            id,
+            WrOp::RdmaRead {
+                remote_addr: src,
+                rkey: self.b.rkey,
+            },
+        )
+        .sge(dst, LEN as u32, self.a.lkey)
+        .flags(SendFlags::SIGNALED);
+        self.post_send(&wr);
+        self.expect_wc(false, id, WcOpcode::RdmaRead, LEN as u32);
+        self.check_pattern("READ data", dst, LEN, 3);
+        info!(
+            "RDMA READ: {=usize} bytes B -> A (3 responses): CQE ok, data ok",
+            LEN
+        );
+    }
+
+    /// One atomic from A on B's 8-byte word; returns the value A got back.
+    fn atomic(&mut self, op: WrOp, opcode: WcOpcode) -> u64 {
+        let local = self.a.addr + ATOMIC_AT;
+        Host::write(self.nic, local, &[0xEE; 8]);
+        let id = self.next_wr_id();
+        let wr = SendWr::new(id, op)
+            .sge(local, 8, self.a.lkey)
+            .flags(SendFlags::SIGNALED);
+        self.post_send(&wr);
+        self.expect_wc(false, id, opcode, 8);
+        Host::read_u64(self.nic, local)
+    }
+
+    /// CMP_AND_SWP (matching, then not matching) and FETCH_AND_ADD.
+    fn atomics(&mut self) {
+        const OLD: u64 = 0x1111_2222_3333_4444;
+        const NEW: u64 = 0x5555_6666_7777_8888;
+        const ADD: u64 = 0x0000_0001_0000_0010;
+        let target = self.b.addr + ATOMIC_AT;
+        let rkey = self.b.rkey;
+        Host::write(self.nic, target, &OLD.to_le_bytes());
+
+        let cas = |compare, swap| WrOp::AtomicCmpAndSwp {
+            remote_addr: target,
+            rkey,
+            compare,
+            swap,
+        };
+        let got = self.atomic(cas(OLD, NEW), WcOpcode::CompSwap);
+        let now = Host::read_u64(self.nic, target);
+        ensure!(
+            got == OLD && now == NEW,
+            "CMP_AND_SWP: got {=u64:#x}, memory {=u64:#x}",
+            got,
+            now
+        );
+        info!(
+            "ATOMIC CMP_AND_SWP: compare {=u64:#x} matched, swapped in {=u64:#x}, returned the old value",
+            OLD,
+            NEW
+        );
+
+        let got = self.atomic(cas(OLD, 0), WcOpcode::CompSwap);
+        let now = Host::read_u64(self.nic, target);
+        ensure!(
+            got == NEW && now == NEW,
+            "CMP_AND_SWP (no match): got {=u64:#x}, memory {=u64:#x}",
+            got,
+            now
+        );
+        info!(
+            "ATOMIC CMP_AND_SWP: compare mismatched, memory unchanged, returned the current value"
+        );
+
+        let op = WrOp::AtomicFetchAndAdd {
+            remote_addr: target,
+            rkey,
+            add: ADD,
+        };
+        let got = self.atomic(op, WcOpcode::FetchAdd);
+        let now = Host::read_u64(self.nic, target);
+        ensure!(
+            got == NEW && now == NEW.wrapping_add(ADD),
+            "FETCH_AND_ADD: got {=u64:#x}, memory {=u64:#x}",
+            got,
+            now
+        );
+        info!(
+            "ATOMIC FETCH_AND_ADD: added {=u64:#x}, memory {=u64:#x}, returned the old value",
+            ADD, now
+        );
+    }
+
+    /// `count` RDMA WRITEs of `len` bytes (the last one signaled) under the probes: the
+    /// instructions per packet sent and received.
+    fn budget_write(&mut self, count: usize, len: usize) {
+        let (src, dst) = (self.a.addr + BULK_AT, self.b.addr + BULK_AT);
+        let total = count * len;
+        self.fill(src, total, 4);
+        self.nic.hal().datapath.reset();
+        let packets = (count * len.div_ceil(1024)) as u32;
+        probe::enable(true);
+        let t0 = instret();
+        let mut last = 0;
+        for i in 0..count {
+            last = self.next_wr_id();
+            let flags = if i + 1 == count {
+                SendFlags::SIGNALED
+            } else {
+                SendFlags::NONE
+            };
+            let at = (i * len) as u64;
+            let wr = SendWr::new(
+                last,
+                WrOp::RdmaWrite {
+                    remote_addr: dst + at,
+                    rkey: self.b.rkey,
+                },
+            )
+            .sge(src + at, len as u32, self.a.lkey)
+            .flags(flags);
+            self.post_send(&wr);
+        }
+        self.expect_wc(false, last, WcOpcode::RdmaWrite, len as u32);
+        let spent = instret() - t0;
+        probe::enable(false);
+        self.check_pattern("bulk WRITE data", dst, total, 4);
+
+        let stats = self.nic.hal().datapath.stats;
+        let (tx, rx) = (stats.tx[0], stats.rx[0]);
+        ensure!(
+            tx.frames == packets && rx.frames == packets,
+            "bulk WRITE: {=u32} data frames sent, {=u32} received, expected {=u32}",
+            tx.frames,
+            rx.frames,
+            packets
+        );
+        let spent = spent - stats.overhead;
+        info!(
+            "budget: {=usize} x RDMA WRITE of {=usize} B = {=u32} data packets, {=u32} ACKs; whole loop {=u64} instructions from the first post to the CQE = {=u64} per data packet (host posts and polls, every poll, the software datapath's receive checks, every ICRC and copy)",
+            count,
+            len,
+            tx.frames,
+            stats.rx[1].frames,
+            spent,
+            spent / u64::from(tx.frames.max(1))
+        );
+        report("TX data packet (engine poll_transmit)", &tx);
+        report("RX data packet (engine handle_packet)", &rx);
+        report("TX ACK", &stats.tx[1]);
+        report("RX ACK", &stats.rx[1]);
+    }
+
+    /// Destroys everything, exercising the remaining commands (and one that must fail).
+    fn tear_down(&mut self) {
+        let nic = &mut *self.nic;
+        let host = &mut self.host;
+        let mut host_cmd = |op: CmdOp, handle: u32| {
+            let arg = abi::HandleArg {
+                handle: U32::new(handle),
+            };
+            host.try_command(nic, op, arg.as_bytes()).0
+        };
+        // A PD with MRs and QPs is busy: the command fails and changes nothing.
+        let st = host_cmd(CmdOp::DeallocPd, self.pd);
+        ensure!(
+            st == Some(CmdStatus::Busy),
+            "DEALLOC_PD of a PD in use: status {=u32}",
+            st.map_or(99, |s| s as u32)
+        );
+        for qp in [self.qp_a.qpn, self.qp_b.qpn] {
+            let st = host_cmd(CmdOp::DestroyQp, qp.value());
+            ensure!(st == Some(CmdStatus::Ok), "DESTROY_QP");
+        }
+        for cq in [self.cq_a.cqn, self.cq_b.cqn] {
+            let st = host_cmd(CmdOp::DestroyCq, cq);
+            ensure!(st == Some(CmdStatus::Ok), "DESTROY_CQ");
+        }
+        for key in [self.a.lkey, self.b.lkey] {
+            let st = host_cmd(CmdOp::DeregMr, key.0);
+            ensure!(st == Some(CmdStatus::Ok), "DEREG_MR");
+        }
+        let st = host_cmd(CmdOp::DeallocPd, self.pd);
+        ensure!(st == Some(CmdStatus::Ok), "DEALLOC_PD");
+        info!("DEALLOC_PD of a busy PD refused (Busy); DESTROY_QP, DESTROY_CQ, DEREG_MR, DEALLOC_PD ok");
+    }
+
+    /// Counters: nothing dropped, retried or failed; events raised and cleared.
+    fn final_checks(&mut self) {
+        let events = EventStatus(Host::reg(self.nic, reg::EVENT_STATUS));
+        ensure!(
+            events.cmd_done() && events.completion() && !events.cq_error() && !events.qp_fatal(),
+            "EVENT_STATUS {=u32:#x}",
+            events.0
+        );
+        Host::set_reg(self.nic, reg::EVENT_STATUS, events.0);
+        let cleared = Host::reg(self.nic, reg::EVENT_STATUS);
+        ensure!(cleared == 0, "EVENT_STATUS not cleared: {=u32:#x}", cleared);
+
+        let rt = *self.nic.counters();
+        let c = *self.nic.engine().counters();
+        let dropped = self.nic.hal().datapath.inner.rx.total_dropped();
+        info!(
+            "runtime: {=u64} commands ({=u64} failed), {=u64} send WQEs, {=u64} recv WQEs, {=u64} frames tx, {=u64} rx, {=u64} CQEs",
+            rt.commands,
+            rt.command_errors,
+            rt.send_wqes,
+            rt.recv_wqes,
+            rt.frames_tx,
+            rt.frames_rx,
+            rt.cqes
+        );
+        ensure!(
+            rt.command_errors == 1
+                && rt.bad_wqes == 0
+                && rt.dma_errors == 0
+                && rt.cq_overflows == 0
+                && dropped == 0,
+            "runtime counters: command_errors {=u64} bad_wqes {=u64} dma_errors {=u64} cq_overflows {=u64} datapath drops {=u64}",
+            rt.command_errors,
+            rt.bad_wqes,
+            rt.dma_errors,
+            rt.cq_overflows,
+            dropped
+        );
+        let bad = c.duplicate_request
+            + c.out_of_seq_request
+            + c.rcvd_rnr_err
+            + c.send_rnr_err
+            + c.rcvd_seq_err
+            + c.retry_exceeded_err
+            + c.completer_retry_err
+            + c.rcvd_parse_err
+            + c.rcvd_not_for_us
+            + c.rcvd_wrong_state
+            + c.rcvd_pkey_err
+            + c.rcvd_addr_err
+            + c.rcvd_bad_resp;
+        info!(
+            "engine: sent_pkts {=u64} rcvd_pkts {=u64} rdma_sends {=u64} rdma_recvs {=u64}; errors, retries and drops {=u64}",
+            c.sent_pkts,
+            c.rcvd_pkts,
+            c.rdma_sends,
+            c.rdma_recvs,
+            bad
+        );
+        ensure!(bad == 0, "engine error counters are not zero ({=u64})", bad);
+        ensure!(
+            c.sent_pkts == rt.frames_tx && c.rcvd_pkts == rt.frames_rx,
+            "engine and runtime frame counts differ"
+        );
+    }
+}
+
+/// Logs one line of per-packet instruction counts.
+fn report(what: &str, s: &Sum) {
+    let (total, dma, icrc, rest) = s.per_frame();
+    info!(
+        "budget: {=str}: {=u32} frames of {=u32} B avg: {=u32} instructions = {=u32} DMA copy + {=u32} ICRC + {=i32} firmware",
+        what,
+        s.frames,
+        s.bytes / s.frames.max(1),
+        total,
+        dma,
+        icrc,
+        rest
+    );
+}
+
+/// Connects `qp` to `peer` over `av`: RESET -> INIT -> RTR -> RTS.
+#[allow(clippy::too_many_arguments)]
+fn connect(
+    nic: &mut TestNic,
+    host: &mut Host,
+    qp: &Qp,
+    peer: &Qp,
+    av: AddressVector,
+    sq_psn: u32,
+    rq_psn: u32,
+    access: AccessFlags,
+) {
+    let mut init = QpAttr::to_state(QpState::Init);
+    init.pkey_index = Some(0);
+    init.port_num = Some(1);
+    init.qp_access_flags = Some(access);
+    host.modify_qp(nic, qp, &init);
+    let mut rtr = QpAttr::to_state(QpState::Rtr);
+    rtr.ah_attr = Some(av);
+    rtr.path_mtu = Some(Mtu::Mtu1024);
+    rtr.dest_qp_num = Some(peer.qpn);
+    rtr.rq_psn = Some(Psn::new(rq_psn));
+    rtr.max_dest_rd_atomic = Some(config::RD as u8);
+    rtr.min_rnr_timer = RnrTimer::new(1);
+    host.modify_qp(nic, qp, &rtr);
+    let mut rts = QpAttr::to_state(QpState::Rts);
+    rts.sq_psn = Some(Psn::new(sq_psn));
+    rts.timeout = AckTimeout::new(14);
+    rts.retry_cnt = RetryCount::new(7);
+    rts.rnr_retry = RetryCount::new(7);
+    rts.max_rd_atomic = Some(config::RD as u8);
+    host.modify_qp(nic, qp, &rts);
+}

@@ -1,0 +1,64 @@
+// The boards the image links for: one memory map each, and where the NIC's register
+// window sits. This file is the single source: `build.rs` `include!`s it to write
+// `memory.x`, and the crate reads the selected board's constants at run time.
+// (Plain comments, no inner doc comments: `build.rs` includes it in the middle of a file.)
+
+/// How the board tells time (the runtime wants nanoseconds).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ClockSource {
+    /// The `time` CSR (`rdtime`), counting at `hz`: QEMU `virt` backs it with the
+    /// ACLINT `mtime` (10 MHz), also with `-bios none`.
+    TimeCsr { hz: u32 },
+    /// The `mcycle` CSR, counting CPU cycles at `hz`: every RV32 core with Zicsr and the
+    /// counters has it, even those without an `mtime`.
+    Mcycle { hz: u32 },
+}
+
+/// One board.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Board {
+    /// Name (the `board-*` cargo feature without the prefix; `qemu-virt` is the default).
+    pub name: &'static str,
+    /// RAM: code, data, bss and stack all live here (one block RAM on a soft core).
+    pub ram_origin: u32,
+    /// Bytes of RAM.
+    pub ram_len: u32,
+    /// The link fails unless at least this much RAM is left for the stack. Booting needs
+    /// about 160 KiB of it once: `Nic::new` and `Engine::new` return the NIC (90 KiB)
+    /// by value, and the compiler builds it on the stack before moving it into its
+    /// static; after that the firmware uses a few KiB.
+    pub stack_min: u32,
+    /// Base of the NIC's MMIO block: the host-visible register window (`abi::reg`),
+    /// then the DMA engine and the datapath frame buffers (see `mmio.rs`).
+    pub nic_mmio_base: u32,
+    /// The clock.
+    pub clock: ClockSource,
+}
+
+/// QEMU's `virt` machine (`-machine virt -bios none`): RAM at 0x8000_0000 (16 MiB given
+/// by QEMU's default `-m 128M` and more; the image uses 16 MiB). `virt` has no RNIC: the
+/// MMIO base is a free address in its PCIe MMIO window (0x4000_0000..0x8000_0000), so
+/// the MMIO firmware links here but only the self-test (RAM HAL) runs.
+pub const QEMU_VIRT: Board = Board {
+    name: "qemu-virt",
+    ram_origin: 0x8000_0000,
+    ram_len: 16 * 1024 * 1024,
+    stack_min: 1024 * 1024,
+    nic_mmio_base: 0x4000_0000,
+    clock: ClockSource::TimeCsr { hz: 10_000_000 },
+};
+
+/// A typical FPGA soft core (VexRiscv, PicoRV32, NEORV32 style): one 512 KiB block RAM
+/// at address 0 initialised from the `.hex` image, peripherals high; `mcycle` at the
+/// 100 MHz core clock.
+pub const SOFTCORE: Board = Board {
+    name: "softcore",
+    ram_origin: 0x0000_0000,
+    ram_len: 512 * 1024,
+    stack_min: 176 * 1024,
+    nic_mmio_base: 0xF000_0000,
+    clock: ClockSource::Mcycle { hz: 100_000_000 },
+};
+
+/// Every board, for tools.
+pub const ALL: [Board; 2] = [QEMU_VIRT, SOFTCORE];

@@ -1,0 +1,341 @@
+//! The HAL of a soft core next to the RNIC datapath: everything is memory-mapped at the
+//! board's [`crate::Board::nic_mmio_base`].
+//!
+//! | offset | block | what |
+//! |---|---|---|
+//! | `0x0_0000` | host window | the 16 KiB register window the host sees (`abi::reg`, `docs/abi.md`); the firmware reads doorbells and writes status, indices and events |
+//! | `0x1_0000` | DMA engine | copies between host memory and the core's RAM ([`dma_reg`]) |
+//! | `0x2_0000` | datapath | one received frame and one frame to send, with their status ([`dp_reg`]) |
+//!
+//! The host window is the ABI. The DMA and datapath blocks are this firmware's
+//! **provisional** side of the NIC-internal interface, the smallest one the runtime
+//! needs; the RTL (`hdl-sim/rtl/`) does not implement it yet, and whichever side changes
+//! first updates the other. QEMU `virt` has no such device, so this HAL builds (the
+//! `firmware` binary) but is not exercised there; the QEMU self-test uses
+//! [`crate::ram_hal`].
+//!
+//! Every access is a 32-bit volatile load or store; `unsafe` is confined to
+//! [`Mmio::read`] and [`Mmio::write`], and [`MmioHal::new`] states what makes them sound.
+
+use core::ptr;
+
+use roce_core::memory::{Dma, DmaError};
+use roce_firmware::abi::{reg, DeviceStatus};
+use roce_firmware::hal::{Datapath, Hal};
+
+/// Offsets of the blocks from the MMIO base.
+pub mod map {
+    /// The host-visible register window (`abi::reg`).
+    pub const HOST_WINDOW: u32 = 0x0_0000;
+    /// The DMA engine ([`super::dma_reg`]).
+    pub const DMA: u32 = 0x1_0000;
+    /// The datapath's frame interface ([`super::dp_reg`]).
+    pub const DATAPATH: u32 = 0x2_0000;
+    /// Bytes of the whole block.
+    pub const LEN: u32 = 0x3_0000;
+}
+
+/// DMA engine registers (offsets in [`map::DMA`]).
+pub mod dma_reg {
+    /// Host address, low word.
+    pub const HOST_ADDR_LO: u32 = 0x00;
+    /// Host address, high word.
+    pub const HOST_ADDR_HI: u32 = 0x04;
+    /// Address of the buffer in the core's RAM.
+    pub const LOCAL_ADDR: u32 = 0x08;
+    /// Bytes to move.
+    pub const LEN: u32 = 0x0C;
+    /// Write [`CTRL_START`], with [`CTRL_TO_HOST`] for a write to host memory.
+    pub const CTRL: u32 = 0x10;
+    /// [`STATUS_BUSY`] while the transfer runs; [`STATUS_ERROR`] if it failed.
+    pub const STATUS: u32 = 0x14;
+    /// `CTRL`: start the transfer.
+    pub const CTRL_START: u32 = 1 << 0;
+    /// `CTRL`: direction core RAM to host (else host to core RAM).
+    pub const CTRL_TO_HOST: u32 = 1 << 1;
+    /// `STATUS`: transfer running.
+    pub const STATUS_BUSY: u32 = 1 << 0;
+    /// `STATUS`: the last transfer failed (no such host address, bus error).
+    pub const STATUS_ERROR: u32 = 1 << 1;
+}
+
+/// Datapath registers (offsets in [`map::DATAPATH`]). Frames are whole Ethernet frames
+/// without FCS; the datapath has checked the ICRC of received frames and dropped the
+/// bad ones, and computes it for frames to send (the engine writes it anyway).
+pub mod dp_reg {
+    /// Bit 31: a received frame is waiting in [`RX_BUF`]; bits 15..0: its length.
+    pub const RX_STATUS: u32 = 0x0000;
+    /// Write 1: the frame in `RX_BUF` is consumed; the next one (if any) takes its place.
+    pub const RX_POP: u32 = 0x0004;
+    /// Bit 0: [`TX_BUF`] is free for a frame.
+    pub const TX_STATUS: u32 = 0x0008;
+    /// Write the length of the frame in [`TX_BUF`] to send it.
+    pub const TX_LEN: u32 = 0x000C;
+    /// The port's MAC address, bytes 0..4 (byte 0 in bits 7..0).
+    pub const MAC_LO: u32 = 0x0010;
+    /// The port's MAC address, bytes 4..6.
+    pub const MAC_HI: u32 = 0x0014;
+    /// Bit 0: the host wrote a doorbell (`SQ_DB`, `RQ_DB`, `CQ_DB`, `CMDQ_PI`) since
+    /// this register was last read; reading clears it.
+    pub const DOORBELL: u32 = 0x0018;
+    /// The port's GID, 16 bytes in four words (byte 0 in bits 7..0 of the first).
+    pub const GID: u32 = 0x0020;
+    /// The received frame (read-only), 8 KiB.
+    pub const RX_BUF: u32 = 0x2000;
+    /// The frame to send (write-only), 8 KiB.
+    pub const TX_BUF: u32 = 0x4000;
+    /// Bytes of each frame buffer.
+    pub const BUF_LEN: u32 = 0x2000;
+    /// `RX_STATUS`: a frame is waiting.
+    pub const RX_VALID: u32 = 1 << 31;
+    /// `TX_STATUS`: the transmit buffer is free.
+    pub const TX_READY: u32 = 1 << 0;
+}
+
+/// The MMIO block: 32-bit volatile accesses at `base + offset`, `offset < map::LEN`.
+#[derive(Debug)]
+struct Mmio {
+    base: usize,
+}
+
+impl Mmio {
+    /// Reads the register at `offset`; offsets outside the block or unaligned read 0.
+    #[inline]
+    fn read(&self, offset: u32) -> u32 {
+        if offset % 4 != 0 || offset >= map::LEN {
+            return 0;
+        }
+        let addr = self.base + offset as usize;
+        // SAFETY: `MmioHal::new`'s contract: `[base, base + map::LEN)` is the NIC's MMIO
+        // block (device registers, no Rust object lives there) and `base` is 4-byte
+        // aligned; `offset` was checked to be an aligned offset inside it.
+        unsafe { ptr::read_volatile(addr as *const u32) }
+    }
+
+    /// Writes the register at `offset`; offsets outside the block or unaligned are
+    /// ignored.
+    #[inline]
+    fn write(&self, offset: u32, value: u32) {
+        if offset % 4 != 0 || offset >= map::LEN {
+            return;
+        }
+        let addr = self.base + offset as usize;
+        // SAFETY: as in `read`: an aligned register inside the NIC's MMIO block.
+        unsafe { ptr::write_volatile(addr as *mut u32, value) }
+    }
+}
+
+/// Host memory through the NIC's DMA engine.
+#[derive(Debug)]
+pub struct MmioDma {
+    mmio: Mmio,
+    /// Polls of `STATUS` before a transfer counts as failed.
+    pub timeout_polls: u32,
+}
+
+impl MmioDma {
+    fn transfer(&mut self, host: u64, local: usize, len: usize, to_host: bool) -> bool {
+        let m = &self.mmio;
+        let base = map::DMA;
+        m.write(base + dma_reg::HOST_ADDR_LO, host as u32);
+        m.write(base + dma_reg::HOST_ADDR_HI, (host >> 32) as u32);
+        m.write(base + dma_reg::LOCAL_ADDR, local as u32);
+        m.write(base + dma_reg::LEN, len as u32);
+        // The engine must see our stores to the buffer before it starts, and we its
+        // stores after it finishes: `fence` orders memory and device accesses (and is
+        // a compiler barrier for the buffer, whose address the device now has).
+        riscv::asm::fence();
+        let dir = if to_host { dma_reg::CTRL_TO_HOST } else { 0 };
+        m.write(base + dma_reg::CTRL, dma_reg::CTRL_START | dir);
+        let mut polls = self.timeout_polls;
+        let status = loop {
+            let s = m.read(base + dma_reg::STATUS);
+            if s & dma_reg::STATUS_BUSY == 0 || polls == 0 {
+                break s;
+            }
+            polls -= 1;
+        };
+        riscv::asm::fence();
+        status & (dma_reg::STATUS_BUSY | dma_reg::STATUS_ERROR) == 0
+    }
+}
+
+impl Dma for MmioDma {
+    fn read(&mut self, addr: u64, buf: &mut [u8]) -> Result<(), DmaError> {
+        let len = buf.len();
+        if len == 0 || self.transfer(addr, buf.as_mut_ptr() as usize, len, false) {
+            Ok(())
+        } else {
+            Err(DmaError { addr, len })
+        }
+    }
+
+    fn write(&mut self, addr: u64, data: &[u8]) -> Result<(), DmaError> {
+        let len = data.len();
+        if len == 0 || self.transfer(addr, data.as_ptr() as usize, len, true) {
+            Ok(())
+        } else {
+            Err(DmaError { addr, len })
+        }
+    }
+}
+
+/// The datapath's frame buffers.
+#[derive(Debug)]
+pub struct MmioDatapath {
+    mmio: Mmio,
+    /// Received frames longer than the runtime's buffer, dropped.
+    pub rx_oversize: u32,
+}
+
+impl MmioDatapath {
+    fn reg(&self, offset: u32) -> u32 {
+        self.mmio.read(map::DATAPATH + offset)
+    }
+
+    /// The port's MAC address and GID, as the datapath holds them.
+    fn port_address(&self) -> ([u8; 6], [u8; 16]) {
+        let lo = self.reg(dp_reg::MAC_LO).to_le_bytes();
+        let hi = self.reg(dp_reg::MAC_HI).to_le_bytes();
+        let mac = [lo[0], lo[1], lo[2], lo[3], hi[0], hi[1]];
+        let mut gid = [0u8; 16];
+        for (i, chunk) in gid.chunks_exact_mut(4).enumerate() {
+            chunk.copy_from_slice(&self.reg(dp_reg::GID + 4 * i as u32).to_le_bytes());
+        }
+        (mac, gid)
+    }
+}
+
+impl Datapath for MmioDatapath {
+    fn transmit(&mut self, frame: &[u8]) -> bool {
+        if !self.can_transmit() || frame.len() > dp_reg::BUF_LEN as usize {
+            return false;
+        }
+        let at = map::DATAPATH + dp_reg::TX_BUF;
+        for (i, chunk) in frame.chunks(4).enumerate() {
+            let mut w = [0u8; 4];
+            w[..chunk.len()].copy_from_slice(chunk);
+            self.mmio.write(at + 4 * i as u32, u32::from_le_bytes(w));
+        }
+        self.mmio
+            .write(map::DATAPATH + dp_reg::TX_LEN, frame.len() as u32);
+        true
+    }
+
+    fn can_transmit(&self) -> bool {
+        self.reg(dp_reg::TX_STATUS) & dp_reg::TX_READY != 0
+    }
+
+    /// The datapath checks the ICRC in hardware and drops what fails.
+    fn verifies_icrc(&self) -> bool {
+        true
+    }
+
+    fn receive(&mut self, buf: &mut [u8]) -> Option<usize> {
+        loop {
+            let status = self.reg(dp_reg::RX_STATUS);
+            if status & dp_reg::RX_VALID == 0 {
+                return None;
+            }
+            let len = (status & 0xFFFF) as usize;
+            let fits = len <= buf.len() && len <= dp_reg::BUF_LEN as usize;
+            if fits {
+                let at = map::DATAPATH + dp_reg::RX_BUF;
+                for (i, chunk) in buf[..len].chunks_mut(4).enumerate() {
+                    let w = self.mmio.read(at + 4 * i as u32).to_le_bytes();
+                    chunk.copy_from_slice(&w[..chunk.len()]);
+                }
+            } else {
+                self.rx_oversize = self.rx_oversize.wrapping_add(1);
+            }
+            self.mmio.write(map::DATAPATH + dp_reg::RX_POP, 1);
+            if fits {
+                return Some(len);
+            }
+        }
+    }
+}
+
+/// The soft core's platform: host window, DMA engine and datapath over MMIO, time from
+/// the board clock ([`crate::clock`]).
+#[derive(Debug)]
+pub struct MmioHal {
+    window: Mmio,
+    dma: MmioDma,
+    datapath: MmioDatapath,
+}
+
+impl MmioHal {
+    /// The HAL for the NIC block at `base`.
+    ///
+    /// # Safety
+    ///
+    /// `[base, base + map::LEN)` must be the NIC's MMIO block as [`map`] describes it
+    /// (device registers, not memory any Rust object lives in), `base` 4-byte aligned,
+    /// and no other code may access the block while this HAL is in use (one instance;
+    /// a panic handler that never returns may make a second one to report).
+    pub unsafe fn new(base: usize) -> Self {
+        Self {
+            window: Mmio { base },
+            dma: MmioDma {
+                mmio: Mmio { base },
+                timeout_polls: 1 << 20,
+            },
+            datapath: MmioDatapath {
+                mmio: Mmio { base },
+                rx_oversize: 0,
+            },
+        }
+    }
+
+    /// The port's MAC address and GID, from the datapath's registers.
+    pub fn port_address(&self) -> ([u8; 6], [u8; 16]) {
+        self.datapath.port_address()
+    }
+
+    /// Sets `STATUS.fatal` in the host window: what the panic handler does before it
+    /// stops, so the host sees the firmware is gone.
+    pub fn set_fatal(&self) {
+        let mut status = DeviceStatus(self.window.read(map::HOST_WINDOW + reg::STATUS));
+        status.set_fatal(true);
+        self.window.write(map::HOST_WINDOW + reg::STATUS, status.0);
+    }
+}
+
+impl Hal for MmioHal {
+    type Dma = MmioDma;
+    type Datapath = MmioDatapath;
+
+    fn reg_read(&mut self, offset: u32) -> u32 {
+        if offset >= reg::WINDOW {
+            return 0;
+        }
+        self.window.read(map::HOST_WINDOW + offset)
+    }
+
+    fn reg_write(&mut self, offset: u32, value: u32) {
+        if offset < reg::WINDOW {
+            self.window.write(map::HOST_WINDOW + offset, value);
+        }
+    }
+
+    fn dma(&mut self) -> &mut MmioDma {
+        &mut self.dma
+    }
+
+    fn datapath(&mut self) -> &mut MmioDatapath {
+        &mut self.datapath
+    }
+
+    fn split(&mut self) -> (&mut MmioDma, &mut MmioDatapath) {
+        (&mut self.dma, &mut self.datapath)
+    }
+
+    fn now(&mut self) -> u64 {
+        crate::clock::now_ns()
+    }
+
+    fn take_doorbells(&mut self) -> bool {
+        self.datapath.reg(dp_reg::DOORBELL) & 1 != 0
+    }
+}

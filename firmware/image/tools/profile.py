@@ -1,0 +1,164 @@
+#!/usr/bin/env python3
+"""Where the self-test's per-packet instructions go: an inline-aware call tree.
+
+    tools/profile.py [PHASE]      (PHASE 1 = the 16 x 1 KiB WRITE budget, 2 = 16 x 64 B)
+
+Boots the release self-test in QEMU with one instruction per translation block and an
+execution trace (`-singlestep -d exec,nochain`, about 450 MB in /tmp, 15 s), keeps the
+instructions between the two calls of `probe::enable` that bracket PHASE, rebuilds the
+call stack (calls push, a jump to a recent call's return address pops), expands every
+frame into its inlined functions (llvm-symbolizer), and prints the tree under
+`Engine::handle_packet` or `handle_verified_packet` (RX), `Engine::poll_transmit` (TX) and the rest, with nodes of
+at least 1.5 %. Needs python3, llvm-nm, llvm-objdump, llvm-symbolizer (Debian `llvm`)
+and the QEMU the runner uses. Build first: `cargo build --release`.
+"""
+import bisect
+import collections
+import functools
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+IMAGE = os.path.dirname(HERE)
+ELF = os.path.join(IMAGE, "target/riscv32imac-unknown-none-elf/release/selftest")
+TRACE = "/tmp/roce-selftest-trace.log"
+phase = int(sys.argv[1]) if len(sys.argv) > 1 else 2
+
+
+def qemu():
+    q = shutil.which("qemu-system-riscv32")
+    local = os.path.join(IMAGE, "../../target/tools/qemu/usr/bin/qemu-system-riscv32")
+    return q or local
+
+
+subprocess.run(
+    [qemu(), "-machine", "virt", "-cpu", "rv32", "-bios", "none", "-display", "none",
+     "-monitor", "none", "-serial", "none", "-icount", "shift=0",
+     "-semihosting-config", "enable=on,target=native", "-kernel", ELF,
+     "-singlestep", "-d", "exec,nochain", "-D", TRACE],
+    stdout=subprocess.DEVNULL, check=True, timeout=600)
+
+# Function symbols (for the phase marker) and instruction lengths and kinds.
+nm = subprocess.run(["llvm-nm", "-C", ELF], capture_output=True, text=True).stdout
+enable = next(int(l.split()[0], 16) for l in nm.splitlines() if "probe::enable" in l)
+insn = {}
+line_re = re.compile(r"^([0-9a-f]{8}):\s+((?:[0-9a-f]{2} )+)\s*(\S+)\s*(.*)$")
+for line in subprocess.run(["llvm-objdump", "-d", ELF], capture_output=True,
+                           text=True).stdout.splitlines():
+    m = line_re.match(line)
+    if m:
+        insn[int(m.group(1), 16)] = (m.group(3), m.group(4), len(m.group(2).split()))
+
+
+def is_call(pc):
+    mn, ops, _ = insn.get(pc, ("", "", 4))
+    if mn == "jal":  # `jal target` is jal ra; `j` is jal zero
+        return "," not in ops or ops.startswith("ra,")
+    if mn == "jalr":  # `jalr a0` / `jalr 16(ra)` are jalr ra, ...
+        return "," not in ops or ops.startswith("ra,")
+    return False
+
+
+# The phase's instructions.
+hits, win = 0, []
+with open(TRACE) as f:
+    for line in f:
+        if not line.startswith("Trace"):
+            continue
+        i = line.find("[")
+        pc = int(line[i + 10:i + 18], 16)
+        if pc == enable:
+            hits += 1
+            if hits == 2 * phase:
+                break
+            continue
+        if hits == 2 * phase - 1:
+            # icount restarts a block after I/O (a `time` CSR read): a logged repeat.
+            if win and win[-1] == pc and insn.get(pc, ("",))[0] not in ("j", "beqz", "bnez"):
+                continue
+            win.append(pc)
+
+chains = {}
+
+
+def symbolize(pcs):
+    need = sorted(p for p in set(pcs) if p not in chains)
+    if not need:
+        return
+    out = subprocess.run(["llvm-symbolizer", "--inlining", "--obj=" + ELF],
+                         input="\n".join(hex(p) for p in need) + "\n",
+                         capture_output=True, text=True).stdout
+    for p, block in zip(need, out.strip("\n").split("\n\n")):
+        lines = block.splitlines()
+        chains[p] = tuple(reversed([lines[i] for i in range(0, len(lines), 2)]))
+
+
+@functools.lru_cache(maxsize=None)
+def short(name):
+    if name.startswith(".L"):
+        return "(out-of-line call)"
+    for esc, ch in (("$LT$", "<"), ("$GT$", ">"), ("$u7b$", "{"), ("$u7d$", "}"),
+                    ("$u20$", " "), ("$C$", ","), ("$u5b$", "["), ("$u5d$", "]"),
+                    ("$u3b$", ";"), ("$BP$", "*"), ("$RF$", "&"), ("..", "::")):
+        name = name.replace(esc, ch)
+    name = re.sub(r"::h[0-9a-f]{16}$", "", name)
+    for _ in range(4):
+        name = re.sub(r"<[^<>]*>", "", name)
+    parts = [p for p in name.split("::") if p]
+    return "::".join(parts[-2:]) if parts else name
+
+
+symbolize(win)
+trees = {k: collections.Counter() for k in ("rx", "tx", "other")}
+totals = collections.Counter()
+stack, memo, prev = [], {}, None
+for pc in win:
+    if prev is not None:
+        if is_call(prev) and pc != prev + insn[prev][2]:
+            stack.append(prev)
+        else:
+            for k in range(1, min(len(stack), 8) + 1):
+                if pc == stack[-k] + insn[stack[-k]][2]:
+                    del stack[-k:]
+                    break
+    prev = pc
+    key = (tuple(stack), pc)
+    if key not in memo:
+        symbolize(stack + [pc])
+        names = [short(n) for cs in stack + [pc] for n in chains[cs]]
+        kind, at = "other", 0
+        for i, n in enumerate(names):
+            if n.endswith(("::handle_packet", "::handle_verified_packet")) or n == "Engine::receive":
+                kind, at = "rx", i
+                break
+            if n.endswith("::poll_transmit"):
+                kind, at = "tx", i
+                break
+        else:
+            outer = [i for i, n in enumerate(names) if n.endswith(("::run_until", "::budget_write"))]
+            at = outer[-1] + 1 if outer else 0
+        memo[key] = (kind, tuple(names[at:at + 12]))
+    kind, path = memo[key]
+    totals[kind] += 1
+    for d in range(1, len(path) + 1):
+        trees[kind][path[:d]] += 1
+
+print(f"phase {phase}: {len(win)} instructions: {totals['rx']} in handle_packet, "
+      f"{totals['tx']} in poll_transmit, {totals['other']} elsewhere")
+for kind, title in (("rx", "RX: Engine::handle_packet / handle_verified_packet"), ("tx", "TX: Engine::poll_transmit"),
+                    ("other", "everything else (host, poll loop, datapath model)")):
+    root = totals[kind]
+    print(f"\n== {title}")
+    children = collections.defaultdict(list)
+    for p, c in trees[kind].items():
+        children[p[:-1]].append((c, p))
+
+    def show(prefix, depth):
+        for c, p in sorted(children[prefix], reverse=True):
+            if c * 1000 >= root * 15:
+                print(f"{c:9d} {100 * c / max(root, 1):5.1f}%  {'  ' * depth}{p[-1]}")
+                show(p, depth + 1)
+    show((), 0)
