@@ -58,7 +58,8 @@ pub fn fix_icrc(f: &mut [u8], l3: usize, kind: IcrcKind, at: usize) {
 /// Field-by-field comparison of a good frame.
 pub fn compare_ok(p: &Packet<'_>, v: &RxVerdict, frame: &[u8]) -> Result<(), String> {
     let m = &v.meta;
-    let h = &p.headers;
+    let h = &p.headers();
+    let layout = p.layout();
     let mut d = Vec::new();
     let mut chk = |what: &str, core: String, rtl: String| {
         if core != rtl {
@@ -83,7 +84,7 @@ pub fn compare_ok(p: &Packet<'_>, v: &RxVerdict, frame: &[u8]) -> Result<(), Str
         format!("{:?}", m.vlan.map(|t| (t.pcp, t.dei, t.vid))),
     );
     let ip = &m.ip;
-    let l3_len = p.layout.end - p.layout.l3;
+    let l3_len = layout.end - layout.l3;
     match &h.l3 {
         L3Repr::Ipv4(i) => {
             chk("l3", "Ipv4".into(), format!("{:?}", m.l3_kind));
@@ -118,7 +119,7 @@ pub fn compare_ok(p: &Packet<'_>, v: &RxVerdict, frame: &[u8]) -> Result<(), Str
                     ip.length
                 ),
             );
-            let l3 = p.layout.l3;
+            let l3 = layout.l3;
             chk("ihl", (frame[l3] & 0x0F).to_string(), ip.ihl.to_string());
             chk(
                 "ip checksum",
@@ -168,7 +169,7 @@ pub fn compare_ok(p: &Packet<'_>, v: &RxVerdict, frame: &[u8]) -> Result<(), Str
                 u.src_port,
                 u.dst_port,
                 u.checksum,
-                p.layout.end - p.layout.udp.unwrap_or(0)
+                layout.end - layout.udp.unwrap_or(0)
             ))
         ),
         format!(
@@ -270,34 +271,34 @@ pub fn compare_ok(p: &Packet<'_>, v: &RxVerdict, frame: &[u8]) -> Result<(), Str
     );
     chk(
         "hdr_len",
-        (p.layout.payload - p.layout.bth).to_string(),
+        (layout.payload - layout.bth).to_string(),
         m.hdr_len.to_string(),
     );
     chk(
         "payload_offset",
-        p.layout.payload.to_string(),
+        layout.payload.to_string(),
         m.payload_offset.to_string(),
     );
     chk(
         "payload_len",
-        p.payload.len().to_string(),
+        p.payload().len().to_string(),
         m.payload_len.to_string(),
     );
-    chk("payload", super::hex(p.payload), super::hex(&v.payload));
-    chk("pad", super::hex(p.pad), super::hex(m.pad_bytes()));
+    chk("payload", super::hex(p.payload()), super::hex(&v.payload));
+    chk("pad", super::hex(p.pad()), super::hex(m.pad_bytes()));
     chk(
         "icrc",
-        format!("{:#010x}", p.icrc),
+        format!("{:#010x}", p.icrc()),
         format!("{:#010x}", m.icrc),
     );
     chk(
         "icrc_calc",
-        format!("{:#010x}", p.icrc),
+        format!("{:#010x}", p.icrc()),
         format!("{:#010x}", m.icrc_calc),
     );
     chk(
         "trailer_len",
-        p.trailer.len().to_string(),
+        p.trailer().len().to_string(),
         m.trailer_len.to_string(),
     );
     chk(
