@@ -1,1 +1,25 @@
-//! Verilated RNIC datapath RTL driven from Rust. Work in progress: see the open issues.
+//! The RNIC datapath RTL (`rtl/*.sv`), Verilated by `build.rs` at two bus
+//! widths (64 and 512 bits) and driven from Rust through a `cxx` bridge.
+//!
+//! * [`RtlDatapath`]: whole frames in, verdicts out ([`RxVerdict`]: the
+//!   metadata record, the payload bytes, the error), and TX ICRC insertion.
+//! * [`RtlSim`]: the cycle level: push beats or frames, [`RtlSim::tick`],
+//!   pull metadata, payload packets and TX frames; random idle cycles and
+//!   back-pressure ([`Shaping`]); FST waveforms.
+//! * [`meta`]: the metadata record layout and the error codes, shared with
+//!   `rtl/roce_rx_pkg.sv` (a test keeps the two in step).
+//!
+//! Built without Verilator, the crate still compiles (`cfg(roce_rtl_unavailable)`):
+//! [`rtl_available`] is false and every constructor returns
+//! [`SimError::Unavailable`].
+#![cfg_attr(roce_rtl_unavailable, allow(dead_code, unused_imports))]
+
+pub mod datapath;
+#[cfg(not(roce_rtl_unavailable))]
+mod ffi;
+pub mod meta;
+pub mod sim;
+
+pub use datapath::{RtlDatapath, RxVerdict, TRACE_DIR_ENV};
+pub use meta::{L3Kind, RxError, RxMeta};
+pub use sim::{rtl_available, Beat, DataWidth, RtlSim, Shaping, SimError, Timed, Timeline};
