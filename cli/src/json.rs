@@ -42,10 +42,61 @@ fn unhex(s: &str) -> Result<Vec<u8>> {
 }
 
 /// The packet object of a parsed frame.
+/// A decoded frame as the JSON writer needs it: the headers, the length and checksum
+/// fields `Headers` leaves derived, and the byte parts. The software decoder and the RTL
+/// datapath each fill one, so both print through the same code.
+pub struct Decoded<'a> {
+    pub headers: Headers,
+    /// IPv4 total length, or IPv6 / GRH payload length, as received.
+    pub ip_length: u16,
+    /// IPv4 header checksum as received.
+    pub ip_checksum: u16,
+    /// UDP length as received (RoCEv2).
+    pub udp_length: u16,
+    pub payload: &'a [u8],
+    pub pad: &'a [u8],
+    pub icrc: u32,
+    pub trailer: &'a [u8],
+}
+
+impl<'a> Decoded<'a> {
+    /// From roce-core's parse.
+    pub fn from_packet(p: &Packet<'a>) -> Self {
+        let frame = p.frame();
+        let layout = p.layout();
+        let l3 = &frame[layout.l3..];
+        let headers = p.headers();
+        let (ip_length, ip_checksum) = match headers.l3 {
+            L3Repr::Ipv4(_) => {
+                let v = ipv4::Packet::new_unchecked(l3);
+                (v.total_len(), v.checksum())
+            }
+            L3Repr::Ipv6(_) | L3Repr::Grh(_) => (ipv6::Packet::new_unchecked(l3).payload_len(), 0),
+        };
+        let udp_length = layout
+            .udp
+            .map_or(0, |at| udp::Datagram::new_unchecked(&frame[at..]).length());
+        Self {
+            headers,
+            ip_length,
+            ip_checksum,
+            udp_length,
+            payload: p.payload(),
+            pad: p.pad(),
+            icrc: p.icrc(),
+            trailer: p.trailer(),
+        }
+    }
+}
+
+/// The packet object of a frame `roce-core` parsed.
 pub fn packet_to_json(p: &Packet<'_>) -> Value {
-    let h = p.headers();
-    let frame = p.frame();
-    let l3 = &frame[p.layout().l3..];
+    decoded_to_json(&Decoded::from_packet(p))
+}
+
+/// The packet object of `packet-json.md`.
+pub fn decoded_to_json(d: &Decoded<'_>) -> Value {
+    let h = &d.headers;
     let vlan = h
         .vlan
         .map(|v| json!({"pcp": v.pcp, "dei": u8::from(v.dei), "vid": v.vid}));
@@ -57,37 +108,34 @@ pub fn packet_to_json(p: &Packet<'_>) -> Value {
     );
     match &h.l3 {
         L3Repr::Ipv4(ip) => {
-            let v = ipv4::Packet::new_unchecked(l3);
             obj.insert(
                 "ip".into(),
-                json!({"version": 4, "dscp": ip.dscp, "ecn": ip.ecn, "total_length": v.total_len(),
+                json!({"version": 4, "dscp": ip.dscp, "ecn": ip.ecn, "total_length": d.ip_length,
                        "id": ip.ident, "df": u8::from(ip.dont_frag), "ttl": ip.ttl,
-                       "protocol": ip.protocol, "header_checksum": v.checksum(),
+                       "protocol": ip.protocol, "header_checksum": d.ip_checksum,
                        "src": ip.src.to_string(), "dst": ip.dst.to_string()}),
             );
         }
         L3Repr::Ipv6(ip) | L3Repr::Grh(ip) => {
-            let v = ipv6::Packet::new_unchecked(l3);
             let key = if h.l3.is_rocev2() { "ip" } else { "grh" };
             obj.insert(
                 key.into(),
                 json!({"version": 6, "dscp": ip.dscp, "ecn": ip.ecn, "flow_label": ip.flow_label,
-                       "payload_length": v.payload_len(), "next_header": ip.next_header,
+                       "payload_length": d.ip_length, "next_header": ip.next_header,
                        "hop_limit": ip.hop_limit, "src": ip.src.to_string(), "dst": ip.dst.to_string()}),
             );
         }
     }
-    if let (Some(u), Some(at)) = (h.udp, p.layout().udp) {
-        let v = udp::Datagram::new_unchecked(&frame[at..]);
+    if let Some(u) = h.udp {
         obj.insert(
             "udp".into(),
-            json!({"sport": u.src_port, "dport": u.dst_port, "length": v.length(), "checksum": u.checksum}),
+            json!({"sport": u.src_port, "dport": u.dst_port, "length": d.udp_length, "checksum": u.checksum}),
         );
     }
     let b = &h.bth;
     obj.insert(
         "bth".into(),
-        json!({"opcode": b.opcode.0, "opcode_name": p.info().name, "se": u8::from(b.se),
+        json!({"opcode": b.opcode.0, "opcode_name": b.opcode.name().unwrap_or("UNKNOWN"), "se": u8::from(b.se),
                "migreq": u8::from(b.migreq), "padcnt": b.pad_count, "tver": b.tver, "pkey": b.pkey,
                "fecn": u8::from(b.fecn), "becn": u8::from(b.becn), "resv6": b.resv6,
                "destqp": b.dest_qp.value(), "ackreq": u8::from(b.ack_req), "resv7": b.resv7,
@@ -133,12 +181,12 @@ pub fn packet_to_json(p: &Packet<'_>) -> Value {
     if let Some(c) = e.cnp {
         obj.insert("cnp".into(), json!({"reserved_hex": hex(&c.reserved)}));
     }
-    obj.insert("payload_len".into(), json!(p.payload().len()));
-    obj.insert("payload_hex".into(), json!(hex(p.payload())));
-    obj.insert("pad_hex".into(), json!(hex(p.pad())));
-    obj.insert("icrc".into(), json!(format!("{:#010x}", p.icrc())));
-    obj.insert("icrc_wire_hex".into(), json!(hex(&p.icrc().to_le_bytes())));
-    obj.insert("eth_trailer_hex".into(), json!(hex(p.trailer())));
+    obj.insert("payload_len".into(), json!(d.payload.len()));
+    obj.insert("payload_hex".into(), json!(hex(d.payload)));
+    obj.insert("pad_hex".into(), json!(hex(d.pad)));
+    obj.insert("icrc".into(), json!(format!("{:#010x}", d.icrc)));
+    obj.insert("icrc_wire_hex".into(), json!(hex(&d.icrc.to_le_bytes())));
+    obj.insert("eth_trailer_hex".into(), json!(hex(d.trailer)));
     Value::Object(obj)
 }
 

@@ -26,6 +26,12 @@ enum Command {
         /// One JSON object per frame (packet-json.md) instead of one line of text.
         #[arg(long)]
         json: bool,
+        /// Which decoder: roce-core in software, or the Verilated RTL RX datapath.
+        #[arg(long, value_enum, default_value_t = DatapathArg::Software)]
+        datapath: DatapathArg,
+        /// With `--datapath rtl`: write the RTL's waveform (FST, for GTKWave) here.
+        #[arg(long)]
+        waves: Option<PathBuf>,
     },
     /// perftest's benchmarks between two NICs (simulated fabric by default).
     Perf(roce_cli::perf_cmd::PerfArgs),
@@ -39,11 +45,31 @@ enum Command {
     },
 }
 
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum DatapathArg {
+    Software,
+    Rtl,
+}
+
 fn main() -> Result<()> {
     match Cli::parse().command {
-        Command::Decode { file, json } => {
+        Command::Decode {
+            file,
+            json,
+            datapath,
+            waves,
+        } => {
+            let decoder = match datapath {
+                DatapathArg::Software => {
+                    if waves.is_some() {
+                        anyhow::bail!("--waves needs --datapath rtl");
+                    }
+                    roce_cli::Decoder::Software
+                }
+                DatapathArg::Rtl => roce_cli::Decoder::Rtl { waves },
+            };
             let mut out = BufWriter::new(std::io::stdout().lock());
-            roce_cli::decode(&file, json, &mut out)?;
+            roce_cli::decode_with(&file, json, &decoder, &mut out)?;
             out.flush()?;
         }
         Command::Perf(args) => {

@@ -1,20 +1,22 @@
 //! The one-line-per-frame text summary of `roce decode`, in the spirit of tshark's.
 
+use crate::json::Decoded;
 use roce_core::wire::aeth::Syndrome;
-use roce_core::wire::{Error, L3Repr, Packet};
+use roce_core::wire::L3Repr;
 use std::fmt::Write;
 
-/// `   3  0.000012  10.0.0.1 -> 10.0.0.2  RoCEv2 RC_SEND_FIRST QP=0x45 PSN=1234 ...`
-pub fn line(index: usize, secs: f64, result: &Result<Packet<'_>, Error>) -> String {
+/// `   3  0.000012  10.0.0.1 -> 10.0.0.2  RoCEv2 RC_SEND_FIRST QP=0x45 PSN=1234 ...`;
+/// a frame that did not decode gives its error name and detail.
+pub fn line(index: usize, secs: f64, result: Result<&Decoded<'_>, (&str, String)>) -> String {
     let mut s = format!("{index:5} {secs:11.6}  ");
     let p = match result {
         Ok(p) => p,
-        Err(e) => {
-            let _ = write!(s, "[not decoded: {}: {e}]", e.name());
+        Err((name, detail)) => {
+            let _ = write!(s, "[not decoded: {name}: {detail}]");
             return s;
         }
     };
-    let h = p.headers();
+    let h = &p.headers;
     let (src, dst, version) = match &h.l3 {
         L3Repr::Ipv4(ip) => (ip.src.to_string(), ip.dst.to_string(), "RoCEv2"),
         L3Repr::Ipv6(ip) => (ip.src.to_string(), ip.dst.to_string(), "RoCEv2"),
@@ -24,7 +26,7 @@ pub fn line(index: usize, secs: f64, result: &Result<Packet<'_>, Error>) -> Stri
     let _ = write!(
         s,
         "{src} \u{2192} {dst}  {version} {} QP={:#x} PSN={}",
-        p.info().name,
+        b.opcode.name().unwrap_or("UNKNOWN"),
         b.dest_qp.value(),
         b.psn
     );
@@ -70,10 +72,10 @@ pub fn line(index: usize, secs: f64, result: &Result<Packet<'_>, Error>) -> Stri
     if let Some(d) = e.deth {
         let _ = write!(s, " Q_Key={:#x} srcQP={:#x}", d.qkey.0, d.src_qp.value());
     }
-    let _ = write!(s, " payload={}", p.payload().len());
-    if !p.pad().is_empty() {
-        let _ = write!(s, "+{}pad", p.pad().len());
+    let _ = write!(s, " payload={}", p.payload.len());
+    if !p.pad.is_empty() {
+        let _ = write!(s, "+{}pad", p.pad.len());
     }
-    let _ = write!(s, " ICRC={:#010x}", p.icrc());
+    let _ = write!(s, " ICRC={:#010x}", p.icrc);
     s
 }

@@ -174,3 +174,118 @@ impl RtlDatapath {
         Ok(out)
     }
 }
+
+impl RxVerdict {
+    /// The RTL's metadata as roce-core's plain headers (None for a frame it rejected),
+    /// so software that prints or checks headers treats both decoders alike.
+    pub fn headers(&self) -> Option<roce_core::wire::Headers> {
+        use crate::meta::L3Kind;
+        use roce_core::num::{Msn, Psn, Qkey, Qpn, Rkey};
+        use roce_core::wire::{aeth, atomic, bth, cnp, deth, ethernet, imm, ipv4, ipv6, reth, udp};
+        use roce_core::wire::{ExtHeaders, Headers, L3Repr, Opcode};
+        let m = &self.meta;
+        if m.error.is_some() {
+            return None;
+        }
+        let ip = &m.ip;
+        let l3 = match m.l3_kind {
+            L3Kind::Ipv4 => L3Repr::Ipv4(ipv4::Ipv4Repr {
+                src: ip.src_v4(),
+                dst: ip.dst_v4(),
+                dscp: ip.dscp,
+                ecn: ip.ecn,
+                ident: ip.id,
+                dont_frag: ip.flags & 0b010 != 0,
+                more_frags: ip.flags & 0b001 != 0,
+                frag_offset: ip.frag_offset,
+                ttl: ip.ttl,
+                protocol: ip.protocol,
+            }),
+            L3Kind::Ipv6 | L3Kind::Grh => {
+                let v6 = ipv6::Ipv6Repr {
+                    src: ip.src_v6(),
+                    dst: ip.dst_v6(),
+                    dscp: ip.dscp,
+                    ecn: ip.ecn,
+                    flow_label: ip.flow_label,
+                    next_header: ip.protocol,
+                    hop_limit: ip.ttl,
+                };
+                if m.l3_kind == L3Kind::Grh {
+                    L3Repr::Grh(v6)
+                } else {
+                    L3Repr::Ipv6(v6)
+                }
+            }
+            L3Kind::None => return None,
+        };
+        let vlan = m.vlan.map(|t| ethernet::VlanRepr {
+            pcp: t.pcp,
+            dei: t.dei,
+            vid: t.vid,
+            ethertype: m.ethertype,
+        });
+        let b = &m.bth;
+        let e = &m.ext;
+        Some(Headers {
+            eth: ethernet::EthernetRepr {
+                dst: ethernet::MacAddr(m.eth_dst),
+                src: ethernet::MacAddr(m.eth_src),
+                ethertype: if vlan.is_some() {
+                    ethernet::ETHERTYPE_VLAN
+                } else {
+                    m.ethertype
+                },
+            },
+            vlan,
+            l3,
+            udp: m.udp.map(|u| udp::UdpRepr {
+                src_port: u.sport,
+                dst_port: u.dport,
+                checksum: u.checksum,
+            }),
+            bth: bth::BthRepr {
+                opcode: Opcode(b.opcode),
+                se: b.se,
+                migreq: b.migreq,
+                pad_count: b.padcnt,
+                tver: b.tver,
+                pkey: b.pkey,
+                fecn: b.fecn,
+                becn: b.becn,
+                resv6: b.resv6,
+                dest_qp: Qpn::new(b.destqp),
+                ack_req: b.ackreq,
+                resv7: b.resv7,
+                psn: Psn::new(b.psn),
+            },
+            ext: ExtHeaders {
+                reth: e.reth.map(|r| reth::RethRepr {
+                    va: r.va,
+                    rkey: Rkey(r.rkey),
+                    dma_len: r.dmalen,
+                }),
+                aeth: e.aeth.map(|a| aeth::AethRepr {
+                    syndrome: aeth::Syndrome::from_byte(a.syndrome),
+                    msn: Msn::new(a.msn),
+                }),
+                atomic_eth: e.atomiceth.map(|a| atomic::AtomicEthRepr {
+                    va: a.va,
+                    rkey: Rkey(a.rkey),
+                    swap_add: a.swap_add,
+                    compare: a.compare,
+                }),
+                atomic_ack_eth: e
+                    .atomicacketh
+                    .map(|v| atomic::AtomicAckEthRepr { orig_rem_data: v }),
+                immdt: e.immdt.map(|v| imm::ImmDtRepr { imm: v }),
+                ieth: e.ieth.map(|v| imm::IethRepr { rkey: Rkey(v) }),
+                deth: e.deth.map(|d| deth::DethRepr {
+                    qkey: Qkey(d.qkey),
+                    src_qp: Qpn::new(d.srcqp),
+                }),
+                cnp: e.cnp.map(|r| cnp::CnpRepr { reserved: r }),
+            },
+        })
+    }
+}

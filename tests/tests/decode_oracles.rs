@@ -43,10 +43,31 @@ fn frames_of(pcap: &Path) -> Vec<Vec<u8>> {
 
 #[test]
 fn every_vector_and_real_capture_decodes_as_expected() {
-    let dir = scratch("decode");
+    check_decoder(&roce_cli::Decoder::Software, "decode");
+}
+
+/// The same comparison with the Verilated RTL RX datapath as the decoder
+/// (`roce decode --datapath rtl --json`): it must pass exactly as the software does.
+#[test]
+fn the_rtl_datapath_decodes_every_vector_and_capture_as_expected() {
+    if !roce_hdl_sim::rtl_available() {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "the RTL model is required under CI"
+        );
+        eprintln!("skipped: the Verilated model was not built (no Verilator)");
+        return;
+    }
+    check_decoder(&roce_cli::Decoder::Rtl { waves: None }, "decode-rtl");
+}
+
+fn check_decoder(decoder: &roce_cli::Decoder, name: &str) {
+    let dir = scratch(name);
     for (pcap, expected) in captures() {
         let decoded = dir.join("decoded.jsonl");
-        decode_json(&pcap, &decoded);
+        let mut buf = Vec::new();
+        roce_cli::decode_with(&pcap, true, decoder, &mut buf).expect("decode");
+        std::fs::write(&decoded, buf).unwrap();
         let (ok, out) = python(&tool("compare_decode.py"), &[&decoded, &expected]);
         let lines = std::fs::read_to_string(&expected)
             .unwrap()
