@@ -124,9 +124,6 @@ pub fn run(args: &PerfArgs, out: &mut impl Write) -> Result<()> {
     let iters = args.iters.unwrap_or(if latency { 1000 } else { 5000 });
     let link_bps = parse_rate(&args.link)?;
     let delay = parse_duration(&args.delay)?;
-    if args.backend == Backend::Rtl {
-        bail!("--backend rtl: the RTL datapath backend is not built yet (issue 5)");
-    }
     let setting = match args.fabric {
         Fabric::Sim => format!(
             "Simulated fabric: {} links, {} propagation delay, loss {}, seed {}",
@@ -144,7 +141,10 @@ pub fn run(args: &PerfArgs, out: &mut impl Write) -> Result<()> {
             mtu: mtu(args.mtu)?,
             tx_depth: args.tx_depth,
         };
-        let nics = perf::nics(&p);
+        let nics = match args.backend {
+            Backend::Model => perf::nics(&p),
+            Backend::Rtl => perf::rtl_nics(&p)?,
+        };
         let m = match args.fabric {
             Fabric::Direct => {
                 if args.pcap.is_some() {
@@ -158,7 +158,8 @@ pub fn run(args: &PerfArgs, out: &mut impl Write) -> Result<()> {
                     ..Faults::default()
                 };
                 let link = LinkConfig::new(link_bps, delay).with_faults(faults);
-                let mut sim = world::Sim::back_to_back(nics, link, args.seed);
+                let mut sim =
+                    world::Sim::back_to_back(nics, link, args.seed, args.backend == Backend::Rtl);
                 let tap = match &args.pcap {
                     Some(path) => {
                         let file = std::fs::File::create(path)

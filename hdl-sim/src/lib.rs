@@ -18,8 +18,10 @@ pub mod datapath;
 #[cfg(not(roce_rtl_unavailable))]
 mod ffi;
 pub mod meta;
+pub mod port;
 pub mod sim;
 
 pub use datapath::{RtlDatapath, RxVerdict, TRACE_DIR_ENV};
 pub use meta::{L3Kind, RxError, RxMeta};
+pub use port::{rtl_nic, RtlPort, RtlPortCounters};
 pub use sim::{rtl_available, Beat, DataWidth, RtlSim, Shaping, SimError, Timed, Timeline};

@@ -38,7 +38,27 @@ pub struct PortQueues {
     pub rx_check: RxCheck,
 }
 
-struct PortDatapath(Rc<RefCell<PortQueues>>);
+/// The software datapath between the port's queues and the firmware: roce-core's
+/// receive checks, frames as the engine built them.
+pub struct PortDatapath(Rc<RefCell<PortQueues>>);
+
+/// A datapath chosen at run time (software, or the RTL model from `roce-hdl-sim`).
+pub struct DynDatapath(pub Box<dyn Datapath>);
+
+impl Datapath for DynDatapath {
+    fn transmit(&mut self, frame: &[u8]) -> bool {
+        self.0.transmit(frame)
+    }
+    fn can_transmit(&self) -> bool {
+        self.0.can_transmit()
+    }
+    fn receive(&mut self, buf: &mut [u8]) -> Option<usize> {
+        self.0.receive(buf)
+    }
+    fn verifies_icrc(&self) -> bool {
+        self.0.verifies_icrc()
+    }
+}
 
 impl Datapath for PortDatapath {
     fn transmit(&mut self, frame: &[u8]) -> bool {
@@ -79,12 +99,12 @@ struct Shared {
 struct LocalHal {
     shared: Rc<Shared>,
     mem: HostMemory,
-    port: PortDatapath,
+    port: DynDatapath,
 }
 
 impl Hal for LocalHal {
     type Dma = HostMemory;
-    type Datapath = PortDatapath;
+    type Datapath = DynDatapath;
 
     fn reg_read(&mut self, offset: u32) -> u32 {
         self.shared
@@ -102,10 +122,10 @@ impl Hal for LocalHal {
     fn dma(&mut self) -> &mut HostMemory {
         &mut self.mem
     }
-    fn datapath(&mut self) -> &mut PortDatapath {
+    fn datapath(&mut self) -> &mut DynDatapath {
         &mut self.port
     }
-    fn split(&mut self) -> (&mut HostMemory, &mut PortDatapath) {
+    fn split(&mut self) -> (&mut HostMemory, &mut DynDatapath) {
         (&mut self.mem, &mut self.port)
     }
     fn now(&mut self) -> u64 {
@@ -135,6 +155,16 @@ pub struct LocalNic {
 impl LocalNic {
     /// Boots a NIC with the given port addresses.
     pub fn new(cfg: PortConfig, caps: Capacities) -> Rc<Self> {
+        Self::with_datapath(cfg, caps, |port| Box::new(PortDatapath(port)))
+    }
+
+    /// Boots a NIC whose datapath `make` builds around the port's queues (the RTL model
+    /// of `roce-hdl-sim`, say): frames still enter and leave through `port()`.
+    pub fn with_datapath(
+        cfg: PortConfig,
+        caps: Capacities,
+        make: impl FnOnce(Rc<RefCell<PortQueues>>) -> Box<dyn Datapath>,
+    ) -> Rc<Self> {
         let shared = Rc::new(Shared {
             regs: RefCell::new(vec![0; (reg::WINDOW / 4) as usize]),
             mem: HostMemory::default(),
@@ -148,7 +178,7 @@ impl LocalNic {
         let hal = LocalHal {
             shared: shared.clone(),
             mem: shared.mem.clone(),
-            port: PortDatapath(port.clone()),
+            port: DynDatapath(make(port.clone())),
         };
         let fw: Box<dyn NicRuntime> = match caps {
             Capacities::Firmware => Box::new(roce_firmware::config::FirmwareNic::new(hal, cfg)),

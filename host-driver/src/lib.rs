@@ -19,7 +19,7 @@ pub mod error;
 pub mod memory;
 pub mod verbs;
 
-pub use device::{Capacities, Device, LocalNic, PortQueues};
+pub use device::{Capacities, Device, DynDatapath, LocalNic, PortDatapath, PortQueues};
 pub use error::Error;
 pub use memory::HostMemory;
 pub use verbs::{

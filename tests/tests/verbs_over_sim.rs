@@ -23,15 +23,44 @@ struct Side {
     mr: MemoryRegion,
 }
 
-fn setup(faults: Faults, seed: u64, opts: ConnectOptions) -> (Sim, [Side; 2]) {
+/// Which datapath the NICs use: roce-core in software, or the Verilated RTL.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Backend {
+    Model,
+    Rtl,
+}
+
+/// The backends to run: the RTL only where its model was built (always under CI).
+fn backends() -> Vec<Backend> {
+    if roce_hdl_sim::rtl_available() {
+        vec![Backend::Model, Backend::Rtl]
+    } else {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "the RTL model is required under CI"
+        );
+        eprintln!("skipped the RTL backend: the Verilated model was not built");
+        vec![Backend::Model]
+    }
+}
+
+fn setup(faults: Faults, seed: u64, opts: ConnectOptions, backend: Backend) -> (Sim, [Side; 2]) {
     let nics: [Rc<LocalNic>; 2] = [1u8, 2].map(|l| {
         let cfg = PortConfig::new([2, 0, 0, 0, 0, l], ipv4_gid([10, 0, 0, l]));
-        LocalNic::new(cfg, Capacities::Firmware)
+        match backend {
+            Backend::Model => LocalNic::new(cfg, Capacities::Firmware),
+            Backend::Rtl => {
+                roce_hdl_sim::rtl_nic(cfg, Capacities::Firmware, roce_hdl_sim::DataWidth::W64)
+                    .unwrap()
+                    .0
+            }
+        }
     });
     let sim = Sim::back_to_back(
         nics.clone(),
         LinkConfig::new(100_000_000_000, 2_000).with_faults(faults),
         seed,
+        backend == Backend::Rtl,
     );
     let access = AccessFlags::LOCAL_WRITE
         | AccessFlags::REMOTE_WRITE
@@ -113,7 +142,10 @@ fn lossy(loss: f64) -> Faults {
 
 #[test]
 fn writes_reads_and_sends_survive_loss_duplication_and_reordering() {
-    for seed in 1..=4 {
+    for (backend, seed) in backends()
+        .into_iter()
+        .flat_map(|b| (1..=4).map(move |s| (b, s)))
+    {
         let (mut sim, [a, b]) = setup(
             lossy(0.02),
             seed,
@@ -121,6 +153,7 @@ fn writes_reads_and_sends_survive_loss_duplication_and_reordering() {
                 timeout: 8,
                 ..ConnectOptions::default()
             },
+            backend,
         );
         // Three WRITEs, one READ back, one SEND: every byte checked.
         let data = pattern(200_000, seed);
@@ -168,7 +201,7 @@ fn writes_reads_and_sends_survive_loss_duplication_and_reordering() {
         assert_eq!(
             got,
             (0..5).map(|i| (i, WcStatus::Success)).collect::<Vec<_>>(),
-            "seed {seed}"
+            "{backend:?} seed {seed}"
         );
         let rx = wait(&mut sim, &b.cq, 1);
         assert_eq!(
@@ -191,22 +224,31 @@ fn writes_reads_and_sends_survive_loss_duplication_and_reordering() {
         assert_eq!(b.cq.poll(&mut extra).unwrap(), 0);
         let mut buf = vec![0; 200_000];
         b.mr.read(0, &mut buf).unwrap();
-        assert!(buf == data, "seed {seed}: remote memory differs");
+        assert!(
+            buf == data,
+            "{backend:?} seed {seed}: remote memory differs"
+        );
         a.mr.read(400_000, &mut buf).unwrap();
-        assert!(buf == data, "seed {seed}: READ data differs");
+        assert!(buf == data, "{backend:?} seed {seed}: READ data differs");
         let mut m = vec![0; 3000];
         b.mr.read(600_000, &mut m).unwrap();
         assert_eq!(m, msg);
         let c = sim.counters();
         assert!(
             c.drops > 0 && c.retransmits > 0,
-            "seed {seed}: the faults did nothing: {c:?}"
+            "{backend:?} seed {seed}: the faults did nothing: {c:?}"
         );
     }
 }
 
 #[test]
 fn exhausted_retries_complete_in_error_and_flush_the_rest() {
+    for backend in backends() {
+        retries_run_out(backend);
+    }
+}
+
+fn retries_run_out(backend: Backend) {
     // A link that loses everything from A to B: no ACK ever comes back.
     let (mut sim, [a, _b]) = setup(
         Faults {
@@ -219,6 +261,7 @@ fn exhausted_retries_complete_in_error_and_flush_the_rest() {
             retry_cnt: 2,
             ..ConnectOptions::default()
         },
+        backend,
     );
     for i in 0..3 {
         let wr = SendWr::new(

@@ -84,12 +84,25 @@ pub fn port(side: usize) -> PortConfig {
 
 /// Boots the two NICs for `p` (a host-sized NIC when the firmware's tables are too small).
 pub fn nics(p: &Params) -> [Rc<LocalNic>; 2] {
-    let caps = if p.qps > roce_firmware::config::QPS / 2 || p.tx_depth > roce_firmware::config::SQ {
+    [0, 1].map(|s| LocalNic::new(port(s), capacities(p)))
+}
+
+/// The two NICs with the Verilated RTL as their datapath (`--backend rtl`).
+pub fn rtl_nics(p: &Params) -> Result<[Rc<LocalNic>; 2]> {
+    let make = |s| {
+        roce_hdl_sim::rtl_nic(port(s), capacities(p), roce_hdl_sim::DataWidth::W512)
+            .map(|(nic, _)| nic)
+            .map_err(|e| anyhow::anyhow!("the RTL datapath: {e}"))
+    };
+    Ok([make(0)?, make(1)?])
+}
+
+fn capacities(p: &Params) -> Capacities {
+    if p.qps > roce_firmware::config::QPS / 2 || p.tx_depth > roce_firmware::config::SQ {
         Capacities::Host
     } else {
         Capacities::Firmware
-    };
-    [0, 1].map(|s| LocalNic::new(port(s), caps))
+    }
 }
 
 struct Side {

@@ -104,16 +104,23 @@ pub struct NicNode {
     dscp_map: [u8; 64],
     /// A frame the engine produced for a priority that was paused: it goes first later.
     held: Option<Vec<u8>>,
+    /// Frames go through the NIC's datapath and port queues (needed when the datapath
+    /// is a model of its own, such as the RTL), rather than straight between the engine
+    /// and the fabric's buffers.
+    via_datapath: bool,
 }
 
 impl NicNode {
-    pub fn new(nic: Rc<LocalNic>) -> Self {
-        // Frames go straight from the engine into the fabric's buffer (no port queue).
-        nic.port().borrow_mut().tx_limit = 0;
+    pub fn new(nic: Rc<LocalNic>, via_datapath: bool) -> Self {
+        if !via_datapath {
+            // Frames go straight from the engine into the fabric's buffer: no port queue.
+            nic.port().borrow_mut().tx_limit = 0;
+        }
         Self {
             nic,
             dscp_map: std::array::from_fn(|d| (d >> 3) as u8),
             held: None,
+            via_datapath,
         }
     }
 
@@ -126,7 +133,11 @@ impl NicNode {
 impl Node for NicNode {
     fn handle_frame(&mut self, now: Nanos, _port: usize, frame: &[u8]) {
         self.nic.set_time(now);
-        self.nic.receive_frame(frame);
+        if self.via_datapath {
+            self.nic.port().borrow_mut().rx.push_back(frame.to_vec());
+        } else {
+            self.nic.receive_frame(frame);
+        }
         self.nic.run_until_idle();
     }
 
@@ -139,6 +150,9 @@ impl Node for NicNode {
     ) -> Option<usize> {
         self.run(now);
         let prio = |f: &[u8]| classify(f, &self.dscp_map).map_or(0, |c| c.priority);
+        if self.held.is_none() && self.via_datapath {
+            self.held = self.nic.port().borrow_mut().tx.pop_front();
+        }
         if let Some(frame) = self.held.take() {
             // 802.1Qbb: a paused priority sends nothing; the frame waits at the head.
             if paused.contains(prio(&frame)) {
@@ -147,6 +161,9 @@ impl Node for NicNode {
             }
             buf.get_mut(..frame.len())?.copy_from_slice(&frame);
             return Some(frame.len());
+        }
+        if self.via_datapath {
+            return None;
         }
         let n = self.nic.transmit_frame(buf)?;
         let frame = buf.get(..n)?;
@@ -175,10 +192,15 @@ pub struct Sim {
 }
 
 impl Sim {
-    /// Two NICs joined by `link`.
-    pub fn back_to_back(nics: [Rc<LocalNic>; 2], link: LinkConfig, seed: u64) -> Self {
+    /// Two NICs joined by `link`; `via_datapath` as for [`NicNode::new`].
+    pub fn back_to_back(
+        nics: [Rc<LocalNic>; 2],
+        link: LinkConfig,
+        seed: u64,
+        via_datapath: bool,
+    ) -> Self {
         let mut fabric = Fabric::new(seed);
-        let hosts = [0, 1].map(|i| fabric.add_host(NicNode::new(nics[i].clone())));
+        let hosts = [0, 1].map(|i| fabric.add_host(NicNode::new(nics[i].clone(), via_datapath)));
         let link = roce_sim::topology::back_to_back(&mut fabric, hosts[0], hosts[1], link);
         Self {
             fabric,
