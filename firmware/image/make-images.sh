@@ -3,7 +3,9 @@
 #
 #   ./make-images.sh [OUT_DIR]          (default: target/images)
 #
-# For each board (src/boards.rs) and binary (firmware, selftest), OUT_DIR/BOARD/ gets
+# For each board (src/boards.rs), OUT_DIR/BOARD/ gets, for the `firmware` binary (and on
+# qemu-virt also the `selftest`, whose static host-memory buffer and boot stack do not fit
+# the soft-core board's 512 KiB),
 #   BIN.elf       the linked ELF (keep it: defmt-print needs it to decode logs)
 #   BIN.bin       raw memory image from the board's RAM origin (what a loader writes)
 #   BIN.hex       the same as $readmemh text: one 32-bit little-endian word per line
@@ -25,12 +27,16 @@ elf2img="tools/elf2img/target/$host/release/elf2img"
 # qemu-virt last, so target/.../release/ holds the default board's build afterwards.
 for board in softcore qemu-virt; do
     features=()
+    bins=(firmware selftest)
     if [ "$board" != qemu-virt ]; then
         features=(--features "board-$board")
+        bins=(firmware)
     fi
-    cargo build --release "${features[@]}"
+    for bin in "${bins[@]}"; do
+        cargo build --release "${features[@]}" --bin "$bin"
+    done
     mkdir -p "$out/$board"
-    for bin in firmware selftest; do
+    for bin in "${bins[@]}"; do
         elf="target/riscv32imac-unknown-none-elf/release/$bin"
         dst="$out/$board/$bin"
         cp "$elf" "$dst.elf"
