@@ -359,7 +359,9 @@ fn run(
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+    // Thousands of random workloads (each a whole two-engine run; about 2 ms apiece in
+    // release builds).
+    #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
 
     #[test]
     fn random_workloads_over_a_faulty_link(
@@ -395,7 +397,7 @@ proptest! {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 32, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 1000, ..ProptestConfig::default() })]
 
     /// UC: the sender completes everything; the receiver gets an in-order subsequence of
     /// the messages, each one intact, one receive WQE per delivered message.
