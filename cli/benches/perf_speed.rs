@@ -12,6 +12,7 @@
 //! vary; the table prints the best of three runs of each.
 
 use roce_cli::perf::{self, world, Params, Test};
+use roce_cli::progress::Progress;
 use roce_core::transport::Mtu;
 use roce_sim::LinkConfig;
 use std::time::Instant;
@@ -57,7 +58,7 @@ fn main() {
                 false,
             );
             let t = Instant::now();
-            let m = perf::run(&mut sim, &p).unwrap();
+            let m = perf::run(&mut sim, &p, &mut Progress::silent()).unwrap();
             (t.elapsed().as_secs_f64(), m.elapsed_ns)
         });
         let ratio = sim_ns as f64 / 1e9 / wall;
@@ -73,7 +74,12 @@ fn main() {
         let p = params(Test::WriteBw, size, iters, 1);
         let (wall, m) = best(|| {
             let t = Instant::now();
-            let m = perf::run(&mut world::Direct::new(perf::nics(&p)), &p).unwrap();
+            let m = perf::run(
+                &mut world::Direct::new(perf::nics(&p)),
+                &p,
+                &mut Progress::silent(),
+            )
+            .unwrap();
             (t.elapsed().as_secs_f64(), m)
         });
         let secs = m.elapsed_ns as f64 / 1e9;

@@ -4,6 +4,7 @@ pub mod capture;
 pub mod json;
 pub mod perf;
 pub mod perf_cmd;
+pub mod progress;
 pub mod summary;
 
 use anyhow::{Context, Result};

@@ -1,6 +1,7 @@
 //! The command line of `roce perf`: perftest's options where they fit, plus the fabric.
 
 use crate::perf::{self, report, world, Params, Test};
+use crate::progress::Progress;
 use anyhow::{bail, Context, Result};
 use roce_core::transport::Mtu;
 use roce_sim::{Faults, LinkConfig};
@@ -150,7 +151,11 @@ pub fn run(args: &PerfArgs, out: &mut impl Write) -> Result<()> {
                 if args.pcap.is_some() {
                     bail!("--pcap needs the simulated fabric (frames have no wire time in --fabric direct)");
                 }
-                perf::run(&mut world::Direct::new(nics), &p)?
+                perf::run(
+                    &mut world::Direct::new(nics),
+                    &p,
+                    &mut Progress::new(p.test.name()),
+                )?
             }
             Fabric::Sim => {
                 let faults = Faults {
@@ -168,7 +173,7 @@ pub fn run(args: &PerfArgs, out: &mut impl Write) -> Result<()> {
                     }
                     None => None,
                 };
-                let m = perf::run(&mut sim, &p)?;
+                let m = perf::run(&mut sim, &p, &mut Progress::new(p.test.name()))?;
                 if let Some(t) = tap {
                     sim.fabric.close_tap(t)?;
                 }

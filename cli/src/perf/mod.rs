@@ -4,6 +4,7 @@
 pub mod report;
 pub mod world;
 
+use crate::progress::Progress;
 use anyhow::{bail, Context as _, Result};
 use roce_core::engine::PortConfig;
 use roce_core::memory::AccessFlags;
@@ -160,18 +161,19 @@ fn setup(world: &[&Rc<LocalNic>; 2], p: &Params) -> Result<[Side; 2]> {
     Ok([a, b])
 }
 
-/// Runs one benchmark in `world`.
-pub fn run(world: &mut dyn World, p: &Params) -> Result<Measurement> {
+/// Runs one benchmark in `world`, reporting progress to `progress`.
+pub fn run(world: &mut dyn World, p: &Params, progress: &mut Progress) -> Result<Measurement> {
     if p.size == 0 && p.test != Test::AtomicBw {
         bail!("message size must be at least 1 byte");
     }
     let nics = world.nics();
     let [a, b] = setup(&[nics[0], nics[1]], p)?;
     let mut m = if p.test.is_latency() {
-        latency(world, p, &a, &b)?
+        latency(world, p, &a, &b, progress)?
     } else {
-        bandwidth(world, p, &a, &b)?
+        bandwidth(world, p, &a, &b, progress)?
     };
+    progress.finish();
     let c = world.counters();
     m.retransmits = c.retransmits;
     m.drops = c.drops;
@@ -248,7 +250,13 @@ fn empty_wc() -> WorkCompletion {
 
 /// perftest's BW loop: keep `tx_depth` WRs outstanding on every QP until each has
 /// completed `iters`; the server keeps receives posted for SEND.
-fn bandwidth(world: &mut dyn World, p: &Params, a: &Side, b: &Side) -> Result<Measurement> {
+fn bandwidth(
+    world: &mut dyn World,
+    p: &Params,
+    a: &Side,
+    b: &Side,
+    progress: &mut Progress,
+) -> Result<Measurement> {
     let total = p.iters * p.qps;
     let mut posted = vec![0usize; p.qps];
     let mut done = vec![0usize; p.qps];
@@ -266,6 +274,7 @@ fn bandwidth(world: &mut dyn World, p: &Params, a: &Side, b: &Side) -> Result<Me
     let start = world.now();
     let mut stalled = 0;
     while samples.len() < total {
+        progress.update(samples.len(), total);
         let mut progress = false;
         for i in 0..p.qps {
             let mut batch = Vec::new();
@@ -330,7 +339,13 @@ fn bandwidth(world: &mut dyn World, p: &Params, a: &Side, b: &Side) -> Result<Me
 
 /// perftest's latency loops on QP 0: ping-pong of WRITEs (the receiver watches the last
 /// byte of its buffer) or SENDs, or one READ at a time.
-fn latency(world: &mut dyn World, p: &Params, a: &Side, b: &Side) -> Result<Measurement> {
+fn latency(
+    world: &mut dyn World,
+    p: &Params,
+    a: &Side,
+    b: &Side,
+    progress: &mut Progress,
+) -> Result<Measurement> {
     let mut samples = Vec::with_capacity(p.iters);
     let mut buf = vec![empty_wc(); 16];
     let start = world.now();
@@ -384,6 +399,7 @@ fn latency(world: &mut dyn World, p: &Params, a: &Side, b: &Side) -> Result<Meas
             (t1 - t0) / 2
         };
         samples.push((0, dt));
+        progress.update(it + 1, p.iters);
     }
     let elapsed = world.now() - start;
     Ok(Measurement {

@@ -10,7 +10,7 @@ use std::time::Instant;
 /// Counters a run reports besides its timings.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct NetCounters {
-    /// Packets the requesters sent again (Go-Back-N resends, rxe's counters summed).
+    /// Request packets the requesters sent again (Go-Back-N resends).
     pub retransmits: u64,
     /// Frames lost on links or dropped by switches.
     pub drops: u64,
@@ -90,9 +90,9 @@ impl World for Direct {
     }
 }
 
-/// Retry episodes (timeouts and sequence-error NAKs) of both NICs. requesters.
+/// Request packets both NICs sent again (Go-Back-N).
 pub fn retransmits(nics: &[Rc<LocalNic>]) -> u64 {
-    nics.iter().map(|n| n.counters().completer_retry_err).sum()
+    nics.iter().map(|n| n.counters().retransmitted_pkts).sum()
 }
 
 /// An in-process NIC as a node of the simulated fabric: frames the fabric delivers go to

@@ -24,6 +24,9 @@ pub struct Counters {
     pub retry_rnr_exceeded_err: u64,
     /// Go-Back-N retries started (rxe `completer_retry_err`).
     pub completer_retry_err: u64,
+    /// Request packets sent again after a Go-Back-N rewind (a PSN below the highest
+    /// already sent); rxe has no such counter.
+    pub retransmitted_pkts: u64,
     /// SEND messages sent (rxe `rdma_sends`).
     pub rdma_sends: u64,
     /// SEND / WRITE_WITH_IMM messages received into a receive WQE (rxe `rdma_recvs`).

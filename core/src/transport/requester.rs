@@ -334,6 +334,9 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
                 self.qp.req.rd_atomic = self.qp.req.rd_atomic.saturating_add(1);
             }
         }
+        if d.bth.psn.before(self.qp.req.max_psn) {
+            env.ctr.retransmitted_pkts += 1;
+        }
         let next = d.bth.psn.add(psns);
         self.qp.req.psn = next;
         if next.after(self.qp.req.max_psn) {
