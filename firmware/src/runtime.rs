@@ -17,7 +17,7 @@ use roce_core::transport::{
     Error as EngineError, Instant, QpAttr, QpInitAttr, QpType, WcOpcode, WcStatus, WorkCompletion,
 };
 use zerocopy::little_endian::U32;
-use zerocopy::{FromZeros, IntoBytes};
+use zerocopy::{FromBytes, FromZeros, Immutable, IntoBytes};
 
 /// Largest ring the NIC accepts (2^15 entries).
 pub const MAX_LOG_DEPTH: u8 = 15;
@@ -252,76 +252,86 @@ impl<
         any
     }
 
-    fn fetch_sq(&mut self, q: &mut HostQp, index: u32) -> bool {
-        let pi = self.hal.reg_read(reg::sq_db(index));
+    /// Takes the entries of a host ring from `*ci` up to the producer index in doorbell
+    /// register `db`, handing each to `post`; an entry `post` refuses (the engine's queue
+    /// is full) stays in the ring for a later poll. Returns whether any was taken.
+    fn fetch_ring<T: FromBytes + IntoBytes + Immutable>(
+        &mut self,
+        db: u32,
+        (ring, log): (u64, u8),
+        ci: &mut u32,
+        mut post: impl FnMut(&mut Self, &T) -> bool,
+    ) -> bool {
+        let pi = self.hal.reg_read(db);
         let mut any = false;
-        while q.sq_ci != pi {
-            let addr = slot_addr(
-                q.sq_ring,
-                q.sq_log,
-                q.sq_ci,
-                core::mem::size_of::<SendWqe>(),
-            );
-            let mut wqe = SendWqe::new_zeroed();
-            if self.hal.dma().read(addr, wqe.as_mut_bytes()).is_err() {
+        while *ci != pi {
+            let addr = slot_addr(ring, log, *ci, core::mem::size_of::<T>());
+            let mut entry = T::new_zeroed();
+            if self.hal.dma().read(addr, entry.as_mut_bytes()).is_err() {
                 self.counters.dma_errors += 1;
                 break;
             }
-            let result = match wqe.to_wr(q.qp_type == QpType::Ud) {
-                Ok(wr) => self.engine.post_send(q.qpn, &wr),
-                Err(DecodeError(reason)) => Err(EngineError::InvalidWr { reason }),
-            };
-            match result {
-                Ok(()) => self.counters.send_wqes += 1,
-                // The engine's queue is full: leave the WQE in the ring for later.
-                Err(EngineError::QueueFull { .. }) => break,
-                Err(e) => {
-                    // The verbs call would have failed synchronously; here the WQE is
-                    // already posted, so it completes in error instead of vanishing.
-                    self.counters.bad_wqes += 1;
-                    let status = match e {
-                        EngineError::Memory(_) => WcStatus::LocProtErr,
-                        _ => WcStatus::LocQpOpErr,
-                    };
-                    let mut wc =
-                        WorkCompletion::new(wqe.wr_id.get(), q.qpn, WcOpcode::Send, status);
-                    wc.opcode = roce_core::transport::WrOpcode::from_u8(wqe.opcode)
-                        .map_or(WcOpcode::Send, |o| o.wc_opcode());
-                    self.push_cqe(q.send_cq, wc);
-                }
+            if !post(self, &entry) {
+                break;
             }
-            q.sq_ci = q.sq_ci.wrapping_add(1);
+            *ci = ci.wrapping_add(1);
             any = true;
         }
         any
     }
 
+    fn fetch_sq(&mut self, q: &mut HostQp, index: u32) -> bool {
+        let (qpn, ud, send_cq) = (q.qpn, q.qp_type == QpType::Ud, q.send_cq);
+        self.fetch_ring(
+            reg::sq_db(index),
+            (q.sq_ring, q.sq_log),
+            &mut q.sq_ci,
+            |nic, wqe: &SendWqe| {
+                let result = match wqe.to_wr(ud) {
+                    Ok(wr) => nic.engine.post_send(qpn, &wr),
+                    Err(DecodeError(reason)) => Err(EngineError::InvalidWr { reason }),
+                };
+                match result {
+                    Ok(()) => nic.counters.send_wqes += 1,
+                    // The engine's queue is full: leave the WQE in the ring for later.
+                    Err(EngineError::QueueFull { .. }) => return false,
+                    Err(e) => {
+                        // The verbs call would have failed synchronously; here the WQE is
+                        // already posted, so it completes in error instead of vanishing.
+                        nic.counters.bad_wqes += 1;
+                        let status = match e {
+                            EngineError::Memory(_) => WcStatus::LocProtErr,
+                            _ => WcStatus::LocQpOpErr,
+                        };
+                        let mut wc =
+                            WorkCompletion::new(wqe.wr_id.get(), qpn, WcOpcode::Send, status);
+                        wc.opcode = roce_core::transport::WrOpcode::from_u8(wqe.opcode)
+                            .map_or(WcOpcode::Send, |o| o.wc_opcode());
+                        nic.push_cqe(send_cq, wc);
+                    }
+                }
+                true
+            },
+        )
+    }
+
     fn fetch_rq(&mut self, q: &mut HostQp, index: u32) -> bool {
-        let pi = self.hal.reg_read(reg::rq_db(index));
-        let mut any = false;
-        while q.rq_ci != pi {
-            let addr = slot_addr(
-                q.rq_ring,
-                q.rq_log,
-                q.rq_ci,
-                core::mem::size_of::<RecvWqe>(),
-            );
-            let mut wqe = RecvWqe::new_zeroed();
-            if self.hal.dma().read(addr, wqe.as_mut_bytes()).is_err() {
-                self.counters.dma_errors += 1;
-                break;
-            }
-            match wqe.to_wr().map(|wr| self.engine.post_recv(q.qpn, &wr)) {
-                Ok(Ok(())) => self.counters.recv_wqes += 1,
-                Ok(Err(EngineError::QueueFull { .. })) => break,
-                // A receive WQE that cannot be posted is host misuse; it is counted and
-                // skipped (the verbs call would have returned an error).
-                _ => self.counters.bad_wqes += 1,
-            }
-            q.rq_ci = q.rq_ci.wrapping_add(1);
-            any = true;
-        }
-        any
+        let qpn = q.qpn;
+        self.fetch_ring(
+            reg::rq_db(index),
+            (q.rq_ring, q.rq_log),
+            &mut q.rq_ci,
+            |nic, wqe: &RecvWqe| {
+                match wqe.to_wr().map(|wr| nic.engine.post_recv(qpn, &wr)) {
+                    Ok(Ok(())) => nic.counters.recv_wqes += 1,
+                    Ok(Err(EngineError::QueueFull { .. })) => return false,
+                    // A receive WQE that cannot be posted is host misuse; it is counted and
+                    // skipped (the verbs call would have returned an error).
+                    _ => nic.counters.bad_wqes += 1,
+                }
+                true
+            },
+        )
     }
 
     // -----------------------------------------------------------------------------------
