@@ -119,15 +119,25 @@ impl Link {
     }
 }
 
-#[test]
-fn rings_wrap_and_doorbells_are_served_in_order() {
+/// Two NICs, one RC QP each (A's send queue `max_send_wr` deep, both CQs 4 deep, 4 KiB
+/// regions), connected.
+struct Pair {
+    link: Link,
+    ca: Context,
+    qa: roce_host::QueuePair,
+    cqa: roce_host::CompletionQueue,
+    ma: roce_host::MemoryRegion,
+    mb: roce_host::MemoryRegion,
+    _b: (Context, roce_host::QueuePair, roce_host::CompletionQueue),
+}
+
+fn pair(max_send_wr: usize) -> Pair {
     let ((a, ca), (b, cb)) = (nic(1), nic(2));
-    let link = Link { a, b };
     let (pda, pdb) = (ca.alloc_pd().unwrap(), cb.alloc_pd().unwrap());
     let (cqa, cqb) = (ca.create_cq(4).unwrap(), cb.create_cq(4).unwrap());
     let qa = pda
         .create_qp(QpType::Rc, &cqa, &cqa)
-        .max_send_wr(4)
+        .max_send_wr(max_send_wr)
         .build()
         .unwrap();
     let qb = pdb.create_qp(QpType::Rc, &cqb, &cqb).build().unwrap();
@@ -148,6 +158,27 @@ fn rings_wrap_and_doorbells_are_served_in_order() {
     let o = ConnectOptions::default();
     qa.connect(&ep(&cb, &qb), Psn::new(1), &o).unwrap();
     qb.connect(&ep(&ca, &qa), Psn::new(1), &o).unwrap();
+    Pair {
+        link: Link { a, b },
+        ca,
+        qa,
+        cqa,
+        ma,
+        mb,
+        _b: (cb, qb, cqb),
+    }
+}
+
+#[test]
+fn rings_wrap_and_doorbells_are_served_in_order() {
+    let Pair {
+        link,
+        qa,
+        cqa,
+        ma,
+        mb,
+        ..
+    } = &pair(4);
 
     // 40 batches of 3 WRITEs, each batch behind one doorbell: byte k of batch i goes to
     // offset 3*i+k. The send queue (4) and the CQ (4) wrap ten times over.
@@ -191,30 +222,15 @@ fn rings_wrap_and_doorbells_are_served_in_order() {
 
 #[test]
 fn cq_overflow_is_an_error_event_and_loses_nothing() {
-    let ((a, ca), (b, cb)) = (nic(1), nic(2));
-    let link = Link { a, b };
-    let (pda, pdb) = (ca.alloc_pd().unwrap(), cb.alloc_pd().unwrap());
-    let (cqa, cqb) = (ca.create_cq(4).unwrap(), cb.create_cq(4).unwrap());
-    let qa = pda
-        .create_qp(QpType::Rc, &cqa, &cqa)
-        .max_send_wr(16)
-        .build()
-        .unwrap();
-    let qb = pdb.create_qp(QpType::Rc, &cqb, &cqb).build().unwrap();
-    let all = AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE;
-    let (ma, mb) = (pda.reg_mr(64, all).unwrap(), pdb.reg_mr(64, all).unwrap());
-    let ep = |c: &Context, q: &roce_host::QueuePair| {
-        let (gid, mac) = c.port_addr();
-        QpEndpoint {
-            qpn: q.qpn(),
-            psn: Psn::new(1),
-            gid,
-            mac,
-        }
-    };
-    let o = ConnectOptions::default();
-    qa.connect(&ep(&cb, &qb), Psn::new(1), &o).unwrap();
-    qb.connect(&ep(&ca, &qa), Psn::new(1), &o).unwrap();
+    let Pair {
+        link,
+        ca,
+        qa,
+        cqa,
+        ma,
+        mb,
+        ..
+    } = &pair(16);
     let wrs: Vec<_> = (0..6u64)
         .map(|i| {
             SendWr::new(
