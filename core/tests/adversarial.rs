@@ -147,23 +147,9 @@ fn setup(seed: u64) -> Setup {
     for i in 0..20u64 {
         p.b.post_recv(qb, &RecvWr::new(i).sge(rb, 8192, kbr.lkey));
         let wr = match i % 3 {
-            0 => SendWr::new(
-                i,
-                WrOp::RdmaWrite {
-                    remote_addr: dst,
-                    rkey: kb.rkey,
-                },
-            )
-            .sge(src, 8192, ka.lkey),
+            0 => SendWr::new(i, WrOp::rdma_write(dst, kb.rkey)).sge(src, 8192, ka.lkey),
             1 => SendWr::new(i, WrOp::Send).sge(src, 3000, ka.lkey),
-            _ => SendWr::new(
-                i,
-                WrOp::RdmaRead {
-                    remote_addr: dst,
-                    rkey: kb.rkey,
-                },
-            )
-            .sge(rd, 8192, kar.lkey),
+            _ => SendWr::new(i, WrOp::rdma_read(dst, kb.rkey)).sge(rd, 8192, kar.lkey),
         };
         p.a.post_send(qa, &wr.flags(SendFlags::SIGNALED));
     }
@@ -231,15 +217,9 @@ fn a_third_engine_cannot_reach_a_qp_that_is_not_its_peer() {
     let (dst, rkey) = tb.rkeys[0];
     c.post_send(
         qc,
-        &SendWr::new(
-            1,
-            WrOp::RdmaWrite {
-                remote_addr: dst,
-                rkey,
-            },
-        )
-        .sge(src, 4096, kc.lkey)
-        .flags(SendFlags::SIGNALED),
+        &SendWr::new(1, WrOp::rdma_write(dst, rkey))
+            .sge(src, 4096, kc.lkey)
+            .flags(SendFlags::SIGNALED),
     );
     let before = p.b.mem.snapshot();
     let mut buf = vec![0u8; 9000];

@@ -189,27 +189,15 @@ fn sqd_finishes_what_started_and_starts_nothing_new() {
     let (dst, kb) = p.b.buffer(64 * 1024);
     p.a.post_send(
         qa,
-        &SendWr::new(
-            1,
-            WrOp::RdmaWrite {
-                remote_addr: dst,
-                rkey: kb.rkey,
-            },
-        )
-        .sge(src, 64 * 1024, ka.lkey)
-        .flags(SIG),
+        &SendWr::new(1, WrOp::rdma_write(dst, kb.rkey))
+            .sge(src, 64 * 1024, ka.lkey)
+            .flags(SIG),
     );
     p.a.post_send(
         qa,
-        &SendWr::new(
-            2,
-            WrOp::RdmaWrite {
-                remote_addr: dst,
-                rkey: kb.rkey,
-            },
-        )
-        .sge(src, 64, ka.lkey)
-        .flags(SIG),
+        &SendWr::new(2, WrOp::rdma_write(dst, kb.rkey))
+            .sge(src, 64, ka.lkey)
+            .flags(SIG),
     );
     p.step();
     p.a.eng
@@ -336,15 +324,9 @@ fn ipv6_and_vlan_addressing() {
     p.a.mem.fill_pattern(src, 100, 3);
     p.a.post_send(
         qa,
-        &SendWr::new(
-            1,
-            WrOp::RdmaWrite {
-                remote_addr: dst,
-                rkey: kb.rkey,
-            },
-        )
-        .sge(src, 100, ka.lkey)
-        .flags(SIG),
+        &SendWr::new(1, WrOp::rdma_write(dst, kb.rkey))
+            .sge(src, 100, ka.lkey)
+            .flags(SIG),
     );
     p.settle();
     assert_eq!(p.a.wcs[0].status, WcStatus::Success);
@@ -385,15 +367,9 @@ fn ack_request_on_the_last_packet_and_every_64_and_a_128_psn_window() {
     let (dst, kb) = p.b.buffer(len);
     p.a.post_send(
         qa,
-        &SendWr::new(
-            1,
-            WrOp::RdmaWrite {
-                remote_addr: dst,
-                rkey: kb.rkey,
-            },
-        )
-        .sge(src, len as u32, ka.lkey)
-        .flags(SIG),
+        &SendWr::new(1, WrOp::rdma_write(dst, kb.rkey))
+            .sge(src, len as u32, ka.lkey)
+            .flags(SIG),
     );
     p.settle();
     let sent: Vec<_> = p

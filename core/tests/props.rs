@@ -133,10 +133,7 @@ fn run(
             // A WRITE with a key the responder does not know: NAK remote access error.
             let wr = SendWr::new(
                 id,
-                WrOp::RdmaWrite {
-                    remote_addr: tgt,
-                    rkey: roce_core::num::Rkey(kb.rkey.0 ^ 0x8000),
-                },
+                WrOp::rdma_write(tgt, roce_core::num::Rkey(kb.rkey.0 ^ 0x8000)),
             )
             .sge(src, 16, ka.lkey)
             .flags(SendFlags::SIGNALED);
@@ -171,14 +168,11 @@ fn run(
             Op::Write { off, len, src: s } => {
                 let len = len.min(16 * 1024 - s);
                 m_tgt[off..off + len].copy_from_slice(&a_src[s..s + len]);
-                SendWr::new(
-                    id,
-                    WrOp::RdmaWrite {
-                        remote_addr: tgt + off as u64,
-                        rkey: kb.rkey,
-                    },
+                SendWr::new(id, WrOp::rdma_write(tgt + off as u64, kb.rkey)).sge(
+                    src + s as u64,
+                    len as u32,
+                    ka.lkey,
                 )
-                .sge(src + s as u64, len as u32, ka.lkey)
             }
             Op::WriteImm {
                 off,
@@ -219,14 +213,11 @@ fn run(
             Op::Read { off, len } => {
                 m_rdst[i * 9000..i * 9000 + len].copy_from_slice(&m_tgt[off..off + len]);
                 reads_since_fence.push((off, len));
-                SendWr::new(
-                    id,
-                    WrOp::RdmaRead {
-                        remote_addr: tgt + off as u64,
-                        rkey: kb.rkey,
-                    },
+                SendWr::new(id, WrOp::rdma_read(tgt + off as u64, kb.rkey)).sge(
+                    rdst + (i * 9000) as u64,
+                    len as u32,
+                    ka_r.lkey,
                 )
-                .sge(rdst + (i * 9000) as u64, len as u32, ka_r.lkey)
             }
             Op::FetchAdd { slot, add } => {
                 let old = m_slots[slot];

@@ -83,15 +83,9 @@ fn rdma_write_and_write_with_imm() {
     let (dst, kb) = p.b.buffer(4096);
     p.a.post_send(
         qa,
-        &SendWr::new(
-            1,
-            WrOp::RdmaWrite {
-                remote_addr: dst + 10,
-                rkey: kb.rkey,
-            },
-        )
-        .sge(src, 3000, ka.lkey)
-        .flags(sig()),
+        &SendWr::new(1, WrOp::rdma_write(dst + 10, kb.rkey))
+            .sge(src, 3000, ka.lkey)
+            .flags(sig()),
     );
     p.b.post_recv(qb, &RecvWr::new(9));
     p.a.post_send(
@@ -141,15 +135,9 @@ fn rdma_read_multi_packet() {
     let (ldst, ka) = p.a.buffer(len);
     p.a.post_send(
         qa,
-        &SendWr::new(
-            5,
-            WrOp::RdmaRead {
-                remote_addr: rsrc,
-                rkey: kb.rkey,
-            },
-        )
-        .sge(ldst, len as u32, ka.lkey)
-        .flags(sig()),
+        &SendWr::new(5, WrOp::rdma_read(rsrc, kb.rkey))
+            .sge(ldst, len as u32, ka.lkey)
+            .flags(sig()),
     );
     p.settle();
     assert_eq!(p.a.mem.read(ldst, len), p.b.mem.read(rsrc, len));
@@ -215,25 +203,11 @@ fn zero_length_messages() {
     // Zero-length RDMA: the R_Key is not checked at all.
     p.a.post_send(
         qa,
-        &SendWr::new(
-            2,
-            WrOp::RdmaWrite {
-                remote_addr: 0,
-                rkey: Rkey(0xBAD),
-            },
-        )
-        .flags(sig()),
+        &SendWr::new(2, WrOp::rdma_write(0, Rkey(0xBAD))).flags(sig()),
     );
     p.a.post_send(
         qa,
-        &SendWr::new(
-            3,
-            WrOp::RdmaRead {
-                remote_addr: 0,
-                rkey: Rkey(0xBAD),
-            },
-        )
-        .flags(sig()),
+        &SendWr::new(3, WrOp::rdma_read(0, Rkey(0xBAD))).flags(sig()),
     );
     p.settle();
     let got: Vec<_> =
@@ -262,15 +236,9 @@ fn unsignaled_wrs_complete_silently_but_in_order() {
         let f = if i % 3 == 0 { sig() } else { SendFlags::NONE };
         p.a.post_send(
             qa,
-            &SendWr::new(
-                i,
-                WrOp::RdmaWrite {
-                    remote_addr: dst,
-                    rkey: kb.rkey,
-                },
-            )
-            .sge(src, 64, ka.lkey)
-            .flags(f),
+            &SendWr::new(i, WrOp::rdma_write(dst, kb.rkey))
+                .sge(src, 64, ka.lkey)
+                .flags(f),
         );
     }
     p.settle();

@@ -33,27 +33,14 @@ fn fatal_write(bad: impl FnOnce(&mut Pair, u64, Rkey) -> (u64, Rkey), expect: Wc
     p.b.post_recv(qb, &RecvWr::new(77));
     p.a.post_send(
         qa,
-        &SendWr::new(
-            1,
-            WrOp::RdmaWrite {
-                remote_addr: addr,
-                rkey,
-            },
-        )
-        .sge(src, 256, ka.lkey)
-        .flags(SIG),
+        &SendWr::new(1, WrOp::rdma_write(addr, rkey))
+            .sge(src, 256, ka.lkey)
+            .flags(SIG),
     );
     p.a.post_send(qa, &SendWr::new(2, WrOp::Send).flags(SIG));
     p.a.post_send(
         qa,
-        &SendWr::new(
-            3,
-            WrOp::RdmaWrite {
-                remote_addr: dst,
-                rkey: kb.rkey,
-            },
-        )
-        .flags(SendFlags::NONE),
+        &SendWr::new(3, WrOp::rdma_write(dst, kb.rkey)).flags(SendFlags::NONE),
     );
     p.settle();
     assert_eq!(
@@ -121,15 +108,9 @@ fn nak_invalid_request_when_the_qp_forbids_remote_write() {
     let (dst, kb) = p.b.buffer(16);
     p.a.post_send(
         qa,
-        &SendWr::new(
-            1,
-            WrOp::RdmaWrite {
-                remote_addr: dst,
-                rkey: kb.rkey,
-            },
-        )
-        .sge(src, 16, ka.lkey)
-        .flags(SIG),
+        &SendWr::new(1, WrOp::rdma_write(dst, kb.rkey))
+            .sge(src, 16, ka.lkey)
+            .flags(SIG),
     );
     p.settle();
     assert_eq!(statuses(&p.a), vec![(1, WcStatus::RemInvReqErr)]);
@@ -172,15 +153,9 @@ fn nak_invalid_request_for_read_without_responder_resources() {
     let (r, ka) = p.a.buffer(32);
     p.a.post_send(
         qa,
-        &SendWr::new(
-            1,
-            WrOp::RdmaRead {
-                remote_addr: t,
-                rkey: kb.rkey,
-            },
-        )
-        .sge(r, 32, ka.lkey)
-        .flags(SIG),
+        &SendWr::new(1, WrOp::rdma_read(t, kb.rkey))
+            .sge(r, 32, ka.lkey)
+            .flags(SIG),
     );
     p.settle();
     assert_eq!(statuses(&p.a), vec![(1, WcStatus::RemInvReqErr)]);
@@ -235,37 +210,17 @@ fn local_protection_error_for_a_bad_lkey() {
     let (dst, kb) = p.b.buffer(100);
     p.a.post_send(
         qa,
-        &SendWr::new(
-            1,
-            WrOp::RdmaWrite {
-                remote_addr: dst,
-                rkey: kb.rkey,
-            },
-        )
-        .sge(src, 100, ka.lkey)
-        .flags(SIG),
+        &SendWr::new(1, WrOp::rdma_write(dst, kb.rkey))
+            .sge(src, 100, ka.lkey)
+            .flags(SIG),
     );
     p.a.post_send(
         qa,
-        &SendWr::new(
-            2,
-            WrOp::RdmaWrite {
-                remote_addr: dst,
-                rkey: kb.rkey,
-            },
-        )
-        .sge(src, 101, ka.lkey),
+        &SendWr::new(2, WrOp::rdma_write(dst, kb.rkey)).sge(src, 101, ka.lkey),
     );
     p.a.post_send(
         qa,
-        &SendWr::new(
-            3,
-            WrOp::RdmaWrite {
-                remote_addr: dst,
-                rkey: kb.rkey,
-            },
-        )
-        .sge(src, 100, ka.lkey),
+        &SendWr::new(3, WrOp::rdma_write(dst, kb.rkey)).sge(src, 100, ka.lkey),
     );
     p.settle();
     // WR 1 may or may not have been acknowledged before WR 2 failed locally.
@@ -294,15 +249,9 @@ fn read_into_a_buffer_without_local_write_is_a_local_protection_error() {
     let (r, kb) = p.b.buffer(64);
     p.a.post_send(
         qa,
-        &SendWr::new(
-            1,
-            WrOp::RdmaRead {
-                remote_addr: r,
-                rkey: kb.rkey,
-            },
-        )
-        .sge(l, 64, ka.lkey)
-        .flags(SIG),
+        &SendWr::new(1, WrOp::rdma_read(r, kb.rkey))
+            .sge(l, 64, ka.lkey)
+            .flags(SIG),
     );
     p.settle();
     assert_eq!(statuses(&p.a), vec![(1, WcStatus::LocProtErr)]);
@@ -394,15 +343,9 @@ fn transport_retry_exhaustion_on_a_dead_link() {
     let (dst, kb) = p.b.buffer(10);
     p.a.post_send(
         qa,
-        &SendWr::new(
-            1,
-            WrOp::RdmaWrite {
-                remote_addr: dst,
-                rkey: kb.rkey,
-            },
-        )
-        .sge(src, 10, ka.lkey)
-        .flags(SIG),
+        &SendWr::new(1, WrOp::rdma_write(dst, kb.rkey))
+            .sge(src, 10, ka.lkey)
+            .flags(SIG),
     );
     p.a.post_send(qa, &SendWr::new(2, WrOp::Send).flags(SendFlags::NONE));
     let t0 = p.now;
@@ -436,15 +379,9 @@ fn one_psn_sequence_nak_per_gap() {
     p.a.mem.fill_pattern(src, 10 * 1024, 8);
     p.a.post_send(
         qa,
-        &SendWr::new(
-            1,
-            WrOp::RdmaWrite {
-                remote_addr: dst,
-                rkey: kb.rkey,
-            },
-        )
-        .sge(src, 10 * 1024, ka.lkey)
-        .flags(SIG),
+        &SendWr::new(1, WrOp::rdma_write(dst, kb.rkey))
+            .sge(src, 10 * 1024, ka.lkey)
+            .flags(SIG),
     );
     p.settle();
     assert_eq!(statuses(&p.a), vec![(1, WcStatus::Success)]);
@@ -485,15 +422,9 @@ fn psn_wraps_at_2_pow_24() {
         p.b.post_recv(qb, &RecvWr::new(1).sge(sd, len as u32, kb2.lkey));
         p.a.post_send(
             qa,
-            &SendWr::new(
-                1,
-                WrOp::RdmaWrite {
-                    remote_addr: dst,
-                    rkey: kb.rkey,
-                },
-            )
-            .sge(src, len as u32, ka.lkey)
-            .flags(SIG),
+            &SendWr::new(1, WrOp::rdma_write(dst, kb.rkey))
+                .sge(src, len as u32, ka.lkey)
+                .flags(SIG),
         );
         p.a.post_send(
             qa,
@@ -503,15 +434,9 @@ fn psn_wraps_at_2_pow_24() {
         );
         p.a.post_send(
             qa,
-            &SendWr::new(
-                3,
-                WrOp::RdmaRead {
-                    remote_addr: dst,
-                    rkey: kb.rkey,
-                },
-            )
-            .sge(rd, len as u32, ka2.lkey)
-            .flags(SIG | SendFlags::FENCE),
+            &SendWr::new(3, WrOp::rdma_read(dst, kb.rkey))
+                .sge(rd, len as u32, ka2.lkey)
+                .flags(SIG | SendFlags::FENCE),
         );
         p.settle();
         assert_eq!(
@@ -540,15 +465,9 @@ fn send_with_invalidate_revokes_the_rkey() {
     p.b.post_recv(qb, &RecvWr::new(1));
     p.a.post_send(
         qa,
-        &SendWr::new(
-            1,
-            WrOp::RdmaWrite {
-                remote_addr: dst,
-                rkey: kb.rkey,
-            },
-        )
-        .sge(src, 64, ka.lkey)
-        .flags(SIG),
+        &SendWr::new(1, WrOp::rdma_write(dst, kb.rkey))
+            .sge(src, 64, ka.lkey)
+            .flags(SIG),
     );
     p.a.post_send(
         qa,
@@ -556,15 +475,9 @@ fn send_with_invalidate_revokes_the_rkey() {
     );
     p.a.post_send(
         qa,
-        &SendWr::new(
-            3,
-            WrOp::RdmaWrite {
-                remote_addr: dst,
-                rkey: kb.rkey,
-            },
-        )
-        .sge(src, 64, ka.lkey)
-        .flags(SIG),
+        &SendWr::new(3, WrOp::rdma_write(dst, kb.rkey))
+            .sge(src, 64, ka.lkey)
+            .flags(SIG),
     );
     p.settle();
     assert_eq!(
@@ -598,15 +511,9 @@ fn local_invalidate_then_use_is_a_local_protection_error() {
     );
     p.a.post_send(
         qa,
-        &SendWr::new(
-            2,
-            WrOp::RdmaWrite {
-                remote_addr: dst,
-                rkey: kb.rkey,
-            },
-        )
-        .sge(src, 64, ka.lkey)
-        .flags(SIG),
+        &SendWr::new(2, WrOp::rdma_write(dst, kb.rkey))
+            .sge(src, 64, ka.lkey)
+            .flags(SIG),
     );
     p.settle();
     let got: Vec<_> =
@@ -645,15 +552,9 @@ fn duplicate_write_is_acknowledged_but_not_executed_again() {
     }));
     p.a.post_send(
         qa,
-        &SendWr::new(
-            1,
-            WrOp::RdmaWrite {
-                remote_addr: dst,
-                rkey: kb.rkey,
-            },
-        )
-        .sge(src, 64, ka.lkey)
-        .flags(SIG),
+        &SendWr::new(1, WrOp::rdma_write(dst, kb.rkey))
+            .sge(src, 64, ka.lkey)
+            .flags(SIG),
     );
     // Run until b has executed the WRITE, then scribble over the target.
     while p.b.eng.counters().rcvd_pkts == 0 {
@@ -727,15 +628,9 @@ fn duplicate_read_is_executed_again() {
     }));
     p.a.post_send(
         qa,
-        &SendWr::new(
-            1,
-            WrOp::RdmaRead {
-                remote_addr: t,
-                rkey: kb.rkey,
-            },
-        )
-        .sge(r, 5000, ka.lkey)
-        .flags(SIG),
+        &SendWr::new(1, WrOp::rdma_read(t, kb.rkey))
+            .sge(r, 5000, ka.lkey)
+            .flags(SIG),
     );
     p.settle();
     assert_eq!(statuses(&p.a), vec![(1, WcStatus::Success)]);
@@ -751,15 +646,9 @@ fn deregistering_the_target_mid_message_stops_the_write() {
     let (dst, kb) = p.b.buffer(20 * 1024);
     p.a.post_send(
         qa,
-        &SendWr::new(
-            1,
-            WrOp::RdmaWrite {
-                remote_addr: dst,
-                rkey: kb.rkey,
-            },
-        )
-        .sge(src, 20 * 1024, ka.lkey)
-        .flags(SIG),
+        &SendWr::new(1, WrOp::rdma_write(dst, kb.rkey))
+            .sge(src, 20 * 1024, ka.lkey)
+            .flags(SIG),
     );
     while p.b.eng.counters().rcvd_pkts < 3 {
         p.step();
@@ -779,27 +668,15 @@ fn fence_holds_a_wr_until_earlier_ones_complete() {
     let (l, ka) = p.a.buffer(8192);
     p.a.post_send(
         qa,
-        &SendWr::new(
-            1,
-            WrOp::RdmaRead {
-                remote_addr: buf,
-                rkey: kb.rkey,
-            },
-        )
-        .sge(l, 4096, ka.lkey)
-        .flags(SIG),
+        &SendWr::new(1, WrOp::rdma_read(buf, kb.rkey))
+            .sge(l, 4096, ka.lkey)
+            .flags(SIG),
     );
     p.a.post_send(
         qa,
-        &SendWr::new(
-            2,
-            WrOp::RdmaWrite {
-                remote_addr: buf,
-                rkey: kb.rkey,
-            },
-        )
-        .sge(l + 4096, 4096, ka.lkey)
-        .flags(SIG | SendFlags::FENCE),
+        &SendWr::new(2, WrOp::rdma_write(buf, kb.rkey))
+            .sge(l + 4096, 4096, ka.lkey)
+            .flags(SIG | SendFlags::FENCE),
     );
     p.settle();
     assert_eq!(
@@ -841,15 +718,9 @@ fn max_rd_atomic_bounds_outstanding_reads() {
     for i in 0..8u64 {
         p.a.post_send(
             qa,
-            &SendWr::new(
-                i,
-                WrOp::RdmaRead {
-                    remote_addr: t,
-                    rkey: kb.rkey,
-                },
-            )
-            .sge(r + 64 * i, 64, ka.lkey)
-            .flags(SIG),
+            &SendWr::new(i, WrOp::rdma_read(t, kb.rkey))
+                .sge(r + 64 * i, 64, ka.lkey)
+                .flags(SIG),
         );
     }
     p.settle();
@@ -888,15 +759,9 @@ fn ack_coalescing_answers_a_burst_with_one_ack() {
     for i in 0..20 {
         p.a.post_send(
             qa,
-            &SendWr::new(
-                i,
-                WrOp::RdmaWrite {
-                    remote_addr: dst,
-                    rkey: kb.rkey,
-                },
-            )
-            .sge(src, 64, ka.lkey)
-            .flags(SIG),
+            &SendWr::new(i, WrOp::rdma_write(dst, kb.rkey))
+                .sge(src, 64, ka.lkey)
+                .flags(SIG),
         );
     }
     p.settle();

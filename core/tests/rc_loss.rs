@@ -27,14 +27,11 @@ fn mixed_workload(seed: u64, link: LinkCfg, mtu: Mtu, n: usize) {
     for i in 0..n {
         let off = (i * len) as u64;
         let wr = match i % 4 {
-            0 => SendWr::new(
-                i as u64,
-                WrOp::RdmaWrite {
-                    remote_addr: wdst + off,
-                    rkey: kb.rkey,
-                },
-            )
-            .sge(src + off, len as u32, ka.lkey),
+            0 => SendWr::new(i as u64, WrOp::rdma_write(wdst + off, kb.rkey)).sge(
+                src + off,
+                len as u32,
+                ka.lkey,
+            ),
             1 => {
                 p.b.post_recv(
                     qb,
@@ -43,14 +40,11 @@ fn mixed_workload(seed: u64, link: LinkCfg, mtu: Mtu, n: usize) {
                 expect_sends.push(i);
                 SendWr::new(i as u64, WrOp::Send).sge(src + off, len as u32, ka.lkey)
             }
-            2 => SendWr::new(
-                i as u64,
-                WrOp::RdmaRead {
-                    remote_addr: wdst + off,
-                    rkey: kb.rkey,
-                },
-            )
-            .sge(rdst + off, len as u32, ka2.lkey),
+            2 => SendWr::new(i as u64, WrOp::rdma_read(wdst + off, kb.rkey)).sge(
+                rdst + off,
+                len as u32,
+                ka2.lkey,
+            ),
             _ => SendWr::new(
                 i as u64,
                 WrOp::AtomicFetchAndAdd {
@@ -217,15 +211,9 @@ fn counters_show_the_recovery() {
     for i in 0..16u64 {
         p.a.post_send(
             qa,
-            &SendWr::new(
-                i,
-                WrOp::RdmaWrite {
-                    remote_addr: dst + i * 4096,
-                    rkey: kb.rkey,
-                },
-            )
-            .sge(src + i * 4096, 4096, ka.lkey)
-            .flags(SendFlags::SIGNALED),
+            &SendWr::new(i, WrOp::rdma_write(dst + i * 4096, kb.rkey))
+                .sge(src + i * 4096, 4096, ka.lkey)
+                .flags(SendFlags::SIGNALED),
         );
     }
     p.settle();
@@ -268,10 +256,7 @@ fn several_qp_pairs_share_the_engines_and_a_lossy_link() {
                         imm: id as u32,
                     }
                 } else {
-                    WrOp::RdmaWrite {
-                        remote_addr: d,
-                        rkey: kb.rkey,
-                    }
+                    WrOp::rdma_write(d, kb.rkey)
                 };
                 p.a.post_send(
                     qa,
@@ -283,15 +268,9 @@ fn several_qp_pairs_share_the_engines_and_a_lossy_link() {
                     // Read the last round back, fenced behind the writes.
                     p.a.post_send(
                         qa,
-                        &SendWr::new(
-                            id | 1 << 31,
-                            WrOp::RdmaRead {
-                                remote_addr: d,
-                                rkey: kb.rkey,
-                            },
-                        )
-                        .sge(back + off, len as u32, ka2.lkey)
-                        .flags(SendFlags::SIGNALED | SendFlags::FENCE),
+                        &SendWr::new(id | 1 << 31, WrOp::rdma_read(d, kb.rkey))
+                            .sge(back + off, len as u32, ka2.lkey)
+                            .flags(SendFlags::SIGNALED | SendFlags::FENCE),
                     );
                 }
             }

@@ -134,14 +134,7 @@ impl Script {
 fn write(s: &mut Script, id: u64, len: usize) -> SendWr {
     let (src, k) = s.node.buffer(len.max(1));
     let (dst, rk) = (0x9000_0000u64, roce_core::num::Rkey(0x1234));
-    SendWr::new(
-        id,
-        WrOp::RdmaWrite {
-            remote_addr: dst,
-            rkey: rk,
-        },
-    )
-    .sge(src, len as u32, k.lkey)
+    SendWr::new(id, WrOp::rdma_write(dst, rk)).sge(src, len as u32, k.lkey)
 }
 
 #[test]
@@ -183,10 +176,7 @@ fn a_read_response_implicitly_acknowledges_an_earlier_write() {
     s.post(
         SendWr::new(
             2,
-            WrOp::RdmaRead {
-                remote_addr: 0x9000_0000,
-                rkey: roce_core::num::Rkey(0x1234),
-            },
+            WrOp::rdma_read(0x9000_0000, roce_core::num::Rkey(0x1234)),
         )
         .sge(dst, 4, k.lkey),
     );
@@ -219,10 +209,7 @@ fn an_ack_past_an_unanswered_read_means_its_response_was_lost() {
     s.post(
         SendWr::new(
             1,
-            WrOp::RdmaRead {
-                remote_addr: 0x9000_0000,
-                rkey: roce_core::num::Rkey(0x1234),
-            },
+            WrOp::rdma_read(0x9000_0000, roce_core::num::Rkey(0x1234)),
         )
         .sge(dst, 4, k.lkey),
     );
@@ -383,14 +370,11 @@ fn a_read_response_of_the_wrong_size_is_dropped() {
     let mut s = Script::new();
     let (dst, k) = s.node.buffer(2 * MTU);
     s.post(
-        SendWr::new(
-            1,
-            WrOp::RdmaRead {
-                remote_addr: 0x9000_0000,
-                rkey: roce_core::num::Rkey(1),
-            },
-        )
-        .sge(dst, 2 * MTU as u32, k.lkey),
+        SendWr::new(1, WrOp::rdma_read(0x9000_0000, roce_core::num::Rkey(1))).sge(
+            dst,
+            2 * MTU as u32,
+            k.lkey,
+        ),
     );
     assert_eq!(s.sent(), vec![(Opcode::RC_RDMA_READ_REQUEST, 100, true)]);
     s.answer(

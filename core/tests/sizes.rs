@@ -32,15 +32,9 @@ fn roundtrip(seed: u64, mtu: Mtu, len: usize, link: LinkCfg) {
     let f = SendFlags::SIGNALED;
     p.a.post_send(
         qa,
-        &SendWr::new(
-            1,
-            WrOp::RdmaWrite {
-                remote_addr: wdst,
-                rkey: kb.rkey,
-            },
-        )
-        .sge(src, l, ka.lkey)
-        .flags(f),
+        &SendWr::new(1, WrOp::rdma_write(wdst, kb.rkey))
+            .sge(src, l, ka.lkey)
+            .flags(f),
     );
     p.a.post_send(
         qa,
@@ -48,15 +42,9 @@ fn roundtrip(seed: u64, mtu: Mtu, len: usize, link: LinkCfg) {
     );
     p.a.post_send(
         qa,
-        &SendWr::new(
-            3,
-            WrOp::RdmaRead {
-                remote_addr: wdst,
-                rkey: kb.rkey,
-            },
-        )
-        .sge(rdst, l, ka2.lkey)
-        .flags(f | SendFlags::FENCE),
+        &SendWr::new(3, WrOp::rdma_read(wdst, kb.rkey))
+            .sge(rdst, l, ka2.lkey)
+            .flags(f | SendFlags::FENCE),
     );
     assert!(p.run(600_000_000_000), "{mtu:?} {len}: not idle");
     let got: Vec<_> =

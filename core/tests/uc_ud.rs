@@ -243,13 +243,7 @@ fn ud_rejects_rdma_at_post_time() {
     let (mut p, qa, _qb) = ud_pair(6);
     let e = p.a.eng.post_send(
         qa,
-        &SendWr::new(
-            1,
-            WrOp::RdmaWrite {
-                remote_addr: 0,
-                rkey: roce_core::num::Rkey(1),
-            },
-        ),
+        &SendWr::new(1, WrOp::rdma_write(0, roce_core::num::Rkey(1))),
     );
     assert!(e.is_err());
 }

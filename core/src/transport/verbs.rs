@@ -525,6 +525,16 @@ pub enum WrOp {
 }
 
 impl WrOp {
+    /// RDMA READ of the remote region at `remote_addr` under `rkey`.
+    pub const fn rdma_read(remote_addr: u64, rkey: Rkey) -> Self {
+        Self::RdmaRead { remote_addr, rkey }
+    }
+
+    /// RDMA WRITE to the remote region at `remote_addr` under `rkey`.
+    pub const fn rdma_write(remote_addr: u64, rkey: Rkey) -> Self {
+        Self::RdmaWrite { remote_addr, rkey }
+    }
+
     /// The libibverbs opcode.
     pub const fn opcode(&self) -> WrOpcode {
         match self {
