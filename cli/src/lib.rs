@@ -1,6 +1,8 @@
 //! The library behind the `roce` command, so tests drive the same code the binary runs.
 
 pub mod capture;
+#[cfg(target_os = "linux")]
+pub mod interop;
 pub mod json;
 pub mod perf;
 pub mod perf_cmd;

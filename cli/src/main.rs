@@ -35,6 +35,8 @@ enum Command {
     },
     /// perftest's benchmarks between two NICs (simulated fabric by default).
     Perf(roce_cli::perf_cmd::PerfArgs),
+    /// rdma-core's ibv_rc/uc/ud_pingpong, either end, with the NIC on a raw link.
+    Pingpong(roce_cli::interop::pingpong::PingpongArgs),
     /// Build a pcap from packet objects, one JSON object per line (packet-json.md).
     Encode {
         /// JSON Lines input: bare packet objects or `roce decode --json` lines.
@@ -52,6 +54,16 @@ enum DatapathArg {
 }
 
 fn main() -> Result<()> {
+    // A host-sized NIC is built on the stack before it is boxed: in a debug build that
+    // takes more than the main thread's 8 MiB.
+    std::thread::Builder::new()
+        .stack_size(256 << 20)
+        .spawn(run)?
+        .join()
+        .map_err(|_| anyhow::anyhow!("the command panicked"))?
+}
+
+fn run() -> Result<()> {
     match Cli::parse().command {
         Command::Decode {
             file,
@@ -75,6 +87,10 @@ fn main() -> Result<()> {
         Command::Perf(args) => {
             let mut out = std::io::stdout().lock();
             roce_cli::perf_cmd::run(&args, &mut out)?;
+        }
+        Command::Pingpong(args) => {
+            let mut out = std::io::stdout().lock();
+            roce_cli::interop::pingpong::run(&args, &mut out)?;
         }
         Command::Encode { input, output } => {
             let n = roce_cli::encode(&input, &output)?;

@@ -58,6 +58,18 @@ pub struct PerfArgs {
     /// One JSON object per line and size instead of the table.
     #[arg(long)]
     pub json: bool,
+    /// Against perftest on another machine: wait for its client (`ib_write_bw HOST`)
+    /// on the TCP port, with the NIC on a raw link (`--iface`, `--ip`).
+    #[arg(long, conflicts_with = "client")]
+    pub server: bool,
+    /// Against perftest on another machine: connect to its server (`ib_write_bw -x 1`).
+    #[arg(long)]
+    pub client: Option<String>,
+    /// atomic_bw's operation, as `ib_atomic_bw -A`.
+    #[arg(short = 'A', long, value_enum, default_value = "FETCH_AND_ADD")]
+    pub atomic: crate::interop::perftest::Atomic,
+    #[command(flatten)]
+    pub raw: crate::interop::LinkArgs,
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -123,6 +135,9 @@ pub fn run(args: &PerfArgs, out: &mut impl Write) -> Result<()> {
         vec![args.size.unwrap_or(if latency { 2 } else { 65536 })]
     };
     let iters = args.iters.unwrap_or(if latency { 1000 } else { 5000 });
+    if args.server || args.client.is_some() {
+        return run_wire(args, sizes, iters, out);
+    }
     let link_bps = parse_rate(&args.link)?;
     let delay = parse_duration(&args.delay)?;
     let setting = match args.fabric {
@@ -193,6 +208,29 @@ pub fn run(args: &PerfArgs, out: &mut impl Write) -> Result<()> {
                 writeln!(out, "{}", report::footer(&m))?;
             }
         }
+    }
+    Ok(())
+}
+
+/// `roce perf TEST --server | --client HOST`: one run per size against perftest.
+fn run_wire(args: &PerfArgs, sizes: Vec<usize>, iters: usize, out: &mut impl Write) -> Result<()> {
+    use crate::interop::{perftest, Role};
+    let role = match &args.client {
+        Some(h) => Role::Client(h.clone()),
+        None => Role::Server,
+    };
+    for size in sizes {
+        let p = perftest::WireParams {
+            test: args.test,
+            atomic: args.atomic,
+            size,
+            iters,
+            mtu: mtu(args.mtu)?,
+            tx_depth: args.tx_depth,
+            role: role.clone(),
+            link: args.raw.clone(),
+        };
+        perftest::run(&p, out)?;
     }
     Ok(())
 }

@@ -17,11 +17,15 @@
 pub mod device;
 pub mod error;
 pub mod memory;
+#[cfg(target_os = "linux")]
+pub mod raw;
 pub mod verbs;
 
 pub use device::{Capacities, Device, DynDatapath, LocalNic, PortDatapath, PortQueues};
 pub use error::Error;
 pub use memory::HostMemory;
+#[cfg(target_os = "linux")]
+pub use raw::{RawCounters, RawNic};
 pub use verbs::{
     AsyncEvents, CompletionQueue, ConnectOptions, Context, MemoryRegion, ProtectionDomain,
     QpBuilder, QpEndpoint, QueuePair,

@@ -1,0 +1,653 @@
+//! `roce perf TEST --client HOST | --server`: perftest's benchmarks against perftest
+//! itself (`ib_write_bw`, `ib_read_lat`, ...) on another machine, over a raw link.
+//!
+//! perftest 4.5's TCP exchange, as captured between two of its own instances (the client
+//! connects and writes first in each step; each side writes its part, then reads the
+//! peer's):
+//! 1. the version, 16 bytes (`"6.06"` NUL-padded); the page size and the cache-line
+//!    size, 4 bytes big-endian each; the MTU enum as text, 2 bytes (`"3\0"` = 1024):
+//!    both ends use the smaller;
+//! 2. the QP's address, 108 bytes: `"%04x:%04x:%06x:%06x:%08x:%016x:"` (LID, outstanding
+//!    reads, QPN, PSN, R_Key, virtual address), 16 x `"%02x:"` (the GID), `"%08x:"` (SRQ
+//!    number) and a NUL; then the same message again as a barrier: 3 times in all before
+//!    write_bw, read_bw and atomic_bw start, 4 times before the others;
+//! 3. after the test: write_bw, read_bw and atomic_bw exchange the address once more,
+//!    then 5 x 8 bytes of results (size, iterations, three figures), then the address
+//!    again and `"done\0"`; send_bw, read_lat and send_lat the address and `"done\0"`;
+//!    write_lat nothing.
+//!
+//! The RDMA side follows perftest's loops: the bandwidth tests keep `tx_depth` requests
+//! outstanding to the peer's buffer; write_lat's server writes first and each side
+//! writes the iteration number into the last byte of the peer's buffer and waits for
+//! the same number in its own; send_lat's client sends first; read_lat reads one at a
+//! time. The passive server of write_bw, read_bw, atomic_bw and read_lat only answers.
+
+use super::{LinkArgs, Oob, Role, Station};
+use crate::perf::Test;
+use anyhow::{bail, Context as _, Result};
+use roce_core::memory::AccessFlags;
+use roce_core::num::{Psn, Qpn, Rkey};
+use roce_core::transport::{
+    Mtu, QpType, RecvWr, SendFlags, SendWr, WcOpcode, WcStatus, WorkCompletion, WrOp,
+};
+use roce_host::{CompletionQueue, ConnectOptions, MemoryRegion, QpEndpoint, QueuePair};
+use std::time::{Duration, Instant};
+
+/// The version perftest 4.5 (Debian 12) announces.
+const VERSION: &[u8] = b"6.06";
+/// Length of the address message.
+const DEST_LEN: usize = 108;
+
+/// The atomic of atomic_bw (`ib_atomic_bw -A`).
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+#[clap(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum Atomic {
+    FetchAndAdd,
+    CmpAndSwap,
+}
+
+/// One wire run's parameters.
+#[derive(Clone, Debug)]
+pub struct WireParams {
+    pub test: Test,
+    pub atomic: Atomic,
+    pub size: usize,
+    pub iters: usize,
+    /// The largest path MTU this side asks for (the peer's and the link's may lower it).
+    pub mtu: Mtu,
+    pub tx_depth: usize,
+    pub role: Role,
+    pub link: LinkArgs,
+}
+
+/// What a wire run measured.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct WireResult {
+    pub mtu: u32,
+    /// MB/s (2^20 bytes) for the bandwidth tests (the server: between the barriers).
+    pub bw_mb_s: Option<f64>,
+    /// Typical (median) and average one-way latency in microseconds.
+    pub lat_typical_us: Option<f64>,
+    pub lat_avg_us: Option<f64>,
+    /// Whether this side checked the data (and it was right), or had nothing to check.
+    pub data_checked: bool,
+    pub retransmits: u64,
+    /// Frames our datapath dropped on receive (bad ICRC, malformed).
+    pub rx_dropped: u64,
+}
+
+/// A peer's address message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Dest {
+    pub out_reads: u32,
+    pub qpn: u32,
+    pub psn: u32,
+    pub rkey: u32,
+    pub vaddr: u64,
+    pub gid: [u8; 16],
+}
+
+impl Dest {
+    pub fn to_wire(&self) -> Vec<u8> {
+        let mut s = format!(
+            "{:04x}:{:04x}:{:06x}:{:06x}:{:08x}:{:016x}:",
+            0, self.out_reads, self.qpn, self.psn, self.rkey, self.vaddr
+        );
+        for b in self.gid {
+            s += &format!("{b:02x}:");
+        }
+        s += &format!("{:08x}:", 0);
+        let mut v = s.into_bytes();
+        v.push(0);
+        v
+    }
+
+    pub fn parse(m: &[u8]) -> Result<Self> {
+        if m.len() != DEST_LEN {
+            bail!("the peer's address is {} bytes, not {DEST_LEN}", m.len());
+        }
+        let text = std::str::from_utf8(m.split(|&b| b == 0).next().unwrap_or(&[]))
+            .context("the peer's address is not text")?;
+        let f: Vec<&str> = text.split(':').collect();
+        if f.len() < 23 {
+            bail!("the peer's address {text:?} has {} fields, not 23", f.len());
+        }
+        let hex = |s: &str| u64::from_str_radix(s, 16).with_context(|| format!("{s:?} in {text:?}"));
+        let mut gid = [0u8; 16];
+        for (i, g) in gid.iter_mut().enumerate() {
+            *g = hex(f[6 + i])? as u8;
+        }
+        Ok(Self {
+            out_reads: hex(f[1])? as u32,
+            qpn: hex(f[2])? as u32,
+            psn: hex(f[3])? as u32,
+            rkey: hex(f[4])? as u32,
+            vaddr: hex(f[5])?,
+            gid,
+        })
+    }
+}
+
+/// Address exchanges before the test starts (the first carries the data).
+fn exchanges_before(test: Test) -> usize {
+    match test {
+        Test::WriteBw | Test::ReadBw | Test::AtomicBw => 3,
+        _ => 4,
+    }
+}
+
+fn check(wc: &WorkCompletion) -> Result<()> {
+    if wc.status != WcStatus::Success {
+        bail!(
+            "work request {} completed with {}",
+            wc.wr_id,
+            wc.status.name()
+        );
+    }
+    Ok(())
+}
+
+fn empty_wc() -> WorkCompletion {
+    WorkCompletion::new(0, Qpn::new(0), WcOpcode::Send, WcStatus::Success)
+}
+
+/// The local side of a run.
+struct Local<'a> {
+    st: &'a Station,
+    qp: QueuePair,
+    cq: CompletionQueue,
+    mr: MemoryRegion,
+    /// Bytes per half of the buffer: [what we send / read into][what the peer targets].
+    half: usize,
+    remote: Dest,
+}
+
+/// How long without any completion before a run is declared stuck.
+const STUCK: Duration = Duration::from_secs(60);
+
+impl Local<'_> {
+    /// Waits for the next completion.
+    fn next_wc(&self) -> Result<WorkCompletion> {
+        let mut buf = [empty_wc()];
+        let t0 = Instant::now();
+        loop {
+            if self.cq.poll(&mut buf)? == 1 {
+                check(&buf[0])?;
+                return Ok(buf[0]);
+            }
+            if t0.elapsed() > STUCK {
+                bail!("no completion for {} s", STUCK.as_secs());
+            }
+            self.st.progress();
+        }
+    }
+
+    fn remote_wr(&self, id: u64, op: WrOp, local_off: usize, len: usize) -> SendWr {
+        SendWr::new(id, op)
+            .sge(self.mr.addr() + local_off as u64, len as u32, self.mr.lkey())
+            .flags(SendFlags::SIGNALED)
+    }
+
+    fn write_op(&self, off: u64) -> WrOp {
+        WrOp::RdmaWrite {
+            remote_addr: self.remote.vaddr + off,
+            rkey: Rkey(self.remote.rkey),
+        }
+    }
+
+    fn read_op(&self) -> WrOp {
+        WrOp::RdmaRead {
+            remote_addr: self.remote.vaddr,
+            rkey: Rkey(self.remote.rkey),
+        }
+    }
+
+    /// One operation, waited for (outside the timed loops: data checks).
+    fn once(&self, op: WrOp, local_off: usize, len: usize) -> Result<WorkCompletion> {
+        self.qp.post_send(&self.remote_wr(u64::MAX, op, local_off, len))?;
+        self.next_wc()
+    }
+
+    fn recv_wr(&self, size: usize) -> RecvWr {
+        RecvWr::new(0).sge(self.mr.addr() + self.half as u64, size as u32, self.mr.lkey())
+    }
+
+    /// Waits until the byte at `at` of our buffer reads `want`.
+    fn wait_byte(&self, at: usize, want: u8) -> Result<()> {
+        let t0 = Instant::now();
+        let mut b = [0u8];
+        loop {
+            self.mr.read(at, &mut b)?;
+            if b[0] == want {
+                return Ok(());
+            }
+            if t0.elapsed() > STUCK {
+                bail!("the peer's write {want} did not arrive");
+            }
+            self.st.progress();
+        }
+    }
+}
+
+fn pattern(len: usize, seed: u8) -> Vec<u8> {
+    (0..len)
+        .map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed) ^ (i >> 8) as u8)
+        .collect()
+}
+
+/// Runs one test against a perftest peer; prints perftest-like lines to `out`.
+pub fn run(p: &WireParams, out: &mut impl std::io::Write) -> Result<WireResult> {
+    let test = p.test;
+    let st = Station::open(&p.link)?;
+    let client = matches!(p.role, Role::Client(_));
+    let pd = st.ctx.alloc_pd()?;
+    let tx_depth = p.tx_depth.clamp(1, 64);
+    let cq = st.ctx.create_cq(2 * tx_depth + 8)?;
+    let rx_depth = p.iters.clamp(1, 32);
+    let qp = pd
+        .create_qp(QpType::Rc, &cq, &cq)
+        .max_send_wr(tx_depth)
+        .max_recv_wr(rx_depth)
+        .build()?;
+    let size = if test == Test::AtomicBw { 8 } else { p.size };
+    let half = size.max(4096);
+    let access = AccessFlags::LOCAL_WRITE
+        | AccessFlags::REMOTE_WRITE
+        | AccessFlags::REMOTE_READ
+        | AccessFlags::REMOTE_ATOMIC;
+    let mr = pd.reg_mr(2 * half, access)?;
+    let max_rd = u32::from(st.ctx.query_device().max_qp_rd_atom);
+    let reads = matches!(test, Test::ReadBw | Test::ReadLat | Test::AtomicBw);
+    let (gid, _) = st.ctx.port_addr();
+    let mine = Dest {
+        out_reads: if reads { max_rd } else { 1 },
+        qpn: qp.qpn().value(),
+        psn: super::random_psn(),
+        rkey: mr.rkey().0,
+        vaddr: mr.addr() + half as u64,
+        gid,
+    };
+
+    let mut oob = Oob::open(&p.role, p.link.port)?;
+    let mut version = VERSION.to_vec();
+    version.resize(16, 0);
+    oob.exchange(&st, &version)?;
+    oob.exchange(&st, &4096u32.to_be_bytes())?;
+    oob.exchange(&st, &64u32.to_be_bytes())?;
+    let want_mtu = p.mtu.min(st.active_mtu());
+    let theirs = oob.exchange(&st, &[b'0' + want_mtu as u8, 0])?;
+    let mtu = (theirs[0] as char)
+        .to_digit(10)
+        .and_then(|d| Mtu::from_u8(d as u8))
+        .map_or(want_mtu, |m| m.min(want_mtu));
+    let my_msg = mine.to_wire();
+    let remote = Dest::parse(&oob.exchange(&st, &my_msg)?)?;
+    let ep = QpEndpoint {
+        qpn: Qpn::new(remote.qpn),
+        psn: Psn::new(remote.psn),
+        gid: remote.gid,
+        mac: st.resolve_gid(&remote.gid)?,
+    };
+    let opts = ConnectOptions {
+        mtu,
+        max_rd_atomic: remote.out_reads.min(max_rd).max(1) as u8,
+        max_dest_rd_atomic: max_rd as u8,
+        ..ConnectOptions::default()
+    };
+    qp.connect(&ep, Psn::new(mine.psn), &opts)?;
+    let l = Local {
+        st: &st,
+        qp,
+        cq,
+        mr,
+        half,
+        remote,
+    };
+    let receiver = matches!(test, Test::SendLat) || (test == Test::SendBw && !client);
+    if receiver {
+        for _ in 0..rx_depth {
+            l.qp.post_recv(&l.recv_wr(size))?;
+        }
+    }
+    // Data checks before the clock starts: the remote buffer gets a known pattern.
+    let pat = pattern(size, 0x5A);
+    if client && test == Test::ReadBw {
+        l.mr.write(half, &pat)?;
+        l.once(l.write_op(0), half, size)?;
+        l.mr.write(0, &vec![0; size])?;
+    }
+    if client && test == Test::WriteBw {
+        l.mr.write(0, &pat)?;
+    }
+    let mut atomic_base = 0u64;
+    if client && test == Test::AtomicBw && p.atomic == Atomic::CmpAndSwap {
+        // Learn the current value with an atomic add of 0.
+        l.once(
+            WrOp::AtomicFetchAndAdd {
+                remote_addr: remote.vaddr,
+                rkey: Rkey(remote.rkey),
+                add: 0,
+            },
+            0,
+            8,
+        )?;
+        let mut v = [0u8; 8];
+        l.mr.read(0, &mut v)?;
+        // The NIC stores an atomic's original value in host order, as libibverbs.
+        atomic_base = u64::from_le_bytes(v);
+    }
+    for _ in 1..exchanges_before(test) {
+        oob.exchange(&st, &my_msg)?;
+    }
+
+    let t0 = Instant::now();
+    let mut r = WireResult {
+        mtu: mtu.bytes(),
+        ..WireResult::default()
+    };
+    let mut lat: Vec<f64> = Vec::new();
+    match (test, client) {
+        (Test::WriteBw | Test::ReadBw | Test::AtomicBw | Test::SendBw, true) => {
+            bandwidth(&l, p, size, tx_depth, atomic_base)?;
+        }
+        (Test::SendBw, false) => {
+            for i in 0..p.iters {
+                let wc = l.next_wc()?;
+                if wc.byte_len as usize != size {
+                    bail!("receive {i}: {} bytes, expected {size}", wc.byte_len);
+                }
+                if p.iters - i > rx_depth {
+                    l.qp.post_recv(&l.recv_wr(size))?;
+                }
+            }
+        }
+        (Test::WriteLat, _) => {
+            // perftest's run_iter_lat_write: the server posts first.
+            let poll_at = half + size - 1;
+            let (mut scnt, mut rcnt, mut ccnt) = (0usize, 0usize, 0usize);
+            let mut t = Instant::now();
+            while scnt < p.iters || ccnt < p.iters || rcnt < p.iters {
+                if rcnt < p.iters && !(scnt < 1 && !client) {
+                    rcnt += 1;
+                    l.wait_byte(poll_at, rcnt as u8)?;
+                    lat.push(t.elapsed().as_secs_f64() * 1e6 / 2.0);
+                    t = Instant::now();
+                }
+                if scnt < p.iters {
+                    scnt += 1;
+                    l.mr.write(size - 1, &[scnt as u8])?;
+                    l.qp.post_send(&l.remote_wr(scnt as u64, l.write_op(0), 0, size))?;
+                }
+                if ccnt < p.iters {
+                    l.next_wc()?;
+                    ccnt += 1;
+                }
+            }
+            r.data_checked = true;
+        }
+        (Test::SendLat, _) => {
+            let (mut scnt, mut rcnt) = (0usize, 0usize);
+            let mut posted = rx_depth;
+            let mut t = Instant::now();
+            while scnt < p.iters || rcnt < p.iters {
+                if rcnt < p.iters && !(scnt < 1 && client) {
+                    // The next receive (our own send completions come in between).
+                    loop {
+                        let wc = l.next_wc()?;
+                        if wc.opcode == WcOpcode::Recv {
+                            if wc.byte_len as usize != size {
+                                bail!("receive {rcnt}: {} bytes, expected {size}", wc.byte_len);
+                            }
+                            break;
+                        }
+                    }
+                    rcnt += 1;
+                    lat.push(t.elapsed().as_secs_f64() * 1e6 / 2.0);
+                    t = Instant::now();
+                    if posted < p.iters {
+                        l.qp.post_recv(&l.recv_wr(size))?;
+                        posted += 1;
+                    }
+                }
+                if scnt < p.iters {
+                    scnt += 1;
+                    let wr = SendWr::new(scnt as u64, WrOp::Send)
+                        .sge(l.mr.addr(), size as u32, l.mr.lkey());
+                    // Signal now and then so the send queue drains.
+                    let wr = if scnt % 8 == 0 || scnt == p.iters {
+                        wr.flags(SendFlags::SIGNALED)
+                    } else {
+                        wr
+                    };
+                    l.qp.post_send(&wr)?;
+                }
+            }
+            // The last signaled send's completion.
+            let t_end = Instant::now();
+            while l.qp.send_outstanding() > 0 && t_end.elapsed() < STUCK {
+                let mut buf = [empty_wc()];
+                if l.cq.poll(&mut buf)? == 1 {
+                    check(&buf[0])?;
+                } else {
+                    st.progress();
+                }
+            }
+            r.data_checked = true;
+        }
+        (Test::ReadLat, true) => {
+            for i in 0..p.iters {
+                let t = Instant::now();
+                l.qp.post_send(&l.remote_wr(i as u64, l.read_op(), 0, size))?;
+                l.next_wc()?;
+                lat.push(t.elapsed().as_secs_f64() * 1e6);
+            }
+        }
+        // The passive side: the NIC answers while we wait for the peer's message.
+        (Test::WriteBw | Test::ReadBw | Test::AtomicBw | Test::ReadLat, false) => {}
+    }
+    let busy = t0.elapsed();
+
+    // Data checks after the test.
+    if client && test == Test::WriteBw {
+        l.mr.write(half, &vec![0; size])?;
+        l.once(l.read_op(), half, size)?;
+        let mut back = vec![0u8; size];
+        l.mr.read(half, &mut back)?;
+        if back != pat {
+            bail!("write_bw: the peer's buffer does not hold what we wrote");
+        }
+        r.data_checked = true;
+    }
+    if client && test == Test::ReadBw {
+        let mut got = vec![0u8; size];
+        l.mr.read(0, &mut got)?;
+        if got != pat {
+            bail!("read_bw: what we read is not what the peer's buffer holds");
+        }
+        r.data_checked = true;
+    }
+    if client && test == Test::AtomicBw {
+        r.data_checked = true;
+    }
+
+    // The closing exchanges.
+    match test {
+        Test::WriteBw | Test::ReadBw | Test::AtomicBw => {
+            let t_server = t0.elapsed();
+            oob.exchange(&st, &my_msg)?;
+            let t_busy = if client { busy } else { t_server };
+            let mb_s = (size * p.iters) as f64 / t_busy.as_secs_f64() / 1048576.0;
+            let msg_rate = p.iters as f64 / t_busy.as_secs_f64() / 1e6;
+            let mut theirs = Vec::new();
+            for v in [
+                (size as u64).to_be_bytes(),
+                (p.iters as u64).to_be_bytes(),
+                mb_s.to_be_bytes(),
+                mb_s.to_be_bytes(),
+                msg_rate.to_be_bytes(),
+            ] {
+                theirs.push(oob.exchange(&st, &v)?);
+            }
+            if !client {
+                let n = u64::from_be_bytes(theirs[1][..].try_into().unwrap_or_default());
+                if n != p.iters as u64 {
+                    writeln!(out, "note: the client ran {n} iterations, not {}", p.iters)?;
+                }
+            }
+            r.bw_mb_s = Some(mb_s);
+            oob.exchange(&st, &my_msg)?;
+            oob.exchange(&st, b"done\0")?;
+        }
+        Test::SendBw | Test::ReadLat | Test::SendLat => {
+            let t_busy = if client { busy } else { t0.elapsed() };
+            if test == Test::SendBw {
+                r.bw_mb_s = Some((size * p.iters) as f64 / t_busy.as_secs_f64() / 1048576.0);
+            }
+            oob.exchange(&st, &my_msg)?;
+            oob.exchange(&st, b"done\0")?;
+        }
+        Test::WriteLat => {}
+    }
+    if !lat.is_empty() {
+        lat.sort_by(f64::total_cmp);
+        r.lat_typical_us = Some(lat[lat.len() / 2]);
+        r.lat_avg_us = Some(lat.iter().sum::<f64>() / lat.len() as f64);
+    }
+    // Keep answering a little: the peer's last ACKs or retransmissions.
+    let linger = Instant::now();
+    while linger.elapsed() < Duration::from_millis(200) {
+        st.progress();
+    }
+    r.retransmits = st.retransmits();
+    r.rx_dropped = st.nic.nic().port().borrow().rx_check.total_dropped();
+    report(p, size, &r, out)?;
+    Ok(r)
+}
+
+/// The client's bandwidth loop: `tx_depth` requests outstanding until `iters` complete.
+fn bandwidth(l: &Local, p: &WireParams, size: usize, tx_depth: usize, base: u64) -> Result<()> {
+    let (mut posted, mut done) = (0usize, 0usize);
+    let mut last_fetch: Option<u64> = None;
+    let mut buf = vec![empty_wc(); 16];
+    let mut idle = Instant::now();
+    if p.test == Test::AtomicBw {
+        l.mr.write(0, &vec![0; 8 * tx_depth])?;
+    }
+    while done < p.iters {
+        while posted < p.iters && posted - done < tx_depth {
+            let slot = (posted % tx_depth) * 8;
+            let wr = match p.test {
+                Test::WriteBw => l.remote_wr(posted as u64, l.write_op(0), 0, size),
+                Test::ReadBw => l.remote_wr(posted as u64, l.read_op(), 0, size),
+                Test::SendBw => l.remote_wr(posted as u64, WrOp::Send, 0, size),
+                _ => {
+                    let (remote_addr, rkey) = (l.remote.vaddr, Rkey(l.remote.rkey));
+                    let op = match p.atomic {
+                        Atomic::FetchAndAdd => WrOp::AtomicFetchAndAdd {
+                            remote_addr,
+                            rkey,
+                            add: 1,
+                        },
+                        Atomic::CmpAndSwap => WrOp::AtomicCmpAndSwp {
+                            remote_addr,
+                            rkey,
+                            compare: base.wrapping_add(posted as u64),
+                            swap: base.wrapping_add(posted as u64 + 1),
+                        },
+                    };
+                    l.remote_wr(posted as u64, op, slot, 8)
+                }
+            };
+            l.qp.post_send(&wr)?;
+            posted += 1;
+        }
+        let n = l.cq.poll(&mut buf)?;
+        if n == 0 {
+            if idle.elapsed() > STUCK {
+                bail!("stuck after {done} of {} completions", p.iters);
+            }
+            l.st.progress();
+            continue;
+        }
+        idle = Instant::now();
+        for wc in &buf[..n] {
+            check(wc)?;
+            if p.test == Test::AtomicBw {
+                // The original values come back in order: each one more than the last.
+                let k = wc.wr_id as usize;
+                let mut v = [0u8; 8];
+                l.mr.read((k % tx_depth) * 8, &mut v)?;
+                let v = u64::from_le_bytes(v);
+                let ok = match p.atomic {
+                    Atomic::FetchAndAdd => last_fetch.is_none_or(|prev| v == prev.wrapping_add(1)),
+                    Atomic::CmpAndSwap => v == base.wrapping_add(k as u64),
+                };
+                if !ok {
+                    bail!("atomic {k}: original value {v:#x} out of sequence");
+                }
+                last_fetch = Some(v);
+            }
+            done += 1;
+        }
+    }
+    Ok(())
+}
+
+fn report(p: &WireParams, size: usize, r: &WireResult, out: &mut impl std::io::Write) -> Result<()> {
+    let name = match (p.test, p.atomic) {
+        (Test::AtomicBw, Atomic::FetchAndAdd) => "atomic_bw(FETCH_AND_ADD)".to_string(),
+        (Test::AtomicBw, Atomic::CmpAndSwap) => "atomic_bw(CMP_AND_SWAP)".to_string(),
+        (t, _) => t.name().to_string(),
+    };
+    writeln!(
+        out,
+        "{name} {} against perftest: {} x {size} B, MTU {}",
+        p.role.name(),
+        p.iters,
+        r.mtu
+    )?;
+    if let Some(bw) = r.bw_mb_s {
+        writeln!(out, " BW average[MB/sec] {bw:.3}")?;
+    }
+    if let (Some(t), Some(a)) = (r.lat_typical_us, r.lat_avg_us) {
+        writeln!(out, " t_typical[usec] {t:.2}  t_avg[usec] {a:.2}")?;
+    }
+    writeln!(
+        out,
+        "interop-result test={name} role={} size={size} iters={} mtu={} bw_mb_s={} lat_us={} data={} retransmits={} rx_dropped={}",
+        p.role.name(),
+        p.iters,
+        r.mtu,
+        r.bw_mb_s.map_or("-".into(), |v| format!("{v:.3}")),
+        r.lat_typical_us.map_or("-".into(), |v| format!("{v:.1}")),
+        if r.data_checked { "checked" } else { "n/a" },
+        r.retransmits,
+        r.rx_dropped
+    )?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn address_message_matches_a_captured_one() {
+        // ib_read_bw's client in the rxe VM (captured on the bridge, 108 bytes).
+        let wire = b"0000:0080:000012:5f2618:00000387:0000559b8ab0e000:00:00:00:00:00:00:00:00:00:00:ff:ff:0a:4d:00:03:00000000:\0";
+        assert_eq!(wire.len(), DEST_LEN);
+        let d = Dest::parse(wire).unwrap();
+        assert_eq!(
+            d,
+            Dest {
+                out_reads: 0x80,
+                qpn: 0x12,
+                psn: 0x5f2618,
+                rkey: 0x387,
+                vaddr: 0x559b8ab0e000,
+                gid: roce_core::transport::ipv4_gid([10, 77, 0, 3]),
+            }
+        );
+        assert_eq!(d.to_wire(), wire.to_vec());
+    }
+}
