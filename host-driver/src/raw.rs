@@ -466,7 +466,13 @@ mod tests {
 
     #[test]
     fn arp_frames_are_rfc826() {
-        let f = arp_frame(1, [2, 0, 0, 0, 0, 1], [10, 0, 0, 1], [0xFF; 6], [10, 0, 0, 2]);
+        let f = arp_frame(
+            1,
+            [2, 0, 0, 0, 0, 1],
+            [10, 0, 0, 1],
+            [0xFF; 6],
+            [10, 0, 0, 2],
+        );
         assert_eq!(f.len(), 60);
         assert_eq!(&f[..6], &[0xFF; 6]);
         assert_eq!(&f[12..14], &[0x08, 0x06]);

@@ -4,6 +4,7 @@
 mod ci;
 mod cmd;
 mod install;
+mod interop;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -18,6 +19,8 @@ usage: cargo xtask <command>
                    install what is missing, then run every check
   install          only install what is missing
   fuzz [SECONDS]   only the fuzz smoke test, SECONDS per target
+  interop          our stack against Linux rxe and rdma-core's tools in a VM
+                   (root, ~10 min; not part of ci; INTEROP_ONLY=NAME filters cases)
 
 environment: FUZZ_SECONDS  seconds per fuzz target (default: 60, less with many targets)";
 
@@ -46,6 +49,7 @@ fn dispatch(args: &[String]) -> Result {
         ("install", []) => (Selection::only("install"), fuzz_seconds),
         ("fuzz", []) => (Selection::only("fuzz"), fuzz_seconds),
         ("fuzz", [seconds]) => (Selection::only("fuzz"), Some(seconds.clone())),
+        ("interop", []) => return interop::interop(&root),
         ("help" | "-h" | "--help", _) => {
             println!("{USAGE}\n\nsteps: {}", ci::step_names());
             return Ok(());

@@ -187,7 +187,9 @@ impl Oob {
 pub fn random_psn() -> u32 {
     let t = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.subsec_nanos() ^ (d.as_secs() as u32).rotate_left(7));
+        .map_or(0, |d| {
+            d.subsec_nanos() ^ (d.as_secs() as u32).rotate_left(7)
+        });
     (t ^ (std::process::id() << 8)) & 0xFF_FFFF
 }
 
@@ -216,7 +218,10 @@ mod tests {
         // rdma-core's gid_to_wire_gid on ::ffff:10.77.0.2 (the rxe VM's GID index 1).
         let g = roce_core::transport::ipv4_gid([10, 77, 0, 2]);
         assert_eq!(gid_hex(&g), "00000000000000000000ffff0a4d0002");
-        assert_eq!(parse_gid_hex("00000000000000000000ffff0a4d0002").unwrap(), g);
+        assert_eq!(
+            parse_gid_hex("00000000000000000000ffff0a4d0002").unwrap(),
+            g
+        );
         assert!(parse_gid_hex("0000").is_err());
     }
 

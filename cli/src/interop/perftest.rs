@@ -112,7 +112,8 @@ impl Dest {
         if f.len() < 23 {
             bail!("the peer's address {text:?} has {} fields, not 23", f.len());
         }
-        let hex = |s: &str| u64::from_str_radix(s, 16).with_context(|| format!("{s:?} in {text:?}"));
+        let hex =
+            |s: &str| u64::from_str_radix(s, 16).with_context(|| format!("{s:?} in {text:?}"));
         let mut gid = [0u8; 16];
         for (i, g) in gid.iter_mut().enumerate() {
             *g = hex(f[6 + i])? as u8;
@@ -184,7 +185,11 @@ impl Local<'_> {
 
     fn remote_wr(&self, id: u64, op: WrOp, local_off: usize, len: usize) -> SendWr {
         SendWr::new(id, op)
-            .sge(self.mr.addr() + local_off as u64, len as u32, self.mr.lkey())
+            .sge(
+                self.mr.addr() + local_off as u64,
+                len as u32,
+                self.mr.lkey(),
+            )
             .flags(SendFlags::SIGNALED)
     }
 
@@ -204,12 +209,17 @@ impl Local<'_> {
 
     /// One operation, waited for (outside the timed loops: data checks).
     fn once(&self, op: WrOp, local_off: usize, len: usize) -> Result<WorkCompletion> {
-        self.qp.post_send(&self.remote_wr(u64::MAX, op, local_off, len))?;
+        self.qp
+            .post_send(&self.remote_wr(u64::MAX, op, local_off, len))?;
         self.next_wc()
     }
 
     fn recv_wr(&self, size: usize) -> RecvWr {
-        RecvWr::new(0).sge(self.mr.addr() + self.half as u64, size as u32, self.mr.lkey())
+        RecvWr::new(0).sge(
+            self.mr.addr() + self.half as u64,
+            size as u32,
+            self.mr.lkey(),
+        )
     }
 
     /// Waits until the byte at `at` of our buffer reads `want`.
@@ -228,7 +238,6 @@ impl Local<'_> {
         }
     }
 }
-
 
 /// Runs one test against a perftest peer; prints perftest-like lines to `out`.
 pub fn run(p: &WireParams, out: &mut impl std::io::Write) -> Result<WireResult> {
@@ -396,8 +405,11 @@ pub fn run(p: &WireParams, out: &mut impl std::io::Write) -> Result<WireResult> 
                 }
                 if scnt < p.iters {
                     scnt += 1;
-                    let wr = SendWr::new(scnt as u64, WrOp::Send)
-                        .sge(l.mr.addr(), size as u32, l.mr.lkey());
+                    let wr = SendWr::new(scnt as u64, WrOp::Send).sge(
+                        l.mr.addr(),
+                        size as u32,
+                        l.mr.lkey(),
+                    );
                     // Signal now and then so the send queue drains.
                     let wr = if scnt % 8 == 0 || scnt == p.iters {
                         wr.flags(SendFlags::SIGNALED)
@@ -574,7 +586,12 @@ fn bandwidth(l: &Local, p: &WireParams, size: usize, tx_depth: usize, base: u64)
     Ok(())
 }
 
-fn report(p: &WireParams, size: usize, r: &WireResult, out: &mut impl std::io::Write) -> Result<()> {
+fn report(
+    p: &WireParams,
+    size: usize,
+    r: &WireResult,
+    out: &mut impl std::io::Write,
+) -> Result<()> {
     let name = match (p.test, p.atomic) {
         (Test::AtomicBw, Atomic::FetchAndAdd) => "atomic_bw(FETCH_AND_ADD)".to_string(),
         (Test::AtomicBw, Atomic::CmpAndSwap) => "atomic_bw(CMP_AND_SWAP)".to_string(),

@@ -114,7 +114,13 @@ pub fn parse_pp_message(m: &[u8]) -> Result<(u32, u32, [u8; 16])> {
 /// pattern elsewhere.
 fn pattern(size: usize) -> Vec<u8> {
     (0..size)
-        .map(|i| if i % PAGE == 0 { 0 } else { (i % 251) as u8 + 1 })
+        .map(|i| {
+            if i % PAGE == 0 {
+                0
+            } else {
+                (i % 251) as u8 + 1
+            }
+        })
         .collect()
 }
 
@@ -237,7 +243,12 @@ pub fn run(args: &PingpongArgs, out: &mut impl std::io::Write) -> Result<Pingpon
     let (mut scnt, mut rcnt) = (0usize, 0usize);
     let mut first: Option<Vec<u8>> = None;
     let mut got = vec![0u8; size];
-    let mut buf = [WorkCompletion::new(0, Qpn::new(0), roce_core::transport::WcOpcode::Send, WcStatus::Success); 4];
+    let mut buf = [WorkCompletion::new(
+        0,
+        Qpn::new(0),
+        roce_core::transport::WcOpcode::Send,
+        WcStatus::Success,
+    ); 4];
     let mut idle = Instant::now();
     while rcnt < args.iters || scnt < args.iters {
         let n = cq.poll(&mut buf)?;
