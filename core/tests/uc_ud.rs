@@ -239,6 +239,35 @@ fn ud_message_longer_than_the_mtu_completes_without_sending() {
 }
 
 #[test]
+fn ud_messages_go_up_to_the_port_mtu() {
+    // rxe's get_mtu: a UD QP sends one packet of up to the port's MTU (4096 here), whatever
+    // its path MTU (found against rxe: ibv_ud_pingpong -s 4096 on a 4200-byte link).
+    let (mut p, qa, qb) = ud_pair(7);
+    let (src, ka) = p.a.buffer(4096);
+    let (dst, kb) = p.b.buffer(4096 + GRH_LEN);
+    p.b.post_recv(
+        qb,
+        &RecvWr::new(3).sge(dst, (4096 + GRH_LEN) as u32, kb.lkey),
+    );
+    let av = p.a.av_to(&p.b);
+    p.a.post_send(
+        qa,
+        &SendWr::new(1, WrOp::Send)
+            .sge(src, 4096, ka.lkey)
+            .ud(UdDest {
+                av,
+                remote_qpn: qb,
+                remote_qkey: Qkey(0x2222),
+            })
+            .flags(SIG),
+    );
+    p.settle();
+    assert_eq!(p.ab.sent, 1);
+    assert_eq!(p.b.wcs[0].status, WcStatus::Success);
+    assert_eq!(p.b.wcs[0].byte_len as usize, 4096 + GRH_LEN);
+}
+
+#[test]
 fn ud_rejects_rdma_at_post_time() {
     let (mut p, qa, _qb) = ud_pair(6);
     let e = p.a.eng.post_send(

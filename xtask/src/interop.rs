@@ -15,6 +15,8 @@ const NS: &str = "rxens";
 const VM1: &str = "10.77.0.2";
 /// The host's address on the bridge (the TCP exchange reaches our process there).
 const HOST: &str = "10.77.0.1";
+/// Our NIC's own address on the bridge (`roce`'s default `--ip`).
+const OUR_IP: &str = "10.77.0.10";
 /// Each case gets its own TCP port, so a failed case cannot pair with the next one.
 const BASE_PORT: u16 = 18600;
 
@@ -164,6 +166,8 @@ struct Cell {
     detail: String,
     pcap: Option<PathBuf>,
     retransmits: Option<u64>,
+    /// Our engine's recovery counters (rxe's names), from the interop-result line.
+    recovery: String,
     data: String,
 }
 
@@ -310,7 +314,7 @@ fn tool_figure(text: &str) -> String {
 }
 
 /// Our `interop-result key=value ...` line, or the pingpong's usec/iter.
-fn our_figure(text: &str) -> (String, Option<u64>, String) {
+fn our_figure(text: &str) -> (String, Option<u64>, String, String) {
     let mut kv = HashMap::new();
     for l in text.lines() {
         if let Some(rest) = l.strip_prefix("interop-result ") {
@@ -330,10 +334,21 @@ fn our_figure(text: &str) -> (String, Option<u64>, String) {
         (_, Some(l)) if l != "-" => format!("{l} us"),
         _ => tool_figure(text),
     };
+    let recovery = [
+        "rcvd_seq_err",
+        "duplicate_request",
+        "out_of_seq_request",
+        "rx_dropped",
+    ]
+    .iter()
+    .filter_map(|k| kv.get(*k).map(|v| format!("{k} {v}")))
+    .collect::<Vec<_>>()
+    .join(", ");
     (
         fig,
         kv.get("retransmits").and_then(|r| r.parse().ok()),
         kv.get("data").cloned().unwrap_or_else(|| "n/a".into()),
+        recovery,
     )
 }
 
@@ -378,7 +393,10 @@ fn phase(
         let (ok, text) = env.ours(&args, &[]);
         env.stop_capture(cap);
         std::fs::write(env.out.join(format!("{name}.log")), &text).map_err(|e| e.to_string())?;
-        let (fig, retransmits, data) = our_figure(&text);
+        let (fig, retransmits, mut data, recovery) = our_figure(&text);
+        if let (Kind::Perf("write_bw", None), "client", true) = (&c.kind, role, ok) {
+            data = write_payload_check(env, &pcap, c.size, mtu);
+        }
         println!("  {name}: {} {fig}", if ok { "ok" } else { "FAILED" });
         if !ok {
             println!("    {}", text.lines().last().unwrap_or_default());
@@ -389,6 +407,7 @@ fn phase(
             detail: text.lines().last().unwrap_or_default().to_string(),
             pcap: Some(pcap),
             retransmits,
+            recovery,
             data,
         });
     }
@@ -438,6 +457,23 @@ fn rxe_pair(env: &Env, mtu: u32, link_mtu: u32, cases: &[Case]) -> Result<Vec<St
             _ => "failed".into(),
         })
         .collect())
+}
+
+/// write_bw as client: every WRITE packet we sent carries the source bytes at its offset.
+fn write_payload_check(env: &Env, pcap: &Path, size: usize, mtu: u32) -> String {
+    let ok = cmd("python3", &[])
+        .arg(env.root.join("tools/rxe-vm/check_write_payload.py"))
+        .arg(pcap)
+        .args([OUR_IP, &size.to_string(), &mtu.to_string()])
+        .stdout(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if ok {
+        "checked on the wire"
+    } else {
+        "WRONG on the wire"
+    }
+    .into()
 }
 
 /// Checks one capture: (frames, frames `roce decode` rejected, tshark/ICRC verdict).
@@ -540,7 +576,8 @@ fn matrix_and_loss(env: &Env) -> Result<String> {
             for ((c, cell), rr) in cases.iter().zip(&cells).zip(&pair) {
                 let (frames, bad, tshark) =
                     cell.pcap.as_ref().map_or((0, 0, false), |p| verify(env, p));
-                let pass = cell.ok && bad == 0 && tshark && frames > 0;
+                let pass =
+                    cell.ok && bad == 0 && tshark && frames > 0 && !cell.data.contains("WRONG");
                 writeln!(
                     report,
                     "| {mtu} | {} | {role} | {} | {} | {rr} | {} | {frames} | {} | {} |",
@@ -578,15 +615,13 @@ fn matrix_and_loss(env: &Env) -> Result<String> {
         "T=/usr/bin/tc; ip link set ifb0 up; $T qdisc add dev eth0 handle ffff: ingress && \
         $T filter add dev eth0 parent ffff: matchall action mirred egress redirect dev ifb0 && \
         $T qdisc add dev ifb0 root netem loss 1% && echo LOSS-ON\n";
-    let lossy: Vec<Case> = ["write_bw", "read_bw"]
-        .iter()
-        .map(|t| Case {
-            kind: Kind::Perf(t, None),
-            size: 65536,
-            iters: 100,
-        })
-        .collect();
-    writeln!(report, "\nWith `tc qdisc add dev ifb0 root netem loss 1%` on the VM's ingress (what our side sends), MTU 1024:\n\n| test | ours as | result | ours vs rxe | data | our retransmitted packets | frames | roce decode | tshark+ICRC |\n|---|---|---|---|---|---|---|---|---|").ok();
+    // READ requests are one small packet each: more of them, so some are lost.
+    let lossy = [("write_bw", 65536, 100), ("read_bw", 4096, 1000)].map(|(t, size, iters)| Case {
+        kind: Kind::Perf(t, None),
+        size,
+        iters,
+    });
+    writeln!(report, "\nWith `tc qdisc add dev ifb0 root netem loss 1%` on the VM's ingress (what our side sends), MTU 1024:\n\n| test | ours as | result | ours vs rxe | data | our retransmitted packets | our other counters | frames | roce decode | tshark+ICRC |\n|---|---|---|---|---|---|---|---|---|---|").ok();
     for role in ["client", "server"] {
         let cells = phase(
             env,
@@ -600,15 +635,16 @@ fn matrix_and_loss(env: &Env) -> Result<String> {
         for (c, cell) in lossy.iter().zip(&cells) {
             let (frames, bad, tshark) =
                 cell.pcap.as_ref().map_or((0, 0, false), |p| verify(env, p));
-            let pass = cell.ok && bad == 0 && tshark;
+            let pass = cell.ok && bad == 0 && tshark && !cell.data.contains("WRONG");
             writeln!(
                 report,
-                "| {} | {role} | {} | {} | {} | {} | {frames} | {} | {} |",
+                "| {} | {role} | {} | {} | {} | {} | {} | {frames} | {} | {} |",
                 c.name(),
                 if pass { "pass" } else { "FAIL" },
                 cell.figure,
                 cell.data,
                 cell.retransmits.map_or("-".into(), |r| r.to_string()),
+                cell.recovery,
                 if bad == 0 {
                     "all ok".to_string()
                 } else {

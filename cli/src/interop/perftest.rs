@@ -72,6 +72,11 @@ pub struct WireResult {
     /// Whether this side checked the data (and it was right), or had nothing to check.
     pub data_checked: bool,
     pub retransmits: u64,
+    /// NAK-sequence errors received, duplicate and out-of-sequence requests seen: how
+    /// the loss recovery went on each side of the engine.
+    pub rcvd_seq_err: u64,
+    pub duplicate_request: u64,
+    pub out_of_seq_request: u64,
     /// Frames our datapath dropped on receive (bad ICRC, malformed).
     pub rx_dropped: u64,
 }
@@ -239,6 +244,13 @@ impl Local<'_> {
     }
 }
 
+/// write_bw's source bytes: byte i = (i * 31 + 7) ^ (i >> 8), mod 256.
+pub fn write_pattern(len: usize) -> Vec<u8> {
+    (0..len)
+        .map(|i| ((i.wrapping_mul(31) + 7) ^ (i >> 8)) as u8)
+        .collect()
+}
+
 /// Runs one test against a perftest peer; prints perftest-like lines to `out`.
 pub fn run(p: &WireParams, out: &mut impl std::io::Write) -> Result<WireResult> {
     let test = p.test;
@@ -312,6 +324,10 @@ pub fn run(p: &WireParams, out: &mut impl std::io::Write) -> Result<WireResult> 
         for _ in 0..rx_depth {
             l.qp.post_recv(&l.recv_wr(size))?;
         }
+    }
+    if client && test == Test::WriteBw {
+        // What the writes carry; tools/rxe-vm/check_write_payload.py checks it on the wire.
+        l.mr.write(0, &write_pattern(size))?;
     }
     let mut atomic_base = 0u64;
     if client && test == Test::AtomicBw && p.atomic == Atomic::CmpAndSwap {
@@ -447,7 +463,9 @@ pub fn run(p: &WireParams, out: &mut impl std::io::Write) -> Result<WireResult> 
     // Data checks after the test. perftest's server registers its buffer for the test's
     // own access only (no read-back after write_bw, no write before read_bw), so:
     // read_bw reads the buffer once more elsewhere and compares with the timed reads'
-    // result; write_bw counts on the responder's acknowledgements (ICRC-checked).
+    // result; write_bw's data is checked on the wire (every packet, resends too, carries
+    // `write_pattern` at its offset: tools/rxe-vm/check_write_payload.py) and rxe
+    // acknowledged every PSN in order.
     if client && test == Test::ReadBw {
         l.mr.write(half, &vec![0; size])?;
         l.once(l.read_op(), half, size)?;
@@ -466,11 +484,18 @@ pub fn run(p: &WireParams, out: &mut impl std::io::Write) -> Result<WireResult> 
     // The closing exchanges.
     match test {
         Test::WriteBw | Test::ReadBw | Test::AtomicBw => {
-            let t_server = t0.elapsed();
             oob.exchange(&st, &my_msg)?;
-            let t_busy = if client { busy } else { t_server };
-            let mb_s = (size * p.iters) as f64 / t_busy.as_secs_f64() / 1048576.0;
-            let msg_rate = p.iters as f64 / t_busy.as_secs_f64() / 1e6;
+            // Our figures (the passive server has none: it sends zeros, as perftest's
+            // server sends whatever its report holds and the client ignores it).
+            let (mb_s, msg_rate) = if client {
+                let s = busy.as_secs_f64();
+                (
+                    (size * p.iters) as f64 / s / 1048576.0,
+                    p.iters as f64 / s / 1e6,
+                )
+            } else {
+                (0.0, 0.0)
+            };
             let mut theirs = Vec::new();
             for v in [
                 (size as u64).to_be_bytes(),
@@ -481,18 +506,22 @@ pub fn run(p: &WireParams, out: &mut impl std::io::Write) -> Result<WireResult> 
             ] {
                 theirs.push(oob.exchange(&st, &v)?);
             }
-            if !client {
+            if client {
+                r.bw_mb_s = Some(mb_s);
+            } else {
+                // The client's report: size, iterations, peak, average (MB/s), rate.
                 let n = u64::from_be_bytes(theirs[1][..].try_into().unwrap_or_default());
                 if n != p.iters as u64 {
                     writeln!(out, "note: the client ran {n} iterations, not {}", p.iters)?;
                 }
+                let avg = f64::from_be_bytes(theirs[3][..].try_into().unwrap_or_default());
+                writeln!(out, " the client reports BW average[MB/sec] {avg:.3}")?;
             }
-            r.bw_mb_s = Some(mb_s);
             oob.exchange(&st, &my_msg)?;
             oob.exchange(&st, b"done\0")?;
         }
         Test::SendBw | Test::ReadLat | Test::SendLat => {
-            let t_busy = if client { busy } else { t0.elapsed() };
+            let t_busy = busy;
             if test == Test::SendBw {
                 r.bw_mb_s = Some((size * p.iters) as f64 / t_busy.as_secs_f64() / 1048576.0);
             }
@@ -511,7 +540,11 @@ pub fn run(p: &WireParams, out: &mut impl std::io::Write) -> Result<WireResult> 
     while linger.elapsed() < Duration::from_millis(200) {
         st.progress();
     }
-    r.retransmits = st.retransmits();
+    let c = st.nic.nic().counters();
+    r.retransmits = c.retransmitted_pkts;
+    r.rcvd_seq_err = c.rcvd_seq_err;
+    r.duplicate_request = c.duplicate_request;
+    r.out_of_seq_request = c.out_of_seq_request;
     r.rx_dropped = st.nic.nic().port().borrow().rx_check.total_dropped();
     report(p, size, &r, out)?;
     Ok(r)
@@ -612,7 +645,7 @@ fn report(
     }
     writeln!(
         out,
-        "interop-result test={name} role={} size={size} iters={} mtu={} bw_mb_s={} lat_us={} data={} retransmits={} rx_dropped={}",
+        "interop-result test={name} role={} size={size} iters={} mtu={} bw_mb_s={} lat_us={} data={} retransmits={} rcvd_seq_err={} duplicate_request={} out_of_seq_request={} rx_dropped={}",
         p.role.name(),
         p.iters,
         r.mtu,
@@ -620,6 +653,9 @@ fn report(
         r.lat_typical_us.map_or("-".into(), |v| format!("{v:.1}")),
         if r.data_checked { "checked" } else { "n/a" },
         r.retransmits,
+        r.rcvd_seq_err,
+        r.duplicate_request,
+        r.out_of_seq_request,
         r.rx_dropped
     )?;
     Ok(())

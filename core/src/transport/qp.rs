@@ -511,6 +511,11 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
         if let Some(m) = attr.path_mtu {
             qp.mtu = m;
         }
+        if qp_type == QpType::Ud {
+            // A UD message is one packet of up to the port's MTU: rxe's `get_mtu` takes
+            // the port's `mtu_cap` for UD, whatever path_mtu says.
+            qp.mtu = port.max_mtu;
+        }
         if let Some(d) = attr.dest_qp_num {
             qp.dest_qpn = d;
         }
