@@ -377,7 +377,8 @@ pub fn run(p: &WireParams, out: &mut impl std::io::Write) -> Result<WireResult> 
             let (mut scnt, mut rcnt, mut ccnt) = (0usize, 0usize, 0usize);
             let mut t = Instant::now();
             while scnt < p.iters || ccnt < p.iters || rcnt < p.iters {
-                if rcnt < p.iters && !(scnt < 1 && !client) {
+                // The server waits for nothing before its first write.
+                if rcnt < p.iters && (client || scnt >= 1) {
                     rcnt += 1;
                     l.wait_byte(poll_at, rcnt as u8)?;
                     lat.push(t.elapsed().as_secs_f64() * 1e6 / 2.0);
@@ -400,7 +401,8 @@ pub fn run(p: &WireParams, out: &mut impl std::io::Write) -> Result<WireResult> 
             let mut posted = rx_depth;
             let mut t = Instant::now();
             while scnt < p.iters || rcnt < p.iters {
-                if rcnt < p.iters && !(scnt < 1 && client) {
+                // The client sends first.
+                if rcnt < p.iters && (!client || scnt >= 1) {
                     // The next receive (our own send completions come in between).
                     loop {
                         let wc = l.next_wc()?;
@@ -515,7 +517,7 @@ pub fn run(p: &WireParams, out: &mut impl std::io::Write) -> Result<WireResult> 
                     writeln!(out, "note: the client ran {n} iterations, not {}", p.iters)?;
                 }
                 let avg = f64::from_be_bytes(theirs[3][..].try_into().unwrap_or_default());
-                writeln!(out, " the client reports BW average[MB/sec] {avg:.3}")?;
+                writeln!(out, " the client measured {avg:.3} MB/s")?;
             }
             oob.exchange(&st, &my_msg)?;
             oob.exchange(&st, b"done\0")?;
