@@ -64,7 +64,10 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
         env.ctr.completer_retry_err += 1;
         self.qp.comp.started_retry = true;
         self.qp.comp.retrans_at = None;
-        if !self.sr_retry() {
+        if self.sr_retry(timeout) {
+            // Resends may all turn out SACKed already: keep the timer running anyway.
+            self.restart_timer(env);
+        } else {
             let p = self.qp.comp.psn;
             self.go_back_n(p);
         }

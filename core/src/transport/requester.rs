@@ -291,14 +291,14 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
                     }
                     bth.se = flags.contains(SendFlags::SOLICITED);
                 }
-                if self.q.sr.enabled() && qp.qp_type == QpType::Rc {
+                if let (true, WrOp::RdmaWrite { remote_addr, rkey }) = (self.q.sr.enabled(), op) {
                     super::sack::write_piece(
                         &mut bth,
                         &mut ext,
-                        &op,
+                        remote_addr,
+                        rkey,
                         offset,
                         payload_len,
-                        pos.ends(),
                     );
                 }
                 src = PayloadSrc::Sq { idx, offset };

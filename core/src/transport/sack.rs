@@ -8,8 +8,7 @@
 //!   wire; a mismatched pair still works, at Go-Back-N efficiency (see the doc).
 //! * **Requester.** An RDMA WRITE goes out as one RC_RDMA_WRITE_ONLY per packet, each
 //!   with its own RETH (address of that piece, length of that piece), so the responder
-//!   can place any piece that arrives out of order; the last piece carries the
-//!   immediate. A per-QP ring bitmap records which PSNs the responder reported
+//!   can place any piece that arrives out of order. A per-QP ring bitmap records which PSNs the responder reported
 //!   (SACKed); a retransmit range resends only the unSACKed PSNs below the highest
 //!   SACKed one. In-flight PSNs are capped at `max_inflight` (IRN's BDP-FC).
 //! * **Responder.** A WRITE_ONLY without immediate inside the window is placed even when
@@ -23,7 +22,7 @@
 
 use heapless::Deque;
 
-use crate::num::{Msn, Psn};
+use crate::num::{Msn, Psn, Rkey};
 use crate::wire::aeth::{NakCode, Syndrome};
 use crate::wire::bth::BthRepr;
 use crate::wire::opcode::Opcode;
@@ -31,7 +30,7 @@ use crate::wire::reth::RethRepr;
 use crate::wire::{ExtHeaders, Packet};
 
 use super::qp::{AckOut, Commit, Env, QpRef, TxDesc};
-use super::verbs::{AckTimeout, QpType, WrOp};
+use super::verbs::{AckTimeout, QpType};
 
 /// PSNs each bitmap covers: the largest window a selective-repeat QP may use.
 pub const SR_WINDOW: u32 = 256;
@@ -200,34 +199,25 @@ pub fn sack_trigger(pkt: &Packet<'_>) -> Option<Psn> {
     sack.then(|| Psn::new(aeth.msn.value()))
 }
 
-/// Rewrites the packet of a WRITE (`op`) at message byte `offset` carrying `len` bytes
-/// into a self-describing RC_RDMA_WRITE_ONLY(_WITH_IMMEDIATE): RETH with the address
-/// and length of this piece; the immediate only on the last piece.
+/// Rewrites a packet of a plain RDMA WRITE (to `va`, `rkey`) at message byte `offset`
+/// carrying `len` bytes into a self-describing RC_RDMA_WRITE_ONLY whose RETH names the
+/// address and length of this piece. (WRITE with immediate keeps the standard
+/// FIRST/MIDDLE/LAST: its receive completion reports the whole message length, which
+/// only a responder that saw the whole message in order knows.)
 pub(crate) fn write_piece(
     bth: &mut BthRepr,
     ext: &mut ExtHeaders,
-    op: &WrOp,
+    va: u64,
+    rkey: Rkey,
     offset: u32,
     len: u32,
-    last: bool,
 ) {
-    let Some((va, rkey)) = op.remote() else {
-        return;
-    };
-    let imm = if last { op.imm() } else { None };
-    bth.opcode = if imm.is_some() {
-        Opcode::RC_RDMA_WRITE_ONLY_WITH_IMMEDIATE
-    } else {
-        Opcode::RC_RDMA_WRITE_ONLY
-    };
+    bth.opcode = Opcode::RC_RDMA_WRITE_ONLY;
     ext.reth = Some(RethRepr {
         va: va.wrapping_add(u64::from(offset)),
         rkey,
         dma_len: len,
     });
-    if !last {
-        ext.immdt = None;
-    }
 }
 
 impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
@@ -277,14 +267,28 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
                 .any(|w| w.started && !w.done && w.wr.op.opcode().is_read_or_atomic())
     }
 
-    /// A retry (timeout, plain sequence NAK) on a selective-repeat QP: resend every
-    /// unSACKed PSN sent so far, and nothing SACKed. False when Go-Back-N must do it.
-    pub(crate) fn sr_retry(&mut self) -> bool {
+    /// A retry on a selective-repeat QP; false when Go-Back-N must do it (a READ or
+    /// ATOMIC is outstanding). After a timeout, resend the first unacknowledged PSN
+    /// (IRN) and whatever of the retransmit range is still unSACKed; after a plain
+    /// sequence NAK (the responder dropped a packet it could not place out of order,
+    /// and does not say which), every unSACKed PSN sent so far.
+    pub(crate) fn sr_retry(&mut self, timeout: bool) -> bool {
         if !self.sr_selectable() {
             return false;
         }
-        self.q.sr.tx.rtx_next = self.qp.comp.psn;
-        self.q.sr.tx.rtx_end = self.qp.req.max_psn;
+        let cum = self.qp.comp.psn;
+        let tx = &mut self.q.sr.tx;
+        let end = if timeout {
+            cum.next()
+        } else {
+            self.qp.req.max_psn
+        };
+        if end.after(tx.rtx_end) {
+            tx.rtx_end = end;
+        }
+        // Resends may have been lost too (or dropped by the responder): scan again
+        // from the first unacknowledged PSN.
+        tx.rtx_next = cum;
         true
     }
 
@@ -310,11 +314,9 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
         if tx.rtx_next.before(cum) {
             tx.rtx_next = cum;
         }
+        // The range only grows: what the cursor passed was resent once already, and
+        // only a timeout sends it again.
         if trigger.next().after(tx.rtx_end) {
-            if !tx.rtx_end.after(tx.rtx_next) {
-                // A new episode: the range starts at the first missing PSN.
-                tx.rtx_next = cum;
-            }
             tx.rtx_end = trigger.next();
         }
     }
@@ -412,8 +414,7 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
     }
 
     /// ePSN moved on from `from` after an in-order request: step over the PSNs already
-    /// placed out of order (each a complete WRITE_ONLY message), and acknowledge the
-    /// new ePSN when a hole was filled.
+    /// placed out of order (each a complete WRITE_ONLY message), and acknowledge.
     pub(crate) fn sr_advance(&mut self, from: Psn) {
         if !self.sr_on() {
             return;
@@ -428,7 +429,10 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
             self.qp.resp.msn = self.qp.resp.msn.add(1);
             filled = true;
         }
-        if filled {
+        // IRN acknowledges every packet: the requester's window and its first-unACKed
+        // retransmission on a timeout both depend on it. Not in front of a READ
+        // response or ATOMIC ACK just queued, which acknowledge for themselves.
+        if filled || self.q.out.is_empty() {
             let psn = self.qp.resp.epsn.sub(1);
             self.set_pending(AckOut {
                 syndrome: Syndrome::ACK,
@@ -490,26 +494,21 @@ mod tests {
 
     #[test]
     fn write_piece_headers() {
-        let op = WrOp::RdmaWriteWithImm {
-            remote_addr: 0x1000,
-            rkey: crate::num::Rkey(7),
-            imm: 0xAB,
-        };
-        let mut bth = BthRepr::new(Opcode::RC_RDMA_WRITE_MIDDLE, crate::num::Qpn::new(1), Psn::ZERO);
+        let mut bth = BthRepr::new(
+            Opcode::RC_RDMA_WRITE_MIDDLE,
+            crate::num::Qpn::new(1),
+            Psn::ZERO,
+        );
         let mut ext = ExtHeaders::default();
-        write_piece(&mut bth, &mut ext, &op, 4096, 4096, false);
+        write_piece(&mut bth, &mut ext, 0x1000, Rkey(7), 4096, 100);
         assert_eq!(bth.opcode, Opcode::RC_RDMA_WRITE_ONLY);
         assert_eq!(
             ext.reth,
             Some(RethRepr {
                 va: 0x1000 + 4096,
-                rkey: crate::num::Rkey(7),
-                dma_len: 4096
+                rkey: Rkey(7),
+                dma_len: 100
             })
         );
-        assert_eq!(ext.immdt, None);
-        write_piece(&mut bth, &mut ext, &op, 8192, 5, true);
-        assert_eq!(bth.opcode, Opcode::RC_RDMA_WRITE_ONLY_WITH_IMMEDIATE);
-        assert_eq!(ext.reth.map(|r| r.dma_len), Some(5));
     }
 }
