@@ -543,8 +543,14 @@ mod tests {
             rto_low: roce_core::transport::AckTimeout::new(4).unwrap(),
         });
         let arg = QpAttrArg::from_attr(Qpn::new(17), &a);
-        assert_eq!(arg.attr_mask.get(), (AttrMask::STATE | AttrMask::SELECTIVE_REPEAT).bits());
-        assert_eq!((arg.sr_flags, arg.sr_rto_low, arg.sr_max_inflight.get()), (1, 4, 300));
+        assert_eq!(
+            arg.attr_mask.get(),
+            (AttrMask::STATE | AttrMask::SELECTIVE_REPEAT).bits()
+        );
+        assert_eq!(
+            (arg.sr_flags, arg.sr_rto_low, arg.sr_max_inflight.get()),
+            (1, 4, 300)
+        );
         assert_eq!(arg.to_attr(), Ok(a));
         let mut bad = arg;
         bad.sr_flags = 2;
@@ -895,8 +901,7 @@ impl QpAttrArg {
             a.selective_repeat = Some(SrAttr {
                 enabled: self.sr_flags & 1 != 0,
                 max_inflight: self.sr_max_inflight.get(),
-                rto_low: AckTimeout::new(self.sr_rto_low)
-                    .ok_or(DecodeError("RTO_low above 31"))?,
+                rto_low: AckTimeout::new(self.sr_rto_low).ok_or(DecodeError("RTO_low above 31"))?,
             });
         }
         if a.mask().bits() != mask {
