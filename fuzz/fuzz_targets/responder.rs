@@ -13,9 +13,7 @@ use common::{bring_up, Node, QpOpts};
 use libfuzzer_sys::fuzz_target;
 use roce_core::memory::AccessFlags;
 use roce_core::num::Rkey;
-use roce_core::transport::{
-    AckTimeout, Instant, QpType, RecvWr, SendFlags, SendWr, SrAttr, WrOp,
-};
+use roce_core::transport::{AckTimeout, Instant, QpType, RecvWr, SendFlags, SendWr, SrAttr, WrOp};
 use roce_core::wire::{self, icrc, ipv4, L3Repr};
 
 struct World {
