@@ -102,6 +102,10 @@ fn isolated_drops_are_the_only_retransmissions() {
     assert_eq!(p.ab.dropped, drops.len() as u64);
     assert_eq!(ca.retransmitted_pkts, p.ab.dropped, "{ca:#?}");
     assert_eq!(ca.completer_retry_err, 0, "no timeout, no Go-Back-N");
+    // Every request after a hole drew a SACK, and the requester acted on each.
+    let cb = *p.b.eng.counters();
+    assert!(cb.sent_sack > 0);
+    assert_eq!(ca.rcvd_sack, cb.sent_sack);
     assert!(
         p.now < 1_000_000,
         "finished in {} ns: no 67 ms timeout",

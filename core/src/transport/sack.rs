@@ -315,11 +315,12 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
 
     /// A SACK for `trigger` arrived (its cumulative part already processed): record it
     /// and extend the retransmit range to it.
-    pub(crate) fn sr_sacked(&mut self, trigger: Psn) {
+    pub(crate) fn sr_sacked(&mut self, env: &mut Env<'_>, trigger: Psn) {
         let (cum, max) = (self.qp.comp.psn, self.qp.req.max_psn);
         if !self.sr_on() || trigger.before(cum) || !trigger.before(max) {
             return;
         }
+        env.ctr.rcvd_sack += 1;
         let tx = &mut self.q.sr.tx;
         tx.sacked.set(trigger);
         if tx.rtx_next.before(cum) {
@@ -487,7 +488,8 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
     }
 
     /// A SACK went out.
-    pub(crate) fn sr_commit_sack(&mut self) {
+    pub(crate) fn sr_commit_sack(&mut self, env: &mut Env<'_>) {
+        env.ctr.sent_sack += 1;
         self.q.sr.rx.out.pop_front();
     }
 }
