@@ -155,6 +155,29 @@ fn a_lost_resend_is_seen_by_later_sacks_not_the_timer() {
 }
 
 #[test]
+fn psns_across_the_wrap_and_far_from_zero() {
+    // The bitmaps and cursors work on 24-bit PSNs: start just before the wrap, and half
+    // the PSN space away from zero.
+    for start in [0xFF_FFF8u32, 0x9A_0000] {
+        let o = QpOpts {
+            sr: sr(0, 0),
+            timeout: 14,
+            a_psn: start,
+            ..QpOpts::default()
+        };
+        let at = |k: u32| Psn::new(start).add(k).value();
+        let drops: BTreeSet<u32> = [at(4), at(9), at(20)].into_iter().collect();
+        let mut p = Pair::new(4);
+        p.ab.filter = Some(drop_first_copy_of(drops));
+        let (src, dst) = writes(&mut p, &o, 2, 16 * 1024, false);
+        assert_eq!(p.b.mem.read(dst, 32 * 1024), p.a.mem.read(src, 32 * 1024));
+        let ca = *p.a.eng.counters();
+        assert_eq!(ca.retransmitted_pkts, 3, "start {start:#x}: {ca:#?}");
+        assert!(p.now < 1_000_000, "start {start:#x}: {} ns", p.now);
+    }
+}
+
+#[test]
 fn go_back_n_resends_more_for_the_same_drops() {
     // The baseline for the test above: the same drops without selective repeat.
     let drops: BTreeSet<u32> = [0x103, 0x111, 0x12A, 0x140].into_iter().collect();

@@ -553,6 +553,7 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
             qp.req.psn = p;
             qp.req.max_psn = p;
             qp.comp.psn = p;
+            self.q.sr.start_tx(p);
         }
         if let Some(n) = attr.max_rd_atomic {
             qp.max_rd_atomic = n;

@@ -193,6 +193,17 @@ impl SrState {
     pub(crate) fn cancel_rtx(&mut self) {
         self.tx.rtx_end = self.tx.rtx_next;
     }
+
+    /// The send queue starts at `psn` (`sq_psn` was set): the cursors start there, so
+    /// they compare correctly with the PSNs to come (half-window rule).
+    pub(crate) fn start_tx(&mut self, psn: Psn) {
+        self.tx = SackTx {
+            sacked: PsnBitmap::new(),
+            rtx_next: psn,
+            rtx_end: psn,
+            head_rtx_mark: None,
+        };
+    }
 }
 
 /// Whether `pkt` is a SACK (a NAK 0x60 with the SACK flag), and its trigger PSN.
@@ -302,8 +313,13 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
         let max = self.qp.req.max_psn;
         let tx = &mut self.q.sr.tx;
         tx.sacked.clear_range(from, to);
+        // Both cursors stay at or after the cumulative ACK, so they never fall half the
+        // PSN space behind it and compare the wrong way.
         if tx.rtx_next.before(to) {
             tx.rtx_next = to;
+        }
+        if tx.rtx_end.before(to) {
+            tx.rtx_end = to;
         }
         if from != to {
             // The new first missing PSN may have been resent already (the cursor is past
