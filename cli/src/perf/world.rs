@@ -5,7 +5,7 @@ use super::rx_buffer::{RxBuffer, RxBufferConfig, RxBufferCounters};
 use roce_core::wire::ethernet::MacAddr;
 use roce_host::LocalNic;
 use roce_sim::classify::classify;
-use roce_sim::{Fabric, HostId, LinkConfig, LinkId, Nanos, Node, Priorities};
+use roce_sim::{Fabric, HostId, LinkConfig, LinkId, Nanos, Node, Priorities, SwitchConfig, SwitchId};
 use std::rc::Rc;
 use std::time::Instant;
 
@@ -259,6 +259,8 @@ pub struct Sim {
     hosts: [HostId<NicNode>; 2],
     nics: [Rc<LocalNic>; 2],
     pub link: LinkId,
+    /// The switch between the NICs, if any ([`Sim::through_switch`]).
+    pub switch: Option<SwitchId>,
 }
 
 impl Sim {
@@ -283,11 +285,40 @@ impl Sim {
             hosts,
             nics,
             link,
+            switch: None,
         }
     }
 }
 
 impl Sim {
+    /// The two NIC nodes on the ports 0 and 1 of a switch `sw`, NIC i joined by
+    /// `links[i]` (a slower second link makes the switch a bottleneck). `link` is then
+    /// the switch-to-NIC-1 link.
+    pub fn through_switch(
+        nodes: [NicNode; 2],
+        links: [LinkConfig; 2],
+        sw: SwitchConfig,
+        seed: u64,
+    ) -> Self {
+        let mut fabric = Fabric::new(seed);
+        let nics = [nodes[0].nic.clone(), nodes[1].nic.clone()];
+        let macs = nics.clone().map(|n| MacAddr(n.port_config().mac));
+        let hosts = nodes.map(|n| fabric.add_host(n));
+        let switch = fabric.add_switch(sw, 2);
+        let mut link = None;
+        for i in 0..2 {
+            fabric.switch_mut(switch).add_route(macs[i], i);
+            link = Some(fabric.connect(hosts[i], 0, switch, i, links[i]));
+        }
+        Self {
+            fabric,
+            hosts,
+            nics,
+            link: link.expect("two links"),
+            switch: Some(switch),
+        }
+    }
+
     /// The fabric node of NIC `side` (its receive-buffer counters, say).
     pub fn node(&self, side: usize) -> &NicNode {
         self.fabric.host(self.hosts[side])
