@@ -16,6 +16,8 @@ use roce_core::num::Qpn;
 use roce_core::transport::Mtu;
 use roce_host::{Capacities, LocalNic};
 use roce_sim::{LinkConfig, RedConfig, SwitchConfig};
+use roce_tests::{have, python, scratch, tool};
+use std::path::Path;
 use std::rc::Rc;
 
 const G: u64 = 1_000_000_000;
@@ -77,7 +79,7 @@ struct Run {
     marked: u64,
 }
 
-fn run(cc: CcConfig) -> Run {
+fn run(cc: CcConfig, pcap: Option<&Path>) -> Run {
     let p = params();
     let nics = [0, 1].map(|s| {
         let mut cfg = perf::port(s);
@@ -92,9 +94,16 @@ fn run(cc: CcConfig) -> Run {
         shared_buffer: 16 << 20,
         ..SwitchConfig::default()
     };
-    let links = [LinkConfig::new(100 * G, 1_000), LinkConfig::new(25 * G, 1_000)];
+    let links = [
+        LinkConfig::new(100 * G, 1_000),
+        LinkConfig::new(25 * G, 1_000),
+    ];
     let mut sim = Sim::through_switch(nodes, links, sw, 1);
     let sampler = sim.fabric.sample_queues(sim.switch.unwrap(), TICK);
+    let tap = pcap.map(|p| {
+        let f = std::io::BufWriter::new(std::fs::File::create(p).unwrap());
+        sim.fabric.tap(sim.link, f).unwrap()
+    });
     let mut w = Sampled {
         sim,
         next: 0,
@@ -102,6 +111,9 @@ fn run(cc: CcConfig) -> Run {
     };
     let m = perf::run(&mut w, &p, &mut Progress::silent()).unwrap();
     assert_eq!((m.drops, m.retransmits), (0, 0));
+    if let Some(t) = tap {
+        w.sim.fabric.close_tap(t).unwrap();
+    }
     let series = w.sim.fabric.queue_series(sampler);
     let depths: Vec<u64> = series
         .samples
@@ -121,8 +133,10 @@ fn run(cc: CcConfig) -> Run {
 
 #[test]
 fn dcqcn_keeps_the_bottleneck_queue_short() {
-    let off = run(CcConfig::default());
-    let on = run(CcConfig::dcqcn(100 * G));
+    let dir = scratch("dcqcn-sim");
+    let pcap = dir.join("bottleneck.pcap");
+    let off = run(CcConfig::default(), None);
+    let on = run(CcConfig::dcqcn(100 * G), Some(&pcap));
     let [a, b] = on.w.nics();
     let (ca, cb) = (a.counters(), b.counters());
     let min_rate = on.w.rates.iter().map(|r| r.1).min().unwrap();
@@ -163,4 +177,37 @@ fn dcqcn_keeps_the_bottleneck_queue_short() {
     // Recovery: the rate climbs again after its lowest point (the timer's fast recovery).
     let lowest = on.w.rates.iter().position(|r| r.1 == min_rate).unwrap();
     assert!(on.w.rates[lowest..].iter().any(|r| r.1 > 2 * min_rate));
+
+    // On the wire of the bottleneck link: Wireshark finds every CNP (opcode 129) and
+    // every ICRC verifies (the checker computes it independently), CE marks included.
+    if have("tshark") {
+        let (ok, out) = python(
+            &tool("check_with_tshark.py"),
+            &[&pcap, std::path::Path::new("--quiet")],
+        );
+        assert!(ok, "{out}");
+        assert!(out.contains("\"icrc_bad\": 0"), "{out}");
+        let t = std::process::Command::new("tshark")
+            .args([
+                "-r",
+                pcap.to_str().unwrap(),
+                "-Y",
+                "infiniband.bth.opcode == 129",
+            ])
+            .args([
+                "-T",
+                "fields",
+                "-e",
+                "infiniband.bth.destqp",
+                "-e",
+                "ip.dsfield",
+            ])
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&t.stdout);
+        let rows: Vec<&str> = text.lines().collect();
+        assert_eq!(rows.len() as u64, cb.np_cnp_sent);
+        let want = format!("0x{:06x}\t0xc2", QPN_BASE);
+        assert!(rows.iter().all(|r| *r == want), "{rows:?} vs {want}");
+    }
 }

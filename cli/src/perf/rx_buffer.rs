@@ -39,7 +39,10 @@ impl RxBufferConfig {
     /// A buffer of `capacity` bytes drained at `drain_bps`, PFC on `pfc` with the
     /// longest pause (refreshed).
     pub fn new(capacity: u64, drain_bps: u64, pfc: Priorities, xoff: u64, xon: u64) -> Self {
-        assert!(xon < xoff && xoff <= capacity, "need XON < XOFF <= capacity");
+        assert!(
+            xon < xoff && xoff <= capacity,
+            "need XON < XOFF <= capacity"
+        );
         Self {
             capacity,
             drain_bps,
@@ -177,9 +180,8 @@ impl RxBuffer {
         self.announce = 0;
         // Refresh at half the pause time, so the partner never resumes while the buffer
         // is still above XON.
-        self.refresh_at = (self.xoff != 0 && self.link_bps > 0).then(|| {
-            now + (quanta_to_nanos(self.cfg.pause_quanta, self.link_bps) / 2).max(1)
-        });
+        self.refresh_at = (self.xoff != 0 && self.link_bps > 0)
+            .then(|| now + (quanta_to_nanos(self.cfg.pause_quanta, self.link_bps) / 2).max(1));
         self.counters.pause_frames_sent += 1;
         Some(n)
     }
@@ -210,7 +212,9 @@ mod tests {
             b.push(0, &f, 3);
         }
         // 3000 > 2500: XOFF for priority 3 with 0xFFFF quanta.
-        let n = b.pause_frame(0, MacAddr([2, 0, 0, 0, 0, 1]), &mut buf).unwrap();
+        let n = b
+            .pause_frame(0, MacAddr([2, 0, 0, 0, 0, 1]), &mut buf)
+            .unwrap();
         let (_, req) = PfcRepr::parse_frame(&buf[..n]).unwrap();
         assert_eq!((req.enable, req.quanta[3]), (0b1000, 0xFFFF));
         // Refresh at half of 65535 x 512 bits at 100 Gb/s = 335_540 ns / 2.
@@ -223,10 +227,14 @@ mod tests {
         assert!(b.pop_due(999).is_none());
         for t in [1000, 2000, 3000] {
             assert!(b.pop_due(t).is_some());
-            assert!(b.pause_frame(t, MacAddr([2, 0, 0, 0, 0, 1]), &mut buf).is_none());
+            assert!(b
+                .pause_frame(t, MacAddr([2, 0, 0, 0, 0, 1]), &mut buf)
+                .is_none());
         }
         assert!(b.pop_due(4000).is_some());
-        let n = b.pause_frame(4000, MacAddr([2, 0, 0, 0, 0, 1]), &mut buf).unwrap();
+        let n = b
+            .pause_frame(4000, MacAddr([2, 0, 0, 0, 0, 1]), &mut buf)
+            .unwrap();
         let (_, req) = PfcRepr::parse_frame(&buf[..n]).unwrap();
         assert_eq!((req.enable, req.quanta[3]), (0b1000, 0));
         assert_eq!((b.counters.xoff_sent[3], b.counters.xon_sent[3]), (1, 1));

@@ -5,7 +5,9 @@ use super::rx_buffer::{RxBuffer, RxBufferConfig, RxBufferCounters};
 use roce_core::wire::ethernet::MacAddr;
 use roce_host::LocalNic;
 use roce_sim::classify::classify;
-use roce_sim::{Fabric, HostId, LinkConfig, LinkId, Nanos, Node, Priorities, SwitchConfig, SwitchId};
+use roce_sim::{
+    Fabric, HostId, LinkConfig, LinkId, Nanos, Node, Priorities, SwitchConfig, SwitchId,
+};
 use std::rc::Rc;
 use std::time::Instant;
 
