@@ -779,6 +779,14 @@ pub(crate) struct TxDesc {
     pub commit: Commit,
 }
 
+impl TxDesc {
+    /// A request or a READ response / ATOMIC ACK: what congestion control paces (ACKs and
+    /// NAKs are not held back).
+    pub fn carries_data(&self) -> bool {
+        matches!(self.commit, Commit::Request { .. } | Commit::Item { .. })
+    }
+}
+
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum PayloadSrc {
     None,

@@ -127,9 +127,16 @@ pub struct Node {
 
 impl Node {
     pub fn new(id: u8) -> Self {
+        Self::with_port(id, |_| {})
+    }
+
+    /// A node whose port configuration `adjust` changes first (congestion control, say).
+    pub fn with_port(id: u8, adjust: impl FnOnce(&mut PortConfig)) -> Self {
         let mac = [0x02, 0, 0, 0, 0, id];
         let gid = ipv4_gid([10, 0, 0, id]);
-        let mut eng = Box::new(Eng::new(PortConfig::new(mac, gid)));
+        let mut cfg = PortConfig::new(mac, gid);
+        adjust(&mut cfg);
+        let mut eng = Box::new(Eng::new(cfg));
         let pd = eng.alloc_pd().unwrap();
         let cq = eng.create_cq().unwrap();
         Self {
