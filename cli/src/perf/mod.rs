@@ -63,6 +63,8 @@ pub struct Params {
     pub mtu: Mtu,
     /// Outstanding WRs per QP (`--tx-depth`).
     pub tx_depth: usize,
+    /// Local ACK timeout exponent: 4.096 us x 2^timeout (`-u`, `--qp-timeout`).
+    pub timeout: u8,
 }
 
 /// What one run measured.
@@ -142,6 +144,7 @@ fn setup(world: &[&Rc<LocalNic>; 2], p: &Params) -> Result<[Side; 2]> {
     let [a, b]: [Side; 2] = sides.try_into().map_err(|_| anyhow::anyhow!("two sides"))?;
     let opts = ConnectOptions {
         mtu: p.mtu,
+        timeout: p.timeout,
         ..ConnectOptions::default()
     };
     for i in 0..p.qps {
