@@ -484,27 +484,6 @@ pub fn run(f: &FabricScenario, seed: u64, progress: &mut Progress) -> Result<Fab
         progress.update(t as usize, duration as usize);
     }
     progress.finish();
-    if std::env::var("SIM_DEBUG").is_ok() {
-        for fl in &flows {
-            eprintln!(
-                "flow src {} dst {} dst_qpn {} outstanding {} completed {} rx {}",
-                fl.src,
-                fl.dst,
-                fl.dst_qpn,
-                fl.outstanding,
-                fl.completed,
-                fabric.host(hosts[fl.dst].node).rx_bytes(fl.dst_qpn)
-            );
-        }
-        for h in &hosts {
-            eprintln!(
-                "{} {:?} {:?}",
-                h.name,
-                h.nic.counters(),
-                fabric.port_counters(h.node, 0)
-            );
-        }
-    }
 
     // The averages over the window.
     let window_ns = duration - measure_from;
