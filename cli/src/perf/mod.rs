@@ -2,6 +2,7 @@
 //! NICs, written against the verbs API exactly as an application would be.
 
 pub mod report;
+pub mod rx_buffer;
 pub mod world;
 
 use crate::progress::Progress;

@@ -19,6 +19,7 @@ use super::nanos;
 use crate::perf::world::NicNode;
 use crate::progress::Progress;
 use anyhow::{bail, Context as _, Result};
+use roce_core::cc::CcConfig;
 use roce_core::engine::PortConfig;
 use roce_core::memory::AccessFlags;
 use roce_core::num::Psn;
@@ -203,7 +204,7 @@ pub struct Summary {
     pub pause_frames_by_port: Vec<(String, u64)>,
     /// Nanoseconds each host's transmitter spent paused (data priority), by host.
     pub host_paused_ns: Vec<(String, u64)>,
-    /// CNPs the NICs received.
+    /// CNPs the NICs sent (notification points).
     pub cnps: u64,
     pub ecn_marked: u64,
     pub retransmits: u64,
@@ -293,9 +294,6 @@ pub fn run(f: &FabricScenario, seed: u64, progress: &mut Progress) -> Result<Fab
     let mtu = Mtu::from_bytes_floor(f.mtu)
         .filter(|m| m.bytes() == f.mtu)
         .with_context(|| format!("MTU {}: use 256, 512, 1024, 2048 or 4096", f.mtu))?;
-    if f.cc.dcqcn {
-        bail!("[cc] dcqcn: the engine does not implement DCQCN's reaction and notification points yet");
-    }
     let priority = f.dscp >> 3;
 
     // Switches and their ports: hosts first, then trunks.
@@ -338,7 +336,11 @@ pub fn run(f: &FabricScenario, seed: u64, progress: &mut Progress) -> Result<Fab
             bail!("at most 250 hosts");
         }
         let last = h as u8 + 1;
-        let port_cfg = PortConfig::new([0x02, 0, 0, 0, 0, last], ipv4_gid([10, 0, 0, last]));
+        let mut port_cfg =
+            PortConfig::new([0x02, 0, 0, 0, 0, last], ipv4_gid([10, 0, 0, last]));
+        if f.cc.dcqcn {
+            port_cfg.cc = CcConfig::dcqcn(rate);
+        }
         let caps =
             if flows_of(h) <= roce_firmware::config::QPS && f.depth <= roce_firmware::config::SQ {
                 Capacities::Firmware
@@ -714,7 +716,7 @@ fn totals(fabric: &Fabric, hosts: &[Host]) -> Totals {
     };
     Totals {
         pause_frames: sw_ports().map(|p| p.pause_frames_sent).sum(),
-        cnps: nic(|c| c.rcvd_cnp),
+        cnps: nic(|c| c.np_cnp_sent),
         retransmits: nic(|c| c.retransmitted_pkts),
         drops: dropped + lost,
     }
@@ -786,7 +788,7 @@ impl FabricResult {
         }
         rows.extend([
             ("ECN marks".into(), s.ecn_marked.to_string()),
-            ("CNPs received".into(), s.cnps.to_string()),
+            ("CNPs sent".into(), s.cnps.to_string()),
             ("retransmitted packets".into(), s.retransmits.to_string()),
             (
                 "bottleneck utilisation".into(),

@@ -239,7 +239,7 @@ pub fn fabric(path: &Path, title: &str, r: &FabricResult) -> Result<()> {
     type Get = fn(&super::fabric::Sample) -> u64;
     let series: [(&str, Get); 3] = [
         ("PFC frames sent", |s| s.pause_frames),
-        ("CNPs received", |s| s.cnps),
+        ("CNPs sent", |s| s.cnps),
         ("retransmitted packets", |s| s.retransmits),
     ];
     for (i, (name, get)) in series.into_iter().enumerate() {

@@ -27,18 +27,21 @@ use core::net::{Ipv4Addr, Ipv6Addr};
 
 use heapless::Deque;
 
+use crate::cc::{CcConfig, QpCc, QpCcInfo, ECN_CE, ECN_ECT0};
 use crate::memory::{AccessFlags, Dma, DmaError, MemError, MemoryTable, MrKeys, Pd};
-use crate::num::{Lkey, Qpn};
+use crate::num::{Lkey, Psn, Qpn};
 use crate::transport::{
     CompletionSink, Counters, Env, Error, Instant, Mtu, PortLimits, Qp, QpAttr, QpInfo, QpInitAttr,
     QpQueues, QpRef, QpType, RecvWr, SendWr, TransportConfig, TxDesc, WorkCompletion,
 };
+use crate::wire::bth::BthRepr;
+use crate::wire::cnp::CnpRepr;
 use crate::wire::ethernet::{EthernetRepr, MacAddr, VlanRepr};
 use crate::wire::ipv4::Ipv4Repr;
 use crate::wire::ipv6::{Ipv6Repr, NEXT_HEADER_UDP};
-use crate::wire::opcode::{Operation, Transport};
+use crate::wire::opcode::{Opcode, Operation, Transport};
 use crate::wire::udp::{UdpRepr, ROCEV2_PORT};
-use crate::wire::{self, Headers, L3Repr};
+use crate::wire::{self, ExtHeaders, Headers, L3Repr};
 
 /// QPNs are `QPN_BASE + slot`; 0 and 1 are the special QPs, and rxe starts at 16.
 pub const QPN_BASE: u32 = 16;
@@ -59,6 +62,8 @@ pub struct PortConfig {
     pub active_mtu: Mtu,
     /// Requester window and AckReq policy.
     pub transport: TransportConfig,
+    /// Congestion control (DCQCN); off by default.
+    pub cc: CcConfig,
 }
 
 impl PortConfig {
@@ -70,6 +75,7 @@ impl PortConfig {
             pkeys: [0xFFFF, 0, 0, 0],
             active_mtu: Mtu::Mtu4096,
             transport: TransportConfig::default(),
+            cc: CcConfig::default(),
         }
     }
 }
@@ -142,6 +148,10 @@ pub struct Engine<
     cqs: CqTable<CQS, CQE>,
     qps: [Option<Qp>; QPS],
     queues: [QpQueues<SQ, RQ, RD>; QPS],
+    /// Congestion control per QP slot, beside the contexts.
+    cc: [QpCc; QPS],
+    /// Some QP has its reaction point on: CC timers and pacing need looking at.
+    cc_any: bool,
     counters: Counters,
     /// Round-robin position of `poll_transmit`.
     tx_next: usize,
@@ -173,6 +183,8 @@ impl<
             },
             qps: array::from_fn(|_| None),
             queues: array::from_fn(|_| QpQueues::new()),
+            cc: [QpCc::new(&cfg.cc); QPS],
+            cc_any: cfg.cc.rp,
             counters: Counters::default(),
             tx_next: 0,
             hi: 0,
@@ -301,6 +313,9 @@ impl<
         if let Some(q) = self.queues.get_mut(slot) {
             q.clear();
         }
+        if let Some(c) = self.cc.get_mut(slot) {
+            *c = QpCc::new(&self.cfg.cc);
+        }
         if let Some(s) = self.qps.get_mut(slot) {
             *s = Some(Qp::new(qpn, init));
             self.hi = self.hi.max(slot + 1);
@@ -396,6 +411,24 @@ impl<
             .ok_or(Error::NoSuchQp(qpn))
     }
 
+    /// Switches DCQCN's reaction point for one QP (the engine-wide default is
+    /// `PortConfig::cc.rp`): on, the QP's frames carry ECT(0), CNPs for it cut its rate
+    /// and its data packets are paced; the rate restarts at line rate either way.
+    pub fn set_qp_cc(&mut self, qpn: Qpn, rp: bool) -> Result<(), Error> {
+        let slot = self.slot(qpn).ok_or(Error::NoSuchQp(qpn))?;
+        let cfg = self.cfg.cc;
+        let c = self.cc.get_mut(slot).ok_or(Error::NoSuchQp(qpn))?;
+        c.set_rp(&cfg, rp);
+        self.cc_any |= rp;
+        Ok(())
+    }
+
+    /// A QP's congestion control state: current and target rate, alpha, CNP and ECN
+    /// counters (for time series).
+    pub fn qp_cc(&self, qpn: Qpn) -> Option<QpCcInfo> {
+        self.cc.get(self.slot(qpn)?).map(QpCc::info)
+    }
+
     // -----------------------------------------------------------------------------------
     // Application commands
 
@@ -447,13 +480,16 @@ impl<
                 return;
             }
         };
-        let (src_gid, dst_gid, hdr_len) = match pkt.l3() {
+        let (src_gid, dst_gid, hdr_len, ecn) = match pkt.l3() {
             L3Repr::Ipv4(ip) => (
                 crate::transport::ipv4_gid(ip.src.octets()),
                 crate::transport::ipv4_gid(ip.dst.octets()),
                 Ipv4Repr::LEN,
+                ip.ecn,
             ),
-            L3Repr::Ipv6(ip) | L3Repr::Grh(ip) => (ip.src.octets(), ip.dst.octets(), Ipv6Repr::LEN),
+            L3Repr::Ipv6(ip) => (ip.src.octets(), ip.dst.octets(), Ipv6Repr::LEN, ip.ecn),
+            // RoCEv1 has no ECN.
+            L3Repr::Grh(ip) => (ip.src.octets(), ip.dst.octets(), Ipv6Repr::LEN, 0),
         };
         if pkt.eth().dst.0 != self.cfg.mac || dst_gid != self.cfg.gid {
             self.counters.rcvd_not_for_us += 1;
@@ -461,7 +497,7 @@ impl<
         }
         let info = pkt.info();
         if info.transport == Transport::Cnp {
-            self.counters.rcvd_cnp += 1;
+            self.on_cnp(now, pkt.dest_qp(), src_gid);
             return;
         }
         let Some(slot) = self.slot(pkt.dest_qp()) else {
@@ -488,6 +524,9 @@ impl<
             return;
         }
         self.counters.rcvd_pkts += 1;
+        if ecn == ECN_CE {
+            self.on_ce(now, slot);
+        }
         let l3 = pkt.layout().l3;
         let net_hdr = frame.get(l3..l3.saturating_add(hdr_len)).unwrap_or(&[]);
         let response = matches!(
@@ -503,9 +542,62 @@ impl<
         });
     }
 
-    /// Runs the timers due at `now` (local ACK timeout, RNR wait).
+    /// The reaction point: a CNP names one of our QPs (its DestQP). It counts only when
+    /// it comes from that QP's peer and the QP has its reaction point on.
+    fn on_cnp(&mut self, now: Instant, qpn: Qpn, src_gid: [u8; 16]) {
+        let handled = match self.slot(qpn) {
+            Some(slot) => {
+                let from_peer = matches!(self.qps.get(slot), Some(Some(qp)) if qp.qp_type() != QpType::Ud && qp.av.dgid == src_gid);
+                let cfg = &self.cfg.cc;
+                from_peer
+                    && self
+                        .cc
+                        .get_mut(slot)
+                        .is_some_and(|c| c.on_cnp(cfg, now.as_nanos()))
+            }
+            None => false,
+        };
+        if handled {
+            self.counters.rp_cnp_handled += 1;
+        } else {
+            self.counters.rp_cnp_ignored += 1;
+        }
+    }
+
+    /// The notification point: a CE-marked packet for QP `slot` was accepted. An RC/UC
+    /// QP owes its peer a CNP, at most one per `cnp_interval_ns` (UD has no peer QP to
+    /// name here).
+    fn on_ce(&mut self, now: Instant, slot: usize) {
+        self.counters.np_ecn_marked_roce_packets += 1;
+        let np = self.cfg.cc.np
+            && matches!(self.qps.get(slot), Some(Some(qp)) if qp.qp_type() != QpType::Ud);
+        if let Some(c) = self.cc.get_mut(slot) {
+            c.on_ce(&self.cfg.cc, now.as_nanos(), np);
+        }
+    }
+
+    /// Writes the CNP QP `slot` owes into `buf`, if any.
+    fn poll_cnp(&mut self, slot: usize, buf: &mut [u8]) -> Option<usize> {
+        if !self.cc.get(slot)?.cnp_pending() {
+            return None;
+        }
+        let qp = self.qps.get(slot)?.as_ref()?;
+        let n = wire::emit(&cnp_headers(&self.cfg, qp), &[], buf).ok()?;
+        self.cc.get_mut(slot)?.cnp_sent();
+        self.counters.np_cnp_sent += 1;
+        Some(n)
+    }
+
+    /// Runs the timers due at `now` (local ACK timeout, RNR wait, DCQCN timers, pacing).
     pub fn handle_timeout(&mut self, now: Instant) {
         let now = self.clock(now);
+        if self.cc_any {
+            let cfg = &self.cfg.cc;
+            let hi = self.hi;
+            for c in self.cc.iter_mut().take(hi) {
+                c.handle_timeout(cfg, now.as_nanos());
+            }
+        }
         for slot in 0..self.hi {
             let due = matches!(self.qps.get(slot), Some(Some(q)) if q.next_deadline().is_some_and(|t| t <= now));
             if due {
@@ -519,13 +611,29 @@ impl<
 
     /// When `handle_timeout` should next be called, if any timer is armed.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        self.qps
+        let qp = self
+            .qps
             .get(..self.hi)
             .unwrap_or(&[])
             .iter()
             .flatten()
             .filter_map(Qp::next_deadline)
+            .min();
+        if !self.cc_any {
+            return qp;
+        }
+        let cc = self
+            .cc
+            .get(..self.hi)
+            .unwrap_or(&[])
+            .iter()
+            .filter_map(QpCc::poll_timeout)
             .min()
+            .map(Instant::from_nanos);
+        match (qp, cc) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     /// Completes what waits for CQ room: flushes of QPs in ERR, finished send WQEs.
@@ -558,7 +666,9 @@ impl<
 
     /// Writes the next frame to send into `buf` and returns its length, or `None` when
     /// nothing is ready (or `buf` is too small for the frame: give it at least
-    /// MTU + 128 bytes). QPs take turns, one frame each.
+    /// MTU + 128 bytes). QPs take turns, one frame each; a QP's owed CNP goes before
+    /// its other frames, and a rate-limited QP's data packets wait for its pacer (ACKs
+    /// do not).
     pub fn poll_transmit(
         &mut self,
         now: Instant,
@@ -572,10 +682,27 @@ impl<
             if !matches!(self.qps.get(slot), Some(Some(_))) {
                 continue;
             }
+            if let Some(len) = self.poll_cnp(slot, buf) {
+                self.tx_next = (slot + 1) % hi;
+                self.counters.sent_pkts += 1;
+                return Some(len);
+            }
+            let (gated, ect) = match self.cc.get(slot) {
+                Some(c) if self.cc_any => (c.gated(&self.cfg.cc, now.as_nanos()), c.rp_on()),
+                _ => (false, false),
+            };
+            let mut held = false;
             let sent = self.with_qp(slot, now, dma, |r, env, cfg| {
                 for _ in 0..4 {
                     let d = r.prepare_tx(env)?;
-                    let headers = build_headers(cfg, r.qp, &d);
+                    if gated && d.carries_data() {
+                        held = true;
+                        return None;
+                    }
+                    let mut headers = build_headers(cfg, r.qp, &d);
+                    if ect {
+                        set_ect(&mut headers.l3);
+                    }
                     let body_len = d.payload_len as usize + usize::from(d.bth.pad_count);
                     let mut filled = true;
                     let rr = &*r;
@@ -587,7 +714,7 @@ impl<
                     match res {
                         Ok(layout) if filled => {
                             r.commit_tx(env, &d);
-                            return Some(layout.end);
+                            return Some((layout.end, d.carries_data()));
                         }
                         Ok(_) => r.abort_tx(env, &d),
                         Err(_) => return None,
@@ -595,7 +722,15 @@ impl<
                 }
                 None
             });
-            if let Some(Some(len)) = sent {
+            if ect {
+                if let Some(c) = self.cc.get_mut(slot) {
+                    c.set_held(held);
+                    if let Some(Some((len, true))) = sent {
+                        c.on_sent(&self.cfg.cc, now.as_nanos(), len);
+                    }
+                }
+            }
+            if let Some(Some((len, _))) = sent {
                 self.tx_next = (slot + 1) % hi;
                 self.counters.sent_pkts += 1;
                 return Some(len);
@@ -620,6 +755,74 @@ impl<
     /// Bytes of the whole engine.
     pub const fn size() -> usize {
         core::mem::size_of::<Self>()
+    }
+}
+
+/// Marks a frame ECN-capable (ECT(0)) unless its traffic class already chose a codepoint.
+fn set_ect(l3: &mut L3Repr) {
+    let ecn = match l3 {
+        L3Repr::Ipv4(ip) => &mut ip.ecn,
+        L3Repr::Ipv6(ip) | L3Repr::Grh(ip) => &mut ip.ecn,
+    };
+    if *ecn == 0 {
+        *ecn = ECN_ECT0;
+    }
+}
+
+/// A RoCEv2 CNP to the peer of `qp`, laid out as the ConnectX-4 Lx capture of
+/// roce-facts §3.4/§5.4: DSCP `cnp_dscp` with ECT(0), DF, UDP source port 0, BTH opcode
+/// 0x81 with BECN, P_Key 0xFFFF, DestQP = the peer's QP (the one to slow down), PSN 0,
+/// and 16 zero bytes.
+fn cnp_headers(cfg: &PortConfig, qp: &Qp) -> Headers {
+    let av = qp.av;
+    let hop = if av.hop_limit == 0 { 64 } else { av.hop_limit };
+    let l3 = if av.is_ipv4() {
+        let g = cfg.gid;
+        let a = av.dgid;
+        L3Repr::Ipv4(Ipv4Repr {
+            src: Ipv4Addr::new(g[12], g[13], g[14], g[15]),
+            dst: Ipv4Addr::new(a[12], a[13], a[14], a[15]),
+            dscp: cfg.cc.cnp_dscp,
+            ecn: ECN_ECT0,
+            ttl: hop,
+            ..Ipv4Repr::default()
+        })
+    } else {
+        L3Repr::Ipv6(Ipv6Repr {
+            src: Ipv6Addr::from(cfg.gid),
+            dst: Ipv6Addr::from(av.dgid),
+            dscp: cfg.cc.cnp_dscp,
+            ecn: ECN_ECT0,
+            flow_label: 0,
+            next_header: NEXT_HEADER_UDP,
+            hop_limit: hop,
+        })
+    };
+    let mut bth = BthRepr::new(Opcode::CNP, qp.dest_qpn, Psn::ZERO);
+    bth.becn = true;
+    Headers {
+        eth: EthernetRepr {
+            dst: MacAddr(av.dmac),
+            src: MacAddr(cfg.mac),
+            ethertype: 0,
+        },
+        vlan: av.vlan_id.map(|vid| VlanRepr {
+            pcp: cfg.cc.cnp_prio & 7,
+            dei: false,
+            vid: vid & 0x0FFF,
+            ethertype: 0,
+        }),
+        l3,
+        udp: Some(UdpRepr {
+            src_port: 0,
+            dst_port: ROCEV2_PORT,
+            checksum: 0,
+        }),
+        bth,
+        ext: ExtHeaders {
+            cnp: Some(CnpRepr::default()),
+            ..ExtHeaders::default()
+        },
     }
 }
 
