@@ -215,6 +215,9 @@ pub struct Summary {
     pub mean_rates_gbps: Vec<f64>,
     /// Jain's fairness index of the mean rates of the flows active in the whole window.
     pub jain: f64,
+    /// From when on Jain's index over every trailing 1 ms (flows active throughout it)
+    /// stays at or above 0.95; `None` if it never settles there.
+    pub fair_from_ns: Option<Nanos>,
     /// Bottleneck queue over the window's samples: minimum, mean, maximum bytes, and the
     /// fraction of samples within [Kmin, Kmax] (1 without ECN).
     pub queue_min: u64,
@@ -336,8 +339,7 @@ pub fn run(f: &FabricScenario, seed: u64, progress: &mut Progress) -> Result<Fab
             bail!("at most 250 hosts");
         }
         let last = h as u8 + 1;
-        let mut port_cfg =
-            PortConfig::new([0x02, 0, 0, 0, 0, last], ipv4_gid([10, 0, 0, last]));
+        let mut port_cfg = PortConfig::new([0x02, 0, 0, 0, 0, last], ipv4_gid([10, 0, 0, last]));
         if f.cc.dcqcn {
             port_cfg.cc = CcConfig::dcqcn(rate);
         }
@@ -559,6 +561,7 @@ pub fn run(f: &FabricScenario, seed: u64, progress: &mut Progress) -> Result<Fab
         retransmits: totals.retransmits,
         bottleneck_utilisation: carried as f64 * 8.0 / (rate as f64 * window_ns as f64 / 1e9),
         jain: jain(&whole),
+        fair_from_ns: fair_from(&samples, &flows),
         mean_rates_gbps: mean_rates,
         queue_min: queues.iter().copied().min().unwrap_or(0),
         queue_mean: queues.iter().sum::<u64>() as f64 / queues.len().max(1) as f64,
@@ -572,6 +575,38 @@ pub fn run(f: &FabricScenario, seed: u64, progress: &mut Progress) -> Result<Fab
         summary,
         ecn,
     })
+}
+
+/// Fairness window of [`Summary::fair_from_ns`].
+const FAIR_WINDOW_NS: Nanos = 1_000_000;
+
+/// The first sample time from which Jain's index of the flows' mean rates over each
+/// trailing [`FAIR_WINDOW_NS`] stays at or above 0.95. Only flows active over the whole
+/// trailing window count; a window with fewer than two of them says nothing.
+fn fair_from(samples: &[Sample], flows: &[Flow]) -> Option<Nanos> {
+    let mut from = None;
+    for (i, s) in samples.iter().enumerate() {
+        let lo = s.time_ns.saturating_sub(FAIR_WINDOW_NS);
+        if s.time_ns < FAIR_WINDOW_NS {
+            continue;
+        }
+        let window: Vec<&Sample> = samples[..=i].iter().filter(|x| x.time_ns > lo).collect();
+        let means: Vec<f64> = flows
+            .iter()
+            .enumerate()
+            .filter(|(_, fl)| fl.start <= lo && fl.stop >= s.time_ns)
+            .map(|(k, _)| window.iter().map(|x| x.rates_gbps[k]).sum::<f64>() / window.len() as f64)
+            .collect();
+        if means.len() < 2 {
+            continue;
+        }
+        if jain(&means) >= 0.95 {
+            from.get_or_insert(s.time_ns);
+        } else {
+            from = None;
+        }
+    }
+    from
 }
 
 /// What is on the other end of a switch port.
@@ -822,6 +857,11 @@ impl FabricResult {
             .collect();
         rows.push(("mean rate per flow (Gb/s)".into(), rates.join(", ")));
         rows.push(("Jain's index".into(), format!("{:.4}", s.jain)));
+        rows.push((
+            "Jain >= 0.95 over every trailing 1 ms from".into(),
+            s.fair_from_ns
+                .map_or("never".into(), |t| format!("{} ms", ms(t))),
+        ));
         let mut out = String::from("| measure | value |\n| --- | --- |\n");
         for (k, v) in rows {
             out += &format!("| {k} | {v} |\n");
