@@ -179,6 +179,8 @@ pub struct Sample {
     pub time_ns: Nanos,
     /// Each flow's rate over the last period, Gb/s of wire bytes.
     pub rates_gbps: Vec<f64>,
+    /// Each flow's DCQCN current rate Rc at the sender (Gb/s); empty without DCQCN.
+    pub rc_gbps: Vec<f64>,
     /// Bytes queued at the bottleneck port (all priorities).
     pub queue_bytes: u64,
     /// Running totals.
@@ -472,10 +474,17 @@ pub fn run(f: &FabricScenario, seed: u64, progress: &mut Progress) -> Result<Fab
                     r
                 })
                 .collect();
+            let rc = flows
+                .iter()
+                .filter_map(|fl| hosts[fl.src].nic.qp_cc(fl.qp.qpn()))
+                .filter(|cc| cc.rp_enabled)
+                .map(|cc| cc.rate as f64 / 1e9)
+                .collect();
             let totals = totals(&fabric, &hosts);
             samples.push(Sample {
                 time_ns: t,
                 rates_gbps: rates,
+                rc_gbps: rc,
                 queue_bytes: (0..8)
                     .map(|p| fabric.switch(switches[bsw]).queue_depth(bport, p))
                     .sum(),
@@ -763,16 +772,23 @@ impl FabricResult {
         self.flows.iter().position(|f| f == name)
     }
 
-    /// `time_us,<flow>_gbps...,queue_bytes,pause_frames,cnps,retransmits,drops`.
+    /// `time_us,<flow>_gbps...,[<flow>_rc_gbps...,]queue_bytes,pause_frames,cnps,
+    /// retransmits,drops`: measured rates, then DCQCN's current rates when it is on.
     pub fn write_csv(&self, mut w: impl Write) -> std::io::Result<()> {
         write!(w, "time_us")?;
         for f in &self.flows {
             write!(w, ",{f}_gbps")?;
         }
+        let dcqcn = self.samples.first().is_some_and(|s| !s.rc_gbps.is_empty());
+        if dcqcn {
+            for f in &self.flows {
+                write!(w, ",{f}_rc_gbps")?;
+            }
+        }
         writeln!(w, ",queue_bytes,pause_frames,cnps,retransmits,drops")?;
         for s in &self.samples {
             write!(w, "{}", s.time_ns as f64 / 1e3)?;
-            for r in &s.rates_gbps {
+            for r in s.rates_gbps.iter().chain(&s.rc_gbps) {
                 write!(w, ",{r:.3}")?;
             }
             writeln!(
