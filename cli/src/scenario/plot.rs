@@ -66,6 +66,7 @@ pub fn sweep(path: &Path, title: &str, r: &SweepResult) -> Result<()> {
     let labels: Vec<String> = s.loss.iter().map(|&l| loss_label(l)).collect();
     chart
         .configure_mesh()
+        .light_line_style(TRANSPARENT)
         .x_labels(n as usize)
         .x_label_formatter(&|i| labels.get(*i as usize).cloned().unwrap_or_default())
         .x_desc("frame loss probability (each direction)")
@@ -136,6 +137,7 @@ pub fn fabric(path: &Path, title: &str, r: &FabricResult) -> Result<()> {
         .map_err(err)?;
     chart
         .configure_mesh()
+        .light_line_style(TRANSPARENT)
         .x_desc("time (ms)")
         .y_desc("Gb/s")
         .label_style((FONT, 13))
@@ -178,6 +180,7 @@ pub fn fabric(path: &Path, title: &str, r: &FabricResult) -> Result<()> {
         .map_err(err)?;
     chart
         .configure_mesh()
+        .light_line_style(TRANSPARENT)
         .x_desc("time (ms)")
         .y_desc("KB")
         .label_style((FONT, 13))
@@ -230,8 +233,10 @@ pub fn fabric(path: &Path, title: &str, r: &FabricResult) -> Result<()> {
         .map_err(err)?;
     chart
         .configure_mesh()
+        .light_line_style(TRANSPARENT)
         .x_desc("time (ms)")
         .y_desc("count")
+        .y_label_formatter(&|v| format!("{v:.0}"))
         .label_style((FONT, 13))
         .axis_desc_style((FONT, 14))
         .draw()
