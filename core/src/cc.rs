@@ -577,6 +577,23 @@ mod tests {
     }
 
     #[test]
+    fn alpha_timer_stops_once_alpha_is_zero() {
+        // alpha only decays; at 0 the timer could change nothing, so it stops and an
+        // idle flow at line rate asks for no more wake-ups.
+        let mut cfg = DcqcnConfig::new(G100);
+        cfg.g = ONE / 2; // alpha halves per period: 2^20 -> 0 after 21 periods
+        let mut rp = ReactionPoint::new(&cfg);
+        rp.on_cnp(&cfg, 0);
+        let mut wakeups = 0;
+        while let Some(t) = rp.poll_timeout() {
+            rp.handle_timeout(&cfg, t);
+            wakeups += 1;
+            assert!(wakeups < 1000);
+        }
+        assert_eq!((rp.alpha(), rp.rate()), (0, G100));
+    }
+
+    #[test]
     fn notification_point_sends_one_cnp_per_interval() {
         let mut np = NotificationPoint::default();
         assert!(np.on_ce(0, DEFAULT_CNP_INTERVAL_NS));
