@@ -15,6 +15,11 @@
 //!
 //! Arithmetic is integer (rates in bit/s, alpha in Q20 fixed point), so a soft core
 //! without an FPU runs it cheaply and every platform computes the same numbers.
+//!
+//! The engine holds one [`QpCc`] per QP slot and drives it: CE-marked packets and CNPs
+//! from `handle_packet`, pacing and CNP emission in `poll_transmit`, the timers through
+//! `poll_timeout` / `handle_timeout`. [`CcConfig`] (in `PortConfig::cc`) turns it on;
+//! by default it is off and the wire is as without it.
 
 /// Fixed-point one for alpha and g (Q20).
 pub const ONE: u32 = 1 << 20;
