@@ -64,6 +64,7 @@ mod error;
 mod qp;
 mod requester;
 mod responder;
+mod sack;
 mod sgl;
 mod time;
 mod verbs;
@@ -73,6 +74,7 @@ pub use counters::Counters;
 pub use error::Error;
 pub use qp::{CompletionSink, Qp, QpInfo, QpInitAttr, QpQueues, TransportConfig};
 pub use responder::GRH_LEN;
+pub use sack::{sack_trigger, SrAttr, SrState, SACK_FLAG, SR_WINDOW};
 pub use time::Instant;
 pub use verbs::*;
 
