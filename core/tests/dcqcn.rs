@@ -248,6 +248,10 @@ fn cnp_cuts_the_rate_by_the_dcqcn_equations_and_timers_recover_it() {
     }
     assert_eq!(p.a.eng.qp_cc(qa).unwrap().target_rate, G100);
     assert!(now > 300_000);
+    // A destroyed QP leaves no DCQCN timer behind (only alpha's was still running).
+    assert!(p.a.eng.poll_timeout().is_some());
+    p.a.eng.destroy_qp(qa).unwrap();
+    assert_eq!(p.a.eng.poll_timeout(), None);
 }
 
 #[test]

@@ -48,12 +48,7 @@ pub fn sweep(path: &Path, title: &str, r: &SweepResult) -> Result<()> {
     fonts();
     let s = &r.sweep;
     let n = s.loss.len() as i32;
-    let ymax = r
-        .rows
-        .iter()
-        .filter_map(|x| x.goodput_gbps)
-        .fold(1.0f64, f64::max)
-        * 1.1;
+    let ymax = r.rows.iter().map(|x| x.goodput_gbps).fold(1.0f64, f64::max) * 1.1;
     let root = BitMapBackend::new(path, (900, 560)).into_drawing_area();
     root.fill(&WHITE).map_err(err)?;
     let mut chart = ChartBuilder::on(&root)
@@ -82,7 +77,7 @@ pub fn sweep(path: &Path, title: &str, r: &SweepResult) -> Result<()> {
                 .loss
                 .iter()
                 .enumerate()
-                .filter_map(|(i, &l)| Some((i as i32, r.get(rec, t, l)?.goodput_gbps?)))
+                .filter_map(|(i, &l)| Some((i as i32, r.get(rec, t, l)?.goodput_gbps)))
                 .collect();
             if pts.is_empty() {
                 continue;

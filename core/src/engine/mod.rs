@@ -332,6 +332,10 @@ impl<
         if let Some(q) = self.queues.get_mut(slot) {
             q.clear();
         }
+        // No timers or owed CNP outlive the QP.
+        if let Some(c) = self.cc.get_mut(slot) {
+            *c = QpCc::new(&self.cfg.cc);
+        }
         self.hi = self
             .qps
             .iter()
