@@ -33,6 +33,7 @@ fn params() -> Params {
         mtu: Mtu::Mtu4096,
         tx_depth: 16,
         timeout: 14,
+        selective_repeat: None,
     }
 }
 

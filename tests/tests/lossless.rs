@@ -22,6 +22,7 @@ fn params() -> Params {
         mtu: Mtu::Mtu4096,
         tx_depth: 64,
         timeout: 14,
+        selective_repeat: None,
     }
 }
 
