@@ -112,6 +112,8 @@ pub fn run(s: &LossSweep, seed: u64, progress: &mut Progress) -> Result<SweepRes
                         mtu,
                         tx_depth: s.tx_depth,
                         timeout,
+                        // Only Go-Back-N runs here until the sweep maps its recovery modes.
+                        selective_repeat: None,
                     };
                     let faults = Faults {
                         loss,
