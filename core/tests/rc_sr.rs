@@ -22,20 +22,22 @@ fn sr(max_inflight: u16, rto_low: u8) -> Option<SrAttr> {
     })
 }
 
-/// Request frames only (A to B), by PSN: a filter that drops the first transmission of
-/// each PSN in `psns` and lets every later copy through.
+/// For request frames (A to B): drops the first transmission of each PSN in `psns`
+/// and lets every later copy through.
 fn drop_first_copy_of(psns: BTreeSet<u32>) -> Filter {
-    let mut seen = BTreeSet::new();
-    Box::new(move |f: &[u8]| {
-        let Some(s) = seen_frame(f) else { return true };
-        let p = s.psn.value();
-        let first = seen.insert(p);
-        !(first && psns.contains(&p))
-    })
+    drop_copies_of(psns.into_iter().map(|p| (p, 1)).collect())
 }
 
-fn seen_frame(f: &[u8]) -> Option<Seen> {
-    seen(f)
+/// Drops the first `n` transmissions of each PSN `p` in `copies` (p -> n).
+fn drop_copies_of(copies: BTreeMap<u32, u32>) -> Filter {
+    let mut sent: BTreeMap<u32, u32> = BTreeMap::new();
+    Box::new(move |f: &[u8]| {
+        let Some(s) = seen(f) else { return true };
+        let p = s.psn.value();
+        let k = sent.entry(p).or_default();
+        *k += 1;
+        *k > copies.get(&p).copied().unwrap_or(0)
+    })
 }
 
 /// A writes `msgs` messages of `len` bytes into B; returns the pair after it settled,
@@ -100,6 +102,10 @@ fn isolated_drops_are_the_only_retransmissions() {
     assert_eq!(p.ab.dropped, drops.len() as u64);
     assert_eq!(ca.retransmitted_pkts, p.ab.dropped, "{ca:#?}");
     assert_eq!(ca.completer_retry_err, 0, "no timeout, no Go-Back-N");
+    // Every request after a hole drew a SACK, and the requester acted on each.
+    let cb = *p.b.eng.counters();
+    assert!(cb.sent_sack > 0);
+    assert_eq!(ca.rcvd_sack, cb.sent_sack);
     assert!(
         p.now < 1_000_000,
         "finished in {} ns: no 67 ms timeout",
@@ -114,6 +120,60 @@ fn isolated_drops_are_the_only_retransmissions() {
     assert_eq!(copies.len(), 128);
     for (psn, n) in copies {
         assert_eq!(n, if drops.contains(&psn) { 2 } else { 1 }, "PSN {psn:#x}");
+    }
+}
+
+#[test]
+fn a_lost_resend_is_seen_by_later_sacks_not_the_timer() {
+    // PSN 0x105 is lost twice: its first resend is lost too. The SACK of a packet sent
+    // after that resend shows it, long before the 67 ms timeout.
+    let o = QpOpts {
+        sr: sr(0, 0),
+        timeout: 14,
+        ..QpOpts::default()
+    };
+    let mut p = Pair::new(3);
+    p.keep_trace = true;
+    p.ab.filter = Some(drop_copies_of(
+        [(0x105, 2), (0x120, 1)].into_iter().collect(),
+    ));
+    let (src, dst) = writes(&mut p, &o, 4, 16 * 1024, false);
+    assert_eq!(
+        p.b.mem.read(dst, 4 * 16 * 1024),
+        p.a.mem.read(src, 4 * 16 * 1024)
+    );
+    let ca = *p.a.eng.counters();
+    assert_eq!(ca.retransmitted_pkts, 3, "{ca:#?}");
+    assert_eq!(ca.completer_retry_err, 0);
+    assert!(p.now < 1_000_000, "finished in {} ns", p.now);
+    let copies = p
+        .seen(true)
+        .iter()
+        .filter(|s| s.psn.value() == 0x105)
+        .count();
+    assert_eq!(copies, 3);
+}
+
+#[test]
+fn psns_across_the_wrap_and_far_from_zero() {
+    // The bitmaps and cursors work on 24-bit PSNs: start just before the wrap, and half
+    // the PSN space away from zero.
+    for start in [0xFF_FFF8u32, 0x9A_0000] {
+        let o = QpOpts {
+            sr: sr(0, 0),
+            timeout: 14,
+            a_psn: start,
+            ..QpOpts::default()
+        };
+        let at = |k: u32| Psn::new(start).add(k).value();
+        let drops: BTreeSet<u32> = [at(4), at(9), at(20)].into_iter().collect();
+        let mut p = Pair::new(4);
+        p.ab.filter = Some(drop_first_copy_of(drops));
+        let (src, dst) = writes(&mut p, &o, 2, 16 * 1024, false);
+        assert_eq!(p.b.mem.read(dst, 32 * 1024), p.a.mem.read(src, 32 * 1024));
+        let ca = *p.a.eng.counters();
+        assert_eq!(ca.retransmitted_pkts, 3, "start {start:#x}: {ca:#?}");
+        assert!(p.now < 1_000_000, "start {start:#x}: {} ns", p.now);
     }
 }
 

@@ -191,7 +191,7 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
                         if let Some(trigger) = sack {
                             // Selective repeat: the missing PSNs below the trigger
                             // are resent, nothing else.
-                            self.sr_sacked(trigger);
+                            self.sr_sacked(env, trigger);
                         } else if self.qp.comp.rnr_at.is_none() {
                             self.retry(env, false);
                         }

@@ -25,8 +25,8 @@ pub struct Counters {
     pub retry_rnr_exceeded_err: u64,
     /// Go-Back-N retries started (rxe `completer_retry_err`).
     pub completer_retry_err: u64,
-    /// Request packets sent again after a Go-Back-N rewind (a PSN below the highest
-    /// already sent); rxe has no such counter.
+    /// Request packets sent again: after a Go-Back-N rewind (a PSN below the highest
+    /// already sent), or resent selectively; rxe has no such counter.
     pub retransmitted_pkts: u64,
     /// SEND messages sent (rxe `rdma_sends`).
     pub rdma_sends: u64,
@@ -61,4 +61,8 @@ pub struct Counters {
     pub np_cnp_sent: u64,
     /// Frames abandoned because a DMA read faulted while building them.
     pub tx_dma_err: u64,
+    /// Selective-repeat SACKs sent by a responder (no rxe name).
+    pub sent_sack: u64,
+    /// Selective-repeat SACKs acted on by a requester (also counted in `rcvd_seq_err`).
+    pub rcvd_sack: u64,
 }

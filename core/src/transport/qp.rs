@@ -553,6 +553,7 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
             qp.req.psn = p;
             qp.req.max_psn = p;
             qp.comp.psn = p;
+            self.q.sr.start_tx(p);
         }
         if let Some(n) = attr.max_rd_atomic {
             qp.max_rd_atomic = n;
@@ -866,9 +867,8 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
     pub fn commit_tx(&mut self, env: &mut Env<'_>, d: &TxDesc) {
         match d.commit {
             Commit::Request { .. } => self.req_commit(env, d),
-            Commit::Ack | Commit::AckBefore | Commit::Item { .. } | Commit::Sack => {
-                self.resp_commit(d)
-            }
+            Commit::Ack | Commit::AckBefore | Commit::Item { .. } => self.resp_commit(d),
+            Commit::Sack => self.sr_commit_sack(env),
         }
     }
 

@@ -788,8 +788,7 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
                     self.q.out.pop_front();
                 }
             }
-            Commit::Sack => self.sr_commit_sack(),
-            Commit::Request { .. } => {}
+            Commit::Request { .. } | Commit::Sack => {}
         }
     }
 }

@@ -123,6 +123,9 @@ struct SackTx {
     /// End (exclusive) of the retransmit range: one past the highest SACKed PSN, or
     /// everything sent after a timeout.
     rtx_end: Psn,
+    /// When the first unacknowledged PSN was last resent, the highest PSN sent by
+    /// then: a SACK for a PSN at or after it means that resend was lost too.
+    head_rtx_mark: Option<Psn>,
 }
 
 /// Responder side: which PSNs after ePSN are in, and the SACKs to send.
@@ -160,6 +163,7 @@ impl SrState {
                 sacked: PsnBitmap::new(),
                 rtx_next: Psn::ZERO,
                 rtx_end: Psn::ZERO,
+                head_rtx_mark: None,
             },
             rx: SackRx {
                 rcvd: PsnBitmap::new(),
@@ -188,6 +192,17 @@ impl SrState {
     /// Cancels the retransmit range (a Go-Back-N rewind resends everything anyway).
     pub(crate) fn cancel_rtx(&mut self) {
         self.tx.rtx_end = self.tx.rtx_next;
+    }
+
+    /// The send queue starts at `psn` (`sq_psn` was set): the cursors start there, so
+    /// they compare correctly with the PSNs to come (half-window rule).
+    pub(crate) fn start_tx(&mut self, psn: Psn) {
+        self.tx = SackTx {
+            sacked: PsnBitmap::new(),
+            rtx_next: psn,
+            rtx_end: psn,
+            head_rtx_mark: None,
+        };
     }
 }
 
@@ -295,23 +310,43 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
     /// The cumulative ACK moved from `from` to `comp.psn`: forget those PSNs.
     pub(crate) fn sr_acked(&mut self, from: Psn) {
         let to = self.qp.comp.psn;
+        let max = self.qp.req.max_psn;
         let tx = &mut self.q.sr.tx;
         tx.sacked.clear_range(from, to);
+        // Both cursors stay at or after the cumulative ACK, so they never fall half the
+        // PSN space behind it and compare the wrong way.
         if tx.rtx_next.before(to) {
             tx.rtx_next = to;
+        }
+        if tx.rtx_end.before(to) {
+            tx.rtx_end = to;
+        }
+        if from != to {
+            // The new first missing PSN may have been resent already (the cursor is past
+            // it); if so, count that resend lost once something sent from now on is
+            // SACKed.
+            tx.head_rtx_mark = to.before(tx.rtx_next).then_some(max);
         }
     }
 
     /// A SACK for `trigger` arrived (its cumulative part already processed): record it
     /// and extend the retransmit range to it.
-    pub(crate) fn sr_sacked(&mut self, trigger: Psn) {
+    pub(crate) fn sr_sacked(&mut self, env: &mut Env<'_>, trigger: Psn) {
         let (cum, max) = (self.qp.comp.psn, self.qp.req.max_psn);
         if !self.sr_on() || trigger.before(cum) || !trigger.before(max) {
             return;
         }
+        env.ctr.rcvd_sack += 1;
         let tx = &mut self.q.sr.tx;
         tx.sacked.set(trigger);
         if tx.rtx_next.before(cum) {
+            tx.rtx_next = cum;
+        }
+        // A packet sent after the resend of the first missing PSN arrived, and that PSN
+        // is still missing: the resend was lost. Go over the range again (without
+        // waiting for the timeout, which IRN would).
+        if tx.head_rtx_mark.is_some_and(|m| !trigger.before(m)) {
+            tx.head_rtx_mark = None;
             tx.rtx_next = cum;
         }
         // The range only grows: what the cursor passed was resent once already, and
@@ -359,6 +394,9 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
     pub(crate) fn sr_commit_rtx(&mut self, env: &mut Env<'_>, d: &TxDesc) {
         env.ctr.retransmitted_pkts += 1;
         self.q.sr.tx.rtx_next = d.bth.psn.next();
+        if d.bth.psn == self.qp.comp.psn {
+            self.q.sr.tx.head_rtx_mark = Some(self.qp.req.max_psn);
+        }
         if self.qp.comp.retrans_at.is_none() {
             if let Some(t) = self.rto() {
                 self.qp.comp.retrans_at = Some(env.now + t);
@@ -466,7 +504,8 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
     }
 
     /// A SACK went out.
-    pub(crate) fn sr_commit_sack(&mut self) {
+    pub(crate) fn sr_commit_sack(&mut self, env: &mut Env<'_>) {
+        env.ctr.sent_sack += 1;
         self.q.sr.rx.out.pop_front();
     }
 }
