@@ -534,6 +534,41 @@ impl<'a> Packet<'a> {
         }
     }
 
+    // --- Addresses the engine checks per packet, straight from their bytes -----------
+
+    /// The Ethernet destination address.
+    #[inline]
+    pub fn dst_mac(&self) -> [u8; 6] {
+        self.frame
+            .first_chunk::<6>()
+            .copied()
+            .unwrap_or_default()
+    }
+
+    /// The source and destination GIDs: the IPv6 / GRH addresses, or the IPv4 addresses
+    /// as IPv4-mapped IPv6 addresses (`::ffff:a.b.c.d`, RoCEv2's GID form).
+    #[inline]
+    pub fn gids(&self) -> ([u8; 16], [u8; 16]) {
+        let net = &self.frame[usize::from(self.l3)..];
+        let addr = |at: usize| -> [u8; 16] {
+            net.get(at..at + 16)
+                .and_then(|b| b.try_into().ok())
+                .unwrap_or_default()
+        };
+        if self.l3_kind == IcrcKind::Ipv4 {
+            let mapped = |at: usize| {
+                let mut g = [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF, 0, 0, 0, 0];
+                if let Some(ip) = net.get(at..at + 4) {
+                    g[12..].copy_from_slice(ip);
+                }
+                g
+            };
+            (mapped(12), mapped(16))
+        } else {
+            (addr(8), addr(24))
+        }
+    }
+
     // --- BTH fields the engine reads per packet, straight from their bytes ------------
 
     /// BTH OpCode (the same as `info().opcode`).
