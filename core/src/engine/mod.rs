@@ -30,16 +30,16 @@ use heapless::Deque;
 use crate::memory::{AccessFlags, Dma, DmaError, MemError, MemoryTable, MrKeys, Pd};
 use crate::num::{Lkey, Qpn};
 use crate::transport::{
-    CompletionSink, Counters, Env, Error, Instant, Mtu, PortLimits, Qp, QpAttr, QpInfo, QpInitAttr,
-    QpQueues, QpRef, QpType, RecvWr, SendWr, TransportConfig, TxDesc, WorkCompletion,
+    AddressVector, CompletionSink, Counters, Env, Error, Instant, Mtu, PortLimits, Qp, QpAttr,
+    QpInfo, QpInitAttr, QpQueues, QpRef, QpType, RecvWr, SendWr, TransportConfig, WorkCompletion,
 };
 use crate::wire::ethernet::{EthernetRepr, MacAddr, VlanRepr};
+use crate::wire::icrc::IcrcKind;
 use crate::wire::ipv4::Ipv4Repr;
 use crate::wire::ipv6::{Ipv6Repr, NEXT_HEADER_UDP};
 use crate::wire::opcode::{Operation, Transport};
 use crate::wire::udp::{UdpRepr, ROCEV2_PORT};
-use crate::wire::icrc::IcrcKind;
-use crate::wire::{self, Headers, L3Repr};
+use crate::wire::{self, HeaderTemplate, L3Repr};
 
 /// QPNs are `QPN_BASE + slot`; 0 and 1 are the special QPs, and rxe starts at 16.
 pub const QPN_BASE: u32 = 16;
@@ -143,6 +143,10 @@ pub struct Engine<
     cqs: CqTable<CQS, CQE>,
     qps: [Option<Qp>; QPS],
     queues: [QpQueues<SQ, RQ, RD>; QPS],
+    /// Per QP, its frames' headers before the BTH, written when its address changes
+    /// (`modify_qp`), as a NIC's QP context holds them: each frame copies them and
+    /// patches its lengths instead of building every header again.
+    tx_hdr: [HeaderTemplate; QPS],
     counters: Counters,
     /// Round-robin position of `poll_transmit`.
     tx_next: usize,
@@ -174,6 +178,7 @@ impl<
             },
             qps: array::from_fn(|_| None),
             queues: array::from_fn(|_| QpQueues::new()),
+            tx_hdr: [HeaderTemplate::default(); QPS],
             counters: Counters::default(),
             tx_next: 0,
             hi: 0,
@@ -306,6 +311,7 @@ impl<
             *s = Some(Qp::new(qpn, init));
             self.hi = self.hi.max(slot + 1);
         }
+        self.update_tx_hdr(slot);
         Ok(qpn)
     }
 
@@ -374,14 +380,29 @@ impl<
     /// `ibv_modify_qp`.
     pub fn modify_qp(&mut self, qpn: Qpn, attr: &QpAttr) -> Result<(), Error> {
         let slot = self.slot(qpn).ok_or(Error::NoSuchQp(qpn))?;
-        self.with_qp(slot, Instant::ZERO, &mut NoDma, |r, env, cfg| {
-            let limits = PortLimits {
-                pkeys: &cfg.pkeys,
-                max_mtu: cfg.active_mtu,
-            };
-            r.modify(env, attr, &limits)
-        })
-        .unwrap_or(Err(Error::NoSuchQp(qpn)))
+        let res = self
+            .with_qp(slot, Instant::ZERO, &mut NoDma, |r, env, cfg| {
+                let limits = PortLimits {
+                    pkeys: &cfg.pkeys,
+                    max_mtu: cfg.active_mtu,
+                };
+                r.modify(env, attr, &limits)
+            })
+            .unwrap_or(Err(Error::NoSuchQp(qpn)));
+        if attr.ah_attr.is_some() {
+            self.update_tx_hdr(slot);
+        }
+        res
+    }
+
+    /// Rewrites QP `slot`'s header template from its address vector.
+    fn update_tx_hdr(&mut self, slot: usize) {
+        let (Some(Some(qp)), Some(t)) = (self.qps.get(slot), self.tx_hdr.get_mut(slot)) else {
+            return;
+        };
+        // An address that cannot be framed leaves an empty template: its frames fail
+        // to emit, as they did when every frame built its headers.
+        *t = header_template(&self.cfg, qp, None).unwrap_or_default();
     }
 
     /// The raw QP context, for debugging and tests.
@@ -573,30 +594,31 @@ impl<
             if !matches!(self.qps.get(slot), Some(Some(_))) {
                 continue;
             }
-            let sent = self.with_qp(slot, now, dma, |r, env, cfg| {
-                for _ in 0..4 {
-                    let d = r.prepare_tx(env)?;
-                    let headers = build_headers(cfg, r.qp, &d);
-                    let body_len = d.payload_len as usize + usize::from(d.bth.pad_count);
-                    let mut filled = true;
-                    let rr = &*r;
-                    let mem = &*env.mem;
-                    let dma = &mut *env.dma;
-                    let res = wire::emit_with(&headers, body_len, buf, |body| {
-                        filled = rr.fill(mem, dma, &d, body);
-                    });
-                    match res {
-                        Ok(layout) if filled => {
-                            r.commit_tx(env, &d);
-                            return Some(layout.end);
-                        }
-                        Ok(_) => r.abort_tx(env, &d),
-                        Err(_) => return None,
-                    }
-                }
-                None
-            });
-            if let Some(Some(len)) = sent {
+            let Self {
+                cfg,
+                mem,
+                cqs,
+                qps,
+                queues,
+                tx_hdr,
+                counters,
+                ..
+            } = self;
+            let (Some(Some(qp)), Some(q), Some(qp_hdr)) =
+                (qps.get_mut(slot), queues.get_mut(slot), tx_hdr.get(slot))
+            else {
+                continue;
+            };
+            let mut env = Env {
+                now,
+                mem,
+                dma: &mut *dma,
+                cqs,
+                ctr: counters,
+                cfg: &cfg.transport,
+            };
+            let sent = transmit_one(&mut QpRef { qp, q }, &mut env, cfg, qp_hdr, buf);
+            if let Some(len) = sent {
                 self.tx_next = (slot + 1) % hi;
                 self.counters.sent_pkts += 1;
                 return Some(len);
@@ -637,9 +659,56 @@ fn gid_eq(a: &[u8; 16], b: &[u8; 16]) -> bool {
     u128::from_ne_bytes(*a) == u128::from_ne_bytes(*b)
 }
 
-/// The frame headers for `d`, from the port and the QP's (or the UD WR's) address.
-fn build_headers(cfg: &PortConfig, qp: &Qp, d: &TxDesc) -> Headers {
-    let av = d.ud_av.unwrap_or(qp.av);
+/// Writes QP `r`'s next frame into `buf` (its headers from `qp_hdr`, or for UD built
+/// towards the WR's destination) and returns its length. A frame whose payload cannot
+/// be read is not sent (the WQE fails) and the next one is tried, a few at most.
+fn transmit_one<const SQ: usize, const RQ: usize, const RD: usize>(
+    r: &mut QpRef<'_, SQ, RQ, RD>,
+    env: &mut Env<'_>,
+    cfg: &PortConfig,
+    qp_hdr: &HeaderTemplate,
+    buf: &mut [u8],
+) -> Option<usize> {
+    for _ in 0..4 {
+        // Borrowed where it lies: the descriptor is too big to move around per frame.
+        let next = r.prepare_tx(env);
+        let d = next.as_ref()?;
+        let ud_hdr;
+        let hdr = match d.ud_av {
+            None => qp_hdr,
+            Some(av) => {
+                ud_hdr = header_template(cfg, r.qp, Some(av)).ok()?;
+                &ud_hdr
+            }
+        };
+        let body_len = d.payload_len as usize + usize::from(d.bth.pad_count);
+        let mut filled = true;
+        let rr = &*r;
+        let mem = &*env.mem;
+        let dma = &mut *env.dma;
+        let res = hdr.emit_with(&d.bth, &d.ext, body_len, buf, |body| {
+            filled = rr.fill(mem, dma, d, body);
+        });
+        match res {
+            Ok(layout) if filled => {
+                r.commit_tx(env, d);
+                return Some(layout.end);
+            }
+            Ok(_) => r.abort_tx(env, d),
+            Err(_) => return None,
+        }
+    }
+    None
+}
+
+/// The headers before the BTH of the QP's frames, towards its address vector or (UD)
+/// the WR's.
+fn header_template(
+    cfg: &PortConfig,
+    qp: &Qp,
+    ud_av: Option<AddressVector>,
+) -> Result<HeaderTemplate, wire::EmitError> {
+    let av = ud_av.unwrap_or(qp.av);
     let hop = if av.hop_limit == 0 { 64 } else { av.hop_limit };
     let l3 = if av.is_ipv4() {
         let g = cfg.gid;
@@ -663,32 +732,28 @@ fn build_headers(cfg: &PortConfig, qp: &Qp, d: &TxDesc) -> Headers {
             hop_limit: hop,
         })
     };
-    let sport = if d.ud_av.is_some() {
+    let sport = if ud_av.is_some() {
         crate::transport::udp_sport(qp.qpn, av.flow_label)
     } else {
         qp.udp_sport
     };
-    Headers {
-        eth: EthernetRepr {
-            dst: MacAddr(av.dmac),
-            src: MacAddr(cfg.mac),
-            ethertype: 0,
-        },
-        vlan: av.vlan_id.map(|vid| VlanRepr {
-            pcp: av.sl & 7,
-            dei: false,
-            vid: vid & 0x0FFF,
-            ethertype: 0,
-        }),
-        l3,
-        udp: Some(UdpRepr {
-            src_port: sport,
-            dst_port: ROCEV2_PORT,
-            checksum: 0,
-        }),
-        bth: d.bth,
-        ext: d.ext,
-    }
+    let eth = EthernetRepr {
+        dst: MacAddr(av.dmac),
+        src: MacAddr(cfg.mac),
+        ethertype: 0,
+    };
+    let vlan = av.vlan_id.map(|vid| VlanRepr {
+        pcp: av.sl & 7,
+        dei: false,
+        vid: vid & 0x0FFF,
+        ethertype: 0,
+    });
+    let udp = UdpRepr {
+        src_port: sport,
+        dst_port: ROCEV2_PORT,
+        checksum: 0,
+    };
+    HeaderTemplate::new(&eth, vlan.as_ref(), &l3, Some(&udp))
 }
 
 #[cfg(test)]

@@ -76,4 +76,4 @@ pub use responder::GRH_LEN;
 pub use time::Instant;
 pub use verbs::*;
 
-pub(crate) use qp::{udp_sport, Env, PortLimits, QpRef, TxDesc};
+pub(crate) use qp::{udp_sport, Env, PortLimits, QpRef};
