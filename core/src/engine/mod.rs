@@ -93,6 +93,10 @@ struct CqSlot<const CQE: usize> {
 
 struct CqTable<const CQS: usize, const CQE: usize> {
     slots: [Option<CqSlot<CQE>>; CQS],
+    /// A push found its CQ full (or gone) since the last `Engine::service`: completions
+    /// may be waiting for room. Completions otherwise go out as work finishes, so only
+    /// this makes `service` walk the QPs.
+    stalled: bool,
 }
 
 impl<const CQS: usize, const CQE: usize> CompletionSink for CqTable<CQS, CQE> {
@@ -100,10 +104,12 @@ impl<const CQS: usize, const CQE: usize> CompletionSink for CqTable<CQS, CQE> {
         matches!(self.slots.get(usize::from(cq)), Some(Some(s)) if !s.entries.is_full())
     }
     fn push(&mut self, cq: u16, wc: WorkCompletion) -> bool {
-        match self.slots.get_mut(usize::from(cq)) {
+        let ok = match self.slots.get_mut(usize::from(cq)) {
             Some(Some(s)) => s.entries.push_back(wc).is_ok(),
             _ => false,
-        }
+        };
+        self.stalled |= !ok;
+        ok
     }
 }
 
@@ -175,6 +181,7 @@ impl<
             mem: MemoryTable::new(),
             cqs: CqTable {
                 slots: array::from_fn(|_| None),
+                stalled: false,
             },
             qps: array::from_fn(|_| None),
             queues: array::from_fn(|_| QpQueues::new()),
@@ -552,6 +559,10 @@ impl<
 
     /// Completes what waits for CQ room: flushes of QPs in ERR, finished send WQEs.
     fn service(&mut self) {
+        if !self.cqs.stalled {
+            return;
+        }
+        self.cqs.stalled = false;
         for slot in 0..self.hi {
             if matches!(self.qps.get(slot), Some(Some(_))) {
                 self.with_qp(slot, Instant::ZERO, &mut NoDma, |r, env, _| {
