@@ -153,6 +153,15 @@ pub struct Engine<
     /// (`modify_qp`), as a NIC's QP context holds them: each frame copies them and
     /// patches its lengths instead of building every header again.
     tx_hdr: [HeaderTemplate; QPS],
+    /// Per QP: it may have a frame to send. Cleared when `prepare_tx` finds nothing;
+    /// set by every call that runs the QP's state machine (`with_qp`), the only way its
+    /// answer can change (it does not depend on the time). `poll_transmit` then passes
+    /// over idle QPs without asking each one, as a NIC's scheduler keeps a ready list.
+    tx_ready: [bool; QPS],
+    /// Per QP, its next timer deadline in ns (`u64::MAX`: none), kept up to date by
+    /// `with_qp` and `poll_transmit`: `poll_timeout` takes the minimum of one dense
+    /// array instead of visiting every QP context.
+    deadlines: [u64; QPS],
     counters: Counters,
     /// Round-robin position of `poll_transmit`.
     tx_next: usize,
@@ -186,6 +195,8 @@ impl<
             qps: array::from_fn(|_| None),
             queues: array::from_fn(|_| QpQueues::new()),
             tx_hdr: [HeaderTemplate::default(); QPS],
+            tx_ready: [false; QPS],
+            deadlines: [u64::MAX; QPS],
             counters: Counters::default(),
             tx_next: 0,
             hi: 0,
@@ -331,6 +342,11 @@ impl<
         if let Some(q) = self.queues.get_mut(slot) {
             q.clear();
         }
+        if let (Some(ready), Some(d)) = (self.tx_ready.get_mut(slot), self.deadlines.get_mut(slot))
+        {
+            *ready = false;
+            *d = u64::MAX;
+        }
         self.hi = self
             .qps
             .iter()
@@ -381,7 +397,14 @@ impl<
             cfg: &cfg.transport,
         };
         let mut r = QpRef { qp, q };
-        Some(f(&mut r, &mut env, cfg))
+        let out = f(&mut r, &mut env, cfg);
+        let deadline = deadline_ns(r.qp);
+        if let (Some(ready), Some(d)) = (self.tx_ready.get_mut(slot), self.deadlines.get_mut(slot))
+        {
+            *ready = true;
+            *d = deadline;
+        }
+        Some(out)
     }
 
     /// `ibv_modify_qp`.
@@ -548,6 +571,26 @@ impl<
 
     /// When `handle_timeout` should next be called, if any timer is armed.
     pub fn poll_timeout(&self) -> Option<Instant> {
+        let hi = self.hi.min(QPS);
+        let min = self
+            .deadlines
+            .get(..hi)
+            .unwrap_or(&[])
+            .iter()
+            .copied()
+            .min();
+        let t = match min {
+            Some(t) if t != u64::MAX => Some(Instant::from_nanos(t)),
+            // None, or a deadline at the very end of time: ask the contexts.
+            _ => self.deadline_scan(),
+        };
+        // Every test's workload checks the table against the contexts.
+        debug_assert_eq!(t, self.deadline_scan());
+        t
+    }
+
+    /// [`Engine::poll_timeout`] from the QP contexts themselves.
+    fn deadline_scan(&self) -> Option<Instant> {
         self.qps
             .get(..self.hi)
             .unwrap_or(&[])
@@ -612,14 +655,23 @@ impl<
                 qps,
                 queues,
                 tx_hdr,
+                tx_ready,
+                deadlines,
                 counters,
                 ..
             } = self;
-            let (Some(Some(qp)), Some(q), Some(qp_hdr)) =
-                (qps.get_mut(slot), queues.get_mut(slot), tx_hdr.get(slot))
-            else {
+            let (Some(Some(qp)), Some(q), Some(qp_hdr), Some(ready), Some(deadline)) = (
+                qps.get_mut(slot),
+                queues.get_mut(slot),
+                tx_hdr.get(slot),
+                tx_ready.get_mut(slot),
+                deadlines.get_mut(slot),
+            ) else {
                 continue;
             };
+            if !*ready {
+                continue;
+            }
             let mut env = Env {
                 now,
                 mem,
@@ -628,7 +680,11 @@ impl<
                 ctr: counters,
                 cfg: &cfg.transport,
             };
-            let sent = transmit_one(&mut QpRef { qp, q }, &mut env, cfg, qp_hdr, buf);
+            let mut r = QpRef { qp, q };
+            let sent = transmit_one(&mut r, &mut env, cfg, qp_hdr, buf);
+            *ready = sent != Err(Idle);
+            let sent = sent.ok().flatten();
+            *deadline = deadline_ns(r.qp);
             if let Some(len) = sent {
                 self.tx_next = (slot + 1) % hi;
                 self.counters.sent_pkts += 1;
@@ -657,6 +713,11 @@ impl<
     }
 }
 
+/// A QP's next deadline for [`Engine::poll_timeout`]'s table: ns, or `u64::MAX` for none.
+fn deadline_ns(qp: &Qp) -> u64 {
+    qp.next_deadline().map_or(u64::MAX, Instant::as_nanos)
+}
+
 /// MAC addresses compared as one integer.
 #[inline(always)]
 fn mac_eq(a: &[u8; 6], b: &[u8; 6]) -> bool {
@@ -670,27 +731,36 @@ fn gid_eq(a: &[u8; 16], b: &[u8; 16]) -> bool {
     u128::from_ne_bytes(*a) == u128::from_ne_bytes(*b)
 }
 
+/// Why [`transmit_one`] wrote no frame.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+struct Idle;
+
 /// Writes QP `r`'s next frame into `buf` (its headers from `qp_hdr`, or for UD built
-/// towards the WR's destination) and returns its length. A frame whose payload cannot
-/// be read is not sent (the WQE fails) and the next one is tried, a few at most.
+/// towards the WR's destination) and returns its length; `Err(Idle)` when the QP has
+/// nothing to send, `Ok(None)` when it has but the frame could not be written. A frame
+/// whose payload cannot be read is not sent (the WQE fails) and the next one is tried,
+/// a few at most.
 fn transmit_one<const SQ: usize, const RQ: usize, const RD: usize>(
     r: &mut QpRef<'_, SQ, RQ, RD>,
     env: &mut Env<'_>,
     cfg: &PortConfig,
     qp_hdr: &HeaderTemplate,
     buf: &mut [u8],
-) -> Option<usize> {
+) -> Result<Option<usize>, Idle> {
     for _ in 0..4 {
         // Borrowed where it lies: the descriptor is too big to move around per frame.
         let next = r.prepare_tx(env);
-        let d = next.as_ref()?;
+        let d = next.as_ref().ok_or(Idle)?;
         let ud_hdr;
         let hdr = match d.ud_av {
             None => qp_hdr,
-            Some(av) => {
-                ud_hdr = header_template(cfg, r.qp, Some(av)).ok()?;
-                &ud_hdr
-            }
+            Some(av) => match header_template(cfg, r.qp, Some(av)) {
+                Ok(h) => {
+                    ud_hdr = h;
+                    &ud_hdr
+                }
+                Err(_) => return Ok(None),
+            },
         };
         let body_len = d.payload_len as usize + usize::from(d.bth.pad_count);
         let mut filled = true;
@@ -703,13 +773,13 @@ fn transmit_one<const SQ: usize, const RQ: usize, const RD: usize>(
         match res {
             Ok(layout) if filled => {
                 r.commit_tx(env, d);
-                return Some(layout.end);
+                return Ok(Some(layout.end));
             }
             Ok(_) => r.abort_tx(env, d),
-            Err(_) => return None,
+            Err(_) => return Ok(None),
         }
     }
-    None
+    Ok(None)
 }
 
 /// The headers before the BTH of the QP's frames, towards its address vector or (UD)
