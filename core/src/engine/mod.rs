@@ -158,10 +158,10 @@ pub struct Engine<
     /// answer can change (it does not depend on the time). `poll_transmit` then passes
     /// over idle QPs without asking each one, as a NIC's scheduler keeps a ready list.
     tx_ready: [bool; QPS],
-    /// Per QP, its next timer deadline in ns (`u64::MAX`: none), kept up to date by
-    /// `with_qp` and `poll_transmit`: `poll_timeout` takes the minimum of one dense
-    /// array instead of visiting every QP context.
-    deadlines: [u64; QPS],
+    /// Per QP, its next timer deadline, kept up to date by `with_qp` and
+    /// `poll_transmit`: `poll_timeout` takes the minimum of one dense array instead of
+    /// visiting every QP context.
+    deadlines: [Option<Instant>; QPS],
     counters: Counters,
     /// Round-robin position of `poll_transmit`.
     tx_next: usize,
@@ -196,7 +196,7 @@ impl<
             queues: array::from_fn(|_| QpQueues::new()),
             tx_hdr: [HeaderTemplate::default(); QPS],
             tx_ready: [false; QPS],
-            deadlines: [u64::MAX; QPS],
+            deadlines: [None; QPS],
             counters: Counters::default(),
             tx_next: 0,
             hi: 0,
@@ -345,7 +345,7 @@ impl<
         if let (Some(ready), Some(d)) = (self.tx_ready.get_mut(slot), self.deadlines.get_mut(slot))
         {
             *ready = false;
-            *d = u64::MAX;
+            *d = None;
         }
         self.hi = self
             .qps
@@ -398,7 +398,7 @@ impl<
         };
         let mut r = QpRef { qp, q };
         let out = f(&mut r, &mut env, cfg);
-        let deadline = deadline_ns(r.qp);
+        let deadline = r.qp.next_deadline();
         if let (Some(ready), Some(d)) = (self.tx_ready.get_mut(slot), self.deadlines.get_mut(slot))
         {
             *ready = true;
@@ -559,7 +559,7 @@ impl<
     pub fn handle_timeout(&mut self, now: Instant) {
         let now = self.clock(now);
         for slot in 0..self.hi {
-            let due = matches!(self.qps.get(slot), Some(Some(q)) if q.next_deadline().is_some_and(|t| t <= now));
+            let due = matches!(self.deadlines.get(slot), Some(Some(t)) if *t <= now);
             if due {
                 self.with_qp(slot, now, &mut NoDma, |r, env, _| r.handle_timeout(env));
             }
@@ -572,32 +572,26 @@ impl<
     /// When `handle_timeout` should next be called, if any timer is armed.
     pub fn poll_timeout(&self) -> Option<Instant> {
         let hi = self.hi.min(QPS);
-        let min = self
+        let t = self
             .deadlines
             .get(..hi)
             .unwrap_or(&[])
             .iter()
-            .copied()
-            .min();
-        let t = match min {
-            Some(t) if t != u64::MAX => Some(Instant::from_nanos(t)),
-            // None, or a deadline at the very end of time: ask the contexts.
-            _ => self.deadline_scan(),
-        };
-        // Every test's workload checks the table against the contexts.
-        debug_assert_eq!(t, self.deadline_scan());
-        t
-    }
-
-    /// [`Engine::poll_timeout`] from the QP contexts themselves.
-    fn deadline_scan(&self) -> Option<Instant> {
-        self.qps
-            .get(..self.hi)
-            .unwrap_or(&[])
-            .iter()
             .flatten()
-            .filter_map(Qp::next_deadline)
             .min()
+            .copied();
+        // Every test's workload checks the table against the contexts.
+        debug_assert_eq!(
+            t,
+            self.qps
+                .get(..self.hi)
+                .unwrap_or(&[])
+                .iter()
+                .flatten()
+                .filter_map(Qp::next_deadline)
+                .min()
+        );
+        t
     }
 
     /// Completes what waits for CQ room: flushes of QPs in ERR, finished send WQEs.
@@ -684,7 +678,7 @@ impl<
             let sent = transmit_one(&mut r, &mut env, cfg, qp_hdr, buf);
             *ready = sent != Err(Idle);
             let sent = sent.ok().flatten();
-            *deadline = deadline_ns(r.qp);
+            *deadline = r.qp.next_deadline();
             if let Some(len) = sent {
                 self.tx_next = (slot + 1) % hi;
                 self.counters.sent_pkts += 1;
@@ -711,11 +705,6 @@ impl<
     pub const fn size() -> usize {
         core::mem::size_of::<Self>()
     }
-}
-
-/// A QP's next deadline for [`Engine::poll_timeout`]'s table: ns, or `u64::MAX` for none.
-fn deadline_ns(qp: &Qp) -> u64 {
-    qp.next_deadline().map_or(u64::MAX, Instant::as_nanos)
 }
 
 /// MAC addresses compared as one integer.
