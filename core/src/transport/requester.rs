@@ -157,6 +157,7 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
         }
     }
 
+    #[inline(always)]
     fn build_request(&self, env: &Env<'_>, idx: u16, mtu: u32, near_window_end: bool) -> TxDesc {
         let qp = &*self.qp;
         // `req_prepare` found the WQE; fall back to an empty SEND if it vanished.
