@@ -27,19 +27,22 @@ use core::net::{Ipv4Addr, Ipv6Addr};
 
 use heapless::Deque;
 
+use crate::cc::{CcConfig, QpCc, QpCcInfo, ECN_CE, ECN_ECT0};
 use crate::memory::{AccessFlags, Dma, DmaError, MemError, MemoryTable, MrKeys, Pd};
-use crate::num::{Lkey, Qpn};
+use crate::num::{Lkey, Psn, Qpn};
 use crate::transport::{
     AddressVector, CompletionSink, Counters, Env, Error, Instant, Mtu, PortLimits, Qp, QpAttr,
     QpInfo, QpInitAttr, QpQueues, QpRef, QpType, RecvWr, SendWr, TransportConfig, WorkCompletion,
 };
+use crate::wire::bth::BthRepr;
+use crate::wire::cnp::CnpRepr;
 use crate::wire::ethernet::{EthernetRepr, MacAddr, VlanRepr};
 use crate::wire::icrc::IcrcKind;
 use crate::wire::ipv4::Ipv4Repr;
 use crate::wire::ipv6::{Ipv6Repr, NEXT_HEADER_UDP};
-use crate::wire::opcode::{Operation, Transport};
+use crate::wire::opcode::{Opcode, Operation, Transport};
 use crate::wire::udp::{UdpRepr, ROCEV2_PORT};
-use crate::wire::{self, HeaderTemplate, L3Repr};
+use crate::wire::{self, ExtHeaders, HeaderTemplate, Headers, L3Repr};
 
 /// QPNs are `QPN_BASE + slot`; 0 and 1 are the special QPs, and rxe starts at 16.
 pub const QPN_BASE: u32 = 16;
@@ -60,6 +63,8 @@ pub struct PortConfig {
     pub active_mtu: Mtu,
     /// Requester window and AckReq policy.
     pub transport: TransportConfig,
+    /// Congestion control (DCQCN); off by default.
+    pub cc: CcConfig,
 }
 
 impl PortConfig {
@@ -71,6 +76,7 @@ impl PortConfig {
             pkeys: [0xFFFF, 0, 0, 0],
             active_mtu: Mtu::Mtu4096,
             transport: TransportConfig::default(),
+            cc: CcConfig::default(),
         }
     }
 }
@@ -149,19 +155,25 @@ pub struct Engine<
     cqs: CqTable<CQS, CQE>,
     qps: [Option<Qp>; QPS],
     queues: [QpQueues<SQ, RQ, RD>; QPS],
-    /// Per QP, its frames' headers before the BTH, written when its address changes
-    /// (`modify_qp`), as a NIC's QP context holds them: each frame copies them and
-    /// patches its lengths instead of building every header again.
+    /// Per QP, its frames' headers before the BTH, written when its address or ECN
+    /// marking changes (`create_qp`, `modify_qp`, `set_qp_cc`), as a NIC's QP context
+    /// holds them: each frame copies them and patches its lengths instead of building
+    /// every header again.
     tx_hdr: [HeaderTemplate; QPS],
     /// Per QP: it may have a frame to send. Cleared when `prepare_tx` finds nothing;
     /// set by every call that runs the QP's state machine (`with_qp`), the only way its
-    /// answer can change (it does not depend on the time). `poll_transmit` then passes
-    /// over idle QPs without asking each one, as a NIC's scheduler keeps a ready list.
+    /// answer can change (it does not depend on the time; a paced QP whose pacer holds
+    /// a packet stays set). `poll_transmit` then passes over idle QPs without asking
+    /// each one, as a NIC's scheduler keeps a ready list.
     tx_ready: [bool; QPS],
-    /// Per QP, its next timer deadline, kept up to date by `with_qp` and
+    /// Per QP, its next transport timer deadline, kept up to date by `with_qp` and
     /// `poll_transmit`: `poll_timeout` takes the minimum of one dense array instead of
     /// visiting every QP context.
     deadlines: [Option<Instant>; QPS],
+    /// Congestion control per QP slot, beside the contexts.
+    cc: [QpCc; QPS],
+    /// Some QP has its reaction point on: CC timers and pacing need looking at.
+    cc_any: bool,
     counters: Counters,
     /// Round-robin position of `poll_transmit`.
     tx_next: usize,
@@ -197,6 +209,8 @@ impl<
             tx_hdr: [HeaderTemplate::default(); QPS],
             tx_ready: [false; QPS],
             deadlines: [None; QPS],
+            cc: [QpCc::new(&cfg.cc); QPS],
+            cc_any: cfg.cc.rp,
             counters: Counters::default(),
             tx_next: 0,
             hi: 0,
@@ -325,6 +339,9 @@ impl<
         if let Some(q) = self.queues.get_mut(slot) {
             q.clear();
         }
+        if let Some(c) = self.cc.get_mut(slot) {
+            *c = QpCc::new(&self.cfg.cc);
+        }
         if let Some(s) = self.qps.get_mut(slot) {
             *s = Some(Qp::new(qpn, init));
             self.hi = self.hi.max(slot + 1);
@@ -341,6 +358,10 @@ impl<
         };
         if let Some(q) = self.queues.get_mut(slot) {
             q.clear();
+        }
+        // No timers or owed CNP outlive the QP.
+        if let Some(c) = self.cc.get_mut(slot) {
+            *c = QpCc::new(&self.cfg.cc);
         }
         if let (Some(ready), Some(d)) = (self.tx_ready.get_mut(slot), self.deadlines.get_mut(slot))
         {
@@ -425,14 +446,15 @@ impl<
         res
     }
 
-    /// Rewrites QP `slot`'s header template from its address vector.
+    /// Rewrites QP `slot`'s header template from its address vector and ECN marking.
     fn update_tx_hdr(&mut self, slot: usize) {
+        let ect = self.cc.get(slot).is_some_and(QpCc::rp_on);
         let (Some(Some(qp)), Some(t)) = (self.qps.get(slot), self.tx_hdr.get_mut(slot)) else {
             return;
         };
         // An address that cannot be framed leaves an empty template: its frames fail
         // to emit, as they did when every frame built its headers.
-        *t = header_template(&self.cfg, qp, None).unwrap_or_default();
+        *t = header_template(&self.cfg, qp, None, ect).unwrap_or_default();
     }
 
     /// The raw QP context, for debugging and tests.
@@ -446,6 +468,25 @@ impl<
         let slot = self.slot(qpn).ok_or(Error::NoSuchQp(qpn))?;
         self.with_qp(slot, Instant::ZERO, &mut NoDma, |r, _, _| r.info())
             .ok_or(Error::NoSuchQp(qpn))
+    }
+
+    /// Switches DCQCN's reaction point for one QP (the engine-wide default is
+    /// `PortConfig::cc.rp`): on, the QP's frames carry ECT(0), CNPs for it cut its rate
+    /// and its data packets are paced; the rate restarts at line rate either way.
+    pub fn set_qp_cc(&mut self, qpn: Qpn, rp: bool) -> Result<(), Error> {
+        let slot = self.slot(qpn).ok_or(Error::NoSuchQp(qpn))?;
+        let cfg = self.cfg.cc;
+        let c = self.cc.get_mut(slot).ok_or(Error::NoSuchQp(qpn))?;
+        c.set_rp(&cfg, rp);
+        self.cc_any |= rp;
+        self.update_tx_hdr(slot);
+        Ok(())
+    }
+
+    /// A QP's congestion control state: current and target rate, alpha, CNP and ECN
+    /// counters (for time series).
+    pub fn qp_cc(&self, qpn: Qpn) -> Option<QpCcInfo> {
+        self.cc.get(self.slot(qpn)?).map(QpCc::info)
     }
 
     // -----------------------------------------------------------------------------------
@@ -509,7 +550,7 @@ impl<
         }
         let info = pkt.info();
         if info.transport == Transport::Cnp {
-            self.counters.rcvd_cnp += 1;
+            self.on_cnp(now, pkt.dest_qp(), src_gid);
             return;
         }
         let Some(slot) = self.slot(pkt.dest_qp()) else {
@@ -536,6 +577,9 @@ impl<
             return;
         }
         self.counters.rcvd_pkts += 1;
+        if pkt.ecn() == ECN_CE {
+            self.on_ce(now, slot);
+        }
         let l3 = pkt.layout().l3;
         let hdr_len = match pkt.icrc_kind() {
             IcrcKind::Ipv4 => Ipv4Repr::LEN,
@@ -555,9 +599,62 @@ impl<
         });
     }
 
-    /// Runs the timers due at `now` (local ACK timeout, RNR wait).
+    /// The reaction point: a CNP names one of our QPs (its DestQP). It counts only when
+    /// it comes from that QP's peer and the QP has its reaction point on.
+    fn on_cnp(&mut self, now: Instant, qpn: Qpn, src_gid: [u8; 16]) {
+        let handled = match self.slot(qpn) {
+            Some(slot) => {
+                let from_peer = matches!(self.qps.get(slot), Some(Some(qp)) if qp.qp_type() != QpType::Ud && gid_eq(&qp.av.dgid, &src_gid));
+                let cfg = &self.cfg.cc;
+                from_peer
+                    && self
+                        .cc
+                        .get_mut(slot)
+                        .is_some_and(|c| c.on_cnp(cfg, now.as_nanos()))
+            }
+            None => false,
+        };
+        if handled {
+            self.counters.rp_cnp_handled += 1;
+        } else {
+            self.counters.rp_cnp_ignored += 1;
+        }
+    }
+
+    /// The notification point: a CE-marked packet for QP `slot` was accepted. An RC/UC
+    /// QP owes its peer a CNP, at most one per `cnp_interval_ns` (UD has no peer QP to
+    /// name here).
+    fn on_ce(&mut self, now: Instant, slot: usize) {
+        self.counters.np_ecn_marked_roce_packets += 1;
+        let np = self.cfg.cc.np
+            && matches!(self.qps.get(slot), Some(Some(qp)) if qp.qp_type() != QpType::Ud);
+        if let Some(c) = self.cc.get_mut(slot) {
+            c.on_ce(&self.cfg.cc, now.as_nanos(), np);
+        }
+    }
+
+    /// Writes the CNP QP `slot` owes into `buf`, if any.
+    fn poll_cnp(&mut self, slot: usize, buf: &mut [u8]) -> Option<usize> {
+        if !self.cc.get(slot)?.cnp_pending() {
+            return None;
+        }
+        let qp = self.qps.get(slot)?.as_ref()?;
+        let n = wire::emit(&cnp_headers(&self.cfg, qp), &[], buf).ok()?;
+        self.cc.get_mut(slot)?.cnp_sent();
+        self.counters.np_cnp_sent += 1;
+        Some(n)
+    }
+
+    /// Runs the timers due at `now` (local ACK timeout, RNR wait, DCQCN timers, pacing).
     pub fn handle_timeout(&mut self, now: Instant) {
         let now = self.clock(now);
+        if self.cc_any {
+            let cfg = &self.cfg.cc;
+            let hi = self.hi;
+            for c in self.cc.iter_mut().take(hi) {
+                c.handle_timeout(cfg, now.as_nanos());
+            }
+        }
         for slot in 0..self.hi {
             let due = matches!(self.deadlines.get(slot), Some(Some(t)) if *t <= now);
             if due {
@@ -572,7 +669,7 @@ impl<
     /// When `handle_timeout` should next be called, if any timer is armed.
     pub fn poll_timeout(&self) -> Option<Instant> {
         let hi = self.hi.min(QPS);
-        let t = self
+        let qp = self
             .deadlines
             .get(..hi)
             .unwrap_or(&[])
@@ -582,7 +679,7 @@ impl<
             .copied();
         // Every test's workload checks the table against the contexts.
         debug_assert_eq!(
-            t,
+            qp,
             self.qps
                 .get(..self.hi)
                 .unwrap_or(&[])
@@ -591,7 +688,21 @@ impl<
                 .filter_map(Qp::next_deadline)
                 .min()
         );
-        t
+        if !self.cc_any {
+            return qp;
+        }
+        let cc = self
+            .cc
+            .get(..self.hi)
+            .unwrap_or(&[])
+            .iter()
+            .filter_map(QpCc::poll_timeout)
+            .min()
+            .map(Instant::from_nanos);
+        match (qp, cc) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     /// Completes what waits for CQ room: flushes of QPs in ERR, finished send WQEs.
@@ -628,7 +739,9 @@ impl<
 
     /// Writes the next frame to send into `buf` and returns its length, or `None` when
     /// nothing is ready (or `buf` is too small for the frame: give it at least
-    /// MTU + 128 bytes). QPs take turns, one frame each.
+    /// MTU + 128 bytes). QPs take turns, one frame each; a QP's owed CNP goes before
+    /// its other frames, and a rate-limited QP's data packets wait for its pacer (ACKs
+    /// do not).
     pub fn poll_transmit(
         &mut self,
         now: Instant,
@@ -642,6 +755,15 @@ impl<
             if !matches!(self.qps.get(slot), Some(Some(_))) {
                 continue;
             }
+            if let Some(len) = self.poll_cnp(slot, buf) {
+                self.tx_next = (slot + 1) % hi;
+                self.counters.sent_pkts += 1;
+                return Some(len);
+            }
+            let (gated, ect) = match self.cc.get(slot) {
+                Some(c) if self.cc_any => (c.gated(&self.cfg.cc, now.as_nanos()), c.rp_on()),
+                _ => (false, false),
+            };
             let Self {
                 cfg,
                 mem,
@@ -675,11 +797,19 @@ impl<
                 cfg: &cfg.transport,
             };
             let mut r = QpRef { qp, q };
-            let sent = transmit_one(&mut r, &mut env, cfg, qp_hdr, buf);
-            *ready = sent != Err(Idle);
-            let sent = sent.ok().flatten();
+            let out = transmit_one(&mut r, &mut env, cfg, qp_hdr, (gated, ect), buf);
+            // Idle until an event runs the QP again; a paced packet is work waiting.
+            *ready = out != Tx::Idle;
             *deadline = r.qp.next_deadline();
-            if let Some(len) = sent {
+            if ect {
+                if let Some(c) = self.cc.get_mut(slot) {
+                    c.set_held(out == Tx::Held);
+                    if let Tx::Sent { len, data: true } = out {
+                        c.on_sent(&self.cfg.cc, now.as_nanos(), len);
+                    }
+                }
+            }
+            if let Tx::Sent { len, .. } = out {
                 self.tx_next = (slot + 1) % hi;
                 self.counters.sent_pkts += 1;
                 return Some(len);
@@ -707,48 +837,49 @@ impl<
     }
 }
 
-/// MAC addresses compared as one integer.
-#[inline(always)]
-fn mac_eq(a: &[u8; 6], b: &[u8; 6]) -> bool {
-    let wide = |m: &[u8; 6]| u64::from_le_bytes([m[0], m[1], m[2], m[3], m[4], m[5], 0, 0]);
-    wide(a) == wide(b)
-}
-
-/// GIDs compared as one integer.
-#[inline(always)]
-fn gid_eq(a: &[u8; 16], b: &[u8; 16]) -> bool {
-    u128::from_ne_bytes(*a) == u128::from_ne_bytes(*b)
-}
-
-/// Why [`transmit_one`] wrote no frame.
+/// What [`transmit_one`] did.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
-struct Idle;
+enum Tx {
+    /// Wrote a frame of `len` bytes; `data` when it carries payload (DCQCN paces those).
+    Sent { len: usize, data: bool },
+    /// Nothing to send until an event runs the QP again.
+    Idle,
+    /// A data packet waits for the pacer.
+    Held,
+    /// A frame is due but could not be written (buffer too small); try again later.
+    NotWritten,
+}
 
-/// Writes QP `r`'s next frame into `buf` (its headers from `qp_hdr`, or for UD built
-/// towards the WR's destination) and returns its length; `Err(Idle)` when the QP has
-/// nothing to send, `Ok(None)` when it has but the frame could not be written. A frame
-/// whose payload cannot be read is not sent (the WQE fails) and the next one is tried,
-/// a few at most.
+/// Writes QP `r`'s next frame into `buf`: its headers from `qp_hdr` (UD: built towards
+/// the WR's destination, ECN-capable when `ect`), unless `gated` holds data packets
+/// back. A frame whose payload cannot be read is not sent (the WQE fails) and the next
+/// one is tried, a few at most.
 fn transmit_one<const SQ: usize, const RQ: usize, const RD: usize>(
     r: &mut QpRef<'_, SQ, RQ, RD>,
     env: &mut Env<'_>,
     cfg: &PortConfig,
     qp_hdr: &HeaderTemplate,
+    (gated, ect): (bool, bool),
     buf: &mut [u8],
-) -> Result<Option<usize>, Idle> {
+) -> Tx {
     for _ in 0..4 {
         // Borrowed where it lies: the descriptor is too big to move around per frame.
         let next = r.prepare_tx(env);
-        let d = next.as_ref().ok_or(Idle)?;
+        let Some(d) = next.as_ref() else {
+            return Tx::Idle;
+        };
+        if gated && d.carries_data() {
+            return Tx::Held;
+        }
         let ud_hdr;
         let hdr = match d.ud_av {
             None => qp_hdr,
-            Some(av) => match header_template(cfg, r.qp, Some(av)) {
+            Some(av) => match header_template(cfg, r.qp, Some(av), ect) {
                 Ok(h) => {
                     ud_hdr = h;
                     &ud_hdr
                 }
-                Err(_) => return Ok(None),
+                Err(_) => return Tx::NotWritten,
             },
         };
         let body_len = d.payload_len as usize + usize::from(d.bth.pad_count);
@@ -762,23 +893,24 @@ fn transmit_one<const SQ: usize, const RQ: usize, const RD: usize>(
         match res {
             Ok(layout) if filled => {
                 r.commit_tx(env, d);
-                return Ok(Some(layout.end));
+                return Tx::Sent {
+                    len: layout.end,
+                    data: d.carries_data(),
+                };
             }
             Ok(_) => r.abort_tx(env, d),
-            Err(_) => return Ok(None),
+            Err(_) => return Tx::NotWritten,
         }
     }
-    Ok(None)
+    Tx::NotWritten
 }
 
-/// The headers before the BTH of the QP's frames, towards its address vector or (UD)
-/// the WR's.
-fn header_template(
-    cfg: &PortConfig,
-    qp: &Qp,
-    ud_av: Option<AddressVector>,
-) -> Result<HeaderTemplate, wire::EmitError> {
-    let av = ud_av.unwrap_or(qp.av);
+/// A RoCEv2 CNP to the peer of `qp`, laid out as the ConnectX-4 Lx capture of
+/// roce-facts §3.4/§5.4: DSCP `cnp_dscp` with ECT(0), DF, UDP source port 0, BTH opcode
+/// 0x81 with BECN, P_Key 0xFFFF, DestQP = the peer's QP (the one to slow down), PSN 0,
+/// and 16 zero bytes.
+fn cnp_headers(cfg: &PortConfig, qp: &Qp) -> Headers {
+    let av = qp.av;
     let hop = if av.hop_limit == 0 { 64 } else { av.hop_limit };
     let l3 = if av.is_ipv4() {
         let g = cfg.gid;
@@ -786,8 +918,73 @@ fn header_template(
         L3Repr::Ipv4(Ipv4Repr {
             src: Ipv4Addr::new(g[12], g[13], g[14], g[15]),
             dst: Ipv4Addr::new(a[12], a[13], a[14], a[15]),
+            dscp: cfg.cc.cnp_dscp,
+            ecn: ECN_ECT0,
+            ttl: hop,
+            ..Ipv4Repr::default()
+        })
+    } else {
+        L3Repr::Ipv6(Ipv6Repr {
+            src: Ipv6Addr::from(cfg.gid),
+            dst: Ipv6Addr::from(av.dgid),
+            dscp: cfg.cc.cnp_dscp,
+            ecn: ECN_ECT0,
+            flow_label: 0,
+            next_header: NEXT_HEADER_UDP,
+            hop_limit: hop,
+        })
+    };
+    let mut bth = BthRepr::new(Opcode::CNP, qp.dest_qpn, Psn::ZERO);
+    bth.becn = true;
+    Headers {
+        eth: EthernetRepr {
+            dst: MacAddr(av.dmac),
+            src: MacAddr(cfg.mac),
+            ethertype: 0,
+        },
+        vlan: av.vlan_id.map(|vid| VlanRepr {
+            pcp: cfg.cc.cnp_prio & 7,
+            dei: false,
+            vid: vid & 0x0FFF,
+            ethertype: 0,
+        }),
+        l3,
+        udp: Some(UdpRepr {
+            src_port: 0,
+            dst_port: ROCEV2_PORT,
+            checksum: 0,
+        }),
+        bth,
+        ext: ExtHeaders {
+            cnp: Some(CnpRepr::default()),
+            ..ExtHeaders::default()
+        },
+    }
+}
+
+/// The headers before the BTH of the QP's frames, towards its address vector or (UD)
+/// the WR's; `ect` marks them ECN-capable (ECT(0)) unless the traffic class already
+/// chose a codepoint (DCQCN's reaction point is on).
+fn header_template(
+    cfg: &PortConfig,
+    qp: &Qp,
+    ud_av: Option<AddressVector>,
+    ect: bool,
+) -> Result<HeaderTemplate, wire::EmitError> {
+    let av = ud_av.unwrap_or(qp.av);
+    let hop = if av.hop_limit == 0 { 64 } else { av.hop_limit };
+    let ecn = match av.traffic_class & 3 {
+        0 if ect => ECN_ECT0,
+        e => e,
+    };
+    let l3 = if av.is_ipv4() {
+        let g = cfg.gid;
+        let a = av.dgid;
+        L3Repr::Ipv4(Ipv4Repr {
+            src: Ipv4Addr::new(g[12], g[13], g[14], g[15]),
+            dst: Ipv4Addr::new(a[12], a[13], a[14], a[15]),
             dscp: av.traffic_class >> 2,
-            ecn: av.traffic_class & 3,
+            ecn,
             ttl: hop,
             ..Ipv4Repr::default()
         })
@@ -796,7 +993,7 @@ fn header_template(
             src: Ipv6Addr::from(cfg.gid),
             dst: Ipv6Addr::from(av.dgid),
             dscp: av.traffic_class >> 2,
-            ecn: av.traffic_class & 3,
+            ecn,
             flow_label: av.flow_label & 0xF_FFFF,
             next_header: NEXT_HEADER_UDP,
             hop_limit: hop,
@@ -824,6 +1021,19 @@ fn header_template(
         checksum: 0,
     };
     HeaderTemplate::new(&eth, vlan.as_ref(), &l3, Some(&udp))
+}
+
+/// MAC addresses compared as one integer.
+#[inline(always)]
+fn mac_eq(a: &[u8; 6], b: &[u8; 6]) -> bool {
+    let wide = |m: &[u8; 6]| u64::from_le_bytes([m[0], m[1], m[2], m[3], m[4], m[5], 0, 0]);
+    wide(a) == wide(b)
+}
+
+/// GIDs compared as one integer.
+#[inline(always)]
+fn gid_eq(a: &[u8; 16], b: &[u8; 16]) -> bool {
+    u128::from_ne_bytes(*a) == u128::from_ne_bytes(*b)
 }
 
 #[cfg(test)]

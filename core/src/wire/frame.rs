@@ -566,6 +566,19 @@ impl<'a> Packet<'a> {
         }
     }
 
+    /// The ECN codepoint of the IP header (RoCEv1's GRH: 0, it has none).
+    #[inline]
+    pub fn ecn(&self) -> u8 {
+        let net = &self.frame[usize::from(self.l3)..];
+        match self.l3_kind {
+            // IPv4: the low bits of the TOS byte; IPv6: of the traffic class, which
+            // straddles bytes 0 and 1.
+            IcrcKind::Ipv4 => net.get(1).map_or(0, |b| b & 3),
+            IcrcKind::Ipv6 => net.get(1).map_or(0, |b| (b >> 4) & 3),
+            IcrcKind::RoceV1 => 0,
+        }
+    }
+
     // --- BTH fields the engine reads per packet, straight from their bytes ------------
 
     /// BTH OpCode (the same as `info().opcode`).
