@@ -26,6 +26,7 @@ fn params(test: Test, size: usize, iters: usize, qps: usize) -> Params {
         mtu: Mtu::Mtu4096,
         tx_depth: 64,
         selective_repeat: None,
+        timeout: 14,
     }
 }
 

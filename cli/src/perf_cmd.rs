@@ -28,6 +28,9 @@ pub struct PerfArgs {
     /// Outstanding work requests per QP.
     #[arg(long, default_value_t = 128)]
     pub tx_depth: usize,
+    /// QP local ACK timeout exponent: 4.096 us x 2^timeout (perftest's `-u`).
+    #[arg(short = 'u', long, default_value_t = 14)]
+    pub qp_timeout: u8,
     /// Run every size from 2 bytes to 8 MiB, doubling.
     #[arg(short = 'a', long)]
     pub all: bool,
@@ -176,6 +179,7 @@ pub fn run(args: &PerfArgs, out: &mut impl Write) -> Result<()> {
             mtu: mtu(args.mtu)?,
             tx_depth: args.tx_depth,
             selective_repeat,
+            timeout: args.qp_timeout,
         };
         let nics = match args.backend {
             Backend::Model => perf::nics(&p),

@@ -15,6 +15,11 @@
 //!
 //! Arithmetic is integer (rates in bit/s, alpha in Q20 fixed point), so a soft core
 //! without an FPU runs it cheaply and every platform computes the same numbers.
+//!
+//! The engine holds one [`QpCc`] per QP slot and drives it: CE-marked packets and CNPs
+//! from `handle_packet`, pacing and CNP emission in `poll_transmit`, the timers through
+//! `poll_timeout` / `handle_timeout`. [`CcConfig`] (in `PortConfig::cc`) turns it on;
+//! by default it is off and the wire is as without it.
 
 /// Fixed-point one for alpha and g (Q20).
 pub const ONE: u32 = 1 << 20;
@@ -574,6 +579,23 @@ mod tests {
         assert!(!p.ready(999) && p.ready(1000));
         p.on_sent(5000, 1250, 10_000_000_000); // idle gap: no credit is banked
         assert_eq!(p.ready_at(), 6000);
+    }
+
+    #[test]
+    fn alpha_timer_stops_once_alpha_is_zero() {
+        // alpha only decays; at 0 the timer could change nothing, so it stops and an
+        // idle flow at line rate asks for no more wake-ups.
+        let mut cfg = DcqcnConfig::new(G100);
+        cfg.g = ONE / 2; // alpha halves per period: 2^20 -> 0 after 21 periods
+        let mut rp = ReactionPoint::new(&cfg);
+        rp.on_cnp(&cfg, 0);
+        let mut wakeups = 0;
+        while let Some(t) = rp.poll_timeout() {
+            rp.handle_timeout(&cfg, t);
+            wakeups += 1;
+            assert!(wakeups < 1000);
+        }
+        assert_eq!((rp.alpha(), rp.rate()), (0, G100));
     }
 
     #[test]

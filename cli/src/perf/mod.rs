@@ -66,6 +66,8 @@ pub struct Params {
     pub tx_depth: usize,
     /// Selective repeat on both ends of every QP (`--selective-repeat`), or Go-Back-N.
     pub selective_repeat: Option<SrAttr>,
+    /// Local ACK timeout exponent: 4.096 us x 2^timeout (`-u`, `--qp-timeout`).
+    pub timeout: u8,
 }
 
 /// What one run measured.
@@ -146,6 +148,7 @@ fn setup(world: &[&Rc<LocalNic>; 2], p: &Params) -> Result<[Side; 2]> {
     let opts = ConnectOptions {
         mtu: p.mtu,
         selective_repeat: p.selective_repeat,
+        timeout: p.timeout,
         ..ConnectOptions::default()
     };
     for i in 0..p.qps {

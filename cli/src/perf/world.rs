@@ -3,11 +3,14 @@
 
 use super::rx_buffer::{RxBuffer, RxBufferConfig, RxBufferCounters};
 use roce_core::wire::ethernet::MacAddr;
+use roce_core::wire::udp::ROCEV2_PORT;
 use roce_host::LocalNic;
 use roce_sim::classify::classify;
 use roce_sim::{
     Fabric, HostId, LinkConfig, LinkId, Nanos, Node, Priorities, SwitchConfig, SwitchId,
+    MIN_FRAME_LEN, WIRE_OVERHEAD,
 };
+use std::collections::HashMap;
 use std::rc::Rc;
 use std::time::Instant;
 
@@ -121,6 +124,8 @@ pub struct NicNode {
     /// is a model of its own, such as the RTL), rather than straight between the engine
     /// and the fabric's buffers.
     via_datapath: bool,
+    /// Wire bytes received per destination QP, when metered (`roce sim`'s per-flow rates).
+    meter: Option<HashMap<u32, u64>>,
 }
 
 impl NicNode {
@@ -135,7 +140,39 @@ impl NicNode {
             dscp_map: std::array::from_fn(|d| (d >> 3) as u8),
             held: None,
             via_datapath,
+            meter: None,
         }
+    }
+
+    /// Counts the wire bytes (frame, FCS, preamble and gap) of every RoCEv2 frame
+    /// received, by destination QP number: each QP is one flow's receiving end.
+    pub fn metered(mut self) -> Self {
+        self.meter = Some(HashMap::new());
+        self
+    }
+
+    /// Wire bytes received so far for QP `qpn` (0 when not metered).
+    pub fn rx_bytes(&self, qpn: u32) -> u64 {
+        self.meter
+            .as_ref()
+            .and_then(|m| m.get(&qpn).copied())
+            .unwrap_or(0)
+    }
+
+    fn count(&mut self, frame: &[u8]) {
+        let Some(meter) = &mut self.meter else { return };
+        let Some(udp) = classify(frame, &self.dscp_map).and_then(|c| c.udp) else {
+            return;
+        };
+        // UDP destination port 4791, then the BTH's DestQP (bytes 5..8).
+        let Some(h) = frame.get(udp..udp + 8 + 8) else {
+            return;
+        };
+        if u16::from_be_bytes([h[2], h[3]]) != ROCEV2_PORT {
+            return;
+        }
+        let qpn = u32::from_be_bytes([0, h[13], h[14], h[15]]);
+        *meter.entry(qpn).or_default() += (frame.len().max(MIN_FRAME_LEN) + WIRE_OVERHEAD) as u64;
     }
 
     /// The NIC with a finite receive buffer drained at a finite rate, generating PFC
@@ -186,6 +223,7 @@ impl Node for NicNode {
     }
 
     fn handle_frame(&mut self, now: Nanos, _port: usize, frame: &[u8]) {
+        self.count(frame);
         self.nic.set_time(now);
         match self.rx.as_mut() {
             Some(rx) => {

@@ -84,4 +84,4 @@ pub use sack::{sack_trigger, SrAttr, SrState, SACK_FLAG, SR_WINDOW};
 pub use time::Instant;
 pub use verbs::*;
 
-pub(crate) use qp::{udp_sport, Env, PortLimits, QpRef, TxDesc};
+pub(crate) use qp::{udp_sport, Env, PortLimits, QpRef};

@@ -832,8 +832,10 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
     /// The next frame this QP wants to send, if any: responder output first (ACKs and
     /// READ responses are what a peer's window waits for), then requests.
     pub fn prepare_tx(&mut self, env: &mut Env<'_>) -> Option<TxDesc> {
-        if let Some(d) = self.resp_prepare(env) {
-            return Some(d);
+        // Returned as it came (not unwrapped and wrapped again: a descriptor is big).
+        let resp = self.resp_prepare(env);
+        if resp.is_some() {
+            return resp;
         }
         self.req_prepare(env)
     }
