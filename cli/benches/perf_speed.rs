@@ -25,6 +25,8 @@ fn params(test: Test, size: usize, iters: usize, qps: usize) -> Params {
         qps,
         mtu: Mtu::Mtu4096,
         tx_depth: 64,
+        selective_repeat: None,
+        timeout: 14,
     }
 }
 

@@ -7,6 +7,7 @@ pub mod json;
 pub mod perf;
 pub mod perf_cmd;
 pub mod progress;
+pub mod scenario;
 pub mod summary;
 
 use anyhow::{Context, Result};

@@ -37,6 +37,15 @@ enum Command {
     Perf(roce_cli::perf_cmd::PerfArgs),
     /// rdma-core's ibv_rc/uc/ud_pingpong, either end, with the NIC on a raw link.
     Pingpong(roce_cli::interop::pingpong::PingpongArgs),
+    /// Run a scenario file (see `scenarios/`): CSV time series, a PNG figure and a
+    /// Markdown table into the output directory.
+    Sim {
+        /// The scenario (TOML).
+        scenario: PathBuf,
+        /// Where the CSV, PNG and table go.
+        #[arg(short, long, default_value = "sim-out")]
+        output: PathBuf,
+    },
     /// Build a pcap from packet objects, one JSON object per line (packet-json.md).
     Encode {
         /// JSON Lines input: bare packet objects or `roce decode --json` lines.
@@ -91,6 +100,15 @@ fn run() -> Result<()> {
         Command::Pingpong(args) => {
             let mut out = std::io::stdout().lock();
             roce_cli::interop::pingpong::run(&args, &mut out)?;
+        }
+        Command::Sim { scenario, output } => {
+            let s = roce_cli::scenario::Scenario::load(&scenario)?;
+            let outcome =
+                roce_cli::scenario::run(&s, &mut roce_cli::progress::Progress::new(&s.name))?;
+            print!("{}", outcome.table());
+            for path in roce_cli::scenario::write(&s, &outcome, &output)? {
+                eprintln!("wrote {}", path.display());
+            }
         }
         Command::Encode { input, output } => {
             let n = roce_cli::encode(&input, &output)?;

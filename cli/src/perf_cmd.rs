@@ -3,7 +3,7 @@
 use crate::perf::{self, report, world, Params, Test};
 use crate::progress::Progress;
 use anyhow::{bail, Context, Result};
-use roce_core::transport::Mtu;
+use roce_core::transport::{AckTimeout, Mtu, SrAttr, SR_WINDOW};
 use roce_sim::{Faults, LinkConfig};
 use std::io::Write;
 
@@ -28,6 +28,9 @@ pub struct PerfArgs {
     /// Outstanding work requests per QP.
     #[arg(long, default_value_t = 128)]
     pub tx_depth: usize,
+    /// QP local ACK timeout exponent: 4.096 us x 2^timeout (perftest's `-u`).
+    #[arg(short = 'u', long, default_value_t = 14)]
+    pub qp_timeout: u8,
     /// Run every size from 2 bytes to 8 MiB, doubling.
     #[arg(short = 'a', long)]
     pub all: bool,
@@ -43,6 +46,17 @@ pub struct PerfArgs {
     /// Probability that a link loses a frame.
     #[arg(long, default_value_t = 0.0)]
     pub loss: f64,
+    /// Selective repeat (IRN style) instead of Go-Back-N, on both ends of every QP.
+    #[arg(long)]
+    pub selective_repeat: bool,
+    /// With --selective-repeat: most PSNs in flight per QP (IRN's BDP cap; 0 = the
+    /// port's window of 128).
+    #[arg(long, default_value_t = 0)]
+    pub max_inflight: u16,
+    /// With --selective-repeat: IRN's RTO_low, used while at most 3 packets are in
+    /// flight (rounded up to 4.096 us * 2^n; 0 = off).
+    #[arg(long, default_value = "64us")]
+    pub rto_low: String,
     /// Seed of the simulation's randomness.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
@@ -120,6 +134,17 @@ pub fn parse_duration(s: &str) -> Result<u64> {
     bail!("bad duration {s:?}: give a unit (ns, us, ms, s)")
 }
 
+/// The shortest ACK-timeout code (4.096 us * 2^n) of at least `ns`; 0 (no timer) for 0.
+pub fn ack_timeout_at_least(ns: u64) -> Result<AckTimeout> {
+    if ns == 0 {
+        return Ok(AckTimeout::INFINITE);
+    }
+    (1..=31u8)
+        .find(|&n| 4096u64 << n >= ns)
+        .and_then(AckTimeout::new)
+        .ok_or_else(|| anyhow::anyhow!("timeout of {ns} ns is beyond 4.096 us * 2^31"))
+}
+
 fn mtu(bytes: u32) -> Result<Mtu> {
     Mtu::from_bytes_floor(bytes)
         .filter(|m| m.bytes() == bytes)
@@ -147,6 +172,18 @@ pub fn run(args: &PerfArgs, out: &mut impl Write) -> Result<()> {
         ),
         Fabric::Direct => "Direct: two NICs connected in memory, wall-clock timing".to_string(),
     };
+    let selective_repeat = if args.selective_repeat {
+        if u32::from(args.max_inflight) > SR_WINDOW {
+            bail!("--max-inflight: at most {SR_WINDOW}");
+        }
+        Some(SrAttr {
+            enabled: true,
+            max_inflight: args.max_inflight,
+            rto_low: ack_timeout_at_least(parse_duration(&args.rto_low)?)?,
+        })
+    } else {
+        None
+    };
     let mut printed_header = false;
     for size in sizes {
         let p = Params {
@@ -156,6 +193,8 @@ pub fn run(args: &PerfArgs, out: &mut impl Write) -> Result<()> {
             qps: args.qps,
             mtu: mtu(args.mtu)?,
             tx_depth: args.tx_depth,
+            selective_repeat,
+            timeout: args.qp_timeout,
         };
         let nics = match args.backend {
             Backend::Model => perf::nics(&p),
@@ -233,4 +272,22 @@ fn run_wire(args: &PerfArgs, sizes: Vec<usize>, iters: usize, out: &mut impl Wri
         perftest::run(&p, out)?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rto_low_rounds_up_to_an_ack_timeout_code() {
+        // 4.096 us * 2^n (roce-facts §6.4): 8.192 us is code 1, 65.536 us code 4.
+        let code = |ns| ack_timeout_at_least(ns).unwrap().code();
+        assert_eq!(code(0), 0);
+        assert_eq!(code(1), 1);
+        assert_eq!(code(8_192), 1);
+        assert_eq!(code(8_193), 2);
+        assert_eq!(code(64_000), 4);
+        assert_eq!(code(65_537), 5);
+        assert!(ack_timeout_at_least(4096 << 32).is_err());
+    }
 }

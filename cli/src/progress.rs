@@ -30,6 +30,11 @@ impl Progress {
         }
     }
 
+    /// Names the next part of a run (one bar is reused run after run).
+    pub fn relabel(&mut self, label: &str) {
+        self.label = label.to_string();
+    }
+
     /// No output at all (benchmarks, tests).
     pub fn silent() -> Self {
         Self {

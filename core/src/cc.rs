@@ -15,6 +15,11 @@
 //!
 //! Arithmetic is integer (rates in bit/s, alpha in Q20 fixed point), so a soft core
 //! without an FPU runs it cheaply and every platform computes the same numbers.
+//!
+//! The engine holds one [`QpCc`] per QP slot and drives it: CE-marked packets and CNPs
+//! from `handle_packet`, pacing and CNP emission in `poll_transmit`, the timers through
+//! `poll_timeout` / `handle_timeout`. [`CcConfig`] (in `PortConfig::cc`) turns it on;
+//! by default it is off and the wire is as without it.
 
 /// Fixed-point one for alpha and g (Q20).
 pub const ONE: u32 = 1 << 20;
@@ -151,7 +156,9 @@ impl ReactionPoint {
     pub fn handle_timeout(&mut self, cfg: &DcqcnConfig, now: u64) {
         while let Some(at) = self.alpha_at.filter(|&at| at <= now) {
             self.alpha = mix(self.alpha, cfg.g, 0);
-            self.alpha_at = Some(at + cfg.alpha_timer_ns.max(1));
+            // Once alpha reached 0 the timer can change nothing: stop it, so an idle
+            // flow stops asking to be woken.
+            self.alpha_at = (self.alpha != 0).then_some(at + cfg.alpha_timer_ns.max(1));
         }
         while let Some(at) = self.increase_at.filter(|&at| at <= now) {
             self.increase_at = Some(at + cfg.increase_timer_ns.max(1));
@@ -234,6 +241,229 @@ impl NotificationPoint {
                 self.last = Some(now);
                 true
             }
+        }
+    }
+}
+
+/// ECN codepoint ECT(0), which this NIC puts on the frames of rate-controlled QPs so that
+/// switches mark rather than ignore them (the ConnectX CNP capture carries ECT(0) too,
+/// roce-facts §1.4).
+pub const ECN_ECT0: u8 = 0b10;
+/// ECN codepoint CE (Congestion Experienced).
+pub const ECN_CE: u8 = 0b11;
+
+/// Engine-wide congestion control settings ([`crate::engine::PortConfig::cc`]). The
+/// default turns everything off: frames are Not-ECT, nothing is paced, CE marks are only
+/// counted, and CNPs are counted and ignored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CcConfig {
+    /// Notification point: answer CE-marked packets of RC/UC QPs with CNPs.
+    pub np: bool,
+    /// Reaction point for QPs created from now on (`Engine::set_qp_cc` switches one QP):
+    /// their frames carry ECT(0), CNPs for them cut their rate, and their data packets
+    /// are paced at that rate.
+    pub rp: bool,
+    /// Fewest nanoseconds between two CNPs for one QP (roce-facts §7.2: 50 us in the
+    /// DCQCN authors' simulator; ConnectX firmware uses 2-4 us).
+    pub cnp_interval_ns: u64,
+    /// DSCP of CNPs (ConnectX default 48, roce-facts §7.2).
+    pub cnp_dscp: u8,
+    /// 802.1p priority of CNPs on a VLAN-tagged QP (ConnectX default 6).
+    pub cnp_prio: u8,
+    /// Reaction-point parameters; `line_rate` is the rate a QP starts at and the cap.
+    pub dcqcn: DcqcnConfig,
+}
+
+impl Default for CcConfig {
+    fn default() -> Self {
+        Self {
+            np: false,
+            rp: false,
+            cnp_interval_ns: DEFAULT_CNP_INTERVAL_NS,
+            cnp_dscp: 48,
+            cnp_prio: 6,
+            dcqcn: DcqcnConfig::new(100_000_000_000),
+        }
+    }
+}
+
+impl CcConfig {
+    /// DCQCN on (notification and reaction point, every new QP) for a link of
+    /// `line_rate` bit/s, with the default parameters.
+    pub fn dcqcn(line_rate: u64) -> Self {
+        Self {
+            np: true,
+            rp: true,
+            dcqcn: DcqcnConfig::new(line_rate),
+            ..Self::default()
+        }
+    }
+}
+
+/// Bytes a frame of `len` bytes (without FCS) occupies on the wire: padded to 60, plus
+/// FCS 4, preamble and SFD 8 and the inter-frame gap 12. The pacer spaces frames by this,
+/// so a QP paced at line rate is exactly as fast as the link.
+pub const fn wire_bytes(len: usize) -> u64 {
+    let len = if len < 60 { 60 } else { len };
+    len as u64 + 24
+}
+
+/// A QP's congestion control state and counters, as [`crate::engine::Engine::qp_cc`]
+/// reports them (for time series).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct QpCcInfo {
+    /// The reaction point is on: frames are ECT(0) and data is paced at `rate`.
+    pub rp_enabled: bool,
+    /// Current rate Rc (bit/s).
+    pub rate: u64,
+    /// Target rate Rt (bit/s).
+    pub target_rate: u64,
+    /// Alpha, Q20.
+    pub alpha: u32,
+    /// CNPs this QP reacted to (mlx5 `rp_cnp_handled`, per QP).
+    pub rp_cnp_handled: u64,
+    /// CNPs this QP sent (mlx5 `np_cnp_sent`, per QP).
+    pub np_cnp_sent: u64,
+    /// CE-marked packets this QP received (mlx5 `np_ecn_marked_roce_packets`, per QP).
+    pub np_ecn_marked_roce_packets: u64,
+}
+
+/// Per-QP congestion control: the reaction point, its pacer, the notification point and
+/// the CNP waiting to go out. The engine keeps these beside the QP contexts (not in
+/// them: the firmware's contexts stay within their 256 bytes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QpCc {
+    rp_on: bool,
+    rp: ReactionPoint,
+    pacer: Pacer,
+    np: NotificationPoint,
+    /// A CNP is owed to the peer QP.
+    cnp_pending: bool,
+    /// `poll_transmit` held a data packet back for the pacer: wake at `pacer.ready_at()`.
+    held: bool,
+    info: QpCcInfo,
+}
+
+impl QpCc {
+    /// Fresh state for a new QP under `cfg`.
+    pub const fn new(cfg: &CcConfig) -> Self {
+        Self {
+            rp_on: cfg.rp,
+            rp: ReactionPoint::new(&cfg.dcqcn),
+            pacer: Pacer { next_at: 0 },
+            np: NotificationPoint { last: None },
+            cnp_pending: false,
+            held: false,
+            info: QpCcInfo {
+                rp_enabled: cfg.rp,
+                rate: 0,
+                target_rate: 0,
+                alpha: 0,
+                rp_cnp_handled: 0,
+                np_cnp_sent: 0,
+                np_ecn_marked_roce_packets: 0,
+            },
+        }
+    }
+
+    /// Switches the reaction point; the rate restarts at line rate.
+    pub fn set_rp(&mut self, cfg: &CcConfig, on: bool) {
+        self.rp_on = on;
+        self.info.rp_enabled = on;
+        self.rp = ReactionPoint::new(&cfg.dcqcn);
+        self.pacer = Pacer::default();
+        self.held = false;
+    }
+
+    /// The reaction point is on (frames carry ECT(0)).
+    pub const fn rp_on(&self) -> bool {
+        self.rp_on
+    }
+
+    /// A data packet may not leave at `now`: the QP is below line rate and its pacer
+    /// has not yet allowed the next one.
+    pub fn gated(&self, cfg: &CcConfig, now: u64) -> bool {
+        self.rp_on && self.rp.rate() < cfg.dcqcn.line_rate && !self.pacer.ready(now)
+    }
+
+    /// `poll_transmit` held a data packet back (or did not).
+    pub fn set_held(&mut self, held: bool) {
+        self.held = held;
+    }
+
+    /// A data frame of `len` bytes left at `now`: paces the next one and feeds the byte
+    /// counter.
+    pub fn on_sent(&mut self, cfg: &CcConfig, now: u64, len: usize) {
+        if !self.rp_on || self.rp.rate() >= cfg.dcqcn.line_rate {
+            return; // at line rate the link itself is the pacer
+        }
+        self.pacer.on_sent(now, wire_bytes(len), self.rp.rate());
+        self.rp.on_sent(&cfg.dcqcn, wire_bytes(len));
+    }
+
+    /// A CNP for this QP arrived; false when the reaction point is off (ignored).
+    pub fn on_cnp(&mut self, cfg: &CcConfig, now: u64) -> bool {
+        if !self.rp_on {
+            return false;
+        }
+        self.rp.on_cnp(&cfg.dcqcn, now);
+        self.info.rp_cnp_handled += 1;
+        true
+    }
+
+    /// A CE-marked packet arrived; `np` says whether this QP may answer with a CNP.
+    /// Returns true when a CNP is now owed.
+    pub fn on_ce(&mut self, cfg: &CcConfig, now: u64, np: bool) -> bool {
+        self.info.np_ecn_marked_roce_packets += 1;
+        if np && self.np.on_ce(now, cfg.cnp_interval_ns) {
+            self.cnp_pending = true;
+        }
+        self.cnp_pending
+    }
+
+    /// A CNP is owed.
+    pub const fn cnp_pending(&self) -> bool {
+        self.cnp_pending
+    }
+
+    /// The owed CNP went out.
+    pub fn cnp_sent(&mut self) {
+        self.cnp_pending = false;
+        self.info.np_cnp_sent += 1;
+    }
+
+    /// The next instant `handle_timeout` has work: a DCQCN timer, or the pacer releasing
+    /// a held packet.
+    pub fn poll_timeout(&self) -> Option<u64> {
+        if !self.rp_on {
+            return None;
+        }
+        let pace = self.held.then_some(self.pacer.ready_at());
+        match (self.rp.poll_timeout(), pace) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Runs the DCQCN timers due at `now`; a held packet whose time came is released
+    /// (the next `poll_transmit` sends it).
+    pub fn handle_timeout(&mut self, cfg: &CcConfig, now: u64) {
+        if !self.rp_on {
+            return;
+        }
+        self.rp.handle_timeout(&cfg.dcqcn, now);
+        if self.held && self.pacer.ready(now) {
+            self.held = false;
+        }
+    }
+
+    /// The QP's rate and counters.
+    pub fn info(&self) -> QpCcInfo {
+        QpCcInfo {
+            rate: self.rp.rate(),
+            target_rate: self.rp.target_rate(),
+            alpha: self.rp.alpha(),
+            ..self.info
         }
     }
 }
@@ -349,6 +579,23 @@ mod tests {
         assert!(!p.ready(999) && p.ready(1000));
         p.on_sent(5000, 1250, 10_000_000_000); // idle gap: no credit is banked
         assert_eq!(p.ready_at(), 6000);
+    }
+
+    #[test]
+    fn alpha_timer_stops_once_alpha_is_zero() {
+        // alpha only decays; at 0 the timer could change nothing, so it stops and an
+        // idle flow at line rate asks for no more wake-ups.
+        let mut cfg = DcqcnConfig::new(G100);
+        cfg.g = ONE / 2; // alpha halves per period: 2^20 -> 0 after 21 periods
+        let mut rp = ReactionPoint::new(&cfg);
+        rp.on_cnp(&cfg, 0);
+        let mut wakeups = 0;
+        while let Some(t) = rp.poll_timeout() {
+            rp.handle_timeout(&cfg, t);
+            wakeups += 1;
+            assert!(wakeups < 1000);
+        }
+        assert_eq!((rp.alpha(), rp.rate()), (0, G100));
     }
 
     #[test]

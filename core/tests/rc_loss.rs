@@ -5,109 +5,14 @@ mod common;
 use common::*;
 use roce_core::transport::{Mtu, QpType, RecvWr, SendFlags, SendWr, WcStatus, WrOp};
 
-/// Posts a mix of WRITE, SEND, READ and FETCH_ADD on A and checks every result.
+/// `common::mixed_workload` over Go-Back-N QPs with a 262 us ACK timeout.
 fn mixed_workload(seed: u64, link: LinkCfg, mtu: Mtu, n: usize) {
-    let mut p = Pair::with_links(seed, link);
     let o = QpOpts {
         mtu,
         timeout: 6,
         ..QpOpts::default()
     };
-    let (qa, qb) = p.connect(QpType::Rc, &o);
-    let len = 3 * 1024 + 17;
-    let (src, ka) = p.a.buffer(len * n);
-    p.a.mem.fill_pattern(src, len * n, 1);
-    let (wdst, kb) = p.b.buffer(len * n);
-    let (rdst, ka2) = p.a.buffer(len * n);
-    p.b.mem.fill_pattern(wdst, len * n, 2);
-    let (sdst, kb2) = p.b.buffer(len * n);
-    let (ctr, kb3) = p.b.buffer(8);
-    let (old, ka3) = p.a.buffer(8 * n);
-    let mut expect_sends = Vec::new();
-    for i in 0..n {
-        let off = (i * len) as u64;
-        let wr = match i % 4 {
-            0 => SendWr::new(i as u64, WrOp::rdma_write(wdst + off, kb.rkey)).sge(
-                src + off,
-                len as u32,
-                ka.lkey,
-            ),
-            1 => {
-                p.b.post_recv(
-                    qb,
-                    &RecvWr::new(i as u64).sge(sdst + off, len as u32, kb2.lkey),
-                );
-                expect_sends.push(i);
-                SendWr::new(i as u64, WrOp::Send).sge(src + off, len as u32, ka.lkey)
-            }
-            2 => SendWr::new(i as u64, WrOp::rdma_read(wdst + off, kb.rkey)).sge(
-                rdst + off,
-                len as u32,
-                ka2.lkey,
-            ),
-            _ => SendWr::new(
-                i as u64,
-                WrOp::AtomicFetchAndAdd {
-                    remote_addr: ctr,
-                    rkey: kb3.rkey,
-                    add: 1,
-                },
-            )
-            .sge(old + 8 * i as u64, 8, ka3.lkey),
-        };
-        // READs of a region that a WRITE fills are ordered by a fence.
-        let f = if i % 4 == 2 {
-            SendFlags::SIGNALED | SendFlags::FENCE
-        } else {
-            SendFlags::SIGNALED
-        };
-        p.a.post_send(qa, &wr.flags(f));
-    }
-    assert!(p.run(20_000_000_000), "seed {seed}: did not go idle");
-    let ids: Vec<u64> = p.a.wcs.iter().map(|w| w.wr_id).collect();
-    assert_eq!(
-        ids,
-        (0..n as u64).collect::<Vec<_>>(),
-        "seed {seed}: send completions"
-    );
-    assert!(
-        p.a.wcs.iter().all(|w| w.status == WcStatus::Success),
-        "seed {seed}: {:?}",
-        p.a.wcs
-    );
-    for i in 0..n {
-        let off = (i * len) as u64;
-        match i % 4 {
-            0 => assert_eq!(
-                p.b.mem.read(wdst + off, len),
-                p.a.mem.read(src + off, len),
-                "seed {seed} write {i}"
-            ),
-            1 => assert_eq!(
-                p.b.mem.read(sdst + off, len),
-                p.a.mem.read(src + off, len),
-                "seed {seed} send {i}"
-            ),
-            2 => assert_eq!(
-                p.a.mem.read(rdst + off, len),
-                p.b.mem.read(wdst + off, len),
-                "seed {seed} read {i}"
-            ),
-            _ => {}
-        }
-    }
-    // Atomics executed exactly once each, and their results are a permutation.
-    let adds = (0..n).filter(|i| i % 4 == 3).count() as u64;
-    assert_eq!(
-        p.b.mem.read(ctr, 8),
-        adds.to_le_bytes(),
-        "seed {seed}: atomics"
-    );
-    let recv_ids: Vec<u64> = p.b.wcs.iter().map(|w| w.wr_id).collect();
-    assert_eq!(
-        recv_ids,
-        expect_sends.iter().map(|&i| i as u64).collect::<Vec<_>>()
-    );
+    common::mixed_workload(seed, link, &o, n);
 }
 
 #[test]

@@ -9,6 +9,11 @@ fn qp_context_stays_small() {
     type Small = Engine<4, 2, 2, 16, 16, 16, 64, 4>;
     let ctx = Small::qp_context_size();
     println!("QP context: {ctx} bytes");
+    // DCQCN state lives beside the context, one per QP slot.
+    println!(
+        "QP congestion control: {} bytes",
+        core::mem::size_of::<roce_core::cc::QpCc>()
+    );
     assert!(ctx <= 256, "QP context is {ctx} bytes");
 }
 

@@ -435,6 +435,12 @@ pub struct QpAttrArg {
     pub sq_psn: U32,
     pub dest_qp_num: U32,
     pub av: WireAv,
+    /// Selective repeat (`SrAttr`, mask bit `SELECTIVE_REPEAT`): bit 0 = enabled.
+    pub sr_flags: u8,
+    /// IRN's RTO_low as an ACK-timeout code (0 = none).
+    pub sr_rto_low: u8,
+    /// Most PSNs in flight (0 = the port's window).
+    pub sr_max_inflight: U16,
 }
 
 /// Reads a `T` from the start of a command payload.
@@ -526,6 +532,30 @@ mod tests {
         assert_eq!(CmdOp::from_u16(9), Some(CmdOp::ModifyQp));
         assert_eq!(CmdStatus::from_u32(5), Some(CmdStatus::IllegalTransition));
     }
+
+    #[test]
+    fn selective_repeat_attribute_crosses_the_abi() {
+        use roce_core::transport::{AttrMask, QpAttr, QpState, SrAttr};
+        let mut a = QpAttr::to_state(QpState::Rtr);
+        a.selective_repeat = Some(SrAttr {
+            enabled: true,
+            max_inflight: 300,
+            rto_low: roce_core::transport::AckTimeout::new(4).unwrap(),
+        });
+        let arg = QpAttrArg::from_attr(Qpn::new(17), &a);
+        assert_eq!(
+            arg.attr_mask.get(),
+            (AttrMask::STATE | AttrMask::SELECTIVE_REPEAT).bits()
+        );
+        assert_eq!(
+            (arg.sr_flags, arg.sr_rto_low, arg.sr_max_inflight.get()),
+            (1, 4, 300)
+        );
+        assert_eq!(arg.to_attr(), Ok(a));
+        let mut bad = arg;
+        bad.sr_flags = 2;
+        assert!(bad.to_attr().is_err());
+    }
 }
 
 // ---------------------------------------------------------------------------------------
@@ -536,7 +566,7 @@ use roce_core::memory::AccessFlags;
 use roce_core::num::{Lkey, Psn, Qkey, Qpn, Rkey};
 use roce_core::transport::{
     AckTimeout, AddressVector, Mtu, QpAttr, QpState, RecvWr, RetryCount, RnrTimer, SendFlags,
-    SendWr, Sge, UdDest, WcFlags, WcOpcode, WcStatus, WorkCompletion, WrOp, WrOpcode,
+    SendWr, Sge, SrAttr, UdDest, WcFlags, WcOpcode, WcStatus, WorkCompletion, WrOp, WrOpcode,
 };
 
 /// Why a WQE or command from the host cannot be decoded.
@@ -792,6 +822,9 @@ impl QpAttrArg {
                 .as_ref()
                 .map(WireAv::from_av)
                 .unwrap_or_default(),
+            sr_flags: attr.selective_repeat.map_or(0, |s| u8::from(s.enabled)),
+            sr_rto_low: attr.selective_repeat.map_or(0, |s| s.rto_low.code()),
+            sr_max_inflight: U16::new(attr.selective_repeat.map_or(0, |s| s.max_inflight)),
         }
     }
 
@@ -860,6 +893,16 @@ impl QpAttrArg {
         }
         if has(M::DEST_QPN) {
             a.dest_qp_num = Some(Qpn::new(self.dest_qp_num.get()));
+        }
+        if has(M::SELECTIVE_REPEAT) {
+            if self.sr_flags & !1 != 0 {
+                return Err(DecodeError("unknown selective-repeat flags"));
+            }
+            a.selective_repeat = Some(SrAttr {
+                enabled: self.sr_flags & 1 != 0,
+                max_inflight: self.sr_max_inflight.get(),
+                rto_low: AckTimeout::new(self.sr_rto_low).ok_or(DecodeError("RTO_low above 31"))?,
+            });
         }
         if a.mask().bits() != mask {
             return Err(DecodeError(

@@ -10,6 +10,7 @@ use crate::abi::{
     self, reg, CmdEntry, CmdOp, CmdStatus, Cqe, DecodeError, EventStatus, RecvWqe, SendWqe,
 };
 use crate::hal::{Datapath, Hal};
+use roce_core::cc::QpCcInfo;
 use roce_core::engine::{CqHandle, Engine, PortConfig, QPN_BASE};
 use roce_core::memory::{AccessFlags, Dma, MemError, Pd};
 use roce_core::num::{Lkey, Qpn};
@@ -497,6 +498,7 @@ impl<
                 attr.rq_psn = Some(info.rq_psn);
                 attr.qp_access_flags = Some(info.access);
                 attr.qkey = Some(info.qkey);
+                attr.selective_repeat = Some(info.selective_repeat).filter(|s| s.enabled);
                 abi::set_payload(e, &abi::QpAttrArg::from_attr(info.qpn, &attr));
             }),
             CmdOp::DestroyQp => return self.destroy_qp(Qpn::new(handle)),
@@ -694,6 +696,11 @@ pub trait NicRuntime {
     fn engine_counters(&self) -> roce_core::transport::Counters;
     /// The runtime's counters.
     fn runtime_counters(&self) -> RuntimeCounters;
+    /// [`Engine::set_qp_cc`]: DCQCN's reaction point on or off for one QP. A harness
+    /// control: the host ABI does not carry it (the port's `cc` config sets the default).
+    fn set_qp_cc(&mut self, qpn: Qpn, rp: bool) -> Result<(), EngineError>;
+    /// [`Engine::qp_cc`]: a QP's rate and congestion counters.
+    fn qp_cc(&self, qpn: Qpn) -> Option<QpCcInfo>;
 }
 
 impl<
@@ -725,6 +732,12 @@ impl<
     }
     fn runtime_counters(&self) -> RuntimeCounters {
         self.counters
+    }
+    fn set_qp_cc(&mut self, qpn: Qpn, rp: bool) -> Result<(), EngineError> {
+        self.engine.set_qp_cc(qpn, rp)
+    }
+    fn qp_cc(&self, qpn: Qpn) -> Option<QpCcInfo> {
+        self.engine.qp_cc(qpn)
     }
 }
 

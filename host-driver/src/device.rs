@@ -2,7 +2,9 @@
 //! register file and host memory in this process, with frame queues as its port.
 
 use crate::memory::HostMemory;
+use roce_core::cc::QpCcInfo;
 use roce_core::engine::PortConfig;
+use roce_core::num::Qpn;
 use roce_core::transport::Counters;
 use roce_firmware::abi::reg;
 use roce_firmware::datapath::RxCheck;
@@ -147,6 +149,7 @@ pub enum Capacities {
 
 /// An in-process NIC: the firmware runtime, a register file, host memory and a port.
 pub struct LocalNic {
+    cfg: PortConfig,
     shared: Rc<Shared>,
     port: Rc<RefCell<PortQueues>>,
     fw: RefCell<Box<dyn NicRuntime>>,
@@ -185,10 +188,16 @@ impl LocalNic {
             Capacities::Host => Box::new(Nic::<_, 64, 64, 8, 64, 64, 64, 128, 16>::new(hal, cfg)),
         };
         Rc::new(Self {
+            cfg,
             shared,
             port,
             fw: RefCell::new(fw),
         })
+    }
+
+    /// The port configuration it booted with.
+    pub fn port_config(&self) -> &PortConfig {
+        &self.cfg
     }
 
     /// Sets the NIC's clock (nanoseconds; must not go backwards).
@@ -240,6 +249,18 @@ impl LocalNic {
     /// The firmware runtime's counters.
     pub fn runtime_counters(&self) -> RuntimeCounters {
         self.fw.borrow().runtime_counters()
+    }
+
+    /// DCQCN's reaction point on or off for one QP (the port's `cc` config sets the
+    /// default). A harness control beside the ABI, as `counters` is.
+    pub fn set_qp_cc(&self, qpn: Qpn, rp: bool) -> Result<(), roce_core::transport::Error> {
+        self.fw.borrow_mut().set_qp_cc(qpn, rp)
+    }
+
+    /// A QP's congestion control state (current rate, CNP and ECN counters), for time
+    /// series.
+    pub fn qp_cc(&self, qpn: Qpn) -> Option<QpCcInfo> {
+        self.fw.borrow().qp_cc(qpn)
     }
 }
 

@@ -8,7 +8,7 @@ use roce_core::memory::AccessFlags;
 use roce_core::num::{Lkey, Psn, Qkey, Qpn, Rkey};
 use roce_core::transport::{
     AckTimeout, AddressVector, Mtu, QpAttr, QpState, QpType, RecvWr, RetryCount, RnrTimer, SendWr,
-    Sge, WcStatus, WorkCompletion,
+    Sge, SrAttr, WcStatus, WorkCompletion,
 };
 use roce_firmware::abi::{
     self, reg, CmdEntry, CmdOp, CmdStatus, Cqe, DeviceAttr, EventStatus, RecvWqe, SendWqe,
@@ -629,6 +629,9 @@ pub struct ConnectOptions {
     pub max_dest_rd_atomic: u8,
     pub traffic_class: u8,
     pub qkey: Qkey,
+    /// RC: selective repeat instead of Go-Back-N. Both ends must set it (it is not
+    /// negotiated on the wire; see `docs/selective-repeat.md`).
+    pub selective_repeat: Option<SrAttr>,
 }
 
 impl Default for ConnectOptions {
@@ -647,6 +650,7 @@ impl Default for ConnectOptions {
             max_dest_rd_atomic: 16,
             traffic_class: 0,
             qkey: Qkey(0x1111_1111),
+            selective_repeat: None,
         }
     }
 }
@@ -687,7 +691,8 @@ impl QueuePair {
         Ok(())
     }
 
-    /// `ibv_query_qp`: state, path MTU, PSNs, remote QPN, access flags, Q_Key.
+    /// `ibv_query_qp`: state, path MTU, PSNs, remote QPN, access flags, Q_Key, and
+    /// selective repeat when it is on.
     pub fn query(&self) -> Result<QpAttr> {
         let e = self
             .inner
@@ -728,6 +733,7 @@ impl QueuePair {
                 rtr.max_dest_rd_atomic =
                     Some(o.max_dest_rd_atomic.min(self.inner.ctx.attr.max_qp_rd_atom));
                 rtr.min_rnr_timer = RnrTimer::new(o.min_rnr_timer);
+                rtr.selective_repeat = o.selective_repeat;
             }
         }
         self.modify(&rtr)?;

@@ -2,6 +2,7 @@
 //! NICs, written against the verbs API exactly as an application would be.
 
 pub mod report;
+pub mod rx_buffer;
 pub mod world;
 
 use crate::progress::Progress;
@@ -10,7 +11,7 @@ use roce_core::engine::PortConfig;
 use roce_core::memory::AccessFlags;
 use roce_core::num::Psn;
 use roce_core::transport::{
-    ipv4_gid, Mtu, QpType, RecvWr, SendFlags, SendWr, WcStatus, WorkCompletion, WrOp,
+    ipv4_gid, Mtu, QpType, RecvWr, SendFlags, SendWr, SrAttr, WcStatus, WorkCompletion, WrOp,
 };
 use roce_host::{
     Capacities, CompletionQueue, ConnectOptions, Context, LocalNic, MemoryRegion, QpEndpoint,
@@ -63,6 +64,10 @@ pub struct Params {
     pub mtu: Mtu,
     /// Outstanding WRs per QP (`--tx-depth`).
     pub tx_depth: usize,
+    /// Selective repeat on both ends of every QP (`--selective-repeat`), or Go-Back-N.
+    pub selective_repeat: Option<SrAttr>,
+    /// Local ACK timeout exponent: 4.096 us x 2^timeout (`-u`, `--qp-timeout`).
+    pub timeout: u8,
 }
 
 /// What one run measured.
@@ -142,6 +147,8 @@ fn setup(world: &[&Rc<LocalNic>; 2], p: &Params) -> Result<[Side; 2]> {
     let [a, b]: [Side; 2] = sides.try_into().map_err(|_| anyhow::anyhow!("two sides"))?;
     let opts = ConnectOptions {
         mtu: p.mtu,
+        selective_repeat: p.selective_repeat,
+        timeout: p.timeout,
         ..ConnectOptions::default()
     };
     for i in 0..p.qps {

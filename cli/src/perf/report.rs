@@ -71,6 +71,7 @@ pub fn json(p: &Params, m: &Measurement, f: &Figures, link_gbps: f64) -> Value {
         "qps": p.qps,
         "mtu": p.mtu.bytes(),
         "tx_depth": p.tx_depth,
+        "selective_repeat": p.selective_repeat.is_some_and(|s| s.enabled),
         "link_gbps": link_gbps,
         "bw_peak_gbps": f.bw_peak_gbps,
         "bw_avg_gbps": f.bw_avg_gbps,
@@ -107,6 +108,21 @@ pub fn header(p: &Params, setting: &str, gbits: bool) -> String {
     );
     let _ = writeln!(s, " MTU             : {}[B]", p.mtu.bytes());
     let _ = writeln!(s, " TX depth        : {}", p.tx_depth);
+    if let Some(sr) = p.selective_repeat.filter(|s| s.enabled) {
+        let _ = writeln!(
+            s,
+            " Retransmission  : selective repeat (max in flight {}, RTO_low {})",
+            if sr.max_inflight == 0 {
+                "port window".to_string()
+            } else {
+                format!("{} PSNs", sr.max_inflight)
+            },
+            match sr.rto_low.duration() {
+                Some(d) => format!("{:.1} us", d.as_nanos() as f64 / 1e3),
+                None => "off".to_string(),
+            }
+        );
+    }
     let _ = writeln!(s, "{RULE}");
     if p.test.is_latency() {
         let _ = writeln!(s, " #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    99% percentile[usec]");

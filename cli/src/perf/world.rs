@@ -1,9 +1,16 @@
 //! Where a benchmark runs: two NICs and whatever connects them. The test logic only
 //! asks for the time, lets the world make progress, and tells it which NIC has new work.
 
+use super::rx_buffer::{RxBuffer, RxBufferConfig, RxBufferCounters};
+use roce_core::wire::ethernet::MacAddr;
+use roce_core::wire::udp::ROCEV2_PORT;
 use roce_host::LocalNic;
 use roce_sim::classify::classify;
-use roce_sim::{Fabric, HostId, LinkConfig, LinkId, Nanos, Node, Priorities};
+use roce_sim::{
+    Fabric, HostId, LinkConfig, LinkId, Nanos, Node, Priorities, SwitchConfig, SwitchId,
+    MIN_FRAME_LEN, WIRE_OVERHEAD,
+};
+use std::collections::HashMap;
 use std::rc::Rc;
 use std::time::Instant;
 
@@ -12,7 +19,7 @@ use std::time::Instant;
 pub struct NetCounters {
     /// Request packets the requesters sent again (Go-Back-N resends).
     pub retransmits: u64,
-    /// Frames lost on links or dropped by switches.
+    /// Frames lost on links or dropped by switches or NIC receive buffers.
     pub drops: u64,
 }
 
@@ -98,9 +105,18 @@ pub fn retransmits(nics: &[Rc<LocalNic>]) -> u64 {
 /// An in-process NIC as a node of the simulated fabric: frames the fabric delivers go to
 /// its port, and the fabric pulls its transmissions at link rate. The NIC itself takes no
 /// simulated time: the modelled path is links (and switches), serialization and
-/// propagation.
+/// propagation; unless it has a receive buffer ([`NicNode::with_rx_buffer`]), which
+/// takes frames in at a finite rate and sends PFC pause frames when it fills.
+///
+/// PFC reception: the fabric's MAC keeps the pause timers and passes the paused
+/// priorities to `poll_transmit`; the NIC then sends no frame of a paused priority. The
+/// engine does not schedule by priority, so a frame it built for a paused priority
+/// waits at the head and holds back the frames behind it (of any priority) until the
+/// pause ends; PFC frames are never held.
 pub struct NicNode {
     nic: Rc<LocalNic>,
+    /// The receive buffer and its PFC generation, if modelled.
+    rx: Option<RxBuffer>,
     dscp_map: [u8; 64],
     /// A frame the engine produced for a priority that was paused: it goes first later.
     held: Option<Vec<u8>>,
@@ -108,6 +124,8 @@ pub struct NicNode {
     /// is a model of its own, such as the RTL), rather than straight between the engine
     /// and the fabric's buffers.
     via_datapath: bool,
+    /// Wire bytes received per destination QP, when metered (`roce sim`'s per-flow rates).
+    meter: Option<HashMap<u32, u64>>,
 }
 
 impl NicNode {
@@ -118,25 +136,102 @@ impl NicNode {
         }
         Self {
             nic,
+            rx: None,
             dscp_map: std::array::from_fn(|d| (d >> 3) as u8),
             held: None,
             via_datapath,
+            meter: None,
         }
+    }
+
+    /// Counts the wire bytes (frame, FCS, preamble and gap) of every RoCEv2 frame
+    /// received, by destination QP number: each QP is one flow's receiving end.
+    pub fn metered(mut self) -> Self {
+        self.meter = Some(HashMap::new());
+        self
+    }
+
+    /// Wire bytes received so far for QP `qpn` (0 when not metered).
+    pub fn rx_bytes(&self, qpn: u32) -> u64 {
+        self.meter
+            .as_ref()
+            .and_then(|m| m.get(&qpn).copied())
+            .unwrap_or(0)
+    }
+
+    fn count(&mut self, frame: &[u8]) {
+        let Some(meter) = &mut self.meter else { return };
+        let Some(udp) = classify(frame, &self.dscp_map).and_then(|c| c.udp) else {
+            return;
+        };
+        // UDP destination port 4791, then the BTH's DestQP (bytes 5..8).
+        let Some(h) = frame.get(udp..udp + 8 + 8) else {
+            return;
+        };
+        if u16::from_be_bytes([h[2], h[3]]) != ROCEV2_PORT {
+            return;
+        }
+        let qpn = u32::from_be_bytes([0, h[13], h[14], h[15]]);
+        *meter.entry(qpn).or_default() += (frame.len().max(MIN_FRAME_LEN) + WIRE_OVERHEAD) as u64;
+    }
+
+    /// The NIC with a finite receive buffer drained at a finite rate, generating PFC
+    /// (the model is described in [`super::rx_buffer`]).
+    pub fn with_rx_buffer(mut self, cfg: RxBufferConfig) -> Self {
+        self.rx = Some(RxBuffer::new(cfg));
+        self
+    }
+
+    /// What the receive buffer did (all zero without one).
+    pub fn rx_buffer_counters(&self) -> RxBufferCounters {
+        self.rx.as_ref().map(|r| r.counters).unwrap_or_default()
+    }
+
+    /// The NIC.
+    pub fn nic(&self) -> &Rc<LocalNic> {
+        &self.nic
     }
 
     fn run(&self, now: Nanos) {
         self.nic.set_time(now);
         self.nic.run_until_idle();
     }
-}
 
-impl Node for NicNode {
-    fn handle_frame(&mut self, now: Nanos, _port: usize, frame: &[u8]) {
-        self.nic.set_time(now);
+    /// Hands a frame to the NIC's datapath.
+    fn deliver(&self, frame: &[u8]) {
         if self.via_datapath {
             self.nic.port().borrow_mut().rx.push_back(frame.to_vec());
         } else {
             self.nic.receive_frame(frame);
+        }
+    }
+
+    /// Moves the frames the NIC has finished taking in by `now` from the receive buffer
+    /// into it.
+    fn drain(&mut self, now: Nanos) {
+        while let Some(frame) = self.rx.as_mut().and_then(|r| r.pop_due(now)) {
+            self.deliver(&frame);
+        }
+    }
+}
+
+impl Node for NicNode {
+    fn link_up(&mut self, _port: usize, rate_bps: u64) {
+        if let Some(rx) = self.rx.as_mut() {
+            rx.link_bps = rate_bps;
+        }
+    }
+
+    fn handle_frame(&mut self, now: Nanos, _port: usize, frame: &[u8]) {
+        self.count(frame);
+        self.nic.set_time(now);
+        match self.rx.as_mut() {
+            Some(rx) => {
+                let prio = classify(frame, &self.dscp_map).map_or(0, |c| c.priority);
+                rx.push(now, frame, prio);
+                self.drain(now);
+            }
+            None => self.deliver(frame),
         }
         self.nic.run_until_idle();
     }
@@ -149,6 +244,12 @@ impl Node for NicNode {
         buf: &mut [u8],
     ) -> Option<usize> {
         self.run(now);
+        if let Some(rx) = self.rx.as_mut() {
+            let mac = MacAddr(self.nic.port_config().mac);
+            if let Some(n) = rx.pause_frame(now, mac, buf) {
+                return Some(n);
+            }
+        }
         let prio = |f: &[u8]| classify(f, &self.dscp_map).map_or(0, |c| c.priority);
         if self.held.is_none() && self.via_datapath {
             self.held = self.nic.port().borrow_mut().tx.pop_front();
@@ -175,10 +276,19 @@ impl Node for NicNode {
     }
 
     fn poll_timeout(&self) -> Option<Nanos> {
-        self.nic.poll_timeout()
+        let nic = self.nic.poll_timeout();
+        match (nic, self.rx.as_ref().and_then(RxBuffer::poll_timeout)) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     fn handle_timeout(&mut self, now: Nanos) {
+        self.nic.set_time(now);
+        if let Some(rx) = self.rx.as_mut() {
+            rx.handle_timeout(now);
+        }
+        self.drain(now);
         self.run(now);
     }
 }
@@ -189,6 +299,8 @@ pub struct Sim {
     hosts: [HostId<NicNode>; 2],
     nics: [Rc<LocalNic>; 2],
     pub link: LinkId,
+    /// The switch between the NICs, if any ([`Sim::through_switch`]).
+    pub switch: Option<SwitchId>,
 }
 
 impl Sim {
@@ -199,15 +311,62 @@ impl Sim {
         seed: u64,
         via_datapath: bool,
     ) -> Self {
+        Self::connect(nics.map(|n| NicNode::new(n, via_datapath)), link, seed)
+    }
+
+    /// Two NIC nodes as built (with receive buffers, say) joined by `link`.
+    pub fn connect(nodes: [NicNode; 2], link: LinkConfig, seed: u64) -> Self {
         let mut fabric = Fabric::new(seed);
-        let hosts = [0, 1].map(|i| fabric.add_host(NicNode::new(nics[i].clone(), via_datapath)));
+        let nics = [nodes[0].nic.clone(), nodes[1].nic.clone()];
+        let hosts = nodes.map(|n| fabric.add_host(n));
         let link = roce_sim::topology::back_to_back(&mut fabric, hosts[0], hosts[1], link);
         Self {
             fabric,
             hosts,
             nics,
             link,
+            switch: None,
         }
+    }
+}
+
+impl Sim {
+    /// The two NIC nodes on the ports 0 and 1 of a switch `sw`, NIC i joined by
+    /// `links[i]` (a slower second link makes the switch a bottleneck). `link` is then
+    /// the switch-to-NIC-1 link.
+    pub fn through_switch(
+        nodes: [NicNode; 2],
+        links: [LinkConfig; 2],
+        sw: SwitchConfig,
+        seed: u64,
+    ) -> Self {
+        let mut fabric = Fabric::new(seed);
+        let nics = [nodes[0].nic.clone(), nodes[1].nic.clone()];
+        let macs = nics.clone().map(|n| MacAddr(n.port_config().mac));
+        let hosts = nodes.map(|n| fabric.add_host(n));
+        let switch = fabric.add_switch(sw, 2);
+        let mut link = None;
+        for i in 0..2 {
+            fabric.switch_mut(switch).add_route(macs[i], i);
+            link = Some(fabric.connect(hosts[i], 0, switch, i, links[i]));
+        }
+        Self {
+            fabric,
+            hosts,
+            nics,
+            link: link.expect("two links"),
+            switch: Some(switch),
+        }
+    }
+
+    /// The fabric node of NIC `side` (its receive-buffer counters, say).
+    pub fn node(&self, side: usize) -> &NicNode {
+        self.fabric.host(self.hosts[side])
+    }
+
+    /// The fabric's host handle of NIC `side` (for `Fabric::port_counters`).
+    pub fn host(&self, side: usize) -> HostId<NicNode> {
+        self.hosts[side]
     }
 }
 
@@ -238,9 +397,14 @@ impl World for Sim {
             .flat_map(|p| &p.queues)
             .map(|q| q.dropped + q.headroom_drops)
             .sum();
+        let nic_drops: u64 = self
+            .hosts
+            .iter()
+            .map(|&h| self.fabric.host(h).rx_buffer_counters().dropped)
+            .sum();
         NetCounters {
             retransmits: retransmits(&self.nics),
-            drops: lost + dropped,
+            drops: lost + dropped + nic_drops,
         }
     }
 

@@ -7,6 +7,7 @@ use core::fmt;
 use crate::memory::AccessFlags;
 use crate::num::{Psn, Qkey, Qpn};
 
+use super::sack::SrAttr;
 use super::verbs::{AckTimeout, AddressVector, Mtu, QpState, QpType, RetryCount, RnrTimer};
 
 /// Attribute mask bits (`enum ibv_qp_attr_mask`).
@@ -56,8 +57,11 @@ impl AttrMask {
     pub const PATH_MIG_STATE: Self = Self(1 << 18);
     /// `IBV_QP_DEST_QPN`.
     pub const DEST_QPN: Self = Self(1 << 20);
+    /// Selective repeat (this NIC's extension; no libibverbs bit, so one far above
+    /// the ones libibverbs uses).
+    pub const SELECTIVE_REPEAT: Self = Self(1 << 30);
 
-    const NAMES: [(Self, &'static str); 20] = [
+    const NAMES: [(Self, &'static str); 21] = [
         (Self::STATE, "STATE"),
         (Self::CUR_STATE, "CUR_STATE"),
         (Self::EN_SQD_ASYNC_NOTIFY, "EN_SQD_ASYNC_NOTIFY"),
@@ -78,6 +82,7 @@ impl AttrMask {
         (Self::MAX_DEST_RD_ATOMIC, "MAX_DEST_RD_ATOMIC"),
         (Self::PATH_MIG_STATE, "PATH_MIG_STATE"),
         (Self::DEST_QPN, "DEST_QPN"),
+        (Self::SELECTIVE_REPEAT, "SELECTIVE_REPEAT"),
     ];
 
     /// The raw bits.
@@ -192,6 +197,9 @@ pub struct QpAttr {
     pub max_dest_rd_atomic: Option<u8>,
     /// Remote QPN (RC/UC).
     pub dest_qp_num: Option<Qpn>,
+    /// Selective repeat instead of Go-Back-N (RC, at INIT -> RTR; both ends must set
+    /// it: `docs/selective-repeat.md`).
+    pub selective_repeat: Option<SrAttr>,
 }
 
 impl QpAttr {
@@ -235,6 +243,7 @@ impl QpAttr {
             AttrMask::MAX_DEST_RD_ATOMIC,
         );
         set(self.dest_qp_num.is_some(), AttrMask::DEST_QPN);
+        set(self.selective_repeat.is_some(), AttrMask::SELECTIVE_REPEAT);
         m
     }
 }
@@ -354,7 +363,12 @@ fn transition_rule(qp_type: QpType, from: QpState, to: QpState) -> Option<Rule> 
                     A::MAX_DEST_RD_ATOMIC,
                     A::MIN_RNR_TIMER,
                 ],
-                &[A::ALT_PATH, A::ACCESS_FLAGS, A::PKEY_INDEX],
+                &[
+                    A::ALT_PATH,
+                    A::ACCESS_FLAGS,
+                    A::PKEY_INDEX,
+                    A::SELECTIVE_REPEAT,
+                ],
             ),
             Uc => rule(
                 &[A::AV, A::PATH_MTU, A::DEST_QPN, A::RQ_PSN],

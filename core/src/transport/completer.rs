@@ -25,7 +25,7 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
 
     /// Restarts the local ACK timer after progress (stops it when nothing is left).
     fn restart_timer(&mut self, env: &Env<'_>) {
-        self.qp.comp.retrans_at = match self.qp.timeout.duration() {
+        self.qp.comp.retrans_at = match self.rto() {
             Some(t) if self.outstanding() => Some(env.now + t),
             _ => None,
         };
@@ -64,14 +64,22 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
         env.ctr.completer_retry_err += 1;
         self.qp.comp.started_retry = true;
         self.qp.comp.retrans_at = None;
-        let p = self.qp.comp.psn;
-        self.go_back_n(p);
+        if self.sr_retry(timeout) {
+            // Resends may all turn out SACKed already: keep the timer running anyway.
+            self.restart_timer(env);
+        } else {
+            let p = self.qp.comp.psn;
+            self.go_back_n(p);
+        }
     }
 
     /// Handles an RC response packet (ACKNOWLEDGE, ATOMIC_ACKNOWLEDGE, READ response).
     pub(crate) fn comp_handle(&mut self, env: &mut Env<'_>, pkt: &Packet<'_>) {
         let before = self.qp.comp.psn;
         self.comp_process(env, pkt);
+        if self.qp.comp.psn != before {
+            self.sr_acked(before);
+        }
         if self.qp.comp.psn != before && matches!(self.qp.state, QpState::Rts | QpState::Sqd) {
             self.catch_up();
             if self.qp.comp.rnr_at.is_none() {
@@ -179,7 +187,12 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
                             self.qp.comp.psn = psn;
                             self.reset_retry_counters();
                         }
-                        if self.qp.comp.rnr_at.is_none() {
+                        let sack = super::sack::sack_trigger(pkt).filter(|_| self.sr_selectable());
+                        if let Some(trigger) = sack {
+                            // Selective repeat: the missing PSNs below the trigger
+                            // are resent, nothing else.
+                            self.sr_sacked(env, trigger);
+                        } else if self.qp.comp.rnr_at.is_none() {
                             self.retry(env, false);
                         }
                     }

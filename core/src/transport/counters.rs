@@ -1,5 +1,6 @@
 //! Hardware-style counters. Where Linux rxe has a counter for the same event, the field
-//! has rxe's name (`rxe_hw_counters.c`), so `rdma statistic` users know them.
+//! has rxe's name (`rxe_hw_counters.c`), so `rdma statistic` users know them; rxe has no
+//! congestion control, so those counters take mlx5's names (`hw_counters/np_cnp_sent`).
 
 /// Engine-wide event counters.
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
@@ -24,8 +25,8 @@ pub struct Counters {
     pub retry_rnr_exceeded_err: u64,
     /// Go-Back-N retries started (rxe `completer_retry_err`).
     pub completer_retry_err: u64,
-    /// Request packets sent again after a Go-Back-N rewind (a PSN below the highest
-    /// already sent); rxe has no such counter.
+    /// Request packets sent again: after a Go-Back-N rewind (a PSN below the highest
+    /// already sent), or resent selectively; rxe has no such counter.
     pub retransmitted_pkts: u64,
     /// SEND messages sent (rxe `rdma_sends`).
     pub rdma_sends: u64,
@@ -49,8 +50,19 @@ pub struct Counters {
     /// Requests dropped by a responder without a NAK (UC/UD errors, duplicate READ or
     /// ATOMIC with no saved resource, responder resources exhausted).
     pub resp_dropped: u64,
-    /// CNPs received (handed to congestion control; counted only here).
-    pub rcvd_cnp: u64,
+    /// CNPs a QP with its reaction point on reacted to (mlx5 `rp_cnp_handled`).
+    pub rp_cnp_handled: u64,
+    /// CNPs ignored: reaction point off, no such QP, or not from the QP's peer (mlx5
+    /// `rp_cnp_ignored`).
+    pub rp_cnp_ignored: u64,
+    /// CE-marked RoCE packets accepted for a QP (mlx5 `np_ecn_marked_roce_packets`).
+    pub np_ecn_marked_roce_packets: u64,
+    /// CNPs sent by the notification point (mlx5 `np_cnp_sent`).
+    pub np_cnp_sent: u64,
     /// Frames abandoned because a DMA read faulted while building them.
     pub tx_dma_err: u64,
+    /// Selective-repeat SACKs sent by a responder (no rxe name).
+    pub sent_sack: u64,
+    /// Selective-repeat SACKs acted on by a requester (also counted in `rcvd_seq_err`).
+    pub rcvd_sack: u64,
 }

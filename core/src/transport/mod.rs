@@ -55,6 +55,12 @@
 //!   `WR_FLUSH_ERR` (unsignaled ones too). rxe's rule that an RC QP never enters SQE is
 //!   followed for UC and UD as well.
 //!
+//! * **Selective repeat** (IRN style; `sack.rs`, `docs/selective-repeat.md`) replaces
+//!   Go-Back-N on an RC QP whose both ends set `QpAttr::selective_repeat` at INIT→RTR:
+//!   WRITEs go out as self-describing WRITE_ONLY pieces, the responder places pieces
+//!   out of order and answers with SACKs (a sequence NAK flagged in BTH resv7, the
+//!   trigger PSN in the MSN field), the requester resends only unSACKed PSNs.
+//!
 //! Not implemented: SRQ, memory windows, APM, RD, QP1/GSI special cases.
 
 mod attr;
@@ -64,6 +70,7 @@ mod error;
 mod qp;
 mod requester;
 mod responder;
+mod sack;
 mod sgl;
 mod time;
 mod verbs;
@@ -73,7 +80,8 @@ pub use counters::Counters;
 pub use error::Error;
 pub use qp::{CompletionSink, Qp, QpInfo, QpInitAttr, QpQueues, TransportConfig};
 pub use responder::GRH_LEN;
+pub use sack::{sack_trigger, SrAttr, SrState, SACK_FLAG, SR_WINDOW};
 pub use time::Instant;
 pub use verbs::*;
 
-pub(crate) use qp::{udp_sport, Env, PortLimits, QpRef, TxDesc};
+pub(crate) use qp::{udp_sport, Env, PortLimits, QpRef};

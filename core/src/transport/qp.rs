@@ -18,6 +18,7 @@ use crate::wire::ExtHeaders;
 use super::attr::{check_transition, AttrMask, QpAttr};
 use super::counters::Counters;
 use super::error::Error;
+use super::sack::{SrState, SR_WINDOW};
 use super::time::Instant;
 use super::verbs::{
     AckTimeout, AddressVector, Mtu, QpState, QpType, RecvWr, SendFlags, SendWr, WcFlags, WcOpcode,
@@ -170,6 +171,8 @@ pub struct QpQueues<const SQ: usize, const RQ: usize, const RD: usize> {
     pub(crate) rq: Deque<RecvWqe, RQ>,
     pub(crate) res: [RdRes; RD],
     pub(crate) out: Deque<RespItem, RD>,
+    /// Selective-repeat records (off unless the QP enables it).
+    pub(crate) sr: SrState,
 }
 
 impl<const SQ: usize, const RQ: usize, const RD: usize> Default for QpQueues<SQ, RQ, RD> {
@@ -186,6 +189,7 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpQueues<SQ, RQ, RD> {
             rq: Deque::new(),
             res: [RdRes::Free; RD],
             out: Deque::new(),
+            sr: SrState::new(),
         }
     }
 
@@ -194,6 +198,7 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpQueues<SQ, RQ, RD> {
         self.rq.clear();
         self.res = [RdRes::Free; RD];
         self.out.clear();
+        self.sr = SrState::new();
     }
 }
 
@@ -340,6 +345,8 @@ pub struct QpInfo {
     pub sq_outstanding: usize,
     /// Receive WRs not yet consumed.
     pub rq_outstanding: usize,
+    /// Selective repeat as set (`enabled: false` for Go-Back-N).
+    pub selective_repeat: super::sack::SrAttr,
 }
 
 /// The rxe rule for the UDP source port of a QP (roce-facts §1.6):
@@ -442,6 +449,7 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
             qkey: self.qp.qkey,
             sq_outstanding: self.q.sq.len(),
             rq_outstanding: self.q.rq.len(),
+            selective_repeat: self.q.sr.attr(),
         }
     }
 
@@ -484,6 +492,15 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
             return Err(Error::InvalidAttribute {
                 attr: AttrMask::MAX_DEST_RD_ATOMIC,
                 reason: "more than the responder resources configured per QP",
+            });
+        }
+        if attr
+            .selective_repeat
+            .is_some_and(|s| u32::from(s.max_inflight) > SR_WINDOW)
+        {
+            return Err(Error::InvalidAttribute {
+                attr: AttrMask::SELECTIVE_REPEAT,
+                reason: "max_inflight beyond the selective-repeat window",
             });
         }
         if attr.ah_attr.is_some_and(|av| av.sgid_index != 0) {
@@ -544,9 +561,13 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
             qp.req.psn = p;
             qp.req.max_psn = p;
             qp.comp.psn = p;
+            self.q.sr.start_tx(p);
         }
         if let Some(n) = attr.max_rd_atomic {
             qp.max_rd_atomic = n;
+        }
+        if let Some(sr) = attr.selective_repeat {
+            self.q.sr.configure(sr);
         }
 
         match next {
@@ -766,6 +787,14 @@ pub(crate) struct TxDesc {
     pub commit: Commit,
 }
 
+impl TxDesc {
+    /// A request or a READ response / ATOMIC ACK: what congestion control paces (ACKs and
+    /// NAKs are not held back).
+    pub fn carries_data(&self) -> bool {
+        matches!(self.commit, Commit::Request { .. } | Commit::Item { .. })
+    }
+}
+
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum PayloadSrc {
     None,
@@ -791,9 +820,13 @@ pub(crate) enum Commit {
         ends: bool,
         ack_req: bool,
         is_send: bool,
+        /// A selective-repeat resend: the send cursor stays where it is.
+        rtx: bool,
     },
     /// The pending ACK / NAK.
     Ack,
+    /// The oldest waiting selective-repeat SACK.
+    Sack,
     /// The ACK in front of the head item.
     AckBefore,
     /// A packet of the head item carrying `n` payload bytes.
@@ -804,8 +837,10 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
     /// The next frame this QP wants to send, if any: responder output first (ACKs and
     /// READ responses are what a peer's window waits for), then requests.
     pub fn prepare_tx(&mut self, env: &mut Env<'_>) -> Option<TxDesc> {
-        if let Some(d) = self.resp_prepare(env) {
-            return Some(d);
+        // Returned as it came (not unwrapped and wrapped again: a descriptor is big).
+        let resp = self.resp_prepare(env);
+        if resp.is_some() {
+            return resp;
         }
         self.req_prepare(env)
     }
@@ -843,6 +878,7 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
         match d.commit {
             Commit::Request { .. } => self.req_commit(env, d),
             Commit::Ack | Commit::AckBefore | Commit::Item { .. } => self.resp_commit(d),
+            Commit::Sack => self.sr_commit_sack(env),
         }
     }
 

@@ -82,6 +82,11 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
             if self.qp.comp.rnr_at.is_some() {
                 return None;
             }
+            // Selective repeat resends what the responder is missing before new data.
+            if let Some((idx, pkt, psn)) = self.sr_next_rtx() {
+                let mtu = self.qp.mtu.bytes();
+                return Some(self.build_request(env, idx, pkt, psn, mtu, true, true));
+            }
             let idx = self.qp.req.wqe_idx;
             let w = self.q.sq.get(usize::from(idx))?;
             if w.done || w.sent_all {
@@ -148,16 +153,30 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
             }
             // The outstanding-PSN window (RC only).
             let outstanding = self.qp.req.psn.diff(self.qp.comp.psn);
-            let window = env.cfg.max_unacked_psns.max(1);
+            let window = self.send_window(env);
             if qp_type == QpType::Rc && (outstanding < 0 || outstanding as u32 >= window) {
                 return None;
             }
             let near_window_end = outstanding as u32 + 1 >= window;
-            return Some(self.build_request(env, idx, mtu, near_window_end));
+            let (pkt, psn) = (self.qp.req.pkt_idx, self.qp.req.psn);
+            return Some(self.build_request(env, idx, pkt, psn, mtu, near_window_end, false));
         }
     }
 
-    fn build_request(&self, env: &Env<'_>, idx: u16, mtu: u32, near_window_end: bool) -> TxDesc {
+    /// Packet `pkt` (PSN `psn`) of the WQE at `idx`; `rtx` for a selective-repeat
+    /// resend.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    fn build_request(
+        &self,
+        env: &Env<'_>,
+        idx: u16,
+        pkt: u32,
+        psn: Psn,
+        mtu: u32,
+        near_window_end: bool,
+        rtx: bool,
+    ) -> TxDesc {
         let qp = &*self.qp;
         // `req_prepare` found the WQE; fall back to an empty SEND if it vanished.
         let w = self.q.sq.get(usize::from(idx));
@@ -167,12 +186,10 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
                 w.len,
                 w.wr.send_flags,
                 w.wr.ud,
-                if w.started { w.first_psn } else { qp.req.psn },
+                if w.started { w.first_psn } else { psn },
             ),
-            None => (WrOp::Send, 0, SendFlags::NONE, None, qp.req.psn),
+            None => (WrOp::Send, 0, SendFlags::NONE, None, psn),
         };
-        let pkt = qp.req.pkt_idx;
-        let psn = qp.req.psn;
         let rc = qp.qp_type == QpType::Rc;
         let mut ext = ExtHeaders::default();
         let mut bth = BthRepr::new(Opcode::RC_SEND_ONLY, qp.dest_qpn, psn);
@@ -275,6 +292,16 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
                     }
                     bth.se = flags.contains(SendFlags::SOLICITED);
                 }
+                if let (true, WrOp::RdmaWrite { remote_addr, rkey }) = (self.q.sr.enabled(), op) {
+                    super::sack::write_piece(
+                        &mut bth,
+                        &mut ext,
+                        remote_addr,
+                        rkey,
+                        offset,
+                        payload_len,
+                    );
+                }
                 src = PayloadSrc::Sq { idx, offset };
                 psns = 1;
                 total_psns = npkts;
@@ -304,6 +331,7 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
                 ends,
                 ack_req,
                 is_send,
+                rtx,
             },
         }
     }
@@ -316,10 +344,15 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
             ends,
             ack_req,
             is_send,
+            rtx,
         } = d.commit
         else {
             return;
         };
+        if rtx {
+            self.sr_commit_rtx(env, d);
+            return;
+        }
         let rc = self.qp.qp_type == QpType::Rc;
         let psn = self.qp.req.psn;
         let Some(w) = self.q.sq.get_mut(usize::from(idx)) else {
@@ -362,7 +395,7 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
         }
         if rc {
             if self.qp.comp.retrans_at.is_none() {
-                if let Some(t) = self.qp.timeout.duration() {
+                if let Some(t) = self.rto() {
                     self.qp.comp.retrans_at = Some(env.now + t);
                 }
             }
@@ -403,6 +436,7 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
     /// Go-Back-N: the next packet sent is the one with PSN `p` (the oldest
     /// unacknowledged), and everything after it is sent again.
     pub(crate) fn go_back_n(&mut self, p: Psn) {
+        self.q.sr.cancel_rtx();
         let mut found = None;
         for (i, w) in self.q.sq.iter().enumerate() {
             if !w.started {

@@ -21,7 +21,7 @@ use super::verbs::{QpState, QpType, WcFlags, WcOpcode, WcStatus, WorkCompletion,
 pub const GRH_LEN: usize = 40;
 
 /// How a request failed its checks.
-enum Fail {
+pub(crate) enum Fail {
     /// RC: NAK with `code` and move to ERR; the receive WQE in use (if any) completes
     /// with `status`. UC/UD: drop the message.
     Fatal(NakCode, WcStatus),
@@ -32,7 +32,7 @@ enum Fail {
 impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
     /// Queues an ACK or NAK, merging with the one already waiting: the later PSN wins,
     /// and at equal PSNs a NAK replaces an ACK (never the reverse).
-    fn set_pending(&mut self, new: AckOut) {
+    pub(crate) fn set_pending(&mut self, new: AckOut) {
         let keep_old = match self.qp.resp.pending {
             None => false,
             Some(old) => {
@@ -89,6 +89,9 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
         let psn = pkt.psn();
         let diff = psn.diff(self.qp.resp.epsn);
         if diff > 0 {
+            if self.sr_out_of_order(env, pkt) {
+                return;
+            }
             // A packet was lost: one NAK per gap.
             env.ctr.out_of_seq_request += 1;
             if !self.qp.resp.nak_sent {
@@ -107,8 +110,9 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
             return;
         }
         self.qp.resp.nak_sent = false;
+        let from = self.qp.resp.epsn;
         match self.execute(env, pkt) {
-            Ok(()) => {}
+            Ok(()) => self.sr_advance(from),
             Err(Fail::Drop) => env.ctr.resp_dropped += 1,
             Err(Fail::Fatal(code, status)) => {
                 let in_use =
@@ -230,7 +234,7 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
 
     /// The checks and execution of an in-sequence RC or UC request
     /// (rxe `check_op_seq` .. `execute`).
-    fn execute(&mut self, env: &mut Env<'_>, pkt: &Packet<'_>) -> Result<(), Fail> {
+    pub(crate) fn execute(&mut self, env: &mut Env<'_>, pkt: &Packet<'_>) -> Result<(), Fail> {
         use Fail::{Drop, Fatal};
         let rc = self.qp.qp_type == QpType::Rc;
         // Decoded once here; the extended headers below as each path needs them.
@@ -635,7 +639,7 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
         }
     }
 
-    fn ack_desc(&self, a: AckOut, commit: Commit) -> TxDesc {
+    pub(crate) fn ack_desc(&self, a: AckOut, commit: Commit) -> TxDesc {
         let mut bth = BthRepr::new(Opcode::RC_ACKNOWLEDGE, self.qp.dest_qpn, a.psn);
         bth.pkey = self.qp.pkey;
         TxDesc {
@@ -670,6 +674,9 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
             return None;
         }
         let Some(item) = self.q.out.front().copied() else {
+            if let Some(d) = self.sr_sack_desc() {
+                return Some(d);
+            }
             return self.qp.resp.pending.map(|a| self.ack_desc(a, Commit::Ack));
         };
         if let Some(a) = item.ack_before {
@@ -781,7 +788,7 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
                     self.q.out.pop_front();
                 }
             }
-            Commit::Request { .. } => {}
+            Commit::Request { .. } | Commit::Sack => {}
         }
     }
 }

@@ -534,6 +534,51 @@ impl<'a> Packet<'a> {
         }
     }
 
+    // --- Addresses the engine checks per packet, straight from their bytes -----------
+
+    /// The Ethernet destination address.
+    #[inline]
+    pub fn dst_mac(&self) -> [u8; 6] {
+        self.frame.first_chunk::<6>().copied().unwrap_or_default()
+    }
+
+    /// The source and destination GIDs: the IPv6 / GRH addresses, or the IPv4 addresses
+    /// as IPv4-mapped IPv6 addresses (`::ffff:a.b.c.d`, RoCEv2's GID form).
+    #[inline]
+    pub fn gids(&self) -> ([u8; 16], [u8; 16]) {
+        let net = &self.frame[usize::from(self.l3)..];
+        let addr = |at: usize| -> [u8; 16] {
+            net.get(at..at + 16)
+                .and_then(|b| b.try_into().ok())
+                .unwrap_or_default()
+        };
+        if self.l3_kind == IcrcKind::Ipv4 {
+            let mapped = |at: usize| {
+                let mut g = [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF, 0, 0, 0, 0];
+                if let Some(ip) = net.get(at..at + 4) {
+                    g[12..].copy_from_slice(ip);
+                }
+                g
+            };
+            (mapped(12), mapped(16))
+        } else {
+            (addr(8), addr(24))
+        }
+    }
+
+    /// The ECN codepoint of the IP header (RoCEv1's GRH: 0, it has none).
+    #[inline]
+    pub fn ecn(&self) -> u8 {
+        let net = &self.frame[usize::from(self.l3)..];
+        match self.l3_kind {
+            // IPv4: the low bits of the TOS byte; IPv6: of the traffic class, which
+            // straddles bytes 0 and 1.
+            IcrcKind::Ipv4 => net.get(1).map_or(0, |b| b & 3),
+            IcrcKind::Ipv6 => net.get(1).map_or(0, |b| (b >> 4) & 3),
+            IcrcKind::RoceV1 => 0,
+        }
+    }
+
     // --- BTH fields the engine reads per packet, straight from their bytes ------------
 
     /// BTH OpCode (the same as `info().opcode`).
@@ -875,80 +920,209 @@ impl Headers {
 /// Writes a complete frame whose payload and pad (`body_len` bytes together) are written
 /// by `fill`, in place: a datapath can DMA the payload straight into the frame. BTH PadCnt
 /// is written as given. Returns where everything went.
+///
+/// This is [`HeaderTemplate::new`] followed by [`HeaderTemplate::emit_with`]; a sender
+/// that sends many frames with the same addresses keeps the template instead.
 pub fn emit_with(
     h: &Headers,
     body_len: usize,
     buf: &mut [u8],
     fill: impl FnOnce(&mut [u8]),
 ) -> Result<Layout, EmitError> {
-    let info = h.bth.opcode.info().ok_or(EmitError::UnknownOpcode {
+    h.bth.opcode.info().ok_or(EmitError::UnknownOpcode {
         opcode: h.bth.opcode.0,
     })?;
-    if h.udp.is_some() != h.l3.is_rocev2() {
-        return Err(EmitError::UdpMismatch);
-    }
-    let total = h.frame_len(body_len)?;
-    let buf = buf
-        .get_mut(..total)
-        .ok_or(EmitError::BufferTooSmall { needed: total })?;
-    let too_long = |_| EmitError::TooLong;
+    HeaderTemplate::new(&h.eth, h.vlan.as_ref(), &h.l3, h.udp.as_ref())?
+        .emit_with(&h.bth, &h.ext, body_len, buf, fill)
+}
 
-    let mut eth = h.eth;
-    eth.ethertype = if h.vlan.is_some() {
-        ETHERTYPE_VLAN
-    } else {
-        h.l3.ethertype()
-    };
-    let mut at = eth.emit(buf).map_err(too_long)?;
-    if let Some(mut tag) = h.vlan {
-        tag.ethertype = h.l3.ethertype();
-        at += tag.emit(&mut buf[at..]).map_err(too_long)?;
-    }
-    let l3 = at;
-    let transport_len = BthRepr::LEN + info.ext_len() + body_len + ICRC_LEN;
-    let udp_len = if h.l3.is_rocev2() { UdpRepr::LEN } else { 0 };
-    at += match &h.l3 {
-        L3Repr::Ipv4(ip) => ip.emit(&mut buf[at..], udp_len + transport_len),
-        L3Repr::Ipv6(ip) | L3Repr::Grh(ip) => ip.emit(&mut buf[at..], udp_len + transport_len),
-    }
-    .map_err(too_long)?;
-    let udp_at = at;
-    if let Some(udp) = &h.udp {
-        at += udp.emit(&mut buf[at..], transport_len).map_err(too_long)?;
-    }
-    let bth_at = at;
-    at += h.bth.emit(&mut buf[at..]).map_err(too_long)?;
-    for hdr in info.headers {
-        let b = &mut buf[at..];
-        let missing = EmitError::MissingHeader(*hdr);
-        let e = &h.ext;
-        at += match hdr {
-            ExtHeader::Reth => e.reth.ok_or(missing)?.emit(b),
-            ExtHeader::Aeth => e.aeth.ok_or(missing)?.emit(b),
-            ExtHeader::AtomicEth => e.atomic_eth.ok_or(missing)?.emit(b),
-            ExtHeader::AtomicAckEth => e.atomic_ack_eth.ok_or(missing)?.emit(b),
-            ExtHeader::ImmDt => e.immdt.ok_or(missing)?.emit(b),
-            ExtHeader::Ieth => e.ieth.ok_or(missing)?.emit(b),
-            ExtHeader::Deth => e.deth.ok_or(missing)?.emit(b),
-            ExtHeader::Cnp => e.cnp.ok_or(missing)?.emit(b),
+/// The headers of a frame before the BTH (Ethernet, the optional 802.1Q tag, IP or GRH,
+/// UDP), written once: what a NIC keeps per connection. Each frame then copies these
+/// bytes and patches only the fields that depend on its length (IP total or payload
+/// length, the IPv4 checksum by RFC 1624's incremental update, UDP length) before the
+/// BTH, the extended headers, the payload and the ICRC are written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HeaderTemplate {
+    /// The header bytes, lengths and IPv4 checksum zero.
+    bytes: [u8; HeaderTemplate::MAX_LEN],
+    /// Bytes in use: the offset of the BTH.
+    len: u8,
+    /// Offset of the IP header or GRH.
+    l3: u8,
+    kind: IcrcKind,
+    /// IPv4: the ones' complement sum of the header words as written (length and
+    /// checksum zero), folded to 16 bits.
+    ip_sum: u16,
+}
+
+impl Default for HeaderTemplate {
+    /// A template that emits nothing (every `emit_with` fails): a placeholder for tables.
+    fn default() -> Self {
+        Self {
+            bytes: [0; Self::MAX_LEN],
+            len: 0,
+            l3: 0,
+            kind: IcrcKind::Ipv4,
+            ip_sum: 0,
         }
-        .map_err(too_long)?;
     }
-    let payload_at = at;
-    let icrc_at = payload_at + body_len;
-    fill(&mut buf[payload_at..icrc_at]);
-    let crc = icrc::compute(h.l3.icrc_kind(), &buf[l3..icrc_at]).map_err(too_long)?;
-    buf[icrc_at..total].copy_from_slice(&crc.to_le_bytes());
-    let pad = usize::from(h.bth.pad_count).min(body_len);
-    Ok(Layout {
-        l3,
-        udp: h.udp.map(|_| udp_at),
-        bth: bth_at,
-        payload: payload_at,
-        pad: icrc_at - pad,
-        icrc: icrc_at,
-        end: total,
-    })
+}
+
+impl HeaderTemplate {
+    /// The longest prefix: Ethernet, 802.1Q, IPv6, UDP.
+    pub const MAX_LEN: usize = EthernetRepr::LEN + VlanRepr::LEN + Ipv6Repr::LEN + UdpRepr::LEN;
+
+    /// Writes the headers before the BTH. The EtherTypes are derived from `vlan` and
+    /// `l3` (the values in the reprs are ignored), as [`emit_with`] does.
+    pub fn new(
+        eth: &EthernetRepr,
+        vlan: Option<&VlanRepr>,
+        l3: &L3Repr,
+        udp: Option<&UdpRepr>,
+    ) -> Result<Self, EmitError> {
+        if udp.is_some() != l3.is_rocev2() {
+            return Err(EmitError::UdpMismatch);
+        }
+        let mut t = Self::default();
+        let buf = &mut t.bytes[..];
+        let too_long = |_| EmitError::TooLong;
+        let mut eth = *eth;
+        eth.ethertype = if vlan.is_some() {
+            ETHERTYPE_VLAN
+        } else {
+            l3.ethertype()
+        };
+        let mut at = eth.emit(buf).map_err(too_long)?;
+        if let Some(tag) = vlan {
+            let mut tag = *tag;
+            tag.ethertype = l3.ethertype();
+            at += tag.emit(&mut buf[at..]).map_err(too_long)?;
+        }
+        let l3_at = at;
+        at += match l3 {
+            L3Repr::Ipv4(ip) => {
+                let n = ip.emit(&mut buf[at..], 0).map_err(too_long)?;
+                // Length and checksum zero; the checksum is completed per frame.
+                buf[at + 2..at + 4].fill(0);
+                buf[at + 10..at + 12].fill(0);
+                n
+            }
+            L3Repr::Ipv6(ip) | L3Repr::Grh(ip) => ip.emit(&mut buf[at..], 0).map_err(too_long)?,
+        };
+        if let Some(udp) = udp {
+            at += udp.emit(&mut buf[at..], 0).map_err(too_long)?;
+            buf[at - 4..at - 2].fill(0);
+        }
+        if let L3Repr::Ipv4(_) = l3 {
+            if let Some(h) = buf.get(l3_at..).and_then(|b| b.first_chunk::<20>()) {
+                t.ip_sum = !ipv4::checksum20(h);
+            }
+        }
+        // Lossless: at <= MAX_LEN.
+        t.len = at as u8;
+        t.l3 = l3_at as u8;
+        t.kind = l3.icrc_kind();
+        Ok(t)
+    }
+
+    /// Length of the whole frame for this BTH opcode and `body_len` bytes of payload
+    /// plus pad.
+    pub fn frame_len(&self, opcode: Opcode, body_len: usize) -> Result<usize, EmitError> {
+        let info = opcode
+            .info()
+            .ok_or(EmitError::UnknownOpcode { opcode: opcode.0 })?;
+        let headers = usize::from(self.len) + BthRepr::LEN + info.ext_len() + ICRC_LEN;
+        headers.checked_add(body_len).ok_or(EmitError::TooLong)
+    }
+
+    /// Writes a complete frame: these headers (lengths and checksum completed), `bth`,
+    /// the extended headers its opcode carries from `ext`, `body_len` bytes of payload
+    /// and pad written by `fill` in place, and the ICRC. BTH PadCnt is written as given.
+    pub fn emit_with(
+        &self,
+        bth: &BthRepr,
+        ext: &ExtHeaders,
+        body_len: usize,
+        buf: &mut [u8],
+        fill: impl FnOnce(&mut [u8]),
+    ) -> Result<Layout, EmitError> {
+        let info = bth.opcode.info().ok_or(EmitError::UnknownOpcode {
+            opcode: bth.opcode.0,
+        })?;
+        if self.len == 0 {
+            return Err(EmitError::UdpMismatch);
+        }
+        let total = self.frame_len(bth.opcode, body_len)?;
+        let buf = buf
+            .get_mut(..total)
+            .ok_or(EmitError::BufferTooSmall { needed: total })?;
+        let (l3, bth_at) = (usize::from(self.l3), usize::from(self.len));
+        let len16 = |n: usize| u16::try_from(n).map_err(|_| EmitError::TooLong);
+        // IPv4 counts its header in its length, IPv6 and the GRH do not; UDP counts its
+        // own header and everything after it.
+        let ip_len = match self.kind {
+            IcrcKind::Ipv4 => len16(total - l3)?,
+            IcrcKind::Ipv6 | IcrcKind::RoceV1 => len16(total - l3 - Ipv6Repr::LEN)?,
+        };
+        let udp_at = match self.kind {
+            IcrcKind::Ipv4 => Some(l3 + Ipv4Repr::LEN),
+            IcrcKind::Ipv6 => Some(l3 + Ipv6Repr::LEN),
+            IcrcKind::RoceV1 => None,
+        };
+        let udp_len = udp_at.map(|u| len16(total - u)).transpose()?;
+        let (hdr, rest) = buf.split_at_mut(bth_at);
+        hdr.copy_from_slice(&self.bytes[..bth_at]);
+        let mut set16 = |at: usize, v: u16| {
+            if let Some(f) = hdr.get_mut(at..at + 2) {
+                f.copy_from_slice(&v.to_be_bytes());
+            }
+        };
+        if self.kind == IcrcKind::Ipv4 {
+            set16(l3 + 2, ip_len);
+            // RFC 1624: the template's sum plus the length, folded, complemented (equal
+            // to the checksum computed from scratch: both are the folded sum, never 0).
+            let sum = u32::from(self.ip_sum) + u32::from(ip_len);
+            let sum = (sum & 0xFFFF) + (sum >> 16);
+            set16(l3 + 10, !(sum as u16));
+        } else {
+            set16(l3 + 4, ip_len);
+        }
+        if let (Some(u), Some(n)) = (udp_at, udp_len) {
+            set16(u + 4, n);
+        }
+        let too_long = |_| EmitError::TooLong;
+        let mut at = bth.emit(rest).map_err(too_long)?;
+        for h in info.headers {
+            let b = &mut rest[at..];
+            let missing = EmitError::MissingHeader(*h);
+            at += match h {
+                ExtHeader::Reth => ext.reth.ok_or(missing)?.emit(b),
+                ExtHeader::Aeth => ext.aeth.ok_or(missing)?.emit(b),
+                ExtHeader::AtomicEth => ext.atomic_eth.ok_or(missing)?.emit(b),
+                ExtHeader::AtomicAckEth => ext.atomic_ack_eth.ok_or(missing)?.emit(b),
+                ExtHeader::ImmDt => ext.immdt.ok_or(missing)?.emit(b),
+                ExtHeader::Ieth => ext.ieth.ok_or(missing)?.emit(b),
+                ExtHeader::Deth => ext.deth.ok_or(missing)?.emit(b),
+                ExtHeader::Cnp => ext.cnp.ok_or(missing)?.emit(b),
+            }
+            .map_err(too_long)?;
+        }
+        let payload_at = bth_at + at;
+        let icrc_at = payload_at + body_len;
+        fill(&mut buf[payload_at..icrc_at]);
+        let crc = icrc::compute(self.kind, &buf[l3..icrc_at]).map_err(too_long)?;
+        buf[icrc_at..total].copy_from_slice(&crc.to_le_bytes());
+        let pad = usize::from(bth.pad_count).min(body_len);
+        Ok(Layout {
+            l3,
+            udp: udp_at,
+            bth: bth_at,
+            payload: payload_at,
+            pad: icrc_at - pad,
+            icrc: icrc_at,
+            end: total,
+        })
+    }
 }
 
 /// Writes a complete frame carrying `payload`: pads it to a multiple of 4 with zeros,
@@ -964,4 +1138,78 @@ pub fn emit(h: &Headers, payload: &[u8], buf: &mut [u8]) -> Result<usize, EmitEr
         zeros.fill(0);
     })?;
     Ok(layout.end)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::ethernet::MacAddr;
+    use core::net::{Ipv4Addr, Ipv6Addr};
+
+    /// One template, many frames of different lengths: every frame's lengths and IPv4
+    /// checksum are its own (the incremental checksum equals RFC 1071's from scratch),
+    /// and `parse` accepts it.
+    #[test]
+    fn a_template_serves_frames_of_any_length() {
+        let eth = EthernetRepr {
+            dst: MacAddr([2, 0, 0, 0, 0, 2]),
+            src: MacAddr([2, 0, 0, 0, 0, 1]),
+            ethertype: 0,
+        };
+        let vlan = VlanRepr {
+            pcp: 3,
+            dei: false,
+            vid: 100,
+            ethertype: 0,
+        };
+        let udp = UdpRepr {
+            src_port: 0xC123,
+            dst_port: ROCEV2_PORT,
+            checksum: 0,
+        };
+        let v4 = L3Repr::Ipv4(Ipv4Repr {
+            src: Ipv4Addr::new(10, 0, 0, 1),
+            dst: Ipv4Addr::new(192, 168, 255, 254),
+            dscp: 26,
+            ecn: 2,
+            ..Ipv4Repr::default()
+        });
+        let v6 = L3Repr::Ipv6(Ipv6Repr {
+            src: Ipv6Addr::new(0xfe80, 0, 0, 0, 0, 0, 0, 1),
+            dst: Ipv6Addr::new(0xfe80, 0, 0, 0, 0, 0, 0, 2),
+            dscp: 0,
+            ecn: 0,
+            flow_label: 0x12345,
+            next_header: NEXT_HEADER_UDP,
+            hop_limit: 64,
+        });
+        let bth = BthRepr::new(Opcode::RC_RDMA_WRITE_MIDDLE, Qpn::new(0x11), Psn::new(7));
+        let mut buf = [0u8; 2048];
+        for (l3, tag) in [(v4, None), (v4, Some(&vlan)), (v6, None), (v6, Some(&vlan))] {
+            let t = HeaderTemplate::new(&eth, tag, &l3, Some(&udp)).unwrap();
+            for body in (0..1500).step_by(4).chain([1496, 1024, 0, 4]) {
+                let layout = t
+                    .emit_with(&bth, &ExtHeaders::default(), body, &mut buf, |b| {
+                        b.fill(0x5A)
+                    })
+                    .unwrap();
+                let frame = &buf[..layout.end];
+                let ip = &frame[layout.l3..];
+                let udp_at = layout.udp.unwrap();
+                let udp_len = u16::from_be_bytes([frame[udp_at + 4], frame[udp_at + 5]]);
+                assert_eq!(usize::from(udp_len), layout.end - udp_at);
+                if let L3Repr::Ipv4(_) = l3 {
+                    assert_eq!(ipv4::checksum(&ip[..20]), 0, "body {body}");
+                    let total = u16::from_be_bytes([ip[2], ip[3]]);
+                    assert_eq!(usize::from(total), layout.end - layout.l3);
+                } else {
+                    let plen = u16::from_be_bytes([ip[4], ip[5]]);
+                    assert_eq!(usize::from(plen), layout.end - layout.l3 - 40);
+                }
+                let pkt = parse(frame).unwrap();
+                assert_eq!(pkt.payload().len(), body);
+                assert_eq!(pkt.l3(), l3, "the template's fields survive every frame");
+            }
+        }
+    }
 }

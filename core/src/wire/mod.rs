@@ -94,7 +94,7 @@ pub mod reth;
 pub mod udp;
 
 pub use frame::{
-    emit, emit_with, parse, parse_unverified, EmitError, Error, ExtHeaders, Headers, L3Repr,
-    Layout, Packet,
+    emit, emit_with, parse, parse_unverified, EmitError, Error, ExtHeaders, HeaderTemplate,
+    Headers, L3Repr, Layout, Packet,
 };
 pub use opcode::{ExtHeader, Opcode, OpcodeInfo, Position, Transport};

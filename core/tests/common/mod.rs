@@ -12,7 +12,7 @@ use roce_core::memory::{AccessFlags, Dma, DmaError, MrKeys, Pd};
 use roce_core::num::{Psn, Qkey, Qpn};
 use roce_core::transport::{
     ipv4_gid, AckTimeout, AddressVector, Instant, Mtu, QpAttr, QpInitAttr, QpState, QpType, RecvWr,
-    RetryCount, RnrTimer, SendWr, WorkCompletion,
+    RetryCount, RnrTimer, SendFlags, SendWr, SrAttr, WcStatus, WorkCompletion, WrOp,
 };
 
 /// The engine configuration the tests use.
@@ -127,9 +127,16 @@ pub struct Node {
 
 impl Node {
     pub fn new(id: u8) -> Self {
+        Self::with_port(id, |_| {})
+    }
+
+    /// A node whose port configuration `adjust` changes first (congestion control, say).
+    pub fn with_port(id: u8, adjust: impl FnOnce(&mut PortConfig)) -> Self {
         let mac = [0x02, 0, 0, 0, 0, id];
         let gid = ipv4_gid([10, 0, 0, id]);
-        let mut eng = Box::new(Eng::new(PortConfig::new(mac, gid)));
+        let mut cfg = PortConfig::new(mac, gid);
+        adjust(&mut cfg);
+        let mut eng = Box::new(Eng::new(cfg));
         let pd = eng.alloc_pd().unwrap();
         let cq = eng.create_cq().unwrap();
         Self {
@@ -211,6 +218,8 @@ pub struct QpOpts {
     pub a_psn: u32,
     pub b_psn: u32,
     pub access: AccessFlags,
+    /// Selective repeat (set at INIT -> RTR), or Go-Back-N when `None`.
+    pub sr: Option<SrAttr>,
 }
 
 impl Default for QpOpts {
@@ -228,6 +237,7 @@ impl Default for QpOpts {
             access: AccessFlags::REMOTE_WRITE
                 | AccessFlags::REMOTE_READ
                 | AccessFlags::REMOTE_ATOMIC,
+            sr: None,
         }
     }
 }
@@ -257,6 +267,7 @@ pub fn bring_up(
     if qp_type == QpType::Rc {
         rtr.max_dest_rd_atomic = Some(o.max_dest_rd_atomic);
         rtr.min_rnr_timer = RnrTimer::new(o.min_rnr_timer);
+        rtr.selective_repeat = o.sr;
     }
     n.eng.modify_qp(qpn, &rtr).unwrap();
     let mut rts = QpAttr::to_state(QpState::Rts);
@@ -554,4 +565,105 @@ impl Pair {
             .filter_map(|t| seen(&t.2))
             .collect()
     }
+}
+
+/// Posts a mix of WRITE, SEND, READ and FETCH_ADD on A and checks every result.
+pub fn mixed_workload(seed: u64, link: LinkCfg, o: &QpOpts, n: usize) -> Pair {
+    let mut p = Pair::with_links(seed, link);
+    let (qa, qb) = p.connect(QpType::Rc, o);
+    let len = 3 * 1024 + 17;
+    let (src, ka) = p.a.buffer(len * n);
+    p.a.mem.fill_pattern(src, len * n, 1);
+    let (wdst, kb) = p.b.buffer(len * n);
+    let (rdst, ka2) = p.a.buffer(len * n);
+    p.b.mem.fill_pattern(wdst, len * n, 2);
+    let (sdst, kb2) = p.b.buffer(len * n);
+    let (ctr, kb3) = p.b.buffer(8);
+    let (old, ka3) = p.a.buffer(8 * n);
+    let mut expect_sends = Vec::new();
+    for i in 0..n {
+        let off = (i * len) as u64;
+        let wr = match i % 4 {
+            0 => SendWr::new(i as u64, WrOp::rdma_write(wdst + off, kb.rkey)).sge(
+                src + off,
+                len as u32,
+                ka.lkey,
+            ),
+            1 => {
+                p.b.post_recv(
+                    qb,
+                    &RecvWr::new(i as u64).sge(sdst + off, len as u32, kb2.lkey),
+                );
+                expect_sends.push(i);
+                SendWr::new(i as u64, WrOp::Send).sge(src + off, len as u32, ka.lkey)
+            }
+            2 => SendWr::new(i as u64, WrOp::rdma_read(wdst + off, kb.rkey)).sge(
+                rdst + off,
+                len as u32,
+                ka2.lkey,
+            ),
+            _ => SendWr::new(
+                i as u64,
+                WrOp::AtomicFetchAndAdd {
+                    remote_addr: ctr,
+                    rkey: kb3.rkey,
+                    add: 1,
+                },
+            )
+            .sge(old + 8 * i as u64, 8, ka3.lkey),
+        };
+        // READs of a region that a WRITE fills are ordered by a fence.
+        let f = if i % 4 == 2 {
+            SendFlags::SIGNALED | SendFlags::FENCE
+        } else {
+            SendFlags::SIGNALED
+        };
+        p.a.post_send(qa, &wr.flags(f));
+    }
+    assert!(p.run(20_000_000_000), "seed {seed}: did not go idle");
+    let ids: Vec<u64> = p.a.wcs.iter().map(|w| w.wr_id).collect();
+    assert_eq!(
+        ids,
+        (0..n as u64).collect::<Vec<_>>(),
+        "seed {seed}: send completions"
+    );
+    assert!(
+        p.a.wcs.iter().all(|w| w.status == WcStatus::Success),
+        "seed {seed}: {:?}",
+        p.a.wcs
+    );
+    for i in 0..n {
+        let off = (i * len) as u64;
+        match i % 4 {
+            0 => assert_eq!(
+                p.b.mem.read(wdst + off, len),
+                p.a.mem.read(src + off, len),
+                "seed {seed} write {i}"
+            ),
+            1 => assert_eq!(
+                p.b.mem.read(sdst + off, len),
+                p.a.mem.read(src + off, len),
+                "seed {seed} send {i}"
+            ),
+            2 => assert_eq!(
+                p.a.mem.read(rdst + off, len),
+                p.b.mem.read(wdst + off, len),
+                "seed {seed} read {i}"
+            ),
+            _ => {}
+        }
+    }
+    // Atomics executed exactly once each, and their results are a permutation.
+    let adds = (0..n).filter(|i| i % 4 == 3).count() as u64;
+    assert_eq!(
+        p.b.mem.read(ctr, 8),
+        adds.to_le_bytes(),
+        "seed {seed}: atomics"
+    );
+    let recv_ids: Vec<u64> = p.b.wcs.iter().map(|w| w.wr_id).collect();
+    assert_eq!(
+        recv_ids,
+        expect_sends.iter().map(|&i| i as u64).collect::<Vec<_>>()
+    );
+    p
 }

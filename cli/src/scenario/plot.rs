@@ -1,0 +1,264 @@
+//! The PNG figures, drawn with `plotters` on its bitmap backend. The font is compiled in
+//! (DejaVu Sans, `cli/assets/`, Bitstream Vera licence) and rasterised by `ab_glyph`, so
+//! plotting needs no fontconfig, FreeType or system fonts.
+
+use super::fabric::FabricResult;
+use super::sweep::{loss_label, SweepResult};
+use anyhow::{anyhow, Result};
+use plotters::prelude::*;
+use plotters::style::{register_font, FontStyle};
+use std::path::Path;
+use std::sync::Once;
+
+const FONT: &str = "sans-serif";
+
+fn fonts() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        let ttf: &'static [u8] = include_bytes!("../../assets/DejaVuSans.ttf");
+        // The bytes are a valid TrueType font; a failure would show as missing text.
+        let _ = register_font(FONT, FontStyle::Normal, ttf);
+    });
+}
+
+fn err<E: std::fmt::Debug>(e: E) -> anyhow::Error {
+    anyhow!("plotting: {e:?}")
+}
+
+fn color(i: usize) -> RGBColor {
+    // Tableau 10: distinct, and readable on white.
+    const C: [(u8, u8, u8); 10] = [
+        (31, 119, 180),
+        (255, 127, 14),
+        (44, 160, 44),
+        (214, 39, 40),
+        (148, 103, 189),
+        (140, 86, 75),
+        (227, 119, 194),
+        (127, 127, 127),
+        (188, 189, 34),
+        (23, 190, 207),
+    ];
+    let (r, g, b) = C[i % C.len()];
+    RGBColor(r, g, b)
+}
+
+/// Goodput against loss rate, one line per (recovery, timeout) that ran.
+pub fn sweep(path: &Path, title: &str, r: &SweepResult) -> Result<()> {
+    fonts();
+    let s = &r.sweep;
+    let n = s.loss.len() as i32;
+    let ymax = r.rows.iter().map(|x| x.goodput_gbps).fold(1.0f64, f64::max) * 1.1;
+    let root = BitMapBackend::new(path, (900, 560)).into_drawing_area();
+    root.fill(&WHITE).map_err(err)?;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(title, (FONT, 22))
+        .margin(15)
+        .x_label_area_size(45)
+        .y_label_area_size(60)
+        .build_cartesian_2d(0..(n - 1).max(1), 0f64..ymax)
+        .map_err(err)?;
+    let labels: Vec<String> = s.loss.iter().map(|&l| loss_label(l)).collect();
+    chart
+        .configure_mesh()
+        .light_line_style(TRANSPARENT)
+        .x_labels(n as usize)
+        .x_label_formatter(&|i| labels.get(*i as usize).cloned().unwrap_or_default())
+        .x_desc("frame loss probability (each direction)")
+        .y_desc("goodput (Gb/s)")
+        .label_style((FONT, 14))
+        .axis_desc_style((FONT, 16))
+        .draw()
+        .map_err(err)?;
+    let mut k = 0;
+    for &rec in &s.recovery {
+        for &t in &s.timeout {
+            let pts: Vec<(i32, f64)> = s
+                .loss
+                .iter()
+                .enumerate()
+                .filter_map(|(i, &l)| Some((i as i32, r.get(rec, t, l)?.goodput_gbps)))
+                .collect();
+            if pts.is_empty() {
+                continue;
+            }
+            let c = color(k);
+            k += 1;
+            chart
+                .draw_series(LineSeries::new(pts, c.stroke_width(2)).point_size(4))
+                .map_err(err)?
+                .label(format!("{} t={t}", rec.name()))
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2))
+                });
+        }
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::LowerLeft)
+        .label_font((FONT, 14))
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .draw()
+        .map_err(err)?;
+    root.present().map_err(err)?;
+    Ok(())
+}
+
+/// Three panels over time: per-flow rates, the bottleneck queue (with the ECN band), and
+/// the running totals of PFC frames and CNPs.
+pub fn fabric(path: &Path, title: &str, r: &FabricResult) -> Result<()> {
+    fonts();
+    let root = BitMapBackend::new(path, (1000, 1050)).into_drawing_area();
+    root.fill(&WHITE).map_err(err)?;
+    let root = root.titled(title, (FONT, 22)).map_err(err)?;
+    let panels = root.split_evenly((3, 1));
+    let t_end = r.samples.last().map_or(1.0, |s| s.time_ns as f64 / 1e6);
+    let ms = |ns: u64| ns as f64 / 1e6;
+
+    // Rates.
+    let rmax = r
+        .samples
+        .iter()
+        .flat_map(|s| s.rates_gbps.iter().copied())
+        .fold(1.0f64, f64::max)
+        * 1.05;
+    let mut chart = ChartBuilder::on(&panels[0])
+        .caption("rate per flow", (FONT, 16))
+        .margin(10)
+        .x_label_area_size(35)
+        .y_label_area_size(60)
+        .build_cartesian_2d(0f64..t_end, 0f64..rmax)
+        .map_err(err)?;
+    chart
+        .configure_mesh()
+        .light_line_style(TRANSPARENT)
+        .x_desc("time (ms)")
+        .y_desc("Gb/s")
+        .label_style((FONT, 13))
+        .axis_desc_style((FONT, 14))
+        .draw()
+        .map_err(err)?;
+    for (i, name) in r.flows.iter().enumerate() {
+        let c = color(i);
+        let pts = r.samples.iter().map(|s| (ms(s.time_ns), s.rates_gbps[i]));
+        chart
+            .draw_series(LineSeries::new(pts, c.stroke_width(1)))
+            .map_err(err)?
+            .label(name.as_str())
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2)));
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperRight)
+        .label_font((FONT, 12))
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .draw()
+        .map_err(err)?;
+
+    // Queue.
+    let kb = |b: u64| b as f64 / 1e3;
+    let qmax = r
+        .samples
+        .iter()
+        .map(|s| kb(s.queue_bytes))
+        .chain(r.ecn.map(|(_, hi)| kb(hi)))
+        .fold(1.0f64, f64::max)
+        * 1.1;
+    let mut chart = ChartBuilder::on(&panels[1])
+        .caption("bottleneck queue", (FONT, 16))
+        .margin(10)
+        .x_label_area_size(35)
+        .y_label_area_size(60)
+        .build_cartesian_2d(0f64..t_end, 0f64..qmax)
+        .map_err(err)?;
+    chart
+        .configure_mesh()
+        .light_line_style(TRANSPARENT)
+        .x_desc("time (ms)")
+        .y_desc("KB")
+        .label_style((FONT, 13))
+        .axis_desc_style((FONT, 14))
+        .draw()
+        .map_err(err)?;
+    let pts = r.samples.iter().map(|s| (ms(s.time_ns), kb(s.queue_bytes)));
+    chart
+        .draw_series(LineSeries::new(pts, color(0).stroke_width(1)))
+        .map_err(err)?
+        .label("queue")
+        .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color(0).stroke_width(2)));
+    if let Some((lo, hi)) = r.ecn {
+        for (v, name) in [(lo, "Kmin"), (hi, "Kmax")] {
+            let c = color(3);
+            chart
+                .draw_series(LineSeries::new(
+                    [(0.0, kb(v)), (t_end, kb(v))],
+                    c.mix(0.6).stroke_width(1),
+                ))
+                .map_err(err)?
+                .label(name)
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(1))
+                });
+        }
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperRight)
+        .label_font((FONT, 12))
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .draw()
+        .map_err(err)?;
+
+    // Running totals.
+    let cmax = r
+        .samples
+        .iter()
+        .map(|s| s.pause_frames.max(s.cnps).max(s.retransmits) as f64)
+        .fold(1.0f64, f64::max)
+        * 1.1;
+    let mut chart = ChartBuilder::on(&panels[2])
+        .caption("PFC frames, CNPs and retransmissions so far", (FONT, 16))
+        .margin(10)
+        .x_label_area_size(35)
+        .y_label_area_size(60)
+        .build_cartesian_2d(0f64..t_end, 0f64..cmax)
+        .map_err(err)?;
+    chart
+        .configure_mesh()
+        .light_line_style(TRANSPARENT)
+        .x_desc("time (ms)")
+        .y_desc("count")
+        .y_label_formatter(&|v| format!("{v:.0}"))
+        .label_style((FONT, 13))
+        .axis_desc_style((FONT, 14))
+        .draw()
+        .map_err(err)?;
+    type Get = fn(&super::fabric::Sample) -> u64;
+    let series: [(&str, Get); 3] = [
+        ("PFC frames sent", |s| s.pause_frames),
+        ("CNPs sent", |s| s.cnps),
+        ("retransmitted packets", |s| s.retransmits),
+    ];
+    for (i, (name, get)) in series.into_iter().enumerate() {
+        let c = color(i + 3);
+        let pts = r.samples.iter().map(|s| (ms(s.time_ns), get(s) as f64));
+        chart
+            .draw_series(LineSeries::new(pts, c.stroke_width(2)))
+            .map_err(err)?
+            .label(name)
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2)));
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperLeft)
+        .label_font((FONT, 12))
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .draw()
+        .map_err(err)?;
+    root.present().map_err(err)?;
+    Ok(())
+}

@@ -1,0 +1,221 @@
+//! The loss sweep (issue 7): two NICs back to back on a link that loses frames i.i.d. in
+//! both directions, `ib_write_bw`-style RC WRITEs, and the goodput for each loss rate,
+//! local ACK timeout and loss recovery mode.
+
+use crate::perf::{self, world, Params, Test};
+use crate::progress::Progress;
+use anyhow::{Context as _, Result};
+use roce_core::transport::{Mtu, SrAttr};
+use roce_sim::{Faults, LinkConfig};
+use serde::Deserialize;
+use std::io::Write;
+
+/// How a requester recovers lost packets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Recovery {
+    /// Resend everything from the first lost packet (IBTA RC, rxe).
+    GoBackN,
+    /// Resend only what was lost.
+    SelectiveRepeat,
+}
+
+impl Recovery {
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::GoBackN => "Go-Back-N",
+            Self::SelectiveRepeat => "selective repeat",
+        }
+    }
+
+    fn key(self) -> &'static str {
+        match self {
+            Self::GoBackN => "go_back_n",
+            Self::SelectiveRepeat => "selective_repeat",
+        }
+    }
+}
+
+/// `[loss_sweep]` of a scenario file.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LossSweep {
+    /// Link rate (`100g`).
+    pub link: String,
+    /// One-way propagation delay (`2us`).
+    pub delay: String,
+    /// Bytes per RDMA WRITE.
+    pub message: usize,
+    /// WRITEs per run.
+    pub messages: usize,
+    /// Path MTU in bytes.
+    pub mtu: u32,
+    /// WRITEs outstanding.
+    pub tx_depth: usize,
+    /// Frame loss probabilities, per link direction.
+    pub loss: Vec<f64>,
+    /// Local ACK timeout exponents (4.096 us x 2^t).
+    pub timeout: Vec<u8>,
+    pub recovery: Vec<Recovery>,
+    /// Selective repeat's RTO_low (IRN), used while at most 3 packets are in flight
+    /// (rounded up to 4.096 us x 2^n; `"0"` = off). Default 64 us, as `roce perf`'s.
+    #[serde(default = "default_rto_low")]
+    pub rto_low: String,
+}
+
+fn default_rto_low() -> String {
+    "64us".into()
+}
+
+/// One run of the sweep.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SweepRow {
+    pub recovery: Recovery,
+    pub timeout: u8,
+    pub loss: f64,
+    pub goodput_gbps: f64,
+    pub elapsed_ns: u64,
+    pub retransmits: u64,
+    pub lost: u64,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct SweepResult {
+    pub sweep: LossSweep,
+    pub rows: Vec<SweepRow>,
+}
+
+/// Runs every (recovery, timeout, loss) combination, in that nesting.
+pub fn run(s: &LossSweep, seed: u64, progress: &mut Progress) -> Result<SweepResult> {
+    let rate = crate::perf_cmd::parse_rate(&s.link)?;
+    let delay = super::nanos("delay", &s.delay)?;
+    let mtu = Mtu::from_bytes_floor(s.mtu)
+        .filter(|m| m.bytes() == s.mtu)
+        .with_context(|| format!("MTU {}: use 256, 512, 1024, 2048 or 4096", s.mtu))?;
+    let rto_low = crate::perf_cmd::ack_timeout_at_least(super::nanos("rto_low", &s.rto_low)?)?;
+    let mut rows = Vec::new();
+    for &recovery in &s.recovery {
+        for &timeout in &s.timeout {
+            for &loss in &s.loss {
+                let p = Params {
+                    test: Test::WriteBw,
+                    size: s.message,
+                    iters: s.messages,
+                    qps: 1,
+                    mtu,
+                    tx_depth: s.tx_depth,
+                    selective_repeat: (recovery == Recovery::SelectiveRepeat).then_some(SrAttr {
+                        enabled: true,
+                        max_inflight: 0,
+                        rto_low,
+                    }),
+                    timeout,
+                };
+                let faults = Faults {
+                    loss,
+                    ..Faults::default()
+                };
+                let link = LinkConfig::new(rate, delay).with_faults(faults);
+                let mut sim = world::Sim::back_to_back(perf::nics(&p), link, seed, false);
+                progress.relabel(&format!("{} t={timeout} loss={loss:e}", recovery.name()));
+                let m = perf::run(&mut sim, &p, progress).with_context(|| {
+                    format!("{} timeout {timeout} loss {loss}", recovery.name())
+                })?;
+                let bits = (s.message * s.messages) as f64 * 8.0;
+                let row = SweepRow {
+                    recovery,
+                    timeout,
+                    loss,
+                    goodput_gbps: bits / m.elapsed_ns as f64,
+                    elapsed_ns: m.elapsed_ns,
+                    retransmits: m.retransmits,
+                    lost: m.drops,
+                };
+                rows.push(row);
+            }
+        }
+    }
+    Ok(SweepResult {
+        sweep: s.clone(),
+        rows,
+    })
+}
+
+impl SweepResult {
+    /// The run for (recovery, timeout, loss).
+    pub fn get(&self, r: Recovery, timeout: u8, loss: f64) -> Option<&SweepRow> {
+        self.rows
+            .iter()
+            .find(|x| x.recovery == r && x.timeout == timeout && x.loss == loss)
+    }
+
+    /// `recovery,timeout,loss,goodput_gbps,elapsed_ns,retransmits,lost` rows.
+    pub fn write_csv(&self, mut w: impl Write) -> std::io::Result<()> {
+        writeln!(
+            w,
+            "recovery,timeout,loss,goodput_gbps,elapsed_ns,retransmits,lost"
+        )?;
+        for r in &self.rows {
+            writeln!(
+                w,
+                "{},{},{:e},{:.3},{},{},{}",
+                r.recovery.key(),
+                r.timeout,
+                r.loss,
+                r.goodput_gbps,
+                r.elapsed_ns,
+                r.retransmits,
+                r.lost
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Goodput in Gb/s: one row per loss rate, one column per (recovery, timeout).
+    pub fn table(&self) -> String {
+        let s = &self.sweep;
+        let mut out = String::from("| loss |");
+        let mut rule = String::from("| ---: |");
+        for r in &s.recovery {
+            for t in &s.timeout {
+                let us = 4.096 * f64::from(1u32 << t);
+                out += &format!(" {} t={t} ({}) |", r.name(), human_us(us));
+                rule += " ---: |";
+            }
+        }
+        out += "\n";
+        out += &rule;
+        out += "\n";
+        for &loss in &s.loss {
+            out += &format!("| {} |", loss_label(loss));
+            for &r in &s.recovery {
+                for &t in &s.timeout {
+                    let cell = match self.get(r, t, loss) {
+                        Some(x) => format!("{:.2}", x.goodput_gbps),
+                        None => "n/a".into(),
+                    };
+                    out += &format!(" {cell} |");
+                }
+            }
+            out += "\n";
+        }
+        out
+    }
+}
+
+/// `0`, `1e-5`, ...
+pub fn loss_label(loss: f64) -> String {
+    if loss == 0.0 {
+        "0".into()
+    } else {
+        format!("{loss:e}")
+    }
+}
+
+fn human_us(us: f64) -> String {
+    if us >= 1000.0 {
+        format!("{:.1} ms", us / 1000.0)
+    } else {
+        format!("{us:.0} us")
+    }
+}
