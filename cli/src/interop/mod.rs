@@ -127,8 +127,8 @@ impl Oob {
                 loop {
                     match TcpStream::connect((host.as_str(), port)) {
                         Ok(s) => break s,
-                        Err(e) if t0.elapsed() < Duration::from_secs(60) => {
-                            let _ = e;
+                        // Not listening yet: the peer's server may still be starting.
+                        Err(_) if t0.elapsed() < Duration::from_secs(60) => {
                             std::thread::sleep(Duration::from_millis(300));
                         }
                         Err(e) => return Err(e).context(format!("connect to {host}:{port}")),
