@@ -235,3 +235,21 @@ pub fn run(args: &PerfArgs, out: &mut impl Write) -> Result<()> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rto_low_rounds_up_to_an_ack_timeout_code() {
+        // 4.096 us * 2^n (roce-facts §6.4): 8.192 us is code 1, 65.536 us code 4.
+        let code = |ns| ack_timeout_at_least(ns).unwrap().code();
+        assert_eq!(code(0), 0);
+        assert_eq!(code(1), 1);
+        assert_eq!(code(8_192), 1);
+        assert_eq!(code(8_193), 2);
+        assert_eq!(code(64_000), 4);
+        assert_eq!(code(65_537), 5);
+        assert!(ack_timeout_at_least(4096 << 32).is_err());
+    }
+}

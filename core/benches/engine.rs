@@ -7,7 +7,8 @@
 //!   and one out (the DMA the sender and receiver do) plus one CRC-32 (the ICRC).
 //!
 //! Both engines run on this one core, so the figure is the whole conversation (requester,
-//! responder, ACKs) per core. Run: `cargo bench -p roce-core --bench engine --features std`.
+//! responder, ACKs) per core. Run: `cargo bench -p roce-core --bench engine --features std`;
+//! `-- --once` runs 20,000 64-byte WRITEs once, for `valgrind --tool=callgrind`.
 
 #[path = "../tests/common/mod.rs"]
 mod common;
@@ -92,6 +93,12 @@ fn best(f: impl Fn() -> f64) -> f64 {
 
 fn main() {
     if std::env::args().any(|a| a == "--list") {
+        return;
+    }
+    if std::env::args().any(|a| a == "--once") {
+        // One short run of the small-message loop, for instruction counts under
+        // `valgrind --tool=callgrind` (machine-independent, unlike the timings).
+        std::hint::black_box(run(64, 20_000, 64));
         return;
     }
     println!(

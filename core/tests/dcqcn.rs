@@ -292,7 +292,7 @@ fn pacing_spaces_data_packets_at_the_current_rate() {
 }
 
 #[test]
-fn acks_are_not_paced_and_cc_off_changes_nothing_on_the_wire() {
+fn cc_off_changes_nothing_on_the_wire() {
     // Off (the default): Not-ECT, CNPs ignored, CE only counted.
     let mut p = Pair::new(1);
     let (qa, qb) = p.connect(QpType::Rc, &QpOpts::default());
@@ -341,4 +341,87 @@ fn cnp_from_a_stranger_or_for_a_qp_without_cc_is_ignored() {
     let n = wire::emit(&h, &[], &mut forged).unwrap();
     rx(&mut p.a, 0, &forged[..n]);
     assert_eq!(p.a.eng.counters().rp_cnp_ignored, 2);
+}
+
+/// b's CNP to a, made by b's notification point from a CE-marked frame of a.
+fn cnp_for_a(p: &mut Pair, qa: Qpn) -> Vec<u8> {
+    post_write(p, qa, 100);
+    let mut f = tx(&mut p.a, 0).unwrap();
+    mark_ce(&mut f);
+    rx(&mut p.b, 0, &f);
+    tx(&mut p.b, 0).unwrap()
+}
+
+#[test]
+fn read_responses_are_paced() {
+    let (mut p, qa, qb) = pair(CcConfig::dcqcn(G100));
+    // a's notification point answers a CE-marked ACK from b: a CNP that slows b.
+    let _ = cnp_for_a(&mut p, qa);
+    let mut ack = tx(&mut p.b, 0).expect("b's ACK of the WRITE");
+    mark_ce(&mut ack);
+    rx(&mut p.a, 0, &ack);
+    let cnp_for_b = tx(&mut p.a, 0).unwrap();
+    assert_eq!(wire::parse(&cnp_for_b).unwrap().dest_qp(), qb);
+    rx(&mut p.b, 0, &cnp_for_b);
+    assert_eq!(p.b.eng.qp_cc(qb).unwrap().rate, G100 / 2);
+
+    // a READs 4 KiB from b: b's four responses leave at b's 50 Gb/s.
+    let (dst, ka) = p.a.buffer(4096);
+    let (src, kb) = p.b.buffer(4096);
+    p.a.post_send(
+        qa,
+        &SendWr::new(2, WrOp::rdma_read(src, kb.rkey)).sge(dst, 4096, ka.lkey),
+    );
+    let req = tx(&mut p.a, 1_000).unwrap();
+    rx(&mut p.b, 1_000, &req);
+    let mut sent = Vec::new();
+    let mut now = 1_000;
+    while sent.len() < 4 {
+        while let Some(f) = tx(&mut p.b, now) {
+            sent.push((now, wire::parse(&f).unwrap().bth().opcode, f.len()));
+        }
+        now = p.b.eng.poll_timeout().unwrap().as_nanos();
+        p.b.eng.handle_timeout(Instant::from_nanos(now));
+    }
+    // FIRST and LAST carry an AETH: 14 + 20 + 8 + 12 + 4 + 1024 + 4 = 1086 bytes, 1110 on
+    // the wire, 1110 * 8 / 50 Gb/s = 177.6 -> 178 ns; MIDDLE: 1082 bytes, 177 ns.
+    assert_eq!(
+        sent,
+        [
+            (1_000, Opcode::RC_RDMA_READ_RESPONSE_FIRST, 1086),
+            (1_178, Opcode::RC_RDMA_READ_RESPONSE_MIDDLE, 1082),
+            (1_355, Opcode::RC_RDMA_READ_RESPONSE_MIDDLE, 1082),
+            (1_532, Opcode::RC_RDMA_READ_RESPONSE_LAST, 1086),
+        ]
+    );
+}
+
+#[test]
+fn acks_are_not_held_back_by_the_pacer() {
+    let (mut p, qa, qb) = pair(CcConfig::dcqcn(G100));
+    let cnp = cnp_for_a(&mut p, qa);
+    while tx(&mut p.b, 0).is_some() {} // b's ACK, not needed
+    rx(&mut p.a, 0, &cnp); // a at 50 Gb/s
+    post_write(&mut p, qa, 8192);
+    let first = tx(&mut p.a, 1_000).unwrap();
+    assert_eq!(
+        wire::parse(&first).unwrap().bth().opcode,
+        Opcode::RC_RDMA_WRITE_FIRST
+    );
+    assert!(tx(&mut p.a, 1_000).is_none(), "the next data packet waits");
+    // b writes to a: a acknowledges at once, though its own data is held.
+    let (src, kb) = p.b.buffer(8);
+    let (dst, ka) = p.a.buffer(8);
+    p.b.post_send(
+        qb,
+        &SendWr::new(3, WrOp::rdma_write(dst, ka.rkey)).sge(src, 8, kb.lkey),
+    );
+    let w = tx(&mut p.b, 1_000).unwrap();
+    rx(&mut p.a, 1_000, &w);
+    let ack = tx(&mut p.a, 1_000).expect("the ACK");
+    assert_eq!(
+        wire::parse(&ack).unwrap().bth().opcode,
+        Opcode::RC_ACKNOWLEDGE
+    );
+    assert!(tx(&mut p.a, 1_000).is_none());
 }

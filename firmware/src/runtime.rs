@@ -498,6 +498,7 @@ impl<
                 attr.rq_psn = Some(info.rq_psn);
                 attr.qp_access_flags = Some(info.access);
                 attr.qkey = Some(info.qkey);
+                attr.selective_repeat = Some(info.selective_repeat).filter(|s| s.enabled);
                 abi::set_payload(e, &abi::QpAttrArg::from_attr(info.qpn, &attr));
             }),
             CmdOp::DestroyQp => return self.destroy_qp(Qpn::new(handle)),

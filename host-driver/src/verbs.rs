@@ -691,7 +691,8 @@ impl QueuePair {
         Ok(())
     }
 
-    /// `ibv_query_qp`: state, path MTU, PSNs, remote QPN, access flags, Q_Key.
+    /// `ibv_query_qp`: state, path MTU, PSNs, remote QPN, access flags, Q_Key, and
+    /// selective repeat when it is on.
     pub fn query(&self) -> Result<QpAttr> {
         let e = self
             .inner

@@ -310,3 +310,32 @@ fn qp_in_error_flushes_every_wqe_in_order() {
     assert_eq!(recvs, [(100, flush), (101, flush), (102, flush)]);
     assert_eq!(qp.send_outstanding(), 0);
 }
+
+#[test]
+fn selective_repeat_is_set_through_the_abi_and_queried_back() {
+    use roce_core::transport::{AckTimeout, SrAttr};
+    let ((_a, ca), (_b, cb)) = (nic(1), nic(2));
+    let pd = ca.alloc_pd().unwrap();
+    let cq = ca.create_cq(4).unwrap();
+    let (gid, mac) = cb.port_addr();
+    let peer = QpEndpoint {
+        qpn: roce_core::num::Qpn::new(16),
+        psn: Psn::new(1),
+        gid,
+        mac,
+    };
+    let sr = SrAttr {
+        enabled: true,
+        max_inflight: 64,
+        rto_low: AckTimeout::new(3).unwrap(),
+    };
+    for want in [Some(sr), None] {
+        let qp = pd.create_qp(QpType::Rc, &cq, &cq).build().unwrap();
+        let o = ConnectOptions {
+            selective_repeat: want,
+            ..ConnectOptions::default()
+        };
+        qp.connect(&peer, Psn::new(1), &o).unwrap();
+        assert_eq!(qp.query().unwrap().selective_repeat, want);
+    }
+}

@@ -21,6 +21,8 @@ fn params() -> Params {
         qps: 1,
         mtu: Mtu::Mtu4096,
         tx_depth: 64,
+        timeout: 14,
+        selective_repeat: None,
     }
 }
 

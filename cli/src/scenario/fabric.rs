@@ -396,7 +396,9 @@ pub fn run(f: &FabricScenario, seed: u64, progress: &mut Progress) -> Result<Fab
     let (bsw, bport) = (hosts[bottleneck].switch, hosts[bottleneck].port);
     let blink = hosts[bottleneck].link;
     let wire_bytes = |fab: &Fabric| {
-        // Switch to host is direction b -> a of a host link.
+        // Switch to host is direction b -> a of a host link. A link counts a frame when
+        // it starts serialising, so a window's edges can be off by a frame (a reading a
+        // hair above 100 % on short windows).
         let c = fab.link_counters(blink)[1];
         c.bytes + c.frames * WIRE_OVERHEAD as u64
     };

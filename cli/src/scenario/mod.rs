@@ -112,3 +112,45 @@ pub fn write(s: &Scenario, outcome: &Outcome, dir: &Path) -> Result<Vec<PathBuf>
 pub(crate) fn nanos(what: &str, s: &str) -> Result<u64> {
     crate::perf_cmd::parse_duration(s).with_context(|| format!("{what} = {s:?}"))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::fabric::jain;
+    use super::*;
+
+    #[test]
+    fn jains_index_by_hand() {
+        assert_eq!(jain(&[3.0, 3.0, 3.0, 3.0]), 1.0);
+        // One of four takes everything: 1/n.
+        assert_eq!(jain(&[8.0, 0.0, 0.0, 0.0]), 0.25);
+        // (1 + 2)^2 / (2 (1 + 4)) = 9/10.
+        assert!((jain(&[1.0, 2.0]) - 0.9).abs() < 1e-12);
+        assert_eq!(jain(&[]), 0.0);
+    }
+
+    const SWEEP: &str = r#"
+        name = "s"
+        title = "t"
+        [loss_sweep]
+        link = "100g"
+        delay = "2us"
+        message = 4096
+        messages = 1
+        mtu = 4096
+        tx_depth = 1
+        loss = [0]
+        timeout = [14]
+        recovery = ["go_back_n"]
+    "#;
+
+    #[test]
+    fn a_scenario_has_exactly_one_experiment_and_no_unknown_keys() {
+        let s = Scenario::parse(SWEEP).unwrap();
+        assert_eq!((s.seed, s.loss_sweep.unwrap().mtu), (1, 4096));
+        assert!(Scenario::parse("name = \"s\"\ntitle = \"t\"\n").is_err());
+        let typo = SWEEP.replace("tx_depth", "txdepth");
+        assert!(Scenario::parse(&typo).is_err());
+        let bad_mode = SWEEP.replace("go_back_n", "go_back_m");
+        assert!(Scenario::parse(&bad_mode).is_err());
+    }
+}

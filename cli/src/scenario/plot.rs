@@ -48,12 +48,7 @@ pub fn sweep(path: &Path, title: &str, r: &SweepResult) -> Result<()> {
     fonts();
     let s = &r.sweep;
     let n = s.loss.len() as i32;
-    let ymax = r
-        .rows
-        .iter()
-        .filter_map(|x| x.goodput_gbps)
-        .fold(1.0f64, f64::max)
-        * 1.1;
+    let ymax = r.rows.iter().map(|x| x.goodput_gbps).fold(1.0f64, f64::max) * 1.1;
     let root = BitMapBackend::new(path, (900, 560)).into_drawing_area();
     root.fill(&WHITE).map_err(err)?;
     let mut chart = ChartBuilder::on(&root)
@@ -66,6 +61,7 @@ pub fn sweep(path: &Path, title: &str, r: &SweepResult) -> Result<()> {
     let labels: Vec<String> = s.loss.iter().map(|&l| loss_label(l)).collect();
     chart
         .configure_mesh()
+        .light_line_style(TRANSPARENT)
         .x_labels(n as usize)
         .x_label_formatter(&|i| labels.get(*i as usize).cloned().unwrap_or_default())
         .x_desc("frame loss probability (each direction)")
@@ -81,7 +77,7 @@ pub fn sweep(path: &Path, title: &str, r: &SweepResult) -> Result<()> {
                 .loss
                 .iter()
                 .enumerate()
-                .filter_map(|(i, &l)| Some((i as i32, r.get(rec, t, l)?.goodput_gbps?)))
+                .filter_map(|(i, &l)| Some((i as i32, r.get(rec, t, l)?.goodput_gbps)))
                 .collect();
             if pts.is_empty() {
                 continue;
@@ -136,6 +132,7 @@ pub fn fabric(path: &Path, title: &str, r: &FabricResult) -> Result<()> {
         .map_err(err)?;
     chart
         .configure_mesh()
+        .light_line_style(TRANSPARENT)
         .x_desc("time (ms)")
         .y_desc("Gb/s")
         .label_style((FONT, 13))
@@ -178,6 +175,7 @@ pub fn fabric(path: &Path, title: &str, r: &FabricResult) -> Result<()> {
         .map_err(err)?;
     chart
         .configure_mesh()
+        .light_line_style(TRANSPARENT)
         .x_desc("time (ms)")
         .y_desc("KB")
         .label_style((FONT, 13))
@@ -230,8 +228,10 @@ pub fn fabric(path: &Path, title: &str, r: &FabricResult) -> Result<()> {
         .map_err(err)?;
     chart
         .configure_mesh()
+        .light_line_style(TRANSPARENT)
         .x_desc("time (ms)")
         .y_desc("count")
+        .y_label_formatter(&|v| format!("{v:.0}"))
         .label_style((FONT, 13))
         .axis_desc_style((FONT, 14))
         .draw()

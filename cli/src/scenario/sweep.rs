@@ -5,7 +5,7 @@
 use crate::perf::{self, world, Params, Test};
 use crate::progress::Progress;
 use anyhow::{Context as _, Result};
-use roce_core::transport::Mtu;
+use roce_core::transport::{Mtu, SrAttr};
 use roce_sim::{Faults, LinkConfig};
 use serde::Deserialize;
 use std::io::Write;
@@ -34,11 +34,6 @@ impl Recovery {
             Self::SelectiveRepeat => "selective_repeat",
         }
     }
-
-    /// Whether the engine implements this mode yet.
-    pub fn supported(self) -> bool {
-        self == Self::GoBackN
-    }
 }
 
 /// `[loss_sweep]` of a scenario file.
@@ -62,6 +57,14 @@ pub struct LossSweep {
     /// Local ACK timeout exponents (4.096 us x 2^t).
     pub timeout: Vec<u8>,
     pub recovery: Vec<Recovery>,
+    /// Selective repeat's RTO_low (IRN), used while at most 3 packets are in flight
+    /// (rounded up to 4.096 us x 2^n; `"0"` = off). Default 64 us, as `roce perf`'s.
+    #[serde(default = "default_rto_low")]
+    pub rto_low: String,
+}
+
+fn default_rto_low() -> String {
+    "64us".into()
 }
 
 /// One run of the sweep.
@@ -70,8 +73,7 @@ pub struct SweepRow {
     pub recovery: Recovery,
     pub timeout: u8,
     pub loss: f64,
-    /// None when the engine lacks the recovery mode.
-    pub goodput_gbps: Option<f64>,
+    pub goodput_gbps: f64,
     pub elapsed_ns: u64,
     pub retransmits: u64,
     pub lost: u64,
@@ -90,45 +92,45 @@ pub fn run(s: &LossSweep, seed: u64, progress: &mut Progress) -> Result<SweepRes
     let mtu = Mtu::from_bytes_floor(s.mtu)
         .filter(|m| m.bytes() == s.mtu)
         .with_context(|| format!("MTU {}: use 256, 512, 1024, 2048 or 4096", s.mtu))?;
+    let rto_low = crate::perf_cmd::ack_timeout_at_least(super::nanos("rto_low", &s.rto_low)?)?;
     let mut rows = Vec::new();
     for &recovery in &s.recovery {
         for &timeout in &s.timeout {
             for &loss in &s.loss {
-                let mut row = SweepRow {
+                let p = Params {
+                    test: Test::WriteBw,
+                    size: s.message,
+                    iters: s.messages,
+                    qps: 1,
+                    mtu,
+                    tx_depth: s.tx_depth,
+                    selective_repeat: (recovery == Recovery::SelectiveRepeat).then_some(SrAttr {
+                        enabled: true,
+                        max_inflight: 0,
+                        rto_low,
+                    }),
+                    timeout,
+                };
+                let faults = Faults {
+                    loss,
+                    ..Faults::default()
+                };
+                let link = LinkConfig::new(rate, delay).with_faults(faults);
+                let mut sim = world::Sim::back_to_back(perf::nics(&p), link, seed, false);
+                progress.relabel(&format!("{} t={timeout} loss={loss:e}", recovery.name()));
+                let m = perf::run(&mut sim, &p, progress).with_context(|| {
+                    format!("{} timeout {timeout} loss {loss}", recovery.name())
+                })?;
+                let bits = (s.message * s.messages) as f64 * 8.0;
+                let row = SweepRow {
                     recovery,
                     timeout,
                     loss,
-                    goodput_gbps: None,
-                    elapsed_ns: 0,
-                    retransmits: 0,
-                    lost: 0,
+                    goodput_gbps: bits / m.elapsed_ns as f64,
+                    elapsed_ns: m.elapsed_ns,
+                    retransmits: m.retransmits,
+                    lost: m.drops,
                 };
-                if recovery.supported() {
-                    let p = Params {
-                        test: Test::WriteBw,
-                        size: s.message,
-                        iters: s.messages,
-                        qps: 1,
-                        mtu,
-                        tx_depth: s.tx_depth,
-                        timeout,
-                    };
-                    let faults = Faults {
-                        loss,
-                        ..Faults::default()
-                    };
-                    let link = LinkConfig::new(rate, delay).with_faults(faults);
-                    let mut sim = world::Sim::back_to_back(perf::nics(&p), link, seed, false);
-                    progress.relabel(&format!("{} t={timeout} loss={loss:e}", recovery.name()));
-                    let m = perf::run(&mut sim, &p, progress).with_context(|| {
-                        format!("{} timeout {timeout} loss {loss}", recovery.name())
-                    })?;
-                    let bits = (s.message * s.messages) as f64 * 8.0;
-                    row.goodput_gbps = Some(bits / m.elapsed_ns as f64);
-                    row.elapsed_ns = m.elapsed_ns;
-                    row.retransmits = m.retransmits;
-                    row.lost = m.drops;
-                }
                 rows.push(row);
             }
         }
@@ -147,21 +149,20 @@ impl SweepResult {
             .find(|x| x.recovery == r && x.timeout == timeout && x.loss == loss)
     }
 
-    /// `recovery,timeout,loss,goodput_gbps,elapsed_ns,retransmits,lost` rows; an empty
-    /// goodput for a mode the engine lacks.
+    /// `recovery,timeout,loss,goodput_gbps,elapsed_ns,retransmits,lost` rows.
     pub fn write_csv(&self, mut w: impl Write) -> std::io::Result<()> {
         writeln!(
             w,
             "recovery,timeout,loss,goodput_gbps,elapsed_ns,retransmits,lost"
         )?;
         for r in &self.rows {
-            let g = r.goodput_gbps.map_or(String::new(), |g| format!("{g:.3}"));
             writeln!(
                 w,
-                "{},{},{:e},{g},{},{},{}",
+                "{},{},{:e},{:.3},{},{},{}",
                 r.recovery.key(),
                 r.timeout,
                 r.loss,
+                r.goodput_gbps,
                 r.elapsed_ns,
                 r.retransmits,
                 r.lost
@@ -189,8 +190,8 @@ impl SweepResult {
             out += &format!("| {} |", loss_label(loss));
             for &r in &s.recovery {
                 for &t in &s.timeout {
-                    let cell = match self.get(r, t, loss).and_then(|x| x.goodput_gbps) {
-                        Some(g) => format!("{g:.2}"),
+                    let cell = match self.get(r, t, loss) {
+                        Some(x) => format!("{:.2}", x.goodput_gbps),
                         None => "n/a".into(),
                     };
                     out += &format!(" {cell} |");

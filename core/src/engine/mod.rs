@@ -755,15 +755,18 @@ impl<
             if !matches!(self.qps.get(slot), Some(Some(_))) {
                 continue;
             }
-            if let Some(len) = self.poll_cnp(slot, buf) {
-                self.tx_next = (slot + 1) % hi;
-                self.counters.sent_pkts += 1;
-                return Some(len);
+            let (mut gated, mut ect) = (false, false);
+            // Congestion control costs nothing here while it is off.
+            if self.cc_any || self.cfg.cc.np {
+                if let Some(len) = self.poll_cnp(slot, buf) {
+                    self.tx_next = (slot + 1) % hi;
+                    self.counters.sent_pkts += 1;
+                    return Some(len);
+                }
+                if let Some(c) = self.cc.get(slot).filter(|_| self.cc_any) {
+                    (gated, ect) = (c.gated(&self.cfg.cc, now.as_nanos()), c.rp_on());
+                }
             }
-            let (gated, ect) = match self.cc.get(slot) {
-                Some(c) if self.cc_any => (c.gated(&self.cfg.cc, now.as_nanos()), c.rp_on()),
-                _ => (false, false),
-            };
             let Self {
                 cfg,
                 mem,

@@ -345,6 +345,8 @@ pub struct QpInfo {
     pub sq_outstanding: usize,
     /// Receive WRs not yet consumed.
     pub rq_outstanding: usize,
+    /// Selective repeat as set (`enabled: false` for Go-Back-N).
+    pub selective_repeat: super::sack::SrAttr,
 }
 
 /// The rxe rule for the UDP source port of a QP (roce-facts §1.6):
@@ -447,6 +449,7 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
             qkey: self.qp.qkey,
             sq_outstanding: self.q.sq.len(),
             rq_outstanding: self.q.rq.len(),
+            selective_repeat: self.q.sr.attr(),
         }
     }
 
