@@ -1,5 +1,6 @@
 //! Property tests: random mixes of WRITE / WRITE_WITH_IMM / SEND / READ / FETCH_ADD /
-//! CMP_SWAP over a link that drops, duplicates and reorders up to 10 % of frames.
+//! CMP_SWAP over a link that drops, duplicates and reorders up to 10 % of frames, with
+//! Go-Back-N or (about half the cases) selective repeat.
 //!
 //! * every signaled WR completes exactly once, in order, with SUCCESS; unsignaled ones
 //!   never show up;
@@ -12,7 +13,9 @@ mod common;
 
 use common::*;
 use proptest::prelude::*;
-use roce_core::transport::{Mtu, QpType, RecvWr, SendFlags, SendWr, WcOpcode, WcStatus, WrOp};
+use roce_core::transport::{
+    AckTimeout, Mtu, QpType, RecvWr, SendFlags, SendWr, SrAttr, WcOpcode, WcStatus, WrOp,
+};
 
 const TARGET: usize = 32 * 1024;
 const SLOTS: usize = 8;
@@ -85,6 +88,7 @@ fn run(
     reorder: f64,
     seed: u64,
     bad: Option<usize>,
+    sr: Option<(u16, u8)>,
 ) -> Result<(), TestCaseError> {
     let link = LinkCfg {
         drop,
@@ -98,6 +102,11 @@ fn run(
         timeout: 7,
         a_psn: (seed as u32) & 0xFF_FFFF,
         b_psn: !(seed as u32) & 0xFF_FFFF,
+        sr: sr.map(|(max_inflight, rto_low)| SrAttr {
+            enabled: true,
+            max_inflight,
+            rto_low: AckTimeout::new(rto_low).unwrap_or(AckTimeout::INFINITE),
+        }),
         ..QpOpts::default()
     };
     let (qa, qb) = p.connect(QpType::Rc, &o);
@@ -126,6 +135,7 @@ fn run(
     let mut m_rbuf = vec![0u8; ops.len() * 9000 + 1];
     let mut expect_recv = Vec::new();
     let mut reads_since_fence: Vec<(usize, usize)> = Vec::new();
+    let mut writes_since_fence: Vec<(usize, usize)> = Vec::new();
 
     for (i, op) in ops.iter().enumerate() {
         let id = i as u64;
@@ -154,14 +164,25 @@ fn run(
         } else {
             SendFlags::NONE
         };
-        // A write to a range an earlier READ may still be reading waits (fence).
+        // A write to a range an earlier READ may still be reading waits (fence). With
+        // selective repeat, so does a plain WRITE to a range an earlier write may still
+        // be filling: its pieces may be placed before the earlier write's missing ones
+        // (docs/selective-repeat.md, "Ordering").
         let writes = match *op {
             Op::Write { off, len, .. } | Op::WriteImm { off, len, .. } => Some((off, len)),
             _ => None,
         };
-        if writes.is_some_and(|w| reads_since_fence.iter().any(|&r| overlaps(r, w))) {
+        let placed_early = sr.is_some() && matches!(op, Op::Write { .. });
+        if writes.is_some_and(|w| {
+            reads_since_fence.iter().any(|&r| overlaps(r, w))
+                || (placed_early && writes_since_fence.iter().any(|&e| overlaps(e, w)))
+        }) {
             flags = flags | SendFlags::FENCE;
             reads_since_fence.clear();
+            writes_since_fence.clear();
+        }
+        if let Some(w) = writes {
+            writes_since_fence.push(w);
         }
         let rb = rbuf + (i * 9000) as u64;
         let wr = match *op {
@@ -363,10 +384,11 @@ proptest! {
         dup in 0.0..0.1f64,
         reorder in 0.0..0.1f64,
         seed in any::<u64>(),
+        sr in prop::option::of((0..64u16, 0..5u8)),
     ) {
         let n = ops.len();
         let signaled: Vec<bool> = (0..n).map(|i| sig_bits & (1 << i) != 0 || i == n - 1).collect();
-        run(ops, signaled, mtu, drop, dup, reorder, seed, None)?;
+        run(ops, signaled, mtu, drop, dup, reorder, seed, None, sr)?;
     }
 
     #[test]
@@ -379,11 +401,12 @@ proptest! {
         dup in 0.0..0.1f64,
         reorder in 0.0..0.1f64,
         seed in any::<u64>(),
+        sr in prop::option::of((0..64u16, 0..5u8)),
     ) {
         let n = ops.len();
         let signaled: Vec<bool> = (0..n).map(|i| sig_bits & (1 << i) != 0).collect();
         let b = bad_at.index(n);
-        run(ops, signaled, mtu, drop, dup, reorder, seed, Some(b))?;
+        run(ops, signaled, mtu, drop, dup, reorder, seed, Some(b), sr)?;
     }
 }
 
