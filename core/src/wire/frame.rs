@@ -956,7 +956,8 @@ pub struct HeaderTemplate {
 }
 
 impl Default for HeaderTemplate {
-    /// A template that emits nothing (every `emit_with` fails): a placeholder for tables.
+    /// A template that emits nothing (every `emit_with` fails with `UdpMismatch`: it has
+    /// no network header): a placeholder for tables.
     fn default() -> Self {
         Self {
             bytes: [0; Self::MAX_LEN],
