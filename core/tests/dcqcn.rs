@@ -408,3 +408,21 @@ fn acks_are_not_held_back_by_the_pacer() {
     );
     assert!(tx(&mut p.a, 1_000).is_none());
 }
+
+/// The engine keeps each QP's headers as a template: switching the reaction point on or
+/// off must change the ECN field of the very next data frame (ECT(0) = 0b10, RFC 3168),
+/// and the IPv4 checksum must follow (`wire::parse` checks it).
+#[test]
+fn switching_the_reaction_point_remarks_the_next_frame() {
+    let mut cc = CcConfig::dcqcn(G100);
+    cc.rp = false;
+    let (mut p, qa, _) = pair(cc);
+    post_write(&mut p, qa, 100);
+    assert_eq!(ecn(&tx(&mut p.a, 0).unwrap()), 0, "off: Not-ECT");
+    p.a.eng.set_qp_cc(qa, true).unwrap();
+    post_write(&mut p, qa, 100);
+    assert_eq!(ecn(&tx(&mut p.a, 0).unwrap()), 0b10, "on: ECT(0)");
+    p.a.eng.set_qp_cc(qa, false).unwrap();
+    post_write(&mut p, qa, 100);
+    assert_eq!(ecn(&tx(&mut p.a, 0).unwrap()), 0, "off again: Not-ECT");
+}
