@@ -56,6 +56,14 @@ fn pair(cc: CcConfig) -> (Pair, Qpn, Qpn) {
     (p, qa, qb)
 }
 
+/// DCQCN with the reaction point off for new QPs: the notification point alone.
+fn np_only() -> CcConfig {
+    CcConfig {
+        rp: false,
+        ..CcConfig::dcqcn(G100)
+    }
+}
+
 /// Posts WR `wr_id` of `len` bytes on `from`'s QP `q`: its SGE a fresh buffer of `from`,
 /// `op` made from a fresh buffer of `to` (address, rkey).
 fn post(from: &mut Node, to: &mut Node, q: Qpn, wr_id: u64, len: usize, op: fn(u64, Rkey) -> WrOp) {
@@ -315,9 +323,7 @@ fn cc_off_changes_nothing_on_the_wire() {
 
 #[test]
 fn cnp_from_a_stranger_or_for_a_qp_without_cc_is_ignored() {
-    let mut cc = CcConfig::dcqcn(G100);
-    cc.rp = false;
-    let (mut p, qa, _) = pair(cc);
+    let (mut p, qa, _) = pair(np_only());
     post_write(&mut p, qa, 100);
     let mut f = tx(&mut p.a, 0).unwrap();
     assert_eq!(ecn(&f), 0, "reaction point off: Not-ECT");
@@ -414,9 +420,7 @@ fn acks_are_not_held_back_by_the_pacer() {
 /// and the IPv4 checksum must follow (`wire::parse` checks it).
 #[test]
 fn switching_the_reaction_point_remarks_the_next_frame() {
-    let mut cc = CcConfig::dcqcn(G100);
-    cc.rp = false;
-    let (mut p, qa, _) = pair(cc);
+    let (mut p, qa, _) = pair(np_only());
     post_write(&mut p, qa, 100);
     assert_eq!(ecn(&tx(&mut p.a, 0).unwrap()), 0, "off: Not-ECT");
     p.a.eng.set_qp_cc(qa, true).unwrap();
