@@ -7,7 +7,7 @@ mod common;
 
 use common::{Node, Pair, QpOpts};
 use roce_core::cc::{CcConfig, ONE};
-use roce_core::num::Qpn;
+use roce_core::num::{Qpn, Rkey};
 use roce_core::transport::{Instant, QpType, SendWr, WrOp};
 use roce_core::wire::{self, L3Repr, Opcode};
 
@@ -56,14 +56,28 @@ fn pair(cc: CcConfig) -> (Pair, Qpn, Qpn) {
     (p, qa, qb)
 }
 
+/// DCQCN with the reaction point off for new QPs: the notification point alone.
+fn np_only() -> CcConfig {
+    CcConfig {
+        rp: false,
+        ..CcConfig::dcqcn(G100)
+    }
+}
+
+/// Posts WR `wr_id` of `len` bytes on `from`'s QP `q`: its SGE a fresh buffer of `from`,
+/// `op` made from a fresh buffer of `to` (address, rkey).
+fn post(from: &mut Node, to: &mut Node, q: Qpn, wr_id: u64, len: usize, op: fn(u64, Rkey) -> WrOp) {
+    let (local, kl) = from.buffer(len);
+    let (remote, kr) = to.buffer(len);
+    from.post_send(
+        q,
+        &SendWr::new(wr_id, op(remote, kr.rkey)).sge(local, len as u32, kl.lkey),
+    );
+}
+
 /// Posts a WRITE of `len` bytes from a to b.
 fn post_write(p: &mut Pair, qa: Qpn, len: usize) {
-    let (src, ka) = p.a.buffer(len);
-    let (dst, kb) = p.b.buffer(len);
-    p.a.post_send(
-        qa,
-        &SendWr::new(1, WrOp::rdma_write(dst, kb.rkey)).sge(src, len as u32, ka.lkey),
-    );
+    post(&mut p.a, &mut p.b, qa, 1, len, WrOp::rdma_write);
 }
 
 fn tx(n: &mut Node, now: u64) -> Option<Vec<u8>> {
@@ -85,6 +99,15 @@ fn ecn(frame: &[u8]) -> u8 {
         L3Repr::Ipv4(ip) => ip.ecn,
         _ => panic!("IPv4 expected"),
     }
+}
+
+/// b's CNP to a, made by b's notification point from a CE-marked frame of a.
+fn cnp_for_a(p: &mut Pair, qa: Qpn) -> Vec<u8> {
+    post_write(p, qa, 100);
+    let mut f = tx(&mut p.a, 0).unwrap();
+    mark_ce(&mut f);
+    rx(&mut p.b, 0, &f);
+    tx(&mut p.b, 0).unwrap()
 }
 
 #[test]
@@ -186,14 +209,7 @@ fn one_cnp_per_qp_per_interval() {
 fn cnp_cuts_the_rate_by_the_dcqcn_equations_and_timers_recover_it() {
     let cfg = CcConfig::dcqcn(G100);
     let (mut p, qa, _) = pair(cfg);
-    let cnp = {
-        // Make b send a real CNP.
-        post_write(&mut p, qa, 100);
-        let mut f = tx(&mut p.a, 0).unwrap();
-        mark_ce(&mut f);
-        rx(&mut p.b, 0, &f);
-        tx(&mut p.b, 0).unwrap()
-    };
+    let cnp = cnp_for_a(&mut p, qa);
     let info = p.a.eng.qp_cc(qa).unwrap();
     assert_eq!((info.rate, info.target_rate, info.alpha), (G100, G100, ONE));
 
@@ -257,13 +273,7 @@ fn cnp_cuts_the_rate_by_the_dcqcn_equations_and_timers_recover_it() {
 #[test]
 fn pacing_spaces_data_packets_at_the_current_rate() {
     let (mut p, qa, _) = pair(CcConfig::dcqcn(G100));
-    let cnp = {
-        post_write(&mut p, qa, 100);
-        let mut f = tx(&mut p.a, 0).unwrap();
-        mark_ce(&mut f);
-        rx(&mut p.b, 0, &f);
-        tx(&mut p.b, 0).unwrap()
-    };
+    let cnp = cnp_for_a(&mut p, qa);
     rx(&mut p.a, 0, &cnp); // 50 Gb/s from now
     post_write(&mut p, qa, 16 * 1024); // 16 packets of 1024 bytes
     let t0 = 1_000;
@@ -313,9 +323,7 @@ fn cc_off_changes_nothing_on_the_wire() {
 
 #[test]
 fn cnp_from_a_stranger_or_for_a_qp_without_cc_is_ignored() {
-    let mut cc = CcConfig::dcqcn(G100);
-    cc.rp = false;
-    let (mut p, qa, _) = pair(cc);
+    let (mut p, qa, _) = pair(np_only());
     post_write(&mut p, qa, 100);
     let mut f = tx(&mut p.a, 0).unwrap();
     assert_eq!(ecn(&f), 0, "reaction point off: Not-ECT");
@@ -343,15 +351,6 @@ fn cnp_from_a_stranger_or_for_a_qp_without_cc_is_ignored() {
     assert_eq!(p.a.eng.counters().rp_cnp_ignored, 2);
 }
 
-/// b's CNP to a, made by b's notification point from a CE-marked frame of a.
-fn cnp_for_a(p: &mut Pair, qa: Qpn) -> Vec<u8> {
-    post_write(p, qa, 100);
-    let mut f = tx(&mut p.a, 0).unwrap();
-    mark_ce(&mut f);
-    rx(&mut p.b, 0, &f);
-    tx(&mut p.b, 0).unwrap()
-}
-
 #[test]
 fn read_responses_are_paced() {
     let (mut p, qa, qb) = pair(CcConfig::dcqcn(G100));
@@ -366,12 +365,7 @@ fn read_responses_are_paced() {
     assert_eq!(p.b.eng.qp_cc(qb).unwrap().rate, G100 / 2);
 
     // a READs 4 KiB from b: b's four responses leave at b's 50 Gb/s.
-    let (dst, ka) = p.a.buffer(4096);
-    let (src, kb) = p.b.buffer(4096);
-    p.a.post_send(
-        qa,
-        &SendWr::new(2, WrOp::rdma_read(src, kb.rkey)).sge(dst, 4096, ka.lkey),
-    );
+    post(&mut p.a, &mut p.b, qa, 2, 4096, WrOp::rdma_read);
     let req = tx(&mut p.a, 1_000).unwrap();
     rx(&mut p.b, 1_000, &req);
     let mut sent = Vec::new();
@@ -410,12 +404,7 @@ fn acks_are_not_held_back_by_the_pacer() {
     );
     assert!(tx(&mut p.a, 1_000).is_none(), "the next data packet waits");
     // b writes to a: a acknowledges at once, though its own data is held.
-    let (src, kb) = p.b.buffer(8);
-    let (dst, ka) = p.a.buffer(8);
-    p.b.post_send(
-        qb,
-        &SendWr::new(3, WrOp::rdma_write(dst, ka.rkey)).sge(src, 8, kb.lkey),
-    );
+    post(&mut p.b, &mut p.a, qb, 3, 8, WrOp::rdma_write);
     let w = tx(&mut p.b, 1_000).unwrap();
     rx(&mut p.a, 1_000, &w);
     let ack = tx(&mut p.a, 1_000).expect("the ACK");
@@ -424,4 +413,20 @@ fn acks_are_not_held_back_by_the_pacer() {
         Opcode::RC_ACKNOWLEDGE
     );
     assert!(tx(&mut p.a, 1_000).is_none());
+}
+
+/// The engine keeps each QP's headers as a template: switching the reaction point on or
+/// off must change the ECN field of the very next data frame (ECT(0) = 0b10, RFC 3168),
+/// and the IPv4 checksum must follow (`wire::parse` checks it).
+#[test]
+fn switching_the_reaction_point_remarks_the_next_frame() {
+    let (mut p, qa, _) = pair(np_only());
+    post_write(&mut p, qa, 100);
+    assert_eq!(ecn(&tx(&mut p.a, 0).unwrap()), 0, "off: Not-ECT");
+    p.a.eng.set_qp_cc(qa, true).unwrap();
+    post_write(&mut p, qa, 100);
+    assert_eq!(ecn(&tx(&mut p.a, 0).unwrap()), 0b10, "on: ECT(0)");
+    p.a.eng.set_qp_cc(qa, false).unwrap();
+    post_write(&mut p, qa, 100);
+    assert_eq!(ecn(&tx(&mut p.a, 0).unwrap()), 0, "off again: Not-ECT");
 }

@@ -84,11 +84,8 @@ fn corruption_is_caught_by_the_icrc() {
 fn everything_at_ten_percent() {
     for seed in 0..20 {
         let link = LinkCfg {
-            drop: 0.1,
-            dup: 0.1,
-            reorder: 0.1,
             corrupt: 0.02,
-            ..LinkCfg::default()
+            ..LinkCfg::lossy(0.1)
         };
         mixed_workload(seed, link, Mtu::Mtu4096, 40);
     }

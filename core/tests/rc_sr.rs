@@ -7,7 +7,8 @@ mod common;
 use std::collections::{BTreeMap, BTreeSet};
 
 use common::*;
-use roce_core::num::Psn;
+use roce_core::memory::MrKeys;
+use roce_core::num::{Psn, Qpn, Rkey};
 use roce_core::transport::{
     AckTimeout, Mtu, QpType, RecvWr, SendFlags, SendWr, SrAttr, WcStatus, WrOp, SACK_FLAG,
 };
@@ -20,6 +21,23 @@ fn sr(max_inflight: u16, rto_low: u8) -> Option<SrAttr> {
         max_inflight,
         rto_low: AckTimeout::new(rto_low).unwrap(),
     })
+}
+
+/// The default QP with selective repeat.
+fn sr_qp(max_inflight: u16, rto_low: u8) -> QpOpts {
+    QpOpts {
+        sr: sr(max_inflight, rto_low),
+        ..QpOpts::default()
+    }
+}
+
+/// Selective repeat with RTO_low code `rto_low`, on a QP whose own ACK timeout is code 14
+/// (67 ms): a recovery by that timeout would show in the elapsed time and counters.
+fn sr_67ms(rto_low: u8) -> QpOpts {
+    QpOpts {
+        timeout: 14,
+        ..sr_qp(0, rto_low)
+    }
 }
 
 /// For request frames (A to B): drops the first transmission of each PSN in `psns`
@@ -40,34 +58,92 @@ fn drop_copies_of(copies: BTreeMap<u32, u32>) -> Filter {
     })
 }
 
-/// A writes `msgs` messages of `len` bytes into B; returns the pair after it settled,
-/// and the (source, destination) addresses.
-fn writes(p: &mut Pair, o: &QpOpts, msgs: usize, len: usize, imm: bool) -> (u64, u64) {
-    let (qa, qb) = p.connect(QpType::Rc, o);
-    let (src, ka) = p.a.buffer(msgs * len);
-    p.a.mem.fill_pattern(src, msgs * len, 9);
-    let (dst, kb) = p.b.buffer(msgs * len);
-    for i in 0..msgs {
-        let off = (i * len) as u64;
-        let op = if imm {
-            p.b.post_recv(qb, &RecvWr::new(i as u64));
-            WrOp::RdmaWriteWithImm {
-                remote_addr: dst + off,
-                rkey: kb.rkey,
-                imm: 0x100 + i as u32,
-            }
-        } else {
-            WrOp::rdma_write(dst + off, kb.rkey)
-        };
+/// `n` slots of `len` bytes, slot `i` at `i * len` in each of two buffers: A's source,
+/// filled with a pattern, and B's destination.
+struct Slots {
+    n: usize,
+    len: usize,
+    src: u64,
+    ka: MrKeys,
+    dst: u64,
+    kb: MrKeys,
+}
+
+impl Slots {
+    fn new(p: &mut Pair, n: usize, len: usize, pattern: u8) -> Self {
+        let (src, ka) = p.a.buffer(n * len);
+        p.a.mem.fill_pattern(src, n * len, pattern);
+        let (dst, kb) = p.b.buffer(n * len);
+        Self {
+            n,
+            len,
+            src,
+            ka,
+            dst,
+            kb,
+        }
+    }
+
+    fn off(&self, i: u64) -> u64 {
+        i * self.len as u64
+    }
+
+    /// A posts slot `i` as signaled WR `i`; `op` is made from B's slot `i` (address,
+    /// rkey).
+    fn post(&self, p: &mut Pair, qa: Qpn, i: u64, op: impl FnOnce(u64, Rkey) -> WrOp) {
+        let off = self.off(i);
         p.a.post_send(
             qa,
-            &SendWr::new(i as u64, op)
-                .sge(src + off, len as u32, ka.lkey)
+            &SendWr::new(i, op(self.dst + off, self.kb.rkey))
+                .sge(self.src + off, self.len as u32, self.ka.lkey)
                 .flags(SendFlags::SIGNALED),
         );
     }
+
+    /// B posts a receive into slot `i` as WR `i`.
+    fn recv(&self, p: &mut Pair, qb: Qpn, i: u64) {
+        let wr = RecvWr::new(i).sge(self.dst + self.off(i), self.len as u32, self.kb.lkey);
+        p.b.post_recv(qb, &wr);
+    }
+
+    /// All of A's slots, as sent.
+    fn sent(&self, p: &Pair) -> Vec<u8> {
+        p.a.mem.read(self.src, self.n * self.len)
+    }
+
+    /// All of B's slots, as they landed.
+    fn landed(&self, p: &Pair) -> Vec<u8> {
+        p.b.mem.read(self.dst, self.n * self.len)
+    }
+}
+
+/// A writes `msgs` messages of `len` bytes into B (with immediate data `0x100 + i`, each
+/// into a posted receive, when `imm`); returns the slots once the pair has settled.
+fn writes(p: &mut Pair, o: &QpOpts, msgs: usize, len: usize, imm: bool) -> Slots {
+    let (qa, qb) = p.connect(QpType::Rc, o);
+    let s = Slots::new(p, msgs, len, 9);
+    for i in 0..msgs as u64 {
+        if imm {
+            p.b.post_recv(qb, &RecvWr::new(i));
+            s.post(p, qa, i, |remote_addr, rkey| WrOp::RdmaWriteWithImm {
+                remote_addr,
+                rkey,
+                imm: 0x100 + i as u32,
+            });
+        } else {
+            s.post(p, qa, i, WrOp::rdma_write);
+        }
+    }
     p.settle();
-    (src, dst)
+    s
+}
+
+/// Every completion on either side succeeded.
+fn all_succeeded(p: &Pair) -> bool {
+    p.a.wcs
+        .iter()
+        .chain(&p.b.wcs)
+        .all(|w| w.status == WcStatus::Success)
 }
 
 #[test]
@@ -77,25 +153,17 @@ fn isolated_drops_are_the_only_retransmissions() {
     let drops: BTreeSet<u32> = [0x103, 0x111, 0x12A, 0x140, 0x141 + 9, 0x160, 0x170]
         .into_iter()
         .collect();
-    let o = QpOpts {
-        sr: sr(0, 0),
-        timeout: 14, // 67 ms: any timeout would show in the elapsed time and counters
-        ..QpOpts::default()
-    };
+    let o = sr_67ms(0);
     let mut p = Pair::new(11);
     p.keep_trace = true;
     p.ab.filter = Some(drop_first_copy_of(drops.clone()));
-    let (src, dst) = writes(&mut p, &o, 8, 16 * 1024, false);
+    let s = writes(&mut p, &o, 8, 16 * 1024, false);
 
     // Data integrity against the memory model: B's memory is its zeroed buffers with
     // A's bytes written in; nothing else changed.
-    assert_eq!(
-        p.b.mem.read(dst, 8 * 16 * 1024),
-        p.a.mem.read(src, 8 * 16 * 1024)
-    );
+    assert_eq!(s.landed(&p), s.sent(&p));
     // Exactly once, in order, all successful.
-    let ids: Vec<u64> = p.a.wcs.iter().map(|w| w.wr_id).collect();
-    assert_eq!(ids, (0..8).collect::<Vec<_>>());
+    assert_eq!(p.a.wr_ids(), (0..8).collect::<Vec<_>>());
     assert!(p.a.wcs.iter().all(|w| w.status == WcStatus::Success));
 
     let ca = *p.a.eng.counters();
@@ -127,21 +195,14 @@ fn isolated_drops_are_the_only_retransmissions() {
 fn a_lost_resend_is_seen_by_later_sacks_not_the_timer() {
     // PSN 0x105 is lost twice: its first resend is lost too. The SACK of a packet sent
     // after that resend shows it, long before the 67 ms timeout.
-    let o = QpOpts {
-        sr: sr(0, 0),
-        timeout: 14,
-        ..QpOpts::default()
-    };
+    let o = sr_67ms(0);
     let mut p = Pair::new(3);
     p.keep_trace = true;
     p.ab.filter = Some(drop_copies_of(
         [(0x105, 2), (0x120, 1)].into_iter().collect(),
     ));
-    let (src, dst) = writes(&mut p, &o, 4, 16 * 1024, false);
-    assert_eq!(
-        p.b.mem.read(dst, 4 * 16 * 1024),
-        p.a.mem.read(src, 4 * 16 * 1024)
-    );
+    let s = writes(&mut p, &o, 4, 16 * 1024, false);
+    assert_eq!(s.landed(&p), s.sent(&p));
     let ca = *p.a.eng.counters();
     assert_eq!(ca.retransmitted_pkts, 3, "{ca:#?}");
     assert_eq!(ca.completer_retry_err, 0);
@@ -160,17 +221,15 @@ fn psns_across_the_wrap_and_far_from_zero() {
     // the PSN space away from zero.
     for start in [0xFF_FFF8u32, 0x9A_0000] {
         let o = QpOpts {
-            sr: sr(0, 0),
-            timeout: 14,
             a_psn: start,
-            ..QpOpts::default()
+            ..sr_67ms(0)
         };
         let at = |k: u32| Psn::new(start).add(k).value();
         let drops: BTreeSet<u32> = [at(4), at(9), at(20)].into_iter().collect();
         let mut p = Pair::new(4);
         p.ab.filter = Some(drop_first_copy_of(drops));
-        let (src, dst) = writes(&mut p, &o, 2, 16 * 1024, false);
-        assert_eq!(p.b.mem.read(dst, 32 * 1024), p.a.mem.read(src, 32 * 1024));
+        let s = writes(&mut p, &o, 2, 16 * 1024, false);
+        assert_eq!(s.landed(&p), s.sent(&p));
         let ca = *p.a.eng.counters();
         assert_eq!(ca.retransmitted_pkts, 3, "start {start:#x}: {ca:#?}");
         assert!(p.now < 1_000_000, "start {start:#x}: {} ns", p.now);
@@ -183,11 +242,8 @@ fn go_back_n_resends_more_for_the_same_drops() {
     let drops: BTreeSet<u32> = [0x103, 0x111, 0x12A, 0x140].into_iter().collect();
     let mut p = Pair::new(11);
     p.ab.filter = Some(drop_first_copy_of(drops.clone()));
-    let (src, dst) = writes(&mut p, &QpOpts::default(), 8, 16 * 1024, false);
-    assert_eq!(
-        p.b.mem.read(dst, 8 * 16 * 1024),
-        p.a.mem.read(src, 8 * 16 * 1024)
-    );
+    let s = writes(&mut p, &QpOpts::default(), 8, 16 * 1024, false);
+    assert_eq!(s.landed(&p), s.sent(&p));
     let ca = *p.a.eng.counters();
     assert!(ca.retransmitted_pkts > 4 * drops.len() as u64, "{ca:#?}");
 }
@@ -195,18 +251,12 @@ fn go_back_n_resends_more_for_the_same_drops() {
 #[test]
 fn wire_format_of_pieces_and_sacks() {
     // One 5-packet WRITE, PSN 0x100..0x104; 0x102 is dropped once.
-    let o = QpOpts {
-        sr: sr(0, 0),
-        ..QpOpts::default()
-    };
+    let o = sr_qp(0, 0);
     let mut p = Pair::new(1);
     p.keep_trace = true;
     p.ab.filter = Some(drop_first_copy_of([0x102].into_iter().collect()));
-    let (src, dst) = writes(&mut p, &o, 1, 4 * 1024 + 100, false);
-    assert_eq!(
-        p.b.mem.read(dst, 4 * 1024 + 100),
-        p.a.mem.read(src, 4 * 1024 + 100)
-    );
+    let s = writes(&mut p, &o, 1, 4 * 1024 + 100, false);
+    assert_eq!(s.landed(&p), s.sent(&p));
 
     // Requests: every piece a WRITE_ONLY with the RETH of that piece.
     let mut got = Vec::new();
@@ -215,7 +265,7 @@ fn wire_format_of_pieces_and_sacks() {
         let h = pkt.headers();
         let reth = h.ext.reth.expect("RETH in every piece");
         assert_eq!(h.bth.opcode, Opcode::RC_RDMA_WRITE_ONLY);
-        got.push((h.bth.psn.value(), reth.va - dst, reth.dma_len));
+        got.push((h.bth.psn.value(), reth.va - s.dst, reth.dma_len));
     }
     assert_eq!(
         got,
@@ -259,19 +309,15 @@ fn wire_format_of_pieces_and_sacks() {
 
 #[test]
 fn mixed_work_under_every_fault() {
+    let link = LinkCfg {
+        corrupt: 0.01,
+        ..LinkCfg::lossy(0.05)
+    };
+    let o = QpOpts {
+        timeout: 6,
+        ..sr_qp(32, 3)
+    };
     for seed in 0..10 {
-        let link = LinkCfg {
-            drop: 0.05,
-            dup: 0.05,
-            reorder: 0.05,
-            corrupt: 0.01,
-            ..LinkCfg::default()
-        };
-        let o = QpOpts {
-            timeout: 6,
-            sr: sr(32, 3),
-            ..QpOpts::default()
-        };
         mixed_workload(seed, link, &o, 40);
     }
 }
@@ -281,24 +327,16 @@ fn writes_with_immediate_complete_once_in_order_under_loss() {
     for seed in 0..8 {
         let o = QpOpts {
             timeout: 6,
-            sr: sr(0, 3),
-            ..QpOpts::default()
+            ..sr_qp(0, 3)
         };
         let mut p = Pair::with_links(seed, LinkCfg::lossy(0.03));
-        let (src, dst) = writes(&mut p, &o, 12, 6 * 1024 + 3, true);
-        let n = 12 * (6 * 1024 + 3);
-        assert_eq!(p.b.mem.read(dst, n), p.a.mem.read(src, n), "seed {seed}");
+        let s = writes(&mut p, &o, 12, 6 * 1024 + 3, true);
+        assert_eq!(s.landed(&p), s.sent(&p), "seed {seed}");
         let recv: Vec<u32> = p.b.wcs.iter().map(|w| w.imm_data).collect();
         assert_eq!(recv, (0x100..0x10C).collect::<Vec<_>>(), "seed {seed}");
         assert!(p.b.wcs.iter().all(|w| w.byte_len == 6 * 1024 + 3));
-        let ids: Vec<u64> = p.a.wcs.iter().map(|w| w.wr_id).collect();
-        assert_eq!(ids, (0..12).collect::<Vec<_>>(), "seed {seed}");
-        assert!(p
-            .a
-            .wcs
-            .iter()
-            .chain(&p.b.wcs)
-            .all(|w| w.status == WcStatus::Success));
+        assert_eq!(p.a.wr_ids(), (0..12).collect::<Vec<_>>(), "seed {seed}");
+        assert!(all_succeeded(&p));
     }
 }
 
@@ -307,15 +345,11 @@ fn tail_loss_is_recovered_by_rto_low() {
     // The last packet is lost: nothing after it can draw a SACK, so the timer must
     // fire. RTO_low (code 3: 32.8 us) applies with so few packets in flight; the QP's
     // timeout (code 14: 67 ms) would otherwise.
-    let o = QpOpts {
-        sr: sr(0, 3),
-        timeout: 14,
-        ..QpOpts::default()
-    };
+    let o = sr_67ms(3);
     let mut p = Pair::new(5);
     p.ab.filter = Some(drop_first_copy_of([0x103].into_iter().collect()));
-    let (src, dst) = writes(&mut p, &o, 1, 4 * 1024, false);
-    assert_eq!(p.b.mem.read(dst, 4096), p.a.mem.read(src, 4096));
+    let s = writes(&mut p, &o, 1, 4 * 1024, false);
+    assert_eq!(s.landed(&p), s.sent(&p));
     assert_eq!(p.a.wcs.len(), 1);
     assert!(p.now > 32_768 && p.now < 100_000, "done at {} ns", p.now);
     let ca = *p.a.eng.counters();
@@ -326,10 +360,7 @@ fn tail_loss_is_recovered_by_rto_low() {
 fn max_inflight_caps_the_psns_in_flight() {
     // Long links (20 us each way) make the cap, not the 128-PSN port window, the limit.
     let cap = 8u32;
-    let o = QpOpts {
-        sr: sr(cap as u16, 0),
-        ..QpOpts::default()
-    };
+    let o = sr_qp(cap as u16, 0);
     let link = LinkCfg {
         delay_ns: 20_000,
         ..LinkCfg::default()
@@ -389,36 +420,20 @@ fn one_sided_selective_repeat_falls_back_to_go_back_n() {
             let (ava, avb) = (p.a.av_to(&p.b), p.b.av_to(&p.a));
             bring_up(&mut p.a, qa, QpType::Rc, ava, qb, &oa, 0x100, 0x200);
             bring_up(&mut p.b, qb, QpType::Rc, avb, qa, &ob, 0x200, 0x100);
-            let len = 5 * 1024 + 1;
-            let (src, ka) = p.a.buffer(10 * len);
-            p.a.mem.fill_pattern(src, 10 * len, 3);
-            let (dst, kb) = p.b.buffer(10 * len);
+            let s = Slots::new(&mut p, 10, 5 * 1024 + 1, 3);
             for i in 0..10u64 {
-                let off = i * len as u64;
-                let op = if i % 2 == 0 {
-                    WrOp::rdma_write(dst + off, kb.rkey)
+                if i % 2 == 0 {
+                    s.post(&mut p, qa, i, WrOp::rdma_write);
                 } else {
-                    p.b.post_recv(qb, &RecvWr::new(i).sge(dst + off, len as u32, kb.lkey));
-                    WrOp::Send
-                };
-                p.a.post_send(
-                    qa,
-                    &SendWr::new(i, op)
-                        .sge(src + off, len as u32, ka.lkey)
-                        .flags(SendFlags::SIGNALED),
-                );
+                    s.recv(&mut p, qb, i);
+                    s.post(&mut p, qa, i, |_, _| WrOp::Send);
+                }
             }
             p.settle();
             let tag = format!("a {sr_a} b {sr_b} seed {seed}");
-            assert_eq!(
-                p.b.mem.read(dst, 10 * len),
-                p.a.mem.read(src, 10 * len),
-                "{tag}"
-            );
-            let ids: Vec<u64> = p.a.wcs.iter().map(|w| w.wr_id).collect();
-            assert_eq!(ids, (0..10).collect::<Vec<_>>(), "{tag}");
-            let recv: Vec<u64> = p.b.wcs.iter().map(|w| w.wr_id).collect();
-            assert_eq!(recv, vec![1, 3, 5, 7, 9], "{tag}");
+            assert_eq!(s.landed(&p), s.sent(&p), "{tag}");
+            assert_eq!(p.a.wr_ids(), (0..10).collect::<Vec<_>>(), "{tag}");
+            assert_eq!(p.b.wr_ids(), vec![1, 3, 5, 7, 9], "{tag}");
         }
     }
 }
@@ -462,68 +477,42 @@ fn rnr_naks_work_as_before() {
     // SENDs before any receive is posted: RNR NAKs, then the retry once receives are
     // there; WRITE pieces in between stay placed exactly once.
     let o = QpOpts {
-        sr: sr(0, 3),
         min_rnr_timer: 1,
-        ..QpOpts::default()
+        ..sr_qp(0, 3)
     };
     let mut p = Pair::with_links(7, LinkCfg::lossy(0.02));
     let (qa, qb) = p.connect(QpType::Rc, &o);
-    let len = 3000usize;
-    let (src, ka) = p.a.buffer(6 * len);
-    p.a.mem.fill_pattern(src, 6 * len, 4);
-    let (dst, kb) = p.b.buffer(6 * len);
+    let s = Slots::new(&mut p, 6, 3000, 4);
     for i in 0..6u64 {
-        let off = i * len as u64;
-        let op = if i % 2 == 0 {
-            WrOp::Send
+        if i % 2 == 0 {
+            s.post(&mut p, qa, i, |_, _| WrOp::Send);
         } else {
-            WrOp::rdma_write(dst + off, kb.rkey)
-        };
-        p.a.post_send(
-            qa,
-            &SendWr::new(i, op)
-                .sge(src + off, len as u32, ka.lkey)
-                .flags(SendFlags::SIGNALED),
-        );
+            s.post(&mut p, qa, i, WrOp::rdma_write);
+        }
     }
     assert!(!p.run(200_000), "nothing can finish without receives");
     assert!(p.a.eng.counters().rcvd_rnr_err > 0);
     for i in [0u64, 2, 4] {
-        let off = i * len as u64;
-        p.b.post_recv(qb, &RecvWr::new(i).sge(dst + off, len as u32, kb.lkey));
+        s.recv(&mut p, qb, i);
     }
     p.settle();
-    assert_eq!(p.b.mem.read(dst, 6 * len), p.a.mem.read(src, 6 * len));
-    let ids: Vec<u64> = p.a.wcs.iter().map(|w| w.wr_id).collect();
-    assert_eq!(ids, (0..6).collect::<Vec<_>>());
-    let recv: Vec<u64> = p.b.wcs.iter().map(|w| w.wr_id).collect();
-    assert_eq!(recv, vec![0, 2, 4]);
-    assert!(p
-        .a
-        .wcs
-        .iter()
-        .chain(&p.b.wcs)
-        .all(|w| w.status == WcStatus::Success));
+    assert_eq!(s.landed(&p), s.sent(&p));
+    assert_eq!(p.a.wr_ids(), (0..6).collect::<Vec<_>>());
+    assert_eq!(p.b.wr_ids(), vec![0, 2, 4]);
+    assert!(all_succeeded(&p));
 }
 
 #[test]
 fn a_full_sack_queue_costs_resends_not_correctness() {
     // The way back is 50x slower than the way out, so SACKs pile up behind each other
     // at B beyond its queue of 16; B overwrites the newest, A resends a little more.
-    let o = QpOpts {
-        sr: sr(0, 3),
-        ..QpOpts::default()
-    };
+    let o = sr_qp(0, 3);
     let mut p = Pair::new(9);
     p.ba.cfg.ns_per_byte = 4.0;
     p.ab.filter = Some(drop_first_copy_of([0x102, 0x140].into_iter().collect()));
-    let (src, dst) = writes(&mut p, &o, 8, 16 * 1024, false);
-    assert_eq!(
-        p.b.mem.read(dst, 8 * 16 * 1024),
-        p.a.mem.read(src, 8 * 16 * 1024)
-    );
-    let ids: Vec<u64> = p.a.wcs.iter().map(|w| w.wr_id).collect();
-    assert_eq!(ids, (0..8).collect::<Vec<_>>());
+    let s = writes(&mut p, &o, 8, 16 * 1024, false);
+    assert_eq!(s.landed(&p), s.sent(&p));
+    assert_eq!(p.a.wr_ids(), (0..8).collect::<Vec<_>>());
     let ca = *p.a.eng.counters();
     let cb = *p.b.eng.counters();
     // Fewer SACKs went out than pieces were placed out of order.

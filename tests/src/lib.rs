@@ -1,6 +1,9 @@
 //! Helpers shared by the integration tests in `tests/tests/`: where the vectors and the
-//! oracle scripts are, scratch files, and running an external tool.
+//! oracle scripts are, scratch files, running an external tool, and the `roce perf` load
+//! the fabric tests put on a link.
 
+use roce_cli::perf::{Params, Test};
+use roce_core::transport::Mtu;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -51,6 +54,34 @@ pub fn python(script: &Path, args: &[&Path]) -> (bool, String) {
     let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
     text.push_str(&String::from_utf8_lossy(&out.stderr));
     (out.status.success(), text)
+}
+
+/// Checks `pcap` with `check_with_tshark.py --quiet`: Wireshark dissects every frame and
+/// every ICRC verifies (the script computes it independently). Returns whether the check
+/// ran: false, skipped as `have` says, when tshark is not installed.
+pub fn check_with_tshark(pcap: &Path) -> bool {
+    if !have("tshark") {
+        return false;
+    }
+    let (ok, out) = python(&tool("check_with_tshark.py"), &[pcap, Path::new("--quiet")]);
+    assert!(ok, "{out}");
+    assert!(out.contains("\"icrc_bad\": 0"), "{out}");
+    true
+}
+
+/// One QP's `write_bw` of 64 KiB messages at MTU 4096, over Go-Back-N with the 67 ms ACK
+/// timeout (code 14): what the fabric tests send, `iters` messages, `tx_depth` in flight.
+pub fn write_bw(iters: usize, tx_depth: usize) -> Params {
+    Params {
+        test: Test::WriteBw,
+        size: 65536,
+        iters,
+        qps: 1,
+        mtu: Mtu::Mtu4096,
+        tx_depth,
+        timeout: 14,
+        selective_repeat: None,
+    }
 }
 
 /// The last `N passed, N failed` line of an oracle's output, as (passed, failed).

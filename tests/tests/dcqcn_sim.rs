@@ -8,15 +8,14 @@
 //! tuning.)
 
 use roce_cli::perf::world::{NetCounters, NicNode, Sim, World};
-use roce_cli::perf::{self, Params, Test};
+use roce_cli::perf::{self, Params};
 use roce_cli::progress::Progress;
 use roce_core::cc::CcConfig;
 use roce_core::engine::QPN_BASE;
 use roce_core::num::Qpn;
-use roce_core::transport::Mtu;
 use roce_host::{Capacities, LocalNic};
 use roce_sim::{LinkConfig, RedConfig, SwitchConfig};
-use roce_tests::{have, python, scratch, tool};
+use roce_tests::{check_with_tshark, scratch};
 use std::path::Path;
 use std::rc::Rc;
 
@@ -25,16 +24,7 @@ const G: u64 = 1_000_000_000;
 const TICK: u64 = 10_000;
 
 fn params() -> Params {
-    Params {
-        test: Test::WriteBw,
-        size: 65536,
-        iters: 300,
-        qps: 1,
-        mtu: Mtu::Mtu4096,
-        tx_depth: 16,
-        timeout: 14,
-        selective_repeat: None,
-    }
+    roce_tests::write_bw(300, 16)
 }
 
 /// The simulated world, sampling the sender QP's DCQCN rate every `TICK`: what a
@@ -182,13 +172,7 @@ fn dcqcn_keeps_the_bottleneck_queue_short() {
 
     // On the wire of the bottleneck link: Wireshark finds every CNP (opcode 129) and
     // every ICRC verifies (the checker computes it independently), CE marks included.
-    if have("tshark") {
-        let (ok, out) = python(
-            &tool("check_with_tshark.py"),
-            &[&pcap, std::path::Path::new("--quiet")],
-        );
-        assert!(ok, "{out}");
-        assert!(out.contains("\"icrc_bad\": 0"), "{out}");
+    if check_with_tshark(&pcap) {
         let t = std::process::Command::new("tshark")
             .args([
                 "-r",

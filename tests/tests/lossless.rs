@@ -4,9 +4,8 @@
 
 use roce_cli::perf::rx_buffer::RxBufferConfig;
 use roce_cli::perf::world::{NicNode, Sim, World};
-use roce_cli::perf::{self, Params, Test};
+use roce_cli::perf::{self, Params};
 use roce_cli::progress::Progress;
-use roce_core::transport::Mtu;
 use roce_sim::{LinkConfig, Priorities};
 
 const LINK: u64 = 100_000_000_000;
@@ -14,16 +13,7 @@ const LINK: u64 = 100_000_000_000;
 const DRAIN: u64 = 40_000_000_000;
 
 fn params() -> Params {
-    Params {
-        test: Test::WriteBw,
-        size: 65536,
-        iters: 100,
-        qps: 1,
-        mtu: Mtu::Mtu4096,
-        tx_depth: 64,
-        timeout: 14,
-        selective_repeat: None,
-    }
+    roce_tests::write_bw(100, 64)
 }
 
 /// write_bw from side 0 into a receiver whose buffer PFC-protects `pfc`.

@@ -5,6 +5,8 @@
 use super::fabric::FabricResult;
 use super::sweep::{loss_label, SweepResult};
 use anyhow::{anyhow, Result};
+use plotters::coord::types::RangedCoordf64;
+use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::{register_font, FontStyle};
 use std::path::Path;
@@ -41,6 +43,60 @@ fn color(i: usize) -> RGBColor {
     ];
     let (r, g, b) = C[i % C.len()];
     RGBColor(r, g, b)
+}
+
+type Area<'b> = DrawingArea<BitMapBackend<'b>, Shift>;
+type Chart<'a, 'b, X, Y> = ChartContext<'a, BitMapBackend<'b>, Cartesian2d<X, Y>>;
+
+/// A line's sample in the legend: a short stroke in its colour.
+fn swatch(c: RGBColor, width: u32) -> impl Fn((i32, i32)) -> PathElement<(i32, i32)> {
+    move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(width))
+}
+
+/// The legend box, at `at`, in labels of `size` points.
+fn legend<'b: 'a, 'a, X: Ranged, Y: Ranged>(
+    chart: &mut Chart<'a, 'b, X, Y>,
+    at: SeriesLabelPosition,
+    size: u32,
+) -> Result<()> {
+    chart
+        .configure_series_labels()
+        .position(at)
+        .label_font((FONT, size))
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .draw()
+        .map_err(err)
+}
+
+/// One panel of the fabric figure: time in ms across, `y_desc` from 0 to `ymax` up, the
+/// y labels written by `y_fmt` where given.
+fn panel<'a, 'b>(
+    area: &'a Area<'b>,
+    caption: &str,
+    t_end: f64,
+    ymax: f64,
+    y_desc: &str,
+    y_fmt: Option<&dyn Fn(&f64) -> String>,
+) -> Result<Chart<'a, 'b, RangedCoordf64, RangedCoordf64>> {
+    let mut chart = ChartBuilder::on(area)
+        .caption(caption, (FONT, 16))
+        .margin(10)
+        .x_label_area_size(35)
+        .y_label_area_size(60)
+        .build_cartesian_2d(0f64..t_end, 0f64..ymax)
+        .map_err(err)?;
+    let mut mesh = chart.configure_mesh();
+    mesh.light_line_style(TRANSPARENT)
+        .x_desc("time (ms)")
+        .y_desc(y_desc)
+        .label_style((FONT, 13))
+        .axis_desc_style((FONT, 14));
+    if let Some(f) = y_fmt {
+        mesh.y_label_formatter(f);
+    }
+    mesh.draw().map_err(err)?;
+    Ok(chart)
 }
 
 /// Goodput against loss rate, one line per (recovery, timeout) that ran.
@@ -88,19 +144,10 @@ pub fn sweep(path: &Path, title: &str, r: &SweepResult) -> Result<()> {
                 .draw_series(LineSeries::new(pts, c.stroke_width(2)).point_size(4))
                 .map_err(err)?
                 .label(format!("{} t={t}", rec.name()))
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2))
-                });
+                .legend(swatch(c, 2));
         }
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::LowerLeft)
-        .label_font((FONT, 14))
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .draw()
-        .map_err(err)?;
+    legend(&mut chart, SeriesLabelPosition::LowerLeft, 14)?;
     root.present().map_err(err)?;
     Ok(())
 }
@@ -123,22 +170,7 @@ pub fn fabric(path: &Path, title: &str, r: &FabricResult) -> Result<()> {
         .flat_map(|s| s.rates_gbps.iter().copied())
         .fold(1.0f64, f64::max)
         * 1.05;
-    let mut chart = ChartBuilder::on(&panels[0])
-        .caption("rate per flow", (FONT, 16))
-        .margin(10)
-        .x_label_area_size(35)
-        .y_label_area_size(60)
-        .build_cartesian_2d(0f64..t_end, 0f64..rmax)
-        .map_err(err)?;
-    chart
-        .configure_mesh()
-        .light_line_style(TRANSPARENT)
-        .x_desc("time (ms)")
-        .y_desc("Gb/s")
-        .label_style((FONT, 13))
-        .axis_desc_style((FONT, 14))
-        .draw()
-        .map_err(err)?;
+    let mut chart = panel(&panels[0], "rate per flow", t_end, rmax, "Gb/s", None)?;
     for (i, name) in r.flows.iter().enumerate() {
         let c = color(i);
         let pts = r.samples.iter().map(|s| (ms(s.time_ns), s.rates_gbps[i]));
@@ -146,16 +178,9 @@ pub fn fabric(path: &Path, title: &str, r: &FabricResult) -> Result<()> {
             .draw_series(LineSeries::new(pts, c.stroke_width(1)))
             .map_err(err)?
             .label(name.as_str())
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2)));
+            .legend(swatch(c, 2));
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
-        .label_font((FONT, 12))
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .draw()
-        .map_err(err)?;
+    legend(&mut chart, SeriesLabelPosition::UpperRight, 12)?;
 
     // Queue.
     let kb = |b: u64| b as f64 / 1e3;
@@ -166,28 +191,13 @@ pub fn fabric(path: &Path, title: &str, r: &FabricResult) -> Result<()> {
         .chain(r.ecn.map(|(_, hi)| kb(hi)))
         .fold(1.0f64, f64::max)
         * 1.1;
-    let mut chart = ChartBuilder::on(&panels[1])
-        .caption("bottleneck queue", (FONT, 16))
-        .margin(10)
-        .x_label_area_size(35)
-        .y_label_area_size(60)
-        .build_cartesian_2d(0f64..t_end, 0f64..qmax)
-        .map_err(err)?;
-    chart
-        .configure_mesh()
-        .light_line_style(TRANSPARENT)
-        .x_desc("time (ms)")
-        .y_desc("KB")
-        .label_style((FONT, 13))
-        .axis_desc_style((FONT, 14))
-        .draw()
-        .map_err(err)?;
+    let mut chart = panel(&panels[1], "bottleneck queue", t_end, qmax, "KB", None)?;
     let pts = r.samples.iter().map(|s| (ms(s.time_ns), kb(s.queue_bytes)));
     chart
         .draw_series(LineSeries::new(pts, color(0).stroke_width(1)))
         .map_err(err)?
         .label("queue")
-        .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color(0).stroke_width(2)));
+        .legend(swatch(color(0), 2));
     if let Some((lo, hi)) = r.ecn {
         for (v, name) in [(lo, "Kmin"), (hi, "Kmax")] {
             let c = color(3);
@@ -198,19 +208,10 @@ pub fn fabric(path: &Path, title: &str, r: &FabricResult) -> Result<()> {
                 ))
                 .map_err(err)?
                 .label(name)
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(1))
-                });
+                .legend(swatch(c, 1));
         }
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
-        .label_font((FONT, 12))
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .draw()
-        .map_err(err)?;
+    legend(&mut chart, SeriesLabelPosition::UpperRight, 12)?;
 
     // Running totals.
     let cmax = r
@@ -219,23 +220,15 @@ pub fn fabric(path: &Path, title: &str, r: &FabricResult) -> Result<()> {
         .map(|s| s.pause_frames.max(s.cnps).max(s.retransmits) as f64)
         .fold(1.0f64, f64::max)
         * 1.1;
-    let mut chart = ChartBuilder::on(&panels[2])
-        .caption("PFC frames, CNPs and retransmissions so far", (FONT, 16))
-        .margin(10)
-        .x_label_area_size(35)
-        .y_label_area_size(60)
-        .build_cartesian_2d(0f64..t_end, 0f64..cmax)
-        .map_err(err)?;
-    chart
-        .configure_mesh()
-        .light_line_style(TRANSPARENT)
-        .x_desc("time (ms)")
-        .y_desc("count")
-        .y_label_formatter(&|v| format!("{v:.0}"))
-        .label_style((FONT, 13))
-        .axis_desc_style((FONT, 14))
-        .draw()
-        .map_err(err)?;
+    let whole = |v: &f64| format!("{v:.0}");
+    let mut chart = panel(
+        &panels[2],
+        "PFC frames, CNPs and retransmissions so far",
+        t_end,
+        cmax,
+        "count",
+        Some(&whole),
+    )?;
     type Get = fn(&super::fabric::Sample) -> u64;
     let series: [(&str, Get); 3] = [
         ("PFC frames sent", |s| s.pause_frames),
@@ -249,16 +242,9 @@ pub fn fabric(path: &Path, title: &str, r: &FabricResult) -> Result<()> {
             .draw_series(LineSeries::new(pts, c.stroke_width(2)))
             .map_err(err)?
             .label(name)
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2)));
+            .legend(swatch(c, 2));
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperLeft)
-        .label_font((FONT, 12))
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .draw()
-        .map_err(err)?;
+    legend(&mut chart, SeriesLabelPosition::UpperLeft, 12)?;
     root.present().map_err(err)?;
     Ok(())
 }

@@ -913,7 +913,49 @@ fn transmit_one<const SQ: usize, const RQ: usize, const RD: usize>(
 /// 0x81 with BECN, P_Key 0xFFFF, DestQP = the peer's QP (the one to slow down), PSN 0,
 /// and 16 zero bytes.
 fn cnp_headers(cfg: &PortConfig, qp: &Qp) -> Headers {
-    let av = qp.av;
+    let (eth, vlan, l3, udp) = lower_headers(
+        cfg,
+        &qp.av,
+        Marking {
+            dscp: cfg.cc.cnp_dscp,
+            ecn: ECN_ECT0,
+            pcp: cfg.cc.cnp_prio,
+            flow_label: 0,
+        },
+        0,
+    );
+    let mut bth = BthRepr::new(Opcode::CNP, qp.dest_qpn, Psn::ZERO);
+    bth.becn = true;
+    Headers {
+        eth,
+        vlan,
+        l3,
+        udp: Some(udp),
+        bth,
+        ext: ExtHeaders {
+            cnp: Some(CnpRepr::default()),
+            ..ExtHeaders::default()
+        },
+    }
+}
+
+/// How a frame is marked below the BTH: IP DSCP and ECN, the VLAN PCP, the IPv6 flow label.
+struct Marking {
+    dscp: u8,
+    ecn: u8,
+    pcp: u8,
+    flow_label: u32,
+}
+
+/// The Ethernet, VLAN, IP and UDP headers from this port towards `av`: one place for the
+/// addressing rules of data frames and CNPs alike (IPv4-mapped GIDs give IPv4, hop limit
+/// 0 means 64).
+fn lower_headers(
+    cfg: &PortConfig,
+    av: &AddressVector,
+    m: Marking,
+    sport: u16,
+) -> (EthernetRepr, Option<VlanRepr>, L3Repr, UdpRepr) {
     let hop = if av.hop_limit == 0 { 64 } else { av.hop_limit };
     let l3 = if av.is_ipv4() {
         let g = cfg.gid;
@@ -921,8 +963,8 @@ fn cnp_headers(cfg: &PortConfig, qp: &Qp) -> Headers {
         L3Repr::Ipv4(Ipv4Repr {
             src: Ipv4Addr::new(g[12], g[13], g[14], g[15]),
             dst: Ipv4Addr::new(a[12], a[13], a[14], a[15]),
-            dscp: cfg.cc.cnp_dscp,
-            ecn: ECN_ECT0,
+            dscp: m.dscp,
+            ecn: m.ecn,
             ttl: hop,
             ..Ipv4Repr::default()
         })
@@ -930,39 +972,30 @@ fn cnp_headers(cfg: &PortConfig, qp: &Qp) -> Headers {
         L3Repr::Ipv6(Ipv6Repr {
             src: Ipv6Addr::from(cfg.gid),
             dst: Ipv6Addr::from(av.dgid),
-            dscp: cfg.cc.cnp_dscp,
-            ecn: ECN_ECT0,
-            flow_label: 0,
+            dscp: m.dscp,
+            ecn: m.ecn,
+            flow_label: m.flow_label & 0xF_FFFF,
             next_header: NEXT_HEADER_UDP,
             hop_limit: hop,
         })
     };
-    let mut bth = BthRepr::new(Opcode::CNP, qp.dest_qpn, Psn::ZERO);
-    bth.becn = true;
-    Headers {
-        eth: EthernetRepr {
-            dst: MacAddr(av.dmac),
-            src: MacAddr(cfg.mac),
-            ethertype: 0,
-        },
-        vlan: av.vlan_id.map(|vid| VlanRepr {
-            pcp: cfg.cc.cnp_prio & 7,
-            dei: false,
-            vid: vid & 0x0FFF,
-            ethertype: 0,
-        }),
-        l3,
-        udp: Some(UdpRepr {
-            src_port: 0,
-            dst_port: ROCEV2_PORT,
-            checksum: 0,
-        }),
-        bth,
-        ext: ExtHeaders {
-            cnp: Some(CnpRepr::default()),
-            ..ExtHeaders::default()
-        },
-    }
+    let eth = EthernetRepr {
+        dst: MacAddr(av.dmac),
+        src: MacAddr(cfg.mac),
+        ethertype: 0,
+    };
+    let vlan = av.vlan_id.map(|vid| VlanRepr {
+        pcp: m.pcp & 7,
+        dei: false,
+        vid: vid & 0x0FFF,
+        ethertype: 0,
+    });
+    let udp = UdpRepr {
+        src_port: sport,
+        dst_port: ROCEV2_PORT,
+        checksum: 0,
+    };
+    (eth, vlan, l3, udp)
 }
 
 /// The headers before the BTH of the QP's frames, towards its address vector or (UD)
@@ -975,54 +1008,22 @@ fn header_template(
     ect: bool,
 ) -> Result<HeaderTemplate, wire::EmitError> {
     let av = ud_av.unwrap_or(qp.av);
-    let hop = if av.hop_limit == 0 { 64 } else { av.hop_limit };
     let ecn = match av.traffic_class & 3 {
         0 if ect => ECN_ECT0,
         e => e,
-    };
-    let l3 = if av.is_ipv4() {
-        let g = cfg.gid;
-        let a = av.dgid;
-        L3Repr::Ipv4(Ipv4Repr {
-            src: Ipv4Addr::new(g[12], g[13], g[14], g[15]),
-            dst: Ipv4Addr::new(a[12], a[13], a[14], a[15]),
-            dscp: av.traffic_class >> 2,
-            ecn,
-            ttl: hop,
-            ..Ipv4Repr::default()
-        })
-    } else {
-        L3Repr::Ipv6(Ipv6Repr {
-            src: Ipv6Addr::from(cfg.gid),
-            dst: Ipv6Addr::from(av.dgid),
-            dscp: av.traffic_class >> 2,
-            ecn,
-            flow_label: av.flow_label & 0xF_FFFF,
-            next_header: NEXT_HEADER_UDP,
-            hop_limit: hop,
-        })
     };
     let sport = if ud_av.is_some() {
         crate::transport::udp_sport(qp.qpn, av.flow_label)
     } else {
         qp.udp_sport
     };
-    let eth = EthernetRepr {
-        dst: MacAddr(av.dmac),
-        src: MacAddr(cfg.mac),
-        ethertype: 0,
+    let marking = Marking {
+        dscp: av.traffic_class >> 2,
+        ecn,
+        pcp: av.sl,
+        flow_label: av.flow_label,
     };
-    let vlan = av.vlan_id.map(|vid| VlanRepr {
-        pcp: av.sl & 7,
-        dei: false,
-        vid: vid & 0x0FFF,
-        ethertype: 0,
-    });
-    let udp = UdpRepr {
-        src_port: sport,
-        dst_port: ROCEV2_PORT,
-        checksum: 0,
-    };
+    let (eth, vlan, l3, udp) = lower_headers(cfg, &av, marking, sport);
     HeaderTemplate::new(&eth, vlan.as_ref(), &l3, Some(&udp))
 }
 

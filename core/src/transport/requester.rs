@@ -166,7 +166,6 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
     /// Packet `pkt` (PSN `psn`) of the WQE at `idx`; `rtx` for a selective-repeat
     /// resend.
     #[allow(clippy::too_many_arguments)]
-    #[inline(always)]
     fn build_request(
         &self,
         env: &Env<'_>,

@@ -203,6 +203,11 @@ impl Node {
     pub fn state(&mut self, qpn: Qpn) -> QpState {
         self.eng.query_qp(qpn).unwrap().state
     }
+
+    /// The `wr_id` of every completion polled so far, in poll order.
+    pub fn wr_ids(&self) -> Vec<u64> {
+        self.wcs.iter().map(|w| w.wr_id).collect()
+    }
 }
 
 /// QP parameters for `connect`.
@@ -621,9 +626,8 @@ pub fn mixed_workload(seed: u64, link: LinkCfg, o: &QpOpts, n: usize) -> Pair {
         p.a.post_send(qa, &wr.flags(f));
     }
     assert!(p.run(20_000_000_000), "seed {seed}: did not go idle");
-    let ids: Vec<u64> = p.a.wcs.iter().map(|w| w.wr_id).collect();
     assert_eq!(
-        ids,
+        p.a.wr_ids(),
         (0..n as u64).collect::<Vec<_>>(),
         "seed {seed}: send completions"
     );
@@ -660,9 +664,8 @@ pub fn mixed_workload(seed: u64, link: LinkCfg, o: &QpOpts, n: usize) -> Pair {
         adds.to_le_bytes(),
         "seed {seed}: atomics"
     );
-    let recv_ids: Vec<u64> = p.b.wcs.iter().map(|w| w.wr_id).collect();
     assert_eq!(
-        recv_ids,
+        p.b.wr_ids(),
         expect_sends.iter().map(|&i| i as u64).collect::<Vec<_>>()
     );
     p
