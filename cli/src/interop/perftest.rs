@@ -23,12 +23,12 @@
 //! time. The passive server of write_bw, read_bw, atomic_bw and read_lat only answers.
 
 use super::{LinkArgs, Oob, Role, Station};
-use crate::perf::Test;
+use crate::perf::{check, empty_wc, Test};
 use anyhow::{bail, Context as _, Result};
 use roce_core::memory::AccessFlags;
 use roce_core::num::{Psn, Qpn, Rkey};
 use roce_core::transport::{
-    Mtu, QpType, RecvWr, SendFlags, SendWr, WcOpcode, WcStatus, WorkCompletion, WrOp,
+    Mtu, QpType, RecvWr, SendFlags, SendWr, WcOpcode, WorkCompletion, WrOp,
 };
 use roce_host::{CompletionQueue, ConnectOptions, MemoryRegion, QpEndpoint, QueuePair};
 use std::time::{Duration, Instant};
@@ -140,21 +140,6 @@ fn exchanges_before(test: Test) -> usize {
         Test::WriteBw | Test::ReadBw | Test::AtomicBw => 3,
         _ => 4,
     }
-}
-
-fn check(wc: &WorkCompletion) -> Result<()> {
-    if wc.status != WcStatus::Success {
-        bail!(
-            "work request {} completed with {}",
-            wc.wr_id,
-            wc.status.name()
-        );
-    }
-    Ok(())
-}
-
-fn empty_wc() -> WorkCompletion {
-    WorkCompletion::new(0, Qpn::new(0), WcOpcode::Send, WcStatus::Success)
 }
 
 /// The local side of a run.

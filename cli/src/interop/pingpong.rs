@@ -10,6 +10,7 @@
 //! `--chk` option expects a zero byte at every 4 KiB page offset of what arrives.
 
 use super::{gid_hex, parse_gid_hex, random_psn, LinkArgs, Oob, Role, Station};
+use crate::perf::check;
 use anyhow::{bail, Context as _, Result};
 use roce_core::memory::AccessFlags;
 use roce_core::num::{Psn, Qkey, Qpn};
@@ -122,17 +123,6 @@ fn pattern(size: usize) -> Vec<u8> {
             }
         })
         .collect()
-}
-
-fn check(wc: &WorkCompletion) -> Result<()> {
-    if wc.status != WcStatus::Success {
-        bail!(
-            "work request {} completed with {}",
-            wc.wr_id,
-            wc.status.name()
-        );
-    }
-    Ok(())
 }
 
 /// Runs one pingpong, printing the tools' two result lines to `out`.

@@ -229,7 +229,8 @@ fn recv(side: &Side, i: usize, p: &Params) -> RecvWr {
     RecvWr::new(i as u64).sge(mr.addr(), p.size as u32, mr.lkey())
 }
 
-fn check(wc: &WorkCompletion) -> Result<()> {
+/// An error naming the WR and its `ibv_wc_status` unless `wc` succeeded.
+pub(crate) fn check(wc: &WorkCompletion) -> Result<()> {
     if wc.status != WcStatus::Success {
         bail!(
             "work request {} completed with {}",
@@ -246,7 +247,8 @@ fn poll<'b>(cq: &CompletionQueue, buf: &'b mut [WorkCompletion]) -> Result<&'b [
     Ok(&buf[..n])
 }
 
-fn empty_wc() -> WorkCompletion {
+/// A placeholder for completion buffers that `poll` fills.
+pub(crate) fn empty_wc() -> WorkCompletion {
     WorkCompletion::new(
         0,
         roce_core::num::Qpn::new(0),
