@@ -152,6 +152,15 @@ fn ud_pair(seed: u64) -> (Pair, Qpn, Qpn) {
     (p, qa, qb)
 }
 
+/// A to B's UD QP `qb`, with the Q_Key `ud_pair` gave it.
+fn to_b(p: &Pair, qb: Qpn) -> UdDest {
+    UdDest {
+        av: p.a.av_to(&p.b),
+        remote_qpn: qb,
+        remote_qkey: Qkey(0x2222),
+    }
+}
+
 #[test]
 fn ud_send_fills_the_grh_area_and_names_the_source() {
     let (mut p, qa, qb) = ud_pair(3);
@@ -159,11 +168,7 @@ fn ud_send_fills_the_grh_area_and_names_the_source() {
     p.a.mem.fill_pattern(src, 1000, 5);
     let (dst, kb) = p.b.buffer(2000);
     p.b.post_recv(qb, &RecvWr::new(7).sge(dst, 2000, kb.lkey));
-    let dest = UdDest {
-        av: p.a.av_to(&p.b),
-        remote_qpn: qb,
-        remote_qkey: Qkey(0x2222),
-    };
+    let dest = to_b(&p, qb);
     p.a.post_send(
         qa,
         &SendWr::new(1, WrOp::SendWithImm { imm: 9 })
@@ -221,16 +226,12 @@ fn ud_wrong_qkey_no_receive_or_short_buffer_is_dropped_silently() {
 fn ud_message_longer_than_the_mtu_completes_without_sending() {
     let (mut p, qa, qb) = ud_pair(5);
     let (src, ka) = p.a.buffer(5000);
-    let av = p.a.av_to(&p.b);
+    let dest = to_b(&p, qb);
     p.a.post_send(
         qa,
         &SendWr::new(1, WrOp::Send)
             .sge(src, 5000, ka.lkey)
-            .ud(UdDest {
-                av,
-                remote_qpn: qb,
-                remote_qkey: Qkey(0x2222),
-            })
+            .ud(dest)
             .flags(SIG),
     );
     p.settle();
@@ -249,16 +250,12 @@ fn ud_messages_go_up_to_the_port_mtu() {
         qb,
         &RecvWr::new(3).sge(dst, (4096 + GRH_LEN) as u32, kb.lkey),
     );
-    let av = p.a.av_to(&p.b);
+    let dest = to_b(&p, qb);
     p.a.post_send(
         qa,
         &SendWr::new(1, WrOp::Send)
             .sge(src, 4096, ka.lkey)
-            .ud(UdDest {
-                av,
-                remote_qpn: qb,
-                remote_qkey: Qkey(0x2222),
-            })
+            .ud(dest)
             .flags(SIG),
     );
     p.settle();
