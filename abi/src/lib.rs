@@ -13,6 +13,12 @@
 //! * Doorbells carry free-running 32-bit producer (or, for CQs, consumer) indices; the
 //!   slot of index `i` in a ring of depth `2^n` is `i mod 2^n`.
 
+pub mod counters;
+pub mod port;
+
+pub use counters::{CounterScope, QueryCountersArg, RuntimeCounters, PORT_COUNTERS, QP_COUNTERS};
+pub use port::{CcArg, DcbArg, GidArg, PortArg, QpCcArg};
+
 use bitfield::bitfield;
 use zerocopy::little_endian::{U16, U32, U64};
 use zerocopy::{FromBytes, FromZeros, Immutable, IntoBytes, KnownLayout};
@@ -21,8 +27,9 @@ use zerocopy::{FromBytes, FromZeros, Immutable, IntoBytes, KnownLayout};
 pub const DEVICE_ID: u32 = 0x524F_4345;
 /// ABI version this crate speaks; a host refuses a device with another major.
 pub const ABI_MAJOR: u16 = 1;
-/// Minor version: additions that old hosts can ignore.
-pub const ABI_MINOR: u16 = 0;
+/// Minor version: additions that old hosts can ignore. 1.1 added the port, GID table,
+/// priority, congestion control and counter commands (opcodes 12 to 22).
+pub const ABI_MINOR: u16 = 1;
 
 /// The first QPN; a QP's doorbells are indexed by `QPN - QPN_BASE`.
 pub const QPN_BASE: u32 = roce_core::engine::QPN_BASE;
@@ -245,6 +252,17 @@ pub enum CmdOp {
     ModifyQp = 9,
     QueryQp = 10,
     DestroyQp = 11,
+    QueryPort = 12,
+    ModifyPort = 13,
+    QueryGid = 14,
+    ModifyGid = 15,
+    QueryDcb = 16,
+    ModifyDcb = 17,
+    QueryCc = 18,
+    ModifyCc = 19,
+    QueryQpCc = 20,
+    ModifyQpCc = 21,
+    QueryCounters = 22,
 }
 
 impl CmdOp {
@@ -262,6 +280,17 @@ impl CmdOp {
             9 => Self::ModifyQp,
             10 => Self::QueryQp,
             11 => Self::DestroyQp,
+            12 => Self::QueryPort,
+            13 => Self::ModifyPort,
+            14 => Self::QueryGid,
+            15 => Self::ModifyGid,
+            16 => Self::QueryDcb,
+            17 => Self::ModifyDcb,
+            18 => Self::QueryCc,
+            19 => Self::ModifyCc,
+            20 => Self::QueryQpCc,
+            21 => Self::ModifyQpCc,
+            22 => Self::QueryCounters,
             _ => return None,
         })
     }
@@ -355,6 +384,9 @@ pub struct DeviceAttr {
     /// Active path MTU (`enum ibv_mtu`).
     pub active_mtu: u8,
     pub reserved2: [u8; 3],
+    /// Entries in the port's GID table (ABI 1.1; 0 from a 1.0 NIC means 1).
+    pub gid_tbl_len: U16,
+    pub reserved3: [u8; 2],
 }
 
 /// DEALLOC_PD / DEREG_MR / DESTROY_CQ / DESTROY_QP / QUERY_QP: the handle.
@@ -477,8 +509,15 @@ mod tests {
         assert_eq!(size_of::<RecvWqe>(), 80);
         assert_eq!(size_of::<Cqe>(), 32);
         assert_eq!(size_of::<CmdEntry>(), 128);
+        assert_eq!(size_of::<DeviceAttr>(), 56);
         for n in [
             size_of::<DeviceAttr>(),
+            size_of::<PortArg>(),
+            size_of::<GidArg>(),
+            size_of::<DcbArg>(),
+            size_of::<CcArg>(),
+            size_of::<QpCcArg>(),
+            size_of::<QueryCountersArg>(),
             size_of::<RegMrArg>(),
             size_of::<CreateCqArg>(),
             size_of::<CreateQpArg>(),
@@ -518,7 +557,7 @@ mod tests {
         let mut v = Version(0);
         v.set_major(ABI_MAJOR);
         v.set_minor(ABI_MINOR);
-        assert_eq!(v.0, 0x0001_0000);
+        assert_eq!(v.0, 0x0001_0001);
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! What a harness (a test, the simulated fabric of `roce-testbed`) drives on a NIC model,
 //! beside the [`Device`] boundary the driver uses.
 
+use roce_core::engine::PortConfig;
 use roce_host::Device;
 
 /// A NIC model: the boundary the driver sees, plus the model's clock and its Ethernet
@@ -24,7 +25,8 @@ pub trait NicModel: Device {
     /// The next frame the NIC puts on the wire, written into `buf`: its length, or `None`
     /// when it has nothing to send now.
     fn transmit_frame(&self, buf: &mut [u8]) -> Option<usize>;
-    /// The port's Ethernet address (the source of the pause frames a harness sends on
-    /// the NIC's behalf).
-    fn mac(&self) -> [u8; 6];
+    /// The port's configuration as it stands now (the host changes it through the ABI):
+    /// what a harness modelling the NIC's MAC needs (its address for pause frames, the
+    /// PFC priorities).
+    fn port_config(&self) -> PortConfig;
 }

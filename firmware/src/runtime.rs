@@ -10,7 +10,6 @@ use crate::abi::{
     self, reg, CmdEntry, CmdOp, CmdStatus, Cqe, DecodeError, EventStatus, RecvWqe, SendWqe,
 };
 use crate::hal::{Datapath, Hal};
-use roce_core::cc::QpCcInfo;
 use roce_core::engine::{CqHandle, Engine, PortConfig, QPN_BASE};
 use roce_core::memory::{AccessFlags, Dma, MemError, Pd};
 use roce_core::num::{Lkey, Qpn};
@@ -52,20 +51,11 @@ struct HostQp {
     rq_ci: u32,
 }
 
-/// Counters of the runtime itself (the engine keeps the protocol's).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct RuntimeCounters {
-    pub commands: u64,
-    pub command_errors: u64,
-    pub send_wqes: u64,
-    pub recv_wqes: u64,
-    pub bad_wqes: u64,
-    pub frames_rx: u64,
-    pub frames_tx: u64,
-    pub cqes: u64,
-    pub cq_overflows: u64,
-    pub dma_errors: u64,
-}
+/// Counters of the runtime itself (the engine keeps the protocol's); the host reads both
+/// with QUERY_COUNTERS.
+pub use crate::abi::RuntimeCounters;
+
+mod port;
 
 /// The NIC: the engine with the given capacities (see [`crate::config`]) and the state
 /// that ties it to the host's rings.
@@ -502,6 +492,17 @@ impl<
                 abi::set_payload(e, &abi::QpAttrArg::from_attr(info.qpn, &attr));
             }),
             CmdOp::DestroyQp => return self.destroy_qp(Qpn::new(handle)),
+            CmdOp::QueryPort
+            | CmdOp::ModifyPort
+            | CmdOp::QueryGid
+            | CmdOp::ModifyGid
+            | CmdOp::QueryDcb
+            | CmdOp::ModifyDcb
+            | CmdOp::QueryCc
+            | CmdOp::ModifyCc
+            | CmdOp::QueryQpCc
+            | CmdOp::ModifyQpCc
+            | CmdOp::QueryCounters => return self.port_command(op, e),
         };
         match result {
             Ok(()) => CmdStatus::Ok,
@@ -521,8 +522,11 @@ impl<
             max_qp_rd_atom: RD.min(255) as u8,
             max_msg_sz: U32::new(roce_core::transport::MAX_MSG_SIZE as u32),
             mac: cfg.mac,
-            gid: cfg.gid,
+            gid: cfg.gid(),
             active_mtu: cfg.active_mtu as u8,
+            gid_tbl_len: zerocopy::little_endian::U16::new(
+                roce_core::engine::GID_TABLE_LEN as u16,
+            ),
             ..Default::default()
         }
     }
@@ -692,15 +696,8 @@ pub trait NicRuntime {
     fn receive_frame(&mut self, frame: &[u8]);
     /// [`Nic::transmit_frame`].
     fn transmit_frame(&mut self, buf: &mut [u8]) -> Option<usize>;
-    /// The engine's protocol counters.
-    fn engine_counters(&self) -> roce_core::transport::Counters;
-    /// The runtime's counters.
-    fn runtime_counters(&self) -> RuntimeCounters;
-    /// [`Engine::set_qp_cc`]: DCQCN's reaction point on or off for one QP. A harness
-    /// control: the host ABI does not carry it (the port's `cc` config sets the default).
-    fn set_qp_cc(&mut self, qpn: Qpn, rp: bool) -> Result<(), EngineError>;
-    /// [`Engine::qp_cc`]: a QP's rate and congestion counters.
-    fn qp_cc(&self, qpn: Qpn) -> Option<QpCcInfo>;
+    /// The port's configuration as it stands (the host changes it through the ABI).
+    fn port_config(&self) -> PortConfig;
 }
 
 impl<
@@ -727,17 +724,8 @@ impl<
     fn transmit_frame(&mut self, buf: &mut [u8]) -> Option<usize> {
         Nic::transmit_frame(self, buf)
     }
-    fn engine_counters(&self) -> roce_core::transport::Counters {
-        *self.engine.counters()
-    }
-    fn runtime_counters(&self) -> RuntimeCounters {
-        self.counters
-    }
-    fn set_qp_cc(&mut self, qpn: Qpn, rp: bool) -> Result<(), EngineError> {
-        self.engine.set_qp_cc(qpn, rp)
-    }
-    fn qp_cc(&self, qpn: Qpn) -> Option<QpCcInfo> {
-        self.engine.qp_cc(qpn)
+    fn port_config(&self) -> PortConfig {
+        *self.engine.config()
     }
 }
 

@@ -21,11 +21,13 @@
 pub mod device;
 pub mod error;
 pub mod memory;
+pub mod port;
 pub mod verbs;
 
 pub use device::Device;
 pub use error::Error;
 pub use memory::HostMemory;
+pub use port::{PortAttr, PortCounters};
 pub use verbs::{
     AsyncEvents, CompletionQueue, ConnectOptions, Context, MemoryRegion, ProtectionDomain,
     QpBuilder, QpEndpoint, QueuePair,

@@ -27,17 +27,18 @@ const COMMAND_SPINS: usize = 100_000;
 /// log2 of the command-queue depth.
 const CMDQ_LOG_DEPTH: u8 = 4;
 
-struct Ctx {
-    dev: Rc<dyn Device>,
+pub(crate) struct Ctx {
+    pub(crate) dev: Rc<dyn Device>,
     cmdq_base: u64,
     cmdq_pi: Cell<u32>,
-    attr: DeviceAttr,
+    /// QUERY_DEVICE's answer, kept current when this context changes the port.
+    pub(crate) attr: Cell<DeviceAttr>,
     qps: RefCell<HashMap<u32, Weak<QpInner>>>,
 }
 
 impl Ctx {
     /// Runs one command and waits for its status.
-    fn exec(&self, op: CmdOp, entry: &mut CmdEntry) -> Result<()> {
+    pub(crate) fn exec(&self, op: CmdOp, entry: &mut CmdEntry) -> Result<()> {
         entry.opcode = zerocopy::little_endian::U16::new(op as u16);
         self.exec_raw(entry)
     }
@@ -93,7 +94,7 @@ impl Ctx {
 /// An opened device (`struct ibv_context`).
 #[derive(Clone)]
 pub struct Context {
-    ctx: Rc<Ctx>,
+    pub(crate) ctx: Rc<Ctx>,
 }
 
 impl Context {
@@ -115,32 +116,33 @@ impl Context {
         dev.write_reg(reg::CMDQ_BASE_HI, (base >> 32) as u32);
         dev.write_reg(reg::CMDQ_LOG_DEPTH, u32::from(CMDQ_LOG_DEPTH));
         let cmdq_pi = dev.read_reg(reg::CMDQ_CI);
-        let mut ctx = Ctx {
+        let ctx = Ctx {
             dev,
             cmdq_base: base,
             cmdq_pi: Cell::new(cmdq_pi),
-            attr: DeviceAttr::default(),
+            attr: Cell::default(),
             qps: RefCell::default(),
         };
         let mut e = CmdEntry::default();
         ctx.exec(CmdOp::QueryDevice, &mut e)?;
-        ctx.attr = abi::payload(&e);
+        ctx.attr.set(abi::payload(&e));
         Ok(Self { ctx: Rc::new(ctx) })
     }
 
     /// `ibv_query_device` (and the port's addresses).
     pub fn query_device(&self) -> DeviceAttr {
-        self.ctx.attr
+        self.ctx.attr.get()
     }
 
     /// The port's active path MTU.
     pub fn active_mtu(&self) -> Mtu {
-        Mtu::from_u8(self.ctx.attr.active_mtu).unwrap_or(Mtu::Mtu1024)
+        Mtu::from_u8(self.ctx.attr.get().active_mtu).unwrap_or(Mtu::Mtu1024)
     }
 
     /// The port's GID (index 0) and MAC.
     pub fn port_addr(&self) -> ([u8; 16], [u8; 6]) {
-        (self.ctx.attr.gid, self.ctx.attr.mac)
+        let a = self.ctx.attr.get();
+        (a.gid, a.mac)
     }
 
     /// `ibv_alloc_pd`.
@@ -157,7 +159,7 @@ impl Context {
 
     /// `ibv_create_cq` with room for at least `cqe` completions.
     pub fn create_cq(&self, cqe: usize) -> Result<CompletionQueue> {
-        let log = ring_log(cqe, self.ctx.attr.max_log_depth)?;
+        let log = ring_log(cqe, self.ctx.attr.get().max_log_depth)?;
         let ring_len = (1usize << log) * size_of::<Cqe>();
         let ring = self.ctx.dev.memory().alloc(ring_len, 64);
         let mut e = CmdEntry::default();
@@ -516,7 +518,7 @@ impl QpBuilder<'_> {
     /// Creates the QP in the RESET state.
     pub fn build(self) -> Result<QueuePair> {
         let ctx = &self.pd.inner.ctx;
-        let max_log = ctx.attr.max_log_depth;
+        let max_log = ctx.attr.get().max_log_depth;
         let (sq_log, rq_log) = (
             ring_log(self.max_send_wr, max_log)?,
             ring_log(self.max_recv_wr, max_log)?,
@@ -662,6 +664,11 @@ pub struct QueuePair {
 }
 
 impl QueuePair {
+    /// The device context the QP lives in.
+    pub(crate) fn ctx(&self) -> &Ctx {
+        &self.inner.ctx
+    }
+
     /// QP number.
     pub fn qpn(&self) -> Qpn {
         self.inner.qpn
@@ -731,7 +738,7 @@ impl QueuePair {
             if self.inner.qp_type == QpType::Rc {
                 // Like perftest, ask for no more than the device has.
                 rtr.max_dest_rd_atomic =
-                    Some(o.max_dest_rd_atomic.min(self.inner.ctx.attr.max_qp_rd_atom));
+                    Some(o.max_dest_rd_atomic.min(self.inner.ctx.attr.get().max_qp_rd_atom));
                 rtr.min_rnr_timer = RnrTimer::new(o.min_rnr_timer);
                 rtr.selective_repeat = o.selective_repeat;
             }
@@ -744,7 +751,8 @@ impl QueuePair {
             rts.timeout = AckTimeout::new(o.timeout);
             rts.retry_cnt = RetryCount::new(o.retry_cnt);
             rts.rnr_retry = RetryCount::new(o.rnr_retry);
-            rts.max_rd_atomic = Some(o.max_rd_atomic.min(self.inner.ctx.attr.max_qp_rd_atom));
+            let max_rd = self.inner.ctx.attr.get().max_qp_rd_atom;
+            rts.max_rd_atomic = Some(o.max_rd_atomic.min(max_rd));
         }
         self.modify(&rts)
     }
