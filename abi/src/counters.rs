@@ -106,11 +106,19 @@ counter_set! {
 }
 
 /// The QP counter set ([`CounterScope::Qp`]): mlx5's congestion counters, per QP.
-pub const QP_COUNTERS: &[&str] = &["np_cnp_sent", "rp_cnp_handled", "np_ecn_marked_roce_packets"];
+pub const QP_COUNTERS: &[&str] = &[
+    "np_cnp_sent",
+    "rp_cnp_handled",
+    "np_ecn_marked_roce_packets",
+];
 
 /// The QP set's values, in index order.
 pub fn qp_counter_values(i: &QpCcInfo) -> [u64; QP_COUNTERS.len()] {
-    [i.np_cnp_sent, i.rp_cnp_handled, i.np_ecn_marked_roce_packets]
+    [
+        i.np_cnp_sent,
+        i.rp_cnp_handled,
+        i.np_ecn_marked_roce_packets,
+    ]
 }
 
 /// Which counter set QUERY_COUNTERS reads.

@@ -103,8 +103,9 @@ fn run() -> Result<()> {
         }
         Command::Sim { scenario, output } => {
             let s = roce_cli::scenario::Scenario::load(&scenario)?;
-            let outcome =
-                roce_cli::scenario::run(&s, &mut roce_cli::progress::Progress::new(&s.name))?;
+            let bar = roce_cli::progress::bar(&s.name);
+            let outcome = roce_cli::scenario::run(&s, &bar)?;
+            bar.finish_and_clear();
             print!("{}", outcome.table());
             for path in roce_cli::scenario::write(&s, &outcome, &output)? {
                 eprintln!("wrote {}", path.display());

@@ -1,10 +1,12 @@
 //! The command line of `roce perf`: perftest's options where they fit, plus the fabric.
 
-use crate::perf::{self, report, world, Params, Test};
-use crate::progress::Progress;
+use crate::perf::{self, report, Params, Test};
+use crate::progress;
 use anyhow::{bail, Context, Result};
 use roce_core::transport::{AckTimeout, Mtu, SrAttr, SR_WINDOW};
 use roce_sim::{Faults, LinkConfig};
+use roce_testbed::nic::Datapath;
+use roce_testbed::{Direct, Sim};
 use std::io::Write;
 
 /// `roce perf` options.
@@ -196,20 +198,18 @@ pub fn run(args: &PerfArgs, out: &mut impl Write) -> Result<()> {
             selective_repeat,
             timeout: args.qp_timeout,
         };
-        let nics = match args.backend {
-            Backend::Model => perf::nics(&p),
-            Backend::Rtl => perf::rtl_nics(&p)?,
+        let datapath = match args.backend {
+            Backend::Model => Datapath::Software,
+            Backend::Rtl => Datapath::Rtl(roce_hdl_sim::DataWidth::W512),
         };
+        let nics = perf::nics(&p, datapath)?;
+        let bar = progress::bar(p.test.name());
         let m = match args.fabric {
             Fabric::Direct => {
                 if args.pcap.is_some() {
                     bail!("--pcap needs the simulated fabric (frames have no wire time in --fabric direct)");
                 }
-                perf::run(
-                    &mut world::Direct::new(nics),
-                    &p,
-                    &mut Progress::new(p.test.name()),
-                )?
+                perf::run(&mut Direct::new(nics)?, &p, &bar)?
             }
             Fabric::Sim => {
                 let faults = Faults {
@@ -217,7 +217,7 @@ pub fn run(args: &PerfArgs, out: &mut impl Write) -> Result<()> {
                     ..Faults::default()
                 };
                 let link = LinkConfig::new(link_bps, delay).with_faults(faults);
-                let mut sim = world::Sim::back_to_back(nics, link, args.seed);
+                let mut sim = Sim::back_to_back(nics, link, args.seed)?;
                 let tap = match &args.pcap {
                     Some(path) => {
                         let file = std::fs::File::create(path)
@@ -226,13 +226,14 @@ pub fn run(args: &PerfArgs, out: &mut impl Write) -> Result<()> {
                     }
                     None => None,
                 };
-                let m = perf::run(&mut sim, &p, &mut Progress::new(p.test.name()))?;
+                let m = perf::run(&mut sim, &p, &bar)?;
                 if let Some(t) = tap {
                     sim.fabric.close_tap(t)?;
                 }
                 m
             }
         };
+        bar.finish_and_clear();
         let f = report::figures(&p, &m);
         if args.json {
             writeln!(out, "{}", report::json(&p, &m, &f, link_bps as f64 / 1e9))?;

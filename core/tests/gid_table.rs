@@ -53,7 +53,10 @@ fn write(p: &mut Pair, qa: Qpn, id: u64) {
             .flags(SIG),
     );
     p.settle();
-    assert_eq!(p.a.wcs.last().map(|w| (w.wr_id, w.status)), Some((id, WcStatus::Success)));
+    assert_eq!(
+        p.a.wcs.last().map(|w| (w.wr_id, w.status)),
+        Some((id, WcStatus::Success))
+    );
     assert_eq!(p.b.mem.read(dst, 64), p.a.mem.read(src, 64));
 }
 
@@ -111,15 +114,17 @@ fn an_empty_or_mismatched_sgid_index_is_refused() {
         a.min_rnr_timer = roce_core::transport::RnrTimer::new(1);
         a
     };
-    let refused = |r: Result<(), Error>| {
-        matches!(r, Err(Error::InvalidAttribute { attr, .. }) if attr == AttrMask::AV)
-    };
+    let refused = |r: Result<(), Error>| matches!(r, Err(Error::InvalidAttribute { attr, .. }) if attr == AttrMask::AV);
     // Index 1 is empty; index 0 is IPv4 but the destination IPv6; index 2 the reverse.
     let gid_b = p.b.gid;
     assert!(refused(p.a.eng.modify_qp(qa, &rtr(1, gid_b))));
     assert!(refused(p.a.eng.modify_qp(qa, &rtr(0, v6(2)))));
     assert!(refused(p.a.eng.modify_qp(qa, &rtr(2, gid_b))));
-    assert_eq!(p.a.state(qa), QpState::Init, "a refused modify changes nothing");
+    assert_eq!(
+        p.a.state(qa),
+        QpState::Init,
+        "a refused modify changes nothing"
+    );
     p.a.eng.modify_qp(qa, &rtr(2, v6(2))).unwrap();
 }
 
@@ -157,5 +162,9 @@ fn frames_for_a_removed_gid_are_not_for_the_port() {
         }
     }
     assert!(p.b.eng.counters().rcvd_not_for_us > before);
-    assert_eq!(p.b.eng.counters().rcvd_pkts, 1, "only the first WRITE was taken");
+    assert_eq!(
+        p.b.eng.counters().rcvd_pkts,
+        1,
+        "only the first WRITE was taken"
+    );
 }

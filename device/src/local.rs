@@ -170,7 +170,6 @@ impl LocalNic {
             Frames::Queued(q) => Some(q),
         }
     }
-
 }
 
 impl NicModel for LocalNic {

@@ -524,9 +524,7 @@ impl<
             mac: cfg.mac,
             gid: cfg.gid(),
             active_mtu: cfg.active_mtu as u8,
-            gid_tbl_len: zerocopy::little_endian::U16::new(
-                roce_core::engine::GID_TABLE_LEN as u16,
-            ),
+            gid_tbl_len: zerocopy::little_endian::U16::new(roce_core::engine::GID_TABLE_LEN as u16),
             ..Default::default()
         }
     }

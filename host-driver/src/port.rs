@@ -46,6 +46,16 @@ impl PortCounters {
     }
 }
 
+impl core::ops::AddAssign for PortCounters {
+    /// Counter by counter (totals over several NICs).
+    fn add_assign(&mut self, other: Self) {
+        let a = port_counter_values(&self.engine, &self.runtime);
+        let b = port_counter_values(&other.engine, &other.runtime);
+        let sum: Vec<u64> = a.iter().zip(b).map(|(x, y)| x + y).collect();
+        (self.engine, self.runtime) = port_counters_from(&sum);
+    }
+}
+
 impl Ctx {
     /// Runs a command whose payload is `arg`; returns the entry the device answered.
     fn exec_arg<T: zerocopy::IntoBytes + zerocopy::Immutable>(

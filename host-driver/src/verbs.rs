@@ -396,8 +396,9 @@ impl CompletionQueue {
         self.cqn
     }
 
-    /// `ibv_poll_cq`: fills `wcs` with up to `wcs.len()` completions, oldest first.
-    pub fn poll(&self, wcs: &mut [WorkCompletion]) -> Result<usize> {
+    /// `ibv_poll_cq`: fills `wcs` with up to `wcs.len()` completions, oldest first, and
+    /// returns the part it filled (empty when there were none).
+    pub fn poll<'w>(&self, wcs: &'w mut [WorkCompletion]) -> Result<&'w mut [WorkCompletion]> {
         let mem = self.ctx.dev.memory();
         let mut n = 0;
         while n < wcs.len() {
@@ -418,29 +419,24 @@ impl CompletionQueue {
         if n > 0 {
             self.ctx.dev.write_reg(reg::cq_db(self.cqn), self.ci.get());
         }
-        Ok(n)
+        Ok(&mut wcs[..n])
     }
 
     /// Polls, letting the device run, until `n` completions have arrived or `spins`
     /// rounds passed without one.
     pub fn wait(&self, n: usize, spins: usize) -> Result<Vec<WorkCompletion>> {
         let mut out = Vec::with_capacity(n);
-        let mut buf = [WorkCompletion::new(
-            0,
-            Qpn::new(0),
-            roce_core::transport::WcOpcode::Send,
-            WcStatus::Success,
-        ); 16];
+        let mut buf = [WorkCompletion::default(); 16];
         let mut idle = 0;
         while out.len() < n && idle < spins {
             let want = (n - out.len()).min(buf.len());
             let got = self.poll(&mut buf[..want])?;
-            if got == 0 {
+            if got.is_empty() {
                 self.ctx.dev.progress();
                 idle += 1;
             } else {
                 idle = 0;
-                out.extend_from_slice(&buf[..got]);
+                out.extend_from_slice(got);
             }
         }
         Ok(out)
@@ -630,6 +626,9 @@ pub struct ConnectOptions {
     pub max_rd_atomic: u8,
     pub max_dest_rd_atomic: u8,
     pub traffic_class: u8,
+    /// The source GID's index in the port's table (`ah_attr.grh.sgid_index`): it must
+    /// be of the same IP version as the peer's GID.
+    pub sgid_index: u8,
     pub qkey: Qkey,
     /// RC: selective repeat instead of Go-Back-N. Both ends must set it (it is not
     /// negotiated on the wire; see `docs/selective-repeat.md`).
@@ -651,6 +650,7 @@ impl Default for ConnectOptions {
             max_rd_atomic: 16,
             max_dest_rd_atomic: 16,
             traffic_class: 0,
+            sgid_index: 0,
             qkey: Qkey(0x1111_1111),
             selective_repeat: None,
         }
@@ -672,6 +672,19 @@ impl QueuePair {
     /// QP number.
     pub fn qpn(&self) -> Qpn {
         self.inner.qpn
+    }
+
+    /// What a peer needs to connect to this QP (rust-ibverbs' `endpoint()`): its number,
+    /// the port's GID (index 0) and MAC, and `psn`, the first PSN this QP will send (the
+    /// one to pass as `local_psn` to [`QueuePair::connect`]).
+    pub fn endpoint(&self, psn: Psn) -> QpEndpoint {
+        let a = self.inner.ctx.attr.get();
+        QpEndpoint {
+            qpn: self.inner.qpn,
+            psn,
+            gid: a.gid,
+            mac: a.mac,
+        }
     }
     /// Transport type.
     pub fn qp_type(&self) -> QpType {
@@ -733,12 +746,15 @@ impl QueuePair {
                 dgid: remote.gid,
                 hop_limit: 64,
                 traffic_class: o.traffic_class,
+                sgid_index: o.sgid_index,
                 ..AddressVector::default()
             });
             if self.inner.qp_type == QpType::Rc {
                 // Like perftest, ask for no more than the device has.
-                rtr.max_dest_rd_atomic =
-                    Some(o.max_dest_rd_atomic.min(self.inner.ctx.attr.get().max_qp_rd_atom));
+                rtr.max_dest_rd_atomic = Some(
+                    o.max_dest_rd_atomic
+                        .min(self.inner.ctx.attr.get().max_qp_rd_atom),
+                );
                 rtr.min_rnr_timer = RnrTimer::new(o.min_rnr_timer);
                 rtr.selective_repeat = o.selective_repeat;
             }

@@ -2,7 +2,7 @@
 //! file from `scenarios/` at full length (the fabric simulates 10 ms of an 8:1 incast in
 //! well under a second of release-build time), and the loss sweep's table is a snapshot.
 
-use roce_cli::progress::Progress;
+use roce_cli::progress::ProgressBar;
 use roce_cli::scenario::fabric::FabricResult;
 use roce_cli::scenario::sweep::{Recovery, SweepResult};
 use roce_cli::scenario::{self, Outcome, Scenario};
@@ -17,14 +17,14 @@ fn load(name: &str) -> Scenario {
 }
 
 fn fabric(s: &Scenario) -> FabricResult {
-    match scenario::run(s, &mut Progress::silent()).unwrap() {
+    match scenario::run(s, &ProgressBar::hidden()).unwrap() {
         Outcome::Fabric(r) => r,
         Outcome::Sweep(_) => panic!("{} is not a fabric scenario", s.name),
     }
 }
 
 fn sweep(s: &Scenario) -> SweepResult {
-    match scenario::run(s, &mut Progress::silent()).unwrap() {
+    match scenario::run(s, &ProgressBar::hidden()).unwrap() {
         Outcome::Sweep(r) => r,
         Outcome::Fabric(_) => panic!("{} is not a loss sweep", s.name),
     }

@@ -23,7 +23,7 @@
 //! time. The passive server of write_bw, read_bw, atomic_bw and read_lat only answers.
 
 use super::{LinkArgs, Oob, Role, Station};
-use crate::perf::{check, empty_wc, Test};
+use crate::perf::{check, Test};
 use anyhow::{bail, Context as _, Result};
 use roce_core::memory::AccessFlags;
 use roce_core::num::{Psn, Qpn, Rkey};
@@ -159,12 +159,12 @@ const STUCK: Duration = Duration::from_secs(60);
 impl Local<'_> {
     /// Waits for the next completion.
     fn next_wc(&self) -> Result<WorkCompletion> {
-        let mut buf = [empty_wc()];
+        let mut buf = [WorkCompletion::default()];
         let t0 = Instant::now();
         loop {
-            if self.cq.poll(&mut buf)? == 1 {
-                check(&buf[0])?;
-                return Ok(buf[0]);
+            if let [wc] = self.cq.poll(&mut buf)? {
+                check(wc)?;
+                return Ok(*wc);
             }
             if t0.elapsed() > STUCK {
                 bail!("no completion for {} s", STUCK.as_secs());
@@ -425,9 +425,9 @@ pub fn run(p: &WireParams, out: &mut impl std::io::Write) -> Result<WireResult> 
             // The last signaled send's completion.
             let t_end = Instant::now();
             while l.qp.send_outstanding() > 0 && t_end.elapsed() < STUCK {
-                let mut buf = [empty_wc()];
-                if l.cq.poll(&mut buf)? == 1 {
-                    check(&buf[0])?;
+                let mut buf = [WorkCompletion::default()];
+                if let [wc] = l.cq.poll(&mut buf)? {
+                    check(wc)?;
                 } else {
                     st.progress();
                 }
@@ -527,7 +527,7 @@ pub fn run(p: &WireParams, out: &mut impl std::io::Write) -> Result<WireResult> 
     while linger.elapsed() < Duration::from_millis(200) {
         st.progress();
     }
-    let c = st.nic.nic().counters();
+    let c = st.ctx.query_counters()?.engine;
     r.retransmits = c.retransmitted_pkts;
     r.rcvd_seq_err = c.rcvd_seq_err;
     r.duplicate_request = c.duplicate_request;
@@ -541,7 +541,7 @@ pub fn run(p: &WireParams, out: &mut impl std::io::Write) -> Result<WireResult> 
 fn bandwidth(l: &Local, p: &WireParams, size: usize, tx_depth: usize, base: u64) -> Result<()> {
     let (mut posted, mut done) = (0usize, 0usize);
     let mut last_fetch: Option<u64> = None;
-    let mut buf = vec![empty_wc(); 16];
+    let mut buf = vec![WorkCompletion::default(); 16];
     let mut idle = Instant::now();
     if p.test == Test::AtomicBw {
         l.mr.write(0, &vec![0; 8 * tx_depth])?;
@@ -574,8 +574,8 @@ fn bandwidth(l: &Local, p: &WireParams, size: usize, tx_depth: usize, base: u64)
             l.qp.post_send(&wr)?;
             posted += 1;
         }
-        let n = l.cq.poll(&mut buf)?;
-        if n == 0 {
+        let wcs = l.cq.poll(&mut buf)?;
+        if wcs.is_empty() {
             if idle.elapsed() > STUCK {
                 bail!("stuck after {done} of {} completions", p.iters);
             }
@@ -583,7 +583,7 @@ fn bandwidth(l: &Local, p: &WireParams, size: usize, tx_depth: usize, base: u64)
             continue;
         }
         idle = Instant::now();
-        for wc in &buf[..n] {
+        for wc in wcs.iter() {
             check(wc)?;
             if p.test == Test::AtomicBw {
                 // The original values come back in order: each one more than the last.

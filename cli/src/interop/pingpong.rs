@@ -15,7 +15,7 @@ use anyhow::{bail, Context as _, Result};
 use roce_core::memory::AccessFlags;
 use roce_core::num::{Psn, Qkey, Qpn};
 use roce_core::transport::{
-    AddressVector, Mtu, QpType, RecvWr, SendFlags, SendWr, UdDest, WcStatus, WorkCompletion, WrOp,
+    AddressVector, Mtu, QpType, RecvWr, SendFlags, SendWr, UdDest, WorkCompletion, WrOp,
 };
 use roce_host::{ConnectOptions, QpEndpoint};
 use std::time::Instant;
@@ -233,16 +233,11 @@ pub fn run(args: &PingpongArgs, out: &mut impl std::io::Write) -> Result<Pingpon
     let (mut scnt, mut rcnt) = (0usize, 0usize);
     let mut first: Option<Vec<u8>> = None;
     let mut got = vec![0u8; size];
-    let mut buf = [WorkCompletion::new(
-        0,
-        Qpn::new(0),
-        roce_core::transport::WcOpcode::Send,
-        WcStatus::Success,
-    ); 4];
+    let mut buf = [WorkCompletion::default(); 4];
     let mut idle = Instant::now();
     while rcnt < args.iters || scnt < args.iters {
-        let n = cq.poll(&mut buf)?;
-        if n == 0 {
+        let wcs = cq.poll(&mut buf)?;
+        if wcs.is_empty() {
             if idle.elapsed().as_secs() > 30 {
                 bail!("stuck after {scnt} sends and {rcnt} receives");
             }
@@ -250,7 +245,7 @@ pub fn run(args: &PingpongArgs, out: &mut impl std::io::Write) -> Result<Pingpon
             continue;
         }
         idle = Instant::now();
-        for wc in &buf[..n] {
+        for wc in wcs.iter() {
             check(wc)?;
             match wc.wr_id {
                 SEND_WRID => scnt += 1,
@@ -301,7 +296,7 @@ pub fn run(args: &PingpongArgs, out: &mut impl std::io::Write) -> Result<Pingpon
         size,
         usec_per_iter: secs * 1e6 / args.iters as f64,
         mbit_per_s: bytes * 8.0 / secs / 1e6,
-        retransmits: st.retransmits(),
+        retransmits: st.retransmits()?,
     };
     writeln!(
         out,

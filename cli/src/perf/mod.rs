@@ -2,21 +2,17 @@
 //! NICs, written against the verbs API exactly as an application would be.
 
 pub mod report;
-pub mod rx_buffer;
-pub mod world;
 
-use crate::progress::Progress;
-use anyhow::{bail, Context as _, Result};
-use roce_core::engine::PortConfig;
+use crate::progress::ProgressBar;
+use anyhow::{bail, Result};
 use roce_core::memory::AccessFlags;
-use roce_core::num::Psn;
-use roce_core::transport::{
-    ipv4_gid, Mtu, QpType, RecvWr, SendFlags, SendWr, SrAttr, WcStatus, WorkCompletion, WrOp,
-};
-use roce_device::{Capacities, LocalNic};
-use roce_host::{CompletionQueue, ConnectOptions, Context, MemoryRegion, QpEndpoint, QueuePair};
+use roce_core::transport::{Mtu, QpType, RecvWr, SendWr, SrAttr, WcStatus, WorkCompletion, WrOp};
+use roce_device::NicModel;
+use roce_host::{CompletionQueue, ConnectOptions, Context, MemoryRegion, QueuePair};
+use roce_testbed::nic::{self, Datapath};
+use roce_testbed::traffic::{connect_pair, signaled, top_up};
+use roce_testbed::World;
 use std::rc::Rc;
-use world::World;
 
 /// The benchmarks, named as perftest's binaries without the `ib_` prefix.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -80,51 +76,31 @@ pub struct Measurement {
     pub simulated: bool,
 }
 
-/// Addresses of the two ports: 10.0.0.1 and 10.0.0.2.
-pub fn port(side: usize) -> PortConfig {
-    let last = side as u8 + 1;
-    PortConfig::new([0x02, 0, 0, 0, 0, last], ipv4_gid([10, 0, 0, last]))
-}
-
-/// Boots the two NICs for `p` (a host-sized NIC when the firmware's tables are too small).
-pub fn nics(p: &Params) -> [Rc<LocalNic>; 2] {
-    [0, 1].map(|s| LocalNic::new(port(s), capacities(p)))
-}
-
-/// The two NICs with the Verilated RTL as their datapath (`--backend rtl`).
-pub fn rtl_nics(p: &Params) -> Result<[Rc<LocalNic>; 2]> {
-    let make = |s| {
-        roce_device::rtl::rtl_nic(port(s), capacities(p), roce_hdl_sim::DataWidth::W512)
-            .map(|(nic, _)| nic)
+/// Boots the two NICs for `p` on `datapath` (10.0.0.1 and 10.0.0.2; host-sized tables
+/// when the firmware's are too small for its QPs).
+pub fn nics(p: &Params, datapath: Datapath) -> Result<[Rc<dyn NicModel>; 2]> {
+    let caps = nic::capacities(p.qps, p.tx_depth);
+    let boot = |side| {
+        nic::boot(datapath, nic::port_config(side), caps)
             .map_err(|e| anyhow::anyhow!("the RTL datapath: {e}"))
     };
-    Ok([make(0)?, make(1)?])
-}
-
-fn capacities(p: &Params) -> Capacities {
-    if p.qps > roce_firmware::config::QPS / 2 || p.tx_depth > roce_firmware::config::SQ {
-        Capacities::Host
-    } else {
-        Capacities::Firmware
-    }
+    Ok([boot(0)?, boot(1)?])
 }
 
 struct Side {
-    ctx: Context,
     cq: CompletionQueue,
     qps: Vec<QueuePair>,
     /// One buffer per QP.
     mrs: Vec<MemoryRegion>,
 }
 
-fn setup(world: &[&Rc<LocalNic>; 2], p: &Params) -> Result<[Side; 2]> {
+fn setup(ctxs: [&Context; 2], p: &Params) -> Result<[Side; 2]> {
     let access = AccessFlags::LOCAL_WRITE
         | AccessFlags::REMOTE_WRITE
         | AccessFlags::REMOTE_READ
         | AccessFlags::REMOTE_ATOMIC;
     let mut sides = Vec::new();
-    for nic in world {
-        let ctx = Context::open((*nic).clone()).context("open the NIC")?;
+    for ctx in ctxs {
         let pd = ctx.alloc_pd()?;
         let cq = ctx.create_cq((2 * p.tx_depth * p.qps).max(16))?;
         let mut qps = Vec::new();
@@ -140,7 +116,7 @@ fn setup(world: &[&Rc<LocalNic>; 2], p: &Params) -> Result<[Side; 2]> {
             // latency tests watch the second half for the peer's write).
             mrs.push(pd.reg_mr(2 * p.size.max(8), access)?);
         }
-        sides.push(Side { ctx, cq, qps, mrs });
+        sides.push(Side { cq, qps, mrs });
     }
     let [a, b]: [Side; 2] = sides.try_into().map_err(|_| anyhow::anyhow!("two sides"))?;
     let opts = ConnectOptions {
@@ -149,36 +125,23 @@ fn setup(world: &[&Rc<LocalNic>; 2], p: &Params) -> Result<[Side; 2]> {
         timeout: p.timeout,
         ..ConnectOptions::default()
     };
-    for i in 0..p.qps {
-        let psn = |s: usize| Psn::new(0x10_0000 * (s as u32 + 1) + i as u32);
-        let ep = |s: &Side, side: usize| {
-            let (gid, mac) = s.ctx.port_addr();
-            QpEndpoint {
-                qpn: s.qps[i].qpn(),
-                psn: psn(side),
-                gid,
-                mac,
-            }
-        };
-        a.qps[i].connect(&ep(&b, 1), psn(0), &opts)?;
-        b.qps[i].connect(&ep(&a, 0), psn(1), &opts)?;
+    for (i, (qa, qb)) in a.qps.iter().zip(&b.qps).enumerate() {
+        connect_pair(qa, qb, i, &opts)?;
     }
     Ok([a, b])
 }
 
-/// Runs one benchmark in `world`, reporting progress to `progress`.
-pub fn run(world: &mut dyn World, p: &Params, progress: &mut Progress) -> Result<Measurement> {
+/// Runs one benchmark in `world`, showing how far it is on `progress`.
+pub fn run(world: &mut dyn World, p: &Params, progress: &ProgressBar) -> Result<Measurement> {
     if p.size == 0 && p.test != Test::AtomicBw {
         bail!("message size must be at least 1 byte");
     }
-    let nics = world.nics();
-    let [a, b] = setup(&[nics[0], nics[1]], p)?;
+    let [a, b] = setup(world.contexts(), p)?;
     let mut m = if p.test.is_latency() {
         latency(world, p, &a, &b, progress)?
     } else {
         bandwidth(world, p, &a, &b, progress)?
     };
-    progress.finish();
     let c = world.counters();
     m.retransmits = c.retransmits;
     m.drops = c.drops;
@@ -217,9 +180,7 @@ fn wr(p: &Params, a: &Side, b: &Side, i: usize, id: u64) -> SendWr {
     } else {
         p.size as u32
     };
-    SendWr::new(id, op)
-        .sge(local.addr(), len, local.lkey())
-        .flags(SendFlags::SIGNALED)
+    signaled(id, op, local, len)
 }
 
 fn recv(side: &Side, i: usize, p: &Params) -> RecvWr {
@@ -239,22 +200,6 @@ pub(crate) fn check(wc: &WorkCompletion) -> Result<()> {
     Ok(())
 }
 
-/// Polls `cq` into `buf`, returning the completions.
-fn poll<'b>(cq: &CompletionQueue, buf: &'b mut [WorkCompletion]) -> Result<&'b [WorkCompletion]> {
-    let n = cq.poll(buf)?;
-    Ok(&buf[..n])
-}
-
-/// A placeholder for completion buffers that `poll` fills.
-pub(crate) fn empty_wc() -> WorkCompletion {
-    WorkCompletion::new(
-        0,
-        roce_core::num::Qpn::new(0),
-        roce_core::transport::WcOpcode::Send,
-        WcStatus::Success,
-    )
-}
-
 /// perftest's BW loop: keep `tx_depth` WRs outstanding on every QP until each has
 /// completed `iters`; the server keeps receives posted for SEND.
 fn bandwidth(
@@ -262,14 +207,15 @@ fn bandwidth(
     p: &Params,
     a: &Side,
     b: &Side,
-    progress: &mut Progress,
+    bar: &ProgressBar,
 ) -> Result<Measurement> {
     let total = p.iters * p.qps;
     let mut posted = vec![0usize; p.qps];
     let mut done = vec![0usize; p.qps];
     let mut post_time = vec![0u64; total];
     let mut samples = Vec::with_capacity(total);
-    let mut buf = vec![empty_wc(); 64];
+    let mut buf = vec![WorkCompletion::default(); 64];
+    bar.set_length(total as u64);
     if p.test == Test::SendBw {
         for (i, qp) in b.qps.iter().enumerate() {
             for _ in 0..p.tx_depth {
@@ -281,39 +227,40 @@ fn bandwidth(
     let start = world.now();
     let mut stalled = 0;
     while samples.len() < total {
-        progress.update(samples.len(), total);
         let mut progress = false;
         for i in 0..p.qps {
-            let mut batch = Vec::new();
-            while posted[i] + batch.len() < p.iters
-                && posted[i] - done[i] + batch.len() < p.tx_depth
-            {
-                let id = (i * p.iters + posted[i] + batch.len()) as u64;
-                batch.push(wr(p, a, b, i, id));
-            }
-            if !batch.is_empty() {
-                let now = world.now();
-                for w in &batch {
-                    post_time[w.wr_id as usize] = now;
-                }
-                posted[i] += batch.len();
-                a.qps[i].post_send_list(&batch)?;
-                progress = true;
-            }
+            let now = world.now();
+            let n = top_up(
+                &a.qps[i],
+                (posted[i], posted[i] - done[i]),
+                p.tx_depth,
+                p.iters,
+                |k| {
+                    let id = i * p.iters + k;
+                    post_time[id] = now;
+                    wr(p, a, b, i, id as u64)
+                },
+            )?;
+            posted[i] += n;
+            progress |= n > 0;
         }
         if progress {
             world.kick(0);
         }
-        for wc in poll(&a.cq, &mut buf)? {
+        let wcs = a.cq.poll(&mut buf)?;
+        for wc in wcs.iter() {
             check(wc)?;
             let id = wc.wr_id as usize;
             done[id / p.iters] += 1;
             samples.push((post_time[id], world.now()));
+        }
+        if !wcs.is_empty() {
+            bar.set_position(samples.len() as u64);
             progress = true;
         }
         if p.test == Test::SendBw {
-            let got: Vec<_> = poll(&b.cq, &mut buf)?.to_vec();
-            for wc in &got {
+            let got = b.cq.poll(&mut buf)?;
+            for wc in got.iter() {
                 check(wc)?;
                 let i = wc.wr_id as usize;
                 b.qps[i].post_recv(&recv(b, i, p))?;
@@ -351,10 +298,11 @@ fn latency(
     p: &Params,
     a: &Side,
     b: &Side,
-    progress: &mut Progress,
+    bar: &ProgressBar,
 ) -> Result<Measurement> {
     let mut samples = Vec::with_capacity(p.iters);
-    let mut buf = vec![empty_wc(); 16];
+    let mut buf = vec![WorkCompletion::default(); 16];
+    bar.set_length(p.iters as u64);
     let start = world.now();
     let sides = [a, b];
     if p.test == Test::SendLat {
@@ -391,9 +339,7 @@ fn latency(
                 }
                 // The sender's own completions: reap them so the queues never fill.
                 for side in sides {
-                    for wc in poll(&side.cq, &mut buf)? {
-                        check(wc)?;
-                    }
+                    side.cq.poll(&mut buf)?.iter().try_for_each(check)?;
                 }
             }
             _ => unreachable!("not a latency test"),
@@ -406,7 +352,7 @@ fn latency(
             (t1 - t0) / 2
         };
         samples.push((0, dt));
-        progress.update(it + 1, p.iters);
+        bar.set_position(it as u64 + 1);
     }
     let elapsed = world.now() - start;
     Ok(Measurement {
@@ -437,7 +383,7 @@ fn wait_until(
 
 fn wait_cq(world: &mut dyn World, cq: &CompletionQueue, buf: &mut [WorkCompletion]) -> Result<()> {
     wait_until(world, "a completion", || {
-        let got = poll(cq, buf)?;
+        let got = cq.poll(buf)?;
         got.iter().try_for_each(check)?;
         Ok(!got.is_empty())
     })
@@ -450,7 +396,7 @@ fn wait_cq_for_recv(
 ) -> Result<()> {
     let mut seen = false;
     wait_until(world, "a receive completion", || {
-        for wc in poll(cq, buf)? {
+        for wc in cq.poll(buf)?.iter() {
             check(wc)?;
             seen |= (wc.opcode as u8) >= 128;
         }

@@ -15,7 +15,7 @@ pub mod fabric;
 pub mod plot;
 pub mod sweep;
 
-use crate::progress::Progress;
+use crate::progress::ProgressBar;
 use anyhow::{bail, Context as _, Result};
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
@@ -75,7 +75,7 @@ impl Outcome {
 }
 
 /// Runs the scenario, drawing a progress bar on `progress`.
-pub fn run(s: &Scenario, progress: &mut Progress) -> Result<Outcome> {
+pub fn run(s: &Scenario, progress: &ProgressBar) -> Result<Outcome> {
     if let Some(sw) = &s.loss_sweep {
         return Ok(Outcome::Sweep(sweep::run(sw, s.seed, progress)?));
     }

@@ -2,11 +2,13 @@
 //! both directions, `ib_write_bw`-style RC WRITEs, and the goodput for each loss rate,
 //! local ACK timeout and loss recovery mode.
 
-use crate::perf::{self, world, Params, Test};
-use crate::progress::Progress;
+use crate::perf::{self, Params, Test};
+use crate::progress::ProgressBar;
 use anyhow::{Context as _, Result};
 use roce_core::transport::{Mtu, SrAttr};
 use roce_sim::{Faults, LinkConfig};
+use roce_testbed::nic::Datapath;
+use roce_testbed::Sim;
 use serde::Deserialize;
 use std::io::Write;
 
@@ -86,7 +88,7 @@ pub struct SweepResult {
 }
 
 /// Runs every (recovery, timeout, loss) combination, in that nesting.
-pub fn run(s: &LossSweep, seed: u64, progress: &mut Progress) -> Result<SweepResult> {
+pub fn run(s: &LossSweep, seed: u64, progress: &ProgressBar) -> Result<SweepResult> {
     let rate = crate::perf_cmd::parse_rate(&s.link)?;
     let delay = super::nanos("delay", &s.delay)?;
     let mtu = Mtu::from_bytes_floor(s.mtu)
@@ -116,8 +118,8 @@ pub fn run(s: &LossSweep, seed: u64, progress: &mut Progress) -> Result<SweepRes
                     ..Faults::default()
                 };
                 let link = LinkConfig::new(rate, delay).with_faults(faults);
-                let mut sim = world::Sim::back_to_back(perf::nics(&p), link, seed);
-                progress.relabel(&format!("{} t={timeout} loss={loss:e}", recovery.name()));
+                let mut sim = Sim::back_to_back(perf::nics(&p, Datapath::Software)?, link, seed)?;
+                progress.set_message(format!("{} t={timeout} loss={loss:e}", recovery.name()));
                 let m = perf::run(&mut sim, &p, progress).with_context(|| {
                     format!("{} timeout {timeout} loss {loss}", recovery.name())
                 })?;

@@ -1,6 +1,7 @@
 //! The NIC models the verbs and ABI suites run on. The suites reach each one only
 //! through the device boundary (`Context::open`) and wire two of them together through
 //! `NicModel`'s frames.
+#![allow(dead_code)] // each test binary uses a part
 
 use roce_core::engine::PortConfig;
 use roce_core::transport::ipv4_gid;

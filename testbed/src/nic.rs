@@ -1,0 +1,54 @@
+//! The NICs of a simulated world: their addresses, their table sizes, and which model
+//! (datapath) they run on.
+
+use roce_core::engine::PortConfig;
+use roce_core::transport::ipv4_gid;
+use roce_device::rtl::rtl_nic;
+use roce_device::{Capacities, LocalNic, NicModel};
+use roce_hdl_sim::{DataWidth, SimError};
+use std::rc::Rc;
+
+/// Most NICs one world addresses (10.0.0.1 to 10.0.0.250).
+pub const MAX_NICS: usize = 250;
+
+/// The port of NIC `index` (from 0): MAC 02:00:00:00:00:`index + 1` and the GID of
+/// 10.0.0.`index + 1`. Every world numbers its NICs this way.
+///
+/// # Panics
+/// When `index` is [`MAX_NICS`] or more.
+pub fn port_config(index: usize) -> PortConfig {
+    assert!(index < MAX_NICS, "at most {MAX_NICS} NICs");
+    let last = index as u8 + 1;
+    PortConfig::new([0x02, 0, 0, 0, 0, last], ipv4_gid([10, 0, 0, last]))
+}
+
+/// The firmware's table sizes when `qps` QPs of `depth` outstanding WRs each fit them,
+/// else the host-sized ones.
+pub fn capacities(qps: usize, depth: usize) -> Capacities {
+    if qps <= roce_firmware::config::QPS && depth <= roce_firmware::config::SQ {
+        Capacities::Firmware
+    } else {
+        Capacities::Host
+    }
+}
+
+/// The datapath under the NIC's firmware runtime.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Datapath {
+    /// roce-core in software: frames go straight to and from the engine.
+    Software,
+    /// The Verilated RTL datapath at this bus width.
+    Rtl(DataWidth),
+}
+
+/// Boots a NIC of the given kind. Only the RTL can fail (not built, or not startable).
+pub fn boot(
+    datapath: Datapath,
+    cfg: PortConfig,
+    caps: Capacities,
+) -> Result<Rc<dyn NicModel>, SimError> {
+    Ok(match datapath {
+        Datapath::Software => LocalNic::new(cfg, caps),
+        Datapath::Rtl(width) => rtl_nic(cfg, caps, width)?.0,
+    })
+}
