@@ -182,6 +182,27 @@ mod tests {
         let fields = (size_of::<Counters>() + size_of::<RuntimeCounters>()) / 8;
         assert_eq!(PORT_COUNTERS.len(), fields);
         assert_eq!(size_of::<QueryCountersArg>(), 24);
+        use core::mem::offset_of;
+        assert_eq!(
+            [
+                offset_of!(QueryCountersArg, handle),
+                offset_of!(QueryCountersArg, first),
+                offset_of!(QueryCountersArg, count),
+                offset_of!(QueryCountersArg, addr),
+            ],
+            [4, 8, 10, 16]
+        );
+        // The indices docs/abi.md gives.
+        let at = |name| PORT_COUNTERS.iter().position(|n| *n == name);
+        assert_eq!(
+            [
+                at("sent_pkts"),
+                at("rcvd_parse_err"),
+                at("rp_cnp_handled"),
+                at("commands")
+            ],
+            [Some(0), Some(13), Some(21), Some(28)]
+        );
     }
 
     #[test]

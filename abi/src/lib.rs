@@ -510,6 +510,7 @@ mod tests {
         assert_eq!(size_of::<Cqe>(), 32);
         assert_eq!(size_of::<CmdEntry>(), 128);
         assert_eq!(size_of::<DeviceAttr>(), 56);
+        assert_eq!(core::mem::offset_of!(DeviceAttr, gid_tbl_len), 52);
         for n in [
             size_of::<DeviceAttr>(),
             size_of::<PortArg>(),

@@ -324,16 +324,58 @@ mod tests {
     use core::mem::size_of;
 
     #[test]
-    fn layouts() {
+    fn layouts_are_those_of_docs_abi_md() {
+        use core::mem::offset_of;
         assert_eq!(size_of::<PortArg>(), 12);
+        assert_eq!(
+            (offset_of!(PortArg, mac), offset_of!(PortArg, active_mtu)),
+            (4, 10)
+        );
         assert_eq!(size_of::<GidArg>(), 24);
+        assert_eq!(
+            (
+                offset_of!(GidArg, flags),
+                offset_of!(GidArg, roce_version),
+                offset_of!(GidArg, vlan_id),
+                offset_of!(GidArg, gid)
+            ),
+            (2, 3, 4, 8)
+        );
         assert_eq!(size_of::<DcbArg>(), 8);
+        assert_eq!(offset_of!(DcbArg, pfc_enable), 4);
         assert_eq!(size_of::<CcArg>(), 88);
+        assert_eq!(
+            [
+                offset_of!(CcArg, cnp_interval_ns),
+                offset_of!(CcArg, line_rate),
+                offset_of!(CcArg, g),
+                offset_of!(CcArg, initial_alpha),
+                offset_of!(CcArg, alpha_timer_ns),
+                offset_of!(CcArg, increase_timer_ns),
+                offset_of!(CcArg, byte_counter),
+                offset_of!(CcArg, fast_recovery_steps),
+                offset_of!(CcArg, rate_ai),
+                offset_of!(CcArg, rate_hai),
+                offset_of!(CcArg, min_rate),
+            ],
+            [8, 16, 24, 28, 32, 40, 48, 56, 64, 72, 80]
+        );
         assert_eq!(size_of::<QpCcArg>(), 32);
-        // The GID starts 8 bytes in, where a later version's readers expect it.
-        let mut g = GidArg::default();
-        g.gid[0] = 0xAA;
-        assert_eq!(g.as_bytes()[8], 0xAA);
+        assert_eq!(
+            (
+                offset_of!(QpCcArg, flags),
+                offset_of!(QpCcArg, rate),
+                offset_of!(QpCcArg, target_rate),
+                offset_of!(QpCcArg, alpha)
+            ),
+            (4, 8, 16, 24)
+        );
+        // Little-endian on the wire, whatever the host.
+        let a = QpCcArg {
+            rate: U64::new(0x0102_0304_0506_0708),
+            ..QpCcArg::default()
+        };
+        assert_eq!(a.as_bytes()[8..16], [8, 7, 6, 5, 4, 3, 2, 1]);
     }
 
     #[test]
