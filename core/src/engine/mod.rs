@@ -92,11 +92,13 @@ pub fn pkey_match(a: u16, b: u16) -> bool {
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub struct CqHandle(pub u16);
 
+#[derive(Clone)]
 struct CqSlot<const CQE: usize> {
     entries: Deque<WorkCompletion, CQE>,
     users: u16,
 }
 
+#[derive(Clone)]
 struct CqTable<const CQS: usize, const CQE: usize> {
     slots: [Option<CqSlot<CQE>>; CQS],
     /// A push found its CQ full (or gone) since the last `Engine::service`: completions
@@ -140,6 +142,10 @@ impl Dma for NoDma {
 /// The RNIC's protocol engine with `QPS` queue pairs, `CQS` completion queues of `CQE`
 /// entries, `PDS` protection domains, `MRS` memory regions, and per QP `SQ` send WQEs,
 /// `RQ` receive WQEs and `RD` responder READ/ATOMIC resources.
+///
+/// `Clone` takes a snapshot of the whole engine (tables, QP contexts, queues): the fuzz
+/// targets restore one per input instead of building engines and QPs again.
+#[derive(Clone)]
 pub struct Engine<
     const QPS: usize,
     const CQS: usize,

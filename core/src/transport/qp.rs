@@ -165,7 +165,7 @@ pub(crate) enum ItemKind {
 }
 
 /// A QP's queues: `SQ` send WQEs, `RQ` receive WQEs, `RD` responder resources.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct QpQueues<const SQ: usize, const RQ: usize, const RD: usize> {
     pub(crate) sq: Deque<SendWqe, SQ>,
     pub(crate) rq: Deque<RecvWqe, RQ>,
