@@ -128,6 +128,7 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
 
     /// The QP takes responses now, and `psn` is before the highest PSN sent (nothing
     /// at or beyond it can be a genuine response).
+    #[inline(always)] // one caller: a step of the hot path, not a call
     fn response_plausible(&self, psn: Psn) -> bool {
         matches!(self.qp.state, QpState::Rts | QpState::Sqd) && psn.before(self.qp.req.max_psn)
     }
@@ -136,6 +137,7 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
     /// returns the WQE the response is for. None when there is none (counted), or when
     /// the response skips an unanswered READ/ATOMIC (its response was lost: a retry
     /// starts).
+    #[inline(always)] // one caller: a step of the hot path, not a call
     fn complete_implied(&mut self, env: &mut Env<'_>, psn: Psn) -> Option<Target> {
         loop {
             let Some(i) = self.oldest_outstanding() else {
@@ -176,6 +178,7 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
     }
 
     /// An ACK for a SEND or WRITE.
+    #[inline(always)] // one caller: a step of the hot path, not a call
     fn on_ack(&mut self, env: &mut Env<'_>, t: &Target) {
         if t.is_read || t.is_atomic {
             env.ctr.rcvd_bad_resp += 1;
@@ -195,6 +198,7 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
 
     /// An RNR NAK: wait the timer it names, then resend from its PSN, or fail the WQE
     /// once `rnr_retry` is used up.
+    #[inline(always)] // one caller: a step of the hot path, not a call
     fn on_rnr_nak(&mut self, env: &mut Env<'_>, t: &Target, timer: RnrTimer) {
         if t.d < 0 {
             env.ctr.rcvd_bad_resp += 1;
@@ -220,6 +224,7 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
     }
 
     /// A NAK: a sequence error (or a SACK) starts a retry; the others fail the WQE.
+    #[inline(always)] // one caller: a step of the hot path, not a call
     fn on_nak(&mut self, env: &mut Env<'_>, pkt: &Packet<'_>, t: &Target, code: NakCode) {
         if t.d < 0 {
             env.ctr.rcvd_bad_resp += 1;
@@ -250,6 +255,7 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
 
     /// A READ response: in sequence, its length fits its place in the READ, and its
     /// payload goes to the WQE's SGEs at its offset.
+    #[inline(always)] // one caller: a step of the hot path, not a call
     fn on_read_response(
         &mut self,
         env: &mut Env<'_>,
@@ -293,6 +299,7 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
     }
 
     /// An ATOMIC ACK: the original value goes to the WQE's 8-byte buffer.
+    #[inline(always)] // one caller: a step of the hot path, not a call
     fn on_atomic_ack(&mut self, env: &mut Env<'_>, pkt: &Packet<'_>, t: &Target) {
         let Some(ack) = pkt.atomic_ack_eth() else {
             return;

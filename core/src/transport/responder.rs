@@ -260,11 +260,14 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
             return Ok(());
         }
         let reth = pkt.reth();
-        self.check_length(pkt.payload().len(), pos, reth)?;
+        let payload = pkt.payload();
+        self.check_length(payload.len(), pos, reth.as_ref())?;
         let ieth = pkt.ieth();
         match op {
-            Operation::Send => self.exec_send(env, pkt, pos, ieth)?,
-            Operation::RdmaWrite => self.exec_write(env, pkt, pos, reth, bth.pad_count)?,
+            Operation::Send => self.exec_send(env, payload, pos, ieth)?,
+            Operation::RdmaWrite => {
+                self.exec_write(env, payload, pos, reth.as_ref(), bth.pad_count)?
+            }
             Operation::RdmaReadRequest => return self.exec_read(env, bth.psn, reth),
             Operation::CompareSwap | Operation::FetchAdd => {
                 return self.exec_atomic(env, pkt, op, bth.psn)
@@ -286,6 +289,7 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
 
     /// The opcode fits the message in progress, the QP's access flags allow the
     /// operation, and a READ/ATOMIC has a responder resource.
+    #[inline(always)] // one caller: a step of the hot path, not a call
     fn check_op(&self, op: Operation, pos: Position) -> Result<(), Fail> {
         let seq_ok = match self.qp.resp.cur {
             CurOp::Send => op == Operation::Send && !pos.starts(),
@@ -322,6 +326,7 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
 
     /// True when the packet needs a receive WQE that is not posted, or completes one
     /// into a full CQ: RC answers with an RNR NAK for `psn` (ePSN stays), UC drops.
+    #[inline(always)] // one caller: a step of the hot path, not a call
     fn receiver_not_ready(
         &mut self,
         env: &mut Env<'_>,
@@ -351,7 +356,8 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
 
     /// Payload length against the packet's place in the message (roce-facts §6.2), and
     /// the RETH's length against the largest message.
-    fn check_length(&self, n: usize, pos: Position, reth: Option<RethRepr>) -> Result<(), Fail> {
+    #[inline(always)] // one caller: a step of the hot path, not a call
+    fn check_length(&self, n: usize, pos: Position, reth: Option<&RethRepr>) -> Result<(), Fail> {
         let mtu = self.qp.mtu.bytes() as usize;
         let len_ok = match pos {
             Position::Only => n <= mtu,
@@ -366,10 +372,11 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
 
     /// A SEND packet: its payload into the head receive WQE at the running offset, and
     /// the key a SEND_WITH_INV names invalidated.
+    #[inline(always)] // one caller: a step of the hot path, not a call
     fn exec_send(
         &mut self,
         env: &mut Env<'_>,
-        pkt: &Packet<'_>,
+        payload: &[u8],
         pos: Position,
         ieth: Option<IethRepr>,
     ) -> Result<(), Fail> {
@@ -382,7 +389,7 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
         let Some(r) = self.q.rq.front() else {
             return Err(Fail::Drop);
         };
-        match super::sgl::scatter(env.mem, env.dma, pd, &r.wr.sg_list, off, pkt.payload()) {
+        match super::sgl::scatter(env.mem, env.dma, pd, &r.wr.sg_list, off, payload) {
             Ok(()) => {}
             Err(SglError::Overflow) => {
                 return Err(Fail::Fatal(NakCode::InvalidRequest, WcStatus::LocLenErr))
@@ -394,7 +401,7 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
                 ))
             }
         }
-        self.qp.resp.recv_off = off.saturating_add(pkt.payload().len() as u32);
+        self.qp.resp.recv_off = off.saturating_add(payload.len() as u32);
         if let Some(ieth) = ieth {
             if env.mem.invalidate(pd, ieth.rkey.0).is_err() {
                 return Err(Fail::INV_REQ);
@@ -408,12 +415,13 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
     /// rights of what is left of it are checked on every packet, the payload and pad
     /// (`pad`, the BTH pad count) must fit the position, and the payload is placed at
     /// the running address.
+    #[inline(always)] // one caller: a step of the hot path, not a call
     fn exec_write(
         &mut self,
         env: &mut Env<'_>,
-        pkt: &Packet<'_>,
+        payload: &[u8],
         pos: Position,
-        reth: Option<RethRepr>,
+        reth: Option<&RethRepr>,
         pad: u8,
     ) -> Result<(), Fail> {
         let zero = if let Some(reth) = reth {
@@ -425,7 +433,7 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
         } else {
             false
         };
-        let n = pkt.payload().len();
+        let n = payload.len();
         let n32 = n as u32;
         let (va, rkey, resid) = (self.qp.resp.va, self.qp.resp.rkey, self.qp.resp.resid);
         if zero {
@@ -455,7 +463,7 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
             if !ok {
                 return Err(Fail::INV_REQ);
             }
-            if env.dma.write(va, pkt.payload()).is_err() {
+            if env.dma.write(va, payload).is_err() {
                 return Err(Fail::Fatal(
                     NakCode::RemoteOperationalError,
                     WcStatus::RemOpErr,
@@ -474,6 +482,7 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
 
     /// A READ request: checked once for the whole range, recorded in the replay ring,
     /// and queued as a response stream; ePSN moves past every response PSN.
+    #[inline(always)] // one caller: a step of the hot path, not a call
     fn exec_read(
         &mut self,
         env: &mut Env<'_>,
@@ -528,6 +537,7 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
 
     /// An ATOMIC: executed once on the little-endian `u64` it names, its original value
     /// kept in the replay ring and queued as the ATOMIC ACK.
+    #[inline(always)] // one caller: a step of the hot path, not a call
     fn exec_atomic(
         &mut self,
         env: &mut Env<'_>,
@@ -588,6 +598,7 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
     }
 
     /// After a SEND or WRITE packet: ePSN past it, and MSN at the end of a message.
+    #[inline(always)] // one caller: a step of the hot path, not a call
     fn advance(&mut self, psn: Psn, ends: bool) {
         if ends {
             self.qp.resp.msn = self.qp.resp.msn.add(1);
@@ -596,6 +607,7 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
     }
 
     /// Completes the head receive WQE for a finished SEND or WRITE with immediate.
+    #[inline(always)] // one caller: a step of the hot path, not a call
     fn complete_recv(
         &mut self,
         env: &mut Env<'_>,
