@@ -12,6 +12,7 @@ use crate::install;
 pub const STEPS: &[Step] = &[
     Step::custom("install", install),
     Step::cargo("fmt", &["fmt", "--all", "--check"]),
+    Step::custom("layers", layers),
     Step::cargo(
         "clippy",
         &[
@@ -80,6 +81,11 @@ impl Step {
 
 fn install(ctx: &Ctx) -> Result<Outcome> {
     install::all(&ctx.root).map(|()| Outcome::Passed)
+}
+
+/// The crate layering of `ARCHITECTURE.md`, checked with `cargo tree`.
+fn layers(_: &Ctx) -> Result<Outcome> {
+    crate::layers::check().map(|()| Outcome::Passed)
 }
 
 /// Building the core for targets that have no `std` proves it does not use it. (Not

@@ -5,6 +5,7 @@ mod ci;
 mod cmd;
 mod install;
 mod interop;
+mod layers;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
