@@ -38,6 +38,21 @@ pub const SACK_FLAG: u8 = 0x01;
 /// IRN uses the low timeout when at most this many packets are in flight.
 const RTO_LOW_PKTS: i32 = 3;
 
+/// A requester's window in PSNs: the port's `max_unacked_psns`, and with selective
+/// repeat on (`sr`) also the QP's `max_inflight` (0: no cap of its own) and the bitmap's
+/// reach.
+pub(crate) fn send_window(max_unacked_psns: u32, sr: bool, max_inflight: u16) -> u32 {
+    let port = max_unacked_psns.max(1);
+    if !sr {
+        return port;
+    }
+    let cap = match max_inflight {
+        0 => SR_WINDOW,
+        n => u32::from(n),
+    };
+    port.min(cap).min(SR_WINDOW)
+}
+
 /// Whether `pkt` is a SACK (a NAK 0x60 with the SACK flag), and its trigger PSN.
 pub fn sack_trigger(pkt: &Packet<'_>) -> Option<Psn> {
     let aeth = pkt.aeth()?;
@@ -75,18 +90,13 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
     // -----------------------------------------------------------------------------------
     // Requester
 
-    /// The requester's window in PSNs: the port's `max_unacked_psns`, and with selective
-    /// repeat also the QP's `max_inflight` and the bitmap's reach.
+    /// The requester's window in PSNs: see [`send_window`].
     pub(crate) fn send_window(&self, env: &Env<'_>) -> u32 {
-        let port = env.cfg.max_unacked_psns.max(1);
-        if !self.sr_on() {
-            return port;
-        }
-        let cap = match self.q.sr.attr.max_inflight {
-            0 => SR_WINDOW,
-            n => u32::from(n),
-        };
-        port.min(cap).min(SR_WINDOW)
+        send_window(
+            env.cfg.max_unacked_psns,
+            self.sr_on(),
+            self.q.sr.attr.max_inflight,
+        )
     }
 
     /// The local ACK timeout to arm now: IRN's RTO_low while few packets are in flight.
