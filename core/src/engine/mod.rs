@@ -535,6 +535,33 @@ impl<
         Some(ctx)
     }
 
+    /// Writes a fast-path receive context back into `qpn`'s responder: what the
+    /// firmware reads before it handles an exception, after the hardware advanced the
+    /// context (`docs/fastpath.md` §3.2).
+    pub fn fastpath_load_recv(&mut self, qpn: Qpn, ctx: &fastpath::RecvCtx) -> Result<(), Error> {
+        let s = self.slot(qpn).ok_or(Error::NoSuchQp(qpn))?;
+        let qp = self
+            .qps
+            .get_mut(s)
+            .and_then(|q| q.as_mut())
+            .ok_or(Error::NoSuchQp(qpn))?;
+        let r = &mut qp.resp;
+        r.epsn = ctx.epsn;
+        r.msn = ctx.msn;
+        r.nak_sent = ctx.nak_sent;
+        r.cur = match ctx.cur {
+            fastpath::RxCur::None => CurOp::None,
+            fastpath::RxCur::Send => CurOp::Send,
+            fastpath::RxCur::Write => CurOp::Write,
+        };
+        if ctx.cur == fastpath::RxCur::Send || ctx.recv_loaded {
+            r.recv_off = ctx.length;
+        } else {
+            (r.va, r.rkey, r.resid, r.length) = (ctx.va, ctx.rkey, ctx.resid, ctx.length);
+        }
+        Ok(())
+    }
+
     /// The raw QP context, for debugging and tests.
     #[doc(hidden)]
     pub fn qp_context(&self, qpn: Qpn) -> Option<&Qp> {
