@@ -46,6 +46,7 @@ pub mod link;
 mod mac;
 pub mod node;
 pub mod nodes;
+pub mod parallel;
 mod pcap;
 mod pool;
 pub mod queue;
@@ -55,11 +56,13 @@ pub mod switch;
 pub mod topology;
 
 pub use fabric::{
-    Counters, Fabric, HostId, LinkId, NodeId, QueueSample, QueueSeries, SamplerId, SwitchId, TapId,
+    Counters, Fabric, HostId, LinkId, NodeId, Outgoing, QueueSample, QueueSeries, RemoteEnd,
+    SamplerId, SwitchId, TapId,
 };
 pub use link::{Faults, LinkConfig, LinkCounters, MIN_FRAME_LEN, WIRE_OVERHEAD};
 pub use mac::PortCounters;
 pub use node::{Node, Priorities};
+pub use parallel::{Parallel, Partition};
 pub use pcap::MemoryCapture;
 pub use pool::MAX_FRAME_LEN;
 pub use queue::Nanos;
