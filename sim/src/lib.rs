@@ -52,8 +52,10 @@ mod pool;
 pub mod queue;
 pub mod red;
 pub mod rng;
+pub mod stats;
 pub mod switch;
 pub mod topology;
+pub mod workload;
 
 pub use fabric::{
     Counters, Fabric, HostId, LinkId, NodeId, Outgoing, QueueSample, QueueSeries, RemoteEnd,
