@@ -28,6 +28,7 @@ pub const STEPS: &[Step] = &[
     Step::custom("bare-metal", bare_metal),
     Step::custom("fuzz", fuzz),
     Step::custom("firmware", firmware),
+    Step::custom("soc", soc),
 ];
 
 /// What the steps share.
@@ -171,6 +172,21 @@ fn firmware(ctx: &Ctx) -> Result<Outcome> {
             .env_remove("RUSTUP_TOOLCHAIN");
         cmd::run(&mut cargo)?;
     }
+    Ok(Outcome::Passed)
+}
+
+/// The SoC model with the image `make-images.sh` writes: it boots, answers
+/// QUERY_DEVICE, and two SoCs run RC traffic (`hdl-sim/tests/soc.rs`). The test step
+/// skips these while the image is missing; here it is made first and required.
+fn soc(ctx: &Ctx) -> Result<Outcome> {
+    install::python_packages(&ctx.root, &[install::VEXRISCV])?;
+    let mut images = cmd("./make-images.sh", &[]);
+    images
+        .current_dir(FIRMWARE_DIR)
+        .env_remove("RUSTUP_TOOLCHAIN");
+    cmd::run(&mut images)?;
+    let args = ["test", "--release", "-p", "roce-hdl-sim", "--test", "soc"];
+    cmd::run(cmd("cargo", &args).env("ROCE_SOC_REQUIRED", "1"))?;
     Ok(Outcome::Passed)
 }
 
