@@ -70,7 +70,7 @@ public:
         Verilated::threadContextp(ctx_.get());
         m_->host_req_valid = 1;
         m_->host_req_we = 0;
-        m_->host_req_addr = offset & 0x3FFC;
+        m_->host_req_addr = offset & 0x7FFC;
         cycle(host);
         m_->host_req_valid = 0;
         // the answer is registered: it is there right after the edge
@@ -82,7 +82,7 @@ public:
         Verilated::threadContextp(ctx_.get());
         m_->host_req_valid = 1;
         m_->host_req_we = 1;
-        m_->host_req_addr = offset & 0x3FFC;
+        m_->host_req_addr = offset & 0x7FFC;
         m_->host_req_wdata = value;
         cycle(host);
         m_->host_req_valid = 0;

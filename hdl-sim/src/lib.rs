@@ -28,4 +28,4 @@ pub use datapath::{RtlDatapath, RxVerdict, TRACE_DIR_ENV};
 pub use meta::{L3Kind, RxError, RxMeta};
 pub use port::{rtl_nic, RtlPort, RtlPortCounters};
 pub use sim::{rtl_available, Beat, DataWidth, RtlSim, Shaping, SimError, Timed, Timeline};
-pub use soc::{soc_available, Soc, SocError, SocNic};
+pub use soc::{soc_available, FirmwareStats, Soc, SocError, SocNic};

@@ -3,8 +3,9 @@
 //! datapath and the log channel, Verilated as one model.
 //!
 //! * [`Soc`]: the model at the level of its pins. The clock loop runs in C++; host
-//!   memory stays here ([`roce_host::HostMemory`]) and the DMA engine reaches it
-//!   through callbacks while the loop runs. Frames go in and out whole.
+//!   memory stays here (any [`Dma`]) and the DMA engine reaches it through callbacks
+//!   while the loop runs. Frames go in and out whole. [`Soc::firmware_stats`] reads
+//!   what the firmware measured of itself (`mcycle`, `minstret`).
 //! * [`SocNic`]: a [`Device`] the host driver opens: register accesses are
 //!   clocked through the host port, `progress` runs the SoC for a while and moves
 //!   frames between it and the port queues, as `roce_host::LocalNic` does for the
@@ -14,6 +15,7 @@
 //! times [`NS_PER_CYCLE`].
 
 use crate::sim::SimError;
+use roce_core::memory::Dma;
 use roce_firmware::abi::{self, reg, DeviceStatus};
 use roce_host::{Device, HostMemory, PortQueues};
 use std::cell::{Cell, RefCell};
@@ -92,7 +94,7 @@ impl From<SocError> for SimError {
 
 /// Host memory as the SoC's DMA engine sees it (the C++ clock loop calls in here).
 pub struct SocHost {
-    mem: HostMemory,
+    mem: Box<dyn Dma>,
     /// DMA requests served (each moves 1 to 4 bytes).
     requests: u64,
 }
@@ -142,7 +144,7 @@ impl Soc {
         _image: &Path,
         _mac: [u8; 6],
         _gid: [u8; 16],
-        _mem: HostMemory,
+        _mem: Box<dyn Dma>,
         _trace: Option<&Path>,
     ) -> Result<Self, SocError> {
         Err(SocError::Unavailable(
@@ -185,7 +187,7 @@ impl Soc {
         image: &Path,
         mac: [u8; 6],
         gid: [u8; 16],
-        mem: HostMemory,
+        mem: Box<dyn Dma>,
         trace: Option<&Path>,
     ) -> Result<Self, SocError> {
         // Verilator's $readmemh stops the process on a missing file: check first.
@@ -260,7 +262,72 @@ impl Soc {
     }
 }
 
+/// Offsets of the firmware's statistics in the SoC's BAR, past the ABI's window (the
+/// firmware side: `firmware/image/src/mmio.rs`, `stat_reg`).
+pub mod stat_reg {
+    pub const BUSY_POLLS: u32 = 0x4000;
+    pub const FRAMES_TX: u32 = 0x4004;
+    pub const FRAMES_RX: u32 = 0x4008;
+    pub const BUSY_CYCLES: u32 = 0x4010;
+    pub const BUSY_INSTRET: u32 = 0x4018;
+    pub const BOOT_CYCLES: u32 = 0x4020;
+}
+
+/// What the firmware measured of itself with `mcycle` and `minstret`: the polls of its
+/// main loop that found work, what they cost, and the frames they moved.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FirmwareStats {
+    pub busy_polls: u32,
+    pub frames_tx: u32,
+    pub frames_rx: u32,
+    pub busy_cycles: u64,
+    pub busy_instret: u64,
+    pub boot_cycles: u32,
+}
+
+impl FirmwareStats {
+    /// Frames sent and received.
+    pub fn frames(&self) -> u64 {
+        u64::from(self.frames_tx) + u64::from(self.frames_rx)
+    }
+
+    /// The difference `self - earlier` (counters wrap).
+    pub fn since(&self, earlier: &FirmwareStats) -> FirmwareStats {
+        FirmwareStats {
+            busy_polls: self.busy_polls.wrapping_sub(earlier.busy_polls),
+            frames_tx: self.frames_tx.wrapping_sub(earlier.frames_tx),
+            frames_rx: self.frames_rx.wrapping_sub(earlier.frames_rx),
+            busy_cycles: self.busy_cycles.wrapping_sub(earlier.busy_cycles),
+            busy_instret: self.busy_instret.wrapping_sub(earlier.busy_instret),
+            boot_cycles: self.boot_cycles,
+        }
+    }
+}
+
 impl Soc {
+    /// Reads a 64-bit statistic, low word first, again if the high word moved meanwhile.
+    fn stat64(&mut self, offset: u32) -> u64 {
+        loop {
+            let hi = self.reg_read(offset + 4);
+            let lo = self.reg_read(offset);
+            if self.reg_read(offset + 4) == hi {
+                return u64::from(hi) << 32 | u64::from(lo);
+            }
+        }
+    }
+
+    /// The firmware's statistics (a few host register reads: a few cycles).
+    pub fn firmware_stats(&mut self) -> FirmwareStats {
+        FirmwareStats {
+            busy_polls: self.reg_read(stat_reg::BUSY_POLLS),
+            frames_tx: self.reg_read(stat_reg::FRAMES_TX),
+            frames_rx: self.reg_read(stat_reg::FRAMES_RX),
+            busy_cycles: self.stat64(stat_reg::BUSY_CYCLES),
+            busy_instret: self.stat64(stat_reg::BUSY_INSTRET),
+            boot_cycles: self.reg_read(stat_reg::BOOT_CYCLES),
+        }
+    }
+
     /// DMA requests served so far (each moves 1 to 4 bytes).
     pub fn dma_requests(&self) -> u64 {
         self.host.requests
@@ -317,7 +384,7 @@ impl SocNic {
         trace: Option<&Path>,
     ) -> Result<Rc<Self>, SocError> {
         let mem = HostMemory::default();
-        let mut soc = Soc::new(image, mac, gid, mem.clone(), trace)?;
+        let mut soc = Soc::new(image, mac, gid, Box::new(mem.clone()), trace)?;
         let boot_cycles = soc.boot(BOOT_CYCLES)?;
         let log = soc.take_log();
         let port = Rc::new(RefCell::new(PortQueues {
@@ -402,6 +469,11 @@ impl SocNic {
     /// decodes them).
     pub fn log(&self) -> Vec<u8> {
         self.log.borrow().clone()
+    }
+
+    /// What the firmware measured of itself.
+    pub fn firmware_stats(&self) -> FirmwareStats {
+        self.soc.borrow_mut().firmware_stats()
     }
 
     /// DMA requests the SoC made.

@@ -56,7 +56,7 @@ fn boots_and_answers_query_device() {
         &image,
         mac(7),
         ipv4_gid([10, 0, 0, 7]),
-        HostMemory::default(),
+        Box::new(HostMemory::default()),
         None,
     )
     .unwrap();
@@ -312,8 +312,29 @@ fn rc_ops(p: &mut Pair, len: usize, max_cycles: u64) {
 fn rc_between_two_socs() {
     let Some(image) = image() else { return };
     let mut p = pair(&image, 0.0, 14);
+    let before = p.wire.nics.each_ref().map(|n| n.firmware_stats());
     rc_ops(&mut p, 3000, 20_000_000);
+    // Let the last ACKs arrive, then the firmware's own frame counts must equal what
+    // the wire carried: every frame sent was received, none lost inside the SoCs.
+    for _ in 0..50 {
+        p.wire.step(2_000);
+    }
     assert_eq!(p.wire.dropped, 0);
+    let s = p.wire.nics.each_ref().map(|n| n.firmware_stats());
+    let d = [s[0].since(&before[0]), s[1].since(&before[1])];
+    let sent: u64 = d.iter().map(|d| u64::from(d.frames_tx)).sum();
+    let received: u64 = d.iter().map(|d| u64::from(d.frames_rx)).sum();
+    assert_eq!((sent, received), (p.wire.carried, p.wire.carried));
+    for (i, d) in d.iter().enumerate() {
+        assert!(d.busy_polls > 0 && d.busy_instret > 0 && d.busy_cycles >= d.busy_instret);
+        eprintln!(
+            "SoC {i}: {} frames sent, {} received; per frame {} cycles, {} instructions (busy polls of the firmware's loop)",
+            d.frames_tx,
+            d.frames_rx,
+            d.busy_cycles / d.frames(),
+            d.busy_instret / d.frames()
+        );
+    }
     let _ = &p.ctx;
 }
 

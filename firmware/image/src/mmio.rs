@@ -3,7 +3,7 @@
 //!
 //! | offset | block | what |
 //! |---|---|---|
-//! | `0x0_0000` | host window | the 16 KiB register window the host sees (`abi::reg`, `docs/abi.md`); the firmware reads doorbells and writes status, indices and events |
+//! | `0x0_0000` | host window | the 16 KiB register window the host sees (`abi::reg`, `docs/abi.md`); the firmware reads doorbells and writes status, indices and events; then, at `0x4000`, the firmware's statistics ([`stat_reg`]), which the host reads at the same offsets past the ABI's window |
 //! | `0x1_0000` | DMA engine | copies between host memory and the core's RAM ([`dma_reg`]) |
 //! | `0x2_0000` | datapath | one received frame and one frame to send, with their status ([`dp_reg`]) |
 //! | `0x3_0000` | timer | cycle counter and compare interrupt ([`timer_reg`]) |
@@ -106,6 +106,37 @@ pub mod dp_reg {
     pub const RX_VALID: u32 = 1 << 31;
     /// `TX_STATUS`: the transmit buffer is free.
     pub const TX_READY: u32 = 1 << 0;
+}
+
+/// The firmware's statistics (offsets in [`map::HOST_WINDOW`], past the ABI's window):
+/// the host reads them at the same offsets of its BAR. What the firmware measures of
+/// itself with `mcycle` and `minstret`: the polls of its main loop that found work, what
+/// they cost, and the frames they moved. Each 64-bit figure is two words, low first.
+pub mod stat_reg {
+    /// Polls of the main loop that did something (`Nic::poll` returned true).
+    pub const BUSY_POLLS: u32 = 0x4000;
+    /// Frames the runtime handed to the datapath (low 32 bits).
+    pub const FRAMES_TX: u32 = 0x4004;
+    /// Frames the runtime took from the datapath (low 32 bits).
+    pub const FRAMES_RX: u32 = 0x4008;
+    /// Cycles spent in busy polls (`mcycle`), low and high word.
+    pub const BUSY_CYCLES: u32 = 0x4010;
+    /// Instructions retired in busy polls (`minstret`), low and high word.
+    pub const BUSY_INSTRET: u32 = 0x4018;
+    /// Cycles from reset to the first poll (boot, including building the NIC).
+    pub const BOOT_CYCLES: u32 = 0x4020;
+    /// Bytes of the statistics area.
+    pub const LEN: u32 = 0x100;
+}
+
+/// What the firmware's main loop measures of itself ([`stat_reg`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LoopStats {
+    pub busy_polls: u32,
+    pub frames_tx: u32,
+    pub frames_rx: u32,
+    pub busy_cycles: u64,
+    pub busy_instret: u64,
 }
 
 /// Timer registers (offsets in [`map::TIMER`]): a cycle counter and a compare value
@@ -371,6 +402,24 @@ impl MmioHal {
     /// The port's MAC address and GID, from the datapath's registers.
     pub fn port_address(&self) -> ([u8; 6], [u8; 16]) {
         self.datapath.port_address()
+    }
+
+    /// Publishes the main loop's statistics ([`stat_reg`]).
+    pub fn write_stats(&self, s: &LoopStats) {
+        let w = |off: u32, v: u32| self.window.write(map::HOST_WINDOW + off, v);
+        w(stat_reg::BUSY_POLLS, s.busy_polls);
+        w(stat_reg::FRAMES_TX, s.frames_tx);
+        w(stat_reg::FRAMES_RX, s.frames_rx);
+        w(stat_reg::BUSY_CYCLES, s.busy_cycles as u32);
+        w(stat_reg::BUSY_CYCLES + 4, (s.busy_cycles >> 32) as u32);
+        w(stat_reg::BUSY_INSTRET, s.busy_instret as u32);
+        w(stat_reg::BUSY_INSTRET + 4, (s.busy_instret >> 32) as u32);
+    }
+
+    /// Publishes the cycles the boot took ([`stat_reg::BOOT_CYCLES`]).
+    pub fn write_boot_cycles(&self, cycles: u32) {
+        self.window
+            .write(map::HOST_WINDOW + stat_reg::BOOT_CYCLES, cycles);
     }
 
     /// Sets `STATUS.fatal` in the host window: what the panic handler does before it

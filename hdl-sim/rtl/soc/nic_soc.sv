@@ -6,7 +6,8 @@
 // blocks of firmware/image/src/mmio.rs, memory-mapped at 0xF000_0000:
 //
 //   0x0_0000  host register window (soc_host_regs): docs/abi.md's registers
-//             and doorbells, shared with the host's port
+//             and doorbells, shared with the host's port; firmware statistics
+//             at 0x4000, past the ABI's window
 //   0x1_0000  DMA engine (soc_dma): core RAM <-> host memory
 //   0x2_0000  datapath (soc_datapath): RX ring and TX buffer around
 //             roce_dp_top (RX parser + ICRC check, TX ICRC insertion)
@@ -41,10 +42,11 @@ module nic_soc #(
     input  wire logic         clk,
     input  wire logic         rst,
 
-    // the host's register window (byte offsets, 32-bit accesses)
+    // the host's register window (byte offsets, 32-bit accesses; the ABI's
+    // 16 KiB, then the firmware's statistics at 0x4000)
     input  wire logic         host_req_valid,
     input  wire logic         host_req_we,
-    input  wire logic [13:0]  host_req_addr,
+    input  wire logic [14:0]  host_req_addr,
     input  wire logic [31:0]  host_req_wdata,
     output logic              host_rsp_valid,
     output logic [31:0]       host_rsp_rdata,
@@ -207,7 +209,7 @@ module nic_soc #(
   logic [2:0] mblk;
   assign mblk = moff[18:16];
   logic sel_host, sel_dma, sel_dp, sel_timer, sel_log, sel_none;
-  assign sel_host = mmio_go && mblk == 3'd0 && moff[15:14] == 2'b00;
+  assign sel_host = mmio_go && mblk == 3'd0 && moff[15] == 1'b0;
   assign sel_dma = mmio_go && mblk == 3'd1 && moff[15:5] == '0;
   assign sel_dp = mmio_go && mblk == 3'd2 && moff[15] == 1'b0;
   assign sel_timer = mmio_go && mblk == 3'd3 && moff[15:4] == '0;
@@ -230,7 +232,7 @@ module nic_soc #(
     .host_rsp_rdata(host_rsp_rdata),
     .req(sel_host),
     .we(dbus_we),
-    .addr(moff[13:0]),
+    .addr(moff[14:0]),
     .wdata(dbus_mosi),
     .ack(ack_host),
     .rdata(rd_host),

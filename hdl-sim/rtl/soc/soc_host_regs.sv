@@ -18,6 +18,10 @@
 // * a host write to CMDQ_PI or any SQ/RQ/CQ doorbell sets `db_pending`
 //   until the firmware clears it (`db_clear`, a read of the datapath block's
 //   DOORBELL register).
+// Past the window, at 0x4000..0x40FF of both ports, are 64 words of firmware
+// statistics (the firmware writes them, the host reads them; vendor registers
+// beyond the ABI's 16 KiB, like a NIC's BAR has): firmware/image/src/mmio.rs
+// `stat_reg`. The rest of the 32 KiB reads 0 and ignores writes.
 // Both ports answer a read one cycle after the request.
 
 `resetall
@@ -30,7 +34,7 @@ module soc_host_regs (
     // host port
     input  wire logic        host_req_valid,
     input  wire logic        host_req_we,
-    input  wire logic [13:0] host_req_addr,
+    input  wire logic [14:0] host_req_addr,
     input  wire logic [31:0] host_req_wdata,
     output logic             host_rsp_valid,
     output logic [31:0]      host_rsp_rdata,
@@ -38,7 +42,7 @@ module soc_host_regs (
     // firmware port (MMIO)
     input  wire logic        req,
     input  wire logic        we,
-    input  wire logic [13:0] addr,
+    input  wire logic [14:0] addr,
     input  wire logic [31:0] wdata,
     output logic             ack,
     output logic [31:0]      rdata,
@@ -49,17 +53,18 @@ module soc_host_regs (
     input  wire logic        db_clear
 );
 
-  localparam logic [13:0] DEVICE_ID    = 14'h000;
-  localparam logic [13:0] VERSION      = 14'h004;
-  localparam logic [13:0] STATUS       = 14'h008;
-  localparam logic [13:0] CMDQ_PI      = 14'h01C;
-  localparam logic [13:0] CMDQ_CI      = 14'h020;
-  localparam logic [13:0] EVENT_STATUS = 14'h030;
-  localparam logic [13:0] EVENT_CQN    = 14'h034;
-  localparam logic [13:0] EVENT_QPN    = 14'h038;
-  localparam logic [13:0] CLOCK_LO     = 14'h040;
-  localparam logic [13:0] CLOCK_HI     = 14'h044;
-  localparam logic [13:0] SQ_DB        = 14'h1000;
+  localparam logic [14:0] DEVICE_ID    = 15'h000;
+  localparam logic [14:0] VERSION      = 15'h004;
+  localparam logic [14:0] STATUS       = 15'h008;
+  localparam logic [14:0] CMDQ_PI      = 15'h01C;
+  localparam logic [14:0] CMDQ_CI      = 15'h020;
+  localparam logic [14:0] EVENT_STATUS = 15'h030;
+  localparam logic [14:0] EVENT_CQN    = 15'h034;
+  localparam logic [14:0] EVENT_QPN    = 15'h038;
+  localparam logic [14:0] CLOCK_LO     = 15'h040;
+  localparam logic [14:0] CLOCK_HI     = 15'h044;
+  localparam logic [14:0] SQ_DB        = 15'h1000;
+  localparam logic [14:0] WINDOW       = 15'h4000;
 
   // ---- host-side decoding
   logic h_readonly, h_doorbell, h_event, h_clock_lo, h_clock_hi;
@@ -71,8 +76,13 @@ module soc_host_regs (
                  host_req_addr == STATUS || host_req_addr == CMDQ_CI ||
                  host_req_addr == EVENT_CQN || host_req_addr == EVENT_QPN ||
                  h_clock_lo || h_clock_hi || h_event;
-    h_doorbell = host_req_addr == CMDQ_PI || host_req_addr >= SQ_DB;
+    h_doorbell = host_req_addr == CMDQ_PI || (host_req_addr >= SQ_DB && host_req_addr < WINDOW);
   end
+  logic h_window, h_stats, f_window, f_stats;
+  assign h_window = host_req_addr < WINDOW;
+  assign h_stats = host_req_addr[14:8] == 7'h40;
+  assign f_window = addr < WINDOW;
+  assign f_stats = addr[14:8] == 7'h40;
 
   logic f_event;
   assign f_event = addr == EVENT_STATUS;
@@ -84,23 +94,42 @@ module soc_host_regs (
     .WIDTH(32)
   ) ram_inst (
     .clk(clk),
-    .a_en(host_req_valid),
+    .a_en(host_req_valid && h_window),
     .a_we(host_req_we && !h_readonly),
     .a_addr(host_req_addr[13:2]),
     .a_wdata(host_req_wdata),
     .a_rdata(ram_a_rdata),
-    .b_en(req),
+    .b_en(req && f_window),
     .b_we(we && !f_event),
     .b_addr(addr[13:2]),
     .b_wdata(wdata),
     .b_rdata(ram_b_rdata)
   );
 
+  // the statistics: the host reads, the firmware reads and writes
+  logic [31:0] stats_a_rdata, stats_b_rdata;
+  soc_tdp_ram #(
+    .WORDS(64),
+    .WIDTH(32)
+  ) stats_inst (
+    .clk(clk),
+    .a_en(host_req_valid && h_stats),
+    .a_we(1'b0),
+    .a_addr(host_req_addr[7:2]),
+    .a_wdata(32'h0),
+    .a_rdata(stats_a_rdata),
+    .b_en(req && f_stats),
+    .b_we(we),
+    .b_addr(addr[7:2]),
+    .b_wdata(wdata),
+    .b_rdata(stats_b_rdata)
+  );
+
   // ---- registers beside the RAM
   logic [31:0] event_status;
   logic [31:0] clock_hi_latch;
   logic [31:0] h_special, f_special;
-  logic        h_use_special, f_use_special;
+  logic [1:0]  h_src, f_src;   // 0 window RAM, 1 register, 2 statistics, 3 nothing
 
   always_ff @(posedge clk) begin
     // EVENT_STATUS: host W1C, firmware W1S
@@ -111,14 +140,14 @@ module soc_host_regs (
     else if (db_clear) db_pending <= 1'b0;
 
     host_rsp_valid <= host_req_valid && !host_req_we;
-    h_use_special <= h_event || h_clock_lo || h_clock_hi;
+    h_src <= (h_event || h_clock_lo || h_clock_hi) ? 2'd1 : h_window ? 2'd0 : h_stats ? 2'd2 : 2'd3;
     if (h_clock_lo) h_special <= ns[31:0];
     else if (h_clock_hi) h_special <= clock_hi_latch;
     else h_special <= event_status;
     if (host_req_valid && !host_req_we && h_clock_lo) clock_hi_latch <= ns[63:32];
 
     ack <= req;
-    f_use_special <= f_event;
+    f_src <= f_event ? 2'd1 : f_window ? 2'd0 : f_stats ? 2'd2 : 2'd3;
     f_special <= event_status;
 
     if (rst) begin
@@ -130,8 +159,10 @@ module soc_host_regs (
     end
   end
 
-  assign host_rsp_rdata = h_use_special ? h_special : ram_a_rdata;
-  assign rdata = !ack ? 32'h0 : f_use_special ? f_special : ram_b_rdata;
+  assign host_rsp_rdata = h_src == 2'd0 ? ram_a_rdata : h_src == 2'd1 ? h_special :
+                          h_src == 2'd2 ? stats_a_rdata : 32'h0;
+  assign rdata = !ack ? 32'h0 : f_src == 2'd0 ? ram_b_rdata : f_src == 2'd1 ? f_special :
+                 f_src == 2'd2 ? stats_b_rdata : 32'h0;
 
 endmodule
 

@@ -19,8 +19,8 @@ use defmt::{error, info};
 
 use roce_core::engine::PortConfig;
 use roce_firmware::config::FirmwareNic;
-use roce_firmware_image::mmio::{self, MmioHal};
-use roce_firmware_image::BOARD;
+use roce_firmware_image::mmio::{self, LoopStats, MmioHal};
+use roce_firmware_image::{clock, BOARD};
 
 /// State that only one context at a time touches, by the rule stated where it is used.
 struct Exclusive<T>(UnsafeCell<T>);
@@ -135,8 +135,21 @@ fn main() -> ! {
     // SAFETY: `main` runs once and is the only user of NIC: this is the one reference.
     let slot = unsafe { &mut *NIC.0.get() };
     let nic = slot.write(FirmwareNic::new(hal, PortConfig::new(mac, gid)));
+    nic.hal().write_boot_cycles(clock::cycles() as u32);
     info!("ready");
+    // What each busy poll costs, from the core's own counters, for the host to read.
+    let mut stats = LoopStats::default();
     loop {
-        nic.poll();
+        let (c0, i0) = (clock::cycles(), clock::instret());
+        if nic.poll() {
+            let (c1, i1) = (clock::cycles(), clock::instret());
+            stats.busy_polls = stats.busy_polls.wrapping_add(1);
+            stats.busy_cycles = stats.busy_cycles.wrapping_add(c1.wrapping_sub(c0));
+            stats.busy_instret = stats.busy_instret.wrapping_add(i1.wrapping_sub(i0));
+            let c = nic.counters();
+            stats.frames_tx = c.frames_tx as u32;
+            stats.frames_rx = c.frames_rx as u32;
+            nic.hal().write_stats(&stats);
+        }
     }
 }
