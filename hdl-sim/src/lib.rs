@@ -6,6 +6,7 @@
 //! * [`RtlSim`]: the cycle level: push beats or frames, [`RtlSim::tick`],
 //!   pull metadata, payload packets and TX frames; random idle cycles and
 //!   back-pressure ([`Shaping`]); FST waveforms.
+//! * [`RtlPort`]: the RTL as the firmware runtime's `Datapath`, in front of any port.
 //! * [`meta`]: the metadata record layout and the error codes, shared with
 //!   `rtl/roce_rx_pkg.sv` (a test keeps the two in step).
 //!
@@ -26,6 +27,6 @@ mod soc_ffi;
 
 pub use datapath::{RtlDatapath, RxVerdict, TRACE_DIR_ENV};
 pub use meta::{L3Kind, RxError, RxMeta};
-pub use port::{rtl_nic, RtlPort, RtlPortCounters};
+pub use port::{RtlPort, RtlPortCounters};
 pub use sim::{rtl_available, Beat, DataWidth, RtlSim, Shaping, SimError, Timed, Timeline};
 pub use soc::{soc_available, FirmwareStats, Soc, SocError, SocNic};
