@@ -29,4 +29,4 @@ pub use datapath::{RtlDatapath, RxVerdict, TRACE_DIR_ENV};
 pub use meta::{L3Kind, RxError, RxMeta};
 pub use port::{RtlPort, RtlPortCounters};
 pub use sim::{rtl_available, Beat, DataWidth, RtlSim, Shaping, SimError, Timed, Timeline};
-pub use soc::{soc_available, FirmwareStats, Soc, SocError, SocNic};
+pub use soc::{soc_available, FirmwareStats, Soc, SocError};

@@ -6,10 +6,8 @@
 //!   memory stays here (any [`Dma`]) and the DMA engine reaches it through callbacks
 //!   while the loop runs. Frames go in and out whole. [`Soc::firmware_stats`] reads
 //!   what the firmware measured of itself (`mcycle`, `minstret`).
-//! * [`SocNic`]: a [`Device`] the host driver opens: register accesses are
-//!   clocked through the host port, `progress` runs the SoC for a while and moves
-//!   frames between it and the port queues, as `roce_host::LocalNic` does for the
-//!   firmware runtime compiled for the host.
+//!
+//! `roce_device::SocNic` puts it behind the host driver's device boundary.
 //!
 //! The SoC's clock is [`CLOCK_HZ`] (the `softcore` board's): simulated time is cycles
 //! times [`NS_PER_CYCLE`].
@@ -17,11 +15,8 @@
 use crate::sim::SimError;
 use roce_core::memory::Dma;
 use roce_firmware::abi::{self, reg, DeviceStatus};
-use roce_host::{Device, HostMemory, PortQueues};
-use std::cell::{Cell, RefCell};
 use std::fmt;
 use std::path::{Path, PathBuf};
-use std::rc::Rc;
 
 /// The SoC's clock (the `softcore` board of `firmware/image/src/boards.rs`).
 pub const CLOCK_HZ: u64 = 100_000_000;
@@ -271,6 +266,7 @@ pub mod stat_reg {
     pub const BUSY_CYCLES: u32 = 0x4010;
     pub const BUSY_INSTRET: u32 = 0x4018;
     pub const BOOT_CYCLES: u32 = 0x4020;
+    pub const NEXT_TIMEOUT: u32 = 0x4028;
 }
 
 /// What the firmware measured of itself with `mcycle` and `minstret`: the polls of its
@@ -283,6 +279,8 @@ pub struct FirmwareStats {
     pub busy_cycles: u64,
     pub busy_instret: u64,
     pub boot_cycles: u32,
+    /// When the engine's next timer is due (ns of the SoC's clock), if one is armed.
+    pub next_timeout: Option<u64>,
 }
 
 impl FirmwareStats {
@@ -300,6 +298,7 @@ impl FirmwareStats {
             busy_cycles: self.busy_cycles.wrapping_sub(earlier.busy_cycles),
             busy_instret: self.busy_instret.wrapping_sub(earlier.busy_instret),
             boot_cycles: self.boot_cycles,
+            next_timeout: self.next_timeout,
         }
     }
 }
@@ -316,6 +315,16 @@ impl Soc {
         }
     }
 
+    /// The busy polls of the firmware's loop so far (one host register read).
+    pub fn busy_polls(&mut self) -> u32 {
+        self.reg_read(stat_reg::BUSY_POLLS)
+    }
+
+    /// When the engine's next timer is due, ns of the SoC's clock, if one is armed.
+    pub fn next_timeout(&mut self) -> Option<u64> {
+        Some(self.stat64(stat_reg::NEXT_TIMEOUT)).filter(|&t| t != u64::MAX)
+    }
+
     /// The firmware's statistics (a few host register reads: a few cycles).
     pub fn firmware_stats(&mut self) -> FirmwareStats {
         FirmwareStats {
@@ -325,6 +334,7 @@ impl Soc {
             busy_cycles: self.stat64(stat_reg::BUSY_CYCLES),
             busy_instret: self.stat64(stat_reg::BUSY_INSTRET),
             boot_cycles: self.reg_read(stat_reg::BOOT_CYCLES),
+            next_timeout: Some(self.stat64(stat_reg::NEXT_TIMEOUT)).filter(|&t| t != u64::MAX),
         }
     }
 
@@ -351,148 +361,5 @@ impl Soc {
             }
         }
         Err(SocError::BootTimeout { cycles: max_cycles })
-    }
-}
-
-/// Cycles a [`SocNic`] runs per `progress` call by default.
-pub const PROGRESS_CYCLES: u64 = 2_000;
-/// Cycles booting may take before [`SocNic::new`] gives up.
-pub const BOOT_CYCLES: u64 = 20_000_000;
-
-/// The SoC as a device of the host driver: the register window through the SoC's host
-/// port, host memory through its DMA engine, frames through its wire port and the
-/// port queues.
-pub struct SocNic {
-    soc: RefCell<Soc>,
-    mem: HostMemory,
-    port: Rc<RefCell<PortQueues>>,
-    mac: [u8; 6],
-    gid: [u8; 16],
-    /// Cycles per `progress`.
-    pub progress_cycles: Cell<u64>,
-    log: RefCell<Vec<u8>>,
-    boot_cycles: u64,
-}
-
-impl SocNic {
-    /// Boots the SoC with `image` and the port addresses; `trace` dumps the whole SoC
-    /// as FST there.
-    pub fn new(
-        image: &Path,
-        mac: [u8; 6],
-        gid: [u8; 16],
-        trace: Option<&Path>,
-    ) -> Result<Rc<Self>, SocError> {
-        let mem = HostMemory::default();
-        let mut soc = Soc::new(image, mac, gid, Box::new(mem.clone()), trace)?;
-        let boot_cycles = soc.boot(BOOT_CYCLES)?;
-        let log = soc.take_log();
-        let port = Rc::new(RefCell::new(PortQueues {
-            tx_limit: usize::MAX,
-            ..PortQueues::default()
-        }));
-        Ok(Rc::new(Self {
-            soc: RefCell::new(soc),
-            mem,
-            port,
-            mac,
-            gid,
-            progress_cycles: Cell::new(PROGRESS_CYCLES),
-            log: RefCell::new(log),
-            boot_cycles,
-        }))
-    }
-
-    /// The port's MAC address and GID.
-    pub fn port_addr(&self) -> ([u8; 6], [u8; 16]) {
-        (self.mac, self.gid)
-    }
-
-    /// The port's frame queues: `rx` frames go to the SoC's wire input, frames it
-    /// sends land in `tx`.
-    pub fn port(&self) -> &Rc<RefCell<PortQueues>> {
-        &self.port
-    }
-
-    /// Cycles the boot took (reset to `STATUS.ready`).
-    pub fn boot_cycles(&self) -> u64 {
-        self.boot_cycles
-    }
-
-    /// Clock cycles since reset.
-    pub fn cycles(&self) -> u64 {
-        self.soc.borrow().cycles()
-    }
-
-    /// The SoC's time, ns since reset.
-    pub fn now(&self) -> u64 {
-        self.cycles() * NS_PER_CYCLE
-    }
-
-    /// Runs `cycles`, moving frames: the port's `rx` into the SoC before, what it sent
-    /// into the port's `tx` after. True if a frame moved.
-    pub fn step(&self, cycles: u64) -> bool {
-        let mut soc = self.soc.borrow_mut();
-        let mut moved = false;
-        {
-            let mut port = self.port.borrow_mut();
-            while let Some(f) = port.rx.pop_front() {
-                soc.push_rx(&f);
-                moved = true;
-            }
-        }
-        soc.run(cycles);
-        let mut port = self.port.borrow_mut();
-        while let Some(f) = soc.pop_tx() {
-            port.tx.push_back(f);
-            moved = true;
-        }
-        self.log.borrow_mut().extend(soc.take_log());
-        moved
-    }
-
-    /// Runs until the SoC's time reaches `ns` (frames move as in [`SocNic::step`]).
-    pub fn run_until(&self, ns: u64) {
-        let target = ns.div_ceil(NS_PER_CYCLE);
-        let now = self.cycles();
-        if target > now {
-            self.step(target - now);
-        }
-    }
-
-    /// Frames given to the SoC that it has not taken off the wire yet.
-    pub fn rx_backlog(&self) -> usize {
-        self.soc.borrow().rx_queued()
-    }
-
-    /// The firmware's log so far (defmt frames, rzCOBS; `defmt-print -e firmware.elf`
-    /// decodes them).
-    pub fn log(&self) -> Vec<u8> {
-        self.log.borrow().clone()
-    }
-
-    /// What the firmware measured of itself.
-    pub fn firmware_stats(&self) -> FirmwareStats {
-        self.soc.borrow_mut().firmware_stats()
-    }
-
-    /// DMA requests the SoC made.
-    pub fn dma_requests(&self) -> u64 {
-        self.soc.borrow().dma_requests()
-    }
-}
-
-impl Device for SocNic {
-    fn read_reg(&self, offset: u32) -> u32 {
-        self.soc.borrow_mut().reg_read(offset)
-    }
-    fn write_reg(&self, offset: u32, value: u32) {
-        self.soc.borrow_mut().reg_write(offset, value);
-    }
-    fn memory(&self) -> &HostMemory {
-        &self.mem
-    }
-    fn progress(&self) {
-        self.step(self.progress_cycles.get());
     }
 }

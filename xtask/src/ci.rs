@@ -137,9 +137,10 @@ fn firmware(ctx: &Ctx) -> Result<Outcome> {
     Ok(Outcome::Passed)
 }
 
-/// The SoC model with the image `make-images.sh` writes: it boots, answers
-/// QUERY_DEVICE, and two SoCs run RC traffic (`hdl-sim/tests/soc.rs`). The test step
-/// skips these while the image is missing; here it is made first and required.
+/// The SoC model with the image `make-images.sh` writes: it boots and answers
+/// QUERY_DEVICE (`hdl-sim/tests/soc.rs`), and two SoCs run RC traffic through the host
+/// driver (`device/tests/soc.rs`). The test step skips these while the image is
+/// missing; here it is made first and required.
 fn soc(ctx: &Ctx) -> Result<Outcome> {
     install::python_packages(&ctx.root, &[install::VEXRISCV])?;
     let mut images = cmd("./make-images.sh", &[]);
@@ -147,7 +148,18 @@ fn soc(ctx: &Ctx) -> Result<Outcome> {
         .current_dir(FIRMWARE_DIR)
         .env_remove("RUSTUP_TOOLCHAIN");
     cmd::run(&mut images)?;
-    let args = ["test", "--release", "-p", "roce-hdl-sim", "--test", "soc"];
+    let args = [
+        "test",
+        "--release",
+        "-p",
+        "roce-hdl-sim",
+        "--test",
+        "soc",
+        "-p",
+        "roce-device",
+        "--test",
+        "soc",
+    ];
     cmd::run(cmd("cargo", &args).env("ROCE_SOC_REQUIRED", "1"))?;
     Ok(Outcome::Passed)
 }

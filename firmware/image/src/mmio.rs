@@ -125,6 +125,9 @@ pub mod stat_reg {
     pub const BUSY_INSTRET: u32 = 0x4018;
     /// Cycles from reset to the first poll (boot, including building the NIC).
     pub const BOOT_CYCLES: u32 = 0x4020;
+    /// When the engine's next timer is due, ns of the board clock, low and high word
+    /// (all ones: none armed): a simulation advances an idle SoC to then.
+    pub const NEXT_TIMEOUT: u32 = 0x4028;
     /// Bytes of the statistics area.
     pub const LEN: u32 = 0x100;
 }
@@ -137,6 +140,7 @@ pub struct LoopStats {
     pub frames_rx: u32,
     pub busy_cycles: u64,
     pub busy_instret: u64,
+    pub next_timeout: u64,
 }
 
 /// Timer registers (offsets in [`map::TIMER`]): a cycle counter and a compare value
@@ -414,6 +418,8 @@ impl MmioHal {
         w(stat_reg::BUSY_CYCLES + 4, (s.busy_cycles >> 32) as u32);
         w(stat_reg::BUSY_INSTRET, s.busy_instret as u32);
         w(stat_reg::BUSY_INSTRET + 4, (s.busy_instret >> 32) as u32);
+        w(stat_reg::NEXT_TIMEOUT, s.next_timeout as u32);
+        w(stat_reg::NEXT_TIMEOUT + 4, (s.next_timeout >> 32) as u32);
     }
 
     /// Publishes the cycles the boot took ([`stat_reg::BOOT_CYCLES`]).

@@ -138,7 +138,11 @@ fn main() -> ! {
     nic.hal().write_boot_cycles(clock::cycles() as u32);
     info!("ready");
     // What each busy poll costs, from the core's own counters, for the host to read.
-    let mut stats = LoopStats::default();
+    let mut stats = LoopStats {
+        next_timeout: u64::MAX,
+        ..LoopStats::default()
+    };
+    nic.hal().write_stats(&stats);
     loop {
         let (c0, i0) = (clock::cycles(), clock::instret());
         if nic.poll() {
@@ -149,6 +153,7 @@ fn main() -> ! {
             let c = nic.counters();
             stats.frames_tx = c.frames_tx as u32;
             stats.frames_rx = c.frames_rx as u32;
+            stats.next_timeout = nic.poll_timeout().unwrap_or(u64::MAX);
             nic.hal().write_stats(&stats);
         }
     }
