@@ -32,7 +32,7 @@
 `default_nettype none
 
 module nic_soc #(
-    // bytes of on-chip RAM (a power of two); the image's board must match
+    // bytes of on-chip RAM (a multiple of 4 KiB); the image's board must match
     parameter int RAM_BYTES = 524288,
     // $readmemh image of the RAM ("" = the +image= plusarg in simulation)
     parameter string INIT_FILE = "",
@@ -87,8 +87,8 @@ module nic_soc #(
   localparam int AW = $clog2(RAM_BYTES / 4);
 
   initial begin
-    if (RAM_BYTES < 4096 || (RAM_BYTES & (RAM_BYTES - 1)) != 0) begin
-      $error("nic_soc: RAM_BYTES must be a power of two >= 4096 (got %0d)", RAM_BYTES);
+    if (RAM_BYTES < 4096 || RAM_BYTES % 4096 != 0) begin
+      $error("nic_soc: RAM_BYTES must be a multiple of 4096 (got %0d)", RAM_BYTES);
       $finish;
     end
   end

@@ -162,18 +162,18 @@ module soc_datapath
     for (int i = 0; i < 8; i++) if (keep[i]) keep_bytes = 4'(i + 1);
   endfunction
 
+  // a frame is oversize once it would need more than MAX_BEATS beats
+  logic [RB:0] beats_next;
+  logic cur_oversize_next;
+  assign beats_next = (in_frame ? cur_beats : '0) + 1'b1;
+  assign cur_oversize_next = (in_frame && cur_oversize) || beats_next > (RB + 1)'(MAX_BEATS);
+
   logic ring_we;
   logic [RB-1:0] ring_waddr;
   logic [63:0] ring_wdata;
   assign ring_we = beat_in && !cur_oversize_next;
   assign ring_waddr = wptr;
   assign ring_wdata = rx_axis_tdata;
-
-  // a frame is oversize once it would need more than MAX_BEATS beats
-  logic [RB:0] beats_next;
-  logic cur_oversize_next;
-  assign beats_next = (in_frame ? cur_beats : '0) + 1'b1;
-  assign cur_oversize_next = (in_frame && cur_oversize) || beats_next > (RB + 1)'(MAX_BEATS);
 
   logic [31:0] rx_drops;
 
