@@ -23,6 +23,9 @@ pub struct RuntimeCounters {
     pub recv_wqes: u64,
     /// WQEs the engine refused (completed in error or skipped).
     pub bad_wqes: u64,
+    /// Doorbells (send, receive, command queue) whose producer index claimed more
+    /// entries than the ring holds; each fails its QP (or skips the commands).
+    pub bad_doorbells: u64,
     /// Frames handed to the engine.
     pub frames_rx: u64,
     /// Frames the engine sent.
@@ -102,6 +105,7 @@ counter_set! {
         runtime.cqes,
         runtime.cq_overflows,
         runtime.dma_errors,
+        runtime.bad_doorbells,
     }
 }
 
