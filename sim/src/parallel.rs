@@ -72,6 +72,9 @@ struct Mail {
     frame: Vec<u8>,
 }
 
+/// Stack of each spawned thread (address space; only what is touched is committed).
+const WORKER_STACK: usize = 256 << 20;
+
 type EachFn<P> = Arc<dyn Fn(usize, &mut P) -> Box<dyn Any + Send> + Send + Sync>;
 
 enum Command<P> {
@@ -298,6 +301,9 @@ impl<P: Partition> Parallel<P> {
                 let (sh, build) = (shared.clone(), build.clone());
                 let handle = std::thread::Builder::new()
                     .name(format!("sim-{t}"))
+                    // As the caller's: nodes may be built on the stack before they are
+                    // boxed (a host-sized NIC model takes more than 8 MiB unoptimised).
+                    .stack_size(WORKER_STACK)
                     .spawn(move || {
                         let guard = PoisonOnPanic(&sh);
                         let mut carrier = Carrier::new(t, partitions, threads, &*build);
