@@ -224,6 +224,8 @@ pub struct RunResult {
     pub retransmits: u64,
     /// Events the engine ran (a function of the model, like everything above).
     pub events: u64,
+    /// Events per partition per window (how much of the run could overlap).
+    pub profile: roce_sim::Profile,
 }
 
 /// Slowdown of one size bin over the runs: each run's median and 99th percentile, and
@@ -463,45 +465,130 @@ impl Partition for Pod {
     }
 }
 
+/// The network the hosts are on.
+#[derive(Debug, Clone)]
+pub enum Net {
+    /// A k-ary fat-tree, one partition per pod.
+    FatTree(FatTree),
+    /// Two hosts on one link, host i in partition i (when there are two): the stream
+    /// benchmark's.
+    BackToBack(LinkConfig),
+}
+
+impl Net {
+    pub fn hosts(&self) -> usize {
+        match self {
+            Self::FatTree(t) => t.hosts(),
+            Self::BackToBack(_) => 2,
+        }
+    }
+
+    /// The hosts' link (the ideal FCT's rate and delay: every link is alike).
+    pub fn link(&self) -> LinkConfig {
+        match self {
+            Self::FatTree(t) => t.host_link,
+            Self::BackToBack(l) => *l,
+        }
+    }
+
+    /// The natural number of partitions.
+    pub fn partitions(&self) -> usize {
+        match self {
+            Self::FatTree(t) => t.k,
+            Self::BackToBack(_) => 2,
+        }
+    }
+
+    /// Switches between hosts `a` and `b`.
+    pub fn switch_hops(&self, a: usize, b: usize) -> usize {
+        match self {
+            Self::FatTree(t) => t.switch_hops(a, b),
+            Self::BackToBack(_) => 0,
+        }
+    }
+
+    fn build(
+        &self,
+        f: &mut Fabric,
+        part: usize,
+        parts: usize,
+        macs: &[MacAddr],
+        mut host: impl FnMut(usize, &mut Fabric) -> roce_sim::NodeId,
+    ) {
+        match self {
+            Self::FatTree(t) => {
+                t.build(f, part, parts, macs, host);
+            }
+            Self::BackToBack(link) if parts == 1 => {
+                let (a, b) = (host(0, f), host(1, f));
+                f.connect(a, 0, b, 0, *link);
+            }
+            Self::BackToBack(link) => {
+                let me = host(part, f);
+                let to = roce_sim::RemoteEnd {
+                    partition: 1 - part,
+                    link: 0,
+                };
+                let cfg = if part == 0 { *link } else { link.reversed() };
+                f.connect_remote(me, 0, to, cfg);
+            }
+        }
+    }
+}
+
+/// How a set of flows is run: the network, the NICs, the connections, the engine.
+#[derive(Debug, Clone)]
+pub struct Setup {
+    pub net: Net,
+    /// Partitions of the model (1, or the net's natural number).
+    pub partitions: usize,
+    pub seed: u64,
+    /// DCQCN in every NIC.
+    pub dcqcn: bool,
+    pub mtu: Mtu,
+    /// Local ACK timeout exponent.
+    pub timeout: u8,
+    pub dscp: u8,
+    /// Simulated time after which the run stops.
+    pub limit: Nanos,
+}
+
 /// What every partition needs to build itself.
 struct Plan {
-    tree: FatTree,
-    parts: usize,
-    seed: u64,
-    rate: u64,
-    dcqcn: bool,
+    setup: Setup,
     flows: Vec<Flow>,
 }
 
 impl Plan {
     fn build(&self, part: usize) -> Pod {
-        let mut fabric = Fabric::new(partition_seed(self.seed, part));
-        let macs: Vec<MacAddr> = (0..self.tree.hosts())
+        let s = &self.setup;
+        let mut fabric = Fabric::new(partition_seed(s.seed, part));
+        let macs: Vec<MacAddr> = (0..s.net.hosts())
             .map(|h| MacAddr(host_addr(h).0))
             .collect();
+        let rate = s.net.link().rate_bps;
         let mut hosts = Vec::new();
         let mut endpoints = Vec::new();
-        self.tree
-            .build(&mut fabric, part, self.parts, &macs, |h, f| {
-                let (mac, ip) = host_addr(h);
-                let mut cfg = PortConfig::new(mac, ipv4_gid(ip));
-                if self.dcqcn {
-                    cfg.cc = CcConfig::dcqcn(self.rate);
-                }
-                let nic = LocalNic::new(cfg, Capacities::Host);
-                let mut host = FlowHost::new(nic.clone(), NicNode::new(nic))
-                    .unwrap_or_else(|e| panic!("host {h}: {e:#}"));
-                for fl in self.flows.iter().filter(|fl| fl.src == h || fl.dst == h) {
-                    let side = usize::from(fl.dst == h);
-                    let ep = host
-                        .add_qp(fl.id, side)
-                        .unwrap_or_else(|e| panic!("host {h}, flow {}: {e:#}", fl.id));
-                    endpoints.push((fl.id, side, ep));
-                }
-                let id = f.add_host(host);
-                hosts.push((h, id));
-                id.id()
-            });
+        s.net.build(&mut fabric, part, s.partitions, &macs, |h, f| {
+            let (mac, ip) = host_addr(h);
+            let mut cfg = PortConfig::new(mac, ipv4_gid(ip));
+            if s.dcqcn {
+                cfg.cc = CcConfig::dcqcn(rate);
+            }
+            let nic = LocalNic::new(cfg, Capacities::Host);
+            let mut host = FlowHost::new(nic.clone(), NicNode::new(nic))
+                .unwrap_or_else(|e| panic!("host {h}: {e:#}"));
+            for fl in self.flows.iter().filter(|fl| fl.src == h || fl.dst == h) {
+                let side = usize::from(fl.dst == h);
+                let ep = host
+                    .add_qp(fl.id, side)
+                    .unwrap_or_else(|e| panic!("host {h}, flow {}: {e:#}", fl.id));
+                endpoints.push((fl.id, side, ep));
+            }
+            let id = f.add_host(host);
+            hosts.push((h, id));
+            id.id()
+        });
         Pod {
             fabric,
             hosts,
@@ -555,9 +642,9 @@ fn connect(
 /// to back at line rate; each switch on the path forwards each one store-and-forward as
 /// soon as it is in and the egress is free (so the biggest packet paces the pipeline);
 /// then the ACK of the last WRITE comes back. NICs take no time in the model.
-pub fn ideal_fct(flow: &Flow, tree: &FatTree, mtu: u64) -> Nanos {
-    let rate = tree.host_link.rate_bps as f64;
-    let delay = tree.host_link.delay_ns as f64;
+pub fn ideal_fct(flow: &Flow, net: &Net, mtu: u64) -> Nanos {
+    let rate = net.link().rate_bps as f64;
+    let delay = net.link().delay_ns as f64;
     let wire =
         |len: u64| ((len as usize).max(MIN_FRAME_LEN) + WIRE_OVERHEAD) as f64 * 8.0 / rate * 1e9;
     // Ethernet 14, IPv4 20, UDP 8, BTH 12, ICRC 4; the first packet of a WRITE adds its
@@ -565,7 +652,7 @@ pub fn ideal_fct(flow: &Flow, tree: &FatTree, mtu: u64) -> Nanos {
     const HEADERS: u64 = 14 + 20 + 8 + 12 + 4;
     const RETH: u64 = 16;
     const ACK: u64 = HEADERS + 4;
-    let links = tree.switch_hops(flow.src, flow.dst) + 1;
+    let links = net.switch_hops(flow.src, flow.dst) + 1;
     // When the last bit of the previous packet left each link's transmitter.
     let mut free = vec![0f64; links];
     for c in 0..flow.size.div_ceil(CHUNK).max(1) {
@@ -659,17 +746,45 @@ fn run_one(
     }
     let rate = crate::perf_cmd::parse_rate(&f.link.rate)?;
     let delay = nanos("link.delay", &f.link.delay)?;
-    if delay == 0 {
-        bail!("links need a delay: it is the parallel engine's lookahead");
-    }
     let mtu = Mtu::from_bytes_floor(f.mtu)
         .filter(|m| m.bytes() == f.mtu)
         .with_context(|| format!("MTU {}: use 256, 512, 1024, 2048 or 4096", f.mtu))?;
-    let limit = nanos("limit", &f.limit)?;
     let link = LinkConfig::new(rate, delay);
     let tree = FatTree::new(f.k, link, link, switch_config(&f.switch, f.dscp >> 3));
-    let hosts = tree.hosts();
-    let flows = f.workload.flows(hosts, rate, seed)?;
+    let flows = f.workload.flows(tree.hosts(), rate, seed)?;
+    let setup = Setup {
+        partitions: f.k,
+        net: Net::FatTree(tree),
+        seed,
+        dcqcn: f.cc.dcqcn,
+        mtu,
+        timeout: f.timeout,
+        dscp: f.dscp,
+        limit: nanos("limit", &f.limit)?,
+    };
+    run_flows(&setup, flows, threads, progress)
+}
+
+/// Runs `flows` (numbered in order) on `setup`'s network until all are done or the
+/// limit is reached.
+pub fn run_flows(
+    setup: &Setup,
+    flows: Vec<Flow>,
+    threads: usize,
+    progress: &mut Progress,
+) -> Result<RunResult> {
+    let hosts = setup.net.hosts();
+    let delay = setup.net.link().delay_ns;
+    if delay == 0 {
+        bail!("links need a delay: it is the parallel engine's lookahead");
+    }
+    if ![1, setup.net.partitions()].contains(&setup.partitions) {
+        bail!(
+            "{} partitions: use 1 or {}",
+            setup.partitions,
+            setup.net.partitions()
+        );
+    }
     // One QP per flow at each end, on NICs of 64 QPs.
     let mut qps = vec![0usize; hosts];
     for fl in &flows {
@@ -687,17 +802,12 @@ fn run_one(
              shorten the workload"
         );
     }
-    let parts = f.k;
+    let (mtu, limit, parts) = (setup.mtu, setup.limit, setup.partitions);
     let plan = Arc::new(Plan {
-        tree: tree.clone(),
-        parts,
-        seed,
-        rate,
-        dcqcn: f.cc.dcqcn,
+        setup: setup.clone(),
         flows: flows.clone(),
     });
-    let build = plan.clone();
-    let mut par = Parallel::new(parts, threads, delay, move |p| build.build(p));
+    let mut par = Parallel::new(parts, threads, delay, move |p| plan.build(p));
 
     // Exchange the endpoints (QP numbers, addresses, buffers) as applications would out
     // of band, then connect.
@@ -729,9 +839,9 @@ fn run_one(
     }
     let opts = ConnectOptions {
         mtu,
-        timeout: f.timeout,
+        timeout: setup.timeout,
         // ECT(0) on every data packet: switches with ECN mark it, others ignore it.
-        traffic_class: f.dscp << 2 | 0b10,
+        traffic_class: setup.dscp << 2 | 0b10,
         ..ConnectOptions::default()
     };
     let (peers, all) = (Arc::new(peers), Arc::new(flows.clone()));
@@ -793,14 +903,15 @@ fn run_one(
         .map(|fl| FlowRecord {
             flow: *fl,
             fct_ns: fct[fl.id],
-            ideal_ns: ideal_fct(fl, &tree, u64::from(f.mtu)),
+            ideal_ns: ideal_fct(fl, &setup.net, u64::from(mtu.bytes())),
         })
         .collect();
     let totals = par.each(|_, pod| totals(pod));
     let sum = |get: fn(&[u64; 5]) -> u64| totals.iter().map(get).sum::<u64>();
     let events = par.events_run();
+    let profile = par.profile();
     Ok(RunResult {
-        seed,
+        seed: setup.seed,
         flows: records,
         end_ns: t,
         drops: sum(|t| t[0]),
@@ -809,6 +920,7 @@ fn run_one(
         cnps: sum(|t| t[3]),
         retransmits: sum(|t| t[4]),
         events,
+        profile,
     })
 }
 
