@@ -469,7 +469,7 @@ impl Partition for Pod {
 #[derive(Debug, Clone)]
 pub enum Net {
     /// A k-ary fat-tree, one partition per pod.
-    FatTree(FatTree),
+    FatTree(Box<FatTree>),
     /// Two hosts on one link, host i in partition i (when there are two): the stream
     /// benchmark's.
     BackToBack(LinkConfig),
@@ -754,7 +754,7 @@ fn run_one(
     let flows = f.workload.flows(tree.hosts(), rate, seed)?;
     let setup = Setup {
         partitions: f.k,
-        net: Net::FatTree(tree),
+        net: Net::FatTree(Box::new(tree)),
         seed,
         dcqcn: f.cc.dcqcn,
         mtu,
