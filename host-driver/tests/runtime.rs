@@ -361,3 +361,47 @@ fn selective_repeat_attr(m: Model) {
         assert_eq!(qp.query().unwrap().selective_repeat, want);
     }
 }
+
+/// The `abi` fuzz target's first find (issue 17): a send doorbell written five entries
+/// *behind* the NIC's consumer index claims 2^32 - 5 new WQEs, and the runtime read and
+/// completed them one by one, so one `poll` ran for minutes. Now a producer index more
+/// than the ring's depth ahead fails that QP alone, with `QP_FATAL`, at once.
+#[test]
+fn a_doorbell_beyond_the_ring_fails_only_its_qp() {
+    for m in models() {
+        doorbell_beyond_the_ring(m);
+    }
+}
+
+fn doorbell_beyond_the_ring(m: Model) {
+    use roce_abi::reg;
+    use roce_host::Device;
+    let (nic, ctx) = nic(m, 1);
+    let pd = ctx.alloc_pd().unwrap();
+    let cq = ctx.create_cq(8).unwrap();
+    let bad = pd.create_qp(QpType::Rc, &cq, &cq).build().unwrap();
+    let good = pd.create_qp(QpType::Rc, &cq, &cq).build().unwrap();
+    let init = {
+        let mut a = QpAttr::to_state(QpState::Init);
+        a.pkey_index = Some(0);
+        a.port_num = Some(1);
+        a.qp_access_flags = Some(AccessFlags::NONE);
+        a
+    };
+    bad.modify(&init).unwrap();
+    good.modify(&init).unwrap();
+    let index = bad.qpn().value() - abi::QPN_BASE;
+    for db in [reg::sq_db(index), reg::rq_db(index)] {
+        nic.write_reg(db, 0u32.wrapping_sub(5));
+        nic.progress();
+        let ev = ctx.take_events();
+        assert_eq!(ev.qp_fatal, Some(bad.qpn()), "doorbell {db:#x}");
+        assert_eq!(bad.query().unwrap().qp_state, Some(QpState::Err));
+    }
+    assert_eq!(nic.runtime_counters().bad_doorbells, 2);
+    assert_eq!(good.query().unwrap().qp_state, Some(QpState::Init));
+    // The same for the command queue: the bogus range is skipped and counted.
+    nic.write_reg(reg::CMDQ_PI, nic.read_reg(reg::CMDQ_CI).wrapping_sub(5));
+    nic.progress();
+    assert_eq!(nic.runtime_counters().bad_doorbells, 3);
+}
