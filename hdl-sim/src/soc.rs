@@ -34,11 +34,19 @@ pub fn soc_available() -> bool {
 /// Where `make-images.sh` writes the soft-core firmware image (`$ROCE_SOC_IMAGE`
 /// overrides it).
 pub fn default_image() -> PathBuf {
-    if let Some(p) = std::env::var_os(IMAGE_ENV) {
-        return PathBuf::from(p);
+    match std::env::var_os(IMAGE_ENV) {
+        Some(p) => PathBuf::from(p),
+        None => board_image("softcore"),
     }
+}
+
+/// Where `make-images.sh` writes the `firmware` image of a board
+/// (`firmware/image/src/boards.rs`).
+pub fn board_image(board: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../firmware/image/target/images/softcore/firmware.hex")
+        .join("../firmware/image/target/images")
+        .join(board)
+        .join("firmware.hex")
 }
 
 /// What went wrong with the SoC.
