@@ -8,18 +8,19 @@ use roce_device::{Capacities, LocalNic, NicModel};
 use roce_hdl_sim::{DataWidth, SimError};
 use std::rc::Rc;
 
-/// Most NICs one world addresses (10.0.0.1 to 10.0.0.250).
-pub const MAX_NICS: usize = 250;
+/// Most NICs one world addresses.
+pub const MAX_NICS: usize = 0xFFFE;
 
-/// The port of NIC `index` (from 0): MAC 02:00:00:00:00:`index + 1` and the GID of
-/// 10.0.0.`index + 1`. Every world numbers its NICs this way.
+/// The port of NIC `index` (from 0): with `hi.lo` = `index + 1` as two bytes, MAC
+/// 02:00:00:00:hi:lo and the GID of 10.0.hi.lo (10.0.0.1, 10.0.0.2, ... for the first
+/// 254). Every world numbers its NICs this way.
 ///
 /// # Panics
 /// When `index` is [`MAX_NICS`] or more.
 pub fn port_config(index: usize) -> PortConfig {
     assert!(index < MAX_NICS, "at most {MAX_NICS} NICs");
-    let last = index as u8 + 1;
-    PortConfig::new([0x02, 0, 0, 0, 0, last], ipv4_gid([10, 0, 0, last]))
+    let [_, _, hi, lo] = (index as u32 + 1).to_be_bytes();
+    PortConfig::new([0x02, 0, 0, 0, hi, lo], ipv4_gid([10, 0, hi, lo]))
 }
 
 /// The firmware's table sizes when `qps` QPs of `depth` outstanding WRs each fit them,
