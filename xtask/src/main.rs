@@ -7,6 +7,7 @@ mod fuzz;
 mod install;
 mod interop;
 mod layers;
+mod newcomer;
 mod synth;
 
 use std::path::{Path, PathBuf};
@@ -27,6 +28,8 @@ usage: cargo xtask <command>
                    one at a time under nice; grows and minimizes fuzz/corpus/
   interop          our stack against Linux rxe and rdma-core's tools in a VM
                    (root, ~10 min; not part of ci; INTEROP_ONLY=NAME filters cases)
+  newcomer         the README's two commands on a fresh clone of HEAD, without
+                   Verilator first, then with it (a full build of its own)
   synth [--list] [TARGET..]
                    synthesize, place and route the RTL targets (all, or those
                    named): Fmax, critical path, resources per module, logic
@@ -62,6 +65,7 @@ fn dispatch(args: &[String]) -> Result {
         ("fuzz", [flag, targets @ ..]) if flag == "--long" => return fuzz::long(targets),
         ("fuzz", [seconds]) => (Selection::only("fuzz"), Some(seconds.clone())),
         ("interop", []) => return interop::interop(&root),
+        ("newcomer", []) => return newcomer::newcomer(&root),
         ("synth", targets) => return synth::synth(&root, targets),
         ("help" | "-h" | "--help", _) => {
             println!("{USAGE}\n\nsteps: {}", ci::step_names());
