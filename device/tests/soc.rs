@@ -63,7 +63,6 @@ fn rc_between_two_socs() {
             d.busy_instret / d.frames()
         );
     }
-    let _ = &p.ctx;
 }
 
 #[test]

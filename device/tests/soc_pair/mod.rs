@@ -82,7 +82,8 @@ impl Wire {
 
 pub struct Pair {
     pub wire: Wire,
-    pub ctx: [Context; 2],
+    /// The two devices' contexts, kept open.
+    pub _ctx: [Context; 2],
     pub cq: [CompletionQueue; 2],
     pub qp: [QueuePair; 2],
     pub mr: [MemoryRegion; 2],
@@ -121,7 +122,7 @@ pub fn pair(image: &std::path::Path, loss: f64, timeout: u8) -> Pair {
             dropped: 0,
             carried: 0,
         },
-        ctx,
+        _ctx: ctx,
         cq,
         qp,
         mr,
