@@ -147,7 +147,8 @@ pub fn ack_timeout_at_least(ns: u64) -> Result<AckTimeout> {
         .ok_or_else(|| anyhow::anyhow!("timeout of {ns} ns is beyond 4.096 us * 2^31"))
 }
 
-fn mtu(bytes: u32) -> Result<Mtu> {
+/// An IB MTU given in bytes: 256, 512, 1024, 2048 or 4096.
+pub fn parse_mtu(bytes: u32) -> Result<Mtu> {
     Mtu::from_bytes_floor(bytes)
         .filter(|m| m.bytes() == bytes)
         .ok_or_else(|| anyhow::anyhow!("MTU {bytes}: use 256, 512, 1024, 2048 or 4096"))
@@ -193,7 +194,7 @@ pub fn run(args: &PerfArgs, out: &mut impl Write) -> Result<()> {
             size,
             iters,
             qps: args.qps,
-            mtu: mtu(args.mtu)?,
+            mtu: parse_mtu(args.mtu)?,
             tx_depth: args.tx_depth,
             selective_repeat,
             timeout: args.qp_timeout,
@@ -264,7 +265,7 @@ fn run_wire(args: &PerfArgs, sizes: Vec<usize>, iters: usize, out: &mut impl Wri
             atomic: args.atomic,
             size,
             iters,
-            mtu: mtu(args.mtu)?,
+            mtu: parse_mtu(args.mtu)?,
             tx_depth: args.tx_depth,
             role: role.clone(),
             link: args.raw.clone(),

@@ -60,6 +60,19 @@ fn write(p: &mut Pair, qa: Qpn, id: u64) {
     assert_eq!(p.b.mem.read(dst, 64), p.a.mem.read(src, 64));
 }
 
+/// An RC QP pair between fd00::1 and fd00::2 (GID index 2 on both ports); A's QP.
+fn connect_v6(p: &mut Pair) -> Qpn {
+    let o = QpOpts::default();
+    let (qa, qb) = (p.a.create_qp(QpType::Rc), p.b.create_qp(QpType::Rc));
+    let mut ava = p.a.av_to(&p.b);
+    (ava.dgid, ava.sgid_index) = (v6(2), 2);
+    let mut avb = p.b.av_to(&p.a);
+    (avb.dgid, avb.sgid_index) = (v6(1), 2);
+    bring_up(&mut p.a, qa, QpType::Rc, ava, qb, &o, 1, 1);
+    bring_up(&mut p.b, qb, QpType::Rc, avb, qa, &o, 1, 1);
+    qa
+}
+
 #[test]
 fn each_qp_sends_from_the_gid_its_sgid_index_names() {
     let mut p = pair();
@@ -72,15 +85,7 @@ fn each_qp_sends_from_the_gid_its_sgid_index_names() {
     assert_eq!((src, dst), (p.a.gid, p.b.gid));
 
     // Over IPv6 from index 2, on the same ports.
-    let (qa6, qb6) = (p.a.create_qp(QpType::Rc), p.b.create_qp(QpType::Rc));
-    let mut ava = p.a.av_to(&p.b);
-    ava.dgid = v6(2);
-    ava.sgid_index = 2;
-    let mut avb = p.b.av_to(&p.a);
-    avb.dgid = v6(1);
-    avb.sgid_index = 2;
-    bring_up(&mut p.a, qa6, QpType::Rc, ava, qb6, &o, 1, 1);
-    bring_up(&mut p.b, qb6, QpType::Rc, avb, qa6, &o, 1, 1);
+    let qa6 = connect_v6(&mut p);
     write(&mut p, qa6, 2);
     let (src, dst, v4) = last_addresses(&p);
     assert!(!v4);
@@ -131,16 +136,7 @@ fn an_empty_or_mismatched_sgid_index_is_refused() {
 #[test]
 fn frames_for_a_removed_gid_are_not_for_the_port() {
     let mut p = pair();
-    let o = QpOpts::default();
-    let (qa, qb) = (p.a.create_qp(QpType::Rc), p.b.create_qp(QpType::Rc));
-    let mut ava = p.a.av_to(&p.b);
-    ava.dgid = v6(2);
-    ava.sgid_index = 2;
-    let mut avb = p.b.av_to(&p.a);
-    avb.dgid = v6(1);
-    avb.sgid_index = 2;
-    bring_up(&mut p.a, qa, QpType::Rc, ava, qb, &o, 1, 1);
-    bring_up(&mut p.b, qb, QpType::Rc, avb, qa, &o, 1, 1);
+    let qa = connect_v6(&mut p);
     write(&mut p, qa, 1);
     // B drops fd00::2 from its table: A's next WRITE reaches a port that no longer
     // answers to that address.

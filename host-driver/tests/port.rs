@@ -359,7 +359,12 @@ fn dcqcn(m: Model) {
     assert!(ib.np_ecn_marked_roce_packets >= 3, "{ib:?}");
     assert!(ib.np_cnp_sent >= 1, "{ib:?}");
     assert_eq!(ia.rp_cnp_handled, ib.np_cnp_sent);
-    assert!(ia.rate < 25_000_000_000, "{ia:?}");
+    // The rate is cut and stays below line rate for a while; the SoC's clock runs on
+    // its own while the host waits (each poll runs its firmware until idle), so there
+    // DCQCN's timers may already have brought it back.
+    if m != Model::Soc {
+        assert!(ia.rate < 25_000_000_000, "{ia:?}");
+    }
     // The port counters are the sums of the QPs'.
     let (ca, cb) = (
         a.ctx.query_counters().unwrap().engine,

@@ -398,11 +398,13 @@ fn doorbell_beyond_the_ring(m: Model) {
     }
     assert_eq!(ctx.query_counters().unwrap().runtime.bad_doorbells, 2);
     assert_eq!(good.query().unwrap().qp_state, Some(QpState::Init));
+    // The objects go while their context's command queue still works.
+    drop((bad, good, cq, pd));
     // The same for the command queue: the bogus range is skipped and counted.
     let m = &nic.model;
     m.write_reg(reg::CMDQ_PI, m.read_reg(reg::CMDQ_CI).wrapping_sub(5));
     m.progress();
     // This context's command queue is out of step now; a fresh one reads the counters.
-    let ctx = Context::open(m.clone()).unwrap();
-    assert_eq!(ctx.query_counters().unwrap().runtime.bad_doorbells, 3);
+    let fresh = Context::open(m.clone()).unwrap();
+    assert_eq!(fresh.query_counters().unwrap().runtime.bad_doorbells, 3);
 }

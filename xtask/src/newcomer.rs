@@ -51,18 +51,22 @@ pub fn newcomer(root: &Path) -> Result {
         c
     };
 
+    // The README's first command, with fewer iterations, and `extra` options.
+    let perf = |extra: &[&str]| {
+        let readme = [
+            "run",
+            "--release",
+            "-p",
+            "roce-cli",
+            "--",
+            "perf",
+            "write_bw",
+        ];
+        output(&mut cargo(&[&readme[..], extra].concat()))
+    };
+
     println!("\n-- 1. the README's first command, with no Verilator on PATH");
-    let out = output(&mut cargo(&[
-        "run",
-        "--release",
-        "-p",
-        "roce-cli",
-        "--",
-        "perf",
-        "write_bw",
-        "-n",
-        "200",
-    ]))?;
+    let out = perf(&["-n", "200"])?;
     if !out.contains(UNAVAILABLE) {
         return Err(format!(
             "the first build found a Verilator: the check proves nothing (no \"{UNAVAILABLE}\")"
@@ -85,19 +89,7 @@ pub fn newcomer(root: &Path) -> Result {
     }
 
     println!("\n-- 2. `roce perf --backend rtl` in the same clone, after Verilator appeared");
-    let out = output(&mut cargo(&[
-        "run",
-        "--release",
-        "-p",
-        "roce-cli",
-        "--",
-        "perf",
-        "write_bw",
-        "--backend",
-        "rtl",
-        "-n",
-        "50",
-    ]))?;
+    let out = perf(&["--backend", "rtl", "-n", "50"])?;
     if !out.contains("#bytes") || out.contains(UNAVAILABLE) {
         return Err("`roce perf --backend rtl` did not run on the RTL".into());
     }

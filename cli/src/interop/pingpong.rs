@@ -192,9 +192,7 @@ impl<'a> Pingpong<'a> {
     fn create(st: &'a Station, args: &PingpongArgs, role: Role) -> Result<Self> {
         let ud = args.transport == Transport::Ud;
         let size = args.size.unwrap_or(if ud { 2048 } else { 4096 });
-        let mtu = Mtu::from_bytes_floor(args.mtu)
-            .filter(|m| m.bytes() == args.mtu)
-            .ok_or_else(|| anyhow::anyhow!("MTU {}: use 256, 512, 1024, 2048 or 4096", args.mtu))?;
+        let mtu = crate::perf_cmd::parse_mtu(args.mtu)?;
         if ud && size > mtu.bytes() as usize {
             bail!("UD messages must fit the MTU ({} > {})", size, mtu.bytes());
         }

@@ -272,9 +272,7 @@ impl Plan {
         }
         let rate = crate::perf_cmd::parse_rate(&f.link.rate)?;
         let delay = nanos("link.delay", &f.link.delay)?;
-        let mtu = Mtu::from_bytes_floor(f.mtu)
-            .filter(|m| m.bytes() == f.mtu)
-            .with_context(|| format!("MTU {}: use 256, 512, 1024, 2048 or 4096", f.mtu))?;
+        let mtu = crate::perf_cmd::parse_mtu(f.mtu)?;
         Ok(Self {
             duration,
             sample,

@@ -723,9 +723,7 @@ fn run_one(
     }
     let rate = crate::perf_cmd::parse_rate(&f.link.rate)?;
     let delay = nanos("link.delay", &f.link.delay)?;
-    let mtu = Mtu::from_bytes_floor(f.mtu)
-        .filter(|m| m.bytes() == f.mtu)
-        .with_context(|| format!("MTU {}: use 256, 512, 1024, 2048 or 4096", f.mtu))?;
+    let mtu = crate::perf_cmd::parse_mtu(f.mtu)?;
     let link = LinkConfig::new(rate, delay);
     let tree = FatTree::new(f.k, link, link, switch_config(&f.switch, f.dscp >> 3));
     let flows = f.workload.flows(tree.hosts(), rate, seed)?;

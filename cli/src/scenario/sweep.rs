@@ -5,7 +5,7 @@
 use crate::perf::{self, Params, Test};
 use crate::progress::ProgressBar;
 use anyhow::{Context as _, Result};
-use roce_core::transport::{Mtu, SrAttr};
+use roce_core::transport::SrAttr;
 use roce_sim::{Faults, LinkConfig};
 use roce_testbed::nic::Datapath;
 use roce_testbed::Sim;
@@ -91,9 +91,7 @@ pub struct SweepResult {
 pub fn run(s: &LossSweep, seed: u64, progress: &ProgressBar) -> Result<SweepResult> {
     let rate = crate::perf_cmd::parse_rate(&s.link)?;
     let delay = super::nanos("delay", &s.delay)?;
-    let mtu = Mtu::from_bytes_floor(s.mtu)
-        .filter(|m| m.bytes() == s.mtu)
-        .with_context(|| format!("MTU {}: use 256, 512, 1024, 2048 or 4096", s.mtu))?;
+    let mtu = crate::perf_cmd::parse_mtu(s.mtu)?;
     let rto_low = crate::perf_cmd::ack_timeout_at_least(super::nanos("rto_low", &s.rto_low)?)?;
     let mut rows = Vec::new();
     for &recovery in &s.recovery {
