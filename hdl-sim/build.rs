@@ -18,8 +18,8 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-/// RTL sources, in compile order (package first).
-const RTL: &[&str] = &[
+/// The datapath's RTL sources, in compile order (package first).
+const DP_RTL: &[&str] = &[
     "roce_rx_pkg.sv",
     "roce_fifo.sv",
     "axis_skid.sv",
@@ -29,8 +29,28 @@ const RTL: &[&str] = &[
     "tx_icrc_insert.sv",
     "roce_dp_top.sv",
 ];
-const TOP: &str = "roce_dp_top";
-const WIDTHS: &[u32] = &[64, 512];
+/// The fast path's, in compile order after the datapath's (whose modules it uses).
+const FP_RTL: &[&str] = &[
+    "fp_pkg.sv",
+    "roce_ram.sv",
+    "roce_bram_fifo.sv",
+    "fp_tx_plan.sv",
+    "fp_tx_hdr.sv",
+    "fp_tx_emit.sv",
+    "fp_tx.sv",
+    "fp_rx_check.sv",
+    "fp_rx_move.sv",
+    "fp_rx.sv",
+    "roce_fp_top.sv",
+];
+/// The Verilated models: (top module, its sources beyond `DP_RTL`, bus width). The
+/// datapath (RX parser, TX ICRC) and the RC fast path, each at 64 and 512 bits.
+const MODELS: &[(&str, &[&str], u32)] = &[
+    ("roce_dp_top", &[], 64),
+    ("roce_dp_top", &[], 512),
+    ("roce_fp_top", FP_RTL, 64),
+    ("roce_fp_top", FP_RTL, 512),
+];
 const VERILATOR_FLAGS: &[&str] = &[
     "--cc",
     "-Wall",
@@ -90,7 +110,8 @@ fn main() {
 
     let manifest = PathBuf::from(env::var("CARGO_MANIFEST_DIR").unwrap());
     let out = PathBuf::from(env::var("OUT_DIR").unwrap());
-    let rtl: Vec<PathBuf> = RTL.iter().map(|f| manifest.join("rtl").join(f)).collect();
+    let rtl_path = |f: &&str| manifest.join("rtl").join(f);
+    let rtl: Vec<PathBuf> = DP_RTL.iter().chain(FP_RTL).map(rtl_path).collect();
 
     // ---- Verilate (both widths at once) and compile the models, if stale
     let mut stamp_src = version.clone().into_bytes();
@@ -103,9 +124,10 @@ fn main() {
     let rtl_hash = format!("{:016x}", fnv1a(&stamp_src));
 
     let mut verilating = Vec::new();
-    for &w in WIDTHS {
-        let mdir = out.join(format!("vobj_{w}"));
-        if read_stamp(&mdir) == Some(rtl_hash.clone()) && out.join(lib_file(&model_lib(w))).exists()
+    for &(top, extra, w) in MODELS {
+        let mdir = out.join(format!("vobj_{top}_{w}"));
+        if read_stamp(&mdir) == Some(rtl_hash.clone())
+            && out.join(lib_file(&model_lib(top, w))).exists()
         {
             continue;
         }
@@ -113,33 +135,33 @@ fn main() {
         let mut cmd = Command::new(&verilator);
         cmd.args(VERILATOR_FLAGS)
             .arg("--top-module")
-            .arg(TOP)
+            .arg(top)
             .arg("--prefix")
-            .arg(format!("V{TOP}_{w}"))
+            .arg(format!("V{top}_{w}"))
             .arg(format!("-GDATA_WIDTH={w}"))
             .arg("--Mdir")
             .arg(&mdir)
-            .args(&rtl)
+            .args(DP_RTL.iter().chain(extra).map(rtl_path))
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         let child = cmd
             .spawn()
             .unwrap_or_else(|e| panic!("running {verilator}: {e}"));
-        verilating.push((w, mdir, child));
+        verilating.push((top, w, mdir, child));
     }
     let mut stale = Vec::new();
-    for (w, mdir, child) in verilating {
+    for (top, w, mdir, child) in verilating {
         let o = child.wait_with_output().expect("waiting for verilator");
         if !o.status.success() {
             panic!(
-                "verilator failed for DATA_WIDTH={w}:\n{}{}",
+                "verilator failed for {top} DATA_WIDTH={w}:\n{}{}",
                 String::from_utf8_lossy(&o.stdout),
                 String::from_utf8_lossy(&o.stderr)
             );
         }
-        stale.push((w, mdir));
+        stale.push((top, w, mdir));
     }
-    for (w, mdir) in &stale {
+    for (top, w, mdir) in &stale {
         let mut b = cxx_base(&include);
         b.include(mdir);
         let mut files: Vec<PathBuf> = fs::read_dir(mdir)
@@ -149,7 +171,7 @@ fn main() {
             .collect();
         files.sort();
         b.files(&files);
-        b.compile(&model_lib(*w));
+        b.compile(&model_lib(top, *w));
         fs::write(mdir.join("roce.stamp"), &rtl_hash).unwrap();
     }
 
@@ -173,13 +195,14 @@ fn main() {
     // ---- the bridge and the wrapper (always: it is small)
     let mut b = cxx_build::bridge("src/ffi.rs");
     b.file("csrc/dp_model.cpp")
+        .file("csrc/fp_model.cpp")
         .std("c++17")
         .opt_level(2)
         .debug(false)
         .include(&include)
         .include(include.join("vltstd"));
-    for &w in WIDTHS {
-        b.include(out.join(format!("vobj_{w}")));
+    for &(top, _, w) in MODELS {
+        b.include(out.join(format!("vobj_{top}_{w}")));
     }
     for (k, v) in CXX_DEFINES {
         b.define(k, *v);
@@ -189,8 +212,8 @@ fn main() {
 
     // link order: bridge (emitted by compile above), models, runtime, system
     println!("cargo::rustc-link-search=native={}", out.display());
-    for &w in WIDTHS {
-        println!("cargo::rustc-link-lib=static={}", model_lib(w));
+    for &(top, _, w) in MODELS {
+        println!("cargo::rustc-link-lib=static={}", model_lib(top, w));
     }
     println!("cargo::rustc-link-lib=static=vruntime");
     println!("cargo::rustc-link-lib=dylib=z");
@@ -228,8 +251,8 @@ fn cxx_base(include: &Path) -> cc::Build {
     b
 }
 
-fn model_lib(w: u32) -> String {
-    format!("vmodel_{w}")
+fn model_lib(top: &str, w: u32) -> String {
+    format!("vmodel_{top}_{w}")
 }
 
 fn lib_file(name: &str) -> String {

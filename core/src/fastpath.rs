@@ -8,6 +8,8 @@
 //! No state lives here beyond the contexts the caller owns, as in hardware where they
 //! sit in block RAM indexed by QPN.
 
+pub mod layout;
+
 use crate::memory::{AccessFlags, Dma, Pd, Protection};
 use crate::num::{Msn, Psn, Qpn, Rkey};
 use crate::transport::{Mtu, Sge, MAX_SGE};

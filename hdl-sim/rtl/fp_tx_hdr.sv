@@ -161,6 +161,7 @@ module fp_tx_hdr
   logic [7:0]        hl5;
   logic [15:0]       flen5, ip_len5, udp_len5, csum5;
   logic [7:0]        at_iplen5, at_csum5, at_udplen5;
+  logic              v4csum5;   // IPv4: patch the header checksum
 
   always_ff @(posedge clk) begin
     v5 <= v4;
@@ -175,7 +176,8 @@ module fp_tx_hdr
       udp_len5 <= udp_len4;
       csum5 <= ~(sum4[15:0] + {15'd0, sum4[16]});
       at_iplen5 <= j4.l3_off + (j4.ipv6 ? 8'd4 : 8'd2);
-      at_csum5 <= j4.ipv6 ? 8'hFF : j4.l3_off + 8'd10;
+      at_csum5 <= j4.l3_off + 8'd10;
+      v4csum5 <= !j4.ipv6;
       at_udplen5 <= j4.l3_off + (j4.ipv6 ? 8'd44 : 8'd24);
     end
     if (rst) v5 <= 1'b0;
@@ -193,8 +195,8 @@ module fp_tx_hdr
         b = tmpl5[8*i +: 8];
         if (8'(i) == at_iplen5) b = ip_len5[15:8];
         if (8'(i) == at_iplen5 + 8'd1) b = ip_len5[7:0];
-        if (8'(i) == at_csum5) b = csum5[15:8];
-        if (8'(i) == at_csum5 + 8'd1) b = csum5[7:0];
+        if (v4csum5 && 8'(i) == at_csum5) b = csum5[15:8];
+        if (v4csum5 && 8'(i) == at_csum5 + 8'd1) b = csum5[7:0];
         if (8'(i) == at_udplen5) b = udp_len5[15:8];
         if (8'(i) == at_udplen5 + 8'd1) b = udp_len5[7:0];
         if (8'(i) < hdr_len5) hv[8*i +: 8] = b;

@@ -1026,6 +1026,34 @@ impl HeaderTemplate {
         Ok(t)
     }
 
+    /// The header bytes as the wire carries them, IP length, IPv4 checksum and UDP
+    /// length zero; the first [`bth_offset`](Self::bth_offset) are in use, the rest zero.
+    pub fn bytes(&self) -> &[u8; Self::MAX_LEN] {
+        &self.bytes
+    }
+
+    /// Bytes in use: the offset of the BTH (0 for the empty placeholder).
+    pub fn bth_offset(&self) -> usize {
+        usize::from(self.len)
+    }
+
+    /// Offset of the IP header or GRH.
+    pub fn l3_offset(&self) -> usize {
+        usize::from(self.l3)
+    }
+
+    /// Which network header follows the Ethernet (and VLAN) header.
+    pub fn icrc_kind(&self) -> IcrcKind {
+        self.kind
+    }
+
+    /// IPv4: the ones' complement sum of the header as written (length and checksum
+    /// zero), folded to 16 bits: the RFC 1624 base a frame's checksum is completed
+    /// from. 0 for IPv6 and RoCEv1.
+    pub fn ip_sum(&self) -> u16 {
+        self.ip_sum
+    }
+
     /// Length of the whole frame for this BTH opcode and `body_len` bytes of payload
     /// plus pad.
     pub fn frame_len(&self, opcode: Opcode, body_len: usize) -> Result<usize, EmitError> {
