@@ -10,10 +10,10 @@
 // rejected are dropped.
 //
 // The rule and the order of its checks are roce_core::fastpath::receive's;
-// tests/fastpath.rs holds the two together. Five cycles per packet (C0
-// context read, C1 MR read, C2 and C3 checks, C4 decision and write-back);
-// the next packet's context read follows the write-back, so back-to-back
-// packets of one QP see each other's updates.
+// tests/fastpath.rs holds the two together. Six cycles per packet (C0
+// context read, C1 MR read, C2 and C3 checks, C4 decision, then the
+// write-back); the next packet's context read follows the write-back, so
+// back-to-back packets of one QP see each other's updates.
 
 `resetall
 `default_nettype none
@@ -68,7 +68,9 @@ module fp_rx_check
   end
 
   logic [2:0] st;   // stage: C0..C4
-  assign s_meta_ready = st == 3'd0 && verdict_room;
+  // not while the previous packet's write-back goes into the table (a read in that
+  // cycle would see the old context)
+  assign s_meta_ready = st == 3'd0 && verdict_room && !rctx_wr_en;
 
   // ---------------------------------------------------- the packet (C0)
   /* verilator lint_off UNUSEDSIGNAL */

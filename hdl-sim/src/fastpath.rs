@@ -411,7 +411,8 @@ impl FpSim {
             dma_rd_req_ready: !self.rng.chance(sh.backpressure),
             dma_rd: axis(self.rd_beats.front().filter(|_| self.rd_presenting)),
             dma_wr_desc_ready: !self.rng.chance(sh.backpressure),
-            dma_wr_ready: !self.rng.chance(sh.backpressure),
+            // the DMA engine takes a write's data once it has its descriptor
+            dma_wr_ready: !self.wr_desc.is_empty() && !self.rng.chance(sh.backpressure),
             ..FpIn::default()
         };
         if let Some(d) = self.txd.front() {

@@ -12,8 +12,8 @@ use std::net::{Ipv4Addr, Ipv6Addr};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
 use roce_core::fastpath::layout::{self, kind, RawEvent, TxDescOpts};
-use roce_core::fastpath::{self, AckDesc, MsgOp, SendCtx, TxError, TxMsg};
-use roce_core::memory::{Dma, DmaError};
+use roce_core::fastpath::{self, AckDesc, Event, MsgOp, RecvCtx, RxCur, SendCtx, TxError, TxMsg};
+use roce_core::memory::{AccessFlags, Dma, DmaError, MemoryTable, Pd};
 use roce_core::num::{Lkey, Msn, Psn, Qpn, Rkey};
 use roce_core::transport::{Mtu, Sge};
 use roce_core::wire::aeth::Syndrome;
@@ -21,7 +21,7 @@ use roce_core::wire::ethernet::{EthernetRepr, MacAddr, VlanRepr};
 use roce_core::wire::ipv4::Ipv4Repr;
 use roce_core::wire::ipv6::Ipv6Repr;
 use roce_core::wire::udp::{UdpRepr, ROCEV2_PORT};
-use roce_core::wire::{HeaderTemplate, L3Repr};
+use roce_core::wire::{self, HeaderTemplate, L3Repr};
 use roce_hdl_sim::{rtl_available, DataWidth, FpSim, Shaping, Table};
 
 /// Host memory: one flat range.
@@ -493,6 +493,550 @@ fn segmenter_frames_equal_the_models_under_backpressure() {
                 let mut sim = s.borrow_mut();
                 sim.set_shaping(Shaping::random(0.3, 0.3, seed));
                 let r = tx_case(&mut sim, &qps, &msgs);
+                sim.set_shaping(Shaping::LINE_RATE);
+                r.map_err(|e| TestCaseError::fail(format!("{}: {e}", sim.width())))?;
+            }
+            Ok(())
+        })
+        .unwrap();
+}
+
+// ------------------------------------------------------------------------- RX
+
+/// A memory that logs its writes (the model's DMA).
+struct Logged<'a> {
+    mem: &'a mut HostMem,
+    writes: Vec<(u64, Vec<u8>)>,
+}
+
+impl Dma for Logged<'_> {
+    fn read(&mut self, addr: u64, buf: &mut [u8]) -> Result<(), DmaError> {
+        self.mem.read(addr, buf)
+    }
+    fn write(&mut self, addr: u64, data: &[u8]) -> Result<(), DmaError> {
+        self.writes.push((addr, data.to_vec()));
+        self.mem.write(addr, data)
+    }
+}
+
+/// A receiving QP's knobs.
+#[derive(Clone, Debug)]
+struct RxQp {
+    tx: QpCfg,
+    remote_write: bool,
+    ack_every: u8,
+    msn: u32,
+    on: bool,
+}
+
+fn rx_qp() -> impl Strategy<Value = RxQp> {
+    (
+        qp_cfg(),
+        prop::bool::weighted(0.9),
+        prop_oneof![Just(0u8), 1u8..5],
+        any::<u32>(),
+        prop::bool::weighted(0.95),
+    )
+        .prop_map(|(tx, remote_write, ack_every, msn, on)| RxQp {
+            tx,
+            remote_write,
+            ack_every,
+            msn: msn & 0xFF_FFFF,
+            on,
+        })
+}
+
+/// One message a peer sends: a WRITE (to MR `mr` at `off`, through a right or a wrong
+/// key) or a SEND.
+#[derive(Clone, Debug)]
+struct RxMsg {
+    qp: usize,
+    op: u8,
+    len: u32,
+    mr: usize,
+    off: u32,
+    bad_key: bool,
+}
+
+fn rx_msg(nqp: usize) -> impl Strategy<Value = RxMsg> {
+    (
+        0..nqp,
+        prop_oneof![6 => Just(3u8), 1 => Just(4u8), 2 => Just(0u8), 1 => Just(1u8)],
+        prop_oneof![1u32..600, 0u32..9000],
+        0usize..3,
+        0u32..3000,
+        prop::bool::weighted(0.05),
+    )
+        .prop_map(|(qp, op, len, mr, off, bad_key)| RxMsg {
+            qp,
+            op,
+            len,
+            mr,
+            off,
+            bad_key,
+        })
+}
+
+/// What happens to one frame on the way.
+#[derive(Clone, Copy, Debug)]
+enum Fault {
+    None,
+    Drop,
+    Dup,
+    /// Swapped with the next frame.
+    Swap,
+    /// A byte flipped (the parser rejects it, most often on the ICRC).
+    Corrupt(u16),
+    /// IP ECN set to CE (IPv4 checksum fixed; the ICRC does not cover it).
+    Ce,
+}
+
+fn fault() -> impl Strategy<Value = Fault> {
+    prop_oneof![
+        40 => Just(Fault::None),
+        2 => Just(Fault::Drop),
+        2 => Just(Fault::Dup),
+        2 => Just(Fault::Swap),
+        1 => any::<u16>().prop_map(Fault::Corrupt),
+        1 => Just(Fault::Ce),
+    ]
+}
+
+/// MR regions of the receiver: three per PD, the third without REMOTE_WRITE; then one
+/// receive buffer per QP, which the firmware loads when a SEND starts.
+const RX_BASE: u64 = 0x20_0000;
+const MR_SPAN: u64 = 12 * 1024;
+const RECV_BASE: u64 = RX_BASE + 6 * MR_SPAN;
+const RECV_SPAN: u32 = 12 * 1024;
+const RX_LEN: usize = 6 * MR_SPAN as usize + 3 * RECV_SPAN as usize;
+
+fn set_ce(f: &mut [u8]) {
+    let l3 = if f[12] == 0x81 && f[13] == 0 { 18 } else { 14 };
+    match (f[l3 - 2], f[l3 - 1]) {
+        (0x08, 0x00) => {
+            f[l3 + 1] |= 3;
+            f[l3 + 10] = 0;
+            f[l3 + 11] = 0;
+            let sum = (0..10).fold(0u32, |s, i| {
+                s + u32::from(u16::from_be_bytes([f[l3 + 2 * i], f[l3 + 2 * i + 1]]))
+            });
+            let sum = (sum & 0xFFFF) + (sum >> 16);
+            let sum = (sum & 0xFFFF) + (sum >> 16);
+            f[l3 + 10..l3 + 12].copy_from_slice(&(!(sum as u16)).to_be_bytes());
+        }
+        _ => f[l3 + 1] |= 0x30,
+    }
+}
+
+/// The frames one peer sends for its messages.
+fn peer_frames(q: usize, qp: &RxQp, msgs: &[RxMsg], keys: &[u32]) -> Vec<Vec<u8>> {
+    let mut src = HostMem::new(MEM_BASE, MEM_LEN, 0xC3 ^ q as u8);
+    let mut c = send_ctx(&qp.tx);
+    c.dest_qpn = qpn_of(q);
+    c.window = 1 << 20;
+    let mut out = Vec::new();
+    let mut buf = vec![0u8; 9000];
+    for m in msgs.iter().filter(|m| m.qp == q) {
+        let mr = q % 2 * 3 + m.mr;
+        let op = match m.op {
+            0 => MsgOp::Send,
+            1 => MsgOp::SendWithImm(m.len),
+            3 => MsgOp::Write,
+            _ => MsgOp::WriteWithImm(!m.len),
+        };
+        let key = if m.bad_key { keys[mr] ^ 0x10 } else { keys[mr] };
+        let mut sg = heapless::Vec::new();
+        let _ = sg.push(Sge {
+            addr: MEM_BASE + u64::from(m.off),
+            length: m.len,
+            lkey: Lkey(0),
+        });
+        let desc = TxMsg {
+            qpn: c.dest_qpn,
+            op,
+            solicited: false,
+            sges: sg,
+            length: m.len,
+            remote_addr: RX_BASE + mr as u64 * MR_SPAN + u64::from(m.off),
+            rkey: Rkey(key),
+            first_psn: c.next_psn,
+        };
+        c.una_psn = c.next_psn;
+        for k in 0..desc.packets(c.mtu) {
+            let n = fastpath::segment(&mut c, &desc, k, &mut src, &mut buf).expect("peer frame");
+            out.push(buf[..n].to_vec());
+        }
+    }
+    out
+}
+
+/// A peer's frames as the receiver sees them: lost, duplicated, reordered, corrupted or
+/// CE-marked, with Go-Back-N bringing back what got lost (from the lost frame on).
+fn deliver(frames: &[Vec<u8>], faults: &mut impl Iterator<Item = Fault>) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    let mut j = 0;
+    let mut budget = 4 * frames.len() + 8;
+    while j < frames.len() && budget > 0 {
+        budget -= 1;
+        let f = &frames[j];
+        match faults.next().unwrap_or(Fault::None) {
+            Fault::None => {
+                out.push(f.clone());
+                j += 1;
+            }
+            Fault::Dup => {
+                out.push(f.clone());
+                out.push(f.clone());
+                j += 1;
+            }
+            Fault::Drop => {
+                // the next two arrive out of sequence; then the sender goes back
+                out.extend(frames[j + 1..].iter().take(2).cloned());
+            }
+            Fault::Swap => {
+                if let Some(n) = frames.get(j + 1) {
+                    out.push(n.clone());
+                }
+                out.push(f.clone());
+                j += 1;
+            }
+            Fault::Corrupt(at) => {
+                let mut g = f.clone();
+                let i = usize::from(at) % g.len();
+                g[i] ^= 0x41;
+                out.push(g);
+            }
+            Fault::Ce => {
+                let mut g = f.clone();
+                set_ce(&mut g);
+                out.push(g);
+                j += 1;
+            }
+        }
+    }
+    out.extend(frames[j..].iter().cloned());
+    out
+}
+
+/// The receiver's stream: every peer's deliveries, interleaved round robin.
+fn rx_stream(qps: &[RxQp], msgs: &[RxMsg], faults: &[Fault], keys: &[u32]) -> Vec<Vec<u8>> {
+    let mut faults = faults.iter().copied().cycle();
+    let per_qp: Vec<Vec<Vec<u8>>> = (0..qps.len())
+        .map(|q| deliver(&peer_frames(q, &qps[q], msgs, keys), &mut faults))
+        .collect();
+    let total: usize = per_qp.iter().map(Vec::len).sum();
+    let mut frames = Vec::with_capacity(total);
+    let mut at = vec![0usize; qps.len()];
+    while frames.len() < total {
+        for (q, fs) in per_qp.iter().enumerate() {
+            if let Some(f) = fs.get(at[q]) {
+                frames.push(f.clone());
+                at[q] += 1;
+            }
+        }
+    }
+    frames
+}
+
+/// The firmware's handling of an exception, reduced to what the test needs: an
+/// in-sequence packet is consumed (its payload placed where the engine would put it,
+/// a SEND's first packet loads the QP's receive buffer) and the context written back;
+/// anything else is left alone. Returns the memory writes, or None when it did nothing.
+fn firmware(ctx: &mut RecvCtx, q: usize, pkt: &wire::Packet<'_>) -> Option<Vec<(u64, Vec<u8>)>> {
+    if !ctx.on || ctx.nak_sent || pkt.psn() != ctx.epsn {
+        return None;
+    }
+    let info = pkt.info();
+    let (pos, payload) = (info.position, pkt.payload());
+    let n = payload.len() as u32;
+    let mut writes = Vec::new();
+    match info.operation {
+        wire::opcode::Operation::RdmaWrite => {
+            if let Some(r) = pkt.reth() {
+                (ctx.va, ctx.rkey, ctx.resid, ctx.length) = (r.va, r.rkey, r.dma_len, r.dma_len);
+            }
+            if ctx.va >= RX_BASE && ctx.va + u64::from(n) <= RECV_BASE {
+                writes.push((ctx.va, payload.to_vec()));
+            }
+            ctx.va += u64::from(n);
+            ctx.resid = ctx.resid.saturating_sub(n);
+            ctx.cur = if pos.ends() {
+                RxCur::None
+            } else {
+                RxCur::Write
+            };
+        }
+        wire::opcode::Operation::Send => {
+            if pos.starts() {
+                ctx.recv_loaded = true;
+                ctx.recv_addr = RECV_BASE + q as u64 * u64::from(RECV_SPAN);
+                ctx.resid = RECV_SPAN;
+                ctx.length = 0;
+            }
+            if n <= ctx.resid {
+                writes.push((ctx.recv_addr, payload.to_vec()));
+            }
+            ctx.recv_addr += u64::from(n);
+            ctx.resid = ctx.resid.saturating_sub(n);
+            ctx.length += n;
+            ctx.cur = if pos.ends() { RxCur::None } else { RxCur::Send };
+            if pos.ends() {
+                ctx.recv_loaded = false;
+            }
+        }
+        _ => {}
+    }
+    if pos.ends() {
+        ctx.msn = ctx.msn.add(1);
+    }
+    ctx.epsn = ctx.epsn.next();
+    ctx.unacked = 0;
+    Some(writes)
+}
+
+/// What the model's receiver (with the firmware above) does with a stream.
+#[derive(Default)]
+struct Expect {
+    writes: Vec<(u64, Vec<u8>)>,
+    events: Vec<Event>,
+    acks: Vec<Vec<u8>>,
+    exc: Vec<Vec<u8>>,
+    drops: u32,
+    /// After frame i the firmware wrote QP q's context and these bytes to memory.
+    fw: Vec<(usize, usize, RecvCtx, Vec<(u64, Vec<u8>)>)>,
+}
+
+fn model_rx(
+    frames: &[Vec<u8>],
+    ctxs: &mut [RecvCtx],
+    acks: &[SendCtx],
+    table: &MemoryTable<4, 16>,
+    mem: &mut HostMem,
+) -> Expect {
+    let mut x = Expect::default();
+    let mut buf = vec![0u8; 256];
+    for (i, f) in frames.iter().enumerate() {
+        let Ok(pkt) = wire::parse(f) else {
+            x.drops += 1;
+            continue;
+        };
+        let q = (0..ctxs.len()).find(|&i| qpn_of(i) == pkt.dest_qp());
+        let mut off = RecvCtx {
+            on: false,
+            qpn: pkt.dest_qp(),
+            ..ctxs[0]
+        };
+        let ctx = match q {
+            Some(i) => &mut ctxs[i],
+            None => &mut off,
+        };
+        let mut dma = Logged {
+            mem: &mut *mem,
+            writes: Vec::new(),
+        };
+        let out = fastpath::receive(ctx, &pkt, table, &mut dma);
+        x.writes.append(&mut dma.writes);
+        if let Some(ack) = out.ack {
+            let a = &acks[q.expect("placed on a known QP")];
+            let n = fastpath::ack_frame(a, &ack, &mut buf).expect("ack");
+            x.acks.push(buf[..n].to_vec());
+        }
+        if let Some(e) = out.event {
+            if matches!(e, Event::Exception { .. }) {
+                x.exc.push(f.clone());
+                if let Some(q) = q {
+                    if let Some(w) = firmware(&mut ctxs[q], q, &pkt) {
+                        for (a, d) in &w {
+                            mem.write(*a, d).expect("firmware write");
+                        }
+                        x.fw.push((i, q, ctxs[q], w));
+                    }
+                }
+            }
+            x.events.push(e);
+        }
+    }
+    x
+}
+
+fn rx_case(
+    sim: &mut FpSim,
+    qps: &[RxQp],
+    msgs: &[RxMsg],
+    faults: &[Fault],
+) -> Result<(), TestCaseError> {
+    sim.reset();
+    // the receiver's memory registrations, the same for the model and the RTL
+    let mut table = MemoryTable::<4, 16>::new();
+    let pds: Vec<Pd> = (0..2).map(|_| table.alloc_pd().unwrap()).collect();
+    let mut keys = Vec::new();
+    for (p, pd) in pds.iter().enumerate() {
+        for r in 0..3u64 {
+            let access = if r == 2 {
+                AccessFlags::LOCAL_WRITE
+            } else {
+                AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE
+            };
+            let addr = RX_BASE + (p as u64 * 3 + r) * MR_SPAN;
+            let k = table.reg_mr(*pd, addr, MR_SPAN, access).unwrap();
+            keys.push(k.rkey.0);
+            let mr = table.get(k.rkey.0).unwrap();
+            sim.write_record(Table::Mr, k.rkey.0 >> 8, &layout::encode_mr(mr));
+        }
+    }
+    let mut ctxs: Vec<RecvCtx> = Vec::new();
+    let mut acks: Vec<SendCtx> = Vec::new();
+    for (i, q) in qps.iter().enumerate() {
+        let mut access = AccessFlags::LOCAL_WRITE;
+        if q.remote_write {
+            access = access | AccessFlags::REMOTE_WRITE;
+        }
+        let c = RecvCtx {
+            on: q.on,
+            qpn: qpn_of(i),
+            cur: RxCur::None,
+            access,
+            mtu: q.tx.mtu,
+            epsn: Psn::new(q.tx.psn),
+            msn: Msn::new(q.msn),
+            ack_every: q.ack_every,
+            unacked: 0,
+            pd: pds[i % 2],
+            va: 0,
+            rkey: Rkey(0),
+            resid: 0,
+            length: 0,
+            recv_addr: 0,
+            recv_loaded: false,
+            nak_sent: false,
+        };
+        sim.write_record(
+            Table::RecvCtx,
+            qpn_of(i).value(),
+            &layout::encode_recv_ctx(&c),
+        );
+        ctxs.push(c);
+        // the receiver's ACKs go back on its own send context
+        let a = send_ctx(&qps[(i + 1) % qps.len()].tx);
+        sim.write_record(
+            Table::SendCtx,
+            qpn_of(i).value(),
+            &layout::encode_send_ctx(&a).unwrap(),
+        );
+        acks.push(a);
+    }
+    let mut rtl_mem = HostMem::new(RX_BASE, RX_LEN, 0);
+    let mut model_mem = rtl_mem.clone();
+    sim.run_until_idle(&mut rtl_mem, 100_000).map_err(fail)?;
+
+    let stream = rx_stream(qps, msgs, faults, &keys);
+    let x = model_rx(&stream, &mut ctxs, &acks, &table, &mut model_mem);
+    // the RTL gets the frames back to back up to each one the firmware handles; then
+    // the firmware does the same as above
+    let mut fw = x.fw.iter().peekable();
+    for (i, f) in stream.iter().enumerate() {
+        sim.push_rx_frame(f);
+        while let Some((_, q, c, w)) = fw.next_if(|a| a.0 == i) {
+            sim.run_until_idle(&mut rtl_mem, 1_000_000).map_err(fail)?;
+            for (a, d) in w {
+                rtl_mem.write(*a, d).expect("firmware write");
+            }
+            sim.write_record(
+                Table::RecvCtx,
+                qpn_of(*q).value(),
+                &layout::encode_recv_ctx(c),
+            );
+        }
+    }
+    sim.run_until_idle(&mut rtl_mem, 5_000_000).map_err(fail)?;
+
+    let got_writes = sim.take_dma_writes();
+    if std::env::var("FP_DEBUG").is_ok() {
+        eprintln!(
+            "{}: frames {} writes {} events {} (msg_done {}) acks {} drops {} firmware {}",
+            sim.width(),
+            stream.len(),
+            x.writes.len(),
+            x.events.len(),
+            x.events
+                .iter()
+                .filter(|e| matches!(e, Event::MsgDone { .. }))
+                .count(),
+            x.acks.len(),
+            x.drops,
+            x.fw.len()
+        );
+    }
+    prop_assert_eq!(got_writes.len(), x.writes.len(), "DMA writes");
+    for (i, (g, w)) in got_writes.iter().zip(&x.writes).enumerate() {
+        prop_assert_eq!(g, w, "DMA write {}", i);
+    }
+    let ev = events(sim);
+    let got_events: Vec<Option<Event>> = ev.iter().map(RawEvent::to_event).collect();
+    let want_events: Vec<Option<Event>> = x.events.iter().copied().map(Some).collect();
+    prop_assert_eq!(got_events, want_events, "events");
+    let exc: Vec<Vec<u8>> = std::iter::from_fn(|| sim.pop_exc_frame())
+        .map(|f| f.value)
+        .collect();
+    prop_assert_eq!(exc.len(), x.exc.len(), "exception frames");
+    prop_assert!(exc == x.exc, "exception frames differ");
+    for (e, f) in ev.iter().filter(|e| e.kind == kind::EXCEPTION).zip(&x.exc) {
+        let pkt = wire::parse(f).unwrap();
+        prop_assert_eq!(usize::from(e.frame_len), f.len());
+        prop_assert_eq!(e.opcode, pkt.opcode().0);
+        prop_assert_eq!(usize::from(e.payload_len), pkt.payload().len());
+        prop_assert_eq!(usize::from(e.payload_off), pkt.layout().payload);
+        prop_assert_eq!(usize::from(e.ext_off), pkt.layout().bth + 12);
+    }
+    let got_acks = frames(sim);
+    prop_assert_eq!(got_acks.len(), x.acks.len(), "ACK frames");
+    prop_assert!(got_acks == x.acks, "ACK frames differ");
+    prop_assert_eq!(sim.rx_drops(), x.drops, "parser drops");
+    prop_assert!(rtl_mem.bytes == model_mem.bytes, "memory differs");
+    for (i, c) in ctxs.iter().enumerate() {
+        let b = sim
+            .read_record(
+                Table::RecvCtx,
+                qpn_of(i).value(),
+                layout::RCTX_LEN,
+                &mut rtl_mem,
+            )
+            .map_err(fail)?;
+        let got = layout::decode_recv_ctx(b.as_slice().try_into().unwrap(), qpn_of(i));
+        prop_assert_eq!(got, Some(*c), "receive context of QP {}", i);
+    }
+    Ok(())
+}
+
+#[test]
+fn placement_equals_the_model() {
+    let Some(sims) = sims() else { return };
+    let mut runner = TestRunner::new(Config {
+        cases: cases(48),
+        ..Config::default()
+    });
+    let strategy = (
+        proptest::collection::vec(rx_qp(), 1..4),
+        proptest::collection::vec(fault(), 1..40),
+    )
+        .prop_flat_map(|(qps, faults)| {
+            let n = qps.len();
+            (
+                Just(qps),
+                proptest::collection::vec(rx_msg(n), 1..8),
+                Just(faults),
+                any::<u64>(),
+            )
+        });
+    runner
+        .run(&strategy, |(qps, msgs, faults, seed)| {
+            for (i, s) in sims.iter().enumerate() {
+                let mut sim = s.borrow_mut();
+                // every other case with idle cycles and back-pressure
+                if seed % 2 == 1 {
+                    sim.set_shaping(Shaping::random(0.2, 0.3, seed ^ i as u64));
+                }
+                let r = rx_case(&mut sim, &qps, &msgs, &faults);
                 sim.set_shaping(Shaping::LINE_RATE);
                 r.map_err(|e| TestCaseError::fail(format!("{}: {e}", sim.width())))?;
             }
