@@ -33,7 +33,7 @@ pub struct FpTimeline {
     /// Wire input beats accepted: (cycle, last).
     pub rx_in: Vec<(u64, bool)>,
     /// Cycles where the wire input offered a beat that was not taken.
-    pub rx_in_stalls: u64,
+    pub rx_in_stalls: Vec<u64>,
     /// Wire output beats: (cycle, last).
     pub tx_out: Vec<(u64, bool)>,
     /// DMA write beats: (cycle, last).
@@ -69,6 +69,7 @@ pub struct FpSim {
     rd_presenting: bool,
     wr_desc: VecDeque<(u64, u16)>,
     wr_cur: Vec<u8>,
+    wr_data: VecDeque<Vec<u8>>,
     dma_writes: Vec<(u64, Vec<u8>)>,
     dma_fault: Option<String>,
     // outputs
@@ -155,6 +156,7 @@ impl FpSim {
             rd_presenting: false,
             wr_desc: VecDeque::new(),
             wr_cur: Vec::new(),
+            wr_data: VecDeque::new(),
             dma_writes: Vec::new(),
             dma_fault: None,
             tx_cur: Vec::new(),
@@ -212,6 +214,7 @@ impl FpSim {
         self.rd_presenting = false;
         self.wr_desc.clear();
         self.wr_cur.clear();
+        self.wr_data.clear();
         self.dma_writes.clear();
         self.dma_fault = None;
         self.tx_cur.clear();
@@ -411,8 +414,7 @@ impl FpSim {
             dma_rd_req_ready: !self.rng.chance(sh.backpressure),
             dma_rd: axis(self.rd_beats.front().filter(|_| self.rd_presenting)),
             dma_wr_desc_ready: !self.rng.chance(sh.backpressure),
-            // the DMA engine takes a write's data once it has its descriptor
-            dma_wr_ready: !self.wr_desc.is_empty() && !self.rng.chance(sh.backpressure),
+            dma_wr_ready: !self.rng.chance(sh.backpressure),
             ..FpIn::default()
         };
         if let Some(d) = self.txd.front() {
@@ -451,7 +453,7 @@ impl FpSim {
                     t.rx_in.push((cyc, input.rx.last));
                 }
             } else if let Some(t) = &mut self.timeline {
-                t.rx_in_stalls += 1;
+                t.rx_in_stalls.push(cyc);
             }
         }
         if input.txd_valid && out.txd_ready {
@@ -556,21 +558,23 @@ impl FpSim {
             }
             if b.last {
                 let data = std::mem::take(&mut self.wr_cur);
-                match self.wr_desc.pop_front() {
-                    Some((addr, len)) if usize::from(len) == data.len() => {
-                        if let Err(e) = mem.write(addr, &data) {
-                            self.dma_fault.get_or_insert(format!("DMA write: {e}"));
-                        }
-                        self.dma_writes.push((addr, data));
-                    }
-                    d => {
-                        self.dma_fault.get_or_insert(format!(
-                            "DMA write of {} bytes with descriptor {d:x?}",
-                            data.len()
-                        ));
-                    }
-                }
+                self.wr_data.push_back(data);
             }
+        }
+        // a write lands once its descriptor and all its data are in (the engine
+        // buffers whichever comes first)
+        while !self.wr_desc.is_empty() && !self.wr_data.is_empty() {
+            let (addr, len) = self.wr_desc.pop_front().unwrap_or_default();
+            let data = self.wr_data.pop_front().unwrap_or_default();
+            if usize::from(len) != data.len() {
+                self.dma_fault.get_or_insert(format!(
+                    "DMA write of {} bytes with a descriptor of {len} at {addr:#x}",
+                    data.len()
+                ));
+            } else if let Err(e) = mem.write(addr, &data) {
+                self.dma_fault.get_or_insert(format!("DMA write: {e}"));
+            }
+            self.dma_writes.push((addr, data));
         }
         self.bad_desc = out.tx_bad_desc;
         self.rx_drops = out.rx_drops;

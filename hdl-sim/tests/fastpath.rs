@@ -60,7 +60,7 @@ impl Dma for HostMem {
 }
 
 const MEM_BASE: u64 = 0x10_0000;
-const MEM_LEN: usize = 64 * 1024;
+const MEM_LEN: usize = 80 * 1024;
 
 /// One sim per width for the whole test binary's thread (building one takes a while).
 fn sims() -> Option<Vec<RefCell<FpSim>>> {
@@ -742,7 +742,7 @@ fn rx_stream(qps: &[RxQp], msgs: &[RxMsg], faults: &[Fault], keys: &[u32]) -> Ve
 /// in-sequence packet is consumed (its payload placed where the engine would put it,
 /// a SEND's first packet loads the QP's receive buffer) and the context written back;
 /// anything else is left alone. Returns the memory writes, or None when it did nothing.
-fn firmware(ctx: &mut RecvCtx, q: usize, pkt: &wire::Packet<'_>) -> Option<Vec<(u64, Vec<u8>)>> {
+fn firmware(ctx: &mut RecvCtx, q: usize, pkt: &wire::Packet<'_>) -> Option<Writes> {
     if !ctx.on || ctx.nak_sent || pkt.psn() != ctx.epsn {
         return None;
     }
@@ -794,16 +794,19 @@ fn firmware(ctx: &mut RecvCtx, q: usize, pkt: &wire::Packet<'_>) -> Option<Vec<(
     Some(writes)
 }
 
+/// Memory writes: (address, bytes).
+type Writes = Vec<(u64, Vec<u8>)>;
+
 /// What the model's receiver (with the firmware above) does with a stream.
 #[derive(Default)]
 struct Expect {
-    writes: Vec<(u64, Vec<u8>)>,
+    writes: Writes,
     events: Vec<Event>,
     acks: Vec<Vec<u8>>,
     exc: Vec<Vec<u8>>,
     drops: u32,
     /// After frame i the firmware wrote QP q's context and these bytes to memory.
-    fw: Vec<(usize, usize, RecvCtx, Vec<(u64, Vec<u8>)>)>,
+    fw: Vec<(usize, usize, RecvCtx, Writes)>,
 }
 
 fn model_rx(
@@ -1043,4 +1046,249 @@ fn placement_equals_the_model() {
             Ok(())
         })
         .unwrap();
+}
+
+// ------------------------------------------------------------------ line rate
+
+/// The QP of the line-rate tests: IPv4, no VLAN, MTU 4096.
+fn line_rate_qp() -> QpCfg {
+    QpCfg {
+        path: Path {
+            vlan: None,
+            ipv6: false,
+            tos: 0,
+            sport: 50000,
+            host: 2,
+        },
+        mtu: Mtu::Mtu4096,
+        sr: false,
+        window: 128,
+        max_pkts_per_ack: 64,
+        psn: 100,
+        dest_qpn: 0x123,
+        pkey: 0xFFFF,
+    }
+}
+
+/// Cycles between consecutive entries that are not one apart (bubbles).
+fn gaps(cycles: impl Iterator<Item = u64>) -> u64 {
+    let v: Vec<u64> = cycles.collect();
+    v.windows(2).map(|w| w[1] - w[0] - 1).sum()
+}
+
+/// A 64 KiB RDMA WRITE at MTU 4096 leaves the segmenter as 16 frames with no idle cycle
+/// on the wire between the first beat and the last, at both widths; the frames are
+/// the model's.
+#[test]
+fn line_rate_segmenter() {
+    let Some(sims) = sims() else { return };
+    for s in &sims {
+        let mut sim = s.borrow_mut();
+        sim.reset();
+        let mut mem = HostMem::new(MEM_BASE, MEM_LEN, 0x77);
+        let mut ctx = send_ctx(&line_rate_qp());
+        let qpn = qpn_of(0);
+        sim.write_record(
+            Table::SendCtx,
+            qpn.value(),
+            &layout::encode_send_ctx(&ctx).unwrap(),
+        );
+        sim.run_until_idle(&mut mem, 100_000).unwrap();
+        let mut sg = heapless::Vec::new();
+        sg.push(Sge {
+            addr: MEM_BASE + 3,
+            length: 65536,
+            lkey: Lkey(0),
+        })
+        .unwrap();
+        let desc = TxMsg {
+            qpn,
+            op: MsgOp::Write,
+            solicited: false,
+            sges: sg,
+            length: 65536,
+            remote_addr: 0x4000_0000,
+            rkey: Rkey(0x1234),
+            first_psn: ctx.next_psn,
+        };
+        let mut want = Vec::new();
+        let mut buf = vec![0u8; 9000];
+        for k in 0..desc.packets(ctx.mtu) {
+            let n = fastpath::segment(&mut ctx, &desc, k, &mut mem, &mut buf).unwrap();
+            want.push(buf[..n].to_vec());
+        }
+        sim.record_timeline();
+        sim.push_txd(&layout::encode_tx_msg(&desc, &TxDescOpts::default()).unwrap());
+        sim.run_until_idle(&mut mem, 1_000_000).unwrap();
+        let t = sim.take_timeline();
+        assert_eq!(frames(&mut sim), want, "{}", sim.width());
+        let beats: usize = want.iter().map(|f| sim.width().beats(f.len())).sum();
+        assert_eq!(t.tx_out.len(), beats);
+        assert_eq!(
+            gaps(t.tx_out.iter().map(|b| b.0)),
+            0,
+            "{}: idle cycles on the wire",
+            sim.width()
+        );
+        let first = t.tx_out[0].0 - t.txd[0];
+        let last = t.tx_out.last().unwrap().0;
+        eprintln!(
+            "{}: descriptor to first wire beat {first} cycles; {} frames, {beats} beats in {} cycles",
+            sim.width(),
+            want.len(),
+            last - t.tx_out[0].0 + 1
+        );
+    }
+}
+
+/// A train of 64 KiB WRITEs at MTU 4096 (64 frames back to back) goes through the
+/// placement path without stalling the wire input once, each packet's payload leaves
+/// for the DMA with no idle cycle inside it, and memory ends as the model's.
+#[test]
+fn line_rate_placement() {
+    let Some(sims) = sims() else { return };
+    for s in &sims {
+        let mut sim = s.borrow_mut();
+        sim.reset();
+        let width = sim.width();
+        let cfg = line_rate_qp();
+        let mut table = MemoryTable::<4, 16>::new();
+        let pd = table.alloc_pd().unwrap();
+        let base = 0x100_0000u64;
+        let keys = table
+            .reg_mr(
+                pd,
+                base,
+                65536,
+                AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE,
+            )
+            .unwrap();
+        sim.write_record(
+            Table::Mr,
+            keys.rkey.0 >> 8,
+            &layout::encode_mr(table.get(keys.rkey.0).unwrap()),
+        );
+        let qpn = qpn_of(0);
+        let mut ctx = RecvCtx {
+            on: true,
+            qpn,
+            cur: RxCur::None,
+            access: AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE,
+            mtu: cfg.mtu,
+            epsn: Psn::new(cfg.psn),
+            msn: Msn::new(0),
+            ack_every: 0,
+            unacked: 0,
+            pd,
+            va: 0,
+            rkey: Rkey(0),
+            resid: 0,
+            length: 0,
+            recv_addr: 0,
+            recv_loaded: false,
+            nak_sent: false,
+        };
+        sim.write_record(Table::RecvCtx, qpn.value(), &layout::encode_recv_ctx(&ctx));
+        let ack_ctx = send_ctx(&cfg);
+        sim.write_record(
+            Table::SendCtx,
+            qpn.value(),
+            &layout::encode_send_ctx(&ack_ctx).unwrap(),
+        );
+        // the peer: four 64 KiB WRITEs
+        let mut src = HostMem::new(MEM_BASE, MEM_LEN, 0x31);
+        let mut peer = send_ctx(&cfg);
+        peer.dest_qpn = qpn;
+        let mut train = Vec::new();
+        let mut buf = vec![0u8; 9000];
+        for _ in 0..4 {
+            let mut sg = heapless::Vec::new();
+            sg.push(Sge {
+                addr: MEM_BASE,
+                length: 65536,
+                lkey: Lkey(0),
+            })
+            .unwrap();
+            let desc = TxMsg {
+                qpn,
+                op: MsgOp::Write,
+                solicited: false,
+                sges: sg,
+                length: 65536,
+                remote_addr: base,
+                rkey: keys.rkey,
+                first_psn: peer.next_psn,
+            };
+            peer.una_psn = peer.next_psn;
+            for k in 0..desc.packets(peer.mtu) {
+                let n = fastpath::segment(&mut peer, &desc, k, &mut src, &mut buf).unwrap();
+                train.push(buf[..n].to_vec());
+            }
+        }
+        let mut model_mem = HostMem::new(base, 65536, 0);
+        let mut rtl_mem = model_mem.clone();
+        sim.run_until_idle(&mut rtl_mem, 100_000).unwrap();
+        let x = model_rx(
+            &train,
+            std::slice::from_mut(&mut ctx),
+            &[ack_ctx],
+            &table,
+            &mut model_mem,
+        );
+        assert!(x.events.is_empty() && x.writes.len() == train.len());
+        sim.record_timeline();
+        for f in &train {
+            sim.push_rx_frame(f);
+        }
+        sim.run_until_idle(&mut rtl_mem, 10_000_000).unwrap();
+        let t = sim.take_timeline();
+        assert_eq!(
+            t.rx_in_stalls,
+            Vec::<u64>::new(),
+            "{width}: the wire input stalled (first beat {})",
+            t.rx_in[0].0
+        );
+        assert_eq!(gaps(t.rx_in.iter().map(|b| b.0)), 0);
+        assert!(rtl_mem.bytes == model_mem.bytes, "{width}: memory differs");
+        assert_eq!(frames(&mut sim), x.acks, "{width}: ACKs");
+        // per packet: no idle cycle inside its payload
+        let mut start = 0;
+        let mut firsts = Vec::new();
+        for (i, b) in t.dma_wr.iter().enumerate() {
+            if b.1 {
+                assert_eq!(
+                    gaps(t.dma_wr[start..=i].iter().map(|b| b.0)),
+                    0,
+                    "{width}: bubble in packet payload"
+                );
+                firsts.push(t.dma_wr[start].0);
+                start = i + 1;
+            }
+        }
+        assert_eq!(firsts.len(), train.len());
+        let in_ends: Vec<u64> = t.rx_in.iter().filter(|b| b.1).map(|b| b.0).collect();
+        let lat: Vec<u64> = in_ends.iter().zip(&firsts).map(|(i, o)| o - i).collect();
+        let (min, max) = (lat.iter().min().unwrap(), lat.iter().max().unwrap());
+        let cycles = t.dma_wr.last().unwrap().0 - t.rx_in[0].0 + 1;
+        let payload_beats = width.beats(65536 / 16);
+        eprintln!(
+            "{width}: {} frames, {} input beats in {cycles} cycles; frame's last beat to its payload's first beat at the DMA {min}..{max} cycles",
+            train.len(),
+            t.rx_in.len()
+        );
+        // the ACKs (one per message, on its last packet's AckReq)
+        let ack_starts: Vec<u64> = t
+            .tx_out
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| *i == 0 || t.tx_out[i - 1].1)
+            .map(|(_, b)| b.0)
+            .collect();
+        let acked: Vec<u64> = (15..train.len()).step_by(16).map(|i| in_ends[i]).collect();
+        assert_eq!(ack_starts.len(), acked.len());
+        let ack_lat: Vec<u64> = acked.iter().zip(&ack_starts).map(|(i, o)| o - i).collect();
+        eprintln!("{width}: AckReq frame's last beat to its ACK's first beat on the wire {ack_lat:?} cycles");
+        // the train takes its input beats plus one packet's latency and payload
+        assert!(cycles <= t.rx_in.len() as u64 + max + payload_beats as u64);
+    }
 }
