@@ -1,14 +1,15 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
 //
-// fp_pkg: types and record layouts of the RC fast path (docs/fastpath.md).
+// fp_pkg: types and record layouts of the RC fast path (docs/fastpath.md,
+// interface v0.2).
 //
 // The firmware-facing records (send context, TX message descriptor, ACK
 // descriptor, receive context, MR entry, event) are little-endian byte
 // records: byte i of a record is bits [8i+7:8i] of the vector that carries
 // it, so a little-endian field of w bits at byte offset o is simply
 // rec[8*o +: w]. The offsets below are the tables of docs/fastpath.md; the
-// Rust encoders (roce_core::fastpath::layout) use the same ones, and the
-// differential tests hold the two together.
+// Rust encoders (roce_core::fastpath::layout, the contract) write them, and
+// the differential tests feed their bytes to the RTL.
 
 `resetall
 `default_nettype none
@@ -22,7 +23,7 @@ package fp_pkg;
   localparam int RCTX_BYTES = 64;
   localparam int MR_BYTES = 32;
   localparam int EV_BYTES = 64;
-  localparam int TMPL_BYTES = 72;   // wire::HeaderTemplate::MAX_LEN
+  localparam int TMPL_BYTES = 66;   // wire::HeaderTemplate::MAX_LEN
   localparam int HV_BYTES = 128;    // header vector: template + BTH + RETH + ImmDt/IETH (<= 104)
   localparam int TH_BYTES = 32;     // transport headers: BTH (12) + at most 20 bytes of extensions
 
@@ -33,21 +34,22 @@ package fp_pkg;
   localparam int SC_IP_SUM = 4;
   localparam int SC_PKEY = 6;
   localparam int SC_DEST_QPN = 8;
-  localparam int SC_MAX_PKTS = 11;
-  localparam int SC_NEXT_PSN = 12;  // word 3: next_psn (24) + noack (8), hardware writes it back
-  localparam int SC_NOACK = 15;
-  localparam int SC_UNA_PSN = 16;   // word 4: una_psn
+  localparam int SC_NEXT_PSN = 12;  // word 3: next_psn (24) + reserved; the hardware writes it back
+  localparam int SC_UNA_PSN = 16;   // word 4: una_psn (24) + reserved
   localparam int SC_WINDOW = 20;
-  localparam int SC_TEMPLATE = 24;
+  localparam int SC_MAX_PKTS = 24;  // word 6: max_pkts_per_ack (16) + noack (16)
+  localparam int SC_NOACK = 26;
+  localparam int SC_TEMPLATE = 30;
   localparam int SC_WORD_PSN = 3;
   localparam int SC_WORD_UNA = 4;
+  localparam int SC_WORD_NOACK = 6;
 
   // ------------------------------------ TX message descriptor (§2.2), bytes
   localparam int TD_QPN = 0;
   localparam int TD_OP = 3;
-  localparam int TD_FLAGS = 4;      // [0] SE, [1] REPLAY, [2] COMPLETION
+  localparam int TD_FLAGS = 4;      // [0] SE, [1] REPLAY
   localparam int TD_NUM_SGE = 5;
-  localparam int TD_WQE = 6;
+  // 6: wqe_index, for the in-flight list (not yet in RTL)
   localparam int TD_LENGTH = 8;
   localparam int TD_IMM = 12;
   localparam int TD_RADDR = 16;
@@ -62,6 +64,7 @@ package fp_pkg;
   localparam logic [7:0] OP_SEND_INV = 8'd2;
   localparam logic [7:0] OP_WRITE = 8'd3;
   localparam logic [7:0] OP_WRITE_IMM = 8'd4;
+  localparam logic [7:0] OP_FLUSH = 8'd15;
 
   // -------------------------------------------- ACK descriptor (§2.3), bytes
   localparam int AD_QPN = 0;
@@ -71,7 +74,7 @@ package fp_pkg;
   localparam int AD_MSN = 8;
 
   // ------------------------------------------- receive context (§3.2), bytes
-  localparam int RC_STATE = 0;      // [0] on, [1] recv_loaded
+  localparam int RC_STATE = 0;      // 1 = on
   localparam int RC_CUR = 1;
   localparam int RC_ACCESS = 2;
   localparam int RC_MTU_LOG2 = 3;
@@ -79,13 +82,16 @@ package fp_pkg;
   localparam int RC_ACK_EVERY = 7;
   localparam int RC_MSN = 8;
   localparam int RC_UNACKED = 11;
-  localparam int RC_PD = 12;
+  localparam int RC_PD = 12;        // 16 bits
+  localparam int RC_PKEY = 14;
   localparam int RC_VA = 16;
   localparam int RC_RKEY = 24;
   localparam int RC_RESID = 28;
   localparam int RC_RECV_ADDR = 32;
   localparam int RC_LENGTH = 40;
-  localparam int RC_NAK_SENT = 44;
+  localparam int RC_FLAGS = 44;     // [0] nak_sent, [1] recv_loaded, [2] held
+  localparam int RC_QPN = 45;
+  localparam int RC_PEER_GID = 48;  // 16 bytes, GID byte 0 first
 
   localparam logic [7:0] CUR_NONE = 8'd0;
   localparam logic [7:0] CUR_SEND = 8'd1;
@@ -108,23 +114,17 @@ package fp_pkg;
   localparam int EV_QPN = 4;
   localparam int EV_OPCODE = 7;
   localparam int EV_PSN = 8;
-  localparam int EV_FLAGS = 11;     // [0] AckReq, [1] SE, [2] BECN, [4:3] ECN, [6:5] PadCnt
+  localparam int EV_FLAGS = 11;     // [6:5] PadCnt
   localparam int EV_PAY_OFF = 12;
   localparam int EV_PAY_LEN = 14;
   localparam int EV_EXT_OFF = 16;
   localparam int EV_FRAME_LEN = 18;
   localparam int EV_MSN = 20;
+  localparam int EV_NET = 23;       // [1:0] 0 IPv4, 1 IPv6, 2 GRH; [2] 802.1Q tag
   localparam int EV_BYTE_LEN = 24;
-  localparam int EV_WQE = 28;
-  localparam int EV_RETH = 32;      // va 64, rkey 32, length 32 (numbers, little-endian)
-  localparam int EV_AETH = 48;      // syndrome << 24 | msn
-  localparam int EV_IMM = 52;       // ImmDt or IETH
 
   localparam logic [7:0] EVK_EXCEPTION = 8'd1;
   localparam logic [7:0] EVK_MSG_DONE = 8'd2;
-  // 3 = ACK_SENT is not raised: the ACK itself goes out (roce_core::fastpath has no such event)
-  localparam logic [7:0] EVK_TX_DONE = 8'd4;
-  localparam logic [7:0] EVK_TX_STALL = 8'd5;
 
   // exception reasons (§3.5), as roce_core::fastpath::Exception
   localparam logic [7:0] EXC_OFF = 8'd1;
@@ -136,6 +136,8 @@ package fp_pkg;
   localparam logic [7:0] EXC_KEY = 8'd7;
   localparam logic [7:0] EXC_NAK = 8'd8;
   localparam logic [7:0] EXC_NO_RECV = 8'd9;
+  localparam logic [7:0] EXC_HELD = 8'd10;
+  localparam logic [7:0] EXC_ADDRESS = 8'd13;
 
   // ------------------------------------------------------ RC opcodes (IBTA)
   localparam logic [7:0] RC_SEND_FIRST = 8'h00;

@@ -40,6 +40,10 @@ module fp_rx
     input  wire logic                    clk,
     input  wire logic                    rst,
 
+    // the port's MAC and GID, as little-endian records of the wire bytes
+    input  wire logic [47:0]             port_mac,
+    input  wire logic [127:0]            port_gid,
+
     input  wire logic [DATA_WIDTH-1:0]   s_axis_tdata,
     input  wire logic [KEEP_WIDTH-1:0]   s_axis_tkeep,
     input  wire logic                    s_axis_tvalid,
@@ -249,6 +253,8 @@ module fp_rx
   ) check_inst (
     .clk(clk),
     .rst(rst),
+    .port_mac(port_mac),
+    .port_gid(port_gid),
     .s_meta(meta),
     .s_meta_valid(meta_valid),
     .s_meta_ready(meta_ready),

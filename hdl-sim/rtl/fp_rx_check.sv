@@ -1,15 +1,21 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
 //
-// fp_rx_check: the fast path's receive placement rule (docs/fastpath.md
-// §3.4), one packet at a time: for each metadata record of rx_parser it
-// reads the QP's receive context and the MR of the key, checks PSN, opcode
-// sequence, ECN, lengths, key, PD, access and bounds, and decides: place
+// fp_rx_check: the fast path's receive rules (docs/fastpath.md §3.4), one
+// packet at a time: for each metadata record of rx_parser it reads the QP's
+// receive context and the MR of the key, makes the checks every packet gets
+// (the QP's fast path on, the frame this port's and from the QP's peer with
+// its P_Key, no exception pending, no CE mark) and the placement rule's (PSN,
+// opcode sequence, lengths, key, PD, access, bounds), and decides: place
 // (with the new context written back, an ACK descriptor when one is due and
 // a MSG_DONE event at the end of a SEND) or hand the frame to the firmware
-// (EXCEPTION event with the reason, context unchanged); frames the parser
-// rejected are dropped.
+// (EXCEPTION event with the reason; the context changes only in `held`);
+// frames the parser rejected are dropped.
 //
-// The rule and the order of its checks are roce_core::fastpath::receive's;
+// Responses (ACKNOWLEDGE, READ responses, ATOMIC ACKNOWLEDGE) are not taken
+// here yet: the response rule (§3.6) needs the segmenter's in-flight list,
+// which this RTL does not keep; they go to the firmware with reason 2.
+//
+// The rules and the order of the checks are roce_core::fastpath::dispatch's;
 // tests/fastpath.rs holds the two together. Six cycles per packet (C0
 // context read, C1 MR read, C2 and C3 checks, C4 decision, then the
 // write-back); the next packet's context read follows the write-back, so
@@ -29,6 +35,10 @@ module fp_rx_check
 ) (
     input  wire logic                      clk,
     input  wire logic                      rst,
+
+    // the port's addresses, as little-endian records of the wire bytes
+    input  wire logic [47:0]               port_mac,
+    input  wire logic [127:0]              port_gid,
 
     input  rx_meta_t                       s_meta,
     input  wire logic                      s_meta_valid,
@@ -79,12 +89,14 @@ module fp_rx_check
   logic     qp_in_range;
 
   // ------------------------------------------------ its context (C1)
-  logic        c_on, c_loaded;
-  logic [7:0]  c_cur, c_access, c_ack_every, c_unacked, c_nak;
+  logic        c_on, c_loaded, c_held, c_nak;
+  logic [7:0]  c_cur, c_access, c_ack_every, c_unacked;
   logic [23:0] c_epsn, c_msn;
-  logic [31:0] c_pd, c_resid, c_length;
+  logic [15:0] c_pd;
+  logic [31:0] c_resid, c_length;
   logic [63:0] c_recv_addr;
   logic [RCTX_BYTES*8-1:0] c_raw;
+  logic        k_ours;     // this port's frame, RC, from the QP's peer, P_Key matching
 
   // the access the packet asks for (C1)
   logic [63:0] x_va;
@@ -96,7 +108,7 @@ module fp_rx_check
   logic [7:0]  r_access, r_valid;
 
   // ----------------------------------------------------- checks (C2, C3)
-  logic        k_write, k_send, k_starts, k_ends;
+  logic        k_write, k_send, k_starts, k_ends, k_response;
   logic        k_opcode_ok, k_psn_ok, k_seq_ok, k_ecn_ok, k_len_ok, k_fits, k_send_fits;
   logic        k_ge;
   logic [63:0] k_off;
@@ -105,6 +117,27 @@ module fp_rx_check
   logic [15:0] n;
   logic [31:0] mtu;
   assign n = m.payload_len;
+
+  // a GID from the parser's address field (IPv4: ::ffff:a.b.c.d), as the
+  // little-endian record of its bytes
+  function automatic logic [127:0] gid_of(input logic [1:0] kind, input logic [127:0] ip);
+    logic [127:0] num;
+    logic [127:0] rec;
+    num = (kind == L3_IPV4) ? {80'd0, 16'hFFFF, ip[31:0]} : ip;
+    for (int i = 0; i < 16; i++) rec[8*i +: 8] = num[127 - 8*i -: 8];
+    return rec;
+  endfunction
+
+  function automatic logic [47:0] mac_rec(input logic [47:0] num);
+    logic [47:0] rec;
+    for (int i = 0; i < 6; i++) rec[8*i +: 8] = num[47 - 8*i -: 8];
+    return rec;
+  endfunction
+
+  // engine::pkey_match: the low 15 bits equal and not 0, one of the two a full member
+  function automatic logic pkey_match(input logic [15:0] a, input logic [15:0] b);
+    return a[14:0] == b[14:0] && a[14:0] != '0 && (a[15] || b[15]);
+  endfunction
 
   always_comb begin
     rctx_rd_en = s_meta_valid && s_meta_ready;
@@ -128,21 +161,28 @@ module fp_rx_check
         logic [RCTX_BYTES*8-1:0] r;
         r = rctx_rd_data;
         c_raw <= r;
-        c_on <= r[8*RC_STATE + 0];
-        c_loaded <= r[8*RC_STATE + 1];
+        c_on <= r[8*RC_STATE +: 8] == 8'd1;
+        c_nak <= r[8*RC_FLAGS + 0];
+        c_loaded <= r[8*RC_FLAGS + 1];
+        c_held <= r[8*RC_FLAGS + 2];
         c_cur <= r[8*RC_CUR +: 8];
         c_access <= r[8*RC_ACCESS +: 8];
         c_epsn <= r[8*RC_EPSN +: 24];
         c_ack_every <= r[8*RC_ACK_EVERY +: 8];
         c_msn <= r[8*RC_MSN +: 24];
         c_unacked <= r[8*RC_UNACKED +: 8];
-        c_pd <= r[8*RC_PD +: 32];
+        c_pd <= r[8*RC_PD +: 16];
         c_resid <= r[8*RC_RESID +: 32];
         c_recv_addr <= r[8*RC_RECV_ADDR +: 64];
         c_length <= r[8*RC_LENGTH +: 32];
-        c_nak <= r[8*RC_NAK_SENT +: 8];
         mtu <= (r[8*RC_MTU_LOG2 +: 8] >= 8'd8 && r[8*RC_MTU_LOG2 +: 8] <= 8'd12)
             ? 32'd1 << r[8*RC_MTU_LOG2 +: 4] : 32'd0;
+        k_ours <= mac_rec(m.eth_dst) == port_mac
+            && gid_of(m.l3_kind, m.ip_dst) == port_gid
+            && m.bth_opcode[7:5] == 3'd0
+            && m.bth_destqp == r[8*RC_QPN +: 24]
+            && pkey_match(m.bth_pkey, r[8*RC_PKEY +: 16])
+            && gid_of(m.l3_kind, m.ip_src) == r[8*RC_PEER_GID +: 128];
         if (m.ext_mask[EXT_RETH]) begin
           x_va <= m.reth_va;
           x_rkey <= m.reth_rkey;
@@ -171,6 +211,8 @@ module fp_rx_check
         k_ends <= op == RC_WRITE_LAST || op == RC_WRITE_ONLY || op == RC_SEND_LAST;
         k_opcode_ok <= op == RC_WRITE_FIRST || op == RC_WRITE_MIDDLE || op == RC_WRITE_LAST
             || op == RC_WRITE_ONLY || op == RC_SEND_MIDDLE || op == RC_SEND_LAST;
+        // ACKNOWLEDGE, READ responses, ATOMIC ACKNOWLEDGE
+        k_response <= (op >= 8'h0D && op <= 8'h12);
         k_psn_ok <= m.bth_psn == c_epsn;
         k_ecn_ok <= m.ip_ecn != 2'd3;
         // payload length by position: FIRST/MIDDLE exactly the MTU, LAST 1..MTU, ONLY 0..MTU
@@ -201,8 +243,8 @@ module fp_rx_check
           CUR_SEND:  k_seq_ok <= k_send;
           default:   k_seq_ok <= 1'b0;
         endcase
-        k_key_ok <= (c_access & ACC_REMOTE_WRITE) != 0 && r_valid != 0 && r_key == x_rkey
-            && r_pd == c_pd && (r_access & ACC_REMOTE_WRITE) != 0;
+        k_key_ok <= (c_access & ACC_REMOTE_WRITE) != 0 && r_valid != 0 && r_key != 0
+            && r_key == x_rkey && r_pd == {16'd0, c_pd} && (r_access & ACC_REMOTE_WRITE) != 0;
         // memory::range_within(base, len, va, resid)
         k_range_ok <= k_ge && k_off <= r_len && {32'd0, x_resid} <= r_len - k_off;
         st <= 3'd4;
@@ -217,12 +259,16 @@ module fp_rx_check
         logic [23:0] msn_n;
         logic [RCTX_BYTES*8-1:0] w;
         if (m.error != ERR_NONE) reason = 8'd0;
-        else if (!qp_in_range || !c_on) reason = EXC_OFF;
+        else if (!qp_in_range) reason = EXC_ADDRESS;
+        else if (!c_on) reason = EXC_OFF;
+        else if (!k_ours) reason = EXC_ADDRESS;
+        else if (c_held) reason = EXC_HELD;
+        else if (!k_ecn_ok) reason = EXC_ECN;
+        else if (k_response) reason = EXC_OPCODE;
         else if (!k_opcode_ok) reason = EXC_OPCODE;
-        else if (c_nak != 0) reason = EXC_NAK;
+        else if (c_nak) reason = EXC_NAK;
         else if (!k_psn_ok) reason = EXC_PSN;
         else if (!k_seq_ok) reason = EXC_SEQUENCE;
-        else if (!k_ecn_ok) reason = EXC_ECN;
         else if (!k_len_ok) reason = EXC_LENGTH;
         else if (k_send && !c_loaded) reason = EXC_NO_RECV;
         else if (k_send && !k_send_fits) reason = EXC_LENGTH;
@@ -247,26 +293,18 @@ module fp_rx_check
           v.ev[8*EV_REASON +: 8] = reason;
           v.ev[8*EV_SLOT +: 16] = frame_slot;
           v.ev[8*EV_OPCODE +: 8] = m.bth_opcode;
-          v.ev[8*EV_FLAGS +: 8] = {1'b0, m.bth_padcnt, m.ip_ecn, m.bth_becn, m.bth_se, m.bth_ackreq};
+          v.ev[8*EV_FLAGS +: 8] = {1'b0, m.bth_padcnt, 5'd0};
           v.ev[8*EV_PAY_OFF +: 16] = m.payload_offset[15:0];
           v.ev[8*EV_PAY_LEN +: 16] = m.payload_len;
           v.ev[8*EV_EXT_OFF +: 16] = m.payload_offset[15:0] - {10'd0, m.hdr_len} + 16'd12;
           v.ev[8*EV_FRAME_LEN +: 16] = m.frame_len[15:0];
-          if (m.ext_mask[EXT_RETH]) begin
-            v.ev[8*EV_RETH +: 64] = m.reth_va;
-            v.ev[8*(EV_RETH+8) +: 32] = m.reth_rkey;
-            v.ev[8*(EV_RETH+12) +: 32] = m.reth_dmalen;
-          end
-          if (m.ext_mask[EXT_AETH]) v.ev[8*EV_AETH +: 32] = {m.aeth_syndrome, m.aeth_msn};
-          if (m.ext_mask[EXT_IMMDT]) v.ev[8*EV_IMM +: 32] = m.immdt;
-          if (m.ext_mask[EXT_IETH]) v.ev[8*EV_IMM +: 32] = m.ieth_rkey;
+          v.ev[8*EV_NET +: 8] = {5'd0, m.vlan_present, m.l3_kind - 2'd1};
         end else begin
           v.action = ACT_PLACE;
           v.dma_addr = k_send ? c_recv_addr : x_va;
           if (k_send && k_ends) begin
             v.ev_valid = 1'b1;
             v.ev[8*EV_KIND +: 8] = EVK_MSG_DONE;
-            v.ev[8*EV_OPCODE +: 8] = m.bth_opcode;
             v.ev[8*EV_MSN +: 24] = msn_n;
             v.ev[8*EV_BYTE_LEN +: 32] = c_length + {16'd0, n};
           end
@@ -281,14 +319,16 @@ module fp_rx_check
         v.ev[8*EV_QPN +: 24] = m.bth_destqp;
         v.ev[8*EV_PSN +: 24] = m.bth_psn;
 
-        // the context after the packet
+        // the context after the packet; after an exception only `held` changes
         w = c_raw;
-        if (k_send) begin
+        if (!ok) begin
+          w[8*RC_FLAGS + 2] = 1'b1;
+        end else if (k_send) begin
           w[8*RC_RECV_ADDR +: 64] = c_recv_addr + {48'd0, n};
           w[8*RC_RESID +: 32] = c_resid - {16'd0, n};
           w[8*RC_LENGTH +: 32] = c_length + {16'd0, n};
           w[8*RC_CUR +: 8] = k_ends ? CUR_NONE : CUR_SEND;
-          if (k_ends) w[8*RC_STATE + 1] = 1'b0;
+          if (k_ends) w[8*RC_FLAGS + 1] = 1'b0;
         end else begin
           w[8*RC_VA +: 64] = x_va + {48'd0, n};
           w[8*RC_RKEY +: 32] = x_rkey;
@@ -296,11 +336,15 @@ module fp_rx_check
           if (m.ext_mask[EXT_RETH]) w[8*RC_LENGTH +: 32] = m.reth_dmalen;
           w[8*RC_CUR +: 8] = k_ends ? CUR_NONE : CUR_WRITE;
         end
-        w[8*RC_MSN +: 24] = msn_n;
-        w[8*RC_EPSN +: 24] = c_epsn + 24'd1;
-        w[8*RC_UNACKED +: 8] = due ? 8'd0 : (c_unacked == 8'hFF ? 8'hFF : c_unacked + 8'd1);
+        if (ok) begin
+          w[8*RC_MSN +: 24] = msn_n;
+          w[8*RC_EPSN +: 24] = c_epsn + 24'd1;
+          w[8*RC_UNACKED +: 8] = due ? 8'd0 : (c_unacked == 8'hFF ? 8'hFF : c_unacked + 8'd1);
+        end
 
-        rctx_wr_en <= ok;
+        // a parser drop, a QPN beyond the table and a QP whose fast path is off
+        // change nothing
+        rctx_wr_en <= m.error == ERR_NONE && qp_in_range && c_on;
         rctx_wr_addr <= m.bth_destqp[QPN_W-1:0];
         rctx_wr_data <= w;
         m_verdict <= v;

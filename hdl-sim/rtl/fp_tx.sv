@@ -14,8 +14,9 @@
 // The firmware writes the send contexts through the cfg port, one 32-bit
 // word of a 96-byte record at a time (word 4 = una_psn moves the window of a
 // message in progress); reads return the word one cycle later on cfg_rdata.
-// The planner's write-back of next_psn/noack has priority: a firmware write
-// waits a cycle then (cfg_wr_ready low).
+// The planner's write-back of next_psn (word 3) and noack (word 6, with
+// max_pkts_per_ack as it read it) has priority: a firmware write waits a
+// cycle then (cfg_wr_ready low).
 //
 // DMA read interface: m_dma_rd_req_* asks for len bytes at addr (host
 // memory); the answers come back on s_dma_rd_* in request order, the pieces
@@ -77,11 +78,6 @@ module fp_tx
     input  wire logic                    m_axis_tready,
     output logic                         m_axis_tlast,
 
-    // events: TX_DONE, TX_STALL
-    output logic [EV_BYTES*8-1:0]        m_ev_data,
-    output logic                         m_ev_valid,
-    input  wire logic                    m_ev_ready,
-
     output logic [31:0]                  bad_desc
 );
 
@@ -97,7 +93,7 @@ module fp_tx
   logic [SCTX_BYTES*8-1:0]  ram_rd_data;
   logic                     wb_en;
   logic [QPN_W-1:0]         wb_addr;
-  logic [31:0]              wb_data;
+  logic [31:0]              wb_psn, wb_noack;
   logic                     fw_wr, fw_rd;
   logic [4:0]               rd_word_q;
 
@@ -116,8 +112,10 @@ module fp_tx
     ram_wd = {SC_WORDS{cfg_wr_data}};
     if (wb_en) begin
       ram_we[SC_WORD_PSN] = 1'b1;
+      ram_we[SC_WORD_NOACK] = 1'b1;
       ram_wa = wb_addr;
-      ram_wd = {SC_WORDS{wb_data}};
+      ram_wd[32*SC_WORD_PSN +: 32] = wb_psn;
+      ram_wd[32*SC_WORD_NOACK +: 32] = wb_noack;
     end else if (fw_wr && 32'(cfg_wr_word) < SC_WORDS) begin
       ram_we[cfg_wr_word] = 1'b1;
     end
@@ -167,7 +165,8 @@ module fp_tx
     .ctx_rd_data(ram_rd_data),
     .ctx_wb_en(wb_en),
     .ctx_wb_addr(wb_addr),
-    .ctx_wb_data(wb_data),
+    .ctx_wb_psn(wb_psn),
+    .ctx_wb_noack(wb_noack),
     .una_wr_en(fw_wr && !wb_en && cfg_wr_word == 5'(SC_WORD_UNA)),
     .una_wr_addr(cfg_wr_index),
     .una_wr_psn(cfg_wr_data[23:0]),
@@ -179,9 +178,6 @@ module fp_tx
     .m_rd_last(rq_last),
     .m_rd_valid(rq_valid),
     .m_rd_ready(rq_ready),
-    .m_ev_data(m_ev_data),
-    .m_ev_valid(m_ev_valid),
-    .m_ev_ready(m_ev_ready),
     .bad_desc(bad_desc)
   );
 

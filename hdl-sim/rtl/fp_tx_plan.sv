@@ -6,11 +6,16 @@
 // decides everything the wire needs: opcode, PSN, AckReq, PadCnt, RETH,
 // ImmDt/IETH. It hands each packet to the header builder as a job and asks
 // the DMA for the packet's payload, one request per SGE piece; it writes the
-// context's next_psn/noack word back after every packet.
+// context's next_psn and noack back after every packet. FLUSH sets noack to 0.
 //
-// A packet whose PSN the window does not allow waits (TX_STALL event, once)
-// until the firmware writes a una_psn that opens it; ACK descriptors are
-// still served while it waits.
+// A packet whose PSN the window does not allow waits until the firmware
+// writes a una_psn that opens it (ACK descriptors are still served); a
+// replayed packet whose PSN is before una_psn is skipped.
+//
+// Not yet in RTL (v0.2): READ and atomic requests (such descriptors are
+// dropped and counted in bad_desc), the per-QP descriptor queues served
+// round robin (descriptors are taken in order, one message at a time), and
+// the in-flight list the response path reads.
 //
 // The packet rule is roce_core::fastpath::segment's; tests/fastpath.rs
 // checks the frames byte for byte against it. Per packet the planner takes 2
@@ -45,10 +50,12 @@ module fp_tx_plan
     output logic [QPN_W-1:0]                ctx_rd_addr,
     input  wire logic [SCTX_BYTES*8-1:0]    ctx_rd_data,
 
-    // write-back of word 3 (next_psn, noack); has priority on the table
+    // write-back of words 3 (next_psn) and 6 (max_pkts_per_ack, noack); has
+    // priority on the table
     output logic                            ctx_wb_en,
     output logic [QPN_W-1:0]                ctx_wb_addr,
-    output logic [31:0]                     ctx_wb_data,
+    output logic [31:0]                     ctx_wb_psn,
+    output logic [31:0]                     ctx_wb_noack,
 
     // firmware writes of una_psn (word 4), seen as they go into the table
     input  wire logic                       una_wr_en,
@@ -67,12 +74,8 @@ module fp_tx_plan
     output logic                            m_rd_valid,
     input  wire logic                       m_rd_ready,
 
-    // events (TX_DONE, TX_STALL)
-    output logic [EV_BYTES*8-1:0]           m_ev_data,
-    output logic                            m_ev_valid,
-    input  wire logic                       m_ev_ready,
-
-    // descriptors dropped: context not valid, or SGEs shorter than the length
+    // descriptors dropped: context not valid, an op this RTL does not send, or
+    // SGEs shorter than the length
     output logic [31:0]                     bad_desc
 );
 
@@ -90,11 +93,10 @@ module fp_tx_plan
   state_e state, ret;
 
   // ---------------------------------------------------------- the message
-  logic [23:0]  d_qpn;
+  logic [QPN_W-1:0] d_qpn;  // the context's index (the firmware posts only QPNs it has)
   logic [7:0]   d_op;
-  logic         d_se, d_replay, d_cmpl;
+  logic         d_se, d_replay;
   logic [2:0]   d_nsge;
-  logic [15:0]  d_wqe;
   logic [31:0]  d_len, d_imm, d_rkey, d_start, d_end;
   logic [63:0]  d_raddr;
   logic [23:0]  d_first_psn;
@@ -103,12 +105,13 @@ module fp_tx_plan
 
   // --------------------------------------------------- its send context
   logic [TMPL_BYTES*8-1:0] c_tmpl;
-  logic [7:0]   c_hdr_len, c_l3_off, c_max_pkts, c_noack;
+  logic [7:0]   c_hdr_len, c_l3_off;
+  logic [15:0]  c_max_pkts, c_noack;
   logic [1:0]   c_kind;
   logic         c_valid, c_sr;
   logic [3:0]   c_mtu_log2;
-  logic [15:0]  c_ip_sum, c_pkey, c_window;
-  logic [23:0]  c_dest_qpn, c_next_psn, c_una;
+  logic [15:0]  c_ip_sum, c_pkey;
+  logic [23:0]  c_dest_qpn, c_next_psn, c_una, c_window;
 
   // ----------------------------------------------------- packet cursor
   logic [31:0]  k, kend, npk, off, mtu;
@@ -121,6 +124,7 @@ module fp_tx_plan
   logic [2:0]   g_i;
   logic [31:0]  g_o, g_skip;
   logic [15:0]  g_rem;
+  logic         g_dry;        // skipping a packet: move the cursor, read nothing
 
   // ------------------------------------------------ the ACK being served
   logic [ACKD_BYTES*8-1:0] a_desc;
@@ -129,14 +133,6 @@ module fp_tx_plan
   logic               una_q_en;
   logic [QPN_W-1:0]   una_q_addr;
   logic [23:0]        una_q_psn;
-
-  // event out (one register)
-  logic [EV_BYTES*8-1:0] ev;
-  logic                  ev_valid;
-  logic                  stall_told;
-
-  assign m_ev_data = ev;
-  assign m_ev_valid = ev_valid;
 
   // ----------------------------------------------------- combinational
   logic serve_ack;
@@ -161,10 +157,10 @@ module fp_tx_plan
   logic        is_write;
   logic [7:0]  opcode;
   logic        ackreq;
-  logic [8:0]  noack_inc;
+  logic [16:0] noack_inc;
   logic [23:0] psn_next;
   assign is_write = d_op == OP_WRITE || d_op == OP_WRITE_IMM;
-  assign noack_inc = {1'b0, c_noack} + 9'd1;
+  assign noack_inc = {1'b0, c_noack} + 17'd1;
   assign psn_next = psn + 24'd1;
 
   always_comb begin
@@ -190,8 +186,7 @@ module fp_tx_plan
         endcase
       end else opcode = RC_SEND_MIDDLE;
     end
-    ackreq = p_last || noack_inc >= {1'b0, c_max_pkts}
-        || p_outst + 24'd1 >= {8'd0, c_window};
+    ackreq = p_last || noack_inc >= {1'b0, c_max_pkts} || p_outst + 24'd1 >= c_window;
   end
 
   // the packet's job
@@ -246,7 +241,7 @@ module fp_tx_plan
   assign m_rd_addr = g_addr;
   assign m_rd_len = g_n[15:0];
   assign m_rd_last = g_n[15:0] == g_rem;
-  assign m_rd_valid = state == S_GATHER && g_avail != 0;
+  assign m_rd_valid = state == S_GATHER && g_avail != 0 && !g_dry;
 
   // sum of the SGE lengths (S_CHECK), 33 bits
   logic [33:0] sge_sum;
@@ -263,9 +258,8 @@ module fp_tx_plan
     una_q_en <= una_wr_en;
     una_q_addr <= una_wr_addr;
     una_q_psn <= una_wr_psn;
-    if (m_ev_ready) ev_valid <= 1'b0;
     // the firmware moved the window of the message's QP
-    if (una_wr_en && una_wr_addr == d_qpn[QPN_W-1:0]) c_una <= una_wr_psn;
+    if (una_wr_en && una_wr_addr == d_qpn) c_una <= una_wr_psn;
 
     if (serve_ack) begin
       a_desc <= s_ackd_data;
@@ -274,13 +268,11 @@ module fp_tx_plan
     end else begin
       case (state)
         S_IDLE: if (s_txd_valid) begin
-          d_qpn <= s_txd_data[8*TD_QPN +: 24];
+          d_qpn <= s_txd_data[8*TD_QPN +: QPN_W];
           d_op <= s_txd_data[8*TD_OP +: 8];
           d_se <= s_txd_data[8*TD_FLAGS + 0];
           d_replay <= s_txd_data[8*TD_FLAGS + 1];
-          d_cmpl <= s_txd_data[8*TD_FLAGS + 2];
           d_nsge <= (s_txd_data[8*TD_NUM_SGE +: 8] > 8'd4) ? 3'd4 : s_txd_data[8*TD_NUM_SGE +: 3];
-          d_wqe <= s_txd_data[8*TD_WQE +: 16];
           d_len <= s_txd_data[8*TD_LENGTH +: 32];
           d_imm <= s_txd_data[8*TD_IMM +: 32];
           d_raddr <= s_txd_data[8*TD_RADDR +: 64];
@@ -300,8 +292,8 @@ module fp_tx_plan
         S_LOAD: begin
           // the context word read last cycle, with any una_psn written since
           una_now = ctx_rd_data[8*SC_UNA_PSN +: 24];
-          if (una_q_en && una_q_addr == d_qpn[QPN_W-1:0]) una_now = una_q_psn;
-          if (una_wr_en && una_wr_addr == d_qpn[QPN_W-1:0]) una_now = una_wr_psn;
+          if (una_q_en && una_q_addr == d_qpn) una_now = una_q_psn;
+          if (una_wr_en && una_wr_addr == d_qpn) una_now = una_wr_psn;
           c_tmpl <= ctx_rd_data[8*SC_TEMPLATE +: TMPL_BYTES*8];
           c_hdr_len <= ctx_rd_data[8*SC_HDR_LEN +: 8];
           c_l3_off <= ctx_rd_data[8*SC_L3_OFF +: 8];
@@ -313,11 +305,11 @@ module fp_tx_plan
           c_ip_sum <= ctx_rd_data[8*SC_IP_SUM +: 16];
           c_pkey <= ctx_rd_data[8*SC_PKEY +: 16];
           c_dest_qpn <= ctx_rd_data[8*SC_DEST_QPN +: 24];
-          c_max_pkts <= ctx_rd_data[8*SC_MAX_PKTS +: 8];
+          c_max_pkts <= ctx_rd_data[8*SC_MAX_PKTS +: 16];
           c_next_psn <= ctx_rd_data[8*SC_NEXT_PSN +: 24];
-          c_noack <= ctx_rd_data[8*SC_NOACK +: 8];
+          c_noack <= ctx_rd_data[8*SC_NOACK +: 16];
           c_una <= una_now;
-          c_window <= ctx_rd_data[8*SC_WINDOW +: 16];
+          c_window <= ctx_rd_data[8*SC_WINDOW +: 24];
           state <= S_CHECK;
         end
 
@@ -336,9 +328,17 @@ module fp_tx_plan
           psn <= d_first_psn + ks[23:0];
           g_i <= '0;
           g_o <= '0;
-          if (!c_valid || c_mtu_log2 < 4'd8 || c_mtu_log2 > 4'd12
-              || sge_sum < {2'd0, d_len} || d_nsge == 0) begin
+          if (!c_valid || c_kind > 2'd1 || c_mtu_log2 < 4'd8 || c_mtu_log2 > 4'd12
+              || (d_op > OP_WRITE_IMM && d_op != OP_FLUSH) || sge_sum < {2'd0, d_len}) begin
             bad_desc <= bad_desc + 32'd1;
+            state <= S_IDLE;
+          end else if (d_op == OP_FLUSH) begin
+            // the firmware rewound the requester: the AckReq count starts again
+            c_noack <= '0;
+            ctx_wb_en <= 1'b1;
+            ctx_wb_addr <= d_qpn;
+            ctx_wb_psn <= {8'd0, c_next_psn};
+            ctx_wb_noack <= {16'd0, c_max_pkts};
             state <= S_IDLE;
           end else if (ks >= ke || ks >= n) begin
             state <= S_DONE;
@@ -366,38 +366,39 @@ module fp_tx_plan
           p_last <= k + 32'd1 == npk;
           outst = psn_diff(psn, c_una);
           p_outst <= outst;
-          if (outst < 0 || outst >= signed'({8'd0, c_window})) begin
+          g_dry <= 1'b0;
+          if (outst < 0 && d_replay) begin
+            // acknowledged while it waited: skip it
+            k <= k + 32'd1;
+            off <= off + mtu;
+            psn <= psn_next;
+            g_rem <= 16'((rem < mtu) ? rem : mtu);
+            g_dry <= 1'b1;
+            if (rem != 0) state <= S_GATHER;
+            else if (k + 32'd1 >= kend) state <= S_DONE;
+          end else if (outst < 0 || outst >= signed'(c_window)) begin
             state <= S_STALL;
           end else begin
-            stall_told <= 1'b0;
             state <= S_PKT_B;
           end
         end
 
         S_STALL: begin
-          if (!stall_told && !ev_valid) begin
-            ev <= '0;
-            ev[8*EV_KIND +: 8] <= EVK_TX_STALL;
-            ev[8*EV_QPN +: 24] <= d_qpn;
-            ev[8*EV_PSN +: 24] <= psn;
-            ev[8*EV_WQE +: 16] <= d_wqe;
-            ev_valid <= 1'b1;
-            stall_told <= 1'b1;
-          end
           outst = psn_diff(psn, c_una);
-          if (outst >= 0 && outst < signed'({8'd0, c_window})) state <= S_PKT_A;
+          if (outst >= 0 && outst < signed'(c_window) || (outst < 0 && d_replay)) state <= S_PKT_A;
         end
 
         S_PKT_B: if (job_room) begin
-          logic [7:0] noack_n;
+          logic [15:0] noack_n;
           logic [23:0] next_n;
-          noack_n = ackreq ? 8'd0 : noack_inc[7:0];
+          noack_n = ackreq ? 16'd0 : noack_inc[15:0];
           next_n = (psn_diff(psn_next, c_next_psn) > 0) ? psn_next : c_next_psn;
           c_noack <= noack_n;
           c_next_psn <= next_n;
           ctx_wb_en <= 1'b1;
-          ctx_wb_addr <= d_qpn[QPN_W-1:0];
-          ctx_wb_data <= {noack_n, next_n};
+          ctx_wb_addr <= d_qpn;
+          ctx_wb_psn <= {8'd0, next_n};
+          ctx_wb_noack <= {noack_n, c_max_pkts};
           k <= k + 32'd1;
           off <= off + mtu;
           psn <= psn_next;
@@ -412,7 +413,7 @@ module fp_tx_plan
             // an empty (or used up) SGE: next one
             g_i <= g_i + 3'd1;
             g_o <= '0;
-          end else if (m_rd_ready) begin
+          end else if (m_rd_ready || g_dry) begin
             g_rem <= g_rem - g_n[15:0];
             if (g_n == g_avail) begin
               g_i <= g_i + 3'd1;
@@ -424,29 +425,16 @@ module fp_tx_plan
           end
         end
 
-        S_DONE: begin
-          if (!d_cmpl) state <= S_IDLE;
-          else if (!ev_valid) begin
-            ev <= '0;
-            ev[8*EV_KIND +: 8] <= EVK_TX_DONE;
-            ev[8*EV_QPN +: 24] <= d_qpn;
-            ev[8*EV_PSN +: 24] <= psn - 24'd1;
-            ev[8*EV_WQE +: 16] <= d_wqe;
-            ev_valid <= 1'b1;
-            state <= S_IDLE;
-          end
-        end
+        S_DONE: state <= S_IDLE;
 
         default: state <= S_IDLE;
       endcase
     end
     if (rst) begin
       state <= S_IDLE;
-      ev_valid <= 1'b0;
       ctx_wb_en <= 1'b0;
       una_q_en <= 1'b0;
       bad_desc <= '0;
-      stall_told <= 1'b0;
       d_qpn <= '0;
     end
   end

@@ -2,9 +2,10 @@
 //
 // roce_fp_top: the RC fast path (docs/fastpath.md) at one bus width: fp_tx
 // and fp_rx, the receive side's ACK descriptors joined to the firmware's in
-// front of the segmenter, both sides' events joined into one stream, and the
-// firmware's table port split by table (0 send contexts, 1 receive
-// contexts, 2 MR entries). The Verilator top of roce-hdl-sim's fast-path
+// front of the segmenter, and the firmware's table port split by table (0
+// send contexts, 1 receive
+// contexts, 2 MR entries, 3 the port's addresses: words 0..1 MAC, 2..5 GID,
+// as little-endian records of the wire bytes). The Verilator top of roce-hdl-sim's fast-path
 // model; the SoC instantiates it the same way.
 
 `resetall
@@ -126,17 +127,28 @@ module roce_fp_top
   logic tx_wr_ready, rx_wr_ready, tx_rd_ready, rx_rd_ready;
   logic [31:0] tx_rdata, rx_rdata;
   logic tx_rdata_valid, rx_rdata_valid;
-  logic wr_tx, rd_tx;
+  logic wr_tx, rd_tx, wr_port, rd_port;
   assign wr_tx = cfg_wr_table == 2'd0;
   assign rd_tx = cfg_rd_table == 2'd0;
-  assign cfg_wr_ready = wr_tx ? tx_wr_ready : rx_wr_ready;
-  assign cfg_rd_ready = rd_tx ? tx_rd_ready : rx_rd_ready;
-  assign cfg_rdata = tx_rdata_valid ? tx_rdata : rx_rdata;
-  assign cfg_rdata_valid = tx_rdata_valid || rx_rdata_valid;
+  assign wr_port = cfg_wr_table == 2'd3;
+  assign rd_port = cfg_rd_table == 2'd3;
+  assign cfg_wr_ready = wr_port || (wr_tx ? tx_wr_ready : rx_wr_ready);
+  assign cfg_rd_ready = rd_port || (rd_tx ? tx_rd_ready : rx_rd_ready);
+
+  // the port's addresses (table 3): words 0..1 the MAC (bytes 0..5), 2..5 the GID
+  logic [255:0] port_rec;
+  logic [31:0]  port_rdata;
+  logic         port_rdata_valid;
+  always_ff @(posedge clk) begin
+    if (cfg_wr_valid && wr_port) port_rec[32*cfg_wr_word[2:0] +: 32] <= cfg_wr_data;
+    port_rdata_valid <= cfg_rd_valid && rd_port;
+    port_rdata <= port_rec[32*cfg_rd_word[2:0] +: 32];
+    if (rst) port_rdata_valid <= 1'b0;
+  end
+  assign cfg_rdata = tx_rdata_valid ? tx_rdata : port_rdata_valid ? port_rdata : rx_rdata;
+  assign cfg_rdata_valid = tx_rdata_valid || rx_rdata_valid || port_rdata_valid;
 
   // ----------------------------------------------------------------- TX
-  logic [EV_BYTES*8-1:0] tx_ev, rx_ev;
-  logic tx_ev_valid, tx_ev_ready, rx_ev_valid, rx_ev_ready, ev_skid_ready;
 
   fp_tx #(
     .DATA_WIDTH(DATA_WIDTH),
@@ -176,9 +188,6 @@ module roce_fp_top
     .m_axis_tvalid(tx_m_axis_tvalid),
     .m_axis_tready(tx_m_axis_tready),
     .m_axis_tlast(tx_m_axis_tlast),
-    .m_ev_data(tx_ev),
-    .m_ev_valid(tx_ev_valid),
-    .m_ev_ready(tx_ev_ready),
     .bad_desc(tx_bad_desc)
   );
 
@@ -195,13 +204,15 @@ module roce_fp_top
     .s_axis_tvalid(rx_s_axis_tvalid),
     .s_axis_tready(rx_s_axis_tready),
     .s_axis_tlast(rx_s_axis_tlast),
-    .cfg_wr_valid(cfg_wr_valid && !wr_tx),
+    .port_mac(port_rec[47:0]),
+    .port_gid(port_rec[64 +: 128]),
+    .cfg_wr_valid(cfg_wr_valid && !wr_tx && !wr_port),
     .cfg_wr_ready(rx_wr_ready),
     .cfg_wr_table(cfg_wr_table == 2'd2),
     .cfg_wr_index(cfg_wr_index),
     .cfg_wr_word(cfg_wr_word),
     .cfg_wr_data(cfg_wr_data),
-    .cfg_rd_valid(cfg_rd_valid && !rd_tx),
+    .cfg_rd_valid(cfg_rd_valid && !rd_tx && !rd_port),
     .cfg_rd_ready(rx_rd_ready),
     .cfg_rd_table(cfg_rd_table == 2'd2),
     .cfg_rd_index(cfg_rd_index),
@@ -222,30 +233,13 @@ module roce_fp_top
     .m_exc_tvalid(exc_tvalid),
     .m_exc_tready(exc_tready),
     .m_exc_tlast(exc_tlast),
-    .m_ev_data(rx_ev),
-    .m_ev_valid(rx_ev_valid),
-    .m_ev_ready(rx_ev_ready),
+    .m_ev_data(ev_data),
+    .m_ev_valid(ev_valid),
+    .m_ev_ready(ev_ready),
     .m_ack_data(rx_ack),
     .m_ack_valid(rx_ack_valid),
     .m_ack_ready(rx_ack_ready),
     .drops(rx_drops)
-  );
-
-  // --------------------------------------------------------------- events
-  assign rx_ev_ready = ev_skid_ready;
-  assign tx_ev_ready = ev_skid_ready && !rx_ev_valid;
-
-  axis_skid #(
-    .WIDTH(EV_BYTES * 8)
-  ) ev_skid_inst (
-    .clk(clk),
-    .rst(rst),
-    .s_data(rx_ev_valid ? rx_ev : tx_ev),
-    .s_valid(rx_ev_valid || tx_ev_valid),
-    .s_ready(ev_skid_ready),
-    .m_data(ev_data),
-    .m_valid(ev_valid),
-    .m_ready(ev_ready)
   );
 
 endmodule

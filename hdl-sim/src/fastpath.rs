@@ -25,6 +25,8 @@ pub enum Table {
     RecvCtx = 1,
     /// MR entries, 32 bytes each, by key >> 8.
     Mr = 2,
+    /// The port's addresses (index 0): bytes 0..5 the MAC, 8..23 the GID.
+    Port = 3,
 }
 
 /// Cycle numbers of transfers, for line-rate and latency checks.

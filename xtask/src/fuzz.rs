@@ -70,6 +70,12 @@ pub const TARGETS: &[Target] = &[
         sanitizer: "none",
         long: TEN_MILLION,
     },
+    Target {
+        name: "abi",
+        frames: false,
+        sanitizer: "none",
+        long: TEN_MILLION,
+    },
 ];
 
 /// Seconds each input may take before libFuzzer calls it a hang (its default is 20

@@ -1,353 +1,465 @@
-//! The byte layouts of `docs/fastpath.md`: the records the firmware writes into the fast
-//! path's tables and queues, and the events it reads back. Every multi-byte field is
-//! little-endian; the header template keeps wire order. The RTL (`hdl-sim/rtl/fp_pkg.sv`)
-//! decodes the same offsets, and its differential tests hold the two together.
+//! The byte layouts of `docs/fastpath.md`: every context, descriptor and event as the
+//! firmware writes it into (or reads it from) the hardware's memories and rings. This is
+//! the contract: the RTL decodes these bytes, its tests take them from here, and the
+//! firmware writes nothing else. Multi-byte fields are little-endian; 24-bit fields
+//! (QPNs, PSNs, MSNs) take three bytes.
+//!
+//! Decoding never panics: a field that names nothing (an unknown opcode, MTU or network
+//! header kind, more SGEs than fit) fails the whole decode with [`Invalid`].
 
-use super::{AckDesc, Event, Exception, MsgOp, RecvCtx, RxCur, SendCtx, TxMsg};
-use crate::memory::{AccessFlags, MemoryRegion, Pd};
+use super::rx::{Event, Exception, MrEntry, RecvCtx, RxCur};
+use super::tx::{AckDesc, MsgOp, SendCtx, TxMsg};
+use crate::memory::{AccessFlags, Pd};
 use crate::num::{Msn, Psn, Qpn, Rkey};
-use crate::transport::Mtu;
+use crate::transport::{Mtu, Sge, MAX_SGE};
+use crate::wire::aeth::Syndrome;
 use crate::wire::icrc::IcrcKind;
-use crate::wire::HeaderTemplate;
+use crate::wire::{HeaderTemplate, Opcode, RxMeta};
 
-/// Send context (§2.1).
+/// Bytes of a send context (§2.1).
 pub const SCTX_LEN: usize = 96;
-/// TX message descriptor (§2.2).
+/// Bytes of a TX message descriptor (§2.2).
 pub const TXD_LEN: usize = 96;
-/// ACK descriptor (§2.3).
+/// Bytes of an ACK descriptor (§2.3).
 pub const ACKD_LEN: usize = 16;
-/// Receive context (§3.2).
+/// Bytes of a receive context (§3.2).
 pub const RCTX_LEN: usize = 64;
-/// MR table entry (§3.3).
+/// Bytes of an MR table entry (§3.3).
 pub const MR_LEN: usize = 32;
-/// Event queue entry (§3.5).
-pub const EV_LEN: usize = 64;
+/// Bytes of an event-queue entry (§3.5).
+pub const EVENT_LEN: usize = 64;
+/// Where the header template starts in a send context.
+pub const SCTX_TEMPLATE: usize = 30;
+/// Where `una_psn` sits in a send context (the firmware writes these 3 bytes alone).
+pub const SCTX_UNA: usize = 16;
 
-/// A context or descriptor the layout cannot hold.
+/// A field of the bytes names nothing: the offset of the first such field.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum LayoutError {
-    /// RoCEv1 or an empty template: such QPs stay on the firmware path.
-    Template,
-    /// The window does not fit 16 bits.
-    Window(u32),
-    /// `max_pkts_per_ack` or `noack` does not fit 8 bits.
-    AckCount(u32),
-    /// More SGEs than the descriptor's four.
-    Sges(usize),
+pub struct Invalid {
+    pub offset: usize,
 }
 
-fn put(buf: &mut [u8], at: usize, v: u64, n: usize) {
-    for (i, b) in buf[at..at + n].iter_mut().enumerate() {
-        *b = (v >> (8 * i)) as u8;
+fn put<const N: usize>(b: &mut [u8], at: usize, v: [u8; N]) {
+    if let Some(d) = b.get_mut(at..at + N) {
+        d.copy_from_slice(&v);
     }
 }
 
-fn get(buf: &[u8], at: usize, n: usize) -> u64 {
-    buf[at..at + n]
-        .iter()
-        .rev()
-        .fold(0, |v, &b| (v << 8) | u64::from(b))
+fn put24(b: &mut [u8], at: usize, v: u32) {
+    let [x, y, z, _] = v.to_le_bytes();
+    put(b, at, [x, y, z]);
 }
 
-/// log2 of the path MTU's payload bytes (8 = 256 ... 12 = 4096).
-pub fn mtu_log2(mtu: Mtu) -> u8 {
-    mtu.bytes().trailing_zeros() as u8
+fn get<const N: usize>(b: &[u8], at: usize) -> [u8; N] {
+    b.get(at..at + N)
+        .and_then(|s| s.try_into().ok())
+        .unwrap_or([0; N])
 }
 
-fn mtu_from_log2(v: u8) -> Option<Mtu> {
-    Mtu::from_u8(v.checked_sub(7)?)
+fn u16_at(b: &[u8], at: usize) -> u16 {
+    u16::from_le_bytes(get(b, at))
 }
 
-/// Encodes a send context. `valid` marks it usable by the segmenter.
-pub fn encode_send_ctx(ctx: &SendCtx) -> Result<[u8; SCTX_LEN], LayoutError> {
-    let t = &ctx.template;
-    let l3_kind = match t.icrc_kind() {
-        IcrcKind::Ipv4 => 0u8,
+fn u24_at(b: &[u8], at: usize) -> u32 {
+    let [x, y, z] = get(b, at);
+    u32::from_le_bytes([x, y, z, 0])
+}
+
+fn u32_at(b: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes(get(b, at))
+}
+
+fn u64_at(b: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(get(b, at))
+}
+
+/// The path MTU as log2 (8 = 256 ... 12 = 4096).
+const fn mtu_log2(m: Mtu) -> u8 {
+    m as u8 + 7
+}
+
+fn mtu_of(log2: u8, offset: usize) -> Result<Mtu, Invalid> {
+    Mtu::from_u8(log2.wrapping_sub(7)).ok_or(Invalid { offset })
+}
+
+const fn kind_code(k: IcrcKind) -> u8 {
+    match k {
+        IcrcKind::Ipv4 => 0,
         IcrcKind::Ipv6 => 1,
-        IcrcKind::RoceV1 => return Err(LayoutError::Template),
-    };
-    if t.bth_offset() == 0 {
-        return Err(LayoutError::Template);
+        IcrcKind::RoceV1 => 2,
     }
-    let window = u16::try_from(ctx.window).map_err(|_| LayoutError::Window(ctx.window))?;
-    let max_pkts = u8::try_from(ctx.max_pkts_per_ack)
-        .map_err(|_| LayoutError::AckCount(ctx.max_pkts_per_ack))?;
-    let noack = u8::try_from(ctx.noack).map_err(|_| LayoutError::AckCount(ctx.noack))?;
+}
+
+fn kind_of(code: u8, offset: usize) -> Result<IcrcKind, Invalid> {
+    match code {
+        0 => Ok(IcrcKind::Ipv4),
+        1 => Ok(IcrcKind::Ipv6),
+        2 => Ok(IcrcKind::RoceV1),
+        _ => Err(Invalid { offset }),
+    }
+}
+
+fn access_of(bits: u8, offset: usize) -> Result<AccessFlags, Invalid> {
+    AccessFlags::from_bits(u32::from(bits)).ok_or(Invalid { offset })
+}
+
+// ---------------------------------------------------------------------------------------
+// §2.1 send context
+
+/// Encodes a send context (§2.1).
+pub fn encode_sctx(c: &SendCtx) -> [u8; SCTX_LEN] {
     let mut b = [0u8; SCTX_LEN];
-    b[0] = t.bth_offset() as u8;
-    b[1] = t.l3_offset() as u8;
-    b[2] = l3_kind | 1 << 2 | u8::from(ctx.sr) << 3 | mtu_log2(ctx.mtu) << 4;
-    put(&mut b, 4, u64::from(t.ip_sum()), 2);
-    put(&mut b, 6, u64::from(ctx.pkey), 2);
-    put(&mut b, 8, u64::from(ctx.dest_qpn.value()), 3);
-    b[11] = max_pkts;
-    put(&mut b, 12, u64::from(ctx.next_psn.value()), 3);
-    b[15] = noack;
-    put(&mut b, 16, u64::from(ctx.una_psn.value()), 3);
-    put(&mut b, 20, u64::from(window), 2);
-    b[24..24 + HeaderTemplate::MAX_LEN].copy_from_slice(t.bytes());
-    Ok(b)
-}
-
-/// The 32-bit word of a send context the hardware writes back.
-pub const SCTX_PROGRESS_WORD: usize = 3;
-
-/// That word's fields: the next PSN and the packets since the last AckReq.
-pub fn decode_send_progress(word: u32) -> (Psn, u32) {
-    (Psn::new(word & 0xFF_FFFF), word >> 24)
-}
-
-/// What a TX descriptor asks beyond the message itself (§2.2 `flags`, `wqe_index`,
-/// `start_pkt`, `end_pkt`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct TxDescOpts {
-    /// REPLAY: send packets `start..end` (`end` 0: to the message's end).
-    pub replay: Option<(u32, u32)>,
-    /// Raise TX_DONE when the last packet left.
-    pub completion: bool,
-    /// The firmware's send-queue slot, echoed in events.
-    pub wqe_index: u16,
-}
-
-/// Encodes a TX message descriptor.
-pub fn encode_tx_msg(msg: &TxMsg, opts: &TxDescOpts) -> Result<[u8; TXD_LEN], LayoutError> {
-    if msg.sges.len() > 4 {
-        return Err(LayoutError::Sges(msg.sges.len()));
-    }
-    let (op, imm) = match msg.op {
-        MsgOp::Send => (0u8, 0),
-        MsgOp::SendWithImm(imm) => (1, imm),
-        MsgOp::SendWithInv(k) => (2, k.0),
-        MsgOp::Write => (3, 0),
-        MsgOp::WriteWithImm(imm) => (4, imm),
-    };
-    let mut b = [0u8; TXD_LEN];
-    put(&mut b, 0, u64::from(msg.qpn.value()), 3);
-    b[3] = op;
-    b[4] = u8::from(msg.solicited)
-        | u8::from(opts.replay.is_some()) << 1
-        | u8::from(opts.completion) << 2;
-    b[5] = msg.sges.len() as u8;
-    put(&mut b, 6, u64::from(opts.wqe_index), 2);
-    put(&mut b, 8, u64::from(msg.length), 4);
-    put(&mut b, 12, u64::from(imm), 4);
-    put(&mut b, 16, msg.remote_addr, 8);
-    put(&mut b, 24, u64::from(msg.rkey.0), 4);
-    put(&mut b, 28, u64::from(msg.first_psn.value()), 3);
-    for (i, s) in msg.sges.iter().enumerate() {
-        put(&mut b, 32 + 12 * i, s.addr, 8);
-        put(&mut b, 40 + 12 * i, u64::from(s.length), 4);
-    }
-    let (start, end) = opts.replay.unwrap_or((0, 0));
-    put(&mut b, 80, u64::from(start), 4);
-    put(&mut b, 84, u64::from(end), 4);
-    Ok(b)
-}
-
-/// Encodes an ACK descriptor.
-pub fn encode_ack(ack: &AckDesc) -> [u8; ACKD_LEN] {
-    let mut b = [0u8; ACKD_LEN];
-    put(&mut b, 0, u64::from(ack.qpn.value()), 3);
-    b[3] = ack.syndrome.to_byte();
-    put(&mut b, 4, u64::from(ack.psn.value()), 3);
-    put(&mut b, 8, u64::from(ack.msn.value()), 3);
+    let (bytes, len, l3, kind, ip_sum) = c.template.raw();
+    b[0] = len;
+    b[1] = l3;
+    b[2] = kind_code(kind) | u8::from(c.valid) << 2 | u8::from(c.sr) << 3 | mtu_log2(c.mtu) << 4;
+    put(&mut b, 4, ip_sum.to_le_bytes());
+    put(&mut b, 6, c.pkey.to_le_bytes());
+    put24(&mut b, 8, c.dest_qpn.value());
+    put24(&mut b, 12, c.next_psn.value());
+    put24(&mut b, SCTX_UNA, c.una_psn.value());
+    put24(&mut b, 20, c.window.min(0xFF_FFFF));
+    put(
+        &mut b,
+        24,
+        (c.max_pkts_per_ack.min(0xFFFF) as u16).to_le_bytes(),
+    );
+    put(&mut b, 26, (c.noack.min(0xFFFF) as u16).to_le_bytes());
+    put(&mut b, SCTX_TEMPLATE, *bytes);
     b
 }
 
-/// Encodes a receive context. Byte 0: bit 0 `on`, bit 1 `recv_loaded`.
-pub fn encode_recv_ctx(ctx: &RecvCtx) -> [u8; RCTX_LEN] {
+/// Decodes a send context (§2.1).
+pub fn decode_sctx(b: &[u8; SCTX_LEN]) -> Result<SendCtx, Invalid> {
+    let kind = kind_of(b[2] & 3, 2)?;
+    let template = HeaderTemplate::from_raw(&get(b, SCTX_TEMPLATE), b[0], b[1], kind, u16_at(b, 4))
+        .ok_or(Invalid { offset: 0 })?;
+    Ok(SendCtx {
+        valid: b[2] & 4 != 0,
+        template,
+        pkey: u16_at(b, 6),
+        dest_qpn: Qpn::new(u24_at(b, 8)),
+        mtu: mtu_of(b[2] >> 4, 2)?,
+        sr: b[2] & 8 != 0,
+        max_pkts_per_ack: u32::from(u16_at(b, 24)),
+        next_psn: Psn::new(u24_at(b, 12)),
+        noack: u32::from(u16_at(b, 26)),
+        una_psn: Psn::new(u24_at(b, SCTX_UNA)),
+        window: u24_at(b, 20),
+    })
+}
+
+// ---------------------------------------------------------------------------------------
+// §2.2 TX message descriptor
+
+/// `flags` bit: SE on the last packet.
+pub const TXD_SE: u8 = 1;
+/// `flags` bit: a replay of packets sent before.
+pub const TXD_REPLAY: u8 = 2;
+
+/// Encodes a TX message descriptor (§2.2).
+pub fn encode_txd(m: &TxMsg) -> [u8; TXD_LEN] {
+    let mut b = [0u8; TXD_LEN];
+    put24(&mut b, 0, m.qpn.value());
+    b[3] = m.op.code();
+    b[4] = (u8::from(m.solicited) * TXD_SE) | (u8::from(m.replay) * TXD_REPLAY);
+    b[5] = m.sges.len() as u8;
+    put(&mut b, 6, m.wqe_index.to_le_bytes());
+    put(&mut b, 8, m.length.to_le_bytes());
+    let extra = match m.op {
+        MsgOp::SendWithImm(imm) | MsgOp::WriteWithImm(imm) => imm,
+        MsgOp::SendWithInv(rkey) => rkey.0,
+        _ => 0,
+    };
+    put(&mut b, 12, extra.to_le_bytes());
+    put(&mut b, 16, m.remote_addr.to_le_bytes());
+    put(&mut b, 24, m.rkey.0.to_le_bytes());
+    put24(&mut b, 28, m.first_psn.value());
+    for (i, s) in m.sges.iter().enumerate() {
+        put(&mut b, 32 + 12 * i, s.addr.to_le_bytes());
+        put(&mut b, 40 + 12 * i, s.length.to_le_bytes());
+    }
+    // An atomic has one SGE: its operands take the place of SGEs 2 and 3.
+    match m.op {
+        MsgOp::CmpSwap { compare, swap } => {
+            put(&mut b, 56, compare.to_le_bytes());
+            put(&mut b, 64, swap.to_le_bytes());
+        }
+        MsgOp::FetchAdd { add } => put(&mut b, 64, add.to_le_bytes()),
+        _ => {}
+    }
+    put(&mut b, 80, m.start_pkt.to_le_bytes());
+    put(&mut b, 84, m.end_pkt.to_le_bytes());
+    b
+}
+
+/// Decodes a TX message descriptor (§2.2). The SGEs carry no L_Key (the firmware
+/// checked them): they decode with L_Key 0.
+pub fn decode_txd(b: &[u8; TXD_LEN]) -> Result<TxMsg, Invalid> {
+    let extra = u32_at(b, 12);
+    let op = match b[3] {
+        0 => MsgOp::Send,
+        1 => MsgOp::SendWithImm(extra),
+        2 => MsgOp::SendWithInv(Rkey(extra)),
+        3 => MsgOp::Write,
+        4 => MsgOp::WriteWithImm(extra),
+        5 => MsgOp::Read,
+        6 => MsgOp::CmpSwap {
+            compare: u64_at(b, 56),
+            swap: u64_at(b, 64),
+        },
+        7 => MsgOp::FetchAdd { add: u64_at(b, 64) },
+        15 => MsgOp::Flush,
+        _ => return Err(Invalid { offset: 3 }),
+    };
+    let num_sge = usize::from(b[5]);
+    let max = if op.is_read_or_atomic() && op != MsgOp::Read {
+        1
+    } else {
+        MAX_SGE
+    };
+    if num_sge > max {
+        return Err(Invalid { offset: 5 });
+    }
+    let mut sges = heapless::Vec::new();
+    for i in 0..num_sge {
+        let s = Sge {
+            addr: u64_at(b, 32 + 12 * i),
+            length: u32_at(b, 40 + 12 * i),
+            lkey: crate::num::Lkey(0),
+        };
+        sges.push(s).map_err(|_| Invalid { offset: 5 })?;
+    }
+    Ok(TxMsg {
+        qpn: Qpn::new(u24_at(b, 0)),
+        op,
+        solicited: b[4] & TXD_SE != 0,
+        replay: b[4] & TXD_REPLAY != 0,
+        wqe_index: u16_at(b, 6),
+        sges,
+        length: u32_at(b, 8),
+        remote_addr: u64_at(b, 16),
+        rkey: Rkey(u32_at(b, 24)),
+        first_psn: Psn::new(u24_at(b, 28)),
+        start_pkt: u32_at(b, 80),
+        end_pkt: u32_at(b, 84),
+    })
+}
+
+// ---------------------------------------------------------------------------------------
+// §2.3 ACK descriptor
+
+/// Encodes an ACK descriptor (§2.3).
+pub fn encode_ackd(a: &AckDesc) -> [u8; ACKD_LEN] {
+    let mut b = [0u8; ACKD_LEN];
+    put24(&mut b, 0, a.qpn.value());
+    b[3] = a.syndrome.to_byte();
+    put24(&mut b, 4, a.psn.value());
+    put24(&mut b, 8, a.msn.value());
+    b
+}
+
+/// Decodes an ACK descriptor (§2.3).
+pub fn decode_ackd(b: &[u8; ACKD_LEN]) -> AckDesc {
+    AckDesc {
+        qpn: Qpn::new(u24_at(b, 0)),
+        syndrome: Syndrome::from_byte(b[3]),
+        psn: Psn::new(u24_at(b, 4)),
+        msn: Msn::new(u24_at(b, 8)),
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// §3.2 receive context
+
+/// Encodes a receive context (§3.2).
+pub fn encode_rctx(c: &RecvCtx) -> [u8; RCTX_LEN] {
     let mut b = [0u8; RCTX_LEN];
-    b[0] = u8::from(ctx.on) | u8::from(ctx.recv_loaded) << 1;
-    b[1] = match ctx.cur {
+    b[0] = u8::from(c.on);
+    b[1] = match c.cur {
         RxCur::None => 0,
         RxCur::Send => 1,
         RxCur::Write => 2,
     };
-    b[2] = ctx.access.bits() as u8;
-    b[3] = mtu_log2(ctx.mtu);
-    put(&mut b, 4, u64::from(ctx.epsn.value()), 3);
-    b[7] = ctx.ack_every;
-    put(&mut b, 8, u64::from(ctx.msn.value()), 3);
-    b[11] = ctx.unacked;
-    put(&mut b, 12, u64::from(ctx.pd.index()), 4);
-    put(&mut b, 16, ctx.va, 8);
-    put(&mut b, 24, u64::from(ctx.rkey.0), 4);
-    put(&mut b, 28, u64::from(ctx.resid), 4);
-    put(&mut b, 32, ctx.recv_addr, 8);
-    put(&mut b, 40, u64::from(ctx.length), 4);
-    b[44] = u8::from(ctx.nak_sent);
+    b[2] = c.access.bits() as u8;
+    b[3] = mtu_log2(c.mtu);
+    put24(&mut b, 4, c.epsn.value());
+    b[7] = c.ack_every;
+    put24(&mut b, 8, c.msn.value());
+    b[11] = c.unacked;
+    put(&mut b, 12, c.pd.index().to_le_bytes());
+    put(&mut b, 14, c.pkey.to_le_bytes());
+    put(&mut b, 16, c.va.to_le_bytes());
+    put(&mut b, 24, c.rkey.0.to_le_bytes());
+    put(&mut b, 28, c.resid.to_le_bytes());
+    put(&mut b, 32, c.recv_addr.to_le_bytes());
+    put(&mut b, 40, c.length.to_le_bytes());
+    b[44] = u8::from(c.nak_sent) | u8::from(c.recv_loaded) << 1 | u8::from(c.held) << 2;
+    put24(&mut b, 45, c.qpn.value());
+    put(&mut b, 48, c.peer_gid);
     b
 }
 
-/// Decodes a receive context read back from the table (`qpn` is its index). None when
-/// a field holds a value no context can have (the hardware never writes one).
-pub fn decode_recv_ctx(b: &[u8; RCTX_LEN], qpn: Qpn) -> Option<RecvCtx> {
-    Some(RecvCtx {
-        on: b[0] & 1 != 0,
-        qpn,
+/// Decodes a receive context (§3.2).
+pub fn decode_rctx(b: &[u8; RCTX_LEN]) -> Result<RecvCtx, Invalid> {
+    Ok(RecvCtx {
+        on: match b[0] {
+            0 => false,
+            1 => true,
+            _ => return Err(Invalid { offset: 0 }),
+        },
+        qpn: Qpn::new(u24_at(b, 45)),
         cur: match b[1] {
             0 => RxCur::None,
             1 => RxCur::Send,
             2 => RxCur::Write,
-            _ => return None,
+            _ => return Err(Invalid { offset: 1 }),
         },
-        access: AccessFlags::from_bits(u32::from(b[2]))?,
-        mtu: mtu_from_log2(b[3])?,
-        epsn: Psn::new(get(b, 4, 3) as u32),
+        access: access_of(b[2], 2)?,
+        mtu: mtu_of(b[3], 3)?,
+        epsn: Psn::new(u24_at(b, 4)),
+        msn: Msn::new(u24_at(b, 8)),
         ack_every: b[7],
-        msn: Msn::new(get(b, 8, 3) as u32),
         unacked: b[11],
-        pd: Pd::from_index(u16::try_from(get(b, 12, 4)).ok()?),
-        va: get(b, 16, 8),
-        rkey: Rkey(get(b, 24, 4) as u32),
-        resid: get(b, 28, 4) as u32,
-        recv_addr: get(b, 32, 8),
-        length: get(b, 40, 4) as u32,
-        recv_loaded: b[0] & 2 != 0,
-        nak_sent: b[44] != 0,
+        pd: Pd::from_index(u16_at(b, 12)),
+        va: u64_at(b, 16),
+        rkey: Rkey(u32_at(b, 24)),
+        resid: u32_at(b, 28),
+        length: u32_at(b, 40),
+        recv_addr: u64_at(b, 32),
+        recv_loaded: b[44] & 2 != 0,
+        nak_sent: b[44] & 1 != 0,
+        held: b[44] & 4 != 0,
+        pkey: u16_at(b, 14),
+        peer_gid: get(b, 48),
     })
 }
 
-/// Encodes an MR table entry (the table is indexed by `key >> 8`).
-pub fn encode_mr(mr: &MemoryRegion) -> [u8; MR_LEN] {
+// ---------------------------------------------------------------------------------------
+// §3.3 MR table entry
+
+/// Encodes an MR table entry (§3.3).
+pub fn encode_mr(e: &MrEntry) -> [u8; MR_LEN] {
     let mut b = [0u8; MR_LEN];
-    put(&mut b, 0, u64::from(mr.key), 4);
-    put(&mut b, 4, u64::from(mr.pd.index()), 4);
-    put(&mut b, 8, mr.addr, 8);
-    put(&mut b, 16, mr.length, 8);
-    b[24] = mr.access.bits() as u8;
-    b[25] = u8::from(mr.valid);
+    put(&mut b, 0, e.key.to_le_bytes());
+    put(&mut b, 4, u32::from(e.pd.index()).to_le_bytes());
+    put(&mut b, 8, e.base.to_le_bytes());
+    put(&mut b, 16, e.length.to_le_bytes());
+    b[24] = e.access.bits() as u8;
+    b[25] = u8::from(e.valid);
     b
 }
 
-/// Event kinds (§3.5 `kind`).
-pub mod kind {
-    pub const EXCEPTION: u8 = 1;
-    pub const MSG_DONE: u8 = 2;
-    pub const ACK_SENT: u8 = 3;
-    pub const TX_DONE: u8 = 4;
-    pub const TX_STALL: u8 = 5;
-}
-
-/// An event entry, field by field (§3.5).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct RawEvent {
-    pub kind: u8,
-    pub reason: u8,
-    pub frame_slot: u16,
-    pub qpn: Qpn,
-    pub opcode: u8,
-    pub psn: Psn,
-    /// bit 0 AckReq, 1 SE, 2 BECN, 3..4 ECN, 5..6 PadCnt
-    pub flags: u8,
-    pub payload_off: u16,
-    pub payload_len: u16,
-    pub ext_off: u16,
-    pub frame_len: u16,
-    pub msn: Msn,
-    pub byte_len: u32,
-    pub wqe_index: u32,
-    /// RETH (va, rkey, length) as decoded, zero when absent.
-    pub reth: (u64, u32, u32),
-    /// AETH as syndrome << 24 | MSN, zero when absent.
-    pub aeth: u32,
-    /// ImmDt or IETH, zero when absent.
-    pub imm: u32,
-}
-
-impl RawEvent {
-    pub fn decode(b: &[u8; EV_LEN]) -> Self {
-        Self {
-            kind: b[0],
-            reason: b[1],
-            frame_slot: get(b, 2, 2) as u16,
-            qpn: Qpn::new(get(b, 4, 3) as u32),
-            opcode: b[7],
-            psn: Psn::new(get(b, 8, 3) as u32),
-            flags: b[11],
-            payload_off: get(b, 12, 2) as u16,
-            payload_len: get(b, 14, 2) as u16,
-            ext_off: get(b, 16, 2) as u16,
-            frame_len: get(b, 18, 2) as u16,
-            msn: Msn::new(get(b, 20, 3) as u32),
-            byte_len: get(b, 24, 4) as u32,
-            wqe_index: get(b, 28, 4) as u32,
-            reth: (get(b, 32, 8), get(b, 40, 4) as u32, get(b, 44, 4) as u32),
-            aeth: get(b, 48, 4) as u32,
-            imm: get(b, 52, 4) as u32,
-        }
-    }
-
-    /// The model's view of a receive-side event; None for TX events and unknown kinds.
-    pub fn to_event(&self) -> Option<Event> {
-        match self.kind {
-            kind::EXCEPTION => Some(Event::Exception {
-                qpn: self.qpn,
-                psn: self.psn,
-                reason: exception(self.reason)?,
-            }),
-            kind::MSG_DONE => Some(Event::MsgDone {
-                qpn: self.qpn,
-                msn: self.msn,
-                byte_len: self.byte_len,
-            }),
-            _ => None,
-        }
-    }
-}
-
-fn exception(reason: u8) -> Option<Exception> {
-    use Exception::*;
-    Some(match reason {
-        1 => Off,
-        2 => Opcode,
-        3 => Psn,
-        4 => Sequence,
-        5 => Ecn,
-        6 => Length,
-        7 => Key,
-        8 => NakOutstanding,
-        9 => NoRecvBuffer,
-        _ => return None,
+/// Decodes an MR table entry (§3.3).
+pub fn decode_mr(b: &[u8; MR_LEN]) -> Result<MrEntry, Invalid> {
+    let pd = u16::try_from(u32_at(b, 4)).map_err(|_| Invalid { offset: 4 })?;
+    Ok(MrEntry {
+        key: u32_at(b, 0),
+        pd: Pd::from_index(pd),
+        base: u64_at(b, 8),
+        length: u64_at(b, 16),
+        access: access_of(b[24], 24)?,
+        valid: b[25] != 0,
     })
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+// ---------------------------------------------------------------------------------------
+// §3.5 event-queue entry
 
-    #[test]
-    fn recv_ctx_round_trips() {
-        let ctx = RecvCtx {
-            on: true,
-            qpn: Qpn::new(17),
-            cur: RxCur::Write,
-            access: AccessFlags::REMOTE_WRITE | AccessFlags::LOCAL_WRITE,
-            mtu: Mtu::Mtu1024,
-            epsn: Psn::new(0xABCDEF),
-            msn: Msn::new(0x123456),
-            ack_every: 8,
-            unacked: 3,
-            pd: Pd::from_index(5),
-            va: 0x1122_3344_5566_7788,
-            rkey: Rkey(0x0102_0304),
-            resid: 77,
-            length: 99,
-            recv_addr: 0xFFEE_DDCC_BBAA_0099,
-            recv_loaded: true,
-            nak_sent: false,
-        };
-        let b = encode_recv_ctx(&ctx);
-        assert_eq!(b[3], 10);
-        assert_eq!(&b[4..7], &[0xEF, 0xCD, 0xAB]);
-        assert_eq!(decode_recv_ctx(&b, Qpn::new(17)), Some(ctx));
-    }
+/// Event kinds (§3.5 `kind`).
+pub const EV_EXCEPTION: u8 = 1;
+pub const EV_MSG_DONE: u8 = 2;
+pub const EV_ACKED: u8 = 3;
 
-    #[test]
-    fn mtu_log2_is_the_payload_size() {
-        assert_eq!(mtu_log2(Mtu::Mtu256), 8);
-        assert_eq!(mtu_log2(Mtu::Mtu4096), 12);
-        assert_eq!(mtu_from_log2(12), Some(Mtu::Mtu4096));
-        assert_eq!(mtu_from_log2(7), None);
+/// Encodes an event (§3.5).
+pub fn encode_event(e: &Event) -> [u8; EVENT_LEN] {
+    let mut b = [0u8; EVENT_LEN];
+    put24(&mut b, 4, e.qpn().value());
+    match *e {
+        Event::Exception {
+            psn,
+            reason,
+            opcode,
+            slot,
+            frame_len,
+            meta,
+            ..
+        } => {
+            b[0] = EV_EXCEPTION;
+            b[1] = reason as u8;
+            put(&mut b, 2, slot.to_le_bytes());
+            b[7] = opcode.0;
+            put24(&mut b, 8, psn.value());
+            b[11] = (meta.pad & 3) << 5;
+            put(&mut b, 12, meta.payload_off.to_le_bytes());
+            put(&mut b, 14, meta.payload_len.to_le_bytes());
+            put(&mut b, 16, meta.bth.wrapping_add(12).to_le_bytes());
+            put(&mut b, 18, frame_len.to_le_bytes());
+            b[23] = kind_code(meta.l3_kind) | u8::from(meta.vlan) << 2;
+        }
+        Event::MsgDone { msn, byte_len, .. } => {
+            b[0] = EV_MSG_DONE;
+            put24(&mut b, 20, msn.value());
+            put(&mut b, 24, byte_len.to_le_bytes());
+        }
+        Event::Acked {
+            psn,
+            una,
+            read,
+            last,
+            done,
+            wqe_index,
+            ..
+        } => {
+            b[0] = EV_ACKED;
+            put24(&mut b, 8, psn.value());
+            put24(&mut b, 28, una.value());
+            b[31] = u8::from(read) | u8::from(last) << 1;
+            b[1] = done;
+            put(&mut b, 2, wqe_index.to_le_bytes());
+        }
     }
+    b
+}
+
+/// Decodes an event (§3.5).
+pub fn decode_event(b: &[u8; EVENT_LEN]) -> Result<Event, Invalid> {
+    let qpn = Qpn::new(u24_at(b, 4));
+    let psn = Psn::new(u24_at(b, 8));
+    Ok(match b[0] {
+        EV_EXCEPTION => {
+            let ext_off = u16_at(b, 16);
+            Event::Exception {
+                qpn,
+                psn,
+                reason: Exception::from_u8(b[1]).ok_or(Invalid { offset: 1 })?,
+                opcode: Opcode(b[7]),
+                slot: u16_at(b, 2),
+                frame_len: u16_at(b, 18),
+                meta: RxMeta {
+                    l3_kind: kind_of(b[23] & 3, 23)?,
+                    vlan: b[23] & 4 != 0,
+                    bth: ext_off.checked_sub(12).ok_or(Invalid { offset: 16 })?,
+                    payload_off: u16_at(b, 12),
+                    payload_len: u16_at(b, 14),
+                    pad: (b[11] >> 5) & 3,
+                },
+            }
+        }
+        EV_MSG_DONE => Event::MsgDone {
+            qpn,
+            msn: Msn::new(u24_at(b, 20)),
+            byte_len: u32_at(b, 24),
+        },
+        EV_ACKED => Event::Acked {
+            qpn,
+            psn,
+            una: Psn::new(u24_at(b, 28)),
+            read: b[31] & 1 != 0,
+            last: b[31] & 2 != 0,
+            done: b[1],
+            wqe_index: u16_at(b, 2),
+        },
+        _ => return Err(Invalid { offset: 0 }),
+    })
 }
