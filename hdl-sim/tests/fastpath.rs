@@ -228,7 +228,7 @@ struct Msg {
 fn msg(nqp: usize) -> impl Strategy<Value = Msg> {
     (
         0..nqp,
-        0u8..5,
+        0u8..8,
         prop_oneof![0u32..300, 0u32..9000],
         proptest::collection::vec(0u32..3000, 0..4),
         0u32..4096,
@@ -288,14 +288,34 @@ fn tx_msg(m: &Msg, qpn: Qpn, psn: Psn, wqe_index: u16) -> TxMsg {
         1 => MsgOp::SendWithImm(0xA5A5_0000 | m.len),
         2 => MsgOp::SendWithInv(Rkey(0x1234_5600 | (m.len & 0xFF))),
         3 => MsgOp::Write,
-        _ => MsgOp::WriteWithImm(m.len ^ 0xDEAD_BEEF),
+        4 => MsgOp::WriteWithImm(m.len ^ 0xDEAD_BEEF),
+        5 => MsgOp::Read,
+        6 => MsgOp::CmpSwap {
+            compare: u64::from(m.len) << 32 | 0x1111,
+            swap: u64::from(m.src_off) * 0x0101_0101,
+        },
+        _ => MsgOp::FetchAdd {
+            add: u64::from(m.len) * 0x3_0000_0001,
+        },
+    };
+    // an atomic's one SGE takes the 8-byte original value
+    let (sges, length) = if matches!(m.op, 6 | 7) {
+        let mut v = heapless::Vec::new();
+        let _ = v.push(Sge {
+            addr: MEM_BASE + u64::from(m.src_off & !7),
+            length: 8,
+            lkey: Lkey(0),
+        });
+        (v, 8)
+    } else {
+        (sges(m), m.len)
     };
     TxMsg {
         qpn,
         op,
         solicited: m.solicited,
-        sges: sges(m),
-        length: m.len,
+        sges,
+        length,
         remote_addr: 0x7000_0000_0000 + u64::from(m.len) * 3,
         rkey: Rkey(0x0000_4200 | (m.len & 0xFF)),
         first_psn: psn,
