@@ -137,7 +137,8 @@ fn main() -> ExitCode {
         // do, stop quietly.
         Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
-            let _ = writeln!(std::io::stderr(), "Error: {e:?}");
+            // One line, causes after colons; no backtrace for a user's mistake.
+            let _ = writeln!(std::io::stderr(), "Error: {e:#}");
             ExitCode::FAILURE
         }
     }
