@@ -4,6 +4,7 @@
 //! connection analysis of `roce analyze` ([`analyze`]). The `roce` command parses its
 //! arguments and prints; everything it does with a capture is here.
 
+pub mod analyze;
 pub mod decode;
 pub mod filter;
 pub mod hex;

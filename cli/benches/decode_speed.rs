@@ -98,8 +98,14 @@ fn main() {
             best[i] = (best[i].0.min(wall), best[i].1.min(cpu));
         }
     }
-    println!("{frames} frames, {} MB, best of {rounds} rounds", std::fs::metadata(&capture).unwrap().len() / 1_000_000);
-    println!("{:<24} {:>10} {:>10} {:>14}", "command", "wall s", "CPU s", "frames/s (CPU)");
+    println!(
+        "{frames} frames, {} MB, best of {rounds} rounds",
+        std::fs::metadata(&capture).unwrap().len() / 1_000_000
+    );
+    println!(
+        "{:<24} {:>10} {:>10} {:>14}",
+        "command", "wall s", "CPU s", "frames/s (CPU)"
+    );
     for ((name, _, _), (wall, cpu)) in commands.iter().zip(&best) {
         println!("{name:<24} {wall:>10.3} {cpu:>10.3} {:>14.0}", frames / cpu);
     }

@@ -25,6 +25,9 @@ struct Cli {
 enum Command {
     /// Decode every frame of a pcap or pcapng capture, as it is read.
     Decode(DecodeArgs),
+    /// What happened on each RoCE connection of a capture: resends and why, PSN gaps,
+    /// NAKs, RNR waits, timeouts, congestion signals, ACK latency, PFC pauses.
+    Analyze(AnalyzeArgs),
     /// perftest's benchmarks between two NICs (simulated fabric by default).
     Perf(roce_cli::perf_cmd::PerfArgs),
     /// rdma-core's ibv_rc/uc/ud_pingpong, either end, with the NIC on a raw link.
@@ -64,6 +67,25 @@ struct DecodeArgs {
     waves: Option<PathBuf>,
     #[command(flatten)]
     filter: FilterArgs,
+}
+
+#[derive(clap::Args)]
+struct AnalyzeArgs {
+    /// The capture to read; `-` reads standard input.
+    file: PathBuf,
+    /// The whole analysis as one JSON object (docs/analyze.md), instead of the table.
+    #[arg(long)]
+    json: bool,
+    /// Draw one connection's time line into this PNG.
+    #[arg(long)]
+    plot: Option<PathBuf>,
+    /// The connection to draw: its number in the table [default: the one with the most
+    /// frames].
+    #[arg(long, requires = "plot")]
+    connection: Option<usize>,
+    /// The link rate, to turn PFC pause quanta into time (100g, 25g).
+    #[arg(long, default_value = "100g")]
+    link: String,
 }
 
 /// Which frames to show; every option given must hold.
@@ -160,6 +182,7 @@ fn run() -> Result<()> {
     let mut out = std::io::stdout().lock();
     match Cli::parse().command {
         Command::Decode(args) => decode(args, &mut out)?,
+        Command::Analyze(args) => analyze(args, &mut out)?,
         Command::Perf(args) => roce_cli::perf_cmd::run(&args, &mut out)?,
         Command::Pingpong(args) => {
             roce_cli::interop::pingpong::run(&args, &mut out)?;
@@ -229,6 +252,46 @@ fn decode(args: DecodeArgs, out: &mut impl Write) -> Result<()> {
         warn(format_args!(
             "warning: {}: {t}",
             roce_capture::name(&args.file)
+        ));
+    }
+    Ok(())
+}
+
+fn analyze(args: AnalyzeArgs, out: &mut impl Write) -> Result<()> {
+    use roce_capture::analyze;
+    let mut reader = roce_capture::open(&args.file)?;
+    let options = analyze::Options {
+        link_bps: roce_cli::perf_cmd::parse_rate(&args.link)?,
+        timelines: args.plot.is_some(),
+    };
+    let mut analyzer = analyze::run(&mut reader, options)
+        .map_err(|e| anyhow::anyhow!("{}: {e}", roce_capture::name(&args.file)))?;
+    if let Some(t) = reader.truncated() {
+        warn(format_args!(
+            "warning: {}: {t}",
+            roce_capture::name(&args.file)
+        ));
+    }
+    let report = analyzer.finish();
+    if args.json {
+        serde_json::to_writer_pretty(&mut *out, &report)?;
+        writeln!(out)?;
+    } else {
+        write!(out, "{}", report.table())?;
+    }
+    if let Some(path) = &args.plot {
+        let id = match args.connection {
+            Some(id) => id,
+            None => report
+                .connections
+                .iter()
+                .max_by_key(|c| c.a_to_b.packets + c.b_to_a.as_ref().map_or(0, |d| d.packets))
+                .map_or(1, |c| c.id),
+        };
+        analyzer.plot(id, path)?;
+        warn(format_args!(
+            "wrote connection {id}'s time line to {}",
+            path.display()
         ));
     }
     Ok(())

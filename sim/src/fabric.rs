@@ -160,7 +160,9 @@ struct Link {
     /// (node, port) of endpoint a and b; direction d carries ends[d] -> ends[1 - d].
     ends: [(u32, u16); 2],
     dirs: [Direction; 2],
-    taps: Vec<u32>,
+    /// Taps and what they see: `None`, what the link delivers both ways; `Some(e)`, end
+    /// `e`'s view.
+    taps: Vec<(u32, Option<u8>)>,
 }
 
 struct Sampler {
@@ -379,17 +381,57 @@ impl Fabric {
 
     /// Records every frame the link delivers, both directions, into a pcap on `out`.
     pub fn tap(&mut self, link: LinkId, out: impl Write + Send + 'static) -> io::Result<TapId> {
+        self.add_tap(link, None, out)
+    }
+
+    /// Records what end `end` (0 or 1, in the order `connect` was given them) of the link
+    /// sees, as tcpdump on that host would: every frame it sends, stamped when its
+    /// transmission starts and whether or not the link then loses it, and every frame
+    /// delivered to it.
+    pub fn tap_end(
+        &mut self,
+        link: LinkId,
+        end: usize,
+        out: impl Write + Send + 'static,
+    ) -> io::Result<TapId> {
+        assert!(end < 2, "a link has two ends");
+        self.add_tap(link, Some(end as u8), out)
+    }
+
+    fn add_tap(
+        &mut self,
+        link: LinkId,
+        end: Option<u8>,
+        out: impl Write + Send + 'static,
+    ) -> io::Result<TapId> {
         let tap = Tap::new(Box::new(out))?;
         let id = self.taps.len() as u32;
         self.taps.push(Some(tap));
-        self.links[link.0 as usize].taps.push(id);
+        self.links[link.0 as usize].taps.push((id, end));
         Ok(TapId(id))
+    }
+
+    /// Records `frame` on the taps of `link` that see it at end `seen_at`: sent from
+    /// there, or (`delivered`) delivered there.
+    fn record(&mut self, link: u32, seen_at: u8, delivered: bool, frame: FrameId) {
+        let now = self.now;
+        for &(t, end) in &self.links[link as usize].taps {
+            let sees = match end {
+                None => delivered,
+                Some(e) => e == seen_at,
+            };
+            if sees {
+                if let Some(tap) = &mut self.taps[t as usize] {
+                    tap.record(now, self.pool.frame(frame));
+                }
+            }
+        }
     }
 
     /// Detaches the tap, flushes it and reports its first write error.
     pub fn close_tap(&mut self, tap: TapId) -> io::Result<()> {
         for l in &mut self.links {
-            l.taps.retain(|&t| t != tap.0);
+            l.taps.retain(|&(t, _)| t != tap.0);
         }
         match self.taps[tap.0 as usize].take() {
             Some(t) => t.close(),
@@ -679,6 +721,9 @@ impl Fabric {
             self.events.push(end, Event::TxDone { node, port });
         }
         let fate = d.fate(len);
+        let delay = d.delay_ns;
+        // As sent: before the link loses or corrupts it.
+        self.record(link, dir, false, frame);
         if fate.lost {
             self.pool.free(frame);
             return;
@@ -686,7 +731,7 @@ impl Fabric {
         if let Some(bit) = fate.corrupt_bit {
             self.pool.frame_mut(frame)[bit / 8] ^= 1 << (bit % 8);
         }
-        let at = end + d.delay_ns + fate.extra_delay;
+        let at = end + delay + fate.extra_delay;
         self.events.push(at, Event::Arrive { link, dir, frame });
         if fate.duplicate {
             let copy = self.pool.clone_frame(frame);
@@ -703,13 +748,8 @@ impl Fabric {
 
     fn arrive(&mut self, link: u32, dir: u8, frame: FrameId) {
         let now = self.now;
-        let l = &self.links[link as usize];
-        let (node, port) = l.ends[1 - usize::from(dir)];
-        for &t in &l.taps {
-            if let Some(tap) = &mut self.taps[t as usize] {
-                tap.record(now, self.pool.frame(frame));
-            }
-        }
+        let (node, port) = self.links[link as usize].ends[1 - usize::from(dir)];
+        self.record(link, 1 - dir, true, frame);
         let mac = &mut self.nodes[node as usize].ports[usize::from(port)];
         mac.counters.rx_frames += 1;
         mac.counters.rx_bytes += self.pool.len(frame) as u64;
