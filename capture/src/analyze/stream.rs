@@ -229,8 +229,7 @@ struct Awaited {
 
 #[derive(Debug, Clone, Copy)]
 struct Running {
-    /// The PSN of the latest resend, and the one after it.
-    last: Psn,
+    /// The PSN after the latest resend.
     next: Psn,
     /// Index into `episode_list`, if it was kept.
     kept: Option<usize>,
@@ -405,7 +404,6 @@ impl Stream {
             }
         }
         if let Some(e) = &mut self.episode {
-            e.last = r.psn;
             e.next = r.psn.add(span);
             e.resent += 1;
         }
@@ -457,7 +455,6 @@ impl Stream {
             },
         );
         self.episode = Some(Running {
-            last: r.psn,
             next: r.psn,
             kept,
             resent: 0,
