@@ -38,8 +38,8 @@ pub struct Scenario {
     pub loss_sweep: Option<sweep::LossSweep>,
     pub fabric: Option<fabric::FabricScenario>,
     pub fct: Option<fct::FctScenario>,
-    /// Not from the file: the threads that run a `[fct]` experiment (all cores when
-    /// `None`). The results are the same whatever it is.
+    /// Not from the file: the threads that run a `[fct]` experiment or the runs of a
+    /// `[loss_sweep]` (all cores when `None`). The results are the same whatever it is.
     #[serde(skip)]
     pub threads: Option<usize>,
 }
@@ -88,16 +88,16 @@ impl Outcome {
 
 /// Runs the scenario, drawing a progress bar on `progress`.
 pub fn run(s: &Scenario, progress: &mut Progress) -> Result<Outcome> {
+    let threads = s.threads.unwrap_or_else(|| {
+        std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
+    });
     if let Some(sw) = &s.loss_sweep {
-        return Ok(Outcome::Sweep(sweep::run(sw, s.seed, progress)?));
+        return Ok(Outcome::Sweep(sweep::run(sw, s.seed, threads, progress)?));
     }
     if let Some(f) = &s.fabric {
         return Ok(Outcome::Fabric(fabric::run(f, s.seed, progress)?));
     }
     if let Some(f) = &s.fct {
-        let threads = s.threads.unwrap_or_else(|| {
-            std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
-        });
         return Ok(Outcome::Fct(fct::run(f, s.seed, threads, progress)?));
     }
     bail!("empty scenario")
