@@ -16,8 +16,11 @@ fn load(name: &str) -> Scenario {
     Scenario::load(&root().join("scenarios").join(format!("{name}.toml"))).unwrap()
 }
 
+/// The scenario's first run (seed): what its claims are about.
 fn fabric(s: &Scenario) -> FabricResult {
-    match scenario::run(s, &mut Progress::silent()).unwrap() {
+    let mut s = s.clone();
+    s.fabric.as_mut().expect("a fabric scenario").runs = 1;
+    match scenario::run(&s, &mut Progress::silent()).unwrap() {
         Outcome::Fabric(r) => r,
         _ => panic!("{} is not a fabric scenario", s.name),
     }

@@ -95,7 +95,9 @@ pub fn run(s: &Scenario, progress: &mut Progress) -> Result<Outcome> {
         return Ok(Outcome::Sweep(sweep::run(sw, s.seed, threads, progress)?));
     }
     if let Some(f) = &s.fabric {
-        return Ok(Outcome::Fabric(fabric::run(f, s.seed, progress)?));
+        return Ok(Outcome::Fabric(fabric::run_seeds(
+            f, s.seed, threads, progress,
+        )?));
     }
     if let Some(f) = &s.fct {
         return Ok(Outcome::Fct(fct::run(f, s.seed, threads, progress)?));
@@ -128,6 +130,49 @@ pub fn write(s: &Scenario, outcome: &Outcome, dir: &Path) -> Result<Vec<PathBuf>
     std::io::Write::flush(&mut out)?;
     std::fs::write(&md, outcome.table())?;
     Ok(vec![csv, png, md])
+}
+
+/// `f` of every job on `threads` threads (each job builds and runs its own world there),
+/// the results in job order; the progress bar counts finished jobs.
+pub(crate) fn in_parallel<J: Sync, R: Send>(
+    jobs: &[J],
+    threads: usize,
+    f: impl Fn(&J) -> Result<R> + Sync,
+    progress: &mut Progress,
+) -> Result<Vec<R>> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Mutex;
+    let next = AtomicUsize::new(0);
+    let done = AtomicUsize::new(0);
+    let out: Mutex<Vec<Option<Result<R>>>> = Mutex::new((0..jobs.len()).map(|_| None).collect());
+    std::thread::scope(|scope| {
+        for _ in 0..threads.clamp(1, jobs.len().max(1)) {
+            std::thread::Builder::new()
+                // A host-sized NIC is built on the stack before it is boxed.
+                .stack_size(256 << 20)
+                .spawn_scoped(scope, || loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(job) = jobs.get(i) else { break };
+                    let r = f(job);
+                    out.lock().unwrap_or_else(|e| e.into_inner())[i] = Some(r);
+                    done.fetch_add(1, Ordering::Relaxed);
+                })
+                .expect("spawn a sweep thread");
+        }
+        while done.load(Ordering::Relaxed) < jobs.len() {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            for _ in 0..256 {
+                // `update` looks at the clock every 256th call.
+                progress.update(done.load(Ordering::Relaxed), jobs.len());
+            }
+        }
+    });
+    progress.finish();
+    out.into_inner()
+        .unwrap_or_else(|e| e.into_inner())
+        .into_iter()
+        .map(|r| r.expect("every job ran"))
+        .collect()
 }
 
 /// A duration of the scenario file (`10ms`, `2us`, `0`) in nanoseconds.
