@@ -115,6 +115,9 @@ fn run() -> Result<()> {
             let outcome =
                 roce_cli::scenario::run(&s, &mut roce_cli::progress::Progress::new(&s.name))?;
             print!("{}", outcome.table());
+            if let roce_cli::scenario::Outcome::Fct(r) = &outcome {
+                eprintln!("{}", r.engine_report());
+            }
             for path in roce_cli::scenario::write(&s, &outcome, &output)? {
                 eprintln!("wrote {}", path.display());
             }
