@@ -202,6 +202,9 @@ fn run() -> Result<()> {
                 roce_cli::scenario::run(&s, &mut roce_cli::progress::Progress::new(&s.name))?;
             write!(out, "{}", outcome.table())?;
             out.flush()?;
+            if let roce_cli::scenario::Outcome::Fct(r) = &outcome {
+                warn(format_args!("{}", r.engine_report()));
+            }
             for path in roce_cli::scenario::write(&s, &outcome, &output)? {
                 warn(format_args!("wrote {}", path.display()));
             }

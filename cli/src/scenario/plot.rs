@@ -55,6 +55,19 @@ pub fn sweep(path: &Path, title: &str, r: &SweepResult) -> Result<()> {
                 .map_err(err)?
                 .label(format!("{} t={t}", rec.name()))
                 .legend(swatch(c, 2));
+            // The 95 % intervals of cells run more than once.
+            for (i, &l) in s.loss.iter().enumerate() {
+                let Some(cell) = r.get(rec, t, l).filter(|c| c.runs > 1) else {
+                    continue;
+                };
+                let hi = cell.high_gbps.min(ymax);
+                chart
+                    .draw_series(std::iter::once(PathElement::new(
+                        vec![(i as i32, cell.low_gbps), (i as i32, hi)],
+                        c.stroke_width(2),
+                    )))
+                    .map_err(err)?;
+            }
         }
     }
     legend(&mut chart, SeriesLabelPosition::LowerLeft, 14)?;
