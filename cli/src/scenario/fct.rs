@@ -979,6 +979,30 @@ impl FctResult {
         Ok(())
     }
 
+    /// How the engine did (not part of the results: wall time depends on the machine):
+    /// events, windows, what two and eight threads could overlap at best, and speed.
+    pub fn engine_report(&self) -> String {
+        let events: u64 = self.runs.iter().map(|r| r.events).sum();
+        let sim: u64 = self.runs.iter().map(|r| r.end_ns).sum();
+        let windows: usize = self.runs.iter().map(|r| r.profile.windows()).sum();
+        let critical = |t| -> u64 { self.runs.iter().map(|r| r.profile.critical_path(t)).sum() };
+        let wall = self.wall.as_secs_f64();
+        format!(
+            "engine: {} partitions on {} threads; {events} events in {windows} windows; \
+             at best {:.2}x on 2 threads, {:.2}x on 8; {:.2} s wall: {:.0} events/s, \
+             {:.3} ms simulated per wall second",
+            self.runs
+                .first()
+                .map_or(0, |r| r.profile.per_partition.len()),
+            self.threads,
+            events as f64 / critical(2).max(1) as f64,
+            events as f64 / critical(8).max(1) as f64,
+            wall,
+            events as f64 / wall,
+            sim as f64 / 1e6 / wall
+        )
+    }
+
     /// The slowdown by size (means over runs with 95 % intervals), then the runs.
     pub fn table(&self) -> String {
         let mut out = String::from(
