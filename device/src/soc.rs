@@ -28,6 +28,16 @@ pub const POLL_STEPS: u32 = 64;
 /// Cycles booting may take before [`SocNic::new`] gives up.
 pub const BOOT_CYCLES: u64 = 20_000_000;
 
+/// CPU time of the calling thread in ns (Linux `/proc/thread-self/schedstat`; 0
+/// elsewhere): the SoC's simulated cycles per CPU second do not depend on what else
+/// the machine runs.
+pub fn thread_cpu_ns() -> u64 {
+    std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0)
+}
+
 /// The SoC as a NIC model.
 pub struct SocNic {
     soc: RefCell<Soc>,
