@@ -13,11 +13,12 @@
 //   harmful). Non-RoCE traffic should bypass this module.
 //
 // The CRC streams with the frame (masks from the EtherType, decided beat by
-// beat), so nothing is buffered: latency 4 cycles (input register, CRC,
-// final CRC, output slice). When the last input beat
-// has fewer than 4 free bytes the frame grows by one beat and the input is
-// held for one cycle (s_axis_tready low), so the output runs at one beat
-// per cycle while the input loses one cycle on those frames only.
+// beat), so nothing is buffered: latency 3 + icrc_latency cycles (9 at 64
+// bits, 12 at 512: input register, layout register, the ICRC pipeline with
+// the data beside it, output slice). When the last input beat has fewer than
+// 4 free bytes the frame grows by one beat and the input is held for one
+// cycle (s_axis_tready low), so the output runs at one beat per cycle while
+// the input loses one cycle on those frames only.
 
 `resetall
 `default_nettype none
@@ -86,8 +87,9 @@ module tx_icrc_insert
   end
 
   // ------------------------------------------------- layout, beat by beat
+  // decided from the bytes seen so far, then registered with the beat (L)
   logic [BEAT_W-1:0] beat;          // beat index, saturating at VIEW_BEATS
-  logic [VIEW*8-1:0] view_reg;      // bytes 0..17 from earlier beats
+  logic [VIEW*8-1:0] view_reg;      // bytes 0..18 from earlier beats
   logic [VIEW*8-1:0] view;
   logic              vlan;
   logic [1:0]        kind;
@@ -120,6 +122,26 @@ module tx_icrc_insert
     if (rst) beat <= '0;
   end
 
+  logic [DATA_WIDTH-1:0] l_data;
+  logic [KEEP_WIDTH-1:0] l_keep;
+  logic                  l_valid, l_first, l_last, l_vlan;
+  logic [1:0]            l_kind;
+  logic [3:0]            l_ihl;
+
+  always_ff @(posedge clk) begin
+    if (en_up) begin
+      l_valid <= t0_valid;
+      l_data <= t0_data;
+      l_keep <= t0_keep;
+      l_last <= t0_last;
+      l_first <= beat == '0;
+      l_vlan <= vlan;
+      l_kind <= kind;
+      l_ihl <= ihl;
+    end
+    if (rst) l_valid <= 1'b0;
+  end
+
   logic [31:0] crc;
   logic        crc_valid;
 
@@ -129,39 +151,42 @@ module tx_icrc_insert
     .clk(clk),
     .rst(rst),
     .en(en_up),
-    .s_data(t0_data),
-    .s_keep(t0_keep),
-    .s_valid(t0_valid),
-    .s_first(beat == '0),
-    .s_last(t0_last),
-    .s_vlan(vlan),
-    .s_kind(kind),
-    .s_ihl(ihl),
+    .s_data(l_data),
+    .s_keep(l_keep),
+    .s_valid(l_valid),
+    .s_first(l_first),
+    .s_last(l_last),
+    .s_vlan(l_vlan),
+    .s_kind(l_kind),
+    .s_ihl(l_ihl),
     .m_crc(crc),
     .m_valid(crc_valid)
   );
 
-  // ---------------------------------------------------- two data stages
-  logic [DATA_WIDTH-1:0] t1_data, t2_data;
-  logic [KEEP_WIDTH-1:0] t1_keep, t2_keep;
-  logic                  t1_valid, t2_valid, t1_last, t2_last;
+  // ------------------------------------------- the beats beside the ICRC
+  // d_*[ICRC_LAT-1] is the beat whose ICRC (if it is a last beat) is on `crc`
+  localparam int ICRC_LAT = icrc_latency(DATA_WIDTH);
+  logic [ICRC_LAT-1:0][DATA_WIDTH-1:0] d_data;
+  logic [ICRC_LAT-1:0][KEEP_WIDTH-1:0] d_keep;
+  logic [ICRC_LAT-1:0]                 d_valid, d_last;
 
   always_ff @(posedge clk) begin
     if (en_up) begin
-      t1_valid <= t0_valid;
-      t1_data <= t0_data;
-      t1_keep <= t0_keep;
-      t1_last <= t0_last;
-      t2_valid <= t1_valid;
-      t2_data <= t1_data;
-      t2_keep <= t1_keep;
-      t2_last <= t1_last;
+      d_valid <= {d_valid[ICRC_LAT-2:0], l_valid};
+      d_data <= {d_data[ICRC_LAT-2:0], l_data};
+      d_keep <= {d_keep[ICRC_LAT-2:0], l_keep};
+      d_last <= {d_last[ICRC_LAT-2:0], l_last};
     end
-    if (rst) begin
-      t1_valid <= 1'b0;
-      t2_valid <= 1'b0;
-    end
+    if (rst) d_valid <= '0;
   end
+
+  logic [DATA_WIDTH-1:0] ins_data;
+  logic [KEEP_WIDTH-1:0] ins_keep;
+  logic                  ins_valid, ins_last;
+  assign ins_data = d_data[ICRC_LAT-1];
+  assign ins_keep = d_keep[ICRC_LAT-1];
+  assign ins_valid = d_valid[ICRC_LAT-1];
+  assign ins_last = d_last[ICRC_LAT-1];
 
   // ------------------------------------------------------- ICRC insertion
   logic [DATA_WIDTH-1:0] out_data, extra_data_next;
@@ -170,14 +195,14 @@ module tx_icrc_insert
 
   always_comb begin
     int n;
-    n = $countones(t2_keep);
-    out_data = t2_data;
-    out_keep = t2_keep;
-    out_last = t2_last;
+    n = int'(keep_count(64'(ins_keep)));
+    out_data = ins_data;
+    out_keep = ins_keep;
+    out_last = ins_last;
     overflow = 1'b0;
     extra_data_next = '0;
     extra_keep_next = '0;
-    if (t2_last) begin
+    if (ins_last) begin
       // crc_valid is high here: it left icrc together with this beat
       for (int b = 0; b < KEEP_WIDTH; b++) begin
         if (b >= n && b < n + 4) begin
@@ -201,7 +226,7 @@ module tx_icrc_insert
     if (skid_ready) begin
       if (extra_pending) begin
         extra_pending <= 1'b0;
-      end else if (t2_valid && overflow) begin
+      end else if (ins_valid && overflow) begin
         extra_pending <= 1'b1;
         extra_data <= extra_data_next;
         extra_keep <= extra_keep_next;
@@ -219,7 +244,7 @@ module tx_icrc_insert
     .clk(clk),
     .rst(rst),
     .s_data(extra_pending ? {1'b1, extra_keep, extra_data} : {out_last, out_keep, out_data}),
-    .s_valid(extra_pending || t2_valid),
+    .s_valid(extra_pending || ins_valid),
     .s_ready(skid_ready),
     .m_data({m_axis_tlast, m_axis_tkeep, m_axis_tdata}),
     .m_valid(m_axis_tvalid),
