@@ -57,7 +57,6 @@ fn main() {
                 perf::nics(&p),
                 LinkConfig::new(100_000_000_000, 2_000),
                 1,
-                false,
             );
             let t = Instant::now();
             let m = perf::run(&mut sim, &p, &mut Progress::silent()).unwrap();

@@ -217,8 +217,7 @@ pub fn run(args: &PerfArgs, out: &mut impl Write) -> Result<()> {
                     ..Faults::default()
                 };
                 let link = LinkConfig::new(link_bps, delay).with_faults(faults);
-                let mut sim =
-                    world::Sim::back_to_back(nics, link, args.seed, args.backend == Backend::Rtl);
+                let mut sim = world::Sim::back_to_back(nics, link, args.seed);
                 let tap = match &args.pcap {
                     Some(path) => {
                         let file = std::fs::File::create(path)

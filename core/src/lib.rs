@@ -13,6 +13,7 @@
 
 pub mod cc;
 pub mod engine;
+pub mod fastpath;
 pub mod memory;
 pub mod num;
 pub mod transport;

@@ -15,7 +15,8 @@ use roce_core::engine::{CqHandle, Engine, PortConfig, QPN_BASE};
 use roce_core::memory::{AccessFlags, Dma, MemError, Pd};
 use roce_core::num::{Lkey, Qpn};
 use roce_core::transport::{
-    Error as EngineError, Instant, QpAttr, QpInitAttr, QpType, WcOpcode, WcStatus, WorkCompletion,
+    Error as EngineError, Instant, QpAttr, QpInitAttr, QpState, QpType, WcOpcode, WcStatus,
+    WorkCompletion,
 };
 use zerocopy::little_endian::U32;
 use zerocopy::{FromBytes, FromZeros, Immutable, IntoBytes};
@@ -60,6 +61,9 @@ pub struct RuntimeCounters {
     pub send_wqes: u64,
     pub recv_wqes: u64,
     pub bad_wqes: u64,
+    /// Doorbells (send, receive, command queue) whose producer index claimed more
+    /// entries than the ring holds; each fails its QP (or skips the commands).
+    pub bad_doorbells: u64,
     pub frames_rx: u64,
     pub frames_tx: u64,
     pub cqes: u64,
@@ -68,7 +72,9 @@ pub struct RuntimeCounters {
 }
 
 /// The NIC: the engine with the given capacities (see [`crate::config`]) and the state
-/// that ties it to the host's rings.
+/// that ties it to the host's rings. `Clone` (with a `Clone` HAL) is a snapshot: the `abi`
+/// fuzz target restores one per input.
+#[derive(Clone)]
 pub struct Nic<
     H: Hal,
     const QPS: usize,
@@ -242,8 +248,9 @@ impl<
                 continue;
             };
             let index = slot as u32;
-            any |= self.fetch_sq(&mut q, index);
-            any |= self.fetch_rq(&mut q, index);
+            for fetched in [self.fetch_sq(&mut q, index), self.fetch_rq(&mut q, index)] {
+                any |= fetched.unwrap_or_else(|BadDoorbell| self.fail_qp(q.qpn));
+            }
             self.backlog |= q.sq_ci != self.hal.reg_read(reg::sq_db(index))
                 || q.rq_ci != self.hal.reg_read(reg::rq_db(index));
             if let Some(s) = self.qps.get_mut(slot) {
@@ -255,15 +262,21 @@ impl<
 
     /// Takes the entries of a host ring from `*ci` up to the producer index in doorbell
     /// register `db`, handing each to `post`; an entry `post` refuses (the engine's queue
-    /// is full) stays in the ring for a later poll. Returns whether any was taken.
+    /// is full) stays in the ring for a later poll. Returns whether any was taken, or
+    /// [`BadDoorbell`] (having skipped to the producer index) when the index claims more
+    /// entries than the ring holds.
     fn fetch_ring<T: FromBytes + IntoBytes + Immutable>(
         &mut self,
         db: u32,
         (ring, log): (u64, u8),
         ci: &mut u32,
         mut post: impl FnMut(&mut Self, &T) -> bool,
-    ) -> bool {
+    ) -> Result<bool, BadDoorbell> {
         let pi = self.hal.reg_read(db);
+        if !fits(pi, *ci, log) {
+            *ci = pi;
+            return Err(BadDoorbell);
+        }
         let mut any = false;
         while *ci != pi {
             let addr = slot_addr(ring, log, *ci, core::mem::size_of::<T>());
@@ -278,10 +291,21 @@ impl<
             *ci = ci.wrapping_add(1);
             any = true;
         }
-        any
+        Ok(any)
     }
 
-    fn fetch_sq(&mut self, q: &mut HostQp, index: u32) -> bool {
+    /// A QP whose doorbell lied: nothing in its rings can be trusted, so it goes to the
+    /// error state (its posted work flushes) and the host hears `QP_FATAL`, as
+    /// `IBV_EVENT_QP_FATAL`. Returns true (something happened).
+    fn fail_qp(&mut self, qpn: Qpn) -> bool {
+        self.counters.bad_doorbells += 1;
+        let _ = self.engine.modify_qp(qpn, &QpAttr::to_state(QpState::Err));
+        self.raise(|e| e.set_qp_fatal(true));
+        self.hal.reg_write(reg::EVENT_QPN, qpn.value());
+        true
+    }
+
+    fn fetch_sq(&mut self, q: &mut HostQp, index: u32) -> Result<bool, BadDoorbell> {
         let (qpn, ud, send_cq) = (q.qpn, q.qp_type == QpType::Ud, q.send_cq);
         self.fetch_ring(
             reg::sq_db(index),
@@ -316,7 +340,7 @@ impl<
         )
     }
 
-    fn fetch_rq(&mut self, q: &mut HostQp, index: u32) -> bool {
+    fn fetch_rq(&mut self, q: &mut HostQp, index: u32) -> Result<bool, BadDoorbell> {
         let qpn = q.qpn;
         self.fetch_ring(
             reg::rq_db(index),
@@ -436,6 +460,14 @@ impl<
             .hal
             .reg_read(reg::CMDQ_LOG_DEPTH)
             .min(u32::from(MAX_LOG_DEPTH)) as u8;
+        if !fits(pi, self.cmdq_ci, log) {
+            // More commands than the queue holds: a driver bug. Running 2^32 entries of
+            // whatever the ring holds would stall the NIC; the range is skipped instead.
+            self.counters.bad_doorbells += 1;
+            self.cmdq_ci = pi;
+            self.hal.reg_write(reg::CMDQ_CI, pi);
+            return true;
+        }
         while self.cmdq_ci != pi {
             let addr = slot_addr(base, log, self.cmdq_ci, core::mem::size_of::<CmdEntry>());
             let mut entry = CmdEntry::new_zeroed();
@@ -656,6 +688,15 @@ impl<
             Err(err) => status_of(&err),
         }
     }
+}
+
+/// A producer index that claims more entries than the ring holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct BadDoorbell;
+
+/// Whether producer index `pi` is at most a ring's depth (`2^log`) ahead of `ci`.
+fn fits(pi: u32, ci: u32, log: u8) -> bool {
+    u64::from(pi.wrapping_sub(ci)) <= 1u64 << log.min(32)
 }
 
 /// Address of ring slot `index` (entries of `size` bytes, depth `2^log`).

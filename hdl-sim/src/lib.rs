@@ -6,6 +6,7 @@
 //! * [`RtlSim`]: the cycle level: push beats or frames, [`RtlSim::tick`],
 //!   pull metadata, payload packets and TX frames; random idle cycles and
 //!   back-pressure ([`Shaping`]); FST waveforms.
+//! * [`RtlPort`]: the RTL as the firmware runtime's `Datapath`, in front of any port.
 //! * [`meta`]: the metadata record layout and the error codes, shared with
 //!   `rtl/roce_rx_pkg.sv` (a test keeps the two in step).
 //!
@@ -20,8 +21,12 @@ mod ffi;
 pub mod meta;
 pub mod port;
 pub mod sim;
+pub mod soc;
+#[cfg(not(roce_soc_unavailable))]
+mod soc_ffi;
 
 pub use datapath::{RtlDatapath, RxVerdict, TRACE_DIR_ENV};
 pub use meta::{L3Kind, RxError, RxMeta};
-pub use port::{rtl_nic, RtlPort, RtlPortCounters};
+pub use port::{RtlPort, RtlPortCounters};
 pub use sim::{rtl_available, Beat, DataWidth, RtlSim, Shaping, SimError, Timed, Timeline};
+pub use soc::{soc_available, FirmwareStats, Soc, SocError};

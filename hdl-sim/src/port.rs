@@ -1,14 +1,14 @@
 //! The Verilated datapath as the firmware's `Datapath`: the same firmware runtime runs
-//! unchanged on it. Received frames pass through the RTL RX parser (frames it rejects are
-//! dropped and counted by error, as the hardware would); frames the engine built go
-//! through the RTL TX ICRC inserter, which appends the ICRC the wire carries.
+//! unchanged on it. [`RtlPort`] stands between the runtime and a port (any `Datapath`
+//! that moves whole frames to and from a wire: a NIC model's frame queues, say).
+//! Received frames pass through the RTL RX parser (frames it rejects are dropped and
+//! counted by error, as the hardware would); frames the engine built go through the RTL
+//! TX ICRC inserter, which appends the ICRC the wire carries.
 
 use crate::datapath::RtlDatapath;
 use crate::meta::RxError;
-use crate::sim::DataWidth;
-use roce_core::engine::PortConfig;
+use crate::sim::{DataWidth, SimError};
 use roce_firmware::hal::Datapath;
-use roce_host::{Capacities, LocalNic, PortQueues};
 use std::cell::RefCell;
 use std::rc::Rc;
 
@@ -23,16 +23,34 @@ pub struct RtlPortCounters {
     pub tx_icrc_mismatch: u64,
 }
 
-/// The RTL datapath between a NIC's port queues and its firmware.
-pub struct RtlPort {
+/// The RTL datapath in front of the port `P`.
+pub struct RtlPort<P> {
     dp: RtlDatapath,
-    port: Rc<RefCell<PortQueues>>,
+    port: P,
+    /// Shared, so the harness can read them while the runtime owns the port.
     counters: Rc<RefCell<RtlPortCounters>>,
 }
 
-impl Datapath for RtlPort {
+impl<P: Datapath> RtlPort<P> {
+    /// The RTL at `width` in front of `port`. Fails when the model cannot be built or
+    /// started (Verilator missing when this crate was built, say).
+    pub fn new(width: DataWidth, port: P) -> Result<Self, SimError> {
+        Ok(Self {
+            dp: RtlDatapath::new(width)?,
+            port,
+            counters: Rc::default(),
+        })
+    }
+
+    /// The port's counters (a handle that stays valid after the port is handed over).
+    pub fn counters(&self) -> Rc<RefCell<RtlPortCounters>> {
+        self.counters.clone()
+    }
+}
+
+impl<P: Datapath> Datapath for RtlPort<P> {
     fn transmit(&mut self, frame: &[u8]) -> bool {
-        if !self.can_transmit() {
+        if !self.port.can_transmit() {
             return false;
         }
         // The engine's frame ends with its ICRC; the hardware gets it without and
@@ -44,27 +62,24 @@ impl Datapath for RtlPort {
         if out != frame {
             self.counters.borrow_mut().tx_icrc_mismatch += 1;
         }
-        self.port.borrow_mut().tx.push_back(out);
-        true
+        self.port.transmit(&out)
     }
 
     fn can_transmit(&self) -> bool {
-        let q = self.port.borrow();
-        q.tx.len() < q.tx_limit
+        self.port.can_transmit()
     }
 
     fn receive(&mut self, buf: &mut [u8]) -> Option<usize> {
         loop {
-            let frame = self.port.borrow_mut().rx.pop_front()?;
-            let Ok(v) = self.dp.rx(&frame) else { continue };
+            let n = self.port.receive(buf)?;
+            let Some(frame) = buf.get(..n) else { continue };
+            let Ok(v) = self.dp.rx(frame) else { continue };
             let mut c = self.counters.borrow_mut();
             match v.error() {
-                None if frame.len() <= buf.len() => {
+                None => {
                     c.rx_ok += 1;
-                    buf[..frame.len()].copy_from_slice(&frame);
-                    return Some(frame.len());
+                    return Some(n);
                 }
-                None => {}
                 Some(e) => match c.rx_dropped.iter_mut().find(|(k, _)| *k == e) {
                     Some((_, n)) => *n += 1,
                     None => c.rx_dropped.push((e, 1)),
@@ -76,25 +91,4 @@ impl Datapath for RtlPort {
     fn verifies_icrc(&self) -> bool {
         true
     }
-}
-
-/// An in-process NIC (the firmware runtime) whose datapath is the Verilated RTL at
-/// `width`, and its port's counters. Fails when the model cannot be built or started.
-pub fn rtl_nic(
-    cfg: PortConfig,
-    caps: Capacities,
-    width: DataWidth,
-) -> Result<(Rc<LocalNic>, Rc<RefCell<RtlPortCounters>>), crate::SimError> {
-    let counters = Rc::new(RefCell::new(RtlPortCounters::default()));
-    let mut dp = Some(RtlDatapath::new(width)?);
-    let c = counters.clone();
-    let nic = LocalNic::with_datapath(cfg, caps, move |port| {
-        let dp = dp.take().expect("the closure runs once");
-        Box::new(RtlPort {
-            dp,
-            port,
-            counters: c,
-        })
-    });
-    Ok((nic, counters))
 }

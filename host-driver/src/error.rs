@@ -1,7 +1,7 @@
 //! The driver's one error type: a variant per way a verb fails, naming what was wrong.
 
+use roce_abi::{CmdOp, CmdStatus};
 use roce_core::transport::QpState;
-use roce_firmware::abi::{CmdOp, CmdStatus};
 use std::fmt;
 
 /// Why a verb failed.

@@ -3,15 +3,15 @@
 
 use crate::device::Device;
 use crate::error::Error;
+use roce_abi::{
+    self as abi, reg, CmdEntry, CmdOp, CmdStatus, Cqe, DeviceAttr, EventStatus, RecvWqe, SendWqe,
+};
 use roce_core::engine::QPN_BASE;
 use roce_core::memory::AccessFlags;
 use roce_core::num::{Lkey, Psn, Qkey, Qpn, Rkey};
 use roce_core::transport::{
     AckTimeout, AddressVector, Mtu, QpAttr, QpState, QpType, RecvWr, RetryCount, RnrTimer, SendWr,
     Sge, SrAttr, WcStatus, WorkCompletion,
-};
-use roce_firmware::abi::{
-    self, reg, CmdEntry, CmdOp, CmdStatus, Cqe, DeviceAttr, EventStatus, RecvWqe, SendWqe,
 };
 use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, VecDeque};

@@ -2,20 +2,22 @@
 //! nothing, doorbells are served in order, rings wrap, a CQ overflow is reported as an
 //! event, and a QP in ERR flushes every outstanding WQE in order.
 
-use roce_core::engine::PortConfig;
+mod common;
+
+use common::{models, Model};
+use roce_abi::{self as abi, CmdEntry, CmdOp, CmdStatus};
 use roce_core::memory::AccessFlags;
 use roce_core::num::Psn;
 use roce_core::transport::{
     ipv4_gid, QpAttr, QpState, QpType, RecvWr, SendFlags, SendWr, WcOpcode, WcStatus, WrOp,
 };
-use roce_firmware::abi::{self, CmdEntry, CmdOp, CmdStatus};
-use roce_host::{Capacities, ConnectOptions, Context, Error, LocalNic, QpEndpoint};
+use roce_device::LocalNic;
+use roce_host::{ConnectOptions, Context, Error, QpEndpoint};
 use std::rc::Rc;
 use zerocopy::little_endian::U32;
 
-fn nic(last: u8) -> (Rc<LocalNic>, Context) {
-    let cfg = PortConfig::new([2, 0, 0, 0, 0, last], ipv4_gid([10, 0, 0, last]));
-    let nic = LocalNic::new(cfg, Capacities::Firmware);
+fn nic(m: Model, last: u8) -> (Rc<LocalNic>, Context) {
+    let nic = m.boot(last);
     let ctx = Context::open(nic.clone()).unwrap();
     (nic, ctx)
 }
@@ -40,7 +42,13 @@ fn handle_cmd(ctx: &Context, op: CmdOp, handle: u32) -> Result<CmdEntry, Error> 
 
 #[test]
 fn bad_commands_get_an_error_status_and_change_nothing() {
-    let (_nic, ctx) = nic(1);
+    for m in models() {
+        bad_commands(m);
+    }
+}
+
+fn bad_commands(m: Model) {
+    let (_nic, ctx) = nic(m, 1);
     let pd = ctx.alloc_pd().unwrap();
     let cq = ctx.create_cq(8).unwrap();
     let qp = pd.create_qp(QpType::Rc, &cq, &cq).build().unwrap();
@@ -79,7 +87,7 @@ fn bad_commands_get_an_error_status_and_change_nothing() {
     init.qp_access_flags = Some(AccessFlags::REMOTE_WRITE);
     qp.modify(&init).unwrap();
     assert_eq!(qp.query().unwrap().qp_state, Some(QpState::Init));
-    // Out of resources: more QPs than the firmware has (8); the ones made still work.
+    // Out of resources: more QPs than the device has (max_qp); the ones made still work.
     let mut qps = vec![];
     let err = loop {
         match pd.create_qp(QpType::Uc, &cq, &cq).build() {
@@ -88,7 +96,7 @@ fn bad_commands_get_an_error_status_and_change_nothing() {
         }
     };
     assert_eq!(status(err), CmdStatus::NoResources);
-    assert_eq!(qps.len(), roce_firmware::config::QPS - 1);
+    assert_eq!(qps.len(), ctx.query_device().max_qp.get() as usize - 1);
     assert_eq!(qps[0].query().unwrap().qp_state, Some(QpState::Reset));
     // A ring deeper than the device allows never reaches the device.
     assert!(matches!(
@@ -105,17 +113,7 @@ struct Link {
 
 impl Link {
     fn run(&self) {
-        loop {
-            let mut busy = self.a.poll() | self.b.poll();
-            for (from, to) in [(&self.a, &self.b), (&self.b, &self.a)] {
-                let frames: Vec<_> = from.port().borrow_mut().tx.drain(..).collect();
-                busy |= !frames.is_empty();
-                to.port().borrow_mut().rx.extend(frames);
-            }
-            if !busy {
-                break;
-            }
-        }
+        common::run(&*self.a, &*self.b);
     }
 }
 
@@ -131,8 +129,8 @@ struct Pair {
     _b: (Context, roce_host::QueuePair, roce_host::CompletionQueue),
 }
 
-fn pair(max_send_wr: usize) -> Pair {
-    let ((a, ca), (b, cb)) = (nic(1), nic(2));
+fn pair(m: Model, max_send_wr: usize) -> Pair {
+    let ((a, ca), (b, cb)) = (nic(m, 1), nic(m, 2));
     let (pda, pdb) = (ca.alloc_pd().unwrap(), cb.alloc_pd().unwrap());
     let (cqa, cqb) = (ca.create_cq(4).unwrap(), cb.create_cq(4).unwrap());
     let qa = pda
@@ -171,6 +169,12 @@ fn pair(max_send_wr: usize) -> Pair {
 
 #[test]
 fn rings_wrap_and_doorbells_are_served_in_order() {
+    for m in models() {
+        rings_wrap(m);
+    }
+}
+
+fn rings_wrap(m: Model) {
     let Pair {
         link,
         qa,
@@ -178,7 +182,7 @@ fn rings_wrap_and_doorbells_are_served_in_order() {
         ma,
         mb,
         ..
-    } = &pair(4);
+    } = &pair(m, 4);
 
     // 40 batches of 3 WRITEs, each batch behind one doorbell: byte k of batch i goes to
     // offset 3*i+k. The send queue (4) and the CQ (4) wrap ten times over.
@@ -222,6 +226,12 @@ fn rings_wrap_and_doorbells_are_served_in_order() {
 
 #[test]
 fn cq_overflow_is_an_error_event_and_loses_nothing() {
+    for m in models() {
+        cq_overflow(m);
+    }
+}
+
+fn cq_overflow(m: Model) {
     let Pair {
         link,
         ca,
@@ -230,7 +240,7 @@ fn cq_overflow_is_an_error_event_and_loses_nothing() {
         ma,
         mb,
         ..
-    } = &pair(16);
+    } = &pair(m, 16);
     let wrs: Vec<_> = (0..6u64)
         .map(|i| {
             SendWr::new(
@@ -261,7 +271,13 @@ fn cq_overflow_is_an_error_event_and_loses_nothing() {
 
 #[test]
 fn qp_in_error_flushes_every_wqe_in_order() {
-    let (_a, ctx) = nic(1);
+    for m in models() {
+        qp_in_error_flushes(m);
+    }
+}
+
+fn qp_in_error_flushes(m: Model) {
+    let (_a, ctx) = nic(m, 1);
     let pd = ctx.alloc_pd().unwrap();
     let cq = ctx.create_cq(32).unwrap();
     let qp = pd.create_qp(QpType::Rc, &cq, &cq).build().unwrap();
@@ -313,8 +329,14 @@ fn qp_in_error_flushes_every_wqe_in_order() {
 
 #[test]
 fn selective_repeat_is_set_through_the_abi_and_queried_back() {
+    for m in models() {
+        selective_repeat_attr(m);
+    }
+}
+
+fn selective_repeat_attr(m: Model) {
     use roce_core::transport::{AckTimeout, SrAttr};
-    let ((_a, ca), (_b, cb)) = (nic(1), nic(2));
+    let ((_a, ca), (_b, cb)) = (nic(m, 1), nic(m, 2));
     let pd = ca.alloc_pd().unwrap();
     let cq = ca.create_cq(4).unwrap();
     let (gid, mac) = cb.port_addr();
@@ -338,4 +360,48 @@ fn selective_repeat_is_set_through_the_abi_and_queried_back() {
         qp.connect(&peer, Psn::new(1), &o).unwrap();
         assert_eq!(qp.query().unwrap().selective_repeat, want);
     }
+}
+
+/// The `abi` fuzz target's first find (issue 17): a send doorbell written five entries
+/// *behind* the NIC's consumer index claims 2^32 - 5 new WQEs, and the runtime read and
+/// completed them one by one, so one `poll` ran for minutes. Now a producer index more
+/// than the ring's depth ahead fails that QP alone, with `QP_FATAL`, at once.
+#[test]
+fn a_doorbell_beyond_the_ring_fails_only_its_qp() {
+    for m in models() {
+        doorbell_beyond_the_ring(m);
+    }
+}
+
+fn doorbell_beyond_the_ring(m: Model) {
+    use roce_abi::reg;
+    use roce_host::Device;
+    let (nic, ctx) = nic(m, 1);
+    let pd = ctx.alloc_pd().unwrap();
+    let cq = ctx.create_cq(8).unwrap();
+    let bad = pd.create_qp(QpType::Rc, &cq, &cq).build().unwrap();
+    let good = pd.create_qp(QpType::Rc, &cq, &cq).build().unwrap();
+    let init = {
+        let mut a = QpAttr::to_state(QpState::Init);
+        a.pkey_index = Some(0);
+        a.port_num = Some(1);
+        a.qp_access_flags = Some(AccessFlags::NONE);
+        a
+    };
+    bad.modify(&init).unwrap();
+    good.modify(&init).unwrap();
+    let index = bad.qpn().value() - abi::QPN_BASE;
+    for db in [reg::sq_db(index), reg::rq_db(index)] {
+        nic.write_reg(db, 0u32.wrapping_sub(5));
+        nic.progress();
+        let ev = ctx.take_events();
+        assert_eq!(ev.qp_fatal, Some(bad.qpn()), "doorbell {db:#x}");
+        assert_eq!(bad.query().unwrap().qp_state, Some(QpState::Err));
+    }
+    assert_eq!(nic.runtime_counters().bad_doorbells, 2);
+    assert_eq!(good.query().unwrap().qp_state, Some(QpState::Init));
+    // The same for the command queue: the bogus range is skipped and counted.
+    nic.write_reg(reg::CMDQ_PI, nic.read_reg(reg::CMDQ_CI).wrapping_sub(5));
+    nic.progress();
+    assert_eq!(nic.runtime_counters().bad_doorbells, 3);
 }

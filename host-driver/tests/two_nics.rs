@@ -1,14 +1,14 @@
 //! Two in-process NICs wired back to back, driven through the verbs API only: every
 //! operation moves the right bytes and completes with the right status.
 
-use roce_core::engine::PortConfig;
+mod common;
+
+use common::{models, Model};
 use roce_core::memory::AccessFlags;
 use roce_core::num::Psn;
-use roce_core::transport::{ipv4_gid, QpType, RecvWr, SendFlags, SendWr, WcOpcode, WcStatus, WrOp};
-use roce_host::{
-    Capacities, CompletionQueue, ConnectOptions, Context, LocalNic, MemoryRegion, QpEndpoint,
-    QueuePair,
-};
+use roce_core::transport::{QpType, RecvWr, SendFlags, SendWr, WcOpcode, WcStatus, WrOp};
+use roce_device::LocalNic;
+use roce_host::{CompletionQueue, ConnectOptions, Context, MemoryRegion, QpEndpoint, QueuePair};
 use std::rc::Rc;
 
 struct Side {
@@ -16,26 +16,15 @@ struct Side {
     ctx: Context,
 }
 
-fn side(last: u8) -> Side {
-    let cfg = PortConfig::new([2, 0, 0, 0, 0, last], ipv4_gid([10, 0, 0, last]));
-    let nic = LocalNic::new(cfg, Capacities::Firmware);
+fn side(m: Model, last: u8) -> Side {
+    let nic = m.boot(last);
     let ctx = Context::open(nic.clone()).unwrap();
     Side { nic, ctx }
 }
 
 /// Moves frames between the two ports until both NICs are idle.
 fn run(a: &Side, b: &Side) {
-    loop {
-        let mut busy = a.nic.poll() | b.nic.poll();
-        for (from, to) in [(&a.nic, &b.nic), (&b.nic, &a.nic)] {
-            let frames: Vec<_> = from.port().borrow_mut().tx.drain(..).collect();
-            busy |= !frames.is_empty();
-            to.port().borrow_mut().rx.extend(frames);
-        }
-        if !busy {
-            break;
-        }
-    }
+    common::run(&*a.nic, &*b.nic);
 }
 
 struct Pair {
@@ -49,8 +38,8 @@ struct Pair {
     mb: MemoryRegion,
 }
 
-fn connected(qp_type: QpType) -> Pair {
-    let (a, b) = (side(1), side(2));
+fn connected(m: Model, qp_type: QpType) -> Pair {
+    let (a, b) = (side(m, 1), side(m, 2));
     let access = AccessFlags::LOCAL_WRITE
         | AccessFlags::REMOTE_WRITE
         | AccessFlags::REMOTE_READ
@@ -95,7 +84,13 @@ fn pattern(len: usize, seed: u8) -> Vec<u8> {
 
 #[test]
 fn rc_write_moves_bytes_and_completes() {
-    let p = connected(QpType::Rc);
+    for m in models() {
+        rc_write(m);
+    }
+}
+
+fn rc_write(m: Model) {
+    let p = connected(m, QpType::Rc);
     let data = pattern(10_000, 7);
     p.ma.write(0, &data).unwrap();
     let wr = SendWr::new(
@@ -123,7 +118,13 @@ fn rc_write_moves_bytes_and_completes() {
 
 #[test]
 fn rc_send_read_and_atomics() {
-    let p = connected(QpType::Rc);
+    for m in models() {
+        rc_send_read_atomics(m);
+    }
+}
+
+fn rc_send_read_atomics(m: Model) {
+    let p = connected(m, QpType::Rc);
     // SEND with immediate into a posted receive (across PSN wrap: sq_psn 0xFFFFF0).
     let msg = pattern(3000, 1);
     p.mb.write(0, &msg).unwrap();

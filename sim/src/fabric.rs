@@ -7,7 +7,7 @@
 //! of its link or switch, so a run is a function of its seed and its construction:
 //! same seed, same result, bit for bit.
 
-use crate::link::{Direction, LinkConfig, LinkCounters};
+use crate::link::{Direction, Faults, LinkConfig, LinkCounters};
 use crate::mac::{mac_control, PauseState, PortCounters};
 use crate::node::{AnyNode, Node};
 use crate::pcap::Tap;
@@ -158,9 +158,30 @@ struct Slot {
 
 struct Link {
     /// (node, port) of endpoint a and b; direction d carries ends[d] -> ends[1 - d].
+    /// A remote link's end b is in another partition (its entry is unused).
     ends: [(u32, u16); 2],
     dirs: [Direction; 2],
     taps: Vec<u32>,
+    /// For a link to another partition: where direction 0 delivers. Direction 1 is that
+    /// partition's to serialize; its frames come in through [`Fabric::deliver_remote`].
+    remote: Option<RemoteEnd>,
+}
+
+/// The far end of a link that crosses partitions (see [`crate::parallel`]): the
+/// partition it is in, and the link's number, which both partitions use for it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct RemoteEnd {
+    pub partition: usize,
+    pub link: u32,
+}
+
+/// A frame leaving the partition: it arrives at `at` on remote link `to.link` of
+/// partition `to.partition`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Outgoing {
+    pub at: Nanos,
+    pub to: RemoteEnd,
+    pub frame: Vec<u8>,
 }
 
 struct Sampler {
@@ -201,6 +222,7 @@ enum Event {
 // Random streams are numbered by kind so that adding a switch never shifts a link's.
 const STREAM_LINK: u64 = 1 << 40;
 const STREAM_SWITCH: u64 = 2 << 40;
+const STREAM_REMOTE: u64 = 3 << 40;
 
 /// The simulated network.
 pub struct Fabric {
@@ -218,6 +240,10 @@ pub struct Fabric {
     /// A buffer a host was offered and did not fill: offered again next time rather than
     /// freed and taken anew (most polls of a receiving host come back empty).
     spare: Option<FrameId>,
+    /// Frames sent into other partitions, until the parallel engine takes them.
+    outgoing: Vec<Outgoing>,
+    /// Local link index of each remote link number.
+    remote_links: std::collections::HashMap<u32, u32>,
 }
 
 impl Fabric {
@@ -236,6 +262,8 @@ impl Fabric {
             io: SwitchIo::default(),
             events_run: 0,
             spare: None,
+            outgoing: Vec::new(),
+            remote_links: std::collections::HashMap::new(),
         }
     }
 
@@ -305,8 +333,73 @@ impl Fabric {
             ends: ends.map(|(n, p)| (n.0, p as u16)),
             dirs,
             taps: Vec::new(),
+            remote: None,
         });
         LinkId(link)
+    }
+
+    /// Connects port `port` of `node` to a node of another partition, through the link
+    /// both partitions number `remote.link`; the other partition connects its end with
+    /// the same number and this partition in `remote.partition`. This side serializes
+    /// and draws the faults of its own direction (`cfg.a_to_b`); the frames of the other
+    /// direction come in through [`Fabric::deliver_remote`]. Frames this side sends wait
+    /// in [`Fabric::take_outgoing`] for the engine. Links to other partitions take no
+    /// pcap tap. The link's delay must be at least the engine's lookahead.
+    pub fn connect_remote(
+        &mut self,
+        node: impl Into<NodeId>,
+        port: usize,
+        remote: RemoteEnd,
+        cfg: LinkConfig,
+    ) -> LinkId {
+        let link = u32::try_from(self.links.len()).expect("too many links");
+        let node = node.into();
+        let prev = self.remote_links.insert(remote.link, link);
+        assert!(
+            prev.is_none(),
+            "remote link {} connected twice",
+            remote.link
+        );
+        // The stream is numbered by the shared link number, so it does not depend on
+        // what else the partition holds.
+        let stream = STREAM_REMOTE + u64::from(remote.link);
+        let rng = Rng::new(derive_seed(self.seed, stream));
+        let out = Direction::new(cfg.rate_bps, cfg.delay_ns, cfg.a_to_b, rng);
+        let inbound = Direction::new(cfg.rate_bps, cfg.delay_ns, Faults::default(), Rng::new(0));
+        self.attach(node, port, link, 0, cfg.rate_bps);
+        self.links.push(Link {
+            ends: [(node.0, port as u16), (u32::MAX, 0)],
+            dirs: [out, inbound],
+            taps: Vec::new(),
+            remote: Some(remote),
+        });
+        LinkId(link)
+    }
+
+    /// Frames sent to other partitions since the last call, in the order they were sent.
+    pub fn take_outgoing(&mut self) -> std::vec::Drain<'_, Outgoing> {
+        self.outgoing.drain(..)
+    }
+
+    /// A frame from another partition: its last bit arrives at `at` (not before now) on
+    /// this partition's end of remote link `link`.
+    pub fn deliver_remote(&mut self, at: Nanos, link: u32, frame: &[u8]) {
+        assert!(at >= self.now, "a remote frame arrived in the past");
+        let local = *self
+            .remote_links
+            .get(&link)
+            .unwrap_or_else(|| panic!("no remote link {link} in this partition"));
+        let id = self.pool.alloc();
+        self.pool.buffer_mut(id)[..frame.len()].copy_from_slice(frame);
+        self.pool.set_len(id, frame.len());
+        self.events.push(
+            at,
+            Event::Arrive {
+                link: local,
+                dir: 1,
+                frame: id,
+            },
+        );
     }
 
     fn attach(&mut self, node: NodeId, port: usize, link: u32, dir: u8, rate_bps: u64) {
@@ -379,6 +472,10 @@ impl Fabric {
 
     /// Records every frame the link delivers, both directions, into a pcap on `out`.
     pub fn tap(&mut self, link: LinkId, out: impl Write + Send + 'static) -> io::Result<TapId> {
+        assert!(
+            self.links[link.0 as usize].remote.is_none(),
+            "a link to another partition takes no tap"
+        );
         let tap = Tap::new(Box::new(out))?;
         let id = self.taps.len() as u32;
         self.taps.push(Some(tap));
@@ -687,6 +784,23 @@ impl Fabric {
             self.pool.frame_mut(frame)[bit / 8] ^= 1 << (bit % 8);
         }
         let at = end + d.delay_ns + fate.extra_delay;
+        if let Some(to) = self.links[link as usize].remote {
+            let bytes = self.pool.frame(frame).to_vec();
+            if fate.duplicate {
+                self.outgoing.push(Outgoing {
+                    at,
+                    to,
+                    frame: bytes.clone(),
+                });
+            }
+            self.outgoing.push(Outgoing {
+                at,
+                to,
+                frame: bytes,
+            });
+            self.pool.free(frame);
+            return;
+        }
         self.events.push(at, Event::Arrive { link, dir, frame });
         if fate.duplicate {
             let copy = self.pool.clone_frame(frame);

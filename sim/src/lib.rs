@@ -46,20 +46,25 @@ pub mod link;
 mod mac;
 pub mod node;
 pub mod nodes;
+pub mod parallel;
 mod pcap;
 mod pool;
 pub mod queue;
 pub mod red;
 pub mod rng;
+pub mod stats;
 pub mod switch;
 pub mod topology;
+pub mod workload;
 
 pub use fabric::{
-    Counters, Fabric, HostId, LinkId, NodeId, QueueSample, QueueSeries, SamplerId, SwitchId, TapId,
+    Counters, Fabric, HostId, LinkId, NodeId, Outgoing, QueueSample, QueueSeries, RemoteEnd,
+    SamplerId, SwitchId, TapId,
 };
 pub use link::{Faults, LinkConfig, LinkCounters, MIN_FRAME_LEN, WIRE_OVERHEAD};
 pub use mac::PortCounters;
 pub use node::{Node, Priorities};
+pub use parallel::{Parallel, Partition};
 pub use pcap::MemoryCapture;
 pub use pool::MAX_FRAME_LEN;
 pub use queue::Nanos;

@@ -58,6 +58,15 @@ impl LinkConfig {
         }
     }
 
+    /// The same link seen from its other end (the fault directions swapped).
+    pub fn reversed(self) -> Self {
+        Self {
+            a_to_b: self.b_to_a,
+            b_to_a: self.a_to_b,
+            ..self
+        }
+    }
+
     /// The same faults in both directions.
     pub fn with_faults(self, faults: Faults) -> Self {
         Self {

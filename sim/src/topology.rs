@@ -1,9 +1,9 @@
-//! Topology builders. Hosts are added to the fabric first (any [`Node`](crate::Node)
+//! Topology builders (the fat-tree also for a fabric split into partitions). Hosts are added to the fabric first (any [`Node`](crate::Node)
 //! types), then wired here by their node id and the MAC their frames carry; every host
 //! uses its port 0. Switch forwarding is static (a route per host MAC), so no frame is
 //! flooded while tables would still be learning.
 
-use crate::fabric::{Fabric, LinkId, NodeId, SwitchId};
+use crate::fabric::{Fabric, LinkId, NodeId, RemoteEnd, SwitchId};
 use crate::link::LinkConfig;
 use crate::switch::SwitchConfig;
 use roce_core::wire::ethernet::MacAddr;
@@ -197,5 +197,207 @@ pub fn leaf_spine(
         spines: spine_ids,
         host_links,
         uplinks,
+    }
+}
+
+/// A k-ary fat-tree (Al-Fares, Loukissas and Vahdat, SIGCOMM 2008), as the DCQCN, IRN
+/// and HPCC evaluations use: `k` pods, each of `k/2` edge (top-of-rack) and `k/2`
+/// aggregation switches; `(k/2)^2` core switches; `k^3/4` hosts; every switch has `k`
+/// ports, so the tree has full bisection bandwidth. k = 4: 16 hosts and 20 switches;
+/// k = 8: 128 hosts and 80 switches.
+///
+/// Numbering. Host `h` is in pod `h / (k^2/4)`, on edge switch `(h / (k/2))` (global
+/// edge index `pod * k/2 + i`) at its port `h % (k/2)`. Edge switch (pod, i): ports
+/// `0..k/2` to its hosts, port `k/2 + j` to aggregation switch (pod, j). Aggregation
+/// switch (pod, j): port `i` to edge (pod, i), port `k/2 + m` to core switch
+/// `j * k/2 + m`. Core switch c: port `pod` to aggregation switch (pod, c / (k/2)).
+///
+/// Routing. Static routes per host MAC; upward by ECMP over all uplinks (a salted hash
+/// of addresses and UDP ports, so a flow keeps its path), downward on the one path.
+/// Learning and flooding are off (the tree has loops).
+///
+/// Partitions ([`crate::parallel`]). Pod `p` is in partition `p % parts`, core switch
+/// `c` in partition `c % parts`; links between an aggregation and a core switch of
+/// different partitions join them (`RemoteEnd::link` = `pod * (k/2)^2 + c`), so the
+/// lookahead is the fabric link's delay.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FatTree {
+    pub k: usize,
+    /// Host to edge switch.
+    pub host_link: LinkConfig,
+    /// Between switches.
+    pub fabric_link: LinkConfig,
+    pub switch: SwitchConfig,
+}
+
+/// The elements of a fat-tree one partition built (`None` for what lives elsewhere),
+/// by their global indices.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct FatTreePart {
+    pub edges: Vec<Option<SwitchId>>,
+    pub aggs: Vec<Option<SwitchId>>,
+    pub cores: Vec<Option<SwitchId>>,
+    /// `host_links[h]` joins host h (endpoint a) to its edge switch.
+    pub host_links: Vec<Option<LinkId>>,
+}
+
+impl FatTree {
+    /// A k-ary fat-tree (k even, at least 2) with these links and switches.
+    pub fn new(k: usize, host_link: LinkConfig, fabric_link: LinkConfig, sw: SwitchConfig) -> Self {
+        assert!(k >= 2 && k % 2 == 0, "a fat-tree needs an even k >= 2");
+        Self {
+            k,
+            host_link,
+            fabric_link,
+            switch: SwitchConfig {
+                learning: false,
+                flood_unknown: false,
+                ..sw
+            },
+        }
+    }
+
+    /// `k^3 / 4`.
+    pub fn hosts(&self) -> usize {
+        self.k * self.k * self.k / 4
+    }
+
+    /// Hosts per pod, `k^2 / 4`.
+    pub fn hosts_per_pod(&self) -> usize {
+        self.k * self.k / 4
+    }
+
+    /// The pod of host `h`.
+    pub fn pod_of(&self, h: usize) -> usize {
+        h / self.hosts_per_pod()
+    }
+
+    /// The global index of the edge switch of host `h`.
+    pub fn edge_of(&self, h: usize) -> usize {
+        h / (self.k / 2)
+    }
+
+    /// The partition of host `h` when the tree is split into `parts`.
+    pub fn partition_of(&self, h: usize, parts: usize) -> usize {
+        self.pod_of(h) % parts
+    }
+
+    /// Switches a frame from host `a` to host `b` crosses: 1 under one edge switch, 3 in
+    /// one pod, 5 across pods.
+    pub fn switch_hops(&self, a: usize, b: usize) -> usize {
+        if self.edge_of(a) == self.edge_of(b) {
+            1
+        } else if self.pod_of(a) == self.pod_of(b) {
+            3
+        } else {
+            5
+        }
+    }
+
+    /// Builds partition `part` of `parts` (1 builds it all): its switches, its hosts (made
+    /// by `host(h, fabric)`, in host order, attached by their port 0), its links and
+    /// routes. `macs[h]` is the address host h's frames carry, for every host.
+    pub fn build(
+        &self,
+        f: &mut Fabric,
+        part: usize,
+        parts: usize,
+        macs: &[MacAddr],
+        mut host: impl FnMut(usize, &mut Fabric) -> NodeId,
+    ) -> FatTreePart {
+        let k = self.k;
+        let half = k / 2;
+        assert!(parts >= 1 && part < parts, "partition {part} of {parts}");
+        assert_eq!(macs.len(), self.hosts(), "one MAC per host");
+        let pod_here = |pod: usize| pod % parts == part;
+        let core_here = |c: usize| c % parts == part;
+        let add = |f: &mut Fabric, here: bool| here.then(|| f.add_switch(self.switch.clone(), k));
+        let edges: Vec<Option<SwitchId>> =
+            (0..k * half).map(|e| add(f, pod_here(e / half))).collect();
+        let aggs: Vec<Option<SwitchId>> =
+            (0..k * half).map(|a| add(f, pod_here(a / half))).collect();
+        let cores: Vec<Option<SwitchId>> = (0..half * half).map(|c| add(f, core_here(c))).collect();
+        let nodes: Vec<Option<NodeId>> = (0..self.hosts())
+            .map(|h| pod_here(self.pod_of(h)).then(|| host(h, f)))
+            .collect();
+
+        let uplinks: Vec<usize> = (half..k).collect();
+        for (h, &mac) in macs.iter().enumerate() {
+            let (pod, edge) = (self.pod_of(h), self.edge_of(h));
+            for (e, sw) in edges.iter().enumerate() {
+                let Some(sw) = *sw else { continue };
+                if e == edge {
+                    f.switch_mut(sw).add_route(mac, h % half);
+                } else {
+                    f.switch_mut(sw).add_ecmp_route(mac, &uplinks);
+                }
+            }
+            for (a, sw) in aggs.iter().enumerate() {
+                let Some(sw) = *sw else { continue };
+                if a / half == pod {
+                    f.switch_mut(sw).add_route(mac, edge % half);
+                } else {
+                    f.switch_mut(sw).add_ecmp_route(mac, &uplinks);
+                }
+            }
+            for sw in cores.iter().flatten() {
+                f.switch_mut(*sw).add_route(mac, pod);
+            }
+        }
+
+        let host_links = nodes
+            .iter()
+            .enumerate()
+            .map(|(h, n)| {
+                let sw = edges[self.edge_of(h)]?;
+                Some(f.connect((*n)?, 0, sw, h % half, self.host_link))
+            })
+            .collect();
+        for pod in (0..k).filter(|&p| pod_here(p)) {
+            for i in 0..half {
+                for j in 0..half {
+                    let (e, a) = (edges[pod * half + i], aggs[pod * half + j]);
+                    if let (Some(e), Some(a)) = (e, a) {
+                        f.connect(e, half + j, a, i, self.fabric_link);
+                    }
+                }
+            }
+        }
+        // Aggregation to core, from either side; a link both of whose ends are here is
+        // connected once, from the aggregation side.
+        for pod in 0..k {
+            for j in 0..half {
+                for m in 0..half {
+                    let c = j * half + m;
+                    let link = u32::try_from(pod * half * half + c).expect("k fits");
+                    match (aggs[pod * half + j], cores[c]) {
+                        (Some(a), Some(s)) => {
+                            f.connect(a, half + m, s, pod, self.fabric_link);
+                        }
+                        (Some(a), None) => {
+                            let to = RemoteEnd {
+                                partition: c % parts,
+                                link,
+                            };
+                            f.connect_remote(a, half + m, to, self.fabric_link);
+                        }
+                        (None, Some(s)) => {
+                            let to = RemoteEnd {
+                                partition: pod % parts,
+                                link,
+                            };
+                            f.connect_remote(s, pod, to, self.fabric_link.reversed());
+                        }
+                        (None, None) => {}
+                    }
+                }
+            }
+        }
+        FatTreePart {
+            edges,
+            aggs,
+            cores,
+            host_links,
+        }
     }
 }

@@ -13,7 +13,7 @@ use roce_cli::progress::Progress;
 use roce_core::cc::CcConfig;
 use roce_core::engine::QPN_BASE;
 use roce_core::num::Qpn;
-use roce_host::{Capacities, LocalNic};
+use roce_device::{Capacities, LocalNic};
 use roce_sim::{LinkConfig, RedConfig, SwitchConfig};
 use roce_tests::{check_with_tshark, scratch};
 use std::path::Path;
@@ -78,7 +78,7 @@ fn run(cc: CcConfig, pcap: Option<&Path>) -> Run {
         cfg.cc = cc;
         LocalNic::new(cfg, Capacities::Firmware)
     });
-    let nodes = nics.map(|n| NicNode::new(n, false));
+    let nodes = nics.map(NicNode::new);
     let sw = SwitchConfig {
         // Kmin 20 KB, Kmax 200 KB, Pmax 1 %: the DCQCN paper's shape (roce-facts §7.4).
         red: Some(RedConfig::new(20_000, 200_000, 0.01)),

@@ -23,10 +23,7 @@ fn run(pfc: Priorities) -> (Sim, perf::Measurement) {
     // headroom, far above 2 x 25 KB + 2 frames.
     let rx = RxBufferConfig::new(256 * 1024, DRAIN, pfc, 64 * 1024, 32 * 1024);
     let [a, b] = perf::nics(&p);
-    let nodes = [
-        NicNode::new(a, false),
-        NicNode::new(b, false).with_rx_buffer(rx),
-    ];
+    let nodes = [NicNode::new(a), NicNode::new(b).with_rx_buffer(rx)];
     let mut sim = Sim::connect(nodes, LinkConfig::new(LINK, 2_000), 1);
     let m = perf::run(&mut sim, &p, &mut Progress::silent()).unwrap();
     (sim, m)

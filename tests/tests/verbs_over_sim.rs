@@ -9,10 +9,8 @@ use roce_core::num::Psn;
 use roce_core::transport::{
     ipv4_gid, QpType, RecvWr, SendFlags, SendWr, WcOpcode, WcStatus, WorkCompletion, WrOp,
 };
-use roce_host::{
-    Capacities, CompletionQueue, ConnectOptions, Context, LocalNic, MemoryRegion, QpEndpoint,
-    QueuePair,
-};
+use roce_device::{Capacities, LocalNic};
+use roce_host::{CompletionQueue, ConnectOptions, Context, MemoryRegion, QpEndpoint, QueuePair};
 use roce_sim::{Faults, LinkConfig};
 use std::rc::Rc;
 
@@ -50,7 +48,7 @@ fn setup(faults: Faults, seed: u64, opts: ConnectOptions, backend: Backend) -> (
         match backend {
             Backend::Model => LocalNic::new(cfg, Capacities::Firmware),
             Backend::Rtl => {
-                roce_hdl_sim::rtl_nic(cfg, Capacities::Firmware, roce_hdl_sim::DataWidth::W64)
+                roce_device::rtl::rtl_nic(cfg, Capacities::Firmware, roce_hdl_sim::DataWidth::W64)
                     .unwrap()
                     .0
             }
@@ -60,7 +58,6 @@ fn setup(faults: Faults, seed: u64, opts: ConnectOptions, backend: Backend) -> (
         nics.clone(),
         LinkConfig::new(100_000_000_000, 2_000).with_faults(faults),
         seed,
-        backend == Backend::Rtl,
     );
     let access = AccessFlags::LOCAL_WRITE
         | AccessFlags::REMOTE_WRITE

@@ -12,6 +12,7 @@ use crate::install;
 pub const STEPS: &[Step] = &[
     Step::custom("install", install),
     Step::cargo("fmt", &["fmt", "--all", "--check"]),
+    Step::custom("layers", layers),
     Step::cargo(
         "clippy",
         &[
@@ -28,6 +29,7 @@ pub const STEPS: &[Step] = &[
     Step::custom("bare-metal", bare_metal),
     Step::custom("fuzz", fuzz),
     Step::custom("firmware", firmware),
+    Step::custom("soc", soc),
 ];
 
 /// What the steps share.
@@ -82,6 +84,11 @@ fn install(ctx: &Ctx) -> Result<Outcome> {
     install::all(&ctx.root).map(|()| Outcome::Passed)
 }
 
+/// The crate layering of `ARCHITECTURE.md`, checked with `cargo tree`.
+fn layers(_: &Ctx) -> Result<Outcome> {
+    crate::layers::check().map(|()| Outcome::Passed)
+}
+
 /// Building the core for targets that have no `std` proves it does not use it. (Not
 /// that it avoids `alloc`: these targets ship it, and only linking a binary without a
 /// global allocator would fail.)
@@ -94,56 +101,12 @@ fn bare_metal(_: &Ctx) -> Result<Outcome> {
     Ok(Outcome::Passed)
 }
 
-/// cargo-fuzz's own workspace, built with nightly.
-const FUZZ_DIR: &str = "fuzz";
-
-/// Runs every fuzz target for a while; a crash fails the step (libFuzzer exits non-zero
-/// and leaves the input in `fuzz/artifacts/`).
+/// The fuzz targets' smoke run (`xtask/src/fuzz.rs`).
 fn fuzz(ctx: &Ctx) -> Result<Outcome> {
-    if !Path::new(FUZZ_DIR).join("Cargo.toml").exists() {
+    if !Path::new(crate::fuzz::FUZZ_DIR).join("Cargo.toml").exists() {
         return Ok(Outcome::Skipped("no fuzz/ yet"));
     }
-    install::nightly()?;
-    install::cargo_fuzz()?;
-    let cargo_fuzz = |args: &[&str]| {
-        let mut command = cmd("cargo", &[&["+nightly", "fuzz"], args].concat());
-        command.current_dir(FUZZ_DIR);
-        command
-    };
-    let list = cmd::stdout(&mut cargo_fuzz(&["list"]))?;
-    let targets: Vec<&str> = list.split_whitespace().collect();
-    if targets.is_empty() {
-        return Ok(Outcome::Skipped("fuzz/ has no targets"));
-    }
-    let seconds = ctx
-        .fuzz_seconds
-        .unwrap_or_else(|| default_fuzz_seconds(targets.len()));
-    println!("fuzz: {} target(s), {seconds} s each", targets.len());
-    let max_time = format!("-max_total_time={seconds}");
-    for target in targets {
-        // New inputs go to corpus/<target> (git-ignored); every target also starts from
-        // the committed frames in seeds/frames (shared vectors, past crashers).
-        let corpus = format!("corpus/{target}");
-        std::fs::create_dir_all(Path::new(FUZZ_DIR).join(&corpus))
-            .map_err(|e| format!("cannot create fuzz/{corpus}: {e}"))?;
-        let mut args = vec!["run", target, corpus.as_str()];
-        if Path::new(FUZZ_DIR).join(SEEDS).is_dir() {
-            args.push(SEEDS);
-        }
-        args.extend(["--", max_time.as_str()]);
-        cmd::run(&mut cargo_fuzz(&args))?;
-    }
-    Ok(Outcome::Passed)
-}
-
-/// Committed seed inputs of every fuzz target, relative to `fuzz/`.
-const SEEDS: &str = "seeds/frames";
-
-/// A minute per target, but about five minutes in all and at least ten seconds each, so
-/// CI stays well inside its 30 minutes as targets are added. `FUZZ_SECONDS` overrides.
-fn default_fuzz_seconds(targets: usize) -> u64 {
-    let targets = u64::try_from(targets.max(1)).unwrap_or(u64::MAX);
-    (300 / targets).clamp(10, 60)
+    crate::fuzz::smoke(ctx.fuzz_seconds).map(|_| Outcome::Passed)
 }
 
 /// The firmware image: its own workspace, since it only builds for riscv32 with its own
@@ -171,6 +134,33 @@ fn firmware(ctx: &Ctx) -> Result<Outcome> {
             .env_remove("RUSTUP_TOOLCHAIN");
         cmd::run(&mut cargo)?;
     }
+    Ok(Outcome::Passed)
+}
+
+/// The SoC model with the image `make-images.sh` writes: it boots and answers
+/// QUERY_DEVICE (`hdl-sim/tests/soc.rs`), and two SoCs run RC traffic through the host
+/// driver (`device/tests/soc.rs`). The test step skips these while the image is
+/// missing; here it is made first and required.
+fn soc(ctx: &Ctx) -> Result<Outcome> {
+    install::python_packages(&ctx.root, &[install::VEXRISCV])?;
+    let mut images = cmd("./make-images.sh", &[]);
+    images
+        .current_dir(FIRMWARE_DIR)
+        .env_remove("RUSTUP_TOOLCHAIN");
+    cmd::run(&mut images)?;
+    let args = [
+        "test",
+        "--release",
+        "-p",
+        "roce-hdl-sim",
+        "--test",
+        "soc",
+        "-p",
+        "roce-device",
+        "--test",
+        "soc",
+    ];
+    cmd::run(cmd("cargo", &args).env("ROCE_SOC_REQUIRED", "1"))?;
     Ok(Outcome::Passed)
 }
 
@@ -347,13 +337,5 @@ mod tests {
         assert!(Selection::parse(&args("--skip nope")).is_err());
         assert!(Selection::parse(&args("--only")).is_err());
         assert!(Selection::parse(&args("--fast")).is_err());
-    }
-
-    #[test]
-    fn fuzz_budget_is_a_minute_each_up_to_five_minutes_in_all() {
-        assert_eq!(default_fuzz_seconds(1), 60);
-        assert_eq!(default_fuzz_seconds(5), 60);
-        assert_eq!(default_fuzz_seconds(10), 30);
-        assert_eq!(default_fuzz_seconds(100), 10);
     }
 }

@@ -40,6 +40,7 @@ pub fn all(root: &Path) -> Result {
     nightly()?;
     cargo_fuzz()?;
     qemu_with(root, &mut apt)?;
+    python_packages(root, &[VEXRISCV])?;
     Ok(())
 }
 
@@ -108,6 +109,13 @@ pub struct PyPackage {
     pub name: &'static str,
     pub version: &'static str,
 }
+
+/// The soft core of the SoC model: `hdl-sim/build.rs` finds `VexRiscv_IMAC.v` through
+/// this package in the virtualenv.
+pub const VEXRISCV: PyPackage = PyPackage {
+    name: "pythondata-cpu-vexriscv",
+    version: "1.0.1.post407",
+};
 
 /// The project's Python virtualenv, relative to the root. Under `target/`, so `cargo
 /// clean` removes it and git ignores it.

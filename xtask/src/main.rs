@@ -3,8 +3,10 @@
 
 mod ci;
 mod cmd;
+mod fuzz;
 mod install;
 mod interop;
+mod layers;
 mod synth;
 
 use std::path::{Path, PathBuf};
@@ -20,6 +22,9 @@ usage: cargo xtask <command>
                    install what is missing, then run every check
   install          only install what is missing
   fuzz [SECONDS]   only the fuzz smoke test, SECONDS per target
+  fuzz --long [TARGET..]
+                   the long campaign: 10^7 inputs per target (an hour for the RTL),
+                   one at a time under nice; grows and minimizes fuzz/corpus/
   interop          our stack against Linux rxe and rdma-core's tools in a VM
                    (root, ~10 min; not part of ci; INTEROP_ONLY=NAME filters cases)
   synth [--list] [TARGET..]
@@ -54,6 +59,7 @@ fn dispatch(args: &[String]) -> Result {
         ("ci", flags) => (Selection::parse(flags)?, fuzz_seconds),
         ("install", []) => (Selection::only("install"), fuzz_seconds),
         ("fuzz", []) => (Selection::only("fuzz"), fuzz_seconds),
+        ("fuzz", [flag, targets @ ..]) if flag == "--long" => return fuzz::long(targets),
         ("fuzz", [seconds]) => (Selection::only("fuzz"), Some(seconds.clone())),
         ("interop", []) => return interop::interop(&root),
         ("synth", targets) => return synth::synth(&root, targets),

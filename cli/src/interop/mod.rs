@@ -1,5 +1,5 @@
 //! Talking to other RoCE implementations over a real link: the in-process NIC on a Linux
-//! interface (`roce_host::RawNic`), and the out-of-band TCP exchanges of rdma-core's
+//! interface (`roce_device::RawNic`), and the out-of-band TCP exchanges of rdma-core's
 //! `ibv_*_pingpong` (`pingpong`) and of perftest (`perftest`), so `roce perf --client` /
 //! `--server` and `roce pingpong` run against `ib_write_bw`, `ibv_rc_pingpong` and the
 //! like on another machine.
@@ -9,7 +9,8 @@ pub mod pingpong;
 
 use anyhow::{bail, Context as _, Result};
 use roce_core::transport::Mtu;
-use roce_host::{Capacities, Context, Device, RawNic};
+use roce_device::{Capacities, RawNic};
+use roce_host::{Context, Device};
 use std::io::{ErrorKind, Read, Write};
 use std::net::{Ipv4Addr, TcpListener, TcpStream};
 use std::rc::Rc;

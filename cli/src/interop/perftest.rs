@@ -532,7 +532,7 @@ pub fn run(p: &WireParams, out: &mut impl std::io::Write) -> Result<WireResult> 
     r.rcvd_seq_err = c.rcvd_seq_err;
     r.duplicate_request = c.duplicate_request;
     r.out_of_seq_request = c.out_of_seq_request;
-    r.rx_dropped = st.nic.nic().port().borrow().rx_check.total_dropped();
+    r.rx_dropped = st.nic.raw_counters().rx_dropped;
     report(p, size, &r, out)?;
     Ok(r)
 }

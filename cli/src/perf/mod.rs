@@ -13,10 +13,8 @@ use roce_core::num::Psn;
 use roce_core::transport::{
     ipv4_gid, Mtu, QpType, RecvWr, SendFlags, SendWr, SrAttr, WcStatus, WorkCompletion, WrOp,
 };
-use roce_host::{
-    Capacities, CompletionQueue, ConnectOptions, Context, LocalNic, MemoryRegion, QpEndpoint,
-    QueuePair,
-};
+use roce_device::{Capacities, LocalNic};
+use roce_host::{CompletionQueue, ConnectOptions, Context, MemoryRegion, QpEndpoint, QueuePair};
 use std::rc::Rc;
 use world::World;
 
@@ -96,7 +94,7 @@ pub fn nics(p: &Params) -> [Rc<LocalNic>; 2] {
 /// The two NICs with the Verilated RTL as their datapath (`--backend rtl`).
 pub fn rtl_nics(p: &Params) -> Result<[Rc<LocalNic>; 2]> {
     let make = |s| {
-        roce_hdl_sim::rtl_nic(port(s), capacities(p), roce_hdl_sim::DataWidth::W512)
+        roce_device::rtl::rtl_nic(port(s), capacities(p), roce_hdl_sim::DataWidth::W512)
             .map(|(nic, _)| nic)
             .map_err(|e| anyhow::anyhow!("the RTL datapath: {e}"))
     };

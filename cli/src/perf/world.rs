@@ -4,7 +4,7 @@
 use super::rx_buffer::{RxBuffer, RxBufferConfig, RxBufferCounters};
 use roce_core::wire::ethernet::MacAddr;
 use roce_core::wire::udp::ROCEV2_PORT;
-use roce_host::LocalNic;
+use roce_device::{LocalNic, NicModel};
 use roce_sim::classify::classify;
 use roce_sim::{
     Fabric, HostId, LinkConfig, LinkId, Nanos, Node, Priorities, SwitchConfig, SwitchId,
@@ -68,11 +68,11 @@ impl World for Direct {
             nic.set_time(now);
             busy |= nic.poll();
         }
+        let mut buf = [0u8; FRAME_BUF];
         for (from, to) in [(0, 1), (1, 0)] {
-            let mut tx = self.nics[from].port().borrow_mut();
-            if !tx.tx.is_empty() {
+            while let Some(n) = self.nics[from].transmit_frame(&mut buf) {
+                self.nics[to].receive_frame(&buf[..n]);
                 busy = true;
-                self.nics[to].port().borrow_mut().rx.extend(tx.tx.drain(..));
             }
         }
         // Timers run on wall time: a pending one keeps the world alive.
@@ -97,6 +97,9 @@ impl World for Direct {
     }
 }
 
+/// Room for any frame a NIC sends.
+const FRAME_BUF: usize = roce_firmware::runtime::FRAME_BUF;
+
 /// Request packets both NICs sent again (Go-Back-N).
 pub fn retransmits(nics: &[Rc<LocalNic>]) -> u64 {
     nics.iter().map(|n| n.counters().retransmitted_pkts).sum()
@@ -120,26 +123,17 @@ pub struct NicNode {
     dscp_map: [u8; 64],
     /// A frame the engine produced for a priority that was paused: it goes first later.
     held: Option<Vec<u8>>,
-    /// Frames go through the NIC's datapath and port queues (needed when the datapath
-    /// is a model of its own, such as the RTL), rather than straight between the engine
-    /// and the fabric's buffers.
-    via_datapath: bool,
     /// Wire bytes received per destination QP, when metered (`roce sim`'s per-flow rates).
     meter: Option<HashMap<u32, u64>>,
 }
 
 impl NicNode {
-    pub fn new(nic: Rc<LocalNic>, via_datapath: bool) -> Self {
-        if !via_datapath {
-            // Frames go straight from the engine into the fabric's buffer: no port queue.
-            nic.port().borrow_mut().tx_limit = 0;
-        }
+    pub fn new(nic: Rc<LocalNic>) -> Self {
         Self {
             nic,
             rx: None,
             dscp_map: std::array::from_fn(|d| (d >> 3) as u8),
             held: None,
-            via_datapath,
             meter: None,
         }
     }
@@ -197,13 +191,9 @@ impl NicNode {
         self.nic.run_until_idle();
     }
 
-    /// Hands a frame to the NIC's datapath.
+    /// Hands a frame to the NIC.
     fn deliver(&self, frame: &[u8]) {
-        if self.via_datapath {
-            self.nic.port().borrow_mut().rx.push_back(frame.to_vec());
-        } else {
-            self.nic.receive_frame(frame);
-        }
+        self.nic.receive_frame(frame);
     }
 
     /// Moves the frames the NIC has finished taking in by `now` from the receive buffer
@@ -245,15 +235,12 @@ impl Node for NicNode {
     ) -> Option<usize> {
         self.run(now);
         if let Some(rx) = self.rx.as_mut() {
-            let mac = MacAddr(self.nic.port_config().mac);
+            let mac = MacAddr(self.nic.mac());
             if let Some(n) = rx.pause_frame(now, mac, buf) {
                 return Some(n);
             }
         }
         let prio = |f: &[u8]| classify(f, &self.dscp_map).map_or(0, |c| c.priority);
-        if self.held.is_none() && self.via_datapath {
-            self.held = self.nic.port().borrow_mut().tx.pop_front();
-        }
         if let Some(frame) = self.held.take() {
             // 802.1Qbb: a paused priority sends nothing; the frame waits at the head.
             if paused.contains(prio(&frame)) {
@@ -262,9 +249,6 @@ impl Node for NicNode {
             }
             buf.get_mut(..frame.len())?.copy_from_slice(&frame);
             return Some(frame.len());
-        }
-        if self.via_datapath {
-            return None;
         }
         let n = self.nic.transmit_frame(buf)?;
         let frame = buf.get(..n)?;
@@ -304,14 +288,9 @@ pub struct Sim {
 }
 
 impl Sim {
-    /// Two NICs joined by `link`; `via_datapath` as for [`NicNode::new`].
-    pub fn back_to_back(
-        nics: [Rc<LocalNic>; 2],
-        link: LinkConfig,
-        seed: u64,
-        via_datapath: bool,
-    ) -> Self {
-        Self::connect(nics.map(|n| NicNode::new(n, via_datapath)), link, seed)
+    /// Two NICs joined by `link`.
+    pub fn back_to_back(nics: [Rc<LocalNic>; 2], link: LinkConfig, seed: u64) -> Self {
+        Self::connect(nics.map(NicNode::new), link, seed)
     }
 
     /// Two NIC nodes as built (with receive buffers, say) joined by `link`.
@@ -342,7 +321,7 @@ impl Sim {
     ) -> Self {
         let mut fabric = Fabric::new(seed);
         let nics = [nodes[0].nic.clone(), nodes[1].nic.clone()];
-        let macs = nics.clone().map(|n| MacAddr(n.port_config().mac));
+        let macs = nics.clone().map(|n| MacAddr(n.mac()));
         let hosts = nodes.map(|n| fabric.add_host(n));
         let switch = fabric.add_switch(sw, 2);
         let mut link = None;

@@ -26,9 +26,9 @@ use roce_core::num::Psn;
 use roce_core::transport::{
     ipv4_gid, Mtu, QpType, SendFlags, SendWr, WcOpcode, WcStatus, WorkCompletion, WrOp,
 };
+use roce_device::{Capacities, LocalNic};
 use roce_host::{
-    Capacities, CompletionQueue, ConnectOptions, Context, LocalNic, MemoryRegion, ProtectionDomain,
-    QpEndpoint, QueuePair,
+    CompletionQueue, ConnectOptions, Context, MemoryRegion, ProtectionDomain, QpEndpoint, QueuePair,
 };
 use roce_sim::{
     Fabric, HostId, LinkConfig, LinkId, Nanos, PfcConfig, Priorities, RedConfig, SwitchConfig,
@@ -352,7 +352,7 @@ pub fn run(f: &FabricScenario, seed: u64, progress: &mut Progress) -> Result<Fab
                 Capacities::Host
             };
         let nic = LocalNic::new(port_cfg, caps);
-        let node = fabric.add_host(NicNode::new(nic.clone(), false).metered());
+        let node = fabric.add_host(NicNode::new(nic.clone()).metered());
         let s = sw_index(&spec.switch)?;
         let port = ports[s]
             .iter()

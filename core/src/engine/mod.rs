@@ -28,11 +28,13 @@ use core::net::{Ipv4Addr, Ipv6Addr};
 use heapless::Deque;
 
 use crate::cc::{CcConfig, QpCc, QpCcInfo, ECN_CE, ECN_ECT0};
+use crate::fastpath;
 use crate::memory::{AccessFlags, Dma, DmaError, MemError, MemoryTable, MrKeys, Pd};
 use crate::num::{Lkey, Psn, Qpn};
 use crate::transport::{
-    AddressVector, CompletionSink, Counters, Env, Error, Instant, Mtu, PortLimits, Qp, QpAttr,
-    QpInfo, QpInitAttr, QpQueues, QpRef, QpType, RecvWr, SendWr, TransportConfig, WorkCompletion,
+    AddressVector, CompletionSink, Counters, CurOp, Env, Error, Instant, Mtu, PortLimits, Qp,
+    QpAttr, QpInfo, QpInitAttr, QpQueues, QpRef, QpType, RecvWr, SendWr, TransportConfig,
+    WorkCompletion,
 };
 use crate::wire::bth::BthRepr;
 use crate::wire::cnp::CnpRepr;
@@ -92,11 +94,13 @@ pub fn pkey_match(a: u16, b: u16) -> bool {
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub struct CqHandle(pub u16);
 
+#[derive(Clone)]
 struct CqSlot<const CQE: usize> {
     entries: Deque<WorkCompletion, CQE>,
     users: u16,
 }
 
+#[derive(Clone)]
 struct CqTable<const CQS: usize, const CQE: usize> {
     slots: [Option<CqSlot<CQE>>; CQS],
     /// A push found its CQ full (or gone) since the last `Engine::service`: completions
@@ -140,6 +144,10 @@ impl Dma for NoDma {
 /// The RNIC's protocol engine with `QPS` queue pairs, `CQS` completion queues of `CQE`
 /// entries, `PDS` protection domains, `MRS` memory regions, and per QP `SQ` send WQEs,
 /// `RQ` receive WQEs and `RD` responder READ/ATOMIC resources.
+///
+/// `Clone` takes a snapshot of the whole engine (tables, QP contexts, queues): the fuzz
+/// targets restore one per input instead of building engines and QPs again.
+#[derive(Clone)]
 pub struct Engine<
     const QPS: usize,
     const CQS: usize,
@@ -455,6 +463,109 @@ impl<
         // An address that cannot be framed leaves an empty template: its frames fail
         // to emit, as they did when every frame built its headers.
         *t = header_template(&self.cfg, qp, None, ect).unwrap_or_default();
+    }
+
+    /// `qpn`'s fast-path send context as the firmware writes it at `modify_qp`
+    /// (`docs/fastpath.md` §2.1): its header template, BTH fields, path MTU and the
+    /// requester's PSNs and window as they stand.
+    pub fn fastpath_send_ctx(&self, qpn: Qpn) -> Option<fastpath::SendCtx> {
+        let s = self.slot(qpn)?;
+        let qp = self.qps.get(s)?.as_ref()?;
+        let sr = self.queues.get(s)?.sr.attr();
+        let sr_on = sr.enabled && qp.qp_type == QpType::Rc;
+        Some(fastpath::SendCtx {
+            template: *self.tx_hdr.get(s)?,
+            pkey: qp.pkey,
+            dest_qpn: qp.dest_qpn,
+            mtu: qp.mtu,
+            sr: sr_on,
+            max_pkts_per_ack: self.cfg.transport.max_pkts_per_ack,
+            next_psn: qp.req.psn,
+            noack: qp.req.noack_pkts,
+            una_psn: qp.comp.psn,
+            window: crate::transport::send_window(
+                self.cfg.transport.max_unacked_psns,
+                sr_on,
+                sr.max_inflight,
+            ),
+        })
+    }
+
+    /// `qpn`'s fast-path receive context (`docs/fastpath.md` §3.2) as the firmware
+    /// writes it from the responder's state: on for an RC QP that takes requests, and
+    /// for a SEND in progress the head receive WQE loaded when it is one SGE whose
+    /// L_Key allows the writes.
+    pub fn fastpath_recv_ctx(&self, qpn: Qpn) -> Option<fastpath::RecvCtx> {
+        let s = self.slot(qpn)?;
+        let qp = self.qps.get(s)?.as_ref()?;
+        let r = &qp.resp;
+        let mut ctx = fastpath::RecvCtx {
+            on: qp.qp_type == QpType::Rc && qp.state.processes_receive(),
+            qpn,
+            cur: match r.cur {
+                CurOp::None => fastpath::RxCur::None,
+                CurOp::Send => fastpath::RxCur::Send,
+                CurOp::Write => fastpath::RxCur::Write,
+            },
+            access: qp.access,
+            mtu: qp.mtu,
+            epsn: r.epsn,
+            msn: r.msn,
+            pd: qp.pd,
+            va: r.va,
+            rkey: r.rkey,
+            resid: r.resid,
+            length: r.length,
+            nak_sent: r.nak_sent,
+            ack_every: 0,
+            unacked: 0,
+            recv_addr: 0,
+            recv_loaded: false,
+        };
+        let head = self.queues.get(s)?.rq.front();
+        if let (CurOp::Send, Some([sge])) = (r.cur, head.map(|w| w.wr.sg_list.as_slice())) {
+            let fits = self.mem.check_local(
+                qp.pd,
+                sge.lkey,
+                sge.addr,
+                u64::from(sge.length),
+                AccessFlags::LOCAL_WRITE,
+            );
+            if fits.is_ok() && r.recv_off <= sge.length {
+                ctx.recv_loaded = true;
+                ctx.recv_addr = sge.addr.wrapping_add(u64::from(r.recv_off));
+                ctx.resid = sge.length - r.recv_off;
+                ctx.length = r.recv_off;
+            }
+        }
+        Some(ctx)
+    }
+
+    /// Writes a fast-path receive context back into `qpn`'s responder: what the
+    /// firmware reads before it handles an exception, after the hardware advanced the
+    /// context (`docs/fastpath.md` §3.2).
+    pub fn fastpath_load_recv(&mut self, qpn: Qpn, ctx: &fastpath::RecvCtx) -> Result<(), Error> {
+        let s = self.slot(qpn).ok_or(Error::NoSuchQp(qpn))?;
+        let qp = self
+            .qps
+            .get_mut(s)
+            .and_then(|q| q.as_mut())
+            .ok_or(Error::NoSuchQp(qpn))?;
+        let r = &mut qp.resp;
+        r.epsn = ctx.epsn;
+        r.msn = ctx.msn;
+        r.nak_sent = ctx.nak_sent;
+        r.cur = match ctx.cur {
+            fastpath::RxCur::None => CurOp::None,
+            fastpath::RxCur::Send => CurOp::Send,
+            fastpath::RxCur::Write => CurOp::Write,
+        };
+        if ctx.cur == fastpath::RxCur::Send || ctx.recv_loaded {
+            r.recv_off = ctx.length;
+        } else {
+            (r.va, r.rkey, r.resid, r.length) = (ctx.va, ctx.rkey, ctx.resid, ctx.length);
+        }
+        Ok(())
     }
 
     /// The raw QP context, for debugging and tests.

@@ -7,7 +7,6 @@ use core::fmt;
 use crate::memory::AccessFlags;
 use crate::num::{Psn, Qkey, Qpn};
 
-use super::sack::SrAttr;
 use super::verbs::{AckTimeout, AddressVector, Mtu, QpState, QpType, RetryCount, RnrTimer};
 
 /// Attribute mask bits (`enum ibv_qp_attr_mask`).
@@ -531,6 +530,22 @@ pub fn check_transition(
         });
     }
     Ok(next)
+}
+
+/// PSNs each bitmap covers: the largest window a selective-repeat QP may use.
+pub const SR_WINDOW: u32 = 256;
+
+/// The selective-repeat QP attribute (`QpAttr::selective_repeat`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct SrAttr {
+    /// Use selective repeat (both ends must set it).
+    pub enabled: bool,
+    /// Most PSNs in flight (IRN's BDP cap); 0 = the port's `max_unacked_psns`. At most
+    /// [`SR_WINDOW`].
+    pub max_inflight: u16,
+    /// IRN's RTO_low, used while at most 3 packets are in flight; `INFINITE` = always
+    /// the QP's `timeout`.
+    pub rto_low: AckTimeout,
 }
 
 #[cfg(test)]

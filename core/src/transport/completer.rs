@@ -4,12 +4,27 @@
 //! local ACK timeout and `retry_cnt`, RNR NAK and `rnr_retry` (7 = infinite), Go-Back-N
 //! on a PSN sequence error NAK (roce-facts §6.4; rxe `rxe_comp.c`).
 
-use crate::wire::aeth::{NakCode, Syndrome};
+use crate::num::Psn;
+use crate::wire::aeth::{NakCode, RnrTimer, Syndrome};
 use crate::wire::opcode::Operation;
 use crate::wire::Packet;
 
 use super::qp::{Env, QpRef};
 use super::verbs::{QpState, WcStatus, WrOp};
+
+/// The WQE a response is for, as `comp_process` found it.
+struct Target {
+    /// Its index in the send queue.
+    idx: usize,
+    /// The response's PSN, and its distance from the oldest unacknowledged PSN.
+    psn: Psn,
+    d: i32,
+    is_read: bool,
+    is_atomic: bool,
+    first_psn: Psn,
+    last_psn: Psn,
+    len: u32,
+}
 
 impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
     fn reset_retry_counters(&mut self) {
@@ -89,34 +104,63 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
     }
 
     fn comp_process(&mut self, env: &mut Env<'_>, pkt: &Packet<'_>) {
-        if !matches!(self.qp.state, QpState::Rts | QpState::Sqd) {
-            env.ctr.rcvd_bad_resp += 1;
-            return;
-        }
         let psn = pkt.psn();
-        // Nothing at or beyond the highest PSN sent can be a genuine response.
-        if !psn.before(self.qp.req.max_psn) {
+        if !self.response_plausible(psn) {
             env.ctr.rcvd_bad_resp += 1;
             return;
         }
-        let op = pkt.info().operation;
-        let syndrome = pkt.aeth().map(|a| a.syndrome);
+        let Some(t) = self.complete_implied(env, psn) else {
+            return;
+        };
+        match (pkt.info().operation, pkt.aeth().map(|a| a.syndrome)) {
+            (Operation::Acknowledge, Some(Syndrome::Ack(_))) => self.on_ack(env, &t),
+            (Operation::Acknowledge, Some(Syndrome::RnrNak(timer))) => {
+                self.on_rnr_nak(env, &t, timer)
+            }
+            (Operation::Acknowledge, Some(Syndrome::Nak(code))) => self.on_nak(env, pkt, &t, code),
+            (Operation::RdmaReadResponse, s) => self.on_read_response(env, pkt, &t, s),
+            (Operation::AtomicAcknowledge, Some(Syndrome::Ack(_))) => {
+                self.on_atomic_ack(env, pkt, &t)
+            }
+            _ => env.ctr.rcvd_bad_resp += 1,
+        }
+    }
 
-        // Complete, in order, every WQE the response implicitly acknowledges.
-        let i = loop {
+    /// The QP takes responses now, and `psn` is before the highest PSN sent (nothing
+    /// at or beyond it can be a genuine response).
+    #[inline(always)] // one caller: a step of the hot path, not a call
+    fn response_plausible(&self, psn: Psn) -> bool {
+        matches!(self.qp.state, QpState::Rts | QpState::Sqd) && psn.before(self.qp.req.max_psn)
+    }
+
+    /// Completes, in order, every WQE a response for `psn` implicitly acknowledges, and
+    /// returns the WQE the response is for. None when there is none (counted), or when
+    /// the response skips an unanswered READ/ATOMIC (its response was lost: a retry
+    /// starts).
+    #[inline(always)] // one caller: a step of the hot path, not a call
+    fn complete_implied(&mut self, env: &mut Env<'_>, psn: Psn) -> Option<Target> {
+        loop {
             let Some(i) = self.oldest_outstanding() else {
                 env.ctr.rcvd_bad_resp += 1;
-                return;
+                return None;
             };
-            let Some(w) = self.q.sq.get(i) else { return };
+            let w = self.q.sq.get(i)?;
             if !psn.after(w.last_psn) {
-                break i;
+                let is_read = matches!(w.wr.op, WrOp::RdmaRead { .. });
+                return Some(Target {
+                    idx: i,
+                    psn,
+                    d: psn.diff(self.qp.comp.psn),
+                    is_read,
+                    is_atomic: w.wr.op.opcode().is_read_or_atomic() && !is_read,
+                    first_psn: w.first_psn,
+                    last_psn: w.last_psn,
+                    len: w.len,
+                });
             }
             if w.wr.op.opcode().is_read_or_atomic() {
-                // A later response while a READ/ATOMIC is unanswered: its response
-                // was lost.
                 self.retry(env, false);
-                return;
+                return None;
             }
             let next = w.last_psn.next();
             if next.after(self.qp.comp.psn) {
@@ -124,160 +168,163 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
             }
             self.reset_retry_counters();
             self.finish_wqe(env, i, WcStatus::Success);
-        };
-        let Some(w) = self.q.sq.get(i) else { return };
-        let (wop, first_psn, last_psn, len) = (w.wr.op, w.first_psn, w.last_psn, w.len);
-        let d = psn.diff(self.qp.comp.psn);
-        let is_read = matches!(wop, WrOp::RdmaRead { .. });
-        let is_atomic = wop.opcode().is_read_or_atomic() && !is_read;
-
-        match (op, syndrome) {
-            (Operation::Acknowledge, Some(Syndrome::Ack(_))) => {
-                if is_read || is_atomic {
-                    env.ctr.rcvd_bad_resp += 1;
-                } else if d < 0 {
-                    // Stale, unless it acknowledges this WQE's last packet.
-                    if psn == last_psn {
-                        self.qp.comp.psn = last_psn.next();
-                        self.reset_retry_counters();
-                        self.finish_wqe(env, i, WcStatus::Success);
-                    }
-                } else {
-                    self.qp.comp.psn = psn.next();
-                    self.reset_retry_counters();
-                    if psn == last_psn {
-                        self.finish_wqe(env, i, WcStatus::Success);
-                    }
-                }
-            }
-            (Operation::Acknowledge, Some(Syndrome::RnrNak(t))) => {
-                if d < 0 {
-                    env.ctr.rcvd_bad_resp += 1;
-                } else {
-                    env.ctr.rcvd_rnr_err += 1;
-                    self.qp.comp.psn = psn;
-                    let left = self.qp.comp.rnr_left;
-                    if left == 0 {
-                        env.ctr.retry_rnr_exceeded_err += 1;
-                        self.finish_wqe(env, i, WcStatus::RnrRetryExcErr);
-                        return;
-                    }
-                    if left != 7 {
-                        self.qp.comp.rnr_left = left - 1;
-                    }
-                    self.qp.comp.retrans_at = None;
-                    self.qp.comp.rnr_at = Some(
-                        env.now
-                            .saturating_add(core::time::Duration::from_nanos(t.nanos())),
-                    );
-                    self.go_back_n(psn);
-                }
-            }
-            (Operation::Acknowledge, Some(Syndrome::Nak(code))) => {
-                if d < 0 {
-                    env.ctr.rcvd_bad_resp += 1;
-                    return;
-                }
-                match code {
-                    NakCode::PsnSequenceError => {
-                        env.ctr.rcvd_seq_err += 1;
-                        if d > 0 {
-                            // It implicitly acknowledges every PSN before it: that is
-                            // progress, so the retry budget starts afresh.
-                            self.qp.comp.psn = psn;
-                            self.reset_retry_counters();
-                        }
-                        let sack = super::sack::sack_trigger(pkt).filter(|_| self.sr_selectable());
-                        if let Some(trigger) = sack {
-                            // Selective repeat: the missing PSNs below the trigger
-                            // are resent, nothing else.
-                            self.sr_sacked(env, trigger);
-                        } else if self.qp.comp.rnr_at.is_none() {
-                            self.retry(env, false);
-                        }
-                    }
-                    NakCode::InvalidRequest => self.finish_wqe(env, i, WcStatus::RemInvReqErr),
-                    NakCode::RemoteAccessError => self.finish_wqe(env, i, WcStatus::RemAccessErr),
-                    _ => self.finish_wqe(env, i, WcStatus::RemOpErr),
-                }
-            }
-            (Operation::RdmaReadResponse, s) => {
-                if !is_read || s.is_some_and(|s| !matches!(s, Syndrome::Ack(_))) {
-                    env.ctr.rcvd_bad_resp += 1;
-                    return;
-                }
-                if d < 0 {
-                    env.ctr.rcvd_bad_resp += 1;
-                    return;
-                }
-                if d > 0 {
-                    // A response in the middle is missing.
-                    self.retry(env, false);
-                    return;
-                }
-                let mtu = self.qp.mtu.bytes();
-                let k = psn.diff(first_psn).max(0) as u32;
-                let offset = k.saturating_mul(mtu);
-                let Some(remaining) = len.checked_sub(offset) else {
-                    env.ctr.rcvd_bad_resp += 1;
-                    return;
-                };
-                let n = pkt.payload().len();
-                let ends = pkt.info().position.ends();
-                let ok = if ends {
-                    n as u64 == u64::from(remaining) && n as u64 <= u64::from(mtu)
-                } else {
-                    n as u64 == u64::from(mtu) && remaining > mtu
-                };
-                if !ok || (ends && psn != last_psn) {
-                    env.ctr.rcvd_bad_resp += 1;
-                    return;
-                }
-                let pd = self.qp.pd;
-                let placed = match self.q.sq.get(i) {
-                    Some(w) => super::sgl::scatter(
-                        env.mem,
-                        env.dma,
-                        pd,
-                        &w.wr.sg_list,
-                        offset,
-                        pkt.payload(),
-                    ),
-                    None => return,
-                };
-                if placed.is_err() {
-                    self.finish_wqe(env, i, WcStatus::LocProtErr);
-                    return;
-                }
-                self.qp.comp.psn = psn.next();
-                self.reset_retry_counters();
-                if ends {
-                    self.finish_wqe(env, i, WcStatus::Success);
-                }
-            }
-            (Operation::AtomicAcknowledge, Some(Syndrome::Ack(_))) => {
-                let Some(ack) = pkt.atomic_ack_eth() else {
-                    return;
-                };
-                if !is_atomic || psn != first_psn || d != 0 {
-                    env.ctr.rcvd_bad_resp += 1;
-                    return;
-                }
-                let pd = self.qp.pd;
-                let orig = ack.orig_rem_data.to_le_bytes();
-                let placed = match self.q.sq.get(i) {
-                    Some(w) => super::sgl::scatter(env.mem, env.dma, pd, &w.wr.sg_list, 0, &orig),
-                    None => return,
-                };
-                if placed.is_err() {
-                    self.finish_wqe(env, i, WcStatus::LocProtErr);
-                    return;
-                }
-                self.qp.comp.psn = psn.next();
-                self.reset_retry_counters();
-                self.finish_wqe(env, i, WcStatus::Success);
-            }
-            _ => env.ctr.rcvd_bad_resp += 1,
         }
+    }
+
+    /// Everything up to `next` (exclusive) is acknowledged: that is progress.
+    fn acked_to(&mut self, next: Psn) {
+        self.qp.comp.psn = next;
+        self.reset_retry_counters();
+    }
+
+    /// An ACK for a SEND or WRITE.
+    #[inline(always)] // one caller: a step of the hot path, not a call
+    fn on_ack(&mut self, env: &mut Env<'_>, t: &Target) {
+        if t.is_read || t.is_atomic {
+            env.ctr.rcvd_bad_resp += 1;
+        } else if t.d < 0 {
+            // Stale, unless it acknowledges this WQE's last packet.
+            if t.psn == t.last_psn {
+                self.acked_to(t.last_psn.next());
+                self.finish_wqe(env, t.idx, WcStatus::Success);
+            }
+        } else {
+            self.acked_to(t.psn.next());
+            if t.psn == t.last_psn {
+                self.finish_wqe(env, t.idx, WcStatus::Success);
+            }
+        }
+    }
+
+    /// An RNR NAK: wait the timer it names, then resend from its PSN, or fail the WQE
+    /// once `rnr_retry` is used up.
+    #[inline(always)] // one caller: a step of the hot path, not a call
+    fn on_rnr_nak(&mut self, env: &mut Env<'_>, t: &Target, timer: RnrTimer) {
+        if t.d < 0 {
+            env.ctr.rcvd_bad_resp += 1;
+            return;
+        }
+        env.ctr.rcvd_rnr_err += 1;
+        self.qp.comp.psn = t.psn;
+        let left = self.qp.comp.rnr_left;
+        if left == 0 {
+            env.ctr.retry_rnr_exceeded_err += 1;
+            self.finish_wqe(env, t.idx, WcStatus::RnrRetryExcErr);
+            return;
+        }
+        if left != 7 {
+            self.qp.comp.rnr_left = left - 1;
+        }
+        self.qp.comp.retrans_at = None;
+        self.qp.comp.rnr_at = Some(
+            env.now
+                .saturating_add(core::time::Duration::from_nanos(timer.nanos())),
+        );
+        self.go_back_n(t.psn);
+    }
+
+    /// A NAK: a sequence error (or a SACK) starts a retry; the others fail the WQE.
+    #[inline(always)] // one caller: a step of the hot path, not a call
+    fn on_nak(&mut self, env: &mut Env<'_>, pkt: &Packet<'_>, t: &Target, code: NakCode) {
+        if t.d < 0 {
+            env.ctr.rcvd_bad_resp += 1;
+            return;
+        }
+        match code {
+            NakCode::PsnSequenceError => {
+                env.ctr.rcvd_seq_err += 1;
+                if t.d > 0 {
+                    // It implicitly acknowledges every PSN before it: that is progress,
+                    // so the retry budget starts afresh.
+                    self.acked_to(t.psn);
+                }
+                let sack = super::sack::sack_trigger(pkt).filter(|_| self.sr_selectable());
+                if let Some(trigger) = sack {
+                    // Selective repeat: the missing PSNs below the trigger are resent,
+                    // nothing else.
+                    self.sr_sacked(env, trigger);
+                } else if self.qp.comp.rnr_at.is_none() {
+                    self.retry(env, false);
+                }
+            }
+            NakCode::InvalidRequest => self.finish_wqe(env, t.idx, WcStatus::RemInvReqErr),
+            NakCode::RemoteAccessError => self.finish_wqe(env, t.idx, WcStatus::RemAccessErr),
+            _ => self.finish_wqe(env, t.idx, WcStatus::RemOpErr),
+        }
+    }
+
+    /// A READ response: in sequence, its length fits its place in the READ, and its
+    /// payload goes to the WQE's SGEs at its offset.
+    #[inline(always)] // one caller: a step of the hot path, not a call
+    fn on_read_response(
+        &mut self,
+        env: &mut Env<'_>,
+        pkt: &Packet<'_>,
+        t: &Target,
+        syndrome: Option<Syndrome>,
+    ) {
+        if !t.is_read || syndrome.is_some_and(|s| !matches!(s, Syndrome::Ack(_))) || t.d < 0 {
+            env.ctr.rcvd_bad_resp += 1;
+            return;
+        }
+        if t.d > 0 {
+            // A response in the middle is missing.
+            self.retry(env, false);
+            return;
+        }
+        let mtu = self.qp.mtu.bytes();
+        let k = t.psn.diff(t.first_psn).max(0) as u32;
+        let offset = k.saturating_mul(mtu);
+        let Some(remaining) = t.len.checked_sub(offset) else {
+            env.ctr.rcvd_bad_resp += 1;
+            return;
+        };
+        let n = pkt.payload().len();
+        let ends = pkt.info().position.ends();
+        let ok = if ends {
+            n as u64 == u64::from(remaining) && n as u64 <= u64::from(mtu)
+        } else {
+            n as u64 == u64::from(mtu) && remaining > mtu
+        };
+        if !ok || (ends && t.psn != t.last_psn) {
+            env.ctr.rcvd_bad_resp += 1;
+            return;
+        }
+        if self.place(env, t.idx, offset, pkt.payload()) {
+            self.acked_to(t.psn.next());
+            if ends {
+                self.finish_wqe(env, t.idx, WcStatus::Success);
+            }
+        }
+    }
+
+    /// An ATOMIC ACK: the original value goes to the WQE's 8-byte buffer.
+    #[inline(always)] // one caller: a step of the hot path, not a call
+    fn on_atomic_ack(&mut self, env: &mut Env<'_>, pkt: &Packet<'_>, t: &Target) {
+        let Some(ack) = pkt.atomic_ack_eth() else {
+            return;
+        };
+        if !t.is_atomic || t.psn != t.first_psn || t.d != 0 {
+            env.ctr.rcvd_bad_resp += 1;
+            return;
+        }
+        if self.place(env, t.idx, 0, &ack.orig_rem_data.to_le_bytes()) {
+            self.acked_to(t.psn.next());
+            self.finish_wqe(env, t.idx, WcStatus::Success);
+        }
+    }
+
+    /// Writes response data into the SGEs of the WQE at `idx` from message byte
+    /// `offset`; a protection or DMA fault fails the WQE with `LOC_PROT_ERR` (false).
+    fn place(&mut self, env: &mut Env<'_>, idx: usize, offset: u32, data: &[u8]) -> bool {
+        let pd = self.qp.pd;
+        let Some(w) = self.q.sq.get(idx) else {
+            return false;
+        };
+        if super::sgl::scatter(env.mem, env.dma, pd, &w.wr.sg_list, offset, data).is_err() {
+            self.finish_wqe(env, idx, WcStatus::LocProtErr);
+            return false;
+        }
+        true
     }
 }

@@ -66,22 +66,27 @@
 mod attr;
 mod completer;
 mod counters;
+mod entry;
 mod error;
 mod qp;
 mod requester;
 mod responder;
 mod sack;
 mod sgl;
+mod sr_state;
 mod time;
 mod verbs;
 
-pub use attr::{check_transition, AttrMask, QpAttr, TransitionError};
+pub use attr::{check_transition, AttrMask, QpAttr, SrAttr, TransitionError, SR_WINDOW};
 pub use counters::Counters;
 pub use error::Error;
 pub use qp::{CompletionSink, Qp, QpInfo, QpInitAttr, QpQueues, TransportConfig};
 pub use responder::GRH_LEN;
-pub use sack::{sack_trigger, SrAttr, SrState, SACK_FLAG, SR_WINDOW};
+pub use sack::{sack_trigger, SACK_FLAG};
+pub use sr_state::SrState;
 pub use time::Instant;
 pub use verbs::*;
 
+pub(crate) use entry::CurOp;
 pub(crate) use qp::{udp_sport, Env, PortLimits, QpRef};
+pub(crate) use sack::send_window;

@@ -11,14 +11,12 @@ use heapless::Deque;
 
 use crate::memory::{AccessFlags, Dma, Pd, Protection};
 use crate::num::{Msn, Psn, Qkey, Qpn, Rkey};
-use crate::wire::aeth::Syndrome;
-use crate::wire::bth::BthRepr;
-use crate::wire::ExtHeaders;
 
-use super::attr::{check_transition, AttrMask, QpAttr};
+use super::attr::{check_transition, AttrMask, QpAttr, SrAttr, SR_WINDOW};
 use super::counters::Counters;
+use super::entry::{AckOut, Commit, CurOp, PayloadSrc, RdRes, RecvWqe, RespItem, SendWqe, TxDesc};
 use super::error::Error;
-use super::sack::{SrState, SR_WINDOW};
+use super::sr_state::SrState;
 use super::time::Instant;
 use super::verbs::{
     AckTimeout, AddressVector, Mtu, QpState, QpType, RecvWr, SendFlags, SendWr, WcFlags, WcOpcode,
@@ -63,109 +61,8 @@ pub(crate) struct Env<'a> {
     pub cfg: &'a TransportConfig,
 }
 
-// ---------------------------------------------------------------------------------------
-// Queue entries
-
-/// A posted send WR and its transmission state.
-#[derive(Clone, Debug)]
-pub(crate) struct SendWqe {
-    pub wr: SendWr,
-    /// Message length (sum of the SGEs; 8 for atomics).
-    pub len: u32,
-    /// PSN of the first packet (READ: of the request = first response).
-    pub first_psn: Psn,
-    /// PSN of the last packet (READ: of the last response).
-    pub last_psn: Psn,
-    /// PSNs assigned: at least one packet went out.
-    pub started: bool,
-    /// Every packet went out (for RC: awaiting acknowledgement).
-    pub sent_all: bool,
-    /// Finished; completes when it reaches the head of the queue.
-    pub done: bool,
-    /// Outcome once `done`.
-    pub status: WcStatus,
-    /// Holds one of the `max_rd_atomic` initiator credits.
-    pub has_credit: bool,
-}
-
-impl SendWqe {
-    pub fn new(wr: SendWr, len: u32) -> Self {
-        Self {
-            wr,
-            len,
-            first_psn: Psn::ZERO,
-            last_psn: Psn::ZERO,
-            started: false,
-            sent_all: false,
-            done: false,
-            status: WcStatus::Success,
-            has_credit: false,
-        }
-    }
-}
-
-/// A posted receive WR.
-#[derive(Clone, Debug)]
-pub(crate) struct RecvWqe {
-    pub wr: RecvWr,
-}
-
-/// A saved READ or ATOMIC (the responder's replay ring, `max_dest_rd_atomic` deep).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) enum RdRes {
-    #[default]
-    Free,
-    Read {
-        first_psn: Psn,
-        last_psn: Psn,
-        va: u64,
-        len: u32,
-        rkey: Rkey,
-    },
-    Atomic {
-        psn: Psn,
-        orig: u64,
-    },
-}
-
-/// An ACK or NAK waiting to go out.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct AckOut {
-    pub syndrome: Syndrome,
-    pub psn: Psn,
-}
-
-/// A READ response stream or ATOMIC ACK waiting to go out, in PSN order. Each item
-/// carries a copy of what it needs, so recycling the replay ring cannot corrupt it.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct RespItem {
-    /// An ACK that must precede this item (coalesced ACKs never overtake it).
-    pub ack_before: Option<AckOut>,
-    pub kind: ItemKind,
-}
-
-#[derive(Clone, Copy, Debug)]
-pub(crate) enum ItemKind {
-    Read {
-        /// Replay-ring slot it came from (a duplicate request restarts the item).
-        slot: u8,
-        /// PSN of the next response packet.
-        psn: Psn,
-        va: u64,
-        rkey: Rkey,
-        resid: u32,
-        /// The next packet may be FIRST/ONLY (the stream starts at the resource's
-        /// first PSN); otherwise it is MIDDLE/LAST.
-        first: bool,
-    },
-    Atomic {
-        psn: Psn,
-        orig: u64,
-    },
-}
-
 /// A QP's queues: `SQ` send WQEs, `RQ` receive WQEs, `RD` responder resources.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct QpQueues<const SQ: usize, const RQ: usize, const RD: usize> {
     pub(crate) sq: Deque<SendWqe, SQ>,
     pub(crate) rq: Deque<RecvWqe, RQ>,
@@ -235,15 +132,6 @@ pub(crate) struct Completer {
     pub retrans_at: Option<Instant>,
     /// RNR wait deadline: the requester sends nothing until then.
     pub rnr_at: Option<Instant>,
-}
-
-/// The message a responder is in the middle of.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) enum CurOp {
-    #[default]
-    None,
-    Send,
-    Write,
 }
 
 /// Responder state.
@@ -346,7 +234,7 @@ pub struct QpInfo {
     /// Receive WRs not yet consumed.
     pub rq_outstanding: usize,
     /// Selective repeat as set (`enabled: false` for Go-Back-N).
-    pub selective_repeat: super::sack::SrAttr,
+    pub selective_repeat: SrAttr,
 }
 
 /// The rxe rule for the UDP source port of a QP (roce-facts §1.6):
@@ -772,65 +660,6 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
             self.retry(env, true);
         }
     }
-}
-
-/// One frame the QP wants to send: headers as plain data, where the payload comes from,
-/// and what to update once the frame really went out.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct TxDesc {
-    pub bth: BthRepr,
-    pub ext: ExtHeaders,
-    pub payload_len: u32,
-    pub src: PayloadSrc,
-    /// UD: the WR's destination (otherwise the QP's address vector).
-    pub ud_av: Option<AddressVector>,
-    pub commit: Commit,
-}
-
-impl TxDesc {
-    /// A request or a READ response / ATOMIC ACK: what congestion control paces (ACKs and
-    /// NAKs are not held back).
-    pub fn carries_data(&self) -> bool {
-        matches!(self.commit, Commit::Request { .. } | Commit::Item { .. })
-    }
-}
-
-#[derive(Clone, Copy, Debug)]
-pub(crate) enum PayloadSrc {
-    None,
-    /// From the send WQE at `idx`, starting at message byte `offset`.
-    Sq {
-        idx: u16,
-        offset: u32,
-    },
-    /// From registered memory at `va` (a READ response; checked when prepared).
-    Remote {
-        va: u64,
-    },
-}
-
-#[derive(Clone, Copy, Debug)]
-pub(crate) enum Commit {
-    /// A request packet of the WQE at `idx`: packet `pkt`, consuming `psns` PSNs of a
-    /// WQE that needs `total_psns`; `ends` when it is the WQE's last packet.
-    Request {
-        idx: u16,
-        psns: u32,
-        total_psns: u32,
-        ends: bool,
-        ack_req: bool,
-        is_send: bool,
-        /// A selective-repeat resend: the send cursor stays where it is.
-        rtx: bool,
-    },
-    /// The pending ACK / NAK.
-    Ack,
-    /// The oldest waiting selective-repeat SACK.
-    Sack,
-    /// The ACK in front of the head item.
-    AckBefore,
-    /// A packet of the head item carrying `n` payload bytes.
-    Item { n: u32 },
 }
 
 impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {

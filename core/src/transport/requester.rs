@@ -13,7 +13,8 @@ use crate::wire::opcode::Opcode;
 use crate::wire::reth::RethRepr;
 use crate::wire::ExtHeaders;
 
-use super::qp::{Commit, Env, PayloadSrc, QpRef, TxDesc};
+use super::entry::{Commit, PayloadSrc, TxDesc};
+use super::qp::{Env, QpRef};
 use super::verbs::{QpState, QpType, SendFlags, WcStatus, WrOp};
 
 /// Packets a message of `len` bytes needs at `mtu` (at least one).

@@ -9,10 +9,13 @@ use crate::num::Psn;
 use crate::wire::aeth::{AethRepr, NakCode, RnrTimer, Syndrome};
 use crate::wire::atomic::AtomicAckEthRepr;
 use crate::wire::bth::BthRepr;
+use crate::wire::imm::{IethRepr, ImmDtRepr};
 use crate::wire::opcode::{Operation, Position};
+use crate::wire::reth::RethRepr;
 use crate::wire::{ExtHeaders, Opcode, Packet};
 
-use super::qp::{AckOut, Commit, CurOp, Env, ItemKind, PayloadSrc, QpRef, RdRes, RespItem, TxDesc};
+use super::entry::{AckOut, Commit, CurOp, ItemKind, PayloadSrc, RdRes, RespItem, TxDesc};
+use super::qp::{Env, QpRef};
 use super::requester::packets;
 use super::sgl::SglError;
 use super::verbs::{QpState, QpType, WcFlags, WcOpcode, WcStatus, WorkCompletion, MAX_MSG_SIZE};
@@ -27,6 +30,13 @@ pub(crate) enum Fail {
     Fatal(NakCode, WcStatus),
     /// Drop silently (UC/UD class D; RC resource shortage).
     Drop,
+}
+
+impl Fail {
+    /// NAK "invalid request"; the receive WQE completes with `REM_INV_REQ_ERR`.
+    const INV_REQ: Fail = Fail::Fatal(NakCode::InvalidRequest, WcStatus::RemInvReqErr);
+    /// NAK "remote access error"; the receive WQE completes with `REM_ACCESS_ERR`.
+    const ACC_ERR: Fail = Fail::Fatal(NakCode::RemoteAccessError, WcStatus::RemAccessErr);
 }
 
 impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
@@ -233,77 +243,121 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
     }
 
     /// The checks and execution of an in-sequence RC or UC request
-    /// (rxe `check_op_seq` .. `execute`).
+    /// (rxe `check_op_seq` .. `execute`): the opcode and the QP's rights, a receiver
+    /// ready for it, its length; then the operation; then ePSN and MSN, the receive
+    /// completion and the ACK.
     pub(crate) fn execute(&mut self, env: &mut Env<'_>, pkt: &Packet<'_>) -> Result<(), Fail> {
-        use Fail::{Drop, Fatal};
-        let rc = self.qp.qp_type == QpType::Rc;
-        // Decoded once here; the extended headers below as each path needs them.
+        let info = pkt.info();
+        let (op, pos) = (info.operation, info.position);
+        self.check_op(op, pos)?;
+        // Decoded once here; the other extended headers as each operation needs them.
         let bth = pkt.bth();
         let immdt = pkt.immdt();
-        let ieth = pkt.ieth();
+        let write_imm_end = op == Operation::RdmaWrite && pos.ends() && immdt.is_some();
+        let needs_rwr = op == Operation::Send || write_imm_end;
+        let completes = (op == Operation::Send && pos.ends()) || write_imm_end;
+        if self.receiver_not_ready(env, needs_rwr, completes, bth.psn)? {
+            return Ok(());
+        }
         let reth = pkt.reth();
-        let psn = bth.psn;
-        let info = pkt.info();
-        let op = info.operation;
-        let pos = info.position;
-        let inv_req = Fatal(NakCode::InvalidRequest, WcStatus::RemInvReqErr);
-        let acc_err = Fatal(NakCode::RemoteAccessError, WcStatus::RemAccessErr);
+        let payload = pkt.payload();
+        self.check_length(payload.len(), pos, reth.as_ref())?;
+        let ieth = pkt.ieth();
+        match op {
+            Operation::Send => self.exec_send(env, payload, pos, ieth)?,
+            Operation::RdmaWrite => {
+                self.exec_write(env, payload, pos, reth.as_ref(), bth.pad_count)?
+            }
+            Operation::RdmaReadRequest => return self.exec_read(env, bth.psn, reth),
+            Operation::CompareSwap | Operation::FetchAdd => {
+                return self.exec_atomic(env, pkt, op, bth.psn)
+            }
+            _ => return Err(Fail::Drop),
+        }
+        self.advance(bth.psn, pos.ends());
+        if completes {
+            self.complete_recv(env, op == Operation::RdmaWrite, bth.se, immdt, ieth);
+        }
+        if self.qp.qp_type == QpType::Rc && bth.ack_req {
+            self.set_pending(AckOut {
+                syndrome: Syndrome::ACK,
+                psn: bth.psn,
+            });
+        }
+        Ok(())
+    }
 
-        // Opcode sequence.
+    /// The opcode fits the message in progress, the QP's access flags allow the
+    /// operation, and a READ/ATOMIC has a responder resource.
+    #[inline(always)] // one caller: a step of the hot path, not a call
+    fn check_op(&self, op: Operation, pos: Position) -> Result<(), Fail> {
         let seq_ok = match self.qp.resp.cur {
             CurOp::Send => op == Operation::Send && !pos.starts(),
             CurOp::Write => op == Operation::RdmaWrite && !pos.starts(),
             CurOp::None => pos.starts(),
         };
         if !seq_ok {
-            return Err(inv_req);
+            return Err(Fail::INV_REQ);
         }
-        // Operation allowed by the QP's access flags.
         let need = match op {
             Operation::Send => AccessFlags::NONE,
             Operation::RdmaWrite => AccessFlags::REMOTE_WRITE,
             Operation::RdmaReadRequest => AccessFlags::REMOTE_READ,
             Operation::CompareSwap | Operation::FetchAdd => AccessFlags::REMOTE_ATOMIC,
-            _ => return Err(Drop),
+            _ => return Err(Fail::Drop),
         };
         if !self.qp.access.contains(need) {
-            return Err(inv_req);
+            return Err(Fail::INV_REQ);
         }
-        // Resources.
         let rd_atomic = matches!(
             op,
             Operation::RdmaReadRequest | Operation::CompareSwap | Operation::FetchAdd
         );
         if rd_atomic {
             if self.qp.max_dest_rd_atomic == 0 {
-                return Err(inv_req);
+                return Err(Fail::INV_REQ);
             }
             if self.q.out.len() >= usize::from(self.qp.max_dest_rd_atomic) || self.q.out.is_full() {
-                return Err(Drop);
+                return Err(Fail::Drop);
             }
         }
-        let write_imm_end = op == Operation::RdmaWrite && pos.ends() && immdt.is_some();
-        let needs_rwr = op == Operation::Send || write_imm_end;
-        let completes = (op == Operation::Send && pos.ends()) || write_imm_end;
-        if (needs_rwr && self.q.rq.is_empty()) || (completes && !env.cqs.has_room(self.qp.recv_cq))
+        Ok(())
+    }
+
+    /// True when the packet needs a receive WQE that is not posted, or completes one
+    /// into a full CQ: RC answers with an RNR NAK for `psn` (ePSN stays), UC drops.
+    #[inline(always)] // one caller: a step of the hot path, not a call
+    fn receiver_not_ready(
+        &mut self,
+        env: &mut Env<'_>,
+        needs_rwr: bool,
+        completes: bool,
+        psn: Psn,
+    ) -> Result<bool, Fail> {
+        if !((needs_rwr && self.q.rq.is_empty())
+            || (completes && !env.cqs.has_room(self.qp.recv_cq)))
         {
-            if !rc {
-                return Err(Drop);
-            }
-            // Receiver not ready: RNR NAK with this PSN; ePSN stays. It counts as the
-            // episode's NAK, so packets already in flight behind it draw no
-            // sequence-error NAK.
-            env.ctr.send_rnr_err += 1;
-            self.qp.resp.nak_sent = true;
-            let t = RnrTimer::new(self.qp.min_rnr_timer);
-            self.set_pending(AckOut {
-                syndrome: Syndrome::RnrNak(t),
-                psn,
-            });
-            return Ok(());
+            return Ok(false);
         }
-        // Lengths (roce-facts §6.2).
-        let n = pkt.payload().len();
+        if self.qp.qp_type != QpType::Rc {
+            return Err(Fail::Drop);
+        }
+        // The RNR NAK counts as the episode's NAK, so packets already in flight behind
+        // it draw no sequence-error NAK.
+        env.ctr.send_rnr_err += 1;
+        self.qp.resp.nak_sent = true;
+        let t = RnrTimer::new(self.qp.min_rnr_timer);
+        self.set_pending(AckOut {
+            syndrome: Syndrome::RnrNak(t),
+            psn,
+        });
+        Ok(true)
+    }
+
+    /// Payload length against the packet's place in the message (roce-facts §6.2), and
+    /// the RETH's length against the largest message.
+    #[inline(always)] // one caller: a step of the hot path, not a call
+    fn check_length(&self, n: usize, pos: Position, reth: Option<&RethRepr>) -> Result<(), Fail> {
         let mtu = self.qp.mtu.bytes() as usize;
         let len_ok = match pos {
             Position::Only => n <= mtu,
@@ -311,218 +365,282 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
             Position::Last => n >= 1 && n <= mtu,
         };
         if !len_ok || reth.is_some_and(|r| u64::from(r.dma_len) > MAX_MSG_SIZE) {
-            return Err(inv_req);
+            return Err(Fail::INV_REQ);
         }
+        Ok(())
+    }
+
+    /// A SEND packet: its payload into the head receive WQE at the running offset, and
+    /// the key a SEND_WITH_INV names invalidated.
+    #[inline(always)] // one caller: a step of the hot path, not a call
+    fn exec_send(
+        &mut self,
+        env: &mut Env<'_>,
+        payload: &[u8],
+        pos: Position,
+        ieth: Option<IethRepr>,
+    ) -> Result<(), Fail> {
         let pd = self.qp.pd;
-        let n32 = n as u32;
-        match op {
-            Operation::Send => {
-                let off = if pos.starts() {
-                    0
-                } else {
-                    self.qp.resp.recv_off
-                };
-                let Some(r) = self.q.rq.front() else {
-                    return Err(Drop);
-                };
-                match super::sgl::scatter(env.mem, env.dma, pd, &r.wr.sg_list, off, pkt.payload()) {
-                    Ok(()) => {}
-                    Err(SglError::Overflow) => {
-                        return Err(Fatal(NakCode::InvalidRequest, WcStatus::LocLenErr))
-                    }
-                    Err(_) => {
-                        return Err(Fatal(NakCode::RemoteOperationalError, WcStatus::LocQpOpErr))
-                    }
-                }
-                self.qp.resp.recv_off = off.saturating_add(n32);
-                if let Some(ieth) = ieth {
-                    if env.mem.invalidate(pd, ieth.rkey.0).is_err() {
-                        return Err(inv_req);
-                    }
-                }
-                self.qp.resp.cur = if pos.ends() { CurOp::None } else { CurOp::Send };
+        let off = if pos.starts() {
+            0
+        } else {
+            self.qp.resp.recv_off
+        };
+        let Some(r) = self.q.rq.front() else {
+            return Err(Fail::Drop);
+        };
+        match super::sgl::scatter(env.mem, env.dma, pd, &r.wr.sg_list, off, payload) {
+            Ok(()) => {}
+            Err(SglError::Overflow) => {
+                return Err(Fail::Fatal(NakCode::InvalidRequest, WcStatus::LocLenErr))
             }
-            Operation::RdmaWrite => {
-                let zero = if let Some(reth) = reth {
-                    self.qp.resp.va = reth.va;
-                    self.qp.resp.rkey = reth.rkey;
-                    self.qp.resp.resid = reth.dma_len;
-                    self.qp.resp.length = reth.dma_len;
-                    reth.dma_len == 0
-                } else {
-                    false
-                };
-                let (va, rkey, resid) = (self.qp.resp.va, self.qp.resp.rkey, self.qp.resp.resid);
-                if zero {
-                    if n != 0 {
-                        return Err(inv_req);
-                    }
-                } else {
-                    if env
-                        .mem
-                        .check_remote(pd, rkey, va, u64::from(resid), AccessFlags::REMOTE_WRITE)
-                        .is_err()
-                    {
-                        return Err(acc_err);
-                    }
-                    let pad = bth.pad_count;
-                    let ok = if resid as usize > mtu {
-                        n == mtu && pad == 0 && !pos.ends()
-                    } else {
-                        n32 == resid && u32::from(pad) == (resid.wrapping_neg() & 3) && pos.ends()
-                    };
-                    if !ok {
-                        return Err(inv_req);
-                    }
-                    if env.dma.write(va, pkt.payload()).is_err() {
-                        return Err(Fatal(NakCode::RemoteOperationalError, WcStatus::RemOpErr));
-                    }
-                    self.qp.resp.va = va.wrapping_add(u64::from(n32));
-                    self.qp.resp.resid = resid - n32;
-                }
-                self.qp.resp.cur = if pos.ends() {
-                    CurOp::None
-                } else {
-                    CurOp::Write
-                };
+            Err(_) => {
+                return Err(Fail::Fatal(
+                    NakCode::RemoteOperationalError,
+                    WcStatus::LocQpOpErr,
+                ))
             }
-            Operation::RdmaReadRequest => {
-                let Some(reth) = reth else {
-                    return Err(inv_req);
-                };
-                if reth.dma_len != 0
-                    && env
-                        .mem
-                        .check_remote(
-                            pd,
-                            reth.rkey,
-                            reth.va,
-                            u64::from(reth.dma_len),
-                            AccessFlags::REMOTE_READ,
-                        )
-                        .is_err()
-                {
-                    return Err(acc_err);
-                }
-                // MSN counts the READ on arrival (IBTA C9-148, as rxe).
-                self.qp.resp.msn = self.qp.resp.msn.add(1);
-                let last = psn.add(packets(reth.dma_len, mtu as u32) - 1);
-                let slot = self.next_slot();
-                if let Some(r) = self.q.res.get_mut(usize::from(slot)) {
-                    *r = RdRes::Read {
-                        first_psn: psn,
-                        last_psn: last,
-                        va: reth.va,
-                        len: reth.dma_len,
-                        rkey: reth.rkey,
-                    };
-                }
-                let item = RespItem {
-                    ack_before: self.qp.resp.pending.take(),
-                    kind: ItemKind::Read {
-                        slot,
-                        psn,
-                        va: reth.va,
-                        rkey: reth.rkey,
-                        resid: reth.dma_len,
-                        first: true,
-                    },
-                };
-                let _ = self.q.out.push_back(item);
-                self.qp.resp.epsn = last.next();
-                return Ok(());
-            }
-            Operation::CompareSwap | Operation::FetchAdd => {
-                let Some(a) = pkt.atomic_eth() else {
-                    return Err(inv_req);
-                };
-                if env
-                    .mem
-                    .check_remote(pd, a.rkey, a.va, 8, AccessFlags::REMOTE_ATOMIC)
-                    .is_err()
-                {
-                    return Err(acc_err);
-                }
-                if a.va & 7 != 0 {
-                    return Err(inv_req);
-                }
-                // Target memory holds a little-endian u64 (the host order of x86 and
-                // RISC-V hosts; rxe uses the CPU's native order).
-                let mut b = [0u8; 8];
-                if env.dma.read(a.va, &mut b).is_err() {
-                    return Err(Fatal(NakCode::RemoteOperationalError, WcStatus::RemOpErr));
-                }
-                let orig = u64::from_le_bytes(b);
-                let new = if op == Operation::CompareSwap {
-                    if orig == a.compare {
-                        a.swap_add
-                    } else {
-                        orig
-                    }
-                } else {
-                    orig.wrapping_add(a.swap_add)
-                };
-                if env.dma.write(a.va, &new.to_le_bytes()).is_err() {
-                    return Err(Fatal(NakCode::RemoteOperationalError, WcStatus::RemOpErr));
-                }
-                self.qp.resp.msn = self.qp.resp.msn.add(1);
-                let slot = self.next_slot();
-                if let Some(r) = self.q.res.get_mut(usize::from(slot)) {
-                    *r = RdRes::Atomic { psn, orig };
-                }
-                let item = RespItem {
-                    ack_before: self.qp.resp.pending.take(),
-                    kind: ItemKind::Atomic { psn, orig },
-                };
-                let _ = self.q.out.push_back(item);
-                self.qp.resp.epsn = psn.next();
-                return Ok(());
-            }
-            _ => return Err(Drop),
         }
-        if pos.ends() {
+        self.qp.resp.recv_off = off.saturating_add(payload.len() as u32);
+        if let Some(ieth) = ieth {
+            if env.mem.invalidate(pd, ieth.rkey.0).is_err() {
+                return Err(Fail::INV_REQ);
+            }
+        }
+        self.qp.resp.cur = if pos.ends() { CurOp::None } else { CurOp::Send };
+        Ok(())
+    }
+
+    /// A WRITE packet: a RETH (FIRST/ONLY) opens the target window; the key, bounds and
+    /// rights of what is left of it are checked on every packet, the payload and pad
+    /// (`pad`, the BTH pad count) must fit the position, and the payload is placed at
+    /// the running address.
+    #[inline(always)] // one caller: a step of the hot path, not a call
+    fn exec_write(
+        &mut self,
+        env: &mut Env<'_>,
+        payload: &[u8],
+        pos: Position,
+        reth: Option<&RethRepr>,
+        pad: u8,
+    ) -> Result<(), Fail> {
+        let zero = if let Some(reth) = reth {
+            self.qp.resp.va = reth.va;
+            self.qp.resp.rkey = reth.rkey;
+            self.qp.resp.resid = reth.dma_len;
+            self.qp.resp.length = reth.dma_len;
+            reth.dma_len == 0
+        } else {
+            false
+        };
+        let n = payload.len();
+        let n32 = n as u32;
+        let (va, rkey, resid) = (self.qp.resp.va, self.qp.resp.rkey, self.qp.resp.resid);
+        if zero {
+            if n != 0 {
+                return Err(Fail::INV_REQ);
+            }
+        } else {
+            if env
+                .mem
+                .check_remote(
+                    self.qp.pd,
+                    rkey,
+                    va,
+                    u64::from(resid),
+                    AccessFlags::REMOTE_WRITE,
+                )
+                .is_err()
+            {
+                return Err(Fail::ACC_ERR);
+            }
+            let mtu = self.qp.mtu.bytes() as usize;
+            let ok = if resid as usize > mtu {
+                n == mtu && pad == 0 && !pos.ends()
+            } else {
+                n32 == resid && u32::from(pad) == (resid.wrapping_neg() & 3) && pos.ends()
+            };
+            if !ok {
+                return Err(Fail::INV_REQ);
+            }
+            if env.dma.write(va, payload).is_err() {
+                return Err(Fail::Fatal(
+                    NakCode::RemoteOperationalError,
+                    WcStatus::RemOpErr,
+                ));
+            }
+            self.qp.resp.va = va.wrapping_add(u64::from(n32));
+            self.qp.resp.resid = resid - n32;
+        }
+        self.qp.resp.cur = if pos.ends() {
+            CurOp::None
+        } else {
+            CurOp::Write
+        };
+        Ok(())
+    }
+
+    /// A READ request: checked once for the whole range, recorded in the replay ring,
+    /// and queued as a response stream; ePSN moves past every response PSN.
+    #[inline(always)] // one caller: a step of the hot path, not a call
+    fn exec_read(
+        &mut self,
+        env: &mut Env<'_>,
+        psn: Psn,
+        reth: Option<RethRepr>,
+    ) -> Result<(), Fail> {
+        let Some(reth) = reth else {
+            return Err(Fail::INV_REQ);
+        };
+        if reth.dma_len != 0
+            && env
+                .mem
+                .check_remote(
+                    self.qp.pd,
+                    reth.rkey,
+                    reth.va,
+                    u64::from(reth.dma_len),
+                    AccessFlags::REMOTE_READ,
+                )
+                .is_err()
+        {
+            return Err(Fail::ACC_ERR);
+        }
+        // MSN counts the READ on arrival (IBTA C9-148, as rxe).
+        self.qp.resp.msn = self.qp.resp.msn.add(1);
+        let last = psn.add(packets(reth.dma_len, self.qp.mtu.bytes()) - 1);
+        let slot = self.next_slot();
+        if let Some(r) = self.q.res.get_mut(usize::from(slot)) {
+            *r = RdRes::Read {
+                first_psn: psn,
+                last_psn: last,
+                va: reth.va,
+                len: reth.dma_len,
+                rkey: reth.rkey,
+            };
+        }
+        let item = RespItem {
+            ack_before: self.qp.resp.pending.take(),
+            kind: ItemKind::Read {
+                slot,
+                psn,
+                va: reth.va,
+                rkey: reth.rkey,
+                resid: reth.dma_len,
+                first: true,
+            },
+        };
+        let _ = self.q.out.push_back(item);
+        self.qp.resp.epsn = last.next();
+        Ok(())
+    }
+
+    /// An ATOMIC: executed once on the little-endian `u64` it names, its original value
+    /// kept in the replay ring and queued as the ATOMIC ACK.
+    #[inline(always)] // one caller: a step of the hot path, not a call
+    fn exec_atomic(
+        &mut self,
+        env: &mut Env<'_>,
+        pkt: &Packet<'_>,
+        op: Operation,
+        psn: Psn,
+    ) -> Result<(), Fail> {
+        let Some(a) = pkt.atomic_eth() else {
+            return Err(Fail::INV_REQ);
+        };
+        if env
+            .mem
+            .check_remote(self.qp.pd, a.rkey, a.va, 8, AccessFlags::REMOTE_ATOMIC)
+            .is_err()
+        {
+            return Err(Fail::ACC_ERR);
+        }
+        if a.va & 7 != 0 {
+            return Err(Fail::INV_REQ);
+        }
+        // Target memory holds a little-endian u64 (the host order of x86 and RISC-V
+        // hosts; rxe uses the CPU's native order).
+        let mut b = [0u8; 8];
+        if env.dma.read(a.va, &mut b).is_err() {
+            return Err(Fail::Fatal(
+                NakCode::RemoteOperationalError,
+                WcStatus::RemOpErr,
+            ));
+        }
+        let orig = u64::from_le_bytes(b);
+        let new = if op == Operation::CompareSwap {
+            if orig == a.compare {
+                a.swap_add
+            } else {
+                orig
+            }
+        } else {
+            orig.wrapping_add(a.swap_add)
+        };
+        if env.dma.write(a.va, &new.to_le_bytes()).is_err() {
+            return Err(Fail::Fatal(
+                NakCode::RemoteOperationalError,
+                WcStatus::RemOpErr,
+            ));
+        }
+        self.qp.resp.msn = self.qp.resp.msn.add(1);
+        let slot = self.next_slot();
+        if let Some(r) = self.q.res.get_mut(usize::from(slot)) {
+            *r = RdRes::Atomic { psn, orig };
+        }
+        let item = RespItem {
+            ack_before: self.qp.resp.pending.take(),
+            kind: ItemKind::Atomic { psn, orig },
+        };
+        let _ = self.q.out.push_back(item);
+        self.qp.resp.epsn = psn.next();
+        Ok(())
+    }
+
+    /// After a SEND or WRITE packet: ePSN past it, and MSN at the end of a message.
+    #[inline(always)] // one caller: a step of the hot path, not a call
+    fn advance(&mut self, psn: Psn, ends: bool) {
+        if ends {
             self.qp.resp.msn = self.qp.resp.msn.add(1);
         }
         self.qp.resp.epsn = psn.next();
-        if completes {
-            if let Some(r) = self.q.rq.pop_front() {
-                let write = op == Operation::RdmaWrite;
-                let mut wc = WorkCompletion::new(
-                    r.wr.wr_id,
-                    self.qp.qpn,
-                    if write {
-                        WcOpcode::RecvRdmaWithImm
-                    } else {
-                        WcOpcode::Recv
-                    },
-                    WcStatus::Success,
-                );
-                wc.byte_len = if write {
-                    self.qp.resp.length
-                } else {
-                    self.qp.resp.recv_off
-                };
-                wc.solicited = bth.se;
-                if let Some(imm) = immdt {
-                    wc.imm_data = imm.imm;
-                    wc.wc_flags = WcFlags::WITH_IMM;
-                }
-                if let Some(ieth) = ieth {
-                    wc.invalidated_rkey = ieth.rkey;
-                    wc.wc_flags = wc.wc_flags | WcFlags::WITH_INV;
-                }
-                env.cqs.push(self.qp.recv_cq, wc);
-                env.ctr.rdma_recvs += 1;
+    }
+
+    /// Completes the head receive WQE for a finished SEND or WRITE with immediate.
+    #[inline(always)] // one caller: a step of the hot path, not a call
+    fn complete_recv(
+        &mut self,
+        env: &mut Env<'_>,
+        write: bool,
+        solicited: bool,
+        immdt: Option<ImmDtRepr>,
+        ieth: Option<IethRepr>,
+    ) {
+        if let Some(r) = self.q.rq.pop_front() {
+            let opcode = if write {
+                WcOpcode::RecvRdmaWithImm
+            } else {
+                WcOpcode::Recv
+            };
+            let mut wc = WorkCompletion::new(r.wr.wr_id, self.qp.qpn, opcode, WcStatus::Success);
+            wc.byte_len = if write {
+                self.qp.resp.length
+            } else {
+                self.qp.resp.recv_off
+            };
+            wc.solicited = solicited;
+            if let Some(imm) = immdt {
+                wc.imm_data = imm.imm;
+                wc.wc_flags = WcFlags::WITH_IMM;
             }
-            self.qp.resp.recv_off = 0;
+            if let Some(ieth) = ieth {
+                wc.invalidated_rkey = ieth.rkey;
+                wc.wc_flags = wc.wc_flags | WcFlags::WITH_INV;
+            }
+            env.cqs.push(self.qp.recv_cq, wc);
+            env.ctr.rdma_recvs += 1;
         }
-        if rc && bth.ack_req {
-            self.set_pending(AckOut {
-                syndrome: Syndrome::ACK,
-                psn,
-            });
-        }
-        Ok(())
+        self.qp.resp.recv_off = 0;
     }
 
     /// Next slot of the replay ring (`max_dest_rd_atomic` deep).

@@ -20,8 +20,6 @@
 //!   and the PSN that triggered it in the AETH MSN field. A Go-Back-N peer reads it as
 //!   the standard NAK it is.
 
-use heapless::Deque;
-
 use crate::num::{Msn, Psn, Rkey};
 use crate::wire::aeth::{NakCode, Syndrome};
 use crate::wire::bth::BthRepr;
@@ -29,181 +27,30 @@ use crate::wire::opcode::Opcode;
 use crate::wire::reth::RethRepr;
 use crate::wire::{ExtHeaders, Packet};
 
-use super::qp::{AckOut, Commit, Env, QpRef, TxDesc};
-use super::verbs::{AckTimeout, QpType};
-
-/// PSNs each bitmap covers: the largest window a selective-repeat QP may use.
-pub const SR_WINDOW: u32 = 256;
+use super::attr::SR_WINDOW;
+use super::entry::{AckOut, Commit, CurOp, TxDesc};
+use super::qp::{Env, QpRef};
+use super::verbs::QpType;
 
 /// BTH resv7 bit that marks a NAK as a SACK.
 pub const SACK_FLAG: u8 = 0x01;
 
-/// SACKs the responder can hold before the oldest waiting one is overwritten.
-const SACK_QUEUE: usize = 16;
-
 /// IRN uses the low timeout when at most this many packets are in flight.
 const RTO_LOW_PKTS: i32 = 3;
 
-/// The selective-repeat QP attribute (`QpAttr::selective_repeat`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub struct SrAttr {
-    /// Use selective repeat (both ends must set it).
-    pub enabled: bool,
-    /// Most PSNs in flight (IRN's BDP cap); 0 = the port's `max_unacked_psns`. At most
-    /// [`SR_WINDOW`].
-    pub max_inflight: u16,
-    /// IRN's RTO_low, used while at most 3 packets are in flight; `INFINITE` = always
-    /// the QP's `timeout`.
-    pub rto_low: AckTimeout,
-}
-
-/// A bitmap over a window of [`SR_WINDOW`] PSNs, indexed by PSN modulo the window (a
-/// power of two that divides 2^24, so the ring never aliases within one window).
-#[derive(Clone, Copy, Debug, Default)]
-pub(crate) struct PsnBitmap {
-    words: [u64; (SR_WINDOW / 64) as usize],
-}
-
-impl PsnBitmap {
-    const fn new() -> Self {
-        Self {
-            words: [0; (SR_WINDOW / 64) as usize],
-        }
+/// A requester's window in PSNs: the port's `max_unacked_psns`, and with selective
+/// repeat on (`sr`) also the QP's `max_inflight` (0: no cap of its own) and the bitmap's
+/// reach.
+pub(crate) fn send_window(max_unacked_psns: u32, sr: bool, max_inflight: u16) -> u32 {
+    let port = max_unacked_psns.max(1);
+    if !sr {
+        return port;
     }
-
-    fn at(p: Psn) -> (usize, u64) {
-        let i = p.value() % SR_WINDOW;
-        ((i / 64) as usize, 1u64 << (i % 64))
-    }
-
-    pub fn get(&self, p: Psn) -> bool {
-        let (w, b) = Self::at(p);
-        self.words.get(w).is_some_and(|x| x & b != 0)
-    }
-
-    pub fn set(&mut self, p: Psn) {
-        let (w, b) = Self::at(p);
-        if let Some(x) = self.words.get_mut(w) {
-            *x |= b;
-        }
-    }
-
-    /// Clears the bits of PSNs `from` up to (not including) `to`.
-    pub fn clear_range(&mut self, from: Psn, to: Psn) {
-        let n = to.diff(from);
-        if n <= 0 {
-            return;
-        }
-        if n as u32 >= SR_WINDOW {
-            *self = Self::new();
-            return;
-        }
-        let mut p = from;
-        for _ in 0..n {
-            let (w, b) = Self::at(p);
-            if let Some(x) = self.words.get_mut(w) {
-                *x &= !b;
-            }
-            p = p.next();
-        }
-    }
-
-    fn count(&self) -> u32 {
-        self.words.iter().map(|w| w.count_ones()).sum()
-    }
-}
-
-/// Requester side: what the responder reported, and what to resend.
-#[derive(Clone, Copy, Debug)]
-struct SackTx {
-    /// PSNs at or after the cumulative ACK that the responder has (SACKed).
-    sacked: PsnBitmap,
-    /// Next PSN the retransmit range looks at.
-    rtx_next: Psn,
-    /// End (exclusive) of the retransmit range: one past the highest SACKed PSN, or
-    /// everything sent after a timeout.
-    rtx_end: Psn,
-    /// When the first unacknowledged PSN was last resent, the highest PSN sent by
-    /// then: a SACK for a PSN at or after it means that resend was lost too.
-    head_rtx_mark: Option<Psn>,
-}
-
-/// Responder side: which PSNs after ePSN are in, and the SACKs to send.
-#[derive(Clone, Debug)]
-struct SackRx {
-    rcvd: PsnBitmap,
-    /// Trigger PSNs of SACKs waiting to go out, oldest first.
-    out: Deque<Psn, SACK_QUEUE>,
-}
-
-/// A QP's selective-repeat state (kept with its queues: the context stays small).
-#[derive(Clone, Debug)]
-pub struct SrState {
-    attr: SrAttr,
-    tx: SackTx,
-    rx: SackRx,
-}
-
-impl Default for SrState {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl SrState {
-    /// Off, empty.
-    pub const fn new() -> Self {
-        Self {
-            attr: SrAttr {
-                enabled: false,
-                max_inflight: 0,
-                rto_low: AckTimeout::INFINITE,
-            },
-            tx: SackTx {
-                sacked: PsnBitmap::new(),
-                rtx_next: Psn::ZERO,
-                rtx_end: Psn::ZERO,
-                head_rtx_mark: None,
-            },
-            rx: SackRx {
-                rcvd: PsnBitmap::new(),
-                out: Deque::new(),
-            },
-        }
-    }
-
-    /// Selective repeat is on for this QP.
-    pub fn enabled(&self) -> bool {
-        self.attr.enabled
-    }
-
-    /// The attribute as set.
-    pub fn attr(&self) -> SrAttr {
-        self.attr
-    }
-
-    /// Sets the attribute and forgets every record (done at INIT→RTR, before any
-    /// packet).
-    pub(crate) fn configure(&mut self, attr: SrAttr) {
-        *self = Self::new();
-        self.attr = attr;
-    }
-
-    /// Cancels the retransmit range (a Go-Back-N rewind resends everything anyway).
-    pub(crate) fn cancel_rtx(&mut self) {
-        self.tx.rtx_end = self.tx.rtx_next;
-    }
-
-    /// The send queue starts at `psn` (`sq_psn` was set): the cursors start there, so
-    /// they compare correctly with the PSNs to come (half-window rule).
-    pub(crate) fn start_tx(&mut self, psn: Psn) {
-        self.tx = SackTx {
-            sacked: PsnBitmap::new(),
-            rtx_next: psn,
-            rtx_end: psn,
-            head_rtx_mark: None,
-        };
-    }
+    let cap = match max_inflight {
+        0 => SR_WINDOW,
+        n => u32::from(n),
+    };
+    port.min(cap).min(SR_WINDOW)
 }
 
 /// Whether `pkt` is a SACK (a NAK 0x60 with the SACK flag), and its trigger PSN.
@@ -243,18 +90,13 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
     // -----------------------------------------------------------------------------------
     // Requester
 
-    /// The requester's window in PSNs: the port's `max_unacked_psns`, and with selective
-    /// repeat also the QP's `max_inflight` and the bitmap's reach.
+    /// The requester's window in PSNs: see [`send_window`].
     pub(crate) fn send_window(&self, env: &Env<'_>) -> u32 {
-        let port = env.cfg.max_unacked_psns.max(1);
-        if !self.sr_on() {
-            return port;
-        }
-        let cap = match self.q.sr.attr.max_inflight {
-            0 => SR_WINDOW,
-            n => u32::from(n),
-        };
-        port.min(cap).min(SR_WINDOW)
+        send_window(
+            env.cfg.max_unacked_psns,
+            self.sr_on(),
+            self.q.sr.attr.max_inflight,
+        )
     }
 
     /// The local ACK timeout to arm now: IRN's RTO_low while few packets are in flight.
@@ -427,7 +269,7 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
         // Execute it as if it were next, then put the in-order state back: a WRITE_ONLY
         // without immediate touches nothing but its target memory.
         let saved = self.qp.resp;
-        self.qp.resp.cur = super::qp::CurOp::None;
+        self.qp.resp.cur = CurOp::None;
         self.qp.resp.epsn = psn;
         let ok = self.execute(env, pkt).is_ok();
         self.qp.resp = saved;
@@ -513,23 +355,6 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn bitmap_ring_wraps_with_the_psn() {
-        let mut b = PsnBitmap::new();
-        let top = Psn::new(0xFF_FFFF);
-        b.set(top);
-        b.set(top.next());
-        assert!(b.get(top) && b.get(Psn::ZERO));
-        assert!(!b.get(Psn::new(1)));
-        b.clear_range(top, Psn::ZERO);
-        assert!(!b.get(top) && b.get(Psn::ZERO));
-        assert_eq!(b.count(), 1);
-        // A range as long as the window clears everything.
-        b.set(Psn::new(77));
-        b.clear_range(Psn::new(1000), Psn::new(1000 + SR_WINDOW));
-        assert_eq!(b.count(), 0);
-    }
 
     #[test]
     fn write_piece_headers() {

@@ -10,7 +10,7 @@
 //!
 //! The binaries: `selftest` (the default `cargo run`: boots in QEMU, drives the NIC
 //! through the host ABI, exits through semihosting) and `firmware` (the NIC firmware
-//! proper, over [`mmio::MmioHal`], logging through defmt-rtt).
+//! proper, over [`mmio::MmioHal`], logging through the NIC block's log channel).
 
 #![no_std]
 

@@ -5,6 +5,7 @@ mod common;
 mod determinism;
 mod ecmp;
 mod ecn;
+mod fat_tree;
 mod faults;
 mod pfc;
 mod switching;

@@ -10,11 +10,13 @@
 //! the link MTU as rxe's does (`rxe_set_mtu`: the largest IB MTU that fits the link MTU
 //! less rxe's 80 bytes of headers, so 1500 gives 1024 and 4200 gives 4096).
 
-use crate::device::{Capacities, Device, LocalNic, PortQueues};
-use crate::memory::HostMemory;
+use crate::local::{Capacities, LocalNic};
+use crate::model::NicModel;
 use roce_core::engine::PortConfig;
 use roce_core::transport::{ipv4_gid, Mtu};
+use roce_firmware::datapath::RxCheck;
 use roce_firmware::hal::Datapath;
+use roce_host::{Device, HostMemory};
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::io;
@@ -41,6 +43,9 @@ pub struct RawCounters {
     pub rx_frames: u64,
     /// ARP requests for this NIC's address that it answered.
     pub arp_replies: u64,
+    /// RoCEv2 frames for this NIC that the datapath's receive checks dropped (malformed,
+    /// bad ICRC).
+    pub rx_dropped: u64,
 }
 
 /// An `AF_PACKET` socket on one interface.
@@ -213,8 +218,8 @@ struct Port {
     ip: [u8; 4],
     neighbours: HashMap<[u8; 4], [u8; 6]>,
     counters: RawCounters,
-    /// The in-process NIC's queues: only their receive checks are used here.
-    queues: Rc<RefCell<PortQueues>>,
+    /// The software datapath's receive checks.
+    rx_check: RxCheck,
 }
 
 impl Port {
@@ -313,10 +318,10 @@ impl Datapath for RawDatapath {
                 continue;
             }
             p.counters.rx_frames += 1;
-            let ok = p.queues.borrow_mut().rx_check.check(&buf[..n]);
-            if ok {
+            if p.rx_check.check(&buf[..n]) {
                 return Some(n);
             }
+            p.counters.rx_dropped += 1;
         }
         None
     }
@@ -347,20 +352,17 @@ impl RawNic {
                 format!("link MTU {link_mtu} of {iface} is too small for RoCE"),
             )
         })?;
-        let mut slot = None;
-        let nic = LocalNic::with_datapath(cfg, caps, |queues| {
-            let port = Rc::new(RefCell::new(Port {
-                sock,
-                mac,
-                ip,
-                neighbours: HashMap::new(),
-                counters: RawCounters::default(),
-                queues,
-            }));
-            slot = Some(port.clone());
-            Box::new(RawDatapath(port))
-        });
-        let port = slot.ok_or_else(|| io::Error::other("datapath not built"))?;
+        let port = Rc::new(RefCell::new(Port {
+            sock,
+            mac,
+            ip,
+            neighbours: HashMap::new(),
+            counters: RawCounters::default(),
+            rx_check: RxCheck::default(),
+        }));
+        // The socket is the port: the queues `with_datapath` offers stay unused.
+        let dp = RawDatapath(port.clone());
+        let nic = LocalNic::with_datapath(cfg, caps, |_| Ok::<_, io::Error>(Box::new(dp)))?;
         let me = Rc::new(Self {
             nic,
             port,
@@ -371,7 +373,7 @@ impl RawNic {
         Ok(me)
     }
 
-    /// The in-process NIC (counters, the port's receive checks).
+    /// The firmware runtime behind the socket.
     pub fn nic(&self) -> &Rc<LocalNic> {
         &self.nic
     }

@@ -1,5 +1,9 @@
-//! The host/NIC ABI: the one source of truth for what the host driver and the firmware
-//! exchange (`docs/abi.md` explains it in prose).
+#![no_std]
+#![forbid(unsafe_code)]
+//! roce-abi: the host/NIC ABI, the one source of truth for what the host driver
+//! (`roce-host`) and the firmware (`roce-firmware`, which re-exports it as
+//! `roce_firmware::abi`) exchange (`docs/abi.md` explains it in prose). A crate of its own
+//! so that the driver depends on the ABI and never on the runtime behind it.
 //!
 //! * A register file (MMIO, 32-bit little-endian registers) with the device identity, the
 //!   command-queue ring, event status, a clock, and one doorbell per queue.

@@ -6,17 +6,21 @@ use roce_core::engine::PortConfig;
 use roce_core::memory::AccessFlags;
 use roce_core::num::Psn;
 use roce_core::transport::{ipv4_gid, QpType, RecvWr, SendFlags, SendWr, WcStatus, WrOp};
-use roce_hdl_sim::{rtl_available, rtl_nic, DataWidth};
-use roce_host::{Capacities, ConnectOptions, Context, LocalNic, QpEndpoint};
+use roce_device::rtl::{rtl_available, rtl_nic};
+use roce_device::{Capacities, LocalNic, NicModel};
+use roce_hdl_sim::DataWidth;
+use roce_host::{ConnectOptions, Context, QpEndpoint};
 use std::rc::Rc;
 
 fn run(nics: &[Rc<LocalNic>; 2]) {
+    let mut buf = vec![0u8; 8192];
     loop {
         let mut busy = nics[0].poll() | nics[1].poll();
         for (from, to) in [(0, 1), (1, 0)] {
-            let frames: Vec<_> = nics[from].port().borrow_mut().tx.drain(..).collect();
-            busy |= !frames.is_empty();
-            nics[to].port().borrow_mut().rx.extend(frames);
+            while let Some(n) = nics[from].transmit_frame(&mut buf) {
+                nics[to].receive_frame(&buf[..n]);
+                busy = true;
+            }
         }
         if !busy {
             break;

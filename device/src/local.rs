@@ -1,0 +1,268 @@
+//! The native NIC model: the firmware runtime compiled for the host, over a register file
+//! (with the ABI's host access rules) and the host's memory.
+
+use crate::model::NicModel;
+use crate::port::{PortQueues, QueuePort};
+use roce_abi::reg;
+use roce_core::cc::QpCcInfo;
+use roce_core::engine::PortConfig;
+use roce_core::num::Qpn;
+use roce_core::transport::Counters;
+use roce_firmware::hal::{Datapath, Hal, RegFile};
+use roce_firmware::runtime::{Nic, NicRuntime, RuntimeCounters};
+use roce_host::{Device, HostMemory};
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+
+/// How big a model's tables are.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Capacities {
+    /// The soft-core firmware's (`roce_firmware::config`): 8 QPs.
+    Firmware,
+    /// A host-sized NIC: 64 QPs with deeper queues, for benchmarks.
+    Host,
+}
+
+/// What the driver's side and the firmware's side share.
+struct Shared {
+    regs: RefCell<RegFile>,
+    mem: HostMemory,
+    clock: Cell<u64>,
+    /// A doorbell was written since the firmware last looked (the hardware's pending bit).
+    doorbell: Cell<bool>,
+}
+
+/// A datapath chosen at run time, as the HAL's one datapath type.
+struct DynDatapath(Box<dyn Datapath>);
+
+impl Datapath for DynDatapath {
+    fn transmit(&mut self, frame: &[u8]) -> bool {
+        self.0.transmit(frame)
+    }
+    fn can_transmit(&self) -> bool {
+        self.0.can_transmit()
+    }
+    fn receive(&mut self, buf: &mut [u8]) -> Option<usize> {
+        self.0.receive(buf)
+    }
+    fn verifies_icrc(&self) -> bool {
+        self.0.verifies_icrc()
+    }
+}
+
+/// The datapath of a model whose frames go straight to and from the engine: it takes
+/// and gives nothing.
+struct NoPort;
+
+impl Datapath for NoPort {
+    fn transmit(&mut self, _: &[u8]) -> bool {
+        false
+    }
+    fn can_transmit(&self) -> bool {
+        false
+    }
+    fn receive(&mut self, _: &mut [u8]) -> Option<usize> {
+        None
+    }
+}
+
+struct LocalHal {
+    shared: Rc<Shared>,
+    mem: HostMemory,
+    port: DynDatapath,
+}
+
+impl Hal for LocalHal {
+    type Dma = HostMemory;
+    type Datapath = DynDatapath;
+
+    fn reg_read(&mut self, offset: u32) -> u32 {
+        self.shared.regs.borrow().nic_read(offset)
+    }
+    fn reg_write(&mut self, offset: u32, value: u32) {
+        self.shared.regs.borrow_mut().nic_write(offset, value);
+    }
+    fn dma(&mut self) -> &mut HostMemory {
+        &mut self.mem
+    }
+    fn datapath(&mut self) -> &mut DynDatapath {
+        &mut self.port
+    }
+    fn split(&mut self) -> (&mut HostMemory, &mut DynDatapath) {
+        (&mut self.mem, &mut self.port)
+    }
+    fn now(&mut self) -> u64 {
+        self.shared.clock.get()
+    }
+    fn take_doorbells(&mut self) -> bool {
+        self.shared.doorbell.replace(false)
+    }
+}
+
+/// Where the model's frames go.
+enum Frames {
+    /// Straight between the harness and the engine: the software datapath, whose
+    /// receive checks are the engine's own parse (structure, lengths, ICRC). No queue,
+    /// no copy.
+    Direct,
+    /// Through frame queues and the datapath model in front of them.
+    Queued(Rc<RefCell<PortQueues>>),
+}
+
+/// The firmware runtime on the host: a register file, host memory, and a port.
+pub struct LocalNic {
+    cfg: PortConfig,
+    shared: Rc<Shared>,
+    frames: Frames,
+    fw: RefCell<Box<dyn NicRuntime>>,
+}
+
+/// Frames the port's transmit queue holds before the runtime waits (a datapath model's
+/// FIFO).
+const TX_QUEUE: usize = 64;
+
+impl LocalNic {
+    /// The runtime over the software datapath: frames go straight to and from the engine
+    /// ([`NicModel::receive_frame`], [`NicModel::transmit_frame`]).
+    pub fn new(cfg: PortConfig, caps: Capacities) -> Rc<Self> {
+        Self::boot(cfg, caps, Frames::Direct, Box::new(NoPort))
+    }
+
+    /// The runtime over the datapath `make` builds in front of the port's frame queues
+    /// (the RTL of `roce-hdl-sim`, say): frames enter the queues with
+    /// [`NicModel::receive_frame`] and pass the datapath when the runtime polls.
+    pub fn with_datapath<E>(
+        cfg: PortConfig,
+        caps: Capacities,
+        make: impl FnOnce(QueuePort) -> Result<Box<dyn Datapath>, E>,
+    ) -> Result<Rc<Self>, E> {
+        let queues = Rc::new(RefCell::new(PortQueues {
+            tx_limit: TX_QUEUE,
+            ..PortQueues::default()
+        }));
+        let dp = make(QueuePort(queues.clone()))?;
+        Ok(Self::boot(cfg, caps, Frames::Queued(queues), dp))
+    }
+
+    fn boot(cfg: PortConfig, caps: Capacities, frames: Frames, dp: Box<dyn Datapath>) -> Rc<Self> {
+        let shared = Rc::new(Shared {
+            regs: RefCell::new(RegFile::new()),
+            mem: HostMemory::default(),
+            clock: Cell::new(0),
+            doorbell: Cell::new(false),
+        });
+        let hal = LocalHal {
+            shared: shared.clone(),
+            mem: shared.mem.clone(),
+            port: DynDatapath(dp),
+        };
+        let fw: Box<dyn NicRuntime> = match caps {
+            Capacities::Firmware => Box::new(roce_firmware::config::FirmwareNic::new(hal, cfg)),
+            Capacities::Host => Box::new(Nic::<_, 64, 64, 8, 64, 64, 64, 128, 16>::new(hal, cfg)),
+        };
+        Rc::new(Self {
+            cfg,
+            shared,
+            frames,
+            fw: RefCell::new(fw),
+        })
+    }
+
+    /// The port configuration it booted with.
+    pub fn port_config(&self) -> &PortConfig {
+        &self.cfg
+    }
+
+    /// The port's frame queues, when its frames go through a datapath model.
+    pub fn queues(&self) -> Option<&Rc<RefCell<PortQueues>>> {
+        match &self.frames {
+            Frames::Direct => None,
+            Frames::Queued(q) => Some(q),
+        }
+    }
+
+    /// The engine's protocol counters (rxe's names).
+    pub fn counters(&self) -> Counters {
+        self.fw.borrow().engine_counters()
+    }
+
+    /// The firmware runtime's counters.
+    pub fn runtime_counters(&self) -> RuntimeCounters {
+        self.fw.borrow().runtime_counters()
+    }
+
+    /// DCQCN's reaction point on or off for one QP (the port's `cc` config sets the
+    /// default). A harness control beside the ABI, as `counters` is.
+    pub fn set_qp_cc(&self, qpn: Qpn, rp: bool) -> Result<(), roce_core::transport::Error> {
+        self.fw.borrow_mut().set_qp_cc(qpn, rp)
+    }
+
+    /// A QP's congestion control state (current rate, CNP and ECN counters), for time
+    /// series.
+    pub fn qp_cc(&self, qpn: Qpn) -> Option<QpCcInfo> {
+        self.fw.borrow().qp_cc(qpn)
+    }
+}
+
+impl NicModel for LocalNic {
+    fn set_time(&self, now: u64) {
+        self.shared.clock.set(now.max(self.shared.clock.get()));
+    }
+
+    fn now(&self) -> u64 {
+        self.shared.clock.get()
+    }
+
+    fn poll(&self) -> bool {
+        self.fw.borrow_mut().poll()
+    }
+
+    fn poll_timeout(&self) -> Option<u64> {
+        self.fw.borrow().poll_timeout()
+    }
+
+    fn receive_frame(&self, frame: &[u8]) {
+        match &self.frames {
+            Frames::Direct => self.fw.borrow_mut().receive_frame(frame),
+            Frames::Queued(q) => q.borrow_mut().rx.push_back(frame.to_vec()),
+        }
+    }
+
+    fn transmit_frame(&self, buf: &mut [u8]) -> Option<usize> {
+        match &self.frames {
+            Frames::Direct => self.fw.borrow_mut().transmit_frame(buf),
+            Frames::Queued(q) => {
+                let mut q = q.borrow_mut();
+                let dst = buf.get_mut(..q.tx.front()?.len())?;
+                let frame = q.tx.pop_front()?;
+                dst.copy_from_slice(&frame);
+                Some(frame.len())
+            }
+        }
+    }
+
+    fn mac(&self) -> [u8; 6] {
+        self.cfg.mac
+    }
+}
+
+impl Device for LocalNic {
+    fn read_reg(&self, offset: u32) -> u32 {
+        self.shared.regs.borrow().host_read(offset)
+    }
+
+    fn write_reg(&self, offset: u32, value: u32) {
+        self.shared.regs.borrow_mut().host_write(offset, value);
+        if (reg::SQ_DB..reg::CQ_DB).contains(&offset) {
+            self.shared.doorbell.set(true);
+        }
+    }
+
+    fn memory(&self) -> &HostMemory {
+        &self.shared.mem
+    }
+
+    fn progress(&self) {
+        self.poll();
+    }
+}

@@ -1,0 +1,30 @@
+//! What a harness (a test, the simulated fabric of `roce-testbed`) drives on a NIC model,
+//! beside the [`Device`] boundary the driver uses.
+
+use roce_host::Device;
+
+/// A NIC model: the boundary the driver sees, plus the model's clock and its Ethernet
+/// port. Nothing here reads a clock: the harness sets the time, then polls.
+pub trait NicModel: Device {
+    /// Sets the model's clock in nanoseconds (a time before the current one is ignored).
+    fn set_time(&self, now: u64);
+    /// The model's clock.
+    fn now(&self) -> u64;
+    /// Does all pending work once; true if anything happened.
+    fn poll(&self) -> bool;
+    /// Polls until nothing is left to do now.
+    fn run_until_idle(&self) {
+        while self.poll() {}
+    }
+    /// When a timer of the NIC is next due, if one is armed.
+    fn poll_timeout(&self) -> Option<u64>;
+    /// A frame arrives from the wire (an Ethernet frame without FCS). The model may act
+    /// on it at once or at its next poll.
+    fn receive_frame(&self, frame: &[u8]);
+    /// The next frame the NIC puts on the wire, written into `buf`: its length, or `None`
+    /// when it has nothing to send now.
+    fn transmit_frame(&self, buf: &mut [u8]) -> Option<usize>;
+    /// The port's Ethernet address (the source of the pause frames a harness sends on
+    /// the NIC's behalf).
+    fn mac(&self) -> [u8; 6];
+}

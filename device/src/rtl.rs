@@ -1,0 +1,28 @@
+//! The firmware runtime over the Verilated datapath: frames from the wire pass the RTL
+//! RX parser (and its ICRC check) before the engine sees them; frames the engine builds
+//! get their ICRC from the RTL TX inserter.
+
+use crate::local::{Capacities, LocalNic};
+use roce_core::engine::PortConfig;
+use roce_hdl_sim::{DataWidth, RtlPort, SimError};
+use std::cell::RefCell;
+use std::rc::Rc;
+
+pub use roce_hdl_sim::{rtl_available, RtlPortCounters};
+
+/// A NIC whose datapath is the RTL at `width`, and its datapath's counters. Fails when
+/// the model cannot be built or started (Verilator was missing when `roce-hdl-sim` was
+/// built, say).
+pub fn rtl_nic(
+    cfg: PortConfig,
+    caps: Capacities,
+    width: DataWidth,
+) -> Result<(Rc<LocalNic>, Rc<RefCell<RtlPortCounters>>), SimError> {
+    let mut counters = None;
+    let nic = LocalNic::with_datapath(cfg, caps, |port| {
+        let rtl = RtlPort::new(width, port)?;
+        counters = Some(rtl.counters());
+        Ok::<_, SimError>(Box::new(rtl))
+    })?;
+    Ok((nic, counters.unwrap_or_default()))
+}

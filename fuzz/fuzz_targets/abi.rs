@@ -1,0 +1,661 @@
+//! A buggy or hostile host against the firmware runtime (issue 17): arbitrary commands,
+//! send and receive WQEs, doorbell values and ring indices, from the kernel's command
+//! queue down to a tenant's rings, while a victim tenant on the same NIC runs a fixed
+//! workload (WRITE, SEND, READ, FETCH_ADD between two RC QPs). `fuzz/src/nic.rs` says
+//! what the hostile tenant controls and what the kernel filters.
+//!
+//! Invariants, whatever the host does:
+//! * every DMA access is to a ring the host configured or to a live memory region of the
+//!   tenant whose frame is being handled (`nic::HostMem` panics at the access);
+//! * the victim's work completes exactly as it does with no hostile tenant: the same
+//!   completions in the same order, the same bytes in its memory; its QPs are never
+//!   stuck, whatever state the hostile QPs and CQs are driven into;
+//! * nothing panics and no poll loops without end (libFuzzer's timeout).
+
+#![no_main]
+
+use std::cell::RefCell;
+
+use libfuzzer_sys::fuzz_target;
+use roce_core::memory::AccessFlags;
+use roce_core::num::{Lkey, Psn, Qkey, Qpn, Rkey};
+use roce_core::transport::{
+    AckTimeout, AddressVector, Mtu, QpAttr, QpState, RecvWr, RetryCount, RnrTimer, SendFlags,
+    SendWr, WrOp,
+};
+use roce_core_fuzz::nic::{admit, boot, gid, Host, Nic, QpRings, Shadow, HOSTILE, MAC, VICTIM};
+use roce_firmware::abi::{self, reg, CmdEntry, CmdOp, QpAttrArg, RecvWqe, SendWqe};
+
+/// The victim's buffers (addresses in its arena) and keys.
+#[derive(Clone, Copy)]
+struct Victim {
+    src: (u64, u32),
+    win: (u64, u32),
+    rdst: (u64, u32),
+    rbuf: (u64, u32),
+    result: (u64, u32),
+    cq: (u32, u64, u8),
+    qp1: QpRings,
+    qp2: QpRings,
+}
+
+/// What the victim's work leaves: per completion (QPN, wr_id, status, opcode,
+/// byte_len), grouped by QP in each QP's order, and the bytes of its memory.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Outcome {
+    completions: Vec<(u32, u64, u8, u8, u32)>,
+    memory: Vec<u8>,
+}
+
+/// Bytes of victim memory compared at the end: everything from its first buffer to the
+/// end of its last.
+const VICTIM_MEM: usize = 5 * 4096;
+
+struct World {
+    nic: Nic,
+    host: Host,
+    victim: Victim,
+    golden: Outcome,
+}
+
+fn reg_mr(h: &mut Host, nic: &mut Nic, pd: u32, addr: u64, len: u64, access: AccessFlags) -> u32 {
+    h.ok(nic, CmdOp::RegMr, |e| {
+        let a = abi::RegMrArg {
+            pd: pd.into(),
+            access: access.bits().into(),
+            addr: addr.into(),
+            length: len.into(),
+            ..Default::default()
+        };
+        abi::set_payload(e, &a);
+    })
+}
+
+fn create_cq(h: &mut Host, nic: &mut Nic, ring: u64, log: u8) -> u32 {
+    h.ok(nic, CmdOp::CreateCq, |e| {
+        let a = abi::CreateCqArg {
+            ring: ring.into(),
+            log_depth: log,
+            ..Default::default()
+        };
+        abi::set_payload(e, &a);
+    })
+}
+
+/// Creates a QP with 16-entry rings at `rings` (send ring first) and returns it.
+fn create_qp(h: &mut Host, nic: &mut Nic, pd: u32, cq: u32, qp_type: u8, rings: u64) -> QpRings {
+    let qpn = h.ok(nic, CmdOp::CreateQp, |e| {
+        let a = abi::CreateQpArg {
+            pd: pd.into(),
+            send_cq: cq.into(),
+            recv_cq: cq.into(),
+            qp_type,
+            sq_log_depth: 4,
+            rq_log_depth: 4,
+            sq_sig_all: 0,
+            sq_ring: rings.into(),
+            rq_ring: (rings + 16 * 160).into(),
+        };
+        abi::set_payload(e, &a);
+    });
+    *nic.hal()
+        .mem
+        .shadow
+        .qps
+        .iter()
+        .find(|q| q.qpn == qpn)
+        .expect("the NIC confirmed the QP")
+}
+
+fn modify(h: &mut Host, nic: &mut Nic, qpn: u32, attr: &QpAttr) {
+    h.ok(nic, CmdOp::ModifyQp, |e| {
+        abi::set_payload(e, &QpAttrArg::from_attr(Qpn::new(qpn), attr));
+    });
+}
+
+/// INIT, RTR, RTS towards `dest` on this NIC (RC or UC).
+fn connect(h: &mut Host, nic: &mut Nic, qpn: u32, dest: u32, rc: bool) {
+    let mut init = QpAttr::to_state(QpState::Init);
+    init.pkey_index = Some(0);
+    init.port_num = Some(1);
+    init.qp_access_flags =
+        Some(AccessFlags::REMOTE_WRITE | AccessFlags::REMOTE_READ | AccessFlags::REMOTE_ATOMIC);
+    modify(h, nic, qpn, &init);
+    let mut rtr = QpAttr::to_state(QpState::Rtr);
+    rtr.ah_attr = Some(av());
+    rtr.path_mtu = Some(Mtu::Mtu1024);
+    rtr.dest_qp_num = Some(Qpn::new(dest));
+    rtr.rq_psn = Some(Psn::new(dest * 1000));
+    if rc {
+        rtr.max_dest_rd_atomic = Some(4);
+        rtr.min_rnr_timer = RnrTimer::new(1);
+    }
+    modify(h, nic, qpn, &rtr);
+    let mut rts = QpAttr::to_state(QpState::Rts);
+    rts.sq_psn = Some(Psn::new(qpn * 1000));
+    if rc {
+        rts.timeout = AckTimeout::new(14);
+        rts.retry_cnt = RetryCount::new(7);
+        rts.rnr_retry = RetryCount::new(7);
+        rts.max_rd_atomic = Some(4);
+    }
+    modify(h, nic, qpn, &rts);
+}
+
+/// This NIC's own address: the port loops frames back.
+fn av() -> AddressVector {
+    AddressVector {
+        dmac: MAC,
+        dgid: gid(),
+        hop_limit: 64,
+        ..Default::default()
+    }
+}
+
+const HOSTILE_QKEY: u32 = 0x2222;
+
+fn world() -> World {
+    let mut nic = boot();
+    let mut h = Host::default();
+    // The victim tenant.
+    let pd = h.ok(&mut nic, CmdOp::AllocPd, |_| {});
+    let buf = |i: u64| VICTIM + 4096 * (i + 1);
+    let remote = AccessFlags::LOCAL_WRITE
+        | AccessFlags::REMOTE_WRITE
+        | AccessFlags::REMOTE_READ
+        | AccessFlags::REMOTE_ATOMIC;
+    let src = (
+        buf(0),
+        reg_mr(&mut h, &mut nic, pd, buf(0), 4096, AccessFlags::NONE),
+    );
+    let win = (buf(1), reg_mr(&mut h, &mut nic, pd, buf(1), 4096, remote));
+    let lw = AccessFlags::LOCAL_WRITE;
+    let rdst = (buf(2), reg_mr(&mut h, &mut nic, pd, buf(2), 4096, lw));
+    let rbuf = (buf(3), reg_mr(&mut h, &mut nic, pd, buf(3), 1024, lw));
+    let result = (buf(4), reg_mr(&mut h, &mut nic, pd, buf(4), 8, lw));
+    let cq_ring = VICTIM + 8 * 4096;
+    let cq = (create_cq(&mut h, &mut nic, cq_ring, 5), cq_ring, 5);
+    let qp1 = create_qp(&mut h, &mut nic, pd, cq.0, 2, VICTIM + 9 * 4096);
+    let qp2 = create_qp(&mut h, &mut nic, pd, cq.0, 2, VICTIM + 11 * 4096);
+    connect(&mut h, &mut nic, qp1.qpn, qp2.qpn, true);
+    connect(&mut h, &mut nic, qp2.qpn, qp1.qpn, true);
+    let mem = &mut nic.hal().mem;
+    for (i, (addr, _)) in [src, win].into_iter().enumerate() {
+        let bytes: Vec<u8> = (0..4096u32).map(|j| (j * 7 + i as u32) as u8).collect();
+        mem.put(addr, &bytes);
+    }
+    let shadow: &mut Shadow = &mut mem.shadow;
+    shadow.victim_pd = Some(pd);
+    shadow.victim_cq = Some(cq.0);
+    shadow.victim_qps = vec![qp1.qpn, qp2.qpn];
+    nic.hal().port.victim_qps = vec![qp1.qpn, qp2.qpn];
+
+    // The hostile tenant, with a region, a CQ, two connected RC QPs and a UD QP ready.
+    let hpd = h.ok(&mut nic, CmdOp::AllocPd, |_| {});
+    reg_mr(&mut h, &mut nic, hpd, HOSTILE, 8192, AccessFlags::ALL);
+    let hcq = create_cq(&mut h, &mut nic, HOSTILE + 8192, 4);
+    let h1 = create_qp(&mut h, &mut nic, hpd, hcq, 2, HOSTILE + 3 * 4096);
+    let h2 = create_qp(&mut h, &mut nic, hpd, hcq, 2, HOSTILE + 5 * 4096);
+    let h3 = create_qp(&mut h, &mut nic, hpd, hcq, 4, HOSTILE + 7 * 4096);
+    connect(&mut h, &mut nic, h1.qpn, h2.qpn, true);
+    connect(&mut h, &mut nic, h2.qpn, h1.qpn, true);
+    let mut init = QpAttr::to_state(QpState::Init);
+    init.pkey_index = Some(0);
+    init.port_num = Some(1);
+    init.qkey = Some(Qkey(HOSTILE_QKEY));
+    modify(&mut h, &mut nic, h3.qpn, &init);
+    modify(&mut h, &mut nic, h3.qpn, &QpAttr::to_state(QpState::Rtr));
+    let mut rts = QpAttr::to_state(QpState::Rts);
+    rts.sq_psn = Some(Psn::new(0));
+    modify(&mut h, &mut nic, h3.qpn, &rts);
+
+    let victim = Victim {
+        src,
+        win,
+        rdst,
+        rbuf,
+        result,
+        cq,
+        qp1,
+        qp2,
+    };
+    // The victim's work alone: what every input must reproduce.
+    let golden = {
+        let (mut nic, mut h) = (nic.clone(), h.clone());
+        for i in 0..VICTIM_WRS {
+            post_victim(&mut h, &mut nic, &victim, i);
+        }
+        finish(&mut h, &mut nic, &victim)
+    };
+    check_golden(&golden, &victim);
+    World {
+        nic,
+        host: h,
+        victim,
+        golden,
+    }
+}
+
+/// The victim's work requests, posted one at a time.
+const VICTIM_WRS: usize = 5;
+
+fn post_victim(h: &mut Host, nic: &mut Nic, v: &Victim, i: usize) {
+    let sig = SendFlags::SIGNALED;
+    let (src, win) = (v.src, v.win);
+    let wr = match i {
+        0 => {
+            let wr = RecvWr::new(100).sge(v.rbuf.0, 1024, Lkey(v.rbuf.1));
+            h.post_recv(nic, &v.qp2, &RecvWqe::from_wr(&wr));
+            return;
+        }
+        1 => SendWr::new(1, WrOp::rdma_write(win.0, Rkey(win.1))).sge(src.0, 1500, Lkey(src.1)),
+        2 => SendWr::new(2, WrOp::Send).sge(src.0 + 1500, 700, Lkey(src.1)),
+        3 => SendWr::new(3, WrOp::rdma_read(win.0 + 2048, Rkey(win.1))).sge(
+            v.rdst.0,
+            1000,
+            Lkey(v.rdst.1),
+        ),
+        _ => SendWr::new(
+            4,
+            WrOp::AtomicFetchAndAdd {
+                remote_addr: win.0 + 4088,
+                rkey: Rkey(win.1),
+                add: 1,
+            },
+        )
+        .sge(v.result.0, 8, Lkey(v.result.1)),
+    };
+    h.post_send(nic, &v.qp1, &SendWqe::from_wr(&wr.flags(sig)));
+}
+
+/// Runs the NIC until the victim has its five completions (or gives up: then the
+/// outcome is short, and differs from the golden one).
+fn finish(h: &mut Host, nic: &mut Nic, v: &Victim) -> Outcome {
+    let mut completions = Vec::new();
+    for _ in 0..20_000 {
+        for c in h.poll_cq(nic, v.cq.0, v.cq.1, v.cq.2) {
+            completions.push((
+                c.qp_num.get(),
+                c.wr_id.get(),
+                c.status,
+                c.opcode,
+                c.byte_len.get(),
+            ));
+        }
+        if completions.len() >= VICTIM_WRS {
+            break;
+        }
+        let busy = nic.poll();
+        let hal = nic.hal();
+        hal.clock += 1_000;
+        if !busy {
+            if let Some(t) = nic.poll_timeout() {
+                let hal = nic.hal();
+                hal.clock = hal.clock.max(t);
+            }
+        }
+    }
+    // Each QP's completions in order; how the two QPs' interleave depends on timing.
+    completions.sort_by_key(|c| c.0);
+    let memory = nic
+        .hal()
+        .mem
+        .get(v.src.0, VICTIM_MEM)
+        .expect("victim memory");
+    Outcome {
+        completions,
+        memory,
+    }
+}
+
+/// The golden run did the victim's work right (so a difference is the hostile host's).
+fn check_golden(g: &Outcome, v: &Victim) {
+    let (q1, q2) = (v.qp1.qpn, v.qp2.qpn);
+    let got: Vec<_> = g.completions.iter().map(|c| (c.0, c.1, c.2)).collect();
+    assert_eq!(
+        got,
+        [(q1, 1, 0), (q1, 2, 0), (q1, 3, 0), (q1, 4, 0), (q2, 100, 0)],
+        "the victim alone"
+    );
+    let at = |addr: u64, len: usize| {
+        let off = (addr - v.src.0) as usize;
+        &g.memory[off..off + len]
+    };
+    assert_eq!(at(v.win.0, 1500), at(v.src.0, 1500), "WRITE");
+    assert_eq!(at(v.rbuf.0, 700), at(v.src.0 + 1500, 700), "SEND");
+    assert_eq!(at(v.rdst.0, 1000), at(v.win.0 + 2048, 1000), "READ");
+}
+
+/// The fuzz input, read front to back; every read past the end gives `None`.
+struct Input<'a>(&'a [u8]);
+
+impl Input<'_> {
+    fn u8(&mut self) -> Option<u8> {
+        let (&b, rest) = self.0.split_first()?;
+        self.0 = rest;
+        Some(b)
+    }
+    fn u16(&mut self) -> Option<u16> {
+        Some(u16::from_le_bytes([self.u8()?, self.u8()?]))
+    }
+    fn u32(&mut self) -> Option<u32> {
+        Some(u32::from_le_bytes([
+            self.u8()?,
+            self.u8()?,
+            self.u8()?,
+            self.u8()?,
+        ]))
+    }
+    /// One of `items` (by the next byte), or `None` when there is none.
+    fn pick<T: Copy>(&mut self, items: &[T]) -> Option<T> {
+        let b = self.u8()?;
+        (!items.is_empty()).then(|| items[usize::from(b) % items.len()])
+    }
+    /// A handle: one of `live` or (high bit of the byte set) a raw value.
+    fn handle(&mut self, live: &[u32]) -> Option<u32> {
+        let b = self.u8()?;
+        if b & 0x80 != 0 || live.is_empty() {
+            return Some(u32::from(b & 0x7F));
+        }
+        Some(live[usize::from(b) % live.len()])
+    }
+}
+
+/// The hostile tenant's live objects (as the NIC confirmed them).
+fn hostile_qps(s: &Shadow) -> Vec<QpRings> {
+    s.qps
+        .iter()
+        .filter(|q| Some(q.pd) != s.victim_pd)
+        .copied()
+        .collect()
+}
+
+/// A command built from the input: an opcode, then its arguments with handles taken
+/// from the live objects (or raw), addresses and sizes from the input.
+fn command(inp: &mut Input, s: &Shadow) -> Option<CmdEntry> {
+    let mut e = CmdEntry::default();
+    let op = inp.u8()?;
+    e.opcode.set(u16::from(op % 13));
+    let pds: Vec<u32> = s.pds.clone();
+    let mrs: Vec<u32> = s.mrs.iter().map(|m| m.lkey).collect();
+    let cqs: Vec<u32> = s.cqs.iter().map(|c| c.0).collect();
+    let qps: Vec<u32> = s.qps.iter().map(|q| q.qpn).collect();
+    let handle = match CmdOp::from_u16(e.opcode.get()) {
+        Some(CmdOp::DeallocPd) => inp.handle(&pds)?,
+        Some(CmdOp::DeregMr) => inp.handle(&mrs)?,
+        Some(CmdOp::DestroyCq) => inp.handle(&cqs)?,
+        Some(CmdOp::DestroyQp | CmdOp::QueryQp) => inp.handle(&qps)?,
+        Some(CmdOp::RegMr) => {
+            let a = abi::RegMrArg {
+                pd: inp.handle(&pds)?.into(),
+                access: u32::from(inp.u8()? & 0x1F).into(),
+                addr: u64::from(inp.u16()?).into(),
+                length: match inp.u8()? {
+                    0 => u64::MAX,
+                    n => u64::from(n) * 64,
+                }
+                .into(),
+                ..Default::default()
+            };
+            abi::set_payload(&mut e, &a);
+            return Some(e);
+        }
+        Some(CmdOp::CreateCq) => {
+            let a = abi::CreateCqArg {
+                ring: u64::from(inp.u16()?).into(),
+                log_depth: inp.u8()? % 17,
+                ..Default::default()
+            };
+            abi::set_payload(&mut e, &a);
+            return Some(e);
+        }
+        Some(CmdOp::CreateQp) => {
+            let logs = inp.u8()?;
+            let a = abi::CreateQpArg {
+                pd: inp.handle(&pds)?.into(),
+                send_cq: inp.handle(&cqs)?.into(),
+                recv_cq: inp.handle(&cqs)?.into(),
+                qp_type: inp.pick(&[2, 3, 4, 0, 9])?,
+                sq_log_depth: logs & 0x0F,
+                rq_log_depth: logs >> 4,
+                sq_sig_all: inp.u8()? & 1,
+                sq_ring: u64::from(inp.u16()?).into(),
+                rq_ring: u64::from(inp.u16()?).into(),
+            };
+            abi::set_payload(&mut e, &a);
+            return Some(e);
+        }
+        Some(CmdOp::ModifyQp) => {
+            let qpn = inp.handle(&qps)?;
+            abi::set_payload(&mut e, &modify_arg(inp, qpn, &qps)?);
+            return Some(e);
+        }
+        _ => 0,
+    };
+    abi::set_payload(
+        &mut e,
+        &abi::HandleArg {
+            handle: handle.into(),
+        },
+    );
+    Some(e)
+}
+
+/// MODIFY_QP arguments: the usual transitions with input-chosen values, or a raw mask.
+fn modify_arg(inp: &mut Input, qpn: u32, qps: &[u32]) -> Option<QpAttrArg> {
+    let state = inp.u8()?;
+    let mut a = match state % 5 {
+        0 => {
+            let mut a = QpAttr::to_state(QpState::Init);
+            a.pkey_index = Some(0);
+            a.port_num = Some(1);
+            a.qp_access_flags = AccessFlags::from_bits(u32::from(inp.u8()? & 0xF));
+            a.qkey = Some(Qkey(HOSTILE_QKEY));
+            a
+        }
+        1 => {
+            let mut a = QpAttr::to_state(QpState::Rtr);
+            a.ah_attr = Some(av());
+            a.path_mtu = Mtu::from_u8(inp.u8()? % 6);
+            a.dest_qp_num = Some(Qpn::new(inp.handle(qps)?));
+            a.rq_psn = Some(Psn::new(u32::from(inp.u16()?)));
+            a.max_dest_rd_atomic = Some(inp.u8()? % 8);
+            a.min_rnr_timer = RnrTimer::new(inp.u8()? % 32);
+            a
+        }
+        2 => {
+            let mut a = QpAttr::to_state(QpState::Rts);
+            a.sq_psn = Some(Psn::new(u32::from(inp.u16()?)));
+            a.timeout = AckTimeout::new(inp.u8()? % 32);
+            a.retry_cnt = RetryCount::new(inp.u8()? % 8);
+            a.rnr_retry = RetryCount::new(inp.u8()? % 8);
+            a.max_rd_atomic = Some(inp.u8()? % 8);
+            a
+        }
+        3 => QpAttr::to_state(QpState::from_u8(inp.u8()? % 8).unwrap_or(QpState::Err)),
+        _ => {
+            let mut a = QpAttrArg::from_attr(Qpn::new(qpn), &QpAttr::default());
+            a.attr_mask.set(inp.u32()?);
+            a.qp_state = inp.u8()?;
+            a.dest_qp_num.set(inp.handle(qps)?);
+            return Some(a);
+        }
+    };
+    if state & 0x80 != 0 {
+        a.cur_qp_state = QpState::from_u8(inp.u8()? % 8);
+    }
+    Some(QpAttrArg::from_attr(Qpn::new(qpn), &a))
+}
+
+/// A local key: a live region's (the victim's among them) or raw, and an address near it.
+fn key_addr(inp: &mut Input, s: &Shadow) -> Option<(u32, u64)> {
+    let b = inp.u8()?;
+    let off = u64::from(inp.u16()?);
+    let Some(m) = (b & 0x80 == 0 && !s.mrs.is_empty()).then(|| s.mrs[usize::from(b) % s.mrs.len()])
+    else {
+        return Some((u32::from(b), HOSTILE + off));
+    };
+    Some((m.lkey, m.addr.wrapping_add(off % (m.len.min(8192) + 64))))
+}
+
+fn sges(inp: &mut Input, s: &Shadow) -> Option<(u8, [abi::WqeSge; abi::WQE_SGES])> {
+    let n = inp.u8()? % 6;
+    let mut sge = [abi::WqeSge::default(); abi::WQE_SGES];
+    for x in sge.iter_mut().take(usize::from(n)) {
+        let (lkey, addr) = key_addr(inp, s)?;
+        *x = abi::WqeSge {
+            addr: addr.into(),
+            length: u32::from(inp.u16()? % 5000).into(),
+            lkey: lkey.into(),
+        };
+    }
+    Some((n, sge))
+}
+
+fn send_wqe(inp: &mut Input, s: &Shadow, wr_id: u64) -> Option<SendWqe> {
+    let opcode = inp.pick(&[0, 1, 2, 3, 4, 5, 6, 7, 9, 8, 200])?;
+    let flags = inp.u8()?;
+    let (num_sge, sge) = sges(inp, s)?;
+    let (rkey, remote_addr) = key_addr(inp, s)?;
+    let qpns: Vec<u32> = s.qps.iter().map(|q| q.qpn).collect();
+    Some(SendWqe {
+        wr_id: wr_id.into(),
+        opcode,
+        send_flags: flags,
+        num_sge,
+        imm_or_inv: u32::from(inp.u8()?).into(),
+        remote_addr: (remote_addr & !u64::from(flags >> 7)).into(),
+        rkey: rkey.into(),
+        remote_qpn: inp.handle(&qpns)?.into(),
+        compare: u64::from(inp.u8()?).into(),
+        swap_add: u64::from(inp.u8()?).into(),
+        remote_qkey: (if inp.u8()? & 1 == 0 { HOSTILE_QKEY } else { 7 }).into(),
+        av: abi::WireAv::from_av(&av()),
+        sge,
+        ..Default::default()
+    })
+}
+
+fn recv_wqe(inp: &mut Input, s: &Shadow, wr_id: u64) -> Option<RecvWqe> {
+    let (num_sge, sge) = sges(inp, s)?;
+    Some(RecvWqe {
+        wr_id: wr_id.into(),
+        num_sge,
+        sge,
+        ..Default::default()
+    })
+}
+
+/// One hostile action, then one poll of the NIC. `None` when the input ran out.
+fn act(inp: &mut Input, h: &mut Host, nic: &mut Nic, n: u64) -> Option<()> {
+    let s = nic.hal().mem.shadow.clone();
+    let qps = hostile_qps(&s);
+    match inp.u8()? % 8 {
+        0 => {
+            let mut e = command(inp, &s)?;
+            if admit(&mut e, &s) {
+                h.command(nic, &e);
+            }
+        }
+        1 => {
+            let q = inp.pick(&qps)?;
+            let w = send_wqe(inp, &s, n)?;
+            h.post_send(nic, &q, &w);
+        }
+        2 => {
+            let q = inp.pick(&qps)?;
+            let w = recv_wqe(inp, &s, n)?;
+            h.post_recv(nic, &q, &w);
+        }
+        3 => {
+            // A doorbell: the producer index moved by a small step either way, or any value.
+            let q = inp.pick(&qps)?;
+            let how = inp.u8()?;
+            let pis = *h.pis(q.qpn);
+            let (db, pi) = if how & 1 == 0 {
+                (reg::sq_db(q.qpn.wrapping_sub(16)), pis.1)
+            } else {
+                (reg::rq_db(q.qpn.wrapping_sub(16)), pis.2)
+            };
+            let value = if how & 2 == 0 {
+                pi.wrapping_add(u32::from(how >> 2)).wrapping_sub(16)
+            } else {
+                inp.u32()?
+            };
+            nic.hal().regs.host_write(db, value);
+        }
+        4 => {
+            // A hostile CQ: consumed as a driver would, or its doorbell set to anything.
+            let cqs: Vec<_> = s.cqs.iter().filter(|c| Some(c.0) != s.victim_cq).collect();
+            let &(cqn, ring, log) = inp.pick(&cqs)?;
+            if inp.u8()? & 1 == 0 {
+                h.poll_cq(nic, cqn, ring.addr, log);
+            } else {
+                let v = inp.u32()?;
+                nic.hal().regs.host_write(reg::cq_db(cqn), v);
+            }
+        }
+        5 => {
+            // The kernel's own bugs: a command-queue producer index or depth.
+            let v = inp.u32()?;
+            let hal = nic.hal();
+            if v & 1 == 0 {
+                hal.regs.host_write(reg::CMDQ_PI, v >> 1);
+            } else {
+                hal.regs.host_write(reg::CMDQ_LOG_DEPTH, v >> 1);
+                hal.mem.set_cmdq_log(v >> 1);
+            }
+        }
+        6 => {
+            let wait = u64::from(inp.u8()?) * 100_000;
+            nic.hal().clock += wait;
+        }
+        _ => {
+            // Events acknowledged, or not.
+            let v = inp.u32()?;
+            nic.hal().regs.host_write(reg::EVENT_STATUS, v);
+        }
+    }
+    nic.poll();
+    nic.hal().clock += 1_000;
+    Some(())
+}
+
+thread_local! {
+    static STATE: RefCell<Option<(World, Nic, Host)>> = const { RefCell::new(None) };
+}
+
+fuzz_target!(|data: &[u8]| {
+    STATE.with_borrow_mut(|state| {
+        let (w, nic, host) = state.get_or_insert_with(|| {
+            let w = world();
+            let (nic, host) = (w.nic.clone(), w.host.clone());
+            (w, nic, host)
+        });
+        nic.clone_from(&w.nic);
+        host.clone_from(&w.host);
+        let mut inp = Input(data);
+        let mut posted = 0;
+        for n in 0.. {
+            if posted < VICTIM_WRS {
+                post_victim(host, nic, &w.victim, posted);
+                posted += 1;
+            }
+            if act(&mut inp, host, nic, n).is_none() {
+                break;
+            }
+        }
+        for i in posted..VICTIM_WRS {
+            post_victim(host, nic, &w.victim, i);
+        }
+        let got = finish(host, nic, &w.victim);
+        assert_eq!(
+            got.completions, w.golden.completions,
+            "the victim's completions differ from its run alone"
+        );
+        assert!(
+            got.memory == w.golden.memory,
+            "the victim's memory differs from its run alone"
+        );
+    });
+});

@@ -1,0 +1,622 @@
+//! The `abi` target's world: the firmware runtime (`roce_firmware::runtime::Nic`, with
+//! the firmware's own capacities) over a HAL whose host memory knows what the host has
+//! registered and checks every DMA access against it.
+//!
+//! Host memory has three arenas: the kernel's (the command queue), the victim tenant's
+//! and the hostile tenant's. What the NIC may touch is read from the NIC's own replies:
+//! each command entry it writes back with status OK (`REG_MR`, `CREATE_CQ`, ...) adds or
+//! removes a window in [`Shadow`]. A DMA access must then be
+//! * a ring access: the command queue (read, write), a live QP's send or receive ring
+//!   (read), a live CQ's ring (write); or
+//! * while the datapath is receiving or transmitting a frame, an access to a live memory
+//!   region (a write only with `LOCAL_WRITE`), of the victim's PD only for a victim frame
+//!   and of another PD only for a hostile frame. A frame is the victim's when its BTH
+//!   names a victim QP and it has no DETH (the victim's QPs are RC; UD frames are the
+//!   hostile tenant's, whatever QPN they name). Transmit-side accesses happen before the
+//!   frame exists, so they are judged when the datapath is handed the frame.
+//!
+//! Anything else panics at the access.
+
+use std::cell::Cell;
+use std::collections::VecDeque;
+
+use roce_core::engine::{PortConfig, QPN_BASE};
+use roce_core::memory::{range_within, AccessFlags, Dma, DmaError};
+use roce_core::transport::ipv4_gid;
+use roce_core::wire;
+use roce_firmware::abi::{self, reg, CmdEntry, CmdOp, CmdStatus};
+use roce_firmware::config::FirmwareNic;
+use roce_firmware::hal::{Datapath, Hal, RegFile};
+use zerocopy::{FromBytes, IntoBytes};
+
+/// The kernel's arena: the command queue.
+pub const KERNEL: u64 = 0x1_0000_0000;
+/// The victim tenant's arena: its rings and memory regions.
+pub const VICTIM: u64 = 0x2_0000_0000;
+/// The hostile tenant's arena: its rings and memory regions go here, wherever its
+/// commands ask (see [`confine`]).
+pub const HOSTILE: u64 = 0x3_0000_0000;
+/// Bytes of each arena.
+pub const ARENA: usize = 64 * 1024;
+/// log2 of the command queue's depth.
+pub const CMDQ_LOG: u8 = 4;
+
+/// The port's MAC and GID: the datapath loops frames back, so QPs talk to QPs of the
+/// same NIC.
+pub const MAC: [u8; 6] = [0x02, 0, 0, 0, 0, 0x0A];
+pub fn gid() -> [u8; 16] {
+    ipv4_gid([10, 0, 0, 10])
+}
+
+/// An address in the hostile arena: where the kernel would place whatever a tenant asks
+/// for (it allocates rings and pins only the tenant's own pages).
+pub fn confine(addr: u64) -> u64 {
+    HOSTILE + addr % ARENA as u64
+}
+
+/// Who a datapath call is working for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Ctx {
+    /// No frame: only ring accesses are allowed.
+    Idle,
+    /// Receiving a frame, the victim's or not.
+    Rx { victim: bool },
+    /// Building a frame to transmit: which tenants' memory it read so far.
+    Tx { victim: bool, hostile: bool },
+}
+
+thread_local! {
+    /// Set by the datapath, read by the memory: the two are separate halves of the HAL
+    /// (the runtime holds both at once through `Hal::split`).
+    static CTX: Cell<Ctx> = const { Cell::new(Ctx::Idle) };
+}
+
+/// Leaves the current context; a transmit that read region memory but produced no frame
+/// is a violation (the bytes went nowhere the checks could follow).
+fn leave() {
+    if let Ctx::Tx { victim, hostile } = CTX.get() {
+        assert!(
+            !victim && !hostile,
+            "region memory was read for a frame that was never sent"
+        );
+    }
+    CTX.set(Ctx::Idle);
+}
+
+/// A memory region the NIC has confirmed.
+#[derive(Clone, Copy, Debug)]
+pub struct Mr {
+    pub lkey: u32,
+    pub pd: u32,
+    pub addr: u64,
+    pub len: u64,
+    pub access: AccessFlags,
+}
+
+/// A ring: base and bytes.
+#[derive(Clone, Copy, Debug)]
+pub struct Ring {
+    pub addr: u64,
+    pub len: u64,
+}
+
+impl Ring {
+    fn new(addr: u64, log: u8, entry: usize) -> Self {
+        Self {
+            addr,
+            len: (entry as u64) << log.min(31),
+        }
+    }
+    fn holds(&self, addr: u64, len: usize) -> bool {
+        range_within(self.addr, self.len, addr, len as u64)
+    }
+}
+
+/// A QP the NIC has confirmed.
+#[derive(Clone, Copy, Debug)]
+pub struct QpRings {
+    pub qpn: u32,
+    pub pd: u32,
+    pub qp_type: u8,
+    pub sq: Ring,
+    pub sq_log: u8,
+    pub rq: Ring,
+    pub rq_log: u8,
+}
+
+/// What the host has registered, as the NIC acknowledged it.
+#[derive(Clone, Debug, Default)]
+pub struct Shadow {
+    pub pds: Vec<u32>,
+    pub mrs: Vec<Mr>,
+    pub cqs: Vec<(u32, Ring, u8)>,
+    pub qps: Vec<QpRings>,
+    /// The victim's PD and QPNs (fixed at setup).
+    pub victim_pd: Option<u32>,
+    pub victim_cq: Option<u32>,
+    pub victim_qps: Vec<u32>,
+}
+
+impl Shadow {
+    /// Applies a command entry the NIC wrote back.
+    fn apply(&mut self, e: &CmdEntry) {
+        if e.status.get() != CmdStatus::Ok as u32 {
+            return;
+        }
+        let out = e.out.get();
+        let handle = abi::payload::<abi::HandleArg>(e).handle.get();
+        match CmdOp::from_u16(e.opcode.get()) {
+            Some(CmdOp::AllocPd) => self.pds.push(out),
+            Some(CmdOp::DeallocPd) => self.pds.retain(|&p| p != handle),
+            Some(CmdOp::RegMr) => {
+                let a = abi::payload::<abi::RegMrArg>(e);
+                self.mrs.push(Mr {
+                    lkey: out,
+                    pd: a.pd.get(),
+                    addr: a.addr.get(),
+                    len: a.length.get(),
+                    access: AccessFlags::from_bits(a.access.get()).unwrap_or(AccessFlags::NONE),
+                });
+            }
+            Some(CmdOp::DeregMr) => self.mrs.retain(|m| m.lkey != handle),
+            Some(CmdOp::CreateCq) => {
+                let a = abi::payload::<abi::CreateCqArg>(e);
+                let ring = Ring::new(a.ring.get(), a.log_depth, size_of::<abi::Cqe>());
+                self.cqs.push((out, ring, a.log_depth));
+            }
+            Some(CmdOp::DestroyCq) => self.cqs.retain(|c| c.0 != handle),
+            Some(CmdOp::CreateQp) => {
+                let a = abi::payload::<abi::CreateQpArg>(e);
+                self.qps.push(QpRings {
+                    qpn: out,
+                    pd: a.pd.get(),
+                    qp_type: a.qp_type,
+                    sq: Ring::new(a.sq_ring.get(), a.sq_log_depth, size_of::<abi::SendWqe>()),
+                    sq_log: a.sq_log_depth,
+                    rq: Ring::new(a.rq_ring.get(), a.rq_log_depth, size_of::<abi::RecvWqe>()),
+                    rq_log: a.rq_log_depth,
+                });
+            }
+            Some(CmdOp::DestroyQp) => self.qps.retain(|q| q.qpn != handle),
+            _ => {}
+        }
+    }
+
+    pub fn is_victim_qp(&self, qpn: u32) -> bool {
+        self.victim_qps.contains(&qpn)
+    }
+}
+
+/// Host memory: the three arenas, the shadow, and the command queue's place (read from
+/// the registers the host wrote).
+#[derive(Clone)]
+pub struct HostMem {
+    arenas: [(u64, Vec<u8>); 3],
+    pub shadow: Shadow,
+    cmdq: Ring,
+}
+
+impl HostMem {
+    /// The host set the command queue's depth register to `log` (the NIC takes at most
+    /// 15): the queue's window follows.
+    pub fn set_cmdq_log(&mut self, log: u32) {
+        self.cmdq = Ring::new(KERNEL, log.min(15) as u8, size_of::<CmdEntry>());
+    }
+}
+
+impl HostMem {
+    fn new() -> Self {
+        Self {
+            arenas: [
+                (KERNEL, vec![0; ARENA]),
+                (VICTIM, vec![0; ARENA]),
+                (HOSTILE, vec![0; ARENA]),
+            ],
+            shadow: Shadow::default(),
+            cmdq: Ring::new(KERNEL, CMDQ_LOG, size_of::<CmdEntry>()),
+        }
+    }
+
+    fn slice(&self, addr: u64, len: usize) -> Option<&[u8]> {
+        self.arenas.iter().find_map(|(base, v)| {
+            let off = usize::try_from(addr.checked_sub(*base)?).ok()?;
+            v.get(off..off.checked_add(len)?)
+        })
+    }
+
+    fn slice_mut(&mut self, addr: u64, len: usize) -> Option<&mut [u8]> {
+        self.arenas.iter_mut().find_map(|(base, v)| {
+            let off = usize::try_from(addr.checked_sub(*base)?).ok()?;
+            v.get_mut(off..off.checked_add(len)?)
+        })
+    }
+
+    /// The host's own access (no checks); `None` outside every arena.
+    pub fn get(&self, addr: u64, len: usize) -> Option<Vec<u8>> {
+        self.slice(addr, len).map(<[u8]>::to_vec)
+    }
+
+    /// The host's own write (no checks); false outside every arena.
+    pub fn put(&mut self, addr: u64, data: &[u8]) -> bool {
+        match self.slice_mut(addr, data.len()) {
+            Some(s) => {
+                s.copy_from_slice(data);
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn ring_allows(&self, addr: u64, len: usize, write: bool) -> bool {
+        let s = &self.shadow;
+        self.cmdq.holds(addr, len)
+            || (write && s.cqs.iter().any(|c| c.1.holds(addr, len)))
+            || (!write
+                && s.qps
+                    .iter()
+                    .any(|q| q.sq.holds(addr, len) || q.rq.holds(addr, len)))
+    }
+
+    /// Panics unless the access is allowed (see the module doc).
+    fn check(&self, addr: u64, len: usize, write: bool) {
+        if len == 0 || self.ring_allows(addr, len, write) {
+            return;
+        }
+        let what = if write { "write" } else { "read" };
+        let ctx = CTX.get();
+        let victim_pd = self.shadow.victim_pd;
+        let mut owners = self
+            .shadow
+            .mrs
+            .iter()
+            .filter(|m| range_within(m.addr, m.len, addr, len as u64))
+            .filter(|m| !write || m.access.contains(AccessFlags::LOCAL_WRITE))
+            .map(|m| Some(m.pd) == victim_pd);
+        let (victim, hostile) = (owners.clone().any(|v| v), owners.any(|v| !v));
+        let ok = match ctx {
+            Ctx::Idle => false,
+            Ctx::Rx { victim: true } => victim,
+            Ctx::Rx { victim: false } => hostile,
+            Ctx::Tx { .. } => victim || hostile,
+        };
+        assert!(
+            ok,
+            "DMA {what} of [{addr:#x}, +{len:#x}) in {ctx:?}: not a ring, and no live \
+             region of the right tenant allows it; shadow {:?}",
+            self.shadow
+        );
+        // (The arenas are disjoint, so no access is in both tenants' regions.)
+        if let Ctx::Tx {
+            victim: v,
+            hostile: h,
+        } = ctx
+        {
+            CTX.set(Ctx::Tx {
+                victim: v || victim,
+                hostile: h || hostile,
+            });
+        }
+    }
+
+    /// Learns from a command entry the NIC writes back.
+    fn observe(&mut self, addr: u64, data: &[u8]) {
+        if data.len() == size_of::<CmdEntry>() && self.cmdq.holds(addr, data.len()) {
+            if let Ok(e) = CmdEntry::read_from_bytes(data) {
+                self.shadow.apply(&e);
+            }
+        }
+    }
+}
+
+impl Dma for HostMem {
+    fn read(&mut self, addr: u64, buf: &mut [u8]) -> Result<(), DmaError> {
+        self.check(addr, buf.len(), false);
+        let len = buf.len();
+        let src = self.slice(addr, len).ok_or(DmaError { addr, len })?;
+        buf.copy_from_slice(src);
+        Ok(())
+    }
+
+    fn write(&mut self, addr: u64, data: &[u8]) -> Result<(), DmaError> {
+        self.check(addr, data.len(), true);
+        self.observe(addr, data);
+        let len = data.len();
+        let dst = self.slice_mut(addr, len).ok_or(DmaError { addr, len })?;
+        dst.copy_from_slice(data);
+        Ok(())
+    }
+}
+
+/// Whether a frame is the victim's (see the module doc).
+fn victim_frame(shadow: &Shadow, frame: &[u8]) -> bool {
+    wire::parse_unverified(frame).is_ok_and(|p| {
+        p.headers().ext.deth.is_none() && shadow.is_victim_qp(p.bth().dest_qp.value())
+    })
+}
+
+/// The port, looped back: every frame sent is received again, in order.
+#[derive(Clone, Default)]
+pub struct LoopPort {
+    frames: VecDeque<Vec<u8>>,
+    /// The victim's QPNs, to classify frames (a copy of the shadow's).
+    pub victim_qps: Vec<u32>,
+}
+
+/// Frames the port holds before it pushes back.
+const PORT_FRAMES: usize = 8;
+
+impl LoopPort {
+    fn classify(&self, frame: &[u8]) -> bool {
+        let shadow = Shadow {
+            victim_qps: self.victim_qps.clone(),
+            ..Shadow::default()
+        };
+        victim_frame(&shadow, frame)
+    }
+}
+
+impl Datapath for LoopPort {
+    fn transmit(&mut self, frame: &[u8]) -> bool {
+        if let Ctx::Tx { victim, hostile } = CTX.get() {
+            let mine = self.classify(frame);
+            assert!(
+                !(mine && hostile),
+                "a victim frame carries hostile memory: {frame:02x?}"
+            );
+            assert!(
+                mine || !victim,
+                "a hostile frame carries victim memory: {frame:02x?}"
+            );
+        }
+        CTX.set(Ctx::Idle);
+        if self.frames.len() >= PORT_FRAMES {
+            return false;
+        }
+        self.frames.push_back(frame.to_vec());
+        true
+    }
+
+    fn can_transmit(&self) -> bool {
+        leave();
+        CTX.set(Ctx::Tx {
+            victim: false,
+            hostile: false,
+        });
+        self.frames.len() < PORT_FRAMES
+    }
+
+    fn receive(&mut self, buf: &mut [u8]) -> Option<usize> {
+        leave();
+        let f = self.frames.pop_front()?;
+        let dst = buf.get_mut(..f.len())?;
+        dst.copy_from_slice(&f);
+        CTX.set(Ctx::Rx {
+            victim: self.classify(&f),
+        });
+        Some(f.len())
+    }
+}
+
+/// The HAL: registers, host memory, the looped port, a clock.
+#[derive(Clone)]
+pub struct FuzzHal {
+    pub regs: RegFile,
+    pub mem: HostMem,
+    pub port: LoopPort,
+    pub clock: u64,
+}
+
+impl Hal for FuzzHal {
+    type Dma = HostMem;
+    type Datapath = LoopPort;
+
+    fn reg_read(&mut self, offset: u32) -> u32 {
+        // The command queue's window follows what the host configured.
+        self.regs.nic_read(offset)
+    }
+    fn reg_write(&mut self, offset: u32, value: u32) {
+        self.regs.nic_write(offset, value);
+    }
+    fn dma(&mut self) -> &mut HostMem {
+        leave();
+        &mut self.mem
+    }
+    fn datapath(&mut self) -> &mut LoopPort {
+        &mut self.port
+    }
+    fn split(&mut self) -> (&mut HostMem, &mut LoopPort) {
+        (&mut self.mem, &mut self.port)
+    }
+    fn now(&mut self) -> u64 {
+        self.clock
+    }
+}
+
+/// The NIC under test: the firmware's capacities.
+pub type Nic = FirmwareNic<FuzzHal>;
+
+/// A booted NIC with the command queue configured.
+pub fn boot() -> Nic {
+    let hal = FuzzHal {
+        regs: RegFile::new(),
+        mem: HostMem::new(),
+        port: LoopPort::default(),
+        clock: 0,
+    };
+    let mut nic = Nic::new(hal, PortConfig::new(MAC, gid()));
+    let regs = &mut nic.hal().regs;
+    regs.host_write(reg::CMDQ_BASE_LO, KERNEL as u32);
+    regs.host_write(reg::CMDQ_BASE_HI, (KERNEL >> 32) as u32);
+    regs.host_write(reg::CMDQ_LOG_DEPTH, u32::from(CMDQ_LOG));
+    nic
+}
+
+/// The host side: the kernel's command queue and each tenant's rings.
+#[derive(Clone, Debug, Default)]
+pub struct Host {
+    /// The kernel's producer index of the command queue.
+    pub cmdq_pi: u32,
+    /// Per QP: send and receive producer indices.
+    pub sq_pi: Vec<(u32, u32, u32)>,
+    /// Per CQ: consumer index.
+    pub cq_ci: Vec<(u32, u32)>,
+}
+
+impl Host {
+    /// Writes a command at the kernel's producer index and rings the doorbell (the NIC
+    /// runs it at its next poll). False when the slot is outside the kernel's memory
+    /// (the host itself moved the queue).
+    pub fn command(&mut self, nic: &mut Nic, e: &CmdEntry) -> bool {
+        let hal = nic.hal();
+        let log = hal.regs.host_read(reg::CMDQ_LOG_DEPTH).min(15);
+        let mask = (1u32 << log) - 1;
+        let addr = KERNEL + u64::from(self.cmdq_pi & mask) * size_of::<CmdEntry>() as u64;
+        if !hal.mem.put(addr, e.as_bytes()) {
+            return false;
+        }
+        self.cmdq_pi = self.cmdq_pi.wrapping_add(1);
+        hal.regs.host_write(reg::CMDQ_PI, self.cmdq_pi);
+        true
+    }
+
+    /// Runs one command to completion and returns the entry as the NIC wrote it back.
+    pub fn run(&mut self, nic: &mut Nic, op: CmdOp, fill: impl FnOnce(&mut CmdEntry)) -> CmdEntry {
+        let mut e = CmdEntry::default();
+        e.opcode.set(op as u16);
+        fill(&mut e);
+        let slot = self.cmdq_pi & ((1 << CMDQ_LOG) - 1);
+        assert!(self.command(nic, &e), "setup command outside the queue");
+        nic.poll();
+        let addr = KERNEL + u64::from(slot) * size_of::<CmdEntry>() as u64;
+        let bytes = nic.hal().mem.get(addr, size_of::<CmdEntry>());
+        bytes
+            .and_then(|b| CmdEntry::read_from_bytes(&b).ok())
+            .expect("the entry")
+    }
+
+    /// Runs a command that must succeed; returns its `out`.
+    pub fn ok(&mut self, nic: &mut Nic, op: CmdOp, fill: impl FnOnce(&mut CmdEntry)) -> u32 {
+        let e = self.run(nic, op, fill);
+        assert_eq!(
+            CmdStatus::from_u32(e.status.get()),
+            Some(CmdStatus::Ok),
+            "{op:?}"
+        );
+        e.out.get()
+    }
+
+    /// The producer indices of QP `qpn` (created on first use).
+    pub fn pis(&mut self, qpn: u32) -> &mut (u32, u32, u32) {
+        if let Some(i) = self.sq_pi.iter().position(|p| p.0 == qpn) {
+            return &mut self.sq_pi[i];
+        }
+        self.sq_pi.push((qpn, 0, 0));
+        self.sq_pi.last_mut().expect("just pushed")
+    }
+
+    /// Writes a send WQE at QP `q`'s producer index and rings its doorbell.
+    pub fn post_send(&mut self, nic: &mut Nic, q: &QpRings, wqe: &abi::SendWqe) {
+        let pi = self.pis(q.qpn).1;
+        let addr = slot(q.sq.addr, q.sq_log, pi, size_of::<abi::SendWqe>());
+        nic.hal().mem.put(addr, wqe.as_bytes());
+        self.pis(q.qpn).1 = pi.wrapping_add(1);
+        let db = reg::sq_db(q.qpn.wrapping_sub(QPN_BASE));
+        nic.hal().regs.host_write(db, pi.wrapping_add(1));
+    }
+
+    /// Writes a receive WQE at QP `q`'s producer index and rings its doorbell.
+    pub fn post_recv(&mut self, nic: &mut Nic, q: &QpRings, wqe: &abi::RecvWqe) {
+        let pi = self.pis(q.qpn).2;
+        let addr = slot(q.rq.addr, q.rq_log, pi, size_of::<abi::RecvWqe>());
+        nic.hal().mem.put(addr, wqe.as_bytes());
+        self.pis(q.qpn).2 = pi.wrapping_add(1);
+        let db = reg::rq_db(q.qpn.wrapping_sub(QPN_BASE));
+        nic.hal().regs.host_write(db, pi.wrapping_add(1));
+    }
+
+    /// Takes every valid CQE from CQ `cqn` (ring `ring`, depth `2^log`) and writes the
+    /// consumer index back.
+    pub fn poll_cq(&mut self, nic: &mut Nic, cqn: u32, ring: u64, log: u8) -> Vec<abi::Cqe> {
+        let i = match self.cq_ci.iter().position(|c| c.0 == cqn) {
+            Some(i) => i,
+            None => {
+                self.cq_ci.push((cqn, 0));
+                self.cq_ci.len() - 1
+            }
+        };
+        let mut ci = self.cq_ci[i].1;
+        let mut out = Vec::new();
+        loop {
+            let addr = slot(ring, log, ci, size_of::<abi::Cqe>());
+            let Some(cqe) = nic
+                .hal()
+                .mem
+                .get(addr, size_of::<abi::Cqe>())
+                .and_then(|b| abi::Cqe::read_from_bytes(&b).ok())
+            else {
+                break;
+            };
+            if !abi::cqe_valid(cqe.owner, ci, log) {
+                break;
+            }
+            out.push(cqe);
+            ci = ci.wrapping_add(1);
+        }
+        self.cq_ci[i].1 = ci;
+        nic.hal().regs.host_write(reg::cq_db(cqn), ci);
+        out
+    }
+}
+
+/// Address of ring slot `index`.
+pub fn slot(ring: u64, log: u8, index: u32, size: usize) -> u64 {
+    let mask = (1u32 << log.min(31)) - 1;
+    ring.wrapping_add(u64::from(index & mask) * size as u64)
+}
+
+/// The kernel's check of a tenant's command: the hostile tenant may not name the
+/// victim's PD, CQ, QPs or memory regions, nor connect a QP to a victim QP (RoCE does not
+/// authenticate an RC sender, so a QP that knows a victim's QPN, PSN and R_Key may
+/// legitimately write there: that is the wire's trust model, not the NIC's isolation);
+/// and what it places in memory (regions, rings) lands in its own arena ([`confine`]).
+/// Returns false for a command the kernel refuses; rewrites addresses in place.
+pub fn admit(e: &mut CmdEntry, s: &Shadow) -> bool {
+    use roce_core::transport::AttrMask;
+    let victim_pd = |pd: u32| s.victim_pd == Some(pd);
+    let victim_cq = |cq: u32| s.victim_cq == Some(cq);
+    let victim_mr = |lkey: u32| s.mrs.iter().any(|m| m.lkey == lkey && victim_pd(m.pd));
+    let handle = abi::payload::<abi::HandleArg>(e).handle.get();
+    match CmdOp::from_u16(e.opcode.get()) {
+        Some(CmdOp::DeallocPd) => !victim_pd(handle),
+        Some(CmdOp::DeregMr) => !victim_mr(handle),
+        Some(CmdOp::DestroyCq) => !victim_cq(handle),
+        Some(CmdOp::DestroyQp) => !s.is_victim_qp(handle),
+        Some(CmdOp::RegMr) => {
+            let mut a = abi::payload::<abi::RegMrArg>(e);
+            a.addr.set(confine(a.addr.get()));
+            abi::set_payload(e, &a);
+            !victim_pd(a.pd.get())
+        }
+        Some(CmdOp::CreateCq) => {
+            let mut a = abi::payload::<abi::CreateCqArg>(e);
+            a.ring.set(confine(a.ring.get()));
+            abi::set_payload(e, &a);
+            true
+        }
+        Some(CmdOp::CreateQp) => {
+            let mut a = abi::payload::<abi::CreateQpArg>(e);
+            a.sq_ring.set(confine(a.sq_ring.get()));
+            a.rq_ring.set(confine(a.rq_ring.get()));
+            abi::set_payload(e, &a);
+            !victim_pd(a.pd.get()) && !victim_cq(a.send_cq.get()) && !victim_cq(a.recv_cq.get())
+        }
+        Some(CmdOp::ModifyQp) => {
+            let a = abi::payload::<abi::QpAttrArg>(e);
+            let to_victim = a.attr_mask.get() & AttrMask::DEST_QPN.bits() != 0
+                && s.is_victim_qp(a.dest_qp_num.get());
+            !s.is_victim_qp(a.qpn.get()) && !to_victim
+        }
+        // Queries change nothing; an unknown opcode is the NIC's to refuse.
+        _ => true,
+    }
+}

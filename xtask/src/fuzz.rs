@@ -1,0 +1,346 @@
+//! The fuzz targets: what each needs (seeds, sanitizer, long-run budget), the smoke run
+//! `cargo xtask ci` does, and the long campaign of `cargo xtask fuzz --long`.
+//!
+//! Corpora: `fuzz/corpus/<target>/` holds each target's corpus, minimized with
+//! `cargo fuzz cmin` at the end of a long run and committed, so every smoke run starts
+//! from the coverage the last campaign reached instead of from nothing. The smoke run
+//! never writes there: new inputs go to a scratch directory under `fuzz/target/`, and
+//! the committed directories are read-only inputs, so CI leaves the tree clean.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use crate::cmd::{self, cmd, Result};
+use crate::install;
+
+/// cargo-fuzz's own workspace, built with nightly.
+pub const FUZZ_DIR: &str = "fuzz";
+
+/// How long a target runs in the long campaign.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Budget {
+    /// This many inputs.
+    Runs(u64),
+}
+
+/// One fuzz target.
+#[derive(Debug)]
+pub struct Target {
+    pub name: &'static str,
+    /// It takes frames, so `seeds/frames` (the shared vectors) are seeds too.
+    frames: bool,
+    /// cargo-fuzz's `--sanitizer`. The engine-level targets run without one: their code
+    /// is safe Rust that bounds-checks anyway, and AddressSanitizer's fake stacks and
+    /// shadow poisoning of the per-input engine snapshot made them five times slower.
+    sanitizer: &'static str,
+    long: Budget,
+}
+
+const TEN_MILLION: Budget = Budget::Runs(10_000_000);
+
+/// Every target, in the order they run.
+pub const TARGETS: &[Target] = &[
+    Target {
+        name: "parse",
+        frames: true,
+        sanitizer: "address",
+        long: TEN_MILLION,
+    },
+    Target {
+        name: "roundtrip",
+        frames: true,
+        sanitizer: "address",
+        long: TEN_MILLION,
+    },
+    Target {
+        name: "responder",
+        frames: false,
+        sanitizer: "none",
+        long: TEN_MILLION,
+    },
+    Target {
+        name: "requester",
+        frames: false,
+        sanitizer: "none",
+        long: TEN_MILLION,
+    },
+    Target {
+        name: "uc_ud",
+        frames: false,
+        sanitizer: "none",
+        long: TEN_MILLION,
+    },
+    Target {
+        name: "abi",
+        frames: false,
+        sanitizer: "none",
+        long: TEN_MILLION,
+    },
+];
+
+/// Seconds each input may take before libFuzzer calls it a hang (its default is 20
+/// minutes, which would let a hang eat the whole smoke run).
+const INPUT_TIMEOUT: &str = "-timeout=20";
+
+fn cargo_fuzz(args: &[&str]) -> std::process::Command {
+    let mut command = cmd("cargo", &[&["+nightly", "fuzz"], args].concat());
+    command.current_dir(FUZZ_DIR);
+    command
+}
+
+/// `SUBCOMMAND -s SANITIZER --target-dir DIR TARGET`: one build directory per sanitizer,
+/// or every switch between them would rebuild everything.
+fn build_args(subcommand: &'static str, t: &Target) -> Vec<String> {
+    [
+        subcommand,
+        "-s",
+        t.sanitizer,
+        "--target-dir",
+        &format!("target/sanitizer-{}", t.sanitizer),
+        t.name,
+    ]
+    .map(str::to_string)
+    .to_vec()
+}
+
+/// The targets `cargo fuzz list` reports, checked against [`TARGETS`]: a target added
+/// to `fuzz/Cargo.toml` needs its line here, and the other way round.
+fn listed() -> Result<Vec<&'static Target>> {
+    install::nightly()?;
+    install::cargo_fuzz()?;
+    let list = cmd::stdout(&mut cargo_fuzz(&["list"]))?;
+    let mut names: Vec<&str> = list.split_whitespace().collect();
+    names.sort_unstable();
+    let mut known: Vec<&str> = TARGETS.iter().map(|t| t.name).collect();
+    known.sort_unstable();
+    if names != known {
+        return Err(format!(
+            "fuzz/Cargo.toml has the targets {names:?} but xtask/src/fuzz.rs lists {known:?}"
+        ));
+    }
+    Ok(TARGETS.iter().collect())
+}
+
+/// The seed directories of `t` that exist, relative to `fuzz/`: its own, and the shared
+/// frames if it takes frames.
+fn seeds(t: &Target) -> Vec<String> {
+    let mut dirs = vec![format!("seeds/{}", t.name)];
+    if t.frames {
+        dirs.push("seeds/frames".to_string());
+    }
+    dirs.retain(|d| Path::new(FUZZ_DIR).join(d).is_dir());
+    dirs
+}
+
+/// `corpus/<target>`, relative to `fuzz/`.
+fn corpus(t: &Target) -> String {
+    format!("corpus/{}", t.name)
+}
+
+/// `fuzz/<dir>`, emptied and created.
+fn fresh_dir(dir: &str) -> Result<()> {
+    let path = Path::new(FUZZ_DIR).join(dir);
+    if path.exists() {
+        std::fs::remove_dir_all(&path).map_err(|e| format!("cannot empty fuzz/{dir}: {e}"))?;
+    }
+    std::fs::create_dir_all(&path).map_err(|e| format!("cannot create fuzz/{dir}: {e}"))
+}
+
+/// The CI smoke run: every target for `seconds`, starting from its committed corpus and
+/// seeds. A crash fails it (libFuzzer exits non-zero and leaves the input in
+/// `fuzz/artifacts/<target>/`).
+pub fn smoke(seconds: Option<u64>) -> Result<usize> {
+    let targets = listed()?;
+    let seconds = seconds.unwrap_or_else(|| default_fuzz_seconds(targets.len()));
+    println!("fuzz: {} target(s), {seconds} s each", targets.len());
+    let max_time = format!("-max_total_time={seconds}");
+    for t in &targets {
+        let scratch = format!("target/smoke-corpus/{}", t.name);
+        fresh_dir(&scratch)?;
+        let mut args = build_args("run", t);
+        args.push(scratch);
+        if Path::new(FUZZ_DIR).join(corpus(t)).is_dir() {
+            args.push(corpus(t));
+        }
+        args.extend(seeds(t));
+        args.extend(["--", &max_time, INPUT_TIMEOUT].map(str::to_string));
+        cmd::run(&mut cargo_fuzz(&strs(&args)))?;
+    }
+    Ok(targets.len())
+}
+
+/// A minute per target, but about five minutes in all and at least ten seconds each, so
+/// CI stays well inside its 30 minutes as targets are added. `FUZZ_SECONDS` overrides.
+pub fn default_fuzz_seconds(targets: usize) -> u64 {
+    let targets = u64::try_from(targets.max(1)).unwrap_or(u64::MAX);
+    (300 / targets).clamp(10, 60)
+}
+
+/// What a long run of one target reached, from libFuzzer's last status line.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct Stats {
+    runs: u64,
+    cov: u64,
+    ft: u64,
+    corpus: u64,
+}
+
+impl Stats {
+    /// The last `#N ... cov: C ft: F corp: K/...` line of a libFuzzer log.
+    fn from_log(log: &str) -> Stats {
+        let field = |line: &str, key: &str| -> u64 {
+            line.split_whitespace()
+                .skip_while(|w| *w != key)
+                .nth(1)
+                .and_then(|v| v.split('/').next())
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(0)
+        };
+        let Some(line) = log
+            .lines()
+            .rev()
+            .find(|l| l.starts_with('#') && l.contains(" cov: "))
+        else {
+            return Stats::default();
+        };
+        Stats {
+            runs: line
+                .trim_start_matches('#')
+                .split_whitespace()
+                .next()
+                .and_then(|n| n.parse().ok())
+                .unwrap_or(0),
+            cov: field(line, "cov:"),
+            ft: field(line, "ft:"),
+            corpus: field(line, "corp:"),
+        }
+    }
+}
+
+/// `cargo xtask fuzz --long [TARGET...]`: each target (all by default), one at a time
+/// and under `nice`, for its budget, growing `fuzz/corpus/<target>/`, which is then
+/// minimized in place. Logs go to `fuzz/target/long-logs/`; a summary is printed.
+pub fn long(names: &[String]) -> Result {
+    let all = listed()?;
+    let selected: Vec<&Target> = if names.is_empty() {
+        all
+    } else {
+        names
+            .iter()
+            .map(|n| {
+                all.iter()
+                    .copied()
+                    .find(|t| t.name == n)
+                    .ok_or_else(|| format!("no fuzz target `{n}`"))
+            })
+            .collect::<Result<_>>()?
+    };
+    let logs = PathBuf::from(FUZZ_DIR).join("target/long-logs");
+    std::fs::create_dir_all(&logs).map_err(|e| format!("cannot create {}: {e}", logs.display()))?;
+    let mut summary = Vec::new();
+    for t in selected {
+        let corpus = corpus(t);
+        std::fs::create_dir_all(Path::new(FUZZ_DIR).join(&corpus))
+            .map_err(|e| format!("cannot create fuzz/{corpus}: {e}"))?;
+        let budget = match t.long {
+            Budget::Runs(n) => format!("-runs={n}"),
+        };
+        let mut args = build_args("run", t);
+        args.push(corpus.clone());
+        args.extend(seeds(t));
+        args.extend(["--", &budget, INPUT_TIMEOUT, "-print_final_stats=1"].map(str::to_string));
+        let log = logs.join(format!("{}.log", t.name));
+        let start = Instant::now();
+        niced(&strs(&args), &log)?;
+        let seconds = start.elapsed().as_secs();
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        let stats = Stats::from_log(&text);
+        let before = count_files(&Path::new(FUZZ_DIR).join(&corpus));
+        let mut cmin = build_args("cmin", t);
+        cmin.push(corpus.clone());
+        cmd::run(&mut cargo_fuzz(&strs(&cmin)))?;
+        let after = count_files(&Path::new(FUZZ_DIR).join(&corpus));
+        summary.push(format!(
+            "{:<12} {:>11} runs {:>6} s  cov {:>5}  ft {:>6}  corpus {before} -> {after} files",
+            t.name, stats.runs, seconds, stats.cov, stats.ft
+        ));
+    }
+    println!("\nfuzz --long summary:");
+    for line in &summary {
+        println!("  {line}");
+    }
+    Ok(())
+}
+
+/// `nice -n 19 cargo +nightly fuzz ARGS`, its output into `log`; fails if it does.
+fn niced(args: &[&str], log: &Path) -> Result {
+    let out =
+        std::fs::File::create(log).map_err(|e| format!("cannot create {}: {e}", log.display()))?;
+    let err = out
+        .try_clone()
+        .map_err(|e| format!("cannot share {}: {e}", log.display()))?;
+    let mut command = cmd(
+        "nice",
+        &[&["-n", "19", "cargo", "+nightly", "fuzz"], args].concat(),
+    );
+    command.current_dir(FUZZ_DIR).stdout(out).stderr(err);
+    println!("$ {}  > {}", cmd::display(&command), log.display());
+    let status = command
+        .status()
+        .map_err(|e| format!("cannot start cargo fuzz: {e}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "fuzzing failed ({status}); the log is {}, the input under fuzz/artifacts/",
+            log.display()
+        ))
+    }
+}
+
+fn strs(args: &[String]) -> Vec<&str> {
+    args.iter().map(String::as_str).collect()
+}
+
+fn count_files(dir: &Path) -> usize {
+    std::fs::read_dir(dir).map_or(0, |d| d.count())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fuzz_budget_is_a_minute_each_up_to_five_minutes_in_all() {
+        assert_eq!(default_fuzz_seconds(1), 60);
+        assert_eq!(default_fuzz_seconds(5), 60);
+        assert_eq!(default_fuzz_seconds(10), 30);
+        assert_eq!(default_fuzz_seconds(100), 10);
+    }
+
+    #[test]
+    fn stats_come_from_the_last_status_line() {
+        let log = "INFO: Seed: 1\n\
+            #2\tINITED cov: 282 ft: 283 corp: 1/36b exec/s: 0 rss: 28Mb\n\
+            #1873574\tDONE   cov: 418 ft: 2115 corp: 529/125Kb lim: 4096 exec/s: 20588 rss: 29Mb\n\
+            Done 1873574 runs in 91 second(s)\n";
+        assert_eq!(
+            Stats::from_log(log),
+            Stats {
+                runs: 1_873_574,
+                cov: 418,
+                ft: 2115,
+                corpus: 529
+            }
+        );
+        assert_eq!(Stats::from_log("no status"), Stats::default());
+    }
+
+    #[test]
+    fn target_names_are_unique() {
+        let mut names: Vec<_> = TARGETS.iter().map(|t| t.name).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), TARGETS.len());
+    }
+}
