@@ -193,9 +193,12 @@ module tx_icrc_insert
   logic [KEEP_WIDTH-1:0] out_keep, extra_keep_next;
   logic                  out_last, overflow;
 
+  // The ICRC's byte j goes to byte n + j of the last beat, n its byte count,
+  // or to byte n + j - KEEP_WIDTH of an extra beat. Written per output byte as
+  // "n equals a constant", so the select is a few LUTs, not an adder.
   always_comb begin
-    int n;
-    n = int'(keep_count(64'(ins_keep)));
+    logic [6:0] n;
+    n = keep_count(64'(ins_keep));
     out_data = ins_data;
     out_keep = ins_keep;
     out_last = ins_last;
@@ -205,16 +208,18 @@ module tx_icrc_insert
     if (ins_last) begin
       // crc_valid is high here: it left icrc together with this beat
       for (int b = 0; b < KEEP_WIDTH; b++) begin
-        if (b >= n && b < n + 4) begin
-          out_data[b*8 +: 8] = crc[(b-n)*8 +: 8];
-          out_keep[b] = 1'b1;
-        end
-        if (b < n + 4 - KEEP_WIDTH) begin
-          extra_data_next[b*8 +: 8] = crc[(b+KEEP_WIDTH-n)*8 +: 8];
-          extra_keep_next[b] = 1'b1;
+        for (int j = 0; j < 4; j++) begin
+          if (b >= j && n == 7'(b - j)) begin
+            out_data[b*8 +: 8] = crc[j*8 +: 8];
+            out_keep[b] = 1'b1;
+          end
+          if (b + KEEP_WIDTH - j <= KEEP_WIDTH && n == 7'(b + KEEP_WIDTH - j)) begin
+            extra_data_next[b*8 +: 8] = crc[j*8 +: 8];
+            extra_keep_next[b] = 1'b1;
+          end
         end
       end
-      overflow = n + 4 > KEEP_WIDTH;
+      overflow = n > 7'(KEEP_WIDTH - 4);
       out_last = !overflow;
     end
   end
