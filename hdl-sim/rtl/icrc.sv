@@ -23,8 +23,9 @@
 //
 // Pipeline (every stage advances with `en`; icrc_latency() in roce_rx_pkg
 // gives the total, 6 cycles at 64 bits, 9 at 512):
-//   X  the masks applied (a lookup by layout and beat index);
-//   D1 the data's share of the CRC step, XOR-folded per 64-bit chunk;
+//   X  the masks looked up (by layout and beat index), registered with the beat;
+//   D1 the masks applied and the data's share of the CRC step XOR-folded per
+//      64-bit chunk;
 //   D2 the CRC register: its own 32 bits through the step matrix, XORed with
 //      the chunk results (the only loop, at most 32 + DATA_WIDTH/64 inputs
 //      per bit);
@@ -235,15 +236,20 @@ module icrc
     for (int i = 0; i < KEEP_WIDTH; i++) keep_mask[i*8 +: 8] = {8{s_keep[i] || !s_last}};
   end
 
+  // the beat and its masks, registered: D1 applies them (one LUT level in
+  // front of its XOR trees)
   logic                  x_valid, x_first, x_last;
-  logic [DATA_WIDTH-1:0] x_data;
+  logic [DATA_WIDTH-1:0] x_data, x_or, x_zero, x_keep;
   logic [SHIFT_BITS-1:0] x_zeros;     // zero bytes the partial last beat appended
 
   always_ff @(posedge clk) begin
     if (en) begin
       x_valid <= s_valid;
       if (s_valid) begin
-        x_data <= ((s_data & ~zero_mask) | or_mask) & keep_mask;
+        x_data <= s_data;
+        x_or <= or_mask;
+        x_zero <= zero_mask;
+        x_keep <= keep_mask;
         x_first <= s_first;
         x_last <= s_last;
         x_zeros <= SHIFT_BITS'(KEEP_WIDTH - int'(keep_count(64'(s_keep))));
@@ -269,12 +275,14 @@ module icrc
   logic [SHIFT_BITS-1:0]         d1_zeros;
 
   always_ff @(posedge clk) begin
+    logic [DATA_WIDTH-1:0] x;
     if (en) begin
       d1_valid <= x_valid;
       if (x_valid) begin
+        x = ((x_data & ~x_zero) | x_or) & x_keep;
         for (int c = 0; c < NCHUNK; c++) begin
           for (int o = 0; o < 32; o++) begin
-            d1_part[c][o] <= ^(x_data[c*CHUNK +: CHUNK] & FWD[o*IW + 32 + c*CHUNK +: CHUNK]);
+            d1_part[c][o] <= ^(x[c*CHUNK +: CHUNK] & FWD[o*IW + 32 + c*CHUNK +: CHUNK]);
           end
         end
         d1_first <= x_first;

@@ -106,6 +106,15 @@ module rx_hdr_decode
     return r;
   endfunction
 
+  function automatic logic [1:0] l3_of(input logic [15:0] ethertype);
+    case (ethertype)
+      ETH_P_IPV4: return L3_IPV4;
+      ETH_P_IPV6: return L3_IPV6;
+      ETH_P_IBOE: return L3_GRH;
+      default:    return L3_NONE;
+    endcase
+  endfunction
+
   // ------------------------------------------------------------------ H1
   logic                 h1_valid;
   logic                 h1_len_known;
@@ -125,6 +134,7 @@ module rx_hdr_decode
     tpid = {hb(s_hdr, 12), hb(s_hdr, 13)};
     vlan = tpid == ETH_P_8021Q;
     et = vlan ? {hb(s_hdr, 16), hb(s_hdr, 17)} : tpid;
+    // both EtherType positions classified at once, then the tag picks one
     h1_valid <= s_valid;
     if (s_valid) begin
       h1_len_known <= s_len_known;
@@ -136,12 +146,7 @@ module rx_hdr_decode
       h1_vlan <= vlan;
       h1_tci <= {hb(s_hdr, 14), hb(s_hdr, 15)};
       h1_ethertype <= et;
-      case (et)
-        ETH_P_IPV4: h1_kind <= L3_IPV4;
-        ETH_P_IPV6: h1_kind <= L3_IPV6;
-        ETH_P_IBOE: h1_kind <= L3_GRH;
-        default:    h1_kind <= L3_NONE;
-      endcase
+      h1_kind <= vlan ? l3_of({hb(s_hdr, 16), hb(s_hdr, 17)}) : l3_of(tpid);
       h1_net <= vlan ? s_hdr[18*8 +: NET*8] : s_hdr[14*8 +: NET*8];
     end
     if (rst) h1_valid <= 1'b0;
@@ -258,7 +263,10 @@ module rx_hdr_decode
   //   ip_end = l3 + ip_len_end, icrc_ofs = ip_end - 4, pay_end = icrc_ofs - pad,
   //   pay_start = l4 (+ 8 for UDP) + 12 + ext_len,
   //   tl = BTH..ICRC bytes = payload length (GRH) or UDP length - 8,
-  //   body = tl - 16 - ext_len (payload + pad; negative: ext headers do not fit).
+  //   body = tl - 16 - ext_len (payload + pad; negative: ext headers do not fit),
+  //   in H4, where the checks on it are written without a second adder:
+  //   "pad > body" as "body < 4 and its low bits < pad", "body != 0" as
+  //   "tl != 16 + ext_len".
   // Check 13 "udp_len != ip_len_end - hdr" is tested as
   // "udp_len + hdr != ip_len_end", the same equation modulo 2^OFS_W.
   logic                 h3_valid;
@@ -267,7 +275,8 @@ module rx_hdr_decode
   logic [3:0]           h3_ihl;
   logic [1:0]           h3_pad;
   logic [OFS_W-1:0]     h3_len, h3_l4, h3_l4_8, h3_hdr8, h3_ip_len_end, h3_ip_end, h3_icrc_ofs;
-  logic [OFS_W-1:0]     h3_pay_start, h3_pay_end, h3_udp_hdr, h3_tl, h3_body;
+  logic [OFS_W-1:0]     h3_pay_start, h3_pay_end, h3_udp_hdr, h3_tl;
+  logic [6:0]           h3_ext16;       // 16 + ext_len: BTH + ICRC + extended headers
   logic                 h3_udp_short;   // UDP length < 8
   logic [15:0]          h3_pre_f;       // the checks of H3; H4 adds 5, 6, 11, 12, 14
   logic [15:0]          h3_post_f;      // the checks of H3; H4 adds 0, 3, 4, 5, 6
@@ -413,8 +422,7 @@ module rx_hdr_decode
       end
       h3_udp_hdr <= OFS_W'(udp_len) + hdr;
       h3_tl <= grh ? OFS_W'(plen) : OFS_W'(udp_len) - OFS_W'(8);
-      h3_body <= grh ? OFS_W'(plen) - (OFS_W'(16) + OFS_W'(oi.ext_len))
-                     : OFS_W'(udp_len) - (OFS_W'(24) + OFS_W'(oi.ext_len));
+      h3_ext16 <= 7'd16 + 7'(oi.ext_len);
       h3_udp_short <= udp_len < 16'd8;
 
       // ---- checks that need no sum (numbers: the bit in pre_f / post_f)
@@ -473,6 +481,7 @@ module rx_hdr_decode
 
   always_ff @(posedge clk) begin
     logic [20:0] s;
+    logic [OFS_W-1:0] body;
     logic [15:0] pre_f, post_f;
     h4_valid <= h3_valid;
     if (h3_valid) begin
@@ -485,10 +494,11 @@ module rx_hdr_decode
       pre_f[14] = !h3_grh && (h3_udp_hdr != h3_ip_len_end || h3_udp_short);
       post_f = h3_post_f;
       post_f[0] = h3_tl < OFS_W'(16);
-      post_f[3] = h3_body[OFS_W-1];
+      body = h3_tl - OFS_W'(h3_ext16);
+      post_f[3] = body[OFS_W-1];
       post_f[4] = h3_tl[1:0] != 2'b00;
-      post_f[5] = OFS_W'(h3_pad) > h3_body;
-      post_f[6] = !h3_payload && h3_body != '0;
+      post_f[5] = body[OFS_W-1:2] == '0 && body[1:0] < h3_pad;
+      post_f[6] = !h3_payload && h3_tl != OFS_W'(h3_ext16);
       h4_pre_f <= pre_f;
       h4_post_f <= post_f;
       h4_trunc <= h3_len_known && h3_len < h3_ip_end;

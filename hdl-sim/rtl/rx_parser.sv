@@ -24,23 +24,24 @@
 //     R1 offsets relative to the beat (one adder each), R2 comparisons, the
 //     ICRC and pad bytes picked out, R3 the payload window realigned (one
 //     barrel shift) and the ICRC region fed to `icrc`; at the frame's last
-//     beat an end-of-frame record waits for the ICRC (icrc_latency cycles)
-//     and the verdict completes the metadata record -> m_axis_meta.
+//     beat an end-of-frame record waits for the ICRC (icrc_latency cycles),
+//     the verdict is registered, and the header fields from the metadata
+//     FIFO are completed with it -> m_axis_meta.
 // Both outputs go through axis_skid register slices; the stream stages stall
 // (global enable) only when one of them is full. s_axis_tready is a register.
 //
 // Latency, outputs ready, for a frame of NB beats that does not wait behind
 // the one before it (always the case at line rate with equal frames):
-//   metadata:   min(NB, HDR_BEATS) + 11 + icrc_latency cycles after the
-//               frame's last beat (64 bits: 25 for a 60-byte frame, 33 from
-//               128 bytes on; 512 bits: 21 for 60 bytes, 22 from 65 on);
+//   metadata:   min(NB, HDR_BEATS) + 12 + icrc_latency cycles after the
+//               frame's last beat (64 bits: 26 for a 60-byte frame, 34 from
+//               128 bytes on; 512 bits: 22 for 60 bytes, 23 from 65 on);
 //   payload:    a beat leaves min(NB, HDR_BEATS) + 11 cycles after the input
 //               beat that completes it;
 // HDR_BEATS = 128 / KEEP_WIDTH (16 at 64 bits, 2 at 512 bits): the context
 // is ready 7 cycles after the beat that closes the 128-byte header window
 // (capture 1, rx_hdr_decode 5, context FIFO 1), the stream stages take 4
-// (R0..R3), the ICRC icrc_latency more (6 at 64 bits, 9 at 512) and the
-// output slice 1.
+// (R0..R3), the ICRC icrc_latency more (6 at 64 bits, 9 at 512), the verdict
+// 1 and the output slice 1.
 // At line rate the input never stalls and payload packets have no bubble:
 // tests/line_rate.rs checks all of this cycle by cycle.
 
@@ -90,8 +91,10 @@ module rx_parser
   localparam int CCNT_W = $clog2(CTX_DEPTH + 1);
   localparam int ICRC_LAT = icrc_latency(DATA_WIDTH);
   // end-of-frame records in flight after the last beat left the data FIFO:
-  // R0..R3, then one per ICRC cycle
-  localparam int FIN_STAGES = ICRC_LAT + 1;
+  // R0..R3, then one per ICRC cycle (fin[CRC_AT] meets the frame's ICRC), then
+  // the verdict, registered
+  localparam int CRC_AT = ICRC_LAT;
+  localparam int FIN_STAGES = ICRC_LAT + 2;
   // a frame's header fields wait from decoding to the verdict: at most
   // CTX_DEPTH frames before their last beat leaves, 4 + FIN_STAGES after
   localparam int META_DEPTH = 2 ** $clog2(CTX_DEPTH + 4 + FIN_STAGES);
@@ -357,13 +360,23 @@ module rx_parser
   end
 
   // ---- R2: comparisons; ICRC and pad bytes collected
+  // The payload end clipped to the frame, pe_eff, is len_here on a last beat
+  // that ends before pay_end, else pay_end. R3 compares three offsets X
+  // (wstart, wend, pay_start) with it and takes their distances to it; R2
+  // works both out against both candidates, so that R3 only picks.
+  localparam int X_WSTART = 0;
+  localparam int X_WEND = 1;
+  localparam int X_PAY_START = 2;
   logic                  r2_valid, r2_last, r2_first, r2_cf_valid, r2_cf_last;
   logic                  r2_emit_ok;    // wend >= pay_start + KEEP_WIDTH
   logic                  r2_pend_ok;    // wend >= pay_start
   logic [DATA_WIDTH-1:0] r2_data;
   logic [DATA_WIDTH-1:0] r2_prev;       // the beat before (payload windows straddle two)
   logic [KEEP_WIDTH-1:0] r2_cf_keep;
-  logic [OFS_W-1:0]      r2_len_here, r2_wend, r2_wstart, r2_pe_eff;
+  logic [OFS_W-1:0]      r2_len_here;
+  logic                  r2_use_len;    // pe_eff = len_here
+  logic [2:0]            r2_lt_len, r2_lt_end;  // X < len_here, X < pay_end
+  logic [2:0][OFS_W-1:0] r2_d_len, r2_d_end;    // len_here - X, pay_end - X
   logic [31:0]           r2_icrc;       // ICRC bytes seen so far
   logic [23:0]           r2_pad;        // the three bytes before the ICRC
   /* verilator lint_off UNUSEDSIGNAL */
@@ -371,11 +384,20 @@ module rx_parser
   /* verilator lint_on UNUSEDSIGNAL */
 
   always_ff @(posedge clk) begin
+    logic [2:0][OFS_W-1:0] x;
     if (en) begin
       r2_valid <= r1_valid;
       if (r1_valid) begin
-        // payload end, clipped to the frame
-        r2_pe_eff <= (r1_last && r1_len_here < r1_ctx.pay_end) ? r1_len_here : r1_ctx.pay_end;
+        r2_use_len <= r1_last && r1_len_here < r1_ctx.pay_end;
+        x[X_WSTART] = r1_wstart;
+        x[X_WEND] = r1_wend;
+        x[X_PAY_START] = r1_ctx.pay_start;
+        for (int k = 0; k < 3; k++) begin
+          r2_lt_len[k] <= x[k] < r1_len_here;
+          r2_lt_end[k] <= x[k] < r1_ctx.pay_end;
+          r2_d_len[k] <= r1_len_here - x[k];
+          r2_d_end[k] <= r1_ctx.pay_end - x[k];
+        end
         r2_emit_ok <= r1_wend >= r1_ps_k;
         r2_pend_ok <= r1_wend >= r1_ctx.pay_start;
         r2_cf_last <= r1_bk >= r1_ctx.icrc_ofs;
@@ -392,8 +414,6 @@ module rx_parser
         r2_first <= r1_first;
         r2_cf_valid <= r1_cf_valid;
         r2_len_here <= r1_len_here;
-        r2_wend <= r1_wend;
-        r2_wstart <= r1_wstart;
         r2_ctx <= r1_ctx;
       end
     end
@@ -401,6 +421,9 @@ module rx_parser
   end
 
   // ---- R3: payload window, ICRC feed, end-of-frame record
+  logic [31:0]           crc_out;     // from icrc (below)
+  logic                  crc_out_valid;
+  logic [31:0]           crc_hold;
   logic                  pend_valid;  // last payload window of a frame, waiting one cycle
   logic [DATA_WIDTH-1:0] pend_data;
   logic [KEEP_WIDTH-1:0] pend_keep;
@@ -417,8 +440,8 @@ module rx_parser
   logic [KEEP_WIDTH-1:0] pay_in_keep;
   logic                  pay_in_valid, pay_in_last;
 
-  // end-of-frame records, fin[0] set with the ICRC feed of the last beat,
-  // fin[FIN_STAGES-1] meeting the frame's ICRC
+  // end-of-frame records: fin[0] set with the ICRC feed of the last beat,
+  // fin[CRC_AT] meeting the frame's ICRC, fin[FIN_STAGES-1] the verdict
   typedef struct packed {
     logic [OFS_W-1:0] len;
     logic [31:0]      icrc;
@@ -428,8 +451,9 @@ module rx_parser
     logic [15:0]      payload_len;
     rx_err_e          pre_err;
     rx_err_e          post_err;
-    rx_err_e          err;          // the verdict but the ICRC check (last stage)
-    logic [OFS_W-1:0] trailer_len;  // (last stage)
+    rx_err_e          err;          // the verdict without the ICRC check (CRC_AT), with it (last)
+    logic [OFS_W-1:0] trailer_len;  // (from CRC_AT on)
+    logic [31:0]      crc;          // the ICRC computed (last stage)
   } fin_t;
   fin_t [FIN_STAGES-1:0] fin;
   logic [FIN_STAGES-1:0] fin_valid;
@@ -437,6 +461,9 @@ module rx_parser
   always_ff @(posedge clk) begin
     logic [SHIFT_W-1:0] p;
     logic stream_en;
+    logic [2:0] lt;                   // X < pe_eff
+    logic [2:0][OFS_W-1:0] d;         // pe_eff - X
+    logic [31:0] crc;
     if (en) begin
       cf_valid <= 1'b0;
       fin_valid[0] <= 1'b0;
@@ -452,6 +479,8 @@ module rx_parser
       if (r2_valid) begin
         p = r2_ctx.pay_start[SHIFT_W-1:0];
         stream_en = r2_ctx.stream_en;
+        lt = r2_use_len ? r2_lt_len : r2_lt_end;
+        d = r2_use_len ? r2_d_len : r2_d_end;
         // ICRC region: beats until the one holding byte icrc_ofs-1
         cf_valid <= r2_cf_valid;
         cf_first <= r2_first;
@@ -463,17 +492,17 @@ module rx_parser
         cf_ihl <= r2_ctx.ihl;
 
         // window [wend-K, wend) ends in this beat; it exists once wend >= start+K
-        if (stream_en && r2_emit_ok && r2_wstart < r2_pe_eff) begin
+        if (stream_en && r2_emit_ok && lt[X_WSTART]) begin
           pay_in_valid <= 1'b1;
           pay_in_data <= DATA_WIDTH'({r2_data, r2_prev} >> (32'(p) * 8));
-          pay_in_keep <= keep_of(r2_pe_eff - r2_wstart);
-          pay_in_last <= r2_wend >= r2_pe_eff;
+          pay_in_keep <= keep_of(d[X_WSTART]);
+          pay_in_last <= !lt[X_WEND];
         end
         // on the last beat, the window starting at wend may remain
-        if (stream_en && r2_last && r2_pend_ok && r2_wend < r2_pe_eff) begin
+        if (stream_en && r2_last && r2_pend_ok && lt[X_WEND]) begin
           pend_valid <= 1'b1;
           pend_data <= DATA_WIDTH'(r2_data >> (32'(p) * 8));
-          pend_keep <= keep_of(r2_pe_eff - r2_wend);
+          pend_keep <= keep_of(d[X_WEND]);
         end
 
         if (r2_last) begin
@@ -481,8 +510,7 @@ module rx_parser
           fin[0].len <= r2_len_here;
           fin[0].icrc <= r2_icrc;
           fin[0].pad <= r2_pad;
-          fin[0].stream_len <= (stream_en && r2_pe_eff > r2_ctx.pay_start)
-                               ? r2_pe_eff - r2_ctx.pay_start : '0;
+          fin[0].stream_len <= (stream_en && lt[X_PAY_START]) ? d[X_PAY_START] : '0;
           fin[0].ip_end <= r2_ctx.ip_end;
           fin[0].payload_len <= r2_ctx.payload_len;
           fin[0].pre_err <= r2_ctx.pre_err;
@@ -494,12 +522,21 @@ module rx_parser
         if (fin_valid[i-1]) fin[i] <= fin[i-1];
       end
       // the checks that do not wait for the ICRC, one stage early
-      if (fin_valid[FIN_STAGES-2]) begin
-        if (fin[FIN_STAGES-2].pre_err != ERR_NONE) fin[FIN_STAGES-1].err <= fin[FIN_STAGES-2].pre_err;
-        else if (fin[FIN_STAGES-2].len < fin[FIN_STAGES-2].ip_end) fin[FIN_STAGES-1].err <= ERR_TRUNCATED_FRAME;
-        else fin[FIN_STAGES-1].err <= fin[FIN_STAGES-2].post_err;
-        fin[FIN_STAGES-1].trailer_len <= (fin[FIN_STAGES-2].len > fin[FIN_STAGES-2].ip_end)
-                                         ? fin[FIN_STAGES-2].len - fin[FIN_STAGES-2].ip_end : '0;
+      if (fin_valid[CRC_AT-1]) begin
+        if (fin[CRC_AT-1].pre_err != ERR_NONE) fin[CRC_AT].err <= fin[CRC_AT-1].pre_err;
+        else if (fin[CRC_AT-1].len < fin[CRC_AT-1].ip_end) fin[CRC_AT].err <= ERR_TRUNCATED_FRAME;
+        else fin[CRC_AT].err <= fin[CRC_AT-1].post_err;
+        fin[CRC_AT].trailer_len <= (fin[CRC_AT-1].len > fin[CRC_AT-1].ip_end)
+                                   ? fin[CRC_AT-1].len - fin[CRC_AT-1].ip_end : '0;
+      end
+      // then the ICRC: a region that ended before the frame's last beat left
+      // its CRC in crc_hold
+      if (fin_valid[CRC_AT]) begin
+        crc = crc_out_valid ? crc_out : crc_hold;
+        fin[FIN_STAGES-1].crc <= crc;
+        if (fin[CRC_AT].err != ERR_NONE) fin[FIN_STAGES-1].err <= fin[CRC_AT].err;
+        else if (crc != fin[CRC_AT].icrc) fin[FIN_STAGES-1].err <= ERR_ICRC_MISMATCH;
+        else fin[FIN_STAGES-1].err <= ERR_NONE;
       end
     end
     if (rst) begin
@@ -509,10 +546,6 @@ module rx_parser
       pay_in_valid <= 1'b0;
     end
   end
-
-  logic [31:0] crc_out;
-  logic        crc_out_valid;
-  logic [31:0] crc_hold;
 
   icrc #(
     .DATA_WIDTH(DATA_WIDTH)
@@ -546,18 +579,13 @@ module rx_parser
   assign meta_pop = en && fin_valid[FIN_STAGES-1];
 
   always_comb begin
-    logic [31:0] crc;
-    logic [31:0] rx_icrc;
-    crc = crc_out_valid ? crc_out : crc_hold;
-    rx_icrc = {fl.icrc[31:24], fl.icrc[23:16], fl.icrc[15:8], fl.icrc[7:0]};
     meta_out = meta_head;
-    if (fl.err != ERR_NONE) meta_out.error = fl.err;
-    else if (crc != rx_icrc) meta_out.error = ERR_ICRC_MISMATCH;
-    else meta_out.error = ERR_NONE;
+    meta_out.error = fl.err;
     meta_out.frame_len = fl.len;
     meta_out.payload_len = fl.payload_len;
-    meta_out.icrc = rx_icrc;
-    meta_out.icrc_calc = crc;
+    // the wire bytes read least significant first: the 32-bit number as stored
+    meta_out.icrc = fl.icrc;
+    meta_out.icrc_calc = fl.crc;
     meta_out.pad_bytes = fl.pad;
     meta_out.trailer_len = fl.trailer_len;
     meta_out.stream_len = fl.stream_len;

@@ -95,6 +95,14 @@ module tx_icrc_insert
   logic [1:0]        kind;
   logic [3:0]        ihl;
 
+  function automatic logic [1:0] l3_of(input logic [15:0] ethertype);
+    case (ethertype)
+      16'h86DD: return L3_IPV6;
+      16'h8915: return L3_GRH;
+      default:  return L3_IPV4;
+    endcase
+  endfunction
+
   always_comb begin
     logic [15:0] tpid;
     logic [15:0] et;
@@ -102,14 +110,11 @@ module tx_icrc_insert
       if (beat == BEAT_W'(i / KEEP_WIDTH)) view[i*8 +: 8] = t0_data[(i % KEEP_WIDTH)*8 +: 8];
       else view[i*8 +: 8] = view_reg[i*8 +: 8];
     end
+    // both EtherType positions classified at once, then the tag picks one
     tpid = {view[12*8 +: 8], view[13*8 +: 8]};
+    et = {view[16*8 +: 8], view[17*8 +: 8]};
     vlan = tpid == 16'h8100;
-    et = vlan ? {view[16*8 +: 8], view[17*8 +: 8]} : tpid;
-    case (et)
-      16'h86DD: kind = L3_IPV6;
-      16'h8915: kind = L3_GRH;
-      default:  kind = L3_IPV4;
-    endcase
+    kind = vlan ? l3_of(et) : l3_of(tpid);
     ihl = vlan ? view[18*8 +: 4] : view[14*8 +: 4];
   end
 

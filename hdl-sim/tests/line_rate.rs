@@ -3,7 +3,7 @@
 //! bubble, and every frame's metadata record leaves a fixed number of
 //! cycles after the frame's last beat:
 //!
-//!   metadata latency = min(beats, HDR_BEATS) + 11 + ICRC_LAT cycles after the
+//!   metadata latency = min(beats, HDR_BEATS) + 12 + ICRC_LAT cycles after the
 //!   last beat (HDR_BEATS = 128 bytes / bus bytes: 16 at 64 bits, 2 at 512
 //!   bits; ICRC_LAT = 3 + log2(bus bytes), the ICRC pipeline: 6 and 9)
 //!
@@ -18,7 +18,7 @@ use roce_hdl_sim::{DataWidth, Shaping, Timeline};
 /// The documented metadata latency (README.md, rtl/rx_parser.sv).
 fn meta_latency(width: DataWidth, beats: usize) -> u64 {
     let hdr_beats = 128 / width.bytes();
-    beats.min(hdr_beats) as u64 + 11 + icrc_latency(width)
+    beats.min(hdr_beats) as u64 + 12 + icrc_latency(width)
 }
 
 fn vector(id: &str) -> (Vec<u8>, usize) {
