@@ -16,6 +16,8 @@ pub use roce_hdl_sim::soc::{default_image, soc_available, CLOCK_HZ};
 /// Cycles a [`SocNic`] runs per `poll` by default: long enough for the firmware's loop
 /// to notice new work and act on it, short enough to interleave two SoCs finely.
 pub const POLL_CYCLES: u64 = 2_000;
+/// Most steps one `poll` runs (a bound for a firmware that never goes idle).
+pub const POLL_STEPS: u32 = 64;
 /// Cycles booting may take before [`SocNic::new`] gives up.
 pub const BOOT_CYCLES: u64 = 20_000_000;
 
@@ -85,6 +87,23 @@ impl SocNic {
         self.log.borrow().clone()
     }
 
+    /// One poll step: whether the SoC did something in it, and whether it is idle at
+    /// its end (see `poll`).
+    fn step(&self) -> (bool, bool) {
+        let before = {
+            let mut soc = self.soc.borrow_mut();
+            let idle = soc.idle_polls();
+            (soc.dma_requests(), soc.rx_queued(), soc.tx_queued(), idle)
+        };
+        self.run(self.poll_cycles.get());
+        let mut soc = self.soc.borrow_mut();
+        let after = (soc.dma_requests(), soc.rx_queued(), soc.tx_queued());
+        let idle = soc.idle_polls().wrapping_sub(before.3);
+        let busy = soc.busy_polls();
+        let did = busy != self.busy_seen.replace(busy) || (before.0, before.1, before.2) != after;
+        (did, !did && idle >= 2)
+    }
+
     /// Frames given to the SoC that it has not taken off the wire yet.
     pub fn rx_backlog(&self) -> usize {
         self.soc.borrow().rx_queued()
@@ -104,11 +123,21 @@ impl NicModel for SocNic {
         self.cycles() * NS_PER_CYCLE
     }
 
-    /// Runs [`SocNic::poll_cycles`]; true if the firmware's loop found work meanwhile.
+    /// Runs the SoC in steps of [`SocNic::poll_cycles`] until the firmware has gone
+    /// idle (at most [`POLL_STEPS`] steps), as the host runtime's `poll` does all pending
+    /// work; true if it did anything. Idle: in one step, two polls of the firmware's loop
+    /// found nothing to do and none found work (the first may have passed the doorbell
+    /// before the host rang it), and no byte or frame moved.
     fn poll(&self) -> bool {
-        self.run(self.poll_cycles.get());
-        let busy = self.soc.borrow_mut().busy_polls();
-        busy != self.busy_seen.replace(busy)
+        let mut any = false;
+        for _ in 0..POLL_STEPS {
+            let (did, idle) = self.step();
+            any |= did;
+            if idle {
+                break;
+            }
+        }
+        any
     }
 
     fn poll_timeout(&self) -> Option<u64> {

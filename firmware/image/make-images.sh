@@ -28,7 +28,7 @@ cargo build --release --quiet --manifest-path tools/elf2img/Cargo.toml --target 
 elf2img="tools/elf2img/target/$host/release/elf2img"
 
 # qemu-virt last, so target/.../release/ holds the default board's build afterwards.
-for board in softcore qemu-virt; do
+for board in softcore ecp5-85f qemu-virt; do
     features=()
     bins=(firmware selftest)
     if [ "$board" != qemu-virt ]; then

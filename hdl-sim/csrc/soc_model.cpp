@@ -94,6 +94,8 @@ public:
 
     size_t rx_queued() const override { return rx_.size(); }
 
+    size_t tx_queued() const override { return tx_.size(); }
+
     bool pop_tx(rust::Vec<uint8_t>& frame) override {
         if (tx_.empty()) return false;
         frame.clear();

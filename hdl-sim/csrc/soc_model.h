@@ -25,6 +25,8 @@ public:
     virtual void push_rx(rust::Slice<const uint8_t> frame) = 0;
     // frames queued for the wire, not yet taken by the SoC
     virtual size_t rx_queued() const = 0;
+    // frames the SoC sent that pop_tx has not taken yet
+    virtual size_t tx_queued() const = 0;
     // the oldest frame the SoC sent, if any (false: none)
     virtual bool pop_tx(rust::Vec<uint8_t>& frame) = 0;
     // moves the log bytes collected so far into `out`

@@ -34,11 +34,19 @@ pub fn soc_available() -> bool {
 /// Where `make-images.sh` writes the soft-core firmware image (`$ROCE_SOC_IMAGE`
 /// overrides it).
 pub fn default_image() -> PathBuf {
-    if let Some(p) = std::env::var_os(IMAGE_ENV) {
-        return PathBuf::from(p);
+    match std::env::var_os(IMAGE_ENV) {
+        Some(p) => PathBuf::from(p),
+        None => board_image("softcore"),
     }
+}
+
+/// Where `make-images.sh` writes the `firmware` image of a board
+/// (`firmware/image/src/boards.rs`).
+pub fn board_image(board: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../firmware/image/target/images/softcore/firmware.hex")
+        .join("../firmware/image/target/images")
+        .join(board)
+        .join("firmware.hex")
 }
 
 /// What went wrong with the SoC.
@@ -161,6 +169,9 @@ impl Soc {
     pub fn rx_queued(&self) -> usize {
         match self.model {}
     }
+    pub fn tx_queued(&self) -> usize {
+        match self.model {}
+    }
     pub fn pop_tx(&mut self) -> Option<Vec<u8>> {
         match self.model {}
     }
@@ -238,6 +249,11 @@ impl Soc {
         self.model.rx_queued()
     }
 
+    /// Frames the SoC sent that [`Soc::pop_tx`] has not taken yet.
+    pub fn tx_queued(&self) -> usize {
+        self.model.tx_queued()
+    }
+
     /// The oldest frame the SoC sent, ICRC included.
     pub fn pop_tx(&mut self) -> Option<Vec<u8>> {
         let mut v = Vec::new();
@@ -263,6 +279,7 @@ pub mod stat_reg {
     pub const BUSY_POLLS: u32 = 0x4000;
     pub const FRAMES_TX: u32 = 0x4004;
     pub const FRAMES_RX: u32 = 0x4008;
+    pub const IDLE_POLLS: u32 = 0x400C;
     pub const BUSY_CYCLES: u32 = 0x4010;
     pub const BUSY_INSTRET: u32 = 0x4018;
     pub const BOOT_CYCLES: u32 = 0x4020;
@@ -318,6 +335,12 @@ impl Soc {
     /// The busy polls of the firmware's loop so far (one host register read).
     pub fn busy_polls(&mut self) -> u32 {
         self.reg_read(stat_reg::BUSY_POLLS)
+    }
+
+    /// The polls of the firmware's loop that found nothing to do (one host register
+    /// read).
+    pub fn idle_polls(&mut self) -> u32 {
+        self.reg_read(stat_reg::IDLE_POLLS)
     }
 
     /// When the engine's next timer is due, ns of the SoC's clock, if one is armed.

@@ -31,6 +31,7 @@ pub(crate) mod bridge {
         fn reg_write(self: Pin<&mut SocModel>, offset: u32, value: u32, host: &mut SocHost);
         fn push_rx(self: Pin<&mut SocModel>, frame: &[u8]);
         fn rx_queued(self: &SocModel) -> usize;
+        fn tx_queued(self: &SocModel) -> usize;
         fn pop_tx(self: Pin<&mut SocModel>, frame: &mut Vec<u8>) -> bool;
         fn take_log(self: Pin<&mut SocModel>, out: &mut Vec<u8>);
         fn cycles(self: &SocModel) -> u64;

@@ -12,7 +12,7 @@
 use roce_core::memory::{Dma, DmaError};
 use roce_core::transport::ipv4_gid;
 use roce_firmware::abi::{self, reg, CmdEntry, CmdOp, CmdStatus, DeviceAttr};
-use roce_hdl_sim::soc::{default_image, soc_available, Soc};
+use roce_hdl_sim::soc::{board_image, default_image, soc_available, Soc};
 use std::cell::RefCell;
 use std::rc::Rc;
 use zerocopy::{FromBytes, IntoBytes};
@@ -117,9 +117,33 @@ fn boots_and_answers_query_device() {
     let log = soc.take_log();
     assert!(log.len() > 8 && log.ends_with(&[0]), "{log:?}");
 
-    // QUERY_DEVICE through a one-entry command ring in host memory: the DMA engine
-    // fetches the entry and writes the result; the attributes carry the pins' MAC and
-    // GID.
+    query_device(&mut soc, &mem);
+}
+
+/// The image for the LFE5UM5G-85F (352 KiB of RAM: the boot stack fits in what is left)
+/// boots on the same SoC and answers too.
+#[test]
+fn the_ecp5_image_boots() {
+    if image().is_none() {
+        return;
+    }
+    let image = board_image("ecp5-85f");
+    let mem = Mem(Rc::new(RefCell::new(vec![0; 4096])));
+    let mut soc = Soc::new(
+        &image,
+        mac(7),
+        ipv4_gid([10, 0, 0, 7]),
+        Box::new(mem.clone()),
+        None,
+    )
+    .unwrap();
+    soc.boot(2_000_000).unwrap();
+    query_device(&mut soc, &mem);
+}
+
+/// QUERY_DEVICE through a one-entry command ring in host memory: the DMA engine fetches
+/// the entry and writes the result; the attributes carry the pins' MAC and GID.
+fn query_device(soc: &mut Soc, mem: &Mem) {
     soc.reg_write(reg::CMDQ_BASE_LO, BASE as u32);
     soc.reg_write(reg::CMDQ_BASE_HI, (BASE >> 32) as u32);
     soc.reg_write(reg::CMDQ_LOG_DEPTH, 0);

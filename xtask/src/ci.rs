@@ -140,7 +140,8 @@ fn firmware(ctx: &Ctx) -> Result<Outcome> {
 /// The SoC model with the image `make-images.sh` writes: it boots and answers
 /// QUERY_DEVICE (`hdl-sim/tests/soc.rs`), and two SoCs run RC traffic through the host
 /// driver (`device/tests/soc.rs`). The test step skips these while the image is
-/// missing; here it is made first and required.
+/// missing; here it is made first and required. (With the image in place, a local
+/// `cargo test` also runs `host-driver/tests`' suites on the SoC: minutes, not CI's.)
 fn soc(ctx: &Ctx) -> Result<Outcome> {
     install::python_packages(&ctx.root, &[install::VEXRISCV])?;
     let mut images = cmd("./make-images.sh", &[]);

@@ -105,6 +105,7 @@ pub fn defmt_print() -> Result {
 }
 
 /// A PyPI package at an exact version, so every machine runs the same tool.
+#[derive(Clone, Copy)]
 pub struct PyPackage {
     pub name: &'static str,
     pub version: &'static str,

@@ -4,8 +4,9 @@
 //!
 //! Every design to synthesize is a row of [`TARGETS`]: its top, files, parameters, part
 //! and target clock. Per target the flow is: yosys reads the SystemVerilog, maps it to the
-//! part keeping the hierarchy (for resource use per module), flattens, measures the logic
-//! depth of the worst register-to-register path (`ltp` over the logic cells alone), and
+//! part (resources per module where the frontend kept the modules; slang flattens as it
+//! reads), flattens, measures the logic depth of the worst register-to-register path
+//! (`ltp` over the logic cells alone), and
 //! for an ECP5 part nextpnr places and routes it and reports Fmax per clock and the
 //! critical path (and ecppack makes a bitstream when the target asks for one). There is
 //! no open place and route for Xilinx parts: there the figures are resources and depth.
@@ -15,7 +16,7 @@
 
 use std::fmt::Write as _;
 use std::fs;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -41,6 +42,12 @@ pub struct Target {
     pub top: &'static str,
     /// SystemVerilog sources relative to the repository root, packages first.
     pub files: &'static [&'static str],
+    /// Sources that come with a PyPI package (the soft core's Verilog), read after
+    /// `files`.
+    pub package_files: &'static [PackageFile],
+    /// A `$readmemh` image the design's RAM starts with, relative to the root, passed
+    /// as the top's `INIT_FILE` parameter (`make-images.sh` writes it).
+    pub init_file: Option<&'static str>,
     /// Top-level parameter overrides.
     pub params: &'static [(&'static str, &'static str)],
     pub part: Part,
@@ -50,6 +57,21 @@ pub struct Target {
     /// levels allowed on any register-to-register path. `None`: not guarded.
     pub depth_limit: Option<u32>,
 }
+
+/// A file of a PyPI package in the project's virtualenv: `FILE` in the directory the
+/// package's module names as its `data_location` (the pythondata-* convention).
+pub struct PackageFile {
+    pub package: PyPackage,
+    pub module: &'static str,
+    pub file: &'static str,
+}
+
+/// The SoC's soft core: VexRiscv RV32IMAC (LR/SC, no AMOs).
+const VEXRISCV: &[PackageFile] = &[PackageFile {
+    package: install::VEXRISCV,
+    module: "pythondata_cpu_vexriscv",
+    file: "VexRiscv_IMAC.v",
+}];
 
 pub enum Part {
     /// Lattice ECP5 (`synth_ecp5`, `nextpnr-ecp5`).
@@ -66,6 +88,9 @@ pub enum Part {
     },
     /// AMD UltraScale+ class (`synth_xilinx -family xcup`): resources and logic depth.
     XilinxUltraScalePlus,
+    /// AMD 7-series (`synth_xilinx -family xc7`, Artix-7 and up): resources and logic
+    /// depth, beside VexRiscv's published Artix-7 figures.
+    Xilinx7,
 }
 
 impl Part {
@@ -75,6 +100,7 @@ impl Part {
                 device, package, ..
             } => format!("ECP5 {device} {package}"),
             Part::XilinxUltraScalePlus => "Xilinx UltraScale+ (xcup)".to_string(),
+            Part::Xilinx7 => "Xilinx 7-series (xc7)".to_string(),
         }
     }
 }
@@ -91,12 +117,38 @@ const DATAPATH: &[&str] = &[
     "hdl-sim/rtl/roce_dp_top.sv",
 ];
 
+/// The NIC SoC (`hdl-sim/rtl/soc/`) around the datapath; with [`VEXRISCV`].
+const SOC: &[&str] = &[
+    "hdl-sim/rtl/roce_rx_pkg.sv",
+    "hdl-sim/rtl/roce_fifo.sv",
+    "hdl-sim/rtl/axis_skid.sv",
+    "hdl-sim/rtl/icrc.sv",
+    "hdl-sim/rtl/rx_hdr_decode.sv",
+    "hdl-sim/rtl/rx_parser.sv",
+    "hdl-sim/rtl/tx_icrc_insert.sv",
+    "hdl-sim/rtl/roce_dp_top.sv",
+    "hdl-sim/rtl/soc/soc_ram.sv",
+    "hdl-sim/rtl/soc/soc_tdp_ram.sv",
+    "hdl-sim/rtl/soc/soc_host_regs.sv",
+    "hdl-sim/rtl/soc/soc_dma.sv",
+    "hdl-sim/rtl/soc/soc_datapath.sv",
+    "hdl-sim/rtl/soc/soc_timer.sv",
+    "hdl-sim/rtl/soc/soc_log.sv",
+    "hdl-sim/rtl/soc/nic_soc.sv",
+    "hdl-sim/rtl/soc/nic_soc_ecp5.sv",
+];
+
+/// The RAM of the SoC on the ECP5 (the `ecp5-85f` board of `firmware/image/src/boards.rs`).
+const SOC_ECP5_RAM: &str = "360448";
+
 /// Every synthesis target. Adding a design is adding a row.
 pub const TARGETS: &[Target] = &[
     Target {
         name: "dp64-ecp5",
         top: "roce_dp_top",
         files: DATAPATH,
+        package_files: &[],
+        init_file: None,
         params: &[("DATA_WIDTH", "64")],
         part: Part::Ecp5 {
             device: "um5g-85k",
@@ -108,9 +160,49 @@ pub const TARGETS: &[Target] = &[
         depth_limit: None,
     },
     Target {
+        name: "dp64-xc7",
+        top: "roce_dp_top",
+        files: DATAPATH,
+        package_files: &[],
+        init_file: None,
+        params: &[("DATA_WIDTH", "64")],
+        part: Part::Xilinx7,
+        clock_mhz: 125,
+        depth_limit: None,
+    },
+    Target {
+        name: "soc-ecp5",
+        top: "nic_soc_ecp5",
+        files: SOC,
+        package_files: VEXRISCV,
+        init_file: Some("firmware/image/target/images/ecp5-85f/firmware.hex"),
+        params: &[("RAM_BYTES", SOC_ECP5_RAM)],
+        part: Part::Ecp5 {
+            device: "um5g-85k",
+            package: "CABGA381",
+            out_of_context: false,
+            lpf: Some("hdl-sim/rtl/soc/nic_soc_ecp5.lpf"),
+        },
+        clock_mhz: 100,
+        depth_limit: None,
+    },
+    Target {
+        name: "soc-xc7",
+        top: "nic_soc_ecp5",
+        files: SOC,
+        package_files: VEXRISCV,
+        init_file: None,
+        params: &[("RAM_BYTES", SOC_ECP5_RAM)],
+        part: Part::Xilinx7,
+        clock_mhz: 100,
+        depth_limit: None,
+    },
+    Target {
         name: "dp512-xcup",
         top: "roce_dp_top",
         files: DATAPATH,
+        package_files: &[],
+        init_file: None,
         params: &[("DATA_WIDTH", "512")],
         part: Part::XilinxUltraScalePlus,
         clock_mhz: 250,
@@ -163,7 +255,13 @@ pub fn synth(root: &Path, args: &[String]) -> Result {
         return check_depth(root);
     }
     let targets = select(args)?;
-    let bin = install::python_packages(root, TOOLS)?;
+    let mut packages = TOOLS.to_vec();
+    packages.extend(
+        targets
+            .iter()
+            .flat_map(|t| t.package_files.iter().map(|f| f.package)),
+    );
+    let bin = install::python_packages(root, &packages)?;
     let mut reports = Vec::new();
     for target in targets {
         println!("\n==> synth {}", target.name);
@@ -262,7 +360,27 @@ fn run_target(root: &Path, bin: &Path, target: &Target, pnr: bool) -> Result<Rep
             return Err(format!("{}: no file {file}", target.name));
         }
     }
-    let script = yosys_script(root, target);
+    let mut files: Vec<PathBuf> = target.files.iter().map(|f| root.join(f)).collect();
+    for f in target.package_files {
+        files.push(package_file(bin, f)?);
+    }
+    let mut params: Vec<(String, String)> = target
+        .params
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    if let Some(image) = target.init_file {
+        let path = root.join(image);
+        if !path.is_file() {
+            return Err(format!(
+                "{}: no image {image}: run firmware/image/make-images.sh",
+                target.name
+            ));
+        }
+        // slang takes a string parameter with its quotes
+        params.push(("INIT_FILE".to_string(), format!("\"{}\"", path.display())));
+    }
+    let script = yosys_script(target, &files, &params);
     let script_path = dir.join("synth.ys");
     fs::write(&script_path, &script).map_err(|e| format!("{}: {e}", script_path.display()))?;
 
@@ -307,21 +425,37 @@ fn tool(bin: &Path, name: &str) -> Command {
     command
 }
 
-fn yosys_script(root: &Path, target: &Target) -> String {
-    let files: Vec<String> = target
-        .files
-        .iter()
-        .map(|f| root.join(f).display().to_string())
-        .collect();
-    let params: String = target
-        .params
-        .iter()
-        .map(|(k, v)| format!(" -G {k}={v}"))
-        .collect();
-    // `-j 1`: WebAssembly has no threads. `--keep-hierarchy`: the modules stay modules
-    // until after mapping, for resource use per module.
+/// Where a package's file is: its module's `data_location`, from the virtualenv's
+/// python (next to the tools in `bin`).
+fn package_file(bin: &Path, f: &PackageFile) -> Result<PathBuf> {
+    let query = format!("import {}; print({}.data_location)", f.module, f.module);
+    let python = bin.join("python");
+    let out = cmd::stdout(&mut cmd::cmd(
+        python
+            .to_str()
+            .ok_or("the virtualenv's path is not UTF-8")?,
+        &["-c", &query],
+    ))?;
+    let path = Path::new(out.trim()).join(f.file);
+    if path.is_file() {
+        Ok(path)
+    } else {
+        Err(format!(
+            "{} is not in package {}",
+            path.display(),
+            f.package.name
+        ))
+    }
+}
+
+fn yosys_script(target: &Target, files: &[PathBuf], params: &[(String, String)]) -> String {
+    let files: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
+    let params: String = params.iter().map(|(k, v)| format!(" -G {k}={v}")).collect();
+    // `-j 1`: WebAssembly has no threads. (slang flattens the design as it reads it,
+    // so `stat` sees one module; its `--keep-hierarchy`, "experimental", would give
+    // resources per module and is not yet tried on every target.)
     let read = format!(
-        "read_slang -j 1 --keep-hierarchy {} --top {}{params}",
+        "read_slang -j 1 {} --top {}{params}",
         files.join(" "),
         target.top
     );
@@ -336,6 +470,10 @@ fn yosys_script(root: &Path, target: &Target) -> String {
         Part::XilinxUltraScalePlus => (
             format!("synth_xilinx -family xcup -noiopad -top {}", target.top),
             "t:LUT1 t:LUT2 t:LUT3 t:LUT4 t:LUT5 t:LUT6 t:CARRY8 t:MUXF7 t:MUXF8 t:MUXF9",
+        ),
+        Part::Xilinx7 => (
+            format!("synth_xilinx -family xc7 -noiopad -top {}", target.top),
+            "t:LUT1 t:LUT2 t:LUT3 t:LUT4 t:LUT5 t:LUT6 t:CARRY4 t:MUXF7 t:MUXF8",
         ),
     };
     // Resources per module before flattening; depth and the netlist after. `ltp` over

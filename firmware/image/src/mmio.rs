@@ -119,6 +119,9 @@ pub mod stat_reg {
     pub const FRAMES_TX: u32 = 0x4004;
     /// Frames the runtime took from the datapath (low 32 bits).
     pub const FRAMES_RX: u32 = 0x4008;
+    /// Polls of the main loop that found nothing to do: two of them after the host's
+    /// last doorbell or frame tell a simulation the firmware has gone idle.
+    pub const IDLE_POLLS: u32 = 0x400C;
     /// Cycles spent in busy polls (`mcycle`), low and high word.
     pub const BUSY_CYCLES: u32 = 0x4010;
     /// Instructions retired in busy polls (`minstret`), low and high word.
@@ -420,6 +423,12 @@ impl MmioHal {
         w(stat_reg::BUSY_INSTRET + 4, (s.busy_instret >> 32) as u32);
         w(stat_reg::NEXT_TIMEOUT, s.next_timeout as u32);
         w(stat_reg::NEXT_TIMEOUT + 4, (s.next_timeout >> 32) as u32);
+    }
+
+    /// Publishes the count of idle polls ([`stat_reg::IDLE_POLLS`]).
+    pub fn write_idle_polls(&self, polls: u32) {
+        self.window
+            .write(map::HOST_WINDOW + stat_reg::IDLE_POLLS, polls);
     }
 
     /// Publishes the cycles the boot took ([`stat_reg::BOOT_CYCLES`]).

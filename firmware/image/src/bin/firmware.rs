@@ -143,6 +143,7 @@ fn main() -> ! {
         ..LoopStats::default()
     };
     nic.hal().write_stats(&stats);
+    let mut idle_polls = 0u32;
     loop {
         let (c0, i0) = (clock::cycles(), clock::instret());
         if nic.poll() {
@@ -155,6 +156,9 @@ fn main() -> ! {
             stats.frames_rx = c.frames_rx as u32;
             stats.next_timeout = nic.poll_timeout().unwrap_or(u64::MAX);
             nic.hal().write_stats(&stats);
+        } else {
+            idle_polls = idle_polls.wrapping_add(1);
+            nic.hal().write_idle_polls(idle_polls);
         }
     }
 }
