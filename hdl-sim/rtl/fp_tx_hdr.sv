@@ -72,13 +72,19 @@ module fp_tx_hdr
         at = s_job.has_reth ? 28 : 12;
         for (int i = 0; i < 4; i++) th[8*(at+i) +: 8] = b8({32'd0, s_job.imm}, i, 4);
       end
+      if (s_job.has_atomic) begin
+        for (int i = 0; i < 8; i++) th[8*(12+i) +: 8] = b8(s_job.reth_va, i, 8);
+        for (int i = 0; i < 4; i++) th[8*(20+i) +: 8] = b8({32'd0, s_job.reth_rkey}, i, 4);
+        for (int i = 0; i < 8; i++) th[8*(24+i) +: 8] = b8(s_job.swap_add, i, 8);
+        for (int i = 0; i < 8; i++) th[8*(32+i) +: 8] = b8(s_job.compare, i, 8);
+      end
       if (s_job.has_aeth) begin
         for (int i = 0; i < 4; i++) th[8*(12+i) +: 8] = b8({32'd0, s_job.aeth}, i, 4);
       end
       th1 <= th;
       j1 <= s_job;
       hl1 <= s_job.hdr_len + 8'd12 + (s_job.has_reth ? 8'd16 : 8'd0)
-          + ((s_job.has_imm || s_job.has_aeth) ? 8'd4 : 8'd0);
+          + (s_job.has_atomic ? 8'd28 : 8'd0) + ((s_job.has_imm || s_job.has_aeth) ? 8'd4 : 8'd0);
       body1 <= s_job.plen + {14'd0, s_job.pad};
     end
     if (rst) v1 <= 1'b0;

@@ -70,12 +70,8 @@ pub struct LossSweep {
     #[serde(default = "default_rto_low")]
     pub rto_low: String,
     /// Runs per cell, seeded `seed`, `seed + 1`, ...
-    #[serde(default = "default_runs")]
+    #[serde(default = "super::one")]
     pub runs: u64,
-}
-
-fn default_runs() -> u64 {
-    1
 }
 
 fn default_rto_low() -> String {
