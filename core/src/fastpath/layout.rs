@@ -397,8 +397,14 @@ pub fn encode_event(e: &Event) -> [u8; EVENT_LEN] {
             put(&mut b, 18, frame_len.to_le_bytes());
             b[23] = kind_code(meta.l3_kind) | u8::from(meta.vlan) << 2;
         }
-        Event::MsgDone { msn, byte_len, .. } => {
+        Event::MsgDone {
+            msn,
+            byte_len,
+            solicited,
+            ..
+        } => {
             b[0] = EV_MSG_DONE;
+            b[11] = u8::from(solicited) << 1;
             put24(&mut b, 20, msn.value());
             put(&mut b, 24, byte_len.to_le_bytes());
         }
@@ -450,6 +456,7 @@ pub fn decode_event(b: &[u8; EVENT_LEN]) -> Result<Event, Invalid> {
             qpn,
             msn: Msn::new(u24_at(b, 20)),
             byte_len: u32_at(b, 24),
+            solicited: b[11] & 2 != 0,
         },
         EV_ACKED => Event::Acked {
             qpn,
