@@ -71,6 +71,9 @@ pub struct FastPathPort<P, const QPS: usize> {
     slot_used: [bool; SLOTS],
     /// Round-robin position of the TX scheduler.
     rr: usize,
+    /// The fast path is switched off: frames pass between the firmware and the port
+    /// untouched (a hardware enable bit; the firmware then handles every packet).
+    pub bypass: bool,
     counters: FastPathCounters,
     buf: [u8; FRAME_BUF],
 }
@@ -93,6 +96,7 @@ impl<P: Datapath, const QPS: usize> FastPathPort<P, QPS> {
             slot_len: [0; SLOTS],
             slot_used: [false; SLOTS],
             rr: 0,
+            bypass: false,
             counters: FastPathCounters::default(),
             buf: [0; FRAME_BUF],
         }
@@ -434,13 +438,21 @@ impl<P: Datapath, const QPS: usize> Datapath for FastPathPort<P, QPS> {
     fn can_transmit(&self) -> bool {
         self.inner.can_transmit()
     }
-    fn receive(&mut self, _: &mut [u8]) -> Option<usize> {
-        None
+    fn receive(&mut self, buf: &mut [u8]) -> Option<usize> {
+        if self.bypass {
+            self.inner.receive(buf)
+        } else {
+            None
+        }
     }
     fn verifies_icrc(&self) -> bool {
-        true
+        !self.bypass || self.inner.verifies_icrc()
     }
     fn fastpath(&mut self) -> Option<&mut dyn FastPath> {
-        Some(self)
+        if self.bypass {
+            None
+        } else {
+            Some(self)
+        }
     }
 }

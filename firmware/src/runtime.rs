@@ -289,20 +289,18 @@ impl<
     /// Posts the request descriptors the engine has for QPs on the fast path.
     fn fp_post(&mut self, now: Instant) -> bool {
         let mut any = false;
+        let mut desc = [0u8; layout::TXD_LEN];
         loop {
             let (_, dp) = self.hal.split();
             let Some(fp) = dp.fastpath() else {
                 return any;
             };
-            if !fp.tx_room() {
+            if !fp.tx_room() || !self.engine.fastpath_poll_request(now, &mut desc) {
                 break;
             }
-            let Some(m) = self.engine.fastpath_poll_request(now) else {
-                break;
-            };
             // `tx_room` said yes: a refusal is a malformed descriptor, which the
             // retransmission timer repairs like a lost packet.
-            let _ = fp.post_tx(&layout::encode_txd(&m));
+            let _ = fp.post_tx(&desc);
             self.counters.fp_descriptors += 1;
             any = true;
         }
@@ -314,8 +312,8 @@ impl<
     /// Handles the fast path's events in order.
     fn fp_events(&mut self, now: Instant) -> bool {
         let mut any = false;
+        let mut ev = [0u8; EVENT_LEN];
         loop {
-            let mut ev = [0u8; EVENT_LEN];
             let (dma, dp) = self.hal.split();
             let Some(fp) = dp.fastpath() else {
                 break;
@@ -348,6 +346,8 @@ impl<
                     }
                     if on {
                         self.fp_write_back(qpn);
+                        // An exception may end the QP (a fatal NAK): off the fast path.
+                        self.fp_refresh(qpn);
                     }
                 }
                 Event::MsgDone {
@@ -364,9 +364,6 @@ impl<
                 Event::Acked { psn, read, .. } => {
                     self.engine.fastpath_acked(now, qpn, psn, read);
                 }
-            }
-            if on {
-                self.fp_refresh(qpn);
             }
         }
         // An exception may have invalidated a key (SEND_WITH_INV).
@@ -597,6 +594,16 @@ impl<
     fn write_completions(&mut self) -> bool {
         let mut any = false;
         for c in 0..self.cq_hi {
+            // Most polls have nothing for most CQs: look before copying the CQ out.
+            let idle = match self.cqs.get(c) {
+                Some(Some(cq)) => {
+                    cq.stash.is_none() && !self.engine.completions_waiting(CqHandle(c as u16))
+                }
+                _ => true,
+            };
+            if idle {
+                continue;
+            }
             let Some(Some(cq)) = self.cqs.get(c).copied() else {
                 continue;
             };

@@ -443,6 +443,45 @@ impl<
         Some(out)
     }
 
+    /// [`Engine::with_qp`] for the fast path's entry points, which never give the QP a
+    /// frame of its own to send (its requests leave as descriptors): only the
+    /// descriptor flag and the timer are brought up to date.
+    fn with_fp_qp<R>(
+        &mut self,
+        slot: usize,
+        now: Instant,
+        f: impl FnOnce(&mut QpRef<'_, SQ, RQ, RD>, &mut Env<'_>) -> R,
+    ) -> Option<R> {
+        let Self {
+            cfg,
+            mem,
+            cqs,
+            qps,
+            queues,
+            counters,
+            deadlines,
+            fp_ready,
+            ..
+        } = self;
+        let qp = qps.get_mut(slot)?.as_mut()?;
+        let q = queues.get_mut(slot)?;
+        let mut env = Env {
+            now,
+            mem,
+            dma: &mut NoDma,
+            cqs,
+            ctr: counters,
+            cfg: &cfg.transport,
+        };
+        let mut r = QpRef { qp, q };
+        let out = f(&mut r, &mut env);
+        if let (Some(d), Some(ready)) = (deadlines.get_mut(slot), fp_ready.get_mut(slot)) {
+            *d = r.qp.next_deadline();
+            *ready = true;
+        }
+        Some(out)
+    }
+
     /// `ibv_modify_qp`.
     pub fn modify_qp(&mut self, qpn: Qpn, attr: &QpAttr) -> Result<(), Error> {
         let slot = self.slot(qpn).ok_or(Error::NoSuchQp(qpn))?;
@@ -614,27 +653,35 @@ impl<
     /// after the requester was rewound, then one descriptor per WQE, the rest of a WQE
     /// (REPLAY) after Go-Back-N. Counts the message as sent; the hardware's window holds
     /// back what may not go yet.
-    pub fn fastpath_poll_request(&mut self, now: Instant) -> Option<fastpath::TxMsg> {
+    ///
+    /// Writes the descriptor's bytes (`fastpath::layout`) into `out`; false when no QP
+    /// has one.
+    pub fn fastpath_poll_request(
+        &mut self,
+        now: Instant,
+        out: &mut [u8; fastpath::layout::TXD_LEN],
+    ) -> bool {
         let now = self.clock(now);
         let hi = self.hi.max(1);
         for k in 0..hi {
             let slot = (self.tx_next + k) % hi;
-            let on = matches!(self.qps.get(slot), Some(Some(qp)) if qp.req.fastpath);
-            if !on || !self.fp_ready.get(slot).copied().unwrap_or(false) {
+            if !self.fp_ready.get(slot).copied().unwrap_or(false) {
                 continue;
             }
-            let m = self
-                .with_qp(slot, now, &mut NoDma, |r, env, _| r.req_take_msg(env))
-                .flatten();
-            if m.is_some() {
+            let on = matches!(self.qps.get(slot), Some(Some(qp)) if qp.req.fastpath);
+            let took = on
+                && self
+                    .with_fp_qp(slot, now, |r, env| r.req_take_msg(env, out))
+                    .unwrap_or(false);
+            if took {
                 self.tx_next = (slot + 1) % hi;
-                return m;
+                return true;
             }
             if let Some(f) = self.fp_ready.get_mut(slot) {
                 *f = false;
             }
         }
-        None
+        false
     }
 
     /// The fast path took a response for `qpn` (`docs/fastpath.md` §3.6, the `ACKED`
@@ -643,10 +690,7 @@ impl<
     pub fn fastpath_acked(&mut self, now: Instant, qpn: Qpn, psn: Psn, read: bool) {
         let now = self.clock(now);
         if let Some(slot) = self.slot(qpn) {
-            self.counters.rcvd_pkts += 1;
-            self.with_qp(slot, now, &mut NoDma, |r, env, _| {
-                r.comp_fastpath(env, psn, read)
-            });
+            self.with_fp_qp(slot, now, |r, env| r.comp_fastpath(env, psn, read));
         }
     }
 
@@ -953,6 +997,13 @@ impl<
                 });
             }
         }
+    }
+
+    /// Whether `poll_completion(cq)` may return something (cheap: the runtime asks
+    /// every poll).
+    pub fn completions_waiting(&self, cq: CqHandle) -> bool {
+        self.cqs.stalled
+            || matches!(self.cqs.slots.get(usize::from(cq.0)), Some(Some(s)) if !s.entries.is_empty())
     }
 
     /// `ibv_poll_cq` for one entry.

@@ -3,6 +3,7 @@
 //! window and the `max_rd_atomic` credits, honouring fences; and rewinds for Go-Back-N
 //! (roce-facts §6.1, §6.2; rxe `rxe_req.c`).
 
+use crate::fastpath::layout::{self, TXD_LEN};
 use crate::fastpath::{MsgOp, TxMsg};
 use crate::memory::AccessFlags;
 use crate::num::{Psn, Rkey};
@@ -113,7 +114,20 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
     /// of the WQE at the cursor (a REPLAY when it was handed out before). The whole
     /// message counts as sent from here on: the hardware holds back what the window
     /// does not allow yet.
-    pub(crate) fn req_take_msg(&mut self, env: &mut Env<'_>) -> Option<TxMsg> {
+    ///
+    /// The descriptor's bytes go into `out` (`fastpath::layout`); false when there is
+    /// none.
+    pub(crate) fn req_take_msg(&mut self, env: &mut Env<'_>, out: &mut [u8; TXD_LEN]) -> bool {
+        match self.req_next_msg(env) {
+            Some(m) => {
+                layout::write_txd(&m, out);
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn req_next_msg(&mut self, env: &mut Env<'_>) -> Option<TxMsg> {
         if core::mem::take(&mut self.qp.req.rewound) {
             let mut m = self.msg_skeleton(MsgOp::Flush, 0);
             m.first_psn = self.qp.req.psn;
