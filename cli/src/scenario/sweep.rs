@@ -116,7 +116,7 @@ pub fn run(s: &LossSweep, seed: u64, progress: &mut Progress) -> Result<SweepRes
                     ..Faults::default()
                 };
                 let link = LinkConfig::new(rate, delay).with_faults(faults);
-                let mut sim = world::Sim::back_to_back(perf::nics(&p), link, seed);
+                let mut sim = world::Sim::back_to_back(perf::nics(&p, false), link, seed);
                 progress.relabel(&format!("{} t={timeout} loss={loss:e}", recovery.name()));
                 let m = perf::run(&mut sim, &p, progress).with_context(|| {
                     format!("{} timeout {timeout} loss {loss}", recovery.name())

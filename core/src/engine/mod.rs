@@ -800,6 +800,7 @@ impl<
         self.receive(now, frame, dma, false);
     }
 
+    #[inline(always)] // the per-packet path of both callers
     fn receive(&mut self, now: Instant, frame: &[u8], dma: &mut dyn Dma, check_icrc: bool) {
         let parsed = if check_icrc {
             wire::parse(frame)
@@ -807,7 +808,7 @@ impl<
             wire::parse_unverified(frame)
         };
         match parsed {
-            Ok(pkt) => self.handle_parsed(now, &pkt, dma),
+            Ok(pkt) => self.dispatch(now, &pkt, dma),
             Err(_) => self.counters.rcvd_parse_err += 1,
         }
     }
@@ -816,6 +817,12 @@ impl<
     /// described (`wire::Packet::from_meta`): the fast path's exceptions, which the
     /// firmware never parses again.
     pub fn handle_parsed(&mut self, now: Instant, pkt: &wire::Packet<'_>, dma: &mut dyn Dma) {
+        self.dispatch(now, pkt, dma);
+    }
+
+    /// A parsed frame to its QP (the receive path after the parse).
+    #[inline(always)] // the per-packet path of both callers
+    fn dispatch(&mut self, now: Instant, pkt: &wire::Packet<'_>, dma: &mut dyn Dma) {
         let now = self.clock(now);
         let frame = pkt.frame();
         // Addresses are read straight from the frame and compared as integers: this runs

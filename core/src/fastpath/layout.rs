@@ -166,12 +166,18 @@ pub fn encode_txd(m: &TxMsg) -> [u8; TXD_LEN] {
 
 /// Encodes a TX message descriptor (§2.2) into `b` (every byte written).
 pub fn write_txd(m: &TxMsg, b: &mut [u8; TXD_LEN]) {
+    write_txd_parts(m, &m.sges, b);
+}
+
+/// [`write_txd`] with the SGEs taken from `sges` instead of `m.sges` (the firmware
+/// writes a descriptor straight from its WQE).
+pub fn write_txd_parts(m: &TxMsg, sges: &[Sge], b: &mut [u8; TXD_LEN]) {
     b.fill(0);
     let b = &mut b[..];
     put24(b, 0, m.qpn.value());
     b[3] = m.op.code();
     b[4] = (u8::from(m.solicited) * TXD_SE) | (u8::from(m.replay) * TXD_REPLAY);
-    b[5] = m.sges.len() as u8;
+    b[5] = sges.len().min(MAX_SGE) as u8;
     put(b, 6, m.wqe_index.to_le_bytes());
     put(b, 8, m.length.to_le_bytes());
     let extra = match m.op {
@@ -183,7 +189,7 @@ pub fn write_txd(m: &TxMsg, b: &mut [u8; TXD_LEN]) {
     put(b, 16, m.remote_addr.to_le_bytes());
     put(b, 24, m.rkey.0.to_le_bytes());
     put24(b, 28, m.first_psn.value());
-    for (i, s) in m.sges.iter().enumerate() {
+    for (i, s) in sges.iter().take(MAX_SGE).enumerate() {
         put(b, 32 + 12 * i, s.addr.to_le_bytes());
         put(b, 40 + 12 * i, s.length.to_le_bytes());
     }

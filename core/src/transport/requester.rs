@@ -96,17 +96,17 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
             return None;
         }
         let mtu = self.qp.mtu.bytes();
-        Some(match self.req_select(env)? {
-            Next::Resend { idx, pkt, psn } => {
-                self.build_request(env, idx, pkt, psn, mtu, true, true)
-            }
+        let (idx, pkt, psn, near_window_end, rtx) = match self.req_select(env)? {
+            Next::Resend { idx, pkt, psn } => (idx, pkt, psn, true, true),
             Next::Send {
                 idx,
                 pkt,
                 psn,
                 near_window_end,
-            } => self.build_request(env, idx, pkt, psn, mtu, near_window_end, false),
-        })
+            } => (idx, pkt, psn, near_window_end, false),
+        };
+        // One call, its result returned as it is: a descriptor is big to move.
+        Some(self.build_request(env, idx, pkt, psn, mtu, near_window_end, rtx))
     }
 
     /// The next request as a fast-path message descriptor (`docs/fastpath.md` §2.2):
@@ -118,21 +118,18 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
     /// The descriptor's bytes go into `out` (`fastpath::layout`); false when there is
     /// none.
     pub(crate) fn req_take_msg(&mut self, env: &mut Env<'_>, out: &mut [u8; TXD_LEN]) -> bool {
-        match self.req_next_msg(env) {
-            Some(m) => {
-                layout::write_txd(&m, out);
-                true
-            }
-            None => false,
-        }
-    }
-
-    fn req_next_msg(&mut self, env: &mut Env<'_>) -> Option<TxMsg> {
         if core::mem::take(&mut self.qp.req.rewound) {
             let mut m = self.msg_skeleton(MsgOp::Flush, 0);
             m.first_psn = self.qp.req.psn;
-            return Some(m);
+            layout::write_txd(&m, out);
+            return true;
         }
+        self.req_next_msg(env, out).is_some()
+    }
+
+    /// The next WQE's descriptor, written into `out` straight from the WQE (its SGEs
+    /// are not copied twice).
+    fn req_next_msg(&mut self, env: &mut Env<'_>, out: &mut [u8; TXD_LEN]) -> Option<()> {
         let Next::Send { idx, pkt, psn, .. } = self.req_select(env)? else {
             // Selective repeat's resends: SR QPs are not on the fast path.
             return None;
@@ -163,11 +160,11 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
         m.replay = w.started;
         m.first_psn = if w.started { w.first_psn } else { psn };
         m.solicited = w.wr.send_flags.contains(SendFlags::SOLICITED);
-        m.sges = w.wr.sg_list.clone();
         m.length = w.len;
         m.remote_addr = remote_addr;
         m.rkey = rkey;
         m.start_pkt = pkt;
+        layout::write_txd_parts(&m, &w.wr.sg_list, out);
         let total = m.psns(self.qp.mtu);
         let (is_send, read_or_atomic) = (
             matches!(
@@ -213,7 +210,7 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
                 self.qp.comp.retrans_at = Some(env.now + t);
             }
         }
-        Some(m)
+        Some(())
     }
 
     /// A descriptor of `op` for the WQE at `idx` with nothing else filled in.
@@ -236,6 +233,7 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
 
     /// What the requester sends next, doing on the way the work that produces no
     /// packet.
+    #[inline(always)] // the per-packet path of `req_prepare`
     fn req_select(&mut self, env: &mut Env<'_>) -> Option<Next> {
         loop {
             if !matches!(self.qp.state, QpState::Rts | QpState::Sqd) {
@@ -332,6 +330,7 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
     /// Packet `pkt` (PSN `psn`) of the WQE at `idx`; `rtx` for a selective-repeat
     /// resend.
     #[allow(clippy::too_many_arguments)]
+    #[inline(always)] // one caller, per packet: its descriptor is built in place
     fn build_request(
         &self,
         env: &Env<'_>,
