@@ -410,6 +410,19 @@ impl<
         dma: &mut dyn Dma,
         f: impl FnOnce(&mut QpRef<'_, SQ, RQ, RD>, &mut Env<'_>, &PortConfig) -> R,
     ) -> Option<R> {
+        self.run_qp(slot, now, dma, true, f)
+    }
+
+    /// [`Engine::with_qp`], marking the QP ready for `poll_transmit` when `tx`.
+    #[inline(always)] // two thin callers
+    fn run_qp<R>(
+        &mut self,
+        slot: usize,
+        now: Instant,
+        dma: &mut dyn Dma,
+        tx: bool,
+        f: impl FnOnce(&mut QpRef<'_, SQ, RQ, RD>, &mut Env<'_>, &PortConfig) -> R,
+    ) -> Option<R> {
         let Self {
             cfg,
             mem,
@@ -434,7 +447,7 @@ impl<
         let deadline = r.qp.next_deadline();
         if let (Some(ready), Some(d)) = (self.tx_ready.get_mut(slot), self.deadlines.get_mut(slot))
         {
-            *ready = true;
+            *ready |= tx;
             *d = deadline;
         }
         if let Some(f) = self.fp_ready.get_mut(slot) {
@@ -444,42 +457,15 @@ impl<
     }
 
     /// [`Engine::with_qp`] for the fast path's entry points, which never give the QP a
-    /// frame of its own to send (its requests leave as descriptors): only the
-    /// descriptor flag and the timer are brought up to date.
+    /// frame of its own to send (its requests leave as descriptors): the QP's ready
+    /// flag for `poll_transmit` stays as it is.
     fn with_fp_qp<R>(
         &mut self,
         slot: usize,
         now: Instant,
         f: impl FnOnce(&mut QpRef<'_, SQ, RQ, RD>, &mut Env<'_>) -> R,
     ) -> Option<R> {
-        let Self {
-            cfg,
-            mem,
-            cqs,
-            qps,
-            queues,
-            counters,
-            deadlines,
-            fp_ready,
-            ..
-        } = self;
-        let qp = qps.get_mut(slot)?.as_mut()?;
-        let q = queues.get_mut(slot)?;
-        let mut env = Env {
-            now,
-            mem,
-            dma: &mut NoDma,
-            cqs,
-            ctr: counters,
-            cfg: &cfg.transport,
-        };
-        let mut r = QpRef { qp, q };
-        let out = f(&mut r, &mut env);
-        if let (Some(d), Some(ready)) = (deadlines.get_mut(slot), fp_ready.get_mut(slot)) {
-            *d = r.qp.next_deadline();
-            *ready = true;
-        }
-        Some(out)
+        self.run_qp(slot, now, &mut NoDma, false, |r, env, _| f(r, env))
     }
 
     /// `ibv_modify_qp`.

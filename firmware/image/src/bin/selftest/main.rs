@@ -481,21 +481,26 @@ impl Test {
         );
     }
 
-    /// RDMA WRITE from A into B's buffer.
-    fn write(&mut self) {
-        const LEN: usize = 5000;
-        let (src, dst) = (self.a.addr + WRITE_AT, self.b.addr + WRITE_AT);
-        self.fill(src, LEN, 2);
-        let id = self.next_wr_id();
-        let wr = SendWr::new(
+    /// A signaled RDMA WRITE of `len` bytes from A's `src` to B's `dst`.
+    fn write_wr(&self, id: u64, src: u64, dst: u64, len: usize) -> SendWr {
+        SendWr::new(
             id,
             WrOp::RdmaWrite {
                 remote_addr: dst,
                 rkey: self.b.rkey,
             },
         )
-        .sge(src, LEN as u32, self.a.lkey)
-        .flags(SendFlags::SIGNALED);
+        .sge(src, len as u32, self.a.lkey)
+        .flags(SendFlags::SIGNALED)
+    }
+
+    /// RDMA WRITE from A into B's buffer.
+    fn write(&mut self) {
+        const LEN: usize = 5000;
+        let (src, dst) = (self.a.addr + WRITE_AT, self.b.addr + WRITE_AT);
+        self.fill(src, LEN, 2);
+        let id = self.next_wr_id();
+        let wr = self.write_wr(id, src, dst, LEN);
         self.post_send(&wr);
         self.expect_wc(false, id, WcOpcode::RdmaWrite, LEN as u32);
         self.check_pattern("WRITE data", dst, LEN, 2);
@@ -693,15 +698,7 @@ impl Test {
         self.dp().reset();
         self.nic.hal().datapath.reset();
         let id = self.next_wr_id();
-        let wr = SendWr::new(
-            id,
-            WrOp::RdmaWrite {
-                remote_addr: dst,
-                rkey: self.b.rkey,
-            },
-        )
-        .sge(src, LEN as u32, self.a.lkey)
-        .flags(SendFlags::SIGNALED);
+        let wr = self.write_wr(id, src, dst, LEN);
         let c0 = self.nic.counters().fastpath;
         probe::enable(true);
         let s0 = Split::now();
