@@ -863,9 +863,9 @@ impl<
         );
         self.with_qp(slot, now, dma, |r, env, _| {
             if response {
-                r.comp_handle(env, &pkt);
+                r.comp_handle(env, pkt);
             } else {
-                r.resp_handle(env, &pkt, net_hdr);
+                r.resp_handle(env, pkt, net_hdr);
             }
         });
     }

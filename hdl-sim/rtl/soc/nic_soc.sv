@@ -94,8 +94,8 @@ module nic_soc #(
   end
 
   // ------------------------------------------------------------------ core
-  // (the instruction bus only reads; neither bus's burst hints are used;
-  // the address bits above the RAM and the MMIO offsets are not decoded)
+  // (the instruction bus only reads; the burst type is always linear; the
+  // address bits above the RAM and the MMIO offsets are not decoded)
   /* verilator lint_off UNUSEDSIGNAL */
   logic        ibus_cyc, ibus_stb, ibus_ack, ibus_we, ibus_err;
   logic [29:0] ibus_adr;
@@ -147,6 +147,8 @@ module nic_soc #(
   assign dbus_err = 1'b0;
 
   // ------------------------------------------------------------------ RAM
+  logic          ibus_more;
+  logic [AW-1:0] ibus_raddr;
   logic          b_en;
   logic [3:0]    b_we;
   logic [AW-1:0] b_addr;
@@ -161,7 +163,7 @@ module nic_soc #(
     .INIT_FILE(INIT_FILE)
   ) ram_inst (
     .clk(clk),
-    .a_addr(ibus_adr[AW-1:0]),
+    .a_addr(ibus_raddr),
     .a_rdata(a_rdata),
     .b_en(b_en),
     .b_we(b_we),
@@ -170,18 +172,27 @@ module nic_soc #(
     .b_rdata(b_rdata)
   );
 
-  // instruction fetch: one word per two cycles (registered ack)
+  // instruction fetch: registered feedback. The first word of a cycle takes
+  // two clocks; within an incrementing burst (CTI 010, the cache's line
+  // refills) the RAM already reads the next word while the current one is
+  // acknowledged, so the rest come one a clock. A burst ends at CTI 111.
+  assign ibus_more = ibus_ack && ibus_cti == 3'b010;
+  assign ibus_raddr = ibus_adr[AW-1:0] + AW'(ibus_more);
   always_ff @(posedge clk) begin
-    ibus_ack <= ibus_cyc && ibus_stb && !ibus_ack;
+    ibus_ack <= ibus_cyc && ibus_stb && (!ibus_ack || ibus_more);
     if (rst) ibus_ack <= 1'b0;
   end
   assign ibus_miso = a_rdata;
 
-  // data bus: the RAM below 0xF000_0000, the MMIO block above
-  logic is_mmio, dbus_req, dram_go, dram_ack, mmio_go;
+  // data bus: the RAM below 0xF000_0000, the MMIO block above. RAM reads in
+  // an incrementing burst (the data cache's line refills) run a word a clock
+  // as on the instruction bus, unless the DMA engine takes the port for a
+  // cycle (the burst then waits a clock).
+  logic is_mmio, dbus_req, dram_go, dram_ack, mmio_go, dbus_more;
   assign is_mmio = dbus_adr[29:26] == 4'hF;
   assign dbus_req = dbus_cyc && dbus_stb && !dbus_ack;
-  assign dram_go = dbus_req && !is_mmio && !dma_ram_en;
+  assign dbus_more = dram_ack && dbus_cti == 3'b010 && !dbus_we;
+  assign dram_go = dbus_cyc && dbus_stb && !is_mmio && !dma_ram_en && (!dbus_ack || dbus_more);
   assign mmio_go = dbus_req && is_mmio;
 
   always_comb begin
@@ -193,7 +204,7 @@ module nic_soc #(
     end else begin
       b_en = dram_go;
       b_we = dbus_we ? dbus_sel : 4'b0000;
-      b_addr = dbus_adr[AW-1:0];
+      b_addr = dbus_adr[AW-1:0] + AW'(dbus_more);
       b_wdata = dbus_mosi;
     end
   end
