@@ -36,28 +36,46 @@ pub struct RuntimeCounters {
     pub cq_overflows: u64,
     /// DMA reads or writes that faulted.
     pub dma_errors: u64,
+    /// The fast path's own counts (zero without one).
+    pub fastpath: FastPathCounters,
+    /// Message descriptors posted to the fast path, and its events handled.
+    pub fp_descriptors: u64,
+    pub fp_events: u64,
 }
 
-/// One list of `(source, counter)` in index order makes the names, the encoder and the
+/// What the RC fast path counted (`docs/fastpath.md`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FastPathCounters {
+    /// Frames the segmenter and the ACK path sent.
+    pub tx_frames: u64,
+    /// Requests placed and responses taken without the firmware.
+    pub rx_handled: u64,
+    /// Frames handed to the firmware as exceptions.
+    pub rx_exceptions: u64,
+    /// Frames the parser dropped.
+    pub rx_dropped: u64,
+}
+
+/// One list of `name: source.field` in index order makes the names, the encoder and the
 /// decoder of a set, so the three cannot disagree.
 macro_rules! counter_set {
     (
         $(#[$doc:meta])* $names:ident, $encode:ident, $decode:ident,
-        ($($src:ident: $ty:ty),+) { $($from:ident . $field:ident),+ $(,)? }
+        ($($src:ident: $ty:ty),+) { $($name:literal: $from:ident $(. $field:ident)+),+ $(,)? }
     ) => {
         $(#[$doc])*
-        pub const $names: &[&str] = &[$(stringify!($field)),+];
+        pub const $names: &[&str] = &[$($name),+];
 
         /// The set's values, in index order.
         pub fn $encode($($src: &$ty),+) -> [u64; $names.len()] {
-            [$($from.$field),+]
+            [$($from $(. $field)+),+]
         }
 
         /// The counters from values in index order (missing ones read as zero).
         pub fn $decode(values: &[u64]) -> ($($ty),+) {
             $(let mut $src = <$ty>::default();)+
             let mut v = values.iter().copied();
-            $($from.$field = v.next().unwrap_or(0);)+
+            $($from $(. $field)+ = v.next().unwrap_or(0);)+
             ($($src),+)
         }
     };
@@ -67,45 +85,52 @@ counter_set! {
     /// The port's counter set ([`CounterScope::Port`]).
     PORT_COUNTERS, port_counter_values, port_counters_from,
     (engine: Counters, runtime: RuntimeCounters) {
-        engine.sent_pkts,
-        engine.rcvd_pkts,
-        engine.duplicate_request,
-        engine.out_of_seq_request,
-        engine.rcvd_rnr_err,
-        engine.send_rnr_err,
-        engine.rcvd_seq_err,
-        engine.retry_exceeded_err,
-        engine.retry_rnr_exceeded_err,
-        engine.completer_retry_err,
-        engine.retransmitted_pkts,
-        engine.rdma_sends,
-        engine.rdma_recvs,
-        engine.rcvd_parse_err,
-        engine.rcvd_not_for_us,
-        engine.rcvd_wrong_state,
-        engine.rcvd_pkey_err,
-        engine.rcvd_qkey_err,
-        engine.rcvd_addr_err,
-        engine.rcvd_bad_resp,
-        engine.resp_dropped,
-        engine.rp_cnp_handled,
-        engine.rp_cnp_ignored,
-        engine.np_ecn_marked_roce_packets,
-        engine.np_cnp_sent,
-        engine.tx_dma_err,
-        engine.sent_sack,
-        engine.rcvd_sack,
-        runtime.commands,
-        runtime.command_errors,
-        runtime.send_wqes,
-        runtime.recv_wqes,
-        runtime.bad_wqes,
-        runtime.frames_rx,
-        runtime.frames_tx,
-        runtime.cqes,
-        runtime.cq_overflows,
-        runtime.dma_errors,
-        runtime.bad_doorbells,
+        "sent_pkts": engine.sent_pkts,
+        "rcvd_pkts": engine.rcvd_pkts,
+        "duplicate_request": engine.duplicate_request,
+        "out_of_seq_request": engine.out_of_seq_request,
+        "rcvd_rnr_err": engine.rcvd_rnr_err,
+        "send_rnr_err": engine.send_rnr_err,
+        "rcvd_seq_err": engine.rcvd_seq_err,
+        "retry_exceeded_err": engine.retry_exceeded_err,
+        "retry_rnr_exceeded_err": engine.retry_rnr_exceeded_err,
+        "completer_retry_err": engine.completer_retry_err,
+        "retransmitted_pkts": engine.retransmitted_pkts,
+        "rdma_sends": engine.rdma_sends,
+        "rdma_recvs": engine.rdma_recvs,
+        "rcvd_parse_err": engine.rcvd_parse_err,
+        "rcvd_not_for_us": engine.rcvd_not_for_us,
+        "rcvd_wrong_state": engine.rcvd_wrong_state,
+        "rcvd_pkey_err": engine.rcvd_pkey_err,
+        "rcvd_qkey_err": engine.rcvd_qkey_err,
+        "rcvd_addr_err": engine.rcvd_addr_err,
+        "rcvd_bad_resp": engine.rcvd_bad_resp,
+        "resp_dropped": engine.resp_dropped,
+        "rp_cnp_handled": engine.rp_cnp_handled,
+        "rp_cnp_ignored": engine.rp_cnp_ignored,
+        "np_ecn_marked_roce_packets": engine.np_ecn_marked_roce_packets,
+        "np_cnp_sent": engine.np_cnp_sent,
+        "tx_dma_err": engine.tx_dma_err,
+        "sent_sack": engine.sent_sack,
+        "rcvd_sack": engine.rcvd_sack,
+        "commands": runtime.commands,
+        "command_errors": runtime.command_errors,
+        "send_wqes": runtime.send_wqes,
+        "recv_wqes": runtime.recv_wqes,
+        "bad_wqes": runtime.bad_wqes,
+        "frames_rx": runtime.frames_rx,
+        "frames_tx": runtime.frames_tx,
+        "cqes": runtime.cqes,
+        "cq_overflows": runtime.cq_overflows,
+        "dma_errors": runtime.dma_errors,
+        "bad_doorbells": runtime.bad_doorbells,
+        "fp_tx_frames": runtime.fastpath.tx_frames,
+        "fp_rx_handled": runtime.fastpath.rx_handled,
+        "fp_rx_exceptions": runtime.fastpath.rx_exceptions,
+        "fp_rx_dropped": runtime.fastpath.rx_dropped,
+        "fp_descriptors": runtime.fp_descriptors,
+        "fp_events": runtime.fp_events,
+        "local_ack_timeout_err": engine.local_ack_timeout_err,
     }
 }
 
@@ -182,7 +207,7 @@ mod tests {
 
     #[test]
     fn every_counter_of_the_engine_and_the_runtime_has_an_index() {
-        // Both structs are all u64 fields: the lists must hold exactly as many.
+        // The structs are all u64 fields: the list must hold exactly as many.
         let fields = (size_of::<Counters>() + size_of::<RuntimeCounters>()) / 8;
         assert_eq!(PORT_COUNTERS.len(), fields);
         assert_eq!(size_of::<QueryCountersArg>(), 24);

@@ -56,7 +56,7 @@ fn main() {
         let p = params(Test::WriteBw, 65536, iters, qps);
         let (wall, sim_ns) = best(|| {
             let mut sim = Sim::back_to_back(
-                perf::nics(&p, Datapath::Software).unwrap(),
+                perf::nics(&p, Datapath::Software, false).unwrap(),
                 LinkConfig::new(100_000_000_000, 2_000),
                 1,
             )
@@ -78,7 +78,8 @@ fn main() {
         let p = params(Test::WriteBw, size, iters, 1);
         let (wall, m) = best(|| {
             let t = Instant::now();
-            let mut direct = Direct::new(perf::nics(&p, Datapath::Software).unwrap()).unwrap();
+            let nics = perf::nics(&p, Datapath::Software, false).unwrap();
+            let mut direct = Direct::new(nics).unwrap();
             let m = perf::run(&mut direct, &p, &ProgressBar::hidden()).unwrap();
             (t.elapsed().as_secs_f64(), m)
         });

@@ -65,12 +65,21 @@ pub struct PerfArgs {
     /// The datapath under the firmware: the software model or the Verilated RTL.
     #[arg(long, value_enum, default_value_t = Backend::Model)]
     pub backend: Backend,
+    /// The RC fast path (`docs/fastpath.md`): its software model as the NIC's hardware
+    /// in front of the datapath (`on`), or the firmware handling every packet (`off`).
+    #[arg(long, value_enum, default_value_t = crate::interop::OnOff::On)]
+    pub fastpath: crate::interop::OnOff,
     /// Where the NICs meet: the simulated fabric, or directly in memory (wall clock).
     #[arg(long, value_enum, default_value_t = Fabric::Sim)]
     pub fabric: Fabric,
     /// Write every frame on the wire to this pcap.
     #[arg(long)]
     pub pcap: Option<std::path::PathBuf>,
+    /// Where --pcap listens: `link`, what the link delivers both ways (lost frames are
+    /// not in it); `client` or `server`, as tcpdump on that host would: every frame it
+    /// sends, lost or not, and those that reach it.
+    #[arg(long, value_enum, default_value_t = PcapAt::Link, requires = "pcap")]
+    pub pcap_at: PcapAt,
     /// One JSON object per line and size instead of the table.
     #[arg(long)]
     pub json: bool,
@@ -92,6 +101,13 @@ pub struct PerfArgs {
 pub enum Backend {
     Model,
     Rtl,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PcapAt {
+    Link,
+    Client,
+    Server,
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -203,7 +219,8 @@ pub fn run(args: &PerfArgs, out: &mut impl Write) -> Result<()> {
             Backend::Model => Datapath::Software,
             Backend::Rtl => Datapath::Rtl(roce_hdl_sim::DataWidth::W512),
         };
-        let nics = perf::nics(&p, datapath)?;
+        let fastpath = args.fastpath == crate::interop::OnOff::On;
+        let nics = perf::nics(&p, datapath, fastpath)?;
         let bar = progress::bar(p.test.name());
         let m = match args.fabric {
             Fabric::Direct => {
@@ -223,7 +240,12 @@ pub fn run(args: &PerfArgs, out: &mut impl Write) -> Result<()> {
                     Some(path) => {
                         let file = std::fs::File::create(path)
                             .with_context(|| format!("cannot create {}", path.display()))?;
-                        Some(sim.fabric.tap(sim.link, std::io::BufWriter::new(file))?)
+                        let out = std::io::BufWriter::new(file);
+                        Some(match args.pcap_at {
+                            PcapAt::Link => sim.fabric.tap(sim.link, out)?,
+                            PcapAt::Client => sim.fabric.tap_end(sim.link, 0, out)?,
+                            PcapAt::Server => sim.fabric.tap_end(sim.link, 1, out)?,
+                        })
                     }
                     None => None,
                 };
@@ -269,6 +291,7 @@ fn run_wire(args: &PerfArgs, sizes: Vec<usize>, iters: usize, out: &mut impl Wri
             tx_depth: args.tx_depth,
             role: role.clone(),
             link: args.raw.clone(),
+            fastpath: args.fastpath,
         };
         perftest::run(&p, out)?;
     }

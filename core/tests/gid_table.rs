@@ -60,8 +60,8 @@ fn write(p: &mut Pair, qa: Qpn, id: u64) {
     assert_eq!(p.b.mem.read(dst, 64), p.a.mem.read(src, 64));
 }
 
-/// An RC QP pair between fd00::1 and fd00::2 (GID index 2 on both ports); A's QP.
-fn connect_v6(p: &mut Pair) -> Qpn {
+/// An RC QP pair between fd00::1 and fd00::2 (GID index 2 on both ports).
+fn connect_v6(p: &mut Pair) -> (Qpn, Qpn) {
     let o = QpOpts::default();
     let (qa, qb) = (p.a.create_qp(QpType::Rc), p.b.create_qp(QpType::Rc));
     let mut ava = p.a.av_to(&p.b);
@@ -70,7 +70,7 @@ fn connect_v6(p: &mut Pair) -> Qpn {
     (avb.dgid, avb.sgid_index) = (v6(1), 2);
     bring_up(&mut p.a, qa, QpType::Rc, ava, qb, &o, 1, 1);
     bring_up(&mut p.b, qb, QpType::Rc, avb, qa, &o, 1, 1);
-    qa
+    (qa, qb)
 }
 
 #[test]
@@ -85,7 +85,7 @@ fn each_qp_sends_from_the_gid_its_sgid_index_names() {
     assert_eq!((src, dst), (p.a.gid, p.b.gid));
 
     // Over IPv6 from index 2, on the same ports.
-    let qa6 = connect_v6(&mut p);
+    let (qa6, _) = connect_v6(&mut p);
     write(&mut p, qa6, 2);
     let (src, dst, v4) = last_addresses(&p);
     assert!(!v4);
@@ -136,13 +136,21 @@ fn an_empty_or_mismatched_sgid_index_is_refused() {
 #[test]
 fn frames_for_a_removed_gid_are_not_for_the_port() {
     let mut p = pair();
-    let qa = connect_v6(&mut p);
+    let (qa, qb) = connect_v6(&mut p);
     write(&mut p, qa, 1);
-    // B drops fd00::2 from its table: A's next WRITE reaches a port that no longer
-    // answers to that address.
+    // B cannot drop fd00::2 while its connected QP uses it; once that QP is reset, it
+    // can, and A's next WRITE reaches a port that no longer answers to that address.
     let mut cfg = *p.b.eng.config();
     cfg.gids.set(2, None).unwrap();
-    p.b.eng.set_config(cfg);
+    assert!(matches!(p.b.eng.set_config(cfg), Err(Error::Busy { .. })));
+    assert!(
+        p.b.eng.config().gids.get(2).is_some(),
+        "a refused change changes nothing"
+    );
+    p.b.eng
+        .modify_qp(qb, &QpAttr::to_state(QpState::Reset))
+        .unwrap();
+    p.b.eng.set_config(cfg).unwrap();
     let before = p.b.eng.counters().rcvd_not_for_us;
     let (src, ka) = p.a.buffer(64);
     let (dst, kb) = p.b.buffer(64);

@@ -3,7 +3,7 @@
 
 use roce_core::engine::PortConfig;
 use roce_core::transport::ipv4_gid;
-use roce_device::rtl::rtl_nic;
+use roce_device::rtl::{rtl_fastpath_nic, rtl_nic};
 use roce_device::{Capacities, LocalNic, NicModel};
 use roce_hdl_sim::{DataWidth, SimError};
 use std::rc::Rc;
@@ -42,14 +42,19 @@ pub enum Datapath {
     Rtl(DataWidth),
 }
 
-/// Boots a NIC of the given kind. Only the RTL can fail (not built, or not startable).
+/// Boots a NIC on `datapath`, with the RC fast path's model as its hardware in front of
+/// it (`fastpath`, `docs/fastpath.md`) or the firmware handling every packet. Only the
+/// RTL can fail (not built, or not startable).
 pub fn boot(
     datapath: Datapath,
+    fastpath: bool,
     cfg: PortConfig,
     caps: Capacities,
 ) -> Result<Rc<dyn NicModel>, SimError> {
-    Ok(match datapath {
-        Datapath::Software => LocalNic::new(cfg, caps),
-        Datapath::Rtl(width) => rtl_nic(cfg, caps, width)?.0,
+    Ok(match (datapath, fastpath) {
+        (Datapath::Software, false) => LocalNic::new(cfg, caps),
+        (Datapath::Software, true) => LocalNic::with_fastpath(cfg, caps),
+        (Datapath::Rtl(width), false) => rtl_nic(cfg, caps, width)?.0,
+        (Datapath::Rtl(width), true) => rtl_fastpath_nic(cfg, caps, width)?,
     })
 }

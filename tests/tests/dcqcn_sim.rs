@@ -74,7 +74,7 @@ struct Run {
 
 fn run(cc: CcConfig, pcap: Option<&Path>) -> Run {
     let p = params();
-    let nodes = perf::nics(&p, Datapath::Software)
+    let nodes = perf::nics(&p, Datapath::Software, false)
         .unwrap()
         .map(NicNode::new);
     let sw = SwitchConfig {

@@ -24,7 +24,7 @@ fn run(pfc: Priorities) -> (Sim, perf::Measurement) {
     // 2 us of link delay: 25 KB in flight each way. XOFF at 64 KiB leaves 192 KiB of
     // headroom, far above 2 x 25 KB + 2 frames.
     let rx = RxBufferConfig::new(256 * 1024, DRAIN, 64 * 1024, 32 * 1024);
-    let [a, b] = perf::nics(&p, Datapath::Software).unwrap();
+    let [a, b] = perf::nics(&p, Datapath::Software, false).unwrap();
     let nodes = [NicNode::new(a), NicNode::new(b).with_rx_buffer(rx)];
     let mut sim = Sim::connect(nodes, LinkConfig::new(LINK, 2_000), 1).unwrap();
     for ctx in sim.contexts() {

@@ -45,8 +45,8 @@ fn setup(faults: Faults, seed: u64, opts: ConnectOptions, backend: Backend) -> (
         Backend::Model => Datapath::Software,
         Backend::Rtl => Datapath::Rtl(DataWidth::W64),
     };
-    let nics =
-        [0, 1].map(|i| nic::boot(datapath, nic::port_config(i), Capacities::Firmware).unwrap());
+    let nics = [0, 1]
+        .map(|i| nic::boot(datapath, false, nic::port_config(i), Capacities::Firmware).unwrap());
     let sim = Sim::back_to_back(
         nics,
         LinkConfig::new(100_000_000_000, 2_000).with_faults(faults),

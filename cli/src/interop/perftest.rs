@@ -58,6 +58,8 @@ pub struct WireParams {
     pub tx_depth: usize,
     pub role: Role,
     pub link: LinkArgs,
+    /// The RC fast path on or off.
+    pub fastpath: super::OnOff,
 }
 
 /// What a wire run measured.
@@ -238,7 +240,7 @@ pub fn write_pattern(len: usize) -> Vec<u8> {
 
 /// Runs one test against a perftest peer; prints perftest-like lines to `out`.
 pub fn run(p: &WireParams, out: &mut impl std::io::Write) -> Result<WireResult> {
-    let st = Station::open(&p.link)?;
+    let st = Station::open(&p.link, p.fastpath)?;
     let shape = Shape::of(p);
     let res = Resources::create(&st, p, &shape)?;
     let mut oob = Oob::open(&p.role, p.link.port)?;

@@ -65,6 +65,10 @@ pub struct PingpongArgs {
     /// Connect to the peer's server at this host.
     #[arg(long)]
     pub client: Option<String>,
+    /// The RC fast path (`docs/fastpath.md`): its model as the NIC's hardware, or the
+    /// firmware handling every packet.
+    #[arg(long, value_enum, default_value_t = super::OnOff::On)]
+    pub fastpath: super::OnOff,
     /// Message size [default: 4096, UD 2048].
     #[arg(short = 's', long)]
     pub size: Option<usize>,
@@ -132,7 +136,7 @@ pub fn run(args: &PingpongArgs, out: &mut impl std::io::Write) -> Result<Pingpon
         (None, true) => Role::Server,
         _ => bail!("give --server or --client HOST"),
     };
-    let st = Station::open(&args.link)?;
+    let st = Station::open(&args.link, args.fastpath)?;
     let pp = Pingpong::create(&st, args, role)?;
     pp.exchange(args)?;
     let t0 = Instant::now();

@@ -77,11 +77,12 @@ pub struct Measurement {
 }
 
 /// Boots the two NICs for `p` on `datapath` (10.0.0.1 and 10.0.0.2; host-sized tables
-/// when the firmware's are too small for its QPs).
-pub fn nics(p: &Params, datapath: Datapath) -> Result<[Rc<dyn NicModel>; 2]> {
+/// when the firmware's are too small for its QPs), with the RC fast path's model as
+/// their hardware (`fastpath`) or the firmware alone.
+pub fn nics(p: &Params, datapath: Datapath, fastpath: bool) -> Result<[Rc<dyn NicModel>; 2]> {
     let caps = nic::capacities(p.qps, p.tx_depth);
     let boot = |side| {
-        nic::boot(datapath, nic::port_config(side), caps)
+        nic::boot(datapath, fastpath, nic::port_config(side), caps)
             .map_err(|e| anyhow::anyhow!("the RTL datapath: {e}"))
     };
     Ok([boot(0)?, boot(1)?])

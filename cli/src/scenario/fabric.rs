@@ -22,6 +22,7 @@ use roce_core::cc::CcConfig;
 use roce_core::memory::AccessFlags;
 use roce_core::transport::{Mtu, QpType, WcStatus, WorkCompletion, WrOp};
 use roce_host::{CompletionQueue, ConnectOptions, MemoryRegion, ProtectionDomain, QueuePair};
+use roce_sim::stats::Interval;
 use roce_sim::{LinkConfig, Nanos, PfcConfig, Priorities, RedConfig, SwitchConfig, WIRE_OVERHEAD};
 use roce_testbed::counters::{nic_totals, FabricTotals};
 use roce_testbed::nic::{self, Datapath};
@@ -68,6 +69,11 @@ pub struct FabricScenario {
     #[serde(default)]
     pub trunks: Vec<TrunkSpec>,
     pub flows: Vec<FlowSpec>,
+    /// Runs with seeds `seed`, `seed + 1`, ...: the first is drawn and tabled, the summary
+    /// gets the mean and 95 % interval of each measure over all of them (ECN marks are
+    /// random draws).
+    #[serde(default = "super::one")]
+    pub runs: u64,
 }
 
 fn default_sample() -> String {
@@ -79,13 +85,13 @@ fn default_zero() -> String {
 fn default_depth() -> usize {
     2
 }
-fn default_mtu() -> u32 {
+pub(crate) fn default_mtu() -> u32 {
     4096
 }
-fn default_dscp() -> u8 {
+pub(crate) fn default_dscp() -> u8 {
     26
 }
-fn default_timeout() -> u8 {
+pub(crate) fn default_timeout() -> u8 {
     14
 }
 
@@ -230,6 +236,9 @@ pub struct FabricResult {
     pub summary: Summary,
     /// The ECN band, for the plot.
     pub ecn: Option<(u64, u64)>,
+    /// With several runs: the seeds, and each run's summary (the first is `summary`).
+    pub seeds: Vec<u64>,
+    pub runs: Vec<Summary>,
 }
 
 /// Jain's fairness index (sum x)^2 / (n sum x^2): 1 when all are equal, 1/n when one
@@ -363,7 +372,7 @@ pub fn run(f: &FabricScenario, seed: u64, progress: &ProgressBar) -> Result<Fabr
         .collect::<Result<Vec<_>>>()?;
     let mut net = net;
     let run = simulate(f, &plan, &mut net, &mut flows, progress)?;
-    summarise(f, &plan, &net, &flows, run)
+    summarise(f, &plan, &net, &flows, run, seed)
 }
 
 /// The switches, and one NIC per host (10.0.0.(i + 1)) with DCQCN and PFC as the
@@ -389,7 +398,7 @@ fn build(f: &FabricScenario, plan: &Plan, seed: u64) -> Result<Net> {
     let mut hosts = Vec::new();
     for (h, spec) in f.hosts.iter().enumerate() {
         let caps = nic::capacities(flows_of(h), f.depth);
-        let model = nic::boot(Datapath::Software, nic::port_config(h), caps)?;
+        let model = nic::boot(Datapath::Software, false, nic::port_config(h), caps)?;
         hosts.push(topology::HostSpec::new(
             &spec.name,
             sw_index(&spec.switch)?,
@@ -563,6 +572,7 @@ fn summarise(
     net: &Net,
     flows: &[Flow],
     run: Recording,
+    seed: u64,
 ) -> Result<FabricResult> {
     let Recording {
         samples,
@@ -632,8 +642,10 @@ fn summarise(
     Ok(FabricResult {
         flows: f.flows.iter().map(|fl| fl.name.clone()).collect(),
         samples,
+        runs: vec![summary.clone()],
         summary,
         ecn,
+        seeds: vec![seed],
     })
 }
 
@@ -654,6 +666,30 @@ fn pause_frames_by_port(f: &FabricScenario, net: &Net) -> Vec<(String, u64)> {
     }
     by_port.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
     by_port
+}
+
+/// Runs the scenario with each of its seeds (`f.runs` from `seed`) on `threads`
+/// threads: the first run whole, the others' summaries beside it.
+pub fn run_seeds(
+    f: &FabricScenario,
+    seed: u64,
+    threads: usize,
+    progress: &ProgressBar,
+) -> Result<FabricResult> {
+    if f.runs == 0 {
+        bail!("runs must be at least 1");
+    }
+    let seeds: Vec<u64> = (seed..seed + f.runs).collect();
+    let mut results = super::in_parallel(
+        &seeds,
+        threads,
+        |&s| run(f, s, &ProgressBar::hidden()),
+        progress,
+    )?;
+    let mut first = results.remove(0);
+    first.runs.extend(results.into_iter().map(|r| r.summary));
+    first.seeds = seeds;
+    Ok(first)
 }
 
 /// Fairness window of [`Summary::fair_from_ns`].
@@ -887,6 +923,52 @@ impl FabricResult {
         let mut out = String::from("| measure | value |\n| --- | --- |\n");
         for (k, v) in rows {
             out += &format!("| {k} | {v} |\n");
+        }
+        if self.runs.len() > 1 {
+            out += &self.seeds_table();
+        }
+        out
+    }
+
+    /// The measures that rest on random draws, over every run: mean and 95 % interval.
+    fn seeds_table(&self) -> String {
+        let (first, last) = (self.seeds[0], self.seeds[self.seeds.len() - 1]);
+        let mut out = format!(
+            "\nOver {} runs (seeds {first} to {last}), mean and 95 % interval:\n\n| measure | seed {first} | mean ± 95 % |\n| --- | ---: | ---: |\n",
+            self.runs.len()
+        );
+        type Get = fn(&Summary) -> f64;
+        let measures: [(&str, Get, usize); 8] = [
+            (
+                "bottleneck utilisation (%)",
+                |s| 100.0 * s.bottleneck_utilisation,
+                2,
+            ),
+            ("bottleneck queue mean (KB)", |s| s.queue_mean / 1e3, 1),
+            (
+                "samples in the ECN band (%)",
+                |s| 100.0 * s.queue_in_band,
+                1,
+            ),
+            ("Jain's index", |s| s.jain, 4),
+            ("PFC frames sent by switches", |s| s.pause_frames as f64, 0),
+            ("ECN marks", |s| s.ecn_marked as f64, 0),
+            ("CNPs sent", |s| s.cnps as f64, 0),
+            ("drops", |s| s.drops as f64, 0),
+        ];
+        for (name, get, digits) in measures {
+            let xs: Vec<f64> = self.runs.iter().map(get).collect();
+            let i = Interval::of(&xs);
+            out += &format!("| {name} | {:.digits$} | {} |\n", xs[0], i.show(digits));
+        }
+        for (k, flow) in self.flows.iter().enumerate() {
+            let xs: Vec<f64> = self.runs.iter().map(|s| s.mean_rates_gbps[k]).collect();
+            let i = Interval::of(&xs);
+            out += &format!(
+                "| {flow} mean rate (Gb/s) | {:.2} | {} |\n",
+                xs[0],
+                i.show(2)
+            );
         }
         out
     }

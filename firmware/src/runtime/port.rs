@@ -6,10 +6,11 @@
 use super::{status_of, Nic};
 use crate::abi::counters::{port_counter_values, qp_counter_values};
 use crate::abi::{
-    self, CcArg, CmdEntry, CmdOp, CmdStatus, CounterScope, DcbArg, GidArg, PortArg, QpCcArg,
-    QueryCountersArg,
+    self, CcArg, CmdEntry, CmdOp, CmdStatus, CounterScope, DcbArg, DecodeError, GidArg, PortArg,
+    QpCcArg, QueryCountersArg,
 };
-use crate::hal::Hal;
+use crate::hal::{Datapath, Hal};
+use roce_core::engine::PortConfig;
 use roce_core::memory::Dma;
 use roce_core::num::Qpn;
 use zerocopy::little_endian::U32;
@@ -28,8 +29,8 @@ impl<
 {
     /// Executes one of the port's commands.
     pub(super) fn port_command(&mut self, op: CmdOp, e: &mut CmdEntry) -> CmdStatus {
-        let mut cfg = *self.engine.config();
-        match op {
+        let cfg = *self.engine.config();
+        let changed = match op {
             CmdOp::QueryPort => {
                 abi::set_payload(
                     e,
@@ -40,26 +41,7 @@ impl<
                         reserved: 0,
                     },
                 );
-            }
-            CmdOp::ModifyPort => {
-                let arg = abi::payload::<PortArg>(e);
-                let mask = arg.mask.get();
-                if mask & !PortArg::ALL != 0 {
-                    return CmdStatus::BadParam;
-                }
-                if mask & PortArg::MAC != 0 {
-                    let Ok(mac) = arg.unicast_mac() else {
-                        return CmdStatus::BadParam;
-                    };
-                    cfg.mac = mac;
-                }
-                if mask & PortArg::MTU != 0 {
-                    let Ok(mtu) = arg.mtu() else {
-                        return CmdStatus::BadParam;
-                    };
-                    cfg.active_mtu = mtu;
-                }
-                self.engine.set_config(cfg);
+                return CmdStatus::Ok;
             }
             CmdOp::QueryGid => {
                 let Ok(index) = abi::payload::<GidArg>(e).table_index() else {
@@ -69,52 +51,72 @@ impl<
                     return CmdStatus::BadParam;
                 }
                 abi::set_payload(e, &GidArg::from_entry(index, cfg.gids.get(index)));
+                return CmdStatus::Ok;
             }
-            CmdOp::ModifyGid => {
-                let arg = abi::payload::<GidArg>(e);
-                let (Ok(index), Ok(entry)) = (arg.table_index(), arg.to_entry()) else {
-                    return CmdStatus::BadParam;
-                };
-                if cfg.gids.set(index, entry).is_err() {
-                    return CmdStatus::BadParam;
-                }
-                self.engine.set_config(cfg);
+            CmdOp::QueryDcb => {
+                abi::set_payload(e, &DcbArg::from_config(&cfg.dcb));
+                return CmdStatus::Ok;
             }
-            CmdOp::QueryDcb => abi::set_payload(e, &DcbArg::from_config(&cfg.dcb)),
-            CmdOp::ModifyDcb => {
-                let Ok(dcb) = abi::payload::<DcbArg>(e).apply(&cfg.dcb) else {
-                    return CmdStatus::BadParam;
-                };
-                cfg.dcb = dcb;
-                self.engine.set_config(cfg);
+            CmdOp::QueryCc => {
+                abi::set_payload(e, &CcArg::from_config(&cfg.cc));
+                return CmdStatus::Ok;
             }
-            CmdOp::QueryCc => abi::set_payload(e, &CcArg::from_config(&cfg.cc)),
-            CmdOp::ModifyCc => {
-                let Ok(cc) = abi::payload::<CcArg>(e).to_config() else {
-                    return CmdStatus::BadParam;
-                };
-                cfg.cc = cc;
-                self.engine.set_config(cfg);
-            }
-            CmdOp::QueryQpCc => {
-                let qpn = Qpn::new(abi::payload::<QpCcArg>(e).qpn.get());
-                let Some(info) = self.engine.qp_cc(qpn) else {
-                    return CmdStatus::BadHandle;
-                };
-                abi::set_payload(e, &QpCcArg::from_info(qpn, &info));
-            }
-            CmdOp::ModifyQpCc => {
-                let arg = abi::payload::<QpCcArg>(e);
-                let Ok(rp) = arg.rp() else {
-                    return CmdStatus::BadParam;
-                };
-                if let Err(err) = self.engine.set_qp_cc(Qpn::new(arg.qpn.get()), rp) {
-                    return status_of(&err);
-                }
-            }
+            CmdOp::QueryQpCc => return self.query_qp_cc(e),
+            CmdOp::ModifyQpCc => return self.modify_qp_cc(e),
             CmdOp::QueryCounters => return self.query_counters(e),
+            CmdOp::ModifyPort => modify_port(&cfg, &abi::payload(e)),
+            CmdOp::ModifyGid => modify_gid(&cfg, &abi::payload(e)),
+            CmdOp::ModifyDcb => abi::payload::<DcbArg>(e).apply(&cfg.dcb).map(|dcb| {
+                let mut new = cfg;
+                new.dcb = dcb;
+                new
+            }),
+            CmdOp::ModifyCc => abi::payload::<CcArg>(e).to_config().map(|cc| {
+                let mut new = cfg;
+                new.cc = cc;
+                new
+            }),
             _ => return CmdStatus::BadOpcode,
+        };
+        match changed {
+            // The engine refuses to change what a connected QP uses (Busy).
+            Ok(new) => match self.engine.set_config(new) {
+                Ok(()) => {
+                    // The fast path matches received frames against the port's MAC
+                    // and its GID 0.
+                    let (_, dp) = self.hal.split();
+                    if let Some(fp) = dp.fastpath() {
+                        fp.set_port(new.mac, new.gid());
+                    }
+                    CmdStatus::Ok
+                }
+                Err(err) => status_of(&err),
+            },
+            Err(_) => CmdStatus::BadParam,
         }
+    }
+
+    fn query_qp_cc(&mut self, e: &mut CmdEntry) -> CmdStatus {
+        let qpn = Qpn::new(abi::payload::<QpCcArg>(e).qpn.get());
+        let Some(info) = self.engine.qp_cc(qpn) else {
+            return CmdStatus::BadHandle;
+        };
+        abi::set_payload(e, &QpCcArg::from_info(qpn, &info));
+        CmdStatus::Ok
+    }
+
+    fn modify_qp_cc(&mut self, e: &mut CmdEntry) -> CmdStatus {
+        let arg = abi::payload::<QpCcArg>(e);
+        let Ok(rp) = arg.rp() else {
+            return CmdStatus::BadParam;
+        };
+        let qpn = Qpn::new(arg.qpn.get());
+        if let Err(err) = self.engine.set_qp_cc(qpn, rp) {
+            return status_of(&err);
+        }
+        // The reaction point's pacer is the firmware's: such a QP leaves the fast path
+        // (and comes back when it is off again).
+        self.fp_refresh(qpn);
         CmdStatus::Ok
     }
 
@@ -152,4 +154,29 @@ impl<
         e.out = U32::new(set.len() as u32);
         CmdStatus::Ok
     }
+}
+
+/// MODIFY_PORT: `cfg` with the fields the mask names changed.
+fn modify_port(cfg: &PortConfig, arg: &PortArg) -> Result<PortConfig, DecodeError> {
+    let mask = arg.mask.get();
+    if mask & !PortArg::ALL != 0 {
+        return Err(DecodeError("unknown port mask bits"));
+    }
+    let mut out = *cfg;
+    if mask & PortArg::MAC != 0 {
+        out.mac = arg.unicast_mac()?;
+    }
+    if mask & PortArg::MTU != 0 {
+        out.active_mtu = arg.mtu()?;
+    }
+    Ok(out)
+}
+
+/// MODIFY_GID: `cfg` with the entry written or cleared.
+fn modify_gid(cfg: &PortConfig, arg: &GidArg) -> Result<PortConfig, DecodeError> {
+    let mut out = *cfg;
+    out.gids
+        .set(arg.table_index()?, arg.to_entry()?)
+        .map_err(|_| DecodeError("GID index beyond the table"))?;
+    Ok(out)
 }
