@@ -12,6 +12,13 @@
 //!   with a hash of the RTL sources and flags, so editing only the C++ wrapper
 //!   or the Rust code does not re-Verilate or recompile the models.
 //! * C++ is always compiled at -O2, also in debug builds: an -O0 model crawls.
+//! * The SoC (`rtl/soc/nic_soc.sv`) is a third model: the datapath's RTL, the SoC's
+//!   blocks and the soft core, `VexRiscv_IMAC.v` from the PyPI package
+//!   pythondata-cpu-vexriscv, found through the package (`data_location`) in the
+//!   project's virtualenv `target/tools/venv` that `cargo xtask install` makes. Without
+//!   it the datapath models still build; the SoC sets `cfg(roce_soc_unavailable)` and
+//!   its constructor reports why. The build script runs again when the virtualenv
+//!   appears or the package changes.
 
 use std::env;
 use std::fs;
@@ -30,6 +37,23 @@ const RTL: &[&str] = &[
     "roce_dp_top.sv",
 ];
 const TOP: &str = "roce_dp_top";
+/// The SoC's own RTL (after `RTL` and the soft core), and its Verilator config.
+const SOC_RTL: &[&str] = &[
+    "soc/soc_ram.sv",
+    "soc/soc_tdp_ram.sv",
+    "soc/soc_host_regs.sv",
+    "soc/soc_dma.sv",
+    "soc/soc_datapath.sv",
+    "soc/soc_timer.sv",
+    "soc/soc_log.sv",
+    "soc/nic_soc.sv",
+];
+const SOC_VLT: &str = "soc/vexriscv.vlt";
+const SOC_TOP: &str = "nic_soc";
+/// The soft core: this file of the PyPI package's `data_location`.
+const VEXRISCV: &str = "VexRiscv_IMAC.v";
+/// The project's virtualenv (xtask's `install::python_packages`), from the workspace root.
+const VENV: &str = "target/tools/venv";
 const WIDTHS: &[u32] = &[64, 512];
 const VERILATOR_FLAGS: &[&str] = &[
     "--cc",
@@ -52,6 +76,7 @@ const CXX_DEFINES: &[(&str, &str)] = &[
 
 fn main() {
     println!("cargo::rustc-check-cfg=cfg(roce_rtl_unavailable)");
+    println!("cargo::rustc-check-cfg=cfg(roce_soc_unavailable)");
     println!("cargo::rerun-if-changed=build.rs");
     println!("cargo::rerun-if-changed=rtl");
     println!("cargo::rerun-if-changed=csrc");
@@ -102,56 +127,36 @@ fn main() {
     }
     let rtl_hash = format!("{:016x}", fnv1a(&stamp_src));
 
-    let mut verilating = Vec::new();
-    for &w in WIDTHS {
-        let mdir = out.join(format!("vobj_{w}"));
-        if read_stamp(&mdir) == Some(rtl_hash.clone()) && out.join(lib_file(&model_lib(w))).exists()
-        {
-            continue;
+    let mut models: Vec<Model> = WIDTHS
+        .iter()
+        .map(|&w| Model {
+            lib: model_lib(w),
+            mdir: out.join(format!("vobj_{w}")),
+            args: [
+                "--top-module".to_string(),
+                TOP.to_string(),
+                "--prefix".to_string(),
+                format!("V{TOP}_{w}"),
+                format!("-GDATA_WIDTH={w}"),
+            ]
+            .into_iter()
+            .map(Into::into)
+            .chain(rtl.iter().map(|f| f.clone().into_os_string()))
+            .collect(),
+            hash: rtl_hash.clone(),
+        })
+        .collect();
+    let soc = match soc_model(&manifest, &out, &rtl, &version) {
+        Ok(m) => {
+            models.push(m);
+            true
         }
-        let _ = fs::remove_dir_all(&mdir);
-        let mut cmd = Command::new(&verilator);
-        cmd.args(VERILATOR_FLAGS)
-            .arg("--top-module")
-            .arg(TOP)
-            .arg("--prefix")
-            .arg(format!("V{TOP}_{w}"))
-            .arg(format!("-GDATA_WIDTH={w}"))
-            .arg("--Mdir")
-            .arg(&mdir)
-            .args(&rtl)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        let child = cmd
-            .spawn()
-            .unwrap_or_else(|e| panic!("running {verilator}: {e}"));
-        verilating.push((w, mdir, child));
-    }
-    let mut stale = Vec::new();
-    for (w, mdir, child) in verilating {
-        let o = child.wait_with_output().expect("waiting for verilator");
-        if !o.status.success() {
-            panic!(
-                "verilator failed for DATA_WIDTH={w}:\n{}{}",
-                String::from_utf8_lossy(&o.stdout),
-                String::from_utf8_lossy(&o.stderr)
-            );
+        Err(why) => {
+            soc_unavailable(&why);
+            false
         }
-        stale.push((w, mdir));
-    }
-    for (w, mdir) in &stale {
-        let mut b = cxx_base(&include);
-        b.include(mdir);
-        let mut files: Vec<PathBuf> = fs::read_dir(mdir)
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .filter(|p| p.extension().is_some_and(|x| x == "cpp"))
-            .collect();
-        files.sort();
-        b.files(&files);
-        b.compile(&model_lib(*w));
-        fs::write(mdir.join("roce.stamp"), &rtl_hash).unwrap();
-    }
+    };
+    build_models(&verilator, &include, &out, &models);
 
     // ---- Verilator runtime, once per OUT_DIR
     let rt_stamp = format!("{version} {CXX_DEFINES:?}");
@@ -170,8 +175,15 @@ fn main() {
         fs::write(rt_dir.join("roce.stamp"), &rt_stamp).unwrap();
     }
 
-    // ---- the bridge and the wrapper (always: it is small)
-    let mut b = cxx_build::bridge("src/ffi.rs");
+    // ---- the bridges and the wrappers (always: they are small)
+    let mut bridges = vec!["src/ffi.rs"];
+    if soc {
+        bridges.push("src/soc_ffi.rs");
+    }
+    let mut b = cxx_build::bridges(bridges);
+    if soc {
+        b.file("csrc/soc_model.cpp").include(out.join("vobj_soc"));
+    }
     b.file("csrc/dp_model.cpp")
         .std("c++17")
         .opt_level(2)
@@ -189,8 +201,8 @@ fn main() {
 
     // link order: bridge (emitted by compile above), models, runtime, system
     println!("cargo::rustc-link-search=native={}", out.display());
-    for &w in WIDTHS {
-        println!("cargo::rustc-link-lib=static={}", model_lib(w));
+    for m in &models {
+        println!("cargo::rustc-link-lib=static={}", m.lib);
     }
     println!("cargo::rustc-link-lib=static=vruntime");
     println!("cargo::rustc-link-lib=dylib=z");
@@ -198,9 +210,130 @@ fn main() {
     println!("cargo::rustc-link-lib=dylib=pthread");
 }
 
+/// One Verilated model: its static library, Verilator's output directory, the
+/// arguments that choose its top and sources, and the stamp that says it is current.
+struct Model {
+    lib: String,
+    mdir: PathBuf,
+    args: Vec<std::ffi::OsString>,
+    hash: String,
+}
+
+/// Verilates the stale models (all at once) and compiles each into its library.
+fn build_models(verilator: &str, include: &Path, out: &Path, models: &[Model]) {
+    let mut verilating = Vec::new();
+    for m in models {
+        if read_stamp(&m.mdir).as_ref() == Some(&m.hash) && out.join(lib_file(&m.lib)).exists() {
+            continue;
+        }
+        let _ = fs::remove_dir_all(&m.mdir);
+        let child = Command::new(verilator)
+            .args(VERILATOR_FLAGS)
+            .arg("--Mdir")
+            .arg(&m.mdir)
+            .args(&m.args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("running {verilator}: {e}"));
+        verilating.push((m, child));
+    }
+    let mut stale = Vec::new();
+    for (m, child) in verilating {
+        let o = child.wait_with_output().expect("waiting for verilator");
+        if !o.status.success() {
+            panic!(
+                "verilator failed for {}:\n{}{}",
+                m.lib,
+                String::from_utf8_lossy(&o.stdout),
+                String::from_utf8_lossy(&o.stderr)
+            );
+        }
+        stale.push(m);
+    }
+    for m in stale {
+        let mut b = cxx_base(include);
+        b.include(&m.mdir);
+        let mut files: Vec<PathBuf> = fs::read_dir(&m.mdir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|x| x == "cpp"))
+            .collect();
+        files.sort();
+        b.files(&files);
+        b.compile(&m.lib);
+        fs::write(m.mdir.join("roce.stamp"), &m.hash).unwrap();
+    }
+}
+
+/// The SoC model, or why it cannot be built: the soft core's Verilog comes from the
+/// project's virtualenv.
+fn soc_model(manifest: &Path, out: &Path, rtl: &[PathBuf], version: &str) -> Result<Model, String> {
+    let root = manifest.parent().unwrap_or(manifest);
+    let venv = root.join(VENV);
+    let python = venv.join("bin/python");
+    // Run again when the virtualenv appears (a newcomer's first build comes before
+    // `cargo xtask install`): its config file is written when it is made. (While it
+    // is missing, cargo runs this script on every build; that costs a second.)
+    println!(
+        "cargo::rerun-if-changed={}",
+        venv.join("pyvenv.cfg").display()
+    );
+    let query = "import pythondata_cpu_vexriscv as p; print(p.data_location)";
+    let location = match Command::new(&python).args(["-c", query]).output() {
+        Ok(o) if o.status.success() => PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()),
+        Ok(o) => {
+            return Err(format!(
+                "pythondata-cpu-vexriscv is not in {}: {}",
+                venv.display(),
+                String::from_utf8_lossy(&o.stderr).trim()
+            ))
+        }
+        Err(_) => return Err(format!("no virtualenv at {}", venv.display())),
+    };
+    let core = location.join(VEXRISCV);
+    if !core.exists() {
+        return Err(format!("{} missing", core.display()));
+    }
+    println!("cargo::rerun-if-changed={}", core.display());
+    let rtl_dir = manifest.join("rtl");
+    let vlt = rtl_dir.join(SOC_VLT);
+    let soc: Vec<PathBuf> = SOC_RTL.iter().map(|f| rtl_dir.join(f)).collect();
+    let files: Vec<PathBuf> = std::iter::once(vlt)
+        .chain(rtl.iter().cloned())
+        .chain(std::iter::once(core))
+        .chain(soc)
+        .collect();
+    let mut stamp_src = version.as_bytes().to_vec();
+    for f in &files {
+        stamp_src.extend(fs::read(f).map_err(|e| format!("{}: {e}", f.display()))?);
+    }
+    for f in VERILATOR_FLAGS {
+        stamp_src.extend(f.as_bytes());
+    }
+    let args = ["--top-module", SOC_TOP, "--prefix", "Vnic_soc"]
+        .into_iter()
+        .map(Into::into)
+        .chain(files.into_iter().map(PathBuf::into_os_string))
+        .collect();
+    Ok(Model {
+        lib: "vmodel_soc".to_string(),
+        mdir: out.join("vobj_soc"),
+        args,
+        hash: format!("{:016x}", fnv1a(&stamp_src)),
+    })
+}
+
+fn soc_unavailable(why: &str) {
+    println!("cargo::rustc-env=ROCE_SOC_UNAVAILABLE={why}");
+    println!("cargo::warning=roce-hdl-sim: the SoC model is unavailable: {why}. `cargo xtask install` sets up target/tools/venv with pythondata-cpu-vexriscv.");
+    println!("cargo::rustc-cfg=roce_soc_unavailable");
+}
+
 fn unavailable(why: &str) {
     println!("cargo::warning=roce-hdl-sim: RTL simulation unavailable: {why}. Install Verilator 5 (apt-get install verilator) to enable it.");
     println!("cargo::rustc-cfg=roce_rtl_unavailable");
+    println!("cargo::rustc-cfg=roce_soc_unavailable");
 }
 
 fn version_ok(v: &str) -> bool {

@@ -45,6 +45,10 @@ enum Command {
         /// Where the CSV, PNG and table go.
         #[arg(short, long, default_value = "sim-out")]
         output: PathBuf,
+        /// Threads for the parallel engine (`[fct]` scenarios; default: every core). The
+        /// results do not depend on it.
+        #[arg(long)]
+        threads: Option<usize>,
     },
     /// Build a pcap from packet objects, one JSON object per line (packet-json.md).
     Encode {
@@ -101,8 +105,13 @@ fn run() -> Result<()> {
             let mut out = std::io::stdout().lock();
             roce_cli::interop::pingpong::run(&args, &mut out)?;
         }
-        Command::Sim { scenario, output } => {
-            let s = roce_cli::scenario::Scenario::load(&scenario)?;
+        Command::Sim {
+            scenario,
+            output,
+            threads,
+        } => {
+            let mut s = roce_cli::scenario::Scenario::load(&scenario)?;
+            s.threads = threads;
             let outcome =
                 roce_cli::scenario::run(&s, &mut roce_cli::progress::Progress::new(&s.name))?;
             print!("{}", outcome.table());

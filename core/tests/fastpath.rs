@@ -7,14 +7,15 @@ mod common;
 
 use common::{Node, Pair, QpOpts};
 use proptest::prelude::*;
-use roce_core::fastpath::{self, MsgOp, TxMsg};
+use roce_core::fastpath::{self, layout, MsgOp, TxMsg};
 use roce_core::memory::MrKeys;
 use roce_core::num::{Psn, Qpn};
 use roce_core::transport::{Instant, Mtu, QpType, RecvWr, SendWr, SgList, Sge, WrOp};
 use roce_core::wire;
 
 /// One message of a random mix: its operation (0 SEND, 1 SEND_WITH_IMM, 2 WRITE,
-/// 3 WRITE_WITH_IMM), length, and how its SGEs cut it.
+/// 3 WRITE_WITH_IMM, 4 READ, 5 CMP_AND_SWP, 6 FETCH_AND_ADD), length, and how its SGEs
+/// cut it.
 #[derive(Clone, Debug)]
 struct Msg {
     op: u8,
@@ -24,7 +25,7 @@ struct Msg {
 
 fn msg() -> impl Strategy<Value = Msg> {
     (
-        0u8..4,
+        0u8..7,
         0u32..9000,
         proptest::collection::vec(1u32..4000, 0..3),
     )
@@ -84,7 +85,7 @@ fn describe(
             },
             MsgOp::Write,
         ),
-        _ => (
+        3 => (
             WrOp::RdmaWriteWithImm {
                 remote_addr: va,
                 rkey,
@@ -92,8 +93,43 @@ fn describe(
             },
             MsgOp::WriteWithImm(m.len),
         ),
+        4 => (
+            WrOp::RdmaRead {
+                remote_addr: va,
+                rkey,
+            },
+            MsgOp::Read,
+        ),
+        5 => (
+            WrOp::AtomicCmpAndSwp {
+                remote_addr: va,
+                rkey,
+                compare: u64::from(m.len),
+                swap: 0x1234_5678_9ABC_DEF0,
+            },
+            MsgOp::CmpSwap {
+                compare: u64::from(m.len),
+                swap: 0x1234_5678_9ABC_DEF0,
+            },
+        ),
+        _ => (
+            WrOp::AtomicFetchAndAdd {
+                remote_addr: va,
+                rkey,
+                add: u64::from(m.len),
+            },
+            MsgOp::FetchAdd {
+                add: u64::from(m.len),
+            },
+        ),
     };
-    let sg_list = sges(src.0, src.1, m.len, &m.cuts);
+    // An atomic's one SGE holds the 8 bytes that come back.
+    let (len, cuts) = if m.op >= 5 {
+        (8, &[][..])
+    } else {
+        (m.len, &m.cuts[..])
+    };
+    let sg_list = sges(src.0, src.1, len, cuts);
     let mut wr = SendWr::new(u64::from(m.len), wr_op);
     wr.sg_list = sg_list.clone();
     let desc = TxMsg {
@@ -101,10 +137,14 @@ fn describe(
         op,
         solicited: false,
         sges: sg_list,
-        length: m.len,
+        length: len,
         remote_addr: va,
         rkey,
         first_psn: psn,
+        replay: false,
+        wqe_index: 0,
+        start_pkt: 0,
+        end_pkt: 0,
     };
     (wr, desc)
 }
@@ -157,7 +197,7 @@ proptest! {
         let mut ctx = p.a.eng.fastpath_send_ctx(qa).unwrap();
         let mut buf = vec![0u8; 9000];
         for m in &msgs {
-            if m.op != 2 {
+            if matches!(m.op, 0 | 1 | 3) {
                 let wr = recv_wr(&mut p.b, 9000);
                 p.b.post_recv(qb, &wr);
             }
@@ -167,11 +207,13 @@ proptest! {
             let from = p.trace.len();
             p.a.post_send(qa, &wr);
             p.settle();
+            // Through the byte layout, as the firmware hands it to the hardware.
+            let desc = layout::decode_txd(&layout::encode_txd(&desc)).unwrap();
             let engine = sent_by_a(&p, from);
-            let n = desc.packets(mtu);
-            prop_assert_eq!(engine.len() as u32, n);
-            for (k, want) in engine.iter().enumerate() {
-                let len = fastpath::segment(&mut ctx, &desc, k as u32, &mut p.a.mem, &mut buf).unwrap();
+            let (start, end) = desc.range(mtu);
+            prop_assert_eq!(engine.len() as u32, end - start);
+            for (k, want) in (start..end).zip(engine.iter()) {
+                let len = fastpath::segment(&mut ctx, &desc, k, &mut p.a.mem, &mut buf).unwrap();
                 prop_assert_eq!(&buf[..len], &want[..], "packet {} of {:?}", k, m);
             }
             let eng = p.a.eng.fastpath_send_ctx(qa).unwrap();

@@ -9,6 +9,8 @@
 //!   datapath model in front of frame queues ([`LocalNic::with_datapath`]).
 //! * [`rtl`]: the same runtime over the Verilated datapath of `roce-hdl-sim`.
 //! * [`RawNic`] (Linux): the same runtime on a real link through an `AF_PACKET` socket.
+//! * [`soc::SocNic`]: the firmware image on the SoC RTL (VexRiscv soft core beside the
+//!   datapath, `hdl-sim/rtl/soc/`), Verilated as one model.
 //!
 //! Adding a model: implement [`roce_host::Device`] (what the driver sees) and
 //! [`NicModel`] (what a harness drives: clock, polling, frames), and the verbs and ABI
@@ -20,9 +22,11 @@ mod port;
 #[cfg(target_os = "linux")]
 pub mod raw;
 pub mod rtl;
+pub mod soc;
 
 pub use local::{Capacities, LocalNic};
 pub use model::NicModel;
 pub use port::{PortQueues, QueuePort};
 #[cfg(target_os = "linux")]
 pub use raw::{RawCounters, RawNic};
+pub use soc::SocNic;

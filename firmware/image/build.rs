@@ -10,7 +10,9 @@ mod boards {
 }
 
 fn main() {
-    let board = if env::var_os("CARGO_FEATURE_BOARD_SOFTCORE").is_some() {
+    let board = if env::var_os("CARGO_FEATURE_BOARD_ECP5_85F").is_some() {
+        boards::ECP5_85F
+    } else if env::var_os("CARGO_FEATURE_BOARD_SOFTCORE").is_some() {
         boards::SOFTCORE
     } else {
         boards::QEMU_VIRT

@@ -300,8 +300,8 @@ impl<
     fn fail_qp(&mut self, qpn: Qpn) -> bool {
         self.counters.bad_doorbells += 1;
         let _ = self.engine.modify_qp(qpn, &QpAttr::to_state(QpState::Err));
-        self.raise(|e| e.set_qp_fatal(true));
         self.hal.reg_write(reg::EVENT_QPN, qpn.value());
+        self.raise(|e| e.set_qp_fatal(true));
         true
     }
 
@@ -380,8 +380,9 @@ impl<
                     if cq.stash.is_some() && !cq.overflowed {
                         cq.overflowed = true;
                         self.counters.cq_overflows += 1;
-                        self.raise(|e| e.set_cq_error(true));
+                        // The detail first: a host that sees the bit reads the CQN.
                         self.hal.reg_write(reg::EVENT_CQN, c as u32);
+                        self.raise(|e| e.set_cq_error(true));
                     }
                     break;
                 }
@@ -428,8 +429,8 @@ impl<
     fn write_cqe(&mut self, cq: &mut HostCq, wc: &WorkCompletion) {
         if wc.status != WcStatus::Success && wc.status != WcStatus::WrFlushErr {
             // A QP that fails on its own is reported like IBV_EVENT_QP_FATAL.
-            self.raise(|e| e.set_qp_fatal(true));
             self.hal.reg_write(reg::EVENT_QPN, wc.qp_num.value());
+            self.raise(|e| e.set_qp_fatal(true));
         }
         let cqe = Cqe::from_wc(wc, cq.pi, cq.log_depth);
         let addr = slot_addr(cq.ring, cq.log_depth, cq.pi, core::mem::size_of::<Cqe>());
@@ -480,8 +481,20 @@ impl<
             if status != CmdStatus::Ok {
                 self.counters.command_errors += 1;
             }
-            entry.status = U32::new(status as u32);
-            if self.hal.dma().write(addr, entry.as_bytes()).is_err() {
+            // The ABI's order: everything else first, the status last, so a host that
+            // polls the entry while a DMA engine writes it (a word at a time, in
+            // address order, on the SoC) never sees a status before its result.
+            entry.status = U32::new(CmdStatus::Pending as u32);
+            let status_at = core::mem::offset_of!(CmdEntry, status);
+            let bytes = entry.as_bytes();
+            let (head, rest) = bytes.split_at(status_at);
+            let tail = rest.get(4..).unwrap_or(&[]);
+            let status_word = (status as u32).to_le_bytes();
+            let dma = self.hal.dma();
+            let ok = dma.write(addr, head).is_ok()
+                && dma.write(addr + status_at as u64 + 4, tail).is_ok()
+                && dma.write(addr + status_at as u64, &status_word).is_ok();
+            if !ok {
                 self.counters.dma_errors += 1;
             }
             self.cmdq_ci = self.cmdq_ci.wrapping_add(1);

@@ -21,8 +21,12 @@ mod ffi;
 pub mod meta;
 pub mod port;
 pub mod sim;
+pub mod soc;
+#[cfg(not(roce_soc_unavailable))]
+mod soc_ffi;
 
 pub use datapath::{RtlDatapath, RxVerdict, TRACE_DIR_ENV};
 pub use meta::{L3Kind, RxError, RxMeta};
 pub use port::{RtlPort, RtlPortCounters};
 pub use sim::{rtl_available, Beat, DataWidth, RtlSim, Shaping, SimError, Timed, Timeline};
+pub use soc::{soc_available, FirmwareStats, Soc, SocError};

@@ -7,24 +7,22 @@ use common::{models, Model};
 use roce_core::memory::AccessFlags;
 use roce_core::num::Psn;
 use roce_core::transport::{QpType, RecvWr, SendFlags, SendWr, WcOpcode, WcStatus, WrOp};
-use roce_device::LocalNic;
 use roce_host::{CompletionQueue, ConnectOptions, Context, MemoryRegion, QpEndpoint, QueuePair};
-use std::rc::Rc;
 
 struct Side {
-    nic: Rc<LocalNic>,
+    nic: common::Nic,
     ctx: Context,
 }
 
 fn side(m: Model, last: u8) -> Side {
     let nic = m.boot(last);
-    let ctx = Context::open(nic.clone()).unwrap();
+    let ctx = Context::open(nic.model.clone()).unwrap();
     Side { nic, ctx }
 }
 
 /// Moves frames between the two ports until both NICs are idle.
 fn run(a: &Side, b: &Side) {
-    common::run(&*a.nic, &*b.nic);
+    common::run(&*a.nic.model, &*b.nic.model);
 }
 
 struct Pair {

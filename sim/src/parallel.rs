@@ -72,6 +72,9 @@ struct Mail {
     frame: Vec<u8>,
 }
 
+/// Stack of each spawned thread (address space; only what is touched is committed).
+const WORKER_STACK: usize = 256 << 20;
+
 type EachFn<P> = Arc<dyn Fn(usize, &mut P) -> Box<dyn Any + Send> + Send + Sync>;
 
 enum Command<P> {
@@ -79,6 +82,8 @@ enum Command<P> {
     Run(Nanos),
     /// Call the function on every partition of the thread; answer with the results.
     Each(EachFn<P>),
+    /// Answer with the events per partition per window.
+    Profile,
     Exit,
 }
 
@@ -104,6 +109,8 @@ struct Carrier<P> {
     window: u64,
     /// Frames sent so far, per partition of this thread (the sending order of a frame).
     sent: Vec<u64>,
+    /// Events each partition of this thread ran in each window.
+    profile: Vec<Vec<u32>>,
 }
 
 impl<P: Partition> Carrier<P> {
@@ -113,11 +120,13 @@ impl<P: Partition> Carrier<P> {
             .map(|p| (p, build(p)))
             .collect();
         let sent = vec![0; parts.len()];
+        let profile = vec![Vec::new(); parts.len()];
         Self {
             thread,
             parts,
             window: 0,
             sent,
+            profile,
         }
     }
 
@@ -134,6 +143,10 @@ impl<P: Partition> Carrier<P> {
             }
         }
         sh.barrier.wait(sh);
+        if sh.threads == 1 && self.parts.len() == 1 {
+            // Alone: no frame crosses a partition, so one window can hold everything.
+            return self.run_alone(until);
+        }
         loop {
             let k = self.window;
             let start = sh.next[(k % 3) as usize].load(Ordering::Acquire);
@@ -148,7 +161,10 @@ impl<P: Partition> Carrier<P> {
             for (i, (p, part)) in self.parts.iter_mut().enumerate() {
                 let fabric = part.fabric_mut();
                 deliver(fabric, &sh.inbox[*p][((k + 1) % 2) as usize], start);
+                let before = fabric.events_run();
                 fabric.run_until(end);
+                let ran = fabric.events_run() - before;
+                self.profile[i].push(u32::try_from(ran).unwrap_or(u32::MAX));
                 for out in fabric.take_outgoing() {
                     assert!(
                         out.at > end,
@@ -180,6 +196,25 @@ impl<P: Partition> Carrier<P> {
         for (_, part) in &mut self.parts {
             part.fabric_mut().run_until(until);
         }
+    }
+
+    /// `run` for a model of one partition: the fabric runs straight to `until`, as one
+    /// window (the same events in the same order as in windows of any length).
+    fn run_alone(&mut self, until: Nanos) {
+        let fabric = self.parts[0].1.fabric_mut();
+        let before = fabric.events_run();
+        fabric.run_until(until);
+        let ran = fabric.events_run() - before;
+        self.profile[0].push(u32::try_from(ran).unwrap_or(u32::MAX));
+        self.window += 1;
+    }
+
+    fn take_profile(&mut self) -> Vec<(usize, Vec<u32>)> {
+        self.parts
+            .iter()
+            .map(|(p, _)| *p)
+            .zip(self.profile.iter().cloned())
+            .collect()
     }
 
     fn each(&mut self, f: &EachFn<P>) -> Vec<(usize, Box<dyn Any + Send>)> {
@@ -252,6 +287,7 @@ impl SpinBarrier {
 struct Worker<P> {
     commands: Sender<Command<P>>,
     results: Receiver<Vec<(usize, Box<dyn Any + Send>)>>,
+    profiles: Receiver<Vec<(usize, Vec<u32>)>>,
     handle: Option<JoinHandle<()>>,
 }
 
@@ -295,9 +331,13 @@ impl<P: Partition> Parallel<P> {
             .map(|t| {
                 let (commands, rx) = channel::<Command<P>>();
                 let (tx, results) = channel();
+                let (ptx, profiles) = channel();
                 let (sh, build) = (shared.clone(), build.clone());
                 let handle = std::thread::Builder::new()
                     .name(format!("sim-{t}"))
+                    // As the caller's: nodes may be built on the stack before they are
+                    // boxed (a host-sized NIC model takes more than 8 MiB unoptimised).
+                    .stack_size(WORKER_STACK)
                     .spawn(move || {
                         let guard = PoisonOnPanic(&sh);
                         let mut carrier = Carrier::new(t, partitions, threads, &*build);
@@ -311,6 +351,11 @@ impl<P: Partition> Parallel<P> {
                                         break;
                                     }
                                 }
+                                Command::Profile => {
+                                    if ptx.send(carrier.take_profile()).is_err() {
+                                        break;
+                                    }
+                                }
                                 Command::Exit => break,
                             }
                         }
@@ -320,6 +365,7 @@ impl<P: Partition> Parallel<P> {
                 Worker {
                     commands,
                     results,
+                    profiles,
                     handle: Some(handle),
                 }
             })
@@ -407,6 +453,78 @@ impl<P: Partition> Parallel<P> {
     /// Events run so far by all partitions.
     pub fn events_run(&mut self) -> u64 {
         self.each(|_, p| p.fabric().events_run()).iter().sum()
+    }
+
+    /// How the work was spread over partitions and windows so far.
+    pub fn profile(&mut self) -> Profile {
+        let mut per_partition = vec![Vec::new(); self.partitions];
+        let mut put = |list: Vec<(usize, Vec<u32>)>| {
+            for (p, v) in list {
+                per_partition[p] = v;
+            }
+        };
+        put(self.local.take_profile());
+        for w in &self.workers {
+            w.commands
+                .send(Command::Profile)
+                .expect("a simulation thread died");
+        }
+        for w in &self.workers {
+            put(w.profiles.recv().expect("a simulation thread died"));
+        }
+        Profile { per_partition }
+    }
+}
+
+/// Events per partition per window: how much of a run could overlap. A function of the
+/// model, like the run itself (not of the threads or the machine).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Profile {
+    /// `per_partition[p][w]`: events partition p ran in window w.
+    pub per_partition: Vec<Vec<u32>>,
+}
+
+impl Profile {
+    /// Windows run.
+    pub fn windows(&self) -> usize {
+        self.per_partition.first().map_or(0, Vec::len)
+    }
+
+    /// Events run.
+    pub fn events(&self) -> u64 {
+        self.per_partition
+            .iter()
+            .flatten()
+            .map(|&e| u64::from(e))
+            .sum()
+    }
+
+    /// The events on the critical path with `threads` threads (partition p on thread
+    /// `p % threads`): the sum over windows of the busiest thread's events, since every
+    /// thread waits for the last at the end of each window.
+    pub fn critical_path(&self, threads: usize) -> u64 {
+        let threads = threads.max(1);
+        (0..self.windows())
+            .map(|w| {
+                (0..threads)
+                    .map(|t| {
+                        self.per_partition
+                            .iter()
+                            .skip(t)
+                            .step_by(threads)
+                            .map(|v| u64::from(v[w]))
+                            .sum::<u64>()
+                    })
+                    .max()
+                    .unwrap_or(0)
+            })
+            .sum()
+    }
+
+    /// The speed-up `threads` threads can give at best if every event cost the same and
+    /// the barriers nothing: events over the critical path.
+    pub fn speedup_bound(&self, threads: usize) -> f64 {
+        self.events() as f64 / self.critical_path(threads).max(1) as f64
     }
 }
 

@@ -19,14 +19,14 @@ fn load(name: &str) -> Scenario {
 fn fabric(s: &Scenario) -> FabricResult {
     match scenario::run(s, &mut Progress::silent()).unwrap() {
         Outcome::Fabric(r) => r,
-        Outcome::Sweep(_) => panic!("{} is not a fabric scenario", s.name),
+        _ => panic!("{} is not a fabric scenario", s.name),
     }
 }
 
 fn sweep(s: &Scenario) -> SweepResult {
     match scenario::run(s, &mut Progress::silent()).unwrap() {
         Outcome::Sweep(r) => r,
-        Outcome::Fabric(_) => panic!("{} is not a loss sweep", s.name),
+        _ => panic!("{} is not a loss sweep", s.name),
     }
 }
 

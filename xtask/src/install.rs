@@ -15,9 +15,17 @@ pub const BARE_METAL_TARGETS: &[&str] = &["riscv32imac-unknown-none-elf", "thumb
 
 /// Debian packages the workspace's tests use: Verilator plus the C++ compiler and zlib
 /// its generated model needs (FST tracing includes `zlib.h`); tshark as the external
-/// decoder oracle; python3 for scripts. (flex's `libfl-dev` is only needed to build
-/// Verilator itself, which the Debian package spares us.)
-const APT_PACKAGES: &[&str] = &["verilator", "g++", "zlib1g-dev", "tshark", "python3"];
+/// decoder oracle; python3 for scripts, with `venv` for the project's virtualenv
+/// ([`python_packages`]). (flex's `libfl-dev` is only needed to build Verilator itself,
+/// which the Debian package spares us.)
+const APT_PACKAGES: &[&str] = &[
+    "verilator",
+    "g++",
+    "zlib1g-dev",
+    "tshark",
+    "python3",
+    "python3-venv",
+];
 
 /// Components of the active toolchain the `fmt` and `clippy` steps run.
 const RUST_COMPONENTS: &[&str] = &["rustfmt", "clippy"];
@@ -32,6 +40,7 @@ pub fn all(root: &Path) -> Result {
     nightly()?;
     cargo_fuzz()?;
     qemu_with(root, &mut apt)?;
+    python_packages(root, &[VEXRISCV])?;
     Ok(())
 }
 
@@ -93,6 +102,68 @@ pub fn cargo_fuzz() -> Result {
 
 pub fn defmt_print() -> Result {
     cargo_tool("defmt-print", &["defmt-print"])
+}
+
+/// A PyPI package at an exact version, so every machine runs the same tool.
+#[derive(Clone, Copy)]
+pub struct PyPackage {
+    pub name: &'static str,
+    pub version: &'static str,
+}
+
+/// The soft core of the SoC model: `hdl-sim/build.rs` finds `VexRiscv_IMAC.v` through
+/// this package in the virtualenv.
+pub const VEXRISCV: PyPackage = PyPackage {
+    name: "pythondata-cpu-vexriscv",
+    version: "1.0.1.post407",
+};
+
+/// The project's Python virtualenv, relative to the root. Under `target/`, so `cargo
+/// clean` removes it and git ignores it.
+const VENV: &str = "target/tools/venv";
+
+/// Makes sure the project's virtualenv (`target/tools/venv`) exists and holds `packages`
+/// at their versions (installing or re-pinning those that do not match), and returns its
+/// `bin` directory, where the packages' commands are. Each caller names the packages it
+/// needs: the synthesis flow its yowasp tools, the SoC its soft core's Verilog.
+pub fn python_packages(root: &Path, packages: &[PyPackage]) -> Result<PathBuf> {
+    let venv = root.join(VENV);
+    let bin = venv.join("bin");
+    let python = bin.join("python");
+    ensure(
+        "python venv",
+        || {
+            let version = cmd::version(&python)?;
+            Some(format!("{version} ({})", venv.display()))
+        },
+        || cmd::run(&mut cmd("python3", &["-m", "venv", path_str(&venv)?])),
+    )?;
+    for package in packages {
+        let probe = || {
+            let query = format!(
+                "import importlib.metadata as m; print(m.version({:?}))",
+                package.name
+            );
+            let version = cmd::probe(&mut cmd(path_str(&python).ok()?, &["-c", &query]))?;
+            (version.trim() == package.version).then(|| version.trim().to_string())
+        };
+        let install = || {
+            let spec = format!("{}=={}", package.name, package.version);
+            let args = [
+                "-m",
+                "pip",
+                "install",
+                "--quiet",
+                "--disable-pip-version-check",
+            ];
+            cmd::run(&mut cmd(
+                path_str(&python)?,
+                &[&args[..], &[&spec]].concat(),
+            ))
+        };
+        ensure(package.name, probe, install)?;
+    }
+    Ok(bin)
 }
 
 /// The QEMU binary the firmware runner boots.

@@ -7,6 +7,7 @@ mod fuzz;
 mod install;
 mod interop;
 mod layers;
+mod synth;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -26,6 +27,11 @@ usage: cargo xtask <command>
                    one at a time under nice; grows and minimizes fuzz/corpus/
   interop          our stack against Linux rxe and rdma-core's tools in a VM
                    (root, ~10 min; not part of ci; INTEROP_ONLY=NAME filters cases)
+  synth [--list] [TARGET..]
+                   synthesize, place and route the RTL targets (all, or those
+                   named): Fmax, critical path, resources per module, logic
+                   depth (yowasp tools from PyPI; tens of minutes; not part of ci)
+  synth --depth    only the logic-depth guard: yosys on the guarded targets
 
 environment: FUZZ_SECONDS  seconds per fuzz target (default: 60, less with many targets)";
 
@@ -56,6 +62,7 @@ fn dispatch(args: &[String]) -> Result {
         ("fuzz", [flag, targets @ ..]) if flag == "--long" => return fuzz::long(targets),
         ("fuzz", [seconds]) => (Selection::only("fuzz"), Some(seconds.clone())),
         ("interop", []) => return interop::interop(&root),
+        ("synth", targets) => return synth::synth(&root, targets),
         ("help" | "-h" | "--help", _) => {
             println!("{USAGE}\n\nsteps: {}", ci::step_names());
             return Ok(());

@@ -635,7 +635,7 @@ fn host_named(f: &FabricScenario, name: &str) -> Result<usize> {
         .with_context(|| format!("no host named {name:?}"))
 }
 
-fn switch_config(s: &SwitchSpec, priority: u8) -> SwitchConfig {
+pub(crate) fn switch_config(s: &SwitchSpec, priority: u8) -> SwitchConfig {
     SwitchConfig {
         port_buffer: s.port_buffer,
         shared_buffer: s.shared_buffer,

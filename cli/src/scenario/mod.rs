@@ -7,11 +7,15 @@
 //!   ACK timeout and loss recovery mode ([`sweep`]);
 //! * `[fabric]`: NICs around switches (PFC, ECN, DCQCN) running long-lived flows, sampled
 //!   over time: per-flow rates, the bottleneck queue, pauses, CNPs, retransmissions
-//!   ([`fabric`]).
+//!   ([`fabric`]);
+//! * `[fct]`: a k-ary fat-tree of NICs and a workload of flows (permutation, incast,
+//!   all-to-all, Poisson arrivals of WebSearch sizes), flow completion time slowdown by
+//!   size over several seeds ([`fct`]), on the parallel engine.
 //!
 //! Everything is seeded: the same file gives the same numbers, bit for bit.
 
 pub mod fabric;
+pub mod fct;
 pub mod plot;
 pub mod sweep;
 
@@ -33,6 +37,11 @@ pub struct Scenario {
     pub seed: u64,
     pub loss_sweep: Option<sweep::LossSweep>,
     pub fabric: Option<fabric::FabricScenario>,
+    pub fct: Option<fct::FctScenario>,
+    /// Not from the file: the threads that run a `[fct]` experiment (all cores when
+    /// `None`). The results are the same whatever it is.
+    #[serde(skip)]
+    pub threads: Option<usize>,
 }
 
 fn default_seed() -> u64 {
@@ -43,10 +52,11 @@ impl Scenario {
     /// Parses a scenario from TOML text.
     pub fn parse(text: &str) -> Result<Self> {
         let s: Self = toml::from_str(text)?;
-        match (&s.loss_sweep, &s.fabric) {
-            (Some(_), None) | (None, Some(_)) => Ok(s),
-            _ => bail!("a scenario has exactly one of [loss_sweep] and [fabric]"),
+        let kinds = [s.loss_sweep.is_some(), s.fabric.is_some(), s.fct.is_some()];
+        if kinds.iter().filter(|&&k| k).count() != 1 {
+            bail!("a scenario has exactly one of [loss_sweep], [fabric] and [fct]");
         }
+        Ok(s)
     }
 
     /// Reads a scenario file.
@@ -62,6 +72,7 @@ impl Scenario {
 pub enum Outcome {
     Sweep(sweep::SweepResult),
     Fabric(fabric::FabricResult),
+    Fct(fct::FctResult),
 }
 
 impl Outcome {
@@ -70,6 +81,7 @@ impl Outcome {
         match self {
             Self::Sweep(r) => r.table(),
             Self::Fabric(r) => r.table(),
+            Self::Fct(r) => r.table(),
         }
     }
 }
@@ -81,6 +93,12 @@ pub fn run(s: &Scenario, progress: &mut Progress) -> Result<Outcome> {
     }
     if let Some(f) = &s.fabric {
         return Ok(Outcome::Fabric(fabric::run(f, s.seed, progress)?));
+    }
+    if let Some(f) = &s.fct {
+        let threads = s.threads.unwrap_or_else(|| {
+            std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
+        });
+        return Ok(Outcome::Fct(fct::run(f, s.seed, threads, progress)?));
     }
     bail!("empty scenario")
 }
@@ -101,6 +119,10 @@ pub fn write(s: &Scenario, outcome: &Outcome, dir: &Path) -> Result<Vec<PathBuf>
         Outcome::Fabric(r) => {
             r.write_csv(&mut out)?;
             plot::fabric(&png, &s.title, r)?;
+        }
+        Outcome::Fct(r) => {
+            r.write_csv(&mut out)?;
+            plot::fct(&png, &s.title, r)?;
         }
     }
     std::io::Write::flush(&mut out)?;

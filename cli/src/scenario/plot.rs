@@ -3,12 +3,14 @@
 //! plotting needs no fontconfig, FreeType or system fonts.
 
 use super::fabric::FabricResult;
+use super::fct::{bytes, FctResult};
 use super::sweep::{loss_label, SweepResult};
 use anyhow::{anyhow, Result};
 use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::{register_font, FontStyle};
+use roce_sim::stats;
 use std::path::Path;
 use std::sync::Once;
 
@@ -245,6 +247,81 @@ pub fn fabric(path: &Path, title: &str, r: &FabricResult) -> Result<()> {
             .legend(swatch(c, 2));
     }
     legend(&mut chart, SeriesLabelPosition::UpperLeft, 12)?;
+    root.present().map_err(err)?;
+    Ok(())
+}
+
+/// FCT slowdown by flow size: the median and the 99th percentile of each size bin
+/// (means over the runs, with their 95 % intervals as error bars), log scale up.
+pub fn fct(path: &Path, title: &str, r: &FctResult) -> Result<()> {
+    fonts();
+    let n = r.bins.len() as i32;
+    let top = r
+        .bins
+        .iter()
+        .map(|b| b.p99.mean + b.p99.half_width.min(b.p99.mean))
+        .fold(2.0f64, f64::max)
+        * 1.3;
+    let root = BitMapBackend::new(path, (900, 560)).into_drawing_area();
+    root.fill(&WHITE).map_err(err)?;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(title, (FONT, 20))
+        .margin(15)
+        .x_label_area_size(45)
+        .y_label_area_size(60)
+        .build_cartesian_2d(-0.5f64..(n as f64 - 0.5).max(0.5), (1f64..top).log_scale())
+        .map_err(err)?;
+    let labels: Vec<String> = r.bins.iter().map(|b| bytes(b.high)).collect();
+    chart
+        .configure_mesh()
+        .light_line_style(TRANSPARENT)
+        .x_labels(n.max(1) as usize)
+        .x_label_formatter(&|x| {
+            let i = x.round();
+            if (x - i).abs() > 0.01 || i < 0.0 {
+                return String::new();
+            }
+            labels.get(i as usize).cloned().unwrap_or_default()
+        })
+        .x_desc("flow size (upper edge of the bin)")
+        .y_desc("FCT slowdown")
+        .label_style((FONT, 13))
+        .axis_desc_style((FONT, 15))
+        .draw()
+        .map_err(err)?;
+    type Get = fn(&super::fct::BinSummary) -> stats::Interval;
+    let series: [(&str, Get); 2] = [("median", |b| b.median), ("99th percentile", |b| b.p99)];
+    for (k, (name, get)) in series.into_iter().enumerate() {
+        let c = color(k);
+        let pts: Vec<(f64, f64)> = r
+            .bins
+            .iter()
+            .enumerate()
+            .map(|(i, b)| (i as f64, get(b).mean.max(1.0)))
+            .collect();
+        chart
+            .draw_series(LineSeries::new(pts, c.stroke_width(2)).point_size(4))
+            .map_err(err)?
+            .label(name)
+            .legend(swatch(c, 2));
+        // Error bars: the interval as a vertical line with short caps.
+        for (i, b) in r.bins.iter().enumerate() {
+            let iv = get(b);
+            if !iv.half_width.is_finite() {
+                continue;
+            }
+            let (x, lo, hi) = (i as f64, iv.low().max(1.0), iv.high().max(1.0));
+            let lines = [
+                vec![(x, lo), (x, hi)],
+                vec![(x - 0.08, lo), (x + 0.08, lo)],
+                vec![(x - 0.08, hi), (x + 0.08, hi)],
+            ];
+            chart
+                .draw_series(lines.map(|l| PathElement::new(l, c.stroke_width(1))))
+                .map_err(err)?;
+        }
+    }
+    legend(&mut chart, SeriesLabelPosition::UpperLeft, 14)?;
     root.present().map_err(err)?;
     Ok(())
 }

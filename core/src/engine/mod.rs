@@ -33,7 +33,7 @@ use crate::memory::{AccessFlags, Dma, DmaError, MemError, MemoryTable, MrKeys, P
 use crate::num::{Lkey, Psn, Qpn};
 use crate::transport::{
     AddressVector, CompletionSink, Counters, CurOp, Env, Error, Instant, Mtu, PortLimits, Qp,
-    QpAttr, QpInfo, QpInitAttr, QpQueues, QpRef, QpType, RecvWr, SendWr, TransportConfig,
+    QpAttr, QpInfo, QpInitAttr, QpQueues, QpRef, QpState, QpType, RecvWr, SendWr, TransportConfig,
     WorkCompletion,
 };
 use crate::wire::bth::BthRepr;
@@ -465,6 +465,16 @@ impl<
         *t = header_template(&self.cfg, qp, None, ect).unwrap_or_default();
     }
 
+    /// Whether QP `slot` can run on the fast path at all: RC, without selective repeat
+    /// (its out-of-order receiver and per-packet retransmission stay in firmware) and
+    /// without DCQCN's reaction point (the pacer is the firmware's).
+    fn fastpath_eligible(&self, slot: usize) -> bool {
+        let rc = matches!(self.qps.get(slot), Some(Some(qp)) if qp.qp_type == QpType::Rc);
+        let sr = self.queues.get(slot).is_some_and(|q| q.sr.enabled());
+        let rp = self.cc.get(slot).is_some_and(QpCc::rp_on);
+        rc && !sr && !rp
+    }
+
     /// `qpn`'s fast-path send context as the firmware writes it at `modify_qp`
     /// (`docs/fastpath.md` §2.1): its header template, BTH fields, path MTU and the
     /// requester's PSNs and window as they stand.
@@ -474,6 +484,7 @@ impl<
         let sr = self.queues.get(s)?.sr.attr();
         let sr_on = sr.enabled && qp.qp_type == QpType::Rc;
         Some(fastpath::SendCtx {
+            valid: self.fastpath_eligible(s) && matches!(qp.state, QpState::Rts | QpState::Sqd),
             template: *self.tx_hdr.get(s)?,
             pkey: qp.pkey,
             dest_qpn: qp.dest_qpn,
@@ -500,7 +511,10 @@ impl<
         let qp = self.qps.get(s)?.as_ref()?;
         let r = &qp.resp;
         let mut ctx = fastpath::RecvCtx {
-            on: qp.qp_type == QpType::Rc && qp.state.processes_receive(),
+            on: self.fastpath_eligible(s) && qp.state.processes_receive(),
+            held: false,
+            pkey: qp.pkey,
+            peer_gid: qp.av.dgid,
             qpn,
             cur: match r.cur {
                 CurOp::None => fastpath::RxCur::None,

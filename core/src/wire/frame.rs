@@ -630,6 +630,91 @@ impl<'a> Packet<'a> {
     }
 }
 
+/// What a hardware parser hands on with a frame it accepted (`docs/fastpath.md` §3.1,
+/// §3.5): where the parts of the frame start, so the firmware can view the frame again
+/// without parsing it ([`Packet::from_meta`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RxMeta {
+    /// Which network header.
+    pub l3_kind: IcrcKind,
+    /// An 802.1Q tag precedes it (the IP header starts at 18, else 14).
+    pub vlan: bool,
+    /// Offset of the BTH.
+    pub bth: u16,
+    /// Offset and length of the payload (without pad).
+    pub payload_off: u16,
+    pub payload_len: u16,
+    /// BTH PadCnt.
+    pub pad: u8,
+}
+
+impl Packet<'_> {
+    /// The metadata a hardware parser reports for this frame.
+    pub fn meta(&self) -> RxMeta {
+        let payload_off = self.payload_at();
+        let payload_len = self.icrc_at as usize - usize::from(self.pad) - payload_off;
+        RxMeta {
+            l3_kind: self.l3_kind,
+            vlan: self.l3 != EthernetRepr::LEN as u8,
+            bth: u16::from(self.bth),
+            // Lossless: the frame parsed, so these lie within 18 + 65535 + 40 bytes of
+            // its start, and a frame the NIC takes is at most a few KiB.
+            payload_off: payload_off as u16,
+            payload_len: payload_len as u16,
+            pad: self.pad,
+        }
+    }
+}
+
+impl<'a> Packet<'a> {
+    /// A view of `frame` from a hardware parser's metadata, without parsing it again:
+    /// the parser checked the frame (ICRC included). Only what every accessor relies on
+    /// is checked here (the offsets lie in the frame and agree with the opcode's
+    /// extended headers), so no accessor can panic whatever `meta` says; a `meta` that
+    /// does not describe the frame gives wrong field values, never a fault.
+    pub fn from_meta(frame: &'a [u8], meta: &RxMeta) -> Result<Self, Error> {
+        let l3 = if meta.vlan {
+            EthernetRepr::LEN + VlanRepr::LEN
+        } else {
+            EthernetRepr::LEN
+        };
+        let bth = usize::from(meta.bth);
+        let net_len = match meta.l3_kind {
+            IcrcKind::Ipv4 => Ipv4Repr::LEN + UdpRepr::LEN,
+            IcrcKind::Ipv6 => Ipv6Repr::LEN + UdpRepr::LEN,
+            IcrcKind::RoceV1 => Ipv6Repr::LEN,
+        };
+        if bth < l3 + net_len || bth > u8::MAX as usize {
+            return Err(Error::TruncatedBth);
+        }
+        let opcode = *frame.get(bth).ok_or(Error::TruncatedBth)?;
+        let (info, ext_len) = Opcode(opcode)
+            .info_and_ext_len()
+            .ok_or(Error::UnknownOpcode { opcode })?;
+        let payload_at = bth + BthRepr::LEN + ext_len;
+        if usize::from(meta.payload_off) != payload_at {
+            return Err(Error::TruncatedExtHeader);
+        }
+        let icrc_at = payload_at + usize::from(meta.payload_len) + usize::from(meta.pad & 3);
+        let trailer = frame
+            .get(icrc_at..)
+            .and_then(|t| t.first_chunk::<4>())
+            .ok_or(Error::TruncatedFrame)?;
+        Ok(Packet {
+            frame,
+            info,
+            icrc: u32::from_le_bytes(*trailer),
+            icrc_at: icrc_at as u32,
+            l3: l3 as u8,
+            bth: bth as u8,
+            ext_len: ext_len as u8,
+            pad: meta.pad & 3,
+            icrc_verified: true,
+            l3_kind: meta.l3_kind,
+        })
+    }
+}
+
 /// Parses and checks a whole Ethernet frame (without FCS), ICRC included.
 ///
 /// What is checked, in this order (the first fault is the [`Error`]): the Ethernet header
@@ -1024,6 +1109,38 @@ impl HeaderTemplate {
         t.l3 = l3_at as u8;
         t.kind = l3.icrc_kind();
         Ok(t)
+    }
+
+    /// The template as a context memory holds it: the header bytes (lengths and IPv4
+    /// checksum zero), the BTH offset, the IP header offset, the network header kind and
+    /// the IPv4 base sum.
+    pub fn raw(&self) -> (&[u8; Self::MAX_LEN], u8, u8, IcrcKind, u16) {
+        (&self.bytes, self.len, self.l3, self.kind, self.ip_sum)
+    }
+
+    /// A template from [`HeaderTemplate::raw`]'s parts; `None` when the offsets cannot
+    /// describe headers (a BTH offset beyond the bytes, or an IP header that does not
+    /// fit before it), so emitting with the result never faults.
+    pub fn from_raw(
+        bytes: &[u8; Self::MAX_LEN],
+        len: u8,
+        l3: u8,
+        kind: IcrcKind,
+        ip_sum: u16,
+    ) -> Option<Self> {
+        let net = match kind {
+            IcrcKind::Ipv4 => Ipv4Repr::LEN + UdpRepr::LEN,
+            IcrcKind::Ipv6 => Ipv6Repr::LEN + UdpRepr::LEN,
+            IcrcKind::RoceV1 => Ipv6Repr::LEN,
+        };
+        let ok = usize::from(len) <= Self::MAX_LEN && usize::from(l3) + net == usize::from(len);
+        ok.then_some(Self {
+            bytes: *bytes,
+            len,
+            l3,
+            kind,
+            ip_sum,
+        })
     }
 
     /// Length of the whole frame for this BTH opcode and `body_len` bytes of payload

@@ -95,6 +95,6 @@ pub mod udp;
 
 pub use frame::{
     emit, emit_with, parse, parse_unverified, EmitError, Error, ExtHeaders, HeaderTemplate,
-    Headers, L3Repr, Layout, Packet,
+    Headers, L3Repr, Layout, Packet, RxMeta,
 };
 pub use opcode::{ExtHeader, Opcode, OpcodeInfo, Position, Transport};

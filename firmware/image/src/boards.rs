@@ -60,5 +60,19 @@ pub const SOFTCORE: Board = Board {
     clock: ClockSource::Mcycle { hz: 100_000_000 },
 };
 
+/// The SoC on a Lattice LFE5UM5G-85F (`cargo xtask synth soc-ecp5`): the RAM is what
+/// the part's 208 block RAMs hold beside the SoC's other memories (352 KiB), the stack
+/// what the boot needs (`Nic::new` builds the NIC on the stack once, about 150 KiB).
+/// Same map and clock as [`SOFTCORE`]; the image also runs on the simulated SoC, whose
+/// RAM is larger.
+pub const ECP5_85F: Board = Board {
+    name: "ecp5-85f",
+    ram_origin: 0x0000_0000,
+    ram_len: 352 * 1024,
+    stack_min: 150 * 1024,
+    nic_mmio_base: 0xF000_0000,
+    clock: ClockSource::Mcycle { hz: 100_000_000 },
+};
+
 /// Every board, for tools.
-pub const ALL: [Board; 2] = [QEMU_VIRT, SOFTCORE];
+pub const ALL: [Board; 3] = [QEMU_VIRT, SOFTCORE, ECP5_85F];

@@ -24,6 +24,12 @@ pub fn now_ns() -> u64 {
     ticks.wrapping_mul(NS_PER_TICK)
 }
 
+/// Clock cycles since reset (`mcycle`).
+#[inline]
+pub fn cycles() -> u64 {
+    riscv::register::mcycle::read64()
+}
+
 /// Instructions retired since reset (`minstret`). Under QEMU this counts instructions
 /// only with `-icount` (the runner passes `-icount shift=0`); without it QEMU 7.2 returns
 /// host ticks.

@@ -1,7 +1,7 @@
 //! The firmware image: what the riscv32imac binaries share.
 //!
 //! * [`boards`] / [`BOARD`]: the memory map and NIC MMIO base the image is linked for
-//!   (cargo feature `board-softcore`, else QEMU `virt`).
+//!   (cargo feature `board-softcore` or `board-ecp5-85f`, else QEMU `virt`).
 //! * [`clock`]: nanoseconds and retired instructions from the CSRs.
 //! * [`ram_hal`]: a [`roce_firmware::hal::Hal`] over RAM (register file, host memory and
 //!   datapath in the image): the QEMU self-test's platform.
@@ -10,7 +10,7 @@
 //!
 //! The binaries: `selftest` (the default `cargo run`: boots in QEMU, drives the NIC
 //! through the host ABI, exits through semihosting) and `firmware` (the NIC firmware
-//! proper, over [`mmio::MmioHal`], logging through defmt-rtt).
+//! proper, over [`mmio::MmioHal`], logging through the NIC block's log channel).
 
 #![no_std]
 
@@ -25,5 +25,8 @@ pub use boards::{Board, ClockSource};
 #[cfg(feature = "board-softcore")]
 pub const BOARD: Board = boards::SOFTCORE;
 /// The board this image is built for.
-#[cfg(not(feature = "board-softcore"))]
+#[cfg(feature = "board-ecp5-85f")]
+pub const BOARD: Board = boards::ECP5_85F;
+/// The board this image is built for.
+#[cfg(not(any(feature = "board-softcore", feature = "board-ecp5-85f")))]
 pub const BOARD: Board = boards::QEMU_VIRT;

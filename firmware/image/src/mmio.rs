@@ -3,16 +3,25 @@
 //!
 //! | offset | block | what |
 //! |---|---|---|
-//! | `0x0_0000` | host window | the 16 KiB register window the host sees (`abi::reg`, `docs/abi.md`); the firmware reads doorbells and writes status, indices and events |
+//! | `0x0_0000` | host window | the 16 KiB register window the host sees (`abi::reg`, `docs/abi.md`); the firmware reads doorbells and writes status, indices and events; then, at `0x4000`, the firmware's statistics ([`stat_reg`]), which the host reads at the same offsets past the ABI's window |
 //! | `0x1_0000` | DMA engine | copies between host memory and the core's RAM ([`dma_reg`]) |
 //! | `0x2_0000` | datapath | one received frame and one frame to send, with their status ([`dp_reg`]) |
+//! | `0x3_0000` | timer | cycle counter and compare interrupt ([`timer_reg`]) |
+//! | `0x4_0000` | log | the defmt byte stream ([`log_reg`], [`log_write`]) |
 //!
-//! The host window is the ABI. The DMA and datapath blocks are this firmware's
-//! **provisional** side of the NIC-internal interface, the smallest one the runtime
-//! needs; the RTL (`hdl-sim/rtl/`) does not implement it yet, and whichever side changes
-//! first updates the other. QEMU `virt` has no such device, so this HAL builds (the
-//! `firmware` binary) but is not exercised there; the QEMU self-test uses
-//! [`crate::ram_hal`].
+//! The host window is the ABI. The other blocks are the NIC-internal interface, the
+//! smallest one the runtime needs; the SoC RTL (`hdl-sim/rtl/soc/nic_soc.sv`, one
+//! module per block) implements exactly this map, and whichever side changes updates
+//! the other. QEMU `virt` has no such device, so this HAL builds (the `firmware`
+//! binary) but is not exercised there; the QEMU self-test uses [`crate::ram_hal`].
+//!
+//! Two rules of the hardware this HAL follows:
+//! * `EVENT_STATUS` is write-one-to-set from the NIC side (write-one-to-clear from the
+//!   host's), so a host clear between the runtime's read and its write is not undone:
+//!   [`MmioHal`] turns the runtime's read-modify-write into a write of the bits it adds.
+//! * The DMA engine writes the core's RAM behind its data cache (VexRiscv's, write
+//!   through): after a transfer into RAM, [`MmioDma`] invalidates the data cache
+//!   before the runtime reads the buffer.
 //!
 //! Every access is a 32-bit volatile load or store; `unsafe` is confined to
 //! [`Mmio::read`] and [`Mmio::write`], and [`MmioHal::new`] states what makes them sound.
@@ -31,8 +40,12 @@ pub mod map {
     pub const DMA: u32 = 0x1_0000;
     /// The datapath's frame interface ([`super::dp_reg`]).
     pub const DATAPATH: u32 = 0x2_0000;
+    /// The timer ([`super::timer_reg`]).
+    pub const TIMER: u32 = 0x3_0000;
+    /// The log channel ([`super::log_reg`]).
+    pub const LOG: u32 = 0x4_0000;
     /// Bytes of the whole block.
-    pub const LEN: u32 = 0x3_0000;
+    pub const LEN: u32 = 0x5_0000;
 }
 
 /// DMA engine registers (offsets in [`map::DMA`]).
@@ -78,6 +91,9 @@ pub mod dp_reg {
     /// Bit 0: the host wrote a doorbell (`SQ_DB`, `RQ_DB`, `CQ_DB`, `CMDQ_PI`) since
     /// this register was last read; reading clears it.
     pub const DOORBELL: u32 = 0x0018;
+    /// Received frames the datapath dropped (a parser error such as a bad ICRC, or
+    /// longer than its buffer), since reset.
+    pub const RX_DROPS: u32 = 0x001C;
     /// The port's GID, 16 bytes in four words (byte 0 in bits 7..0 of the first).
     pub const GID: u32 = 0x0020;
     /// The received frame (read-only), 8 KiB.
@@ -90,6 +106,100 @@ pub mod dp_reg {
     pub const RX_VALID: u32 = 1 << 31;
     /// `TX_STATUS`: the transmit buffer is free.
     pub const TX_READY: u32 = 1 << 0;
+}
+
+/// The firmware's statistics (offsets in [`map::HOST_WINDOW`], past the ABI's window):
+/// the host reads them at the same offsets of its BAR. What the firmware measures of
+/// itself with `mcycle` and `minstret`: the polls of its main loop that found work, what
+/// they cost, and the frames they moved. Each 64-bit figure is two words, low first.
+pub mod stat_reg {
+    /// Polls of the main loop that did something (`Nic::poll` returned true).
+    pub const BUSY_POLLS: u32 = 0x4000;
+    /// Frames the runtime handed to the datapath (low 32 bits).
+    pub const FRAMES_TX: u32 = 0x4004;
+    /// Frames the runtime took from the datapath (low 32 bits).
+    pub const FRAMES_RX: u32 = 0x4008;
+    /// Polls of the main loop that found nothing to do: two of them after the host's
+    /// last doorbell or frame tell a simulation the firmware has gone idle.
+    pub const IDLE_POLLS: u32 = 0x400C;
+    /// Cycles spent in busy polls (`mcycle`), low and high word.
+    pub const BUSY_CYCLES: u32 = 0x4010;
+    /// Instructions retired in busy polls (`minstret`), low and high word.
+    pub const BUSY_INSTRET: u32 = 0x4018;
+    /// Cycles from reset to the first poll (boot, including building the NIC).
+    pub const BOOT_CYCLES: u32 = 0x4020;
+    /// When the engine's next timer is due, ns of the board clock, low and high word
+    /// (all ones: none armed): a simulation advances an idle SoC to then.
+    pub const NEXT_TIMEOUT: u32 = 0x4028;
+    /// Bytes of the statistics area.
+    pub const LEN: u32 = 0x100;
+}
+
+/// What the firmware's main loop measures of itself ([`stat_reg`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LoopStats {
+    pub busy_polls: u32,
+    pub frames_tx: u32,
+    pub frames_rx: u32,
+    pub busy_cycles: u64,
+    pub busy_instret: u64,
+    pub next_timeout: u64,
+}
+
+/// Timer registers (offsets in [`map::TIMER`]): a cycle counter and a compare value
+/// that raises the core's timer interrupt (RISC-V `mtime` / `mtimecmp`).
+pub mod timer_reg {
+    /// Cycles since reset, low word; reading it latches the high word.
+    pub const MTIME_LO: u32 = 0x0;
+    /// The high word, as latched by the last read of `MTIME_LO`.
+    pub const MTIME_HI: u32 = 0x4;
+    /// Compare value, low word (reset: all ones).
+    pub const MTIMECMP_LO: u32 = 0x8;
+    /// Compare value, high word.
+    pub const MTIMECMP_HI: u32 = 0xC;
+}
+
+/// Log channel registers (offsets in [`map::LOG`]).
+pub mod log_reg {
+    /// Write: bits 7..0 are the next byte of the log stream.
+    pub const DATA: u32 = 0x0;
+    /// Bit 0: the queue has room for a byte; bit 1: a byte was lost (cleared by
+    /// reading).
+    pub const STATUS: u32 = 0x4;
+    /// `STATUS`: room for a byte.
+    pub const STATUS_ROOM: u32 = 1 << 0;
+}
+
+/// Writes `bytes` to the log channel of the NIC block at `base`, waiting for room
+/// (a bounded wait per byte: a stream nobody drains loses bytes instead of hanging
+/// the firmware).
+///
+/// # Safety
+///
+/// `base` is the NIC's MMIO block as for [`MmioHal::new`]; the caller holds the
+/// logger (one writer at a time).
+pub unsafe fn log_write(base: usize, bytes: &[u8]) {
+    let m = Mmio { base };
+    for &b in bytes {
+        let mut spins = 1u32 << 16;
+        while m.read(map::LOG + log_reg::STATUS) & log_reg::STATUS_ROOM == 0 && spins > 0 {
+            spins -= 1;
+        }
+        m.write(map::LOG + log_reg::DATA, u32::from(b));
+    }
+}
+
+/// Invalidates the core's data cache: VexRiscv's flush instruction (MISC-MEM with
+/// funct3 5, `DBusCachedPlugin`'s `MANAGEMENT` encoding), which drops every line. The
+/// cache writes through, so nothing is lost; lines are refilled from RAM, where the
+/// DMA engine wrote.
+#[inline]
+fn invalidate_dcache() {
+    // SAFETY: the instruction only invalidates cache lines (the data cache writes
+    // through: RAM is current); it touches no register and no Rust-visible state.
+    // It exists on the soft core this HAL is for (nic_soc); `elf2img --check-isa`
+    // admits it.
+    unsafe { core::arch::asm!(".word 0x0000500F", options(nostack, preserves_flags)) }
 }
 
 /// The MMIO block: 32-bit volatile accesses at `base + offset`, `offset < map::LEN`.
@@ -156,7 +266,11 @@ impl MmioDma {
             polls -= 1;
         };
         riscv::asm::fence();
-        status & (dma_reg::STATUS_BUSY | dma_reg::STATUS_ERROR) == 0
+        let ok = status & (dma_reg::STATUS_BUSY | dma_reg::STATUS_ERROR) == 0;
+        if ok && !to_host {
+            invalidate_dcache();
+        }
+        ok
     }
 }
 
@@ -261,6 +375,9 @@ impl Datapath for MmioDatapath {
 #[derive(Debug)]
 pub struct MmioHal {
     window: Mmio,
+    /// `EVENT_STATUS` as the runtime last read it: its write back sets only the bits
+    /// it added (the register is write-one-to-set on this side).
+    event_read: u32,
     dma: MmioDma,
     datapath: MmioDatapath,
 }
@@ -277,6 +394,7 @@ impl MmioHal {
     pub unsafe fn new(base: usize) -> Self {
         Self {
             window: Mmio { base },
+            event_read: 0,
             dma: MmioDma {
                 mmio: Mmio { base },
                 timeout_polls: 1 << 20,
@@ -291,6 +409,32 @@ impl MmioHal {
     /// The port's MAC address and GID, from the datapath's registers.
     pub fn port_address(&self) -> ([u8; 6], [u8; 16]) {
         self.datapath.port_address()
+    }
+
+    /// Publishes the main loop's statistics ([`stat_reg`]).
+    pub fn write_stats(&self, s: &LoopStats) {
+        let w = |off: u32, v: u32| self.window.write(map::HOST_WINDOW + off, v);
+        w(stat_reg::BUSY_POLLS, s.busy_polls);
+        w(stat_reg::FRAMES_TX, s.frames_tx);
+        w(stat_reg::FRAMES_RX, s.frames_rx);
+        w(stat_reg::BUSY_CYCLES, s.busy_cycles as u32);
+        w(stat_reg::BUSY_CYCLES + 4, (s.busy_cycles >> 32) as u32);
+        w(stat_reg::BUSY_INSTRET, s.busy_instret as u32);
+        w(stat_reg::BUSY_INSTRET + 4, (s.busy_instret >> 32) as u32);
+        w(stat_reg::NEXT_TIMEOUT, s.next_timeout as u32);
+        w(stat_reg::NEXT_TIMEOUT + 4, (s.next_timeout >> 32) as u32);
+    }
+
+    /// Publishes the count of idle polls ([`stat_reg::IDLE_POLLS`]).
+    pub fn write_idle_polls(&self, polls: u32) {
+        self.window
+            .write(map::HOST_WINDOW + stat_reg::IDLE_POLLS, polls);
+    }
+
+    /// Publishes the cycles the boot took ([`stat_reg::BOOT_CYCLES`]).
+    pub fn write_boot_cycles(&self, cycles: u32) {
+        self.window
+            .write(map::HOST_WINDOW + stat_reg::BOOT_CYCLES, cycles);
     }
 
     /// Sets `STATUS.fatal` in the host window: what the panic handler does before it
@@ -310,13 +454,23 @@ impl Hal for MmioHal {
         if offset >= reg::WINDOW {
             return 0;
         }
-        self.window.read(map::HOST_WINDOW + offset)
+        let value = self.window.read(map::HOST_WINDOW + offset);
+        if offset == reg::EVENT_STATUS {
+            self.event_read = value;
+        }
+        value
     }
 
     fn reg_write(&mut self, offset: u32, value: u32) {
-        if offset < reg::WINDOW {
-            self.window.write(map::HOST_WINDOW + offset, value);
+        if offset >= reg::WINDOW {
+            return;
         }
+        let value = if offset == reg::EVENT_STATUS {
+            value & !self.event_read
+        } else {
+            value
+        };
+        self.window.write(map::HOST_WINDOW + offset, value);
     }
 
     fn dma(&mut self) -> &mut MmioDma {

@@ -5,7 +5,9 @@
 use roce_core::engine::PortConfig;
 use roce_core::transport::ipv4_gid;
 use roce_device::rtl::{rtl_available, rtl_nic};
+use roce_device::soc::{default_image, soc_available, SocNic};
 use roce_device::{Capacities, LocalNic, NicModel};
+use roce_firmware::runtime::RuntimeCounters;
 use roce_hdl_sim::DataWidth;
 use std::rc::Rc;
 
@@ -16,34 +18,77 @@ pub enum Model {
     Software,
     /// The firmware runtime over the Verilated datapath (512-bit bus).
     Rtl,
+    /// The firmware image on the Verilated SoC (soft core beside the datapath).
+    Soc,
 }
 
 /// Every model this build has: the RTL one only where Verilator built it (always
-/// under CI, where a missing model is a failure).
+/// under CI, where a missing model is a failure); the SoC where its model was built and
+/// `make-images.sh` has written the image (`cargo xtask ci`'s `soc` step runs the
+/// suites on it with `ROCE_SOC_REQUIRED=1`).
 pub fn models() -> Vec<Model> {
+    let mut models = vec![Model::Software];
     if rtl_available() {
-        vec![Model::Software, Model::Rtl]
+        models.push(Model::Rtl);
     } else {
         assert!(
             std::env::var("CI").as_deref() != Ok("true"),
             "the RTL model is required under CI"
         );
         eprintln!("skipped the RTL model: the Verilated datapath was not built");
-        vec![Model::Software]
+    }
+    let required = std::env::var("ROCE_SOC_REQUIRED").as_deref() == Ok("1");
+    if soc_available() && default_image().exists() {
+        models.push(Model::Soc);
+    } else {
+        assert!(!required, "the SoC model and its image are required");
+        eprintln!("skipped the SoC model: no model or no image (make-images.sh)");
+    }
+    models
+}
+
+/// A booted NIC of some model, behind the boundary.
+pub struct Nic {
+    pub model: Rc<dyn NicModel>,
+    /// The runtime compiled for the host, when that is the model: its own counters are
+    /// readable beside the ABI.
+    #[allow(dead_code)]
+    local: Option<Rc<LocalNic>>,
+}
+
+// Not every suite reads the runtime's own counters.
+#[allow(dead_code)]
+impl Nic {
+    /// The host-compiled runtime's counters; `None` on the SoC, whose firmware keeps
+    /// them in its own RAM.
+    pub fn runtime_counters(&self) -> Option<RuntimeCounters> {
+        self.local.as_ref().map(|l| l.runtime_counters())
     }
 }
 
 impl Model {
     /// Boots a NIC of this model with MAC 02:00:00:00:00:`last` and 10.0.0.`last`.
-    pub fn boot(self, last: u8) -> Rc<LocalNic> {
+    pub fn boot(self, last: u8) -> Nic {
         let cfg = PortConfig::new([2, 0, 0, 0, 0, last], ipv4_gid([10, 0, 0, last]));
-        match self {
+        let local = match self {
             Self::Software => LocalNic::new(cfg, Capacities::Firmware),
             Self::Rtl => {
                 rtl_nic(cfg, Capacities::Firmware, DataWidth::W512)
                     .expect("the RTL datapath")
                     .0
             }
+            Self::Soc => {
+                let soc =
+                    SocNic::new(&default_image(), cfg.mac, cfg.gid, None).expect("the SoC model");
+                return Nic {
+                    model: soc,
+                    local: None,
+                };
+            }
+        };
+        Nic {
+            model: local.clone(),
+            local: Some(local),
         }
     }
 }

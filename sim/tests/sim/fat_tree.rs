@@ -7,7 +7,7 @@ use roce_sim::parallel::partition_seed;
 use roce_sim::topology::FatTree;
 use roce_sim::{
     Counters, Fabric, Faults, HostId, LinkConfig, Nanos, Node, Parallel, Partition, Priorities,
-    RedConfig, SwitchConfig,
+    Profile, RedConfig, SwitchConfig,
 };
 
 /// A host that sends one flow and counts what it receives.
@@ -124,7 +124,7 @@ impl Partition for Part {
 
 /// What a run of the partitioned tree gives: every partition's counters, and what each
 /// host received, by host.
-type Outcome = (Vec<Counters>, Vec<(usize, SinkStats)>);
+type Outcome = (Vec<Counters>, Vec<(usize, SinkStats)>, Profile);
 
 /// The k = 4 tree in one partition per pod, run for `until` ns on `threads` threads.
 fn partitioned(
@@ -163,13 +163,13 @@ fn partitioned(
         got.extend(g);
     }
     got.sort_by_key(|&(h, _)| h);
-    (counters, got)
+    (counters, got, par.profile())
 }
 
 #[test]
 fn a_partitioned_tree_delivers_everything_across_partitions() {
     let link = LinkConfig::new(G100, 1000);
-    let (_, got) = partitioned(3, 2, link, SwitchConfig::default(), 300, 1_000_000_000);
+    let (_, got, _) = partitioned(3, 2, link, SwitchConfig::default(), 300, 1_000_000_000);
     assert_eq!(got.len(), HOSTS);
     for (h, s) in got {
         assert_eq!((s.frames, s.bad, s.out_of_order), (300, 0, 0), "host {h}");
@@ -197,7 +197,7 @@ fn the_same_seed_gives_the_same_run_on_1_2_and_4_threads() {
     assert_eq!(one, run(9, 2));
     assert_eq!(one, run(9, 4));
     // The run did something worth comparing: losses, marks, frames across partitions.
-    let (counters, got) = &one;
+    let (counters, got, profile) = &one;
     let lost: u64 = counters
         .iter()
         .flat_map(|c| &c.links)
@@ -205,6 +205,14 @@ fn the_same_seed_gives_the_same_run_on_1_2_and_4_threads() {
         .sum();
     let marked: u64 = got.iter().map(|(_, s)| s.ce_marked).sum();
     assert!(lost > 50 && marked > 50, "lost {lost}, marked {marked}");
+    // The profile: every window of every partition, the critical path between the
+    // busiest partition alone and everything on one thread.
+    let events = profile.events();
+    assert_eq!(profile.per_partition.len(), K);
+    assert_eq!(profile.critical_path(1), events);
+    let two = profile.critical_path(2);
+    assert!(two < events && 2 * two >= events, "{two} of {events}");
+    assert!(profile.critical_path(K) <= two);
     assert_ne!(one, run(10, 2));
 }
 

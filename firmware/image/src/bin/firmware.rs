@@ -1,35 +1,123 @@
 //! The NIC firmware proper: the runtime over the memory-mapped HAL of a soft core next
 //! to the RNIC datapath ([`MmioHal`] at the board's `nic_mmio_base`), polling forever.
-//! Logs go out through defmt-rtt (a RAM ring a debugger reads; it never blocks).
-//! On a panic it sets `STATUS.fatal` for the host and stops.
+//! Logs go out through the NIC block's log channel (`mmio::log_write`, a byte stream
+//! the board carries off chip; the SoC simulation collects it for `defmt-print`).
+//! On a panic or a CPU exception it logs, sets `STATUS.fatal` for the host and stops.
 //!
-//! QEMU `virt` has no RNIC, so this binary builds for every board but only runs on
-//! hardware (or an RTL simulation of the soft core with the datapath).
+//! It runs on the SoC (`hdl-sim/rtl/soc/nic_soc.sv`, board `softcore`): no AMO
+//! instructions (that core has LR/SC only; `make-images.sh` checks), so nothing here
+//! uses an atomic read-modify-write. QEMU `virt` has no RNIC, so on that board this
+//! binary builds but does not run.
 
 #![no_std]
 #![no_main]
 
+use core::cell::UnsafeCell;
+use core::mem::MaybeUninit;
+
 use defmt::{error, info};
-use defmt_rtt as _;
-use static_cell::StaticCell;
 
 use roce_core::engine::PortConfig;
 use roce_firmware::config::FirmwareNic;
-use roce_firmware_image::mmio::MmioHal;
-use roce_firmware_image::BOARD;
+use roce_firmware_image::mmio::{self, LoopStats, MmioHal};
+use roce_firmware_image::{clock, BOARD};
 
-static NIC: StaticCell<FirmwareNic<MmioHal>> = StaticCell::new();
+/// State that only one context at a time touches, by the rule stated where it is used.
+struct Exclusive<T>(UnsafeCell<T>);
 
-#[panic_handler]
-fn panic(info: &core::panic::PanicInfo) -> ! {
-    error!("panic: {}", defmt::Display2Format(info));
-    // SAFETY: the board's MMIO base is the NIC block (board config); nothing else runs
-    // after this point, so this second instance cannot race the first.
+// SAFETY: one hart; every access says why it is the only one at that moment.
+unsafe impl<T> Sync for Exclusive<T> {}
+
+/// The NIC, built in place once by `main`.
+static NIC: Exclusive<MaybeUninit<FirmwareNic<MmioHal>>> =
+    Exclusive(UnsafeCell::new(MaybeUninit::uninit()));
+
+/// The defmt logger over the log channel: frames are encoded (rzCOBS) and written a
+/// byte at a time, inside a critical section.
+#[defmt::global_logger]
+struct Logger;
+
+struct LoggerState {
+    encoder: defmt::Encoder,
+    taken: bool,
+    restore: critical_section::RestoreState,
+}
+
+static LOGGER: Exclusive<LoggerState> = Exclusive(UnsafeCell::new(LoggerState {
+    encoder: defmt::Encoder::new(),
+    taken: false,
+    restore: critical_section::RestoreState::invalid(),
+}));
+
+fn log_bytes(bytes: &[u8]) {
+    // SAFETY: the board's MMIO base is the NIC block; only the logger calls this, and
+    // it holds the critical section.
+    unsafe { mmio::log_write(BOARD.nic_mmio_base as usize, bytes) }
+}
+
+// SAFETY: `acquire` takes a critical section before touching the state and `release`
+// gives it back; defmt calls `write` and `release` only between the two.
+unsafe impl defmt::Logger for Logger {
+    fn acquire() {
+        // SAFETY: released in `release`.
+        let restore = unsafe { critical_section::acquire() };
+        // SAFETY: inside the critical section on the only hart: nobody else is here.
+        let state = unsafe { &mut *LOGGER.0.get() };
+        if state.taken {
+            // defmt was called from inside defmt (a panic while logging): drop it.
+            // SAFETY: the section taken just above.
+            unsafe { critical_section::release(restore) };
+            return;
+        }
+        state.taken = true;
+        state.restore = restore;
+        state.encoder.start_frame(log_bytes);
+    }
+
+    unsafe fn flush() {}
+
+    unsafe fn release() {
+        // SAFETY: defmt's contract: between `acquire` and `release`.
+        let state = unsafe { &mut *LOGGER.0.get() };
+        state.encoder.end_frame(log_bytes);
+        state.taken = false;
+        // SAFETY: the state `acquire` saved.
+        unsafe { critical_section::release(state.restore) };
+    }
+
+    unsafe fn write(bytes: &[u8]) {
+        // SAFETY: defmt's contract: between `acquire` and `release`.
+        let state = unsafe { &mut *LOGGER.0.get() };
+        state.encoder.write(bytes, log_bytes);
+    }
+}
+
+/// Tells the host the firmware is gone, and stops.
+fn fatal() -> ! {
+    // SAFETY: the board's MMIO base is the NIC block; nothing else runs after this
+    // point, so this second instance cannot race the first.
     let hal = unsafe { MmioHal::new(BOARD.nic_mmio_base as usize) };
     hal.set_fatal();
     loop {
         riscv::asm::wfi();
     }
+}
+
+#[panic_handler]
+fn panic(info: &core::panic::PanicInfo) -> ! {
+    error!("panic: {}", defmt::Display2Format(info));
+    fatal()
+}
+
+#[export_name = "ExceptionHandler"]
+fn exception_handler(_frame: &riscv_rt::TrapFrame) -> ! {
+    error!(
+        "exception: mcause {=usize:#x} mepc {=usize:#x} mtval {=usize:#x}",
+        riscv::register::mcause::read().bits(),
+        riscv::register::mepc::read(),
+        riscv::register::mtval::read()
+    );
+    fatal()
 }
 
 #[riscv_rt::entry]
@@ -44,8 +132,33 @@ fn main() -> ! {
         BOARD.nic_mmio_base,
         mac[..]
     );
-    let nic = NIC.init_with(|| FirmwareNic::new(hal, PortConfig::new(mac, gid)));
+    // SAFETY: `main` runs once and is the only user of NIC: this is the one reference.
+    let slot = unsafe { &mut *NIC.0.get() };
+    let nic = slot.write(FirmwareNic::new(hal, PortConfig::new(mac, gid)));
+    nic.hal().write_boot_cycles(clock::cycles() as u32);
+    info!("ready");
+    // What each busy poll costs, from the core's own counters, for the host to read.
+    let mut stats = LoopStats {
+        next_timeout: u64::MAX,
+        ..LoopStats::default()
+    };
+    nic.hal().write_stats(&stats);
+    let mut idle_polls = 0u32;
     loop {
-        nic.poll();
+        let (c0, i0) = (clock::cycles(), clock::instret());
+        if nic.poll() {
+            let (c1, i1) = (clock::cycles(), clock::instret());
+            stats.busy_polls = stats.busy_polls.wrapping_add(1);
+            stats.busy_cycles = stats.busy_cycles.wrapping_add(c1.wrapping_sub(c0));
+            stats.busy_instret = stats.busy_instret.wrapping_add(i1.wrapping_sub(i0));
+            let c = nic.counters();
+            stats.frames_tx = c.frames_tx as u32;
+            stats.frames_rx = c.frames_rx as u32;
+            stats.next_timeout = nic.poll_timeout().unwrap_or(u64::MAX);
+            nic.hal().write_stats(&stats);
+        } else {
+            idle_polls = idle_polls.wrapping_add(1);
+            nic.hal().write_idle_polls(idle_polls);
+        }
     }
 }

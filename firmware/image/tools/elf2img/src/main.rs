@@ -1,7 +1,7 @@
 //! `elf2img`: memory images of a little-endian ELF32 executable, for FPGA flows.
 //!
 //! ```text
-//! elf2img ELF [--bin OUT.bin] [--hex OUT.hex] [--size]
+//! elf2img ELF [--bin OUT.bin] [--hex OUT.hex] [--size] [--check-isa]
 //! ```
 //!
 //! The image is every `PT_LOAD` segment's file bytes placed at its physical (load)
@@ -12,8 +12,12 @@
 //!   the first line being the word at the image base; padded with zeros to a whole word.
 //! * `--size`: the image base and length, and the allocated sections by kind (code,
 //!   read-only data, initialised data, zero-initialised data).
+//! * `--check-isa`: fail, naming each one, if the code holds an instruction the soft
+//!   core lacks (an AMO, floating point, ...; see [`isa`]), before writing anything.
 //!
 //! Only the standard library: it builds on any machine with a Rust toolchain.
+
+mod isa;
 
 use std::fmt::Write as _;
 use std::process::ExitCode;
@@ -53,6 +57,7 @@ struct Section {
     kind: u32,
     flags: u32,
     addr: u32,
+    offset: u32,
     size: u32,
 }
 
@@ -109,6 +114,7 @@ fn parse(data: &[u8]) -> Result<Elf, String> {
                 kind: b.u32(s + 4)?,
                 flags: b.u32(s + 8)?,
                 addr: b.u32(s + 12)?,
+                offset: b.u32(s + 16)?,
                 size: b.u32(s + 20)?,
             });
         }
@@ -199,21 +205,53 @@ fn size_report(elf: &Elf, base: u32, img: &[u8]) -> String {
     out
 }
 
+/// Every instruction of the executable sections the soft core cannot run, one line
+/// each; empty if there is none.
+fn isa_report(elf: &Elf, data: &[u8]) -> Result<String, String> {
+    let mut out = String::new();
+    for s in &elf.sections {
+        if s.flags & SHF_EXECINSTR == 0 || s.flags & SHF_ALLOC == 0 || s.kind == SHT_NOBITS {
+            continue;
+        }
+        let code = data
+            .get(s.offset as usize..(s.offset as usize).saturating_add(s.size as usize))
+            .ok_or_else(|| format!("section {} outside the file", s.name))?;
+        for bad in isa::check(s.addr, code) {
+            let _ = writeln!(
+                out,
+                "{:#010x} ({}): {:#010x}: {}",
+                bad.addr, s.name, bad.insn, bad.why
+            );
+        }
+    }
+    Ok(out)
+}
+
 fn run(args: &[String]) -> Result<(), String> {
-    let usage = "usage: elf2img ELF [--bin OUT.bin] [--hex OUT.hex] [--size]";
+    let usage = "usage: elf2img ELF [--bin OUT.bin] [--hex OUT.hex] [--size] [--check-isa]";
     let mut it = args.iter();
     let elf_path = it.next().ok_or(usage)?;
-    let (mut bin, mut hex, mut size) = (None, None, false);
+    let (mut bin, mut hex, mut size, mut check_isa) = (None, None, false, false);
     while let Some(a) = it.next() {
         match a.as_str() {
             "--bin" => bin = Some(it.next().ok_or(usage)?),
             "--hex" => hex = Some(it.next().ok_or(usage)?),
             "--size" => size = true,
+            "--check-isa" => check_isa = true,
             _ => return Err(usage.into()),
         }
     }
     let data = std::fs::read(elf_path).map_err(|e| format!("{elf_path}: {e}"))?;
     let elf = parse(&data).map_err(|e| format!("{elf_path}: {e}"))?;
+    if check_isa {
+        let bad = isa_report(&elf, &data).map_err(|e| format!("{elf_path}: {e}"))?;
+        if !bad.is_empty() {
+            return Err(format!(
+                "{elf_path}: instructions the soft core (VexRiscv RV32IMAC, LR/SC without AMOs) \
+                 cannot execute:\n{bad}"
+            ));
+        }
+    }
     let (base, img) = image(&elf, &data).map_err(|e| format!("{elf_path}: {e}"))?;
     if let Some(p) = bin {
         std::fs::write(p, &img).map_err(|e| format!("{p}: {e}"))?;

@@ -1,0 +1,128 @@
+//! The parallel engine against real time (issue 16): one 100 Gb/s stream of 4 KiB
+//! packets (an RC QP writing 1 MiB RDMA WRITEs, four outstanding, MTU 4096) between two
+//! NICs back to back on a 1 us link, with the whole stack at both ends (host driver,
+//! firmware runtime, engine), run three ways in one run:
+//!
+//! 1. one partition on one thread: the sequential fabric, the baseline;
+//! 2. two partitions (one NIC each, joined by the link: 1 us of lookahead) on one
+//!    thread: what the engine's windows and frame hand-over cost;
+//! 3. the same two partitions on two threads.
+//!
+//! Each prints simulated time per wall second (1.0 = real time), the process's CPU time
+//! per simulated second, and the engine's profile: windows, events, and the speed-up two
+//! threads can give at best given how the events fall into windows. The machine is
+//! shared: the load average is printed, and the wall-clock figures are only as good as
+//! the share of the cores the run got (CPU time tells how much it got).
+//!
+//! `cargo bench -p roce-cli --bench stream [-- MIB [FILTER]]` (default 256 MiB per run;
+//! FILTER picks the runs whose name holds it, e.g. `"2 threads"`).
+
+use roce_cli::progress::Progress;
+use roce_cli::scenario::fct::{run_flows, Net, Setup};
+use roce_core::transport::Mtu;
+use roce_sim::workload::Flow;
+use roce_sim::LinkConfig;
+use std::time::Instant;
+
+/// CPU time of this process so far (all threads), in seconds.
+fn cpu_seconds() -> f64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid timespec for the call to fill.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
+    assert_eq!(rc, 0, "clock_gettime(CLOCK_PROCESS_CPUTIME_ID)");
+    ts.tv_sec as f64 + ts.tv_nsec as f64 / 1e9
+}
+
+fn loadavg() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_default()
+}
+
+fn main() {
+    if std::env::args().any(|a| a == "--list") {
+        return;
+    }
+    let mib: u64 = std::env::args()
+        .skip(1)
+        .find_map(|a| a.parse().ok())
+        .unwrap_or(256);
+    // Only the runs whose name holds this (for callgrind, one at a time).
+    let filter = std::env::args()
+        .skip(1)
+        .find(|a| a.parse::<u64>().is_err() && !a.starts_with('-'))
+        .unwrap_or_default();
+    let flow = Flow {
+        id: 0,
+        src: 0,
+        dst: 1,
+        size: mib << 20,
+        start: 0,
+    };
+    let setup = |partitions| Setup {
+        net: Net::BackToBack(LinkConfig::new(100_000_000_000, 1_000)),
+        partitions,
+        seed: 1,
+        dcqcn: false,
+        mtu: Mtu::Mtu4096,
+        timeout: 14,
+        dscp: 26,
+        limit: u64::MAX / 2,
+    };
+    println!(
+        "100 Gb/s stream of {mib} MiB in 4 KiB packets, two NICs back to back (load average {})",
+        loadavg()
+    );
+    println!(
+        "{:<34} {:>9} {:>9} {:>9} {:>12} {:>10} {:>9} {:>10} {:>11}",
+        "run",
+        "sim ms",
+        "wall ms",
+        "CPU ms",
+        "x real time",
+        "CPU/sim",
+        "windows",
+        "events",
+        "2-thr bound"
+    );
+    let mut fct = Vec::new();
+    for (name, partitions, threads) in [
+        ("1 partition, 1 thread (sequential)", 1, 1),
+        ("2 partitions, 1 thread", 2, 1),
+        ("2 partitions, 2 threads", 2, 2),
+    ] {
+        if !name.contains(&filter) {
+            continue;
+        }
+        let (cpu0, wall) = (cpu_seconds(), Instant::now());
+        let r = run_flows(
+            &setup(partitions),
+            vec![flow],
+            threads,
+            &mut Progress::silent(),
+        )
+        .expect("the stream runs");
+        let wall = wall.elapsed().as_secs_f64();
+        let cpu = cpu_seconds() - cpu0;
+        let sim = r.flows[0].fct_ns.expect("the stream completes") as f64 / 1e9;
+        fct.push(r.flows[0].fct_ns);
+        let p = &r.profile;
+        println!(
+            "{:<34} {:>9.2} {:>9.0} {:>9.0} {:>12.3} {:>10.2} {:>9} {:>10} {:>11.2}",
+            name,
+            sim * 1e3,
+            wall * 1e3,
+            cpu * 1e3,
+            sim / wall,
+            cpu / sim,
+            p.windows(),
+            p.events(),
+            p.speedup_bound(2),
+        );
+    }
+    // The three are the same model: the same stream, to the nanosecond.
+    assert!(fct.windows(2).all(|w| w[0] == w[1]), "{fct:?}");
+}

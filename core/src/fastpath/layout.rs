@@ -1,0 +1,465 @@
+//! The byte layouts of `docs/fastpath.md`: every context, descriptor and event as the
+//! firmware writes it into (or reads it from) the hardware's memories and rings. This is
+//! the contract: the RTL decodes these bytes, its tests take them from here, and the
+//! firmware writes nothing else. Multi-byte fields are little-endian; 24-bit fields
+//! (QPNs, PSNs, MSNs) take three bytes.
+//!
+//! Decoding never panics: a field that names nothing (an unknown opcode, MTU or network
+//! header kind, more SGEs than fit) fails the whole decode with [`Invalid`].
+
+use super::rx::{Event, Exception, MrEntry, RecvCtx, RxCur};
+use super::tx::{AckDesc, MsgOp, SendCtx, TxMsg};
+use crate::memory::{AccessFlags, Pd};
+use crate::num::{Msn, Psn, Qpn, Rkey};
+use crate::transport::{Mtu, Sge, MAX_SGE};
+use crate::wire::aeth::Syndrome;
+use crate::wire::icrc::IcrcKind;
+use crate::wire::{HeaderTemplate, Opcode, RxMeta};
+
+/// Bytes of a send context (§2.1).
+pub const SCTX_LEN: usize = 96;
+/// Bytes of a TX message descriptor (§2.2).
+pub const TXD_LEN: usize = 96;
+/// Bytes of an ACK descriptor (§2.3).
+pub const ACKD_LEN: usize = 16;
+/// Bytes of a receive context (§3.2).
+pub const RCTX_LEN: usize = 64;
+/// Bytes of an MR table entry (§3.3).
+pub const MR_LEN: usize = 32;
+/// Bytes of an event-queue entry (§3.5).
+pub const EVENT_LEN: usize = 64;
+/// Where the header template starts in a send context.
+pub const SCTX_TEMPLATE: usize = 30;
+/// Where `una_psn` sits in a send context (the firmware writes these 3 bytes alone).
+pub const SCTX_UNA: usize = 16;
+
+/// A field of the bytes names nothing: the offset of the first such field.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Invalid {
+    pub offset: usize,
+}
+
+fn put<const N: usize>(b: &mut [u8], at: usize, v: [u8; N]) {
+    if let Some(d) = b.get_mut(at..at + N) {
+        d.copy_from_slice(&v);
+    }
+}
+
+fn put24(b: &mut [u8], at: usize, v: u32) {
+    let [x, y, z, _] = v.to_le_bytes();
+    put(b, at, [x, y, z]);
+}
+
+fn get<const N: usize>(b: &[u8], at: usize) -> [u8; N] {
+    b.get(at..at + N)
+        .and_then(|s| s.try_into().ok())
+        .unwrap_or([0; N])
+}
+
+fn u16_at(b: &[u8], at: usize) -> u16 {
+    u16::from_le_bytes(get(b, at))
+}
+
+fn u24_at(b: &[u8], at: usize) -> u32 {
+    let [x, y, z] = get(b, at);
+    u32::from_le_bytes([x, y, z, 0])
+}
+
+fn u32_at(b: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes(get(b, at))
+}
+
+fn u64_at(b: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(get(b, at))
+}
+
+/// The path MTU as log2 (8 = 256 ... 12 = 4096).
+const fn mtu_log2(m: Mtu) -> u8 {
+    m as u8 + 7
+}
+
+fn mtu_of(log2: u8, offset: usize) -> Result<Mtu, Invalid> {
+    Mtu::from_u8(log2.wrapping_sub(7)).ok_or(Invalid { offset })
+}
+
+const fn kind_code(k: IcrcKind) -> u8 {
+    match k {
+        IcrcKind::Ipv4 => 0,
+        IcrcKind::Ipv6 => 1,
+        IcrcKind::RoceV1 => 2,
+    }
+}
+
+fn kind_of(code: u8, offset: usize) -> Result<IcrcKind, Invalid> {
+    match code {
+        0 => Ok(IcrcKind::Ipv4),
+        1 => Ok(IcrcKind::Ipv6),
+        2 => Ok(IcrcKind::RoceV1),
+        _ => Err(Invalid { offset }),
+    }
+}
+
+fn access_of(bits: u8, offset: usize) -> Result<AccessFlags, Invalid> {
+    AccessFlags::from_bits(u32::from(bits)).ok_or(Invalid { offset })
+}
+
+// ---------------------------------------------------------------------------------------
+// §2.1 send context
+
+/// Encodes a send context (§2.1).
+pub fn encode_sctx(c: &SendCtx) -> [u8; SCTX_LEN] {
+    let mut b = [0u8; SCTX_LEN];
+    let (bytes, len, l3, kind, ip_sum) = c.template.raw();
+    b[0] = len;
+    b[1] = l3;
+    b[2] = kind_code(kind) | u8::from(c.valid) << 2 | u8::from(c.sr) << 3 | mtu_log2(c.mtu) << 4;
+    put(&mut b, 4, ip_sum.to_le_bytes());
+    put(&mut b, 6, c.pkey.to_le_bytes());
+    put24(&mut b, 8, c.dest_qpn.value());
+    put24(&mut b, 12, c.next_psn.value());
+    put24(&mut b, SCTX_UNA, c.una_psn.value());
+    put24(&mut b, 20, c.window.min(0xFF_FFFF));
+    put(
+        &mut b,
+        24,
+        (c.max_pkts_per_ack.min(0xFFFF) as u16).to_le_bytes(),
+    );
+    put(&mut b, 26, (c.noack.min(0xFFFF) as u16).to_le_bytes());
+    put(&mut b, SCTX_TEMPLATE, *bytes);
+    b
+}
+
+/// Decodes a send context (§2.1).
+pub fn decode_sctx(b: &[u8; SCTX_LEN]) -> Result<SendCtx, Invalid> {
+    let kind = kind_of(b[2] & 3, 2)?;
+    let template = HeaderTemplate::from_raw(&get(b, SCTX_TEMPLATE), b[0], b[1], kind, u16_at(b, 4))
+        .ok_or(Invalid { offset: 0 })?;
+    Ok(SendCtx {
+        valid: b[2] & 4 != 0,
+        template,
+        pkey: u16_at(b, 6),
+        dest_qpn: Qpn::new(u24_at(b, 8)),
+        mtu: mtu_of(b[2] >> 4, 2)?,
+        sr: b[2] & 8 != 0,
+        max_pkts_per_ack: u32::from(u16_at(b, 24)),
+        next_psn: Psn::new(u24_at(b, 12)),
+        noack: u32::from(u16_at(b, 26)),
+        una_psn: Psn::new(u24_at(b, SCTX_UNA)),
+        window: u24_at(b, 20),
+    })
+}
+
+// ---------------------------------------------------------------------------------------
+// §2.2 TX message descriptor
+
+/// `flags` bit: SE on the last packet.
+pub const TXD_SE: u8 = 1;
+/// `flags` bit: a replay of packets sent before.
+pub const TXD_REPLAY: u8 = 2;
+
+/// Encodes a TX message descriptor (§2.2).
+pub fn encode_txd(m: &TxMsg) -> [u8; TXD_LEN] {
+    let mut b = [0u8; TXD_LEN];
+    put24(&mut b, 0, m.qpn.value());
+    b[3] = m.op.code();
+    b[4] = (u8::from(m.solicited) * TXD_SE) | (u8::from(m.replay) * TXD_REPLAY);
+    b[5] = m.sges.len() as u8;
+    put(&mut b, 6, m.wqe_index.to_le_bytes());
+    put(&mut b, 8, m.length.to_le_bytes());
+    let extra = match m.op {
+        MsgOp::SendWithImm(imm) | MsgOp::WriteWithImm(imm) => imm,
+        MsgOp::SendWithInv(rkey) => rkey.0,
+        _ => 0,
+    };
+    put(&mut b, 12, extra.to_le_bytes());
+    put(&mut b, 16, m.remote_addr.to_le_bytes());
+    put(&mut b, 24, m.rkey.0.to_le_bytes());
+    put24(&mut b, 28, m.first_psn.value());
+    for (i, s) in m.sges.iter().enumerate() {
+        put(&mut b, 32 + 12 * i, s.addr.to_le_bytes());
+        put(&mut b, 40 + 12 * i, s.length.to_le_bytes());
+    }
+    // An atomic has one SGE: its operands take the place of SGEs 2 and 3.
+    match m.op {
+        MsgOp::CmpSwap { compare, swap } => {
+            put(&mut b, 56, compare.to_le_bytes());
+            put(&mut b, 64, swap.to_le_bytes());
+        }
+        MsgOp::FetchAdd { add } => put(&mut b, 64, add.to_le_bytes()),
+        _ => {}
+    }
+    put(&mut b, 80, m.start_pkt.to_le_bytes());
+    put(&mut b, 84, m.end_pkt.to_le_bytes());
+    b
+}
+
+/// Decodes a TX message descriptor (§2.2). The SGEs carry no L_Key (the firmware
+/// checked them): they decode with L_Key 0.
+pub fn decode_txd(b: &[u8; TXD_LEN]) -> Result<TxMsg, Invalid> {
+    let extra = u32_at(b, 12);
+    let op = match b[3] {
+        0 => MsgOp::Send,
+        1 => MsgOp::SendWithImm(extra),
+        2 => MsgOp::SendWithInv(Rkey(extra)),
+        3 => MsgOp::Write,
+        4 => MsgOp::WriteWithImm(extra),
+        5 => MsgOp::Read,
+        6 => MsgOp::CmpSwap {
+            compare: u64_at(b, 56),
+            swap: u64_at(b, 64),
+        },
+        7 => MsgOp::FetchAdd { add: u64_at(b, 64) },
+        15 => MsgOp::Flush,
+        _ => return Err(Invalid { offset: 3 }),
+    };
+    let num_sge = usize::from(b[5]);
+    let max = if op.is_read_or_atomic() && op != MsgOp::Read {
+        1
+    } else {
+        MAX_SGE
+    };
+    if num_sge > max {
+        return Err(Invalid { offset: 5 });
+    }
+    let mut sges = heapless::Vec::new();
+    for i in 0..num_sge {
+        let s = Sge {
+            addr: u64_at(b, 32 + 12 * i),
+            length: u32_at(b, 40 + 12 * i),
+            lkey: crate::num::Lkey(0),
+        };
+        sges.push(s).map_err(|_| Invalid { offset: 5 })?;
+    }
+    Ok(TxMsg {
+        qpn: Qpn::new(u24_at(b, 0)),
+        op,
+        solicited: b[4] & TXD_SE != 0,
+        replay: b[4] & TXD_REPLAY != 0,
+        wqe_index: u16_at(b, 6),
+        sges,
+        length: u32_at(b, 8),
+        remote_addr: u64_at(b, 16),
+        rkey: Rkey(u32_at(b, 24)),
+        first_psn: Psn::new(u24_at(b, 28)),
+        start_pkt: u32_at(b, 80),
+        end_pkt: u32_at(b, 84),
+    })
+}
+
+// ---------------------------------------------------------------------------------------
+// §2.3 ACK descriptor
+
+/// Encodes an ACK descriptor (§2.3).
+pub fn encode_ackd(a: &AckDesc) -> [u8; ACKD_LEN] {
+    let mut b = [0u8; ACKD_LEN];
+    put24(&mut b, 0, a.qpn.value());
+    b[3] = a.syndrome.to_byte();
+    put24(&mut b, 4, a.psn.value());
+    put24(&mut b, 8, a.msn.value());
+    b
+}
+
+/// Decodes an ACK descriptor (§2.3).
+pub fn decode_ackd(b: &[u8; ACKD_LEN]) -> AckDesc {
+    AckDesc {
+        qpn: Qpn::new(u24_at(b, 0)),
+        syndrome: Syndrome::from_byte(b[3]),
+        psn: Psn::new(u24_at(b, 4)),
+        msn: Msn::new(u24_at(b, 8)),
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// §3.2 receive context
+
+/// Encodes a receive context (§3.2).
+pub fn encode_rctx(c: &RecvCtx) -> [u8; RCTX_LEN] {
+    let mut b = [0u8; RCTX_LEN];
+    b[0] = u8::from(c.on);
+    b[1] = match c.cur {
+        RxCur::None => 0,
+        RxCur::Send => 1,
+        RxCur::Write => 2,
+    };
+    b[2] = c.access.bits() as u8;
+    b[3] = mtu_log2(c.mtu);
+    put24(&mut b, 4, c.epsn.value());
+    b[7] = c.ack_every;
+    put24(&mut b, 8, c.msn.value());
+    b[11] = c.unacked;
+    put(&mut b, 12, c.pd.index().to_le_bytes());
+    put(&mut b, 14, c.pkey.to_le_bytes());
+    put(&mut b, 16, c.va.to_le_bytes());
+    put(&mut b, 24, c.rkey.0.to_le_bytes());
+    put(&mut b, 28, c.resid.to_le_bytes());
+    put(&mut b, 32, c.recv_addr.to_le_bytes());
+    put(&mut b, 40, c.length.to_le_bytes());
+    b[44] = u8::from(c.nak_sent) | u8::from(c.recv_loaded) << 1 | u8::from(c.held) << 2;
+    put24(&mut b, 45, c.qpn.value());
+    put(&mut b, 48, c.peer_gid);
+    b
+}
+
+/// Decodes a receive context (§3.2).
+pub fn decode_rctx(b: &[u8; RCTX_LEN]) -> Result<RecvCtx, Invalid> {
+    Ok(RecvCtx {
+        on: match b[0] {
+            0 => false,
+            1 => true,
+            _ => return Err(Invalid { offset: 0 }),
+        },
+        qpn: Qpn::new(u24_at(b, 45)),
+        cur: match b[1] {
+            0 => RxCur::None,
+            1 => RxCur::Send,
+            2 => RxCur::Write,
+            _ => return Err(Invalid { offset: 1 }),
+        },
+        access: access_of(b[2], 2)?,
+        mtu: mtu_of(b[3], 3)?,
+        epsn: Psn::new(u24_at(b, 4)),
+        msn: Msn::new(u24_at(b, 8)),
+        ack_every: b[7],
+        unacked: b[11],
+        pd: Pd::from_index(u16_at(b, 12)),
+        va: u64_at(b, 16),
+        rkey: Rkey(u32_at(b, 24)),
+        resid: u32_at(b, 28),
+        length: u32_at(b, 40),
+        recv_addr: u64_at(b, 32),
+        recv_loaded: b[44] & 2 != 0,
+        nak_sent: b[44] & 1 != 0,
+        held: b[44] & 4 != 0,
+        pkey: u16_at(b, 14),
+        peer_gid: get(b, 48),
+    })
+}
+
+// ---------------------------------------------------------------------------------------
+// §3.3 MR table entry
+
+/// Encodes an MR table entry (§3.3).
+pub fn encode_mr(e: &MrEntry) -> [u8; MR_LEN] {
+    let mut b = [0u8; MR_LEN];
+    put(&mut b, 0, e.key.to_le_bytes());
+    put(&mut b, 4, u32::from(e.pd.index()).to_le_bytes());
+    put(&mut b, 8, e.base.to_le_bytes());
+    put(&mut b, 16, e.length.to_le_bytes());
+    b[24] = e.access.bits() as u8;
+    b[25] = u8::from(e.valid);
+    b
+}
+
+/// Decodes an MR table entry (§3.3).
+pub fn decode_mr(b: &[u8; MR_LEN]) -> Result<MrEntry, Invalid> {
+    let pd = u16::try_from(u32_at(b, 4)).map_err(|_| Invalid { offset: 4 })?;
+    Ok(MrEntry {
+        key: u32_at(b, 0),
+        pd: Pd::from_index(pd),
+        base: u64_at(b, 8),
+        length: u64_at(b, 16),
+        access: access_of(b[24], 24)?,
+        valid: b[25] != 0,
+    })
+}
+
+// ---------------------------------------------------------------------------------------
+// §3.5 event-queue entry
+
+/// Event kinds (§3.5 `kind`).
+pub const EV_EXCEPTION: u8 = 1;
+pub const EV_MSG_DONE: u8 = 2;
+pub const EV_ACKED: u8 = 3;
+
+/// Encodes an event (§3.5).
+pub fn encode_event(e: &Event) -> [u8; EVENT_LEN] {
+    let mut b = [0u8; EVENT_LEN];
+    put24(&mut b, 4, e.qpn().value());
+    match *e {
+        Event::Exception {
+            psn,
+            reason,
+            opcode,
+            slot,
+            frame_len,
+            meta,
+            ..
+        } => {
+            b[0] = EV_EXCEPTION;
+            b[1] = reason as u8;
+            put(&mut b, 2, slot.to_le_bytes());
+            b[7] = opcode.0;
+            put24(&mut b, 8, psn.value());
+            b[11] = (meta.pad & 3) << 5;
+            put(&mut b, 12, meta.payload_off.to_le_bytes());
+            put(&mut b, 14, meta.payload_len.to_le_bytes());
+            put(&mut b, 16, meta.bth.wrapping_add(12).to_le_bytes());
+            put(&mut b, 18, frame_len.to_le_bytes());
+            b[23] = kind_code(meta.l3_kind) | u8::from(meta.vlan) << 2;
+        }
+        Event::MsgDone { msn, byte_len, .. } => {
+            b[0] = EV_MSG_DONE;
+            put24(&mut b, 20, msn.value());
+            put(&mut b, 24, byte_len.to_le_bytes());
+        }
+        Event::Acked {
+            psn,
+            una,
+            read,
+            last,
+            done,
+            wqe_index,
+            ..
+        } => {
+            b[0] = EV_ACKED;
+            put24(&mut b, 8, psn.value());
+            put24(&mut b, 28, una.value());
+            b[31] = u8::from(read) | u8::from(last) << 1;
+            b[1] = done;
+            put(&mut b, 2, wqe_index.to_le_bytes());
+        }
+    }
+    b
+}
+
+/// Decodes an event (§3.5).
+pub fn decode_event(b: &[u8; EVENT_LEN]) -> Result<Event, Invalid> {
+    let qpn = Qpn::new(u24_at(b, 4));
+    let psn = Psn::new(u24_at(b, 8));
+    Ok(match b[0] {
+        EV_EXCEPTION => {
+            let ext_off = u16_at(b, 16);
+            Event::Exception {
+                qpn,
+                psn,
+                reason: Exception::from_u8(b[1]).ok_or(Invalid { offset: 1 })?,
+                opcode: Opcode(b[7]),
+                slot: u16_at(b, 2),
+                frame_len: u16_at(b, 18),
+                meta: RxMeta {
+                    l3_kind: kind_of(b[23] & 3, 23)?,
+                    vlan: b[23] & 4 != 0,
+                    bth: ext_off.checked_sub(12).ok_or(Invalid { offset: 16 })?,
+                    payload_off: u16_at(b, 12),
+                    payload_len: u16_at(b, 14),
+                    pad: (b[11] >> 5) & 3,
+                },
+            }
+        }
+        EV_MSG_DONE => Event::MsgDone {
+            qpn,
+            msn: Msn::new(u24_at(b, 20)),
+            byte_len: u32_at(b, 24),
+        },
+        EV_ACKED => Event::Acked {
+            qpn,
+            psn,
+            una: Psn::new(u24_at(b, 28)),
+            read: b[31] & 1 != 0,
+            last: b[31] & 2 != 0,
+            done: b[1],
+            wqe_index: u16_at(b, 2),
+        },
+        _ => return Err(Invalid { offset: 0 }),
+    })
+}

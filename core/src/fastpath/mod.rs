@@ -1,0 +1,21 @@
+//! A software model of the RC fast path (`docs/fastpath.md`): the contexts and
+//! descriptors the firmware writes, the segmenter that turns one message descriptor
+//! into frames, the receive placement that checks and places in-sequence WRITE and
+//! SEND packets and acknowledges them, and the response path that takes ACKs and places
+//! READ responses. Everything the rules do not cover becomes an [`Event`] for the
+//! firmware. [`layout`] holds the byte encodings, the contract the RTL implements; the
+//! RTL is tested against this model, the model against the engine
+//! (`core/tests/fastpath.rs`), which stays the reference.
+//!
+//! No state lives here beyond the contexts and lists the caller owns, as in hardware
+//! where they sit in block RAM indexed by QPN.
+
+pub mod layout;
+mod rx;
+mod tx;
+
+pub use rx::{
+    dispatch, receive, respond, Event, Exception, Inflight, InflightKind, MrEntry, MrTable,
+    PortAddr, RecvCtx, RxCur, RxOutcome,
+};
+pub use tx::{ack_frame, segment, window_open, AckDesc, MsgOp, SendCtx, TxError, TxMsg};

@@ -1,0 +1,678 @@
+//! RX (`docs/fastpath.md` §3): the receive context, the MR table entry, the placement
+//! rule for in-sequence requests (§3.4), the response rule for ACKs and READ responses
+//! (§3.6), and the events for the firmware (§3.5).
+
+use super::tx::{scatter, AckDesc, SendCtx};
+use crate::memory::{AccessFlags, Dma, MemError, MemoryRegion, Pd, Protection};
+use crate::num::{Lkey, Msn, Psn, Qpn, Rkey};
+use crate::transport::{Mtu, Sge, MAX_SGE};
+use crate::wire::aeth::Syndrome;
+use crate::wire::opcode::{Operation, Position, Transport};
+use crate::wire::{Opcode, Packet, RxMeta};
+
+/// The message a receive context is in the middle of.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum RxCur {
+    #[default]
+    None,
+    Send,
+    Write,
+}
+
+/// The per-QP receive context (§3.2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RecvCtx {
+    /// The fast path handles this QP's packets (RC in RTR or RTS).
+    pub on: bool,
+    pub qpn: Qpn,
+    pub cur: RxCur,
+    /// The QP's access flags.
+    pub access: AccessFlags,
+    pub mtu: Mtu,
+    pub epsn: Psn,
+    pub msn: Msn,
+    /// An ACK after at most this many placed packets without AckReq (0: on AckReq only).
+    pub ack_every: u8,
+    /// Placed packets since the last ACK.
+    pub unacked: u8,
+    pub pd: Pd,
+    /// WRITE: next address, key, bytes left, RETH length.
+    pub va: u64,
+    pub rkey: Rkey,
+    pub resid: u32,
+    pub length: u32,
+    /// SEND: next address in the receive buffer the firmware loaded (`resid` bytes
+    /// left in it, `length` placed); `recv_loaded` says there is one.
+    pub recv_addr: u64,
+    pub recv_loaded: bool,
+    /// A NAK is outstanding for the current gap: everything goes to the firmware.
+    pub nak_sent: bool,
+    /// The hardware raised an exception for this QP and the firmware has not written
+    /// the context back yet: every packet of the QP goes to the firmware meanwhile, so
+    /// the firmware sees them in order.
+    pub held: bool,
+    /// The QP's P_Key and its peer's GID: a packet must match both (as the engine's
+    /// receive checks).
+    pub pkey: u16,
+    pub peer_gid: [u8; 16],
+}
+
+/// An MR table entry (§3.3).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MrEntry {
+    /// The whole key; a lookup whose key differs is a miss.
+    pub key: u32,
+    pub pd: Pd,
+    pub base: u64,
+    pub length: u64,
+    pub access: AccessFlags,
+    pub valid: bool,
+}
+
+impl Default for MrEntry {
+    /// An entry never written: key 0 matches no key.
+    fn default() -> Self {
+        Self {
+            key: 0,
+            pd: Pd::from_index(0),
+            base: 0,
+            length: 0,
+            access: AccessFlags::NONE,
+            valid: false,
+        }
+    }
+}
+
+impl MrEntry {
+    /// The entry of a registered region.
+    pub fn of(mr: &MemoryRegion) -> Self {
+        Self {
+            key: mr.key,
+            pd: mr.pd,
+            base: mr.addr,
+            length: mr.length,
+            access: mr.access,
+            valid: mr.valid,
+        }
+    }
+
+    /// The region back (`None` for an entry that was never written).
+    pub fn region(&self) -> Option<MemoryRegion> {
+        (self.key != 0).then_some(MemoryRegion {
+            pd: self.pd,
+            addr: self.base,
+            length: self.length,
+            access: self.access,
+            key: self.key,
+            valid: self.valid,
+        })
+    }
+}
+
+/// The MR table as the hardware holds it: `N` entries, entry `(key >> 8) % N`.
+#[derive(Clone, Copy, Debug)]
+pub struct MrTable<const N: usize> {
+    pub entries: [MrEntry; N],
+}
+
+impl<const N: usize> Default for MrTable<N> {
+    fn default() -> Self {
+        Self {
+            entries: [MrEntry::default(); N],
+        }
+    }
+}
+
+impl<const N: usize> MrTable<N> {
+    /// The entry index of `key`.
+    pub const fn index(key: u32) -> usize {
+        (key >> 8) as usize % N
+    }
+
+    fn check(
+        &self,
+        pd: Pd,
+        key: u32,
+        addr: u64,
+        len: u64,
+        need: AccessFlags,
+    ) -> Result<(), MemError> {
+        let e = self
+            .entries
+            .get(Self::index(key))
+            .and_then(MrEntry::region)
+            .filter(|m| m.key == key)
+            .ok_or(MemError::NoSuchKey(key))?;
+        if e.pd != pd {
+            return Err(MemError::WrongPd(key));
+        }
+        e.check(addr, len, need)
+    }
+}
+
+impl<const N: usize> Protection for MrTable<N> {
+    fn check_local(
+        &self,
+        pd: Pd,
+        lkey: Lkey,
+        addr: u64,
+        len: u64,
+        need: AccessFlags,
+    ) -> Result<(), MemError> {
+        self.check(pd, lkey.0, addr, len, need)
+    }
+    fn check_remote(
+        &self,
+        pd: Pd,
+        rkey: Rkey,
+        addr: u64,
+        len: u64,
+        need: AccessFlags,
+    ) -> Result<(), MemError> {
+        self.check(pd, rkey.0, addr, len, need)
+    }
+    /// The hardware never invalidates: SEND_WITH_INV goes to the firmware.
+    fn invalidate(&mut self, _: Pd, key: u32) -> Result<(), MemError> {
+        Err(MemError::NoSuchKey(key))
+    }
+}
+
+/// Why a packet went to the firmware (§3.5 `reason`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Exception {
+    Off = 1,
+    Opcode = 2,
+    Psn = 3,
+    Sequence = 4,
+    Ecn = 5,
+    Length = 6,
+    Key = 7,
+    NakOutstanding = 8,
+    NoRecvBuffer = 9,
+    /// An earlier exception of the QP is not handled yet.
+    Held = 10,
+    /// A response whose AETH is not an ACK (NAK, RNR NAK).
+    Nak = 11,
+    /// A response that skips, or acknowledges, a READ or atomic the hardware has no
+    /// data for.
+    Order = 12,
+    /// Not this port's, or not from the QP's peer (MAC, GID, P_Key, transport), or no
+    /// context for the QP.
+    Address = 13,
+}
+
+impl Exception {
+    /// The reason from its §3.5 code.
+    pub const fn from_u8(v: u8) -> Option<Self> {
+        Some(match v {
+            1 => Self::Off,
+            2 => Self::Opcode,
+            3 => Self::Psn,
+            4 => Self::Sequence,
+            5 => Self::Ecn,
+            6 => Self::Length,
+            7 => Self::Key,
+            8 => Self::NakOutstanding,
+            9 => Self::NoRecvBuffer,
+            10 => Self::Held,
+            11 => Self::Nak,
+            12 => Self::Order,
+            13 => Self::Address,
+            _ => return None,
+        })
+    }
+}
+
+/// An event-queue entry (§3.5).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Event {
+    /// The frame goes to the firmware unchanged (in the RX frame buffer `slot`), with
+    /// the parser's metadata; nothing in the contexts changed but `held`.
+    Exception {
+        qpn: Qpn,
+        psn: Psn,
+        reason: Exception,
+        opcode: Opcode,
+        slot: u16,
+        frame_len: u16,
+        meta: RxMeta,
+    },
+    /// A SEND was placed whole: complete the receive WQE with `byte_len`.
+    MsgDone { qpn: Qpn, msn: Msn, byte_len: u32 },
+    /// The response path took a response for PSN `psn` (an ACK, or a READ response it
+    /// placed; `last` when that was the READ's last): `una` is the oldest
+    /// unacknowledged PSN now, `done` the in-flight messages it retired, the last of
+    /// them send-queue slot `wqe_index`.
+    Acked {
+        qpn: Qpn,
+        psn: Psn,
+        una: Psn,
+        read: bool,
+        last: bool,
+        done: u8,
+        wqe_index: u16,
+    },
+}
+
+impl Event {
+    /// The QP the event is about.
+    pub fn qpn(&self) -> Qpn {
+        match *self {
+            Self::Exception { qpn, .. } | Self::MsgDone { qpn, .. } | Self::Acked { qpn, .. } => {
+                qpn
+            }
+        }
+    }
+}
+
+/// What the placement stage did with one request packet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RxOutcome {
+    /// Placed in host memory (false: see `event`, an exception).
+    pub placed: bool,
+    /// An ACK the hardware sends now.
+    pub ack: Option<AckDesc>,
+    pub event: Option<Event>,
+}
+
+impl RxOutcome {
+    /// The packet goes to the firmware (`slot` 0: the caller stores the frame and sets
+    /// it).
+    pub fn exception(qpn: Qpn, pkt: &Packet<'_>, reason: Exception) -> Self {
+        Self {
+            placed: false,
+            ack: None,
+            event: Some(Event::Exception {
+                qpn,
+                psn: pkt.psn(),
+                reason,
+                opcode: pkt.opcode(),
+                slot: 0,
+                frame_len: pkt.layout().end as u16,
+                meta: pkt.meta(),
+            }),
+        }
+    }
+
+    fn handled(event: Option<Event>) -> Self {
+        Self {
+            placed: true,
+            ack: None,
+            event,
+        }
+    }
+}
+
+/// The placement rule (§3.4) for one request packet addressed to `ctx`'s QP (the caller
+/// looked the context up by the BTH DestQP, and the parser accepted the frame).
+pub fn receive(
+    ctx: &mut RecvCtx,
+    pkt: &Packet<'_>,
+    mem: &dyn Protection,
+    dma: &mut dyn Dma,
+) -> RxOutcome {
+    match check(ctx, pkt, mem) {
+        Err(reason) => RxOutcome::exception(ctx.qpn, pkt, reason),
+        Ok(op) => place(ctx, pkt, op, dma),
+    }
+}
+
+/// Every condition of §3.4; the operation when the packet is the fast path's.
+fn check(ctx: &RecvCtx, pkt: &Packet<'_>, mem: &dyn Protection) -> Result<Operation, Exception> {
+    if !ctx.on {
+        return Err(Exception::Off);
+    }
+    let op = pkt.opcode();
+    let info = pkt.info();
+    let (operation, pos) = (info.operation, info.position);
+    let write = matches!(
+        op,
+        Opcode::RC_RDMA_WRITE_FIRST
+            | Opcode::RC_RDMA_WRITE_MIDDLE
+            | Opcode::RC_RDMA_WRITE_LAST
+            | Opcode::RC_RDMA_WRITE_ONLY
+    );
+    let send = matches!(op, Opcode::RC_SEND_MIDDLE | Opcode::RC_SEND_LAST);
+    if !(write || send) {
+        return Err(Exception::Opcode);
+    }
+    if ctx.nak_sent {
+        return Err(Exception::NakOutstanding);
+    }
+    if pkt.psn() != ctx.epsn {
+        return Err(Exception::Psn);
+    }
+    let seq_ok = match ctx.cur {
+        RxCur::None => pos.starts(),
+        RxCur::Write => write && !pos.starts(),
+        RxCur::Send => send,
+    };
+    if !seq_ok {
+        return Err(Exception::Sequence);
+    }
+    let n = pkt.payload().len() as u32;
+    let mtu = ctx.mtu.bytes();
+    let len_ok = match pos {
+        Position::Only => n <= mtu,
+        Position::First | Position::Middle => n == mtu,
+        Position::Last => n >= 1 && n <= mtu,
+    };
+    if !len_ok {
+        return Err(Exception::Length);
+    }
+    if send {
+        if !ctx.recv_loaded {
+            return Err(Exception::NoRecvBuffer);
+        }
+        return if n <= ctx.resid {
+            Ok(operation)
+        } else {
+            Err(Exception::Length)
+        };
+    }
+    let (va, rkey, resid) = match pkt.reth() {
+        Some(r) => (r.va, r.rkey, r.dma_len),
+        None => (ctx.va, ctx.rkey, ctx.resid),
+    };
+    if resid == 0 {
+        // A zero-length WRITE touches no memory: the firmware's (it checks nothing).
+        return Err(Exception::Length);
+    }
+    let pad = u32::from(pkt.pad_count());
+    let fits = if resid > mtu {
+        n == mtu && pad == 0 && !pos.ends()
+    } else {
+        n == resid && pad == (resid.wrapping_neg() & 3) && pos.ends()
+    };
+    if !fits {
+        return Err(Exception::Length);
+    }
+    if !ctx.access.contains(AccessFlags::REMOTE_WRITE)
+        || mem
+            .check_remote(
+                ctx.pd,
+                rkey,
+                va,
+                u64::from(resid),
+                AccessFlags::REMOTE_WRITE,
+            )
+            .is_err()
+    {
+        return Err(Exception::Key);
+    }
+    Ok(operation)
+}
+
+/// Places a packet that passed [`check`], advances the context and acknowledges.
+fn place(ctx: &mut RecvCtx, pkt: &Packet<'_>, op: Operation, dma: &mut dyn Dma) -> RxOutcome {
+    let payload = pkt.payload();
+    let n = payload.len() as u32;
+    let ends = pkt.info().position.ends();
+    let mut event = None;
+    if op == Operation::RdmaWrite {
+        if let Some(r) = pkt.reth() {
+            (ctx.va, ctx.rkey, ctx.resid, ctx.length) = (r.va, r.rkey, r.dma_len, r.dma_len);
+        }
+        if dma.write(ctx.va, payload).is_err() {
+            return RxOutcome::exception(ctx.qpn, pkt, Exception::Key);
+        }
+        ctx.va = ctx.va.wrapping_add(u64::from(n));
+        ctx.resid -= n;
+        ctx.cur = if ends { RxCur::None } else { RxCur::Write };
+    } else {
+        if dma.write(ctx.recv_addr, payload).is_err() {
+            return RxOutcome::exception(ctx.qpn, pkt, Exception::Key);
+        }
+        ctx.recv_addr = ctx.recv_addr.wrapping_add(u64::from(n));
+        ctx.resid -= n;
+        ctx.length += n;
+        ctx.cur = if ends { RxCur::None } else { RxCur::Send };
+    }
+    if ends {
+        ctx.msn = ctx.msn.add(1);
+        if op == Operation::Send {
+            ctx.recv_loaded = false;
+            event = Some(Event::MsgDone {
+                qpn: ctx.qpn,
+                msn: ctx.msn,
+                byte_len: ctx.length,
+            });
+        }
+    }
+    let psn = ctx.epsn;
+    ctx.epsn = psn.next();
+    let due = pkt.ack_req() || (ctx.ack_every != 0 && ctx.unacked + 1 >= ctx.ack_every);
+    let ack = if due {
+        ctx.unacked = 0;
+        Some(AckDesc {
+            qpn: ctx.qpn,
+            syndrome: Syndrome::ACK,
+            psn,
+            msn: ctx.msn,
+        })
+    } else {
+        ctx.unacked = ctx.unacked.saturating_add(1);
+        None
+    };
+    RxOutcome {
+        placed: true,
+        ack,
+        event,
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// The requester's responses (§3.6)
+
+/// What an in-flight message is, for the response rule.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InflightKind {
+    /// SEND or WRITE: an ACK retires it.
+    Msg,
+    /// READ: its responses carry the data back to `sges`.
+    Read,
+    /// Atomic: the firmware takes its ATOMIC ACKNOWLEDGE.
+    Atomic,
+}
+
+/// A message the segmenter started and no response has retired yet (the hardware keeps
+/// one per accepted non-REPLAY descriptor, in PSN order, per QP).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Inflight {
+    pub wqe_index: u16,
+    pub kind: InflightKind,
+    pub first_psn: Psn,
+    pub last_psn: Psn,
+    /// READ: the message length and where its bytes go.
+    pub length: u32,
+    pub sges: heapless::Vec<Sge, MAX_SGE>,
+}
+
+/// The response rule (§3.6) for one RC response packet (ACKNOWLEDGE, READ response,
+/// ATOMIC ACKNOWLEDGE) addressed to `ctx`'s QP: takes an ACK of sent PSNs and places an
+/// in-sequence READ response, retiring the in-flight messages it completes; anything
+/// else is an exception and changes nothing.
+pub fn respond<const N: usize>(
+    ctx: &mut SendCtx,
+    qpn: Qpn,
+    inflight: &mut heapless::Deque<Inflight, N>,
+    pkt: &Packet<'_>,
+    dma: &mut dyn Dma,
+) -> RxOutcome {
+    match check_response(ctx, inflight, pkt) {
+        Err(reason) => RxOutcome::exception(qpn, pkt, reason),
+        Ok(target) => take_response(ctx, qpn, inflight, pkt, target, dma),
+    }
+}
+
+/// The §3.6 conditions; the index of the in-flight message the response is for.
+fn check_response<const N: usize>(
+    ctx: &SendCtx,
+    inflight: &heapless::Deque<Inflight, N>,
+    pkt: &Packet<'_>,
+) -> Result<usize, Exception> {
+    if !ctx.valid {
+        return Err(Exception::Off);
+    }
+    let read = pkt.info().operation == Operation::RdmaReadResponse;
+    if !(read || pkt.opcode() == Opcode::RC_ACKNOWLEDGE) {
+        return Err(Exception::Opcode);
+    }
+    if pkt
+        .aeth()
+        .is_some_and(|a| !matches!(a.syndrome, Syndrome::Ack(_)))
+    {
+        return Err(Exception::Nak);
+    }
+    let psn = pkt.psn();
+    let d = psn.diff(ctx.una_psn);
+    if d < 0 || !psn.before(ctx.next_psn) || (read && d != 0) {
+        return Err(Exception::Psn);
+    }
+    let mut target = None;
+    for (i, m) in inflight.iter().enumerate() {
+        if !psn.after(m.last_psn) {
+            if psn.before(m.first_psn) {
+                return Err(Exception::Psn);
+            }
+            target = Some((i, m));
+            break;
+        }
+        if m.kind != InflightKind::Msg {
+            return Err(Exception::Order);
+        }
+    }
+    let (i, m) = target.ok_or(Exception::Psn)?;
+    let want = if read {
+        InflightKind::Read
+    } else {
+        InflightKind::Msg
+    };
+    if m.kind != want {
+        return Err(Exception::Order);
+    }
+    if read {
+        let mtu = ctx.mtu.bytes();
+        let k = psn.diff(m.first_psn) as u32;
+        let remaining = m
+            .length
+            .checked_sub(k.saturating_mul(mtu))
+            .ok_or(Exception::Length)?;
+        let n = pkt.payload().len() as u32;
+        let ends = pkt.info().position.ends();
+        let ok = if ends {
+            n == remaining && n <= mtu && psn == m.last_psn
+        } else {
+            n == mtu && remaining > mtu
+        };
+        if !ok {
+            return Err(Exception::Length);
+        }
+    }
+    Ok(i)
+}
+
+/// Takes a response [`check_response`] accepted.
+fn take_response<const N: usize>(
+    ctx: &mut SendCtx,
+    qpn: Qpn,
+    inflight: &mut heapless::Deque<Inflight, N>,
+    pkt: &Packet<'_>,
+    target: usize,
+    dma: &mut dyn Dma,
+) -> RxOutcome {
+    let psn = pkt.psn();
+    let read = pkt.info().operation == Operation::RdmaReadResponse;
+    let ends = pkt.info().position.ends();
+    if read {
+        let Some(m) = inflight.iter().nth(target) else {
+            return RxOutcome::exception(qpn, pkt, Exception::Order);
+        };
+        let offset = (psn.diff(m.first_psn) as u32).saturating_mul(ctx.mtu.bytes());
+        if !scatter(dma, &m.sges, offset, pkt.payload()) {
+            return RxOutcome::exception(qpn, pkt, Exception::Key);
+        }
+    }
+    // Everything before the target is acknowledged by this response; the target too
+    // when the response covers its last PSN.
+    let target_done = if read {
+        ends
+    } else {
+        inflight
+            .iter()
+            .nth(target)
+            .is_some_and(|m| m.last_psn == psn)
+    };
+    let retire = target + usize::from(target_done);
+    let mut wqe_index = 0;
+    for _ in 0..retire {
+        if let Some(m) = inflight.pop_front() {
+            wqe_index = m.wqe_index;
+        }
+    }
+    ctx.una_psn = psn.next();
+    RxOutcome::handled(Some(Event::Acked {
+        qpn,
+        psn,
+        una: ctx.una_psn,
+        read,
+        last: read && ends,
+        done: retire.min(255) as u8,
+        wqe_index,
+    }))
+}
+
+// ---------------------------------------------------------------------------------------
+// Which rule a packet meets
+
+/// The port's own addresses (what the engine checks every frame against).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PortAddr {
+    pub mac: [u8; 6],
+    pub gid: [u8; 16],
+}
+
+/// The receive checks the engine makes before any QP rule, made here for a QP whose
+/// contexts the caller found by DestQP: the frame is this port's, RC (the fast path's
+/// QPs are), from the QP's peer with a matching P_Key, and no exception of the QP is
+/// pending. Then requests go to [`receive`], responses to [`respond`].
+pub fn dispatch<const N: usize>(
+    port: &PortAddr,
+    rctx: &mut RecvCtx,
+    sctx: &mut SendCtx,
+    inflight: &mut heapless::Deque<Inflight, N>,
+    pkt: &Packet<'_>,
+    mem: &dyn Protection,
+    dma: &mut dyn Dma,
+) -> RxOutcome {
+    let qpn = rctx.qpn;
+    let (src, dst) = pkt.gids();
+    let ours = pkt.dst_mac() == port.mac
+        && dst == port.gid
+        && pkt.info().transport == Transport::Rc
+        && pkt.dest_qp() == qpn
+        && crate::engine::pkey_match(pkt.pkey(), rctx.pkey)
+        && src == rctx.peer_gid;
+    if !rctx.on {
+        return RxOutcome::exception(qpn, pkt, Exception::Off);
+    }
+    let out = if !ours {
+        RxOutcome::exception(qpn, pkt, Exception::Address)
+    } else if rctx.held {
+        RxOutcome::exception(qpn, pkt, Exception::Held)
+    } else if pkt.ecn() == crate::cc::ECN_CE {
+        // DCQCN's notification point is the firmware's.
+        RxOutcome::exception(qpn, pkt, Exception::Ecn)
+    } else if matches!(
+        pkt.info().operation,
+        Operation::RdmaReadResponse | Operation::Acknowledge | Operation::AtomicAcknowledge
+    ) {
+        respond(sctx, qpn, inflight, pkt, dma)
+    } else {
+        receive(rctx, pkt, mem, dma)
+    };
+    if !out.placed {
+        rctx.held = true;
+    }
+    out
+}

@@ -1,0 +1,216 @@
+//! The byte layouts of `docs/fastpath.md` (`roce_core::fastpath::layout`): two entries
+//! typed byte by byte from the document's tables, and round trips of every object
+//! (random descriptors and events, the contexts of a connected QP).
+
+mod common;
+
+use common::{Pair, QpOpts};
+use proptest::prelude::*;
+use roce_core::fastpath::layout::{self, Invalid};
+use roce_core::fastpath::{AckDesc, Event, Exception, MrEntry, MsgOp, TxMsg};
+use roce_core::num::{Lkey, Msn, Psn, Qpn, Rkey};
+use roce_core::transport::{QpType, Sge};
+use roce_core::wire::aeth::Syndrome;
+use roce_core::wire::icrc::IcrcKind;
+use roce_core::wire::{Opcode, RxMeta};
+
+fn sge(addr: u64, length: u32) -> Sge {
+    Sge {
+        addr,
+        length,
+        lkey: Lkey(0),
+    }
+}
+
+/// §2.2, field by field: an RDMA_WRITE_WITH_IMM of 0x1000 bytes over two SGEs.
+#[test]
+fn tx_descriptor_bytes_follow_the_table() {
+    let mut sges = heapless::Vec::new();
+    sges.push(sge(0x0102_0304_0506_0708, 0x800)).unwrap();
+    sges.push(sge(0x1112_1314_1516_1718, 0x800)).unwrap();
+    let m = TxMsg {
+        qpn: Qpn::new(0x12_3456),
+        op: MsgOp::WriteWithImm(0xAABB_CCDD),
+        solicited: true,
+        replay: true,
+        wqe_index: 0x0102,
+        sges,
+        length: 0x1000,
+        remote_addr: 0x1122_3344_5566_7788,
+        rkey: Rkey(0x99AA_BBCC),
+        first_psn: Psn::new(0xAB_CDEF),
+        start_pkt: 3,
+        end_pkt: 7,
+    };
+    #[rustfmt::skip]
+    let want: [u8; 96] = [
+        0x56, 0x34, 0x12,             // 0 qpn
+        4,                            // 3 op RDMA_WRITE_WITH_IMM
+        0b11,                         // 4 flags SE | REPLAY
+        2,                            // 5 num_sge
+        0x02, 0x01,                   // 6 wqe_index
+        0x00, 0x10, 0, 0,             // 8 length
+        0xDD, 0xCC, 0xBB, 0xAA,       // 12 imm
+        0x88, 0x77, 0x66, 0x55, 0x44, 0x33, 0x22, 0x11, // 16 remote_addr
+        0xCC, 0xBB, 0xAA, 0x99,       // 24 rkey
+        0xEF, 0xCD, 0xAB,             // 28 first_psn
+        0,                            // 31
+        0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01, 0x00, 0x08, 0, 0, // 32 sge0
+        0x18, 0x17, 0x16, 0x15, 0x14, 0x13, 0x12, 0x11, 0x00, 0x08, 0, 0, // 44 sge1
+        0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, // 56 sge2
+        0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, // 68 sge3
+        3, 0, 0, 0,                   // 80 start_pkt
+        7, 0, 0, 0,                   // 84 end_pkt
+        0, 0, 0, 0, 0, 0, 0, 0,       // 88 reserved
+    ];
+    assert_eq!(layout::encode_txd(&m), want);
+    assert_eq!(layout::decode_txd(&want), Ok(m));
+}
+
+/// §3.5, field by field: an exception for an out-of-sequence WRITE_MIDDLE over IPv4
+/// with a VLAN tag.
+#[test]
+fn exception_event_bytes_follow_the_table() {
+    let e = Event::Exception {
+        qpn: Qpn::new(0x00_0011),
+        psn: Psn::new(0x02_0304),
+        reason: Exception::Psn,
+        opcode: Opcode::RC_RDMA_WRITE_MIDDLE,
+        slot: 5,
+        frame_len: 0x0456,
+        meta: RxMeta {
+            l3_kind: IcrcKind::Ipv4,
+            vlan: true,
+            bth: 18 + 20 + 8,
+            payload_off: 58,
+            payload_len: 0x400,
+            pad: 2,
+        },
+    };
+    let mut want = [0u8; 64];
+    want[..24].copy_from_slice(&[
+        1, // kind EXCEPTION
+        3, // reason PSN
+        5,
+        0, // frame_slot
+        0x11,
+        0,
+        0,    // qpn
+        0x07, // opcode RC_RDMA_WRITE_MIDDLE
+        0x04,
+        0x03,
+        0x02,   // psn
+        2 << 5, // flags: PadCnt
+        58,
+        0, // payload_off
+        0x00,
+        0x04, // payload_len
+        58,
+        0, // ext_off (BTH + 12)
+        0x56,
+        0x04, // frame_len
+        0,
+        0,
+        0,     // msn
+        0b100, // l3: IPv4, VLAN
+    ]);
+    assert_eq!(layout::encode_event(&e), want);
+    assert_eq!(layout::decode_event(&want), Ok(e));
+}
+
+/// Contexts as the engine hands them out for a connected QP survive their bytes.
+#[test]
+fn contexts_round_trip() {
+    let mut p = Pair::new(3);
+    let (qa, _) = p.connect(QpType::Rc, &QpOpts::default());
+    let s = p.a.eng.fastpath_send_ctx(qa).unwrap();
+    assert!(s.valid);
+    assert_eq!(layout::decode_sctx(&layout::encode_sctx(&s)), Ok(s));
+    let r = p.a.eng.fastpath_recv_ctx(qa).unwrap();
+    assert!(r.on);
+    assert_eq!(layout::decode_rctx(&layout::encode_rctx(&r)), Ok(r));
+    // A template whose offsets cannot be headers is refused, not used.
+    let mut b = layout::encode_sctx(&s);
+    b[1] = 60;
+    assert_eq!(layout::decode_sctx(&b), Err(Invalid { offset: 0 }));
+    let (addr, keys) = p.a.buffer(64);
+    let mr = MrEntry::of(p.a.eng.memory().get(keys.lkey.0).unwrap());
+    assert_eq!(mr.base, addr);
+    assert_eq!(layout::decode_mr(&layout::encode_mr(&mr)), Ok(mr));
+}
+
+fn psn() -> impl Strategy<Value = Psn> {
+    (0u32..1 << 24).prop_map(Psn::new)
+}
+
+fn op() -> impl Strategy<Value = MsgOp> {
+    prop_oneof![
+        Just(MsgOp::Send),
+        any::<u32>().prop_map(MsgOp::SendWithImm),
+        any::<u32>().prop_map(|k| MsgOp::SendWithInv(Rkey(k))),
+        Just(MsgOp::Write),
+        any::<u32>().prop_map(MsgOp::WriteWithImm),
+        Just(MsgOp::Read),
+        (any::<u64>(), any::<u64>()).prop_map(|(compare, swap)| MsgOp::CmpSwap { compare, swap }),
+        any::<u64>().prop_map(|add| MsgOp::FetchAdd { add }),
+        Just(MsgOp::Flush),
+    ]
+}
+
+proptest! {
+    #[test]
+    fn tx_descriptors_round_trip(
+        op in op(),
+        qpn in 0u32..1 << 24,
+        flags in (any::<bool>(), any::<bool>()),
+        wqe_index in any::<u16>(),
+        sges in proptest::collection::vec((any::<u64>(), any::<u32>()), 0..=4),
+        length in any::<u32>(),
+        remote_addr in any::<u64>(),
+        rkey in any::<u32>(),
+        first_psn in psn(),
+        pkts in (any::<u32>(), any::<u32>()),
+    ) {
+        let n = if matches!(op, MsgOp::CmpSwap { .. } | MsgOp::FetchAdd { .. }) { 1 } else { 4 };
+        let m = TxMsg {
+            qpn: Qpn::new(qpn),
+            op,
+            solicited: flags.0,
+            replay: flags.1,
+            wqe_index,
+            sges: sges.iter().take(n).map(|&(a, l)| sge(a, l)).collect(),
+            length,
+            remote_addr,
+            rkey: Rkey(rkey),
+            first_psn,
+            start_pkt: pkts.0,
+            end_pkt: pkts.1,
+        };
+        prop_assert_eq!(layout::decode_txd(&layout::encode_txd(&m)), Ok(m));
+    }
+
+    #[test]
+    fn events_and_acks_round_trip(qpn in 0u32..1 << 24, p in psn(), q in psn(), x in any::<u32>(), y in any::<u16>(), b in any::<u8>()) {
+        let qpn = Qpn::new(qpn);
+        for e in [
+            Event::MsgDone { qpn, msn: Msn::new(q.value()), byte_len: x },
+            Event::Acked { qpn, psn: p, una: q, read: b & 1 != 0, last: b & 2 != 0, done: b, wqe_index: y },
+        ] {
+            prop_assert_eq!(layout::decode_event(&layout::encode_event(&e)), Ok(e));
+        }
+        let a = AckDesc { qpn, syndrome: Syndrome::from_byte(b), psn: p, msn: Msn::new(q.value()) };
+        prop_assert_eq!(layout::decode_ackd(&layout::encode_ackd(&a)), a);
+    }
+
+    /// No byte pattern makes a decoder panic.
+    #[test]
+    fn decoders_take_any_bytes(bytes in proptest::collection::vec(any::<u8>(), 96)) {
+        let b96: [u8; 96] = bytes[..].try_into().unwrap();
+        let _ = layout::decode_sctx(&b96);
+        let _ = layout::decode_txd(&b96);
+        let _ = layout::decode_rctx(b96[..64].try_into().unwrap());
+        let _ = layout::decode_event(b96[..64].try_into().unwrap());
+        let _ = layout::decode_mr(b96[..32].try_into().unwrap());
+        let _ = layout::decode_ackd(b96[..16].try_into().unwrap());
+    }
+}

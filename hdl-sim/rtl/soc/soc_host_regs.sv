@@ -1,0 +1,169 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
+//
+// soc_host_regs: the 16 KiB register window the host sees (docs/abi.md,
+// firmware/src/abi.rs `reg`), with two ports: the host's (PCIe BAR, or the
+// simulation's host driver) and the firmware's (MMIO block 0x0_0000).
+//
+// Storage is one true dual-port block RAM for the whole window; the firmware
+// writes the identity, status and index registers there, the host the
+// command-queue setup and the doorbells. What the ABI gives other rules is
+// kept beside it in registers:
+// * EVENT_STATUS: the host clears the bits it writes as one (W1C); the
+//   firmware sets the bits it writes as one (W1S), so a host clear is never
+//   undone by a firmware update in flight (the firmware's HAL writes only the
+//   bits it raises). A clear and a set of one bit in the same cycle: set wins.
+// * CLOCK_LO / CLOCK_HI: the NIC's time in ns (`ns`); reading LO latches HI.
+// * host writes to the read-only registers (DEVICE_ID, VERSION, STATUS,
+//   CMDQ_CI, EVENT_CQN, EVENT_QPN, CLOCK_*) are ignored;
+// * a host write to CMDQ_PI or any SQ/RQ/CQ doorbell sets `db_pending`
+//   until the firmware clears it (`db_clear`, a read of the datapath block's
+//   DOORBELL register).
+// Past the window, at 0x4000..0x40FF of both ports, are 64 words of firmware
+// statistics (the firmware writes them, the host reads them; vendor registers
+// beyond the ABI's 16 KiB, like a NIC's BAR has): firmware/image/src/mmio.rs
+// `stat_reg`. The rest of the 32 KiB reads 0 and ignores writes.
+// Both ports answer a read one cycle after the request.
+
+`resetall
+`default_nettype none
+
+module soc_host_regs (
+    input  wire logic        clk,
+    input  wire logic        rst,
+
+    // host port
+    input  wire logic        host_req_valid,
+    input  wire logic        host_req_we,
+    input  wire logic [14:0] host_req_addr,
+    input  wire logic [31:0] host_req_wdata,
+    output logic             host_rsp_valid,
+    output logic [31:0]      host_rsp_rdata,
+
+    // firmware port (MMIO)
+    input  wire logic        req,
+    input  wire logic        we,
+    input  wire logic [14:0] addr,
+    input  wire logic [31:0] wdata,
+    output logic             ack,
+    output logic [31:0]      rdata,
+
+    // NIC time, ns
+    input  wire logic [63:0] ns,
+    output logic             db_pending,
+    input  wire logic        db_clear
+);
+
+  localparam logic [14:0] DEVICE_ID    = 15'h000;
+  localparam logic [14:0] VERSION      = 15'h004;
+  localparam logic [14:0] STATUS       = 15'h008;
+  localparam logic [14:0] CMDQ_PI      = 15'h01C;
+  localparam logic [14:0] CMDQ_CI      = 15'h020;
+  localparam logic [14:0] EVENT_STATUS = 15'h030;
+  localparam logic [14:0] EVENT_CQN    = 15'h034;
+  localparam logic [14:0] EVENT_QPN    = 15'h038;
+  localparam logic [14:0] CLOCK_LO     = 15'h040;
+  localparam logic [14:0] CLOCK_HI     = 15'h044;
+  localparam logic [14:0] SQ_DB        = 15'h1000;
+  localparam logic [14:0] WINDOW       = 15'h4000;
+
+  // ---- host-side decoding
+  logic h_readonly, h_doorbell, h_event, h_clock_lo, h_clock_hi;
+  always_comb begin
+    h_event    = host_req_addr == EVENT_STATUS;
+    h_clock_lo = host_req_addr == CLOCK_LO;
+    h_clock_hi = host_req_addr == CLOCK_HI;
+    h_readonly = host_req_addr == DEVICE_ID || host_req_addr == VERSION ||
+                 host_req_addr == STATUS || host_req_addr == CMDQ_CI ||
+                 host_req_addr == EVENT_CQN || host_req_addr == EVENT_QPN ||
+                 h_clock_lo || h_clock_hi || h_event;
+    h_doorbell = host_req_addr == CMDQ_PI || (host_req_addr >= SQ_DB && host_req_addr < WINDOW);
+  end
+  logic h_window, h_stats, f_window, f_stats;
+  assign h_window = host_req_addr < WINDOW;
+  assign h_stats = host_req_addr[14:8] == 7'h40;
+  assign f_window = addr < WINDOW;
+  assign f_stats = addr[14:8] == 7'h40;
+
+  logic f_event;
+  assign f_event = addr == EVENT_STATUS;
+
+  // ---- the window RAM
+  logic [31:0] ram_a_rdata, ram_b_rdata;
+  soc_tdp_ram #(
+    .WORDS(4096),
+    .WIDTH(32)
+  ) ram_inst (
+    .clk(clk),
+    .a_en(host_req_valid && h_window),
+    .a_we(host_req_we && !h_readonly),
+    .a_addr(host_req_addr[13:2]),
+    .a_wdata(host_req_wdata),
+    .a_rdata(ram_a_rdata),
+    .b_en(req && f_window),
+    .b_we(we && !f_event),
+    .b_addr(addr[13:2]),
+    .b_wdata(wdata),
+    .b_rdata(ram_b_rdata)
+  );
+
+  // the statistics: the host reads, the firmware reads and writes
+  logic [31:0] stats_a_rdata, stats_b_rdata;
+  soc_tdp_ram #(
+    .WORDS(64),
+    .WIDTH(32)
+  ) stats_inst (
+    .clk(clk),
+    .a_en(host_req_valid && h_stats),
+    .a_we(1'b0),
+    .a_addr(host_req_addr[7:2]),
+    .a_wdata(32'h0),
+    .a_rdata(stats_a_rdata),
+    .b_en(req && f_stats),
+    .b_we(we),
+    .b_addr(addr[7:2]),
+    .b_wdata(wdata),
+    .b_rdata(stats_b_rdata)
+  );
+
+  // ---- registers beside the RAM
+  logic [31:0] event_status;
+  logic [31:0] clock_hi_latch;
+  logic [31:0] h_special, f_special;
+  logic [1:0]  h_src, f_src;   // 0 window RAM, 1 register, 2 statistics, 3 nothing
+
+  always_ff @(posedge clk) begin
+    // EVENT_STATUS: host W1C, firmware W1S
+    event_status <= (event_status &
+                     ~((host_req_valid && host_req_we && h_event) ? host_req_wdata : 32'h0)) |
+                    ((req && we && f_event) ? wdata : 32'h0);
+    if (host_req_valid && host_req_we && h_doorbell) db_pending <= 1'b1;
+    else if (db_clear) db_pending <= 1'b0;
+
+    host_rsp_valid <= host_req_valid && !host_req_we;
+    h_src <= (h_event || h_clock_lo || h_clock_hi) ? 2'd1 : h_window ? 2'd0 : h_stats ? 2'd2 : 2'd3;
+    if (h_clock_lo) h_special <= ns[31:0];
+    else if (h_clock_hi) h_special <= clock_hi_latch;
+    else h_special <= event_status;
+    if (host_req_valid && !host_req_we && h_clock_lo) clock_hi_latch <= ns[63:32];
+
+    ack <= req;
+    f_src <= f_event ? 2'd1 : f_window ? 2'd0 : f_stats ? 2'd2 : 2'd3;
+    f_special <= event_status;
+
+    if (rst) begin
+      event_status <= '0;
+      db_pending <= 1'b0;
+      host_rsp_valid <= 1'b0;
+      ack <= 1'b0;
+      clock_hi_latch <= '0;
+    end
+  end
+
+  assign host_rsp_rdata = h_src == 2'd0 ? ram_a_rdata : h_src == 2'd1 ? h_special :
+                          h_src == 2'd2 ? stats_a_rdata : 32'h0;
+  assign rdata = !ack ? 32'h0 : f_src == 2'd0 ? ram_b_rdata : f_src == 2'd1 ? f_special :
+                 f_src == 2'd2 ? stats_b_rdata : 32'h0;
+
+endmodule
+
+`resetall

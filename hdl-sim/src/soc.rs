@@ -1,0 +1,388 @@
+//! The NIC SoC (`rtl/soc/nic_soc.sv`): the VexRiscv soft core running the firmware
+//! image from `make-images.sh`, the register window the host sees, the DMA engine, the
+//! datapath and the log channel, Verilated as one model.
+//!
+//! * [`Soc`]: the model at the level of its pins. The clock loop runs in C++; host
+//!   memory stays here (any [`Dma`]) and the DMA engine reaches it through callbacks
+//!   while the loop runs. Frames go in and out whole. [`Soc::firmware_stats`] reads
+//!   what the firmware measured of itself (`mcycle`, `minstret`).
+//!
+//! `roce_device::SocNic` puts it behind the host driver's device boundary.
+//!
+//! The SoC's clock is [`CLOCK_HZ`] (the `softcore` board's): simulated time is cycles
+//! times [`NS_PER_CYCLE`].
+
+use crate::sim::SimError;
+use roce_core::memory::Dma;
+use roce_firmware::abi::{self, reg, DeviceStatus};
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+/// The SoC's clock (the `softcore` board of `firmware/image/src/boards.rs`).
+pub const CLOCK_HZ: u64 = 100_000_000;
+/// Nanoseconds per clock cycle.
+pub const NS_PER_CYCLE: u64 = 1_000_000_000 / CLOCK_HZ;
+
+/// Environment variable naming the `$readmemh` image; else [`default_image`].
+pub const IMAGE_ENV: &str = "ROCE_SOC_IMAGE";
+
+/// Whether the SoC model was built (Verilator and the soft core's Verilog were found).
+pub fn soc_available() -> bool {
+    cfg!(not(roce_soc_unavailable))
+}
+
+/// Where `make-images.sh` writes the soft-core firmware image (`$ROCE_SOC_IMAGE`
+/// overrides it).
+pub fn default_image() -> PathBuf {
+    match std::env::var_os(IMAGE_ENV) {
+        Some(p) => PathBuf::from(p),
+        None => board_image("softcore"),
+    }
+}
+
+/// Where `make-images.sh` writes the `firmware` image of a board
+/// (`firmware/image/src/boards.rs`).
+pub fn board_image(board: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../firmware/image/target/images")
+        .join(board)
+        .join("firmware.hex")
+}
+
+/// What went wrong with the SoC.
+#[derive(Debug)]
+pub enum SocError {
+    /// The model was not built; the reason the build gave.
+    Unavailable(&'static str),
+    /// The image file is missing or unreadable.
+    Image(PathBuf, std::io::Error),
+    /// The C++ side refused.
+    Model(String),
+    /// The firmware did not set `STATUS.ready` within the cycles given.
+    BootTimeout { cycles: u64 },
+    /// The firmware stopped: `STATUS.fatal` (a panic or a CPU exception; its log says
+    /// which).
+    Fatal { log: Vec<u8> },
+}
+
+impl fmt::Display for SocError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SocError::Unavailable(why) => write!(f, "the SoC model was not built: {why}"),
+            SocError::Image(p, e) => write!(
+                f,
+                "firmware image {}: {e} (run firmware/image/make-images.sh, or set {IMAGE_ENV})",
+                p.display()
+            ),
+            SocError::Model(m) => write!(f, "Verilated SoC: {m}"),
+            SocError::BootTimeout { cycles } => {
+                write!(f, "the firmware did not become ready in {cycles} cycles")
+            }
+            SocError::Fatal { log } => write!(
+                f,
+                "the firmware stopped (STATUS.fatal); {} log bytes",
+                log.len()
+            ),
+        }
+    }
+}
+
+impl std::error::Error for SocError {}
+
+impl From<SocError> for SimError {
+    fn from(e: SocError) -> Self {
+        SimError::Model(e.to_string())
+    }
+}
+
+/// Host memory as the SoC's DMA engine sees it (the C++ clock loop calls in here).
+pub struct SocHost {
+    mem: Box<dyn Dma>,
+    /// DMA requests served (each moves 1 to 4 bytes).
+    requests: u64,
+}
+
+impl SocHost {
+    #[cfg_attr(roce_soc_unavailable, allow(dead_code))]
+    pub(crate) fn dma_read(&mut self, addr: u64, len: u32, data: &mut u32) -> bool {
+        self.requests += 1;
+        let mut b = [0u8; 4];
+        let n = (len as usize).min(4);
+        let ok = self.mem.read(addr, &mut b[..n]).is_ok();
+        *data = u32::from_le_bytes(b);
+        ok
+    }
+
+    #[cfg_attr(roce_soc_unavailable, allow(dead_code))]
+    pub(crate) fn dma_write(&mut self, addr: u64, len: u32, data: u32) -> bool {
+        self.requests += 1;
+        let n = (len as usize).min(4);
+        self.mem.write(addr, &data.to_le_bytes()[..n]).is_ok()
+    }
+}
+
+#[cfg(not(roce_soc_unavailable))]
+mod model {
+    pub(super) use crate::soc_ffi::bridge::{new_soc_model, SocModel};
+    pub(super) type Handle = cxx::UniquePtr<SocModel>;
+}
+
+#[cfg(roce_soc_unavailable)]
+mod model {
+    /// Never made: the model was not built.
+    pub(super) enum Handle {}
+}
+
+/// The Verilated SoC, at its pins.
+pub struct Soc {
+    model: model::Handle,
+    host: SocHost,
+}
+
+#[cfg(roce_soc_unavailable)]
+impl Soc {
+    /// The SoC running `image` with the port addresses `mac` and `gid`, its DMA engine
+    /// reaching `mem`; with `trace`, an FST waveform of the whole SoC is written there.
+    pub fn new(
+        _image: &Path,
+        _mac: [u8; 6],
+        _gid: [u8; 16],
+        _mem: Box<dyn Dma>,
+        _trace: Option<&Path>,
+    ) -> Result<Self, SocError> {
+        Err(SocError::Unavailable(
+            option_env!("ROCE_SOC_UNAVAILABLE").unwrap_or("unknown"),
+        ))
+    }
+    pub fn run(&mut self, _cycles: u64) {
+        match self.model {}
+    }
+    pub fn reg_read(&mut self, _offset: u32) -> u32 {
+        match self.model {}
+    }
+    pub fn reg_write(&mut self, _offset: u32, _value: u32) {
+        match self.model {}
+    }
+    pub fn push_rx(&mut self, _frame: &[u8]) {
+        match self.model {}
+    }
+    pub fn rx_queued(&self) -> usize {
+        match self.model {}
+    }
+    pub fn tx_queued(&self) -> usize {
+        match self.model {}
+    }
+    pub fn pop_tx(&mut self) -> Option<Vec<u8>> {
+        match self.model {}
+    }
+    pub fn take_log(&mut self) -> Vec<u8> {
+        match self.model {}
+    }
+    pub fn cycles(&self) -> u64 {
+        match self.model {}
+    }
+}
+
+#[cfg(not(roce_soc_unavailable))]
+impl Soc {
+    /// The SoC running `image` (a `$readmemh` file, the RAM's first word first) with
+    /// the port addresses `mac` and `gid`, its DMA engine reaching `mem`; with `trace`,
+    /// an FST waveform of the whole SoC is written there. Out of reset, not yet booted
+    /// (see [`Soc::boot`]).
+    pub fn new(
+        image: &Path,
+        mac: [u8; 6],
+        gid: [u8; 16],
+        mem: Box<dyn Dma>,
+        trace: Option<&Path>,
+    ) -> Result<Self, SocError> {
+        // Verilator's $readmemh stops the process on a missing file: check first.
+        std::fs::File::open(image).map_err(|e| SocError::Image(image.to_path_buf(), e))?;
+        let path = image
+            .to_str()
+            .ok_or_else(|| SocError::Model(format!("{}: not UTF-8", image.display())))?;
+        let mut model = model::new_soc_model(path, &mac, &gid, trace.is_some())
+            .map_err(|e| SocError::Model(e.what().to_string()))?;
+        if let Some(t) = trace {
+            let t = t.to_string_lossy();
+            model
+                .pin_mut()
+                .open_trace(&t)
+                .map_err(|e| SocError::Model(e.what().to_string()))?;
+        }
+        Ok(Self {
+            model,
+            host: SocHost { mem, requests: 0 },
+        })
+    }
+
+    /// Runs `cycles` clock cycles.
+    pub fn run(&mut self, cycles: u64) {
+        self.model.pin_mut().run(cycles, &mut self.host);
+    }
+
+    /// Reads a register of the host window (one cycle of the SoC's clock).
+    pub fn reg_read(&mut self, offset: u32) -> u32 {
+        // The model answers every read it is given; an error here is a bug in the RTL.
+        self.model
+            .pin_mut()
+            .reg_read(offset, &mut self.host)
+            .unwrap_or_else(|e| panic!("SoC host port: {}", e.what()))
+    }
+
+    /// Writes a register of the host window (one cycle).
+    pub fn reg_write(&mut self, offset: u32, value: u32) {
+        self.model
+            .pin_mut()
+            .reg_write(offset, value, &mut self.host);
+    }
+
+    /// Queues a frame for the SoC's wire input (empty frames are ignored).
+    pub fn push_rx(&mut self, frame: &[u8]) {
+        if !frame.is_empty() {
+            self.model.pin_mut().push_rx(frame);
+        }
+    }
+
+    /// Frames queued for the wire input that the SoC has not taken yet.
+    pub fn rx_queued(&self) -> usize {
+        self.model.rx_queued()
+    }
+
+    /// Frames the SoC sent that [`Soc::pop_tx`] has not taken yet.
+    pub fn tx_queued(&self) -> usize {
+        self.model.tx_queued()
+    }
+
+    /// The oldest frame the SoC sent, ICRC included.
+    pub fn pop_tx(&mut self) -> Option<Vec<u8>> {
+        let mut v = Vec::new();
+        self.model.pin_mut().pop_tx(&mut v).then_some(v)
+    }
+
+    /// The firmware's log bytes (defmt, rzCOBS frames) since the last call.
+    pub fn take_log(&mut self) -> Vec<u8> {
+        let mut v = Vec::new();
+        self.model.pin_mut().take_log(&mut v);
+        v
+    }
+
+    /// Clock cycles since reset.
+    pub fn cycles(&self) -> u64 {
+        self.model.cycles()
+    }
+}
+
+/// Offsets of the firmware's statistics in the SoC's BAR, past the ABI's window (the
+/// firmware side: `firmware/image/src/mmio.rs`, `stat_reg`).
+pub mod stat_reg {
+    pub const BUSY_POLLS: u32 = 0x4000;
+    pub const FRAMES_TX: u32 = 0x4004;
+    pub const FRAMES_RX: u32 = 0x4008;
+    pub const IDLE_POLLS: u32 = 0x400C;
+    pub const BUSY_CYCLES: u32 = 0x4010;
+    pub const BUSY_INSTRET: u32 = 0x4018;
+    pub const BOOT_CYCLES: u32 = 0x4020;
+    pub const NEXT_TIMEOUT: u32 = 0x4028;
+}
+
+/// What the firmware measured of itself with `mcycle` and `minstret`: the polls of its
+/// main loop that found work, what they cost, and the frames they moved.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FirmwareStats {
+    pub busy_polls: u32,
+    pub frames_tx: u32,
+    pub frames_rx: u32,
+    pub busy_cycles: u64,
+    pub busy_instret: u64,
+    pub boot_cycles: u32,
+    /// When the engine's next timer is due (ns of the SoC's clock), if one is armed.
+    pub next_timeout: Option<u64>,
+}
+
+impl FirmwareStats {
+    /// Frames sent and received.
+    pub fn frames(&self) -> u64 {
+        u64::from(self.frames_tx) + u64::from(self.frames_rx)
+    }
+
+    /// The difference `self - earlier` (counters wrap).
+    pub fn since(&self, earlier: &FirmwareStats) -> FirmwareStats {
+        FirmwareStats {
+            busy_polls: self.busy_polls.wrapping_sub(earlier.busy_polls),
+            frames_tx: self.frames_tx.wrapping_sub(earlier.frames_tx),
+            frames_rx: self.frames_rx.wrapping_sub(earlier.frames_rx),
+            busy_cycles: self.busy_cycles.wrapping_sub(earlier.busy_cycles),
+            busy_instret: self.busy_instret.wrapping_sub(earlier.busy_instret),
+            boot_cycles: self.boot_cycles,
+            next_timeout: self.next_timeout,
+        }
+    }
+}
+
+impl Soc {
+    /// Reads a 64-bit statistic, low word first, again if the high word moved meanwhile.
+    fn stat64(&mut self, offset: u32) -> u64 {
+        loop {
+            let hi = self.reg_read(offset + 4);
+            let lo = self.reg_read(offset);
+            if self.reg_read(offset + 4) == hi {
+                return u64::from(hi) << 32 | u64::from(lo);
+            }
+        }
+    }
+
+    /// The busy polls of the firmware's loop so far (one host register read).
+    pub fn busy_polls(&mut self) -> u32 {
+        self.reg_read(stat_reg::BUSY_POLLS)
+    }
+
+    /// The polls of the firmware's loop that found nothing to do (one host register
+    /// read).
+    pub fn idle_polls(&mut self) -> u32 {
+        self.reg_read(stat_reg::IDLE_POLLS)
+    }
+
+    /// When the engine's next timer is due, ns of the SoC's clock, if one is armed.
+    pub fn next_timeout(&mut self) -> Option<u64> {
+        Some(self.stat64(stat_reg::NEXT_TIMEOUT)).filter(|&t| t != u64::MAX)
+    }
+
+    /// The firmware's statistics (a few host register reads: a few cycles).
+    pub fn firmware_stats(&mut self) -> FirmwareStats {
+        FirmwareStats {
+            busy_polls: self.reg_read(stat_reg::BUSY_POLLS),
+            frames_tx: self.reg_read(stat_reg::FRAMES_TX),
+            frames_rx: self.reg_read(stat_reg::FRAMES_RX),
+            busy_cycles: self.stat64(stat_reg::BUSY_CYCLES),
+            busy_instret: self.stat64(stat_reg::BUSY_INSTRET),
+            boot_cycles: self.reg_read(stat_reg::BOOT_CYCLES),
+            next_timeout: Some(self.stat64(stat_reg::NEXT_TIMEOUT)).filter(|&t| t != u64::MAX),
+        }
+    }
+
+    /// DMA requests served so far (each moves 1 to 4 bytes).
+    pub fn dma_requests(&self) -> u64 {
+        self.host.requests
+    }
+
+    /// Runs until the firmware has booted (`STATUS.ready`, a device ID), at most
+    /// `max_cycles`; returns the cycles it took.
+    pub fn boot(&mut self, max_cycles: u64) -> Result<u64, SocError> {
+        const STEP: u64 = 10_000;
+        let start = self.cycles();
+        while self.cycles() - start < max_cycles {
+            self.run(STEP);
+            let status = DeviceStatus(self.reg_read(reg::STATUS));
+            if status.fatal() {
+                return Err(SocError::Fatal {
+                    log: self.take_log(),
+                });
+            }
+            if status.ready() && self.reg_read(reg::DEVICE_ID) == abi::DEVICE_ID {
+                return Ok(self.cycles() - start);
+            }
+        }
+        Err(SocError::BootTimeout { cycles: max_cycles })
+    }
+}

@@ -1,0 +1,172 @@
+//! The NIC SoC (`rtl/soc/nic_soc.sv`) at its pins, running the firmware image
+//! `make-images.sh` wrote (`firmware/image/target/images/softcore/firmware.hex`, or
+//! `$ROCE_SOC_IMAGE`): it boots, publishes the ABI's identity, keeps the host off the
+//! read-only registers, runs the NIC clock at its own, logs over the log channel, and
+//! answers a command the host puts in memory and rings. (`device/tests/soc.rs` drives
+//! two SoCs through the host driver.)
+//!
+//! Without the image the tests print SKIPPED and pass, unless `ROCE_SOC_REQUIRED=1`
+//! (what `cargo xtask ci`'s `soc` step sets after making the image); without the model
+//! they fail under `CI=true`.
+
+use roce_core::memory::{Dma, DmaError};
+use roce_core::transport::ipv4_gid;
+use roce_firmware::abi::{self, reg, CmdEntry, CmdOp, CmdStatus, DeviceAttr};
+use roce_hdl_sim::soc::{board_image, default_image, soc_available, Soc};
+use std::cell::RefCell;
+use std::rc::Rc;
+use zerocopy::{FromBytes, IntoBytes};
+
+/// Host memory for the SoC's DMA engine: one region at `BASE`, shared with the test.
+#[derive(Clone)]
+struct Mem(Rc<RefCell<Vec<u8>>>);
+
+const BASE: u64 = 0x1_0000_0000;
+
+impl Mem {
+    fn range(&self, addr: u64, len: usize) -> Result<std::ops::Range<usize>, DmaError> {
+        let at = addr
+            .checked_sub(BASE)
+            .and_then(|a| usize::try_from(a).ok())
+            .filter(|&a| a + len <= self.0.borrow().len())
+            .ok_or(DmaError { addr, len })?;
+        Ok(at..at + len)
+    }
+}
+
+impl Dma for Mem {
+    fn read(&mut self, addr: u64, buf: &mut [u8]) -> Result<(), DmaError> {
+        let r = self.range(addr, buf.len())?;
+        buf.copy_from_slice(&self.0.borrow()[r]);
+        Ok(())
+    }
+    fn write(&mut self, addr: u64, data: &[u8]) -> Result<(), DmaError> {
+        let r = self.range(addr, data.len())?;
+        self.0.borrow_mut()[r].copy_from_slice(data);
+        Ok(())
+    }
+}
+
+/// The image, or `None` (test skipped) when it is not there and not required.
+fn image() -> Option<std::path::PathBuf> {
+    if !soc_available() {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "the SoC model is required under CI"
+        );
+        eprintln!("SKIPPED: the SoC model was not built");
+        return None;
+    }
+    let image = default_image();
+    if image.exists() {
+        return Some(image);
+    }
+    assert!(
+        std::env::var("ROCE_SOC_REQUIRED").as_deref() != Ok("1"),
+        "{} missing: run firmware/image/make-images.sh",
+        image.display()
+    );
+    eprintln!("SKIPPED: no firmware image at {}", image.display());
+    None
+}
+
+fn mac(l: u8) -> [u8; 6] {
+    [2, 0, 0, 0, 0, l]
+}
+
+#[test]
+fn boots_and_answers_query_device() {
+    let Some(image) = image() else { return };
+    let mem = Mem(Rc::new(RefCell::new(vec![0; 4096])));
+    let mut soc = Soc::new(
+        &image,
+        mac(7),
+        ipv4_gid([10, 0, 0, 7]),
+        Box::new(mem.clone()),
+        None,
+    )
+    .unwrap();
+    // Out of reset the window is empty: the firmware writes the identity when it boots.
+    assert_eq!(soc.reg_read(reg::DEVICE_ID), 0);
+    let cycles = soc.boot(2_000_000).unwrap();
+    assert!(
+        cycles > 1000,
+        "booted in {cycles} cycles: too fast to be real"
+    );
+    assert_eq!(soc.reg_read(reg::DEVICE_ID), abi::DEVICE_ID);
+    let version = abi::Version(soc.reg_read(reg::VERSION));
+    assert_eq!(
+        (version.major(), version.minor()),
+        (abi::ABI_MAJOR, abi::ABI_MINOR)
+    );
+    // The host cannot overwrite read-only registers.
+    soc.reg_write(reg::DEVICE_ID, 0);
+    soc.reg_write(reg::STATUS, 0);
+    assert_eq!(soc.reg_read(reg::DEVICE_ID), abi::DEVICE_ID);
+    assert!(abi::DeviceStatus(soc.reg_read(reg::STATUS)).ready());
+    // The NIC clock runs at the SoC's 100 MHz: 10 ns a cycle.
+    let t0 = u64::from(soc.reg_read(reg::CLOCK_LO));
+    soc.run(1000);
+    let t1 = u64::from(soc.reg_read(reg::CLOCK_LO));
+    assert_eq!(
+        t1 - t0,
+        10 * 1001,
+        "1000 cycles and one read between the reads"
+    );
+    // The defmt log channel carried the boot messages (rzCOBS frames end with 0).
+    let log = soc.take_log();
+    assert!(log.len() > 8 && log.ends_with(&[0]), "{log:?}");
+
+    query_device(&mut soc, &mem);
+}
+
+/// The image for the LFE5UM5G-85F (352 KiB of RAM: the boot stack fits in what is left)
+/// boots on the same SoC and answers too.
+#[test]
+fn the_ecp5_image_boots() {
+    if image().is_none() {
+        return;
+    }
+    let image = board_image("ecp5-85f");
+    let mem = Mem(Rc::new(RefCell::new(vec![0; 4096])));
+    let mut soc = Soc::new(
+        &image,
+        mac(7),
+        ipv4_gid([10, 0, 0, 7]),
+        Box::new(mem.clone()),
+        None,
+    )
+    .unwrap();
+    soc.boot(2_000_000).unwrap();
+    query_device(&mut soc, &mem);
+}
+
+/// QUERY_DEVICE through a one-entry command ring in host memory: the DMA engine fetches
+/// the entry and writes the result; the attributes carry the pins' MAC and GID.
+fn query_device(soc: &mut Soc, mem: &Mem) {
+    soc.reg_write(reg::CMDQ_BASE_LO, BASE as u32);
+    soc.reg_write(reg::CMDQ_BASE_HI, (BASE >> 32) as u32);
+    soc.reg_write(reg::CMDQ_LOG_DEPTH, 0);
+    let mut cmd = CmdEntry::default();
+    cmd.opcode.set(CmdOp::QueryDevice as u16);
+    cmd.token.set(0x55);
+    cmd.status.set(CmdStatus::Pending as u32);
+    mem.0.borrow_mut()[..cmd.as_bytes().len()].copy_from_slice(cmd.as_bytes());
+    soc.reg_write(reg::CMDQ_PI, 1);
+    let mut waited = 0;
+    while soc.reg_read(reg::CMDQ_CI) != 1 {
+        soc.run(1000);
+        waited += 1000;
+        assert!(waited < 2_000_000, "QUERY_DEVICE not done");
+    }
+    let done = CmdEntry::read_from_prefix(&mem.0.borrow()[..]).unwrap().0;
+    assert_eq!(done.status.get(), CmdStatus::Ok as u32);
+    assert_eq!(done.token.get(), 0x55);
+    let attr: DeviceAttr = abi::payload(&done);
+    assert_eq!((attr.mac, attr.gid), (mac(7), ipv4_gid([10, 0, 0, 7])));
+    assert!(abi::EventStatus(soc.reg_read(reg::EVENT_STATUS)).cmd_done());
+    // The host clears the event bit (write one to clear).
+    let events = soc.reg_read(reg::EVENT_STATUS);
+    soc.reg_write(reg::EVENT_STATUS, events);
+    assert_eq!(soc.reg_read(reg::EVENT_STATUS), 0);
+}

