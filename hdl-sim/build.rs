@@ -12,6 +12,8 @@
 //!   with a hash of the RTL sources and flags, so editing only the C++ wrapper
 //!   or the Rust code does not re-Verilate or recompile the models.
 //! * C++ is always compiled at -O2, also in debug builds: an -O0 model crawls.
+//! * The RC fast path (`roce_fp_top`, `docs/fastpath.md`) is a model per width too:
+//!   the datapath's RTL and `FP_RTL`.
 //! * The SoC (`rtl/soc/nic_soc.sv`) is a third model: the datapath's RTL, the SoC's
 //!   blocks and the soft core, `VexRiscv_IMAC.v` from the PyPI package
 //!   pythondata-cpu-vexriscv, found through the package (`data_location`) in the
@@ -37,6 +39,22 @@ const RTL: &[&str] = &[
     "roce_dp_top.sv",
 ];
 const TOP: &str = "roce_dp_top";
+/// The RC fast path's RTL (after `RTL`, whose parser and ICRC inserter it uses): a
+/// second model per width, top `roce_fp_top`.
+const FP_RTL: &[&str] = &[
+    "fp_pkg.sv",
+    "roce_ram.sv",
+    "roce_bram_fifo.sv",
+    "fp_tx_plan.sv",
+    "fp_tx_hdr.sv",
+    "fp_tx_emit.sv",
+    "fp_tx.sv",
+    "fp_rx_check.sv",
+    "fp_rx_move.sv",
+    "fp_rx.sv",
+    "roce_fp_top.sv",
+];
+const FP_TOP: &str = "roce_fp_top";
 /// The SoC's own RTL (after `RTL` and the soft core), and its Verilator config.
 const SOC_RTL: &[&str] = &[
     "soc/soc_ram.sv",
@@ -116,16 +134,15 @@ fn main() {
     let manifest = PathBuf::from(env::var("CARGO_MANIFEST_DIR").unwrap());
     let out = PathBuf::from(env::var("OUT_DIR").unwrap());
     let rtl: Vec<PathBuf> = RTL.iter().map(|f| manifest.join("rtl").join(f)).collect();
+    let fp_rtl: Vec<PathBuf> = rtl
+        .iter()
+        .cloned()
+        .chain(FP_RTL.iter().map(|f| manifest.join("rtl").join(f)))
+        .collect();
 
     // ---- Verilate (both widths at once) and compile the models, if stale
-    let mut stamp_src = version.clone().into_bytes();
-    for f in &rtl {
-        stamp_src.extend(fs::read(f).unwrap_or_else(|e| panic!("{}: {e}", f.display())));
-    }
-    for f in VERILATOR_FLAGS {
-        stamp_src.extend(f.as_bytes());
-    }
-    let rtl_hash = format!("{:016x}", fnv1a(&stamp_src));
+    let rtl_hash = stamp(&version, &rtl);
+    let fp_hash = stamp(&version, &fp_rtl);
 
     let mut models: Vec<Model> = WIDTHS
         .iter()
@@ -146,6 +163,24 @@ fn main() {
             hash: rtl_hash.clone(),
         })
         .collect();
+    models.extend(WIDTHS.iter().map(|&w| {
+        Model {
+            lib: format!("vmodel_fp_{w}"),
+            mdir: out.join(format!("vobj_fp_{w}")),
+            args: [
+                "--top-module".to_string(),
+                FP_TOP.to_string(),
+                "--prefix".to_string(),
+                format!("V{FP_TOP}_{w}"),
+                format!("-GDATA_WIDTH={w}"),
+            ]
+            .into_iter()
+            .map(Into::into)
+            .chain(fp_rtl.iter().map(|f| f.clone().into_os_string()))
+            .collect(),
+            hash: fp_hash.clone(),
+        }
+    }));
     let soc = match soc_model(&manifest, &out, &rtl, &version) {
         Ok(m) => {
             models.push(m);
@@ -185,6 +220,7 @@ fn main() {
         b.file("csrc/soc_model.cpp").include(out.join("vobj_soc"));
     }
     b.file("csrc/dp_model.cpp")
+        .file("csrc/fp_model.cpp")
         .std("c++17")
         .opt_level(2)
         .debug(false)
@@ -192,6 +228,7 @@ fn main() {
         .include(include.join("vltstd"));
     for &w in WIDTHS {
         b.include(out.join(format!("vobj_{w}")));
+        b.include(out.join(format!("vobj_fp_{w}")));
     }
     for (k, v) in CXX_DEFINES {
         b.define(k, *v);
@@ -208,6 +245,19 @@ fn main() {
     println!("cargo::rustc-link-lib=dylib=z");
     println!("cargo::rustc-link-lib=dylib=atomic");
     println!("cargo::rustc-link-lib=dylib=pthread");
+}
+
+/// The stamp of a model built from `files`: a hash of their contents, the Verilator
+/// version and the flags.
+fn stamp(version: &str, files: &[PathBuf]) -> String {
+    let mut src = version.as_bytes().to_vec();
+    for f in files {
+        src.extend(fs::read(f).unwrap_or_else(|e| panic!("{}: {e}", f.display())));
+    }
+    for f in VERILATOR_FLAGS {
+        src.extend(f.as_bytes());
+    }
+    format!("{:016x}", fnv1a(&src))
 }
 
 /// One Verilated model: its static library, Verilator's output directory, the

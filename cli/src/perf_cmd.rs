@@ -69,6 +69,11 @@ pub struct PerfArgs {
     /// Write every frame on the wire to this pcap.
     #[arg(long)]
     pub pcap: Option<std::path::PathBuf>,
+    /// Where --pcap listens: `link`, what the link delivers both ways (lost frames are
+    /// not in it); `client` or `server`, as tcpdump on that host would: every frame it
+    /// sends, lost or not, and those that reach it.
+    #[arg(long, value_enum, default_value_t = PcapAt::Link, requires = "pcap")]
+    pub pcap_at: PcapAt,
     /// One JSON object per line and size instead of the table.
     #[arg(long)]
     pub json: bool,
@@ -90,6 +95,13 @@ pub struct PerfArgs {
 pub enum Backend {
     Model,
     Rtl,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PcapAt {
+    Link,
+    Client,
+    Server,
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -222,7 +234,12 @@ pub fn run(args: &PerfArgs, out: &mut impl Write) -> Result<()> {
                     Some(path) => {
                         let file = std::fs::File::create(path)
                             .with_context(|| format!("cannot create {}", path.display()))?;
-                        Some(sim.fabric.tap(sim.link, std::io::BufWriter::new(file))?)
+                        let out = std::io::BufWriter::new(file);
+                        Some(match args.pcap_at {
+                            PcapAt::Link => sim.fabric.tap(sim.link, out)?,
+                            PcapAt::Client => sim.fabric.tap_end(sim.link, 0, out)?,
+                            PcapAt::Server => sim.fabric.tap_end(sim.link, 1, out)?,
+                        })
                     }
                     None => None,
                 };

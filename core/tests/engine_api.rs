@@ -292,6 +292,7 @@ fn handle_timeout_early_or_late_only_acts_on_due_timers() {
     p.a.eng
         .handle_timeout(Instant::from_nanos(t.as_nanos() + 1_000_000_000));
     assert_eq!(p.a.eng.counters().completer_retry_err, 1);
+    assert_eq!(p.a.eng.counters().local_ack_timeout_err, 1);
 }
 
 #[test]

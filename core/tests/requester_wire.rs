@@ -227,6 +227,11 @@ fn an_ack_past_an_unanswered_read_means_its_response_was_lost() {
         ]
     );
     assert_eq!(s.node.eng.counters().completer_retry_err, 1);
+    assert_eq!(
+        s.node.eng.counters().local_ack_timeout_err,
+        0,
+        "not a timeout"
+    );
 }
 
 #[test]

@@ -7,29 +7,13 @@
 
 #include "verilated.h"
 #include "verilated_fst_c.h"
+#include "roce-hdl-sim/csrc/vports.h"
 
 #include "Vroce_dp_top_512.h"
 #include "Vroce_dp_top_64.h"
 
 namespace roce_hdl {
 namespace {
-
-// ---- port <-> little-endian u64 words
-inline void put(CData& p, const uint64_t* w) { p = static_cast<CData>(w[0]); }
-inline void put(QData& p, const uint64_t* w) { p = w[0]; }
-template <std::size_t N>
-inline void put(VlWide<N>& p, const uint64_t* w) {
-    for (std::size_t i = 0; i < N; ++i) p[i] = static_cast<EData>(w[i / 2] >> (32 * (i % 2)));
-}
-inline void get(const CData& p, uint64_t* w) { w[0] = p; }
-inline void get(const QData& p, uint64_t* w) { w[0] = p; }
-template <std::size_t N>
-inline void get(const VlWide<N>& p, uint64_t* w) {
-    for (std::size_t i = 0; i < (N + 1) / 2; ++i) w[i] = 0;
-    for (std::size_t i = 0; i < N; ++i) w[i / 2] |= static_cast<uint64_t>(p[i]) << (32 * (i % 2));
-}
-template <std::size_t N>
-constexpr std::size_t words64(const VlWide<N>&) { return (N + 1) / 2; }
 
 template <class V, uint32_t W>
 class Model final : public DpModel {

@@ -44,8 +44,64 @@ pub(crate) mod bridge {
         tx_out: AxisOut,
     }
 
+    /// Inputs of one clock cycle of the fast-path model (`roce_fp_top`).
+    #[derive(Clone, Copy, Debug, Default)]
+    struct FpIn {
+        rx: AxisIn,
+        tx_out_ready: bool,
+        /// the 96-byte TX message descriptor, little-endian words
+        txd: [u64; 12],
+        txd_valid: bool,
+        ackd: [u64; 2],
+        ackd_valid: bool,
+        cfg_wr_valid: bool,
+        cfg_wr_table: u8,
+        cfg_wr_index: u32,
+        cfg_wr_word: u8,
+        cfg_wr_data: u32,
+        cfg_rd_valid: bool,
+        cfg_rd_table: u8,
+        cfg_rd_index: u32,
+        cfg_rd_word: u8,
+        ev_ready: bool,
+        exc_ready: bool,
+        dma_rd_req_ready: bool,
+        dma_rd: AxisIn,
+        dma_wr_desc_ready: bool,
+        dma_wr_ready: bool,
+    }
+
+    /// Outputs of the fast-path model during one clock cycle.
+    #[derive(Clone, Copy, Debug, Default)]
+    struct FpOut {
+        rx_in_ready: bool,
+        tx_out: AxisOut,
+        txd_ready: bool,
+        ackd_ready: bool,
+        cfg_wr_ready: bool,
+        cfg_rd_ready: bool,
+        cfg_rdata: u32,
+        cfg_rdata_valid: bool,
+        /// the 64-byte event, little-endian words
+        ev: [u64; 8],
+        ev_valid: bool,
+        exc: AxisOut,
+        dma_rd_req_addr: u64,
+        dma_rd_req_len: u16,
+        dma_rd_req_last: bool,
+        dma_rd_req_valid: bool,
+        dma_rd_in_ready: bool,
+        dma_wr_desc_addr: u64,
+        dma_wr_desc_len: u16,
+        dma_wr_desc_valid: bool,
+        dma_wr: AxisOut,
+        tx_bad_desc: u32,
+        rx_drops: u32,
+    }
+
     unsafe extern "C++" {
         include!("roce-hdl-sim/csrc/dp_model.h");
+        include!("roce-hdl-sim/csrc/fp_model.h");
 
         type DpModel;
 
@@ -57,5 +113,13 @@ pub(crate) mod bridge {
         fn open_trace(self: Pin<&mut DpModel>, path: &str) -> Result<()>;
         fn close_trace(self: Pin<&mut DpModel>);
         fn cycles(self: &DpModel) -> u64;
+
+        type FpModel;
+
+        fn new_fp_model(width: u32, trace: bool) -> Result<UniquePtr<FpModel>>;
+        fn reset(self: Pin<&mut FpModel>, cycles: u32);
+        fn cycle(self: Pin<&mut FpModel>, input: &FpIn, out: &mut FpOut);
+        fn open_trace(self: Pin<&mut FpModel>, path: &str) -> Result<()>;
+        fn close_trace(self: Pin<&mut FpModel>);
     }
 }

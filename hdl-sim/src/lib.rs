@@ -6,6 +6,8 @@
 //! * [`RtlSim`]: the cycle level: push beats or frames, [`RtlSim::tick`],
 //!   pull metadata, payload packets and TX frames; random idle cycles and
 //!   back-pressure ([`Shaping`]); FST waveforms.
+//! * [`FpSim`]: the RC fast path (`docs/fastpath.md`) at the cycle level: tables,
+//!   descriptors, events, the wire and a DMA engine over host memory.
 //! * [`RtlPort`]: the RTL as the firmware runtime's `Datapath`, in front of any port.
 //! * [`meta`]: the metadata record layout and the error codes, shared with
 //!   `rtl/roce_rx_pkg.sv` (a test keeps the two in step).
@@ -16,6 +18,7 @@
 #![cfg_attr(roce_rtl_unavailable, allow(dead_code, unused_imports))]
 
 pub mod datapath;
+pub mod fastpath;
 #[cfg(not(roce_rtl_unavailable))]
 mod ffi;
 pub mod meta;
@@ -26,6 +29,7 @@ pub mod soc;
 mod soc_ffi;
 
 pub use datapath::{RtlDatapath, RxVerdict, TRACE_DIR_ENV};
+pub use fastpath::{FpSim, FpTimeline, Table};
 pub use meta::{L3Kind, RxError, RxMeta};
 pub use port::{RtlPort, RtlPortCounters};
 pub use sim::{rtl_available, Beat, DataWidth, RtlSim, Shaping, SimError, Timed, Timeline};

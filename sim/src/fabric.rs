@@ -161,7 +161,9 @@ struct Link {
     /// A remote link's end b is in another partition (its entry is unused).
     ends: [(u32, u16); 2],
     dirs: [Direction; 2],
-    taps: Vec<u32>,
+    /// Taps and what they see: `None`, what the link delivers both ways; `Some(e)`, end
+    /// `e`'s view.
+    taps: Vec<(u32, Option<u8>)>,
     /// For a link to another partition: where direction 0 delivers. Direction 1 is that
     /// partition's to serialize; its frames come in through [`Fabric::deliver_remote`].
     remote: Option<RemoteEnd>,
@@ -472,6 +474,29 @@ impl Fabric {
 
     /// Records every frame the link delivers, both directions, into a pcap on `out`.
     pub fn tap(&mut self, link: LinkId, out: impl Write + Send + 'static) -> io::Result<TapId> {
+        self.add_tap(link, None, out)
+    }
+
+    /// Records what end `end` (0 or 1, in the order `connect` was given them) of the link
+    /// sees, as tcpdump on that host would: every frame it sends, stamped when its
+    /// transmission starts and whether or not the link then loses it, and every frame
+    /// delivered to it.
+    pub fn tap_end(
+        &mut self,
+        link: LinkId,
+        end: usize,
+        out: impl Write + Send + 'static,
+    ) -> io::Result<TapId> {
+        assert!(end < 2, "a link has two ends");
+        self.add_tap(link, Some(end as u8), out)
+    }
+
+    fn add_tap(
+        &mut self,
+        link: LinkId,
+        end: Option<u8>,
+        out: impl Write + Send + 'static,
+    ) -> io::Result<TapId> {
         assert!(
             self.links[link.0 as usize].remote.is_none(),
             "a link to another partition takes no tap"
@@ -479,14 +504,31 @@ impl Fabric {
         let tap = Tap::new(Box::new(out))?;
         let id = self.taps.len() as u32;
         self.taps.push(Some(tap));
-        self.links[link.0 as usize].taps.push(id);
+        self.links[link.0 as usize].taps.push((id, end));
         Ok(TapId(id))
+    }
+
+    /// Records `frame` on the taps of `link` that see it at end `seen_at`: sent from
+    /// there, or (`delivered`) delivered there.
+    fn record(&mut self, link: u32, seen_at: u8, delivered: bool, frame: FrameId) {
+        let now = self.now;
+        for &(t, end) in &self.links[link as usize].taps {
+            let sees = match end {
+                None => delivered,
+                Some(e) => e == seen_at,
+            };
+            if sees {
+                if let Some(tap) = &mut self.taps[t as usize] {
+                    tap.record(now, self.pool.frame(frame));
+                }
+            }
+        }
     }
 
     /// Detaches the tap, flushes it and reports its first write error.
     pub fn close_tap(&mut self, tap: TapId) -> io::Result<()> {
         for l in &mut self.links {
-            l.taps.retain(|&t| t != tap.0);
+            l.taps.retain(|&(t, _)| t != tap.0);
         }
         match self.taps[tap.0 as usize].take() {
             Some(t) => t.close(),
@@ -776,6 +818,9 @@ impl Fabric {
             self.events.push(end, Event::TxDone { node, port });
         }
         let fate = d.fate(len);
+        let delay = d.delay_ns;
+        // As sent: before the link loses or corrupts it.
+        self.record(link, dir, false, frame);
         if fate.lost {
             self.pool.free(frame);
             return;
@@ -783,7 +828,7 @@ impl Fabric {
         if let Some(bit) = fate.corrupt_bit {
             self.pool.frame_mut(frame)[bit / 8] ^= 1 << (bit % 8);
         }
-        let at = end + d.delay_ns + fate.extra_delay;
+        let at = end + delay + fate.extra_delay;
         if let Some(to) = self.links[link as usize].remote {
             let bytes = self.pool.frame(frame).to_vec();
             if fate.duplicate {
@@ -817,13 +862,8 @@ impl Fabric {
 
     fn arrive(&mut self, link: u32, dir: u8, frame: FrameId) {
         let now = self.now;
-        let l = &self.links[link as usize];
-        let (node, port) = l.ends[1 - usize::from(dir)];
-        for &t in &l.taps {
-            if let Some(tap) = &mut self.taps[t as usize] {
-                tap.record(now, self.pool.frame(frame));
-            }
-        }
+        let (node, port) = self.links[link as usize].ends[1 - usize::from(dir)];
+        self.record(link, 1 - dir, true, frame);
         let mac = &mut self.nodes[node as usize].ports[usize::from(port)];
         mac.counters.rx_frames += 1;
         mac.counters.rx_bytes += self.pool.len(frame) as u64;

@@ -1,8 +1,10 @@
 //! pcap taps on links. A tap records what its link delivers, in both directions: each
 //! frame as its receiver gets it (after loss, corruption, duplication and reordering),
-//! stamped with the simulated instant its last bit arrived, in a little-endian
-//! nanosecond-resolution pcap with DataLink ETHERNET that Wireshark and `roce decode`
-//! open. Frames carry no FCS (it is not modelled).
+//! stamped with the simulated instant its last bit arrived; or (`Fabric::tap_end`) what
+//! one end of the link sees, as tcpdump on a host would: the frames it sends, stamped
+//! when their transmission starts and before the link loses any, and those delivered to
+//! it. The file is a little-endian nanosecond-resolution pcap with DataLink ETHERNET
+//! that Wireshark and `roce decode` open. Frames carry no FCS (it is not modelled).
 
 use crate::queue::Nanos;
 use pcap_file::pcap::{PcapHeader, PcapPacket, PcapWriter};

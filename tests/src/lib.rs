@@ -86,6 +86,37 @@ pub fn write_bw(iters: usize, tx_depth: usize) -> Params {
     }
 }
 
+/// `roce decode --json` of a capture file, with the decoder given.
+pub fn decode_json_with(pcap: &Path, decoder: &mut impl roce_capture::Decoder) -> Vec<u8> {
+    let mut reader = roce_capture::open(pcap).expect("open the capture");
+    let mut out = Vec::new();
+    let outcome = roce_capture::decode(
+        &mut reader,
+        decoder,
+        roce_capture::Format::Json,
+        &roce_capture::Filter::default(),
+        &mut out,
+    )
+    .expect("decode");
+    assert_eq!(outcome.truncated, None, "{}", pcap.display());
+    out
+}
+
+/// `roce decode --json` of a capture file.
+pub fn decode_json(pcap: &Path) -> Vec<u8> {
+    decode_json_with(pcap, &mut roce_capture::Software)
+}
+
+/// The bytes of every frame of a capture file.
+pub fn frames_of(pcap: &Path) -> Vec<Vec<u8>> {
+    let mut reader = roce_capture::open(pcap).expect("open the capture");
+    let mut frames = Vec::new();
+    while let Some(f) = reader.next_frame().expect("read a frame") {
+        frames.push(f.data.to_vec());
+    }
+    frames
+}
+
 /// The last `N passed, N failed` line of an oracle's output, as (passed, failed).
 pub fn tally(output: &str) -> Option<(usize, usize)> {
     output.lines().rev().find_map(|l| {

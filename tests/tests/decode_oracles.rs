@@ -2,15 +2,11 @@
 //! real captures (compared by `compare_decode.py`), and Wireshark's dissector with an
 //! independent ICRC (`check_with_tshark.py`).
 
-use roce_tests::{have, python, scratch, tally, tool, vectors};
+use roce_tests::{
+    decode_json, decode_json_with, frames_of, have, python, scratch, tally, tool, vectors,
+};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-
-fn decode_json(pcap: &Path, out: &Path) {
-    let mut buf = Vec::new();
-    roce_cli::decode(pcap, true, &mut buf).expect("decode");
-    std::fs::write(out, buf).unwrap();
-}
 
 fn captures() -> Vec<(PathBuf, PathBuf)> {
     let v = vectors();
@@ -33,17 +29,18 @@ fn captures() -> Vec<(PathBuf, PathBuf)> {
     list
 }
 
-fn frames_of(pcap: &Path) -> Vec<Vec<u8>> {
-    roce_cli::capture::read(pcap)
-        .unwrap()
-        .into_iter()
-        .map(|c| c.data)
-        .collect()
+/// `roce encode IN -o OUT`; the number of frames written.
+fn encode(input: &Path, output: &Path) -> u64 {
+    let mut writer = roce_capture::Writer::create(output).unwrap();
+    let text = std::fs::read(input).unwrap();
+    let done = roce_capture::encode(&text[..], "input", &mut writer).unwrap();
+    writer.finish().unwrap();
+    done.frames
 }
 
 #[test]
 fn every_vector_and_real_capture_decodes_as_expected() {
-    check_decoder(&roce_cli::Decoder::Software, "decode");
+    check_decoder(&mut roce_capture::Software, "decode");
 }
 
 /// The same comparison with the Verilated RTL RX datapath as the decoder
@@ -58,16 +55,17 @@ fn the_rtl_datapath_decodes_every_vector_and_capture_as_expected() {
         eprintln!("skipped: the Verilated model was not built (no Verilator)");
         return;
     }
-    check_decoder(&roce_cli::Decoder::Rtl { waves: None }, "decode-rtl");
+    check_decoder(
+        &mut roce_capture::rtl::Rtl::new(None).expect("the RTL datapath"),
+        "decode-rtl",
+    );
 }
 
-fn check_decoder(decoder: &roce_cli::Decoder, name: &str) {
+fn check_decoder(decoder: &mut impl roce_capture::Decoder, name: &str) {
     let dir = scratch(name);
     for (pcap, expected) in captures() {
         let decoded = dir.join("decoded.jsonl");
-        let mut buf = Vec::new();
-        roce_cli::decode_with(&pcap, true, decoder, &mut buf).expect("decode");
-        std::fs::write(&decoded, buf).unwrap();
+        std::fs::write(&decoded, decode_json_with(&pcap, decoder)).unwrap();
         let (ok, out) = python(&tool("compare_decode.py"), &[&decoded, &expected]);
         let lines = std::fs::read_to_string(&expected)
             .unwrap()
@@ -85,8 +83,8 @@ fn decode_then_encode_reproduces_every_roce_frame() {
     for (pcap, _) in captures() {
         let decoded = dir.join("decoded.jsonl");
         let encoded = dir.join("encoded.pcap");
-        decode_json(&pcap, &decoded);
-        roce_cli::encode(&decoded, &encoded).unwrap();
+        std::fs::write(&decoded, decode_json(&pcap)).unwrap();
+        encode(&decoded, &encoded);
         let lines: Vec<Value> = std::fs::read_to_string(&decoded)
             .unwrap()
             .lines()
@@ -148,11 +146,28 @@ fn frames_encoded_from_bare_packet_objects_pass_tshark() {
     let input = dir.join("bare.jsonl");
     let pcap = dir.join("bare.pcap");
     std::fs::write(&input, bare).unwrap();
-    assert_eq!(roce_cli::encode(&input, &pcap).unwrap(), 366);
+    assert_eq!(encode(&input, &pcap), 366);
     let (ok, out) = python(
         &tool("check_with_tshark.py"),
         &[&pcap, Path::new("--expected"), &expected],
     );
     assert_eq!(tally(&out), Some((366, 0)), "{out}");
     assert!(ok, "{out}");
+}
+
+/// The JSON is written directly (for speed), but its bytes are those of `serde_json`:
+/// compact, keys in sorted order. The interface of `packet-json.md` is byte for byte what
+/// it was when `roce decode` built a `serde_json::Value` per frame.
+#[test]
+fn json_lines_are_serde_json_bytes() {
+    for (pcap, _) in captures() {
+        let out = String::from_utf8(decode_json(&pcap)).unwrap();
+        let mut lines = 0;
+        for line in out.lines() {
+            let v: Value = serde_json::from_str(line).expect("each line is JSON");
+            assert_eq!(line, v.to_string(), "{}", pcap.display());
+            lines += 1;
+        }
+        assert_eq!(lines, frames_of(&pcap).len(), "{}", pcap.display());
+    }
 }

@@ -75,3 +75,38 @@ fn a_websearch_run_gives_the_same_bytes_on_1_and_2_threads() {
     assert!(flows.iter().any(|x| x.slowdown().unwrap() > 1.5));
     assert_ne!(one.runs[0].flows, one.runs[1].flows);
 }
+
+#[test]
+fn the_shipped_fct_scenarios_parse_and_the_incast_behaves() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios");
+    let mut n = 0;
+    for e in std::fs::read_dir(&dir).unwrap() {
+        let path = e.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().to_string();
+        if name.starts_with("fct_") && name.ends_with(".toml") {
+            let s = Scenario::load(&path).unwrap();
+            assert!(s.fct.is_some(), "{name}");
+            assert_eq!(s.name, name.trim_end_matches(".toml"));
+            n += 1;
+        }
+    }
+    assert!(n >= 6, "{n} fct scenarios");
+    // The 15:1 incast, one run: 15 MB through one 100 Gb/s port, so the last flow ends
+    // no sooner than 15 x 1 MB / 100 Gb/s (1.2 ms) and each flow gets about a fifteenth:
+    // slowdowns between 1 and 15 (and above 1 for most).
+    let mut s = Scenario::load(&dir.join("fct_incast_k4.toml")).unwrap();
+    s.fct.as_mut().unwrap().runs = 1;
+    s.threads = Some(2);
+    let Outcome::Fct(r) = scenario::run(&s, &mut Progress::silent()).unwrap() else {
+        panic!("an FCT scenario");
+    };
+    let run = &r.runs[0];
+    assert_eq!(run.flows.len(), 15);
+    let last = run.flows.iter().map(|x| x.fct_ns.unwrap()).max().unwrap();
+    assert!(last >= 15 * 8_000_000_000 / 100_000, "{last}");
+    for x in &run.flows {
+        let s = x.slowdown().unwrap();
+        assert!((1.0..16.0).contains(&s), "{x:?}");
+    }
+    assert_eq!(run.drops, 0);
+}

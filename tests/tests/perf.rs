@@ -3,7 +3,7 @@
 //! output that Wireshark dissects with every ICRC verified.
 
 use roce_cli::perf_cmd::{self, PerfArgs};
-use roce_tests::{check_with_tshark, scratch};
+use roce_tests::{check_with_tshark, decode_json, scratch};
 use serde_json::Value;
 
 fn args(test: &str, extra: &[&str]) -> PerfArgs {
@@ -95,8 +95,7 @@ fn perf_pcap_dissects_in_tshark_and_decodes() {
             extra.push("--selective-repeat");
         }
         run("write_bw", &extra);
-        let mut decoded = Vec::new();
-        roce_cli::decode(&pcap, true, &mut decoded).unwrap();
+        let decoded = decode_json(&pcap);
         let lines: Vec<Value> = decoded
             .split(|&b| b == b'\n')
             .filter(|l| !l.is_empty())

@@ -13,6 +13,10 @@ pub const LAYERS: &[(&str, &[&str])] = &[
     ("roce-abi", &["roce-core"]),
     ("roce-firmware", &["roce-core", "roce-abi"]),
     ("roce-sim", &["roce-core"]),
+    ("roce-plot", &[]),
+    // Captures: the wire codecs and the figures' look (feature `rtl` adds roce-hdl-sim
+    // for `roce decode --datapath rtl`).
+    ("roce-capture", &["roce-core", "roce-plot"]),
     // The datapath model: no host crate (roce-host, roce-device, roce-testbed).
     ("roce-hdl-sim", &["roce-core", "roce-abi", "roce-firmware"]),
     // The driver: roce-core's types and the ABI, never the runtime or a NIC model.

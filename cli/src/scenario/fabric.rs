@@ -30,6 +30,7 @@ use roce_device::{Capacities, LocalNic};
 use roce_host::{
     CompletionQueue, ConnectOptions, Context, MemoryRegion, ProtectionDomain, QpEndpoint, QueuePair,
 };
+use roce_sim::stats::Interval;
 use roce_sim::{
     Fabric, HostId, LinkConfig, LinkId, Nanos, PfcConfig, Priorities, RedConfig, SwitchConfig,
     SwitchId, WIRE_OVERHEAD,
@@ -75,6 +76,11 @@ pub struct FabricScenario {
     #[serde(default)]
     pub trunks: Vec<TrunkSpec>,
     pub flows: Vec<FlowSpec>,
+    /// Runs with seeds `seed`, `seed + 1`, ...: the first is drawn and tabled, the summary
+    /// gets the mean and 95 % interval of each measure over all of them (ECN marks are
+    /// random draws).
+    #[serde(default = "super::one")]
+    pub runs: u64,
 }
 
 fn default_sample() -> String {
@@ -86,13 +92,13 @@ fn default_zero() -> String {
 fn default_depth() -> usize {
     2
 }
-fn default_mtu() -> u32 {
+pub(crate) fn default_mtu() -> u32 {
     4096
 }
-fn default_dscp() -> u8 {
+pub(crate) fn default_dscp() -> u8 {
     26
 }
-fn default_timeout() -> u8 {
+pub(crate) fn default_timeout() -> u8 {
     14
 }
 
@@ -237,6 +243,9 @@ pub struct FabricResult {
     pub summary: Summary,
     /// The ECN band, for the plot.
     pub ecn: Option<(u64, u64)>,
+    /// With several runs: the seeds, and each run's summary (the first is `summary`).
+    pub seeds: Vec<u64>,
+    pub runs: Vec<Summary>,
 }
 
 /// Jain's fairness index (sum x)^2 / (n sum x^2): 1 when all are equal, 1/n when one
@@ -583,9 +592,35 @@ pub fn run(f: &FabricScenario, seed: u64, progress: &mut Progress) -> Result<Fab
     Ok(FabricResult {
         flows: f.flows.iter().map(|fl| fl.name.clone()).collect(),
         samples,
+        runs: vec![summary.clone()],
         summary,
         ecn,
+        seeds: vec![seed],
     })
+}
+
+/// Runs the scenario with each of its seeds (`f.runs` from `seed`) on `threads`
+/// threads: the first run whole, the others' summaries beside it.
+pub fn run_seeds(
+    f: &FabricScenario,
+    seed: u64,
+    threads: usize,
+    progress: &mut Progress,
+) -> Result<FabricResult> {
+    if f.runs == 0 {
+        bail!("runs must be at least 1");
+    }
+    let seeds: Vec<u64> = (seed..seed + f.runs).collect();
+    let mut results = super::in_parallel(
+        &seeds,
+        threads,
+        |&s| run(f, s, &mut Progress::silent()),
+        progress,
+    )?;
+    let mut first = results.remove(0);
+    first.runs.extend(results.into_iter().map(|r| r.summary));
+    first.seeds = seeds;
+    Ok(first)
 }
 
 /// Fairness window of [`Summary::fair_from_ns`].
@@ -883,6 +918,52 @@ impl FabricResult {
         let mut out = String::from("| measure | value |\n| --- | --- |\n");
         for (k, v) in rows {
             out += &format!("| {k} | {v} |\n");
+        }
+        if self.runs.len() > 1 {
+            out += &self.seeds_table();
+        }
+        out
+    }
+
+    /// The measures that rest on random draws, over every run: mean and 95 % interval.
+    fn seeds_table(&self) -> String {
+        let (first, last) = (self.seeds[0], self.seeds[self.seeds.len() - 1]);
+        let mut out = format!(
+            "\nOver {} runs (seeds {first} to {last}), mean and 95 % interval:\n\n| measure | seed {first} | mean ± 95 % |\n| --- | ---: | ---: |\n",
+            self.runs.len()
+        );
+        type Get = fn(&Summary) -> f64;
+        let measures: [(&str, Get, usize); 8] = [
+            (
+                "bottleneck utilisation (%)",
+                |s| 100.0 * s.bottleneck_utilisation,
+                2,
+            ),
+            ("bottleneck queue mean (KB)", |s| s.queue_mean / 1e3, 1),
+            (
+                "samples in the ECN band (%)",
+                |s| 100.0 * s.queue_in_band,
+                1,
+            ),
+            ("Jain's index", |s| s.jain, 4),
+            ("PFC frames sent by switches", |s| s.pause_frames as f64, 0),
+            ("ECN marks", |s| s.ecn_marked as f64, 0),
+            ("CNPs sent", |s| s.cnps as f64, 0),
+            ("drops", |s| s.drops as f64, 0),
+        ];
+        for (name, get, digits) in measures {
+            let xs: Vec<f64> = self.runs.iter().map(get).collect();
+            let i = Interval::of(&xs);
+            out += &format!("| {name} | {:.digits$} | {} |\n", xs[0], i.show(digits));
+        }
+        for (k, flow) in self.flows.iter().enumerate() {
+            let xs: Vec<f64> = self.runs.iter().map(|s| s.mean_rates_gbps[k]).collect();
+            let i = Interval::of(&xs);
+            out += &format!(
+                "| {flow} mean rate (Gb/s) | {:.2} | {} |\n",
+                xs[0],
+                i.show(2)
+            );
         }
         out
     }

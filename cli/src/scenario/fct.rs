@@ -58,18 +58,18 @@ pub struct FctScenario {
     pub switch: SwitchSpec,
     #[serde(default)]
     pub cc: CcSpec,
-    #[serde(default = "default_mtu")]
+    #[serde(default = "super::fabric::default_mtu")]
     pub mtu: u32,
     /// DSCP of the flows' packets (26: priority 3).
-    #[serde(default = "default_dscp")]
+    #[serde(default = "super::fabric::default_dscp")]
     pub dscp: u8,
     /// Local ACK timeout exponent of the QPs.
-    #[serde(default = "default_timeout")]
+    #[serde(default = "super::fabric::default_timeout")]
     pub timeout: u8,
     pub workload: WorkloadSpec,
     /// Independent runs, with seeds `seed`, `seed + 1`, ...: the figures carry 95 %
     /// confidence intervals over them.
-    #[serde(default = "default_runs")]
+    #[serde(default = "super::one")]
     pub runs: u64,
     /// Simulated time after which a run stops even if flows are unfinished (they are
     /// reported).
@@ -77,18 +77,6 @@ pub struct FctScenario {
     pub limit: String,
 }
 
-fn default_mtu() -> u32 {
-    4096
-}
-fn default_dscp() -> u8 {
-    26
-}
-fn default_timeout() -> u8 {
-    14
-}
-fn default_runs() -> u64 {
-    1
-}
 fn default_limit() -> String {
     "1s".into()
 }
@@ -977,6 +965,30 @@ impl FctResult {
             }
         }
         Ok(())
+    }
+
+    /// How the engine did (not part of the results: wall time depends on the machine):
+    /// events, windows, what two and eight threads could overlap at best, and speed.
+    pub fn engine_report(&self) -> String {
+        let events: u64 = self.runs.iter().map(|r| r.events).sum();
+        let sim: u64 = self.runs.iter().map(|r| r.end_ns).sum();
+        let windows: usize = self.runs.iter().map(|r| r.profile.windows()).sum();
+        let critical = |t| -> u64 { self.runs.iter().map(|r| r.profile.critical_path(t)).sum() };
+        let wall = self.wall.as_secs_f64();
+        format!(
+            "engine: {} partitions on {} threads; {events} events in {windows} windows; \
+             at best {:.2}x on 2 threads, {:.2}x on 8; {:.2} s wall: {:.0} events/s, \
+             {:.3} ms simulated per wall second",
+            self.runs
+                .first()
+                .map_or(0, |r| r.profile.per_partition.len()),
+            self.threads,
+            events as f64 / critical(2).max(1) as f64,
+            events as f64 / critical(8).max(1) as f64,
+            wall,
+            events as f64 / wall,
+            sim as f64 / 1e6 / wall
+        )
     }
 
     /// The slowdown by size (means over runs with 95 % intervals), then the runs.

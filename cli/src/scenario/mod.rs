@@ -38,8 +38,8 @@ pub struct Scenario {
     pub loss_sweep: Option<sweep::LossSweep>,
     pub fabric: Option<fabric::FabricScenario>,
     pub fct: Option<fct::FctScenario>,
-    /// Not from the file: the threads that run a `[fct]` experiment (all cores when
-    /// `None`). The results are the same whatever it is.
+    /// Not from the file: the threads that run a `[fct]` experiment or the runs of a
+    /// `[loss_sweep]` (all cores when `None`). The results are the same whatever it is.
     #[serde(skip)]
     pub threads: Option<usize>,
 }
@@ -88,16 +88,18 @@ impl Outcome {
 
 /// Runs the scenario, drawing a progress bar on `progress`.
 pub fn run(s: &Scenario, progress: &mut Progress) -> Result<Outcome> {
+    let threads = s.threads.unwrap_or_else(|| {
+        std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
+    });
     if let Some(sw) = &s.loss_sweep {
-        return Ok(Outcome::Sweep(sweep::run(sw, s.seed, progress)?));
+        return Ok(Outcome::Sweep(sweep::run(sw, s.seed, threads, progress)?));
     }
     if let Some(f) = &s.fabric {
-        return Ok(Outcome::Fabric(fabric::run(f, s.seed, progress)?));
+        return Ok(Outcome::Fabric(fabric::run_seeds(
+            f, s.seed, threads, progress,
+        )?));
     }
     if let Some(f) = &s.fct {
-        let threads = s.threads.unwrap_or_else(|| {
-            std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
-        });
         return Ok(Outcome::Fct(fct::run(f, s.seed, threads, progress)?));
     }
     bail!("empty scenario")
@@ -128,6 +130,54 @@ pub fn write(s: &Scenario, outcome: &Outcome, dir: &Path) -> Result<Vec<PathBuf>
     std::io::Write::flush(&mut out)?;
     std::fs::write(&md, outcome.table())?;
     Ok(vec![csv, png, md])
+}
+
+/// `f` of every job on `threads` threads (each job builds and runs its own world there),
+/// the results in job order; the progress bar counts finished jobs.
+pub(crate) fn in_parallel<J: Sync, R: Send>(
+    jobs: &[J],
+    threads: usize,
+    f: impl Fn(&J) -> Result<R> + Sync,
+    progress: &mut Progress,
+) -> Result<Vec<R>> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Mutex;
+    let next = AtomicUsize::new(0);
+    let done = AtomicUsize::new(0);
+    let out: Mutex<Vec<Option<Result<R>>>> = Mutex::new((0..jobs.len()).map(|_| None).collect());
+    std::thread::scope(|scope| {
+        for _ in 0..threads.clamp(1, jobs.len().max(1)) {
+            std::thread::Builder::new()
+                // A host-sized NIC is built on the stack before it is boxed.
+                .stack_size(256 << 20)
+                .spawn_scoped(scope, || loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(job) = jobs.get(i) else { break };
+                    let r = f(job);
+                    out.lock().unwrap_or_else(|e| e.into_inner())[i] = Some(r);
+                    done.fetch_add(1, Ordering::Relaxed);
+                })
+                .expect("spawn a sweep thread");
+        }
+        while done.load(Ordering::Relaxed) < jobs.len() {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            for _ in 0..256 {
+                // `update` looks at the clock every 256th call.
+                progress.update(done.load(Ordering::Relaxed), jobs.len());
+            }
+        }
+    });
+    progress.finish();
+    out.into_inner()
+        .unwrap_or_else(|e| e.into_inner())
+        .into_iter()
+        .map(|r| r.expect("every job ran"))
+        .collect()
+}
+
+/// The default number of runs.
+pub(crate) fn one() -> u64 {
+    1
 }
 
 /// A duration of the scenario file (`10ms`, `2us`, `0`) in nanoseconds.

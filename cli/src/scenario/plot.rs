@@ -1,105 +1,13 @@
-//! The PNG figures, drawn with `plotters` on its bitmap backend. The font is compiled in
-//! (DejaVu Sans, `cli/assets/`, Bitstream Vera licence) and rasterised by `ab_glyph`, so
-//! plotting needs no fontconfig, FreeType or system fonts.
+//! The PNG figures of `roce sim`, in the look of `roce-plot`.
 
 use super::fabric::FabricResult;
 use super::fct::{bytes, FctResult};
 use super::sweep::{loss_label, SweepResult};
-use anyhow::{anyhow, Result};
-use plotters::coord::types::RangedCoordf64;
-use plotters::coord::Shift;
+use anyhow::Result;
 use plotters::prelude::*;
-use plotters::style::{register_font, FontStyle};
+use roce_plot::{color, err, fonts, legend, panel, swatch, FONT};
 use roce_sim::stats;
 use std::path::Path;
-use std::sync::Once;
-
-const FONT: &str = "sans-serif";
-
-fn fonts() {
-    static ONCE: Once = Once::new();
-    ONCE.call_once(|| {
-        let ttf: &'static [u8] = include_bytes!("../../assets/DejaVuSans.ttf");
-        // The bytes are a valid TrueType font; a failure would show as missing text.
-        let _ = register_font(FONT, FontStyle::Normal, ttf);
-    });
-}
-
-fn err<E: std::fmt::Debug>(e: E) -> anyhow::Error {
-    anyhow!("plotting: {e:?}")
-}
-
-fn color(i: usize) -> RGBColor {
-    // Tableau 10: distinct, and readable on white.
-    const C: [(u8, u8, u8); 10] = [
-        (31, 119, 180),
-        (255, 127, 14),
-        (44, 160, 44),
-        (214, 39, 40),
-        (148, 103, 189),
-        (140, 86, 75),
-        (227, 119, 194),
-        (127, 127, 127),
-        (188, 189, 34),
-        (23, 190, 207),
-    ];
-    let (r, g, b) = C[i % C.len()];
-    RGBColor(r, g, b)
-}
-
-type Area<'b> = DrawingArea<BitMapBackend<'b>, Shift>;
-type Chart<'a, 'b, X, Y> = ChartContext<'a, BitMapBackend<'b>, Cartesian2d<X, Y>>;
-
-/// A line's sample in the legend: a short stroke in its colour.
-fn swatch(c: RGBColor, width: u32) -> impl Fn((i32, i32)) -> PathElement<(i32, i32)> {
-    move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(width))
-}
-
-/// The legend box, at `at`, in labels of `size` points.
-fn legend<'b: 'a, 'a, X: Ranged, Y: Ranged>(
-    chart: &mut Chart<'a, 'b, X, Y>,
-    at: SeriesLabelPosition,
-    size: u32,
-) -> Result<()> {
-    chart
-        .configure_series_labels()
-        .position(at)
-        .label_font((FONT, size))
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .draw()
-        .map_err(err)
-}
-
-/// One panel of the fabric figure: time in ms across, `y_desc` from 0 to `ymax` up, the
-/// y labels written by `y_fmt` where given.
-fn panel<'a, 'b>(
-    area: &'a Area<'b>,
-    caption: &str,
-    t_end: f64,
-    ymax: f64,
-    y_desc: &str,
-    y_fmt: Option<&dyn Fn(&f64) -> String>,
-) -> Result<Chart<'a, 'b, RangedCoordf64, RangedCoordf64>> {
-    let mut chart = ChartBuilder::on(area)
-        .caption(caption, (FONT, 16))
-        .margin(10)
-        .x_label_area_size(35)
-        .y_label_area_size(60)
-        .build_cartesian_2d(0f64..t_end, 0f64..ymax)
-        .map_err(err)?;
-    let mut mesh = chart.configure_mesh();
-    mesh.light_line_style(TRANSPARENT)
-        .x_desc("time (ms)")
-        .y_desc(y_desc)
-        .label_style((FONT, 13))
-        .axis_desc_style((FONT, 14));
-    if let Some(f) = y_fmt {
-        mesh.y_label_formatter(f);
-    }
-    mesh.draw().map_err(err)?;
-    Ok(chart)
-}
 
 /// Goodput against loss rate, one line per (recovery, timeout) that ran.
 pub fn sweep(path: &Path, title: &str, r: &SweepResult) -> Result<()> {
@@ -147,6 +55,19 @@ pub fn sweep(path: &Path, title: &str, r: &SweepResult) -> Result<()> {
                 .map_err(err)?
                 .label(format!("{} t={t}", rec.name()))
                 .legend(swatch(c, 2));
+            // The 95 % intervals of cells run more than once.
+            for (i, &l) in s.loss.iter().enumerate() {
+                let Some(cell) = r.get(rec, t, l).filter(|c| c.runs > 1) else {
+                    continue;
+                };
+                let hi = cell.high_gbps.min(ymax);
+                chart
+                    .draw_series(std::iter::once(PathElement::new(
+                        vec![(i as i32, cell.low_gbps), (i as i32, hi)],
+                        c.stroke_width(2),
+                    )))
+                    .map_err(err)?;
+            }
         }
     }
     legend(&mut chart, SeriesLabelPosition::LowerLeft, 14)?;
@@ -172,7 +93,14 @@ pub fn fabric(path: &Path, title: &str, r: &FabricResult) -> Result<()> {
         .flat_map(|s| s.rates_gbps.iter().copied())
         .fold(1.0f64, f64::max)
         * 1.05;
-    let mut chart = panel(&panels[0], "rate per flow", t_end, rmax, "Gb/s", None)?;
+    let mut chart = panel(
+        &panels[0],
+        "rate per flow",
+        t_end,
+        (0.0, rmax),
+        "Gb/s",
+        None,
+    )?;
     for (i, name) in r.flows.iter().enumerate() {
         let c = color(i);
         let pts = r.samples.iter().map(|s| (ms(s.time_ns), s.rates_gbps[i]));
@@ -193,7 +121,14 @@ pub fn fabric(path: &Path, title: &str, r: &FabricResult) -> Result<()> {
         .chain(r.ecn.map(|(_, hi)| kb(hi)))
         .fold(1.0f64, f64::max)
         * 1.1;
-    let mut chart = panel(&panels[1], "bottleneck queue", t_end, qmax, "KB", None)?;
+    let mut chart = panel(
+        &panels[1],
+        "bottleneck queue",
+        t_end,
+        (0.0, qmax),
+        "KB",
+        None,
+    )?;
     let pts = r.samples.iter().map(|s| (ms(s.time_ns), kb(s.queue_bytes)));
     chart
         .draw_series(LineSeries::new(pts, color(0).stroke_width(1)))
@@ -227,7 +162,7 @@ pub fn fabric(path: &Path, title: &str, r: &FabricResult) -> Result<()> {
         &panels[2],
         "PFC frames, CNPs and retransmissions so far",
         t_end,
-        cmax,
+        (0.0, cmax),
         "count",
         Some(&whole),
     )?;

@@ -77,6 +77,9 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
         }
         self.qp.comp.retry_left -= 1;
         env.ctr.completer_retry_err += 1;
+        if timeout {
+            env.ctr.local_ack_timeout_err += 1;
+        }
         self.qp.comp.started_retry = true;
         self.qp.comp.retrans_at = None;
         if self.sr_retry(timeout) {

@@ -25,6 +25,9 @@ pub struct Counters {
     pub retry_rnr_exceeded_err: u64,
     /// Go-Back-N retries started (rxe `completer_retry_err`).
     pub completer_retry_err: u64,
+    /// Of those, the ones the local ACK timer started (mlx5 `local_ack_timeout_err`; rxe
+    /// has no such counter).
+    pub local_ack_timeout_err: u64,
     /// Request packets sent again: after a Go-Back-N rewind (a PSN below the highest
     /// already sent), or resent selectively; rxe has no such counter.
     pub retransmitted_pkts: u64,

@@ -110,6 +110,45 @@ fn a_tap_records_what_the_receiver_got_with_arrival_times() {
 }
 
 #[test]
+fn an_end_tap_sees_what_its_host_sent_even_when_the_link_loses_it() {
+    // Every frame from the generator is lost: the link's tap sees none, the generator
+    // end's tap all three, stamped when their transmission starts (92 ns apart).
+    let mut f = Fabric::new(1);
+    let g = f.add_host(Generator::new(flow(1, 2, 1068, 3)));
+    let s = f.add_host(Sink::new());
+    let mut cfg = LinkConfig::new(G100, 1000);
+    cfg.a_to_b.loss = 1.0;
+    let link = topology::back_to_back(&mut f, g, s, cfg);
+    let (wire, sender, receiver) = (
+        MemoryCapture::new(),
+        MemoryCapture::new(),
+        MemoryCapture::new(),
+    );
+    let taps = [
+        f.tap(link, wire.clone()).unwrap(),
+        f.tap_end(link, 0, sender.clone()).unwrap(),
+        f.tap_end(link, 1, receiver.clone()).unwrap(),
+    ];
+    f.run();
+    for t in taps {
+        f.close_tap(t).unwrap();
+    }
+    let times = |c: &MemoryCapture| {
+        let bytes = c.bytes();
+        let mut reader = PcapReader::new(&bytes[..]).unwrap();
+        let mut v = Vec::new();
+        while let Some(p) = reader.next_packet() {
+            v.push(p.unwrap().timestamp.as_nanos() as u64);
+        }
+        v
+    };
+    assert_eq!(times(&wire), []);
+    assert_eq!(times(&sender), [0, 92, 184]);
+    assert_eq!(times(&receiver), []);
+    assert_eq!(f.host(s).total().frames, 0);
+}
+
+#[test]
 fn queue_depth_series_shows_the_incast_queue_build_and_drain() {
     let mut t = incast(
         1,

@@ -1,8 +1,8 @@
-//! The packet JSON of `packet-json.md`: [`packet_to_json`] for `roce decode --json`, and
-//! [`json_to_frame`] for `roce encode`, which computes every derived field that is left
-//! out and writes every field that is given as given (so broken frames can be made).
+//! `roce encode`'s input: packet objects (`packet-json.md`) made into frames. Every
+//! derived field that is left out is computed; every field that is given is written as
+//! given, so that deliberately broken frames can be made.
 
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{anyhow, bail, Result};
 use roce_core::num::{Msn, Psn, Qkey, Qpn, Rkey};
 use roce_core::wire::aeth::{AethRepr, Syndrome};
 use roce_core::wire::atomic::{AtomicAckEthRepr, AtomicEthRepr};
@@ -16,179 +16,9 @@ use roce_core::wire::ipv4::{self, Ipv4Repr};
 use roce_core::wire::ipv6::{self, Ipv6Repr};
 use roce_core::wire::reth::RethRepr;
 use roce_core::wire::udp::{self, UdpRepr};
-use roce_core::wire::{emit_with, ExtHeaders, Headers, L3Repr, Opcode, Packet};
-use serde_json::{json, Map, Value};
+use roce_core::wire::{emit_with, ExtHeaders, Headers, L3Repr, Opcode};
+use serde_json::{Map, Value};
 use std::net::{Ipv4Addr, Ipv6Addr};
-
-pub fn hex(bytes: &[u8]) -> String {
-    use std::fmt::Write;
-    bytes
-        .iter()
-        .fold(String::with_capacity(bytes.len() * 2), |mut s, b| {
-            let _ = write!(s, "{b:02x}");
-            s
-        })
-}
-
-fn unhex(s: &str) -> Result<Vec<u8>> {
-    let s = s.strip_prefix("0x").unwrap_or(s);
-    if s.len() % 2 != 0 {
-        bail!("odd number of hex digits");
-    }
-    (0..s.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).map_err(|e| anyhow!("bad hex: {e}")))
-        .collect()
-}
-
-/// The packet object of a parsed frame.
-/// A decoded frame as the JSON writer needs it: the headers, the length and checksum
-/// fields `Headers` leaves derived, and the byte parts. The software decoder and the RTL
-/// datapath each fill one, so both print through the same code.
-pub struct Decoded<'a> {
-    pub headers: Headers,
-    /// IPv4 total length, or IPv6 / GRH payload length, as received.
-    pub ip_length: u16,
-    /// IPv4 header checksum as received.
-    pub ip_checksum: u16,
-    /// UDP length as received (RoCEv2).
-    pub udp_length: u16,
-    pub payload: &'a [u8],
-    pub pad: &'a [u8],
-    pub icrc: u32,
-    pub trailer: &'a [u8],
-}
-
-impl<'a> Decoded<'a> {
-    /// From roce-core's parse.
-    pub fn from_packet(p: &Packet<'a>) -> Self {
-        let frame = p.frame();
-        let layout = p.layout();
-        let l3 = &frame[layout.l3..];
-        let headers = p.headers();
-        let (ip_length, ip_checksum) = match headers.l3 {
-            L3Repr::Ipv4(_) => {
-                let v = ipv4::Packet::new_unchecked(l3);
-                (v.total_len(), v.checksum())
-            }
-            L3Repr::Ipv6(_) | L3Repr::Grh(_) => (ipv6::Packet::new_unchecked(l3).payload_len(), 0),
-        };
-        let udp_length = layout
-            .udp
-            .map_or(0, |at| udp::Datagram::new_unchecked(&frame[at..]).length());
-        Self {
-            headers,
-            ip_length,
-            ip_checksum,
-            udp_length,
-            payload: p.payload(),
-            pad: p.pad(),
-            icrc: p.icrc(),
-            trailer: p.trailer(),
-        }
-    }
-}
-
-/// The packet object of a frame `roce-core` parsed.
-pub fn packet_to_json(p: &Packet<'_>) -> Value {
-    decoded_to_json(&Decoded::from_packet(p))
-}
-
-/// The packet object of `packet-json.md`.
-pub fn decoded_to_json(d: &Decoded<'_>) -> Value {
-    let h = &d.headers;
-    let vlan = h
-        .vlan
-        .map(|v| json!({"pcp": v.pcp, "dei": u8::from(v.dei), "vid": v.vid}));
-    let mut obj = Map::new();
-    obj.insert(
-        "eth".into(),
-        json!({"dst": h.eth.dst.to_string(), "src": h.eth.src.to_string(),
-               "ethertype": h.l3.ethertype(), "vlan": vlan}),
-    );
-    match &h.l3 {
-        L3Repr::Ipv4(ip) => {
-            obj.insert(
-                "ip".into(),
-                json!({"version": 4, "dscp": ip.dscp, "ecn": ip.ecn, "total_length": d.ip_length,
-                       "id": ip.ident, "df": u8::from(ip.dont_frag), "ttl": ip.ttl,
-                       "protocol": ip.protocol, "header_checksum": d.ip_checksum,
-                       "src": ip.src.to_string(), "dst": ip.dst.to_string()}),
-            );
-        }
-        L3Repr::Ipv6(ip) | L3Repr::Grh(ip) => {
-            let key = if h.l3.is_rocev2() { "ip" } else { "grh" };
-            obj.insert(
-                key.into(),
-                json!({"version": 6, "dscp": ip.dscp, "ecn": ip.ecn, "flow_label": ip.flow_label,
-                       "payload_length": d.ip_length, "next_header": ip.next_header,
-                       "hop_limit": ip.hop_limit, "src": ip.src.to_string(), "dst": ip.dst.to_string()}),
-            );
-        }
-    }
-    if let Some(u) = h.udp {
-        obj.insert(
-            "udp".into(),
-            json!({"sport": u.src_port, "dport": u.dst_port, "length": d.udp_length, "checksum": u.checksum}),
-        );
-    }
-    let b = &h.bth;
-    obj.insert(
-        "bth".into(),
-        json!({"opcode": b.opcode.0, "opcode_name": b.opcode.name().unwrap_or("UNKNOWN"), "se": u8::from(b.se),
-               "migreq": u8::from(b.migreq), "padcnt": b.pad_count, "tver": b.tver, "pkey": b.pkey,
-               "fecn": u8::from(b.fecn), "becn": u8::from(b.becn), "resv6": b.resv6,
-               "destqp": b.dest_qp.value(), "ackreq": u8::from(b.ack_req), "resv7": b.resv7,
-               "psn": b.psn.value()}),
-    );
-    let e = &h.ext;
-    if let Some(r) = e.reth {
-        obj.insert(
-            "reth".into(),
-            json!({"va": r.va, "rkey": r.rkey.0, "dmalen": r.dma_len}),
-        );
-    }
-    if let Some(a) = e.aeth {
-        obj.insert(
-            "aeth".into(),
-            json!({"syndrome": a.syndrome.to_byte(), "msn": a.msn.value()}),
-        );
-    }
-    if let Some(a) = e.atomic_eth {
-        obj.insert(
-            "atomiceth".into(),
-            json!({"va": a.va, "rkey": a.rkey.0, "swap_add": a.swap_add, "compare": a.compare}),
-        );
-    }
-    if let Some(a) = e.atomic_ack_eth {
-        obj.insert(
-            "atomicacketh".into(),
-            json!({"orig_rem_data": a.orig_rem_data}),
-        );
-    }
-    if let Some(i) = e.immdt {
-        obj.insert("immdt".into(), json!({"imm": i.imm}));
-    }
-    if let Some(i) = e.ieth {
-        obj.insert("ieth".into(), json!({"rkey": i.rkey.0}));
-    }
-    if let Some(d) = e.deth {
-        obj.insert(
-            "deth".into(),
-            json!({"qkey": d.qkey.0, "srcqp": d.src_qp.value()}),
-        );
-    }
-    if let Some(c) = e.cnp {
-        obj.insert("cnp".into(), json!({"reserved_hex": hex(&c.reserved)}));
-    }
-    obj.insert("payload_len".into(), json!(d.payload.len()));
-    obj.insert("payload_hex".into(), json!(hex(d.payload)));
-    obj.insert("pad_hex".into(), json!(hex(d.pad)));
-    obj.insert("icrc".into(), json!(format!("{:#010x}", d.icrc)));
-    obj.insert("icrc_wire_hex".into(), json!(hex(&d.icrc.to_le_bytes())));
-    obj.insert("eth_trailer_hex".into(), json!(hex(d.trailer)));
-    Value::Object(obj)
-}
 
 /// A JSON object with its path, for precise error messages.
 struct Obj<'a> {
@@ -259,7 +89,7 @@ impl<'a> Obj<'a> {
     }
     fn bytes(&self, key: &str) -> Result<Option<Vec<u8>>> {
         self.string(key)?
-            .map(|s| unhex(s).with_context(|| self.name(key)))
+            .map(|s| crate::hex::parse(s).map_err(|e| anyhow!("{}: {e}", self.name(key))))
             .transpose()
     }
     fn parsed<T: std::str::FromStr>(&self, key: &str) -> Result<T> {
@@ -291,6 +121,19 @@ struct Overrides {
     ip_checksum: Option<u16>,
     udp_length: Option<u16>,
     icrc_wire: Option<[u8; 4]>,
+}
+
+/// The frame of one line of `roce encode`'s input: `None` for an empty line or a decode
+/// line of a frame that did not decode (`"ok": false`).
+pub fn frame_from_line(line: &str) -> Result<Option<Vec<u8>>> {
+    if line.trim().is_empty() {
+        return Ok(None);
+    }
+    let v: Value = serde_json::from_str(line)?;
+    if v.get("ok") == Some(&Value::Bool(false)) {
+        return Ok(None);
+    }
+    json_to_frame(&v).map(Some)
 }
 
 /// Builds a frame from a packet object: either bare, or a decode line with `packet`.

@@ -1,0 +1,5 @@
+//! The packet JSON of `packet-json.md`: [`write`] for `roce decode --json`, [`read`] for
+//! `roce encode`.
+
+pub mod read;
+pub mod write;

@@ -1,0 +1,228 @@
+//! The `roce` binary as a user meets it in a shell: pipes that close early, standard
+//! input, captures cut short or still being written, files that are not captures.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+fn roce() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_roce"));
+    // A backtrace would be printed with any error: there must be none.
+    c.env("RUST_BACKTRACE", "1");
+    c
+}
+
+fn vectors() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/data/vectors")
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("roce-cli-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// Runs `roce ARGS`, reads `lines` lines of its output (none: the pipe is closed before
+/// it writes), closes the pipe, and returns the exit status and standard error.
+fn closed_early(args: &[&str], lines: usize) -> (std::process::ExitStatus, String) {
+    let mut child = roce()
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let mut r = BufReader::new(stdout);
+    for _ in 0..lines {
+        let mut l = String::new();
+        assert!(
+            r.read_line(&mut l).unwrap() > 0,
+            "{args:?} printed too little"
+        );
+    }
+    drop(r);
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    (child.wait().unwrap(), err)
+}
+
+/// `roce ... | head`: every subcommand that prints ends quietly with status 0.
+#[test]
+fn a_closed_pipe_ends_every_subcommand_quietly() {
+    let big = scratch("pipe").join("big.pcap");
+    // Enough frames that the output cannot all fit in the pipe.
+    let one = std::fs::read(vectors().join("valid.pcap")).unwrap();
+    let mut bytes = one.clone();
+    for _ in 0..20 {
+        bytes.extend_from_slice(&one[24..]);
+    }
+    std::fs::write(&big, bytes).unwrap();
+    let big = big.to_str().unwrap();
+    let cases: [(&[&str], usize); 5] = [
+        (&["decode", big], 3),
+        (&["decode", "--json", big], 1),
+        (&["decode", "--json", big], 0),
+        (&["perf", "write_bw", "-s", "4096", "-n", "50"], 0),
+        (&["--help"], 1),
+    ];
+    for (args, lines) in cases {
+        let (status, err) = closed_early(args, lines);
+        assert!(status.success(), "{args:?}: {status}; {err}");
+        assert!(!err.contains("Broken pipe"), "{args:?}: {err}");
+        assert!(!err.contains("backtrace"), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn decode_reads_standard_input() {
+    let file = vectors().join("valid.pcap");
+    let from_file = roce()
+        .args(["decode", "--json"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(from_file.status.success());
+    let from_stdin = roce()
+        .args(["decode", "--json", "-"])
+        .stdin(std::fs::File::open(&file).unwrap())
+        .output()
+        .unwrap();
+    assert!(from_stdin.status.success());
+    assert_eq!(from_stdin.stdout, from_file.stdout);
+    assert_eq!(from_file.stdout.split(|&b| b == b'\n').count(), 367);
+}
+
+#[test]
+fn encode_reads_standard_input() {
+    let dir = scratch("encode");
+    let json = std::fs::read(vectors().join("valid.jsonl")).unwrap();
+    // valid.jsonl rows carry the packet under "expected": make decode lines of them.
+    let lines: String = String::from_utf8(json)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            format!("{}\n", serde_json::json!({"packet": v["expected"]}))
+        })
+        .collect();
+    let out = dir.join("out.pcap");
+    let mut child = roce()
+        .args(["encode", "-", "-o"])
+        .arg(&out)
+        .stdin(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(lines.as_bytes())
+        .unwrap();
+    let done = child.wait_with_output().unwrap();
+    assert!(
+        done.status.success(),
+        "{}",
+        String::from_utf8_lossy(&done.stderr)
+    );
+    assert!(String::from_utf8_lossy(&done.stderr).contains("wrote 366 frames"));
+    // The frames are those of valid.pcap (decode then encode reproduces them).
+    let a = roce()
+        .args(["decode", "--json"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let b = roce()
+        .args(["decode", "--json"])
+        .arg(vectors().join("valid.pcap"))
+        .output()
+        .unwrap();
+    assert_eq!(a.stdout, b.stdout);
+}
+
+/// `tcpdump -U -w - | roce decode -`: each frame is printed when it arrives, not when
+/// the input ends.
+#[test]
+fn decode_streams_frames_as_they_arrive() {
+    let whole = std::fs::read(vectors().join("valid.pcap")).unwrap();
+    let first_three = 24
+        + (0..3).fold(0, |at, _| {
+            let caplen = u32::from_le_bytes(whole[24 + at + 8..24 + at + 12].try_into().unwrap());
+            at + 16 + caplen as usize
+        });
+    let mut child = roce()
+        .args(["decode", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(&whole[..first_three]).unwrap();
+    stdin.flush().unwrap();
+    // Three lines come while the input is still open; a watchdog fails the test rather
+    // than letting it hang.
+    let (tx, rx) = std::sync::mpsc::channel();
+    let stdout = child.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut r = BufReader::new(stdout);
+        for _ in 0..3 {
+            let mut l = String::new();
+            r.read_line(&mut l).unwrap();
+            tx.send(l).unwrap();
+        }
+        let mut rest = String::new();
+        r.read_to_string(&mut rest).unwrap();
+        rest
+    });
+    for i in 1..=3 {
+        let line = rx
+            .recv_timeout(Duration::from_secs(20))
+            .expect("a frame's line before the input ended");
+        assert!(line.trim_start().starts_with(&i.to_string()), "{line}");
+    }
+    stdin.write_all(&whole[first_three..]).unwrap();
+    drop(stdin);
+    let rest = reader.join().unwrap();
+    assert_eq!(rest.lines().count(), 363);
+    assert!(child.wait().unwrap().success());
+}
+
+#[test]
+fn a_truncated_capture_prints_every_complete_frame_warns_and_succeeds() {
+    let whole = std::fs::read(vectors().join("valid.pcap")).unwrap();
+    let path = scratch("truncated").join("cut.pcap");
+    std::fs::write(&path, &whole[..whole.len() - 100]).unwrap();
+    let out = roce().arg("decode").arg(&path).output().unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(text.lines().count(), 365);
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        err.contains("warning:") && err.contains("cut short in the middle of frame 366"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_file_that_is_not_a_capture_is_refused_with_its_first_bytes() {
+    let out = roce()
+        .arg("decode")
+        .arg(vectors().join("valid.jsonl"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(out.stdout.is_empty());
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        err.contains("valid.jsonl: not a pcap or pcapng capture: it starts with 7b 22"),
+        "{err}"
+    );
+    assert!(!err.contains("backtrace"), "{err}");
+}

@@ -1,0 +1,229 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
+//
+// fp_pkg: types and record layouts of the RC fast path (docs/fastpath.md,
+// interface v0.2).
+//
+// The firmware-facing records (send context, TX message descriptor, ACK
+// descriptor, receive context, MR entry, event) are little-endian byte
+// records: byte i of a record is bits [8i+7:8i] of the vector that carries
+// it, so a little-endian field of w bits at byte offset o is simply
+// rec[8*o +: w]. The offsets below are the tables of docs/fastpath.md; the
+// Rust encoders (roce_core::fastpath::layout, the contract) write them, and
+// the differential tests feed their bytes to the RTL.
+
+`resetall
+`default_nettype none
+
+package fp_pkg;
+
+  // ------------------------------------------------------------ sizes
+  localparam int SCTX_BYTES = 96;
+  localparam int TXD_BYTES = 96;
+  localparam int ACKD_BYTES = 16;
+  localparam int RCTX_BYTES = 64;
+  localparam int MR_BYTES = 32;
+  localparam int EV_BYTES = 64;
+  localparam int TMPL_BYTES = 66;   // wire::HeaderTemplate::MAX_LEN
+  localparam int HV_BYTES = 128;    // header vector: template + BTH + extensions (<= 66 + 40)
+  localparam int TH_BYTES = 40;     // transport headers: BTH (12) + at most 28 bytes of extensions
+
+  // ------------------------------------------- send context (§2.1), bytes
+  localparam int SC_HDR_LEN = 0;
+  localparam int SC_L3_OFF = 1;
+  localparam int SC_FLAGS = 2;      // [1:0] l3_kind, [2] valid, [3] sr, [7:4] mtu_log2
+  localparam int SC_IP_SUM = 4;
+  localparam int SC_PKEY = 6;
+  localparam int SC_DEST_QPN = 8;
+  localparam int SC_NEXT_PSN = 12;  // word 3: next_psn (24) + reserved; the hardware writes it back
+  localparam int SC_UNA_PSN = 16;   // word 4: una_psn (24) + reserved
+  localparam int SC_WINDOW = 20;
+  localparam int SC_MAX_PKTS = 24;  // word 6: max_pkts_per_ack (16) + noack (16)
+  localparam int SC_NOACK = 26;
+  localparam int SC_TEMPLATE = 30;
+  localparam int SC_WORD_PSN = 3;
+  localparam int SC_WORD_UNA = 4;
+  localparam int SC_WORD_NOACK = 6;
+
+  // ------------------------------------ TX message descriptor (§2.2), bytes
+  localparam int TD_QPN = 0;
+  localparam int TD_OP = 3;
+  localparam int TD_FLAGS = 4;      // [0] SE, [1] REPLAY
+  localparam int TD_NUM_SGE = 5;
+  // 6: wqe_index, for the in-flight list (not yet in RTL)
+  localparam int TD_LENGTH = 8;
+  localparam int TD_IMM = 12;
+  localparam int TD_RADDR = 16;
+  localparam int TD_RKEY = 24;
+  localparam int TD_FIRST_PSN = 28;
+  localparam int TD_SGE = 32;       // 4 x {addr 64, length 32}
+  localparam int TD_COMPARE = 56;   // CMP_SWAP (in place of sge[2])
+  localparam int TD_SWAP_ADD = 64;  // CMP_SWAP, FETCH_ADD
+  localparam int TD_START_PKT = 80;
+  localparam int TD_END_PKT = 84;
+
+  // op 0 = SEND (the planner's default case)
+  localparam logic [7:0] OP_SEND_IMM = 8'd1;
+  localparam logic [7:0] OP_SEND_INV = 8'd2;
+  localparam logic [7:0] OP_WRITE = 8'd3;
+  localparam logic [7:0] OP_WRITE_IMM = 8'd4;
+  localparam logic [7:0] OP_READ = 8'd5;
+  localparam logic [7:0] OP_CMP_SWAP = 8'd6;
+  localparam logic [7:0] OP_FETCH_ADD = 8'd7;
+  localparam logic [7:0] OP_FLUSH = 8'd15;
+
+  // -------------------------------------------- ACK descriptor (§2.3), bytes
+  localparam int AD_QPN = 0;
+  localparam int AD_SYNDROME = 3;
+  localparam int AD_PSN = 4;
+  localparam int AD_FLAGS = 7;      // [0] SACK (BTH resv7 bit 0)
+  localparam int AD_MSN = 8;
+
+  // ------------------------------------------- receive context (§3.2), bytes
+  localparam int RC_STATE = 0;      // 1 = on
+  localparam int RC_CUR = 1;
+  localparam int RC_ACCESS = 2;
+  localparam int RC_MTU_LOG2 = 3;
+  localparam int RC_EPSN = 4;
+  localparam int RC_ACK_EVERY = 7;
+  localparam int RC_MSN = 8;
+  localparam int RC_UNACKED = 11;
+  localparam int RC_PD = 12;        // 16 bits
+  localparam int RC_PKEY = 14;
+  localparam int RC_VA = 16;
+  localparam int RC_RKEY = 24;
+  localparam int RC_RESID = 28;
+  localparam int RC_RECV_ADDR = 32;
+  localparam int RC_LENGTH = 40;
+  localparam int RC_FLAGS = 44;     // [0] nak_sent, [1] recv_loaded, [2] held
+  localparam int RC_QPN = 45;
+  localparam int RC_PEER_GID = 48;  // 16 bytes, GID byte 0 first
+
+  localparam logic [7:0] CUR_NONE = 8'd0;
+  localparam logic [7:0] CUR_SEND = 8'd1;
+  localparam logic [7:0] CUR_WRITE = 8'd2;
+
+  // ---------------------------------------------- MR table entry (§3.3), bytes
+  localparam int MR_KEY = 0;
+  localparam int MR_PD = 4;
+  localparam int MR_BASE = 8;
+  localparam int MR_LENGTH = 16;
+  localparam int MR_ACCESS = 24;
+  localparam int MR_VALID = 25;
+
+  localparam logic [7:0] ACC_REMOTE_WRITE = 8'h02;
+
+  // ------------------------------------------------ event entry (§3.5), bytes
+  localparam int EV_KIND = 0;
+  localparam int EV_REASON = 1;
+  localparam int EV_SLOT = 2;
+  localparam int EV_QPN = 4;
+  localparam int EV_OPCODE = 7;
+  localparam int EV_PSN = 8;
+  localparam int EV_FLAGS = 11;     // [6:5] PadCnt
+  localparam int EV_PAY_OFF = 12;
+  localparam int EV_PAY_LEN = 14;
+  localparam int EV_EXT_OFF = 16;
+  localparam int EV_FRAME_LEN = 18;
+  localparam int EV_MSN = 20;
+  localparam int EV_NET = 23;       // [1:0] 0 IPv4, 1 IPv6, 2 GRH; [2] 802.1Q tag
+  localparam int EV_BYTE_LEN = 24;
+
+  localparam logic [7:0] EVK_EXCEPTION = 8'd1;
+  localparam logic [7:0] EVK_MSG_DONE = 8'd2;
+
+  // exception reasons (§3.5), as roce_core::fastpath::Exception
+  localparam logic [7:0] EXC_OFF = 8'd1;
+  localparam logic [7:0] EXC_OPCODE = 8'd2;
+  localparam logic [7:0] EXC_PSN = 8'd3;
+  localparam logic [7:0] EXC_SEQUENCE = 8'd4;
+  localparam logic [7:0] EXC_ECN = 8'd5;
+  localparam logic [7:0] EXC_LENGTH = 8'd6;
+  localparam logic [7:0] EXC_KEY = 8'd7;
+  localparam logic [7:0] EXC_NAK = 8'd8;
+  localparam logic [7:0] EXC_NO_RECV = 8'd9;
+  localparam logic [7:0] EXC_HELD = 8'd10;
+  localparam logic [7:0] EXC_ADDRESS = 8'd13;
+
+  // ------------------------------------------------------ RC opcodes (IBTA)
+  localparam logic [7:0] RC_SEND_FIRST = 8'h00;
+  localparam logic [7:0] RC_SEND_MIDDLE = 8'h01;
+  localparam logic [7:0] RC_SEND_LAST = 8'h02;
+  localparam logic [7:0] RC_SEND_LAST_IMM = 8'h03;
+  localparam logic [7:0] RC_SEND_ONLY = 8'h04;
+  localparam logic [7:0] RC_SEND_ONLY_IMM = 8'h05;
+  localparam logic [7:0] RC_WRITE_FIRST = 8'h06;
+  localparam logic [7:0] RC_WRITE_MIDDLE = 8'h07;
+  localparam logic [7:0] RC_WRITE_LAST = 8'h08;
+  localparam logic [7:0] RC_WRITE_LAST_IMM = 8'h09;
+  localparam logic [7:0] RC_WRITE_ONLY = 8'h0A;
+  localparam logic [7:0] RC_WRITE_ONLY_IMM = 8'h0B;
+  localparam logic [7:0] RC_READ_REQ = 8'h0C;
+  localparam logic [7:0] RC_ACK = 8'h11;
+  localparam logic [7:0] RC_CMP_SWAP = 8'h13;
+  localparam logic [7:0] RC_FETCH_ADD = 8'h14;
+  localparam logic [7:0] RC_SEND_LAST_INV = 8'h16;
+  localparam logic [7:0] RC_SEND_ONLY_INV = 8'h17;
+
+  // --------------------------------------------------- TX internal records
+  // One packet for the header builder: everything its headers need.
+  typedef struct packed {
+    logic [TMPL_BYTES*8-1:0] tmpl;      // template bytes, wire order (byte 0 at [7:0])
+    logic [7:0]   hdr_len;              // template bytes in use (offset of the BTH)
+    logic [7:0]   l3_off;
+    logic         ipv6;
+    logic [15:0]  ip_sum;
+    logic [15:0]  pkey;
+    logic [23:0]  dest_qpn;
+    logic [7:0]   opcode;
+    logic         se;
+    logic         ackreq;
+    logic [1:0]   pad;
+    logic [6:0]   resv7;
+    logic [23:0]  psn;
+    logic         has_reth;
+    logic [63:0]  reth_va;              // also the AtomicETH's VA and R_Key
+    logic [31:0]  reth_rkey;
+    logic [31:0]  reth_len;
+    logic         has_atomic;           // AtomicETH: reth_va, reth_rkey, swap_add, compare
+    logic [63:0]  swap_add;
+    logic [63:0]  compare;
+    logic         has_imm;              // ImmDt or IETH (same place, after any RETH)
+    logic [31:0]  imm;
+    logic         has_aeth;
+    logic [31:0]  aeth;                 // syndrome << 24 | msn
+    logic [15:0]  plen;                 // payload bytes (from DMA), without pad
+  } fp_tx_job_t;
+
+  // One frame for the emitter: the headers as bytes and the lengths.
+  typedef struct packed {
+    logic [HV_BYTES*8-1:0] hv;          // headers, byte 0 at [7:0], zero past hlen
+    logic [7:0]   hlen;                 // header bytes
+    logic [15:0]  flen;                 // frame bytes without the ICRC
+    logic [15:0]  plen;                 // payload bytes that come by DMA
+  } fp_tx_frame_t;
+
+  // --------------------------------------------------- RX internal records
+  localparam logic [1:0] ACT_DROP = 2'd0;   // parser error: the frame is dropped
+  localparam logic [1:0] ACT_PLACE = 2'd1;  // payload to the DMA, frame dropped
+  localparam logic [1:0] ACT_EXC = 2'd2;    // frame to the firmware, payload dropped
+
+  // What the placement check decided for one frame, for the mover.
+  typedef struct packed {
+    logic [1:0]   action;
+    logic         has_stream;           // the parser sent a payload packet for it
+    logic [63:0]  dma_addr;
+    logic [15:0]  pay_len;
+    logic         ev_valid;
+    logic [EV_BYTES*8-1:0] ev;
+    logic         ack_valid;
+    logic [ACKD_BYTES*8-1:0] ackd;
+  } fp_rx_verdict_t;
+
+  // 24-bit serial number arithmetic (IBTA PSNs): a - b as a signed distance
+  function automatic logic signed [23:0] psn_diff(input logic [23:0] a, input logic [23:0] b);
+    return signed'(a - b);
+  endfunction
+
+endpackage
+
+`resetall

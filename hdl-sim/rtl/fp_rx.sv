@@ -1,0 +1,346 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
+//
+// fp_rx: the fast path's receive side (docs/fastpath.md §3): the parser, the
+// receive context and MR tables, the placement check and the mover.
+//
+//   s_axis ─┬─ rx_parser ─┬─ payload ──────── payload FIFO ─┐
+//           │             └─ meta ── fp_rx_check ── verdicts ── fp_rx_move ─┬─ m_dma_wr_desc / m_dma_wr
+//           └─ frame FIFO (the frame as received) ──────────┘              ├─ m_exc (frames for the firmware)
+//                                                                          ├─ m_ev (events)
+//                                                                          └─ m_ack (ACK descriptors)
+//
+// The frame FIFO keeps each frame until its verdict: an exception hands the
+// frame itself to the firmware. Both FIFOs hold a maximum-size frame plus
+// the parser's and the check's latency, so a line-rate input never waits
+// (FIFO_DEPTH beats: 1024 at 64 bits, 128 at 512).
+//
+// The firmware reaches the tables through the cfg port (table 0 = receive
+// contexts, 16 words each; table 1 = MR entries, 8 words each), one 32-bit
+// word at a time; the check's write-back and reads have priority.
+// Firmware writes to the context of a QP whose packets are in flight race
+// with the write-back: the firmware stops a QP's fast path (state 0) or
+// waits for its exceptions before it rewrites its context.
+
+`resetall
+`default_nettype none
+
+module fp_rx
+  import roce_rx_pkg::*;
+  import fp_pkg::*;
+#(
+    parameter int DATA_WIDTH = 64,
+    parameter int KEEP_WIDTH = DATA_WIDTH / 8,
+    parameter int NQP = 256,
+    parameter int NMR = 256,
+    parameter int QPN_W = $clog2(NQP),
+    parameter int MR_W = $clog2(NMR),
+    parameter int FIFO_DEPTH = (DATA_WIDTH >= 512) ? 128 : (DATA_WIDTH >= 256) ? 256 :
+                               (DATA_WIDTH >= 128) ? 512 : 1024
+) (
+    input  wire logic                    clk,
+    input  wire logic                    rst,
+
+    // the port's MAC and GID, as little-endian records of the wire bytes
+    input  wire logic [47:0]             port_mac,
+    input  wire logic [127:0]            port_gid,
+
+    input  wire logic [DATA_WIDTH-1:0]   s_axis_tdata,
+    input  wire logic [KEEP_WIDTH-1:0]   s_axis_tkeep,
+    input  wire logic                    s_axis_tvalid,
+    output logic                         s_axis_tready,
+    input  wire logic                    s_axis_tlast,
+
+    // tables, firmware side (table 0 receive contexts, 1 MRs)
+    input  wire logic                    cfg_wr_valid,
+    output logic                         cfg_wr_ready,
+    input  wire logic                    cfg_wr_table,
+    /* verilator lint_off UNUSEDSIGNAL */
+    input  wire logic [23:0]             cfg_wr_index,   // the low bits index the table
+    /* verilator lint_on UNUSEDSIGNAL */
+    input  wire logic [4:0]              cfg_wr_word,
+    input  wire logic [31:0]             cfg_wr_data,
+    input  wire logic                    cfg_rd_valid,
+    output logic                         cfg_rd_ready,
+    input  wire logic                    cfg_rd_table,
+    /* verilator lint_off UNUSEDSIGNAL */
+    input  wire logic [23:0]             cfg_rd_index,
+    /* verilator lint_on UNUSEDSIGNAL */
+    /* verilator lint_off UNUSEDSIGNAL */
+    input  wire logic [4:0]              cfg_rd_word,    // 0..15
+    /* verilator lint_on UNUSEDSIGNAL */
+    output logic [31:0]                  cfg_rdata,
+    output logic                         cfg_rdata_valid,
+
+    output logic [63:0]                  m_dma_wr_desc_addr,
+    output logic [15:0]                  m_dma_wr_desc_len,
+    output logic                         m_dma_wr_desc_valid,
+    input  wire logic                    m_dma_wr_desc_ready,
+
+    output logic [DATA_WIDTH-1:0]        m_dma_wr_tdata,
+    output logic [KEEP_WIDTH-1:0]        m_dma_wr_tkeep,
+    output logic                         m_dma_wr_tvalid,
+    input  wire logic                    m_dma_wr_tready,
+    output logic                         m_dma_wr_tlast,
+
+    output logic [DATA_WIDTH-1:0]        m_exc_tdata,
+    output logic [KEEP_WIDTH-1:0]        m_exc_tkeep,
+    output logic                         m_exc_tvalid,
+    input  wire logic                    m_exc_tready,
+    output logic                         m_exc_tlast,
+
+    output logic [EV_BYTES*8-1:0]        m_ev_data,
+    output logic                         m_ev_valid,
+    input  wire logic                    m_ev_ready,
+
+    output logic [ACKD_BYTES*8-1:0]      m_ack_data,
+    output logic                         m_ack_valid,
+    input  wire logic                    m_ack_ready,
+
+    output logic [31:0]                  drops        // frames the parser rejected
+);
+
+  localparam int RC_WORDS = RCTX_BYTES / 4;
+  localparam int MR_WORDS = MR_BYTES / 4;
+  localparam int BEAT_W = DATA_WIDTH + KEEP_WIDTH + 1;
+
+  initial begin
+    if (KEEP_WIDTH * 8 != DATA_WIDTH) begin
+      $error("fp_rx: KEEP_WIDTH must be DATA_WIDTH/8");
+      $finish;
+    end
+  end
+
+  // ------------------------------------------------------------ the tee
+  logic parser_ready, raw_ready;
+  assign s_axis_tready = parser_ready && raw_ready;
+
+  logic [DATA_WIDTH-1:0] pay_tdata;
+  logic [KEEP_WIDTH-1:0] pay_tkeep;
+  logic                  pay_tvalid, pay_tready, pay_tlast;
+  rx_meta_t              meta;
+  logic                  meta_valid, meta_ready;
+
+  rx_parser #(
+    .DATA_WIDTH(DATA_WIDTH)
+  ) parser_inst (
+    .clk(clk),
+    .rst(rst),
+    .s_axis_tdata(s_axis_tdata),
+    .s_axis_tkeep(s_axis_tkeep),
+    .s_axis_tvalid(s_axis_tvalid && raw_ready),
+    .s_axis_tready(parser_ready),
+    .s_axis_tlast(s_axis_tlast),
+    .m_axis_payload_tdata(pay_tdata),
+    .m_axis_payload_tkeep(pay_tkeep),
+    .m_axis_payload_tvalid(pay_tvalid),
+    .m_axis_payload_tready(pay_tready),
+    .m_axis_payload_tlast(pay_tlast),
+    .m_axis_meta_tdata(meta),
+    .m_axis_meta_tvalid(meta_valid),
+    .m_axis_meta_tready(meta_ready)
+  );
+
+  localparam int FC_W = $clog2(FIFO_DEPTH + 4 + 1);
+  logic [BEAT_W-1:0] raw_head;
+  logic              raw_valid, raw_pop;
+  /* verilator lint_off UNUSEDSIGNAL */
+  logic [FC_W-1:0]   raw_count, pay_count;   // for waveforms
+  logic [15:0]       exc_slot;               // the slot counter the events carry
+  /* verilator lint_on UNUSEDSIGNAL */
+
+  roce_bram_fifo #(
+    .WIDTH(BEAT_W),
+    .DEPTH(FIFO_DEPTH)
+  ) raw_fifo_inst (
+    .clk(clk),
+    .rst(rst),
+    .wr_data({s_axis_tlast, s_axis_tkeep, s_axis_tdata}),
+    .wr_en(s_axis_tvalid && s_axis_tready),
+    .wr_ready(raw_ready),
+    .rd_data(raw_head),
+    .rd_valid(raw_valid),
+    .rd_en(raw_pop),
+    .count(raw_count)
+  );
+
+  logic [BEAT_W-1:0] pq_head;
+  logic              pq_valid, pq_pop;
+
+  roce_bram_fifo #(
+    .WIDTH(BEAT_W),
+    .DEPTH(FIFO_DEPTH)
+  ) pay_fifo_inst (
+    .clk(clk),
+    .rst(rst),
+    .wr_data({pay_tlast, pay_tkeep, pay_tdata}),
+    .wr_en(pay_tvalid && pay_tready),
+    .wr_ready(pay_tready),
+    .rd_data(pq_head),
+    .rd_valid(pq_valid),
+    .rd_en(pq_pop),
+    .count(pay_count)
+  );
+
+  // ------------------------------------------------------------ tables
+  logic                    rc_rd_en, rc_wr_en, mr_rd_en;
+  logic [QPN_W-1:0]        rc_rd_addr, rc_wr_addr;
+  logic [MR_W-1:0]         mr_rd_addr;
+  logic [RCTX_BYTES*8-1:0] rc_rd_data, rc_wr_data;
+  logic [MR_BYTES*8-1:0]   mr_rd_data;
+  logic                    fw_wr, fw_rd;
+  logic                    rd_table_q;
+  logic [3:0]              rd_word_q;
+
+  // the check's write-back and reads win; the firmware waits a cycle then
+  assign cfg_wr_ready = !rc_wr_en;
+  assign cfg_rd_ready = !rc_rd_en && !mr_rd_en;
+  assign fw_wr = cfg_wr_valid && cfg_wr_ready;
+  assign fw_rd = cfg_rd_valid && cfg_rd_ready;
+
+  logic [RC_WORDS-1:0] rc_we;
+  logic [MR_WORDS-1:0] mr_we;
+  always_comb begin
+    rc_we = '0;
+    mr_we = '0;
+    if (rc_wr_en) rc_we = '1;
+    else if (fw_wr && !cfg_wr_table && 32'(cfg_wr_word) < RC_WORDS) rc_we[cfg_wr_word[3:0]] = 1'b1;
+    if (fw_wr && cfg_wr_table && 32'(cfg_wr_word) < MR_WORDS) mr_we[cfg_wr_word[2:0]] = 1'b1;
+  end
+
+  roce_ram #(
+    .WORDS(RC_WORDS),
+    .DEPTH(NQP)
+  ) rctx_ram_inst (
+    .clk(clk),
+    .wr_addr(rc_wr_en ? rc_wr_addr : cfg_wr_index[QPN_W-1:0]),
+    .wr_en(rc_we),
+    .wr_data(rc_wr_en ? rc_wr_data : {RC_WORDS{cfg_wr_data}}),
+    .rd_addr(rc_rd_en ? rc_rd_addr : cfg_rd_index[QPN_W-1:0]),
+    .rd_en(rc_rd_en || (fw_rd && !cfg_rd_table)),
+    .rd_data(rc_rd_data)
+  );
+
+  roce_ram #(
+    .WORDS(MR_WORDS),
+    .DEPTH(NMR)
+  ) mr_ram_inst (
+    .clk(clk),
+    .wr_addr(cfg_wr_index[MR_W-1:0]),
+    .wr_en(mr_we),
+    .wr_data({MR_WORDS{cfg_wr_data}}),
+    .rd_addr(mr_rd_en ? mr_rd_addr : cfg_rd_index[MR_W-1:0]),
+    .rd_en(mr_rd_en || (fw_rd && cfg_rd_table)),
+    .rd_data(mr_rd_data)
+  );
+
+  always_ff @(posedge clk) begin
+    cfg_rdata_valid <= fw_rd;
+    if (fw_rd) begin
+      rd_table_q <= cfg_rd_table;
+      rd_word_q <= cfg_rd_word[3:0];
+    end
+    if (rst) cfg_rdata_valid <= 1'b0;
+  end
+  assign cfg_rdata = rd_table_q ? mr_rd_data[32*rd_word_q[2:0] +: 32] : rc_rd_data[32*rd_word_q +: 32];
+
+  // ------------------------------------------------------------- check
+  fp_rx_verdict_t vd;
+  logic           vd_valid, vd_room;
+
+  fp_rx_check #(
+    .NQP(NQP),
+    .NMR(NMR)
+  ) check_inst (
+    .clk(clk),
+    .rst(rst),
+    .port_mac(port_mac),
+    .port_gid(port_gid),
+    .s_meta(meta),
+    .s_meta_valid(meta_valid),
+    .s_meta_ready(meta_ready),
+    .rctx_rd_en(rc_rd_en),
+    .rctx_rd_addr(rc_rd_addr),
+    .rctx_rd_data(rc_rd_data),
+    .rctx_wr_en(rc_wr_en),
+    .rctx_wr_addr(rc_wr_addr),
+    .rctx_wr_data(rc_wr_data),
+    .mr_rd_en(mr_rd_en),
+    .mr_rd_addr(mr_rd_addr),
+    .mr_rd_data(mr_rd_data),
+    .m_verdict(vd),
+    .m_verdict_valid(vd_valid),
+    .verdict_room(vd_room),
+    .frame_slot(exc_slot)
+  );
+
+  fp_rx_verdict_t vq_head;
+  logic           vq_pop;
+  logic [2:0]     vq_count;
+
+  roce_fifo #(
+    .WIDTH($bits(fp_rx_verdict_t)),
+    .DEPTH(4)
+  ) verdict_fifo_inst (
+    .clk(clk),
+    .rst(rst),
+    .wr_data(vd),
+    .wr_en(vd_valid),
+    .rd_data(vq_head),
+    .rd_en(vq_pop),
+    .count(vq_count)
+  );
+
+  // the check pushes at most one verdict per five cycles
+  always_ff @(posedge clk) begin
+    vd_room <= vq_count <= 3'd2;
+    if (vd_valid && vd.action == ACT_DROP) drops <= drops + 32'd1;
+    if (rst) begin
+      vd_room <= 1'b0;
+      drops <= '0;
+    end
+  end
+
+  // ------------------------------------------------------------- mover
+  fp_rx_move #(
+    .DATA_WIDTH(DATA_WIDTH)
+  ) move_inst (
+    .clk(clk),
+    .rst(rst),
+    .s_verdict(vq_head),
+    .s_verdict_valid(vq_count != '0),
+    .s_verdict_pop(vq_pop),
+    .s_raw_tdata(raw_head[DATA_WIDTH-1:0]),
+    .s_raw_tkeep(raw_head[DATA_WIDTH +: KEEP_WIDTH]),
+    .s_raw_tlast(raw_head[BEAT_W-1]),
+    .s_raw_tvalid(raw_valid),
+    .s_raw_pop(raw_pop),
+    .s_pay_tdata(pq_head[DATA_WIDTH-1:0]),
+    .s_pay_tkeep(pq_head[DATA_WIDTH +: KEEP_WIDTH]),
+    .s_pay_tlast(pq_head[BEAT_W-1]),
+    .s_pay_tvalid(pq_valid),
+    .s_pay_pop(pq_pop),
+    .m_dma_wr_desc_addr(m_dma_wr_desc_addr),
+    .m_dma_wr_desc_len(m_dma_wr_desc_len),
+    .m_dma_wr_desc_valid(m_dma_wr_desc_valid),
+    .m_dma_wr_desc_ready(m_dma_wr_desc_ready),
+    .m_dma_wr_tdata(m_dma_wr_tdata),
+    .m_dma_wr_tkeep(m_dma_wr_tkeep),
+    .m_dma_wr_tvalid(m_dma_wr_tvalid),
+    .m_dma_wr_tready(m_dma_wr_tready),
+    .m_dma_wr_tlast(m_dma_wr_tlast),
+    .m_exc_tdata(m_exc_tdata),
+    .m_exc_tkeep(m_exc_tkeep),
+    .m_exc_tvalid(m_exc_tvalid),
+    .m_exc_tready(m_exc_tready),
+    .m_exc_tlast(m_exc_tlast),
+    .m_ev_data(m_ev_data),
+    .m_ev_valid(m_ev_valid),
+    .m_ev_ready(m_ev_ready),
+    .m_ack_data(m_ack_data),
+    .m_ack_valid(m_ack_valid),
+    .m_ack_ready(m_ack_ready)
+  );
+
+endmodule
+
+`resetall

@@ -1,0 +1,366 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
+//
+// fp_rx_check: the fast path's receive rules (docs/fastpath.md §3.4), one
+// packet at a time: for each metadata record of rx_parser it reads the QP's
+// receive context and the MR of the key, makes the checks every packet gets
+// (the QP's fast path on, the frame this port's and from the QP's peer with
+// its P_Key, no exception pending, no CE mark) and the placement rule's (PSN,
+// opcode sequence, lengths, key, PD, access, bounds), and decides: place
+// (with the new context written back, an ACK descriptor when one is due and
+// a MSG_DONE event at the end of a SEND) or hand the frame to the firmware
+// (EXCEPTION event with the reason; the context changes only in `held`);
+// frames the parser rejected are dropped.
+//
+// Responses (ACKNOWLEDGE, READ responses, ATOMIC ACKNOWLEDGE) are not taken
+// here yet: the response rule (§3.6) needs the segmenter's in-flight list,
+// which this RTL does not keep; they go to the firmware with reason 2.
+//
+// The rules and the order of the checks are roce_core::fastpath::dispatch's;
+// tests/fastpath.rs holds the two together. Six cycles per packet (C0
+// context read, C1 MR read, C2 and C3 checks, C4 decision, then the
+// write-back); the next packet's context read follows the write-back, so
+// back-to-back packets of one QP see each other's updates.
+
+`resetall
+`default_nettype none
+
+module fp_rx_check
+  import roce_rx_pkg::*;
+  import fp_pkg::*;
+#(
+    parameter int NQP = 256,
+    parameter int NMR = 256,
+    parameter int QPN_W = $clog2(NQP),
+    parameter int MR_W = $clog2(NMR)
+) (
+    input  wire logic                      clk,
+    input  wire logic                      rst,
+
+    // the port's addresses, as little-endian records of the wire bytes
+    input  wire logic [47:0]               port_mac,
+    input  wire logic [127:0]              port_gid,
+
+    input  rx_meta_t                       s_meta,
+    input  wire logic                      s_meta_valid,
+    output logic                           s_meta_ready,
+
+    // receive context table
+    output logic                           rctx_rd_en,
+    output logic [QPN_W-1:0]               rctx_rd_addr,
+    input  wire logic [RCTX_BYTES*8-1:0]   rctx_rd_data,
+    output logic                           rctx_wr_en,
+    output logic [QPN_W-1:0]               rctx_wr_addr,
+    output logic [RCTX_BYTES*8-1:0]        rctx_wr_data,
+
+    // MR table
+    output logic                           mr_rd_en,
+    output logic [MR_W-1:0]                mr_rd_addr,
+    /* verilator lint_off UNUSEDSIGNAL */
+    input  wire logic [MR_BYTES*8-1:0]     mr_rd_data,   // bytes 26..31 reserved
+    /* verilator lint_on UNUSEDSIGNAL */
+
+    output fp_rx_verdict_t                 m_verdict,
+    output logic                           m_verdict_valid,
+    input  wire logic                      verdict_room,
+
+    output logic [15:0]                    frame_slot    // slot of the next exception frame
+);
+
+  initial begin
+    if (NQP < 2 || (NQP & (NQP - 1)) != 0 || NQP > 65536) begin
+      $error("fp_rx_check: NQP must be a power of two in 2..65536 (got %0d)", NQP);
+      $finish;
+    end
+    if (NMR < 2 || (NMR & (NMR - 1)) != 0 || NMR > 16777216) begin
+      $error("fp_rx_check: NMR must be a power of two in 2..2^24 (got %0d)", NMR);
+      $finish;
+    end
+  end
+
+  logic [2:0] st;   // stage: C0..C4
+  // not while the previous packet's write-back goes into the table (a read in that
+  // cycle would see the old context)
+  assign s_meta_ready = st == 3'd0 && verdict_room && !rctx_wr_en;
+
+  // ---------------------------------------------------- the packet (C0)
+  /* verilator lint_off UNUSEDSIGNAL */
+  rx_meta_t m;      // synthesis keeps only the fields used below
+  /* verilator lint_on UNUSEDSIGNAL */
+  logic     qp_in_range;
+
+  // ------------------------------------------------ its context (C1)
+  logic        c_on, c_loaded, c_held, c_nak;
+  logic [7:0]  c_cur, c_access, c_ack_every, c_unacked;
+  logic [23:0] c_epsn, c_msn;
+  logic [15:0] c_pd;
+  logic [31:0] c_resid, c_length;
+  logic [63:0] c_recv_addr;
+  logic [RCTX_BYTES*8-1:0] c_raw;
+  logic        k_ours;     // this port's frame, RC, from the QP's peer, P_Key matching
+
+  // the access the packet asks for (C1)
+  logic [63:0] x_va;
+  logic [31:0] x_rkey, x_resid;
+
+  // ----------------------------------------------------- the MR (C2)
+  logic [31:0] r_key, r_pd;
+  logic [63:0] r_len;
+  logic [7:0]  r_access, r_valid;
+
+  // ----------------------------------------------------- checks (C2, C3)
+  logic        k_write, k_send, k_starts, k_ends, k_response;
+  logic        k_opcode_ok, k_psn_ok, k_seq_ok, k_ecn_ok, k_len_ok, k_fits, k_send_fits;
+  logic        k_ge;
+  logic [63:0] k_off;
+  logic        k_key_ok, k_range_ok;
+
+  logic [15:0] n;
+  logic [31:0] mtu;
+  assign n = m.payload_len;
+
+  // a GID from the parser's address field (IPv4: ::ffff:a.b.c.d), as the
+  // little-endian record of its bytes
+  function automatic logic [127:0] gid_of(input logic [1:0] kind, input logic [127:0] ip);
+    logic [127:0] num;
+    logic [127:0] rec;
+    num = (kind == L3_IPV4) ? {80'd0, 16'hFFFF, ip[31:0]} : ip;
+    for (int i = 0; i < 16; i++) rec[8*i +: 8] = num[127 - 8*i -: 8];
+    return rec;
+  endfunction
+
+  function automatic logic [47:0] mac_rec(input logic [47:0] num);
+    logic [47:0] rec;
+    for (int i = 0; i < 6; i++) rec[8*i +: 8] = num[47 - 8*i -: 8];
+    return rec;
+  endfunction
+
+  // engine::pkey_match: the low 15 bits equal and not 0, one of the two a full member
+  function automatic logic pkey_match(input logic [15:0] a, input logic [15:0] b);
+    return a[14:0] == b[14:0] && a[14:0] != '0 && (a[15] || b[15]);
+  endfunction
+
+  always_comb begin
+    rctx_rd_en = s_meta_valid && s_meta_ready;
+    rctx_rd_addr = s_meta.bth_destqp[QPN_W-1:0];
+    // the MR of the packet's key (RETH) or the message's, read as the context arrives
+    mr_rd_en = st == 3'd1;
+    mr_rd_addr = m.ext_mask[EXT_RETH] ? m.reth_rkey[8 +: MR_W] : rctx_rd_data[8*RC_RKEY + 8 +: MR_W];
+  end
+
+  always_ff @(posedge clk) begin
+    rctx_wr_en <= 1'b0;
+    m_verdict_valid <= 1'b0;
+    case (st)
+      3'd0: if (s_meta_valid && s_meta_ready) begin
+        m <= s_meta;
+        qp_in_range <= s_meta.bth_destqp < 24'(NQP);
+        st <= 3'd1;
+      end
+
+      3'd1: begin
+        logic [RCTX_BYTES*8-1:0] r;
+        r = rctx_rd_data;
+        c_raw <= r;
+        c_on <= r[8*RC_STATE +: 8] == 8'd1;
+        c_nak <= r[8*RC_FLAGS + 0];
+        c_loaded <= r[8*RC_FLAGS + 1];
+        c_held <= r[8*RC_FLAGS + 2];
+        c_cur <= r[8*RC_CUR +: 8];
+        c_access <= r[8*RC_ACCESS +: 8];
+        c_epsn <= r[8*RC_EPSN +: 24];
+        c_ack_every <= r[8*RC_ACK_EVERY +: 8];
+        c_msn <= r[8*RC_MSN +: 24];
+        c_unacked <= r[8*RC_UNACKED +: 8];
+        c_pd <= r[8*RC_PD +: 16];
+        c_resid <= r[8*RC_RESID +: 32];
+        c_recv_addr <= r[8*RC_RECV_ADDR +: 64];
+        c_length <= r[8*RC_LENGTH +: 32];
+        mtu <= (r[8*RC_MTU_LOG2 +: 8] >= 8'd8 && r[8*RC_MTU_LOG2 +: 8] <= 8'd12)
+            ? 32'd1 << r[8*RC_MTU_LOG2 +: 4] : 32'd0;
+        k_ours <= mac_rec(m.eth_dst) == port_mac
+            && gid_of(m.l3_kind, m.ip_dst) == port_gid
+            && m.bth_opcode[7:5] == 3'd0
+            && m.bth_destqp == r[8*RC_QPN +: 24]
+            && pkey_match(m.bth_pkey, r[8*RC_PKEY +: 16])
+            && gid_of(m.l3_kind, m.ip_src) == r[8*RC_PEER_GID +: 128];
+        if (m.ext_mask[EXT_RETH]) begin
+          x_va <= m.reth_va;
+          x_rkey <= m.reth_rkey;
+          x_resid <= m.reth_dmalen;
+        end else begin
+          x_va <= r[8*RC_VA +: 64];
+          x_rkey <= r[8*RC_RKEY +: 32];
+          x_resid <= r[8*RC_RESID +: 32];
+        end
+        st <= 3'd2;
+      end
+
+      3'd2: begin
+        logic [7:0] op;
+        logic [15:0] pad_want;
+        op = m.bth_opcode;
+        r_key <= mr_rd_data[8*MR_KEY +: 32];
+        r_pd <= mr_rd_data[8*MR_PD +: 32];
+        r_len <= mr_rd_data[8*MR_LENGTH +: 64];
+        r_access <= mr_rd_data[8*MR_ACCESS +: 8];
+        r_valid <= mr_rd_data[8*MR_VALID +: 8];
+        k_write <= op == RC_WRITE_FIRST || op == RC_WRITE_MIDDLE || op == RC_WRITE_LAST
+            || op == RC_WRITE_ONLY;
+        k_send <= op == RC_SEND_MIDDLE || op == RC_SEND_LAST;
+        k_starts <= op == RC_WRITE_FIRST || op == RC_WRITE_ONLY;
+        k_ends <= op == RC_WRITE_LAST || op == RC_WRITE_ONLY || op == RC_SEND_LAST;
+        k_opcode_ok <= op == RC_WRITE_FIRST || op == RC_WRITE_MIDDLE || op == RC_WRITE_LAST
+            || op == RC_WRITE_ONLY || op == RC_SEND_MIDDLE || op == RC_SEND_LAST;
+        // ACKNOWLEDGE, READ responses, ATOMIC ACKNOWLEDGE
+        k_response <= (op >= 8'h0D && op <= 8'h12);
+        k_psn_ok <= m.bth_psn == c_epsn;
+        k_ecn_ok <= m.ip_ecn != 2'd3;
+        // payload length by position: FIRST/MIDDLE exactly the MTU, LAST 1..MTU, ONLY 0..MTU
+        if (op == RC_WRITE_FIRST || op == RC_WRITE_MIDDLE || op == RC_SEND_MIDDLE)
+          k_len_ok <= {16'd0, n} == mtu;
+        else if (op == RC_WRITE_ONLY)
+          k_len_ok <= {16'd0, n} <= mtu;
+        else
+          k_len_ok <= n != 0 && {16'd0, n} <= mtu;
+        k_send_fits <= {16'd0, n} <= c_resid;
+        // WRITE: the packet fits what is left of the message
+        pad_want = 16'(-x_resid) & 16'd3;
+        if (x_resid > mtu)
+          k_fits <= {16'd0, n} == mtu && m.bth_padcnt == 2'd0
+              && !(op == RC_WRITE_LAST || op == RC_WRITE_ONLY);
+        else
+          k_fits <= {16'd0, n} == x_resid && {14'd0, m.bth_padcnt} == pad_want
+              && (op == RC_WRITE_LAST || op == RC_WRITE_ONLY);
+        k_ge <= x_va >= mr_rd_data[8*MR_BASE +: 64];
+        k_off <= x_va - mr_rd_data[8*MR_BASE +: 64];
+        st <= 3'd3;
+      end
+
+      3'd3: begin
+        case (c_cur)
+          CUR_NONE:  k_seq_ok <= k_starts;
+          CUR_WRITE: k_seq_ok <= k_write && !k_starts;
+          CUR_SEND:  k_seq_ok <= k_send;
+          default:   k_seq_ok <= 1'b0;
+        endcase
+        k_key_ok <= (c_access & ACC_REMOTE_WRITE) != 0 && r_valid != 0 && r_key != 0
+            && r_key == x_rkey && r_pd == {16'd0, c_pd} && (r_access & ACC_REMOTE_WRITE) != 0;
+        // memory::range_within(base, len, va, resid)
+        k_range_ok <= k_ge && k_off <= r_len && {32'd0, x_resid} <= r_len - k_off;
+        st <= 3'd4;
+      end
+
+      default: begin
+        // C4: the first failing check, in the model's order
+        fp_rx_verdict_t v;
+        logic [7:0] reason;
+        logic ok;
+        logic due;
+        logic [23:0] msn_n;
+        logic [RCTX_BYTES*8-1:0] w;
+        if (m.error != ERR_NONE) reason = 8'd0;
+        else if (!qp_in_range) reason = EXC_ADDRESS;
+        else if (!c_on) reason = EXC_OFF;
+        else if (!k_ours) reason = EXC_ADDRESS;
+        else if (c_held) reason = EXC_HELD;
+        else if (!k_ecn_ok) reason = EXC_ECN;
+        else if (k_response) reason = EXC_OPCODE;
+        else if (!k_opcode_ok) reason = EXC_OPCODE;
+        else if (c_nak) reason = EXC_NAK;
+        else if (!k_psn_ok) reason = EXC_PSN;
+        else if (!k_seq_ok) reason = EXC_SEQUENCE;
+        else if (!k_len_ok) reason = EXC_LENGTH;
+        else if (k_send && !c_loaded) reason = EXC_NO_RECV;
+        else if (k_send && !k_send_fits) reason = EXC_LENGTH;
+        else if (k_send) reason = 8'd0;
+        else if (x_resid == 0 || !k_fits) reason = EXC_LENGTH;
+        else if (!k_key_ok || !k_range_ok) reason = EXC_KEY;
+        else reason = 8'd0;
+        ok = m.error == ERR_NONE && reason == 8'd0;
+
+        msn_n = k_ends ? c_msn + 24'd1 : c_msn;
+        due = m.bth_ackreq || (c_ack_every != 0 && {1'b0, c_unacked} + 9'd1 >= {1'b0, c_ack_every});
+
+        v = '0;
+        v.has_stream = m.stream_len != '0;
+        v.pay_len = n;
+        if (m.error != ERR_NONE) begin
+          v.action = ACT_DROP;
+        end else if (!ok) begin
+          v.action = ACT_EXC;
+          v.ev_valid = 1'b1;
+          v.ev[8*EV_KIND +: 8] = EVK_EXCEPTION;
+          v.ev[8*EV_REASON +: 8] = reason;
+          v.ev[8*EV_SLOT +: 16] = frame_slot;
+          v.ev[8*EV_OPCODE +: 8] = m.bth_opcode;
+          v.ev[8*EV_FLAGS +: 8] = {1'b0, m.bth_padcnt, 5'd0};
+          v.ev[8*EV_PAY_OFF +: 16] = m.payload_offset[15:0];
+          v.ev[8*EV_PAY_LEN +: 16] = m.payload_len;
+          v.ev[8*EV_EXT_OFF +: 16] = m.payload_offset[15:0] - {10'd0, m.hdr_len} + 16'd12;
+          v.ev[8*EV_FRAME_LEN +: 16] = m.frame_len[15:0];
+          v.ev[8*EV_NET +: 8] = {5'd0, m.vlan_present, m.l3_kind - 2'd1};
+        end else begin
+          v.action = ACT_PLACE;
+          v.dma_addr = k_send ? c_recv_addr : x_va;
+          if (k_send && k_ends) begin
+            v.ev_valid = 1'b1;
+            v.ev[8*EV_KIND +: 8] = EVK_MSG_DONE;
+            v.ev[8*EV_MSN +: 24] = msn_n;
+            v.ev[8*EV_BYTE_LEN +: 32] = c_length + {16'd0, n};
+          end
+          if (due) begin
+            v.ack_valid = 1'b1;
+            v.ackd[8*AD_QPN +: 24] = m.bth_destqp;
+            v.ackd[8*AD_SYNDROME +: 8] = 8'h1F;
+            v.ackd[8*AD_PSN +: 24] = m.bth_psn;
+            v.ackd[8*AD_MSN +: 24] = msn_n;
+          end
+        end
+        v.ev[8*EV_QPN +: 24] = m.bth_destqp;
+        v.ev[8*EV_PSN +: 24] = m.bth_psn;
+
+        // the context after the packet; after an exception only `held` changes
+        w = c_raw;
+        if (!ok) begin
+          w[8*RC_FLAGS + 2] = 1'b1;
+        end else if (k_send) begin
+          w[8*RC_RECV_ADDR +: 64] = c_recv_addr + {48'd0, n};
+          w[8*RC_RESID +: 32] = c_resid - {16'd0, n};
+          w[8*RC_LENGTH +: 32] = c_length + {16'd0, n};
+          w[8*RC_CUR +: 8] = k_ends ? CUR_NONE : CUR_SEND;
+          if (k_ends) w[8*RC_FLAGS + 1] = 1'b0;
+        end else begin
+          w[8*RC_VA +: 64] = x_va + {48'd0, n};
+          w[8*RC_RKEY +: 32] = x_rkey;
+          w[8*RC_RESID +: 32] = x_resid - {16'd0, n};
+          if (m.ext_mask[EXT_RETH]) w[8*RC_LENGTH +: 32] = m.reth_dmalen;
+          w[8*RC_CUR +: 8] = k_ends ? CUR_NONE : CUR_WRITE;
+        end
+        if (ok) begin
+          w[8*RC_MSN +: 24] = msn_n;
+          w[8*RC_EPSN +: 24] = c_epsn + 24'd1;
+          w[8*RC_UNACKED +: 8] = due ? 8'd0 : (c_unacked == 8'hFF ? 8'hFF : c_unacked + 8'd1);
+        end
+
+        // a parser drop, a QPN beyond the table and a QP whose fast path is off
+        // change nothing
+        rctx_wr_en <= m.error == ERR_NONE && qp_in_range && c_on;
+        rctx_wr_addr <= m.bth_destqp[QPN_W-1:0];
+        rctx_wr_data <= w;
+        m_verdict <= v;
+        m_verdict_valid <= 1'b1;
+        if (v.action == ACT_EXC) frame_slot <= frame_slot + 16'd1;
+        st <= 3'd0;
+      end
+    endcase
+    if (rst) begin
+      st <= 3'd0;
+      rctx_wr_en <= 1'b0;
+      m_verdict_valid <= 1'b0;
+      frame_slot <= '0;
+    end
+  end
+
+endmodule
+
+`resetall

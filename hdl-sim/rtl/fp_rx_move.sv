@@ -1,0 +1,174 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
+//
+// fp_rx_move: carries out fp_rx_check's verdicts, frame by frame in order:
+// the payload of a placed packet goes to the DMA write interface (one
+// descriptor, then the data), the whole frame of an exception goes to the
+// firmware's frame stream, and both are dropped from their FIFOs otherwise.
+// The verdict's event (EXCEPTION after its frame, MSG_DONE after the payload
+// of the SEND's last packet) and ACK descriptor leave when the frame is done,
+// so nothing is announced before its data.
+//
+// A frame takes as many cycles as it has beats (the frame and its payload
+// leave their FIFOs side by side) and the next verdict is taken in the cycle
+// the previous one finishes: the mover keeps up with a line-rate input.
+// Every output goes through an axis_skid; `en`, the AND of their registered
+// s_ready, moves everything.
+
+`resetall
+`default_nettype none
+
+module fp_rx_move
+  import fp_pkg::*;
+#(
+    parameter int DATA_WIDTH = 64,
+    parameter int KEEP_WIDTH = DATA_WIDTH / 8
+) (
+    input  wire logic                    clk,
+    input  wire logic                    rst,
+
+    input  fp_rx_verdict_t               s_verdict,
+    input  wire logic                    s_verdict_valid,
+    output logic                         s_verdict_pop,
+
+    input  wire logic [DATA_WIDTH-1:0]   s_raw_tdata,
+    input  wire logic [KEEP_WIDTH-1:0]   s_raw_tkeep,
+    input  wire logic                    s_raw_tlast,
+    input  wire logic                    s_raw_tvalid,
+    output logic                         s_raw_pop,
+
+    input  wire logic [DATA_WIDTH-1:0]   s_pay_tdata,
+    input  wire logic [KEEP_WIDTH-1:0]   s_pay_tkeep,
+    input  wire logic                    s_pay_tlast,
+    input  wire logic                    s_pay_tvalid,
+    output logic                         s_pay_pop,
+
+    output logic [63:0]                  m_dma_wr_desc_addr,
+    output logic [15:0]                  m_dma_wr_desc_len,
+    output logic                         m_dma_wr_desc_valid,
+    input  wire logic                    m_dma_wr_desc_ready,
+
+    output logic [DATA_WIDTH-1:0]        m_dma_wr_tdata,
+    output logic [KEEP_WIDTH-1:0]        m_dma_wr_tkeep,
+    output logic                         m_dma_wr_tvalid,
+    input  wire logic                    m_dma_wr_tready,
+    output logic                         m_dma_wr_tlast,
+
+    output logic [DATA_WIDTH-1:0]        m_exc_tdata,
+    output logic [KEEP_WIDTH-1:0]        m_exc_tkeep,
+    output logic                         m_exc_tvalid,
+    input  wire logic                    m_exc_tready,
+    output logic                         m_exc_tlast,
+
+    output logic [EV_BYTES*8-1:0]        m_ev_data,
+    output logic                         m_ev_valid,
+    input  wire logic                    m_ev_ready,
+
+    output logic [ACKD_BYTES*8-1:0]      m_ack_data,
+    output logic                         m_ack_valid,
+    input  wire logic                    m_ack_ready
+);
+
+  logic desc_ready, wr_ready, exc_ready, ev_ready, ack_ready;
+  logic en;
+  assign en = desc_ready && wr_ready && exc_ready && ev_ready && ack_ready;
+
+  logic           active, raw_done, pay_done, desc_done;
+  /* verilator lint_off UNUSEDSIGNAL */
+  fp_rx_verdict_t v;      // has_stream is used as the verdict is taken
+  /* verilator lint_on UNUSEDSIGNAL */
+
+  logic raw_go, pay_go, raw_end, pay_end, finish;
+  assign raw_go = en && active && !raw_done && s_raw_tvalid;
+  assign pay_go = en && active && !pay_done && s_pay_tvalid;
+  assign raw_end = raw_done || (raw_go && s_raw_tlast);
+  assign pay_end = pay_done || (pay_go && s_pay_tlast);
+  assign finish = en && active && raw_end && pay_end;
+  assign s_raw_pop = raw_go;
+  assign s_pay_pop = pay_go;
+  assign s_verdict_pop = s_verdict_valid && en && (!active || finish);
+
+  always_ff @(posedge clk) begin
+    if (en) begin
+      if (raw_go && s_raw_tlast) raw_done <= 1'b1;
+      if (pay_go && s_pay_tlast) pay_done <= 1'b1;
+      desc_done <= 1'b1;
+      if (finish) active <= 1'b0;
+      if (s_verdict_pop) begin
+        active <= 1'b1;
+        v <= s_verdict;
+        raw_done <= 1'b0;
+        pay_done <= !s_verdict.has_stream;
+        desc_done <= 1'b0;
+      end
+    end
+    if (rst) active <= 1'b0;
+  end
+
+  axis_skid #(
+    .WIDTH(64 + 16)
+  ) desc_skid_inst (
+    .clk(clk),
+    .rst(rst),
+    .s_data({v.pay_len, v.dma_addr}),
+    .s_valid(en && active && !desc_done && v.action == ACT_PLACE),
+    .s_ready(desc_ready),
+    .m_data({m_dma_wr_desc_len, m_dma_wr_desc_addr}),
+    .m_valid(m_dma_wr_desc_valid),
+    .m_ready(m_dma_wr_desc_ready)
+  );
+
+  axis_skid #(
+    .WIDTH(DATA_WIDTH + KEEP_WIDTH + 1)
+  ) wr_skid_inst (
+    .clk(clk),
+    .rst(rst),
+    .s_data({s_pay_tlast, s_pay_tkeep, s_pay_tdata}),
+    .s_valid(pay_go && v.action == ACT_PLACE),
+    .s_ready(wr_ready),
+    .m_data({m_dma_wr_tlast, m_dma_wr_tkeep, m_dma_wr_tdata}),
+    .m_valid(m_dma_wr_tvalid),
+    .m_ready(m_dma_wr_tready)
+  );
+
+  axis_skid #(
+    .WIDTH(DATA_WIDTH + KEEP_WIDTH + 1)
+  ) exc_skid_inst (
+    .clk(clk),
+    .rst(rst),
+    .s_data({s_raw_tlast, s_raw_tkeep, s_raw_tdata}),
+    .s_valid(raw_go && v.action == ACT_EXC),
+    .s_ready(exc_ready),
+    .m_data({m_exc_tlast, m_exc_tkeep, m_exc_tdata}),
+    .m_valid(m_exc_tvalid),
+    .m_ready(m_exc_tready)
+  );
+
+  axis_skid #(
+    .WIDTH(EV_BYTES * 8)
+  ) ev_skid_inst (
+    .clk(clk),
+    .rst(rst),
+    .s_data(v.ev),
+    .s_valid(finish && v.ev_valid),
+    .s_ready(ev_ready),
+    .m_data(m_ev_data),
+    .m_valid(m_ev_valid),
+    .m_ready(m_ev_ready)
+  );
+
+  axis_skid #(
+    .WIDTH(ACKD_BYTES * 8)
+  ) ack_skid_inst (
+    .clk(clk),
+    .rst(rst),
+    .s_data(v.ackd),
+    .s_valid(finish && v.ack_valid),
+    .s_ready(ack_ready),
+    .m_data(m_ack_data),
+    .m_valid(m_ack_valid),
+    .m_ready(m_ack_ready)
+  );
+
+endmodule
+
+`resetall

@@ -1,0 +1,299 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
+//
+// fp_tx: the fast path's transmit side (docs/fastpath.md §2): the send
+// context table, the planner, the header builder, the emitter and the ICRC
+// inserter, joined by handshakes only.
+//
+//   s_txd (message descriptors) ─┐
+//   s_ackd (ACK descriptors) ────┴─ fp_tx_plan ── jobs ── fp_tx_hdr ── frame FIFO ─┐
+//                                     │  └── m_dma_rd_req (one per SGE piece)       │
+//   s_dma_rd (payload, packed) ──────────────────────────────────── fp_tx_emit ─────┘
+//                                                                       │
+//                                                    tx_icrc_insert ── m_axis (frames)
+//
+// The firmware writes the send contexts through the cfg port, one 32-bit
+// word of a 96-byte record at a time (word 4 = una_psn moves the window of a
+// message in progress); reads return the word one cycle later on cfg_rdata.
+// The planner's write-back of next_psn (word 3) and noack (word 6, with
+// max_pkts_per_ack as it read it) has priority: a firmware write waits a
+// cycle then (cfg_wr_ready low).
+//
+// DMA read interface: m_dma_rd_req_* asks for len bytes at addr (host
+// memory); the answers come back on s_dma_rd_* in request order, the pieces
+// of one packet (`last` marks the packet's final request) packed into one
+// stream from byte 0: full beats except the packet's last, tlast on it.
+
+`resetall
+`default_nettype none
+
+module fp_tx
+  import fp_pkg::*;
+#(
+    parameter int DATA_WIDTH = 64,
+    parameter int KEEP_WIDTH = DATA_WIDTH / 8,
+    parameter int NQP = 256,
+    parameter int QPN_W = $clog2(NQP)
+) (
+    input  wire logic                    clk,
+    input  wire logic                    rst,
+
+    input  wire logic [TXD_BYTES*8-1:0]  s_txd_data,
+    input  wire logic                    s_txd_valid,
+    output logic                         s_txd_ready,
+
+    input  wire logic [ACKD_BYTES*8-1:0] s_ackd_data,
+    input  wire logic                    s_ackd_valid,
+    output logic                         s_ackd_ready,
+
+    // send context table, firmware side
+    input  wire logic                    cfg_wr_valid,
+    output logic                         cfg_wr_ready,
+    input  wire logic [QPN_W-1:0]        cfg_wr_index,
+    input  wire logic [4:0]              cfg_wr_word,
+    input  wire logic [31:0]             cfg_wr_data,
+    input  wire logic                    cfg_rd_valid,
+    output logic                         cfg_rd_ready,
+    input  wire logic [QPN_W-1:0]        cfg_rd_index,
+    input  wire logic [4:0]              cfg_rd_word,
+    output logic [31:0]                  cfg_rdata,
+    output logic                         cfg_rdata_valid,
+
+    // DMA reads
+    output logic [63:0]                  m_dma_rd_req_addr,
+    output logic [15:0]                  m_dma_rd_req_len,
+    output logic                         m_dma_rd_req_last,
+    output logic                         m_dma_rd_req_valid,
+    input  wire logic                    m_dma_rd_req_ready,
+
+    input  wire logic [DATA_WIDTH-1:0]   s_dma_rd_tdata,
+    input  wire logic [KEEP_WIDTH-1:0]   s_dma_rd_tkeep,
+    input  wire logic                    s_dma_rd_tvalid,
+    output logic                         s_dma_rd_tready,
+    input  wire logic                    s_dma_rd_tlast,
+
+    // frames to the wire
+    output logic [DATA_WIDTH-1:0]        m_axis_tdata,
+    output logic [KEEP_WIDTH-1:0]        m_axis_tkeep,
+    output logic                         m_axis_tvalid,
+    input  wire logic                    m_axis_tready,
+    output logic                         m_axis_tlast,
+
+    output logic [31:0]                  bad_desc
+);
+
+  localparam int SC_WORDS = SCTX_BYTES / 4;
+  localparam int FRAME_DEPTH = 16;
+  localparam int HDR_STAGES = 6;
+  // room for a job: what is in the FIFO, in the builder, and one in the planner's hand
+  localparam int ROOM_MAX = FRAME_DEPTH - HDR_STAGES - 3;
+
+  // ------------------------------------------------- send context table
+  logic                     plan_rd_en;
+  logic [QPN_W-1:0]         plan_rd_addr;
+  logic [SCTX_BYTES*8-1:0]  ram_rd_data;
+  logic                     wb_en;
+  logic [QPN_W-1:0]         wb_addr;
+  logic [31:0]              wb_psn, wb_noack;
+  logic                     fw_wr, fw_rd;
+  logic [4:0]               rd_word_q;
+
+  assign cfg_wr_ready = !wb_en;
+  assign fw_wr = cfg_wr_valid && cfg_wr_ready;
+  assign cfg_rd_ready = !plan_rd_en;
+  assign fw_rd = cfg_rd_valid && cfg_rd_ready;
+
+  logic [SC_WORDS-1:0]      ram_we;
+  logic [QPN_W-1:0]         ram_wa;
+  logic [SCTX_BYTES*8-1:0]  ram_wd;
+
+  always_comb begin
+    ram_we = '0;
+    ram_wa = cfg_wr_index;
+    ram_wd = {SC_WORDS{cfg_wr_data}};
+    if (wb_en) begin
+      ram_we[SC_WORD_PSN] = 1'b1;
+      ram_we[SC_WORD_NOACK] = 1'b1;
+      ram_wa = wb_addr;
+      ram_wd[32*SC_WORD_PSN +: 32] = wb_psn;
+      ram_wd[32*SC_WORD_NOACK +: 32] = wb_noack;
+    end else if (fw_wr && 32'(cfg_wr_word) < SC_WORDS) begin
+      ram_we[cfg_wr_word] = 1'b1;
+    end
+  end
+
+  roce_ram #(
+    .WORDS(SC_WORDS),
+    .DEPTH(NQP)
+  ) sctx_ram_inst (
+    .clk(clk),
+    .wr_addr(ram_wa),
+    .wr_en(ram_we),
+    .wr_data(ram_wd),
+    .rd_addr(plan_rd_en ? plan_rd_addr : cfg_rd_index),
+    .rd_en(plan_rd_en || fw_rd),
+    .rd_data(ram_rd_data)
+  );
+
+  always_ff @(posedge clk) begin
+    cfg_rdata_valid <= fw_rd;
+    if (fw_rd) rd_word_q <= cfg_rd_word;
+    if (rst) cfg_rdata_valid <= 1'b0;
+  end
+  assign cfg_rdata = ram_rd_data[32*rd_word_q[4:0] +: 32];
+
+  // ------------------------------------------------------------ planner
+  fp_tx_job_t job;
+  logic       job_valid;
+  logic       job_room;
+  logic [63:0] rq_addr;
+  logic [15:0] rq_len;
+  logic        rq_last, rq_valid, rq_ready;
+
+  fp_tx_plan #(
+    .NQP(NQP)
+  ) plan_inst (
+    .clk(clk),
+    .rst(rst),
+    .s_txd_data(s_txd_data),
+    .s_txd_valid(s_txd_valid),
+    .s_txd_ready(s_txd_ready),
+    .s_ackd_data(s_ackd_data),
+    .s_ackd_valid(s_ackd_valid),
+    .s_ackd_ready(s_ackd_ready),
+    .ctx_rd_en(plan_rd_en),
+    .ctx_rd_addr(plan_rd_addr),
+    .ctx_rd_data(ram_rd_data),
+    .ctx_wb_en(wb_en),
+    .ctx_wb_addr(wb_addr),
+    .ctx_wb_psn(wb_psn),
+    .ctx_wb_noack(wb_noack),
+    .una_wr_en(fw_wr && !wb_en && cfg_wr_word == 5'(SC_WORD_UNA)),
+    .una_wr_addr(cfg_wr_index),
+    .una_wr_psn(cfg_wr_data[23:0]),
+    .m_job(job),
+    .m_job_valid(job_valid),
+    .job_room(job_room),
+    .m_rd_addr(rq_addr),
+    .m_rd_len(rq_len),
+    .m_rd_last(rq_last),
+    .m_rd_valid(rq_valid),
+    .m_rd_ready(rq_ready),
+    .bad_desc(bad_desc)
+  );
+
+  // DMA requests leave through a register slice
+  axis_skid #(
+    .WIDTH(64 + 16 + 1)
+  ) rd_req_skid_inst (
+    .clk(clk),
+    .rst(rst),
+    .s_data({rq_last, rq_len, rq_addr}),
+    .s_valid(rq_valid),
+    .s_ready(rq_ready),
+    .m_data({m_dma_rd_req_last, m_dma_rd_req_len, m_dma_rd_req_addr}),
+    .m_valid(m_dma_rd_req_valid),
+    .m_ready(m_dma_rd_req_ready)
+  );
+
+  // ------------------------------------------------- header builder, FIFO
+  fp_tx_frame_t hdr_frame;
+  logic         hdr_valid;
+
+  fp_tx_hdr hdr_inst (
+    .clk(clk),
+    .rst(rst),
+    .s_job(job),
+    .s_valid(job_valid),
+    .m_frame(hdr_frame),
+    .m_valid(hdr_valid)
+  );
+
+  localparam int FCNT_W = $clog2(FRAME_DEPTH + 1);
+  fp_tx_frame_t      fq_head;
+  logic              fq_pop;
+  logic [FCNT_W-1:0] fq_count;
+
+  roce_fifo #(
+    .WIDTH($bits(fp_tx_frame_t)),
+    .DEPTH(FRAME_DEPTH)
+  ) frame_fifo_inst (
+    .clk(clk),
+    .rst(rst),
+    .wr_data(hdr_frame),
+    .wr_en(hdr_valid),
+    .rd_data(fq_head),
+    .rd_en(fq_pop),
+    .count(fq_count)
+  );
+
+  // a register: the builder's jobs in flight are covered by the margin
+  always_ff @(posedge clk) begin
+    job_room <= fq_count <= FCNT_W'(ROOM_MAX) && !job_valid;
+    if (rst) job_room <= 1'b0;
+  end
+
+  // ----------------------------------------------------------- payload in
+  logic [DATA_WIDTH-1:0] pay_data;
+  logic [KEEP_WIDTH-1:0] pay_keep;
+  logic                  pay_valid, pay_ready, pay_last;
+
+  axis_skid #(
+    .WIDTH(DATA_WIDTH + KEEP_WIDTH + 1)
+  ) rd_data_skid_inst (
+    .clk(clk),
+    .rst(rst),
+    .s_data({s_dma_rd_tlast, s_dma_rd_tkeep, s_dma_rd_tdata}),
+    .s_valid(s_dma_rd_tvalid),
+    .s_ready(s_dma_rd_tready),
+    .m_data({pay_last, pay_keep, pay_data}),
+    .m_valid(pay_valid),
+    .m_ready(pay_ready)
+  );
+
+  // ------------------------------------------------------------ emitter
+  logic [DATA_WIDTH-1:0] e_data;
+  logic [KEEP_WIDTH-1:0] e_keep;
+  logic                  e_valid, e_ready, e_last;
+
+  fp_tx_emit #(
+    .DATA_WIDTH(DATA_WIDTH)
+  ) emit_inst (
+    .clk(clk),
+    .rst(rst),
+    .s_frame(fq_head),
+    .s_frame_valid(fq_count != '0),
+    .s_frame_pop(fq_pop),
+    .s_pay_tdata(pay_data),
+    .s_pay_tkeep(pay_keep),
+    .s_pay_tvalid(pay_valid),
+    .s_pay_tready(pay_ready),
+    .m_axis_tdata(e_data),
+    .m_axis_tkeep(e_keep),
+    .m_axis_tvalid(e_valid),
+    .m_axis_tready(e_ready),
+    .m_axis_tlast(e_last)
+  );
+
+  logic unused_pay_last;
+  assign unused_pay_last = pay_last;
+
+  tx_icrc_insert #(
+    .DATA_WIDTH(DATA_WIDTH)
+  ) icrc_insert_inst (
+    .clk(clk),
+    .rst(rst),
+    .s_axis_tdata(e_data),
+    .s_axis_tkeep(e_keep),
+    .s_axis_tvalid(e_valid),
+    .s_axis_tready(e_ready),
+    .s_axis_tlast(e_last),
+    .m_axis_tdata(m_axis_tdata),
+    .m_axis_tkeep(m_axis_tkeep),
+    .m_axis_tvalid(m_axis_tvalid),
+    .m_axis_tready(m_axis_tready),
+    .m_axis_tlast(m_axis_tlast)
+  );
+
+endmodule
+
+`resetall

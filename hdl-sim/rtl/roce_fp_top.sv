@@ -1,0 +1,247 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
+//
+// roce_fp_top: the RC fast path (docs/fastpath.md) at one bus width: fp_tx
+// and fp_rx, the receive side's ACK descriptors joined to the firmware's in
+// front of the segmenter, and the firmware's table port split by table (0
+// send contexts, 1 receive
+// contexts, 2 MR entries, 3 the port's addresses: words 0..1 MAC, 2..5 GID,
+// as little-endian records of the wire bytes). The Verilator top of roce-hdl-sim's fast-path
+// model; the SoC instantiates it the same way.
+
+`resetall
+`default_nettype none
+
+module roce_fp_top
+  import fp_pkg::*;
+#(
+    parameter int DATA_WIDTH = 64,
+    parameter int KEEP_WIDTH = DATA_WIDTH / 8,
+    parameter int NQP = 256,
+    parameter int NMR = 256
+) (
+    input  wire logic                    clk,
+    input  wire logic                    rst,
+
+    // the wire
+    input  wire logic [DATA_WIDTH-1:0]   rx_s_axis_tdata,
+    input  wire logic [KEEP_WIDTH-1:0]   rx_s_axis_tkeep,
+    input  wire logic                    rx_s_axis_tvalid,
+    output logic                         rx_s_axis_tready,
+    input  wire logic                    rx_s_axis_tlast,
+
+    output logic [DATA_WIDTH-1:0]        tx_m_axis_tdata,
+    output logic [KEEP_WIDTH-1:0]        tx_m_axis_tkeep,
+    output logic                         tx_m_axis_tvalid,
+    input  wire logic                    tx_m_axis_tready,
+    output logic                         tx_m_axis_tlast,
+
+    // firmware: descriptors
+    input  wire logic [TXD_BYTES*8-1:0]  txd_data,
+    input  wire logic                    txd_valid,
+    output logic                         txd_ready,
+    input  wire logic [ACKD_BYTES*8-1:0] ackd_data,
+    input  wire logic                    ackd_valid,
+    output logic                         ackd_ready,
+
+    // firmware: tables
+    input  wire logic                    cfg_wr_valid,
+    output logic                         cfg_wr_ready,
+    input  wire logic [1:0]              cfg_wr_table,
+    input  wire logic [23:0]             cfg_wr_index,
+    input  wire logic [4:0]              cfg_wr_word,
+    input  wire logic [31:0]             cfg_wr_data,
+    input  wire logic                    cfg_rd_valid,
+    output logic                         cfg_rd_ready,
+    input  wire logic [1:0]              cfg_rd_table,
+    input  wire logic [23:0]             cfg_rd_index,
+    input  wire logic [4:0]              cfg_rd_word,
+    output logic [31:0]                  cfg_rdata,
+    output logic                         cfg_rdata_valid,
+
+    // firmware: events and exception frames
+    output logic [EV_BYTES*8-1:0]        ev_data,
+    output logic                         ev_valid,
+    input  wire logic                    ev_ready,
+
+    output logic [DATA_WIDTH-1:0]        exc_tdata,
+    output logic [KEEP_WIDTH-1:0]        exc_tkeep,
+    output logic                         exc_tvalid,
+    input  wire logic                    exc_tready,
+    output logic                         exc_tlast,
+
+    // host memory: DMA reads (TX payload) and writes (RX placement)
+    output logic [63:0]                  dma_rd_req_addr,
+    output logic [15:0]                  dma_rd_req_len,
+    output logic                         dma_rd_req_last,
+    output logic                         dma_rd_req_valid,
+    input  wire logic                    dma_rd_req_ready,
+
+    input  wire logic [DATA_WIDTH-1:0]   dma_rd_tdata,
+    input  wire logic [KEEP_WIDTH-1:0]   dma_rd_tkeep,
+    input  wire logic                    dma_rd_tvalid,
+    output logic                         dma_rd_tready,
+    input  wire logic                    dma_rd_tlast,
+
+    output logic [63:0]                  dma_wr_desc_addr,
+    output logic [15:0]                  dma_wr_desc_len,
+    output logic                         dma_wr_desc_valid,
+    input  wire logic                    dma_wr_desc_ready,
+
+    output logic [DATA_WIDTH-1:0]        dma_wr_tdata,
+    output logic [KEEP_WIDTH-1:0]        dma_wr_tkeep,
+    output logic                         dma_wr_tvalid,
+    input  wire logic                    dma_wr_tready,
+    output logic                         dma_wr_tlast,
+
+    // counters
+    output logic [31:0]                  tx_bad_desc,
+    output logic [31:0]                  rx_drops
+);
+
+  localparam int QPN_W = $clog2(NQP);
+
+  // ------------------------------------------------- ACKs into the segmenter
+  logic [ACKD_BYTES*8-1:0] rx_ack;
+  logic                    rx_ack_valid, rx_ack_ready;
+  logic [ACKD_BYTES*8-1:0] ack_in;
+  logic                    ack_in_valid, ack_in_ready, ack_skid_ready;
+
+  // the receive side's ACKs first; the firmware's when there is none
+  assign rx_ack_ready = ack_skid_ready;
+  assign ackd_ready = ack_skid_ready && !rx_ack_valid;
+
+  axis_skid #(
+    .WIDTH(ACKD_BYTES * 8)
+  ) ack_skid_inst (
+    .clk(clk),
+    .rst(rst),
+    .s_data(rx_ack_valid ? rx_ack : ackd_data),
+    .s_valid(rx_ack_valid || ackd_valid),
+    .s_ready(ack_skid_ready),
+    .m_data(ack_in),
+    .m_valid(ack_in_valid),
+    .m_ready(ack_in_ready)
+  );
+
+  // -------------------------------------------------------------- tables
+  logic tx_wr_ready, rx_wr_ready, tx_rd_ready, rx_rd_ready;
+  logic [31:0] tx_rdata, rx_rdata;
+  logic tx_rdata_valid, rx_rdata_valid;
+  logic wr_tx, rd_tx, wr_port, rd_port;
+  assign wr_tx = cfg_wr_table == 2'd0;
+  assign rd_tx = cfg_rd_table == 2'd0;
+  assign wr_port = cfg_wr_table == 2'd3;
+  assign rd_port = cfg_rd_table == 2'd3;
+  assign cfg_wr_ready = wr_port || (wr_tx ? tx_wr_ready : rx_wr_ready);
+  assign cfg_rd_ready = rd_port || (rd_tx ? tx_rd_ready : rx_rd_ready);
+
+  // the port's addresses (table 3): words 0..1 the MAC (bytes 0..5), 2..5 the GID
+  logic [255:0] port_rec;
+  logic [31:0]  port_rdata;
+  logic         port_rdata_valid;
+  always_ff @(posedge clk) begin
+    if (cfg_wr_valid && wr_port) port_rec[32*cfg_wr_word[2:0] +: 32] <= cfg_wr_data;
+    port_rdata_valid <= cfg_rd_valid && rd_port;
+    port_rdata <= port_rec[32*cfg_rd_word[2:0] +: 32];
+    if (rst) port_rdata_valid <= 1'b0;
+  end
+  assign cfg_rdata = tx_rdata_valid ? tx_rdata : port_rdata_valid ? port_rdata : rx_rdata;
+  assign cfg_rdata_valid = tx_rdata_valid || rx_rdata_valid || port_rdata_valid;
+
+  // ----------------------------------------------------------------- TX
+
+  fp_tx #(
+    .DATA_WIDTH(DATA_WIDTH),
+    .NQP(NQP)
+  ) tx_inst (
+    .clk(clk),
+    .rst(rst),
+    .s_txd_data(txd_data),
+    .s_txd_valid(txd_valid),
+    .s_txd_ready(txd_ready),
+    .s_ackd_data(ack_in),
+    .s_ackd_valid(ack_in_valid),
+    .s_ackd_ready(ack_in_ready),
+    .cfg_wr_valid(cfg_wr_valid && wr_tx),
+    .cfg_wr_ready(tx_wr_ready),
+    .cfg_wr_index(cfg_wr_index[QPN_W-1:0]),
+    .cfg_wr_word(cfg_wr_word),
+    .cfg_wr_data(cfg_wr_data),
+    .cfg_rd_valid(cfg_rd_valid && rd_tx),
+    .cfg_rd_ready(tx_rd_ready),
+    .cfg_rd_index(cfg_rd_index[QPN_W-1:0]),
+    .cfg_rd_word(cfg_rd_word),
+    .cfg_rdata(tx_rdata),
+    .cfg_rdata_valid(tx_rdata_valid),
+    .m_dma_rd_req_addr(dma_rd_req_addr),
+    .m_dma_rd_req_len(dma_rd_req_len),
+    .m_dma_rd_req_last(dma_rd_req_last),
+    .m_dma_rd_req_valid(dma_rd_req_valid),
+    .m_dma_rd_req_ready(dma_rd_req_ready),
+    .s_dma_rd_tdata(dma_rd_tdata),
+    .s_dma_rd_tkeep(dma_rd_tkeep),
+    .s_dma_rd_tvalid(dma_rd_tvalid),
+    .s_dma_rd_tready(dma_rd_tready),
+    .s_dma_rd_tlast(dma_rd_tlast),
+    .m_axis_tdata(tx_m_axis_tdata),
+    .m_axis_tkeep(tx_m_axis_tkeep),
+    .m_axis_tvalid(tx_m_axis_tvalid),
+    .m_axis_tready(tx_m_axis_tready),
+    .m_axis_tlast(tx_m_axis_tlast),
+    .bad_desc(tx_bad_desc)
+  );
+
+  // ----------------------------------------------------------------- RX
+  fp_rx #(
+    .DATA_WIDTH(DATA_WIDTH),
+    .NQP(NQP),
+    .NMR(NMR)
+  ) rx_inst (
+    .clk(clk),
+    .rst(rst),
+    .s_axis_tdata(rx_s_axis_tdata),
+    .s_axis_tkeep(rx_s_axis_tkeep),
+    .s_axis_tvalid(rx_s_axis_tvalid),
+    .s_axis_tready(rx_s_axis_tready),
+    .s_axis_tlast(rx_s_axis_tlast),
+    .port_mac(port_rec[47:0]),
+    .port_gid(port_rec[64 +: 128]),
+    .cfg_wr_valid(cfg_wr_valid && !wr_tx && !wr_port),
+    .cfg_wr_ready(rx_wr_ready),
+    .cfg_wr_table(cfg_wr_table == 2'd2),
+    .cfg_wr_index(cfg_wr_index),
+    .cfg_wr_word(cfg_wr_word),
+    .cfg_wr_data(cfg_wr_data),
+    .cfg_rd_valid(cfg_rd_valid && !rd_tx && !rd_port),
+    .cfg_rd_ready(rx_rd_ready),
+    .cfg_rd_table(cfg_rd_table == 2'd2),
+    .cfg_rd_index(cfg_rd_index),
+    .cfg_rd_word(cfg_rd_word),
+    .cfg_rdata(rx_rdata),
+    .cfg_rdata_valid(rx_rdata_valid),
+    .m_dma_wr_desc_addr(dma_wr_desc_addr),
+    .m_dma_wr_desc_len(dma_wr_desc_len),
+    .m_dma_wr_desc_valid(dma_wr_desc_valid),
+    .m_dma_wr_desc_ready(dma_wr_desc_ready),
+    .m_dma_wr_tdata(dma_wr_tdata),
+    .m_dma_wr_tkeep(dma_wr_tkeep),
+    .m_dma_wr_tvalid(dma_wr_tvalid),
+    .m_dma_wr_tready(dma_wr_tready),
+    .m_dma_wr_tlast(dma_wr_tlast),
+    .m_exc_tdata(exc_tdata),
+    .m_exc_tkeep(exc_tkeep),
+    .m_exc_tvalid(exc_tvalid),
+    .m_exc_tready(exc_tready),
+    .m_exc_tlast(exc_tlast),
+    .m_ev_data(ev_data),
+    .m_ev_valid(ev_valid),
+    .m_ev_ready(ev_ready),
+    .m_ack_data(rx_ack),
+    .m_ack_valid(rx_ack_valid),
+    .m_ack_ready(rx_ack_ready),
+    .drops(rx_drops)
+  );
+
+endmodule
+
+`resetall

@@ -1,0 +1,587 @@
+//! Cycle-level driver of the Verilated RC fast path (`rtl/roce_fp_top.sv`,
+//! `docs/fastpath.md`): the firmware's side (table writes and reads, TX and ACK
+//! descriptors, events and exception frames), the wire (frames in and out) and a DMA
+//! engine over any [`Dma`] memory (payload reads for TX, placement writes for RX).
+//!
+//! The DMA engine here answers a read request at once from memory and hands the
+//! packet's bytes back packed into beats once the packet's last request is in (the
+//! interface of `fp_tx.sv`); writes land in memory when their last beat arrives, and
+//! are logged in order.
+
+use std::collections::VecDeque;
+use std::fmt;
+use std::path::Path;
+
+use roce_core::memory::Dma;
+
+use crate::sim::{Beat, DataWidth, Rng, Shaping, SimError, Timed};
+
+/// The fast path's tables, as the firmware's port numbers them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Table {
+    /// Send contexts, 96 bytes each, by QPN.
+    SendCtx = 0,
+    /// Receive contexts, 64 bytes each, by QPN.
+    RecvCtx = 1,
+    /// MR entries, 32 bytes each, by key >> 8.
+    Mr = 2,
+    /// The port's addresses (index 0): bytes 0..5 the MAC, 8..23 the GID.
+    Port = 3,
+}
+
+/// Cycle numbers of transfers, for line-rate and latency checks.
+#[derive(Clone, Debug, Default)]
+pub struct FpTimeline {
+    /// Wire input beats accepted: (cycle, last).
+    pub rx_in: Vec<(u64, bool)>,
+    /// Cycles where the wire input offered a beat that was not taken.
+    pub rx_in_stalls: Vec<u64>,
+    /// Wire output beats: (cycle, last).
+    pub tx_out: Vec<(u64, bool)>,
+    /// DMA write beats: (cycle, last).
+    pub dma_wr: Vec<(u64, bool)>,
+    /// DMA read data beats taken: (cycle, last).
+    pub dma_rd: Vec<(u64, bool)>,
+    /// TX descriptors taken.
+    pub txd: Vec<u64>,
+}
+
+#[cfg(not(roce_rtl_unavailable))]
+type Inner = cxx::UniquePtr<crate::ffi::bridge::FpModel>;
+#[cfg(roce_rtl_unavailable)]
+type Inner = core::convert::Infallible;
+
+/// The Verilated fast path with its input queues, output collectors and DMA engine.
+pub struct FpSim {
+    inner: Inner,
+    width: DataWidth,
+    shaping: Shaping,
+    rng: Rng,
+    cycle: u64,
+    rx_in: VecDeque<Beat>,
+    rx_presenting: bool,
+    txd: VecDeque<[u8; 96]>,
+    ackd: VecDeque<[u8; 16]>,
+    cfg_wr: VecDeque<(Table, u32, u8, u32)>,
+    cfg_rd: VecDeque<(Table, u32, u8)>,
+    rd_results: VecDeque<u32>,
+    // DMA
+    rd_gather: Vec<u8>,
+    rd_beats: VecDeque<Beat>,
+    rd_presenting: bool,
+    wr_desc: VecDeque<(u64, u16)>,
+    wr_cur: Vec<u8>,
+    wr_data: VecDeque<Vec<u8>>,
+    dma_writes: Vec<(u64, Vec<u8>)>,
+    dma_fault: Option<String>,
+    // outputs
+    tx_cur: Vec<u8>,
+    tx_frames: VecDeque<Timed<Vec<u8>>>,
+    exc_cur: Vec<u8>,
+    exc_frames: VecDeque<Timed<Vec<u8>>>,
+    events: VecDeque<Timed<[u8; 64]>>,
+    bad_desc: u32,
+    rx_drops: u32,
+    last_activity: u64,
+    timeline: Option<FpTimeline>,
+}
+
+impl fmt::Debug for FpSim {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FpSim")
+            .field("width", &self.width)
+            .field("cycle", &self.cycle)
+            .finish()
+    }
+}
+
+fn words(bytes: &[u8]) -> impl Iterator<Item = u32> + '_ {
+    bytes.chunks(4).map(|c| {
+        let mut w = [0u8; 4];
+        w[..c.len()].copy_from_slice(c);
+        u32::from_le_bytes(w)
+    })
+}
+
+fn le_words<const N: usize>(bytes: &[u8]) -> [u64; N] {
+    let mut out = [0u64; N];
+    for (i, &b) in bytes.iter().enumerate() {
+        out[i / 8] |= u64::from(b) << (8 * (i % 8));
+    }
+    out
+}
+
+impl FpSim {
+    /// A model of `width`, reset, at line rate.
+    pub fn new(width: DataWidth) -> Result<FpSim, SimError> {
+        FpSim::build(width, false)
+    }
+
+    /// Like [`FpSim::new`], writing an FST waveform of every cycle to `path`.
+    pub fn with_trace(width: DataWidth, path: &Path) -> Result<FpSim, SimError> {
+        let mut s = FpSim::build(width, true)?;
+        s.open_trace(path)?;
+        s.reset();
+        Ok(s)
+    }
+
+    #[cfg(not(roce_rtl_unavailable))]
+    fn build(width: DataWidth, trace: bool) -> Result<FpSim, SimError> {
+        let inner = crate::ffi::bridge::new_fp_model(width.bits(), trace)
+            .map_err(|e| SimError::Model(e.to_string()))?;
+        let mut s = FpSim::with_inner(inner, width);
+        s.reset();
+        Ok(s)
+    }
+
+    #[cfg(roce_rtl_unavailable)]
+    fn build(_width: DataWidth, _trace: bool) -> Result<FpSim, SimError> {
+        Err(SimError::Unavailable)
+    }
+
+    fn with_inner(inner: Inner, width: DataWidth) -> FpSim {
+        FpSim {
+            inner,
+            width,
+            shaping: Shaping::LINE_RATE,
+            rng: Rng::new(1),
+            cycle: 0,
+            rx_in: VecDeque::new(),
+            rx_presenting: false,
+            txd: VecDeque::new(),
+            ackd: VecDeque::new(),
+            cfg_wr: VecDeque::new(),
+            cfg_rd: VecDeque::new(),
+            rd_results: VecDeque::new(),
+            rd_gather: Vec::new(),
+            rd_beats: VecDeque::new(),
+            rd_presenting: false,
+            wr_desc: VecDeque::new(),
+            wr_cur: Vec::new(),
+            wr_data: VecDeque::new(),
+            dma_writes: Vec::new(),
+            dma_fault: None,
+            tx_cur: Vec::new(),
+            tx_frames: VecDeque::new(),
+            exc_cur: Vec::new(),
+            exc_frames: VecDeque::new(),
+            events: VecDeque::new(),
+            bad_desc: 0,
+            rx_drops: 0,
+            last_activity: 0,
+            timeline: None,
+        }
+    }
+
+    pub fn width(&self) -> DataWidth {
+        self.width
+    }
+
+    /// Clock cycles since reset.
+    pub fn cycle(&self) -> u64 {
+        self.cycle
+    }
+
+    /// Random idle cycles (wire input, DMA read data) and back-pressure (every output).
+    pub fn set_shaping(&mut self, shaping: Shaping) {
+        self.shaping = shaping;
+        self.rng = Rng::new(shaping.seed);
+    }
+
+    /// Start recording transfer cycles.
+    pub fn record_timeline(&mut self) {
+        self.timeline = Some(FpTimeline::default());
+    }
+
+    /// The recorded transfers.
+    pub fn take_timeline(&mut self) -> FpTimeline {
+        self.timeline.take().unwrap_or_default()
+    }
+
+    /// Holds reset for 4 cycles and drops everything queued or collected (the tables
+    /// keep their contents, as block RAM does).
+    pub fn reset(&mut self) {
+        self.model_reset(4);
+        self.cycle = 0;
+        self.last_activity = 0;
+        self.rx_in.clear();
+        self.rx_presenting = false;
+        self.txd.clear();
+        self.ackd.clear();
+        self.cfg_wr.clear();
+        self.cfg_rd.clear();
+        self.rd_results.clear();
+        self.rd_gather.clear();
+        self.rd_beats.clear();
+        self.rd_presenting = false;
+        self.wr_desc.clear();
+        self.wr_cur.clear();
+        self.wr_data.clear();
+        self.dma_writes.clear();
+        self.dma_fault = None;
+        self.tx_cur.clear();
+        self.tx_frames.clear();
+        self.exc_cur.clear();
+        self.exc_frames.clear();
+        self.events.clear();
+    }
+
+    /// Queues a firmware write of a whole record (`bytes`, a multiple of 4 long).
+    pub fn write_record(&mut self, table: Table, index: u32, bytes: &[u8]) {
+        for (w, d) in words(bytes).enumerate() {
+            self.cfg_wr.push_back((table, index, w as u8, d));
+        }
+    }
+
+    /// Queues a firmware write of one 32-bit word of a record.
+    pub fn write_word(&mut self, table: Table, index: u32, word: u8, data: u32) {
+        self.cfg_wr.push_back((table, index, word, data));
+    }
+
+    /// Reads `len` bytes of a record (after the writes queued before), clocking the model.
+    pub fn read_record(
+        &mut self,
+        table: Table,
+        index: u32,
+        len: usize,
+        mem: &mut dyn Dma,
+    ) -> Result<Vec<u8>, SimError> {
+        let n = len.div_ceil(4);
+        for w in 0..n {
+            self.cfg_rd.push_back((table, index, w as u8));
+        }
+        let start = self.cycle;
+        while self.rd_results.len() < n {
+            if self.cycle - start > 10_000 {
+                return Err(SimError::Timeout {
+                    cycles: 10_000,
+                    waiting_for: "table read",
+                });
+            }
+            self.tick(mem);
+        }
+        let mut out: Vec<u8> = self
+            .rd_results
+            .drain(..)
+            .flat_map(u32::to_le_bytes)
+            .collect();
+        out.truncate(len);
+        Ok(out)
+    }
+
+    /// Queues a TX message descriptor.
+    pub fn push_txd(&mut self, d: &[u8; 96]) {
+        self.txd.push_back(*d);
+    }
+
+    /// Queues an ACK descriptor.
+    pub fn push_ackd(&mut self, d: &[u8; 16]) {
+        self.ackd.push_back(*d);
+    }
+
+    /// Queues a frame on the wire input.
+    pub fn push_rx_frame(&mut self, frame: &[u8]) {
+        self.rx_in.extend(Beat::split(frame, self.width));
+    }
+
+    /// The next frame the fast path sent (with ICRC), with the cycle of its last beat.
+    pub fn pop_tx_frame(&mut self) -> Option<Timed<Vec<u8>>> {
+        self.tx_frames.pop_front()
+    }
+
+    /// The next event.
+    pub fn pop_event(&mut self) -> Option<Timed<[u8; 64]>> {
+        self.events.pop_front()
+    }
+
+    /// The next frame handed to the firmware (an EXCEPTION's).
+    pub fn pop_exc_frame(&mut self) -> Option<Timed<Vec<u8>>> {
+        self.exc_frames.pop_front()
+    }
+
+    /// The DMA writes so far (address, bytes), in order, and forgets them.
+    pub fn take_dma_writes(&mut self) -> Vec<(u64, Vec<u8>)> {
+        std::mem::take(&mut self.dma_writes)
+    }
+
+    /// TX descriptors dropped (context not valid, SGEs shorter than the message).
+    pub fn bad_desc(&self) -> u32 {
+        self.bad_desc
+    }
+
+    /// Frames the parser rejected.
+    pub fn rx_drops(&self) -> u32 {
+        self.rx_drops
+    }
+
+    /// Nothing queued at any input and no transfer for `quiet` cycles.
+    pub fn idle(&self, quiet: u64) -> bool {
+        self.rx_in.is_empty()
+            && self.txd.is_empty()
+            && self.ackd.is_empty()
+            && self.cfg_wr.is_empty()
+            && self.cfg_rd.is_empty()
+            && self.rd_beats.is_empty()
+            && self.cycle - self.last_activity >= quiet
+    }
+
+    /// Clocks until [`FpSim::idle`] (200 quiet cycles), at most `max` cycles.
+    pub fn run_until_idle(&mut self, mem: &mut dyn Dma, max: u64) -> Result<(), SimError> {
+        let start = self.cycle;
+        while !self.idle(200) {
+            if self.cycle - start >= max {
+                return Err(SimError::Timeout {
+                    cycles: max,
+                    waiting_for: "the fast path to go idle",
+                });
+            }
+            self.tick(mem);
+        }
+        match self.dma_fault.take() {
+            Some(f) => Err(SimError::Model(f)),
+            None => Ok(()),
+        }
+    }
+
+    #[cfg(roce_rtl_unavailable)]
+    fn model_reset(&mut self, _cycles: u32) {
+        match self.inner {}
+    }
+
+    #[cfg(not(roce_rtl_unavailable))]
+    fn model_reset(&mut self, cycles: u32) {
+        self.inner.pin_mut().reset(cycles);
+    }
+
+    #[cfg(not(roce_rtl_unavailable))]
+    fn open_trace(&mut self, path: &Path) -> Result<(), SimError> {
+        let p = path
+            .to_str()
+            .ok_or_else(|| SimError::Model("trace path is not UTF-8".into()))?;
+        self.inner
+            .pin_mut()
+            .open_trace(p)
+            .map_err(|e| SimError::Model(e.to_string()))
+    }
+
+    #[cfg(roce_rtl_unavailable)]
+    fn open_trace(&mut self, _path: &Path) -> Result<(), SimError> {
+        match self.inner {}
+    }
+
+    /// Flushes and closes the waveform.
+    #[cfg(not(roce_rtl_unavailable))]
+    pub fn close_trace(&mut self) {
+        self.inner.pin_mut().close_trace();
+    }
+
+    /// Flushes and closes the waveform.
+    #[cfg(roce_rtl_unavailable)]
+    pub fn close_trace(&mut self) {
+        match self.inner {}
+    }
+
+    /// One clock cycle; `mem` is the host memory the DMA reads and writes.
+    #[cfg(roce_rtl_unavailable)]
+    pub fn tick(&mut self, _mem: &mut dyn Dma) {
+        match self.inner {}
+    }
+
+    /// One clock cycle; `mem` is the host memory the DMA reads and writes.
+    #[cfg(not(roce_rtl_unavailable))]
+    pub fn tick(&mut self, mem: &mut dyn Dma) {
+        use crate::ffi::bridge::{AxisIn, FpIn, FpOut};
+
+        let sh = self.shaping;
+        if !self.rx_presenting && !self.rx_in.is_empty() && !self.rng.chance(sh.idle) {
+            self.rx_presenting = true;
+        }
+        if !self.rd_presenting && !self.rd_beats.is_empty() && !self.rng.chance(sh.idle) {
+            self.rd_presenting = true;
+        }
+        let axis = |b: Option<&Beat>| match b {
+            Some(b) => AxisIn {
+                data: b.data,
+                keep: b.keep,
+                valid: true,
+                last: b.last,
+            },
+            None => AxisIn::default(),
+        };
+        let mut input = FpIn {
+            rx: axis(self.rx_in.front().filter(|_| self.rx_presenting)),
+            tx_out_ready: !self.rng.chance(sh.backpressure),
+            ev_ready: !self.rng.chance(sh.backpressure),
+            exc_ready: !self.rng.chance(sh.backpressure),
+            dma_rd_req_ready: !self.rng.chance(sh.backpressure),
+            dma_rd: axis(self.rd_beats.front().filter(|_| self.rd_presenting)),
+            dma_wr_desc_ready: !self.rng.chance(sh.backpressure),
+            dma_wr_ready: !self.rng.chance(sh.backpressure),
+            ..FpIn::default()
+        };
+        if let Some(d) = self.txd.front() {
+            input.txd = le_words(d);
+            input.txd_valid = true;
+        }
+        if let Some(d) = self.ackd.front() {
+            input.ackd = le_words(d);
+            input.ackd_valid = true;
+        }
+        if let Some(&(t, i, w, d)) = self.cfg_wr.front() {
+            (
+                input.cfg_wr_table,
+                input.cfg_wr_index,
+                input.cfg_wr_word,
+                input.cfg_wr_data,
+            ) = (t as u8, i, w, d);
+            input.cfg_wr_valid = true;
+        } else if let Some(&(t, i, w)) = self.cfg_rd.front() {
+            // reads after every queued write
+            (input.cfg_rd_table, input.cfg_rd_index, input.cfg_rd_word) = (t as u8, i, w);
+            input.cfg_rd_valid = true;
+        }
+        let mut out = FpOut::default();
+        self.inner.pin_mut().cycle(&input, &mut out);
+        let cyc = self.cycle;
+        self.cycle += 1;
+        let mut active = false;
+
+        if input.rx.valid {
+            if out.rx_in_ready {
+                self.rx_in.pop_front();
+                self.rx_presenting = false;
+                active = true;
+                if let Some(t) = &mut self.timeline {
+                    t.rx_in.push((cyc, input.rx.last));
+                }
+            } else if let Some(t) = &mut self.timeline {
+                t.rx_in_stalls.push(cyc);
+            }
+        }
+        if input.txd_valid && out.txd_ready {
+            self.txd.pop_front();
+            active = true;
+            if let Some(t) = &mut self.timeline {
+                t.txd.push(cyc);
+            }
+        }
+        if input.ackd_valid && out.ackd_ready {
+            self.ackd.pop_front();
+            active = true;
+        }
+        if input.cfg_wr_valid && out.cfg_wr_ready {
+            self.cfg_wr.pop_front();
+            active = true;
+        }
+        if input.cfg_rd_valid && out.cfg_rd_ready {
+            self.cfg_rd.pop_front();
+            active = true;
+        }
+        if out.cfg_rdata_valid {
+            self.rd_results.push_back(out.cfg_rdata);
+        }
+        if out.tx_out.valid && input.tx_out_ready {
+            active = true;
+            let b = Beat {
+                data: out.tx_out.data,
+                keep: out.tx_out.keep,
+                last: out.tx_out.last,
+            };
+            self.tx_cur.extend(b.bytes());
+            if let Some(t) = &mut self.timeline {
+                t.tx_out.push((cyc, b.last));
+            }
+            if b.last {
+                let value = std::mem::take(&mut self.tx_cur);
+                self.tx_frames.push_back(Timed { cycle: cyc, value });
+            }
+        }
+        if out.ev_valid && input.ev_ready {
+            active = true;
+            let mut e = [0u8; 64];
+            for (i, b) in e.iter_mut().enumerate() {
+                *b = (out.ev[i / 8] >> (8 * (i % 8))) as u8;
+            }
+            self.events.push_back(Timed {
+                cycle: cyc,
+                value: e,
+            });
+        }
+        if out.exc.valid && input.exc_ready {
+            active = true;
+            let b = Beat {
+                data: out.exc.data,
+                keep: out.exc.keep,
+                last: out.exc.last,
+            };
+            self.exc_cur.extend(b.bytes());
+            if b.last {
+                let value = std::mem::take(&mut self.exc_cur);
+                self.exc_frames.push_back(Timed { cycle: cyc, value });
+            }
+        }
+        // DMA reads: the request's bytes now; the packet's beats once its last request is in
+        if out.dma_rd_req_valid && input.dma_rd_req_ready {
+            active = true;
+            let at = self.rd_gather.len();
+            self.rd_gather
+                .resize(at + usize::from(out.dma_rd_req_len), 0);
+            if let Err(e) = mem.read(out.dma_rd_req_addr, &mut self.rd_gather[at..]) {
+                self.dma_fault.get_or_insert(format!("DMA read: {e}"));
+            }
+            if out.dma_rd_req_last {
+                let bytes = std::mem::take(&mut self.rd_gather);
+                self.rd_beats.extend(Beat::split(&bytes, self.width));
+            }
+        }
+        if input.dma_rd.valid && out.dma_rd_in_ready {
+            active = true;
+            self.rd_beats.pop_front();
+            self.rd_presenting = false;
+            if let Some(t) = &mut self.timeline {
+                t.dma_rd.push((cyc, input.dma_rd.last));
+            }
+        }
+        if out.dma_wr_desc_valid && input.dma_wr_desc_ready {
+            active = true;
+            self.wr_desc
+                .push_back((out.dma_wr_desc_addr, out.dma_wr_desc_len));
+        }
+        if out.dma_wr.valid && input.dma_wr_ready {
+            active = true;
+            let b = Beat {
+                data: out.dma_wr.data,
+                keep: out.dma_wr.keep,
+                last: out.dma_wr.last,
+            };
+            self.wr_cur.extend(b.bytes());
+            if let Some(t) = &mut self.timeline {
+                t.dma_wr.push((cyc, b.last));
+            }
+            if b.last {
+                let data = std::mem::take(&mut self.wr_cur);
+                self.wr_data.push_back(data);
+            }
+        }
+        // a write lands once its descriptor and all its data are in (the engine
+        // buffers whichever comes first)
+        while !self.wr_desc.is_empty() && !self.wr_data.is_empty() {
+            let (addr, len) = self.wr_desc.pop_front().unwrap_or_default();
+            let data = self.wr_data.pop_front().unwrap_or_default();
+            if usize::from(len) != data.len() {
+                self.dma_fault.get_or_insert(format!(
+                    "DMA write of {} bytes with a descriptor of {len} at {addr:#x}",
+                    data.len()
+                ));
+            } else if let Err(e) = mem.write(addr, &data) {
+                self.dma_fault.get_or_insert(format!("DMA write: {e}"));
+            }
+            self.dma_writes.push((addr, data));
+        }
+        self.bad_desc = out.tx_bad_desc;
+        self.rx_drops = out.rx_drops;
+        if active {
+            self.last_activity = self.cycle;
+        }
+    }
+}

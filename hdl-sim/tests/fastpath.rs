@@ -1,0 +1,1383 @@
+//! The RC fast path in RTL (`rtl/roce_fp_top.sv`) against its software model,
+//! `roce_core::fastpath` (which `core/tests/fastpath.rs` holds to the engine): random
+//! contexts, descriptors and packet streams on several QPs must give the same frames
+//! byte for byte, the same DMA writes, the same events and the same contexts, at 64
+//! and 512 bits.
+
+mod common;
+
+use std::cell::RefCell;
+use std::net::{Ipv4Addr, Ipv6Addr};
+
+use proptest::prelude::*;
+use proptest::test_runner::{Config, TestRunner};
+use roce_core::fastpath::layout;
+use roce_core::fastpath::{
+    self, AckDesc, Event, Exception, Inflight, MrEntry, MrTable, MsgOp, PortAddr, RecvCtx, RxCur,
+    SendCtx, TxError, TxMsg,
+};
+use roce_core::memory::{AccessFlags, Dma, DmaError, MemoryTable, Pd};
+use roce_core::num::{Lkey, Msn, Psn, Qpn, Rkey};
+use roce_core::transport::{Mtu, Sge};
+use roce_core::wire::aeth::Syndrome;
+use roce_core::wire::ethernet::{EthernetRepr, MacAddr, VlanRepr};
+use roce_core::wire::ipv4::Ipv4Repr;
+use roce_core::wire::ipv6::Ipv6Repr;
+use roce_core::wire::udp::{UdpRepr, ROCEV2_PORT};
+use roce_core::wire::{self, HeaderTemplate, L3Repr};
+use roce_hdl_sim::{rtl_available, DataWidth, FpSim, Shaping, Table};
+
+/// Host memory: one flat range.
+#[derive(Clone)]
+struct HostMem {
+    base: u64,
+    bytes: Vec<u8>,
+}
+
+impl HostMem {
+    fn new(base: u64, len: usize, seed: u8) -> Self {
+        let bytes = (0..len)
+            .map(|i| (i as u8).wrapping_mul(31) ^ seed)
+            .collect();
+        Self { base, bytes }
+    }
+    fn range(&self, addr: u64, len: usize) -> Result<std::ops::Range<usize>, DmaError> {
+        let err = DmaError { addr, len };
+        let off = usize::try_from(addr.checked_sub(self.base).ok_or(err)?).map_err(|_| err)?;
+        let end = off.checked_add(len).ok_or(err)?;
+        (end <= self.bytes.len()).then_some(off..end).ok_or(err)
+    }
+}
+
+impl Dma for HostMem {
+    fn read(&mut self, addr: u64, buf: &mut [u8]) -> Result<(), DmaError> {
+        let r = self.range(addr, buf.len())?;
+        buf.copy_from_slice(&self.bytes[r]);
+        Ok(())
+    }
+    fn write(&mut self, addr: u64, data: &[u8]) -> Result<(), DmaError> {
+        let r = self.range(addr, data.len())?;
+        self.bytes[r].copy_from_slice(data);
+        Ok(())
+    }
+}
+
+const MEM_BASE: u64 = 0x10_0000;
+const MEM_LEN: usize = 80 * 1024;
+
+/// One sim per width for the whole test binary's thread (building one takes a while).
+fn sims() -> Option<Vec<RefCell<FpSim>>> {
+    if !rtl_available() {
+        let ci = std::env::var("CI").is_ok_and(|v| v == "true");
+        assert!(!ci, "CI=true but roce-hdl-sim was built without Verilator");
+        eprintln!("SKIPPED: roce-hdl-sim was built without Verilator");
+        return None;
+    }
+    Some(
+        DataWidth::ALL
+            .iter()
+            .map(|&w| RefCell::new(FpSim::new(w).expect("model")))
+            .collect(),
+    )
+}
+
+// ------------------------------------------------------------------ strategies
+
+/// The lower headers of a QP: VLAN or not, IPv4 or IPv6, addresses and DSCP/ECN.
+#[derive(Clone, Debug)]
+struct Path {
+    vlan: Option<u16>,
+    ipv6: bool,
+    tos: u8,
+    sport: u16,
+    host: u8,
+}
+
+fn path() -> impl Strategy<Value = Path> {
+    (
+        proptest::option::of(1u16..4095),
+        any::<bool>(),
+        any::<u8>(),
+        49152u16..65535,
+        any::<u8>(),
+    )
+        .prop_map(|(vlan, ipv6, tos, sport, host)| Path {
+            vlan,
+            ipv6,
+            tos,
+            sport,
+            host,
+        })
+}
+
+fn template(p: &Path) -> HeaderTemplate {
+    let eth = EthernetRepr {
+        dst: MacAddr([2, 0, 0, 0, 0, p.host]),
+        src: MacAddr([2, 0, 0, 0, 1, 0x10]),
+        ethertype: 0,
+    };
+    let vlan = p.vlan.map(|vid| VlanRepr {
+        pcp: 3,
+        dei: false,
+        vid,
+        ethertype: 0,
+    });
+    let l3 = if p.ipv6 {
+        L3Repr::Ipv6(Ipv6Repr {
+            src: Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0, 0, 1),
+            dst: Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0, 0, u16::from(p.host)),
+            dscp: p.tos >> 2,
+            ecn: p.tos & 3,
+            flow_label: u32::from(p.sport) << 4,
+            next_header: 17,
+            hop_limit: 64,
+        })
+    } else {
+        L3Repr::Ipv4(Ipv4Repr {
+            src: Ipv4Addr::new(10, 0, 0, 1),
+            dst: Ipv4Addr::new(10, 0, 0, p.host),
+            dscp: p.tos >> 2,
+            ecn: p.tos & 3,
+            ident: u16::from(p.host) << 8,
+            ..Ipv4Repr::default()
+        })
+    };
+    let udp = UdpRepr {
+        src_port: p.sport,
+        dst_port: ROCEV2_PORT,
+        checksum: 0,
+    };
+    HeaderTemplate::new(&eth, vlan.as_ref(), &l3, Some(&udp)).expect("template")
+}
+
+fn mtu() -> impl Strategy<Value = Mtu> {
+    prop_oneof![Just(Mtu::Mtu256), Just(Mtu::Mtu1024), Just(Mtu::Mtu4096)]
+}
+
+/// A send context's knobs.
+#[derive(Clone, Debug)]
+struct QpCfg {
+    path: Path,
+    mtu: Mtu,
+    sr: bool,
+    window: u32,
+    max_pkts_per_ack: u32,
+    psn: u32,
+    dest_qpn: u32,
+    pkey: u16,
+}
+
+fn qp_cfg() -> impl Strategy<Value = QpCfg> {
+    (
+        path(),
+        mtu(),
+        any::<bool>(),
+        prop_oneof![Just(128u32), 2u32..24],
+        prop_oneof![Just(64u32), 1u32..8],
+        prop_oneof![0u32..16, 0xFF_FFF0u32..0x100_0000],
+        any::<u32>(),
+        any::<u16>(),
+    )
+        .prop_map(
+            |(path, mtu, sr, window, max_pkts_per_ack, psn, dest, pkey)| QpCfg {
+                path,
+                mtu,
+                sr,
+                window,
+                max_pkts_per_ack,
+                psn,
+                dest_qpn: dest & 0xFF_FFFF,
+                pkey,
+            },
+        )
+}
+
+fn send_ctx(c: &QpCfg) -> SendCtx {
+    SendCtx {
+        valid: true,
+        template: template(&c.path),
+        pkey: c.pkey,
+        dest_qpn: Qpn::new(c.dest_qpn),
+        mtu: c.mtu,
+        sr: c.sr,
+        max_pkts_per_ack: c.max_pkts_per_ack,
+        next_psn: Psn::new(c.psn),
+        noack: 0,
+        una_psn: Psn::new(c.psn),
+        window: c.window,
+    }
+}
+
+/// One descriptor of a random mix.
+#[derive(Clone, Debug)]
+struct Msg {
+    qp: usize,
+    op: u8,
+    len: u32,
+    cuts: Vec<u32>,
+    src_off: u32,
+    solicited: bool,
+    /// Post a FLUSH before it.
+    flush: bool,
+    /// Re-post this message from packet `start` (to `end`, 0 = to the end) after it.
+    replay: Option<(u32, u32)>,
+    /// An ACK descriptor to post before it: (syndrome, psn, msn).
+    ack: Option<(u8, u32, u32)>,
+}
+
+fn msg(nqp: usize) -> impl Strategy<Value = Msg> {
+    (
+        0..nqp,
+        0u8..8,
+        prop_oneof![0u32..300, 0u32..9000],
+        proptest::collection::vec(0u32..3000, 0..4),
+        0u32..4096,
+        (any::<bool>(), any::<bool>()),
+        proptest::option::weighted(0.2, (0u32..8, 0u32..10)),
+        proptest::option::weighted(
+            0.3,
+            (
+                prop_oneof![Just(0x1Fu8), 0u8..0x20, 0x60u8..0x65, 0x20u8..0x40],
+                any::<u32>(),
+                any::<u32>(),
+            ),
+        ),
+    )
+        .prop_map(
+            |(qp, op, len, cuts, src_off, (solicited, flush), replay, ack)| Msg {
+                qp,
+                op,
+                len,
+                cuts,
+                src_off,
+                solicited,
+                flush: flush && len % 3 == 0,
+                replay,
+                ack: ack.map(|(s, p, m)| (s, p & 0xFF_FFFF, m & 0xFF_FFFF)),
+            },
+        )
+}
+
+/// The SGEs of a message, cut at `cuts` (zero-length SGEs included), at most four.
+fn sges(m: &Msg) -> heapless::Vec<Sge, 4> {
+    let mut out = heapless::Vec::new();
+    let mut at = 0u32;
+    let base = MEM_BASE + u64::from(m.src_off);
+    for c in m.cuts.iter().take(3) {
+        let n = (*c).min(m.len - at);
+        out.push(Sge {
+            addr: base + u64::from(at) + 7 * u64::from(n % 3),
+            length: n,
+            lkey: Lkey(0),
+        })
+        .unwrap();
+        at += n;
+    }
+    out.push(Sge {
+        addr: base + u64::from(at) + 5,
+        length: m.len - at,
+        lkey: Lkey(0),
+    })
+    .unwrap();
+    out
+}
+
+fn tx_msg(m: &Msg, qpn: Qpn, psn: Psn, wqe_index: u16) -> TxMsg {
+    let op = match m.op {
+        0 => MsgOp::Send,
+        1 => MsgOp::SendWithImm(0xA5A5_0000 | m.len),
+        2 => MsgOp::SendWithInv(Rkey(0x1234_5600 | (m.len & 0xFF))),
+        3 => MsgOp::Write,
+        4 => MsgOp::WriteWithImm(m.len ^ 0xDEAD_BEEF),
+        5 => MsgOp::Read,
+        6 => MsgOp::CmpSwap {
+            compare: u64::from(m.len) << 32 | 0x1111,
+            swap: u64::from(m.src_off) * 0x0101_0101,
+        },
+        _ => MsgOp::FetchAdd {
+            add: u64::from(m.len) * 0x3_0000_0001,
+        },
+    };
+    // an atomic's one SGE takes the 8-byte original value
+    let (sges, length) = if matches!(m.op, 6 | 7) {
+        let mut v = heapless::Vec::new();
+        let _ = v.push(Sge {
+            addr: MEM_BASE + u64::from(m.src_off & !7),
+            length: 8,
+            lkey: Lkey(0),
+        });
+        (v, 8)
+    } else {
+        (sges(m), m.len)
+    };
+    TxMsg {
+        qpn,
+        op,
+        solicited: m.solicited,
+        sges,
+        length,
+        remote_addr: 0x7000_0000_0000 + u64::from(m.len) * 3,
+        rkey: Rkey(0x0000_4200 | (m.len & 0xFF)),
+        first_psn: psn,
+        replay: false,
+        wqe_index,
+        start_pkt: 0,
+        end_pkt: 0,
+    }
+}
+
+// ------------------------------------------------------------------------- TX
+
+fn events(sim: &mut FpSim) -> Vec<Event> {
+    std::iter::from_fn(|| sim.pop_event())
+        .map(|e| layout::decode_event(&e.value).expect("an event the layout knows"))
+        .collect()
+}
+
+fn frames(sim: &mut FpSim) -> Vec<Vec<u8>> {
+    std::iter::from_fn(|| sim.pop_tx_frame())
+        .map(|f| f.value)
+        .collect()
+}
+
+/// QPNs of the QPs of a case: spread over the table.
+fn qpn_of(i: usize) -> Qpn {
+    Qpn::new(17 + 40 * i as u32)
+}
+
+/// Runs one TX case on one sim: every descriptor (and ACK descriptor) through the model
+/// and the RTL, comparing frames and the contexts' progress.
+fn tx_case(sim: &mut FpSim, qps: &[QpCfg], msgs: &[Msg]) -> Result<(), TestCaseError> {
+    sim.reset();
+    let mut mem = HostMem::new(MEM_BASE, MEM_LEN, 0x5A);
+    let mut ctxs: Vec<SendCtx> = qps.iter().map(send_ctx).collect();
+    for (i, c) in ctxs.iter().enumerate() {
+        sim.write_record(Table::SendCtx, qpn_of(i).value(), &layout::encode_sctx(c));
+    }
+    sim.run_until_idle(&mut mem, 100_000).map_err(fail)?;
+    let mut buf = vec![0u8; 9000];
+    for (mi, m) in msgs.iter().enumerate() {
+        let q = m.qp;
+        let qpn = qpn_of(q);
+        if let Some((syn, psn, msn)) = m.ack {
+            let ack = AckDesc {
+                qpn,
+                syndrome: Syndrome::from_byte(syn),
+                psn: Psn::new(psn),
+                msn: Msn::new(msn),
+            };
+            sim.push_ackd(&layout::encode_ackd(&ack));
+            sim.run_until_idle(&mut mem, 100_000).map_err(fail)?;
+            let n = fastpath::ack_frame(&ctxs[q], &ack, &mut buf).expect("ack frame");
+            prop_assert_eq!(frames(sim), vec![buf[..n].to_vec()], "ACK {:?}", ack);
+        }
+        if m.flush {
+            let mut f = tx_msg(m, qpn, ctxs[q].next_psn, mi as u16);
+            f.op = MsgOp::Flush;
+            sim.push_txd(&layout::encode_txd(&f));
+            ctxs[q].noack = 0;
+        }
+        // the firmware has seen every packet acknowledged before a new message
+        ctxs[q].una_psn = ctxs[q].next_psn;
+        sim.write_word(Table::SendCtx, qpn.value(), 4, ctxs[q].una_psn.value());
+        let desc = tx_msg(m, qpn, ctxs[q].next_psn, mi as u16);
+        let mut posts = vec![desc.clone()];
+        if let Some((start, end)) = m.replay {
+            posts.push(TxMsg {
+                replay: true,
+                start_pkt: start,
+                end_pkt: end,
+                ..desc.clone()
+            });
+        }
+        for post in &posts {
+            if post.replay {
+                // Go-Back-N from `start_pkt`; from an odd one the ACK of that packet came
+                // in meanwhile, so the hardware skips it
+                let skip = post.start_pkt % 2;
+                ctxs[q].una_psn = post.psn_of(post.start_pkt + skip);
+                sim.write_word(Table::SendCtx, qpn.value(), 4, ctxs[q].una_psn.value());
+            }
+            sim.push_txd(&layout::encode_txd(post));
+            let (mut k, to) = post.range(ctxs[q].mtu);
+            loop {
+                // the model's frames until the window stops it, the RTL's alike
+                let mut want = Vec::new();
+                let mut stalled = false;
+                while k < to {
+                    match fastpath::segment(&mut ctxs[q], post, k, &mut mem, &mut buf) {
+                        Ok(n) => want.push(buf[..n].to_vec()),
+                        // a replayed packet acknowledged meanwhile: the hardware skips it
+                        Err(TxError::WindowFull)
+                            if post.replay && post.psn_of(k).before(ctxs[q].una_psn) => {}
+                        Err(TxError::WindowFull) => {
+                            stalled = true;
+                            break;
+                        }
+                        Err(e) => return Err(TestCaseError::fail(format!("model: {e:?}"))),
+                    }
+                    k += 1;
+                }
+                sim.run_until_idle(&mut mem, 400_000).map_err(fail)?;
+                let got = frames(sim);
+                prop_assert_eq!(got.len(), want.len(), "frames of message {} ({:?})", mi, m);
+                for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+                    prop_assert_eq!(g, w, "frame {} of message {} ({:?})", i, mi, m);
+                }
+                if !stalled {
+                    break;
+                }
+                // the firmware learns of ACKs up to packet k
+                ctxs[q].una_psn = post.psn_of(k);
+                sim.write_word(Table::SendCtx, qpn.value(), 4, ctxs[q].una_psn.value());
+            }
+        }
+        let b = sim
+            .read_record(Table::SendCtx, qpn.value(), layout::SCTX_LEN, &mut mem)
+            .map_err(fail)?;
+        let got = layout::decode_sctx(b.as_slice().try_into().unwrap())
+            .map_err(|e| fail(format!("{e:?}")))?;
+        prop_assert_eq!(
+            got.next_psn,
+            ctxs[q].next_psn,
+            "next_psn after message {}",
+            mi
+        );
+        prop_assert_eq!(got.noack, ctxs[q].noack, "noack after message {}", mi);
+    }
+    prop_assert_eq!(sim.bad_desc(), 0);
+    Ok(())
+}
+
+fn fail(e: impl std::fmt::Display) -> TestCaseError {
+    TestCaseError::fail(e.to_string())
+}
+
+fn cases(default: u32) -> u32 {
+    std::env::var("ROCE_FP_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+#[test]
+fn segmenter_frames_equal_the_models() {
+    let Some(sims) = sims() else { return };
+    let mut runner = TestRunner::new(Config {
+        cases: cases(48),
+        ..Config::default()
+    });
+    let strategy = proptest::collection::vec(qp_cfg(), 1..4).prop_flat_map(|qps| {
+        let n = qps.len();
+        (Just(qps), proptest::collection::vec(msg(n), 1..8))
+    });
+    runner
+        .run(&strategy, |(qps, msgs)| {
+            for s in &sims {
+                let mut sim = s.borrow_mut();
+                sim.set_shaping(Shaping::LINE_RATE);
+                tx_case(&mut sim, &qps, &msgs)
+                    .map_err(|e| TestCaseError::fail(format!("{}: {e}", sim.width())))?;
+            }
+            Ok(())
+        })
+        .unwrap();
+}
+
+#[test]
+fn segmenter_frames_equal_the_models_under_backpressure() {
+    let Some(sims) = sims() else { return };
+    let mut runner = TestRunner::new(Config {
+        cases: cases(16),
+        ..Config::default()
+    });
+    let strategy =
+        (proptest::collection::vec(qp_cfg(), 1..3), any::<u64>()).prop_flat_map(|(qps, seed)| {
+            let n = qps.len();
+            (
+                Just(qps),
+                proptest::collection::vec(msg(n), 1..5),
+                Just(seed),
+            )
+        });
+    runner
+        .run(&strategy, |(qps, msgs, seed)| {
+            for s in &sims {
+                let mut sim = s.borrow_mut();
+                sim.set_shaping(Shaping::random(0.3, 0.3, seed));
+                let r = tx_case(&mut sim, &qps, &msgs);
+                sim.set_shaping(Shaping::LINE_RATE);
+                r.map_err(|e| TestCaseError::fail(format!("{}: {e}", sim.width())))?;
+            }
+            Ok(())
+        })
+        .unwrap();
+}
+
+// ------------------------------------------------------------------------- RX
+
+/// A memory that logs its writes (the model's DMA).
+struct Logged<'a> {
+    mem: &'a mut HostMem,
+    writes: Vec<(u64, Vec<u8>)>,
+}
+
+impl Dma for Logged<'_> {
+    fn read(&mut self, addr: u64, buf: &mut [u8]) -> Result<(), DmaError> {
+        self.mem.read(addr, buf)
+    }
+    fn write(&mut self, addr: u64, data: &[u8]) -> Result<(), DmaError> {
+        self.writes.push((addr, data.to_vec()));
+        self.mem.write(addr, data)
+    }
+}
+
+/// A receiving QP's knobs.
+#[derive(Clone, Debug)]
+struct RxQp {
+    tx: QpCfg,
+    remote_write: bool,
+    ack_every: u8,
+    msn: u32,
+    on: bool,
+}
+
+fn rx_qp() -> impl Strategy<Value = RxQp> {
+    (
+        qp_cfg(),
+        prop::bool::weighted(0.9),
+        prop_oneof![Just(0u8), 1u8..5],
+        any::<u32>(),
+        prop::bool::weighted(0.95),
+    )
+        .prop_map(|(tx, remote_write, ack_every, msn, on)| RxQp {
+            tx,
+            remote_write,
+            ack_every,
+            msn: msn & 0xFF_FFFF,
+            on,
+        })
+}
+
+/// One message a peer sends: a WRITE (to MR `mr` at `off`, through a right or a wrong
+/// key) or a SEND.
+#[derive(Clone, Debug)]
+struct RxMsg {
+    qp: usize,
+    op: u8,
+    len: u32,
+    mr: usize,
+    off: u32,
+    bad_key: bool,
+}
+
+fn rx_msg(nqp: usize) -> impl Strategy<Value = RxMsg> {
+    (
+        0..nqp,
+        prop_oneof![6 => Just(3u8), 1 => Just(4u8), 2 => Just(0u8), 1 => Just(1u8)],
+        prop_oneof![1u32..600, 0u32..9000],
+        0usize..3,
+        0u32..3000,
+        prop::bool::weighted(0.05),
+    )
+        .prop_map(|(qp, op, len, mr, off, bad_key)| RxMsg {
+            qp,
+            op,
+            len,
+            mr,
+            off,
+            bad_key,
+        })
+}
+
+/// What happens to one frame on the way.
+#[derive(Clone, Copy, Debug)]
+enum Fault {
+    None,
+    Drop,
+    Dup,
+    /// Swapped with the next frame.
+    Swap,
+    /// A byte flipped (the parser rejects it, most often on the ICRC).
+    Corrupt(u16),
+    /// IP ECN set to CE (IPv4 checksum fixed; the ICRC does not cover it).
+    Ce,
+    /// Another destination MAC (the ICRC does not cover it).
+    Mac,
+}
+
+fn fault() -> impl Strategy<Value = Fault> {
+    prop_oneof![
+        40 => Just(Fault::None),
+        2 => Just(Fault::Drop),
+        2 => Just(Fault::Dup),
+        2 => Just(Fault::Swap),
+        1 => any::<u16>().prop_map(Fault::Corrupt),
+        1 => Just(Fault::Ce),
+        1 => Just(Fault::Mac),
+    ]
+}
+
+/// MR regions of the receiver: three per PD, the third without REMOTE_WRITE; then one
+/// receive buffer per QP, which the firmware loads when a SEND starts.
+const RX_BASE: u64 = 0x20_0000;
+const MR_SPAN: u64 = 12 * 1024;
+const RECV_BASE: u64 = RX_BASE + 6 * MR_SPAN;
+const RECV_SPAN: u32 = 12 * 1024;
+const RX_LEN: usize = 6 * MR_SPAN as usize + 3 * RECV_SPAN as usize;
+
+fn set_ce(f: &mut [u8]) {
+    let l3 = if f[12] == 0x81 && f[13] == 0 { 18 } else { 14 };
+    match (f[l3 - 2], f[l3 - 1]) {
+        (0x08, 0x00) => {
+            f[l3 + 1] |= 3;
+            f[l3 + 10] = 0;
+            f[l3 + 11] = 0;
+            let sum = (0..10).fold(0u32, |s, i| {
+                s + u32::from(u16::from_be_bytes([f[l3 + 2 * i], f[l3 + 2 * i + 1]]))
+            });
+            let sum = (sum & 0xFFFF) + (sum >> 16);
+            let sum = (sum & 0xFFFF) + (sum >> 16);
+            f[l3 + 10..l3 + 12].copy_from_slice(&(!(sum as u16)).to_be_bytes());
+        }
+        _ => f[l3 + 1] |= 0x30,
+    }
+}
+
+/// The frames one peer sends for its messages.
+fn peer_frames(q: usize, qp: &RxQp, msgs: &[RxMsg], keys: &[u32]) -> Vec<Vec<u8>> {
+    let mut src = HostMem::new(MEM_BASE, MEM_LEN, 0xC3 ^ q as u8);
+    let mut c = send_ctx(&qp.tx);
+    c.dest_qpn = qpn_of(q);
+    c.window = 1 << 20;
+    let mut out = Vec::new();
+    let mut buf = vec![0u8; 9000];
+    for m in msgs.iter().filter(|m| m.qp == q) {
+        let mr = q % 2 * 3 + m.mr;
+        let op = match m.op {
+            0 => MsgOp::Send,
+            1 => MsgOp::SendWithImm(m.len),
+            3 => MsgOp::Write,
+            _ => MsgOp::WriteWithImm(!m.len),
+        };
+        let key = if m.bad_key { keys[mr] ^ 0x10 } else { keys[mr] };
+        let mut sg = heapless::Vec::new();
+        let _ = sg.push(Sge {
+            addr: MEM_BASE + u64::from(m.off),
+            length: m.len,
+            lkey: Lkey(0),
+        });
+        let desc = TxMsg {
+            qpn: c.dest_qpn,
+            op,
+            solicited: false,
+            sges: sg,
+            length: m.len,
+            remote_addr: RX_BASE + mr as u64 * MR_SPAN + u64::from(m.off),
+            rkey: Rkey(key),
+            first_psn: c.next_psn,
+            replay: false,
+            wqe_index: 0,
+            start_pkt: 0,
+            end_pkt: 0,
+        };
+        c.una_psn = c.next_psn;
+        for k in 0..desc.packets(c.mtu) {
+            let n = fastpath::segment(&mut c, &desc, k, &mut src, &mut buf).expect("peer frame");
+            out.push(buf[..n].to_vec());
+        }
+    }
+    out
+}
+
+/// A peer's frames as the receiver sees them: lost, duplicated, reordered, corrupted or
+/// CE-marked, with Go-Back-N bringing back what got lost (from the lost frame on).
+fn deliver(frames: &[Vec<u8>], faults: &mut impl Iterator<Item = Fault>) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    let mut j = 0;
+    let mut budget = 4 * frames.len() + 8;
+    while j < frames.len() && budget > 0 {
+        budget -= 1;
+        let f = &frames[j];
+        match faults.next().unwrap_or(Fault::None) {
+            Fault::None => {
+                out.push(f.clone());
+                j += 1;
+            }
+            Fault::Dup => {
+                out.push(f.clone());
+                out.push(f.clone());
+                j += 1;
+            }
+            Fault::Drop => {
+                // the next two arrive out of sequence; then the sender goes back
+                out.extend(frames[j + 1..].iter().take(2).cloned());
+            }
+            Fault::Swap => {
+                if let Some(n) = frames.get(j + 1) {
+                    out.push(n.clone());
+                }
+                out.push(f.clone());
+                j += 1;
+            }
+            Fault::Corrupt(at) => {
+                let mut g = f.clone();
+                let i = usize::from(at) % g.len();
+                g[i] ^= 0x41;
+                out.push(g);
+            }
+            Fault::Ce => {
+                let mut g = f.clone();
+                set_ce(&mut g);
+                out.push(g);
+                j += 1;
+            }
+            Fault::Mac => {
+                let mut g = f.clone();
+                g[5] ^= 0x80;
+                out.push(g);
+            }
+        }
+    }
+    out.extend(frames[j..].iter().cloned());
+    out
+}
+
+/// The receiver's stream: every peer's deliveries, interleaved round robin.
+fn rx_stream(qps: &[RxQp], msgs: &[RxMsg], faults: &[Fault], keys: &[u32]) -> Vec<Vec<u8>> {
+    let mut faults = faults.iter().copied().cycle();
+    let per_qp: Vec<Vec<Vec<u8>>> = (0..qps.len())
+        .map(|q| deliver(&peer_frames(q, &qps[q], msgs, keys), &mut faults))
+        .collect();
+    let total: usize = per_qp.iter().map(Vec::len).sum();
+    let mut frames = Vec::with_capacity(total);
+    let mut at = vec![0usize; qps.len()];
+    while frames.len() < total {
+        for (q, fs) in per_qp.iter().enumerate() {
+            if let Some(f) = fs.get(at[q]) {
+                frames.push(f.clone());
+                at[q] += 1;
+            }
+        }
+    }
+    frames
+}
+
+/// The firmware's handling of an exception, reduced to what the test needs: an
+/// in-sequence packet is consumed (its payload placed where the engine would put it,
+/// a SEND's first packet loads the QP's receive buffer) and the context written back;
+/// anything else is left alone. Returns the memory writes, or None when it did nothing.
+fn firmware(
+    ctx: &mut RecvCtx,
+    q: usize,
+    pkt: &wire::Packet<'_>,
+    reason: Exception,
+) -> Option<Writes> {
+    if !ctx.on {
+        return None;
+    }
+    // the firmware writes the context back after every exception: `held` clear
+    ctx.held = false;
+    let ours = !matches!(reason, Exception::Address | Exception::Held);
+    if !ours || ctx.nak_sent || pkt.psn() != ctx.epsn {
+        return Some(Vec::new());
+    }
+    let info = pkt.info();
+    let (pos, payload) = (info.position, pkt.payload());
+    let n = payload.len() as u32;
+    let mut writes = Vec::new();
+    match info.operation {
+        wire::opcode::Operation::RdmaWrite => {
+            if let Some(r) = pkt.reth() {
+                (ctx.va, ctx.rkey, ctx.resid, ctx.length) = (r.va, r.rkey, r.dma_len, r.dma_len);
+            }
+            if ctx.va >= RX_BASE && ctx.va + u64::from(n) <= RECV_BASE {
+                writes.push((ctx.va, payload.to_vec()));
+            }
+            ctx.va += u64::from(n);
+            ctx.resid = ctx.resid.saturating_sub(n);
+            ctx.cur = if pos.ends() {
+                RxCur::None
+            } else {
+                RxCur::Write
+            };
+        }
+        wire::opcode::Operation::Send => {
+            if pos.starts() {
+                ctx.recv_loaded = true;
+                ctx.recv_addr = RECV_BASE + q as u64 * u64::from(RECV_SPAN);
+                ctx.resid = RECV_SPAN;
+                ctx.length = 0;
+            }
+            if n <= ctx.resid {
+                writes.push((ctx.recv_addr, payload.to_vec()));
+            }
+            ctx.recv_addr += u64::from(n);
+            ctx.resid = ctx.resid.saturating_sub(n);
+            ctx.length += n;
+            ctx.cur = if pos.ends() { RxCur::None } else { RxCur::Send };
+            if pos.ends() {
+                ctx.recv_loaded = false;
+            }
+        }
+        _ => {}
+    }
+    if pos.ends() {
+        ctx.msn = ctx.msn.add(1);
+    }
+    ctx.epsn = ctx.epsn.next();
+    ctx.unacked = 0;
+    Some(writes)
+}
+
+/// Memory writes: (address, bytes).
+type Writes = Vec<(u64, Vec<u8>)>;
+
+/// What the model's receiver (with the firmware above) does with a stream.
+#[derive(Default)]
+struct Expect {
+    writes: Writes,
+    events: Vec<Event>,
+    acks: Vec<Vec<u8>>,
+    exc: Vec<Vec<u8>>,
+    drops: u32,
+    /// After frame i the firmware wrote QP q's context and these bytes to memory.
+    fw: Vec<(usize, usize, RecvCtx, Writes)>,
+}
+
+/// The receiving port of the RX tests: every peer sends to it.
+fn rx_port(ipv6: bool) -> PortAddr {
+    PortAddr {
+        mac: [2, 0, 0, 0, 0, RX_HOST],
+        gid: gid(ipv6, RX_HOST),
+    }
+}
+
+const RX_HOST: u8 = 9;
+
+/// The GID of `host` in the tests' templates (IPv4: `::ffff:10.0.0.host`).
+fn gid(ipv6: bool, host: u8) -> [u8; 16] {
+    if ipv6 {
+        Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0, 0, u16::from(host)).octets()
+    } else {
+        Ipv4Addr::new(10, 0, 0, host).to_ipv6_mapped().octets()
+    }
+}
+
+fn model_rx(
+    port: &PortAddr,
+    frames: &[Vec<u8>],
+    ctxs: &mut [RecvCtx],
+    acks: &mut [SendCtx],
+    table: &MrTable<256>,
+    mem: &mut HostMem,
+) -> Expect {
+    let mut x = Expect::default();
+    let mut buf = vec![0u8; 256];
+    let mut inflight = heapless::Deque::<Inflight, 4>::new();
+    for (i, f) in frames.iter().enumerate() {
+        let Ok(pkt) = wire::parse(f) else {
+            x.drops += 1;
+            continue;
+        };
+        let q = (0..ctxs.len())
+            .find(|&i| qpn_of(i) == pkt.dest_qp())
+            .expect("frames go to the case's QPs");
+        let mut dma = Logged {
+            mem: &mut *mem,
+            writes: Vec::new(),
+        };
+        let out = fastpath::dispatch(
+            port,
+            &mut ctxs[q],
+            &mut acks[q],
+            &mut inflight,
+            &pkt,
+            table,
+            &mut dma,
+        );
+        x.writes.append(&mut dma.writes);
+        if let Some(ack) = out.ack {
+            let n = fastpath::ack_frame(&acks[q], &ack, &mut buf).expect("ack");
+            x.acks.push(buf[..n].to_vec());
+        }
+        if let Some(e) = out.event {
+            if let Event::Exception { reason, .. } = e {
+                x.exc.push(f.clone());
+                if let Some(w) = firmware(&mut ctxs[q], q, &pkt, reason) {
+                    for (a, d) in &w {
+                        mem.write(*a, d).expect("firmware write");
+                    }
+                    x.fw.push((i, q, ctxs[q], w));
+                }
+            }
+            x.events.push(e);
+        }
+    }
+    x
+}
+
+fn rx_case(
+    sim: &mut FpSim,
+    qps: &[RxQp],
+    msgs: &[RxMsg],
+    faults: &[Fault],
+    ipv6: bool,
+) -> Result<(), TestCaseError> {
+    sim.reset();
+    // every peer sends to this port, over one network protocol
+    let port = rx_port(ipv6);
+    let qps: Vec<RxQp> = qps
+        .iter()
+        .map(|q| {
+            let mut q = q.clone();
+            q.tx.path.host = RX_HOST;
+            q.tx.path.ipv6 = ipv6;
+            q.tx.pkey = 0xFFFF;
+            q
+        })
+        .collect();
+    let qps = &qps[..];
+    let mut rec = [0u8; 32];
+    rec[..6].copy_from_slice(&port.mac);
+    rec[8..24].copy_from_slice(&port.gid);
+    sim.write_record(Table::Port, 0, &rec);
+    // the receiver's memory registrations, the same for the model and the RTL
+    let mut table = MemoryTable::<4, 16>::new();
+    let mut mrt = MrTable::<256>::default();
+    let pds: Vec<Pd> = (0..2).map(|_| table.alloc_pd().unwrap()).collect();
+    let mut keys = Vec::new();
+    for (p, pd) in pds.iter().enumerate() {
+        for r in 0..3u64 {
+            let access = if r == 2 {
+                AccessFlags::LOCAL_WRITE
+            } else {
+                AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE
+            };
+            let addr = RX_BASE + (p as u64 * 3 + r) * MR_SPAN;
+            let k = table.reg_mr(*pd, addr, MR_SPAN, access).unwrap();
+            keys.push(k.rkey.0);
+            let e = MrEntry::of(table.get(k.rkey.0).unwrap());
+            mrt.entries[MrTable::<256>::index(e.key)] = e;
+            sim.write_record(Table::Mr, k.rkey.0 >> 8, &layout::encode_mr(&e));
+        }
+    }
+    let mut ctxs: Vec<RecvCtx> = Vec::new();
+    let mut acks: Vec<SendCtx> = Vec::new();
+    for (i, q) in qps.iter().enumerate() {
+        let mut access = AccessFlags::LOCAL_WRITE;
+        if q.remote_write {
+            access = access | AccessFlags::REMOTE_WRITE;
+        }
+        let c = RecvCtx {
+            on: q.on,
+            qpn: qpn_of(i),
+            cur: RxCur::None,
+            access,
+            mtu: q.tx.mtu,
+            epsn: Psn::new(q.tx.psn),
+            msn: Msn::new(q.msn),
+            ack_every: q.ack_every,
+            unacked: 0,
+            pd: pds[i % 2],
+            va: 0,
+            rkey: Rkey(0),
+            resid: 0,
+            length: 0,
+            recv_addr: 0,
+            recv_loaded: false,
+            nak_sent: false,
+            held: false,
+            pkey: 0xFFFF,
+            peer_gid: gid(ipv6, 1),
+        };
+        sim.write_record(Table::RecvCtx, qpn_of(i).value(), &layout::encode_rctx(&c));
+        ctxs.push(c);
+        // the receiver's ACKs go back on its own send context
+        let a = send_ctx(&qps[(i + 1) % qps.len()].tx);
+        sim.write_record(Table::SendCtx, qpn_of(i).value(), &layout::encode_sctx(&a));
+        acks.push(a);
+    }
+    let mut rtl_mem = HostMem::new(RX_BASE, RX_LEN, 0);
+    let mut model_mem = rtl_mem.clone();
+    sim.run_until_idle(&mut rtl_mem, 100_000).map_err(fail)?;
+
+    let stream = rx_stream(qps, msgs, faults, &keys);
+    let x = model_rx(&port, &stream, &mut ctxs, &mut acks, &mrt, &mut model_mem);
+    // the RTL gets the frames back to back up to each one the firmware handles; then
+    // the firmware does the same as above
+    let mut fw = x.fw.iter().peekable();
+    for (i, f) in stream.iter().enumerate() {
+        sim.push_rx_frame(f);
+        while let Some((_, q, c, w)) = fw.next_if(|a| a.0 == i) {
+            sim.run_until_idle(&mut rtl_mem, 1_000_000).map_err(fail)?;
+            for (a, d) in w {
+                rtl_mem.write(*a, d).expect("firmware write");
+            }
+            sim.write_record(Table::RecvCtx, qpn_of(*q).value(), &layout::encode_rctx(c));
+            // the context is whole before the next frame arrives (the model's
+            // firmware answers at once; a later frame would otherwise meet `held`)
+            sim.run_until_idle(&mut rtl_mem, 100_000).map_err(fail)?;
+        }
+    }
+    sim.run_until_idle(&mut rtl_mem, 5_000_000).map_err(fail)?;
+
+    let got_writes = sim.take_dma_writes();
+    if std::env::var("FP_DEBUG").is_ok() {
+        eprintln!(
+            "{}: frames {} writes {} events {} (msg_done {}) acks {} drops {} firmware {}",
+            sim.width(),
+            stream.len(),
+            x.writes.len(),
+            x.events.len(),
+            x.events
+                .iter()
+                .filter(|e| matches!(e, Event::MsgDone { .. }))
+                .count(),
+            x.acks.len(),
+            x.drops,
+            x.fw.len()
+        );
+    }
+    prop_assert_eq!(got_writes.len(), x.writes.len(), "DMA writes");
+    for (i, (g, w)) in got_writes.iter().zip(&x.writes).enumerate() {
+        prop_assert_eq!(g, w, "DMA write {}", i);
+    }
+    // the model leaves the frame slot to its caller: the RTL numbers them in order
+    let got_events = events(sim);
+    let mut slot = 0u16;
+    let want_events: Vec<Event> = x
+        .events
+        .iter()
+        .map(|e| match *e {
+            Event::Exception {
+                qpn,
+                psn,
+                reason,
+                opcode,
+                frame_len,
+                meta,
+                ..
+            } => {
+                slot += 1;
+                Event::Exception {
+                    qpn,
+                    psn,
+                    reason,
+                    opcode,
+                    slot: slot - 1,
+                    frame_len,
+                    meta,
+                }
+            }
+            e => e,
+        })
+        .collect();
+    prop_assert_eq!(got_events, want_events, "events");
+    let exc: Vec<Vec<u8>> = std::iter::from_fn(|| sim.pop_exc_frame())
+        .map(|f| f.value)
+        .collect();
+    prop_assert_eq!(exc.len(), x.exc.len(), "exception frames");
+    prop_assert!(exc == x.exc, "exception frames differ");
+    let got_acks = frames(sim);
+    prop_assert_eq!(got_acks.len(), x.acks.len(), "ACK frames");
+    prop_assert!(got_acks == x.acks, "ACK frames differ");
+    prop_assert_eq!(sim.rx_drops(), x.drops, "parser drops");
+    prop_assert!(rtl_mem.bytes == model_mem.bytes, "memory differs");
+    for (i, c) in ctxs.iter().enumerate() {
+        let b = sim
+            .read_record(
+                Table::RecvCtx,
+                qpn_of(i).value(),
+                layout::RCTX_LEN,
+                &mut rtl_mem,
+            )
+            .map_err(fail)?;
+        let got = layout::decode_rctx(b.as_slice().try_into().unwrap());
+        prop_assert_eq!(got, Ok(*c), "receive context of QP {}", i);
+    }
+    Ok(())
+}
+
+#[test]
+fn placement_equals_the_model() {
+    let Some(sims) = sims() else { return };
+    let mut runner = TestRunner::new(Config {
+        cases: cases(48),
+        ..Config::default()
+    });
+    let strategy = (
+        proptest::collection::vec(rx_qp(), 1..4),
+        proptest::collection::vec(fault(), 1..40),
+    )
+        .prop_flat_map(|(qps, faults)| {
+            let n = qps.len();
+            (
+                Just(qps),
+                proptest::collection::vec(rx_msg(n), 1..8),
+                Just(faults),
+                any::<u64>(),
+            )
+        });
+    runner
+        .run(&strategy, |(qps, msgs, faults, seed)| {
+            let ipv6 = seed & 2 != 0;
+            for (i, s) in sims.iter().enumerate() {
+                let mut sim = s.borrow_mut();
+                // every other case with idle cycles and back-pressure
+                if seed % 2 == 1 {
+                    sim.set_shaping(Shaping::random(0.2, 0.3, seed ^ i as u64));
+                }
+                let r = rx_case(&mut sim, &qps, &msgs, &faults, ipv6);
+                sim.set_shaping(Shaping::LINE_RATE);
+                r.map_err(|e| TestCaseError::fail(format!("{}: {e}", sim.width())))?;
+            }
+            Ok(())
+        })
+        .unwrap();
+}
+
+// ------------------------------------------------------------------ line rate
+
+/// The QP of the line-rate tests: IPv4, no VLAN, MTU 4096.
+fn line_rate_qp() -> QpCfg {
+    QpCfg {
+        path: Path {
+            vlan: None,
+            ipv6: false,
+            tos: 0,
+            sport: 50000,
+            host: RX_HOST,
+        },
+        mtu: Mtu::Mtu4096,
+        sr: false,
+        window: 128,
+        max_pkts_per_ack: 64,
+        psn: 100,
+        dest_qpn: 0x123,
+        pkey: 0xFFFF,
+    }
+}
+
+/// A new RDMA WRITE of `len` bytes from one SGE at `src` to `remote` through `rkey`.
+fn write_msg(qpn: Qpn, src: u64, len: u32, remote: u64, rkey: Rkey, psn: Psn) -> TxMsg {
+    let mut sges = heapless::Vec::new();
+    let _ = sges.push(Sge {
+        addr: src,
+        length: len,
+        lkey: Lkey(0),
+    });
+    TxMsg {
+        qpn,
+        op: MsgOp::Write,
+        solicited: false,
+        sges,
+        length: len,
+        remote_addr: remote,
+        rkey,
+        first_psn: psn,
+        replay: false,
+        wqe_index: 0,
+        start_pkt: 0,
+        end_pkt: 0,
+    }
+}
+
+/// Cycles between consecutive entries that are not one apart (bubbles).
+fn gaps(cycles: impl Iterator<Item = u64>) -> u64 {
+    let v: Vec<u64> = cycles.collect();
+    v.windows(2).map(|w| w[1] - w[0] - 1).sum()
+}
+
+/// A 64 KiB RDMA WRITE at MTU 4096 leaves the segmenter as 16 frames with no idle cycle
+/// on the wire between the first beat and the last, at both widths; the frames are
+/// the model's.
+#[test]
+fn line_rate_segmenter() {
+    let Some(sims) = sims() else { return };
+    for s in &sims {
+        let mut sim = s.borrow_mut();
+        sim.reset();
+        let mut mem = HostMem::new(MEM_BASE, MEM_LEN, 0x77);
+        let mut ctx = send_ctx(&line_rate_qp());
+        let qpn = qpn_of(0);
+        sim.write_record(Table::SendCtx, qpn.value(), &layout::encode_sctx(&ctx));
+        sim.run_until_idle(&mut mem, 100_000).unwrap();
+        let desc = write_msg(
+            qpn,
+            MEM_BASE + 3,
+            65536,
+            0x4000_0000,
+            Rkey(0x1234),
+            ctx.next_psn,
+        );
+        let mut want = Vec::new();
+        let mut buf = vec![0u8; 9000];
+        for k in 0..desc.packets(ctx.mtu) {
+            let n = fastpath::segment(&mut ctx, &desc, k, &mut mem, &mut buf).unwrap();
+            want.push(buf[..n].to_vec());
+        }
+        sim.record_timeline();
+        sim.push_txd(&layout::encode_txd(&desc));
+        sim.run_until_idle(&mut mem, 1_000_000).unwrap();
+        let t = sim.take_timeline();
+        assert_eq!(frames(&mut sim), want, "{}", sim.width());
+        let beats: usize = want.iter().map(|f| sim.width().beats(f.len())).sum();
+        assert_eq!(t.tx_out.len(), beats);
+        assert_eq!(
+            gaps(t.tx_out.iter().map(|b| b.0)),
+            0,
+            "{}: idle cycles on the wire",
+            sim.width()
+        );
+        let first = t.tx_out[0].0 - t.txd[0];
+        let last = t.tx_out.last().unwrap().0;
+        eprintln!(
+            "{}: descriptor to first wire beat {first} cycles; {} frames, {beats} beats in {} cycles",
+            sim.width(),
+            want.len(),
+            last - t.tx_out[0].0 + 1
+        );
+    }
+}
+
+/// A train of 64 KiB WRITEs at MTU 4096 (64 frames back to back) goes through the
+/// placement path without stalling the wire input once, each packet's payload leaves
+/// for the DMA with no idle cycle inside it, and memory ends as the model's.
+#[test]
+fn line_rate_placement() {
+    let Some(sims) = sims() else { return };
+    for s in &sims {
+        let mut sim = s.borrow_mut();
+        sim.reset();
+        let width = sim.width();
+        let cfg = line_rate_qp();
+        let mut table = MemoryTable::<4, 16>::new();
+        let pd = table.alloc_pd().unwrap();
+        let base = 0x100_0000u64;
+        let keys = table
+            .reg_mr(
+                pd,
+                base,
+                65536,
+                AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE,
+            )
+            .unwrap();
+        let mr = MrEntry::of(table.get(keys.rkey.0).unwrap());
+        let mut mrt = MrTable::<256>::default();
+        mrt.entries[MrTable::<256>::index(mr.key)] = mr;
+        sim.write_record(Table::Mr, keys.rkey.0 >> 8, &layout::encode_mr(&mr));
+        let port = rx_port(false);
+        let mut rec = [0u8; 32];
+        rec[..6].copy_from_slice(&port.mac);
+        rec[8..24].copy_from_slice(&port.gid);
+        sim.write_record(Table::Port, 0, &rec);
+        let qpn = qpn_of(0);
+        let mut ctx = RecvCtx {
+            on: true,
+            qpn,
+            cur: RxCur::None,
+            access: AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE,
+            mtu: cfg.mtu,
+            epsn: Psn::new(cfg.psn),
+            msn: Msn::new(0),
+            ack_every: 0,
+            unacked: 0,
+            pd,
+            va: 0,
+            rkey: Rkey(0),
+            resid: 0,
+            length: 0,
+            recv_addr: 0,
+            recv_loaded: false,
+            nak_sent: false,
+            held: false,
+            pkey: 0xFFFF,
+            peer_gid: gid(false, 1),
+        };
+        sim.write_record(Table::RecvCtx, qpn.value(), &layout::encode_rctx(&ctx));
+        let ack_ctx = send_ctx(&cfg);
+        sim.write_record(Table::SendCtx, qpn.value(), &layout::encode_sctx(&ack_ctx));
+        // the peer: four 64 KiB WRITEs
+        let mut src = HostMem::new(MEM_BASE, MEM_LEN, 0x31);
+        let mut peer = send_ctx(&cfg);
+        peer.dest_qpn = qpn;
+        let mut train = Vec::new();
+        let mut buf = vec![0u8; 9000];
+        for _ in 0..4 {
+            let desc = write_msg(qpn, MEM_BASE, 65536, base, keys.rkey, peer.next_psn);
+            peer.una_psn = peer.next_psn;
+            for k in 0..desc.packets(peer.mtu) {
+                let n = fastpath::segment(&mut peer, &desc, k, &mut src, &mut buf).unwrap();
+                train.push(buf[..n].to_vec());
+            }
+        }
+        let mut model_mem = HostMem::new(base, 65536, 0);
+        let mut rtl_mem = model_mem.clone();
+        sim.run_until_idle(&mut rtl_mem, 100_000).unwrap();
+        let mut acks = [ack_ctx];
+        let x = model_rx(
+            &port,
+            &train,
+            std::slice::from_mut(&mut ctx),
+            &mut acks,
+            &mrt,
+            &mut model_mem,
+        );
+        assert!(x.events.is_empty() && x.writes.len() == train.len());
+        sim.record_timeline();
+        for f in &train {
+            sim.push_rx_frame(f);
+        }
+        sim.run_until_idle(&mut rtl_mem, 10_000_000).unwrap();
+        let t = sim.take_timeline();
+        assert_eq!(
+            t.rx_in_stalls,
+            Vec::<u64>::new(),
+            "{width}: the wire input stalled (first beat {})",
+            t.rx_in[0].0
+        );
+        assert_eq!(gaps(t.rx_in.iter().map(|b| b.0)), 0);
+        assert!(rtl_mem.bytes == model_mem.bytes, "{width}: memory differs");
+        assert_eq!(frames(&mut sim), x.acks, "{width}: ACKs");
+        // per packet: no idle cycle inside its payload
+        let mut start = 0;
+        let mut firsts = Vec::new();
+        for (i, b) in t.dma_wr.iter().enumerate() {
+            if b.1 {
+                assert_eq!(
+                    gaps(t.dma_wr[start..=i].iter().map(|b| b.0)),
+                    0,
+                    "{width}: bubble in packet payload"
+                );
+                firsts.push(t.dma_wr[start].0);
+                start = i + 1;
+            }
+        }
+        assert_eq!(firsts.len(), train.len());
+        let in_ends: Vec<u64> = t.rx_in.iter().filter(|b| b.1).map(|b| b.0).collect();
+        let lat: Vec<u64> = in_ends.iter().zip(&firsts).map(|(i, o)| o - i).collect();
+        let (min, max) = (lat.iter().min().unwrap(), lat.iter().max().unwrap());
+        let cycles = t.dma_wr.last().unwrap().0 - t.rx_in[0].0 + 1;
+        let payload_beats = width.beats(65536 / 16);
+        eprintln!(
+            "{width}: {} frames, {} input beats in {cycles} cycles; frame's last beat to its payload's first beat at the DMA {min}..{max} cycles",
+            train.len(),
+            t.rx_in.len()
+        );
+        // the ACKs (one per message, on its last packet's AckReq)
+        let ack_starts: Vec<u64> = t
+            .tx_out
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| *i == 0 || t.tx_out[i - 1].1)
+            .map(|(_, b)| b.0)
+            .collect();
+        let acked: Vec<u64> = (15..train.len()).step_by(16).map(|i| in_ends[i]).collect();
+        assert_eq!(ack_starts.len(), acked.len());
+        let ack_lat: Vec<u64> = acked.iter().zip(&ack_starts).map(|(i, o)| o - i).collect();
+        eprintln!("{width}: AckReq frame's last beat to its ACK's first beat on the wire {ack_lat:?} cycles");
+        // the train takes its input beats plus one packet's latency and payload
+        assert!(cycles <= t.rx_in.len() as u64 + max + payload_beats as u64);
+    }
+}
