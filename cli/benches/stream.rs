@@ -67,6 +67,7 @@ fn main() {
         partitions,
         seed: 1,
         dcqcn: false,
+        pfc: false,
         mtu: Mtu::Mtu4096,
         timeout: 14,
         dscp: 26,

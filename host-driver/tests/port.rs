@@ -250,7 +250,16 @@ fn gid_table(m: Model) {
         }
     }
 
-    // B drops its IPv6 address: A's next WRITE over IPv6 is not for B any more.
+    // An entry a connected QP sends from stays while the QP lives: refused, unchanged.
+    assert_eq!(
+        status(b.ctx.set_gid(3, None).unwrap_err()),
+        CmdStatus::Busy,
+        "{m:?}"
+    );
+    assert_eq!(b.ctx.query_gid(3).unwrap(), Some(GidEntry::new(v6(2))));
+    // B destroys that QP and drops its IPv6 address: A's next WRITE over IPv6 is not
+    // for B any more.
+    drop(qb6);
     b.ctx.set_gid(3, None).unwrap();
     assert_eq!(b.ctx.query_gid(3).unwrap(), None);
     let before = b.ctx.query_counters().unwrap().engine.rcvd_not_for_us;
@@ -405,8 +414,8 @@ fn counters_are_read_by_name() {
         assert_eq!(ca.engine.sent_pkts, sent.len() as u64);
         assert_eq!(cb.engine.rcvd_pkts, sent.len() as u64);
         assert_eq!(ca.engine.rcvd_pkts, cb.engine.sent_pkts);
-        assert_eq!(ca.runtime.send_wqes, 1);
-        assert_eq!(cb.runtime.cqes, 0);
+        assert_eq!(ca.runtime.send_wqes, 1, "{m:?}");
+        assert_eq!(cb.runtime.cqes, 0, "{m:?}");
         let named: Vec<_> = ca.named().collect();
         assert_eq!(named[0], ("sent_pkts", ca.engine.sent_pkts));
         assert!(named.contains(&("retransmitted_pkts", 0)));

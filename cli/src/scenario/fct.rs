@@ -272,10 +272,15 @@ struct Sending {
 }
 
 impl FlowHost {
-    fn new(nic: Rc<dyn NicModel>, node: NicNode, cc: Option<CcConfig>) -> Result<Self> {
+    /// A host on `nic` with DCQCN as `cc` sets it and PFC on the priorities of the mask
+    /// `pfc`, set through the ABI as the host's administrator would.
+    fn new(nic: Rc<dyn NicModel>, node: NicNode, cc: Option<CcConfig>, pfc: u8) -> Result<Self> {
         let ctx = Context::open(nic).context("open a NIC")?;
         if let Some(cc) = cc {
             ctx.set_cc(&cc)?;
+        }
+        if pfc != 0 {
+            ctx.set_pfc(pfc)?;
         }
         let pd = ctx.alloc_pd()?;
         let cq = ctx.create_cq(128)?;
@@ -513,6 +518,9 @@ pub struct Setup {
     pub seed: u64,
     /// DCQCN in every NIC.
     pub dcqcn: bool,
+    /// PFC on the flows' priority (`dscp >> 3`) in every NIC: set where the switches
+    /// send pauses, so that the NICs honour them.
+    pub pfc: bool,
     pub mtu: Mtu,
     /// Local ACK timeout exponent.
     pub timeout: u8,
@@ -546,7 +554,8 @@ impl Plan {
             )
             .unwrap_or_else(|e| panic!("host {h}: {e}"));
             let cc = s.dcqcn.then(|| CcConfig::dcqcn(rate));
-            let mut host = FlowHost::new(nic.clone(), NicNode::new(nic), cc)
+            let pfc = if s.pfc { 1 << (s.dscp >> 3) } else { 0 };
+            let mut host = FlowHost::new(nic.clone(), NicNode::new(nic), cc, pfc)
                 .unwrap_or_else(|e| panic!("host {h}: {e:#}"));
             for fl in self.flows.iter().filter(|fl| fl.src == h || fl.dst == h) {
                 let side = usize::from(fl.dst == h);
@@ -725,6 +734,7 @@ fn run_one(
         net: Net::FatTree(Box::new(tree)),
         seed,
         dcqcn: f.cc.dcqcn,
+        pfc: f.switch.pfc.is_some(),
         mtu,
         timeout: f.timeout,
         dscp: f.dscp,

@@ -127,7 +127,12 @@ impl<
         let qp;
         let set: &[u64] = match arg.counter_scope() {
             Ok(CounterScope::Port) => {
-                port = port_counter_values(self.engine.counters(), &self.counters);
+                // The port sent and received what its fast path handled on its own too
+                // (rxe counts every packet; the engine sees only the rest).
+                let mut engine = *self.engine.counters();
+                engine.sent_pkts += self.counters.fastpath.tx_frames;
+                engine.rcvd_pkts += self.counters.fastpath.rx_handled;
+                port = port_counter_values(&engine, &self.counters);
                 &port
             }
             Ok(CounterScope::Qp) => match self.engine.qp_cc(Qpn::new(arg.handle.get())) {
