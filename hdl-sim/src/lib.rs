@@ -9,6 +9,7 @@
 //! * [`FpSim`]: the RC fast path (`docs/fastpath.md`) at the cycle level: tables,
 //!   descriptors, events, the wire and a DMA engine over host memory.
 //! * [`RtlPort`]: the RTL as the firmware runtime's `Datapath`, in front of any port.
+//! * [`FpPort`]: the RTL fast path as the firmware runtime's `Datapath` and `FastPath`.
 //! * [`meta`]: the metadata record layout and the error codes, shared with
 //!   `rtl/roce_rx_pkg.sv` (a test keeps the two in step).
 //!
@@ -21,6 +22,7 @@ pub mod datapath;
 pub mod fastpath;
 #[cfg(not(roce_rtl_unavailable))]
 mod ffi;
+pub mod fp_port;
 pub mod meta;
 pub mod port;
 pub mod sim;
@@ -30,6 +32,7 @@ mod soc_ffi;
 
 pub use datapath::{RtlDatapath, RxVerdict, TRACE_DIR_ENV};
 pub use fastpath::{FpSim, FpTimeline, Table};
+pub use fp_port::FpPort;
 pub use meta::{L3Kind, RxError, RxMeta};
 pub use port::{RtlPort, RtlPortCounters};
 pub use sim::{rtl_available, Beat, DataWidth, RtlSim, Shaping, SimError, Timed, Timeline};
