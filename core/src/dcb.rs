@@ -124,20 +124,16 @@ impl PriorityMap {
         }
     }
 
-    /// The priority of an Ethernet frame (without FCS), read from its first 16 (untagged)
-    /// or 18 (tagged) bytes: the PCP of an 802.1Q tag; else the DSCP of an IPv4 TOS or
-    /// IPv6 traffic class byte; else 0 (too short, or neither IP nor tagged). The RTL
-    /// classifier (`dcb_classify.sv`) reads the same bytes.
+    /// The priority of an Ethernet frame (without FCS), read from its first 16 bytes:
+    /// the PCP of an 802.1Q tag (byte 14); else the DSCP of an IPv4 TOS (byte 15) or
+    /// IPv6 traffic class (bytes 14-15); else 0 (shorter than 16 bytes, or neither IP nor
+    /// tagged). The RTL (`dcb_pkg::frame_prio`) reads the same bytes.
     pub fn of_frame(&self, frame: &[u8]) -> u8 {
-        let byte = |i: usize| frame.get(i).copied();
-        let (Some(t0), Some(t1)) = (byte(12), byte(13)) else {
-            return 0;
-        };
-        let (Some(b14), Some(b15)) = (byte(14), byte(15)) else {
+        let Some(&[.., t0, t1, b14, b15]) = frame.get(..16) else {
             return 0;
         };
         match u16::from_be_bytes([t0, t1]) {
-            ETHERTYPE_VLAN if frame.len() >= 18 => self.priority(0, Some(b14 >> 5)),
+            ETHERTYPE_VLAN => self.priority(0, Some(b14 >> 5)),
             ETHERTYPE_IPV4 => self.priority(b15 >> 2, None),
             ETHERTYPE_IPV6 => self.priority((b14 & 0x0F) << 2 | b15 >> 6, None),
             _ => 0,
@@ -386,24 +382,31 @@ pub struct PfcGen {
 }
 
 impl PfcGen {
-    /// `len` bytes of priority `prio` entered the buffer. A lossless priority above XOFF
-    /// that is not paused yet is to be announced as XOFF.
+    /// `len` bytes of priority `prio` entered the buffer.
     pub fn add(&mut self, prio: u8, len: u32, lossless: Priorities, t: &PfcThresholds) {
-        let p = usize::from(prio & 7);
-        self.bytes[p] = self.bytes[p].saturating_add(len);
-        if lossless.contains(prio) && self.bytes[p] > t.xoff && !self.xoff.contains(prio) {
-            self.xoff = self.xoff.with(prio);
-            self.announce = self.announce.with(prio);
-        }
+        self.update(prio, len, 0, lossless, t);
     }
 
-    /// `len` bytes of priority `prio` left the buffer. A paused priority back at XON is
-    /// to be announced as XON.
-    pub fn remove(&mut self, prio: u8, len: u32, t: &PfcThresholds) {
+    /// `len` bytes of priority `prio` left the buffer.
+    pub fn remove(&mut self, prio: u8, len: u32, lossless: Priorities, t: &PfcThresholds) {
+        self.update(prio, 0, len, lossless, t);
+    }
+
+    /// `add` bytes of priority `prio` entered the buffer and `sub` left it at once (the
+    /// hardware counts both in one clock), then the state follows the new count: a
+    /// lossless priority above XOFF that is not paused is to be announced as XOFF, a
+    /// paused one back at XON or below as XON.
+    pub fn update(&mut self, prio: u8, add: u32, sub: u32, lossless: Priorities, t: &PfcThresholds) {
         let p = usize::from(prio & 7);
-        self.bytes[p] = self.bytes[p].saturating_sub(len);
-        if self.xoff.contains(prio) && self.bytes[p] <= t.xon {
-            self.xoff = self.xoff.without(Priorities::only(prio));
+        let bytes = self.bytes[p].saturating_add(add).saturating_sub(sub);
+        self.bytes[p] = bytes;
+        if self.xoff.contains(prio) {
+            if bytes <= t.xon {
+                self.xoff = self.xoff.without(Priorities::only(prio));
+                self.announce = self.announce.with(prio);
+            }
+        } else if lossless.contains(prio) && bytes > t.xoff {
+            self.xoff = self.xoff.with(prio);
             self.announce = self.announce.with(prio);
         }
     }
@@ -456,6 +459,11 @@ impl PfcGen {
     /// Priorities paused towards the link partner.
     pub fn xoff(&self) -> Priorities {
         self.xoff
+    }
+
+    /// Priorities whose state the next pause frame announces.
+    pub fn announce(&self) -> Priorities {
+        self.announce
     }
 }
 
@@ -532,7 +540,8 @@ mod tests {
         assert_eq!(m.of_frame(&tagged), 1);
         // Too short, or not IP: priority 0.
         assert_eq!(m.of_frame(&v4[..15]), 0);
-        assert_eq!(m.of_frame(&tagged[..17]), 0);
+        assert_eq!(m.of_frame(&tagged[..16]), 1);
+        assert_eq!(m.of_frame(&tagged[..15]), 0);
         let mut arp = v4;
         arp[12..14].copy_from_slice(&[0x08, 0x06]);
         assert_eq!(m.of_frame(&arp), 0);
@@ -628,9 +637,12 @@ mod tests {
         g.handle_timeout(167_770);
         let req = g.take_frame(167_770, &t, G100).unwrap();
         assert_eq!((req.enable, req.quanta[3]), (0b1000, 0xFFFF));
-        g.remove(3, 1000, &t); // 2000 > XON
+        g.remove(3, 1000, lossless, &t); // 2000 > XON
         assert!(!g.has_frame());
-        g.remove(3, 1000, &t); // 1000: XON
+        // In and out in the same clock: the state follows the sum.
+        g.update(3, 4000, 4000, lossless, &t);
+        assert!(!g.has_frame());
+        g.remove(3, 1000, lossless, &t); // 1000: XON
         let req = g.take_frame(200_000, &t, G100).unwrap();
         assert_eq!((req.enable, req.quanta[3]), (0b1000, 0));
         assert_eq!(g.poll_timeout(), None);
