@@ -155,7 +155,10 @@ fn main() {
         .chain(FP_RTL.iter().map(|f| manifest.join("rtl").join(f)))
         .collect();
 
-    let dcb_rtl: Vec<PathBuf> = DCB_RTL.iter().map(|f| manifest.join("rtl").join(f)).collect();
+    let dcb_rtl: Vec<PathBuf> = DCB_RTL
+        .iter()
+        .map(|f| manifest.join("rtl").join(f))
+        .collect();
 
     // ---- Verilate (both widths at once) and compile the models, if stale
     let rtl_hash = stamp(&version, &rtl);
@@ -199,21 +202,23 @@ fn main() {
             hash: fp_hash.clone(),
         }
     }));
-    models.extend(WIDTHS.iter().map(|&w| Model {
-        lib: format!("vmodel_dcb_{w}"),
-        mdir: out.join(format!("vobj_dcb_{w}")),
-        args: [
-            "--top-module".to_string(),
-            DCB_TOP.to_string(),
-            "--prefix".to_string(),
-            format!("V{DCB_TOP}_{w}"),
-            format!("-GDATA_WIDTH={w}"),
-        ]
-        .into_iter()
-        .map(Into::into)
-        .chain(dcb_rtl.iter().map(|f| f.clone().into_os_string()))
-        .collect(),
-        hash: dcb_hash.clone(),
+    models.extend(WIDTHS.iter().map(|&w| {
+        Model {
+            lib: format!("vmodel_dcb_{w}"),
+            mdir: out.join(format!("vobj_dcb_{w}")),
+            args: [
+                "--top-module".to_string(),
+                DCB_TOP.to_string(),
+                "--prefix".to_string(),
+                format!("V{DCB_TOP}_{w}"),
+                format!("-GDATA_WIDTH={w}"),
+            ]
+            .into_iter()
+            .map(Into::into)
+            .chain(dcb_rtl.iter().map(|f| f.clone().into_os_string()))
+            .collect(),
+            hash: dcb_hash.clone(),
+        }
     }));
     let soc = match soc_model(&manifest, &out, &rtl, &version) {
         Ok(m) => {

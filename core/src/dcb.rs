@@ -396,7 +396,14 @@ impl PfcGen {
     /// hardware counts both in one clock), then the state follows the new count: a
     /// lossless priority above XOFF that is not paused is to be announced as XOFF, a
     /// paused one back at XON or below as XON.
-    pub fn update(&mut self, prio: u8, add: u32, sub: u32, lossless: Priorities, t: &PfcThresholds) {
+    pub fn update(
+        &mut self,
+        prio: u8,
+        add: u32,
+        sub: u32,
+        lossless: Priorities,
+        t: &PfcThresholds,
+    ) {
         let p = usize::from(prio & 7);
         let bytes = self.bytes[p].saturating_add(add).saturating_sub(sub);
         self.bytes[p] = bytes;

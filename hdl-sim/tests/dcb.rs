@@ -8,9 +8,7 @@
 
 use std::collections::VecDeque;
 
-use roce_core::dcb::{
-    EtsConfig, Ets, PauseTimers, PfcGen, PfcThresholds, Priorities, PriorityMap,
-};
+use roce_core::dcb::{Ets, EtsConfig, PauseTimers, PfcGen, PfcThresholds, Priorities, PriorityMap};
 use roce_core::wire::ethernet::MacAddr;
 use roce_core::wire::pfc::{quanta_to_nanos, PfcRepr};
 use roce_hdl_sim::{rtl_available, DataWidth, DcbCycle, DcbRegs, DcbSim};
@@ -83,7 +81,9 @@ fn frame(kind: Kind, len: usize, id: u32) -> Vec<u8> {
 
 fn pfc_frame(req: &PfcRepr) -> Vec<u8> {
     let mut buf = [0u8; 60];
-    let n = req.emit_frame(MacAddr([0x02, 0, 0, 0, 0, 9]), &mut buf).unwrap();
+    let n = req
+        .emit_frame(MacAddr([0x02, 0, 0, 0, 0, 9]), &mut buf)
+        .unwrap();
     buf[..n].to_vec()
 }
 
@@ -127,7 +127,12 @@ fn pause_timers_count_the_hand_computed_quanta() {
     for width in WIDTHS {
         let Some(mut s) = sim(width) else { return };
         let on = Priorities(0b1000_1000);
-        s.configure(&regs(on, EtsConfig::STRICT, PriorityMap::new(), thresholds()));
+        s.configure(&regs(
+            on,
+            EtsConfig::STRICT,
+            PriorityMap::new(),
+            thresholds(),
+        ));
         settle(&mut s);
         // 100 Gb/s at 250 MHz: 400 bit times a clock. 1000 quanta = 512,000 bit times
         // = 5120 ns = 1280 clocks; 65535 quanta = 33,553,920 bit times = 335,539.2 ns,
@@ -200,7 +205,10 @@ fn pause_timers_count_the_hand_computed_quanta() {
             assert!(s.tick().paused.is_empty());
         }
         assert_eq!(s.counters().rx_bad_mac_ctl, 1);
-        assert!(s.pop_rx_frame().is_none(), "MAC Control reached the datapath");
+        assert!(
+            s.pop_rx_frame().is_none(),
+            "MAC Control reached the datapath"
+        );
     }
 }
 
@@ -347,11 +355,19 @@ impl Lockstep {
             c.cycle
         );
         assert_eq!(c.xoff, self.gen.xoff(), "xoff, cycle {}", c.cycle);
-        assert_eq!(c.announce, self.gen.announce(), "announce, cycle {}", c.cycle);
+        assert_eq!(
+            c.announce,
+            self.gen.announce(),
+            "announce, cycle {}",
+            c.cycle
+        );
         self.max_xoff = Priorities(self.max_xoff.0 | c.xoff.0);
         // This cycle's events, in the RTL's order: the take, the refresh, the counts.
         if c.pfc_take {
-            let req = self.gen.take_frame(now, &t, G100).expect("a take with nothing to announce");
+            let req = self
+                .gen
+                .take_frame(now, &t, G100)
+                .expect("a take with nothing to announce");
             let mut buf = [0u8; 60];
             req.emit_frame(MacAddr(MAC), &mut buf).unwrap();
             self.wire.push_back(buf.to_vec());
@@ -363,12 +379,18 @@ impl Lockstep {
         self.gen.handle_timeout(now);
         let (add, sub) = (c.add, c.sub);
         if let Some((p, len)) = add {
-            let f = self.rx_expected.pop_front().expect("a frame entered the buffer from nowhere");
+            let f = self
+                .rx_expected
+                .pop_front()
+                .expect("a frame entered the buffer from nowhere");
             assert_eq!((p, usize::from(len)), (self.cfg.map.of_frame(&f), f.len()));
             self.rx_held.push_back(f);
         }
         if let Some((p, len)) = sub {
-            let f = self.rx_held.pop_front().expect("a frame left an empty buffer");
+            let f = self
+                .rx_held
+                .pop_front()
+                .expect("a frame left an empty buffer");
             assert_eq!((p, usize::from(len)), (self.cfg.map.of_frame(&f), f.len()));
         }
         match (add, sub) {
@@ -385,7 +407,12 @@ impl Lockstep {
             }
         }
         if let Some(req) = c.pause_req {
-            assert_eq!(Some(req), self.pfc_expected.pop_front(), "cycle {}", c.cycle);
+            assert_eq!(
+                Some(req),
+                self.pfc_expected.pop_front(),
+                "cycle {}",
+                c.cycle
+            );
             self.timers.apply(now + PERIOD_NS, &req, G100, on);
         }
         if let Some((elig, prio)) = c.decision {
@@ -394,7 +421,10 @@ impl Lockstep {
             assert!(elig.and(then).is_empty(), "a paused class was eligible");
             for p in 0..8u8 {
                 if elig.contains(p) {
-                    assert!(!self.queues[usize::from(p)].is_empty(), "eligible empty queue {p}");
+                    assert!(
+                        !self.queues[usize::from(p)].is_empty(),
+                        "eligible empty queue {p}"
+                    );
                 }
             }
             assert_eq!(
@@ -501,7 +531,11 @@ fn the_rtl_is_the_model_cycle_for_cycle() {
                     } else if r.chance(0.0015) {
                         let mut q = [0u16; 8];
                         for x in q.iter_mut() {
-                            *x = if r.chance(0.3) { 0 } else { r.below(4000) as u16 };
+                            *x = if r.chance(0.3) {
+                                0
+                            } else {
+                                r.below(4000) as u16
+                            };
                         }
                         let req = pause(r.below(256) as u8, q);
                         s.push_rx_frame(&pfc_frame(&req));
@@ -534,9 +568,14 @@ fn the_rtl_is_the_model_cycle_for_cycle() {
                 }
             }
             assert_eq!(s.counters().rx_drops, 0);
-            assert!(rx_delivered + m.rx_expected.len() as u64 + m.rx_held.len() as u64 >= rx_frames);
+            assert!(
+                rx_delivered + m.rx_expected.len() as u64 + m.rx_held.len() as u64 >= rx_frames
+            );
             assert!(m.decisions > 100, "{} decisions", m.decisions);
-            assert!(m.takes > 0 && !m.max_xoff.is_empty(), "no XOFF in seed {seed}");
+            assert!(
+                m.takes > 0 && !m.max_xoff.is_empty(),
+                "no XOFF in seed {seed}"
+            );
             eprintln!(
                 "{width} seed {seed}: {} decisions, {rx_frames} frames received, {} PFC frames sent ({} refreshes), XOFF on {:?}",
                 m.decisions, m.takes, m.fires, m.max_xoff
@@ -556,7 +595,12 @@ fn ets_shares_in_rtl_are_within_two_percent_over_10_ms() {
             strict: Priorities(0b1111_0101),
             bw,
         };
-        s.configure(&regs(Priorities::NONE, ets, PriorityMap::new(), thresholds()));
+        s.configure(&regs(
+            Priorities::NONE,
+            ets,
+            PriorityMap::new(),
+            thresholds(),
+        ));
         settle(&mut s);
         // Both queues always have frames (1 KiB on priority 1, 4 KiB on 3): the wire
         // takes a beat every other clock, half what the datapath can put in, so the

@@ -609,8 +609,7 @@ impl Switch {
         }
         let prio = usize::from(p.ets.pick(&p.ets_cfg, Priorities(ready))?);
         let q = p.queues[prio].pop_front().expect("nonempty bit set");
-        p.ets
-            .sent(&p.ets_cfg, Priorities(ready), prio as u8, q.len);
+        p.ets.sent(&p.ets_cfg, Priorities(ready), prio as u8, q.len);
         if p.queues[prio].is_empty() {
             p.nonempty &= !(1 << prio);
         }
