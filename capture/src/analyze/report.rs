@@ -13,6 +13,8 @@ use std::fmt::Write;
 pub struct Report {
     pub frames: u64,
     pub roce_frames: u64,
+    /// Of those, frames captured with a snap length: headers only, ICRC not checked.
+    pub snapped_frames: u64,
     pub icrc_errors: u64,
     pub pfc_frames: u64,
     /// Ethernet frames that are neither RoCE nor PFC.
@@ -247,6 +249,7 @@ impl Report {
         Self {
             frames: a.totals.frames,
             roce_frames: a.totals.roce,
+            snapped_frames: a.totals.snapped,
             icrc_errors: a.totals.icrc_errors,
             pfc_frames: a.totals.pfc,
             other_frames: a.totals.not_roce,
@@ -264,11 +267,16 @@ impl Report {
         let mut s = String::new();
         let _ = writeln!(
             s,
-            "{} frames in {:.6} s: {} RoCE ({} with a bad ICRC), {} PFC, {} other{}",
+            "{} frames in {:.6} s: {} RoCE ({} with a bad ICRC{}), {} PFC, {} other{}",
             self.frames,
             self.duration_s,
             self.roce_frames,
             self.icrc_errors,
+            if self.snapped_frames > 0 {
+                format!(", {} headers only", self.snapped_frames)
+            } else {
+                String::new()
+            },
             self.pfc_frames,
             self.other_frames,
             if self.other_link_type_frames > 0 {
