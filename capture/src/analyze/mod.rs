@@ -30,6 +30,9 @@ use std::net::IpAddr;
 use std::time::Duration;
 use stream::{Evidence, Request, RequestKind, Response, ResponseKind, Stream};
 
+/// The shortest local ACK timeout there is: 4.096 us x 2^1 (code 0 is none).
+pub const SHORTEST_ACK_TIMEOUT_NS: u64 = 8_192;
+
 /// Analyses every frame of a capture.
 pub fn run<R: std::io::Read>(
     reader: &mut Reader<R>,
@@ -49,6 +52,9 @@ pub struct Options {
     pub link_bps: u64,
     /// Keep per-connection time lines for [`plot`].
     pub timelines: bool,
+    /// The requesters' local ACK timeout, or the least it can be: a resend that nothing
+    /// else explains is a timeout when it follows a silence at least this long.
+    pub min_ack_timeout_ns: u64,
 }
 
 impl Default for Options {
@@ -56,6 +62,7 @@ impl Default for Options {
         Self {
             link_bps: 100_000_000_000,
             timelines: false,
+            min_ack_timeout_ns: SHORTEST_ACK_TIMEOUT_NS,
         }
     }
 }
@@ -280,7 +287,7 @@ impl Analyzer {
                 first_ns: t,
                 last_ns: t,
                 traffic: Traffic::default(),
-                stream: Stream::default(),
+                stream: Stream::new(self.options.min_ack_timeout_ns),
                 pending: Some(Vec::new()),
                 scores: Vec::new(),
                 scores_psn: None,

@@ -90,7 +90,8 @@ pub struct Requests {
     pub missing_responses: u64,
     pub rnr_naks: u64,
     pub rnr_waited_us: f64,
-    /// Go-Back-N episodes that nothing but the local ACK timer explains.
+    /// Go-Back-N episodes that nothing but the local ACK timer explains (after a silence
+    /// at least as long as it).
     pub timeouts: u64,
     pub longest_silence_us: f64,
     pub ack_latency: Option<Percentiles>,
@@ -104,6 +105,9 @@ pub struct GoBackN {
     pub after_rnr_nak: u64,
     pub after_missing_response: u64,
     pub after_timeout: u64,
+    /// Nothing in the capture explains them, and the silence before them was too short
+    /// for the ACK timer: a NAK or response lost past the capture point.
+    pub unexplained: u64,
 }
 
 #[derive(Debug, Clone, Copy, Serialize)]
@@ -179,6 +183,7 @@ fn requests(s: &Stats) -> Requests {
             after_rnr_nak: s.episodes_rnr,
             after_missing_response: s.episodes_missing_response,
             after_timeout: s.timeouts,
+            unexplained: s.episodes_unexplained,
         },
         naks: Naks {
             psn_sequence_error: s.naks_sequence,
@@ -400,6 +405,9 @@ fn story(s: &mut String, c: &Connection) {
                 Cause::Timeout { silence_us } => {
                     format!("after a timeout ({silence_us:.1} us of silence)")
                 }
+                Cause::Unexplained { silence_us } => format!(
+                    "{silence_us:.1} us after the last frame, with nothing in the capture to explain it"
+                ),
             };
             let _ = writeln!(
                 s,
