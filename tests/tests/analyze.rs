@@ -133,6 +133,13 @@ fn the_responders_capture_shows_the_gap_behind_every_nak() {
         let naks = req.naks.psn_sequence_error + req.naks.psn_sequence_error_ignored;
         assert_eq!(g.reported_by_nak, naks, "seed {seed}");
         assert!(g.in_capture >= g.reported_by_nak && g.missing_psns >= g.in_capture);
+        // Each episode names its first resend and the NAK before it.
+        for e in &req.events.go_back_n {
+            let v = serde_json::to_value(e).unwrap();
+            if v["cause"] == "nak" {
+                assert!(v["frame"].as_u64() > v["cause_frame"].as_u64(), "{v}");
+            }
+        }
     }
 }
 

@@ -95,15 +95,18 @@ struct Score {
     sent: u32,
 }
 
-/// The first width of the time series' bins.
-const FIRST_BIN_NS: u64 = 100_000;
+/// The first width of the bins the peak rates of ECN-CE marks and CNPs are taken over:
+/// one millisecond (it doubles as a long capture needs, see `bins`).
+const RATE_BIN_NS: u64 = 1_000_000;
+/// The first width of a time line's bins (for the figure).
+const TIMELINE_BIN_NS: u64 = 1_000;
 
 /// Packets and payload of one opcode in one direction.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct OpcodeCount {
     pub packets: u64,
     pub payload_bytes: u64,
-    /// LAST and ONLY packets.
+    /// LAST and ONLY packets of requests and READ responses.
     pub messages: u64,
 }
 
@@ -131,8 +134,8 @@ impl Default for Traffic {
             opcodes: BTreeMap::new(),
             ecn_ce: 0,
             cnps: 0,
-            ecn_ce_bins: Bins::new(FIRST_BIN_NS),
-            cnp_bins: Bins::new(FIRST_BIN_NS),
+            ecn_ce_bins: Bins::new(RATE_BIN_NS),
+            cnp_bins: Bins::new(RATE_BIN_NS),
             unmatched_responses: 0,
         }
     }
@@ -292,7 +295,7 @@ impl Analyzer {
                 scores: Vec::new(),
                 scores_psn: None,
                 mtu: None,
-                timeline: self.options.timelines.then(|| Bins::new(FIRST_BIN_NS)),
+                timeline: self.options.timelines.then(|| Bins::new(TIMELINE_BIN_NS)),
             });
             self.unpaired.entry((src, dst)).or_default().push(id);
         }
@@ -316,12 +319,19 @@ impl Analyzer {
             let c = tr.opcodes.entry(info.opcode.0).or_default();
             c.packets += 1;
             c.payload_bytes += u64::from(payload);
-            c.messages += u64::from(info.position.ends());
-            if p.ecn() == 3 {
+            // Messages are requests' (and READ responses'); an ACK ends nothing.
+            let message = !matches!(
+                info.operation,
+                Operation::Acknowledge | Operation::AtomicAcknowledge | Operation::Cnp
+            );
+            c.messages += u64::from(message && info.position.ends());
+            let ce = p.ecn() == 3;
+            let cnp = info.operation == Operation::Cnp;
+            if ce {
                 tr.ecn_ce += 1;
                 *tr.ecn_ce_bins.at(t) += 1;
             }
-            if info.operation == Operation::Cnp {
+            if cnp {
                 tr.cnps += 1;
                 *tr.cnp_bins.at(t) += 1;
             }
@@ -329,7 +339,10 @@ impl Analyzer {
                 f.mtu = Some(payload);
             }
             if let Some(line) = &mut f.timeline {
-                line.at(t).bytes += u64::from(payload);
+                let slot = line.at(t);
+                slot.bytes += u64::from(payload);
+                slot.ecn_ce += u64::from(ce);
+                slot.cnps += u64::from(cnp);
             }
         }
         if let Some(d) = p.deth() {

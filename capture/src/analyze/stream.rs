@@ -139,11 +139,11 @@ fn most_psns(len: u32, mtu: Option<u32>) -> u32 {
 #[serde(rename_all = "snake_case", tag = "cause")]
 pub enum Cause {
     /// A PSN sequence error NAK (frame number).
-    Nak { frame: u64 },
+    Nak { cause_frame: u64 },
     /// An RNR NAK (frame number), after its wait.
-    RnrNak { frame: u64 },
+    RnrNak { cause_frame: u64 },
     /// A READ or ATOMIC response did not come: a later response did.
-    MissingResponse { frame: u64 },
+    MissingResponse { cause_frame: u64 },
     /// Nothing in the capture explains it, and it came after a silence at least as long
     /// as the local ACK timeout: the timer expired.
     Timeout { silence_us: f64 },
@@ -536,7 +536,7 @@ impl Stream {
                 self.stats.naks_sequence += 1;
                 self.progress(x.sub(1));
                 if !self.started_retry {
-                    self.cause = Some(Cause::Nak { frame: r.frame });
+                    self.cause = Some(Cause::Nak { cause_frame: r.frame });
                 }
             }
             ResponseKind::Nak(code) => {
@@ -548,7 +548,7 @@ impl Stream {
                 }
                 self.stats.rnr_naks += 1;
                 self.progress(x.sub(1));
-                self.cause = Some(Cause::RnrNak { frame: r.frame });
+                self.cause = Some(Cause::RnrNak { cause_frame: r.frame });
                 self.pending_rnr = Some((r.frame, r.t, wait_ns));
             }
         }
@@ -587,7 +587,7 @@ impl Stream {
         }
         self.stats.missing_responses += 1;
         if !self.started_retry && self.cause.is_none() {
-            self.cause = Some(Cause::MissingResponse { frame: r.frame });
+            self.cause = Some(Cause::MissingResponse { cause_frame: r.frame });
         }
         true
     }
