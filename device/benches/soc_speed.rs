@@ -13,16 +13,8 @@
 #[path = "../tests/soc_pair/mod.rs"]
 mod soc_pair;
 
-use roce_device::soc::{default_image, soc_available, CLOCK_HZ};
+use roce_device::soc::{default_image, soc_available, thread_cpu_ns as cpu_ns, CLOCK_HZ};
 use soc_pair::{pair, rc_ops, Wire};
-
-/// CPU time of this thread, ns.
-fn cpu_ns() -> u64 {
-    std::fs::read_to_string("/proc/thread-self/schedstat")
-        .ok()
-        .and_then(|s| s.split_whitespace().next()?.parse().ok())
-        .unwrap_or(0)
-}
 
 fn cycles(w: &Wire) -> u64 {
     w.nics.iter().map(|n| n.cycles()).sum()

@@ -3,6 +3,13 @@
 //! driver's register accesses go through the SoC's host port, one clock cycle each;
 //! host memory is reached by the SoC's DMA engine; frames enter and leave on its wire
 //! port. Time is the SoC's clock: cycles times `NS_PER_CYCLE`.
+//!
+//! Two ways to drive it. A harness that only polls (the verbs suites: poll until idle)
+//! lets `poll` run the SoC until its firmware goes idle. A harness with a clock of its
+//! own (a simulated fabric) calls `set_time`: from then on only `set_time` runs the SoC,
+//! up to the time given, so the SoC's work takes simulated time; `poll` reports what
+//! happened, and `poll_timeout` asks for the clock to move on a quantum at a time
+//! while the SoC is busy (else when the firmware's next timer is due).
 
 use crate::model::NicModel;
 use roce_hdl_sim::soc::{FirmwareStats, Soc, SocError, NS_PER_CYCLE};
@@ -21,6 +28,16 @@ pub const POLL_STEPS: u32 = 64;
 /// Cycles booting may take before [`SocNic::new`] gives up.
 pub const BOOT_CYCLES: u64 = 20_000_000;
 
+/// CPU time of the calling thread in ns (Linux `/proc/thread-self/schedstat`; 0
+/// elsewhere): the SoC's simulated cycles per CPU second do not depend on what else
+/// the machine runs.
+pub fn thread_cpu_ns() -> u64 {
+    std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0)
+}
+
 /// The SoC as a NIC model.
 pub struct SocNic {
     soc: RefCell<Soc>,
@@ -32,6 +49,12 @@ pub struct SocNic {
     log: RefCell<Vec<u8>>,
     /// The firmware's busy-poll count when `poll` last looked.
     busy_seen: Cell<u32>,
+    /// A harness drives the clock (`set_time` was called).
+    clocked: Cell<bool>,
+    /// Clocked: the SoC did something since `poll` last asked.
+    did: Cell<bool>,
+    /// Clocked: the SoC was not idle at the end of its last run, or got input since.
+    busy: Cell<bool>,
 }
 
 impl SocNic {
@@ -56,6 +79,9 @@ impl SocNic {
             boot_cycles,
             log: RefCell::new(log),
             busy_seen: Cell::new(busy),
+            clocked: Cell::new(false),
+            did: Cell::new(false),
+            busy: Cell::new(false),
         }))
     }
 
@@ -87,15 +113,15 @@ impl SocNic {
         self.log.borrow().clone()
     }
 
-    /// One poll step: whether the SoC did something in it, and whether it is idle at
-    /// its end (see `poll`).
-    fn step(&self) -> (bool, bool) {
+    /// Runs `cycles`: whether the SoC did something meanwhile, and whether it is idle
+    /// at the end (see `poll`).
+    fn observe(&self, cycles: u64) -> (bool, bool) {
         let before = {
             let mut soc = self.soc.borrow_mut();
             let idle = soc.idle_polls();
             (soc.dma_requests(), soc.rx_queued(), soc.tx_queued(), idle)
         };
-        self.run(self.poll_cycles.get());
+        self.run(cycles);
         let mut soc = self.soc.borrow_mut();
         let after = (soc.dma_requests(), soc.rx_queued(), soc.tx_queued());
         let idle = soc.idle_polls().wrapping_sub(before.3);
@@ -111,11 +137,15 @@ impl SocNic {
 }
 
 impl NicModel for SocNic {
+    /// Runs the SoC up to `now` (from now on only this runs it: see the module doc).
     fn set_time(&self, now: u64) {
+        self.clocked.set(true);
         let target = now.div_ceil(NS_PER_CYCLE);
         let cycles = self.cycles();
         if target > cycles {
-            self.run(target - cycles);
+            let (did, idle) = self.observe(target - cycles);
+            self.did.set(self.did.get() | did);
+            self.busy.set(!idle);
         }
     }
 
@@ -129,9 +159,12 @@ impl NicModel for SocNic {
     /// found nothing to do and none found work (the first may have passed the doorbell
     /// before the host rang it), and no byte or frame moved.
     fn poll(&self) -> bool {
+        if self.clocked.get() {
+            return self.did.take();
+        }
         let mut any = false;
         for _ in 0..POLL_STEPS {
-            let (did, idle) = self.step();
+            let (did, idle) = self.observe(self.poll_cycles.get());
             any |= did;
             if idle {
                 break;
@@ -140,12 +173,18 @@ impl NicModel for SocNic {
         any
     }
 
+    /// Clocked and busy: a quantum ([`SocNic::poll_cycles`]) from now; else when the
+    /// firmware's next timer is due.
     fn poll_timeout(&self) -> Option<u64> {
+        if self.clocked.get() && self.busy.get() {
+            return Some(self.now() + self.poll_cycles.get() * NS_PER_CYCLE);
+        }
         self.soc.borrow_mut().next_timeout()
     }
 
     fn receive_frame(&self, frame: &[u8]) {
         self.soc.borrow_mut().push_rx(frame);
+        self.busy.set(true);
     }
 
     fn transmit_frame(&self, buf: &mut [u8]) -> Option<usize> {
@@ -171,13 +210,22 @@ impl Device for SocNic {
 
     fn write_reg(&self, offset: u32, value: u32) {
         self.soc.borrow_mut().reg_write(offset, value);
+        self.busy.set(true);
     }
 
     fn memory(&self) -> &HostMemory {
         &self.mem
     }
 
+    /// The driver waits (for a command, say): the SoC runs, also under a harness's
+    /// clock, which it then leads by what ran here (a harness's setup, not its timing).
     fn progress(&self) {
-        self.poll();
+        if self.clocked.get() {
+            let (did, idle) = self.observe(self.poll_cycles.get());
+            self.did.set(self.did.get() | did);
+            self.busy.set(!idle);
+        } else {
+            self.poll();
+        }
     }
 }

@@ -24,8 +24,8 @@ package fp_pkg;
   localparam int MR_BYTES = 32;
   localparam int EV_BYTES = 64;
   localparam int TMPL_BYTES = 66;   // wire::HeaderTemplate::MAX_LEN
-  localparam int HV_BYTES = 128;    // header vector: template + BTH + RETH + ImmDt/IETH (<= 104)
-  localparam int TH_BYTES = 32;     // transport headers: BTH (12) + at most 20 bytes of extensions
+  localparam int HV_BYTES = 128;    // header vector: template + BTH + extensions (<= 66 + 40)
+  localparam int TH_BYTES = 40;     // transport headers: BTH (12) + at most 28 bytes of extensions
 
   // ------------------------------------------- send context (§2.1), bytes
   localparam int SC_HDR_LEN = 0;
@@ -56,14 +56,19 @@ package fp_pkg;
   localparam int TD_RKEY = 24;
   localparam int TD_FIRST_PSN = 28;
   localparam int TD_SGE = 32;       // 4 x {addr 64, length 32}
+  localparam int TD_COMPARE = 56;   // CMP_SWAP (in place of sge[2])
+  localparam int TD_SWAP_ADD = 64;  // CMP_SWAP, FETCH_ADD
   localparam int TD_START_PKT = 80;
   localparam int TD_END_PKT = 84;
 
-  localparam logic [7:0] OP_SEND = 8'd0;
+  // op 0 = SEND (the planner's default case)
   localparam logic [7:0] OP_SEND_IMM = 8'd1;
   localparam logic [7:0] OP_SEND_INV = 8'd2;
   localparam logic [7:0] OP_WRITE = 8'd3;
   localparam logic [7:0] OP_WRITE_IMM = 8'd4;
+  localparam logic [7:0] OP_READ = 8'd5;
+  localparam logic [7:0] OP_CMP_SWAP = 8'd6;
+  localparam logic [7:0] OP_FETCH_ADD = 8'd7;
   localparam logic [7:0] OP_FLUSH = 8'd15;
 
   // -------------------------------------------- ACK descriptor (§2.3), bytes
@@ -152,7 +157,10 @@ package fp_pkg;
   localparam logic [7:0] RC_WRITE_LAST_IMM = 8'h09;
   localparam logic [7:0] RC_WRITE_ONLY = 8'h0A;
   localparam logic [7:0] RC_WRITE_ONLY_IMM = 8'h0B;
+  localparam logic [7:0] RC_READ_REQ = 8'h0C;
   localparam logic [7:0] RC_ACK = 8'h11;
+  localparam logic [7:0] RC_CMP_SWAP = 8'h13;
+  localparam logic [7:0] RC_FETCH_ADD = 8'h14;
   localparam logic [7:0] RC_SEND_LAST_INV = 8'h16;
   localparam logic [7:0] RC_SEND_ONLY_INV = 8'h17;
 
@@ -173,9 +181,12 @@ package fp_pkg;
     logic [6:0]   resv7;
     logic [23:0]  psn;
     logic         has_reth;
-    logic [63:0]  reth_va;
+    logic [63:0]  reth_va;              // also the AtomicETH's VA and R_Key
     logic [31:0]  reth_rkey;
     logic [31:0]  reth_len;
+    logic         has_atomic;           // AtomicETH: reth_va, reth_rkey, swap_add, compare
+    logic [63:0]  swap_add;
+    logic [63:0]  compare;
     logic         has_imm;              // ImmDt or IETH (same place, after any RETH)
     logic [31:0]  imm;
     logic         has_aeth;

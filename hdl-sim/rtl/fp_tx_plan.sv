@@ -12,10 +12,10 @@
 // writes a una_psn that opens it (ACK descriptors are still served); a
 // replayed packet whose PSN is before una_psn is skipped.
 //
-// Not yet in RTL (v0.2): READ and atomic requests (such descriptors are
-// dropped and counted in bad_desc), the per-QP descriptor queues served
-// round robin (descriptors are taken in order, one message at a time), and
-// the in-flight list the response path reads.
+// READ and atomic descriptors send one request packet (a READ occupies the
+// PSNs of all its responses). Not yet in RTL (v0.2): the per-QP descriptor
+// queues served round robin (descriptors are taken in order, one message at
+// a time), and the in-flight list the response path reads.
 //
 // The packet rule is roce_core::fastpath::segment's; tests/fastpath.rs
 // checks the frames byte for byte against it. Per packet the planner takes 2
@@ -98,7 +98,7 @@ module fp_tx_plan
   logic         d_se, d_replay;
   logic [2:0]   d_nsge;
   logic [31:0]  d_len, d_imm, d_rkey, d_start, d_end;
-  logic [63:0]  d_raddr;
+  logic [63:0]  d_raddr, d_cmp, d_swap;
   logic [23:0]  d_first_psn;
   logic [63:0]  d_sge_addr [4];
   logic [31:0]  d_sge_len [4];
@@ -154,17 +154,23 @@ module fp_tx_plan
   end
 
   // packet fields of S_PKT_B
-  logic        is_write;
+  logic        is_write, is_read, is_atomic, is_ra;
   logic [7:0]  opcode;
   logic        ackreq;
   logic [16:0] noack_inc;
   logic [23:0] psn_next;
   assign is_write = d_op == OP_WRITE || d_op == OP_WRITE_IMM;
+  assign is_read = d_op == OP_READ;
+  assign is_atomic = d_op == OP_CMP_SWAP || d_op == OP_FETCH_ADD;
+  assign is_ra = is_read || is_atomic;
   assign noack_inc = {1'b0, c_noack} + 17'd1;
   assign psn_next = psn + 24'd1;
 
   always_comb begin
-    if (c_sr && d_op == OP_WRITE) opcode = RC_WRITE_ONLY;
+    if (is_read) opcode = RC_READ_REQ;
+    else if (d_op == OP_CMP_SWAP) opcode = RC_CMP_SWAP;
+    else if (d_op == OP_FETCH_ADD) opcode = RC_FETCH_ADD;
+    else if (c_sr && d_op == OP_WRITE) opcode = RC_WRITE_ONLY;
     else if (is_write) begin
       if (p_first && p_last) opcode = d_op == OP_WRITE_IMM ? RC_WRITE_ONLY_IMM : RC_WRITE_ONLY;
       else if (p_first) opcode = RC_WRITE_FIRST;
@@ -214,15 +220,20 @@ module fp_tx_plan
       m_job.pkey = c_pkey;
       m_job.dest_qpn = c_dest_qpn;
       m_job.opcode = opcode;
-      m_job.se = p_last && d_se;
+      m_job.se = p_last && d_se && !is_ra;
       m_job.ackreq = ackreq;
       m_job.pad = 2'(-p_plen);
       m_job.psn = psn;
-      m_job.has_reth = is_write && (p_first || (c_sr && d_op == OP_WRITE));
-      m_job.reth_va = (c_sr && d_op == OP_WRITE) ? d_raddr + {32'd0, off} : d_raddr;
+      m_job.has_reth = is_read || (is_write && (p_first || (c_sr && d_op == OP_WRITE)));
+      m_job.reth_va = ((c_sr && d_op == OP_WRITE) || is_read) ? d_raddr + {32'd0, off} : d_raddr;
       m_job.reth_rkey = d_rkey;
-      m_job.reth_len = (c_sr && d_op == OP_WRITE) ? p_plen : d_len;
-      m_job.has_imm = p_last && d_op != OP_SEND && d_op != OP_WRITE;
+      if (is_read) m_job.reth_len = (d_len > off) ? d_len - off : 32'd0;
+      else m_job.reth_len = (c_sr && d_op == OP_WRITE) ? p_plen : d_len;
+      m_job.has_atomic = is_atomic;
+      m_job.swap_add = d_swap;
+      m_job.compare = (d_op == OP_CMP_SWAP) ? d_cmp : 64'd0;
+      m_job.has_imm = p_last
+          && (d_op == OP_SEND_IMM || d_op == OP_SEND_INV || d_op == OP_WRITE_IMM);
       m_job.imm = d_imm;
       m_job.plen = 16'(p_plen);
     end
@@ -276,6 +287,8 @@ module fp_tx_plan
           d_len <= s_txd_data[8*TD_LENGTH +: 32];
           d_imm <= s_txd_data[8*TD_IMM +: 32];
           d_raddr <= s_txd_data[8*TD_RADDR +: 64];
+          d_cmp <= s_txd_data[8*TD_COMPARE +: 64];
+          d_swap <= s_txd_data[8*TD_SWAP_ADD +: 64];
           d_rkey <= s_txd_data[8*TD_RKEY +: 32];
           d_first_psn <= s_txd_data[8*TD_FIRST_PSN +: 24];
           for (int i = 0; i < 4; i++) begin
@@ -317,9 +330,12 @@ module fp_tx_plan
           // packets: max(1, ceil(len / mtu)); the REPLAY range within them
           logic [31:0] n;
           logic [31:0] ks, ke;
-          n = (d_len == 0) ? 32'd1 : ((d_len - 32'd1) >> c_mtu_log2) + 32'd1;
-          ks = d_replay ? d_start : 32'd0;
-          ke = (d_replay && d_end != 0 && d_end < n) ? d_end : n;
+          // PSNs: a READ one per response packet, an atomic one (TxMsg::psns); the
+          // packets to send: start_pkt up to end_pkt, READ and atomics one (TxMsg::range)
+          n = (d_len == 0 || is_atomic) ? 32'd1 : ((d_len - 32'd1) >> c_mtu_log2) + 32'd1;
+          ks = (d_start < n) ? d_start : n;
+          if (is_ra) ke = (ks + 32'd1 < n) ? ks + 32'd1 : n;
+          else ke = (d_end != 0 && d_end < n) ? d_end : n;
           npk <= n;
           k <= ks;
           kend <= ke;
@@ -329,7 +345,8 @@ module fp_tx_plan
           g_i <= '0;
           g_o <= '0;
           if (!c_valid || c_kind > 2'd1 || c_mtu_log2 < 4'd8 || c_mtu_log2 > 4'd12
-              || (d_op > OP_WRITE_IMM && d_op != OP_FLUSH) || sge_sum < {2'd0, d_len}) begin
+              || (d_op > OP_FETCH_ADD && d_op != OP_FLUSH)
+              || (!is_ra && sge_sum < {2'd0, d_len})) begin
             bad_desc <= bad_desc + 32'd1;
             state <= S_IDLE;
           end else if (d_op == OP_FLUSH) begin
@@ -360,10 +377,10 @@ module fp_tx_plan
 
         S_PKT_A: begin
           logic [31:0] rem;
-          rem = d_len - off;
+          rem = is_ra ? 32'd0 : d_len - off;
           p_plen <= (rem < mtu) ? rem : mtu;
           p_first <= k == 0;
-          p_last <= k + 32'd1 == npk;
+          p_last <= k + 32'd1 == npk || is_ra;
           outst = psn_diff(psn, c_una);
           p_outst <= outst;
           g_dry <= 1'b0;
@@ -390,9 +407,11 @@ module fp_tx_plan
 
         S_PKT_B: if (job_room) begin
           logic [15:0] noack_n;
-          logic [23:0] next_n;
+          logic [23:0] next_n, after;
           noack_n = ackreq ? 16'd0 : noack_inc[15:0];
-          next_n = (psn_diff(psn_next, c_next_psn) > 0) ? psn_next : c_next_psn;
+          // the PSN after the packet's: a READ request covers all its responses
+          after = is_read ? psn + 24'(npk - k) : psn_next;
+          next_n = (psn_diff(after, c_next_psn) > 0) ? after : c_next_psn;
           c_noack <= noack_n;
           c_next_psn <= next_n;
           ctx_wb_en <= 1'b1;

@@ -228,7 +228,7 @@ struct Msg {
 fn msg(nqp: usize) -> impl Strategy<Value = Msg> {
     (
         0..nqp,
-        0u8..5,
+        0u8..8,
         prop_oneof![0u32..300, 0u32..9000],
         proptest::collection::vec(0u32..3000, 0..4),
         0u32..4096,
@@ -288,14 +288,34 @@ fn tx_msg(m: &Msg, qpn: Qpn, psn: Psn, wqe_index: u16) -> TxMsg {
         1 => MsgOp::SendWithImm(0xA5A5_0000 | m.len),
         2 => MsgOp::SendWithInv(Rkey(0x1234_5600 | (m.len & 0xFF))),
         3 => MsgOp::Write,
-        _ => MsgOp::WriteWithImm(m.len ^ 0xDEAD_BEEF),
+        4 => MsgOp::WriteWithImm(m.len ^ 0xDEAD_BEEF),
+        5 => MsgOp::Read,
+        6 => MsgOp::CmpSwap {
+            compare: u64::from(m.len) << 32 | 0x1111,
+            swap: u64::from(m.src_off) * 0x0101_0101,
+        },
+        _ => MsgOp::FetchAdd {
+            add: u64::from(m.len) * 0x3_0000_0001,
+        },
+    };
+    // an atomic's one SGE takes the 8-byte original value
+    let (sges, length) = if matches!(m.op, 6 | 7) {
+        let mut v = heapless::Vec::new();
+        let _ = v.push(Sge {
+            addr: MEM_BASE + u64::from(m.src_off & !7),
+            length: 8,
+            lkey: Lkey(0),
+        });
+        (v, 8)
+    } else {
+        (sges(m), m.len)
     };
     TxMsg {
         qpn,
         op,
         solicited: m.solicited,
-        sges: sges(m),
-        length: m.len,
+        sges,
+        length,
         remote_addr: 0x7000_0000_0000 + u64::from(m.len) * 3,
         rkey: Rkey(0x0000_4200 | (m.len & 0xFF)),
         first_psn: psn,
@@ -1139,6 +1159,30 @@ fn line_rate_qp() -> QpCfg {
     }
 }
 
+/// A new RDMA WRITE of `len` bytes from one SGE at `src` to `remote` through `rkey`.
+fn write_msg(qpn: Qpn, src: u64, len: u32, remote: u64, rkey: Rkey, psn: Psn) -> TxMsg {
+    let mut sges = heapless::Vec::new();
+    let _ = sges.push(Sge {
+        addr: src,
+        length: len,
+        lkey: Lkey(0),
+    });
+    TxMsg {
+        qpn,
+        op: MsgOp::Write,
+        solicited: false,
+        sges,
+        length: len,
+        remote_addr: remote,
+        rkey,
+        first_psn: psn,
+        replay: false,
+        wqe_index: 0,
+        start_pkt: 0,
+        end_pkt: 0,
+    }
+}
+
 /// Cycles between consecutive entries that are not one apart (bubbles).
 fn gaps(cycles: impl Iterator<Item = u64>) -> u64 {
     let v: Vec<u64> = cycles.collect();
@@ -1159,27 +1203,14 @@ fn line_rate_segmenter() {
         let qpn = qpn_of(0);
         sim.write_record(Table::SendCtx, qpn.value(), &layout::encode_sctx(&ctx));
         sim.run_until_idle(&mut mem, 100_000).unwrap();
-        let mut sg = heapless::Vec::new();
-        sg.push(Sge {
-            addr: MEM_BASE + 3,
-            length: 65536,
-            lkey: Lkey(0),
-        })
-        .unwrap();
-        let desc = TxMsg {
+        let desc = write_msg(
             qpn,
-            op: MsgOp::Write,
-            solicited: false,
-            sges: sg,
-            length: 65536,
-            remote_addr: 0x4000_0000,
-            rkey: Rkey(0x1234),
-            first_psn: ctx.next_psn,
-            replay: false,
-            wqe_index: 0,
-            start_pkt: 0,
-            end_pkt: 0,
-        };
+            MEM_BASE + 3,
+            65536,
+            0x4000_0000,
+            Rkey(0x1234),
+            ctx.next_psn,
+        );
         let mut want = Vec::new();
         let mut buf = vec![0u8; 9000];
         for k in 0..desc.packets(ctx.mtu) {
@@ -1274,27 +1305,7 @@ fn line_rate_placement() {
         let mut train = Vec::new();
         let mut buf = vec![0u8; 9000];
         for _ in 0..4 {
-            let mut sg = heapless::Vec::new();
-            sg.push(Sge {
-                addr: MEM_BASE,
-                length: 65536,
-                lkey: Lkey(0),
-            })
-            .unwrap();
-            let desc = TxMsg {
-                qpn,
-                op: MsgOp::Write,
-                solicited: false,
-                sges: sg,
-                length: 65536,
-                remote_addr: base,
-                rkey: keys.rkey,
-                first_psn: peer.next_psn,
-                replay: false,
-                wqe_index: 0,
-                start_pkt: 0,
-                end_pkt: 0,
-            };
+            let desc = write_msg(qpn, MEM_BASE, 65536, base, keys.rkey, peer.next_psn);
             peer.una_psn = peer.next_psn;
             for k in 0..desc.packets(peer.mtu) {
                 let n = fastpath::segment(&mut peer, &desc, k, &mut src, &mut buf).unwrap();

@@ -79,17 +79,13 @@ pub struct FabricScenario {
     /// Runs with seeds `seed`, `seed + 1`, ...: the first is drawn and tabled, the summary
     /// gets the mean and 95 % interval of each measure over all of them (ECN marks are
     /// random draws).
-    #[serde(default = "default_runs")]
+    #[serde(default = "super::one")]
     pub runs: u64,
     /// Hosts whose link is captured as tcpdump on the host would see it (every frame it
     /// sends, every frame that reaches it, PFC pauses included): `NAME-HOST.pcap` beside
     /// the CSV, for `roce decode` and `roce analyze`. The first run only.
     #[serde(default)]
     pub pcap: Vec<String>,
-}
-
-fn default_runs() -> u64 {
-    1
 }
 
 fn default_sample() -> String {
@@ -101,13 +97,13 @@ fn default_zero() -> String {
 fn default_depth() -> usize {
     2
 }
-fn default_mtu() -> u32 {
+pub(crate) fn default_mtu() -> u32 {
     4096
 }
-fn default_dscp() -> u8 {
+pub(crate) fn default_dscp() -> u8 {
     26
 }
-fn default_timeout() -> u8 {
+pub(crate) fn default_timeout() -> u8 {
     14
 }
 

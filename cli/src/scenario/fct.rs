@@ -58,18 +58,18 @@ pub struct FctScenario {
     pub switch: SwitchSpec,
     #[serde(default)]
     pub cc: CcSpec,
-    #[serde(default = "default_mtu")]
+    #[serde(default = "super::fabric::default_mtu")]
     pub mtu: u32,
     /// DSCP of the flows' packets (26: priority 3).
-    #[serde(default = "default_dscp")]
+    #[serde(default = "super::fabric::default_dscp")]
     pub dscp: u8,
     /// Local ACK timeout exponent of the QPs.
-    #[serde(default = "default_timeout")]
+    #[serde(default = "super::fabric::default_timeout")]
     pub timeout: u8,
     pub workload: WorkloadSpec,
     /// Independent runs, with seeds `seed`, `seed + 1`, ...: the figures carry 95 %
     /// confidence intervals over them.
-    #[serde(default = "default_runs")]
+    #[serde(default = "super::one")]
     pub runs: u64,
     /// Simulated time after which a run stops even if flows are unfinished (they are
     /// reported).
@@ -77,18 +77,6 @@ pub struct FctScenario {
     pub limit: String,
 }
 
-fn default_mtu() -> u32 {
-    4096
-}
-fn default_dscp() -> u8 {
-    26
-}
-fn default_timeout() -> u8 {
-    14
-}
-fn default_runs() -> u64 {
-    1
-}
 fn default_limit() -> String {
     "1s".into()
 }

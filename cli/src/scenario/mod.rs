@@ -183,6 +183,11 @@ pub(crate) fn in_parallel<J: Sync, R: Send>(
         .collect()
 }
 
+/// The default number of runs.
+pub(crate) fn one() -> u64 {
+    1
+}
+
 /// A duration of the scenario file (`10ms`, `2us`, `0`) in nanoseconds.
 pub(crate) fn nanos(what: &str, s: &str) -> Result<u64> {
     crate::perf_cmd::parse_duration(s).with_context(|| format!("{what} = {s:?}"))

@@ -70,12 +70,8 @@ pub struct LossSweep {
     #[serde(default = "default_rto_low")]
     pub rto_low: String,
     /// Runs per cell, seeded `seed`, `seed + 1`, ...
-    #[serde(default = "default_runs")]
+    #[serde(default = "super::one")]
     pub runs: u64,
-}
-
-fn default_runs() -> u64 {
-    1
 }
 
 fn default_rto_low() -> String {
@@ -168,7 +164,7 @@ pub fn run(
             ..Faults::default()
         };
         let link = LinkConfig::new(rate, delay).with_faults(faults);
-        let mut sim = world::Sim::back_to_back(perf::nics(&p), link, seed);
+        let mut sim = world::Sim::back_to_back(perf::nics(&p, false), link, seed);
         let m = perf::run(&mut sim, &p, &mut Progress::silent()).with_context(|| {
             format!(
                 "{} timeout {timeout} loss {loss} seed {seed}",

@@ -4,7 +4,7 @@ use roce_core::wire::ethernet::MacAddr;
 use roce_core::wire::pfc::PfcRepr;
 use roce_sim::nodes::{Generator, GeneratorConfig, Sink};
 use roce_sim::topology::{self, Attach, Star};
-use roce_sim::{Fabric, HostId, LinkConfig, Nanos, Node, Priorities, SwitchConfig};
+use roce_sim::{Fabric, Faults, HostId, LinkConfig, Nanos, Node, Priorities, SwitchConfig};
 use std::net::{IpAddr, Ipv4Addr};
 
 pub const G100: u64 = 100_000_000_000;
@@ -67,6 +67,18 @@ pub fn incast(
         senders,
         sink,
         star,
+    }
+}
+
+/// Every fault at 1 % per frame (reordering by up to 500 ns): for runs whose random
+/// streams must all show in the result.
+pub fn every_fault() -> Faults {
+    Faults {
+        loss: 0.01,
+        corrupt: 0.01,
+        duplicate: 0.01,
+        reorder: 0.01,
+        reorder_max_delay_ns: 500,
     }
 }
 

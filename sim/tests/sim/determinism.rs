@@ -1,19 +1,13 @@
 //! Same seed, same result, bit for bit; another seed, another run.
 
-use crate::common::{flow, incast, G100};
+use crate::common::{every_fault, flow, incast, G100};
 use roce_sim::nodes::SinkStats;
-use roce_sim::{Counters, Faults, LinkConfig, MemoryCapture, RedConfig, SwitchConfig};
+use roce_sim::{Counters, LinkConfig, MemoryCapture, RedConfig, SwitchConfig};
 
 /// A 4:1 incast with every fault on every link and ECN marking, for 100 us, with a pcap
 /// tap on the receiver's link.
 fn run(seed: u64) -> (Counters, Vec<u8>, SinkStats) {
-    let faults = Faults {
-        loss: 0.01,
-        corrupt: 0.01,
-        duplicate: 0.01,
-        reorder: 0.01,
-        reorder_max_delay_ns: 500,
-    };
+    let faults = every_fault();
     let sw = SwitchConfig {
         red: Some(RedConfig::new(20_000, 200_000, 0.2)),
         ..SwitchConfig::default()

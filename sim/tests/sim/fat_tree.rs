@@ -1,13 +1,13 @@
 //! Fat-trees, whole and split into partitions run by the parallel engine.
 
-use crate::common::{flow, mac, G100};
+use crate::common::{every_fault, flow, mac, G100};
 use roce_core::wire::ethernet::MacAddr;
 use roce_sim::nodes::{Generator, Sink, SinkStats};
 use roce_sim::parallel::partition_seed;
 use roce_sim::topology::FatTree;
 use roce_sim::{
-    Counters, Fabric, Faults, HostId, LinkConfig, Nanos, Node, Parallel, Partition, Priorities,
-    Profile, RedConfig, SwitchConfig,
+    Counters, Fabric, HostId, LinkConfig, Nanos, Node, Parallel, Partition, Priorities, Profile,
+    RedConfig, SwitchConfig,
 };
 
 /// A host that sends one flow and counts what it receives.
@@ -180,13 +180,7 @@ fn a_partitioned_tree_delivers_everything_across_partitions() {
 fn the_same_seed_gives_the_same_run_on_1_2_and_4_threads() {
     // Every fault on every link and ECN marking, so that the random streams and the
     // order of events at each switch both show in the counters.
-    let faults = Faults {
-        loss: 0.01,
-        corrupt: 0.01,
-        duplicate: 0.01,
-        reorder: 0.01,
-        reorder_max_delay_ns: 500,
-    };
+    let faults = every_fault();
     let link = LinkConfig::new(G100, 1000).with_faults(faults);
     let sw = SwitchConfig {
         red: Some(RedConfig::new(5_000, 50_000, 0.2)),
