@@ -259,7 +259,7 @@ fn a_headers_only_capture_gives_the_same_analysis() {
         loss: 0.02,
         ..Faults::default()
     });
-    let mut sim = world::Sim::back_to_back(perf::nics(&p), link, 7);
+    let mut sim = world::Sim::back_to_back(perf::nics(&p, false), link, 7);
     let capture = MemoryCapture::new();
     let tap = sim.fabric.tap_end(sim.link, 0, capture.clone()).unwrap();
     perf::run(&mut sim, &p, &mut Progress::silent()).unwrap();

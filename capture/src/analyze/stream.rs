@@ -536,7 +536,9 @@ impl Stream {
                 self.stats.naks_sequence += 1;
                 self.progress(x.sub(1));
                 if !self.started_retry {
-                    self.cause = Some(Cause::Nak { cause_frame: r.frame });
+                    self.cause = Some(Cause::Nak {
+                        cause_frame: r.frame,
+                    });
                 }
             }
             ResponseKind::Nak(code) => {
@@ -548,7 +550,9 @@ impl Stream {
                 }
                 self.stats.rnr_naks += 1;
                 self.progress(x.sub(1));
-                self.cause = Some(Cause::RnrNak { cause_frame: r.frame });
+                self.cause = Some(Cause::RnrNak {
+                    cause_frame: r.frame,
+                });
                 self.pending_rnr = Some((r.frame, r.t, wait_ns));
             }
         }
@@ -587,7 +591,9 @@ impl Stream {
         }
         self.stats.missing_responses += 1;
         if !self.started_retry && self.cause.is_none() {
-            self.cause = Some(Cause::MissingResponse { cause_frame: r.frame });
+            self.cause = Some(Cause::MissingResponse {
+                cause_frame: r.frame,
+            });
         }
         true
     }
