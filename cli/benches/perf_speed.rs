@@ -54,7 +54,7 @@ fn main() {
         let p = params(Test::WriteBw, 65536, iters, qps);
         let (wall, sim_ns) = best(|| {
             let mut sim = world::Sim::back_to_back(
-                perf::nics(&p),
+                perf::nics(&p, false),
                 LinkConfig::new(100_000_000_000, 2_000),
                 1,
             );
@@ -76,7 +76,7 @@ fn main() {
         let (wall, m) = best(|| {
             let t = Instant::now();
             let m = perf::run(
-                &mut world::Direct::new(perf::nics(&p)),
+                &mut world::Direct::new(perf::nics(&p, false)),
                 &p,
                 &mut Progress::silent(),
             )

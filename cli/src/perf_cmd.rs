@@ -63,6 +63,10 @@ pub struct PerfArgs {
     /// The datapath under the firmware: the software model or the Verilated RTL.
     #[arg(long, value_enum, default_value_t = Backend::Model)]
     pub backend: Backend,
+    /// The RC fast path (`docs/fastpath.md`): its software model as the NIC's hardware
+    /// in front of the datapath (`on`), or the firmware handling every packet (`off`).
+    #[arg(long, value_enum, default_value_t = crate::interop::OnOff::On)]
+    pub fastpath: crate::interop::OnOff,
     /// Where the NICs meet: the simulated fabric, or directly in memory (wall clock).
     #[arg(long, value_enum, default_value_t = Fabric::Sim)]
     pub fabric: Fabric,
@@ -208,9 +212,10 @@ pub fn run(args: &PerfArgs, out: &mut impl Write) -> Result<()> {
             selective_repeat,
             timeout: args.qp_timeout,
         };
+        let fastpath = args.fastpath == crate::interop::OnOff::On;
         let nics = match args.backend {
-            Backend::Model => perf::nics(&p),
-            Backend::Rtl => perf::rtl_nics(&p)?,
+            Backend::Model => perf::nics(&p, fastpath),
+            Backend::Rtl => perf::rtl_nics(&p, fastpath)?,
         };
         let m = match args.fabric {
             Fabric::Direct => {
@@ -284,6 +289,7 @@ fn run_wire(args: &PerfArgs, sizes: Vec<usize>, iters: usize, out: &mut impl Wri
             tx_depth: args.tx_depth,
             role: role.clone(),
             link: args.raw.clone(),
+            fastpath: args.fastpath,
         };
         perftest::run(&p, out)?;
     }

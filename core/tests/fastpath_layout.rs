@@ -193,7 +193,7 @@ proptest! {
     fn events_and_acks_round_trip(qpn in 0u32..1 << 24, p in psn(), q in psn(), x in any::<u32>(), y in any::<u16>(), b in any::<u8>()) {
         let qpn = Qpn::new(qpn);
         for e in [
-            Event::MsgDone { qpn, msn: Msn::new(q.value()), byte_len: x },
+            Event::MsgDone { qpn, msn: Msn::new(q.value()), byte_len: x, solicited: b & 1 != 0 },
             Event::Acked { qpn, psn: p, una: q, read: b & 1 != 0, last: b & 2 != 0, done: b, wqe_index: y },
         ] {
             prop_assert_eq!(layout::decode_event(&layout::encode_event(&e)), Ok(e));

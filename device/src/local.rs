@@ -8,7 +8,8 @@ use roce_core::cc::QpCcInfo;
 use roce_core::engine::PortConfig;
 use roce_core::num::Qpn;
 use roce_core::transport::Counters;
-use roce_firmware::hal::{Datapath, Hal, RegFile};
+use roce_firmware::fastpath::FastPathPort;
+use roce_firmware::hal::{Datapath, FastPath, Hal, RegFile};
 use roce_firmware::runtime::{Nic, NicRuntime, RuntimeCounters};
 use roce_host::{Device, HostMemory};
 use std::cell::{Cell, RefCell};
@@ -47,6 +48,9 @@ impl Datapath for DynDatapath {
     }
     fn verifies_icrc(&self) -> bool {
         self.0.verifies_icrc()
+    }
+    fn fastpath(&mut self) -> Option<&mut dyn FastPath> {
+        self.0.fastpath()
     }
 }
 
@@ -117,6 +121,9 @@ pub struct LocalNic {
     fw: RefCell<Box<dyn NicRuntime>>,
 }
 
+/// Context entries of the fast path's model: at least the host capacity's QPs.
+const FASTPATH_QPS: usize = 64;
+
 /// Frames the port's transmit queue holds before the runtime waits (a datapath model's
 /// FIFO).
 const TX_QUEUE: usize = 64;
@@ -142,6 +149,27 @@ impl LocalNic {
         }));
         let dp = make(QueuePort(queues.clone()))?;
         Ok(Self::boot(cfg, caps, Frames::Queued(queues), dp))
+    }
+
+    /// The runtime over the RC fast path's software model (`docs/fastpath.md`), the
+    /// model standing in for the hardware, in front of the port's frame queues.
+    pub fn with_fastpath(cfg: PortConfig, caps: Capacities) -> Rc<Self> {
+        Self::with_fastpath_over(cfg, caps, |port| {
+            Ok::<_, std::convert::Infallible>(Box::new(port))
+        })
+        .unwrap_or_else(|e| match e {})
+    }
+
+    /// The fast path's model in front of the datapath `make` builds (the RTL, say).
+    pub fn with_fastpath_over<E, D: Datapath + 'static>(
+        cfg: PortConfig,
+        caps: Capacities,
+        make: impl FnOnce(QueuePort) -> Result<Box<D>, E>,
+    ) -> Result<Rc<Self>, E> {
+        Self::with_datapath(cfg, caps, |port| {
+            let dp = make(port)?;
+            Ok(Box::new(FastPathPort::<D, FASTPATH_QPS>::new(*dp)) as Box<dyn Datapath>)
+        })
     }
 
     fn boot(cfg: PortConfig, caps: Capacities, frames: Frames, dp: Box<dyn Datapath>) -> Rc<Self> {

@@ -342,8 +342,15 @@ pub struct RawNic {
 }
 
 impl RawNic {
-    /// Opens `iface` and boots a NIC with address `ip` and Ethernet address `mac` on it.
-    pub fn open(iface: &str, ip: [u8; 4], mac: [u8; 6], caps: Capacities) -> io::Result<Rc<Self>> {
+    /// Opens `iface` and boots a NIC with address `ip` and Ethernet address `mac` on it,
+    /// with the RC fast path's model in front of the socket when `fastpath`.
+    pub fn open(
+        iface: &str,
+        ip: [u8; 4],
+        mac: [u8; 6],
+        caps: Capacities,
+        fastpath: bool,
+    ) -> io::Result<Rc<Self>> {
         let (sock, link_mtu) = PacketSocket::open(iface)?;
         let mut cfg = PortConfig::new(mac, ipv4_gid(ip));
         cfg.active_mtu = path_mtu(link_mtu).ok_or_else(|| {
@@ -362,7 +369,11 @@ impl RawNic {
         }));
         // The socket is the port: the queues `with_datapath` offers stay unused.
         let dp = RawDatapath(port.clone());
-        let nic = LocalNic::with_datapath(cfg, caps, |_| Ok::<_, io::Error>(Box::new(dp)))?;
+        let nic = if fastpath {
+            LocalNic::with_fastpath_over(cfg, caps, |_| Ok::<_, io::Error>(Box::new(dp)))?
+        } else {
+            LocalNic::with_datapath(cfg, caps, |_| Ok::<_, io::Error>(Box::new(dp)))?
+        };
         let me = Rc::new(Self {
             nic,
             port,

@@ -26,3 +26,14 @@ pub fn rtl_nic(
     })?;
     Ok((nic, counters.unwrap_or_default()))
 }
+
+/// A NIC with the RC fast path's model (`docs/fastpath.md`) in front of the RTL at
+/// `width`: the model takes the frames the RTL parser passed, and its frames get their
+/// ICRC from the RTL TX inserter like the firmware's.
+pub fn rtl_fastpath_nic(
+    cfg: PortConfig,
+    caps: Capacities,
+    width: DataWidth,
+) -> Result<Rc<LocalNic>, SimError> {
+    LocalNic::with_fastpath_over(cfg, caps, |port| RtlPort::new(width, port).map(Box::new))
+}

@@ -3,7 +3,9 @@
 //! the host harness with plain memory and the software or RTL datapath.
 
 use crate::abi::reg;
+use roce_core::fastpath::layout::{EVENT_LEN, MR_LEN, RCTX_LEN, SCTX_LEN, TXD_LEN};
 use roce_core::memory::Dma;
+use roce_core::num::Qpn;
 
 /// Where frames enter and leave the NIC.
 ///
@@ -23,6 +25,59 @@ pub trait Datapath {
     fn verifies_icrc(&self) -> bool {
         false
     }
+    /// The RC fast path in front of this datapath (`docs/fastpath.md`), if it has one.
+    /// With a fast path, every received frame reaches the runtime as one of its events
+    /// and `receive` returns nothing.
+    fn fastpath(&mut self) -> Option<&mut dyn FastPath> {
+        None
+    }
+}
+
+/// The RC fast path's hardware interface (`docs/fastpath.md`), as the firmware sees it:
+/// context memories and the MR table it writes, the TX descriptor ring it posts to and
+/// the event ring it drains. Everything crosses as the bytes of
+/// `roce_core::fastpath::layout`.
+pub trait FastPath {
+    /// The port's own MAC and GID (the receive checks of §3.4).
+    fn set_port(&mut self, mac: [u8; 6], gid: [u8; 16]);
+    /// Writes `bytes` at `offset` of QP `qpn`'s send context (§2.1). Writing `valid`
+    /// 0 drops the QP's queued descriptors and in-flight list; writing `una_psn`
+    /// retires the in-flight messages that end before it.
+    fn write_sctx(&mut self, qpn: Qpn, offset: usize, bytes: &[u8]);
+    /// QP `qpn`'s send context.
+    fn read_sctx(&mut self, qpn: Qpn) -> [u8; SCTX_LEN];
+    /// Writes QP `qpn`'s receive context (§3.2).
+    fn write_rctx(&mut self, qpn: Qpn, bytes: &[u8; RCTX_LEN]);
+    /// QP `qpn`'s receive context.
+    fn read_rctx(&mut self, qpn: Qpn) -> [u8; RCTX_LEN];
+    /// Entries in the MR table.
+    fn mr_entries(&self) -> usize;
+    /// Writes MR table entry `index` (§3.3).
+    fn write_mr(&mut self, index: usize, bytes: &[u8; MR_LEN]);
+    /// Whether `post_tx` would take a descriptor now.
+    fn tx_room(&self) -> bool;
+    /// Posts a TX message descriptor (§2.2); `false` when the ring is full.
+    fn post_tx(&mut self, desc: &[u8; TXD_LEN]) -> bool;
+    /// Takes the next event (§3.5); an EXCEPTION's frame is copied into `frame`.
+    fn poll_event(&mut self, event: &mut [u8; EVENT_LEN], frame: &mut [u8]) -> bool;
+    /// Lets the hardware run: a model moves frames here (received frames through the
+    /// rules, descriptors into frames); hardware runs by itself and returns false.
+    fn run(&mut self, dma: &mut dyn Dma) -> bool;
+    /// Frames the fast path sent and took by itself.
+    fn counters(&self) -> FastPathCounters;
+}
+
+/// What the fast path counted.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FastPathCounters {
+    /// Frames the segmenter and the ACK path sent.
+    pub tx_frames: u64,
+    /// Requests placed and responses taken without the firmware.
+    pub rx_handled: u64,
+    /// Frames handed to the firmware as exceptions.
+    pub rx_exceptions: u64,
+    /// Frames the parser dropped.
+    pub rx_dropped: u64,
 }
 
 /// Everything the runtime needs from the platform.

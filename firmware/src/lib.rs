@@ -13,5 +13,6 @@
 pub use roce_abi as abi;
 pub mod config;
 pub mod datapath;
+pub mod fastpath;
 pub mod hal;
 pub mod runtime;

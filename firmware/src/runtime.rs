@@ -9,15 +9,18 @@
 use crate::abi::{
     self, reg, CmdEntry, CmdOp, CmdStatus, Cqe, DecodeError, EventStatus, RecvWqe, SendWqe,
 };
-use crate::hal::{Datapath, Hal};
+use crate::hal::{Datapath, FastPathCounters, Hal};
 use roce_core::cc::QpCcInfo;
 use roce_core::engine::{CqHandle, Engine, PortConfig, QPN_BASE};
+use roce_core::fastpath::layout::{self, EVENT_LEN};
+use roce_core::fastpath::{Event, MrEntry};
 use roce_core::memory::{AccessFlags, Dma, MemError, Pd};
 use roce_core::num::{Lkey, Qpn};
 use roce_core::transport::{
     Error as EngineError, Instant, QpAttr, QpInitAttr, QpState, QpType, WcOpcode, WcStatus,
     WorkCompletion,
 };
+use roce_core::wire::Packet;
 use zerocopy::little_endian::U32;
 use zerocopy::{FromBytes, FromZeros, Immutable, IntoBytes};
 
@@ -51,6 +54,19 @@ struct HostQp {
     rq_ring: u64,
     rq_log: u8,
     rq_ci: u32,
+    /// What of the QP the fast path handles.
+    fp: FpState,
+}
+
+/// How much of a QP is on the fast path (`docs/fastpath.md`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum FpState {
+    /// Nothing: the firmware handles every packet.
+    Off,
+    /// Its receive side (RTR): placement and ACKs.
+    Recv,
+    /// Both sides (RTS, SQD): also the segmenter and the response path.
+    Full,
 }
 
 /// Counters of the runtime itself (the engine keeps the protocol's).
@@ -69,6 +85,11 @@ pub struct RuntimeCounters {
     pub cqes: u64,
     pub cq_overflows: u64,
     pub dma_errors: u64,
+    /// The fast path's own counts (zero without one).
+    pub fastpath: FastPathCounters,
+    /// Message descriptors posted to the fast path, and its events handled.
+    pub fp_descriptors: u64,
+    pub fp_events: u64,
 }
 
 /// The NIC: the engine with the given capacities (see [`crate::config`]) and the state
@@ -97,6 +118,8 @@ pub struct Nic<
     qp_hi: usize,
     cq_hi: usize,
     counters: RuntimeCounters,
+    /// The engine's memory table version the fast path's MR table was written at.
+    mr_version: u32,
     txbuf: [u8; FRAME_BUF],
     rxbuf: [u8; FRAME_BUF],
 }
@@ -124,6 +147,9 @@ impl<
         status.set_ready(true);
         hal.reg_write(reg::STATUS, status.0);
         hal.reg_write(reg::CMDQ_CI, 0);
+        if let Some(fp) = hal.datapath().fastpath() {
+            fp.set_port(port.mac, port.gid);
+        }
         Self {
             hal,
             engine: Engine::new(port),
@@ -134,6 +160,7 @@ impl<
             qp_hi: 0,
             cq_hi: 0,
             counters: RuntimeCounters::default(),
+            mr_version: 0,
             txbuf: [0; FRAME_BUF],
             rxbuf: [0; FRAME_BUF],
         }
@@ -188,6 +215,15 @@ impl<
         busy |= self.receive(now);
         if self.engine.poll_timeout().is_some_and(|t| t <= now) {
             self.engine.handle_timeout(now);
+            // A timer may have failed a QP (RETRY_EXC_ERR) or rewound it.
+            for slot in 0..self.qp_hi {
+                if let Some(Some(q)) = self.qps.get(slot) {
+                    if q.fp != FpState::Off {
+                        let qpn = q.qpn;
+                        self.fp_refresh(qpn);
+                    }
+                }
+            }
             busy = true;
         }
         busy |= self.transmit(now);
@@ -199,6 +235,11 @@ impl<
     // Datapath
 
     fn receive(&mut self, now: Instant) -> bool {
+        let (dma, dp) = self.hal.split();
+        if let Some(fp) = dp.fastpath() {
+            let ran = fp.run(dma);
+            return self.fp_events(now) | ran;
+        }
         let mut any = false;
         loop {
             let (dma, dp) = self.hal.split();
@@ -218,7 +259,7 @@ impl<
     }
 
     fn transmit(&mut self, now: Instant) -> bool {
-        let mut any = false;
+        let mut any = self.fp_post(now);
         loop {
             let (dma, dp) = self.hal.split();
             if !dp.can_transmit() {
@@ -234,7 +275,195 @@ impl<
             self.counters.frames_tx += 1;
             any = true;
         }
+        let (dma, dp) = self.hal.split();
+        if let Some(fp) = dp.fastpath() {
+            any |= fp.run(dma);
+            self.counters.fastpath = fp.counters();
+        }
         any
+    }
+
+    // -----------------------------------------------------------------------------------
+    // The fast path (docs/fastpath.md): contexts, descriptors, events
+
+    /// Posts the request descriptors the engine has for QPs on the fast path.
+    fn fp_post(&mut self, now: Instant) -> bool {
+        let mut any = false;
+        let mut desc = [0u8; layout::TXD_LEN];
+        loop {
+            let (_, dp) = self.hal.split();
+            let Some(fp) = dp.fastpath() else {
+                return any;
+            };
+            if !fp.tx_room() || !self.engine.fastpath_poll_request(now, &mut desc) {
+                break;
+            }
+            // `tx_room` said yes: a refusal is a malformed descriptor, which the
+            // retransmission timer repairs like a lost packet.
+            let _ = fp.post_tx(&desc);
+            self.counters.fp_descriptors += 1;
+            any = true;
+        }
+        // Posting may have run a LOCAL_INV.
+        self.fp_sync_mrs();
+        any
+    }
+
+    /// Handles the fast path's events in order.
+    fn fp_events(&mut self, now: Instant) -> bool {
+        let mut any = false;
+        let mut ev = [0u8; EVENT_LEN];
+        loop {
+            let (dma, dp) = self.hal.split();
+            let Some(fp) = dp.fastpath() else {
+                break;
+            };
+            if !fp.poll_event(&mut ev, &mut self.rxbuf) {
+                break;
+            }
+            any = true;
+            self.counters.fp_events += 1;
+            let Ok(event) = layout::decode_event(&ev) else {
+                continue;
+            };
+            let qpn = event.qpn();
+            let on = fp_state(&self.qps, qpn) != FpState::Off;
+            match event {
+                Event::Exception {
+                    meta, frame_len, ..
+                } => {
+                    self.counters.frames_rx += 1;
+                    if on {
+                        // The engine takes over where the hardware stopped.
+                        if let Ok(ctx) = layout::decode_rctx(&fp.read_rctx(qpn)) {
+                            let _ = self.engine.fastpath_load_recv(qpn, &ctx);
+                        }
+                    }
+                    let frame = self.rxbuf.get(..usize::from(frame_len)).unwrap_or(&[]);
+                    match Packet::from_meta(frame, &meta) {
+                        Ok(pkt) => self.engine.handle_parsed(now, &pkt, dma),
+                        Err(_) => self.engine.handle_verified_packet(now, frame, dma),
+                    }
+                    if on {
+                        self.fp_write_back(qpn);
+                        // An exception may end the QP (a fatal NAK): off the fast path.
+                        self.fp_refresh(qpn);
+                    }
+                }
+                Event::MsgDone {
+                    byte_len,
+                    solicited,
+                    ..
+                } => {
+                    if let Ok(ctx) = layout::decode_rctx(&fp.read_rctx(qpn)) {
+                        let _ = self
+                            .engine
+                            .fastpath_recv_done(now, &ctx, byte_len, solicited);
+                    }
+                }
+                Event::Acked { psn, read, .. } => {
+                    self.engine.fastpath_acked(now, qpn, psn, read);
+                }
+            }
+        }
+        // An exception may have invalidated a key (SEND_WITH_INV).
+        self.fp_sync_mrs();
+        any
+    }
+
+    /// Hands QP `qpn`'s receive context back to the hardware as the engine left it
+    /// (`held` clear), and its acknowledged PSN.
+    fn fp_write_back(&mut self, qpn: Qpn) {
+        let (_, dp) = self.hal.split();
+        let Some(fp) = dp.fastpath() else {
+            return;
+        };
+        if let Some(ctx) = self.engine.fastpath_recv_ctx(qpn) {
+            fp.write_rctx(qpn, &layout::encode_rctx(&ctx));
+        }
+        if let Some(una) = self.engine.fastpath_una(qpn) {
+            let b = una.value().to_le_bytes();
+            fp.write_sctx(qpn, layout::SCTX_UNA, &b[..3]);
+        }
+    }
+
+    /// Puts QP `qpn` on the fast path as far as its state allows (RTR: receive side;
+    /// RTS, SQD: both), or takes it off, writing the contexts that change.
+    fn fp_refresh(&mut self, qpn: Qpn) {
+        let slot = qpn.value().wrapping_sub(QPN_BASE) as usize;
+        let Some(Some(mut q)) = self.qps.get(slot).copied() else {
+            return;
+        };
+        let (_, dp) = self.hal.split();
+        let Some(fp) = dp.fastpath() else {
+            return;
+        };
+        let (Some(sctx), Some(rctx)) = (
+            self.engine.fastpath_send_ctx(qpn),
+            self.engine.fastpath_recv_ctx(qpn),
+        ) else {
+            return;
+        };
+        let want = if sctx.valid {
+            FpState::Full
+        } else if rctx.on {
+            FpState::Recv
+        } else {
+            FpState::Off
+        };
+        if want == q.fp {
+            return;
+        }
+        if q.fp != FpState::Off {
+            // The hardware's receive state is the current one: the engine takes it.
+            if let Ok(ctx) = layout::decode_rctx(&fp.read_rctx(qpn)) {
+                let _ = self.engine.fastpath_load_recv(qpn, &ctx);
+            }
+        }
+        match want {
+            FpState::Off => {
+                let mut off = rctx;
+                off.on = false;
+                fp.write_rctx(qpn, &layout::encode_rctx(&off));
+                fp.write_sctx(qpn, 0, &layout::encode_sctx(&sctx));
+                let _ = self.engine.set_fastpath(qpn, false);
+            }
+            FpState::Recv | FpState::Full => {
+                if q.fp == FpState::Off {
+                    fp.write_rctx(qpn, &layout::encode_rctx(&rctx));
+                }
+                fp.write_sctx(qpn, 0, &layout::encode_sctx(&sctx));
+                let _ = self.engine.set_fastpath(qpn, want == FpState::Full);
+            }
+        }
+        q.fp = want;
+        if let Some(s) = self.qps.get_mut(slot) {
+            *s = Some(q);
+        }
+    }
+
+    /// Rewrites the fast path's MR table when the engine's memory table changed.
+    fn fp_sync_mrs(&mut self) {
+        let version = self.engine.memory_version();
+        if version == self.mr_version {
+            return;
+        }
+        let (_, dp) = self.hal.split();
+        let Some(fp) = dp.fastpath() else {
+            return;
+        };
+        self.mr_version = version;
+        let n = fp.mr_entries().max(1);
+        for i in 0..n {
+            let entry = self
+                .engine
+                .memory()
+                .regions()
+                .find(|m| (m.key >> 8) as usize % n == i)
+                .map(MrEntry::of)
+                .unwrap_or_default();
+            fp.write_mr(i, &layout::encode_mr(&entry));
+        }
     }
 
     // -----------------------------------------------------------------------------------
@@ -365,6 +594,16 @@ impl<
     fn write_completions(&mut self) -> bool {
         let mut any = false;
         for c in 0..self.cq_hi {
+            // Most polls have nothing for most CQs: look before copying the CQ out.
+            let idle = match self.cqs.get(c) {
+                Some(Some(cq)) => {
+                    cq.stash.is_none() && !self.engine.completions_waiting(CqHandle(c as u16))
+                }
+                _ => true,
+            };
+            if idle {
+                continue;
+            }
             let Some(Some(cq)) = self.cqs.get(c).copied() else {
                 continue;
             };
@@ -477,6 +716,7 @@ impl<
                 break;
             }
             let status = self.execute(&mut entry);
+            self.fp_sync_mrs();
             self.counters.commands += 1;
             if status != CmdStatus::Ok {
                 self.counters.command_errors += 1;
@@ -530,10 +770,13 @@ impl<
             CmdOp::CreateQp => return self.create_qp(e),
             CmdOp::ModifyQp => {
                 let arg = abi::payload::<abi::QpAttrArg>(e);
-                match arg.to_attr() {
-                    Ok(attr) => self.engine.modify_qp(Qpn::new(arg.qpn.get()), &attr),
+                let qpn = Qpn::new(arg.qpn.get());
+                let r = match arg.to_attr() {
+                    Ok(attr) => self.engine.modify_qp(qpn, &attr),
                     Err(_) => return CmdStatus::BadParam,
-                }
+                };
+                self.fp_refresh(qpn);
+                r
             }
             CmdOp::QueryQp => self.engine.query_qp(Qpn::new(handle)).map(|info| {
                 let mut attr = QpAttr::to_state(info.state);
@@ -674,6 +917,7 @@ impl<
             rq_ring: arg.rq_ring.get(),
             rq_log: arg.rq_log_depth,
             rq_ci: self.hal.reg_read(reg::rq_db(index)),
+            fp: FpState::Off,
         };
         match self.qps.get_mut(slot) {
             Some(s) => {
@@ -690,6 +934,11 @@ impl<
     }
 
     fn destroy_qp(&mut self, qpn: Qpn) -> CmdStatus {
+        let (_, dp) = self.hal.split();
+        if let Some(fp) = dp.fastpath() {
+            fp.write_sctx(qpn, 0, &[0; layout::SCTX_LEN]);
+            fp.write_rctx(qpn, &[0; layout::RCTX_LEN]);
+        }
         match self.engine.destroy_qp(qpn) {
             Ok(()) => {
                 let slot = qpn.value().wrapping_sub(QPN_BASE) as usize;
@@ -710,6 +959,15 @@ struct BadDoorbell;
 /// Whether producer index `pi` is at most a ring's depth (`2^log`) ahead of `ci`.
 fn fits(pi: u32, ci: u32, log: u8) -> bool {
     u64::from(pi.wrapping_sub(ci)) <= 1u64 << log.min(32)
+}
+
+/// How much of QP `qpn` is on the fast path.
+fn fp_state(qps: &[Option<HostQp>], qpn: Qpn) -> FpState {
+    let slot = qpn.value().wrapping_sub(QPN_BASE) as usize;
+    match qps.get(slot) {
+        Some(Some(q)) if q.qpn == qpn => q.fp,
+        _ => FpState::Off,
+    }
 }
 
 /// Address of ring slot `index` (entries of `size` bytes, depth `2^log`).
@@ -788,7 +1046,10 @@ impl<
         self.counters
     }
     fn set_qp_cc(&mut self, qpn: Qpn, rp: bool) -> Result<(), EngineError> {
-        self.engine.set_qp_cc(qpn, rp)
+        self.engine.set_qp_cc(qpn, rp)?;
+        // The reaction point's pacer is the firmware's: such a QP leaves the fast path.
+        self.fp_refresh(qpn);
+        Ok(())
     }
     fn qp_cc(&self, qpn: Qpn) -> Option<QpCcInfo> {
         self.engine.qp_cc(qpn)

@@ -9,7 +9,8 @@
 // The lengths and the checksum are split over stages (issue 19: no long
 // adder chains in one cycle), and so is the placement of the transport
 // headers behind the template (a shift by hdr_len bytes, in two steps of
-// at most 8 byte positions each). The pipeline never stalls: the consumer
+// at most 8 byte positions each, in stages 4 and 5, so that the 128-byte
+// header vector is carried by few registers). The pipeline never stalls: the consumer
 // (a FIFO) tells the planner when there is room for the jobs in flight.
 //
 // Arithmetic as roce_core's HeaderTemplate::emit_with: IPv4 total length =
@@ -91,10 +92,10 @@ module fp_tx_hdr
   end
 
   // ------------------------------------------------------------ stage 2
-  // frame length; the transport headers shifted by hdr_len[6:3] * 8 bytes
+  // frame length
   logic              v2;
   fp_tx_job_t        j2;
-  logic [HV_W-1:0]   th2;
+  logic [TH_BYTES*8-1:0] th2;
   logic [7:0]        hl2;
   logic [15:0]       flen2;   // without ICRC
   logic [15:0]       total2;  // with ICRC
@@ -106,16 +107,16 @@ module fp_tx_hdr
       hl2 <= hl1;
       flen2 <= {8'd0, hl1} + body1;
       total2 <= {8'd0, hl1} + body1 + 16'd4;
-      th2 <= HV_W'(th1) << (32'(j1.hdr_len[6:3]) * 64);
+      th2 <= th1;
     end
     if (rst) v2 <= 1'b0;
   end
 
   // ------------------------------------------------------------ stage 3
-  // IP and UDP lengths; the fine shift of the transport headers
+  // IP and UDP lengths
   logic              v3;
   fp_tx_job_t        j3;
-  logic [HV_W-1:0]   th3;
+  logic [TH_BYTES*8-1:0] th3;
   logic [7:0]        hl3;
   logic [15:0]       flen3, ip_len3, udp_len3;
 
@@ -127,13 +128,15 @@ module fp_tx_hdr
       flen3 <= flen2;
       ip_len3 <= total2 - {8'd0, j2.l3_off} - (j2.ipv6 ? 16'd40 : 16'd0);
       udp_len3 <= total2 - {8'd0, j2.l3_off} - (j2.ipv6 ? 16'd40 : 16'd20);
-      th3 <= th2 << (32'(j2.hdr_len[2:0]) * 8);
+      th3 <= th2;
     end
     if (rst) v3 <= 1'b0;
   end
 
   // ------------------------------------------------------------ stage 4
-  // IPv4 checksum: template sum + total length (17 bits)
+  // IPv4 checksum: template sum + total length (17 bits); the transport
+  // headers shifted behind the template by hdr_len[6:3] * 8 bytes (the wide
+  // vector exists from here on only)
   logic              v4;
   /* verilator lint_off UNUSEDSIGNAL */
   fp_tx_job_t        j4;      // the fields later stages need are taken out of it
@@ -147,7 +150,7 @@ module fp_tx_hdr
     v4 <= v3;
     if (v3) begin
       j4 <= j3;
-      th4 <= th3;
+      th4 <= HV_W'(th3) << (32'(j3.hdr_len[6:3]) * 64);
       hl4 <= hl3;
       flen4 <= flen3;
       ip_len4 <= ip_len3;
@@ -158,7 +161,7 @@ module fp_tx_hdr
   end
 
   // ------------------------------------------------------------ stage 5
-  // fold and complement; positions of the patched fields
+  // fold and complement; positions of the patched fields; the fine shift
   logic              v5;
   logic [TMPL_BYTES*8-1:0] tmpl5;
   logic [7:0]        hdr_len5;
@@ -175,7 +178,7 @@ module fp_tx_hdr
       tmpl5 <= j4.tmpl;
       hdr_len5 <= j4.hdr_len;
       plen5 <= j4.plen;
-      th5 <= th4;
+      th5 <= th4 << (32'(j4.hdr_len[2:0]) * 8);
       hl5 <= hl4;
       flen5 <= flen4;
       ip_len5 <= ip_len4;

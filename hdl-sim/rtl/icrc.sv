@@ -21,9 +21,17 @@
 //   register by x^(-8m) mod P: log2(KEEP_WIDTH) fixed 32x32 matrices, each
 //   applied or bypassed by one bit of m. No per-byte-count CRC matrices.
 //
-// Latency: the register after the last beat is ready one enabled cycle later,
-// m_crc/m_valid (the final ICRC value, as a number; it goes on the wire least
-// significant byte first) one enabled cycle after that.
+// Pipeline (every stage advances with `en`; icrc_latency() in roce_rx_pkg
+// gives the total, 6 cycles at 64 bits, 9 at 512):
+//   X  the masks looked up (by layout and beat index), registered with the beat;
+//   D1 the masks applied and the data's share of the CRC step XOR-folded per
+//      64-bit chunk;
+//   D2 the CRC register: its own 32 bits through the step matrix, XORed with
+//      the chunk results (the only loop, at most 32 + DATA_WIDTH/64 inputs
+//      per bit);
+//   U  one stage per bit of the appended-zero count, the last one inverting:
+//      m_crc/m_valid (the final ICRC value, as a number; it goes on the wire
+//      least significant byte first).
 //
 // s_vlan / s_kind / s_ihl are sampled on every beat: they must be right for
 // every byte at or after the one they are read from (0x8100 at 12..13, inner
@@ -168,14 +176,14 @@ module icrc
 
   localparam logic [32*IW-1:0] FWD = fwd_matrix();
 
-  // ------------------------------------------------------- input stage
-  logic [DATA_WIDTH-1:0] or_mask;
-  logic [DATA_WIDTH-1:0] zero_mask;   // bit mask: 1 = force to zero
-  logic [DATA_WIDTH-1:0] keep_mask;
-  logic [BEAT_CNT_W-1:0] beat_reg;    // beat index within the frame, saturating
-  logic [BEAT_CNT_W-1:0] beat;
+  // all stages in one constant: stage k removes 2^k bytes
+  function automatic logic [SHIFT_BITS*1024-1:0] unshift_all();
+    logic [SHIFT_BITS*1024-1:0] m;
+    for (int k = 0; k < SHIFT_BITS; k++) m[k*1024 +: 1024] = unshift_matrix(1 << k);
+    return m;
+  endfunction
 
-  assign beat = s_first ? '0 : beat_reg;
+  localparam logic [SHIFT_BITS*1024-1:0] UNS = unshift_all();
 
   // all patterns in one constant each, pattern g at [g*MASK_BITS +: MASK_BITS]
   function automatic logic [NPAT*MASK_BITS-1:0] or_all();
@@ -199,6 +207,15 @@ module icrc
   localparam logic [NPAT*MASK_BITS-1:0] OR_ALL = or_all();
   localparam logic [NPAT*MASK_BITS-1:0] ZERO_ALL = zero_all();
 
+  // ------------------------------------------------------- X: masks
+  logic [BEAT_CNT_W-1:0] beat_reg;    // beat index within the frame, saturating
+  logic [BEAT_CNT_W-1:0] beat;
+  logic [DATA_WIDTH-1:0] or_mask;
+  logic [DATA_WIDTH-1:0] zero_mask;   // bit mask: 1 = force to zero
+  logic [DATA_WIDTH-1:0] keep_mask;
+
+  assign beat = s_first ? '0 : beat_reg;
+
   always_comb begin
     logic [4:0] sel;
     logic [3:0] idx;
@@ -215,78 +232,137 @@ module icrc
       or_mask = '0;
       zero_mask = '0;
     end
-    // tkeep is contiguous from bit 0: the valid bytes are the low 8*n bits
-    keep_mask = s_last ? ~({DATA_WIDTH{1'b1}} << (32'($countones(s_keep)) * 8)) : '1;
+    // tkeep is contiguous from bit 0: on the last beat, its bytes
+    for (int i = 0; i < KEEP_WIDTH; i++) keep_mask[i*8 +: 8] = {8{s_keep[i] || !s_last}};
   end
 
-  logic [DATA_WIDTH-1:0] x;
-  assign x = ((s_data & ~zero_mask) | or_mask) & keep_mask;
-
-  function automatic logic [31:0] crc_step(input logic [31:0] c, input logic [DATA_WIDTH-1:0] d);
-    logic [IW-1:0] v;
-    logic [31:0] r;
-    v = {d, c};
-    for (int o = 0; o < 32; o++) r[o] = ^(v & FWD[o*IW +: IW]);
-    return r;
-  endfunction
-
-  // number of zero bytes that the partial last beat appended
-  logic [SHIFT_BITS-1:0] zeros;
-  assign zeros = SHIFT_BITS'(KEEP_WIDTH - $countones(s_keep));
-
-  logic [31:0] crc_reg;
-  logic        fin_reg;         // crc_reg holds a finished region
-  logic [SHIFT_BITS-1:0] zeros_reg;
+  // the beat and its masks, registered: D1 applies them (one LUT level in
+  // front of its XOR trees)
+  logic                  x_valid, x_first, x_last;
+  logic [DATA_WIDTH-1:0] x_data, x_or, x_zero, x_keep;
+  logic [SHIFT_BITS-1:0] x_zeros;     // zero bytes the partial last beat appended
 
   always_ff @(posedge clk) begin
     if (en) begin
-      fin_reg <= s_valid && s_last;
+      x_valid <= s_valid;
       if (s_valid) begin
-        crc_reg <= crc_step(s_first ? 32'h0 : crc_reg, x);
-        zeros_reg <= zeros;
+        x_data <= s_data;
+        x_or <= or_mask;
+        x_zero <= zero_mask;
+        x_keep <= keep_mask;
+        x_first <= s_first;
+        x_last <= s_last;
+        x_zeros <= SHIFT_BITS'(KEEP_WIDTH - int'(keep_count(64'(s_keep))));
         if (beat != {BEAT_CNT_W{1'b1}}) beat_reg <= beat + 1'b1;
         if (s_last) beat_reg <= '0;
       end
     end
     if (rst) begin
-      fin_reg <= 1'b0;
+      x_valid <= 1'b0;
       beat_reg <= '0;
+    end
+  end
+
+  // ------------------------------------------------------- D1: data fold
+  // Row o of the step splits into its state part FWD[o*IW +: 32] and its data
+  // part; the data part is linear, so it is folded per chunk here and the
+  // chunk results are XORed into the state in D2.
+  localparam int CHUNK = 64;
+  localparam int NCHUNK = DATA_WIDTH / CHUNK;
+
+  logic                          d1_valid, d1_first, d1_last;
+  logic [NCHUNK-1:0][31:0]       d1_part;
+  logic [SHIFT_BITS-1:0]         d1_zeros;
+
+  always_ff @(posedge clk) begin
+    logic [DATA_WIDTH-1:0] x;
+    if (en) begin
+      d1_valid <= x_valid;
+      if (x_valid) begin
+        x = ((x_data & ~x_zero) | x_or) & x_keep;
+        for (int c = 0; c < NCHUNK; c++) begin
+          for (int o = 0; o < 32; o++) begin
+            d1_part[c][o] <= ^(x[c*CHUNK +: CHUNK] & FWD[o*IW + 32 + c*CHUNK +: CHUNK]);
+          end
+        end
+        d1_first <= x_first;
+        d1_last <= x_last;
+        d1_zeros <= x_zeros;
+      end
+    end
+    if (rst) d1_valid <= 1'b0;
+  end
+
+  // ------------------------------------------------------- D2: the register
+  logic [31:0]           crc_reg;
+  logic                  fin_reg;         // crc_reg holds a finished region
+  logic [SHIFT_BITS-1:0] zeros_reg;
+
+  always_ff @(posedge clk) begin
+    logic [31:0] r;
+    if (en) begin
+      fin_reg <= d1_valid && d1_last;
+      if (d1_valid) begin
+        for (int o = 0; o < 32; o++) begin
+          r[o] = d1_first ? 1'b0 : ^(crc_reg & FWD[o*IW +: 32]);
+          for (int c = 0; c < NCHUNK; c++) r[o] = r[o] ^ d1_part[c][o];
+        end
+        crc_reg <= r;
+        zeros_reg <= d1_zeros;
+      end
+    end
+    if (rst) begin
+      fin_reg <= 1'b0;
       crc_reg <= '0;
       zeros_reg <= '0;
     end
   end
 
-  // ------------------------------------------------------- final stage
-  // all stages in one constant: stage k removes 2^k bytes
-  function automatic logic [SHIFT_BITS*1024-1:0] unshift_all();
-    logic [SHIFT_BITS*1024-1:0] m;
-    for (int k = 0; k < SHIFT_BITS; k++) m[k*1024 +: 1024] = unshift_matrix(1 << k);
-    return m;
-  endfunction
+  // ------------------------------------------------------- U: trailing zeros
+  // Stage k multiplies by x^(-8 * 2^k) when bit k of the zero count is set;
+  // the last stage also inverts (the CRC's final XOR).
+  logic [SHIFT_BITS-1:0][31:0]           u_crc;
+  logic [SHIFT_BITS-1:0]                 u_valid;
+  logic [SHIFT_BITS-1:0][SHIFT_BITS-1:0] u_zeros;
+  // stage k's inputs: the CRC register for stage 0, stage k-1 after it
+  logic [SHIFT_BITS-1:0][31:0]           u_in_crc;
+  logic [SHIFT_BITS-1:0]                 u_in_valid;
+  logic [SHIFT_BITS-1:0][SHIFT_BITS-1:0] u_in_zeros;
 
-  localparam logic [SHIFT_BITS*1024-1:0] UNS = unshift_all();
-
-  function automatic logic [31:0] crc_final(input logic [31:0] c, input logic [SHIFT_BITS-1:0] z);
-    logic [31:0] v;
-    logic [31:0] t;
-    v = c;
-    for (int k = 0; k < SHIFT_BITS; k++) begin
-      for (int o = 0; o < 32; o++) t[o] = ^(v & UNS[k*1024 + o*32 +: 32]);
-      if (z[k]) v = t;
-    end
-    return ~v;
-  endfunction
-
-  always_ff @(posedge clk) begin
-    if (en) begin
-      m_valid <= fin_reg;
-      if (fin_reg) m_crc <= crc_final(crc_reg, zeros_reg);
-    end
-    if (rst) begin
-      m_valid <= 1'b0;
-      m_crc <= '0;
+  always_comb begin
+    u_in_crc[0] = crc_reg;
+    u_in_valid[0] = fin_reg;
+    u_in_zeros[0] = zeros_reg;
+    for (int k = 1; k < SHIFT_BITS; k++) begin
+      u_in_crc[k] = u_crc[k-1];
+      u_in_valid[k] = u_valid[k-1];
+      u_in_zeros[k] = u_zeros[k-1];
     end
   end
+
+  always_ff @(posedge clk) begin
+    logic [31:0] v;
+    logic [31:0] t;
+    if (en) begin
+      for (int k = 0; k < SHIFT_BITS; k++) begin
+        u_valid[k] <= u_in_valid[k];
+        if (u_in_valid[k]) begin
+          v = u_in_crc[k];
+          for (int o = 0; o < 32; o++) t[o] = ^(v & UNS[k*1024 + o*32 +: 32]);
+          if (u_in_zeros[k][k]) v = t;
+          u_crc[k] <= (k == SHIFT_BITS - 1) ? ~v : v;
+          u_zeros[k] <= u_in_zeros[k];
+        end
+      end
+    end
+    if (rst) begin
+      u_valid <= '0;
+      u_crc <= '0;
+    end
+  end
+
+  assign m_crc = u_crc[SHIFT_BITS-1];
+  assign m_valid = u_valid[SHIFT_BITS-1];
 
 endmodule
 

@@ -132,22 +132,46 @@ package roce_rx_pkg;
     logic [16:0]  stream_len;       // bytes sent on m_axis_payload for this frame (0: no packet)
   } rx_meta_t;
 
-  // Internal: what rx_hdr_decode hands to the streaming stage of rx_parser
-  // for each frame (frame offsets in bytes, from the first byte of the frame).
+  // Internal: what rx_hdr_decode hands to the streaming stage of rx_parser for
+  // each frame, besides the header fields (rx_meta_t, which go into their own
+  // FIFO and are only read back for the frame's record). This is all the
+  // stream stage reads per beat, so it is kept small: frame offsets in bytes,
+  // from the first byte of the frame.
   localparam int OFS_W = 17;  // frame offsets and lengths (max IP datagram + headers < 2^17)
   typedef struct packed {
-    rx_meta_t          meta;       // header fields; error/frame_len/icrc/pad/... filled at the end
-    rx_err_e           pre_err;    // first fault found before the "frame ends before IP end" check
-    rx_err_e           post_err;   // first fault found after it (BTH and extended headers)
-    logic [OFS_W-1:0]  ip_end;     // end of the IP datagram
-    logic [OFS_W-1:0]  icrc_ofs;   // first ICRC byte (= end of the ICRC region)
-    logic [OFS_W-1:0]  pay_start;  // first payload byte
-    logic [OFS_W-1:0]  pay_end;    // end of the payload (first pad byte)
-    logic              stream_en;  // send the payload on m_axis_payload
-    logic              vlan;       // for the ICRC masks
+    rx_err_e           pre_err;     // first fault found before the "frame ends before IP end" check
+    rx_err_e           post_err;    // first fault found after it (BTH and extended headers)
+    logic [OFS_W-1:0]  ip_end;      // end of the IP datagram
+    logic [OFS_W-1:0]  icrc_ofs;    // first ICRC byte (= end of the ICRC region)
+    logic [OFS_W-1:0]  pay_start;   // first payload byte
+    logic [OFS_W-1:0]  pay_end;     // end of the payload (first pad byte)
+    logic [15:0]       payload_len; // rx_meta_t.payload_len
+    logic              stream_en;   // send the payload on m_axis_payload
+    logic              vlan;        // for the ICRC masks
     logic [1:0]        kind;
     logic [3:0]        ihl;
-  } rx_ctx_t;
+  } rx_ctl_t;
+
+  // Bytes in a tkeep that is contiguous from bit 0 (the AXI-stream rule of this
+  // datapath): the position of its one 1-to-0 step, found with an OR per result
+  // bit instead of the adder tree of $countones (a 64-bit tkeep is 6 adder levels
+  // deep). Narrower tkeeps are passed zero-extended.
+  function automatic logic [6:0] keep_count(input logic [63:0] k);
+    logic [64:0] z;
+    logic [6:0] n;
+    z = {1'b0, k};
+    n = '0;
+    for (int i = 0; i < 64; i++) begin
+      if (z[i] && !z[i+1]) n = n | 7'(i + 1);
+    end
+    return n;
+  endfunction
+
+  // Cycles from a beat on icrc's inputs to its m_crc (see icrc.sv): mask stage,
+  // data fold, state fold, then one stage per bit of the trailing-zero count.
+  function automatic int icrc_latency(input int data_width);
+    return 3 + $clog2(data_width / 8);
+  endfunction
 
 endpackage
 

@@ -13,26 +13,35 @@
 // m_axis_meta: one roce_rx_pkg::rx_meta_t per frame, in frame order, after
 //   the frame's last beat: every header field, offsets, and the error code.
 //
-// Structure:
+// Structure (every register-to-register path within a few LUT levels and
+// at most two carry chains: 125 MHz on an ECP5 at 64 bits, see BENCHMARKS.md):
 //   input: beats go into a data FIFO; the first HDR_BYTES of each frame are
-//     captured and handed to rx_hdr_decode (2 stages) whose context lands in
-//     a context FIFO;
-//   stream: beats leave the data FIFO once their frame's context is there:
-//     payload realignment (one barrel shift), ICRC region feed to `icrc`
-//     (2 stages), capture of the ICRC and pad bytes, and at the last beat the
-//     final verdict -> m_axis_meta.
-// Both outputs go through axis_skid register slices; the stream stage stalls
+//     captured and handed to rx_hdr_decode (5 stages), whose header fields go
+//     into a metadata FIFO (read once per frame, at its verdict) and whose
+//     small control record (offsets, errors, layout) goes into a context FIFO;
+//   stream: beats leave the data FIFO once their frame's context is there
+//     and run through four stages: R0 the beat and its context registered,
+//     R1 offsets relative to the beat (one adder each), R2 comparisons, the
+//     ICRC and pad bytes picked out, R3 the payload window realigned (one
+//     barrel shift) and the ICRC region fed to `icrc`; at the frame's last
+//     beat an end-of-frame record waits for the ICRC (icrc_latency cycles),
+//     the verdict is registered, and the header fields from the metadata
+//     FIFO are completed with it -> m_axis_meta.
+// Both outputs go through axis_skid register slices; the stream stages stall
 // (global enable) only when one of them is full. s_axis_tready is a register.
 //
 // Latency, outputs ready, for a frame of NB beats that does not wait behind
 // the one before it (always the case at line rate with equal frames):
-//   metadata:   min(NB, HDR_BEATS) + 8 cycles after the frame's last beat;
-//   payload:    a beat leaves min(NB, HDR_BEATS) + 6 cycles after the input
+//   metadata:   min(NB, HDR_BEATS) + 12 + icrc_latency cycles after the
+//               frame's last beat (64 bits: 26 for a 60-byte frame, 34 from
+//               128 bytes on; 512 bits: 22 for 60 bytes, 23 from 65 on);
+//   payload:    a beat leaves min(NB, HDR_BEATS) + 11 cycles after the input
 //               beat that completes it;
 // HDR_BEATS = 128 / KEEP_WIDTH (16 at 64 bits, 2 at 512 bits): the context
-// is ready 5 cycles after the beat that closes the 128-byte header window
-// (capture 1, rx_hdr_decode 3, context FIFO 1), the stream stage runs 3 more
-// (beat, CRC, final CRC) and the output slice 1.
+// is ready 7 cycles after the beat that closes the 128-byte header window
+// (capture 1, rx_hdr_decode 5, context FIFO 1), the stream stages take 4
+// (R0..R3), the ICRC icrc_latency more (6 at 64 bits, 9 at 512), the verdict
+// 1 and the output slice 1.
 // At line rate the input never stalls and payload packets have no bubble:
 // tests/line_rate.rs checks all of this cycle by cycle.
 
@@ -75,10 +84,23 @@ module rx_parser
   localparam int HDR_BEATS = HDR_BYTES / KEEP_WIDTH;
   localparam int HDR_CNT_W = $clog2(HDR_BEATS + 1);
   localparam int SHIFT_W = $clog2(KEEP_WIDTH);
-  localparam int DATA_DEPTH = 2 ** $clog2(HDR_BEATS + 8);
+  // beats wait here while their header is decoded: capture 1 + decoder 5 +
+  // context FIFO 1 cycles after the window closes, plus slack for tready
+  localparam int DATA_DEPTH = 2 ** $clog2(HDR_BEATS + 10);
   localparam int DCNT_W = $clog2(DATA_DEPTH + 1);
   localparam int CCNT_W = $clog2(CTX_DEPTH + 1);
+  localparam int ICRC_LAT = icrc_latency(DATA_WIDTH);
+  // end-of-frame records in flight after the last beat left the data FIFO:
+  // R0..R3, then one per ICRC cycle (fin[CRC_AT] meets the frame's ICRC), then
+  // the verdict, registered
+  localparam int CRC_AT = ICRC_LAT;
+  localparam int FIN_STAGES = ICRC_LAT + 2;
+  // a frame's header fields wait from decoding to the verdict: at most
+  // CTX_DEPTH frames before their last beat leaves, 4 + FIN_STAGES after
+  localparam int META_DEPTH = 2 ** $clog2(CTX_DEPTH + 4 + FIN_STAGES);
+  localparam int MCNT_W = $clog2(META_DEPTH + 1);
   localparam logic [OFS_W-1:0] OFS_MAX = '1;
+  localparam logic [OFS_W-1:0] OFS_K = OFS_W'(KEEP_WIDTH);
 
   initial begin
     if (DATA_WIDTH != 64 && DATA_WIDTH != 128 && DATA_WIDTH != 256 && DATA_WIDTH != 512) begin
@@ -101,22 +123,24 @@ module rx_parser
 
   // tkeep (contiguous from bit 0) as a bit mask
   function automatic logic [DATA_WIDTH-1:0] keep_bits(input logic [KEEP_WIDTH-1:0] k);
-    return ~({DATA_WIDTH{1'b1}} << (32'($countones(k)) * 8));
-  endfunction
-
-  function automatic logic [SHIFT_W:0] keep_count(input logic [KEEP_WIDTH-1:0] k);
-    return (SHIFT_W+1)'($countones(k));
+    logic [DATA_WIDTH-1:0] m;
+    for (int i = 0; i < KEEP_WIDTH; i++) m[i*8 +: 8] = {8{k[i]}};
+    return m;
   endfunction
 
   // tkeep with the low n bytes set (all of them for n >= KEEP_WIDTH)
   function automatic logic [KEEP_WIDTH-1:0] keep_of(input logic [OFS_W-1:0] n);
-    return (n >= OFS_W'(KEEP_WIDTH)) ? '1 : ~({KEEP_WIDTH{1'b1}} << n[SHIFT_W:0]);
+    return (n >= OFS_K) ? '1 : ~({KEEP_WIDTH{1'b1}} << n[SHIFT_W:0]);
   endfunction
 
   function automatic logic [OFS_W-1:0] sat_add(input logic [OFS_W-1:0] a, input logic [OFS_W-1:0] b);
     logic [OFS_W:0] s;
     s = {1'b0, a} + {1'b0, b};
     return s[OFS_W] ? OFS_MAX : s[OFS_W-1:0];
+  endfunction
+
+  function automatic logic [OFS_W-1:0] bytes_in(input logic [KEEP_WIDTH-1:0] k);
+    return OFS_W'(keep_count(64'(k)));
   endfunction
 
   // ================================================================ input
@@ -146,7 +170,7 @@ module rx_parser
           end
           h0_valid <= 1'b1;
           h0_len_known <= s_axis_tlast;
-          h0_len <= OFS_W'(in_beat) * OFS_W'(KEEP_WIDTH) + OFS_W'(keep_count(s_axis_tkeep));
+          h0_len <= OFS_W'(in_beat) * OFS_K + bytes_in(s_axis_tkeep);
         end
       end
       if (s_axis_tlast) in_beat <= '0;
@@ -158,8 +182,10 @@ module rx_parser
     end
   end
 
-  rx_ctx_t dec_ctx;
-  logic    dec_valid;
+  rx_meta_t dec_meta;
+  logic     dec_meta_valid;
+  rx_ctl_t  dec_ctl;
+  logic     dec_valid;
 
   rx_hdr_decode #(
     .HDR_BYTES(HDR_BYTES)
@@ -170,7 +196,9 @@ module rx_parser
     .s_valid(h0_valid),
     .s_len_known(h0_len_known),
     .s_len(h0_len),
-    .m_ctx(dec_ctx),
+    .m_meta(dec_meta),
+    .m_meta_valid(dec_meta_valid),
+    .m_ctl(dec_ctl),
     .m_valid(dec_valid)
   );
 
@@ -196,21 +224,39 @@ module rx_parser
   );
   assign {cur_last, cur_keep, cur_data} = dq_head;
 
-  // context FIFO
-  rx_ctx_t           ctx;
+  // context FIFO: read with every beat
+  rx_ctl_t           ctx;
   logic [CCNT_W-1:0] cq_count;
 
   roce_fifo #(
-    .WIDTH($bits(rx_ctx_t)),
+    .WIDTH($bits(rx_ctl_t)),
     .DEPTH(CTX_DEPTH)
   ) ctx_fifo_inst (
     .clk(clk),
     .rst(rst),
-    .wr_data(dec_ctx),
+    .wr_data(dec_ctl),
     .wr_en(dec_valid),
     .rd_data(ctx),
     .rd_en(pop && cur_last),
     .count(cq_count)
+  );
+
+  // metadata FIFO: header fields, read once per frame at its verdict
+  rx_meta_t          meta_head;
+  logic              meta_pop;
+  logic [MCNT_W-1:0] mq_count;
+
+  roce_fifo #(
+    .WIDTH($bits(rx_meta_t)),
+    .DEPTH(META_DEPTH)
+  ) meta_fifo_inst (
+    .clk(clk),
+    .rst(rst),
+    .wr_data(dec_meta),
+    .wr_en(dec_meta_valid),
+    .rd_data(meta_head),
+    .rd_en(meta_pop),
+    .count(mq_count)
   );
 
   // frames in flight: first beat accepted .. last beat popped; bounds the
@@ -232,16 +278,152 @@ module rx_parser
   end
 
   // =============================================================== stream
+  // Every stage below advances only with `en`, so the stages behave as one
+  // stage would, delayed: a bubble (no beat popped) travels down like a beat.
   logic en;            // stream stage enable: both output slices can take one
   logic pay_s_ready;
   logic meta_s_ready;
   assign en = pay_s_ready && meta_s_ready;
   assign pop = en && dq_count != '0 && cq_count != '0;
 
-  logic [OFS_W-1:0]      base;        // frame offset of the head beat
-  logic [DATA_WIDTH-1:0] prev_data;   // previous beat of the frame
-  logic [31:0]           icrc_acc;    // ICRC bytes seen so far
-  logic [23:0]           pad_acc;     // the three bytes before the ICRC
+  logic [OFS_W-1:0] base;             // frame offset of the head beat
+
+  always_ff @(posedge clk) begin
+    if (pop) base <= cur_last ? '0 : sat_add(base, OFS_K);
+    if (rst) base <= '0;
+  end
+
+  // ---- R0: the beat, its frame offset and its frame's context, registered;
+  // the offsets of the 7 bytes around the ICRC start (pad bytes and ICRC)
+  logic                  r0_valid, r0_last;
+  logic [DATA_WIDTH-1:0] r0_data;
+  logic [KEEP_WIDTH-1:0] r0_keep;
+  logic [OFS_W-1:0]      r0_base, r0_ps_k;
+  logic [6:0][OFS_W-1:0] r0_q;        // icrc_ofs - 3 + i
+  rx_ctl_t               r0_ctx;
+
+  always_ff @(posedge clk) begin
+    if (en) begin
+      r0_valid <= pop;
+      if (pop) begin
+        r0_data <= cur_data;
+        r0_keep <= cur_keep;
+        r0_last <= cur_last;
+        r0_base <= base;
+        r0_ctx <= ctx;
+        r0_ps_k <= ctx.pay_start + OFS_K;
+        for (int i = 0; i < 7; i++) r0_q[i] <= ctx.icrc_ofs + OFS_W'(i) - OFS_W'(3);
+      end
+    end
+    if (rst) r0_valid <= 1'b0;
+  end
+
+  // ---- R1: offsets relative to the beat
+  logic                  r1_valid, r1_last, r1_first, r1_cf_valid;
+  logic [DATA_WIDTH-1:0] r1_data;
+  logic [OFS_W-1:0]      r1_len_here;   // frame length if this is the last beat
+  logic [OFS_W-1:0]      r1_wend;       // end of the payload window completed by this beat
+  logic [OFS_W-1:0]      r1_wstart;     // its start, wend - KEEP_WIDTH
+  logic [OFS_W-1:0]      r1_bk;         // base + KEEP_WIDTH
+  logic [OFS_W-1:0]      r1_dofs;       // icrc_ofs - base
+  logic [OFS_W-1:0]      r1_ps_k;
+  logic [6:0]            r1_sel;        // byte i of the 7 is in this beat ...
+  logic [6:0][SHIFT_W-1:0] r1_lane;    // ... at this lane
+  rx_ctl_t               r1_ctx;
+
+  always_ff @(posedge clk) begin
+    logic [SHIFT_W-1:0] p;
+    logic [OFS_W-1:0] o;
+    if (en) begin
+      r1_valid <= r0_valid;
+      if (r0_valid) begin
+        p = r0_ctx.pay_start[SHIFT_W-1:0];
+        r1_len_here <= sat_add(r0_base, bytes_in(r0_keep));
+        r1_wend <= r0_base + OFS_W'(p);
+        r1_wstart <= r0_base + (OFS_W'(p) - OFS_K);
+        r1_bk <= r0_base + OFS_K;
+        r1_dofs <= r0_ctx.icrc_ofs - r0_base;
+        r1_cf_valid <= r0_base < r0_ctx.icrc_ofs;
+        r1_first <= r0_base == '0;
+        for (int i = 0; i < 7; i++) begin
+          o = r0_q[i] - r0_base;
+          r1_sel[i] <= r0_q[i] >= r0_base && o < OFS_K;
+          r1_lane[i] <= o[SHIFT_W-1:0];
+        end
+        r1_data <= r0_data;
+        r1_last <= r0_last;
+        r1_ps_k <= r0_ps_k;
+        r1_ctx <= r0_ctx;
+      end
+    end
+    if (rst) r1_valid <= 1'b0;
+  end
+
+  // ---- R2: comparisons; ICRC and pad bytes collected
+  // The payload end clipped to the frame, pe_eff, is len_here on a last beat
+  // that ends before pay_end, else pay_end. R3 compares three offsets X
+  // (wstart, wend, pay_start) with it and takes their distances to it; R2
+  // works both out against both candidates, so that R3 only picks.
+  localparam int X_WSTART = 0;
+  localparam int X_WEND = 1;
+  localparam int X_PAY_START = 2;
+  logic                  r2_valid, r2_last, r2_first, r2_cf_valid, r2_cf_last;
+  logic                  r2_emit_ok;    // wend >= pay_start + KEEP_WIDTH
+  logic                  r2_pend_ok;    // wend >= pay_start
+  logic [DATA_WIDTH-1:0] r2_data;
+  logic [DATA_WIDTH-1:0] r2_prev;       // the beat before (payload windows straddle two)
+  logic [KEEP_WIDTH-1:0] r2_cf_keep;
+  logic [OFS_W-1:0]      r2_len_here;
+  logic                  r2_use_len;    // pe_eff = len_here
+  logic [2:0]            r2_lt_len, r2_lt_end;  // X < len_here, X < pay_end
+  logic [2:0][OFS_W-1:0] r2_d_len, r2_d_end;    // len_here - X, pay_end - X
+  logic [31:0]           r2_icrc;       // ICRC bytes seen so far
+  logic [23:0]           r2_pad;        // the three bytes before the ICRC
+  /* verilator lint_off UNUSEDSIGNAL */
+  rx_ctl_t               r2_ctx;        // R2 no longer needs every field: synthesis drops them
+  /* verilator lint_on UNUSEDSIGNAL */
+
+  always_ff @(posedge clk) begin
+    logic [2:0][OFS_W-1:0] x;
+    if (en) begin
+      r2_valid <= r1_valid;
+      if (r1_valid) begin
+        r2_use_len <= r1_last && r1_len_here < r1_ctx.pay_end;
+        x[X_WSTART] = r1_wstart;
+        x[X_WEND] = r1_wend;
+        x[X_PAY_START] = r1_ctx.pay_start;
+        for (int k = 0; k < 3; k++) begin
+          r2_lt_len[k] <= x[k] < r1_len_here;
+          r2_lt_end[k] <= x[k] < r1_ctx.pay_end;
+          r2_d_len[k] <= r1_len_here - x[k];
+          r2_d_end[k] <= r1_ctx.pay_end - x[k];
+        end
+        r2_emit_ok <= r1_wend >= r1_ps_k;
+        r2_pend_ok <= r1_wend >= r1_ctx.pay_start;
+        r2_cf_last <= r1_bk >= r1_ctx.icrc_ofs;
+        r2_cf_keep <= (r1_bk >= r1_ctx.icrc_ofs) ? keep_of(r1_dofs) : '1;
+        for (int i = 0; i < 4; i++) begin
+          if (r1_sel[3 + i]) r2_icrc[i*8 +: 8] <= r1_data[r1_lane[3 + i]*8 +: 8];
+        end
+        for (int i = 0; i < 3; i++) begin
+          if (r1_sel[i]) r2_pad[(2-i)*8 +: 8] <= r1_data[r1_lane[i]*8 +: 8];
+        end
+        r2_prev <= r2_data;
+        r2_data <= r1_data;
+        r2_last <= r1_last;
+        r2_first <= r1_first;
+        r2_cf_valid <= r1_cf_valid;
+        r2_len_here <= r1_len_here;
+        r2_ctx <= r1_ctx;
+      end
+    end
+    if (rst) r2_valid <= 1'b0;
+  end
+
+  // ---- R3: payload window, ICRC feed, end-of-frame record
+  logic [31:0]           crc_out;     // from icrc (below)
+  logic                  crc_out_valid;
+  logic [31:0]           crc_hold;
   logic                  pend_valid;  // last payload window of a frame, waiting one cycle
   logic [DATA_WIDTH-1:0] pend_data;
   logic [KEEP_WIDTH-1:0] pend_keep;
@@ -258,63 +440,33 @@ module rx_parser
   logic [KEEP_WIDTH-1:0] pay_in_keep;
   logic                  pay_in_valid, pay_in_last;
 
-  // end-of-frame pipeline, aligned with icrc's two stages
+  // end-of-frame records: fin[0] set with the ICRC feed of the last beat,
+  // fin[CRC_AT] meeting the frame's ICRC, fin[FIN_STAGES-1] the verdict
   typedef struct packed {
-    rx_ctx_t          ctx;
     logic [OFS_W-1:0] len;
     logic [31:0]      icrc;
     logic [23:0]      pad;
     logic [OFS_W-1:0] stream_len;
+    logic [OFS_W-1:0] ip_end;
+    logic [15:0]      payload_len;
+    rx_err_e          pre_err;
+    rx_err_e          post_err;
+    rx_err_e          err;          // the verdict without the ICRC check (CRC_AT), with it (last)
+    logic [OFS_W-1:0] trailer_len;  // (from CRC_AT on)
+    logic [31:0]      crc;          // the ICRC computed (last stage)
   } fin_t;
-  fin_t fin1, fin2, fin3;
-  logic fin1_valid, fin2_valid, fin3_valid;
-
-  // per-beat combinational view
-  logic [SHIFT_W-1:0]    p;
-  logic [OFS_W-1:0]      len_here;    // frame length if this is the last beat
-  logic [OFS_W-1:0]      pe_eff;      // payload end, clipped to the frame
-  logic [OFS_W-1:0]      wend;        // end of the payload window completed by this beat
-  logic                  win_emit, win_last, pend_set;
-  logic [OFS_W-1:0]      win_cnt, pend_cnt;
-  logic [DATA_WIDTH-1:0] win_data;
-  logic [31:0]           icrc_next;
-  logic [23:0]           pad_next;
-
-  always_comb begin
-    logic [OFS_W-1:0] wstart;
-    logic [OFS_W-1:0] o;
-    p = ctx.pay_start[SHIFT_W-1:0];
-    len_here = sat_add(base, OFS_W'(keep_count(cur_keep)));
-    pe_eff = (cur_last && len_here < ctx.pay_end) ? len_here : ctx.pay_end;
-    wend = base + OFS_W'(p);
-    wstart = wend - OFS_W'(KEEP_WIDTH);
-    // window [wend-K, wend) ends in this beat; it exists once wend >= start+K
-    win_emit = ctx.stream_en && wend >= ctx.pay_start + OFS_W'(KEEP_WIDTH) && wstart < pe_eff;
-    win_cnt = (pe_eff - wstart > OFS_W'(KEEP_WIDTH)) ? OFS_W'(KEEP_WIDTH) : pe_eff - wstart;
-    win_last = wend >= pe_eff;
-    win_data = DATA_WIDTH'({cur_data, prev_data} >> (32'(p) * 8));
-    // on the last beat, the window starting at wend may remain
-    pend_set = ctx.stream_en && cur_last && wend >= ctx.pay_start && wend < pe_eff;
-    pend_cnt = pe_eff - wend;
-    // ICRC bytes [icrc_ofs, +4) and the three before, wherever they fall
-    icrc_next = icrc_acc;
-    for (int i = 0; i < 4; i++) begin
-      o = ctx.icrc_ofs + OFS_W'(i) - base;
-      if (ctx.icrc_ofs + OFS_W'(i) >= base && o < OFS_W'(KEEP_WIDTH))
-        icrc_next[i*8 +: 8] = cur_data[o[SHIFT_W-1:0]*8 +: 8];
-    end
-    pad_next = pad_acc;
-    for (int i = 0; i < 3; i++) begin
-      o = ctx.icrc_ofs - OFS_W'(3 - i) - base;
-      if (ctx.icrc_ofs - OFS_W'(3 - i) >= base && o < OFS_W'(KEEP_WIDTH))
-        pad_next[(2-i)*8 +: 8] = cur_data[o[SHIFT_W-1:0]*8 +: 8];
-    end
-  end
+  fin_t [FIN_STAGES-1:0] fin;
+  logic [FIN_STAGES-1:0] fin_valid;
 
   always_ff @(posedge clk) begin
+    logic [SHIFT_W-1:0] p;
+    logic stream_en;
+    logic [2:0] lt;                   // X < pe_eff
+    logic [2:0][OFS_W-1:0] d;         // pe_eff - X
+    logic [31:0] crc;
     if (en) begin
       cf_valid <= 1'b0;
-      fin1_valid <= 1'b0;
+      fin_valid[0] <= 1'b0;
       pay_in_valid <= 1'b0;
       if (pend_valid) begin
         // flush: this cycle's beat (if any) starts a frame, so has no window
@@ -324,62 +476,76 @@ module rx_parser
         pay_in_last <= 1'b1;
         pend_valid <= 1'b0;
       end
-      if (pop) begin
+      if (r2_valid) begin
+        p = r2_ctx.pay_start[SHIFT_W-1:0];
+        stream_en = r2_ctx.stream_en;
+        lt = r2_use_len ? r2_lt_len : r2_lt_end;
+        d = r2_use_len ? r2_d_len : r2_d_end;
         // ICRC region: beats until the one holding byte icrc_ofs-1
-        cf_valid <= base < ctx.icrc_ofs;
-        cf_first <= base == '0;
-        cf_last <= base + OFS_W'(KEEP_WIDTH) >= ctx.icrc_ofs;
-        cf_keep <= (base + OFS_W'(KEEP_WIDTH) >= ctx.icrc_ofs) ? keep_of(ctx.icrc_ofs - base) : '1;
-        cf_data <= cur_data;
-        cf_vlan <= ctx.vlan;
-        cf_kind <= ctx.kind;
-        cf_ihl <= ctx.ihl;
+        cf_valid <= r2_cf_valid;
+        cf_first <= r2_first;
+        cf_last <= r2_cf_last;
+        cf_keep <= r2_cf_keep;
+        cf_data <= r2_data;
+        cf_vlan <= r2_ctx.vlan;
+        cf_kind <= r2_ctx.kind;
+        cf_ihl <= r2_ctx.ihl;
 
-        if (win_emit) begin
+        // window [wend-K, wend) ends in this beat; it exists once wend >= start+K
+        if (stream_en && r2_emit_ok && lt[X_WSTART]) begin
           pay_in_valid <= 1'b1;
-          pay_in_data <= win_data;
-          pay_in_keep <= keep_of(win_cnt);
-          pay_in_last <= win_last;
+          pay_in_data <= DATA_WIDTH'({r2_data, r2_prev} >> (32'(p) * 8));
+          pay_in_keep <= keep_of(d[X_WSTART]);
+          pay_in_last <= !lt[X_WEND];
         end
-        if (pend_set) begin
+        // on the last beat, the window starting at wend may remain
+        if (stream_en && r2_last && r2_pend_ok && lt[X_WEND]) begin
           pend_valid <= 1'b1;
-          pend_data <= DATA_WIDTH'(cur_data >> (32'(p) * 8));
-          pend_keep <= keep_of(pend_cnt);
+          pend_data <= DATA_WIDTH'(r2_data >> (32'(p) * 8));
+          pend_keep <= keep_of(d[X_WEND]);
         end
 
-        icrc_acc <= icrc_next;
-        pad_acc <= pad_next;
-        prev_data <= cur_data;
-        base <= cur_last ? '0 : sat_add(base, OFS_W'(KEEP_WIDTH));
-
-        if (cur_last) begin
-          fin1_valid <= 1'b1;
-          fin1.ctx <= ctx;
-          fin1.len <= len_here;
-          fin1.icrc <= icrc_next;
-          fin1.pad <= pad_next;
-          fin1.stream_len <= (ctx.stream_en && pe_eff > ctx.pay_start) ? pe_eff - ctx.pay_start : '0;
+        if (r2_last) begin
+          fin_valid[0] <= 1'b1;
+          fin[0].len <= r2_len_here;
+          fin[0].icrc <= r2_icrc;
+          fin[0].pad <= r2_pad;
+          fin[0].stream_len <= (stream_en && lt[X_PAY_START]) ? d[X_PAY_START] : '0;
+          fin[0].ip_end <= r2_ctx.ip_end;
+          fin[0].payload_len <= r2_ctx.payload_len;
+          fin[0].pre_err <= r2_ctx.pre_err;
+          fin[0].post_err <= r2_ctx.post_err;
         end
       end
-      fin2_valid <= fin1_valid;
-      if (fin1_valid) fin2 <= fin1;
-      fin3_valid <= fin2_valid;
-      if (fin2_valid) fin3 <= fin2;
+      for (int i = 1; i < FIN_STAGES; i++) begin
+        fin_valid[i] <= fin_valid[i-1];
+        if (fin_valid[i-1]) fin[i] <= fin[i-1];
+      end
+      // the checks that do not wait for the ICRC, one stage early
+      if (fin_valid[CRC_AT-1]) begin
+        if (fin[CRC_AT-1].pre_err != ERR_NONE) fin[CRC_AT].err <= fin[CRC_AT-1].pre_err;
+        else if (fin[CRC_AT-1].len < fin[CRC_AT-1].ip_end) fin[CRC_AT].err <= ERR_TRUNCATED_FRAME;
+        else fin[CRC_AT].err <= fin[CRC_AT-1].post_err;
+        fin[CRC_AT].trailer_len <= (fin[CRC_AT-1].len > fin[CRC_AT-1].ip_end)
+                                   ? fin[CRC_AT-1].len - fin[CRC_AT-1].ip_end : '0;
+      end
+      // then the ICRC: a region that ended before the frame's last beat left
+      // its CRC in crc_hold
+      if (fin_valid[CRC_AT]) begin
+        crc = crc_out_valid ? crc_out : crc_hold;
+        fin[FIN_STAGES-1].crc <= crc;
+        if (fin[CRC_AT].err != ERR_NONE) fin[FIN_STAGES-1].err <= fin[CRC_AT].err;
+        else if (crc != fin[CRC_AT].icrc) fin[FIN_STAGES-1].err <= ERR_ICRC_MISMATCH;
+        else fin[FIN_STAGES-1].err <= ERR_NONE;
+      end
     end
     if (rst) begin
-      base <= '0;
       pend_valid <= 1'b0;
       cf_valid <= 1'b0;
-      fin1_valid <= 1'b0;
-      fin2_valid <= 1'b0;
-      fin3_valid <= 1'b0;
+      fin_valid <= '0;
       pay_in_valid <= 1'b0;
     end
   end
-
-  logic [31:0] crc_out;
-  logic        crc_out_valid;
-  logic [31:0] crc_hold;
 
   icrc #(
     .DATA_WIDTH(DATA_WIDTH)
@@ -404,27 +570,25 @@ module rx_parser
     if (en && crc_out_valid) crc_hold <= crc_out;
   end
 
-  // verdict
+  // verdict: the header fields from the metadata FIFO, completed
   rx_meta_t meta_out;
+  /* verilator lint_off UNUSEDSIGNAL */
+  fin_t     fl;                     // the last stage no longer needs every field
+  /* verilator lint_on UNUSEDSIGNAL */
+  assign fl = fin[FIN_STAGES-1];
+  assign meta_pop = en && fin_valid[FIN_STAGES-1];
+
   always_comb begin
-    logic [31:0] crc;
-    logic [31:0] rx_icrc;
-    rx_err_e err;
-    crc = crc_out_valid ? crc_out : crc_hold;
-    rx_icrc = {fin3.icrc[31:24], fin3.icrc[23:16], fin3.icrc[15:8], fin3.icrc[7:0]};
-    if (fin3.ctx.pre_err != ERR_NONE) err = fin3.ctx.pre_err;
-    else if (fin3.len < fin3.ctx.ip_end) err = ERR_TRUNCATED_FRAME;
-    else if (fin3.ctx.post_err != ERR_NONE) err = fin3.ctx.post_err;
-    else if (crc != rx_icrc) err = ERR_ICRC_MISMATCH;
-    else err = ERR_NONE;
-    meta_out = fin3.ctx.meta;
-    meta_out.error = err;
-    meta_out.frame_len = fin3.len;
-    meta_out.icrc = rx_icrc;
-    meta_out.icrc_calc = crc;
-    meta_out.pad_bytes = fin3.pad;
-    meta_out.trailer_len = (fin3.len > fin3.ctx.ip_end) ? fin3.len - fin3.ctx.ip_end : '0;
-    meta_out.stream_len = fin3.stream_len;
+    meta_out = meta_head;
+    meta_out.error = fl.err;
+    meta_out.frame_len = fl.len;
+    meta_out.payload_len = fl.payload_len;
+    // the wire bytes read least significant first: the 32-bit number as stored
+    meta_out.icrc = fl.icrc;
+    meta_out.icrc_calc = fl.crc;
+    meta_out.pad_bytes = fl.pad;
+    meta_out.trailer_len = fl.trailer_len;
+    meta_out.stream_len = fl.stream_len;
   end
 
   // ============================================================== outputs
@@ -447,12 +611,15 @@ module rx_parser
     .clk(clk),
     .rst(rst),
     .s_data(meta_out),
-    .s_valid(fin3_valid && en),
+    .s_valid(meta_pop),
     .s_ready(meta_s_ready),
     .m_data(m_axis_meta_tdata),
     .m_valid(m_axis_meta_tvalid),
     .m_ready(m_axis_meta_tready)
   );
+
+  logic unused_mq_count;
+  assign unused_mq_count = ^mq_count;
 
 endmodule
 

@@ -13,11 +13,12 @@
 //   harmful). Non-RoCE traffic should bypass this module.
 //
 // The CRC streams with the frame (masks from the EtherType, decided beat by
-// beat), so nothing is buffered: latency 4 cycles (input register, CRC,
-// final CRC, output slice). When the last input beat
-// has fewer than 4 free bytes the frame grows by one beat and the input is
-// held for one cycle (s_axis_tready low), so the output runs at one beat
-// per cycle while the input loses one cycle on those frames only.
+// beat), so nothing is buffered: latency 3 + icrc_latency cycles (9 at 64
+// bits, 12 at 512: input register, layout register, the ICRC pipeline with
+// the data beside it, output slice). When the last input beat has fewer than
+// 4 free bytes the frame grows by one beat and the input is held for one
+// cycle (s_axis_tready low), so the output runs at one beat per cycle while
+// the input loses one cycle on those frames only.
 
 `resetall
 `default_nettype none
@@ -86,12 +87,21 @@ module tx_icrc_insert
   end
 
   // ------------------------------------------------- layout, beat by beat
+  // decided from the bytes seen so far, then registered with the beat (L)
   logic [BEAT_W-1:0] beat;          // beat index, saturating at VIEW_BEATS
-  logic [VIEW*8-1:0] view_reg;      // bytes 0..17 from earlier beats
+  logic [VIEW*8-1:0] view_reg;      // bytes 0..18 from earlier beats
   logic [VIEW*8-1:0] view;
   logic              vlan;
   logic [1:0]        kind;
   logic [3:0]        ihl;
+
+  function automatic logic [1:0] l3_of(input logic [15:0] ethertype);
+    case (ethertype)
+      16'h86DD: return L3_IPV6;
+      16'h8915: return L3_GRH;
+      default:  return L3_IPV4;
+    endcase
+  endfunction
 
   always_comb begin
     logic [15:0] tpid;
@@ -100,14 +110,11 @@ module tx_icrc_insert
       if (beat == BEAT_W'(i / KEEP_WIDTH)) view[i*8 +: 8] = t0_data[(i % KEEP_WIDTH)*8 +: 8];
       else view[i*8 +: 8] = view_reg[i*8 +: 8];
     end
+    // both EtherType positions classified at once, then the tag picks one
     tpid = {view[12*8 +: 8], view[13*8 +: 8]};
+    et = {view[16*8 +: 8], view[17*8 +: 8]};
     vlan = tpid == 16'h8100;
-    et = vlan ? {view[16*8 +: 8], view[17*8 +: 8]} : tpid;
-    case (et)
-      16'h86DD: kind = L3_IPV6;
-      16'h8915: kind = L3_GRH;
-      default:  kind = L3_IPV4;
-    endcase
+    kind = vlan ? l3_of(et) : l3_of(tpid);
     ihl = vlan ? view[18*8 +: 4] : view[14*8 +: 4];
   end
 
@@ -120,6 +127,26 @@ module tx_icrc_insert
     if (rst) beat <= '0;
   end
 
+  logic [DATA_WIDTH-1:0] l_data;
+  logic [KEEP_WIDTH-1:0] l_keep;
+  logic                  l_valid, l_first, l_last, l_vlan;
+  logic [1:0]            l_kind;
+  logic [3:0]            l_ihl;
+
+  always_ff @(posedge clk) begin
+    if (en_up) begin
+      l_valid <= t0_valid;
+      l_data <= t0_data;
+      l_keep <= t0_keep;
+      l_last <= t0_last;
+      l_first <= beat == '0;
+      l_vlan <= vlan;
+      l_kind <= kind;
+      l_ihl <= ihl;
+    end
+    if (rst) l_valid <= 1'b0;
+  end
+
   logic [31:0] crc;
   logic        crc_valid;
 
@@ -129,67 +156,75 @@ module tx_icrc_insert
     .clk(clk),
     .rst(rst),
     .en(en_up),
-    .s_data(t0_data),
-    .s_keep(t0_keep),
-    .s_valid(t0_valid),
-    .s_first(beat == '0),
-    .s_last(t0_last),
-    .s_vlan(vlan),
-    .s_kind(kind),
-    .s_ihl(ihl),
+    .s_data(l_data),
+    .s_keep(l_keep),
+    .s_valid(l_valid),
+    .s_first(l_first),
+    .s_last(l_last),
+    .s_vlan(l_vlan),
+    .s_kind(l_kind),
+    .s_ihl(l_ihl),
     .m_crc(crc),
     .m_valid(crc_valid)
   );
 
-  // ---------------------------------------------------- two data stages
-  logic [DATA_WIDTH-1:0] t1_data, t2_data;
-  logic [KEEP_WIDTH-1:0] t1_keep, t2_keep;
-  logic                  t1_valid, t2_valid, t1_last, t2_last;
+  // ------------------------------------------- the beats beside the ICRC
+  // d_*[ICRC_LAT-1] is the beat whose ICRC (if it is a last beat) is on `crc`
+  localparam int ICRC_LAT = icrc_latency(DATA_WIDTH);
+  logic [ICRC_LAT-1:0][DATA_WIDTH-1:0] d_data;
+  logic [ICRC_LAT-1:0][KEEP_WIDTH-1:0] d_keep;
+  logic [ICRC_LAT-1:0]                 d_valid, d_last;
 
   always_ff @(posedge clk) begin
     if (en_up) begin
-      t1_valid <= t0_valid;
-      t1_data <= t0_data;
-      t1_keep <= t0_keep;
-      t1_last <= t0_last;
-      t2_valid <= t1_valid;
-      t2_data <= t1_data;
-      t2_keep <= t1_keep;
-      t2_last <= t1_last;
+      d_valid <= {d_valid[ICRC_LAT-2:0], l_valid};
+      d_data <= {d_data[ICRC_LAT-2:0], l_data};
+      d_keep <= {d_keep[ICRC_LAT-2:0], l_keep};
+      d_last <= {d_last[ICRC_LAT-2:0], l_last};
     end
-    if (rst) begin
-      t1_valid <= 1'b0;
-      t2_valid <= 1'b0;
-    end
+    if (rst) d_valid <= '0;
   end
+
+  logic [DATA_WIDTH-1:0] ins_data;
+  logic [KEEP_WIDTH-1:0] ins_keep;
+  logic                  ins_valid, ins_last;
+  assign ins_data = d_data[ICRC_LAT-1];
+  assign ins_keep = d_keep[ICRC_LAT-1];
+  assign ins_valid = d_valid[ICRC_LAT-1];
+  assign ins_last = d_last[ICRC_LAT-1];
 
   // ------------------------------------------------------- ICRC insertion
   logic [DATA_WIDTH-1:0] out_data, extra_data_next;
   logic [KEEP_WIDTH-1:0] out_keep, extra_keep_next;
   logic                  out_last, overflow;
 
+  // The ICRC's byte j goes to byte n + j of the last beat, n its byte count,
+  // or to byte n + j - KEEP_WIDTH of an extra beat. Written per output byte as
+  // "n equals a constant", so the select is a few LUTs, not an adder.
   always_comb begin
-    int n;
-    n = $countones(t2_keep);
-    out_data = t2_data;
-    out_keep = t2_keep;
-    out_last = t2_last;
+    logic [6:0] n;
+    n = keep_count(64'(ins_keep));
+    out_data = ins_data;
+    out_keep = ins_keep;
+    out_last = ins_last;
     overflow = 1'b0;
     extra_data_next = '0;
     extra_keep_next = '0;
-    if (t2_last) begin
+    if (ins_last) begin
       // crc_valid is high here: it left icrc together with this beat
       for (int b = 0; b < KEEP_WIDTH; b++) begin
-        if (b >= n && b < n + 4) begin
-          out_data[b*8 +: 8] = crc[(b-n)*8 +: 8];
-          out_keep[b] = 1'b1;
-        end
-        if (b < n + 4 - KEEP_WIDTH) begin
-          extra_data_next[b*8 +: 8] = crc[(b+KEEP_WIDTH-n)*8 +: 8];
-          extra_keep_next[b] = 1'b1;
+        for (int j = 0; j < 4; j++) begin
+          if (b >= j && n == 7'(b - j)) begin
+            out_data[b*8 +: 8] = crc[j*8 +: 8];
+            out_keep[b] = 1'b1;
+          end
+          if (b + KEEP_WIDTH - j <= KEEP_WIDTH && n == 7'(b + KEEP_WIDTH - j)) begin
+            extra_data_next[b*8 +: 8] = crc[j*8 +: 8];
+            extra_keep_next[b] = 1'b1;
+          end
         end
       end
-      overflow = n + 4 > KEEP_WIDTH;
+      overflow = n > 7'(KEEP_WIDTH - 4);
       out_last = !overflow;
     end
   end
@@ -201,7 +236,7 @@ module tx_icrc_insert
     if (skid_ready) begin
       if (extra_pending) begin
         extra_pending <= 1'b0;
-      end else if (t2_valid && overflow) begin
+      end else if (ins_valid && overflow) begin
         extra_pending <= 1'b1;
         extra_data <= extra_data_next;
         extra_keep <= extra_keep_next;
@@ -219,7 +254,7 @@ module tx_icrc_insert
     .clk(clk),
     .rst(rst),
     .s_data(extra_pending ? {1'b1, extra_keep, extra_data} : {out_last, out_keep, out_data}),
-    .s_valid(extra_pending || t2_valid),
+    .s_valid(extra_pending || ins_valid),
     .s_ready(skid_ready),
     .m_data({m_axis_tlast, m_axis_tkeep, m_axis_tdata}),
     .m_valid(m_axis_tvalid),

@@ -3,21 +3,22 @@
 //! bubble, and every frame's metadata record leaves a fixed number of
 //! cycles after the frame's last beat:
 //!
-//!   metadata latency = min(beats, HDR_BEATS) + 8 cycles after the last beat
-//!   (HDR_BEATS = 128 bytes / bus bytes: 16 at 64 bits, 2 at 512 bits)
+//!   metadata latency = min(beats, HDR_BEATS) + 12 + ICRC_LAT cycles after the
+//!   last beat (HDR_BEATS = 128 bytes / bus bytes: 16 at 64 bits, 2 at 512
+//!   bits; ICRC_LAT = 3 + log2(bus bytes), the ICRC pipeline: 6 and 9)
 //!
 //! so a train of N frames of B beats takes N * B + latency cycles.
 //! The frames and their expected contents come from tests/data/valid.jsonl.
 
 mod common;
 
-use common::{load_jsonl, unhex};
+use common::{icrc_latency, load_jsonl, unhex};
 use roce_hdl_sim::{DataWidth, Shaping, Timeline};
 
 /// The documented metadata latency (README.md, rtl/rx_parser.sv).
 fn meta_latency(width: DataWidth, beats: usize) -> u64 {
     let hdr_beats = 128 / width.bytes();
-    (beats.min(hdr_beats) + 8) as u64
+    beats.min(hdr_beats) as u64 + 12 + icrc_latency(width)
 }
 
 fn vector(id: &str) -> (Vec<u8>, usize) {

@@ -112,6 +112,17 @@ fn rc_write(m: Model) {
     p.mb.read(100, &mut got).unwrap();
     assert_eq!(got, data);
     assert_eq!(p.qa.send_outstanding(), 0);
+    if m == Model::FastPath {
+        // The fast path did the work: A's segmenter sent the 10 WRITE packets (path
+        // MTU 1024) from one descriptor and took B's one ACK; B placed them and ACKed.
+        let (a, b) = (
+            p.a.nic.runtime_counters().unwrap(),
+            p.b.nic.runtime_counters().unwrap(),
+        );
+        assert_eq!((a.fp_descriptors, a.fastpath.tx_frames), (1, 10));
+        assert_eq!((b.fastpath.rx_handled, b.fastpath.rx_exceptions), (10, 0));
+        assert_eq!((b.fastpath.tx_frames, a.fastpath.rx_handled), (1, 1));
+    }
 }
 
 #[test]

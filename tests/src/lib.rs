@@ -2,6 +2,8 @@
 //! oracle scripts are, scratch files, running an external tool, and the `roce perf` load
 //! the fabric tests put on a link.
 
+pub mod chaos;
+
 use roce_cli::perf::{Params, Test};
 use roce_core::transport::Mtu;
 use std::path::{Path, PathBuf};

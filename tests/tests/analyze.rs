@@ -36,7 +36,7 @@ fn run(p: &Params, loss: f64, seed: u64, end: usize) -> (Report, [Counters; 2]) 
         loss,
         ..Faults::default()
     });
-    let mut sim = world::Sim::back_to_back(perf::nics(p), link, seed);
+    let mut sim = world::Sim::back_to_back(perf::nics(p, false), link, seed);
     let capture = MemoryCapture::new();
     let tap = sim.fabric.tap_end(sim.link, end, capture.clone()).unwrap();
     perf::run(&mut sim, p, &mut Progress::silent()).unwrap();

@@ -22,7 +22,7 @@ fn run(pfc: Priorities) -> (Sim, perf::Measurement) {
     // 2 us of link delay: 25 KB in flight each way. XOFF at 64 KiB leaves 192 KiB of
     // headroom, far above 2 x 25 KB + 2 frames.
     let rx = RxBufferConfig::new(256 * 1024, DRAIN, pfc, 64 * 1024, 32 * 1024);
-    let [a, b] = perf::nics(&p);
+    let [a, b] = perf::nics(&p, false);
     let nodes = [NicNode::new(a), NicNode::new(b).with_rx_buffer(rx)];
     let mut sim = Sim::connect(nodes, LinkConfig::new(LINK, 2_000), 1);
     let m = perf::run(&mut sim, &p, &mut Progress::silent()).unwrap();

@@ -21,6 +21,9 @@ pub const FUZZ_DIR: &str = "fuzz";
 pub enum Budget {
     /// This many inputs.
     Runs(u64),
+    /// This many seconds (the RTL target: the Verilated parser with its coverage hook
+    /// runs about 2,000 inputs/s, too slow for 10^7 in an hour).
+    Seconds(u64),
 }
 
 /// One fuzz target.
@@ -29,12 +32,50 @@ pub struct Target {
     pub name: &'static str,
     /// It takes frames, so `seeds/frames` (the shared vectors) are seeds too.
     frames: bool,
-    /// cargo-fuzz's `--sanitizer`. The engine-level targets run without one: their code
-    /// is safe Rust that bounds-checks anyway, and AddressSanitizer's fake stacks and
-    /// shadow poisoning of the per-input engine snapshot made them five times slower.
-    sanitizer: &'static str,
+    build: &'static Build,
     long: Budget,
 }
+
+/// How a target is built.
+#[derive(Debug)]
+pub struct Build {
+    /// cargo-fuzz's `--sanitizer`.
+    sanitizer: &'static str,
+    /// Environment of the build.
+    env: &'static [(&'static str, &'static str)],
+    /// Its build directory under `fuzz/target/`: each build has its own, or every switch
+    /// between them would rebuild everything.
+    dir: &'static str,
+}
+
+/// With AddressSanitizer: the wire targets.
+const ASAN: Build = Build {
+    sanitizer: "address",
+    env: &[],
+    dir: "sanitizer-address",
+};
+
+/// Without a sanitizer: the engine-level targets. Their code is safe Rust that
+/// bounds-checks anyway, and AddressSanitizer's fake stacks and shadow poisoning of the
+/// per-input engine snapshot made them five times slower.
+const PLAIN: Build = Build {
+    sanitizer: "none",
+    env: &[],
+    dir: "sanitizer-none",
+};
+
+/// The RTL target: Verilated C++ next to Rust. AddressSanitizer would need the C++ built
+/// with it too (g++'s libasan and Rust's compiler-rt one cannot share a process), so
+/// none; g++ instruments the C++ with trace-pc and `fuzz/csrc/rtl_coverage.c` turns that
+/// into libFuzzer counters, so the RTL's own branches guide the fuzzer.
+const RTL_COVERAGE: Build = Build {
+    sanitizer: "none",
+    env: &[
+        ("CXXFLAGS", "-fsanitize-coverage=trace-pc"),
+        ("ROCE_FUZZ_RTL_COVERAGE", "1"),
+    ],
+    dir: "rtl-coverage",
+};
 
 const TEN_MILLION: Budget = Budget::Runs(10_000_000);
 
@@ -43,38 +84,44 @@ pub const TARGETS: &[Target] = &[
     Target {
         name: "parse",
         frames: true,
-        sanitizer: "address",
+        build: &ASAN,
         long: TEN_MILLION,
     },
     Target {
         name: "roundtrip",
         frames: true,
-        sanitizer: "address",
+        build: &ASAN,
         long: TEN_MILLION,
     },
     Target {
         name: "responder",
         frames: false,
-        sanitizer: "none",
+        build: &PLAIN,
         long: TEN_MILLION,
     },
     Target {
         name: "requester",
         frames: false,
-        sanitizer: "none",
+        build: &PLAIN,
         long: TEN_MILLION,
     },
     Target {
         name: "uc_ud",
         frames: false,
-        sanitizer: "none",
+        build: &PLAIN,
         long: TEN_MILLION,
     },
     Target {
         name: "abi",
         frames: false,
-        sanitizer: "none",
+        build: &PLAIN,
         long: TEN_MILLION,
+    },
+    Target {
+        name: "rtl_parser",
+        frames: true,
+        build: &RTL_COVERAGE,
+        long: Budget::Seconds(3600),
     },
 ];
 
@@ -82,21 +129,23 @@ pub const TARGETS: &[Target] = &[
 /// minutes, which would let a hang eat the whole smoke run).
 const INPUT_TIMEOUT: &str = "-timeout=20";
 
-fn cargo_fuzz(args: &[&str]) -> std::process::Command {
+/// `cargo +nightly fuzz ARGS` in `fuzz/`, in the build environment of `t`.
+fn cargo_fuzz(t: &Target, args: &[&str]) -> std::process::Command {
     let mut command = cmd("cargo", &[&["+nightly", "fuzz"], args].concat());
-    command.current_dir(FUZZ_DIR);
+    command
+        .current_dir(FUZZ_DIR)
+        .envs(t.build.env.iter().copied());
     command
 }
 
-/// `SUBCOMMAND -s SANITIZER --target-dir DIR TARGET`: one build directory per sanitizer,
-/// or every switch between them would rebuild everything.
+/// `SUBCOMMAND -s SANITIZER --target-dir target/DIR TARGET`.
 fn build_args(subcommand: &'static str, t: &Target) -> Vec<String> {
     [
         subcommand,
         "-s",
-        t.sanitizer,
+        t.build.sanitizer,
         "--target-dir",
-        &format!("target/sanitizer-{}", t.sanitizer),
+        &format!("target/{}", t.build.dir),
         t.name,
     ]
     .map(str::to_string)
@@ -108,7 +157,8 @@ fn build_args(subcommand: &'static str, t: &Target) -> Vec<String> {
 fn listed() -> Result<Vec<&'static Target>> {
     install::nightly()?;
     install::cargo_fuzz()?;
-    let list = cmd::stdout(&mut cargo_fuzz(&["list"]))?;
+    let mut list = cmd("cargo", &["+nightly", "fuzz", "list"]);
+    let list = cmd::stdout(list.current_dir(FUZZ_DIR))?;
     let mut names: Vec<&str> = list.split_whitespace().collect();
     names.sort_unstable();
     let mut known: Vec<&str> = TARGETS.iter().map(|t| t.name).collect();
@@ -164,7 +214,7 @@ pub fn smoke(seconds: Option<u64>) -> Result<usize> {
         }
         args.extend(seeds(t));
         args.extend(["--", &max_time, INPUT_TIMEOUT].map(str::to_string));
-        cmd::run(&mut cargo_fuzz(&strs(&args)))?;
+        cmd::run(&mut cargo_fuzz(t, &strs(&args)))?;
     }
     Ok(targets.len())
 }
@@ -244,6 +294,7 @@ pub fn long(names: &[String]) -> Result {
             .map_err(|e| format!("cannot create fuzz/{corpus}: {e}"))?;
         let budget = match t.long {
             Budget::Runs(n) => format!("-runs={n}"),
+            Budget::Seconds(s) => format!("-max_total_time={s}"),
         };
         let mut args = build_args("run", t);
         args.push(corpus.clone());
@@ -251,14 +302,14 @@ pub fn long(names: &[String]) -> Result {
         args.extend(["--", &budget, INPUT_TIMEOUT, "-print_final_stats=1"].map(str::to_string));
         let log = logs.join(format!("{}.log", t.name));
         let start = Instant::now();
-        niced(&strs(&args), &log)?;
+        niced(t, &strs(&args), &log)?;
         let seconds = start.elapsed().as_secs();
         let text = std::fs::read_to_string(&log).unwrap_or_default();
         let stats = Stats::from_log(&text);
         let before = count_files(&Path::new(FUZZ_DIR).join(&corpus));
         let mut cmin = build_args("cmin", t);
         cmin.push(corpus.clone());
-        cmd::run(&mut cargo_fuzz(&strs(&cmin)))?;
+        cmd::run(&mut cargo_fuzz(t, &strs(&cmin)))?;
         let after = count_files(&Path::new(FUZZ_DIR).join(&corpus));
         summary.push(format!(
             "{:<12} {:>11} runs {:>6} s  cov {:>5}  ft {:>6}  corpus {before} -> {after} files",
@@ -273,7 +324,7 @@ pub fn long(names: &[String]) -> Result {
 }
 
 /// `nice -n 19 cargo +nightly fuzz ARGS`, its output into `log`; fails if it does.
-fn niced(args: &[&str], log: &Path) -> Result {
+fn niced(t: &Target, args: &[&str], log: &Path) -> Result {
     let out =
         std::fs::File::create(log).map_err(|e| format!("cannot create {}: {e}", log.display()))?;
     let err = out
@@ -283,7 +334,11 @@ fn niced(args: &[&str], log: &Path) -> Result {
         "nice",
         &[&["-n", "19", "cargo", "+nightly", "fuzz"], args].concat(),
     );
-    command.current_dir(FUZZ_DIR).stdout(out).stderr(err);
+    command
+        .current_dir(FUZZ_DIR)
+        .envs(t.build.env.iter().copied())
+        .stdout(out)
+        .stderr(err);
     println!("$ {}  > {}", cmd::display(&command), log.display());
     let status = command
         .status()

@@ -1,6 +1,7 @@
 //! `cargo xtask`: the project's automation. Plain `std`, no dependencies, so it builds
 //! in a second on a fresh machine before anything else is installed.
 
+mod chaos;
 mod ci;
 mod cmd;
 mod fuzz;
@@ -25,6 +26,9 @@ usage: cargo xtask <command>
   fuzz --long [TARGET..]
                    the long campaign: 10^7 inputs per target (an hour for the RTL),
                    one at a time under nice; grows and minimizes fuzz/corpus/
+  chaos [FIRST..LAST]
+                   the long whole-stack chaos run (seeds 1..100 by default; about an
+                   hour; ROCE_CHAOS_OPS, ROCE_CHAOS_QPS, ROCE_CHAOS_RTL_EVERY)
   interop          our stack against Linux rxe and rdma-core's tools in a VM
                    (root, ~10 min; not part of ci; INTEROP_ONLY=NAME filters cases)
   synth [--list] [TARGET..]
@@ -62,6 +66,8 @@ fn dispatch(args: &[String]) -> Result {
         ("fuzz", [flag, targets @ ..]) if flag == "--long" => return fuzz::long(targets),
         ("fuzz", [seconds]) => (Selection::only("fuzz"), Some(seconds.clone())),
         ("interop", []) => return interop::interop(&root),
+        ("chaos", []) => return chaos::chaos(None),
+        ("chaos", [seeds]) => return chaos::chaos(Some(seeds)),
         ("synth", targets) => return synth::synth(&root, targets),
         ("help" | "-h" | "--help", _) => {
             println!("{USAGE}\n\nsteps: {}", ci::step_names());

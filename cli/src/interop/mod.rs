@@ -36,6 +36,13 @@ pub struct LinkArgs {
     pub port: u16,
 }
 
+/// A switch on the command line (`--fastpath on|off`).
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OnOff {
+    On,
+    Off,
+}
+
 /// Which end of the exchange this side is.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Role {
@@ -72,14 +79,22 @@ pub struct Station {
 }
 
 impl Station {
-    pub fn open(link: &LinkArgs) -> Result<Self> {
+    /// Opens the NIC on `link`, the RC fast path's model as its hardware when
+    /// `fastpath` is on (`docs/fastpath.md`).
+    pub fn open(link: &LinkArgs, fastpath: OnOff) -> Result<Self> {
         let ip = link.ip.octets();
         let mac = match &link.mac {
             Some(m) => parse_mac(m)?,
             None => [0x02, 0x00, ip[0], ip[1], ip[2], ip[3]],
         };
-        let nic = RawNic::open(&link.iface, ip, mac, Capacities::Host)
-            .with_context(|| format!("open a raw port on {}", link.iface))?;
+        let nic = RawNic::open(
+            &link.iface,
+            ip,
+            mac,
+            Capacities::Host,
+            fastpath == OnOff::On,
+        )
+        .with_context(|| format!("open a raw port on {}", link.iface))?;
         let ctx = Context::open(nic.clone()).context("open the NIC")?;
         Ok(Self { nic, ctx })
     }

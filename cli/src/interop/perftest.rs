@@ -58,6 +58,8 @@ pub struct WireParams {
     pub tx_depth: usize,
     pub role: Role,
     pub link: LinkArgs,
+    /// The RC fast path on or off.
+    pub fastpath: super::OnOff,
 }
 
 /// What a wire run measured.
@@ -239,7 +241,7 @@ pub fn write_pattern(len: usize) -> Vec<u8> {
 /// Runs one test against a perftest peer; prints perftest-like lines to `out`.
 pub fn run(p: &WireParams, out: &mut impl std::io::Write) -> Result<WireResult> {
     let test = p.test;
-    let st = Station::open(&p.link)?;
+    let st = Station::open(&p.link, p.fastpath)?;
     let client = matches!(p.role, Role::Client(_));
     let pd = st.ctx.alloc_pd()?;
     let tx_depth = p.tx_depth.clamp(1, 64);

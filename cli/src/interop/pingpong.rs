@@ -65,6 +65,10 @@ pub struct PingpongArgs {
     /// Connect to the peer's server at this host.
     #[arg(long)]
     pub client: Option<String>,
+    /// The RC fast path (`docs/fastpath.md`): its model as the NIC's hardware, or the
+    /// firmware handling every packet.
+    #[arg(long, value_enum, default_value_t = super::OnOff::On)]
+    pub fastpath: super::OnOff,
     /// Message size [default: 4096, UD 2048].
     #[arg(short = 's', long)]
     pub size: Option<usize>,
@@ -140,7 +144,7 @@ pub fn run(args: &PingpongArgs, out: &mut impl std::io::Write) -> Result<Pingpon
     if ud && size > mtu.bytes() as usize {
         bail!("UD messages must fit the MTU ({} > {})", size, mtu.bytes());
     }
-    let st = Station::open(&args.link)?;
+    let st = Station::open(&args.link, args.fastpath)?;
     let pd = st.ctx.alloc_pd()?;
     let cq = st.ctx.create_cq(args.rx_depth + 4)?;
     let qp = pd

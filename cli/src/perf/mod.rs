@@ -86,17 +86,29 @@ pub fn port(side: usize) -> PortConfig {
     PortConfig::new([0x02, 0, 0, 0, 0, last], ipv4_gid([10, 0, 0, last]))
 }
 
-/// Boots the two NICs for `p` (a host-sized NIC when the firmware's tables are too small).
-pub fn nics(p: &Params) -> [Rc<LocalNic>; 2] {
-    [0, 1].map(|s| LocalNic::new(port(s), capacities(p)))
+/// Boots the two NICs for `p` (a host-sized NIC when the firmware's tables are too small),
+/// with the RC fast path's model as their hardware (`fastpath`) or the firmware alone.
+pub fn nics(p: &Params, fastpath: bool) -> [Rc<LocalNic>; 2] {
+    [0, 1].map(|s| {
+        if fastpath {
+            LocalNic::with_fastpath(port(s), capacities(p))
+        } else {
+            LocalNic::new(port(s), capacities(p))
+        }
+    })
 }
 
-/// The two NICs with the Verilated RTL as their datapath (`--backend rtl`).
-pub fn rtl_nics(p: &Params) -> Result<[Rc<LocalNic>; 2]> {
+/// The two NICs with the Verilated RTL as their datapath (`--backend rtl`), the fast
+/// path's model in front of it when `fastpath`.
+pub fn rtl_nics(p: &Params, fastpath: bool) -> Result<[Rc<LocalNic>; 2]> {
     let make = |s| {
-        roce_device::rtl::rtl_nic(port(s), capacities(p), roce_hdl_sim::DataWidth::W512)
-            .map(|(nic, _)| nic)
-            .map_err(|e| anyhow::anyhow!("the RTL datapath: {e}"))
+        let (cfg, caps, width) = (port(s), capacities(p), roce_hdl_sim::DataWidth::W512);
+        let nic = if fastpath {
+            roce_device::rtl::rtl_fastpath_nic(cfg, caps, width)
+        } else {
+            roce_device::rtl::rtl_nic(cfg, caps, width).map(|(nic, _)| nic)
+        };
+        nic.map_err(|e| anyhow::anyhow!("the RTL datapath: {e}"))
     };
     Ok([make(0)?, make(1)?])
 }

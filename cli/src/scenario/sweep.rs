@@ -164,7 +164,7 @@ pub fn run(
             ..Faults::default()
         };
         let link = LinkConfig::new(rate, delay).with_faults(faults);
-        let mut sim = world::Sim::back_to_back(perf::nics(&p), link, seed);
+        let mut sim = world::Sim::back_to_back(perf::nics(&p, false), link, seed);
         let m = perf::run(&mut sim, &p, &mut Progress::silent()).with_context(|| {
             format!(
                 "{} timeout {timeout} loss {loss} seed {seed}",

@@ -174,6 +174,9 @@ pub struct Engine<
     /// a packet stays set). `poll_transmit` then passes over idle QPs without asking
     /// each one, as a NIC's scheduler keeps a ready list.
     tx_ready: [bool; QPS],
+    /// Per QP on the fast path: it may have a request descriptor to hand out (set with
+    /// `tx_ready`, cleared when `fastpath_poll_request` finds nothing).
+    fp_ready: [bool; QPS],
     /// Per QP, its next transport timer deadline, kept up to date by `with_qp` and
     /// `poll_transmit`: `poll_timeout` takes the minimum of one dense array instead of
     /// visiting every QP context.
@@ -216,6 +219,7 @@ impl<
             queues: array::from_fn(|_| QpQueues::new()),
             tx_hdr: [HeaderTemplate::default(); QPS],
             tx_ready: [false; QPS],
+            fp_ready: [false; QPS],
             deadlines: [None; QPS],
             cc: [QpCc::new(&cfg.cc); QPS],
             cc_any: cfg.cc.rp,
@@ -406,6 +410,19 @@ impl<
         dma: &mut dyn Dma,
         f: impl FnOnce(&mut QpRef<'_, SQ, RQ, RD>, &mut Env<'_>, &PortConfig) -> R,
     ) -> Option<R> {
+        self.run_qp(slot, now, dma, true, f)
+    }
+
+    /// [`Engine::with_qp`], marking the QP ready for `poll_transmit` when `tx`.
+    #[inline(always)] // two thin callers
+    fn run_qp<R>(
+        &mut self,
+        slot: usize,
+        now: Instant,
+        dma: &mut dyn Dma,
+        tx: bool,
+        f: impl FnOnce(&mut QpRef<'_, SQ, RQ, RD>, &mut Env<'_>, &PortConfig) -> R,
+    ) -> Option<R> {
         let Self {
             cfg,
             mem,
@@ -430,10 +447,25 @@ impl<
         let deadline = r.qp.next_deadline();
         if let (Some(ready), Some(d)) = (self.tx_ready.get_mut(slot), self.deadlines.get_mut(slot))
         {
-            *ready = true;
+            *ready |= tx;
             *d = deadline;
         }
+        if let Some(f) = self.fp_ready.get_mut(slot) {
+            *f = true;
+        }
         Some(out)
+    }
+
+    /// [`Engine::with_qp`] for the fast path's entry points, which never give the QP a
+    /// frame of its own to send (its requests leave as descriptors): the QP's ready
+    /// flag for `poll_transmit` stays as it is.
+    fn with_fp_qp<R>(
+        &mut self,
+        slot: usize,
+        now: Instant,
+        f: impl FnOnce(&mut QpRef<'_, SQ, RQ, RD>, &mut Env<'_>) -> R,
+    ) -> Option<R> {
+        self.run_qp(slot, now, &mut NoDma, false, |r, env, _| f(r, env))
     }
 
     /// `ibv_modify_qp`.
@@ -582,6 +614,109 @@ impl<
         Ok(())
     }
 
+    /// Puts QP `qpn`'s requests on the fast path (`on`): from now on `poll_transmit`
+    /// builds none of its requests, and [`Engine::fastpath_poll_request`] hands them out
+    /// as message descriptors instead. Responses (ACKs and NAKs for exceptions, READ
+    /// and atomic responses) still leave through `poll_transmit`.
+    ///
+    /// Switched off while messages are outstanding, the requester goes back to the
+    /// oldest unacknowledged PSN: what it handed out may not all have been sent.
+    pub fn set_fastpath(&mut self, qpn: Qpn, on: bool) -> Result<(), Error> {
+        let slot = self.slot(qpn).ok_or(Error::NoSuchQp(qpn))?;
+        self.with_qp(slot, Instant::ZERO, &mut NoDma, |r, _, _| {
+            let was = core::mem::replace(&mut r.qp.req.fastpath, on);
+            if was && !on && r.qp.comp.psn.before(r.qp.req.psn) {
+                r.go_back_n(r.qp.comp.psn);
+            }
+        });
+        if let (Some(f), Some(t)) = (self.fp_ready.get_mut(slot), self.tx_ready.get_mut(slot)) {
+            (*f, *t) = (on, true);
+        }
+        Ok(())
+    }
+
+    /// The next request descriptor of a QP on the fast path (QPs take turns): a FLUSH
+    /// after the requester was rewound, then one descriptor per WQE, the rest of a WQE
+    /// (REPLAY) after Go-Back-N. Counts the message as sent; the hardware's window holds
+    /// back what may not go yet.
+    ///
+    /// Writes the descriptor's bytes (`fastpath::layout`) into `out`; false when no QP
+    /// has one.
+    pub fn fastpath_poll_request(
+        &mut self,
+        now: Instant,
+        out: &mut [u8; fastpath::layout::TXD_LEN],
+    ) -> bool {
+        let now = self.clock(now);
+        let hi = self.hi.max(1);
+        for k in 0..hi {
+            let slot = (self.tx_next + k) % hi;
+            if !self.fp_ready.get(slot).copied().unwrap_or(false) {
+                continue;
+            }
+            let on = matches!(self.qps.get(slot), Some(Some(qp)) if qp.req.fastpath);
+            let took = on
+                && self
+                    .with_fp_qp(slot, now, |r, env| r.req_take_msg(env, out))
+                    .unwrap_or(false);
+            if took {
+                self.tx_next = (slot + 1) % hi;
+                return true;
+            }
+            if let Some(f) = self.fp_ready.get_mut(slot) {
+                *f = false;
+            }
+        }
+        false
+    }
+
+    /// The fast path took a response for `qpn` (`docs/fastpath.md` §3.6, the `ACKED`
+    /// event): an ACK for `psn`, or a READ response for `psn` whose payload it placed.
+    /// The completer advances and completes as if it had handled the packet.
+    pub fn fastpath_acked(&mut self, now: Instant, qpn: Qpn, psn: Psn, read: bool) {
+        let now = self.clock(now);
+        if let Some(slot) = self.slot(qpn) {
+            self.with_fp_qp(slot, now, |r, env| r.comp_fastpath(env, psn, read));
+        }
+    }
+
+    /// The fast path placed a whole SEND for `qpn` (the `MSG_DONE` event): the receive
+    /// context `ctx` as the hardware left it goes back into the responder, and the head
+    /// receive WQE completes with `byte_len` bytes (`solicited`: the last packet's SE).
+    pub fn fastpath_recv_done(
+        &mut self,
+        now: Instant,
+        ctx: &fastpath::RecvCtx,
+        byte_len: u32,
+        solicited: bool,
+    ) -> Result<(), Error> {
+        let now = self.clock(now);
+        self.fastpath_load_recv(ctx.qpn, ctx)?;
+        let slot = self.slot(ctx.qpn).ok_or(Error::NoSuchQp(ctx.qpn))?;
+        self.with_qp(slot, now, &mut NoDma, |r, env, _| {
+            r.qp.resp.recv_off = byte_len;
+            r.complete_recv(env, false, solicited, None, None);
+        });
+        Ok(())
+    }
+
+    /// `qpn`'s state (cheaper than `query_qp`).
+    pub fn qp_state(&self, qpn: Qpn) -> Option<QpState> {
+        Some(self.qps.get(self.slot(qpn)?)?.as_ref()?.state)
+    }
+
+    /// `qpn`'s oldest unacknowledged PSN (what the firmware writes into the send
+    /// context's `una_psn` after it handled a response itself).
+    pub fn fastpath_una(&self, qpn: Qpn) -> Option<Psn> {
+        Some(self.qps.get(self.slot(qpn)?)?.as_ref()?.comp.psn)
+    }
+
+    /// A counter the memory table bumps on every change (registration, deregistration,
+    /// invalidation): the firmware rewrites the fast path's MR table when it moved.
+    pub fn memory_version(&self) -> u32 {
+        self.mem.version()
+    }
+
     /// The raw QP context, for debugging and tests.
     #[doc(hidden)]
     pub fn qp_context(&self, qpn: Qpn) -> Option<&Qp> {
@@ -651,20 +786,31 @@ impl<
         self.receive(now, frame, dma, false);
     }
 
+    #[inline(always)] // the per-packet path of both callers
     fn receive(&mut self, now: Instant, frame: &[u8], dma: &mut dyn Dma, check_icrc: bool) {
-        let now = self.clock(now);
         let parsed = if check_icrc {
             wire::parse(frame)
         } else {
             wire::parse_unverified(frame)
         };
-        let pkt = match parsed {
-            Ok(p) => p,
-            Err(_) => {
-                self.counters.rcvd_parse_err += 1;
-                return;
-            }
-        };
+        match parsed {
+            Ok(pkt) => self.dispatch(now, &pkt, dma),
+            Err(_) => self.counters.rcvd_parse_err += 1,
+        }
+    }
+
+    /// [`Engine::handle_packet`] for a frame a hardware parser already checked and
+    /// described (`wire::Packet::from_meta`): the fast path's exceptions, which the
+    /// firmware never parses again.
+    pub fn handle_parsed(&mut self, now: Instant, pkt: &wire::Packet<'_>, dma: &mut dyn Dma) {
+        self.dispatch(now, pkt, dma);
+    }
+
+    /// A parsed frame to its QP (the receive path after the parse).
+    #[inline(always)] // the per-packet path of both callers
+    fn dispatch(&mut self, now: Instant, pkt: &wire::Packet<'_>, dma: &mut dyn Dma) {
+        let now = self.clock(now);
+        let frame = pkt.frame();
         // Addresses are read straight from the frame and compared as integers: this runs
         // for every frame (a byte-wise compare of 6 + 16 bytes cost a soft core ~250
         // instructions per frame).
@@ -717,9 +863,9 @@ impl<
         );
         self.with_qp(slot, now, dma, |r, env, _| {
             if response {
-                r.comp_handle(env, &pkt);
+                r.comp_handle(env, pkt);
             } else {
-                r.resp_handle(env, &pkt, net_hdr);
+                r.resp_handle(env, pkt, net_hdr);
             }
         });
     }
@@ -844,6 +990,13 @@ impl<
                 });
             }
         }
+    }
+
+    /// Whether `poll_completion(cq)` may return something (cheap: the runtime asks
+    /// every poll).
+    pub fn completions_waiting(&self, cq: CqHandle) -> bool {
+        self.cqs.stalled
+            || matches!(self.cqs.slots.get(usize::from(cq.0)), Some(Some(s)) if !s.entries.is_empty())
     }
 
     /// `ibv_poll_cq` for one entry.

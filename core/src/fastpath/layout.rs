@@ -160,37 +160,50 @@ pub const TXD_REPLAY: u8 = 2;
 /// Encodes a TX message descriptor (§2.2).
 pub fn encode_txd(m: &TxMsg) -> [u8; TXD_LEN] {
     let mut b = [0u8; TXD_LEN];
-    put24(&mut b, 0, m.qpn.value());
+    write_txd(m, &mut b);
+    b
+}
+
+/// Encodes a TX message descriptor (§2.2) into `b` (every byte written).
+pub fn write_txd(m: &TxMsg, b: &mut [u8; TXD_LEN]) {
+    write_txd_parts(m, &m.sges, b);
+}
+
+/// [`write_txd`] with the SGEs taken from `sges` instead of `m.sges` (the firmware
+/// writes a descriptor straight from its WQE).
+pub fn write_txd_parts(m: &TxMsg, sges: &[Sge], b: &mut [u8; TXD_LEN]) {
+    b.fill(0);
+    let b = &mut b[..];
+    put24(b, 0, m.qpn.value());
     b[3] = m.op.code();
     b[4] = (u8::from(m.solicited) * TXD_SE) | (u8::from(m.replay) * TXD_REPLAY);
-    b[5] = m.sges.len() as u8;
-    put(&mut b, 6, m.wqe_index.to_le_bytes());
-    put(&mut b, 8, m.length.to_le_bytes());
+    b[5] = sges.len().min(MAX_SGE) as u8;
+    put(b, 6, m.wqe_index.to_le_bytes());
+    put(b, 8, m.length.to_le_bytes());
     let extra = match m.op {
         MsgOp::SendWithImm(imm) | MsgOp::WriteWithImm(imm) => imm,
         MsgOp::SendWithInv(rkey) => rkey.0,
         _ => 0,
     };
-    put(&mut b, 12, extra.to_le_bytes());
-    put(&mut b, 16, m.remote_addr.to_le_bytes());
-    put(&mut b, 24, m.rkey.0.to_le_bytes());
-    put24(&mut b, 28, m.first_psn.value());
-    for (i, s) in m.sges.iter().enumerate() {
-        put(&mut b, 32 + 12 * i, s.addr.to_le_bytes());
-        put(&mut b, 40 + 12 * i, s.length.to_le_bytes());
+    put(b, 12, extra.to_le_bytes());
+    put(b, 16, m.remote_addr.to_le_bytes());
+    put(b, 24, m.rkey.0.to_le_bytes());
+    put24(b, 28, m.first_psn.value());
+    for (i, s) in sges.iter().take(MAX_SGE).enumerate() {
+        put(b, 32 + 12 * i, s.addr.to_le_bytes());
+        put(b, 40 + 12 * i, s.length.to_le_bytes());
     }
     // An atomic has one SGE: its operands take the place of SGEs 2 and 3.
     match m.op {
         MsgOp::CmpSwap { compare, swap } => {
-            put(&mut b, 56, compare.to_le_bytes());
-            put(&mut b, 64, swap.to_le_bytes());
+            put(b, 56, compare.to_le_bytes());
+            put(b, 64, swap.to_le_bytes());
         }
-        MsgOp::FetchAdd { add } => put(&mut b, 64, add.to_le_bytes()),
+        MsgOp::FetchAdd { add } => put(b, 64, add.to_le_bytes()),
         _ => {}
     }
-    put(&mut b, 80, m.start_pkt.to_le_bytes());
-    put(&mut b, 84, m.end_pkt.to_le_bytes());
-    b
+    put(b, 80, m.start_pkt.to_le_bytes());
+    put(b, 84, m.end_pkt.to_le_bytes());
 }
 
 /// Decodes a TX message descriptor (§2.2). The SGEs carry no L_Key (the firmware
@@ -397,8 +410,14 @@ pub fn encode_event(e: &Event) -> [u8; EVENT_LEN] {
             put(&mut b, 18, frame_len.to_le_bytes());
             b[23] = kind_code(meta.l3_kind) | u8::from(meta.vlan) << 2;
         }
-        Event::MsgDone { msn, byte_len, .. } => {
+        Event::MsgDone {
+            msn,
+            byte_len,
+            solicited,
+            ..
+        } => {
             b[0] = EV_MSG_DONE;
+            b[11] = u8::from(solicited) << 1;
             put24(&mut b, 20, msn.value());
             put(&mut b, 24, byte_len.to_le_bytes());
         }
@@ -450,6 +469,7 @@ pub fn decode_event(b: &[u8; EVENT_LEN]) -> Result<Event, Invalid> {
             qpn,
             msn: Msn::new(u24_at(b, 20)),
             byte_len: u32_at(b, 24),
+            solicited: b[11] & 2 != 0,
         },
         EV_ACKED => Event::Acked {
             qpn,

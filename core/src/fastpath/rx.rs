@@ -237,8 +237,14 @@ pub enum Event {
         frame_len: u16,
         meta: RxMeta,
     },
-    /// A SEND was placed whole: complete the receive WQE with `byte_len`.
-    MsgDone { qpn: Qpn, msn: Msn, byte_len: u32 },
+    /// A SEND was placed whole: complete the receive WQE with `byte_len` (`solicited`:
+    /// the last packet's SE).
+    MsgDone {
+        qpn: Qpn,
+        msn: Msn,
+        byte_len: u32,
+        solicited: bool,
+    },
     /// The response path took a response for PSN `psn` (an ACK, or a READ response it
     /// placed; `last` when that was the READ's last): `una` is the oldest
     /// unacknowledged PSN now, `done` the in-flight messages it retired, the last of
@@ -436,6 +442,7 @@ fn place(ctx: &mut RecvCtx, pkt: &Packet<'_>, op: Operation, dma: &mut dyn Dma) 
                 qpn: ctx.qpn,
                 msn: ctx.msn,
                 byte_len: ctx.length,
+                solicited: pkt.se(),
             });
         }
     }

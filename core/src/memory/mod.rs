@@ -248,6 +248,8 @@ struct MrSlot {
 pub struct MemoryTable<const PDS: usize, const MRS: usize> {
     pds: [PdSlot; PDS],
     mrs: [MrSlot; MRS],
+    /// Bumped on every change to a region (a copy elsewhere knows it is stale).
+    version: u32,
 }
 
 impl<const PDS: usize, const MRS: usize> Default for MemoryTable<PDS, MRS> {
@@ -268,7 +270,13 @@ impl<const PDS: usize, const MRS: usize> MemoryTable<PDS, MRS> {
                 mr: None,
                 generation: 0,
             }; MRS],
+            version: 0,
         }
+    }
+
+    /// Bumped on every registration, deregistration and invalidation.
+    pub const fn version(&self) -> u32 {
+        self.version
     }
 
     /// `ibv_alloc_pd`.
@@ -357,6 +365,7 @@ impl<const PDS: usize, const MRS: usize> MemoryTable<PDS, MRS> {
             .ok_or(MemError::TableFull)?;
         slot.generation = slot.generation.wrapping_add(1);
         let key = index << 8 | u32::from(slot.generation);
+        self.version = self.version.wrapping_add(1);
         slot.mr = Some(MemoryRegion {
             pd,
             addr,
@@ -379,6 +388,7 @@ impl<const PDS: usize, const MRS: usize> MemoryTable<PDS, MRS> {
         let slot = self.slot_mut(lkey.0)?;
         let pd = slot.mr.map(|m| m.pd);
         slot.mr = None;
+        self.version = self.version.wrapping_add(1);
         if let Some(pd) = pd {
             self.pd_put(pd);
         }
@@ -451,11 +461,17 @@ impl<const PDS: usize, const MRS: usize> MemoryTable<PDS, MRS> {
         match slot.mr.as_mut() {
             Some(mr) if mr.pd == pd => {
                 mr.valid = false;
+                self.version = self.version.wrapping_add(1);
                 Ok(())
             }
             Some(_) => Err(MemError::WrongPd(key)),
             None => Err(MemError::NoSuchKey(key)),
         }
+    }
+
+    /// The registered regions (valid or invalidated).
+    pub fn regions(&self) -> impl Iterator<Item = &MemoryRegion> {
+        self.mrs.iter().filter_map(|s| s.mr.as_ref())
     }
 
     /// Number of registered regions.

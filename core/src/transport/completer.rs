@@ -95,6 +95,35 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
     pub(crate) fn comp_handle(&mut self, env: &mut Env<'_>, pkt: &Packet<'_>) {
         let before = self.qp.comp.psn;
         self.comp_process(env, pkt);
+        self.comp_progress(env, before);
+    }
+
+    /// A response the fast path took (`docs/fastpath.md` §3.6): an ACK for `psn`, or a
+    /// READ response for `psn` whose payload it placed. What `comp_handle` does with
+    /// the same packet, without the packet.
+    pub(crate) fn comp_fastpath(&mut self, env: &mut Env<'_>, psn: Psn, read: bool) {
+        let before = self.qp.comp.psn;
+        if !self.response_plausible(psn) {
+            env.ctr.rcvd_bad_resp += 1;
+            return;
+        }
+        if let Some(t) = self.complete_implied(env, psn) {
+            if !read {
+                self.on_ack(env, &t);
+            } else if t.is_read && t.d == 0 {
+                self.acked_to(t.psn.next());
+                if t.psn == t.last_psn {
+                    self.finish_wqe(env, t.idx, WcStatus::Success);
+                }
+            } else {
+                env.ctr.rcvd_bad_resp += 1;
+            }
+        }
+        self.comp_progress(env, before);
+    }
+
+    /// After a response: what the acknowledged PSN moving from `before` sets off.
+    fn comp_progress(&mut self, env: &mut Env<'_>, before: Psn) {
         if self.qp.comp.psn != before {
             self.sr_acked(before);
         }

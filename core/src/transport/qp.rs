@@ -117,6 +117,11 @@ pub(crate) struct Requester {
     pub rd_atomic: u8,
     /// Packets since the last AckReq.
     pub noack_pkts: u32,
+    /// Requests leave through the fast path's descriptors, not `prepare_tx`.
+    pub fastpath: bool,
+    /// The cursor moved back (or jumped) since the last descriptor: the fast path must
+    /// drop what it still holds of this QP (a FLUSH goes first).
+    pub rewound: bool,
 }
 
 /// Completer: acknowledgement state and retry timers.

@@ -3,8 +3,10 @@
 //! window and the `max_rd_atomic` credits, honouring fences; and rewinds for Go-Back-N
 //! (roce-facts §6.1, §6.2; rxe `rxe_req.c`).
 
+use crate::fastpath::layout::{self, TXD_LEN};
+use crate::fastpath::{MsgOp, TxMsg};
 use crate::memory::AccessFlags;
-use crate::num::Psn;
+use crate::num::{Psn, Rkey};
 use crate::wire::atomic::AtomicEthRepr;
 use crate::wire::bth::BthRepr;
 use crate::wire::deth::DethRepr;
@@ -72,10 +74,167 @@ fn rc_opcode(op: &WrOp, pos: Pos) -> Opcode {
     }
 }
 
+/// What [`QpRef::req_select`] found to send.
+enum Next {
+    /// Selective repeat resends packet `pkt` (PSN `psn`) of the WQE at `idx`.
+    Resend { idx: u16, pkt: u32, psn: Psn },
+    /// Packet `pkt` (PSN `psn`) of the WQE at `idx` is next at the cursor.
+    Send {
+        idx: u16,
+        pkt: u32,
+        psn: Psn,
+        near_window_end: bool,
+    },
+}
+
 impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
     /// The next request packet, if the QP may send one now. Work that produces no
     /// packet (LOCAL_INV, local protection errors, oversized UD sends) is done here.
     pub(crate) fn req_prepare(&mut self, env: &mut Env<'_>) -> Option<TxDesc> {
+        if self.qp.req.fastpath {
+            // Requests leave through the fast path's descriptors (`req_take_msg`).
+            return None;
+        }
+        let mtu = self.qp.mtu.bytes();
+        let (idx, pkt, psn, near_window_end, rtx) = match self.req_select(env)? {
+            Next::Resend { idx, pkt, psn } => (idx, pkt, psn, true, true),
+            Next::Send {
+                idx,
+                pkt,
+                psn,
+                near_window_end,
+            } => (idx, pkt, psn, near_window_end, false),
+        };
+        // One call, its result returned as it is: a descriptor is big to move.
+        Some(self.build_request(env, idx, pkt, psn, mtu, near_window_end, rtx))
+    }
+
+    /// The next request as a fast-path message descriptor (`docs/fastpath.md` §2.2):
+    /// a FLUSH first when the requester was rewound since the last call, then the rest
+    /// of the WQE at the cursor (a REPLAY when it was handed out before). The whole
+    /// message counts as sent from here on: the hardware holds back what the window
+    /// does not allow yet.
+    ///
+    /// The descriptor's bytes go into `out` (`fastpath::layout`); false when there is
+    /// none.
+    pub(crate) fn req_take_msg(&mut self, env: &mut Env<'_>, out: &mut [u8; TXD_LEN]) -> bool {
+        if core::mem::take(&mut self.qp.req.rewound) {
+            let mut m = self.msg_skeleton(MsgOp::Flush, 0);
+            m.first_psn = self.qp.req.psn;
+            layout::write_txd(&m, out);
+            return true;
+        }
+        self.req_next_msg(env, out).is_some()
+    }
+
+    /// The next WQE's descriptor, written into `out` straight from the WQE (its SGEs
+    /// are not copied twice).
+    fn req_next_msg(&mut self, env: &mut Env<'_>, out: &mut [u8; TXD_LEN]) -> Option<()> {
+        let Next::Send { idx, pkt, psn, .. } = self.req_select(env)? else {
+            // Selective repeat's resends: SR QPs are not on the fast path.
+            return None;
+        };
+        let w = self.q.sq.get(usize::from(idx))?;
+        let op = match w.wr.op {
+            WrOp::Send => MsgOp::Send,
+            WrOp::SendWithImm { imm } => MsgOp::SendWithImm(imm),
+            WrOp::SendWithInv { rkey } => MsgOp::SendWithInv(rkey),
+            WrOp::RdmaWrite { .. } => MsgOp::Write,
+            WrOp::RdmaWriteWithImm { imm, .. } => MsgOp::WriteWithImm(imm),
+            WrOp::RdmaRead { .. } => MsgOp::Read,
+            WrOp::AtomicCmpAndSwp { compare, swap, .. } => MsgOp::CmpSwap { compare, swap },
+            WrOp::AtomicFetchAndAdd { add, .. } => MsgOp::FetchAdd { add },
+            // LOCAL_INV never gets here (`req_select` does it), nor UD's sends.
+            _ => return None,
+        };
+        let (remote_addr, rkey) = match w.wr.op {
+            WrOp::AtomicCmpAndSwp {
+                remote_addr, rkey, ..
+            }
+            | WrOp::AtomicFetchAndAdd {
+                remote_addr, rkey, ..
+            } => (remote_addr, rkey),
+            _ => w.wr.op.remote().unwrap_or((0, Rkey(0))),
+        };
+        let mut m = self.msg_skeleton(op, idx);
+        m.replay = w.started;
+        m.first_psn = if w.started { w.first_psn } else { psn };
+        m.solicited = w.wr.send_flags.contains(SendFlags::SOLICITED);
+        m.length = w.len;
+        m.remote_addr = remote_addr;
+        m.rkey = rkey;
+        m.start_pkt = pkt;
+        layout::write_txd_parts(&m, &w.wr.sg_list, out);
+        let total = m.psns(self.qp.mtu);
+        let (is_send, read_or_atomic) = (
+            matches!(
+                op,
+                MsgOp::Send | MsgOp::SendWithImm(_) | MsgOp::SendWithInv(_)
+            ),
+            op.is_read_or_atomic(),
+        );
+        // What `req_commit` does packet by packet, for the packets from `pkt` on.
+        let first = m.first_psn;
+        if let Some(w) = self.q.sq.get_mut(usize::from(idx)) {
+            if !w.started {
+                w.started = true;
+                w.first_psn = first;
+                w.last_psn = first.add(total - 1);
+                if read_or_atomic && !w.has_credit {
+                    w.has_credit = true;
+                    self.qp.req.rd_atomic = self.qp.req.rd_atomic.saturating_add(1);
+                }
+            }
+            w.sent_all = true;
+        }
+        let end = first.add(total);
+        let packets = if read_or_atomic {
+            1
+        } else {
+            total - pkt.min(total)
+        };
+        let resent = self.qp.req.max_psn.diff(psn).clamp(0, packets as i32);
+        env.ctr.retransmitted_pkts += resent as u64;
+        self.qp.req.psn = end;
+        if end.after(self.qp.req.max_psn) {
+            self.qp.req.max_psn = end;
+        }
+        self.qp.req.noack_pkts = 0;
+        self.qp.req.wqe_idx = idx.saturating_add(1);
+        self.qp.req.pkt_idx = 0;
+        if is_send {
+            env.ctr.rdma_sends += 1;
+        }
+        if self.qp.comp.retrans_at.is_none() {
+            if let Some(t) = self.rto() {
+                self.qp.comp.retrans_at = Some(env.now + t);
+            }
+        }
+        Some(())
+    }
+
+    /// A descriptor of `op` for the WQE at `idx` with nothing else filled in.
+    fn msg_skeleton(&self, op: MsgOp, idx: u16) -> TxMsg {
+        TxMsg {
+            qpn: self.qp.qpn,
+            op,
+            solicited: false,
+            replay: false,
+            wqe_index: idx,
+            sges: heapless::Vec::new(),
+            length: 0,
+            remote_addr: 0,
+            rkey: Rkey(0),
+            first_psn: Psn::ZERO,
+            start_pkt: 0,
+            end_pkt: 0,
+        }
+    }
+
+    /// What the requester sends next, doing on the way the work that produces no
+    /// packet.
+    #[inline(always)] // the per-packet path of `req_prepare`
+    fn req_select(&mut self, env: &mut Env<'_>) -> Option<Next> {
         loop {
             if !matches!(self.qp.state, QpState::Rts | QpState::Sqd) {
                 return None;
@@ -85,8 +244,7 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
             }
             // Selective repeat resends what the responder is missing before new data.
             if let Some((idx, pkt, psn)) = self.sr_next_rtx() {
-                let mtu = self.qp.mtu.bytes();
-                return Some(self.build_request(env, idx, pkt, psn, mtu, true, true));
+                return Some(Next::Resend { idx, pkt, psn });
             }
             let idx = self.qp.req.wqe_idx;
             let w = self.q.sq.get(usize::from(idx))?;
@@ -160,13 +318,19 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
             }
             let near_window_end = outstanding as u32 + 1 >= window;
             let (pkt, psn) = (self.qp.req.pkt_idx, self.qp.req.psn);
-            return Some(self.build_request(env, idx, pkt, psn, mtu, near_window_end, false));
+            return Some(Next::Send {
+                idx,
+                pkt,
+                psn,
+                near_window_end,
+            });
         }
     }
 
     /// Packet `pkt` (PSN `psn`) of the WQE at `idx`; `rtx` for a selective-repeat
     /// resend.
     #[allow(clippy::too_many_arguments)]
+    #[inline(always)] // one caller, per packet: its descriptor is built in place
     fn build_request(
         &self,
         env: &Env<'_>,
@@ -466,6 +630,7 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
         self.qp.req.pkt_idx = k;
         self.qp.req.psn = first.add(k);
         self.qp.req.noack_pkts = 0;
+        self.qp.req.rewound = true;
     }
 }
 

@@ -607,8 +607,7 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
     }
 
     /// Completes the head receive WQE for a finished SEND or WRITE with immediate.
-    #[inline(always)] // one caller: a step of the hot path, not a call
-    fn complete_recv(
+    pub(crate) fn complete_recv(
         &mut self,
         env: &mut Env<'_>,
         write: bool,

@@ -151,6 +151,10 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
 
     /// The cumulative ACK moved from `from` to `comp.psn`: forget those PSNs.
     pub(crate) fn sr_acked(&mut self, from: Psn) {
+        if !self.sr_on() {
+            // Nothing SACKed or resent selectively to forget (Go-Back-N).
+            return;
+        }
         let to = self.qp.comp.psn;
         let max = self.qp.req.max_psn;
         let tx = &mut self.q.sr.tx;

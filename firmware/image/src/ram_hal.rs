@@ -16,6 +16,9 @@ pub struct RamHal<D, P> {
     pub mem: D,
     /// The frame path.
     pub datapath: P,
+    /// A doorbell was written since the runtime last looked (the hardware's pending
+    /// bit): the host side sets it with [`RamHal::ring`].
+    pub doorbell: bool,
 }
 
 impl<D: Dma, P: Datapath> RamHal<D, P> {
@@ -25,6 +28,16 @@ impl<D: Dma, P: Datapath> RamHal<D, P> {
             regs: RegFile::new(),
             mem,
             datapath,
+            doorbell: true,
+        }
+    }
+
+    /// The host side's MMIO write: the register takes it under the ABI's rules, and a
+    /// doorbell sets the pending bit.
+    pub fn ring(&mut self, offset: u32, value: u32) {
+        self.regs.host_write(offset, value);
+        if (reg::SQ_DB..reg::CQ_DB).contains(&offset) {
+            self.doorbell = true;
         }
     }
 }
@@ -51,6 +64,10 @@ impl<D: Dma, P: Datapath> Hal for RamHal<D, P> {
 
     fn split(&mut self) -> (&mut D, &mut P) {
         (&mut self.mem, &mut self.datapath)
+    }
+
+    fn take_doorbells(&mut self) -> bool {
+        core::mem::replace(&mut self.doorbell, false)
     }
 
     /// The board clock; also published in `CLOCK_LO/HI` as the hardware would.

@@ -9,6 +9,12 @@ use std::path::{Path, PathBuf};
 use roce_hdl_sim::{rtl_available, DataWidth, L3Kind, RtlDatapath, RxVerdict, Shaping};
 use serde_json::{json, Map, Value};
 
+/// Cycles of the ICRC pipeline, `icrc_latency` in rtl/roce_rx_pkg.sv: mask stage,
+/// data fold, CRC register, one stage per bit of log2(bytes per beat).
+pub fn icrc_latency(width: DataWidth) -> u64 {
+    3 + u64::from(width.bytes().trailing_zeros())
+}
+
 pub fn data_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests")

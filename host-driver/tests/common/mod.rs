@@ -16,6 +16,8 @@ use std::rc::Rc;
 pub enum Model {
     /// The firmware runtime over the software datapath.
     Software,
+    /// The same over the RC fast path's software model (`docs/fastpath.md`).
+    FastPath,
     /// The firmware runtime over the Verilated datapath (512-bit bus).
     Rtl,
     /// The firmware image on the Verilated SoC (soft core beside the datapath).
@@ -27,7 +29,7 @@ pub enum Model {
 /// `make-images.sh` has written the image (`cargo xtask ci`'s `soc` step runs the
 /// suites on it with `ROCE_SOC_REQUIRED=1`).
 pub fn models() -> Vec<Model> {
-    let mut models = vec![Model::Software];
+    let mut models = vec![Model::Software, Model::FastPath];
     if rtl_available() {
         models.push(Model::Rtl);
     } else {
@@ -72,6 +74,7 @@ impl Model {
         let cfg = PortConfig::new([2, 0, 0, 0, 0, last], ipv4_gid([10, 0, 0, last]));
         let local = match self {
             Self::Software => LocalNic::new(cfg, Capacities::Firmware),
+            Self::FastPath => LocalNic::with_fastpath(cfg, Capacities::Firmware),
             Self::Rtl => {
                 rtl_nic(cfg, Capacities::Firmware, DataWidth::W512)
                     .expect("the RTL datapath")

@@ -64,7 +64,7 @@ pub fn run_until(nic: &mut TestNic, what: &str, mut done: impl FnMut(&mut TestNi
         if done(nic) {
             return;
         }
-        nic.poll();
+        crate::probe::poll(nic);
     }
     ensure!(false, "timed out waiting for {=str}", what);
 }
@@ -120,7 +120,7 @@ impl Host {
     }
 
     pub fn set_reg(nic: &mut TestNic, offset: u32, value: u32) {
-        nic.hal().regs.host_write(offset, value);
+        nic.hal().ring(offset, value);
     }
 
     // -----------------------------------------------------------------------------------

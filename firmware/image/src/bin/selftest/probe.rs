@@ -20,13 +20,90 @@ use core::sync::atomic::{AtomicBool, AtomicU32, Ordering::Relaxed};
 
 use roce_core::memory::{Dma, DmaError};
 use roce_core::wire::icrc::{self, IcrcKind};
-use roce_firmware::hal::Datapath;
+use roce_core::fastpath::layout::{EVENT_LEN, MR_LEN, RCTX_LEN, SCTX_LEN, TXD_LEN};
+use roce_core::num::Qpn;
+use roce_firmware::hal::{Datapath, FastPath, FastPathCounters};
 use roce_firmware_image::clock::instret;
 
 /// Probes count only while this is set.
 static ON: AtomicBool = AtomicBool::new(false);
 /// Instructions spent inside DMA calls (wrapping; differences are what count).
 static DMA_INSTRET: AtomicU32 = AtomicU32::new(0);
+/// Instructions spent in what stands in for hardware: the software datapath's own work
+/// (the loopback's receive checks and copies) and the fast path's model.
+static HW_INSTRET: AtomicU32 = AtomicU32::new(0);
+/// Instructions spent inside `Nic::poll` (all of it: firmware, DMA, hardware models,
+/// and the probes' own bookkeeping, which `OVERHEAD` counts).
+static POLL_INSTRET: AtomicU32 = AtomicU32::new(0);
+/// Instructions the probes spent on their own bookkeeping inside polls.
+static OVERHEAD: AtomicU32 = AtomicU32::new(0);
+
+fn add(counter: &AtomicU32, n: u64) {
+    counter.store(counter.load(Relaxed).wrapping_add(n as u32), Relaxed);
+}
+
+/// The counters that make up a poll's instructions, read at one instant.
+#[derive(Clone, Copy, Default)]
+pub struct Split {
+    pub poll: u32,
+    pub dma: u32,
+    pub hw: u32,
+    pub overhead: u32,
+}
+
+impl Split {
+    pub fn now() -> Self {
+        Self {
+            poll: POLL_INSTRET.load(Relaxed),
+            dma: DMA_INSTRET.load(Relaxed),
+            hw: HW_INSTRET.load(Relaxed),
+            overhead: OVERHEAD.load(Relaxed),
+        }
+    }
+
+    /// Instructions of the firmware proper between `self` and `later`: everything
+    /// inside polls but DMA, hardware models and the probes.
+    pub fn firmware_until(&self, later: &Self) -> u32 {
+        let d = |a: u32, b: u32| b.wrapping_sub(a);
+        d(self.poll, later.poll)
+            .wrapping_sub(d(self.dma, later.dma))
+            .wrapping_sub(d(self.hw, later.hw))
+            .wrapping_sub(d(self.overhead, later.overhead))
+    }
+}
+
+/// One `Nic::poll`, counted while probing.
+pub fn poll(nic: &mut crate::TestNic) {
+    if !on() {
+        nic.poll();
+        return;
+    }
+    let t0 = instret();
+    nic.poll();
+    add(&POLL_INSTRET, instret() - t0);
+}
+
+/// Inside a hardware model's call: nested probes (the loopback's, under the fast
+/// path's model) neither count nor bracket.
+static IN_HW: AtomicBool = AtomicBool::new(false);
+
+/// Runs `f` (work of a hardware model), counting its instructions as hardware.
+fn hw<R>(f: impl FnOnce() -> R) -> R {
+    if !on() || IN_HW.load(Relaxed) {
+        return f();
+    }
+    IN_HW.store(true, Relaxed);
+    let t0 = instret();
+    let r = f();
+    add(&HW_INSTRET, instret() - t0);
+    IN_HW.store(false, Relaxed);
+    r
+}
+
+/// Probes bracket now: on, and not inside a hardware model.
+fn bracketing() -> bool {
+    on() && !IN_HW.load(Relaxed)
+}
 
 /// Starts or stops counting. Never inlined: a profiler finds the budget phases in an
 /// instruction trace by this function's address.
@@ -51,7 +128,8 @@ pub struct DmaProbe<D> {
 
 impl<D: Dma> DmaProbe<D> {
     fn counted<R>(&mut self, f: impl FnOnce(&mut D) -> R) -> R {
-        if !on() {
+        // A hardware model's DMA counts as the model's.
+        if !bracketing() {
             return f(&mut self.inner);
         }
         let t0 = instret();
@@ -176,7 +254,7 @@ impl<P> DpProbe<P> {
 impl<P: Datapath> Datapath for DpProbe<P> {
     fn transmit(&mut self, frame: &[u8]) -> bool {
         let (t, dma) = (instret(), dma_instret());
-        if let Some((t0, dma0)) = self.tx_open.take() {
+        if let Some((t0, dma0)) = self.tx_open.take().filter(|_| bracketing()) {
             let cost = icrc_cost(frame);
             let sum = &mut self.stats.tx[classify(frame) as usize];
             sum.add(
@@ -186,8 +264,9 @@ impl<P: Datapath> Datapath for DpProbe<P> {
                 cost,
             );
             self.stats.overhead += instret() - t;
+            add(&OVERHEAD, instret() - t);
         }
-        self.inner.transmit(frame)
+        hw(|| self.inner.transmit(frame))
     }
 
     fn verifies_icrc(&self) -> bool {
@@ -195,8 +274,8 @@ impl<P: Datapath> Datapath for DpProbe<P> {
     }
 
     fn can_transmit(&self) -> bool {
-        let ready = self.inner.can_transmit();
-        if on() {
+        let ready = hw(|| self.inner.can_transmit());
+        if bracketing() {
             self.tx_open.set(Some((instret(), dma_instret())));
         }
         ready
@@ -204,12 +283,12 @@ impl<P: Datapath> Datapath for DpProbe<P> {
 
     fn receive(&mut self, buf: &mut [u8]) -> Option<usize> {
         let (t, dma) = (instret(), dma_instret());
-        if let Some((t0, dma0, class, len, cost)) = self.rx_open.take() {
+        if let Some((t0, dma0, class, len, cost)) = self.rx_open.take().filter(|_| bracketing()) {
             let sum = &mut self.stats.rx[class as usize];
             sum.add(len, t.wrapping_sub(t0) as u32, dma.wrapping_sub(dma0), cost);
         }
-        let n = self.inner.receive(buf)?;
-        if on() {
+        let n = hw(|| self.inner.receive(buf))?;
+        if bracketing() {
             let t = instret();
             let frame = buf.get(..n).unwrap_or(&[]);
             // A datapath that verifies the ICRC spares the engine its computation.
@@ -221,8 +300,176 @@ impl<P: Datapath> Datapath for DpProbe<P> {
             let class = classify(frame);
             let t1 = instret();
             self.stats.overhead += t1 - t;
+            add(&OVERHEAD, t1 - t);
             self.rx_open = Some((t1, dma_instret(), class, n, cost));
         }
         Some(n)
+    }
+}
+
+/// Sums of one kind of firmware work the fast path's probe brackets.
+#[derive(Clone, Copy, Default)]
+pub struct Work {
+    pub count: u32,
+    /// Instructions, DMA excluded.
+    pub total: u64,
+    pub max: u32,
+}
+
+impl Work {
+    fn add(&mut self, n: u32) {
+        self.count += 1;
+        self.total += u64::from(n);
+        self.max = self.max.max(n);
+    }
+
+    pub fn avg(&self) -> u32 {
+        (self.total / u64::from(self.count.max(1))) as u32
+    }
+}
+
+/// What the firmware did around the fast path, bracketed.
+#[derive(Clone, Copy, Default)]
+pub struct FpStats {
+    /// Handling one event, by kind (index: 1 EXCEPTION, 2 MSG_DONE, 3 ACKED): from
+    /// `poll_event` returning it to the firmware's next call on the fast path.
+    pub events: [Work; 4],
+    /// Building one descriptor: from `tx_room` saying yes to `post_tx` (the engine
+    /// choosing the WQE and the descriptor's encoding).
+    pub descriptors: Work,
+}
+
+/// An open bracket: the instant, the DMA count then, and what it measures.
+#[derive(Clone, Copy)]
+enum Open {
+    Event(usize),
+    /// `tx_room` said yes: a descriptor if `post_tx` follows.
+    Descriptor,
+}
+
+/// The fast path's model behind probes: its instructions count as hardware, and the
+/// firmware's work between its calls is bracketed per event and per descriptor.
+pub struct FpProbe<F> {
+    pub inner: F,
+    pub stats: FpStats,
+    open: Cell<Option<(u64, u32, Open)>>,
+}
+
+impl<F> FpProbe<F> {
+    pub fn new(inner: F) -> Self {
+        Self {
+            inner,
+            stats: FpStats::default(),
+            open: Cell::new(None),
+        }
+    }
+
+    pub fn reset(&mut self) {
+        self.stats = FpStats::default();
+        self.open.set(None);
+    }
+
+    /// Closes the open bracket: the firmware called the fast path again (`posted`:
+    /// with the descriptor a `Descriptor` bracket was waiting for).
+    fn close(&mut self, posted: bool) {
+        let Some((t0, dma0, what)) = self.open.take() else {
+            return;
+        };
+        let t = instret();
+        let n = ((t - t0) as u32).wrapping_sub(dma_instret().wrapping_sub(dma0));
+        match what {
+            Open::Event(k) => {
+                if let Some(w) = self.stats.events.get_mut(k) {
+                    w.add(n);
+                }
+            }
+            Open::Descriptor if posted => self.stats.descriptors.add(n),
+            Open::Descriptor => {}
+        }
+        add(&OVERHEAD, instret() - t);
+    }
+
+    fn open(&self, what: Open) {
+        if on() {
+            self.open.set(Some((instret(), dma_instret(), what)));
+        }
+    }
+}
+
+impl<F: FastPath> FpProbe<F> {
+    /// A call into the model: the open bracket closes, the call counts as hardware.
+    fn call<R>(&mut self, f: impl FnOnce(&mut F) -> R) -> R {
+        self.close(false);
+        let inner = &mut self.inner;
+        hw(|| f(inner))
+    }
+}
+
+impl<F: FastPath> FastPath for FpProbe<F> {
+    fn set_port(&mut self, mac: [u8; 6], gid: [u8; 16]) {
+        self.call(|f| f.set_port(mac, gid))
+    }
+    fn write_sctx(&mut self, qpn: Qpn, offset: usize, bytes: &[u8]) {
+        self.call(|f| f.write_sctx(qpn, offset, bytes))
+    }
+    fn read_sctx(&mut self, qpn: Qpn) -> [u8; SCTX_LEN] {
+        self.call(|f| f.read_sctx(qpn))
+    }
+    fn write_rctx(&mut self, qpn: Qpn, bytes: &[u8; RCTX_LEN]) {
+        self.call(|f| f.write_rctx(qpn, bytes))
+    }
+    fn read_rctx(&mut self, qpn: Qpn) -> [u8; RCTX_LEN] {
+        self.call(|f| f.read_rctx(qpn))
+    }
+    fn mr_entries(&self) -> usize {
+        self.inner.mr_entries()
+    }
+    fn write_mr(&mut self, index: usize, bytes: &[u8; MR_LEN]) {
+        self.call(|f| f.write_mr(index, bytes))
+    }
+    fn tx_room(&self) -> bool {
+        let room = hw(|| self.inner.tx_room());
+        if room {
+            self.open(Open::Descriptor);
+        }
+        room
+    }
+    fn post_tx(&mut self, desc: &[u8; TXD_LEN]) -> bool {
+        self.close(true);
+        let inner = &mut self.inner;
+        hw(|| inner.post_tx(desc))
+    }
+    fn poll_event(&mut self, event: &mut [u8; EVENT_LEN], frame: &mut [u8]) -> bool {
+        let got = self.call(|f| f.poll_event(event, frame));
+        if got {
+            self.open(Open::Event(usize::from(event[0]).min(3)));
+        }
+        got
+    }
+    fn run(&mut self, dma: &mut dyn roce_core::memory::Dma) -> bool {
+        self.call(|f| f.run(dma))
+    }
+    fn counters(&self) -> FastPathCounters {
+        self.inner.counters()
+    }
+}
+
+/// The firmware's own frames and the accessor pass straight through.
+impl<F: Datapath + FastPath> Datapath for FpProbe<F> {
+    fn transmit(&mut self, frame: &[u8]) -> bool {
+        self.inner.transmit(frame)
+    }
+    fn can_transmit(&self) -> bool {
+        self.inner.can_transmit()
+    }
+    fn receive(&mut self, buf: &mut [u8]) -> Option<usize> {
+        self.inner.receive(buf)
+    }
+    fn verifies_icrc(&self) -> bool {
+        self.inner.verifies_icrc()
+    }
+    fn fastpath(&mut self) -> Option<&mut dyn FastPath> {
+        self.inner.fastpath()?;
+        Some(self)
     }
 }

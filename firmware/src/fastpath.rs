@@ -1,0 +1,458 @@
+//! The RC fast path as a device (`docs/fastpath.md`): the software model standing in
+//! for the hardware, in front of any datapath. It holds what the hardware holds (send
+//! and receive context memories, the MR table, the TX descriptor ring, per-QP in-flight
+//! lists, the ACK queue, the event ring and the RX frame buffers), takes everything the
+//! firmware gives it as bytes (`roce_core::fastpath::layout`), and runs the model's rules
+//! (`roce_core::fastpath`) on the frames it moves between the firmware and the port.
+//!
+//! It stands in for hardware: the instructions it spends are the model's, not the
+//! firmware's (the QEMU self-test's budget lines leave them out, as they leave out the
+//! DMA copies and the ICRC).
+
+use crate::hal::{Datapath, FastPath, FastPathCounters};
+use crate::runtime::FRAME_BUF;
+use heapless::Deque;
+use roce_core::fastpath::layout::{self, EVENT_LEN, MR_LEN, RCTX_LEN, SCTX_LEN, TXD_LEN};
+use roce_core::fastpath::{
+    self, AckDesc, Event, Exception, Inflight, InflightKind, MrTable, MsgOp, PortAddr, RxOutcome,
+    TxError, TxMsg,
+};
+use roce_core::memory::Dma;
+use roce_core::num::Qpn;
+use roce_core::wire;
+
+/// Descriptors the TX ring holds (all QPs).
+const TXQ: usize = 32;
+/// In-flight messages per QP (at least the firmware's send-queue depth).
+const INFLIGHT: usize = 64;
+/// ACK descriptors waiting for the wire.
+const ACKQ: usize = 16;
+/// Events waiting for the firmware.
+const EVQ: usize = 16;
+/// RX frame buffers for exceptions.
+const SLOTS: usize = 4;
+/// MR table entries.
+const MRT: usize = 64;
+
+/// One QP's memories.
+#[derive(Clone, Debug)]
+struct QpMem {
+    sctx: [u8; SCTX_LEN],
+    rctx: [u8; RCTX_LEN],
+    inflight: Deque<Inflight, INFLIGHT>,
+    /// Next packet of the QP's oldest queued descriptor, once started.
+    next_pkt: Option<u32>,
+}
+
+impl Default for QpMem {
+    fn default() -> Self {
+        Self {
+            sctx: [0; SCTX_LEN],
+            rctx: [0; RCTX_LEN],
+            inflight: Deque::new(),
+            next_pkt: None,
+        }
+    }
+}
+
+/// The fast path in front of the datapath `P`, with context memories for `QPS` QPs
+/// (entry `qpn % QPS`).
+pub struct FastPathPort<P, const QPS: usize> {
+    /// The port the frames come from and go to.
+    pub inner: P,
+    port: PortAddr,
+    qps: [QpMem; QPS],
+    mrt: MrTable<MRT>,
+    txq: Deque<TxMsg, TXQ>,
+    ackq: Deque<AckDesc, ACKQ>,
+    events: Deque<Event, EVQ>,
+    slots: [[u8; FRAME_BUF]; SLOTS],
+    slot_len: [usize; SLOTS],
+    slot_used: [bool; SLOTS],
+    /// Round-robin position of the TX scheduler.
+    rr: usize,
+    /// The fast path is switched off: frames pass between the firmware and the port
+    /// untouched (a hardware enable bit; the firmware then handles every packet).
+    pub bypass: bool,
+    counters: FastPathCounters,
+    buf: [u8; FRAME_BUF],
+}
+
+impl<P: Datapath, const QPS: usize> FastPathPort<P, QPS> {
+    /// A fast path with every context off in front of `inner`.
+    pub fn new(inner: P) -> Self {
+        Self {
+            inner,
+            port: PortAddr {
+                mac: [0; 6],
+                gid: [0; 16],
+            },
+            qps: core::array::from_fn(|_| QpMem::default()),
+            mrt: MrTable::default(),
+            txq: Deque::new(),
+            ackq: Deque::new(),
+            events: Deque::new(),
+            slots: [[0; FRAME_BUF]; SLOTS],
+            slot_len: [0; SLOTS],
+            slot_used: [false; SLOTS],
+            rr: 0,
+            bypass: false,
+            counters: FastPathCounters::default(),
+            buf: [0; FRAME_BUF],
+        }
+    }
+
+    fn slot_of(qpn: Qpn) -> usize {
+        qpn.value() as usize % QPS.max(1)
+    }
+
+    fn qp(&mut self, qpn: Qpn) -> Option<&mut QpMem> {
+        self.qps.get_mut(Self::slot_of(qpn))
+    }
+
+    /// Receives frames while there is room for what they may raise.
+    fn run_rx(&mut self, dma: &mut dyn Dma) -> bool {
+        let mut any = false;
+        while self.events.len() + 1 < EVQ && !self.ackq.is_full() {
+            let Some(slot) = self.slot_used.iter().position(|u| !u) else {
+                break;
+            };
+            let Some(buf) = self.slots.get_mut(slot) else {
+                break;
+            };
+            let Some(n) = self.inner.receive(buf) else {
+                break;
+            };
+            any = true;
+            let frame = buf.get(..n).unwrap_or(&[]);
+            // The hardware parser: a frame it refuses is dropped and counted.
+            let Ok(pkt) = wire::parse(frame) else {
+                self.counters.rx_dropped += 1;
+                continue;
+            };
+            let qpn = pkt.dest_qp();
+            let out = match self.qps.get_mut(Self::slot_of(qpn)) {
+                Some(q) => dispatch(&self.port, q, qpn, &pkt, &self.mrt, dma),
+                None => RxOutcome::exception(qpn, &pkt, Exception::Off),
+            };
+            if let Some(ack) = out.ack {
+                let _ = self.ackq.push_back(ack);
+            }
+            let Some(mut ev) = out.event else {
+                self.counters.rx_handled += 1;
+                continue;
+            };
+            if let Event::Exception { slot: s, .. } = &mut ev {
+                *s = slot as u16;
+                if let (Some(u), Some(l)) =
+                    (self.slot_used.get_mut(slot), self.slot_len.get_mut(slot))
+                {
+                    (*u, *l) = (true, n);
+                }
+                self.counters.rx_exceptions += 1;
+            } else {
+                self.counters.rx_handled += 1;
+            }
+            let _ = self.events.push_back(ev);
+        }
+        any
+    }
+
+    /// Sends ACKs, then one request packet per QP in turn, while the port takes frames.
+    fn run_tx(&mut self, dma: &mut dyn Dma) -> bool {
+        let mut any = false;
+        while self.inner.can_transmit() {
+            if let Some(ack) = self.ackq.pop_front() {
+                let sctx = self.qp(ack.qpn).map(|q| q.sctx).unwrap_or([0; SCTX_LEN]);
+                if let Ok(ctx) = layout::decode_sctx(&sctx) {
+                    if let Ok(n) = fastpath::ack_frame(&ctx, &ack, &mut self.buf) {
+                        self.send(n);
+                        any = true;
+                    }
+                }
+                continue;
+            }
+            if !self.tx_one_round(dma) {
+                break;
+            }
+            any = true;
+        }
+        any
+    }
+
+    fn send(&mut self, n: usize) {
+        if self.inner.transmit(self.buf.get(..n).unwrap_or(&[])) {
+            self.counters.tx_frames += 1;
+        }
+    }
+
+    /// One packet from the next QP (round robin) that has one the window allows.
+    fn tx_one_round(&mut self, dma: &mut dyn Dma) -> bool {
+        for k in 0..QPS {
+            let s = (self.rr + k) % QPS.max(1);
+            if self.tx_qp(s, dma) {
+                self.rr = (s + 1) % QPS.max(1);
+                return true;
+            }
+        }
+        false
+    }
+
+    /// Sends the next packet of QP slot `s`'s oldest descriptor, if it may go.
+    fn tx_qp(&mut self, s: usize, dma: &mut dyn Dma) -> bool {
+        loop {
+            let Some(i) = self.txq.iter().position(|m| Self::slot_of(m.qpn) == s) else {
+                return false;
+            };
+            let Some(q) = self.qps.get_mut(s) else {
+                return false;
+            };
+            let Some(m) = self.txq.iter().nth(i) else {
+                return false;
+            };
+            let Ok(mut ctx) = layout::decode_sctx(&q.sctx) else {
+                return false;
+            };
+            let (start, end) = m.range(ctx.mtu);
+            let k = q.next_pkt.unwrap_or(start);
+            if k >= end || !ctx.valid {
+                q.next_pkt = None;
+                remove_at(&mut self.txq, i);
+                continue;
+            }
+            // A replayed packet acknowledged while it waited is not sent again.
+            if m.replay && m.psn_of(k).before(ctx.una_psn) {
+                q.next_pkt = Some(k + 1);
+                continue;
+            }
+            match fastpath::segment(&mut ctx, m, k, dma, &mut self.buf) {
+                Ok(n) => {
+                    q.next_pkt = Some(k + 1);
+                    q.sctx = layout::encode_sctx(&ctx);
+                    self.send(n);
+                    return true;
+                }
+                Err(TxError::WindowFull) => return false,
+                // A frame that cannot be built is dropped like a lost one; the
+                // firmware's retransmission repairs it.
+                Err(_) => {
+                    q.next_pkt = Some(k + 1);
+                    continue;
+                }
+            }
+        }
+    }
+
+    /// Takes a descriptor into the ring: FLUSH acts at once, a new message joins the
+    /// QP's in-flight list.
+    fn accept(&mut self, m: TxMsg) -> bool {
+        let s = Self::slot_of(m.qpn);
+        let Some(q) = self.qps.get_mut(s) else {
+            return false;
+        };
+        if m.op == MsgOp::Flush {
+            retain(&mut self.txq, |d| Self::slot_of(d.qpn) != s);
+            q.next_pkt = None;
+            if let Ok(mut ctx) = layout::decode_sctx(&q.sctx) {
+                ctx.noack = 0;
+                q.sctx = layout::encode_sctx(&ctx);
+            }
+            return true;
+        }
+        if !m.replay {
+            let Ok(ctx) = layout::decode_sctx(&q.sctx) else {
+                return false;
+            };
+            let kind = match m.op {
+                MsgOp::Read => InflightKind::Read,
+                MsgOp::CmpSwap { .. } | MsgOp::FetchAdd { .. } => InflightKind::Atomic,
+                _ => InflightKind::Msg,
+            };
+            let entry = Inflight {
+                wqe_index: m.wqe_index,
+                kind,
+                first_psn: m.first_psn,
+                last_psn: m.last_psn(ctx.mtu),
+                length: m.length,
+                sges: m.sges.clone(),
+            };
+            if q.inflight.push_back(entry).is_err() {
+                return false;
+            }
+        }
+        self.txq.push_back(m).is_ok()
+    }
+}
+
+/// §3.4 for one packet of QP memory `q`.
+fn dispatch(
+    port: &PortAddr,
+    q: &mut QpMem,
+    qpn: Qpn,
+    pkt: &wire::Packet<'_>,
+    mrt: &MrTable<MRT>,
+    dma: &mut dyn Dma,
+) -> RxOutcome {
+    let (Ok(mut rctx), Ok(mut sctx)) = (layout::decode_rctx(&q.rctx), layout::decode_sctx(&q.sctx))
+    else {
+        return RxOutcome::exception(qpn, pkt, Exception::Off);
+    };
+    if rctx.qpn != qpn {
+        return RxOutcome::exception(qpn, pkt, Exception::Off);
+    }
+    let out = fastpath::dispatch(port, &mut rctx, &mut sctx, &mut q.inflight, pkt, mrt, dma);
+    q.rctx = layout::encode_rctx(&rctx);
+    q.sctx = layout::encode_sctx(&sctx);
+    out
+}
+
+/// Removes entry `i` of a deque.
+fn remove_at<T, const N: usize>(d: &mut Deque<T, N>, i: usize) {
+    let mut k = 0;
+    retain(d, |_| {
+        k += 1;
+        k - 1 != i
+    });
+}
+
+/// Keeps the entries `keep` says yes to, in order.
+fn retain<T, const N: usize>(d: &mut Deque<T, N>, mut keep: impl FnMut(&T) -> bool) {
+    for _ in 0..d.len() {
+        if let Some(x) = d.pop_front() {
+            if keep(&x) {
+                let _ = d.push_back(x);
+            }
+        }
+    }
+}
+
+impl<P: Datapath, const QPS: usize> FastPath for FastPathPort<P, QPS> {
+    fn set_port(&mut self, mac: [u8; 6], gid: [u8; 16]) {
+        self.port = PortAddr { mac, gid };
+    }
+
+    fn write_sctx(&mut self, qpn: Qpn, offset: usize, bytes: &[u8]) {
+        let Some(q) = self.qp(qpn) else {
+            return;
+        };
+        let old = layout::decode_sctx(&q.sctx).ok();
+        if let Some(d) = q.sctx.get_mut(offset..offset + bytes.len()) {
+            d.copy_from_slice(bytes);
+        }
+        let new = layout::decode_sctx(&q.sctx).ok();
+        let valid = new.is_some_and(|c| c.valid);
+        if !valid {
+            q.inflight.clear();
+            q.next_pkt = None;
+            let s = Self::slot_of(qpn);
+            retain(&mut self.txq, |d| Self::slot_of(d.qpn) != s);
+            return;
+        }
+        // A new una_psn retires what ends before it.
+        if let (Some(o), Some(n)) = (old, new) {
+            if o.una_psn != n.una_psn {
+                while q
+                    .inflight
+                    .front()
+                    .is_some_and(|m| m.last_psn.before(n.una_psn))
+                {
+                    q.inflight.pop_front();
+                }
+            }
+        }
+    }
+
+    fn read_sctx(&mut self, qpn: Qpn) -> [u8; SCTX_LEN] {
+        self.qp(qpn).map_or([0; SCTX_LEN], |q| q.sctx)
+    }
+
+    fn write_rctx(&mut self, qpn: Qpn, bytes: &[u8; RCTX_LEN]) {
+        if let Some(q) = self.qp(qpn) {
+            q.rctx = *bytes;
+        }
+    }
+
+    fn read_rctx(&mut self, qpn: Qpn) -> [u8; RCTX_LEN] {
+        self.qp(qpn).map_or([0; RCTX_LEN], |q| q.rctx)
+    }
+
+    fn mr_entries(&self) -> usize {
+        MRT
+    }
+
+    fn write_mr(&mut self, index: usize, bytes: &[u8; MR_LEN]) {
+        if let (Some(e), Ok(v)) = (self.mrt.entries.get_mut(index), layout::decode_mr(bytes)) {
+            *e = v;
+        }
+    }
+
+    fn tx_room(&self) -> bool {
+        !self.txq.is_full()
+    }
+
+    fn post_tx(&mut self, desc: &[u8; TXD_LEN]) -> bool {
+        match layout::decode_txd(desc) {
+            Ok(m) if !self.txq.is_full() => self.accept(m),
+            _ => false,
+        }
+    }
+
+    fn poll_event(&mut self, event: &mut [u8; EVENT_LEN], frame: &mut [u8]) -> bool {
+        let Some(ev) = self.events.pop_front() else {
+            return false;
+        };
+        if let Event::Exception { slot, .. } = ev {
+            let s = usize::from(slot);
+            let n = self.slot_len.get(s).copied().unwrap_or(0);
+            if let (Some(src), Some(dst)) = (
+                self.slots.get(s).and_then(|b| b.get(..n)),
+                frame.get_mut(..n),
+            ) {
+                dst.copy_from_slice(src);
+            }
+            if let Some(u) = self.slot_used.get_mut(s) {
+                *u = false;
+            }
+        }
+        *event = layout::encode_event(&ev);
+        true
+    }
+
+    fn run(&mut self, dma: &mut dyn Dma) -> bool {
+        let rx = self.run_rx(dma);
+        let tx = self.run_tx(dma);
+        rx || tx
+    }
+
+    fn counters(&self) -> FastPathCounters {
+        self.counters
+    }
+}
+
+/// The firmware's own frames pass straight to the port; received frames reach the
+/// firmware only as the fast path's events.
+impl<P: Datapath, const QPS: usize> Datapath for FastPathPort<P, QPS> {
+    fn transmit(&mut self, frame: &[u8]) -> bool {
+        self.inner.transmit(frame)
+    }
+    fn can_transmit(&self) -> bool {
+        self.inner.can_transmit()
+    }
+    fn receive(&mut self, buf: &mut [u8]) -> Option<usize> {
+        if self.bypass {
+            self.inner.receive(buf)
+        } else {
+            None
+        }
+    }
+    fn verifies_icrc(&self) -> bool {
+        !self.bypass || self.inner.verifies_icrc()
+    }
+    fn fastpath(&mut self) -> Option<&mut dyn FastPath> {
+        if self.bypass {
+            None
+        } else {
+            Some(self)
+        }
+    }
+}
