@@ -6,9 +6,9 @@
 use roce_core::num::{Psn, Qkey, Qpn};
 use roce_core::wire::bth::BthRepr;
 use roce_core::wire::cm::{
-    attr, port_space, rdma_cm_service_id, rej_reason, sidr_status, CmMsg, CmMsgKind,
-    CmPath, CmTransport, CommIdsRepr, DreqRepr, IpCmHdr, MraRepr, PrivateData, RejRepr,
-    RepRepr, ReqRepr, SidrRepRepr, SidrReqRepr, ARI_LEN,
+    attr, port_space, rdma_cm_service_id, rej_reason, sidr_status, CmMsg, CmMsgKind, CmPath,
+    CmTransport, CommIdsRepr, DreqRepr, IpCmHdr, MraRepr, PrivateData, RejRepr, RepRepr, ReqRepr,
+    SidrRepRepr, SidrReqRepr, ARI_LEN,
 };
 use roce_core::wire::deth::DethRepr;
 use roce_core::wire::ethernet::{EthernetRepr, MacAddr};
@@ -71,15 +71,18 @@ fn linux_cm_mads_parse_and_reemit_byte_for_byte() {
     assert_eq!(req.starting_psn, Psn::new(0x17e0b2));
     assert_eq!(req.local_ca_guid, 0x5054_00ff_fe77_0002);
     assert_eq!(
-        (req.remote_cm_response_timeout, req.local_cm_response_timeout),
+        (
+            req.remote_cm_response_timeout,
+            req.local_cm_response_timeout
+        ),
         (20, 20)
     );
-    assert_eq!((req.retry_count, req.rnr_retry_count, req.max_cm_retries), (7, 7, 15));
-    assert_eq!((req.path_mtu, req.pkey), (3, 0xFFFF));
     assert_eq!(
-        (req.primary.local_lid, req.primary.hop_limit),
-        (0xFFFF, 64)
+        (req.retry_count, req.rnr_retry_count, req.max_cm_retries),
+        (7, 7, 15)
     );
+    assert_eq!((req.path_mtu, req.pkey), (3, 0xFFFF));
+    assert_eq!((req.primary.local_lid, req.primary.hop_limit), (0xFFFF, 64));
     assert_eq!(req.primary.local_ack_timeout, 19);
     assert_eq!(req.primary.flow_label, 0x61f9b);
     let ip = IpCmHdr::parse(&req.private_data.0).expect("RDMA CM's IP header");
@@ -281,32 +284,71 @@ fn expected(m: &CmMsg) -> Vec<(&'static str, String)> {
             ("infiniband.cm.req.localcaguid", n(r.local_ca_guid)),
             ("infiniband.cm.req.localqkey", n(r.local_qkey.0.into())),
             ("infiniband.cm.req.localqpn", n(r.local_qpn.value().into())),
-            ("infiniband.cm.req.responderres", n(r.responder_resources.into())),
+            (
+                "infiniband.cm.req.responderres",
+                n(r.responder_resources.into()),
+            ),
             ("infiniband.cm.req.localeecn", n(r.local_eecn.into())),
             ("infiniband.cm.req.initdepth", n(r.initiator_depth.into())),
             ("infiniband.cm.req.remoteeecn", n(r.remote_eecn.into())),
-            ("infiniband.cm.req.remoteresptout", n(r.remote_cm_response_timeout.into())),
+            (
+                "infiniband.cm.req.remoteresptout",
+                n(r.remote_cm_response_timeout.into()),
+            ),
             ("infiniband.cm.req.transpsvctype", n(r.transport as u64)),
-            ("infiniband.cm.req.e2eflowctrl", n(r.end_to_end_flow_control.into())),
-            ("infiniband.cm.req.startpsn", n(r.starting_psn.value().into())),
-            ("infiniband.cm.req.localresptout", n(r.local_cm_response_timeout.into())),
+            (
+                "infiniband.cm.req.e2eflowctrl",
+                n(r.end_to_end_flow_control.into()),
+            ),
+            (
+                "infiniband.cm.req.startpsn",
+                n(r.starting_psn.value().into()),
+            ),
+            (
+                "infiniband.cm.req.localresptout",
+                n(r.local_cm_response_timeout.into()),
+            ),
             ("infiniband.cm.req.retrcount", n(r.retry_count.into())),
             ("infiniband.cm.req.pkey", n(r.pkey.into())),
             ("infiniband.cm.req.pppmtu", n(r.path_mtu.into())),
             ("infiniband.cm.req.rdcexist", n(r.rdc_exists.into())),
-            ("infiniband.cm.req.rnrretrcount", n(r.rnr_retry_count.into())),
+            (
+                "infiniband.cm.req.rnrretrcount",
+                n(r.rnr_retry_count.into()),
+            ),
             ("infiniband.cm.req.maxcmretr", n(r.max_cm_retries.into())),
             ("infiniband.cm.req.srq", n(r.srq.into())),
-            ("infiniband.cm.req.ext_transport", n(r.extended_transport.into())),
-            ("infiniband.cm.req.prim_locallid", n(r.primary.local_lid.into())),
-            ("infiniband.cm.req.prim_remotelid", n(r.primary.remote_lid.into())),
+            (
+                "infiniband.cm.req.ext_transport",
+                n(r.extended_transport.into()),
+            ),
+            (
+                "infiniband.cm.req.prim_locallid",
+                n(r.primary.local_lid.into()),
+            ),
+            (
+                "infiniband.cm.req.prim_remotelid",
+                n(r.primary.remote_lid.into()),
+            ),
             ("infiniband.cm.req.prim_localgid_ipv4", "10.77.0.10".into()),
             ("infiniband.cm.req.prim_remotegid_ipv4", "10.77.0.2".into()),
-            ("infiniband.cm.req.prim_tfcclass", n(r.primary.traffic_class.into())),
-            ("infiniband.cm.req.prim_hoplim", n(r.primary.hop_limit.into())),
+            (
+                "infiniband.cm.req.prim_tfcclass",
+                n(r.primary.traffic_class.into()),
+            ),
+            (
+                "infiniband.cm.req.prim_hoplim",
+                n(r.primary.hop_limit.into()),
+            ),
             ("infiniband.cm.req.prim_sl", n(r.primary.sl.into())),
-            ("infiniband.cm.req.prim_subnetlocal", n(r.primary.subnet_local.into())),
-            ("infiniband.cm.req.prim_localacktout", n(r.primary.local_ack_timeout.into())),
+            (
+                "infiniband.cm.req.prim_subnetlocal",
+                n(r.primary.subnet_local.into()),
+            ),
+            (
+                "infiniband.cm.req.prim_localacktout",
+                n(r.primary.local_ack_timeout.into()),
+            ),
             ("infiniband.cm.req.ip_cm.ipv", "4".into()),
             ("infiniband.cm.req.ip_cm.sport", n(0xC123)),
             ("infiniband.cm.req.ip_cm.sip4", "10.77.0.10".into()),
@@ -318,13 +360,28 @@ fn expected(m: &CmMsg) -> Vec<(&'static str, String)> {
             ("infiniband.cm.rep.localqkey", n(r.local_qkey.0.into())),
             ("infiniband.cm.rep.localqpn", n(r.local_qpn.value().into())),
             ("infiniband.cm.rep.localeecn", n(r.local_eecn.into())),
-            ("infiniband.cm.rep.startpsn", n(r.starting_psn.value().into())),
+            (
+                "infiniband.cm.rep.startpsn",
+                n(r.starting_psn.value().into()),
+            ),
             ("infiniband.cm.rep.respres", n(r.responder_resources.into())),
             ("infiniband.cm.rep.initdepth", n(r.initiator_depth.into())),
-            ("infiniband.cm.rep.tgtackdelay", n(r.target_ack_delay.into())),
-            ("infiniband.cm.rep.failoveracc", n(r.failover_accepted.into())),
-            ("infiniband.cm.rep.e2eflowctrl", n(r.end_to_end_flow_control.into())),
-            ("infiniband.cm.rep.rnrretrcount", n(r.rnr_retry_count.into())),
+            (
+                "infiniband.cm.rep.tgtackdelay",
+                n(r.target_ack_delay.into()),
+            ),
+            (
+                "infiniband.cm.rep.failoveracc",
+                n(r.failover_accepted.into()),
+            ),
+            (
+                "infiniband.cm.rep.e2eflowctrl",
+                n(r.end_to_end_flow_control.into()),
+            ),
+            (
+                "infiniband.cm.rep.rnrretrcount",
+                n(r.rnr_retry_count.into()),
+            ),
             ("infiniband.cm.rep.srq", n(r.srq.into())),
             ("infiniband.cm.rep.localcaguid", n(r.local_ca_guid)),
         ],
@@ -341,12 +398,21 @@ fn expected(m: &CmMsg) -> Vec<(&'static str, String)> {
         ],
         CmMsg::Dreq(r) => vec![
             ("infiniband.cm.dreq.localcommid", n(r.local_comm_id.into())),
-            ("infiniband.cm.dreq.remotecommid", n(r.remote_comm_id.into())),
-            ("infiniband.cm.req.remoteqpneecn", n(r.remote_qpn.value().into())),
+            (
+                "infiniband.cm.dreq.remotecommid",
+                n(r.remote_comm_id.into()),
+            ),
+            (
+                "infiniband.cm.req.remoteqpneecn",
+                n(r.remote_qpn.value().into()),
+            ),
         ],
         CmMsg::Drep(r) => vec![
             ("infiniband.cm.drsp.localcommid", n(r.local_comm_id.into())),
-            ("infiniband.cm.drsp.remotecommid", n(r.remote_comm_id.into())),
+            (
+                "infiniband.cm.drsp.remotecommid",
+                n(r.remote_comm_id.into()),
+            ),
         ],
         CmMsg::Mra(_) | CmMsg::SidrReq(_) | CmMsg::SidrRep(_) => vec![],
     }
@@ -396,7 +462,9 @@ fn wireshark_reads_every_field_of_the_mads_we_emit() {
     fields.sort_unstable();
     fields.dedup();
     let mut cmd = Command::new("tshark");
-    cmd.args(["-n", "-r"]).arg(&pcap).args(["-T", "fields", "-E", "occurrence=f"]);
+    cmd.args(["-n", "-r"])
+        .arg(&pcap)
+        .args(["-T", "fields", "-E", "occurrence=f"]);
     for f in &fields {
         cmd.args(["-e", f]);
     }
@@ -424,7 +492,11 @@ fn wireshark_reads_every_field_of_the_mads_we_emit() {
             "{name}"
         );
         let data: String = mad[24..].iter().map(|b| format!("{b:02x}")).collect();
-        assert_eq!(row["infiniband.mad.data"].replace(':', ""), data, "{name} data");
+        assert_eq!(
+            row["infiniband.mad.data"].replace(':', ""),
+            data,
+            "{name} data"
+        );
         for (f, want) in expected(m) {
             assert_eq!(norm(row[f]), want, "{name}: {f}");
         }
