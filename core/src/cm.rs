@@ -567,7 +567,7 @@ impl<const N: usize, const L: usize, const E: usize> Cm<N, L, E> {
             let c = c.as_ref()?;
             let sidr = matches!(c.state, CmState::SidrReqSent | CmState::SidrReqRcvd);
             let ok = !sidr && c.local_id == local && remote.is_none_or(|r| r == c.remote_id);
-            ok.then(|| ConnId(i as u16))
+            u16::try_from(i).ok().filter(|_| ok).map(ConnId)
         })
     }
 
