@@ -45,6 +45,17 @@ impl Pair {
     }
 
     /// Moves MADs both ways until neither side has one to send.
+    /// B listens, A sends a REQ, B receives it: the two sides' IDs.
+    fn requested(&mut self) -> (ConnId, ConnId) {
+        self.b.listen(SERVICE).unwrap();
+        let a = self.a.connect(self.now, addr(B), req()).unwrap();
+        self.run();
+        let Some(CmEvent::ReqReceived { id: b, .. }) = self.b.poll_event() else {
+            panic!("no REQ at B")
+        };
+        (a, b)
+    }
+
     fn run(&mut self) {
         let mut buf = [0u8; 256];
         loop {
@@ -266,12 +277,7 @@ fn a_lost_req_is_sent_again_after_the_response_timeout() {
 #[test]
 fn lost_rep_and_rtu_are_recovered() {
     let mut p = Pair::new();
-    p.b.listen(SERVICE).unwrap();
-    let a = p.a.connect(p.now, addr(B), req()).unwrap();
-    p.run();
-    let Some(CmEvent::ReqReceived { id: b, .. }) = p.b.poll_event() else {
-        panic!()
-    };
+    let (a, b) = p.requested();
     p.drop.push("REP");
     p.b.accept(p.now, b, rep()).unwrap();
     p.run();
@@ -334,12 +340,7 @@ fn an_unanswered_req_times_out_after_its_retries() {
 #[test]
 fn an_mra_makes_the_active_side_wait_longer() {
     let mut p = Pair::new();
-    p.b.listen(SERVICE).unwrap();
-    let a = p.a.connect(p.now, addr(B), req()).unwrap();
-    p.run();
-    let Some(CmEvent::ReqReceived { id: b, .. }) = p.b.poll_event() else {
-        panic!()
-    };
+    let (a, b) = p.requested();
     p.b.mra(b, 24).unwrap();
     p.run();
     assert_eq!(p.a.state(a), Some(CmState::MraReqRcvd));
