@@ -46,7 +46,14 @@ use crate::wire::opcode::{Opcode, Operation, Transport};
 use crate::wire::udp::{UdpRepr, ROCEV2_PORT};
 use crate::wire::{self, ExtHeaders, HeaderTemplate, Headers, L3Repr};
 
-/// QPNs are `QPN_BASE + slot`; 0 and 1 are the special QPs, and rxe starts at 16.
+pub(crate) mod ctx;
+
+pub use ctx::{Evicted, MAX_CTX_RD, QP_CTX_LEN};
+
+/// The first QPN: 0 and 1 are the special QPs, and rxe starts at 16. `create_qp` gives
+/// QPN `QPN_BASE + slot`; a caller that keeps QP contexts outside the engine names its
+/// QPNs itself (`create_qp_with`) and moves QPs in and out of the slots
+/// (`evict_qp`, `restore_qp`; `docs/scale.md`).
 pub const QPN_BASE: u32 = 16;
 
 /// Entries in the port's P_Key table.
@@ -326,10 +333,40 @@ impl<
 
     /// `ibv_create_qp`: a QP in RESET.
     pub fn create_qp(&mut self, init: &QpInitAttr) -> Result<Qpn, Error> {
+        self.check_init(init)?;
+        let slot = self
+            .qps
+            .iter()
+            .position(Option::is_none)
+            .ok_or(Error::TableFull { table: "QP" })?;
+        let qpn = Qpn::new(QPN_BASE + slot as u32);
+        if qpn.value() != QPN_BASE + slot as u32 || self.slot(qpn).is_some() {
+            return Err(Error::TableFull { table: "QP" });
+        }
+        self.create_in(slot, qpn, init)
+    }
+
+    /// `ibv_create_qp` with the QPN the caller chose (its context store's index, at
+    /// least `QPN_BASE`): fails with `Busy` if a resident QP has that number, and
+    /// `TableFull` if no slot is free (evict one first).
+    pub fn create_qp_with(&mut self, qpn: Qpn, init: &QpInitAttr) -> Result<Qpn, Error> {
+        if qpn.value() < QPN_BASE {
+            return Err(Error::NoSuchQp(qpn));
+        }
+        self.check_init(init)?;
+        if self.slot(qpn).is_some() {
+            return Err(Error::Busy { what: "QPN" });
+        }
+        let slot = self
+            .free_slot_for(qpn)
+            .ok_or(Error::TableFull { table: "QP" })?;
+        self.create_in(slot, qpn, init)
+    }
+
+    /// The CQs and the PD a new QP names exist, and its capabilities are within the NIC's.
+    fn check_init(&self, init: &QpInitAttr) -> Result<(), Error> {
         for cq in [init.send_cq, init.recv_cq] {
-            if !self.cqs.has_room(cq)
-                && !matches!(self.cqs.slots.get(usize::from(cq)), Some(Some(_)))
-            {
+            if !matches!(self.cqs.slots.get(usize::from(cq)), Some(Some(_))) {
                 return Err(Error::NoSuchCq(cq));
             }
         }
@@ -341,15 +378,11 @@ impl<
                 cap: "max_inline_data",
             });
         }
-        let slot = self
-            .qps
-            .iter()
-            .position(Option::is_none)
-            .ok_or(Error::TableFull { table: "QP" })?;
-        let qpn = Qpn::new(QPN_BASE + slot as u32);
-        if qpn.value() != QPN_BASE + slot as u32 {
-            return Err(Error::TableFull { table: "QP" });
-        }
+        Ok(())
+    }
+
+    /// Creates QP `qpn` in the free `slot` (`check_init` passed).
+    fn create_in(&mut self, slot: usize, qpn: Qpn, init: &QpInitAttr) -> Result<Qpn, Error> {
         self.mem.pd_get(init.pd)?;
         self.cq_use(init.send_cq, 1)?;
         self.cq_use(init.recv_cq, 1)?;
@@ -370,9 +403,19 @@ impl<
     /// `ibv_destroy_qp`: its WQEs are dropped without completions.
     pub fn destroy_qp(&mut self, qpn: Qpn) -> Result<(), Error> {
         let slot = self.slot(qpn).ok_or(Error::NoSuchQp(qpn))?;
-        let Some(qp) = self.qps.get_mut(slot).and_then(Option::take) else {
+        let Some(qp) = self.free_slot(slot) else {
             return Err(Error::NoSuchQp(qpn));
         };
+        self.mem.pd_put(qp.pd);
+        let _ = self.cq_use(qp.send_cq, -1);
+        let _ = self.cq_use(qp.recv_cq, -1);
+        Ok(())
+    }
+
+    /// Empties `slot` (its queues, CC state, timers, ready flags) and returns the
+    /// context it held.
+    fn free_slot(&mut self, slot: usize) -> Option<Qp> {
+        let qp = self.qps.get_mut(slot).and_then(Option::take)?;
         if let Some(q) = self.queues.get_mut(slot) {
             q.clear();
         }
@@ -380,25 +423,32 @@ impl<
         if let Some(c) = self.cc.get_mut(slot) {
             *c = QpCc::new(&self.cfg.cc);
         }
-        if let (Some(ready), Some(d)) = (self.tx_ready.get_mut(slot), self.deadlines.get_mut(slot))
-        {
-            *ready = false;
-            *d = None;
+        if let (Some(ready), Some(d), Some(f)) = (
+            self.tx_ready.get_mut(slot),
+            self.deadlines.get_mut(slot),
+            self.fp_ready.get_mut(slot),
+        ) {
+            (*ready, *d, *f) = (false, None, false);
         }
         self.hi = self
             .qps
             .iter()
             .rposition(Option::is_some)
             .map_or(0, |i| i + 1);
-        self.mem.pd_put(qp.pd);
-        let _ = self.cq_use(qp.send_cq, -1);
-        let _ = self.cq_use(qp.recv_cq, -1);
-        Ok(())
+        Some(qp)
     }
 
+    /// The slot of resident QP `qpn`: its home slot (`ctx::home_slot`, where
+    /// `create_qp` and `restore_qp` put it when they can), else a scan of the slots.
     fn slot(&self, qpn: Qpn) -> Option<usize> {
-        let s = usize::try_from(qpn.value().checked_sub(QPN_BASE)?).ok()?;
-        matches!(self.qps.get(s), Some(Some(_))).then_some(s)
+        let home = ctx::home_slot(qpn, QPS);
+        if matches!(self.qps.get(home), Some(Some(qp)) if qp.qpn == qpn) {
+            return Some(home);
+        }
+        self.qps
+            .iter()
+            .take(self.hi)
+            .position(|q| matches!(q, Some(qp) if qp.qpn == qpn))
     }
 
     /// `now`, or the latest time seen if `now` is earlier.

@@ -61,6 +61,9 @@ pub enum Error {
     },
     /// A memory verb failed.
     Memory(MemError),
+    /// A QP context read back from the context store is not one the engine wrote for
+    /// this QP (CRC, version, QPN or a field out of range; `engine::ctx`).
+    BadContext(Qpn),
 }
 
 impl From<TransitionError> for Error {
@@ -91,6 +94,7 @@ impl fmt::Display for Error {
             Self::TableFull { table } => write!(f, "{table} table full"),
             Self::Busy { what } => write!(f, "{what} still in use"),
             Self::Memory(e) => write!(f, "{e}"),
+            Self::BadContext(q) => write!(f, "QP {q}: stored context is corrupt"),
         }
     }
 }
