@@ -28,6 +28,7 @@ use core::net::{Ipv4Addr, Ipv6Addr};
 use heapless::Deque;
 
 use crate::cc::{CcConfig, QpCc, QpCcInfo, ECN_CE, ECN_ECT0};
+use crate::dcb::{Priorities, PriorityMap};
 use crate::fastpath;
 use crate::memory::{AccessFlags, Dma, DmaError, MemError, MemoryTable, MrKeys, Pd};
 use crate::num::{Lkey, Psn, Qpn};
@@ -363,7 +364,7 @@ impl<
         self.create_in(slot, qpn, init)
     }
 
-    /// The CQs and the PD a new QP names exist.
+    /// The CQs and the PD a new QP names exist, and its capabilities are within the NIC's.
     fn check_init(&self, init: &QpInitAttr) -> Result<(), Error> {
         for cq in [init.send_cq, init.recv_cq] {
             if !matches!(self.cqs.slots.get(usize::from(cq)), Some(Some(_))) {
@@ -372,6 +373,11 @@ impl<
         }
         if !self.mem.pd_exists(init.pd) {
             return Err(Error::Memory(MemError::NoSuchPd));
+        }
+        if init.max_inline_data > crate::transport::MAX_INLINE_DATA {
+            return Err(Error::InvalidCap {
+                cap: "max_inline_data",
+            });
         }
         Ok(())
     }
@@ -551,7 +557,10 @@ impl<
     /// (its out-of-order receiver and per-packet retransmission stay in firmware) and
     /// without DCQCN's reaction point (the pacer is the firmware's).
     fn fastpath_eligible(&self, slot: usize) -> bool {
-        let rc = matches!(self.qps.get(slot), Some(Some(qp)) if qp.qp_type == QpType::Rc);
+        // Inline payloads live in the host's send queue, not in registered memory: the
+        // fast path's segmenter cannot fetch them, so such a QP stays with firmware.
+        let rc = matches!(self.qps.get(slot),
+            Some(Some(qp)) if qp.qp_type == QpType::Rc && qp.max_inline == 0);
         let sr = self.queues.get(slot).is_some_and(|q| q.sr.enabled());
         let rp = self.cc.get(slot).is_some_and(QpCc::rp_on);
         rc && !sr && !rp
@@ -1076,24 +1085,57 @@ impl<
         buf: &mut [u8],
         dma: &mut dyn Dma,
     ) -> Option<usize> {
+        self.poll_transmit_except(now, buf, dma, &PriorityMap::new(), Priorities::NONE)
+    }
+
+    /// [`Engine::poll_transmit`] for a port with a transmit queue per 802.1p priority
+    /// (`roce_core::dcb`): frames of a priority in `blocked` (paused by the link partner,
+    /// or its queue full) are not built; the QP keeps them for a later poll and the
+    /// other QPs go on. A QP's priority is that of its traffic class (its DSCP, or its
+    /// SL as the PCP when VLAN-tagged) through `map`; its CNPs have their own (the
+    /// port's CNP DSCP and priority), so a CNP never waits behind paused data. A UD QP's
+    /// frames go by the QP's own address vector, whatever a WR's says.
+    pub fn poll_transmit_except(
+        &mut self,
+        now: Instant,
+        buf: &mut [u8],
+        dma: &mut dyn Dma,
+        map: &PriorityMap,
+        blocked: Priorities,
+    ) -> Option<usize> {
         let now = self.clock(now);
         let hi = self.hi.max(1);
         for k in 0..hi {
             let slot = (self.tx_next + k) % hi;
-            if !matches!(self.qps.get(slot), Some(Some(_))) {
+            let Some(Some(qp)) = self.qps.get(slot) else {
                 continue;
-            }
+            };
+            // Nothing to look up while every priority may send.
+            let (cnp_blocked, data_blocked) = if blocked.is_empty() {
+                (false, false)
+            } else {
+                let tagged = qp.av.vlan_id.is_some();
+                let prio = |dscp: u8, pcp: u8| map.priority(dscp, tagged.then_some(pcp));
+                let cc = &self.cfg.cc;
+                (
+                    blocked.contains(prio(cc.cnp_dscp, cc.cnp_prio)),
+                    blocked.contains(prio(qp.av.traffic_class >> 2, qp.av.sl)),
+                )
+            };
             let (mut gated, mut ect) = (false, false);
             // Congestion control costs nothing here while it is off.
-            if self.cc_any || self.cfg.cc.np {
+            if (self.cc_any || self.cfg.cc.np) && !cnp_blocked {
                 if let Some(len) = self.poll_cnp(slot, buf) {
                     self.tx_next = (slot + 1) % hi;
                     self.counters.sent_pkts += 1;
                     return Some(len);
                 }
-                if let Some(c) = self.cc.get(slot).filter(|_| self.cc_any) {
-                    (gated, ect) = (c.gated(&self.cfg.cc, now.as_nanos()), c.rp_on());
-                }
+            }
+            if data_blocked {
+                continue;
+            }
+            if let Some(c) = self.cc.get(slot).filter(|_| self.cc_any) {
+                (gated, ect) = (c.gated(&self.cfg.cc, now.as_nanos()), c.rp_on());
             }
             let Self {
                 cfg,
