@@ -82,6 +82,11 @@ pub struct FabricScenario {
     /// random draws).
     #[serde(default = "super::one")]
     pub runs: u64,
+    /// Hosts whose link is captured as tcpdump on the host would see it (every frame it
+    /// sends, every frame that reaches it, PFC pauses included): `NAME-HOST.pcap` beside
+    /// the CSV, for `roce decode` and `roce analyze`. The first run only.
+    #[serde(default)]
+    pub pcap: Vec<String>,
 }
 
 fn default_sample() -> String {
@@ -263,6 +268,18 @@ pub struct FabricResult {
     /// With several runs: the seeds, and each run's summary (the first is `summary`).
     pub seeds: Vec<u64>,
     pub runs: Vec<Summary>,
+    /// The captures `pcap` asked for, with the host port's counters at the end.
+    pub captures: Vec<HostCapture>,
+}
+
+/// A host's link as the host saw it.
+#[derive(Debug, Clone)]
+pub struct HostCapture {
+    pub host: String,
+    /// A pcap file's bytes.
+    pub pcap: Vec<u8>,
+    /// The host port's MAC counters (pause frames received, time paused) at the end.
+    pub port: roce_sim::PortCounters,
 }
 
 /// Jain's fairness index (sum x)^2 / (n sum x^2): 1 when all are equal, 1/n when one
@@ -413,6 +430,14 @@ pub fn run(f: &FabricScenario, seed: u64, progress: &mut Progress) -> Result<Fab
         }
     }
     add_routes(&mut fabric, &switches, &ports, &hosts);
+    let mut taps = Vec::new();
+    for name in &f.pcap {
+        let h = host_named(f, name)?;
+        let capture = roce_sim::MemoryCapture::new();
+        // The host is end 0 of its link.
+        let tap = fabric.tap_end(hosts[h].link, 0, capture.clone())?;
+        taps.push((h, tap, capture));
+    }
 
     let mut flows = Vec::new();
     for (i, spec) in f.flows.iter().enumerate() {
@@ -609,6 +634,15 @@ pub fn run(f: &FabricScenario, seed: u64, progress: &mut Progress) -> Result<Fab
         queue_in_band: in_band,
         completed_bytes: flows.iter().map(|fl| fl.completed).collect(),
     };
+    let mut captures = Vec::new();
+    for (h, tap, capture) in taps {
+        fabric.close_tap(tap)?;
+        captures.push(HostCapture {
+            host: hosts[h].name.clone(),
+            pcap: capture.bytes(),
+            port: fabric.port_counters(hosts[h].node, 0),
+        });
+    }
     Ok(FabricResult {
         flows: f.flows.iter().map(|fl| fl.name.clone()).collect(),
         samples,
@@ -616,6 +650,7 @@ pub fn run(f: &FabricScenario, seed: u64, progress: &mut Progress) -> Result<Fab
         summary,
         ecn,
         seeds: vec![seed],
+        captures,
     })
 }
 
