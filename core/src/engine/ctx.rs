@@ -7,7 +7,7 @@
 //! (those the engine fetched are handed back: the host rings still hold them) and no
 //! response or partial message is under way.
 //!
-//! Layout (little endian, version 1): the QP context field by field, its DCQCN state,
+//! Layout (little endian, version 2: 1 plus `max_inline_data` after `sq_sig_all`): the QP context field by field, its DCQCN state,
 //! its selective-repeat records, the responder's replay ring, zeros, and a CRC-32 of
 //! everything before it in the last four bytes.
 
@@ -25,7 +25,7 @@ use crate::wire::aeth::Syndrome;
 pub const QP_CTX_LEN: usize = 960;
 
 /// Version byte at offset 0.
-const VERSION: u8 = 1;
+const VERSION: u8 = 2;
 
 /// Most replay-ring entries a context holds (the engine's `RD` may not exceed it).
 pub const MAX_CTX_RD: usize = 16;
@@ -168,6 +168,7 @@ fn put_qp(w: &mut Put<'_>, qp: &Qp) {
     w.u8(qp.qp_type as u8);
     w.u8(qp.state as u8);
     w.bool(qp.sq_sig_all);
+    w.u8(qp.max_inline);
     w.u16(qp.pd.index());
     w.u16(qp.send_cq);
     w.u16(qp.recv_cq);
@@ -232,6 +233,10 @@ fn get_qp(r: &mut Get<'_>) -> Result<Qp, CtxError> {
     let qp_type = QpType::from_u8(r.u8()?).ok_or(CtxError)?;
     let state = QpState::from_u8(r.u8()?).ok_or(CtxError)?;
     let sq_sig_all = r.bool()?;
+    let max_inline = r.u8()?;
+    if u32::from(max_inline) > crate::transport::MAX_INLINE_DATA {
+        return Err(CtxError);
+    }
     let pd = Pd::from_index(r.u16()?);
     let (send_cq, recv_cq) = (r.u16()?, r.u16()?);
     let access = AccessFlags::from_bits(r.u32()?).ok_or(CtxError)?;
@@ -300,6 +305,7 @@ fn get_qp(r: &mut Get<'_>) -> Result<Qp, CtxError> {
         qp_type,
         state,
         sq_sig_all,
+        max_inline,
         pd,
         send_cq,
         recv_cq,

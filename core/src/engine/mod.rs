@@ -364,7 +364,7 @@ impl<
         self.create_in(slot, qpn, init)
     }
 
-    /// The CQs and the PD a new QP names exist.
+    /// The CQs and the PD a new QP names exist, and its capabilities are within the NIC's.
     fn check_init(&self, init: &QpInitAttr) -> Result<(), Error> {
         for cq in [init.send_cq, init.recv_cq] {
             if !matches!(self.cqs.slots.get(usize::from(cq)), Some(Some(_))) {
@@ -373,6 +373,11 @@ impl<
         }
         if !self.mem.pd_exists(init.pd) {
             return Err(Error::Memory(MemError::NoSuchPd));
+        }
+        if init.max_inline_data > crate::transport::MAX_INLINE_DATA {
+            return Err(Error::InvalidCap {
+                cap: "max_inline_data",
+            });
         }
         Ok(())
     }
@@ -552,7 +557,10 @@ impl<
     /// (its out-of-order receiver and per-packet retransmission stay in firmware) and
     /// without DCQCN's reaction point (the pacer is the firmware's).
     fn fastpath_eligible(&self, slot: usize) -> bool {
-        let rc = matches!(self.qps.get(slot), Some(Some(qp)) if qp.qp_type == QpType::Rc);
+        // Inline payloads live in the host's send queue, not in registered memory: the
+        // fast path's segmenter cannot fetch them, so such a QP stays with firmware.
+        let rc = matches!(self.qps.get(slot),
+            Some(Some(qp)) if qp.qp_type == QpType::Rc && qp.max_inline == 0);
         let sr = self.queues.get(slot).is_some_and(|q| q.sr.enabled());
         let rp = self.cc.get(slot).is_some_and(QpCc::rp_on);
         rc && !sr && !rp
