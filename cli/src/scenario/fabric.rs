@@ -19,11 +19,15 @@ use super::nanos;
 use crate::progress::ProgressBar;
 use anyhow::{bail, Context as _, Result};
 use roce_core::cc::CcConfig;
+use roce_core::dcb::EtsConfig;
 use roce_core::memory::AccessFlags;
 use roce_core::transport::{Mtu, QpType, WcStatus, WorkCompletion, WrOp};
 use roce_host::{CompletionQueue, ConnectOptions, MemoryRegion, ProtectionDomain, QueuePair};
 use roce_sim::stats::Interval;
-use roce_sim::{LinkConfig, Nanos, PfcConfig, Priorities, RedConfig, SwitchConfig, WIRE_OVERHEAD};
+use roce_sim::{
+    LinkConfig, MemoryCapture, Nanos, PfcConfig, Priorities, RedConfig, SwitchConfig, TapId,
+    WIRE_OVERHEAD,
+};
 use roce_testbed::counters::{nic_totals, FabricTotals};
 use roce_testbed::nic::{self, Datapath};
 use roce_testbed::topology::Neighbour;
@@ -74,6 +78,11 @@ pub struct FabricScenario {
     /// random draws).
     #[serde(default = "super::one")]
     pub runs: u64,
+    /// Hosts whose link is captured as tcpdump on the host would see it (every frame it
+    /// sends, every frame that reaches it, PFC pauses included): `NAME-HOST.pcap` beside
+    /// the CSV, for `roce decode` and `roce analyze`. The first run only.
+    #[serde(default)]
+    pub pcap: Vec<String>,
 }
 
 fn default_sample() -> String {
@@ -112,10 +121,24 @@ pub struct SwitchSpec {
     pub port_buffer: u64,
     /// Bytes shared by all ports.
     pub shared_buffer: u64,
-    /// PFC on the flows' priority.
+    /// PFC on the flows' priorities.
     pub pfc: Option<PfcSpec>,
-    /// RED/ECN marking on the flows' priority (instantaneous queue).
+    /// RED/ECN marking on the flows' priorities (instantaneous queue).
     pub ecn: Option<EcnSpec>,
+    /// Transmission selection of every egress port: these priorities are ETS classes
+    /// with these bandwidth shares (802.1Qaz, summing to 100), the others strict.
+    /// Without it every priority is strict.
+    #[serde(default)]
+    pub ets: Vec<EtsClass>,
+}
+
+/// One ETS class of [`SwitchSpec::ets`].
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EtsClass {
+    pub priority: u8,
+    /// Percent of the port's bandwidth left by the strict classes.
+    pub share: u8,
 }
 
 #[derive(Debug, Clone, Copy, Deserialize)]
@@ -170,6 +193,8 @@ pub struct FlowSpec {
     pub start: Option<String>,
     /// When it stops posting (what is outstanding still completes).
     pub stop: Option<String>,
+    /// Its DSCP, if not the scenario's.
+    pub dscp: Option<u8>,
 }
 
 /// The state of the fabric at one sampling instant.
@@ -239,6 +264,18 @@ pub struct FabricResult {
     /// With several runs: the seeds, and each run's summary (the first is `summary`).
     pub seeds: Vec<u64>,
     pub runs: Vec<Summary>,
+    /// The captures `pcap` asked for, with the host port's counters at the end.
+    pub captures: Vec<HostCapture>,
+}
+
+/// A host's link as the host saw it.
+#[derive(Debug, Clone)]
+pub struct HostCapture {
+    pub host: String,
+    /// A pcap file's bytes.
+    pub pcap: Vec<u8>,
+    /// The host port's MAC counters (pause frames received, time paused) at the end.
+    pub port: roce_sim::PortCounters,
 }
 
 /// Jain's fairness index (sum x)^2 / (n sum x^2): 1 when all are equal, 1/n when one
@@ -264,8 +301,10 @@ struct Plan {
     rate: u64,
     link: LinkConfig,
     mtu: Mtu,
-    /// The flows' 802.1p priority (their DSCP through the default map).
+    /// The scenario's 802.1p priority (its DSCP through the default map).
     priority: u8,
+    /// Every flow's priority: PFC and ECN apply to these.
+    priorities: Priorities,
 }
 
 impl Plan {
@@ -290,6 +329,12 @@ impl Plan {
             link: LinkConfig::new(rate, delay),
             mtu,
             priority: f.dscp >> 3,
+            priorities: f
+                .flows
+                .iter()
+                .fold(Priorities::only(f.dscp >> 3), |set, fl| {
+                    set.with(fl.dscp.unwrap_or(f.dscp) >> 3)
+                }),
         })
     }
 }
@@ -306,6 +351,8 @@ struct Net {
     hosts: Vec<Host>,
     /// The bottleneck host.
     bottleneck: usize,
+    /// The captures the scenario asked for: host, tap on its link, bytes.
+    taps: Vec<(usize, TapId, MemoryCapture)>,
 }
 
 impl Net {
@@ -372,7 +419,25 @@ pub fn run(f: &FabricScenario, seed: u64, progress: &ProgressBar) -> Result<Fabr
         .collect::<Result<Vec<_>>>()?;
     let mut net = net;
     let run = simulate(f, &plan, &mut net, &mut flows, progress)?;
-    summarise(f, &plan, &net, &flows, run, seed)
+    let mut result = summarise(f, &plan, &net, &flows, run, seed)?;
+    result.captures = captures(&mut net)?;
+    Ok(result)
+}
+
+/// Closes the scenario's captures: each host's pcap bytes and its port's counters.
+fn captures(net: &mut Net) -> Result<Vec<HostCapture>> {
+    let mut out = Vec::new();
+    for (h, tap, capture) in std::mem::take(&mut net.taps) {
+        let fabric = &mut net.topo.fabric;
+        fabric.close_tap(tap)?;
+        let host = &net.topo.hosts[h];
+        out.push(HostCapture {
+            host: host.name.clone(),
+            pcap: capture.bytes(),
+            port: fabric.port_counters(host.node, 0),
+        });
+    }
+    Ok(out)
 }
 
 /// The switches, and one NIC per host (10.0.0.(i + 1)) with DCQCN and PFC as the
@@ -410,25 +475,36 @@ fn build(f: &FabricScenario, plan: &Plan, seed: u64) -> Result<Net> {
         .iter()
         .map(|t| Ok((sw_index(&t.a)?, sw_index(&t.b)?)))
         .collect::<Result<Vec<_>>>()?;
-    let switches = vec![switch_config(&f.switch, plan.priority); f.switches.len()];
-    let topo = Topology::build(seed, &switches, hosts, &trunks, plan.link)?;
+    let switches = vec![switch_config(&f.switch, plan.priorities)?; f.switches.len()];
+    let mut topo = Topology::build(seed, &switches, hosts, &trunks, plan.link)?;
     let mut verbs = Vec::new();
     for (h, host) in topo.hosts.iter().enumerate() {
         if f.cc.dcqcn {
             host.ctx.set_cc(&CcConfig::dcqcn(plan.rate))?;
         }
         if f.switch.pfc.is_some() {
-            // The hosts honour the switches' pauses on the flows' priority.
-            host.ctx.set_pfc(1 << plan.priority)?;
+            // The hosts honour the switches' pauses on the flows' priorities.
+            host.ctx.set_pfc(plan.priorities.0)?;
         }
         let cq = host.ctx.create_cq((f.depth * flows_of(h)).max(16))?;
         let pd = host.ctx.alloc_pd()?;
         verbs.push(Host { pd, cq });
     }
+    let mut taps = Vec::new();
+    for name in &f.pcap {
+        let h = host_named(f, name)?;
+        let capture = roce_sim::MemoryCapture::new();
+        // The host is end 0 of its link.
+        let tap = topo
+            .fabric
+            .tap_end(topo.hosts[h].link, 0, capture.clone())?;
+        taps.push((h, tap, capture));
+    }
     Ok(Net {
         bottleneck: host_named(f, &f.bottleneck)?,
         topo,
         hosts: verbs,
+        taps,
     })
 }
 
@@ -646,6 +722,7 @@ fn summarise(
         summary,
         ecn,
         seeds: vec![seed],
+        captures: Vec::new(),
     })
 }
 
@@ -731,22 +808,34 @@ fn host_named(f: &FabricScenario, name: &str) -> Result<usize> {
         .with_context(|| format!("no host named {name:?}"))
 }
 
-pub(crate) fn switch_config(s: &SwitchSpec, priority: u8) -> SwitchConfig {
-    SwitchConfig {
+/// The switches' configuration, PFC and ECN on the flows' `priorities`.
+pub(crate) fn switch_config(s: &SwitchSpec, priorities: Priorities) -> Result<SwitchConfig> {
+    let mut ets = EtsConfig::STRICT;
+    for c in &s.ets {
+        if c.priority > 7 || !ets.strict.contains(c.priority) {
+            bail!("switch.ets: priority {} twice or not 0..7", c.priority);
+        }
+        ets.strict = ets.strict.without(Priorities::only(c.priority));
+        ets.bw[usize::from(c.priority)] = c.share;
+    }
+    ets.validate()
+        .map_err(|e| anyhow::anyhow!("switch.ets: {e:?}"))?;
+    Ok(SwitchConfig {
         port_buffer: s.port_buffer,
         shared_buffer: s.shared_buffer,
         pfc: s
             .pfc
-            .map(|p| PfcConfig::new(Priorities::only(priority), p.xoff, p.xon, p.headroom)),
+            .map(|p| PfcConfig::new(priorities, p.xoff, p.xon, p.headroom)),
         red: s.ecn.map(|e| RedConfig {
-            priorities: 1 << priority,
+            priorities: priorities.0,
             ..RedConfig::new(e.kmin, e.kmax, e.pmax)
         }),
+        ets,
         // Routes are static; learning would only add table churn.
         learning: false,
         flood_unknown: false,
         ..SwitchConfig::default()
-    }
+    })
 }
 
 /// Connects one flow's QP pair and registers its buffers.
@@ -776,7 +865,7 @@ fn connect_flow(
     let opts = ConnectOptions {
         mtu,
         timeout: f.timeout,
-        traffic_class: f.dscp << 2 | ECT0,
+        traffic_class: spec.dscp.unwrap_or(f.dscp) << 2 | ECT0,
         ..ConnectOptions::default()
     };
     connect_pair(&sqp, &dqp, index, &opts)?;

@@ -727,7 +727,12 @@ fn run_one(
     let delay = nanos("link.delay", &f.link.delay)?;
     let mtu = crate::perf_cmd::parse_mtu(f.mtu)?;
     let link = LinkConfig::new(rate, delay);
-    let tree = FatTree::new(f.k, link, link, switch_config(&f.switch, f.dscp >> 3));
+    let tree = FatTree::new(
+        f.k,
+        link,
+        link,
+        switch_config(&f.switch, Priorities::only(f.dscp >> 3))?,
+    );
     let flows = f.workload.flows(tree.hosts(), rate, seed)?;
     let setup = Setup {
         partitions: f.k,
