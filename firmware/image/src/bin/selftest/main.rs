@@ -89,12 +89,7 @@ fn panic(info: &core::panic::PanicInfo) -> ! {
 /// Any trap is a failure: report where and why, and exit.
 #[export_name = "ExceptionHandler"]
 fn exception_handler(_frame: &riscv_rt::TrapFrame) -> ! {
-    error!(
-        "exception: mcause {=usize:#x} mepc {=usize:#x} mtval {=usize:#x}",
-        riscv::register::mcause::read().bits(),
-        riscv::register::mepc::read(),
-        riscv::register::mtval::read()
-    );
+    roce_firmware_image::log_trap();
     semihosting::process::exit(102)
 }
 
