@@ -906,6 +906,7 @@ impl<
             recv_cq,
             sq_sig_all: arg.sq_sig_all != 0,
             max_inline_data,
+            srq: None,
         };
         let qpn = match self.engine.create_qp(&init) {
             Ok(q) => q,
