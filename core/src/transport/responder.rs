@@ -346,9 +346,10 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
         completes: bool,
         psn: Psn,
     ) -> Result<bool, Fail> {
-        if !((completes && !env.cqs.has_room(self.qp.recv_cq))
-            || (needs_rwr && !self.recv_wqe_ready(env)))
-        {
+        let cq_full = completes && !env.cqs.has_room(self.qp.recv_cq);
+        // An SRQ's WQE is taken only when the message can go on.
+        let no_wqe = needs_rwr && !cq_full && !self.recv_wqe_ready(env);
+        if !cq_full && !no_wqe {
             return Ok(false);
         }
         if self.qp.qp_type != QpType::Rc {
