@@ -20,6 +20,17 @@ fn side(m: Model, last: u8) -> Side {
     Side { nic, ctx }
 }
 
+/// What `q`'s peer needs to connect to it, starting at `psn`.
+fn endpoint(s: &Side, q: &QueuePair, psn: u32) -> QpEndpoint {
+    let (gid, mac) = s.ctx.port_addr();
+    QpEndpoint {
+        qpn: q.qpn(),
+        psn: Psn::new(psn),
+        gid,
+        mac,
+    }
+}
+
 /// Moves frames between the two ports until both NICs are idle.
 fn run(a: &Side, b: &Side) {
     common::run(&*a.nic.model, &*b.nic.model);
@@ -61,19 +72,10 @@ fn connected_inline(m: Model, qp_type: QpType, max_inline: u32) -> Pair {
         .unwrap();
     let ma = pda.reg_mr(65536, access).unwrap();
     let mb = pdb.reg_mr(65536, access).unwrap();
-    let ep = |s: &Side, q: &QueuePair, psn| {
-        let (gid, mac) = s.ctx.port_addr();
-        QpEndpoint {
-            qpn: q.qpn(),
-            psn: Psn::new(psn),
-            gid,
-            mac,
-        }
-    };
     let o = ConnectOptions::default();
-    qa.connect(&ep(&b, &qb, 0xFF_FFF0), Psn::new(100), &o)
+    qa.connect(&endpoint(&b, &qb, 0xFF_FFF0), Psn::new(100), &o)
         .unwrap();
-    qb.connect(&ep(&a, &qa, 100), Psn::new(0xFF_FFF0), &o)
+    qb.connect(&endpoint(&a, &qa, 100), Psn::new(0xFF_FFF0), &o)
         .unwrap();
     Pair {
         a,
@@ -337,16 +339,6 @@ fn inline_sends(m: Model) {
 fn an_srq_feeds_two_qps_and_reports_its_limit() {
     for m in models() {
         srq_shared(m);
-    }
-}
-
-fn endpoint(s: &Side, q: &QueuePair, psn: u32) -> QpEndpoint {
-    let (gid, mac) = s.ctx.port_addr();
-    QpEndpoint {
-        qpn: q.qpn(),
-        psn: Psn::new(psn),
-        gid,
-        mac,
     }
 }
 
