@@ -44,7 +44,6 @@ impl Pair {
         }
     }
 
-    /// Moves MADs both ways until neither side has one to send.
     /// B listens, A sends a REQ, B receives it: the two sides' IDs.
     fn requested(&mut self) -> (ConnId, ConnId) {
         self.b.listen(SERVICE).unwrap();
@@ -56,6 +55,7 @@ impl Pair {
         (a, b)
     }
 
+    /// Moves MADs both ways until neither side has one to send.
     fn run(&mut self) {
         let mut buf = [0u8; 256];
         loop {
