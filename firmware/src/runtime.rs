@@ -24,6 +24,8 @@ use roce_core::wire::Packet;
 use zerocopy::little_endian::U32;
 use zerocopy::{FromBytes, FromZeros, Immutable, IntoBytes};
 
+mod srq;
+
 /// Largest ring the NIC accepts (2^15 entries).
 pub const MAX_LOG_DEPTH: u8 = 15;
 /// Frame buffer size: the largest MTU plus every header.
@@ -111,6 +113,7 @@ pub struct Nic<
     engine: Engine<QPS, CQS, PDS, MRS, SQ, RQ, CQE, RD>,
     cqs: [Option<HostCq>; CQS],
     qps: [Option<HostQp>; QPS],
+    srqs: [Option<srq::HostSrq>; roce_core::transport::MAX_SRQ],
     cmdq_ci: u32,
     /// Some QP's ring holds WQEs not yet fetched.
     backlog: bool,
@@ -155,6 +158,7 @@ impl<
             engine: Engine::new(port),
             cqs: [None; CQS],
             qps: [None; QPS],
+            srqs: [None; roce_core::transport::MAX_SRQ],
             cmdq_ci: 0,
             backlog: false,
             qp_hi: 0,
@@ -228,6 +232,7 @@ impl<
         }
         busy |= self.transmit(now);
         busy |= self.write_completions();
+        busy |= self.srq_events();
         busy
     }
 
@@ -486,11 +491,11 @@ impl<
                 *s = Some(q);
             }
         }
-        any
+        any | self.fetch_srqs()
     }
 
     /// Takes the entries of a host ring from `*ci` up to the producer index in doorbell
-    /// register `db`, handing each to `post`; an entry `post` refuses (the engine's queue
+    /// register `db`, handing each (and its address) to `post`; an entry `post` refuses (the engine's queue
     /// is full) stays in the ring for a later poll. Returns whether any was taken, or
     /// [`BadDoorbell`] (having skipped to the producer index) when the index claims more
     /// entries than the ring holds.
@@ -499,7 +504,7 @@ impl<
         db: u32,
         (ring, log): (u64, u8),
         ci: &mut u32,
-        mut post: impl FnMut(&mut Self, &T) -> bool,
+        mut post: impl FnMut(&mut Self, &T, u64) -> bool,
     ) -> Result<bool, BadDoorbell> {
         let pi = self.hal.reg_read(db);
         if !fits(pi, *ci, log) {
@@ -514,7 +519,7 @@ impl<
                 self.counters.dma_errors += 1;
                 break;
             }
-            if !post(self, &entry) {
+            if !post(self, &entry, addr) {
                 break;
             }
             *ci = ci.wrapping_add(1);
@@ -540,8 +545,8 @@ impl<
             reg::sq_db(index),
             (q.sq_ring, q.sq_log),
             &mut q.sq_ci,
-            |nic, wqe: &SendWqe| {
-                let result = match wqe.to_wr(ud) {
+            |nic, wqe: &SendWqe, at| {
+                let result = match wqe.to_wr(ud, at) {
                     Ok(wr) => nic.engine.post_send(qpn, &wr),
                     Err(DecodeError(reason)) => Err(EngineError::InvalidWr { reason }),
                 };
@@ -575,7 +580,7 @@ impl<
             reg::rq_db(index),
             (q.rq_ring, q.rq_log),
             &mut q.rq_ci,
-            |nic, wqe: &RecvWqe| {
+            |nic, wqe: &RecvWqe, _| {
                 match wqe.to_wr().map(|wr| nic.engine.post_recv(qpn, &wr)) {
                     Ok(Ok(())) => nic.counters.recv_wqes += 1,
                     Ok(Err(EngineError::QueueFull { .. })) => return false,
@@ -790,6 +795,10 @@ impl<
                 abi::set_payload(e, &abi::QpAttrArg::from_attr(info.qpn, &attr));
             }),
             CmdOp::DestroyQp => return self.destroy_qp(Qpn::new(handle)),
+            CmdOp::CreateSrq => return self.create_srq(e),
+            CmdOp::ModifySrq => return self.modify_srq(e),
+            CmdOp::QuerySrq => return self.query_srq(e),
+            CmdOp::DestroySrq => return self.destroy_srq(handle),
         };
         match result {
             Ok(()) => CmdStatus::Ok,
@@ -893,12 +902,26 @@ impl<
         if arg.sq_log_depth > MAX_LOG_DEPTH || arg.rq_log_depth > MAX_LOG_DEPTH {
             return CmdStatus::BadParam;
         }
+        // Any inline size up to the WQE's room gets all of it (rxe rounds up the same way).
+        let max_inline_data = match arg.max_inline_data.get() {
+            0 => 0,
+            n if n <= abi::MAX_INLINE_DATA => abi::MAX_INLINE_DATA,
+            _ => return CmdStatus::BadParam,
+        };
         let init = QpInitAttr {
             qp_type,
             pd: Pd::from_index(pd),
             send_cq,
             recv_cq,
             sq_sig_all: arg.sq_sig_all != 0,
+            max_inline_data,
+            srq: match arg.srqn.get() {
+                0 => None,
+                n => match srq::srq_handle(n) {
+                    Some(h) => Some(h),
+                    None => return CmdStatus::BadHandle,
+                },
+            },
         };
         let qpn = match self.engine.create_qp(&init) {
             Ok(q) => q,
@@ -930,6 +953,13 @@ impl<
             }
         }
         e.out = U32::new(qpn.value());
+        abi::set_payload(
+            e,
+            &abi::CreateQpArg {
+                max_inline_data: U32::new(max_inline_data),
+                ..arg
+            },
+        );
         CmdStatus::Ok
     }
 
@@ -979,7 +1009,9 @@ fn slot_addr(ring: u64, log: u8, index: u32, size: usize) -> u64 {
 /// The command status for an engine error.
 fn status_of(e: &EngineError) -> CmdStatus {
     match e {
-        EngineError::NoSuchQp(_) | EngineError::NoSuchCq(_) => CmdStatus::BadHandle,
+        EngineError::NoSuchQp(_) | EngineError::NoSuchCq(_) | EngineError::NoSuchSrq(_) => {
+            CmdStatus::BadHandle
+        }
         EngineError::Memory(MemError::NoSuchPd | MemError::NoSuchKey(_) | MemError::WrongPd(_)) => {
             CmdStatus::BadHandle
         }
