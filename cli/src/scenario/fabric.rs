@@ -20,6 +20,7 @@ use crate::perf::world::NicNode;
 use crate::progress::Progress;
 use anyhow::{bail, Context as _, Result};
 use roce_core::cc::CcConfig;
+use roce_core::dcb::EtsConfig;
 use roce_core::engine::PortConfig;
 use roce_core::memory::AccessFlags;
 use roce_core::num::Psn;
@@ -124,10 +125,24 @@ pub struct SwitchSpec {
     pub port_buffer: u64,
     /// Bytes shared by all ports.
     pub shared_buffer: u64,
-    /// PFC on the flows' priority.
+    /// PFC on the flows' priorities.
     pub pfc: Option<PfcSpec>,
-    /// RED/ECN marking on the flows' priority (instantaneous queue).
+    /// RED/ECN marking on the flows' priorities (instantaneous queue).
     pub ecn: Option<EcnSpec>,
+    /// Transmission selection of every egress port: these priorities are ETS classes
+    /// with these bandwidth shares (802.1Qaz, summing to 100), the others strict.
+    /// Without it every priority is strict.
+    #[serde(default)]
+    pub ets: Vec<EtsClass>,
+}
+
+/// One ETS class of [`SwitchSpec::ets`].
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EtsClass {
+    pub priority: u8,
+    /// Percent of the port's bandwidth left by the strict classes.
+    pub share: u8,
 }
 
 #[derive(Debug, Clone, Copy, Deserialize)]
@@ -182,6 +197,8 @@ pub struct FlowSpec {
     pub start: Option<String>,
     /// When it stops posting (what is outstanding still completes).
     pub stop: Option<String>,
+    /// Its DSCP, if not the scenario's.
+    pub dscp: Option<u8>,
 }
 
 /// The state of the fabric at one sampling instant.
@@ -346,7 +363,10 @@ pub fn run(f: &FabricScenario, seed: u64, progress: &mut Progress) -> Result<Fab
     }
 
     let mut fabric = Fabric::new(seed);
-    let cfg = switch_config(&f.switch, priority);
+    let flow_prios = f.flows.iter().fold(Priorities::only(priority), |set, fl| {
+        set.with(fl.dscp.unwrap_or(f.dscp) >> 3)
+    });
+    let cfg = switch_config(&f.switch, flow_prios)?;
     let switches: Vec<SwitchId> = ports
         .iter()
         .map(|p| fabric.add_switch(cfg.clone(), p.len()))
@@ -705,22 +725,34 @@ fn host_named(f: &FabricScenario, name: &str) -> Result<usize> {
         .with_context(|| format!("no host named {name:?}"))
 }
 
-pub(crate) fn switch_config(s: &SwitchSpec, priority: u8) -> SwitchConfig {
-    SwitchConfig {
+/// The switches' configuration, PFC and ECN on the flows' `priorities`.
+pub(crate) fn switch_config(s: &SwitchSpec, priorities: Priorities) -> Result<SwitchConfig> {
+    let mut ets = EtsConfig::STRICT;
+    for c in &s.ets {
+        if c.priority > 7 || !ets.strict.contains(c.priority) {
+            bail!("switch.ets: priority {} twice or not 0..7", c.priority);
+        }
+        ets.strict = ets.strict.without(Priorities::only(c.priority));
+        ets.bw[usize::from(c.priority)] = c.share;
+    }
+    ets.validate()
+        .map_err(|e| anyhow::anyhow!("switch.ets: {e:?}"))?;
+    Ok(SwitchConfig {
         port_buffer: s.port_buffer,
         shared_buffer: s.shared_buffer,
         pfc: s
             .pfc
-            .map(|p| PfcConfig::new(Priorities::only(priority), p.xoff, p.xon, p.headroom)),
+            .map(|p| PfcConfig::new(priorities, p.xoff, p.xon, p.headroom)),
         red: s.ecn.map(|e| RedConfig {
-            priorities: 1 << priority,
+            priorities: priorities.0,
             ..RedConfig::new(e.kmin, e.kmax, e.pmax)
         }),
+        ets,
         // Routes are static; learning would only add table churn.
         learning: false,
         flood_unknown: false,
         ..SwitchConfig::default()
-    }
+    })
 }
 
 /// A route to every host on every switch: breadth-first from the host's switch over the
@@ -778,7 +810,7 @@ fn connect_flow(
     let opts = ConnectOptions {
         mtu,
         timeout: f.timeout,
-        traffic_class: f.dscp << 2 | ECT0,
+        traffic_class: spec.dscp.unwrap_or(f.dscp) << 2 | ECT0,
         ..ConnectOptions::default()
     };
     let psn = |side: u32| Psn::new(0x10_0000 * (side + 1) + index as u32);
