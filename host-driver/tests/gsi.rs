@@ -14,7 +14,7 @@ use roce_core::transport::{
     ipv4_gid, AddressVector, Instant, QpType, RecvWr, SendFlags, SendWr, UdDest, WcOpcode,
     WcStatus, WrOp, GRH_LEN,
 };
-use roce_core::wire::cm::{port_space, rdma_cm_service_id, CmPath, RepRepr, ReqRepr};
+use roce_core::wire::cm::{port_space, rdma_cm_service_id, RepRepr, ReqRepr};
 use roce_core::wire::mad::MAD_LEN;
 use roce_host::{CompletionQueue, ConnectOptions, Context, MemoryRegion, QpEndpoint, QueuePair};
 
@@ -183,30 +183,13 @@ fn cm_over_qp1(m: Model) {
     let (mut a, mut b) = (host(m, 1), host(m, 2));
     let service = rdma_cm_service_id(port_space::TCP, 7471);
     b.cm.listen(service).unwrap();
-    let req = ReqRepr {
-        service_id: service,
-        local_qpn: a.rc.qpn(),
-        starting_psn: Psn::new(0x1000),
-        responder_resources: 1,
-        initiator_depth: 1,
-        remote_cm_response_timeout: 20,
-        local_cm_response_timeout: 20,
-        retry_count: 7,
-        rnr_retry_count: 7,
-        max_cm_retries: 3,
-        pkey: 0xFFFF,
-        path_mtu: 3,
-        primary: CmPath {
-            local_lid: 0xFFFF,
-            remote_lid: 0xFFFF,
-            local_gid: a.addr().gid,
-            remote_gid: b.addr().gid,
-            hop_limit: 64,
-            local_ack_timeout: 14,
-            ..CmPath::default()
-        },
-        ..ReqRepr::default()
-    };
+    let req = ReqRepr::rc(
+        service,
+        a.rc.qpn(),
+        Psn::new(0x1000),
+        a.addr().gid,
+        b.addr().gid,
+    );
     let to_b = b.addr();
     let ia = a.cm.connect(Instant::ZERO, to_b, req).unwrap();
     shuttle(&mut a, &mut b);
