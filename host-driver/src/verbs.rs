@@ -131,6 +131,11 @@ impl Context {
         Ok(Self { ctx: Rc::new(ctx) })
     }
 
+    /// A device register (the clock, for the RDMA CM's timers).
+    pub(crate) fn read_reg(&self, offset: u32) -> u32 {
+        self.ctx.dev.read_reg(offset)
+    }
+
     /// `ibv_query_device` (and the port's addresses).
     pub fn query_device(&self) -> DeviceAttr {
         self.ctx.attr
