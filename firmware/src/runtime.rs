@@ -490,7 +490,7 @@ impl<
     }
 
     /// Takes the entries of a host ring from `*ci` up to the producer index in doorbell
-    /// register `db`, handing each to `post`; an entry `post` refuses (the engine's queue
+    /// register `db`, handing each (and its address) to `post`; an entry `post` refuses (the engine's queue
     /// is full) stays in the ring for a later poll. Returns whether any was taken, or
     /// [`BadDoorbell`] (having skipped to the producer index) when the index claims more
     /// entries than the ring holds.
@@ -499,7 +499,7 @@ impl<
         db: u32,
         (ring, log): (u64, u8),
         ci: &mut u32,
-        mut post: impl FnMut(&mut Self, &T) -> bool,
+        mut post: impl FnMut(&mut Self, &T, u64) -> bool,
     ) -> Result<bool, BadDoorbell> {
         let pi = self.hal.reg_read(db);
         if !fits(pi, *ci, log) {
@@ -514,7 +514,7 @@ impl<
                 self.counters.dma_errors += 1;
                 break;
             }
-            if !post(self, &entry) {
+            if !post(self, &entry, addr) {
                 break;
             }
             *ci = ci.wrapping_add(1);
@@ -540,8 +540,8 @@ impl<
             reg::sq_db(index),
             (q.sq_ring, q.sq_log),
             &mut q.sq_ci,
-            |nic, wqe: &SendWqe| {
-                let result = match wqe.to_wr(ud) {
+            |nic, wqe: &SendWqe, at| {
+                let result = match wqe.to_wr(ud, at) {
                     Ok(wr) => nic.engine.post_send(qpn, &wr),
                     Err(DecodeError(reason)) => Err(EngineError::InvalidWr { reason }),
                 };
@@ -575,7 +575,7 @@ impl<
             reg::rq_db(index),
             (q.rq_ring, q.rq_log),
             &mut q.rq_ci,
-            |nic, wqe: &RecvWqe| {
+            |nic, wqe: &RecvWqe, _| {
                 match wqe.to_wr().map(|wr| nic.engine.post_recv(qpn, &wr)) {
                     Ok(Ok(())) => nic.counters.recv_wqes += 1,
                     Ok(Err(EngineError::QueueFull { .. })) => return false,
@@ -893,12 +893,19 @@ impl<
         if arg.sq_log_depth > MAX_LOG_DEPTH || arg.rq_log_depth > MAX_LOG_DEPTH {
             return CmdStatus::BadParam;
         }
+        // Any inline size up to the WQE's room gets all of it (rxe rounds up the same way).
+        let max_inline_data = match arg.max_inline_data.get() {
+            0 => 0,
+            n if n <= abi::MAX_INLINE_DATA => abi::MAX_INLINE_DATA,
+            _ => return CmdStatus::BadParam,
+        };
         let init = QpInitAttr {
             qp_type,
             pd: Pd::from_index(pd),
             send_cq,
             recv_cq,
             sq_sig_all: arg.sq_sig_all != 0,
+            max_inline_data,
         };
         let qpn = match self.engine.create_qp(&init) {
             Ok(q) => q,
@@ -930,6 +937,13 @@ impl<
             }
         }
         e.out = U32::new(qpn.value());
+        abi::set_payload(
+            e,
+            &abi::CreateQpArg {
+                max_inline_data: U32::new(max_inline_data),
+                ..arg
+            },
+        );
         CmdStatus::Ok
     }
 

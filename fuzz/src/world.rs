@@ -242,6 +242,7 @@ impl Side {
                 send_cq: self.cq.0,
                 recv_cq: self.cq.0,
                 sq_sig_all: false,
+                max_inline_data: 0,
             })
             .expect("create_qp")
     }

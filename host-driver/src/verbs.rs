@@ -10,8 +10,8 @@ use roce_core::engine::QPN_BASE;
 use roce_core::memory::AccessFlags;
 use roce_core::num::{Lkey, Psn, Qkey, Qpn, Rkey};
 use roce_core::transport::{
-    AckTimeout, AddressVector, Mtu, QpAttr, QpState, QpType, RecvWr, RetryCount, RnrTimer, SendWr,
-    Sge, SrAttr, WcStatus, WorkCompletion,
+    AckTimeout, AddressVector, Mtu, QpAttr, QpState, QpType, RecvWr, RetryCount, RnrTimer,
+    SendFlags, SendWr, Sge, SrAttr, WcStatus, WorkCompletion,
 };
 use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, VecDeque};
@@ -296,6 +296,7 @@ impl ProtectionDomain {
             max_send_wr: 64,
             max_recv_wr: 64,
             sq_sig_all: false,
+            max_inline_data: 0,
         }
     }
 }
@@ -494,6 +495,7 @@ pub struct QpBuilder<'a> {
     max_send_wr: usize,
     max_recv_wr: usize,
     sq_sig_all: bool,
+    max_inline_data: u32,
 }
 
 impl QpBuilder<'_> {
@@ -512,6 +514,13 @@ impl QpBuilder<'_> {
         self.sq_sig_all = on;
         self
     }
+    /// Largest inline send (`cap.max_inline_data`, at most `abi::MAX_INLINE_DATA`);
+    /// the QP gets at least this much ([`QueuePair::max_inline_data`]). A QP that
+    /// may send inline is not put on the RC fast path.
+    pub fn max_inline_data(mut self, n: u32) -> Self {
+        self.max_inline_data = n;
+        self
+    }
 
     /// Creates the QP in the RESET state.
     pub fn build(self) -> Result<QueuePair> {
@@ -521,6 +530,12 @@ impl QpBuilder<'_> {
             ring_log(self.max_send_wr, max_log)?,
             ring_log(self.max_recv_wr, max_log)?,
         );
+        if self.max_inline_data != 0 && abi::Version(ctx.dev.read_reg(reg::VERSION)).minor() < 2 {
+            // An older NIC would take an inline WQE for an empty one.
+            return Err(Error::InvalidArgument(
+                "max_inline_data: the device's ABI is older than 1.2 (no inline sends)",
+            ));
+        }
         let mem = ctx.dev.memory();
         let sq_len = (1usize << sq_log) * size_of::<SendWqe>();
         let rq_len = (1usize << rq_log) * size_of::<RecvWqe>();
@@ -538,6 +553,8 @@ impl QpBuilder<'_> {
                 sq_sig_all: u8::from(self.sq_sig_all),
                 sq_ring: U64::new(sq_ring),
                 rq_ring: U64::new(rq_ring),
+                max_inline_data: U32::new(self.max_inline_data),
+                reserved: [0; 4],
             },
         );
         if let Err(err) = ctx.exec(CmdOp::CreateQp, &mut e) {
@@ -546,6 +563,7 @@ impl QpBuilder<'_> {
             return Err(err);
         }
         let qpn = Qpn::new(e.out.get());
+        let max_inline = abi::payload::<abi::CreateQpArg>(&e).max_inline_data.get();
         let index = qpn.value().wrapping_sub(QPN_BASE);
         let inner = Rc::new(QpInner {
             ctx: ctx.clone(),
@@ -554,6 +572,7 @@ impl QpBuilder<'_> {
             index,
             qp_type: self.qp_type,
             sq_sig_all: self.sq_sig_all,
+            max_inline,
             state: Cell::new(QpState::Reset),
             sq_ring,
             sq_log,
@@ -578,6 +597,8 @@ struct QpInner {
     index: u32,
     qp_type: QpType,
     sq_sig_all: bool,
+    /// `cap.max_inline_data` as the NIC granted it.
+    max_inline: u32,
     state: Cell<QpState>,
     sq_ring: u64,
     sq_log: u8,
@@ -674,6 +695,11 @@ impl QueuePair {
     /// on its own; `query` asks the device).
     pub fn state(&self) -> QpState {
         self.inner.state.get()
+    }
+    /// The largest inline send the NIC granted (`ibv_qp_init_attr.cap.max_inline_data`
+    /// after `ibv_create_qp`).
+    pub fn max_inline_data(&self) -> u32 {
+        self.inner.max_inline
     }
     /// Send WRs posted and not yet completed.
     pub fn send_outstanding(&self) -> usize {
@@ -791,7 +817,11 @@ impl QueuePair {
         }
         let pi = q.sq_pi.get();
         let addr = q.sq_ring + u64::from(pi & (depth as u32 - 1)) * size_of::<SendWqe>() as u64;
-        let wqe = SendWqe::from_wr(wr);
+        let mut wqe = SendWqe::from_wr(wr);
+        if wr.send_flags.contains(SendFlags::INLINE) {
+            wqe.set_inline(&self.inline_bytes(wr)?)
+                .map_err(|abi::DecodeError(what)| Error::InvalidArgument(what))?;
+        }
         q.ctx
             .dev
             .memory()
@@ -804,6 +834,35 @@ impl QueuePair {
         q.sq_signaled.borrow_mut().push_back(signaled);
         q.sq_pi.set(pi.wrapping_add(1));
         Ok(())
+    }
+
+    /// An inline WR's payload, copied now from the memory its SGEs name (no L_Key is
+    /// checked, as libibverbs does): the buffers may be reused once `post_send` returns.
+    fn inline_bytes(&self, wr: &SendWr) -> Result<Vec<u8>> {
+        if !wr.op.opcode().can_inline() {
+            return Err(Error::InvalidArgument(
+                "inline data on an operation that sends none",
+            ));
+        }
+        let len: u64 = wr.sg_list.iter().map(|s| u64::from(s.length)).sum();
+        if len > u64::from(self.inner.max_inline) {
+            return Err(Error::InvalidArgument(
+                "inline data longer than the QP's max_inline_data",
+            ));
+        }
+        let mut data = vec![0u8; len as usize];
+        let mut at = 0;
+        for s in &wr.sg_list {
+            let n = s.length as usize;
+            self.inner
+                .ctx
+                .dev
+                .memory()
+                .read(s.addr, &mut data[at..at + n])
+                .map_err(|e| Error::Dma { addr: e.addr })?;
+            at += n;
+        }
+        Ok(data)
     }
 
     /// `ibv_post_recv` of one work request.

@@ -23,6 +23,9 @@ use std::time::{Duration, Instant};
 use crate::cmd::{self, Result};
 use crate::install::{self, PyPackage};
 
+mod json;
+mod paths;
+
 /// The synthesis tools, pinned.
 const TOOLS: &[PyPackage] = &[
     PyPackage {
@@ -55,7 +58,7 @@ pub struct Target {
     pub clock_mhz: u32,
     /// The regression guard of `cargo xtask ci` (see [`check_depth`]): the most logic
     /// levels allowed on any register-to-register path. `None`: not guarded.
-    pub depth_limit: Option<u32>,
+    pub depth_limit: Option<f64>,
 }
 
 /// A file of a PyPI package in the project's virtualenv: `FILE` in the directory the
@@ -115,6 +118,22 @@ const DATAPATH: &[&str] = &[
     "hdl-sim/rtl/rx_parser.sv",
     "hdl-sim/rtl/tx_icrc_insert.sv",
     "hdl-sim/rtl/roce_dp_top.sv",
+];
+
+/// The port's DCB block (PFC timers and generation, eight priority queues under ETS;
+/// `hdl-sim/build.rs`'s `DCB_RTL`), between the datapath and the MAC.
+const DCB: &[&str] = &[
+    "hdl-sim/rtl/dcb_pkg.sv",
+    "hdl-sim/rtl/roce_fifo.sv",
+    "hdl-sim/rtl/roce_bram_fifo.sv",
+    "hdl-sim/rtl/axis_skid.sv",
+    "hdl-sim/rtl/dcb_frame_class.sv",
+    "hdl-sim/rtl/dcb_pause_timers.sv",
+    "hdl-sim/rtl/dcb_pfc_gen.sv",
+    "hdl-sim/rtl/dcb_ets.sv",
+    "hdl-sim/rtl/dcb_tx.sv",
+    "hdl-sim/rtl/dcb_rx.sv",
+    "hdl-sim/rtl/roce_dcb_top.sv",
 ];
 
 /// The NIC SoC (`hdl-sim/rtl/soc/`) around the datapath; with [`VEXRISCV`].
@@ -208,7 +227,26 @@ pub const TARGETS: &[Target] = &[
         clock_mhz: 250,
         depth_limit: None,
     },
+    Target {
+        name: "dcb64-ecp5",
+        top: "roce_dcb_top",
+        files: DCB,
+        package_files: &[],
+        init_file: None,
+        params: &[("DATA_WIDTH", "64")],
+        part: Part::Ecp5 {
+            device: "um5g-85k",
+            package: "CABGA381",
+            out_of_context: true,
+            lpf: None,
+        },
+        clock_mhz: 125,
+        depth_limit: None,
+    },
 ];
+
+/// Paths listed in a report.
+const DEPTHS_SHOWN: usize = 12;
 
 /// What one target's flow measured.
 struct Report {
@@ -217,7 +255,8 @@ struct Report {
     clock_mhz: u32,
     /// (module, resource line) pairs, in yosys' order.
     modules: Vec<ModuleStat>,
-    depth: Depth,
+    /// The deepest path of each module (one entry for a flattened design).
+    depths: Vec<Depth>,
     pnr: Option<Pnr>,
     yosys_time: Duration,
     pnr_time: Option<Duration>,
@@ -229,11 +268,10 @@ struct ModuleStat {
     cells: Vec<(String, u64)>,
 }
 
-/// The longest register-to-register path, in logic cells.
+/// The deepest register-to-register path of an instance (flat flows) or a module.
 struct Depth {
-    levels: u32,
-    from: String,
-    to: String,
+    scope: String,
+    path: paths::Path,
 }
 
 struct Pnr {
@@ -245,7 +283,22 @@ struct Pnr {
     utilisation: Vec<String>,
 }
 
-/// `cargo xtask synth [--list | --depth] [NAME..]`.
+/// What one run of a target does.
+#[derive(Clone, Copy, PartialEq)]
+enum Flow {
+    /// The design flattened (as slang reads it), the logic depth, and place and route
+    /// where the part has it: the figures of record.
+    Full,
+    /// The same yosys run without place and route: the CI guard.
+    Depth,
+    /// Each module synthesized on its own (slang's `--keep-hierarchy`, yosys
+    /// `-noflatten`): resources and logic depth per module. Paths that cross a module
+    /// boundary are cut there, and nothing is optimized across one, so the sum is a
+    /// little larger than the flat design.
+    Modules,
+}
+
+/// `cargo xtask synth [--list | --depth | --modules] [NAME..]`.
 pub fn synth(root: &Path, args: &[String]) -> Result {
     if args.iter().any(|a| a == "--list") {
         print!("{}", table());
@@ -254,7 +307,9 @@ pub fn synth(root: &Path, args: &[String]) -> Result {
     if args.iter().any(|a| a == "--depth") {
         return check_depth(root);
     }
-    let targets = select(args)?;
+    let modules = args.iter().any(|a| a == "--modules");
+    let names: Vec<String> = args.iter().filter(|a| *a != "--modules").cloned().collect();
+    let targets = select(&names)?;
     let mut packages = TOOLS.to_vec();
     packages.extend(
         targets
@@ -265,7 +320,8 @@ pub fn synth(root: &Path, args: &[String]) -> Result {
     let mut reports = Vec::new();
     for target in targets {
         println!("\n==> synth {}", target.name);
-        let report = run_target(root, &bin, target, true)?;
+        let flow = if modules { Flow::Modules } else { Flow::Full };
+        let report = run_target(root, &bin, target, flow)?;
         println!("{}", render(&report));
         reports.push(report);
     }
@@ -298,19 +354,22 @@ pub fn check_depth(root: &Path) -> Result {
         let Some(limit) = target.depth_limit else {
             continue;
         };
-        let report = run_target(root, &bin, target, false)?;
-        let depth = &report.depth;
-        println!(
-            "{}: {} logic levels on the worst path (limit {limit}): {} -> {}",
-            target.name, depth.levels, depth.from, depth.to
-        );
-        if depth.levels > limit {
+        let report = run_target(root, &bin, target, Flow::Depth)?;
+        println!("{}", render(&report));
+        let depth = worst(&report.depths).ok_or("no logic path")?;
+        let levels = depth.path.levels();
+        if levels > limit {
             return Err(format!(
-                "{}: the worst path is {} logic levels deep, more than the {limit} that \
-                 closed {} MHz; run `cargo xtask synth {}` for its Fmax",
-                target.name, depth.levels, target.clock_mhz, target.name
+                "{}: the path {} -> {} is {levels:.2} weighted LUT levels deep, more than \
+                 the {limit:.2} of the design that closed {} MHz; run `cargo xtask synth {}` \
+                 for its Fmax",
+                target.name, depth.path.from, depth.path.to, target.clock_mhz, target.name
             ));
         }
+        println!(
+            "{}: deepest path {levels:.2} weighted LUT levels, within the limit {limit:.2}",
+            target.name
+        );
     }
     Ok(())
 }
@@ -352,8 +411,11 @@ fn table() -> String {
     out
 }
 
-fn run_target(root: &Path, bin: &Path, target: &Target, pnr: bool) -> Result<Report> {
-    let dir = root.join("target/synth").join(target.name);
+fn run_target(root: &Path, bin: &Path, target: &Target, flow: Flow) -> Result<Report> {
+    let mut dir = root.join("target/synth").join(target.name);
+    if flow == Flow::Modules {
+        dir.push("modules");
+    }
     fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     for file in target.files {
         if !root.join(file).is_file() {
@@ -380,7 +442,7 @@ fn run_target(root: &Path, bin: &Path, target: &Target, pnr: bool) -> Result<Rep
         // slang takes a string parameter with its quotes
         params.push(("INIT_FILE".to_string(), format!("\"{}\"", path.display())));
     }
-    let script = yosys_script(target, &files, &params);
+    let script = yosys_script(target, &files, &params, flow);
     let script_path = dir.join("synth.ys");
     fs::write(&script_path, &script).map_err(|e| format!("{}: {e}", script_path.display()))?;
 
@@ -392,10 +454,10 @@ fn run_target(root: &Path, bin: &Path, target: &Target, pnr: bool) -> Result<Rep
     cmd::run(&mut yosys)?;
     let yosys_time = start.elapsed();
     let modules = parse_stat(&read(&dir.join("stat.txt"))?);
-    let depth = parse_ltp(&read(&dir.join("ltp.txt"))?)?;
+    let depths = netlist_depths(&read(&dir.join("netlist.json"))?, target.top, flow)?;
 
-    let (pnr, pnr_time) = match (&target.part, pnr) {
-        (Part::Ecp5 { .. }, true) => {
+    let (pnr, pnr_time) = match (&target.part, flow) {
+        (Part::Ecp5 { .. }, Flow::Full) => {
             let start = Instant::now();
             let result = place_and_route(bin, &dir, target)?;
             (Some(result), Some(start.elapsed()))
@@ -407,7 +469,7 @@ fn run_target(root: &Path, bin: &Path, target: &Target, pnr: bool) -> Result<Rep
         part: target.part.describe(),
         clock_mhz: target.clock_mhz,
         modules,
-        depth,
+        depths,
         pnr,
         yosys_time,
         pnr_time,
@@ -448,40 +510,44 @@ fn package_file(bin: &Path, f: &PackageFile) -> Result<PathBuf> {
     }
 }
 
-fn yosys_script(target: &Target, files: &[PathBuf], params: &[(String, String)]) -> String {
+fn yosys_script(
+    target: &Target,
+    files: &[PathBuf],
+    params: &[(String, String)],
+    flow: Flow,
+) -> String {
     let files: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
     let params: String = params.iter().map(|(k, v)| format!(" -G {k}={v}")).collect();
-    // `-j 1`: WebAssembly has no threads. (slang flattens the design as it reads it,
-    // so `stat` sees one module; its `--keep-hierarchy`, "experimental", would give
-    // resources per module and is not yet tried on every target.)
+    // `-j 1`: WebAssembly has no threads. slang flattens the design as it reads it
+    // unless told to keep the hierarchy.
+    let hierarchy = if flow == Flow::Modules {
+        " --keep-hierarchy"
+    } else {
+        ""
+    };
     let read = format!(
-        "read_slang -j 1 {} --top {}{params}",
+        "read_slang -j 1{hierarchy} {} --top {}{params}",
         files.join(" "),
         target.top
     );
-    let (synth, logic_cells) = match &target.part {
+    let synth = match &target.part {
         Part::Ecp5 { out_of_context, .. } => {
             let noiopad = if *out_of_context { " -noiopad" } else { "" };
-            (
-                format!("synth_ecp5 -noflatten{noiopad} -top {}", target.top),
-                "t:LUT4 t:CCU2C t:PFUMX t:L6MUX21",
-            )
+            format!("synth_ecp5 -noflatten{noiopad} -top {}", target.top)
         }
-        Part::XilinxUltraScalePlus => (
-            format!("synth_xilinx -family xcup -noiopad -top {}", target.top),
-            "t:LUT1 t:LUT2 t:LUT3 t:LUT4 t:LUT5 t:LUT6 t:CARRY8 t:MUXF7 t:MUXF8 t:MUXF9",
-        ),
-        Part::Xilinx7 => (
-            format!("synth_xilinx -family xc7 -noiopad -top {}", target.top),
-            "t:LUT1 t:LUT2 t:LUT3 t:LUT4 t:LUT5 t:LUT6 t:CARRY4 t:MUXF7 t:MUXF8",
-        ),
+        Part::XilinxUltraScalePlus => {
+            format!("synth_xilinx -family xcup -noiopad -top {}", target.top)
+        }
+        Part::Xilinx7 => format!("synth_xilinx -family xc7 -noiopad -top {}", target.top),
     };
-    // Resources per module before flattening; depth and the netlist after. `ltp` over
-    // every wire and the logic cells alone: flip-flops and RAMs end paths.
-    format!(
-        "{read}\n{synth}\ntee -q -o stat.txt stat\nflatten\nopt_clean\n\
-         tee -q -o ltp.txt ltp -noff w:* {logic_cells}\nwrite_json netlist.json\n"
-    )
+    // Resources per module, then the netlist: flat for place and route and the path
+    // depths (`paths.rs`), per module when the hierarchy is kept.
+    let flat = if flow == Flow::Modules {
+        ""
+    } else {
+        "flatten\nopt_clean\n"
+    };
+    format!("{read}\n{synth}\ntee -q -o stat.txt stat\n{flat}write_json netlist.json\n")
 }
 
 fn place_and_route(bin: &Path, dir: &Path, target: &Target) -> Result<Pnr> {
@@ -551,9 +617,19 @@ fn render(r: &Report) -> String {
     }
     let _ = writeln!(
         out,
-        "  logic depth: {} levels, {} -> {}",
-        r.depth.levels, r.depth.from, r.depth.to
+        "  deepest paths (LUT levels weighted: a LUT 1, a carry hop 0.05, a mux 0.15):"
     );
+    for d in r.depths.iter().take(DEPTHS_SHOWN) {
+        let _ = writeln!(
+            out,
+            "    {:5.2} ({:2} LUTs) {:<32} {} -> {}",
+            d.path.levels(),
+            d.path.luts,
+            d.scope,
+            d.path.from,
+            d.path.to
+        );
+    }
     if r.pnr.is_none() {
         // No place and route: what the depth implies (see BENCHMARKS.md for the model).
         let _ = writeln!(out, "  (no place and route for this part)");
@@ -577,9 +653,10 @@ fn summary_line(r: &Report) -> String {
         .as_ref()
         .and_then(|p| p.fmax.first())
         .map_or("no P&R".to_string(), |(_, f, _)| format!("Fmax {f:.1} MHz"));
+    let depth = worst(&r.depths).map_or(0.0, |d| d.path.levels());
     format!(
-        "{:<12} {}, target {} MHz, depth {}",
-        r.name, fmax, r.clock_mhz, r.depth.levels
+        "{:<12} {}, target {} MHz, depth {depth:.2}",
+        r.name, fmax, r.clock_mhz
     )
 }
 
@@ -635,37 +712,36 @@ fn parse_stat(text: &str) -> Vec<ModuleStat> {
     modules
 }
 
-/// `ltp`'s "Longest topological path in TOP (length=N):" and the numbered path nodes
-/// that follow it ("    0: \wire [bit]", "    1: \wire (via cell)").
-fn parse_ltp(text: &str) -> Result<Depth> {
-    let header = text
-        .lines()
-        .position(|l| l.contains("Longest topological path in"))
-        .ok_or("ltp printed no path")?;
-    let lines: Vec<&str> = text.lines().collect();
-    let levels = lines[header]
-        .split("length=")
-        .nth(1)
-        .and_then(|rest| rest.split(')').next())
-        .and_then(|n| n.parse::<i64>().ok())
-        .ok_or_else(|| format!("ltp: cannot read `{}`", lines[header]))?;
-    let nodes: Vec<&str> = lines[header + 1..]
-        .iter()
-        .map(|l| l.trim())
-        .take_while(|l| {
-            l.split(':')
-                .next()
-                .is_some_and(|n| n.trim().parse::<u32>().is_ok())
-        })
-        .map(|l| l.split_once(':').map_or(l, |(_, rest)| rest.trim()))
-        .collect();
-    let levels = u32::try_from(levels).map_err(|_| "ltp found no logic cells".to_string())?;
-    let node = |n: Option<&&str>| n.map_or(String::new(), |s| s.to_string());
-    Ok(Depth {
-        levels,
-        from: node(nodes.first()),
-        to: node(nodes.last()),
-    })
+/// The deepest of a report's paths.
+fn worst(depths: &[Depth]) -> Option<&Depth> {
+    depths.iter().max_by_key(|d| d.path.depth)
+}
+
+/// The worst path per instance of the flat netlist, or per module of a hierarchical one.
+fn netlist_depths(netlist: &str, top: &str, flow: Flow) -> Result<Vec<Depth>> {
+    let doc = json::parse(netlist)?;
+    let mut depths = Vec::new();
+    for (module, cells) in paths::modules(&doc) {
+        let mut worst = paths::worst_per_instance(cells)?;
+        if flow == Flow::Modules {
+            worst.truncate(1);
+        }
+        for path in worst {
+            let scope = if flow == Flow::Modules {
+                module.to_string()
+            } else {
+                path.to
+                    .rsplit_once('.')
+                    .map_or(top.to_string(), |(inst, _)| format!("{top}.{inst}"))
+            };
+            depths.push(Depth { scope, path });
+        }
+    }
+    if depths.is_empty() {
+        return Err(format!("{top}: no register-to-register path through logic"));
+    }
+    depths.sort_by_key(|d| std::cmp::Reverse(d.path.depth));
+    Ok(depths)
 }
 
 /// nextpnr's log: the last "Max frequency for clock 'C': X MHz (PASS at Y MHz)" per
@@ -758,18 +834,6 @@ mod tests {
             [("CCU2C".to_string(), 126), ("LUT4".to_string(), 1610)]
         );
         assert_eq!(modules[1].cells, [("TRELLIS_FF".to_string(), 9)]);
-    }
-
-    #[test]
-    fn ltp_gives_the_length_and_the_ends_of_the_path() {
-        let text = "\n6. Executing LTP pass (find longest path).\n\n\
-                    Longest topological path in top (length=3):\n\
-                    \x20   0: \\a [1]\n    1: \\b (via $x)\n    2: \\c (via $y)\n    3: \\d [0] (via $z)\n\n";
-        let depth = parse_ltp(text).unwrap();
-        assert_eq!(depth.levels, 3);
-        assert_eq!(depth.from, "\\a [1]");
-        assert_eq!(depth.to, "\\d [0] (via $z)");
-        assert!(parse_ltp("Longest topological path in top (length=-1):\n").is_err());
     }
 
     #[test]

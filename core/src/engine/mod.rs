@@ -28,6 +28,7 @@ use core::net::{Ipv4Addr, Ipv6Addr};
 use heapless::Deque;
 
 use crate::cc::{CcConfig, QpCc, QpCcInfo, ECN_CE, ECN_ECT0};
+use crate::dcb::{Priorities, PriorityMap};
 use crate::fastpath;
 use crate::memory::{AccessFlags, Dma, DmaError, MemError, MemoryTable, MrKeys, Pd};
 use crate::num::{Lkey, Psn, Qpn};
@@ -46,7 +47,14 @@ use crate::wire::opcode::{Opcode, Operation, Transport};
 use crate::wire::udp::{UdpRepr, ROCEV2_PORT};
 use crate::wire::{self, ExtHeaders, HeaderTemplate, Headers, L3Repr};
 
-/// QPNs are `QPN_BASE + slot`; 0 and 1 are the special QPs, and rxe starts at 16.
+pub(crate) mod ctx;
+
+pub use ctx::{Evicted, MAX_CTX_RD, QP_CTX_LEN};
+
+/// The first QPN: 0 and 1 are the special QPs, and rxe starts at 16. `create_qp` gives
+/// QPN `QPN_BASE + slot`; a caller that keeps QP contexts outside the engine names its
+/// QPNs itself (`create_qp_with`) and moves QPs in and out of the slots
+/// (`evict_qp`, `restore_qp`; `docs/scale.md`).
 pub const QPN_BASE: u32 = 16;
 
 /// Entries in the port's P_Key table.
@@ -326,25 +334,56 @@ impl<
 
     /// `ibv_create_qp`: a QP in RESET.
     pub fn create_qp(&mut self, init: &QpInitAttr) -> Result<Qpn, Error> {
-        for cq in [init.send_cq, init.recv_cq] {
-            if !self.cqs.has_room(cq)
-                && !matches!(self.cqs.slots.get(usize::from(cq)), Some(Some(_)))
-            {
-                return Err(Error::NoSuchCq(cq));
-            }
-        }
-        if !self.mem.pd_exists(init.pd) {
-            return Err(Error::Memory(MemError::NoSuchPd));
-        }
+        self.check_init(init)?;
         let slot = self
             .qps
             .iter()
             .position(Option::is_none)
             .ok_or(Error::TableFull { table: "QP" })?;
         let qpn = Qpn::new(QPN_BASE + slot as u32);
-        if qpn.value() != QPN_BASE + slot as u32 {
+        if qpn.value() != QPN_BASE + slot as u32 || self.slot(qpn).is_some() {
             return Err(Error::TableFull { table: "QP" });
         }
+        self.create_in(slot, qpn, init)
+    }
+
+    /// `ibv_create_qp` with the QPN the caller chose (its context store's index, at
+    /// least `QPN_BASE`): fails with `Busy` if a resident QP has that number, and
+    /// `TableFull` if no slot is free (evict one first).
+    pub fn create_qp_with(&mut self, qpn: Qpn, init: &QpInitAttr) -> Result<Qpn, Error> {
+        if qpn.value() < QPN_BASE {
+            return Err(Error::NoSuchQp(qpn));
+        }
+        self.check_init(init)?;
+        if self.slot(qpn).is_some() {
+            return Err(Error::Busy { what: "QPN" });
+        }
+        let slot = self
+            .free_slot_for(qpn)
+            .ok_or(Error::TableFull { table: "QP" })?;
+        self.create_in(slot, qpn, init)
+    }
+
+    /// The CQs and the PD a new QP names exist, and its capabilities are within the NIC's.
+    fn check_init(&self, init: &QpInitAttr) -> Result<(), Error> {
+        for cq in [init.send_cq, init.recv_cq] {
+            if !matches!(self.cqs.slots.get(usize::from(cq)), Some(Some(_))) {
+                return Err(Error::NoSuchCq(cq));
+            }
+        }
+        if !self.mem.pd_exists(init.pd) {
+            return Err(Error::Memory(MemError::NoSuchPd));
+        }
+        if init.max_inline_data > crate::transport::MAX_INLINE_DATA {
+            return Err(Error::InvalidCap {
+                cap: "max_inline_data",
+            });
+        }
+        Ok(())
+    }
+
+    /// Creates QP `qpn` in the free `slot` (`check_init` passed).
+    fn create_in(&mut self, slot: usize, qpn: Qpn, init: &QpInitAttr) -> Result<Qpn, Error> {
         self.mem.pd_get(init.pd)?;
         self.cq_use(init.send_cq, 1)?;
         self.cq_use(init.recv_cq, 1)?;
@@ -365,9 +404,19 @@ impl<
     /// `ibv_destroy_qp`: its WQEs are dropped without completions.
     pub fn destroy_qp(&mut self, qpn: Qpn) -> Result<(), Error> {
         let slot = self.slot(qpn).ok_or(Error::NoSuchQp(qpn))?;
-        let Some(qp) = self.qps.get_mut(slot).and_then(Option::take) else {
+        let Some(qp) = self.free_slot(slot) else {
             return Err(Error::NoSuchQp(qpn));
         };
+        self.mem.pd_put(qp.pd);
+        let _ = self.cq_use(qp.send_cq, -1);
+        let _ = self.cq_use(qp.recv_cq, -1);
+        Ok(())
+    }
+
+    /// Empties `slot` (its queues, CC state, timers, ready flags) and returns the
+    /// context it held.
+    fn free_slot(&mut self, slot: usize) -> Option<Qp> {
+        let qp = self.qps.get_mut(slot).and_then(Option::take)?;
         if let Some(q) = self.queues.get_mut(slot) {
             q.clear();
         }
@@ -375,25 +424,32 @@ impl<
         if let Some(c) = self.cc.get_mut(slot) {
             *c = QpCc::new(&self.cfg.cc);
         }
-        if let (Some(ready), Some(d)) = (self.tx_ready.get_mut(slot), self.deadlines.get_mut(slot))
-        {
-            *ready = false;
-            *d = None;
+        if let (Some(ready), Some(d), Some(f)) = (
+            self.tx_ready.get_mut(slot),
+            self.deadlines.get_mut(slot),
+            self.fp_ready.get_mut(slot),
+        ) {
+            (*ready, *d, *f) = (false, None, false);
         }
         self.hi = self
             .qps
             .iter()
             .rposition(Option::is_some)
             .map_or(0, |i| i + 1);
-        self.mem.pd_put(qp.pd);
-        let _ = self.cq_use(qp.send_cq, -1);
-        let _ = self.cq_use(qp.recv_cq, -1);
-        Ok(())
+        Some(qp)
     }
 
+    /// The slot of resident QP `qpn`: its home slot (`ctx::home_slot`, where
+    /// `create_qp` and `restore_qp` put it when they can), else a scan of the slots.
     fn slot(&self, qpn: Qpn) -> Option<usize> {
-        let s = usize::try_from(qpn.value().checked_sub(QPN_BASE)?).ok()?;
-        matches!(self.qps.get(s), Some(Some(_))).then_some(s)
+        let home = ctx::home_slot(qpn, QPS);
+        if matches!(self.qps.get(home), Some(Some(qp)) if qp.qpn == qpn) {
+            return Some(home);
+        }
+        self.qps
+            .iter()
+            .take(self.hi)
+            .position(|q| matches!(q, Some(qp) if qp.qpn == qpn))
     }
 
     /// `now`, or the latest time seen if `now` is earlier.
@@ -501,7 +557,10 @@ impl<
     /// (its out-of-order receiver and per-packet retransmission stay in firmware) and
     /// without DCQCN's reaction point (the pacer is the firmware's).
     fn fastpath_eligible(&self, slot: usize) -> bool {
-        let rc = matches!(self.qps.get(slot), Some(Some(qp)) if qp.qp_type == QpType::Rc);
+        // Inline payloads live in the host's send queue, not in registered memory: the
+        // fast path's segmenter cannot fetch them, so such a QP stays with firmware.
+        let rc = matches!(self.qps.get(slot),
+            Some(Some(qp)) if qp.qp_type == QpType::Rc && qp.max_inline == 0);
         let sr = self.queues.get(slot).is_some_and(|q| q.sr.enabled());
         let rp = self.cc.get(slot).is_some_and(QpCc::rp_on);
         rc && !sr && !rp
@@ -1026,24 +1085,57 @@ impl<
         buf: &mut [u8],
         dma: &mut dyn Dma,
     ) -> Option<usize> {
+        self.poll_transmit_except(now, buf, dma, &PriorityMap::new(), Priorities::NONE)
+    }
+
+    /// [`Engine::poll_transmit`] for a port with a transmit queue per 802.1p priority
+    /// (`roce_core::dcb`): frames of a priority in `blocked` (paused by the link partner,
+    /// or its queue full) are not built; the QP keeps them for a later poll and the
+    /// other QPs go on. A QP's priority is that of its traffic class (its DSCP, or its
+    /// SL as the PCP when VLAN-tagged) through `map`; its CNPs have their own (the
+    /// port's CNP DSCP and priority), so a CNP never waits behind paused data. A UD QP's
+    /// frames go by the QP's own address vector, whatever a WR's says.
+    pub fn poll_transmit_except(
+        &mut self,
+        now: Instant,
+        buf: &mut [u8],
+        dma: &mut dyn Dma,
+        map: &PriorityMap,
+        blocked: Priorities,
+    ) -> Option<usize> {
         let now = self.clock(now);
         let hi = self.hi.max(1);
         for k in 0..hi {
             let slot = (self.tx_next + k) % hi;
-            if !matches!(self.qps.get(slot), Some(Some(_))) {
+            let Some(Some(qp)) = self.qps.get(slot) else {
                 continue;
-            }
+            };
+            // Nothing to look up while every priority may send.
+            let (cnp_blocked, data_blocked) = if blocked.is_empty() {
+                (false, false)
+            } else {
+                let tagged = qp.av.vlan_id.is_some();
+                let prio = |dscp: u8, pcp: u8| map.priority(dscp, tagged.then_some(pcp));
+                let cc = &self.cfg.cc;
+                (
+                    blocked.contains(prio(cc.cnp_dscp, cc.cnp_prio)),
+                    blocked.contains(prio(qp.av.traffic_class >> 2, qp.av.sl)),
+                )
+            };
             let (mut gated, mut ect) = (false, false);
             // Congestion control costs nothing here while it is off.
-            if self.cc_any || self.cfg.cc.np {
+            if (self.cc_any || self.cfg.cc.np) && !cnp_blocked {
                 if let Some(len) = self.poll_cnp(slot, buf) {
                     self.tx_next = (slot + 1) % hi;
                     self.counters.sent_pkts += 1;
                     return Some(len);
                 }
-                if let Some(c) = self.cc.get(slot).filter(|_| self.cc_any) {
-                    (gated, ect) = (c.gated(&self.cfg.cc, now.as_nanos()), c.rp_on());
-                }
+            }
+            if data_blocked {
+                continue;
+            }
+            if let Some(c) = self.cc.get(slot).filter(|_| self.cc_any) {
+                (gated, ect) = (c.gated(&self.cfg.cc, now.as_nanos()), c.rp_on());
             }
             let Self {
                 cfg,

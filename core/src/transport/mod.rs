@@ -87,6 +87,6 @@ pub use sr_state::SrState;
 pub use time::Instant;
 pub use verbs::*;
 
-pub(crate) use entry::CurOp;
-pub(crate) use qp::{udp_sport, Env, PortLimits, QpRef};
+pub(crate) use entry::{AckOut, CurOp, RdRes};
+pub(crate) use qp::{udp_sport, Completer, Env, PortLimits, QpRef, Requester, Responder};
 pub(crate) use sack::send_window;

@@ -178,6 +178,10 @@ pub struct QpInitAttr {
     pub recv_cq: u16,
     /// Generate a completion for every send WR, signaled or not.
     pub sq_sig_all: bool,
+    /// Largest inline send (`ibv_qp_cap.max_inline_data`, at most
+    /// [`MAX_INLINE_DATA`](super::verbs::MAX_INLINE_DATA)); 0 = none. A QP that may
+    /// send inline stays off the fast path (its payload is not in registered memory).
+    pub max_inline_data: u32,
 }
 
 /// The per-QP context. Its queues live elsewhere ([`QpQueues`]).
@@ -187,6 +191,8 @@ pub struct Qp {
     pub(crate) qp_type: QpType,
     pub(crate) state: QpState,
     pub(crate) sq_sig_all: bool,
+    /// `max_inline_data` (at most `MAX_INLINE_DATA`, so it fits).
+    pub(crate) max_inline: u8,
     pub(crate) pd: Pd,
     pub(crate) send_cq: u16,
     pub(crate) recv_cq: u16,
@@ -262,6 +268,7 @@ impl Qp {
             qp_type: init.qp_type,
             state: QpState::Reset,
             sq_sig_all: init.sq_sig_all,
+            max_inline: u8::try_from(init.max_inline_data).unwrap_or(u8::MAX),
             pd: init.pd,
             send_cq: init.send_cq,
             recv_cq: init.recv_cq,
@@ -623,6 +630,20 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
             return Err(Error::InvalidWr {
                 reason: "UD send without a destination",
             });
+        }
+        if wr.send_flags.contains(super::verbs::SendFlags::INLINE) {
+            // rxe's validate_send_wr: inline only for what sends local data, and no
+            // longer than the QP was created for.
+            if !op.can_inline() {
+                return Err(Error::InvalidWr {
+                    reason: "inline data on an operation that sends none",
+                });
+            }
+            if len > u32::from(self.qp.max_inline) {
+                return Err(Error::InvalidWr {
+                    reason: "inline data longer than max_inline_data",
+                });
+            }
         }
         self.q
             .sq
