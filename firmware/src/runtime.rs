@@ -24,6 +24,8 @@ use roce_core::wire::Packet;
 use zerocopy::little_endian::U32;
 use zerocopy::{FromBytes, FromZeros, Immutable, IntoBytes};
 
+mod srq;
+
 /// Largest ring the NIC accepts (2^15 entries).
 pub const MAX_LOG_DEPTH: u8 = 15;
 /// Frame buffer size: the largest MTU plus every header.
@@ -111,6 +113,7 @@ pub struct Nic<
     engine: Engine<QPS, CQS, PDS, MRS, SQ, RQ, CQE, RD>,
     cqs: [Option<HostCq>; CQS],
     qps: [Option<HostQp>; QPS],
+    srqs: [Option<srq::HostSrq>; roce_core::transport::MAX_SRQ],
     cmdq_ci: u32,
     /// Some QP's ring holds WQEs not yet fetched.
     backlog: bool,
@@ -155,6 +158,7 @@ impl<
             engine: Engine::new(port),
             cqs: [None; CQS],
             qps: [None; QPS],
+            srqs: [None; roce_core::transport::MAX_SRQ],
             cmdq_ci: 0,
             backlog: false,
             qp_hi: 0,
@@ -228,6 +232,7 @@ impl<
         }
         busy |= self.transmit(now);
         busy |= self.write_completions();
+        busy |= self.srq_events();
         busy
     }
 
@@ -486,7 +491,7 @@ impl<
                 *s = Some(q);
             }
         }
-        any
+        any | self.fetch_srqs()
     }
 
     /// Takes the entries of a host ring from `*ci` up to the producer index in doorbell
@@ -790,6 +795,10 @@ impl<
                 abi::set_payload(e, &abi::QpAttrArg::from_attr(info.qpn, &attr));
             }),
             CmdOp::DestroyQp => return self.destroy_qp(Qpn::new(handle)),
+            CmdOp::CreateSrq => return self.create_srq(e),
+            CmdOp::ModifySrq => return self.modify_srq(e),
+            CmdOp::QuerySrq => return self.query_srq(e),
+            CmdOp::DestroySrq => return self.destroy_srq(handle),
         };
         match result {
             Ok(()) => CmdStatus::Ok,
@@ -906,6 +915,13 @@ impl<
             recv_cq,
             sq_sig_all: arg.sq_sig_all != 0,
             max_inline_data,
+            srq: match arg.srqn.get() {
+                0 => None,
+                n => match srq::srq_handle(n) {
+                    Some(h) => Some(h),
+                    None => return CmdStatus::BadHandle,
+                },
+            },
         };
         let qpn = match self.engine.create_qp(&init) {
             Ok(q) => q,
@@ -993,7 +1009,9 @@ fn slot_addr(ring: u64, log: u8, index: u32, size: usize) -> u64 {
 /// The command status for an engine error.
 fn status_of(e: &EngineError) -> CmdStatus {
     match e {
-        EngineError::NoSuchQp(_) | EngineError::NoSuchCq(_) => CmdStatus::BadHandle,
+        EngineError::NoSuchQp(_) | EngineError::NoSuchCq(_) | EngineError::NoSuchSrq(_) => {
+            CmdStatus::BadHandle
+        }
         EngineError::Memory(MemError::NoSuchPd | MemError::NoSuchKey(_) | MemError::WrongPd(_)) => {
             CmdStatus::BadHandle
         }

@@ -16,6 +16,9 @@ use roce_core::transport::{
 use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, VecDeque};
 use std::rc::{Rc, Weak};
+
+mod srq;
+pub use srq::{SharedReceiveQueue, SrqAttr};
 use zerocopy::little_endian::{U32, U64};
 use zerocopy::{FromZeros, IntoBytes};
 
@@ -208,6 +211,9 @@ impl Context {
             qp_fatal: status
                 .qp_fatal()
                 .then(|| Qpn::new(self.ctx.dev.read_reg(reg::EVENT_QPN))),
+            srq_limit: status
+                .srq_limit()
+                .then(|| self.ctx.dev.read_reg(reg::EVENT_SRQN)),
         };
         self.ctx.dev.write_reg(reg::EVENT_STATUS, status.0);
         events
@@ -221,6 +227,9 @@ pub struct AsyncEvents {
     pub cq_error: Option<u32>,
     /// `IBV_EVENT_QP_FATAL`: this QP went to the error state on its own.
     pub qp_fatal: Option<Qpn>,
+    /// `IBV_EVENT_SRQ_LIMIT_REACHED`: this SRQN fell below its armed limit (which
+    /// disarmed; `SharedReceiveQueue::arm_limit` arms it again).
+    pub srq_limit: Option<u32>,
 }
 
 fn ring_log(entries: usize, max_log: u8) -> Result<u8> {
@@ -297,6 +306,7 @@ impl ProtectionDomain {
             max_recv_wr: 64,
             sq_sig_all: false,
             max_inline_data: 0,
+            srq: None,
         }
     }
 }
@@ -468,8 +478,11 @@ impl CompletionQueue {
                     sq.pop_front();
                 }
             } else {
-                qp.rq_outstanding
-                    .set(qp.rq_outstanding.get().saturating_sub(1));
+                let rq = qp
+                    .srq
+                    .as_ref()
+                    .map_or(&qp.rq_outstanding, |s| &s.outstanding);
+                rq.set(rq.get().saturating_sub(1));
             }
         }
     }
@@ -496,9 +509,10 @@ pub struct QpBuilder<'a> {
     max_recv_wr: usize,
     sq_sig_all: bool,
     max_inline_data: u32,
+    srq: Option<&'a SharedReceiveQueue>,
 }
 
-impl QpBuilder<'_> {
+impl<'a> QpBuilder<'a> {
     /// Send queue depth (`cap.max_send_wr`).
     pub fn max_send_wr(mut self, n: usize) -> Self {
         self.max_send_wr = n;
@@ -519,6 +533,12 @@ impl QpBuilder<'_> {
     /// may send inline is not put on the RC fast path.
     pub fn max_inline_data(mut self, n: u32) -> Self {
         self.max_inline_data = n;
+        self
+    }
+    /// Receives come from `srq` (`ibv_qp_init_attr.srq`): the QP has no receive queue
+    /// of its own, and it stays off the RC fast path.
+    pub fn srq(mut self, srq: &'a SharedReceiveQueue) -> Self {
+        self.srq = Some(srq);
         self
     }
 
@@ -554,7 +574,7 @@ impl QpBuilder<'_> {
                 sq_ring: U64::new(sq_ring),
                 rq_ring: U64::new(rq_ring),
                 max_inline_data: U32::new(self.max_inline_data),
-                reserved: [0; 4],
+                srqn: U32::new(self.srq.map_or(0, |s| s.srqn())),
             },
         );
         if let Err(err) = ctx.exec(CmdOp::CreateQp, &mut e) {
@@ -573,6 +593,7 @@ impl QpBuilder<'_> {
             qp_type: self.qp_type,
             sq_sig_all: self.sq_sig_all,
             max_inline,
+            srq: self.srq.map(|s| s.inner.clone()),
             state: Cell::new(QpState::Reset),
             sq_ring,
             sq_log,
@@ -599,6 +620,8 @@ struct QpInner {
     sq_sig_all: bool,
     /// `cap.max_inline_data` as the NIC granted it.
     max_inline: u32,
+    /// The SRQ its receives come from (kept alive while the QP is).
+    srq: Option<Rc<srq::SrqInner>>,
     state: Cell<QpState>,
     sq_ring: u64,
     sq_log: u8,
@@ -873,6 +896,11 @@ impl QueuePair {
                 verb: "post_recv",
                 state: QpState::Reset,
             });
+        }
+        if q.srq.is_some() {
+            return Err(Error::InvalidArgument(
+                "post_recv: the QP receives from an SRQ (post to the SRQ)",
+            ));
         }
         let depth = 1u32 << q.rq_log;
         if q.rq_outstanding.get() >= depth {
