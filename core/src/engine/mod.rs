@@ -57,6 +57,9 @@ pub use ctx::{Evicted, MAX_CTX_RD, QP_CTX_LEN};
 /// (`evict_qp`, `restore_qp`; `docs/scale.md`).
 pub const QPN_BASE: u32 = 16;
 
+/// The GSI QP's number (QP1), below [`QPN_BASE`]: [`Engine::create_gsi_qp`].
+pub const GSI_QPN: u32 = 1;
+
 /// Entries in the port's P_Key table.
 pub const PKEY_TABLE_LEN: usize = 4;
 
@@ -357,6 +360,25 @@ impl<
         if qpn.value() < QPN_BASE {
             return Err(Error::NoSuchQp(qpn));
         }
+        self.check_init(init)?;
+        if self.slot(qpn).is_some() {
+            return Err(Error::Busy { what: "QPN" });
+        }
+        let slot = self
+            .free_slot_for(qpn)
+            .ok_or(Error::TableFull { table: "QP" })?;
+        self.create_in(slot, qpn, init)
+    }
+
+    /// The general services QP (GSI, QP1; IBTA §3.9.2, rxe's `IB_QPT_GSI`): a UD QP
+    /// numbered 1, the port's one, that carries management datagrams such as the CM's
+    /// ([`crate::cm`]). Its Q_Key is [`Qkey::GSI`](crate::num::Qkey::GSI), set at
+    /// INIT as for any UD QP. Fails with `Busy` if the port has one.
+    pub fn create_gsi_qp(&mut self, init: &QpInitAttr) -> Result<Qpn, Error> {
+        if init.qp_type != QpType::Ud || init.srq.is_some() {
+            return Err(Error::InvalidCap { cap: "qp_type" });
+        }
+        let qpn = Qpn::new(GSI_QPN);
         self.check_init(init)?;
         if self.slot(qpn).is_some() {
             return Err(Error::Busy { what: "QPN" });

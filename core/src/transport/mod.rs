@@ -65,7 +65,10 @@
 //!   a message needs one and holds it until the message completes (rxe); posting to
 //!   such a QP's own receive queue is refused. The limit event fires once per arming.
 //!
-//! Not implemented: memory windows, APM, RD, QP1/GSI special cases.
+//! * **GSI** (`Engine::create_gsi_qp`): QP1 is a UD QP with number 1 and the GSI Q_Key;
+//!   the CM's MADs travel on it as UD SENDs (`crate::cm`).
+//!
+//! Not implemented: memory windows, APM, RD, SMI (QP0, not used on RoCE).
 
 mod attr;
 mod completer;
