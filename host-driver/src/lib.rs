@@ -22,6 +22,7 @@ pub mod device;
 pub mod error;
 pub mod memory;
 pub mod port;
+pub mod rdma_cm;
 pub mod verbs;
 
 pub use device::Device;
@@ -30,5 +31,5 @@ pub use memory::HostMemory;
 pub use port::{PortAttr, PortCounters};
 pub use verbs::{
     AsyncEvents, CompletionQueue, ConnectOptions, Context, MemoryRegion, ProtectionDomain,
-    QpBuilder, QpEndpoint, QueuePair,
+    QpBuilder, QpEndpoint, QueuePair, SharedReceiveQueue, SrqAttr,
 };

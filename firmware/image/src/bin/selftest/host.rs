@@ -217,7 +217,6 @@ impl Host {
             sq_sig_all: 0,
             sq_ring: U64::new(sq),
             rq_ring: U64::new(rq),
-            // No inline sends (ABI 1.2's field; zero is 1.1's behaviour).
             ..Default::default()
         };
         let e = self.command(nic, CmdOp::CreateQp, arg.as_bytes());
