@@ -276,7 +276,16 @@ pub fn synth(root: &Path, args: &[String]) -> Result {
         return check_depth(root);
     }
     let modules = args.iter().any(|a| a == "--modules");
-    let names: Vec<String> = args.iter().filter(|a| *a != "--modules").cloned().collect();
+    let mut top = None;
+    let mut names = Vec::new();
+    let mut rest = args.iter();
+    while let Some(arg) = rest.next() {
+        match arg.as_str() {
+            "--modules" => {}
+            "--top" => top = Some(rest.next().ok_or("--top needs a module name")?.as_str()),
+            _ => names.push(arg.clone()),
+        }
+    }
     let targets = select(&names)?;
     let mut packages = TOOLS.to_vec();
     packages.extend(
@@ -289,7 +298,7 @@ pub fn synth(root: &Path, args: &[String]) -> Result {
     for target in targets {
         println!("\n==> synth {}", target.name);
         let flow = if modules { Flow::Modules } else { Flow::Full };
-        let report = run_target(root, &bin, target, flow)?;
+        let report = run_target(root, &bin, target, flow, top)?;
         println!("{}", render(&report));
         reports.push(report);
     }
@@ -322,7 +331,7 @@ pub fn check_depth(root: &Path) -> Result {
         let Some(limit) = target.depth_limit else {
             continue;
         };
-        let report = run_target(root, &bin, target, Flow::Depth)?;
+        let report = run_target(root, &bin, target, Flow::Depth, None)?;
         println!("{}", render(&report));
         let depth = worst(&report.depths).ok_or("no logic path")?;
         let levels = depth.path.levels();
@@ -379,8 +388,20 @@ fn table() -> String {
     out
 }
 
-fn run_target(root: &Path, bin: &Path, target: &Target, flow: Flow) -> Result<Report> {
+/// One target's flow; `top` synthesizes one of its modules instead of its top (out of
+/// context, with the target's parameters that the module has): a quicker place and
+/// route while working on that module.
+fn run_target(
+    root: &Path,
+    bin: &Path,
+    target: &Target,
+    flow: Flow,
+    top: Option<&str>,
+) -> Result<Report> {
     let mut dir = root.join("target/synth").join(target.name);
+    if let Some(top) = top {
+        dir.push(top);
+    }
     if flow == Flow::Modules {
         dir.push("modules");
     }
@@ -394,12 +415,21 @@ fn run_target(root: &Path, bin: &Path, target: &Target, flow: Flow) -> Result<Re
     for f in target.package_files {
         files.push(package_file(bin, f)?);
     }
+    let top_source = match top {
+        Some(top) => Some(module_source(&files, top)?),
+        None => None,
+    };
     let mut params: Vec<(String, String)> = target
         .params
         .iter()
+        .filter(|(k, _)| {
+            top_source
+                .as_ref()
+                .is_none_or(|text| text.contains(&format!("parameter int {k} ")))
+        })
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
-    if let Some(image) = target.init_file {
+    if let Some(image) = target.init_file.filter(|_| top.is_none()) {
         let path = root.join(image);
         if !path.is_file() {
             return Err(format!(
@@ -410,7 +440,8 @@ fn run_target(root: &Path, bin: &Path, target: &Target, flow: Flow) -> Result<Re
         // slang takes a string parameter with its quotes
         params.push(("INIT_FILE".to_string(), format!("\"{}\"", path.display())));
     }
-    let script = yosys_script(target, &files, &params, flow);
+    let top = top.unwrap_or(target.top);
+    let script = yosys_script(target, top, &files, &params, flow);
     let script_path = dir.join("synth.ys");
     fs::write(&script_path, &script).map_err(|e| format!("{}: {e}", script_path.display()))?;
 
@@ -422,7 +453,7 @@ fn run_target(root: &Path, bin: &Path, target: &Target, flow: Flow) -> Result<Re
     cmd::run(&mut yosys)?;
     let yosys_time = start.elapsed();
     let modules = parse_stat(&read(&dir.join("stat.txt"))?);
-    let depths = netlist_depths(&read(&dir.join("netlist.json"))?, target.top, flow)?;
+    let depths = netlist_depths(&read(&dir.join("netlist.json"))?, top, flow)?;
 
     let (pnr, pnr_time) = match (&target.part, flow) {
         (Part::Ecp5 { .. }, Flow::Full) => {
@@ -478,8 +509,26 @@ fn package_file(bin: &Path, f: &PackageFile) -> Result<PathBuf> {
     }
 }
 
+/// The text of the source file that declares `module top`.
+fn module_source(files: &[PathBuf], top: &str) -> Result<String> {
+    for file in files {
+        let text = read(file)?;
+        let declares = |line: &str| {
+            let mut words = line
+                .split(|c: char| c.is_whitespace() || c == '#' || c == '(')
+                .filter(|w| !w.is_empty());
+            words.next() == Some("module") && words.next() == Some(top)
+        };
+        if text.lines().any(declares) {
+            return Ok(text);
+        }
+    }
+    Err(format!("no source file declares module {top}"))
+}
+
 fn yosys_script(
     target: &Target,
+    top: &str,
     files: &[PathBuf],
     params: &[(String, String)],
     flow: Flow,
@@ -494,19 +543,18 @@ fn yosys_script(
         ""
     };
     let read = format!(
-        "read_slang -j 1{hierarchy} {} --top {}{params}",
-        files.join(" "),
-        target.top
+        "read_slang -j 1{hierarchy} {} --top {top}{params}",
+        files.join(" ")
     );
     let synth = match &target.part {
         Part::Ecp5 { out_of_context, .. } => {
             let noiopad = if *out_of_context { " -noiopad" } else { "" };
-            format!("synth_ecp5 -noflatten{noiopad} -top {}", target.top)
+            format!("synth_ecp5 -noflatten{noiopad} -top {top}")
         }
         Part::XilinxUltraScalePlus => {
-            format!("synth_xilinx -family xcup -noiopad -top {}", target.top)
+            format!("synth_xilinx -family xcup -noiopad -top {top}")
         }
-        Part::Xilinx7 => format!("synth_xilinx -family xc7 -noiopad -top {}", target.top),
+        Part::Xilinx7 => format!("synth_xilinx -family xc7 -noiopad -top {top}"),
     };
     // Resources per module, then the netlist: flat for place and route and the path
     // depths (`paths.rs`), per module when the hierarchy is kept.
