@@ -761,12 +761,18 @@ fn netlist_depths(netlist: &str, top: &str, flow: Flow) -> Result<Vec<Depth>> {
 }
 
 /// nextpnr's log: the last "Max frequency for clock 'C': X MHz (PASS at Y MHz)" per
-/// clock, the last critical path report (its first Source and its Setup/Sink end), and
-/// the device utilisation.
+/// clock (after routing; a failing one is a `Warning:` line, the estimate after
+/// placement an `Info:` line before it), the last critical path report (its first
+/// Source and its Setup/Sink end), and the device utilisation.
 fn parse_nextpnr(text: &str) -> Result<Pnr> {
     let lines: Vec<&str> = text
         .lines()
-        .map(|l| l.strip_prefix("Info:").unwrap_or(l).trim())
+        .map(|l| {
+            l.strip_prefix("Info:")
+                .or_else(|| l.strip_prefix("Warning:"))
+                .unwrap_or(l)
+                .trim()
+        })
         .collect();
     let mut fmax: Vec<(String, f64, f64)> = Vec::new();
     for line in &lines {
@@ -798,9 +804,12 @@ fn parse_nextpnr(text: &str) -> Result<Pnr> {
                 .position(|l| l.is_empty() || l.ends_with("ns routing"))
                 .unwrap_or(report.len());
             let report = &report[..end];
+            // "clk-to-q 0.31 0.31 Source CELL.PIN" and "Sink CELL.PIN" (a line of its
+            // own, trimmed); older nextpnr ends with "setup 0.34 4.44 Setup CELL.PIN"
             let cell_after = |l: &&str, key: &str| {
-                l.split_once(&format!(" {key} "))
-                    .map(|(_, c)| c.trim().to_string())
+                l.strip_prefix(&format!("{key} "))
+                    .or_else(|| l.split_once(&format!(" {key} ")).map(|(_, c)| c))
+                    .map(|c| c.trim().to_string())
             };
             let from = report.iter().find_map(|l| cell_after(l, "Source"))?;
             let to = report
@@ -853,6 +862,30 @@ mod tests {
     }
 
     #[test]
+    fn critical_path_of_nextpnr_0_11_ends_at_its_last_sink() {
+        let log = "Info: Critical path report for clock 'clk' (posedge -> posedge):\n\
+                   Info:       type curr  total name\n\
+                   Info:   clk-to-q  0.31  0.31 Source a.s_ready_TRELLIS_FF_Q.Q\n\
+                   Info:    routing  2.04  2.35 Net n (69,6) -> (42,23)\n\
+                   Info:                          Sink b_LUT4_Z.C\n\
+                   Info:      logic  0.14  2.49 Source b_LUT4_Z.F\n\
+                   Info:    routing  2.94  9.48 Net m (52,20) -> (4,3)\n\
+                   Info:                          Sink c.temp_data_TRELLIS_FF_Q_435.CE\n\
+                   Info:      setup  0.00  9.48 Source c.temp_data_TRELLIS_FF_Q_435.CE\n\
+                   Info: 0.73 ns logic, 8.75 ns routing\n\n\
+                   Warning: Max frequency for clock 'clk': 105.51 MHz (FAIL at 125.00 MHz)\n";
+        let pnr = parse_nextpnr(log).unwrap();
+        assert_eq!(
+            pnr.critical,
+            Some((
+                "a.s_ready_TRELLIS_FF_Q.Q".to_string(),
+                "c.temp_data_TRELLIS_FF_Q_435.CE".to_string()
+            ))
+        );
+        assert_eq!(pnr.fmax, [("clk".to_string(), 105.51, 125.0)]);
+    }
+
+    #[test]
     fn nextpnr_log_gives_fmax_critical_path_and_utilisation() {
         let log =
             "Info: Device utilisation:\nInfo: \t          TRELLIS_IO:       0/    365     0%\n\
@@ -864,8 +897,9 @@ mod tests {
                    Info:                          Sink b_LUT4_Z.B\n\
                    Info:      setup  0.34  4.44 Setup c_TRELLIS_FF_Q.DI\n\
                    Info: 3.2 ns logic, 4.8 ns routing\n\n\
-                   Info: Max frequency for clock 'clk': 17.64 MHz (FAIL at 125.00 MHz)\n";
-        let pnr = parse_nextpnr(log).unwrap();
+                   Warning: Max frequency for clock 'clk': 17.64 MHz (FAIL at 125.00 MHz)\n";
+        let placed = "Info: Max frequency for clock 'clk': 12.5 MHz (FAIL at 125.00 MHz)\n";
+        let pnr = parse_nextpnr(&format!("{placed}{log}")).unwrap();
         assert_eq!(pnr.fmax, [("clk".to_string(), 17.64, 125.0)]);
         assert_eq!(
             pnr.critical,
