@@ -345,6 +345,75 @@ pub struct QpCc {
 }
 
 impl QpCc {
+    /// Writes the whole state into a stored QP context (`engine::ctx`).
+    pub(crate) fn save(&self, w: &mut crate::engine::ctx::Put<'_>) {
+        w.bool(self.rp_on);
+        let rp = &self.rp;
+        w.u64(rp.rc);
+        w.u64(rp.rt);
+        w.u32(rp.alpha);
+        w.u32(rp.t);
+        w.u32(rp.bc);
+        w.u64(rp.bytes);
+        w.opt_u64(rp.alpha_at);
+        w.opt_u64(rp.increase_at);
+        w.u64(self.pacer.next_at);
+        w.opt_u64(self.np.last);
+        w.bool(self.cnp_pending);
+        w.bool(self.held);
+        let i = &self.info;
+        w.bool(i.rp_enabled);
+        for v in [
+            i.rate,
+            i.target_rate,
+            i.rp_cnp_handled,
+            i.np_cnp_sent,
+            i.np_ecn_marked_roce_packets,
+        ] {
+            w.u64(v);
+        }
+        w.u32(i.alpha);
+    }
+
+    /// Reads what [`QpCc::save`] wrote.
+    pub(crate) fn load(
+        r: &mut crate::engine::ctx::Get<'_>,
+    ) -> Result<Self, crate::engine::ctx::CtxError> {
+        let rp_on = r.bool()?;
+        let rp = ReactionPoint {
+            rc: r.u64()?,
+            rt: r.u64()?,
+            alpha: r.u32()?,
+            t: r.u32()?,
+            bc: r.u32()?,
+            bytes: r.u64()?,
+            alpha_at: r.opt_u64()?,
+            increase_at: r.opt_u64()?,
+        };
+        let pacer = Pacer { next_at: r.u64()? };
+        let np = NotificationPoint { last: r.opt_u64()? };
+        let (cnp_pending, held, rp_enabled) = (r.bool()?, r.bool()?, r.bool()?);
+        let (rate, target_rate) = (r.u64()?, r.u64()?);
+        let (rp_cnp_handled, np_cnp_sent, np_ecn) = (r.u64()?, r.u64()?, r.u64()?);
+        Ok(Self {
+            rp_on,
+            rp,
+            pacer,
+            np,
+            cnp_pending,
+            held,
+            info: QpCcInfo {
+                rp_enabled,
+                rate,
+                target_rate,
+                alpha: r.u32()?,
+                rp_cnp_handled,
+                np_cnp_sent,
+                np_ecn_marked_roce_packets: np_ecn,
+            },
+        })
+    }
+
     /// Fresh state for a new QP under `cfg`.
     pub const fn new(cfg: &CcConfig) -> Self {
         Self {

@@ -128,7 +128,56 @@ impl SrState {
         }
     }
 
-    /// Selective repeat is on for this QP.
+    /// Writes every record into a stored QP context (`engine::ctx`).
+    pub(crate) fn save(&self, w: &mut crate::engine::ctx::Put<'_>) {
+        w.bool(self.attr.enabled);
+        w.u16(self.attr.max_inflight);
+        w.u8(self.attr.rto_low.code());
+        for word in self.tx.sacked.words.iter().chain(&self.rx.rcvd.words) {
+            w.u64(*word);
+        }
+        w.u32(self.tx.rtx_next.value());
+        w.u32(self.tx.rtx_end.value());
+        w.bool(self.tx.head_rtx_mark.is_some());
+        w.u32(self.tx.head_rtx_mark.map_or(0, Psn::value));
+        w.u8(self.rx.out.len() as u8);
+        for p in self.rx.out.iter() {
+            w.u32(p.value());
+        }
+    }
+
+    /// Reads what [`SrState::save`] wrote.
+    pub(crate) fn load(
+        &mut self,
+        r: &mut crate::engine::ctx::Get<'_>,
+    ) -> Result<(), crate::engine::ctx::CtxError> {
+        use crate::engine::ctx::CtxError;
+        self.attr = SrAttr {
+            enabled: r.bool()?,
+            max_inflight: r.u16()?,
+            rto_low: AckTimeout::new(r.u8()?).ok_or(CtxError)?,
+        };
+        for word in self.tx.sacked.words.iter_mut() {
+            *word = r.u64()?;
+        }
+        for word in self.rx.rcvd.words.iter_mut() {
+            *word = r.u64()?;
+        }
+        self.tx.rtx_next = Psn::new(r.u32()?);
+        self.tx.rtx_end = Psn::new(r.u32()?);
+        let mark = r.bool()?;
+        let p = Psn::new(r.u32()?);
+        self.tx.head_rtx_mark = mark.then_some(p);
+        self.rx.out.clear();
+        for _ in 0..r.u8()? {
+            self.rx
+                .out
+                .push_back(Psn::new(r.u32()?))
+                .map_err(|_| CtxError)?;
+        }
+        Ok(())
+    }
+
     pub fn enabled(&self) -> bool {
         self.attr.enabled
     }
