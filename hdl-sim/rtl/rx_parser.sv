@@ -448,19 +448,23 @@ module rx_parser
   logic                  pay_in_valid, pay_in_last;
 
   // end-of-frame records: fin[0] set with the ICRC feed of the last beat,
-  // fin[CRC_AT] meeting the frame's ICRC, fin[FIN_STAGES-1] the verdict
+  // fin[CRC_AT] meeting the frame's ICRC, fin[FIN_STAGES-1] the verdict; `v`
+  // is what the record on m_axis_meta takes from them (the verdict FIFO's entry)
   typedef struct packed {
+    rx_err_e          err;          // the verdict without the ICRC check (CRC_AT), with it (last)
     logic [OFS_W-1:0] len;
-    logic [31:0]      icrc;
-    logic [23:0]      pad;
-    logic [OFS_W-1:0] stream_len;
-    logic [OFS_W-1:0] ip_end;
     logic [15:0]      payload_len;
+    logic [31:0]      icrc;
+    logic [31:0]      crc;          // the ICRC computed (last stage)
+    logic [23:0]      pad;
+    logic [OFS_W-1:0] trailer_len;  // (from CRC_AT on)
+    logic [OFS_W-1:0] stream_len;
+  } verdict_t;
+  typedef struct packed {
+    verdict_t         v;
+    logic [OFS_W-1:0] ip_end;
     rx_err_e          pre_err;
     rx_err_e          post_err;
-    rx_err_e          err;          // the verdict without the ICRC check (CRC_AT), with it (last)
-    logic [OFS_W-1:0] trailer_len;  // (from CRC_AT on)
-    logic [31:0]      crc;          // the ICRC computed (last stage)
   } fin_t;
   fin_t [FIN_STAGES-1:0] fin;
   logic [FIN_STAGES-1:0] fin_valid;
@@ -514,12 +518,12 @@ module rx_parser
 
         if (r2_last) begin
           fin_valid[0] <= 1'b1;
-          fin[0].len <= r2_len_here;
-          fin[0].icrc <= r2_icrc;
-          fin[0].pad <= r2_pad;
-          fin[0].stream_len <= (stream_en && lt[X_PAY_START]) ? d[X_PAY_START] : '0;
+          fin[0].v.len <= r2_len_here;
+          fin[0].v.icrc <= r2_icrc;
+          fin[0].v.pad <= r2_pad;
+          fin[0].v.stream_len <= (stream_en && lt[X_PAY_START]) ? d[X_PAY_START] : '0;
           fin[0].ip_end <= r2_ctx.ip_end;
-          fin[0].payload_len <= r2_ctx.payload_len;
+          fin[0].v.payload_len <= r2_ctx.payload_len;
           fin[0].pre_err <= r2_ctx.pre_err;
           fin[0].post_err <= r2_ctx.post_err;
         end
@@ -530,20 +534,20 @@ module rx_parser
       end
       // the checks that do not wait for the ICRC, one stage early
       if (fin_valid[CRC_AT-1]) begin
-        if (fin[CRC_AT-1].pre_err != ERR_NONE) fin[CRC_AT].err <= fin[CRC_AT-1].pre_err;
-        else if (fin[CRC_AT-1].len < fin[CRC_AT-1].ip_end) fin[CRC_AT].err <= ERR_TRUNCATED_FRAME;
-        else fin[CRC_AT].err <= fin[CRC_AT-1].post_err;
-        fin[CRC_AT].trailer_len <= (fin[CRC_AT-1].len > fin[CRC_AT-1].ip_end)
-                                   ? fin[CRC_AT-1].len - fin[CRC_AT-1].ip_end : '0;
+        if (fin[CRC_AT-1].pre_err != ERR_NONE) fin[CRC_AT].v.err <= fin[CRC_AT-1].pre_err;
+        else if (fin[CRC_AT-1].v.len < fin[CRC_AT-1].ip_end) fin[CRC_AT].v.err <= ERR_TRUNCATED_FRAME;
+        else fin[CRC_AT].v.err <= fin[CRC_AT-1].post_err;
+        fin[CRC_AT].v.trailer_len <= (fin[CRC_AT-1].v.len > fin[CRC_AT-1].ip_end)
+                                   ? fin[CRC_AT-1].v.len - fin[CRC_AT-1].ip_end : '0;
       end
       // then the ICRC: a region that ended before the frame's last beat left
       // its CRC in crc_hold
       if (fin_valid[CRC_AT]) begin
         crc = crc_out_valid ? crc_out : crc_hold;
-        fin[FIN_STAGES-1].crc <= crc;
-        if (fin[CRC_AT].err != ERR_NONE) fin[FIN_STAGES-1].err <= fin[CRC_AT].err;
-        else if (crc != fin[CRC_AT].icrc) fin[FIN_STAGES-1].err <= ERR_ICRC_MISMATCH;
-        else fin[FIN_STAGES-1].err <= ERR_NONE;
+        fin[FIN_STAGES-1].v.crc <= crc;
+        if (fin[CRC_AT].v.err != ERR_NONE) fin[FIN_STAGES-1].v.err <= fin[CRC_AT].v.err;
+        else if (crc != fin[CRC_AT].v.icrc) fin[FIN_STAGES-1].v.err <= ERR_ICRC_MISMATCH;
+        else fin[FIN_STAGES-1].v.err <= ERR_NONE;
       end
     end
     if (rst) begin
@@ -584,34 +588,9 @@ module rx_parser
   // handshake. The stream stages stop (en) while the verdict FIFO could fill:
   // ver_room is registered from the count, so it allows one write more than
   // it sees.
-  typedef struct packed {
-    rx_err_e          err;
-    logic [OFS_W-1:0] len;
-    logic [15:0]      payload_len;
-    logic [31:0]      icrc;
-    logic [31:0]      crc;
-    logic [23:0]      pad;
-    logic [OFS_W-1:0] trailer_len;
-    logic [OFS_W-1:0] stream_len;
-  } verdict_t;
 
-  /* verilator lint_off UNUSEDSIGNAL */
-  fin_t        fl;                  // the last stage no longer needs every field
-  /* verilator lint_on UNUSEDSIGNAL */
-  verdict_t    ver_in, ver_head;
+  verdict_t          ver_head;
   logic [VCNT_W-1:0] ver_count;
-  assign fl = fin[FIN_STAGES-1];
-
-  always_comb begin
-    ver_in.err = fl.err;
-    ver_in.len = fl.len;
-    ver_in.payload_len = fl.payload_len;
-    ver_in.icrc = fl.icrc;
-    ver_in.crc = fl.crc;
-    ver_in.pad = fl.pad;
-    ver_in.trailer_len = fl.trailer_len;
-    ver_in.stream_len = fl.stream_len;
-  end
 
   roce_fifo #(
     .WIDTH($bits(verdict_t)),
@@ -619,7 +598,7 @@ module rx_parser
   ) ver_fifo_inst (
     .clk(clk),
     .rst(rst),
-    .wr_data(ver_in),
+    .wr_data(fin[FIN_STAGES-1].v),
     .wr_en(en && fin_valid[FIN_STAGES-1]),
     .rd_data(ver_head),
     .rd_en(meta_pop),
