@@ -235,6 +235,7 @@ impl Side {
                 recv_cq: self.cq.0,
                 sq_sig_all: false,
                 max_inline_data: 0,
+                srq: None,
             })
             .expect("create_qp")
     }

@@ -97,6 +97,7 @@ pub(crate) mod bridge {
         dma_wr: AxisOut,
         tx_bad_desc: u32,
         rx_drops: u32,
+        tx_idle: bool,
     }
 
     /// Inputs of one clock cycle of the DCB model (`roce_dcb_top`).

@@ -11,6 +11,7 @@
 //! * [`DcbSim`]: the port's DCB block (PFC pause timers and generation, priority queues
 //!   scheduled by ETS) at the cycle level, against the model `roce_core::dcb`.
 //! * [`RtlPort`]: the RTL as the firmware runtime's `Datapath`, in front of any port.
+//! * [`FpPort`]: the RTL fast path as the firmware runtime's `Datapath` and `FastPath`.
 //! * [`meta`]: the metadata record layout and the error codes, shared with
 //!   `rtl/roce_rx_pkg.sv` (a test keeps the two in step).
 //!
@@ -24,6 +25,7 @@ pub mod dcb;
 pub mod fastpath;
 #[cfg(not(roce_rtl_unavailable))]
 mod ffi;
+pub mod fp_port;
 pub mod meta;
 pub mod port;
 pub mod sim;
@@ -34,6 +36,7 @@ mod soc_ffi;
 pub use datapath::{RtlDatapath, RxVerdict, TRACE_DIR_ENV};
 pub use dcb::{DcbCounters, DcbCycle, DcbRegs, DcbSim};
 pub use fastpath::{FpSim, FpTimeline, Table};
+pub use fp_port::FpPort;
 pub use meta::{L3Kind, RxError, RxMeta};
 pub use port::{RtlPort, RtlPortCounters};
 pub use sim::{rtl_available, Beat, DataWidth, RtlSim, Shaping, SimError, Timed, Timeline};
