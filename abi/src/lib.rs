@@ -22,12 +22,18 @@ pub const DEVICE_ID: u32 = 0x524F_4345;
 /// ABI version this crate speaks; a host refuses a device with another major.
 pub const ABI_MAJOR: u16 = 1;
 /// Minor version: additions that old hosts can ignore. 1.2 added inline sends
-/// (`IBV_SEND_INLINE` in a send WQE, `CreateQpArg::max_inline_data`); 1.1 is the port
-/// commands' (`docs/abi.md`).
+/// (`IBV_SEND_INLINE` in a send WQE, `CreateQpArg::max_inline_data`) and shared receive
+/// queues (opcodes 23 to 26, `SRQ_DB`, the SRQ-limit event, `CreateQpArg::srqn`); 1.1
+/// is the port commands' (`docs/abi.md`).
 pub const ABI_MINOR: u16 = 2;
 
-/// The first QPN; a QP's doorbells are indexed by `QPN - QPN_BASE`.
+/// The first QPN; a QP's doorbells are indexed by `QPN - QPN_BASE` (the GSI QP's by
+/// `reg::GSI_QP_INDEX`).
 pub const QPN_BASE: u32 = roce_core::engine::QPN_BASE;
+
+/// CREATE_QP's `qp_type` for the GSI QP (QP1; the kernel's `IB_QPT_GSI`, which
+/// libibverbs does not number): a UD QP with QPN 1, one per port (ABI 1.2).
+pub const QPT_GSI: u8 = 1;
 
 /// Register offsets in the MMIO window.
 pub mod reg {
@@ -53,10 +59,17 @@ pub mod reg {
     pub const EVENT_CQN: u32 = 0x034;
     /// The QP of the last `QP_FATAL` event.
     pub const EVENT_QPN: u32 = 0x038;
+    /// The SRQ of the last `SRQ_LIMIT` event (ABI 1.2).
+    pub const EVENT_SRQN: u32 = 0x03C;
     /// Free-running NIC clock in nanoseconds, low word (reading it latches the high word).
     pub const CLOCK_LO: u32 = 0x040;
     /// High word of the clock, as latched by the last read of `CLOCK_LO`.
     pub const CLOCK_HI: u32 = 0x044;
+    /// SRQ doorbells (ABI 1.2): SRQN `s`'s producer index is at `SRQ_DB + 4 s` (SRQNs
+    /// start at 1, so the first word is unused).
+    pub const SRQ_DB: u32 = 0x0800;
+    /// Most SRQNs the doorbell page can address (including the unused 0).
+    pub const MAX_SRQ_DOORBELLS: u32 = (SQ_DB - SRQ_DB) / 4;
     /// First send-queue doorbell; QP `q`'s is at `SQ_DB + 8 q`.
     pub const SQ_DB: u32 = 0x1000;
     /// First receive-queue doorbell; QP `q`'s is at `RQ_DB + 8 q`.
@@ -67,6 +80,9 @@ pub mod reg {
     pub const WINDOW: u32 = 0x4000;
     /// Most QPs the doorbell page can address.
     pub const MAX_QP_DOORBELLS: u32 = (CQ_DB - SQ_DB) / 8;
+    /// The GSI QP's (QP1's) doorbell index (ABI 1.2): its QPN is below `QPN_BASE`, so it
+    /// takes the page's last pair, `sq_db(GSI_QP_INDEX)` and `rq_db(GSI_QP_INDEX)`.
+    pub const GSI_QP_INDEX: u32 = MAX_QP_DOORBELLS - 1;
     /// Most CQs the doorbell page can address.
     pub const MAX_CQ_DOORBELLS: u32 = (WINDOW - CQ_DB) / 4;
 
@@ -81,6 +97,15 @@ pub mod reg {
     /// Doorbell of CQ `c`.
     pub const fn cq_db(c: u32) -> u32 {
         CQ_DB + 4 * c
+    }
+    /// Doorbell of SRQN `s` (1-based).
+    pub const fn srq_db(s: u32) -> u32 {
+        SRQ_DB + 4 * s
+    }
+    /// A write here announces WQEs for the NIC to fetch (an SRQ, send- or
+    /// receive-queue doorbell), so a platform wakes its firmware for it.
+    pub const fn is_queue_doorbell(offset: u32) -> bool {
+        offset >= SRQ_DB && offset < CQ_DB
     }
 }
 
@@ -120,6 +145,9 @@ bitfield! {
     /// A QP went to the error state on its own (`EVENT_QPN`), like
     /// `IBV_EVENT_QP_FATAL`.
     pub qp_fatal, set_qp_fatal: 3;
+    /// An SRQ's WQEs fell below its armed limit (`EVENT_SRQN`), like
+    /// `IBV_EVENT_SRQ_LIMIT_REACHED`; the limit is disarmed (ABI 1.2).
+    pub srq_limit, set_srq_limit: 4;
 }
 
 /// Scatter/gather element in a WQE (`struct ibv_sge`).
@@ -257,6 +285,10 @@ pub enum CmdOp {
     ModifyQp = 9,
     QueryQp = 10,
     DestroyQp = 11,
+    CreateSrq = 23,
+    ModifySrq = 24,
+    QuerySrq = 25,
+    DestroySrq = 26,
 }
 
 impl CmdOp {
@@ -274,6 +306,10 @@ impl CmdOp {
             9 => Self::ModifyQp,
             10 => Self::QueryQp,
             11 => Self::DestroyQp,
+            23 => Self::CreateSrq,
+            24 => Self::ModifySrq,
+            25 => Self::QuerySrq,
+            26 => Self::DestroySrq,
             _ => return None,
         })
     }
@@ -427,7 +463,47 @@ pub struct CreateQpArg {
     /// writes back what it granted (0, or [`MAX_INLINE_DATA`] for any request up to
     /// it, as rxe rounds up to the WQE's room). More is refused (bad parameter).
     pub max_inline_data: U32,
-    pub reserved: [u8; 4],
+    /// ABI 1.2: the SRQ its receives come from (`ibv_qp_init_attr.srq`), 0 for none;
+    /// the QP's own receive ring is then unused.
+    pub srqn: U32,
+}
+
+/// CREATE_SRQ parameters (ABI 1.2); `out` is the SRQN (from 1). The ring holds
+/// 80-byte `RecvWqe`s; its doorbell is `reg::srq_db(srqn)`.
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable,
+)]
+#[repr(C)]
+pub struct CreateSrqArg {
+    pub pd: U32,
+    /// log2 of the ring depth: `max_wr` = 2^log_depth.
+    pub log_depth: u8,
+    pub reserved: [u8; 3],
+    /// The limit armed at creation (`ibv_srq_attr.srq_limit`, 0: none).
+    pub srq_limit: U32,
+    pub reserved1: [u8; 4],
+    pub ring: U64,
+}
+
+/// `ibv_srq_attr_mask`.
+pub mod srq_attr {
+    /// `IBV_SRQ_MAX_WR`: resizing, which this NIC does not do (bad parameter).
+    pub const MAX_WR: u32 = 1;
+    /// `IBV_SRQ_LIMIT`: arm the limit event.
+    pub const LIMIT: u32 = 2;
+}
+
+/// MODIFY_SRQ parameters and QUERY_SRQ results (ABI 1.2): `attr_mask` names what
+/// MODIFY changes (`srq_attr`); QUERY fills every field.
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable,
+)]
+#[repr(C)]
+pub struct SrqAttrArg {
+    pub srqn: U32,
+    pub attr_mask: U32,
+    pub max_wr: U32,
+    pub srq_limit: U32,
 }
 
 /// MODIFY_QP parameters and QUERY_QP results: `attr_mask` (`enum ibv_qp_attr_mask`)
@@ -500,6 +576,8 @@ mod tests {
             size_of::<CreateCqArg>(),
             size_of::<CreateQpArg>(),
             size_of::<QpAttrArg>(),
+            size_of::<CreateSrqArg>(),
+            size_of::<SrqAttrArg>(),
         ] {
             assert!(n <= CMD_PAYLOAD, "{n}");
         }
@@ -532,6 +610,7 @@ mod tests {
         assert_eq!(reg::rq_db(0), 0x1004);
         assert!(reg::rq_db(reg::MAX_QP_DOORBELLS - 1) < reg::CQ_DB);
         assert!(reg::cq_db(reg::MAX_CQ_DOORBELLS - 1) < reg::WINDOW);
+        assert!(reg::srq_db(reg::MAX_SRQ_DOORBELLS - 1) < reg::SQ_DB);
         let mut v = Version(0);
         v.set_major(ABI_MAJOR);
         v.set_minor(ABI_MINOR);

@@ -404,6 +404,7 @@ fn create_qp_checks_its_pd_and_cqs() {
         recv_cq: 0,
         sq_sig_all: false,
         max_inline_data: 0,
+        srq: None,
     };
     assert_eq!(e.create_qp(&init), Err(Error::NoSuchCq(0)));
     let cq = e.create_cq().unwrap();
@@ -446,6 +447,7 @@ fn inline_sends_read_the_wqe_and_are_bounded() {
         recv_cq: n.cq.0,
         sq_sig_all: false,
         max_inline_data,
+        srq: None,
     };
     assert_eq!(
         p.a.eng.create_qp(&init(&p.a, 65)),

@@ -35,6 +35,7 @@ fn round_trip(n: &mut Node, qpn: Qpn, shift: bool) -> bool {
                     recv_cq: n.cq.0,
                     sq_sig_all: false,
                     max_inline_data: 0,
+                    srq: None,
                 },
             )
             .unwrap()

@@ -24,6 +24,8 @@ use roce_core::wire::Packet;
 use zerocopy::little_endian::U32;
 use zerocopy::{FromBytes, FromZeros, Immutable, IntoBytes};
 
+mod srq;
+
 /// Largest ring the NIC accepts (2^15 entries).
 pub const MAX_LOG_DEPTH: u8 = 15;
 /// Frame buffer size: the largest MTU plus every header.
@@ -111,6 +113,9 @@ pub struct Nic<
     engine: Engine<QPS, CQS, PDS, MRS, SQ, RQ, CQE, RD>,
     cqs: [Option<HostCq>; CQS],
     qps: [Option<HostQp>; QPS],
+    /// The GSI QP (QP1), whose doorbells are `reg::GSI_QP_INDEX`'s.
+    gsi: Option<HostQp>,
+    srqs: [Option<srq::HostSrq>; roce_core::transport::MAX_SRQ],
     cmdq_ci: u32,
     /// Some QP's ring holds WQEs not yet fetched.
     backlog: bool,
@@ -155,6 +160,8 @@ impl<
             engine: Engine::new(port),
             cqs: [None; CQS],
             qps: [None; QPS],
+            gsi: None,
+            srqs: [None; roce_core::transport::MAX_SRQ],
             cmdq_ci: 0,
             backlog: false,
             qp_hi: 0,
@@ -228,6 +235,7 @@ impl<
         }
         busy |= self.transmit(now);
         busy |= self.write_completions();
+        busy |= self.srq_events();
         busy
     }
 
@@ -476,16 +484,26 @@ impl<
             let Some(Some(mut q)) = self.qps.get(slot).copied() else {
                 continue;
             };
-            let index = slot as u32;
-            for fetched in [self.fetch_sq(&mut q, index), self.fetch_rq(&mut q, index)] {
-                any |= fetched.unwrap_or_else(|BadDoorbell| self.fail_qp(q.qpn));
-            }
-            self.backlog |= q.sq_ci != self.hal.reg_read(reg::sq_db(index))
-                || q.rq_ci != self.hal.reg_read(reg::rq_db(index));
+            any |= self.fetch_qp(&mut q, slot as u32);
             if let Some(s) = self.qps.get_mut(slot) {
                 *s = Some(q);
             }
         }
+        if let Some(mut q) = self.gsi {
+            any |= self.fetch_qp(&mut q, reg::GSI_QP_INDEX);
+            self.gsi = Some(q);
+        }
+        any | self.fetch_srqs()
+    }
+
+    /// Fetches QP `q`'s rings (doorbell index `index`); notes a backlog.
+    fn fetch_qp(&mut self, q: &mut HostQp, index: u32) -> bool {
+        let mut any = false;
+        for fetched in [self.fetch_sq(q, index), self.fetch_rq(q, index)] {
+            any |= fetched.unwrap_or_else(|BadDoorbell| self.fail_qp(q.qpn));
+        }
+        self.backlog |= q.sq_ci != self.hal.reg_read(reg::sq_db(index))
+            || q.rq_ci != self.hal.reg_read(reg::rq_db(index));
         any
     }
 
@@ -790,6 +808,10 @@ impl<
                 abi::set_payload(e, &abi::QpAttrArg::from_attr(info.qpn, &attr));
             }),
             CmdOp::DestroyQp => return self.destroy_qp(Qpn::new(handle)),
+            CmdOp::CreateSrq => return self.create_srq(e),
+            CmdOp::ModifySrq => return self.modify_srq(e),
+            CmdOp::QuerySrq => return self.query_srq(e),
+            CmdOp::DestroySrq => return self.destroy_srq(handle),
         };
         match result {
             Ok(()) => CmdStatus::Ok,
@@ -880,7 +902,10 @@ impl<
 
     fn create_qp(&mut self, e: &mut CmdEntry) -> CmdStatus {
         let arg = abi::payload::<abi::CreateQpArg>(e);
-        let Some(qp_type) = QpType::from_u8(arg.qp_type) else {
+        // The GSI QP is a UD QP to the engine (with QPN 1).
+        let Some(qp_type) =
+            QpType::from_u8(arg.qp_type).or((arg.qp_type == abi::QPT_GSI).then_some(QpType::Ud))
+        else {
             return CmdStatus::BadParam;
         };
         let (Ok(pd), Ok(send_cq), Ok(recv_cq)) = (
@@ -906,14 +931,27 @@ impl<
             recv_cq,
             sq_sig_all: arg.sq_sig_all != 0,
             max_inline_data,
+            srq: match arg.srqn.get() {
+                0 => None,
+                n => match srq::srq_handle(n) {
+                    Some(h) => Some(h),
+                    None => return CmdStatus::BadHandle,
+                },
+            },
         };
-        let qpn = match self.engine.create_qp(&init) {
+        let gsi = arg.qp_type == abi::QPT_GSI;
+        let created = if gsi {
+            self.engine.create_gsi_qp(&init)
+        } else {
+            self.engine.create_qp(&init)
+        };
+        let qpn = match created {
             Ok(q) => q,
             Err(err) => return status_of(&err),
         };
-        let slot = (qpn.value() - QPN_BASE) as usize;
+        let slot = qpn.value().wrapping_sub(QPN_BASE) as usize;
         // A fresh QP starts reading its rings where the host's doorbells stand now.
-        let index = slot as u32;
+        let index = if gsi { reg::GSI_QP_INDEX } else { slot as u32 };
         let host = HostQp {
             qpn,
             qp_type,
@@ -927,6 +965,7 @@ impl<
             fp: FpState::Off,
         };
         match self.qps.get_mut(slot) {
+            _ if gsi => self.gsi = Some(host),
             Some(s) => {
                 *s = Some(host);
                 self.qp_hi = self.qp_hi.max(slot + 1);
@@ -958,6 +997,9 @@ impl<
                 let slot = qpn.value().wrapping_sub(QPN_BASE) as usize;
                 if let Some(s) = self.qps.get_mut(slot) {
                     *s = None;
+                }
+                if self.gsi.is_some_and(|g| g.qpn == qpn) {
+                    self.gsi = None;
                 }
                 CmdStatus::Ok
             }
@@ -993,7 +1035,9 @@ fn slot_addr(ring: u64, log: u8, index: u32, size: usize) -> u64 {
 /// The command status for an engine error.
 fn status_of(e: &EngineError) -> CmdStatus {
     match e {
-        EngineError::NoSuchQp(_) | EngineError::NoSuchCq(_) => CmdStatus::BadHandle,
+        EngineError::NoSuchQp(_) | EngineError::NoSuchCq(_) | EngineError::NoSuchSrq(_) => {
+            CmdStatus::BadHandle
+        }
         EngineError::Memory(MemError::NoSuchPd | MemError::NoSuchKey(_) | MemError::WrongPd(_)) => {
             CmdStatus::BadHandle
         }

@@ -21,6 +21,7 @@
 pub mod device;
 pub mod error;
 pub mod memory;
+pub mod rdma_cm;
 pub mod verbs;
 
 pub use device::Device;
@@ -28,5 +29,5 @@ pub use error::Error;
 pub use memory::HostMemory;
 pub use verbs::{
     AsyncEvents, CompletionQueue, ConnectOptions, Context, MemoryRegion, ProtectionDomain,
-    QpBuilder, QpEndpoint, QueuePair,
+    QpBuilder, QpEndpoint, QueuePair, SharedReceiveQueue, SrqAttr,
 };

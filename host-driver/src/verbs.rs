@@ -16,6 +16,9 @@ use roce_core::transport::{
 use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, VecDeque};
 use std::rc::{Rc, Weak};
+
+mod srq;
+pub use srq::{SharedReceiveQueue, SrqAttr};
 use zerocopy::little_endian::{U32, U64};
 use zerocopy::{FromZeros, IntoBytes};
 
@@ -128,6 +131,11 @@ impl Context {
         Ok(Self { ctx: Rc::new(ctx) })
     }
 
+    /// A device register (the clock, for the RDMA CM's timers).
+    pub(crate) fn read_reg(&self, offset: u32) -> u32 {
+        self.ctx.dev.read_reg(offset)
+    }
+
     /// `ibv_query_device` (and the port's addresses).
     pub fn query_device(&self) -> DeviceAttr {
         self.ctx.attr
@@ -208,6 +216,9 @@ impl Context {
             qp_fatal: status
                 .qp_fatal()
                 .then(|| Qpn::new(self.ctx.dev.read_reg(reg::EVENT_QPN))),
+            srq_limit: status
+                .srq_limit()
+                .then(|| self.ctx.dev.read_reg(reg::EVENT_SRQN)),
         };
         self.ctx.dev.write_reg(reg::EVENT_STATUS, status.0);
         events
@@ -221,6 +232,9 @@ pub struct AsyncEvents {
     pub cq_error: Option<u32>,
     /// `IBV_EVENT_QP_FATAL`: this QP went to the error state on its own.
     pub qp_fatal: Option<Qpn>,
+    /// `IBV_EVENT_SRQ_LIMIT_REACHED`: this SRQN fell below its armed limit (which
+    /// disarmed; `SharedReceiveQueue::arm_limit` arms it again).
+    pub srq_limit: Option<u32>,
 }
 
 fn ring_log(entries: usize, max_log: u8) -> Result<u8> {
@@ -297,6 +311,22 @@ impl ProtectionDomain {
             max_recv_wr: 64,
             sq_sig_all: false,
             max_inline_data: 0,
+            srq: None,
+            gsi: false,
+        }
+    }
+
+    /// Starts building the port's GSI QP (QP1, ABI 1.2): a UD QP numbered 1 that
+    /// carries management datagrams (the CM's MADs); bring it to RTS with the GSI Q_Key
+    /// (`Qkey::GSI`). One per port.
+    pub fn create_gsi_qp<'a>(
+        &'a self,
+        send_cq: &'a CompletionQueue,
+        recv_cq: &'a CompletionQueue,
+    ) -> QpBuilder<'a> {
+        QpBuilder {
+            gsi: true,
+            ..self.create_qp(QpType::Ud, send_cq, recv_cq)
         }
     }
 }
@@ -468,8 +498,11 @@ impl CompletionQueue {
                     sq.pop_front();
                 }
             } else {
-                qp.rq_outstanding
-                    .set(qp.rq_outstanding.get().saturating_sub(1));
+                let rq = qp
+                    .srq
+                    .as_ref()
+                    .map_or(&qp.rq_outstanding, |s| &s.outstanding);
+                rq.set(rq.get().saturating_sub(1));
             }
         }
     }
@@ -496,9 +529,11 @@ pub struct QpBuilder<'a> {
     max_recv_wr: usize,
     sq_sig_all: bool,
     max_inline_data: u32,
+    srq: Option<&'a SharedReceiveQueue>,
+    gsi: bool,
 }
 
-impl QpBuilder<'_> {
+impl<'a> QpBuilder<'a> {
     /// Send queue depth (`cap.max_send_wr`).
     pub fn max_send_wr(mut self, n: usize) -> Self {
         self.max_send_wr = n;
@@ -521,6 +556,12 @@ impl QpBuilder<'_> {
         self.max_inline_data = n;
         self
     }
+    /// Receives come from `srq` (`ibv_qp_init_attr.srq`): the QP has no receive queue
+    /// of its own, and it stays off the RC fast path.
+    pub fn srq(mut self, srq: &'a SharedReceiveQueue) -> Self {
+        self.srq = Some(srq);
+        self
+    }
 
     /// Creates the QP in the RESET state.
     pub fn build(self) -> Result<QueuePair> {
@@ -530,10 +571,12 @@ impl QpBuilder<'_> {
             ring_log(self.max_send_wr, max_log)?,
             ring_log(self.max_recv_wr, max_log)?,
         );
-        if self.max_inline_data != 0 && abi::Version(ctx.dev.read_reg(reg::VERSION)).minor() < 2 {
-            // An older NIC would take an inline WQE for an empty one.
+        if (self.max_inline_data != 0 || self.gsi)
+            && abi::Version(ctx.dev.read_reg(reg::VERSION)).minor() < 2
+        {
+            // An older NIC would take an inline WQE for an empty one, and has no QP1.
             return Err(Error::InvalidArgument(
-                "max_inline_data: the device's ABI is older than 1.2 (no inline sends)",
+                "max_inline_data or GSI: the device's ABI is older than 1.2",
             ));
         }
         let mem = ctx.dev.memory();
@@ -547,14 +590,18 @@ impl QpBuilder<'_> {
                 pd: U32::new(self.pd.inner.pdn),
                 send_cq: U32::new(self.send_cq.cqn),
                 recv_cq: U32::new(self.recv_cq.cqn),
-                qp_type: self.qp_type as u8,
+                qp_type: if self.gsi {
+                    abi::QPT_GSI
+                } else {
+                    self.qp_type as u8
+                },
                 sq_log_depth: sq_log,
                 rq_log_depth: rq_log,
                 sq_sig_all: u8::from(self.sq_sig_all),
                 sq_ring: U64::new(sq_ring),
                 rq_ring: U64::new(rq_ring),
                 max_inline_data: U32::new(self.max_inline_data),
-                reserved: [0; 4],
+                srqn: U32::new(self.srq.map_or(0, |s| s.srqn())),
             },
         );
         if let Err(err) = ctx.exec(CmdOp::CreateQp, &mut e) {
@@ -564,7 +611,11 @@ impl QpBuilder<'_> {
         }
         let qpn = Qpn::new(e.out.get());
         let max_inline = abi::payload::<abi::CreateQpArg>(&e).max_inline_data.get();
-        let index = qpn.value().wrapping_sub(QPN_BASE);
+        let index = if self.gsi {
+            reg::GSI_QP_INDEX
+        } else {
+            qpn.value().wrapping_sub(QPN_BASE)
+        };
         let inner = Rc::new(QpInner {
             ctx: ctx.clone(),
             _pd: self.pd.inner.clone(),
@@ -573,6 +624,7 @@ impl QpBuilder<'_> {
             qp_type: self.qp_type,
             sq_sig_all: self.sq_sig_all,
             max_inline,
+            srq: self.srq.map(|s| s.inner.clone()),
             state: Cell::new(QpState::Reset),
             sq_ring,
             sq_log,
@@ -599,6 +651,8 @@ struct QpInner {
     sq_sig_all: bool,
     /// `cap.max_inline_data` as the NIC granted it.
     max_inline: u32,
+    /// The SRQ its receives come from (kept alive while the QP is).
+    srq: Option<Rc<srq::SrqInner>>,
     state: Cell<QpState>,
     sq_ring: u64,
     sq_log: u8,
@@ -873,6 +927,11 @@ impl QueuePair {
                 verb: "post_recv",
                 state: QpState::Reset,
             });
+        }
+        if q.srq.is_some() {
+            return Err(Error::InvalidArgument(
+                "post_recv: the QP receives from an SRQ (post to the SRQ)",
+            ));
         }
         let depth = 1u32 << q.rq_log;
         if q.rq_outstanding.get() >= depth {

@@ -20,6 +20,17 @@ fn side(m: Model, last: u8) -> Side {
     Side { nic, ctx }
 }
 
+/// What `q`'s peer needs to connect to it, starting at `psn`.
+fn endpoint(s: &Side, q: &QueuePair, psn: u32) -> QpEndpoint {
+    let (gid, mac) = s.ctx.port_addr();
+    QpEndpoint {
+        qpn: q.qpn(),
+        psn: Psn::new(psn),
+        gid,
+        mac,
+    }
+}
+
 /// Moves frames between the two ports until both NICs are idle.
 fn run(a: &Side, b: &Side) {
     common::run(&*a.nic.model, &*b.nic.model);
@@ -61,19 +72,10 @@ fn connected_inline(m: Model, qp_type: QpType, max_inline: u32) -> Pair {
         .unwrap();
     let ma = pda.reg_mr(65536, access).unwrap();
     let mb = pdb.reg_mr(65536, access).unwrap();
-    let ep = |s: &Side, q: &QueuePair, psn| {
-        let (gid, mac) = s.ctx.port_addr();
-        QpEndpoint {
-            qpn: q.qpn(),
-            psn: Psn::new(psn),
-            gid,
-            mac,
-        }
-    };
     let o = ConnectOptions::default();
-    qa.connect(&ep(&b, &qb, 0xFF_FFF0), Psn::new(100), &o)
+    qa.connect(&endpoint(&b, &qb, 0xFF_FFF0), Psn::new(100), &o)
         .unwrap();
-    qb.connect(&ep(&a, &qa, 100), Psn::new(0xFF_FFF0), &o)
+    qb.connect(&endpoint(&a, &qa, 100), Psn::new(0xFF_FFF0), &o)
         .unwrap();
     Pair {
         a,
@@ -331,4 +333,101 @@ fn inline_sends(m: Model) {
         .max_inline_data(65)
         .build()
         .is_err());
+}
+
+#[test]
+fn an_srq_feeds_two_qps_and_reports_its_limit() {
+    for m in models() {
+        srq_shared(m);
+    }
+}
+
+fn srq_shared(m: Model) {
+    let (a, b) = (side(m, 1), side(m, 2));
+    let access = AccessFlags::LOCAL_WRITE;
+    let (pda, pdb) = (a.ctx.alloc_pd().unwrap(), b.ctx.alloc_pd().unwrap());
+    let (cqa, cqb) = (a.ctx.create_cq(64).unwrap(), b.ctx.create_cq(64).unwrap());
+    let srq = pdb.create_srq(8, 3).unwrap();
+    assert_eq!(
+        srq.query().unwrap(),
+        roce_host::SrqAttr {
+            max_wr: 8,
+            srq_limit: 3
+        }
+    );
+    let o = ConnectOptions::default();
+    let mut qas = Vec::new();
+    let mut qbs = Vec::new();
+    for _ in 0..2 {
+        let qa = pda.create_qp(QpType::Rc, &cqa, &cqa).build().unwrap();
+        let qb = pdb
+            .create_qp(QpType::Rc, &cqb, &cqb)
+            .srq(&srq)
+            .build()
+            .unwrap();
+        qa.connect(&endpoint(&b, &qb, 500), Psn::new(100), &o)
+            .unwrap();
+        qb.connect(&endpoint(&a, &qa, 100), Psn::new(500), &o)
+            .unwrap();
+        qas.push(qa);
+        qbs.push(qb);
+    }
+    let ma = pda.reg_mr(65536, access).unwrap();
+    let mb = pdb.reg_mr(65536, access).unwrap();
+    // Only the SRQ takes receives.
+    assert!(qbs[0].post_recv(&RecvWr::new(0)).is_err());
+    for i in 0..5u64 {
+        let off = i * 4096;
+        srq.post_recv(&RecvWr::new(100 + i).sge(mb.addr() + off, 4096, mb.lkey()))
+            .unwrap();
+    }
+    run(&a, &b);
+
+    // Three SENDs over both QPs take the SRQ's three oldest WQEs, in post order; the
+    // third leaves 2 < 3 and fires the limit event once.
+    let msgs = [pattern(3000, 1), pattern(200, 2), pattern(1500, 3)];
+    for (i, (msg, qp)) in msgs.iter().zip([0, 1, 0]).enumerate() {
+        let off = 20_000 + i * 4096;
+        ma.write(off, msg).unwrap();
+        let wr = SendWr::new(i as u64, WrOp::Send)
+            .sge(ma.addr() + off as u64, msg.len() as u32, ma.lkey())
+            .flags(SendFlags::SIGNALED);
+        qas[qp].post_send(&wr).unwrap();
+        run(&a, &b);
+    }
+    assert_eq!(cqa.wait(3, 10).unwrap().len(), 3);
+    let rx = cqb.wait(3, 10).unwrap();
+    for (i, (w, qp)) in rx.iter().zip([0, 1, 0]).enumerate() {
+        assert_eq!(
+            (w.wr_id, w.status, w.qp_num, w.byte_len as usize),
+            (
+                100 + i as u64,
+                WcStatus::Success,
+                qbs[qp].qpn(),
+                msgs[i].len()
+            ),
+            "{m:?}"
+        );
+        let mut got = vec![0; msgs[i].len()];
+        mb.read(i * 4096, &mut got).unwrap();
+        assert_eq!(got, msgs[i]);
+    }
+    let events = b.ctx.take_events();
+    assert_eq!(events.srq_limit, Some(srq.srqn()), "{m:?}");
+    assert_eq!(srq.query().unwrap().srq_limit, 0, "disarmed");
+    assert_eq!(srq.outstanding(), 2);
+    // Armed again at 2: the next take leaves 1 and fires again.
+    srq.arm_limit(2).unwrap();
+    assert!(srq.arm_limit(9).is_err(), "above max_wr");
+    ma.write(0, b"ping").unwrap();
+    qas[1]
+        .post_send(&SendWr::new(9, WrOp::Send).sge(ma.addr(), 4, ma.lkey()))
+        .unwrap();
+    run(&a, &b);
+    assert_eq!(cqb.wait(1, 10).unwrap()[0].wr_id, 103);
+    assert_eq!(b.ctx.take_events().srq_limit, Some(srq.srqn()));
+    if let Some(c) = b.nic.runtime_counters() {
+        // SRQ QPs stay with the firmware: B's fast path handled none of their packets.
+        assert_eq!(c.fastpath.rx_handled, 0, "{m:?}");
+    }
 }

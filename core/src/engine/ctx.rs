@@ -7,7 +7,8 @@
 //! (those the engine fetched are handed back: the host rings still hold them) and no
 //! response or partial message is under way.
 //!
-//! Layout (little endian, version 2: 1 plus `max_inline_data` after `sq_sig_all`): the QP context field by field, its DCQCN state,
+//! Layout (little endian, version 2: 1 plus `max_inline_data` and the SRQ after
+//! `sq_sig_all`): the QP context field by field, its DCQCN state,
 //! its selective-repeat records, the responder's replay ring, zeros, and a CRC-32 of
 //! everything before it in the last four bytes.
 
@@ -17,7 +18,7 @@ use crate::memory::{AccessFlags, Pd};
 use crate::num::{Msn, Psn, Qkey, Qpn, Rkey};
 use crate::transport::{
     AckOut, AckTimeout, AddressVector, Completer, CurOp, Error, Instant, Mtu, Qp, QpState, QpType,
-    RdRes, Requester, Responder,
+    RdRes, Requester, Responder, SrqHandle,
 };
 use crate::wire::aeth::Syndrome;
 
@@ -169,6 +170,8 @@ fn put_qp(w: &mut Put<'_>, qp: &Qp) {
     w.u8(qp.state as u8);
     w.bool(qp.sq_sig_all);
     w.u8(qp.max_inline);
+    w.bool(qp.srq.is_some());
+    w.u16(qp.srq.map_or(0, |h| h.0));
     w.u16(qp.pd.index());
     w.u16(qp.send_cq);
     w.u16(qp.recv_cq);
@@ -237,6 +240,8 @@ fn get_qp(r: &mut Get<'_>) -> Result<Qp, CtxError> {
     if u32::from(max_inline) > crate::transport::MAX_INLINE_DATA {
         return Err(CtxError);
     }
+    let has_srq = r.bool()?;
+    let srq = r.u16().map(|h| has_srq.then_some(SrqHandle(h)))?;
     let pd = Pd::from_index(r.u16()?);
     let (send_cq, recv_cq) = (r.u16()?, r.u16()?);
     let access = AccessFlags::from_bits(r.u32()?).ok_or(CtxError)?;
@@ -306,6 +311,7 @@ fn get_qp(r: &mut Get<'_>) -> Result<Qp, CtxError> {
         state,
         sq_sig_all,
         max_inline,
+        srq,
         pd,
         send_cq,
         recv_cq,
@@ -390,7 +396,8 @@ impl<
 
     /// Whether QP `qpn` is resident and may be evicted now: none of its send WQEs has
     /// started (nothing in flight, nothing done and waiting for CQ room), no message is
-    /// being received into a receive WQE, and no READ response or atomic ACK is queued.
+    /// being received into a receive WQE, no READ response or atomic ACK is queued, and
+    /// it holds no WQE taken from an SRQ (only its own ring's can be handed back).
     pub fn qp_evictable(&self, qpn: Qpn) -> bool {
         let Some(s) = self.slot(qpn) else {
             return false;
@@ -403,6 +410,7 @@ impl<
             && qp.req.pkt_idx == 0
             && qp.resp.cur == CurOp::None
             && q.out.is_empty()
+            && (qp.srq.is_none() || q.rq.is_empty())
     }
 
     /// Resident QPs.
@@ -410,8 +418,8 @@ impl<
         self.qps.iter().take(self.hi).flatten().count()
     }
 
-    /// Writes QP `qpn`'s state into `out` and frees its slot; the QP keeps its PD and
-    /// CQ references (it still exists). Fails with `Busy` unless
+    /// Writes QP `qpn`'s state into `out` and frees its slot; the QP keeps its PD, CQ
+    /// and SRQ references (it still exists). Fails with `Busy` unless
     /// [`Engine::qp_evictable`].
     pub fn evict_qp(&mut self, qpn: Qpn, out: &mut [u8; QP_CTX_LEN]) -> Result<Evicted, Error> {
         let () = Self::RD_FITS;
@@ -484,7 +492,8 @@ impl<
         let cqs_ok = [qp.send_cq, qp.recv_cq]
             .iter()
             .all(|&c| matches!(self.cqs.slots.get(usize::from(c)), Some(Some(_))));
-        if qp.qpn != qpn || !self.mem.pd_exists(qp.pd) || !cqs_ok {
+        let srq_ok = qp.srq.is_none_or(|h| self.srqs.query(h).is_ok());
+        if qp.qpn != qpn || !self.mem.pd_exists(qp.pd) || !cqs_ok || !srq_ok {
             return Err(bad);
         }
         let slot = self

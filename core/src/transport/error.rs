@@ -49,6 +49,8 @@ pub enum Error {
     NoSuchQp(Qpn),
     /// No CQ with this handle.
     NoSuchCq(u16),
+    /// No SRQ with this handle.
+    NoSuchSrq(u16),
     /// A fixed-capacity table is full.
     TableFull {
         /// Which table.
@@ -91,6 +93,7 @@ impl fmt::Display for Error {
             Self::InvalidCap { cap } => write!(f, "{cap} above the NIC's limit"),
             Self::NoSuchQp(q) => write!(f, "no QP {q}"),
             Self::NoSuchCq(c) => write!(f, "no CQ {c}"),
+            Self::NoSuchSrq(s) => write!(f, "no SRQ {s}"),
             Self::TableFull { table } => write!(f, "{table} table full"),
             Self::Busy { what } => write!(f, "{what} still in use"),
             Self::Memory(e) => write!(f, "{e}"),

@@ -179,6 +179,7 @@ impl Node {
                 recv_cq: self.cq.0,
                 sq_sig_all: false,
                 max_inline_data: 0,
+                srq: None,
             })
             .unwrap()
     }
