@@ -1,6 +1,7 @@
 //! What a harness (a test, the simulated fabric of `roce-testbed`) drives on a NIC model,
 //! beside the [`Device`] boundary the driver uses.
 
+use roce_core::dcb::{Priorities, PriorityMap};
 use roce_core::engine::PortConfig;
 use roce_host::Device;
 
@@ -29,4 +30,18 @@ pub trait NicModel: Device {
     /// what a harness modelling the NIC's MAC needs (its address for pause frames, the
     /// PFC priorities).
     fn port_config(&self) -> PortConfig;
+    /// [`NicModel::transmit_frame`] for a port with a transmit queue per 802.1p priority:
+    /// no frame of a priority in `blocked` (paused by the link partner, or its queue
+    /// full; priorities by `map`), the others go on. A model that builds frames ahead of
+    /// the port (a datapath queue, the SoC) cannot hold them back per priority: the
+    /// default ignores `blocked` and the harness must queue what it cannot send yet.
+    fn transmit_frame_except(
+        &self,
+        buf: &mut [u8],
+        map: &PriorityMap,
+        blocked: Priorities,
+    ) -> Option<usize> {
+        let _ = (map, blocked);
+        self.transmit_frame(buf)
+    }
 }

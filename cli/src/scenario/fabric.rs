@@ -68,6 +68,10 @@ pub struct FabricScenario {
     pub switch: SwitchSpec,
     #[serde(default)]
     pub cc: CcSpec,
+    /// Each NIC has one transmit FIFO for all priorities instead of a queue per
+    /// priority: a paused frame at its head holds back every frame behind it.
+    #[serde(default)]
+    pub single_tx_queue: bool,
     pub switches: Vec<String>,
     pub hosts: Vec<HostSpec>,
     #[serde(default)]
@@ -152,12 +156,14 @@ pub struct PfcSpec {
     pub headroom: u64,
 }
 
-#[derive(Debug, Clone, Copy, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct EcnSpec {
     pub kmin: u64,
     pub kmax: u64,
     pub pmax: f64,
+    /// The priorities marked (default: every flow's).
+    pub priorities: Option<Vec<u8>>,
 }
 
 /// Congestion control at the NICs.
@@ -464,10 +470,14 @@ fn build(f: &FabricScenario, plan: &Plan, seed: u64) -> Result<Net> {
     for (h, spec) in f.hosts.iter().enumerate() {
         let caps = nic::capacities(flows_of(h), f.depth);
         let model = nic::boot(Datapath::Software, false, nic::port_config(h), caps)?;
+        let mut node = NicNode::new(model).metered();
+        if f.single_tx_queue {
+            node = node.single_queue();
+        }
         hosts.push(topology::HostSpec::new(
             &spec.name,
             sw_index(&spec.switch)?,
-            NicNode::new(model).metered(),
+            node,
         ));
     }
     let trunks = f
@@ -679,7 +689,7 @@ fn summarise(
         .map(|(_, &r)| r)
         .collect();
     let queues: Vec<u64> = in_window.iter().map(|s| s.queue_bytes).collect();
-    let ecn = f.switch.ecn.map(|e| (e.kmin, e.kmax));
+    let ecn = f.switch.ecn.as_ref().map(|e| (e.kmin, e.kmax));
     let in_band = match ecn {
         Some((lo, hi)) => queues.iter().filter(|&&q| q >= lo && q <= hi).count() as f64,
         None => queues.len() as f64,
@@ -826,8 +836,10 @@ pub(crate) fn switch_config(s: &SwitchSpec, priorities: Priorities) -> Result<Sw
         pfc: s
             .pfc
             .map(|p| PfcConfig::new(priorities, p.xoff, p.xon, p.headroom)),
-        red: s.ecn.map(|e| RedConfig {
-            priorities: priorities.0,
+        red: s.ecn.as_ref().map(|e| RedConfig {
+            priorities: e.priorities.as_ref().map_or(priorities.0, |list| {
+                list.iter().fold(0, |set, &p| set | 1 << (p & 7))
+            }),
             ..RedConfig::new(e.kmin, e.kmax, e.pmax)
         }),
         ets,
