@@ -57,9 +57,6 @@ pub use ctx::{Evicted, MAX_CTX_RD, QP_CTX_LEN};
 /// (`evict_qp`, `restore_qp`; `docs/scale.md`).
 pub const QPN_BASE: u32 = 16;
 
-/// The GSI QP's number (QP1), below [`QPN_BASE`]: [`Engine::create_gsi_qp`].
-pub const GSI_QPN: u32 = 1;
-
 /// Entries in the port's P_Key table.
 pub const PKEY_TABLE_LEN: usize = 4;
 
@@ -378,7 +375,7 @@ impl<
         if init.qp_type != QpType::Ud || init.srq.is_some() {
             return Err(Error::InvalidCap { cap: "qp_type" });
         }
-        let qpn = Qpn::new(GSI_QPN);
+        let qpn = Qpn::GSI;
         self.check_init(init)?;
         if self.slot(qpn).is_some() {
             return Err(Error::Busy { what: "QPN" });
