@@ -55,6 +55,11 @@ pub mod reg {
     pub const CLOCK_LO: u32 = 0x040;
     /// High word of the clock, as latched by the last read of `CLOCK_LO`.
     pub const CLOCK_HI: u32 = 0x044;
+    /// Doorbell of a QP with a doorbell record (`CreateQpArg::db_record`, required with
+    /// an ICM): the host writes the QP's index (`QPN - QPN_BASE`) after updating the
+    /// record; the NIC latches a pending bit per QP and reads the record (mlx5's
+    /// doorbell record and UAR doorbell, in one register for every QP).
+    pub const QP_DB: u32 = 0x050;
     /// First send-queue doorbell; QP `q`'s is at `SQ_DB + 8 q`.
     pub const SQ_DB: u32 = 0x1000;
     /// First receive-queue doorbell; QP `q`'s is at `RQ_DB + 8 q`.
@@ -245,6 +250,8 @@ pub enum CmdOp {
     ModifyQp = 9,
     QueryQp = 10,
     DestroyQp = 11,
+    /// Hands the NIC host memory for QP contexts (`IcmArg`; `docs/scale.md`).
+    SetIcm = 64,
 }
 
 impl CmdOp {
@@ -262,6 +269,7 @@ impl CmdOp {
             9 => Self::ModifyQp,
             10 => Self::QueryQp,
             11 => Self::DestroyQp,
+            64 => Self::SetIcm,
             _ => return None,
         })
     }
@@ -411,6 +419,30 @@ pub struct CreateQpArg {
     pub sq_sig_all: u8,
     pub sq_ring: U64,
     pub rq_ring: U64,
+    /// Host address (8-byte aligned) of the QP's doorbell record: the send queue's
+    /// producer index (u32) then the receive queue's; 0 = none (the per-QP doorbell
+    /// registers instead; not allowed once an ICM is set).
+    pub db_record: U64,
+}
+
+/// Bytes of one QP's entry in the ICM: the engine's context
+/// (`roce_core::engine::QP_CTX_LEN`), then the NIC's ring state for the QP.
+pub const ICM_ENTRY_LEN: usize = 1024;
+
+/// Most QPs an ICM may hold.
+pub const MAX_ICM_QPS: u32 = 65_536;
+
+/// SET_ICM parameters: `entries` QP contexts of [`ICM_ENTRY_LEN`] bytes at `addr`
+/// (4 KiB aligned), zeroed by the host. Only before the first QP is created; the NIC
+/// then numbers QPs `QPN_BASE + i` for `i < entries` and reports `max_qp` = `entries`.
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable,
+)]
+#[repr(C)]
+pub struct IcmArg {
+    pub addr: U64,
+    pub entries: U32,
+    pub reserved: U32,
 }
 
 /// MODIFY_QP parameters and QUERY_QP results: `attr_mask` (`enum ibv_qp_attr_mask`)
@@ -482,6 +514,7 @@ mod tests {
             size_of::<RegMrArg>(),
             size_of::<CreateCqArg>(),
             size_of::<CreateQpArg>(),
+            size_of::<IcmArg>(),
             size_of::<QpAttrArg>(),
         ] {
             assert!(n <= CMD_PAYLOAD, "{n}");

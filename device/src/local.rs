@@ -101,6 +101,9 @@ impl Hal for LocalHal {
     fn take_doorbells(&mut self) -> bool {
         self.shared.doorbell.replace(false)
     }
+    fn take_rung_qps(&mut self, rung: &mut [u64]) -> bool {
+        self.shared.regs.borrow_mut().take_rung_qps(rung)
+    }
 }
 
 /// Where the model's frames go.
@@ -281,7 +284,7 @@ impl Device for LocalNic {
 
     fn write_reg(&self, offset: u32, value: u32) {
         self.shared.regs.borrow_mut().host_write(offset, value);
-        if (reg::SQ_DB..reg::CQ_DB).contains(&offset) {
+        if (reg::SQ_DB..reg::CQ_DB).contains(&offset) || offset == reg::QP_DB {
             self.shared.doorbell.set(true);
         }
     }

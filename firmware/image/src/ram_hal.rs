@@ -36,7 +36,7 @@ impl<D: Dma, P: Datapath> RamHal<D, P> {
     /// doorbell sets the pending bit.
     pub fn ring(&mut self, offset: u32, value: u32) {
         self.regs.host_write(offset, value);
-        if (reg::SQ_DB..reg::CQ_DB).contains(&offset) {
+        if (reg::SQ_DB..reg::CQ_DB).contains(&offset) || offset == reg::QP_DB {
             self.doorbell = true;
         }
     }
@@ -68,6 +68,10 @@ impl<D: Dma, P: Datapath> Hal for RamHal<D, P> {
 
     fn take_doorbells(&mut self) -> bool {
         core::mem::replace(&mut self.doorbell, false)
+    }
+
+    fn take_rung_qps(&mut self, rung: &mut [u64]) -> bool {
+        self.regs.take_rung_qps(rung)
     }
 
     /// The board clock; also published in `CLOCK_LO/HI` as the hardware would.
