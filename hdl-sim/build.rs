@@ -13,7 +13,7 @@
 //!   or the Rust code does not re-Verilate or recompile the models.
 //! * C++ is always compiled at -O2, also in debug builds: an -O0 model crawls.
 //! * The RC fast path (`roce_fp_top`, `docs/fastpath.md`) is a model per width too:
-//!   the datapath's RTL and `FP_RTL`.
+//!   the datapath's RTL and `FP_RTL`; so is the DCB block (`roce_dcb_top`, `DCB_RTL`).
 //! * The SoC (`rtl/soc/nic_soc.sv`) is a third model: the datapath's RTL, the SoC's
 //!   blocks and the soft core, `VexRiscv_IMAC.v` from the PyPI package
 //!   pythondata-cpu-vexriscv, found through the package (`data_location`) in the
@@ -55,6 +55,21 @@ const FP_RTL: &[&str] = &[
     "roce_fp_top.sv",
 ];
 const FP_TOP: &str = "roce_fp_top";
+/// The DCB block (PFC, ETS; `rtl/roce_dcb_top.sv`): a model per width of its own.
+const DCB_RTL: &[&str] = &[
+    "dcb_pkg.sv",
+    "roce_fifo.sv",
+    "roce_bram_fifo.sv",
+    "axis_skid.sv",
+    "dcb_frame_class.sv",
+    "dcb_pause_timers.sv",
+    "dcb_pfc_gen.sv",
+    "dcb_ets.sv",
+    "dcb_tx.sv",
+    "dcb_rx.sv",
+    "roce_dcb_top.sv",
+];
+const DCB_TOP: &str = "roce_dcb_top";
 /// The SoC's own RTL (after `RTL` and the soft core), and its Verilator config.
 const SOC_RTL: &[&str] = &[
     "soc/soc_ram.sv",
@@ -140,9 +155,15 @@ fn main() {
         .chain(FP_RTL.iter().map(|f| manifest.join("rtl").join(f)))
         .collect();
 
+    let dcb_rtl: Vec<PathBuf> = DCB_RTL
+        .iter()
+        .map(|f| manifest.join("rtl").join(f))
+        .collect();
+
     // ---- Verilate (both widths at once) and compile the models, if stale
     let rtl_hash = stamp(&version, &rtl);
     let fp_hash = stamp(&version, &fp_rtl);
+    let dcb_hash = stamp(&version, &dcb_rtl);
 
     let mut models: Vec<Model> = WIDTHS
         .iter()
@@ -179,6 +200,24 @@ fn main() {
             .chain(fp_rtl.iter().map(|f| f.clone().into_os_string()))
             .collect(),
             hash: fp_hash.clone(),
+        }
+    }));
+    models.extend(WIDTHS.iter().map(|&w| {
+        Model {
+            lib: format!("vmodel_dcb_{w}"),
+            mdir: out.join(format!("vobj_dcb_{w}")),
+            args: [
+                "--top-module".to_string(),
+                DCB_TOP.to_string(),
+                "--prefix".to_string(),
+                format!("V{DCB_TOP}_{w}"),
+                format!("-GDATA_WIDTH={w}"),
+            ]
+            .into_iter()
+            .map(Into::into)
+            .chain(dcb_rtl.iter().map(|f| f.clone().into_os_string()))
+            .collect(),
+            hash: dcb_hash.clone(),
         }
     }));
     let soc = match soc_model(&manifest, &out, &rtl, &version) {
@@ -221,6 +260,7 @@ fn main() {
     }
     b.file("csrc/dp_model.cpp")
         .file("csrc/fp_model.cpp")
+        .file("csrc/dcb_model.cpp")
         .std("c++17")
         .opt_level(2)
         .debug(false)
@@ -229,6 +269,7 @@ fn main() {
     for &w in WIDTHS {
         b.include(out.join(format!("vobj_{w}")));
         b.include(out.join(format!("vobj_fp_{w}")));
+        b.include(out.join(format!("vobj_dcb_{w}")));
     }
     for (k, v) in CXX_DEFINES {
         b.define(k, *v);

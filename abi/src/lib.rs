@@ -21,8 +21,11 @@ use zerocopy::{FromBytes, FromZeros, Immutable, IntoBytes, KnownLayout};
 pub const DEVICE_ID: u32 = 0x524F_4345;
 /// ABI version this crate speaks; a host refuses a device with another major.
 pub const ABI_MAJOR: u16 = 1;
-/// Minor version: additions that old hosts can ignore.
-pub const ABI_MINOR: u16 = 0;
+/// Minor version: additions that old hosts can ignore. 1.2 added inline sends
+/// (`IBV_SEND_INLINE` in a send WQE, `CreateQpArg::max_inline_data`) and shared receive
+/// queues (opcodes 23 to 26, `SRQ_DB`, the SRQ-limit event, `CreateQpArg::srqn`); 1.1
+/// is the port commands' (`docs/abi.md`).
+pub const ABI_MINOR: u16 = 2;
 
 /// The first QPN; a QP's doorbells are indexed by `QPN - QPN_BASE`.
 pub const QPN_BASE: u32 = roce_core::engine::QPN_BASE;
@@ -51,6 +54,8 @@ pub mod reg {
     pub const EVENT_CQN: u32 = 0x034;
     /// The QP of the last `QP_FATAL` event.
     pub const EVENT_QPN: u32 = 0x038;
+    /// The SRQ of the last `SRQ_LIMIT` event (ABI 1.2).
+    pub const EVENT_SRQN: u32 = 0x03C;
     /// Free-running NIC clock in nanoseconds, low word (reading it latches the high word).
     pub const CLOCK_LO: u32 = 0x040;
     /// High word of the clock, as latched by the last read of `CLOCK_LO`.
@@ -60,6 +65,11 @@ pub mod reg {
     /// record; the NIC latches a pending bit per QP and reads the record (mlx5's
     /// doorbell record and UAR doorbell, in one register for every QP).
     pub const QP_DB: u32 = 0x050;
+    /// SRQ doorbells (ABI 1.2): SRQN `s`'s producer index is at `SRQ_DB + 4 s` (SRQNs
+    /// start at 1, so the first word is unused).
+    pub const SRQ_DB: u32 = 0x0800;
+    /// Most SRQNs the doorbell page can address (including the unused 0).
+    pub const MAX_SRQ_DOORBELLS: u32 = (SQ_DB - SRQ_DB) / 4;
     /// First send-queue doorbell; QP `q`'s is at `SQ_DB + 8 q`.
     pub const SQ_DB: u32 = 0x1000;
     /// First receive-queue doorbell; QP `q`'s is at `RQ_DB + 8 q`.
@@ -84,6 +94,15 @@ pub mod reg {
     /// Doorbell of CQ `c`.
     pub const fn cq_db(c: u32) -> u32 {
         CQ_DB + 4 * c
+    }
+    /// Doorbell of SRQN `s` (1-based).
+    pub const fn srq_db(s: u32) -> u32 {
+        SRQ_DB + 4 * s
+    }
+    /// A write here announces WQEs for the NIC to fetch (an SRQ, send- or
+    /// receive-queue doorbell, or `QP_DB`), so a platform wakes its firmware for it.
+    pub const fn is_queue_doorbell(offset: u32) -> bool {
+        (offset >= SRQ_DB && offset < CQ_DB) || offset == QP_DB
     }
 }
 
@@ -123,6 +142,9 @@ bitfield! {
     /// A QP went to the error state on its own (`EVENT_QPN`), like
     /// `IBV_EVENT_QP_FATAL`.
     pub qp_fatal, set_qp_fatal: 3;
+    /// An SRQ's WQEs fell below its armed limit (`EVENT_SRQN`), like
+    /// `IBV_EVENT_SRQ_LIMIT_REACHED`; the limit is disarmed (ABI 1.2).
+    pub srq_limit, set_srq_limit: 4;
 }
 
 /// Scatter/gather element in a WQE (`struct ibv_sge`).
@@ -166,7 +188,8 @@ pub struct SendWqe {
     pub wr_id: U64,
     /// `enum ibv_wr_opcode`.
     pub opcode: u8,
-    /// `IBV_SEND_FENCE` 1, `SIGNALED` 2, `SOLICITED` 4.
+    /// `IBV_SEND_FENCE` 1, `SIGNALED` 2, `SOLICITED` 4, `INLINE` 8 (ABI 1.2: the payload
+    /// is the first `inline_len` bytes of the SGE area, and `num_sge` is 0).
     pub send_flags: u8,
     pub num_sge: u8,
     pub reserved0: u8,
@@ -182,11 +205,20 @@ pub struct SendWqe {
     pub swap_add: U64,
     /// UD: destination Q_Key.
     pub remote_qkey: U32,
-    pub reserved1: [u8; 12],
+    /// `INLINE`: payload bytes at [`SEND_WQE_INLINE`] (at most [`MAX_INLINE_DATA`]).
+    pub inline_len: U16,
+    pub reserved1: [u8; 10],
     /// UD: destination address (at offset 64).
     pub av: WireAv,
     pub sge: [WqeSge; WQE_SGES],
 }
+
+/// Where an inline send's payload starts in its WQE: the SGE area.
+pub const SEND_WQE_INLINE: usize = core::mem::offset_of!(SendWqe, sge);
+
+/// Largest inline payload: the SGE area's bytes (the engine's limit is the same).
+pub const MAX_INLINE_DATA: u32 = roce_core::transport::MAX_INLINE_DATA;
+const _: () = assert!(core::mem::size_of::<[WqeSge; WQE_SGES]>() == MAX_INLINE_DATA as usize);
 
 /// A receive work queue entry (80 bytes).
 #[derive(
@@ -252,6 +284,10 @@ pub enum CmdOp {
     DestroyQp = 11,
     /// Hands the NIC host memory for QP contexts (`IcmArg`; `docs/scale.md`).
     SetIcm = 64,
+    CreateSrq = 23,
+    ModifySrq = 24,
+    QuerySrq = 25,
+    DestroySrq = 26,
 }
 
 impl CmdOp {
@@ -270,6 +306,10 @@ impl CmdOp {
             10 => Self::QueryQp,
             11 => Self::DestroyQp,
             64 => Self::SetIcm,
+            23 => Self::CreateSrq,
+            24 => Self::ModifySrq,
+            25 => Self::QuerySrq,
+            26 => Self::DestroySrq,
             _ => return None,
         })
     }
@@ -419,6 +459,13 @@ pub struct CreateQpArg {
     pub sq_sig_all: u8,
     pub sq_ring: U64,
     pub rq_ring: U64,
+    /// ABI 1.2: largest inline send asked for (`ibv_qp_cap.max_inline_data`); the NIC
+    /// writes back what it granted (0, or [`MAX_INLINE_DATA`] for any request up to
+    /// it, as rxe rounds up to the WQE's room). More is refused (bad parameter).
+    pub max_inline_data: U32,
+    /// ABI 1.2: the SRQ its receives come from (`ibv_qp_init_attr.srq`), 0 for none;
+    /// the QP's own receive ring is then unused.
+    pub srqn: U32,
     /// Host address (8-byte aligned) of the QP's doorbell record: the send queue's
     /// producer index (u32) then the receive queue's; 0 = none (the per-QP doorbell
     /// registers instead; not allowed once an ICM is set).
@@ -443,6 +490,44 @@ pub struct IcmArg {
     pub addr: U64,
     pub entries: U32,
     pub reserved: U32,
+}
+
+/// CREATE_SRQ parameters (ABI 1.2); `out` is the SRQN (from 1). The ring holds
+/// 80-byte `RecvWqe`s; its doorbell is `reg::srq_db(srqn)`.
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable,
+)]
+#[repr(C)]
+pub struct CreateSrqArg {
+    pub pd: U32,
+    /// log2 of the ring depth: `max_wr` = 2^log_depth.
+    pub log_depth: u8,
+    pub reserved: [u8; 3],
+    /// The limit armed at creation (`ibv_srq_attr.srq_limit`, 0: none).
+    pub srq_limit: U32,
+    pub reserved1: [u8; 4],
+    pub ring: U64,
+}
+
+/// `ibv_srq_attr_mask`.
+pub mod srq_attr {
+    /// `IBV_SRQ_MAX_WR`: resizing, which this NIC does not do (bad parameter).
+    pub const MAX_WR: u32 = 1;
+    /// `IBV_SRQ_LIMIT`: arm the limit event.
+    pub const LIMIT: u32 = 2;
+}
+
+/// MODIFY_SRQ parameters and QUERY_SRQ results (ABI 1.2): `attr_mask` names what
+/// MODIFY changes (`srq_attr`); QUERY fills every field.
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable,
+)]
+#[repr(C)]
+pub struct SrqAttrArg {
+    pub srqn: U32,
+    pub attr_mask: U32,
+    pub max_wr: U32,
+    pub srq_limit: U32,
 }
 
 /// MODIFY_QP parameters and QUERY_QP results: `attr_mask` (`enum ibv_qp_attr_mask`)
@@ -516,6 +601,8 @@ mod tests {
             size_of::<CreateQpArg>(),
             size_of::<IcmArg>(),
             size_of::<QpAttrArg>(),
+            size_of::<CreateSrqArg>(),
+            size_of::<SrqAttrArg>(),
         ] {
             assert!(n <= CMD_PAYLOAD, "{n}");
         }
@@ -548,10 +635,11 @@ mod tests {
         assert_eq!(reg::rq_db(0), 0x1004);
         assert!(reg::rq_db(reg::MAX_QP_DOORBELLS - 1) < reg::CQ_DB);
         assert!(reg::cq_db(reg::MAX_CQ_DOORBELLS - 1) < reg::WINDOW);
+        assert!(reg::srq_db(reg::MAX_SRQ_DOORBELLS - 1) < reg::SQ_DB);
         let mut v = Version(0);
         v.set_major(ABI_MAJOR);
         v.set_minor(ABI_MINOR);
-        assert_eq!(v.0, 0x0001_0000);
+        assert_eq!(v.0, 0x0001_0002);
     }
 
     #[test]
@@ -568,6 +656,35 @@ mod tests {
         assert_eq!(payload::<RegMrArg>(&e), arg);
         assert_eq!(CmdOp::from_u16(9), Some(CmdOp::ModifyQp));
         assert_eq!(CmdStatus::from_u32(5), Some(CmdStatus::IllegalTransition));
+    }
+
+    #[test]
+    fn inline_payload_lives_in_the_sge_area() {
+        use roce_core::memory::WQE_LKEY;
+        use roce_core::transport::{SendFlags, SendWr, WrOp};
+        let wr = SendWr::new(5, WrOp::Send).flags(SendFlags::SIGNALED);
+        let mut w = SendWqe::from_wr(&wr);
+        w.set_inline(b"hello").unwrap();
+        assert_eq!(SEND_WQE_INLINE, 96);
+        assert_eq!(&w.as_bytes()[96..101], b"hello");
+        assert_eq!((w.send_flags, w.num_sge, w.inline_len.get()), (2 | 8, 0, 5));
+        // Decoded at its address, the payload is one SGE there under the firmware's key.
+        let d = w.to_wr(false, 0x1000).unwrap();
+        assert_eq!(
+            d.sg_list.as_slice(),
+            [roce_core::transport::Sge {
+                addr: 0x1000 + 96,
+                length: 5,
+                lkey: WQE_LKEY
+            }]
+        );
+        assert!(w.set_inline(&[0; 65]).is_err());
+        let mut bad = w;
+        bad.inline_len = U16::new(65);
+        assert!(bad.to_wr(false, 0).is_err());
+        // A host cannot name the firmware's key in an SGE of its own.
+        let forged = SendWr::new(6, WrOp::Send).sge(0, 8, WQE_LKEY);
+        assert!(SendWqe::from_wr(&forged).to_wr(false, 0).is_err());
     }
 
     #[test]
@@ -599,7 +716,7 @@ mod tests {
 // Conversions between the ABI's bytes and the engine's verbs types. Both sides use these:
 // the driver to encode, the firmware to decode, so an encoding cannot drift.
 
-use roce_core::memory::AccessFlags;
+use roce_core::memory::{AccessFlags, WQE_LKEY};
 use roce_core::num::{Lkey, Psn, Qkey, Qpn, Rkey};
 use roce_core::transport::{
     AckTimeout, AddressVector, Mtu, QpAttr, QpState, RecvWr, RetryCount, RnrTimer, SendFlags,
@@ -664,6 +781,9 @@ fn decode_sges(
         .get(..usize::from(n))
         .ok_or(DecodeError("num_sge above the SGE limit"))?;
     for s in list {
+        if s.lkey.get() == WQE_LKEY.0 {
+            return Err(DecodeError("the firmware's reserved L_Key in a host SGE"));
+        }
         let sge = Sge {
             addr: s.addr.get(),
             length: s.length.get(),
@@ -731,9 +851,26 @@ impl SendWqe {
         w
     }
 
+    /// Makes this WQE carry `data` inline (`IBV_SEND_INLINE`): the bytes go into the SGE
+    /// area, which the NIC reads from the send queue when it sends them.
+    pub fn set_inline(&mut self, data: &[u8]) -> Result<(), DecodeError> {
+        let (dst, rest) = self
+            .sge
+            .as_mut_bytes()
+            .split_at_mut_checked(data.len())
+            .ok_or(DecodeError("inline data longer than MAX_INLINE_DATA"))?;
+        dst.copy_from_slice(data);
+        rest.fill(0);
+        self.num_sge = 0;
+        self.inline_len = U16::new(data.len() as u16);
+        self.send_flags |= SendFlags::INLINE.bits() as u8;
+        Ok(())
+    }
+
     /// Decodes a send work request; `ud` says whether the QP is UD (then the
-    /// destination fields are read).
-    pub fn to_wr(&self, ud: bool) -> Result<SendWr, DecodeError> {
+    /// destination fields are read), `at` is the WQE's own address in host memory: an
+    /// inline payload becomes one SGE there under the firmware's [`WQE_LKEY`].
+    pub fn to_wr(&self, ud: bool, at: u64) -> Result<SendWr, DecodeError> {
         let remote_addr = self.remote_addr.get();
         let rkey = Rkey(self.rkey.get());
         let imm = self.imm_or_inv.get();
@@ -762,9 +899,24 @@ impl SendWqe {
             },
             _ => return Err(DecodeError("unknown send opcode")),
         };
-        let mut wr = SendWr::new(self.wr_id.get(), op)
-            .flags(SendFlags::from_bits_truncate(u32::from(self.send_flags)));
-        decode_sges(&self.sge, self.num_sge, &mut |s| wr.try_sge(s))?;
+        let flags = SendFlags::from_bits_truncate(u32::from(self.send_flags));
+        let mut wr = SendWr::new(self.wr_id.get(), op).flags(flags);
+        if flags.contains(SendFlags::INLINE) {
+            let len = self.inline_len.get();
+            if self.num_sge != 0 || u32::from(len) > MAX_INLINE_DATA {
+                return Err(DecodeError("inline WQE with SGEs or too long"));
+            }
+            if len != 0 {
+                let sge = Sge {
+                    addr: at.wrapping_add(SEND_WQE_INLINE as u64),
+                    length: u32::from(len),
+                    lkey: WQE_LKEY,
+                };
+                wr.try_sge(sge).map_err(|_| DecodeError("too many SGEs"))?;
+            }
+        } else {
+            decode_sges(&self.sge, self.num_sge, &mut |s| wr.try_sge(s))?;
+        }
         if ud {
             wr.ud = Some(UdDest {
                 av: self.av.to_av(),

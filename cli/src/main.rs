@@ -90,6 +90,11 @@ struct AnalyzeArgs {
     /// The link rate, to turn PFC pause quanta into time (100g, 25g).
     #[arg(long, default_value = "100g")]
     link: String,
+    /// The requesters' local ACK timeout (4.096 us x 2^code: 67ms for perftest's 14): a
+    /// resend nothing explains counts as a timeout only after a silence this long
+    /// [default: 8.192us, the shortest there is].
+    #[arg(long, value_parser = filter::parse_time)]
+    ack_timeout: Option<Duration>,
 }
 
 /// Which frames to show; every option given must hold.
@@ -275,6 +280,9 @@ fn analyze(args: AnalyzeArgs, out: &mut impl Write) -> Result<()> {
     let options = analyze::Options {
         link_bps: roce_cli::perf_cmd::parse_rate(&args.link)?,
         timelines: args.plot.is_some(),
+        min_ack_timeout_ns: args
+            .ack_timeout
+            .map_or(analyze::SHORTEST_ACK_TIMEOUT_NS, |t| t.as_nanos() as u64),
     };
     let mut analyzer = analyze::run(&mut reader, options)
         .map_err(|e| anyhow::anyhow!("{}: {e}", roce_capture::name(&args.file)))?;

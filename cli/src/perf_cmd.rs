@@ -63,8 +63,9 @@ pub struct PerfArgs {
     /// The datapath under the firmware: the software model or the Verilated RTL.
     #[arg(long, value_enum, default_value_t = Backend::Model)]
     pub backend: Backend,
-    /// The RC fast path (`docs/fastpath.md`): its software model as the NIC's hardware
-    /// in front of the datapath (`on`), or the firmware handling every packet (`off`).
+    /// The RC fast path (`docs/fastpath.md`) as the NIC's hardware (`on`: its software
+    /// model, or with `--backend rtl` the RTL fast path), or the firmware handling every
+    /// packet (`off`).
     #[arg(long, value_enum, default_value_t = crate::interop::OnOff::On)]
     pub fastpath: crate::interop::OnOff,
     /// Where the NICs meet: the simulated fabric, or directly in memory (wall clock).

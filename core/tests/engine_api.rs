@@ -6,7 +6,7 @@ mod common;
 
 use common::*;
 use roce_core::engine::{Engine, PortConfig};
-use roce_core::memory::MemError;
+use roce_core::memory::{AccessFlags, MemError, WQE_LKEY};
 use roce_core::num::{Psn, Qpn};
 use roce_core::transport::{
     AttrMask, Error, Instant, Mtu, QpAttr, QpInitAttr, QpState, QpType, RecvWr, SendFlags, SendWr,
@@ -403,6 +403,8 @@ fn create_qp_checks_its_pd_and_cqs() {
         send_cq: 0,
         recv_cq: 0,
         sq_sig_all: false,
+        max_inline_data: 0,
+        srq: None,
     };
     assert_eq!(e.create_qp(&init), Err(Error::NoSuchCq(0)));
     let cq = e.create_cq().unwrap();
@@ -430,4 +432,71 @@ fn create_qp_checks_its_pd_and_cqs() {
         }),
         Err(Error::TableFull { table: "QP" })
     );
+}
+
+/// Inline sends (`IBV_SEND_INLINE`): the firmware hands the engine the payload's place in
+/// the send queue under its reserved `WQE_LKEY`, which reads any local memory and writes
+/// none; a QP takes them up to its `max_inline_data`, and only on SEND and WRITE.
+#[test]
+fn inline_sends_read_the_wqe_and_are_bounded() {
+    let mut p = Pair::new(4);
+    let init = |n: &Node, max_inline_data| QpInitAttr {
+        qp_type: QpType::Rc,
+        pd: n.pd,
+        send_cq: n.cq.0,
+        recv_cq: n.cq.0,
+        sq_sig_all: false,
+        max_inline_data,
+        srq: None,
+    };
+    assert_eq!(
+        p.a.eng.create_qp(&init(&p.a, 65)),
+        Err(Error::InvalidCap {
+            cap: "max_inline_data"
+        })
+    );
+    let qa = p.a.eng.create_qp(&init(&p.a, 64)).unwrap();
+    let qb = p.b.create_qp(QpType::Rc);
+    let (ava, avb) = (p.a.av_to(&p.b), p.b.av_to(&p.a));
+    let o = QpOpts::default();
+    bring_up(&mut p.a, qa, QpType::Rc, ava, qb, &o, 10, 20);
+    bring_up(&mut p.b, qb, QpType::Rc, avb, qa, &o, 20, 10);
+
+    // The "send queue": memory no region covers.
+    let wqe = p.a.mem.alloc(64);
+    p.a.mem.fill_pattern(wqe, 64, 5);
+    let (rbuf, rk) = p.b.buffer(64);
+    p.b.post_recv(qb, &RecvWr::new(1).sge(rbuf, 64, rk.lkey));
+    let inline = SendWr::new(2, WrOp::Send)
+        .sge(wqe, 64, WQE_LKEY)
+        .flags(SendFlags::INLINE | SIG);
+    p.a.post_send(qa, &inline);
+    p.settle();
+    assert_eq!(p.a.wcs[0].status, WcStatus::Success);
+    assert_eq!(p.b.wcs[0].byte_len, 64);
+    assert_eq!(p.b.mem.read(rbuf, 64), p.a.mem.read(wqe, 64));
+
+    let too_long = SendWr::new(3, WrOp::Send)
+        .sge(wqe, 64, WQE_LKEY)
+        .sge(wqe, 1, WQE_LKEY)
+        .flags(SendFlags::INLINE);
+    let read = SendWr::new(4, WrOp::rdma_read(0, roce_core::num::Rkey(1)))
+        .sge(wqe, 8, WQE_LKEY)
+        .flags(SendFlags::INLINE);
+    for wr in [too_long, read] {
+        assert!(matches!(
+            p.a.eng.post_send(qa, &wr),
+            Err(Error::InvalidWr { .. })
+        ));
+    }
+    // The key reads; it never writes (a receive or READ target through it fails).
+    let mem = p.a.eng.memory();
+    assert_eq!(
+        mem.check_local(p.a.pd, WQE_LKEY, 0, 1 << 40, AccessFlags::NONE),
+        Ok(())
+    );
+    assert!(matches!(
+        mem.check_local(p.a.pd, WQE_LKEY, wqe, 1, AccessFlags::LOCAL_WRITE),
+        Err(MemError::AccessDenied { .. })
+    ));
 }

@@ -34,6 +34,8 @@ fn round_trip(n: &mut Node, qpn: Qpn, shift: bool) -> bool {
                     send_cq: n.cq.0,
                     recv_cq: n.cq.0,
                     sq_sig_all: false,
+                    max_inline_data: 0,
+                    srq: None,
                 },
             )
             .unwrap()

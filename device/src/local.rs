@@ -284,7 +284,7 @@ impl Device for LocalNic {
 
     fn write_reg(&self, offset: u32, value: u32) {
         self.shared.regs.borrow_mut().host_write(offset, value);
-        if (reg::SQ_DB..reg::CQ_DB).contains(&offset) || offset == reg::QP_DB {
+        if reg::is_queue_doorbell(offset) {
             self.shared.doorbell.set(true);
         }
     }

@@ -1,10 +1,12 @@
 //! The firmware runtime over the Verilated datapath: frames from the wire pass the RTL
 //! RX parser (and its ICRC check) before the engine sees them; frames the engine builds
-//! get their ICRC from the RTL TX inserter.
+//! get their ICRC from the RTL TX inserter. With the fast path, the RTL's fast path
+//! (`roce_hdl_sim::FpPort`) is the hardware in front of the firmware.
 
 use crate::local::{Capacities, LocalNic};
 use roce_core::engine::PortConfig;
-use roce_hdl_sim::{DataWidth, RtlPort, SimError};
+use roce_firmware::hal::Datapath;
+use roce_hdl_sim::{DataWidth, FpPort, RtlPort, SimError};
 use std::cell::RefCell;
 use std::rc::Rc;
 
@@ -27,13 +29,15 @@ pub fn rtl_nic(
     Ok((nic, counters.unwrap_or_default()))
 }
 
-/// A NIC with the RC fast path's model (`docs/fastpath.md`) in front of the RTL at
-/// `width`: the model takes the frames the RTL parser passed, and its frames get their
-/// ICRC from the RTL TX inserter like the firmware's.
+/// A NIC whose RC fast path is the RTL (`roce_fp_top` at `width`, `docs/fastpath.md`):
+/// every received frame passes its parser and receive rules, the firmware posts
+/// descriptors to its segmenter and takes its events.
 pub fn rtl_fastpath_nic(
     cfg: PortConfig,
     caps: Capacities,
     width: DataWidth,
 ) -> Result<Rc<LocalNic>, SimError> {
-    LocalNic::with_fastpath_over(cfg, caps, |port| RtlPort::new(width, port).map(Box::new))
+    LocalNic::with_datapath(cfg, caps, |port| {
+        FpPort::new(width, port).map(|p| Box::new(p) as Box<dyn Datapath>)
+    })
 }

@@ -192,6 +192,7 @@ impl RegFile {
             | reg::CMDQ_CI
             | reg::EVENT_CQN
             | reg::EVENT_QPN
+            | reg::EVENT_SRQN
             | reg::CLOCK_LO
             | reg::CLOCK_HI => {}
             reg::EVENT_STATUS => {

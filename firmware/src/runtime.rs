@@ -27,6 +27,7 @@ use zerocopy::{FromBytes, FromZeros, Immutable, IntoBytes};
 mod qp_cache;
 
 use qp_cache::Icm;
+mod srq;
 
 /// Largest ring the NIC accepts (2^15 entries).
 pub const MAX_LOG_DEPTH: u8 = 15;
@@ -139,6 +140,7 @@ pub struct Nic<
     /// With an ICM: which QP indexes exist, and which have a doorbell not yet handled.
     exists: [u64; QP_MAP_WORDS],
     pending: [u64; QP_MAP_WORDS],
+    srqs: [Option<srq::HostSrq>; roce_core::transport::MAX_SRQ],
     cmdq_ci: u32,
     /// Some QP's ring holds WQEs not yet fetched.
     backlog: bool,
@@ -189,6 +191,7 @@ impl<
             icm: None,
             exists: [0; QP_MAP_WORDS],
             pending: [0; QP_MAP_WORDS],
+            srqs: [None; roce_core::transport::MAX_SRQ],
             cmdq_ci: 0,
             backlog: false,
             qp_hi: 0,
@@ -269,6 +272,7 @@ impl<
         }
         busy |= self.transmit(now);
         busy |= self.write_completions();
+        busy |= self.srq_events();
         busy
     }
 
@@ -554,7 +558,7 @@ impl<
                 any |= self.fetch_qp(slot, pis);
             }
         }
-        any
+        any | self.fetch_srqs()
     }
 
     /// Fetches what line `slot`'s rings hold up to the producer indexes `pis` (send,
@@ -578,7 +582,7 @@ impl<
     }
 
     /// Takes the entries of a host ring from `*ci` up to the producer index `pi`,
-    /// handing each to `post`; an entry `post` refuses (the engine's queue
+    /// handing each (and its address) to `post`; an entry `post` refuses (the engine's queue
     /// is full) stays in the ring for a later poll. Returns whether any was taken, or
     /// [`BadDoorbell`] (having skipped to the producer index) when the index claims more
     /// entries than the ring holds.
@@ -587,7 +591,7 @@ impl<
         pi: u32,
         (ring, log): (u64, u8),
         ci: &mut u32,
-        mut post: impl FnMut(&mut Self, &T) -> bool,
+        mut post: impl FnMut(&mut Self, &T, u64) -> bool,
     ) -> Result<bool, BadDoorbell> {
         if !fits(pi, *ci, log) {
             *ci = pi;
@@ -601,7 +605,7 @@ impl<
                 self.counters.dma_errors += 1;
                 break;
             }
-            if !post(self, &entry) {
+            if !post(self, &entry, addr) {
                 break;
             }
             *ci = ci.wrapping_add(1);
@@ -627,8 +631,8 @@ impl<
             pi,
             (q.sq_ring, q.sq_log),
             &mut q.sq_ci,
-            |nic, wqe: &SendWqe| {
-                let result = match wqe.to_wr(ud) {
+            |nic, wqe: &SendWqe, at| {
+                let result = match wqe.to_wr(ud, at) {
                     Ok(wr) => nic.engine.post_send(qpn, &wr),
                     Err(DecodeError(reason)) => Err(EngineError::InvalidWr { reason }),
                 };
@@ -662,7 +666,7 @@ impl<
             pi,
             (q.rq_ring, q.rq_log),
             &mut q.rq_ci,
-            |nic, wqe: &RecvWqe| {
+            |nic, wqe: &RecvWqe, _| {
                 match wqe.to_wr().map(|wr| nic.engine.post_recv(qpn, &wr)) {
                     Ok(Ok(())) => nic.counters.recv_wqes += 1,
                     Ok(Err(EngineError::QueueFull { .. })) => return false,
@@ -889,6 +893,10 @@ impl<
             }),
             CmdOp::DestroyQp => return self.destroy_qp(Qpn::new(handle)),
             CmdOp::SetIcm => return self.set_icm(e),
+            CmdOp::CreateSrq => return self.create_srq(e),
+            CmdOp::ModifySrq => return self.modify_srq(e),
+            CmdOp::QuerySrq => return self.query_srq(e),
+            CmdOp::DestroySrq => return self.destroy_srq(handle),
         };
         match result {
             Ok(()) => CmdStatus::Ok,
@@ -992,12 +1000,26 @@ impl<
         if arg.sq_log_depth > MAX_LOG_DEPTH || arg.rq_log_depth > MAX_LOG_DEPTH {
             return CmdStatus::BadParam;
         }
+        // Any inline size up to the WQE's room gets all of it (rxe rounds up the same way).
+        let max_inline_data = match arg.max_inline_data.get() {
+            0 => 0,
+            n if n <= abi::MAX_INLINE_DATA => abi::MAX_INLINE_DATA,
+            _ => return CmdStatus::BadParam,
+        };
         let init = QpInitAttr {
             qp_type,
             pd: Pd::from_index(pd),
             send_cq,
             recv_cq,
             sq_sig_all: arg.sq_sig_all != 0,
+            max_inline_data,
+            srq: match arg.srqn.get() {
+                0 => None,
+                n => match srq::srq_handle(n) {
+                    Some(h) => Some(h),
+                    None => return CmdStatus::BadHandle,
+                },
+            },
         };
         let db_record = arg.db_record.get();
         if db_record % 8 != 0 || (self.icm.is_some() && db_record == 0) {
@@ -1044,6 +1066,13 @@ impl<
         self.touch(line);
         self.set_exists(index, true);
         e.out = U32::new(qpn.value());
+        abi::set_payload(
+            e,
+            &abi::CreateQpArg {
+                max_inline_data: U32::new(max_inline_data),
+                ..arg
+            },
+        );
         CmdStatus::Ok
     }
 
@@ -1091,7 +1120,9 @@ fn slot_addr(ring: u64, log: u8, index: u32, size: usize) -> u64 {
 /// The command status for an engine error.
 fn status_of(e: &EngineError) -> CmdStatus {
     match e {
-        EngineError::NoSuchQp(_) | EngineError::NoSuchCq(_) => CmdStatus::BadHandle,
+        EngineError::NoSuchQp(_) | EngineError::NoSuchCq(_) | EngineError::NoSuchSrq(_) => {
+            CmdStatus::BadHandle
+        }
         EngineError::Memory(MemError::NoSuchPd | MemError::NoSuchKey(_) | MemError::WrongPd(_)) => {
             CmdStatus::BadHandle
         }

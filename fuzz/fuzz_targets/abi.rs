@@ -95,7 +95,7 @@ fn create_qp(h: &mut Host, nic: &mut Nic, pd: u32, cq: u32, qp_type: u8, rings: 
             sq_sig_all: 0,
             sq_ring: rings.into(),
             rq_ring: (rings + 16 * 160).into(),
-            db_record: 0.into(),
+            ..Default::default()
         };
         abi::set_payload(e, &a);
     });
@@ -423,6 +423,7 @@ fn command(inp: &mut Input, s: &Shadow) -> Option<CmdEntry> {
                 sq_ring: u64::from(inp.u16()?).into(),
                 rq_ring: u64::from(inp.u16()?).into(),
                 db_record: u64::from(inp.u16()?).into(),
+                ..Default::default()
             };
             abi::set_payload(&mut e, &a);
             return Some(e);

@@ -234,6 +234,8 @@ impl Side {
                 send_cq: self.cq.0,
                 recv_cq: self.cq.0,
                 sq_sig_all: false,
+                max_inline_data: 0,
+                srq: None,
             })
             .expect("create_qp")
     }

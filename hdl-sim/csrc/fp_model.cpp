@@ -76,6 +76,7 @@ public:
         }
         out.tx_bad_desc = v_.m().tx_bad_desc;
         out.rx_drops = v_.m().rx_drops;
+        out.tx_idle = v_.m().tx_idle;
         v_.rising();
     }
 

@@ -305,6 +305,7 @@ module fp_rx_check
           if (k_send && k_ends) begin
             v.ev_valid = 1'b1;
             v.ev[8*EV_KIND +: 8] = EVK_MSG_DONE;
+            v.ev[8*EV_FLAGS + 1] = m.bth_se;   // the SEND was solicited
             v.ev[8*EV_MSN +: 24] = msn_n;
             v.ev[8*EV_BYTE_LEN +: 32] = c_length + {16'd0, n};
           end

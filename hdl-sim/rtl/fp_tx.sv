@@ -78,7 +78,8 @@ module fp_tx
     input  wire logic                    m_axis_tready,
     output logic                         m_axis_tlast,
 
-    output logic [31:0]                  bad_desc
+    output logic [31:0]                  bad_desc,
+    output logic                         idle
 );
 
   localparam int SC_WORDS = SCTX_BYTES / 4;
@@ -170,6 +171,8 @@ module fp_tx
     .una_wr_en(fw_wr && !wb_en && cfg_wr_word == 5'(SC_WORD_UNA)),
     .una_wr_addr(cfg_wr_index),
     .una_wr_psn(cfg_wr_data[23:0]),
+    .inval_wr_en(fw_wr && !wb_en && cfg_wr_word == 5'd0 && !cfg_wr_data[8*SC_FLAGS + 2]),
+    .inval_wr_addr(cfg_wr_index),
     .m_job(job),
     .m_job_valid(job_valid),
     .job_room(job_room),
@@ -178,7 +181,8 @@ module fp_tx
     .m_rd_last(rq_last),
     .m_rd_valid(rq_valid),
     .m_rd_ready(rq_ready),
-    .bad_desc(bad_desc)
+    .bad_desc(bad_desc),
+    .idle(idle)
   );
 
   // DMA requests leave through a register slice

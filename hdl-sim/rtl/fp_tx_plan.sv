@@ -10,7 +10,12 @@
 //
 // A packet whose PSN the window does not allow waits until the firmware
 // writes a una_psn that opens it (ACK descriptors are still served); a
-// replayed packet whose PSN is before una_psn is skipped.
+// replayed packet whose PSN is before una_psn is skipped. The message in
+// progress is dropped at the next packet boundary when the firmware clears
+// its context's `valid` or a FLUSH of its QP waits at the descriptor input
+// (the firmware rewound the requester, §2.2): a stalled message never
+// blocks the descriptors behind it for good. `idle` says the planner holds
+// no message (a descriptor offered now is taken at once).
 //
 // READ and atomic descriptors send one request packet (a READ occupies the
 // PSNs of all its responses). Not yet in RTL (v0.2): the per-QP descriptor
@@ -62,6 +67,10 @@ module fp_tx_plan
     input  wire logic [QPN_W-1:0]           una_wr_addr,
     input  wire logic [23:0]                una_wr_psn,
 
+    // firmware writes of word 0 that clear `valid`
+    input  wire logic                       inval_wr_en,
+    input  wire logic [QPN_W-1:0]           inval_wr_addr,
+
     // packets for the header builder (no back-pressure: job_room says there is space)
     output fp_tx_job_t                      m_job,
     output logic                            m_job_valid,
@@ -76,7 +85,10 @@ module fp_tx_plan
 
     // descriptors dropped: context not valid, an op this RTL does not send, or
     // SGEs shorter than the length
-    output logic [31:0]                     bad_desc
+    output logic [31:0]                     bad_desc,
+
+    // no message in progress
+    output logic                            idle
 );
 
   initial begin
@@ -140,6 +152,13 @@ module fp_tx_plan
       && (state == S_IDLE || state == S_PKT_A || state == S_STALL);
 
   assign s_ackd_ready = serve_ack;
+  assign idle = state == S_IDLE;
+
+  // the message in progress is to be dropped: its context was switched off,
+  // or a FLUSH of its QP is offered
+  logic d_abort, abort;
+  assign abort = d_abort || (s_txd_valid && s_txd_data[8*TD_OP +: 8] == OP_FLUSH
+                             && s_txd_data[8*TD_QPN +: QPN_W] == d_qpn);
   assign s_txd_ready = state == S_IDLE && !s_ackd_valid && s_txd_valid;
 
   always_comb begin
@@ -271,6 +290,7 @@ module fp_tx_plan
     una_q_psn <= una_wr_psn;
     // the firmware moved the window of the message's QP
     if (una_wr_en && una_wr_addr == d_qpn) c_una <= una_wr_psn;
+    if (inval_wr_en && inval_wr_addr == d_qpn) d_abort <= 1'b1;
 
     if (serve_ack) begin
       a_desc <= s_ackd_data;
@@ -297,6 +317,7 @@ module fp_tx_plan
           end
           d_start <= s_txd_data[8*TD_START_PKT +: 32];
           d_end <= s_txd_data[8*TD_END_PKT +: 32];
+          d_abort <= 1'b0;
           state <= S_LOAD;
         end
 
@@ -384,7 +405,9 @@ module fp_tx_plan
           outst = psn_diff(psn, c_una);
           p_outst <= outst;
           g_dry <= 1'b0;
-          if (outst < 0 && d_replay) begin
+          if (abort) begin
+            state <= S_DONE;
+          end else if (outst < 0 && d_replay) begin
             // acknowledged while it waited: skip it
             k <= k + 32'd1;
             off <= off + mtu;
@@ -402,7 +425,8 @@ module fp_tx_plan
 
         S_STALL: begin
           outst = psn_diff(psn, c_una);
-          if (outst >= 0 && outst < signed'(c_window) || (outst < 0 && d_replay)) state <= S_PKT_A;
+          if (abort) state <= S_DONE;
+          else if (outst >= 0 && outst < signed'(c_window) || (outst < 0 && d_replay)) state <= S_PKT_A;
         end
 
         S_PKT_B: if (job_room) begin
@@ -455,6 +479,7 @@ module fp_tx_plan
       una_q_en <= 1'b0;
       bad_desc <= '0;
       d_qpn <= '0;
+      d_abort <= 1'b0;
     end
   end
 

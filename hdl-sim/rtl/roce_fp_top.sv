@@ -95,7 +95,9 @@ module roce_fp_top
 
     // counters
     output logic [31:0]                  tx_bad_desc,
-    output logic [31:0]                  rx_drops
+    output logic [31:0]                  rx_drops,
+    // the segmenter holds no message: a descriptor offered now is taken at once
+    output logic                         tx_idle
 );
 
   localparam int QPN_W = $clog2(NQP);
@@ -188,7 +190,8 @@ module roce_fp_top
     .m_axis_tvalid(tx_m_axis_tvalid),
     .m_axis_tready(tx_m_axis_tready),
     .m_axis_tlast(tx_m_axis_tlast),
-    .bad_desc(tx_bad_desc)
+    .bad_desc(tx_bad_desc),
+    .idle(tx_idle)
   );
 
   // ----------------------------------------------------------------- RX

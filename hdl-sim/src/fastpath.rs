@@ -82,6 +82,7 @@ pub struct FpSim {
     events: VecDeque<Timed<[u8; 64]>>,
     bad_desc: u32,
     rx_drops: u32,
+    tx_idle: bool,
     last_activity: u64,
     timeline: Option<FpTimeline>,
 }
@@ -168,6 +169,7 @@ impl FpSim {
             events: VecDeque::new(),
             bad_desc: 0,
             rx_drops: 0,
+            tx_idle: true,
             last_activity: 0,
             timeline: None,
         }
@@ -246,6 +248,27 @@ impl FpSim {
         len: usize,
         mem: &mut dyn Dma,
     ) -> Result<Vec<u8>, SimError> {
+        self.read_record_with(table, index, len, Some(mem))
+    }
+
+    /// [`FpSim::read_record`] with the host memory away: the model runs with its DMA
+    /// ports held (requests and write data wait, as behind a busy bus).
+    pub fn read_record_dma_held(
+        &mut self,
+        table: Table,
+        index: u32,
+        len: usize,
+    ) -> Result<Vec<u8>, SimError> {
+        self.read_record_with(table, index, len, None)
+    }
+
+    fn read_record_with(
+        &mut self,
+        table: Table,
+        index: u32,
+        len: usize,
+        mut mem: Option<&mut (dyn Dma + '_)>,
+    ) -> Result<Vec<u8>, SimError> {
         let n = len.div_ceil(4);
         for w in 0..n {
             self.cfg_rd.push_back((table, index, w as u8));
@@ -258,7 +281,7 @@ impl FpSim {
                     waiting_for: "table read",
                 });
             }
-            self.tick(mem);
+            self.step(mem.as_deref_mut());
         }
         let mut out: Vec<u8> = self
             .rd_results
@@ -312,6 +335,37 @@ impl FpSim {
     /// Frames the parser rejected.
     pub fn rx_drops(&self) -> u32 {
         self.rx_drops
+    }
+
+    /// The first DMA error since the last call (a read or write outside host memory, a
+    /// write whose data disagrees with its descriptor), and forgets it.
+    pub fn take_fault(&mut self) -> Option<String> {
+        self.dma_fault.take()
+    }
+
+    /// The segmenter holds no message (its `tx_idle` output in the last cycle).
+    pub fn tx_idle(&self) -> bool {
+        self.tx_idle
+    }
+
+    /// TX descriptors queued and not yet taken by the model.
+    pub fn txd_queued(&self) -> usize {
+        self.txd.len()
+    }
+
+    /// Table writes or reads queued and not yet taken by the model.
+    pub fn cfg_queued(&self) -> bool {
+        !self.cfg_wr.is_empty() || !self.cfg_rd.is_empty()
+    }
+
+    /// Nothing waits at the wire, table and DMA inputs and nothing moved for `quiet`
+    /// cycles; unlike [`FpSim::idle`], descriptors offered and not taken (a segmenter
+    /// waiting for its window) do not count.
+    pub fn settled(&self, quiet: u64) -> bool {
+        self.rx_in.is_empty()
+            && !self.cfg_queued()
+            && self.rd_beats.is_empty()
+            && self.cycle - self.last_activity >= quiet
     }
 
     /// Nothing queued at any input and no transfer for `quiet` cycles.
@@ -382,14 +436,18 @@ impl FpSim {
     }
 
     /// One clock cycle; `mem` is the host memory the DMA reads and writes.
+    pub fn tick(&mut self, mem: &mut dyn Dma) {
+        self.step(Some(mem));
+    }
+
     #[cfg(roce_rtl_unavailable)]
-    pub fn tick(&mut self, _mem: &mut dyn Dma) {
+    fn step(&mut self, _mem: Option<&mut (dyn Dma + '_)>) {
         match self.inner {}
     }
 
-    /// One clock cycle; `mem` is the host memory the DMA reads and writes.
+    /// One clock cycle; without `mem` the DMA ports are held (not ready).
     #[cfg(not(roce_rtl_unavailable))]
-    pub fn tick(&mut self, mem: &mut dyn Dma) {
+    fn step(&mut self, mut mem: Option<&mut (dyn Dma + '_)>) {
         use crate::ffi::bridge::{AxisIn, FpIn, FpOut};
 
         let sh = self.shaping;
@@ -413,10 +471,10 @@ impl FpSim {
             tx_out_ready: !self.rng.chance(sh.backpressure),
             ev_ready: !self.rng.chance(sh.backpressure),
             exc_ready: !self.rng.chance(sh.backpressure),
-            dma_rd_req_ready: !self.rng.chance(sh.backpressure),
+            dma_rd_req_ready: !self.rng.chance(sh.backpressure) && mem.is_some(),
             dma_rd: axis(self.rd_beats.front().filter(|_| self.rd_presenting)),
-            dma_wr_desc_ready: !self.rng.chance(sh.backpressure),
-            dma_wr_ready: !self.rng.chance(sh.backpressure),
+            dma_wr_desc_ready: !self.rng.chance(sh.backpressure) && mem.is_some(),
+            dma_wr_ready: !self.rng.chance(sh.backpressure) && mem.is_some(),
             ..FpIn::default()
         };
         if let Some(d) = self.txd.front() {
@@ -526,7 +584,11 @@ impl FpSim {
             let at = self.rd_gather.len();
             self.rd_gather
                 .resize(at + usize::from(out.dma_rd_req_len), 0);
-            if let Err(e) = mem.read(out.dma_rd_req_addr, &mut self.rd_gather[at..]) {
+            let read = match mem.as_deref_mut() {
+                Some(m) => m.read(out.dma_rd_req_addr, &mut self.rd_gather[at..]),
+                None => Ok(()),
+            };
+            if let Err(e) = read {
                 self.dma_fault.get_or_insert(format!("DMA read: {e}"));
             }
             if out.dma_rd_req_last {
@@ -565,7 +627,11 @@ impl FpSim {
         }
         // a write lands once its descriptor and all its data are in (the engine
         // buffers whichever comes first)
-        while !self.wr_desc.is_empty() && !self.wr_data.is_empty() {
+        while let (Some(mem), false, false) = (
+            mem.as_deref_mut(),
+            self.wr_desc.is_empty(),
+            self.wr_data.is_empty(),
+        ) {
             let (addr, len) = self.wr_desc.pop_front().unwrap_or_default();
             let data = self.wr_data.pop_front().unwrap_or_default();
             if usize::from(len) != data.len() {
@@ -580,6 +646,7 @@ impl FpSim {
         }
         self.bad_desc = out.tx_bad_desc;
         self.rx_drops = out.rx_drops;
+        self.tx_idle = out.tx_idle;
         if active {
             self.last_activity = self.cycle;
         }

@@ -97,11 +97,60 @@ pub(crate) mod bridge {
         dma_wr: AxisOut,
         tx_bad_desc: u32,
         rx_drops: u32,
+        tx_idle: bool,
+    }
+
+    /// Inputs of one clock cycle of the DCB model (`roce_dcb_top`).
+    #[derive(Clone, Copy, Debug, Default)]
+    struct DcbIn {
+        cfg_wr_valid: bool,
+        cfg_wr_addr: u8,
+        cfg_wr_data: u32,
+        /// the wire, into the port
+        rx: AxisIn,
+        /// the datapath takes received frames
+        rx_out_ready: bool,
+        /// frames to send, from the datapath
+        tx: AxisIn,
+        /// the wire takes transmitted frames
+        tx_out_ready: bool,
+    }
+
+    /// Outputs of the DCB model during one clock cycle.
+    #[derive(Clone, Copy, Debug, Default)]
+    struct DcbOut {
+        rx_in_ready: bool,
+        tx_in_ready: bool,
+        tx_out: AxisOut,
+        rx_out: AxisOut,
+        tx_room: u8,
+        paused: u8,
+        xoff: u8,
+        announce: u8,
+        pfc_take: bool,
+        refresh_fire: bool,
+        pause_req_valid: bool,
+        pause_req_enable: u8,
+        /// eight 16-bit pause times, priority 0 in the low bits
+        pause_req_quanta: [u64; 2],
+        add_valid: bool,
+        add_prio: u8,
+        add_len: u16,
+        sub_valid: bool,
+        sub_prio: u8,
+        sub_len: u16,
+        dec_valid: bool,
+        dec_eligible: u8,
+        dec_prio: u8,
+        rx_pfc_frames: u32,
+        rx_bad_mac_ctl: u32,
+        rx_drops: u32,
     }
 
     unsafe extern "C++" {
         include!("roce-hdl-sim/csrc/dp_model.h");
         include!("roce-hdl-sim/csrc/fp_model.h");
+        include!("roce-hdl-sim/csrc/dcb_model.h");
 
         type DpModel;
 
@@ -121,5 +170,13 @@ pub(crate) mod bridge {
         fn cycle(self: Pin<&mut FpModel>, input: &FpIn, out: &mut FpOut);
         fn open_trace(self: Pin<&mut FpModel>, path: &str) -> Result<()>;
         fn close_trace(self: Pin<&mut FpModel>);
+
+        type DcbModel;
+
+        fn new_dcb_model(width: u32, trace: bool) -> Result<UniquePtr<DcbModel>>;
+        fn reset(self: Pin<&mut DcbModel>, cycles: u32);
+        fn cycle(self: Pin<&mut DcbModel>, input: &DcbIn, out: &mut DcbOut);
+        fn open_trace(self: Pin<&mut DcbModel>, path: &str) -> Result<()>;
+        fn close_trace(self: Pin<&mut DcbModel>);
     }
 }

@@ -8,7 +8,10 @@
 //!   back-pressure ([`Shaping`]); FST waveforms.
 //! * [`FpSim`]: the RC fast path (`docs/fastpath.md`) at the cycle level: tables,
 //!   descriptors, events, the wire and a DMA engine over host memory.
+//! * [`DcbSim`]: the port's DCB block (PFC pause timers and generation, priority queues
+//!   scheduled by ETS) at the cycle level, against the model `roce_core::dcb`.
 //! * [`RtlPort`]: the RTL as the firmware runtime's `Datapath`, in front of any port.
+//! * [`FpPort`]: the RTL fast path as the firmware runtime's `Datapath` and `FastPath`.
 //! * [`meta`]: the metadata record layout and the error codes, shared with
 //!   `rtl/roce_rx_pkg.sv` (a test keeps the two in step).
 //!
@@ -18,9 +21,11 @@
 #![cfg_attr(roce_rtl_unavailable, allow(dead_code, unused_imports))]
 
 pub mod datapath;
+pub mod dcb;
 pub mod fastpath;
 #[cfg(not(roce_rtl_unavailable))]
 mod ffi;
+pub mod fp_port;
 pub mod meta;
 pub mod port;
 pub mod sim;
@@ -29,7 +34,9 @@ pub mod soc;
 mod soc_ffi;
 
 pub use datapath::{RtlDatapath, RxVerdict, TRACE_DIR_ENV};
+pub use dcb::{DcbCounters, DcbCycle, DcbRegs, DcbSim};
 pub use fastpath::{FpSim, FpTimeline, Table};
+pub use fp_port::FpPort;
 pub use meta::{L3Kind, RxError, RxMeta};
 pub use port::{RtlPort, RtlPortCounters};
 pub use sim::{rtl_available, Beat, DataWidth, RtlSim, Shaping, SimError, Timed, Timeline};

@@ -1381,3 +1381,96 @@ fn line_rate_placement() {
         assert!(cycles <= t.rx_in.len() as u64 + max + payload_beats as u64);
     }
 }
+
+/// The model's frames of packets `ks` of `d`.
+fn model_frames(
+    ctx: &mut SendCtx,
+    d: &TxMsg,
+    ks: std::ops::Range<u32>,
+    mem: &HostMem,
+) -> Vec<Vec<u8>> {
+    let mut buf = vec![0u8; 9000];
+    ks.map(|k| {
+        let n = fastpath::segment(ctx, d, k, &mut mem.clone(), &mut buf).unwrap();
+        buf[..n].to_vec()
+    })
+    .collect()
+}
+
+/// A message waiting for its window is dropped at a FLUSH of its QP (§2.2: "FLUSH drops
+/// ... the one in progress") and at a send context written with `valid` clear: the
+/// segmenter goes idle, sends none of the rest when the window opens, and takes the
+/// replay that follows, whose frames are the model's.
+#[test]
+fn a_held_message_is_dropped_at_flush_and_invalidation() {
+    let Some(sims) = sims() else { return };
+    for s in &sims {
+        let mut sim = s.borrow_mut();
+        for invalidate in [false, true] {
+            sim.reset();
+            let mut mem = HostMem::new(MEM_BASE, MEM_LEN, 0x3C);
+            let cfg = QpCfg {
+                mtu: Mtu::Mtu256,
+                window: 4,
+                ..line_rate_qp()
+            };
+            let mut ctx = send_ctx(&cfg);
+            let qpn = qpn_of(1);
+            sim.write_record(Table::SendCtx, qpn.value(), &layout::encode_sctx(&ctx));
+            sim.run_until_idle(&mut mem, 100_000).unwrap();
+            // 10 packets; the window lets 4 go
+            let desc = write_msg(qpn, MEM_BASE, 2560, 0x4000_0000, Rkey(0x77), ctx.next_psn);
+            let want = model_frames(&mut ctx, &desc, 0..4, &mem);
+            sim.push_txd(&layout::encode_txd(&desc));
+            sim.run_until_idle(&mut mem, 100_000).unwrap();
+            assert_eq!(
+                frames(&mut sim),
+                want,
+                "{}: the window's packets",
+                sim.width()
+            );
+            assert!(!sim.tx_idle(), "{}: the message waits", sim.width());
+            if invalidate {
+                let mut off = ctx;
+                off.valid = false;
+                let w0 = layout::encode_sctx(&off);
+                sim.write_word(
+                    Table::SendCtx,
+                    qpn.value(),
+                    0,
+                    u32::from_le_bytes([w0[0], w0[1], w0[2], w0[3]]),
+                );
+            } else {
+                let mut flush = desc.clone();
+                flush.op = MsgOp::Flush;
+                sim.push_txd(&layout::encode_txd(&flush));
+            }
+            sim.run_until_idle(&mut mem, 100_000).unwrap();
+            assert!(sim.tx_idle(), "{}: dropped", sim.width());
+            // the window opens: nothing of the dropped message goes
+            ctx.una_psn = desc.psn_of(2);
+            sim.write_word(Table::SendCtx, qpn.value(), 4, ctx.una_psn.value());
+            sim.run_until_idle(&mut mem, 100_000).unwrap();
+            assert_eq!(frames(&mut sim), Vec::<Vec<u8>>::new(), "{}", sim.width());
+            if invalidate {
+                // back on: the firmware writes the whole context again (before the
+                // descriptor: the table port and the descriptor input are not ordered)
+                sim.write_record(Table::SendCtx, qpn.value(), &layout::encode_sctx(&ctx));
+                sim.run_until_idle(&mut mem, 100_000).unwrap();
+            } else {
+                ctx.noack = 0;
+            }
+            // Go-Back-N from packet 2
+            let replay = TxMsg {
+                replay: true,
+                start_pkt: 2,
+                ..desc.clone()
+            };
+            let want = model_frames(&mut ctx, &replay, 2..6, &mem);
+            sim.push_txd(&layout::encode_txd(&replay));
+            sim.run_until_idle(&mut mem, 100_000).unwrap();
+            assert_eq!(frames(&mut sim), want, "{}: the replay", sim.width());
+            assert_eq!(sim.bad_desc(), 0);
+        }
+    }
+}

@@ -28,5 +28,5 @@ pub use error::Error;
 pub use memory::HostMemory;
 pub use verbs::{
     AsyncEvents, CompletionQueue, ConnectOptions, Context, MemoryRegion, ProtectionDomain,
-    QpBuilder, QpEndpoint, QueuePair,
+    QpBuilder, QpEndpoint, QueuePair, SharedReceiveQueue, SrqAttr,
 };

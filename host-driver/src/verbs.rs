@@ -10,12 +10,15 @@ use roce_core::engine::QPN_BASE;
 use roce_core::memory::AccessFlags;
 use roce_core::num::{Lkey, Psn, Qkey, Qpn, Rkey};
 use roce_core::transport::{
-    AckTimeout, AddressVector, Mtu, QpAttr, QpState, QpType, RecvWr, RetryCount, RnrTimer, SendWr,
-    Sge, SrAttr, WcStatus, WorkCompletion,
+    AckTimeout, AddressVector, Mtu, QpAttr, QpState, QpType, RecvWr, RetryCount, RnrTimer,
+    SendFlags, SendWr, Sge, SrAttr, WcStatus, WorkCompletion,
 };
 use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, VecDeque};
 use std::rc::{Rc, Weak};
+
+mod srq;
+pub use srq::{SharedReceiveQueue, SrqAttr};
 use zerocopy::little_endian::{U32, U64};
 use zerocopy::{FromZeros, IntoBytes};
 
@@ -239,6 +242,9 @@ impl Context {
             qp_fatal: status
                 .qp_fatal()
                 .then(|| Qpn::new(self.ctx.dev.read_reg(reg::EVENT_QPN))),
+            srq_limit: status
+                .srq_limit()
+                .then(|| self.ctx.dev.read_reg(reg::EVENT_SRQN)),
         };
         self.ctx.dev.write_reg(reg::EVENT_STATUS, status.0);
         events
@@ -252,6 +258,9 @@ pub struct AsyncEvents {
     pub cq_error: Option<u32>,
     /// `IBV_EVENT_QP_FATAL`: this QP went to the error state on its own.
     pub qp_fatal: Option<Qpn>,
+    /// `IBV_EVENT_SRQ_LIMIT_REACHED`: this SRQN fell below its armed limit (which
+    /// disarmed; `SharedReceiveQueue::arm_limit` arms it again).
+    pub srq_limit: Option<u32>,
 }
 
 fn ring_log(entries: usize, max_log: u8) -> Result<u8> {
@@ -327,6 +336,8 @@ impl ProtectionDomain {
             max_send_wr: 64,
             max_recv_wr: 64,
             sq_sig_all: false,
+            max_inline_data: 0,
+            srq: None,
         }
     }
 }
@@ -498,8 +509,11 @@ impl CompletionQueue {
                     sq.pop_front();
                 }
             } else {
-                qp.rq_outstanding
-                    .set(qp.rq_outstanding.get().saturating_sub(1));
+                let rq = qp
+                    .srq
+                    .as_ref()
+                    .map_or(&qp.rq_outstanding, |s| &s.outstanding);
+                rq.set(rq.get().saturating_sub(1));
             }
         }
     }
@@ -525,9 +539,11 @@ pub struct QpBuilder<'a> {
     max_send_wr: usize,
     max_recv_wr: usize,
     sq_sig_all: bool,
+    max_inline_data: u32,
+    srq: Option<&'a SharedReceiveQueue>,
 }
 
-impl QpBuilder<'_> {
+impl<'a> QpBuilder<'a> {
     /// Send queue depth (`cap.max_send_wr`).
     pub fn max_send_wr(mut self, n: usize) -> Self {
         self.max_send_wr = n;
@@ -543,6 +559,19 @@ impl QpBuilder<'_> {
         self.sq_sig_all = on;
         self
     }
+    /// Largest inline send (`cap.max_inline_data`, at most `abi::MAX_INLINE_DATA`);
+    /// the QP gets at least this much ([`QueuePair::max_inline_data`]). A QP that
+    /// may send inline is not put on the RC fast path.
+    pub fn max_inline_data(mut self, n: u32) -> Self {
+        self.max_inline_data = n;
+        self
+    }
+    /// Receives come from `srq` (`ibv_qp_init_attr.srq`): the QP has no receive queue
+    /// of its own, and it stays off the RC fast path.
+    pub fn srq(mut self, srq: &'a SharedReceiveQueue) -> Self {
+        self.srq = Some(srq);
+        self
+    }
 
     /// Creates the QP in the RESET state.
     pub fn build(self) -> Result<QueuePair> {
@@ -552,6 +581,12 @@ impl QpBuilder<'_> {
             ring_log(self.max_send_wr, max_log)?,
             ring_log(self.max_recv_wr, max_log)?,
         );
+        if self.max_inline_data != 0 && abi::Version(ctx.dev.read_reg(reg::VERSION)).minor() < 2 {
+            // An older NIC would take an inline WQE for an empty one.
+            return Err(Error::InvalidArgument(
+                "max_inline_data: the device's ABI is older than 1.2 (no inline sends)",
+            ));
+        }
         let mem = ctx.dev.memory();
         let sq_len = (1usize << sq_log) * size_of::<SendWqe>();
         let rq_len = (1usize << rq_log) * size_of::<RecvWqe>();
@@ -574,6 +609,8 @@ impl QpBuilder<'_> {
                 sq_sig_all: u8::from(self.sq_sig_all),
                 sq_ring: U64::new(sq_ring),
                 rq_ring: U64::new(rq_ring),
+                max_inline_data: U32::new(self.max_inline_data),
+                srqn: U32::new(self.srq.map_or(0, |s| s.srqn())),
                 db_record: U64::new(db_record),
             },
         );
@@ -586,6 +623,7 @@ impl QpBuilder<'_> {
             return Err(err);
         }
         let qpn = Qpn::new(e.out.get());
+        let max_inline = abi::payload::<abi::CreateQpArg>(&e).max_inline_data.get();
         let index = qpn.value().wrapping_sub(QPN_BASE);
         let (sq_pi, rq_pi) = match db_record {
             0 => (
@@ -601,6 +639,8 @@ impl QpBuilder<'_> {
             index,
             qp_type: self.qp_type,
             sq_sig_all: self.sq_sig_all,
+            max_inline,
+            srq: self.srq.map(|s| s.inner.clone()),
             state: Cell::new(QpState::Reset),
             sq_ring,
             sq_log,
@@ -626,6 +666,10 @@ struct QpInner {
     index: u32,
     qp_type: QpType,
     sq_sig_all: bool,
+    /// `cap.max_inline_data` as the NIC granted it.
+    max_inline: u32,
+    /// The SRQ its receives come from (kept alive while the QP is).
+    srq: Option<Rc<srq::SrqInner>>,
     state: Cell<QpState>,
     sq_ring: u64,
     sq_log: u8,
@@ -755,6 +799,11 @@ impl QueuePair {
     pub fn state(&self) -> QpState {
         self.inner.state.get()
     }
+    /// The largest inline send the NIC granted (`ibv_qp_init_attr.cap.max_inline_data`
+    /// after `ibv_create_qp`).
+    pub fn max_inline_data(&self) -> u32 {
+        self.inner.max_inline
+    }
     /// Send WRs posted and not yet completed.
     pub fn send_outstanding(&self) -> usize {
         self.inner.sq_signaled.borrow().len()
@@ -871,7 +920,11 @@ impl QueuePair {
         }
         let pi = q.sq_pi.get();
         let addr = q.sq_ring + u64::from(pi & (depth as u32 - 1)) * size_of::<SendWqe>() as u64;
-        let wqe = SendWqe::from_wr(wr);
+        let mut wqe = SendWqe::from_wr(wr);
+        if wr.send_flags.contains(SendFlags::INLINE) {
+            wqe.set_inline(&self.inline_bytes(wr)?)
+                .map_err(|abi::DecodeError(what)| Error::InvalidArgument(what))?;
+        }
         q.ctx
             .dev
             .memory()
@@ -886,6 +939,35 @@ impl QueuePair {
         Ok(())
     }
 
+    /// An inline WR's payload, copied now from the memory its SGEs name (no L_Key is
+    /// checked, as libibverbs does): the buffers may be reused once `post_send` returns.
+    fn inline_bytes(&self, wr: &SendWr) -> Result<Vec<u8>> {
+        if !wr.op.opcode().can_inline() {
+            return Err(Error::InvalidArgument(
+                "inline data on an operation that sends none",
+            ));
+        }
+        let len: u64 = wr.sg_list.iter().map(|s| u64::from(s.length)).sum();
+        if len > u64::from(self.inner.max_inline) {
+            return Err(Error::InvalidArgument(
+                "inline data longer than the QP's max_inline_data",
+            ));
+        }
+        let mut data = vec![0u8; len as usize];
+        let mut at = 0;
+        for s in &wr.sg_list {
+            let n = s.length as usize;
+            self.inner
+                .ctx
+                .dev
+                .memory()
+                .read(s.addr, &mut data[at..at + n])
+                .map_err(|e| Error::Dma { addr: e.addr })?;
+            at += n;
+        }
+        Ok(data)
+    }
+
     /// `ibv_post_recv` of one work request.
     pub fn post_recv(&self, wr: &RecvWr) -> Result<()> {
         let q = &self.inner;
@@ -894,6 +976,11 @@ impl QueuePair {
                 verb: "post_recv",
                 state: QpState::Reset,
             });
+        }
+        if q.srq.is_some() {
+            return Err(Error::InvalidArgument(
+                "post_recv: the QP receives from an SRQ (post to the SRQ)",
+            ));
         }
         let depth = 1u32 << q.rq_log;
         if q.rq_outstanding.get() >= depth {

@@ -8,30 +8,8 @@
 use crate::queue::Nanos;
 use std::any::Any;
 
-/// A set of 802.1p priorities (bit n = priority n), as carried by a PFC frame's
-/// priority-enable vector (roce-facts §8).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub struct Priorities(pub u8);
-
-impl Priorities {
-    /// No priority.
-    pub const NONE: Self = Self(0);
-    /// All eight priorities.
-    pub const ALL: Self = Self(0xFF);
-
-    /// The set holding only `prio` (0..7).
-    pub const fn only(prio: u8) -> Self {
-        Self(1 << (prio & 7))
-    }
-    /// True when `prio` (0..7) is in the set.
-    pub const fn contains(self, prio: u8) -> bool {
-        self.0 & (1 << (prio & 7)) != 0
-    }
-    /// True when the set is empty.
-    pub const fn is_empty(self) -> bool {
-        self.0 == 0
-    }
-}
+/// A set of 802.1p priorities (bit n = priority n): roce-core's, re-exported.
+pub use roce_core::dcb::Priorities;
 
 /// An end host attached to the fabric by one or more ports.
 ///

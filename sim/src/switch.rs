@@ -1,6 +1,7 @@
-//! An output-queued Ethernet switch: eight strict-priority queues per egress port, finite
-//! dedicated and shared buffers, RED/ECN marking (issue 7), PFC (802.1Qbb) generation from
-//! per-(ingress port, priority) accounting, static, learned and ECMP forwarding.
+//! An output-queued Ethernet switch: eight priority queues per egress port served by
+//! strict priority or ETS (802.1Qaz) bandwidth shares, finite dedicated and shared
+//! buffers, RED/ECN marking (issue 7), PFC (802.1Qbb) generation from per-(ingress port,
+//! priority) accounting, static, learned and ECMP forwarding.
 //!
 //! Frames stay in the fabric's recycled buffers: the switch queues their handles
 //! and marks them in place, so a frame crosses it without a copy.
@@ -19,6 +20,13 @@
 //! `xon`; once it falls to `xon` it sends an XON (quanta 0). The link partner's MAC stops
 //! that priority, so a congested egress port backs up into the upstream switch, which
 //! pauses its own upstream in turn: pauses propagate hop by hop.
+//!
+//! Transmission selection. Each egress port picks the next frame among its priorities
+//! that have one and are not paused, by its [`EtsConfig`] (`roce_core::dcb`, the NIC's
+//! scheduler too): the highest strict-priority class first, then the ETS classes by
+//! their bandwidth shares (start-time fair queuing over bytes, work-conserving). The
+//! default is every class strict; `SwitchConfig::ets` sets every port, and
+//! [`Switch::set_port_ets`] one port.
 
 use crate::classify::{
     classify, default_dscp_map, flow_key, mac_u64, mark_ce, Class, ECN_ECT0, ECN_ECT1,
@@ -28,8 +36,9 @@ use crate::pool::{FrameId, FramePool};
 use crate::queue::Nanos;
 use crate::red::{RedConfig, RedQueue};
 use crate::rng::Rng;
+use roce_core::dcb::{refresh_nanos, Ets, EtsConfig, EtsError};
 use roce_core::wire::ethernet::MacAddr;
-use roce_core::wire::pfc::{quanta_to_nanos, PfcRepr};
+use roce_core::wire::pfc::PfcRepr;
 use std::collections::{HashMap, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
 
@@ -78,6 +87,9 @@ pub struct SwitchConfig {
     pub red: Option<RedConfig>,
     /// Lossless priorities, if any.
     pub pfc: Option<PfcConfig>,
+    /// Transmission selection of every egress port (strict priority by default);
+    /// [`Switch::set_port_ets`] changes one port's.
+    pub ets: EtsConfig,
     /// Learn source MACs (static routes always win).
     pub learning: bool,
     /// Flood unknown-unicast, broadcast and multicast frames; otherwise drop them. Turn
@@ -86,7 +98,8 @@ pub struct SwitchConfig {
 }
 
 impl Default for SwitchConfig {
-    /// 64 KiB per port and 4 MiB shared, DSCP >> 3, no ECN, no PFC, learning and flooding.
+    /// 64 KiB per port and 4 MiB shared, DSCP >> 3, no ECN, no PFC, strict priority,
+    /// learning and flooding.
     fn default() -> Self {
         Self {
             port_buffer: 64 * 1024,
@@ -94,6 +107,7 @@ impl Default for SwitchConfig {
             dscp_to_priority: default_dscp_map(),
             red: None,
             pfc: None,
+            ets: EtsConfig::STRICT,
             learning: true,
             flood_unknown: true,
         }
@@ -189,6 +203,9 @@ struct Port {
     queues: [VecDeque<Queued>; 8],
     /// Bit n set when queue n is not empty: picks the strict-priority winner in O(1).
     nonempty: u8,
+    /// Transmission selection: configuration and state.
+    ets_cfg: EtsConfig,
+    ets: Ets,
     depth: [u64; 8],
     dedicated_used: u64,
     red: [RedQueue; 8],
@@ -260,8 +277,12 @@ impl Switch {
         if let Some(pfc) = &cfg.pfc {
             assert!(pfc.xon < pfc.xoff, "XON must be below XOFF");
         }
+        if let Err(e) = cfg.ets.validate() {
+            panic!("bad ETS configuration: {e:?}");
+        }
         let mut rng = Rng::new(seed);
         let salt = rng.next_u64();
+        let ets = cfg.ets;
         Self {
             cfg,
             ports: (0..ports)
@@ -270,6 +291,8 @@ impl Switch {
                     mac: MacAddr::default(),
                     queues: Default::default(),
                     nonempty: 0,
+                    ets_cfg: ets,
+                    ets: Ets::default(),
                     depth: [0; 8],
                     dedicated_used: 0,
                     red: Default::default(),
@@ -340,6 +363,21 @@ impl Switch {
                 is_static: true,
             },
         );
+    }
+
+    /// Sets the transmission selection of egress `port` (its bandwidth shares), keeping
+    /// the others'.
+    pub fn set_port_ets(&mut self, port: usize, ets: EtsConfig) -> Result<(), EtsError> {
+        ets.validate()?;
+        let p = &mut self.ports[port];
+        p.ets_cfg = ets;
+        p.ets = Ets::default();
+        Ok(())
+    }
+
+    /// The transmission selection of egress `port`.
+    pub fn port_ets(&self, port: usize) -> EtsConfig {
+        self.ports[port].ets_cfg
     }
 
     /// Bytes queued on (`port`, `prio`).
@@ -551,7 +589,8 @@ impl Switch {
     }
 
     /// The transmitter of `port` is idle: its pending PFC frame if any, else the head of
-    /// the highest non-empty priority queue that the link partner has not paused.
+    /// the queue transmission selection picks among the non-empty priorities the link
+    /// partner has not paused.
     pub(crate) fn dequeue(
         &mut self,
         now: Nanos,
@@ -568,8 +607,9 @@ impl Switch {
         if ready == 0 {
             return None;
         }
-        let prio = 7 - ready.leading_zeros() as usize;
+        let prio = usize::from(p.ets.pick(&p.ets_cfg, Priorities(ready))?);
         let q = p.queues[prio].pop_front().expect("nonempty bit set");
+        p.ets.sent(&p.ets_cfg, Priorities(ready), prio as u8, q.len);
         if p.queues[prio].is_empty() {
             p.nonempty &= !(1 << prio);
         }
@@ -629,7 +669,7 @@ impl Switch {
         if st.xoff != 0 && p.rate_bps > 0 {
             // Refresh at half the pause time, so the upstream never resumes while the
             // congestion lasts, even if one refresh is lost.
-            let at = now + (quanta_to_nanos(quanta, p.rate_bps) / 2).max(1);
+            let at = now + refresh_nanos(quanta, p.rate_bps);
             st.refresh_at = Some(at);
             io.timers.push((at, port as u16));
         }

@@ -54,6 +54,43 @@ fn bandwidth_reaches_99_percent_of_the_wire_goodput() {
     }
 }
 
+/// The same on the RTL fast path (`--backend rtl`, fast path on: the Verilated
+/// segmenter sends every data packet, the placement path takes them and sends the ACKs).
+#[test]
+fn write_bw_on_the_rtl_fast_path_reaches_99_percent_of_the_wire_goodput() {
+    if !roce_hdl_sim::rtl_available() {
+        let ci = std::env::var("CI").is_ok_and(|v| v == "true");
+        assert!(!ci, "CI=true but roce-hdl-sim was built without Verilator");
+        eprintln!("SKIPPED: roce-hdl-sim was built without Verilator");
+        return;
+    }
+    let r = run(
+        "write_bw",
+        &[
+            "-s",
+            "65536",
+            "-n",
+            "100",
+            "-m",
+            "4096",
+            "--backend",
+            "rtl",
+            "--fastpath",
+            "on",
+        ],
+    );
+    let ideal = goodput(100.0, 65536, 4096, 16, 0);
+    let avg = r["bw_avg_gbps"].as_f64().unwrap();
+    assert!(
+        avg >= 0.99 * ideal && avg <= ideal * 1.0001,
+        "{avg:.3} Gb/s vs goodput {ideal:.3}"
+    );
+    assert_eq!(
+        (r["retransmits"].as_u64(), r["drops"].as_u64()),
+        (Some(0), Some(0))
+    );
+}
+
 #[test]
 fn write_latency_is_propagation_plus_serialization() {
     let r = run("write_lat", &["-s", "2", "-n", "50", "--delay", "2us"]);

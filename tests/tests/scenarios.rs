@@ -277,6 +277,35 @@ fn dcqcn_relieves_the_victim() {
     assert_eq!(r.summary.drops, 0);
 }
 
+/// ETS (issue 18): two lossless classes backlogged on one 100 Gb/s port get their
+/// bandwidth shares, within 2 % over the 10 ms window; strict priority gives the higher
+/// class everything.
+#[test]
+fn ets_shares_a_bottleneck_by_its_weights_and_strict_priority_starves() {
+    for (name, want1, want3) in [("ets_50_50", 50.0, 50.0), ("ets_80_20", 80.0, 20.0)] {
+        let r = fabric(&load(name));
+        let s = &r.summary;
+        assert_eq!((s.drops, s.retransmits), (0, 0), "{name}");
+        let rate = |flow: &str| s.mean_rates_gbps[r.flow(flow).unwrap()];
+        let (got1, got3) = (rate("prio1"), rate("prio3"));
+        assert!(s.bottleneck_utilisation >= 0.99, "{name}: {s:?}");
+        // Shares of what the port carried, against the weights.
+        let share1 = got1 / (got1 + got3);
+        assert!(
+            (share1 - want1 / 100.0).abs() <= 0.02 * want1 / 100.0,
+            "{name}: {got1} / {got3} Gb/s"
+        );
+        assert!((got3 - want3).abs() <= 0.02 * want3, "{name}: {got3} Gb/s");
+    }
+    let r = fabric(&load("ets_strict"));
+    let rate = |flow: &str| r.summary.mean_rates_gbps[r.flow(flow).unwrap()];
+    assert!(
+        rate("prio1") < 1.0 && rate("prio3") > 98.0,
+        "{:?}",
+        r.summary
+    );
+}
+
 #[test]
 fn every_shipped_scenario_parses() {
     let dir = root().join("scenarios");

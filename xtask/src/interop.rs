@@ -168,6 +168,8 @@ struct Cell {
     retransmits: Option<u64>,
     /// Our engine's recovery counters (rxe's names), from the interop-result line.
     recovery: String,
+    /// rxe's, from its hardware counters in the VM.
+    rxe_recovery: String,
     data: String,
 }
 
@@ -362,26 +364,26 @@ fn phase(
     tag: &str,
     prelude: &str,
 ) -> Result<Vec<Cell>> {
-    let vm_script: String = std::iter::once(prelude.to_string())
-        .chain(cases
-        .iter()
-        .enumerate()
-        .map(|(i, c)| {
-            let port = BASE_PORT + i as u16;
-            let name = c.name();
-            if role == "client" {
-                format!(
-                    "echo '=== CASE {name}'; timeout 150 {}; echo \"=== RC {name} $?\"\n",
-                    c.vm_cmd(mtu, port, None)
-                )
-            } else {
-                format!(
-                    "echo '=== CASE {name}'; ok=1; for i in $(seq 60); do timeout 150 {} && {{ ok=0; break; }}; sleep 0.5; done; echo \"=== RC {name} $ok\"\n",
-                    c.vm_cmd(mtu, port, Some(HOST))
-                )
-            }
-        }))
-        .collect();
+    if cases.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut vm_script = format!("{prelude}{RXE_COUNTERS}");
+    for (i, c) in cases.iter().enumerate() {
+        let port = BASE_PORT + i as u16;
+        let name = c.name();
+        let line = if role == "client" {
+            format!(
+                "echo '=== CASE {name}'; rxec before; timeout 150 {}; rc=$?; rxec after; echo \"=== RC {name} $rc\"\n",
+                c.vm_cmd(mtu, port, None)
+            )
+        } else {
+            format!(
+                "echo '=== CASE {name}'; rxec before; ok=1; for i in $(seq 60); do timeout 150 {} && {{ ok=0; break; }}; sleep 0.5; done; rxec after; echo \"=== RC {name} $ok\"\n",
+                c.vm_cmd(mtu, port, Some(HOST))
+            )
+        };
+        vm_script.push_str(&line);
+    }
     let log = env.out.join(format!("{tag}-vm.log"));
     let mut vm = env.vm(1, link_mtu, &vm_script, &log)?;
     let mut cells = Vec::new();
@@ -408,6 +410,7 @@ fn phase(
             pcap: Some(pcap),
             retransmits,
             recovery,
+            rxe_recovery: String::new(),
             data,
         });
     }
@@ -416,6 +419,7 @@ fn phase(
     let secs = sections(&vm_log);
     for (c, cell) in cases.iter().zip(cells.iter_mut()) {
         let (vm_ok, text) = secs.get(&c.name()).cloned().unwrap_or_default();
+        cell.rxe_recovery = rxe_counters(&text);
         if !vm_ok {
             cell.ok = false;
             cell.detail = format!("the VM's {} failed", c.vm_cmd(mtu, 0, None));
@@ -428,8 +432,40 @@ fn phase(
     Ok(cells)
 }
 
+/// A shell function for the VM: `rxec before|after` prints rxe's hardware counters
+/// (`rxe-after completer_retry_err 3`), so each case's log holds what rxe counted.
+const RXE_COUNTERS: &str = "rxec() { for f in /sys/class/infiniband/rxe0/ports/1/hw_counters/*; do echo \"rxe-$1 $(basename $f) $(cat $f)\"; done; }\n";
+
+/// rxe's recovery counters over one case: after minus before, from `rxec`'s lines.
+fn rxe_counters(text: &str) -> String {
+    let read = |when: &str, name: &str| -> Option<u64> {
+        text.lines().find_map(|l| {
+            let rest = l.strip_prefix(&format!("rxe-{when} {name} "))?;
+            rest.trim().parse().ok()
+        })
+    };
+    [
+        "completer_retry_err",
+        "rcvd_seq_err",
+        "duplicate_request",
+        "out_of_seq_request",
+    ]
+    .iter()
+    .filter_map(|n| {
+        Some(format!(
+            "{n} {}",
+            read("after", n)?.checked_sub(read("before", n)?)?
+        ))
+    })
+    .collect::<Vec<_>>()
+    .join(", ")
+}
+
 /// rxe against rxe: VM 1 serves, VM 2 runs the clients.
 fn rxe_pair(env: &Env, mtu: u32, link_mtu: u32, cases: &[Case]) -> Result<Vec<String>> {
+    if cases.is_empty() {
+        return Ok(Vec::new());
+    }
     let mut srv = String::new();
     let mut cli = String::new();
     for (i, c) in cases.iter().enumerate() {
@@ -621,7 +657,7 @@ fn matrix_and_loss(env: &Env) -> Result<String> {
         size,
         iters,
     });
-    writeln!(report, "\nWith `tc qdisc add dev ifb0 root netem loss 1%` on the VM's ingress (what our side sends), MTU 1024:\n\n| test | ours as | result | ours vs rxe | data | our retransmitted packets | our other counters | frames | roce decode | tshark+ICRC |\n|---|---|---|---|---|---|---|---|---|---|").ok();
+    writeln!(report, "\nWith `tc qdisc add dev ifb0 root netem loss 1%` on the VM's ingress (what our side sends), MTU 1024:\n\n| test | ours as | result | ours vs rxe | data | our retransmitted packets | our other counters | rxe's counters | frames | roce decode | tshark+ICRC |\n|---|---|---|---|---|---|---|---|---|---|---|").ok();
     for role in ["client", "server"] {
         let cells = phase(
             env,
@@ -638,13 +674,14 @@ fn matrix_and_loss(env: &Env) -> Result<String> {
             let pass = cell.ok && bad == 0 && tshark && !cell.data.contains("WRONG");
             writeln!(
                 report,
-                "| {} | {role} | {} | {} | {} | {} | {} | {frames} | {} | {} |",
+                "| {} | {role} | {} | {} | {} | {} | {} | {} | {frames} | {} | {} |",
                 c.name(),
                 if pass { "pass" } else { "FAIL" },
                 cell.figure,
                 cell.data,
                 cell.retransmits.map_or("-".into(), |r| r.to_string()),
                 cell.recovery,
+                cell.rxe_recovery,
                 if bad == 0 {
                     "all ok".to_string()
                 } else {
@@ -670,6 +707,12 @@ mod tests {
         assert_eq!(tool_figure(lat), "1440.49 us");
         let pp = "409600 bytes in 0.27 seconds = 11.96 Mbit/sec\n50 iters in 0.27 seconds = 5478.80 usec/iter\n";
         assert_eq!(tool_figure(pp), "5478.80 us/iter");
+    }
+
+    #[test]
+    fn reads_rxes_counters_around_a_case() {
+        let text = "rxe-before completer_retry_err 2\nrxe-before rcvd_seq_err 5\nx\nrxe-after completer_retry_err 9\nrxe-after rcvd_seq_err 5\n";
+        assert_eq!(rxe_counters(text), "completer_retry_err 7, rcvd_seq_err 0");
     }
 
     #[test]

@@ -120,6 +120,22 @@ const DATAPATH: &[&str] = &[
     "hdl-sim/rtl/roce_dp_top.sv",
 ];
 
+/// The port's DCB block (PFC timers and generation, eight priority queues under ETS;
+/// `hdl-sim/build.rs`'s `DCB_RTL`), between the datapath and the MAC.
+const DCB: &[&str] = &[
+    "hdl-sim/rtl/dcb_pkg.sv",
+    "hdl-sim/rtl/roce_fifo.sv",
+    "hdl-sim/rtl/roce_bram_fifo.sv",
+    "hdl-sim/rtl/axis_skid.sv",
+    "hdl-sim/rtl/dcb_frame_class.sv",
+    "hdl-sim/rtl/dcb_pause_timers.sv",
+    "hdl-sim/rtl/dcb_pfc_gen.sv",
+    "hdl-sim/rtl/dcb_ets.sv",
+    "hdl-sim/rtl/dcb_tx.sv",
+    "hdl-sim/rtl/dcb_rx.sv",
+    "hdl-sim/rtl/roce_dcb_top.sv",
+];
+
 /// The NIC SoC (`hdl-sim/rtl/soc/`) around the datapath; with [`VEXRISCV`].
 const SOC: &[&str] = &[
     "hdl-sim/rtl/roce_rx_pkg.sv",
@@ -139,6 +155,22 @@ const SOC: &[&str] = &[
     "hdl-sim/rtl/soc/soc_log.sv",
     "hdl-sim/rtl/soc/nic_soc.sv",
     "hdl-sim/rtl/soc/nic_soc_ecp5.sv",
+];
+
+/// The RC fast path's transmit side (`docs/fastpath.md` §2): send-context table, planner,
+/// header builder, emitter and the ICRC inserter.
+const FP_TX: &[&str] = &[
+    "hdl-sim/rtl/roce_rx_pkg.sv",
+    "hdl-sim/rtl/fp_pkg.sv",
+    "hdl-sim/rtl/roce_ram.sv",
+    "hdl-sim/rtl/roce_fifo.sv",
+    "hdl-sim/rtl/axis_skid.sv",
+    "hdl-sim/rtl/icrc.sv",
+    "hdl-sim/rtl/tx_icrc_insert.sv",
+    "hdl-sim/rtl/fp_tx_plan.sv",
+    "hdl-sim/rtl/fp_tx_hdr.sv",
+    "hdl-sim/rtl/fp_tx_emit.sv",
+    "hdl-sim/rtl/fp_tx.sv",
 ];
 
 /// The RAM of the SoC on the ECP5 (the `ecp5-85f` board of `firmware/image/src/boards.rs`).
@@ -209,6 +241,38 @@ pub const TARGETS: &[Target] = &[
         params: &[("DATA_WIDTH", "512")],
         part: Part::XilinxUltraScalePlus,
         clock_mhz: 250,
+        depth_limit: None,
+    },
+    Target {
+        name: "dcb64-ecp5",
+        top: "roce_dcb_top",
+        files: DCB,
+        package_files: &[],
+        init_file: None,
+        params: &[("DATA_WIDTH", "64")],
+        part: Part::Ecp5 {
+            device: "um5g-85k",
+            package: "CABGA381",
+            out_of_context: true,
+            lpf: None,
+        },
+        clock_mhz: 125,
+        depth_limit: None,
+    },
+    Target {
+        name: "fptx64-ecp5",
+        top: "fp_tx",
+        files: FP_TX,
+        package_files: &[],
+        init_file: None,
+        params: &[("DATA_WIDTH", "64")],
+        part: Part::Ecp5 {
+            device: "um5g-85k",
+            package: "CABGA381",
+            out_of_context: true,
+            lpf: None,
+        },
+        clock_mhz: 125,
         depth_limit: None,
     },
 ];

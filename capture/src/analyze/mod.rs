@@ -30,6 +30,9 @@ use std::net::IpAddr;
 use std::time::Duration;
 use stream::{Evidence, Request, RequestKind, Response, ResponseKind, Stream};
 
+/// The shortest local ACK timeout there is: 4.096 us x 2^1 (code 0 is none).
+pub const SHORTEST_ACK_TIMEOUT_NS: u64 = 8_192;
+
 /// Analyses every frame of a capture.
 pub fn run<R: std::io::Read>(
     reader: &mut Reader<R>,
@@ -49,6 +52,9 @@ pub struct Options {
     pub link_bps: u64,
     /// Keep per-connection time lines for [`plot`].
     pub timelines: bool,
+    /// The requesters' local ACK timeout, or the least it can be: a resend that nothing
+    /// else explains is a timeout when it follows a silence at least this long.
+    pub min_ack_timeout_ns: u64,
 }
 
 impl Default for Options {
@@ -56,6 +62,7 @@ impl Default for Options {
         Self {
             link_bps: 100_000_000_000,
             timelines: false,
+            min_ack_timeout_ns: SHORTEST_ACK_TIMEOUT_NS,
         }
     }
 }
@@ -88,15 +95,18 @@ struct Score {
     sent: u32,
 }
 
-/// The first width of the time series' bins.
-const FIRST_BIN_NS: u64 = 100_000;
+/// The first width of the bins the peak rates of ECN-CE marks and CNPs are taken over:
+/// one millisecond (it doubles as a long capture needs, see `bins`).
+const RATE_BIN_NS: u64 = 1_000_000;
+/// The first width of a time line's bins (for the figure).
+const TIMELINE_BIN_NS: u64 = 1_000;
 
 /// Packets and payload of one opcode in one direction.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct OpcodeCount {
     pub packets: u64,
     pub payload_bytes: u64,
-    /// LAST and ONLY packets.
+    /// LAST and ONLY packets of requests and READ responses.
     pub messages: u64,
 }
 
@@ -124,8 +134,8 @@ impl Default for Traffic {
             opcodes: BTreeMap::new(),
             ecn_ce: 0,
             cnps: 0,
-            ecn_ce_bins: Bins::new(FIRST_BIN_NS),
-            cnp_bins: Bins::new(FIRST_BIN_NS),
+            ecn_ce_bins: Bins::new(RATE_BIN_NS),
+            cnp_bins: Bins::new(RATE_BIN_NS),
             unmatched_responses: 0,
         }
     }
@@ -170,6 +180,8 @@ pub struct Totals {
     /// Ethernet frames that are neither RoCE nor PFC.
     pub not_roce: u64,
     pub pfc: u64,
+    /// RoCE frames captured without their payload (a snap length): headers only.
+    pub snapped: u64,
 }
 
 /// The analysis of a capture, fed frame by frame.
@@ -184,6 +196,8 @@ pub struct Analyzer {
     /// Flows without a partner, by (source, destination).
     unpaired: HashMap<(IpAddr, IpAddr), Vec<usize>>,
     pub(crate) pfc: pfc::Ports,
+    /// Room to make a snapped frame whole.
+    scratch: Vec<u8>,
 }
 
 fn addresses(l3: &L3Repr) -> (IpAddr, IpAddr) {
@@ -204,6 +218,7 @@ impl Analyzer {
             index: HashMap::new(),
             unpaired: HashMap::new(),
             pfc: pfc::Ports::new(options.link_bps),
+            scratch: Vec::new(),
         }
     }
 
@@ -215,6 +230,24 @@ impl Analyzer {
         self.totals.frames += 1;
         if f.link != LinkType::ETHERNET {
             self.totals.other_link += 1;
+            return;
+        }
+        if f.data.len() < f.original_len as usize {
+            // Captured with a snap length (tcpdump -s 128): the headers are there; the
+            // rest is made up of zeros so the lengths hold, and the ICRC is not checked.
+            let mut whole = std::mem::take(&mut self.scratch);
+            whole.clear();
+            whole.extend_from_slice(f.data);
+            whole.resize(f.original_len as usize, 0);
+            match wire::parse_unverified(&whole) {
+                Ok(p) => {
+                    self.totals.roce += 1;
+                    self.totals.snapped += 1;
+                    self.packet(t, f.index, &p);
+                }
+                Err(_) => self.totals.not_roce += 1,
+            }
+            self.scratch = whole;
             return;
         }
         match wire::parse(f.data) {
@@ -257,12 +290,12 @@ impl Analyzer {
                 first_ns: t,
                 last_ns: t,
                 traffic: Traffic::default(),
-                stream: Stream::default(),
+                stream: Stream::new(self.options.min_ack_timeout_ns),
                 pending: Some(Vec::new()),
                 scores: Vec::new(),
                 scores_psn: None,
                 mtu: None,
-                timeline: self.options.timelines.then(|| Bins::new(FIRST_BIN_NS)),
+                timeline: self.options.timelines.then(|| Bins::new(TIMELINE_BIN_NS)),
             });
             self.unpaired.entry((src, dst)).or_default().push(id);
         }
@@ -286,12 +319,19 @@ impl Analyzer {
             let c = tr.opcodes.entry(info.opcode.0).or_default();
             c.packets += 1;
             c.payload_bytes += u64::from(payload);
-            c.messages += u64::from(info.position.ends());
-            if p.ecn() == 3 {
+            // Messages are requests' (and READ responses'); an ACK ends nothing.
+            let message = !matches!(
+                info.operation,
+                Operation::Acknowledge | Operation::AtomicAcknowledge | Operation::Cnp
+            );
+            c.messages += u64::from(message && info.position.ends());
+            let ce = p.ecn() == 3;
+            let cnp = info.operation == Operation::Cnp;
+            if ce {
                 tr.ecn_ce += 1;
                 *tr.ecn_ce_bins.at(t) += 1;
             }
-            if info.operation == Operation::Cnp {
+            if cnp {
                 tr.cnps += 1;
                 *tr.cnp_bins.at(t) += 1;
             }
@@ -299,7 +339,10 @@ impl Analyzer {
                 f.mtu = Some(payload);
             }
             if let Some(line) = &mut f.timeline {
-                line.at(t).bytes += u64::from(payload);
+                let slot = line.at(t);
+                slot.bytes += u64::from(payload);
+                slot.ecn_ce += u64::from(ce);
+                slot.cnps += u64::from(cnp);
             }
         }
         if let Some(d) = p.deth() {

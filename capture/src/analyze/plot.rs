@@ -1,7 +1,7 @@
 //! The PNG time line of one connection (`roce analyze --plot`): request PSNs with the
 //! resends, NAKs, RNR NAKs and timeouts; payload rate each way; CNPs and ECN-CE marks.
 
-use super::bins::{Bins, Merge};
+use super::bins::Merge;
 use super::stream::{Cause, ResponseKind, Sent};
 use super::{Analyzer, Flow};
 use anyhow::{bail, Result};
@@ -25,6 +25,9 @@ pub struct Slot {
     pub rnr_naks: u64,
     /// Go-Back-N episodes the local ACK timer started.
     pub timeouts: u64,
+    /// Packets of the flow marked ECN-CE, and CNPs on it.
+    pub ecn_ce: u64,
+    pub cnps: u64,
 }
 
 impl Slot {
@@ -68,6 +71,8 @@ impl Merge for Slot {
         self.nak_low = min(self.nak_low, o.nak_low);
         self.rnr_naks += o.rnr_naks;
         self.timeouts += o.timeouts;
+        self.ecn_ce += o.ecn_ce;
+        self.cnps += o.cnps;
     }
 }
 
@@ -187,30 +192,33 @@ impl Analyzer {
         legend(&mut chart, SeriesLabelPosition::UpperRight, 12)?;
 
         // Congestion.
-        let per_s = |b: &Bins<u64>| {
-            let w = b.width_ns();
-            b.iter()
-                .map(|(t, &n)| (ms(t + w / 2), n as f64 * 1e9 / w as f64))
-                .collect::<Vec<_>>()
-        };
-        let series: Vec<(String, Vec<(f64, f64)>)> = flows
-            .iter()
-            .flat_map(|f| {
-                [
-                    (
-                        format!("ECN-CE marks/s: {}", name(f)),
-                        per_s(&f.traffic.ecn_ce_bins),
-                    ),
-                    (format!("CNPs/s: {}", name(f)), per_s(&f.traffic.cnp_bins)),
-                ]
-            })
-            .filter(|(_, pts)| pts.iter().any(|p| p.1 > 0.0))
-            .collect();
+        type Count = fn(&Slot) -> u64;
+        let kinds: [(&str, Count); 2] = [("ECN-CE marks/s", |s| s.ecn_ce), ("CNPs/s", |s| s.cnps)];
+        let mut series: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
+        for (f, line) in flows.iter().zip(&lines) {
+            let w = line.width_ns();
+            for (what, count) in kinds {
+                if line.iter().any(|(_, s)| count(s) > 0) {
+                    let pts = line
+                        .iter()
+                        .map(|(t, s)| (ms(t + w / 2), count(s) as f64 * 1e9 / w as f64))
+                        .collect();
+                    series.push((format!("{what}: {}", name(f)), pts));
+                }
+            }
+        }
         let cmax = series
             .iter()
             .flat_map(|(_, p)| p.iter().map(|x| x.1))
             .fold(1.0f64, f64::max)
             * 1.1;
+        let per_second = |v: &f64| {
+            if series.is_empty() {
+                String::new()
+            } else {
+                format!("{v:.0}")
+            }
+        };
         let caption = if series.is_empty() {
             "congestion signals: no ECN-CE marks or CNPs"
         } else {
@@ -222,7 +230,7 @@ impl Analyzer {
             t_end,
             (0.0, cmax),
             "per second",
-            Some(&whole),
+            Some(&per_second),
         )?;
         let any = !series.is_empty();
         for (i, (label, pts)) in series.into_iter().enumerate() {

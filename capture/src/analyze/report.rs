@@ -13,6 +13,8 @@ use std::fmt::Write;
 pub struct Report {
     pub frames: u64,
     pub roce_frames: u64,
+    /// Of those, frames captured with a snap length: headers only, ICRC not checked.
+    pub snapped_frames: u64,
     pub icrc_errors: u64,
     pub pfc_frames: u64,
     /// Ethernet frames that are neither RoCE nor PFC.
@@ -71,6 +73,7 @@ pub struct Direction {
 pub struct OpcodeCount {
     pub packets: u64,
     pub payload_bytes: u64,
+    /// Packets that end a message (LAST, ONLY) of a request or READ response.
     pub messages: u64,
 }
 
@@ -88,7 +91,8 @@ pub struct Requests {
     pub missing_responses: u64,
     pub rnr_naks: u64,
     pub rnr_waited_us: f64,
-    /// Go-Back-N episodes that nothing but the local ACK timer explains.
+    /// Go-Back-N episodes that nothing but the local ACK timer explains (after a silence
+    /// at least as long as it).
     pub timeouts: u64,
     pub longest_silence_us: f64,
     pub ack_latency: Option<Percentiles>,
@@ -102,6 +106,9 @@ pub struct GoBackN {
     pub after_rnr_nak: u64,
     pub after_missing_response: u64,
     pub after_timeout: u64,
+    /// Nothing in the capture explains them, and the silence before them was too short
+    /// for the ACK timer: a NAK or response lost past the capture point.
+    pub unexplained: u64,
 }
 
 #[derive(Debug, Clone, Copy, Serialize)]
@@ -177,6 +184,7 @@ fn requests(s: &Stats) -> Requests {
             after_rnr_nak: s.episodes_rnr,
             after_missing_response: s.episodes_missing_response,
             after_timeout: s.timeouts,
+            unexplained: s.episodes_unexplained,
         },
         naks: Naks {
             psn_sequence_error: s.naks_sequence,
@@ -247,6 +255,7 @@ impl Report {
         Self {
             frames: a.totals.frames,
             roce_frames: a.totals.roce,
+            snapped_frames: a.totals.snapped,
             icrc_errors: a.totals.icrc_errors,
             pfc_frames: a.totals.pfc,
             other_frames: a.totals.not_roce,
@@ -264,10 +273,15 @@ impl Report {
         let mut s = String::new();
         let _ = writeln!(
             s,
-            "{} frames in {:.6} s: {} RoCE ({} with a bad ICRC), {} PFC, {} other{}",
+            "{} frames in {:.6} s: {} RoCE{} ({} with a bad ICRC), {} PFC, {} other{}",
             self.frames,
             self.duration_s,
             self.roce_frames,
+            if self.snapped_frames > 0 {
+                format!(", {} of them headers only", self.snapped_frames)
+            } else {
+                String::new()
+            },
             self.icrc_errors,
             self.pfc_frames,
             self.other_frames,
@@ -352,9 +366,9 @@ fn endpoint(e: &Endpoint) -> String {
 }
 
 /// Events shown per connection in the text.
-const SHOWN: usize = 8;
+const SHOWN: usize = 20;
 
-/// The first events of a connection's request streams, in words.
+/// The first events of a connection's request streams, in words, in time order.
 fn story(s: &mut String, c: &Connection) {
     let sides = [(&c.a, &c.b, &c.a_to_b)]
         .into_iter()
@@ -362,9 +376,54 @@ fn story(s: &mut String, c: &Connection) {
     for (from, to, d) in sides {
         let Some(r) = &d.requests else { continue };
         let ev = &r.events;
-        if ev.go_back_n.is_empty() && ev.psn_gaps.is_empty() && ev.rnr_waits.is_empty() {
+        let mut lines: Vec<(f64, String)> = Vec::new();
+        for g in &ev.psn_gaps {
+            let seen = match g.frame {
+                Some(f) => format!("{} PSNs missing before frame {f}", g.missing),
+                None => "none missing in the capture".into(),
+            };
+            let nak = g
+                .nak_frame
+                .map_or("no NAK".into(), |f| format!("NAK in frame {f}"));
+            lines.push((g.at_s, format!("PSN gap at {}: {seen}; {nak}", g.psn)));
+        }
+        for e in &ev.go_back_n {
+            let why = match e.cause {
+                Cause::Nak { cause_frame } => format!("after the NAK in frame {cause_frame}"),
+                Cause::RnrNak { cause_frame } => {
+                    format!("after the RNR NAK in frame {cause_frame}")
+                }
+                Cause::MissingResponse { cause_frame } => {
+                    format!("after frame {cause_frame} showed a response missing")
+                }
+                Cause::Timeout { silence_us } => {
+                    format!("after a timeout ({silence_us:.1} us of silence)")
+                }
+                Cause::Unexplained { silence_us } => format!(
+                    "{silence_us:.1} us after the last frame, nothing in the capture explaining it"
+                ),
+            };
+            lines.push((
+                e.at_s,
+                format!(
+                    "Go-Back-N from PSN {} in frame {}, {why}: {} resent",
+                    e.from_psn, e.frame, e.resent
+                ),
+            ));
+        }
+        for w in &ev.rnr_waits {
+            lines.push((
+                w.at_s,
+                format!(
+                    "RNR NAK in frame {} (timer {:.2} us): waited {:.2} us",
+                    w.nak_frame, w.timer_us, w.waited_us
+                ),
+            ));
+        }
+        if lines.is_empty() {
             continue;
         }
+        lines.sort_by(|a, b| a.0.total_cmp(&b.0));
         let _ = writeln!(
             s,
             "\nconnection {}: requests {} -> {}",
@@ -372,45 +431,15 @@ fn story(s: &mut String, c: &Connection) {
             endpoint(from),
             endpoint(to)
         );
-        for g in ev.psn_gaps.iter().take(SHOWN) {
-            let seen = match g.frame {
-                Some(f) => format!("{} PSNs missing before frame {f}", g.missing),
-                None => "not missing from the capture".into(),
-            };
-            let nak = g
-                .nak_frame
-                .map_or("no NAK".into(), |f| format!("NAK in frame {f}"));
-            let _ = writeln!(s, "  {:.6} s  PSN gap at {}: {seen}; {nak}", g.at_s, g.psn);
+        for (at, line) in lines.iter().take(SHOWN) {
+            let _ = writeln!(s, "  {at:.6} s  {line}");
         }
-        for e in ev.go_back_n.iter().take(SHOWN) {
-            let why = match e.cause {
-                Cause::Nak { frame } => format!("after the NAK in frame {frame}"),
-                Cause::RnrNak { frame } => format!("after the RNR NAK in frame {frame}"),
-                Cause::MissingResponse { frame } => {
-                    format!("after frame {frame} showed a response missing")
-                }
-                Cause::Timeout { silence_us } => {
-                    format!("after a timeout ({silence_us:.1} us of silence)")
-                }
-            };
+        if lines.len() > SHOWN {
             let _ = writeln!(
                 s,
-                "  {:.6} s  Go-Back-N from PSN {} in frame {}, {why}: {} resent",
-                e.at_s, e.from_psn, e.frame, e.resent
+                "  ... {} more (every event: roce analyze --json)",
+                lines.len() - SHOWN
             );
-        }
-        for w in ev.rnr_waits.iter().take(SHOWN) {
-            let _ = writeln!(
-                s,
-                "  {:.6} s  RNR NAK in frame {} (timer {:.2} us): waited {:.2} us",
-                w.at_s, w.nak_frame, w.timer_us, w.waited_us
-            );
-        }
-        let more = [ev.psn_gaps.len(), ev.go_back_n.len(), ev.rnr_waits.len()]
-            .iter()
-            .any(|&n| n > SHOWN);
-        if more {
-            let _ = writeln!(s, "  ... (every event: roce analyze --json)");
         }
     }
 }

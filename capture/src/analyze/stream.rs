@@ -10,7 +10,9 @@
 //!   (what the engine counts as `retransmitted_pkts`);
 //! * a *Go-Back-N episode* starts at a resend that goes back (its PSN is below the end of
 //!   the previous resend) and lasts until new PSNs are sent; its *cause* is the NAK, RNR NAK
-//!   or missing READ/ATOMIC response seen since the last episode, else a *timeout*;
+//!   or missing READ/ATOMIC response seen since the last episode, else a *timeout* if
+//!   it follows a silence at least as long as the local ACK timeout (given, or the
+//!   shortest there is), else it is *unexplained* (a loss past the capture point);
 //! * a NAK or missing response seen while an episode is running and the responder has
 //!   acknowledged nothing new starts nothing (the completer retries once per progress);
 //! * a *PSN gap* is a range of request PSNs missing from the capture, or one a PSN
@@ -137,13 +139,18 @@ fn most_psns(len: u32, mtu: Option<u32>) -> u32 {
 #[serde(rename_all = "snake_case", tag = "cause")]
 pub enum Cause {
     /// A PSN sequence error NAK (frame number).
-    Nak { frame: u64 },
+    Nak { cause_frame: u64 },
     /// An RNR NAK (frame number), after its wait.
-    RnrNak { frame: u64 },
+    RnrNak { cause_frame: u64 },
     /// A READ or ATOMIC response did not come: a later response did.
-    MissingResponse { frame: u64 },
-    /// Nothing explains it: the local ACK timer expired after this much silence.
+    MissingResponse { cause_frame: u64 },
+    /// Nothing in the capture explains it, and it came after a silence at least as long
+    /// as the local ACK timeout: the timer expired.
     Timeout { silence_us: f64 },
+    /// Nothing in the capture explains it, after a silence too short for the ACK timer:
+    /// a NAK or a response was lost past the capture point (or the requester saw what
+    /// the capture did not).
+    Unexplained { silence_us: f64 },
 }
 
 /// A Go-Back-N episode.
@@ -193,6 +200,7 @@ pub struct Stats {
     pub episodes_nak: u64,
     pub episodes_rnr: u64,
     pub episodes_missing_response: u64,
+    pub episodes_unexplained: u64,
     pub timeouts: u64,
     pub silence_max_ns: u64,
     /// PSN sequence error NAKs the completer acts on (rxe `rcvd_seq_err`).
@@ -240,6 +248,8 @@ struct Running {
 /// The request stream of one requester QP.
 #[derive(Debug, Clone, Default)]
 pub struct Stream {
+    /// The shortest silence a local ACK timeout can explain.
+    min_timeout_ns: u64,
     /// One past the highest request PSN sent.
     next: Option<Psn>,
     /// The first request PSN seen.
@@ -275,6 +285,14 @@ fn push<T>(list: &mut Vec<T>, v: T) -> Option<usize> {
 }
 
 impl Stream {
+    /// A stream whose requester's local ACK timeout is at least `min_timeout_ns`.
+    pub fn new(min_timeout_ns: u64) -> Self {
+        Self {
+            min_timeout_ns,
+            ..Self::default()
+        }
+    }
+
     /// Whether the stream has sent `psn` (to pair a response with it).
     pub fn has_sent(&self, psn: Psn) -> bool {
         match (self.first, self.next) {
@@ -416,10 +434,14 @@ impl Stream {
             Some(c) => c,
             None => {
                 let silence = r.t.saturating_sub(self.last_activity.unwrap_or(r.t));
-                s.timeouts += 1;
-                s.silence_max_ns = s.silence_max_ns.max(silence);
-                Cause::Timeout {
-                    silence_us: silence as f64 / 1e3,
+                let silence_us = silence as f64 / 1e3;
+                if silence >= self.min_timeout_ns {
+                    s.timeouts += 1;
+                    s.silence_max_ns = s.silence_max_ns.max(silence);
+                    Cause::Timeout { silence_us }
+                } else {
+                    s.episodes_unexplained += 1;
+                    Cause::Unexplained { silence_us }
                 }
             }
         };
@@ -442,7 +464,7 @@ impl Stream {
                     );
                 }
             }
-            Cause::Timeout { .. } => {}
+            Cause::Timeout { .. } | Cause::Unexplained { .. } => {}
         }
         let kept = push(
             &mut s.episode_list,
@@ -514,7 +536,9 @@ impl Stream {
                 self.stats.naks_sequence += 1;
                 self.progress(x.sub(1));
                 if !self.started_retry {
-                    self.cause = Some(Cause::Nak { frame: r.frame });
+                    self.cause = Some(Cause::Nak {
+                        cause_frame: r.frame,
+                    });
                 }
             }
             ResponseKind::Nak(code) => {
@@ -526,7 +550,9 @@ impl Stream {
                 }
                 self.stats.rnr_naks += 1;
                 self.progress(x.sub(1));
-                self.cause = Some(Cause::RnrNak { frame: r.frame });
+                self.cause = Some(Cause::RnrNak {
+                    cause_frame: r.frame,
+                });
                 self.pending_rnr = Some((r.frame, r.t, wait_ns));
             }
         }
@@ -565,7 +591,9 @@ impl Stream {
         }
         self.stats.missing_responses += 1;
         if !self.started_retry && self.cause.is_none() {
-            self.cause = Some(Cause::MissingResponse { frame: r.frame });
+            self.cause = Some(Cause::MissingResponse {
+                cause_frame: r.frame,
+            });
         }
         true
     }

@@ -102,8 +102,8 @@ pub fn nics(p: &Params, fastpath: bool) -> [Rc<LocalNic>; 2] {
     })
 }
 
-/// The two NICs with the Verilated RTL as their datapath (`--backend rtl`), the fast
-/// path's model in front of it when `fastpath`.
+/// The two NICs with the Verilated RTL as their datapath (`--backend rtl`): the RTL
+/// fast path (`roce_fp_top`) when `fastpath`, else the RTL parser and ICRC inserter.
 pub fn rtl_nics(p: &Params, fastpath: bool) -> Result<[Rc<LocalNic>; 2]> {
     let make = |s| {
         let (cfg, caps, width) = (port(s), capacities(p), roce_hdl_sim::DataWidth::W512);

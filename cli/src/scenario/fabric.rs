@@ -20,6 +20,7 @@ use crate::perf::world::NicNode;
 use crate::progress::Progress;
 use anyhow::{bail, Context as _, Result};
 use roce_core::cc::CcConfig;
+use roce_core::dcb::EtsConfig;
 use roce_core::engine::PortConfig;
 use roce_core::memory::AccessFlags;
 use roce_core::num::Psn;
@@ -81,6 +82,11 @@ pub struct FabricScenario {
     /// random draws).
     #[serde(default = "super::one")]
     pub runs: u64,
+    /// Hosts whose link is captured as tcpdump on the host would see it (every frame it
+    /// sends, every frame that reaches it, PFC pauses included): `NAME-HOST.pcap` beside
+    /// the CSV, for `roce decode` and `roce analyze`. The first run only.
+    #[serde(default)]
+    pub pcap: Vec<String>,
 }
 
 fn default_sample() -> String {
@@ -119,10 +125,24 @@ pub struct SwitchSpec {
     pub port_buffer: u64,
     /// Bytes shared by all ports.
     pub shared_buffer: u64,
-    /// PFC on the flows' priority.
+    /// PFC on the flows' priorities.
     pub pfc: Option<PfcSpec>,
-    /// RED/ECN marking on the flows' priority (instantaneous queue).
+    /// RED/ECN marking on the flows' priorities (instantaneous queue).
     pub ecn: Option<EcnSpec>,
+    /// Transmission selection of every egress port: these priorities are ETS classes
+    /// with these bandwidth shares (802.1Qaz, summing to 100), the others strict.
+    /// Without it every priority is strict.
+    #[serde(default)]
+    pub ets: Vec<EtsClass>,
+}
+
+/// One ETS class of [`SwitchSpec::ets`].
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EtsClass {
+    pub priority: u8,
+    /// Percent of the port's bandwidth left by the strict classes.
+    pub share: u8,
 }
 
 #[derive(Debug, Clone, Copy, Deserialize)]
@@ -177,6 +197,8 @@ pub struct FlowSpec {
     pub start: Option<String>,
     /// When it stops posting (what is outstanding still completes).
     pub stop: Option<String>,
+    /// Its DSCP, if not the scenario's.
+    pub dscp: Option<u8>,
 }
 
 /// The state of the fabric at one sampling instant.
@@ -246,6 +268,18 @@ pub struct FabricResult {
     /// With several runs: the seeds, and each run's summary (the first is `summary`).
     pub seeds: Vec<u64>,
     pub runs: Vec<Summary>,
+    /// The captures `pcap` asked for, with the host port's counters at the end.
+    pub captures: Vec<HostCapture>,
+}
+
+/// A host's link as the host saw it.
+#[derive(Debug, Clone)]
+pub struct HostCapture {
+    pub host: String,
+    /// A pcap file's bytes.
+    pub pcap: Vec<u8>,
+    /// The host port's MAC counters (pause frames received, time paused) at the end.
+    pub port: roce_sim::PortCounters,
 }
 
 /// Jain's fairness index (sum x)^2 / (n sum x^2): 1 when all are equal, 1/n when one
@@ -329,7 +363,10 @@ pub fn run(f: &FabricScenario, seed: u64, progress: &mut Progress) -> Result<Fab
     }
 
     let mut fabric = Fabric::new(seed);
-    let cfg = switch_config(&f.switch, priority);
+    let flow_prios = f.flows.iter().fold(Priorities::only(priority), |set, fl| {
+        set.with(fl.dscp.unwrap_or(f.dscp) >> 3)
+    });
+    let cfg = switch_config(&f.switch, flow_prios)?;
     let switches: Vec<SwitchId> = ports
         .iter()
         .map(|p| fabric.add_switch(cfg.clone(), p.len()))
@@ -393,6 +430,14 @@ pub fn run(f: &FabricScenario, seed: u64, progress: &mut Progress) -> Result<Fab
         }
     }
     add_routes(&mut fabric, &switches, &ports, &hosts);
+    let mut taps = Vec::new();
+    for name in &f.pcap {
+        let h = host_named(f, name)?;
+        let capture = roce_sim::MemoryCapture::new();
+        // The host is end 0 of its link.
+        let tap = fabric.tap_end(hosts[h].link, 0, capture.clone())?;
+        taps.push((h, tap, capture));
+    }
 
     let mut flows = Vec::new();
     for (i, spec) in f.flows.iter().enumerate() {
@@ -589,6 +634,15 @@ pub fn run(f: &FabricScenario, seed: u64, progress: &mut Progress) -> Result<Fab
         queue_in_band: in_band,
         completed_bytes: flows.iter().map(|fl| fl.completed).collect(),
     };
+    let mut captures = Vec::new();
+    for (h, tap, capture) in taps {
+        fabric.close_tap(tap)?;
+        captures.push(HostCapture {
+            host: hosts[h].name.clone(),
+            pcap: capture.bytes(),
+            port: fabric.port_counters(hosts[h].node, 0),
+        });
+    }
     Ok(FabricResult {
         flows: f.flows.iter().map(|fl| fl.name.clone()).collect(),
         samples,
@@ -596,6 +650,7 @@ pub fn run(f: &FabricScenario, seed: u64, progress: &mut Progress) -> Result<Fab
         summary,
         ecn,
         seeds: vec![seed],
+        captures,
     })
 }
 
@@ -670,22 +725,34 @@ fn host_named(f: &FabricScenario, name: &str) -> Result<usize> {
         .with_context(|| format!("no host named {name:?}"))
 }
 
-pub(crate) fn switch_config(s: &SwitchSpec, priority: u8) -> SwitchConfig {
-    SwitchConfig {
+/// The switches' configuration, PFC and ECN on the flows' `priorities`.
+pub(crate) fn switch_config(s: &SwitchSpec, priorities: Priorities) -> Result<SwitchConfig> {
+    let mut ets = EtsConfig::STRICT;
+    for c in &s.ets {
+        if c.priority > 7 || !ets.strict.contains(c.priority) {
+            bail!("switch.ets: priority {} twice or not 0..7", c.priority);
+        }
+        ets.strict = ets.strict.without(Priorities::only(c.priority));
+        ets.bw[usize::from(c.priority)] = c.share;
+    }
+    ets.validate()
+        .map_err(|e| anyhow::anyhow!("switch.ets: {e:?}"))?;
+    Ok(SwitchConfig {
         port_buffer: s.port_buffer,
         shared_buffer: s.shared_buffer,
         pfc: s
             .pfc
-            .map(|p| PfcConfig::new(Priorities::only(priority), p.xoff, p.xon, p.headroom)),
+            .map(|p| PfcConfig::new(priorities, p.xoff, p.xon, p.headroom)),
         red: s.ecn.map(|e| RedConfig {
-            priorities: 1 << priority,
+            priorities: priorities.0,
             ..RedConfig::new(e.kmin, e.kmax, e.pmax)
         }),
+        ets,
         // Routes are static; learning would only add table churn.
         learning: false,
         flood_unknown: false,
         ..SwitchConfig::default()
-    }
+    })
 }
 
 /// A route to every host on every switch: breadth-first from the host's switch over the
@@ -743,7 +810,7 @@ fn connect_flow(
     let opts = ConnectOptions {
         mtu,
         timeout: f.timeout,
-        traffic_class: f.dscp << 2 | ECT0,
+        traffic_class: spec.dscp.unwrap_or(f.dscp) << 2 | ECT0,
         ..ConnectOptions::default()
     };
     let psn = |side: u32| Psn::new(0x10_0000 * (side + 1) + index as u32);

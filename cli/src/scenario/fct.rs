@@ -738,7 +738,12 @@ fn run_one(
         .filter(|m| m.bytes() == f.mtu)
         .with_context(|| format!("MTU {}: use 256, 512, 1024, 2048 or 4096", f.mtu))?;
     let link = LinkConfig::new(rate, delay);
-    let tree = FatTree::new(f.k, link, link, switch_config(&f.switch, f.dscp >> 3));
+    let tree = FatTree::new(
+        f.k,
+        link,
+        link,
+        switch_config(&f.switch, Priorities::only(f.dscp >> 3))?,
+    );
     let flows = f.workload.flows(tree.hosts(), rate, seed)?;
     let setup = Setup {
         partitions: f.k,

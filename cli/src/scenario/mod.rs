@@ -110,6 +110,7 @@ pub fn write(s: &Scenario, outcome: &Outcome, dir: &Path) -> Result<Vec<PathBuf>
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let path = |ext: &str| dir.join(format!("{}.{ext}", s.name));
     let (csv, png, md) = (path("csv"), path("png"), path("md"));
+    let mut written = Vec::new();
     let mut out = std::io::BufWriter::new(
         std::fs::File::create(&csv).with_context(|| format!("cannot create {}", csv.display()))?,
     );
@@ -121,6 +122,12 @@ pub fn write(s: &Scenario, outcome: &Outcome, dir: &Path) -> Result<Vec<PathBuf>
         Outcome::Fabric(r) => {
             r.write_csv(&mut out)?;
             plot::fabric(&png, &s.title, r)?;
+            for c in &r.captures {
+                let pcap = dir.join(format!("{}-{}.pcap", s.name, c.host));
+                std::fs::write(&pcap, &c.pcap)
+                    .with_context(|| format!("cannot write {}", pcap.display()))?;
+                written.push(pcap);
+            }
         }
         Outcome::Fct(r) => {
             r.write_csv(&mut out)?;
@@ -129,7 +136,8 @@ pub fn write(s: &Scenario, outcome: &Outcome, dir: &Path) -> Result<Vec<PathBuf>
     }
     std::io::Write::flush(&mut out)?;
     std::fs::write(&md, outcome.table())?;
-    Ok(vec![csv, png, md])
+    written.splice(0..0, [csv, png, md]);
+    Ok(written)
 }
 
 /// `f` of every job on `threads` threads (each job builds and runs its own world there),

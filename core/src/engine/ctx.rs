@@ -7,7 +7,8 @@
 //! (those the engine fetched are handed back: the host rings still hold them) and no
 //! response or partial message is under way.
 //!
-//! Layout (little endian, version 1): the QP context field by field, its DCQCN state,
+//! Layout (little endian, version 2: 1 plus `max_inline_data` and the SRQ after
+//! `sq_sig_all`): the QP context field by field, its DCQCN state,
 //! its selective-repeat records, the responder's replay ring, zeros, and a CRC-32 of
 //! everything before it in the last four bytes.
 
@@ -17,7 +18,7 @@ use crate::memory::{AccessFlags, Pd};
 use crate::num::{Msn, Psn, Qkey, Qpn, Rkey};
 use crate::transport::{
     AckOut, AckTimeout, AddressVector, Completer, CurOp, Error, Instant, Mtu, Qp, QpState, QpType,
-    RdRes, Requester, Responder,
+    RdRes, Requester, Responder, SrqHandle,
 };
 use crate::wire::aeth::Syndrome;
 
@@ -25,7 +26,7 @@ use crate::wire::aeth::Syndrome;
 pub const QP_CTX_LEN: usize = 960;
 
 /// Version byte at offset 0.
-const VERSION: u8 = 1;
+const VERSION: u8 = 2;
 
 /// Most replay-ring entries a context holds (the engine's `RD` may not exceed it).
 pub const MAX_CTX_RD: usize = 16;
@@ -168,6 +169,9 @@ fn put_qp(w: &mut Put<'_>, qp: &Qp) {
     w.u8(qp.qp_type as u8);
     w.u8(qp.state as u8);
     w.bool(qp.sq_sig_all);
+    w.u8(qp.max_inline);
+    w.bool(qp.srq.is_some());
+    w.u16(qp.srq.map_or(0, |h| h.0));
     w.u16(qp.pd.index());
     w.u16(qp.send_cq);
     w.u16(qp.recv_cq);
@@ -232,6 +236,12 @@ fn get_qp(r: &mut Get<'_>) -> Result<Qp, CtxError> {
     let qp_type = QpType::from_u8(r.u8()?).ok_or(CtxError)?;
     let state = QpState::from_u8(r.u8()?).ok_or(CtxError)?;
     let sq_sig_all = r.bool()?;
+    let max_inline = r.u8()?;
+    if u32::from(max_inline) > crate::transport::MAX_INLINE_DATA {
+        return Err(CtxError);
+    }
+    let has_srq = r.bool()?;
+    let srq = r.u16().map(|h| has_srq.then_some(SrqHandle(h)))?;
     let pd = Pd::from_index(r.u16()?);
     let (send_cq, recv_cq) = (r.u16()?, r.u16()?);
     let access = AccessFlags::from_bits(r.u32()?).ok_or(CtxError)?;
@@ -300,6 +310,8 @@ fn get_qp(r: &mut Get<'_>) -> Result<Qp, CtxError> {
         qp_type,
         state,
         sq_sig_all,
+        max_inline,
+        srq,
         pd,
         send_cq,
         recv_cq,
@@ -386,7 +398,8 @@ impl<
     /// started (nothing in flight, nothing done and waiting for CQ room), no message is
     /// being received into a receive WQE, no READ response or atomic ACK is queued, and
     /// it owes its peer no ACK, NAK, SACK or CNP (those go out first: a stored QP sends
-    /// nothing until something brings it back).
+    /// nothing until something brings it back), and it holds no WQE taken from an SRQ
+    /// (only its own ring's can be handed back).
     pub fn qp_evictable(&self, qpn: Qpn) -> bool {
         let Some(s) = self.slot(qpn) else {
             return false;
@@ -403,6 +416,7 @@ impl<
             && qp.resp.cur == CurOp::None
             && q.out.is_empty()
             && !owes
+            && (qp.srq.is_none() || q.rq.is_empty())
     }
 
     /// Whether resident QP `qpn` holds send WQEs (started or not): a cache makes room
@@ -418,8 +432,8 @@ impl<
         self.qps.iter().take(self.hi).flatten().count()
     }
 
-    /// Writes QP `qpn`'s state into `out` and frees its slot; the QP keeps its PD and
-    /// CQ references (it still exists). Fails with `Busy` unless
+    /// Writes QP `qpn`'s state into `out` and frees its slot; the QP keeps its PD, CQ
+    /// and SRQ references (it still exists). Fails with `Busy` unless
     /// [`Engine::qp_evictable`].
     pub fn evict_qp(&mut self, qpn: Qpn, out: &mut [u8; QP_CTX_LEN]) -> Result<Evicted, Error> {
         let () = Self::RD_FITS;
@@ -492,7 +506,8 @@ impl<
         let cqs_ok = [qp.send_cq, qp.recv_cq]
             .iter()
             .all(|&c| matches!(self.cqs.slots.get(usize::from(c)), Some(Some(_))));
-        if qp.qpn != qpn || !self.mem.pd_exists(qp.pd) || !cqs_ok {
+        let srq_ok = qp.srq.is_none_or(|h| self.srqs.query(h).is_ok());
+        if qp.qpn != qpn || !self.mem.pd_exists(qp.pd) || !cqs_ok || !srq_ok {
             return Err(bad);
         }
         let slot = self

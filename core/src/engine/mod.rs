@@ -28,13 +28,14 @@ use core::net::{Ipv4Addr, Ipv6Addr};
 use heapless::Deque;
 
 use crate::cc::{CcConfig, QpCc, QpCcInfo, ECN_CE, ECN_ECT0};
+use crate::dcb::{Priorities, PriorityMap};
 use crate::fastpath;
 use crate::memory::{AccessFlags, Dma, DmaError, MemError, MemoryTable, MrKeys, Pd};
 use crate::num::{Lkey, Psn, Qpn};
 use crate::transport::{
     AddressVector, CompletionSink, Counters, CurOp, Env, Error, Instant, Mtu, PortLimits, Qp,
-    QpAttr, QpInfo, QpInitAttr, QpQueues, QpRef, QpState, QpType, RecvWr, SendWr, TransportConfig,
-    WorkCompletion,
+    QpAttr, QpInfo, QpInitAttr, QpQueues, QpRef, QpState, QpType, RecvWr, SendWr, SrqHandle,
+    SrqInfo, SrqTable, TransportConfig, WorkCompletion, MAX_SRQ,
 };
 use crate::wire::bth::BthRepr;
 use crate::wire::cnp::CnpRepr;
@@ -55,6 +56,9 @@ pub use ctx::{Evicted, MAX_CTX_RD, QP_CTX_LEN};
 /// QPNs itself (`create_qp_with`) and moves QPs in and out of the slots
 /// (`evict_qp`, `restore_qp`; `docs/scale.md`).
 pub const QPN_BASE: u32 = 16;
+
+/// The GSI QP's number (QP1), below [`QPN_BASE`]: [`Engine::create_gsi_qp`].
+pub const GSI_QPN: u32 = 1;
 
 /// Entries in the port's P_Key table.
 pub const PKEY_TABLE_LEN: usize = 4;
@@ -170,6 +174,8 @@ pub struct Engine<
     cqs: CqTable<CQS, CQE>,
     qps: [Option<Qp>; QPS],
     queues: [QpQueues<SQ, RQ, RD>; QPS],
+    /// Shared receive queues, as deep as a QP's receive queue.
+    srqs: SrqTable<MAX_SRQ, RQ>,
     /// Per QP, its frames' headers before the BTH, written when its address or ECN
     /// marking changes (`create_qp`, `modify_qp`, `set_qp_cc`), as a NIC's QP context
     /// holds them: each frame copies them and patches its lengths instead of building
@@ -224,6 +230,7 @@ impl<
             },
             qps: array::from_fn(|_| None),
             queues: array::from_fn(|_| QpQueues::new()),
+            srqs: SrqTable::new(),
             tx_hdr: [HeaderTemplate::default(); QPS],
             tx_ready: [false; QPS],
             fp_ready: [false; QPS],
@@ -363,7 +370,26 @@ impl<
         self.create_in(slot, qpn, init)
     }
 
-    /// The CQs and the PD a new QP names exist.
+    /// The general services QP (GSI, QP1; IBTA §3.9.2, rxe's `IB_QPT_GSI`): a UD QP
+    /// numbered 1, the port's one, that carries management datagrams such as the CM's
+    /// ([`crate::cm`]). Its Q_Key is [`Qkey::GSI`](crate::num::Qkey::GSI), set at
+    /// INIT as for any UD QP. Fails with `Busy` if the port has one.
+    pub fn create_gsi_qp(&mut self, init: &QpInitAttr) -> Result<Qpn, Error> {
+        if init.qp_type != QpType::Ud || init.srq.is_some() {
+            return Err(Error::InvalidCap { cap: "qp_type" });
+        }
+        let qpn = Qpn::new(GSI_QPN);
+        self.check_init(init)?;
+        if self.slot(qpn).is_some() {
+            return Err(Error::Busy { what: "QPN" });
+        }
+        let slot = self
+            .free_slot_for(qpn)
+            .ok_or(Error::TableFull { table: "QP" })?;
+        self.create_in(slot, qpn, init)
+    }
+
+    /// The CQs and the PD a new QP names exist, and its capabilities are within the NIC's.
     fn check_init(&self, init: &QpInitAttr) -> Result<(), Error> {
         for cq in [init.send_cq, init.recv_cq] {
             if !matches!(self.cqs.slots.get(usize::from(cq)), Some(Some(_))) {
@@ -373,11 +399,23 @@ impl<
         if !self.mem.pd_exists(init.pd) {
             return Err(Error::Memory(MemError::NoSuchPd));
         }
+        if init.max_inline_data > crate::transport::MAX_INLINE_DATA {
+            return Err(Error::InvalidCap {
+                cap: "max_inline_data",
+            });
+        }
+        if let Some(h) = init.srq {
+            self.srqs.query(h)?;
+        }
         Ok(())
     }
 
     /// Creates QP `qpn` in the free `slot` (`check_init` passed).
     fn create_in(&mut self, slot: usize, qpn: Qpn, init: &QpInitAttr) -> Result<Qpn, Error> {
+        if let Some(h) = init.srq {
+            // First: the one step that can still fail, so a failure takes nothing.
+            self.srqs.attach(h, init.pd)?;
+        }
         self.mem.pd_get(init.pd)?;
         self.cq_use(init.send_cq, 1)?;
         self.cq_use(init.recv_cq, 1)?;
@@ -404,6 +442,9 @@ impl<
         self.mem.pd_put(qp.pd);
         let _ = self.cq_use(qp.send_cq, -1);
         let _ = self.cq_use(qp.recv_cq, -1);
+        if let Some(h) = qp.srq {
+            self.srqs.detach(h);
+        }
         Ok(())
     }
 
@@ -431,6 +472,48 @@ impl<
             .rposition(Option::is_some)
             .map_or(0, |i| i + 1);
         Some(qp)
+    }
+
+    /// `ibv_create_srq` in `pd`: `max_wr` receive WQEs (at most the engine's receive
+    /// queue depth), the limit armed at `srq_limit` (0: not armed).
+    pub fn create_srq(&mut self, pd: Pd, max_wr: u32, srq_limit: u32) -> Result<SrqHandle, Error> {
+        if !self.mem.pd_exists(pd) {
+            return Err(Error::Memory(MemError::NoSuchPd));
+        }
+        let h = self.srqs.create(pd, max_wr, srq_limit)?;
+        if let Err(e) = self.mem.pd_get(pd) {
+            let _ = self.srqs.destroy(h);
+            return Err(e.into());
+        }
+        Ok(h)
+    }
+
+    /// `ibv_destroy_srq`: refused (`Busy`) while a QP uses it.
+    pub fn destroy_srq(&mut self, h: SrqHandle) -> Result<(), Error> {
+        let pd = self.srqs.destroy(h)?;
+        self.mem.pd_put(pd);
+        Ok(())
+    }
+
+    /// `ibv_modify_srq(IBV_SRQ_LIMIT)`: arms the limit event at `srq_limit` (0 disarms).
+    pub fn modify_srq(&mut self, h: SrqHandle, srq_limit: u32) -> Result<(), Error> {
+        self.srqs.arm(h, srq_limit)
+    }
+
+    /// `ibv_query_srq`.
+    pub fn query_srq(&self, h: SrqHandle) -> Result<SrqInfo, Error> {
+        self.srqs.query(h)
+    }
+
+    /// `ibv_post_srq_recv`.
+    pub fn post_srq_recv(&mut self, h: SrqHandle, wr: &RecvWr) -> Result<(), Error> {
+        self.srqs.post(h, wr)
+    }
+
+    /// The next SRQ whose limit was reached since it was armed
+    /// (`IBV_EVENT_SRQ_LIMIT_REACHED`); each arming fires at most once.
+    pub fn poll_srq_event(&mut self) -> Option<SrqHandle> {
+        self.srqs.take_event()
     }
 
     /// The slot of resident QP `qpn`: its home slot (`ctx::home_slot`, where
@@ -480,6 +563,7 @@ impl<
             qps,
             queues,
             counters,
+            srqs,
             ..
         } = self;
         let qp = qps.get_mut(slot)?.as_mut()?;
@@ -491,6 +575,7 @@ impl<
             cqs,
             ctr: counters,
             cfg: &cfg.transport,
+            srqs,
         };
         let mut r = QpRef { qp, q };
         let out = f(&mut r, &mut env, cfg);
@@ -551,7 +636,11 @@ impl<
     /// (its out-of-order receiver and per-packet retransmission stay in firmware) and
     /// without DCQCN's reaction point (the pacer is the firmware's).
     fn fastpath_eligible(&self, slot: usize) -> bool {
-        let rc = matches!(self.qps.get(slot), Some(Some(qp)) if qp.qp_type == QpType::Rc);
+        // Inline payloads live in the host's send queue, not in registered memory: the
+        // fast path's segmenter cannot fetch them; an SRQ's WQEs are shared, and the
+        // receive context holds one QP's. Such QPs stay with firmware.
+        let rc = matches!(self.qps.get(slot),
+            Some(Some(qp)) if qp.qp_type == QpType::Rc && qp.max_inline == 0 && qp.srq.is_none());
         let sr = self.queues.get(slot).is_some_and(|q| q.sr.enabled());
         let rp = self.cc.get(slot).is_some_and(QpCc::rp_on);
         rc && !sr && !rp
@@ -1076,24 +1165,57 @@ impl<
         buf: &mut [u8],
         dma: &mut dyn Dma,
     ) -> Option<usize> {
+        self.poll_transmit_except(now, buf, dma, &PriorityMap::new(), Priorities::NONE)
+    }
+
+    /// [`Engine::poll_transmit`] for a port with a transmit queue per 802.1p priority
+    /// (`roce_core::dcb`): frames of a priority in `blocked` (paused by the link partner,
+    /// or its queue full) are not built; the QP keeps them for a later poll and the
+    /// other QPs go on. A QP's priority is that of its traffic class (its DSCP, or its
+    /// SL as the PCP when VLAN-tagged) through `map`; its CNPs have their own (the
+    /// port's CNP DSCP and priority), so a CNP never waits behind paused data. A UD QP's
+    /// frames go by the QP's own address vector, whatever a WR's says.
+    pub fn poll_transmit_except(
+        &mut self,
+        now: Instant,
+        buf: &mut [u8],
+        dma: &mut dyn Dma,
+        map: &PriorityMap,
+        blocked: Priorities,
+    ) -> Option<usize> {
         let now = self.clock(now);
         let hi = self.hi.max(1);
         for k in 0..hi {
             let slot = (self.tx_next + k) % hi;
-            if !matches!(self.qps.get(slot), Some(Some(_))) {
+            let Some(Some(qp)) = self.qps.get(slot) else {
                 continue;
-            }
+            };
+            // Nothing to look up while every priority may send.
+            let (cnp_blocked, data_blocked) = if blocked.is_empty() {
+                (false, false)
+            } else {
+                let tagged = qp.av.vlan_id.is_some();
+                let prio = |dscp: u8, pcp: u8| map.priority(dscp, tagged.then_some(pcp));
+                let cc = &self.cfg.cc;
+                (
+                    blocked.contains(prio(cc.cnp_dscp, cc.cnp_prio)),
+                    blocked.contains(prio(qp.av.traffic_class >> 2, qp.av.sl)),
+                )
+            };
             let (mut gated, mut ect) = (false, false);
             // Congestion control costs nothing here while it is off.
-            if self.cc_any || self.cfg.cc.np {
+            if (self.cc_any || self.cfg.cc.np) && !cnp_blocked {
                 if let Some(len) = self.poll_cnp(slot, buf) {
                     self.tx_next = (slot + 1) % hi;
                     self.counters.sent_pkts += 1;
                     return Some(len);
                 }
-                if let Some(c) = self.cc.get(slot).filter(|_| self.cc_any) {
-                    (gated, ect) = (c.gated(&self.cfg.cc, now.as_nanos()), c.rp_on());
-                }
+            }
+            if data_blocked {
+                continue;
+            }
+            if let Some(c) = self.cc.get(slot).filter(|_| self.cc_any) {
+                (gated, ect) = (c.gated(&self.cfg.cc, now.as_nanos()), c.rp_on());
             }
             let Self {
                 cfg,
@@ -1105,6 +1227,7 @@ impl<
                 tx_ready,
                 deadlines,
                 counters,
+                srqs,
                 ..
             } = self;
             let (Some(Some(qp)), Some(q), Some(qp_hdr), Some(ready), Some(deadline)) = (
@@ -1126,6 +1249,7 @@ impl<
                 cqs,
                 ctr: counters,
                 cfg: &cfg.transport,
+                srqs: &mut *srqs,
             };
             let mut r = QpRef { qp, q };
             let out = transmit_one(&mut r, &mut env, cfg, qp_hdr, (gated, ect), buf);

@@ -175,6 +175,12 @@ impl fmt::Display for MemError {
     }
 }
 
+/// The firmware's own L_Key for payload it reads out of a send WQE in the host's send
+/// queue (inline data, `IBV_SEND_INLINE`): it allows local reads anywhere, so the
+/// firmware puts it only into SGEs it builds itself, and the ABI refuses it in every SGE
+/// a host writes. No registration can produce it (`reg_mr` never uses the top slot).
+pub const WQE_LKEY: Lkey = Lkey(u32::MAX);
+
 /// True when `[addr, addr + len)` lies inside `[base, base + size)`, computed without
 /// any addition that could overflow (both ranges may end exactly at 2^64).
 pub const fn range_within(base: u64, size: u64, addr: u64, len: u64) -> bool {
@@ -361,7 +367,8 @@ impl<const PDS: usize, const MRS: usize> MemoryTable<PDS, MRS> {
         let index = u32::try_from(i)
             .ok()
             .and_then(|i| i.checked_add(1))
-            .filter(|&i| i < (1 << 24))
+            // The top index would make keys 0xFFFF_FFxx: WQE_LKEY's.
+            .filter(|&i| i < (1 << 24) - 1)
             .ok_or(MemError::TableFull)?;
         slot.generation = slot.generation.wrapping_add(1);
         let key = index << 8 | u32::from(slot.generation);
@@ -422,6 +429,17 @@ impl<const PDS: usize, const MRS: usize> MemoryTable<PDS, MRS> {
         len: u64,
         need: AccessFlags,
     ) -> Result<(), MemError> {
+        if lkey == WQE_LKEY {
+            return if need == AccessFlags::NONE {
+                Ok(())
+            } else {
+                Err(MemError::AccessDenied {
+                    key: lkey.0,
+                    need,
+                    have: AccessFlags::NONE,
+                })
+            };
+        }
         self.check(pd, lkey.0, addr, len, need)
     }
 

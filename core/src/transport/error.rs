@@ -39,10 +39,18 @@ pub enum Error {
         /// What is wrong with it.
         reason: &'static str,
     },
+    /// A capability asked of a new object is beyond the NIC's (`ibv_qp_cap`, SRQ
+    /// attributes): creation fails with EINVAL, as rxe's `rxe_qp_chk_cap`.
+    InvalidCap {
+        /// Which capability.
+        cap: &'static str,
+    },
     /// No QP with this number.
     NoSuchQp(Qpn),
     /// No CQ with this handle.
     NoSuchCq(u16),
+    /// No SRQ with this handle.
+    NoSuchSrq(u16),
     /// A fixed-capacity table is full.
     TableFull {
         /// Which table.
@@ -82,8 +90,10 @@ impl fmt::Display for Error {
             Self::InvalidState { verb, state } => write!(f, "{verb} not allowed in state {state}"),
             Self::QueueFull { verb } => write!(f, "{verb}: queue full"),
             Self::InvalidWr { reason } => write!(f, "invalid work request: {reason}"),
+            Self::InvalidCap { cap } => write!(f, "{cap} above the NIC's limit"),
             Self::NoSuchQp(q) => write!(f, "no QP {q}"),
             Self::NoSuchCq(c) => write!(f, "no CQ {c}"),
+            Self::NoSuchSrq(s) => write!(f, "no SRQ {s}"),
             Self::TableFull { table } => write!(f, "{table} table full"),
             Self::Busy { what } => write!(f, "{what} still in use"),
             Self::Memory(e) => write!(f, "{e}"),

@@ -61,7 +61,14 @@
 //!   out of order and answers with SACKs (a sequence NAK flagged in BTH resv7, the
 //!   trigger PSN in the MSN field), the requester resends only unSACKed PSNs.
 //!
-//! Not implemented: SRQ, memory windows, APM, RD, QP1/GSI special cases.
+//! * **SRQ** (`srq.rs`): a QP created with an SRQ takes a receive WQE from it only when
+//!   a message needs one and holds it until the message completes (rxe); posting to
+//!   such a QP's own receive queue is refused. The limit event fires once per arming.
+//!
+//! * **GSI** (`Engine::create_gsi_qp`): QP1 is a UD QP with number 1 and the GSI Q_Key;
+//!   the CM's MADs travel on it as UD SENDs (`crate::cm`).
+//!
+//! Not implemented: memory windows, APM, RD, SMI (QP0, not used on RoCE).
 
 mod attr;
 mod completer;
@@ -74,6 +81,7 @@ mod responder;
 mod sack;
 mod sgl;
 mod sr_state;
+mod srq;
 mod time;
 mod verbs;
 
@@ -84,6 +92,8 @@ pub use qp::{CompletionSink, Qp, QpInfo, QpInitAttr, QpQueues, TransportConfig};
 pub use responder::GRH_LEN;
 pub use sack::{sack_trigger, SACK_FLAG};
 pub use sr_state::SrState;
+pub(crate) use srq::SrqTable;
+pub use srq::{SrqHandle, SrqInfo, MAX_SRQ};
 pub use time::Instant;
 pub use verbs::*;
 

@@ -59,6 +59,8 @@ pub(crate) struct Env<'a> {
     pub cqs: &'a mut dyn CompletionSink,
     pub ctr: &'a mut Counters,
     pub cfg: &'a TransportConfig,
+    /// The SRQs, for a QP attached to one.
+    pub srqs: &'a mut dyn super::srq::SrqTake,
 }
 
 /// A QP's queues: `SQ` send WQEs, `RQ` receive WQEs, `RD` responder resources.
@@ -178,6 +180,13 @@ pub struct QpInitAttr {
     pub recv_cq: u16,
     /// Generate a completion for every send WR, signaled or not.
     pub sq_sig_all: bool,
+    /// Largest inline send (`ibv_qp_cap.max_inline_data`, at most
+    /// [`MAX_INLINE_DATA`](super::verbs::MAX_INLINE_DATA)); 0 = none. A QP that may
+    /// send inline stays off the fast path (its payload is not in registered memory).
+    pub max_inline_data: u32,
+    /// Receives come from this shared receive queue (`ibv_qp_init_attr.srq`); such a
+    /// QP stays off the fast path, whose receive context holds one QP's WQE only.
+    pub srq: Option<super::srq::SrqHandle>,
 }
 
 /// The per-QP context. Its queues live elsewhere ([`QpQueues`]).
@@ -187,6 +196,9 @@ pub struct Qp {
     pub(crate) qp_type: QpType,
     pub(crate) state: QpState,
     pub(crate) sq_sig_all: bool,
+    /// `max_inline_data` (at most `MAX_INLINE_DATA`, so it fits).
+    pub(crate) max_inline: u8,
+    pub(crate) srq: Option<super::srq::SrqHandle>,
     pub(crate) pd: Pd,
     pub(crate) send_cq: u16,
     pub(crate) recv_cq: u16,
@@ -262,6 +274,8 @@ impl Qp {
             qp_type: init.qp_type,
             state: QpState::Reset,
             sq_sig_all: init.sq_sig_all,
+            max_inline: u8::try_from(init.max_inline_data).unwrap_or(u8::MAX),
+            srq: init.srq,
             pd: init.pd,
             send_cq: init.send_cq,
             recv_cq: init.recv_cq,
@@ -624,6 +638,20 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
                 reason: "UD send without a destination",
             });
         }
+        if wr.send_flags.contains(super::verbs::SendFlags::INLINE) {
+            // rxe's validate_send_wr: inline only for what sends local data, and no
+            // longer than the QP was created for.
+            if !op.can_inline() {
+                return Err(Error::InvalidWr {
+                    reason: "inline data on an operation that sends none",
+                });
+            }
+            if len > u32::from(self.qp.max_inline) {
+                return Err(Error::InvalidWr {
+                    reason: "inline data longer than max_inline_data",
+                });
+            }
+        }
         self.q
             .sq
             .push_back(SendWqe::new(wr.clone(), len))
@@ -639,6 +667,12 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
             return Err(Error::InvalidState {
                 verb: "post_recv",
                 state,
+            });
+        }
+        if self.qp.srq.is_some() {
+            // rxe_post_recv: a QP with an SRQ has no receive queue of its own (EINVAL).
+            return Err(Error::InvalidWr {
+                reason: "the QP receives from an SRQ",
             });
         }
         super::verbs::sgl_len(&wr.sg_list).ok_or(Error::InvalidWr {

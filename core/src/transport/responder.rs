@@ -184,8 +184,8 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
         }
         let n = pkt.payload().len();
         if n as u64 > u64::from(self.qp.mtu.bytes())
-            || self.q.rq.is_empty()
             || !env.cqs.has_room(self.qp.recv_cq)
+            || !self.recv_wqe_ready(env)
         {
             env.ctr.resp_dropped += 1;
             return;
@@ -324,6 +324,18 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
         Ok(())
     }
 
+    /// A receive WQE is at the head of the QP's queue; a QP attached to an SRQ takes
+    /// one from it now (and keeps it until the message completes).
+    fn recv_wqe_ready(&mut self, env: &mut Env<'_>) -> bool {
+        if self.q.rq.is_empty() {
+            if let Some(w) = self.qp.srq.and_then(|h| env.srqs.take(h)) {
+                // The QP's own queue is empty, so there is room for this one.
+                let _ = self.q.rq.push_back(w);
+            }
+        }
+        !self.q.rq.is_empty()
+    }
+
     /// True when the packet needs a receive WQE that is not posted, or completes one
     /// into a full CQ: RC answers with an RNR NAK for `psn` (ePSN stays), UC drops.
     #[inline(always)] // one caller: a step of the hot path, not a call
@@ -334,9 +346,10 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
         completes: bool,
         psn: Psn,
     ) -> Result<bool, Fail> {
-        if !((needs_rwr && self.q.rq.is_empty())
-            || (completes && !env.cqs.has_room(self.qp.recv_cq)))
-        {
+        let cq_full = completes && !env.cqs.has_room(self.qp.recv_cq);
+        // An SRQ's WQE is taken only when the message can go on.
+        let no_wqe = needs_rwr && !cq_full && !self.recv_wqe_ready(env);
+        if !cq_full && !no_wqe {
             return Ok(false);
         }
         if self.qp.qp_type != QpType::Rc {

@@ -10,6 +10,11 @@ use crate::num::{Lkey, Qkey, Qpn, Rkey};
 /// Maximum scatter/gather elements in one work request (a firmware-wide limit).
 pub const MAX_SGE: usize = 4;
 
+/// Largest inline payload a QP can be created with (`max_inline_data`): the bytes of a
+/// send WQE's scatter/gather area, where inline data travels (`MAX_SGE` elements of 16
+/// bytes).
+pub const MAX_INLINE_DATA: u32 = 16 * MAX_SGE as u32;
+
 /// Largest message the engine accepts: 2^31 bytes, the RETH DMA length limit that rxe
 /// enforces (roce-facts §4.1, §9).
 pub const MAX_MSG_SIZE: u64 = 1 << 31;
@@ -400,6 +405,18 @@ impl WrOpcode {
         }
     }
 
+    /// Sends data from the local scatter list, so it may carry it inline (SEND, WRITE).
+    pub const fn can_inline(self) -> bool {
+        matches!(
+            self,
+            Self::Send
+                | Self::SendWithImm
+                | Self::SendWithInv
+                | Self::RdmaWrite
+                | Self::RdmaWriteWithImm
+        )
+    }
+
     /// READ or ATOMIC: uses an initiator depth credit (`max_rd_atomic`).
     pub const fn is_read_or_atomic(self) -> bool {
         matches!(
@@ -422,10 +439,13 @@ impl SendFlags {
     pub const SIGNALED: Self = Self(2);
     /// `IBV_SEND_SOLICITED` = 4: set the SE bit on the last packet.
     pub const SOLICITED: Self = Self(4);
+    /// `IBV_SEND_INLINE` = 8: the payload travels in the WQE itself (at most the QP's
+    /// `max_inline_data` bytes, SEND and WRITE only), copied when the WR is posted.
+    pub const INLINE: Self = Self(8);
 
     /// From the libibverbs bits (unknown bits are dropped).
     pub const fn from_bits_truncate(bits: u32) -> Self {
-        Self((bits & 0x7) as u8)
+        Self((bits & 0xF) as u8)
     }
 
     /// The bits.

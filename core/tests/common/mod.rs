@@ -178,6 +178,8 @@ impl Node {
                 send_cq: self.cq.0,
                 recv_cq: self.cq.0,
                 sq_sig_all: false,
+                max_inline_data: 0,
+                srq: None,
             })
             .unwrap()
     }

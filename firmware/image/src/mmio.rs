@@ -88,7 +88,7 @@ pub mod dp_reg {
     pub const MAC_LO: u32 = 0x0010;
     /// The port's MAC address, bytes 4..6.
     pub const MAC_HI: u32 = 0x0014;
-    /// Bit 0: the host wrote a doorbell (`SQ_DB`, `RQ_DB`, `CQ_DB`, `CMDQ_PI`) since
+    /// Bit 0: the host wrote a doorbell (`SRQ_DB`, `SQ_DB`, `RQ_DB`, `CQ_DB`, `CMDQ_PI`) since
     /// this register was last read; reading clears it.
     pub const DOORBELL: u32 = 0x0018;
     /// Received frames the datapath dropped (a parser error such as a bad ICRC, or

@@ -36,7 +36,7 @@ impl<D: Dma, P: Datapath> RamHal<D, P> {
     /// doorbell sets the pending bit.
     pub fn ring(&mut self, offset: u32, value: u32) {
         self.regs.host_write(offset, value);
-        if (reg::SQ_DB..reg::CQ_DB).contains(&offset) || offset == reg::QP_DB {
+        if reg::is_queue_doorbell(offset) {
             self.doorbell = true;
         }
     }

@@ -14,8 +14,8 @@
 //   bits it raises). A clear and a set of one bit in the same cycle: set wins.
 // * CLOCK_LO / CLOCK_HI: the NIC's time in ns (`ns`); reading LO latches HI.
 // * host writes to the read-only registers (DEVICE_ID, VERSION, STATUS,
-//   CMDQ_CI, EVENT_CQN, EVENT_QPN, CLOCK_*) are ignored;
-// * a host write to CMDQ_PI or any SQ/RQ/CQ doorbell sets `db_pending`
+//   CMDQ_CI, EVENT_CQN, EVENT_QPN, EVENT_SRQN, CLOCK_*) are ignored;
+// * a host write to CMDQ_PI or any SRQ/SQ/RQ/CQ doorbell sets `db_pending`
 //   until the firmware clears it (`db_clear`, a read of the datapath block's
 //   DOORBELL register).
 // Past the window, at 0x4000..0x40FF of both ports, are 64 words of firmware
@@ -61,9 +61,10 @@ module soc_host_regs (
   localparam logic [14:0] EVENT_STATUS = 15'h030;
   localparam logic [14:0] EVENT_CQN    = 15'h034;
   localparam logic [14:0] EVENT_QPN    = 15'h038;
+  localparam logic [14:0] EVENT_SRQN   = 15'h03C;
   localparam logic [14:0] CLOCK_LO     = 15'h040;
   localparam logic [14:0] CLOCK_HI     = 15'h044;
-  localparam logic [14:0] SQ_DB        = 15'h1000;
+  localparam logic [14:0] SRQ_DB       = 15'h0800;
   localparam logic [14:0] WINDOW       = 15'h4000;
 
   // ---- host-side decoding
@@ -75,8 +76,10 @@ module soc_host_regs (
     h_readonly = host_req_addr == DEVICE_ID || host_req_addr == VERSION ||
                  host_req_addr == STATUS || host_req_addr == CMDQ_CI ||
                  host_req_addr == EVENT_CQN || host_req_addr == EVENT_QPN ||
+                 host_req_addr == EVENT_SRQN ||
                  h_clock_lo || h_clock_hi || h_event;
-    h_doorbell = host_req_addr == CMDQ_PI || (host_req_addr >= SQ_DB && host_req_addr < WINDOW);
+    // SRQ, SQ, RQ and CQ doorbells (ABI 1.2 put the SRQs' below the QPs').
+    h_doorbell = host_req_addr == CMDQ_PI || (host_req_addr >= SRQ_DB && host_req_addr < WINDOW);
   end
   logic h_window, h_stats, f_window, f_stats;
   assign h_window = host_req_addr < WINDOW;

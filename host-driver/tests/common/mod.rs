@@ -4,7 +4,7 @@
 
 use roce_core::engine::PortConfig;
 use roce_core::transport::ipv4_gid;
-use roce_device::rtl::{rtl_available, rtl_nic};
+use roce_device::rtl::{rtl_available, rtl_fastpath_nic, rtl_nic};
 use roce_device::soc::{default_image, soc_available, SocNic};
 use roce_device::{Capacities, LocalNic, NicModel};
 use roce_firmware::runtime::RuntimeCounters;
@@ -20,6 +20,8 @@ pub enum Model {
     FastPath,
     /// The firmware runtime over the Verilated datapath (512-bit bus).
     Rtl,
+    /// The same over the RC fast path in RTL (`roce_fp_top`, 512-bit bus).
+    RtlFastPath,
     /// The firmware image on the Verilated SoC (soft core beside the datapath).
     Soc,
 }
@@ -32,6 +34,7 @@ pub fn models() -> Vec<Model> {
     let mut models = vec![Model::Software, Model::FastPath];
     if rtl_available() {
         models.push(Model::Rtl);
+        models.push(Model::RtlFastPath);
     } else {
         assert!(
             std::env::var("CI").as_deref() != Ok("true"),
@@ -80,6 +83,8 @@ impl Model {
                     .expect("the RTL datapath")
                     .0
             }
+            Self::RtlFastPath => rtl_fastpath_nic(cfg, Capacities::Firmware, DataWidth::W512)
+                .expect("the RTL fast path"),
             Self::Soc => {
                 let soc =
                     SocNic::new(&default_image(), cfg.mac, cfg.gid, None).expect("the SoC model");

@@ -5,6 +5,7 @@ mod common;
 mod determinism;
 mod ecmp;
 mod ecn;
+mod ets;
 mod fat_tree;
 mod faults;
 mod pfc;

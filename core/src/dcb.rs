@@ -1,0 +1,658 @@
+//! Data Center Bridging at a port: what the MAC does per 802.1p priority. These are the
+//! software models of the NIC's DCB hardware (`hdl-sim/rtl/dcb_*.sv` is tested against
+//! them cycle for cycle) and the rules the simulated switch shares.
+//!
+//! * [`PriorityMap`]: the priority of a frame: its PCP through a map when it is
+//!   VLAN-tagged, else its IP DSCP through a map (roce-facts §8: "PFC pauses the 802.1p
+//!   priority of the VLAN tag, or the priority mapped from DSCP").
+//! * [`PauseTimers`]: PFC reception (IEEE 802.1Qbb, roce-facts §8): a pause of `q`
+//!   quanta stops a priority for `q` x 512 bit times of the link
+//!   ([`quanta_to_nanos`]), counted from the end
+//!   of the pause frame; a later request replaces the timer, 0 quanta resumes at once.
+//!   Requests for priorities without PFC are ignored.
+//! * [`Ets`]: transmission selection (IEEE 802.1Qaz ETS): strict-priority classes first,
+//!   the highest eligible one; the rest share what is left by their bandwidth shares.
+//! * [`PfcGen`]: pause generation from a receive buffer's occupancy per priority: XOFF
+//!   above a threshold, refreshed every half pause time while above XON, XON at XON.
+//!
+//! Each priority is its own traffic class (802.1Qaz's priority-to-TC table is the
+//! identity, eight TCs, as ConnectX NICs expose them), so "class" and "priority" are
+//! the same number here.
+//!
+//! Everything is sans-IO: time is passed in as nanoseconds.
+
+use crate::wire::pfc::{quanta_to_nanos, PfcRepr, BITS_PER_QUANTUM};
+
+/// Number of 802.1p priorities.
+pub const PRIORITIES: usize = 8;
+
+/// A set of 802.1p priorities (bit n = priority n), as carried by a PFC frame's
+/// priority-enable vector (roce-facts §8).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct Priorities(pub u8);
+
+impl Priorities {
+    /// No priority.
+    pub const NONE: Self = Self(0);
+    /// All eight priorities.
+    pub const ALL: Self = Self(0xFF);
+
+    /// The set holding only `prio` (0..7).
+    pub const fn only(prio: u8) -> Self {
+        Self(1 << (prio & 7))
+    }
+    /// True when `prio` (0..7) is in the set.
+    pub const fn contains(self, prio: u8) -> bool {
+        self.0 & (1 << (prio & 7)) != 0
+    }
+    /// True when the set is empty.
+    pub const fn is_empty(self) -> bool {
+        self.0 == 0
+    }
+    /// The highest priority in the set.
+    pub const fn highest(self) -> Option<u8> {
+        if self.0 == 0 {
+            None
+        } else {
+            Some(7 - self.0.leading_zeros() as u8)
+        }
+    }
+    /// Priorities in both sets.
+    pub const fn and(self, other: Self) -> Self {
+        Self(self.0 & other.0)
+    }
+    /// Priorities in this set and not in `other`.
+    pub const fn without(self, other: Self) -> Self {
+        Self(self.0 & !other.0)
+    }
+    /// The set with `prio` added.
+    pub const fn with(self, prio: u8) -> Self {
+        Self(self.0 | 1 << (prio & 7))
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Classification
+
+/// How a port maps frames to priorities: tagged frames by their PCP, untagged IP frames
+/// by their DSCP. The defaults are the identity for the PCP and DSCP >> 3 (the class
+/// selector: DSCP 26 is priority 3, the CNPs' DSCP 48 priority 6).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct PriorityMap {
+    /// Priority of each DSCP (0..63), untagged frames.
+    pub dscp: [u8; 64],
+    /// Priority of each PCP (0..7), tagged frames.
+    pub pcp: [u8; 8],
+}
+
+impl Default for PriorityMap {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// EtherTypes the classifier reads (roce-facts §1.3).
+const ETHERTYPE_VLAN: u16 = 0x8100;
+const ETHERTYPE_IPV4: u16 = 0x0800;
+const ETHERTYPE_IPV6: u16 = 0x86DD;
+
+impl PriorityMap {
+    /// PCP p is priority p; DSCP d is priority d >> 3.
+    pub const fn new() -> Self {
+        let mut dscp = [0u8; 64];
+        let mut d = 0;
+        while d < 64 {
+            dscp[d] = (d >> 3) as u8;
+            d += 1;
+        }
+        Self {
+            dscp,
+            pcp: [0, 1, 2, 3, 4, 5, 6, 7],
+        }
+    }
+
+    /// Whether every entry names a priority (0..7).
+    pub fn is_valid(&self) -> bool {
+        self.dscp.iter().chain(self.pcp.iter()).all(|&p| p < 8)
+    }
+
+    /// The priority of a frame with this DSCP and, when tagged, this PCP.
+    pub fn priority(&self, dscp: u8, pcp: Option<u8>) -> u8 {
+        match pcp {
+            Some(pcp) => self.pcp[usize::from(pcp & 7)] & 7,
+            None => self.dscp[usize::from(dscp & 63)] & 7,
+        }
+    }
+
+    /// The priority of an Ethernet frame (without FCS), read from its first 16 bytes:
+    /// the PCP of an 802.1Q tag (byte 14); else the DSCP of an IPv4 TOS (byte 15) or
+    /// IPv6 traffic class (bytes 14-15); else 0 (shorter than 16 bytes, or neither IP nor
+    /// tagged). The RTL (`dcb_pkg::frame_prio`) reads the same bytes.
+    pub fn of_frame(&self, frame: &[u8]) -> u8 {
+        let Some(&[.., t0, t1, b14, b15]) = frame.get(..16) else {
+            return 0;
+        };
+        match u16::from_be_bytes([t0, t1]) {
+            ETHERTYPE_VLAN => self.priority(0, Some(b14 >> 5)),
+            ETHERTYPE_IPV4 => self.priority(b15 >> 2, None),
+            ETHERTYPE_IPV6 => self.priority((b14 & 0x0F) << 2 | b15 >> 6, None),
+            _ => 0,
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// PFC reception
+
+/// Half the pause time of `quanta` (rounded up, at least 1 ns): how often an XOFF is
+/// refreshed, so the partner never resumes while the congestion lasts even if one
+/// refresh is lost.
+pub fn refresh_nanos(quanta: u16, link_bps: u64) -> u64 {
+    bit_times_nanos(u64::from(quanta) * BITS_PER_QUANTUM / 2, link_bps).max(1)
+}
+
+fn bit_times_nanos(bits: u64, link_bps: u64) -> u64 {
+    if link_bps == 0 {
+        return u64::MAX;
+    }
+    (u128::from(bits) * 1_000_000_000).div_ceil(u128::from(link_bps)) as u64
+}
+
+/// The pause timers of a port's transmitter, one per priority (802.1Qbb reception).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PauseTimers {
+    /// Priority p is paused while `now < until[p]`.
+    until: [u64; PRIORITIES],
+}
+
+impl PauseTimers {
+    /// Applies a PFC request that ended arriving at `now` on a link of `link_bps`:
+    /// each priority it enables that has PFC on (`enabled`) is paused for its quanta
+    /// (0: resumes). Returns the priorities that were paused and resumed by it.
+    pub fn apply(
+        &mut self,
+        now: u64,
+        req: &PfcRepr,
+        link_bps: u64,
+        enabled: Priorities,
+    ) -> Priorities {
+        let mut resumed = Priorities::NONE;
+        for p in 0..PRIORITIES as u8 {
+            if !Priorities(req.enable).and(enabled).contains(p) {
+                continue;
+            }
+            let until = &mut self.until[usize::from(p)];
+            let q = req.quanta[usize::from(p)];
+            if q == 0 {
+                if now < *until {
+                    resumed = resumed.with(p);
+                }
+                *until = now;
+            } else {
+                *until = now.saturating_add(quanta_to_nanos(q, link_bps));
+            }
+        }
+        resumed
+    }
+
+    /// The priorities paused at `now`.
+    pub fn paused(&self, now: u64) -> Priorities {
+        let mut m = Priorities::NONE;
+        for (p, &u) in self.until.iter().enumerate() {
+            if now < u {
+                m = m.with(p as u8);
+            }
+        }
+        m
+    }
+
+    /// When priority `prio`'s pause ends (a time at or before now when it is not paused).
+    pub fn until(&self, prio: u8) -> u64 {
+        self.until[usize::from(prio & 7)]
+    }
+
+    /// The earliest pause end after `now`.
+    pub fn next_end(&self, now: u64) -> Option<u64> {
+        self.until.iter().copied().filter(|&u| u > now).min()
+    }
+
+    /// Ends every pause (PFC turned off, link down).
+    pub fn clear(&mut self) {
+        self.until = [0; PRIORITIES];
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// ETS
+
+/// Transmission selection per priority (802.1Qaz): which priorities are strict, and the
+/// bandwidth shares of the others (percent, summing to 100).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct EtsConfig {
+    /// Strict-priority classes; the others are ETS classes.
+    pub strict: Priorities,
+    /// Bandwidth share in percent of each ETS class (0 for strict ones).
+    pub bw: [u8; PRIORITIES],
+}
+
+impl Default for EtsConfig {
+    /// Every class strict: 802.1Q's default transmission selection.
+    fn default() -> Self {
+        Self::STRICT
+    }
+}
+
+/// Why an ETS configuration is refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EtsError {
+    /// A strict class has a bandwidth share.
+    StrictWithShare(u8),
+    /// An ETS class has no share (each needs at least 1 %).
+    NoShare(u8),
+    /// The ETS classes' shares do not add up to 100 % (the sum given).
+    Sum(u32),
+}
+
+/// Cost of one byte at a 1 % share; a class of `bw` % pays `COST_ONE / bw` per byte.
+pub const COST_ONE: u32 = 1 << 16;
+
+impl EtsConfig {
+    /// Every class strict.
+    pub const STRICT: Self = Self {
+        strict: Priorities::ALL,
+        bw: [0; PRIORITIES],
+    };
+
+    /// ETS over every priority with these shares, none strict.
+    pub const fn shares(bw: [u8; PRIORITIES]) -> Self {
+        Self {
+            strict: Priorities::NONE,
+            bw,
+        }
+    }
+
+    /// Checks the rules of 802.1Qaz (and Linux dcbnl's): strict classes have no share,
+    /// each ETS class has one, and the ETS shares add up to 100 %.
+    pub fn validate(&self) -> Result<(), EtsError> {
+        let mut sum = 0u32;
+        for p in 0..PRIORITIES as u8 {
+            let bw = self.bw[usize::from(p)];
+            match (self.strict.contains(p), bw) {
+                (true, 0) => {}
+                (true, _) => return Err(EtsError::StrictWithShare(p)),
+                (false, 0) => return Err(EtsError::NoShare(p)),
+                (false, bw) => sum += u32::from(bw),
+            }
+        }
+        if self.strict != Priorities::ALL && sum != 100 {
+            return Err(EtsError::Sum(sum));
+        }
+        Ok(())
+    }
+
+    /// What one byte of class `prio` costs in the scheduler's service tags.
+    pub fn cost(&self, prio: u8) -> u32 {
+        COST_ONE / u32::from(self.bw[usize::from(prio & 7)].max(1))
+    }
+}
+
+/// The transmission selection state: a service tag per ETS class (self-clocked fair
+/// queuing, Golestani 1994). Among the eligible ETS classes the one with the smallest
+/// tag sends next (ties: the higher priority); sending `len` bytes adds `len x cost` to
+/// its tag, so over time each class's bytes are in proportion to its share. The virtual
+/// time is the tag of the last frame sent; a class that was not eligible at a decision
+/// is brought up to it, so idle or paused time earns no credit (work-conserving: a class
+/// alone takes the whole link). Tags are 32-bit and compared relative to the virtual
+/// time: they all lie within one frame's cost (< 2^31) of it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Ets {
+    tag: [u32; PRIORITIES],
+    vtime: u32,
+}
+
+impl Ets {
+    /// The class that sends next among `eligible` (those with a frame that may go: queued
+    /// and not paused): the highest eligible strict class, else the ETS class with the
+    /// smallest tag.
+    pub fn pick(&self, cfg: &EtsConfig, eligible: Priorities) -> Option<u8> {
+        if let Some(p) = eligible.and(cfg.strict).highest() {
+            return Some(p);
+        }
+        let ets = eligible.without(cfg.strict);
+        let mut best: Option<(u32, u8)> = None;
+        for p in (0..PRIORITIES as u8).rev() {
+            if !ets.contains(p) {
+                continue;
+            }
+            let key = self.tag[usize::from(p)].wrapping_sub(self.vtime);
+            if best.is_none_or(|(k, _)| key < k) {
+                best = Some((key, p));
+            }
+        }
+        best.map(|(_, p)| p)
+    }
+
+    /// Class `prio` sent a frame of `len` bytes, chosen by [`Ets::pick`] from
+    /// `eligible`. Strict classes leave the tags alone.
+    pub fn sent(&mut self, cfg: &EtsConfig, eligible: Priorities, prio: u8, len: u32) {
+        if cfg.strict.contains(prio) {
+            return;
+        }
+        let p = usize::from(prio & 7);
+        self.vtime = self.tag[p];
+        self.tag[p] = self.tag[p].wrapping_add(len.wrapping_mul(cfg.cost(prio)));
+        for (q, tag) in self.tag.iter_mut().enumerate() {
+            let q = q as u8;
+            // Behind the virtual time: caught up (a class that could not send earns no
+            // credit for it).
+            if !eligible.contains(q) && (tag.wrapping_sub(self.vtime) as i32) < 0 {
+                *tag = self.vtime;
+            }
+        }
+    }
+
+    /// The service tags and the virtual time (for tests and the RTL comparison).
+    pub fn state(&self) -> ([u32; PRIORITIES], u32) {
+        (self.tag, self.vtime)
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// PFC generation
+
+/// A receive buffer's PFC thresholds (bytes per priority).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct PfcThresholds {
+    /// Send XOFF when a lossless priority holds more than this many bytes.
+    pub xoff: u32,
+    /// Send XON when it is back to this many bytes or fewer (below `xoff`).
+    pub xon: u32,
+    /// Pause time of an XOFF, in quanta (refreshed every half of it).
+    pub quanta: u16,
+}
+
+/// The XOFF/XON state of one receive buffer: bytes held per priority, which priorities
+/// are paused towards the link partner and which must be announced.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PfcGen {
+    bytes: [u32; PRIORITIES],
+    xoff: Priorities,
+    announce: Priorities,
+    refresh_at: Option<u64>,
+}
+
+impl PfcGen {
+    /// `len` bytes of priority `prio` entered the buffer.
+    pub fn add(&mut self, prio: u8, len: u32, lossless: Priorities, t: &PfcThresholds) {
+        self.update(prio, len, 0, lossless, t);
+    }
+
+    /// `len` bytes of priority `prio` left the buffer.
+    pub fn remove(&mut self, prio: u8, len: u32, lossless: Priorities, t: &PfcThresholds) {
+        self.update(prio, 0, len, lossless, t);
+    }
+
+    /// `add` bytes of priority `prio` entered the buffer and `sub` left it at once (the
+    /// hardware counts both in one clock), then the state follows the new count: a
+    /// lossless priority above XOFF that is not paused is to be announced as XOFF, a
+    /// paused one back at XON or below as XON.
+    pub fn update(
+        &mut self,
+        prio: u8,
+        add: u32,
+        sub: u32,
+        lossless: Priorities,
+        t: &PfcThresholds,
+    ) {
+        let p = usize::from(prio & 7);
+        let bytes = self.bytes[p].saturating_add(add).saturating_sub(sub);
+        self.bytes[p] = bytes;
+        if self.xoff.contains(prio) {
+            if bytes <= t.xon {
+                self.xoff = self.xoff.without(Priorities::only(prio));
+                self.announce = self.announce.with(prio);
+            }
+        } else if lossless.contains(prio) && bytes > t.xoff {
+            self.xoff = self.xoff.with(prio);
+            self.announce = self.announce.with(prio);
+        }
+    }
+
+    /// Timers due at `now`: an XOFF to refresh is announced again.
+    pub fn handle_timeout(&mut self, now: u64) {
+        if self.refresh_at.is_some_and(|t| t <= now) {
+            self.refresh_at = None;
+            self.announce = Priorities(self.announce.0 | self.xoff.0);
+        }
+    }
+
+    /// Whether a pause frame is waiting to be sent.
+    pub fn has_frame(&self) -> bool {
+        !self.announce.is_empty()
+    }
+
+    /// The pause frame to send now, if the state changed or needs refreshing: XOFF
+    /// (`t.quanta`) or XON (0) for each priority to announce. Arms the refresh for half
+    /// the pause time from `now` while something is paused.
+    pub fn take_frame(&mut self, now: u64, t: &PfcThresholds, link_bps: u64) -> Option<PfcRepr> {
+        if self.announce.is_empty() {
+            return None;
+        }
+        let mut req = PfcRepr {
+            enable: self.announce.0,
+            quanta: [0; PRIORITIES],
+        };
+        for (p, q) in req.quanta.iter_mut().enumerate() {
+            if self.announce.and(self.xoff).contains(p as u8) {
+                *q = t.quanta;
+            }
+        }
+        self.announce = Priorities::NONE;
+        self.refresh_at = (!self.xoff.is_empty() && link_bps > 0)
+            .then(|| now.saturating_add(refresh_nanos(t.quanta, link_bps)));
+        Some(req)
+    }
+
+    /// When the refresh is due, if armed.
+    pub fn poll_timeout(&self) -> Option<u64> {
+        self.refresh_at
+    }
+
+    /// Bytes held of priority `prio`.
+    pub fn bytes(&self, prio: u8) -> u32 {
+        self.bytes[usize::from(prio & 7)]
+    }
+
+    /// Priorities paused towards the link partner.
+    pub fn xoff(&self) -> Priorities {
+        self.xoff
+    }
+
+    /// Priorities whose state the next pause frame announces.
+    pub fn announce(&self) -> Priorities {
+        self.announce
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const G100: u64 = 100_000_000_000;
+
+    #[test]
+    fn pause_times_by_hand() {
+        // 512 bit times per quantum: 5.12 ns at 100 Gb/s, 20.48 ns at 25 Gb/s,
+        // 12.8 ns at 40 Gb/s (roce-facts §8).
+        assert_eq!(quanta_to_nanos(1000, G100), 5120);
+        assert_eq!(quanta_to_nanos(0xFFFF, G100), 335_540); // 335_539.2 rounded up
+        assert_eq!(quanta_to_nanos(1, 25_000_000_000), 21); // 20.48
+        assert_eq!(quanta_to_nanos(100, 25_000_000_000), 2048);
+        assert_eq!(quanta_to_nanos(10, 40_000_000_000), 128);
+        assert_eq!(refresh_nanos(0xFFFF, G100), 167_770); // 65535 x 256 / 100 = 167_769.6
+        assert_eq!(refresh_nanos(0, G100), 1);
+    }
+
+    #[test]
+    fn a_pause_stops_only_its_priority_and_only_with_pfc_on() {
+        let mut t = PauseTimers::default();
+        let mut req = PfcRepr {
+            enable: 0b1000_1000,
+            quanta: [0; 8],
+        };
+        req.quanta[3] = 1000;
+        req.quanta[7] = 10;
+        // PFC on priority 3 only: the request for 7 is ignored.
+        let on = Priorities::only(3);
+        assert_eq!(t.apply(100, &req, G100, on), Priorities::NONE);
+        assert_eq!(t.paused(100), Priorities::only(3));
+        assert_eq!(t.paused(5219), Priorities::only(3));
+        assert_eq!(t.paused(5220), Priorities::NONE);
+        assert_eq!(t.next_end(100), Some(5220));
+        // A later frame replaces the timer; 0 quanta resumes at once.
+        t.apply(1000, &req, G100, on);
+        assert_eq!(t.until(3), 6120);
+        req.quanta[3] = 0;
+        assert_eq!(t.apply(2000, &req, G100, on), Priorities::only(3));
+        assert_eq!(t.paused(2000), Priorities::NONE);
+        assert_eq!(t.apply(2001, &req, G100, on), Priorities::NONE);
+    }
+
+    #[test]
+    fn frames_are_classified_by_pcp_when_tagged_else_by_dscp() {
+        let mut m = PriorityMap::new();
+        let mut v4 = [0u8; 34];
+        v4[12..14].copy_from_slice(&[0x08, 0x00]);
+        v4[14] = 0x45;
+        v4[15] = 26 << 2 | 2; // DSCP 26, ECT(0)
+        assert_eq!(m.of_frame(&v4), 3);
+        m.dscp[26] = 5;
+        assert_eq!(m.of_frame(&v4), 5);
+        // CNPs: DSCP 48 -> 6.
+        v4[15] = 48 << 2;
+        assert_eq!(m.of_frame(&v4), 6);
+        let mut v6 = [0u8; 54];
+        v6[12..14].copy_from_slice(&[0x86, 0xDD]);
+        // Version 6, traffic class 0x68 (DSCP 26, ECN 0).
+        v6[14] = 0x66;
+        v6[15] = 0x80;
+        assert_eq!(m.of_frame(&v6), 5);
+        let mut tagged = [0u8; 38];
+        tagged[12..14].copy_from_slice(&[0x81, 0x00]);
+        tagged[14] = 4 << 5; // PCP 4
+        tagged[16..18].copy_from_slice(&[0x08, 0x00]);
+        tagged[19] = 26 << 2;
+        assert_eq!(m.of_frame(&tagged), 4);
+        m.pcp[4] = 1;
+        assert_eq!(m.of_frame(&tagged), 1);
+        // Too short, or not IP: priority 0.
+        assert_eq!(m.of_frame(&v4[..15]), 0);
+        assert_eq!(m.of_frame(&tagged[..16]), 1);
+        assert_eq!(m.of_frame(&tagged[..15]), 0);
+        let mut arp = v4;
+        arp[12..14].copy_from_slice(&[0x08, 0x06]);
+        assert_eq!(m.of_frame(&arp), 0);
+    }
+
+    #[test]
+    fn ets_rules_are_checked() {
+        assert_eq!(EtsConfig::STRICT.validate(), Ok(()));
+        let mut c = EtsConfig::shares([50, 50, 0, 0, 0, 0, 0, 0]);
+        assert_eq!(c.validate(), Err(EtsError::NoShare(2)));
+        c.strict = Priorities(0b1111_1100);
+        assert_eq!(c.validate(), Ok(()));
+        c.bw[0] = 40;
+        assert_eq!(c.validate(), Err(EtsError::Sum(90)));
+        c.bw[7] = 10;
+        assert_eq!(c.validate(), Err(EtsError::StrictWithShare(7)));
+    }
+
+    /// Bytes each class sends when all of `busy` always have frames of the given sizes.
+    fn run(cfg: &EtsConfig, sizes: [u32; 8], busy: Priorities, frames: usize) -> [u64; 8] {
+        let mut ets = Ets::default();
+        let mut sent = [0u64; 8];
+        for _ in 0..frames {
+            let p = ets.pick(cfg, busy).unwrap();
+            let len = sizes[usize::from(p)];
+            ets.sent(cfg, busy, p, len);
+            sent[usize::from(p)] += u64::from(len);
+        }
+        sent
+    }
+
+    #[test]
+    fn ets_shares_follow_the_weights_whatever_the_frame_sizes() {
+        let mut bw = [0u8; 8];
+        bw[1] = 80;
+        bw[3] = 20;
+        let mut cfg = EtsConfig::shares(bw);
+        cfg.strict = Priorities(0b1111_0101);
+        cfg.validate().unwrap();
+        let sizes = [0, 1024, 0, 4154, 0, 0, 0, 0];
+        let sent = run(&cfg, sizes, Priorities(0b1010), 20_000);
+        let share = sent[1] as f64 / (sent[1] + sent[3]) as f64;
+        assert!((share - 0.8).abs() < 0.001, "{share}");
+        // A strict class with frames always goes first.
+        let sent = run(&cfg, sizes, Priorities(0b1_1010), 100);
+        assert_eq!((sent[1], sent[3]), (0, 0));
+    }
+
+    #[test]
+    fn an_idle_or_paused_class_earns_no_credit() {
+        let cfg = EtsConfig {
+            strict: Priorities(0b1111_1100),
+            bw: [50, 50, 0, 0, 0, 0, 0, 0],
+        };
+        let mut ets = Ets::default();
+        // Class 0 alone for 1000 frames: it takes the whole link.
+        for _ in 0..1000 {
+            assert_eq!(ets.pick(&cfg, Priorities(1)), Some(0));
+            ets.sent(&cfg, Priorities(1), 0, 1000);
+        }
+        // Class 1 comes back: from then on they share, class 1 does not get the frames
+        // it "missed" (start-time fair queuing: it may go first, one frame ahead).
+        let both = Priorities(0b11);
+        let mut ones = 0;
+        for i in 0..100 {
+            let p = ets.pick(&cfg, both).unwrap();
+            ets.sent(&cfg, both, p, 1000);
+            ones += u32::from(p);
+            assert!(ones <= i / 2 + 2, "class 1 ran ahead: {ones} of {}", i + 1);
+        }
+        assert!((50..=51).contains(&ones), "{ones}");
+    }
+
+    #[test]
+    fn xoff_above_the_threshold_refreshed_then_xon() {
+        let t = PfcThresholds {
+            xoff: 2500,
+            xon: 1000,
+            quanta: 0xFFFF,
+        };
+        let lossless = Priorities::only(3);
+        let mut g = PfcGen::default();
+        g.add(3, 1000, lossless, &t);
+        g.add(3, 1000, lossless, &t);
+        g.add(0, 5000, lossless, &t); // lossy: never paused
+        assert!(!g.has_frame());
+        g.add(3, 1000, lossless, &t); // 3000 > 2500
+        let req = g.take_frame(0, &t, G100).unwrap();
+        assert_eq!((req.enable, req.quanta[3]), (0b1000, 0xFFFF));
+        assert_eq!(g.poll_timeout(), Some(167_770));
+        g.handle_timeout(167_769);
+        assert!(!g.has_frame());
+        g.handle_timeout(167_770);
+        let req = g.take_frame(167_770, &t, G100).unwrap();
+        assert_eq!((req.enable, req.quanta[3]), (0b1000, 0xFFFF));
+        g.remove(3, 1000, lossless, &t); // 2000 > XON
+        assert!(!g.has_frame());
+        // In and out in the same clock: the state follows the sum.
+        g.update(3, 4000, 4000, lossless, &t);
+        assert!(!g.has_frame());
+        g.remove(3, 1000, lossless, &t); // 1000: XON
+        let req = g.take_frame(200_000, &t, G100).unwrap();
+        assert_eq!((req.enable, req.quanta[3]), (0b1000, 0));
+        assert_eq!(g.poll_timeout(), None);
+        assert_eq!(g.xoff(), Priorities::NONE);
+    }
+}

@@ -1,0 +1,116 @@
+// Verilated roce_dcb_top at two bus widths behind roce_hdl::DcbModel.
+#include "roce-hdl-sim/csrc/dcb_model.h"
+#include "roce-hdl-sim/src/ffi.rs.h"
+
+#include <stdexcept>
+
+#include "roce-hdl-sim/csrc/vmodel.h"
+
+#include "Vroce_dcb_top_512.h"
+#include "Vroce_dcb_top_64.h"
+
+namespace roce_hdl {
+namespace {
+
+template <class V>
+class Model final : public DcbModel {
+public:
+    explicit Model(bool trace) : v_(trace) {
+        DcbIn idle{};
+        apply(idle);
+        v_.m().clk = 0;
+        v_.m().rst = 1;
+        v_.m().eval();
+    }
+
+    void reset(uint32_t cycles) override {
+        v_.enter();
+        DcbIn idle{};
+        apply(idle);
+        v_.m().rst = 1;
+        for (uint32_t i = 0; i < cycles; ++i) v_.clock();
+        v_.m().rst = 0;
+        v_.clock();
+    }
+
+    void cycle(const DcbIn& in, DcbOut& out) override {
+        v_.enter();
+        apply(in);
+        v_.falling();
+        V& m = v_.m();
+        out.rx_in_ready = m.rx_s_axis_tready;
+        out.tx_in_ready = m.tx_s_axis_tready;
+        out.tx_out.valid = m.tx_m_axis_tvalid;
+        if (out.tx_out.valid) {
+            get(m.tx_m_axis_tdata, out.tx_out.data.data());
+            get(m.tx_m_axis_tkeep, &out.tx_out.keep);
+            out.tx_out.last = m.tx_m_axis_tlast;
+        }
+        out.rx_out.valid = m.rx_m_axis_tvalid;
+        if (out.rx_out.valid) {
+            get(m.rx_m_axis_tdata, out.rx_out.data.data());
+            get(m.rx_m_axis_tkeep, &out.rx_out.keep);
+            out.rx_out.last = m.rx_m_axis_tlast;
+        }
+        out.tx_room = m.tx_room;
+        out.paused = m.paused;
+        out.xoff = m.xoff;
+        out.announce = m.announce;
+        out.pfc_take = m.pfc_take;
+        out.refresh_fire = m.refresh_fire;
+        out.pause_req_valid = m.pause_req_valid;
+        out.pause_req_enable = m.pause_req_enable;
+        get(m.pause_req_quanta, out.pause_req_quanta.data());
+        out.add_valid = m.add_valid;
+        out.add_prio = m.add_prio;
+        out.add_len = m.add_len;
+        out.sub_valid = m.sub_valid;
+        out.sub_prio = m.sub_prio;
+        out.sub_len = m.sub_len;
+        out.dec_valid = m.dec_valid;
+        out.dec_eligible = m.dec_eligible;
+        out.dec_prio = m.dec_prio;
+        out.rx_pfc_frames = m.rx_pfc_frames;
+        out.rx_bad_mac_ctl = m.rx_bad_mac_ctl;
+        out.rx_drops = m.rx_drops;
+        v_.rising();
+    }
+
+    void open_trace(rust::Str path) override { v_.open_fst(path); }
+    void close_trace() override { v_.close_fst(); }
+
+private:
+    void apply(const DcbIn& in) {
+        V& m = v_.m();
+        m.cfg_wr_valid = in.cfg_wr_valid;
+        m.cfg_wr_addr = in.cfg_wr_addr;
+        m.cfg_wr_data = in.cfg_wr_data;
+        put(m.rx_s_axis_tdata, in.rx.data.data());
+        put(m.rx_s_axis_tkeep, &in.rx.keep);
+        m.rx_s_axis_tvalid = in.rx.valid;
+        m.rx_s_axis_tlast = in.rx.last;
+        put(m.tx_s_axis_tdata, in.tx.data.data());
+        put(m.tx_s_axis_tkeep, &in.tx.keep);
+        m.tx_s_axis_tvalid = in.tx.valid;
+        m.tx_s_axis_tlast = in.tx.last;
+        m.tx_m_axis_tready = in.tx_out_ready;
+        m.rx_m_axis_tready = in.rx_out_ready;
+    }
+
+    VModel<V> v_;
+};
+
+}  // namespace
+
+std::unique_ptr<DcbModel> new_dcb_model(uint32_t width, bool trace) {
+    switch (width) {
+        case 64:
+            return std::unique_ptr<DcbModel>(new Model<Vroce_dcb_top_64>(trace));
+        case 512:
+            return std::unique_ptr<DcbModel>(new Model<Vroce_dcb_top_512>(trace));
+        default:
+            throw std::invalid_argument("roce-hdl-sim: bus width must be 64 or 512");
+    }
+}
+
+}  // namespace roce_hdl

@@ -1,0 +1,340 @@
+//! The Verilated RC fast path (`rtl/roce_fp_top.sv`) as the firmware's `Datapath` and
+//! `FastPath` (`docs/fastpath.md`): the firmware runtime runs on the real RTL fast path
+//! exactly as on the software model (`roce_firmware::fastpath::FastPathPort`).
+//!
+//! [`FpPort`] stands between the runtime and a port (frames to and from the wire). Every
+//! received frame goes through the RTL's parser and receive rules; the firmware sees it
+//! only as an event. The RTL segmenter's and ACK path's frames go to the port; so do the
+//! frames the firmware builds itself (their ICRC is the engine's: the firmware's transmit
+//! path beside the fast path, `soc_datapath`'s on the SoC, is not modelled here).
+//!
+//! What stands for the hardware around `roce_fp_top`:
+//! * the **descriptor ring**: descriptors wait here in post order and are offered to the
+//!   RTL one at a time while its segmenter holds no message (`tx_idle`), a FLUSH at any
+//!   time (the segmenter drops the message it holds at the FLUSH of its QP). A FLUSH and
+//!   a send context written with `valid` clear drop the QP's descriptors still waiting,
+//!   as §2.2 says;
+//! * the **table port**: writes queue in order; a write of part of a word reads the word
+//!   first (read-modify-write, the port is 32 bits wide);
+//! * the **event and exception-frame rings**: the RTL's event stream and its exception
+//!   frames, in order.
+//!
+//! The model is clocked only inside [`FastPath::run`] (where host memory is at hand for
+//! its DMA) and for table reads (with the DMA ports held). `run` first lets queued table
+//! writes land, then offers received frames and descriptors, and clocks until the RTL has
+//! been quiet for [`QUIET`] cycles: a received frame never meets a context half written.
+
+use crate::fastpath::{FpSim, Table};
+use crate::sim::{DataWidth, SimError};
+use roce_core::fastpath::layout::{EVENT_LEN, MR_LEN, RCTX_LEN, SCTX_LEN, TXD_LEN};
+use roce_core::memory::Dma;
+use roce_core::num::Qpn;
+use roce_firmware::hal::{Datapath, FastPath, FastPathCounters};
+use std::collections::VecDeque;
+
+/// Cycles without any transfer after which the RTL counts as done with its input (its
+/// longest internal gap, the RX pipeline between the last beat of a frame and its verdict,
+/// is about 40 cycles at 64 bits).
+pub const QUIET: u64 = 200;
+/// Most cycles one `run` clocks (a bound for a model that never settles: a bug).
+const RUN_LIMIT: u64 = 50_000_000;
+/// Descriptors the ring holds.
+const RING: usize = 32;
+/// Entries of the RTL's MR table (`roce_fp_top`'s `NMR`).
+const MR_ENTRIES: usize = 256;
+/// Event kind EXCEPTION (§3.5).
+const EV_EXCEPTION: u8 = 1;
+/// TX descriptor op FLUSH (§2.2).
+const OP_FLUSH: u8 = 15;
+
+/// The RTL fast path in front of the port `P`.
+pub struct FpPort<P> {
+    fp: FpSim,
+    port: P,
+    /// Posted descriptors not yet offered to the RTL.
+    ring: VecDeque<[u8; TXD_LEN]>,
+    /// Frames the RTL sent that the port has not taken yet.
+    tx_out: VecDeque<Vec<u8>>,
+    /// Events and exception frames, in the RTL's order.
+    events: VecDeque<[u8; EVENT_LEN]>,
+    exc_frames: VecDeque<Vec<u8>>,
+    /// Nothing was given to the RTL since it last went quiet.
+    settled: bool,
+    rx_frames: u64,
+    counters: FastPathCounters,
+    /// The first error of the model (a DMA fault, a run that never settled).
+    fault: Option<String>,
+}
+
+impl<P: Datapath> FpPort<P> {
+    /// The RTL fast path at `width` in front of `port`. Fails when the model cannot be
+    /// built (Verilator missing when this crate was built, say).
+    pub fn new(width: DataWidth, port: P) -> Result<Self, SimError> {
+        Ok(Self {
+            fp: FpSim::new(width)?,
+            port,
+            ring: VecDeque::new(),
+            tx_out: VecDeque::new(),
+            events: VecDeque::new(),
+            exc_frames: VecDeque::new(),
+            settled: true,
+            rx_frames: 0,
+            counters: FastPathCounters::default(),
+            fault: None,
+        })
+    }
+
+    /// Clock cycles the RTL has run.
+    pub fn cycles(&self) -> u64 {
+        self.fp.cycle()
+    }
+
+    /// The first error the model met, if any.
+    pub fn fault(&self) -> Option<&str> {
+        self.fault.as_deref()
+    }
+
+    fn record_fault(&mut self, e: impl std::fmt::Display) {
+        self.fault.get_or_insert_with(|| e.to_string());
+    }
+
+    /// Drops the descriptors of the QP at context index `qpn` still in the ring.
+    fn drop_queued(&mut self, qpn: u32) {
+        self.ring.retain(|d| txd_qpn(d) != qpn);
+    }
+
+    /// Reads a record through the table port.
+    fn read(&mut self, table: Table, index: u32, len: usize) -> Vec<u8> {
+        match self.fp.read_record_dma_held(table, index, len) {
+            Ok(b) => b,
+            Err(e) => {
+                self.record_fault(e);
+                vec![0; len]
+            }
+        }
+    }
+
+    /// Offers the ring's next descriptor when the RTL can take it: a FLUSH at once, any
+    /// other while the segmenter holds no message.
+    fn offer(&mut self) -> bool {
+        if self.fp.txd_queued() != 0 {
+            return false;
+        }
+        let take = match self.ring.front() {
+            Some(d) => d[3] == OP_FLUSH || self.fp.tx_idle(),
+            None => false,
+        };
+        match take.then(|| self.ring.pop_front()).flatten() {
+            Some(d) => {
+                self.fp.push_txd(&d);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Moves what the RTL produced into the rings and the port.
+    fn collect(&mut self) -> bool {
+        let mut any = false;
+        while let Some(f) = self.fp.pop_tx_frame() {
+            self.tx_out.push_back(f.value);
+            self.counters.tx_frames += 1;
+        }
+        while let Some(e) = self.fp.pop_event() {
+            if e.value[0] == EV_EXCEPTION {
+                self.counters.rx_exceptions += 1;
+            }
+            self.events.push_back(e.value);
+            any = true;
+        }
+        while let Some(f) = self.fp.pop_exc_frame() {
+            self.exc_frames.push_back(f.value);
+        }
+        while let Some(f) = self.tx_out.front() {
+            if !self.port.can_transmit() || !self.port.transmit(f) {
+                break;
+            }
+            self.tx_out.pop_front();
+            any = true;
+        }
+        any
+    }
+}
+
+/// The context index (QPN) a descriptor names.
+fn txd_qpn(d: &[u8; TXD_LEN]) -> u32 {
+    u32::from_le_bytes([d[0], d[1], d[2], 0])
+}
+
+impl<P: Datapath> FastPath for FpPort<P> {
+    fn set_port(&mut self, mac: [u8; 6], gid: [u8; 16]) {
+        let mut rec = [0u8; 24];
+        rec[..6].copy_from_slice(&mac);
+        rec[8..].copy_from_slice(&gid);
+        self.fp.write_record(Table::Port, 0, &rec);
+        self.settled = false;
+    }
+
+    fn write_sctx(&mut self, qpn: Qpn, offset: usize, bytes: &[u8]) {
+        let Some(end) = offset.checked_add(bytes.len()).filter(|&e| e <= SCTX_LEN) else {
+            return;
+        };
+        let index = qpn.value();
+        let (first, last) = (offset / 4, end.div_ceil(4));
+        let mut words = vec![0u8; (last - first) * 4];
+        if offset % 4 != 0 || end % 4 != 0 {
+            // the port writes whole words: read the ones written in part
+            let cur = self.read(Table::SendCtx, index, last * 4);
+            words.copy_from_slice(&cur[first * 4..]);
+        }
+        words[offset - first * 4..end - first * 4].copy_from_slice(bytes);
+        for (i, w) in words.chunks_exact(4).enumerate() {
+            let v = u32::from_le_bytes([w[0], w[1], w[2], w[3]]);
+            self.fp
+                .write_word(Table::SendCtx, index, (first + i) as u8, v);
+        }
+        // `valid` (byte 2 bit 2) cleared: the QP's waiting descriptors go
+        if offset <= 2 && end > 2 && bytes[2 - offset] & 4 == 0 {
+            self.drop_queued(index & 0xFF_FFFF);
+        }
+        self.settled = false;
+    }
+
+    fn read_sctx(&mut self, qpn: Qpn) -> [u8; SCTX_LEN] {
+        let b = self.read(Table::SendCtx, qpn.value(), SCTX_LEN);
+        b.try_into().unwrap_or([0; SCTX_LEN])
+    }
+
+    fn write_rctx(&mut self, qpn: Qpn, bytes: &[u8; RCTX_LEN]) {
+        self.fp.write_record(Table::RecvCtx, qpn.value(), bytes);
+        self.settled = false;
+    }
+
+    fn read_rctx(&mut self, qpn: Qpn) -> [u8; RCTX_LEN] {
+        let b = self.read(Table::RecvCtx, qpn.value(), RCTX_LEN);
+        b.try_into().unwrap_or([0; RCTX_LEN])
+    }
+
+    fn mr_entries(&self) -> usize {
+        MR_ENTRIES
+    }
+
+    fn write_mr(&mut self, index: usize, bytes: &[u8; MR_LEN]) {
+        if let Ok(i) = u32::try_from(index) {
+            self.fp.write_record(Table::Mr, i, bytes);
+            self.settled = false;
+        }
+    }
+
+    fn tx_room(&self) -> bool {
+        self.ring.len() < RING
+    }
+
+    fn post_tx(&mut self, desc: &[u8; TXD_LEN]) -> bool {
+        if !self.tx_room() {
+            return false;
+        }
+        if desc[3] == OP_FLUSH {
+            // the requester was rewound: what the QP still had waiting is stale
+            self.drop_queued(txd_qpn(desc));
+            self.ring.push_front(*desc);
+        } else {
+            self.ring.push_back(*desc);
+        }
+        self.settled = false;
+        true
+    }
+
+    fn poll_event(&mut self, event: &mut [u8; EVENT_LEN], frame: &mut [u8]) -> bool {
+        let Some(ev) = self.events.front() else {
+            return false;
+        };
+        if ev[0] == EV_EXCEPTION {
+            // the frame follows its event on a stream of its own
+            let Some(f) = self.exc_frames.pop_front() else {
+                return false;
+            };
+            if let Some(dst) = frame.get_mut(..f.len()) {
+                dst.copy_from_slice(&f);
+            }
+        }
+        if let Some(ev) = self.events.pop_front() {
+            *event = ev;
+        }
+        true
+    }
+
+    fn run(&mut self, dma: &mut dyn Dma) -> bool {
+        let mut any = self.collect();
+        let mut buf = [0u8; 16384];
+        let mut rx = Vec::new();
+        while let Some(n) = self.port.receive(&mut buf) {
+            rx.push(buf.get(..n).unwrap_or(&[]).to_vec());
+        }
+        if self.settled && rx.is_empty() {
+            return any;
+        }
+        // table writes first: no frame or descriptor meets a context half written
+        let start = self.fp.cycle();
+        while self.fp.cfg_queued() {
+            self.fp.tick(dma);
+        }
+        for f in &rx {
+            self.fp.push_rx_frame(f);
+        }
+        self.rx_frames += rx.len() as u64;
+        let mut offered = self.fp.cycle();
+        loop {
+            if self.offer() {
+                offered = self.fp.cycle();
+            }
+            // done: quiet since the last offer (what remains in the ring waits behind a
+            // segmenter that waits for its window; a FLUSH or a una_psn write frees it)
+            if self.fp.settled(QUIET) && self.fp.cycle() - offered >= QUIET {
+                break;
+            }
+            if self.fp.cycle() - start > RUN_LIMIT {
+                self.record_fault(format!(
+                    "the fast path did not settle in {RUN_LIMIT} cycles"
+                ));
+                break;
+            }
+            self.fp.tick(dma);
+            any |= self.collect();
+        }
+        any |= self.collect();
+        if let Some(e) = self.fp.take_fault() {
+            self.record_fault(e);
+        }
+        self.settled = true;
+        self.counters.rx_dropped = u64::from(self.fp.rx_drops());
+        self.counters.rx_handled = self
+            .rx_frames
+            .saturating_sub(self.counters.rx_exceptions + self.counters.rx_dropped);
+        any || !rx.is_empty()
+    }
+
+    fn counters(&self) -> FastPathCounters {
+        self.counters
+    }
+}
+
+/// The firmware's own frames go straight to the port (behind the fast path's frames
+/// still waiting for it); received frames reach the firmware only as events.
+impl<P: Datapath> Datapath for FpPort<P> {
+    fn transmit(&mut self, frame: &[u8]) -> bool {
+        self.tx_out.is_empty() && self.port.transmit(frame)
+    }
+    fn can_transmit(&self) -> bool {
+        self.tx_out.is_empty() && self.port.can_transmit()
+    }
+    fn receive(&mut self, _buf: &mut [u8]) -> Option<usize> {
+        None
+    }
+    fn verifies_icrc(&self) -> bool {
+        true
+    }
+    fn fastpath(&mut self) -> Option<&mut dyn FastPath> {
+        Some(self)
+    }
+}
