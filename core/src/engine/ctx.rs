@@ -542,7 +542,8 @@ impl<
     }
 }
 
-/// Where QP `qpn` sits when it can: slot `(qpn - QPN_BASE) mod qps`.
-pub(super) fn home_slot(qpn: Qpn, qps: usize) -> usize {
+/// Where QP `qpn` sits when it can: slot `(qpn - QPN_BASE) mod qps` (a cache in front
+/// of the engine uses the same rule for its own lines).
+pub fn home_slot(qpn: Qpn, qps: usize) -> usize {
     (qpn.value().wrapping_sub(QPN_BASE) as usize) % qps.max(1)
 }

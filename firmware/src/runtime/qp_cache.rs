@@ -7,7 +7,7 @@
 use super::{FpState, HostQp, Nic};
 use crate::abi::{self, CmdEntry, CmdStatus, ICM_ENTRY_LEN, MAX_ICM_QPS, QPN_BASE};
 use crate::hal::Hal;
-use roce_core::engine::QP_CTX_LEN;
+use roce_core::engine::{home_slot, QP_CTX_LEN};
 use roce_core::memory::Dma;
 use roce_core::num::Qpn;
 use roce_core::transport::{Error as EngineError, QpInitAttr, QpType};
@@ -101,7 +101,7 @@ impl<
 {
     /// The line of resident QP `qpn`: its home line, else a scan.
     pub(super) fn line(&self, qpn: Qpn) -> Option<usize> {
-        let home = home(qpn, QPS);
+        let home = home_slot(qpn, QPS);
         if matches!(self.qps.get(home), Some(Some(q)) if q.qpn == qpn) {
             return Some(home);
         }
@@ -113,7 +113,7 @@ impl<
 
     /// A free line for QP `qpn`: its home line if free, else the first free one.
     pub(super) fn free_line(&self, qpn: Qpn) -> Option<usize> {
-        let home = home(qpn, QPS);
+        let home = home_slot(qpn, QPS);
         if matches!(self.qps.get(home), Some(None)) {
             return Some(home);
         }
@@ -407,9 +407,4 @@ impl<
         self.backlog |= before;
         any
     }
-}
-
-/// QP `qpn`'s home line or slot among `n`.
-fn home(qpn: Qpn, n: usize) -> usize {
-    (qpn.value().wrapping_sub(QPN_BASE) as usize) % n.max(1)
 }
