@@ -27,8 +27,13 @@ pub const ABI_MAJOR: u16 = 1;
 /// is the port commands' (`docs/abi.md`).
 pub const ABI_MINOR: u16 = 2;
 
-/// The first QPN; a QP's doorbells are indexed by `QPN - QPN_BASE`.
+/// The first QPN; a QP's doorbells are indexed by `QPN - QPN_BASE` (the GSI QP's by
+/// `reg::GSI_QP_INDEX`).
 pub const QPN_BASE: u32 = roce_core::engine::QPN_BASE;
+
+/// CREATE_QP's `qp_type` for the GSI QP (QP1; the kernel's `IB_QPT_GSI`, which
+/// libibverbs does not number): a UD QP with QPN 1, one per port (ABI 1.2).
+pub const QPT_GSI: u8 = 1;
 
 /// Register offsets in the MMIO window.
 pub mod reg {
@@ -80,6 +85,9 @@ pub mod reg {
     pub const WINDOW: u32 = 0x4000;
     /// Most QPs the doorbell page can address.
     pub const MAX_QP_DOORBELLS: u32 = (CQ_DB - SQ_DB) / 8;
+    /// The GSI QP's (QP1's) doorbell index (ABI 1.2): its QPN is below `QPN_BASE`, so it
+    /// takes the page's last pair, `sq_db(GSI_QP_INDEX)` and `rq_db(GSI_QP_INDEX)`.
+    pub const GSI_QP_INDEX: u32 = MAX_QP_DOORBELLS - 1;
     /// Most CQs the doorbell page can address.
     pub const MAX_CQ_DOORBELLS: u32 = (WINDOW - CQ_DB) / 4;
 

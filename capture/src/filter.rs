@@ -48,10 +48,12 @@ impl Filter {
         if self.qpns.is_empty() && self.opcodes.is_empty() && self.ips.is_empty() {
             return true;
         }
-        // A frame that failed a late check (the ICRC, say) still has readable headers.
+        // A frame that failed a late check (the ICRC, say), or was captured headers only,
+        // still has readable headers.
+        let mut room = Vec::new();
         let headers = match result {
             Ok(d) => d.headers,
-            Err(_) => match wire::parse_unverified(frame.data) {
+            Err(_) => match wire::parse_unverified(frame.headers_view(&mut room)) {
                 Ok(p) if frame.link == crate::read::LinkType::ETHERNET => p.headers(),
                 _ => return false,
             },

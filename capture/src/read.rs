@@ -67,6 +67,33 @@ pub struct Frame<'a> {
     pub original_len: u32,
 }
 
+/// The longest frame [`Frame::headers_view`] makes whole: pcap's largest snap length
+/// (a larger `original_len` is not a frame anyone captured, and no allocation follows it).
+const LONGEST_FRAME: usize = 262_144;
+
+impl<'a> Frame<'a> {
+    /// Whether the capture kept only the frame's start (a snap length, `tcpdump -s 128`).
+    pub fn snapped(&self) -> bool {
+        self.data.len() < self.original_len as usize
+    }
+
+    /// The frame's bytes as far as its headers go: a snapped frame's missing tail is made
+    /// up of zeros (in `room`) so that its lengths hold and its headers can be parsed
+    /// (with `wire::parse_unverified`: the made-up ICRC is wrong).
+    pub fn headers_view<'s>(&self, room: &'s mut Vec<u8>) -> &'s [u8]
+    where
+        'a: 's,
+    {
+        if !self.snapped() || self.original_len as usize > LONGEST_FRAME {
+            return self.data;
+        }
+        room.clear();
+        room.extend_from_slice(self.data);
+        room.resize(self.original_len as usize, 0);
+        room
+    }
+}
+
 /// Where a capture was cut short.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Truncation {

@@ -226,3 +226,153 @@ fn a_file_that_is_not_a_capture_is_refused_with_its_first_bytes() {
     );
     assert!(!err.contains("backtrace"), "{err}");
 }
+
+/// The frame numbers `roce decode --json FILTER PCAP` writes.
+fn roce_keeps(pcap: &Path, filter: &[&str]) -> Vec<u64> {
+    let out = roce()
+        .args(["decode", "--json"])
+        .args(filter)
+        .arg(pcap)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{filter:?}: {out:?}");
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).unwrap()["index"]
+                .as_u64()
+                .unwrap()
+        })
+        .collect()
+}
+
+/// The frame numbers Wireshark's display filter `filter` keeps.
+fn tshark_keeps(pcap: &Path, filter: &str) -> Vec<u64> {
+    let out = Command::new("tshark")
+        .arg("-r")
+        .arg(pcap)
+        .args(["-Y", filter, "-T", "fields", "-e", "frame.number"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{filter}: {out:?}");
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| l.trim().parse().unwrap())
+        .collect()
+}
+
+/// Opcodes of the RC and UC transports (IBTA table 38: the transport in the top three
+/// bits) whose low five bits are in `low`, and `extra`, as a tshark set. (XRC is not
+/// decoded: its frames are `unknown_opcode`.)
+fn opcodes(low: std::ops::RangeInclusive<u8>, extra: &[u8]) -> String {
+    let all: Vec<String> = [0x00u8, 0x20]
+        .iter()
+        .flat_map(|t| low.clone().map(move |l| t | l))
+        .chain(extra.iter().copied())
+        .map(|o| o.to_string())
+        .collect();
+    format!("infiniband.bth.opcode in {{{}}}", all.join(", "))
+}
+
+/// `roce decode`'s filters keep the frames Wireshark's display filters keep: by QPN, IP
+/// address or prefix, time, opcode class (also in a headers-only capture, whose frames do
+/// not decode but whose headers are there), and combinations.
+#[test]
+fn decode_filters_keep_what_wiresharks_display_filters_keep() {
+    let found = Command::new("tshark").arg("--version").output();
+    if !found.is_ok_and(|o| o.status.success()) {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "tshark is required under CI"
+        );
+        eprintln!("skipped: tshark is not installed");
+        return;
+    }
+    let valid = vectors().join("valid.pcap");
+    // Linux rxe's READs under 1 % loss, cut to the headers (tests/data/captures/rxe-loss).
+    let rxe = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/data/captures/rxe-loss/loss-server-read_bw-4096.pcap");
+    // And RC's SEND LAST/ONLY with invalidate, UD's SEND ONLY (with immediate).
+    let send = opcodes(0..=5, &[0x16, 0x17, 0x64, 0x65]);
+    let cases: Vec<(&Path, Vec<&str>, String)> = vec![
+        (
+            &valid,
+            vec!["--qpn", "0xabcd,0x101"],
+            "infiniband.bth.destqp in {0xabcd, 0x101} || infiniband.deth.srcqp in {0xabcd, 0x101}"
+                .into(),
+        ),
+        (
+            &valid,
+            vec!["--ip", "192.168.0.0/16", "--ip", "10.11.67.81"],
+            "ip.addr == 192.168.0.0/16 && ip.addr == 10.11.67.81".into(),
+        ),
+        (&valid, vec!["--ip", "fd00::/16"], "ipv6.addr == fd00::/16".into()),
+        (
+            &valid,
+            vec!["--from", "10", "--to", "20.5"],
+            "frame.time_relative >= 10 && frame.time_relative <= 20.5".into(),
+        ),
+        (&valid, vec!["--opcode", "write"], opcodes(6..=11, &[])),
+        (
+            &valid,
+            vec!["--opcode", "send,cnp", "--ip", "10.0.0.0/8", "--to", "200ms"],
+            format!("({send} || infiniband.bth.opcode == 0x81) && ip.addr == 10.0.0.0/8 && frame.time_relative <= 0.2"),
+        ),
+        (&valid, vec!["--opcode", "send,cnp", "--ip", "10.0.0.0/8"], format!("({send} || infiniband.bth.opcode == 0x81) && ip.addr == 10.0.0.0/8")),
+        (&rxe, vec!["--opcode", "read"], opcodes(12..=16, &[])),
+        (&rxe, vec!["--opcode", "nak"], "infiniband.aeth.syndrome & 0x60".into()),
+        (
+            &rxe,
+            vec!["--opcode", "read", "--qpn", "0x12", "--from", "0.3s"],
+            format!("{} && infiniband.bth.destqp == 0x12 && frame.time_relative >= 0.3", opcodes(12..=16, &[])),
+        ),
+    ];
+    for (pcap, filter, display) in cases {
+        let theirs = tshark_keeps(pcap, &display);
+        assert!(
+            !theirs.is_empty(),
+            "{display}: a case that keeps nothing tests little"
+        );
+        assert_eq!(
+            roce_keeps(pcap, &filter),
+            theirs,
+            "{filter:?} against {display}"
+        );
+    }
+}
+
+/// `--error`: the frames scapy's vectors say must fail, by the error they name.
+#[test]
+fn decode_error_filters_keep_the_frames_the_vectors_say_fail() {
+    let invalid = vectors().join("invalid.pcap");
+    let rows: Vec<serde_json::Value> = std::fs::read_to_string(vectors().join("invalid.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let failing = |keep: &dyn Fn(&str) -> bool| -> Vec<u64> {
+        rows.iter()
+            .filter(|r| r["valid"] == false && keep(r["expected_error"].as_str().unwrap()))
+            .map(|r| r["index"].as_u64().unwrap())
+            .collect()
+    };
+    for (option, keep) in [
+        (
+            "icrc",
+            &(|e: &str| e == "icrc_mismatch") as &dyn Fn(&str) -> bool,
+        ),
+        ("parse", &|e: &str| e != "icrc_mismatch"),
+        ("truncated_frame", &|e: &str| e == "truncated_frame"),
+        ("any", &|_: &str| true),
+    ] {
+        let expected = failing(keep);
+        assert!(!expected.is_empty(), "{option}");
+        assert_eq!(
+            roce_keeps(&invalid, &["--error", option]),
+            expected,
+            "--error {option}"
+        );
+    }
+}

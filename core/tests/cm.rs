@@ -5,8 +5,8 @@ use roce_core::cm::{eui64_from_mac, timeout_duration, CmAddr, CmConfig, CmEvent,
 use roce_core::num::{Psn, Qkey, Qpn};
 use roce_core::transport::Instant;
 use roce_core::wire::cm::{
-    port_space, rdma_cm_service_id, rej_reason, sidr_status, CmMsg, CmPath, PrivateData, RepRepr,
-    ReqRepr, SidrRepRepr, SidrReqRepr,
+    port_space, rdma_cm_service_id, rej_reason, sidr_status, CmMsg, PrivateData, RepRepr, ReqRepr,
+    SidrRepRepr, SidrReqRepr,
 };
 
 type Cm = roce_core::cm::Cm<8, 2, 8>;
@@ -113,28 +113,8 @@ impl Pair {
 
 fn req() -> ReqRepr {
     ReqRepr {
-        service_id: SERVICE,
-        local_qpn: Qpn::new(0x11),
-        starting_psn: Psn::new(0x123456),
-        responder_resources: 1,
-        initiator_depth: 1,
-        remote_cm_response_timeout: 20,
-        local_cm_response_timeout: 20,
-        retry_count: 7,
-        rnr_retry_count: 7,
         max_cm_retries: 3,
-        pkey: 0xFFFF,
-        path_mtu: 3,
-        primary: CmPath {
-            local_lid: 0xFFFF,
-            remote_lid: 0xFFFF,
-            local_gid: A,
-            remote_gid: B,
-            hop_limit: 64,
-            local_ack_timeout: 14,
-            ..CmPath::default()
-        },
-        ..ReqRepr::default()
+        ..ReqRepr::rc(SERVICE, Qpn::new(0x11), Psn::new(0x123456), A, B)
     }
 }
 

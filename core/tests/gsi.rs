@@ -15,7 +15,7 @@ use roce_core::transport::{
     ipv4_gid, AddressVector, Error, Instant, QpInitAttr, QpType, RecvWr, SendFlags, SendWr, UdDest,
     WcOpcode, WcStatus, WrOp, GRH_LEN,
 };
-use roce_core::wire::cm::{port_space, rdma_cm_service_id, CmMsg, CmPath, RepRepr, ReqRepr};
+use roce_core::wire::cm::{port_space, rdma_cm_service_id, CmMsg, RepRepr, ReqRepr};
 use roce_core::wire::mad::MAD_LEN;
 
 type Cm = roce_core::cm::Cm<8, 2, 8>;
@@ -160,30 +160,7 @@ fn the_cm_connects_and_disconnects_an_rc_pair_over_qp1() {
     let o = QpOpts::default();
 
     b.cm.listen(SERVICE).unwrap();
-    let req = ReqRepr {
-        service_id: SERVICE,
-        local_qpn: qa,
-        starting_psn: Psn::new(0x1000),
-        responder_resources: 1,
-        initiator_depth: 1,
-        remote_cm_response_timeout: 20,
-        local_cm_response_timeout: 20,
-        retry_count: 7,
-        rnr_retry_count: 7,
-        max_cm_retries: 3,
-        pkey: 0xFFFF,
-        path_mtu: 3,
-        primary: CmPath {
-            local_lid: 0xFFFF,
-            remote_lid: 0xFFFF,
-            local_gid: p.a.gid,
-            remote_gid: p.b.gid,
-            hop_limit: 64,
-            local_ack_timeout: 14,
-            ..CmPath::default()
-        },
-        ..ReqRepr::default()
-    };
+    let req = ReqRepr::rc(SERVICE, qa, Psn::new(0x1000), p.a.gid, p.b.gid);
     let to_b = CmAddr {
         gid: p.b.gid,
         sgid_index: 0,

@@ -11,6 +11,7 @@ use crate::abi::{
 };
 use crate::hal::{Datapath, FastPathCounters, Hal, QP_MAP_WORDS};
 use roce_core::cc::QpCcInfo;
+use roce_core::dcb::{Priorities, PriorityMap};
 use roce_core::engine::{CqHandle, Engine, PortConfig, QPN_BASE};
 use roce_core::fastpath::layout::{self, EVENT_LEN};
 use roce_core::fastpath::{Event, MrEntry};
@@ -140,6 +141,8 @@ pub struct Nic<
     /// With an ICM: which QP indexes exist, and which have a doorbell not yet handled.
     exists: [u64; QP_MAP_WORDS],
     pending: [u64; QP_MAP_WORDS],
+    /// The GSI QP (QP1), whose doorbells are `reg::GSI_QP_INDEX`'s.
+    gsi: Option<HostQp>,
     srqs: [Option<srq::HostSrq>; roce_core::transport::MAX_SRQ],
     cmdq_ci: u32,
     /// Some QP's ring holds WQEs not yet fetched.
@@ -191,6 +194,7 @@ impl<
             icm: None,
             exists: [0; QP_MAP_WORDS],
             pending: [0; QP_MAP_WORDS],
+            gsi: None,
             srqs: [None; roce_core::transport::MAX_SRQ],
             cmdq_ci: 0,
             backlog: false,
@@ -236,8 +240,22 @@ impl<
     /// Writes the next frame to send straight into `buf`, for a host harness that pulls
     /// frames at link rate (use a datapath that never takes frames, so none queue there).
     pub fn transmit_frame(&mut self, buf: &mut [u8]) -> Option<usize> {
+        self.transmit_frame_except(buf, &PriorityMap::new(), Priorities::NONE)
+    }
+
+    /// [`Nic::transmit_frame`] with the 802.1p priorities in `blocked` held back (paused
+    /// by the link partner, or their transmit queue full): the engine builds no frame of
+    /// theirs and the others go on (`Engine::poll_transmit_except`, priorities by `map`).
+    pub fn transmit_frame_except(
+        &mut self,
+        buf: &mut [u8],
+        map: &PriorityMap,
+        blocked: Priorities,
+    ) -> Option<usize> {
         let now = Instant::from_nanos(self.hal.now());
-        let n = self.engine.poll_transmit(now, buf, self.hal.dma())?;
+        let n = self
+            .engine
+            .poll_transmit_except(now, buf, self.hal.dma(), map, blocked)?;
         self.counters.frames_tx += 1;
         Some(n)
     }
@@ -548,37 +566,59 @@ impl<
             let pis = if q.db_record != 0 {
                 self.read_db_record(q.db_record)
             } else {
-                let index = q.qpn.value().wrapping_sub(QPN_BASE);
-                Some((
-                    self.hal.reg_read(reg::sq_db(index)),
-                    self.hal.reg_read(reg::rq_db(index)),
-                ))
+                Some(self.reg_pis(q.qpn.value().wrapping_sub(QPN_BASE)))
             };
             if let Some(pis) = pis {
                 any |= self.fetch_qp(slot, pis);
             }
         }
-        any | self.fetch_srqs()
+        any | self.fetch_gsi() | self.fetch_srqs()
+    }
+
+    /// Fetches the GSI QP's rings (its doorbell registers: it is never in the ICM).
+    fn fetch_gsi(&mut self) -> bool {
+        let Some(mut q) = self.gsi else {
+            return false;
+        };
+        let pis = self.reg_pis(reg::GSI_QP_INDEX);
+        let any = self.fetch_host(&mut q, pis);
+        self.gsi = Some(q);
+        any
     }
 
     /// Fetches what line `slot`'s rings hold up to the producer indexes `pis` (send,
-    /// receive); notes a backlog when something stays. Returns whether any was taken.
-    fn fetch_qp(&mut self, slot: usize, (sq_pi, rq_pi): (u32, u32)) -> bool {
+    /// receive). Returns whether any was taken.
+    fn fetch_qp(&mut self, slot: usize, pis: (u32, u32)) -> bool {
         let Some(Some(mut q)) = self.qps.get(slot).copied() else {
             return false;
         };
-        let mut any = false;
         if let Some(f) = self.fetched.get_mut(slot) {
             *f = self.tick;
         }
-        for fetched in [self.fetch_sq(&mut q, sq_pi), self.fetch_rq(&mut q, rq_pi)] {
-            any |= fetched.unwrap_or_else(|BadDoorbell| self.fail_qp(q.qpn));
-        }
-        self.backlog |= q.sq_ci != sq_pi || q.rq_ci != rq_pi;
+        let any = self.fetch_host(&mut q, pis);
         if let Some(s) = self.qps.get_mut(slot) {
             *s = Some(q);
         }
         any
+    }
+
+    /// Fetches QP `q`'s rings up to the producer indexes `pis`; notes a backlog when
+    /// something stays.
+    fn fetch_host(&mut self, q: &mut HostQp, (sq_pi, rq_pi): (u32, u32)) -> bool {
+        let mut any = false;
+        for fetched in [self.fetch_sq(q, sq_pi), self.fetch_rq(q, rq_pi)] {
+            any |= fetched.unwrap_or_else(|BadDoorbell| self.fail_qp(q.qpn));
+        }
+        self.backlog |= q.sq_ci != sq_pi || q.rq_ci != rq_pi;
+        any
+    }
+
+    /// The producer indexes in doorbell registers of QP index `index`.
+    fn reg_pis(&mut self, index: u32) -> (u32, u32) {
+        (
+            self.hal.reg_read(reg::sq_db(index)),
+            self.hal.reg_read(reg::rq_db(index)),
+        )
     }
 
     /// Takes the entries of a host ring from `*ci` up to the producer index `pi`,
@@ -987,7 +1027,10 @@ impl<
 
     fn create_qp(&mut self, e: &mut CmdEntry) -> CmdStatus {
         let arg = abi::payload::<abi::CreateQpArg>(e);
-        let Some(qp_type) = QpType::from_u8(arg.qp_type) else {
+        // The GSI QP is a UD QP to the engine (with QPN 1).
+        let Some(qp_type) =
+            QpType::from_u8(arg.qp_type).or((arg.qp_type == abi::QPT_GSI).then_some(QpType::Ud))
+        else {
             return CmdStatus::BadParam;
         };
         let (Ok(pd), Ok(send_cq), Ok(recv_cq)) = (
@@ -1021,25 +1064,31 @@ impl<
                 },
             },
         };
+        // The GSI QP is never in the ICM: it rings its doorbell registers.
+        let gsi = arg.qp_type == abi::QPT_GSI;
         let db_record = arg.db_record.get();
-        if db_record % 8 != 0 || (self.icm.is_some() && db_record == 0) {
+        if db_record % 8 != 0 || (self.icm.is_some() && db_record == 0 && !gsi) {
             return CmdStatus::BadParam;
         }
-        let created = match self.icm {
-            Some(_) => self.create_in_icm(&init),
-            None => self.engine.create_qp(&init),
+        let created = if gsi {
+            self.engine.create_gsi_qp(&init)
+        } else if self.icm.is_some() {
+            self.create_in_icm(&init)
+        } else {
+            self.engine.create_qp(&init)
         };
         let qpn = match created {
             Ok(q) => q,
             Err(err) => return status_of(&err),
         };
         // A fresh QP starts reading its rings where the host's doorbells stand now.
-        let index = qpn.value().wrapping_sub(QPN_BASE);
+        let index = if gsi {
+            reg::GSI_QP_INDEX
+        } else {
+            qpn.value().wrapping_sub(QPN_BASE)
+        };
         let (sq_ci, rq_ci) = match db_record {
-            0 => (
-                self.hal.reg_read(reg::sq_db(index)),
-                self.hal.reg_read(reg::rq_db(index)),
-            ),
+            0 => self.reg_pis(index),
             _ => self.read_db_record(db_record).unwrap_or((0, 0)),
         };
         let host = HostQp {
@@ -1055,16 +1104,20 @@ impl<
             db_record,
             fp: FpState::Off,
         };
-        let Some(line) = self.free_line(qpn) else {
-            let _ = self.engine.destroy_qp(qpn);
-            return CmdStatus::NoResources;
-        };
-        if let Some(s) = self.qps.get_mut(line) {
-            *s = Some(host);
-            self.qp_hi = self.qp_hi.max(line + 1);
+        if gsi {
+            self.gsi = Some(host);
+        } else {
+            let Some(line) = self.free_line(qpn) else {
+                let _ = self.engine.destroy_qp(qpn);
+                return CmdStatus::NoResources;
+            };
+            if let Some(s) = self.qps.get_mut(line) {
+                *s = Some(host);
+                self.qp_hi = self.qp_hi.max(line + 1);
+            }
+            self.touch(line);
+            self.set_exists(index, true);
         }
-        self.touch(line);
-        self.set_exists(index, true);
         e.out = U32::new(qpn.value());
         abi::set_payload(
             e,
@@ -1088,6 +1141,9 @@ impl<
                     *s = None;
                 }
                 self.set_exists(qpn.value().wrapping_sub(QPN_BASE), false);
+                if self.gsi.is_some_and(|g| g.qpn == qpn) {
+                    self.gsi = None;
+                }
                 CmdStatus::Ok
             }
             Err(err) => status_of(&err),
@@ -1147,6 +1203,13 @@ pub trait NicRuntime {
     fn receive_frame(&mut self, frame: &[u8]);
     /// [`Nic::transmit_frame`].
     fn transmit_frame(&mut self, buf: &mut [u8]) -> Option<usize>;
+    /// [`Nic::transmit_frame_except`].
+    fn transmit_frame_except(
+        &mut self,
+        buf: &mut [u8],
+        map: &PriorityMap,
+        blocked: Priorities,
+    ) -> Option<usize>;
     /// The engine's protocol counters.
     fn engine_counters(&self) -> roce_core::transport::Counters;
     /// The runtime's counters.
@@ -1181,6 +1244,14 @@ impl<
     }
     fn transmit_frame(&mut self, buf: &mut [u8]) -> Option<usize> {
         Nic::transmit_frame(self, buf)
+    }
+    fn transmit_frame_except(
+        &mut self,
+        buf: &mut [u8],
+        map: &PriorityMap,
+        blocked: Priorities,
+    ) -> Option<usize> {
+        Nic::transmit_frame_except(self, buf, map, blocked)
     }
     fn engine_counters(&self) -> roce_core::transport::Counters {
         *self.engine.counters()

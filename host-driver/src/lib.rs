@@ -21,6 +21,7 @@
 pub mod device;
 pub mod error;
 pub mod memory;
+pub mod rdma_cm;
 pub mod verbs;
 
 pub use device::Device;

@@ -134,6 +134,11 @@ impl Context {
         Ok(Self { ctx: Rc::new(ctx) })
     }
 
+    /// A device register (the clock, for the RDMA CM's timers).
+    pub(crate) fn read_reg(&self, offset: u32) -> u32 {
+        self.ctx.dev.read_reg(offset)
+    }
+
     /// `ibv_query_device` (and the port's addresses).
     pub fn query_device(&self) -> DeviceAttr {
         let mut attr = self.ctx.attr;
@@ -338,6 +343,21 @@ impl ProtectionDomain {
             sq_sig_all: false,
             max_inline_data: 0,
             srq: None,
+            gsi: false,
+        }
+    }
+
+    /// Starts building the port's GSI QP (QP1, ABI 1.2): a UD QP numbered 1 that
+    /// carries management datagrams (the CM's MADs); bring it to RTS with the GSI Q_Key
+    /// (`Qkey::GSI`). One per port.
+    pub fn create_gsi_qp<'a>(
+        &'a self,
+        send_cq: &'a CompletionQueue,
+        recv_cq: &'a CompletionQueue,
+    ) -> QpBuilder<'a> {
+        QpBuilder {
+            gsi: true,
+            ..self.create_qp(QpType::Ud, send_cq, recv_cq)
         }
     }
 }
@@ -541,6 +561,7 @@ pub struct QpBuilder<'a> {
     sq_sig_all: bool,
     max_inline_data: u32,
     srq: Option<&'a SharedReceiveQueue>,
+    gsi: bool,
 }
 
 impl<'a> QpBuilder<'a> {
@@ -581,10 +602,12 @@ impl<'a> QpBuilder<'a> {
             ring_log(self.max_send_wr, max_log)?,
             ring_log(self.max_recv_wr, max_log)?,
         );
-        if self.max_inline_data != 0 && abi::Version(ctx.dev.read_reg(reg::VERSION)).minor() < 2 {
-            // An older NIC would take an inline WQE for an empty one.
+        if (self.max_inline_data != 0 || self.gsi)
+            && abi::Version(ctx.dev.read_reg(reg::VERSION)).minor() < 2
+        {
+            // An older NIC would take an inline WQE for an empty one, and has no QP1.
             return Err(Error::InvalidArgument(
-                "max_inline_data: the device's ABI is older than 1.2 (no inline sends)",
+                "max_inline_data or GSI: the device's ABI is older than 1.2",
             ));
         }
         let mem = ctx.dev.memory();
@@ -593,8 +616,8 @@ impl<'a> QpBuilder<'a> {
         let (sq_ring, rq_ring) = (mem.alloc(sq_len, 64), mem.alloc(rq_len, 64));
         // With an ICM, doorbells go through a record in host memory (any QP index).
         let db_record = match ctx.icm_entries.get() {
-            Some(_) => mem.alloc(DB_RECORD_LEN, 8),
-            None => 0,
+            Some(_) if !self.gsi => mem.alloc(DB_RECORD_LEN, 8),
+            _ => 0,
         };
         let mut e = CmdEntry::default();
         abi::set_payload(
@@ -603,7 +626,11 @@ impl<'a> QpBuilder<'a> {
                 pd: U32::new(self.pd.inner.pdn),
                 send_cq: U32::new(self.send_cq.cqn),
                 recv_cq: U32::new(self.recv_cq.cqn),
-                qp_type: self.qp_type as u8,
+                qp_type: if self.gsi {
+                    abi::QPT_GSI
+                } else {
+                    self.qp_type as u8
+                },
                 sq_log_depth: sq_log,
                 rq_log_depth: rq_log,
                 sq_sig_all: u8::from(self.sq_sig_all),
@@ -624,7 +651,11 @@ impl<'a> QpBuilder<'a> {
         }
         let qpn = Qpn::new(e.out.get());
         let max_inline = abi::payload::<abi::CreateQpArg>(&e).max_inline_data.get();
-        let index = qpn.value().wrapping_sub(QPN_BASE);
+        let index = if self.gsi {
+            reg::GSI_QP_INDEX
+        } else {
+            qpn.value().wrapping_sub(QPN_BASE)
+        };
         let (sq_pi, rq_pi) = match db_record {
             0 => (
                 ctx.dev.read_reg(reg::sq_db(index)),

@@ -232,14 +232,10 @@ impl Analyzer {
             self.totals.other_link += 1;
             return;
         }
-        if f.data.len() < f.original_len as usize {
-            // Captured with a snap length (tcpdump -s 128): the headers are there; the
-            // rest is made up of zeros so the lengths hold, and the ICRC is not checked.
-            let mut whole = std::mem::take(&mut self.scratch);
-            whole.clear();
-            whole.extend_from_slice(f.data);
-            whole.resize(f.original_len as usize, 0);
-            match wire::parse_unverified(&whole) {
+        if f.snapped() {
+            // The headers are there; the ICRC cannot be checked.
+            let mut room = std::mem::take(&mut self.scratch);
+            match wire::parse_unverified(f.headers_view(&mut room)) {
                 Ok(p) => {
                     self.totals.roce += 1;
                     self.totals.snapped += 1;
@@ -247,7 +243,7 @@ impl Analyzer {
                 }
                 Err(_) => self.totals.not_roce += 1,
             }
-            self.scratch = whole;
+            self.scratch = room;
             return;
         }
         match wire::parse(f.data) {

@@ -271,6 +271,44 @@ pub struct ReqRepr {
 }
 
 impl ReqRepr {
+    /// A REQ for an RC connection from `local_qpn` (first PSN `starting_psn`) between
+    /// two RoCE GIDs, with the values librdmacm's `rdma_connect` uses over rxe: one
+    /// READ/atomic each way, response timeouts 20 (4.3 s), 7 retries, infinite RNR
+    /// retries, 15 CM retries, P_Key 0xFFFF, path MTU 1024, LIDs 0xFFFF (RoCE), hop
+    /// limit 64, local ACK timeout 14. Callers change what differs.
+    pub fn rc(
+        service_id: u64,
+        local_qpn: Qpn,
+        starting_psn: Psn,
+        local_gid: [u8; 16],
+        remote_gid: [u8; 16],
+    ) -> Self {
+        Self {
+            service_id,
+            local_qpn,
+            starting_psn,
+            responder_resources: 1,
+            initiator_depth: 1,
+            remote_cm_response_timeout: 20,
+            local_cm_response_timeout: 20,
+            retry_count: 7,
+            rnr_retry_count: 7,
+            max_cm_retries: 15,
+            pkey: 0xFFFF,
+            path_mtu: 3,
+            primary: CmPath {
+                local_lid: 0xFFFF,
+                remote_lid: 0xFFFF,
+                local_gid,
+                remote_gid,
+                hop_limit: 64,
+                local_ack_timeout: 14,
+                ..CmPath::default()
+            },
+            ..Self::default()
+        }
+    }
+
     fn read(b: &[u8]) -> Self {
         Self {
             local_comm_id: get_u32(b, 0),

@@ -389,7 +389,7 @@ impl<
                 }
             }
         }
-        any | self.fetch_srqs()
+        any | self.fetch_gsi() | self.fetch_srqs()
     }
 
     /// Fetches line `l`'s rings up to its doorbell record; QP index `index` stays

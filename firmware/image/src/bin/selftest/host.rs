@@ -217,7 +217,7 @@ impl Host {
             sq_sig_all: 0,
             sq_ring: U64::new(sq),
             rq_ring: U64::new(rq),
-            db_record: U64::new(0),
+            ..Default::default()
         };
         let e = self.command(nic, CmdOp::CreateQp, arg.as_bytes());
         Qp {

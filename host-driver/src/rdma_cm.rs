@@ -1,0 +1,445 @@
+//! An RDMA CM for RC connections, shaped like librdmacm (`rdma_listen`, `rdma_connect`,
+//! `rdma_accept`, `rdma_disconnect`, `rdma_get_cm_event`), over the port's GSI QP and
+//! the core's CM protocol (`roce_core::cm`). The IP port space's service IDs and the
+//! RDMA CM IP header in the REQ's private data are librdmacm's, so the MADs are the ones
+//! rxe's `rdma_cm` exchanges.
+//!
+//! Address resolution is the caller's, as ARP is the kernel's: [`CmAgent::add_neighbour`]
+//! fills the agent's neighbour table (GID to MAC), which `connect` and `accept` read
+//! for the peer's next hop. Time comes from the device clock (`CLOCK_LO/HI`); call
+//! [`CmAgent::progress`] whenever the NIC has run, as an application calls
+//! `rdma_get_cm_event` in its loop.
+
+use crate::error::Error;
+use crate::verbs::{CompletionQueue, ConnectOptions, Context, MemoryRegion, QpEndpoint, QueuePair};
+use roce_abi::reg;
+use roce_core::cm::{eui64_from_mac, CmAddr, CmConfig, CmEvent, ConnId};
+use roce_core::memory::AccessFlags;
+use roce_core::num::{Psn, Qkey, Qpn};
+use roce_core::transport::{
+    AddressVector, Instant, QpAttr, QpState, RecvWr, SendFlags, SendWr, UdDest, WcOpcode, WcStatus,
+    WorkCompletion, WrOp, GRH_LEN,
+};
+use roce_core::wire::cm::{port_space, rdma_cm_service_id, IpCmHdr, PrivateData, RepRepr, ReqRepr};
+use roce_core::wire::mad::MAD_LEN;
+use std::collections::{HashMap, VecDeque};
+
+type Result<T> = core::result::Result<T, Error>;
+type Cm = roce_core::cm::Cm<16, 4, 16>;
+
+/// Receive buffers QP1 keeps posted, and send buffers in rotation.
+const RECVS: u64 = 16;
+const SENDS: u64 = 16;
+const SLOT: u64 = (GRH_LEN + MAD_LEN) as u64;
+
+/// What `rdma_get_cm_event` returns (`enum rdma_cm_event_type`), for RC.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RdmaCmEvent {
+    /// `RDMA_CM_EVENT_CONNECT_REQUEST`: answer with [`CmAgent::accept`] or
+    /// [`CmAgent::reject`]. `private_data` is the consumer's (after the IP header).
+    ConnectRequest {
+        id: ConnId,
+        port: u16,
+        private_data: Vec<u8>,
+    },
+    /// `RDMA_CM_EVENT_ESTABLISHED`: the QP is in RTS and may send.
+    Established { id: ConnId },
+    /// `RDMA_CM_EVENT_REJECTED`.
+    Rejected { id: ConnId, reason: u16 },
+    /// `RDMA_CM_EVENT_UNREACHABLE`: the peer never answered.
+    Unreachable { id: ConnId },
+    /// `RDMA_CM_EVENT_DISCONNECTED`: the QP was moved to ERR (its work flushes).
+    Disconnected { id: ConnId },
+}
+
+/// A connection's local side.
+struct Conn {
+    qp: Option<QueuePair>,
+    /// The peer's GID and, for a passive side, its REQ.
+    peer: [u8; 16],
+    req: Option<ReqRepr>,
+    psn: Psn,
+}
+
+/// The port's RDMA CM: its GSI QP, buffers and the CM protocol.
+pub struct CmAgent {
+    ctx: Context,
+    cq: CompletionQueue,
+    qp1: QueuePair,
+    mr: MemoryRegion,
+    cm: Cm,
+    gid: [u8; 16],
+    neighbours: HashMap<[u8; 16], [u8; 6]>,
+    conns: HashMap<ConnId, Conn>,
+    events: VecDeque<RdmaCmEvent>,
+    sent: u64,
+    next_psn: u32,
+}
+
+impl CmAgent {
+    /// Creates the port's GSI QP (QP1) on `ctx` and starts receiving MADs on it.
+    pub fn new(ctx: &Context) -> Result<Self> {
+        let pd = ctx.alloc_pd()?;
+        let cq = ctx.create_cq(64)?;
+        let qp1 = pd.create_gsi_qp(&cq, &cq).build()?;
+        let (gid, mac) = ctx.port_addr();
+        let me = QpEndpoint {
+            qpn: qp1.qpn(),
+            psn: Psn::new(0),
+            gid,
+            mac,
+        };
+        let gsi = ConnectOptions {
+            qkey: Qkey::GSI,
+            ..ConnectOptions::default()
+        };
+        qp1.connect(&me, Psn::new(0), &gsi)?;
+        let mr = pd.reg_mr(((RECVS + SENDS) * SLOT) as usize, AccessFlags::LOCAL_WRITE)?;
+        for i in 0..RECVS {
+            qp1.post_recv(&RecvWr::new(i).sge(mr.addr() + i * SLOT, SLOT as u32, mr.lkey()))?;
+        }
+        let mut agent = Self {
+            ctx: ctx.clone(),
+            cq,
+            qp1,
+            mr,
+            cm: Cm::new(CmConfig {
+                ca_guid: eui64_from_mac(mac),
+                first_comm_id: u32::from_be_bytes([mac[3], mac[4], mac[5], 0]),
+            }),
+            gid,
+            neighbours: HashMap::new(),
+            conns: HashMap::new(),
+            events: VecDeque::new(),
+            sent: 0,
+            next_psn: 0,
+        };
+        agent.next_psn = (agent.now().as_nanos() as u32 ^ 0x5A_5A5A) & 0xFF_FFFF;
+        Ok(agent)
+    }
+
+    /// Records the next hop of `gid` (what ARP or neighbour discovery found).
+    pub fn add_neighbour(&mut self, gid: [u8; 16], mac: [u8; 6]) {
+        self.neighbours.insert(gid, mac);
+    }
+
+    /// `rdma_listen` on a TCP-port-space port.
+    pub fn listen(&mut self, port: u16) -> Result<()> {
+        self.cm
+            .listen(rdma_cm_service_id(port_space::TCP, port))
+            .map_err(|_| Error::InvalidArgument("rdma_listen: no room or already listening"))
+    }
+
+    /// `rdma_connect` of the RC QP `qp` (in RESET) to `port` at `dst`, with the
+    /// consumer's `private_data` (at most 56 bytes) after the RDMA CM IP header.
+    pub fn connect(
+        &mut self,
+        qp: &QueuePair,
+        dst: [u8; 16],
+        port: u16,
+        private_data: &[u8],
+    ) -> Result<ConnId> {
+        self.neighbour(&dst)?;
+        let psn = self.psn();
+        let mut req = ReqRepr::rc(
+            rdma_cm_service_id(port_space::TCP, port),
+            qp.qpn(),
+            psn,
+            self.gid,
+            dst,
+        );
+        req.private_data = ip_private(&self.gid, &dst, private_data)?;
+        let now = self.now();
+        let to = CmAddr {
+            gid: dst,
+            sgid_index: 0,
+        };
+        let id = self
+            .cm
+            .connect(now, to, req)
+            .map_err(|_| Error::InvalidArgument("rdma_connect: no room for a connection"))?;
+        self.conns.insert(
+            id,
+            Conn {
+                qp: Some(qp.clone()),
+                peer: dst,
+                req: None,
+                psn,
+            },
+        );
+        self.progress()?;
+        Ok(id)
+    }
+
+    /// `rdma_accept`: brings `qp` (in RESET) to RTS towards the requester and sends the
+    /// REP; the connection is established when the RTU arrives.
+    pub fn accept(&mut self, id: ConnId, qp: &QueuePair) -> Result<()> {
+        let psn = self.psn();
+        let conn = self
+            .conns
+            .get_mut(&id)
+            .ok_or(Error::InvalidArgument("rdma_accept: no such request"))?;
+        let req = conn
+            .req
+            .ok_or(Error::InvalidArgument("rdma_accept: not a connect request"))?;
+        let peer = conn.peer;
+        conn.qp = Some(qp.clone());
+        conn.psn = psn;
+        let mac = self.neighbour(&peer)?;
+        qp.connect(
+            &QpEndpoint {
+                qpn: req.local_qpn,
+                psn: req.starting_psn,
+                gid: peer,
+                mac,
+            },
+            psn,
+            &ConnectOptions::default(),
+        )?;
+        let rep = RepRepr {
+            local_qpn: qp.qpn(),
+            starting_psn: psn,
+            responder_resources: 1,
+            initiator_depth: 1,
+            rnr_retry_count: 7,
+            ..RepRepr::default()
+        };
+        let now = self.now();
+        self.cm
+            .accept(now, id, rep)
+            .map_err(|_| Error::InvalidArgument("rdma_accept: the request is gone"))?;
+        self.progress()
+    }
+
+    /// `rdma_reject` of a connect request.
+    pub fn reject(&mut self, id: ConnId) -> Result<()> {
+        self.conns.remove(&id);
+        self.cm
+            .reject(
+                id,
+                roce_core::wire::cm::rej_reason::CONSUMER_DEFINED,
+                PrivateData::default(),
+            )
+            .map_err(|_| Error::InvalidArgument("rdma_reject: no such request"))?;
+        self.progress()
+    }
+
+    /// `rdma_disconnect`: the QP goes to ERR (its work flushes) and the peer gets a
+    /// DREQ.
+    pub fn disconnect(&mut self, id: ConnId) -> Result<()> {
+        if let Some(qp) = self.conns.get(&id).and_then(|c| c.qp.clone()) {
+            qp.modify(&QpAttr::to_state(QpState::Err))?;
+        }
+        let now = self.now();
+        self.cm
+            .disconnect(now, id)
+            .map_err(|_| Error::InvalidArgument("rdma_disconnect: not connected"))?;
+        self.progress()
+    }
+
+    /// `rdma_get_cm_event` without blocking.
+    pub fn poll_event(&mut self) -> Option<RdmaCmEvent> {
+        self.events.pop_front()
+    }
+
+    /// Moves MADs: sends what the CM has, hands received MADs to it, runs its timers,
+    /// and turns its events into [`RdmaCmEvent`]s (moving QPs as librdmacm does).
+    pub fn progress(&mut self) -> Result<()> {
+        let now = self.now();
+        if self.cm.poll_timeout().is_some_and(|t| t <= now) {
+            self.cm.handle_timeout(now);
+        }
+        self.receive(now)?;
+        while let Some(e) = self.cm.poll_event() {
+            self.on_event(now, e)?;
+        }
+        self.transmit()
+    }
+
+    fn on_event(&mut self, now: Instant, e: CmEvent) -> Result<()> {
+        match e {
+            CmEvent::ReqReceived { id, from, req } => {
+                let port = (req.service_id & 0xFFFF) as u16;
+                let data = req.private_data.0;
+                let user = IpCmHdr::parse(&data).map_or(&data[..], |_| &data[IpCmHdr::LEN..]);
+                self.conns.insert(
+                    id,
+                    Conn {
+                        qp: None,
+                        peer: from.gid,
+                        req: Some(req),
+                        psn: Psn::new(0),
+                    },
+                );
+                self.events.push_back(RdmaCmEvent::ConnectRequest {
+                    id,
+                    port,
+                    private_data: user.to_vec(),
+                });
+            }
+            CmEvent::RepReceived { id, rep } => {
+                let Some(conn) = self.conns.get(&id) else {
+                    return Ok(());
+                };
+                let (qp, peer, psn) = (conn.qp.clone(), conn.peer, conn.psn);
+                let mac = self.neighbour(&peer)?;
+                if let Some(qp) = qp {
+                    qp.connect(
+                        &QpEndpoint {
+                            qpn: rep.local_qpn,
+                            psn: rep.starting_psn,
+                            gid: peer,
+                            mac,
+                        },
+                        psn,
+                        &ConnectOptions::default(),
+                    )?;
+                }
+                let _ = self.cm.rtu(id);
+                self.events.push_back(RdmaCmEvent::Established { id });
+            }
+            CmEvent::Established { id } => self.events.push_back(RdmaCmEvent::Established { id }),
+            CmEvent::Rejected { id, rej } => {
+                self.conns.remove(&id);
+                self.events.push_back(RdmaCmEvent::Rejected {
+                    id,
+                    reason: rej.reason,
+                });
+            }
+            CmEvent::Timeout { id, .. } => {
+                self.conns.remove(&id);
+                self.events.push_back(RdmaCmEvent::Unreachable { id });
+            }
+            CmEvent::DreqReceived { id, .. } => {
+                if let Some(qp) = self.conns.get(&id).and_then(|c| c.qp.clone()) {
+                    qp.modify(&QpAttr::to_state(QpState::Err))?;
+                }
+                let _ = self.cm.disconnect(now, id);
+                self.events.push_back(RdmaCmEvent::Disconnected { id });
+            }
+            CmEvent::DrepReceived { id } => {
+                self.events.push_back(RdmaCmEvent::Disconnected { id });
+            }
+            CmEvent::TimewaitExit { id } => {
+                self.conns.remove(&id);
+            }
+            // UD's service ID resolution and MRAs are not offered by this agent.
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn transmit(&mut self) -> Result<()> {
+        let mut buf = [0u8; MAD_LEN];
+        while let Some((to, len)) = self.cm.poll_transmit(&mut buf) {
+            let mac = self.neighbour(&to.gid)?;
+            let off = (RECVS + self.sent % SENDS) * SLOT;
+            self.sent += 1;
+            self.mr.write(off as usize, &buf[..len])?;
+            let mut wr = SendWr::new(u64::MAX, WrOp::Send)
+                .sge(self.mr.addr() + off, len as u32, self.mr.lkey())
+                .flags(SendFlags::SIGNALED);
+            wr.ud = Some(UdDest {
+                av: AddressVector {
+                    dmac: mac,
+                    dgid: to.gid,
+                    sgid_index: to.sgid_index,
+                    hop_limit: 64,
+                    ..AddressVector::default()
+                },
+                remote_qpn: Qpn::new(1),
+                remote_qkey: Qkey::GSI,
+            });
+            self.qp1.post_send(&wr)?;
+        }
+        Ok(())
+    }
+
+    fn receive(&mut self, now: Instant) -> Result<()> {
+        let mut wcs = [WorkCompletion::new(0, Qpn::new(0), WcOpcode::Send, WcStatus::Success); 16];
+        loop {
+            let n = self.cq.poll(&mut wcs)?;
+            if n == 0 {
+                return Ok(());
+            }
+            for wc in &wcs[..n] {
+                if wc.opcode != WcOpcode::Recv {
+                    continue;
+                }
+                let at = wc.wr_id * SLOT;
+                if wc.status == WcStatus::Success && wc.byte_len as usize > GRH_LEN {
+                    let mut grh = [0u8; GRH_LEN];
+                    self.mr.read(at as usize, &mut grh)?;
+                    let mut mad = vec![0u8; wc.byte_len as usize - GRH_LEN];
+                    self.mr.read(at as usize + GRH_LEN, &mut mad)?;
+                    let from = CmAddr {
+                        gid: grh_source(&grh),
+                        sgid_index: 0,
+                    };
+                    self.cm.handle_mad(now, from, &mad);
+                }
+                let wr =
+                    RecvWr::new(wc.wr_id).sge(self.mr.addr() + at, SLOT as u32, self.mr.lkey());
+                self.qp1.post_recv(&wr)?;
+            }
+        }
+    }
+
+    fn neighbour(&self, gid: &[u8; 16]) -> Result<[u8; 6]> {
+        self.neighbours
+            .get(gid)
+            .copied()
+            .ok_or(Error::InvalidArgument(
+                "no neighbour entry for the peer (resolve its address first)",
+            ))
+    }
+
+    fn psn(&mut self) -> Psn {
+        self.next_psn = self
+            .next_psn
+            .wrapping_mul(1_103_515_245)
+            .wrapping_add(12_345)
+            & 0xFF_FFFF;
+        Psn::new(self.next_psn)
+    }
+
+    fn now(&self) -> Instant {
+        // Reading LO latches HI.
+        let lo = self.ctx.read_reg(reg::CLOCK_LO);
+        let hi = self.ctx.read_reg(reg::CLOCK_HI);
+        Instant::from_nanos(u64::from(hi) << 32 | u64::from(lo))
+    }
+}
+
+/// The RDMA CM IP header for an IPv4 or IPv6 pair, then the consumer's bytes.
+fn ip_private(src: &[u8; 16], dst: &[u8; 16], user: &[u8]) -> Result<PrivateData<92>> {
+    let v4 = |g: &[u8; 16]| g[..10].iter().all(|&b| b == 0) && g[10] == 0xFF && g[11] == 0xFF;
+    let hdr = IpCmHdr {
+        ip_version: if v4(src) && v4(dst) { 4 } else { 6 },
+        src_port: 0,
+        src: *src,
+        dst: *dst,
+    };
+    let mut buf = [0u8; 92];
+    let n = hdr
+        .emit(&mut buf)
+        .map_err(|_| Error::InvalidArgument("private data"))?;
+    buf.get_mut(n..n + user.len())
+        .ok_or(Error::InvalidArgument(
+            "rdma_connect: more than 56 bytes of private data",
+        ))?
+        .copy_from_slice(user);
+    Ok(PrivateData(buf))
+}
+
+/// The sender's GID from a UD receive's GRH area: an IPv6 header's source, or for
+/// IPv4 (20 zero bytes, then the IPv4 header) its source address, IPv4-mapped.
+fn grh_source(grh: &[u8; GRH_LEN]) -> [u8; 16] {
+    if grh[0] >> 4 == 6 {
+        let mut g = [0u8; 16];
+        g.copy_from_slice(&grh[8..24]);
+        g
+    } else {
+        roce_core::transport::ipv4_gid([grh[32], grh[33], grh[34], grh[35]])
+    }
+}
