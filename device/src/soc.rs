@@ -18,7 +18,7 @@ use std::cell::{Cell, RefCell};
 use std::path::Path;
 use std::rc::Rc;
 
-pub use roce_hdl_sim::soc::{default_image, soc_available, CLOCK_HZ};
+pub use roce_hdl_sim::soc::{default_image, soc_available, test_image, CLOCK_HZ};
 
 /// Cycles a [`SocNic`] runs per `poll` by default: long enough for the firmware's loop
 /// to notice new work and act on it, short enough to interleave two SoCs finely.

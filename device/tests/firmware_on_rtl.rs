@@ -2,10 +2,12 @@
 //! through the RTL RX parser and TX ICRC inserter carry RC WRITE, SEND, READ and both
 //! atomics between verbs applications; the RTL's ICRCs equal the engine's.
 
+mod rc_mix;
+
 use roce_core::engine::PortConfig;
 use roce_core::memory::AccessFlags;
 use roce_core::num::Psn;
-use roce_core::transport::{ipv4_gid, QpType, RecvWr, SendFlags, SendWr, WcStatus, WrOp};
+use roce_core::transport::{ipv4_gid, QpType};
 use roce_device::rtl::{rtl_available, rtl_nic};
 use roce_device::{Capacities, LocalNic, NicModel};
 use roce_hdl_sim::DataWidth;
@@ -68,80 +70,17 @@ fn verbs_traffic_through_the_rtl_datapath() {
                 .connect(&ep, Psn::new(0xFF_FFF8), &ConnectOptions::default())
                 .unwrap();
         }
-        let data: Vec<u8> = (0..9000u32).map(|i| (i * 13 + 5) as u8).collect();
-        mr[0].write(0, &data).unwrap();
-        mr[1].write(40_000, &77u64.to_ne_bytes()).unwrap();
-        qp[1]
-            .post_recv(&RecvWr::new(50).sge(mr[1].addr() + 20_000, 4096, mr[1].lkey()))
-            .unwrap();
-        let sig = SendFlags::SIGNALED;
-        let (a, b) = (&mr[0], &mr[1]);
-        let wrs = [
-            SendWr::new(
-                1,
-                WrOp::RdmaWrite {
-                    remote_addr: b.addr(),
-                    rkey: b.rkey(),
-                },
-            )
-            .sge(a.addr(), 9000, a.lkey())
-            .flags(sig),
-            SendWr::new(2, WrOp::Send)
-                .sge(a.addr(), 3001, a.lkey())
-                .flags(sig),
-            SendWr::new(
-                3,
-                WrOp::RdmaRead {
-                    remote_addr: b.addr(),
-                    rkey: b.rkey(),
-                },
-            )
-            .sge(a.addr() + 10_000, 9000, a.lkey())
-            .flags(sig),
-            SendWr::new(
-                4,
-                WrOp::AtomicFetchAndAdd {
-                    remote_addr: b.addr() + 40_000,
-                    rkey: b.rkey(),
-                    add: 3,
-                },
-            )
-            .sge(a.addr() + 30_000, 8, a.lkey())
-            .flags(sig),
-            SendWr::new(
-                5,
-                WrOp::AtomicCmpAndSwp {
-                    remote_addr: b.addr() + 40_000,
-                    rkey: b.rkey(),
-                    compare: 80,
-                    swap: 1,
-                },
-            )
-            .sge(a.addr() + 30_008, 8, a.lkey())
-            .flags(sig),
-        ];
-        qp[0].post_send_list(&wrs).unwrap();
+        let data = rc_mix::post([&qp[0], &qp[1]], &mr[0], &mr[1], 9000);
         run(&nics);
-        let wcs = cq[0].wait(5, 5).unwrap();
-        let got: Vec<_> = wcs.iter().map(|w| (w.wr_id, w.status)).collect();
-        assert_eq!(
-            got,
-            (1..=5).map(|i| (i, WcStatus::Success)).collect::<Vec<_>>(),
-            "{width:?}"
-        );
-        let rx = cq[1].wait(1, 5).unwrap();
-        assert_eq!((rx[0].wr_id, rx[0].byte_len), (50, 3001));
-        let mut buf = vec![0u8; 9000];
-        b.read(0, &mut buf).unwrap();
-        assert!(buf == data, "{width:?}: WRITE data");
-        a.read(10_000, &mut buf).unwrap();
-        assert!(buf == data, "{width:?}: READ data");
-        let mut w = [0u8; 8];
-        b.read(40_000, &mut w).unwrap();
-        assert_eq!(
-            u64::from_ne_bytes(w),
-            1,
-            "80 after the add, then swapped for 1"
+        let sent = cq[0].wait(5, 5).unwrap();
+        let received = cq[1].wait(1, 5).unwrap();
+        rc_mix::check(
+            &format!("{width:?}"),
+            &mr[0],
+            &mr[1],
+            &data,
+            &sent,
+            &received,
         );
         for c in &counters {
             let c = c.borrow();

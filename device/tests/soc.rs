@@ -11,34 +11,12 @@
 
 mod soc_pair;
 
-use roce_device::soc::{default_image, soc_available};
+use roce_device::soc::test_image;
 use soc_pair::{pair, rc_ops};
-/// The image, or `None` (test skipped) when it is not there and not required.
-fn image() -> Option<std::path::PathBuf> {
-    if !soc_available() {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "the SoC model is required under CI"
-        );
-        eprintln!("SKIPPED: the SoC model was not built");
-        return None;
-    }
-    let image = default_image();
-    if image.exists() {
-        return Some(image);
-    }
-    assert!(
-        std::env::var("ROCE_SOC_REQUIRED").as_deref() != Ok("1"),
-        "{} missing: run firmware/image/make-images.sh",
-        image.display()
-    );
-    eprintln!("SKIPPED: no firmware image at {}", image.display());
-    None
-}
 
 #[test]
 fn rc_between_two_socs() {
-    let Some(image) = image() else { return };
+    let Some(image) = test_image() else { return };
     let mut p = pair(&image, 0.0, 14);
     let before = p.wire.nics.each_ref().map(|n| n.firmware_stats());
     rc_ops(&mut p, 3000, 20_000_000);
@@ -67,7 +45,7 @@ fn rc_between_two_socs() {
 
 #[test]
 fn rc_between_two_socs_with_one_percent_loss() {
-    let Some(image) = image() else { return };
+    let Some(image) = test_image() else { return };
     // ACK timeout 4.096 us x 2^9 = 2.1 ms: 210,000 cycles of the SoC.
     let mut p = pair(&image, 0.01, 9);
     for _ in 0..3 {

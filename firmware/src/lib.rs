@@ -16,3 +16,4 @@ pub mod datapath;
 pub mod fastpath;
 pub mod hal;
 pub mod runtime;
+pub mod stats;

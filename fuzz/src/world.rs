@@ -7,6 +7,7 @@
 //! it (`Clone` of a 15 KB engine and a few KB of memory) instead of building engines,
 //! registering memory and bringing QPs up again.
 
+use roce_core::cc::CcConfig;
 use roce_core::engine::{CqHandle, Engine, PortConfig};
 use roce_core::memory::{AccessFlags, Dma, DmaError, MrKeys, Pd};
 use roce_core::num::{Psn, Qkey, Qpn};
@@ -14,7 +15,7 @@ use roce_core::transport::{
     ipv4_gid, AckTimeout, AddressVector, Instant, Mtu, QpAttr, QpInitAttr, QpState, QpType,
     RetryCount, RnrTimer, SrAttr, WcStatus, WorkCompletion,
 };
-use roce_core::wire::{self, icrc, ipv4, L3Repr};
+use roce_core::wire::{self, icrc, ipv4};
 
 /// The engine the targets run: 4 QPs, 2 CQs, 2 PDs, 16 MRs, 16 send and 16 receive
 /// WQEs, 64 CQEs per CQ, 4 READ/atomic resources.
@@ -187,9 +188,16 @@ pub struct Side {
 
 impl Side {
     pub fn new(id: u8) -> Self {
+        Self::with_cc(id, CcConfig::default())
+    }
+
+    /// A side whose engine runs congestion control `cc` (DCQCN, CNPs).
+    pub fn with_cc(id: u8, cc: CcConfig) -> Self {
         let mac = [0x02, 0, 0, 0, 0, id];
         let gid = ipv4_gid([10, 0, 0, id]);
-        let mut eng = Eng::new(PortConfig::new(mac, gid));
+        let mut cfg = PortConfig::new(mac, gid);
+        cfg.cc = cc;
+        let mut eng = Eng::new(cfg);
         let pd = eng.alloc_pd().expect("a PD");
         let other_pd = eng.alloc_pd().expect("a second PD");
         let cq = eng.create_cq().expect("a CQ");
@@ -337,17 +345,28 @@ pub fn replay(s: &Side, frames: &[Vec<u8>]) -> Vec<WorkCompletion> {
 }
 
 /// Recomputes the IPv4 checksum and the ICRC of a frame that still parses far enough,
-/// so a forgery reaches the transport instead of the datapath's drop counters.
+/// so a forgery reaches the transport instead of the datapath's drop counters. The
+/// checksum comes first: `parse_unverified` checks it, so a frame whose IPv4 header was
+/// patched would otherwise never parse and keep its stale checksum.
 pub fn fix(frame: &mut [u8]) {
+    let l3 = if frame.get(12..14) == Some(&[0x81, 0x00]) {
+        18
+    } else {
+        14
+    };
+    let room = frame.len().saturating_sub(l3);
+    if frame.get(l3 - 2..l3) == Some(&[0x08, 0x00]) {
+        if let Ok(mut ip) = ipv4::Packet::new_checked(&mut frame[l3..]) {
+            if (20..=room).contains(&ip.header_len()) {
+                ip.fill_checksum();
+            }
+        }
+    }
     let Ok(p) = wire::parse_unverified(frame) else {
         return;
     };
-    let (layout, net) = (p.layout(), p.l3());
+    let (layout, kind) = (p.layout(), p.l3().icrc_kind());
     let (l3, at) = (layout.l3, layout.icrc);
-    let kind = net.icrc_kind();
-    if matches!(net, L3Repr::Ipv4(_)) {
-        ipv4::Packet::new_unchecked(&mut frame[l3..]).fill_checksum();
-    }
     if let Ok(crc) = icrc::compute(kind, &frame[l3..at]) {
         frame[at..at + 4].copy_from_slice(&crc.to_le_bytes());
     }

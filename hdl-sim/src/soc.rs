@@ -40,6 +40,31 @@ pub fn default_image() -> PathBuf {
     }
 }
 
+/// The image for a test, or `None` when the test should print SKIPPED and pass: the
+/// model was not built (an error under `CI=true`) or the image was not made (an error
+/// when `ROCE_SOC_REQUIRED=1`, which `cargo xtask ci`'s `soc` step sets after making it).
+pub fn test_image() -> Option<PathBuf> {
+    if !soc_available() {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "the SoC model is required under CI"
+        );
+        eprintln!("SKIPPED: the SoC model was not built");
+        return None;
+    }
+    let image = default_image();
+    if image.exists() {
+        return Some(image);
+    }
+    assert!(
+        std::env::var("ROCE_SOC_REQUIRED").as_deref() != Ok("1"),
+        "{} missing: run firmware/image/make-images.sh",
+        image.display()
+    );
+    eprintln!("SKIPPED: no firmware image at {}", image.display());
+    None
+}
+
 /// Where `make-images.sh` writes the `firmware` image of a board
 /// (`firmware/image/src/boards.rs`).
 pub fn board_image(board: &str) -> PathBuf {
@@ -273,18 +298,7 @@ impl Soc {
     }
 }
 
-/// Offsets of the firmware's statistics in the SoC's BAR, past the ABI's window (the
-/// firmware side: `firmware/image/src/mmio.rs`, `stat_reg`).
-pub mod stat_reg {
-    pub const BUSY_POLLS: u32 = 0x4000;
-    pub const FRAMES_TX: u32 = 0x4004;
-    pub const FRAMES_RX: u32 = 0x4008;
-    pub const IDLE_POLLS: u32 = 0x400C;
-    pub const BUSY_CYCLES: u32 = 0x4010;
-    pub const BUSY_INSTRET: u32 = 0x4018;
-    pub const BOOT_CYCLES: u32 = 0x4020;
-    pub const NEXT_TIMEOUT: u32 = 0x4028;
-}
+pub use roce_firmware::stats::stat_reg;
 
 /// What the firmware measured of itself with `mcycle` and `minstret`: the polls of its
 /// main loop that found work, what they cost, and the frames they moved.

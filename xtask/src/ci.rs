@@ -115,7 +115,14 @@ const FIRMWARE_DIR: &str = "firmware/image";
 
 /// What the firmware step runs there; `run` boots the image in QEMU through the
 /// runner in that `.cargo/config.toml`.
-const FIRMWARE_COMMANDS: &[&[&str]] = &[&["build", "--release"], &["run", "--release"]];
+/// The image's own workspace: the fmt and clippy steps above cover the main workspace
+/// only, so the image is held to the same two checks here before it is built and run.
+const FIRMWARE_COMMANDS: &[&[&str]] = &[
+    &["fmt", "--check"],
+    &["clippy", "--release", "--", "-D", "warnings"],
+    &["build", "--release"],
+    &["run", "--release"],
+];
 
 fn firmware(ctx: &Ctx) -> Result<Outcome> {
     if !Path::new(FIRMWARE_DIR).join("Cargo.toml").exists() {

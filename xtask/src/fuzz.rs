@@ -6,6 +6,13 @@
 //! from the coverage the last campaign reached instead of from nothing. The smoke run
 //! never writes there: new inputs go to a scratch directory under `fuzz/target/`, and
 //! the committed directories are read-only inputs, so CI leaves the tree clean.
+//!
+//! The smoke run builds every target in one cargo invocation, without the Verilated RTL:
+//! the three builds it did before (AddressSanitizer, none, the RTL target's
+//! instrumented C++), each compiling every RTL model again, took most of CI's fuzz step.
+//! So the RTL target is compiled against `roce-hdl-sim`'s stub there and its inputs run
+//! in `hdl-sim/tests/fuzz_corpus.rs` in the test step, on the models that step builds
+//! anyway. The long campaign builds each target with its own sanitizer and the real RTL.
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -26,6 +33,15 @@ pub enum Budget {
     Seconds(u64),
 }
 
+/// What the CI smoke run does with a target.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Smoke {
+    /// Its committed corpus and seeds, then fuzzing for the smoke run's seconds.
+    Fuzz,
+    /// Only built; its committed corpus and seeds run as this test of the test step.
+    Test(&'static str),
+}
+
 /// One fuzz target.
 #[derive(Debug)]
 pub struct Target {
@@ -34,6 +50,7 @@ pub struct Target {
     frames: bool,
     build: &'static Build,
     long: Budget,
+    smoke: Smoke,
 }
 
 /// How a target is built.
@@ -41,6 +58,8 @@ pub struct Target {
 pub struct Build {
     /// cargo-fuzz's `--sanitizer`.
     sanitizer: &'static str,
+    /// Cargo features of `fuzz/Cargo.toml` (`rtl`: the Verilated RTL).
+    features: &'static str,
     /// Environment of the build.
     env: &'static [(&'static str, &'static str)],
     /// Its build directory under `fuzz/target/`: each build has its own, or every switch
@@ -51,6 +70,7 @@ pub struct Build {
 /// With AddressSanitizer: the wire targets.
 const ASAN: Build = Build {
     sanitizer: "address",
+    features: "",
     env: &[],
     dir: "sanitizer-address",
 };
@@ -60,6 +80,7 @@ const ASAN: Build = Build {
 /// per-input engine snapshot made them five times slower.
 const PLAIN: Build = Build {
     sanitizer: "none",
+    features: "",
     env: &[],
     dir: "sanitizer-none",
 };
@@ -70,6 +91,7 @@ const PLAIN: Build = Build {
 /// into libFuzzer counters, so the RTL's own branches guide the fuzzer.
 const RTL_COVERAGE: Build = Build {
     sanitizer: "none",
+    features: "rtl",
     env: &[
         ("CXXFLAGS", "-fsanitize-coverage=trace-pc"),
         ("ROCE_FUZZ_RTL_COVERAGE", "1"),
@@ -86,42 +108,63 @@ pub const TARGETS: &[Target] = &[
         frames: true,
         build: &ASAN,
         long: TEN_MILLION,
+        smoke: Smoke::Fuzz,
     },
     Target {
         name: "roundtrip",
         frames: true,
         build: &ASAN,
         long: TEN_MILLION,
+        smoke: Smoke::Fuzz,
     },
     Target {
         name: "responder",
         frames: false,
         build: &PLAIN,
         long: TEN_MILLION,
+        smoke: Smoke::Fuzz,
     },
     Target {
         name: "requester",
         frames: false,
         build: &PLAIN,
         long: TEN_MILLION,
+        smoke: Smoke::Fuzz,
     },
     Target {
         name: "uc_ud",
         frames: false,
         build: &PLAIN,
         long: TEN_MILLION,
+        smoke: Smoke::Fuzz,
     },
     Target {
         name: "abi",
         frames: false,
         build: &PLAIN,
         long: TEN_MILLION,
+        smoke: Smoke::Fuzz,
+    },
+    Target {
+        name: "encode",
+        frames: false,
+        build: &PLAIN,
+        long: TEN_MILLION,
+        smoke: Smoke::Fuzz,
+    },
+    Target {
+        name: "pfc_cnp",
+        frames: false,
+        build: &PLAIN,
+        long: TEN_MILLION,
+        smoke: Smoke::Fuzz,
     },
     Target {
         name: "rtl_parser",
         frames: true,
         build: &RTL_COVERAGE,
         long: Budget::Seconds(3600),
+        smoke: Smoke::Test("hdl-sim/tests/fuzz_corpus.rs"),
     },
 ];
 
@@ -129,27 +172,34 @@ pub const TARGETS: &[Target] = &[
 /// minutes, which would let a hang eat the whole smoke run).
 const INPUT_TIMEOUT: &str = "-timeout=20";
 
-/// `cargo +nightly fuzz ARGS` in `fuzz/`, in the build environment of `t`.
-fn cargo_fuzz(t: &Target, args: &[&str]) -> std::process::Command {
+/// The smoke run's one build of every target: no sanitizer, and `roce-hdl-sim` without
+/// Verilator (its stub), so no C++ model is compiled.
+const SMOKE_BUILD: &Build = &Build {
+    sanitizer: "none",
+    features: "rtl",
+    env: &[("ROCE_HDL_SIM_DISABLE", "1")],
+    dir: "smoke",
+};
+
+/// `cargo +nightly fuzz ARGS` in `fuzz/`, in the environment of `build`.
+fn cargo_fuzz(build: &Build, args: &[&str]) -> std::process::Command {
     let mut command = cmd("cargo", &[&["+nightly", "fuzz"], args].concat());
     command
         .current_dir(FUZZ_DIR)
-        .envs(t.build.env.iter().copied());
+        .envs(build.env.iter().copied());
     command
 }
 
-/// `SUBCOMMAND -s SANITIZER --target-dir target/DIR TARGET`.
-fn build_args(subcommand: &'static str, t: &Target) -> Vec<String> {
-    [
-        subcommand,
-        "-s",
-        t.build.sanitizer,
-        "--target-dir",
-        &format!("target/{}", t.build.dir),
-        t.name,
-    ]
-    .map(str::to_string)
-    .to_vec()
+/// `SUBCOMMAND -s SANITIZER [--features F] --target-dir target/DIR [TARGET]`.
+fn build_args(subcommand: &str, build: &Build, target: Option<&str>) -> Vec<String> {
+    let dir = format!("target/{}", build.dir);
+    let features = (!build.features.is_empty()).then_some(["--features", build.features]);
+    [subcommand, "-s", build.sanitizer, "--target-dir", &dir]
+        .into_iter()
+        .chain(features.into_iter().flatten())
+        .chain(target)
+        .map(str::to_string)
+        .collect()
 }
 
 /// The targets `cargo fuzz list` reports, checked against [`TARGETS`]: a target added
@@ -182,6 +232,15 @@ fn seeds(t: &Target) -> Vec<String> {
     dirs
 }
 
+/// libFuzzer's `-dict=dicts/<target>.dict`, if `t` has a dictionary.
+fn dict(t: &Target) -> Option<String> {
+    let path = format!("dicts/{}.dict", t.name);
+    Path::new(FUZZ_DIR)
+        .join(&path)
+        .is_file()
+        .then(|| format!("-dict={path}"))
+}
+
 /// `corpus/<target>`, relative to `fuzz/`.
 fn corpus(t: &Target) -> String {
     format!("corpus/{}", t.name)
@@ -196,34 +255,49 @@ fn fresh_dir(dir: &str) -> Result<()> {
     std::fs::create_dir_all(&path).map_err(|e| format!("cannot create fuzz/{dir}: {e}"))
 }
 
-/// The CI smoke run: every target for `seconds`, starting from its committed corpus and
-/// seeds. A crash fails it (libFuzzer exits non-zero and leaves the input in
+/// The CI smoke run: every target built in one go, then each run from its committed
+/// corpus and seeds for `seconds` (or left to the test named by [`Smoke::Test`]). A
+/// crash fails it (libFuzzer exits non-zero and leaves the input in
 /// `fuzz/artifacts/<target>/`).
 pub fn smoke(seconds: Option<u64>) -> Result<usize> {
     let targets = listed()?;
-    let seconds = seconds.unwrap_or_else(|| default_fuzz_seconds(targets.len()));
-    println!("fuzz: {} target(s), {seconds} s each", targets.len());
+    let fuzzed = targets.iter().filter(|t| t.smoke == Smoke::Fuzz).count();
+    let seconds = seconds.unwrap_or_else(|| default_fuzz_seconds(fuzzed));
+    let start = Instant::now();
+    let build = build_args("build", SMOKE_BUILD, None);
+    cmd::run(&mut cargo_fuzz(SMOKE_BUILD, &strs(&build)))?;
+    println!(
+        "fuzz: {} target(s) built in {} s; {fuzzed} run {seconds} s each",
+        targets.len(),
+        start.elapsed().as_secs()
+    );
     let max_time = format!("-max_total_time={seconds}");
     for t in &targets {
+        if let Smoke::Test(test) = t.smoke {
+            println!("fuzz: {}'s inputs run in {test}", t.name);
+            continue;
+        }
         let scratch = format!("target/smoke-corpus/{}", t.name);
         fresh_dir(&scratch)?;
-        let mut args = build_args("run", t);
+        let mut args = build_args("run", SMOKE_BUILD, Some(t.name));
         args.push(scratch);
         if Path::new(FUZZ_DIR).join(corpus(t)).is_dir() {
             args.push(corpus(t));
         }
         args.extend(seeds(t));
         args.extend(["--", &max_time, INPUT_TIMEOUT].map(str::to_string));
-        cmd::run(&mut cargo_fuzz(t, &strs(&args)))?;
+        args.extend(dict(t));
+        cmd::run(&mut cargo_fuzz(SMOKE_BUILD, &strs(&args)))?;
     }
     Ok(targets.len())
 }
 
-/// A minute per target, but about five minutes in all and at least ten seconds each, so
-/// CI stays well inside its 30 minutes as targets are added. `FUZZ_SECONDS` overrides.
+/// Seconds of fuzzing per target in the smoke run: about a minute in all, shared by the
+/// fuzzed targets, at least five and at most thirty each (CI's whole fuzz step, builds
+/// included, should stay under four minutes). `FUZZ_SECONDS` overrides.
 pub fn default_fuzz_seconds(targets: usize) -> u64 {
     let targets = u64::try_from(targets.max(1)).unwrap_or(u64::MAX);
-    (300 / targets).clamp(10, 60)
+    (60 / targets).clamp(5, 30)
 }
 
 /// What a long run of one target reached, from libFuzzer's last status line.
@@ -296,10 +370,11 @@ pub fn long(names: &[String]) -> Result {
             Budget::Runs(n) => format!("-runs={n}"),
             Budget::Seconds(s) => format!("-max_total_time={s}"),
         };
-        let mut args = build_args("run", t);
+        let mut args = build_args("run", t.build, Some(t.name));
         args.push(corpus.clone());
         args.extend(seeds(t));
         args.extend(["--", &budget, INPUT_TIMEOUT, "-print_final_stats=1"].map(str::to_string));
+        args.extend(dict(t));
         let log = logs.join(format!("{}.log", t.name));
         let start = Instant::now();
         niced(t, &strs(&args), &log)?;
@@ -307,9 +382,9 @@ pub fn long(names: &[String]) -> Result {
         let text = std::fs::read_to_string(&log).unwrap_or_default();
         let stats = Stats::from_log(&text);
         let before = count_files(&Path::new(FUZZ_DIR).join(&corpus));
-        let mut cmin = build_args("cmin", t);
+        let mut cmin = build_args("cmin", t.build, Some(t.name));
         cmin.push(corpus.clone());
-        cmd::run(&mut cargo_fuzz(t, &strs(&cmin)))?;
+        cmd::run(&mut cargo_fuzz(t.build, &strs(&cmin)))?;
         let after = count_files(&Path::new(FUZZ_DIR).join(&corpus));
         summary.push(format!(
             "{:<12} {:>11} runs {:>6} s  cov {:>5}  ft {:>6}  corpus {before} -> {after} files",
@@ -366,11 +441,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn fuzz_budget_is_a_minute_each_up_to_five_minutes_in_all() {
-        assert_eq!(default_fuzz_seconds(1), 60);
-        assert_eq!(default_fuzz_seconds(5), 60);
-        assert_eq!(default_fuzz_seconds(10), 30);
-        assert_eq!(default_fuzz_seconds(100), 10);
+    fn smoke_fuzzing_is_about_a_minute_in_all() {
+        assert_eq!(default_fuzz_seconds(1), 30);
+        assert_eq!(default_fuzz_seconds(2), 30);
+        assert_eq!(default_fuzz_seconds(8), 7);
+        assert_eq!(default_fuzz_seconds(100), 5);
     }
 
     #[test]

@@ -37,7 +37,7 @@ usage: cargo xtask <command>
                    depth (yowasp tools from PyPI; tens of minutes; not part of ci)
   synth --depth    only the logic-depth guard: yosys on the guarded targets
 
-environment: FUZZ_SECONDS  seconds per fuzz target (default: 60, less with many targets)";
+environment: FUZZ_SECONDS  seconds per fuzz target (default: a minute shared by all, 5 to 30 each)";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();

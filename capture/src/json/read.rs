@@ -107,8 +107,12 @@ fn mac(o: &Obj<'_>, key: &str) -> Result<MacAddr> {
         bail!("{}: {s:?} is not a MAC address", o.name(key));
     }
     for (d, p) in a.iter_mut().zip(parts) {
+        // One or two hex digits (`from_str_radix` alone takes "0dd" or "+d").
+        let digits = (1..=2).contains(&p.len()) && p.bytes().all(|c| c.is_ascii_hexdigit());
         *d = u8::from_str_radix(p, 16)
-            .map_err(|_| anyhow!("{}: {s:?} is not a MAC address", o.name(key)))?;
+            .ok()
+            .filter(|_| digits)
+            .ok_or_else(|| anyhow!("{}: {s:?} is not a MAC address", o.name(key)))?;
     }
     Ok(MacAddr(a))
 }
@@ -194,15 +198,28 @@ pub fn json_to_frame(v: &Value) -> Result<Vec<u8>> {
         (l3, Some(udp))
     };
     let b = p.req_obj("bth")?;
-    let by_name = b.string("opcode_name")?.map(|n| {
-        Opcode::from_name(n).ok_or_else(|| anyhow!("bth.opcode_name: unknown opcode {n:?}"))
-    });
+    // The name is derived: given with the number, it must name the same opcode (the
+    // wire has no room for a contradiction).
+    let name = b.string("opcode_name")?;
+    let by_name = name
+        .map(|n| {
+            Opcode::from_name(n).ok_or_else(|| anyhow!("bth.opcode_name: unknown opcode {n:?}"))
+        })
+        .transpose()?;
     let opcode = match (b.uint("opcode", 255)?, by_name) {
+        (Some(op), Some(named)) if named != Opcode(op as u8) => bail!(
+            "bth.opcode_name {:?} is opcode {}, but bth.opcode is {op}",
+            name.unwrap_or_default(),
+            named.0
+        ),
         (Some(op), _) => Opcode(op as u8),
-        (None, Some(op)) => op?,
+        (None, Some(op)) => op,
         (None, None) => bail!("missing field bth.opcode"),
     };
     let payload = p.bytes("payload_hex")?.unwrap_or_default();
+    if let Some(info) = opcode.info().filter(|i| !i.payload && !payload.is_empty()) {
+        bail!("payload_hex: {} carries no payload", info.name);
+    }
     if let Some(n) = p.uint("payload_len", u64::MAX)? {
         if n != payload.len() as u64 {
             bail!(
@@ -376,5 +393,61 @@ fn icrc_given(p: &Obj<'_>) -> Result<Option<[u8; 4]>> {
     match (from_value, from_wire) {
         (Some(a), Some(b)) if a != b => bail!("icrc and icrc_wire_hex disagree"),
         (a, b) => Ok(a.or(b)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::frame_from_line;
+
+    /// An RC SEND ONLY with its derived fields left out (`fuzz/seeds/encode`).
+    const SEND_ONLY: &str = r#"{"bth":{"ackreq":1,"becn":0,"destqp":5280088,"fecn":0,"migreq":0,"opcode":4,"pkey":65535,"psn":758920,"se":0,"tver":0},"eth":{"dst":"02:aa:bb:cc:dd:3e","src":"02:11:22:33:44:88","vlan":null},"ip":{"df":1,"dscp":26,"dst":"10.0.0.2","ecn":2,"id":1,"protocol":17,"src":"10.0.0.1","ttl":64,"version":4},"payload_hex":"","udp":{"checksum":0,"dport":4791,"sport":61951}}"#;
+
+    fn with_name(name: &str) -> String {
+        SEND_ONLY.replace(
+            r#""opcode":4,"#,
+            &format!(r#""opcode":4,"opcode_name":"{name}","#),
+        )
+    }
+
+    #[test]
+    fn a_mac_address_has_two_hex_digits_per_byte() {
+        let dst = r#""dst":"02:aa:bb:cc:dd:3e""#;
+        assert!(frame_from_line(&SEND_ONLY.replace(dst, r#""dst":"2-AA-bb-CC-dd-3E""#)).is_ok());
+        // The encode fuzz target's find: "0dd" was read as 0xdd.
+        for bad in ["02:aa:bb:cc:0dd:3e", "02:aa:bb:cc:+d:3e", "02:aa:bb:cc::3e"] {
+            let line = SEND_ONLY.replace(dst, &format!(r#""dst":"{bad}""#));
+            let err = format!("{:#}", frame_from_line(&line).unwrap_err());
+            assert!(err.contains("eth.dst"), "{bad}: {err}");
+        }
+    }
+
+    #[test]
+    fn no_payload_on_an_opcode_that_carries_none() {
+        // The encode fuzz target's find: an ACK with a payload was encoded, and decode
+        // then refused the frame.
+        let ack = SEND_ONLY
+            .replace(r#""opcode":4"#, r#""opcode":17"#)
+            .replace(
+                r#""payload_hex":"""#,
+                r#""aeth":{"msn":1,"syndrome":31},"payload_hex":"ce""#,
+            );
+        let err = format!("{:#}", frame_from_line(&ack).unwrap_err());
+        assert!(err.contains("payload_hex"), "{err}");
+        let empty = ack.replace(r#""payload_hex":"ce""#, r#""payload_hex":"""#);
+        assert!(frame_from_line(&empty).unwrap().is_some());
+    }
+
+    #[test]
+    fn an_opcode_name_must_agree_with_the_opcode() {
+        assert!(frame_from_line(SEND_ONLY).unwrap().is_some());
+        assert!(frame_from_line(&with_name("RC_SEND_ONLY"))
+            .unwrap()
+            .is_some());
+        // The encode fuzz target's find: a mangled name beside a valid number was ignored.
+        for name in ["RC_SEN,_ONLY", "RC_SEND_FIRST"] {
+            let err = format!("{:#}", frame_from_line(&with_name(name)).unwrap_err());
+            assert!(err.contains("bth.opcode_name"), "{name}: {err}");
+        }
     }
 }

@@ -1,11 +1,12 @@
 //! Two SoCs joined back to back, connected RC QPs on each, and an RC workload that
 //! checks its data: shared by `tests/soc.rs` and `benches/soc_speed.rs`.
 
+#[path = "../rc_mix/mod.rs"]
+mod rc_mix;
+
 use roce_core::memory::AccessFlags;
 use roce_core::num::Psn;
-use roce_core::transport::{
-    ipv4_gid, QpType, RecvWr, SendFlags, SendWr, WcOpcode, WcStatus, WorkCompletion, WrOp,
-};
+use roce_core::transport::{ipv4_gid, QpType, WcOpcode, WcStatus, WorkCompletion};
 use roce_device::soc::SocNic;
 use roce_device::NicModel;
 use roce_host::{CompletionQueue, ConnectOptions, Context, MemoryRegion, QpEndpoint, QueuePair};
@@ -129,98 +130,12 @@ pub fn pair(image: &std::path::Path, loss: f64, timeout: u8) -> Pair {
     }
 }
 
-/// RC SEND, WRITE, READ and both atomics from SoC 0 to SoC 1; checks every completion
-/// and the data on both sides.
+/// RC SEND, WRITE, READ and both atomics from SoC 0 to SoC 1 ([`rc_mix`]); checks
+/// every completion and the data on both sides.
 pub fn rc_ops(p: &mut Pair, len: usize, max_cycles: u64) {
-    let data: Vec<u8> = (0..len as u32).map(|i| (i * 13 + 5) as u8).collect();
     let (a, b) = (&p.mr[0], &p.mr[1]);
-    a.write(0, &data).unwrap();
-    b.write(40_000, &77u64.to_ne_bytes()).unwrap();
-    p.qp[1]
-        .post_recv(&RecvWr::new(50).sge(b.addr() + 20_000, 16_384, b.lkey()))
-        .unwrap();
-    let sig = SendFlags::SIGNALED;
-    let wrs = [
-        SendWr::new(
-            1,
-            WrOp::RdmaWrite {
-                remote_addr: b.addr(),
-                rkey: b.rkey(),
-            },
-        )
-        .sge(a.addr(), len as u32, a.lkey())
-        .flags(sig),
-        SendWr::new(2, WrOp::Send)
-            .sge(a.addr(), len as u32 / 2 + 1, a.lkey())
-            .flags(sig),
-        SendWr::new(
-            3,
-            WrOp::RdmaRead {
-                remote_addr: b.addr(),
-                rkey: b.rkey(),
-            },
-        )
-        .sge(a.addr() + 16_384, len as u32, a.lkey())
-        .flags(sig),
-        SendWr::new(
-            4,
-            WrOp::AtomicFetchAndAdd {
-                remote_addr: b.addr() + 40_000,
-                rkey: b.rkey(),
-                add: 3,
-            },
-        )
-        .sge(a.addr() + 36_000, 8, a.lkey())
-        .flags(sig),
-        SendWr::new(
-            5,
-            WrOp::AtomicCmpAndSwp {
-                remote_addr: b.addr() + 40_000,
-                rkey: b.rkey(),
-                compare: 80,
-                swap: 1,
-            },
-        )
-        .sge(a.addr() + 36_008, 8, a.lkey())
-        .flags(sig),
-    ];
-    p.qp[0].post_send_list(&wrs).unwrap();
-    let wcs = p.wire.completions(&p.cq[0], 5, max_cycles);
-    let got: Vec<_> = wcs.iter().map(|w| (w.wr_id, w.status)).collect();
-    assert_eq!(
-        got,
-        (1..=5).map(|i| (i, WcStatus::Success)).collect::<Vec<_>>()
-    );
-    let rx = p.wire.completions(&p.cq[1], 1, max_cycles);
-    assert_eq!(
-        (rx[0].wr_id, rx[0].status, rx[0].opcode, rx[0].byte_len),
-        (50, WcStatus::Success, WcOpcode::Recv, len as u32 / 2 + 1)
-    );
-    let mut buf = vec![0u8; len];
-    b.read(0, &mut buf).unwrap();
-    assert!(buf == data, "WRITE data differs");
-    a.read(16_384, &mut buf).unwrap();
-    assert!(buf == data, "READ data differs");
-    let mut sent = vec![0u8; len / 2 + 1];
-    b.read(20_000, &mut sent).unwrap();
-    assert!(sent[..] == data[..len / 2 + 1], "SEND data differs");
-    let mut w = [0u8; 8];
-    a.read(36_000, &mut w).unwrap();
-    assert_eq!(
-        u64::from_ne_bytes(w),
-        77,
-        "FETCH_AND_ADD returns the old value"
-    );
-    a.read(36_008, &mut w).unwrap();
-    assert_eq!(
-        u64::from_ne_bytes(w),
-        80,
-        "CMP_AND_SWP returns the old value"
-    );
-    b.read(40_000, &mut w).unwrap();
-    assert_eq!(
-        u64::from_ne_bytes(w),
-        1,
-        "80 after the add, then swapped for 1"
-    );
+    let data = rc_mix::post([&p.qp[0], &p.qp[1]], a, b, len);
+    let sent = p.wire.completions(&p.cq[0], 5, max_cycles);
+    let received = p.wire.completions(&p.cq[1], 1, max_cycles);
+    rc_mix::check("two SoCs", a, b, &data, &sent, &received);
 }

@@ -30,3 +30,14 @@ pub const BOARD: Board = boards::ECP5_85F;
 /// The board this image is built for.
 #[cfg(not(any(feature = "board-softcore", feature = "board-ecp5-85f")))]
 pub const BOARD: Board = boards::QEMU_VIRT;
+
+/// Logs where and why the core trapped (`mcause`, `mepc`, `mtval`): every binary treats
+/// any trap as fatal and says so before it stops.
+pub fn log_trap() {
+    defmt::error!(
+        "exception: mcause {=usize:#x} mepc {=usize:#x} mtval {=usize:#x}",
+        riscv::register::mcause::read().bits(),
+        riscv::register::mepc::read(),
+        riscv::register::mtval::read()
+    );
+}

@@ -111,12 +111,7 @@ fn panic(info: &core::panic::PanicInfo) -> ! {
 
 #[export_name = "ExceptionHandler"]
 fn exception_handler(_frame: &riscv_rt::TrapFrame) -> ! {
-    error!(
-        "exception: mcause {=usize:#x} mepc {=usize:#x} mtval {=usize:#x}",
-        riscv::register::mcause::read().bits(),
-        riscv::register::mepc::read(),
-        riscv::register::mtval::read()
-    );
+    roce_firmware_image::log_trap();
     fatal()
 }
 

@@ -217,6 +217,7 @@ impl Host {
             sq_sig_all: 0,
             sq_ring: U64::new(sq),
             rq_ring: U64::new(rq),
+            ..Default::default()
         };
         let e = self.command(nic, CmdOp::CreateQp, arg.as_bytes());
         Qp {

@@ -89,12 +89,7 @@ fn panic(info: &core::panic::PanicInfo) -> ! {
 /// Any trap is a failure: report where and why, and exit.
 #[export_name = "ExceptionHandler"]
 fn exception_handler(_frame: &riscv_rt::TrapFrame) -> ! {
-    error!(
-        "exception: mcause {=usize:#x} mepc {=usize:#x} mtval {=usize:#x}",
-        riscv::register::mcause::read().bits(),
-        riscv::register::mepc::read(),
-        riscv::register::mtval::read()
-    );
+    roce_firmware_image::log_trap();
     semihosting::process::exit(102)
 }
 
@@ -751,7 +746,10 @@ impl Test {
                 w.max
             );
         };
-        work("TX message descriptor built and posted (per WQE)", &fp.descriptors);
+        work(
+            "TX message descriptor built and posted (per WQE)",
+            &fp.descriptors,
+        );
         work("event EXCEPTION handled", &fp.events[1]);
         work("event MSG_DONE handled", &fp.events[2]);
         work("event ACKED handled (ACK received)", &fp.events[3]);
@@ -760,7 +758,13 @@ impl Test {
         // regress past what this version reaches (an engine change that slows the
         // fast path's firmware side shows here).
         let per_packet = fw / u64::from(PACKETS);
-        let worst = fp.events.iter().map(|w| w.max).max().unwrap_or(0).max(fp.descriptors.max);
+        let worst = fp
+            .events
+            .iter()
+            .map(|w| w.max)
+            .max()
+            .unwrap_or(0)
+            .max(fp.descriptors.max);
         let met = |ok: bool| if ok { "met" } else { "NOT met" };
         info!(
             "budget (fast path): issue 14's targets: <= 100 per data packet: {=str} ({=u64}); <= 500 for one event or descriptor: {=str} ({=u32})",

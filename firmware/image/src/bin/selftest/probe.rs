@@ -18,10 +18,10 @@ use core::cell::Cell;
 use core::hint::black_box;
 use core::sync::atomic::{AtomicBool, AtomicU32, Ordering::Relaxed};
 
-use roce_core::memory::{Dma, DmaError};
-use roce_core::wire::icrc::{self, IcrcKind};
 use roce_core::fastpath::layout::{EVENT_LEN, MR_LEN, RCTX_LEN, SCTX_LEN, TXD_LEN};
+use roce_core::memory::{Dma, DmaError};
 use roce_core::num::Qpn;
+use roce_core::wire::icrc::{self, IcrcKind};
 use roce_firmware::hal::{Datapath, FastPath, FastPathCounters};
 use roce_firmware_image::clock::instret;
 

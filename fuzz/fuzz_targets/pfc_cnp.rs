@@ -1,0 +1,602 @@
+//! PFC and CNP frames (issue 17): one script of frames, with the time between them, goes
+//! to two places.
+//!
+//! * **The MAC** (`roce_sim`'s, which every switch port and host port of the fabric has):
+//!   host A sends the frames over a 1 Gb/s link to host B, which always has a frame of
+//!   every priority to send back. Invariants, against a reference model of 802.1Qbb
+//!   (roce-facts §8) written here from the frame bytes and their arrival times:
+//!   * every time the fabric asks B for a frame, the priorities it says are paused are
+//!     exactly those the model says (a pause of q quanta stops a priority for q x 512
+//!     bit times from the end of the pause frame, a later frame replaces the timer,
+//!     quanta 0 resumes; a frame that is not PFC changes nothing);
+//!   * when B had to say "nothing" (all eight paused), it is asked again no later than
+//!     the first instant the model has a priority running again (no lost wake-up);
+//!   * B's port counters: pause frames, XOFF and XON per priority and malformed MAC
+//!     control frames as the model counts them, and the paused time per priority equal
+//!     to the model's.
+//! * **The engine's congestion control** (an engine with the DCQCN reaction point and
+//!   the notification point on, two RC QPs with a send in flight and receives posted):
+//!   the frames arrive at the script's times, templates being real CNPs, ACKs and
+//!   CE-marked SENDs of its peer. Invariants:
+//!   * every frame addressed to the engine that is a CNP is counted once, as handled or
+//!     as ignored; handled exactly when it names an RC QP of the engine and comes from
+//!     that QP's peer, and then it cuts that QP's rate (unless already at the floor);
+//!   * every QP's rate stays within [minimum rate, target rate] and the target rate at
+//!     most line rate, alpha at most 1;
+//!   * the CNPs the engine sends name the peer QP of a QP that received CE-marked
+//!     packets, at most one per QP per CNP interval;
+//!   * after `handle_timeout(t)` no timer is due at or before `t` (no spinning timer).
+
+#![no_main]
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use libfuzzer_sys::fuzz_target;
+use roce_core::cc::{CcConfig, DcqcnConfig, ONE};
+use roce_core::num::Qpn;
+use roce_core::transport::{Instant, Mtu, QpType, RecvWr, SendFlags, SendWr, WrOp};
+use roce_core::wire::{self, Transport};
+use roce_core_fuzz::world::{connect, fix, Access, Conn, Side, FRAME_BUF};
+use roce_sim::{serialization_ns, Fabric, LinkConfig, Nanos, Node, Priorities, MAX_FRAME_LEN};
+
+/// The link: 1 Gb/s, so a bit time is a nanosecond and a pause quantum 512 ns exactly.
+const RATE: u64 = 1_000_000_000;
+const DELAY: Nanos = 500;
+/// B's frames: large, so a long pause costs few events.
+const B_FRAME: usize = 9000;
+/// The engine's line rate.
+const LINE: u64 = 100_000_000_000;
+
+// ---------------------------------------------------------------------------------------
+// The script
+
+/// The frames of an input with the nanoseconds before each. Per frame one op byte:
+/// `op >> 2` x 16 us pass, then by `op & 3`: 0 a PFC frame (a 16-bit enable vector and
+/// eight 16-bit pause times), 1 a template with byte patches (a template index, a byte
+/// whose low 3 bits count the patches and whose top bit asks for the checksums to be
+/// fixed, per patch a 16-bit offset and a value), 2 raw bytes (a length byte and the
+/// bytes), 3 a MAC Control frame with an arbitrary body (a length byte and the body).
+fn script(mut input: &[u8], templates: &[Vec<u8>]) -> Vec<(Nanos, Vec<u8>)> {
+    let mut take = |n: usize| -> Option<&[u8]> {
+        let (head, rest) = input.split_at_checked(n)?;
+        input = rest;
+        Some(head)
+    };
+    let mut out = Vec::new();
+    while let Some(&[op]) = take(1) {
+        let gap = Nanos::from(op >> 2) * 16_000;
+        let frame = match op & 3 {
+            0 => {
+                let Some(body) = take(18) else { break };
+                let mut f = mac_control_header();
+                f.extend_from_slice(&[0x01, 0x01]);
+                f.extend_from_slice(body);
+                f.resize(60, 0);
+                f
+            }
+            1 => {
+                let Some(&[t, n]) = take(2) else { break };
+                let mut f = templates[usize::from(t) % templates.len()].clone();
+                for _ in 0..n & 7 {
+                    let Some(&[o1, o2, v]) = take(3) else { break };
+                    let at = usize::from(u16::from_be_bytes([o1, o2])) % f.len();
+                    f[at] = v;
+                }
+                if n & 0x80 != 0 {
+                    fix(&mut f);
+                }
+                f
+            }
+            2 => {
+                let Some(&[len]) = take(1) else { break };
+                let Some(bytes) = take(usize::from(len)) else {
+                    break;
+                };
+                bytes.to_vec()
+            }
+            _ => {
+                let Some(&[len]) = take(1) else { break };
+                let Some(body) = take(usize::from(len)) else {
+                    break;
+                };
+                let mut f = mac_control_header();
+                f.extend_from_slice(body);
+                f
+            }
+        };
+        out.push((gap, frame));
+    }
+    out
+}
+
+/// Destination 01-80-C2-00-00-01, a source MAC, EtherType 0x8808.
+fn mac_control_header() -> Vec<u8> {
+    let mut f = vec![0x01, 0x80, 0xC2, 0x00, 0x00, 0x01, 0x02, 0, 0, 0, 0, 0xA];
+    f.extend_from_slice(&[0x88, 0x08]);
+    f
+}
+
+// ---------------------------------------------------------------------------------------
+// The MAC half: the reference model
+
+/// A PFC request as 802.1Qbb defines it, read from the bytes (not by roce-core): a MAC
+/// Control frame (EtherType 0x8808) with opcode 0x0101, an enable vector whose high byte
+/// is zero, eight pause times. `None` for a frame that is not MAC Control; `Some(None)`
+/// for MAC Control that is not a valid PFC request.
+fn pfc_of(frame: &[u8]) -> Option<Option<(u8, [u16; 8])>> {
+    let be = |at: usize| u16::from_be_bytes([frame[at], frame[at + 1]]);
+    if frame.len() < 14 || be(12) != 0x8808 {
+        return None;
+    }
+    if frame.len() < 14 + 20 || be(14) != 0x0101 || be(16) > 0xFF {
+        return Some(None);
+    }
+    Some(Some((
+        be(16) as u8,
+        std::array::from_fn(|p| be(18 + 2 * p)),
+    )))
+}
+
+/// Where a pause of `quanta` arriving at `at` ends: a quantum is 512 bit times.
+fn pause_end(at: Nanos, quanta: u16) -> Nanos {
+    at + u64::from(quanta) * 512 * 1_000_000_000 / RATE
+}
+
+/// What B's MAC receives: the PFC requests with their arrival times, in order.
+#[derive(Default)]
+struct Model {
+    /// (arrival, enable, quanta).
+    requests: Vec<(Nanos, u8, [u16; 8])>,
+    bad: u64,
+}
+
+impl Model {
+    /// Pause end of each priority once the requests arrived before `t` (or at `t`
+    /// too, when `inclusive`) are applied.
+    fn until(&self, t: Nanos, inclusive: bool) -> [Nanos; 8] {
+        let mut until = [0; 8];
+        for &(at, enable, quanta) in &self.requests {
+            if at > t || (at == t && !inclusive) {
+                break;
+            }
+            for p in 0..8 {
+                if enable & (1 << p) != 0 {
+                    until[p] = pause_end(at, quanta[p]);
+                }
+            }
+        }
+        until
+    }
+
+    fn paused(&self, t: Nanos, inclusive: bool) -> Priorities {
+        let until = self.until(t, inclusive);
+        Priorities((0..8).fold(0, |m, p| m | (u8::from(t < until[p]) << p)))
+    }
+
+    /// The first instant after `t` (and up to `end`) at which a priority runs.
+    fn first_running_after(&self, t: Nanos, end: Nanos) -> Nanos {
+        let mut candidates: Vec<Nanos> = self.until(end, true).to_vec();
+        for &(at, enable, quanta) in &self.requests {
+            candidates.push(at);
+            for p in 0..8 {
+                if enable & (1 << p) != 0 {
+                    candidates.push(pause_end(at, quanta[p]));
+                }
+            }
+        }
+        candidates
+            .into_iter()
+            .filter(|&c| c > t && c <= end)
+            .filter(|&c| self.paused(c, true) != Priorities::ALL)
+            .min()
+            .unwrap_or(end)
+    }
+
+    /// Nanoseconds priority `p` spent paused up to `end`, XOFF and XON counts.
+    fn accounting(&self, p: usize, end: Nanos) -> (u64, u64, u64) {
+        let mine: Vec<(Nanos, u16)> = self
+            .requests
+            .iter()
+            .filter(|r| r.1 & (1 << p) != 0)
+            .map(|r| (r.0, r.2[p]))
+            .collect();
+        let mut paused = 0;
+        for (i, &(at, q)) in mine.iter().enumerate() {
+            let until = pause_end(at, q);
+            let next = mine.get(i + 1).map_or(end, |n| n.0).min(end);
+            paused += until.min(next).saturating_sub(at);
+        }
+        let xoff = mine.iter().filter(|r| r.1 != 0).count() as u64;
+        (paused, xoff, mine.len() as u64 - xoff)
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// The MAC half: the two hosts
+
+/// A: sends the script's frames, each once its time has come and the wire is free.
+struct Sender {
+    frames: Vec<(Nanos, Vec<u8>)>,
+    next: usize,
+    /// The last wake-up: a frame due by then waits for the wire to free up (the fabric
+    /// polls an idle transmitter), not for another wake-up.
+    woken: Option<Nanos>,
+    /// (start of transmission, length) of each frame sent.
+    sent: Rc<RefCell<Vec<(Nanos, usize)>>>,
+}
+
+impl Node for Sender {
+    fn handle_frame(&mut self, _: Nanos, _: usize, _: &[u8]) {}
+
+    fn poll_transmit(
+        &mut self,
+        now: Nanos,
+        _: usize,
+        _: Priorities,
+        buf: &mut [u8],
+    ) -> Option<usize> {
+        let (at, frame) = self.frames.get(self.next)?;
+        if *at > now {
+            return None;
+        }
+        self.next += 1;
+        let n = frame.len().min(MAX_FRAME_LEN);
+        buf[..n].copy_from_slice(&frame[..n]);
+        self.sent.borrow_mut().push((now, n));
+        Some(n)
+    }
+
+    fn poll_timeout(&self) -> Option<Nanos> {
+        let at = self.frames.get(self.next)?.0;
+        self.woken.is_none_or(|w| at > w).then_some(at)
+    }
+
+    fn handle_timeout(&mut self, now: Nanos) {
+        self.woken = Some(now);
+    }
+}
+
+/// B: always has a frame of every priority (VLAN-tagged, PCP = priority), sends the
+/// unpaused ones round robin and records what it was told.
+#[derive(Default)]
+struct Backlogged {
+    next_prio: u8,
+    /// (time, paused, whether it sent).
+    polls: Rc<RefCell<Vec<(Nanos, Priorities, bool)>>>,
+}
+
+impl Node for Backlogged {
+    fn handle_frame(&mut self, _: Nanos, _: usize, _: &[u8]) {}
+
+    fn poll_transmit(
+        &mut self,
+        now: Nanos,
+        _: usize,
+        paused: Priorities,
+        buf: &mut [u8],
+    ) -> Option<usize> {
+        let prio = (0..8)
+            .map(|i| (self.next_prio + i) % 8)
+            .find(|&p| !paused.contains(p));
+        self.polls.borrow_mut().push((now, paused, prio.is_some()));
+        let prio = prio?;
+        self.next_prio = (prio + 1) % 8;
+        let f = &mut buf[..B_FRAME];
+        f.fill(0);
+        f[..6].copy_from_slice(&[0x02, 0, 0, 0, 0, 0xA]);
+        f[6..12].copy_from_slice(&[0x02, 0, 0, 0, 0, 0xB]);
+        f[12..14].copy_from_slice(&[0x81, 0x00]);
+        f[14] = prio << 5;
+        f[16..18].copy_from_slice(&[0x88, 0xB5]); // local experimental EtherType
+        Some(B_FRAME)
+    }
+
+    fn poll_timeout(&self) -> Option<Nanos> {
+        None
+    }
+
+    fn handle_timeout(&mut self, _: Nanos) {}
+}
+
+fn check_mac(frames: &[(Nanos, Vec<u8>)]) {
+    let mut at = 0;
+    let timed: Vec<(Nanos, Vec<u8>)> = frames
+        .iter()
+        .map(|(gap, f)| {
+            at += gap;
+            (at, f.clone())
+        })
+        .collect();
+    let sent = Rc::new(RefCell::new(Vec::new()));
+    let polls = Rc::new(RefCell::new(Vec::new()));
+    let mut fab = Fabric::new(1);
+    let a = fab.add_host(Sender {
+        frames: timed.clone(),
+        next: 0,
+        woken: None,
+        sent: Rc::clone(&sent),
+    });
+    let b = fab.add_host(Backlogged {
+        polls: Rc::clone(&polls),
+        ..Default::default()
+    });
+    fab.connect(a, 0, b, 0, LinkConfig::new(RATE, DELAY));
+    // Every frame of A is out and arrived by then.
+    let wire: Nanos = timed
+        .iter()
+        .map(|(_, f)| serialization_ns(f.len().min(MAX_FRAME_LEN), RATE))
+        .sum();
+    let end = at + wire + DELAY + 100_000;
+    fab.run_until(end);
+    let end = fab.now();
+
+    let sent = sent.borrow();
+    assert_eq!(sent.len(), timed.len(), "A did not get to send every frame");
+    let mut model = Model::default();
+    for ((start, len), (_, frame)) in sent.iter().zip(&timed) {
+        let arrival = start + serialization_ns(*len, RATE) + DELAY;
+        match pfc_of(&frame[..*len]) {
+            Some(Some((enable, quanta))) => model.requests.push((arrival, enable, quanta)),
+            Some(None) => model.bad += 1,
+            None => {}
+        }
+    }
+
+    let polls = polls.borrow();
+    for (i, &(t, paused, sent)) in polls.iter().enumerate() {
+        assert!(
+            paused == model.paused(t, false) || paused == model.paused(t, true),
+            "at {t} ns B was told {:#04x} is paused, the model says {:#04x} (or {:#04x} with \
+             the requests arriving at that instant)",
+            paused.0,
+            model.paused(t, false).0,
+            model.paused(t, true).0
+        );
+        if !sent {
+            let next = polls.get(i + 1).map_or(end, |p| p.0);
+            let due = model.first_running_after(t, end);
+            assert!(
+                next <= due,
+                "B, all paused at {t} ns, was asked again only at {next} ns; a priority \
+                 runs again at {due} ns"
+            );
+        }
+    }
+
+    let c = fab.port_counters(b, 0);
+    assert_eq!(
+        c.pause_frames_rx,
+        model.requests.len() as u64,
+        "pause frames"
+    );
+    assert_eq!(c.bad_mac_control, model.bad, "malformed MAC Control frames");
+    for p in 0..8 {
+        let (paused, xoff, xon) = model.accounting(p, end);
+        assert_eq!(
+            (c.paused_ns[p], c.xoff_rx[p], c.xon_rx[p]),
+            (paused, xoff, xon),
+            "priority {p}: paused ns, XOFF, XON"
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// The congestion control half
+
+struct CcWorld {
+    pristine: Side,
+    /// (QP of the engine, its peer QP).
+    qps: [(Qpn, Qpn); 2],
+    peer_gid: [u8; 16],
+    templates: Vec<Vec<u8>>,
+}
+
+fn cc() -> CcConfig {
+    CcConfig {
+        np: true,
+        rp: true,
+        dcqcn: DcqcnConfig::new(LINE),
+        ..CcConfig::default()
+    }
+}
+
+/// Sets the ECN field of an IPv4 RoCE frame to CE and fixes its checksums.
+fn mark_ce(frame: &mut [u8]) {
+    let l3 = wire::parse(frame)
+        .expect("a frame of the engine")
+        .layout()
+        .l3;
+    frame[l3 + 1] |= 0b11;
+    fix(frame);
+}
+
+fn is_cnp(frame: &[u8]) -> bool {
+    wire::parse(frame).is_ok_and(|p| p.info().transport == Transport::Cnp)
+}
+
+/// The engine (side 1) with two RC QPs to side 2, each with a SEND in flight and
+/// receives posted; the templates are what side 2 sends back: a CNP to each QP, the
+/// ACK of each SEND, and a CE-marked SEND on each QP.
+fn cc_world() -> CcWorld {
+    let (mut a, mut b) = (Side::with_cc(1, cc()), Side::with_cc(2, cc()));
+    let conn = Conn {
+        mtu: Mtu::Mtu256,
+        sq_psn: 100,
+        rq_psn: 200,
+        sr: false,
+    };
+    let back = Conn {
+        sq_psn: 200,
+        rq_psn: 100,
+        ..conn
+    };
+    let (ava, avb) = (a.av_to(&b), b.av_to(&a));
+    let (sa, ka) = a.buffer(256);
+    a.mem.allow(sa, 256, Access::ReadWrite, "engine buffer");
+    let (sb, kb) = b.buffer(256);
+    b.mem.allow(sb, 256, Access::ReadWrite, "peer buffer");
+    let mut qps = [(Qpn::new(0), Qpn::new(0)); 2];
+    for q in &mut qps {
+        let (qa, qb) = (a.create_qp(QpType::Rc), b.create_qp(QpType::Rc));
+        connect(&mut a, qa, QpType::Rc, ava, qb, conn);
+        connect(&mut b, qb, QpType::Rc, avb, qa, back);
+        *q = (qa, qb);
+    }
+    let mut templates = Vec::new();
+    for (i, &(qa, qb)) in qps.iter().enumerate() {
+        let send = |lkey, addr| {
+            SendWr::new(i as u64, WrOp::Send)
+                .sge(addr, 64, lkey)
+                .flags(SendFlags::SIGNALED)
+        };
+        let recv = |lkey, addr| RecvWr::new(10 + i as u64).sge(addr, 256, lkey);
+        for _ in 0..4 {
+            a.eng.post_recv(qa, &recv(ka.lkey, sa)).expect("post_recv");
+        }
+        b.eng.post_recv(qb, &recv(kb.lkey, sb)).expect("post_recv");
+        // A's SEND, CE-marked on its way: B acknowledges it and owes A a CNP.
+        a.eng.post_send(qa, &send(ka.lkey, sa)).expect("post_send");
+        let mut out = a.drain(Instant::ZERO);
+        assert_eq!(out.len(), 1, "one SEND");
+        mark_ce(&mut out[0]);
+        b.eng.handle_packet(Instant::ZERO, &out[0], &mut b.mem);
+        let replies = b.drain(Instant::ZERO);
+        assert!(replies.iter().any(|f| is_cnp(f)), "B answers CE with a CNP");
+        templates.extend(replies);
+        // B's SEND to A, CE-marked.
+        b.eng.post_send(qb, &send(kb.lkey, sb)).expect("post_send");
+        let mut out = b.drain(Instant::ZERO);
+        assert_eq!(out.len(), 1, "one SEND");
+        mark_ce(&mut out[0]);
+        templates.push(out.remove(0));
+    }
+    while b.eng.poll_completion(b.cq).is_some() {}
+    CcWorld {
+        pristine: a,
+        qps,
+        peer_gid: b.gid,
+        templates,
+    }
+}
+
+thread_local! {
+    static WORLD: RefCell<Option<(CcWorld, Side)>> = const { RefCell::new(None) };
+}
+
+/// Runs the engine's timers due up to `t`, each at its own time.
+fn run_timers(s: &mut Side, t: u64) {
+    for _ in 0..100_000 {
+        match s.eng.poll_timeout() {
+            Some(d) if d.as_nanos() <= t => {
+                s.eng.handle_timeout(d);
+                assert!(
+                    s.eng.poll_timeout().is_none_or(|n| n > d),
+                    "handle_timeout({d:?}) left a timer due"
+                );
+            }
+            _ => return,
+        }
+    }
+    panic!("more than 100000 timer expiries before {t} ns");
+}
+
+fn check_cc(w: &CcWorld, s: &mut Side, frames: &[(Nanos, Vec<u8>)]) {
+    let cfg = cc();
+    let mut now = 0;
+    let mut buf = vec![0u8; FRAME_BUF];
+    // Per QP of the engine: when it last sent a CNP.
+    let mut last_cnp: [Option<u64>; 2] = [None; 2];
+    for (gap, frame) in frames {
+        now += gap;
+        run_timers(s, now);
+        let before = *s.eng.counters();
+        let rates = w.qps.map(|(q, _)| s.eng.qp_cc(q).expect("a QP").rate);
+        s.eng
+            .handle_packet(Instant::from_nanos(now), frame, &mut s.mem);
+        let after = *s.eng.counters();
+        let counted = (after.rp_cnp_handled + after.rp_cnp_ignored)
+            - (before.rp_cnp_handled + before.rp_cnp_ignored);
+        let cnp = wire::parse(frame).ok().filter(|p| {
+            p.dst_mac() == s.mac && p.gids().1 == s.gid && p.info().transport == Transport::Cnp
+        });
+        assert_eq!(
+            counted,
+            u64::from(cnp.is_some()),
+            "a CNP is counted once: {frame:02x?}"
+        );
+        let handled = after.rp_cnp_handled - before.rp_cnp_handled;
+        let target = cnp.as_ref().and_then(|p| {
+            w.qps
+                .iter()
+                .position(|&(q, _)| q == p.dest_qp())
+                .filter(|_| p.gids().0 == w.peer_gid)
+        });
+        assert_eq!(
+            handled,
+            u64::from(target.is_some()),
+            "handled: {frame:02x?}"
+        );
+        if let Some(i) = target {
+            let rate = s.eng.qp_cc(w.qps[i].0).expect("a QP").rate;
+            assert!(
+                rate < rates[i] || rates[i] == cfg.dcqcn.min_rate,
+                "a CNP did not cut the rate ({} -> {rate})",
+                rates[i]
+            );
+        }
+        while let Some(n) = s
+            .eng
+            .poll_transmit(Instant::from_nanos(now), &mut buf, &mut s.mem)
+        {
+            let Ok(p) = wire::parse(&buf[..n]) else {
+                panic!(
+                    "the engine sent a frame it cannot parse: {:02x?}",
+                    &buf[..n]
+                );
+            };
+            if p.info().transport != Transport::Cnp {
+                continue;
+            }
+            let i = w
+                .qps
+                .iter()
+                .position(|&(_, peer)| peer == p.dest_qp())
+                .unwrap_or_else(|| panic!("a CNP to QP {:?}, no peer of ours", p.dest_qp()));
+            if let Some(t) = last_cnp[i] {
+                assert!(
+                    now >= t + cfg.cnp_interval_ns,
+                    "two CNPs for one QP {} ns apart",
+                    now - t
+                );
+            }
+            last_cnp[i] = Some(now);
+        }
+        while s.eng.poll_completion(s.cq).is_some() {}
+        for &(q, _) in &w.qps {
+            let info = s.eng.qp_cc(q).expect("a QP");
+            assert!(
+                cfg.dcqcn.min_rate <= info.rate
+                    && info.rate <= info.target_rate
+                    && info.target_rate <= cfg.dcqcn.line_rate
+                    && info.alpha <= ONE
+                    && info.np_cnp_sent <= info.np_ecn_marked_roce_packets,
+                "QP {q:?} out of bounds: {info:?}"
+            );
+        }
+    }
+}
+
+fuzz_target!(|input: &[u8]| {
+    WORLD.with_borrow_mut(|world| {
+        let (w, side) = world.get_or_insert_with(|| {
+            let w = cc_world();
+            let side = w.pristine.clone();
+            (w, side)
+        });
+        let frames = script(input, &w.templates);
+        check_mac(&frames);
+        side.restore(&w.pristine);
+        check_cc(w, side, &frames);
+    });
+});
