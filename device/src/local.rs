@@ -5,6 +5,7 @@ use crate::model::NicModel;
 use crate::port::{PortQueues, QueuePort};
 use roce_abi::reg;
 use roce_core::cc::QpCcInfo;
+use roce_core::dcb::{Priorities, PriorityMap};
 use roce_core::engine::PortConfig;
 use roce_core::num::Qpn;
 use roce_core::transport::Counters;
@@ -257,8 +258,22 @@ impl NicModel for LocalNic {
     }
 
     fn transmit_frame(&self, buf: &mut [u8]) -> Option<usize> {
+        self.transmit_frame_except(buf, &PriorityMap::new(), Priorities::NONE)
+    }
+
+    /// Straight from the engine, only the unblocked priorities are built; from a
+    /// datapath's queue, the next frame whatever its priority.
+    fn transmit_frame_except(
+        &self,
+        buf: &mut [u8],
+        map: &PriorityMap,
+        blocked: Priorities,
+    ) -> Option<usize> {
         match &self.frames {
-            Frames::Direct => self.fw.borrow_mut().transmit_frame(buf),
+            Frames::Direct => self
+                .fw
+                .borrow_mut()
+                .transmit_frame_except(buf, map, blocked),
             Frames::Queued(q) => {
                 let mut q = q.borrow_mut();
                 let dst = buf.get_mut(..q.tx.front()?.len())?;

@@ -1,6 +1,7 @@
 //! What a harness (a test, the simulated fabric of `roce-testbed`) drives on a NIC model,
 //! beside the [`Device`] boundary the driver uses.
 
+use roce_core::dcb::{Priorities, PriorityMap};
 use roce_host::Device;
 
 /// A NIC model: the boundary the driver sees, plus the model's clock and its Ethernet
@@ -24,6 +25,20 @@ pub trait NicModel: Device {
     /// The next frame the NIC puts on the wire, written into `buf`: its length, or `None`
     /// when it has nothing to send now.
     fn transmit_frame(&self, buf: &mut [u8]) -> Option<usize>;
+    /// [`NicModel::transmit_frame`] for a port with a transmit queue per 802.1p priority:
+    /// no frame of a priority in `blocked` (paused by the link partner, or its queue
+    /// full; priorities by `map`), the others go on. A model that builds frames ahead of
+    /// the port (a datapath queue, the SoC) cannot hold them back per priority: the
+    /// default ignores `blocked` and the harness must queue what it cannot send yet.
+    fn transmit_frame_except(
+        &self,
+        buf: &mut [u8],
+        map: &PriorityMap,
+        blocked: Priorities,
+    ) -> Option<usize> {
+        let _ = (map, blocked);
+        self.transmit_frame(buf)
+    }
     /// The port's Ethernet address (the source of the pause frames a harness sends on
     /// the NIC's behalf).
     fn mac(&self) -> [u8; 6];

@@ -11,6 +11,7 @@ use crate::abi::{
 };
 use crate::hal::{Datapath, FastPathCounters, Hal};
 use roce_core::cc::QpCcInfo;
+use roce_core::dcb::{Priorities, PriorityMap};
 use roce_core::engine::{CqHandle, Engine, PortConfig, QPN_BASE};
 use roce_core::fastpath::layout::{self, EVENT_LEN};
 use roce_core::fastpath::{Event, MrEntry};
@@ -204,8 +205,22 @@ impl<
     /// Writes the next frame to send straight into `buf`, for a host harness that pulls
     /// frames at link rate (use a datapath that never takes frames, so none queue there).
     pub fn transmit_frame(&mut self, buf: &mut [u8]) -> Option<usize> {
+        self.transmit_frame_except(buf, &PriorityMap::new(), Priorities::NONE)
+    }
+
+    /// [`Nic::transmit_frame`] with the 802.1p priorities in `blocked` held back (paused
+    /// by the link partner, or their transmit queue full): the engine builds no frame of
+    /// theirs and the others go on (`Engine::poll_transmit_except`, priorities by `map`).
+    pub fn transmit_frame_except(
+        &mut self,
+        buf: &mut [u8],
+        map: &PriorityMap,
+        blocked: Priorities,
+    ) -> Option<usize> {
         let now = Instant::from_nanos(self.hal.now());
-        let n = self.engine.poll_transmit(now, buf, self.hal.dma())?;
+        let n = self
+            .engine
+            .poll_transmit_except(now, buf, self.hal.dma(), map, blocked)?;
         self.counters.frames_tx += 1;
         Some(n)
     }
@@ -1062,6 +1077,13 @@ pub trait NicRuntime {
     fn receive_frame(&mut self, frame: &[u8]);
     /// [`Nic::transmit_frame`].
     fn transmit_frame(&mut self, buf: &mut [u8]) -> Option<usize>;
+    /// [`Nic::transmit_frame_except`].
+    fn transmit_frame_except(
+        &mut self,
+        buf: &mut [u8],
+        map: &PriorityMap,
+        blocked: Priorities,
+    ) -> Option<usize>;
     /// The engine's protocol counters.
     fn engine_counters(&self) -> roce_core::transport::Counters;
     /// The runtime's counters.
@@ -1096,6 +1118,14 @@ impl<
     }
     fn transmit_frame(&mut self, buf: &mut [u8]) -> Option<usize> {
         Nic::transmit_frame(self, buf)
+    }
+    fn transmit_frame_except(
+        &mut self,
+        buf: &mut [u8],
+        map: &PriorityMap,
+        blocked: Priorities,
+    ) -> Option<usize> {
+        Nic::transmit_frame_except(self, buf, map, blocked)
     }
     fn engine_counters(&self) -> roce_core::transport::Counters {
         *self.engine.counters()

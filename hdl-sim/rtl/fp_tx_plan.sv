@@ -24,8 +24,8 @@
 //
 // The packet rule is roce_core::fastpath::segment's; tests/fastpath.rs
 // checks the frames byte for byte against it. Per packet the planner takes 2
-// cycles plus one per SGE piece (at least 3); a message adds 3 (descriptor,
-// context, SGE sums) plus one per SGE skipped on a REPLAY.
+// cycles plus one per SGE piece (at least 3); a message adds 4 (descriptor,
+// context, sizes and SGE sums, range) plus one per SGE skipped on a REPLAY.
 
 `resetall
 `default_nettype none
@@ -99,7 +99,7 @@ module fp_tx_plan
   end
 
   typedef enum logic [3:0] {
-    S_IDLE, S_ACK, S_LOAD, S_CHECK, S_SEEK, S_PKT_A, S_PKT_B, S_GATHER, S_STALL, S_DONE
+    S_IDLE, S_ACK, S_LOAD, S_SIZE, S_CHECK, S_SEEK, S_PKT_A, S_PKT_B, S_GATHER, S_STALL, S_DONE
   } state_e;
 
   state_e state, ret;
@@ -127,6 +127,7 @@ module fp_tx_plan
 
   // ----------------------------------------------------- packet cursor
   logic [31:0]  k, kend, npk, off, mtu;
+  logic         d_ok;         // S_SIZE's verdict: the context and descriptor can be served
   logic [23:0]  psn;
   logic [31:0]  p_plen;
   logic         p_first, p_last;
@@ -273,7 +274,7 @@ module fp_tx_plan
   assign m_rd_last = g_n[15:0] == g_rem;
   assign m_rd_valid = state == S_GATHER && g_avail != 0 && !g_dry;
 
-  // sum of the SGE lengths (S_CHECK), 33 bits
+  // sum of the SGE lengths (S_SIZE), 33 bits
   logic [33:0] sge_sum;
   always_comb begin
     sge_sum = '0;
@@ -344,20 +345,29 @@ module fp_tx_plan
           c_noack <= ctx_rd_data[8*SC_NOACK +: 16];
           c_una <= una_now;
           c_window <= ctx_rd_data[8*SC_WINDOW +: 24];
+          state <= S_SIZE;
+        end
+
+        S_SIZE: begin
+          // packets: max(1, ceil(len / mtu)) (PSNs: a READ one per response packet, an
+          // atomic one: TxMsg::psns), and whether the message can be sent at all; a
+          // cycle of its own, off the path of S_CHECK's decisions
+          npk <= (d_len == 0 || is_atomic) ? 32'd1 : ((d_len - 32'd1) >> c_mtu_log2) + 32'd1;
+          d_ok <= c_valid && c_kind <= 2'd1 && c_mtu_log2 >= 4'd8 && c_mtu_log2 <= 4'd12
+              && (d_op <= OP_FETCH_ADD || d_op == OP_FLUSH)
+              && (is_ra || sge_sum >= {2'd0, d_len});
           state <= S_CHECK;
         end
 
         S_CHECK: begin
-          // packets: max(1, ceil(len / mtu)); the REPLAY range within them
+          // the packets to send: start_pkt up to end_pkt, READ and atomics one
+          // (TxMsg::range)
           logic [31:0] n;
           logic [31:0] ks, ke;
-          // PSNs: a READ one per response packet, an atomic one (TxMsg::psns); the
-          // packets to send: start_pkt up to end_pkt, READ and atomics one (TxMsg::range)
-          n = (d_len == 0 || is_atomic) ? 32'd1 : ((d_len - 32'd1) >> c_mtu_log2) + 32'd1;
+          n = npk;
           ks = (d_start < n) ? d_start : n;
           if (is_ra) ke = (ks + 32'd1 < n) ? ks + 32'd1 : n;
           else ke = (d_end != 0 && d_end < n) ? d_end : n;
-          npk <= n;
           k <= ks;
           kend <= ke;
           off <= ks << c_mtu_log2;
@@ -365,9 +375,7 @@ module fp_tx_plan
           psn <= d_first_psn + ks[23:0];
           g_i <= '0;
           g_o <= '0;
-          if (!c_valid || c_kind > 2'd1 || c_mtu_log2 < 4'd8 || c_mtu_log2 > 4'd12
-              || (d_op > OP_FETCH_ADD && d_op != OP_FLUSH)
-              || (!is_ra && sge_sum < {2'd0, d_len})) begin
+          if (!d_ok) begin
             bad_desc <= bad_desc + 32'd1;
             state <= S_IDLE;
           end else if (d_op == OP_FLUSH) begin
@@ -377,7 +385,9 @@ module fp_tx_plan
             ctx_wb_addr <= d_qpn;
             ctx_wb_psn <= {8'd0, c_next_psn};
             ctx_wb_noack <= {16'd0, c_max_pkts};
-            state <= S_IDLE;
+            // through S_DONE: the write-back lands before the next descriptor's
+            // context read (the table reads the old word in a cycle it is written)
+            state <= S_DONE;
           end else if (ks >= ke || ks >= n) begin
             state <= S_DONE;
           end else begin

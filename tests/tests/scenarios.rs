@@ -234,17 +234,24 @@ fn dcqcn_cuts_pauses_tenfold_and_holds_the_queue_in_the_marking_band() {
 
 #[test]
 fn dcqcn_flows_started_5ms_apart_converge() {
-    let r = fabric(&load("dcqcn_staggered"));
+    // All five seeds: the marks are random draws, and the claim is about the mean.
+    let r = match scenario::run(&load("dcqcn_staggered"), &mut Progress::silent()).unwrap() {
+        Outcome::Fabric(r) => r,
+        _ => panic!("not a fabric scenario"),
+    };
     let s = &r.summary;
     assert_eq!(s.drops, 0);
-    // The second flow starts at 5 ms: fair over every trailing millisecond within 10 ms
-    // of that, and over the last 5 ms as a whole.
-    assert!(
-        s.fair_from_ns.is_some_and(|t| t <= 15_000_000),
-        "{:?}",
-        s.fair_from_ns
-    );
-    assert!(s.jain >= 0.95, "Jain {}", s.jain);
+    // The second flow starts at 5 ms: in every run fair over every trailing millisecond
+    // within 10 ms of that, and over the last 5 ms as a whole on average over the runs.
+    for run in &r.runs {
+        assert!(
+            run.fair_from_ns.is_some_and(|t| t <= 15_000_000),
+            "{:?}",
+            run.fair_from_ns
+        );
+    }
+    let jain = r.runs.iter().map(|run| run.jain).sum::<f64>() / r.runs.len() as f64;
+    assert!(r.runs.len() >= 5 && jain >= 0.95, "Jain {jain}");
     assert!(s.cnps > 0);
     // The first flow had the link to itself before the second came.
     let first: Vec<f64> = r
@@ -304,6 +311,30 @@ fn ets_shares_a_bottleneck_by_its_weights_and_strict_priority_starves() {
         "{:?}",
         r.summary
     );
+}
+
+/// CNP and ACK starvation (issue 18): b's own data is paused for good on priority 4.
+/// With one transmit FIFO per NIC its paused frame at the head holds back b's ACKs and
+/// CNPs (priorities 3 and 6) and the two flows into b stall; with a queue per priority
+/// they go on and b's port stays busy.
+#[test]
+fn cnps_and_acks_do_not_wait_behind_paused_data() {
+    let before = fabric(&load("cnp_starvation_fifo"));
+    let s = &before.summary;
+    let rate = |r: &FabricResult, flow: &str| r.summary.mean_rates_gbps[r.flow(flow).unwrap()];
+    assert_eq!(s.cnps, 0, "{s:?}");
+    assert!(s.bottleneck_utilisation < 0.01, "{s:?}");
+    assert!(rate(&before, "x") + rate(&before, "d") < 1.0);
+    let after = fabric(&load("cnp_starvation"));
+    let s = &after.summary;
+    assert_eq!((s.drops, s.retransmits), (0, 0));
+    assert!(s.cnps >= 10, "{s:?}");
+    assert!(s.bottleneck_utilisation > 0.95, "{s:?}");
+    assert!(rate(&after, "x") + rate(&after, "d") > 95.0, "{s:?}");
+    // b's priority 4 stays starved by strict priority at e's port in both.
+    for r in [&before, &after] {
+        assert!(rate(r, "y") < 0.1 && rate(r, "f") > 99.0);
+    }
 }
 
 #[test]

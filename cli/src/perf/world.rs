@@ -2,6 +2,7 @@
 //! asks for the time, lets the world make progress, and tells it which NIC has new work.
 
 use super::rx_buffer::{RxBuffer, RxBufferConfig, RxBufferCounters};
+use roce_core::dcb::PriorityMap;
 use roce_core::wire::ethernet::MacAddr;
 use roce_core::wire::udp::ROCEV2_PORT;
 use roce_device::{LocalNic, NicModel};
@@ -112,10 +113,13 @@ pub fn retransmits(nics: &[Rc<LocalNic>]) -> u64 {
 /// takes frames in at a finite rate and sends PFC pause frames when it fills.
 ///
 /// PFC reception: the fabric's MAC keeps the pause timers and passes the paused
-/// priorities to `poll_transmit`; the NIC then sends no frame of a paused priority. The
-/// engine does not schedule by priority, so a frame it built for a paused priority
-/// waits at the head and holds back the frames behind it (of any priority) until the
-/// pause ends; PFC frames are never held.
+/// priorities to `poll_transmit`; the NIC then sends no frame of a paused priority, and
+/// the other priorities flow: the engine builds no frame of a paused priority
+/// (`NicModel::transmit_frame_except`, a transmit queue per priority, issue 18). A NIC
+/// model that builds frames ahead of the port, or a NicNode made
+/// [`NicNode::single_queue`], has one transmit FIFO instead: a frame of a paused
+/// priority waits at the head and holds back the frames behind it (of any priority, CNPs
+/// too) until the pause ends. PFC frames are never held.
 pub struct NicNode {
     nic: Rc<LocalNic>,
     /// The receive buffer and its PFC generation, if modelled.
@@ -123,6 +127,8 @@ pub struct NicNode {
     dscp_map: [u8; 64],
     /// A frame the engine produced for a priority that was paused: it goes first later.
     held: Option<Vec<u8>>,
+    /// One transmit FIFO for every priority (no per-priority queues).
+    single_queue: bool,
     /// Wire bytes received per destination QP, when metered (`roce sim`'s per-flow rates).
     meter: Option<HashMap<u32, u64>>,
 }
@@ -134,8 +140,16 @@ impl NicNode {
             rx: None,
             dscp_map: std::array::from_fn(|d| (d >> 3) as u8),
             held: None,
+            single_queue: false,
             meter: None,
         }
+    }
+
+    /// A NIC with one transmit FIFO for all priorities, as before per-priority queues
+    /// (issue 18): a frame of a paused priority blocks everything behind it.
+    pub fn single_queue(mut self) -> Self {
+        self.single_queue = true;
+        self
     }
 
     /// Counts the wire bytes (frame, FCS, preamble and gap) of every RoCEv2 frame
@@ -250,7 +264,16 @@ impl Node for NicNode {
             buf.get_mut(..frame.len())?.copy_from_slice(&frame);
             return Some(frame.len());
         }
-        let n = self.nic.transmit_frame(buf)?;
+        let blocked = if self.single_queue {
+            Priorities::NONE
+        } else {
+            paused
+        };
+        let map = PriorityMap {
+            dscp: self.dscp_map,
+            ..PriorityMap::new()
+        };
+        let n = self.nic.transmit_frame_except(buf, &map, blocked)?;
         let frame = buf.get(..n)?;
         if !paused.is_empty() && paused.contains(prio(frame)) {
             self.held = Some(frame.to_vec());

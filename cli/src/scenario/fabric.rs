@@ -72,6 +72,10 @@ pub struct FabricScenario {
     pub switch: SwitchSpec,
     #[serde(default)]
     pub cc: CcSpec,
+    /// Each NIC has one transmit FIFO for all priorities instead of a queue per
+    /// priority: a paused frame at its head holds back every frame behind it.
+    #[serde(default)]
+    pub single_tx_queue: bool,
     pub switches: Vec<String>,
     pub hosts: Vec<HostSpec>,
     #[serde(default)]
@@ -156,12 +160,14 @@ pub struct PfcSpec {
     pub headroom: u64,
 }
 
-#[derive(Debug, Clone, Copy, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct EcnSpec {
     pub kmin: u64,
     pub kmax: u64,
     pub pmax: f64,
+    /// The priorities marked (default: every flow's).
+    pub priorities: Option<Vec<u8>>,
 }
 
 /// Congestion control at the NICs.
@@ -398,7 +404,11 @@ pub fn run(f: &FabricScenario, seed: u64, progress: &mut Progress) -> Result<Fab
                 Capacities::Host
             };
         let nic = LocalNic::new(port_cfg, caps);
-        let node = fabric.add_host(NicNode::new(nic.clone()).metered());
+        let mut node = NicNode::new(nic.clone()).metered();
+        if f.single_tx_queue {
+            node = node.single_queue();
+        }
+        let node = fabric.add_host(node);
         let s = sw_index(&spec.switch)?;
         let port = ports[s]
             .iter()
@@ -580,7 +590,7 @@ pub fn run(f: &FabricScenario, seed: u64, progress: &mut Progress) -> Result<Fab
         .map(|(_, &r)| r)
         .collect();
     let queues: Vec<u64> = in_window.iter().map(|s| s.queue_bytes).collect();
-    let ecn = f.switch.ecn.map(|e| (e.kmin, e.kmax));
+    let ecn = f.switch.ecn.as_ref().map(|e| (e.kmin, e.kmax));
     let in_band = match ecn {
         Some((lo, hi)) => queues.iter().filter(|&&q| q >= lo && q <= hi).count() as f64,
         None => queues.len() as f64,
@@ -743,8 +753,10 @@ pub(crate) fn switch_config(s: &SwitchSpec, priorities: Priorities) -> Result<Sw
         pfc: s
             .pfc
             .map(|p| PfcConfig::new(priorities, p.xoff, p.xon, p.headroom)),
-        red: s.ecn.map(|e| RedConfig {
-            priorities: priorities.0,
+        red: s.ecn.as_ref().map(|e| RedConfig {
+            priorities: e.priorities.as_ref().map_or(priorities.0, |list| {
+                list.iter().fold(0, |set, &p| set | 1 << (p & 7))
+            }),
             ..RedConfig::new(e.kmin, e.kmax, e.pmax)
         }),
         ets,
