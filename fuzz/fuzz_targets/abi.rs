@@ -422,6 +422,7 @@ fn command(inp: &mut Input, s: &Shadow) -> Option<CmdEntry> {
                 sq_sig_all: inp.u8()? & 1,
                 sq_ring: u64::from(inp.u16()?).into(),
                 rq_ring: u64::from(inp.u16()?).into(),
+                db_record: u64::from(inp.u16()?).into(),
                 ..Default::default()
             };
             abi::set_payload(&mut e, &a);

@@ -74,6 +74,8 @@ module icrc
   localparam int MASK_BITS = MASK_BEATS * DATA_WIDTH;
   localparam int SHIFT_BITS = $clog2(KEEP_WIDTH);
   localparam int BEAT_CNT_W = $clog2(MASK_BEATS + 1);
+  localparam int BEAT_IDX_W = $clog2(MASK_BEATS);  // MASK_BEATS is a power of two
+  localparam int DW_LOG = $clog2(DATA_WIDTH);
   localparam int IW = 32 + DATA_WIDTH;
   localparam logic [31:0] POLY = 32'hEDB88320;  // reflected 0x04C11DB7
 
@@ -225,9 +227,13 @@ module icrc
       default: idx = (s_ihl >= 4'd5) ? s_ihl - 4'd5 : 4'd0;
     endcase
     sel = {s_vlan, idx};
+    // The pattern's bit offset sel * MASK_BITS + beat * DATA_WIDTH written as a
+    // concatenation (both factors are powers of two and beat < MASK_BEATS):
+    // a plain select of constants by 5 + log2(MASK_BEATS) register bits, with
+    // no adder in front of it.
     if (beat < BEAT_CNT_W'(MASK_BEATS)) begin
-      or_mask = OR_ALL[32'(sel) * MASK_BITS + 32'(beat) * DATA_WIDTH +: DATA_WIDTH];
-      zero_mask = ZERO_ALL[32'(sel) * MASK_BITS + 32'(beat) * DATA_WIDTH +: DATA_WIDTH];
+      or_mask = OR_ALL[{sel, beat[BEAT_IDX_W-1:0], DW_LOG'(0)} +: DATA_WIDTH];
+      zero_mask = ZERO_ALL[{sel, beat[BEAT_IDX_W-1:0], DW_LOG'(0)} +: DATA_WIDTH];
     end else begin
       or_mask = '0;
       zero_mask = '0;

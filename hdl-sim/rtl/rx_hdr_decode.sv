@@ -9,7 +9,9 @@
 // Five register stages, fully pipelined (one header per cycle), none with more
 // than two carry chains in a row (125 MHz on an ECP5 at 64 bits, see
 // BENCHMARKS.md):
-//   H1: Ethernet/VLAN, EtherType class, the bytes from the IP header on;
+//   H1: Ethernet/VLAN, EtherType class, the bytes from the IP header on; the
+//       UDP and BTH word offsets and which IPv4 header words the checksum
+//       sums (from the IHL), so that H2's selects and sums hang off registers;
 //   H2: UDP and BTH+ext bytes at their (IHL-dependent) offsets; the IPv4
 //       header words summed in groups of four;
 //   H3: opcode table, every field -> m_meta (registered); offsets and lengths,
@@ -126,14 +128,23 @@ module rx_hdr_decode
   logic [15:0]          h1_ethertype;
   logic [1:0]           h1_kind;
   logic [NET*8-1:0]     h1_net;      // bytes from the IP header / GRH on
+  logic [4*CSUM_GROUPS-1:0] h1_csum_en;  // IPv4 header word w is summed: w < IHL * 2
+  logic [4:0]           h1_udp_w;    // UDP offset from the IP header, 32-bit words
+  logic [4:0]           h1_bth_w;    // BTH offset from the IP header, 32-bit words
 
   always_ff @(posedge clk) begin
     logic vlan;
     logic [15:0] tpid;
     logic [15:0] et;
+    logic [3:0] ihl;
+    logic [1:0] kind;
+    logic [4:0] udp_w;
     tpid = {hb(s_hdr, 12), hb(s_hdr, 13)};
     vlan = tpid == ETH_P_8021Q;
     et = vlan ? {hb(s_hdr, 16), hb(s_hdr, 17)} : tpid;
+    ihl = vlan ? s_hdr[18*8 +: 4] : s_hdr[14*8 +: 4];
+    kind = vlan ? l3_of({hb(s_hdr, 16), hb(s_hdr, 17)}) : l3_of(tpid);
+    udp_w = (kind == L3_IPV4) ? {1'b0, ihl} : 5'd10;
     // both EtherType positions classified at once, then the tag picks one
     h1_valid <= s_valid;
     if (s_valid) begin
@@ -146,8 +157,11 @@ module rx_hdr_decode
       h1_vlan <= vlan;
       h1_tci <= {hb(s_hdr, 14), hb(s_hdr, 15)};
       h1_ethertype <= et;
-      h1_kind <= vlan ? l3_of({hb(s_hdr, 16), hb(s_hdr, 17)}) : l3_of(tpid);
+      h1_kind <= kind;
+      h1_udp_w <= udp_w;
+      h1_bth_w <= (kind == L3_GRH) ? 5'd10 : udp_w + 5'd2;
       h1_net <= vlan ? s_hdr[18*8 +: NET*8] : s_hdr[14*8 +: NET*8];
+      for (int w = 0; w < 4 * CSUM_GROUPS; w++) h1_csum_en[w] <= w < CSUM_WORDS && 5'(w) < {ihl, 1'b0};
     end
     if (rst) h1_valid <= 1'b0;
   end
@@ -168,21 +182,15 @@ module rx_hdr_decode
   logic [CSUM_GROUPS-1:0][17:0] h2_csum;  // group g: words 4g..4g+3 of those < IHL*2
 
   always_ff @(posedge clk) begin
-    logic [3:0] ihl;
-    logic [4:0] udp_w;    // UDP offset from the IP header, 32-bit words
-    logic [4:0] bth_w;    // BTH offset from the IP header, 32-bit words
     logic [17:0] sum;
     int w;
     h2_valid <= h1_valid;
     if (h1_valid) begin
-      ihl = h1_net[3:0];
-      udp_w = (h1_kind == L3_IPV4) ? {1'b0, ihl} : 5'd10;
-      bth_w = (h1_kind == L3_GRH) ? 5'd10 : udp_w + 5'd2;
       for (int g = 0; g < CSUM_GROUPS; g++) begin
         sum = '0;
         for (int k = 0; k < 4; k++) begin
           w = 4 * g + k;
-          if (w < CSUM_WORDS && w < 2 * int'(ihl))
+          if (h1_csum_en[w])
             sum = sum + 18'({h1_net[(2*w)*8 +: 8], h1_net[(2*w+1)*8 +: 8]});
         end
         h2_csum[g] <= sum;
@@ -196,8 +204,8 @@ module rx_hdr_decode
       h2_ethertype <= h1_ethertype;
       h2_kind <= h1_kind;
       h2_ip <= h1_net[IPB*8-1:0];
-      h2_udp <= 64'(h1_net >> (32'(udp_w) * 32));
-      h2_bth <= (BTHX*8)'(h1_net >> (32'(bth_w) * 32));
+      h2_udp <= 64'(h1_net >> {h1_udp_w, 5'd0});
+      h2_bth <= (BTHX*8)'(h1_net >> {h1_bth_w, 5'd0});
     end
     if (rst) h2_valid <= 1'b0;
   end

@@ -25,10 +25,13 @@
 //     ICRC and pad bytes picked out, R3 the payload window realigned (one
 //     barrel shift) and the ICRC region fed to `icrc`; at the frame's last
 //     beat an end-of-frame record waits for the ICRC (icrc_latency cycles),
-//     the verdict is registered, and the header fields from the metadata
-//     FIFO are completed with it -> m_axis_meta.
-// Both outputs go through axis_skid register slices; the stream stages stall
-// (global enable) only when one of them is full. s_axis_tready is a register.
+//     the verdict is registered and written to a small verdict FIFO; the
+//     record on m_axis_meta is the metadata FIFO's head completed with the
+//     verdict FIFO's head (both distributed RAM read in place: no register
+//     slice 1,550 bits wide behind the output handshake).
+// The payload goes through an axis_skid register slice; the stream stages
+// stall (global enable) only when it is full or the verdict FIFO could fill.
+// s_axis_tready is a register.
 //
 // Latency, outputs ready, for a frame of NB beats that does not wait behind
 // the one before it (always the case at line rate with equal frames):
@@ -41,7 +44,7 @@
 // is ready 7 cycles after the beat that closes the 128-byte header window
 // (capture 1, rx_hdr_decode 5, context FIFO 1), the stream stages take 4
 // (R0..R3), the ICRC icrc_latency more (6 at 64 bits, 9 at 512), the verdict
-// 1 and the output slice 1.
+// 1 and the verdict FIFO (payload: the output slice) 1.
 // At line rate the input never stalls and payload packets have no bubble:
 // tests/line_rate.rs checks all of this cycle by cycle.
 
@@ -95,9 +98,13 @@ module rx_parser
   // the verdict, registered
   localparam int CRC_AT = ICRC_LAT;
   localparam int FIN_STAGES = ICRC_LAT + 2;
-  // a frame's header fields wait from decoding to the verdict: at most
-  // CTX_DEPTH frames before their last beat leaves, 4 + FIN_STAGES after
-  localparam int META_DEPTH = 2 ** $clog2(CTX_DEPTH + 4 + FIN_STAGES);
+  // verdicts waiting for m_axis_meta_tready (see "verdict" below)
+  localparam int VER_DEPTH = 4;
+  localparam int VCNT_W = $clog2(VER_DEPTH + 1);
+  // a frame's header fields wait from decoding until its record leaves: at
+  // most CTX_DEPTH frames before their last beat leaves, 4 + FIN_STAGES in
+  // the stream stages after it, VER_DEPTH verdicts waiting for the output
+  localparam int META_DEPTH = 2 ** $clog2(CTX_DEPTH + 4 + FIN_STAGES + VER_DEPTH);
   localparam int MCNT_W = $clog2(META_DEPTH + 1);
   localparam logic [OFS_W-1:0] OFS_MAX = '1;
   localparam logic [OFS_W-1:0] OFS_K = OFS_W'(KEEP_WIDTH);
@@ -280,10 +287,10 @@ module rx_parser
   // =============================================================== stream
   // Every stage below advances only with `en`, so the stages behave as one
   // stage would, delayed: a bubble (no beat popped) travels down like a beat.
-  logic en;            // stream stage enable: both output slices can take one
+  logic en;            // stream stage enable: the payload slice and the verdict FIFO can take one
   logic pay_s_ready;
-  logic meta_s_ready;
-  assign en = pay_s_ready && meta_s_ready;
+  logic ver_room;
+  assign en = pay_s_ready && ver_room;
   assign pop = en && dq_count != '0 && cq_count != '0;
 
   logic [OFS_W-1:0] base;             // frame offset of the head beat
@@ -441,19 +448,23 @@ module rx_parser
   logic                  pay_in_valid, pay_in_last;
 
   // end-of-frame records: fin[0] set with the ICRC feed of the last beat,
-  // fin[CRC_AT] meeting the frame's ICRC, fin[FIN_STAGES-1] the verdict
+  // fin[CRC_AT] meeting the frame's ICRC, fin[FIN_STAGES-1] the verdict; `v`
+  // is what the record on m_axis_meta takes from them (the verdict FIFO's entry)
   typedef struct packed {
+    rx_err_e          err;          // the verdict without the ICRC check (CRC_AT), with it (last)
     logic [OFS_W-1:0] len;
-    logic [31:0]      icrc;
-    logic [23:0]      pad;
-    logic [OFS_W-1:0] stream_len;
-    logic [OFS_W-1:0] ip_end;
     logic [15:0]      payload_len;
+    logic [31:0]      icrc;
+    logic [31:0]      crc;          // the ICRC computed (last stage)
+    logic [23:0]      pad;
+    logic [OFS_W-1:0] trailer_len;  // (from CRC_AT on)
+    logic [OFS_W-1:0] stream_len;
+  } verdict_t;
+  typedef struct packed {
+    verdict_t         v;
+    logic [OFS_W-1:0] ip_end;
     rx_err_e          pre_err;
     rx_err_e          post_err;
-    rx_err_e          err;          // the verdict without the ICRC check (CRC_AT), with it (last)
-    logic [OFS_W-1:0] trailer_len;  // (from CRC_AT on)
-    logic [31:0]      crc;          // the ICRC computed (last stage)
   } fin_t;
   fin_t [FIN_STAGES-1:0] fin;
   logic [FIN_STAGES-1:0] fin_valid;
@@ -507,12 +518,12 @@ module rx_parser
 
         if (r2_last) begin
           fin_valid[0] <= 1'b1;
-          fin[0].len <= r2_len_here;
-          fin[0].icrc <= r2_icrc;
-          fin[0].pad <= r2_pad;
-          fin[0].stream_len <= (stream_en && lt[X_PAY_START]) ? d[X_PAY_START] : '0;
+          fin[0].v.len <= r2_len_here;
+          fin[0].v.icrc <= r2_icrc;
+          fin[0].v.pad <= r2_pad;
+          fin[0].v.stream_len <= (stream_en && lt[X_PAY_START]) ? d[X_PAY_START] : '0;
           fin[0].ip_end <= r2_ctx.ip_end;
-          fin[0].payload_len <= r2_ctx.payload_len;
+          fin[0].v.payload_len <= r2_ctx.payload_len;
           fin[0].pre_err <= r2_ctx.pre_err;
           fin[0].post_err <= r2_ctx.post_err;
         end
@@ -523,20 +534,20 @@ module rx_parser
       end
       // the checks that do not wait for the ICRC, one stage early
       if (fin_valid[CRC_AT-1]) begin
-        if (fin[CRC_AT-1].pre_err != ERR_NONE) fin[CRC_AT].err <= fin[CRC_AT-1].pre_err;
-        else if (fin[CRC_AT-1].len < fin[CRC_AT-1].ip_end) fin[CRC_AT].err <= ERR_TRUNCATED_FRAME;
-        else fin[CRC_AT].err <= fin[CRC_AT-1].post_err;
-        fin[CRC_AT].trailer_len <= (fin[CRC_AT-1].len > fin[CRC_AT-1].ip_end)
-                                   ? fin[CRC_AT-1].len - fin[CRC_AT-1].ip_end : '0;
+        if (fin[CRC_AT-1].pre_err != ERR_NONE) fin[CRC_AT].v.err <= fin[CRC_AT-1].pre_err;
+        else if (fin[CRC_AT-1].v.len < fin[CRC_AT-1].ip_end) fin[CRC_AT].v.err <= ERR_TRUNCATED_FRAME;
+        else fin[CRC_AT].v.err <= fin[CRC_AT-1].post_err;
+        fin[CRC_AT].v.trailer_len <= (fin[CRC_AT-1].v.len > fin[CRC_AT-1].ip_end)
+                                   ? fin[CRC_AT-1].v.len - fin[CRC_AT-1].ip_end : '0;
       end
       // then the ICRC: a region that ended before the frame's last beat left
       // its CRC in crc_hold
       if (fin_valid[CRC_AT]) begin
         crc = crc_out_valid ? crc_out : crc_hold;
-        fin[FIN_STAGES-1].crc <= crc;
-        if (fin[CRC_AT].err != ERR_NONE) fin[FIN_STAGES-1].err <= fin[CRC_AT].err;
-        else if (crc != fin[CRC_AT].icrc) fin[FIN_STAGES-1].err <= ERR_ICRC_MISMATCH;
-        else fin[FIN_STAGES-1].err <= ERR_NONE;
+        fin[FIN_STAGES-1].v.crc <= crc;
+        if (fin[CRC_AT].v.err != ERR_NONE) fin[FIN_STAGES-1].v.err <= fin[CRC_AT].v.err;
+        else if (crc != fin[CRC_AT].v.icrc) fin[FIN_STAGES-1].v.err <= ERR_ICRC_MISMATCH;
+        else fin[FIN_STAGES-1].v.err <= ERR_NONE;
       end
     end
     if (rst) begin
@@ -570,25 +581,52 @@ module rx_parser
     if (en && crc_out_valid) crc_hold <= crc_out;
   end
 
-  // verdict: the header fields from the metadata FIFO, completed
+  // verdict: each frame's end-of-frame fields wait in a small FIFO; the record
+  // on m_axis_meta is the head of the metadata FIFO completed with them. No
+  // register slice holds the 1,550-bit record: both FIFOs are read where they
+  // stand (distributed RAM), so no wide register bank hangs off the output
+  // handshake. The stream stages stop (en) while the verdict FIFO could fill:
+  // ver_room is registered from the count, so it allows one write more than
+  // it sees.
+
+  verdict_t          ver_head;
+  logic [VCNT_W-1:0] ver_count;
+
+  roce_fifo #(
+    .WIDTH($bits(verdict_t)),
+    .DEPTH(VER_DEPTH)
+  ) ver_fifo_inst (
+    .clk(clk),
+    .rst(rst),
+    .wr_data(fin[FIN_STAGES-1].v),
+    .wr_en(en && fin_valid[FIN_STAGES-1]),
+    .rd_data(ver_head),
+    .rd_en(meta_pop),
+    .count(ver_count)
+  );
+
+  always_ff @(posedge clk) begin
+    ver_room <= ver_count < VCNT_W'(VER_DEPTH - 1);
+    if (rst) ver_room <= 1'b0;
+  end
+
+  assign m_axis_meta_tvalid = ver_count != '0;
+  assign meta_pop = m_axis_meta_tvalid && m_axis_meta_tready;
+
   rx_meta_t meta_out;
-  /* verilator lint_off UNUSEDSIGNAL */
-  fin_t     fl;                     // the last stage no longer needs every field
-  /* verilator lint_on UNUSEDSIGNAL */
-  assign fl = fin[FIN_STAGES-1];
-  assign meta_pop = en && fin_valid[FIN_STAGES-1];
+  assign m_axis_meta_tdata = meta_out;
 
   always_comb begin
     meta_out = meta_head;
-    meta_out.error = fl.err;
-    meta_out.frame_len = fl.len;
-    meta_out.payload_len = fl.payload_len;
+    meta_out.error = ver_head.err;
+    meta_out.frame_len = ver_head.len;
+    meta_out.payload_len = ver_head.payload_len;
     // the wire bytes read least significant first: the 32-bit number as stored
-    meta_out.icrc = fl.icrc;
-    meta_out.icrc_calc = fl.crc;
-    meta_out.pad_bytes = fl.pad;
-    meta_out.trailer_len = fl.trailer_len;
-    meta_out.stream_len = fl.stream_len;
+    meta_out.icrc = ver_head.icrc;
+    meta_out.icrc_calc = ver_head.crc;
+    meta_out.pad_bytes = ver_head.pad;
+    meta_out.trailer_len = ver_head.trailer_len;
+    meta_out.stream_len = ver_head.stream_len;
   end
 
   // ============================================================== outputs
@@ -603,19 +641,6 @@ module rx_parser
     .m_data({m_axis_payload_tlast, m_axis_payload_tkeep, m_axis_payload_tdata}),
     .m_valid(m_axis_payload_tvalid),
     .m_ready(m_axis_payload_tready)
-  );
-
-  axis_skid #(
-    .WIDTH(META_WIDTH)
-  ) meta_skid_inst (
-    .clk(clk),
-    .rst(rst),
-    .s_data(meta_out),
-    .s_valid(meta_pop),
-    .s_ready(meta_s_ready),
-    .m_data(m_axis_meta_tdata),
-    .m_valid(m_axis_meta_tvalid),
-    .m_ready(m_axis_meta_tready)
   );
 
   logic unused_mq_count;

@@ -194,16 +194,34 @@ module tx_icrc_insert
   assign ins_last = d_last[ICRC_LAT-1];
 
   // ------------------------------------------------------- ICRC insertion
+  // The ICRC's byte j goes to byte n + j of the last beat, n its byte count,
+  // or to byte n + j - KEEP_WIDTH of an extra beat. Where each one goes is
+  // worked out from the beat's tkeep one stage before it meets the ICRC
+  // (registered beside d_*[ICRC_LAT-1]), so the insertion itself is a small
+  // one-hot select in front of the output slice.
+  logic [KEEP_WIDTH-1:0][3:0] ins_at;     // ICRC byte j -> last beat byte b
+  logic [KEEP_WIDTH-1:0][3:0] ext_at;     // ICRC byte j -> extra beat byte b
+  logic                       ins_overflow;
+
+  always_ff @(posedge clk) begin
+    logic [6:0] n;
+    if (en_up) begin
+      n = keep_count(64'(d_keep[ICRC_LAT-2]));
+      for (int b = 0; b < KEEP_WIDTH; b++) begin
+        for (int j = 0; j < 4; j++) begin
+          ins_at[b][j] <= b >= j && n == 7'(b - j);
+          ext_at[b][j] <= b + KEEP_WIDTH - j <= KEEP_WIDTH && n == 7'(b + KEEP_WIDTH - j);
+        end
+      end
+      ins_overflow <= n > 7'(KEEP_WIDTH - 4);
+    end
+  end
+
   logic [DATA_WIDTH-1:0] out_data, extra_data_next;
   logic [KEEP_WIDTH-1:0] out_keep, extra_keep_next;
   logic                  out_last, overflow;
 
-  // The ICRC's byte j goes to byte n + j of the last beat, n its byte count,
-  // or to byte n + j - KEEP_WIDTH of an extra beat. Written per output byte as
-  // "n equals a constant", so the select is a few LUTs, not an adder.
   always_comb begin
-    logic [6:0] n;
-    n = keep_count(64'(ins_keep));
     out_data = ins_data;
     out_keep = ins_keep;
     out_last = ins_last;
@@ -214,17 +232,17 @@ module tx_icrc_insert
       // crc_valid is high here: it left icrc together with this beat
       for (int b = 0; b < KEEP_WIDTH; b++) begin
         for (int j = 0; j < 4; j++) begin
-          if (b >= j && n == 7'(b - j)) begin
+          if (ins_at[b][j]) begin
             out_data[b*8 +: 8] = crc[j*8 +: 8];
             out_keep[b] = 1'b1;
           end
-          if (b + KEEP_WIDTH - j <= KEEP_WIDTH && n == 7'(b + KEEP_WIDTH - j)) begin
+          if (ext_at[b][j]) begin
             extra_data_next[b*8 +: 8] = crc[j*8 +: 8];
             extra_keep_next[b] = 1'b1;
           end
         end
       end
-      overflow = n > 7'(KEEP_WIDTH - 4);
+      overflow = ins_overflow;
       out_last = !overflow;
     end
   end

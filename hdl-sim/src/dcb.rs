@@ -304,33 +304,7 @@ impl DcbSim {
         self.inner.pin_mut().reset(cycles);
     }
 
-    #[cfg(not(roce_rtl_unavailable))]
-    fn open_trace(&mut self, path: &Path) -> Result<(), SimError> {
-        let p = path
-            .to_str()
-            .ok_or_else(|| SimError::Model("trace path is not UTF-8".into()))?;
-        self.inner
-            .pin_mut()
-            .open_trace(p)
-            .map_err(|e| SimError::Model(e.to_string()))
-    }
-
-    #[cfg(roce_rtl_unavailable)]
-    fn open_trace(&mut self, _path: &Path) -> Result<(), SimError> {
-        match self.inner {}
-    }
-
-    /// Flushes and closes the waveform.
-    #[cfg(not(roce_rtl_unavailable))]
-    pub fn close_trace(&mut self) {
-        self.inner.pin_mut().close_trace();
-    }
-
-    /// Flushes and closes the waveform.
-    #[cfg(roce_rtl_unavailable)]
-    pub fn close_trace(&mut self) {
-        match self.inner {}
-    }
+    trace_methods!();
 
     /// One clock cycle; what the block showed during it.
     #[cfg(roce_rtl_unavailable)]

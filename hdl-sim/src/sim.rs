@@ -411,35 +411,7 @@ impl RtlSim {
         self.cycle = self.inner.cycles();
     }
 
-    /// Writes an FST waveform of every following cycle to `path`.
-    #[cfg(not(roce_rtl_unavailable))]
-    pub fn open_trace(&mut self, path: &Path) -> Result<(), SimError> {
-        let p = path
-            .to_str()
-            .ok_or_else(|| SimError::Model("trace path is not UTF-8".into()))?;
-        self.inner
-            .pin_mut()
-            .open_trace(p)
-            .map_err(|e| SimError::Model(e.to_string()))
-    }
-
-    /// Writes an FST waveform of every following cycle to `path`.
-    #[cfg(roce_rtl_unavailable)]
-    pub fn open_trace(&mut self, _path: &Path) -> Result<(), SimError> {
-        match self.inner {}
-    }
-
-    /// Flushes and closes the waveform.
-    #[cfg(not(roce_rtl_unavailable))]
-    pub fn close_trace(&mut self) {
-        self.inner.pin_mut().close_trace();
-    }
-
-    /// Flushes and closes the waveform.
-    #[cfg(roce_rtl_unavailable)]
-    pub fn close_trace(&mut self) {
-        match self.inner {}
-    }
+    trace_methods!(pub);
 
     /// One clock cycle.
     #[cfg(roce_rtl_unavailable)]

@@ -36,6 +36,9 @@ usage: cargo xtask <command>
                    named): Fmax, critical path, resources per module, logic
                    depth (yowasp tools from PyPI; tens of minutes; not part of ci)
   synth --depth    only the logic-depth guard: yosys on the guarded targets
+  synth --top MODULE TARGET
+                   one module of TARGET alone, out of context (quicker while
+                   working on it); results in target/synth/TARGET/MODULE/
 
 environment: FUZZ_SECONDS  seconds per fuzz target (default: a minute shared by all, 5 to 30 each)";
 

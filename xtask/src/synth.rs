@@ -340,7 +340,16 @@ pub fn synth(root: &Path, args: &[String]) -> Result {
         return check_depth(root);
     }
     let modules = args.iter().any(|a| a == "--modules");
-    let names: Vec<String> = args.iter().filter(|a| *a != "--modules").cloned().collect();
+    let mut top = None;
+    let mut names = Vec::new();
+    let mut rest = args.iter();
+    while let Some(arg) = rest.next() {
+        match arg.as_str() {
+            "--modules" => {}
+            "--top" => top = Some(rest.next().ok_or("--top needs a module name")?.as_str()),
+            _ => names.push(arg.clone()),
+        }
+    }
     let targets = select(&names)?;
     let mut packages = TOOLS.to_vec();
     packages.extend(
@@ -353,7 +362,7 @@ pub fn synth(root: &Path, args: &[String]) -> Result {
     for target in targets {
         println!("\n==> synth {}", target.name);
         let flow = if modules { Flow::Modules } else { Flow::Full };
-        let report = run_target(root, &bin, target, flow)?;
+        let report = run_target(root, &bin, target, flow, top)?;
         println!("{}", render(&report));
         reports.push(report);
     }
@@ -386,7 +395,7 @@ pub fn check_depth(root: &Path) -> Result {
         let Some(limit) = target.depth_limit else {
             continue;
         };
-        let report = run_target(root, &bin, target, Flow::Depth)?;
+        let report = run_target(root, &bin, target, Flow::Depth, None)?;
         println!("{}", render(&report));
         let depth = worst(&report.depths).ok_or("no logic path")?;
         let levels = depth.path.levels();
@@ -443,8 +452,20 @@ fn table() -> String {
     out
 }
 
-fn run_target(root: &Path, bin: &Path, target: &Target, flow: Flow) -> Result<Report> {
+/// One target's flow; `top` synthesizes one of its modules instead of its top (out of
+/// context, with the target's parameters that the module has): a quicker place and
+/// route while working on that module.
+fn run_target(
+    root: &Path,
+    bin: &Path,
+    target: &Target,
+    flow: Flow,
+    top: Option<&str>,
+) -> Result<Report> {
     let mut dir = root.join("target/synth").join(target.name);
+    if let Some(top) = top {
+        dir.push(top);
+    }
     if flow == Flow::Modules {
         dir.push("modules");
     }
@@ -458,12 +479,21 @@ fn run_target(root: &Path, bin: &Path, target: &Target, flow: Flow) -> Result<Re
     for f in target.package_files {
         files.push(package_file(bin, f)?);
     }
+    let top_source = match top {
+        Some(top) => Some(module_source(&files, top)?),
+        None => None,
+    };
     let mut params: Vec<(String, String)> = target
         .params
         .iter()
+        .filter(|(k, _)| {
+            top_source
+                .as_ref()
+                .is_none_or(|text| text.contains(&format!("parameter int {k} ")))
+        })
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
-    if let Some(image) = target.init_file {
+    if let Some(image) = target.init_file.filter(|_| top.is_none()) {
         let path = root.join(image);
         if !path.is_file() {
             return Err(format!(
@@ -474,7 +504,8 @@ fn run_target(root: &Path, bin: &Path, target: &Target, flow: Flow) -> Result<Re
         // slang takes a string parameter with its quotes
         params.push(("INIT_FILE".to_string(), format!("\"{}\"", path.display())));
     }
-    let script = yosys_script(target, &files, &params, flow);
+    let top = top.unwrap_or(target.top);
+    let script = yosys_script(target, top, &files, &params, flow);
     let script_path = dir.join("synth.ys");
     fs::write(&script_path, &script).map_err(|e| format!("{}: {e}", script_path.display()))?;
 
@@ -486,7 +517,7 @@ fn run_target(root: &Path, bin: &Path, target: &Target, flow: Flow) -> Result<Re
     cmd::run(&mut yosys)?;
     let yosys_time = start.elapsed();
     let modules = parse_stat(&read(&dir.join("stat.txt"))?);
-    let depths = netlist_depths(&read(&dir.join("netlist.json"))?, target.top, flow)?;
+    let depths = netlist_depths(&read(&dir.join("netlist.json"))?, top, flow)?;
 
     let (pnr, pnr_time) = match (&target.part, flow) {
         (Part::Ecp5 { .. }, Flow::Full) => {
@@ -542,8 +573,26 @@ fn package_file(bin: &Path, f: &PackageFile) -> Result<PathBuf> {
     }
 }
 
+/// The text of the source file that declares `module top`.
+fn module_source(files: &[PathBuf], top: &str) -> Result<String> {
+    for file in files {
+        let text = read(file)?;
+        let declares = |line: &str| {
+            let mut words = line
+                .split(|c: char| c.is_whitespace() || c == '#' || c == '(')
+                .filter(|w| !w.is_empty());
+            words.next() == Some("module") && words.next() == Some(top)
+        };
+        if text.lines().any(declares) {
+            return Ok(text);
+        }
+    }
+    Err(format!("no source file declares module {top}"))
+}
+
 fn yosys_script(
     target: &Target,
+    top: &str,
     files: &[PathBuf],
     params: &[(String, String)],
     flow: Flow,
@@ -558,19 +607,18 @@ fn yosys_script(
         ""
     };
     let read = format!(
-        "read_slang -j 1{hierarchy} {} --top {}{params}",
-        files.join(" "),
-        target.top
+        "read_slang -j 1{hierarchy} {} --top {top}{params}",
+        files.join(" ")
     );
     let synth = match &target.part {
         Part::Ecp5 { out_of_context, .. } => {
             let noiopad = if *out_of_context { " -noiopad" } else { "" };
-            format!("synth_ecp5 -noflatten{noiopad} -top {}", target.top)
+            format!("synth_ecp5 -noflatten{noiopad} -top {top}")
         }
         Part::XilinxUltraScalePlus => {
-            format!("synth_xilinx -family xcup -noiopad -top {}", target.top)
+            format!("synth_xilinx -family xcup -noiopad -top {top}")
         }
-        Part::Xilinx7 => format!("synth_xilinx -family xc7 -noiopad -top {}", target.top),
+        Part::Xilinx7 => format!("synth_xilinx -family xc7 -noiopad -top {top}"),
     };
     // Resources per module, then the netlist: flat for place and route and the path
     // depths (`paths.rs`), per module when the hierarchy is kept.
@@ -777,12 +825,18 @@ fn netlist_depths(netlist: &str, top: &str, flow: Flow) -> Result<Vec<Depth>> {
 }
 
 /// nextpnr's log: the last "Max frequency for clock 'C': X MHz (PASS at Y MHz)" per
-/// clock, the last critical path report (its first Source and its Setup/Sink end), and
-/// the device utilisation.
+/// clock (after routing; a failing one is a `Warning:` line, the estimate after
+/// placement an `Info:` line before it), the last critical path report (its first
+/// Source and its Setup/Sink end), and the device utilisation.
 fn parse_nextpnr(text: &str) -> Result<Pnr> {
     let lines: Vec<&str> = text
         .lines()
-        .map(|l| l.strip_prefix("Info:").unwrap_or(l).trim())
+        .map(|l| {
+            l.strip_prefix("Info:")
+                .or_else(|| l.strip_prefix("Warning:"))
+                .unwrap_or(l)
+                .trim()
+        })
         .collect();
     let mut fmax: Vec<(String, f64, f64)> = Vec::new();
     for line in &lines {
@@ -814,9 +868,12 @@ fn parse_nextpnr(text: &str) -> Result<Pnr> {
                 .position(|l| l.is_empty() || l.ends_with("ns routing"))
                 .unwrap_or(report.len());
             let report = &report[..end];
+            // "clk-to-q 0.31 0.31 Source CELL.PIN" and "Sink CELL.PIN" (a line of its
+            // own, trimmed); older nextpnr ends with "setup 0.34 4.44 Setup CELL.PIN"
             let cell_after = |l: &&str, key: &str| {
-                l.split_once(&format!(" {key} "))
-                    .map(|(_, c)| c.trim().to_string())
+                l.strip_prefix(&format!("{key} "))
+                    .or_else(|| l.split_once(&format!(" {key} ")).map(|(_, c)| c))
+                    .map(|c| c.trim().to_string())
             };
             let from = report.iter().find_map(|l| cell_after(l, "Source"))?;
             let to = report
@@ -869,6 +926,30 @@ mod tests {
     }
 
     #[test]
+    fn critical_path_of_nextpnr_0_11_ends_at_its_last_sink() {
+        let log = "Info: Critical path report for clock 'clk' (posedge -> posedge):\n\
+                   Info:       type curr  total name\n\
+                   Info:   clk-to-q  0.31  0.31 Source a.s_ready_TRELLIS_FF_Q.Q\n\
+                   Info:    routing  2.04  2.35 Net n (69,6) -> (42,23)\n\
+                   Info:                          Sink b_LUT4_Z.C\n\
+                   Info:      logic  0.14  2.49 Source b_LUT4_Z.F\n\
+                   Info:    routing  2.94  9.48 Net m (52,20) -> (4,3)\n\
+                   Info:                          Sink c.temp_data_TRELLIS_FF_Q_435.CE\n\
+                   Info:      setup  0.00  9.48 Source c.temp_data_TRELLIS_FF_Q_435.CE\n\
+                   Info: 0.73 ns logic, 8.75 ns routing\n\n\
+                   Warning: Max frequency for clock 'clk': 105.51 MHz (FAIL at 125.00 MHz)\n";
+        let pnr = parse_nextpnr(log).unwrap();
+        assert_eq!(
+            pnr.critical,
+            Some((
+                "a.s_ready_TRELLIS_FF_Q.Q".to_string(),
+                "c.temp_data_TRELLIS_FF_Q_435.CE".to_string()
+            ))
+        );
+        assert_eq!(pnr.fmax, [("clk".to_string(), 105.51, 125.0)]);
+    }
+
+    #[test]
     fn nextpnr_log_gives_fmax_critical_path_and_utilisation() {
         let log =
             "Info: Device utilisation:\nInfo: \t          TRELLIS_IO:       0/    365     0%\n\
@@ -880,8 +961,9 @@ mod tests {
                    Info:                          Sink b_LUT4_Z.B\n\
                    Info:      setup  0.34  4.44 Setup c_TRELLIS_FF_Q.DI\n\
                    Info: 3.2 ns logic, 4.8 ns routing\n\n\
-                   Info: Max frequency for clock 'clk': 17.64 MHz (FAIL at 125.00 MHz)\n";
-        let pnr = parse_nextpnr(log).unwrap();
+                   Warning: Max frequency for clock 'clk': 17.64 MHz (FAIL at 125.00 MHz)\n";
+        let placed = "Info: Max frequency for clock 'clk': 12.5 MHz (FAIL at 125.00 MHz)\n";
+        let pnr = parse_nextpnr(&format!("{placed}{log}")).unwrap();
         assert_eq!(pnr.fmax, [("clk".to_string(), 17.64, 125.0)]);
         assert_eq!(
             pnr.critical,

@@ -49,7 +49,7 @@ use crate::wire::{self, ExtHeaders, HeaderTemplate, Headers, L3Repr};
 
 pub(crate) mod ctx;
 
-pub use ctx::{Evicted, MAX_CTX_RD, QP_CTX_LEN};
+pub use ctx::{home_slot, Evicted, MAX_CTX_RD, QP_CTX_LEN};
 
 /// The first QPN: 0 and 1 are the special QPs, and rxe starts at 16. `create_qp` gives
 /// QPN `QPN_BASE + slot`; a caller that keeps QP contexts outside the engine names its
