@@ -557,6 +557,7 @@ fn act(inp: &mut Input, h: &mut Host, nic: &mut Nic, n: u64) -> Option<()> {
         0 => {
             let mut e = command(inp, &s)?;
             if admit(&mut e, &s) {
+                nic.hal().mem.shadow.note_db_record(&e);
                 h.command(nic, &e);
             }
         }
