@@ -41,6 +41,14 @@ pub struct RuntimeCounters {
     /// Message descriptors posted to the fast path, and its events handled.
     pub fp_descriptors: u64,
     pub fp_events: u64,
+    /// QP context cache (`docs/scale.md`): lookups of a QP found resident / brought in
+    /// from the ICM, resident QPs written back to make room, packets dropped because
+    /// every resident QP had work in flight, and bytes of context DMA (both ways).
+    pub qp_cache_hits: u64,
+    pub qp_cache_misses: u64,
+    pub qp_cache_evictions: u64,
+    pub qp_cache_drops: u64,
+    pub qp_ctx_dma_bytes: u64,
 }
 
 /// What the RC fast path counted (`docs/fastpath.md`).
@@ -131,6 +139,11 @@ counter_set! {
         "fp_descriptors": runtime.fp_descriptors,
         "fp_events": runtime.fp_events,
         "local_ack_timeout_err": engine.local_ack_timeout_err,
+        "qp_cache_hits": runtime.qp_cache_hits,
+        "qp_cache_misses": runtime.qp_cache_misses,
+        "qp_cache_evictions": runtime.qp_cache_evictions,
+        "qp_cache_drops": runtime.qp_cache_drops,
+        "qp_ctx_dma_bytes": runtime.qp_ctx_dma_bytes,
     }
 }
 

@@ -71,6 +71,11 @@ pub mod reg {
     pub const CLOCK_LO: u32 = 0x040;
     /// High word of the clock, as latched by the last read of `CLOCK_LO`.
     pub const CLOCK_HI: u32 = 0x044;
+    /// Doorbell of a QP with a doorbell record (`CreateQpArg::db_record`, required with
+    /// an ICM): the host writes the QP's index (`QPN - QPN_BASE`) after updating the
+    /// record; the NIC latches a pending bit per QP and reads the record (mlx5's
+    /// doorbell record and UAR doorbell, in one register for every QP).
+    pub const QP_DB: u32 = 0x050;
     /// SRQ doorbells (ABI 1.2): SRQN `s`'s producer index is at `SRQ_DB + 4 s` (SRQNs
     /// start at 1, so the first word is unused).
     pub const SRQ_DB: u32 = 0x0800;
@@ -109,9 +114,9 @@ pub mod reg {
         SRQ_DB + 4 * s
     }
     /// A write here announces WQEs for the NIC to fetch (an SRQ, send- or
-    /// receive-queue doorbell), so a platform wakes its firmware for it.
+    /// receive-queue doorbell, or `QP_DB`), so a platform wakes its firmware for it.
     pub const fn is_queue_doorbell(offset: u32) -> bool {
-        offset >= SRQ_DB && offset < CQ_DB
+        (offset >= SRQ_DB && offset < CQ_DB) || offset == QP_DB
     }
 }
 
@@ -306,6 +311,8 @@ pub enum CmdOp {
     ModifySrq = 24,
     QuerySrq = 25,
     DestroySrq = 26,
+    /// Hands the NIC host memory for QP contexts (`IcmArg`; `docs/scale.md`).
+    SetIcm = 64,
 }
 
 impl CmdOp {
@@ -338,6 +345,7 @@ impl CmdOp {
             24 => Self::ModifySrq,
             25 => Self::QuerySrq,
             26 => Self::DestroySrq,
+            64 => Self::SetIcm,
             _ => return None,
         })
     }
@@ -497,6 +505,30 @@ pub struct CreateQpArg {
     /// ABI 1.2: the SRQ its receives come from (`ibv_qp_init_attr.srq`), 0 for none;
     /// the QP's own receive ring is then unused.
     pub srqn: U32,
+    /// Host address (8-byte aligned) of the QP's doorbell record: the send queue's
+    /// producer index (u32) then the receive queue's; 0 = none (the per-QP doorbell
+    /// registers instead; not allowed once an ICM is set).
+    pub db_record: U64,
+}
+
+/// Bytes of one QP's entry in the ICM: the engine's context
+/// (`roce_core::engine::QP_CTX_LEN`), then the NIC's ring state for the QP.
+pub const ICM_ENTRY_LEN: usize = 1024;
+
+/// Most QPs an ICM may hold.
+pub const MAX_ICM_QPS: u32 = 65_536;
+
+/// SET_ICM parameters: `entries` QP contexts of [`ICM_ENTRY_LEN`] bytes at `addr`
+/// (4 KiB aligned), zeroed by the host. Only before the first QP is created; the NIC
+/// then numbers QPs `QPN_BASE + i` for `i < entries` and reports `max_qp` = `entries`.
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable,
+)]
+#[repr(C)]
+pub struct IcmArg {
+    pub addr: U64,
+    pub entries: U32,
+    pub reserved: U32,
 }
 
 /// CREATE_SRQ parameters (ABI 1.2); `out` is the SRQN (from 1). The ring holds
@@ -614,6 +646,7 @@ mod tests {
             size_of::<RegMrArg>(),
             size_of::<CreateCqArg>(),
             size_of::<CreateQpArg>(),
+            size_of::<IcmArg>(),
             size_of::<QpAttrArg>(),
             size_of::<CreateSrqArg>(),
             size_of::<SrqAttrArg>(),

@@ -64,10 +64,11 @@ fn a_closed_pipe_ends_every_subcommand_quietly() {
     }
     std::fs::write(&big, bytes).unwrap();
     let big = big.to_str().unwrap();
-    let cases: [(&[&str], usize); 5] = [
+    let cases: [(&[&str], usize); 6] = [
         (&["decode", big], 3),
         (&["decode", "--json", big], 1),
         (&["decode", "--json", big], 0),
+        (&["analyze", big], 0),
         (&["perf", "write_bw", "-s", "4096", "-n", "50"], 0),
         (&["--help"], 1),
     ];
@@ -208,6 +209,46 @@ fn a_truncated_capture_prints_every_complete_frame_warns_and_succeeds() {
         err.contains("warning:") && err.contains("cut short in the middle of frame 366"),
         "{err}"
     );
+}
+
+/// `roce analyze -` on a capture cut mid-frame: every complete frame analysed, a warning,
+/// status 0; the JSON and the figure written.
+#[test]
+fn analyze_reads_a_cut_capture_from_standard_input() {
+    // rxe's READs under loss, headers only: one connection.
+    let rxe = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/data/captures/rxe-loss/loss-server-read_bw-4096.pcap");
+    let frames = roce().arg("decode").arg(&rxe).output().unwrap().stdout;
+    let frames = frames
+        .split(|&b| b == b'\n')
+        .filter(|l| !l.is_empty())
+        .count();
+    let whole = std::fs::read(&rxe).unwrap();
+    let png = scratch("analyze").join("timeline.png");
+    let mut child = roce()
+        .args(["analyze", "-", "--json", "--plot"])
+        .arg(&png)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The last record is a 16-byte header and 74 bytes of frame: cut inside the frame.
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(&whole[..whole.len() - 40]).unwrap();
+    drop(stdin);
+    let done = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&done.stderr);
+    assert!(done.status.success(), "{err}");
+    assert!(
+        err.contains("warning:") && err.contains("cut short"),
+        "{err}"
+    );
+    let report: serde_json::Value = serde_json::from_slice(&done.stdout).unwrap();
+    assert_eq!(report["frames"].as_u64(), Some(frames as u64 - 1));
+    assert_eq!(report["connections"].as_array().map(Vec::len), Some(1));
+    let image = std::fs::read(&png).unwrap();
+    assert!(image.starts_with(b"\x89PNG\r\n\x1a\n"), "not a PNG");
 }
 
 #[test]

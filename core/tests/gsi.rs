@@ -8,7 +8,6 @@ mod common;
 
 use common::*;
 use roce_core::cm::{eui64_from_mac, CmAddr, CmConfig, CmEvent, CmState};
-use roce_core::engine::GSI_QPN;
 use roce_core::memory::MrKeys;
 use roce_core::num::{Psn, Qkey, Qpn};
 use roce_core::transport::{
@@ -49,7 +48,7 @@ fn gsi_init(n: &Node) -> QpInitAttr {
 
 fn agent(n: &mut Node, first_comm_id: u32) -> Agent {
     let qp1 = n.eng.create_gsi_qp(&gsi_init(n)).unwrap();
-    assert_eq!(qp1, Qpn::new(GSI_QPN));
+    assert_eq!(qp1, Qpn::GSI);
     bring_up_ud(n, qp1, Qkey::GSI);
     let rx = n.buffer(SLOT * RECVS as usize);
     for i in 0..RECVS {
@@ -90,7 +89,7 @@ fn transmit(n: &mut Node, ag: &mut Agent, peer_mac: [u8; 6]) {
                 hop_limit: 64,
                 ..AddressVector::default()
             },
-            remote_qpn: Qpn::new(GSI_QPN),
+            remote_qpn: Qpn::GSI,
             remote_qkey: Qkey::GSI,
         });
         n.post_send(ag.qp1, &wr);
@@ -107,11 +106,7 @@ fn receive(n: &mut Node, ag: &mut Agent, now: Instant) {
             continue;
         }
         assert_eq!(wc.status, WcStatus::Success);
-        assert_eq!(
-            wc.src_qp,
-            Qpn::new(GSI_QPN),
-            "MADs come from the peer's QP1"
-        );
+        assert_eq!(wc.src_qp, Qpn::GSI, "MADs come from the peer's QP1");
         let slot = ag.rx.0 + wc.wr_id * SLOT as u64;
         let grh = n.mem.read(slot, GRH_LEN);
         let src = ipv4_gid([grh[32], grh[33], grh[34], grh[35]]);
@@ -248,8 +243,8 @@ fn the_cm_connects_and_disconnects_an_rc_pair_over_qp1() {
         .filter_map(|(_, _, f)| {
             let pkt = roce_core::wire::parse(f).ok()?;
             let deth = pkt.deth()?;
-            (pkt.dest_qp() == Qpn::new(GSI_QPN)).then(|| {
-                assert_eq!((deth.src_qp, deth.qkey), (Qpn::new(GSI_QPN), Qkey::GSI));
+            (pkt.dest_qp() == Qpn::GSI).then(|| {
+                assert_eq!((deth.src_qp, deth.qkey), (Qpn::GSI, Qkey::GSI));
                 CmMsg::parse(pkt.payload()).expect("a CM MAD").1.name()
             })
         })

@@ -99,6 +99,9 @@ impl Hal for LocalHal {
     fn take_doorbells(&mut self) -> bool {
         self.shared.doorbell.replace(false)
     }
+    fn take_rung_qps(&mut self, rung: &mut [u64]) -> bool {
+        self.shared.regs.borrow_mut().take_rung_qps(rung)
+    }
 }
 
 /// Where the model's frames go.

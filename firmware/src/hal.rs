@@ -92,6 +92,14 @@ pub trait Hal {
     /// Whether a doorbell may have rung since the last call (and forget it). Hardware
     /// latches doorbell writes in a pending bit; a HAL without one answers true, and the
     /// runtime then reads every doorbell register on each poll.
+    /// ORs into `rung` (bit `q % 64` of word `q / 64`) the QP indexes written to
+    /// `reg::QP_DB` since the last call, and forgets them. False when this platform
+    /// does not latch them (the runtime then treats every QP with a doorbell record as
+    /// rung whenever `take_doorbells` says so).
+    fn take_rung_qps(&mut self, rung: &mut [u64]) -> bool {
+        let _ = rung;
+        false
+    }
     fn take_doorbells(&mut self) -> bool {
         true
     }
@@ -99,6 +107,9 @@ pub trait Hal {
 
 /// Words in the register window.
 const REG_WORDS: usize = (reg::WINDOW / 4) as usize;
+
+/// Words of a bitmap with one bit per QP index an ICM may hold.
+pub const QP_MAP_WORDS: usize = (crate::abi::MAX_ICM_QPS / 64) as usize;
 
 /// The host-visible register window kept in RAM: what a platform without a hardware
 /// register file (the QEMU self-test, a host harness) gives the runtime. The two sides
@@ -110,6 +121,8 @@ const REG_WORDS: usize = (reg::WINDOW / 4) as usize;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RegFile {
     words: [u32; REG_WORDS],
+    /// `QP_DB` writes latched per QP index (the hardware's pending bits).
+    rung: [u64; QP_MAP_WORDS],
 }
 
 impl Default for RegFile {
@@ -123,6 +136,7 @@ impl RegFile {
     pub const fn new() -> Self {
         Self {
             words: [0; REG_WORDS],
+            rung: [0; QP_MAP_WORDS],
         }
     }
 
@@ -142,6 +156,14 @@ impl RegFile {
         if let Some(w) = Self::index(offset).and_then(|i| self.words.get_mut(i)) {
             *w = value;
         }
+    }
+
+    /// The NIC side of [`Hal::take_rung_qps`].
+    pub fn take_rung_qps(&mut self, rung: &mut [u64]) -> bool {
+        for (out, latched) in rung.iter_mut().zip(self.rung.iter_mut()) {
+            *out |= core::mem::take(latched);
+        }
+        true
     }
 
     /// The host side: an MMIO read.
@@ -166,6 +188,12 @@ impl RegFile {
             reg::EVENT_STATUS => {
                 let v = self.nic_read(offset) & !value;
                 self.nic_write(offset, v);
+            }
+            // An index beyond every ICM is ignored, as hardware drops it.
+            reg::QP_DB => {
+                if let Some(w) = self.rung.get_mut(value as usize / 64) {
+                    *w |= 1 << (value % 64);
+                }
             }
             _ => self.nic_write(offset, value),
         }

@@ -9,7 +9,7 @@
 use crate::abi::{
     self, reg, CmdEntry, CmdOp, CmdStatus, Cqe, DecodeError, EventStatus, RecvWqe, SendWqe,
 };
-use crate::hal::{Datapath, Hal};
+use crate::hal::{Datapath, Hal, QP_MAP_WORDS};
 use roce_core::dcb::{Priorities, PriorityMap};
 use roce_core::engine::{CqHandle, Engine, PortConfig, QPN_BASE};
 use roce_core::fastpath::layout::{self, EVENT_LEN};
@@ -24,6 +24,9 @@ use roce_core::wire::Packet;
 use zerocopy::little_endian::U32;
 use zerocopy::{FromBytes, FromZeros, Immutable, IntoBytes};
 
+mod qp_cache;
+
+use qp_cache::Icm;
 mod srq;
 
 /// Largest ring the NIC accepts (2^15 entries).
@@ -56,6 +59,8 @@ struct HostQp {
     rq_ring: u64,
     rq_log: u8,
     rq_ci: u32,
+    /// Host address of its doorbell record (0: the doorbell registers instead).
+    db_record: u64,
     /// What of the QP the fast path handles.
     fp: FpState,
 }
@@ -95,7 +100,21 @@ pub struct Nic<
     hal: H,
     engine: Engine<QPS, CQS, PDS, MRS, SQ, RQ, CQE, RD>,
     cqs: [Option<HostCq>; CQS],
+    /// The resident QPs' ring state, one line per engine slot (QP `q` preferably in
+    /// line `(q - QPN_BASE) mod QPS`). Without an ICM these are all the QPs.
     qps: [Option<HostQp>; QPS],
+    /// Each line's last use (`tick`), for the cache's LRU choice, and the poll its
+    /// WQEs were last fetched in (such a line is not evicted in that poll, so what was
+    /// fetched gets a turn to start).
+    used: [u32; QPS],
+    fetched: [u32; QPS],
+    /// Polls so far.
+    tick: u32,
+    /// Host memory for QP contexts, once the host set it (`SET_ICM`).
+    icm: Option<Icm>,
+    /// With an ICM: which QP indexes exist, and which have a doorbell not yet handled.
+    exists: [u64; QP_MAP_WORDS],
+    pending: [u64; QP_MAP_WORDS],
     /// The GSI QP (QP1), whose doorbells are `reg::GSI_QP_INDEX`'s.
     gsi: Option<HostQp>,
     srqs: [Option<srq::HostSrq>; roce_core::transport::MAX_SRQ],
@@ -143,6 +162,12 @@ impl<
             engine: Engine::new(port),
             cqs: [None; CQS],
             qps: [None; QPS],
+            used: [0; QPS],
+            fetched: [0; QPS],
+            tick: 0,
+            icm: None,
+            exists: [0; QP_MAP_WORDS],
+            pending: [0; QP_MAP_WORDS],
             gsi: None,
             srqs: [None; roce_core::transport::MAX_SRQ],
             cmdq_ci: 0,
@@ -180,8 +205,10 @@ impl<
     /// a host harness that owns the frame's buffer: no datapath queue, no copy.
     pub fn receive_frame(&mut self, frame: &[u8]) {
         let now = Instant::from_nanos(self.hal.now());
-        self.engine.handle_packet(now, frame, self.hal.dma());
         self.counters.frames_rx += 1;
+        if self.admit(self.icm.and(dest_qpn(frame))) {
+            self.engine.handle_packet(now, frame, self.hal.dma());
+        }
     }
 
     /// Writes the next frame to send straight into `buf`, for a host harness that pulls
@@ -210,11 +237,16 @@ impl<
     /// Does every piece of pending work once; returns whether anything happened.
     pub fn poll(&mut self) -> bool {
         let now = Instant::from_nanos(self.hal.now());
+        self.tick = self.tick.wrapping_add(1);
         let mut busy = self.run_commands();
         // Doorbells that rang, or WQEs left in a ring because the engine's queue was
         // full last time.
         if self.hal.take_doorbells() || self.backlog {
-            busy |= self.fetch_wqes();
+            busy |= if self.icm.is_some() {
+                self.fetch_pending()
+            } else {
+                self.fetch_wqes()
+            };
         }
         busy |= self.receive(now);
         if self.engine.poll_timeout().is_some_and(|t| t <= now) {
@@ -247,18 +279,24 @@ impl<
         }
         let mut any = false;
         loop {
-            let (dma, dp) = self.hal.split();
+            let (_, dp) = self.hal.split();
             let Some(n) = dp.receive(&mut self.rxbuf) else {
                 break;
             };
+            self.counters.frames_rx += 1;
+            any = true;
+            let verified = dp.verifies_icrc();
+            let dest = self.icm.and(dest_qpn(self.rxbuf.get(..n).unwrap_or(&[])));
+            if !self.admit(dest) {
+                continue;
+            }
+            let (dma, _) = self.hal.split();
             let frame = self.rxbuf.get(..n).unwrap_or(&[]);
-            if dp.verifies_icrc() {
+            if verified {
                 self.engine.handle_verified_packet(now, frame, dma);
             } else {
                 self.engine.handle_packet(now, frame, dma);
             }
-            self.counters.frames_rx += 1;
-            any = true;
         }
         any
     }
@@ -319,7 +357,7 @@ impl<
         let mut any = false;
         let mut ev = [0u8; EVENT_LEN];
         loop {
-            let (dma, dp) = self.hal.split();
+            let (_, dp) = self.hal.split();
             let Some(fp) = dp.fastpath() else {
                 break;
             };
@@ -332,12 +370,19 @@ impl<
                 continue;
             };
             let qpn = event.qpn();
-            let on = fp_state(&self.qps, qpn) != FpState::Off;
+            let on = self.fp_of(qpn) != FpState::Off;
             match event {
                 Event::Exception {
                     meta, frame_len, ..
                 } => {
                     self.counters.frames_rx += 1;
+                    if !self.admit(self.icm.map(|_| qpn)) {
+                        continue;
+                    }
+                    let (dma, dp) = self.hal.split();
+                    let Some(fp) = dp.fastpath() else {
+                        break;
+                    };
                     if on {
                         // The engine takes over where the hardware stopped.
                         if let Ok(ctx) = layout::decode_rctx(&fp.read_rctx(qpn)) {
@@ -360,6 +405,10 @@ impl<
                     solicited,
                     ..
                 } => {
+                    let (_, dp) = self.hal.split();
+                    let Some(fp) = dp.fastpath() else {
+                        break;
+                    };
                     if let Ok(ctx) = layout::decode_rctx(&fp.read_rctx(qpn)) {
                         let _ = self
                             .engine
@@ -395,7 +444,14 @@ impl<
     /// Puts QP `qpn` on the fast path as far as its state allows (RTR: receive side;
     /// RTS, SQD: both), or takes it off, writing the contexts that change.
     fn fp_refresh(&mut self, qpn: Qpn) {
-        let slot = qpn.value().wrapping_sub(QPN_BASE) as usize;
+        // With an ICM, QPs come and go from the cache: the fast path's tables, indexed
+        // by QPN, would alias (docs/scale.md). They run in firmware.
+        if self.icm.is_some() {
+            return;
+        }
+        let Some(slot) = self.line(qpn) else {
+            return;
+        };
         let Some(Some(mut q)) = self.qps.get(slot).copied() else {
             return;
         };
@@ -478,45 +534,79 @@ impl<
         let mut any = false;
         self.backlog = false;
         for slot in 0..self.qp_hi {
-            let Some(Some(mut q)) = self.qps.get(slot).copied() else {
+            let Some(Some(q)) = self.qps.get(slot).copied() else {
                 continue;
             };
-            any |= self.fetch_qp(&mut q, slot as u32);
-            if let Some(s) = self.qps.get_mut(slot) {
-                *s = Some(q);
+            let pis = if q.db_record != 0 {
+                self.read_db_record(q.db_record)
+            } else {
+                Some(self.reg_pis(q.qpn.value().wrapping_sub(QPN_BASE)))
+            };
+            if let Some(pis) = pis {
+                any |= self.fetch_qp(slot, pis);
             }
         }
-        if let Some(mut q) = self.gsi {
-            any |= self.fetch_qp(&mut q, reg::GSI_QP_INDEX);
-            self.gsi = Some(q);
-        }
-        any | self.fetch_srqs()
+        any | self.fetch_gsi() | self.fetch_srqs()
     }
 
-    /// Fetches QP `q`'s rings (doorbell index `index`); notes a backlog.
-    fn fetch_qp(&mut self, q: &mut HostQp, index: u32) -> bool {
-        let mut any = false;
-        for fetched in [self.fetch_sq(q, index), self.fetch_rq(q, index)] {
-            any |= fetched.unwrap_or_else(|BadDoorbell| self.fail_qp(q.qpn));
-        }
-        self.backlog |= q.sq_ci != self.hal.reg_read(reg::sq_db(index))
-            || q.rq_ci != self.hal.reg_read(reg::rq_db(index));
+    /// Fetches the GSI QP's rings (its doorbell registers: it is never in the ICM).
+    fn fetch_gsi(&mut self) -> bool {
+        let Some(mut q) = self.gsi else {
+            return false;
+        };
+        let pis = self.reg_pis(reg::GSI_QP_INDEX);
+        let any = self.fetch_host(&mut q, pis);
+        self.gsi = Some(q);
         any
     }
 
-    /// Takes the entries of a host ring from `*ci` up to the producer index in doorbell
-    /// register `db`, handing each (and its address) to `post`; an entry `post` refuses (the engine's queue
+    /// Fetches what line `slot`'s rings hold up to the producer indexes `pis` (send,
+    /// receive). Returns whether any was taken.
+    fn fetch_qp(&mut self, slot: usize, pis: (u32, u32)) -> bool {
+        let Some(Some(mut q)) = self.qps.get(slot).copied() else {
+            return false;
+        };
+        if let Some(f) = self.fetched.get_mut(slot) {
+            *f = self.tick;
+        }
+        let any = self.fetch_host(&mut q, pis);
+        if let Some(s) = self.qps.get_mut(slot) {
+            *s = Some(q);
+        }
+        any
+    }
+
+    /// Fetches QP `q`'s rings up to the producer indexes `pis`; notes a backlog when
+    /// something stays.
+    fn fetch_host(&mut self, q: &mut HostQp, (sq_pi, rq_pi): (u32, u32)) -> bool {
+        let mut any = false;
+        for fetched in [self.fetch_sq(q, sq_pi), self.fetch_rq(q, rq_pi)] {
+            any |= fetched.unwrap_or_else(|BadDoorbell| self.fail_qp(q.qpn));
+        }
+        self.backlog |= q.sq_ci != sq_pi || q.rq_ci != rq_pi;
+        any
+    }
+
+    /// The producer indexes in doorbell registers of QP index `index`.
+    fn reg_pis(&mut self, index: u32) -> (u32, u32) {
+        (
+            self.hal.reg_read(reg::sq_db(index)),
+            self.hal.reg_read(reg::rq_db(index)),
+        )
+    }
+
+    /// Takes the entries of a host ring from `*ci` up to the producer index `pi`,
+    /// handing each (and its address) to `post`; an entry `post` refuses (the engine's queue
     /// is full) stays in the ring for a later poll. Returns whether any was taken, or
     /// [`BadDoorbell`] (having skipped to the producer index) when the index claims more
     /// entries than the ring holds.
     fn fetch_ring<T: FromBytes + IntoBytes + Immutable>(
         &mut self,
-        db: u32,
+        pi: u32,
         (ring, log): (u64, u8),
         ci: &mut u32,
         mut post: impl FnMut(&mut Self, &T, u64) -> bool,
     ) -> Result<bool, BadDoorbell> {
-        let pi = self.hal.reg_read(db);
         if !fits(pi, *ci, log) {
             *ci = pi;
             return Err(BadDoorbell);
@@ -549,10 +639,10 @@ impl<
         true
     }
 
-    fn fetch_sq(&mut self, q: &mut HostQp, index: u32) -> Result<bool, BadDoorbell> {
+    fn fetch_sq(&mut self, q: &mut HostQp, pi: u32) -> Result<bool, BadDoorbell> {
         let (qpn, ud, send_cq) = (q.qpn, q.qp_type == QpType::Ud, q.send_cq);
         self.fetch_ring(
-            reg::sq_db(index),
+            pi,
             (q.sq_ring, q.sq_log),
             &mut q.sq_ci,
             |nic, wqe: &SendWqe, at| {
@@ -584,10 +674,10 @@ impl<
         )
     }
 
-    fn fetch_rq(&mut self, q: &mut HostQp, index: u32) -> Result<bool, BadDoorbell> {
+    fn fetch_rq(&mut self, q: &mut HostQp, pi: u32) -> Result<bool, BadDoorbell> {
         let qpn = q.qpn;
         self.fetch_ring(
-            reg::rq_db(index),
+            pi,
             (q.rq_ring, q.rq_log),
             &mut q.rq_ci,
             |nic, wqe: &RecvWqe, _| {
@@ -765,6 +855,17 @@ impl<
             return CmdStatus::BadOpcode;
         };
         let handle = abi::payload::<abi::HandleArg>(e).handle.get();
+        // A command naming a QP finds it resident (brought in from the ICM if need be).
+        match op {
+            CmdOp::ModifyQp => {
+                let qpn = abi::payload::<abi::QpAttrArg>(e).qpn.get();
+                self.resident(Qpn::new(qpn));
+            }
+            CmdOp::QueryQp | CmdOp::DestroyQp => {
+                self.resident(Qpn::new(handle));
+            }
+            _ => {}
+        }
         let result = match op {
             CmdOp::QueryDevice => {
                 abi::set_payload(e, &self.device_attr());
@@ -816,6 +917,7 @@ impl<
             | CmdOp::QueryQpCc
             | CmdOp::ModifyQpCc
             | CmdOp::QueryCounters => return self.port_command(op, e),
+            CmdOp::SetIcm => return self.set_icm(e),
             CmdOp::CreateSrq => return self.create_srq(e),
             CmdOp::ModifySrq => return self.modify_srq(e),
             CmdOp::QuerySrq => return self.query_srq(e),
@@ -830,7 +932,7 @@ impl<
     fn device_attr(&self) -> abi::DeviceAttr {
         let cfg = self.engine.config();
         abi::DeviceAttr {
-            max_qp: U32::new(QPS as u32),
+            max_qp: U32::new(self.icm.map_or(QPS as u32, |i| i.entries)),
             max_cq: U32::new(CQS as u32),
             max_mr: U32::new(MRS as u32),
             max_pd: U32::new(PDS as u32),
@@ -948,9 +1050,16 @@ impl<
                 },
             },
         };
+        // The GSI QP is never in the ICM: it rings its doorbell registers.
         let gsi = arg.qp_type == abi::QPT_GSI;
+        let db_record = arg.db_record.get();
+        if db_record % 8 != 0 || (self.icm.is_some() && db_record == 0 && !gsi) {
+            return CmdStatus::BadParam;
+        }
         let created = if gsi {
             self.engine.create_gsi_qp(&init)
+        } else if self.icm.is_some() {
+            self.create_in_icm(&init)
         } else {
             self.engine.create_qp(&init)
         };
@@ -958,31 +1067,42 @@ impl<
             Ok(q) => q,
             Err(err) => return status_of(&err),
         };
-        let slot = qpn.value().wrapping_sub(QPN_BASE) as usize;
         // A fresh QP starts reading its rings where the host's doorbells stand now.
-        let index = if gsi { reg::GSI_QP_INDEX } else { slot as u32 };
+        let index = if gsi {
+            reg::GSI_QP_INDEX
+        } else {
+            qpn.value().wrapping_sub(QPN_BASE)
+        };
+        let (sq_ci, rq_ci) = match db_record {
+            0 => self.reg_pis(index),
+            _ => self.read_db_record(db_record).unwrap_or((0, 0)),
+        };
         let host = HostQp {
             qpn,
             qp_type,
             send_cq,
             sq_ring: arg.sq_ring.get(),
             sq_log: arg.sq_log_depth,
-            sq_ci: self.hal.reg_read(reg::sq_db(index)),
+            sq_ci,
             rq_ring: arg.rq_ring.get(),
             rq_log: arg.rq_log_depth,
-            rq_ci: self.hal.reg_read(reg::rq_db(index)),
+            rq_ci,
+            db_record,
             fp: FpState::Off,
         };
-        match self.qps.get_mut(slot) {
-            _ if gsi => self.gsi = Some(host),
-            Some(s) => {
-                *s = Some(host);
-                self.qp_hi = self.qp_hi.max(slot + 1);
-            }
-            None => {
+        if gsi {
+            self.gsi = Some(host);
+        } else {
+            let Some(line) = self.free_line(qpn) else {
                 let _ = self.engine.destroy_qp(qpn);
                 return CmdStatus::NoResources;
+            };
+            if let Some(s) = self.qps.get_mut(line) {
+                *s = Some(host);
+                self.qp_hi = self.qp_hi.max(line + 1);
             }
+            self.touch(line);
+            self.set_exists(index, true);
         }
         e.out = U32::new(qpn.value());
         abi::set_payload(
@@ -1003,10 +1123,10 @@ impl<
         }
         match self.engine.destroy_qp(qpn) {
             Ok(()) => {
-                let slot = qpn.value().wrapping_sub(QPN_BASE) as usize;
-                if let Some(s) = self.qps.get_mut(slot) {
+                if let Some(s) = self.line(qpn).and_then(|l| self.qps.get_mut(l)) {
                     *s = None;
                 }
+                self.set_exists(qpn.value().wrapping_sub(QPN_BASE), false);
                 if self.gsi.is_some_and(|g| g.qpn == qpn) {
                     self.gsi = None;
                 }
@@ -1026,13 +1146,11 @@ fn fits(pi: u32, ci: u32, log: u8) -> bool {
     u64::from(pi.wrapping_sub(ci)) <= 1u64 << log.min(32)
 }
 
-/// How much of QP `qpn` is on the fast path.
-fn fp_state(qps: &[Option<HostQp>], qpn: Qpn) -> FpState {
-    let slot = qpn.value().wrapping_sub(QPN_BASE) as usize;
-    match qps.get(slot) {
-        Some(Some(q)) if q.qpn == qpn => q.fp,
-        _ => FpState::Off,
-    }
+/// The destination QP of a RoCE frame (ICRC not checked: only to find the QP).
+fn dest_qpn(frame: &[u8]) -> Option<Qpn> {
+    roce_core::wire::parse_unverified(frame)
+        .ok()
+        .map(|p| p.dest_qp())
 }
 
 /// Address of ring slot `index` (entries of `size` bytes, depth `2^log`).

@@ -422,6 +422,7 @@ fn command(inp: &mut Input, s: &Shadow) -> Option<CmdEntry> {
                 sq_sig_all: inp.u8()? & 1,
                 sq_ring: u64::from(inp.u16()?).into(),
                 rq_ring: u64::from(inp.u16()?).into(),
+                db_record: u64::from(inp.u16()?).into(),
                 ..Default::default()
             };
             abi::set_payload(&mut e, &a);
@@ -556,6 +557,7 @@ fn act(inp: &mut Input, h: &mut Host, nic: &mut Nic, n: u64) -> Option<()> {
         0 => {
             let mut e = command(inp, &s)?;
             if admit(&mut e, &s) {
+                nic.hal().mem.shadow.note_db_record(&e);
                 h.command(nic, &e);
             }
         }

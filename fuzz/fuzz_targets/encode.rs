@@ -67,7 +67,17 @@ fn excuses(error: &str) -> &'static [&'static str] {
             "udp.length",
             "pad_hex",
         ],
-        "icrc_mismatch" => &["icrc", "icrc_wire_hex"],
+        // A length that disagrees with the bytes given (a pad longer than `padcnt`
+        // under a given `total_length`, say) moves where decode looks for the ICRC.
+        "icrc_mismatch" => &[
+            "icrc",
+            "icrc_wire_hex",
+            "ip.total_length",
+            "ip.payload_length",
+            "grh.payload_length",
+            "udp.length",
+            "pad_hex",
+        ],
         "pad_exceeds_payload" | "unaligned_length" => &["bth.padcnt", "pad_hex"],
         "unsupported_ethertype" | "bad_ip_version" => &["eth.ethertype"],
         "unsupported_tver" => &["bth.tver"],

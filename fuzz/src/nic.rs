@@ -125,6 +125,12 @@ pub struct Shadow {
     pub mrs: Vec<Mr>,
     pub cqs: Vec<(u32, Ring, u8)>,
     pub qps: Vec<QpRings>,
+    /// Doorbell records (`CreateQpArg::db_record`, 8 bytes each) of every CREATE_QP the
+    /// host issued: memory it configured for the NIC to read, like a ring. Noted when
+    /// the command is issued, since the NIC reads the record while creating the QP;
+    /// kept after a failed create or a destroy (a read of it still only reaches memory
+    /// the host pointed the NIC at).
+    pub db_records: Vec<Ring>,
     /// The victim's PD and QPNs (fixed at setup).
     pub victim_pd: Option<u32>,
     pub victim_cq: Option<u32>,
@@ -132,6 +138,16 @@ pub struct Shadow {
 }
 
 impl Shadow {
+    /// Notes the doorbell record of a CREATE_QP entry about to be issued.
+    pub fn note_db_record(&mut self, e: &CmdEntry) {
+        if CmdOp::from_u16(e.opcode.get()) == Some(CmdOp::CreateQp) {
+            let at = abi::payload::<abi::CreateQpArg>(e).db_record.get();
+            if at != 0 {
+                self.db_records.push(Ring::new(at, 0, 8));
+            }
+        }
+    }
+
     /// Applies a command entry the NIC wrote back.
     fn apply(&mut self, e: &CmdEntry) {
         if e.status.get() != CmdStatus::Ok as u32 {
@@ -248,7 +264,8 @@ impl HostMem {
             || (!write
                 && s.qps
                     .iter()
-                    .any(|q| q.sq.holds(addr, len) || q.rq.holds(addr, len)))
+                    .any(|q| q.sq.holds(addr, len) || q.rq.holds(addr, len))
+                || (!write && s.db_records.iter().any(|d| d.holds(addr, len))))
     }
 
     /// Panics unless the access is allowed (see the module doc).
@@ -612,6 +629,9 @@ pub fn admit(e: &mut CmdEntry, s: &Shadow) -> bool {
             let mut a = abi::payload::<abi::CreateQpArg>(e);
             a.sq_ring.set(confine(a.sq_ring.get()));
             a.rq_ring.set(confine(a.rq_ring.get()));
+            if a.db_record.get() != 0 {
+                a.db_record.set(confine(a.db_record.get()));
+            }
             abi::set_payload(e, &a);
             !victim_pd(a.pd.get()) && !victim_cq(a.send_cq.get()) && !victim_cq(a.recv_cq.get())
         }

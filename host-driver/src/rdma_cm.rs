@@ -411,14 +411,21 @@ impl CmAgent {
     }
 }
 
-/// The RDMA CM IP header for an IPv4 or IPv6 pair, then the consumer's bytes.
+/// The RDMA CM IP header for an IPv4 or IPv6 pair (IPv4 addresses in the last four
+/// bytes after zeros, as the kernel's `cma_hdr` has them), then the consumer's bytes.
 fn ip_private(src: &[u8; 16], dst: &[u8; 16], user: &[u8]) -> Result<PrivateData<92>> {
-    let v4 = |g: &[u8; 16]| g[..10].iter().all(|&b| b == 0) && g[10] == 0xFF && g[11] == 0xFF;
-    let hdr = IpCmHdr {
-        ip_version: if v4(src) && v4(dst) { 4 } else { 6 },
-        src_port: 0,
-        src: *src,
-        dst: *dst,
+    let v4 = |g: &[u8; 16]| {
+        (g[..10].iter().all(|&b| b == 0) && g[10] == 0xFF && g[11] == 0xFF)
+            .then(|| [g[12], g[13], g[14], g[15]])
+    };
+    let hdr = match (v4(src), v4(dst)) {
+        (Some(s), Some(d)) => IpCmHdr::ipv4(s, 0, d),
+        _ => IpCmHdr {
+            ip_version: 6,
+            src_port: 0,
+            src: *src,
+            dst: *dst,
+        },
     };
     let mut buf = [0u8; 92];
     let n = hdr

@@ -37,6 +37,8 @@ pub(crate) struct Ctx {
     /// QUERY_DEVICE's answer, kept current when this context changes the port.
     pub(crate) attr: Cell<DeviceAttr>,
     qps: RefCell<HashMap<u32, Weak<QpInner>>>,
+    /// QP contexts the NIC keeps in host memory (`set_icm`): their number.
+    icm_entries: Cell<Option<u32>>,
 }
 
 impl Ctx {
@@ -125,6 +127,7 @@ impl Context {
             cmdq_pi: Cell::new(cmdq_pi),
             attr: Cell::default(),
             qps: RefCell::default(),
+            icm_entries: Cell::new(None),
         };
         let mut e = CmdEntry::default();
         ctx.exec(CmdOp::QueryDevice, &mut e)?;
@@ -139,7 +142,35 @@ impl Context {
 
     /// `ibv_query_device` (and the port's addresses).
     pub fn query_device(&self) -> DeviceAttr {
-        self.ctx.attr.get()
+        let mut attr = self.ctx.attr.get();
+        if let Some(n) = self.ctx.icm_entries.get() {
+            attr.max_qp = U32::new(n);
+        }
+        attr
+    }
+
+    /// Gives the NIC host memory for `entries` QP contexts (its ICM, `docs/scale.md`),
+    /// before the first QP: it then holds that many QPs and caches the busy ones on
+    /// chip. QPs created after this ring their doorbells through doorbell records.
+    pub fn set_icm(&self, entries: u32) -> Result<()> {
+        let len = entries as usize * abi::ICM_ENTRY_LEN;
+        let mem = self.ctx.dev.memory();
+        let addr = mem.alloc(len.max(1), 4096);
+        let mut e = CmdEntry::default();
+        abi::set_payload(
+            &mut e,
+            &abi::IcmArg {
+                addr: U64::new(addr),
+                entries: U32::new(entries),
+                reserved: U32::new(0),
+            },
+        );
+        if let Err(err) = self.ctx.exec(CmdOp::SetIcm, &mut e) {
+            mem.free(addr, len.max(1));
+            return Err(err);
+        }
+        self.ctx.icm_entries.set(Some(entries));
+        Ok(())
     }
 
     /// The port's active path MTU.
@@ -581,6 +612,11 @@ impl<'a> QpBuilder<'a> {
         let sq_len = (1usize << sq_log) * size_of::<SendWqe>();
         let rq_len = (1usize << rq_log) * size_of::<RecvWqe>();
         let (sq_ring, rq_ring) = (mem.alloc(sq_len, 64), mem.alloc(rq_len, 64));
+        // With an ICM, doorbells go through a record in host memory (any QP index).
+        let db_record = match ctx.icm_entries.get() {
+            Some(_) if !self.gsi => mem.alloc(DB_RECORD_LEN, 8),
+            _ => 0,
+        };
         let mut e = CmdEntry::default();
         abi::set_payload(
             &mut e,
@@ -600,11 +636,15 @@ impl<'a> QpBuilder<'a> {
                 rq_ring: U64::new(rq_ring),
                 max_inline_data: U32::new(self.max_inline_data),
                 srqn: U32::new(self.srq.map_or(0, |s| s.srqn())),
+                db_record: U64::new(db_record),
             },
         );
         if let Err(err) = ctx.exec(CmdOp::CreateQp, &mut e) {
             mem.free(sq_ring, sq_len);
             mem.free(rq_ring, rq_len);
+            if db_record != 0 {
+                mem.free(db_record, DB_RECORD_LEN);
+            }
             return Err(err);
         }
         let qpn = Qpn::new(e.out.get());
@@ -613,6 +653,13 @@ impl<'a> QpBuilder<'a> {
             reg::GSI_QP_INDEX
         } else {
             qpn.value().wrapping_sub(QPN_BASE)
+        };
+        let (sq_pi, rq_pi) = match db_record {
+            0 => (
+                ctx.dev.read_reg(reg::sq_db(index)),
+                ctx.dev.read_reg(reg::rq_db(index)),
+            ),
+            _ => (0, 0),
         };
         let inner = Rc::new(QpInner {
             ctx: ctx.clone(),
@@ -626,12 +673,13 @@ impl<'a> QpBuilder<'a> {
             state: Cell::new(QpState::Reset),
             sq_ring,
             sq_log,
-            sq_pi: Cell::new(ctx.dev.read_reg(reg::sq_db(index))),
+            sq_pi: Cell::new(sq_pi),
             sq_signaled: RefCell::default(),
             rq_ring,
             rq_log,
-            rq_pi: Cell::new(ctx.dev.read_reg(reg::rq_db(index))),
+            rq_pi: Cell::new(rq_pi),
             rq_outstanding: Cell::new(0),
+            db_record,
         });
         ctx.qps
             .borrow_mut()
@@ -661,6 +709,35 @@ struct QpInner {
     rq_log: u8,
     rq_pi: Cell<u32>,
     rq_outstanding: Cell<u32>,
+    /// Host address of the doorbell record (0: the doorbell registers).
+    db_record: u64,
+}
+
+/// Bytes of a doorbell record: the send and the receive producer index.
+const DB_RECORD_LEN: usize = 8;
+
+impl QpInner {
+    /// Tells the NIC the send (`rq` false) or receive queue's producer index is `pi`:
+    /// the doorbell register, or the record then `QP_DB`.
+    fn ring(&self, rq: bool, pi: u32) -> Result<()> {
+        if self.db_record == 0 {
+            let db = if rq {
+                reg::rq_db(self.index)
+            } else {
+                reg::sq_db(self.index)
+            };
+            self.ctx.dev.write_reg(db, pi);
+            return Ok(());
+        }
+        let at = self.db_record + if rq { 4 } else { 0 };
+        self.ctx
+            .dev
+            .memory()
+            .write(at, &pi.to_le_bytes())
+            .map_err(|e| Error::Dma { addr: e.addr })?;
+        self.ctx.dev.write_reg(reg::QP_DB, self.index);
+        Ok(())
+    }
 }
 
 impl Drop for QpInner {
@@ -674,6 +751,9 @@ impl Drop for QpInner {
             let mem = self.ctx.dev.memory();
             mem.free(self.sq_ring, (1usize << self.sq_log) * size_of::<SendWqe>());
             mem.free(self.rq_ring, (1usize << self.rq_log) * size_of::<RecvWqe>());
+            if self.db_record != 0 {
+                mem.free(self.db_record, DB_RECORD_LEN);
+            }
         }
     }
 }
@@ -870,7 +950,7 @@ impl QueuePair {
         });
         if posted > 0 {
             let q = &self.inner;
-            q.ctx.dev.write_reg(reg::sq_db(q.index), q.sq_pi.get());
+            q.ring(false, q.sq_pi.get())?;
         }
         result
     }
@@ -971,7 +1051,6 @@ impl QueuePair {
             .map_err(|e| Error::Dma { addr: e.addr })?;
         q.rq_outstanding.set(q.rq_outstanding.get() + 1);
         q.rq_pi.set(pi.wrapping_add(1));
-        q.ctx.dev.write_reg(reg::rq_db(q.index), pi.wrapping_add(1));
-        Ok(())
+        q.ring(true, pi.wrapping_add(1))
     }
 }

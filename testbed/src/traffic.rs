@@ -24,10 +24,10 @@ pub fn connect_pair(
     b.connect(&a.endpoint(pa), pb, opts)
 }
 
-/// A signaled work request `op` with `len` bytes from the start of `local`.
-pub fn signaled(id: u64, op: WrOp, local: &MemoryRegion, len: u32) -> SendWr {
+/// A signaled work request `op` with the `len` bytes at `offset` in `local`.
+pub fn signaled(id: u64, op: WrOp, local: &MemoryRegion, offset: u64, len: u32) -> SendWr {
     SendWr::new(id, op)
-        .sge(local.addr(), len, local.lkey())
+        .sge(local.addr() + offset, len, local.lkey())
         .flags(SendFlags::SIGNALED)
 }
 

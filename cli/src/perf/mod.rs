@@ -4,7 +4,7 @@
 pub mod report;
 
 use crate::progress::ProgressBar;
-use anyhow::{bail, Result};
+use anyhow::{bail, Context as _, Result};
 use roce_core::memory::AccessFlags;
 use roce_core::transport::{Mtu, QpType, RecvWr, SendWr, SrAttr, WcStatus, WorkCompletion, WrOp};
 use roce_device::NicModel;
@@ -73,6 +73,10 @@ pub struct Measurement {
     pub elapsed_ns: u64,
     pub retransmits: u64,
     pub drops: u64,
+    /// Both NICs: QP contexts brought in from host memory, and the context DMA bytes
+    /// (both ways; `docs/scale.md`).
+    pub qp_cache_misses: u64,
+    pub qp_ctx_dma_bytes: u64,
     pub simulated: bool,
 }
 
@@ -91,8 +95,19 @@ pub fn nics(p: &Params, datapath: Datapath, fastpath: bool) -> Result<[Rc<dyn Ni
 struct Side {
     cq: CompletionQueue,
     qps: Vec<QueuePair>,
-    /// One buffer per QP.
-    mrs: Vec<MemoryRegion>,
+    /// One region, a buffer per QP in it (`Side::buf`): thousands of QPs need no
+    /// thousands of MRs.
+    mr: MemoryRegion,
+    /// Bytes of each QP's buffer.
+    stride: usize,
+}
+
+impl Side {
+    /// Offset of QP `i`'s buffer in `mr`: two halves of `size`, what this side sends
+    /// from and what the peer writes into (the latency tests watch the second half).
+    fn buf(&self, i: usize) -> u64 {
+        (i * self.stride) as u64
+    }
 }
 
 fn setup(ctxs: [&Context; 2], p: &Params) -> Result<[Side; 2]> {
@@ -102,10 +117,16 @@ fn setup(ctxs: [&Context; 2], p: &Params) -> Result<[Side; 2]> {
         | AccessFlags::REMOTE_ATOMIC;
     let mut sides = Vec::new();
     for ctx in ctxs {
+        // More QPs than the NIC's slots: their contexts go to host memory (ICM).
+        if p.qps > ctx.query_device().max_qp.get() as usize {
+            let n = u32::try_from(p.qps).context("QP count")?;
+            ctx.set_icm(n)
+                .context("hand the NIC host memory for QP contexts")?;
+        }
         let pd = ctx.alloc_pd()?;
-        let cq = ctx.create_cq((2 * p.tx_depth * p.qps).max(16))?;
+        let depth = (2 * p.tx_depth * p.qps).clamp(16, 1 << roce_firmware::runtime::MAX_LOG_DEPTH);
+        let cq = ctx.create_cq(depth)?;
         let mut qps = Vec::new();
-        let mut mrs = Vec::new();
         for _ in 0..p.qps {
             let qp = pd
                 .create_qp(QpType::Rc, &cq, &cq)
@@ -113,11 +134,15 @@ fn setup(ctxs: [&Context; 2], p: &Params) -> Result<[Side; 2]> {
                 .max_recv_wr(p.tx_depth)
                 .build()?;
             qps.push(qp);
-            // Two halves: what this side sends from, and what the peer writes into (the
-            // latency tests watch the second half for the peer's write).
-            mrs.push(pd.reg_mr(2 * p.size.max(8), access)?);
         }
-        sides.push(Side { cq, qps, mrs });
+        let stride = 2 * p.size.max(8);
+        let mr = pd.reg_mr(stride * p.qps, access)?;
+        sides.push(Side {
+            cq,
+            qps,
+            mr,
+            stride,
+        });
     }
     let [a, b]: [Side; 2] = sides.try_into().map_err(|_| anyhow::anyhow!("two sides"))?;
     let opts = ConnectOptions {
@@ -145,6 +170,14 @@ pub fn run(world: &mut dyn World, p: &Params, progress: &ProgressBar) -> Result<
     };
     let c = world.counters();
     m.retransmits = c.retransmits;
+    for ctx in world.contexts() {
+        let r = ctx
+            .query_counters()
+            .context("read the NIC's counters")?
+            .runtime;
+        m.qp_cache_misses += r.qp_cache_misses;
+        m.qp_ctx_dma_bytes += r.qp_ctx_dma_bytes;
+    }
     m.drops = c.drops;
     m.simulated = world.simulated();
     Ok(m)
@@ -154,24 +187,25 @@ pub fn run(world: &mut dyn World, p: &Params, progress: &ProgressBar) -> Result<
 const STUCK: usize = 1_000_000;
 
 fn wr(p: &Params, a: &Side, b: &Side, i: usize, id: u64) -> SendWr {
-    let (local, remote) = (&a.mrs[i], &b.mrs[i]);
+    let (local, remote) = (&a.mr, &b.mr);
+    let ra = remote.addr() + b.buf(i);
     let op = match p.test {
         Test::WriteBw => WrOp::RdmaWrite {
-            remote_addr: remote.addr(),
+            remote_addr: ra,
             rkey: remote.rkey(),
         },
         // Into the second half, which the peer watches.
         Test::WriteLat => WrOp::RdmaWrite {
-            remote_addr: remote.addr() + p.size as u64,
+            remote_addr: ra + p.size as u64,
             rkey: remote.rkey(),
         },
         Test::ReadBw | Test::ReadLat => WrOp::RdmaRead {
-            remote_addr: remote.addr(),
+            remote_addr: ra,
             rkey: remote.rkey(),
         },
         Test::SendBw | Test::SendLat => WrOp::Send,
         Test::AtomicBw => WrOp::AtomicFetchAndAdd {
-            remote_addr: remote.addr(),
+            remote_addr: ra,
             rkey: remote.rkey(),
             add: 1,
         },
@@ -181,12 +215,12 @@ fn wr(p: &Params, a: &Side, b: &Side, i: usize, id: u64) -> SendWr {
     } else {
         p.size as u32
     };
-    signaled(id, op, local, len)
+    signaled(id, op, local, a.buf(i), len)
 }
 
 fn recv(side: &Side, i: usize, p: &Params) -> RecvWr {
-    let mr = &side.mrs[i];
-    RecvWr::new(i as u64).sge(mr.addr(), p.size as u32, mr.lkey())
+    let mr = &side.mr;
+    RecvWr::new(i as u64).sge(mr.addr() + side.buf(i), p.size as u32, mr.lkey())
 }
 
 /// An error naming the WR and its `ibv_wc_status` unless `wc` succeeded.
@@ -326,12 +360,12 @@ fn latency(
                 for (from, to) in [(0, 1), (1, 0)] {
                     let (s, d) = (sides[from], sides[to]);
                     if p.test == Test::WriteLat {
-                        s.mrs[0].write(p.size - 1, &[mark])?;
+                        s.mr.write(p.size - 1, &[mark])?;
                     }
                     s.qps[0].post_send(&wr(p, s, d, 0, it as u64))?;
                     world.kick(from);
                     if p.test == Test::WriteLat {
-                        wait_byte(world, &d.mrs[0], 2 * p.size - 1, mark)?;
+                        wait_byte(world, &d.mr, 2 * p.size - 1, mark)?;
                     } else {
                         wait_cq_for_recv(world, &d.cq, &mut buf)?;
                         d.qps[0].post_recv(&recv(d, 0, p))?;

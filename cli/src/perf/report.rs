@@ -79,6 +79,8 @@ pub fn json(p: &Params, m: &Measurement, f: &Figures, link_gbps: f64) -> Value {
         "lat_us": {"min": f.lat_us[0], "p50": f.lat_us[1], "p99": f.lat_us[2], "max": f.lat_us[3], "avg": f.lat_avg_us},
         "retransmits": m.retransmits,
         "drops": m.drops,
+        "qp_cache_misses": m.qp_cache_misses,
+        "qp_ctx_dma_bytes": m.qp_ctx_dma_bytes,
         "simulated": m.simulated,
     })
 }
@@ -164,8 +166,8 @@ pub fn footer(m: &Measurement) -> String {
         "wall-clock figures of this software RNIC on this CPU (NICs connected in memory)"
     };
     format!(
-        "{RULE}\n retransmits: {}   drops: {}\n {what}\n{RULE}",
-        m.retransmits, m.drops
+        "{RULE}\n retransmits: {}   drops: {}   QP cache misses: {}   context DMA: {} B\n {what}\n{RULE}",
+        m.retransmits, m.drops, m.qp_cache_misses, m.qp_ctx_dma_bytes
     )
 }
 

@@ -570,7 +570,7 @@ fn post_writes(f: &FabricScenario, net: &mut Net, flows: &mut [Flow], t: Nanos) 
             rkey: fl.remote.rkey(),
         };
         let n = top_up(&fl.qp, (0, fl.outstanding), f.depth, usize::MAX, |_| {
-            signaled(i as u64, write, &fl.local, f.message as u32)
+            signaled(i as u64, write, &fl.local, 0, f.message as u32)
         })?;
         if n > 0 {
             fl.outstanding += n;

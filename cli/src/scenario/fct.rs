@@ -376,7 +376,7 @@ impl FlowHost {
             (s.posted as usize, s.outstanding),
             DEPTH,
             chunks,
-            |k| signaled(id, op, src, (size - k as u64 * CHUNK).min(CHUNK) as u32),
+            |k| signaled(id, op, src, 0, (size - k as u64 * CHUNK).min(CHUNK) as u32),
         )?;
         s.outstanding += n;
         s.posted += n as u64;

@@ -397,7 +397,9 @@ impl<
     /// Whether QP `qpn` is resident and may be evicted now: none of its send WQEs has
     /// started (nothing in flight, nothing done and waiting for CQ room), no message is
     /// being received into a receive WQE, no READ response or atomic ACK is queued, and
-    /// it holds no WQE taken from an SRQ (only its own ring's can be handed back).
+    /// it owes its peer no ACK, NAK, SACK or CNP (those go out first: a stored QP sends
+    /// nothing until something brings it back), and it holds no WQE taken from an SRQ
+    /// (only its own ring's can be handed back).
     pub fn qp_evictable(&self, qpn: Qpn) -> bool {
         let Some(s) = self.slot(qpn) else {
             return false;
@@ -405,12 +407,24 @@ impl<
         let (Some(Some(qp)), Some(q)) = (self.qps.get(s), self.queues.get(s)) else {
             return false;
         };
+        let owes = qp.resp.pending.is_some()
+            || q.sr.sacks_owed()
+            || self.cc.get(s).is_some_and(QpCc::cnp_pending);
         q.sq.iter().all(|w| !w.started)
             && qp.req.wqe_idx == 0
             && qp.req.pkt_idx == 0
             && qp.resp.cur == CurOp::None
             && q.out.is_empty()
+            && !owes
             && (qp.srq.is_none() || q.rq.is_empty())
+    }
+
+    /// Whether resident QP `qpn` holds send WQEs (started or not): a cache makes room
+    /// for a QP with new work by evicting one without any first.
+    pub fn qp_has_sends(&self, qpn: Qpn) -> bool {
+        self.slot(qpn)
+            .and_then(|s| self.queues.get(s))
+            .is_some_and(|q| !q.sq.is_empty())
     }
 
     /// Resident QPs.
@@ -528,7 +542,8 @@ impl<
     }
 }
 
-/// Where QP `qpn` sits when it can: slot `(qpn - QPN_BASE) mod qps`.
-pub(super) fn home_slot(qpn: Qpn, qps: usize) -> usize {
+/// Where QP `qpn` sits when it can: slot `(qpn - QPN_BASE) mod qps` (a cache in front
+/// of the engine uses the same rule for its own lines).
+pub fn home_slot(qpn: Qpn, qps: usize) -> usize {
     (qpn.value().wrapping_sub(QPN_BASE) as usize) % qps.max(1)
 }

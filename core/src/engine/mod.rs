@@ -50,7 +50,7 @@ use crate::wire::{self, ExtHeaders, HeaderTemplate, Headers, L3Repr};
 pub(crate) mod ctx;
 mod port;
 
-pub use ctx::{Evicted, MAX_CTX_RD, QP_CTX_LEN};
+pub use ctx::{home_slot, Evicted, MAX_CTX_RD, QP_CTX_LEN};
 pub use port::{DcbConfig, GidEntry, GidIndexError, GidTable, GID_TABLE_LEN};
 
 /// The first QPN: 0 and 1 are the special QPs, and rxe starts at 16. `create_qp` gives
@@ -58,9 +58,6 @@ pub use port::{DcbConfig, GidEntry, GidIndexError, GidTable, GID_TABLE_LEN};
 /// QPNs itself (`create_qp_with`) and moves QPs in and out of the slots
 /// (`evict_qp`, `restore_qp`; `docs/scale.md`).
 pub const QPN_BASE: u32 = 16;
-
-/// The GSI QP's number (QP1), below [`QPN_BASE`]: [`Engine::create_gsi_qp`].
-pub const GSI_QPN: u32 = 1;
 
 /// Entries in the port's P_Key table.
 pub const PKEY_TABLE_LEN: usize = 4;
@@ -389,7 +386,7 @@ impl<
         if init.qp_type != QpType::Ud || init.srq.is_some() {
             return Err(Error::InvalidCap { cap: "qp_type" });
         }
-        let qpn = Qpn::new(GSI_QPN);
+        let qpn = Qpn::GSI;
         self.check_init(init)?;
         if self.slot(qpn).is_some() {
             return Err(Error::Busy { what: "QPN" });

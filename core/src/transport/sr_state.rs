@@ -178,6 +178,12 @@ impl SrState {
         Ok(())
     }
 
+    /// SACKs wait to go out.
+    pub(crate) fn sacks_owed(&self) -> bool {
+        !self.rx.out.is_empty()
+    }
+
+    /// Selective repeat is on for this QP.
     pub fn enabled(&self) -> bool {
         self.attr.enabled
     }

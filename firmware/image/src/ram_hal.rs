@@ -70,6 +70,10 @@ impl<D: Dma, P: Datapath> Hal for RamHal<D, P> {
         core::mem::replace(&mut self.doorbell, false)
     }
 
+    fn take_rung_qps(&mut self, rung: &mut [u64]) -> bool {
+        self.regs.take_rung_qps(rung)
+    }
+
     /// The board clock; also published in `CLOCK_LO/HI` as the hardware would.
     fn now(&mut self) -> u64 {
         let t = crate::clock::now_ns();

@@ -138,9 +138,9 @@ impl<
                 continue;
             };
             let h = SrqHandle(i as u16);
-            let db = reg::srq_db(srqn(h));
+            let pi = self.hal.reg_read(reg::srq_db(srqn(h)));
             let fetched =
-                self.fetch_ring(db, (s.ring, s.log), &mut s.ci, |nic, wqe: &RecvWqe, _| {
+                self.fetch_ring(pi, (s.ring, s.log), &mut s.ci, |nic, wqe: &RecvWqe, _| {
                     match wqe.to_wr().map(|wr| nic.engine.post_srq_recv(h, &wr)) {
                         Ok(Ok(())) => nic.counters.recv_wqes += 1,
                         Ok(Err(EngineError::QueueFull { .. })) => return false,
@@ -155,7 +155,7 @@ impl<
                 self.counters.bad_doorbells += 1;
                 true
             });
-            self.backlog |= s.ci != self.hal.reg_read(db);
+            self.backlog |= s.ci != pi;
             if let Some(slot) = self.srqs.get_mut(i) {
                 *slot = Some(s);
             }

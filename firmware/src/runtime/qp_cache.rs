@@ -1,0 +1,410 @@
+//! The QP context cache (`docs/scale.md`): with an ICM (host memory the host handed over
+//! with `SET_ICM`), QPs live there, and the engine's slots hold the busy ones. A QP is
+//! brought in when a command, a doorbell or a packet needs it; to make room the least
+//! recently used QP that has no work under way is written back. Per QP the NIC keeps
+//! two bits on chip (exists, doorbell pending); a resident QP also has a slot and a line.
+
+use super::{FpState, HostQp, Nic};
+use crate::abi::{self, CmdEntry, CmdStatus, ICM_ENTRY_LEN, MAX_ICM_QPS, QPN_BASE};
+use crate::hal::Hal;
+use roce_core::engine::{home_slot, QP_CTX_LEN};
+use roce_core::memory::Dma;
+use roce_core::num::Qpn;
+use roce_core::transport::{Error as EngineError, QpInitAttr, QpType};
+use zerocopy::little_endian::{U16, U32, U64};
+use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
+
+/// Host memory for QP contexts: `entries` of `ICM_ENTRY_LEN` bytes at `base`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Icm {
+    pub base: u64,
+    pub entries: u32,
+}
+
+/// Where a QP is, as [`Nic::resident`] found it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Residence {
+    /// In line `.0` (and an engine slot).
+    Line(usize),
+    /// No such QP.
+    Absent,
+    /// It exists, but no line could be freed (every resident QP has work under way),
+    /// or its entry could not be read.
+    Stuck,
+}
+
+/// The runtime's part of an ICM entry, after the engine's context.
+#[derive(Clone, Copy, Debug, FromBytes, IntoBytes, Immutable, KnownLayout)]
+#[repr(C)]
+struct IcmTail {
+    qpn: U32,
+    sq_ci: U32,
+    rq_ci: U32,
+    send_cq: U16,
+    qp_type: u8,
+    sq_log: u8,
+    rq_log: u8,
+    reserved: [u8; 3],
+    sq_ring: U64,
+    rq_ring: U64,
+    db_record: U64,
+}
+
+const _: () = assert!(QP_CTX_LEN + core::mem::size_of::<IcmTail>() <= ICM_ENTRY_LEN);
+
+impl IcmTail {
+    fn of(q: &HostQp) -> Self {
+        Self {
+            qpn: U32::new(q.qpn.value()),
+            sq_ci: U32::new(q.sq_ci),
+            rq_ci: U32::new(q.rq_ci),
+            send_cq: U16::new(q.send_cq),
+            qp_type: q.qp_type as u8,
+            sq_log: q.sq_log,
+            rq_log: q.rq_log,
+            reserved: [0; 3],
+            sq_ring: U64::new(q.sq_ring),
+            rq_ring: U64::new(q.rq_ring),
+            db_record: U64::new(q.db_record),
+        }
+    }
+
+    fn host_qp(&self, qpn: Qpn) -> Option<HostQp> {
+        (self.qpn.get() == qpn.value()).then_some(())?;
+        Some(HostQp {
+            qpn,
+            qp_type: QpType::from_u8(self.qp_type)?,
+            send_cq: self.send_cq.get(),
+            sq_ring: self.sq_ring.get(),
+            sq_log: self.sq_log.min(super::MAX_LOG_DEPTH),
+            sq_ci: self.sq_ci.get(),
+            rq_ring: self.rq_ring.get(),
+            rq_log: self.rq_log.min(super::MAX_LOG_DEPTH),
+            rq_ci: self.rq_ci.get(),
+            db_record: self.db_record.get(),
+            fp: FpState::Off,
+        })
+    }
+}
+
+impl<
+        H: Hal,
+        const QPS: usize,
+        const CQS: usize,
+        const PDS: usize,
+        const MRS: usize,
+        const SQ: usize,
+        const RQ: usize,
+        const CQE: usize,
+        const RD: usize,
+    > Nic<H, QPS, CQS, PDS, MRS, SQ, RQ, CQE, RD>
+{
+    /// The line of resident QP `qpn`: its home line, else a scan.
+    pub(super) fn line(&self, qpn: Qpn) -> Option<usize> {
+        let home = home_slot(qpn, QPS);
+        if matches!(self.qps.get(home), Some(Some(q)) if q.qpn == qpn) {
+            return Some(home);
+        }
+        self.qps
+            .iter()
+            .take(self.qp_hi)
+            .position(|q| matches!(q, Some(q) if q.qpn == qpn))
+    }
+
+    /// A free line for QP `qpn`: its home line if free, else the first free one.
+    pub(super) fn free_line(&self, qpn: Qpn) -> Option<usize> {
+        let home = home_slot(qpn, QPS);
+        if matches!(self.qps.get(home), Some(None)) {
+            return Some(home);
+        }
+        self.qps.iter().position(Option::is_none)
+    }
+
+    /// Marks line `l` used in this poll.
+    pub(super) fn touch(&mut self, l: usize) {
+        if let Some(u) = self.used.get_mut(l) {
+            *u = self.tick;
+        }
+    }
+
+    /// How much of QP `qpn` is on the fast path.
+    pub(super) fn fp_of(&self, qpn: Qpn) -> FpState {
+        match self.line(qpn).and_then(|l| self.qps.get(l)) {
+            Some(Some(q)) => q.fp,
+            _ => FpState::Off,
+        }
+    }
+
+    pub(super) fn set_exists(&mut self, index: u32, on: bool) {
+        if self.icm.is_none() {
+            return;
+        }
+        let (w, b) = (index as usize / 64, 1u64 << (index % 64));
+        if let (Some(e), Some(p)) = (self.exists.get_mut(w), self.pending.get_mut(w)) {
+            *e = if on { *e | b } else { *e & !b };
+            *p &= !b;
+        }
+    }
+
+    fn exists(&self, index: u32) -> bool {
+        self.exists
+            .get(index as usize / 64)
+            .is_some_and(|w| w & (1 << (index % 64)) != 0)
+    }
+
+    fn set_pending(&mut self, index: u32) {
+        if let Some(w) = self.pending.get_mut(index as usize / 64) {
+            *w |= 1 << (index % 64);
+        }
+    }
+
+    fn clear_pending(&mut self, index: u32) {
+        if let Some(w) = self.pending.get_mut(index as usize / 64) {
+            *w &= !(1 << (index % 64));
+        }
+    }
+
+    fn entry_addr(icm: Icm, index: u32) -> u64 {
+        icm.base
+            .wrapping_add(u64::from(index) * ICM_ENTRY_LEN as u64)
+    }
+
+    /// Finds QP `qpn` resident, bringing it in from the ICM when it is not: for a
+    /// packet or a command, in place of any QP that has no work under way; for a
+    /// doorbell (`for_work`), only in place of one with no send WQEs at all (moving
+    /// one QP's fetched WQEs out for another's would only churn). A QP that comes back
+    /// fetches its rings at once.
+    pub(super) fn resident(&mut self, qpn: Qpn) -> Residence {
+        self.bring_in(qpn, false)
+    }
+
+    pub(super) fn bring_in(&mut self, qpn: Qpn, for_work: bool) -> Residence {
+        if let Some(l) = self.line(qpn) {
+            if self.icm.is_some() {
+                self.counters.qp_cache_hits += 1;
+            }
+            self.touch(l);
+            return Residence::Line(l);
+        }
+        let Some(icm) = self.icm else {
+            return Residence::Absent;
+        };
+        let index = qpn.value().wrapping_sub(QPN_BASE);
+        if index >= icm.entries || !self.exists(index) {
+            return Residence::Absent;
+        }
+        let Some(l) = self.free_line(qpn).or_else(|| self.evict_lru(for_work)) else {
+            return Residence::Stuck;
+        };
+        self.counters.qp_cache_misses += 1;
+        let mut entry = [0u8; ICM_ENTRY_LEN];
+        if self
+            .hal
+            .dma()
+            .read(Self::entry_addr(icm, index), &mut entry)
+            .is_err()
+        {
+            self.counters.dma_errors += 1;
+            return Residence::Stuck;
+        }
+        self.counters.qp_ctx_dma_bytes += ICM_ENTRY_LEN as u64;
+        let (ctx, tail) = entry.split_at(QP_CTX_LEN);
+        let host = IcmTail::read_from_prefix(tail)
+            .ok()
+            .and_then(|(t, _)| t.host_qp(qpn));
+        let restored = match (<&[u8; QP_CTX_LEN]>::try_from(ctx), host) {
+            (Ok(ctx), Some(_)) => self.engine.restore_qp(qpn, ctx),
+            _ => Err(EngineError::BadContext(qpn)),
+        };
+        match (restored, host) {
+            (Ok(()), Some(host)) => {
+                if let Some(s) = self.qps.get_mut(l) {
+                    *s = Some(host);
+                }
+                self.qp_hi = self.qp_hi.max(l + 1);
+                self.touch(l);
+                // Its rings, as they stand (WQEs handed back at eviction, doorbells
+                // since): a packet may need its receive WQEs.
+                self.clear_pending(index);
+                self.fetch_line(l, index);
+                Residence::Line(l)
+            }
+            // A corrupt entry: the QP is lost; the host hears QP_FATAL.
+            _ => {
+                self.set_exists(index, false);
+                self.hal.reg_write(abi::reg::EVENT_QPN, qpn.value());
+                self.raise(|e| e.set_qp_fatal(true));
+                Residence::Absent
+            }
+        }
+    }
+
+    /// Whether a received packet for `dest` (with an ICM; `None` without, or for a
+    /// frame that names no QP) may go to the engine: a stored QP is brought in, and a
+    /// packet whose QP cannot be is dropped (the requester's retransmission repeats
+    /// it), counted.
+    pub(super) fn admit(&mut self, dest: Option<Qpn>) -> bool {
+        match dest.map(|q| self.resident(q)) {
+            Some(Residence::Stuck) => {
+                self.counters.qp_cache_drops += 1;
+                false
+            }
+            _ => true,
+        }
+    }
+
+    /// Writes the least recently used resident QP that has no work under way (and was
+    /// not used in this poll) back to the ICM; returns its freed line.
+    fn evict_lru(&mut self, idle_only: bool) -> Option<usize> {
+        let icm = self.icm?;
+        let mut best: Option<(u32, usize)> = None;
+        for (l, q) in self.qps.iter().enumerate().take(self.qp_hi) {
+            let (Some(q), Some(&used), Some(&fetched)) = (q, self.used.get(l), self.fetched.get(l))
+            else {
+                continue;
+            };
+            let age = self.tick.wrapping_sub(used);
+            if fetched == self.tick
+                || q.fp != FpState::Off
+                || !self.engine.qp_evictable(q.qpn)
+                || (idle_only && self.engine.qp_has_sends(q.qpn))
+            {
+                continue;
+            }
+            if best.is_none_or(|(a, _)| age >= a) {
+                best = Some((age, l));
+            }
+        }
+        let (_, l) = best?;
+        let mut q = self.qps.get(l).copied().flatten()?;
+        let mut entry = [0u8; ICM_ENTRY_LEN];
+        let (ctx, tail) = entry.split_at_mut(QP_CTX_LEN);
+        let ctx = <&mut [u8; QP_CTX_LEN]>::try_from(ctx).ok()?;
+        let handed = self.engine.evict_qp(q.qpn, ctx).ok()?;
+        // The WQEs it had fetched but not started are fetched again from the rings.
+        q.sq_ci = q.sq_ci.wrapping_sub(u32::from(handed.sq_wqes));
+        q.rq_ci = q.rq_ci.wrapping_sub(u32::from(handed.rq_wqes));
+        let index = q.qpn.value().wrapping_sub(QPN_BASE);
+        // Send WQEs are work to come back for; receive WQEs wait for a packet, which
+        // brings the QP back anyway.
+        if handed.sq_wqes != 0 {
+            self.set_pending(index);
+            self.backlog = true;
+        }
+        let _ = IcmTail::of(&q).write_to_prefix(tail);
+        if self
+            .hal
+            .dma()
+            .write(Self::entry_addr(icm, index), &entry)
+            .is_err()
+        {
+            self.counters.dma_errors += 1;
+        }
+        self.counters.qp_ctx_dma_bytes += ICM_ENTRY_LEN as u64;
+        self.counters.qp_cache_evictions += 1;
+        if let Some(s) = self.qps.get_mut(l) {
+            *s = None;
+        }
+        Some(l)
+    }
+
+    /// CREATE_QP with an ICM: the lowest free index, in a slot freed if need be.
+    pub(super) fn create_in_icm(&mut self, init: &QpInitAttr) -> Result<Qpn, EngineError> {
+        let entries = self.icm.map_or(0, |i| i.entries);
+        let index = (0..entries)
+            .step_by(64)
+            .find_map(|base| {
+                let w = self.exists.get(base as usize / 64)?;
+                (*w != u64::MAX).then(|| base + w.trailing_ones())
+            })
+            .filter(|&i| i < entries)
+            .ok_or(EngineError::TableFull { table: "QP" })?;
+        let qpn = Qpn::new(QPN_BASE + index);
+        if self.free_line(qpn).is_none() && self.evict_lru(false).is_none() {
+            return Err(EngineError::TableFull { table: "QP" });
+        }
+        self.engine.create_qp_with(qpn, init)
+    }
+
+    /// SET_ICM: only while no QP exists.
+    pub(super) fn set_icm(&mut self, e: &mut CmdEntry) -> CmdStatus {
+        let arg = abi::payload::<abi::IcmArg>(e);
+        let entries = arg.entries.get();
+        if entries == 0 || entries > MAX_ICM_QPS || arg.addr.get() % 4096 != 0 {
+            return CmdStatus::BadParam;
+        }
+        if self.qps.iter().any(Option::is_some) {
+            return CmdStatus::Busy;
+        }
+        self.icm = Some(Icm {
+            base: arg.addr.get(),
+            entries,
+        });
+        self.exists = [0; crate::hal::QP_MAP_WORDS];
+        self.pending = [0; crate::hal::QP_MAP_WORDS];
+        CmdStatus::Ok
+    }
+
+    /// The producer indexes in a doorbell record (send, receive).
+    pub(super) fn read_db_record(&mut self, addr: u64) -> Option<(u32, u32)> {
+        let mut b = [0u8; 8];
+        if self.hal.dma().read(addr, &mut b).is_err() {
+            self.counters.dma_errors += 1;
+            return None;
+        }
+        let [a0, a1, a2, a3, b0, b1, b2, b3] = b;
+        Some((
+            u32::from_le_bytes([a0, a1, a2, a3]),
+            u32::from_le_bytes([b0, b1, b2, b3]),
+        ))
+    }
+
+    /// With an ICM: fetches the WQEs of every QP whose doorbell rang (or that still has
+    /// some in its rings), bringing it in. A QP that cannot come in stays pending.
+    pub(super) fn fetch_pending(&mut self) -> bool {
+        if !self.hal.take_rung_qps(&mut self.pending) {
+            // No latch on this platform: every QP may have rung.
+            self.pending = self.exists;
+        }
+        self.backlog = false;
+        let words = self.icm.map_or(0, |i| i.entries.div_ceil(64)) as usize;
+        let mut any = false;
+        for w in 0..words {
+            let mut bits = self.pending.get(w).copied().unwrap_or(0);
+            while bits != 0 {
+                let b = bits.trailing_zeros();
+                bits &= bits - 1;
+                let index = w as u32 * 64 + b;
+                let qpn = Qpn::new(QPN_BASE + index);
+                let was = self.line(qpn).is_some();
+                match self.bring_in(qpn, true) {
+                    // Brought in: its rings were fetched then.
+                    Residence::Line(_) if !was => any = true,
+                    Residence::Line(l) => {
+                        self.clear_pending(index);
+                        any |= self.fetch_line(l, index);
+                    }
+                    Residence::Stuck => self.backlog = true,
+                    Residence::Absent => self.clear_pending(index),
+                }
+            }
+        }
+        any | self.fetch_gsi() | self.fetch_srqs()
+    }
+
+    /// Fetches line `l`'s rings up to its doorbell record; QP index `index` stays
+    /// pending (and the backlog noted) when WQEs remain in them.
+    fn fetch_line(&mut self, l: usize, index: u32) -> bool {
+        let record = self.qps.get(l).copied().flatten().map(|q| q.db_record);
+        let Some(pis) = record.and_then(|r| self.read_db_record(r)) else {
+            return false;
+        };
+        let before = core::mem::replace(&mut self.backlog, false);
+        let any = self.fetch_qp(l, pis);
+        if self.backlog {
+            self.set_pending(index);
+        }
+        self.backlog |= before;
+        any
+    }
+}
