@@ -26,7 +26,7 @@
 // the next slot is two register stages behind (eligible set, then the round
 // robin's pick) and is checked against the live slot when used. The planner
 // stays with its message while no other slot is eligible (one QP: no cycle
-// lost per packet); switching costs the message's reload (about 5 cycles).
+// lost per packet); switching costs the message's reload (about 6 cycles).
 // Not yet in RTL (v0.2): the in-flight list the response path reads.
 //
 // The packet rule is roce_core::fastpath::segment's; tests/fastpath.rs
@@ -412,6 +412,9 @@ module fp_tx_plan
   assign a_refused = !d_abort && !(a_outst < 0 && d_replay)
       && (a_outst < 0 || a_outst >= signed'(c_window));
   assign n_leave = !d_abort && k < kend && (txd_flush || others_q);
+  // at the end of a packet: straight on to the message's next one
+  logic go_on;
+  assign go_on = !d_abort && !txd_flush && !others_q;
   assign save_en = !serve_ack
       && ((state == S_PKT_A && a_refused) || (state == S_NEXT && n_leave));
   assign save_k = k;
@@ -624,7 +627,8 @@ module fp_tx_plan
           off <= off + mtu;
           psn <= psn_next;
           g_rem <= 16'(p_plen);
-          state <= (p_plen != 0) ? S_GATHER : S_NEXT;
+          if (p_plen != 0) state <= S_GATHER;
+          else state <= (go_on && k + 32'd1 < kend) ? S_PKT_A : S_NEXT;
         end
 
         S_GATHER: begin
@@ -640,13 +644,13 @@ module fp_tx_plan
             end else begin
               g_o <= g_o + g_n;
             end
-            if (g_n[15:0] == g_rem) state <= S_NEXT;
+            if (g_n[15:0] == g_rem) state <= (go_on && k < kend) ? S_PKT_A : S_NEXT;
           end
         end
 
         S_NEXT: begin
-          // a packet boundary: the message ends, yields to the round robin (its
-          // cursor saved), is dropped, or goes on
+          // a packet boundary where the message does not simply go on: it ends,
+          // yields to the round robin (its cursor saved), or is dropped
           if (d_abort) state <= S_IDLE;
           else if (k >= kend) state <= S_DONE;
           else if (n_leave) begin
