@@ -11,7 +11,7 @@ use zerocopy::little_endian::{U16, U32, U64};
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 
 /// Counters of the firmware runtime itself (the engine keeps the protocol's).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RuntimeCounters {
     /// Commands executed.
     pub commands: u64,
@@ -24,7 +24,8 @@ pub struct RuntimeCounters {
     /// WQEs the engine refused (completed in error or skipped).
     pub bad_wqes: u64,
     /// Doorbells (send, receive, command queue) whose producer index claimed more
-    /// entries than the ring holds; each fails its QP (or skips the commands).
+    /// entries than the ring holds; each fails its QP (or skips the commands). Also
+    /// receive doorbells of a QP on an SRQ, which are ignored.
     pub bad_doorbells: u64,
     /// Frames handed to the engine.
     pub frames_rx: u64,
@@ -52,7 +53,7 @@ pub struct RuntimeCounters {
 }
 
 /// What the RC fast path counted (`docs/fastpath.md`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FastPathCounters {
     /// Frames the segmenter and the ACK path sent.
     pub tx_frames: u64,
@@ -62,6 +63,53 @@ pub struct FastPathCounters {
     pub rx_exceptions: u64,
     /// Frames the parser dropped.
     pub rx_dropped: u64,
+}
+
+impl RuntimeCounters {
+    /// All zero (a `const`, for the firmware's `Nic::idle`).
+    pub const ZERO: Self = Self {
+        commands: 0,
+        command_errors: 0,
+        send_wqes: 0,
+        recv_wqes: 0,
+        bad_wqes: 0,
+        bad_doorbells: 0,
+        frames_rx: 0,
+        frames_tx: 0,
+        cqes: 0,
+        cq_overflows: 0,
+        dma_errors: 0,
+        fastpath: FastPathCounters::ZERO,
+        fp_descriptors: 0,
+        fp_events: 0,
+        qp_cache_hits: 0,
+        qp_cache_misses: 0,
+        qp_cache_evictions: 0,
+        qp_cache_drops: 0,
+        qp_ctx_dma_bytes: 0,
+    };
+}
+
+impl Default for RuntimeCounters {
+    fn default() -> Self {
+        Self::ZERO
+    }
+}
+
+impl FastPathCounters {
+    /// All zero (a `const`, for [`RuntimeCounters::ZERO`]).
+    pub const ZERO: Self = Self {
+        tx_frames: 0,
+        rx_handled: 0,
+        rx_exceptions: 0,
+        rx_dropped: 0,
+    };
+}
+
+impl Default for FastPathCounters {
+    fn default() -> Self {
+        Self::ZERO
+    }
 }
 
 /// One list of `name: source.field` in index order makes the names, the encoder and the

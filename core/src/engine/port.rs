@@ -107,6 +107,11 @@ pub struct DcbConfig {
     pub pfc_enable: u8,
 }
 
+impl DcbConfig {
+    /// PFC on no priority (a `const`, for `PortConfig::new`).
+    pub const OFF: Self = Self { pfc_enable: 0 };
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
