@@ -1556,7 +1556,7 @@ fn round_robin_serves_each_qp_in_turn_and_a_full_window_holds_none_back() {
             let t = sim.take_timeline();
             let got = frames(sim);
             let order: Vec<u32> = got.iter().map(|f| dest_of(f) - 0x100).collect();
-            for q in 0..3 {
+            for (q, want) in want.iter().enumerate() {
                 let mine: Vec<Vec<u8>> = got
                     .iter()
                     .filter(|f| dest_of(f) == 0x100 + q as u32)
@@ -1564,7 +1564,7 @@ fn round_robin_serves_each_qp_in_turn_and_a_full_window_holds_none_back() {
                     .collect();
                 assert_eq!(
                     mine,
-                    want[q],
+                    *want,
                     "{}: QP {q}'s frames (order {order:?})",
                     sim.width()
                 );
