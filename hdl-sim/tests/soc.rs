@@ -103,7 +103,7 @@ fn boots_and_answers_query_device() {
     query_device(&mut soc, &mem);
 }
 
-/// The image for the LFE5UM5G-85F (352 KiB of RAM, which holds code, data and the NIC
+/// The image for the LFE5UM5G-85F (320 KiB of RAM, which holds code, data and the NIC
 /// with room for the stack) boots on the same SoC and answers too, and the stack it
 /// measured itself stays inside the board's reserve (`boards.rs` `stack_min`): the NIC
 /// is built at compile time, so no NIC-sized temporary passes through the stack.
@@ -116,7 +116,7 @@ fn the_ecp5_image_boots() {
     soc.boot(2_000_000).unwrap();
     query_device(&mut soc, &mem);
     // The firmware probes its painted stack 64 words per idle poll: a pass over the
-    // ~115 KiB left for the stack takes about 460 idle polls.
+    // ~85 KiB left for the stack takes about 340 idle polls.
     soc.run(1_500_000);
     let used = soc.firmware_stats().stack_used;
     println!("ecp5-85f image: {used} bytes of stack used (boot and QUERY_DEVICE)");

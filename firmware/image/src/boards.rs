@@ -61,13 +61,14 @@ pub const SOFTCORE: Board = Board {
 };
 
 /// The SoC on a Lattice LFE5UM5G-85F (`cargo xtask synth soc-ecp5`): the RAM is what
-/// the part's 208 block RAMs hold beside the SoC's other memories (352 KiB). Same map,
+/// 160 of the part's 208 block RAMs hold (2 KiB each); the SoC's other memories (core
+/// caches, register file, host window, datapath buffers) take 39. Same map,
 /// clock and stack reserve as [`SOFTCORE`]; the image also runs on the simulated SoC,
 /// whose RAM is larger.
 pub const ECP5_85F: Board = Board {
     name: "ecp5-85f",
     ram_origin: 0x0000_0000,
-    ram_len: 352 * 1024,
+    ram_len: 320 * 1024,
     stack_min: 32 * 1024,
     nic_mmio_base: 0xF000_0000,
     clock: ClockSource::Mcycle { hz: 100_000_000 },
