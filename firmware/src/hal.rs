@@ -68,7 +68,7 @@ pub trait FastPath {
 }
 
 /// What the fast path counted.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FastPathCounters {
     /// Frames the segmenter and the ACK path sent.
     pub tx_frames: u64,
@@ -78,6 +78,26 @@ pub struct FastPathCounters {
     pub rx_exceptions: u64,
     /// Frames the parser dropped.
     pub rx_dropped: u64,
+    /// Packets the segmenter aborted because the host could not read their payload
+    /// (docs/fastpath.md §6; the firmware's retransmission repairs them).
+    pub tx_dma_errors: u64,
+}
+
+impl FastPathCounters {
+    /// All zero (a `const`, for `RuntimeCounters::ZERO`).
+    pub const ZERO: Self = Self {
+        tx_frames: 0,
+        rx_handled: 0,
+        rx_exceptions: 0,
+        rx_dropped: 0,
+        tx_dma_errors: 0,
+    };
+}
+
+impl Default for FastPathCounters {
+    fn default() -> Self {
+        Self::ZERO
+    }
 }
 
 /// Everything the runtime needs from the platform.

@@ -481,12 +481,20 @@ pub fn run(cfg: &Config) -> Result<Report, String> {
                     sends[q].len() < pairs[q].ops.len() || recvs[q].len() < expected_recvs[q]
                 })
                 .map(|q| {
+                    let failed = sends[q]
+                        .iter()
+                        .chain(&recvs[q])
+                        .find(|c| c.status != WcStatus::Success);
+                    let state = |qp: &QueuePair| qp.query().ok().and_then(|a| a.qp_state);
                     format!(
-                        "QP pair {q}: {}/{} sends, {}/{} receives",
+                        "QP pair {q}: {}/{} sends, {}/{} receives, QPs in {:?} and {:?}, \
+                         first failed completion {failed:?}",
                         sends[q].len(),
                         pairs[q].ops.len(),
                         recvs[q].len(),
-                        expected_recvs[q]
+                        expected_recvs[q],
+                        state(&a.qps[q]),
+                        state(&b.qps[q]),
                     )
                 })
                 .collect();

@@ -341,10 +341,12 @@ impl Stats {
     }
 }
 
-/// `cargo xtask fuzz --long [TARGET...]`: each target (all by default), one at a time
-/// and under `nice`, for its budget, growing `fuzz/corpus/<target>/`, which is then
-/// minimized in place. Logs go to `fuzz/target/long-logs/`; a summary is printed.
-pub fn long(names: &[String]) -> Result {
+/// `cargo xtask fuzz --long [--max-seconds N] [TARGET...]`: each target (all by
+/// default), one at a time and under `nice`, for its budget (or `max_seconds`, if that
+/// ends first: on a shared machine the slow targets cannot reach 10^7 in a session),
+/// growing `fuzz/corpus/<target>/`, which is then minimized in place. Logs go to
+/// `fuzz/target/long-logs/`; a summary is printed.
+pub fn long(names: &[String], max_seconds: Option<u64>) -> Result {
     let all = listed()?;
     let selected: Vec<&Target> = if names.is_empty() {
         all
@@ -366,14 +368,17 @@ pub fn long(names: &[String]) -> Result {
         let corpus = corpus(t);
         std::fs::create_dir_all(Path::new(FUZZ_DIR).join(&corpus))
             .map_err(|e| format!("cannot create fuzz/{corpus}: {e}"))?;
-        let budget = match t.long {
-            Budget::Runs(n) => format!("-runs={n}"),
-            Budget::Seconds(s) => format!("-max_total_time={s}"),
+        let (runs, seconds) = match t.long {
+            Budget::Runs(n) => (Some(format!("-runs={n}")), max_seconds),
+            Budget::Seconds(s) => (None, Some(max_seconds.map_or(s, |m| m.min(s)))),
         };
+        let seconds = seconds.map(|s| format!("-max_total_time={s}"));
         let mut args = build_args("run", t.build, Some(t.name));
         args.push(corpus.clone());
         args.extend(seeds(t));
-        args.extend(["--", &budget, INPUT_TIMEOUT, "-print_final_stats=1"].map(str::to_string));
+        args.push("--".to_string());
+        args.extend(runs.into_iter().chain(seconds));
+        args.extend([INPUT_TIMEOUT, "-print_final_stats=1"].map(str::to_string));
         args.extend(dict(t));
         let log = logs.join(format!("{}.log", t.name));
         let start = Instant::now();

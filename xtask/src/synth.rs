@@ -174,7 +174,7 @@ const FP_TX: &[&str] = &[
 ];
 
 /// The RAM of the SoC on the ECP5 (the `ecp5-85f` board of `firmware/image/src/boards.rs`).
-const SOC_ECP5_RAM: &str = "360448";
+const SOC_ECP5_RAM: &str = "327680";
 
 /// Every synthesis target. Adding a design is adding a row.
 pub const TARGETS: &[Target] = &[

@@ -713,6 +713,7 @@ impl Test {
             rx_handled: c1.rx_handled - c0.rx_handled,
             rx_exceptions: c1.rx_exceptions - c0.rx_exceptions,
             rx_dropped: c1.rx_dropped - c0.rx_dropped,
+            tx_dma_errors: c1.tx_dma_errors - c0.tx_dma_errors,
         };
         info!(
             "budget ({=str}): 1 x RDMA WRITE of {=usize} B at MTU 4096 = {=u32} data packets: firmware {=u64} instructions in all polls from the post to the CQE = {=u64} per data packet, sender and receiver together (DMA, ICRC, datapath and fast-path model excluded)",
