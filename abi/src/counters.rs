@@ -63,6 +63,9 @@ pub struct FastPathCounters {
     pub rx_exceptions: u64,
     /// Frames the parser dropped.
     pub rx_dropped: u64,
+    /// Packets the segmenter aborted because the host could not read their payload
+    /// (docs/fastpath.md §6; the firmware's retransmission repairs them).
+    pub tx_dma_errors: u64,
 }
 
 impl RuntimeCounters {
@@ -103,6 +106,7 @@ impl FastPathCounters {
         rx_handled: 0,
         rx_exceptions: 0,
         rx_dropped: 0,
+        tx_dma_errors: 0,
     };
 }
 
@@ -192,6 +196,7 @@ counter_set! {
         "qp_cache_evictions": runtime.qp_cache_evictions,
         "qp_cache_drops": runtime.qp_cache_drops,
         "qp_ctx_dma_bytes": runtime.qp_ctx_dma_bytes,
+        "fp_tx_dma_errors": runtime.fastpath.tx_dma_errors,
     }
 }
 

@@ -6,7 +6,7 @@ use anyhow::{bail, Context, Result};
 use roce_core::transport::{AckTimeout, Mtu, SrAttr, SR_WINDOW};
 use roce_sim::{Faults, LinkConfig};
 use roce_testbed::nic::Datapath;
-use roce_testbed::{Direct, Sim};
+use roce_testbed::{Direct, HostPath, NicNode, Sim};
 use std::io::Write;
 
 /// `roce perf` options.
@@ -73,6 +73,10 @@ pub struct PerfArgs {
     /// Where the NICs meet: the simulated fabric, or directly in memory (wall clock).
     #[arg(long, value_enum, default_value_t = Fabric::Sim)]
     pub fabric: Fabric,
+    /// What a QP context cache miss or write-back costs the simulated NIC: PCIe Gen3 x16
+    /// (1 us read round trip, 14 GB/s), or nothing (`docs/scale.md`).
+    #[arg(long, value_enum, default_value_t = HostPathArg::Pcie3)]
+    pub host_path: HostPathArg,
     /// Write every frame on the wire to this pcap.
     #[arg(long)]
     pub pcap: Option<std::path::PathBuf>,
@@ -102,6 +106,12 @@ pub struct PerfArgs {
 pub enum Backend {
     Model,
     Rtl,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HostPathArg {
+    Pcie3,
+    Free,
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -236,7 +246,12 @@ pub fn run(args: &PerfArgs, out: &mut impl Write) -> Result<()> {
                     ..Faults::default()
                 };
                 let link = LinkConfig::new(link_bps, delay).with_faults(faults);
-                let mut sim = Sim::back_to_back(nics, link, args.seed)?;
+                let path = match args.host_path {
+                    HostPathArg::Pcie3 => HostPath::PCIE_GEN3_X16,
+                    HostPathArg::Free => HostPath::FREE,
+                };
+                let nodes = nics.map(|n| NicNode::new(n).with_host_path(path));
+                let mut sim = Sim::connect(nodes, link, args.seed)?;
                 let tap = match &args.pcap {
                     Some(path) => {
                         let file = std::fs::File::create(path)

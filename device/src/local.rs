@@ -258,6 +258,11 @@ impl NicModel for LocalNic {
     fn port_config(&self) -> PortConfig {
         self.fw.borrow().port_config()
     }
+
+    fn context_dma(&self) -> (u64, u64) {
+        let c = self.fw.borrow().counters();
+        (c.qp_cache_misses, c.qp_cache_evictions)
+    }
 }
 
 impl Device for LocalNic {

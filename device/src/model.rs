@@ -30,6 +30,13 @@ pub trait NicModel: Device {
     /// what a harness modelling the NIC's MAC needs (its address for pause frames, the
     /// PFC priorities).
     fn port_config(&self) -> PortConfig;
+    /// QP contexts read from and written back to host memory so far (the context
+    /// cache's misses and evictions, `docs/scale.md`): the DMA a harness charges time
+    /// for, as a bus analyser on the NIC's host link would see it. A model that keeps
+    /// every QP on chip makes none.
+    fn context_dma(&self) -> (u64, u64) {
+        (0, 0)
+    }
     /// [`NicModel::transmit_frame`] for a port with a transmit queue per 802.1p priority:
     /// no frame of a priority in `blocked` (paused by the link partner, or its queue
     /// full; priorities by `map`), the others go on. A model that builds frames ahead of

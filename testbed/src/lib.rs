@@ -22,6 +22,6 @@ pub mod topology;
 pub mod traffic;
 mod world;
 
-pub use node::NicNode;
+pub use node::{HostPath, NicNode};
 pub use topology::{HostSpec, Topology, TopologyError};
 pub use world::{Direct, NetCounters, Sim, World};

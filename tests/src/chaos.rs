@@ -372,6 +372,19 @@ pub fn run(cfg: &Config) -> Result<Report, String> {
     let nics = [nic(cfg.backend, 0)?, nic(cfg.backend, 1)?];
     let link = LinkConfig::new(100_000_000_000, 2_000).with_faults(cfg.faults);
     let mut sim = Sim::back_to_back(nics, link, cfg.seed).map_err(|e| format!("open: {e}"))?;
+    if let Some(dir) = std::env::var_os("ROCE_CHAOS_PCAP") {
+        // What NIC A sends (lost or not) and receives, and what the link delivers.
+        let dir = std::path::Path::new(&dir);
+        for (name, end) in [("a.pcap", Some(0)), ("delivered.pcap", None)] {
+            let f = std::fs::File::create(dir.join(name)).map_err(|e| e.to_string())?;
+            let out = std::io::BufWriter::new(f);
+            match end {
+                Some(end) => sim.fabric.tap_end(sim.link, end, out),
+                None => sim.fabric.tap(sim.link, out),
+            }
+            .map_err(|e| e.to_string())?;
+        }
+    }
     let [ca, cb] = sim.contexts().map(Context::clone);
     let a = side(&ca, cfg.qps, cfg.qps * a_area(cfg.ops))?;
     let b = side(&cb, cfg.qps, cfg.qps * b_area(cfg.ops))?;

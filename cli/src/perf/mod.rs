@@ -12,6 +12,7 @@ use roce_host::{CompletionQueue, ConnectOptions, Context, MemoryRegion, QueuePai
 use roce_testbed::nic::{self, Datapath};
 use roce_testbed::traffic::{connect_pair, signaled, top_up};
 use roce_testbed::World;
+use std::collections::VecDeque;
 use std::rc::Rc;
 
 /// The benchmarks, named as perftest's binaries without the `ib_` prefix.
@@ -166,7 +167,20 @@ pub fn run(world: &mut dyn World, p: &Params, progress: &ProgressBar) -> Result<
     let mut m = if p.test.is_latency() {
         latency(world, p, &a, &b, progress)?
     } else {
-        bandwidth(world, p, &a, &b, progress)?
+        // What moves, and where it lands: READ brings the server's buffers to the client.
+        let moved = match p.test {
+            Test::WriteBw | Test::SendBw => Some((&a, &b)),
+            Test::ReadBw => Some((&b, &a)),
+            _ => None,
+        };
+        if let Some((from, _)) = moved {
+            fill(from, p)?;
+        }
+        let m = bandwidth(world, p, &a, &b, progress)?;
+        if let Some((_, to)) = moved {
+            check_data(to, p)?;
+        }
+        m
     };
     let c = world.counters();
     m.retransmits = c.retransmits;
@@ -181,6 +195,38 @@ pub fn run(world: &mut dyn World, p: &Params, progress: &ProgressBar) -> Result<
     m.drops = c.drops;
     m.simulated = world.simulated();
     Ok(m)
+}
+
+/// Byte `k` of QP `i`'s message: differs between QPs, so data that lands in another
+/// QP's buffer is caught.
+fn pattern(i: usize, k: usize) -> u8 {
+    ((i as u32).wrapping_mul(0x9e37_79b1) ^ (k as u32).wrapping_mul(0x85eb_ca6b)).to_be_bytes()[0]
+}
+
+/// Fills every QP's message buffer on `side` with [`pattern`].
+fn fill(side: &Side, p: &Params) -> Result<()> {
+    for i in 0..p.qps {
+        let bytes: Vec<u8> = (0..p.size).map(|k| pattern(i, k)).collect();
+        side.mr.write(side.buf(i) as usize, &bytes)?;
+    }
+    Ok(())
+}
+
+/// Checks that every QP's buffer on `side` holds the message its peer sent.
+fn check_data(side: &Side, p: &Params) -> Result<()> {
+    let mut got = vec![0u8; p.size];
+    for i in 0..p.qps {
+        side.mr.read(side.buf(i) as usize, &mut got)?;
+        if let Some(k) = (0..p.size).find(|&k| got[k] != pattern(i, k)) {
+            bail!(
+                "{}: QP {i}'s data is wrong: byte {k} is {:#04x}, was sent as {:#04x}",
+                p.test.name(),
+                got[k],
+                pattern(i, k)
+            );
+        }
+    }
+    Ok(())
 }
 
 /// How long the run may stall (no progress at all) before it is declared stuck.
@@ -261,9 +307,14 @@ fn bandwidth(
     }
     let start = world.now();
     let mut stalled = 0;
+    // The QPs with room for more WRs, so a pass costs the QPs that completed something,
+    // not every QP (thousands with `-q`); `queued[i]`: QP i is in it.
+    let mut ready: VecDeque<usize> = (0..p.qps).collect();
+    let mut queued = vec![true; p.qps];
     while samples.len() < total {
         let mut progress = false;
-        for i in 0..p.qps {
+        while let Some(i) = ready.pop_front() {
+            queued[i] = false;
             let now = world.now();
             let n = top_up(
                 &a.qps[i],
@@ -286,7 +337,12 @@ fn bandwidth(
         for wc in wcs.iter() {
             check(wc)?;
             let id = wc.wr_id as usize;
-            done[id / p.iters] += 1;
+            let i = id / p.iters;
+            done[i] += 1;
+            if !queued[i] && posted[i] < p.iters {
+                queued[i] = true;
+                ready.push_back(i);
+            }
             samples.push((post_time[id], world.now()));
         }
         if !wcs.is_empty() {
