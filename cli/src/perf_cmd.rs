@@ -4,10 +4,13 @@ use crate::perf::{self, report, Params, Test};
 use crate::progress;
 use anyhow::{bail, Context, Result};
 use roce_core::transport::{AckTimeout, Mtu, SrAttr, SR_WINDOW};
+use roce_device::soc::{self, SocNic};
+use roce_device::NicModel;
 use roce_sim::{Faults, LinkConfig};
 use roce_testbed::nic::Datapath;
 use roce_testbed::{Direct, HostPath, NicNode, Sim};
 use std::io::Write;
+use std::rc::Rc;
 
 /// `roce perf` options.
 #[derive(clap::Args, Debug, Clone)]
@@ -62,14 +65,20 @@ pub struct PerfArgs {
     /// Seed of the simulation's randomness.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// The datapath under the firmware: the software model or the Verilated RTL.
+    /// The NIC: the firmware runtime over the software model or the Verilated RTL
+    /// datapath, or the firmware image on the Verilated SoC (`soc`: needs
+    /// `firmware/image/make-images.sh` run first).
     #[arg(long, value_enum, default_value_t = Backend::Model)]
     pub backend: Backend,
     /// The RC fast path (`docs/fastpath.md`) as the NIC's hardware (`on`: its software
     /// model, or with `--backend rtl` the RTL fast path), or the firmware handling every
-    /// packet (`off`).
+    /// packet (`off`). The SoC has none: the firmware image handles every packet.
     #[arg(long, value_enum, default_value_t = crate::interop::OnOff::On)]
     pub fastpath: crate::interop::OnOff,
+    /// With `--backend soc`: an FST waveform of the whole client SoC to this file (the
+    /// server's beside it, `NAME.server.fst`). Slow: every signal, every cycle.
+    #[arg(long)]
+    pub waves: Option<std::path::PathBuf>,
     /// Where the NICs meet: the simulated fabric, or directly in memory (wall clock).
     #[arg(long, value_enum, default_value_t = Fabric::Sim)]
     pub fabric: Fabric,
@@ -106,6 +115,7 @@ pub struct PerfArgs {
 pub enum Backend {
     Model,
     Rtl,
+    Soc,
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -226,12 +236,8 @@ pub fn run(args: &PerfArgs, out: &mut impl Write) -> Result<()> {
             selective_repeat,
             timeout: args.qp_timeout,
         };
-        let datapath = match args.backend {
-            Backend::Model => Datapath::Software,
-            Backend::Rtl => Datapath::Rtl(roce_hdl_sim::DataWidth::W512),
-        };
-        let fastpath = args.fastpath == crate::interop::OnOff::On;
-        let nics = perf::nics(&p, datapath, fastpath)?;
+        let (nics, socs) = boot(args, &p)?;
+        let soc_run = socs.as_ref().map(SocRun::start);
         let bar = progress::bar(p.test.name());
         let m = match args.fabric {
             Fabric::Direct => {
@@ -285,9 +291,60 @@ pub fn run(args: &PerfArgs, out: &mut impl Write) -> Result<()> {
             if !args.all {
                 writeln!(out, "{}", report::footer(&m))?;
             }
+            if let Some(r) = &soc_run {
+                writeln!(out, "{}", r.footer())?;
+            }
         }
     }
     Ok(())
+}
+
+/// The two NICs `args` asks for, and the SoCs among them (`--backend soc`), whose
+/// firmware counts what the footer reports.
+#[allow(clippy::type_complexity)]
+fn boot(args: &PerfArgs, p: &Params) -> Result<([Rc<dyn NicModel>; 2], Option<[Rc<SocNic>; 2]>)> {
+    if args.waves.is_some() && args.backend != Backend::Soc {
+        bail!("--waves needs --backend soc");
+    }
+    let fastpath = args.fastpath == crate::interop::OnOff::On;
+    Ok(match args.backend {
+        Backend::Model => (perf::nics(p, Datapath::Software, fastpath)?, None),
+        Backend::Rtl => {
+            let rtl = Datapath::Rtl(roce_hdl_sim::DataWidth::W512);
+            (perf::nics(p, rtl, fastpath)?, None)
+        }
+        Backend::Soc => {
+            let socs = perf::soc_nics(p, args.waves.as_deref())?;
+            (socs.clone().map(|s| s as Rc<dyn NicModel>), Some(socs))
+        }
+    })
+}
+
+/// The SoCs' firmware counters, simulated cycles and CPU time when a run started.
+struct SocRun {
+    socs: [Rc<SocNic>; 2],
+    stats: [roce_hdl_sim::FirmwareStats; 2],
+    cycles: u64,
+    cpu_ns: u64,
+}
+
+impl SocRun {
+    fn start(socs: &[Rc<SocNic>; 2]) -> Self {
+        Self {
+            socs: socs.clone(),
+            stats: socs.each_ref().map(|n| n.firmware_stats()),
+            cycles: socs.iter().map(|n| n.cycles()).sum(),
+            cpu_ns: soc::thread_cpu_ns(),
+        }
+    }
+
+    /// What the SoCs did since [`SocRun::start`] ([`report::soc_footer`]).
+    fn footer(&self) -> String {
+        let deltas = [0, 1].map(|i| self.socs[i].firmware_stats().since(&self.stats[i]));
+        let cycles = self.socs.iter().map(|n| n.cycles()).sum::<u64>() - self.cycles;
+        let cpu_ns = soc::thread_cpu_ns() - self.cpu_ns;
+        report::soc_footer(&deltas, cycles, cpu_ns, soc::CLOCK_HZ)
+    }
 }
 
 /// `roce perf TEST --server | --client HOST`: one run per size against perftest.

@@ -18,6 +18,21 @@ fn args(test: &str, extra: &[&str]) -> PerfArgs {
     Cli::parse_from(argv).perf
 }
 
+/// `roce perf TEST EXTRA..` as its text report.
+fn run_text(test: &str, extra: &[&str]) -> String {
+    use clap::Parser;
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        perf: PerfArgs,
+    }
+    let mut argv = vec!["perf", test];
+    argv.extend_from_slice(extra);
+    let mut out = Vec::new();
+    perf_cmd::run(&Cli::parse_from(argv).perf, &mut out).unwrap();
+    String::from_utf8(out).unwrap()
+}
+
 fn run(test: &str, extra: &[&str]) -> Value {
     let mut out = Vec::new();
     perf_cmd::run(&args(test, extra), &mut out).unwrap();
@@ -210,4 +225,70 @@ fn more_qps_than_slots_move_their_data_and_pay_for_context_dma() {
         let bw = |r: &Value| r["bw_avg_gbps"].as_f64().unwrap();
         assert!(bw(&timed) < bw(&free), "{test}: {timed} vs {free}");
     }
+}
+
+/// `--backend soc`: the firmware image (`make-images.sh`'s) on two Verilated SoCs over
+/// the simulated fabric. perf checks the bytes that arrived; the footer reports what
+/// each SoC's firmware counted. The bandwidth is what the client's soft core allows:
+/// its payload over the time its busy polls took at the SoC's 100 MHz (an upper bound
+/// up to the setup's polls, which the per-frame figures include), and not far under
+/// it, since the core is the bottleneck. (CI's `soc` step runs this with the image.)
+#[test]
+fn write_bw_on_two_socs_is_what_their_firmware_allows() {
+    if roce_device::soc::test_image().is_none() {
+        return;
+    }
+    let text = run_text(
+        "write_bw",
+        &[
+            "-s",
+            "8192",
+            "-n",
+            "4",
+            "-m",
+            "1024",
+            "--tx-depth",
+            "8",
+            "--backend",
+            "soc",
+        ],
+    );
+    // bytes, iterations, peak, average (MB/s), message rate
+    let row = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("8192 "))
+        .expect(&text);
+    let avg_mbs: f64 = row.split_whitespace().nth(3).unwrap().parse().unwrap();
+    let figures = |who: &str| -> Vec<u64> {
+        let line = text.lines().find(|l| l.contains(who)).expect(&text);
+        line.split(|c: char| !c.is_ascii_digit())
+            .filter_map(|w| w.parse().ok())
+            .collect()
+    };
+    // frames sent, received, cycles and instructions per frame
+    let c = figures("SoC client:");
+    let s = figures("SoC server:");
+    assert_eq!(
+        (c[0], s[1]),
+        (32, 32),
+        "4 messages of 8 KiB at MTU 1024: {text}"
+    );
+    assert_eq!(
+        (s[0], c[1]),
+        (c[1], s[0]),
+        "every ACK the server sent arrived"
+    );
+    assert!((1..=4).contains(&c[1]), "ACKs: {text}");
+    for f in [&c, &s] {
+        assert!(
+            f[3] > 1_000 && f[2] >= f[3],
+            "cycles and instructions per frame: {text}"
+        );
+    }
+    let busy_s = ((c[0] + c[1]) * c[2]) as f64 / 100e6;
+    let bound = 4.0 * 8192.0 / busy_s / 1e6;
+    assert!(
+        avg_mbs <= 2.0 * bound && avg_mbs >= bound / 4.0,
+        "{avg_mbs} MB/s; the client's firmware allows about {bound:.2}: {text}"
+    );
 }

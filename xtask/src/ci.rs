@@ -145,8 +145,8 @@ fn firmware(ctx: &Ctx) -> Result<Outcome> {
 }
 
 /// The SoC model with the image `make-images.sh` writes: it boots and answers
-/// QUERY_DEVICE (`hdl-sim/tests/soc.rs`), and two SoCs run RC traffic through the host
-/// driver (`device/tests/soc.rs`). The test step skips these while the image is
+/// QUERY_DEVICE (`hdl-sim/tests/soc.rs`), two SoCs run RC traffic through the host
+/// driver (`device/tests/soc.rs`) and `roce perf --backend soc` (`tests/tests/perf.rs`). The test step skips these while the image is
 /// missing; here it is made first and required. (With the image in place, a local
 /// `cargo test` also runs `host-driver/tests`' suites on the SoC: minutes, not CI's.)
 fn soc(ctx: &Ctx) -> Result<Outcome> {
@@ -169,6 +169,18 @@ fn soc(ctx: &Ctx) -> Result<Outcome> {
         "soc",
     ];
     cmd::run(cmd("cargo", &args).env("ROCE_SOC_REQUIRED", "1"))?;
+    // `roce perf --backend soc` (tests/tests/perf.rs, a few seconds).
+    let perf = [
+        "test",
+        "--release",
+        "-p",
+        "roce-tests",
+        "--test",
+        "perf",
+        "--",
+        "on_two_socs",
+    ];
+    cmd::run(cmd("cargo", &perf).env("ROCE_SOC_REQUIRED", "1"))?;
     Ok(Outcome::Passed)
 }
 

@@ -7,6 +7,7 @@ use crate::progress::ProgressBar;
 use anyhow::{bail, Context as _, Result};
 use roce_core::memory::AccessFlags;
 use roce_core::transport::{Mtu, QpType, RecvWr, SendWr, SrAttr, WcStatus, WorkCompletion, WrOp};
+use roce_device::soc::{self, SocNic};
 use roce_device::NicModel;
 use roce_host::{CompletionQueue, ConnectOptions, Context, MemoryRegion, QueuePair};
 use roce_testbed::nic::{self, Datapath};
@@ -89,6 +90,30 @@ pub fn nics(p: &Params, datapath: Datapath, fastpath: bool) -> Result<[Rc<dyn Ni
     let boot = |side| {
         nic::boot(datapath, fastpath, nic::port_config(side), caps)
             .map_err(|e| anyhow::anyhow!("the RTL datapath: {e}"))
+    };
+    Ok([boot(0)?, boot(1)?])
+}
+
+/// The two NICs as SoCs (`--backend soc`): the firmware image of `make-images.sh` on
+/// the Verilated SoC, 10.0.0.1 and 10.0.0.2. Their tables are the firmware's, so `p`
+/// must fit them. With `waves`, the client dumps an FST waveform of the whole SoC there
+/// and the server beside it (`NAME.server.fst`).
+pub fn soc_nics(p: &Params, waves: Option<&std::path::Path>) -> Result<[Rc<SocNic>; 2]> {
+    use roce_firmware::config::{QPS, SQ};
+    if p.qps > QPS || p.tx_depth > SQ {
+        bail!(
+            "the SoC's firmware holds {QPS} QPs of {SQ} send WRs each: lower --qps or --tx-depth"
+        );
+    }
+    let image = soc::default_image();
+    let boot = |side: usize| {
+        let cfg = nic::port_config(side);
+        let trace = waves.map(|w| match side {
+            0 => w.to_path_buf(),
+            _ => w.with_extension("server.fst"),
+        });
+        SocNic::new(&image, cfg.mac, cfg.gid(), trace.as_deref())
+            .map_err(|e| anyhow::anyhow!("the SoC: {e}"))
     };
     Ok([boot(0)?, boot(1)?])
 }

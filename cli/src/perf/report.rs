@@ -179,3 +179,31 @@ fn unit(gbits: bool) -> &'static str {
         "MB/sec"
     }
 }
+
+/// What each SoC's firmware counted over a run (`--backend soc`): frames, and per frame
+/// the cycles and instructions of its busy polls (`mcycle`, `minstret`); then the
+/// cycles simulated and how fast.
+pub fn soc_footer(
+    deltas: &[roce_hdl_sim::FirmwareStats; 2],
+    cycles: u64,
+    cpu_ns: u64,
+    clock_hz: u64,
+) -> String {
+    let mut out = String::new();
+    for (name, d) in ["client", "server"].iter().zip(deltas) {
+        let frames = d.frames().max(1);
+        out.push_str(&format!(
+            " SoC {name}: {} frames sent, {} received; per frame {} cycles, {} instructions (firmware's mcycle/minstret)\n",
+            d.frames_tx,
+            d.frames_rx,
+            d.busy_cycles / frames,
+            d.busy_instret / frames,
+        ));
+    }
+    out.push_str(&format!(
+        " SoC clock {} MHz; {cycles} cycles simulated (both SoCs), {:.2} M cycles per CPU second",
+        clock_hz / 1_000_000,
+        cycles as f64 / (cpu_ns.max(1) as f64 / 1e9) / 1e6
+    ));
+    out
+}
