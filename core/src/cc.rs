@@ -276,18 +276,21 @@ pub struct CcConfig {
 
 impl Default for CcConfig {
     fn default() -> Self {
-        Self {
-            np: false,
-            rp: false,
-            cnp_interval_ns: DEFAULT_CNP_INTERVAL_NS,
-            cnp_dscp: 48,
-            cnp_prio: 6,
-            dcqcn: DcqcnConfig::new(100_000_000_000),
-        }
+        Self::OFF
     }
 }
 
 impl CcConfig {
+    /// The default: everything off (a `const` for NICs built at compile time).
+    pub const OFF: Self = Self {
+        np: false,
+        rp: false,
+        cnp_interval_ns: DEFAULT_CNP_INTERVAL_NS,
+        cnp_dscp: 48,
+        cnp_prio: 6,
+        dcqcn: DcqcnConfig::new(100_000_000_000),
+    };
+
     /// DCQCN on (notification and reaction point, every new QP) for a link of
     /// `line_rate` bit/s, with the default parameters.
     pub fn dcqcn(line_rate: u64) -> Self {

@@ -433,14 +433,12 @@ proptest! {
 proptest! {
     #![proptest_config(ProptestConfig { cases: rtl_cases(), ..ProptestConfig::default() })]
 
-    /// The same on the RTL fast path, on one QP pair: the RTL serves descriptors in
-    /// order, not per QP round robin (`docs/fastpath.md` §6), so a QP waiting for its
-    /// window holds up the others' descriptors, and their frames (and retransmissions)
-    /// then differ from the engine's.
+    /// The same on the RTL fast path (its planner's per-QP queues served round robin,
+    /// `docs/fastpath.md` §6).
     #[test]
     fn rtl_fast_path_matches_the_engine(
         mtu in mtu(),
-        wrs in proptest::collection::vec(wr().prop_map(|w| Wr { pair: 0, ..w }), 1..24),
+        wrs in proptest::collection::vec(wr(), 1..24),
         seed in any::<u64>(),
         loss in prop_oneof![Just(0u64), 0u64..150],
         reorder in prop_oneof![Just(0u64), 0u64..100],
@@ -459,15 +457,10 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: rtl_cases(), ..ProptestConfig::default() })]
 
     /// The RTL fast path on three QP pairs over a wire that neither loses nor reorders:
-    /// the QPs' descriptors share the in-order queue, their packets and ACKs interleave.
-    ///
-    /// Ignored: it fails. The RTL serves descriptors in one in-order queue (no per-QP
-    /// queues with round robin yet, docs/fastpath.md §6), so a QP waiting for its window
-    /// holds the others back and the frame order departs from the engine's (CI of
-    /// 7a7e725: MTU 256, five WRITEs over pairs 0 and 2, frame 78 of 82 differs). Run it
-    /// with `--ignored` once per-QP round robin is in the RTL.
+    /// the planner's per-QP queues, served round robin, interleave the QPs' packets and
+    /// ACKs, and a QP waiting for its window holds no other back (before them, CI of
+    /// 7a7e725 found frame 78 of 82 differing: MTU 256, five WRITEs over pairs 0 and 2).
     #[test]
-    #[ignore = "RTL has no per-QP TX round robin yet (docs/fastpath.md §6)"]
     fn rtl_fast_path_matches_the_engine_on_three_pairs_without_loss(
         mtu in mtu(),
         wrs in proptest::collection::vec(wr(), 1..24),

@@ -35,23 +35,9 @@ for board in softcore ecp5-85f qemu-virt; do
         features=(--features "board-$board")
         bins=(firmware)
     fi
-    built=yes
     for bin in "${bins[@]}"; do
-        if [ "$board" = ecp5-85f ]; then
-            # KNOWN BROKEN since the QP context cache (issue 16): the NIC grew and the
-            # boot builds it on the stack, so 352 KiB no longer holds code, bss and the
-            # boot's stack (riscv-rt's link check fails). The fix is to build the NIC
-            # in place (static) instead of on the stack. Reported, not fatal, until then.
-            if ! cargo build --release "${features[@]}" --bin "$bin"; then
-                echo "!! $board/$bin: does not fit the board's RAM (KNOWN BROKEN, see make-images.sh)"
-                rm -rf "${out:?}/$board"
-                built=no
-            fi
-        else
-            cargo build --release "${features[@]}" --bin "$bin"
-        fi
+        cargo build --release "${features[@]}" --bin "$bin"
     done
-    [ "$built" = yes ] || continue
     mkdir -p "$out/$board"
     for bin in "${bins[@]}"; do
         elf="target/riscv32imac-unknown-none-elf/release/$bin"

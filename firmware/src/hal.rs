@@ -68,7 +68,7 @@ pub trait FastPath {
 }
 
 /// What the fast path counted.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FastPathCounters {
     /// Frames the segmenter and the ACK path sent.
     pub tx_frames: u64,
@@ -78,6 +78,22 @@ pub struct FastPathCounters {
     pub rx_exceptions: u64,
     /// Frames the parser dropped.
     pub rx_dropped: u64,
+}
+
+impl FastPathCounters {
+    /// All zero (a `const`, for `RuntimeCounters::ZERO`).
+    pub const ZERO: Self = Self {
+        tx_frames: 0,
+        rx_handled: 0,
+        rx_exceptions: 0,
+        rx_dropped: 0,
+    };
+}
+
+impl Default for FastPathCounters {
+    fn default() -> Self {
+        Self::ZERO
+    }
 }
 
 /// Everything the runtime needs from the platform.

@@ -60,6 +60,9 @@ struct HostQp {
     rq_ring: u64,
     rq_log: u8,
     rq_ci: u32,
+    /// Its receives come from an SRQ: its own receive ring is unused and never read
+    /// (the host need not have allocated it).
+    srq: bool,
     /// Host address of its doorbell record (0: the doorbell registers instead).
     db_record: u64,
     /// What of the QP the fast path handles.
@@ -78,7 +81,7 @@ enum FpState {
 }
 
 /// Counters of the runtime itself (the engine keeps the protocol's).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RuntimeCounters {
     pub commands: u64,
     pub command_errors: u64,
@@ -86,7 +89,8 @@ pub struct RuntimeCounters {
     pub recv_wqes: u64,
     pub bad_wqes: u64,
     /// Doorbells (send, receive, command queue) whose producer index claimed more
-    /// entries than the ring holds; each fails its QP (or skips the commands).
+    /// entries than the ring holds; each fails its QP (or skips the commands). Also
+    /// receive doorbells of a QP on an SRQ, which are ignored.
     pub bad_doorbells: u64,
     pub frames_rx: u64,
     pub frames_tx: u64,
@@ -106,6 +110,37 @@ pub struct RuntimeCounters {
     pub qp_cache_evictions: u64,
     pub qp_cache_drops: u64,
     pub qp_ctx_dma_bytes: u64,
+}
+
+impl RuntimeCounters {
+    /// All zero (a `const` for [`Nic::idle`]).
+    pub const ZERO: Self = Self {
+        commands: 0,
+        command_errors: 0,
+        send_wqes: 0,
+        recv_wqes: 0,
+        bad_wqes: 0,
+        bad_doorbells: 0,
+        frames_rx: 0,
+        frames_tx: 0,
+        cqes: 0,
+        cq_overflows: 0,
+        dma_errors: 0,
+        fastpath: FastPathCounters::ZERO,
+        fp_descriptors: 0,
+        fp_events: 0,
+        qp_cache_hits: 0,
+        qp_cache_misses: 0,
+        qp_cache_evictions: 0,
+        qp_cache_drops: 0,
+        qp_ctx_dma_bytes: 0,
+    };
+}
+
+impl Default for RuntimeCounters {
+    fn default() -> Self {
+        Self::ZERO
+    }
 }
 
 /// The NIC: the engine with the given capacities (see [`crate::config`]) and the state
@@ -169,20 +204,18 @@ impl<
         const RD: usize,
     > Nic<H, QPS, CQS, PDS, MRS, SQ, RQ, CQE, RD>
 {
-    /// Boots the NIC: publishes the device identity and marks it ready.
-    pub fn new(mut hal: H, port: PortConfig) -> Self {
-        let mut version = abi::Version(0);
-        version.set_major(abi::ABI_MAJOR);
-        version.set_minor(abi::ABI_MINOR);
-        hal.reg_write(reg::DEVICE_ID, abi::DEVICE_ID);
-        hal.reg_write(reg::VERSION, version.0);
-        let mut status = abi::DeviceStatus(0);
-        status.set_ready(true);
-        hal.reg_write(reg::STATUS, status.0);
-        hal.reg_write(reg::CMDQ_CI, 0);
-        if let Some(fp) = hal.datapath().fastpath() {
-            fp.set_port(port.mac, port.gid);
-        }
+    /// Builds the NIC and boots it ([`Nic::idle`], then [`Nic::boot`]).
+    pub fn new(hal: H, port: PortConfig) -> Self {
+        let mut nic = Self::idle(hal, port);
+        nic.boot();
+        nic
+    }
+
+    /// The NIC with empty tables, not yet visible to the host. `const`: a firmware image
+    /// has its NIC built at compile time, in its static (returned at run time the NIC
+    /// would pass through the stack whole, see [`Engine::new`]); it then sets the port's
+    /// addresses ([`Nic::set_port`]) and calls [`Nic::boot`].
+    pub const fn idle(hal: H, port: PortConfig) -> Self {
         Self {
             hal,
             engine: Engine::new(port),
@@ -200,10 +233,35 @@ impl<
             backlog: false,
             qp_hi: 0,
             cq_hi: 0,
-            counters: RuntimeCounters::default(),
+            counters: RuntimeCounters::ZERO,
             mr_version: 0,
             txbuf: [0; FRAME_BUF],
             rxbuf: [0; FRAME_BUF],
+        }
+    }
+
+    /// Sets the port's configuration (its addresses) of an [`Nic::idle`] NIC before it
+    /// boots; once QPs exist, [`EngineError::Busy`].
+    pub fn set_port(&mut self, port: PortConfig) -> Result<(), EngineError> {
+        self.engine.set_config(port)
+    }
+
+    /// Boots the NIC: gives the fast path the port's addresses, publishes the device
+    /// identity and marks it ready.
+    pub fn boot(&mut self) {
+        let port = *self.engine.config();
+        let hal = &mut self.hal;
+        let mut version = abi::Version(0);
+        version.set_major(abi::ABI_MAJOR);
+        version.set_minor(abi::ABI_MINOR);
+        hal.reg_write(reg::DEVICE_ID, abi::DEVICE_ID);
+        hal.reg_write(reg::VERSION, version.0);
+        let mut status = abi::DeviceStatus(0);
+        status.set_ready(true);
+        hal.reg_write(reg::STATUS, status.0);
+        hal.reg_write(reg::CMDQ_CI, 0);
+        if let Some(fp) = hal.datapath().fastpath() {
+            fp.set_port(port.mac, port.gid);
         }
     }
 
@@ -606,7 +664,20 @@ impl<
     /// something stays.
     fn fetch_host(&mut self, q: &mut HostQp, (sq_pi, rq_pi): (u32, u32)) -> bool {
         let mut any = false;
-        for fetched in [self.fetch_sq(q, sq_pi), self.fetch_rq(q, rq_pi)] {
+        if q.srq && q.rq_ci != rq_pi {
+            // A receive doorbell of a QP on an SRQ (ibv_post_recv fails there): ignored
+            // and counted, since its receive ring may be no memory of the host's at all
+            // (the `abi` fuzz target's find).
+            self.counters.bad_doorbells += 1;
+            q.rq_ci = rq_pi;
+        }
+        let sq = self.fetch_sq(q, sq_pi);
+        let rq = if q.srq {
+            Ok(false)
+        } else {
+            self.fetch_rq(q, rq_pi)
+        };
+        for fetched in [sq, rq] {
             any |= fetched.unwrap_or_else(|BadDoorbell| self.fail_qp(q.qpn));
         }
         self.backlog |= q.sq_ci != sq_pi || q.rq_ci != rq_pi;
@@ -1101,6 +1172,7 @@ impl<
             rq_ring: arg.rq_ring.get(),
             rq_log: arg.rq_log_depth,
             rq_ci,
+            srq: init.srq.is_some(),
             db_record,
             fp: FpState::Off,
         };

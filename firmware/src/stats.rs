@@ -26,6 +26,9 @@ pub mod stat_reg {
     /// When the engine's next timer is due, ns of the board clock, low and high word
     /// (all ones: none armed): a simulation advances an idle SoC to then.
     pub const NEXT_TIMEOUT: u32 = 0x4028;
+    /// Bytes of stack the firmware has used since reset (its deepest point, measured:
+    /// the image paints the stack at boot and probes it while idle).
+    pub const STACK_USED: u32 = 0x4030;
     /// Bytes of the statistics area.
     pub const LEN: u32 = 0x100;
 }

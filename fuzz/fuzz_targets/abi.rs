@@ -4,9 +4,18 @@
 //! workload (WRITE, SEND, READ, FETCH_ADD between two RC QPs). `fuzz/src/nic.rs` says
 //! what the hostile tenant controls and what the kernel filters.
 //!
+//! The hostile tenant also drives shared receive queues (CREATE/MODIFY/QUERY/DESTROY_SRQ,
+//! QPs attached to them, WQEs and doorbells of their rings) and the GSI QP (QP1: created
+//! as `QPT_GSI`, its doorbell pair at `reg::GSI_QP_INDEX`, UD sends to it with the GSI
+//! Q_Key).
+//!
 //! Invariants, whatever the host does:
 //! * every DMA access is to a ring the host configured or to a live memory region of the
-//!   tenant whose frame is being handled (`nic::HostMem` panics at the access);
+//!   tenant whose frame is being handled (`nic::HostMem` panics at the access); a QP on
+//!   an SRQ never reads its own receive ring;
+//! * the NIC's answers agree with what the host did: the GSI QP is QP1 and there is only
+//!   one; QUERY_SRQ reports the depth an SRQ was created with and the limit last armed
+//!   (or 0, disarmed by its event) (`nic::Shadow::apply`);
 //! * the victim's work completes exactly as it does with no hostile tenant: the same
 //!   completions in the same order, the same bytes in its memory; its QPs are never
 //!   stuck, whatever state the hostile QPs and CQs are driven into;
@@ -23,7 +32,9 @@ use roce_core::transport::{
     AckTimeout, AddressVector, Mtu, QpAttr, QpState, RecvWr, RetryCount, RnrTimer, SendFlags,
     SendWr, WrOp,
 };
-use roce_core_fuzz::nic::{admit, boot, gid, Host, Nic, QpRings, Shadow, HOSTILE, MAC, VICTIM};
+use roce_core_fuzz::nic::{
+    admit, boot, doorbell_index, gid, Host, Nic, QpRings, Shadow, HOSTILE, MAC, VICTIM,
+};
 use roce_firmware::abi::{self, reg, CmdEntry, CmdOp, QpAttrArg, RecvWqe, SendWqe};
 
 /// The victim's buffers (addresses in its arena) and keys.
@@ -82,8 +93,16 @@ fn create_cq(h: &mut Host, nic: &mut Nic, ring: u64, log: u8) -> u32 {
     })
 }
 
-/// Creates a QP with 16-entry rings at `rings` (send ring first) and returns it.
-fn create_qp(h: &mut Host, nic: &mut Nic, pd: u32, cq: u32, qp_type: u8, rings: u64) -> QpRings {
+/// Creates a QP with 16-entry rings at `rings` (send ring first), on SRQ `srqn` if not
+/// 0, and returns it.
+fn create_qp(
+    h: &mut Host,
+    nic: &mut Nic,
+    pd: u32,
+    cq: u32,
+    (qp_type, srqn): (u8, u32),
+    rings: u64,
+) -> QpRings {
     let qpn = h.ok(nic, CmdOp::CreateQp, |e| {
         let a = abi::CreateQpArg {
             pd: pd.into(),
@@ -95,6 +114,7 @@ fn create_qp(h: &mut Host, nic: &mut Nic, pd: u32, cq: u32, qp_type: u8, rings: 
             sq_sig_all: 0,
             sq_ring: rings.into(),
             rq_ring: (rings + 16 * 160).into(),
+            srqn: srqn.into(),
             ..Default::default()
         };
         abi::set_payload(e, &a);
@@ -143,6 +163,19 @@ fn connect(h: &mut Host, nic: &mut Nic, qpn: u32, dest: u32, rc: bool) {
     modify(h, nic, qpn, &rts);
 }
 
+/// A UD (or the GSI) QP through INIT and RTR to RTS, with Q_Key `qkey`.
+fn ud_to_rts(h: &mut Host, nic: &mut Nic, qpn: u32, qkey: u32) {
+    let mut init = QpAttr::to_state(QpState::Init);
+    init.pkey_index = Some(0);
+    init.port_num = Some(1);
+    init.qkey = Some(Qkey(qkey));
+    modify(h, nic, qpn, &init);
+    modify(h, nic, qpn, &QpAttr::to_state(QpState::Rtr));
+    let mut rts = QpAttr::to_state(QpState::Rts);
+    rts.sq_psn = Some(Psn::new(0));
+    modify(h, nic, qpn, &rts);
+}
+
 /// This NIC's own address: the port loops frames back.
 fn av() -> AddressVector {
     AddressVector {
@@ -154,6 +187,8 @@ fn av() -> AddressVector {
 }
 
 const HOSTILE_QKEY: u32 = 0x2222;
+/// The GSI QP's well-known Q_Key (IBTA 13.5.1.2; `IB_QP1_QKEY`).
+const GSI_QKEY: u32 = 0x8001_0000;
 
 fn world() -> World {
     let mut nic = boot();
@@ -176,8 +211,8 @@ fn world() -> World {
     let result = (buf(4), reg_mr(&mut h, &mut nic, pd, buf(4), 8, lw));
     let cq_ring = VICTIM + 8 * 4096;
     let cq = (create_cq(&mut h, &mut nic, cq_ring, 5), cq_ring, 5);
-    let qp1 = create_qp(&mut h, &mut nic, pd, cq.0, 2, VICTIM + 9 * 4096);
-    let qp2 = create_qp(&mut h, &mut nic, pd, cq.0, 2, VICTIM + 11 * 4096);
+    let qp1 = create_qp(&mut h, &mut nic, pd, cq.0, (2, 0), VICTIM + 9 * 4096);
+    let qp2 = create_qp(&mut h, &mut nic, pd, cq.0, (2, 0), VICTIM + 11 * 4096);
     connect(&mut h, &mut nic, qp1.qpn, qp2.qpn, true);
     connect(&mut h, &mut nic, qp2.qpn, qp1.qpn, true);
     let mem = &mut nic.hal().mem;
@@ -191,24 +226,43 @@ fn world() -> World {
     shadow.victim_qps = vec![qp1.qpn, qp2.qpn];
     nic.hal().port.victim_qps = vec![qp1.qpn, qp2.qpn];
 
-    // The hostile tenant, with a region, a CQ, two connected RC QPs and a UD QP ready.
+    // The hostile tenant, with a region, a CQ, two connected RC QPs and a UD QP ready,
+    // an SRQ with two receives posted and a UD QP on it, and the GSI QP (QP1).
     let hpd = h.ok(&mut nic, CmdOp::AllocPd, |_| {});
-    reg_mr(&mut h, &mut nic, hpd, HOSTILE, 8192, AccessFlags::ALL);
+    let hkey = reg_mr(&mut h, &mut nic, hpd, HOSTILE, 8192, AccessFlags::ALL);
     let hcq = create_cq(&mut h, &mut nic, HOSTILE + 8192, 4);
-    let h1 = create_qp(&mut h, &mut nic, hpd, hcq, 2, HOSTILE + 3 * 4096);
-    let h2 = create_qp(&mut h, &mut nic, hpd, hcq, 2, HOSTILE + 5 * 4096);
-    let h3 = create_qp(&mut h, &mut nic, hpd, hcq, 4, HOSTILE + 7 * 4096);
+    let h1 = create_qp(&mut h, &mut nic, hpd, hcq, (2, 0), HOSTILE + 3 * 4096);
+    let h2 = create_qp(&mut h, &mut nic, hpd, hcq, (2, 0), HOSTILE + 5 * 4096);
+    let h3 = create_qp(&mut h, &mut nic, hpd, hcq, (4, 0), HOSTILE + 7 * 4096);
     connect(&mut h, &mut nic, h1.qpn, h2.qpn, true);
     connect(&mut h, &mut nic, h2.qpn, h1.qpn, true);
-    let mut init = QpAttr::to_state(QpState::Init);
-    init.pkey_index = Some(0);
-    init.port_num = Some(1);
-    init.qkey = Some(Qkey(HOSTILE_QKEY));
-    modify(&mut h, &mut nic, h3.qpn, &init);
-    modify(&mut h, &mut nic, h3.qpn, &QpAttr::to_state(QpState::Rtr));
-    let mut rts = QpAttr::to_state(QpState::Rts);
-    rts.sq_psn = Some(Psn::new(0));
-    modify(&mut h, &mut nic, h3.qpn, &rts);
+    ud_to_rts(&mut h, &mut nic, h3.qpn, HOSTILE_QKEY);
+    let srqn = h.ok(&mut nic, CmdOp::CreateSrq, |e| {
+        let a = abi::CreateSrqArg {
+            pd: hpd.into(),
+            log_depth: 4,
+            srq_limit: 1.into(),
+            ring: (HOSTILE + 9 * 4096).into(),
+            ..Default::default()
+        };
+        abi::set_payload(e, &a);
+    });
+    let h4 = create_qp(&mut h, &mut nic, hpd, hcq, (4, srqn), HOSTILE + 10 * 4096);
+    ud_to_rts(&mut h, &mut nic, h4.qpn, HOSTILE_QKEY);
+    let srq = *nic.hal().mem.shadow.srqs.first().expect("the SRQ");
+    for i in 0..2 {
+        let wr = RecvWr::new(200 + i).sge(HOSTILE + 1024 * i, 1024, Lkey(hkey));
+        h.post_srq_recv(&mut nic, &srq, &RecvWqe::from_wr(&wr));
+    }
+    let gsi = create_qp(
+        &mut h,
+        &mut nic,
+        hpd,
+        hcq,
+        (abi::QPT_GSI, 0),
+        HOSTILE + 11 * 4096,
+    );
+    ud_to_rts(&mut h, &mut nic, gsi.qpn, GSI_QKEY);
 
     let victim = Victim {
         src,
@@ -376,16 +430,43 @@ fn hostile_qps(s: &Shadow) -> Vec<QpRings> {
 fn command(inp: &mut Input, s: &Shadow) -> Option<CmdEntry> {
     let mut e = CmdEntry::default();
     let op = inp.u8()?;
-    e.opcode.set(u16::from(op % 13));
+    // 0..=12 (ABI 1.0 and an unknown one) as before SRQs existed, so older inputs keep
+    // their meaning; the top bytes the SRQ commands 23..=26.
+    let op = if op >= 0xE0 { 23 + op % 4 } else { op % 13 };
+    e.opcode.set(u16::from(op));
     let pds: Vec<u32> = s.pds.clone();
     let mrs: Vec<u32> = s.mrs.iter().map(|m| m.lkey).collect();
     let cqs: Vec<u32> = s.cqs.iter().map(|c| c.0).collect();
     let qps: Vec<u32> = s.qps.iter().map(|q| q.qpn).collect();
+    let srqs: Vec<u32> = s.srqs.iter().map(|q| q.srqn).collect();
     let handle = match CmdOp::from_u16(e.opcode.get()) {
         Some(CmdOp::DeallocPd) => inp.handle(&pds)?,
         Some(CmdOp::DeregMr) => inp.handle(&mrs)?,
         Some(CmdOp::DestroyCq) => inp.handle(&cqs)?,
         Some(CmdOp::DestroyQp | CmdOp::QueryQp) => inp.handle(&qps)?,
+        Some(CmdOp::DestroySrq | CmdOp::QuerySrq) => inp.handle(&srqs)?,
+        Some(CmdOp::CreateSrq) => {
+            let a = abi::CreateSrqArg {
+                pd: inp.handle(&pds)?.into(),
+                log_depth: inp.u8()? % 17,
+                srq_limit: u32::from(inp.u8()? % 20).into(),
+                // Any offset: the ring must be 64-byte aligned.
+                ring: u64::from(inp.u16()?).into(),
+                ..Default::default()
+            };
+            abi::set_payload(&mut e, &a);
+            return Some(e);
+        }
+        Some(CmdOp::ModifySrq) => {
+            let a = abi::SrqAttrArg {
+                srqn: inp.handle(&srqs)?.into(),
+                attr_mask: u32::from(inp.u8()? % 4).into(),
+                max_wr: u32::from(inp.u8()?).into(),
+                srq_limit: u32::from(inp.u8()? % 20).into(),
+            };
+            abi::set_payload(&mut e, &a);
+            return Some(e);
+        }
         Some(CmdOp::RegMr) => {
             let a = abi::RegMrArg {
                 pd: inp.handle(&pds)?.into(),
@@ -416,13 +497,19 @@ fn command(inp: &mut Input, s: &Shadow) -> Option<CmdEntry> {
                 pd: inp.handle(&pds)?.into(),
                 send_cq: inp.handle(&cqs)?.into(),
                 recv_cq: inp.handle(&cqs)?.into(),
-                qp_type: inp.pick(&[2, 3, 4, 0, 9])?,
+                qp_type: inp.pick(&[2, 3, 4, 0, 9, abi::QPT_GSI])?,
                 sq_log_depth: logs & 0x0F,
                 rq_log_depth: logs >> 4,
                 sq_sig_all: inp.u8()? & 1,
                 sq_ring: u64::from(inp.u16()?).into(),
                 rq_ring: u64::from(inp.u16()?).into(),
                 db_record: u64::from(inp.u16()?).into(),
+                // Mostly none; else a live SRQ or a raw number.
+                srqn: match inp.u8()? {
+                    b if b & 0x40 != 0 => inp.handle(&srqs)?,
+                    _ => 0,
+                }
+                .into(),
                 ..Default::default()
             };
             abi::set_payload(&mut e, &a);
@@ -532,7 +619,7 @@ fn send_wqe(inp: &mut Input, s: &Shadow, wr_id: u64) -> Option<SendWqe> {
         remote_qpn: inp.handle(&qpns)?.into(),
         compare: u64::from(inp.u8()?).into(),
         swap_add: u64::from(inp.u8()?).into(),
-        remote_qkey: (if inp.u8()? & 1 == 0 { HOSTILE_QKEY } else { 7 }).into(),
+        remote_qkey: inp.pick(&[HOSTILE_QKEY, 7, GSI_QKEY])?.into(),
         av: abi::WireAv::from_av(&av()),
         sge,
         ..Default::default()
@@ -553,7 +640,11 @@ fn recv_wqe(inp: &mut Input, s: &Shadow, wr_id: u64) -> Option<RecvWqe> {
 fn act(inp: &mut Input, h: &mut Host, nic: &mut Nic, n: u64) -> Option<()> {
     let s = nic.hal().mem.shadow.clone();
     let qps = hostile_qps(&s);
-    match inp.u8()? % 8 {
+    let action = inp.u8()?;
+    if action >= 0xF0 {
+        return srq_act(inp, h, nic, &s, n, action);
+    }
+    match action % 8 {
         0 => {
             let mut e = command(inp, &s)?;
             if admit(&mut e, &s) {
@@ -576,10 +667,11 @@ fn act(inp: &mut Input, h: &mut Host, nic: &mut Nic, n: u64) -> Option<()> {
             let q = inp.pick(&qps)?;
             let how = inp.u8()?;
             let pis = *h.pis(q.qpn);
+            let index = doorbell_index(q.qpn);
             let (db, pi) = if how & 1 == 0 {
-                (reg::sq_db(q.qpn.wrapping_sub(16)), pis.1)
+                (reg::sq_db(index), pis.1)
             } else {
-                (reg::rq_db(q.qpn.wrapping_sub(16)), pis.2)
+                (reg::rq_db(index), pis.2)
             };
             let value = if how & 2 == 0 {
                 pi.wrapping_add(u32::from(how >> 2)).wrapping_sub(16)
@@ -619,6 +711,41 @@ fn act(inp: &mut Input, h: &mut Host, nic: &mut Nic, n: u64) -> Option<()> {
             let v = inp.u32()?;
             nic.hal().regs.host_write(reg::EVENT_STATUS, v);
         }
+    }
+    nic.poll();
+    nic.hal().clock += 1_000;
+    Some(())
+}
+
+/// An SRQ action (the action bytes 0xF0..): a receive WQE posted to a hostile SRQ, or
+/// its doorbell moved by a small step either way or set to any value. Then one poll.
+fn srq_act(
+    inp: &mut Input,
+    h: &mut Host,
+    nic: &mut Nic,
+    s: &Shadow,
+    n: u64,
+    action: u8,
+) -> Option<()> {
+    let srqs: Vec<_> = s
+        .srqs
+        .iter()
+        .filter(|q| Some(q.pd) != s.victim_pd)
+        .copied()
+        .collect();
+    let srq = inp.pick(&srqs)?;
+    if action & 1 == 0 {
+        let w = recv_wqe(inp, s, n)?;
+        h.post_srq_recv(nic, &srq, &w);
+    } else {
+        let how = inp.u8()?;
+        let pi = *h.srq_pi(srq.srqn);
+        let value = if how & 1 == 0 {
+            pi.wrapping_add(u32::from(how >> 1)).wrapping_sub(64)
+        } else {
+            inp.u32()?
+        };
+        nic.hal().regs.host_write(reg::srq_db(srq.srqn), value);
     }
     nic.poll();
     nic.hal().clock += 1_000;

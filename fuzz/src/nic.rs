@@ -6,8 +6,9 @@
 //! and the hostile tenant's. What the NIC may touch is read from the NIC's own replies:
 //! each command entry it writes back with status OK (`REG_MR`, `CREATE_CQ`, ...) adds or
 //! removes a window in [`Shadow`]. A DMA access must then be
-//! * a ring access: the command queue (read, write), a live QP's send or receive ring
-//!   (read), a live CQ's ring (write); or
+//! * a ring access: the command queue (read, write), a live QP's send ring (read), its
+//!   receive ring only when it has no SRQ (read; a QP on an SRQ never touches its own
+//!   receive ring), a live SRQ's ring (read), a live CQ's ring (write); or
 //! * while the datapath is receiving or transmitting a frame, an access to a live memory
 //!   region (a write only with `LOCAL_WRITE`), of the victim's PD only for a victim frame
 //!   and of another PD only for a hostile frame. A frame is the victim's when its BTH
@@ -22,6 +23,7 @@ use std::collections::VecDeque;
 
 use roce_core::engine::{PortConfig, QPN_BASE};
 use roce_core::memory::{range_within, AccessFlags, Dma, DmaError};
+use roce_core::num::Qpn;
 use roce_core::transport::ipv4_gid;
 use roce_core::wire;
 use roce_firmware::abi::{self, reg, CmdEntry, CmdOp, CmdStatus};
@@ -116,6 +118,27 @@ pub struct QpRings {
     pub sq_log: u8,
     pub rq: Ring,
     pub rq_log: u8,
+    /// Its SRQ (0: none, receives come from `rq`).
+    pub srqn: u32,
+}
+
+/// The index of QP `qpn`'s doorbell pair: `QPN - QPN_BASE`, the GSI QP's its own.
+pub fn doorbell_index(qpn: u32) -> u32 {
+    if qpn == Qpn::GSI.value() {
+        reg::GSI_QP_INDEX
+    } else {
+        qpn.wrapping_sub(QPN_BASE)
+    }
+}
+
+/// An SRQ the NIC has confirmed, with the limit the host last armed.
+#[derive(Clone, Copy, Debug)]
+pub struct Srq {
+    pub srqn: u32,
+    pub pd: u32,
+    pub ring: Ring,
+    pub log: u8,
+    pub limit: u32,
 }
 
 /// What the host has registered, as the NIC acknowledged it.
@@ -125,6 +148,7 @@ pub struct Shadow {
     pub mrs: Vec<Mr>,
     pub cqs: Vec<(u32, Ring, u8)>,
     pub qps: Vec<QpRings>,
+    pub srqs: Vec<Srq>,
     /// Doorbell records (`CreateQpArg::db_record`, 8 bytes each) of every CREATE_QP the
     /// host issued: memory it configured for the NIC to read, like a ring. Noted when
     /// the command is issued, since the NIC reads the record while creating the QP;
@@ -148,7 +172,10 @@ impl Shadow {
         }
     }
 
-    /// Applies a command entry the NIC wrote back.
+    /// Applies a command entry the NIC wrote back, checking what the NIC answered where
+    /// the host knows the answer: the GSI QP is QP1 and there is at most one; an SRQ's
+    /// QUERY_SRQ reports the depth it was created with and the limit last armed (or 0:
+    /// the limit event disarms it).
     fn apply(&mut self, e: &CmdEntry) {
         if e.status.get() != CmdStatus::Ok as u32 {
             return;
@@ -177,6 +204,17 @@ impl Shadow {
             Some(CmdOp::DestroyCq) => self.cqs.retain(|c| c.0 != handle),
             Some(CmdOp::CreateQp) => {
                 let a = abi::payload::<abi::CreateQpArg>(e);
+                let gsi = Qpn::GSI.value();
+                assert_eq!(
+                    a.qp_type == abi::QPT_GSI,
+                    out == gsi,
+                    "CREATE_QP of type {} gave QPN {out}",
+                    a.qp_type
+                );
+                assert!(
+                    out != gsi || self.qps.iter().all(|q| q.qpn != gsi),
+                    "a second GSI QP was created"
+                );
                 self.qps.push(QpRings {
                     qpn: out,
                     pd: a.pd.get(),
@@ -185,15 +223,51 @@ impl Shadow {
                     sq_log: a.sq_log_depth,
                     rq: Ring::new(a.rq_ring.get(), a.rq_log_depth, size_of::<abi::RecvWqe>()),
                     rq_log: a.rq_log_depth,
+                    srqn: a.srqn.get(),
                 });
             }
             Some(CmdOp::DestroyQp) => self.qps.retain(|q| q.qpn != handle),
+            Some(CmdOp::CreateSrq) => {
+                let a = abi::payload::<abi::CreateSrqArg>(e);
+                self.srqs.push(Srq {
+                    srqn: out,
+                    pd: a.pd.get(),
+                    ring: Ring::new(a.ring.get(), a.log_depth, size_of::<abi::RecvWqe>()),
+                    log: a.log_depth,
+                    limit: a.srq_limit.get(),
+                });
+            }
+            Some(CmdOp::ModifySrq) => {
+                let a = abi::payload::<abi::SrqAttrArg>(e);
+                let srq = self.srqs.iter_mut().find(|s| s.srqn == a.srqn.get());
+                srq.expect("MODIFY_SRQ succeeded on no live SRQ").limit = a.srq_limit.get();
+            }
+            Some(CmdOp::QuerySrq) => {
+                let a = abi::payload::<abi::SrqAttrArg>(e);
+                let s = self.srqs.iter().find(|s| s.srqn == a.srqn.get());
+                let s = s.expect("QUERY_SRQ succeeded on no live SRQ");
+                assert_eq!(a.max_wr.get(), 1 << s.log, "QUERY_SRQ's max_wr");
+                assert!(
+                    a.srq_limit.get() == s.limit || a.srq_limit.get() == 0,
+                    "QUERY_SRQ's limit {}, armed {}",
+                    a.srq_limit.get(),
+                    s.limit
+                );
+            }
+            Some(CmdOp::DestroySrq) => self.srqs.retain(|s| s.srqn != handle),
             _ => {}
         }
     }
 
     pub fn is_victim_qp(&self, qpn: u32) -> bool {
         self.victim_qps.contains(&qpn)
+    }
+
+    /// Whether SRQN `srqn` is a live SRQ of the victim's PD.
+    pub fn is_victim_srq(&self, srqn: u32) -> bool {
+        self.srqs
+            .iter()
+            .any(|s| s.srqn == srqn && Some(s.pd) == self.victim_pd)
     }
 }
 
@@ -264,7 +338,8 @@ impl HostMem {
             || (!write
                 && s.qps
                     .iter()
-                    .any(|q| q.sq.holds(addr, len) || q.rq.holds(addr, len))
+                    .any(|q| q.sq.holds(addr, len) || (q.srqn == 0 && q.rq.holds(addr, len)))
+                || (!write && s.srqs.iter().any(|q| q.ring.holds(addr, len)))
                 || (!write && s.db_records.iter().any(|d| d.holds(addr, len))))
     }
 
@@ -482,6 +557,8 @@ pub struct Host {
     pub sq_pi: Vec<(u32, u32, u32)>,
     /// Per CQ: consumer index.
     pub cq_ci: Vec<(u32, u32)>,
+    /// Per SRQ: producer index.
+    pub srq_pi: Vec<(u32, u32)>,
 }
 
 impl Host {
@@ -542,7 +619,7 @@ impl Host {
         let addr = slot(q.sq.addr, q.sq_log, pi, size_of::<abi::SendWqe>());
         nic.hal().mem.put(addr, wqe.as_bytes());
         self.pis(q.qpn).1 = pi.wrapping_add(1);
-        let db = reg::sq_db(q.qpn.wrapping_sub(QPN_BASE));
+        let db = reg::sq_db(doorbell_index(q.qpn));
         nic.hal().regs.host_write(db, pi.wrapping_add(1));
     }
 
@@ -552,8 +629,30 @@ impl Host {
         let addr = slot(q.rq.addr, q.rq_log, pi, size_of::<abi::RecvWqe>());
         nic.hal().mem.put(addr, wqe.as_bytes());
         self.pis(q.qpn).2 = pi.wrapping_add(1);
-        let db = reg::rq_db(q.qpn.wrapping_sub(QPN_BASE));
+        let db = reg::rq_db(doorbell_index(q.qpn));
         nic.hal().regs.host_write(db, pi.wrapping_add(1));
+    }
+
+    /// Writes a receive WQE at SRQ `s`'s producer index and rings its doorbell.
+    pub fn post_srq_recv(&mut self, nic: &mut Nic, s: &Srq, wqe: &abi::RecvWqe) {
+        let pi = self.srq_pi(s.srqn);
+        let addr = slot(s.ring.addr, s.log, *pi, size_of::<abi::RecvWqe>());
+        *pi = pi.wrapping_add(1);
+        let pi = *pi;
+        nic.hal().mem.put(addr, wqe.as_bytes());
+        nic.hal().regs.host_write(reg::srq_db(s.srqn), pi);
+    }
+
+    /// The producer index of SRQ `srqn` (created on first use).
+    pub fn srq_pi(&mut self, srqn: u32) -> &mut u32 {
+        let i = match self.srq_pi.iter().position(|p| p.0 == srqn) {
+            Some(i) => i,
+            None => {
+                self.srq_pi.push((srqn, 0));
+                self.srq_pi.len() - 1
+            }
+        };
+        &mut self.srq_pi[i].1
     }
 
     /// Takes every valid CQE from CQ `cqn` (ring `ring`, depth `2^log`) and writes the
@@ -597,7 +696,7 @@ pub fn slot(ring: u64, log: u8, index: u32, size: usize) -> u64 {
 }
 
 /// The kernel's check of a tenant's command: the hostile tenant may not name the
-/// victim's PD, CQ, QPs or memory regions, nor connect a QP to a victim QP (RoCE does not
+/// victim's PD, CQ, QPs, SRQs or memory regions, nor connect a QP to a victim QP (RoCE does not
 /// authenticate an RC sender, so a QP that knows a victim's QPN, PSN and R_Key may
 /// legitimately write there: that is the wire's trust model, not the NIC's isolation);
 /// and what it places in memory (regions, rings) lands in its own arena ([`confine`]).
@@ -633,8 +732,19 @@ pub fn admit(e: &mut CmdEntry, s: &Shadow) -> bool {
                 a.db_record.set(confine(a.db_record.get()));
             }
             abi::set_payload(e, &a);
-            !victim_pd(a.pd.get()) && !victim_cq(a.send_cq.get()) && !victim_cq(a.recv_cq.get())
+            !victim_pd(a.pd.get())
+                && !victim_cq(a.send_cq.get())
+                && !victim_cq(a.recv_cq.get())
+                && !s.is_victim_srq(a.srqn.get())
         }
+        Some(CmdOp::CreateSrq) => {
+            let mut a = abi::payload::<abi::CreateSrqArg>(e);
+            a.ring.set(confine(a.ring.get()));
+            abi::set_payload(e, &a);
+            !victim_pd(a.pd.get())
+        }
+        Some(CmdOp::ModifySrq) => !s.is_victim_srq(abi::payload::<abi::SrqAttrArg>(e).srqn.get()),
+        Some(CmdOp::DestroySrq) => !s.is_victim_srq(handle),
         Some(CmdOp::ModifyQp) => {
             let a = abi::payload::<abi::QpAttrArg>(e);
             let to_victim = a.attr_mask.get() & AttrMask::DEST_QPN.bits() != 0

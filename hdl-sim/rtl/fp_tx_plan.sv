@@ -1,31 +1,39 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
 //
-// fp_tx_plan: the fast path's TX planner (docs/fastpath.md §2). Takes one
-// message descriptor at a time (and ACK descriptors, which go first between
-// packets), reads the QP's send context, and for each packet of the message
-// decides everything the wire needs: opcode, PSN, AckReq, PadCnt, RETH,
-// ImmDt/IETH. It hands each packet to the header builder as a job and asks
-// the DMA for the packet's payload, one request per SGE piece; it writes the
-// context's next_psn and noack back after every packet. FLUSH sets noack to 0.
+// fp_tx_plan: the fast path's TX planner (docs/fastpath.md §2). Takes
+// message descriptors into a store of NSLOT slots (per-QP queues: a slot is
+// eligible only when no older slot of its QP is waiting), serves the
+// eligible slots round robin one packet each (ACK descriptors go first
+// between packets), reads the QP's send context, and for each packet decides
+// everything the wire needs: opcode, PSN, AckReq, PadCnt, RETH, ImmDt/IETH.
+// It hands each packet to the header builder as a job and asks the DMA for
+// the packet's payload, one request per SGE piece; it writes the context's
+// next_psn and noack back after every packet. FLUSH sets noack to 0 and drops
+// the QP's slots.
 //
-// A packet whose PSN the window does not allow waits until the firmware
-// writes a una_psn that opens it (ACK descriptors are still served); a
-// replayed packet whose PSN is before una_psn is skipped. The message in
-// progress is dropped at the next packet boundary when the firmware clears
-// its context's `valid` or a FLUSH of its QP waits at the descriptor input
-// (the firmware rewound the requester, §2.2): a stalled message never
-// blocks the descriptors behind it for good. `idle` says the planner holds
-// no message (a descriptor offered now is taken at once).
+// A slot whose next packet the window does not allow sleeps (its cursor
+// saved) until the firmware writes its QP's una_psn; the other QPs go on
+// meanwhile. A replayed packet whose PSN is before una_psn is skipped. The
+// message in progress is dropped at the next packet boundary when the
+// firmware clears its context's `valid` (the QP's slots go at once) or a
+// FLUSH of its QP arrives (§2.2). `idle` says the planner holds no message.
 //
-// READ and atomic descriptors send one request packet (a READ occupies the
-// PSNs of all its responses). Not yet in RTL (v0.2): the per-QP descriptor
-// queues served round robin (descriptors are taken in order, one message at
-// a time), and the in-flight list the response path reads.
+// The slot store: the descriptors in a RAM (the cursor, packet k, is saved
+// over the descriptor's start_pkt when the planner leaves a message
+// unfinished: it resumes as a REPLAY from k would); per slot in registers its
+// QP, `sleep`, a generation count, and one row of an NSLOT x NSLOT matrix
+// `before` (slot j holds an older descriptor of the same QP). The choice of
+// the next slot is two register stages behind (eligible set, then the round
+// robin's pick) and is checked against the live slot when used. The planner
+// stays with its message while no other slot is eligible (one QP: no cycle
+// lost per packet); switching costs the message's reload (about 6 cycles).
+// Not yet in RTL (v0.2): the in-flight list the response path reads.
 //
 // The packet rule is roce_core::fastpath::segment's; tests/fastpath.rs
-// checks the frames byte for byte against it. Per packet the planner takes 2
-// cycles plus one per SGE piece (at least 3); a message adds 4 (descriptor,
-// context, sizes and SGE sums, range) plus one per SGE skipped on a REPLAY.
+// checks the frames byte for byte against it. Per packet the planner takes 3
+// cycles plus one per SGE piece beyond the first (at least 3); a message
+// adds 5 (slot and context reads, sizes and SGE sums, range, SGE seek) plus
+// one per SGE skipped on a REPLAY or a resumed message.
 
 `resetall
 `default_nettype none
@@ -35,7 +43,10 @@ module fp_tx_plan
 #(
     // send contexts (QPN index range)
     parameter int NQP = 256,
-    parameter int QPN_W = $clog2(NQP)
+    parameter int QPN_W = $clog2(NQP),
+    // descriptor slots (all QPs; the firmware's TX ring, docs/fastpath.md §5)
+    parameter int NSLOT = 32,
+    parameter int SLOT_W = $clog2(NSLOT)
 ) (
     input  wire logic                       clk,
     input  wire logic                       rst,
@@ -96,10 +107,14 @@ module fp_tx_plan
       $error("fp_tx_plan: NQP must be a power of two in 2..65536 (got %0d)", NQP);
       $finish;
     end
+    if (NSLOT < 2 || (NSLOT & (NSLOT - 1)) != 0 || NSLOT > 64) begin
+      $error("fp_tx_plan: NSLOT must be a power of two in 2..64 (got %0d)", NSLOT);
+      $finish;
+    end
   end
 
   typedef enum logic [3:0] {
-    S_IDLE, S_ACK, S_LOAD, S_SIZE, S_CHECK, S_SEEK, S_PKT_A, S_PKT_B, S_GATHER, S_STALL, S_DONE
+    S_IDLE, S_ACK, S_LOAD, S_SIZE, S_CHECK, S_SEEK, S_PKT_A, S_PKT_B, S_GATHER, S_NEXT, S_DONE
   } state_e;
 
   state_e state, ret;
@@ -147,29 +162,136 @@ module fp_tx_plan
   logic [QPN_W-1:0]   una_q_addr;
   logic [23:0]        una_q_psn;
 
+  // ------------------------------------------------------- slot store
+  localparam int TD_WORDS = TXD_BYTES / 4;
+  logic [NSLOT-1:0]   s_valid, s_sleep;
+  logic [QPN_W-1:0]   s_qpn [NSLOT];
+  logic [1:0]         s_gen [NSLOT];
+  // older[i][j]: slot j holds an older descriptor of slot i's QP
+  logic [NSLOT-1:0]   older [NSLOT];
+  logic [SLOT_W-1:0]  cur;          // the slot of the message loaded
+  logic               d_flush;      // the message loaded is a FLUSH (no slot)
+
+  logic [TXD_BYTES*8-1:0] slot_rd;
+  logic [TD_WORDS-1:0]    slot_we;
+  logic [SLOT_W-1:0]      slot_wa;
+  logic [TXD_BYTES*8-1:0] slot_wd;
+  logic                   slot_re;
+  logic [SLOT_W-1:0]      slot_ra;
+
+  // the planner saves its cursor over start_pkt (priority over the intake)
+  logic               save_en;
+  logic [31:0]        save_k;
+
+  // intake: the first free slot
+  logic               has_free;
+  logic [SLOT_W-1:0]  free_slot;
+  always_comb begin
+    has_free = 1'b0;
+    free_slot = '0;
+    for (int i = NSLOT - 1; i >= 0; i--) begin
+      if (!s_valid[i]) begin
+        has_free = 1'b1;
+        free_slot = SLOT_W'(i);
+      end
+    end
+  end
+
+  logic txd_flush, take_txd, take_flush;
+  assign txd_flush = s_txd_valid && s_txd_data[8*TD_OP +: 8] == OP_FLUSH;
+  assign take_txd = s_txd_valid && !txd_flush && has_free && !save_en;
+
+  always_comb begin
+    slot_we = '0;
+    slot_wa = free_slot;
+    slot_wd = s_txd_data;
+    if (save_en) begin
+      slot_we[TD_START_PKT / 4] = 1'b1;
+      slot_wa = cur;
+      slot_wd[8*TD_START_PKT +: 32] = save_k;
+    end else if (take_txd) begin
+      slot_we = '1;
+    end
+  end
+
+  roce_ram #(
+    .WORDS(TD_WORDS),
+    .DEPTH(NSLOT)
+  ) slot_ram_inst (
+    .clk(clk),
+    .wr_addr(slot_wa),
+    .wr_en(slot_we),
+    .wr_data(slot_wd),
+    .rd_addr(slot_ra),
+    .rd_en(slot_re),
+    .rd_data(slot_rd)
+  );
+
+  // the round robin, two register stages: the eligible slots (awake, the
+  // oldest of their QP), then the first of them at or after `rr`
+  logic [NSLOT-1:0]   elig_q;
+  logic [SLOT_W-1:0]  rr;
+  logic [SLOT_W-1:0]  pick_q;
+  logic [1:0]         pick_gen_q;
+  logic [SLOT_W-1:0]  pick_rr_q;
+  logic               pick_ok_q, others_q;
+  always_ff @(posedge clk) begin
+    logic [NSLOT-1:0] hi;
+    logic             found;
+    for (int i = 0; i < NSLOT; i++) begin
+      elig_q[i] <= s_valid[i] && !s_sleep[i] && (older[i] & s_valid) == '0;
+    end
+    hi = elig_q & ({NSLOT{1'b1}} << rr);
+    found = 1'b0;
+    pick_q <= '0;
+    for (int i = 0; i < NSLOT; i++) begin
+      if (!found && (hi != '0 ? hi[i] : elig_q[i])) begin
+        found = 1'b1;
+        pick_q <= SLOT_W'(i);
+        pick_gen_q <= s_gen[i];
+      end
+    end
+    pick_ok_q <= elig_q != '0;
+    pick_rr_q <= rr;
+    others_q <= (elig_q & ~(NSLOT'(1) << cur)) != '0;
+    if (rst) pick_ok_q <= 1'b0;
+  end
+
+  // the pick still holds: made after the round robin last moved, and the slot
+  // not freed, refilled, put to sleep or switched off since
+  logic pick_live;
+  assign pick_live = pick_ok_q && pick_rr_q == rr && s_valid[pick_q] && !s_sleep[pick_q]
+      && s_gen[pick_q] == pick_gen_q && !(inval_wr_en && inval_wr_addr == s_qpn[pick_q]);
+
   // ----------------------------------------------------- combinational
   logic serve_ack;
-  assign serve_ack = s_ackd_valid && job_room
-      && (state == S_IDLE || state == S_PKT_A || state == S_STALL);
+  assign serve_ack = s_ackd_valid && job_room && (state == S_IDLE || state == S_PKT_A);
 
   assign s_ackd_ready = serve_ack;
-  assign idle = state == S_IDLE;
+  assign idle = state == S_IDLE && s_valid == '0;
 
-  // the message in progress is to be dropped: its context was switched off,
-  // or a FLUSH of its QP is offered
-  logic d_abort, abort;
-  assign abort = d_abort || (s_txd_valid && s_txd_data[8*TD_OP +: 8] == OP_FLUSH
-                             && s_txd_data[8*TD_QPN +: QPN_W] == d_qpn);
-  assign s_txd_ready = state == S_IDLE && !s_ackd_valid && s_txd_valid;
+  // the message in progress is to be dropped: its context was switched off
+  logic d_abort;
+  // a FLUSH is taken when no message is loaded: the QP's slots go with it
+  assign take_flush = txd_flush && state == S_IDLE && !s_ackd_valid;
+  assign s_txd_ready = take_txd || take_flush;
+
+  logic load_slot;
+  assign load_slot = state == S_IDLE && !serve_ack && !txd_flush && pick_live;
 
   always_comb begin
     ctx_rd_en = 1'b0;
     ctx_rd_addr = s_txd_data[8*TD_QPN +: QPN_W];
+    slot_re = load_slot;
+    slot_ra = pick_q;
     if (serve_ack) begin
       ctx_rd_en = 1'b1;
       ctx_rd_addr = s_ackd_data[8*AD_QPN +: QPN_W];
-    end else if (s_txd_ready) begin
+    end else if (take_flush) begin
       ctx_rd_en = 1'b1;
+    end else if (load_slot) begin
+      ctx_rd_en = 1'b1;
+      ctx_rd_addr = s_qpn[pick_q];
     end
   end
 
@@ -281,6 +403,22 @@ module fp_tx_plan
     for (int i = 0; i < 4; i++) if (3'(i) < d_nsge) sge_sum = sge_sum + {2'd0, d_sge_len[i]};
   end
 
+  // -------------------------------------------- leaving a message unfinished
+  // S_PKT_A: the window refuses the packet (the slot sleeps); S_NEXT: another
+  // slot is eligible or a FLUSH waits (the round robin moves on)
+  logic signed [23:0] a_outst;
+  logic               a_refused, n_leave;
+  assign a_outst = psn_diff(psn, c_una);
+  assign a_refused = !d_abort && !(a_outst < 0 && d_replay)
+      && (a_outst < 0 || a_outst >= signed'(c_window));
+  assign n_leave = !d_abort && k < kend && (txd_flush || others_q);
+  // at the end of a packet: straight on to the message's next one
+  logic go_on;
+  assign go_on = !d_abort && !txd_flush && !others_q;
+  assign save_en = !serve_ack
+      && ((state == S_PKT_A && a_refused) || (state == S_NEXT && n_leave));
+  assign save_k = k;
+
   // ------------------------------------------------------------ the FSM
   always_ff @(posedge clk) begin
     logic [23:0] una_now;
@@ -293,31 +431,50 @@ module fp_tx_plan
     if (una_wr_en && una_wr_addr == d_qpn) c_una <= una_wr_psn;
     if (inval_wr_en && inval_wr_addr == d_qpn) d_abort <= 1'b1;
 
+    // the slot store: a descriptor in, a slot to sleep, freed or woken
+    if (take_txd) begin
+      s_valid[free_slot] <= 1'b1;
+      s_sleep[free_slot] <= 1'b0;
+      s_qpn[free_slot] <= s_txd_data[8*TD_QPN +: QPN_W];
+      s_gen[free_slot] <= s_gen[free_slot] + 2'd1;
+      for (int j = 0; j < NSLOT; j++) begin
+        older[free_slot][j] <= s_valid[j] && s_qpn[j] == s_txd_data[8*TD_QPN +: QPN_W];
+        older[j][free_slot] <= 1'b0;
+      end
+    end
+    if (save_en && state == S_PKT_A) s_sleep[cur] <= 1'b1;
+    if (state == S_DONE && !d_abort && !d_flush) s_valid[cur] <= 1'b0;
+    for (int i = 0; i < NSLOT; i++) begin
+      // (a slot filled in this cycle was free before it: not matched)
+      if (s_valid[i] && take_flush && s_qpn[i] == s_txd_data[8*TD_QPN +: QPN_W]) begin
+        s_valid[i] <= 1'b0;
+      end
+      if (s_valid[i] && inval_wr_en && s_qpn[i] == inval_wr_addr) s_valid[i] <= 1'b0;
+      if (una_wr_en && s_qpn[i] == una_wr_addr) s_sleep[i] <= 1'b0;
+    end
+
     if (serve_ack) begin
       a_desc <= s_ackd_data;
       ret <= (state == S_IDLE) ? S_IDLE : S_PKT_A;
       state <= S_ACK;
     end else begin
       case (state)
-        S_IDLE: if (s_txd_valid) begin
+        S_IDLE: if (take_flush) begin
+          // the firmware rewound the requester: its queued messages go (above),
+          // the context's noack is written back through S_CHECK
           d_qpn <= s_txd_data[8*TD_QPN +: QPN_W];
-          d_op <= s_txd_data[8*TD_OP +: 8];
-          d_se <= s_txd_data[8*TD_FLAGS + 0];
-          d_replay <= s_txd_data[8*TD_FLAGS + 1];
-          d_nsge <= (s_txd_data[8*TD_NUM_SGE +: 8] > 8'd4) ? 3'd4 : s_txd_data[8*TD_NUM_SGE +: 3];
-          d_len <= s_txd_data[8*TD_LENGTH +: 32];
-          d_imm <= s_txd_data[8*TD_IMM +: 32];
-          d_raddr <= s_txd_data[8*TD_RADDR +: 64];
-          d_cmp <= s_txd_data[8*TD_COMPARE +: 64];
-          d_swap <= s_txd_data[8*TD_SWAP_ADD +: 64];
-          d_rkey <= s_txd_data[8*TD_RKEY +: 32];
-          d_first_psn <= s_txd_data[8*TD_FIRST_PSN +: 24];
-          for (int i = 0; i < 4; i++) begin
-            d_sge_addr[i] <= s_txd_data[8*(TD_SGE + 12*i) +: 64];
-            d_sge_len[i] <= s_txd_data[8*(TD_SGE + 12*i + 8) +: 32];
-          end
-          d_start <= s_txd_data[8*TD_START_PKT +: 32];
-          d_end <= s_txd_data[8*TD_END_PKT +: 32];
+          d_op <= OP_FLUSH;
+          d_len <= '0;
+          d_nsge <= '0;
+          d_start <= '0;
+          d_end <= '0;
+          d_flush <= 1'b1;
+          d_abort <= 1'b0;
+          state <= S_LOAD;
+        end else if (load_slot) begin
+          d_qpn <= s_qpn[pick_q];
+          cur <= pick_q;
+          d_flush <= 1'b0;
           d_abort <= 1'b0;
           state <= S_LOAD;
         end
@@ -325,7 +482,27 @@ module fp_tx_plan
         S_ACK: state <= ret;   // the job left this cycle (job_room was checked)
 
         S_LOAD: begin
-          // the context word read last cycle, with any una_psn written since
+          // the slot's descriptor and the context word read last cycle, with any
+          // una_psn written since
+          if (!d_flush) begin
+            d_op <= slot_rd[8*TD_OP +: 8];
+            d_se <= slot_rd[8*TD_FLAGS + 0];
+            d_replay <= slot_rd[8*TD_FLAGS + 1];
+            d_nsge <= (slot_rd[8*TD_NUM_SGE +: 8] > 8'd4) ? 3'd4 : slot_rd[8*TD_NUM_SGE +: 3];
+            d_len <= slot_rd[8*TD_LENGTH +: 32];
+            d_imm <= slot_rd[8*TD_IMM +: 32];
+            d_raddr <= slot_rd[8*TD_RADDR +: 64];
+            d_cmp <= slot_rd[8*TD_COMPARE +: 64];
+            d_swap <= slot_rd[8*TD_SWAP_ADD +: 64];
+            d_rkey <= slot_rd[8*TD_RKEY +: 32];
+            d_first_psn <= slot_rd[8*TD_FIRST_PSN +: 24];
+            for (int i = 0; i < 4; i++) begin
+              d_sge_addr[i] <= slot_rd[8*(TD_SGE + 12*i) +: 64];
+              d_sge_len[i] <= slot_rd[8*(TD_SGE + 12*i + 8) +: 32];
+            end
+            d_start <= slot_rd[8*TD_START_PKT +: 32];
+            d_end <= slot_rd[8*TD_END_PKT +: 32];
+          end
           una_now = ctx_rd_data[8*SC_UNA_PSN +: 24];
           if (una_q_en && una_q_addr == d_qpn) una_now = una_q_psn;
           if (una_wr_en && una_wr_addr == d_qpn) una_now = una_wr_psn;
@@ -361,7 +538,7 @@ module fp_tx_plan
 
         S_CHECK: begin
           // the packets to send: start_pkt up to end_pkt, READ and atomics one
-          // (TxMsg::range)
+          // (TxMsg::range); a resumed message's start_pkt is its saved cursor
           logic [31:0] n;
           logic [31:0] ks, ke;
           n = npk;
@@ -377,7 +554,7 @@ module fp_tx_plan
           g_o <= '0;
           if (!d_ok) begin
             bad_desc <= bad_desc + 32'd1;
-            state <= S_IDLE;
+            state <= S_DONE;
           end else if (d_op == OP_FLUSH) begin
             // the firmware rewound the requester: the AckReq count starts again
             c_noack <= '0;
@@ -412,11 +589,11 @@ module fp_tx_plan
           p_plen <= (rem < mtu) ? rem : mtu;
           p_first <= k == 0;
           p_last <= k + 32'd1 == npk || is_ra;
-          outst = psn_diff(psn, c_una);
+          outst = a_outst;
           p_outst <= outst;
           g_dry <= 1'b0;
-          if (abort) begin
-            state <= S_DONE;
+          if (d_abort) begin
+            state <= S_IDLE;
           end else if (outst < 0 && d_replay) begin
             // acknowledged while it waited: skip it
             k <= k + 32'd1;
@@ -424,19 +601,13 @@ module fp_tx_plan
             psn <= psn_next;
             g_rem <= 16'((rem < mtu) ? rem : mtu);
             g_dry <= 1'b1;
-            if (rem != 0) state <= S_GATHER;
-            else if (k + 32'd1 >= kend) state <= S_DONE;
-          end else if (outst < 0 || outst >= signed'(c_window)) begin
-            state <= S_STALL;
+            state <= (rem != 0) ? S_GATHER : S_NEXT;
+          end else if (a_refused) begin
+            // the slot sleeps until its QP's una_psn is written (cursor saved)
+            state <= S_IDLE;
           end else begin
             state <= S_PKT_B;
           end
-        end
-
-        S_STALL: begin
-          outst = psn_diff(psn, c_una);
-          if (abort) state <= S_DONE;
-          else if (outst >= 0 && outst < signed'(c_window) || (outst < 0 && d_replay)) state <= S_PKT_A;
         end
 
         S_PKT_B: if (job_room) begin
@@ -457,8 +628,7 @@ module fp_tx_plan
           psn <= psn_next;
           g_rem <= 16'(p_plen);
           if (p_plen != 0) state <= S_GATHER;
-          else if (k + 32'd1 >= kend) state <= S_DONE;
-          else state <= S_PKT_A;
+          else state <= (go_on && k + 32'd1 < kend) ? S_PKT_A : S_NEXT;
         end
 
         S_GATHER: begin
@@ -474,11 +644,25 @@ module fp_tx_plan
             end else begin
               g_o <= g_o + g_n;
             end
-            if (g_n[15:0] == g_rem) state <= (k >= kend) ? S_DONE : S_PKT_A;
+            if (g_n[15:0] == g_rem) state <= (go_on && k < kend) ? S_PKT_A : S_NEXT;
           end
         end
 
-        S_DONE: state <= S_IDLE;
+        S_NEXT: begin
+          // a packet boundary where the message does not simply go on: it ends,
+          // yields to the round robin (its cursor saved), or is dropped
+          if (d_abort) state <= S_IDLE;
+          else if (k >= kend) state <= S_DONE;
+          else if (n_leave) begin
+            rr <= cur + SLOT_W'(1);
+            state <= S_IDLE;
+          end else state <= S_PKT_A;
+        end
+
+        S_DONE: begin
+          rr <= cur + SLOT_W'(1);
+          state <= S_IDLE;
+        end
 
         default: state <= S_IDLE;
       endcase
@@ -490,6 +674,11 @@ module fp_tx_plan
       bad_desc <= '0;
       d_qpn <= '0;
       d_abort <= 1'b0;
+      d_flush <= 1'b0;
+      cur <= '0;
+      rr <= '0;
+      s_valid <= '0;
+      s_sleep <= '0;
     end
   end
 

@@ -9,11 +9,11 @@
 //! path beside the fast path, `soc_datapath`'s on the SoC, is not modelled here).
 //!
 //! What stands for the hardware around `roce_fp_top`:
-//! * the **descriptor ring**: descriptors wait here in post order and are offered to the
-//!   RTL one at a time while its segmenter holds no message (`tx_idle`), a FLUSH at any
-//!   time (the segmenter drops the message it holds at the FLUSH of its QP). A FLUSH and
-//!   a send context written with `valid` clear drop the QP's descriptors still waiting,
-//!   as §2.2 says;
+//! * the **descriptor ring**: descriptors wait here in post order and go to the RTL as
+//!   fast as it takes them (its planner keeps them in per-QP queues served round robin).
+//!   A FLUSH goes ahead of the descriptors still waiting, and it and a send context
+//!   written with `valid` clear drop the QP's descriptors still waiting, as §2.2 says
+//!   (the model's ring acts on a FLUSH at once);
 //! * the **table port**: writes queue in order; a write of part of a word reads the word
 //!   first (read-modify-write, the port is 32 bits wide);
 //! * the **event and exception-frame rings**: the RTL's event stream and its exception
@@ -114,17 +114,12 @@ impl<P: Datapath> FpPort<P> {
         }
     }
 
-    /// Offers the ring's next descriptor when the RTL can take it: a FLUSH at once, any
-    /// other while the segmenter holds no message.
+    /// Offers the ring's next descriptor once the RTL took the last one.
     fn offer(&mut self) -> bool {
         if self.fp.txd_queued() != 0 {
             return false;
         }
-        let take = match self.ring.front() {
-            Some(d) => d[3] == OP_FLUSH || self.fp.tx_idle(),
-            None => false,
-        };
-        match take.then(|| self.ring.pop_front()).flatten() {
+        match self.ring.pop_front() {
             Some(d) => {
                 self.fp.push_txd(&d);
                 true
@@ -288,8 +283,8 @@ impl<P: Datapath> FastPath for FpPort<P> {
             if self.offer() {
                 offered = self.fp.cycle();
             }
-            // done: quiet since the last offer (what remains in the ring waits behind a
-            // segmenter that waits for its window; a FLUSH or a una_psn write frees it)
+            // done: quiet since the last offer (what remains in the ring waits for a free
+            // slot in the planner, all of them holding messages that wait for their window)
             if self.fp.settled(QUIET) && self.fp.cycle() - offered >= QUIET {
                 break;
             }

@@ -312,6 +312,9 @@ pub struct FirmwareStats {
     pub boot_cycles: u32,
     /// When the engine's next timer is due (ns of the SoC's clock), if one is armed.
     pub next_timeout: Option<u64>,
+    /// Bytes of stack the firmware has used since reset, as far as it has measured
+    /// (it probes while idle).
+    pub stack_used: u32,
 }
 
 impl FirmwareStats {
@@ -330,6 +333,7 @@ impl FirmwareStats {
             busy_instret: self.busy_instret.wrapping_sub(earlier.busy_instret),
             boot_cycles: self.boot_cycles,
             next_timeout: self.next_timeout,
+            stack_used: self.stack_used,
         }
     }
 }
@@ -372,6 +376,7 @@ impl Soc {
             busy_instret: self.stat64(stat_reg::BUSY_INSTRET),
             boot_cycles: self.reg_read(stat_reg::BOOT_CYCLES),
             next_timeout: Some(self.stat64(stat_reg::NEXT_TIMEOUT)).filter(|&t| t != u64::MAX),
+            stack_used: self.reg_read(stat_reg::STACK_USED),
         }
     }
 

@@ -1474,3 +1474,139 @@ fn a_held_message_is_dropped_at_flush_and_invalidation() {
         }
     }
 }
+
+/// The destination QPN in a frame's BTH.
+fn dest_of(frame: &[u8]) -> u32 {
+    wire::parse(frame)
+        .expect("a frame the model accepts")
+        .dest_qp()
+        .value()
+}
+
+/// Three QPs' messages posted together are served one packet per QP in turn (§2.2), and
+/// a QP whose window is full holds none of the others back: QP 1 (window 2) sends two
+/// packets and waits while QPs 0 and 2 finish, then two more once the firmware writes its
+/// `una_psn`. Every QP's frames are the model's. Prints the cycles per packet, against
+/// one QP sending the same packets alone in the same run.
+#[test]
+fn round_robin_serves_each_qp_in_turn_and_a_full_window_holds_none_back() {
+    let Some(sims) = sims() else { return };
+    for s in &sims {
+        let mut sim = s.borrow_mut();
+        let mut mem = HostMem::new(MEM_BASE, MEM_LEN, 0x5E);
+        let cfgs: Vec<QpCfg> = (0..3u32)
+            .map(|i| QpCfg {
+                mtu: Mtu::Mtu256,
+                window: if i == 1 { 2 } else { 128 },
+                dest_qpn: 0x100 + i,
+                ..line_rate_qp()
+            })
+            .collect();
+        // (QP, packets), posted in this order
+        let posts = [(1usize, 6u32), (0, 4), (2, 4)];
+        let mut pace = |sim: &mut FpSim, alone: bool| {
+            sim.reset();
+            let mut ctxs: Vec<SendCtx> = cfgs.iter().map(send_ctx).collect();
+            for (i, c) in ctxs.iter().enumerate() {
+                sim.write_record(Table::SendCtx, qpn_of(i).value(), &layout::encode_sctx(c));
+            }
+            sim.run_until_idle(&mut mem, 100_000).unwrap();
+            let descs: Vec<(usize, TxMsg)> = if alone {
+                // the baseline: QP 0 alone, one message of the same 10 packets
+                let d = write_msg(
+                    qpn_of(0),
+                    MEM_BASE,
+                    2560,
+                    0x4000_0000,
+                    Rkey(9),
+                    ctxs[0].next_psn,
+                );
+                vec![(0, d)]
+            } else {
+                posts
+                    .iter()
+                    .map(|&(q, n)| {
+                        let src = MEM_BASE + 4096 * q as u64;
+                        let d = write_msg(
+                            qpn_of(q),
+                            src,
+                            n * 256,
+                            0x4000_0000,
+                            Rkey(9),
+                            ctxs[q].next_psn,
+                        );
+                        (q, d)
+                    })
+                    .collect()
+            };
+            let mut want: Vec<Vec<Vec<u8>>> = vec![Vec::new(); 3];
+            for (q, d) in &descs {
+                let allowed = if *q == 1 {
+                    0..2
+                } else {
+                    0..d.packets(ctxs[*q].mtu)
+                };
+                want[*q] = model_frames(&mut ctxs[*q], d, allowed, &mem);
+            }
+            sim.record_timeline();
+            for (_, d) in &descs {
+                sim.push_txd(&layout::encode_txd(d));
+            }
+            sim.run_until_idle(&mut mem, 400_000).unwrap();
+            let t = sim.take_timeline();
+            let got = frames(sim);
+            let order: Vec<u32> = got.iter().map(|f| dest_of(f) - 0x100).collect();
+            for q in 0..3 {
+                let mine: Vec<Vec<u8>> = got
+                    .iter()
+                    .filter(|f| dest_of(f) == 0x100 + q as u32)
+                    .cloned()
+                    .collect();
+                assert_eq!(
+                    mine,
+                    want[q],
+                    "{}: QP {q}'s frames (order {order:?})",
+                    sim.width()
+                );
+            }
+            if !alone {
+                // in turn: a QP sends twice in a row only when no other sends after it
+                for (i, w) in order.windows(2).enumerate() {
+                    assert!(
+                        w[0] != w[1] || order[i..].iter().all(|&q| q == w[0]),
+                        "{}: QP {} twice in a row with others waiting: {order:?}",
+                        sim.width(),
+                        w[0]
+                    );
+                }
+                assert_eq!(order.len(), 10, "{}: {order:?}", sim.width());
+                // the window opens: QP 1's next 2 packets
+                let (_, d1) = &descs[0];
+                ctxs[1].una_psn = d1.psn_of(2);
+                sim.write_word(
+                    Table::SendCtx,
+                    qpn_of(1).value(),
+                    4,
+                    ctxs[1].una_psn.value(),
+                );
+                sim.run_until_idle(&mut mem, 100_000).unwrap();
+                let rest = model_frames(&mut ctxs[1], d1, 2..4, &mem);
+                assert_eq!(
+                    frames(sim),
+                    rest,
+                    "{}: QP 1 after its window opened",
+                    sim.width()
+                );
+            }
+            assert_eq!(sim.bad_desc(), 0);
+            t.tx_out.last().unwrap().0 - t.tx_out[0].0 + 1
+        };
+        let alone = pace(&mut sim, true);
+        let shared = pace(&mut sim, false);
+        eprintln!(
+            "{}: 10 packets of 256 B, first to last wire beat: one QP {alone} cycles, \
+             three QPs in turn {shared} cycles",
+            sim.width()
+        );
+    }
+}

@@ -375,6 +375,42 @@ fn a_doorbell_beyond_the_ring_fails_only_its_qp() {
     }
 }
 
+/// The `abi` fuzz target's find with SRQs (issue 17): a receive doorbell of a QP on an
+/// SRQ made the NIC read WQEs from the QP's own receive ring, which the ABI says is
+/// unused (a driver need not allocate it: the NIC then read whatever host memory the
+/// address names). Now the doorbell is ignored and counted; no WQE is read from that
+/// ring and the QP and its SRQ are untouched.
+#[test]
+fn a_receive_doorbell_of_a_qp_on_an_srq_reads_nothing() {
+    for m in models() {
+        receive_doorbell_on_srq(m);
+    }
+}
+
+fn receive_doorbell_on_srq(m: Model) {
+    use roce_abi::reg;
+    let (nic, ctx) = nic(m, 1);
+    let pd = ctx.alloc_pd().unwrap();
+    let cq = ctx.create_cq(8).unwrap();
+    let srq = pd.create_srq(8, 0).unwrap();
+    let qp = pd
+        .create_qp(QpType::Ud, &cq, &cq)
+        .srq(&srq)
+        .build()
+        .unwrap();
+    let before = nic.runtime_counters();
+    let index = qp.qpn().value() - abi::QPN_BASE;
+    nic.model.write_reg(reg::rq_db(index), 3);
+    nic.model.progress();
+    if let (Some(b), Some(c)) = (before, nic.runtime_counters()) {
+        assert_eq!(c.bad_wqes, b.bad_wqes, "WQEs read from the unused ring");
+        assert_eq!(c.recv_wqes, b.recv_wqes);
+        assert_eq!(c.bad_doorbells, b.bad_doorbells + 1);
+    }
+    assert_eq!(ctx.take_events().qp_fatal, None);
+    assert_eq!(qp.query().unwrap().qp_state, Some(QpState::Reset));
+}
+
 fn doorbell_beyond_the_ring(m: Model) {
     use roce_abi::reg;
     let (nic, ctx) = nic(m, 1);

@@ -175,7 +175,7 @@ const FP_TX: &[&str] = &[
 ];
 
 /// The RAM of the SoC on the ECP5 (the `ecp5-85f` board of `firmware/image/src/boards.rs`).
-const SOC_ECP5_RAM: &str = "360448";
+const SOC_ECP5_RAM: &str = "327680";
 
 /// The largest ECP5 (LFE5UM5G-85F), out of context: the datapaths' part.
 const ECP5_85_OOC: Part = Part::Ecp5 {

@@ -22,7 +22,6 @@
 //! timer with `poll_timeout` (it may have moved earlier or later). `handle_timeout` may
 //! be called early or late; it only acts on timers that are due at `now`.
 
-use core::array;
 use core::net::{Ipv4Addr, Ipv6Addr};
 
 use heapless::Deque;
@@ -79,14 +78,14 @@ pub struct PortConfig {
 
 impl PortConfig {
     /// A port with the given addresses, default P_Key, MTU 4096 and rxe's tunables.
-    pub fn new(mac: [u8; 6], gid: [u8; 16]) -> Self {
+    pub const fn new(mac: [u8; 6], gid: [u8; 16]) -> Self {
         Self {
             mac,
             gid,
             pkeys: [0xFFFF, 0, 0, 0],
             active_mtu: Mtu::Mtu4096,
-            transport: TransportConfig::default(),
-            cc: CcConfig::default(),
+            transport: TransportConfig::DEFAULT,
+            cc: CcConfig::OFF,
         }
     }
 }
@@ -216,29 +215,48 @@ impl<
         const RD: usize,
     > Engine<QPS, CQS, PDS, MRS, SQ, RQ, CQE, RD>
 {
-    /// An engine with empty tables.
-    pub fn new(cfg: PortConfig) -> Self {
+    /// An engine with empty tables. `const`, so a firmware image can have its NIC built
+    /// at compile time, in its static: built at run time and returned, the NIC passes
+    /// through the stack whole (over 100 KiB on the soft core, more than its RAM leaves),
+    /// and `core` has no `unsafe` to build it in place. Give such an engine its
+    /// addresses with [`Engine::set_config`] once they are known.
+    pub const fn new(cfg: PortConfig) -> Self {
         Self {
             cfg,
             mem: MemoryTable::new(),
             cqs: CqTable {
-                slots: array::from_fn(|_| None),
+                slots: [const { None }; CQS],
                 stalled: false,
             },
-            qps: array::from_fn(|_| None),
-            queues: array::from_fn(|_| QpQueues::new()),
+            qps: [const { None }; QPS],
+            queues: [const { QpQueues::new() }; QPS],
             srqs: SrqTable::new(),
-            tx_hdr: [HeaderTemplate::default(); QPS],
+            tx_hdr: [HeaderTemplate::EMPTY; QPS],
             tx_ready: [false; QPS],
             fp_ready: [false; QPS],
             deadlines: [None; QPS],
             cc: [QpCc::new(&cfg.cc); QPS],
             cc_any: cfg.cc.rp,
-            counters: Counters::default(),
+            counters: Counters::ZERO,
             tx_next: 0,
             hi: 0,
             last_now: Instant::ZERO,
         }
+    }
+
+    /// Replaces the port's configuration (addresses, P_Keys, MTU, tunables) before any
+    /// QP exists: what a NIC built before it knew its addresses does first (see
+    /// [`Engine::new`]). With a QP, [`Error::Busy`] and nothing changes.
+    pub fn set_config(&mut self, cfg: PortConfig) -> Result<(), Error> {
+        if self.qps.iter().any(Option::is_some) {
+            return Err(Error::Busy {
+                what: "the port's configuration (QPs exist)",
+            });
+        }
+        self.cfg = cfg;
+        self.cc = [QpCc::new(&cfg.cc); QPS];
+        self.cc_any = cfg.cc.rp;
+        Ok(())
     }
 
     /// The port configuration.

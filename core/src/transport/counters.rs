@@ -3,7 +3,7 @@
 //! congestion control, so those counters take mlx5's names (`hw_counters/np_cnp_sent`).
 
 /// Engine-wide event counters.
-#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub struct Counters {
     /// Frames handed out by `poll_transmit` (rxe `sent_pkts`).
     pub sent_pkts: u64,
@@ -68,4 +68,45 @@ pub struct Counters {
     pub sent_sack: u64,
     /// Selective-repeat SACKs acted on by a requester (also counted in `rcvd_seq_err`).
     pub rcvd_sack: u64,
+}
+
+impl Counters {
+    /// All zero (a `const` for NICs built at compile time, see `Engine::new`).
+    pub const ZERO: Self = Self {
+        sent_pkts: 0,
+        rcvd_pkts: 0,
+        duplicate_request: 0,
+        out_of_seq_request: 0,
+        rcvd_rnr_err: 0,
+        send_rnr_err: 0,
+        rcvd_seq_err: 0,
+        retry_exceeded_err: 0,
+        retry_rnr_exceeded_err: 0,
+        completer_retry_err: 0,
+        local_ack_timeout_err: 0,
+        retransmitted_pkts: 0,
+        rdma_sends: 0,
+        rdma_recvs: 0,
+        rcvd_parse_err: 0,
+        rcvd_not_for_us: 0,
+        rcvd_wrong_state: 0,
+        rcvd_pkey_err: 0,
+        rcvd_qkey_err: 0,
+        rcvd_addr_err: 0,
+        rcvd_bad_resp: 0,
+        resp_dropped: 0,
+        rp_cnp_handled: 0,
+        rp_cnp_ignored: 0,
+        np_ecn_marked_roce_packets: 0,
+        np_cnp_sent: 0,
+        tx_dma_err: 0,
+        sent_sack: 0,
+        rcvd_sack: 0,
+    };
+}
+
+impl Default for Counters {
+    fn default() -> Self {
+        Self::ZERO
+    }
 }

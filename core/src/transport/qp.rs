@@ -34,12 +34,17 @@ pub struct TransportConfig {
     pub max_pkts_per_ack: u32,
 }
 
+impl TransportConfig {
+    /// rxe's tunables (a `const` for NICs built at compile time, see `Engine::new`).
+    pub const DEFAULT: Self = Self {
+        max_unacked_psns: 128,
+        max_pkts_per_ack: 64,
+    };
+}
+
 impl Default for TransportConfig {
     fn default() -> Self {
-        Self {
-            max_unacked_psns: 128,
-            max_pkts_per_ack: 64,
-        }
+        Self::DEFAULT
     }
 }
 

@@ -52,9 +52,9 @@ pub(crate) struct SrqTable<const N: usize, const D: usize> {
 }
 
 impl<const N: usize, const D: usize> SrqTable<N, D> {
-    pub(crate) fn new() -> Self {
+    pub(crate) const fn new() -> Self {
         Self {
-            srqs: core::array::from_fn(|_| None),
+            srqs: [const { None }; N],
             limit_reached: 0,
         }
     }

@@ -1041,20 +1041,22 @@ pub struct HeaderTemplate {
 }
 
 impl Default for HeaderTemplate {
-    /// A template that emits nothing (every `emit_with` fails with `UdpMismatch`: it has
-    /// no network header): a placeholder for tables.
     fn default() -> Self {
-        Self {
-            bytes: [0; Self::MAX_LEN],
-            len: 0,
-            l3: 0,
-            kind: IcrcKind::Ipv4,
-            ip_sum: 0,
-        }
+        Self::EMPTY
     }
 }
 
 impl HeaderTemplate {
+    /// A template that emits nothing (every `emit_with` fails with `UdpMismatch`: it has
+    /// no network header): a placeholder for tables.
+    pub const EMPTY: Self = Self {
+        bytes: [0; Self::MAX_LEN],
+        len: 0,
+        l3: 0,
+        kind: IcrcKind::Ipv4,
+        ip_sum: 0,
+    };
+
     /// The longest prefix: Ethernet, 802.1Q, IPv6, UDP.
     pub const MAX_LEN: usize = EthernetRepr::LEN + VlanRepr::LEN + Ipv6Repr::LEN + UdpRepr::LEN;
 

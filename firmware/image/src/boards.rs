@@ -23,10 +23,10 @@ pub struct Board {
     pub ram_origin: u32,
     /// Bytes of RAM.
     pub ram_len: u32,
-    /// The link fails unless at least this much RAM is left for the stack. Booting needs
-    /// about 160 KiB of it once: `Nic::new` and `Engine::new` return the NIC (90 KiB)
-    /// by value, and the compiler builds it on the stack before moving it into its
-    /// static; after that the firmware uses a few KiB.
+    /// The link fails unless at least this much RAM is left for the stack. The `firmware`
+    /// binary's NIC is built at compile time in its static (`.data`), never on the
+    /// stack, so the stack holds only call frames: the SoC measures what the firmware
+    /// used (`stat_reg::STACK_USED`; `hdl-sim/tests/soc.rs` checks it against this).
     pub stack_min: u32,
     /// Base of the NIC's MMIO block: the host-visible register window (`abi::reg`),
     /// then the DMA engine and the datapath frame buffers (see `mmio.rs`).
@@ -55,21 +55,21 @@ pub const SOFTCORE: Board = Board {
     name: "softcore",
     ram_origin: 0x0000_0000,
     ram_len: 512 * 1024,
-    stack_min: 176 * 1024,
+    stack_min: 32 * 1024,
     nic_mmio_base: 0xF000_0000,
     clock: ClockSource::Mcycle { hz: 100_000_000 },
 };
 
 /// The SoC on a Lattice LFE5UM5G-85F (`cargo xtask synth soc-ecp5`): the RAM is what
-/// the part's 208 block RAMs hold beside the SoC's other memories (352 KiB), the stack
-/// what the boot needs (`Nic::new` builds the NIC on the stack once, about 150 KiB).
-/// Same map and clock as [`SOFTCORE`]; the image also runs on the simulated SoC, whose
-/// RAM is larger.
+/// 160 of the part's 208 block RAMs hold (2 KiB each); the SoC's other memories (core
+/// caches, register file, host window, datapath buffers) take 39. Same map,
+/// clock and stack reserve as [`SOFTCORE`]; the image also runs on the simulated SoC,
+/// whose RAM is larger.
 pub const ECP5_85F: Board = Board {
     name: "ecp5-85f",
     ram_origin: 0x0000_0000,
-    ram_len: 352 * 1024,
-    stack_min: 150 * 1024,
+    ram_len: 320 * 1024,
+    stack_min: 32 * 1024,
     nic_mmio_base: 0xF000_0000,
     clock: ClockSource::Mcycle { hz: 100_000_000 },
 };

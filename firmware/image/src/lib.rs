@@ -7,6 +7,7 @@
 //!   datapath in the image): the QEMU self-test's platform.
 //! * [`mmio`]: the [`roce_firmware::hal::Hal`] a soft core with the RNIC datapath uses
 //!   (volatile MMIO at [`Board::nic_mmio_base`]). QEMU `virt` has no such device.
+//! * [`stack`]: the stack the firmware has used, measured (paint and probe).
 //!
 //! The binaries: `selftest` (the default `cargo run`: boots in QEMU, drives the NIC
 //! through the host ABI, exits through semihosting) and `firmware` (the NIC firmware
@@ -18,6 +19,7 @@ pub mod boards;
 pub mod clock;
 pub mod mmio;
 pub mod ram_hal;
+pub mod stack;
 
 pub use boards::{Board, ClockSource};
 

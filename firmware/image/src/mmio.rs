@@ -365,8 +365,9 @@ impl MmioHal {
     /// `[base, base + map::LEN)` must be the NIC's MMIO block as [`map`] describes it
     /// (device registers, not memory any Rust object lives in), `base` 4-byte aligned,
     /// and no other code may access the block while this HAL is in use (one instance;
-    /// a panic handler that never returns may make a second one to report).
-    pub unsafe fn new(base: usize) -> Self {
+    /// a panic handler that never returns may make a second one to report). `const`, for
+    /// a NIC built at compile time.
+    pub const unsafe fn new(base: usize) -> Self {
         Self {
             window: Mmio { base },
             event_read: 0,
@@ -404,6 +405,12 @@ impl MmioHal {
     pub fn write_idle_polls(&self, polls: u32) {
         self.window
             .write(map::HOST_WINDOW + stat_reg::IDLE_POLLS, polls);
+    }
+
+    /// Publishes the stack used so far ([`stat_reg::STACK_USED`]).
+    pub fn write_stack_used(&self, bytes: u32) {
+        self.window
+            .write(map::HOST_WINDOW + stat_reg::STACK_USED, bytes);
     }
 
     /// Publishes the cycles the boot took ([`stat_reg::BOOT_CYCLES`]).

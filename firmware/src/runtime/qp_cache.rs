@@ -44,7 +44,9 @@ struct IcmTail {
     qp_type: u8,
     sq_log: u8,
     rq_log: u8,
-    reserved: [u8; 3],
+    /// 1: the QP is on an SRQ (`HostQp::srq`).
+    srq: u8,
+    reserved: [u8; 2],
     sq_ring: U64,
     rq_ring: U64,
     db_record: U64,
@@ -62,7 +64,8 @@ impl IcmTail {
             qp_type: q.qp_type as u8,
             sq_log: q.sq_log,
             rq_log: q.rq_log,
-            reserved: [0; 3],
+            srq: u8::from(q.srq),
+            reserved: [0; 2],
             sq_ring: U64::new(q.sq_ring),
             rq_ring: U64::new(q.rq_ring),
             db_record: U64::new(q.db_record),
@@ -81,6 +84,7 @@ impl IcmTail {
             rq_ring: self.rq_ring.get(),
             rq_log: self.rq_log.min(super::MAX_LOG_DEPTH),
             rq_ci: self.rq_ci.get(),
+            srq: self.srq != 0,
             db_record: self.db_record.get(),
             fp: FpState::Off,
         })

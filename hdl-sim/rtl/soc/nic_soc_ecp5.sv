@@ -15,7 +15,7 @@
 `default_nettype none
 
 module nic_soc_ecp5 #(
-    parameter int RAM_BYTES = 360448,
+    parameter int RAM_BYTES = 327680,
     parameter string INIT_FILE = "",
     parameter int CLK_HZ = 100_000_000,
     parameter int BAUD = 1_000_000,

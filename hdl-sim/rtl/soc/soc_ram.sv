@@ -30,7 +30,11 @@ module soc_ram #(
     output logic [31:0]        b_rdata
 );
 
-  logic [31:0] mem [WORDS];
+  // no_rw_check: what port A reads while port B writes the same word is left open (the
+  // core never fetches an instruction it is storing in the same cycle). Without it
+  // yosys keeps Verilog's read-old-data order across the ports, which ECP5 block RAM
+  // does not promise, by storing the memory twice (twice the DP16KD).
+  (* no_rw_check *) logic [31:0] mem [WORDS];
 
 `ifdef SYNTHESIS
   initial if (INIT_FILE != "") $readmemh(INIT_FILE, mem);

@@ -13,14 +13,13 @@
 #![no_main]
 
 use core::cell::UnsafeCell;
-use core::mem::MaybeUninit;
 
 use defmt::{error, info};
 
 use roce_core::engine::PortConfig;
 use roce_firmware::config::FirmwareNic;
 use roce_firmware_image::mmio::{self, LoopStats, MmioHal};
-use roce_firmware_image::{clock, BOARD};
+use roce_firmware_image::{clock, stack, BOARD};
 
 /// State that only one context at a time touches, by the rule stated where it is used.
 struct Exclusive<T>(UnsafeCell<T>);
@@ -28,9 +27,18 @@ struct Exclusive<T>(UnsafeCell<T>);
 // SAFETY: one hart; every access says why it is the only one at that moment.
 unsafe impl<T> Sync for Exclusive<T> {}
 
-/// The NIC, built in place once by `main`.
-static NIC: Exclusive<MaybeUninit<FirmwareNic<MmioHal>>> =
-    Exclusive(UnsafeCell::new(MaybeUninit::uninit()));
+/// The NIC, built at compile time: its initial bytes are part of the image (`.data`),
+/// so it never passes through the stack (built at run time and returned, it would: over
+/// 100 KiB, more than the ECP5 board's RAM leaves; see `src/boards.rs`). `main` gives it
+/// the port's addresses and boots it.
+static NIC: Exclusive<FirmwareNic<MmioHal>> = Exclusive(UnsafeCell::new(FirmwareNic::idle(
+    // SAFETY: the board's MMIO base is the NIC block (board config), 4-byte aligned, and
+    // this is the only instance while the firmware runs (`fatal` makes the other, and
+    // never returns).
+    unsafe { MmioHal::new(BOARD.nic_mmio_base as usize) },
+    // Until `main` reads the port's addresses.
+    PortConfig::new([0; 6], [0; 16]),
+)));
 
 /// The defmt logger over the log channel: frames are encoded (rzCOBS) and written a
 /// byte at a time, inside a critical section.
@@ -117,19 +125,22 @@ fn exception_handler(_frame: &riscv_rt::TrapFrame) -> ! {
 
 #[riscv_rt::entry]
 fn main() -> ! {
-    // SAFETY: the board's MMIO base is the NIC block (board config), 4-byte aligned, and
-    // this is the only instance while the firmware runs.
-    let hal = unsafe { MmioHal::new(BOARD.nic_mmio_base as usize) };
-    let (mac, gid) = hal.port_address();
+    let mut stack = stack::paint();
+    // SAFETY: `main` runs once and is the only user of NIC: this is the one reference.
+    let nic = unsafe { &mut *NIC.0.get() };
+    let (mac, gid) = nic.hal().port_address();
     info!(
         "roce-firmware on board {=str}: NIC MMIO at {=u32:#x}, MAC {=[u8]:02x}",
         BOARD.name,
         BOARD.nic_mmio_base,
         mac[..]
     );
-    // SAFETY: `main` runs once and is the only user of NIC: this is the one reference.
-    let slot = unsafe { &mut *NIC.0.get() };
-    let nic = slot.write(FirmwareNic::new(hal, PortConfig::new(mac, gid)));
+    if nic.set_port(PortConfig::new(mac, gid)).is_err() {
+        // Only with QPs, and none exist before the boot.
+        error!("the port's addresses were refused");
+        fatal();
+    }
+    nic.boot();
     nic.hal().write_boot_cycles(clock::cycles() as u32);
     info!("ready");
     // What each busy poll costs, from the core's own counters, for the host to read.
@@ -139,6 +150,7 @@ fn main() -> ! {
     };
     nic.hal().write_stats(&stats);
     let mut idle_polls = 0u32;
+    let mut stack_used = 0;
     loop {
         let (c0, i0) = (clock::cycles(), clock::instret());
         if nic.poll() {
@@ -154,6 +166,11 @@ fn main() -> ! {
         } else {
             idle_polls = idle_polls.wrapping_add(1);
             nic.hal().write_idle_polls(idle_polls);
+            let used = stack.step();
+            if used != stack_used {
+                stack_used = used;
+                nic.hal().write_stack_used(used);
+            }
         }
     }
 }
