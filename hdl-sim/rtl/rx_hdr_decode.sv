@@ -13,11 +13,9 @@
 //       UDP and BTH word offsets; the IPv4 header words the checksum sums,
 //       those past the IHL zeroed, in registers of their own (not a tap of
 //       the 880-bit h1_net), so that H2's selects and sums hang off registers;
-//   H2: UDP and BTH+ext bytes at their (IHL-dependent) offsets; the opcode's
-//       table entry (so that H3's gating of the extended header fields, a
-//       net of hundreds of loads, starts at a register); the IPv4 header words
-//       summed in groups of four, as two pairs (no gating);
-//   H3: every field -> m_meta (registered); offsets and lengths,
+//   H2: UDP and BTH+ext bytes at their (IHL-dependent) offsets; the IPv4
+//       header words summed in groups of four, as two pairs (no gating);
+//   H3: opcode table, every field -> m_meta (registered); offsets and lengths,
 //       each one adder from H2's registers; the checks that need no sum; the
 //       checksum groups summed in two halves;
 //   H4: the checks that compare sums; the checksum verified (the two halves
@@ -177,6 +175,43 @@ module rx_hdr_decode
     if (rst) h1_valid <= 1'b0;
   end
 
+  // ------------------------------------------------------------------ H2
+  logic                 h2_valid;
+  logic                 h2_len_known;
+  logic [OFS_W-1:0]     h2_len;
+  logic [47:0]          h2_dst;
+  logic [47:0]          h2_src;
+  logic                 h2_vlan;
+  logic [15:0]          h2_tci;
+  logic [15:0]          h2_ethertype;
+  logic [1:0]           h2_kind;
+  logic [IPB*8-1:0]     h2_ip;       // the first 40 bytes of h1_net
+  logic [63:0]          h2_udp;
+  logic [BTHX*8-1:0]    h2_bth;
+  logic [CSUM_GROUPS-1:0][17:0] h2_csum;  // group g: words 4g..4g+3 of those < IHL*2
+
+  always_ff @(posedge clk) begin
+    h2_valid <= h1_valid;
+    if (h1_valid) begin
+      for (int g = 0; g < CSUM_GROUPS; g++)
+        h2_csum[g] <= (18'(h1_csw[4*g]) + 18'(h1_csw[4*g+1]))
+            + (18'(h1_csw[4*g+2]) + 18'(h1_csw[4*g+3]));
+      h2_len_known <= h1_len_known;
+      h2_len <= h1_len;
+      h2_dst <= h1_dst;
+      h2_src <= h1_src;
+      h2_vlan <= h1_vlan;
+      h2_tci <= h1_tci;
+      h2_ethertype <= h1_ethertype;
+      h2_kind <= h1_kind;
+      h2_ip <= h1_net[IPB*8-1:0];
+      h2_udp <= 64'(h1_net >> {h1_udp_w, 5'd0});
+      h2_bth <= (BTHX*8)'(h1_net >> {h1_bth_w, 5'd0});
+    end
+    if (rst) h2_valid <= 1'b0;
+  end
+
+  // ------------------------------------------------------------------ H3
   // Opcode table (roce-facts.md section 3 = roce-core wire::opcode).
   typedef struct packed {
     logic       known;
@@ -229,45 +264,6 @@ module rx_hdr_decode
     return r;
   endfunction
 
-  // ------------------------------------------------------------------ H2
-  logic                 h2_valid;
-  logic                 h2_len_known;
-  logic [OFS_W-1:0]     h2_len;
-  logic [47:0]          h2_dst;
-  logic [47:0]          h2_src;
-  logic                 h2_vlan;
-  logic [15:0]          h2_tci;
-  logic [15:0]          h2_ethertype;
-  logic [1:0]           h2_kind;
-  logic [IPB*8-1:0]     h2_ip;       // the first 40 bytes of h1_net
-  logic [63:0]          h2_udp;
-  logic [BTHX*8-1:0]    h2_bth;
-  logic [CSUM_GROUPS-1:0][17:0] h2_csum;  // group g: words 4g..4g+3 of those < IHL*2
-  op_info_t             h2_oi;       // the opcode's entry: H3 gates ~900 bits of m_meta with it
-
-  always_ff @(posedge clk) begin
-    h2_valid <= h1_valid;
-    if (h1_valid) begin
-      for (int g = 0; g < CSUM_GROUPS; g++)
-        h2_csum[g] <= (18'(h1_csw[4*g]) + 18'(h1_csw[4*g+1]))
-            + (18'(h1_csw[4*g+2]) + 18'(h1_csw[4*g+3]));
-      h2_len_known <= h1_len_known;
-      h2_len <= h1_len;
-      h2_dst <= h1_dst;
-      h2_src <= h1_src;
-      h2_vlan <= h1_vlan;
-      h2_tci <= h1_tci;
-      h2_ethertype <= h1_ethertype;
-      h2_kind <= h1_kind;
-      h2_ip <= h1_net[IPB*8-1:0];
-      h2_udp <= 64'(h1_net >> {h1_udp_w, 5'd0});
-      h2_bth <= (BTHX*8)'(h1_net >> {h1_bth_w, 5'd0});
-      h2_oi <= op_info(8'(h1_net >> {h1_bth_w, 5'd0}));
-    end
-    if (rst) h2_valid <= 1'b0;
-  end
-
-  // ------------------------------------------------------------------ H3
   // The length arithmetic of roce-core (all modulo 2^OFS_W, as it was when it
   // ran in one stage), rearranged so that every H3 value is one adder from
   // registers, with the constants folded:
@@ -297,6 +293,7 @@ module rx_hdr_decode
 
   always_ff @(posedge clk) begin
     rx_meta_t c;
+    op_info_t oi;
     logic v4, v6, grh, known;
     logic [3:0] ihl;
     logic [OFS_W-1:0] l3, hdr, pay_start;
@@ -371,6 +368,7 @@ module rx_hdr_decode
       // ---- BTH
       opcode = h2_bth[7:0];
       pad = h2_bth[13:12];
+      oi = op_info(opcode);
       c.bth_opcode = opcode;
       c.bth_se = h2_bth[15];
       c.bth_migreq = h2_bth[14];
@@ -387,34 +385,34 @@ module rx_hdr_decode
 
       // ---- extended headers
       e = (IPB*8)'(h2_bth[BTHX*8-1:12*8]);
-      c.ext_mask = h2_oi.ext_mask;
-      if (h2_oi.ext_mask[EXT_RETH]) begin
+      c.ext_mask = oi.ext_mask;
+      if (oi.ext_mask[EXT_RETH]) begin
         c.reth_va = 64'(be(e, 0, 8));
         c.reth_rkey = 32'(be(e, 8, 4));
         c.reth_dmalen = 32'(be(e, 12, 4));
       end
-      if (h2_oi.ext_mask[EXT_AETH]) begin
+      if (oi.ext_mask[EXT_AETH]) begin
         c.aeth_syndrome = e[7:0];
         c.aeth_msn = 24'(be(e, 1, 3));
       end
-      if (h2_oi.ext_mask[EXT_ATOMICETH]) begin
+      if (oi.ext_mask[EXT_ATOMICETH]) begin
         c.atomic_va = 64'(be(e, 0, 8));
         c.atomic_rkey = 32'(be(e, 8, 4));
         c.atomic_swap_add = 64'(be(e, 12, 8));
         c.atomic_compare = 64'(be(e, 20, 8));
       end
-      if (h2_oi.ext_mask[EXT_ATOMICACK]) c.atomicack_orig = 64'(be(e, 4, 8));
-      if (h2_oi.ext_mask[EXT_IMMDT]) c.immdt = 32'(be(e, int'(h2_oi.imm_ofs), 4));
-      if (h2_oi.ext_mask[EXT_IETH]) c.ieth_rkey = 32'(be(e, 0, 4));
-      if (h2_oi.ext_mask[EXT_DETH]) begin
+      if (oi.ext_mask[EXT_ATOMICACK]) c.atomicack_orig = 64'(be(e, 4, 8));
+      if (oi.ext_mask[EXT_IMMDT]) c.immdt = 32'(be(e, int'(oi.imm_ofs), 4));
+      if (oi.ext_mask[EXT_IETH]) c.ieth_rkey = 32'(be(e, 0, 4));
+      if (oi.ext_mask[EXT_DETH]) begin
         c.deth_qkey = 32'(be(e, 0, 4));
         c.deth_srcqp = 24'(be(e, 5, 3));
       end
-      if (h2_oi.ext_mask[EXT_CNP]) c.cnp_reserved = be(e, 0, 16);
+      if (oi.ext_mask[EXT_CNP]) c.cnp_reserved = be(e, 0, 16);
 
       // ---- offsets (see above)
-      pay_start = (grh ? l3 + OFS_W'(12) : l3 + OFS_W'(20)) + hdr + OFS_W'(h2_oi.ext_len);
-      c.hdr_len = 6'd12 + h2_oi.ext_len;
+      pay_start = (grh ? l3 + OFS_W'(12) : l3 + OFS_W'(20)) + hdr + OFS_W'(oi.ext_len);
+      c.hdr_len = 6'd12 + oi.ext_len;
       c.payload_offset = pay_start;
       h3_pay_start <= pay_start;
       h3_l4 <= l3 + hdr;
@@ -433,7 +431,7 @@ module rx_hdr_decode
       end
       h3_udp_hdr <= OFS_W'(udp_len) + hdr;
       h3_tl <= grh ? OFS_W'(plen) : OFS_W'(udp_len) - OFS_W'(8);
-      h3_ext16 <= 7'd16 + 7'(h2_oi.ext_len);
+      h3_ext16 <= 7'd16 + 7'(oi.ext_len);
       h3_udp_short <= udp_len < 16'd8;
 
       // ---- checks that need no sum (numbers: the bit in pre_f / post_f)
@@ -450,7 +448,7 @@ module rx_hdr_decode
       h3_pre_f[13] <= !grh && c.udp_dport != ROCE_UDP_PORT;
       h3_post_f <= '0;
       h3_post_f[1] <= c.bth_tver != 4'd0;
-      h3_post_f[2] <= !h2_oi.known;
+      h3_post_f[2] <= !oi.known;
 
       sum = '0;
       for (int g = 0; g < CSUM_GROUPS / 2; g++) sum = sum + 20'(h2_csum[g]);
@@ -465,7 +463,7 @@ module rx_hdr_decode
       h3_kind <= h2_kind;
       h3_ihl <= ihl;
       h3_pad <= pad;
-      h3_payload <= h2_oi.payload;
+      h3_payload <= oi.payload;
       h3_len_known <= h2_len_known;
       h3_len <= h2_len;
       m_meta <= c;

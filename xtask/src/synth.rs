@@ -57,9 +57,10 @@ pub struct Target {
     pub part: Part,
     /// The clock the design must reach, MHz.
     pub clock_mhz: u32,
-    /// Under the regression guard of `cargo xtask ci` (`record.rs`): a full run notes
-    /// its Fmax and sources in the timing record, and CI fails when they differ.
-    pub guarded: bool,
+    /// The regression guard of `cargo xtask ci` (`record.rs`), MHz: a full run notes its
+    /// Fmax and sources in the timing record, and CI fails when they differ or that Fmax
+    /// is below this floor (the clock once it is closed). `None`: not guarded.
+    pub guard_mhz: Option<f64>,
 }
 
 /// A file of a PyPI package in the project's virtualenv: `FILE` in the directory the
@@ -196,14 +197,16 @@ const ROW: Target = Target {
     params: &[("DATA_WIDTH", "64")],
     part: ECP5_85_OOC,
     clock_mhz: 125,
-    guarded: false,
+    guard_mhz: None,
 };
 
 /// Every synthesis target. Adding a design is adding a row.
 pub const TARGETS: &[Target] = &[
     Target {
         name: "dp64-ecp5",
-        guarded: true,
+        // 125 is not closed yet: the 123.44 MHz of ed7d521 less ~3 % for nextpnr's
+        // run-to-run spread (BENCHMARKS.md "The regression guard")
+        guard_mhz: Some(120.0),
         ..ROW
     },
     Target {
@@ -342,7 +345,7 @@ pub fn synth(root: &Path, args: &[String]) -> Result {
         let fingerprint = record::fingerprint(root, target)?;
         let report = run_target(root, &bin, target, flow, top)?;
         println!("{}", render(&report));
-        if let (true, None, Some(pnr)) = (target.guarded, top, &report.pnr) {
+        if let (Some(_), None, Some(pnr)) = (target.guard_mhz, top, &report.pnr) {
             let fmax = pnr
                 .fmax
                 .iter()

@@ -2,7 +2,8 @@
 //! fingerprint of what it ran on (the target's sources, parameters and the pinned
 //! tools). `cargo xtask synth TARGET` rewrites the target's line after place and route;
 //! `cargo xtask ci` checks, in milliseconds, that every guarded target's sources are
-//! still those of its line and that the Fmax there meets the target's clock.
+//! still those of its line and that the Fmax there meets the target's floor
+//! (`Target::guard_mhz`: its clock once closed).
 //!
 //! That is the regression guard of issue 19. The full flow takes 30 to 60 minutes on
 //! the 2-core machine, too long for CI, and no quicker proxy predicts its result: the
@@ -121,10 +122,13 @@ pub fn write(root: &Path, target: &Target, fingerprint: &str, fmax_mhz: f64) -> 
 }
 
 /// The CI check: every guarded target has a line, made on its current sources, with an
-/// Fmax that meets its clock.
+/// Fmax that meets its floor.
 pub fn check(root: &Path) -> Result {
     let entries = read(root)?;
-    for target in TARGETS.iter().filter(|t| t.guarded) {
+    for target in TARGETS {
+        let Some(floor) = target.guard_mhz else {
+            continue;
+        };
         let rerun = format!(
             "run `cargo xtask synth {}` (30 to 60 minutes) and commit {RECORD} with the RTL",
             target.name
@@ -141,14 +145,16 @@ pub fn check(root: &Path) -> Result {
                 entry.fmax_mhz
             ));
         }
-        if entry.fmax_mhz < f64::from(target.clock_mhz) {
+        if entry.fmax_mhz < floor {
             return Err(format!(
-                "{}: {RECORD} says {:.2} MHz after place and route, below its {} MHz",
-                target.name, entry.fmax_mhz, target.clock_mhz
+                "{}: {RECORD} says {:.2} MHz after place and route, below its floor of \
+                 {floor:.1} MHz: a timing regression",
+                target.name, entry.fmax_mhz
             ));
         }
         println!(
-            "{}: {:.2} MHz after place and route on these sources (target {} MHz)",
+            "{}: {:.2} MHz after place and route on these sources (floor {floor:.1}, \
+             target {} MHz)",
             target.name, entry.fmax_mhz, target.clock_mhz
         );
     }
