@@ -500,6 +500,7 @@ fn a_write_is_the_hardwares_but_its_ack_on_the_rtl() {
         rx_handled,
         rx_exceptions,
         rx_dropped: 0,
+        tx_dma_errors: 0,
     };
     let (_, model) = run(Hw::Model, Mtu::Mtu4096, clean, &write);
     assert_eq!(model, [counters(8, 1, 0), counters(1, 8, 0)], "model");

@@ -233,6 +233,15 @@ impl<P: Datapath, const QPS: usize> FastPathPort<P, QPS> {
                     return true;
                 }
                 Err(TxError::WindowFull) => return false,
+                // A payload the host could not read: the packet is aborted on the wire
+                // (its PSN spent, the context advanced) and the firmware's
+                // retransmission repairs it, as on the hardware.
+                Err(TxError::Dma) => {
+                    q.next_pkt = Some(k + 1);
+                    q.sctx = layout::encode_sctx(&ctx);
+                    self.counters.tx_dma_errors += 1;
+                    return true;
+                }
                 // A frame that cannot be built is dropped like a lost one; the
                 // firmware's retransmission repairs it.
                 Err(_) => {

@@ -78,6 +78,9 @@ pub struct FastPathCounters {
     pub rx_exceptions: u64,
     /// Frames the parser dropped.
     pub rx_dropped: u64,
+    /// Packets the segmenter aborted because the host could not read their payload
+    /// (docs/fastpath.md §6; the firmware's retransmission repairs them).
+    pub tx_dma_errors: u64,
 }
 
 impl FastPathCounters {
@@ -87,6 +90,7 @@ impl FastPathCounters {
         rx_handled: 0,
         rx_exceptions: 0,
         rx_dropped: 0,
+        tx_dma_errors: 0,
     };
 }
 

@@ -14,6 +14,9 @@
 //!   * B's port counters: pause frames, XOFF and XON per priority and malformed MAC
 //!     control frames as the model counts them, and the paused time per priority equal
 //!     to the model's.
+//!   The NIC's own pause timers (`roce_core::dcb::PauseTimers`, the model the RTL is
+//!   tested against) fed the same requests say the same priorities are paused at every
+//!   one of those instants.
 //! * **The engine's congestion control** (an engine with the DCQCN reaction point and
 //!   the notification point on, two RC QPs with a send in flight and receives posted):
 //!   the frames arrive at the script's times, templates being real CNPs, ACKs and
@@ -26,6 +29,11 @@
 //!   * the CNPs the engine sends name the peer QP of a QP that received CE-marked
 //!     packets, at most one per QP per CNP interval;
 //!   * after `handle_timeout(t)` no timer is due at or before `t` (no spinning timer).
+//! * **Data Center Bridging** (the same input read as numbers): the NIC's classifier
+//!   against the switch's, ETS selection against 802.1Qaz's rules and the fair-queuing
+//!   bound, PFC generation against its thresholds, and the switch's PFC in a congested
+//!   fabric (no lossless frame lost, no lost XON); see [`check_classifiers`],
+//!   [`check_ets`], [`check_pfc_gen`] and [`check_switch`].
 
 #![no_main]
 
@@ -34,11 +42,20 @@ use std::rc::Rc;
 
 use libfuzzer_sys::fuzz_target;
 use roce_core::cc::{CcConfig, DcqcnConfig, ONE};
+use roce_core::dcb::{
+    refresh_nanos, Ets, EtsConfig, PauseTimers, PfcGen, PfcThresholds, PriorityMap,
+};
 use roce_core::num::Qpn;
 use roce_core::transport::{Instant, Mtu, QpType, RecvWr, SendFlags, SendWr, WrOp};
+use roce_core::wire::ethernet::MacAddr;
+use roce_core::wire::pfc::PfcRepr;
 use roce_core::wire::{self, Transport};
 use roce_core_fuzz::world::{connect, fix, Access, Conn, Side, FRAME_BUF};
-use roce_sim::{serialization_ns, Fabric, LinkConfig, Nanos, Node, Priorities, MAX_FRAME_LEN};
+use roce_sim::classify::classify;
+use roce_sim::{
+    serialization_ns, Fabric, LinkConfig, Nanos, Node, PfcConfig, Priorities, SwitchConfig,
+    MAX_FRAME_LEN,
+};
 
 /// The link: 1 Gb/s, so a bit time is a nanosecond and a pause quantum 512 ns exactly.
 const RATE: u64 = 1_000_000_000;
@@ -364,6 +381,21 @@ fn check_mac(frames: &[(Nanos, Vec<u8>)]) {
         }
     }
 
+    // The NIC's pause timers, given the same requests as they arrive.
+    let mut timers = PauseTimers::default();
+    let mut applied = 0;
+    for &(t, _, _) in polls.iter() {
+        while let Some(&(at, enable, quanta)) = model.requests.get(applied).filter(|r| r.0 <= t) {
+            timers.apply(at, &PfcRepr { enable, quanta }, RATE, Priorities::ALL);
+            applied += 1;
+        }
+        assert_eq!(
+            timers.paused(t),
+            model.paused(t, true),
+            "the NIC's pause timers at {t} ns"
+        );
+    }
+
     let c = fab.port_counters(b, 0);
     assert_eq!(
         c.pause_frames_rx,
@@ -598,5 +630,424 @@ fuzz_target!(|input: &[u8]| {
         check_mac(&frames);
         side.restore(&w.pristine);
         check_cc(w, side, &frames);
+        check_classifiers(input, &frames);
+        check_ets(input);
+        check_pfc_gen(input);
+        check_switch(input);
     });
 });
+
+// ---------------------------------------------------------------------------------------
+// The DCB half: roce_core::dcb's building blocks and the switch's PFC
+
+/// The input read once more, as numbers: zeros past its end.
+struct Bytes<'a>(&'a [u8]);
+
+impl Bytes<'_> {
+    fn u8(&mut self) -> u8 {
+        let (&b, rest) = self.0.split_first().unwrap_or((&0, &[]));
+        self.0 = rest;
+        b
+    }
+    fn u16(&mut self) -> u16 {
+        u16::from_le_bytes([self.u8(), self.u8()])
+    }
+    /// How many items of `size` bytes are left, at most `max`.
+    fn items(&self, size: usize, max: usize) -> usize {
+        (self.0.len() / size).min(max)
+    }
+}
+
+/// The NIC's classifier (`dcb::PriorityMap`, which the RTL matches) and the switch's
+/// (`roce_sim::classify`) give every well-formed frame the same priority under the same
+/// DSCP map: an 802.1Q frame its PCP (through the identity PCP map), an untagged IP
+/// frame whose header the switch can read its DSCP's priority, anything else 0. (The
+/// two differ on purpose only for a truncated IP header, which the NIC's RTL reads from
+/// bytes 14-15 alone.) And the PCP map is applied as given.
+fn check_classifiers(input: &[u8], frames: &[(Nanos, Vec<u8>)]) {
+    let mut b = Bytes(input);
+    let mut map = PriorityMap::new();
+    for d in &mut map.dscp {
+        *d = b.u8() & 7;
+    }
+    for (f, pcp) in frames.iter().map(|(_, f)| f).zip(0u8..) {
+        let nic = map.of_frame(f);
+        let Some(class) = classify(f, &map.dscp) else {
+            continue;
+        };
+        let ethertype = [f[12], f[13]];
+        let tagged = ethertype == [0x81, 0x00];
+        let other = !tagged && !matches!(ethertype, [0x08, 0x00] | [0x86, 0xDD]);
+        if (tagged && f.len() >= 18) || (!tagged && class.ip.is_some()) || other {
+            assert_eq!(
+                nic, class.priority,
+                "the NIC and the switch classify differently: {f:02x?}"
+            );
+        }
+        let mut remapped = map;
+        remapped.pcp = [7, 6, 5, 4, 3, 2, 1, 0];
+        assert_eq!(remapped.priority(0, Some(pcp & 7)), 7 - (pcp & 7));
+    }
+}
+
+/// An ETS configuration from the input, checked against 802.1Qaz's rules as written
+/// here, then made valid: strict classes share nothing, every ETS class has at least
+/// 1 %, the ETS shares add up to 100.
+fn ets_config(b: &mut Bytes) -> EtsConfig {
+    let raw = EtsConfig {
+        strict: Priorities(b.u8()),
+        bw: std::array::from_fn(|_| b.u8() % 101),
+    };
+    let ets: Vec<u8> = (0..8).filter(|&p| !raw.strict.contains(p)).collect();
+    let sum: u32 = ets.iter().map(|&p| u32::from(raw.bw[usize::from(p)])).sum();
+    let valid = (0..8u8).all(|p| raw.strict.contains(p) == (raw.bw[usize::from(p)] == 0))
+        && (ets.is_empty() || sum == 100);
+    assert_eq!(
+        raw.validate().is_ok(),
+        valid,
+        "validate() of {raw:?}: {:?}",
+        raw.validate()
+    );
+    let mut cfg = EtsConfig {
+        strict: raw.strict,
+        bw: [0; 8],
+    };
+    let mut left = 100 - ets.len() as u8;
+    for (i, &p) in ets.iter().enumerate() {
+        let extra = if i + 1 == ets.len() {
+            left
+        } else {
+            raw.bw[usize::from(p)].min(left)
+        };
+        cfg.bw[usize::from(p)] = 1 + extra;
+        left -= extra;
+    }
+    assert_eq!(cfg.validate(), Ok(()), "{cfg:?}");
+    cfg
+}
+
+/// ETS transmission selection (`dcb::Ets`) under arbitrary eligible sets and frame
+/// lengths: it picks a frame whenever one is eligible, only an eligible one, the highest
+/// eligible strict class first; and any two ETS classes eligible at every decision so
+/// far have received service, in bytes over share, within one largest frame of each
+/// other (self-clocked fair queuing's bound, Golestani 1994).
+fn check_ets(input: &[u8]) {
+    let mut b = Bytes(input);
+    let cfg = ets_config(&mut b);
+    let mut ets = Ets::default();
+    let mut service = [0u64; 8];
+    let mut always = Priorities::ALL.without(cfg.strict);
+    let mut largest = 0u64;
+    for _ in 0..b.items(3, 400) {
+        let eligible = Priorities(b.u8());
+        let len = 64 + u32::from(b.u16() % 9001);
+        always = always.and(eligible);
+        let Some(p) = ets.pick(&cfg, eligible) else {
+            assert!(eligible.is_empty(), "nothing picked from {eligible:?}");
+            continue;
+        };
+        assert!(eligible.contains(p), "picked {p} from {eligible:?}");
+        if let Some(s) = eligible.and(cfg.strict).highest() {
+            assert_eq!(p, s, "a strict class goes first");
+        }
+        ets.sent(&cfg, eligible, p, len);
+        if cfg.strict.contains(p) {
+            continue;
+        }
+        service[usize::from(p)] += u64::from(len) * u64::from(cfg.cost(p));
+        largest = largest.max(u64::from(len));
+        for i in 0..8u8 {
+            for j in 0..8u8 {
+                if !(always.contains(i) && always.contains(j)) {
+                    continue;
+                }
+                let bound = largest * u64::from(cfg.cost(i).max(cfg.cost(j)));
+                assert!(
+                    service[usize::from(i)].abs_diff(service[usize::from(j)]) <= bound,
+                    "classes {i} and {j} of {cfg:?}: normalized service {:?}",
+                    service
+                );
+            }
+        }
+    }
+}
+
+/// PFC generation (`dcb::PfcGen`) under arbitrary arrivals, departures and time: the
+/// bytes held per priority are the saturating sum; a lossless priority above XOFF is
+/// paused, none at or below XON is, only lossless ones ever are; every change of a
+/// priority's state is announced in the next pause frame, whose quanta are the XOFF
+/// time for paused priorities and 0 for the others; while anything is paused a refresh
+/// is armed half a pause time after each frame, and when it fires every paused priority
+/// is announced again.
+fn check_pfc_gen(input: &[u8]) {
+    const LINK: u64 = 100_000_000_000;
+    let mut b = Bytes(input);
+    let xoff = 1000 + u32::from(b.u16() % 20_000);
+    let t = PfcThresholds {
+        xoff,
+        xon: xoff * u32::from(b.u8() % 100) / 100,
+        quanta: b.u16(),
+    };
+    let lossless = Priorities(b.u8());
+    let mut g = PfcGen::default();
+    let mut bytes = [0u32; 8];
+    let mut now = 0u64;
+    let mut changed = Priorities::NONE;
+    for _ in 0..b.items(3, 400) {
+        let op = b.u8();
+        let (p, n) = (op & 7, u32::from(b.u16()) * 4);
+        let before = g.xoff();
+        match op >> 3 & 3 {
+            0 => g.add(p, n, lossless, &t),
+            1 => g.remove(p, n, lossless, &t),
+            2 => g.update(p, n, n / 3, lossless, &t),
+            _ => {
+                now += u64::from(n) * 10;
+                let due = g.poll_timeout().is_some_and(|r| r <= now);
+                let announce = g.announce();
+                g.handle_timeout(now);
+                let expect = if due {
+                    Priorities(announce.0 | g.xoff().0)
+                } else {
+                    announce
+                };
+                assert_eq!(g.announce(), expect, "a refresh at {now}");
+                if op & 0x20 != 0 {
+                    let (xoff_now, announce) = (g.xoff(), g.announce());
+                    assert!(
+                        changed.without(announce).is_empty(),
+                        "a change not announced"
+                    );
+                    match g.take_frame(now, &t, LINK) {
+                        Some(f) => {
+                            assert_eq!(f.enable, announce.0);
+                            for q in 0..8u8 {
+                                let want = if Priorities(f.enable).and(xoff_now).contains(q) {
+                                    t.quanta
+                                } else {
+                                    0
+                                };
+                                assert_eq!(f.quanta[usize::from(q)], want, "quanta of {q}");
+                            }
+                        }
+                        None => assert!(announce.is_empty()),
+                    }
+                    changed = Priorities::NONE;
+                    assert!(g.announce().is_empty());
+                    if !announce.is_empty() {
+                        let refresh =
+                            (!xoff_now.is_empty()).then(|| now + refresh_nanos(t.quanta, LINK));
+                        assert_eq!(g.poll_timeout(), refresh, "the refresh");
+                    }
+                }
+            }
+        }
+        let i = usize::from(p);
+        bytes[i] = match op >> 3 & 3 {
+            0 => bytes[i].saturating_add(n),
+            1 => bytes[i].saturating_sub(n),
+            2 => bytes[i].saturating_add(n).saturating_sub(n / 3),
+            _ => bytes[i],
+        };
+        changed = Priorities(changed.0 | (before.0 ^ g.xoff().0));
+        for q in 0..8u8 {
+            let held = bytes[usize::from(q)];
+            assert_eq!(g.bytes(q), held, "bytes of {q}");
+            let paused = g.xoff().contains(q);
+            assert!(!paused || lossless.contains(q), "{q} paused, not lossless");
+            if lossless.contains(q) && held > t.xoff {
+                assert!(paused, "{q} holds {held} > XOFF {}, not paused", t.xoff);
+            }
+            if held <= t.xon {
+                assert!(!paused, "{q} holds {held} <= XON {}, paused", t.xon);
+            }
+        }
+        assert!(
+            g.xoff().is_empty() || g.has_frame() || g.poll_timeout().is_some(),
+            "paused with no frame and no refresh: the partner would resume"
+        );
+    }
+}
+
+/// The switch's PFC (`roce_sim::Switch`): two hosts send frames of every priority at
+/// 10 Gb/s through a switch to a third behind a 1 Gb/s link, with buffers, thresholds,
+/// lossless priorities and the egress port's ETS shares from the input, and each
+/// (ingress, lossless priority) given the headroom `PfcConfig` asks for beyond its XOFF
+/// threshold (the frame that crosses it, then 2 x delay x rate + 2 largest frames).
+/// Then: no lossless frame is lost and every frame of a (sender, priority) arrives in
+/// order; a lossy frame is delivered or counted dropped; only lossless priorities are
+/// ever paused; and everything has arrived well before a pause that was never lifted
+/// could have expired (no lost XON).
+fn check_switch(input: &[u8]) {
+    const FAST: u64 = 10_000_000_000;
+    const SLOW: u64 = 1_000_000_000;
+    const DELAY: Nanos = 1000;
+    const LARGEST: usize = 1522;
+    let mut b = Bytes(input);
+    let lossless = Priorities(b.u8());
+    let xoff = 1600 + u64::from(b.u16() % 16_000);
+    let pfc = PfcConfig {
+        priorities: lossless.0,
+        xoff,
+        xon: xoff * u64::from(b.u8() % 90) / 100,
+        headroom: xoff + LARGEST as u64 + 2 * (DELAY * FAST / 8_000_000_000) + 2 * LARGEST as u64,
+        pause_quanta: 0xFFFF,
+    };
+    let cfg = SwitchConfig {
+        port_buffer: 2000 + u64::from(b.u16() % 30_000),
+        shared_buffer: u64::from(b.u16() % 30_000),
+        pfc: Some(pfc),
+        learning: false,
+        flood_unknown: false,
+        ..SwitchConfig::default()
+    };
+    let ets = ets_config(&mut b);
+    let mut queues: [Vec<Vec<Vec<u8>>>; 2] = Default::default();
+    let mut sent = [[0u32; 8]; 2];
+    let mut wire_ns = 0;
+    for _ in 0..b.items(3, 128) {
+        let what = b.u8();
+        let (s, p) = (usize::from(what >> 3 & 1), what & 7);
+        let len = 64 + usize::from(b.u16()) % (LARGEST - 63);
+        let mut f = vec![0u8; len];
+        f[..6].copy_from_slice(&SINK_MAC);
+        f[6..12].copy_from_slice(&[0x02, 0, 0, 0, 1, s as u8]);
+        f[12..14].copy_from_slice(&[0x81, 0x00]);
+        f[14] = p << 5;
+        f[16..18].copy_from_slice(&[0x88, 0xB5]);
+        f[18] = s as u8;
+        f[19] = p;
+        f[20..24].copy_from_slice(&sent[s][usize::from(p)].to_be_bytes());
+        sent[s][usize::from(p)] += 1;
+        wire_ns += serialization_ns(len, SLOW);
+        queues[s].resize(8, Vec::new());
+        queues[s][usize::from(p)].push(f);
+    }
+    let mut fab = Fabric::new(1);
+    let sw = fab.add_switch(cfg, 3);
+    fab.switch_mut(sw)
+        .set_port_ets(2, ets)
+        .expect("a valid ETS configuration");
+    fab.switch_mut(sw).add_route(MacAddr(SINK_MAC), 2);
+    let paused = Rc::new(RefCell::new(Priorities::NONE));
+    let senders = queues.map(|q| {
+        fab.add_host(PrioritySender {
+            queues: q,
+            paused: Rc::clone(&paused),
+        })
+    });
+    let received = Rc::new(RefCell::new(Vec::new()));
+    let sink = fab.add_host(Sink(Rc::clone(&received)));
+    for (i, &h) in senders.iter().enumerate() {
+        fab.connect(h, 0, sw, i, LinkConfig::new(FAST, DELAY));
+    }
+    fab.connect(sink, 0, sw, 2, LinkConfig::new(SLOW, DELAY));
+    // A pause of 0xFFFF quanta at 10 Gb/s lasts 3.36 ms: everything is delivered by
+    // then unless a sender stayed paused.
+    let end = wire_ns + 1_000_000;
+    assert!(end < 3_300_000);
+    fab.run_until(end);
+
+    assert!(
+        paused.borrow().without(lossless).is_empty(),
+        "a lossy priority was paused: {:?} of lossless {lossless:?}",
+        paused.borrow()
+    );
+    let counters = fab.switch(sw).counters();
+    // Per sender and priority: the next sequence number expected, frames delivered.
+    let mut got = [[0u32; 8]; 2];
+    let mut delivered = [0u32; 8];
+    for &(s, p, seq) in received.borrow().iter() {
+        delivered[usize::from(p)] += 1;
+        let next = &mut got[usize::from(s)][usize::from(p)];
+        assert!(seq >= *next, "sender {s} priority {p}: {seq} after {next}");
+        if lossless.contains(p) {
+            assert_eq!(
+                seq, *next,
+                "sender {s} lossless priority {p}: frame {next} lost"
+            );
+        }
+        *next = seq + 1;
+    }
+    for p in 0..8u8 {
+        let q = counters.ports[2].queues[usize::from(p)];
+        let delivered = delivered[usize::from(p)];
+        let total: u32 = (0..2).map(|s| sent[s][usize::from(p)]).sum();
+        if lossless.contains(p) {
+            assert_eq!(
+                (q.dropped, q.headroom_drops, delivered),
+                (0, 0, total),
+                "lossless priority {p} (dropped, headroom drops, delivered)"
+            );
+        } else {
+            assert_eq!(
+                u64::from(delivered) + q.dropped,
+                u64::from(total),
+                "lossy priority {p}: delivered + dropped"
+            );
+        }
+        for s in 0..2 {
+            let pc = counters.ports[s].pfc[usize::from(p)];
+            assert!(
+                lossless.contains(p) || pc.xoff_sent == 0,
+                "XOFF for lossy priority {p}"
+            );
+        }
+    }
+}
+
+const SINK_MAC: [u8; 6] = [0x02, 0, 0, 0, 2, 0];
+
+/// A host with a FIFO per priority that sends the first frame of the highest priority
+/// its MAC does not hold; notes every priority it was ever told is paused.
+struct PrioritySender {
+    queues: Vec<Vec<Vec<u8>>>,
+    paused: Rc<RefCell<Priorities>>,
+}
+
+impl Node for PrioritySender {
+    fn handle_frame(&mut self, _: Nanos, _: usize, _: &[u8]) {}
+
+    fn poll_transmit(
+        &mut self,
+        _: Nanos,
+        _: usize,
+        paused: Priorities,
+        buf: &mut [u8],
+    ) -> Option<usize> {
+        let mut seen = self.paused.borrow_mut();
+        *seen = Priorities(seen.0 | paused.0);
+        let p = (0..self.queues.len())
+            .rev()
+            .find(|&p| !paused.contains(p as u8) && !self.queues[p].is_empty())?;
+        let f = self.queues[p].remove(0);
+        buf[..f.len()].copy_from_slice(&f);
+        Some(f.len())
+    }
+
+    fn poll_timeout(&self) -> Option<Nanos> {
+        None
+    }
+
+    fn handle_timeout(&mut self, _: Nanos) {}
+}
+
+/// Notes (sender, priority, sequence number) of every frame it receives.
+struct Sink(Rc<RefCell<Vec<(u8, u8, u32)>>>);
+
+impl Node for Sink {
+    fn handle_frame(&mut self, _: Nanos, _: usize, f: &[u8]) {
+        let seq = u32::from_be_bytes([f[20], f[21], f[22], f[23]]);
+        self.0.borrow_mut().push((f[18], f[19], seq));
+    }
+
+    fn poll_transmit(&mut self, _: Nanos, _: usize, _: Priorities, _: &mut [u8]) -> Option<usize> {
+        None
+    }
+
+    fn poll_timeout(&self) -> Option<Nanos> {
+        None
+    }
+
+    fn handle_timeout(&mut self, _: Nanos) {}
+}

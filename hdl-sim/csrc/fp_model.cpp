@@ -45,6 +45,7 @@ public:
             get(v_.m().tx_m_axis_tdata, out.tx_out.data.data());
             get(v_.m().tx_m_axis_tkeep, &out.tx_out.keep);
             out.tx_out.last = v_.m().tx_m_axis_tlast;
+            out.tx_abort = v_.m().tx_m_axis_tuser;
         }
         out.txd_ready = v_.m().txd_ready;
         out.ackd_ready = v_.m().ackd_ready;
@@ -75,6 +76,7 @@ public:
             out.dma_wr.last = v_.m().dma_wr_tlast;
         }
         out.tx_bad_desc = v_.m().tx_bad_desc;
+        out.tx_dma_errors = v_.m().tx_dma_errors;
         out.rx_drops = v_.m().rx_drops;
         out.tx_idle = v_.m().tx_idle;
         v_.rising();
@@ -111,6 +113,7 @@ private:
         put(v_.m().dma_rd_tkeep, &in.dma_rd.keep);
         v_.m().dma_rd_tvalid = in.dma_rd.valid;
         v_.m().dma_rd_tlast = in.dma_rd.last;
+        v_.m().dma_rd_terr = in.dma_rd_err;
         v_.m().dma_wr_desc_ready = in.dma_wr_desc_ready;
         v_.m().dma_wr_tready = in.dma_wr_ready;
     }

@@ -22,6 +22,12 @@
 // memory); the answers come back on s_dma_rd_* in request order, the pieces
 // of one packet (`last` marks the packet's final request) packed into one
 // stream from byte 0: full beats except the packet's last, tlast on it.
+// s_dma_rd_terr marks a beat the host could not read (AXI RRESP SLVERR or
+// DECERR, a PCIe completion with UR or CA status; its bytes are garbage):
+// the packet's frame then leaves with m_axis_tuser set on its last beat,
+// which the MAC turns into an aborted frame (a bad FCS), so it is dropped as
+// roce_core::fastpath::segment drops it (TxError::Dma) and the firmware's
+// retransmission repairs it; dma_errors counts such frames.
 
 `resetall
 `default_nettype none
@@ -70,6 +76,7 @@ module fp_tx
     input  wire logic                    s_dma_rd_tvalid,
     output logic                         s_dma_rd_tready,
     input  wire logic                    s_dma_rd_tlast,
+    input  wire logic                    s_dma_rd_terr,
 
     // frames to the wire
     output logic [DATA_WIDTH-1:0]        m_axis_tdata,
@@ -77,8 +84,10 @@ module fp_tx
     output logic                         m_axis_tvalid,
     input  wire logic                    m_axis_tready,
     output logic                         m_axis_tlast,
+    output logic                         m_axis_tuser,   // abort: on the last beat
 
     output logic [31:0]                  bad_desc,
+    output logic [31:0]                  dma_errors,
     output logic                         idle
 );
 
@@ -239,20 +248,74 @@ module fp_tx
   // ----------------------------------------------------------- payload in
   logic [DATA_WIDTH-1:0] pay_data;
   logic [KEEP_WIDTH-1:0] pay_keep;
-  logic                  pay_valid, pay_ready, pay_last;
+  logic                  pay_valid, pay_ready, pay_last, pay_err;
 
   axis_skid #(
-    .WIDTH(DATA_WIDTH + KEEP_WIDTH + 1)
+    .WIDTH(DATA_WIDTH + KEEP_WIDTH + 2)
   ) rd_data_skid_inst (
     .clk(clk),
     .rst(rst),
-    .s_data({s_dma_rd_tlast, s_dma_rd_tkeep, s_dma_rd_tdata}),
+    .s_data({s_dma_rd_terr, s_dma_rd_tlast, s_dma_rd_tkeep, s_dma_rd_tdata}),
     .s_valid(s_dma_rd_tvalid),
     .s_ready(s_dma_rd_tready),
-    .m_data({pay_last, pay_keep, pay_data}),
+    .m_data({pay_err, pay_last, pay_keep, pay_data}),
     .m_valid(pay_valid),
     .m_ready(pay_ready)
   );
+
+  // ------------------------------------------------- DMA read errors
+  // Frames and payloads stay in order from the emitter to the wire: one entry
+  // per frame the emitter takes (whether it has a payload), one per payload
+  // (whether a beat of it had an error); a frame's last beat on the wire pops
+  // its entry and, with a payload, the payload's.
+  localparam int ERR_DEPTH = 16;
+  localparam int ECNT_W = $clog2(ERR_DEPTH + 1);
+  logic              pay_err_acc;       // an error in the payload so far
+  logic              fe_has_pay, pe_err;
+  logic              fe_pop, pe_pop;
+  logic [ECNT_W-1:0] fe_count, pe_count;
+  logic              out_end;
+
+  always_ff @(posedge clk) begin
+    if (pay_valid && pay_ready) pay_err_acc <= pay_last ? 1'b0 : pay_err_acc || pay_err;
+    if (out_end && m_axis_tuser) dma_errors <= dma_errors + 32'd1;
+    if (rst) begin
+      pay_err_acc <= 1'b0;
+      dma_errors <= '0;
+    end
+  end
+
+  roce_fifo #(
+    .WIDTH(1),
+    .DEPTH(ERR_DEPTH)
+  ) frame_err_fifo_inst (
+    .clk(clk),
+    .rst(rst),
+    .wr_data(fq_head.plen != '0),
+    .wr_en(fq_pop),
+    .rd_data(fe_has_pay),
+    .rd_en(fe_pop),
+    .count(fe_count)
+  );
+
+  roce_fifo #(
+    .WIDTH(1),
+    .DEPTH(ERR_DEPTH)
+  ) pay_err_fifo_inst (
+    .clk(clk),
+    .rst(rst),
+    .wr_data(pay_err_acc || pay_err),
+    .wr_en(pay_valid && pay_ready && pay_last),
+    .rd_data(pe_err),
+    .rd_en(pe_pop),
+    .count(pe_count)
+  );
+
+  assign out_end = m_axis_tvalid && m_axis_tready && m_axis_tlast;
+  assign fe_pop = out_end && fe_count != '0;
+  assign pe_pop = fe_pop && fe_has_pay && pe_count != '0;
+  assign m_axis_tuser = m_axis_tlast && fe_count != '0 && fe_has_pay && pe_count != '0
+      && pe_err;
 
   // ------------------------------------------------------------ emitter
   logic [DATA_WIDTH-1:0] e_data;
@@ -277,9 +340,6 @@ module fp_tx
     .m_axis_tready(e_ready),
     .m_axis_tlast(e_last)
   );
-
-  logic unused_pay_last;
-  assign unused_pay_last = pay_last;
 
   tx_icrc_insert #(
     .DATA_WIDTH(DATA_WIDTH)

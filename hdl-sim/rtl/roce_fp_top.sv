@@ -34,6 +34,7 @@ module roce_fp_top
     output logic                         tx_m_axis_tvalid,
     input  wire logic                    tx_m_axis_tready,
     output logic                         tx_m_axis_tlast,
+    output logic                         tx_m_axis_tuser,   // abort the frame (last beat)
 
     // firmware: descriptors
     input  wire logic [TXD_BYTES*8-1:0]  txd_data,
@@ -81,6 +82,7 @@ module roce_fp_top
     input  wire logic                    dma_rd_tvalid,
     output logic                         dma_rd_tready,
     input  wire logic                    dma_rd_tlast,
+    input  wire logic                    dma_rd_terr,       // the host could not read it
 
     output logic [63:0]                  dma_wr_desc_addr,
     output logic [15:0]                  dma_wr_desc_len,
@@ -95,6 +97,7 @@ module roce_fp_top
 
     // counters
     output logic [31:0]                  tx_bad_desc,
+    output logic [31:0]                  tx_dma_errors,
     output logic [31:0]                  rx_drops,
     // the segmenter holds no message: a descriptor offered now is taken at once
     output logic                         tx_idle
@@ -185,12 +188,15 @@ module roce_fp_top
     .s_dma_rd_tvalid(dma_rd_tvalid),
     .s_dma_rd_tready(dma_rd_tready),
     .s_dma_rd_tlast(dma_rd_tlast),
+    .s_dma_rd_terr(dma_rd_terr),
     .m_axis_tdata(tx_m_axis_tdata),
     .m_axis_tkeep(tx_m_axis_tkeep),
     .m_axis_tvalid(tx_m_axis_tvalid),
     .m_axis_tready(tx_m_axis_tready),
     .m_axis_tlast(tx_m_axis_tlast),
+    .m_axis_tuser(tx_m_axis_tuser),
     .bad_desc(tx_bad_desc),
+    .dma_errors(tx_dma_errors),
     .idle(tx_idle)
   );
 

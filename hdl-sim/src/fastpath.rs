@@ -68,6 +68,10 @@ pub struct FpSim {
     // DMA
     rd_gather: Vec<u8>,
     rd_beats: VecDeque<Beat>,
+    /// Per beat of `rd_beats`: the host could not read (part of) it.
+    rd_beat_err: VecDeque<bool>,
+    /// Byte ranges of the packet being gathered that the host could not read.
+    rd_bad: Vec<std::ops::Range<usize>>,
     rd_presenting: bool,
     wr_desc: VecDeque<(u64, u16)>,
     wr_cur: Vec<u8>,
@@ -77,6 +81,8 @@ pub struct FpSim {
     // outputs
     tx_cur: Vec<u8>,
     tx_frames: VecDeque<Timed<Vec<u8>>>,
+    tx_aborted: u32,
+    tx_dma_errors: u32,
     exc_cur: Vec<u8>,
     exc_frames: VecDeque<Timed<Vec<u8>>>,
     events: VecDeque<Timed<[u8; 64]>>,
@@ -156,6 +162,8 @@ impl FpSim {
             rd_results: VecDeque::new(),
             rd_gather: Vec::new(),
             rd_beats: VecDeque::new(),
+            rd_beat_err: VecDeque::new(),
+            rd_bad: Vec::new(),
             rd_presenting: false,
             wr_desc: VecDeque::new(),
             wr_cur: Vec::new(),
@@ -164,6 +172,8 @@ impl FpSim {
             dma_fault: None,
             tx_cur: Vec::new(),
             tx_frames: VecDeque::new(),
+            tx_aborted: 0,
+            tx_dma_errors: 0,
             exc_cur: Vec::new(),
             exc_frames: VecDeque::new(),
             events: VecDeque::new(),
@@ -215,6 +225,8 @@ impl FpSim {
         self.rd_results.clear();
         self.rd_gather.clear();
         self.rd_beats.clear();
+        self.rd_beat_err.clear();
+        self.rd_bad.clear();
         self.rd_presenting = false;
         self.wr_desc.clear();
         self.wr_cur.clear();
@@ -223,6 +235,7 @@ impl FpSim {
         self.dma_fault = None;
         self.tx_cur.clear();
         self.tx_frames.clear();
+        self.tx_aborted = 0;
         self.exc_cur.clear();
         self.exc_frames.clear();
         self.events.clear();
@@ -332,13 +345,27 @@ impl FpSim {
         self.bad_desc
     }
 
+    /// Frames the segmenter sent with a DMA read error in their payload (its
+    /// `tx_dma_errors` counter).
+    pub fn tx_dma_errors(&self) -> u32 {
+        self.tx_dma_errors
+    }
+
+    /// Frames the wire side dropped because the segmenter aborted them (`tx_m_axis_tuser`
+    /// on the last beat: a MAC sends such a frame with a bad FCS, and no receiver takes
+    /// it); they are not among the frames collected.
+    pub fn tx_aborted(&self) -> u32 {
+        self.tx_aborted
+    }
+
     /// Frames the parser rejected.
     pub fn rx_drops(&self) -> u32 {
         self.rx_drops
     }
 
-    /// The first DMA error since the last call (a read or write outside host memory, a
-    /// write whose data disagrees with its descriptor), and forgets it.
+    /// The first DMA error since the last call (a write outside host memory, a write
+    /// whose data disagrees with its descriptor), and forgets it. A read the host refuses
+    /// is no fault: its beats carry the error flag and the segmenter drops the packet.
     pub fn take_fault(&mut self) -> Option<String> {
         self.dma_fault.take()
     }
@@ -447,6 +474,7 @@ impl FpSim {
             exc_ready: !self.rng.chance(sh.backpressure),
             dma_rd_req_ready: !self.rng.chance(sh.backpressure) && mem.is_some(),
             dma_rd: axis(self.rd_beats.front().filter(|_| self.rd_presenting)),
+            dma_rd_err: self.rd_presenting && self.rd_beat_err.front() == Some(&true),
             dma_wr_desc_ready: !self.rng.chance(sh.backpressure) && mem.is_some(),
             dma_wr_ready: !self.rng.chance(sh.backpressure) && mem.is_some(),
             ..FpIn::default()
@@ -525,7 +553,11 @@ impl FpSim {
             }
             if b.last {
                 let value = std::mem::take(&mut self.tx_cur);
-                self.tx_frames.push_back(Timed { cycle: cyc, value });
+                if out.tx_abort {
+                    self.tx_aborted += 1;
+                } else {
+                    self.tx_frames.push_back(Timed { cycle: cyc, value });
+                }
             }
         }
         if out.ev_valid && input.ev_ready {
@@ -562,17 +594,26 @@ impl FpSim {
                 Some(m) => m.read(out.dma_rd_req_addr, &mut self.rd_gather[at..]),
                 None => Ok(()),
             };
-            if let Err(e) = read {
-                self.dma_fault.get_or_insert(format!("DMA read: {e}"));
+            if read.is_err() {
+                // the host's error response: its beats carry the error flag
+                self.rd_bad.push(at..self.rd_gather.len());
             }
             if out.dma_rd_req_last {
                 let bytes = std::mem::take(&mut self.rd_gather);
-                self.rd_beats.extend(Beat::split(&bytes, self.width));
+                let beats = Beat::split(&bytes, self.width);
+                let k = self.width.bytes();
+                let bad = std::mem::take(&mut self.rd_bad);
+                self.rd_beat_err.extend(
+                    (0..beats.len())
+                        .map(|i| bad.iter().any(|r| r.start < (i + 1) * k && r.end > i * k)),
+                );
+                self.rd_beats.extend(beats);
             }
         }
         if input.dma_rd.valid && out.dma_rd_in_ready {
             active = true;
             self.rd_beats.pop_front();
+            self.rd_beat_err.pop_front();
             self.rd_presenting = false;
             if let Some(t) = &mut self.timeline {
                 t.dma_rd.push((cyc, input.dma_rd.last));
@@ -619,6 +660,7 @@ impl FpSim {
             self.dma_writes.push((addr, data));
         }
         self.bad_desc = out.tx_bad_desc;
+        self.tx_dma_errors = out.tx_dma_errors;
         self.rx_drops = out.rx_drops;
         self.tx_idle = out.tx_idle;
         if active {

@@ -67,6 +67,8 @@ pub(crate) mod bridge {
         exc_ready: bool,
         dma_rd_req_ready: bool,
         dma_rd: AxisIn,
+        /// the beat on `dma_rd` could not be read (the host's error response)
+        dma_rd_err: bool,
         dma_wr_desc_ready: bool,
         dma_wr_ready: bool,
     }
@@ -96,6 +98,9 @@ pub(crate) mod bridge {
         dma_wr_desc_valid: bool,
         dma_wr: AxisOut,
         tx_bad_desc: u32,
+        /// `tx_out`'s last beat aborts the frame (a DMA read error in its payload)
+        tx_abort: bool,
+        tx_dma_errors: u32,
         rx_drops: u32,
         tx_idle: bool,
     }

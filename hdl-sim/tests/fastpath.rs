@@ -1556,7 +1556,7 @@ fn round_robin_serves_each_qp_in_turn_and_a_full_window_holds_none_back() {
             let t = sim.take_timeline();
             let got = frames(sim);
             let order: Vec<u32> = got.iter().map(|f| dest_of(f) - 0x100).collect();
-            for q in 0..3 {
+            for (q, want) in want.iter().enumerate() {
                 let mine: Vec<Vec<u8>> = got
                     .iter()
                     .filter(|f| dest_of(f) == 0x100 + q as u32)
@@ -1564,7 +1564,7 @@ fn round_robin_serves_each_qp_in_turn_and_a_full_window_holds_none_back() {
                     .collect();
                 assert_eq!(
                     mine,
-                    want[q],
+                    *want,
                     "{}: QP {q}'s frames (order {order:?})",
                     sim.width()
                 );
@@ -1608,5 +1608,77 @@ fn round_robin_serves_each_qp_in_turn_and_a_full_window_holds_none_back() {
              three QPs in turn {shared} cycles",
             sim.width()
         );
+    }
+}
+
+/// A payload the host cannot read (its DMA read answers with the error flag on some
+/// beats) aborts that packet's frame on the wire, as the model's `segment` drops it
+/// (`TxError::Dma`): the other packets are the model's frames, the context advances as
+/// the model's does (the aborted packet spends its PSN and its place in the AckReq
+/// count), `tx_dma_errors` counts it, and the frames after it are unaffected.
+#[test]
+fn a_payload_the_host_cannot_read_aborts_its_frame() {
+    let Some(sims) = sims() else { return };
+    for s in &sims {
+        let mut sim = s.borrow_mut();
+        sim.reset();
+        let mut mem = HostMem::new(MEM_BASE, MEM_LEN, 0x4D);
+        let cfg = QpCfg {
+            mtu: Mtu::Mtu256,
+            max_pkts_per_ack: 2,
+            ..line_rate_qp()
+        };
+        let mut ctx = send_ctx(&cfg);
+        let qpn = qpn_of(2);
+        sim.write_record(Table::SendCtx, qpn.value(), &layout::encode_sctx(&ctx));
+        sim.run_until_idle(&mut mem, 100_000).unwrap();
+        // bytes 300..500 of the message lie outside host memory: packet 1 (256..512)
+        // has an error in its middle beats, not in its last
+        let outside = MEM_BASE + MEM_LEN as u64 + 0x1000;
+        let mut bad = write_msg(qpn, MEM_BASE, 1024, 0x4000_0000, Rkey(5), ctx.next_psn);
+        bad.sges.clear();
+        for (addr, length) in [(MEM_BASE, 300), (outside, 200), (MEM_BASE + 1000, 524)] {
+            let _ = bad.sges.push(Sge {
+                addr,
+                length,
+                lkey: Lkey(0),
+            });
+        }
+        let mut buf = vec![0u8; 9000];
+        let mut want = Vec::new();
+        let mut failed = Vec::new();
+        for k in 0..bad.packets(ctx.mtu) {
+            match fastpath::segment(&mut ctx, &bad, k, &mut mem, &mut buf) {
+                Ok(n) => want.push(buf[..n].to_vec()),
+                Err(TxError::Dma) => failed.push(k),
+                Err(e) => panic!("model: {e:?}"),
+            }
+        }
+        assert_eq!(failed, [1], "the model drops packet 1 only");
+        // then a good message of the same QP
+        let good = write_msg(qpn, MEM_BASE, 600, 0x5000_0000, Rkey(5), ctx.next_psn);
+        want.extend(model_frames(&mut ctx, &good, 0..3, &mem));
+        sim.push_txd(&layout::encode_txd(&bad));
+        sim.push_txd(&layout::encode_txd(&good));
+        sim.run_until_idle(&mut mem, 100_000).unwrap();
+        assert_eq!(frames(&mut sim), want, "{}", sim.width());
+        assert_eq!(
+            (sim.tx_dma_errors(), sim.tx_aborted()),
+            (1, 1),
+            "{}",
+            sim.width()
+        );
+        assert_eq!(sim.take_fault(), None, "{}", sim.width());
+        let b = sim
+            .read_record(Table::SendCtx, qpn.value(), layout::SCTX_LEN, &mut mem)
+            .unwrap();
+        let got = layout::decode_sctx(b.as_slice().try_into().unwrap()).unwrap();
+        assert_eq!(
+            (got.next_psn, got.noack),
+            (ctx.next_psn, ctx.noack),
+            "{}: the context after both messages",
+            sim.width()
+        );
+        assert_eq!(sim.bad_desc(), 0);
     }
 }

@@ -375,6 +375,19 @@ pub fn run(cfg: &Config) -> Result<Report, String> {
     let nics = [nic(cfg.backend, 1)?, nic(cfg.backend, 2)?];
     let link = LinkConfig::new(100_000_000_000, 2_000).with_faults(cfg.faults);
     let mut sim = Sim::back_to_back(nics.clone(), link, cfg.seed);
+    if let Some(dir) = std::env::var_os("ROCE_CHAOS_PCAP") {
+        // What NIC A sends (lost or not) and receives, and what the link delivers.
+        let dir = std::path::Path::new(&dir);
+        for (name, end) in [("a.pcap", Some(0)), ("delivered.pcap", None)] {
+            let f = std::fs::File::create(dir.join(name)).map_err(|e| e.to_string())?;
+            let out = std::io::BufWriter::new(f);
+            match end {
+                Some(end) => sim.fabric.tap_end(sim.link, end, out),
+                None => sim.fabric.tap(sim.link, out),
+            }
+            .map_err(|e| e.to_string())?;
+        }
+    }
     let a = side(nics[0].clone(), cfg.qps, cfg.qps * a_area(cfg.ops))?;
     let b = side(nics[1].clone(), cfg.qps, cfg.qps * b_area(cfg.ops))?;
     let opts = ConnectOptions {
@@ -481,12 +494,20 @@ pub fn run(cfg: &Config) -> Result<Report, String> {
                     sends[q].len() < pairs[q].ops.len() || recvs[q].len() < expected_recvs[q]
                 })
                 .map(|q| {
+                    let failed = sends[q]
+                        .iter()
+                        .chain(&recvs[q])
+                        .find(|c| c.status != WcStatus::Success);
+                    let state = |qp: &QueuePair| qp.query().ok().and_then(|a| a.qp_state);
                     format!(
-                        "QP pair {q}: {}/{} sends, {}/{} receives",
+                        "QP pair {q}: {}/{} sends, {}/{} receives, QPs in {:?} and {:?}, \
+                         first failed completion {failed:?}",
                         sends[q].len(),
                         pairs[q].ops.len(),
                         recvs[q].len(),
-                        expected_recvs[q]
+                        expected_recvs[q],
+                        state(&a.qps[q]),
+                        state(&b.qps[q]),
                     )
                 })
                 .collect();

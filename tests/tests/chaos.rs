@@ -7,8 +7,9 @@
 //! software datapath, 6,400 on the RTL). `chaos_long` is `cargo xtask chaos`'s:
 //! `ROCE_CHAOS_SEEDS` (FIRST..LAST, default 1..20), `ROCE_CHAOS_OPS` (WRs per QP pair,
 //! default 1000), `ROCE_CHAOS_QPS` (default 8), `ROCE_CHAOS_RTL_EVERY` (every Nth seed
-//! also on the RTL, default 4); each seed's report is printed. Odd seeds run Go-Back-N,
-//! even ones selective repeat.
+//! also on the RTL, default 4), `ROCE_CHAOS_PCAP` (a directory: each run's captures go
+//! there, `a.pcap` and `delivered.pcap`, overwritten per run); each seed's report is
+//! printed. Odd seeds run Go-Back-N, even ones selective repeat.
 
 use roce_tests::chaos::{run, Backend, Config, FAULTS};
 

@@ -23,9 +23,10 @@ usage: cargo xtask <command>
                    install what is missing, then run every check
   install          only install what is missing
   fuzz [SECONDS]   only the fuzz smoke test, SECONDS per target
-  fuzz --long [TARGET..]
+  fuzz --long [--max-seconds N] [TARGET..]
                    the long campaign: 10^7 inputs per target (an hour for the RTL),
-                   one at a time under nice; grows and minimizes fuzz/corpus/
+                   one at a time under nice; grows and minimizes fuzz/corpus/;
+                   --max-seconds stops each target after N seconds at the latest
   chaos [FIRST..LAST]
                    the long whole-stack chaos run (seeds 1..100 by default; about an
                    hour; ROCE_CHAOS_OPS, ROCE_CHAOS_QPS, ROCE_CHAOS_RTL_EVERY)
@@ -67,7 +68,10 @@ fn dispatch(args: &[String]) -> Result {
         ("ci", flags) => (Selection::parse(flags)?, fuzz_seconds),
         ("install", []) => (Selection::only("install"), fuzz_seconds),
         ("fuzz", []) => (Selection::only("fuzz"), fuzz_seconds),
-        ("fuzz", [flag, targets @ ..]) if flag == "--long" => return fuzz::long(targets),
+        ("fuzz", [flag, max, n, targets @ ..]) if flag == "--long" && max == "--max-seconds" => {
+            return fuzz::long(targets, Some(parse_seconds(n)?));
+        }
+        ("fuzz", [flag, targets @ ..]) if flag == "--long" => return fuzz::long(targets, None),
         ("fuzz", [seconds]) => (Selection::only("fuzz"), Some(seconds.clone())),
         ("interop", []) => return interop::interop(&root),
         ("chaos", []) => return chaos::chaos(None),

@@ -285,13 +285,16 @@ pub fn segment(
             gathered = gather(dma, &msg.sges, offset, data);
         })
         .map_err(TxError::Emit)?;
-    if !gathered {
-        return Err(TxError::Dma);
-    }
+    // A packet whose payload the host could not read still spends its PSN and its place
+    // in the AckReq count: hardware commits the headers before the payload's read
+    // completes, and then aborts the frame (docs/fastpath.md §6).
     ctx.noack = if bth.ack_req { 0 } else { ctx.noack + 1 };
     let next = psn.add(psns);
     if next.after(ctx.next_psn) {
         ctx.next_psn = next;
+    }
+    if !gathered {
+        return Err(TxError::Dma);
     }
     Ok(layout.end)
 }
