@@ -71,6 +71,10 @@ pub struct PerfArgs {
     /// Where the NICs meet: the simulated fabric, or directly in memory (wall clock).
     #[arg(long, value_enum, default_value_t = Fabric::Sim)]
     pub fabric: Fabric,
+    /// What a QP context cache miss or write-back costs the simulated NIC: PCIe Gen3 x16
+    /// (1 us read round trip, 14 GB/s), or nothing (`docs/scale.md`).
+    #[arg(long, value_enum, default_value_t = HostPathArg::Pcie3)]
+    pub host_path: HostPathArg,
     /// Write every frame on the wire to this pcap.
     #[arg(long)]
     pub pcap: Option<std::path::PathBuf>,
@@ -100,6 +104,12 @@ pub struct PerfArgs {
 pub enum Backend {
     Model,
     Rtl,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HostPathArg {
+    Pcie3,
+    Free,
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -235,7 +245,12 @@ pub fn run(args: &PerfArgs, out: &mut impl Write) -> Result<()> {
                     ..Faults::default()
                 };
                 let link = LinkConfig::new(link_bps, delay).with_faults(faults);
-                let mut sim = world::Sim::back_to_back(nics, link, args.seed);
+                let path = match args.host_path {
+                    HostPathArg::Pcie3 => world::HostPath::PCIE_GEN3_X16,
+                    HostPathArg::Free => world::HostPath::FREE,
+                };
+                let nodes = nics.map(|n| world::NicNode::new(n).with_host_path(path));
+                let mut sim = world::Sim::connect(nodes, link, args.seed);
                 let tap = match &args.pcap {
                     Some(path) => {
                         let file = std::fs::File::create(path)

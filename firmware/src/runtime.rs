@@ -176,6 +176,8 @@ pub struct Nic<
     /// With an ICM: which QP indexes exist, and which have a doorbell not yet handled.
     exists: [u64; QP_MAP_WORDS],
     pending: [u64; QP_MAP_WORDS],
+    /// The QP index the next doorbell pass brings in first (round robin).
+    next_in: u32,
     /// The GSI QP (QP1), whose doorbells are `reg::GSI_QP_INDEX`'s.
     gsi: Option<HostQp>,
     srqs: [Option<srq::HostSrq>; roce_core::transport::MAX_SRQ],
@@ -227,6 +229,7 @@ impl<
             icm: None,
             exists: [0; QP_MAP_WORDS],
             pending: [0; QP_MAP_WORDS],
+            next_in: 0,
             gsi: None,
             srqs: [None; roce_core::transport::MAX_SRQ],
             cmdq_ci: 0,
@@ -650,10 +653,12 @@ impl<
         let Some(Some(mut q)) = self.qps.get(slot).copied() else {
             return false;
         };
-        if let Some(f) = self.fetched.get_mut(slot) {
+        let any = self.fetch_host(&mut q, pis);
+        // Only a line that took WQEs is kept for this poll: one whose queues are full
+        // (WQEs wait in its rings) stays evictable.
+        if let Some(f) = self.fetched.get_mut(slot).filter(|_| any) {
             *f = self.tick;
         }
-        let any = self.fetch_host(&mut q, pis);
         if let Some(s) = self.qps.get_mut(slot) {
             *s = Some(q);
         }

@@ -26,14 +26,14 @@
 // the next slot is two register stages behind (eligible set, then the round
 // robin's pick) and is checked against the live slot when used. The planner
 // stays with its message while no other slot is eligible (one QP: no cycle
-// lost per packet); switching costs the message's reload (about 6 cycles).
+// lost per packet); switching costs the message's reload (about 7 cycles).
 // Not yet in RTL (v0.2): the in-flight list the response path reads.
 //
 // The packet rule is roce_core::fastpath::segment's; tests/fastpath.rs
 // checks the frames byte for byte against it. Per packet the planner takes 3
 // cycles plus one per SGE piece beyond the first (at least 3); a message
-// adds 5 (slot and context reads, sizes and SGE sums, range, SGE seek) plus
-// one per SGE skipped on a REPLAY or a resumed message.
+// adds 6 (slot and context reads, sizes and SGE sums, range, its decision,
+// SGE seek) plus one per SGE skipped on a REPLAY or a resumed message.
 
 `resetall
 `default_nettype none
@@ -114,7 +114,8 @@ module fp_tx_plan
   end
 
   typedef enum logic [3:0] {
-    S_IDLE, S_ACK, S_LOAD, S_SIZE, S_CHECK, S_SEEK, S_PKT_A, S_PKT_B, S_GATHER, S_NEXT, S_DONE
+    S_IDLE, S_ACK, S_LOAD, S_SIZE, S_CHECK, S_SEEK, S_PKT_A, S_PKT_B, S_GATHER, S_NEXT, S_DONE,
+    S_RANGE
   } state_e;
 
   state_e state, ret;
@@ -146,6 +147,7 @@ module fp_tx_plan
   logic [23:0]  psn;
   logic [31:0]  p_plen;
   logic         p_first, p_last;
+  logic         p_more;       // packets of the message remain after this one
   logic [23:0]  p_outst;
 
   // -------------------------------------------------------- SGE cursor
@@ -411,7 +413,7 @@ module fp_tx_plan
   assign a_outst = psn_diff(psn, c_una);
   assign a_refused = !d_abort && !(a_outst < 0 && d_replay)
       && (a_outst < 0 || a_outst >= signed'(c_window));
-  assign n_leave = !d_abort && k < kend && (txd_flush || others_q);
+  assign n_leave = !d_abort && p_more && (txd_flush || others_q);
   // at the end of a packet: straight on to the message's next one
   logic go_on;
   assign go_on = !d_abort && !txd_flush && !others_q;
@@ -552,6 +554,11 @@ module fp_tx_plan
           psn <= d_first_psn + ks[23:0];
           g_i <= '0;
           g_o <= '0;
+          state <= S_RANGE;
+        end
+
+        S_RANGE: begin
+          // S_CHECK's range, registered: the decision has a cycle of its own
           if (!d_ok) begin
             bad_desc <= bad_desc + 32'd1;
             state <= S_DONE;
@@ -565,7 +572,7 @@ module fp_tx_plan
             // through S_DONE: the write-back lands before the next descriptor's
             // context read (the table reads the old word in a cycle it is written)
             state <= S_DONE;
-          end else if (ks >= ke || ks >= n) begin
+          end else if (k >= kend || k >= npk) begin
             state <= S_DONE;
           end else begin
             state <= S_SEEK;
@@ -589,6 +596,7 @@ module fp_tx_plan
           p_plen <= (rem < mtu) ? rem : mtu;
           p_first <= k == 0;
           p_last <= k + 32'd1 == npk || is_ra;
+          p_more <= k + 32'd1 < kend;
           outst = a_outst;
           p_outst <= outst;
           g_dry <= 1'b0;
@@ -628,7 +636,7 @@ module fp_tx_plan
           psn <= psn_next;
           g_rem <= 16'(p_plen);
           if (p_plen != 0) state <= S_GATHER;
-          else state <= (go_on && k + 32'd1 < kend) ? S_PKT_A : S_NEXT;
+          else state <= (go_on && p_more) ? S_PKT_A : S_NEXT;
         end
 
         S_GATHER: begin
@@ -644,7 +652,7 @@ module fp_tx_plan
             end else begin
               g_o <= g_o + g_n;
             end
-            if (g_n[15:0] == g_rem) state <= (go_on && k < kend) ? S_PKT_A : S_NEXT;
+            if (g_n[15:0] == g_rem) state <= (go_on && p_more) ? S_PKT_A : S_NEXT;
           end
         end
 
@@ -652,7 +660,7 @@ module fp_tx_plan
           // a packet boundary where the message does not simply go on: it ends,
           // yields to the round robin (its cursor saved), or is dropped
           if (d_abort) state <= S_IDLE;
-          else if (k >= kend) state <= S_DONE;
+          else if (!p_more) state <= S_DONE;
           else if (n_leave) begin
             rr <= cur + SLOT_W'(1);
             state <= S_IDLE;

@@ -187,3 +187,27 @@ fn selective_repeat_keeps_goodput_under_loss() {
         );
     }
 }
+
+/// More QP pairs than the host model's 64 slots (`docs/scale.md`): their contexts live in
+/// host memory. perf checks every QP's bytes where they land; each run misses the cache,
+/// and the misses cost time when context DMA is charged (`--host-path pcie3`), none when
+/// it is free.
+#[test]
+fn more_qps_than_slots_move_their_data_and_pay_for_context_dma() {
+    for test in ["write_bw", "send_bw", "read_bw"] {
+        let q = ["-q", "96", "-n", "4", "-s", "1024"];
+        let timed = run(test, &[&q[..], &["--host-path", "pcie3"]].concat());
+        let free = run(test, &[&q[..], &["--host-path", "free"]].concat());
+        for r in [&timed, &free] {
+            let misses = r["qp_cache_misses"].as_u64().unwrap();
+            assert!(misses >= 2 * (96 - 64), "{test}: {r}");
+            assert_eq!(
+                r["qp_ctx_dma_bytes"].as_u64().unwrap() % 1024,
+                0,
+                "{test}: whole ICM entries: {r}"
+            );
+        }
+        let bw = |r: &Value| r["bw_avg_gbps"].as_f64().unwrap();
+        assert!(bw(&timed) < bw(&free), "{test}: {timed} vs {free}");
+    }
+}

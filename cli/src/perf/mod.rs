@@ -15,6 +15,7 @@ use roce_core::transport::{
 };
 use roce_device::{Capacities, LocalNic};
 use roce_host::{CompletionQueue, ConnectOptions, Context, MemoryRegion, QpEndpoint, QueuePair};
+use std::collections::VecDeque;
 use std::rc::Rc;
 use world::World;
 
@@ -214,7 +215,20 @@ pub fn run(world: &mut dyn World, p: &Params, progress: &mut Progress) -> Result
     let mut m = if p.test.is_latency() {
         latency(world, p, &a, &b, progress)?
     } else {
-        bandwidth(world, p, &a, &b, progress)?
+        // What moves, and where it lands: READ brings the server's buffers to the client.
+        let moved = match p.test {
+            Test::WriteBw | Test::SendBw => Some((&a, &b)),
+            Test::ReadBw => Some((&b, &a)),
+            _ => None,
+        };
+        if let Some((from, _)) = moved {
+            fill(from, p)?;
+        }
+        let m = bandwidth(world, p, &a, &b, progress)?;
+        if let Some((_, to)) = moved {
+            check_data(to, p)?;
+        }
+        m
     };
     progress.finish();
     let c = world.counters();
@@ -227,6 +241,38 @@ pub fn run(world: &mut dyn World, p: &Params, progress: &mut Progress) -> Result
     m.drops = c.drops;
     m.simulated = world.simulated();
     Ok(m)
+}
+
+/// Byte `k` of QP `i`'s message: differs between QPs, so data that lands in another
+/// QP's buffer is caught.
+fn pattern(i: usize, k: usize) -> u8 {
+    ((i as u32).wrapping_mul(0x9e37_79b1) ^ (k as u32).wrapping_mul(0x85eb_ca6b)).to_be_bytes()[0]
+}
+
+/// Fills every QP's message buffer on `side` with [`pattern`].
+fn fill(side: &Side, p: &Params) -> Result<()> {
+    for i in 0..p.qps {
+        let bytes: Vec<u8> = (0..p.size).map(|k| pattern(i, k)).collect();
+        side.mr.write(side.buf(i) as usize, &bytes)?;
+    }
+    Ok(())
+}
+
+/// Checks that every QP's buffer on `side` holds the message its peer sent.
+fn check_data(side: &Side, p: &Params) -> Result<()> {
+    let mut got = vec![0u8; p.size];
+    for i in 0..p.qps {
+        side.mr.read(side.buf(i) as usize, &mut got)?;
+        if let Some(k) = (0..p.size).find(|&k| got[k] != pattern(i, k)) {
+            bail!(
+                "{}: QP {i}'s data is wrong: byte {k} is {:#04x}, was sent as {:#04x}",
+                p.test.name(),
+                got[k],
+                pattern(i, k)
+            );
+        }
+    }
+    Ok(())
 }
 
 /// How long the run may stall (no progress at all) before it is declared stuck.
@@ -324,26 +370,29 @@ fn bandwidth(
     }
     let start = world.now();
     let mut stalled = 0;
+    // The QPs with room for more WRs, so a pass costs the QPs that completed something,
+    // not every QP (thousands with `-q`); `queued[i]`: QP i is in it.
+    let mut ready: VecDeque<usize> = (0..p.qps).collect();
+    let mut queued = vec![true; p.qps];
     while samples.len() < total {
         progress.update(samples.len(), total);
         let mut progress = false;
-        for i in 0..p.qps {
-            let mut batch = Vec::new();
-            while posted[i] + batch.len() < p.iters
-                && posted[i] - done[i] + batch.len() < p.tx_depth
-            {
-                let id = (i * p.iters + posted[i] + batch.len()) as u64;
-                batch.push(wr(p, a, b, i, id));
+        while let Some(i) = ready.pop_front() {
+            queued[i] = false;
+            let room = (p.iters - posted[i]).min(p.tx_depth - (posted[i] - done[i]));
+            if room == 0 {
+                continue;
             }
-            if !batch.is_empty() {
-                let now = world.now();
-                for w in &batch {
-                    post_time[w.wr_id as usize] = now;
-                }
-                posted[i] += batch.len();
-                a.qps[i].post_send_list(&batch)?;
-                progress = true;
+            let batch: Vec<_> = (0..room)
+                .map(|k| wr(p, a, b, i, (i * p.iters + posted[i] + k) as u64))
+                .collect();
+            let now = world.now();
+            for w in &batch {
+                post_time[w.wr_id as usize] = now;
             }
+            posted[i] += batch.len();
+            a.qps[i].post_send_list(&batch)?;
+            progress = true;
         }
         if progress {
             world.kick(0);
@@ -351,7 +400,12 @@ fn bandwidth(
         for wc in poll(&a.cq, &mut buf)? {
             check(wc)?;
             let id = wc.wr_id as usize;
-            done[id / p.iters] += 1;
+            let i = id / p.iters;
+            done[i] += 1;
+            if !queued[i] && posted[i] < p.iters {
+                queued[i] = true;
+                ready.push_back(i);
+            }
             samples.push((post_time[id], world.now()));
             progress = true;
         }

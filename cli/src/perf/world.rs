@@ -106,11 +106,52 @@ pub fn retransmits(nics: &[Rc<LocalNic>]) -> u64 {
     nics.iter().map(|n| n.counters().retransmitted_pkts).sum()
 }
 
+/// The NIC's path to host memory, as the QP context cache uses it (`docs/scale.md`):
+/// bringing a stored QP in reads its ICM entry (`ICM_ENTRY_LEN` bytes), writing one back
+/// sends the entry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HostPath {
+    /// A DMA read's round trip, from the request to the first data back, in ns.
+    pub read_latency: Nanos,
+    /// Bytes per microsecond the path moves one way.
+    pub bytes_per_us: u64,
+}
+
+impl HostPath {
+    /// PCIe Gen3 x16: 8 GT/s x 16 lanes with 128b/130b coding is 15.75 GB/s; TLP headers
+    /// (about 24 B per 256-byte payload) leave about 14 GB/s; the read round trip is
+    /// taken as 1 us (`BENCHMARKS.md` says where these come from).
+    pub const PCIE_GEN3_X16: Self = Self {
+        read_latency: 1_000,
+        bytes_per_us: 14_000,
+    };
+    /// Context DMA costs no time (the simulator before it was modelled).
+    pub const FREE: Self = Self {
+        read_latency: 0,
+        bytes_per_us: 0,
+    };
+
+    /// Time for `misses` context reads and `evictions` write-backs, one after another: a
+    /// read waits its round trip and its transfer; a write-back is posted and costs its
+    /// transfer.
+    pub fn cost(&self, misses: u64, evictions: u64) -> Nanos {
+        let entry = roce_firmware::abi::ICM_ENTRY_LEN as u64;
+        let transfer = (entry * 1_000).checked_div(self.bytes_per_us).unwrap_or(0);
+        misses * (self.read_latency + transfer) + evictions * transfer
+    }
+}
+
 /// An in-process NIC as a node of the simulated fabric: frames the fabric delivers go to
 /// its port, and the fabric pulls its transmissions at link rate. The NIC itself takes no
 /// simulated time: the modelled path is links (and switches), serialization and
 /// propagation; unless it has a receive buffer ([`NicNode::with_rx_buffer`]), which
 /// takes frames in at a finite rate and sends PFC pause frames when it fills.
+///
+/// QP context DMA does take time: each context cache miss and write-back the NIC makes
+/// holds its transmitter for what it costs over the host path ([`HostPath`]; by
+/// default [`HostPath::PCIE_GEN3_X16`]), one after another, as a NIC whose pipeline
+/// waits for the context before it builds the QP's next frame. The NIC still takes
+/// frames in meanwhile. (A NIC that overlaps misses, as ConnectX does, loses less.)
 ///
 /// PFC reception: the fabric's MAC keeps the pause timers and passes the paused
 /// priorities to `poll_transmit`; the NIC then sends no frame of a paused priority, and
@@ -131,6 +172,13 @@ pub struct NicNode {
     single_queue: bool,
     /// Wire bytes received per destination QP, when metered (`roce sim`'s per-flow rates).
     meter: Option<HashMap<u32, u64>>,
+    /// Context DMA: the path's costs, the cache misses and write-backs already charged,
+    /// and when the transmitter may send again.
+    host_path: HostPath,
+    ctx_charged: (u64, u64),
+    ctx_busy_until: Nanos,
+    /// The time of the last call from the fabric.
+    now: Nanos,
 }
 
 impl NicNode {
@@ -142,7 +190,17 @@ impl NicNode {
             held: None,
             single_queue: false,
             meter: None,
+            host_path: HostPath::PCIE_GEN3_X16,
+            ctx_charged: (0, 0),
+            ctx_busy_until: 0,
+            now: 0,
         }
+    }
+
+    /// The NIC with context DMA over `path` ([`HostPath::FREE`]: none charged).
+    pub fn with_host_path(mut self, path: HostPath) -> Self {
+        self.host_path = path;
+        self
     }
 
     /// A NIC with one transmit FIFO for all priorities, as before per-priority queues
@@ -200,9 +258,24 @@ impl NicNode {
         &self.nic
     }
 
-    fn run(&self, now: Nanos) {
+    fn run(&mut self, now: Nanos) {
         self.nic.set_time(now);
         self.nic.run_until_idle();
+        self.charge_context_dma(now);
+    }
+
+    /// Holds the transmitter for the context misses and write-backs since the last call.
+    fn charge_context_dma(&mut self, now: Nanos) {
+        self.now = now;
+        let c = self.nic.runtime_counters();
+        let (misses, evictions) = (c.qp_cache_misses, c.qp_cache_evictions);
+        let (m0, e0) = std::mem::replace(&mut self.ctx_charged, (misses, evictions));
+        let cost = self
+            .host_path
+            .cost(misses.saturating_sub(m0), evictions.saturating_sub(e0));
+        if cost > 0 {
+            self.ctx_busy_until = self.ctx_busy_until.max(now) + cost;
+        }
     }
 
     /// Hands a frame to the NIC.
@@ -237,7 +310,7 @@ impl Node for NicNode {
             }
             None => self.deliver(frame),
         }
-        self.nic.run_until_idle();
+        self.run(now);
     }
 
     fn poll_transmit(
@@ -253,6 +326,10 @@ impl Node for NicNode {
             if let Some(n) = rx.pause_frame(now, mac, buf) {
                 return Some(n);
             }
+        }
+        if now < self.ctx_busy_until {
+            // Waiting for context DMA; `poll_timeout` wakes the node when it is done.
+            return None;
         }
         let prio = |f: &[u8]| classify(f, &self.dscp_map).map_or(0, |c| c.priority);
         if let Some(frame) = self.held.take() {
@@ -283,11 +360,15 @@ impl Node for NicNode {
     }
 
     fn poll_timeout(&self) -> Option<Nanos> {
-        let nic = self.nic.poll_timeout();
-        match (nic, self.rx.as_ref().and_then(RxBuffer::poll_timeout)) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        let ctx = (self.ctx_busy_until > self.now).then_some(self.ctx_busy_until);
+        [
+            self.nic.poll_timeout(),
+            self.rx.as_ref().and_then(RxBuffer::poll_timeout),
+            ctx,
+        ]
+        .into_iter()
+        .flatten()
+        .min()
     }
 
     fn handle_timeout(&mut self, now: Nanos) {

@@ -91,6 +91,12 @@ impl IcmTail {
     }
 }
 
+/// Bit `index` of a per-QP bitmap.
+fn bit(map: &[u64], index: u32) -> bool {
+    map.get(index as usize / 64)
+        .is_some_and(|w| w & (1 << (index % 64)) != 0)
+}
+
 impl<
         H: Hal,
         const QPS: usize,
@@ -151,15 +157,17 @@ impl<
     }
 
     fn exists(&self, index: u32) -> bool {
-        self.exists
-            .get(index as usize / 64)
-            .is_some_and(|w| w & (1 << (index % 64)) != 0)
+        bit(&self.exists, index)
     }
 
     fn set_pending(&mut self, index: u32) {
         if let Some(w) = self.pending.get_mut(index as usize / 64) {
             *w |= 1 << (index % 64);
         }
+    }
+
+    fn is_pending(&self, index: u32) -> bool {
+        bit(&self.pending, index)
     }
 
     fn clear_pending(&mut self, index: u32) {
@@ -289,11 +297,15 @@ impl<
         q.sq_ci = q.sq_ci.wrapping_sub(u32::from(handed.sq_wqes));
         q.rq_ci = q.rq_ci.wrapping_sub(u32::from(handed.rq_wqes));
         let index = q.qpn.value().wrapping_sub(QPN_BASE);
-        // Send WQEs are work to come back for; receive WQEs wait for a packet, which
-        // brings the QP back anyway.
+        // Send WQEs are work to come back for; receive WQEs (handed back, or left in
+        // the ring because the queue was full) wait for a packet, which brings the QP
+        // back anyway: a QP pending for them alone would come back, push another such
+        // QP out, and so on for ever.
         if handed.sq_wqes != 0 {
             self.set_pending(index);
             self.backlog = true;
+        } else {
+            self.clear_pending(index);
         }
         let _ = IcmTail::of(&q).write_to_prefix(tail);
         if self
@@ -364,36 +376,75 @@ impl<
     }
 
     /// With an ICM: fetches the WQEs of every QP whose doorbell rang (or that still has
-    /// some in its rings), bringing it in. A QP that cannot come in stays pending.
+    /// some in its rings). Resident QPs go first (no context traffic); then stored ones
+    /// are brought in, round robin from where the last poll stopped, until one cannot
+    /// be (no line can be freed): the rest stay pending. So a poll costs the resident
+    /// lines plus the QPs it brings in, never a visit to every pending QP.
     pub(super) fn fetch_pending(&mut self) -> bool {
         if !self.hal.take_rung_qps(&mut self.pending) {
             // No latch on this platform: every QP may have rung.
             self.pending = self.exists;
         }
         self.backlog = false;
-        let words = self.icm.map_or(0, |i| i.entries.div_ceil(64)) as usize;
         let mut any = false;
-        for w in 0..words {
-            let mut bits = self.pending.get(w).copied().unwrap_or(0);
+        for l in 0..self.qp_hi {
+            let Some(Some(q)) = self.qps.get(l).copied() else {
+                continue;
+            };
+            let index = q.qpn.value().wrapping_sub(QPN_BASE);
+            if self.is_pending(index) {
+                self.clear_pending(index);
+                self.counters.qp_cache_hits += 1;
+                if self.fetch_line(l, index) {
+                    self.touch(l);
+                    any = true;
+                }
+            }
+        }
+        any | self.bring_in_pending() | self.fetch_gsi() | self.fetch_srqs()
+    }
+
+    /// Brings in pending stored QPs (which fetch their rings as they come), from
+    /// `self.next_in` on, wrapping once, until one cannot come in.
+    fn bring_in_pending(&mut self) -> bool {
+        let words = self.icm.map_or(0, |i| i.entries.div_ceil(64));
+        if words == 0 {
+            return false;
+        }
+        let start = self.next_in % (words * 64);
+        let mut any = false;
+        for k in 0..=words {
+            let w = (start / 64 + k) % words;
+            let mut bits = self.pending.get(w as usize).copied().unwrap_or(0);
+            if k == 0 {
+                bits &= u64::MAX << (start % 64);
+            }
+            if k == words {
+                bits &= (1u64 << (start % 64)) - 1;
+            }
             while bits != 0 {
-                let b = bits.trailing_zeros();
+                let index = w * 64 + bits.trailing_zeros();
                 bits &= bits - 1;
-                let index = w as u32 * 64 + b;
                 let qpn = Qpn::new(QPN_BASE + index);
-                let was = self.line(qpn).is_some();
+                if self.line(qpn).is_some() {
+                    // Resident with WQEs still in its rings: the next poll's first pass.
+                    self.backlog = true;
+                    continue;
+                }
                 match self.bring_in(qpn, true) {
-                    // Brought in: its rings were fetched then.
-                    Residence::Line(_) if !was => any = true,
-                    Residence::Line(l) => {
-                        self.clear_pending(index);
-                        any |= self.fetch_line(l, index);
+                    Residence::Line(_) => {
+                        any = true;
+                        self.next_in = index.wrapping_add(1);
                     }
-                    Residence::Stuck => self.backlog = true,
+                    Residence::Stuck => {
+                        self.backlog = true;
+                        return any;
+                    }
                     Residence::Absent => self.clear_pending(index),
                 }
             }
         }
-        any | self.fetch_gsi() | self.fetch_srqs()
+        any
     }
 
     /// Fetches line `l`'s rings up to its doorbell record; QP index `index` stays

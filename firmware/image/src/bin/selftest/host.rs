@@ -25,6 +25,12 @@ pub struct Ring {
 }
 
 impl Ring {
+    const NONE: Self = Self {
+        addr: 0,
+        log: 0,
+        index: 0,
+    };
+
     fn slot(&self, i: u32, size: usize) -> u64 {
         self.addr + u64::from(i & ((1 << self.log) - 1)) * size as u64
     }
@@ -41,9 +47,19 @@ pub struct Qp {
     pub qpn: Qpn,
     sq: Ring,
     rq: Ring,
+    /// Its doorbell record (`CreateQpArg::db_record`), or 0: doorbell registers.
+    db_record: u64,
 }
 
 impl Qp {
+    /// A placeholder for a table of QPs, before any is created.
+    pub const NONE: Self = Self {
+        qpn: Qpn::new(0),
+        sq: Ring::NONE,
+        rq: Ring::NONE,
+        db_record: 0,
+    };
+
     /// The doorbell index of the QP: its slot, `qpn - QPN_BASE` (the runtime's mapping).
     fn doorbell_index(&self) -> u32 {
         self.qpn.value() - QPN_BASE
@@ -203,10 +219,25 @@ impl Host {
         }
     }
 
-    /// Creates an RC QP with rings of `2^log` entries, both queues completing on `cq`.
+    /// Creates an RC QP with rings of `2^log` entries, both queues completing on `cq`,
+    /// ringing through doorbell registers.
     pub fn create_rc_qp(&mut self, nic: &mut TestNic, pd: u32, cq: &Cq, log: u8) -> Qp {
+        self.create_rc_qp_with(nic, pd, cq, log, false)
+    }
+
+    /// [`Host::create_rc_qp`], ringing through a doorbell record and `QP_DB` when
+    /// `record` (required past the doorbell registers' 1,024 QPs).
+    pub fn create_rc_qp_with(
+        &mut self,
+        nic: &mut TestNic,
+        pd: u32,
+        cq: &Cq,
+        log: u8,
+        record: bool,
+    ) -> Qp {
         let sq = self.alloc(core::mem::size_of::<SendWqe>() << log, 64);
         let rq = self.alloc(core::mem::size_of::<RecvWqe>() << log, 64);
+        let db_record = if record { self.alloc(8, 8) } else { 0 };
         let arg = abi::CreateQpArg {
             pd: U32::new(pd),
             send_cq: U32::new(cq.cqn),
@@ -217,6 +248,7 @@ impl Host {
             sq_sig_all: 0,
             sq_ring: U64::new(sq),
             rq_ring: U64::new(rq),
+            db_record: U64::new(db_record),
             ..Default::default()
         };
         let e = self.command(nic, CmdOp::CreateQp, arg.as_bytes());
@@ -232,6 +264,7 @@ impl Host {
                 log,
                 index: 0,
             },
+            db_record,
         }
     }
 
@@ -249,7 +282,21 @@ impl Host {
         let slot = qp.sq.slot(qp.sq.index, core::mem::size_of::<SendWqe>());
         Self::write(nic, slot, wqe.as_bytes());
         qp.sq.index = qp.sq.index.wrapping_add(1);
-        Self::set_reg(nic, reg::sq_db(qp.doorbell_index()), qp.sq.index);
+        if qp.db_record == 0 {
+            Self::set_reg(nic, reg::sq_db(qp.doorbell_index()), qp.sq.index);
+        } else {
+            Self::ring_record(nic, qp);
+        }
+    }
+
+    /// Writes QP `qp`'s producer indexes into its doorbell record (send, receive), then
+    /// its index into `QP_DB`.
+    fn ring_record(nic: &mut TestNic, qp: &Qp) {
+        let mut record = [0u8; 8];
+        record[..4].copy_from_slice(&qp.sq.index.to_le_bytes());
+        record[4..].copy_from_slice(&qp.rq.index.to_le_bytes());
+        Self::write(nic, qp.db_record, &record);
+        Self::set_reg(nic, reg::QP_DB, qp.doorbell_index());
     }
 
     /// Writes a receive WQE and rings the QP's receive doorbell.
@@ -258,7 +305,11 @@ impl Host {
         let slot = qp.rq.slot(qp.rq.index, core::mem::size_of::<RecvWqe>());
         Self::write(nic, slot, wqe.as_bytes());
         qp.rq.index = qp.rq.index.wrapping_add(1);
-        Self::set_reg(nic, reg::rq_db(qp.doorbell_index()), qp.rq.index);
+        if qp.db_record == 0 {
+            Self::set_reg(nic, reg::rq_db(qp.doorbell_index()), qp.rq.index);
+        } else {
+            Self::ring_record(nic, qp);
+        }
     }
 
     /// Takes the next CQE if the NIC has written it, and tells the NIC (`CQ_DB`).

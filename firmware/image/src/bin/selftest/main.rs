@@ -3,8 +3,10 @@
 //! It runs twice: on a NIC whose firmware handles every packet (the fast path switched
 //! off) and on one with the RC fast path's model as its hardware (`docs/fastpath.md`).
 //! Each brings up RC QPs connected to each other, runs SEND, RDMA WRITE, RDMA READ and
-//! both atomics, checks memory and every CQE, measures the budgets, and exits through
-//! semihosting: 0 when every check passed, 1 on a failed check, 101 on a panic.
+//! both atomics, checks memory and every CQE, and measures the budgets. A third NIC
+//! holds 4,096 QPs in its 8 slots, their contexts in host memory (`docs/scale.md`), and
+//! WRITEs on every pair twice. It exits through semihosting: 0 when every check
+//! passed, 1 on a failed check, 101 on a panic.
 
 #![no_std]
 #![no_main]
@@ -74,6 +76,20 @@ static HOST_FP: ConstStaticCell<HostMem> = ConstStaticCell::new(HostMem([0; HOST
 static NIC: StaticCell<TestNic> = StaticCell::new();
 static NIC_FP: StaticCell<TestNic> = StaticCell::new();
 
+/// QPs of the third NIC, whose contexts live in host memory (issue 16, `docs/scale.md`).
+const ICM_QPS: usize = 4096;
+/// Bytes each of those QPs writes.
+const ICM_LEN: usize = 64;
+/// Its host memory: the ICM, every QP's rings and doorbell record, the buffers.
+const ICM_HOST_MEM: usize = ICM_QPS * (abi::ICM_ENTRY_LEN + 512 + ICM_LEN) + 64 * 1024;
+
+#[repr(C, align(4096))]
+struct IcmHostMem([u8; ICM_HOST_MEM]);
+static HOST_ICM: ConstStaticCell<IcmHostMem> = ConstStaticCell::new(IcmHostMem([0; ICM_HOST_MEM]));
+static NIC_ICM: StaticCell<TestNic> = StaticCell::new();
+/// Those QPs, as the host keeps them.
+static ICM_QP_TABLE: ConstStaticCell<[Qp; ICM_QPS]> = ConstStaticCell::new([Qp::NONE; ICM_QPS]);
+
 /// Exit after a failed check.
 pub fn fail() -> ! {
     error!("self-test FAILED");
@@ -119,6 +135,9 @@ fn main() -> ! {
     t.tear_down();
     t.final_checks();
 
+    // Thousands of QPs through the firmware's slots, their contexts in host memory.
+    many_qps(boot(&NIC_ICM, &mut HOST_ICM.take().0, true));
+
     info!("self-test PASSED");
     semihosting::process::exit(0)
 }
@@ -126,10 +145,10 @@ fn main() -> ! {
 /// Boots a NIC over host memory `mem`, its fast path switched off (`bypass`) or on.
 fn boot(
     cell: &'static StaticCell<TestNic>,
-    mem: &'static mut [u8; HOST_MEM],
+    mem: &'static mut [u8],
     bypass: bool,
 ) -> (&'static mut TestNic, Host) {
-    let base = mem.as_ptr() as u64;
+    let (base, len) = (mem.as_ptr() as u64, mem.len());
     // Built inside the closure: the NIC is large, and a HAL built in `main` would sit in
     // main's frame while it is moved (see the README on the boot stack).
     let nic = cell.init_with(|| {
@@ -141,7 +160,147 @@ fn boot(
         let hal = RamHal::new(dma, FpProbe::new(port));
         TestNic::new(hal, PortConfig::new(MAC, GID))
     });
-    (nic, Host::new(base, HOST_MEM))
+    (nic, Host::new(base, len))
+}
+
+/// Issue 16: `ICM_QPS` RC QPs on a NIC with `config::QPS` slots. The host hands the NIC
+/// host memory for their contexts (SET_ICM), creates them in pairs, connects each pair,
+/// and WRITEs `ICM_LEN` bytes on each pair's first QP; then, with every QP created (all
+/// but a few written back to the ICM), WRITEs again on every pair, which brings both
+/// QPs of each pair back in. Every WRITE's bytes and CQE are checked, and at the end
+/// the first QP still answers QUERY_QP in RTS.
+fn many_qps((nic, mut host): (&'static mut TestNic, Host)) {
+    let qps = ICM_QP_TABLE.take();
+    info!("--- NIC with {=usize} QPs in host memory ---", ICM_QPS);
+    host.enable_cmdq(nic, 4);
+    let icm = host.alloc(ICM_QPS * abi::ICM_ENTRY_LEN, 4096);
+    let arg = abi::IcmArg {
+        addr: U64::new(icm),
+        entries: U32::new(ICM_QPS as u32),
+        reserved: U32::new(0),
+    };
+    host.command(nic, CmdOp::SetIcm, arg.as_bytes());
+    let e = host.command(nic, CmdOp::QueryDevice, &[]);
+    let dev: abi::DeviceAttr = abi::payload(&e);
+    ensure!(
+        dev.max_qp.get() as usize == ICM_QPS,
+        "QUERY_DEVICE with an ICM: max_qp {=u32}",
+        dev.max_qp.get()
+    );
+    let pd = host.command(nic, CmdOp::AllocPd, &[]).out.get();
+    let access = AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE;
+    let buf = host.alloc(ICM_QPS * ICM_LEN, 4096);
+    let arg = abi::RegMrArg {
+        pd: U32::new(pd),
+        access: U32::new(access.bits()),
+        addr: U64::new(buf),
+        length: U64::new((ICM_QPS * ICM_LEN) as u64),
+        ..Default::default()
+    };
+    let e = host.command(nic, CmdOp::RegMr, arg.as_bytes());
+    let mr: abi::RegMrArg = abi::payload(&e);
+    let (lkey, rkey) = (Lkey(mr.lkey.get()), Rkey(mr.rkey.get()));
+    let mut cq = host.create_cq(nic, 4);
+    let av = AddressVector {
+        dmac: dev.mac,
+        dgid: dev.gid,
+        hop_limit: 64,
+        ..Default::default()
+    };
+    // One WRITE on pair `pair`'s first QP, its bytes from `round`, checked.
+    let write = |nic: &mut TestNic, qps: &mut [Qp], cq: &mut Cq, pair: usize, round: u8| {
+        let (src, dst) = (2 * pair * ICM_LEN, (2 * pair + 1) * ICM_LEN);
+        let mut data = [0u8; ICM_LEN];
+        for (i, d) in data.iter_mut().enumerate() {
+            *d = pattern(round.wrapping_add(pair as u8), i + pair);
+        }
+        Host::write(nic, buf + src as u64, &data);
+        let id = u64::from(round) << 32 | pair as u64;
+        let wr = SendWr::new(
+            id,
+            WrOp::RdmaWrite {
+                remote_addr: buf + dst as u64,
+                rkey,
+            },
+        )
+        .sge(buf + src as u64, ICM_LEN as u32, lkey)
+        .flags(SendFlags::SIGNALED);
+        let a = &mut qps[2 * pair];
+        Host::post_send(nic, a, &wr);
+        let wc = Host::wait_cq(nic, cq);
+        ensure!(
+            wc.status == WcStatus::Success && wc.wr_id == id && wc.qp_num == a.qpn,
+            "QP pair {=usize}: CQE wr_id {=u64:#x} status {=str}",
+            pair,
+            wc.wr_id,
+            wc.status.name()
+        );
+        let mut got = [0u8; ICM_LEN];
+        Host::read(nic, buf + dst as u64, &mut got);
+        ensure!(
+            got == data,
+            "QP pair {=usize}: the WRITE's bytes differ",
+            pair
+        );
+    };
+    let t0 = instret();
+    for pair in 0..ICM_QPS / 2 {
+        let a = host.create_rc_qp_with(nic, pd, &cq, 0, true);
+        let b = host.create_rc_qp_with(nic, pd, &cq, 0, true);
+        let (pa, pb) = (0x10 + pair as u32, 0x8000 + pair as u32);
+        connect(nic, &mut host, &a, &b, av, pa, pb, access, Mtu::Mtu1024);
+        connect(nic, &mut host, &b, &a, av, pb, pa, access, Mtu::Mtu1024);
+        qps[2 * pair] = a;
+        qps[2 * pair + 1] = b;
+        write(nic, &mut qps[..], &mut cq, pair, 1);
+    }
+    let created = nic.counters().qp_cache_misses;
+    for pair in 0..ICM_QPS / 2 {
+        write(nic, &mut qps[..], &mut cq, pair, 2);
+    }
+    let spent = instret() - t0;
+    {
+        let qpn = qps[0].qpn;
+        let (status, e) = host.try_command(
+            nic,
+            CmdOp::QueryQp,
+            abi::HandleArg {
+                handle: U32::new(qpn.value()),
+            }
+            .as_bytes(),
+        );
+        let attr: abi::QpAttrArg = abi::payload(&e);
+        ensure!(
+            status == Some(CmdStatus::Ok) && attr.qp_state == QpState::Rts as u8,
+            "QUERY_QP of the first QP from the ICM: state {=u8}",
+            attr.qp_state
+        );
+    }
+    let rt = *nic.counters();
+    ensure!(
+        rt.qp_cache_misses - created >= (ICM_QPS - config::QPS) as u64
+            && rt.qp_cache_evictions >= (ICM_QPS - config::QPS) as u64
+            && rt.qp_ctx_dma_bytes
+                == abi::ICM_ENTRY_LEN as u64 * (rt.qp_cache_misses + rt.qp_cache_evictions)
+            && rt.qp_cache_drops == 0
+            && rt.dma_errors == 0,
+        "QP cache counters: {=u64} misses, {=u64} evictions, {=u64} drops, {=u64} context DMA bytes",
+        rt.qp_cache_misses,
+        rt.qp_cache_evictions,
+        rt.qp_cache_drops,
+        rt.qp_ctx_dma_bytes
+    );
+    info!(
+        "{=usize} QPs in {=usize} slots: {=usize} WRITEs checked (half of them on QPs brought back from the ICM); cache {=u64} hits, {=u64} misses, {=u64} evictions, {=u64} KiB of context DMA; {=u64} instructions from the first CREATE_QP to the last CQE",
+        ICM_QPS,
+        config::QPS,
+        ICM_QPS,
+        rt.qp_cache_hits,
+        rt.qp_cache_misses,
+        rt.qp_cache_evictions,
+        rt.qp_ctx_dma_bytes / 1024,
+        spent
+    );
 }
 
 /// Static RAM: the NIC as configured, and what one more QP or CQ costs.
