@@ -185,21 +185,24 @@ module fp_tx_plan
   logic               save_en;
   logic [31:0]        save_k;
 
-  // intake: the first free slot
+  // intake: the first free slot, a register (the encoder stays off the paths
+  // of the slot store's write address): from this cycle's free slots but the
+  // one filled now; slots freed now count from the next cycle
   logic               has_free;
   logic [SLOT_W-1:0]  free_slot;
-  always_comb begin
-    has_free = 1'b0;
-    free_slot = '0;
+  logic txd_flush, take_txd, take_flush;
+  always_ff @(posedge clk) begin
+    logic [NSLOT-1:0] avail;
+    avail = ~s_valid;
+    if (take_txd) avail[free_slot] = 1'b0;
+    has_free <= avail != '0;
+    free_slot <= '0;
     for (int i = NSLOT - 1; i >= 0; i--) begin
-      if (!s_valid[i]) begin
-        has_free = 1'b1;
-        free_slot = SLOT_W'(i);
-      end
+      if (avail[i]) free_slot <= SLOT_W'(i);
     end
+    if (rst) has_free <= 1'b0;
   end
 
-  logic txd_flush, take_txd, take_flush;
   assign txd_flush = s_txd_valid && s_txd_data[8*TD_OP +: 8] == OP_FLUSH;
   assign take_txd = s_txd_valid && !txd_flush && has_free && !save_en;
 

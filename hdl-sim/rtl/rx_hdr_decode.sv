@@ -10,10 +10,11 @@
 // than two carry chains in a row (125 MHz on an ECP5 at 64 bits, see
 // BENCHMARKS.md):
 //   H1: Ethernet/VLAN, EtherType class, the bytes from the IP header on; the
-//       UDP and BTH word offsets and which IPv4 header words the checksum
-//       sums (from the IHL), so that H2's selects and sums hang off registers;
+//       UDP and BTH word offsets; the IPv4 header words the checksum sums,
+//       those past the IHL zeroed, in registers of their own (not a tap of
+//       the 880-bit h1_net), so that H2's selects and sums hang off registers;
 //   H2: UDP and BTH+ext bytes at their (IHL-dependent) offsets; the IPv4
-//       header words summed in groups of four;
+//       header words summed in groups of four, as two pairs (no gating);
 //   H3: opcode table, every field -> m_meta (registered); offsets and lengths,
 //       each one adder from H2's registers; the checks that need no sum; the
 //       checksum groups summed in two halves;
@@ -128,7 +129,7 @@ module rx_hdr_decode
   logic [15:0]          h1_ethertype;
   logic [1:0]           h1_kind;
   logic [NET*8-1:0]     h1_net;      // bytes from the IP header / GRH on
-  logic [4*CSUM_GROUPS-1:0] h1_csum_en;  // IPv4 header word w is summed: w < IHL * 2
+  logic [4*CSUM_GROUPS-1:0][15:0] h1_csw;  // IPv4 header word w if w < IHL * 2, else 0
   logic [4:0]           h1_udp_w;    // UDP offset from the IP header, 32-bit words
   logic [4:0]           h1_bth_w;    // BTH offset from the IP header, 32-bit words
 
@@ -139,6 +140,7 @@ module rx_hdr_decode
     logic [3:0] ihl;
     logic [1:0] kind;
     logic [4:0] udp_w;
+    logic [15:0] csw_plain, csw_vlan;
     tpid = {hb(s_hdr, 12), hb(s_hdr, 13)};
     vlan = tpid == ETH_P_8021Q;
     et = vlan ? {hb(s_hdr, 16), hb(s_hdr, 17)} : tpid;
@@ -161,7 +163,14 @@ module rx_hdr_decode
       h1_udp_w <= udp_w;
       h1_bth_w <= (kind == L3_GRH) ? 5'd10 : udp_w + 5'd2;
       h1_net <= vlan ? s_hdr[18*8 +: NET*8] : s_hdr[14*8 +: NET*8];
-      for (int w = 0; w < 4 * CSUM_GROUPS; w++) h1_csum_en[w] <= w < CSUM_WORDS && 5'(w) < {ihl, 1'b0};
+      // each word masked by the IHL at both header positions, then the tag picks
+      for (int w = 0; w < 4 * CSUM_GROUPS; w++) begin
+        csw_plain = {hb(s_hdr, 14 + 2 * w), hb(s_hdr, 15 + 2 * w)};
+        csw_vlan = {hb(s_hdr, 18 + 2 * w), hb(s_hdr, 19 + 2 * w)};
+        if (w >= CSUM_WORDS || 5'(w) >= {s_hdr[14*8 +: 4], 1'b0}) csw_plain = '0;
+        if (w >= CSUM_WORDS || 5'(w) >= {s_hdr[18*8 +: 4], 1'b0}) csw_vlan = '0;
+        h1_csw[w] <= vlan ? csw_vlan : csw_plain;
+      end
     end
     if (rst) h1_valid <= 1'b0;
   end
@@ -182,19 +191,11 @@ module rx_hdr_decode
   logic [CSUM_GROUPS-1:0][17:0] h2_csum;  // group g: words 4g..4g+3 of those < IHL*2
 
   always_ff @(posedge clk) begin
-    logic [17:0] sum;
-    int w;
     h2_valid <= h1_valid;
     if (h1_valid) begin
-      for (int g = 0; g < CSUM_GROUPS; g++) begin
-        sum = '0;
-        for (int k = 0; k < 4; k++) begin
-          w = 4 * g + k;
-          if (h1_csum_en[w])
-            sum = sum + 18'({h1_net[(2*w)*8 +: 8], h1_net[(2*w+1)*8 +: 8]});
-        end
-        h2_csum[g] <= sum;
-      end
+      for (int g = 0; g < CSUM_GROUPS; g++)
+        h2_csum[g] <= (18'(h1_csw[4*g]) + 18'(h1_csw[4*g+1]))
+            + (18'(h1_csw[4*g+2]) + 18'(h1_csw[4*g+3]));
       h2_len_known <= h1_len_known;
       h2_len <= h1_len;
       h2_dst <= h1_dst;

@@ -13,6 +13,7 @@ pub const STEPS: &[Step] = &[
     Step::custom("install", install),
     Step::cargo("fmt", &["fmt", "--all", "--check"]),
     Step::custom("layers", layers),
+    Step::custom("timing", timing),
     Step::cargo(
         "clippy",
         &[
@@ -87,6 +88,12 @@ fn install(ctx: &Ctx) -> Result<Outcome> {
 /// The crate layering of `ARCHITECTURE.md`, checked with `cargo tree`.
 fn layers(_: &Ctx) -> Result<Outcome> {
     crate::layers::check().map(|()| Outcome::Passed)
+}
+
+/// The datapath's timing record (`xtask/src/synth/record.rs`): the RTL that CI tests
+/// is the RTL whose place and route closed its clock.
+fn timing(ctx: &Ctx) -> Result<Outcome> {
+    crate::synth::record::check(&ctx.root).map(|()| Outcome::Passed)
 }
 
 /// Building the core for targets that have no `std` proves it does not use it. (Not

@@ -38,8 +38,9 @@ usage: cargo xtask <command>
   synth [--list] [TARGET..]
                    synthesize, place and route the RTL targets (all, or those
                    named): Fmax, critical path, resources per module, logic
-                   depth (yowasp tools from PyPI; tens of minutes; not part of ci)
-  synth --depth    only the logic-depth guard: yosys on the guarded targets
+                   depth (yowasp tools from PyPI; tens of minutes; not part of ci);
+                   a guarded target's run rewrites its line of hdl-sim/timing.txt,
+                   which ci checks against the sources (commit it with the RTL)
   synth --top MODULE TARGET
                    one module of TARGET alone, out of context (quicker while
                    working on it); results in target/synth/TARGET/MODULE/

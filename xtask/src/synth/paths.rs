@@ -5,8 +5,9 @@
 //! 32-bit carry chain (16 cells, about 1 ns on an ECP5) look deeper than five LUT
 //! levels (about 8 ns with their routing); these weights do not.
 //!
-//! This is the quick proxy for timing that `cargo xtask ci` checks (no place and
-//! route): `BENCHMARKS.md` ("Timing on an FPGA") relates it to nextpnr's Fmax.
+//! A figure of every report, and the only timing figure for parts without an open
+//! place and route (UltraScale+). It is not a guard: on the ECP5 it does not predict
+//! nextpnr's Fmax (`record.rs`, `BENCHMARKS.md` "Timing on an FPGA").
 
 use std::collections::HashMap;
 
