@@ -3,7 +3,12 @@
 //! * Verilator is found as `$VERILATOR` or `verilator` on PATH. When it is
 //!   missing (or `ROCE_HDL_SIM_DISABLE=1`), the build does not fail: it warns,
 //!   sets `cfg(roce_rtl_unavailable)`, and the crate compiles a stub whose
-//!   constructors report "unavailable".
+//!   constructors report "unavailable". That verdict must not outlive the
+//!   reason for it: the script runs again when PATH changes, and, while
+//!   Verilator is missing, when any directory on PATH changes (installing it
+//!   adds an entry there, which changes the directory's modification time;
+//!   a newcomer's first `cargo run` comes before `cargo xtask ci` installs it).
+//!   `cargo xtask newcomer` checks exactly that on a fresh clone.
 //! * Debian's Verilator 5.006 does not put its runtime into the generated
 //!   archive, so `verilated.cpp`, `verilated_threads.cpp` and
 //!   `verilated_fst_c.cpp` are compiled here, once per OUT_DIR (stamped with
@@ -116,11 +121,15 @@ fn main() {
     println!("cargo::rerun-if-changed=src/ffi.rs");
     println!("cargo::rerun-if-env-changed=ROCE_HDL_SIM_DISABLE");
     println!("cargo::rerun-if-env-changed=VERILATOR");
+    println!("cargo::rerun-if-env-changed=PATH");
 
     if env::var("ROCE_HDL_SIM_DISABLE").is_ok_and(|v| v == "1") {
         return unavailable("ROCE_HDL_SIM_DISABLE=1");
     }
-    let verilator = env::var("VERILATOR").unwrap_or_else(|_| "verilator".to_string());
+    let verilator = match locate_verilator() {
+        Ok(path) => path.display().to_string(),
+        Err(why) => return unavailable(&why),
+    };
     let version = match Command::new(&verilator).arg("--version").output() {
         Ok(o) if o.status.success() => String::from_utf8_lossy(&o.stdout).trim().to_string(),
         Ok(o) => {
@@ -419,6 +428,29 @@ fn soc_unavailable(why: &str) {
     println!("cargo::rustc-env=ROCE_SOC_UNAVAILABLE={why}");
     println!("cargo::warning=roce-hdl-sim: the SoC model is unavailable: {why}. `cargo xtask install` sets up target/tools/venv with pythondata-cpu-vexriscv.");
     println!("cargo::rustc-cfg=roce_soc_unavailable");
+}
+
+/// Where Verilator is: `$VERILATOR` (a path, or a name looked up on PATH), else
+/// `verilator` on PATH. Tells cargo when to look again: when the file found changes,
+/// or, when none was found, when a directory on PATH does.
+fn locate_verilator() -> Result<PathBuf, String> {
+    let name = env::var_os("VERILATOR").unwrap_or_else(|| "verilator".into());
+    let given = PathBuf::from(&name);
+    if given.components().count() > 1 {
+        println!("cargo::rerun-if-changed={}", given.display());
+        return Ok(given);
+    }
+    let dirs: Vec<PathBuf> = env::split_paths(&env::var_os("PATH").unwrap_or_default())
+        .filter(|d| d.is_absolute() && d.is_dir())
+        .collect();
+    if let Some(found) = dirs.iter().map(|d| d.join(&given)).find(|f| f.is_file()) {
+        println!("cargo::rerun-if-changed={}", found.display());
+        return Ok(found);
+    }
+    for d in &dirs {
+        println!("cargo::rerun-if-changed={}", d.display());
+    }
+    Err(format!("`{}` is not on PATH", given.display()))
 }
 
 fn unavailable(why: &str) {

@@ -13,6 +13,12 @@
 //! * Doorbells carry free-running 32-bit producer (or, for CQs, consumer) indices; the
 //!   slot of index `i` in a ring of depth `2^n` is `i mod 2^n`.
 
+pub mod counters;
+pub mod port;
+
+pub use counters::{CounterScope, QueryCountersArg, RuntimeCounters, PORT_COUNTERS, QP_COUNTERS};
+pub use port::{CcArg, DcbArg, GidArg, PortArg, QpCcArg};
+
 use bitfield::bitfield;
 use zerocopy::little_endian::{U16, U32, U64};
 use zerocopy::{FromBytes, FromZeros, Immutable, IntoBytes, KnownLayout};
@@ -290,12 +296,23 @@ pub enum CmdOp {
     ModifyQp = 9,
     QueryQp = 10,
     DestroyQp = 11,
-    /// Hands the NIC host memory for QP contexts (`IcmArg`; `docs/scale.md`).
-    SetIcm = 64,
+    QueryPort = 12,
+    ModifyPort = 13,
+    QueryGid = 14,
+    ModifyGid = 15,
+    QueryDcb = 16,
+    ModifyDcb = 17,
+    QueryCc = 18,
+    ModifyCc = 19,
+    QueryQpCc = 20,
+    ModifyQpCc = 21,
+    QueryCounters = 22,
     CreateSrq = 23,
     ModifySrq = 24,
     QuerySrq = 25,
     DestroySrq = 26,
+    /// Hands the NIC host memory for QP contexts (`IcmArg`; `docs/scale.md`).
+    SetIcm = 64,
 }
 
 impl CmdOp {
@@ -313,11 +330,22 @@ impl CmdOp {
             9 => Self::ModifyQp,
             10 => Self::QueryQp,
             11 => Self::DestroyQp,
-            64 => Self::SetIcm,
+            12 => Self::QueryPort,
+            13 => Self::ModifyPort,
+            14 => Self::QueryGid,
+            15 => Self::ModifyGid,
+            16 => Self::QueryDcb,
+            17 => Self::ModifyDcb,
+            18 => Self::QueryCc,
+            19 => Self::ModifyCc,
+            20 => Self::QueryQpCc,
+            21 => Self::ModifyQpCc,
+            22 => Self::QueryCounters,
             23 => Self::CreateSrq,
             24 => Self::ModifySrq,
             25 => Self::QuerySrq,
             26 => Self::DestroySrq,
+            64 => Self::SetIcm,
             _ => return None,
         })
     }
@@ -411,6 +439,9 @@ pub struct DeviceAttr {
     /// Active path MTU (`enum ibv_mtu`).
     pub active_mtu: u8,
     pub reserved2: [u8; 3],
+    /// Entries in the port's GID table (ABI 1.1; 0 from a 1.0 NIC means 1).
+    pub gid_tbl_len: U16,
+    pub reserved3: [u8; 2],
 }
 
 /// DEALLOC_PD / DEREG_MR / DESTROY_CQ / DESTROY_QP / QUERY_QP: the handle.
@@ -602,8 +633,16 @@ mod tests {
         assert_eq!(size_of::<RecvWqe>(), 80);
         assert_eq!(size_of::<Cqe>(), 32);
         assert_eq!(size_of::<CmdEntry>(), 128);
+        assert_eq!(size_of::<DeviceAttr>(), 56);
+        assert_eq!(core::mem::offset_of!(DeviceAttr, gid_tbl_len), 52);
         for n in [
             size_of::<DeviceAttr>(),
+            size_of::<PortArg>(),
+            size_of::<GidArg>(),
+            size_of::<DcbArg>(),
+            size_of::<CcArg>(),
+            size_of::<QpCcArg>(),
+            size_of::<QueryCountersArg>(),
             size_of::<RegMrArg>(),
             size_of::<CreateCqArg>(),
             size_of::<CreateQpArg>(),

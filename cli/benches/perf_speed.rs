@@ -11,10 +11,12 @@
 //! Run: `cargo bench -p roce-cli --bench perf_speed`. Wall times on a shared machine
 //! vary; the table prints the best of three runs of each.
 
-use roce_cli::perf::{self, world, Params, Test};
-use roce_cli::progress::Progress;
+use roce_cli::perf::{self, Params, Test};
+use roce_cli::progress::ProgressBar;
 use roce_core::transport::Mtu;
 use roce_sim::LinkConfig;
+use roce_testbed::nic::Datapath;
+use roce_testbed::{Direct, Sim};
 use std::time::Instant;
 
 fn params(test: Test, size: usize, iters: usize, qps: usize) -> Params {
@@ -53,13 +55,14 @@ fn main() {
         let iters = (2000 / qps).max(20);
         let p = params(Test::WriteBw, 65536, iters, qps);
         let (wall, sim_ns) = best(|| {
-            let mut sim = world::Sim::back_to_back(
-                perf::nics(&p, false),
+            let mut sim = Sim::back_to_back(
+                perf::nics(&p, Datapath::Software, false).unwrap(),
                 LinkConfig::new(100_000_000_000, 2_000),
                 1,
-            );
+            )
+            .unwrap();
             let t = Instant::now();
-            let m = perf::run(&mut sim, &p, &mut Progress::silent()).unwrap();
+            let m = perf::run(&mut sim, &p, &ProgressBar::hidden()).unwrap();
             (t.elapsed().as_secs_f64(), m.elapsed_ns)
         });
         let ratio = sim_ns as f64 / 1e9 / wall;
@@ -75,12 +78,9 @@ fn main() {
         let p = params(Test::WriteBw, size, iters, 1);
         let (wall, m) = best(|| {
             let t = Instant::now();
-            let m = perf::run(
-                &mut world::Direct::new(perf::nics(&p, false)),
-                &p,
-                &mut Progress::silent(),
-            )
-            .unwrap();
+            let nics = perf::nics(&p, Datapath::Software, false).unwrap();
+            let mut direct = Direct::new(nics).unwrap();
+            let m = perf::run(&mut direct, &p, &ProgressBar::hidden()).unwrap();
             (t.elapsed().as_secs_f64(), m)
         });
         let secs = m.elapsed_ns as f64 / 1e9;

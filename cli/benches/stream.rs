@@ -17,7 +17,7 @@
 //! `cargo bench -p roce-cli --bench stream [-- MIB [FILTER]]` (default 256 MiB per run;
 //! FILTER picks the runs whose name holds it, e.g. `"2 threads"`).
 
-use roce_cli::progress::Progress;
+use roce_cli::progress::ProgressBar;
 use roce_cli::scenario::fct::{run_flows, Net, Setup};
 use roce_core::transport::Mtu;
 use roce_sim::workload::Flow;
@@ -67,6 +67,7 @@ fn main() {
         partitions,
         seed: 1,
         dcqcn: false,
+        pfc: false,
         mtu: Mtu::Mtu4096,
         timeout: 14,
         dscp: 26,
@@ -102,7 +103,7 @@ fn main() {
             &setup(partitions),
             vec![flow],
             threads,
-            &mut Progress::silent(),
+            &ProgressBar::hidden(),
         )
         .expect("the stream runs");
         let wall = wall.elapsed().as_secs_f64();

@@ -203,8 +203,9 @@ fn run() -> Result<()> {
         } => {
             let mut s = roce_cli::scenario::Scenario::load(&scenario)?;
             s.threads = threads;
-            let outcome =
-                roce_cli::scenario::run(&s, &mut roce_cli::progress::Progress::new(&s.name))?;
+            let bar = roce_cli::progress::bar(&s.name);
+            let outcome = roce_cli::scenario::run(&s, &bar)?;
+            bar.finish_and_clear();
             write!(out, "{}", outcome.table())?;
             out.flush()?;
             if let roce_cli::scenario::Outcome::Fct(r) = &outcome {

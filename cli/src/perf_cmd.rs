@@ -1,10 +1,12 @@
 //! The command line of `roce perf`: perftest's options where they fit, plus the fabric.
 
-use crate::perf::{self, report, world, Params, Test};
-use crate::progress::Progress;
+use crate::perf::{self, report, Params, Test};
+use crate::progress;
 use anyhow::{bail, Context, Result};
 use roce_core::transport::{AckTimeout, Mtu, SrAttr, SR_WINDOW};
 use roce_sim::{Faults, LinkConfig};
+use roce_testbed::nic::Datapath;
+use roce_testbed::{Direct, HostPath, NicNode, Sim};
 use std::io::Write;
 
 /// `roce perf` options.
@@ -172,7 +174,8 @@ pub fn ack_timeout_at_least(ns: u64) -> Result<AckTimeout> {
         .ok_or_else(|| anyhow::anyhow!("timeout of {ns} ns is beyond 4.096 us * 2^31"))
 }
 
-fn mtu(bytes: u32) -> Result<Mtu> {
+/// An IB MTU given in bytes: 256, 512, 1024, 2048 or 4096.
+pub fn parse_mtu(bytes: u32) -> Result<Mtu> {
     Mtu::from_bytes_floor(bytes)
         .filter(|m| m.bytes() == bytes)
         .ok_or_else(|| anyhow::anyhow!("MTU {bytes}: use 256, 512, 1024, 2048 or 4096"))
@@ -218,26 +221,24 @@ pub fn run(args: &PerfArgs, out: &mut impl Write) -> Result<()> {
             size,
             iters,
             qps: args.qps,
-            mtu: mtu(args.mtu)?,
+            mtu: parse_mtu(args.mtu)?,
             tx_depth: args.tx_depth,
             selective_repeat,
             timeout: args.qp_timeout,
         };
-        let fastpath = args.fastpath == crate::interop::OnOff::On;
-        let nics = match args.backend {
-            Backend::Model => perf::nics(&p, fastpath),
-            Backend::Rtl => perf::rtl_nics(&p, fastpath)?,
+        let datapath = match args.backend {
+            Backend::Model => Datapath::Software,
+            Backend::Rtl => Datapath::Rtl(roce_hdl_sim::DataWidth::W512),
         };
+        let fastpath = args.fastpath == crate::interop::OnOff::On;
+        let nics = perf::nics(&p, datapath, fastpath)?;
+        let bar = progress::bar(p.test.name());
         let m = match args.fabric {
             Fabric::Direct => {
                 if args.pcap.is_some() {
                     bail!("--pcap needs the simulated fabric (frames have no wire time in --fabric direct)");
                 }
-                perf::run(
-                    &mut world::Direct::new(nics),
-                    &p,
-                    &mut Progress::new(p.test.name()),
-                )?
+                perf::run(&mut Direct::new(nics)?, &p, &bar)?
             }
             Fabric::Sim => {
                 let faults = Faults {
@@ -246,11 +247,11 @@ pub fn run(args: &PerfArgs, out: &mut impl Write) -> Result<()> {
                 };
                 let link = LinkConfig::new(link_bps, delay).with_faults(faults);
                 let path = match args.host_path {
-                    HostPathArg::Pcie3 => world::HostPath::PCIE_GEN3_X16,
-                    HostPathArg::Free => world::HostPath::FREE,
+                    HostPathArg::Pcie3 => HostPath::PCIE_GEN3_X16,
+                    HostPathArg::Free => HostPath::FREE,
                 };
-                let nodes = nics.map(|n| world::NicNode::new(n).with_host_path(path));
-                let mut sim = world::Sim::connect(nodes, link, args.seed);
+                let nodes = nics.map(|n| NicNode::new(n).with_host_path(path));
+                let mut sim = Sim::connect(nodes, link, args.seed)?;
                 let tap = match &args.pcap {
                     Some(path) => {
                         let file = std::fs::File::create(path)
@@ -264,13 +265,14 @@ pub fn run(args: &PerfArgs, out: &mut impl Write) -> Result<()> {
                     }
                     None => None,
                 };
-                let m = perf::run(&mut sim, &p, &mut Progress::new(p.test.name()))?;
+                let m = perf::run(&mut sim, &p, &bar)?;
                 if let Some(t) = tap {
                     sim.fabric.close_tap(t)?;
                 }
                 m
             }
         };
+        bar.finish_and_clear();
         let f = report::figures(&p, &m);
         if args.json {
             writeln!(out, "{}", report::json(&p, &m, &f, link_bps as f64 / 1e9))?;
@@ -301,7 +303,7 @@ fn run_wire(args: &PerfArgs, sizes: Vec<usize>, iters: usize, out: &mut impl Wri
             atomic: args.atomic,
             size,
             iters,
-            mtu: mtu(args.mtu)?,
+            mtu: parse_mtu(args.mtu)?,
             tx_depth: args.tx_depth,
             role: role.clone(),
             link: args.raw.clone(),

@@ -4,14 +4,11 @@
 use crate::model::NicModel;
 use crate::port::{PortQueues, QueuePort};
 use roce_abi::reg;
-use roce_core::cc::QpCcInfo;
 use roce_core::dcb::{Priorities, PriorityMap};
 use roce_core::engine::PortConfig;
-use roce_core::num::Qpn;
-use roce_core::transport::Counters;
 use roce_firmware::fastpath::FastPathPort;
 use roce_firmware::hal::{Datapath, FastPath, Hal, RegFile};
-use roce_firmware::runtime::{Nic, NicRuntime, RuntimeCounters};
+use roce_firmware::runtime::{Nic, NicRuntime};
 use roce_host::{Device, HostMemory};
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
@@ -119,7 +116,6 @@ enum Frames {
 
 /// The firmware runtime on the host: a register file, host memory, and a port.
 pub struct LocalNic {
-    cfg: PortConfig,
     shared: Rc<Shared>,
     frames: Frames,
     fw: RefCell<Box<dyn NicRuntime>>,
@@ -193,16 +189,10 @@ impl LocalNic {
             Capacities::Host => Box::new(Nic::<_, 64, 64, 8, 64, 64, 64, 128, 16>::new(hal, cfg)),
         };
         Rc::new(Self {
-            cfg,
             shared,
             frames,
             fw: RefCell::new(fw),
         })
-    }
-
-    /// The port configuration it booted with.
-    pub fn port_config(&self) -> &PortConfig {
-        &self.cfg
     }
 
     /// The port's frame queues, when its frames go through a datapath model.
@@ -211,28 +201,6 @@ impl LocalNic {
             Frames::Direct => None,
             Frames::Queued(q) => Some(q),
         }
-    }
-
-    /// The engine's protocol counters (rxe's names).
-    pub fn counters(&self) -> Counters {
-        self.fw.borrow().engine_counters()
-    }
-
-    /// The firmware runtime's counters.
-    pub fn runtime_counters(&self) -> RuntimeCounters {
-        self.fw.borrow().runtime_counters()
-    }
-
-    /// DCQCN's reaction point on or off for one QP (the port's `cc` config sets the
-    /// default). A harness control beside the ABI, as `counters` is.
-    pub fn set_qp_cc(&self, qpn: Qpn, rp: bool) -> Result<(), roce_core::transport::Error> {
-        self.fw.borrow_mut().set_qp_cc(qpn, rp)
-    }
-
-    /// A QP's congestion control state (current rate, CNP and ECN counters), for time
-    /// series.
-    pub fn qp_cc(&self, qpn: Qpn) -> Option<QpCcInfo> {
-        self.fw.borrow().qp_cc(qpn)
     }
 }
 
@@ -287,8 +255,13 @@ impl NicModel for LocalNic {
         }
     }
 
-    fn mac(&self) -> [u8; 6] {
-        self.cfg.mac
+    fn port_config(&self) -> PortConfig {
+        self.fw.borrow().port_config()
+    }
+
+    fn context_dma(&self) -> (u64, u64) {
+        let c = self.fw.borrow().counters();
+        (c.qp_cache_misses, c.qp_cache_evictions)
     }
 }
 

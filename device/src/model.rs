@@ -2,6 +2,7 @@
 //! beside the [`Device`] boundary the driver uses.
 
 use roce_core::dcb::{Priorities, PriorityMap};
+use roce_core::engine::PortConfig;
 use roce_host::Device;
 
 /// A NIC model: the boundary the driver sees, plus the model's clock and its Ethernet
@@ -25,6 +26,17 @@ pub trait NicModel: Device {
     /// The next frame the NIC puts on the wire, written into `buf`: its length, or `None`
     /// when it has nothing to send now.
     fn transmit_frame(&self, buf: &mut [u8]) -> Option<usize>;
+    /// The port's configuration as it stands now (the host changes it through the ABI):
+    /// what a harness modelling the NIC's MAC needs (its address for pause frames, the
+    /// PFC priorities).
+    fn port_config(&self) -> PortConfig;
+    /// QP contexts read from and written back to host memory so far (the context
+    /// cache's misses and evictions, `docs/scale.md`): the DMA a harness charges time
+    /// for, as a bus analyser on the NIC's host link would see it. A model that keeps
+    /// every QP on chip makes none.
+    fn context_dma(&self) -> (u64, u64) {
+        (0, 0)
+    }
     /// [`NicModel::transmit_frame`] for a port with a transmit queue per 802.1p priority:
     /// no frame of a priority in `blocked` (paused by the link partner, or its queue
     /// full; priorities by `map`), the others go on. A model that builds frames ahead of
@@ -39,7 +51,4 @@ pub trait NicModel: Device {
         let _ = (map, blocked);
         self.transmit_frame(buf)
     }
-    /// The port's Ethernet address (the source of the pause frames a harness sends on
-    /// the NIC's behalf).
-    fn mac(&self) -> [u8; 6];
 }

@@ -12,6 +12,7 @@
 //! while the SoC is busy (else when the firmware's next timer is due).
 
 use crate::model::NicModel;
+use roce_core::engine::PortConfig;
 use roce_hdl_sim::soc::{FirmwareStats, Soc, SocError, NS_PER_CYCLE};
 use roce_host::{Device, HostMemory};
 use std::cell::{Cell, RefCell};
@@ -42,7 +43,8 @@ pub fn thread_cpu_ns() -> u64 {
 pub struct SocNic {
     soc: RefCell<Soc>,
     mem: HostMemory,
-    mac: [u8; 6],
+    /// The port addresses it booted with.
+    boot: PortConfig,
     /// Cycles per `poll`.
     pub poll_cycles: Cell<u64>,
     boot_cycles: u64,
@@ -74,7 +76,7 @@ impl SocNic {
         Ok(Rc::new(Self {
             soc: RefCell::new(soc),
             mem,
-            mac,
+            boot: PortConfig::new(mac, gid),
             poll_cycles: Cell::new(POLL_CYCLES),
             boot_cycles,
             log: RefCell::new(log),
@@ -198,8 +200,11 @@ impl NicModel for SocNic {
         Some(frame.len())
     }
 
-    fn mac(&self) -> [u8; 6] {
-        self.mac
+    /// The addresses it booted with: the firmware keeps the live configuration in the
+    /// SoC's RAM, where the harness does not look, so a MAC or PFC setting the host
+    /// changes through the ABI is not seen here.
+    fn port_config(&self) -> PortConfig {
+        self.boot
     }
 }
 

@@ -18,9 +18,8 @@ use proptest::prelude::*;
 use roce_core::engine::PortConfig;
 use roce_core::memory::AccessFlags;
 use roce_core::num::Psn;
-use roce_core::num::Qpn;
 use roce_core::transport::{
-    ipv4_gid, Mtu, QpType, RecvWr, SendFlags, SendWr, WcOpcode, WcStatus, WorkCompletion, WrOp,
+    ipv4_gid, Mtu, QpType, RecvWr, SendFlags, SendWr, WcStatus, WorkCompletion, WrOp,
 };
 use roce_device::rtl::rtl_fastpath_nic;
 use roce_device::{Capacities, LocalNic, NicModel};
@@ -211,7 +210,7 @@ fn run(hw: Hw, mtu: Mtu, wire: Wire, wrs: &[Wr]) -> (Outcome, [FastPathCounters;
             b
         })
         .collect();
-    let counters = [0, 1].map(|s| sides[s].nic.runtime_counters().fastpath);
+    let counters = [0, 1].map(|s| sides[s].ctx.query_counters().unwrap().runtime.fastpath);
     (
         Outcome {
             flows,
@@ -269,13 +268,13 @@ fn post(p: &Pair, w: &Wr, id: u64) {
 
 fn drain(cq: &CompletionQueue) -> Vec<WorkCompletion> {
     let mut out = Vec::new();
-    let mut buf = [WorkCompletion::new(0, Qpn::new(0), WcOpcode::Send, WcStatus::Success); 64];
+    let mut buf = [WorkCompletion::default(); 64];
     loop {
-        let n = cq.poll(&mut buf).unwrap();
-        if n == 0 {
+        let got = cq.poll(&mut buf).unwrap();
+        if got.is_empty() {
             return out;
         }
-        out.extend_from_slice(&buf[..n]);
+        out.extend_from_slice(got);
     }
 }
 

@@ -67,38 +67,8 @@ pub trait FastPath {
     fn counters(&self) -> FastPathCounters;
 }
 
-/// What the fast path counted.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct FastPathCounters {
-    /// Frames the segmenter and the ACK path sent.
-    pub tx_frames: u64,
-    /// Requests placed and responses taken without the firmware.
-    pub rx_handled: u64,
-    /// Frames handed to the firmware as exceptions.
-    pub rx_exceptions: u64,
-    /// Frames the parser dropped.
-    pub rx_dropped: u64,
-    /// Packets the segmenter aborted because the host could not read their payload
-    /// (docs/fastpath.md §6; the firmware's retransmission repairs them).
-    pub tx_dma_errors: u64,
-}
-
-impl FastPathCounters {
-    /// All zero (a `const`, for `RuntimeCounters::ZERO`).
-    pub const ZERO: Self = Self {
-        tx_frames: 0,
-        rx_handled: 0,
-        rx_exceptions: 0,
-        rx_dropped: 0,
-        tx_dma_errors: 0,
-    };
-}
-
-impl Default for FastPathCounters {
-    fn default() -> Self {
-        Self::ZERO
-    }
-}
+/// What the fast path counted (part of the port's counter set, so it lives in the ABI).
+pub use crate::abi::counters::FastPathCounters;
 
 /// Everything the runtime needs from the platform.
 pub trait Hal {

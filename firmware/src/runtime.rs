@@ -9,8 +9,7 @@
 use crate::abi::{
     self, reg, CmdEntry, CmdOp, CmdStatus, Cqe, DecodeError, EventStatus, RecvWqe, SendWqe,
 };
-use crate::hal::{Datapath, FastPathCounters, Hal, QP_MAP_WORDS};
-use roce_core::cc::QpCcInfo;
+use crate::hal::{Datapath, Hal, QP_MAP_WORDS};
 use roce_core::dcb::{Priorities, PriorityMap};
 use roce_core::engine::{CqHandle, Engine, PortConfig, QPN_BASE};
 use roce_core::fastpath::layout::{self, EVENT_LEN};
@@ -80,68 +79,11 @@ enum FpState {
     Full,
 }
 
-/// Counters of the runtime itself (the engine keeps the protocol's).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct RuntimeCounters {
-    pub commands: u64,
-    pub command_errors: u64,
-    pub send_wqes: u64,
-    pub recv_wqes: u64,
-    pub bad_wqes: u64,
-    /// Doorbells (send, receive, command queue) whose producer index claimed more
-    /// entries than the ring holds; each fails its QP (or skips the commands). Also
-    /// receive doorbells of a QP on an SRQ, which are ignored.
-    pub bad_doorbells: u64,
-    pub frames_rx: u64,
-    pub frames_tx: u64,
-    pub cqes: u64,
-    pub cq_overflows: u64,
-    pub dma_errors: u64,
-    /// The fast path's own counts (zero without one).
-    pub fastpath: FastPathCounters,
-    /// Message descriptors posted to the fast path, and its events handled.
-    pub fp_descriptors: u64,
-    pub fp_events: u64,
-    /// QP context cache (`docs/scale.md`): lookups of a QP found resident / brought in
-    /// from the ICM, resident QPs written back to make room, packets dropped because
-    /// every resident QP had work in flight, and bytes of context DMA (both ways).
-    pub qp_cache_hits: u64,
-    pub qp_cache_misses: u64,
-    pub qp_cache_evictions: u64,
-    pub qp_cache_drops: u64,
-    pub qp_ctx_dma_bytes: u64,
-}
+/// Counters of the runtime itself (the engine keeps the protocol's); the host reads both
+/// with QUERY_COUNTERS.
+pub use crate::abi::RuntimeCounters;
 
-impl RuntimeCounters {
-    /// All zero (a `const` for [`Nic::idle`]).
-    pub const ZERO: Self = Self {
-        commands: 0,
-        command_errors: 0,
-        send_wqes: 0,
-        recv_wqes: 0,
-        bad_wqes: 0,
-        bad_doorbells: 0,
-        frames_rx: 0,
-        frames_tx: 0,
-        cqes: 0,
-        cq_overflows: 0,
-        dma_errors: 0,
-        fastpath: FastPathCounters::ZERO,
-        fp_descriptors: 0,
-        fp_events: 0,
-        qp_cache_hits: 0,
-        qp_cache_misses: 0,
-        qp_cache_evictions: 0,
-        qp_cache_drops: 0,
-        qp_ctx_dma_bytes: 0,
-    };
-}
-
-impl Default for RuntimeCounters {
-    fn default() -> Self {
-        Self::ZERO
-    }
-}
+mod port;
 
 /// The NIC: the engine with the given capacities (see [`crate::config`]) and the state
 /// that ties it to the host's rings. `Clone` (with a `Clone` HAL) is a snapshot: the `abi`
@@ -244,7 +186,8 @@ impl<
     }
 
     /// Sets the port's configuration (its addresses) of an [`Nic::idle`] NIC before it
-    /// boots; once QPs exist, [`EngineError::Busy`].
+    /// boots (later, the host changes it with MODIFY_PORT; `Engine::set_config` says
+    /// what is busy once QPs are connected).
     pub fn set_port(&mut self, port: PortConfig) -> Result<(), EngineError> {
         self.engine.set_config(port)
     }
@@ -264,7 +207,7 @@ impl<
         hal.reg_write(reg::STATUS, status.0);
         hal.reg_write(reg::CMDQ_CI, 0);
         if let Some(fp) = hal.datapath().fastpath() {
-            fp.set_port(port.mac, port.gid);
+            fp.set_port(port.mac, port.gid());
         }
     }
 
@@ -1008,6 +951,17 @@ impl<
                 abi::set_payload(e, &abi::QpAttrArg::from_attr(info.qpn, &attr));
             }),
             CmdOp::DestroyQp => return self.destroy_qp(Qpn::new(handle)),
+            CmdOp::QueryPort
+            | CmdOp::ModifyPort
+            | CmdOp::QueryGid
+            | CmdOp::ModifyGid
+            | CmdOp::QueryDcb
+            | CmdOp::ModifyDcb
+            | CmdOp::QueryCc
+            | CmdOp::ModifyCc
+            | CmdOp::QueryQpCc
+            | CmdOp::ModifyQpCc
+            | CmdOp::QueryCounters => return self.port_command(op, e),
             CmdOp::SetIcm => return self.set_icm(e),
             CmdOp::CreateSrq => return self.create_srq(e),
             CmdOp::ModifySrq => return self.modify_srq(e),
@@ -1032,8 +986,9 @@ impl<
             max_qp_rd_atom: RD.min(255) as u8,
             max_msg_sz: U32::new(roce_core::transport::MAX_MSG_SIZE as u32),
             mac: cfg.mac,
-            gid: cfg.gid,
+            gid: cfg.gid(),
             active_mtu: cfg.active_mtu as u8,
+            gid_tbl_len: zerocopy::little_endian::U16::new(roce_core::engine::GID_TABLE_LEN as u16),
             ..Default::default()
         }
     }
@@ -1280,6 +1235,10 @@ pub trait NicRuntime {
     fn receive_frame(&mut self, frame: &[u8]);
     /// [`Nic::transmit_frame`].
     fn transmit_frame(&mut self, buf: &mut [u8]) -> Option<usize>;
+    /// The port's configuration as it stands (the host changes it through the ABI).
+    fn port_config(&self) -> PortConfig;
+    /// [`Nic::counters`].
+    fn counters(&self) -> RuntimeCounters;
     /// [`Nic::transmit_frame_except`].
     fn transmit_frame_except(
         &mut self,
@@ -1287,15 +1246,6 @@ pub trait NicRuntime {
         map: &PriorityMap,
         blocked: Priorities,
     ) -> Option<usize>;
-    /// The engine's protocol counters.
-    fn engine_counters(&self) -> roce_core::transport::Counters;
-    /// The runtime's counters.
-    fn runtime_counters(&self) -> RuntimeCounters;
-    /// [`Engine::set_qp_cc`]: DCQCN's reaction point on or off for one QP. A harness
-    /// control: the host ABI does not carry it (the port's `cc` config sets the default).
-    fn set_qp_cc(&mut self, qpn: Qpn, rp: bool) -> Result<(), EngineError>;
-    /// [`Engine::qp_cc`]: a QP's rate and congestion counters.
-    fn qp_cc(&self, qpn: Qpn) -> Option<QpCcInfo>;
 }
 
 impl<
@@ -1322,6 +1272,12 @@ impl<
     fn transmit_frame(&mut self, buf: &mut [u8]) -> Option<usize> {
         Nic::transmit_frame(self, buf)
     }
+    fn port_config(&self) -> PortConfig {
+        *self.engine.config()
+    }
+    fn counters(&self) -> RuntimeCounters {
+        self.counters
+    }
     fn transmit_frame_except(
         &mut self,
         buf: &mut [u8],
@@ -1329,21 +1285,6 @@ impl<
         blocked: Priorities,
     ) -> Option<usize> {
         Nic::transmit_frame_except(self, buf, map, blocked)
-    }
-    fn engine_counters(&self) -> roce_core::transport::Counters {
-        *self.engine.counters()
-    }
-    fn runtime_counters(&self) -> RuntimeCounters {
-        self.counters
-    }
-    fn set_qp_cc(&mut self, qpn: Qpn, rp: bool) -> Result<(), EngineError> {
-        self.engine.set_qp_cc(qpn, rp)?;
-        // The reaction point's pacer is the firmware's: such a QP leaves the fast path.
-        self.fp_refresh(qpn);
-        Ok(())
-    }
-    fn qp_cc(&self, qpn: Qpn) -> Option<QpCcInfo> {
-        self.engine.qp_cc(qpn)
     }
 }
 

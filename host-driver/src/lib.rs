@@ -21,12 +21,14 @@
 pub mod device;
 pub mod error;
 pub mod memory;
+pub mod port;
 pub mod rdma_cm;
 pub mod verbs;
 
 pub use device::Device;
 pub use error::Error;
 pub use memory::HostMemory;
+pub use port::{PortAttr, PortCounters};
 pub use verbs::{
     AsyncEvents, CompletionQueue, ConnectOptions, Context, MemoryRegion, ProtectionDomain,
     QpBuilder, QpEndpoint, QueuePair, SharedReceiveQueue, SrqAttr,

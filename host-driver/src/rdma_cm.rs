@@ -356,13 +356,13 @@ impl CmAgent {
     }
 
     fn receive(&mut self, now: Instant) -> Result<()> {
-        let mut wcs = [WorkCompletion::new(0, Qpn::new(0), WcOpcode::Send, WcStatus::Success); 16];
+        let mut wcs = [WorkCompletion::default(); 16];
         loop {
-            let n = self.cq.poll(&mut wcs)?;
-            if n == 0 {
+            let got = self.cq.poll(&mut wcs)?;
+            if got.is_empty() {
                 return Ok(());
             }
-            for wc in &wcs[..n] {
+            for wc in got.iter() {
                 if wc.opcode != WcOpcode::Recv {
                     continue;
                 }

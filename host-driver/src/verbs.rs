@@ -30,11 +30,12 @@ const COMMAND_SPINS: usize = 100_000;
 /// log2 of the command-queue depth.
 const CMDQ_LOG_DEPTH: u8 = 4;
 
-struct Ctx {
-    dev: Rc<dyn Device>,
+pub(crate) struct Ctx {
+    pub(crate) dev: Rc<dyn Device>,
     cmdq_base: u64,
     cmdq_pi: Cell<u32>,
-    attr: DeviceAttr,
+    /// QUERY_DEVICE's answer, kept current when this context changes the port.
+    pub(crate) attr: Cell<DeviceAttr>,
     qps: RefCell<HashMap<u32, Weak<QpInner>>>,
     /// QP contexts the NIC keeps in host memory (`set_icm`): their number.
     icm_entries: Cell<Option<u32>>,
@@ -42,7 +43,7 @@ struct Ctx {
 
 impl Ctx {
     /// Runs one command and waits for its status.
-    fn exec(&self, op: CmdOp, entry: &mut CmdEntry) -> Result<()> {
+    pub(crate) fn exec(&self, op: CmdOp, entry: &mut CmdEntry) -> Result<()> {
         entry.opcode = zerocopy::little_endian::U16::new(op as u16);
         self.exec_raw(entry)
     }
@@ -98,7 +99,7 @@ impl Ctx {
 /// An opened device (`struct ibv_context`).
 #[derive(Clone)]
 pub struct Context {
-    ctx: Rc<Ctx>,
+    pub(crate) ctx: Rc<Ctx>,
 }
 
 impl Context {
@@ -120,17 +121,17 @@ impl Context {
         dev.write_reg(reg::CMDQ_BASE_HI, (base >> 32) as u32);
         dev.write_reg(reg::CMDQ_LOG_DEPTH, u32::from(CMDQ_LOG_DEPTH));
         let cmdq_pi = dev.read_reg(reg::CMDQ_CI);
-        let mut ctx = Ctx {
+        let ctx = Ctx {
             dev,
             cmdq_base: base,
             cmdq_pi: Cell::new(cmdq_pi),
-            attr: DeviceAttr::default(),
+            attr: Cell::default(),
             qps: RefCell::default(),
             icm_entries: Cell::new(None),
         };
         let mut e = CmdEntry::default();
         ctx.exec(CmdOp::QueryDevice, &mut e)?;
-        ctx.attr = abi::payload(&e);
+        ctx.attr.set(abi::payload(&e));
         Ok(Self { ctx: Rc::new(ctx) })
     }
 
@@ -141,7 +142,7 @@ impl Context {
 
     /// `ibv_query_device` (and the port's addresses).
     pub fn query_device(&self) -> DeviceAttr {
-        let mut attr = self.ctx.attr;
+        let mut attr = self.ctx.attr.get();
         if let Some(n) = self.ctx.icm_entries.get() {
             attr.max_qp = U32::new(n);
         }
@@ -174,12 +175,13 @@ impl Context {
 
     /// The port's active path MTU.
     pub fn active_mtu(&self) -> Mtu {
-        Mtu::from_u8(self.ctx.attr.active_mtu).unwrap_or(Mtu::Mtu1024)
+        Mtu::from_u8(self.ctx.attr.get().active_mtu).unwrap_or(Mtu::Mtu1024)
     }
 
     /// The port's GID (index 0) and MAC.
     pub fn port_addr(&self) -> ([u8; 16], [u8; 6]) {
-        (self.ctx.attr.gid, self.ctx.attr.mac)
+        let a = self.ctx.attr.get();
+        (a.gid, a.mac)
     }
 
     /// `ibv_alloc_pd`.
@@ -196,7 +198,7 @@ impl Context {
 
     /// `ibv_create_cq` with room for at least `cqe` completions.
     pub fn create_cq(&self, cqe: usize) -> Result<CompletionQueue> {
-        let log = ring_log(cqe, self.ctx.attr.max_log_depth)?;
+        let log = ring_log(cqe, self.ctx.attr.get().max_log_depth)?;
         let ring_len = (1usize << log) * size_of::<Cqe>();
         let ring = self.ctx.dev.memory().alloc(ring_len, 64);
         let mut e = CmdEntry::default();
@@ -456,8 +458,9 @@ impl CompletionQueue {
         self.cqn
     }
 
-    /// `ibv_poll_cq`: fills `wcs` with up to `wcs.len()` completions, oldest first.
-    pub fn poll(&self, wcs: &mut [WorkCompletion]) -> Result<usize> {
+    /// `ibv_poll_cq`: fills `wcs` with up to `wcs.len()` completions, oldest first, and
+    /// returns the part it filled (empty when there were none).
+    pub fn poll<'w>(&self, wcs: &'w mut [WorkCompletion]) -> Result<&'w mut [WorkCompletion]> {
         let mem = self.ctx.dev.memory();
         let mut n = 0;
         while n < wcs.len() {
@@ -478,29 +481,24 @@ impl CompletionQueue {
         if n > 0 {
             self.ctx.dev.write_reg(reg::cq_db(self.cqn), self.ci.get());
         }
-        Ok(n)
+        Ok(&mut wcs[..n])
     }
 
     /// Polls, letting the device run, until `n` completions have arrived or `spins`
     /// rounds passed without one.
     pub fn wait(&self, n: usize, spins: usize) -> Result<Vec<WorkCompletion>> {
         let mut out = Vec::with_capacity(n);
-        let mut buf = [WorkCompletion::new(
-            0,
-            Qpn::new(0),
-            roce_core::transport::WcOpcode::Send,
-            WcStatus::Success,
-        ); 16];
+        let mut buf = [WorkCompletion::default(); 16];
         let mut idle = 0;
         while out.len() < n && idle < spins {
             let want = (n - out.len()).min(buf.len());
             let got = self.poll(&mut buf[..want])?;
-            if got == 0 {
+            if got.is_empty() {
                 self.ctx.dev.progress();
                 idle += 1;
             } else {
                 idle = 0;
-                out.extend_from_slice(&buf[..got]);
+                out.extend_from_slice(got);
             }
         }
         Ok(out)
@@ -597,7 +595,7 @@ impl<'a> QpBuilder<'a> {
     /// Creates the QP in the RESET state.
     pub fn build(self) -> Result<QueuePair> {
         let ctx = &self.pd.inner.ctx;
-        let max_log = ctx.attr.max_log_depth;
+        let max_log = ctx.attr.get().max_log_depth;
         let (sq_log, rq_log) = (
             ring_log(self.max_send_wr, max_log)?,
             ring_log(self.max_recv_wr, max_log)?,
@@ -783,6 +781,9 @@ pub struct ConnectOptions {
     pub max_rd_atomic: u8,
     pub max_dest_rd_atomic: u8,
     pub traffic_class: u8,
+    /// The source GID's index in the port's table (`ah_attr.grh.sgid_index`): it must
+    /// be of the same IP version as the peer's GID.
+    pub sgid_index: u8,
     pub qkey: Qkey,
     /// RC: selective repeat instead of Go-Back-N. Both ends must set it (it is not
     /// negotiated on the wire; see `docs/selective-repeat.md`).
@@ -804,6 +805,7 @@ impl Default for ConnectOptions {
             max_rd_atomic: 16,
             max_dest_rd_atomic: 16,
             traffic_class: 0,
+            sgid_index: 0,
             qkey: Qkey(0x1111_1111),
             selective_repeat: None,
         }
@@ -817,9 +819,27 @@ pub struct QueuePair {
 }
 
 impl QueuePair {
+    /// The device context the QP lives in.
+    pub(crate) fn ctx(&self) -> &Ctx {
+        &self.inner.ctx
+    }
+
     /// QP number.
     pub fn qpn(&self) -> Qpn {
         self.inner.qpn
+    }
+
+    /// What a peer needs to connect to this QP (rust-ibverbs' `endpoint()`): its number,
+    /// the port's GID (index 0) and MAC, and `psn`, the first PSN this QP will send (the
+    /// one to pass as `local_psn` to [`QueuePair::connect`]).
+    pub fn endpoint(&self, psn: Psn) -> QpEndpoint {
+        let a = self.inner.ctx.attr.get();
+        QpEndpoint {
+            qpn: self.inner.qpn,
+            psn,
+            gid: a.gid,
+            mac: a.mac,
+        }
     }
     /// Transport type.
     pub fn qp_type(&self) -> QpType {
@@ -886,12 +906,15 @@ impl QueuePair {
                 dgid: remote.gid,
                 hop_limit: 64,
                 traffic_class: o.traffic_class,
+                sgid_index: o.sgid_index,
                 ..AddressVector::default()
             });
             if self.inner.qp_type == QpType::Rc {
                 // Like perftest, ask for no more than the device has.
-                rtr.max_dest_rd_atomic =
-                    Some(o.max_dest_rd_atomic.min(self.inner.ctx.attr.max_qp_rd_atom));
+                rtr.max_dest_rd_atomic = Some(
+                    o.max_dest_rd_atomic
+                        .min(self.inner.ctx.attr.get().max_qp_rd_atom),
+                );
                 rtr.min_rnr_timer = RnrTimer::new(o.min_rnr_timer);
                 rtr.selective_repeat = o.selective_repeat;
             }
@@ -904,7 +927,8 @@ impl QueuePair {
             rts.timeout = AckTimeout::new(o.timeout);
             rts.retry_cnt = RetryCount::new(o.retry_cnt);
             rts.rnr_retry = RetryCount::new(o.rnr_retry);
-            rts.max_rd_atomic = Some(o.max_rd_atomic.min(self.inner.ctx.attr.max_qp_rd_atom));
+            let max_rd = self.inner.ctx.attr.get().max_qp_rd_atom;
+            rts.max_rd_atomic = Some(o.max_rd_atomic.min(max_rd));
         }
         self.modify(&rts)
     }

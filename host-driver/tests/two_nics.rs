@@ -131,8 +131,8 @@ fn rc_write(m: Model) {
         // The fast path did the work: A's segmenter sent the 10 WRITE packets (path
         // MTU 1024) from one descriptor and took B's one ACK; B placed them and ACKed.
         let (a, b) = (
-            p.a.nic.runtime_counters().unwrap(),
-            p.b.nic.runtime_counters().unwrap(),
+            p.a.ctx.query_counters().unwrap().runtime,
+            p.b.ctx.query_counters().unwrap().runtime,
         );
         assert_eq!((a.fp_descriptors, a.fastpath.tx_frames), (1, 10));
         assert_eq!((b.fastpath.rx_handled, b.fastpath.rx_exceptions), (10, 0));
@@ -304,11 +304,10 @@ fn inline_sends(m: Model) {
     let mut got = vec![0; 64];
     p.mb.read(4096, &mut got).unwrap();
     assert_eq!(got, block);
-    if let Some(c) = p.a.nic.runtime_counters() {
-        // A QP that may send inline stays with the firmware (its payload is in the
-        // send queue, which the fast path's segmenter cannot read).
-        assert_eq!(c.fp_descriptors, 0, "{m:?}");
-    }
+    // A QP that may send inline stays with the firmware (its payload is in the send
+    // queue, which the fast path's segmenter cannot read).
+    let c = p.a.ctx.query_counters().unwrap().runtime;
+    assert_eq!(c.fp_descriptors, 0, "{m:?}");
 
     // Refused at post time, as rxe refuses them (EINVAL): longer than the QP allows,
     // on a READ, and on a QP created without inline room.
@@ -426,8 +425,7 @@ fn srq_shared(m: Model) {
     run(&a, &b);
     assert_eq!(cqb.wait(1, 10).unwrap()[0].wr_id, 103);
     assert_eq!(b.ctx.take_events().srq_limit, Some(srq.srqn()));
-    if let Some(c) = b.nic.runtime_counters() {
-        // SRQ QPs stay with the firmware: B's fast path handled none of their packets.
-        assert_eq!(c.fastpath.rx_handled, 0, "{m:?}");
-    }
+    // SRQ QPs stay with the firmware: B's fast path handled none of their packets.
+    let c = b.ctx.query_counters().unwrap().runtime;
+    assert_eq!(c.fastpath.rx_handled, 0, "{m:?}");
 }

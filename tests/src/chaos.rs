@@ -18,17 +18,17 @@
 //! cross-QP order. Within a QP, READ destinations and atomic results each get a slot of
 //! their own, so each READ is checked against the target as it was when the READ ran.
 
-use roce_cli::perf::world::{Sim, World};
-use roce_core::engine::PortConfig;
 use roce_core::memory::AccessFlags;
-use roce_core::num::{Psn, Qpn};
+use roce_core::num::Psn;
 use roce_core::transport::{
-    ipv4_gid, AckTimeout, QpState, QpType, RecvWr, SendFlags, SendWr, SrAttr, WcFlags, WcOpcode,
-    WcStatus, WorkCompletion, WrOp,
+    AckTimeout, QpState, QpType, RecvWr, SendFlags, SendWr, SrAttr, WcFlags, WcOpcode, WcStatus,
+    WorkCompletion, WrOp,
 };
-use roce_device::{Capacities, LocalNic};
-use roce_host::{CompletionQueue, ConnectOptions, Context, MemoryRegion, QpEndpoint, QueuePair};
+use roce_device::{Capacities, NicModel};
+use roce_host::{CompletionQueue, ConnectOptions, Context, MemoryRegion, QueuePair};
 use roce_sim::{Faults, LinkConfig};
+use roce_testbed::nic::{boot, port_config, Datapath};
+use roce_testbed::{Sim, World};
 use std::fmt;
 use std::rc::Rc;
 
@@ -325,31 +325,28 @@ fn plan(rng: &mut Rng, q: usize, ops: usize, sr: bool, a: &MemoryRegion, b: &Mem
     p
 }
 
-/// One side: its context, CQ, region and QPs.
+/// One side: its CQ, region and QPs.
 struct Side {
-    ctx: Context,
     cq: CompletionQueue,
     mr: MemoryRegion,
     qps: Vec<QueuePair>,
 }
 
-fn nic(backend: Backend, last: u8) -> Result<Rc<LocalNic>, String> {
-    let cfg = PortConfig::new([2, 0, 0, 0, 0, last], ipv4_gid([10, 0, 0, last]));
-    Ok(match backend {
-        Backend::Software => LocalNic::new(cfg, Capacities::Firmware),
-        Backend::Rtl => {
-            roce_device::rtl::rtl_nic(cfg, Capacities::Firmware, roce_hdl_sim::DataWidth::W64)
-                .map_err(|e| format!("the RTL model: {e}"))?
-                .0
-        }
-    })
+/// NIC `index` (0 or 1): the firmware handles every packet (no fast path), so the run
+/// exercises the runtime and the engine under faults.
+fn nic(backend: Backend, index: usize) -> Result<Rc<dyn NicModel>, String> {
+    let datapath = match backend {
+        Backend::Software => Datapath::Software,
+        Backend::Rtl => Datapath::Rtl(roce_hdl_sim::DataWidth::W64),
+    };
+    boot(datapath, false, port_config(index), Capacities::Firmware)
+        .map_err(|e| format!("the RTL model: {e}"))
 }
 
-fn side(nic: Rc<LocalNic>, qps: usize, region: usize) -> Result<Side, String> {
+fn side(ctx: &Context, qps: usize, region: usize) -> Result<Side, String> {
     fn e(what: &'static str) -> impl Fn(roce_host::Error) -> String {
         move |err| format!("{what}: {err}")
     }
-    let ctx = Context::open(nic).map_err(e("open"))?;
     let pd = ctx.alloc_pd().map_err(e("alloc_pd"))?;
     let cq = ctx.create_cq(4096).map_err(e("create_cq"))?;
     let access = AccessFlags::LOCAL_WRITE
@@ -366,15 +363,15 @@ fn side(nic: Rc<LocalNic>, qps: usize, region: usize) -> Result<Side, String> {
                 .map_err(e("create_qp"))
         })
         .collect::<Result<_, _>>()?;
-    Ok(Side { ctx, cq, mr, qps })
+    Ok(Side { cq, mr, qps })
 }
 
 /// Runs one chaos configuration; `Err` says what was violated.
 pub fn run(cfg: &Config) -> Result<Report, String> {
     let mut rng = Rng(cfg.seed);
-    let nics = [nic(cfg.backend, 1)?, nic(cfg.backend, 2)?];
+    let nics = [nic(cfg.backend, 0)?, nic(cfg.backend, 1)?];
     let link = LinkConfig::new(100_000_000_000, 2_000).with_faults(cfg.faults);
-    let mut sim = Sim::back_to_back(nics.clone(), link, cfg.seed);
+    let mut sim = Sim::back_to_back(nics, link, cfg.seed).map_err(|e| format!("open: {e}"))?;
     if let Some(dir) = std::env::var_os("ROCE_CHAOS_PCAP") {
         // What NIC A sends (lost or not) and receives, and what the link delivers.
         let dir = std::path::Path::new(&dir);
@@ -388,8 +385,9 @@ pub fn run(cfg: &Config) -> Result<Report, String> {
             .map_err(|e| e.to_string())?;
         }
     }
-    let a = side(nics[0].clone(), cfg.qps, cfg.qps * a_area(cfg.ops))?;
-    let b = side(nics[1].clone(), cfg.qps, cfg.qps * b_area(cfg.ops))?;
+    let [ca, cb] = sim.contexts().map(Context::clone);
+    let a = side(&ca, cfg.qps, cfg.qps * a_area(cfg.ops))?;
+    let b = side(&cb, cfg.qps, cfg.qps * b_area(cfg.ops))?;
     let opts = ConnectOptions {
         // 4.2 ms: retries come back quickly enough for hundreds of losses.
         timeout: 10,
@@ -400,23 +398,15 @@ pub fn run(cfg: &Config) -> Result<Report, String> {
         }),
         ..ConnectOptions::default()
     };
-    let ep = |s: &Side, q: &QueuePair, psn: u32| {
-        let (gid, mac) = s.ctx.port_addr();
-        QpEndpoint {
-            qpn: q.qpn(),
-            psn: Psn::new(psn),
-            gid,
-            mac,
-        }
-    };
     let mut pairs = Vec::new();
     for q in 0..cfg.qps {
         // PSNs near the wrap.
         let (pa, pb) = (0xFF_FF00 + q as u32 * 16, 0xFF_FFF0 - q as u32 * 16);
         let (qa, qb) = (&a.qps[q], &b.qps[q]);
-        qa.connect(&ep(&b, qb, pb), Psn::new(pa), &opts)
+        let (pa, pb) = (Psn::new(pa), Psn::new(pb));
+        qa.connect(&qb.endpoint(pb), pa, &opts)
             .map_err(|e| format!("connect: {e}"))?;
-        qb.connect(&ep(&a, qa, pa), Psn::new(pb), &opts)
+        qb.connect(&qa.endpoint(pa), pb, &opts)
             .map_err(|e| format!("connect: {e}"))?;
         let p = plan(&mut rng, q, cfg.ops, cfg.selective_repeat, &a.mr, &b.mr);
         a.mr.write(p.a_src, &p.src).map_err(|e| e.to_string())?;
@@ -436,7 +426,7 @@ pub fn run(cfg: &Config) -> Result<Report, String> {
     let mut sends: Vec<Vec<WorkCompletion>> = vec![Vec::new(); cfg.qps];
     let mut recvs: Vec<Vec<WorkCompletion>> = vec![Vec::new(); cfg.qps];
     let expected_recvs: Vec<usize> = pairs.iter().map(|p| p.recv_expect.len()).collect();
-    let mut buf = [WorkCompletion::new(0, Qpn::new(0), WcOpcode::Send, WcStatus::Success); 64];
+    let mut buf = [WorkCompletion::default(); 64];
     // A bound on simulated time: a stuck QP ends the run instead of spinning.
     let limit = 30_000_000_000u64;
     loop {
@@ -471,8 +461,9 @@ pub fn run(cfg: &Config) -> Result<Report, String> {
         }
         for (cq, out) in [(&a.cq, &mut sends), (&b.cq, &mut recvs)] {
             loop {
-                let n = cq.poll(&mut buf).map_err(|e| format!("poll: {e}"))?;
-                for wc in &buf[..n] {
+                let wcs = cq.poll(&mut buf).map_err(|e| format!("poll: {e}"))?;
+                let n = wcs.len();
+                for wc in wcs.iter() {
                     let q = (wc.wr_id >> 32) as usize;
                     out.get_mut(q)
                         .ok_or_else(|| format!("a completion for no QP: {wc:?}"))?

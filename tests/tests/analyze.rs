@@ -9,10 +9,12 @@ use roce_capture::analyze::{
     self,
     report::{Report, Requests},
 };
-use roce_cli::perf::{self, world, Params, Test};
-use roce_cli::progress::Progress;
+use roce_cli::perf::{self, Params, Test};
+use roce_cli::progress::ProgressBar;
 use roce_core::transport::{Counters, Mtu};
 use roce_sim::{Faults, LinkConfig, MemoryCapture};
+use roce_testbed::nic::Datapath;
+use roce_testbed::{Sim, World};
 
 const G100: u64 = 100_000_000_000;
 
@@ -36,12 +38,13 @@ fn run(p: &Params, loss: f64, seed: u64, end: usize) -> (Report, [Counters; 2]) 
         loss,
         ..Faults::default()
     });
-    let mut sim = world::Sim::back_to_back(perf::nics(p, false), link, seed);
+    let nics = perf::nics(p, Datapath::Software, false).unwrap();
+    let mut sim = Sim::back_to_back(nics, link, seed).unwrap();
     let capture = MemoryCapture::new();
     let tap = sim.fabric.tap_end(sim.link, end, capture.clone()).unwrap();
-    perf::run(&mut sim, p, &mut Progress::silent()).unwrap();
+    perf::run(&mut sim, p, &ProgressBar::hidden()).unwrap();
     sim.fabric.close_tap(tap).unwrap();
-    let counters = world::World::nics(&sim).map(|n| n.counters());
+    let counters = sim.contexts().map(|c| c.query_counters().unwrap().engine);
     let bytes = capture.bytes();
     let mut reader = roce_capture::Reader::new(&bytes[..]).unwrap();
     let mut a = analyze::run(&mut reader, analyze::Options::default()).unwrap();
@@ -174,7 +177,7 @@ fn incast(name: &str, host: &str) -> roce_cli::scenario::fabric::FabricResult {
     for flow in &mut f.flows {
         flow.stop = Some("1ms".into());
     }
-    match roce_cli::scenario::run(&s, &mut Progress::silent()).unwrap() {
+    match roce_cli::scenario::run(&s, &ProgressBar::hidden()).unwrap() {
         roce_cli::scenario::Outcome::Fabric(r) => r,
         _ => unreachable!("a fabric scenario"),
     }
@@ -259,10 +262,11 @@ fn a_headers_only_capture_gives_the_same_analysis() {
         loss: 0.02,
         ..Faults::default()
     });
-    let mut sim = world::Sim::back_to_back(perf::nics(&p, false), link, 7);
+    let nics = perf::nics(&p, Datapath::Software, false).unwrap();
+    let mut sim = Sim::back_to_back(nics, link, 7).unwrap();
     let capture = MemoryCapture::new();
     let tap = sim.fabric.tap_end(sim.link, 0, capture.clone()).unwrap();
-    perf::run(&mut sim, &p, &mut Progress::silent()).unwrap();
+    perf::run(&mut sim, &p, &ProgressBar::hidden()).unwrap();
     sim.fabric.close_tap(tap).unwrap();
     let whole = analyse(&capture.bytes());
     // Ethernet, IPv4, UDP, BTH and RETH: 74 bytes.

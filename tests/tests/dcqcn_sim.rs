@@ -7,17 +7,17 @@
 //! is slow, so throughput is well under 25 Gb/s; the test checks the mechanism, not
 //! tuning.)
 
-use roce_cli::perf::world::{NetCounters, NicNode, Sim, World};
 use roce_cli::perf::{self, Params};
-use roce_cli::progress::Progress;
+use roce_cli::progress::ProgressBar;
 use roce_core::cc::CcConfig;
 use roce_core::engine::QPN_BASE;
 use roce_core::num::Qpn;
-use roce_device::{Capacities, LocalNic};
+use roce_host::Context;
 use roce_sim::{LinkConfig, RedConfig, SwitchConfig};
+use roce_testbed::nic::Datapath;
+use roce_testbed::{NicNode, Sim, World};
 use roce_tests::{check_with_tshark, scratch};
 use std::path::Path;
-use std::rc::Rc;
 
 const G: u64 = 1_000_000_000;
 /// Sampling period of the time series.
@@ -41,8 +41,9 @@ impl World for Sampled {
     }
     fn advance(&mut self) -> bool {
         while self.sim.now() >= self.next {
+            // Through the ABI, as a monitor on the host would; no QP yet: no sample.
             let qpn = Qpn::new(QPN_BASE);
-            if let Some(i) = self.sim.nics()[0].qp_cc(qpn) {
+            if let Ok(i) = self.sim.contexts()[0].query_qp_cc(qpn) {
                 self.rates.push((self.next, i.rate));
             }
             self.next += TICK;
@@ -52,11 +53,11 @@ impl World for Sampled {
     fn kick(&mut self, side: usize) {
         self.sim.kick(side)
     }
-    fn nics(&self) -> [&Rc<LocalNic>; 2] {
-        self.sim.nics()
+    fn contexts(&self) -> [&Context; 2] {
+        self.sim.contexts()
     }
-    fn counters(&self) -> NetCounters {
-        self.sim.counters()
+    fn drops(&self) -> u64 {
+        self.sim.drops()
     }
     fn simulated(&self) -> bool {
         true
@@ -73,12 +74,9 @@ struct Run {
 
 fn run(cc: CcConfig, pcap: Option<&Path>) -> Run {
     let p = params();
-    let nics = [0, 1].map(|s| {
-        let mut cfg = perf::port(s);
-        cfg.cc = cc;
-        LocalNic::new(cfg, Capacities::Firmware)
-    });
-    let nodes = nics.map(NicNode::new);
+    let nodes = perf::nics(&p, Datapath::Software, false)
+        .unwrap()
+        .map(NicNode::new);
     let sw = SwitchConfig {
         // Kmin 20 KB, Kmax 200 KB, Pmax 1 %: the DCQCN paper's shape (roce-facts §7.4).
         red: Some(RedConfig::new(20_000, 200_000, 0.01)),
@@ -90,7 +88,10 @@ fn run(cc: CcConfig, pcap: Option<&Path>) -> Run {
         LinkConfig::new(100 * G, 1_000),
         LinkConfig::new(25 * G, 1_000),
     ];
-    let mut sim = Sim::through_switch(nodes, links, sw, 1);
+    let mut sim = Sim::through_switch(nodes, links, sw, 1).unwrap();
+    for ctx in sim.contexts() {
+        ctx.set_cc(&cc).unwrap();
+    }
     let sampler = sim.fabric.sample_queues(sim.switch.unwrap(), TICK);
     let tap = pcap.map(|p| {
         let f = std::io::BufWriter::new(std::fs::File::create(p).unwrap());
@@ -101,7 +102,7 @@ fn run(cc: CcConfig, pcap: Option<&Path>) -> Run {
         next: 0,
         rates: Vec::new(),
     };
-    let m = perf::run(&mut w, &p, &mut Progress::silent()).unwrap();
+    let m = perf::run(&mut w, &p, &ProgressBar::hidden()).unwrap();
     assert_eq!((m.drops, m.retransmits), (0, 0));
     if let Some(t) = tap {
         w.sim.fabric.close_tap(t).unwrap();
@@ -129,8 +130,11 @@ fn dcqcn_keeps_the_bottleneck_queue_short() {
     let pcap = dir.join("bottleneck.pcap");
     let off = run(CcConfig::default(), None);
     let on = run(CcConfig::dcqcn(100 * G), Some(&pcap));
-    let [a, b] = on.w.nics();
-    let (ca, cb) = (a.counters(), b.counters());
+    let [a, b] = on.w.contexts();
+    let (ca, cb) = (
+        a.query_counters().unwrap().engine,
+        b.query_counters().unwrap().engine,
+    );
     let min_rate = on.w.rates.iter().map(|r| r.1).min().unwrap();
     eprintln!(
         "off: {:.2} Gb/s, mean queue {} B, {} marked; on: {:.2} Gb/s, mean queue {} B, \

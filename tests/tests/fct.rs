@@ -1,14 +1,14 @@
 //! Fat-tree FCT experiments (issue 16) on the parallel engine: a lone flow completes in
 //! exactly its ideal time, and a run gives the same bytes on 1 and 2 threads.
 
-use roce_cli::progress::Progress;
+use roce_cli::progress::ProgressBar;
 use roce_cli::scenario::fct::FctResult;
 use roce_cli::scenario::{self, Outcome, Scenario};
 
 fn run(text: &str, threads: usize) -> FctResult {
     let mut s = Scenario::parse(text).unwrap();
     s.threads = Some(threads);
-    match scenario::run(&s, &mut Progress::silent()).unwrap() {
+    match scenario::run(&s, &ProgressBar::hidden()).unwrap() {
         Outcome::Fct(r) => r,
         _ => panic!("not an FCT scenario"),
     }
@@ -97,7 +97,7 @@ fn the_shipped_fct_scenarios_parse_and_the_incast_behaves() {
     let mut s = Scenario::load(&dir.join("fct_incast_k4.toml")).unwrap();
     s.fct.as_mut().unwrap().runs = 1;
     s.threads = Some(2);
-    let Outcome::Fct(r) = scenario::run(&s, &mut Progress::silent()).unwrap() else {
+    let Outcome::Fct(r) = scenario::run(&s, &ProgressBar::hidden()).unwrap() else {
         panic!("an FCT scenario");
     };
     let run = &r.runs[0];

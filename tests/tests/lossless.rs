@@ -2,11 +2,12 @@
 //! receive buffer, sends PFC pause frames, the sender's NIC honours them, and nothing is
 //! dropped; without PFC the same receiver drops and Go-Back-N has to repair.
 
-use roce_cli::perf::rx_buffer::RxBufferConfig;
-use roce_cli::perf::world::{NicNode, Sim, World};
 use roce_cli::perf::{self, Params};
-use roce_cli::progress::Progress;
+use roce_cli::progress::ProgressBar;
 use roce_sim::{LinkConfig, Priorities};
+use roce_testbed::nic::Datapath;
+use roce_testbed::rx_buffer::RxBufferConfig;
+use roce_testbed::{NicNode, Sim, World};
 
 const LINK: u64 = 100_000_000_000;
 /// The receiver NIC takes frames in at 40 Gb/s.
@@ -16,16 +17,20 @@ fn params() -> Params {
     roce_tests::write_bw(100, 64)
 }
 
-/// write_bw from side 0 into a receiver whose buffer PFC-protects `pfc`.
+/// write_bw from side 0 into a receiver whose buffer PFC-protects `pfc`: both hosts
+/// turn PFC on for those priorities through the ABI, as DCBX would agree on.
 fn run(pfc: Priorities) -> (Sim, perf::Measurement) {
     let p = params();
     // 2 us of link delay: 25 KB in flight each way. XOFF at 64 KiB leaves 192 KiB of
     // headroom, far above 2 x 25 KB + 2 frames.
-    let rx = RxBufferConfig::new(256 * 1024, DRAIN, pfc, 64 * 1024, 32 * 1024);
-    let [a, b] = perf::nics(&p, false);
+    let rx = RxBufferConfig::new(256 * 1024, DRAIN, 64 * 1024, 32 * 1024);
+    let [a, b] = perf::nics(&p, Datapath::Software, false).unwrap();
     let nodes = [NicNode::new(a), NicNode::new(b).with_rx_buffer(rx)];
-    let mut sim = Sim::connect(nodes, LinkConfig::new(LINK, 2_000), 1);
-    let m = perf::run(&mut sim, &p, &mut Progress::silent()).unwrap();
+    let mut sim = Sim::connect(nodes, LinkConfig::new(LINK, 2_000), 1).unwrap();
+    for ctx in sim.contexts() {
+        ctx.set_pfc(pfc.0).unwrap();
+    }
+    let m = perf::run(&mut sim, &p, &ProgressBar::hidden()).unwrap();
     (sim, m)
 }
 

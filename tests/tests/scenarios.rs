@@ -2,7 +2,7 @@
 //! file from `scenarios/` at full length (the fabric simulates 10 ms of an 8:1 incast in
 //! well under a second of release-build time), and the loss sweep's table is a snapshot.
 
-use roce_cli::progress::Progress;
+use roce_cli::progress::ProgressBar;
 use roce_cli::scenario::fabric::FabricResult;
 use roce_cli::scenario::sweep::{Recovery, SweepResult};
 use roce_cli::scenario::{self, Outcome, Scenario};
@@ -20,14 +20,14 @@ fn load(name: &str) -> Scenario {
 fn fabric(s: &Scenario) -> FabricResult {
     let mut s = s.clone();
     s.fabric.as_mut().expect("a fabric scenario").runs = 1;
-    match scenario::run(&s, &mut Progress::silent()).unwrap() {
+    match scenario::run(&s, &ProgressBar::hidden()).unwrap() {
         Outcome::Fabric(r) => r,
         _ => panic!("{} is not a fabric scenario", s.name),
     }
 }
 
 fn sweep(s: &Scenario) -> SweepResult {
-    match scenario::run(s, &mut Progress::silent()).unwrap() {
+    match scenario::run(s, &ProgressBar::hidden()).unwrap() {
         Outcome::Sweep(r) => r,
         _ => panic!("{} is not a loss sweep", s.name),
     }
@@ -235,7 +235,7 @@ fn dcqcn_cuts_pauses_tenfold_and_holds_the_queue_in_the_marking_band() {
 #[test]
 fn dcqcn_flows_started_5ms_apart_converge() {
     // All five seeds: the marks are random draws, and the claim is about the mean.
-    let r = match scenario::run(&load("dcqcn_staggered"), &mut Progress::silent()).unwrap() {
+    let r = match scenario::run(&load("dcqcn_staggered"), &ProgressBar::hidden()).unwrap() {
         Outcome::Fabric(r) => r,
         _ => panic!("not a fabric scenario"),
     };

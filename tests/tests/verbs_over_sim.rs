@@ -2,17 +2,15 @@
 //! duplication and reordering: data arrives intact, every WR completes exactly once and
 //! in order, and when retries run out the WRs complete in error.
 
-use roce_cli::perf::world::{Sim, World};
-use roce_core::engine::PortConfig;
 use roce_core::memory::AccessFlags;
 use roce_core::num::Psn;
-use roce_core::transport::{
-    ipv4_gid, QpType, RecvWr, SendFlags, SendWr, WcOpcode, WcStatus, WorkCompletion, WrOp,
-};
-use roce_device::{Capacities, LocalNic};
-use roce_host::{CompletionQueue, ConnectOptions, Context, MemoryRegion, QpEndpoint, QueuePair};
+use roce_core::transport::{QpType, RecvWr, SendFlags, SendWr, WcStatus, WorkCompletion, WrOp};
+use roce_device::Capacities;
+use roce_hdl_sim::DataWidth;
+use roce_host::{CompletionQueue, ConnectOptions, Context, MemoryRegion, QueuePair};
 use roce_sim::{Faults, LinkConfig};
-use std::rc::Rc;
+use roce_testbed::nic::{self, Datapath};
+use roce_testbed::{Sim, World};
 
 struct Side {
     ctx: Context,
@@ -43,28 +41,24 @@ fn backends() -> Vec<Backend> {
 }
 
 fn setup(faults: Faults, seed: u64, opts: ConnectOptions, backend: Backend) -> (Sim, [Side; 2]) {
-    let nics: [Rc<LocalNic>; 2] = [1u8, 2].map(|l| {
-        let cfg = PortConfig::new([2, 0, 0, 0, 0, l], ipv4_gid([10, 0, 0, l]));
-        match backend {
-            Backend::Model => LocalNic::new(cfg, Capacities::Firmware),
-            Backend::Rtl => {
-                roce_device::rtl::rtl_nic(cfg, Capacities::Firmware, roce_hdl_sim::DataWidth::W64)
-                    .unwrap()
-                    .0
-            }
-        }
-    });
+    let datapath = match backend {
+        Backend::Model => Datapath::Software,
+        Backend::Rtl => Datapath::Rtl(DataWidth::W64),
+    };
+    let nics = [0, 1]
+        .map(|i| nic::boot(datapath, false, nic::port_config(i), Capacities::Firmware).unwrap());
     let sim = Sim::back_to_back(
-        nics.clone(),
+        nics,
         LinkConfig::new(100_000_000_000, 2_000).with_faults(faults),
         seed,
-    );
+    )
+    .unwrap();
     let access = AccessFlags::LOCAL_WRITE
         | AccessFlags::REMOTE_WRITE
         | AccessFlags::REMOTE_READ
         | AccessFlags::REMOTE_ATOMIC;
-    let sides = nics.map(|nic| {
-        let ctx = Context::open(nic).unwrap();
+    let sides = sim.contexts().map(|ctx| {
+        let ctx = ctx.clone();
         let pd = ctx.alloc_pd().unwrap();
         let cq = ctx.create_cq(256).unwrap();
         let qp = pd
@@ -76,39 +70,22 @@ fn setup(faults: Faults, seed: u64, opts: ConnectOptions, backend: Backend) -> (
         let mr = pd.reg_mr(1 << 20, access).unwrap();
         Side { ctx, cq, qp, mr }
     });
-    let ep = |s: &Side| {
-        let (gid, mac) = s.ctx.port_addr();
-        QpEndpoint {
-            qpn: s.qp.qpn(),
-            psn: Psn::new(0xFF_FF00),
-            gid,
-            mac,
-        }
-    };
-    sides[0]
-        .qp
-        .connect(&ep(&sides[1]), Psn::new(0xFF_FF00), &opts)
-        .unwrap();
-    sides[1]
-        .qp
-        .connect(&ep(&sides[0]), Psn::new(0xFF_FF00), &opts)
-        .unwrap();
+    let psn = Psn::new(0xFF_FF00);
+    for (a, b) in [(0, 1), (1, 0)] {
+        let peer = sides[b].qp.endpoint(psn);
+        sides[a].qp.connect(&peer, psn, &opts).unwrap();
+    }
     (sim, sides)
 }
 
 /// Runs the fabric until `n` completions arrive on `cq` (or the fabric has nothing left).
 fn wait(sim: &mut Sim, cq: &CompletionQueue, n: usize) -> Vec<WorkCompletion> {
     let mut out = Vec::new();
-    let mut buf = [WorkCompletion::new(
-        0,
-        roce_core::num::Qpn::new(0),
-        WcOpcode::Send,
-        WcStatus::Success,
-    ); 16];
+    let mut buf = [WorkCompletion::default(); 16];
     while out.len() < n {
         let got = cq.poll(&mut buf).unwrap();
-        out.extend_from_slice(&buf[..got]);
-        if got == 0 && !sim.advance() {
+        out.extend_from_slice(got);
+        if got.is_empty() && !sim.advance() {
             break;
         }
     }
@@ -211,14 +188,9 @@ fn writes_reads_and_sends_survive_loss_duplication_and_reordering() {
                 break;
             }
         }
-        let mut extra = [WorkCompletion::new(
-            0,
-            roce_core::num::Qpn::new(0),
-            WcOpcode::Send,
-            WcStatus::Success,
-        ); 4];
-        assert_eq!(a.cq.poll(&mut extra).unwrap(), 0);
-        assert_eq!(b.cq.poll(&mut extra).unwrap(), 0);
+        let mut extra = [WorkCompletion::default(); 4];
+        assert_eq!(a.cq.poll(&mut extra).unwrap().len(), 0);
+        assert_eq!(b.cq.poll(&mut extra).unwrap().len(), 0);
         let mut buf = vec![0; 200_000];
         b.mr.read(0, &mut buf).unwrap();
         assert!(

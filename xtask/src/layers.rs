@@ -31,6 +31,19 @@ pub const LAYERS: &[(&str, &[&str])] = &[
             "roce-host",
         ],
     ),
+    // The simulated worlds: NIC models on the fabric, nothing of the CLI.
+    (
+        "roce-testbed",
+        &[
+            "roce-core",
+            "roce-abi",
+            "roce-firmware",
+            "roce-hdl-sim",
+            "roce-host",
+            "roce-device",
+            "roce-sim",
+        ],
+    ),
 ];
 
 /// Runs `cargo tree` for every crate of [`LAYERS`] and names every dependency that

@@ -8,6 +8,7 @@ mod fuzz;
 mod install;
 mod interop;
 mod layers;
+mod newcomer;
 mod synth;
 
 use std::path::{Path, PathBuf};
@@ -32,6 +33,8 @@ usage: cargo xtask <command>
                    hour; ROCE_CHAOS_OPS, ROCE_CHAOS_QPS, ROCE_CHAOS_RTL_EVERY)
   interop          our stack against Linux rxe and rdma-core's tools in a VM
                    (root, ~10 min; not part of ci; INTEROP_ONLY=NAME filters cases)
+  newcomer         the README's two commands on a fresh clone of HEAD, without
+                   Verilator first, then with it (a full build of its own)
   synth [--list] [TARGET..]
                    synthesize, place and route the RTL targets (all, or those
                    named): Fmax, critical path, resources per module, logic
@@ -74,6 +77,7 @@ fn dispatch(args: &[String]) -> Result {
         ("fuzz", [flag, targets @ ..]) if flag == "--long" => return fuzz::long(targets, None),
         ("fuzz", [seconds]) => (Selection::only("fuzz"), Some(seconds.clone())),
         ("interop", []) => return interop::interop(&root),
+        ("newcomer", []) => return newcomer::newcomer(&root),
         ("chaos", []) => return chaos::chaos(None),
         ("chaos", [seeds]) => return chaos::chaos(Some(seeds)),
         ("synth", targets) => return synth::synth(&root, targets),

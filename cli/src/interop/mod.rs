@@ -119,8 +119,8 @@ impl Station {
     }
 
     /// Retransmitted packets (Go-Back-N) so far.
-    pub fn retransmits(&self) -> u64 {
-        self.nic.nic().counters().retransmitted_pkts
+    pub fn retransmits(&self) -> Result<u64> {
+        Ok(self.ctx.query_counters()?.engine.retransmitted_pkts)
     }
 }
 

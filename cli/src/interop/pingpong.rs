@@ -15,9 +15,9 @@ use anyhow::{bail, Context as _, Result};
 use roce_core::memory::AccessFlags;
 use roce_core::num::{Psn, Qkey, Qpn};
 use roce_core::transport::{
-    AddressVector, Mtu, QpType, RecvWr, SendFlags, SendWr, UdDest, WcStatus, WorkCompletion, WrOp,
+    AddressVector, Mtu, QpType, RecvWr, SendFlags, SendWr, UdDest, WorkCompletion, WrOp,
 };
-use roce_host::{ConnectOptions, QpEndpoint};
+use roce_host::{CompletionQueue, ConnectOptions, MemoryRegion, QpEndpoint, QueuePair};
 use std::time::Instant;
 
 /// The Q_Key the pingpong tools give their UD QPs.
@@ -136,176 +136,19 @@ pub fn run(args: &PingpongArgs, out: &mut impl std::io::Write) -> Result<Pingpon
         (None, true) => Role::Server,
         _ => bail!("give --server or --client HOST"),
     };
-    let ud = args.transport == Transport::Ud;
-    let size = args.size.unwrap_or(if ud { 2048 } else { 4096 });
-    let mtu = Mtu::from_bytes_floor(args.mtu)
-        .filter(|m| m.bytes() == args.mtu)
-        .ok_or_else(|| anyhow::anyhow!("MTU {}: use 256, 512, 1024, 2048 or 4096", args.mtu))?;
-    if ud && size > mtu.bytes() as usize {
-        bail!("UD messages must fit the MTU ({} > {})", size, mtu.bytes());
-    }
     let st = Station::open(&args.link, args.fastpath)?;
-    let pd = st.ctx.alloc_pd()?;
-    let cq = st.ctx.create_cq(args.rx_depth + 4)?;
-    let qp = pd
-        .create_qp(args.transport.qp_type(), &cq, &cq)
-        .max_recv_wr(args.rx_depth)
-        .max_send_wr(4)
-        .build()?;
-    // [receive area: GRH space + message][send area: message]
-    let slot = size + GRH;
-    let mr = pd.reg_mr(2 * slot, AccessFlags::LOCAL_WRITE)?;
-    let recv_at = if ud { 0 } else { GRH };
-    let send_at = slot;
-    let recv_len = if ud { slot } else { size } as u32;
-    let post_recv = || {
-        qp.post_recv(&RecvWr::new(RECV_WRID).sge(mr.addr() + recv_at as u64, recv_len, mr.lkey()))
-    };
-    let mine = pattern(size);
-    if matches!(role, Role::Client(_)) {
-        mr.write(send_at, &mine)?;
-    }
-
-    let my_psn = random_psn();
-    let (gid, _) = st.ctx.port_addr();
-    let msg = pp_message(qp.qpn().value(), my_psn, &gid);
-    let mut oob = Oob::open(&role, args.link.port)?;
-    let opts = ConnectOptions {
-        mtu,
-        qkey: Qkey(PP_QKEY),
-        ..ConnectOptions::default()
-    };
-    let connect = |rem: &(u32, u32, [u8; 16])| -> Result<QpEndpoint> {
-        let ep = QpEndpoint {
-            qpn: Qpn::new(rem.0),
-            psn: Psn::new(rem.1),
-            gid: rem.2,
-            mac: st.resolve_gid(&rem.2)?,
-        };
-        qp.connect(&ep, Psn::new(my_psn), &opts)?;
-        // Receives wait before the peer can send: the server answers only after this,
-        // and the client's peer sends only after the client's first message.
-        for _ in 0..args.rx_depth {
-            post_recv()?;
-        }
-        Ok(ep)
-    };
-    let remote = match role {
-        Role::Client(_) => {
-            oob.write(&msg)?;
-            let rem = parse_pp_message(&oob.read(&st, msg.len())?)?;
-            oob.write(b"done\0")?;
-            connect(&rem)?
-        }
-        Role::Server => {
-            let rem = parse_pp_message(&oob.read(&st, msg.len())?)?;
-            let ep = connect(&rem)?;
-            oob.write(&msg)?;
-            let done = oob.read(&st, 5)?;
-            if done != b"done\0" {
-                bail!("the client did not finish the exchange with \"done\"");
-            }
-            ep
-        }
-    };
-    let ud_dest = UdDest {
-        av: AddressVector {
-            dmac: remote.mac,
-            dgid: remote.gid,
-            hop_limit: 64,
-            ..AddressVector::default()
-        },
-        remote_qpn: remote.qpn,
-        remote_qkey: Qkey(PP_QKEY),
-    };
-    let post_send = || {
-        let mut wr = SendWr::new(SEND_WRID, WrOp::Send)
-            .sge(mr.addr() + send_at as u64, size as u32, mr.lkey())
-            .flags(SendFlags::SIGNALED);
-        if ud {
-            wr = wr.ud(ud_dest);
-        }
-        qp.post_send(&wr)
-    };
-
+    let pp = Pingpong::create(&st, args, role)?;
+    pp.exchange(args)?;
     let t0 = Instant::now();
-    let mut pending = RECV_WRID;
-    if matches!(role, Role::Client(_)) {
-        post_send()?;
-        pending |= SEND_WRID;
-    }
-    let (mut scnt, mut rcnt) = (0usize, 0usize);
-    let mut first: Option<Vec<u8>> = None;
-    let mut got = vec![0u8; size];
-    let mut buf = [WorkCompletion::new(
-        0,
-        Qpn::new(0),
-        roce_core::transport::WcOpcode::Send,
-        WcStatus::Success,
-    ); 4];
-    let mut idle = Instant::now();
-    while rcnt < args.iters || scnt < args.iters {
-        let n = cq.poll(&mut buf)?;
-        if n == 0 {
-            if idle.elapsed().as_secs() > 30 {
-                bail!("stuck after {scnt} sends and {rcnt} receives");
-            }
-            st.progress();
-            continue;
-        }
-        idle = Instant::now();
-        for wc in &buf[..n] {
-            check(wc)?;
-            match wc.wr_id {
-                SEND_WRID => scnt += 1,
-                RECV_WRID => {
-                    let want = if ud { size + GRH } else { size };
-                    if wc.byte_len as usize != want {
-                        bail!("receive {rcnt}: {} bytes, expected {want}", wc.byte_len);
-                    }
-                    mr.read(GRH, &mut got)?;
-                    match role {
-                        // The server sends back our own message.
-                        Role::Client(_) => {
-                            if got != mine {
-                                bail!("receive {rcnt}: the echoed message differs from ours");
-                            }
-                        }
-                        Role::Server => {
-                            if let Some(p) = (0..size).step_by(PAGE).find(|&i| got[i] != 0) {
-                                bail!("receive {rcnt}: invalid data in page {}", p / PAGE);
-                            }
-                            match &first {
-                                Some(f) if *f != got => {
-                                    bail!("receive {rcnt}: the client's message changed")
-                                }
-                                Some(_) => {}
-                                None => first = Some(got.clone()),
-                            }
-                            // Echo it, as the tools do from their one buffer.
-                            mr.write(send_at, &got)?;
-                        }
-                    }
-                    rcnt += 1;
-                    post_recv()?;
-                }
-                other => bail!("completion for unknown work request {other}"),
-            }
-            pending &= !wc.wr_id;
-            if scnt < args.iters && pending == 0 {
-                post_send()?;
-                pending = RECV_WRID | SEND_WRID;
-            }
-        }
-    }
+    pp.ping(args.iters)?;
     let secs = t0.elapsed().as_secs_f64();
-    let bytes = (size * args.iters * 2) as f64;
+    let bytes = (pp.size * args.iters * 2) as f64;
     let r = PingpongResult {
         iters: args.iters,
-        size,
+        size: pp.size,
         usec_per_iter: secs * 1e6 / args.iters as f64,
         mbit_per_s: bytes * 8.0 / secs / 1e6,
-        retransmits: st.retransmits(),
+        retransmits: st.retransmits()?,
     };
     writeln!(
         out,
@@ -321,12 +164,229 @@ pub fn run(args: &PingpongArgs, out: &mut impl std::io::Write) -> Result<Pingpon
         out,
         "pingpong {} {}: {} x {} B, data checked, retransmitted packets {}",
         args.transport.name(),
-        role.name(),
+        pp.role.name(),
         args.iters,
-        size,
+        pp.size,
         r.retransmits
     )?;
     Ok(r)
+}
+
+/// One side of a pingpong: its QP, and one buffer of [receive area: GRH space +
+/// message][send area: message], as the tools lay theirs out.
+struct Pingpong<'a> {
+    st: &'a Station,
+    role: Role,
+    ud: bool,
+    size: usize,
+    mtu: Mtu,
+    rx_depth: usize,
+    cq: CompletionQueue,
+    qp: QueuePair,
+    mr: MemoryRegion,
+    /// What the client sends (the server echoes it).
+    mine: Vec<u8>,
+    my_psn: u32,
+    /// The peer, once the exchange is done (UD sends name it).
+    peer: std::cell::Cell<Option<QpEndpoint>>,
+}
+
+impl<'a> Pingpong<'a> {
+    /// The QP and the buffer; the client writes its message in.
+    fn create(st: &'a Station, args: &PingpongArgs, role: Role) -> Result<Self> {
+        let ud = args.transport == Transport::Ud;
+        let size = args.size.unwrap_or(if ud { 2048 } else { 4096 });
+        let mtu = crate::perf_cmd::parse_mtu(args.mtu)?;
+        if ud && size > mtu.bytes() as usize {
+            bail!("UD messages must fit the MTU ({} > {})", size, mtu.bytes());
+        }
+        let pd = st.ctx.alloc_pd()?;
+        let cq = st.ctx.create_cq(args.rx_depth + 4)?;
+        let qp = pd
+            .create_qp(args.transport.qp_type(), &cq, &cq)
+            .max_recv_wr(args.rx_depth)
+            .max_send_wr(4)
+            .build()?;
+        let mr = pd.reg_mr(2 * (size + GRH), AccessFlags::LOCAL_WRITE)?;
+        let pp = Self {
+            st,
+            ud,
+            size,
+            mtu,
+            rx_depth: args.rx_depth,
+            cq,
+            qp,
+            mr,
+            mine: pattern(size),
+            my_psn: random_psn(),
+            peer: std::cell::Cell::new(None),
+            role,
+        };
+        if matches!(pp.role, Role::Client(_)) {
+            pp.mr.write(pp.send_at(), &pp.mine)?;
+        }
+        Ok(pp)
+    }
+
+    fn send_at(&self) -> usize {
+        self.size + GRH
+    }
+
+    fn post_recv(&self) -> Result<()> {
+        // UD receives start with the GRH; RC and UC ones leave its space empty.
+        let (at, len) = if self.ud {
+            (0, self.size + GRH)
+        } else {
+            (GRH, self.size)
+        };
+        let wr = RecvWr::new(RECV_WRID).sge(self.mr.addr() + at as u64, len as u32, self.mr.lkey());
+        Ok(self.qp.post_recv(&wr)?)
+    }
+
+    fn post_send(&self) -> Result<()> {
+        let mut wr = SendWr::new(SEND_WRID, WrOp::Send)
+            .sge(
+                self.mr.addr() + self.send_at() as u64,
+                self.size as u32,
+                self.mr.lkey(),
+            )
+            .flags(SendFlags::SIGNALED);
+        if let (true, Some(peer)) = (self.ud, self.peer.get()) {
+            wr = wr.ud(UdDest {
+                av: AddressVector {
+                    dmac: peer.mac,
+                    dgid: peer.gid,
+                    hop_limit: 64,
+                    ..AddressVector::default()
+                },
+                remote_qpn: peer.qpn,
+                remote_qkey: Qkey(PP_QKEY),
+            });
+        }
+        Ok(self.qp.post_send(&wr)?)
+    }
+
+    /// The tools' TCP exchange, the QP connected to the peer's and receives posted: the
+    /// client writes its address first, the server answers after connecting, the client
+    /// closes with "done".
+    fn exchange(&self, args: &PingpongArgs) -> Result<()> {
+        let (gid, _) = self.st.ctx.port_addr();
+        let msg = pp_message(self.qp.qpn().value(), self.my_psn, &gid);
+        let mut oob = Oob::open(&self.role, args.link.port)?;
+        match self.role {
+            Role::Client(_) => {
+                oob.write(&msg)?;
+                let rem = parse_pp_message(&oob.read(self.st, msg.len())?)?;
+                oob.write(b"done\0")?;
+                self.connect(&rem)
+            }
+            Role::Server => {
+                let rem = parse_pp_message(&oob.read(self.st, msg.len())?)?;
+                self.connect(&rem)?;
+                oob.write(&msg)?;
+                if oob.read(self.st, 5)? != b"done\0" {
+                    bail!("the client did not finish the exchange with \"done\"");
+                }
+                Ok(())
+            }
+        }
+    }
+
+    fn connect(&self, (qpn, psn, gid): &(u32, u32, [u8; 16])) -> Result<()> {
+        let ep = QpEndpoint {
+            qpn: Qpn::new(*qpn),
+            psn: Psn::new(*psn),
+            gid: *gid,
+            mac: self.st.resolve_gid(gid)?,
+        };
+        let opts = ConnectOptions {
+            mtu: self.mtu,
+            qkey: Qkey(PP_QKEY),
+            ..ConnectOptions::default()
+        };
+        self.qp.connect(&ep, Psn::new(self.my_psn), &opts)?;
+        self.peer.set(Some(ep));
+        // Receives wait before the peer can send: the server answers only after this,
+        // and the client's peer sends only after the client's first message.
+        for _ in 0..self.rx_depth {
+            self.post_recv()?;
+        }
+        Ok(())
+    }
+
+    /// `iters` round trips, the client first: each side sends when both its last send
+    /// and its last receive have completed; every message is checked.
+    fn ping(&self, iters: usize) -> Result<()> {
+        let mut pending = RECV_WRID;
+        if matches!(self.role, Role::Client(_)) {
+            self.post_send()?;
+            pending |= SEND_WRID;
+        }
+        let (mut scnt, mut rcnt) = (0usize, 0usize);
+        let mut first: Option<Vec<u8>> = None;
+        let mut buf = [WorkCompletion::default(); 4];
+        let mut idle = Instant::now();
+        while rcnt < iters || scnt < iters {
+            let wcs = self.cq.poll(&mut buf)?;
+            if wcs.is_empty() {
+                if idle.elapsed().as_secs() > 30 {
+                    bail!("stuck after {scnt} sends and {rcnt} receives");
+                }
+                self.st.progress();
+                continue;
+            }
+            idle = Instant::now();
+            for wc in wcs.iter() {
+                check(wc)?;
+                match wc.wr_id {
+                    SEND_WRID => scnt += 1,
+                    RECV_WRID => {
+                        self.check_receive(rcnt, wc.byte_len as usize, &mut first)?;
+                        rcnt += 1;
+                        self.post_recv()?;
+                    }
+                    other => bail!("completion for unknown work request {other}"),
+                }
+                pending &= !wc.wr_id;
+                if scnt < iters && pending == 0 {
+                    self.post_send()?;
+                    pending = RECV_WRID | SEND_WRID;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Receive `n` of `len` bytes: the client gets its own message back; the server
+    /// checks the tools' `--chk` rule and that the message never changes, and echoes it.
+    fn check_receive(&self, n: usize, len: usize, first: &mut Option<Vec<u8>>) -> Result<()> {
+        let want = if self.ud { self.size + GRH } else { self.size };
+        if len != want {
+            bail!("receive {n}: {len} bytes, expected {want}");
+        }
+        let mut got = vec![0u8; self.size];
+        self.mr.read(GRH, &mut got)?;
+        match self.role {
+            Role::Client(_) => {
+                if got != self.mine {
+                    bail!("receive {n}: the echoed message differs from ours");
+                }
+            }
+            Role::Server => {
+                if let Some(p) = (0..self.size).step_by(PAGE).find(|&i| got[i] != 0) {
+                    bail!("receive {n}: invalid data in page {}", p / PAGE);
+                }
+                match first {
+                    Some(f) if *f != got => bail!("receive {n}: the client's message changed"),
+                    Some(_) => {}
+                    None => *first = Some(got.clone()),
+                }
+                // Echo it, as the tools do from their one buffer.
+                self.mr.write(self.send_at(), &got)?;
+            }
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]

@@ -2,22 +2,18 @@
 //! NICs, written against the verbs API exactly as an application would be.
 
 pub mod report;
-pub mod rx_buffer;
-pub mod world;
 
-use crate::progress::Progress;
+use crate::progress::ProgressBar;
 use anyhow::{bail, Context as _, Result};
-use roce_core::engine::PortConfig;
 use roce_core::memory::AccessFlags;
-use roce_core::num::Psn;
-use roce_core::transport::{
-    ipv4_gid, Mtu, QpType, RecvWr, SendFlags, SendWr, SrAttr, WcStatus, WorkCompletion, WrOp,
-};
-use roce_device::{Capacities, LocalNic};
-use roce_host::{CompletionQueue, ConnectOptions, Context, MemoryRegion, QpEndpoint, QueuePair};
+use roce_core::transport::{Mtu, QpType, RecvWr, SendWr, SrAttr, WcStatus, WorkCompletion, WrOp};
+use roce_device::NicModel;
+use roce_host::{CompletionQueue, ConnectOptions, Context, MemoryRegion, QueuePair};
+use roce_testbed::nic::{self, Datapath};
+use roce_testbed::traffic::{connect_pair, signaled, top_up};
+use roce_testbed::World;
 use std::collections::VecDeque;
 use std::rc::Rc;
-use world::World;
 
 /// The benchmarks, named as perftest's binaries without the `ib_` prefix.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -85,49 +81,19 @@ pub struct Measurement {
     pub simulated: bool,
 }
 
-/// Addresses of the two ports: 10.0.0.1 and 10.0.0.2.
-pub fn port(side: usize) -> PortConfig {
-    let last = side as u8 + 1;
-    PortConfig::new([0x02, 0, 0, 0, 0, last], ipv4_gid([10, 0, 0, last]))
-}
-
-/// Boots the two NICs for `p` (a host-sized NIC when the firmware's tables are too small),
-/// with the RC fast path's model as their hardware (`fastpath`) or the firmware alone.
-pub fn nics(p: &Params, fastpath: bool) -> [Rc<LocalNic>; 2] {
-    [0, 1].map(|s| {
-        if fastpath {
-            LocalNic::with_fastpath(port(s), capacities(p))
-        } else {
-            LocalNic::new(port(s), capacities(p))
-        }
-    })
-}
-
-/// The two NICs with the Verilated RTL as their datapath (`--backend rtl`): the RTL
-/// fast path (`roce_fp_top`) when `fastpath`, else the RTL parser and ICRC inserter.
-pub fn rtl_nics(p: &Params, fastpath: bool) -> Result<[Rc<LocalNic>; 2]> {
-    let make = |s| {
-        let (cfg, caps, width) = (port(s), capacities(p), roce_hdl_sim::DataWidth::W512);
-        let nic = if fastpath {
-            roce_device::rtl::rtl_fastpath_nic(cfg, caps, width)
-        } else {
-            roce_device::rtl::rtl_nic(cfg, caps, width).map(|(nic, _)| nic)
-        };
-        nic.map_err(|e| anyhow::anyhow!("the RTL datapath: {e}"))
+/// Boots the two NICs for `p` on `datapath` (10.0.0.1 and 10.0.0.2; host-sized tables
+/// when the firmware's are too small for its QPs), with the RC fast path's model as
+/// their hardware (`fastpath`) or the firmware alone.
+pub fn nics(p: &Params, datapath: Datapath, fastpath: bool) -> Result<[Rc<dyn NicModel>; 2]> {
+    let caps = nic::capacities(p.qps, p.tx_depth);
+    let boot = |side| {
+        nic::boot(datapath, fastpath, nic::port_config(side), caps)
+            .map_err(|e| anyhow::anyhow!("the RTL datapath: {e}"))
     };
-    Ok([make(0)?, make(1)?])
-}
-
-fn capacities(p: &Params) -> Capacities {
-    if p.qps > roce_firmware::config::QPS / 2 || p.tx_depth > roce_firmware::config::SQ {
-        Capacities::Host
-    } else {
-        Capacities::Firmware
-    }
+    Ok([boot(0)?, boot(1)?])
 }
 
 struct Side {
-    ctx: Context,
     cq: CompletionQueue,
     qps: Vec<QueuePair>,
     /// One region, a buffer per QP in it (`Side::buf`): thousands of QPs need no
@@ -145,14 +111,13 @@ impl Side {
     }
 }
 
-fn setup(world: &[&Rc<LocalNic>; 2], p: &Params) -> Result<[Side; 2]> {
+fn setup(ctxs: [&Context; 2], p: &Params) -> Result<[Side; 2]> {
     let access = AccessFlags::LOCAL_WRITE
         | AccessFlags::REMOTE_WRITE
         | AccessFlags::REMOTE_READ
         | AccessFlags::REMOTE_ATOMIC;
     let mut sides = Vec::new();
-    for nic in world {
-        let ctx = Context::open((*nic).clone()).context("open the NIC")?;
+    for ctx in ctxs {
         // More QPs than the NIC's slots: their contexts go to host memory (ICM).
         if p.qps > ctx.query_device().max_qp.get() as usize {
             let n = u32::try_from(p.qps).context("QP count")?;
@@ -174,7 +139,6 @@ fn setup(world: &[&Rc<LocalNic>; 2], p: &Params) -> Result<[Side; 2]> {
         let stride = 2 * p.size.max(8);
         let mr = pd.reg_mr(stride * p.qps, access)?;
         sides.push(Side {
-            ctx,
             cq,
             qps,
             mr,
@@ -188,30 +152,18 @@ fn setup(world: &[&Rc<LocalNic>; 2], p: &Params) -> Result<[Side; 2]> {
         timeout: p.timeout,
         ..ConnectOptions::default()
     };
-    for i in 0..p.qps {
-        let psn = |s: usize| Psn::new(0x10_0000 * (s as u32 + 1) + i as u32);
-        let ep = |s: &Side, side: usize| {
-            let (gid, mac) = s.ctx.port_addr();
-            QpEndpoint {
-                qpn: s.qps[i].qpn(),
-                psn: psn(side),
-                gid,
-                mac,
-            }
-        };
-        a.qps[i].connect(&ep(&b, 1), psn(0), &opts)?;
-        b.qps[i].connect(&ep(&a, 0), psn(1), &opts)?;
+    for (i, (qa, qb)) in a.qps.iter().zip(&b.qps).enumerate() {
+        connect_pair(qa, qb, i, &opts)?;
     }
     Ok([a, b])
 }
 
-/// Runs one benchmark in `world`, reporting progress to `progress`.
-pub fn run(world: &mut dyn World, p: &Params, progress: &mut Progress) -> Result<Measurement> {
+/// Runs one benchmark in `world`, showing how far it is on `progress`.
+pub fn run(world: &mut dyn World, p: &Params, progress: &ProgressBar) -> Result<Measurement> {
     if p.size == 0 && p.test != Test::AtomicBw {
         bail!("message size must be at least 1 byte");
     }
-    let nics = world.nics();
-    let [a, b] = setup(&[nics[0], nics[1]], p)?;
+    let [a, b] = setup(world.contexts(), p)?;
     let mut m = if p.test.is_latency() {
         latency(world, p, &a, &b, progress)?
     } else {
@@ -230,11 +182,13 @@ pub fn run(world: &mut dyn World, p: &Params, progress: &mut Progress) -> Result
         }
         m
     };
-    progress.finish();
     let c = world.counters();
     m.retransmits = c.retransmits;
-    for nic in world.nics() {
-        let r = nic.runtime_counters();
+    for ctx in world.contexts() {
+        let r = ctx
+            .query_counters()
+            .context("read the NIC's counters")?
+            .runtime;
         m.qp_cache_misses += r.qp_cache_misses;
         m.qp_ctx_dma_bytes += r.qp_ctx_dma_bytes;
     }
@@ -280,7 +234,7 @@ const STUCK: usize = 1_000_000;
 
 fn wr(p: &Params, a: &Side, b: &Side, i: usize, id: u64) -> SendWr {
     let (local, remote) = (&a.mr, &b.mr);
-    let (la, ra) = (local.addr() + a.buf(i), remote.addr() + b.buf(i));
+    let ra = remote.addr() + b.buf(i);
     let op = match p.test {
         Test::WriteBw => WrOp::RdmaWrite {
             remote_addr: ra,
@@ -307,9 +261,7 @@ fn wr(p: &Params, a: &Side, b: &Side, i: usize, id: u64) -> SendWr {
     } else {
         p.size as u32
     };
-    SendWr::new(id, op)
-        .sge(la, len, local.lkey())
-        .flags(SendFlags::SIGNALED)
+    signaled(id, op, local, a.buf(i), len)
 }
 
 fn recv(side: &Side, i: usize, p: &Params) -> RecvWr {
@@ -329,22 +281,6 @@ pub(crate) fn check(wc: &WorkCompletion) -> Result<()> {
     Ok(())
 }
 
-/// Polls `cq` into `buf`, returning the completions.
-fn poll<'b>(cq: &CompletionQueue, buf: &'b mut [WorkCompletion]) -> Result<&'b [WorkCompletion]> {
-    let n = cq.poll(buf)?;
-    Ok(&buf[..n])
-}
-
-/// A placeholder for completion buffers that `poll` fills.
-pub(crate) fn empty_wc() -> WorkCompletion {
-    WorkCompletion::new(
-        0,
-        roce_core::num::Qpn::new(0),
-        roce_core::transport::WcOpcode::Send,
-        WcStatus::Success,
-    )
-}
-
 /// perftest's BW loop: keep `tx_depth` WRs outstanding on every QP until each has
 /// completed `iters`; the server keeps receives posted for SEND.
 fn bandwidth(
@@ -352,14 +288,15 @@ fn bandwidth(
     p: &Params,
     a: &Side,
     b: &Side,
-    progress: &mut Progress,
+    bar: &ProgressBar,
 ) -> Result<Measurement> {
     let total = p.iters * p.qps;
     let mut posted = vec![0usize; p.qps];
     let mut done = vec![0usize; p.qps];
     let mut post_time = vec![0u64; total];
     let mut samples = Vec::with_capacity(total);
-    let mut buf = vec![empty_wc(); 64];
+    let mut buf = vec![WorkCompletion::default(); 64];
+    bar.set_length(total as u64);
     if p.test == Test::SendBw {
         for (i, qp) in b.qps.iter().enumerate() {
             for _ in 0..p.tx_depth {
@@ -375,29 +312,29 @@ fn bandwidth(
     let mut ready: VecDeque<usize> = (0..p.qps).collect();
     let mut queued = vec![true; p.qps];
     while samples.len() < total {
-        progress.update(samples.len(), total);
         let mut progress = false;
         while let Some(i) = ready.pop_front() {
             queued[i] = false;
-            let room = (p.iters - posted[i]).min(p.tx_depth - (posted[i] - done[i]));
-            if room == 0 {
-                continue;
-            }
-            let batch: Vec<_> = (0..room)
-                .map(|k| wr(p, a, b, i, (i * p.iters + posted[i] + k) as u64))
-                .collect();
             let now = world.now();
-            for w in &batch {
-                post_time[w.wr_id as usize] = now;
-            }
-            posted[i] += batch.len();
-            a.qps[i].post_send_list(&batch)?;
-            progress = true;
+            let n = top_up(
+                &a.qps[i],
+                (posted[i], posted[i] - done[i]),
+                p.tx_depth,
+                p.iters,
+                |k| {
+                    let id = i * p.iters + k;
+                    post_time[id] = now;
+                    wr(p, a, b, i, id as u64)
+                },
+            )?;
+            posted[i] += n;
+            progress |= n > 0;
         }
         if progress {
             world.kick(0);
         }
-        for wc in poll(&a.cq, &mut buf)? {
+        let wcs = a.cq.poll(&mut buf)?;
+        for wc in wcs.iter() {
             check(wc)?;
             let id = wc.wr_id as usize;
             let i = id / p.iters;
@@ -407,11 +344,14 @@ fn bandwidth(
                 ready.push_back(i);
             }
             samples.push((post_time[id], world.now()));
+        }
+        if !wcs.is_empty() {
+            bar.set_position(samples.len() as u64);
             progress = true;
         }
         if p.test == Test::SendBw {
-            let got: Vec<_> = poll(&b.cq, &mut buf)?.to_vec();
-            for wc in &got {
+            let got = b.cq.poll(&mut buf)?;
+            for wc in got.iter() {
                 check(wc)?;
                 let i = wc.wr_id as usize;
                 b.qps[i].post_recv(&recv(b, i, p))?;
@@ -449,10 +389,11 @@ fn latency(
     p: &Params,
     a: &Side,
     b: &Side,
-    progress: &mut Progress,
+    bar: &ProgressBar,
 ) -> Result<Measurement> {
     let mut samples = Vec::with_capacity(p.iters);
-    let mut buf = vec![empty_wc(); 16];
+    let mut buf = vec![WorkCompletion::default(); 16];
+    bar.set_length(p.iters as u64);
     let start = world.now();
     let sides = [a, b];
     if p.test == Test::SendLat {
@@ -489,9 +430,7 @@ fn latency(
                 }
                 // The sender's own completions: reap them so the queues never fill.
                 for side in sides {
-                    for wc in poll(&side.cq, &mut buf)? {
-                        check(wc)?;
-                    }
+                    side.cq.poll(&mut buf)?.iter().try_for_each(check)?;
                 }
             }
             _ => unreachable!("not a latency test"),
@@ -504,7 +443,7 @@ fn latency(
             (t1 - t0) / 2
         };
         samples.push((0, dt));
-        progress.update(it + 1, p.iters);
+        bar.set_position(it as u64 + 1);
     }
     let elapsed = world.now() - start;
     Ok(Measurement {
@@ -535,7 +474,7 @@ fn wait_until(
 
 fn wait_cq(world: &mut dyn World, cq: &CompletionQueue, buf: &mut [WorkCompletion]) -> Result<()> {
     wait_until(world, "a completion", || {
-        let got = poll(cq, buf)?;
+        let got = cq.poll(buf)?;
         got.iter().try_for_each(check)?;
         Ok(!got.is_empty())
     })
@@ -548,7 +487,7 @@ fn wait_cq_for_recv(
 ) -> Result<()> {
     let mut seen = false;
     wait_until(world, "a receive completion", || {
-        for wc in poll(cq, buf)? {
+        for wc in cq.poll(buf)?.iter() {
             check(wc)?;
             seen |= (wc.opcode as u8) >= 128;
         }

@@ -16,29 +16,25 @@
 //! frames sent by switches, CNPs, retransmitted packets and drops.
 
 use super::nanos;
-use crate::perf::world::NicNode;
-use crate::progress::Progress;
+use crate::progress::ProgressBar;
 use anyhow::{bail, Context as _, Result};
 use roce_core::cc::CcConfig;
 use roce_core::dcb::EtsConfig;
-use roce_core::engine::PortConfig;
 use roce_core::memory::AccessFlags;
-use roce_core::num::Psn;
-use roce_core::transport::{
-    ipv4_gid, Mtu, QpType, SendFlags, SendWr, WcOpcode, WcStatus, WorkCompletion, WrOp,
-};
-use roce_device::{Capacities, LocalNic};
-use roce_host::{
-    CompletionQueue, ConnectOptions, Context, MemoryRegion, ProtectionDomain, QpEndpoint, QueuePair,
-};
+use roce_core::transport::{Mtu, QpType, WcStatus, WorkCompletion, WrOp};
+use roce_host::{CompletionQueue, ConnectOptions, MemoryRegion, ProtectionDomain, QueuePair};
 use roce_sim::stats::Interval;
 use roce_sim::{
-    Fabric, HostId, LinkConfig, LinkId, Nanos, PfcConfig, Priorities, RedConfig, SwitchConfig,
-    SwitchId, WIRE_OVERHEAD,
+    LinkConfig, MemoryCapture, Nanos, PfcConfig, Priorities, RedConfig, SwitchConfig, TapId,
+    WIRE_OVERHEAD,
 };
+use roce_testbed::counters::{nic_totals, FabricTotals};
+use roce_testbed::nic::{self, Datapath};
+use roce_testbed::topology::Neighbour;
+use roce_testbed::traffic::{connect_pair, signaled, top_up};
+use roce_testbed::{topology, NicNode, Topology};
 use serde::Deserialize;
 use std::io::Write;
-use std::rc::Rc;
 
 /// `[fabric]` of a scenario file.
 #[derive(Debug, Clone, Deserialize)]
@@ -302,17 +298,101 @@ pub fn jain(xs: &[f64]) -> f64 {
 const POLL_NS: Nanos = 1_000;
 const ECT0: u8 = 0b10;
 
+/// The scenario's numbers, parsed and checked.
+struct Plan {
+    duration: Nanos,
+    sample: Nanos,
+    measure_from: Nanos,
+    /// Every link's rate, bit/s.
+    rate: u64,
+    link: LinkConfig,
+    mtu: Mtu,
+    /// The scenario's 802.1p priority (its DSCP through the default map).
+    priority: u8,
+    /// Every flow's priority: PFC and ECN apply to these.
+    priorities: Priorities,
+}
+
+impl Plan {
+    fn of(f: &FabricScenario) -> Result<Self> {
+        let duration = nanos("duration", &f.duration)?;
+        let sample = nanos("sample", &f.sample)?;
+        let measure_from = nanos("measure_from", &f.measure_from)?;
+        if sample == 0 || sample % POLL_NS != 0 {
+            bail!("sample must be a positive whole number of microseconds");
+        }
+        if measure_from >= duration {
+            bail!("measure_from must be before the end");
+        }
+        let rate = crate::perf_cmd::parse_rate(&f.link.rate)?;
+        let delay = nanos("link.delay", &f.link.delay)?;
+        let mtu = crate::perf_cmd::parse_mtu(f.mtu)?;
+        Ok(Self {
+            duration,
+            sample,
+            measure_from,
+            rate,
+            link: LinkConfig::new(rate, delay),
+            mtu,
+            priority: f.dscp >> 3,
+            priorities: f
+                .flows
+                .iter()
+                .fold(Priorities::only(f.dscp >> 3), |set, fl| {
+                    set.with(fl.dscp.unwrap_or(f.dscp) >> 3)
+                }),
+        })
+    }
+}
+
+/// A host's verbs objects (its context is the topology's).
 struct Host {
-    name: String,
-    node: HostId<NicNode>,
-    nic: Rc<LocalNic>,
-    ctx: Context,
     pd: ProtectionDomain,
     cq: CompletionQueue,
-    /// The switch and its port this host is on.
-    switch: usize,
-    port: usize,
-    link: LinkId,
+}
+
+/// The fabric with its hosts, and where the bottleneck is.
+struct Net {
+    topo: Topology,
+    hosts: Vec<Host>,
+    /// The bottleneck host.
+    bottleneck: usize,
+    /// The captures the scenario asked for: host, tap on its link, bytes.
+    taps: Vec<(usize, TapId, MemoryCapture)>,
+}
+
+impl Net {
+    /// Wire bits the bottleneck link has carried towards its host so far. Switch to
+    /// host is direction b -> a of a host link. A link counts a frame when it starts
+    /// serialising, so a window's edges can be off by a frame (a reading a hair above
+    /// 100 % on short windows).
+    fn bottleneck_wire_bytes(&self) -> u64 {
+        let c = self
+            .topo
+            .fabric
+            .link_counters(self.topo.hosts[self.bottleneck].link)[1];
+        c.bytes + c.frames * WIRE_OVERHEAD as u64
+    }
+
+    /// Bytes queued at the bottleneck's switch port, all priorities.
+    fn bottleneck_queue(&self) -> u64 {
+        let h = &self.topo.hosts[self.bottleneck];
+        let sw = self.topo.fabric.switch(self.topo.switches[h.switch]);
+        (0..8).map(|p| sw.queue_depth(h.port, p)).sum()
+    }
+
+    /// Running totals of the fabric and the NICs.
+    fn totals(&self) -> Result<Totals> {
+        let fabric = FabricTotals::of(&self.topo.fabric);
+        let nics = nic_totals(self.topo.hosts.iter().map(|h| &h.ctx))?;
+        Ok(Totals {
+            pause_frames: fabric.pause_frames,
+            ecn_marked: fabric.ecn_marked,
+            cnps: nics.engine.np_cnp_sent,
+            retransmits: nics.engine.retransmitted_pkts,
+            drops: fabric.lost + fabric.dropped,
+        })
+    }
 }
 
 struct Flow {
@@ -332,53 +412,52 @@ struct Flow {
 }
 
 /// Builds the fabric of `f`, runs it for its duration and measures it.
-pub fn run(f: &FabricScenario, seed: u64, progress: &mut Progress) -> Result<FabricResult> {
-    let duration = nanos("duration", &f.duration)?;
-    let sample = nanos("sample", &f.sample)?;
-    let measure_from = nanos("measure_from", &f.measure_from)?;
-    if sample == 0 || sample % POLL_NS != 0 {
-        bail!("sample must be a positive whole number of microseconds");
-    }
-    if measure_from >= duration {
-        bail!("measure_from must be before the end");
-    }
-    let rate = crate::perf_cmd::parse_rate(&f.link.rate)?;
-    let delay = nanos("link.delay", &f.link.delay)?;
-    let link = LinkConfig::new(rate, delay);
-    let mtu = Mtu::from_bytes_floor(f.mtu)
-        .filter(|m| m.bytes() == f.mtu)
-        .with_context(|| format!("MTU {}: use 256, 512, 1024, 2048 or 4096", f.mtu))?;
-    let priority = f.dscp >> 3;
+pub fn run(f: &FabricScenario, seed: u64, progress: &ProgressBar) -> Result<FabricResult> {
+    let plan = Plan::of(f)?;
+    let net = build(f, &plan, seed)?;
+    let mut flows = f
+        .flows
+        .iter()
+        .enumerate()
+        .map(|(i, spec)| {
+            connect_flow(f, spec, i, &net, plan.mtu).with_context(|| format!("flow {}", spec.name))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let mut net = net;
+    let run = simulate(f, &plan, &mut net, &mut flows, progress)?;
+    let mut result = summarise(f, &plan, &net, &flows, run, seed)?;
+    result.captures = captures(&mut net)?;
+    Ok(result)
+}
 
-    // Switches and their ports: hosts first, then trunks.
+/// Closes the scenario's captures: each host's pcap bytes and its port's counters.
+fn captures(net: &mut Net) -> Result<Vec<HostCapture>> {
+    let mut out = Vec::new();
+    for (h, tap, capture) in std::mem::take(&mut net.taps) {
+        let fabric = &mut net.topo.fabric;
+        fabric.close_tap(tap)?;
+        let host = &net.topo.hosts[h];
+        out.push(HostCapture {
+            host: host.name.clone(),
+            pcap: capture.bytes(),
+            port: fabric.port_counters(host.node, 0),
+        });
+    }
+    Ok(out)
+}
+
+/// The switches, and one NIC per host (10.0.0.(i + 1)) with DCQCN and PFC as the
+/// scenario sets them, configured through the ABI as a host would.
+fn build(f: &FabricScenario, plan: &Plan, seed: u64) -> Result<Net> {
+    if f.hosts.len() > nic::MAX_NICS {
+        bail!("at most {} hosts", nic::MAX_NICS);
+    }
     let sw_index = |name: &str| {
         f.switches
             .iter()
             .position(|s| s == name)
             .with_context(|| format!("no switch named {name:?}"))
     };
-    let mut ports: Vec<Vec<Neighbour>> = vec![Vec::new(); f.switches.len()];
-    for (h, host) in f.hosts.iter().enumerate() {
-        ports[sw_index(&host.switch)?].push(Neighbour::Host(h));
-    }
-    for t in &f.trunks {
-        let (a, b) = (sw_index(&t.a)?, sw_index(&t.b)?);
-        let (pa, pb) = (ports[a].len(), ports[b].len());
-        ports[a].push(Neighbour::Switch(b, pb));
-        ports[b].push(Neighbour::Switch(a, pa));
-    }
-
-    let mut fabric = Fabric::new(seed);
-    let flow_prios = f.flows.iter().fold(Priorities::only(priority), |set, fl| {
-        set.with(fl.dscp.unwrap_or(f.dscp) >> 3)
-    });
-    let cfg = switch_config(&f.switch, flow_prios)?;
-    let switches: Vec<SwitchId> = ports
-        .iter()
-        .map(|p| fabric.add_switch(cfg.clone(), p.len()))
-        .collect();
-
-    // Hosts: one NIC each, 10.0.0.(i + 1).
     let flows_of = |h: usize| {
         f.flows
             .iter()
@@ -389,187 +468,207 @@ pub fn run(f: &FabricScenario, seed: u64, progress: &mut Progress) -> Result<Fab
     };
     let mut hosts = Vec::new();
     for (h, spec) in f.hosts.iter().enumerate() {
-        if h >= 250 {
-            bail!("at most 250 hosts");
-        }
-        let last = h as u8 + 1;
-        let mut port_cfg = PortConfig::new([0x02, 0, 0, 0, 0, last], ipv4_gid([10, 0, 0, last]));
-        if f.cc.dcqcn {
-            port_cfg.cc = CcConfig::dcqcn(rate);
-        }
-        let caps =
-            if flows_of(h) <= roce_firmware::config::QPS && f.depth <= roce_firmware::config::SQ {
-                Capacities::Firmware
-            } else {
-                Capacities::Host
-            };
-        let nic = LocalNic::new(port_cfg, caps);
-        let mut node = NicNode::new(nic.clone()).metered();
+        let caps = nic::capacities(flows_of(h), f.depth);
+        let model = nic::boot(Datapath::Software, false, nic::port_config(h), caps)?;
+        let mut node = NicNode::new(model).metered();
         if f.single_tx_queue {
             node = node.single_queue();
         }
-        let node = fabric.add_host(node);
-        let s = sw_index(&spec.switch)?;
-        let port = ports[s]
-            .iter()
-            .position(|n| *n == Neighbour::Host(h))
-            .expect("every host has a port");
-        let link = fabric.connect(node, 0, switches[s], port, link);
-        let ctx = Context::open(nic.clone()).context("open a NIC")?;
-        let cq = ctx.create_cq((f.depth * flows_of(h)).max(16))?;
-        let pd = ctx.alloc_pd()?;
-        hosts.push(Host {
-            name: spec.name.clone(),
+        hosts.push(topology::HostSpec::new(
+            &spec.name,
+            sw_index(&spec.switch)?,
             node,
-            nic,
-            ctx,
-            pd,
-            cq,
-            switch: s,
-            port,
-            link,
-        });
+        ));
     }
-    for (s, list) in ports.iter().enumerate() {
-        for (p, n) in list.iter().enumerate() {
-            if let Neighbour::Switch(t, tp) = *n {
-                if s < t {
-                    fabric.connect(switches[s], p, switches[t], tp, link);
-                }
-            }
+    let trunks = f
+        .trunks
+        .iter()
+        .map(|t| Ok((sw_index(&t.a)?, sw_index(&t.b)?)))
+        .collect::<Result<Vec<_>>>()?;
+    let switches = vec![switch_config(&f.switch, plan.priorities)?; f.switches.len()];
+    let mut topo = Topology::build(seed, &switches, hosts, &trunks, plan.link)?;
+    let mut verbs = Vec::new();
+    for (h, host) in topo.hosts.iter().enumerate() {
+        if f.cc.dcqcn {
+            host.ctx.set_cc(&CcConfig::dcqcn(plan.rate))?;
         }
+        if f.switch.pfc.is_some() {
+            // The hosts honour the switches' pauses on the flows' priorities.
+            host.ctx.set_pfc(plan.priorities.0)?;
+        }
+        let cq = host.ctx.create_cq((f.depth * flows_of(h)).max(16))?;
+        let pd = host.ctx.alloc_pd()?;
+        verbs.push(Host { pd, cq });
     }
-    add_routes(&mut fabric, &switches, &ports, &hosts);
     let mut taps = Vec::new();
     for name in &f.pcap {
         let h = host_named(f, name)?;
         let capture = roce_sim::MemoryCapture::new();
         // The host is end 0 of its link.
-        let tap = fabric.tap_end(hosts[h].link, 0, capture.clone())?;
+        let tap = topo
+            .fabric
+            .tap_end(topo.hosts[h].link, 0, capture.clone())?;
         taps.push((h, tap, capture));
     }
+    Ok(Net {
+        bottleneck: host_named(f, &f.bottleneck)?,
+        topo,
+        hosts: verbs,
+        taps,
+    })
+}
 
-    let mut flows = Vec::new();
-    for (i, spec) in f.flows.iter().enumerate() {
-        flows.push(
-            connect_flow(f, spec, i, &hosts, mtu).with_context(|| format!("flow {}", spec.name))?,
-        );
-    }
+/// What [`simulate`] recorded.
+struct Recording {
+    samples: Vec<Sample>,
+    /// [`Net::bottleneck_wire_bytes`] when the averaging window opened.
+    window_start_bytes: u64,
+}
 
-    let bottleneck = host_named(f, &f.bottleneck)?;
-    let (bsw, bport) = (hosts[bottleneck].switch, hosts[bottleneck].port);
-    let blink = hosts[bottleneck].link;
-    let wire_bytes = |fab: &Fabric| {
-        // Switch to host is direction b -> a of a host link. A link counts a frame when
-        // it starts serialising, so a window's edges can be off by a frame (a reading a
-        // hair above 100 % on short windows).
-        let c = fab.link_counters(blink)[1];
-        c.bytes + c.frames * WIRE_OVERHEAD as u64
-    };
-
+/// Runs the fabric for the scenario's duration: every microsecond the applications top
+/// up their flows and reap completions; every `sample` the state is recorded.
+fn simulate(
+    f: &FabricScenario,
+    plan: &Plan,
+    net: &mut Net,
+    flows: &mut [Flow],
+    progress: &ProgressBar,
+) -> Result<Recording> {
     let mut samples = Vec::new();
+    let mut window_start_bytes = 0;
     let mut last_rx: Vec<u64> = vec![0; flows.len()];
-    let mut window_start_bytes = None;
-    let mut wcs = vec![
-        WorkCompletion::new(
-            0,
-            roce_core::num::Qpn::new(0),
-            WcOpcode::Send,
-            WcStatus::Success
-        );
-        64
-    ];
+    let mut wcs = vec![WorkCompletion::default(); 64];
+    progress.set_length(plan.duration);
     let mut t = 0;
-    while t < duration {
-        // The applications: keep each active flow's WRITEs outstanding.
-        for (i, fl) in flows.iter_mut().enumerate() {
-            if t < fl.start || t >= fl.stop {
-                continue;
-            }
-            let mut batch = Vec::new();
-            while fl.outstanding + batch.len() < f.depth {
-                batch.push(
-                    SendWr::new(
-                        i as u64,
-                        WrOp::RdmaWrite {
-                            remote_addr: fl.remote.addr(),
-                            rkey: fl.remote.rkey(),
-                        },
-                    )
-                    .sge(fl.local.addr(), f.message as u32, fl.local.lkey())
-                    .flags(SendFlags::SIGNALED),
-                );
-            }
-            if !batch.is_empty() {
-                fl.outstanding += batch.len();
-                fl.qp.post_send_list(&batch)?;
-                fabric.wake(hosts[fl.src].node);
-            }
-        }
-        for h in &hosts {
-            loop {
-                let n = h.cq.poll(&mut wcs)?;
-                for wc in &wcs[..n] {
-                    if wc.status != WcStatus::Success {
-                        bail!("{}: a WRITE completed with {}", h.name, wc.status.name());
-                    }
-                    let fl = flows
-                        .get_mut(wc.wr_id as usize)
-                        .context("a completion for no flow")?;
-                    fl.outstanding -= 1;
-                    fl.completed += f.message as u64;
-                }
-                if n < wcs.len() {
-                    break;
-                }
-            }
-        }
+    while t < plan.duration {
+        post_writes(f, net, flows, t)?;
+        reap(f, net, flows, &mut wcs)?;
         t += POLL_NS;
-        fabric.run_until(t);
-        if t == measure_from {
-            window_start_bytes = Some(wire_bytes(&fabric));
+        net.topo.fabric.run_until(t);
+        if t == plan.measure_from {
+            window_start_bytes = net.bottleneck_wire_bytes();
         }
-        if t % sample == 0 {
-            let rates = flows
-                .iter()
-                .zip(last_rx.iter_mut())
-                .map(|(fl, last)| {
-                    let now = fabric.host(hosts[fl.dst].node).rx_bytes(fl.dst_qpn);
-                    let r = (now - *last) as f64 * 8.0 / sample as f64;
-                    *last = now;
-                    r
-                })
-                .collect();
-            let rc = flows
-                .iter()
-                .filter_map(|fl| hosts[fl.src].nic.qp_cc(fl.qp.qpn()))
-                .filter(|cc| cc.rp_enabled)
-                .map(|cc| cc.rate as f64 / 1e9)
-                .collect();
-            let totals = totals(&fabric, &hosts);
-            samples.push(Sample {
-                time_ns: t,
-                rates_gbps: rates,
-                rc_gbps: rc,
-                queue_bytes: (0..8)
-                    .map(|p| fabric.switch(switches[bsw]).queue_depth(bport, p))
-                    .sum(),
-                pause_frames: totals.pause_frames,
-                cnps: totals.cnps,
-                retransmits: totals.retransmits,
-                drops: totals.drops,
-            });
+        if t % plan.sample == 0 {
+            samples.push(take_sample(plan, net, flows, &mut last_rx, t)?);
         }
-        progress.update(t as usize, duration as usize);
+        progress.set_position(t);
     }
-    progress.finish();
+    Ok(Recording {
+        samples,
+        window_start_bytes,
+    })
+}
 
-    // The averages over the window.
-    let window_ns = duration - measure_from;
-    let carried = wire_bytes(&fabric) - window_start_bytes.unwrap_or(0);
+/// The applications: keep each active flow's WRITEs outstanding.
+fn post_writes(f: &FabricScenario, net: &mut Net, flows: &mut [Flow], t: Nanos) -> Result<()> {
+    for (i, fl) in flows.iter_mut().enumerate() {
+        if t < fl.start || t >= fl.stop {
+            continue;
+        }
+        let write = WrOp::RdmaWrite {
+            remote_addr: fl.remote.addr(),
+            rkey: fl.remote.rkey(),
+        };
+        let n = top_up(&fl.qp, (0, fl.outstanding), f.depth, usize::MAX, |_| {
+            signaled(i as u64, write, &fl.local, 0, f.message as u32)
+        })?;
+        if n > 0 {
+            fl.outstanding += n;
+            net.topo.fabric.wake(net.topo.hosts[fl.src].node);
+        }
+    }
+    Ok(())
+}
+
+/// Every host's completions: each is one flow's WRITE done.
+fn reap(
+    f: &FabricScenario,
+    net: &Net,
+    flows: &mut [Flow],
+    wcs: &mut [WorkCompletion],
+) -> Result<()> {
+    for (h, host) in net.hosts.iter().enumerate() {
+        loop {
+            let got = host.cq.poll(wcs)?;
+            for wc in got.iter() {
+                if wc.status != WcStatus::Success {
+                    bail!(
+                        "{}: a WRITE completed with {}",
+                        net.topo.hosts[h].name,
+                        wc.status.name()
+                    );
+                }
+                let fl = flows
+                    .get_mut(wc.wr_id as usize)
+                    .context("a completion for no flow")?;
+                fl.outstanding -= 1;
+                fl.completed += f.message as u64;
+            }
+            if got.len() < wcs.len() {
+                break;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The state at `t`: each flow's rate since the last sample (bytes its receiving QP
+/// got), DCQCN's current rates, the bottleneck queue and the running totals.
+fn take_sample(
+    plan: &Plan,
+    net: &Net,
+    flows: &[Flow],
+    last_rx: &mut [u64],
+    t: Nanos,
+) -> Result<Sample> {
+    let rates = flows
+        .iter()
+        .zip(last_rx.iter_mut())
+        .map(|(fl, last)| {
+            let now = net.topo.node(fl.dst).rx_bytes(fl.dst_qpn);
+            let r = (now - *last) as f64 * 8.0 / plan.sample as f64;
+            *last = now;
+            r
+        })
+        .collect();
+    let mut rc = Vec::new();
+    for fl in flows {
+        let cc = fl.qp.query_cc()?;
+        if cc.rp_enabled {
+            rc.push(cc.rate as f64 / 1e9);
+        }
+    }
+    let totals = net.totals()?;
+    Ok(Sample {
+        time_ns: t,
+        rates_gbps: rates,
+        rc_gbps: rc,
+        queue_bytes: net.bottleneck_queue(),
+        pause_frames: totals.pause_frames,
+        cnps: totals.cnps,
+        retransmits: totals.retransmits,
+        drops: totals.drops,
+    })
+}
+
+/// The averages over the window and the totals at the end.
+fn summarise(
+    f: &FabricScenario,
+    plan: &Plan,
+    net: &Net,
+    flows: &[Flow],
+    run: Recording,
+    seed: u64,
+) -> Result<FabricResult> {
+    let Recording {
+        samples,
+        window_start_bytes,
+    } = run;
+    let window_ns = plan.duration - plan.measure_from;
+    let carried = net.bottleneck_wire_bytes() - window_start_bytes;
     let in_window: Vec<&Sample> = samples
         .iter()
-        .filter(|s| s.time_ns > measure_from)
+        .filter(|s| s.time_ns > plan.measure_from)
         .collect();
     let mean_rates: Vec<f64> = flows
         .iter()
@@ -586,7 +685,7 @@ pub fn run(f: &FabricScenario, seed: u64, progress: &mut Progress) -> Result<Fab
     let whole: Vec<f64> = flows
         .iter()
         .zip(&mean_rates)
-        .filter(|(fl, _)| fl.start <= measure_from && fl.stop >= duration)
+        .filter(|(fl, _)| fl.start <= plan.measure_from && fl.stop >= plan.duration)
         .map(|(_, &r)| r)
         .collect();
     let queues: Vec<u64> = in_window.iter().map(|s| s.queue_bytes).collect();
@@ -595,48 +694,30 @@ pub fn run(f: &FabricScenario, seed: u64, progress: &mut Progress) -> Result<Fab
         Some((lo, hi)) => queues.iter().filter(|&&q| q >= lo && q <= hi).count() as f64,
         None => queues.len() as f64,
     } / queues.len().max(1) as f64;
-    let totals = totals(&fabric, &hosts);
-    let counters = fabric.counters();
-    let mut by_port = Vec::new();
-    for (s, sw) in switches.iter().enumerate() {
-        for (p, c) in fabric.switch(*sw).counters().ports.iter().enumerate() {
-            if c.pause_frames_sent > 0 {
-                let to = match ports[s][p] {
-                    Neighbour::Host(h) => hosts[h].name.clone(),
-                    Neighbour::Switch(t, _) => f.switches[t].clone(),
-                };
-                by_port.push((format!("{}->{to}", f.switches[s]), c.pause_frames_sent));
-            }
-        }
-    }
-    by_port.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-    let host_paused_ns = hosts
+    let totals = net.totals()?;
+    let fabric = &net.topo.fabric;
+    let host_paused_ns = net
+        .topo
+        .hosts
         .iter()
         .map(|h| {
             let c = fabric.port_counters(h.node, 0);
-            (h.name.clone(), c.paused_ns[usize::from(priority)])
+            (h.name.clone(), c.paused_ns[usize::from(plan.priority)])
         })
         .collect();
-    let ecn_marked = counters
-        .switches
-        .iter()
-        .flat_map(|s| &s.ports)
-        .flat_map(|p| &p.queues)
-        .map(|q| q.ecn_marked)
-        .sum();
     let summary = Summary {
-        duration_ns: duration,
-        measure_from_ns: measure_from,
+        duration_ns: plan.duration,
+        measure_from_ns: plan.measure_from,
         drops: totals.drops,
         pause_frames: totals.pause_frames,
-        pause_frames_by_port: by_port,
+        pause_frames_by_port: pause_frames_by_port(f, net),
         host_paused_ns,
         cnps: totals.cnps,
-        ecn_marked,
+        ecn_marked: totals.ecn_marked,
         retransmits: totals.retransmits,
-        bottleneck_utilisation: carried as f64 * 8.0 / (rate as f64 * window_ns as f64 / 1e9),
+        bottleneck_utilisation: carried as f64 * 8.0 / (plan.rate as f64 * window_ns as f64 / 1e9),
         jain: jain(&whole),
-        fair_from_ns: fair_from(&samples, &flows),
+        fair_from_ns: fair_from(&samples, flows),
         mean_rates_gbps: mean_rates,
         queue_min: queues.iter().copied().min().unwrap_or(0),
         queue_mean: queues.iter().sum::<u64>() as f64 / queues.len().max(1) as f64,
@@ -644,15 +725,6 @@ pub fn run(f: &FabricScenario, seed: u64, progress: &mut Progress) -> Result<Fab
         queue_in_band: in_band,
         completed_bytes: flows.iter().map(|fl| fl.completed).collect(),
     };
-    let mut captures = Vec::new();
-    for (h, tap, capture) in taps {
-        fabric.close_tap(tap)?;
-        captures.push(HostCapture {
-            host: hosts[h].name.clone(),
-            pcap: capture.bytes(),
-            port: fabric.port_counters(hosts[h].node, 0),
-        });
-    }
     Ok(FabricResult {
         flows: f.flows.iter().map(|fl| fl.name.clone()).collect(),
         samples,
@@ -660,8 +732,27 @@ pub fn run(f: &FabricScenario, seed: u64, progress: &mut Progress) -> Result<Fab
         summary,
         ecn,
         seeds: vec![seed],
-        captures,
+        captures: Vec::new(),
     })
+}
+
+/// PFC frames sent per switch port, labelled `switch->neighbour`, busiest first.
+fn pause_frames_by_port(f: &FabricScenario, net: &Net) -> Vec<(String, u64)> {
+    let t = &net.topo;
+    let mut by_port = Vec::new();
+    for (s, sw) in t.switches.iter().enumerate() {
+        for (p, c) in t.fabric.switch(*sw).counters().ports.iter().enumerate() {
+            if c.pause_frames_sent > 0 {
+                let to = match t.ports[s][p] {
+                    Neighbour::Host(h) => t.hosts[h].name.clone(),
+                    Neighbour::Switch(u, _) => f.switches[u].clone(),
+                };
+                by_port.push((format!("{}->{to}", f.switches[s]), c.pause_frames_sent));
+            }
+        }
+    }
+    by_port.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    by_port
 }
 
 /// Runs the scenario with each of its seeds (`f.runs` from `seed`) on `threads`
@@ -670,7 +761,7 @@ pub fn run_seeds(
     f: &FabricScenario,
     seed: u64,
     threads: usize,
-    progress: &mut Progress,
+    progress: &ProgressBar,
 ) -> Result<FabricResult> {
     if f.runs == 0 {
         bail!("runs must be at least 1");
@@ -679,7 +770,7 @@ pub fn run_seeds(
     let mut results = super::in_parallel(
         &seeds,
         threads,
-        |&s| run(f, s, &mut Progress::silent()),
+        |&s| run(f, s, &ProgressBar::hidden()),
         progress,
     )?;
     let mut first = results.remove(0);
@@ -718,14 +809,6 @@ fn fair_from(samples: &[Sample], flows: &[Flow]) -> Option<Nanos> {
         }
     }
     from
-}
-
-/// What is on the other end of a switch port.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Neighbour {
-    Host(usize),
-    /// Switch index and its port.
-    Switch(usize, usize),
 }
 
 fn host_named(f: &FabricScenario, name: &str) -> Result<usize> {
@@ -767,40 +850,12 @@ pub(crate) fn switch_config(s: &SwitchSpec, priorities: Priorities) -> Result<Sw
     })
 }
 
-/// A route to every host on every switch: breadth-first from the host's switch over the
-/// trunks, each switch pointing at the trunk it was reached by.
-fn add_routes(
-    fabric: &mut Fabric,
-    switches: &[SwitchId],
-    ports: &[Vec<Neighbour>],
-    hosts: &[Host],
-) {
-    for h in hosts {
-        let mac = roce_core::wire::ethernet::MacAddr(h.ctx.port_addr().1);
-        let mut seen = vec![false; switches.len()];
-        seen[h.switch] = true;
-        fabric.switch_mut(switches[h.switch]).add_route(mac, h.port);
-        let mut queue = std::collections::VecDeque::from([h.switch]);
-        while let Some(s) = queue.pop_front() {
-            for n in &ports[s] {
-                if let Neighbour::Switch(t, tp) = *n {
-                    if !seen[t] {
-                        seen[t] = true;
-                        fabric.switch_mut(switches[t]).add_route(mac, tp);
-                        queue.push_back(t);
-                    }
-                }
-            }
-        }
-    }
-}
-
 /// Connects one flow's QP pair and registers its buffers.
 fn connect_flow(
     f: &FabricScenario,
     spec: &FlowSpec,
     index: usize,
-    hosts: &[Host],
+    net: &Net,
     mtu: Mtu,
 ) -> Result<Flow> {
     let (src, dst) = (host_named(f, &spec.src)?, host_named(f, &spec.dst)?);
@@ -816,8 +871,8 @@ fn connect_flow(
                 .build()?;
         Ok((qp, h.pd.reg_mr(f.message, access)?))
     };
-    let (sqp, local) = make(&hosts[src])?;
-    let (dqp, remote) = make(&hosts[dst])?;
+    let (sqp, local) = make(&net.hosts[src])?;
+    let (dqp, remote) = make(&net.hosts[dst])?;
     // ECT(0) on every data packet: switches with ECN mark it, others ignore it.
     let opts = ConnectOptions {
         mtu,
@@ -825,18 +880,7 @@ fn connect_flow(
         traffic_class: spec.dscp.unwrap_or(f.dscp) << 2 | ECT0,
         ..ConnectOptions::default()
     };
-    let psn = |side: u32| Psn::new(0x10_0000 * (side + 1) + index as u32);
-    let ep = |h: &Host, qp: &QueuePair, side| {
-        let (gid, mac) = h.ctx.port_addr();
-        QpEndpoint {
-            qpn: qp.qpn(),
-            psn: psn(side),
-            gid,
-            mac,
-        }
-    };
-    sqp.connect(&ep(&hosts[dst], &dqp, 1), psn(0), &opts)?;
-    dqp.connect(&ep(&hosts[src], &sqp, 0), psn(1), &opts)?;
+    connect_pair(&sqp, &dqp, index, &opts)?;
     let time = |what, s: &Option<String>, default| match s {
         Some(s) => nanos(what, s),
         None => Ok(default),
@@ -856,30 +900,13 @@ fn connect_flow(
     })
 }
 
+/// Running totals of a fabric run.
 struct Totals {
     pause_frames: u64,
+    ecn_marked: u64,
     cnps: u64,
     retransmits: u64,
     drops: u64,
-}
-
-fn totals(fabric: &Fabric, hosts: &[Host]) -> Totals {
-    let c = fabric.counters();
-    let sw_ports = || c.switches.iter().flat_map(|s| &s.ports);
-    let dropped: u64 = sw_ports()
-        .flat_map(|p| &p.queues)
-        .map(|q| q.dropped + q.headroom_drops)
-        .sum();
-    let lost: u64 = c.links.iter().flatten().map(|l| l.lost).sum();
-    let nic = |get: fn(&roce_core::transport::Counters) -> u64| -> u64 {
-        hosts.iter().map(|h| get(&h.nic.counters())).sum()
-    };
-    Totals {
-        pause_frames: sw_ports().map(|p| p.pause_frames_sent).sum(),
-        cnps: nic(|c| c.np_cnp_sent),
-        retransmits: nic(|c| c.retransmitted_pkts),
-        drops: dropped + lost,
-    }
 }
 
 impl FabricResult {

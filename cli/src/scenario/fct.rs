@@ -12,18 +12,13 @@
 
 use super::fabric::{switch_config, CcSpec, LinkSpec, SwitchSpec};
 use super::nanos;
-use crate::perf::world::NicNode;
-use crate::progress::Progress;
+use crate::progress::ProgressBar;
 use anyhow::{bail, Context as _, Result};
 use roce_core::cc::CcConfig;
-use roce_core::engine::PortConfig;
 use roce_core::memory::AccessFlags;
-use roce_core::num::{Psn, Qpn};
-use roce_core::transport::{
-    ipv4_gid, Mtu, QpType, SendFlags, SendWr, WcOpcode, WcStatus, WorkCompletion, WrOp,
-};
+use roce_core::transport::{Mtu, QpType, WcStatus, WorkCompletion, WrOp};
 use roce_core::wire::ethernet::MacAddr;
-use roce_device::{Capacities, LocalNic};
+use roce_device::{Capacities, NicModel};
 use roce_host::{
     CompletionQueue, ConnectOptions, Context, MemoryRegion, ProtectionDomain, QpEndpoint, QueuePair,
 };
@@ -36,6 +31,10 @@ use roce_sim::{
     Fabric, HostId, LinkConfig, Nanos, Node, Parallel, Partition, Priorities, MIN_FRAME_LEN,
     WIRE_OVERHEAD,
 };
+use roce_testbed::counters::{nic_totals, FabricTotals};
+use roce_testbed::nic::{self, Datapath};
+use roce_testbed::traffic::{psn, signaled, top_up};
+use roce_testbed::NicNode;
 use serde::Deserialize;
 use std::io::Write;
 use std::rc::Rc;
@@ -273,8 +272,16 @@ struct Sending {
 }
 
 impl FlowHost {
-    fn new(nic: Rc<LocalNic>, node: NicNode) -> Result<Self> {
+    /// A host on `nic` with DCQCN as `cc` sets it and PFC on the priorities of the mask
+    /// `pfc`, set through the ABI as the host's administrator would.
+    fn new(nic: Rc<dyn NicModel>, node: NicNode, cc: Option<CcConfig>, pfc: u8) -> Result<Self> {
         let ctx = Context::open(nic).context("open a NIC")?;
+        if let Some(cc) = cc {
+            ctx.set_cc(&cc)?;
+        }
+        if pfc != 0 {
+            ctx.set_pfc(pfc)?;
+        }
         let pd = ctx.alloc_pd()?;
         let cq = ctx.create_cq(128)?;
         let src = pd.reg_mr(CHUNK as usize, AccessFlags::LOCAL_WRITE)?;
@@ -294,7 +301,7 @@ impl FlowHost {
             next: 0,
             done: Vec::new(),
             error: None,
-            wcs: vec![WorkCompletion::new(0, Qpn::new(0), WcOpcode::Send, WcStatus::Success); 64],
+            wcs: vec![WorkCompletion::default(); 64],
         })
     }
 
@@ -306,13 +313,7 @@ impl FlowHost {
             .max_send_wr(DEPTH)
             .max_recv_wr(1)
             .build()?;
-        let (gid, mac) = self.ctx.port_addr();
-        let ep = QpEndpoint {
-            qpn: qp.qpn(),
-            psn: psn(side, flow),
-            gid,
-            mac,
-        };
+        let ep = qp.endpoint(psn(side, flow));
         self.qps.push((flow, qp));
         Ok(ep)
     }
@@ -331,7 +332,7 @@ impl FlowHost {
         }
         loop {
             let n = match self.cq.poll(&mut self.wcs) {
-                Ok(n) => n,
+                Ok(got) => got.len(),
                 Err(e) => return self.fail(format!("poll: {e}")),
             };
             for i in 0..n {
@@ -364,26 +365,21 @@ impl FlowHost {
     /// Posts WRITEs for sending flow `i` until [`DEPTH`] are outstanding or all are out.
     fn top_up(&mut self, i: usize) -> Result<()> {
         let s = &mut self.sends[i];
-        let chunks = s.flow.size.div_ceil(CHUNK).max(1);
-        let mut batch = Vec::new();
-        while s.outstanding + batch.len() < DEPTH && s.posted + (batch.len() as u64) < chunks {
-            let k = s.posted + batch.len() as u64;
-            let len = (s.flow.size - k * CHUNK).min(CHUNK) as u32;
-            let op = WrOp::RdmaWrite {
-                remote_addr: s.remote.0,
-                rkey: s.remote.1,
-            };
-            batch.push(
-                SendWr::new(s.flow.id as u64, op)
-                    .sge(self.src.addr(), len, self.src.lkey())
-                    .flags(SendFlags::SIGNALED),
-            );
-        }
-        if !batch.is_empty() {
-            s.outstanding += batch.len();
-            s.posted += batch.len() as u64;
-            self.qps[s.qp].1.post_send_list(&batch)?;
-        }
+        let chunks = s.flow.size.div_ceil(CHUNK).max(1) as usize;
+        let op = WrOp::RdmaWrite {
+            remote_addr: s.remote.0,
+            rkey: s.remote.1,
+        };
+        let (size, id, src) = (s.flow.size, s.flow.id as u64, &self.src);
+        let n = top_up(
+            &self.qps[s.qp].1,
+            (s.posted as usize, s.outstanding),
+            DEPTH,
+            chunks,
+            |k| signaled(id, op, src, 0, (size - k as u64 * CHUNK).min(CHUNK) as u32),
+        )?;
+        s.outstanding += n;
+        s.posted += n as u64;
         Ok(())
     }
 
@@ -423,17 +419,6 @@ impl Node for FlowHost {
         self.nic.handle_timeout(now);
         self.run_app(now);
     }
-}
-
-/// The first PSN side `side` of flow `flow` sends.
-fn psn(side: usize, flow: usize) -> Psn {
-    Psn::new((0x10_0000 * (side as u32 + 1) + flow as u32) & 0xFF_FFFF)
-}
-
-/// Host h's addresses: MAC 02:00:00:00:hi:lo and 10.0.hi.lo with hi.lo = h + 1.
-fn host_addr(h: usize) -> ([u8; 6], [u8; 4]) {
-    let [_, _, hi, lo] = (h as u32 + 1).to_be_bytes();
-    ([0x02, 0, 0, 0, hi, lo], [10, 0, hi, lo])
 }
 
 /// One pod (and its share of core switches) of the tree, with its hosts.
@@ -533,6 +518,9 @@ pub struct Setup {
     pub seed: u64,
     /// DCQCN in every NIC.
     pub dcqcn: bool,
+    /// PFC on the flows' priority (`dscp >> 3`) in every NIC: set where the switches
+    /// send pauses, so that the NICs honour them.
+    pub pfc: bool,
     pub mtu: Mtu,
     /// Local ACK timeout exponent.
     pub timeout: u8,
@@ -552,19 +540,22 @@ impl Plan {
         let s = &self.setup;
         let mut fabric = Fabric::new(partition_seed(s.seed, part));
         let macs: Vec<MacAddr> = (0..s.net.hosts())
-            .map(|h| MacAddr(host_addr(h).0))
+            .map(|h| MacAddr(nic::port_config(h).mac))
             .collect();
         let rate = s.net.link().rate_bps;
         let mut hosts = Vec::new();
         let mut endpoints = Vec::new();
         s.net.build(&mut fabric, part, s.partitions, &macs, |h, f| {
-            let (mac, ip) = host_addr(h);
-            let mut cfg = PortConfig::new(mac, ipv4_gid(ip));
-            if s.dcqcn {
-                cfg.cc = CcConfig::dcqcn(rate);
-            }
-            let nic = LocalNic::new(cfg, Capacities::Host);
-            let mut host = FlowHost::new(nic.clone(), NicNode::new(nic))
+            let nic = nic::boot(
+                Datapath::Software,
+                false,
+                nic::port_config(h),
+                Capacities::Host,
+            )
+            .unwrap_or_else(|e| panic!("host {h}: {e}"));
+            let cc = s.dcqcn.then(|| CcConfig::dcqcn(rate));
+            let pfc = if s.pfc { 1 << (s.dscp >> 3) } else { 0 };
+            let mut host = FlowHost::new(nic.clone(), NicNode::new(nic), cc, pfc)
                 .unwrap_or_else(|e| panic!("host {h}: {e:#}"));
             for fl in self.flows.iter().filter(|fl| fl.src == h || fl.dst == h) {
                 let side = usize::from(fl.dst == h);
@@ -664,7 +655,7 @@ pub fn run(
     f: &FctScenario,
     seed: u64,
     threads: usize,
-    progress: &mut Progress,
+    progress: &ProgressBar,
 ) -> Result<FctResult> {
     if f.runs == 0 {
         bail!("runs must be at least 1");
@@ -672,7 +663,7 @@ pub fn run(
     let wall = Instant::now();
     let runs = (0..f.runs)
         .map(|r| {
-            progress.relabel(&format!("run {} of {}", r + 1, f.runs));
+            progress.set_message(format!("run {} of {}", r + 1, f.runs));
             run_one(f, seed + r, threads, progress)
         })
         .collect::<Result<Vec<_>>>()?;
@@ -727,16 +718,14 @@ fn run_one(
     f: &FctScenario,
     seed: u64,
     threads: usize,
-    progress: &mut Progress,
+    progress: &ProgressBar,
 ) -> Result<RunResult> {
     if !(f.k >= 2 && f.k % 2 == 0 && f.k <= 16) {
         bail!("k must be even, 2 to 16");
     }
     let rate = crate::perf_cmd::parse_rate(&f.link.rate)?;
     let delay = nanos("link.delay", &f.link.delay)?;
-    let mtu = Mtu::from_bytes_floor(f.mtu)
-        .filter(|m| m.bytes() == f.mtu)
-        .with_context(|| format!("MTU {}: use 256, 512, 1024, 2048 or 4096", f.mtu))?;
+    let mtu = crate::perf_cmd::parse_mtu(f.mtu)?;
     let link = LinkConfig::new(rate, delay);
     let tree = FatTree::new(
         f.k,
@@ -750,6 +739,7 @@ fn run_one(
         net: Net::FatTree(Box::new(tree)),
         seed,
         dcqcn: f.cc.dcqcn,
+        pfc: f.switch.pfc.is_some(),
         mtu,
         timeout: f.timeout,
         dscp: f.dscp,
@@ -764,7 +754,7 @@ pub fn run_flows(
     setup: &Setup,
     flows: Vec<Flow>,
     threads: usize,
-    progress: &mut Progress,
+    progress: &ProgressBar,
 ) -> Result<RunResult> {
     let hosts = setup.net.hosts();
     let delay = setup.net.link().delay_ns;
@@ -847,6 +837,7 @@ pub fn run_flows(
     // Run until every flow is done, in steps that let the progress bar move.
     const STEP: Nanos = 50_000;
     let total = flows.len();
+    progress.set_length(total as u64);
     let mut t = 0;
     loop {
         t += STEP;
@@ -860,12 +851,11 @@ pub fn run_flows(
             })
             .iter()
             .sum();
-        progress.update(done, total);
+        progress.set_position(done as u64);
         if done == total || t >= limit {
             break;
         }
     }
-    progress.finish();
     let errors = par.each(|_, pod| {
         pod.hosts
             .iter()
@@ -899,7 +889,11 @@ pub fn run_flows(
             ideal_ns: ideal_fct(fl, &setup.net, u64::from(mtu.bytes())),
         })
         .collect();
-    let totals = par.each(|_, pod| totals(pod));
+    let totals = par.each(|_, pod| totals(pod).map_err(|e| format!("{e:#}")));
+    let totals = totals
+        .into_iter()
+        .collect::<std::result::Result<Vec<_>, _>>()
+        .map_err(anyhow::Error::msg)?;
     let sum = |get: fn(&[u64; 5]) -> u64| totals.iter().map(get).sum::<u64>();
     let events = par.events_run();
     let profile = par.profile();
@@ -918,33 +912,17 @@ pub fn run_flows(
 }
 
 /// Drops (switch buffers and links), PFC frames sent by switches, ECN marks, CNPs sent
-/// and packets retransmitted, in one partition.
-fn totals(pod: &Pod) -> [u64; 5] {
-    let c = pod.fabric.counters();
-    let queues = || {
-        c.switches
-            .iter()
-            .flat_map(|s| &s.ports)
-            .flat_map(|p| &p.queues)
-    };
-    let lost: u64 = c.links.iter().flatten().map(|l| l.lost).sum();
-    let nic = |get: fn(&roce_core::transport::Counters) -> u64| -> u64 {
-        pod.hosts
-            .iter()
-            .map(|&(_, id)| get(&pod.fabric.host(id).nic.nic().counters()))
-            .sum()
-    };
-    [
-        queues().map(|q| q.dropped + q.headroom_drops).sum::<u64>() + lost,
-        c.switches
-            .iter()
-            .flat_map(|s| &s.ports)
-            .map(|p| p.pause_frames_sent)
-            .sum(),
-        queues().map(|q| q.ecn_marked).sum(),
-        nic(|c| c.np_cnp_sent),
-        nic(|c| c.retransmitted_pkts),
-    ]
+/// and packets retransmitted, in one partition (the NICs' through their hosts).
+fn totals(pod: &Pod) -> Result<[u64; 5]> {
+    let fabric = FabricTotals::of(&pod.fabric);
+    let nics = nic_totals(pod.hosts.iter().map(|&(_, id)| &pod.fabric.host(id).ctx))?;
+    Ok([
+        fabric.dropped + fabric.lost,
+        fabric.pause_frames,
+        fabric.ecn_marked,
+        nics.engine.np_cnp_sent,
+        nics.engine.retransmitted_pkts,
+    ])
 }
 
 impl FctResult {

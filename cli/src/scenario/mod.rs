@@ -19,7 +19,7 @@ pub mod fct;
 pub mod plot;
 pub mod sweep;
 
-use crate::progress::Progress;
+use crate::progress::ProgressBar;
 use anyhow::{bail, Context as _, Result};
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
@@ -87,7 +87,7 @@ impl Outcome {
 }
 
 /// Runs the scenario, drawing a progress bar on `progress`.
-pub fn run(s: &Scenario, progress: &mut Progress) -> Result<Outcome> {
+pub fn run(s: &Scenario, progress: &ProgressBar) -> Result<Outcome> {
     let threads = s.threads.unwrap_or_else(|| {
         std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
     });
@@ -146,7 +146,7 @@ pub(crate) fn in_parallel<J: Sync, R: Send>(
     jobs: &[J],
     threads: usize,
     f: impl Fn(&J) -> Result<R> + Sync,
-    progress: &mut Progress,
+    progress: &ProgressBar,
 ) -> Result<Vec<R>> {
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Mutex;
@@ -167,15 +167,12 @@ pub(crate) fn in_parallel<J: Sync, R: Send>(
                 })
                 .expect("spawn a sweep thread");
         }
+        progress.set_length(jobs.len() as u64);
         while done.load(Ordering::Relaxed) < jobs.len() {
             std::thread::sleep(std::time::Duration::from_millis(50));
-            for _ in 0..256 {
-                // `update` looks at the clock every 256th call.
-                progress.update(done.load(Ordering::Relaxed), jobs.len());
-            }
+            progress.set_position(done.load(Ordering::Relaxed) as u64);
         }
     });
-    progress.finish();
     out.into_inner()
         .unwrap_or_else(|e| e.into_inner())
         .into_iter()

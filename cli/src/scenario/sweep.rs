@@ -9,12 +9,14 @@
 //! elapsed time mapped through the same division. The runs are independent and run on
 //! every core; the result does not depend on how many.
 
-use crate::perf::{self, world, Params, Test};
-use crate::progress::Progress;
+use crate::perf::{self, Params, Test};
+use crate::progress::ProgressBar;
 use anyhow::{bail, Context as _, Result};
-use roce_core::transport::{Mtu, SrAttr};
+use roce_core::transport::SrAttr;
 use roce_sim::stats::Interval;
 use roce_sim::{Faults, LinkConfig};
+use roce_testbed::nic::Datapath;
+use roce_testbed::Sim;
 use serde::Deserialize;
 use std::io::Write;
 
@@ -123,13 +125,11 @@ pub fn run(
     s: &LossSweep,
     seed: u64,
     threads: usize,
-    progress: &mut Progress,
+    progress: &ProgressBar,
 ) -> Result<SweepResult> {
     let rate = crate::perf_cmd::parse_rate(&s.link)?;
     let delay = super::nanos("delay", &s.delay)?;
-    let mtu = Mtu::from_bytes_floor(s.mtu)
-        .filter(|m| m.bytes() == s.mtu)
-        .with_context(|| format!("MTU {}: use 256, 512, 1024, 2048 or 4096", s.mtu))?;
+    let mtu = crate::perf_cmd::parse_mtu(s.mtu)?;
     let rto_low = crate::perf_cmd::ack_timeout_at_least(super::nanos("rto_low", &s.rto_low)?)?;
     if s.runs == 0 {
         bail!("runs must be at least 1");
@@ -164,8 +164,9 @@ pub fn run(
             ..Faults::default()
         };
         let link = LinkConfig::new(rate, delay).with_faults(faults);
-        let mut sim = world::Sim::back_to_back(perf::nics(&p, false), link, seed);
-        let m = perf::run(&mut sim, &p, &mut Progress::silent()).with_context(|| {
+        let nics = perf::nics(&p, Datapath::Software, false)?;
+        let mut sim = Sim::back_to_back(nics, link, seed)?;
+        let m = perf::run(&mut sim, &p, &ProgressBar::hidden()).with_context(|| {
             format!(
                 "{} timeout {timeout} loss {loss} seed {seed}",
                 recovery.name()

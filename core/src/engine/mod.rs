@@ -47,8 +47,10 @@ use crate::wire::udp::{UdpRepr, ROCEV2_PORT};
 use crate::wire::{self, ExtHeaders, HeaderTemplate, Headers, L3Repr};
 
 pub(crate) mod ctx;
+mod port;
 
 pub use ctx::{home_slot, Evicted, MAX_CTX_RD, QP_CTX_LEN};
+pub use port::{DcbConfig, GidEntry, GidIndexError, GidTable, GID_TABLE_LEN};
 
 /// The first QPN: 0 and 1 are the special QPs, and rxe starts at 16. `create_qp` gives
 /// QPN `QPN_BASE + slot`; a caller that keeps QP contexts outside the engine names its
@@ -59,13 +61,13 @@ pub const QPN_BASE: u32 = 16;
 /// Entries in the port's P_Key table.
 pub const PKEY_TABLE_LEN: usize = 4;
 
-/// The port: its addresses, P_Key table, active MTU and transport tunables.
+/// The port: its addresses, P_Key table, active MTU, priorities and transport tunables.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PortConfig {
     /// The port's Ethernet address.
     pub mac: [u8; 6],
-    /// GID index 0: an IPv4-mapped address for RoCEv2 over IPv4, or an IPv6 address.
-    pub gid: [u8; 16],
+    /// The GID table: IPv4-mapped addresses for RoCEv2 over IPv4, or IPv6 addresses.
+    pub gids: GidTable,
     /// P_Key table; entry 0 is the default full-member key 0xFFFF.
     pub pkeys: [u16; PKEY_TABLE_LEN],
     /// Largest path MTU a QP may use.
@@ -74,19 +76,28 @@ pub struct PortConfig {
     pub transport: TransportConfig,
     /// Congestion control (DCQCN); off by default.
     pub cc: CcConfig,
+    /// Priority flow control; off by default.
+    pub dcb: DcbConfig,
 }
 
 impl PortConfig {
-    /// A port with the given addresses, default P_Key, MTU 4096 and rxe's tunables.
+    /// A port with the given MAC and GID index 0, default P_Key, MTU 4096 and rxe's
+    /// tunables.
     pub const fn new(mac: [u8; 6], gid: [u8; 16]) -> Self {
         Self {
             mac,
-            gid,
+            gids: GidTable::single(gid),
             pkeys: [0xFFFF, 0, 0, 0],
             active_mtu: Mtu::Mtu4096,
             transport: TransportConfig::DEFAULT,
             cc: CcConfig::OFF,
+            dcb: DcbConfig::OFF,
         }
+    }
+
+    /// The GID at index 0 (zero when the entry is empty).
+    pub fn gid(&self) -> [u8; 16] {
+        self.gids.get(0).map_or([0; 16], |e| e.gid)
     }
 }
 
@@ -242,21 +253,6 @@ impl<
             hi: 0,
             last_now: Instant::ZERO,
         }
-    }
-
-    /// Replaces the port's configuration (addresses, P_Keys, MTU, tunables) before any
-    /// QP exists: what a NIC built before it knew its addresses does first (see
-    /// [`Engine::new`]). With a QP, [`Error::Busy`] and nothing changes.
-    pub fn set_config(&mut self, cfg: PortConfig) -> Result<(), Error> {
-        if self.qps.iter().any(Option::is_some) {
-            return Err(Error::Busy {
-                what: "the port's configuration (QPs exist)",
-            });
-        }
-        self.cfg = cfg;
-        self.cc = [QpCc::new(&cfg.cc); QPS];
-        self.cc_any = cfg.cc.rp;
-        Ok(())
     }
 
     /// The port configuration.
@@ -626,6 +622,7 @@ impl<
                 let limits = PortLimits {
                     pkeys: &cfg.pkeys,
                     max_mtu: cfg.active_mtu,
+                    gids: &cfg.gids,
                 };
                 r.modify(env, attr, &limits)
             })
@@ -645,6 +642,39 @@ impl<
         // An address that cannot be framed leaves an empty template: its frames fail
         // to emit, as they did when every frame built its headers.
         *t = header_template(&self.cfg, qp, None, ect).unwrap_or_default();
+    }
+
+    /// Changes the port's configuration: a NIC built before it knew its addresses sets
+    /// them first (see [`Engine::new`]), and the host changes it through the ABI while
+    /// it runs (addresses, GID table, active MTU, congestion control, priorities). The
+    /// addresses a connected RC or UC QP (RTR and on) uses, the MAC and its source GID
+    /// entry, are in use: changing them is [`Error::Busy`] and changes nothing (their
+    /// peers address them, and a fast path holds their headers). The other QPs' headers
+    /// are rebuilt. A path MTU above the new active MTU stays on the QPs that have it
+    /// (as on other RNICs, the active MTU bounds later `modify_qp` calls).
+    pub fn set_config(&mut self, cfg: PortConfig) -> Result<(), Error> {
+        for qp in self.qps.iter().flatten() {
+            if qp.qp_type() == QpType::Ud || !qp.state.processes_receive() {
+                continue;
+            }
+            if cfg.mac != self.cfg.mac {
+                return Err(Error::Busy {
+                    what: "the port's MAC (connected QPs)",
+                });
+            }
+            let sgid = qp.av.sgid_index;
+            if cfg.gids.get(sgid) != self.cfg.gids.get(sgid) {
+                return Err(Error::Busy {
+                    what: "a GID entry (a connected QP's source)",
+                });
+            }
+        }
+        self.cfg = cfg;
+        self.cc_any |= cfg.cc.rp;
+        for slot in 0..QPS {
+            self.update_tx_hdr(slot);
+        }
+        Ok(())
     }
 
     /// Whether QP `slot` can run on the fast path at all: RC, without selective repeat
@@ -909,6 +939,14 @@ impl<
     /// `ibv_post_send`: queues one WR. Nothing is sent until `poll_transmit`.
     pub fn post_send(&mut self, qpn: Qpn, wr: &SendWr) -> Result<(), Error> {
         let slot = self.slot(qpn).ok_or(Error::NoSuchQp(qpn))?;
+        if wr
+            .ud
+            .is_some_and(|ud| self.cfg.gids.source_for(&ud.av).is_none())
+        {
+            return Err(Error::InvalidWr {
+                reason: "no GID of the destination's IP version at sgid_index",
+            });
+        }
         self.with_qp(slot, Instant::ZERO, &mut NoDma, |r, env, _| {
             r.post_send(env, wr)
         })
@@ -969,7 +1007,7 @@ impl<
         // for every frame (a byte-wise compare of 6 + 16 bytes cost a soft core ~250
         // instructions per frame).
         let (src_gid, dst_gid) = pkt.gids();
-        if !mac_eq(&pkt.dst_mac(), &self.cfg.mac) || !gid_eq(&dst_gid, &self.cfg.gid) {
+        if !mac_eq(&pkt.dst_mac(), &self.cfg.mac) || !self.cfg.gids.contains(&dst_gid) {
             self.counters.rcvd_not_for_us += 1;
             return;
         }
@@ -1064,7 +1102,7 @@ impl<
             return None;
         }
         let qp = self.qps.get(slot)?.as_ref()?;
-        let n = wire::emit(&cnp_headers(&self.cfg, qp), &[], buf).ok()?;
+        let n = wire::emit(&cnp_headers(&self.cfg, qp)?, &[], buf).ok()?;
         self.cc.get_mut(slot)?.cnp_sent();
         self.counters.np_cnp_sent += 1;
         Some(n)
@@ -1345,11 +1383,11 @@ fn transmit_one<const SQ: usize, const RQ: usize, const RD: usize>(
         let hdr = match d.ud_av {
             None => qp_hdr,
             Some(av) => match header_template(cfg, r.qp, Some(av), ect) {
-                Ok(h) => {
+                Some(h) => {
                     ud_hdr = h;
                     &ud_hdr
                 }
-                Err(_) => return Tx::NotWritten,
+                None => return Tx::NotWritten,
             },
         };
         let body_len = d.payload_len as usize + usize::from(d.bth.pad_count);
@@ -1378,10 +1416,12 @@ fn transmit_one<const SQ: usize, const RQ: usize, const RD: usize>(
 /// A RoCEv2 CNP to the peer of `qp`, laid out as the ConnectX-4 Lx capture of
 /// roce-facts §3.4/§5.4: DSCP `cnp_dscp` with ECT(0), DF, UDP source port 0, BTH opcode
 /// 0x81 with BECN, P_Key 0xFFFF, DestQP = the peer's QP (the one to slow down), PSN 0,
-/// and 16 zero bytes.
-fn cnp_headers(cfg: &PortConfig, qp: &Qp) -> Headers {
+/// and 16 zero bytes. `None` when the QP's source GID is no longer in the table.
+fn cnp_headers(cfg: &PortConfig, qp: &Qp) -> Option<Headers> {
+    let sgid = cfg.gids.source_for(&qp.av)?.gid;
     let (eth, vlan, l3, udp) = lower_headers(
         cfg,
+        &sgid,
         &qp.av,
         Marking {
             dscp: cfg.cc.cnp_dscp,
@@ -1393,7 +1433,7 @@ fn cnp_headers(cfg: &PortConfig, qp: &Qp) -> Headers {
     );
     let mut bth = BthRepr::new(Opcode::CNP, qp.dest_qpn, Psn::ZERO);
     bth.becn = true;
-    Headers {
+    Some(Headers {
         eth,
         vlan,
         l3,
@@ -1403,7 +1443,7 @@ fn cnp_headers(cfg: &PortConfig, qp: &Qp) -> Headers {
             cnp: Some(CnpRepr::default()),
             ..ExtHeaders::default()
         },
-    }
+    })
 }
 
 /// How a frame is marked below the BTH: IP DSCP and ECN, the VLAN PCP, the IPv6 flow label.
@@ -1414,18 +1454,19 @@ struct Marking {
     flow_label: u32,
 }
 
-/// The Ethernet, VLAN, IP and UDP headers from this port towards `av`: one place for the
-/// addressing rules of data frames and CNPs alike (IPv4-mapped GIDs give IPv4, hop limit
-/// 0 means 64).
+/// The Ethernet, VLAN, IP and UDP headers from this port (source GID `sgid`) towards
+/// `av`: one place for the addressing rules of data frames and CNPs alike (IPv4-mapped
+/// GIDs give IPv4, hop limit 0 means 64).
 fn lower_headers(
     cfg: &PortConfig,
+    sgid: &[u8; 16],
     av: &AddressVector,
     m: Marking,
     sport: u16,
 ) -> (EthernetRepr, Option<VlanRepr>, L3Repr, UdpRepr) {
     let hop = if av.hop_limit == 0 { 64 } else { av.hop_limit };
     let l3 = if av.is_ipv4() {
-        let g = cfg.gid;
+        let g = sgid;
         let a = av.dgid;
         L3Repr::Ipv4(Ipv4Repr {
             src: Ipv4Addr::new(g[12], g[13], g[14], g[15]),
@@ -1437,7 +1478,7 @@ fn lower_headers(
         })
     } else {
         L3Repr::Ipv6(Ipv6Repr {
-            src: Ipv6Addr::from(cfg.gid),
+            src: Ipv6Addr::from(*sgid),
             dst: Ipv6Addr::from(av.dgid),
             dscp: m.dscp,
             ecn: m.ecn,
@@ -1473,8 +1514,9 @@ fn header_template(
     qp: &Qp,
     ud_av: Option<AddressVector>,
     ect: bool,
-) -> Result<HeaderTemplate, wire::EmitError> {
+) -> Option<HeaderTemplate> {
     let av = ud_av.unwrap_or(qp.av);
+    let sgid = cfg.gids.source_for(&av)?.gid;
     let ecn = match av.traffic_class & 3 {
         0 if ect => ECN_ECT0,
         e => e,
@@ -1490,8 +1532,8 @@ fn header_template(
         pcp: av.sl,
         flow_label: av.flow_label,
     };
-    let (eth, vlan, l3, udp) = lower_headers(cfg, &av, marking, sport);
-    HeaderTemplate::new(&eth, vlan.as_ref(), &l3, Some(&udp))
+    let (eth, vlan, l3, udp) = lower_headers(cfg, &sgid, &av, marking, sport);
+    HeaderTemplate::new(&eth, vlan.as_ref(), &l3, Some(&udp)).ok()
 }
 
 /// MAC addresses compared as one integer.

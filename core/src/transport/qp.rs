@@ -344,6 +344,7 @@ pub(crate) struct QpRef<'a, const SQ: usize, const RQ: usize, const RD: usize> {
 pub(crate) struct PortLimits<'a> {
     pub pkeys: &'a [u16],
     pub max_mtu: Mtu,
+    pub gids: &'a crate::engine::GidTable,
 }
 
 impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
@@ -415,10 +416,13 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
                 reason: "max_inflight beyond the selective-repeat window",
             });
         }
-        if attr.ah_attr.is_some_and(|av| av.sgid_index != 0) {
+        if attr
+            .ah_attr
+            .is_some_and(|av| port.gids.source_for(&av).is_none())
+        {
             return Err(Error::InvalidAttribute {
                 attr: AttrMask::AV,
-                reason: "only GID index 0 exists",
+                reason: "no GID of the destination's IP version at sgid_index",
             });
         }
 

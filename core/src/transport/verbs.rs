@@ -920,6 +920,14 @@ impl WorkCompletion {
     }
 }
 
+/// A zeroed completion (a successful SEND of WR 0 on QP 0), as `ibv_wc` is zeroed: the
+/// filler of the buffers `poll` writes into.
+impl Default for WorkCompletion {
+    fn default() -> Self {
+        Self::new(0, Qpn::new(0), WcOpcode::Send, WcStatus::Success)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -6,7 +6,7 @@ mod rc_mix;
 
 use roce_core::memory::AccessFlags;
 use roce_core::num::Psn;
-use roce_core::transport::{ipv4_gid, QpType, WcOpcode, WcStatus, WorkCompletion};
+use roce_core::transport::{ipv4_gid, QpType, WorkCompletion};
 use roce_device::soc::SocNic;
 use roce_device::NicModel;
 use roce_host::{CompletionQueue, ConnectOptions, Context, MemoryRegion, QpEndpoint, QueuePair};
@@ -60,16 +60,11 @@ impl Wire {
         max_cycles: u64,
     ) -> Vec<WorkCompletion> {
         let mut out = Vec::new();
-        let mut buf = [WorkCompletion::new(
-            0,
-            roce_core::num::Qpn::new(0),
-            WcOpcode::Send,
-            WcStatus::Success,
-        ); 8];
+        let mut buf = [WorkCompletion::default(); 8];
         let start = self.nics[0].cycles();
         while out.len() < n {
             let got = cq.poll(&mut buf).unwrap();
-            out.extend_from_slice(&buf[..got]);
+            out.extend_from_slice(got);
             assert!(
                 self.nics[0].cycles() - start < max_cycles,
                 "{} of {n} completions after {max_cycles} cycles: {out:?}",

@@ -58,7 +58,7 @@ impl ProtectionDomain {
                 "create_srq: the device's ABI is older than 1.2 (no SRQs)",
             ));
         }
-        let log = ring_log(max_wr, ctx.attr.max_log_depth)?;
+        let log = ring_log(max_wr, ctx.attr.get().max_log_depth)?;
         let len = (1usize << log) * size_of::<RecvWqe>();
         let ring = ctx.dev.memory().alloc(len, 64);
         let mut e = CmdEntry::default();

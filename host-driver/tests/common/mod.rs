@@ -1,13 +1,13 @@
 //! The NIC models the verbs and ABI suites run on. The suites reach each one only
 //! through the device boundary (`Context::open`) and wire two of them together through
 //! `NicModel`'s frames.
+#![allow(dead_code)] // each test binary uses a part
 
 use roce_core::engine::PortConfig;
 use roce_core::transport::ipv4_gid;
 use roce_device::rtl::{rtl_available, rtl_fastpath_nic, rtl_nic};
 use roce_device::soc::{default_image, soc_available, SocNic};
 use roce_device::{Capacities, LocalNic, NicModel};
-use roce_firmware::runtime::RuntimeCounters;
 use roce_hdl_sim::DataWidth;
 use std::rc::Rc;
 
@@ -52,30 +52,17 @@ pub fn models() -> Vec<Model> {
     models
 }
 
-/// A booted NIC of some model, behind the boundary.
+/// A booted NIC of some model, behind the boundary (its counters and settings are
+/// read through the ABI, on every model alike).
 pub struct Nic {
     pub model: Rc<dyn NicModel>,
-    /// The runtime compiled for the host, when that is the model: its own counters are
-    /// readable beside the ABI.
-    #[allow(dead_code)]
-    local: Option<Rc<LocalNic>>,
-}
-
-// Not every suite reads the runtime's own counters.
-#[allow(dead_code)]
-impl Nic {
-    /// The host-compiled runtime's counters; `None` on the SoC, whose firmware keeps
-    /// them in its own RAM.
-    pub fn runtime_counters(&self) -> Option<RuntimeCounters> {
-        self.local.as_ref().map(|l| l.runtime_counters())
-    }
 }
 
 impl Model {
     /// Boots a NIC of this model with MAC 02:00:00:00:00:`last` and 10.0.0.`last`.
     pub fn boot(self, last: u8) -> Nic {
         let cfg = PortConfig::new([2, 0, 0, 0, 0, last], ipv4_gid([10, 0, 0, last]));
-        let local = match self {
+        let model: Rc<dyn NicModel> = match self {
             Self::Software => LocalNic::new(cfg, Capacities::Firmware),
             Self::FastPath => LocalNic::with_fastpath(cfg, Capacities::Firmware),
             Self::Rtl => {
@@ -86,18 +73,10 @@ impl Model {
             Self::RtlFastPath => rtl_fastpath_nic(cfg, Capacities::Firmware, DataWidth::W512)
                 .expect("the RTL fast path"),
             Self::Soc => {
-                let soc =
-                    SocNic::new(&default_image(), cfg.mac, cfg.gid, None).expect("the SoC model");
-                return Nic {
-                    model: soc,
-                    local: None,
-                };
+                SocNic::new(&default_image(), cfg.mac, cfg.gid(), None).expect("the SoC model")
             }
         };
-        Nic {
-            model: local.clone(),
-            local: Some(local),
-        }
+        Nic { model }
     }
 }
 

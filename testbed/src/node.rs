@@ -1,110 +1,14 @@
-//! Where a benchmark runs: two NICs and whatever connects them. The test logic only
-//! asks for the time, lets the world make progress, and tells it which NIC has new work.
+//! A NIC model as a node of the simulated fabric.
 
-use super::rx_buffer::{RxBuffer, RxBufferConfig, RxBufferCounters};
+use crate::rx_buffer::{RxBuffer, RxBufferConfig, RxBufferCounters};
 use roce_core::dcb::PriorityMap;
 use roce_core::wire::ethernet::MacAddr;
 use roce_core::wire::udp::ROCEV2_PORT;
-use roce_device::{LocalNic, NicModel};
+use roce_device::NicModel;
 use roce_sim::classify::classify;
-use roce_sim::{
-    Fabric, HostId, LinkConfig, LinkId, Nanos, Node, Priorities, SwitchConfig, SwitchId,
-    MIN_FRAME_LEN, WIRE_OVERHEAD,
-};
+use roce_sim::{Nanos, Node, Priorities, MIN_FRAME_LEN, WIRE_OVERHEAD};
 use std::collections::HashMap;
 use std::rc::Rc;
-use std::time::Instant;
-
-/// Counters a run reports besides its timings.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct NetCounters {
-    /// Request packets the requesters sent again (Go-Back-N resends).
-    pub retransmits: u64,
-    /// Frames lost on links or dropped by switches or NIC receive buffers.
-    pub drops: u64,
-}
-
-/// Two NICs and the fabric between them.
-pub trait World {
-    /// Current time in nanoseconds: simulated, or wall clock.
-    fn now(&self) -> u64;
-    /// Lets the NICs and the fabric run a little; false when nothing at all is left to
-    /// happen (every queue empty, no timer armed): the test is then stuck.
-    fn advance(&mut self) -> bool;
-    /// NIC `side` has new work from its host (a doorbell rang).
-    fn kick(&mut self, side: usize);
-    /// The NICs, client first.
-    fn nics(&self) -> [&Rc<LocalNic>; 2];
-    /// Loss and retransmission counters.
-    fn counters(&self) -> NetCounters;
-    /// Whether times are simulated.
-    fn simulated(&self) -> bool;
-}
-
-/// The two NICs connected in memory with no timing model: frames move as soon as they
-/// are sent, and time is the wall clock. This measures the software RNIC itself.
-pub struct Direct {
-    nics: [Rc<LocalNic>; 2],
-    start: Instant,
-}
-
-impl Direct {
-    pub fn new(nics: [Rc<LocalNic>; 2]) -> Self {
-        Self {
-            nics,
-            start: Instant::now(),
-        }
-    }
-}
-
-impl World for Direct {
-    fn now(&self) -> u64 {
-        self.start.elapsed().as_nanos() as u64
-    }
-
-    fn advance(&mut self) -> bool {
-        let now = self.now();
-        let mut busy = false;
-        for nic in &self.nics {
-            nic.set_time(now);
-            busy |= nic.poll();
-        }
-        let mut buf = [0u8; FRAME_BUF];
-        for (from, to) in [(0, 1), (1, 0)] {
-            while let Some(n) = self.nics[from].transmit_frame(&mut buf) {
-                self.nics[to].receive_frame(&buf[..n]);
-                busy = true;
-            }
-        }
-        // Timers run on wall time: a pending one keeps the world alive.
-        busy || self.nics.iter().any(|n| n.poll_timeout().is_some())
-    }
-
-    fn kick(&mut self, _side: usize) {}
-
-    fn nics(&self) -> [&Rc<LocalNic>; 2] {
-        [&self.nics[0], &self.nics[1]]
-    }
-
-    fn counters(&self) -> NetCounters {
-        NetCounters {
-            retransmits: retransmits(&self.nics),
-            drops: 0,
-        }
-    }
-
-    fn simulated(&self) -> bool {
-        false
-    }
-}
-
-/// Room for any frame a NIC sends.
-const FRAME_BUF: usize = roce_firmware::runtime::FRAME_BUF;
-
-/// Request packets both NICs sent again (Go-Back-N).
-pub fn retransmits(nics: &[Rc<LocalNic>]) -> u64 {
-    nics.iter().map(|n| n.counters().retransmitted_pkts).sum()
-}
 
 /// The NIC's path to host memory, as the QP context cache uses it (`docs/scale.md`):
 /// bringing a stored QP in reads its ICM entry (`ICM_ENTRY_LEN` bytes), writing one back
@@ -135,34 +39,36 @@ impl HostPath {
     /// read waits its round trip and its transfer; a write-back is posted and costs its
     /// transfer.
     pub fn cost(&self, misses: u64, evictions: u64) -> Nanos {
-        let entry = roce_firmware::abi::ICM_ENTRY_LEN as u64;
+        let entry = roce_abi::ICM_ENTRY_LEN as u64;
         let transfer = (entry * 1_000).checked_div(self.bytes_per_us).unwrap_or(0);
         misses * (self.read_latency + transfer) + evictions * transfer
     }
 }
 
-/// An in-process NIC as a node of the simulated fabric: frames the fabric delivers go to
-/// its port, and the fabric pulls its transmissions at link rate. The NIC itself takes no
+/// A NIC model as a node of the simulated fabric: frames the fabric delivers go to the
+/// NIC, and the fabric pulls its transmissions at link rate. The NIC itself takes no
 /// simulated time: the modelled path is links (and switches), serialization and
 /// propagation; unless it has a receive buffer ([`NicNode::with_rx_buffer`]), which
 /// takes frames in at a finite rate and sends PFC pause frames when it fills.
 ///
 /// QP context DMA does take time: each context cache miss and write-back the NIC makes
-/// holds its transmitter for what it costs over the host path ([`HostPath`]; by
-/// default [`HostPath::PCIE_GEN3_X16`]), one after another, as a NIC whose pipeline
-/// waits for the context before it builds the QP's next frame. The NIC still takes
-/// frames in meanwhile. (A NIC that overlaps misses, as ConnectX does, loses less.)
+/// (`NicModel::context_dma`) holds its transmitter for what it costs over the host path
+/// ([`HostPath`]; by default [`HostPath::PCIE_GEN3_X16`]), one after another, as a NIC
+/// whose pipeline waits for the context before it builds the QP's next frame. The NIC
+/// still takes frames in meanwhile. (A NIC that overlaps misses, as ConnectX does, loses
+/// less.)
 ///
 /// PFC reception: the fabric's MAC keeps the pause timers and passes the paused
-/// priorities to `poll_transmit`; the NIC then sends no frame of a paused priority, and
-/// the other priorities flow: the engine builds no frame of a paused priority
+/// priorities to `poll_transmit`; the NIC then sends no frame of a paused priority that
+/// it has PFC on for (the host sets those through the ABI), and the other priorities
+/// flow: the engine builds no frame of a paused priority
 /// (`NicModel::transmit_frame_except`, a transmit queue per priority, issue 18). A NIC
 /// model that builds frames ahead of the port, or a NicNode made
 /// [`NicNode::single_queue`], has one transmit FIFO instead: a frame of a paused
 /// priority waits at the head and holds back the frames behind it (of any priority, CNPs
 /// too) until the pause ends. PFC frames are never held.
 pub struct NicNode {
-    nic: Rc<LocalNic>,
+    nic: Rc<dyn NicModel>,
     /// The receive buffer and its PFC generation, if modelled.
     rx: Option<RxBuffer>,
     dscp_map: [u8; 64],
@@ -182,7 +88,7 @@ pub struct NicNode {
 }
 
 impl NicNode {
-    pub fn new(nic: Rc<LocalNic>) -> Self {
+    pub fn new(nic: Rc<dyn NicModel>) -> Self {
         Self {
             nic,
             rx: None,
@@ -242,7 +148,8 @@ impl NicNode {
     }
 
     /// The NIC with a finite receive buffer drained at a finite rate, generating PFC
-    /// (the model is described in [`super::rx_buffer`]).
+    /// for the priorities the NIC has PFC on for (the model is described in
+    /// [`crate::rx_buffer`]).
     pub fn with_rx_buffer(mut self, cfg: RxBufferConfig) -> Self {
         self.rx = Some(RxBuffer::new(cfg));
         self
@@ -254,8 +161,13 @@ impl NicNode {
     }
 
     /// The NIC.
-    pub fn nic(&self) -> &Rc<LocalNic> {
+    pub fn nic(&self) -> &Rc<dyn NicModel> {
         &self.nic
+    }
+
+    /// The priorities the NIC has PFC on for.
+    fn lossless(&self) -> Priorities {
+        Priorities(self.nic.port_config().dcb.pfc_enable)
     }
 
     fn run(&mut self, now: Nanos) {
@@ -267,8 +179,7 @@ impl NicNode {
     /// Holds the transmitter for the context misses and write-backs since the last call.
     fn charge_context_dma(&mut self, now: Nanos) {
         self.now = now;
-        let c = self.nic.runtime_counters();
-        let (misses, evictions) = (c.qp_cache_misses, c.qp_cache_evictions);
+        let (misses, evictions) = self.nic.context_dma();
         let (m0, e0) = std::mem::replace(&mut self.ctx_charged, (misses, evictions));
         let cost = self
             .host_path
@@ -278,16 +189,11 @@ impl NicNode {
         }
     }
 
-    /// Hands a frame to the NIC.
-    fn deliver(&self, frame: &[u8]) {
-        self.nic.receive_frame(frame);
-    }
-
     /// Moves the frames the NIC has finished taking in by `now` from the receive buffer
     /// into it.
     fn drain(&mut self, now: Nanos) {
         while let Some(frame) = self.rx.as_mut().and_then(|r| r.pop_due(now)) {
-            self.deliver(&frame);
+            self.nic.receive_frame(&frame);
         }
     }
 }
@@ -302,13 +208,15 @@ impl Node for NicNode {
     fn handle_frame(&mut self, now: Nanos, _port: usize, frame: &[u8]) {
         self.count(frame);
         self.nic.set_time(now);
-        match self.rx.as_mut() {
-            Some(rx) => {
-                let prio = classify(frame, &self.dscp_map).map_or(0, |c| c.priority);
-                rx.push(now, frame, prio);
-                self.drain(now);
+        if self.rx.is_some() {
+            let prio = classify(frame, &self.dscp_map).map_or(0, |c| c.priority);
+            let lossless = self.lossless();
+            if let Some(rx) = self.rx.as_mut() {
+                rx.push(now, frame, prio, lossless);
             }
-            None => self.deliver(frame),
+            self.drain(now);
+        } else {
+            self.nic.receive_frame(frame);
         }
         self.run(now);
     }
@@ -321,19 +229,25 @@ impl Node for NicNode {
         buf: &mut [u8],
     ) -> Option<usize> {
         self.run(now);
-        if let Some(rx) = self.rx.as_mut() {
-            let mac = MacAddr(self.nic.mac());
-            if let Some(n) = rx.pause_frame(now, mac, buf) {
+        if self.rx.as_ref().is_some_and(RxBuffer::has_pause_frame) {
+            let mac = MacAddr(self.nic.port_config().mac);
+            if let Some(n) = self.rx.as_mut()?.pause_frame(now, mac, buf) {
                 return Some(n);
             }
         }
+        // 802.1Qbb: the MAC honours pauses for the priorities it has PFC on for.
+        let paused = if paused.is_empty() {
+            paused
+        } else {
+            Priorities(paused.0 & self.lossless().0)
+        };
         if now < self.ctx_busy_until {
             // Waiting for context DMA; `poll_timeout` wakes the node when it is done.
             return None;
         }
         let prio = |f: &[u8]| classify(f, &self.dscp_map).map_or(0, |c| c.priority);
         if let Some(frame) = self.held.take() {
-            // 802.1Qbb: a paused priority sends nothing; the frame waits at the head.
+            // A paused priority sends nothing; the frame waits at the head.
             if paused.contains(prio(&frame)) {
                 self.held = Some(frame);
                 return None;
@@ -378,120 +292,5 @@ impl Node for NicNode {
         }
         self.drain(now);
         self.run(now);
-    }
-}
-
-/// The two NICs on the simulated fabric, back to back on one link.
-pub struct Sim {
-    pub fabric: Fabric,
-    hosts: [HostId<NicNode>; 2],
-    nics: [Rc<LocalNic>; 2],
-    pub link: LinkId,
-    /// The switch between the NICs, if any ([`Sim::through_switch`]).
-    pub switch: Option<SwitchId>,
-}
-
-impl Sim {
-    /// Two NICs joined by `link`.
-    pub fn back_to_back(nics: [Rc<LocalNic>; 2], link: LinkConfig, seed: u64) -> Self {
-        Self::connect(nics.map(NicNode::new), link, seed)
-    }
-
-    /// Two NIC nodes as built (with receive buffers, say) joined by `link`.
-    pub fn connect(nodes: [NicNode; 2], link: LinkConfig, seed: u64) -> Self {
-        let mut fabric = Fabric::new(seed);
-        let nics = [nodes[0].nic.clone(), nodes[1].nic.clone()];
-        let hosts = nodes.map(|n| fabric.add_host(n));
-        let link = roce_sim::topology::back_to_back(&mut fabric, hosts[0], hosts[1], link);
-        Self {
-            fabric,
-            hosts,
-            nics,
-            link,
-            switch: None,
-        }
-    }
-}
-
-impl Sim {
-    /// The two NIC nodes on the ports 0 and 1 of a switch `sw`, NIC i joined by
-    /// `links[i]` (a slower second link makes the switch a bottleneck). `link` is then
-    /// the switch-to-NIC-1 link.
-    pub fn through_switch(
-        nodes: [NicNode; 2],
-        links: [LinkConfig; 2],
-        sw: SwitchConfig,
-        seed: u64,
-    ) -> Self {
-        let mut fabric = Fabric::new(seed);
-        let nics = [nodes[0].nic.clone(), nodes[1].nic.clone()];
-        let macs = nics.clone().map(|n| MacAddr(n.mac()));
-        let hosts = nodes.map(|n| fabric.add_host(n));
-        let switch = fabric.add_switch(sw, 2);
-        let mut link = None;
-        for i in 0..2 {
-            fabric.switch_mut(switch).add_route(macs[i], i);
-            link = Some(fabric.connect(hosts[i], 0, switch, i, links[i]));
-        }
-        Self {
-            fabric,
-            hosts,
-            nics,
-            link: link.expect("two links"),
-            switch: Some(switch),
-        }
-    }
-
-    /// The fabric node of NIC `side` (its receive-buffer counters, say).
-    pub fn node(&self, side: usize) -> &NicNode {
-        self.fabric.host(self.hosts[side])
-    }
-
-    /// The fabric's host handle of NIC `side` (for `Fabric::port_counters`).
-    pub fn host(&self, side: usize) -> HostId<NicNode> {
-        self.hosts[side]
-    }
-}
-
-impl World for Sim {
-    fn now(&self) -> u64 {
-        self.fabric.now()
-    }
-
-    fn advance(&mut self) -> bool {
-        self.fabric.step()
-    }
-
-    fn kick(&mut self, side: usize) {
-        self.fabric.wake(self.hosts[side]);
-    }
-
-    fn nics(&self) -> [&Rc<LocalNic>; 2] {
-        [&self.nics[0], &self.nics[1]]
-    }
-
-    fn counters(&self) -> NetCounters {
-        let c = self.fabric.counters();
-        let lost: u64 = c.links.iter().flatten().map(|l| l.lost).sum();
-        let dropped: u64 = c
-            .switches
-            .iter()
-            .flat_map(|s| &s.ports)
-            .flat_map(|p| &p.queues)
-            .map(|q| q.dropped + q.headroom_drops)
-            .sum();
-        let nic_drops: u64 = self
-            .hosts
-            .iter()
-            .map(|&h| self.fabric.host(h).rx_buffer_counters().dropped)
-            .sum();
-        NetCounters {
-            retransmits: retransmits(&self.nics),
-            drops: lost + dropped + nic_drops,
-        }
-    }
-
-    fn simulated(&self) -> bool {
-        true
     }
 }

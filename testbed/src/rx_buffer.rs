@@ -1,12 +1,13 @@
 //! A NIC's receive buffer and the PFC it generates (IEEE 802.1Qbb, roce-facts §8), for
-//! [`super::world::NicNode`].
+//! [`crate::NicNode`].
 //!
 //! Model. Frames the link delivers wait in one FIFO of `capacity` bytes and leave it at
 //! the NIC's processing rate `drain_bps` (a frame of `len` bytes takes `len * 8 /
 //! drain_bps` after the previous one finished; the NIC is otherwise timeless, as
 //! `NicNode` is). A frame that does not fit is dropped and counted. The bytes in the
 //! buffer are counted per 802.1p priority (the frame's PCP, or its DSCP through the map);
-//! when a lossless priority holds more than `xoff` bytes the NIC sends an XOFF for it
+//! when a lossless priority (one the NIC has PFC on for, set through the ABI's
+//! MODIFY_DCB) holds more than `xoff` bytes the NIC sends an XOFF for it
 //! with `pause_quanta`, refreshes it every half pause time while it stays above `xon`,
 //! and sends an XON (quanta 0) once it is back to `xon`. PFC frames go out ahead of
 //! everything else. This is the switch's ingress rule (`roce_sim::switch`) applied to a
@@ -25,8 +26,6 @@ pub struct RxBufferConfig {
     pub capacity: u64,
     /// Rate at which the NIC takes frames out of it, bit/s.
     pub drain_bps: u64,
-    /// Priorities with PFC (lossless); the others are just dropped when it is full.
-    pub pfc: Priorities,
     /// XOFF when a lossless priority holds more than this many bytes.
     pub xoff: u64,
     /// XON when it is back to this many bytes or fewer (< `xoff`).
@@ -36,9 +35,9 @@ pub struct RxBufferConfig {
 }
 
 impl RxBufferConfig {
-    /// A buffer of `capacity` bytes drained at `drain_bps`, PFC on `pfc` with the
-    /// longest pause (refreshed).
-    pub fn new(capacity: u64, drain_bps: u64, pfc: Priorities, xoff: u64, xon: u64) -> Self {
+    /// A buffer of `capacity` bytes drained at `drain_bps`, pausing with the longest
+    /// pause (refreshed).
+    pub fn new(capacity: u64, drain_bps: u64, xoff: u64, xon: u64) -> Self {
         assert!(
             xon < xoff && xoff <= capacity,
             "need XON < XOFF <= capacity"
@@ -46,7 +45,6 @@ impl RxBufferConfig {
         Self {
             capacity,
             drain_bps,
-            pfc,
             xoff,
             xon,
             pause_quanta: 0xFFFF,
@@ -107,8 +105,10 @@ impl RxBuffer {
         (len as u64 * 8 * 1_000_000_000).div_ceil(self.cfg.drain_bps.max(1))
     }
 
-    /// A frame of priority `prio` arrived at `now`: queued, or dropped when full.
-    pub fn push(&mut self, now: Nanos, frame: &[u8], prio: u8) {
+    /// A frame of priority `prio` arrived at `now`: queued, or dropped when full. The
+    /// `lossless` priorities (the NIC's PFC setting) get XOFF when they fill up; the
+    /// others are just dropped.
+    pub fn push(&mut self, now: Nanos, frame: &[u8], prio: u8, lossless: Priorities) {
         let len = frame.len() as u64;
         if self.total + len > self.cfg.capacity {
             self.counters.dropped += 1;
@@ -123,7 +123,7 @@ impl RxBuffer {
         }
         self.frames.push_back((frame.to_vec(), prio & 7));
         let bit = 1 << p;
-        if self.cfg.pfc.contains(prio) && self.bytes[p] > self.cfg.xoff && self.xoff & bit == 0 {
+        if lossless.contains(prio) && self.bytes[p] > self.cfg.xoff && self.xoff & bit == 0 {
             self.xoff |= bit;
             self.announce |= bit;
         }
@@ -154,6 +154,11 @@ impl RxBuffer {
             self.refresh_at = None;
             self.announce |= self.xoff;
         }
+    }
+
+    /// Whether [`RxBuffer::pause_frame`] has a frame to send.
+    pub fn has_pause_frame(&self) -> bool {
+        self.announce != 0
     }
 
     /// A PFC frame to send now, if the pause state changed or needs refreshing.
@@ -203,13 +208,14 @@ mod tests {
     #[test]
     fn xoff_above_the_threshold_xon_back_at_it() {
         // 1000-byte frames, drained at 8 Gb/s: 1 us each.
-        let cfg = RxBufferConfig::new(5000, 8_000_000_000, Priorities::only(3), 2500, 1000);
+        let cfg = RxBufferConfig::new(5000, 8_000_000_000, 2500, 1000);
+        let lossless = Priorities::only(3);
         let mut b = RxBuffer::new(cfg);
         b.link_bps = 100_000_000_000;
         let f = [0u8; 1000];
         let mut buf = [0u8; 64];
         for _ in 0..3 {
-            b.push(0, &f, 3);
+            b.push(0, &f, 3, lossless);
         }
         // 3000 > 2500: XOFF for priority 3 with 0xFFFF quanta.
         let n = b
@@ -219,9 +225,9 @@ mod tests {
         assert_eq!((req.enable, req.quanta[3]), (0b1000, 0xFFFF));
         // Refresh at half of 65535 x 512 bits at 100 Gb/s = 335_540 ns / 2.
         assert_eq!(b.poll_timeout(), Some(1000));
-        b.push(0, &f, 3);
-        b.push(0, &f, 3);
-        b.push(0, &f, 3); // 6000 > 5000: dropped
+        b.push(0, &f, 3, lossless);
+        b.push(0, &f, 3, lossless);
+        b.push(0, &f, 3, lossless); // 6000 > 5000: dropped
         assert_eq!(b.counters.dropped, 1);
         // Frames leave at 1, 2, 3 us; at 3 us 2000 bytes remain (> XON); at 4 us 1000.
         assert!(b.pop_due(999).is_none());

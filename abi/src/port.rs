@@ -1,0 +1,425 @@
+//! The port's configuration commands (ABI 1.1): addresses and MTU, the GID table,
+//! priority flow control, and congestion control (DCQCN) for the port and per QP. Each
+//! payload has room to grow: a later minor version appends fields and, where a command
+//! takes a `mask`, new mask bits; a NIC refuses mask bits it does not know with
+//! `BadParam`, so a host never mistakes an ignored setting for an applied one.
+
+use crate::DecodeError;
+use roce_core::cc::{CcConfig, DcqcnConfig, QpCcInfo, ONE};
+use roce_core::engine::{DcbConfig, GidEntry};
+use roce_core::num::Qpn;
+use roce_core::transport::Mtu;
+use zerocopy::little_endian::{U16, U32, U64};
+use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
+
+/// QUERY_PORT result and MODIFY_PORT parameters.
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable,
+)]
+#[repr(C)]
+pub struct PortArg {
+    /// MODIFY_PORT: which fields to change ([`PortArg::MAC`], [`PortArg::MTU`]).
+    /// QUERY_PORT: the fields this NIC can change.
+    pub mask: U32,
+    /// The port's Ethernet address (unicast, not zero).
+    pub mac: [u8; 6],
+    /// The active MTU (`enum ibv_mtu`): the largest path MTU a QP may use.
+    pub active_mtu: u8,
+    pub reserved: u8,
+}
+
+impl PortArg {
+    /// Mask bit: `mac`.
+    pub const MAC: u32 = 1 << 0;
+    /// Mask bit: `active_mtu`.
+    pub const MTU: u32 = 1 << 1;
+    /// Every mask bit of this version.
+    pub const ALL: u32 = Self::MAC | Self::MTU;
+
+    /// The active MTU, checked.
+    pub fn mtu(&self) -> Result<Mtu, DecodeError> {
+        Mtu::from_u8(self.active_mtu).ok_or(DecodeError("bad active MTU"))
+    }
+
+    /// The MAC, checked: a unicast address, not zero.
+    pub fn unicast_mac(&self) -> Result<[u8; 6], DecodeError> {
+        if self.mac[0] & 1 != 0 || self.mac == [0; 6] {
+            return Err(DecodeError("the port MAC must be a unicast address"));
+        }
+        Ok(self.mac)
+    }
+}
+
+/// QUERY_GID and MODIFY_GID: one entry of the port's GID table (`struct ibv_gid_entry`).
+/// QUERY_GID takes `index` and fills the rest; MODIFY_GID writes the entry (or clears
+/// it, without [`GidArg::VALID`]).
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable,
+)]
+#[repr(C)]
+pub struct GidArg {
+    /// Index in the table (below `DeviceAttr::gid_tbl_len`).
+    pub index: U16,
+    /// [`GidArg::VALID`]: the entry holds an address.
+    pub flags: u8,
+    /// The RoCE version of the entry (`IBV_GID_TYPE_ROCE_V2` = 2). This NIC speaks
+    /// RoCEv2 only, so a valid entry must say 2.
+    pub roce_version: u8,
+    /// The entry's 802.1Q VLAN, or 0xFFFF for untagged. Only untagged entries are
+    /// accepted for now (VLANs per GID come with a later minor version).
+    pub vlan_id: U16,
+    pub reserved: U16,
+    /// The GID: IPv4-mapped (`::ffff:a.b.c.d`) or IPv6, network order.
+    pub gid: [u8; 16],
+}
+
+impl GidArg {
+    /// Flag: the entry holds an address.
+    pub const VALID: u8 = 1 << 0;
+    /// `roce_version` of a RoCEv2 entry.
+    pub const ROCE_V2: u8 = 2;
+    /// `vlan_id` of an untagged entry.
+    pub const NO_VLAN: u16 = 0xFFFF;
+
+    /// The entry at `index` (`None`: empty).
+    pub fn from_entry(index: u8, entry: Option<&GidEntry>) -> Self {
+        Self {
+            index: U16::new(u16::from(index)),
+            flags: if entry.is_some() { Self::VALID } else { 0 },
+            roce_version: if entry.is_some() { Self::ROCE_V2 } else { 0 },
+            vlan_id: U16::new(Self::NO_VLAN),
+            reserved: U16::new(0),
+            gid: entry.map_or([0; 16], |e| e.gid),
+        }
+    }
+
+    /// The index, as the table counts (`Err` above 255).
+    pub fn table_index(&self) -> Result<u8, DecodeError> {
+        u8::try_from(self.index.get()).map_err(|_| DecodeError("GID index out of range"))
+    }
+
+    /// The entry it describes: `None` clears the index.
+    pub fn to_entry(&self) -> Result<Option<GidEntry>, DecodeError> {
+        if self.flags & !Self::VALID != 0 {
+            return Err(DecodeError("unknown GID entry flags"));
+        }
+        if self.flags & Self::VALID == 0 {
+            return Ok(None);
+        }
+        if self.roce_version != Self::ROCE_V2 {
+            return Err(DecodeError("only RoCEv2 GID entries are supported"));
+        }
+        if self.vlan_id.get() != Self::NO_VLAN {
+            return Err(DecodeError("GID entries with a VLAN are not supported"));
+        }
+        if self.gid == [0; 16] {
+            return Err(DecodeError("the zero GID is not an address"));
+        }
+        Ok(Some(GidEntry::new(self.gid)))
+    }
+}
+
+/// QUERY_DCB result and MODIFY_DCB parameters: the port's Data Center Bridging settings.
+/// (A later minor version appends the DSCP and PCP to priority maps and ETS, with mask
+/// bits of their own.)
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable,
+)]
+#[repr(C)]
+pub struct DcbArg {
+    /// MODIFY_DCB: which fields to change ([`DcbArg::PFC`]). QUERY_DCB: the fields this
+    /// NIC can change.
+    pub mask: U32,
+    /// 802.1Qbb: priorities with PFC on, bit `p` for priority `p`.
+    pub pfc_enable: u8,
+    pub reserved: [u8; 3],
+}
+
+impl DcbArg {
+    /// Mask bit: `pfc_enable`.
+    pub const PFC: u32 = 1 << 0;
+    /// Every mask bit of this version.
+    pub const ALL: u32 = Self::PFC;
+
+    /// The settings, with every field of this version.
+    pub fn from_config(c: &DcbConfig) -> Self {
+        Self {
+            mask: U32::new(Self::ALL),
+            pfc_enable: c.pfc_enable,
+            reserved: [0; 3],
+        }
+    }
+
+    /// `c` with the fields the mask names changed; unknown mask bits are an error.
+    pub fn apply(&self, c: &DcbConfig) -> Result<DcbConfig, DecodeError> {
+        let mask = self.mask.get();
+        if mask & !Self::ALL != 0 {
+            return Err(DecodeError("unknown DCB mask bits"));
+        }
+        let mut out = *c;
+        if mask & Self::PFC != 0 {
+            out.pfc_enable = self.pfc_enable;
+        }
+        Ok(out)
+    }
+}
+
+/// QUERY_CC result and MODIFY_CC parameters: DCQCN for the whole port (the host reads,
+/// changes and writes back the whole set). Rates in bit/s, times in nanoseconds,
+/// fractions in Q20 (1.0 = 2^20). The mlx5 names of the same knobs are given in
+/// `docs/abi.md`.
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable,
+)]
+#[repr(C)]
+pub struct CcArg {
+    /// [`CcArg::NP`], [`CcArg::RP`].
+    pub flags: u8,
+    /// DSCP of the CNPs the port sends.
+    pub cnp_dscp: u8,
+    /// 802.1p priority of the CNPs (VLAN-tagged QPs).
+    pub cnp_prio: u8,
+    pub reserved: u8,
+    pub reserved1: U32,
+    /// Fewest nanoseconds between two CNPs to one QP.
+    pub cnp_interval_ns: U64,
+    /// The rate a QP starts at, and the cap.
+    pub line_rate: U64,
+    /// Gain g, Q20.
+    pub g: U32,
+    /// Alpha before the first CNP, Q20.
+    pub initial_alpha: U32,
+    /// K: alpha decays after this long without a CNP.
+    pub alpha_timer_ns: U64,
+    /// Rate-increase timer period.
+    pub increase_timer_ns: U64,
+    /// A rate-increase event every this many bytes sent (0: the timer only).
+    pub byte_counter: U64,
+    /// F: fast-recovery steps.
+    pub fast_recovery_steps: U32,
+    pub reserved2: U32,
+    /// R_AI: additive increase step.
+    pub rate_ai: U64,
+    /// R_HAI: hyper increase step.
+    pub rate_hai: U64,
+    /// Floor of a QP's rate.
+    pub min_rate: U64,
+}
+
+impl CcArg {
+    /// Flag: the notification point (CNPs for CE-marked packets).
+    pub const NP: u8 = 1 << 0;
+    /// Flag: the reaction point on for QPs created from now on.
+    pub const RP: u8 = 1 << 1;
+
+    /// Encodes a configuration.
+    pub fn from_config(c: &CcConfig) -> Self {
+        let d = &c.dcqcn;
+        Self {
+            flags: if c.np { Self::NP } else { 0 } | if c.rp { Self::RP } else { 0 },
+            cnp_dscp: c.cnp_dscp,
+            cnp_prio: c.cnp_prio,
+            cnp_interval_ns: U64::new(c.cnp_interval_ns),
+            line_rate: U64::new(d.line_rate),
+            g: U32::new(d.g),
+            initial_alpha: U32::new(d.initial_alpha),
+            alpha_timer_ns: U64::new(d.alpha_timer_ns),
+            increase_timer_ns: U64::new(d.increase_timer_ns),
+            byte_counter: U64::new(d.byte_counter),
+            fast_recovery_steps: U32::new(d.fast_recovery_steps),
+            rate_ai: U64::new(d.rate_ai),
+            rate_hai: U64::new(d.rate_hai),
+            min_rate: U64::new(d.min_rate),
+            ..Self::default()
+        }
+    }
+
+    /// Decodes and checks a configuration.
+    pub fn to_config(&self) -> Result<CcConfig, DecodeError> {
+        if self.flags & !(Self::NP | Self::RP) != 0 {
+            return Err(DecodeError("unknown congestion control flags"));
+        }
+        if self.cnp_dscp > 63 || self.cnp_prio > 7 {
+            return Err(DecodeError("CNP DSCP above 63 or priority above 7"));
+        }
+        let dcqcn = DcqcnConfig {
+            line_rate: self.line_rate.get(),
+            g: self.g.get(),
+            initial_alpha: self.initial_alpha.get(),
+            alpha_timer_ns: self.alpha_timer_ns.get(),
+            increase_timer_ns: self.increase_timer_ns.get(),
+            byte_counter: self.byte_counter.get(),
+            fast_recovery_steps: self.fast_recovery_steps.get(),
+            rate_ai: self.rate_ai.get(),
+            rate_hai: self.rate_hai.get(),
+            min_rate: self.min_rate.get(),
+        };
+        if dcqcn.line_rate == 0 || dcqcn.min_rate > dcqcn.line_rate {
+            return Err(DecodeError("line rate zero or below the minimum rate"));
+        }
+        if dcqcn.g > ONE || dcqcn.initial_alpha > ONE {
+            return Err(DecodeError("g or alpha above 1.0"));
+        }
+        Ok(CcConfig {
+            np: self.flags & Self::NP != 0,
+            rp: self.flags & Self::RP != 0,
+            cnp_interval_ns: self.cnp_interval_ns.get(),
+            cnp_dscp: self.cnp_dscp,
+            cnp_prio: self.cnp_prio,
+            dcqcn,
+        })
+    }
+}
+
+/// QUERY_QP_CC result and MODIFY_QP_CC parameters: one QP's reaction point. MODIFY_QP_CC
+/// reads `qpn` and `flags` (the rate restarts at line rate either way); QUERY_QP_CC
+/// takes `qpn` and fills the rest. The QP's CNP and ECN counters are in its counter
+/// set (QUERY_COUNTERS).
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable,
+)]
+#[repr(C)]
+pub struct QpCcArg {
+    pub qpn: U32,
+    /// [`QpCcArg::RP`].
+    pub flags: u8,
+    pub reserved: [u8; 3],
+    /// Current rate Rc, bit/s.
+    pub rate: U64,
+    /// Target rate Rt, bit/s.
+    pub target_rate: U64,
+    /// Alpha, Q20.
+    pub alpha: U32,
+    pub reserved1: U32,
+}
+
+impl QpCcArg {
+    /// Flag: the reaction point is on (frames ECT(0), paced at `rate`).
+    pub const RP: u8 = 1 << 0;
+
+    /// A QP's state.
+    pub fn from_info(qpn: Qpn, i: &QpCcInfo) -> Self {
+        Self {
+            qpn: U32::new(qpn.value()),
+            flags: if i.rp_enabled { Self::RP } else { 0 },
+            rate: U64::new(i.rate),
+            target_rate: U64::new(i.target_rate),
+            alpha: U32::new(i.alpha),
+            ..Self::default()
+        }
+    }
+
+    /// MODIFY_QP_CC's reaction point setting; unknown flags are an error.
+    pub fn rp(&self) -> Result<bool, DecodeError> {
+        if self.flags & !Self::RP != 0 {
+            return Err(DecodeError("unknown QP congestion control flags"));
+        }
+        Ok(self.flags & Self::RP != 0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use core::mem::size_of;
+
+    #[test]
+    fn layouts_are_those_of_docs_abi_md() {
+        use core::mem::offset_of;
+        assert_eq!(size_of::<PortArg>(), 12);
+        assert_eq!(
+            (offset_of!(PortArg, mac), offset_of!(PortArg, active_mtu)),
+            (4, 10)
+        );
+        assert_eq!(size_of::<GidArg>(), 24);
+        assert_eq!(
+            (
+                offset_of!(GidArg, flags),
+                offset_of!(GidArg, roce_version),
+                offset_of!(GidArg, vlan_id),
+                offset_of!(GidArg, gid)
+            ),
+            (2, 3, 4, 8)
+        );
+        assert_eq!(size_of::<DcbArg>(), 8);
+        assert_eq!(offset_of!(DcbArg, pfc_enable), 4);
+        assert_eq!(size_of::<CcArg>(), 88);
+        assert_eq!(
+            [
+                offset_of!(CcArg, cnp_interval_ns),
+                offset_of!(CcArg, line_rate),
+                offset_of!(CcArg, g),
+                offset_of!(CcArg, initial_alpha),
+                offset_of!(CcArg, alpha_timer_ns),
+                offset_of!(CcArg, increase_timer_ns),
+                offset_of!(CcArg, byte_counter),
+                offset_of!(CcArg, fast_recovery_steps),
+                offset_of!(CcArg, rate_ai),
+                offset_of!(CcArg, rate_hai),
+                offset_of!(CcArg, min_rate),
+            ],
+            [8, 16, 24, 28, 32, 40, 48, 56, 64, 72, 80]
+        );
+        assert_eq!(size_of::<QpCcArg>(), 32);
+        assert_eq!(
+            (
+                offset_of!(QpCcArg, flags),
+                offset_of!(QpCcArg, rate),
+                offset_of!(QpCcArg, target_rate),
+                offset_of!(QpCcArg, alpha)
+            ),
+            (4, 8, 16, 24)
+        );
+        // Little-endian on the wire, whatever the host.
+        let a = QpCcArg {
+            rate: U64::new(0x0102_0304_0506_0708),
+            ..QpCcArg::default()
+        };
+        assert_eq!(a.as_bytes()[8..16], [8, 7, 6, 5, 4, 3, 2, 1]);
+    }
+
+    #[test]
+    fn congestion_control_round_trips_and_checks_its_ranges() {
+        let c = CcConfig::dcqcn(25_000_000_000);
+        assert_eq!(CcArg::from_config(&c).to_config(), Ok(c));
+        let mut bad = CcArg::from_config(&c);
+        bad.g = U32::new(ONE + 1);
+        assert!(bad.to_config().is_err());
+        let mut bad = CcArg::from_config(&c);
+        bad.flags |= 4;
+        assert!(bad.to_config().is_err());
+        let mut bad = CcArg::from_config(&c);
+        bad.min_rate = U64::new(c.dcqcn.line_rate + 1);
+        assert!(bad.to_config().is_err());
+    }
+
+    #[test]
+    fn gid_entries_say_what_they_hold() {
+        let gid = roce_core::transport::ipv4_gid([10, 0, 0, 1]);
+        let e = GidEntry::new(gid);
+        let a = GidArg::from_entry(3, Some(&e));
+        assert_eq!((a.index.get(), a.flags, a.roce_version), (3, 1, 2));
+        assert_eq!(a.to_entry(), Ok(Some(e)));
+        assert_eq!(GidArg::from_entry(4, None).to_entry(), Ok(None));
+        let mut v1 = a;
+        v1.roce_version = 1;
+        assert!(v1.to_entry().is_err());
+        let mut tagged = a;
+        tagged.vlan_id = U16::new(100);
+        assert!(tagged.to_entry().is_err());
+        let mut zero = a;
+        zero.gid = [0; 16];
+        assert!(zero.to_entry().is_err());
+    }
+
+    #[test]
+    fn dcb_masks_choose_what_changes() {
+        let c = DcbConfig { pfc_enable: 0x08 };
+        let mut a = DcbArg::from_config(&DcbConfig { pfc_enable: 0x41 });
+        assert_eq!(a.apply(&c).map(|c| c.pfc_enable), Ok(0x41));
+        a.mask = U32::new(0);
+        assert_eq!(a.apply(&c), Ok(c));
+        a.mask = U32::new(2);
+        assert!(a.apply(&c).is_err());
+    }
+}

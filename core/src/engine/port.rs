@@ -1,0 +1,146 @@
+//! The port's address table and its priority settings: what the host configures through
+//! the ABI besides QPs (the GID table, PFC).
+
+use crate::transport::AddressVector;
+
+/// Entries in a port's GID table.
+pub const GID_TABLE_LEN: usize = 16;
+
+/// One GID table entry (`struct ibv_gid_entry`): an address of the port for RoCEv2, either
+/// IPv4-mapped (`::ffff:a.b.c.d`, carried over IPv4) or IPv6.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GidEntry {
+    /// The GID, in network order.
+    pub gid: [u8; 16],
+}
+
+impl GidEntry {
+    /// An entry for `gid`.
+    pub const fn new(gid: [u8; 16]) -> Self {
+        Self { gid }
+    }
+
+    /// Whether the GID is IPv4-mapped (its frames go over IPv4).
+    pub fn is_ipv4(&self) -> bool {
+        is_ipv4_mapped(&self.gid)
+    }
+}
+
+/// `::ffff:a.b.c.d`.
+fn is_ipv4_mapped(gid: &[u8; 16]) -> bool {
+    u128::from_be_bytes(*gid) >> 32 == 0xFFFF
+}
+
+/// The port's GID table: the addresses it answers to, and the source addresses its QPs
+/// pick by `sgid_index`. Unused entries are empty (`ibv_query_gid` reads them as zero).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GidTable {
+    entries: [Option<GidEntry>; GID_TABLE_LEN],
+}
+
+impl Default for GidTable {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl GidTable {
+    /// An empty table.
+    pub const fn new() -> Self {
+        Self {
+            entries: [None; GID_TABLE_LEN],
+        }
+    }
+
+    /// A table with `gid` at index 0 and nothing else.
+    pub const fn single(gid: [u8; 16]) -> Self {
+        let mut t = Self::new();
+        t.entries[0] = Some(GidEntry::new(gid));
+        t
+    }
+
+    /// The entry at `index`.
+    pub fn get(&self, index: u8) -> Option<&GidEntry> {
+        self.entries.get(usize::from(index))?.as_ref()
+    }
+
+    /// Sets or (with `None`) clears the entry at `index`; `Err` when the table has no
+    /// such index.
+    pub fn set(&mut self, index: u8, entry: Option<GidEntry>) -> Result<(), GidIndexError> {
+        let e = self
+            .entries
+            .get_mut(usize::from(index))
+            .ok_or(GidIndexError(index))?;
+        *e = entry;
+        Ok(())
+    }
+
+    /// Whether some entry is `gid` (a frame for it is for this port). Compared as one
+    /// integer per entry: this runs for every received frame.
+    #[inline]
+    pub fn contains(&self, gid: &[u8; 16]) -> bool {
+        let g = u128::from_ne_bytes(*gid);
+        self.entries
+            .iter()
+            .flatten()
+            .any(|e| u128::from_ne_bytes(e.gid) == g)
+    }
+
+    /// The source entry for frames towards `av`: the one at `av.sgid_index`, if it
+    /// exists and is of the same IP version as the destination.
+    pub fn source_for(&self, av: &AddressVector) -> Option<&GidEntry> {
+        self.get(av.sgid_index)
+            .filter(|e| e.is_ipv4() == av.is_ipv4())
+    }
+}
+
+/// A GID index beyond the table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GidIndexError(pub u8);
+
+/// The port's Data Center Bridging settings (802.1Qbb PFC today).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DcbConfig {
+    /// Priorities with PFC on (bit `p` for priority `p`): the port sends pause frames
+    /// for them when its receive buffer fills, and honours the pause frames it receives
+    /// for them. No priority is lossless by default.
+    pub pfc_enable: u8,
+}
+
+impl DcbConfig {
+    /// PFC on no priority (a `const`, for `PortConfig::new`).
+    pub const OFF: Self = Self { pfc_enable: 0 };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::transport::ipv4_gid;
+
+    #[test]
+    fn gid_table_entries_and_source_rules() {
+        let v4 = ipv4_gid([10, 0, 0, 1]);
+        let v6 = [0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1];
+        let mut t = GidTable::single(v4);
+        t.set(3, Some(GidEntry::new(v6))).unwrap();
+        assert_eq!(t.set(GID_TABLE_LEN as u8, None), Err(GidIndexError(16)));
+        assert!(t.contains(&v4) && t.contains(&v6));
+        assert!(!t.contains(&ipv4_gid([10, 0, 0, 2])));
+        assert!(t.get(0).unwrap().is_ipv4() && !t.get(3).unwrap().is_ipv4());
+        assert_eq!(t.get(1), None);
+        // A source entry must exist and match the destination's IP version.
+        let mut av = AddressVector {
+            dgid: ipv4_gid([10, 0, 0, 9]),
+            ..AddressVector::default()
+        };
+        assert_eq!(t.source_for(&av).map(|e| e.gid), Some(v4));
+        av.sgid_index = 3;
+        assert_eq!(t.source_for(&av), None);
+        av.dgid = [0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2];
+        assert_eq!(t.source_for(&av).map(|e| e.gid), Some(v6));
+        av.sgid_index = 1;
+        assert_eq!(t.source_for(&av), None);
+        t.set(0, None).unwrap();
+        assert!(!t.contains(&v4));
+    }
+}
