@@ -1137,6 +1137,67 @@ fn placement_equals_the_model() {
         .unwrap();
 }
 
+/// A case `placement_equals_the_model` found (1 in about 2,000 random cases, so CI's 48
+/// rarely meet it): one QP at MTU 4096 whose PSNs wrap (16,777,211 onwards), four 1-byte
+/// WRITEs and one of 5,521 bytes under corrupted, swapped, duplicated and CE-marked
+/// frames. The 64-bit RTL makes 5 DMA writes where the model makes 6. Not understood
+/// yet (issue 14): ignored so CI stays green, kept so the divergence is not forgotten.
+#[test]
+#[ignore = "known RTL/model divergence near the PSN wrap (issue 14), not fixed yet"]
+fn placement_near_the_psn_wrap_equals_the_model() {
+    let Some(sims) = sims() else { return };
+    let qp = RxQp {
+        tx: QpCfg {
+            path: Path {
+                vlan: None,
+                ipv6: false,
+                tos: 17,
+                sport: 58224,
+                host: 245,
+            },
+            mtu: Mtu::Mtu4096,
+            sr: false,
+            window: 20,
+            max_pkts_per_ack: 2,
+            psn: 16_777_211,
+            dest_qpn: 5_043_387,
+            pkey: 50649,
+        },
+        remote_write: true,
+        ack_every: 0,
+        msn: 3_732_324,
+        on: true,
+    };
+    let write = |len| RxMsg {
+        qp: 0,
+        op: 3,
+        len,
+        mr: 0,
+        off: 0,
+        bad_key: false,
+    };
+    let msgs = [write(1), write(1), write(1), write(1), write(5521)];
+    let mut faults = vec![Fault::None; 35];
+    for (i, f) in [
+        (5, Fault::Corrupt(44674)),
+        (6, Fault::Swap),
+        (15, Fault::Swap),
+        (16, Fault::Dup),
+        (18, Fault::Corrupt(32279)),
+        (23, Fault::Ce),
+        (32, Fault::Dup),
+        (34, Fault::Corrupt(51396)),
+    ] {
+        faults[i] = f;
+    }
+    // The failing seed (3060851248077126410) is even (no shaping) with bit 1 set (IPv6).
+    for s in &sims {
+        let mut sim = s.borrow_mut();
+        let r = rx_case(&mut sim, std::slice::from_ref(&qp), &msgs, &faults, true);
+        assert!(r.is_ok(), "{}: {r:?}", sim.width());
+    }
+}
+
 // ------------------------------------------------------------------ line rate
 
 /// The QP of the line-rate tests: IPv4, no VLAN, MTU 4096.

@@ -756,9 +756,37 @@ pub fn run_flows(
     threads: usize,
     progress: &ProgressBar,
 ) -> Result<RunResult> {
-    let hosts = setup.net.hosts();
+    check(setup, &flows)?;
+    let plan = Arc::new(Plan {
+        setup: setup.clone(),
+        flows: flows.clone(),
+    });
     let delay = setup.net.link().delay_ns;
-    if delay == 0 {
+    let mut par = Parallel::new(setup.partitions, threads, delay, move |p| plan.build(p));
+    connect_flows(&mut par, setup, &flows)?;
+    let end_ns = run_until_done(&mut par, flows.len(), setup.limit, progress);
+    first_error(&mut par)?;
+    let flow_records = records(&mut par, setup, &flows);
+    let [drops, pause_frames, ecn_marked, cnps, retransmits] = sum_totals(&mut par)?;
+    Ok(RunResult {
+        seed: setup.seed,
+        flows: flow_records,
+        end_ns,
+        drops,
+        pause_frames,
+        ecn_marked,
+        cnps,
+        retransmits,
+        events: par.events_run(),
+        profile: par.profile(),
+    })
+}
+
+/// Refuses a setup the engine cannot run: links without delay (the parallel engine's
+/// lookahead), a partition count other than 1 or the net's own, or a host in more flows
+/// than its NIC has QPs (one QP per flow at each end, on NICs of 64 QPs).
+fn check(setup: &Setup, flows: &[Flow]) -> Result<()> {
+    if setup.net.link().delay_ns == 0 {
         bail!("links need a delay: it is the parallel engine's lookahead");
     }
     if ![1, setup.net.partitions()].contains(&setup.partitions) {
@@ -768,9 +796,8 @@ pub fn run_flows(
             setup.net.partitions()
         );
     }
-    // One QP per flow at each end, on NICs of 64 QPs.
-    let mut qps = vec![0usize; hosts];
-    for fl in &flows {
+    let mut qps = vec![0usize; setup.net.hosts()];
+    for fl in flows {
         qps[fl.src] += 1;
         qps[fl.dst] += 1;
     }
@@ -785,15 +812,31 @@ pub fn run_flows(
              shorten the workload"
         );
     }
-    let (mtu, limit, parts) = (setup.mtu, setup.limit, setup.partitions);
-    let plan = Arc::new(Plan {
-        setup: setup.clone(),
-        flows: flows.clone(),
-    });
-    let mut par = Parallel::new(parts, threads, delay, move |p| plan.build(p));
+    Ok(())
+}
 
-    // Exchange the endpoints (QP numbers, addresses, buffers) as applications would out
-    // of band, then connect.
+/// Exchanges every flow's endpoints (QP numbers, addresses, buffers) as applications
+/// would out of band, then connects each flow's QPs and hands each sender its flows.
+fn connect_flows(par: &mut Parallel<Pod>, setup: &Setup, flows: &[Flow]) -> Result<()> {
+    let peers = Arc::new(peers(par, setup.net.hosts(), flows));
+    let opts = ConnectOptions {
+        mtu: setup.mtu,
+        timeout: setup.timeout,
+        // ECT(0) on every data packet: switches with ECN mark it, others ignore it.
+        traffic_class: setup.dscp << 2 | 0b10,
+        ..ConnectOptions::default()
+    };
+    let all = Arc::new(flows.to_vec());
+    let connected =
+        par.each(move |_, pod| connect(pod, &peers, &all, &opts).map_err(|e| format!("{e:#}")));
+    for c in connected {
+        c.map_err(anyhow::Error::msg)?;
+    }
+    Ok(())
+}
+
+/// What each side of each flow learns of the other: by flow, [sender, receiver].
+fn peers(par: &mut Parallel<Pod>, hosts: usize, flows: &[Flow]) -> Vec<[Option<Peer>; 2]> {
     let found = par.each(|_, pod| pod.endpoints.clone());
     let buffers = par.each(|_, pod| {
         pod.hosts
@@ -820,23 +863,18 @@ pub fn run_flows(
             buffer: buffer_of[h],
         });
     }
-    let opts = ConnectOptions {
-        mtu,
-        timeout: setup.timeout,
-        // ECT(0) on every data packet: switches with ECN mark it, others ignore it.
-        traffic_class: setup.dscp << 2 | 0b10,
-        ..ConnectOptions::default()
-    };
-    let (peers, all) = (Arc::new(peers), Arc::new(flows.clone()));
-    let connected =
-        par.each(move |_, pod| connect(pod, &peers, &all, &opts).map_err(|e| format!("{e:#}")));
-    for c in connected {
-        c.map_err(anyhow::Error::msg)?;
-    }
+    peers
+}
 
-    // Run until every flow is done, in steps that let the progress bar move.
+/// Runs the model until all `total` flows are done or `limit` is passed, in steps that
+/// let the progress bar move; returns the simulated time it stopped at.
+fn run_until_done(
+    par: &mut Parallel<Pod>,
+    total: usize,
+    limit: Nanos,
+    progress: &ProgressBar,
+) -> Nanos {
     const STEP: Nanos = 50_000;
-    let total = flows.len();
     progress.set_length(total as u64);
     let mut t = 0;
     loop {
@@ -853,9 +891,13 @@ pub fn run_flows(
             .sum();
         progress.set_position(done as u64);
         if done == total || t >= limit {
-            break;
+            return t;
         }
     }
+}
+
+/// The first host's failure (a completion in error, a post that failed), if any.
+fn first_error(par: &mut Parallel<Pod>) -> Result<()> {
     let errors = par.each(|_, pod| {
         pod.hosts
             .iter()
@@ -864,51 +906,45 @@ pub fn run_flows(
             })
             .collect::<Vec<_>>()
     });
-    if let Some(e) = errors.into_iter().flatten().next() {
-        bail!("{e}");
+    match errors.into_iter().flatten().next() {
+        Some(e) => bail!("{e}"),
+        None => Ok(()),
     }
-    let done: Vec<(usize, Nanos)> = par
-        .each(|_, pod| {
-            pod.hosts
-                .iter()
-                .flat_map(|&(_, id)| pod.fabric.host(id).done.clone())
-                .collect::<Vec<_>>()
-        })
-        .into_iter()
-        .flatten()
-        .collect();
+}
+
+/// Each flow's completion time (none if unfinished) beside its ideal.
+fn records(par: &mut Parallel<Pod>, setup: &Setup, flows: &[Flow]) -> Vec<FlowRecord> {
+    let done = par.each(|_, pod| {
+        pod.hosts
+            .iter()
+            .flat_map(|&(_, id)| pod.fabric.host(id).done.clone())
+            .collect::<Vec<_>>()
+    });
     let mut fct = vec![None; flows.len()];
-    for (fl, at) in done {
+    for (fl, at) in done.into_iter().flatten() {
         fct[fl] = Some(at - flows[fl].start);
     }
-    let records = flows
+    let mtu = u64::from(setup.mtu.bytes());
+    flows
         .iter()
         .map(|fl| FlowRecord {
             flow: *fl,
             fct_ns: fct[fl.id],
-            ideal_ns: ideal_fct(fl, &setup.net, u64::from(mtu.bytes())),
+            ideal_ns: ideal_fct(fl, &setup.net, mtu),
         })
-        .collect();
-    let totals = par.each(|_, pod| totals(pod).map_err(|e| format!("{e:#}")));
-    let totals = totals
-        .into_iter()
-        .collect::<std::result::Result<Vec<_>, _>>()
-        .map_err(anyhow::Error::msg)?;
-    let sum = |get: fn(&[u64; 5]) -> u64| totals.iter().map(get).sum::<u64>();
-    let events = par.events_run();
-    let profile = par.profile();
-    Ok(RunResult {
-        seed: setup.seed,
-        flows: records,
-        end_ns: t,
-        drops: sum(|t| t[0]),
-        pause_frames: sum(|t| t[1]),
-        ecn_marked: sum(|t| t[2]),
-        cnps: sum(|t| t[3]),
-        retransmits: sum(|t| t[4]),
-        events,
-        profile,
-    })
+        .collect()
+}
+
+/// [`totals`] summed over the partitions.
+fn sum_totals(par: &mut Parallel<Pod>) -> Result<[u64; 5]> {
+    let mut sum = [0; 5];
+    for part in par.each(|_, pod| totals(pod).map_err(|e| format!("{e:#}"))) {
+        let part = part.map_err(anyhow::Error::msg)?;
+        for (s, x) in sum.iter_mut().zip(part) {
+            *s += x;
+        }
+    }
+    Ok(sum)
 }
 
 /// Drops (switch buffers and links), PFC frames sent by switches, ECN marks, CNPs sent
