@@ -10,7 +10,7 @@ use std::cell::RefCell;
 use std::net::{Ipv4Addr, Ipv6Addr};
 
 use proptest::prelude::*;
-use proptest::test_runner::{Config, TestRunner};
+use proptest::test_runner::{Config, TestRng, TestRunner};
 use roce_core::fastpath::layout;
 use roce_core::fastpath::{
     self, AckDesc, Event, Exception, Inflight, MrEntry, MrTable, MsgOp, PortAddr, RecvCtx, RxCur,
@@ -460,13 +460,25 @@ fn cases(default: u32) -> u32 {
         .unwrap_or(default)
 }
 
+/// A runner of `default` cases (`ROCE_FP_CASES` overrides). The cases are the same on
+/// every run, so a CI failure is a change, not a draw: `ROCE_FP_RANDOM=1` draws new
+/// ones (how the divergence below `placement_equals_the_model` was found).
+fn runner(default: u32) -> TestRunner {
+    let config = Config {
+        cases: cases(default),
+        ..Config::default()
+    };
+    if std::env::var_os("ROCE_FP_RANDOM").is_some() {
+        return TestRunner::new(config);
+    }
+    let rng = TestRng::deterministic_rng(config.rng_algorithm);
+    TestRunner::new_with_rng(config, rng)
+}
+
 #[test]
 fn segmenter_frames_equal_the_models() {
     let Some(sims) = sims() else { return };
-    let mut runner = TestRunner::new(Config {
-        cases: cases(48),
-        ..Config::default()
-    });
+    let mut runner = runner(48);
     let strategy = proptest::collection::vec(qp_cfg(), 1..4).prop_flat_map(|qps| {
         let n = qps.len();
         (Just(qps), proptest::collection::vec(msg(n), 1..8))
@@ -487,10 +499,7 @@ fn segmenter_frames_equal_the_models() {
 #[test]
 fn segmenter_frames_equal_the_models_under_backpressure() {
     let Some(sims) = sims() else { return };
-    let mut runner = TestRunner::new(Config {
-        cases: cases(16),
-        ..Config::default()
-    });
+    let mut runner = runner(16);
     let strategy =
         (proptest::collection::vec(qp_cfg(), 1..3), any::<u64>()).prop_flat_map(|(qps, seed)| {
             let n = qps.len();
@@ -1102,10 +1111,7 @@ fn rx_case(
 #[test]
 fn placement_equals_the_model() {
     let Some(sims) = sims() else { return };
-    let mut runner = TestRunner::new(Config {
-        cases: cases(48),
-        ..Config::default()
-    });
+    let mut runner = runner(48);
     let strategy = (
         proptest::collection::vec(rx_qp(), 1..4),
         proptest::collection::vec(fault(), 1..40),
@@ -1137,14 +1143,17 @@ fn placement_equals_the_model() {
         .unwrap();
 }
 
-/// A case `placement_equals_the_model` found (1 in about 2,000 random cases, so CI's 48
-/// rarely meet it): one QP at MTU 4096 whose PSNs wrap (16,777,211 onwards), four 1-byte
-/// WRITEs and one of 5,521 bytes under corrupted, swapped, duplicated and CE-marked
-/// frames. The 64-bit RTL makes 5 DMA writes where the model makes 6. Not understood
-/// yet (issue 14): ignored so CI stays green, kept so the divergence is not forgotten.
+/// A case `placement_equals_the_model` found with random draws (about 1 in 2,000 cases;
+/// CI's fixed cases miss it): a copy of a WRITE_LAST of 1,425 bytes with a payload byte
+/// flipped (the ICRC drops it) arrives just before the good one, and the 64-bit RTL
+/// places nothing of the good one (5 DMA writes, the model 6). Without the corrupted
+/// copy it places it; the PSN does not matter (the draw had 16,777,211, near the wrap).
+/// Not fixed yet (issue 14): suspect the payload stream of the dropped frame and the
+/// mover's `has_stream` (fp_rx_move.sv) falling out of step. Ignored so CI stays green,
+/// kept so the divergence is not forgotten.
 #[test]
-#[ignore = "known RTL/model divergence near the PSN wrap (issue 14), not fixed yet"]
-fn placement_near_the_psn_wrap_equals_the_model() {
+#[ignore = "known RTL/model divergence after an ICRC-dropped frame (issue 14), not fixed yet"]
+fn a_dropped_corrupt_copy_does_not_lose_the_good_frame() {
     let Some(sims) = sims() else { return };
     let qp = RxQp {
         tx: QpCfg {
@@ -1159,7 +1168,7 @@ fn placement_near_the_psn_wrap_equals_the_model() {
             sr: false,
             window: 20,
             max_pkts_per_ack: 2,
-            psn: 16_777_211,
+            psn: 100,
             dest_qpn: 5_043_387,
             pkey: 50649,
         },
