@@ -9,13 +9,20 @@
 //! as `QPT_GSI`, its doorbell pair at `reg::GSI_QP_INDEX`, UD sends to it with the GSI
 //! Q_Key).
 //!
+//! The kernel also drives the port's commands (ABI 1.1, opcodes 12..=22: QUERY/MODIFY of
+//! the MAC and MTU, the GID table, DCB, DCQCN, QUERY_COUNTERS), and the hostile tenant
+//! QUERY/MODIFY_QP_CC of its QPs (action bytes 0xE0..=0xEF).
+//!
 //! Invariants, whatever the host does:
 //! * every DMA access is to a ring the host configured or to a live memory region of the
 //!   tenant whose frame is being handled (`nic::HostMem` panics at the access); a QP on
 //!   an SRQ never reads its own receive ring;
 //! * the NIC's answers agree with what the host did: the GSI QP is QP1 and there is only
 //!   one; QUERY_SRQ reports the depth an SRQ was created with and the limit last armed
-//!   (or 0, disarmed by its event) (`nic::Shadow::apply`);
+//!   (or 0, disarmed by its event) (`nic::Shadow::apply`); each port command answers
+//!   as `fuzz/src/port.rs` says (a MODIFY's status by `docs/abi.md`'s rules, `Busy` for
+//!   the MAC and GID entry the victim's connected QPs use; a QUERY gives what was set;
+//!   port counters never decrease);
 //! * the victim's work completes exactly as it does with no hostile tenant: the same
 //!   completions in the same order, the same bytes in its memory; its QPs are never
 //!   stuck, whatever state the hostile QPs and CQs are driven into;
@@ -26,8 +33,10 @@
 use std::cell::RefCell;
 
 use libfuzzer_sys::fuzz_target;
+use roce_core::cc::ONE;
 use roce_core::memory::AccessFlags;
 use roce_core::num::{Lkey, Psn, Qkey, Qpn, Rkey};
+use roce_core::transport::ipv4_gid;
 use roce_core::transport::{
     AckTimeout, AddressVector, Mtu, QpAttr, QpState, RecvWr, RetryCount, RnrTimer, SendFlags,
     SendWr, WrOp,
@@ -35,7 +44,7 @@ use roce_core::transport::{
 use roce_core_fuzz::nic::{
     admit, boot, doorbell_index, gid, Host, Nic, QpRings, Shadow, HOSTILE, MAC, VICTIM,
 };
-use roce_firmware::abi::{self, reg, CmdEntry, CmdOp, QpAttrArg, RecvWqe, SendWqe};
+use roce_firmware::abi::{self, reg, CmdEntry, CmdOp, PortArg, QpAttrArg, RecvWqe, SendWqe};
 
 /// The victim's buffers (addresses in its arena) and keys.
 #[derive(Clone, Copy)]
@@ -644,11 +653,14 @@ fn act(inp: &mut Input, h: &mut Host, nic: &mut Nic, n: u64) -> Option<()> {
     if action >= 0xF0 {
         return srq_act(inp, h, nic, &s, n, action);
     }
+    if action >= 0xE0 {
+        return port_act(inp, h, nic, &s);
+    }
     match action % 8 {
         0 => {
             let mut e = command(inp, &s)?;
             if admit(&mut e, &s) {
-                nic.hal().mem.shadow.note_db_record(&e);
+                nic.hal().mem.shadow.note_buffers(&e);
                 h.command(nic, &e);
             }
         }
@@ -750,6 +762,131 @@ fn srq_act(
     nic.poll();
     nic.hal().clock += 1_000;
     Some(())
+}
+
+/// A port command (action bytes 0xE0..=0xEF): the kernel's QUERY/MODIFY of the port's
+/// addresses and MTU, GID table, DCB and DCQCN (port-wide: no tenant issues them), a
+/// tenant's QUERY/MODIFY_QP_CC (the kernel refuses the victim's QPs), QUERY_COUNTERS
+/// into a buffer the kernel places; `nic::Shadow` (`fuzz/src/port.rs`) checks every
+/// answer. Then one poll.
+fn port_act(inp: &mut Input, h: &mut Host, nic: &mut Nic, s: &Shadow) -> Option<()> {
+    let mut e = port_command(inp, s)?;
+    if admit(&mut e, s) {
+        nic.hal().mem.shadow.note_buffers(&e);
+        h.command(nic, &e);
+    }
+    nic.poll();
+    nic.hal().clock += 1_000;
+    Some(())
+}
+
+/// One of the port commands (12..=22) with arguments from the input: mostly values a
+/// host would send, sometimes out-of-range or raw ones.
+fn port_command(inp: &mut Input, s: &Shadow) -> Option<CmdEntry> {
+    let mut e = CmdEntry::default();
+    let op = 12 + inp.u8()? % 11;
+    e.opcode.set(u16::from(op));
+    let qps: Vec<u32> = s.qps.iter().map(|q| q.qpn).collect();
+    let port = &s.port;
+    match CmdOp::from_u16(u16::from(op)) {
+        Some(CmdOp::ModifyPort) => {
+            let a = PortArg {
+                mask: inp
+                    .pick(&[PortArg::MTU, PortArg::MAC, PortArg::ALL, 0, 4, 0x8000_0001])?
+                    .into(),
+                mac: match inp.u8()? % 4 {
+                    0 => port.mac,
+                    1 => [0x02, 0, 0, 0, 0, inp.u8()?],
+                    2 => [inp.u8()?, 0, 0, 0, 0, 1],
+                    _ => [0; 6],
+                },
+                active_mtu: inp.u8()? % 8,
+                reserved: 0,
+            };
+            abi::set_payload(&mut e, &a);
+        }
+        Some(CmdOp::QueryGid | CmdOp::ModifyGid) => {
+            let index = match inp.u8()? {
+                b if b & 0x80 != 0 => u16::from(b) << 1,
+                b => u16::from(b % 20),
+            };
+            let gid = match inp.u8()? % 4 {
+                0 => port.gids[0].unwrap_or_default(),
+                1 => ipv4_gid([10, 0, 1, inp.u8()?]),
+                2 => [0; 16],
+                _ => {
+                    let mut g = [0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0];
+                    g[15] = inp.u8()?;
+                    g
+                }
+            };
+            let a = abi::GidArg {
+                index: index.into(),
+                flags: inp.pick(&[abi::GidArg::VALID, 0, 3])?,
+                roce_version: inp.pick(&[abi::GidArg::ROCE_V2, 1])?,
+                vlan_id: inp.pick(&[abi::GidArg::NO_VLAN, 5])?.into(),
+                gid,
+                ..Default::default()
+            };
+            abi::set_payload(&mut e, &a);
+        }
+        Some(CmdOp::ModifyDcb) => {
+            let a = abi::DcbArg {
+                mask: inp.pick(&[abi::DcbArg::PFC, 0, 3])?.into(),
+                pfc_enable: inp.u8()?,
+                ..Default::default()
+            };
+            abi::set_payload(&mut e, &a);
+        }
+        Some(CmdOp::ModifyCc) => abi::set_payload(&mut e, &cc_arg(inp, &port.cc)?),
+        Some(CmdOp::QueryQpCc | CmdOp::ModifyQpCc) => {
+            let a = abi::QpCcArg {
+                qpn: inp.handle(&qps)?.into(),
+                flags: inp.pick(&[abi::QpCcArg::RP, 0, 2])?,
+                ..Default::default()
+            };
+            abi::set_payload(&mut e, &a);
+        }
+        Some(CmdOp::QueryCounters) => {
+            let a = abi::QueryCountersArg {
+                scope: inp.pick(&[0, 0, 1, 2])?,
+                handle: inp.handle(&qps)?.into(),
+                first: u16::from(inp.u8()? % 64).into(),
+                count: u16::from(inp.u8()? % 64).into(),
+                addr: u64::from(inp.u16()?).into(),
+                ..Default::default()
+            };
+            abi::set_payload(&mut e, &a);
+        }
+        // The queries of the whole port take no argument; any bytes are ignored.
+        _ => {}
+    }
+    Some(e)
+}
+
+/// MODIFY_CC arguments: the current set with some fields changed, in or out of range.
+fn cc_arg(inp: &mut Input, cur: &abi::CcArg) -> Option<abi::CcArg> {
+    let mut a = *cur;
+    for _ in 0..inp.u8()? % 4 {
+        let v = inp.u8()?;
+        match inp.u8()? % 10 {
+            0 => a.flags = v % 8,
+            1 => a.cnp_dscp = v % 70,
+            2 => a.cnp_prio = v % 10,
+            3 => {
+                a.line_rate = inp
+                    .pick(&[100_000_000_000, 25_000_000_000, 1_000, 0])?
+                    .into()
+            }
+            4 => a.min_rate = inp.pick(&[0, 1_000, 200_000_000_000])?.into(),
+            5 => a.g = inp.pick(&[ONE / 256, ONE, ONE + 1])?.into(),
+            6 => a.initial_alpha = inp.pick(&[0, ONE, ONE + 1])?.into(),
+            7 => a.cnp_interval_ns = u64::from(v).into(),
+            8 => a.increase_timer_ns = (u64::from(v) * 1_000).into(),
+            _ => a.reserved1 = u32::from(v).into(),
+        }
+    }
+    Some(a)
 }
 
 thread_local! {

@@ -4,6 +4,7 @@
 pub mod nic;
 #[path = "../../core/tests/oracle/mod.rs"]
 mod oracle;
+pub mod port;
 pub mod world;
 
 pub use oracle::*;

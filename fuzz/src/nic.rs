@@ -21,6 +21,7 @@
 use std::cell::Cell;
 use std::collections::VecDeque;
 
+use crate::port::PortModel;
 use roce_core::engine::{PortConfig, QPN_BASE};
 use roce_core::memory::{range_within, AccessFlags, Dma, DmaError};
 use roce_core::num::Qpn;
@@ -40,6 +41,8 @@ pub const VICTIM: u64 = 0x2_0000_0000;
 pub const HOSTILE: u64 = 0x3_0000_0000;
 /// Bytes of each arena.
 pub const ARENA: usize = 64 * 1024;
+/// Where the kernel places QUERY_COUNTERS' buffers (see [`admit`]).
+pub const COUNTERS: u64 = KERNEL + 0x8000;
 /// log2 of the command queue's depth.
 pub const CMDQ_LOG: u8 = 4;
 
@@ -155,6 +158,11 @@ pub struct Shadow {
     /// kept after a failed create or a destroy (a read of it still only reaches memory
     /// the host pointed the NIC at).
     pub db_records: Vec<Ring>,
+    /// Host buffers QUERY_COUNTERS commands named (8 bytes per counter wanted): memory
+    /// the kernel gave the NIC to write, noted when the command is issued.
+    pub counter_bufs: Vec<Ring>,
+    /// The port's configuration as set, checked against every answer.
+    pub port: PortModel,
     /// The victim's PD and QPNs (fixed at setup).
     pub victim_pd: Option<u32>,
     pub victim_cq: Option<u32>,
@@ -162,13 +170,24 @@ pub struct Shadow {
 }
 
 impl Shadow {
-    /// Notes the doorbell record of a CREATE_QP entry about to be issued.
-    pub fn note_db_record(&mut self, e: &CmdEntry) {
-        if CmdOp::from_u16(e.opcode.get()) == Some(CmdOp::CreateQp) {
-            let at = abi::payload::<abi::CreateQpArg>(e).db_record.get();
-            if at != 0 {
-                self.db_records.push(Ring::new(at, 0, 8));
+    /// Notes the host memory a command about to be issued gives the NIC: a CREATE_QP's
+    /// doorbell record, a QUERY_COUNTERS' buffer.
+    pub fn note_buffers(&mut self, e: &CmdEntry) {
+        match CmdOp::from_u16(e.opcode.get()) {
+            Some(CmdOp::CreateQp) => {
+                let at = abi::payload::<abi::CreateQpArg>(e).db_record.get();
+                if at != 0 {
+                    self.db_records.push(Ring::new(at, 0, 8));
+                }
             }
+            Some(CmdOp::QueryCounters) => {
+                let a = abi::payload::<abi::QueryCountersArg>(e);
+                self.counter_bufs.push(Ring {
+                    addr: a.addr.get(),
+                    len: 8 * u64::from(a.count.get()),
+                });
+            }
+            _ => {}
         }
     }
 
@@ -176,7 +195,8 @@ impl Shadow {
     /// the host knows the answer: the GSI QP is QP1 and there is at most one; an SRQ's
     /// QUERY_SRQ reports the depth it was created with and the limit last armed (or 0:
     /// the limit event disarms it).
-    fn apply(&mut self, e: &CmdEntry) {
+    fn apply(&mut self, e: &CmdEntry, counters: Option<&[u64]>) {
+        self.port.check(e, counters);
         if e.status.get() != CmdStatus::Ok as u32 {
             return;
         }
@@ -340,7 +360,8 @@ impl HostMem {
                     .iter()
                     .any(|q| q.sq.holds(addr, len) || (q.srqn == 0 && q.rq.holds(addr, len)))
                 || (!write && s.srqs.iter().any(|q| q.ring.holds(addr, len)))
-                || (!write && s.db_records.iter().any(|d| d.holds(addr, len))))
+                || (!write && s.db_records.iter().any(|d| d.holds(addr, len)))
+                || (write && s.counter_bufs.iter().any(|d| d.holds(addr, len))))
     }
 
     /// Panics unless the access is allowed (see the module doc).
@@ -390,7 +411,11 @@ impl HostMem {
     fn observe(&mut self, addr: u64, len: usize) {
         const ENTRY: u64 = size_of::<CmdEntry>() as u64;
         const STATUS: u64 = core::mem::offset_of!(CmdEntry, status) as u64;
-        if !self.cmdq.holds(addr, len) {
+        // A QUERY_COUNTERS buffer that a kernel bug let overlap the queue holds values,
+        // not entries.
+        if !self.cmdq.holds(addr, len)
+            || self.shadow.counter_bufs.iter().any(|b| b.holds(addr, len))
+        {
             return;
         }
         let slot = addr - (addr - self.cmdq.addr) % ENTRY;
@@ -400,7 +425,13 @@ impl HostMem {
         }
         let entry = self.get(slot, ENTRY as usize);
         if let Some(e) = entry.and_then(|b| CmdEntry::read_from_bytes(&b).ok()) {
-            self.shadow.apply(&e);
+            // The counters a QUERY_COUNTERS wrote before its status.
+            let counters = PortModel::counters_written(&e).and_then(|(at, n)| {
+                let bytes = self.get(at, 8 * n)?;
+                let word = |c: &[u8]| u64::from_le_bytes(c.try_into().unwrap_or([0; 8]));
+                Some(bytes.chunks_exact(8).map(word).collect::<Vec<_>>())
+            });
+            self.shadow.apply(&e, counters.as_deref());
         }
     }
 }
@@ -540,7 +571,9 @@ pub fn boot() -> Nic {
         port: LoopPort::default(),
         clock: 0,
     };
-    let mut nic = Nic::new(hal, PortConfig::new(MAC, gid()));
+    let cfg = PortConfig::new(MAC, gid());
+    let mut nic = Nic::new(hal, cfg);
+    nic.hal().mem.shadow.port = PortModel::boot(&cfg);
     let regs = &mut nic.hal().regs;
     regs.host_write(reg::CMDQ_BASE_LO, KERNEL as u32);
     regs.host_write(reg::CMDQ_BASE_HI, (KERNEL >> 32) as u32);
@@ -700,7 +733,9 @@ pub fn slot(ring: u64, log: u8, index: u32, size: usize) -> u64 {
 /// authenticate an RC sender, so a QP that knows a victim's QPN, PSN and R_Key may
 /// legitimately write there: that is the wire's trust model, not the NIC's isolation);
 /// and what it places in memory (regions, rings) lands in its own arena ([`confine`]).
-/// Returns false for a command the kernel refuses; rewrites addresses in place.
+/// The port's commands are the kernel's own; of them it passes on a tenant's
+/// MODIFY_QP_CC only for the tenant's QPs, and it places QUERY_COUNTERS' buffers at
+/// [`COUNTERS`]. Returns false for a command the kernel refuses; rewrites addresses in place.
 pub fn admit(e: &mut CmdEntry, s: &Shadow) -> bool {
     use roce_core::transport::AttrMask;
     let victim_pd = |pd: u32| s.victim_pd == Some(pd);
@@ -744,6 +779,13 @@ pub fn admit(e: &mut CmdEntry, s: &Shadow) -> bool {
             !victim_pd(a.pd.get())
         }
         Some(CmdOp::ModifySrq) => !s.is_victim_srq(abi::payload::<abi::SrqAttrArg>(e).srqn.get()),
+        Some(CmdOp::ModifyQpCc) => !s.is_victim_qp(abi::payload::<abi::QpCcArg>(e).qpn.get()),
+        Some(CmdOp::QueryCounters) => {
+            let mut a = abi::payload::<abi::QueryCountersArg>(e);
+            a.addr.set(COUNTERS + a.addr.get() % 0x7000);
+            abi::set_payload(e, &a);
+            true
+        }
         Some(CmdOp::DestroySrq) => !s.is_victim_srq(handle),
         Some(CmdOp::ModifyQp) => {
             let a = abi::payload::<abi::QpAttrArg>(e);

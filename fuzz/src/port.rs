@@ -1,0 +1,365 @@
+//! What the `abi` target knows of the port's configuration commands (ABI 1.1, opcodes
+//! 12..=22, `docs/abi.md`) and checks in every entry the NIC writes back:
+//! * a MODIFY's status is the one `docs/abi.md`'s rules give, worked out here from the
+//!   payload: `BadParam` for unknown mask bits or flags and out-of-range values, `Busy`
+//!   for a new MAC or a new GID entry 0 (the victim's QPs are always connected and
+//!   use both), else `Ok`;
+//! * a QUERY answers what the last successful MODIFY set (a failed one changed nothing);
+//! * MODIFY_QP_CC then QUERY_QP_CC of the same QP agree on the reaction point;
+//! * QUERY_COUNTERS of the port says how many counters the set has, and no port counter
+//!   ever decreases.
+
+use roce_core::cc::ONE;
+use roce_core::engine::{PortConfig, GID_TABLE_LEN};
+use roce_firmware::abi::{
+    self, CcArg, CmdEntry, CmdOp, CmdStatus, CounterScope, DcbArg, GidArg, PortArg, QpCcArg,
+    QueryCountersArg, PORT_COUNTERS, QP_COUNTERS,
+};
+use zerocopy::IntoBytes;
+
+/// The port as the host configured it (learnt from the NIC's first answers, then kept).
+#[derive(Clone, Debug, Default)]
+pub struct PortModel {
+    pub mac: [u8; 6],
+    pub mtu: u8,
+    pub gids: [Option<[u8; 16]>; GID_TABLE_LEN],
+    pub pfc: u8,
+    /// QUERY_CC's answer: the last configuration set.
+    pub cc: CcArg,
+    /// Per QPN, the reaction point MODIFY_QP_CC last set (forgotten when the QP goes).
+    pub qp_rp: Vec<(u32, bool)>,
+    /// The largest value seen so far of each port counter.
+    pub counters: Vec<u64>,
+}
+
+fn status(e: &CmdEntry) -> Option<CmdStatus> {
+    CmdStatus::from_u32(e.status.get())
+}
+
+/// The wire value of `enum ibv_mtu` a port may be set to (256..4096).
+fn mtu_ok(mtu: u8) -> bool {
+    (1..=5).contains(&mtu)
+}
+
+impl PortModel {
+    /// The port as the NIC booted with `cfg`.
+    pub fn boot(cfg: &PortConfig) -> Self {
+        let mut gids = [None; GID_TABLE_LEN];
+        for (i, g) in gids.iter_mut().enumerate() {
+            *g = cfg.gids.get(i as u8).map(|e| e.gid);
+        }
+        Self {
+            mac: cfg.mac,
+            mtu: cfg.active_mtu as u8,
+            gids,
+            pfc: cfg.dcb.pfc_enable,
+            cc: CcArg::from_config(&cfg.cc),
+            qp_rp: Vec::new(),
+            counters: vec![0; PORT_COUNTERS.len()],
+        }
+    }
+
+    /// The bytes a successful QUERY_COUNTERS of the port wrote: (host address, values).
+    pub fn counters_written(e: &CmdEntry) -> Option<(u64, usize)> {
+        if CmdOp::from_u16(e.opcode.get()) != Some(CmdOp::QueryCounters)
+            || status(e) != Some(CmdStatus::Ok)
+        {
+            return None;
+        }
+        let a = abi::payload::<QueryCountersArg>(e);
+        if a.scope != CounterScope::Port as u8 {
+            return None;
+        }
+        let n = PORT_COUNTERS.len();
+        let first = usize::from(a.first.get()).min(n);
+        let count = usize::from(a.count.get()).min(n - first);
+        Some((a.addr.get(), count))
+    }
+
+    /// Checks one entry the NIC wrote back (any status) and learns from it; `values` are
+    /// the counters a port QUERY_COUNTERS wrote ([`PortModel::counters_written`]).
+    pub fn check(&mut self, e: &CmdEntry, values: Option<&[u64]>) {
+        let Some(op) = CmdOp::from_u16(e.opcode.get()) else {
+            return;
+        };
+        let got = status(e);
+        let ok = got == Some(CmdStatus::Ok);
+        match op {
+            CmdOp::ModifyPort => {
+                let a = abi::payload::<PortArg>(e);
+                let mask = a.mask.get();
+                let bad = mask & !PortArg::ALL != 0
+                    || (mask & PortArg::MAC != 0 && (a.mac[0] & 1 != 0 || a.mac == [0; 6]))
+                    || (mask & PortArg::MTU != 0 && !mtu_ok(a.active_mtu));
+                let new_mac = mask & PortArg::MAC != 0 && a.mac != self.mac;
+                expect(op, got, bad, new_mac);
+                if ok && mask & PortArg::MTU != 0 {
+                    self.mtu = a.active_mtu;
+                }
+            }
+            CmdOp::QueryPort if ok => {
+                let a = abi::payload::<PortArg>(e);
+                assert_eq!(
+                    (a.mask.get(), a.mac, a.active_mtu),
+                    (PortArg::ALL, self.mac, self.mtu),
+                    "QUERY_PORT (mask, MAC, MTU) against what was set"
+                );
+            }
+            CmdOp::ModifyGid => {
+                let a = abi::payload::<GidArg>(e);
+                let index = usize::from(a.index.get());
+                let valid = a.flags & GidArg::VALID != 0;
+                let bad = index >= GID_TABLE_LEN
+                    || a.flags & !GidArg::VALID != 0
+                    || (valid
+                        && (a.roce_version != GidArg::ROCE_V2
+                            || a.vlan_id.get() != GidArg::NO_VLAN
+                            || a.gid == [0; 16]));
+                let entry = valid.then_some(a.gid);
+                // Entry 0 is the victim's QPs' source.
+                let busy = index == 0 && entry != self.gids[0];
+                expect(op, got, bad, busy);
+                if ok {
+                    self.gids[index] = entry;
+                }
+            }
+            CmdOp::QueryGid => {
+                let a = abi::payload::<GidArg>(e);
+                let index = usize::from(a.index.get());
+                if index >= GID_TABLE_LEN {
+                    assert_eq!(got, Some(CmdStatus::BadParam), "QUERY_GID of index {index}");
+                } else {
+                    assert!(ok, "QUERY_GID of index {index}: {got:?}");
+                    let want = GidArg::from_entry(index as u8, None);
+                    let want = match self.gids[index] {
+                        Some(gid) => GidArg {
+                            flags: GidArg::VALID,
+                            roce_version: GidArg::ROCE_V2,
+                            gid,
+                            ..want
+                        },
+                        None => want,
+                    };
+                    assert_eq!(a, want, "QUERY_GID of index {index} against what was set");
+                }
+            }
+            CmdOp::ModifyDcb => {
+                let a = abi::payload::<DcbArg>(e);
+                let mask = a.mask.get();
+                expect(op, got, mask & !DcbArg::ALL != 0, false);
+                if ok && mask & DcbArg::PFC != 0 {
+                    self.pfc = a.pfc_enable;
+                }
+            }
+            CmdOp::QueryDcb if ok => {
+                let a = abi::payload::<DcbArg>(e);
+                assert_eq!(
+                    (a.mask.get(), a.pfc_enable),
+                    (DcbArg::ALL, self.pfc),
+                    "QUERY_DCB against what was set"
+                );
+            }
+            CmdOp::ModifyCc => {
+                let a = abi::payload::<CcArg>(e);
+                let bad = a.flags & !(CcArg::NP | CcArg::RP) != 0
+                    || a.cnp_dscp > 63
+                    || a.cnp_prio > 7
+                    || a.line_rate.get() == 0
+                    || a.min_rate.get() > a.line_rate.get()
+                    || a.g.get() > ONE
+                    || a.initial_alpha.get() > ONE;
+                expect(op, got, bad, false);
+                if ok {
+                    // QUERY_CC answers the fields, not what the reserved bytes held.
+                    self.cc = CcArg {
+                        reserved: 0,
+                        reserved1: 0.into(),
+                        reserved2: 0.into(),
+                        ..a
+                    };
+                }
+            }
+            CmdOp::QueryCc if ok => {
+                let a = abi::payload::<CcArg>(e);
+                assert_eq!(
+                    a.as_bytes(),
+                    self.cc.as_bytes(),
+                    "QUERY_CC against what was set: {a:?} vs {:?}",
+                    self.cc
+                );
+            }
+            CmdOp::ModifyQpCc => {
+                let a = abi::payload::<QpCcArg>(e);
+                if a.flags & !QpCcArg::RP != 0 {
+                    assert_eq!(
+                        got,
+                        Some(CmdStatus::BadParam),
+                        "MODIFY_QP_CC flags {:#x}",
+                        a.flags
+                    );
+                }
+                if ok {
+                    let qpn = a.qpn.get();
+                    self.qp_rp.retain(|q| q.0 != qpn);
+                    self.qp_rp.push((qpn, a.flags & QpCcArg::RP != 0));
+                }
+            }
+            CmdOp::QueryQpCc if ok => {
+                let a = abi::payload::<QpCcArg>(e);
+                if let Some(&(_, rp)) = self.qp_rp.iter().find(|q| q.0 == a.qpn.get()) {
+                    assert_eq!(
+                        a.flags & QpCcArg::RP != 0,
+                        rp,
+                        "QUERY_QP_CC of QP {} against MODIFY_QP_CC",
+                        a.qpn.get()
+                    );
+                }
+            }
+            CmdOp::QueryCounters if ok => {
+                let a = abi::payload::<QueryCountersArg>(e);
+                let len = if a.scope == CounterScope::Port as u8 {
+                    PORT_COUNTERS.len()
+                } else {
+                    QP_COUNTERS.len()
+                };
+                assert_eq!(e.out.get() as usize, len, "QUERY_COUNTERS' set length");
+                let first = usize::from(a.first.get());
+                self.counters.resize(PORT_COUNTERS.len(), 0);
+                for (i, &v) in values.unwrap_or(&[]).iter().enumerate() {
+                    let name = PORT_COUNTERS[first + i];
+                    let seen = &mut self.counters[first + i];
+                    assert!(
+                        v >= *seen,
+                        "port counter {name} went from {seen} down to {v}"
+                    );
+                    *seen = v;
+                }
+            }
+            CmdOp::DestroyQp if ok => {
+                let qpn = abi::payload::<abi::HandleArg>(e).handle.get();
+                self.qp_rp.retain(|q| q.0 != qpn);
+            }
+            _ => {}
+        }
+    }
+}
+
+/// A MODIFY's status: `BadParam` when `bad`, else `Busy` when `busy`, else `Ok`.
+fn expect(op: CmdOp, got: Option<CmdStatus>, bad: bool, busy: bool) {
+    let want = if bad {
+        CmdStatus::BadParam
+    } else if busy {
+        CmdStatus::Busy
+    } else {
+        CmdStatus::Ok
+    };
+    assert_eq!(got, Some(want), "{op:?}'s status");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use roce_core::transport::ipv4_gid;
+
+    fn model() -> PortModel {
+        PortModel::boot(&PortConfig::new(
+            [2, 0, 0, 0, 0, 1],
+            ipv4_gid([10, 0, 0, 1]),
+        ))
+    }
+
+    /// An entry as the NIC writes it back: `op`, `arg`, `status`.
+    fn entry<T: IntoBytes + zerocopy::Immutable>(
+        op: CmdOp,
+        arg: &T,
+        status: CmdStatus,
+    ) -> CmdEntry {
+        let mut e = CmdEntry::default();
+        e.opcode.set(op as u16);
+        abi::set_payload(&mut e, arg);
+        e.status.set(status as u32);
+        e
+    }
+
+    fn port(mask: u32, mac: [u8; 6], mtu: u8) -> PortArg {
+        PortArg {
+            mask: mask.into(),
+            mac,
+            active_mtu: mtu,
+            reserved: 0,
+        }
+    }
+
+    #[test]
+    fn a_modify_then_query_that_agree_pass() {
+        let mut m = model();
+        let mac = m.mac;
+        m.check(
+            &entry(
+                CmdOp::ModifyPort,
+                &port(PortArg::MTU, mac, 3),
+                CmdStatus::Ok,
+            ),
+            None,
+        );
+        m.check(
+            &entry(CmdOp::QueryPort, &port(PortArg::ALL, mac, 3), CmdStatus::Ok),
+            None,
+        );
+        let new_mac = [2, 0, 0, 0, 0, 9];
+        let busy = entry(
+            CmdOp::ModifyPort,
+            &port(PortArg::MAC, new_mac, 0),
+            CmdStatus::Busy,
+        );
+        m.check(&busy, None);
+    }
+
+    #[test]
+    #[should_panic(expected = "QUERY_PORT")]
+    fn a_query_that_forgot_the_modify_is_caught() {
+        let mut m = model();
+        let mac = m.mac;
+        m.check(
+            &entry(
+                CmdOp::ModifyPort,
+                &port(PortArg::MTU, mac, 3),
+                CmdStatus::Ok,
+            ),
+            None,
+        );
+        m.check(
+            &entry(CmdOp::QueryPort, &port(PortArg::ALL, mac, 5), CmdStatus::Ok),
+            None,
+        );
+    }
+
+    #[test]
+    #[should_panic(expected = "ModifyPort's status")]
+    fn a_new_mac_under_connected_qps_must_be_busy() {
+        let mut m = model();
+        let new_mac = [2, 0, 0, 0, 0, 9];
+        m.check(
+            &entry(
+                CmdOp::ModifyPort,
+                &port(PortArg::MAC, new_mac, 0),
+                CmdStatus::Ok,
+            ),
+            None,
+        );
+    }
+
+    #[test]
+    #[should_panic(expected = "went from 7 down to 6")]
+    fn a_port_counter_that_decreases_is_caught() {
+        let mut m = model();
+        let a = QueryCountersArg {
+            count: 1.into(),
+            ..Default::default()
+        };
+        let mut e = entry(CmdOp::QueryCounters, &a, CmdStatus::Ok);
+        e.out.set(PORT_COUNTERS.len() as u32);
+        m.check(&e, Some(&[7]));
+        m.check(&e, Some(&[6]));
+    }
+}
