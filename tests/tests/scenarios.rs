@@ -313,6 +313,31 @@ fn ets_shares_a_bottleneck_by_its_weights_and_strict_priority_starves() {
     );
 }
 
+/// ETS at the NIC (issue 18): two classes leaving one NIC, both backlogged, get the
+/// shares the host configured through MODIFY_DCB, within 2 % over the 10 ms window,
+/// and the NIC's link stays busy.
+#[test]
+fn a_nics_transmit_queues_share_its_link_by_the_configured_weights() {
+    for (name, want1) in [("nic_ets_80_20", 80.0), ("nic_ets_50_50", 50.0)] {
+        let r = fabric(&load(name));
+        let s = &r.summary;
+        assert_eq!((s.drops, s.retransmits), (0, 0), "{name}");
+        let rate = |flow: &str| s.mean_rates_gbps[r.flow(flow).unwrap()];
+        let (got1, got3) = (rate("prio1"), rate("prio3"));
+        assert!(s.bottleneck_utilisation >= 0.99, "{name}: {s:?}");
+        let share1 = 100.0 * got1 / (got1 + got3);
+        assert!(
+            (share1 - want1).abs() <= 0.02 * want1,
+            "{name}: {got1} / {got3} Gb/s"
+        );
+        let want3 = 100.0 - want1;
+        assert!(
+            ((100.0 - share1) - want3).abs() <= 0.02 * want3,
+            "{name}: {got1} / {got3} Gb/s"
+        );
+    }
+}
+
 /// CNP and ACK starvation (issue 18): b's own data is paused for good on priority 4.
 /// With one transmit FIFO per NIC its paused frame at the head holds back b's ACKs and
 /// CNPs (priorities 3 and 6) and the two flows into b stall; with a queue per priority
