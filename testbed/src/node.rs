@@ -1,5 +1,6 @@
 //! A NIC model as a node of the simulated fabric.
 
+use crate::dcbx::DcbxAgent;
 use crate::rx_buffer::{RxBuffer, RxBufferConfig, RxBufferCounters};
 use roce_core::dcb::{Ets, PRIORITIES};
 use roce_core::wire::ethernet::MacAddr;
@@ -75,6 +76,8 @@ pub struct NicNode {
     nic: Rc<dyn NicModel>,
     /// The receive buffer and its PFC generation, if modelled.
     rx: Option<RxBuffer>,
+    /// The host's DCBX agent, if one runs: LLDP frames go to it, and it sends its own.
+    dcbx: Option<DcbxAgent>,
     /// The transmit queue of each priority (one FIFO, index 0, when `single_queue`).
     queues: [VecDeque<Vec<u8>>; PRIORITIES],
     /// ETS's state between the queues.
@@ -99,6 +102,7 @@ impl NicNode {
         Self {
             nic,
             rx: None,
+            dcbx: None,
             queues: Default::default(),
             ets: Ets::default(),
             single_queue: false,
@@ -161,6 +165,17 @@ impl NicNode {
     pub fn with_rx_buffer(mut self, cfg: RxBufferConfig) -> Self {
         self.rx = Some(RxBuffer::new(cfg));
         self
+    }
+
+    /// Runs the host's DCBX agent on this NIC's link (`crate::dcbx`): it takes the
+    /// LLDP frames that arrive and announces the port's settings.
+    pub fn set_dcbx(&mut self, agent: DcbxAgent) {
+        self.dcbx = Some(agent);
+    }
+
+    /// The DCBX agent, if one runs.
+    pub fn dcbx(&self) -> Option<&DcbxAgent> {
+        self.dcbx.as_ref()
     }
 
     /// What the receive buffer did (all zero without one).
@@ -255,7 +270,11 @@ impl NicNode {
                 return;
             };
             let prio = map.of_frame(frame);
-            let q = if self.single_queue { 0 } else { usize::from(prio) };
+            let q = if self.single_queue {
+                0
+            } else {
+                usize::from(prio)
+            };
             self.queues[q].push_back(frame.to_vec());
             if full.contains(prio) {
                 return;
@@ -274,6 +293,13 @@ impl Node for NicNode {
     fn handle_frame(&mut self, now: Nanos, _port: usize, frame: &[u8]) {
         self.count(frame);
         self.nic.set_time(now);
+        if let Some(agent) = self.dcbx.as_mut().filter(|_| DcbxAgent::is_lldp(frame)) {
+            // The host's agent, through the NIC's Ethernet function, not the RoCE
+            // engine.
+            agent.receive(frame);
+            self.run(now);
+            return;
+        }
         if self.rx.is_some() {
             let prio = self.nic.port_config().dcb.map.of_frame(frame);
             let lossless = self.lossless();
@@ -301,6 +327,12 @@ impl Node for NicNode {
                 return Some(n);
             }
         }
+        if let Some(agent) = self.dcbx.as_mut() {
+            let cfg = self.nic.port_config();
+            if let Some(n) = agent.frame(now, MacAddr(cfg.mac), cfg.dcb, buf) {
+                return Some(n);
+            }
+        }
         // 802.1Qbb: the MAC honours pauses for the priorities it has PFC on for.
         let paused = if paused.is_empty() {
             paused
@@ -313,12 +345,10 @@ impl Node for NicNode {
         }
         let dcb = self.nic.port_config().dcb;
         self.fill(buf, &dcb.map);
-        // Which queues have a frame that may go: the one FIFO's head, or every
-        // priority's queue that is not paused.
-        let ready = |q: &VecDeque<Vec<u8>>| q.front().map(|f| dcb.map.of_frame(f));
+        // The one FIFO's head, or ETS's pick among the queues that hold a frame of a
+        // priority not paused.
         let (index, prio) = if self.single_queue {
-            let prio = ready(&self.queues[0])?;
-            (0, prio)
+            (0, dcb.map.of_frame(self.queues[0].front()?))
         } else {
             let mut eligible = Priorities::NONE;
             for (p, q) in self.queues.iter().enumerate() {
@@ -347,6 +377,7 @@ impl Node for NicNode {
         [
             self.nic.poll_timeout(),
             self.rx.as_ref().and_then(RxBuffer::poll_timeout),
+            self.dcbx.as_ref().map(DcbxAgent::poll_timeout),
             ctx,
         ]
         .into_iter()

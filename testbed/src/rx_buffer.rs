@@ -16,8 +16,8 @@
 //! decisions are the core's `dcb::PfcGen`, the model the NIC's DCB RTL
 //! (`roce_dcb_top`) is checked against.
 
-use roce_core::wire::ethernet::MacAddr;
 use roce_core::dcb::{PfcGen, PfcThresholds};
+use roce_core::wire::ethernet::MacAddr;
 use roce_sim::{Nanos, Priorities};
 use std::collections::VecDeque;
 
@@ -140,7 +140,8 @@ impl RxBuffer {
             .map(|(f, _)| done + self.service_ns(f.len()));
         let t = self.thresholds();
         // Leaving only ever releases a pause: the lossless set does not matter.
-        self.pfc.remove(prio, frame.len() as u32, Priorities::NONE, &t);
+        self.pfc
+            .remove(prio, frame.len() as u32, Priorities::NONE, &t);
         Some(frame)
     }
 

@@ -2,12 +2,18 @@
 //! dissector: every TLV the port announces (Chassis and Port ID, TTL, ETS Configuration
 //! and Recommendation, PFC Configuration, the DSCP entries of Application Priority)
 //! must read back field for field in tshark, with no malformed or expert mark, and the
-//! frames must parse back into the configuration they came from.
+//! frames must parse back into the configuration they came from. Then two NICs on a
+//! simulated link, each with the host's DCBX agent (`roce_testbed::dcbx`): the willing
+//! one takes the other's settings through MODIFY_DCB, and the capture of their link
+//! decodes in tshark.
 
 use roce_core::dcb::{EtsConfig, Priorities};
 use roce_core::engine::DcbConfig;
 use roce_core::wire::ethernet::MacAddr;
 use roce_core::wire::lldp::DcbxRepr;
+use roce_sim::{LinkConfig, MemoryCapture};
+use roce_testbed::dcbx::DcbxAgent;
+use roce_testbed::{nic, Sim, World};
 use roce_tests::{have, scratch};
 use std::process::Command;
 use std::time::Duration;
@@ -154,4 +160,110 @@ fn wireshark_reads_every_dcbx_field_we_emit() {
 
 fn join<T: ToString>(it: impl Iterator<Item = T>) -> String {
     it.map(|x| x.to_string()).collect::<Vec<_>>().join(",")
+}
+
+#[test]
+fn a_willing_port_takes_its_peers_settings_over_lldp() {
+    let caps = nic::capacities(1, 1);
+    let boot = |i| nic::boot(nic::Datapath::Software, false, nic::port_config(i), caps).unwrap();
+    let mut sim = Sim::back_to_back(
+        [boot(0), boot(1)],
+        LinkConfig::new(100_000_000_000, 1_000),
+        1,
+    )
+    .unwrap();
+    let capture = MemoryCapture::new();
+    let tap = sim.fabric.tap(sim.link, capture.clone()).unwrap();
+    // Side 0 is configured and not willing (a switch port, say); side 1 is willing.
+    let (want, _) = configs()[1];
+    let [a, b] = sim.contexts().map(Clone::clone);
+    a.set_dcb(&want).unwrap();
+    const MS: u64 = 1_000_000;
+    sim.node_mut(0)
+        .set_dcbx(DcbxAgent::new(a.clone(), false).with_interval(MS));
+    sim.node_mut(1)
+        .set_dcbx(DcbxAgent::new(b.clone(), true).with_interval(MS));
+    for side in 0..2 {
+        sim.kick(side);
+    }
+    sim.fabric.run_until(MS / 2);
+    assert_eq!(
+        b.query_dcb().unwrap(),
+        want,
+        "side 1 adopted side 0's settings"
+    );
+    assert_eq!(a.query_dcb().unwrap(), want, "side 0 keeps its own");
+    let counters = |s: &Sim, i: usize| s.node(i).dcbx().unwrap().counters;
+    assert_eq!(counters(&sim, 1).adopted, 1);
+    assert_eq!(
+        counters(&sim, 0).adopted,
+        0,
+        "side 1 is willing: side 0 never adopts"
+    );
+    // Side 0's host changes PFC: side 0 announces at once (not at the next interval),
+    // side 1 follows.
+    let mut next = want;
+    next.pfc_enable = 0b1001_0000;
+    a.set_dcb(&next).unwrap();
+    sim.kick(0);
+    sim.fabric.run_until(MS / 2 + 10_000);
+    assert_eq!(b.query_dcb().unwrap(), next);
+    assert_eq!(counters(&sim, 1).adopted, 2);
+    // Periodic announcements: one per interval from each side.
+    sim.fabric.run_until(3 * MS + MS / 4);
+    let sent = [counters(&sim, 0).sent, counters(&sim, 1).sent];
+    assert!(sent.iter().all(|&n| (4..=6).contains(&n)), "{sent:?}");
+    assert_eq!(counters(&sim, 1).received, counters(&sim, 0).sent);
+    assert_eq!(counters(&sim, 1).adopted, 2, "nothing changed since");
+    sim.fabric.close_tap(tap).unwrap();
+
+    if !have("tshark") {
+        return;
+    }
+    let dir = scratch("lldp_sim");
+    let pcap = dir.join("link.pcap");
+    std::fs::write(&pcap, capture.bytes()).unwrap();
+    let out = Command::new("tshark")
+        .args(["-n", "-r"])
+        .arg(&pcap)
+        .args(["-Y", "lldp", "-T", "fields", "-E", "occurrence=f", "-e"])
+        .args(["lldp.chassis.id.mac", "-e", "lldp.dcbx.ieee.willing", "-e"])
+        .args([
+            "lldp.dcbx.feature.pg.per3",
+            "-e",
+            "lldp.dcbx.feature.pfc.prio7",
+            "-e",
+        ])
+        .arg("_ws.malformed")
+        .output()
+        .expect("run tshark");
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    let rows: Vec<Vec<&str>> = text.lines().map(|l| l.split('\t').collect()).collect();
+    assert_eq!(rows.len() as u64, sent[0] + sent[1], "{text}");
+    let mac = |i: usize| {
+        let m = nic::port_config(i).mac;
+        format!(
+            "{:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}",
+            m[0], m[1], m[2], m[3], m[4], m[5]
+        )
+    };
+    for r in &rows {
+        let side = usize::from(r[0] != mac(0));
+        assert_eq!(r[0], mac(side));
+        assert_eq!(r[1], if side == 0 { "0" } else { "1" }, "{r:?}");
+        assert_eq!(r[4], "", "malformed: {r:?}");
+    }
+    // Side 1 announced the defaults first (12 % for priority 3), then what it adopted
+    // (80 %); side 0 announced 80 % throughout; PFC on 7 once side 0's host turned it on.
+    let of = |side: usize| -> Vec<(&str, &str)> {
+        rows.iter()
+            .filter(|r| r[0] == mac(side))
+            .map(|r| (r[2], r[3]))
+            .collect()
+    };
+    assert!(of(0).iter().all(|&(bw, _)| bw == "80"));
+    assert_eq!(of(1)[0], ("12", "0"));
+    assert_eq!(of(1).last(), Some(&("80", "1")));
+    assert_eq!(of(0).last(), Some(&("80", "1")));
 }
