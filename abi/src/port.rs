@@ -123,9 +123,7 @@ impl GidArg {
 /// QUERY_DCB result and MODIFY_DCB parameters: the port's Data Center Bridging settings.
 /// ABI 1.1 had `mask` and `pfc_enable` (8 bytes); 1.3 gives the reserved byte 5 and
 /// appends the ETS shares and the priority maps, each group with a mask bit of its own.
-#[derive(
-    Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable,
-)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
 #[repr(C)]
 pub struct DcbArg {
     /// MODIFY_DCB: which fields to change ([`DcbArg::PFC`], [`DcbArg::ETS`],

@@ -51,12 +51,10 @@ fn post_write(from: &mut Node, to: &mut Node, q: Qpn, len: usize) {
 fn drain(n: &mut Node, now: u64, blocked: Priorities) -> Vec<Vec<u8>> {
     let mut out = Vec::new();
     let mut buf = vec![0u8; 9000];
-    while let Some(len) = n.eng.poll_transmit_except(
-        Instant::from_nanos(now),
-        &mut buf,
-        &mut n.mem,
-        blocked,
-    ) {
+    while let Some(len) =
+        n.eng
+            .poll_transmit_except(Instant::from_nanos(now), &mut buf, &mut n.mem, blocked)
+    {
         out.push(buf[..len].to_vec());
     }
     out

@@ -236,10 +236,7 @@ impl NicModel for LocalNic {
     /// datapath's queue, the next frame whatever its priority.
     fn transmit_frame_except(&self, buf: &mut [u8], blocked: Priorities) -> Option<usize> {
         match &self.frames {
-            Frames::Direct => self
-                .fw
-                .borrow_mut()
-                .transmit_frame_except(buf, blocked),
+            Frames::Direct => self.fw.borrow_mut().transmit_frame_except(buf, blocked),
             Frames::Queued(q) => {
                 let mut q = q.borrow_mut();
                 let dst = buf.get_mut(..q.tx.front()?.len())?;

@@ -330,10 +330,16 @@ fn dcb_maps_and_ets_are_set_whole_and_read_back() {
         // Refused, and nothing changes: shares summing to 90, a map entry beyond 7.
         let mut bad = want;
         bad.ets.bw[3] = 70;
-        assert_eq!(status(a.ctx.set_dcb(&bad).unwrap_err()), CmdStatus::BadParam);
+        assert_eq!(
+            status(a.ctx.set_dcb(&bad).unwrap_err()),
+            CmdStatus::BadParam
+        );
         let mut bad = want;
         bad.map.dscp[0] = 8;
-        assert_eq!(status(a.ctx.set_dcb(&bad).unwrap_err()), CmdStatus::BadParam);
+        assert_eq!(
+            status(a.ctx.set_dcb(&bad).unwrap_err()),
+            CmdStatus::BadParam
+        );
         assert_eq!(a.ctx.query_dcb().unwrap(), want, "{m:?}");
         // set_pfc changes PFC alone.
         a.ctx.set_pfc(0b1001_0000).unwrap();

@@ -214,9 +214,12 @@ impl EtsTlv {
         let &[flags, ref rest @ ..] = body else {
             return Err(LldpError::DcbxLength(sub));
         };
-        let (Some(pa), Some(bw), Some(tsa), 21) =
-            (rest.get(0..4), rest.get(4..12), rest.get(12..20), body.len())
-        else {
+        let (Some(pa), Some(bw), Some(tsa), 21) = (
+            rest.get(0..4),
+            rest.get(4..12),
+            rest.get(12..20),
+            body.len(),
+        ) else {
             return Err(LldpError::DcbxLength(sub));
         };
         let mut t = Self::default();
@@ -580,10 +583,7 @@ mod tests {
             DcbxRepr::parse_frame(&swapped[..n]),
             Err(LldpError::MandatoryTlv(2))
         );
-        assert_eq!(
-            DcbxRepr::parse_frame(&buf[..n - 2]),
-            Err(LldpError::NoEnd)
-        );
+        assert_eq!(DcbxRepr::parse_frame(&buf[..n - 2]), Err(LldpError::NoEnd));
         assert_eq!(
             DcbxRepr::parse_frame(&buf[..40]),
             Err(LldpError::TlvOverrun(22))
