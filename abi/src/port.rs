@@ -499,9 +499,11 @@ mod tests {
         a.mask = U32::new(1 << 4);
         assert!(a.apply(&c).is_err());
         // An 1.1 host's 8 bytes (zeros after them) still set PFC alone.
-        let mut old = DcbArg::default();
-        old.mask = U32::new(DcbArg::PFC);
-        old.pfc_enable = 0x10;
+        let old = DcbArg {
+            mask: U32::new(DcbArg::PFC),
+            pfc_enable: 0x10,
+            ..DcbArg::default()
+        };
         assert_eq!(old.apply(&c).map(|c| c.pfc_enable), Ok(0x10));
     }
 

@@ -538,6 +538,61 @@ mod tests {
         assert_eq!(buf[n - 2..n], [0, 0], "End");
     }
 
+    /// A frame written by hand from the TLV table of the module header (Python, not this
+    /// code; `fuzz/seeds/frames/lldp_dcbx`), which tshark 4.0 reads as: willing, ETS
+    /// 20 % / 80 % on classes 1 and 3 (TSA ETS), the others strict, PFC on priority 3,
+    /// application priorities UDP 4791 -> 3 and DSCP 10 -> 1.
+    #[test]
+    fn a_frame_made_by_hand_parses() {
+        const FRAME: [u8; 86] = [
+        0x01, 0x80, 0xc2, 0x00, 0x00, 0x0e, 0x02, 0x00, 0x00, 0x00, 0x00, 0x01,
+        0x88, 0xcc, 0x02, 0x07, 0x04, 0x02, 0x00, 0x00, 0x00, 0x00, 0x01, 0x04,
+        0x07, 0x03, 0x02, 0x00, 0x00, 0x00, 0x00, 0x01, 0x06, 0x02, 0x00, 0x78,
+        0xfe, 0x19, 0x00, 0x80, 0xc2, 0x09, 0x80, 0x01, 0x23, 0x45, 0x67, 0x00,
+        0x14, 0x00, 0x50, 0x00, 0x00, 0x00, 0x00, 0x00, 0x02, 0x00, 0x02, 0x00,
+        0x00, 0x00, 0x00, 0xfe, 0x06, 0x00, 0x80, 0xc2, 0x0b, 0x88, 0x08, 0xfe,
+        0x0b, 0x00, 0x80, 0xc2, 0x0c, 0x00, 0x63, 0x12, 0xb7, 0x25, 0x00, 0x0a,
+        0x00, 0x00,
+        ];
+        let r = DcbxRepr::parse_frame(&FRAME).unwrap();
+        assert_eq!(r.mac, MacAddr([2, 0, 0, 0, 0, 1]));
+        assert_eq!(r.ttl, 120);
+        let ets = r.ets.unwrap();
+        assert!(ets.willing && !ets.cbs);
+        assert_eq!(ets.max_tcs, 8);
+        assert_eq!(ets.prio_tc, [0, 1, 2, 3, 4, 5, 6, 7]);
+        assert_eq!(ets.tc_bw, [0, 20, 0, 80, 0, 0, 0, 0]);
+        assert_eq!(ets.tsa, [0, 2, 0, 2, 0, 0, 0, 0]);
+        assert_eq!(r.ets_reco, None);
+        assert_eq!(
+            r.pfc,
+            Some(PfcTlv {
+                willing: true,
+                mbc: false,
+                cap: 8,
+                enable: 0x08
+            })
+        );
+        let apps: &[AppEntry] = &r.apps;
+        assert_eq!(
+            apps,
+            [
+                AppEntry {
+                    priority: 3,
+                    selector: APP_SEL_UDP,
+                    protocol: 4791
+                },
+                AppEntry {
+                    priority: 1,
+                    selector: APP_SEL_DSCP,
+                    protocol: 10
+                }
+            ]
+        );
+        let c = r.to_config(&DcbConfig::OFF).unwrap();
+        assert_eq!(c, ets_80_20(), "the same settings as the emitted frames carry");
+    }
+
     #[test]
     fn round_trip_and_adoption() {
         let want = ets_80_20();
