@@ -830,14 +830,7 @@ fn port_command(inp: &mut Input, s: &Shadow) -> Option<CmdEntry> {
             };
             abi::set_payload(&mut e, &a);
         }
-        Some(CmdOp::ModifyDcb) => {
-            let a = abi::DcbArg {
-                mask: inp.pick(&[abi::DcbArg::PFC, 0, 3])?.into(),
-                pfc_enable: inp.u8()?,
-                ..Default::default()
-            };
-            abi::set_payload(&mut e, &a);
-        }
+        Some(CmdOp::ModifyDcb) => abi::set_payload(&mut e, &dcb_arg(inp, &port.dcb)?),
         Some(CmdOp::ModifyCc) => abi::set_payload(&mut e, &cc_arg(inp, &port.cc)?),
         Some(CmdOp::QueryQpCc | CmdOp::ModifyQpCc) => {
             let a = abi::QpCcArg {
@@ -862,6 +855,35 @@ fn port_command(inp: &mut Input, s: &Shadow) -> Option<CmdEntry> {
         _ => {}
     }
     Some(e)
+}
+
+/// MODIFY_DCB arguments: the current settings with some fields changed, in or out of
+/// 802.1Qaz's rules, and a mask of some groups.
+fn dcb_arg(inp: &mut Input, cur: &abi::DcbArg) -> Option<abi::DcbArg> {
+    use abi::DcbArg as D;
+    let mut a = *cur;
+    a.mask = inp
+        .pick(&[D::PFC, D::ETS, D::PCP_MAP, D::DSCP_MAP, D::ALL, 0, 1 << 4])?
+        .into();
+    for _ in 0..inp.u8()? % 4 {
+        let v = inp.u8()?;
+        match inp.u8()? % 6 {
+            0 => a.pfc_enable = v,
+            1 => a.ets_strict = v,
+            2 => {
+                a.ets_bw = inp.pick(&[
+                    [0, 80, 0, 20, 0, 0, 0, 0],
+                    [13, 13, 12, 12, 12, 12, 13, 13],
+                    [0; 8],
+                    [50, 50, 0, 0, 0, 0, 0, 0],
+                ])?
+            }
+            3 => a.ets_bw[usize::from(v % 8)] = inp.u8()? % 101,
+            4 => a.pcp_prio[usize::from(v % 8)] = inp.u8()? % 9,
+            _ => a.dscp_prio[usize::from(v % 64)] = inp.u8()? % 9,
+        }
+    }
+    Some(a)
 }
 
 /// MODIFY_CC arguments: the current set with some fields changed, in or out of range.

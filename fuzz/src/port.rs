@@ -23,7 +23,8 @@ pub struct PortModel {
     pub mac: [u8; 6],
     pub mtu: u8,
     pub gids: [Option<[u8; 16]>; GID_TABLE_LEN],
-    pub pfc: u8,
+    /// QUERY_DCB's answer: the last settings set.
+    pub dcb: DcbArg,
     /// QUERY_CC's answer: the last configuration set.
     pub cc: CcArg,
     /// Per QPN, the reaction point MODIFY_QP_CC last set (forgotten when the QP goes).
@@ -52,7 +53,7 @@ impl PortModel {
             mac: cfg.mac,
             mtu: cfg.active_mtu as u8,
             gids,
-            pfc: cfg.dcb.pfc_enable,
+            dcb: DcbArg::from_config(&cfg.dcb),
             cc: CcArg::from_config(&cfg.cc),
             qp_rp: Vec::new(),
             counters: vec![0; PORT_COUNTERS.len()],
@@ -146,18 +147,27 @@ impl PortModel {
             CmdOp::ModifyDcb => {
                 let a = abi::payload::<DcbArg>(e);
                 let mask = a.mask.get();
-                expect(op, got, mask & !DcbArg::ALL != 0, false);
-                if ok && mask & DcbArg::PFC != 0 {
-                    self.pfc = a.pfc_enable;
+                let mut n = self.dcb;
+                if mask & DcbArg::PFC != 0 {
+                    n.pfc_enable = a.pfc_enable;
+                }
+                if mask & DcbArg::ETS != 0 {
+                    (n.ets_strict, n.ets_bw) = (a.ets_strict, a.ets_bw);
+                }
+                if mask & DcbArg::PCP_MAP != 0 {
+                    n.pcp_prio = a.pcp_prio;
+                }
+                if mask & DcbArg::DSCP_MAP != 0 {
+                    n.dscp_prio = a.dscp_prio;
+                }
+                expect(op, got, mask & !DcbArg::ALL != 0 || !dcb_valid(&n), false);
+                if ok {
+                    self.dcb = n;
                 }
             }
             CmdOp::QueryDcb if ok => {
                 let a = abi::payload::<DcbArg>(e);
-                assert_eq!(
-                    (a.mask.get(), a.pfc_enable),
-                    (DcbArg::ALL, self.pfc),
-                    "QUERY_DCB against what was set"
-                );
+                assert_eq!(a, self.dcb, "QUERY_DCB against what was set");
             }
             CmdOp::ModifyCc => {
                 let a = abi::payload::<CcArg>(e);
@@ -242,6 +252,22 @@ impl PortModel {
             _ => {}
         }
     }
+}
+
+/// 802.1Qaz's rules (and dcbnl's) for the port's DCB settings: map entries are
+/// priorities 0..=7; a strict class has no bandwidth share, an ETS class has one, and
+/// the ETS classes' shares add up to 100 unless every class is strict.
+fn dcb_valid(d: &DcbArg) -> bool {
+    let maps = d.pcp_prio.iter().chain(&d.dscp_prio).all(|&p| p <= 7);
+    let mut sum = 0u32;
+    for (p, &bw) in d.ets_bw.iter().enumerate() {
+        match (d.ets_strict & (1 << p) != 0, bw) {
+            (true, 0) => {}
+            (false, 0) | (true, _) => return false,
+            (false, bw) => sum += u32::from(bw),
+        }
+    }
+    maps && (d.ets_strict == 0xFF || sum == 100)
 }
 
 /// A MODIFY's status: `BadParam` when `bad`, else `Busy` when `busy`, else `Ok`.
