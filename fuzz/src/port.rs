@@ -316,22 +316,28 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_modify_then_query_that_agree_pass() {
+    /// MODIFY_PORT sets MTU 3 (1024), then QUERY_PORT answers `answered`.
+    fn mtu_then_query(answered: u8) -> PortModel {
         let mut m = model();
         let mac = m.mac;
-        m.check(
-            &entry(
-                CmdOp::ModifyPort,
-                &port(PortArg::MTU, mac, 3),
-                CmdStatus::Ok,
-            ),
-            None,
+        let set = entry(
+            CmdOp::ModifyPort,
+            &port(PortArg::MTU, mac, 3),
+            CmdStatus::Ok,
         );
-        m.check(
-            &entry(CmdOp::QueryPort, &port(PortArg::ALL, mac, 3), CmdStatus::Ok),
-            None,
+        m.check(&set, None);
+        let query = entry(
+            CmdOp::QueryPort,
+            &port(PortArg::ALL, mac, answered),
+            CmdStatus::Ok,
         );
+        m.check(&query, None);
+        m
+    }
+
+    #[test]
+    fn a_modify_then_query_that_agree_pass() {
+        let mut m = mtu_then_query(3);
         let new_mac = [2, 0, 0, 0, 0, 9];
         let busy = entry(
             CmdOp::ModifyPort,
@@ -344,20 +350,7 @@ mod tests {
     #[test]
     #[should_panic(expected = "QUERY_PORT")]
     fn a_query_that_forgot_the_modify_is_caught() {
-        let mut m = model();
-        let mac = m.mac;
-        m.check(
-            &entry(
-                CmdOp::ModifyPort,
-                &port(PortArg::MTU, mac, 3),
-                CmdStatus::Ok,
-            ),
-            None,
-        );
-        m.check(
-            &entry(CmdOp::QueryPort, &port(PortArg::ALL, mac, 5), CmdStatus::Ok),
-            None,
-        );
+        mtu_then_query(5);
     }
 
     #[test]
