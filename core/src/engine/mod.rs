@@ -29,8 +29,8 @@ use heapless::Deque;
 use crate::cc::{CcConfig, QpCc, QpCcInfo, ECN_CE, ECN_ECT0};
 use crate::dcb::{Priorities, PriorityMap};
 use crate::fastpath;
-use crate::memory::{AccessFlags, Dma, DmaError, MemError, MemoryTable, MrKeys, Pd};
-use crate::num::{Lkey, Psn, Qpn};
+use crate::memory::{AccessFlags, Dma, DmaError, MemError, MemoryTable, MrKeys, MwType, Pd};
+use crate::num::{Lkey, Psn, Qpn, Rkey};
 use crate::transport::{
     AddressVector, CompletionSink, Counters, CurOp, Env, Error, Instant, Mtu, PortLimits, Qp,
     QpAttr, QpInfo, QpInitAttr, QpQueues, QpRef, QpState, QpType, RecvWr, SendWr, SrqHandle,
@@ -297,6 +297,22 @@ impl<
     /// `ibv_dereg_mr`.
     pub fn dereg_mr(&mut self, lkey: Lkey) -> Result<(), Error> {
         Ok(self.mem.dereg_mr(lkey)?)
+    }
+
+    /// Kernel `ib_alloc_mr(pd, IB_MR_TYPE_MEM_REG, ..)`: a fast-registration MR of up
+    /// to `max_len` bytes, invalid until a REG_MR work request registers it.
+    pub fn alloc_mr(&mut self, pd: Pd, max_len: u64) -> Result<MrKeys, Error> {
+        Ok(self.mem.alloc_mr(pd, max_len)?)
+    }
+
+    /// `ibv_alloc_mw`: an unbound memory window; its R_Key.
+    pub fn alloc_mw(&mut self, pd: Pd, mw_type: MwType) -> Result<Rkey, Error> {
+        Ok(self.mem.alloc_mw(pd, mw_type)?)
+    }
+
+    /// `ibv_dealloc_mw`.
+    pub fn dealloc_mw(&mut self, rkey: Rkey) -> Result<(), Error> {
+        Ok(self.mem.dealloc_mw(rkey)?)
     }
 
     /// Invalidates a key directly (what a LOCAL_INV WR does, without the WR).
