@@ -35,7 +35,9 @@ fn side(m: Model, last: u8, access: AccessFlags) -> Side {
     let ctx = Context::open(nic.clone()).unwrap();
     let pd = ctx.alloc_pd().unwrap();
     let cq = ctx.create_cq(16).unwrap();
-    let mr = pd.reg_mr(4096, access).unwrap_or_else(|e| panic!("{m:?} {access:?} {e:?}"));
+    let mr = pd
+        .reg_mr(4096, access)
+        .unwrap_or_else(|e| panic!("{m:?} {access:?} {e:?}"));
     Side {
         nic,
         _ctx: ctx,
