@@ -24,6 +24,10 @@
 /// Fixed-point one for alpha and g (Q20).
 pub const ONE: u32 = 1 << 20;
 
+/// Timer periods of each kind one `handle_timeout` call applies at most (a QP back
+/// from host memory after a long time; see [`ReactionPoint::handle_timeout`]).
+pub const MAX_CATCH_UP: u32 = 1 << 16;
+
 /// Reaction-point parameters. Defaults are the DCQCN paper's set as listed in roce-facts
 /// §7.4 (g, K, timer, B, F, R_AI), with the ns3-rdma values where the paper's are not
 /// known (R_HAI 200 Mb/s, minimum rate 100 Mb/s).
@@ -152,19 +156,58 @@ impl ReactionPoint {
         }
     }
 
-    /// Runs every timer due at `now`.
+    /// Runs every timer due at `now`, each period in turn, however many have passed (a
+    /// QP whose context was in host memory catches up when it comes back,
+    /// `Engine::restore_qp`). A period that can change nothing ends the walk (later
+    /// ones are only counted), and at most [`MAX_CATCH_UP`] periods of each timer are
+    /// applied per call, so any gap, under any configuration, costs bounded time; the
+    /// default parameters reach line rate and alpha 0 well within that.
     pub fn handle_timeout(&mut self, cfg: &DcqcnConfig, now: u64) {
+        let period = cfg.alpha_timer_ns.max(1);
+        let mut budget = MAX_CATCH_UP;
         while let Some(at) = self.alpha_at.filter(|&at| at <= now) {
-            self.alpha = mix(self.alpha, cfg.g, 0);
+            let alpha = mix(self.alpha, cfg.g, 0);
+            if budget == 0 || (alpha == self.alpha && alpha != 0) {
+                // g = 0 moves alpha in no period; or the walk's budget is spent.
+                self.alpha_at = Some(skip_periods(at, now, period).1);
+                break;
+            }
+            budget -= 1;
+            self.alpha = alpha;
             // Once alpha reached 0 the timer can change nothing: stop it, so an idle
             // flow stops asking to be woken.
-            self.alpha_at = (self.alpha != 0).then_some(at + cfg.alpha_timer_ns.max(1));
+            self.alpha_at = (self.alpha != 0).then_some(at + period);
         }
+        let period = cfg.increase_timer_ns.max(1);
+        let mut budget = MAX_CATCH_UP;
         while let Some(at) = self.increase_at.filter(|&at| at <= now) {
-            self.increase_at = Some(at + cfg.increase_timer_ns.max(1));
+            if budget == 0 {
+                self.skip_increases(at, now, period);
+                break;
+            }
+            budget -= 1;
+            let before = (self.rc, self.rt);
+            self.increase_at = Some(at + period);
             self.t = self.t.saturating_add(1);
             self.increase(cfg);
+            if self.increase_at.is_some()
+                && (self.rc, self.rt) == before
+                && self.t >= cfg.fast_recovery_steps
+            {
+                // Past fast recovery an event that moved neither rate is a fixed point
+                // (no increase step, or Rt capped with Rc at it): later timer events
+                // only count T.
+                self.skip_increases(at + period, now, period);
+                break;
+            }
         }
+    }
+
+    /// Counts in T the rate-increase periods from `at` to `now` without applying them.
+    fn skip_increases(&mut self, at: u64, now: u64, period: u64) {
+        let (n, next) = skip_periods(at, now, period);
+        self.t = self.t.saturating_add(u32::try_from(n).unwrap_or(u32::MAX));
+        self.increase_at = Some(next);
     }
 
     fn increase(&mut self, cfg: &DcqcnConfig) {
@@ -185,6 +228,16 @@ impl ReactionPoint {
             self.bytes = 0;
         }
     }
+}
+
+/// A timer of `period` due at `at` (not after `now`): how many of its periods end at or
+/// before `now`, and when the first one after `now` ends.
+fn skip_periods(at: u64, now: u64, period: u64) -> (u64, u64) {
+    if at > now {
+        return (0, at);
+    }
+    let n = (now - at) / period + 1;
+    (n, at.saturating_add(n.saturating_mul(period)))
 }
 
 /// `(1 - g) x + g target`, all Q20.
@@ -668,6 +721,60 @@ mod tests {
             assert!(wakeups < 1000);
         }
         assert_eq!((rp.alpha(), rp.rate()), (0, G100));
+    }
+
+    #[test]
+    fn a_long_gap_is_caught_up_period_by_period() {
+        // One call covering 20 periods gives what 20 calls, one per period, give.
+        let cfg = DcqcnConfig::new(G100);
+        let (mut one, mut each) = (ReactionPoint::new(&cfg), ReactionPoint::new(&cfg));
+        for rp in [&mut one, &mut each] {
+            rp.on_cnp(&cfg, 0);
+            rp.on_cnp(&cfg, 0);
+        }
+        one.handle_timeout(&cfg, 20 * 55_000 + 7);
+        for k in 1..=20 {
+            each.handle_timeout(&cfg, k * 55_000);
+        }
+        assert_eq!(one, each);
+        assert!(
+            one.rate() < G100,
+            "still recovering: the test covers increases"
+        );
+    }
+
+    #[test]
+    fn a_gap_of_a_year_costs_no_more_than_its_changes() {
+        // g = 0 and no increase step: neither timer ever converges. A QP away for a
+        // year must come back at once, T counted and both timers on their grid.
+        let mut cfg = DcqcnConfig::new(G100);
+        (cfg.g, cfg.rate_ai, cfg.rate_hai) = (0, 0, 0);
+        let mut rp = ReactionPoint::new(&cfg);
+        rp.on_cnp(&cfg, 0); // Rc 50G, Rt 100G, alpha 1
+        let year = 365 * 86_400 * 1_000_000_000u64;
+        rp.handle_timeout(&cfg, year); // period by period: 5.7e11 of each
+        assert_eq!(rp.alpha(), ONE);
+        // Fast recovery then additive steps of 0: Rc converges to Rt = 100G... which is
+        // line rate, so the increase timer stopped.
+        assert_eq!((rp.rate(), rp.target_rate()), (G100, G100));
+        let next = rp.poll_timeout().unwrap();
+        assert_eq!(
+            next,
+            (year / 55_000 + 1) * 55_000,
+            "alpha's timer on its grid"
+        );
+
+        // Rt below line rate and nothing to raise it: Rc settles at Rt for ever.
+        let mut rp = ReactionPoint::new(&cfg);
+        rp.on_cnp(&cfg, 0);
+        rp.on_cnp(&cfg, 0); // Rc 25G, Rt 50G
+        rp.handle_timeout(&cfg, year);
+        assert_eq!(
+            (rp.rate(), rp.target_rate()),
+            (50_000_000_000, 50_000_000_000)
+        );
+        assert_eq!(rp.t, u32::try_from(year / 55_000).unwrap_or(u32::MAX));
+        assert_eq!(rp.increase_at, Some((year / 55_000 + 1) * 55_000));
     }
 
     #[test]

@@ -430,3 +430,67 @@ fn switching_the_reaction_point_remarks_the_next_frame() {
     post_write(&mut p, qa, 100);
     assert_eq!(ecn(&tx(&mut p.a, 0).unwrap()), 0, "off again: Not-ECT");
 }
+
+/// A pair whose a-side QP took two CNPs at 1 us (Rc 25G, Rt 50G, alpha 1) and has
+/// nothing in flight (b's ACK came back); returns the CNP, to send again later.
+fn cut_twice() -> (Pair, Qpn, Vec<u8>) {
+    let (mut p, qa, _) = pair(CcConfig::dcqcn(G100));
+    let cnp = cnp_for_a(&mut p, qa);
+    let ack = tx(&mut p.b, 0).expect("b's ACK for the marked WRITE");
+    rx(&mut p.a, 0, &ack);
+    rx(&mut p.a, 1_000, &cnp);
+    rx(&mut p.a, 1_000, &cnp);
+    let i = p.a.eng.qp_cc(qa).unwrap();
+    assert_eq!(
+        (i.rate, i.target_rate, i.alpha),
+        (25_000_000_000, 50_000_000_000, ONE)
+    );
+    (p, qa, cnp)
+}
+
+/// A QP whose context goes to host memory (`Engine::evict_qp`) right after two CNPs
+/// and comes back (`restore_qp`) 7.5 timer periods later, when a third CNP arrives,
+/// must meet that CNP in the state of a QP that stayed resident and had its timers run
+/// at each deadline (the engine's DCQCN, checked by hand above, is the reference): the
+/// stored QP's alpha decays and its rate recovers while it is away.
+#[test]
+fn a_stored_qp_s_dcqcn_timers_advance_while_it_is_away() {
+    use roce_core::engine::QP_CTX_LEN;
+    let back = 1_000 + 55_000 * 7 + 27_500;
+    // The reference: resident, woken at every deadline up to `back`.
+    let (mut stay, qs, cnp_s) = cut_twice();
+    while let Some(t) = stay.a.eng.poll_timeout().filter(|t| t.as_nanos() <= back) {
+        stay.a.eng.handle_timeout(t);
+    }
+    // Evicted at 1 us: no timer of it is left in the engine while it is away.
+    let (mut away, qa, cnp_a) = cut_twice();
+    let mut ctx = [0u8; QP_CTX_LEN];
+    away.a.eng.evict_qp(qa, &mut ctx).unwrap();
+    assert_eq!(away.a.eng.poll_timeout(), None);
+    away.a
+        .eng
+        .restore_qp(qa, &ctx, Instant::from_nanos(back))
+        .unwrap();
+    let (s, a) = (stay.a.eng.qp_cc(qs).unwrap(), away.a.eng.qp_cc(qa).unwrap());
+    assert_eq!(
+        (a.rate, a.target_rate, a.alpha),
+        (s.rate, s.target_rate, s.alpha)
+    );
+    // Seven alpha periods: 1 * (255/256)^7 (floored each time); T = 1..4 fast recovery,
+    // T = 5, 6, 7 additive (+40M each): Rt 50.12G.
+    assert!(s.alpha < ONE && s.alpha > ONE / 100 * 97, "{}", s.alpha);
+    assert_eq!(s.target_rate, 50_120_000_000);
+    assert_eq!(
+        away.a.eng.poll_timeout(),
+        stay.a.eng.poll_timeout(),
+        "both timers back on their grid"
+    );
+    // The third CNP meets the same state on both.
+    rx(&mut stay.a, back, &cnp_s);
+    rx(&mut away.a, back, &cnp_a);
+    let (s, a) = (stay.a.eng.qp_cc(qs).unwrap(), away.a.eng.qp_cc(qa).unwrap());
+    assert_eq!(
+        (a.rate, a.target_rate, a.alpha),
+        (s.rate, s.target_rate, s.alpha)
+    );
+}

@@ -8,11 +8,13 @@ mod common;
 use common::*;
 use roce_core::engine::QP_CTX_LEN;
 use roce_core::num::Qpn;
-use roce_core::transport::{Error, QpInitAttr, QpType, SendFlags, SendWr, SrAttr, WcStatus, WrOp};
+use roce_core::transport::{
+    Error, Instant, QpInitAttr, QpType, SendFlags, SendWr, SrAttr, WcStatus, WrOp,
+};
 
 /// Moves `qpn` out of the engine and back, through a different slot when `shift`
 /// (another QP takes its slot meanwhile). Returns whether it could.
-fn round_trip(n: &mut Node, qpn: Qpn, shift: bool) -> bool {
+fn round_trip(n: &mut Node, qpn: Qpn, shift: bool, now: u64) -> bool {
     if !n.eng.qp_evictable(qpn) {
         return false;
     }
@@ -40,7 +42,9 @@ fn round_trip(n: &mut Node, qpn: Qpn, shift: bool) -> bool {
             )
             .unwrap()
     });
-    n.eng.restore_qp(qpn, &ctx).unwrap();
+    n.eng
+        .restore_qp(qpn, &ctx, Instant::from_nanos(now))
+        .unwrap();
     if let Some(q) = squatter {
         n.eng.destroy_qp(q).unwrap();
     }
@@ -104,7 +108,7 @@ fn run(seed: u64, sr: bool, evict: bool) -> (Trace, String, usize) {
     let mut trips = 0;
     for step in 0..2_000_000u32 {
         let more = p.step();
-        if evict && round_trip(&mut p.b, qb, step % 2 == 1) {
+        if evict && round_trip(&mut p.b, qb, step % 2 == 1, p.now) {
             trips += 1;
         }
         p.a.poll();
@@ -160,7 +164,7 @@ fn unstarted_wqes_are_handed_back_and_a_started_one_pins_the_qp() {
     let mut ctx = [0u8; QP_CTX_LEN];
     let handed = p.a.eng.evict_qp(qa, &mut ctx).unwrap();
     assert_eq!((handed.sq_wqes, handed.rq_wqes), (3, 0));
-    p.a.eng.restore_qp(qa, &ctx).unwrap();
+    p.a.eng.restore_qp(qa, &ctx, Instant::ZERO).unwrap();
     assert_eq!(p.a.eng.query_qp(qa).unwrap().sq_outstanding, 0);
     for i in 0..3 {
         p.a.post_send(qa, &wr(i));
@@ -170,7 +174,7 @@ fn unstarted_wqes_are_handed_back_and_a_started_one_pins_the_qp() {
     assert!(p
         .a
         .eng
-        .poll_transmit(roce_core::transport::Instant::ZERO, &mut buf, &mut p.a.mem)
+        .poll_transmit(Instant::ZERO, &mut buf, &mut p.a.mem)
         .is_some());
     assert!(!p.a.eng.qp_evictable(qa));
     assert_eq!(
@@ -198,12 +202,14 @@ fn stored_bytes_that_are_not_the_context_are_refused() {
         let mut c = ctx;
         let i = rng.below(QP_CTX_LEN as u64) as usize;
         c[i] ^= 1 << rng.below(8);
-        assert_eq!(p.a.eng.restore_qp(qa, &c), bad);
+        assert_eq!(p.a.eng.restore_qp(qa, &c, Instant::ZERO), bad);
     }
     // Another QP's context, with a valid CRC.
-    assert_eq!(p.a.eng.restore_qp(Qpn::new(qa.value() + 1), &ctx), {
-        Err(Error::BadContext(Qpn::new(qa.value() + 1)))
-    });
+    assert_eq!(
+        p.a.eng
+            .restore_qp(Qpn::new(qa.value() + 1), &ctx, Instant::ZERO),
+        { Err(Error::BadContext(Qpn::new(qa.value() + 1))) }
+    );
     // Random bytes with a valid CRC: refused or accepted, never a panic.
     for _ in 0..2000 {
         let mut c = ctx;
@@ -213,7 +219,7 @@ fn stored_bytes_that_are_not_the_context_are_refused() {
         }
         let sum = crc32fast::hash(&c[..QP_CTX_LEN - 4]);
         c[QP_CTX_LEN - 4..].copy_from_slice(&sum.to_le_bytes());
-        if p.a.eng.restore_qp(qa, &c).is_ok() {
+        if p.a.eng.restore_qp(qa, &c, Instant::ZERO).is_ok() {
             let mut again = [0u8; QP_CTX_LEN];
             // Accepted: it is a QP like any other (it may have to settle first).
             let _ = p.a.eng.evict_qp(qa, &mut again);
@@ -225,5 +231,5 @@ fn stored_bytes_that_are_not_the_context_are_refused() {
             }
         }
     }
-    assert_eq!(p.a.eng.restore_qp(qa, &ctx), Ok(()));
+    assert_eq!(p.a.eng.restore_qp(qa, &ctx, Instant::ZERO), Ok(()));
 }

@@ -79,6 +79,7 @@ public:
         out.tx_dma_errors = v_.m().tx_dma_errors;
         out.rx_drops = v_.m().rx_drops;
         out.tx_idle = v_.m().tx_idle;
+        out.rx_idle = v_.m().rx_idle;
         v_.rising();
     }
 

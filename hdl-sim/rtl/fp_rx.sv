@@ -96,7 +96,10 @@ module fp_rx
     output logic                         m_ack_valid,
     input  wire logic                    m_ack_ready,
 
-    output logic [31:0]                  drops        // frames the parser rejected
+    output logic [31:0]                  drops,       // frames the parser rejected
+    // every frame taken in is done with: placed, handed on or dropped, its
+    // outputs delivered (a dropped frame drains without touching any port)
+    output logic                         idle
 );
 
   localparam int RC_WORDS = RCTX_BYTES / 4;
@@ -143,8 +146,8 @@ module fp_rx
   localparam int FC_W = $clog2(FIFO_DEPTH + 4 + 1);
   logic [BEAT_W-1:0] raw_head;
   logic              raw_valid, raw_pop;
+  logic [FC_W-1:0]   raw_count, pay_count;
   /* verilator lint_off UNUSEDSIGNAL */
-  logic [FC_W-1:0]   raw_count, pay_count;   // for waveforms
   logic [15:0]       exc_slot;               // the slot counter the events carry
   /* verilator lint_on UNUSEDSIGNAL */
 
@@ -301,6 +304,11 @@ module fp_rx
   end
 
   // ------------------------------------------------------------- mover
+  // A frame is in the frame FIFO from its first beat until the mover is done
+  // with it, so with that FIFO empty the parser and the check hold nothing.
+  logic move_idle;
+  assign idle = raw_count == '0 && pay_count == '0 && vq_count == '0 && move_idle;
+
   fp_rx_move #(
     .DATA_WIDTH(DATA_WIDTH)
   ) move_inst (
@@ -338,7 +346,8 @@ module fp_rx
     .m_ev_ready(m_ev_ready),
     .m_ack_data(m_ack_data),
     .m_ack_valid(m_ack_valid),
-    .m_ack_ready(m_ack_ready)
+    .m_ack_ready(m_ack_ready),
+    .idle(move_idle)
   );
 
 endmodule

@@ -65,7 +65,10 @@ module fp_rx_move
 
     output logic [ACKD_BYTES*8-1:0]      m_ack_data,
     output logic                         m_ack_valid,
-    input  wire logic                    m_ack_ready
+    input  wire logic                    m_ack_ready,
+
+    // no verdict in progress and nothing waiting in the output slices
+    output logic                         idle
 );
 
   logic desc_ready, wr_ready, exc_ready, ev_ready, ack_ready;
@@ -86,6 +89,8 @@ module fp_rx_move
   assign s_raw_pop = raw_go;
   assign s_pay_pop = pay_go;
   assign s_verdict_pop = s_verdict_valid && en && (!active || finish);
+  assign idle = !active && !m_dma_wr_desc_valid && !m_dma_wr_tvalid && !m_exc_tvalid &&
+                !m_ev_valid && !m_ack_valid;
 
   always_ff @(posedge clk) begin
     if (en) begin

@@ -100,7 +100,10 @@ module roce_fp_top
     output logic [31:0]                  tx_dma_errors,
     output logic [31:0]                  rx_drops,
     // the segmenter holds no message: a descriptor offered now is taken at once
-    output logic                         tx_idle
+    output logic                         tx_idle,
+    // the receive side holds no frame: every frame taken in was placed, handed
+    // to the firmware or dropped
+    output logic                         rx_idle
 );
 
   localparam int QPN_W = $clog2(NQP);
@@ -248,7 +251,8 @@ module roce_fp_top
     .m_ack_data(rx_ack),
     .m_ack_valid(rx_ack_valid),
     .m_ack_ready(rx_ack_ready),
-    .drops(rx_drops)
+    .drops(rx_drops),
+    .idle(rx_idle)
   );
 
 endmodule

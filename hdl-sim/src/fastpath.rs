@@ -89,6 +89,7 @@ pub struct FpSim {
     bad_desc: u32,
     rx_drops: u32,
     tx_idle: bool,
+    rx_idle: bool,
     last_activity: u64,
     timeline: Option<FpTimeline>,
 }
@@ -180,6 +181,7 @@ impl FpSim {
             bad_desc: 0,
             rx_drops: 0,
             tx_idle: true,
+            rx_idle: true,
             last_activity: 0,
             timeline: None,
         }
@@ -216,6 +218,7 @@ impl FpSim {
         self.model_reset(4);
         self.cycle = 0;
         self.last_activity = 0;
+        self.rx_idle = true;
         self.rx_in.clear();
         self.rx_presenting = false;
         self.txd.clear();
@@ -385,19 +388,27 @@ impl FpSim {
         !self.cfg_wr.is_empty() || !self.cfg_rd.is_empty()
     }
 
-    /// Nothing waits at the wire, table and DMA inputs and nothing moved for `quiet`
-    /// cycles; unlike [`FpSim::idle`], descriptors offered and not taken (a segmenter
-    /// waiting for its window) do not count.
+    /// Nothing waits at the wire, table and DMA inputs, the receive side holds no frame
+    /// and nothing moved for `quiet` cycles; unlike [`FpSim::idle`], descriptors offered
+    /// and not taken (a segmenter waiting for its window) do not count.
+    ///
+    /// The receive side's own `rx_idle` matters: a frame the parser drops drains
+    /// through it without a transfer on any port, for as many cycles as it has beats
+    /// (more than `quiet` for a 4 KiB frame at 64 bits), and the frames behind it
+    /// wait meanwhile.
     pub fn settled(&self, quiet: u64) -> bool {
         self.rx_in.is_empty()
+            && self.rx_idle
             && !self.cfg_queued()
             && self.rd_beats.is_empty()
             && self.cycle - self.last_activity >= quiet
     }
 
-    /// Nothing queued at any input and no transfer for `quiet` cycles.
+    /// Nothing queued at any input, the receive side holds no frame (see
+    /// [`FpSim::settled`]) and no transfer for `quiet` cycles.
     pub fn idle(&self, quiet: u64) -> bool {
         self.rx_in.is_empty()
+            && self.rx_idle
             && self.txd.is_empty()
             && self.ackd.is_empty()
             && self.cfg_wr.is_empty()
@@ -663,6 +674,7 @@ impl FpSim {
         self.tx_dma_errors = out.tx_dma_errors;
         self.rx_drops = out.rx_drops;
         self.tx_idle = out.tx_idle;
+        self.rx_idle = out.rx_idle;
         if active {
             self.last_activity = self.cycle;
         }

@@ -103,6 +103,7 @@ pub(crate) mod bridge {
         tx_dma_errors: u32,
         rx_drops: u32,
         tx_idle: bool,
+        rx_idle: bool,
     }
 
     /// Inputs of one clock cycle of the DCB model (`roce_dcb_top`).

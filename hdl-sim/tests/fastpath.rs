@@ -1144,15 +1144,14 @@ fn placement_equals_the_model() {
 }
 
 /// A case `placement_equals_the_model` found with random draws (about 1 in 2,000 cases;
-/// CI's fixed cases miss it): a copy of a WRITE_LAST of 1,425 bytes with a payload byte
-/// flipped (the ICRC drops it) arrives just before the good one, and the 64-bit RTL
-/// places nothing of the good one (5 DMA writes, the model 6). Without the corrupted
-/// copy it places it; the PSN does not matter (the draw had 16,777,211, near the wrap).
-/// Not fixed yet (issue 14): suspect the payload stream of the dropped frame and the
-/// mover's `has_stream` (fp_rx_move.sv) falling out of step. Ignored so CI stays green,
-/// kept so the divergence is not forgotten.
+/// CI's fixed cases missed it): a copy of a WRITE_LAST of 1,425 bytes with a payload byte
+/// flipped (the ICRC drops it) arrives just before the good one, after a 4 KiB
+/// WRITE_FIRST. The RTL was right; the harness was not: the dropped frame drains through
+/// the mover for 189 cycles at 64 bits, after the FIRST's DMA write and without a
+/// transfer on any port, and `FpSim::run_until_idle` took 200 quiet cycles for idle,
+/// so it stopped with the good frame's verdict just taken (the waveform showed it) and
+/// the test saw 5 DMA writes for the model's 6. Idle now also needs the RTL's `rx_idle`.
 #[test]
-#[ignore = "known RTL/model divergence after an ICRC-dropped frame (issue 14), not fixed yet"]
 fn a_dropped_corrupt_copy_does_not_lose_the_good_frame() {
     let Some(sims) = sims() else { return };
     let qp = RxQp {

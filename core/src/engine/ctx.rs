@@ -479,7 +479,16 @@ impl<
     /// `TableFull` when no slot is free, and with `InvalidAttribute`-free
     /// [`Error::BadContext`] when the bytes are not a context of `qpn` (wrong CRC,
     /// version or QPN, a field out of range, a PD or CQ that does not exist).
-    pub fn restore_qp(&mut self, qpn: Qpn, ctx: &[u8; QP_CTX_LEN]) -> Result<(), Error> {
+    ///
+    /// `now` is when it comes back: the DCQCN timers that fell due while it was stored
+    /// (alpha decay, rate increase) run first, period by period, so a CNP or a packet
+    /// sent right after meets the state a QP that stayed resident would have.
+    pub fn restore_qp(
+        &mut self,
+        qpn: Qpn,
+        ctx: &[u8; QP_CTX_LEN],
+        now: Instant,
+    ) -> Result<(), Error> {
         let () = Self::RD_FITS;
         if self.slot(qpn).is_some() {
             return Err(Error::Busy { what: "QP" });
@@ -494,7 +503,7 @@ impl<
             return Err(bad);
         }
         let qp = get_qp(&mut r).map_err(|_| bad)?;
-        let cc = QpCc::load(&mut r).map_err(|_| bad)?;
+        let mut cc = QpCc::load(&mut r).map_err(|_| bad)?;
         let mut queues = super::QpQueues::<SQ, RQ, RD>::new();
         queues.sr.load(&mut r).map_err(|_| bad)?;
         if r.u8() != Ok(RD as u8) {
@@ -513,6 +522,8 @@ impl<
         let slot = self
             .free_slot_for(qpn)
             .ok_or(Error::TableFull { table: "QP" })?;
+        let now = self.clock(now);
+        cc.handle_timeout(&self.cfg.cc, now.as_nanos());
         let (Some(s), Some(q), Some(c)) = (
             self.qps.get_mut(slot),
             self.queues.get_mut(slot),

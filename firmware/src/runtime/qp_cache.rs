@@ -10,7 +10,7 @@ use crate::hal::Hal;
 use roce_core::engine::{home_slot, QP_CTX_LEN};
 use roce_core::memory::Dma;
 use roce_core::num::Qpn;
-use roce_core::transport::{Error as EngineError, QpInitAttr, QpType};
+use roce_core::transport::{Error as EngineError, Instant, QpInitAttr, QpType};
 use zerocopy::little_endian::{U16, U32, U64};
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 
@@ -225,7 +225,10 @@ impl<
             .ok()
             .and_then(|(t, _)| t.host_qp(qpn));
         let restored = match (<&[u8; QP_CTX_LEN]>::try_from(ctx), host) {
-            (Ok(ctx), Some(_)) => self.engine.restore_qp(qpn, ctx),
+            (Ok(ctx), Some(_)) => {
+                let now = Instant::from_nanos(self.hal.now());
+                self.engine.restore_qp(qpn, ctx, now)
+            }
             _ => Err(EngineError::BadContext(qpn)),
         };
         match (restored, host) {
