@@ -99,7 +99,7 @@ impl Hal for LocalHal {
     fn take_doorbells(&mut self) -> bool {
         self.shared.doorbell.replace(false)
     }
-    fn take_rung_qps(&mut self, rung: &mut [u64]) -> bool {
+    fn take_rung_qps(&mut self, rung: &mut roce_firmware::hal::QpMap) -> bool {
         self.shared.regs.borrow_mut().take_rung_qps(rung)
     }
 }

@@ -92,11 +92,12 @@ pub trait Hal {
     /// Whether a doorbell may have rung since the last call (and forget it). Hardware
     /// latches doorbell writes in a pending bit; a HAL without one answers true, and the
     /// runtime then reads every doorbell register on each poll.
-    /// ORs into `rung` (bit `q % 64` of word `q / 64`) the QP indexes written to
-    /// `reg::QP_DB` since the last call, and forgets them. False when this platform
-    /// does not latch them (the runtime then treats every QP with a doorbell record as
-    /// rung whenever `take_doorbells` says so).
-    fn take_rung_qps(&mut self, rung: &mut [u64]) -> bool {
+    /// Sets in `rung` the QP indexes written to `reg::QP_DB` since the last call, and
+    /// forgets them; the cost should follow the QPs that rang, not the map's size
+    /// ([`QpMap::drain_into`]). False when this platform does not latch them (the
+    /// runtime then treats every QP with a doorbell record as rung whenever
+    /// `take_doorbells` says so).
+    fn take_rung_qps(&mut self, rung: &mut QpMap) -> bool {
         let _ = rung;
         false
     }
@@ -108,8 +109,7 @@ pub trait Hal {
 /// Words in the register window.
 const REG_WORDS: usize = (reg::WINDOW / 4) as usize;
 
-/// Words of a bitmap with one bit per QP index an ICM may hold.
-pub const QP_MAP_WORDS: usize = (crate::abi::MAX_ICM_QPS / 64) as usize;
+pub use crate::qp_map::{QpMap, QP_MAP_WORDS};
 
 /// The host-visible register window kept in RAM: what a platform without a hardware
 /// register file (the QEMU self-test, a host harness) gives the runtime. The two sides
@@ -122,7 +122,7 @@ pub const QP_MAP_WORDS: usize = (crate::abi::MAX_ICM_QPS / 64) as usize;
 pub struct RegFile {
     words: [u32; REG_WORDS],
     /// `QP_DB` writes latched per QP index (the hardware's pending bits).
-    rung: [u64; QP_MAP_WORDS],
+    rung: QpMap,
 }
 
 impl Default for RegFile {
@@ -136,7 +136,7 @@ impl RegFile {
     pub const fn new() -> Self {
         Self {
             words: [0; REG_WORDS],
-            rung: [0; QP_MAP_WORDS],
+            rung: QpMap::new(),
         }
     }
 
@@ -159,10 +159,8 @@ impl RegFile {
     }
 
     /// The NIC side of [`Hal::take_rung_qps`].
-    pub fn take_rung_qps(&mut self, rung: &mut [u64]) -> bool {
-        for (out, latched) in rung.iter_mut().zip(self.rung.iter_mut()) {
-            *out |= core::mem::take(latched);
-        }
+    pub fn take_rung_qps(&mut self, rung: &mut QpMap) -> bool {
+        self.rung.drain_into(rung);
         true
     }
 
@@ -190,11 +188,7 @@ impl RegFile {
                 self.nic_write(offset, v);
             }
             // An index beyond every ICM is ignored, as hardware drops it.
-            reg::QP_DB => {
-                if let Some(w) = self.rung.get_mut(value as usize / 64) {
-                    *w |= 1 << (value % 64);
-                }
-            }
+            reg::QP_DB => self.rung.set(value),
             _ => self.nic_write(offset, value),
         }
     }

@@ -6,6 +6,7 @@
 //! * [`abi`]: the `roce-abi` crate, re-exported: the one source of truth for registers,
 //!   rings, WQE/CQE and command layouts, which the host driver uses too.
 //! * [`hal`]: what the runtime needs from a platform (registers, DMA, datapath, clock).
+//! * [`qp_map`]: per-QP bitmaps with a summary level (the doorbell latch, pending QPs).
 //! * [`runtime`]: the [`runtime::Nic`] poll loop over the transport engine.
 //! * [`datapath`]: the software datapath (roce-core's parse on receive) and a loopback.
 //! * [`config`]: the firmware's capacities.
@@ -15,5 +16,6 @@ pub mod config;
 pub mod datapath;
 pub mod fastpath;
 pub mod hal;
+pub mod qp_map;
 pub mod runtime;
 pub mod stats;

@@ -9,7 +9,7 @@
 use crate::abi::{
     self, reg, CmdEntry, CmdOp, CmdStatus, Cqe, DecodeError, EventStatus, RecvWqe, SendWqe,
 };
-use crate::hal::{Datapath, Hal, QP_MAP_WORDS};
+use crate::hal::{Datapath, Hal, QpMap, QP_MAP_WORDS};
 use roce_core::dcb::{Priorities, PriorityMap};
 use roce_core::engine::{CqHandle, Engine, PortConfig, QPN_BASE};
 use roce_core::fastpath::layout::{self, EVENT_LEN};
@@ -117,7 +117,7 @@ pub struct Nic<
     icm: Option<Icm>,
     /// With an ICM: which QP indexes exist, and which have a doorbell not yet handled.
     exists: [u64; QP_MAP_WORDS],
-    pending: [u64; QP_MAP_WORDS],
+    pending: QpMap,
     /// The QP index the next doorbell pass brings in first (round robin).
     next_in: u32,
     /// The GSI QP (QP1), whose doorbells are `reg::GSI_QP_INDEX`'s.
@@ -170,7 +170,7 @@ impl<
             tick: 0,
             icm: None,
             exists: [0; QP_MAP_WORDS],
-            pending: [0; QP_MAP_WORDS],
+            pending: QpMap::new(),
             next_in: 0,
             gsi: None,
             srqs: [None; roce_core::transport::MAX_SRQ],

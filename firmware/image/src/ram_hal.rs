@@ -70,7 +70,7 @@ impl<D: Dma, P: Datapath> Hal for RamHal<D, P> {
         core::mem::replace(&mut self.doorbell, false)
     }
 
-    fn take_rung_qps(&mut self, rung: &mut [u64]) -> bool {
+    fn take_rung_qps(&mut self, rung: &mut roce_firmware::hal::QpMap) -> bool {
         self.regs.take_rung_qps(rung)
     }
 

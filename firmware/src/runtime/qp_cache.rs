@@ -150,30 +150,14 @@ impl<
             return;
         }
         let (w, b) = (index as usize / 64, 1u64 << (index % 64));
-        if let (Some(e), Some(p)) = (self.exists.get_mut(w), self.pending.get_mut(w)) {
+        if let Some(e) = self.exists.get_mut(w) {
             *e = if on { *e | b } else { *e & !b };
-            *p &= !b;
+            self.pending.clear(index);
         }
     }
 
     fn exists(&self, index: u32) -> bool {
         bit(&self.exists, index)
-    }
-
-    fn set_pending(&mut self, index: u32) {
-        if let Some(w) = self.pending.get_mut(index as usize / 64) {
-            *w |= 1 << (index % 64);
-        }
-    }
-
-    fn is_pending(&self, index: u32) -> bool {
-        bit(&self.pending, index)
-    }
-
-    fn clear_pending(&mut self, index: u32) {
-        if let Some(w) = self.pending.get_mut(index as usize / 64) {
-            *w &= !(1 << (index % 64));
-        }
     }
 
     fn entry_addr(icm: Icm, index: u32) -> u64 {
@@ -240,7 +224,7 @@ impl<
                 self.touch(l);
                 // Its rings, as they stand (WQEs handed back at eviction, doorbells
                 // since): a packet may need its receive WQEs.
-                self.clear_pending(index);
+                self.pending.clear(index);
                 self.fetch_line(l, index);
                 Residence::Line(l)
             }
@@ -305,10 +289,10 @@ impl<
         // back anyway: a QP pending for them alone would come back, push another such
         // QP out, and so on for ever.
         if handed.sq_wqes != 0 {
-            self.set_pending(index);
+            self.pending.set(index);
             self.backlog = true;
         } else {
-            self.clear_pending(index);
+            self.pending.clear(index);
         }
         let _ = IcmTail::of(&q).write_to_prefix(tail);
         if self
@@ -359,8 +343,8 @@ impl<
             base: arg.addr.get(),
             entries,
         });
-        self.exists = [0; crate::hal::QP_MAP_WORDS];
-        self.pending = [0; crate::hal::QP_MAP_WORDS];
+        self.exists.fill(0);
+        self.pending.clear_all();
         CmdStatus::Ok
     }
 
@@ -386,7 +370,7 @@ impl<
     pub(super) fn fetch_pending(&mut self) -> bool {
         if !self.hal.take_rung_qps(&mut self.pending) {
             // No latch on this platform: every QP may have rung.
-            self.pending = self.exists;
+            self.pending.copy_from_words(&self.exists);
         }
         self.backlog = false;
         let mut any = false;
@@ -395,8 +379,8 @@ impl<
                 continue;
             };
             let index = q.qpn.value().wrapping_sub(QPN_BASE);
-            if self.is_pending(index) {
-                self.clear_pending(index);
+            if self.pending.get(index) {
+                self.pending.clear(index);
                 self.counters.qp_cache_hits += 1;
                 if self.fetch_line(l, index) {
                     self.touch(l);
@@ -408,42 +392,51 @@ impl<
     }
 
     /// Brings in pending stored QPs (which fetch their rings as they come), from
-    /// `self.next_in` on, wrapping once, until one cannot come in.
+    /// `self.next_in` on, wrapping once, until one cannot come in. The pending map's
+    /// summary finds the words with a pending QP, so a pass costs those words, not the
+    /// whole map.
     fn bring_in_pending(&mut self) -> bool {
-        let words = self.icm.map_or(0, |i| i.entries.div_ceil(64));
+        let words = self.icm.map_or(0, |i| i.entries.div_ceil(64)) as usize;
         if words == 0 {
             return false;
         }
-        let start = self.next_in % (words * 64);
+        let start = self.next_in as usize % (words * 64);
+        let (first, shift) = (start / 64, start % 64);
+        // From `start` to the end, then from 0 to just before `start`: the first word
+        // is split between the two.
+        let passes = [
+            (first, words, u64::MAX << shift),
+            (0, first + 1, (1u64 << shift) - 1),
+        ];
         let mut any = false;
-        for k in 0..=words {
-            let w = (start / 64 + k) % words;
-            let mut bits = self.pending.get(w as usize).copied().unwrap_or(0);
-            if k == 0 {
-                bits &= u64::MAX << (start % 64);
-            }
-            if k == words {
-                bits &= (1u64 << (start % 64)) - 1;
-            }
-            while bits != 0 {
-                let index = w * 64 + bits.trailing_zeros();
-                bits &= bits - 1;
-                let qpn = Qpn::new(QPN_BASE + index);
-                if self.line(qpn).is_some() {
-                    // Resident with WQEs still in its rings: the next poll's first pass.
-                    self.backlog = true;
-                    continue;
+        for (mut w, end, edge) in passes {
+            while let Some(found) = self.pending.next_word(w, end) {
+                let mut bits = self.pending.word(found);
+                if found == first {
+                    bits &= edge;
                 }
-                match self.bring_in(qpn, true) {
-                    Residence::Line(_) => {
-                        any = true;
-                        self.next_in = index.wrapping_add(1);
-                    }
-                    Residence::Stuck => {
+                w = found + 1;
+                while bits != 0 {
+                    let index = (found * 64) as u32 + bits.trailing_zeros();
+                    bits &= bits - 1;
+                    let qpn = Qpn::new(QPN_BASE + index);
+                    if self.line(qpn).is_some() {
+                        // Resident with WQEs still in its rings: the next poll's first
+                        // pass.
                         self.backlog = true;
-                        return any;
+                        continue;
                     }
-                    Residence::Absent => self.clear_pending(index),
+                    match self.bring_in(qpn, true) {
+                        Residence::Line(_) => {
+                            any = true;
+                            self.next_in = index.wrapping_add(1);
+                        }
+                        Residence::Stuck => {
+                            self.backlog = true;
+                            return any;
+                        }
+                        Residence::Absent => self.pending.clear(index),
+                    }
                 }
             }
         }
@@ -460,7 +453,7 @@ impl<
         let before = core::mem::replace(&mut self.backlog, false);
         let any = self.fetch_qp(l, pis);
         if self.backlog {
-            self.set_pending(index);
+            self.pending.set(index);
         }
         self.backlog |= before;
         any

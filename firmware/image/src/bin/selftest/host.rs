@@ -291,7 +291,7 @@ impl Host {
 
     /// Writes QP `qp`'s producer indexes into its doorbell record (send, receive), then
     /// its index into `QP_DB`.
-    fn ring_record(nic: &mut TestNic, qp: &Qp) {
+    pub fn ring_record(nic: &mut TestNic, qp: &Qp) {
         let mut record = [0u8; 8];
         record[..4].copy_from_slice(&qp.sq.index.to_le_bytes());
         record[4..].copy_from_slice(&qp.rq.index.to_le_bytes());
