@@ -1023,7 +1023,8 @@ impl<
         // for every frame (a byte-wise compare of 6 + 16 bytes cost a soft core ~250
         // instructions per frame).
         let (src_gid, dst_gid) = pkt.gids();
-        if !mac_eq(&pkt.dst_mac(), &self.cfg.mac) || !self.cfg.gids.contains(&dst_gid) {
+        let vid = pkt.vlan().map(|v| v.vid);
+        if !mac_eq(&pkt.dst_mac(), &self.cfg.mac) || !self.cfg.gids.accepts(&dst_gid, vid) {
             self.counters.rcvd_not_for_us += 1;
             return;
         }
@@ -1434,10 +1435,10 @@ fn transmit_one<const SQ: usize, const RQ: usize, const RD: usize>(
 /// 0x81 with BECN, P_Key 0xFFFF, DestQP = the peer's QP (the one to slow down), PSN 0,
 /// and 16 zero bytes. `None` when the QP's source GID is no longer in the table.
 fn cnp_headers(cfg: &PortConfig, qp: &Qp) -> Option<Headers> {
-    let sgid = cfg.gids.source_for(&qp.av)?.gid;
+    let src = *cfg.gids.source_for(&qp.av)?;
     let (eth, vlan, l3, udp) = lower_headers(
         cfg,
-        &sgid,
+        &src,
         &qp.av,
         Marking {
             dscp: cfg.cc.cnp_dscp,
@@ -1475,12 +1476,13 @@ struct Marking {
 /// GIDs give IPv4, hop limit 0 means 64).
 fn lower_headers(
     cfg: &PortConfig,
-    sgid: &[u8; 16],
+    src: &GidEntry,
     av: &AddressVector,
     m: Marking,
     sport: u16,
 ) -> (EthernetRepr, Option<VlanRepr>, L3Repr, UdpRepr) {
     let hop = if av.hop_limit == 0 { 64 } else { av.hop_limit };
+    let sgid = &src.gid;
     let l3 = if av.is_ipv4() {
         let g = sgid;
         let a = av.dgid;
@@ -1508,7 +1510,8 @@ fn lower_headers(
         src: MacAddr(cfg.mac),
         ethertype: 0,
     };
-    let vlan = av.vlan_id.map(|vid| VlanRepr {
+    // The source entry's VLAN (its address lives there), else the address vector's.
+    let vlan = src.vlan_id.or(av.vlan_id).map(|vid| VlanRepr {
         pcp: m.pcp & 7,
         dei: false,
         vid: vid & 0x0FFF,
@@ -1532,7 +1535,7 @@ fn header_template(
     ect: bool,
 ) -> Option<HeaderTemplate> {
     let av = ud_av.unwrap_or(qp.av);
-    let sgid = cfg.gids.source_for(&av)?.gid;
+    let src = *cfg.gids.source_for(&av)?;
     let ecn = match av.traffic_class & 3 {
         0 if ect => ECN_ECT0,
         e => e,
@@ -1548,7 +1551,7 @@ fn header_template(
         pcp: av.sl,
         flow_label: av.flow_label,
     };
-    let (eth, vlan, l3, udp) = lower_headers(cfg, &sgid, &av, marking, sport);
+    let (eth, vlan, l3, udp) = lower_headers(cfg, &src, &av, marking, sport);
     HeaderTemplate::new(&eth, vlan.as_ref(), &l3, Some(&udp)).ok()
 }
 
