@@ -28,8 +28,9 @@ pub const DEVICE_ID: u32 = 0x524F_4345;
 /// ABI version this crate speaks; a host refuses a device with another major.
 pub const ABI_MAJOR: u16 = 1;
 /// Minor version: additions that old hosts can ignore. 1.3 added memory windows and
-/// fast-registration MRs (opcodes 27 to 29, the BIND_MW and REG_MR send WQEs); 1.2
-/// added inline sends
+/// fast-registration MRs (opcodes 27 to 29, the BIND_MW and REG_MR send WQEs), a VLAN
+/// per GID entry, and the DCB priority maps and ETS to MODIFY_DCB/QUERY_DCB (`DcbArg`).
+/// 1.2 added inline sends
 /// (`IBV_SEND_INLINE` in a send WQE, `CreateQpArg::max_inline_data`) and shared receive
 /// queues (opcodes 23 to 26, `SRQ_DB`, the SRQ-limit event, `CreateQpArg::srqn`); 1.1
 /// is the port commands' (`docs/abi.md`).
