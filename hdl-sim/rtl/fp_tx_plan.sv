@@ -181,41 +181,55 @@ module fp_tx_plan
   logic                   slot_re;
   logic [SLOT_W-1:0]      slot_ra;
 
-  // the planner saves its cursor over start_pkt (priority over the intake)
+  // the planner saves its cursor over start_pkt, in S_PKT_A and S_NEXT only
   logic               save_en;
   logic [31:0]        save_k;
 
   // intake: the first free slot, a register (the encoder stays off the paths
   // of the slot store's write address): from this cycle's free slots but the
-  // one filled now; slots freed now count from the next cycle
+  // one filled now; slots freed now count from the next cycle. Both
+  // candidates (with and without the slot filled now) are encoded from
+  // registers; take_txd only picks one, so the descriptor input's path ends
+  // in a 2:1 mux.
   logic               has_free;
   logic [SLOT_W-1:0]  free_slot;
-  logic txd_flush, take_txd, take_flush;
+  logic txd_flush, take_txd, take_flush, intake_open;
   always_ff @(posedge clk) begin
-    logic [NSLOT-1:0] avail;
+    logic [NSLOT-1:0] avail, avail_x;
+    logic [SLOT_W-1:0] first, first_x;
     avail = ~s_valid;
-    if (take_txd) avail[free_slot] = 1'b0;
-    has_free <= avail != '0;
-    free_slot <= '0;
+    avail_x = avail & ~(NSLOT'(1) << free_slot);
+    first = '0;
+    first_x = '0;
     for (int i = NSLOT - 1; i >= 0; i--) begin
-      if (avail[i]) free_slot <= SLOT_W'(i);
+      if (avail[i]) first = SLOT_W'(i);
+      if (avail_x[i]) first_x = SLOT_W'(i);
     end
+    has_free <= take_txd ? avail_x != '0 : avail != '0;
+    free_slot <= take_txd ? first_x : first;
     if (rst) has_free <= 1'b0;
   end
 
+  // No intake in the two states that may save a cursor: the slot RAM's one
+  // write port is then the cursor's without a decision between them, and
+  // take_txd does not wait for S_PKT_A's window test (the path that held
+  // the planner at 80.7 MHz). It costs the intake at most two cycles a packet.
+  assign intake_open = state != S_PKT_A && state != S_NEXT;
   assign txd_flush = s_txd_valid && s_txd_data[8*TD_OP +: 8] == OP_FLUSH;
-  assign take_txd = s_txd_valid && !txd_flush && has_free && !save_en;
+  assign take_txd = s_txd_valid && !txd_flush && has_free && intake_open;
 
   always_comb begin
     slot_we = '0;
     slot_wa = free_slot;
     slot_wd = s_txd_data;
-    if (save_en) begin
-      slot_we[TD_START_PKT / 4] = 1'b1;
+    // address and data chosen by the state (a register), the enables alone
+    // by take_txd / save_en
+    if (intake_open) begin
+      if (take_txd) slot_we = '1;
+    end else begin
+      slot_we[TD_START_PKT / 4] = save_en;
       slot_wa = cur;
       slot_wd[8*TD_START_PKT +: 32] = save_k;
-    end else if (take_txd) begin
-      slot_we = '1;
     end
   end
 
