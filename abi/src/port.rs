@@ -6,11 +6,12 @@
 
 use crate::DecodeError;
 use roce_core::cc::{CcConfig, DcqcnConfig, QpCcInfo, ONE};
+use roce_core::dcb::{EtsConfig, Priorities};
 use roce_core::engine::{DcbConfig, GidEntry};
 use roce_core::num::Qpn;
 use roce_core::transport::Mtu;
 use zerocopy::little_endian::{U16, U32, U64};
-use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
+use zerocopy::{FromBytes, FromZeros, Immutable, IntoBytes, KnownLayout};
 
 /// QUERY_PORT result and MODIFY_PORT parameters.
 #[derive(
@@ -120,37 +121,64 @@ impl GidArg {
 }
 
 /// QUERY_DCB result and MODIFY_DCB parameters: the port's Data Center Bridging settings.
-/// (A later minor version appends the DSCP and PCP to priority maps and ETS, with mask
-/// bits of their own.)
-#[derive(
-    Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable,
-)]
+/// ABI 1.1 had `mask` and `pfc_enable` (8 bytes); 1.3 gives the reserved byte 5 and
+/// appends the ETS shares and the priority maps, each group with a mask bit of its own.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
 #[repr(C)]
 pub struct DcbArg {
-    /// MODIFY_DCB: which fields to change ([`DcbArg::PFC`]). QUERY_DCB: the fields this
-    /// NIC can change.
+    /// MODIFY_DCB: which fields to change ([`DcbArg::PFC`], [`DcbArg::ETS`],
+    /// [`DcbArg::PCP_MAP`], [`DcbArg::DSCP_MAP`]). QUERY_DCB: the fields this NIC can
+    /// change.
     pub mask: U32,
     /// 802.1Qbb: priorities with PFC on, bit `p` for priority `p`.
     pub pfc_enable: u8,
-    pub reserved: [u8; 3],
+    /// 802.1Qaz (1.3): the strict-priority classes, bit `p` for priority `p`; the others
+    /// are ETS classes.
+    pub ets_strict: u8,
+    pub reserved: [u8; 2],
+    /// 802.1Qaz (1.3): each ETS class's bandwidth share in percent (0 for a strict
+    /// class); the ETS classes' shares add up to 100.
+    pub ets_bw: [u8; 8],
+    /// (1.3) The priority of a VLAN-tagged frame with PCP `i`.
+    pub pcp_prio: [u8; 8],
+    /// (1.3) The priority of an untagged frame with DSCP `i`.
+    pub dscp_prio: [u8; 64],
+}
+
+impl Default for DcbArg {
+    fn default() -> Self {
+        Self::new_zeroed()
+    }
 }
 
 impl DcbArg {
     /// Mask bit: `pfc_enable`.
     pub const PFC: u32 = 1 << 0;
+    /// Mask bit (1.3): `ets_strict` and `ets_bw`.
+    pub const ETS: u32 = 1 << 1;
+    /// Mask bit (1.3): `pcp_prio`.
+    pub const PCP_MAP: u32 = 1 << 2;
+    /// Mask bit (1.3): `dscp_prio`.
+    pub const DSCP_MAP: u32 = 1 << 3;
     /// Every mask bit of this version.
-    pub const ALL: u32 = Self::PFC;
+    pub const ALL: u32 = Self::PFC | Self::ETS | Self::PCP_MAP | Self::DSCP_MAP;
 
     /// The settings, with every field of this version.
     pub fn from_config(c: &DcbConfig) -> Self {
         Self {
             mask: U32::new(Self::ALL),
             pfc_enable: c.pfc_enable,
-            reserved: [0; 3],
+            ets_strict: c.ets.strict.0,
+            reserved: [0; 2],
+            ets_bw: c.ets.bw,
+            pcp_prio: c.map.pcp,
+            dscp_prio: c.map.dscp,
         }
     }
 
-    /// `c` with the fields the mask names changed; unknown mask bits are an error.
+    /// `c` with the fields the mask names changed. Unknown mask bits, a priority above
+    /// 7 in a map, or ETS shares that break 802.1Qaz's rules (a strict class with a
+    /// share, an ETS class without one, shares not adding up to 100) are errors.
     pub fn apply(&self, c: &DcbConfig) -> Result<DcbConfig, DecodeError> {
         let mask = self.mask.get();
         if mask & !Self::ALL != 0 {
@@ -160,6 +188,19 @@ impl DcbArg {
         if mask & Self::PFC != 0 {
             out.pfc_enable = self.pfc_enable;
         }
+        if mask & Self::ETS != 0 {
+            out.ets = EtsConfig {
+                strict: Priorities(self.ets_strict),
+                bw: self.ets_bw,
+            };
+        }
+        if mask & Self::PCP_MAP != 0 {
+            out.map.pcp = self.pcp_prio;
+        }
+        if mask & Self::DSCP_MAP != 0 {
+            out.map.dscp = self.dscp_prio;
+        }
+        out.validate().map_err(DecodeError)?;
         Ok(out)
     }
 }
@@ -341,8 +382,17 @@ mod tests {
             ),
             (2, 3, 4, 8)
         );
-        assert_eq!(size_of::<DcbArg>(), 8);
-        assert_eq!(offset_of!(DcbArg, pfc_enable), 4);
+        assert_eq!(size_of::<DcbArg>(), 88);
+        assert_eq!(
+            [
+                offset_of!(DcbArg, pfc_enable),
+                offset_of!(DcbArg, ets_strict),
+                offset_of!(DcbArg, ets_bw),
+                offset_of!(DcbArg, pcp_prio),
+                offset_of!(DcbArg, dscp_prio),
+            ],
+            [4, 5, 8, 16, 24]
+        );
         assert_eq!(size_of::<CcArg>(), 88);
         assert_eq!(
             [
@@ -414,12 +464,74 @@ mod tests {
 
     #[test]
     fn dcb_masks_choose_what_changes() {
-        let c = DcbConfig { pfc_enable: 0x08 };
-        let mut a = DcbArg::from_config(&DcbConfig { pfc_enable: 0x41 });
-        assert_eq!(a.apply(&c).map(|c| c.pfc_enable), Ok(0x41));
+        let c = DcbConfig {
+            pfc_enable: 0x08,
+            ..DcbConfig::OFF
+        };
+        let mut want = DcbConfig {
+            pfc_enable: 0x41,
+            ..DcbConfig::OFF
+        };
+        want.map.dscp[26] = 5;
+        want.map.pcp[1] = 0;
+        want.ets = EtsConfig {
+            strict: Priorities(0b1111_0101),
+            bw: [0, 80, 0, 20, 0, 0, 0, 0],
+        };
+        let mut a = DcbArg::from_config(&want);
+        assert_eq!(a.apply(&c), Ok(want));
+        // Each mask bit changes its own fields only.
+        for (bit, field) in [
+            (DcbArg::PFC, "pfc"),
+            (DcbArg::ETS, "ets"),
+            (DcbArg::PCP_MAP, "pcp"),
+            (DcbArg::DSCP_MAP, "dscp"),
+        ] {
+            a.mask = U32::new(bit);
+            let got = a.apply(&c).unwrap();
+            assert_eq!(got.pfc_enable == want.pfc_enable, field == "pfc");
+            assert_eq!(got.ets == want.ets, field == "ets");
+            assert_eq!(got.map.pcp == want.map.pcp, field == "pcp");
+            assert_eq!(got.map.dscp == want.map.dscp, field == "dscp");
+        }
         a.mask = U32::new(0);
         assert_eq!(a.apply(&c), Ok(c));
-        a.mask = U32::new(2);
+        a.mask = U32::new(1 << 4);
         assert!(a.apply(&c).is_err());
+        // An 1.1 host's 8 bytes (zeros after them) still set PFC alone.
+        let old = DcbArg {
+            mask: U32::new(DcbArg::PFC),
+            pfc_enable: 0x10,
+            ..DcbArg::default()
+        };
+        assert_eq!(old.apply(&c).map(|c| c.pfc_enable), Ok(0x10));
+    }
+
+    #[test]
+    fn dcb_settings_that_break_the_rules_are_refused() {
+        let c = DcbConfig::OFF;
+        let bad = |f: &dyn Fn(&mut DcbArg)| {
+            let mut a = DcbArg::from_config(&c);
+            f(&mut a);
+            a.apply(&c)
+        };
+        assert!(bad(&|_| {}).is_ok());
+        // ETS: shares summing to 90, a strict class with a share, an ETS class without.
+        assert!(bad(&|a| a.ets_bw[7] = 3).is_err());
+        assert!(bad(&|a| a.ets_strict = 1).is_err());
+        assert!(bad(&|a| {
+            a.ets_bw = [50, 50, 0, 0, 0, 0, 0, 0];
+            a.ets_strict = 0b1111_1000;
+        })
+        .is_err());
+        // All strict with no shares is 802.1Q's default: fine.
+        assert!(bad(&|a| {
+            a.ets_bw = [0; 8];
+            a.ets_strict = 0xFF;
+        })
+        .is_ok());
+        // A map entry beyond priority 7.
+        assert!(bad(&|a| a.pcp_prio[2] = 8).is_err());
+        assert!(bad(&|a| a.dscp_prio[63] = 9).is_err());
     }
 }

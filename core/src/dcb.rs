@@ -263,6 +263,11 @@ impl EtsConfig {
         bw: [0; PRIORITIES],
     };
 
+    /// ETS over every priority with equal shares (12 % for priorities 0 to 3, 13 % for
+    /// 4 to 7): what a NIC port does before anyone configures it, so that every
+    /// priority's queue gets a turn, close to a round robin among them.
+    pub const EQUAL: Self = Self::shares([12, 12, 12, 12, 13, 13, 13, 13]);
+
     /// ETS over every priority with these shares, none strict.
     pub const fn shares(bw: [u8; PRIORITIES]) -> Self {
         Self {

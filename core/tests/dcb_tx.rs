@@ -8,13 +8,12 @@ mod common;
 
 use common::{bring_up, Node, QpOpts};
 use roce_core::cc::CcConfig;
-use roce_core::dcb::{Priorities, PriorityMap};
+use roce_core::dcb::Priorities;
 use roce_core::num::Qpn;
 use roce_core::transport::{Instant, QpType, SendWr, WrOp};
 use roce_core::wire::{self, Opcode};
 
 const G100: u64 = 100_000_000_000;
-const MAP: PriorityMap = PriorityMap::new();
 
 /// The 802.1p priority of an untagged IPv4 frame under the default map.
 fn prio(frame: &[u8]) -> u8 {
@@ -52,13 +51,10 @@ fn post_write(from: &mut Node, to: &mut Node, q: Qpn, len: usize) {
 fn drain(n: &mut Node, now: u64, blocked: Priorities) -> Vec<Vec<u8>> {
     let mut out = Vec::new();
     let mut buf = vec![0u8; 9000];
-    while let Some(len) = n.eng.poll_transmit_except(
-        Instant::from_nanos(now),
-        &mut buf,
-        &mut n.mem,
-        &MAP,
-        blocked,
-    ) {
+    while let Some(len) =
+        n.eng
+            .poll_transmit_except(Instant::from_nanos(now), &mut buf, &mut n.mem, blocked)
+    {
         out.push(buf[..len].to_vec());
     }
     out
@@ -100,6 +96,28 @@ fn a_paused_priority_stops_only_its_own_qps() {
 
     // Nothing blocked and nothing posted: nothing to send.
     assert!(drain(&mut a, 2000, Priorities::NONE).is_empty());
+}
+
+#[test]
+fn the_ports_dscp_map_decides_which_qps_a_pause_stops() {
+    let (mut a, mut b) = (Node::new(1), Node::new(2));
+    let (q26, _) = connect(&mut a, &mut b, 26, 0x100);
+    let (q8, _) = connect(&mut a, &mut b, 8, 0x5000);
+    // The host maps DSCP 26 to priority 5 and DSCP 8 to priority 3 (MODIFY_DCB).
+    let mut cfg = *a.eng.config();
+    cfg.dcb.map.dscp[26] = 5;
+    cfg.dcb.map.dscp[8] = 3;
+    a.eng.set_config(cfg).unwrap();
+    post_write(&mut a, &mut b, q26, 2048);
+    post_write(&mut a, &mut b, q8, 2048);
+    // Priority 3 paused now holds back DSCP 8's QP (priority 1 by the default map),
+    // and DSCP 26's (priority 3 by default) goes.
+    let sent = drain(&mut a, 0, Priorities::only(3));
+    assert_eq!(sent.len(), 2);
+    assert!(sent.iter().all(|f| f[15] >> 2 == 26));
+    let sent = drain(&mut a, 0, Priorities::only(5));
+    assert_eq!(sent.len(), 2);
+    assert!(sent.iter().all(|f| f[15] >> 2 == 8));
 }
 
 #[test]

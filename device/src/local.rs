@@ -4,7 +4,7 @@
 use crate::model::NicModel;
 use crate::port::{PortQueues, QueuePort};
 use roce_abi::reg;
-use roce_core::dcb::{Priorities, PriorityMap};
+use roce_core::dcb::Priorities;
 use roce_core::engine::PortConfig;
 use roce_firmware::fastpath::FastPathPort;
 use roce_firmware::hal::{Datapath, FastPath, Hal, RegFile};
@@ -229,22 +229,14 @@ impl NicModel for LocalNic {
     }
 
     fn transmit_frame(&self, buf: &mut [u8]) -> Option<usize> {
-        self.transmit_frame_except(buf, &PriorityMap::new(), Priorities::NONE)
+        self.transmit_frame_except(buf, Priorities::NONE)
     }
 
     /// Straight from the engine, only the unblocked priorities are built; from a
     /// datapath's queue, the next frame whatever its priority.
-    fn transmit_frame_except(
-        &self,
-        buf: &mut [u8],
-        map: &PriorityMap,
-        blocked: Priorities,
-    ) -> Option<usize> {
+    fn transmit_frame_except(&self, buf: &mut [u8], blocked: Priorities) -> Option<usize> {
         match &self.frames {
-            Frames::Direct => self
-                .fw
-                .borrow_mut()
-                .transmit_frame_except(buf, map, blocked),
+            Frames::Direct => self.fw.borrow_mut().transmit_frame_except(buf, blocked),
             Frames::Queued(q) => {
                 let mut q = q.borrow_mut();
                 let dst = buf.get_mut(..q.tx.front()?.len())?;

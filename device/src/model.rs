@@ -1,7 +1,7 @@
 //! What a harness (a test, the simulated fabric of `roce-testbed`) drives on a NIC model,
 //! beside the [`Device`] boundary the driver uses.
 
-use roce_core::dcb::{Priorities, PriorityMap};
+use roce_core::dcb::Priorities;
 use roce_core::engine::PortConfig;
 use roce_host::Device;
 
@@ -39,16 +39,12 @@ pub trait NicModel: Device {
     }
     /// [`NicModel::transmit_frame`] for a port with a transmit queue per 802.1p priority:
     /// no frame of a priority in `blocked` (paused by the link partner, or its queue
-    /// full; priorities by `map`), the others go on. A model that builds frames ahead of
+    /// full; priorities by the port's `DcbConfig::map`), the others go on. A model that
+    /// builds frames ahead of
     /// the port (a datapath queue, the SoC) cannot hold them back per priority: the
     /// default ignores `blocked` and the harness must queue what it cannot send yet.
-    fn transmit_frame_except(
-        &self,
-        buf: &mut [u8],
-        map: &PriorityMap,
-        blocked: Priorities,
-    ) -> Option<usize> {
-        let _ = (map, blocked);
+    fn transmit_frame_except(&self, buf: &mut [u8], blocked: Priorities) -> Option<usize> {
+        let _ = blocked;
         self.transmit_frame(buf)
     }
 }

@@ -10,7 +10,7 @@ use crate::abi::{
     self, reg, CmdEntry, CmdOp, CmdStatus, Cqe, DecodeError, EventStatus, RecvWqe, SendWqe,
 };
 use crate::hal::{Datapath, Hal, QpMap, QP_MAP_WORDS};
-use roce_core::dcb::{Priorities, PriorityMap};
+use roce_core::dcb::Priorities;
 use roce_core::engine::{CqHandle, Engine, PortConfig, QPN_BASE};
 use roce_core::fastpath::layout::{self, EVENT_LEN};
 use roce_core::fastpath::{Event, MrEntry};
@@ -244,22 +244,18 @@ impl<
     /// Writes the next frame to send straight into `buf`, for a host harness that pulls
     /// frames at link rate (use a datapath that never takes frames, so none queue there).
     pub fn transmit_frame(&mut self, buf: &mut [u8]) -> Option<usize> {
-        self.transmit_frame_except(buf, &PriorityMap::new(), Priorities::NONE)
+        self.transmit_frame_except(buf, Priorities::NONE)
     }
 
     /// [`Nic::transmit_frame`] with the 802.1p priorities in `blocked` held back (paused
     /// by the link partner, or their transmit queue full): the engine builds no frame of
-    /// theirs and the others go on (`Engine::poll_transmit_except`, priorities by `map`).
-    pub fn transmit_frame_except(
-        &mut self,
-        buf: &mut [u8],
-        map: &PriorityMap,
-        blocked: Priorities,
-    ) -> Option<usize> {
+    /// theirs and the others go on (`Engine::poll_transmit_except`, priorities by the
+    /// port's map).
+    pub fn transmit_frame_except(&mut self, buf: &mut [u8], blocked: Priorities) -> Option<usize> {
         let now = Instant::from_nanos(self.hal.now());
         let n = self
             .engine
-            .poll_transmit_except(now, buf, self.hal.dma(), map, blocked)?;
+            .poll_transmit_except(now, buf, self.hal.dma(), blocked)?;
         self.counters.frames_tx += 1;
         Some(n)
     }
@@ -1240,12 +1236,7 @@ pub trait NicRuntime {
     /// [`Nic::counters`].
     fn counters(&self) -> RuntimeCounters;
     /// [`Nic::transmit_frame_except`].
-    fn transmit_frame_except(
-        &mut self,
-        buf: &mut [u8],
-        map: &PriorityMap,
-        blocked: Priorities,
-    ) -> Option<usize>;
+    fn transmit_frame_except(&mut self, buf: &mut [u8], blocked: Priorities) -> Option<usize>;
 }
 
 impl<
@@ -1278,13 +1269,8 @@ impl<
     fn counters(&self) -> RuntimeCounters {
         self.counters
     }
-    fn transmit_frame_except(
-        &mut self,
-        buf: &mut [u8],
-        map: &PriorityMap,
-        blocked: Priorities,
-    ) -> Option<usize> {
-        Nic::transmit_frame_except(self, buf, map, blocked)
+    fn transmit_frame_except(&mut self, buf: &mut [u8], blocked: Priorities) -> Option<usize> {
+        Nic::transmit_frame_except(self, buf, blocked)
     }
 }
 

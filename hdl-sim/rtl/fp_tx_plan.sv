@@ -153,6 +153,7 @@ module fp_tx_plan
   // -------------------------------------------------------- SGE cursor
   logic [2:0]   g_i;
   logic [31:0]  g_o, g_skip;
+  logic [31:0]  g_av;         // bytes left in the SGE: d_sge_len[g_i] - g_o, kept in a register
   logic [15:0]  g_rem;
   logic         g_dry;        // skipping a packet: move the cursor, read nothing
 
@@ -181,6 +182,31 @@ module fp_tx_plan
   logic                   slot_re;
   logic [SLOT_W-1:0]      slot_ra;
 
+  // The lowest set bit of `v`, with the generation of its slot: a tree of
+  // log2(NSLOT) 2:1 selections (a loop of "first found" would be a chain of
+  // NSLOT). Returns {found, slot, generation}.
+  function automatic logic [SLOT_W+2:0] first_of(input logic [NSLOT-1:0] v,
+                                                  input logic [1:0] gen [NSLOT]);
+    logic [NSLOT-1:0]  f;
+    logic [SLOT_W-1:0] ix [NSLOT];
+    logic [1:0]        g [NSLOT];
+    for (int i = 0; i < NSLOT; i++) begin
+      f[i] = v[i];
+      ix[i] = SLOT_W'(i);
+      g[i] = gen[i];
+    end
+    for (int w = 1; w < NSLOT; w = w * 2) begin
+      for (int i = 0; i + w < NSLOT; i = i + 2 * w) begin
+        if (!f[i]) begin
+          f[i] = f[i + w];
+          ix[i] = ix[i + w];
+          g[i] = g[i + w];
+        end
+      end
+    end
+    return {f[0], ix[0], g[0]};
+  endfunction
+
   // the planner saves its cursor over start_pkt, in S_PKT_A and S_NEXT only
   logic               save_en;
   logic [31:0]        save_k;
@@ -195,18 +221,11 @@ module fp_tx_plan
   logic [SLOT_W-1:0]  free_slot;
   logic txd_flush, take_txd, take_flush, intake_open;
   always_ff @(posedge clk) begin
-    logic [NSLOT-1:0] avail, avail_x;
-    logic [SLOT_W-1:0] first, first_x;
-    avail = ~s_valid;
-    avail_x = avail & ~(NSLOT'(1) << free_slot);
-    first = '0;
-    first_x = '0;
-    for (int i = NSLOT - 1; i >= 0; i--) begin
-      if (avail[i]) first = SLOT_W'(i);
-      if (avail_x[i]) first_x = SLOT_W'(i);
-    end
-    has_free <= take_txd ? avail_x != '0 : avail != '0;
-    free_slot <= take_txd ? first_x : first;
+    logic [SLOT_W+2:0] first, first_x;
+    first = first_of(~s_valid, s_gen);
+    first_x = first_of(~s_valid & ~(NSLOT'(1) << free_slot), s_gen);
+    has_free <= take_txd ? first_x[SLOT_W+2] : first[SLOT_W+2];
+    free_slot <= take_txd ? first_x[2 +: SLOT_W] : first[2 +: SLOT_W];
     if (rst) has_free <= 1'b0;
   end
 
@@ -255,22 +274,16 @@ module fp_tx_plan
   logic [SLOT_W-1:0]  pick_rr_q;
   logic               pick_ok_q, others_q;
   always_ff @(posedge clk) begin
-    logic [NSLOT-1:0] hi;
-    logic             found;
+    logic [SLOT_W+2:0] hi, any;
     for (int i = 0; i < NSLOT; i++) begin
       elig_q[i] <= s_valid[i] && !s_sleep[i] && (older[i] & s_valid) == '0;
     end
-    hi = elig_q & ({NSLOT{1'b1}} << rr);
-    found = 1'b0;
-    pick_q <= '0;
-    for (int i = 0; i < NSLOT; i++) begin
-      if (!found && (hi != '0 ? hi[i] : elig_q[i])) begin
-        found = 1'b1;
-        pick_q <= SLOT_W'(i);
-        pick_gen_q <= s_gen[i];
-      end
-    end
-    pick_ok_q <= elig_q != '0;
+    // the first eligible slot at or after rr, else the first one
+    hi = first_of(elig_q & ({NSLOT{1'b1}} << rr), s_gen);
+    any = first_of(elig_q, s_gen);
+    pick_q <= hi[SLOT_W+2] ? hi[2 +: SLOT_W] : any[2 +: SLOT_W];
+    pick_gen_q <= hi[SLOT_W+2] ? hi[1:0] : any[1:0];
+    pick_ok_q <= any[SLOT_W+2];
     pick_rr_q <= rr;
     others_q <= (elig_q & ~(NSLOT'(1) << cur)) != '0;
     if (rst) pick_ok_q <= 1'b0;
@@ -401,19 +414,24 @@ module fp_tx_plan
   end
   assign m_job_valid = state == S_ACK || (state == S_PKT_B && job_room);
 
-  // DMA request of S_GATHER
-  logic [31:0] g_avail;
-  logic [31:0] g_n;
+  // DMA request of S_GATHER: the piece is what is left of the SGE (g_av) or
+  // of the packet (g_rem), whichever is less; one compare decides it all
+  logic        g_short;      // the SGE ends before the packet: g_av < g_rem
+  logic        g_ends_sge;   // the piece uses the SGE up: g_av <= g_rem
+  logic [15:0] g_n;
+  logic [31:0] g_len_next;   // the next SGE's length
   logic [63:0] g_addr;
   always_comb begin
-    g_avail = d_sge_len[g_i[1:0]] - g_o;
-    g_n = (g_avail < {16'd0, g_rem}) ? g_avail : {16'd0, g_rem};
+    g_short = g_av < {16'd0, g_rem};
+    g_ends_sge = g_av <= {16'd0, g_rem};
+    g_n = g_short ? g_av[15:0] : g_rem;
+    g_len_next = d_sge_len[g_i[1:0] + 2'd1];
     g_addr = d_sge_addr[g_i[1:0]] + {32'd0, g_o};
   end
   assign m_rd_addr = g_addr;
-  assign m_rd_len = g_n[15:0];
-  assign m_rd_last = g_n[15:0] == g_rem;
-  assign m_rd_valid = state == S_GATHER && g_avail != 0 && !g_dry;
+  assign m_rd_len = g_n;
+  assign m_rd_last = !g_short;
+  assign m_rd_valid = state == S_GATHER && g_av != 0 && !g_dry;
 
   // sum of the SGE lengths (S_SIZE), 33 bits
   logic [33:0] sge_sum;
@@ -571,6 +589,7 @@ module fp_tx_plan
           psn <= d_first_psn + ks[23:0];
           g_i <= '0;
           g_o <= '0;
+          g_av <= d_sge_len[0];
           state <= S_RANGE;
         end
 
@@ -603,6 +622,7 @@ module fp_tx_plan
             g_i <= g_i + 3'd1;
           end else begin
             g_o <= g_skip;
+            g_av <= d_sge_len[g_i[1:0]] - g_skip;
             state <= S_PKT_A;
           end
         end
@@ -657,19 +677,23 @@ module fp_tx_plan
         end
 
         S_GATHER: begin
-          if (g_avail == 0) begin
+          if (g_av == 0) begin
             // an empty (or used up) SGE: next one
             g_i <= g_i + 3'd1;
             g_o <= '0;
+            g_av <= g_len_next;
           end else if (m_rd_ready || g_dry) begin
-            g_rem <= g_rem - g_n[15:0];
-            if (g_n == g_avail) begin
+            // (g_short: the piece is g_av, else g_rem)
+            g_rem <= g_short ? g_rem - g_av[15:0] : 16'd0;
+            if (g_ends_sge) begin
               g_i <= g_i + 3'd1;
               g_o <= '0;
+              g_av <= g_len_next;
             end else begin
-              g_o <= g_o + g_n;
+              g_o <= g_o + {16'd0, g_rem};
+              g_av <= g_av - {16'd0, g_rem};
             end
-            if (g_n[15:0] == g_rem) state <= (go_on && p_more) ? S_PKT_A : S_NEXT;
+            if (!g_short) state <= (go_on && p_more) ? S_PKT_A : S_NEXT;
           end
         end
 

@@ -167,6 +167,17 @@ impl Context {
             .map_err(|e| Error::BadResponse(e.0))
     }
 
+    /// Sets the port's whole Data Center Bridging configuration at once (as DCBX
+    /// hands it over): PFC per priority, ETS, and the PCP and DSCP to priority maps
+    /// (ABI 1.3; an older NIC refuses the mask bits it does not know, `BadParam`).
+    /// Refused (and nothing changed) when a map entry is above 7 or the ETS shares
+    /// break 802.1Qaz's rules.
+    pub fn set_dcb(&self, dcb: &DcbConfig) -> Result<()> {
+        self.ctx
+            .exec_arg(CmdOp::ModifyDcb, &DcbArg::from_config(dcb))
+            .map(|_| ())
+    }
+
     /// Turns PFC on for the priorities whose bits are set (bit `p` for priority `p`) and
     /// off for the others.
     pub fn set_pfc(&self, priorities: u8) -> Result<()> {

@@ -1,5 +1,6 @@
-//! The port's commands of ABI 1.1, from the host, on two NICs of every model: the MAC
-//! and MTU, a GID table with IPv4-mapped and IPv6 entries, PFC priorities, DCQCN for the
+//! The port's commands of ABI 1.1 (DCB's maps and ETS: 1.3), from the host, on two NICs
+//! of every model: the MAC and MTU, a GID table with IPv4-mapped and IPv6 entries, PFC
+//! priorities, priority maps and ETS, DCQCN for the
 //! port and per QP, and the counters (rxe's and mlx5's names). Each setting is read back
 //! and seen at work on the wire; a bad one is refused and changes nothing.
 
@@ -8,7 +9,8 @@ mod common;
 use common::{models, Model};
 use roce_abi::{CmdEntry, CmdOp, CmdStatus, DcbArg, PortArg};
 use roce_core::cc::{CcConfig, ONE};
-use roce_core::engine::GidEntry;
+use roce_core::dcb::{EtsConfig, Priorities};
+use roce_core::engine::{DcbConfig, GidEntry};
 use roce_core::memory::AccessFlags;
 use roce_core::num::Psn;
 use roce_core::transport::{ipv4_gid, Mtu, QpType, SendWr, WcStatus, WrOp};
@@ -284,7 +286,7 @@ fn pfc_priorities_are_set_and_read_back() {
         roce_abi::set_payload(
             &mut e,
             &DcbArg {
-                mask: U32::new(DcbArg::PFC | 1 << 5),
+                mask: U32::new(DcbArg::PFC | 1 << 7),
                 ..DcbArg::default()
             },
         );
@@ -297,6 +299,52 @@ fn pfc_priorities_are_set_and_read_back() {
             CmdStatus::BadParam
         );
         assert_eq!(a.ctx.query_dcb().unwrap().pfc_enable, 0b0100_1000);
+    }
+}
+
+#[test]
+fn dcb_maps_and_ets_are_set_whole_and_read_back() {
+    for m in models() {
+        let a = side(m, 1);
+        // Unconfigured: DSCP d is priority d >> 3, PCP p is p, ETS with equal shares.
+        let d = a.ctx.query_dcb().unwrap();
+        assert_eq!(d, DcbConfig::OFF, "{m:?}");
+        assert_eq!(d.map.dscp[48], 6, "{m:?}: the CNPs' DSCP on priority 6");
+        assert_eq!(d.ets.bw.iter().map(|&b| u32::from(b)).sum::<u32>(), 100);
+        // One configuration as DCBX would hand it over: PFC on 3, priority 6 strict,
+        // ETS 80/20 between priorities 3 and 1 (the rest 0 % would break the rules, so
+        // they are strict too), DSCP 26 -> 3, DSCP 10 -> 1, PCP 5 -> 3.
+        let mut want = DcbConfig {
+            pfc_enable: 0b1000,
+            ets: EtsConfig {
+                strict: Priorities(0b1111_0101),
+                bw: [0, 20, 0, 80, 0, 0, 0, 0],
+            },
+            ..DcbConfig::OFF
+        };
+        want.map.dscp[10] = 1;
+        want.map.pcp[5] = 3;
+        a.ctx.set_dcb(&want).unwrap();
+        assert_eq!(a.ctx.query_dcb().unwrap(), want, "{m:?}");
+        assert_eq!(a.nic.port_config().dcb, want, "{m:?}: the NIC runs with it");
+        // Refused, and nothing changes: shares summing to 90, a map entry beyond 7.
+        let mut bad = want;
+        bad.ets.bw[3] = 70;
+        assert_eq!(
+            status(a.ctx.set_dcb(&bad).unwrap_err()),
+            CmdStatus::BadParam
+        );
+        let mut bad = want;
+        bad.map.dscp[0] = 8;
+        assert_eq!(
+            status(a.ctx.set_dcb(&bad).unwrap_err()),
+            CmdStatus::BadParam
+        );
+        assert_eq!(a.ctx.query_dcb().unwrap(), want, "{m:?}");
+        // set_pfc changes PFC alone.
+        a.ctx.set_pfc(0b1001_0000).unwrap();
+        want.pfc_enable = 0b1001_0000;
+        assert_eq!(a.ctx.query_dcb().unwrap(), want, "{m:?}");
     }
 }
 

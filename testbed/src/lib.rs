@@ -6,6 +6,7 @@
 //!   finite receive buffer that sends PFC ([`rx_buffer`]).
 //! * [`World`]: two NICs and their hosts, in memory ([`Direct`]) or on the fabric
 //!   ([`Sim`]).
+//! * [`dcbx`]: the host's DCBX agent, announcing and adopting DCB settings over LLDP.
 //! * [`Topology`]: switches, hosts and trunks with static routes.
 //! * [`counters`]: totals over the fabric and the NICs; [`traffic`]: connecting QP pairs
 //!   and keeping send queues full.
@@ -15,6 +16,7 @@
 //! [`roce_device::NicModel`].
 
 pub mod counters;
+pub mod dcbx;
 pub mod nic;
 mod node;
 pub mod rx_buffer;

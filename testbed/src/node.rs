@@ -1,13 +1,14 @@
 //! A NIC model as a node of the simulated fabric.
 
+use crate::dcbx::DcbxAgent;
 use crate::rx_buffer::{RxBuffer, RxBufferConfig, RxBufferCounters};
-use roce_core::dcb::PriorityMap;
+use roce_core::dcb::{Ets, PRIORITIES};
 use roce_core::wire::ethernet::MacAddr;
 use roce_core::wire::udp::ROCEV2_PORT;
 use roce_device::NicModel;
-use roce_sim::classify::classify;
+use roce_sim::classify::{classify, default_dscp_map};
 use roce_sim::{Nanos, Node, Priorities, MIN_FRAME_LEN, WIRE_OVERHEAD};
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::rc::Rc;
 
 /// The NIC's path to host memory, as the QP context cache uses it (`docs/scale.md`):
@@ -58,24 +59,33 @@ impl HostPath {
 /// still takes frames in meanwhile. (A NIC that overlaps misses, as ConnectX does, loses
 /// less.)
 ///
-/// PFC reception: the fabric's MAC keeps the pause timers and passes the paused
-/// priorities to `poll_transmit`; the NIC then sends no frame of a paused priority that
-/// it has PFC on for (the host sets those through the ABI), and the other priorities
-/// flow: the engine builds no frame of a paused priority
-/// (`NicModel::transmit_frame_except`, a transmit queue per priority, issue 18). A NIC
-/// model that builds frames ahead of the port, or a NicNode made
-/// [`NicNode::single_queue`], has one transmit FIFO instead: a frame of a paused
-/// priority waits at the head and holds back the frames behind it (of any priority, CNPs
-/// too) until the pause ends. PFC frames are never held.
+/// The transmit side is the NIC's DCB MAC (what `hdl-sim/rtl/roce_dcb_top.sv` is in
+/// hardware): a queue of [`TX_QUEUE_FRAMES`] frames per 802.1p priority, filled by the
+/// engine (`NicModel::transmit_frame_except`, which builds no frame for a full queue)
+/// and served by ETS (`roce_core::dcb::Ets`) as the host configured it through the
+/// ABI's MODIFY_DCB (`DcbConfig::ets`: strict classes first, the others by their
+/// bandwidth shares of the wire bytes); frames go to a priority by the port's map
+/// (`DcbConfig::map`). PFC reception: the fabric's MAC keeps the pause timers and passes
+/// the paused priorities to `poll_transmit`; a paused priority that the NIC has PFC on
+/// for (set through the ABI) sends nothing, and the others flow. A NIC model that builds
+/// frames ahead of the port, or a NicNode made [`NicNode::single_queue`], has one
+/// transmit FIFO instead: a frame of a paused priority waits at the head and holds back
+/// the frames behind it (of any priority, CNPs too) until the pause ends. PFC frames are
+/// never held.
 pub struct NicNode {
     nic: Rc<dyn NicModel>,
     /// The receive buffer and its PFC generation, if modelled.
     rx: Option<RxBuffer>,
-    dscp_map: [u8; 64],
-    /// A frame the engine produced for a priority that was paused: it goes first later.
-    held: Option<Vec<u8>>,
+    /// The host's DCBX agent, if one runs: LLDP frames go to it, and it sends its own.
+    dcbx: Option<DcbxAgent>,
+    /// The transmit queue of each priority (one FIFO, index 0, when `single_queue`).
+    queues: [VecDeque<Vec<u8>>; PRIORITIES],
+    /// ETS's state between the queues.
+    ets: Ets,
     /// One transmit FIFO for every priority (no per-priority queues).
     single_queue: bool,
+    /// Wire bytes sent per priority (frames, FCS, preamble and gap; PFC frames apart).
+    tx_bytes: [u64; PRIORITIES],
     /// Wire bytes received per destination QP, when metered (`roce sim`'s per-flow rates).
     meter: Option<HashMap<u32, u64>>,
     /// Context DMA: the path's costs, the cache misses and write-backs already charged,
@@ -92,9 +102,11 @@ impl NicNode {
         Self {
             nic,
             rx: None,
-            dscp_map: std::array::from_fn(|d| (d >> 3) as u8),
-            held: None,
+            dcbx: None,
+            queues: Default::default(),
+            ets: Ets::default(),
             single_queue: false,
+            tx_bytes: [0; PRIORITIES],
             meter: None,
             host_path: HostPath::PCIE_GEN3_X16,
             ctx_charged: (0, 0),
@@ -133,7 +145,7 @@ impl NicNode {
 
     fn count(&mut self, frame: &[u8]) {
         let Some(meter) = &mut self.meter else { return };
-        let Some(udp) = classify(frame, &self.dscp_map).and_then(|c| c.udp) else {
+        let Some(udp) = classify(frame, &default_dscp_map()).and_then(|c| c.udp) else {
             return;
         };
         // UDP destination port 4791, then the BTH's DestQP (bytes 5..8).
@@ -155,9 +167,26 @@ impl NicNode {
         self
     }
 
+    /// Runs the host's DCBX agent on this NIC's link (`crate::dcbx`): it takes the
+    /// LLDP frames that arrive and announces the port's settings.
+    pub fn set_dcbx(&mut self, agent: DcbxAgent) {
+        self.dcbx = Some(agent);
+    }
+
+    /// The DCBX agent, if one runs.
+    pub fn dcbx(&self) -> Option<&DcbxAgent> {
+        self.dcbx.as_ref()
+    }
+
     /// What the receive buffer did (all zero without one).
     pub fn rx_buffer_counters(&self) -> RxBufferCounters {
         self.rx.as_ref().map(|r| r.counters).unwrap_or_default()
+    }
+
+    /// Wire bytes the NIC has sent of each priority (frame, FCS, preamble and gap),
+    /// pause frames apart.
+    pub fn tx_bytes(&self) -> [u64; PRIORITIES] {
+        self.tx_bytes
     }
 
     /// The NIC.
@@ -198,6 +227,62 @@ impl NicNode {
     }
 }
 
+/// Frames each priority's transmit queue holds, built ahead of the wire: one, so
+/// that ETS chooses among every busy priority at each frame while the engine builds as
+/// late as it can.
+pub const TX_QUEUE_FRAMES: usize = 1;
+
+/// Wire bytes of a frame of `len` bytes (without FCS): padded to the minimum, plus FCS,
+/// preamble and gap.
+fn wire_len(len: usize) -> u64 {
+    (len.max(MIN_FRAME_LEN) + WIRE_OVERHEAD) as u64
+}
+
+impl NicNode {
+    /// Lets the NIC fill the transmit queues that have room (the one FIFO: while it
+    /// is empty). The engine builds no frame of a full queue's priority; a model that
+    /// builds frames ahead of the port may hand one anyway, which then waits in its
+    /// queue beyond the limit, and filling stops.
+    fn fill(&mut self, buf: &mut [u8], map: &roce_core::dcb::PriorityMap) {
+        loop {
+            let full = if self.single_queue {
+                if !self.queues[0].is_empty() {
+                    return;
+                }
+                Priorities::NONE
+            } else {
+                let mut full = Priorities::NONE;
+                for (p, q) in self.queues.iter().enumerate() {
+                    if q.len() >= TX_QUEUE_FRAMES {
+                        full = full.with(p as u8);
+                    }
+                }
+                full
+            };
+            if full == Priorities::ALL {
+                return;
+            }
+            let Some(frame) = self
+                .nic
+                .transmit_frame_except(buf, full)
+                .and_then(|n| buf.get(..n))
+            else {
+                return;
+            };
+            let prio = map.of_frame(frame);
+            let q = if self.single_queue {
+                0
+            } else {
+                usize::from(prio)
+            };
+            self.queues[q].push_back(frame.to_vec());
+            if full.contains(prio) {
+                return;
+            }
+        }
+    }
+}
+
 impl Node for NicNode {
     fn link_up(&mut self, _port: usize, rate_bps: u64) {
         if let Some(rx) = self.rx.as_mut() {
@@ -208,8 +293,15 @@ impl Node for NicNode {
     fn handle_frame(&mut self, now: Nanos, _port: usize, frame: &[u8]) {
         self.count(frame);
         self.nic.set_time(now);
+        if let Some(agent) = self.dcbx.as_mut().filter(|_| DcbxAgent::is_lldp(frame)) {
+            // The host's agent, through the NIC's Ethernet function, not the RoCE
+            // engine.
+            agent.receive(frame);
+            self.run(now);
+            return;
+        }
         if self.rx.is_some() {
-            let prio = classify(frame, &self.dscp_map).map_or(0, |c| c.priority);
+            let prio = self.nic.port_config().dcb.map.of_frame(frame);
             let lossless = self.lossless();
             if let Some(rx) = self.rx.as_mut() {
                 rx.push(now, frame, prio, lossless);
@@ -235,6 +327,12 @@ impl Node for NicNode {
                 return Some(n);
             }
         }
+        if let Some(agent) = self.dcbx.as_mut() {
+            let cfg = self.nic.port_config();
+            if let Some(n) = agent.frame(now, MacAddr(cfg.mac), cfg.dcb, buf) {
+                return Some(n);
+            }
+        }
         // 802.1Qbb: the MAC honours pauses for the priorities it has PFC on for.
         let paused = if paused.is_empty() {
             paused
@@ -245,31 +343,32 @@ impl Node for NicNode {
             // Waiting for context DMA; `poll_timeout` wakes the node when it is done.
             return None;
         }
-        let prio = |f: &[u8]| classify(f, &self.dscp_map).map_or(0, |c| c.priority);
-        if let Some(frame) = self.held.take() {
-            // A paused priority sends nothing; the frame waits at the head.
-            if paused.contains(prio(&frame)) {
-                self.held = Some(frame);
-                return None;
-            }
-            buf.get_mut(..frame.len())?.copy_from_slice(&frame);
-            return Some(frame.len());
-        }
-        let blocked = if self.single_queue {
-            Priorities::NONE
+        let dcb = self.nic.port_config().dcb;
+        self.fill(buf, &dcb.map);
+        // The one FIFO's head, or ETS's pick among the queues that hold a frame of a
+        // priority not paused.
+        let (index, prio) = if self.single_queue {
+            (0, dcb.map.of_frame(self.queues[0].front()?))
         } else {
-            paused
+            let mut eligible = Priorities::NONE;
+            for (p, q) in self.queues.iter().enumerate() {
+                if !q.is_empty() && !paused.contains(p as u8) {
+                    eligible = eligible.with(p as u8);
+                }
+            }
+            let p = self.ets.pick(&dcb.ets, eligible)?;
+            let len = wire_len(self.queues[usize::from(p)].front()?.len());
+            self.ets.sent(&dcb.ets, eligible, p, len as u32);
+            (usize::from(p), p)
         };
-        let map = PriorityMap {
-            dscp: self.dscp_map,
-            ..PriorityMap::new()
-        };
-        let n = self.nic.transmit_frame_except(buf, &map, blocked)?;
-        let frame = buf.get(..n)?;
-        if !paused.is_empty() && paused.contains(prio(frame)) {
-            self.held = Some(frame.to_vec());
+        if paused.contains(prio) {
+            // One FIFO: the paused frame at the head holds back everything.
             return None;
         }
+        let frame = self.queues[index].pop_front()?;
+        let n = frame.len();
+        buf.get_mut(..n)?.copy_from_slice(&frame);
+        self.tx_bytes[usize::from(prio)] += wire_len(n);
         Some(n)
     }
 
@@ -278,6 +377,7 @@ impl Node for NicNode {
         [
             self.nic.poll_timeout(),
             self.rx.as_ref().and_then(RxBuffer::poll_timeout),
+            self.dcbx.as_ref().map(DcbxAgent::poll_timeout),
             ctx,
         ]
         .into_iter()

@@ -12,10 +12,12 @@
 //! and sends an XON (quanta 0) once it is back to `xon`. PFC frames go out ahead of
 //! everything else. This is the switch's ingress rule (`roce_sim::switch`) applied to a
 //! NIC port; `capacity - xoff` is the headroom, which must hold what is still in flight
-//! after the XOFF: about 2 x (link delay x rate) + 2 maximum frames.
+//! after the XOFF: about 2 x (link delay x rate) + 2 maximum frames. The XOFF/XON
+//! decisions are the core's `dcb::PfcGen`, the model the NIC's DCB RTL
+//! (`roce_dcb_top`) is checked against.
 
+use roce_core::dcb::{PfcGen, PfcThresholds};
 use roce_core::wire::ethernet::MacAddr;
-use roce_core::wire::pfc::{quanta_to_nanos, PfcRepr};
 use roce_sim::{Nanos, Priorities};
 use std::collections::VecDeque;
 
@@ -73,13 +75,9 @@ pub struct RxBuffer {
     frames: VecDeque<(Vec<u8>, u8)>,
     /// When the head frame has been processed.
     head_done: Option<Nanos>,
-    bytes: [u64; 8],
     total: u64,
-    /// Priorities currently paused towards the link partner.
-    xoff: u8,
-    /// Priorities whose state the next PFC frame announces.
-    announce: u8,
-    refresh_at: Option<Nanos>,
+    /// Bytes per priority, the pause state and what to announce.
+    pfc: PfcGen,
     /// Link rate, for the pause time (from `link_up`).
     pub link_bps: u64,
     pub counters: RxBufferCounters,
@@ -91,11 +89,8 @@ impl RxBuffer {
             cfg,
             frames: VecDeque::new(),
             head_done: None,
-            bytes: [0; 8],
             total: 0,
-            xoff: 0,
-            announce: 0,
-            refresh_at: None,
+            pfc: PfcGen::default(),
             link_bps: 0,
             counters: RxBufferCounters::default(),
         }
@@ -103,6 +98,16 @@ impl RxBuffer {
 
     fn service_ns(&self, len: usize) -> Nanos {
         (len as u64 * 8 * 1_000_000_000).div_ceil(self.cfg.drain_bps.max(1))
+    }
+
+    /// The thresholds as `PfcGen` counts them (bytes beyond 4 GiB saturate).
+    fn thresholds(&self) -> PfcThresholds {
+        let bytes = |b: u64| u32::try_from(b).unwrap_or(u32::MAX);
+        PfcThresholds {
+            xoff: bytes(self.cfg.xoff),
+            xon: bytes(self.cfg.xon),
+            quanta: self.cfg.pause_quanta,
+        }
     }
 
     /// A frame of priority `prio` arrived at `now`: queued, or dropped when full. The
@@ -114,79 +119,64 @@ impl RxBuffer {
             self.counters.dropped += 1;
             return;
         }
-        let p = usize::from(prio & 7);
         self.total += len;
-        self.bytes[p] += len;
         self.counters.max_bytes = self.counters.max_bytes.max(self.total);
         if self.head_done.is_none() {
             self.head_done = Some(now + self.service_ns(frame.len()));
         }
         self.frames.push_back((frame.to_vec(), prio & 7));
-        let bit = 1 << p;
-        if lossless.contains(prio) && self.bytes[p] > self.cfg.xoff && self.xoff & bit == 0 {
-            self.xoff |= bit;
-            self.announce |= bit;
-        }
+        let t = self.thresholds();
+        self.pfc.add(prio, frame.len() as u32, lossless, &t);
     }
 
     /// The next frame the NIC has finished taking in by `now`, if any.
     pub fn pop_due(&mut self, now: Nanos) -> Option<Vec<u8>> {
         let done = self.head_done.filter(|&t| t <= now)?;
         let (frame, prio) = self.frames.pop_front()?;
-        let p = usize::from(prio);
         self.total -= frame.len() as u64;
-        self.bytes[p] -= frame.len() as u64;
         self.head_done = self
             .frames
             .front()
             .map(|(f, _)| done + self.service_ns(f.len()));
-        let bit = 1 << p;
-        if self.xoff & bit != 0 && self.bytes[p] <= self.cfg.xon {
-            self.xoff &= !bit;
-            self.announce |= bit;
-        }
+        let t = self.thresholds();
+        // Leaving only ever releases a pause: the lossless set does not matter.
+        self.pfc
+            .remove(prio, frame.len() as u32, Priorities::NONE, &t);
         Some(frame)
     }
 
     /// Timers due at `now`: an XOFF to refresh is announced again.
     pub fn handle_timeout(&mut self, now: Nanos) {
-        if self.refresh_at.is_some_and(|t| t <= now) {
-            self.refresh_at = None;
-            self.announce |= self.xoff;
-        }
+        self.pfc.handle_timeout(now);
     }
 
     /// Whether [`RxBuffer::pause_frame`] has a frame to send.
     pub fn has_pause_frame(&self) -> bool {
-        self.announce != 0
+        self.pfc.has_frame()
     }
 
-    /// A PFC frame to send now, if the pause state changed or needs refreshing.
+    /// A PFC frame to send now, if the pause state changed or needs refreshing (then
+    /// refreshed every half pause time, so the partner never resumes while the buffer
+    /// is still above XON).
     pub fn pause_frame(&mut self, now: Nanos, src: MacAddr, buf: &mut [u8]) -> Option<usize> {
-        if self.announce == 0 {
+        if !self.pfc.has_frame() {
             return None;
         }
-        let mut repr = PfcRepr {
-            enable: self.announce,
-            quanta: [0; 8],
-        };
-        for p in 0..8u8 {
-            if !Priorities(self.announce).contains(p) {
-                continue;
-            }
-            if Priorities(self.xoff).contains(p) {
-                repr.quanta[usize::from(p)] = self.cfg.pause_quanta;
-                self.counters.xoff_sent[usize::from(p)] += 1;
-            } else {
-                self.counters.xon_sent[usize::from(p)] += 1;
+        // Emit first: a buffer too small for the frame loses no announcement.
+        let mut probe = self.pfc;
+        let t = self.thresholds();
+        let repr = probe.take_frame(now, &t, self.link_bps)?;
+        let n = repr.emit_frame(src, buf).ok()?;
+        self.pfc = probe;
+        for p in 0..8 {
+            if Priorities(repr.enable).contains(p as u8) {
+                if repr.quanta[p] != 0 {
+                    self.counters.xoff_sent[p] += 1;
+                } else {
+                    self.counters.xon_sent[p] += 1;
+                }
             }
         }
-        let n = repr.emit_frame(src, buf).ok()?;
-        self.announce = 0;
-        // Refresh at half the pause time, so the partner never resumes while the buffer
-        // is still above XON.
-        self.refresh_at = (self.xoff != 0 && self.link_bps > 0)
-            .then(|| now + (quanta_to_nanos(self.cfg.pause_quanta, self.link_bps) / 2).max(1));
         self.counters.pause_frames_sent += 1;
         Some(n)
     }
@@ -194,7 +184,7 @@ impl RxBuffer {
     /// When the buffer next needs attention: the head frame is processed, or an XOFF is
     /// due for refreshing.
     pub fn poll_timeout(&self) -> Option<Nanos> {
-        match (self.head_done, self.refresh_at) {
+        match (self.head_done, self.pfc.poll_timeout()) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         }
@@ -204,6 +194,7 @@ impl RxBuffer {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use roce_core::wire::pfc::PfcRepr;
 
     #[test]
     fn xoff_above_the_threshold_xon_back_at_it() {

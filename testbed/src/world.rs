@@ -182,6 +182,11 @@ impl Sim {
         self.fabric.host(self.hosts[side])
     }
 
+    /// The fabric node of NIC `side`, to change (to run a DCBX agent on it, say).
+    pub fn node_mut(&mut self, side: usize) -> &mut NicNode {
+        self.fabric.host_mut(self.hosts[side])
+    }
+
     /// The fabric's host handle of NIC `side` (for `Fabric::port_counters`).
     pub fn host(&self, side: usize) -> HostId<NicNode> {
         self.hosts[side]

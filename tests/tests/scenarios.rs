@@ -284,26 +284,31 @@ fn dcqcn_relieves_the_victim() {
     assert_eq!(r.summary.drops, 0);
 }
 
-/// ETS (issue 18): two lossless classes backlogged on one 100 Gb/s port get their
-/// bandwidth shares, within 2 % over the 10 ms window; strict priority gives the higher
-/// class everything.
-#[test]
-fn ets_shares_a_bottleneck_by_its_weights_and_strict_priority_starves() {
-    for (name, want1, want3) in [("ets_50_50", 50.0, 50.0), ("ets_80_20", 80.0, 20.0)] {
-        let r = fabric(&load(name));
-        let s = &r.summary;
-        assert_eq!((s.drops, s.retransmits), (0, 0), "{name}");
-        let rate = |flow: &str| s.mean_rates_gbps[r.flow(flow).unwrap()];
-        let (got1, got3) = (rate("prio1"), rate("prio3"));
-        assert!(s.bottleneck_utilisation >= 0.99, "{name}: {s:?}");
-        // Shares of what the port carried, against the weights.
-        let share1 = got1 / (got1 + got3);
+/// Runs the ETS scenario `name` (flows `prio1` and `prio3`, both backlogged, no loss):
+/// the bottleneck stays busy and priority 1 gets `want1` % of what it carried, priority
+/// 3 the rest, each within 2 % of its weight over the 10 ms window.
+fn check_ets_shares(name: &str, want1: f64) {
+    let r = fabric(&load(name));
+    let s = &r.summary;
+    assert_eq!((s.drops, s.retransmits), (0, 0), "{name}");
+    let rate = |flow: &str| s.mean_rates_gbps[r.flow(flow).unwrap()];
+    let (got1, got3) = (rate("prio1"), rate("prio3"));
+    assert!(s.bottleneck_utilisation >= 0.99, "{name}: {s:?}");
+    let share1 = 100.0 * got1 / (got1 + got3);
+    for (got, want) in [(share1, want1), (100.0 - share1, 100.0 - want1)] {
         assert!(
-            (share1 - want1 / 100.0).abs() <= 0.02 * want1 / 100.0,
+            (got - want).abs() <= 0.02 * want,
             "{name}: {got1} / {got3} Gb/s"
         );
-        assert!((got3 - want3).abs() <= 0.02 * want3, "{name}: {got3} Gb/s");
     }
+}
+
+/// ETS (issue 18): two lossless classes backlogged on one 100 Gb/s switch port get their
+/// bandwidth shares; strict priority gives the higher class everything.
+#[test]
+fn ets_shares_a_bottleneck_by_its_weights_and_strict_priority_starves() {
+    check_ets_shares("ets_50_50", 50.0);
+    check_ets_shares("ets_80_20", 80.0);
     let r = fabric(&load("ets_strict"));
     let rate = |flow: &str| r.summary.mean_rates_gbps[r.flow(flow).unwrap()];
     assert!(
@@ -311,6 +316,14 @@ fn ets_shares_a_bottleneck_by_its_weights_and_strict_priority_starves() {
         "{:?}",
         r.summary
     );
+}
+
+/// ETS at the NIC (issue 18): two classes leaving one NIC get the shares the host
+/// configured through MODIFY_DCB.
+#[test]
+fn a_nics_transmit_queues_share_its_link_by_the_configured_weights() {
+    check_ets_shares("nic_ets_80_20", 80.0);
+    check_ets_shares("nic_ets_50_50", 50.0);
 }
 
 /// CNP and ACK starvation (issue 18): b's own data is paused for good on priority 4.

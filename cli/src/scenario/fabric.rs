@@ -72,6 +72,12 @@ pub struct FabricScenario {
     /// priority: a paused frame at its head holds back every frame behind it.
     #[serde(default)]
     pub single_tx_queue: bool,
+    /// Transmission selection among every NIC's transmit queues, set through the ABI
+    /// (MODIFY_DCB) as a host would: these priorities are ETS classes with these
+    /// bandwidth shares (802.1Qaz, summing to 100), the others strict. Without it the
+    /// NICs keep their default (ETS, equal shares).
+    #[serde(default)]
+    pub nic_ets: Vec<EtsClass>,
     pub switches: Vec<String>,
     pub hosts: Vec<HostSpec>,
     #[serde(default)]
@@ -136,7 +142,7 @@ pub struct SwitchSpec {
     pub ets: Vec<EtsClass>,
 }
 
-/// One ETS class of [`SwitchSpec::ets`].
+/// One ETS class of [`SwitchSpec::ets`] or [`FabricScenario::nic_ets`].
 #[derive(Debug, Clone, Copy, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct EtsClass {
@@ -496,6 +502,11 @@ fn build(f: &FabricScenario, plan: &Plan, seed: u64) -> Result<Net> {
             // The hosts honour the switches' pauses on the flows' priorities.
             host.ctx.set_pfc(plan.priorities.0)?;
         }
+        if !f.nic_ets.is_empty() {
+            let mut dcb = host.ctx.query_dcb()?;
+            dcb.ets = ets_config(&f.nic_ets).context("nic_ets")?;
+            host.ctx.set_dcb(&dcb)?;
+        }
         let cq = host.ctx.create_cq((f.depth * flows_of(h)).max(16))?;
         let pd = host.ctx.alloc_pd()?;
         verbs.push(Host { pd, cq });
@@ -818,18 +829,24 @@ fn host_named(f: &FabricScenario, name: &str) -> Result<usize> {
         .with_context(|| format!("no host named {name:?}"))
 }
 
-/// The switches' configuration, PFC and ECN on the flows' `priorities`.
-pub(crate) fn switch_config(s: &SwitchSpec, priorities: Priorities) -> Result<SwitchConfig> {
+/// ETS with these classes and shares, the other priorities strict (every priority strict
+/// without any).
+fn ets_config(classes: &[EtsClass]) -> Result<EtsConfig> {
     let mut ets = EtsConfig::STRICT;
-    for c in &s.ets {
+    for c in classes {
         if c.priority > 7 || !ets.strict.contains(c.priority) {
-            bail!("switch.ets: priority {} twice or not 0..7", c.priority);
+            bail!("priority {} twice or not 0..7", c.priority);
         }
         ets.strict = ets.strict.without(Priorities::only(c.priority));
         ets.bw[usize::from(c.priority)] = c.share;
     }
-    ets.validate()
-        .map_err(|e| anyhow::anyhow!("switch.ets: {e:?}"))?;
+    ets.validate().map_err(|e| anyhow::anyhow!("{e:?}"))?;
+    Ok(ets)
+}
+
+/// The switches' configuration, PFC and ECN on the flows' `priorities`.
+pub(crate) fn switch_config(s: &SwitchSpec, priorities: Priorities) -> Result<SwitchConfig> {
+    let ets = ets_config(&s.ets).context("switch.ets")?;
     Ok(SwitchConfig {
         port_buffer: s.port_buffer,
         shared_buffer: s.shared_buffer,

@@ -27,7 +27,7 @@ use core::net::{Ipv4Addr, Ipv6Addr};
 use heapless::Deque;
 
 use crate::cc::{CcConfig, QpCc, QpCcInfo, ECN_CE, ECN_ECT0};
-use crate::dcb::{Priorities, PriorityMap};
+use crate::dcb::Priorities;
 use crate::fastpath;
 use crate::memory::{AccessFlags, Dma, DmaError, MemError, MemoryTable, MrKeys, Pd};
 use crate::num::{Lkey, Psn, Qpn};
@@ -1218,14 +1218,15 @@ impl<
         buf: &mut [u8],
         dma: &mut dyn Dma,
     ) -> Option<usize> {
-        self.poll_transmit_except(now, buf, dma, &PriorityMap::new(), Priorities::NONE)
+        self.poll_transmit_except(now, buf, dma, Priorities::NONE)
     }
 
     /// [`Engine::poll_transmit`] for a port with a transmit queue per 802.1p priority
     /// (`roce_core::dcb`): frames of a priority in `blocked` (paused by the link partner,
     /// or its queue full) are not built; the QP keeps them for a later poll and the
     /// other QPs go on. A QP's priority is that of its traffic class (its DSCP, or its
-    /// SL as the PCP when VLAN-tagged) through `map`; its CNPs have their own (the
+    /// SL as the PCP when VLAN-tagged) through the port's map (`DcbConfig::map`); its
+    /// CNPs have their own (the
     /// port's CNP DSCP and priority), so a CNP never waits behind paused data. A UD QP's
     /// frames go by the QP's own address vector, whatever a WR's says.
     pub fn poll_transmit_except(
@@ -1233,7 +1234,6 @@ impl<
         now: Instant,
         buf: &mut [u8],
         dma: &mut dyn Dma,
-        map: &PriorityMap,
         blocked: Priorities,
     ) -> Option<usize> {
         let now = self.clock(now);
@@ -1248,6 +1248,7 @@ impl<
                 (false, false)
             } else {
                 let tagged = qp.av.vlan_id.is_some();
+                let map = &self.cfg.dcb.map;
                 let prio = |dscp: u8, pcp: u8| map.priority(dscp, tagged.then_some(pcp));
                 let cc = &self.cfg.cc;
                 (

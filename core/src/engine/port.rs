@@ -1,6 +1,7 @@
 //! The port's address table and its priority settings: what the host configures through
-//! the ABI besides QPs (the GID table, PFC).
+//! the ABI besides QPs (the GID table, Data Center Bridging).
 
+use crate::dcb::{EtsConfig, EtsError, PriorityMap};
 use crate::transport::AddressVector;
 
 /// Entries in a port's GID table.
@@ -98,18 +99,51 @@ impl GidTable {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct GidIndexError(pub u8);
 
-/// The port's Data Center Bridging settings (802.1Qbb PFC today).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// The port's Data Center Bridging settings: which priorities are lossless (802.1Qbb
+/// PFC), how frames map to priorities, and how the port's transmit queues share the link
+/// (802.1Qaz ETS). The host sets them through the ABI's MODIFY_DCB.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DcbConfig {
     /// Priorities with PFC on (bit `p` for priority `p`): the port sends pause frames
     /// for them when its receive buffer fills, and honours the pause frames it receives
     /// for them. No priority is lossless by default.
     pub pfc_enable: u8,
+    /// The priority of a frame: its DSCP's when untagged, its PCP's when VLAN-tagged. A
+    /// QP's frames take the priority of its traffic class (or SL as the PCP), CNPs that
+    /// of the port's CNP DSCP and priority. Default: DSCP `d` is priority `d >> 3`, PCP
+    /// `p` is priority `p`.
+    pub map: PriorityMap,
+    /// Transmission selection among the eight priorities' transmit queues.
+    pub ets: EtsConfig,
 }
 
 impl DcbConfig {
-    /// PFC on no priority (a `const`, for `PortConfig::new`).
-    pub const OFF: Self = Self { pfc_enable: 0 };
+    /// PFC on no priority, the default maps, and ETS with equal shares (a `const`, for
+    /// `PortConfig::new`).
+    pub const OFF: Self = Self {
+        pfc_enable: 0,
+        map: PriorityMap::new(),
+        ets: EtsConfig::EQUAL,
+    };
+
+    /// Why the settings cannot be applied: a map entry above priority 7, or ETS
+    /// shares that break 802.1Qaz's rules.
+    pub fn validate(&self) -> Result<(), &'static str> {
+        if !self.map.is_valid() {
+            return Err("a priority map entry above 7");
+        }
+        self.ets.validate().map_err(|e| match e {
+            EtsError::StrictWithShare(_) => "a strict ETS class with a bandwidth share",
+            EtsError::NoShare(_) => "an ETS class without a bandwidth share",
+            EtsError::Sum(_) => "ETS shares that do not add up to 100 %",
+        })
+    }
+}
+
+impl Default for DcbConfig {
+    fn default() -> Self {
+        Self::OFF
+    }
 }
 
 #[cfg(test)]

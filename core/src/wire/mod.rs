@@ -89,6 +89,7 @@ pub mod icrc;
 pub mod imm;
 pub mod ipv4;
 pub mod ipv6;
+pub mod lldp;
 pub mod mad;
 pub mod opcode;
 pub mod pfc;
