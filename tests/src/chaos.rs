@@ -12,11 +12,16 @@
 //! * both hosts' memory equals the model's: WRITE targets, SEND buffers, READ
 //!   destinations, atomic counters and the original values atomics return;
 //! * no QP is stuck: every one is back in RTS with nothing outstanding, within a bound
-//!   on simulated time.
+//!   on simulated time; except a requester whose whole retry budget the link spent
+//!   (IBTA's `retry_cnt` is at most 7: under these faults a long run meets it now and
+//!   then), which ends `RETRY_EXC_ERR` as the spec says, and only where both ends'
+//!   captures prove it was the link ([`proof`]).
 //!
 //! The QPs' areas do not overlap, so their WRs commute and the model needs no
 //! cross-QP order. Within a QP, READ destinations and atomic results each get a slot of
 //! their own, so each READ is checked against the target as it was when the READ ran.
+
+mod proof;
 
 use roce_core::memory::AccessFlags;
 use roce_core::num::Psn;
@@ -26,7 +31,7 @@ use roce_core::transport::{
 };
 use roce_device::{Capacities, NicModel};
 use roce_host::{CompletionQueue, ConnectOptions, Context, MemoryRegion, QueuePair};
-use roce_sim::{Faults, LinkConfig};
+use roce_sim::{Faults, LinkConfig, MemoryCapture};
 use roce_testbed::nic::{boot, port_config, Datapath};
 use roce_testbed::{Sim, World};
 use std::fmt;
@@ -82,6 +87,9 @@ pub struct Report {
     pub retransmits: u64,
     /// Simulated time the run took.
     pub sim_ns: u64,
+    /// QP pairs whose requester ended `RETRY_EXC_ERR` because the link lost every retry
+    /// or its answer (`proof`), each with the account the captures give.
+    pub spent_by_link: Vec<String>,
 }
 
 impl fmt::Display for Report {
@@ -105,7 +113,11 @@ impl fmt::Display for Report {
             self.corrupted,
             self.retransmits,
             self.sim_ns as f64 / 1e6
-        )
+        )?;
+        for s in &self.spent_by_link {
+            write!(f, "; RETRY_EXC_ERR by the link: {s}")?;
+        }
+        Ok(())
     }
 }
 
@@ -367,15 +379,39 @@ fn side(ctx: &Context, qps: usize, region: usize) -> Result<Side, String> {
 }
 
 /// Runs one chaos configuration; `Err` says what was violated.
+///
+/// A QP pair whose requester ends `RETRY_EXC_ERR` leaves the run (the others go on);
+/// the run, deterministic, is then repeated with both ends captured in memory, and it
+/// passes only if [`proof::retry_budget_spent_by_link`] shows that the link lost every
+/// retry or its answer. Its completions up to the failure, the receives and the READ
+/// and atomic results among them are still checked; its target memory is not (which of
+/// the WRs in flight executed is not known).
 pub fn run(cfg: &Config) -> Result<Report, String> {
+    match run_once(cfg, None)? {
+        Some(report) => Ok(report),
+        None => {
+            let captures = [MemoryCapture::new(), MemoryCapture::new()];
+            run_once(cfg, Some(&captures))?
+                .ok_or_else(|| "the repeated run asked for captures again".into())
+        }
+    }
+}
+
+/// One run; `None` when a requester ended `RETRY_EXC_ERR` and `captures` (each end's)
+/// were not given to prove that the link caused it.
+fn run_once(cfg: &Config, captures: Option<&[MemoryCapture; 2]>) -> Result<Option<Report>, String> {
     let mut rng = Rng(cfg.seed);
     let nics = [nic(cfg.backend, 0)?, nic(cfg.backend, 1)?];
     let link = LinkConfig::new(100_000_000_000, 2_000).with_faults(cfg.faults);
     let mut sim = Sim::back_to_back(nics, link, cfg.seed).map_err(|e| format!("open: {e}"))?;
     if let Some(dir) = std::env::var_os("ROCE_CHAOS_PCAP") {
-        // What NIC A sends (lost or not) and receives, and what the link delivers.
+        // What each NIC sends (lost or not) and receives, and what the link delivers.
         let dir = std::path::Path::new(&dir);
-        for (name, end) in [("a.pcap", Some(0)), ("delivered.pcap", None)] {
+        for (name, end) in [
+            ("a.pcap", Some(0)),
+            ("b.pcap", Some(1)),
+            ("delivered.pcap", None),
+        ] {
             let f = std::fs::File::create(dir.join(name)).map_err(|e| e.to_string())?;
             let out = std::io::BufWriter::new(f);
             match end {
@@ -384,6 +420,11 @@ pub fn run(cfg: &Config) -> Result<Report, String> {
             }
             .map_err(|e| e.to_string())?;
         }
+    }
+    for (end, cap) in captures.into_iter().flatten().enumerate() {
+        sim.fabric
+            .tap_end(sim.link, end, cap.clone())
+            .map_err(|e| e.to_string())?;
     }
     let [ca, cb] = sim.contexts().map(Context::clone);
     let a = side(&ca, cfg.qps, cfg.qps * a_area(cfg.ops))?;
@@ -427,10 +468,12 @@ pub fn run(cfg: &Config) -> Result<Report, String> {
     let mut recvs: Vec<Vec<WorkCompletion>> = vec![Vec::new(); cfg.qps];
     let expected_recvs: Vec<usize> = pairs.iter().map(|p| p.recv_expect.len()).collect();
     let mut buf = [WorkCompletion::default(); 64];
+    // Pairs whose requester ended RETRY_EXC_ERR: no more WRs for them.
+    let mut spent = vec![false; cfg.qps];
     // A bound on simulated time: a stuck QP ends the run instead of spinning.
     let limit = 30_000_000_000u64;
     loop {
-        for (q, p) in pairs.iter().enumerate() {
+        for (q, p) in pairs.iter().enumerate().filter(|&(q, _)| !spent[q]) {
             // Receives stay posted ahead of the SENDs (an RNR wait would only slow it).
             while next_recv[q] < p.recv_expect.len() && next_recv[q] - recvs[q].len() < RQ {
                 let r = next_recv[q];
@@ -474,22 +517,28 @@ pub fn run(cfg: &Config) -> Result<Report, String> {
                 }
             }
         }
-        let done = (0..cfg.qps)
-            .all(|q| sends[q].len() == pairs[q].ops.len() && recvs[q].len() == expected_recvs[q]);
+        for (q, s) in spent.iter_mut().enumerate() {
+            *s |= sends[q].iter().any(|c| c.status == WcStatus::RetryExcErr);
+        }
+        let done = (0..cfg.qps).all(|q| {
+            spent[q]
+                || (sends[q].len() == pairs[q].ops.len() && recvs[q].len() == expected_recvs[q])
+        });
         if done {
             break;
         }
         if !sim.advance() || sim.now() > limit {
             let waiting: Vec<String> = (0..cfg.qps)
                 .filter(|&q| {
-                    sends[q].len() < pairs[q].ops.len() || recvs[q].len() < expected_recvs[q]
+                    !spent[q]
+                        && (sends[q].len() < pairs[q].ops.len()
+                            || recvs[q].len() < expected_recvs[q])
                 })
                 .map(|q| {
                     let failed = sends[q]
                         .iter()
                         .chain(&recvs[q])
                         .find(|c| c.status != WcStatus::Success);
-                    let state = |qp: &QueuePair| qp.query().ok().and_then(|a| a.qp_state);
                     format!(
                         "QP pair {q}: {}/{} sends, {}/{} receives, QPs in {:?} and {:?}, \
                          first failed completion {failed:?}",
@@ -497,8 +546,8 @@ pub fn run(cfg: &Config) -> Result<Report, String> {
                         pairs[q].ops.len(),
                         recvs[q].len(),
                         expected_recvs[q],
-                        state(&a.qps[q]),
-                        state(&b.qps[q]),
+                        device_state(&a.qps[q]),
+                        device_state(&b.qps[q]),
                     )
                 })
                 .collect();
@@ -514,23 +563,59 @@ pub fn run(cfg: &Config) -> Result<Report, String> {
         report.corrupted += c.corrupted;
     }
     report.retransmits = sim.counters().retransmits;
+    if spent.contains(&true) {
+        let Some([cap_a, cap_b]) = captures else {
+            return Ok(None);
+        };
+        let (pcap_a, pcap_b) = (cap_a.bytes(), cap_b.bytes());
+        for q in (0..cfg.qps).filter(|&q| spent[q]) {
+            let end = |pcap, i, qp: &QueuePair| proof::End {
+                pcap,
+                mac: port_config(i).mac,
+                qpn: qp.qpn(),
+            };
+            let why = proof::retry_budget_spent_by_link(
+                &end(&pcap_a, 0, &a.qps[q]),
+                &end(&pcap_b, 1, &b.qps[q]),
+                opts.retry_cnt,
+            )
+            .map_err(|e| format!("QP pair {q} ended RETRY_EXC_ERR, not the link's doing: {e}"))?;
+            report.spent_by_link.push(format!("QP pair {q}: {why}"));
+        }
+    }
 
     for (q, p) in pairs.iter().enumerate() {
+        if spent[q] {
+            check_spent(q, p, &sends[q], &recvs[q], &a.mr, &b.mr)?;
+            let states = (device_state(&a.qps[q]), device_state(&b.qps[q]));
+            if states != (Some(QpState::Err), Some(QpState::Rts)) {
+                return Err(format!(
+                    "QP pair {q}: after RETRY_EXC_ERR the QPs are in {states:?}, not (Err, Rts)"
+                ));
+            }
+            continue;
+        }
         check_sends(q, p, &sends[q])?;
         check_recvs(q, p, &recvs[q])?;
         check_memory(q, p, &a.mr, &b.mr)?;
         for qp in [&a.qps[q], &b.qps[q]] {
-            if qp.state() != QpState::Rts || qp.send_outstanding() != 0 {
+            let state = device_state(qp);
+            if state != Some(QpState::Rts) || qp.send_outstanding() != 0 {
                 return Err(format!(
-                    "QP pair {q}: QP {:?} left in {:?} with {} outstanding",
+                    "QP pair {q}: QP {:?} left in {state:?} with {} outstanding",
                     qp.qpn(),
-                    qp.state(),
                     qp.send_outstanding()
                 ));
             }
         }
     }
-    Ok(report)
+    Ok(Some(report))
+}
+
+/// The QP's state as the device has it (`ibv_query_qp`: it may have gone to ERR on
+/// its own since the last modify).
+fn device_state(qp: &QueuePair) -> Option<QpState> {
+    qp.query().ok().and_then(|a| a.qp_state)
 }
 
 fn recv_id(q: usize, r: usize) -> u64 {
@@ -579,11 +664,55 @@ fn check_recvs(q: usize, p: &Pair, got: &[WorkCompletion]) -> Result<(), String>
     Ok(())
 }
 
-fn check_memory(q: usize, p: &Pair, a: &MemoryRegion, b: &MemoryRegion) -> Result<(), String> {
-    let read = |mr: &MemoryRegion, off: usize, len: usize| {
-        let mut v = vec![0u8; len];
-        mr.read(off, &mut v).map(|()| v).map_err(|e| e.to_string())
+/// A pair whose requester ended `RETRY_EXC_ERR`: its send completions are the model's
+/// in posting order up to the failed one, then flushes; the receives that completed are
+/// right, bytes included; so are the READ data and atomic results of the WRs that
+/// completed (every earlier WR executed before them: RC executes in order).
+fn check_spent(
+    q: usize,
+    p: &Pair,
+    sends: &[WorkCompletion],
+    recvs: &[WorkCompletion],
+    a: &MemoryRegion,
+    b: &MemoryRegion,
+) -> Result<(), String> {
+    let ok = sends
+        .iter()
+        .position(|c| c.status != WcStatus::Success)
+        .unwrap_or(sends.len());
+    check_sends(q, p, &sends[..ok])?;
+    let rest: Vec<WcStatus> = sends[ok..].iter().map(|c| c.status).collect();
+    if rest.first() != Some(&WcStatus::RetryExcErr)
+        || rest[1..].iter().any(|&s| s != WcStatus::WrFlushErr)
+    {
+        return Err(format!(
+            "QP pair {q}: after {ok} successful sends the statuses {rest:?}, expected \
+             RETRY_EXC_ERR then flushes"
+        ));
+    }
+    check_recvs(q, p, recvs)?;
+    let done = &p.ops[..ok];
+    let counts = Done {
+        recvs: recvs.len(),
+        reads: done.iter().filter(|o| o.kind == 2).count(),
+        atomics: done.iter().filter(|o| o.kind >= 4).count(),
     };
+    check_results(q, p, a, b, counts)
+}
+
+/// How many of a pair's receives, READs and atomics completed.
+struct Done {
+    recvs: usize,
+    reads: usize,
+    atomics: usize,
+}
+
+fn read(mr: &MemoryRegion, off: usize, len: usize) -> Result<Vec<u8>, String> {
+    let mut v = vec![0u8; len];
+    mr.read(off, &mut v).map(|()| v).map_err(|e| e.to_string())
+}
+
+fn check_memory(q: usize, p: &Pair, a: &MemoryRegion, b: &MemoryRegion) -> Result<(), String> {
     if read(b, p.b_target, TARGET)? != p.target {
         return Err(format!(
             "QP pair {q}: the responder's target differs from the model"
@@ -598,21 +727,38 @@ fn check_memory(q: usize, p: &Pair, a: &MemoryRegion, b: &MemoryRegion) -> Resul
             ));
         }
     }
-    for (r, (data, _)) in p.recv_expect.iter().enumerate() {
+    let all = Done {
+        recvs: p.recv_expect.len(),
+        reads: p.read_expect.len(),
+        atomics: p.result_expect.len(),
+    };
+    check_results(q, p, a, b, all)
+}
+
+/// The first `done.recvs` receive buffers, `done.reads` READ destinations and
+/// `done.atomics` atomic results hold what the model says.
+fn check_results(
+    q: usize,
+    p: &Pair,
+    a: &MemoryRegion,
+    b: &MemoryRegion,
+    done: Done,
+) -> Result<(), String> {
+    for (r, (data, _)) in p.recv_expect.iter().enumerate().take(done.recvs) {
         if read(b, p.b_recv + r * MAX_LEN as usize, data.len())? != *data {
             return Err(format!(
                 "QP pair {q}: receive {r} holds other bytes than sent"
             ));
         }
     }
-    for (i, (slot, data)) in p.read_expect.iter().enumerate() {
+    for (i, (slot, data)) in p.read_expect.iter().enumerate().take(done.reads) {
         if read(a, *slot, data.len())? != *data {
             return Err(format!(
                 "QP pair {q}: READ {i} brought other bytes than the model's"
             ));
         }
     }
-    for (i, (slot, old)) in p.result_expect.iter().enumerate() {
+    for (i, (slot, old)) in p.result_expect.iter().enumerate().take(done.atomics) {
         let got = u64::from_le_bytes(read(a, *slot, 8)?.try_into().expect("8 bytes"));
         if got != *old {
             return Err(format!(
