@@ -27,8 +27,10 @@ use zerocopy::{FromBytes, FromZeros, Immutable, IntoBytes, KnownLayout};
 pub const DEVICE_ID: u32 = 0x524F_4345;
 /// ABI version this crate speaks; a host refuses a device with another major.
 pub const ABI_MAJOR: u16 = 1;
-/// Minor version: additions that old hosts can ignore. 1.3 added the DCB priority maps
-/// and ETS to MODIFY_DCB/QUERY_DCB (`DcbArg`). 1.2 added inline sends
+/// Minor version: additions that old hosts can ignore. 1.3 added memory windows and
+/// fast-registration MRs (opcodes 27 to 29, the BIND_MW and REG_MR send WQEs), a VLAN
+/// per GID entry, and the DCB priority maps and ETS to MODIFY_DCB/QUERY_DCB (`DcbArg`).
+/// 1.2 added inline sends
 /// (`IBV_SEND_INLINE` in a send WQE, `CreateQpArg::max_inline_data`) and shared receive
 /// queues (opcodes 23 to 26, `SRQ_DB`, the SRQ-limit event, `CreateQpArg::srqn`); 1.1
 /// is the port commands' (`docs/abi.md`).
@@ -312,6 +314,13 @@ pub enum CmdOp {
     ModifySrq = 24,
     QuerySrq = 25,
     DestroySrq = 26,
+    /// ABI 1.3: `ibv_alloc_mw` (`AllocMwArg`; `out` = the window's R_Key).
+    AllocMw = 27,
+    /// ABI 1.3: `ibv_dealloc_mw` (`HandleArg`: the R_Key).
+    DeallocMw = 28,
+    /// ABI 1.3: a fast-registration MR (`RegMrArg` with `length` its largest
+    /// registration, `addr` and `access` 0; `out` = L_Key), registered by REG_MR WQEs.
+    AllocMr = 29,
     /// Hands the NIC host memory for QP contexts (`IcmArg`; `docs/scale.md`).
     SetIcm = 64,
 }
@@ -346,6 +355,9 @@ impl CmdOp {
             24 => Self::ModifySrq,
             25 => Self::QuerySrq,
             26 => Self::DestroySrq,
+            27 => Self::AllocMw,
+            28 => Self::DeallocMw,
+            29 => Self::AllocMr,
             64 => Self::SetIcm,
             _ => return None,
         })
@@ -467,6 +479,20 @@ pub struct RegMrArg {
     pub length: U64,
     /// Output.
     pub lkey: U32,
+    /// Output.
+    pub rkey: U32,
+}
+
+/// ALLOC_MW parameters (ABI 1.3); `out` and `rkey` are the window's R_Key.
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable,
+)]
+#[repr(C)]
+pub struct AllocMwArg {
+    pub pd: U32,
+    /// `enum ibv_mw_type`: 1 or 2.
+    pub mw_type: u8,
+    pub reserved: [u8; 3],
     /// Output.
     pub rkey: U32,
 }
@@ -645,6 +671,7 @@ mod tests {
             size_of::<QpCcArg>(),
             size_of::<QueryCountersArg>(),
             size_of::<RegMrArg>(),
+            size_of::<AllocMwArg>(),
             size_of::<CreateCqArg>(),
             size_of::<CreateQpArg>(),
             size_of::<IcmArg>(),
@@ -707,6 +734,54 @@ mod tests {
     }
 
     #[test]
+    fn bind_mw_and_reg_mr_wqes_round_trip_at_the_documented_offsets() {
+        use roce_core::memory::{AccessFlags, FastReg, MwBind};
+        use roce_core::num::{Lkey, Rkey};
+        use roce_core::transport::{SendFlags, SendWr, WrOp};
+        let bind = MwBind {
+            mw: Rkey(0x8000_0107),
+            rkey: Rkey(0x8000_0108),
+            mr: Lkey(0x0000_0203),
+            addr: 0x1122_3344_5566_7788,
+            length: 0x1000,
+            access: AccessFlags::REMOTE_READ | AccessFlags::REMOTE_WRITE,
+        };
+        let wr = SendWr::new(9, WrOp::BindMw(bind)).flags(SendFlags::SIGNALED);
+        let w = SendWqe::from_wr(&wr);
+        let b = w.as_bytes();
+        assert_eq!(b[8], 8, "IBV_WR_BIND_MW");
+        assert_eq!(
+            b[12..16],
+            0x8000_0107u32.to_le_bytes(),
+            "imm_or_inv: the MW"
+        );
+        assert_eq!(
+            b[16..24],
+            0x1122_3344_5566_7788u64.to_le_bytes(),
+            "remote_addr"
+        );
+        assert_eq!(b[24..28], 0x8000_0108u32.to_le_bytes(), "rkey: the new key");
+        assert_eq!(b[32..40], 0x1000u64.to_le_bytes(), "compare: the length");
+        assert_eq!(b[40..48], 0x203u64.to_le_bytes(), "swap_add: the MR");
+        assert_eq!(b[48..52], 6u32.to_le_bytes(), "remote_qkey: the access");
+        assert_eq!(w.to_wr(false, 0), Ok(wr));
+        let reg = FastReg {
+            mr: Lkey(0x0000_0305),
+            key: 0x0000_0306,
+            addr: 0x4000,
+            length: 512,
+            access: AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE,
+        };
+        let wr = SendWr::new(10, WrOp::RegMr(reg));
+        let w = SendWqe::from_wr(&wr);
+        assert_eq!(w.opcode, 0x20, "IB_WR_REG_MR");
+        assert_eq!(w.to_wr(false, 0), Ok(wr));
+        let mut bad = w;
+        bad.remote_qkey = U32::new(0x40);
+        assert!(bad.to_wr(false, 0).is_err(), "unknown access bit");
+    }
+
+    #[test]
     fn inline_payload_lives_in_the_sge_area() {
         use roce_core::memory::WQE_LKEY;
         use roce_core::transport::{SendFlags, SendWr, WrOp};
@@ -764,7 +839,7 @@ mod tests {
 // Conversions between the ABI's bytes and the engine's verbs types. Both sides use these:
 // the driver to encode, the firmware to decode, so an encoding cannot drift.
 
-use roce_core::memory::{AccessFlags, WQE_LKEY};
+use roce_core::memory::{AccessFlags, FastReg, MwBind, WQE_LKEY};
 use roce_core::num::{Lkey, Psn, Qkey, Qpn, Rkey};
 use roce_core::transport::{
     AckTimeout, AddressVector, Mtu, QpAttr, QpState, RecvWr, RetryCount, RnrTimer, SendFlags,
@@ -890,6 +965,21 @@ impl SendWqe {
                 w.rkey = U32::new(rkey.0);
                 w.swap_add = U64::new(add);
             }
+            WrOp::BindMw(b) => {
+                w.imm_or_inv = U32::new(b.mw.0);
+                w.rkey = U32::new(b.rkey.0);
+                w.remote_addr = U64::new(b.addr);
+                w.compare = U64::new(b.length);
+                w.swap_add = U64::new(u64::from(b.mr.0));
+                w.remote_qkey = U32::new(b.access.bits());
+            }
+            WrOp::RegMr(r) => {
+                w.imm_or_inv = U32::new(r.mr.0);
+                w.rkey = U32::new(r.key);
+                w.remote_addr = U64::new(r.addr);
+                w.compare = U64::new(r.length);
+                w.remote_qkey = U32::new(r.access.bits());
+            }
         }
         if let Some(ud) = &wr.ud {
             w.remote_qpn = U32::new(ud.remote_qpn.value());
@@ -945,6 +1035,26 @@ impl SendWqe {
                 rkey,
                 add: self.swap_add.get(),
             },
+            x if x == WrOpcode::BindMw as u8 => WrOp::BindMw(MwBind {
+                mw: Rkey(imm),
+                rkey,
+                mr: Lkey(
+                    u32::try_from(self.swap_add.get())
+                        .map_err(|_| DecodeError("BIND_MW: L_Key above 32 bits"))?,
+                ),
+                addr: remote_addr,
+                length: self.compare.get(),
+                access: AccessFlags::from_bits(self.remote_qkey.get())
+                    .ok_or(DecodeError("BIND_MW: unknown access flags"))?,
+            }),
+            x if x == WrOpcode::RegMr as u8 => WrOp::RegMr(FastReg {
+                mr: Lkey(imm),
+                key: rkey.0,
+                addr: remote_addr,
+                length: self.compare.get(),
+                access: AccessFlags::from_bits(self.remote_qkey.get())
+                    .ok_or(DecodeError("REG_MR: unknown access flags"))?,
+            }),
             _ => return Err(DecodeError("unknown send opcode")),
         };
         let flags = SendFlags::from_bits_truncate(u32::from(self.send_flags));

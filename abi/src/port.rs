@@ -66,8 +66,9 @@ pub struct GidArg {
     /// The RoCE version of the entry (`IBV_GID_TYPE_ROCE_V2` = 2). This NIC speaks
     /// RoCEv2 only, so a valid entry must say 2.
     pub roce_version: u8,
-    /// The entry's 802.1Q VLAN, or 0xFFFF for untagged. Only untagged entries are
-    /// accepted for now (VLANs per GID come with a later minor version).
+    /// The entry's 802.1Q VLAN (1 to 4094), or 0xFFFF for untagged (ABI 1.3; 1.2
+    /// refused any VLAN). Frames for the GID must carry it; QPs sending from the entry
+    /// tag their frames with it.
     pub vlan_id: U16,
     pub reserved: U16,
     /// The GID: IPv4-mapped (`::ffff:a.b.c.d`) or IPv6, network order.
@@ -88,7 +89,7 @@ impl GidArg {
             index: U16::new(u16::from(index)),
             flags: if entry.is_some() { Self::VALID } else { 0 },
             roce_version: if entry.is_some() { Self::ROCE_V2 } else { 0 },
-            vlan_id: U16::new(Self::NO_VLAN),
+            vlan_id: U16::new(entry.and_then(|e| e.vlan_id).unwrap_or(Self::NO_VLAN)),
             reserved: U16::new(0),
             gid: entry.map_or([0; 16], |e| e.gid),
         }
@@ -110,13 +111,15 @@ impl GidArg {
         if self.roce_version != Self::ROCE_V2 {
             return Err(DecodeError("only RoCEv2 GID entries are supported"));
         }
-        if self.vlan_id.get() != Self::NO_VLAN {
-            return Err(DecodeError("GID entries with a VLAN are not supported"));
-        }
         if self.gid == [0; 16] {
             return Err(DecodeError("the zero GID is not an address"));
         }
-        Ok(Some(GidEntry::new(self.gid)))
+        match self.vlan_id.get() {
+            Self::NO_VLAN => Ok(Some(GidEntry::new(self.gid))),
+            // 0 is a priority tag and 4095 reserved (802.1Q): neither is a VLAN.
+            vid @ 1..=4094 => Ok(Some(GidEntry::with_vlan(self.gid, vid))),
+            _ => Err(DecodeError("VLAN ID outside 1..=4094")),
+        }
     }
 }
 
@@ -456,7 +459,15 @@ mod tests {
         assert!(v1.to_entry().is_err());
         let mut tagged = a;
         tagged.vlan_id = U16::new(100);
-        assert!(tagged.to_entry().is_err());
+        assert_eq!(tagged.to_entry(), Ok(Some(GidEntry::with_vlan(gid, 100))));
+        assert_eq!(
+            GidArg::from_entry(3, Some(&GidEntry::with_vlan(gid, 100))),
+            tagged
+        );
+        for vid in [0, 4095, 0x8001] {
+            tagged.vlan_id = U16::new(vid);
+            assert!(tagged.to_entry().is_err(), "{vid}");
+        }
         let mut zero = a;
         zero.gid = [0; 16];
         assert!(zero.to_entry().is_err());

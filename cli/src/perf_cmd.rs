@@ -33,6 +33,11 @@ pub struct PerfArgs {
     /// Outstanding work requests per QP.
     #[arg(long, default_value_t = 128)]
     pub tx_depth: usize,
+    /// perftest's `-I`: SENDs and WRITEs of at most this many bytes carry their payload
+    /// inline (`IBV_SEND_INLINE`; the QP asks for this `max_inline_data`). With
+    /// --server/--client only.
+    #[arg(short = 'I', long, default_value_t = 0)]
+    pub inline_size: u32,
     /// QP local ACK timeout exponent: 4.096 us x 2^timeout (perftest's `-u`).
     #[arg(short = 'u', long, default_value_t = 14)]
     pub qp_timeout: u8,
@@ -365,6 +370,7 @@ fn run_wire(args: &PerfArgs, sizes: Vec<usize>, iters: usize, out: &mut impl Wri
             role: role.clone(),
             link: args.raw.clone(),
             fastpath: args.fastpath,
+            inline: args.inline_size,
         };
         perftest::run(&p, out)?;
     }

@@ -5,7 +5,7 @@
 mod common;
 
 use common::*;
-use roce_core::engine::{Engine, PortConfig};
+use roce_core::engine::{Engine, GidEntry, PortConfig};
 use roce_core::memory::{AccessFlags, MemError, WQE_LKEY};
 use roce_core::num::{Psn, Qpn};
 use roce_core::transport::{
@@ -301,8 +301,14 @@ fn ipv6_and_vlan_addressing() {
     p.keep_trace = true;
     let gid_a = [0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1];
     let gid_b = [0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2];
-    *p.a.eng = Eng::new(PortConfig::new(p.a.mac, gid_a));
-    *p.b.eng = Eng::new(PortConfig::new(p.b.mac, gid_b));
+    // Both addresses live on VLAN 100: frames for them are taken only there.
+    let on_vlan = |mac, gid| {
+        let mut c = PortConfig::new(mac, gid);
+        c.gids.set(0, Some(GidEntry::with_vlan(gid, 100))).unwrap();
+        c
+    };
+    *p.a.eng = Eng::new(on_vlan(p.a.mac, gid_a));
+    *p.b.eng = Eng::new(on_vlan(p.b.mac, gid_b));
     for n in [&mut p.a, &mut p.b] {
         n.pd = n.eng.alloc_pd().unwrap();
         n.cq = n.eng.create_cq().unwrap();

@@ -172,3 +172,87 @@ fn frames_for_a_removed_gid_are_not_for_the_port() {
         "only the first WRITE was taken"
     );
 }
+
+/// `frame` with its 802.1Q tag replaced: `vid` Some tags it (PCP 0), None strips it.
+/// The ICRC does not cover the Ethernet and VLAN headers, so the frame stays valid.
+fn retag(frame: &[u8], vid: Option<u16>) -> Vec<u8> {
+    let tagged = frame[12..14] == [0x81, 0x00];
+    let rest = if tagged { &frame[16..] } else { &frame[12..] };
+    let mut out = frame[..12].to_vec();
+    if let Some(v) = vid {
+        out.extend_from_slice(&[0x81, 0x00]);
+        out.extend_from_slice(&(v & 0x0FFF).to_be_bytes());
+    }
+    out.extend_from_slice(rest);
+    out
+}
+
+#[test]
+fn each_gid_lives_on_its_own_vlan() {
+    // 10.0.0.id untagged at index 0, fd00::id on VLAN 100 at index 2.
+    let mut p = Pair::new(12);
+    p.keep_trace = true;
+    let node = |id: u8| {
+        Node::with_port(id, |c: &mut PortConfig| {
+            c.gids
+                .set(2, Some(GidEntry::with_vlan(v6(id), 100)))
+                .unwrap();
+        })
+    };
+    p.a = node(1);
+    p.b = node(2);
+    let (qa6, _) = connect_v6(&mut p);
+    write(&mut p, qa6, 1);
+    // Both ways the frames of the VLAN entry carry VID 100 (the address vectors say
+    // no VLAN: the entry's wins); the untagged entry's carry none.
+    let vids = |p: &Pair| -> Vec<Option<u16>> {
+        p.trace
+            .iter()
+            .map(|t| roce_core::wire::parse(&t.2).unwrap().vlan().map(|v| v.vid))
+            .collect()
+    };
+    assert!(vids(&p).iter().all(|v| *v == Some(100)), "{:?}", vids(&p));
+    p.trace.clear();
+    let (qa4, _) = p.connect(QpType::Rc, &QpOpts::default());
+    write(&mut p, qa4, 2);
+    assert!(vids(&p).iter().all(|v| v.is_none()));
+
+    // Replayed onto the wrong VLAN, a frame is not for the port: dropped and counted.
+    let v6_frame = {
+        p.trace.clear();
+        write(&mut p, qa6, 3);
+        p.trace.iter().find(|t| t.1).unwrap().2.clone()
+    };
+    let v4_frame = {
+        p.trace.clear();
+        write(&mut p, qa4, 4);
+        p.trace.iter().find(|t| t.1).unwrap().2.clone()
+    };
+    let now = roce_core::transport::Instant::from_nanos(p.now);
+    let cases = [
+        (retag(&v6_frame, None), "the VLAN GID's frame untagged"),
+        (
+            retag(&v6_frame, Some(0)),
+            "the VLAN GID's frame priority-tagged",
+        ),
+        (
+            retag(&v6_frame, Some(200)),
+            "the VLAN GID's frame on VLAN 200",
+        ),
+        (
+            retag(&v4_frame, Some(100)),
+            "the untagged GID's frame on VLAN 100",
+        ),
+    ];
+    for (f, what) in cases {
+        let before = p.b.eng.counters().rcvd_not_for_us;
+        p.b.eng.handle_packet(now, &f, &mut p.b.mem);
+        assert_eq!(p.b.eng.counters().rcvd_not_for_us, before + 1, "{what}");
+    }
+    // A priority tag (VID 0) on the untagged GID's frame is untagged traffic: taken
+    // (a duplicate of the last WRITE, so it is only re-acknowledged).
+    let before = p.b.eng.counters().duplicate_request;
+    p.b.eng
+        .handle_packet(now, &retag(&v4_frame, Some(0)), &mut p.b.mem);
+    assert_eq!(p.b.eng.counters().duplicate_request, before + 1);
+}

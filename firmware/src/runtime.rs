@@ -14,8 +14,8 @@ use roce_core::dcb::Priorities;
 use roce_core::engine::{CqHandle, Engine, PortConfig, QPN_BASE};
 use roce_core::fastpath::layout::{self, EVENT_LEN};
 use roce_core::fastpath::{Event, MrEntry};
-use roce_core::memory::{AccessFlags, Dma, MemError, Pd};
-use roce_core::num::{Lkey, Qpn};
+use roce_core::memory::{AccessFlags, Dma, MemError, MwType, Pd};
+use roce_core::num::{Lkey, Qpn, Rkey};
 use roce_core::transport::{
     Error as EngineError, Instant, QpAttr, QpInitAttr, QpState, QpType, WcOpcode, WcStatus,
     WorkCompletion,
@@ -922,6 +922,9 @@ impl<
             },
             CmdOp::RegMr => return self.reg_mr(e),
             CmdOp::DeregMr => self.engine.dereg_mr(Lkey(handle)),
+            CmdOp::AllocMw => return self.alloc_mw(e),
+            CmdOp::DeallocMw => self.engine.dealloc_mw(Rkey(handle)),
+            CmdOp::AllocMr => return self.alloc_mr(e),
             CmdOp::CreateCq => return self.create_cq(e),
             CmdOp::DestroyCq => return self.destroy_cq(handle),
             CmdOp::CreateQp => return self.create_qp(e),
@@ -1001,6 +1004,43 @@ impl<
             .engine
             .reg_mr(Pd::from_index(pd), arg.addr.get(), arg.length.get(), access)
         {
+            Ok(keys) => {
+                arg.lkey = U32::new(keys.lkey.0);
+                arg.rkey = U32::new(keys.rkey.0);
+                abi::set_payload(e, &arg);
+                e.out = U32::new(keys.lkey.0);
+                CmdStatus::Ok
+            }
+            Err(err) => status_of(&err),
+        }
+    }
+
+    fn alloc_mw(&mut self, e: &mut CmdEntry) -> CmdStatus {
+        let mut arg = abi::payload::<abi::AllocMwArg>(e);
+        let (Ok(pd), Some(mw_type)) = (u16::try_from(arg.pd.get()), MwType::from_u8(arg.mw_type))
+        else {
+            return CmdStatus::BadParam;
+        };
+        match self.engine.alloc_mw(Pd::from_index(pd), mw_type) {
+            Ok(rkey) => {
+                arg.rkey = U32::new(rkey.0);
+                abi::set_payload(e, &arg);
+                e.out = U32::new(rkey.0);
+                CmdStatus::Ok
+            }
+            Err(err) => status_of(&err),
+        }
+    }
+
+    fn alloc_mr(&mut self, e: &mut CmdEntry) -> CmdStatus {
+        let mut arg = abi::payload::<abi::RegMrArg>(e);
+        let Ok(pd) = u16::try_from(arg.pd.get()) else {
+            return CmdStatus::BadParam;
+        };
+        if arg.access.get() != 0 || arg.addr.get() != 0 {
+            return CmdStatus::BadParam;
+        }
+        match self.engine.alloc_mr(Pd::from_index(pd), arg.length.get()) {
             Ok(keys) => {
                 arg.lkey = U32::new(keys.lkey.0);
                 arg.rkey = U32::new(keys.rkey.0);

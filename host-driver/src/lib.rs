@@ -30,6 +30,6 @@ pub use error::Error;
 pub use memory::HostMemory;
 pub use port::{PortAttr, PortCounters};
 pub use verbs::{
-    AsyncEvents, CompletionQueue, ConnectOptions, Context, MemoryRegion, ProtectionDomain,
-    QpBuilder, QpEndpoint, QueuePair, SharedReceiveQueue, SrqAttr,
+    inc_rkey, AsyncEvents, CompletionQueue, ConnectOptions, Context, MemoryRegion, MemoryWindow,
+    MwBindInfo, ProtectionDomain, QpBuilder, QpEndpoint, QueuePair, SharedReceiveQueue, SrqAttr,
 };

@@ -17,7 +17,9 @@ use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, VecDeque};
 use std::rc::{Rc, Weak};
 
+mod mw;
 mod srq;
+pub use mw::{inc_rkey, MemoryWindow, MwBindInfo};
 pub use srq::{SharedReceiveQueue, SrqAttr};
 use zerocopy::little_endian::{U32, U64};
 use zerocopy::{FromZeros, IntoBytes};
@@ -300,20 +302,28 @@ pub struct ProtectionDomain {
 impl ProtectionDomain {
     /// `ibv_reg_mr` over a fresh, zeroed buffer of `len` bytes in host memory.
     pub fn reg_mr(&self, len: usize, access: AccessFlags) -> Result<MemoryRegion> {
+        self.new_mr(CmdOp::RegMr, len, access)
+    }
+
+    /// A fresh, zeroed buffer of `len` bytes and the MR command `op` over it: REG_MR
+    /// registers it with `access`; ALLOC_MR (fast registration) tells the NIC only the
+    /// length, `addr` and `access` 0, and REG_MR work requests register it later.
+    fn new_mr(&self, op: CmdOp, len: usize, access: AccessFlags) -> Result<MemoryRegion> {
         let ctx = &self.inner.ctx;
         let addr = ctx.dev.memory().alloc(len.max(1), 64);
         let mut e = CmdEntry::default();
+        let now = op == CmdOp::RegMr;
         abi::set_payload(
             &mut e,
             &abi::RegMrArg {
                 pd: U32::new(self.inner.pdn),
                 access: U32::new(access.bits()),
-                addr: U64::new(addr),
+                addr: U64::new(if now { addr } else { 0 }),
                 length: U64::new(len as u64),
                 ..Default::default()
             },
         );
-        if let Err(err) = ctx.exec(CmdOp::RegMr, &mut e) {
+        if let Err(err) = ctx.exec(op, &mut e) {
             ctx.dev.memory().free(addr, len.max(1));
             return Err(err);
         }
@@ -323,8 +333,8 @@ impl ProtectionDomain {
             _pd: self.inner.clone(),
             addr,
             len,
-            lkey: Lkey(arg.lkey.get()),
-            rkey: Rkey(arg.rkey.get()),
+            lkey: Cell::new(Lkey(arg.lkey.get())),
+            rkey: Cell::new(Rkey(arg.rkey.get())),
         })
     }
 
@@ -370,8 +380,9 @@ pub struct MemoryRegion {
     _pd: Rc<PdInner>,
     addr: u64,
     len: usize,
-    lkey: Lkey,
-    rkey: Rkey,
+    /// The keys change when a fast-registration MR is registered again (REG_MR).
+    lkey: Cell<Lkey>,
+    rkey: Cell<Rkey>,
 }
 
 impl MemoryRegion {
@@ -389,18 +400,18 @@ impl MemoryRegion {
     }
     /// Local key.
     pub fn lkey(&self) -> Lkey {
-        self.lkey
+        self.lkey.get()
     }
     /// Remote key.
     pub fn rkey(&self) -> Rkey {
-        self.rkey
+        self.rkey.get()
     }
     /// A scatter/gather element for `len` bytes at `offset`.
     pub fn sge(&self, offset: usize, len: u32) -> Sge {
         Sge {
             addr: self.addr + offset as u64,
             length: len,
-            lkey: self.lkey,
+            lkey: self.lkey.get(),
         }
     }
     /// Writes `data` at `offset` (the application filling its buffer).
@@ -437,7 +448,11 @@ impl MemoryRegion {
 
 impl Drop for MemoryRegion {
     fn drop(&mut self) {
-        if self.ctx.exec_handle(CmdOp::DeregMr, self.lkey.0).is_ok() {
+        if self
+            .ctx
+            .exec_handle(CmdOp::DeregMr, self.lkey.get().0)
+            .is_ok()
+        {
             self.ctx.dev.memory().free(self.addr, self.len.max(1));
         }
     }

@@ -477,3 +477,64 @@ fn counters_are_read_by_name() {
         assert!(v.minor() >= 1);
     }
 }
+
+#[test]
+fn a_gid_on_a_vlan_tags_its_frames_and_takes_frames_of_that_vlan_only() {
+    for m in models() {
+        gid_on_a_vlan(m);
+    }
+}
+
+fn gid_on_a_vlan(m: Model) {
+    let (a, b) = (side(m, 1), side(m, 2));
+    for (s, last) in [(&a, 1), (&b, 2)] {
+        s.ctx
+            .set_gid(3, Some(GidEntry::with_vlan(v6(last), 100)))
+            .unwrap();
+    }
+    assert_eq!(
+        a.ctx.query_gid(3).unwrap(),
+        Some(GidEntry::with_vlan(v6(1), 100))
+    );
+    // VID 0 (a priority tag) and 4095 (reserved) are no VLAN: refused.
+    for vid in [0, 4095] {
+        assert_eq!(
+            status(
+                a.ctx
+                    .set_gid(4, Some(GidEntry::with_vlan(v6(9), vid)))
+                    .unwrap_err()
+            ),
+            CmdStatus::BadParam
+        );
+    }
+    let o6 = ConnectOptions {
+        sgid_index: 3,
+        ..ConnectOptions::default()
+    };
+    let ep6 = |q: &QueuePair, last| QpEndpoint {
+        gid: v6(last),
+        ..q.endpoint(Psn::new(5))
+    };
+    let (qa, qb) = (qp(&a), qp(&b));
+    qa.connect(&ep6(&qb, 2), Psn::new(5), &o6).unwrap();
+    qb.connect(&ep6(&qa, 1), Psn::new(5), &o6).unwrap();
+    write(&a, &qa, &b, 1);
+    let sent = run(&a, &b, |_| {});
+    completes(&a, 1);
+    for f in &sent {
+        let vid = wire::parse(f).unwrap().vlan().map(|v| v.vid);
+        assert_eq!(vid, Some(100), "{m:?}");
+    }
+    // The same frames with the tag stripped are not for B's address: dropped, counted.
+    let before = b.ctx.query_counters().unwrap().engine.rcvd_not_for_us;
+    write(&a, &qa, &b, 2);
+    run(&a, &b, |f| {
+        if f[12..14] == [0x81, 0x00] {
+            f.drain(12..16);
+        }
+    });
+    assert!(
+        b.ctx.query_counters().unwrap().engine.rcvd_not_for_us > before,
+        "{m:?}"
+    );
+}

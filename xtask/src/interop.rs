@@ -26,6 +26,8 @@ enum Kind {
     Perf(&'static str, Option<&'static str>),
     /// `ibv_{rc,uc,ud}_pingpong` and our `roce pingpong`.
     Pingpong(&'static str),
+    /// perftest with `-I N` on both sides: SENDs / WRITEs of at most N bytes inline.
+    PerfInline(&'static str, usize),
 }
 
 #[derive(Clone, Debug)]
@@ -41,6 +43,7 @@ impl Case {
             Kind::Perf(t, Some(a)) => format!("{t}-{a}"),
             Kind::Perf(t, None) => format!("{t}-{}", self.size),
             Kind::Pingpong(t) => format!("{t}_pingpong-{}", self.size),
+            Kind::PerfInline(t, n) => format!("{t}-{}-I{n}", self.size),
         }
     }
 
@@ -56,6 +59,10 @@ impl Case {
                     self.iters
                 )
             }
+            Kind::PerfInline(t, n) => format!(
+                "ib_{t} -d rxe0 -x 1 -F -p {port} -n {} -s {} -I {n} {peer}",
+                self.iters, self.size
+            ),
             Kind::Pingpong(t) => {
                 let m = if *t == "ud" {
                     String::new()
@@ -85,6 +92,14 @@ impl Case {
                 }
                 a
             }
+            Kind::PerfInline(t, n) => vec![
+                "perf".into(),
+                t.to_string(),
+                "-s".into(),
+                self.size.to_string(),
+                "-I".into(),
+                n.to_string(),
+            ],
             Kind::Pingpong(t) => vec![
                 "pingpong".into(),
                 t.to_string(),
@@ -108,7 +123,8 @@ impl Case {
     }
 }
 
-/// The matrix: every perftest test at 1 B, 4 KiB and 64 KiB, both atomics, the three
+/// The matrix: every perftest test at 1 B, 4 KiB and 64 KiB, both atomics, inline
+/// (`-I 64`) SEND and WRITE bandwidth, the three
 /// pingpongs.
 fn matrix(mtu: u32) -> Vec<Case> {
     let mut v = Vec::new();
@@ -125,6 +141,14 @@ fn matrix(mtu: u32) -> Vec<Case> {
         v.push(Case {
             kind: Kind::Perf("atomic_bw", Some(a)),
             size: 8,
+            iters: 200,
+        });
+    }
+    // Inline SENDs and WRITEs (perftest -I), at the NIC's max_inline_data.
+    for t in ["write_bw", "send_bw"] {
+        v.push(Case {
+            kind: Kind::PerfInline(t, 64),
+            size: 64,
             iters: 200,
         });
     }
@@ -396,7 +420,9 @@ fn phase(
         env.stop_capture(cap);
         std::fs::write(env.out.join(format!("{name}.log")), &text).map_err(|e| e.to_string())?;
         let (fig, retransmits, mut data, recovery) = our_figure(&text);
-        if let (Kind::Perf("write_bw", None), "client", true) = (&c.kind, role, ok) {
+        if let (Kind::Perf("write_bw", None) | Kind::PerfInline("write_bw", _), "client", true) =
+            (&c.kind, role, ok)
+        {
             data = write_payload_check(env, &pcap, c.size, mtu);
         }
         println!("  {name}: {} {fig}", if ok { "ok" } else { "FAILED" });

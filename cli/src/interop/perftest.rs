@@ -60,6 +60,8 @@ pub struct WireParams {
     pub link: LinkArgs,
     /// The RC fast path on or off.
     pub fastpath: super::OnOff,
+    /// perftest's `-I`: SENDs and WRITEs up to this size go inline (0: none).
+    pub inline: u32,
 }
 
 /// What a wire run measured.
@@ -153,6 +155,8 @@ struct Local<'a> {
     /// Bytes per half of the buffer: [what we send / read into][what the peer targets].
     half: usize,
     remote: Dest,
+    /// Largest inline payload (perftest `-I`; 0: none).
+    inline: usize,
 }
 
 /// How long without any completion before a run is declared stuck.
@@ -176,13 +180,23 @@ impl Local<'_> {
     }
 
     fn remote_wr(&self, id: u64, op: WrOp, local_off: usize, len: usize) -> SendWr {
-        SendWr::new(id, op)
-            .sge(
-                self.mr.addr() + local_off as u64,
-                len as u32,
-                self.mr.lkey(),
-            )
-            .flags(SendFlags::SIGNALED)
+        let wr = SendWr::new(id, op).sge(
+            self.mr.addr() + local_off as u64,
+            len as u32,
+            self.mr.lkey(),
+        );
+        self.inline_if_small(wr.flags(SendFlags::SIGNALED))
+    }
+
+    /// Adds `IBV_SEND_INLINE` to a SEND or WRITE no longer than `-I` (as perftest).
+    fn inline_if_small(&self, wr: SendWr) -> SendWr {
+        let len: usize = wr.sg_list.iter().map(|s| s.length as usize).sum();
+        if self.inline > 0 && len <= self.inline && wr.op.opcode().can_inline() {
+            let flags = wr.send_flags;
+            wr.flags(flags | SendFlags::INLINE)
+        } else {
+            wr
+        }
     }
 
     fn write_op(&self, off: u64) -> WrOp {
@@ -327,6 +341,7 @@ impl Resources {
             .create_qp(QpType::Rc, &cq, &cq)
             .max_send_wr(s.tx_depth)
             .max_recv_wr(s.rx_depth)
+            .max_inline_data(p.inline)
             .build()?;
         let access = AccessFlags::LOCAL_WRITE
             | AccessFlags::REMOTE_WRITE
@@ -398,6 +413,7 @@ fn handshake<'a>(
             mr: res.mr,
             half,
             remote,
+            inline: p.inline as usize,
         },
         mtu,
         my_msg,
@@ -540,6 +556,7 @@ fn send_lat(l: &Local, p: &WireParams, s: &Shape) -> Result<Vec<f64>> {
             } else {
                 wr
             };
+            let wr = l.inline_if_small(wr);
             l.qp.post_send(&wr)?;
         }
     }

@@ -29,8 +29,8 @@ use heapless::Deque;
 use crate::cc::{CcConfig, QpCc, QpCcInfo, ECN_CE, ECN_ECT0};
 use crate::dcb::Priorities;
 use crate::fastpath;
-use crate::memory::{AccessFlags, Dma, DmaError, MemError, MemoryTable, MrKeys, Pd};
-use crate::num::{Lkey, Psn, Qpn};
+use crate::memory::{AccessFlags, Dma, DmaError, MemError, MemoryTable, MrKeys, MwType, Pd};
+use crate::num::{Lkey, Psn, Qpn, Rkey};
 use crate::transport::{
     AddressVector, CompletionSink, Counters, CurOp, Env, Error, Instant, Mtu, PortLimits, Qp,
     QpAttr, QpInfo, QpInitAttr, QpQueues, QpRef, QpState, QpType, RecvWr, SendWr, SrqHandle,
@@ -297,6 +297,22 @@ impl<
     /// `ibv_dereg_mr`.
     pub fn dereg_mr(&mut self, lkey: Lkey) -> Result<(), Error> {
         Ok(self.mem.dereg_mr(lkey)?)
+    }
+
+    /// Kernel `ib_alloc_mr(pd, IB_MR_TYPE_MEM_REG, ..)`: a fast-registration MR of up
+    /// to `max_len` bytes, invalid until a REG_MR work request registers it.
+    pub fn alloc_mr(&mut self, pd: Pd, max_len: u64) -> Result<MrKeys, Error> {
+        Ok(self.mem.alloc_mr(pd, max_len)?)
+    }
+
+    /// `ibv_alloc_mw`: an unbound memory window; its R_Key.
+    pub fn alloc_mw(&mut self, pd: Pd, mw_type: MwType) -> Result<Rkey, Error> {
+        Ok(self.mem.alloc_mw(pd, mw_type)?)
+    }
+
+    /// `ibv_dealloc_mw`.
+    pub fn dealloc_mw(&mut self, rkey: Rkey) -> Result<(), Error> {
+        Ok(self.mem.dealloc_mw(rkey)?)
     }
 
     /// Invalidates a key directly (what a LOCAL_INV WR does, without the WR).
@@ -1007,7 +1023,8 @@ impl<
         // for every frame (a byte-wise compare of 6 + 16 bytes cost a soft core ~250
         // instructions per frame).
         let (src_gid, dst_gid) = pkt.gids();
-        if !mac_eq(&pkt.dst_mac(), &self.cfg.mac) || !self.cfg.gids.contains(&dst_gid) {
+        let vid = pkt.vlan().map(|v| v.vid);
+        if !mac_eq(&pkt.dst_mac(), &self.cfg.mac) || !self.cfg.gids.accepts(&dst_gid, vid) {
             self.counters.rcvd_not_for_us += 1;
             return;
         }
@@ -1419,10 +1436,10 @@ fn transmit_one<const SQ: usize, const RQ: usize, const RD: usize>(
 /// 0x81 with BECN, P_Key 0xFFFF, DestQP = the peer's QP (the one to slow down), PSN 0,
 /// and 16 zero bytes. `None` when the QP's source GID is no longer in the table.
 fn cnp_headers(cfg: &PortConfig, qp: &Qp) -> Option<Headers> {
-    let sgid = cfg.gids.source_for(&qp.av)?.gid;
+    let src = *cfg.gids.source_for(&qp.av)?;
     let (eth, vlan, l3, udp) = lower_headers(
         cfg,
-        &sgid,
+        &src,
         &qp.av,
         Marking {
             dscp: cfg.cc.cnp_dscp,
@@ -1460,12 +1477,13 @@ struct Marking {
 /// GIDs give IPv4, hop limit 0 means 64).
 fn lower_headers(
     cfg: &PortConfig,
-    sgid: &[u8; 16],
+    src: &GidEntry,
     av: &AddressVector,
     m: Marking,
     sport: u16,
 ) -> (EthernetRepr, Option<VlanRepr>, L3Repr, UdpRepr) {
     let hop = if av.hop_limit == 0 { 64 } else { av.hop_limit };
+    let sgid = &src.gid;
     let l3 = if av.is_ipv4() {
         let g = sgid;
         let a = av.dgid;
@@ -1493,7 +1511,8 @@ fn lower_headers(
         src: MacAddr(cfg.mac),
         ethertype: 0,
     };
-    let vlan = av.vlan_id.map(|vid| VlanRepr {
+    // The source entry's VLAN (its address lives there), else the address vector's.
+    let vlan = src.vlan_id.or(av.vlan_id).map(|vid| VlanRepr {
         pcp: m.pcp & 7,
         dei: false,
         vid: vid & 0x0FFF,
@@ -1517,7 +1536,7 @@ fn header_template(
     ect: bool,
 ) -> Option<HeaderTemplate> {
     let av = ud_av.unwrap_or(qp.av);
-    let sgid = cfg.gids.source_for(&av)?.gid;
+    let src = *cfg.gids.source_for(&av)?;
     let ecn = match av.traffic_class & 3 {
         0 if ect => ECN_ECT0,
         e => e,
@@ -1533,7 +1552,7 @@ fn header_template(
         pcp: av.sl,
         flow_label: av.flow_label,
     };
-    let (eth, vlan, l3, udp) = lower_headers(cfg, &sgid, &av, marking, sport);
+    let (eth, vlan, l3, udp) = lower_headers(cfg, &src, &av, marking, sport);
     HeaderTemplate::new(&eth, vlan.as_ref(), &l3, Some(&udp)).ok()
 }
 

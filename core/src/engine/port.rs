@@ -13,12 +13,25 @@ pub const GID_TABLE_LEN: usize = 16;
 pub struct GidEntry {
     /// The GID, in network order.
     pub gid: [u8; 16],
+    /// The 802.1Q VLAN the address lives on (`None`: untagged), as a Linux GID entry
+    /// belongs to a VLAN device: frames for the GID must carry this VLAN (a VID 0
+    /// priority tag counts as untagged) and the frames of QPs sending from the entry
+    /// carry it.
+    pub vlan_id: Option<u16>,
 }
 
 impl GidEntry {
-    /// An entry for `gid`.
+    /// An untagged entry for `gid`.
     pub const fn new(gid: [u8; 16]) -> Self {
-        Self { gid }
+        Self { gid, vlan_id: None }
+    }
+
+    /// An entry for `gid` on VLAN `vid` (1 to 4094).
+    pub const fn with_vlan(gid: [u8; 16], vid: u16) -> Self {
+        Self {
+            gid,
+            vlan_id: Some(vid),
+        }
     }
 
     /// Whether the GID is IPv4-mapped (its frames go over IPv4).
@@ -76,15 +89,23 @@ impl GidTable {
         Ok(())
     }
 
-    /// Whether some entry is `gid` (a frame for it is for this port). Compared as one
-    /// integer per entry: this runs for every received frame.
+    /// Whether some entry is `gid` on the frame's VLAN `vid` (`None` or 0: untagged or
+    /// priority-tagged), so the frame is for this port. A frame for a GID on a VLAN
+    /// that no entry of that GID owns is not (Linux finds GIDs per VLAN device, as rxe
+    /// and mlx5 do). Compared as one integer per entry: this runs for every frame.
     #[inline]
-    pub fn contains(&self, gid: &[u8; 16]) -> bool {
+    pub fn accepts(&self, gid: &[u8; 16], vid: Option<u16>) -> bool {
         let g = u128::from_ne_bytes(*gid);
+        let vid = vid.filter(|&v| v != 0);
         self.entries
             .iter()
             .flatten()
-            .any(|e| u128::from_ne_bytes(e.gid) == g)
+            .any(|e| u128::from_ne_bytes(e.gid) == g && e.vlan_id == vid)
+    }
+
+    /// Whether some entry is `gid`, on any VLAN.
+    pub fn contains(&self, gid: &[u8; 16]) -> bool {
+        self.entries.iter().flatten().any(|e| e.gid == *gid)
     }
 
     /// The source entry for frames towards `av`: the one at `av.sgid_index`, if it
@@ -176,5 +197,20 @@ mod tests {
         assert_eq!(t.source_for(&av), None);
         t.set(0, None).unwrap();
         assert!(!t.contains(&v4));
+    }
+
+    #[test]
+    fn a_gid_is_accepted_only_on_its_own_vlan() {
+        let v4 = ipv4_gid([10, 0, 0, 1]);
+        let mut t = GidTable::single(v4);
+        t.set(1, Some(GidEntry::with_vlan(v4, 100))).unwrap();
+        let v4b = ipv4_gid([10, 0, 0, 2]);
+        t.set(2, Some(GidEntry::with_vlan(v4b, 200))).unwrap();
+        assert!(t.accepts(&v4, None) && t.accepts(&v4, Some(0)) && t.accepts(&v4, Some(100)));
+        assert!(!t.accepts(&v4, Some(200)));
+        assert!(t.accepts(&v4b, Some(200)));
+        assert!(!t.accepts(&v4b, None) && !t.accepts(&v4b, Some(0)));
+        assert!(!t.accepts(&v4b, Some(100)));
+        assert!(t.contains(&v4b));
     }
 }

@@ -3,7 +3,9 @@
 //! (§3.6), and the events for the firmware (§3.5).
 
 use super::tx::{scatter, AckDesc, SendCtx};
-use crate::memory::{AccessFlags, Dma, MemError, MemoryRegion, Pd, Protection};
+use crate::memory::{
+    AccessFlags, Dma, FastReg, MemError, MemoryRegion, MrKeys, MwBind, Pd, Protection,
+};
 use crate::num::{Lkey, Msn, Psn, Qpn, Rkey};
 use crate::transport::{Mtu, Sge, MAX_SGE};
 use crate::wire::aeth::Syndrome;
@@ -91,7 +93,9 @@ impl MrEntry {
             pd: mr.pd,
             base: mr.addr,
             length: mr.length,
-            access: mr.access,
+            // The data rights only: MW_BIND is the firmware's business.
+            access: AccessFlags::from_bits(mr.access.bits() & AccessFlags::ALL.bits())
+                .unwrap_or(AccessFlags::NONE),
             valid: mr.valid,
         }
     }
@@ -161,9 +165,12 @@ impl<const N: usize> Protection for MrTable<N> {
     ) -> Result<(), MemError> {
         self.check(pd, lkey.0, addr, len, need)
     }
+    /// MRs only: a memory window's key misses (its entry's key never matches), so
+    /// the packet goes to the firmware, which checks windows.
     fn check_remote(
         &self,
         pd: Pd,
+        _: Qpn,
         rkey: Rkey,
         addr: u64,
         len: u64,
@@ -174,6 +181,14 @@ impl<const N: usize> Protection for MrTable<N> {
     /// The hardware never invalidates: SEND_WITH_INV goes to the firmware.
     fn invalidate(&mut self, _: Pd, key: u32) -> Result<(), MemError> {
         Err(MemError::NoSuchKey(key))
+    }
+    /// Work requests are the firmware's.
+    fn bind_mw(&mut self, _: Pd, _: Qpn, b: &MwBind) -> Result<Rkey, MemError> {
+        Err(MemError::NoSuchKey(b.mw.0))
+    }
+    /// Work requests are the firmware's.
+    fn reg_fast_mr(&mut self, _: Pd, r: &FastReg) -> Result<MrKeys, MemError> {
+        Err(MemError::NoSuchKey(r.mr.0))
     }
 }
 
@@ -397,6 +412,7 @@ fn check(ctx: &RecvCtx, pkt: &Packet<'_>, mem: &dyn Protection) -> Result<Operat
         || mem
             .check_remote(
                 ctx.pd,
+                ctx.qpn,
                 rkey,
                 va,
                 u64::from(resid),

@@ -6,12 +6,16 @@
 //! stale key of a deregistered region does not name the region that reuses its slot.
 
 mod dma;
+mod window;
 
 pub use dma::{Dma, DmaError, SliceMemory};
+pub use window::{is_mw_key, FastReg, MemoryWindow, MwBind, MwBinding, MwType};
+
+use window::{check_mr_access, MwSlot};
 
 use core::fmt;
 
-use crate::num::{Lkey, Rkey};
+use crate::num::{Lkey, Qpn, Rkey};
 
 /// Memory access rights (`enum ibv_access_flags`).
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -28,12 +32,14 @@ impl AccessFlags {
     pub const REMOTE_READ: Self = Self(4);
     /// `IBV_ACCESS_REMOTE_ATOMIC` = 8.
     pub const REMOTE_ATOMIC: Self = Self(8);
-    /// The four flags this core implements.
+    /// `IBV_ACCESS_MW_BIND` = 16: memory windows may be bound to the region.
+    pub const MW_BIND: Self = Self(16);
+    /// The four data-access flags (every right but `MW_BIND`).
     pub const ALL: Self = Self(0xF);
 
     /// From libibverbs bits; None if a bit this core does not implement is set.
     pub const fn from_bits(bits: u32) -> Option<Self> {
-        if bits & !0xF == 0 {
+        if bits & !0x1F == 0 {
             Some(Self(bits))
         } else {
             None
@@ -65,11 +71,12 @@ impl core::ops::BitOr for AccessFlags {
 
 impl fmt::Debug for AccessFlags {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        const NAMES: [(u32, &str); 4] = [
+        const NAMES: [(u32, &str); 5] = [
             (1, "LOCAL_WRITE"),
             (2, "REMOTE_WRITE"),
             (4, "REMOTE_READ"),
             (8, "REMOTE_ATOMIC"),
+            (16, "MW_BIND"),
         ];
         let mut first = true;
         for (b, n) in NAMES {
@@ -150,8 +157,14 @@ pub enum MemError {
     /// Invalid access flags (REMOTE_WRITE or REMOTE_ATOMIC without LOCAL_WRITE, or an
     /// unimplemented bit).
     InvalidAccess,
-    /// The PD still has regions or QPs.
+    /// The PD still has regions, windows or QPs; the region still has windows bound.
     Busy,
+    /// The key names an object in the wrong state for the operation: a bound type 2
+    /// window (bind), a type 1 or free window (invalidate), a valid or ordinary MR
+    /// (fast-register).
+    WrongState(u32),
+    /// A type 2 window used through a QP other than the one that bound it.
+    WrongQp(u32),
 }
 
 impl fmt::Display for MemError {
@@ -171,6 +184,8 @@ impl fmt::Display for MemError {
             Self::RangeOverflow => f.write_str("address range wraps past 2^64"),
             Self::InvalidAccess => f.write_str("invalid access flags"),
             Self::Busy => f.write_str("resource still in use"),
+            Self::WrongState(k) => write!(f, "key {k:#010x} is in the wrong state"),
+            Self::WrongQp(k) => write!(f, "window {k:#010x} is bound to another QP"),
         }
     }
 }
@@ -244,16 +259,32 @@ struct MrSlot {
     mr: Option<MemoryRegion>,
     /// Bumped on every registration in this slot: the low byte of the key.
     generation: u8,
+    /// Memory windows bound to the region (it cannot be deregistered or invalidated
+    /// while any are, as in rxe).
+    windows: u16,
+    /// A fast-registration MR (`alloc_mr`): the longest REG_MR may give it.
+    fast_reg_max: Option<u64>,
 }
 
-/// Protection domains and memory regions, `PDS` and `MRS` of them.
+impl MrSlot {
+    const EMPTY: Self = Self {
+        mr: None,
+        generation: 0,
+        windows: 0,
+        fast_reg_max: None,
+    };
+}
+
+/// Protection domains, memory regions and memory windows: `PDS`, `MRS` and `MRS`.
 ///
-/// Keys are `(slot + 1) << 8 | generation`, so key 0 is never valid and a key of a
-/// deregistered region stops matching when its slot is reused.
+/// MR keys are `(slot + 1) << 8 | generation`, so key 0 is never valid and a key of a
+/// deregistered region stops matching when its slot is reused. Window keys are
+/// `1 << 31 | slot << 8 | tag` (`window.rs`).
 #[derive(Clone, Debug)]
 pub struct MemoryTable<const PDS: usize, const MRS: usize> {
     pds: [PdSlot; PDS],
     mrs: [MrSlot; MRS],
+    mws: [MwSlot; MRS],
     /// Bumped on every change to a region (a copy elsewhere knows it is stale).
     version: u32,
 }
@@ -272,10 +303,8 @@ impl<const PDS: usize, const MRS: usize> MemoryTable<PDS, MRS> {
                 in_use: false,
                 users: 0,
             }; PDS],
-            mrs: [MrSlot {
-                mr: None,
-                generation: 0,
-            }; MRS],
+            mrs: [MrSlot::EMPTY; MRS],
+            mws: [MwSlot::EMPTY; MRS],
             version: 0,
         }
     }
@@ -348,12 +377,7 @@ impl<const PDS: usize, const MRS: usize> MemoryTable<PDS, MRS> {
         length: u64,
         access: AccessFlags,
     ) -> Result<MrKeys, MemError> {
-        if (access.contains(AccessFlags::REMOTE_WRITE)
-            || access.contains(AccessFlags::REMOTE_ATOMIC))
-            && !access.contains(AccessFlags::LOCAL_WRITE)
-        {
-            return Err(MemError::InvalidAccess);
-        }
+        check_mr_access(access)?;
         if length != 0 && addr.checked_add(length - 1).is_none() {
             return Err(MemError::RangeOverflow);
         }
@@ -367,12 +391,14 @@ impl<const PDS: usize, const MRS: usize> MemoryTable<PDS, MRS> {
         let index = u32::try_from(i)
             .ok()
             .and_then(|i| i.checked_add(1))
-            // The top index would make keys 0xFFFF_FFxx: WQE_LKEY's.
-            .filter(|&i| i < (1 << 24) - 1)
+            // Keys with bit 31 set are memory windows' (and WQE_LKEY).
+            .filter(|&i| i < 1 << 23)
             .ok_or(MemError::TableFull)?;
         slot.generation = slot.generation.wrapping_add(1);
         let key = index << 8 | u32::from(slot.generation);
         self.version = self.version.wrapping_add(1);
+        slot.windows = 0;
+        slot.fast_reg_max = None;
         slot.mr = Some(MemoryRegion {
             pd,
             addr,
@@ -390,9 +416,12 @@ impl<const PDS: usize, const MRS: usize> MemoryTable<PDS, MRS> {
         })
     }
 
-    /// `ibv_dereg_mr`.
+    /// `ibv_dereg_mr`: `Busy` while memory windows are bound to the region.
     pub fn dereg_mr(&mut self, lkey: Lkey) -> Result<(), MemError> {
         let slot = self.slot_mut(lkey.0)?;
+        if slot.windows != 0 {
+            return Err(MemError::Busy);
+        }
         let pd = slot.mr.map(|m| m.pd);
         slot.mr = None;
         self.version = self.version.wrapping_add(1);
@@ -443,16 +472,21 @@ impl<const PDS: usize, const MRS: usize> MemoryTable<PDS, MRS> {
         self.check(pd, lkey.0, addr, len, need)
     }
 
-    /// Checks a remote access through an R_Key (RETH / AtomicETH). A zero-length access
-    /// is not checked at all (roce-facts §4.1): the caller skips this call then.
+    /// Checks a remote access by QP `qpn` of `pd` through an R_Key (RETH / AtomicETH):
+    /// an MR's, or a memory window's. A zero-length access is not checked at all
+    /// (roce-facts §4.1): the caller skips this call then.
     pub fn check_remote(
         &self,
         pd: Pd,
+        qpn: Qpn,
         rkey: Rkey,
         addr: u64,
         len: u64,
         need: AccessFlags,
     ) -> Result<(), MemError> {
+        if is_mw_key(rkey.0) {
+            return self.check_window(pd, qpn, rkey, addr, len, need);
+        }
         self.check(pd, rkey.0, addr, len, need)
     }
 
@@ -471,11 +505,19 @@ impl<const PDS: usize, const MRS: usize> MemoryTable<PDS, MRS> {
         mr.check(addr, len, need)
     }
 
-    /// Invalidates a key (SEND_WITH_INV at the responder, LOCAL_INV at the requester):
-    /// the region stays registered but every access through it fails until it is
-    /// deregistered. The region must belong to `pd`.
+    /// Invalidates a key (SEND_WITH_INV at the responder, LOCAL_INV at the requester).
+    /// A type 2 window becomes free. A region stays registered but every access through
+    /// it fails until it is deregistered, or, for a fast-registration MR, registered
+    /// again by REG_MR. The object must belong to `pd`; a region with windows bound
+    /// cannot be invalidated (rxe).
     pub fn invalidate(&mut self, pd: Pd, key: u32) -> Result<(), MemError> {
+        if is_mw_key(key) {
+            return self.invalidate_mw(pd, key);
+        }
         let slot = self.slot_mut(key)?;
+        if slot.windows != 0 {
+            return Err(MemError::Busy);
+        }
         match slot.mr.as_mut() {
             Some(mr) if mr.pd == pd => {
                 mr.valid = false;
@@ -514,6 +556,7 @@ pub trait Protection {
     fn check_remote(
         &self,
         pd: Pd,
+        qpn: Qpn,
         rkey: Rkey,
         addr: u64,
         len: u64,
@@ -521,6 +564,10 @@ pub trait Protection {
     ) -> Result<(), MemError>;
     /// See [`MemoryTable::invalidate`].
     fn invalidate(&mut self, pd: Pd, key: u32) -> Result<(), MemError>;
+    /// See [`MemoryTable::bind_mw`].
+    fn bind_mw(&mut self, qp_pd: Pd, qpn: Qpn, b: &MwBind) -> Result<Rkey, MemError>;
+    /// See [`MemoryTable::reg_fast_mr`].
+    fn reg_fast_mr(&mut self, qp_pd: Pd, r: &FastReg) -> Result<MrKeys, MemError>;
 }
 
 impl<const PDS: usize, const MRS: usize> Protection for MemoryTable<PDS, MRS> {
@@ -537,15 +584,22 @@ impl<const PDS: usize, const MRS: usize> Protection for MemoryTable<PDS, MRS> {
     fn check_remote(
         &self,
         pd: Pd,
+        qpn: Qpn,
         rkey: Rkey,
         addr: u64,
         len: u64,
         need: AccessFlags,
     ) -> Result<(), MemError> {
-        MemoryTable::check_remote(self, pd, rkey, addr, len, need)
+        MemoryTable::check_remote(self, pd, qpn, rkey, addr, len, need)
     }
     fn invalidate(&mut self, pd: Pd, key: u32) -> Result<(), MemError> {
         MemoryTable::invalidate(self, pd, key)
+    }
+    fn bind_mw(&mut self, qp_pd: Pd, qpn: Qpn, b: &MwBind) -> Result<Rkey, MemError> {
+        MemoryTable::bind_mw(self, qp_pd, qpn, b)
+    }
+    fn reg_fast_mr(&mut self, qp_pd: Pd, r: &FastReg) -> Result<MrKeys, MemError> {
+        MemoryTable::reg_fast_mr(self, qp_pd, r)
     }
 }
 
@@ -585,19 +639,47 @@ mod tests {
         assert_eq!(k.lkey.0, k.rkey.0);
         t.check_local(pd, k.lkey, 0x1000, 0x100, AccessFlags::LOCAL_WRITE)
             .unwrap();
-        t.check_remote(pd, k.rkey, 0x10FF, 1, AccessFlags::REMOTE_READ)
-            .unwrap();
+        t.check_remote(
+            pd,
+            Qpn::new(16),
+            k.rkey,
+            0x10FF,
+            1,
+            AccessFlags::REMOTE_READ,
+        )
+        .unwrap();
         assert!(matches!(
-            t.check_remote(pd, k.rkey, 0x10FF, 2, AccessFlags::REMOTE_READ),
+            t.check_remote(
+                pd,
+                Qpn::new(16),
+                k.rkey,
+                0x10FF,
+                2,
+                AccessFlags::REMOTE_READ
+            ),
             Err(MemError::OutOfBounds { .. })
         ));
         assert!(matches!(
-            t.check_remote(pd, k.rkey, 0x1000, 1, AccessFlags::REMOTE_WRITE),
+            t.check_remote(
+                pd,
+                Qpn::new(16),
+                k.rkey,
+                0x1000,
+                1,
+                AccessFlags::REMOTE_WRITE
+            ),
             Err(MemError::AccessDenied { .. })
         ));
         let other = t.alloc_pd().unwrap();
         assert_eq!(
-            t.check_remote(other, k.rkey, 0x1000, 1, AccessFlags::REMOTE_READ),
+            t.check_remote(
+                other,
+                Qpn::new(16),
+                k.rkey,
+                0x1000,
+                1,
+                AccessFlags::REMOTE_READ
+            ),
             Err(MemError::WrongPd(k.rkey.0))
         );
         assert_eq!(t.dealloc_pd(pd), Err(MemError::Busy));
@@ -646,11 +728,39 @@ mod tests {
             t.reg_mr(pd, 0, 8, AccessFlags::REMOTE_ATOMIC),
             Err(MemError::InvalidAccess)
         );
-        assert_eq!(AccessFlags::from_bits(0x10), None);
+        assert_eq!(AccessFlags::from_bits(0x10), Some(AccessFlags::MW_BIND));
+        assert_eq!(
+            AccessFlags::from_bits(0x20),
+            None,
+            "ZERO_BASED is not implemented"
+        );
         assert_eq!(
             t.reg_mr(Pd(1), 0, 8, AccessFlags::NONE),
             Err(MemError::NoSuchPd)
         );
+    }
+
+    #[test]
+    fn window_keys_never_name_a_region_and_dealloc_ignores_the_tag() {
+        let mut t = T::new();
+        let pd = t.alloc_pd().unwrap();
+        let mr = t.reg_mr(pd, 0, 64, AccessFlags::MW_BIND).unwrap();
+        let mw = t.alloc_mw(pd, MwType::Type1).unwrap();
+        assert!(is_mw_key(mw.0) && !is_mw_key(mr.lkey.0) && !is_mw_key(WQE_LKEY.0));
+        assert_eq!(
+            t.check_local(pd, Lkey(mw.0), 0, 1, AccessFlags::NONE),
+            Err(MemError::NoSuchKey(mw.0))
+        );
+        // Unbound: no remote access; the PD is in use.
+        assert_eq!(
+            t.check_remote(pd, Qpn::new(16), mw, 0, 1, AccessFlags::REMOTE_READ),
+            Err(MemError::Invalidated(mw.0))
+        );
+        assert_eq!(t.dealloc_pd(pd), Err(MemError::Busy));
+        t.dealloc_mw(Rkey(mw.0 ^ 0x33)).unwrap();
+        assert!(t.window(mw).is_none());
+        t.dereg_mr(mr.lkey).unwrap();
+        t.dealloc_pd(pd).unwrap();
     }
 
     #[test]
@@ -688,7 +798,14 @@ mod tests {
         );
         t.invalidate(pd, k.rkey.0).unwrap();
         assert_eq!(
-            t.check_remote(pd, k.rkey, 0x2000, 8, AccessFlags::REMOTE_WRITE),
+            t.check_remote(
+                pd,
+                Qpn::new(16),
+                k.rkey,
+                0x2000,
+                8,
+                AccessFlags::REMOTE_WRITE
+            ),
             Err(MemError::Invalidated(k.rkey.0))
         );
         assert_eq!(

@@ -47,8 +47,15 @@
 //!   without sending it (C10-93.1.1, as rxe).
 //! * **Memory.** Atomics treat target memory as a little-endian `u64`. Any region may be
 //!   invalidated (rxe: only fast-registration MRs and MWs); it stays unusable until it
-//!   is deregistered. Every packet re-checks the key it uses, so deregistration or
-//!   invalidation mid-message stops the transfer.
+//!   is deregistered, or, for a fast-registration MR, registered again by REG_MR. Every
+//!   packet re-checks the key it uses, so deregistration or invalidation mid-message
+//!   stops the transfer.
+//! * **Memory windows and fast registration** (`crate::memory`'s `window.rs`):
+//!   BIND_MW, REG_MR and LOCAL_INV are done by the requester when it reaches them in
+//!   the send queue, with rxe's checks (`rxe_do_local_ops`): a failed bind completes
+//!   `MW_BIND_ERR`, a failed REG_MR or LOCAL_INV `LOC_QP_OP_ERR`, and either moves the
+//!   QP to ERR. A remote access through a window must lie inside the window (rxe checks
+//!   only the MR's range) and, for type 2, come through the QP that bound it.
 //! * **Errors.** Class A/C responder errors NAK and move the QP to ERR; local errors and
 //!   fatal NAKs move the requester to ERR. In ERR the QP sends only a final NAK, and
 //!   every WQE completes in order: failed ones with their status, the rest with
@@ -68,7 +75,8 @@
 //! * **GSI** (`Engine::create_gsi_qp`): QP1 is a UD QP with number 1 and the GSI Q_Key;
 //!   the CM's MADs travel on it as UD SENDs (`crate::cm`).
 //!
-//! Not implemented: memory windows, APM, RD, SMI (QP0, not used on RoCE).
+//! Not implemented: zero-based windows and MRs (`IBV_ACCESS_ZERO_BASED`), APM, RD, SMI
+//! (QP0, not used on RoCE).
 
 mod attr;
 mod completer;

@@ -639,7 +639,7 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
                 }
                 8
             }
-            super::verbs::WrOpcode::LocalInv => 0,
+            op if op.is_local() => 0,
             _ => len,
         };
         if self.qp.qp_type == QpType::Ud && wr.ud.is_none() {

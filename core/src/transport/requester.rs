@@ -144,7 +144,7 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
             WrOp::RdmaRead { .. } => MsgOp::Read,
             WrOp::AtomicCmpAndSwp { compare, swap, .. } => MsgOp::CmpSwap { compare, swap },
             WrOp::AtomicFetchAndAdd { add, .. } => MsgOp::FetchAdd { add },
-            // LOCAL_INV never gets here (`req_select` does it), nor UD's sends.
+            // Local operations never get here (`req_select` does them), nor UD's sends.
             _ => return None,
         };
         let (remote_addr, rkey) = match w.wr.op {
@@ -213,6 +213,28 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
         Some(())
     }
 
+    /// Executes a local work request (rxe `rxe_do_local_ops`): the status its
+    /// completion carries. A failed bind is `MW_BIND_ERR`, any other failure
+    /// `LOC_QP_OP_ERR`; either moves the QP to the error state (`finish_wqe`).
+    fn local_op(&mut self, env: &mut Env<'_>, op: &WrOp) -> WcStatus {
+        let (pd, qpn) = (self.qp.pd, self.qp.qpn);
+        match op {
+            WrOp::LocalInv { rkey } => match env.mem.invalidate(pd, rkey.0) {
+                Ok(()) => WcStatus::Success,
+                Err(_) => WcStatus::LocQpOpErr,
+            },
+            WrOp::BindMw(b) => match env.mem.bind_mw(pd, qpn, b) {
+                Ok(_) => WcStatus::Success,
+                Err(_) => WcStatus::MwBindErr,
+            },
+            WrOp::RegMr(r) => match env.mem.reg_fast_mr(pd, r) {
+                Ok(_) => WcStatus::Success,
+                Err(_) => WcStatus::LocQpOpErr,
+            },
+            _ => WcStatus::LocQpOpErr,
+        }
+    }
+
     /// A descriptor of `op` for the WQE at `idx` with nothing else filled in.
     fn msg_skeleton(&self, op: MsgOp, idx: u16) -> TxMsg {
         TxMsg {
@@ -265,11 +287,8 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
                 if w.wr.send_flags.contains(SendFlags::FENCE) && idx > 0 {
                     return None;
                 }
-                if let WrOp::LocalInv { rkey } = op {
-                    let status = match env.mem.invalidate(self.qp.pd, rkey.0) {
-                        Ok(()) => WcStatus::Success,
-                        Err(_) => WcStatus::LocQpOpErr,
-                    };
+                if op.opcode().is_local() {
+                    let status = self.local_op(env, &op);
                     if let Some(w) = self.q.sq.get_mut(usize::from(idx)) {
                         w.started = true;
                         w.sent_all = true;

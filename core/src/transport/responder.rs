@@ -458,6 +458,7 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
                 .mem
                 .check_remote(
                     self.qp.pd,
+                    self.qp.qpn,
                     rkey,
                     va,
                     u64::from(resid),
@@ -510,6 +511,7 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
                 .mem
                 .check_remote(
                     self.qp.pd,
+                    self.qp.qpn,
                     reth.rkey,
                     reth.va,
                     u64::from(reth.dma_len),
@@ -563,7 +565,14 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
         };
         if env
             .mem
-            .check_remote(self.qp.pd, a.rkey, a.va, 8, AccessFlags::REMOTE_ATOMIC)
+            .check_remote(
+                self.qp.pd,
+                self.qp.qpn,
+                a.rkey,
+                a.va,
+                8,
+                AccessFlags::REMOTE_ATOMIC,
+            )
             .is_err()
         {
             return Err(Fail::ACC_ERR);
@@ -860,7 +869,14 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
                 if n != 0
                     && env
                         .mem
-                        .check_remote(self.qp.pd, rkey, va, u64::from(n), AccessFlags::REMOTE_READ)
+                        .check_remote(
+                            self.qp.pd,
+                            self.qp.qpn,
+                            rkey,
+                            va,
+                            u64::from(n),
+                            AccessFlags::REMOTE_READ,
+                        )
                         .is_err()
                 {
                     self.resp_fatal(env, NakCode::RemoteAccessError, psn, None);

@@ -5,6 +5,7 @@
 use core::fmt;
 use core::time::Duration;
 
+use crate::memory::{FastReg, MwBind};
 use crate::num::{Lkey, Qkey, Qpn, Rkey};
 
 /// Maximum scatter/gather elements in one work request (a firmware-wide limit).
@@ -355,8 +356,12 @@ pub enum WrOpcode {
     AtomicFetchAndAdd = 6,
     /// `IBV_WR_LOCAL_INV` = 7.
     LocalInv = 7,
+    /// `IBV_WR_BIND_MW` = 8.
+    BindMw = 8,
     /// `IBV_WR_SEND_WITH_INV` = 9.
     SendWithInv = 9,
+    /// Kernel `IB_WR_REG_MR` = 0x20 (fast registration; no libibverbs number).
+    RegMr = 0x20,
 }
 
 impl WrOpcode {
@@ -371,7 +376,9 @@ impl WrOpcode {
             5 => Self::AtomicCmpAndSwp,
             6 => Self::AtomicFetchAndAdd,
             7 => Self::LocalInv,
+            8 => Self::BindMw,
             9 => Self::SendWithInv,
+            0x20 => Self::RegMr,
             _ => return None,
         })
     }
@@ -385,11 +392,14 @@ impl WrOpcode {
             Self::AtomicCmpAndSwp => WcOpcode::CompSwap,
             Self::AtomicFetchAndAdd => WcOpcode::FetchAdd,
             Self::LocalInv => WcOpcode::LocalInv,
+            Self::BindMw => WcOpcode::BindMw,
+            Self::RegMr => WcOpcode::RegMr,
         }
     }
 
     /// Whether a QP of `qp_type` can carry this operation (UC: SEND and WRITE; UD: SEND
-    /// and SEND_WITH_IMM; roce-facts §3). LOCAL_INV is local and allowed everywhere.
+    /// and SEND_WITH_IMM; roce-facts §3). LOCAL_INV is local and allowed everywhere;
+    /// BIND_MW on RC and UC, REG_MR on RC only (rxe's `rxe_wr_opcode_info`).
     pub const fn allowed_on(self, qp_type: QpType) -> bool {
         match qp_type {
             QpType::Rc => true,
@@ -400,6 +410,7 @@ impl WrOpcode {
                     | Self::RdmaWrite
                     | Self::RdmaWriteWithImm
                     | Self::LocalInv
+                    | Self::BindMw
             ),
             QpType::Ud => matches!(self, Self::Send | Self::SendWithImm | Self::LocalInv),
         }
@@ -415,6 +426,11 @@ impl WrOpcode {
                 | Self::RdmaWrite
                 | Self::RdmaWriteWithImm
         )
+    }
+
+    /// Done by the NIC alone, no packet sent: LOCAL_INV, BIND_MW, REG_MR.
+    pub const fn is_local(self) -> bool {
+        matches!(self, Self::LocalInv | Self::BindMw | Self::RegMr)
     }
 
     /// READ or ATOMIC: uses an initiator depth credit (`max_rd_atomic`).
@@ -537,11 +553,15 @@ pub enum WrOp {
         /// Value to add.
         add: u64,
     },
-    /// Invalidate a local memory region key.
+    /// Invalidate a local memory region key, or a type 2 memory window's.
     LocalInv {
-        /// Key to invalidate (an L_Key or R_Key of the region).
+        /// Key to invalidate (an L_Key or R_Key of the region, a window's R_Key).
         rkey: Rkey,
     },
+    /// Bind a memory window (`IBV_WR_BIND_MW`; `ibv_bind_mw` for type 1).
+    BindMw(MwBind),
+    /// Fast-register an MR allocated with `alloc_mr` (kernel `IB_WR_REG_MR`).
+    RegMr(FastReg),
 }
 
 impl WrOp {
@@ -567,6 +587,8 @@ impl WrOp {
             Self::AtomicCmpAndSwp { .. } => WrOpcode::AtomicCmpAndSwp,
             Self::AtomicFetchAndAdd { .. } => WrOpcode::AtomicFetchAndAdd,
             Self::LocalInv { .. } => WrOpcode::LocalInv,
+            Self::BindMw(_) => WrOpcode::BindMw,
+            Self::RegMr(_) => WrOpcode::RegMr,
         }
     }
 
@@ -696,8 +718,12 @@ pub enum WcOpcode {
     CompSwap = 3,
     /// `IBV_WC_FETCH_ADD` = 4.
     FetchAdd = 4,
+    /// `IBV_WC_BIND_MW` = 5.
+    BindMw = 5,
     /// `IBV_WC_LOCAL_INV` = 6.
     LocalInv = 6,
+    /// Kernel `IB_WC_REG_MR` = 10 (after `IB_WC_ATOMIC_WRITE` = 9).
+    RegMr = 10,
     /// `IBV_WC_RECV` = 128.
     Recv = 128,
     /// `IBV_WC_RECV_RDMA_WITH_IMM` = 129.
@@ -713,7 +739,9 @@ impl WcOpcode {
             2 => Self::RdmaRead,
             3 => Self::CompSwap,
             4 => Self::FetchAdd,
+            5 => Self::BindMw,
             6 => Self::LocalInv,
+            10 => Self::RegMr,
             128 => Self::Recv,
             129 => Self::RecvRdmaWithImm,
             _ => return None,

@@ -27,6 +27,17 @@ pub struct Wire {
 }
 
 impl Wire {
+    /// The two SoCs joined back to back, losing frames with probability `loss`.
+    pub fn new(nics: [Rc<SocNic>; 2], loss: f64) -> Self {
+        Self {
+            nics,
+            loss,
+            rng: 0xC8DD_E6E5_FD29_F054,
+            dropped: 0,
+            carried: 0,
+        }
+    }
+
     fn drop_this(&mut self) -> bool {
         self.rng ^= self.rng << 13;
         self.rng ^= self.rng >> 7;
@@ -111,13 +122,7 @@ pub fn pair(image: &std::path::Path, loss: f64, timeout: u8) -> Pair {
         qp[i].connect(&ep, Psn::new(0xFF_FFF8), &opts).unwrap();
     }
     Pair {
-        wire: Wire {
-            nics,
-            loss,
-            rng: 0xC8DD_E6E5_FD29_F054,
-            dropped: 0,
-            carried: 0,
-        },
+        wire: Wire::new(nics, loss),
         _ctx: ctx,
         cq,
         qp,

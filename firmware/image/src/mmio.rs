@@ -3,7 +3,7 @@
 //!
 //! | offset | block | what |
 //! |---|---|---|
-//! | `0x0_0000` | host window | the 16 KiB register window the host sees (`abi::reg`, `docs/abi.md`); the firmware reads doorbells and writes status, indices and events; then, at `0x4000`, the firmware's statistics ([`stat_reg`]), which the host reads at the same offsets past the ABI's window |
+//! | `0x0_0000` | host window | the 16 KiB register window the host sees (`abi::reg`, `docs/abi.md`); the firmware reads doorbells and writes status, indices and events; then, at `0x4000`, the firmware's statistics ([`stat_reg`]), which the host reads at the same offsets past the ABI's window, and at `0x4100` the queue of `QP_DB` doorbells ([`qpdb_reg`]) |
 //! | `0x1_0000` | DMA engine | copies between host memory and the core's RAM ([`dma_reg`]) |
 //! | `0x2_0000` | datapath | one received frame and one frame to send, with their status ([`dp_reg`]) |
 //! | `0x3_0000` | timer | cycle counter and compare interrupt ([`timer_reg`]) |
@@ -30,7 +30,7 @@ use core::ptr;
 
 use roce_core::memory::{Dma, DmaError};
 use roce_firmware::abi::{reg, DeviceStatus};
-use roce_firmware::hal::{Datapath, Hal};
+use roce_firmware::hal::{Datapath, Hal, QpMap};
 
 /// Offsets of the blocks from the MMIO base.
 pub mod map {
@@ -109,6 +109,24 @@ pub mod dp_reg {
 }
 
 pub use roce_firmware::stats::stat_reg;
+
+/// The queue of `QP_DB` doorbells (offset in [`map::HOST_WINDOW`], firmware side only):
+/// the register file queues each QP index the host writes to `reg::QP_DB`, so the
+/// firmware learns which QPs rang at the cost of one read per doorbell
+/// ([`Hal::take_rung_qps`], `docs/scale.md`).
+pub mod qpdb_reg {
+    /// Read: [`VALID`] with the oldest queued index in [`INDEX`] (the read takes it),
+    /// and [`OVERFLOW`] if an index was lost to a full queue since the last read.
+    pub const POP: u32 = 0x4100;
+    /// `POP`: an index was queued.
+    pub const VALID: u32 = 1 << 31;
+    /// `POP`: the queue was full when the host wrote an index (cleared by the read).
+    pub const OVERFLOW: u32 = 1 << 30;
+    /// `POP`: the QP index.
+    pub const INDEX: u32 = 0xFFFF;
+    /// Entries of the queue (`soc_host_regs.sv`'s `QPDB_DEPTH`).
+    pub const DEPTH: u32 = 64;
+}
 
 /// What the firmware's main loop measures of itself ([`stat_reg`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -473,5 +491,21 @@ impl Hal for MmioHal {
 
     fn take_doorbells(&mut self) -> bool {
         self.datapath.reg(dp_reg::DOORBELL) & 1 != 0
+    }
+
+    /// Empties the register file's queue of `QP_DB` doorbells into `rung`. False (every
+    /// QP counts as rung) when the queue lost an index, or when the host keeps it full
+    /// for twice its depth in reads.
+    fn take_rung_qps(&mut self, rung: &mut QpMap) -> bool {
+        let mut kept = true;
+        for _ in 0..2 * qpdb_reg::DEPTH {
+            let v = self.window.read(map::HOST_WINDOW + qpdb_reg::POP);
+            kept &= v & qpdb_reg::OVERFLOW == 0;
+            if v & qpdb_reg::VALID == 0 {
+                return kept;
+            }
+            rung.set(v & qpdb_reg::INDEX);
+        }
+        false
     }
 }

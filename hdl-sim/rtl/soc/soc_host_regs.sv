@@ -15,13 +15,22 @@
 // * CLOCK_LO / CLOCK_HI: the NIC's time in ns (`ns`); reading LO latches HI.
 // * host writes to the read-only registers (DEVICE_ID, VERSION, STATUS,
 //   CMDQ_CI, EVENT_CQN, EVENT_QPN, EVENT_SRQN, CLOCK_*) are ignored;
-// * a host write to CMDQ_PI or any SRQ/SQ/RQ/CQ doorbell sets `db_pending`
-//   until the firmware clears it (`db_clear`, a read of the datapath block's
-//   DOORBELL register).
+// * a host write to CMDQ_PI, QP_DB or any SRQ/SQ/RQ/CQ doorbell sets
+//   `db_pending` until the firmware clears it (`db_clear`, a read of the
+//   datapath block's DOORBELL register).
+// * QP_DB (doorbells that reach every QP, docs/scale.md): each host write of a
+//   QP index below 65,536 is queued in a 64-entry FIFO (an index beyond every
+//   ICM is dropped, as the ABI says); when the FIFO is full the index is not
+//   kept and `qpdb_overflow` is set instead. The firmware reads QPDB_POP
+//   (0x4100, firmware port only): bit 31 an index was queued (then bits 15..0
+//   are it, and the read takes it), bit 30 the FIFO overflowed since the last
+//   read (the read clears it: the firmware then treats every QP as rung). So
+//   the firmware's cost follows the doorbells written, not the QPs that exist.
 // Past the window, at 0x4000..0x40FF of both ports, are 64 words of firmware
 // statistics (the firmware writes them, the host reads them; vendor registers
 // beyond the ABI's 16 KiB, like a NIC's BAR has): firmware/image/src/mmio.rs
-// `stat_reg`. The rest of the 32 KiB reads 0 and ignores writes.
+// `stat_reg`; QPDB_POP is at 0x4100. The rest of the 32 KiB reads 0 and ignores
+// writes.
 // Both ports answer a read one cycle after the request.
 
 `resetall
@@ -64,6 +73,11 @@ module soc_host_regs (
   localparam logic [14:0] EVENT_SRQN   = 15'h03C;
   localparam logic [14:0] CLOCK_LO     = 15'h040;
   localparam logic [14:0] CLOCK_HI     = 15'h044;
+  localparam logic [14:0] QP_DB        = 15'h050;
+  localparam logic [14:0] QPDB_POP     = 15'h4100;
+  localparam int          QPDB_DEPTH   = 64;
+  localparam int          QPDB_CNT_W   = $clog2(QPDB_DEPTH + 1);
+  localparam logic [QPDB_CNT_W-1:0] QPDB_FULL = QPDB_CNT_W'(QPDB_DEPTH);
   localparam logic [14:0] SRQ_DB       = 15'h0800;
   localparam logic [14:0] WINDOW       = 15'h4000;
 
@@ -79,7 +93,8 @@ module soc_host_regs (
                  host_req_addr == EVENT_SRQN ||
                  h_clock_lo || h_clock_hi || h_event;
     // SRQ, SQ, RQ and CQ doorbells (ABI 1.2 put the SRQs' below the QPs').
-    h_doorbell = host_req_addr == CMDQ_PI || (host_req_addr >= SRQ_DB && host_req_addr < WINDOW);
+    h_doorbell = host_req_addr == CMDQ_PI || host_req_addr == QP_DB ||
+                 (host_req_addr >= SRQ_DB && host_req_addr < WINDOW);
   end
   logic h_window, h_stats, f_window, f_stats;
   assign h_window = host_req_addr < WINDOW;
@@ -87,8 +102,30 @@ module soc_host_regs (
   assign f_window = addr < WINDOW;
   assign f_stats = addr[14:8] == 7'h40;
 
-  logic f_event;
+  logic f_event, f_qpdb;
   assign f_event = addr == EVENT_STATUS;
+  assign f_qpdb = addr == QPDB_POP;
+
+  // ---- QP_DB: the queue of rung QP indexes
+  logic [15:0] qpdb_head;
+  logic [QPDB_CNT_W-1:0] qpdb_count;
+  logic qpdb_write, qpdb_push, qpdb_pop, qpdb_overflow;
+  assign qpdb_write = host_req_valid && host_req_we && host_req_addr == QP_DB &&
+                      host_req_wdata[31:16] == 16'h0;
+  assign qpdb_push = qpdb_write && qpdb_count != QPDB_FULL;
+  assign qpdb_pop = req && !we && f_qpdb && qpdb_count != '0;
+  roce_fifo #(
+    .WIDTH(16),
+    .DEPTH(QPDB_DEPTH)
+  ) qpdb_fifo (
+    .clk(clk),
+    .rst(rst),
+    .wr_data(host_req_wdata[15:0]),
+    .wr_en(qpdb_push),
+    .rd_data(qpdb_head),
+    .rd_en(qpdb_pop),
+    .count(qpdb_count)
+  );
 
   // ---- the window RAM
   logic [31:0] ram_a_rdata, ram_b_rdata;
@@ -150,12 +187,17 @@ module soc_host_regs (
     if (host_req_valid && !host_req_we && h_clock_lo) clock_hi_latch <= ns[63:32];
 
     ack <= req;
-    f_src <= f_event ? 2'd1 : f_window ? 2'd0 : f_stats ? 2'd2 : 2'd3;
-    f_special <= event_status;
+    f_src <= (f_event || f_qpdb) ? 2'd1 : f_window ? 2'd0 : f_stats ? 2'd2 : 2'd3;
+    f_special <= f_qpdb ? {qpdb_count != '0, qpdb_overflow, 14'h0, qpdb_head} : event_status;
+    // A full FIFO loses an index: remembered until the firmware reads QPDB_POP (a
+    // loss in the very cycle of that read is kept for the next one).
+    if (qpdb_write && qpdb_count == QPDB_FULL) qpdb_overflow <= 1'b1;
+    else if (req && !we && f_qpdb) qpdb_overflow <= 1'b0;
 
     if (rst) begin
       event_status <= '0;
       db_pending <= 1'b0;
+      qpdb_overflow <= 1'b0;
       host_rsp_valid <= 1'b0;
       ack <= 1'b0;
       clock_hi_latch <= '0;
