@@ -811,7 +811,7 @@ fn port_command(inp: &mut Input, s: &Shadow) -> Option<CmdEntry> {
                 b => u16::from(b % 20),
             };
             let gid = match inp.u8()? % 4 {
-                0 => port.gids[0].unwrap_or_default(),
+                0 => port.gids[0].map_or([0; 16], |g| g.0),
                 1 => ipv4_gid([10, 0, 1, inp.u8()?]),
                 2 => [0; 16],
                 _ => {
@@ -824,7 +824,7 @@ fn port_command(inp: &mut Input, s: &Shadow) -> Option<CmdEntry> {
                 index: index.into(),
                 flags: inp.pick(&[abi::GidArg::VALID, 0, 3])?,
                 roce_version: inp.pick(&[abi::GidArg::ROCE_V2, 1])?,
-                vlan_id: inp.pick(&[abi::GidArg::NO_VLAN, 5])?.into(),
+                vlan_id: inp.pick(&[abi::GidArg::NO_VLAN, 5, 0, 4095])?.into(),
                 gid,
                 ..Default::default()
             };

@@ -22,7 +22,8 @@ use zerocopy::IntoBytes;
 pub struct PortModel {
     pub mac: [u8; 6],
     pub mtu: u8,
-    pub gids: [Option<[u8; 16]>; GID_TABLE_LEN],
+    /// Per index: the GID and its VLAN (`GidArg::NO_VLAN`: untagged).
+    pub gids: [Option<([u8; 16], u16)>; GID_TABLE_LEN],
     /// QUERY_DCB's answer: the last settings set.
     pub dcb: DcbArg,
     /// QUERY_CC's answer: the last configuration set.
@@ -47,7 +48,10 @@ impl PortModel {
     pub fn boot(cfg: &PortConfig) -> Self {
         let mut gids = [None; GID_TABLE_LEN];
         for (i, g) in gids.iter_mut().enumerate() {
-            *g = cfg.gids.get(i as u8).map(|e| e.gid);
+            *g = cfg
+                .gids
+                .get(i as u8)
+                .map(|e| (e.gid, e.vlan_id.unwrap_or(GidArg::NO_VLAN)));
         }
         Self {
             mac: cfg.mac,
@@ -114,9 +118,9 @@ impl PortModel {
                     || a.flags & !GidArg::VALID != 0
                     || (valid
                         && (a.roce_version != GidArg::ROCE_V2
-                            || a.vlan_id.get() != GidArg::NO_VLAN
+                            || !vlan_ok(a.vlan_id.get())
                             || a.gid == [0; 16]));
-                let entry = valid.then_some(a.gid);
+                let entry = valid.then_some((a.gid, a.vlan_id.get()));
                 // Entry 0 is the victim's QPs' source.
                 let busy = index == 0 && entry != self.gids[0];
                 expect(op, got, bad, busy);
@@ -133,9 +137,10 @@ impl PortModel {
                     assert!(ok, "QUERY_GID of index {index}: {got:?}");
                     let want = GidArg::from_entry(index as u8, None);
                     let want = match self.gids[index] {
-                        Some(gid) => GidArg {
+                        Some((gid, vlan)) => GidArg {
                             flags: GidArg::VALID,
                             roce_version: GidArg::ROCE_V2,
+                            vlan_id: vlan.into(),
                             gid,
                             ..want
                         },
@@ -252,6 +257,12 @@ impl PortModel {
             _ => {}
         }
     }
+}
+
+/// A GID entry's VLAN (ABI 1.3): untagged, or an 802.1Q VLAN ID 1..=4094 (0 is a
+/// priority tag, 4095 reserved).
+fn vlan_ok(vlan: u16) -> bool {
+    vlan == GidArg::NO_VLAN || (1..=4094).contains(&vlan)
 }
 
 /// 802.1Qaz's rules (and dcbnl's) for the port's DCB settings: map entries are
