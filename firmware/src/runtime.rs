@@ -14,7 +14,7 @@ use roce_core::dcb::Priorities;
 use roce_core::engine::{CqHandle, Engine, PortConfig, QPN_BASE};
 use roce_core::fastpath::layout::{self, EVENT_LEN};
 use roce_core::fastpath::{Event, MrEntry};
-use roce_core::memory::{AccessFlags, Dma, MemError, MwType, Pd};
+use roce_core::memory::{AccessFlags, Dma, MemError, MrKeys, MwType, Pd};
 use roce_core::num::{Lkey, Qpn, Rkey};
 use roce_core::transport::{
     Error as EngineError, Instant, QpAttr, QpInitAttr, QpState, QpType, WcOpcode, WcStatus,
@@ -993,7 +993,7 @@ impl<
     }
 
     fn reg_mr(&mut self, e: &mut CmdEntry) -> CmdStatus {
-        let mut arg = abi::payload::<abi::RegMrArg>(e);
+        let arg = abi::payload::<abi::RegMrArg>(e);
         let (Ok(pd), Some(access)) = (
             u16::try_from(arg.pd.get()),
             AccessFlags::from_bits(arg.access.get()),
@@ -1004,13 +1004,7 @@ impl<
             .engine
             .reg_mr(Pd::from_index(pd), arg.addr.get(), arg.length.get(), access)
         {
-            Ok(keys) => {
-                arg.lkey = U32::new(keys.lkey.0);
-                arg.rkey = U32::new(keys.rkey.0);
-                abi::set_payload(e, &arg);
-                e.out = U32::new(keys.lkey.0);
-                CmdStatus::Ok
-            }
+            Ok(keys) => reply_mr_keys(e, arg, keys),
             Err(err) => status_of(&err),
         }
     }
@@ -1033,7 +1027,7 @@ impl<
     }
 
     fn alloc_mr(&mut self, e: &mut CmdEntry) -> CmdStatus {
-        let mut arg = abi::payload::<abi::RegMrArg>(e);
+        let arg = abi::payload::<abi::RegMrArg>(e);
         let Ok(pd) = u16::try_from(arg.pd.get()) else {
             return CmdStatus::BadParam;
         };
@@ -1041,13 +1035,7 @@ impl<
             return CmdStatus::BadParam;
         }
         match self.engine.alloc_mr(Pd::from_index(pd), arg.length.get()) {
-            Ok(keys) => {
-                arg.lkey = U32::new(keys.lkey.0);
-                arg.rkey = U32::new(keys.rkey.0);
-                abi::set_payload(e, &arg);
-                e.out = U32::new(keys.lkey.0);
-                CmdStatus::Ok
-            }
+            Ok(keys) => reply_mr_keys(e, arg, keys),
             Err(err) => status_of(&err),
         }
     }
@@ -1242,6 +1230,15 @@ fn slot_addr(ring: u64, log: u8, index: u32, size: usize) -> u64 {
 }
 
 /// The command status for an engine error.
+/// REG_MR's and ALLOC_MR's answer: both keys in the argument, the L_Key in `out`.
+fn reply_mr_keys(e: &mut CmdEntry, mut arg: abi::RegMrArg, keys: MrKeys) -> CmdStatus {
+    arg.lkey = U32::new(keys.lkey.0);
+    arg.rkey = U32::new(keys.rkey.0);
+    abi::set_payload(e, &arg);
+    e.out = U32::new(keys.lkey.0);
+    CmdStatus::Ok
+}
+
 fn status_of(e: &EngineError) -> CmdStatus {
     match e {
         EngineError::NoSuchQp(_) | EngineError::NoSuchCq(_) | EngineError::NoSuchSrq(_) => {
