@@ -863,11 +863,21 @@ fn dcb_arg(inp: &mut Input, cur: &abi::DcbArg) -> Option<abi::DcbArg> {
     use abi::DcbArg as D;
     let mut a = *cur;
     a.mask = inp
-        .pick(&[D::PFC, D::ETS, D::PCP_MAP, D::DSCP_MAP, D::ALL, 0, 1 << 4])?
+        .pick(&[
+            D::PFC,
+            D::ETS,
+            D::PCP_MAP,
+            D::DSCP_MAP,
+            D::PFC_THRESHOLDS,
+            D::PCP_EGRESS,
+            D::ALL,
+            0,
+            1 << 6,
+        ])?
         .into();
     for _ in 0..inp.u8()? % 4 {
         let v = inp.u8()?;
-        match inp.u8()? % 6 {
+        match inp.u8()? % 9 {
             0 => a.pfc_enable = v,
             1 => a.ets_strict = v,
             2 => {
@@ -880,7 +890,17 @@ fn dcb_arg(inp: &mut Input, cur: &abi::DcbArg) -> Option<abi::DcbArg> {
             }
             3 => a.ets_bw[usize::from(v % 8)] = inp.u8()? % 101,
             4 => a.pcp_prio[usize::from(v % 8)] = inp.u8()? % 9,
-            _ => a.dscp_prio[usize::from(v % 64)] = inp.u8()? % 9,
+            5 => a.dscp_prio[usize::from(v % 64)] = inp.u8()? % 9,
+            // 1.4: thresholds in and out of the buffer's rules, the egress map.
+            6 => a.pfc_xoff = inp.pick(&[16_384, 65_536, 65_537, 0, 8_192])?.into(),
+            7 => a.pfc_xon = inp.pick(&[8_192, 0, 16_384, 70_000])?.into(),
+            _ => {
+                if v & 1 == 0 {
+                    a.pfc_quanta = inp.pick(&[0xFFFF, 0, 1, 500])?.into();
+                } else {
+                    a.prio_pcp[usize::from(v / 2 % 8)] = inp.u8()? % 9;
+                }
+            }
         }
     }
     Some(a)

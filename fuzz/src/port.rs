@@ -165,6 +165,12 @@ impl PortModel {
                 if mask & DcbArg::DSCP_MAP != 0 {
                     n.dscp_prio = a.dscp_prio;
                 }
+                if mask & DcbArg::PFC_THRESHOLDS != 0 {
+                    (n.pfc_xoff, n.pfc_xon, n.pfc_quanta) = (a.pfc_xoff, a.pfc_xon, a.pfc_quanta);
+                }
+                if mask & DcbArg::PCP_EGRESS != 0 {
+                    n.prio_pcp = a.prio_pcp;
+                }
                 expect(op, got, mask & !DcbArg::ALL != 0 || !dcb_valid(&n), false);
                 if ok {
                     self.dcb = n;
@@ -266,10 +272,23 @@ fn vlan_ok(vlan: u16) -> bool {
 }
 
 /// 802.1Qaz's rules (and dcbnl's) for the port's DCB settings: map entries are
-/// priorities 0..=7; a strict class has no bandwidth share, an ETS class has one, and
-/// the ETS classes' shares add up to 100 unless every class is strict.
+/// priorities (and PCPs) 0..=7; a strict class has no bandwidth share, an ETS class has
+/// one, and the ETS classes' shares add up to 100 unless every class is strict; the PFC
+/// thresholds (ABI 1.4) have XON below XOFF, XOFF within the receive buffer the NIC
+/// reports, and a pause of at least one quantum.
 fn dcb_valid(d: &DcbArg) -> bool {
-    let maps = d.pcp_prio.iter().chain(&d.dscp_prio).all(|&p| p <= 7);
+    let maps = d
+        .pcp_prio
+        .iter()
+        .chain(&d.dscp_prio)
+        .chain(&d.prio_pcp)
+        .all(|&p| p <= 7);
+    let thresholds = d.pfc_xon.get() < d.pfc_xoff.get()
+        && d.pfc_xoff.get() <= d.rx_buffer.get()
+        && d.pfc_quanta.get() > 0;
+    if !thresholds {
+        return false;
+    }
     let mut sum = 0u32;
     for (p, &bw) in d.ets_bw.iter().enumerate() {
         match (d.ets_strict & (1 << p) != 0, bw) {

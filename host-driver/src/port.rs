@@ -168,14 +168,17 @@ impl Context {
     }
 
     /// Sets the port's whole Data Center Bridging configuration at once (as DCBX
-    /// hands it over): PFC per priority, ETS, and the PCP and DSCP to priority maps
-    /// (ABI 1.3; an older NIC refuses the mask bits it does not know, `BadParam`).
-    /// Refused (and nothing changed) when a map entry is above 7 or the ETS shares
-    /// break 802.1Qaz's rules.
+    /// hands it over): PFC per priority, ETS, the PCP and DSCP to priority maps (ABI
+    /// 1.3), the PFC thresholds and the priority-to-PCP egress map (1.4; a 1.3 NIC is
+    /// sent the 1.3 fields only, an older one refuses the mask bits it does not know,
+    /// `BadParam`). Refused (and nothing changed) when a map entry is above 7, the ETS
+    /// shares break 802.1Qaz's rules, or the thresholds do not fit the receive buffer.
     pub fn set_dcb(&self, dcb: &DcbConfig) -> Result<()> {
-        self.ctx
-            .exec_arg(CmdOp::ModifyDcb, &DcbArg::from_config(dcb))
-            .map(|_| ())
+        let mut arg = DcbArg::from_config(dcb);
+        if abi::Version(self.ctx.dev.read_reg(abi::reg::VERSION)).minor() < 4 {
+            arg.mask = U32::new(arg.mask.get() & !(DcbArg::PFC_THRESHOLDS | DcbArg::PCP_EGRESS));
+        }
+        self.ctx.exec_arg(CmdOp::ModifyDcb, &arg).map(|_| ())
     }
 
     /// Turns PFC on for the priorities whose bits are set (bit `p` for priority `p`) and

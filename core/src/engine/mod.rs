@@ -1264,9 +1264,23 @@ impl<
             let (cnp_blocked, data_blocked) = if blocked.is_empty() {
                 (false, false)
             } else {
-                let tagged = qp.av.vlan_id.is_some();
+                // Tagged (the source entry's VLAN, else the address vector's: as
+                // `lower_headers` tags), a frame's priority is the SL or the CNP
+                // priority itself; untagged, its DSCP's through the map.
+                let tagged = qp.av.vlan_id.is_some()
+                    || self
+                        .cfg
+                        .gids
+                        .source_for(&qp.av)
+                        .is_some_and(|g| g.vlan_id.is_some());
                 let map = &self.cfg.dcb.map;
-                let prio = |dscp: u8, pcp: u8| map.priority(dscp, tagged.then_some(pcp));
+                let prio = |dscp: u8, user_prio: u8| {
+                    if tagged {
+                        user_prio & 7
+                    } else {
+                        map.priority(dscp, None)
+                    }
+                };
                 let cc = &self.cfg.cc;
                 (
                     blocked.contains(prio(cc.cnp_dscp, cc.cnp_prio)),
@@ -1464,7 +1478,8 @@ fn cnp_headers(cfg: &PortConfig, qp: &Qp) -> Option<Headers> {
     })
 }
 
-/// How a frame is marked below the BTH: IP DSCP and ECN, the VLAN PCP, the IPv6 flow label.
+/// How a frame is marked below the BTH: IP DSCP and ECN, the 802.1p priority (the
+/// VLAN's PCP through the egress map), the IPv6 flow label.
 struct Marking {
     dscp: u8,
     ecn: u8,
@@ -1511,9 +1526,10 @@ fn lower_headers(
         src: MacAddr(cfg.mac),
         ethertype: 0,
     };
-    // The source entry's VLAN (its address lives there), else the address vector's.
+    // The source entry's VLAN (its address lives there), else the address vector's;
+    // the PCP through the port's egress map from the frame's priority.
     let vlan = src.vlan_id.or(av.vlan_id).map(|vid| VlanRepr {
-        pcp: m.pcp & 7,
+        pcp: cfg.dcb.prio_pcp[usize::from(m.pcp & 7)] & 7,
         dei: false,
         vid: vid & 0x0FFF,
         ethertype: 0,

@@ -1,7 +1,7 @@
 //! The port's address table and its priority settings: what the host configures through
 //! the ABI besides QPs (the GID table, Data Center Bridging).
 
-use crate::dcb::{EtsConfig, EtsError, PriorityMap};
+use crate::dcb::{EtsConfig, EtsError, PfcThresholds, PriorityMap};
 use crate::transport::AddressVector;
 
 /// Entries in a port's GID table.
@@ -136,6 +136,15 @@ pub struct DcbConfig {
     pub map: PriorityMap,
     /// Transmission selection among the eight priorities' transmit queues.
     pub ets: EtsConfig,
+    /// The receive buffer's PFC thresholds (XOFF/XON in bytes per priority, the pause
+    /// time of an XOFF), which the firmware writes to the DCB block.
+    pub pfc_thresholds: PfcThresholds,
+    /// The PCP a VLAN-tagged frame of priority `p` carries (the VLAN's egress map, as
+    /// Linux's `egress-qos-map`). A tagged QP's priority is its SL, a CNP's the port's
+    /// CNP priority. Default: PCP `p` for priority `p`. Keep it the inverse of
+    /// `map.pcp` on the priorities in use: the MAC and the peer classify a tagged frame
+    /// by its PCP.
+    pub prio_pcp: [u8; 8],
 }
 
 impl DcbConfig {
@@ -145,13 +154,19 @@ impl DcbConfig {
         pfc_enable: 0,
         map: PriorityMap::new(),
         ets: EtsConfig::EQUAL,
+        pfc_thresholds: PfcThresholds::DEFAULT,
+        prio_pcp: [0, 1, 2, 3, 4, 5, 6, 7],
     };
 
-    /// Why the settings cannot be applied: a map entry above priority 7, or ETS
-    /// shares that break 802.1Qaz's rules.
+    /// Why the settings cannot be applied: a map entry above priority 7 (or PCP 7),
+    /// ETS shares that break 802.1Qaz's rules, or PFC thresholds the receive buffer
+    /// cannot run.
     pub fn validate(&self) -> Result<(), &'static str> {
-        if !self.map.is_valid() {
+        if !self.map.is_valid() || self.prio_pcp.iter().any(|&p| p > 7) {
             return Err("a priority map entry above 7");
+        }
+        if !self.pfc_thresholds.is_valid() {
+            return Err("PFC thresholds: need XON < XOFF <= the receive buffer, quanta > 0");
         }
         self.ets.validate().map_err(|e| match e {
             EtsError::StrictWithShare(_) => "a strict ETS class with a bandwidth share",
