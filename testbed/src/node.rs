@@ -85,6 +85,8 @@ pub struct NicNode {
     rtl: Option<RtlDcb>,
     /// A frame the NIC built ahead for a priority whose RTL queue had no room.
     rtl_held: Option<Vec<u8>>,
+    /// Scratch for frames the NIC builds at a wake-up (no fabric buffer then).
+    rtl_scratch: Vec<u8>,
     /// The host's DCBX agent, if one runs: LLDP frames go to it, and it sends its own.
     dcbx: Option<DcbxAgent>,
     /// The transmit queue of each priority (one FIFO, index 0, when `single_queue`).
@@ -113,6 +115,7 @@ impl NicNode {
             rx: None,
             rtl: None,
             rtl_held: None,
+            rtl_scratch: Vec::new(),
             dcbx: None,
             queues: Default::default(),
             ets: Ets::default(),
@@ -259,8 +262,23 @@ impl NicNode {
     /// hands the fabric what the block put on the wire.
     fn rtl_transmit(&mut self, now: Nanos, buf: &mut [u8]) -> Option<usize> {
         self.rtl_advance(now);
+        self.rtl_fill(now, buf);
         let map = self.nic.port_config().dcb.map;
-        let rtl = self.rtl.as_mut()?;
+        let frame = self.rtl.as_mut()?.pop_wire()?;
+        let n = frame.len();
+        buf.get_mut(..n)?.copy_from_slice(&frame);
+        if frame.get(12..14) != Some(&[0x88, 0x08][..]) {
+            self.tx_bytes[usize::from(map.of_frame(&frame))] += wire_len(n);
+        }
+        Some(n)
+    }
+
+    /// Hands the RTL DCB block's queues with room a frame each from the NIC (`buf`:
+    /// scratch of a maximum frame). Done whenever the block is clocked, as the hardware's
+    /// datapath feeds it whenever a queue has room, not only when the wire is free.
+    fn rtl_fill(&mut self, now: Nanos, buf: &mut [u8]) {
+        let map = self.nic.port_config().dcb.map;
+        let Some(rtl) = self.rtl.as_mut() else { return };
         while now >= self.ctx_busy_until {
             let room = rtl.room();
             if room.is_empty() {
@@ -286,13 +304,6 @@ impl NicNode {
             }
             rtl.push_tx(&frame, prio);
         }
-        let frame = rtl.pop_wire()?;
-        let n = frame.len();
-        buf.get_mut(..n)?.copy_from_slice(&frame);
-        if frame.get(12..14) != Some(&[0x88, 0x08][..]) {
-            self.tx_bytes[usize::from(map.of_frame(&frame))] += wire_len(n);
-        }
-        Some(n)
     }
 
     /// Moves the frames the NIC has finished taking in by `now` from the receive buffer
@@ -489,5 +500,11 @@ impl Node for NicNode {
         self.drain(now);
         self.rtl_advance(now);
         self.run(now);
+        if self.rtl.is_some() {
+            let mut buf = std::mem::take(&mut self.rtl_scratch);
+            buf.resize(roce_sim::MAX_FRAME_LEN, 0);
+            self.rtl_fill(now, &mut buf);
+            self.rtl_scratch = buf;
+        }
     }
 }
