@@ -187,9 +187,9 @@ fn with_both_willing_the_lower_mac_yields() {
         let defaults = ctx[0].query_dcb().unwrap();
         assert_ne!(defaults, want);
         ctx[configured].set_dcb(&want).unwrap();
-        for side in 0..2 {
+        for (side, c) in ctx.iter().enumerate() {
             sim.node_mut(side)
-                .set_dcbx(DcbxAgent::new(ctx[side].clone(), true).with_interval(MS));
+                .set_dcbx(DcbxAgent::new(c.clone(), true).with_interval(MS));
         }
         for side in 0..2 {
             sim.kick(side);
@@ -197,9 +197,9 @@ fn with_both_willing_the_lower_mac_yields() {
         sim.fabric.run_until(2 * MS + MS / 2);
         // Both end with the higher MAC's settings.
         let agreed = if configured == high { want } else { defaults };
-        for side in 0..2 {
+        for (side, c) in ctx.iter().enumerate() {
             assert_eq!(
-                ctx[side].query_dcb().unwrap(),
+                c.query_dcb().unwrap(),
                 agreed,
                 "side {side} (configured: side {configured}, lower MAC: side {low})"
             );
