@@ -9,8 +9,8 @@
 //! what each end sends, lost or not, and what is delivered to it). The PSN `p` the
 //! requester gave up on is the lowest of its last retry (a burst of sends: it resends
 //! from its first unacknowledged PSN, Go-Back-N or the holes of selective repeat). The
-//! retry budget starts afresh only on progress (IBTA 9.7.5.2.8, rxe's
-//! `reset_retry_counters`), so the window starts at the first answer that acknowledged
+//! retry budget starts afresh only on progress (rxe's `reset_retry_counters`, the
+//! engine's `acked_to`), so the window starts at the first answer that acknowledged
 //! `p - 1` and reached the requester intact: an ACK of `p - 1`, a sequence NAK naming
 //! `p`, the last READ response or the atomic ACK of `p - 1`. Answers to later PSNs that
 //! arrive after it (READ responses and atomic ACKs of later requests, which do not
