@@ -403,6 +403,18 @@ fn differential(
     Ok(())
 }
 
+/// Whether the Verilated fast path is here; without it the RTL tests skip, except in
+/// CI, where that is a failure.
+fn rtl_here() -> bool {
+    if rtl_available() {
+        return true;
+    }
+    let ci = std::env::var("CI").is_ok_and(|v| v == "true");
+    assert!(!ci, "CI=true but roce-hdl-sim was built without Verilator");
+    eprintln!("SKIPPED: roce-hdl-sim was built without Verilator");
+    false
+}
+
 /// The RTL's cases: `ROCE_FP_DIFF_CASES`, default 8 (each runs the Verilated fast path
 /// on both NICs).
 fn rtl_cases() -> u32 {
@@ -461,10 +473,7 @@ proptest! {
         loss in prop_oneof![Just(0u64), 0u64..150],
         reorder in prop_oneof![Just(0u64), 0u64..100],
     ) {
-        if !rtl_available() {
-            let ci = std::env::var("CI").is_ok_and(|v| v == "true");
-            assert!(!ci, "CI=true but roce-hdl-sim was built without Verilator");
-            eprintln!("SKIPPED: roce-hdl-sim was built without Verilator");
+        if !rtl_here() {
             return Ok(());
         }
         differential(Hw::Rtl, mtu, &wrs, Wire { seed, loss, reorder })?;
@@ -487,10 +496,7 @@ proptest! {
         loss in 0u64..150,
         reorder in prop_oneof![Just(0u64), 0u64..100],
     ) {
-        if !rtl_available() {
-            let ci = std::env::var("CI").is_ok_and(|v| v == "true");
-            assert!(!ci, "CI=true but roce-hdl-sim was built without Verilator");
-            eprintln!("SKIPPED: roce-hdl-sim was built without Verilator");
+        if !rtl_here() {
             return Ok(());
         }
         differential(Hw::Rtl, mtu, &wrs, Wire { seed, loss, reorder })?;
@@ -509,10 +515,7 @@ proptest! {
         mtu in mtu(),
         wrs in proptest::collection::vec(wr(), 1..24),
     ) {
-        if !rtl_available() {
-            let ci = std::env::var("CI").is_ok_and(|v| v == "true");
-            assert!(!ci, "CI=true but roce-hdl-sim was built without Verilator");
-            eprintln!("SKIPPED: roce-hdl-sim was built without Verilator");
+        if !rtl_here() {
             return Ok(());
         }
         differential(Hw::Rtl, mtu, &wrs, Wire { seed: 0, loss: 0, reorder: 0 })?;
@@ -548,10 +551,7 @@ fn a_write_and_its_ack_are_the_hardwares() {
     };
     let (_, model) = run(Hw::Model, Mtu::Mtu4096, clean, &write);
     assert_eq!(model, [counters(8, 1, 0), counters(1, 8, 0)], "model");
-    if !rtl_available() {
-        let ci = std::env::var("CI").is_ok_and(|v| v == "true");
-        assert!(!ci, "CI=true but roce-hdl-sim was built without Verilator");
-        eprintln!("SKIPPED: roce-hdl-sim was built without Verilator");
+    if !rtl_here() {
         return;
     }
     let (_, rtl) = run(Hw::Rtl, Mtu::Mtu4096, clean, &write);
