@@ -2098,14 +2098,6 @@ fn line_rate_an_ack_taken_in_hardware() {
     for s in &sims {
         let mut sim = s.borrow_mut();
         let width = sim.width();
-        // the model's verdicts on the same frames: an ACK taken, then the baseline
-        let acked = [Resp::Ack {
-            qp: 0,
-            at: 2 + 2,
-            syndrome: 0x1F,
-        }];
-        resp_case(&mut sim, &[qp.clone()], &[write.clone()], &acked)
-            .unwrap_or_else(|e| panic!("{width}: {e}"));
         let mut lat = Vec::new();
         for r in [
             Resp::Ack {
@@ -2116,8 +2108,15 @@ fn line_rate_an_ack_taken_in_hardware() {
             Resp::AtomicAck { qp: 0 },
         ] {
             sim.record_timeline();
-            resp_case(&mut sim, &[qp.clone()], &[write.clone()], &[r])
-                .unwrap_or_else(|e| panic!("{width}: {e}"));
+            // resp_case holds the RTL to the model's verdict: the ACK taken, the
+            // ATOMIC ACKNOWLEDGE the firmware's
+            resp_case(
+                &mut sim,
+                std::slice::from_ref(&qp),
+                std::slice::from_ref(&write),
+                &[r],
+            )
+            .unwrap_or_else(|e| panic!("{width}: {e}"));
             let t = sim.take_timeline();
             let last_in = t.rx_in.iter().rev().find(|b| b.1).expect("a frame in").0;
             lat.push(t.events.last().expect("an event") - last_in);
