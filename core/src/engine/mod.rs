@@ -1500,17 +1500,18 @@ fn lower_headers(
     let hop = if av.hop_limit == 0 { 64 } else { av.hop_limit };
     let sgid = &src.gid;
     let v1 = src.gid_type == GidType::Roce;
+    // A RoCEv1 GRH has the IPv6 header's layout (its traffic class the DSCP and ECN).
+    let ipv6 = |next_header| Ipv6Repr {
+        src: Ipv6Addr::from(*sgid),
+        dst: Ipv6Addr::from(av.dgid),
+        dscp: m.dscp,
+        ecn: m.ecn,
+        flow_label: m.flow_label & 0xF_FFFF,
+        next_header,
+        hop_limit: hop,
+    };
     let l3 = if v1 {
-        // The GRH's traffic class is the IPv6 one's layout (DSCP and ECN bits).
-        L3Repr::Grh(Ipv6Repr {
-            src: Ipv6Addr::from(*sgid),
-            dst: Ipv6Addr::from(av.dgid),
-            dscp: m.dscp,
-            ecn: m.ecn,
-            flow_label: m.flow_label & 0xF_FFFF,
-            next_header: NEXT_HEADER_BTH,
-            hop_limit: hop,
-        })
+        L3Repr::Grh(ipv6(NEXT_HEADER_BTH))
     } else if av.is_ipv4() {
         let g = sgid;
         let a = av.dgid;
@@ -1523,15 +1524,7 @@ fn lower_headers(
             ..Ipv4Repr::default()
         })
     } else {
-        L3Repr::Ipv6(Ipv6Repr {
-            src: Ipv6Addr::from(*sgid),
-            dst: Ipv6Addr::from(av.dgid),
-            dscp: m.dscp,
-            ecn: m.ecn,
-            flow_label: m.flow_label & 0xF_FFFF,
-            next_header: NEXT_HEADER_UDP,
-            hop_limit: hop,
-        })
+        L3Repr::Ipv6(ipv6(NEXT_HEADER_UDP))
     };
     let eth = EthernetRepr {
         dst: MacAddr(av.dmac),
