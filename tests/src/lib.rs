@@ -6,10 +6,8 @@ pub mod chaos;
 
 use roce_cli::perf::{Params, Test};
 use roce_core::transport::Mtu;
-use roce_device::{LocalNic, NicModel};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::rc::Rc;
 
 /// `tests/data/vectors`: the shared corpus, copied into the project.
 pub fn vectors() -> PathBuf {
@@ -126,23 +124,4 @@ pub fn tally(output: &str) -> Option<(usize, usize)> {
         let f = f.strip_suffix(" failed")?;
         Some((p.parse().ok()?, f.parse().ok()?))
     })
-}
-
-/// Moves frames both ways between two in-process NICs until both are idle, recording
-/// each frame in `log` in the order it crossed the link.
-pub fn pump_pair(nics: [&Rc<LocalNic>; 2], log: &mut Vec<Vec<u8>>) {
-    let mut buf = vec![0u8; 8192];
-    loop {
-        let mut busy = nics[0].poll() | nics[1].poll();
-        for (from, to) in [(0, 1), (1, 0)] {
-            while let Some(n) = nics[from].transmit_frame(&mut buf) {
-                log.push(buf[..n].to_vec());
-                nics[to].receive_frame(&buf[..n]);
-                busy = true;
-            }
-        }
-        if !busy {
-            return;
-        }
-    }
 }
