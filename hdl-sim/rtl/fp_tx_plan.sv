@@ -28,7 +28,8 @@
 // sleep or switched off since (a per-slot flag, `kill`). The planner
 // stays with its message while no other slot is eligible (one QP: no cycle
 // lost per packet); switching costs the message's reload (about 7 cycles).
-// Not yet in RTL (v0.2): the in-flight list the response path reads.
+// The in-flight list the response path reads is fp_inflight's (fed at the
+// intake by roce_fp_top); slots_used is the ring's consumer count.
 //
 // The packet rule is roce_core::fastpath::segment's; tests/fastpath.rs
 // checks the frames byte for byte against it. Per packet the planner takes 3
@@ -100,7 +101,11 @@ module fp_tx_plan
     output logic [31:0]                     bad_desc,
 
     // no message in progress
-    output logic                            idle
+    output logic                            idle,
+    // slots holding a descriptor (a register: the count of the cycle before):
+    // the device's descriptor ring frees an entry when its slot is freed, so
+    // the firmware's room is NSLOT minus this (docs/fastpath.md §6)
+    output logic [SLOT_W:0]                 slots_used
 );
 
   initial begin
@@ -274,6 +279,14 @@ module fp_tx_plan
     .rd_en(slot_re),
     .rd_data(slot_rd)
   );
+
+  always_ff @(posedge clk) begin
+    logic [SLOT_W:0] c;
+    c = '0;
+    for (int i = 0; i < NSLOT; i++) c = c + (SLOT_W + 1)'(s_valid[i]);
+    slots_used <= c;
+    if (rst) slots_used <= '0;
+  end
 
   // the round robin, two register stages: the eligible slots (awake, the
   // oldest of their QP), then the first of them at or after `rr`.
