@@ -21,13 +21,15 @@
 // The slot store: the descriptors in a RAM (the cursor, packet k, is saved
 // over the descriptor's start_pkt when the planner leaves a message
 // unfinished: it resumes as a REPLAY from k would); per slot in registers its
-// QP, `sleep`, a generation count, and one row of an NSLOT x NSLOT matrix
-// `before` (slot j holds an older descriptor of the same QP). The choice of
-// the next slot is two register stages behind (eligible set, then the round
-// robin's pick) and is checked against the live slot when used. The planner
+// QP, `sleep`, and one row of an NSLOT x NSLOT matrix `before` (slot j
+// holds an older descriptor of the same QP). The choice of the next slot is
+// two register stages behind (eligible set, then the round robin's pick,
+// which carries the slot's QP) and is dropped when the slot was freed, put to
+// sleep or switched off since (a per-slot flag, `kill`). The planner
 // stays with its message while no other slot is eligible (one QP: no cycle
 // lost per packet); switching costs the message's reload (about 7 cycles).
-// Not yet in RTL (v0.2): the in-flight list the response path reads.
+// The in-flight list the response path reads is fp_inflight's (fed at the
+// intake by roce_fp_top); slots_used is the ring's consumer count.
 //
 // The packet rule is roce_core::fastpath::segment's; tests/fastpath.rs
 // checks the frames byte for byte against it. Per packet the planner takes 3
@@ -99,7 +101,11 @@ module fp_tx_plan
     output logic [31:0]                     bad_desc,
 
     // no message in progress
-    output logic                            idle
+    output logic                            idle,
+    // slots holding a descriptor (a register: the count of the cycle before):
+    // the device's descriptor ring frees an entry when its slot is freed, so
+    // the firmware's room is NSLOT minus this (docs/fastpath.md §6)
+    output logic [SLOT_W:0]                 slots_used
 );
 
   initial begin
@@ -143,6 +149,8 @@ module fp_tx_plan
 
   // ----------------------------------------------------- packet cursor
   logic [31:0]  k, kend, npk, off, mtu;
+  logic [32:0]  sge01, sge23;  // SGE lengths 0+1 and 2+3 (S_LOAD; 0 for SGEs beyond num_sge)
+  logic [23:0]  read_end;      // a READ's PSN after its last response: first_psn + npk
   logic         d_ok;         // S_SIZE's verdict: the context and descriptor can be served
   logic [23:0]  psn;
   logic [31:0]  p_plen;
@@ -169,7 +177,10 @@ module fp_tx_plan
   localparam int TD_WORDS = TXD_BYTES / 4;
   logic [NSLOT-1:0]   s_valid, s_sleep;
   logic [QPN_W-1:0]   s_qpn [NSLOT];
-  logic [1:0]         s_gen [NSLOT];
+  // kill_q[i]: slot i was freed or put to sleep at the last clock edge (its
+  // valid bit cleared or its sleep bit set); what the pick checks instead of
+  // comparing the slot's live state (docs: the pick stage below)
+  logic [NSLOT-1:0]   kill_q;
   // older[i][j]: slot j holds an older descriptor of slot i's QP
   logic [NSLOT-1:0]   older [NSLOT];
   logic [SLOT_W-1:0]  cur;          // the slot of the message loaded
@@ -182,29 +193,33 @@ module fp_tx_plan
   logic                   slot_re;
   logic [SLOT_W-1:0]      slot_ra;
 
-  // The lowest set bit of `v`, with the generation of its slot: a tree of
-  // log2(NSLOT) 2:1 selections (a loop of "first found" would be a chain of
-  // NSLOT). Returns {found, slot, generation}.
-  function automatic logic [SLOT_W+2:0] first_of(input logic [NSLOT-1:0] v,
-                                                  input logic [1:0] gen [NSLOT]);
+  // The lowest set bit of `v`: a tree of log2(NSLOT) 2:1 selections (a loop
+  // of "first found" would be a chain of NSLOT). Returns {found, slot}.
+  function automatic logic [SLOT_W:0] first_of(input logic [NSLOT-1:0] v);
     logic [NSLOT-1:0]  f;
     logic [SLOT_W-1:0] ix [NSLOT];
-    logic [1:0]        g [NSLOT];
     for (int i = 0; i < NSLOT; i++) begin
       f[i] = v[i];
       ix[i] = SLOT_W'(i);
-      g[i] = gen[i];
     end
     for (int w = 1; w < NSLOT; w = w * 2) begin
       for (int i = 0; i + w < NSLOT; i = i + 2 * w) begin
         if (!f[i]) begin
           f[i] = f[i + w];
           ix[i] = ix[i + w];
-          g[i] = g[i + w];
         end
       end
     end
-    return {f[0], ix[0], g[0]};
+    return {f[0], ix[0]};
+  endfunction
+
+  // The index of a one-hot vector's set bit (0 for none): per index bit an OR
+  // of the NSLOT/2 positions that have it.
+  function automatic logic [SLOT_W-1:0] index_of(input logic [NSLOT-1:0] oh);
+    logic [SLOT_W-1:0] ix;
+    ix = '0;
+    for (int i = 0; i < NSLOT; i++) if (oh[i]) ix = ix | SLOT_W'(i);
+    return ix;
   endfunction
 
   // the planner saves its cursor over start_pkt, in S_PKT_A and S_NEXT only
@@ -221,11 +236,11 @@ module fp_tx_plan
   logic [SLOT_W-1:0]  free_slot;
   logic txd_flush, take_txd, take_flush, intake_open;
   always_ff @(posedge clk) begin
-    logic [SLOT_W+2:0] first, first_x;
-    first = first_of(~s_valid, s_gen);
-    first_x = first_of(~s_valid & ~(NSLOT'(1) << free_slot), s_gen);
-    has_free <= take_txd ? first_x[SLOT_W+2] : first[SLOT_W+2];
-    free_slot <= take_txd ? first_x[2 +: SLOT_W] : first[2 +: SLOT_W];
+    logic [SLOT_W:0] first, first_x;
+    first = first_of(~s_valid);
+    first_x = first_of(~s_valid & ~(NSLOT'(1) << free_slot));
+    has_free <= take_txd ? first_x[SLOT_W] : first[SLOT_W];
+    free_slot <= take_txd ? first_x[SLOT_W-1:0] : first[SLOT_W-1:0];
     if (rst) has_free <= 1'b0;
   end
 
@@ -265,35 +280,63 @@ module fp_tx_plan
     .rd_data(slot_rd)
   );
 
+  always_ff @(posedge clk) begin
+    logic [SLOT_W:0] c;
+    c = '0;
+    for (int i = 0; i < NSLOT; i++) c = c + (SLOT_W + 1)'(s_valid[i]);
+    slots_used <= c;
+    if (rst) slots_used <= '0;
+  end
+
   // the round robin, two register stages: the eligible slots (awake, the
-  // oldest of their QP), then the first of them at or after `rr`
+  // oldest of their QP), then the first of them at or after `rr`.
+  //
+  // The pick is made from the eligible set of two cycles ago, so the slot may
+  // have changed since: it is used only if the slot was neither freed nor put
+  // to sleep at either of the two clock edges since that set was sampled
+  // (kill_q one cycle ago, carried through the pick as pick_dead_q; kill_q
+  // now) nor is switched off in this cycle. A slot is refilled only after it
+  // was freed, and its QP changes only when it is refilled, so the QP carried
+  // with the pick is the slot's. Comparing the slot's live state instead
+  // (32:1 muxes of its QP, valid, sleep and a generation count, then the
+  // QP against the invalidation) held the planner at 92.0 MHz.
   logic [NSLOT-1:0]   elig_q;
   logic [SLOT_W-1:0]  rr;
+  logic [NSLOT-1:0]   rr_mask;      // slots at or after rr: bit i = i >= rr
+  logic [NSLOT-1:0]   pick_oh_q;    // the pick, one-hot
   logic [SLOT_W-1:0]  pick_q;
-  logic [1:0]         pick_gen_q;
+  logic [QPN_W-1:0]   pick_qpn_q;
+  logic               pick_dead_q;
   logic [SLOT_W-1:0]  pick_rr_q;
   logic               pick_ok_q, others_q;
   always_ff @(posedge clk) begin
-    logic [SLOT_W+2:0] hi, any;
+    logic [2*NSLOT-1:0] both, first;
+    logic [NSLOT-1:0]   oh;
+    logic [QPN_W-1:0]   qpn;
     for (int i = 0; i < NSLOT; i++) begin
       elig_q[i] <= s_valid[i] && !s_sleep[i] && (older[i] & s_valid) == '0;
     end
-    // the first eligible slot at or after rr, else the first one
-    hi = first_of(elig_q & ({NSLOT{1'b1}} << rr), s_gen);
-    any = first_of(elig_q, s_gen);
-    pick_q <= hi[SLOT_W+2] ? hi[2 +: SLOT_W] : any[2 +: SLOT_W];
-    pick_gen_q <= hi[SLOT_W+2] ? hi[1:0] : any[1:0];
-    pick_ok_q <= any[SLOT_W+2];
+    // the first eligible slot at or after rr, else the first one: the lowest
+    // set bit of {eligible, eligible at or after rr} (x & ~(x - 1), a carry
+    // chain), its two halves folded into one
+    both = {elig_q, elig_q & rr_mask};
+    first = both & ~(both - (2 * NSLOT)'(1));
+    oh = first[NSLOT-1:0] | first[2*NSLOT-1:NSLOT];
+    qpn = '0;
+    for (int i = 0; i < NSLOT; i++) if (oh[i]) qpn = qpn | s_qpn[i];
+    pick_oh_q <= oh;
+    pick_q <= index_of(oh);
+    pick_qpn_q <= qpn;
+    pick_dead_q <= (oh & kill_q) != '0;
+    pick_ok_q <= elig_q != '0;
     pick_rr_q <= rr;
     others_q <= (elig_q & ~(NSLOT'(1) << cur)) != '0;
     if (rst) pick_ok_q <= 1'b0;
   end
 
-  // the pick still holds: made after the round robin last moved, and the slot
-  // not freed, refilled, put to sleep or switched off since
   logic pick_live;
-  assign pick_live = pick_ok_q && pick_rr_q == rr && s_valid[pick_q] && !s_sleep[pick_q]
-      && s_gen[pick_q] == pick_gen_q && !(inval_wr_en && inval_wr_addr == s_qpn[pick_q]);
+  assign pick_live = pick_ok_q && pick_rr_q == rr && !pick_dead_q && (pick_oh_q & kill_q) == '0
+      && !(inval_wr_en && inval_wr_addr == pick_qpn_q);
 
   // ----------------------------------------------------- combinational
   logic serve_ack;
@@ -323,7 +366,7 @@ module fp_tx_plan
       ctx_rd_en = 1'b1;
     end else if (load_slot) begin
       ctx_rd_en = 1'b1;
-      ctx_rd_addr = s_qpn[pick_q];
+      ctx_rd_addr = pick_qpn_q;
     end
   end
 
@@ -433,12 +476,11 @@ module fp_tx_plan
   assign m_rd_last = !g_short;
   assign m_rd_valid = state == S_GATHER && g_av != 0 && !g_dry;
 
-  // sum of the SGE lengths (S_SIZE), 33 bits
+  // sum of the SGE lengths (S_SIZE), 34 bits: the two pairs' sums registered in
+  // S_LOAD, so S_SIZE has one adder before its compare (three adders in a row
+  // there held the planner at 93.2 MHz)
   logic [33:0] sge_sum;
-  always_comb begin
-    sge_sum = '0;
-    for (int i = 0; i < 4; i++) if (3'(i) < d_nsge) sge_sum = sge_sum + {2'd0, d_sge_len[i]};
-  end
+  assign sge_sum = {1'b0, sge01} + {1'b0, sge23};
 
   // -------------------------------------------- leaving a message unfinished
   // S_PKT_A: the window refuses the packet (the slot sleeps); S_NEXT: another
@@ -468,25 +510,36 @@ module fp_tx_plan
     if (una_wr_en && una_wr_addr == d_qpn) c_una <= una_wr_psn;
     if (inval_wr_en && inval_wr_addr == d_qpn) d_abort <= 1'b1;
 
-    // the slot store: a descriptor in, a slot to sleep, freed or woken
+    // the slot store: a descriptor in, a slot to sleep, freed or woken (each
+    // free or sleep also sets the slot's kill_q)
+    kill_q <= '0;
     if (take_txd) begin
       s_valid[free_slot] <= 1'b1;
       s_sleep[free_slot] <= 1'b0;
       s_qpn[free_slot] <= s_txd_data[8*TD_QPN +: QPN_W];
-      s_gen[free_slot] <= s_gen[free_slot] + 2'd1;
       for (int j = 0; j < NSLOT; j++) begin
         older[free_slot][j] <= s_valid[j] && s_qpn[j] == s_txd_data[8*TD_QPN +: QPN_W];
         older[j][free_slot] <= 1'b0;
       end
     end
-    if (save_en && state == S_PKT_A) s_sleep[cur] <= 1'b1;
-    if (state == S_DONE && !d_abort && !d_flush) s_valid[cur] <= 1'b0;
+    if (save_en && state == S_PKT_A) begin
+      s_sleep[cur] <= 1'b1;
+      kill_q[cur] <= 1'b1;
+    end
+    if (state == S_DONE && !d_abort && !d_flush) begin
+      s_valid[cur] <= 1'b0;
+      kill_q[cur] <= 1'b1;
+    end
     for (int i = 0; i < NSLOT; i++) begin
       // (a slot filled in this cycle was free before it: not matched)
       if (s_valid[i] && take_flush && s_qpn[i] == s_txd_data[8*TD_QPN +: QPN_W]) begin
         s_valid[i] <= 1'b0;
+        kill_q[i] <= 1'b1;
       end
-      if (s_valid[i] && inval_wr_en && s_qpn[i] == inval_wr_addr) s_valid[i] <= 1'b0;
+      if (s_valid[i] && inval_wr_en && s_qpn[i] == inval_wr_addr) begin
+        s_valid[i] <= 1'b0;
+        kill_q[i] <= 1'b1;
+      end
       if (una_wr_en && s_qpn[i] == una_wr_addr) s_sleep[i] <= 1'b0;
     end
 
@@ -505,11 +558,13 @@ module fp_tx_plan
           d_nsge <= '0;
           d_start <= '0;
           d_end <= '0;
+          sge01 <= '0;
+          sge23 <= '0;
           d_flush <= 1'b1;
           d_abort <= 1'b0;
           state <= S_LOAD;
         end else if (load_slot) begin
-          d_qpn <= s_qpn[pick_q];
+          d_qpn <= pick_qpn_q;
           cur <= pick_q;
           d_flush <= 1'b0;
           d_abort <= 1'b0;
@@ -522,10 +577,18 @@ module fp_tx_plan
           // the slot's descriptor and the context word read last cycle, with any
           // una_psn written since
           if (!d_flush) begin
+            logic [2:0] nsge;
+            logic [31:0] len [4];
+            nsge = (slot_rd[8*TD_NUM_SGE +: 8] > 8'd4) ? 3'd4 : slot_rd[8*TD_NUM_SGE +: 3];
+            for (int i = 0; i < 4; i++) begin
+              len[i] = (3'(i) < nsge) ? slot_rd[8*(TD_SGE + 12*i + 8) +: 32] : 32'd0;
+            end
+            sge01 <= {1'b0, len[0]} + {1'b0, len[1]};
+            sge23 <= {1'b0, len[2]} + {1'b0, len[3]};
             d_op <= slot_rd[8*TD_OP +: 8];
             d_se <= slot_rd[8*TD_FLAGS + 0];
             d_replay <= slot_rd[8*TD_FLAGS + 1];
-            d_nsge <= (slot_rd[8*TD_NUM_SGE +: 8] > 8'd4) ? 3'd4 : slot_rd[8*TD_NUM_SGE +: 3];
+            d_nsge <= nsge;
             d_len <= slot_rd[8*TD_LENGTH +: 32];
             d_imm <= slot_rd[8*TD_IMM +: 32];
             d_raddr <= slot_rd[8*TD_RADDR +: 64];
@@ -566,7 +629,11 @@ module fp_tx_plan
           // packets: max(1, ceil(len / mtu)) (PSNs: a READ one per response packet, an
           // atomic one: TxMsg::psns), and whether the message can be sent at all; a
           // cycle of its own, off the path of S_CHECK's decisions
-          npk <= (d_len == 0 || is_atomic) ? 32'd1 : ((d_len - 32'd1) >> c_mtu_log2) + 32'd1;
+          // (ceil(len / mtu) as the quotient plus one for a remainder: no
+          // subtraction before the shift)
+          npk <= (d_len == 0 || is_atomic) ? 32'd1
+              : (d_len >> c_mtu_log2)
+                + {31'd0, (d_len & ~({32{1'b1}} << c_mtu_log2)) != 32'd0};
           d_ok <= c_valid && c_kind <= 2'd1 && c_mtu_log2 >= 4'd8 && c_mtu_log2 <= 4'd12
               && (d_op <= OP_FETCH_ADD || d_op == OP_FLUSH)
               && (is_ra || sge_sum >= {2'd0, d_len});
@@ -580,13 +647,16 @@ module fp_tx_plan
           logic [31:0] ks, ke;
           n = npk;
           ks = (d_start < n) ? d_start : n;
-          if (is_ra) ke = (ks + 32'd1 < n) ? ks + 32'd1 : n;
+          // (from d_start, not ks, so it does not wait for ks: equal whenever
+          // d_start < n, and n otherwise)
+          if (is_ra) ke = ({1'b0, d_start} + 33'd1 < {1'b0, n}) ? d_start + 32'd1 : n;
           else ke = (d_end != 0 && d_end < n) ? d_end : n;
           k <= ks;
           kend <= ke;
           off <= ks << c_mtu_log2;
           g_skip <= ks << c_mtu_log2;
           psn <= d_first_psn + ks[23:0];
+          read_end <= d_first_psn + npk[23:0];
           g_i <= '0;
           g_o <= '0;
           g_av <= d_sge_len[0];
@@ -660,7 +730,9 @@ module fp_tx_plan
           logic [23:0] next_n, after;
           noack_n = ackreq ? 16'd0 : noack_inc[15:0];
           // the PSN after the packet's: a READ request covers all its responses
-          after = is_read ? psn + 24'(npk - k) : psn_next;
+          // (psn - k is first_psn throughout the message, so psn + npk - k is
+          // read_end)
+          after = is_read ? read_end : psn_next;
           next_n = (psn_diff(after, c_next_psn) > 0) ? after : c_next_psn;
           c_noack <= noack_n;
           c_next_psn <= next_n;
@@ -704,12 +776,14 @@ module fp_tx_plan
           else if (!p_more) state <= S_DONE;
           else if (n_leave) begin
             rr <= cur + SLOT_W'(1);
+            rr_mask <= {NSLOT{1'b1}} << (cur + SLOT_W'(1));
             state <= S_IDLE;
           end else state <= S_PKT_A;
         end
 
         S_DONE: begin
           rr <= cur + SLOT_W'(1);
+          rr_mask <= {NSLOT{1'b1}} << (cur + SLOT_W'(1));
           state <= S_IDLE;
         end
 
@@ -726,6 +800,7 @@ module fp_tx_plan
       d_flush <= 1'b0;
       cur <= '0;
       rr <= '0;
+      rr_mask <= '1;
       s_valid <= '0;
       s_sleep <= '0;
     end

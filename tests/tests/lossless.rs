@@ -98,7 +98,7 @@ fn rtl_dcb_mac_pauses_the_sender_and_drops_nothing() {
         NicNode::new(b).with_rtl_dcb(slow).unwrap(),
     ];
     let mut sim = Sim::connect(nodes, LinkConfig::new(LINK, 1_000), 1).unwrap();
-    // PFC on priority 0 and the receive buffer's thresholds through the ABI (1.4,
+    // PFC on priority 0 and the receive buffer's thresholds through the ABI (1.5,
     // MODIFY_DCB), which reach the RTL's registers: XOFF at 24 KiB leaves 40 KiB of the
     // block's 64 KiB for 2 x 12.5 KB in flight (1 us of link) and two frames; XON at
     // 16 KiB is more than the 40 Gb/s drain empties in a round trip (2 us: 10 KB), so
