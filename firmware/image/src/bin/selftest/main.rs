@@ -326,6 +326,8 @@ fn many_qps((nic, mut host): (&'static mut TestNic, Host)) {
 
 /// Instructions one poll may take for one rung QP among 4,096 (`many_qps`).
 const ONE_DOORBELL_POLL_BUDGET: u64 = 5_000;
+/// Idle polls measured after the 64 KiB WRITE: what one costs when it finds nothing.
+const IDLE_POLLS: u32 = 8;
 
 /// Static RAM: the NIC as configured, and what one more QP or CQ costs.
 fn sizes() {
@@ -875,6 +877,7 @@ impl Test {
         self.fill(src, LEN, 6);
         self.dp().reset();
         self.nic.hal().datapath.reset();
+        self.nic.hal().datapath.receiver = self.qp_d.qpn.value();
         let id = self.next_wr_id();
         let wr = self.write_wr(id, src, dst, LEN);
         let c0 = self.nic.counters().fastpath;
@@ -883,6 +886,14 @@ impl Test {
         Host::post_send(self.nic, &mut self.qp_c, &wr);
         self.expect_wc(false, id, WcOpcode::RdmaWrite, LEN as u32);
         let s1 = Split::now();
+        // What a poll that finds nothing costs: the same NIC, right after (a phase of
+        // its own for `tools/profile.py`).
+        probe::enable(false);
+        probe::enable(true);
+        for _ in 0..IDLE_POLLS {
+            ensure!(!probe::poll(self.nic), "an idle poll found work");
+        }
+        let idle = Split::now();
         probe::enable(false);
         self.check_pattern("64 KiB WRITE data", dst, LEN, 6);
         let dp = self.dp().stats;
@@ -890,6 +901,22 @@ impl Test {
         let icrc: u64 = dp.tx.iter().map(|t| t.icrc).sum();
         let fw = u64::from(s0.firmware_until(&s1)).saturating_sub(icrc);
         let fp = self.nic.hal().datapath.stats;
+        // Each end, as if each were its own NIC polling as often: every poll's fixed
+        // cost (an idle poll's) is charged to both; the work for the receiving QP (the
+        // frames it took and the ACKs it built, or its fast-path events) to the
+        // receiver; everything else (WQE fetch, descriptors, ACKs taken, CQEs) to the
+        // sender.
+        let polls = u64::from(s0.polls_until(&s1));
+        let idle_poll = u64::from(s1.firmware_until(&idle)) / u64::from(IDLE_POLLS);
+        let fw_of = |s: &Sum| s.total.saturating_sub(s.dma + s.icrc);
+        let receiver_own = if fp.descriptors.count == 0 && fp.events.iter().all(|w| w.count == 0)
+        {
+            fw_of(&dp.rx[0]) + fw_of(&dp.tx[1])
+        } else {
+            fp.receiver.total
+        };
+        let receiver = polls * idle_poll + receiver_own;
+        let sender = fw.saturating_sub(receiver_own);
         let c1 = self.nic.counters().fastpath;
         let c = roce_firmware::hal::FastPathCounters {
             tx_frames: c1.tx_frames - c0.tx_frames,
@@ -905,6 +932,17 @@ impl Test {
             PACKETS,
             fw,
             fw / u64::from(PACKETS)
+        );
+        info!(
+            "budget ({=str}): per end, over {=u64} polls of which an idle one costs {=u64}: sender {=u64} instructions = {=u64} per data packet; receiver {=u64} = {=u64} per data packet ({=u64} of its own work)",
+            self.label,
+            polls,
+            idle_poll,
+            sender,
+            sender / u64::from(PACKETS),
+            receiver,
+            receiver / u64::from(PACKETS),
+            receiver_own
         );
         if c.tx_frames == 0 {
             report("TX data packet (engine poll_transmit)", &dp.tx[0]);
