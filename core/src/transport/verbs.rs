@@ -195,11 +195,21 @@ impl AckTimeout {
 
     /// The timeout, or None for code 0 (infinite).
     pub const fn duration(self) -> Option<Duration> {
+        match self.nanos() {
+            Some(n) => Some(Duration::from_nanos(n)),
+            None => None,
+        }
+    }
+
+    /// [`AckTimeout::duration`] in nanoseconds: what the timers add to an [`Instant`]
+    /// (a `Duration` costs a 64-bit division and a 128-bit product each way on a
+    /// 32-bit core).
+    pub const fn nanos(self) -> Option<u64> {
         if self.0 == 0 {
             None
         } else {
             // 4096 ns << 31 is 8.8e12 ns: no overflow in u64.
-            Some(Duration::from_nanos(4096u64 << self.0))
+            Some(4096u64 << self.0)
         }
     }
 }

@@ -909,8 +909,7 @@ impl Test {
         let polls = u64::from(s0.polls_until(&s1));
         let idle_poll = u64::from(s1.firmware_until(&idle)) / u64::from(IDLE_POLLS);
         let fw_of = |s: &Sum| s.total.saturating_sub(s.dma + s.icrc);
-        let receiver_own = if fp.descriptors.count == 0 && fp.events.iter().all(|w| w.count == 0)
-        {
+        let receiver_own = if fp.descriptors.count == 0 && fp.events.iter().all(|w| w.count == 0) {
             fw_of(&dp.rx[0]) + fw_of(&dp.tx[1])
         } else {
             fp.receiver.total
@@ -975,11 +974,11 @@ impl Test {
         work("event EXCEPTION handled", &fp.events[1]);
         work("event MSG_DONE handled", &fp.events[2]);
         work("event ACKED handled (ACK received)", &fp.events[3]);
-        // Issue 14 asks for at most 100 per data packet and 500 for any one packet the
-        // firmware handles. Said plainly either way; the run fails only if the figures
-        // regress past what this version reaches (an engine change that slows the
-        // fast path's firmware side shows here).
-        let per_packet = fw / u64::from(PACKETS);
+        // Issue 14 asks for at most 100 per data packet at each end and 500 for any one
+        // packet the firmware handles. Said plainly either way; the run fails only if
+        // the figures regress past what this version reaches, with ~15 % margin (an
+        // engine change that slows the fast path's firmware side shows here).
+        let per_packet = sender.max(receiver) / u64::from(PACKETS);
         let worst = fp
             .events
             .iter()
@@ -989,16 +988,19 @@ impl Test {
             .max(fp.descriptors.max);
         let met = |ok: bool| if ok { "met" } else { "NOT met" };
         info!(
-            "budget (fast path): issue 14's targets: <= 100 per data packet: {=str} ({=u64}); <= 500 for one event or descriptor: {=str} ({=u32})",
+            "budget (fast path): issue 14's targets: <= 100 per data packet at each end: {=str} ({=u64}, the sender); <= 500 for one event or descriptor: {=str} ({=u32})",
             met(per_packet <= 100),
             per_packet,
             met(worst <= 500),
             worst
         );
         ensure!(
-            per_packet <= 600 && worst <= 1000,
-            "budget (fast path) regressed: {=u64} per data packet, {=u32} for one event or descriptor",
-            per_packet,
+            sender <= 650 * u64::from(PACKETS)
+                && receiver <= 200 * u64::from(PACKETS)
+                && worst <= 900,
+            "budget (fast path) regressed: {=u64} (sender) and {=u64} (receiver) per data packet, {=u32} for one event or descriptor",
+            sender / u64::from(PACKETS),
+            receiver / u64::from(PACKETS),
             worst
         );
     }

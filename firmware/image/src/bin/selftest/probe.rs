@@ -102,11 +102,12 @@ fn hw<R>(f: impl FnOnce() -> R) -> R {
     if !on() || IN_HW.load(Relaxed) {
         return f();
     }
-    IN_HW.store(true, Relaxed);
+    // The probe's own bookkeeping around the call counts as hardware too.
     let t0 = instret();
+    IN_HW.store(true, Relaxed);
     let r = f();
-    add(&HW_INSTRET, instret() - t0);
     IN_HW.store(false, Relaxed);
+    add(&HW_INSTRET, instret() - t0);
     r
 }
 
@@ -286,7 +287,9 @@ impl<P: Datapath> Datapath for DpProbe<P> {
     fn can_transmit(&self) -> bool {
         let ready = hw(|| self.inner.can_transmit());
         if bracketing() {
-            self.tx_open.set(Some((instret(), dma_instret())));
+            let t = instret();
+            self.tx_open.set(Some((t, dma_instret())));
+            add(&OVERHEAD, instret() - t);
         }
         ready
     }
