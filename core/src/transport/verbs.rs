@@ -195,9 +195,10 @@ impl AckTimeout {
 
     /// The timeout, or None for code 0 (infinite).
     pub const fn duration(self) -> Option<Duration> {
-        match self.nanos() {
-            Some(n) => Some(Duration::from_nanos(n)),
-            None => None,
+        if self.0 == 0 {
+            None
+        } else {
+            Some(Duration::from_nanos(4096u64 << self.0))
         }
     }
 
