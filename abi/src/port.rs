@@ -7,7 +7,7 @@
 use crate::DecodeError;
 use roce_core::cc::{CcConfig, DcqcnConfig, QpCcInfo, ONE};
 use roce_core::dcb::{EtsConfig, Priorities};
-use roce_core::engine::{DcbConfig, GidEntry};
+use roce_core::engine::{DcbConfig, GidEntry, GidType};
 use roce_core::num::Qpn;
 use roce_core::transport::Mtu;
 use zerocopy::little_endian::{U16, U32, U64};
@@ -63,8 +63,10 @@ pub struct GidArg {
     pub index: U16,
     /// [`GidArg::VALID`]: the entry holds an address.
     pub flags: u8,
-    /// The RoCE version of the entry (`IBV_GID_TYPE_ROCE_V2` = 2). This NIC speaks
-    /// RoCEv2 only, so a valid entry must say 2.
+    /// The RoCE version of the entry, as rdma-core's `enum ibv_gid_type` numbers it:
+    /// [`GidArg::ROCE_V2`] (`IBV_GID_TYPE_ROCE_V2`, Linux `IB_GID_TYPE_ROCE_UDP_ENCAP`)
+    /// or, from ABI 1.4, [`GidArg::ROCE_V1`] (`IBV_GID_TYPE_ROCE_V1`, Linux
+    /// `IB_GID_TYPE_ROCE`: GRH over Ethernet). Anything else is refused.
     pub roce_version: u8,
     /// The entry's 802.1Q VLAN (1 to 4094), or 0xFFFF for untagged (ABI 1.3; 1.2
     /// refused any VLAN). Frames for the GID must carry it; QPs sending from the entry
@@ -78,6 +80,8 @@ pub struct GidArg {
 impl GidArg {
     /// Flag: the entry holds an address.
     pub const VALID: u8 = 1 << 0;
+    /// `roce_version` of a RoCEv1 entry (ABI 1.4).
+    pub const ROCE_V1: u8 = 1;
     /// `roce_version` of a RoCEv2 entry.
     pub const ROCE_V2: u8 = 2;
     /// `vlan_id` of an untagged entry.
@@ -88,7 +92,11 @@ impl GidArg {
         Self {
             index: U16::new(u16::from(index)),
             flags: if entry.is_some() { Self::VALID } else { 0 },
-            roce_version: if entry.is_some() { Self::ROCE_V2 } else { 0 },
+            roce_version: match entry.map(|e| e.gid_type) {
+                Some(GidType::Roce) => Self::ROCE_V1,
+                Some(GidType::RoceUdpEncap) => Self::ROCE_V2,
+                None => 0,
+            },
             vlan_id: U16::new(entry.and_then(|e| e.vlan_id).unwrap_or(Self::NO_VLAN)),
             reserved: U16::new(0),
             gid: entry.map_or([0; 16], |e| e.gid),
@@ -108,18 +116,25 @@ impl GidArg {
         if self.flags & Self::VALID == 0 {
             return Ok(None);
         }
-        if self.roce_version != Self::ROCE_V2 {
-            return Err(DecodeError("only RoCEv2 GID entries are supported"));
-        }
+        let v1 = match self.roce_version {
+            Self::ROCE_V1 => true,
+            Self::ROCE_V2 => false,
+            _ => {
+                return Err(DecodeError(
+                    "GID entry type neither RoCEv1 (1) nor RoCEv2 (2)",
+                ))
+            }
+        };
         if self.gid == [0; 16] {
             return Err(DecodeError("the zero GID is not an address"));
         }
-        match self.vlan_id.get() {
-            Self::NO_VLAN => Ok(Some(GidEntry::new(self.gid))),
+        let entry = match self.vlan_id.get() {
+            Self::NO_VLAN => GidEntry::new(self.gid),
             // 0 is a priority tag and 4095 reserved (802.1Q): neither is a VLAN.
-            vid @ 1..=4094 => Ok(Some(GidEntry::with_vlan(self.gid, vid))),
-            _ => Err(DecodeError("VLAN ID outside 1..=4094")),
-        }
+            vid @ 1..=4094 => GidEntry::with_vlan(self.gid, vid),
+            _ => return Err(DecodeError("VLAN ID outside 1..=4094")),
+        };
+        Ok(Some(if v1 { entry.roce_v1() } else { entry }))
     }
 }
 
@@ -454,9 +469,16 @@ mod tests {
         assert_eq!((a.index.get(), a.flags, a.roce_version), (3, 1, 2));
         assert_eq!(a.to_entry(), Ok(Some(e)));
         assert_eq!(GidArg::from_entry(4, None).to_entry(), Ok(None));
+        // IBV_GID_TYPE_ROCE_V1 (ABI 1.4) is IB_GID_TYPE_ROCE; IB (0) and others are not
+        // Ethernet entries.
         let mut v1 = a;
         v1.roce_version = 1;
-        assert!(v1.to_entry().is_err());
+        assert_eq!(v1.to_entry(), Ok(Some(e.roce_v1())));
+        assert_eq!(GidArg::from_entry(3, Some(&e.roce_v1())), v1);
+        for bad in [0, 3, 0xFF] {
+            v1.roce_version = bad;
+            assert!(v1.to_entry().is_err(), "roce_version {bad}");
+        }
         let mut tagged = a;
         tagged.vlan_id = U16::new(100);
         assert_eq!(tagged.to_entry(), Ok(Some(GidEntry::with_vlan(gid, 100))));

@@ -22,8 +22,9 @@ use zerocopy::IntoBytes;
 pub struct PortModel {
     pub mac: [u8; 6],
     pub mtu: u8,
-    /// Per index: the GID and its VLAN (`GidArg::NO_VLAN`: untagged).
-    pub gids: [Option<([u8; 16], u16)>; GID_TABLE_LEN],
+    /// Per index: the GID, its VLAN (`GidArg::NO_VLAN`: untagged) and its
+    /// `roce_version`.
+    pub gids: [Option<([u8; 16], u16, u8)>; GID_TABLE_LEN],
     /// QUERY_DCB's answer: the last settings set.
     pub dcb: DcbArg,
     /// QUERY_CC's answer: the last configuration set.
@@ -51,7 +52,10 @@ impl PortModel {
             *g = cfg
                 .gids
                 .get(i as u8)
-                .map(|e| (e.gid, e.vlan_id.unwrap_or(GidArg::NO_VLAN)));
+                .map(|e| {
+                    let arg = GidArg::from_entry(i as u8, Some(e));
+                    (e.gid, arg.vlan_id.get(), arg.roce_version)
+                });
         }
         Self {
             mac: cfg.mac,
@@ -117,10 +121,10 @@ impl PortModel {
                 let bad = index >= GID_TABLE_LEN
                     || a.flags & !GidArg::VALID != 0
                     || (valid
-                        && (a.roce_version != GidArg::ROCE_V2
+                        && (![GidArg::ROCE_V1, GidArg::ROCE_V2].contains(&a.roce_version)
                             || !vlan_ok(a.vlan_id.get())
                             || a.gid == [0; 16]));
-                let entry = valid.then_some((a.gid, a.vlan_id.get()));
+                let entry = valid.then_some((a.gid, a.vlan_id.get(), a.roce_version));
                 // Entry 0 is the victim's QPs' source.
                 let busy = index == 0 && entry != self.gids[0];
                 expect(op, got, bad, busy);
@@ -137,9 +141,9 @@ impl PortModel {
                     assert!(ok, "QUERY_GID of index {index}: {got:?}");
                     let want = GidArg::from_entry(index as u8, None);
                     let want = match self.gids[index] {
-                        Some((gid, vlan)) => GidArg {
+                        Some((gid, vlan, roce_version)) => GidArg {
                             flags: GidArg::VALID,
-                            roce_version: GidArg::ROCE_V2,
+                            roce_version,
                             vlan_id: vlan.into(),
                             gid,
                             ..want

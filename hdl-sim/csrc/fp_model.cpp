@@ -80,6 +80,7 @@ public:
         out.rx_drops = v_.m().rx_drops;
         out.tx_idle = v_.m().tx_idle;
         out.rx_idle = v_.m().rx_idle;
+        out.tx_slots_used = v_.m().tx_slots_used;
         v_.rising();
     }
 

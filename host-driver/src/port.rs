@@ -8,11 +8,11 @@ use crate::error::Error;
 use crate::verbs::{Context, Ctx, QueuePair, Result};
 use roce_abi::counters::{port_counter_values, port_counters_from};
 use roce_abi::{
-    self as abi, CcArg, CmdEntry, CmdOp, CounterScope, DcbArg, GidArg, PortArg, QpCcArg,
+    self as abi, reg, CcArg, CmdEntry, CmdOp, CounterScope, DcbArg, GidArg, PortArg, QpCcArg,
     QueryCountersArg, RuntimeCounters, PORT_COUNTERS, QP_COUNTERS,
 };
 use roce_core::cc::{CcConfig, QpCcInfo};
-use roce_core::engine::{DcbConfig, GidEntry};
+use roce_core::engine::{DcbConfig, GidEntry, GidType};
 use roce_core::num::Qpn;
 use roce_core::transport::{Counters, Mtu};
 use zerocopy::little_endian::{U16, U32, U64};
@@ -150,7 +150,15 @@ impl Context {
 
     /// Writes (or, with `None`, clears) the GID table entry at `index`. A QP whose
     /// address vector names an entry that is gone sends nothing until it is modified.
+    /// A RoCEv1 entry ([`GidEntry::roce_v1`]) makes the QPs sending from it speak
+    /// RoCEv1.
     pub fn set_gid(&self, index: u8, entry: Option<GidEntry>) -> Result<()> {
+        let v1 = entry.is_some_and(|e| e.gid_type == GidType::Roce);
+        if v1 && abi::Version(self.ctx.dev.read_reg(reg::VERSION)).minor() < 4 {
+            return Err(Error::InvalidArgument(
+                "set_gid: the device's ABI is older than 1.4 (no RoCEv1 entries)",
+            ));
+        }
         self.ctx
             .exec_arg(CmdOp::ModifyGid, &GidArg::from_entry(index, entry.as_ref()))?;
         if index == 0 {
