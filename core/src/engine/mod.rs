@@ -1265,6 +1265,12 @@ impl<
     ) -> Option<usize> {
         let now = self.clock(now);
         let hi = self.hi.max(1);
+        // Without congestion control only a ready QP has a frame: a poll that finds none
+        // (most of them) ends after this scan of flags.
+        let cc = self.cc_any || self.cfg.cc.np;
+        if !cc && !self.tx_ready.iter().take(hi).any(|&r| r) {
+            return None;
+        }
         for k in 0..hi {
             let slot = (self.tx_next + k) % hi;
             let Some(Some(qp)) = self.qps.get(slot) else {
