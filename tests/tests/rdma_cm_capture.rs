@@ -7,32 +7,13 @@
 use roce_core::engine::PortConfig;
 use roce_core::memory::AccessFlags;
 use roce_core::transport::{ipv4_gid, QpType, SendFlags, SendWr, WrOp};
-use roce_device::{Capacities, LocalNic, NicModel};
+use roce_device::{Capacities, LocalNic};
 use roce_host::rdma_cm::{CmAgent, RdmaCmEvent};
 use roce_host::Context;
-use roce_tests::{check_with_tshark, have, scratch};
+use roce_tests::{check_with_tshark, have, pump_pair, scratch};
 use std::path::PathBuf;
 use std::process::Command;
-use std::rc::Rc;
 use std::time::Duration;
-
-/// Moves frames both ways until both NICs are idle, recording each one.
-fn run(nics: [&Rc<LocalNic>; 2], log: &mut Vec<Vec<u8>>) {
-    let mut buf = vec![0u8; 8192];
-    loop {
-        let mut busy = nics[0].poll() | nics[1].poll();
-        for (from, to) in [(0, 1), (1, 0)] {
-            while let Some(n) = nics[from].transmit_frame(&mut buf) {
-                log.push(buf[..n].to_vec());
-                nics[to].receive_frame(&buf[..n]);
-                busy = true;
-            }
-        }
-        if !busy {
-            return;
-        }
-    }
-}
 
 /// Two NICs connect through `rdma_cm`, one WRITE goes over, they disconnect: the
 /// frames as a pcap named `name`.
@@ -62,7 +43,7 @@ fn capture_connection(name: &str) -> PathBuf {
     let mut log = Vec::new();
     let pump = |a: &mut CmAgent, b: &mut CmAgent, log: &mut Vec<Vec<u8>>| {
         for _ in 0..6 {
-            run([&na, &nb], log);
+            pump_pair([&na, &nb], log);
             a.progress().unwrap();
             b.progress().unwrap();
         }

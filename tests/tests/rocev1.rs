@@ -17,28 +17,9 @@ use roce_core::transport::{
 use roce_core::wire::icrc::{self, IcrcKind};
 use roce_device::{Capacities, LocalNic, NicModel};
 use roce_host::{ConnectOptions, Context, QpEndpoint};
-use roce_tests::{have, scratch};
+use roce_tests::{have, pump_pair, scratch};
 use std::process::Command;
-use std::rc::Rc;
 use std::time::Duration;
-
-/// Moves frames both ways until both NICs are idle, recording each one.
-fn run(nics: [&Rc<LocalNic>; 2], log: &mut Vec<Vec<u8>>) {
-    let mut buf = vec![0u8; 8192];
-    loop {
-        let mut busy = nics[0].poll() | nics[1].poll();
-        for (from, to) in [(0, 1), (1, 0)] {
-            while let Some(n) = nics[from].transmit_frame(&mut buf) {
-                log.push(buf[..n].to_vec());
-                nics[to].receive_frame(&buf[..n]);
-                busy = true;
-            }
-        }
-        if !busy {
-            return;
-        }
-    }
-}
 
 /// CRC-32 (IEEE 802.3, reflected, the ICRC's), one bit at a time.
 fn crc32(data: &[u8]) -> u32 {
@@ -135,7 +116,7 @@ fn rc_over_rocev1_between_two_nics_dissects_in_wireshark() {
         .flags(SendFlags::SIGNALED);
     qa.post_send(&send).unwrap();
     let mut log = Vec::new();
-    run([&na, &nb], &mut log);
+    pump_pair([&na, &nb], &mut log);
     poll_one(&cqa);
     assert_eq!(poll_one(&cqb).byte_len, 3000);
     let mut got = vec![0u8; 3000];
@@ -150,7 +131,7 @@ fn rc_over_rocev1_between_two_nics_dissects_in_wireshark() {
         .sge(mra.addr() + 8192, 3000, mra.lkey())
         .flags(SendFlags::SIGNALED);
     qa.post_send(&read).unwrap();
-    run([&na, &nb], &mut log);
+    pump_pair([&na, &nb], &mut log);
     poll_one(&cqa);
     poll_one(&cqa);
     mra.read(8192, &mut got).unwrap();
@@ -190,7 +171,7 @@ fn rc_over_rocev1_between_two_nics_dissects_in_wireshark() {
     // Proof that the rebuilt frame is a good RoCEv2 frame: the parser takes it.
     assert!(roce_core::wire::parse(&v2).is_ok());
     nb.receive_frame(&v2);
-    run([&na, &nb], &mut Vec::new());
+    pump_pair([&na, &nb], &mut Vec::new());
     let after = cb.query_counters().unwrap().engine.rcvd_not_for_us;
     assert_eq!(
         after,
