@@ -29,7 +29,7 @@ enum Command {
     /// NAKs, RNR waits, timeouts, congestion signals, ACK latency, PFC pauses.
     Analyze(AnalyzeArgs),
     /// perftest's benchmarks between two NICs (simulated fabric by default).
-    Perf(roce_cli::perf_cmd::PerfArgs),
+    Perf(Box<roce_cli::perf_cmd::PerfArgs>),
     /// rdma-core's ibv_rc/uc/ud_pingpong, either end, with the NIC on a raw link.
     Pingpong(roce_cli::interop::pingpong::PingpongArgs),
     /// librdmacm's rping, either end, connected through RDMA CM, with the NIC on a raw

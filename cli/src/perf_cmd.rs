@@ -1,5 +1,6 @@
 //! The command line of `roce perf`: perftest's options where they fit, plus the fabric.
 
+use crate::dcb_args::DcbArgs;
 use crate::perf::{self, report, Params, Test};
 use crate::progress;
 use anyhow::{bail, Context, Result};
@@ -8,7 +9,8 @@ use roce_device::soc::{self, SocNic};
 use roce_device::NicModel;
 use roce_sim::{Faults, LinkConfig};
 use roce_testbed::nic::Datapath;
-use roce_testbed::{Direct, HostPath, NicNode, Sim};
+use roce_testbed::rtl_dcb::RtlDcbConfig;
+use roce_testbed::{Direct, HostPath, NicNode, Sim, World};
 use std::io::Write;
 use std::rc::Rc;
 
@@ -114,6 +116,8 @@ pub struct PerfArgs {
     pub atomic: crate::interop::perftest::Atomic,
     #[command(flatten)]
     pub raw: crate::interop::LinkArgs,
+    #[command(flatten)]
+    pub dcb: crate::dcb_args::DcbArgs,
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -231,6 +235,7 @@ pub fn run(args: &PerfArgs, out: &mut impl Write) -> Result<()> {
     };
     let mut printed_header = false;
     for size in sizes {
+        let mut dcb_footer = None;
         let p = Params {
             test: args.test,
             size,
@@ -249,7 +254,14 @@ pub fn run(args: &PerfArgs, out: &mut impl Write) -> Result<()> {
                 if args.pcap.is_some() {
                     bail!("--pcap needs the simulated fabric (frames have no wire time in --fabric direct)");
                 }
-                perf::run(&mut Direct::new(nics)?, &p, &bar)?
+                if args.dcb.rtl_dcb {
+                    bail!(
+                        "--rtl-dcb needs the simulated fabric (the block is clocked with its time)"
+                    );
+                }
+                let mut direct = Direct::new(nics)?;
+                set_dcb(&direct, &args.dcb)?;
+                perf::run(&mut direct, &p, &bar)?
             }
             Fabric::Sim => {
                 let faults = Faults {
@@ -261,8 +273,12 @@ pub fn run(args: &PerfArgs, out: &mut impl Write) -> Result<()> {
                     HostPathArg::Pcie3 => HostPath::PCIE_GEN3_X16,
                     HostPathArg::Free => HostPath::FREE,
                 };
-                let nodes = nics.map(|n| NicNode::new(n).with_host_path(path));
+                let nodes = dcb_nodes(
+                    nics.map(|n| NicNode::new(n).with_host_path(path)),
+                    &args.dcb,
+                )?;
                 let mut sim = Sim::connect(nodes, link, args.seed)?;
+                set_dcb(&sim, &args.dcb)?;
                 let tap = match &args.pcap {
                     Some(path) => {
                         let file = std::fs::File::create(path)
@@ -279,6 +295,9 @@ pub fn run(args: &PerfArgs, out: &mut impl Write) -> Result<()> {
                 let m = perf::run(&mut sim, &p, &bar)?;
                 if let Some(t) = tap {
                     sim.fabric.close_tap(t)?;
+                }
+                if args.dcb.rtl_dcb {
+                    dcb_footer = Some(rtl_dcb_footer(&sim)?);
                 }
                 m
             }
@@ -299,9 +318,66 @@ pub fn run(args: &PerfArgs, out: &mut impl Write) -> Result<()> {
             if let Some(r) = &soc_run {
                 writeln!(out, "{}", r.footer())?;
             }
+            if let Some(f) = &dcb_footer {
+                writeln!(out, "{f}")?;
+            }
         }
     }
     Ok(())
+}
+
+/// The two fabric nodes, behind the DCB block's RTL with `--rtl-dcb` (the server's
+/// receive buffer drained at `--drain`).
+fn dcb_nodes(nodes: [NicNode; 2], dcb: &DcbArgs) -> Result<[NicNode; 2]> {
+    if !dcb.rtl_dcb {
+        return Ok(nodes);
+    }
+    let drain_bps = dcb.drain.as_deref().map(parse_rate).transpose()?;
+    let [a, b] = nodes;
+    let rtl = |n: NicNode, drain_bps| {
+        n.with_rtl_dcb(RtlDcbConfig {
+            drain_bps,
+            ..RtlDcbConfig::default()
+        })
+        .map_err(|e| anyhow::anyhow!("--rtl-dcb: the DCB RTL: {e}"))
+    };
+    Ok([rtl(a, None)?, rtl(b, drain_bps)?])
+}
+
+/// Writes the DCB options to both NICs (MODIFY_DCB over what QUERY_DCB returns); the
+/// NIC's refusal is the error.
+fn set_dcb(world: &impl World, dcb: &DcbArgs) -> Result<()> {
+    if !dcb.sets_port() {
+        return Ok(());
+    }
+    for (side, ctx) in ["client", "server"].iter().zip(world.contexts()) {
+        let cfg = dcb.apply(ctx.query_dcb()?)?;
+        // The NIC's BadParam does not say which rule broke; the core's does.
+        let why = cfg.validate().err().unwrap_or("");
+        ctx.set_dcb(&cfg)
+            .with_context(|| format!("the {side} NIC refused the DCB settings: {why}"))?;
+    }
+    Ok(())
+}
+
+/// What each NIC's DCB RTL did over the run (`--rtl-dcb`); an error if the block and
+/// the core's model beside it ever differed.
+fn rtl_dcb_footer(sim: &Sim) -> Result<String> {
+    let mut out = String::from(" DCB RTL (checked against the core's model every cycle):");
+    for (side, name) in [(0, "client"), (1, "server")] {
+        let Some(r) = sim.node(side).rtl_dcb() else {
+            bail!("the {name} NIC has no DCB RTL");
+        };
+        if let Some(e) = r.lockstep_error() {
+            bail!("the {name} NIC's DCB RTL and the core's model differ: {e}");
+        }
+        let k = r.counters();
+        out += &format!(
+            "\n  {name}: PFC frames sent {} (XOFF on priorities {:#04x}), received {} (paused {:#04x}), receive drops {}, {} decisions checked",
+            k.pfc_frames_sent, k.ever_xoff.0, k.pfc_frames_received, k.ever_paused.0, k.rx_drops, k.decisions_checked
+        );
+    }
+    Ok(out)
 }
 
 /// The two NICs `args` asks for, and the SoCs among them (`--backend soc`), whose

@@ -417,3 +417,102 @@ fn decode_error_filters_keep_the_frames_the_vectors_say_fail() {
         );
     }
 }
+
+/// `roce perf`'s DCB options reach the NICs through the ABI (1.5) and the DCB RTL's
+/// registers: with the server draining its receive buffer at 40 Gb/s, the PFC frames it
+/// sends are, as Wireshark reads them, for priority 0 only, with the 8,000 quanta asked
+/// for (XOFF) or 0 (XON), as many as the footer counts. Settings the NIC cannot run are
+/// refused with the rule that broke.
+#[test]
+fn perf_dcb_options_set_the_pfc_thresholds_wireshark_sees() {
+    let found = Command::new("tshark").arg("--version").output();
+    if !found.is_ok_and(|o| o.status.success()) {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "tshark is required under CI"
+        );
+        eprintln!("SKIPPED: no tshark");
+        return;
+    }
+    let pcap = scratch("dcb").join("server.pcap");
+    let dcb = [
+        "--pfc",
+        "0",
+        "--pfc-xoff",
+        "24k",
+        "--pfc-xon",
+        "16k",
+        "--pfc-quanta",
+        "8000",
+    ];
+    let out = roce()
+        .args(["perf", "write_bw", "-s", "65536", "-n", "100"])
+        .args(dcb)
+        .args([
+            "--rtl-dcb",
+            "--drain",
+            "40g",
+            "--pcap-at",
+            "server",
+            "--pcap",
+        ])
+        .arg(&pcap)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    if String::from_utf8_lossy(&out.stderr).contains("without Verilator") {
+        assert!(std::env::var("CI").as_deref() != Ok("true"), "{out:?}");
+        eprintln!("SKIPPED: roce-hdl-sim was built without Verilator");
+        return;
+    }
+    assert!(out.status.success(), "{out:?}");
+    let sent: usize = text
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("server: PFC frames sent "))
+        .and_then(|l| l.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no server PFC count in {text}"));
+    let t = Command::new("tshark")
+        .arg("-r")
+        .arg(&pcap)
+        .args(["-Y", "macc.cbfc.enbv", "-T", "fields"])
+        .args(["-e", "eth.src", "-e", "macc.cbfc.enbv"])
+        .args(["-e", "macc.cbfc.pause_time.c0"])
+        .output()
+        .unwrap();
+    assert!(t.status.success(), "{t:?}");
+    let rows: Vec<Vec<String>> = String::from_utf8(t.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| l.split('\t').map(str::to_owned).collect())
+        .collect();
+    assert!(
+        sent > 0 && rows.len() == sent,
+        "{} in the capture, {text}",
+        rows.len()
+    );
+    let quanta: std::collections::BTreeSet<&str> = rows.iter().map(|r| r[2].as_str()).collect();
+    assert!(rows.iter().all(|r| r[1] == "0x0001"), "{rows:?}");
+    assert_eq!(quanta, ["0", "8000"].into(), "{rows:?}");
+    std::fs::remove_dir_all(pcap.parent().unwrap()).unwrap();
+
+    let out = roce()
+        .args([
+            "perf",
+            "write_bw",
+            "-n",
+            "10",
+            "--pfc-xoff",
+            "16k",
+            "--pfc-xon",
+            "24k",
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{out:?}");
+    assert!(
+        err.contains("refused the DCB settings") && err.contains("XON < XOFF"),
+        "{err}"
+    );
+}
