@@ -14,6 +14,9 @@
 //!   the highest eligible one; the rest share what is left by their bandwidth shares.
 //! * [`PfcGen`]: pause generation from a receive buffer's occupancy per priority: XOFF
 //!   above a threshold, refreshed every half pause time while above XON, XON at XON.
+//! * [`SharedBuffer`]: one buffer shared by the eight priorities with per-priority
+//!   accounting: a reserve each and a shared part, so a priority that stops draining
+//!   (paused) cannot take the room the others need.
 //!
 //! Each priority is its own traffic class (802.1Qaz's priority-to-TC table is the
 //! identity, eight TCs, as ConnectX NICs expose them), so "class" and "priority" are
@@ -505,6 +508,87 @@ impl PfcGen {
     }
 }
 
+// ---------------------------------------------------------------------------------------
+// Shared buffers
+
+/// Room in a buffer the eight priorities share, counted per priority (in whatever unit
+/// the buffer counts: frames, bytes): each priority has `reserve` units of its own, and
+/// the units each holds above its reserve come from one shared part of `shared` units.
+/// A priority takes room while it is within its reserve or the shared part has room, so
+/// whatever one priority holds (a paused one holds all it was given), every other still
+/// finds its reserve. One FIFO with this accounting serves each priority in order
+/// without head-of-line blocking as long as its reader skips the frames of blocked
+/// priorities. The datapath's transmit queue in front of the DCB MAC
+/// (`roce_device::port::PortQueues`) runs it in frames, and `docs/dcb.md` sizes the
+/// SoC's receive buffer with it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SharedBuffer {
+    reserve: u32,
+    shared: u32,
+    held: [u32; PRIORITIES],
+    /// Units held above the reserves, all priorities.
+    shared_used: u32,
+}
+
+impl SharedBuffer {
+    /// A buffer of `PRIORITIES * reserve + shared` units, empty.
+    pub const fn new(reserve: u32, shared: u32) -> Self {
+        Self {
+            reserve,
+            shared,
+            held: [0; PRIORITIES],
+            shared_used: 0,
+        }
+    }
+
+    /// Units above the reserve that `held` units of one priority use.
+    fn above(&self, held: u32) -> u32 {
+        held.saturating_sub(self.reserve)
+    }
+
+    /// Whether priority `prio` (0..7) may take `n` more units.
+    pub fn admits(&self, prio: u8, n: u32) -> bool {
+        let held = self.held[usize::from(prio & 7)];
+        let more = self.above(held.saturating_add(n)) - self.above(held);
+        self.shared_used.saturating_add(more) <= self.shared
+    }
+
+    /// The priorities that may not take `n` more units now.
+    pub fn blocked(&self, n: u32) -> Priorities {
+        (0..PRIORITIES as u8).fold(Priorities::NONE, |m, p| {
+            if self.admits(p, n) {
+                m
+            } else {
+                m.with(p)
+            }
+        })
+    }
+
+    /// Takes `n` units for `prio`; false (and nothing taken) when it may not.
+    pub fn add(&mut self, prio: u8, n: u32) -> bool {
+        if !self.admits(prio, n) {
+            return false;
+        }
+        let p = usize::from(prio & 7);
+        self.shared_used += self.above(self.held[p] + n) - self.above(self.held[p]);
+        self.held[p] += n;
+        true
+    }
+
+    /// Gives back `n` units of `prio` (at most what it holds).
+    pub fn remove(&mut self, prio: u8, n: u32) {
+        let p = usize::from(prio & 7);
+        let n = n.min(self.held[p]);
+        self.shared_used -= self.above(self.held[p]) - self.above(self.held[p] - n);
+        self.held[p] -= n;
+    }
+
+    /// Units `prio` holds.
+    pub fn held(&self, prio: u8) -> u32 {
+        self.held[usize::from(prio & 7)]
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -685,5 +769,38 @@ mod tests {
         assert_eq!((req.enable, req.quanta[3]), (0b1000, 0));
         assert_eq!(g.poll_timeout(), None);
         assert_eq!(g.xoff(), Priorities::NONE);
+    }
+
+    #[test]
+    fn a_full_priority_leaves_every_other_its_reserve() {
+        // 8 x 4 reserved + 32 shared = 64 units.
+        let mut b = SharedBuffer::new(4, 32);
+        // Priority 0 stops draining: it gets its reserve and the whole shared part.
+        let mut taken = 0;
+        while b.add(0, 1) {
+            taken += 1;
+        }
+        assert_eq!(taken, 36);
+        assert_eq!(b.blocked(1), Priorities::only(0));
+        // Every other priority still takes its 4, and no more.
+        for p in 1..8 {
+            for _ in 0..4 {
+                assert!(b.add(p, 1), "priority {p}");
+            }
+            assert!(!b.admits(p, 1), "priority {p}");
+        }
+        assert_eq!(b.blocked(1), Priorities::ALL);
+        // Room above a reserve goes back to the shared part: priority 0 drains 10,
+        // priority 5 may take them.
+        b.remove(0, 10);
+        assert_eq!(b.held(0), 26);
+        assert!(b.admits(5, 10) && !b.admits(5, 11));
+        assert!(b.add(5, 10));
+        // Draining within a reserve frees no shared room.
+        b.remove(3, 4);
+        assert_eq!(b.blocked(1), Priorities::ALL.without(Priorities::only(3)));
+        // More given back than held is clamped.
+        b.remove(3, 9);
+        assert_eq!(b.held(3), 0);
     }
 }

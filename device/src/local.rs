@@ -41,6 +41,9 @@ impl Datapath for DynDatapath {
     fn can_transmit(&self) -> bool {
         self.0.can_transmit()
     }
+    fn tx_blocked(&self) -> Priorities {
+        self.0.tx_blocked()
+    }
     fn receive(&mut self, buf: &mut [u8]) -> Option<usize> {
         self.0.receive(buf)
     }
@@ -125,7 +128,7 @@ pub struct LocalNic {
 const FASTPATH_QPS: usize = 64;
 
 /// Frames the port's transmit queue holds before the runtime waits (a datapath model's
-/// FIFO).
+/// FIFO, with room kept per priority: `PortQueues`).
 const TX_QUEUE: usize = 64;
 
 impl LocalNic {
@@ -143,10 +146,7 @@ impl LocalNic {
         caps: Capacities,
         make: impl FnOnce(QueuePort) -> Result<Box<dyn Datapath>, E>,
     ) -> Result<Rc<Self>, E> {
-        let queues = Rc::new(RefCell::new(PortQueues {
-            tx_limit: TX_QUEUE,
-            ..PortQueues::default()
-        }));
+        let queues = Rc::new(RefCell::new(PortQueues::new(TX_QUEUE)));
         let dp = make(QueuePort(queues.clone()))?;
         Ok(Self::boot(cfg, caps, Frames::Queued(queues), dp))
     }
@@ -220,6 +220,12 @@ impl NicModel for LocalNic {
     }
 
     fn poll(&self) -> bool {
+        if let Frames::Queued(q) = &self.frames {
+            // The classifier in front of the transmit queue follows the port's map (the
+            // firmware's register write after a MODIFY_DCB, in hardware).
+            let map = self.fw.borrow().port_config().dcb.map;
+            q.borrow_mut().set_map(map);
+        }
         self.fw.borrow_mut().poll()
     }
 
@@ -239,14 +245,13 @@ impl NicModel for LocalNic {
     }
 
     /// Straight from the engine, only the unblocked priorities are built; from a
-    /// datapath's queue, the next frame whatever its priority.
+    /// datapath's queue, the oldest frame of an unblocked priority.
     fn transmit_frame_except(&self, buf: &mut [u8], blocked: Priorities) -> Option<usize> {
         match &self.frames {
             Frames::Direct => self.fw.borrow_mut().transmit_frame_except(buf, blocked),
             Frames::Queued(q) => {
-                let mut q = q.borrow_mut();
-                let dst = buf.get_mut(..q.tx.front()?.len())?;
-                let frame = q.tx.pop_front()?;
+                let frame = q.borrow_mut().pop_tx_except(blocked)?;
+                let dst = buf.get_mut(..frame.len())?;
                 dst.copy_from_slice(&frame);
                 Some(frame.len())
             }

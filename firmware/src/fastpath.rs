@@ -12,6 +12,7 @@
 use crate::hal::{Datapath, FastPath, FastPathCounters};
 use crate::runtime::FRAME_BUF;
 use heapless::Deque;
+use roce_core::dcb::Priorities;
 use roce_core::fastpath::layout::{self, EVENT_LEN, MR_LEN, RCTX_LEN, SCTX_LEN, TXD_LEN};
 use roce_core::fastpath::{
     self, AckDesc, Event, Exception, Inflight, InflightKind, MrTable, MsgOp, PortAddr, RxOutcome,
@@ -161,7 +162,9 @@ impl<P: Datapath, const QPS: usize> FastPathPort<P, QPS> {
     /// Sends ACKs, then one request packet per QP in turn, while the port takes frames.
     fn run_tx(&mut self, dma: &mut dyn Dma) -> bool {
         let mut any = false;
-        while self.inner.can_transmit() {
+        // The model builds a frame before it knows its priority: it sends only while
+        // the port has room for every priority, so that no frame is refused and lost.
+        while self.inner.tx_blocked().is_empty() {
             if let Some(ack) = self.ackq.pop_front() {
                 let sctx = self.qp(ack.qpn).map(|q| q.sctx).unwrap_or([0; SCTX_LEN]);
                 if let Ok(ctx) = layout::decode_sctx(&sctx) {
@@ -446,6 +449,9 @@ impl<P: Datapath, const QPS: usize> Datapath for FastPathPort<P, QPS> {
     }
     fn can_transmit(&self) -> bool {
         self.inner.can_transmit()
+    }
+    fn tx_blocked(&self) -> Priorities {
+        self.inner.tx_blocked()
     }
     fn receive(&mut self, buf: &mut [u8]) -> Option<usize> {
         if self.bypass {

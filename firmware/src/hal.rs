@@ -3,6 +3,7 @@
 //! the host harness with plain memory and the software or RTL datapath.
 
 use crate::abi::reg;
+use roce_core::dcb::Priorities;
 use roce_core::fastpath::layout::{EVENT_LEN, MR_LEN, RCTX_LEN, SCTX_LEN, TXD_LEN};
 use roce_core::memory::Dma;
 use roce_core::num::Qpn;
@@ -18,6 +19,17 @@ pub trait Datapath {
     fn transmit(&mut self, frame: &[u8]) -> bool;
     /// Whether `transmit` would take a frame now.
     fn can_transmit(&self) -> bool;
+    /// The 802.1p priorities (the port's map) whose frames `transmit` would not take
+    /// now. A datapath whose transmit queue keeps room per priority (so that frames of
+    /// a paused priority cannot fill it for the others) says which are full; the
+    /// default is all or none, by `can_transmit`.
+    fn tx_blocked(&self) -> Priorities {
+        if self.can_transmit() {
+            Priorities::NONE
+        } else {
+            Priorities::ALL
+        }
+    }
     /// Copies the next received frame into `buf` and returns its length.
     fn receive(&mut self, buf: &mut [u8]) -> Option<usize>;
     /// Whether every frame `receive` returns has had its ICRC verified by the datapath

@@ -341,16 +341,23 @@ impl<
         let mut any = self.fp_post(now);
         loop {
             let (dma, dp) = self.hal.split();
-            if !dp.can_transmit() {
+            // Only frames of priorities the datapath has room for are built: the
+            // others stay in their QPs (a paused priority's full queue holds back no
+            // other priority's frames).
+            let blocked = dp.tx_blocked();
+            if blocked == Priorities::ALL {
                 break;
             }
-            let Some(n) = self.engine.poll_transmit(now, &mut self.txbuf, dma) else {
+            let Some(n) = self
+                .engine
+                .poll_transmit_except(now, &mut self.txbuf, dma, blocked)
+            else {
                 break;
             };
             let taken = dp.transmit(self.txbuf.get(..n).unwrap_or(&[]));
-            // `can_transmit` said yes; a datapath that then refuses loses the frame,
+            // `tx_blocked` said yes; a datapath that then refuses loses the frame,
             // which the retransmission timer repairs, but it is a datapath bug.
-            debug_assert!(taken, "datapath refused a frame after can_transmit");
+            debug_assert!(taken, "datapath refused a frame after tx_blocked");
             self.counters.frames_tx += 1;
             any = true;
         }

@@ -31,6 +31,7 @@
 
 use crate::fastpath::{FpSim, Table};
 use crate::sim::{DataWidth, SimError};
+use roce_core::dcb::Priorities;
 use roce_core::fastpath::layout::{EVENT_LEN, MR_LEN, RCTX_LEN, SCTX_LEN, TXD_LEN};
 use roce_core::memory::Dma;
 use roce_core::num::Qpn;
@@ -331,6 +332,13 @@ impl<P: Datapath> Datapath for FpPort<P> {
     }
     fn can_transmit(&self) -> bool {
         self.tx_out.is_empty() && self.port.can_transmit()
+    }
+    fn tx_blocked(&self) -> Priorities {
+        if self.tx_out.is_empty() {
+            self.port.tx_blocked()
+        } else {
+            Priorities::ALL
+        }
     }
     fn receive(&mut self, _buf: &mut [u8]) -> Option<usize> {
         None

@@ -8,6 +8,7 @@
 use crate::datapath::RtlDatapath;
 use crate::meta::RxError;
 use crate::sim::{DataWidth, SimError};
+use roce_core::dcb::Priorities;
 use roce_firmware::hal::Datapath;
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -67,6 +68,10 @@ impl<P: Datapath> Datapath for RtlPort<P> {
 
     fn can_transmit(&self) -> bool {
         self.port.can_transmit()
+    }
+
+    fn tx_blocked(&self) -> Priorities {
+        self.port.tx_blocked()
     }
 
     fn receive(&mut self, buf: &mut [u8]) -> Option<usize> {

@@ -146,3 +146,161 @@ fn rtl_dcb_mac_pauses_the_sender_and_drops_nothing() {
     eprintln!("{gbps:.2} Gb/s");
     assert!(gbps < 40.0 && gbps > 36.0, "{gbps:.2} Gb/s");
 }
+
+/// Head-of-line blocking in the datapath's transmit queue (issue 18). Both NICs run on
+/// the RTL datapath behind the DCB RTL, with PFC on priority 0. Priority 0 is paused at
+/// the sender (a PFC frame of 65,535 quanta from the wire into its DCB block, renewed)
+/// while a bulk QP on priority 0 has 64 x 64 KiB WRITEs posted: its frames fill the
+/// block's priority-0 queue and wait in the datapath's queue in front of it. A second
+/// QP on priority 3 (DSCP 24) then posts 16 WRITEs of 4 KiB: they must all complete
+/// while priority 0 is still paused, and priority 0 must send nothing meanwhile.
+/// With the datapath's one 64-frame FIFO read in order (before), the priority-0 frame
+/// at its head waited for the pause and every priority-3 frame behind it too.
+#[test]
+fn rtl_dcb_a_paused_priority_holds_back_no_other_in_the_datapath_queue() {
+    use roce_core::memory::AccessFlags;
+    use roce_core::transport::{QpType, WcStatus, WorkCompletion, WrOp};
+    use roce_core::wire::ethernet::MacAddr;
+    use roce_core::wire::pfc::PfcRepr;
+    use roce_hdl_sim::DataWidth;
+    use roce_host::ConnectOptions;
+    use roce_sim::Node;
+    use roce_testbed::rtl_dcb::RtlDcbConfig;
+    use roce_testbed::traffic::{connect_pair, signaled};
+    if !roce_hdl_sim::rtl_available() {
+        let ci = std::env::var("CI").is_ok_and(|v| v == "true");
+        assert!(!ci, "CI=true but roce-hdl-sim was built without Verilator");
+        eprintln!("SKIPPED: roce-hdl-sim was built without Verilator");
+        return;
+    }
+    const BULK: usize = 64;
+    const BULK_LEN: u32 = 64 * 1024;
+    const PROBE: usize = 16;
+    const PROBE_LEN: u32 = 4096;
+    let p = perf::Params {
+        qps: 2,
+        ..roce_tests::write_bw(BULK, BULK)
+    };
+    let [a, b] = perf::nics(&p, Datapath::Rtl(DataWidth::W64), false).unwrap();
+    let nodes = [a, b].map(|n| {
+        NicNode::new(n)
+            .with_rtl_dcb(RtlDcbConfig::default())
+            .unwrap()
+    });
+    let mut sim = Sim::connect(nodes, LinkConfig::new(LINK, 1_000), 1).unwrap();
+    for ctx in sim.contexts() {
+        ctx.set_pfc(Priorities::only(0).0).unwrap();
+    }
+    let access = AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE;
+    let sides = sim.contexts().map(|ctx| {
+        let pd = ctx.alloc_pd().unwrap();
+        let cq = ctx.create_cq(256).unwrap();
+        let qps: Vec<_> = (0..2)
+            .map(|_| {
+                pd.create_qp(QpType::Rc, &cq, &cq)
+                    .max_send_wr(BULK)
+                    .max_recv_wr(1)
+                    .build()
+                    .unwrap()
+            })
+            .collect();
+        let mr = pd.reg_mr(BULK_LEN as usize, access).unwrap();
+        (cq, qps, mr)
+    });
+    let [(cq, sq, smr), (_, dq, dmr)] = &sides;
+    for (i, dscp) in [(0, 0u8), (1, 24)] {
+        let opts = ConnectOptions {
+            traffic_class: dscp << 2,
+            ..ConnectOptions::default()
+        };
+        connect_pair(&sq[i], &dq[i], i, &opts).unwrap();
+    }
+    let write = |id: u64, len: u32| {
+        signaled(
+            id,
+            WrOp::RdmaWrite {
+                remote_addr: dmr.addr(),
+                rkey: dmr.rkey(),
+            },
+            smr,
+            0,
+            len,
+        )
+    };
+    let run_until = |sim: &mut Sim, t: u64| {
+        while sim.now() < t && sim.advance() {}
+    };
+    // The bulk QP's WRITEs, then priority 0 paused at the sender, as its DCB block
+    // would take a PFC frame from the wire.
+    for k in 0..BULK {
+        sq[0].post_send(&write(k as u64, BULK_LEN)).unwrap();
+    }
+    sim.kick(0);
+    let peer = sim.node(1).nic().port_config().mac;
+    let pause = |sim: &mut Sim| {
+        let mut frame = [0u8; 64];
+        let pfc = PfcRepr {
+            enable: 1,
+            quanta: [0xFFFF, 0, 0, 0, 0, 0, 0, 0],
+        };
+        let n = pfc.emit_frame(MacAddr(peer), &mut frame).unwrap();
+        let now = sim.now();
+        sim.node_mut(0).handle_frame(now, 0, &frame[..n]);
+        sim.kick(0);
+    };
+    let t = sim.now() + 5_000;
+    run_until(&mut sim, t);
+    pause(&mut sim);
+    // 65,535 quanta at 100 Gb/s: 335.5 us, renewed every 100 us. A frame the block had
+    // chosen before the pause leaves within 2 us.
+    let t = sim.now() + 2_000;
+    run_until(&mut sim, t);
+    assert!(
+        sim.node(0).tx_bytes()[0] > 0,
+        "the bulk QP sent nothing before the pause"
+    );
+    let sent0 = sim.node(0).tx_bytes()[0];
+    let start = sim.now();
+    for k in 0..PROBE {
+        sq[1].post_send(&write(1000 + k as u64, PROBE_LEN)).unwrap();
+    }
+    sim.kick(0);
+    let mut buf = vec![WorkCompletion::default(); 64];
+    let mut probes_done = 0;
+    let mut probe_end = None;
+    for round in 1..=4u64 {
+        run_until(&mut sim, start + round * 100_000);
+        for wc in cq.poll(&mut buf).unwrap() {
+            assert_eq!(wc.status, WcStatus::Success, "{wc:?}");
+            if wc.wr_id >= 1000 {
+                probes_done += 1;
+                if probes_done == PROBE {
+                    probe_end = Some(sim.now());
+                }
+            }
+        }
+        pause(&mut sim);
+    }
+    let paused_for = sim.now() - start;
+    let k = sim.node(0).rtl_dcb().unwrap().counters();
+    eprintln!(
+        "probe WRITEs done {probes_done}/{PROBE} (by {:?} ns), priority 0 sent {} B in {paused_for} ns of pause, {k:?}",
+        probe_end.map(|t| t - start),
+        sim.node(0).tx_bytes()[0] - sent0
+    );
+    assert_eq!(k.ever_paused, Priorities::only(0));
+    assert_eq!(
+        sim.node(0).tx_bytes()[0],
+        sent0,
+        "priority 0 sent while paused"
+    );
+    assert_eq!(
+        probes_done, PROBE,
+        "priority 3 held back behind paused data"
+    );
+    for (side, n) in [("sender", 0), ("receiver", 1)] {
+        let r = sim.node(n).rtl_dcb().unwrap();
+        assert_eq!(r.lockstep_error(), None, "{side}: RTL and model differ");
+    }
+    assert_eq!(sim.counters().drops, 0);
+}

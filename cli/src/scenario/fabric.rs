@@ -272,6 +272,16 @@ pub struct Summary {
     pub completed_bytes: Vec<u64>,
 }
 
+impl Summary {
+    /// Bytes of the WRITEs that completed over the whole run, all flows, in Gb/s: what
+    /// the applications got (resent packets and bytes of unfinished WRITEs are not in it,
+    /// unlike the wire rates).
+    pub fn goodput_gbps(&self) -> f64 {
+        let bytes: u64 = self.completed_bytes.iter().sum();
+        bytes as f64 * 8.0 / self.duration_ns.max(1) as f64
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct FabricResult {
     pub flows: Vec<String>,
@@ -1018,6 +1028,10 @@ impl FabricResult {
             ("CNPs sent".into(), s.cnps.to_string()),
             ("retransmitted packets".into(), s.retransmits.to_string()),
             (
+                "goodput: WRITEs completed (Gb/s, whole run)".into(),
+                format!("{:.2}", s.goodput_gbps()),
+            ),
+            (
                 "bottleneck utilisation".into(),
                 format!("{:.2}%", 100.0 * s.bottleneck_utilisation),
             ),
@@ -1072,12 +1086,13 @@ impl FabricResult {
             self.runs.len()
         );
         type Get = fn(&Summary) -> f64;
-        let measures: [(&str, Get, usize); 8] = [
+        let measures: [(&str, Get, usize); 9] = [
             (
                 "bottleneck utilisation (%)",
                 |s| 100.0 * s.bottleneck_utilisation,
                 2,
             ),
+            ("goodput: WRITEs completed (Gb/s)", Summary::goodput_gbps, 2),
             ("bottleneck queue mean (KB)", |s| s.queue_mean / 1e3, 1),
             (
                 "samples in the ECN band (%)",
