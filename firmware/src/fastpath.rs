@@ -132,7 +132,15 @@ impl<P: Datapath, const QPS: usize> FastPathPort<P, QPS> {
             };
             let qpn = pkt.dest_qp();
             let out = match self.qps.get_mut(Self::slot_of(qpn)) {
-                Some(q) => dispatch(&self.port, q, qpn, &pkt, &self.mrt, dma),
+                Some(q) => {
+                    // As the RTL counts: a hit when the entry is the QP's and on.
+                    if layout::rctx_tag(&q.rctx) != qpn {
+                        self.counters.ctx_misses += 1;
+                    } else if q.rctx[0] == 1 {
+                        self.counters.ctx_hits += 1;
+                    }
+                    dispatch(&self.port, q, qpn, &pkt, &self.mrt, dma)
+                }
                 None => RxOutcome::exception(qpn, &pkt, Exception::Off),
             };
             if let Some(ack) = out.ack {
@@ -302,13 +310,15 @@ fn dispatch(
     mrt: &MrTable<MRT>,
     dma: &mut dyn Dma,
 ) -> RxOutcome {
+    // The context cache's tag: an entry holding another QP's context is a miss, and
+    // changes nothing (the RTL's fp_rx_check makes the same test first).
+    if layout::rctx_tag(&q.rctx) != qpn {
+        return RxOutcome::exception(qpn, pkt, Exception::Miss);
+    }
     let (Ok(mut rctx), Ok(mut sctx)) = (layout::decode_rctx(&q.rctx), layout::decode_sctx(&q.sctx))
     else {
         return RxOutcome::exception(qpn, pkt, Exception::Off);
     };
-    if rctx.qpn != qpn {
-        return RxOutcome::exception(qpn, pkt, Exception::Off);
-    }
     let out = fastpath::dispatch(port, &mut rctx, &mut sctx, &mut q.inflight, pkt, mrt, dma);
     q.rctx = layout::encode_rctx(&rctx);
     q.sctx = layout::encode_sctx(&sctx);
@@ -383,6 +393,10 @@ impl<P: Datapath, const QPS: usize> FastPath for FastPathPort<P, QPS> {
 
     fn read_rctx(&mut self, qpn: Qpn) -> [u8; RCTX_LEN] {
         self.qp(qpn).map_or([0; RCTX_LEN], |q| q.rctx)
+    }
+
+    fn ctx_entries(&self) -> usize {
+        QPS
     }
 
     fn mr_entries(&self) -> usize {

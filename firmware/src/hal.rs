@@ -50,6 +50,11 @@ pub trait FastPath {
     fn write_rctx(&mut self, qpn: Qpn, bytes: &[u8; RCTX_LEN]);
     /// QP `qpn`'s receive context.
     fn read_rctx(&mut self, qpn: Qpn) -> [u8; RCTX_LEN];
+    /// Entries of the context tables: a cache, QP `qpn` in entry `qpn % ctx_entries()`,
+    /// tagged by its QPN (the receive context's `qpn`); a frame for a QP whose entry holds
+    /// another's is an exception with reason 14 (`docs/scale.md`). The firmware keeps at
+    /// most one QP per entry on the fast path.
+    fn ctx_entries(&self) -> usize;
     /// Entries in the MR table.
     fn mr_entries(&self) -> usize;
     /// Writes MR table entry `index` (§3.3).

@@ -143,6 +143,8 @@ package fp_pkg;
   localparam logic [7:0] EXC_NO_RECV = 8'd9;
   localparam logic [7:0] EXC_HELD = 8'd10;
   localparam logic [7:0] EXC_ADDRESS = 8'd13;
+  // the QP's context is not in its entry (qpn mod entries holds another QP's, or none)
+  localparam logic [7:0] EXC_MISS = 8'd14;
 
   // ------------------------------------------------------ RC opcodes (IBTA)
   localparam logic [7:0] RC_SEND_FIRST = 8'h00;

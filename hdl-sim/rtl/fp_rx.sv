@@ -97,6 +97,8 @@ module fp_rx
     input  wire logic                    m_ack_ready,
 
     output logic [31:0]                  drops,       // frames the parser rejected
+    output logic [31:0]                  ctx_hits,    // the context cache (fp_rx_check)
+    output logic [31:0]                  ctx_misses,
     // every frame taken in is done with: placed, handed on or dropped, its
     // outputs delivered (a dropped frame drains without touching any port)
     output logic                         idle
@@ -273,7 +275,9 @@ module fp_rx
     .m_verdict(vd),
     .m_verdict_valid(vd_valid),
     .verdict_room(vd_room),
-    .frame_slot(exc_slot)
+    .frame_slot(exc_slot),
+    .ctx_hits(ctx_hits),
+    .ctx_misses(ctx_misses)
   );
 
   fp_rx_verdict_t vq_head;

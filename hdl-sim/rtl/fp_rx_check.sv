@@ -11,6 +11,12 @@
 // (EXCEPTION event with the reason; the context changes only in `held`);
 // frames the parser rejected are dropped.
 //
+// The receive-context table is a direct-mapped cache (docs/scale.md): QP qpn
+// lives in entry qpn mod NQP, tagged by the context's own `qpn` field (§3.2,
+// byte 45). A frame whose entry holds another QP's context (or none) is a
+// miss: an EXCEPTION with reason 14 that writes no context (the entry is not
+// its QP's); the firmware handles the frame and may fill the entry.
+//
 // Responses (ACKNOWLEDGE, READ responses, ATOMIC ACKNOWLEDGE) are not taken
 // here yet: the response rule (§3.6) needs the segmenter's in-flight list,
 // which this RTL does not keep; they go to the firmware with reason 2.
@@ -63,7 +69,12 @@ module fp_rx_check
     output logic                           m_verdict_valid,
     input  wire logic                      verdict_room,
 
-    output logic [15:0]                    frame_slot    // slot of the next exception frame
+    output logic [15:0]                    frame_slot,   // slot of the next exception frame
+
+    // the context cache: frames whose QP's context was in its entry (tag matched, on),
+    // and frames whose entry held another QP's context (or none)
+    output logic [31:0]                    ctx_hits,
+    output logic [31:0]                    ctx_misses
 );
 
   initial begin
@@ -86,9 +97,9 @@ module fp_rx_check
   /* verilator lint_off UNUSEDSIGNAL */
   rx_meta_t m;      // synthesis keeps only the fields used below
   /* verilator lint_on UNUSEDSIGNAL */
-  logic     qp_in_range;
 
   // ------------------------------------------------ its context (C1)
+  logic        c_hit;      // the entry holds this QP's context (its tag is the QPN)
   logic        c_on, c_loaded, c_held, c_nak;
   logic [7:0]  c_cur, c_access, c_ack_every, c_unacked;
   logic [23:0] c_epsn, c_msn;
@@ -153,7 +164,6 @@ module fp_rx_check
     case (st)
       3'd0: if (s_meta_valid && s_meta_ready) begin
         m <= s_meta;
-        qp_in_range <= s_meta.bth_destqp < 24'(NQP);
         st <= 3'd1;
       end
 
@@ -161,6 +171,7 @@ module fp_rx_check
         logic [RCTX_BYTES*8-1:0] r;
         r = rctx_rd_data;
         c_raw <= r;
+        c_hit <= m.bth_destqp == r[8*RC_QPN +: 24];
         c_on <= r[8*RC_STATE +: 8] == 8'd1;
         c_nak <= r[8*RC_FLAGS + 0];
         c_loaded <= r[8*RC_FLAGS + 1];
@@ -180,7 +191,6 @@ module fp_rx_check
         k_ours <= mac_rec(m.eth_dst) == port_mac
             && gid_of(m.l3_kind, m.ip_dst) == port_gid
             && m.bth_opcode[7:5] == 3'd0
-            && m.bth_destqp == r[8*RC_QPN +: 24]
             && pkey_match(m.bth_pkey, r[8*RC_PKEY +: 16])
             && gid_of(m.l3_kind, m.ip_src) == r[8*RC_PEER_GID +: 128];
         if (m.ext_mask[EXT_RETH]) begin
@@ -259,7 +269,7 @@ module fp_rx_check
         logic [23:0] msn_n;
         logic [RCTX_BYTES*8-1:0] w;
         if (m.error != ERR_NONE) reason = 8'd0;
-        else if (!qp_in_range) reason = EXC_ADDRESS;
+        else if (!c_hit) reason = EXC_MISS;
         else if (!c_on) reason = EXC_OFF;
         else if (!k_ours) reason = EXC_ADDRESS;
         else if (c_held) reason = EXC_HELD;
@@ -343,9 +353,11 @@ module fp_rx_check
           w[8*RC_UNACKED +: 8] = due ? 8'd0 : (c_unacked == 8'hFF ? 8'hFF : c_unacked + 8'd1);
         end
 
-        // a parser drop, a QPN beyond the table and a QP whose fast path is off
-        // change nothing
-        rctx_wr_en <= m.error == ERR_NONE && qp_in_range && c_on;
+        // a parser drop, a miss (the entry is another QP's) and a QP whose fast path
+        // is off change nothing
+        rctx_wr_en <= m.error == ERR_NONE && c_hit && c_on;
+        if (m.error == ERR_NONE && c_hit && c_on) ctx_hits <= ctx_hits + 32'd1;
+        if (m.error == ERR_NONE && !c_hit) ctx_misses <= ctx_misses + 32'd1;
         rctx_wr_addr <= m.bth_destqp[QPN_W-1:0];
         rctx_wr_data <= w;
         m_verdict <= v;
@@ -359,6 +371,8 @@ module fp_rx_check
       rctx_wr_en <= 1'b0;
       m_verdict_valid <= 1'b0;
       frame_slot <= '0;
+      ctx_hits <= '0;
+      ctx_misses <= '0;
     end
   end
 

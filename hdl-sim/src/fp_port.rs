@@ -210,6 +210,10 @@ impl<P: Datapath> FastPath for FpPort<P> {
         b.try_into().unwrap_or([0; RCTX_LEN])
     }
 
+    fn ctx_entries(&self) -> usize {
+        crate::FP_CTX_ENTRIES
+    }
+
     fn mr_entries(&self) -> usize {
         MR_ENTRIES
     }
@@ -304,6 +308,8 @@ impl<P: Datapath> FastPath for FpPort<P> {
         self.settled = true;
         self.counters.rx_dropped = u64::from(self.fp.rx_drops());
         self.counters.tx_dma_errors = u64::from(self.fp.tx_dma_errors());
+        let [hits, misses] = self.fp.rx_ctx_hits_misses();
+        (self.counters.ctx_hits, self.counters.ctx_misses) = (hits.into(), misses.into());
         self.counters.rx_handled = self
             .rx_frames
             .saturating_sub(self.counters.rx_exceptions + self.counters.rx_dropped);

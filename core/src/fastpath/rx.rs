@@ -214,6 +214,10 @@ pub enum Exception {
     /// Not this port's, or not from the QP's peer (MAC, GID, P_Key, transport), or no
     /// context for the QP.
     Address = 13,
+    /// The context cache's entry for the QP (`qpn mod entries`) holds another QP's
+    /// context, or none: the firmware handles the packet and may fill the entry
+    /// (`docs/scale.md`). Nothing in the entry changes.
+    Miss = 14,
 }
 
 impl Exception {
@@ -233,6 +237,7 @@ impl Exception {
             11 => Self::Nak,
             12 => Self::Order,
             13 => Self::Address,
+            14 => Self::Miss,
             _ => return None,
         })
     }

@@ -421,6 +421,9 @@ impl<F: FastPath> FastPath for FpProbe<F> {
     fn read_rctx(&mut self, qpn: Qpn) -> [u8; RCTX_LEN] {
         self.call(|f| f.read_rctx(qpn))
     }
+    fn ctx_entries(&self) -> usize {
+        self.inner.ctx_entries()
+    }
     fn mr_entries(&self) -> usize {
         self.inner.mr_entries()
     }
