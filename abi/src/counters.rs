@@ -50,8 +50,13 @@ pub struct RuntimeCounters {
     pub qp_cache_evictions: u64,
     pub qp_cache_drops: u64,
     pub qp_ctx_dma_bytes: u64,
-    /// Fast-path context entries the firmware took from one QP to give to another
-    /// (the fast path's context cache, `docs/scale.md`).
+    /// The fast path's context cache (`docs/scale.md`): frames whose QP's context was
+    /// in its entry (and on), frames whose entry held another QP's (exceptions with
+    /// reason 14), both counted by the hardware and read when the host asks; and
+    /// entries the firmware emptied (a QP taken off the fast path to give its entry to
+    /// another, or to leave for the ICM).
+    pub fp_ctx_cache_hits: u64,
+    pub fp_ctx_cache_misses: u64,
     pub fp_ctx_cache_evictions: u64,
 }
 
@@ -69,11 +74,6 @@ pub struct FastPathCounters {
     /// Packets the segmenter aborted because the host could not read their payload
     /// (docs/fastpath.md §6; the firmware's retransmission repairs them).
     pub tx_dma_errors: u64,
-    /// The receive-context cache (`docs/scale.md`): frames whose QP's context was in
-    /// its entry (and on), and frames whose entry held another QP's (exceptions with
-    /// reason 14).
-    pub ctx_hits: u64,
-    pub ctx_misses: u64,
 }
 
 impl RuntimeCounters {
@@ -98,6 +98,8 @@ impl RuntimeCounters {
         qp_cache_evictions: 0,
         qp_cache_drops: 0,
         qp_ctx_dma_bytes: 0,
+        fp_ctx_cache_hits: 0,
+        fp_ctx_cache_misses: 0,
         fp_ctx_cache_evictions: 0,
     };
 }
@@ -116,8 +118,6 @@ impl FastPathCounters {
         rx_exceptions: 0,
         rx_dropped: 0,
         tx_dma_errors: 0,
-        ctx_hits: 0,
-        ctx_misses: 0,
     };
 }
 
@@ -208,8 +208,8 @@ counter_set! {
         "qp_cache_drops": runtime.qp_cache_drops,
         "qp_ctx_dma_bytes": runtime.qp_ctx_dma_bytes,
         "fp_tx_dma_errors": runtime.fastpath.tx_dma_errors,
-        "fp_ctx_cache_hits": runtime.fastpath.ctx_hits,
-        "fp_ctx_cache_misses": runtime.fastpath.ctx_misses,
+        "fp_ctx_cache_hits": runtime.fp_ctx_cache_hits,
+        "fp_ctx_cache_misses": runtime.fp_ctx_cache_misses,
         "fp_ctx_cache_evictions": runtime.fp_ctx_cache_evictions,
     }
 }

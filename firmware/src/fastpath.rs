@@ -75,6 +75,8 @@ pub struct FastPathPort<P, const QPS: usize> {
     /// untouched (a hardware enable bit; the firmware then handles every packet).
     pub bypass: bool,
     counters: FastPathCounters,
+    /// The context cache's hits and misses (`FastPath::ctx_hits_misses`).
+    ctx: [u64; 2],
     buf: [u8; FRAME_BUF],
 }
 
@@ -98,6 +100,7 @@ impl<P: Datapath, const QPS: usize> FastPathPort<P, QPS> {
             rr: 0,
             bypass: false,
             counters: FastPathCounters::default(),
+            ctx: [0; 2],
             buf: [0; FRAME_BUF],
         }
     }
@@ -135,9 +138,9 @@ impl<P: Datapath, const QPS: usize> FastPathPort<P, QPS> {
                 Some(q) => {
                     // As the RTL counts: a hit when the entry is the QP's and on.
                     if layout::rctx_tag(&q.rctx) != qpn {
-                        self.counters.ctx_misses += 1;
+                        self.ctx[1] += 1;
                     } else if q.rctx[0] == 1 {
-                        self.counters.ctx_hits += 1;
+                        self.ctx[0] += 1;
                     }
                     dispatch(&self.port, q, qpn, &pkt, &self.mrt, dma)
                 }
@@ -445,6 +448,10 @@ impl<P: Datapath, const QPS: usize> FastPath for FastPathPort<P, QPS> {
         let rx = self.run_rx(dma);
         let tx = self.run_tx(dma);
         rx || tx
+    }
+
+    fn ctx_hits_misses(&self) -> [u64; 2] {
+        self.ctx
     }
 
     fn counters(&self) -> FastPathCounters {

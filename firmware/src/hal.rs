@@ -70,6 +70,10 @@ pub trait FastPath {
     fn run(&mut self, dma: &mut dyn Dma) -> bool;
     /// Frames the fast path sent and took by itself.
     fn counters(&self) -> FastPathCounters;
+    /// The context cache's counts: frames whose QP's context was in its entry (and
+    /// on), and frames whose entry held another QP's. Read when the host asks, not
+    /// every poll.
+    fn ctx_hits_misses(&self) -> [u64; 2];
 }
 
 /// What the fast path counted (part of the port's counter set, so it lives in the ABI).

@@ -400,55 +400,12 @@ impl<
             match event {
                 Event::Exception {
                     meta, frame_len, ..
-                } => {
-                    self.counters.frames_rx += 1;
-                    if !self.admit(self.icm.map(|_| qpn)) {
-                        continue;
-                    }
-                    let (dma, dp) = self.hal.split();
-                    let Some(fp) = dp.fastpath() else {
-                        break;
-                    };
-                    if on {
-                        // The engine takes over where the hardware stopped.
-                        if let Ok(ctx) = layout::decode_rctx(&fp.read_rctx(qpn)) {
-                            let _ = self.engine.fastpath_load_recv(qpn, &ctx);
-                        }
-                    }
-                    let frame = self.rxbuf.get(..usize::from(frame_len)).unwrap_or(&[]);
-                    match Packet::from_meta(frame, &meta) {
-                        Ok(pkt) => self.engine.handle_parsed(now, &pkt, dma),
-                        Err(_) => self.engine.handle_verified_packet(now, frame, dma),
-                    }
-                    if on {
-                        self.fp_write_back(qpn);
-                    }
-                    // An exception may end the QP (a fatal NAK): off the fast path. A
-                    // QP off it (its entry another's: a miss) may come on now.
-                    self.fp_refresh(qpn);
-                }
+                } => self.fp_exception(now, qpn, on, &meta, frame_len),
                 Event::MsgDone {
                     byte_len,
                     solicited,
                     ..
-                } => {
-                    let (_, dp) = self.hal.split();
-                    let Some(fp) = dp.fastpath() else {
-                        break;
-                    };
-                    // A QP taken off the fast path since (its entry went to another
-                    // QP) left its hardware state in the engine then.
-                    let ctx = if on {
-                        layout::decode_rctx(&fp.read_rctx(qpn)).ok()
-                    } else {
-                        self.engine.fastpath_recv_ctx(qpn)
-                    };
-                    if let Some(ctx) = ctx {
-                        let _ = self
-                            .engine
-                            .fastpath_recv_done(now, &ctx, byte_len, solicited);
-                    }
-                }
+                } => self.fp_msg_done(now, qpn, on, byte_len, solicited),
                 Event::Acked { psn, read, .. } => {
                     self.engine.fastpath_acked(now, qpn, psn, read);
                 }
@@ -457,6 +414,65 @@ impl<
         // An exception may have invalidated a key (SEND_WITH_INV).
         self.fp_sync_mrs();
         any
+    }
+
+    /// An EXCEPTION event: the engine handles the frame (from where the hardware
+    /// stopped, if the QP is on the fast path), then the QP's contexts go back. Out of
+    /// line: the common events (ACKED, MSG_DONE) stay cheap.
+    #[inline(never)]
+    fn fp_exception(
+        &mut self,
+        now: Instant,
+        qpn: Qpn,
+        on: bool,
+        meta: &roce_core::wire::RxMeta,
+        frame_len: u16,
+    ) {
+        self.counters.frames_rx += 1;
+        if !self.admit(self.icm.map(|_| qpn)) {
+            return;
+        }
+        let (dma, dp) = self.hal.split();
+        let Some(fp) = dp.fastpath() else {
+            return;
+        };
+        if on {
+            // The engine takes over where the hardware stopped.
+            if let Ok(ctx) = layout::decode_rctx(&fp.read_rctx(qpn)) {
+                let _ = self.engine.fastpath_load_recv(qpn, &ctx);
+            }
+        }
+        let frame = self.rxbuf.get(..usize::from(frame_len)).unwrap_or(&[]);
+        match Packet::from_meta(frame, meta) {
+            Ok(pkt) => self.engine.handle_parsed(now, &pkt, dma),
+            Err(_) => self.engine.handle_verified_packet(now, frame, dma),
+        }
+        if on {
+            self.fp_write_back(qpn);
+        }
+        // An exception may end the QP (a fatal NAK): off the fast path. A QP off it
+        // (its entry another's: a miss) may come on now.
+        self.fp_refresh(qpn);
+    }
+
+    /// A MSG_DONE event: the receive WQE completes with the hardware's receive state.
+    fn fp_msg_done(&mut self, now: Instant, qpn: Qpn, on: bool, byte_len: u32, solicited: bool) {
+        let (_, dp) = self.hal.split();
+        let Some(fp) = dp.fastpath() else {
+            return;
+        };
+        // A QP taken off the fast path since (its entry went to another QP) left its
+        // hardware state in the engine then.
+        let ctx = if on {
+            layout::decode_rctx(&fp.read_rctx(qpn)).ok()
+        } else {
+            self.engine.fastpath_recv_ctx(qpn)
+        };
+        if let Some(ctx) = ctx {
+            let _ = self
+                .engine
+                .fastpath_recv_done(now, &ctx, byte_len, solicited);
+        }
     }
 
     /// Hands QP `qpn`'s receive context back to the hardware as the engine left it

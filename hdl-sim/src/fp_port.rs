@@ -308,8 +308,6 @@ impl<P: Datapath> FastPath for FpPort<P> {
         self.settled = true;
         self.counters.rx_dropped = u64::from(self.fp.rx_drops());
         self.counters.tx_dma_errors = u64::from(self.fp.tx_dma_errors());
-        let [hits, misses] = self.fp.rx_ctx_hits_misses();
-        (self.counters.ctx_hits, self.counters.ctx_misses) = (hits.into(), misses.into());
         self.counters.rx_handled = self
             .rx_frames
             .saturating_sub(self.counters.rx_exceptions + self.counters.rx_dropped);
@@ -318,6 +316,10 @@ impl<P: Datapath> FastPath for FpPort<P> {
 
     fn counters(&self) -> FastPathCounters {
         self.counters
+    }
+
+    fn ctx_hits_misses(&self) -> [u64; 2] {
+        self.fp.rx_ctx_hits_misses().map(u64::from)
     }
 }
 

@@ -424,6 +424,9 @@ impl<F: FastPath> FastPath for FpProbe<F> {
     fn ctx_entries(&self) -> usize {
         self.inner.ctx_entries()
     }
+    fn ctx_hits_misses(&self) -> [u64; 2] {
+        self.inner.ctx_hits_misses()
+    }
     fn mr_entries(&self) -> usize {
         self.inner.mr_entries()
     }
