@@ -223,9 +223,8 @@ fn run_on(
                 .build()
                 .unwrap()
         });
-        for s in 0..2 {
-            mr[s]
-                .write(off as usize, &pattern(REGION, (p * 2 + s) as u8))
+        for (s, m) in mr.iter().enumerate() {
+            m.write(off as usize, &pattern(REGION, (p * 2 + s) as u8))
                 .unwrap();
         }
         let o = ConnectOptions {
