@@ -15,8 +15,8 @@ use roce_core::memory::AccessFlags;
 use roce_core::num::Psn;
 use roce_core::transport::{ipv4_gid, QpType, SendFlags, SendWr, WcStatus, WrOp};
 use roce_device::soc::{test_image, SocNic};
-use roce_host::{ConnectOptions, Context, QpEndpoint, QueuePair};
-use soc_pair::{mac, pair, rc_ops, Wire};
+use roce_host::{ConnectOptions, Context, QueuePair};
+use soc_pair::{connect, mac, pair, rc_ops, Wire};
 
 #[test]
 fn rc_between_two_socs() {
@@ -91,17 +91,12 @@ fn qps_in_host_memory_ring_through_qp_db() {
         .map(|_| [0, 1].map(|i| pd[i].create_qp(QpType::Rc, &cq[i], &cq[i]).build().unwrap()))
         .collect();
     for q in &qp {
-        for (i, j) in [(0, 1), (1, 0)] {
-            let (gid, mac) = ctx[j].port_addr();
-            let ep = QpEndpoint {
-                qpn: q[j].qpn(),
-                psn: Psn::new(0x100),
-                gid,
-                mac,
-            };
-            q[i].connect(&ep, Psn::new(0x100), &ConnectOptions::default())
-                .unwrap();
-        }
+        connect(
+            &ctx,
+            [&q[0], &q[1]],
+            Psn::new(0x100),
+            &ConnectOptions::default(),
+        );
     }
     let src: Vec<u8> = (0..N * LEN).map(|i| (i * 7 + i / 251) as u8).collect();
     mr[0].write(0, &src).unwrap();

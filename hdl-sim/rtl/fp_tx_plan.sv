@@ -21,10 +21,11 @@
 // The slot store: the descriptors in a RAM (the cursor, packet k, is saved
 // over the descriptor's start_pkt when the planner leaves a message
 // unfinished: it resumes as a REPLAY from k would); per slot in registers its
-// QP, `sleep`, a generation count, and one row of an NSLOT x NSLOT matrix
-// `before` (slot j holds an older descriptor of the same QP). The choice of
-// the next slot is two register stages behind (eligible set, then the round
-// robin's pick) and is checked against the live slot when used. The planner
+// QP, `sleep`, and one row of an NSLOT x NSLOT matrix `before` (slot j
+// holds an older descriptor of the same QP). The choice of the next slot is
+// two register stages behind (eligible set, then the round robin's pick,
+// which carries the slot's QP) and is dropped when the slot was freed, put to
+// sleep or switched off since (a per-slot flag, `kill`). The planner
 // stays with its message while no other slot is eligible (one QP: no cycle
 // lost per packet); switching costs the message's reload (about 7 cycles).
 // Not yet in RTL (v0.2): the in-flight list the response path reads.
@@ -169,7 +170,10 @@ module fp_tx_plan
   localparam int TD_WORDS = TXD_BYTES / 4;
   logic [NSLOT-1:0]   s_valid, s_sleep;
   logic [QPN_W-1:0]   s_qpn [NSLOT];
-  logic [1:0]         s_gen [NSLOT];
+  // kill_q[i]: slot i was freed or put to sleep at the last clock edge (its
+  // valid bit cleared or its sleep bit set); what the pick checks instead of
+  // comparing the slot's live state (docs: the pick stage below)
+  logic [NSLOT-1:0]   kill_q;
   // older[i][j]: slot j holds an older descriptor of slot i's QP
   logic [NSLOT-1:0]   older [NSLOT];
   logic [SLOT_W-1:0]  cur;          // the slot of the message loaded
@@ -182,29 +186,33 @@ module fp_tx_plan
   logic                   slot_re;
   logic [SLOT_W-1:0]      slot_ra;
 
-  // The lowest set bit of `v`, with the generation of its slot: a tree of
-  // log2(NSLOT) 2:1 selections (a loop of "first found" would be a chain of
-  // NSLOT). Returns {found, slot, generation}.
-  function automatic logic [SLOT_W+2:0] first_of(input logic [NSLOT-1:0] v,
-                                                  input logic [1:0] gen [NSLOT]);
+  // The lowest set bit of `v`: a tree of log2(NSLOT) 2:1 selections (a loop
+  // of "first found" would be a chain of NSLOT). Returns {found, slot}.
+  function automatic logic [SLOT_W:0] first_of(input logic [NSLOT-1:0] v);
     logic [NSLOT-1:0]  f;
     logic [SLOT_W-1:0] ix [NSLOT];
-    logic [1:0]        g [NSLOT];
     for (int i = 0; i < NSLOT; i++) begin
       f[i] = v[i];
       ix[i] = SLOT_W'(i);
-      g[i] = gen[i];
     end
     for (int w = 1; w < NSLOT; w = w * 2) begin
       for (int i = 0; i + w < NSLOT; i = i + 2 * w) begin
         if (!f[i]) begin
           f[i] = f[i + w];
           ix[i] = ix[i + w];
-          g[i] = g[i + w];
         end
       end
     end
-    return {f[0], ix[0], g[0]};
+    return {f[0], ix[0]};
+  endfunction
+
+  // The index of a one-hot vector's set bit (0 for none): per index bit an OR
+  // of the NSLOT/2 positions that have it.
+  function automatic logic [SLOT_W-1:0] index_of(input logic [NSLOT-1:0] oh);
+    logic [SLOT_W-1:0] ix;
+    ix = '0;
+    for (int i = 0; i < NSLOT; i++) if (oh[i]) ix = ix | SLOT_W'(i);
+    return ix;
   endfunction
 
   // the planner saves its cursor over start_pkt, in S_PKT_A and S_NEXT only
@@ -221,11 +229,11 @@ module fp_tx_plan
   logic [SLOT_W-1:0]  free_slot;
   logic txd_flush, take_txd, take_flush, intake_open;
   always_ff @(posedge clk) begin
-    logic [SLOT_W+2:0] first, first_x;
-    first = first_of(~s_valid, s_gen);
-    first_x = first_of(~s_valid & ~(NSLOT'(1) << free_slot), s_gen);
-    has_free <= take_txd ? first_x[SLOT_W+2] : first[SLOT_W+2];
-    free_slot <= take_txd ? first_x[2 +: SLOT_W] : first[2 +: SLOT_W];
+    logic [SLOT_W:0] first, first_x;
+    first = first_of(~s_valid);
+    first_x = first_of(~s_valid & ~(NSLOT'(1) << free_slot));
+    has_free <= take_txd ? first_x[SLOT_W] : first[SLOT_W];
+    free_slot <= take_txd ? first_x[SLOT_W-1:0] : first[SLOT_W-1:0];
     if (rst) has_free <= 1'b0;
   end
 
@@ -266,34 +274,54 @@ module fp_tx_plan
   );
 
   // the round robin, two register stages: the eligible slots (awake, the
-  // oldest of their QP), then the first of them at or after `rr`
+  // oldest of their QP), then the first of them at or after `rr`.
+  //
+  // The pick is made from the eligible set of two cycles ago, so the slot may
+  // have changed since: it is used only if the slot was neither freed nor put
+  // to sleep at either of the two clock edges since that set was sampled
+  // (kill_q one cycle ago, carried through the pick as pick_dead_q; kill_q
+  // now) nor is switched off in this cycle. A slot is refilled only after it
+  // was freed, and its QP changes only when it is refilled, so the QP carried
+  // with the pick is the slot's. Comparing the slot's live state instead
+  // (32:1 muxes of its QP, valid, sleep and a generation count, then the
+  // QP against the invalidation) held the planner at 92.0 MHz.
   logic [NSLOT-1:0]   elig_q;
   logic [SLOT_W-1:0]  rr;
+  logic [NSLOT-1:0]   rr_mask;      // slots at or after rr: bit i = i >= rr
+  logic [NSLOT-1:0]   pick_oh_q;    // the pick, one-hot
   logic [SLOT_W-1:0]  pick_q;
-  logic [1:0]         pick_gen_q;
+  logic [QPN_W-1:0]   pick_qpn_q;
+  logic               pick_dead_q;
   logic [SLOT_W-1:0]  pick_rr_q;
   logic               pick_ok_q, others_q;
   always_ff @(posedge clk) begin
-    logic [SLOT_W+2:0] hi, any;
+    logic [2*NSLOT-1:0] both, first;
+    logic [NSLOT-1:0]   oh;
+    logic [QPN_W-1:0]   qpn;
     for (int i = 0; i < NSLOT; i++) begin
       elig_q[i] <= s_valid[i] && !s_sleep[i] && (older[i] & s_valid) == '0;
     end
-    // the first eligible slot at or after rr, else the first one
-    hi = first_of(elig_q & ({NSLOT{1'b1}} << rr), s_gen);
-    any = first_of(elig_q, s_gen);
-    pick_q <= hi[SLOT_W+2] ? hi[2 +: SLOT_W] : any[2 +: SLOT_W];
-    pick_gen_q <= hi[SLOT_W+2] ? hi[1:0] : any[1:0];
-    pick_ok_q <= any[SLOT_W+2];
+    // the first eligible slot at or after rr, else the first one: the lowest
+    // set bit of {eligible, eligible at or after rr} (x & ~(x - 1), a carry
+    // chain), its two halves folded into one
+    both = {elig_q, elig_q & rr_mask};
+    first = both & ~(both - (2 * NSLOT)'(1));
+    oh = first[NSLOT-1:0] | first[2*NSLOT-1:NSLOT];
+    qpn = '0;
+    for (int i = 0; i < NSLOT; i++) if (oh[i]) qpn = qpn | s_qpn[i];
+    pick_oh_q <= oh;
+    pick_q <= index_of(oh);
+    pick_qpn_q <= qpn;
+    pick_dead_q <= (oh & kill_q) != '0;
+    pick_ok_q <= elig_q != '0;
     pick_rr_q <= rr;
     others_q <= (elig_q & ~(NSLOT'(1) << cur)) != '0;
     if (rst) pick_ok_q <= 1'b0;
   end
 
-  // the pick still holds: made after the round robin last moved, and the slot
-  // not freed, refilled, put to sleep or switched off since
   logic pick_live;
-  assign pick_live = pick_ok_q && pick_rr_q == rr && s_valid[pick_q] && !s_sleep[pick_q]
-      && s_gen[pick_q] == pick_gen_q && !(inval_wr_en && inval_wr_addr == s_qpn[pick_q]);
+  assign pick_live = pick_ok_q && pick_rr_q == rr && !pick_dead_q && (pick_oh_q & kill_q) == '0
+      && !(inval_wr_en && inval_wr_addr == pick_qpn_q);
 
   // ----------------------------------------------------- combinational
   logic serve_ack;
@@ -323,7 +351,7 @@ module fp_tx_plan
       ctx_rd_en = 1'b1;
     end else if (load_slot) begin
       ctx_rd_en = 1'b1;
-      ctx_rd_addr = s_qpn[pick_q];
+      ctx_rd_addr = pick_qpn_q;
     end
   end
 
@@ -468,25 +496,36 @@ module fp_tx_plan
     if (una_wr_en && una_wr_addr == d_qpn) c_una <= una_wr_psn;
     if (inval_wr_en && inval_wr_addr == d_qpn) d_abort <= 1'b1;
 
-    // the slot store: a descriptor in, a slot to sleep, freed or woken
+    // the slot store: a descriptor in, a slot to sleep, freed or woken (each
+    // free or sleep also sets the slot's kill_q)
+    kill_q <= '0;
     if (take_txd) begin
       s_valid[free_slot] <= 1'b1;
       s_sleep[free_slot] <= 1'b0;
       s_qpn[free_slot] <= s_txd_data[8*TD_QPN +: QPN_W];
-      s_gen[free_slot] <= s_gen[free_slot] + 2'd1;
       for (int j = 0; j < NSLOT; j++) begin
         older[free_slot][j] <= s_valid[j] && s_qpn[j] == s_txd_data[8*TD_QPN +: QPN_W];
         older[j][free_slot] <= 1'b0;
       end
     end
-    if (save_en && state == S_PKT_A) s_sleep[cur] <= 1'b1;
-    if (state == S_DONE && !d_abort && !d_flush) s_valid[cur] <= 1'b0;
+    if (save_en && state == S_PKT_A) begin
+      s_sleep[cur] <= 1'b1;
+      kill_q[cur] <= 1'b1;
+    end
+    if (state == S_DONE && !d_abort && !d_flush) begin
+      s_valid[cur] <= 1'b0;
+      kill_q[cur] <= 1'b1;
+    end
     for (int i = 0; i < NSLOT; i++) begin
       // (a slot filled in this cycle was free before it: not matched)
       if (s_valid[i] && take_flush && s_qpn[i] == s_txd_data[8*TD_QPN +: QPN_W]) begin
         s_valid[i] <= 1'b0;
+        kill_q[i] <= 1'b1;
       end
-      if (s_valid[i] && inval_wr_en && s_qpn[i] == inval_wr_addr) s_valid[i] <= 1'b0;
+      if (s_valid[i] && inval_wr_en && s_qpn[i] == inval_wr_addr) begin
+        s_valid[i] <= 1'b0;
+        kill_q[i] <= 1'b1;
+      end
       if (una_wr_en && s_qpn[i] == una_wr_addr) s_sleep[i] <= 1'b0;
     end
 
@@ -509,7 +548,7 @@ module fp_tx_plan
           d_abort <= 1'b0;
           state <= S_LOAD;
         end else if (load_slot) begin
-          d_qpn <= s_qpn[pick_q];
+          d_qpn <= pick_qpn_q;
           cur <= pick_q;
           d_flush <= 1'b0;
           d_abort <= 1'b0;
@@ -704,12 +743,14 @@ module fp_tx_plan
           else if (!p_more) state <= S_DONE;
           else if (n_leave) begin
             rr <= cur + SLOT_W'(1);
+            rr_mask <= {NSLOT{1'b1}} << (cur + SLOT_W'(1));
             state <= S_IDLE;
           end else state <= S_PKT_A;
         end
 
         S_DONE: begin
           rr <= cur + SLOT_W'(1);
+          rr_mask <= {NSLOT{1'b1}} << (cur + SLOT_W'(1));
           state <= S_IDLE;
         end
 
@@ -726,6 +767,7 @@ module fp_tx_plan
       d_flush <= 1'b0;
       cur <= '0;
       rr <= '0;
+      rr_mask <= '1;
       s_valid <= '0;
       s_sleep <= '0;
     end

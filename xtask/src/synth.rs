@@ -175,6 +175,23 @@ const FP_TX: &[&str] = &[
     "hdl-sim/rtl/fp_tx.sv",
 ];
 
+/// The RC fast path's receive side (`docs/fastpath.md` §3): the datapath's parser, the
+/// receive-context and MR tables, the placement check and the mover.
+const FP_RX: &[&str] = &[
+    "hdl-sim/rtl/roce_rx_pkg.sv",
+    "hdl-sim/rtl/fp_pkg.sv",
+    "hdl-sim/rtl/roce_ram.sv",
+    "hdl-sim/rtl/roce_fifo.sv",
+    "hdl-sim/rtl/roce_bram_fifo.sv",
+    "hdl-sim/rtl/axis_skid.sv",
+    "hdl-sim/rtl/icrc.sv",
+    "hdl-sim/rtl/rx_hdr_decode.sv",
+    "hdl-sim/rtl/rx_parser.sv",
+    "hdl-sim/rtl/fp_rx_check.sv",
+    "hdl-sim/rtl/fp_rx_move.sv",
+    "hdl-sim/rtl/fp_rx.sv",
+];
+
 /// The RAM of the SoC on the ECP5 (the `ecp5-85f` board of `firmware/image/src/boards.rs`).
 const SOC_ECP5_RAM: &str = "327680";
 
@@ -257,6 +274,12 @@ pub const TARGETS: &[Target] = &[
         name: "fptx64-ecp5",
         top: "fp_tx",
         files: FP_TX,
+        ..ROW
+    },
+    Target {
+        name: "fprx64-ecp5",
+        top: "fp_rx",
+        files: FP_RX,
         ..ROW
     },
 ];

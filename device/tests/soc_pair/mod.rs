@@ -111,22 +111,27 @@ pub fn pair(image: &std::path::Path, loss: f64, timeout: u8) -> Pair {
         timeout,
         ..ConnectOptions::default()
     };
-    for (i, j) in [(0, 1), (1, 0)] {
-        let (gid, mac) = ctx[j].port_addr();
-        let ep = QpEndpoint {
-            qpn: qp[j].qpn(),
-            psn: Psn::new(0xFF_FFF8),
-            gid,
-            mac,
-        };
-        qp[i].connect(&ep, Psn::new(0xFF_FFF8), &opts).unwrap();
-    }
+    connect(&ctx, [&qp[0], &qp[1]], Psn::new(0xFF_FFF8), &opts);
     Pair {
         wire: Wire::new(nics, loss),
         _ctx: ctx,
         cq,
         qp,
         mr,
+    }
+}
+
+/// Connects `qp[0]` on SoC 0 with `qp[1]` on SoC 1 (both directions starting at `psn`).
+pub fn connect(ctx: &[Context; 2], qp: [&QueuePair; 2], psn: Psn, opts: &ConnectOptions) {
+    for (i, j) in [(0, 1), (1, 0)] {
+        let (gid, mac) = ctx[j].port_addr();
+        let ep = QpEndpoint {
+            qpn: qp[j].qpn(),
+            psn,
+            gid,
+            mac,
+        };
+        qp[i].connect(&ep, psn, opts).unwrap();
     }
 }
 
