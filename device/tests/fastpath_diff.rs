@@ -409,6 +409,18 @@ fn exchange(sides: &[Side; 2], wire: Wire) -> BTreeMap<Flow, Vec<Vec<u8>>> {
     panic!("the NICs did not settle in 2,000 timer rounds");
 }
 
+/// Whether the RTL model is missing (roce-hdl-sim built without Verilator): the RTL
+/// cases then skip, except in CI, where that fails.
+fn rtl_missing() -> bool {
+    if rtl_available() {
+        return false;
+    }
+    let ci = std::env::var("CI").is_ok_and(|v| v == "true");
+    assert!(!ci, "CI=true but roce-hdl-sim was built without Verilator");
+    eprintln!("SKIPPED: roce-hdl-sim was built without Verilator");
+    true
+}
+
 fn mtu() -> impl Strategy<Value = Mtu> {
     prop_oneof![Just(Mtu::Mtu256), Just(Mtu::Mtu1024), Just(Mtu::Mtu4096)]
 }
@@ -525,10 +537,7 @@ proptest! {
         loss in prop_oneof![Just(0u64), 0u64..150],
         reorder in prop_oneof![Just(0u64), 0u64..100],
     ) {
-        if !rtl_available() {
-            let ci = std::env::var("CI").is_ok_and(|v| v == "true");
-            assert!(!ci, "CI=true but roce-hdl-sim was built without Verilator");
-            eprintln!("SKIPPED: roce-hdl-sim was built without Verilator");
+        if rtl_missing() {
             return Ok(());
         }
         differential(Hw::Rtl, mtu, &wrs, Wire { seed, loss, reorder })?;
@@ -547,10 +556,7 @@ proptest! {
         mtu in mtu(),
         wrs in proptest::collection::vec(wr(), 1..24),
     ) {
-        if !rtl_available() {
-            let ci = std::env::var("CI").is_ok_and(|v| v == "true");
-            assert!(!ci, "CI=true but roce-hdl-sim was built without Verilator");
-            eprintln!("SKIPPED: roce-hdl-sim was built without Verilator");
+        if rtl_missing() {
             return Ok(());
         }
         differential(Hw::Rtl, mtu, &wrs, Wire { seed: 0, loss: 0, reorder: 0 })?;
@@ -586,10 +592,7 @@ fn a_write_is_the_hardwares_but_its_ack_on_the_rtl() {
     };
     let (_, model) = run(Hw::Model, Mtu::Mtu4096, clean, &write);
     assert_eq!(model, [counters(8, 1, 0), counters(1, 8, 0)], "model");
-    if !rtl_available() {
-        let ci = std::env::var("CI").is_ok_and(|v| v == "true");
-        assert!(!ci, "CI=true but roce-hdl-sim was built without Verilator");
-        eprintln!("SKIPPED: roce-hdl-sim was built without Verilator");
+    if rtl_missing() {
         return;
     }
     let (_, rtl) = run(Hw::Rtl, Mtu::Mtu4096, clean, &write);
@@ -674,10 +677,7 @@ proptest! {
         seed in any::<u64>(),
         loss in prop_oneof![Just(0u64), 0u64..100],
     ) {
-        if !rtl_available() {
-            let ci = std::env::var("CI").is_ok_and(|v| v == "true");
-            assert!(!ci, "CI=true but roce-hdl-sim was built without Verilator");
-            eprintln!("SKIPPED: roce-hdl-sim was built without Verilator");
+        if rtl_missing() {
             return Ok(());
         }
         cache_case(Hw::Rtl, mtu, &wrs, Wire { seed, loss, reorder: 0 })?;
