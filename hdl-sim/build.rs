@@ -54,6 +54,7 @@ const FP_RTL: &[&str] = &[
     "fp_tx_hdr.sv",
     "fp_tx_emit.sv",
     "fp_tx.sv",
+    "fp_inflight.sv",
     "fp_rx_check.sv",
     "fp_rx_move.sv",
     "fp_rx.sv",

@@ -27,14 +27,17 @@ use zerocopy::{FromBytes, FromZeros, Immutable, IntoBytes, KnownLayout};
 pub const DEVICE_ID: u32 = 0x524F_4345;
 /// ABI version this crate speaks; a host refuses a device with another major.
 pub const ABI_MAJOR: u16 = 1;
-/// Minor version: additions that old hosts can ignore. 1.3 added memory windows and
+/// Minor version: additions that old hosts can ignore. 1.5 added the PFC thresholds
+/// (XOFF, XON, pause quanta, the receive buffer's size) and the priority-to-PCP egress
+/// map to MODIFY_DCB/QUERY_DCB (`DcbArg` 88 -> 112 bytes). 1.4 accepts RoCEv1 GID
+/// entries (`GidArg::roce_version` 1, `IBV_GID_TYPE_ROCE_V1`). 1.3 added memory windows and
 /// fast-registration MRs (opcodes 27 to 29, the BIND_MW and REG_MR send WQEs), a VLAN
 /// per GID entry, and the DCB priority maps and ETS to MODIFY_DCB/QUERY_DCB (`DcbArg`).
 /// 1.2 added inline sends
 /// (`IBV_SEND_INLINE` in a send WQE, `CreateQpArg::max_inline_data`) and shared receive
 /// queues (opcodes 23 to 26, `SRQ_DB`, the SRQ-limit event, `CreateQpArg::srqn`); 1.1
 /// is the port commands' (`docs/abi.md`).
-pub const ABI_MINOR: u16 = 3;
+pub const ABI_MINOR: u16 = 5;
 
 /// The first QPN; a QP's doorbells are indexed by `QPN - QPN_BASE` (the GSI QP's by
 /// `reg::GSI_QP_INDEX`).
@@ -714,7 +717,7 @@ mod tests {
         let mut v = Version(0);
         v.set_major(ABI_MAJOR);
         v.set_minor(ABI_MINOR);
-        assert_eq!(v.0, 0x0001_0003);
+        assert_eq!(v.0, 0x0001_0005);
     }
 
     #[test]

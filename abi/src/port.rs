@@ -6,8 +6,8 @@
 
 use crate::DecodeError;
 use roce_core::cc::{CcConfig, DcqcnConfig, QpCcInfo, ONE};
-use roce_core::dcb::{EtsConfig, Priorities};
-use roce_core::engine::{DcbConfig, GidEntry};
+use roce_core::dcb::{EtsConfig, PfcThresholds, Priorities, RX_BUFFER_BYTES};
+use roce_core::engine::{DcbConfig, GidEntry, GidType};
 use roce_core::num::Qpn;
 use roce_core::transport::Mtu;
 use zerocopy::little_endian::{U16, U32, U64};
@@ -63,8 +63,10 @@ pub struct GidArg {
     pub index: U16,
     /// [`GidArg::VALID`]: the entry holds an address.
     pub flags: u8,
-    /// The RoCE version of the entry (`IBV_GID_TYPE_ROCE_V2` = 2). This NIC speaks
-    /// RoCEv2 only, so a valid entry must say 2.
+    /// The RoCE version of the entry, as rdma-core's `enum ibv_gid_type` numbers it:
+    /// [`GidArg::ROCE_V2`] (`IBV_GID_TYPE_ROCE_V2`, Linux `IB_GID_TYPE_ROCE_UDP_ENCAP`)
+    /// or, from ABI 1.4, [`GidArg::ROCE_V1`] (`IBV_GID_TYPE_ROCE_V1`, Linux
+    /// `IB_GID_TYPE_ROCE`: GRH over Ethernet). Anything else is refused.
     pub roce_version: u8,
     /// The entry's 802.1Q VLAN (1 to 4094), or 0xFFFF for untagged (ABI 1.3; 1.2
     /// refused any VLAN). Frames for the GID must carry it; QPs sending from the entry
@@ -78,6 +80,8 @@ pub struct GidArg {
 impl GidArg {
     /// Flag: the entry holds an address.
     pub const VALID: u8 = 1 << 0;
+    /// `roce_version` of a RoCEv1 entry (ABI 1.4).
+    pub const ROCE_V1: u8 = 1;
     /// `roce_version` of a RoCEv2 entry.
     pub const ROCE_V2: u8 = 2;
     /// `vlan_id` of an untagged entry.
@@ -88,7 +92,11 @@ impl GidArg {
         Self {
             index: U16::new(u16::from(index)),
             flags: if entry.is_some() { Self::VALID } else { 0 },
-            roce_version: if entry.is_some() { Self::ROCE_V2 } else { 0 },
+            roce_version: match entry.map(|e| e.gid_type) {
+                Some(GidType::Roce) => Self::ROCE_V1,
+                Some(GidType::RoceUdpEncap) => Self::ROCE_V2,
+                None => 0,
+            },
             vlan_id: U16::new(entry.and_then(|e| e.vlan_id).unwrap_or(Self::NO_VLAN)),
             reserved: U16::new(0),
             gid: entry.map_or([0; 16], |e| e.gid),
@@ -108,18 +116,25 @@ impl GidArg {
         if self.flags & Self::VALID == 0 {
             return Ok(None);
         }
-        if self.roce_version != Self::ROCE_V2 {
-            return Err(DecodeError("only RoCEv2 GID entries are supported"));
-        }
+        let v1 = match self.roce_version {
+            Self::ROCE_V1 => true,
+            Self::ROCE_V2 => false,
+            _ => {
+                return Err(DecodeError(
+                    "GID entry type neither RoCEv1 (1) nor RoCEv2 (2)",
+                ))
+            }
+        };
         if self.gid == [0; 16] {
             return Err(DecodeError("the zero GID is not an address"));
         }
-        match self.vlan_id.get() {
-            Self::NO_VLAN => Ok(Some(GidEntry::new(self.gid))),
+        let entry = match self.vlan_id.get() {
+            Self::NO_VLAN => GidEntry::new(self.gid),
             // 0 is a priority tag and 4095 reserved (802.1Q): neither is a VLAN.
-            vid @ 1..=4094 => Ok(Some(GidEntry::with_vlan(self.gid, vid))),
-            _ => Err(DecodeError("VLAN ID outside 1..=4094")),
-        }
+            vid @ 1..=4094 => GidEntry::with_vlan(self.gid, vid),
+            _ => return Err(DecodeError("VLAN ID outside 1..=4094")),
+        };
+        Ok(Some(if v1 { entry.roce_v1() } else { entry }))
     }
 }
 
@@ -146,6 +161,19 @@ pub struct DcbArg {
     pub pcp_prio: [u8; 8],
     /// (1.3) The priority of an untagged frame with DSCP `i`.
     pub dscp_prio: [u8; 64],
+    /// (1.5) PFC: send XOFF when a lossless priority holds more than this many bytes
+    /// of the receive buffer.
+    pub pfc_xoff: U32,
+    /// (1.5) Send XON when it is back to this many bytes or fewer (below `pfc_xoff`).
+    pub pfc_xon: U32,
+    /// (1.5) Pause time an XOFF asks for, in quanta of 512 bit times.
+    pub pfc_quanta: U16,
+    pub reserved2: U16,
+    /// (1.5) QUERY_DCB: the receive buffer's size in bytes (MODIFY_DCB ignores it); the
+    /// headroom of a lossless priority is this minus `pfc_xoff`.
+    pub rx_buffer: U32,
+    /// (1.5) The PCP of a VLAN-tagged frame of priority `i` (the egress map).
+    pub prio_pcp: [u8; 8],
 }
 
 impl Default for DcbArg {
@@ -163,8 +191,17 @@ impl DcbArg {
     pub const PCP_MAP: u32 = 1 << 2;
     /// Mask bit (1.3): `dscp_prio`.
     pub const DSCP_MAP: u32 = 1 << 3;
+    /// Mask bit (1.5): `pfc_xoff`, `pfc_xon` and `pfc_quanta`.
+    pub const PFC_THRESHOLDS: u32 = 1 << 4;
+    /// Mask bit (1.5): `prio_pcp`.
+    pub const PCP_EGRESS: u32 = 1 << 5;
     /// Every mask bit of this version.
-    pub const ALL: u32 = Self::PFC | Self::ETS | Self::PCP_MAP | Self::DSCP_MAP;
+    pub const ALL: u32 = Self::PFC
+        | Self::ETS
+        | Self::PCP_MAP
+        | Self::DSCP_MAP
+        | Self::PFC_THRESHOLDS
+        | Self::PCP_EGRESS;
 
     /// The settings, with every field of this version.
     pub fn from_config(c: &DcbConfig) -> Self {
@@ -176,6 +213,12 @@ impl DcbArg {
             ets_bw: c.ets.bw,
             pcp_prio: c.map.pcp,
             dscp_prio: c.map.dscp,
+            pfc_xoff: U32::new(c.pfc_thresholds.xoff),
+            pfc_xon: U32::new(c.pfc_thresholds.xon),
+            pfc_quanta: U16::new(c.pfc_thresholds.quanta),
+            reserved2: U16::new(0),
+            rx_buffer: U32::new(RX_BUFFER_BYTES),
+            prio_pcp: c.prio_pcp,
         }
     }
 
@@ -202,6 +245,16 @@ impl DcbArg {
         }
         if mask & Self::DSCP_MAP != 0 {
             out.map.dscp = self.dscp_prio;
+        }
+        if mask & Self::PFC_THRESHOLDS != 0 {
+            out.pfc_thresholds = PfcThresholds {
+                xoff: self.pfc_xoff.get(),
+                xon: self.pfc_xon.get(),
+                quanta: self.pfc_quanta.get(),
+            };
+        }
+        if mask & Self::PCP_EGRESS != 0 {
+            out.prio_pcp = self.prio_pcp;
         }
         out.validate().map_err(DecodeError)?;
         Ok(out)
@@ -385,7 +438,7 @@ mod tests {
             ),
             (2, 3, 4, 8)
         );
-        assert_eq!(size_of::<DcbArg>(), 88);
+        assert_eq!(size_of::<DcbArg>(), 112);
         assert_eq!(
             [
                 offset_of!(DcbArg, pfc_enable),
@@ -393,8 +446,13 @@ mod tests {
                 offset_of!(DcbArg, ets_bw),
                 offset_of!(DcbArg, pcp_prio),
                 offset_of!(DcbArg, dscp_prio),
+                offset_of!(DcbArg, pfc_xoff),
+                offset_of!(DcbArg, pfc_xon),
+                offset_of!(DcbArg, pfc_quanta),
+                offset_of!(DcbArg, rx_buffer),
+                offset_of!(DcbArg, prio_pcp),
             ],
-            [4, 5, 8, 16, 24]
+            [4, 5, 8, 16, 24, 88, 92, 96, 100, 104]
         );
         assert_eq!(size_of::<CcArg>(), 88);
         assert_eq!(
@@ -454,9 +512,16 @@ mod tests {
         assert_eq!((a.index.get(), a.flags, a.roce_version), (3, 1, 2));
         assert_eq!(a.to_entry(), Ok(Some(e)));
         assert_eq!(GidArg::from_entry(4, None).to_entry(), Ok(None));
+        // IBV_GID_TYPE_ROCE_V1 (ABI 1.4) is IB_GID_TYPE_ROCE; IB (0) and others are not
+        // Ethernet entries.
         let mut v1 = a;
         v1.roce_version = 1;
-        assert!(v1.to_entry().is_err());
+        assert_eq!(v1.to_entry(), Ok(Some(e.roce_v1())));
+        assert_eq!(GidArg::from_entry(3, Some(&e.roce_v1())), v1);
+        for bad in [0, 3, 0xFF] {
+            v1.roce_version = bad;
+            assert!(v1.to_entry().is_err(), "roce_version {bad}");
+        }
         let mut tagged = a;
         tagged.vlan_id = U16::new(100);
         assert_eq!(tagged.to_entry(), Ok(Some(GidEntry::with_vlan(gid, 100))));
@@ -489,7 +554,14 @@ mod tests {
             strict: Priorities(0b1111_0101),
             bw: [0, 80, 0, 20, 0, 0, 0, 0],
         };
+        want.pfc_thresholds = PfcThresholds {
+            xoff: 20_000,
+            xon: 10_000,
+            quanta: 500,
+        };
+        want.prio_pcp = [0, 1, 2, 5, 4, 3, 6, 7];
         let mut a = DcbArg::from_config(&want);
+        assert_eq!(a.rx_buffer.get(), RX_BUFFER_BYTES);
         assert_eq!(a.apply(&c), Ok(want));
         // Each mask bit changes its own fields only.
         for (bit, field) in [
@@ -497,6 +569,8 @@ mod tests {
             (DcbArg::ETS, "ets"),
             (DcbArg::PCP_MAP, "pcp"),
             (DcbArg::DSCP_MAP, "dscp"),
+            (DcbArg::PFC_THRESHOLDS, "thresholds"),
+            (DcbArg::PCP_EGRESS, "egress"),
         ] {
             a.mask = U32::new(bit);
             let got = a.apply(&c).unwrap();
@@ -504,10 +578,15 @@ mod tests {
             assert_eq!(got.ets == want.ets, field == "ets");
             assert_eq!(got.map.pcp == want.map.pcp, field == "pcp");
             assert_eq!(got.map.dscp == want.map.dscp, field == "dscp");
+            assert_eq!(
+                got.pfc_thresholds == want.pfc_thresholds,
+                field == "thresholds"
+            );
+            assert_eq!(got.prio_pcp == want.prio_pcp, field == "egress");
         }
         a.mask = U32::new(0);
         assert_eq!(a.apply(&c), Ok(c));
-        a.mask = U32::new(1 << 4);
+        a.mask = U32::new(1 << 6);
         assert!(a.apply(&c).is_err());
         // An 1.1 host's 8 bytes (zeros after them) still set PFC alone.
         let old = DcbArg {
@@ -544,5 +623,17 @@ mod tests {
         // A map entry beyond priority 7.
         assert!(bad(&|a| a.pcp_prio[2] = 8).is_err());
         assert!(bad(&|a| a.dscp_prio[63] = 9).is_err());
+        assert!(bad(&|a| a.prio_pcp[0] = 8).is_err());
+        // PFC thresholds: XON at or above XOFF, XOFF beyond the buffer, no pause time.
+        assert!(bad(&|a| a.pfc_xon = a.pfc_xoff).is_err());
+        assert!(bad(&|a| a.pfc_xoff = U32::new(RX_BUFFER_BYTES + 1)).is_err());
+        assert!(bad(&|a| a.pfc_quanta = U16::new(0)).is_err());
+        assert!(bad(&|a| {
+            a.pfc_xoff = U32::new(RX_BUFFER_BYTES);
+            a.pfc_xon = U32::new(0);
+        })
+        .is_ok());
+        // The size is the NIC's: MODIFY_DCB ignores it.
+        assert!(bad(&|a| a.rx_buffer = U32::new(7)).is_ok());
     }
 }

@@ -32,6 +32,11 @@ enum Command {
     Perf(roce_cli::perf_cmd::PerfArgs),
     /// rdma-core's ibv_rc/uc/ud_pingpong, either end, with the NIC on a raw link.
     Pingpong(roce_cli::interop::pingpong::PingpongArgs),
+    /// librdmacm's rping, either end, connected through RDMA CM, with the NIC on a raw
+    /// link.
+    Rping(roce_cli::interop::rping::RpingArgs),
+    /// rdma-core's ibv_srq_pingpong (RC QPs sharing one receive queue), either end.
+    SrqPingpong(roce_cli::interop::srq_pingpong::SrqPingpongArgs),
     /// Run a scenario file (see `scenarios/`): CSV time series, a PNG figure and a
     /// Markdown table into the output directory.
     Sim {
@@ -196,6 +201,10 @@ fn run() -> Result<()> {
         Command::Pingpong(args) => {
             roce_cli::interop::pingpong::run(&args, &mut out)?;
         }
+        Command::Rping(args) => {
+            roce_cli::interop::rping::run(&args, &mut out)?;
+        }
+        Command::SrqPingpong(args) => roce_cli::interop::srq_pingpong::run(&args, &mut out)?,
         Command::Sim {
             scenario,
             output,

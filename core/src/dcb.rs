@@ -376,6 +376,32 @@ pub struct PfcThresholds {
     pub quanta: u16,
 }
 
+/// Bytes of the NIC's receive buffer, shared by the priorities (the DCB block's
+/// `BUF_BYTES`, `hdl-sim/rtl/roce_dcb_top.sv`): what the PFC thresholds divide. The
+/// headroom of a lossless priority is what is left above its XOFF threshold.
+pub const RX_BUFFER_BYTES: u32 = 65_536;
+
+impl PfcThresholds {
+    /// XOFF at 16 KiB, XON at 8 KiB, the longest pause: 48 KiB of headroom, enough for
+    /// 2 x 12.5 KB in flight on 1 us of 100 Gb/s cable and two 4 KiB frames.
+    pub const DEFAULT: Self = Self {
+        xoff: 16 * 1024,
+        xon: 8 * 1024,
+        quanta: 0xFFFF,
+    };
+
+    /// Whether the thresholds can run on the NIC's receive buffer: XON below XOFF, XOFF
+    /// within the buffer, a pause of at least one quantum.
+    pub fn is_valid(&self) -> bool {
+        self.xon < self.xoff && self.xoff <= RX_BUFFER_BYTES && self.quanta > 0
+    }
+
+    /// Bytes the buffer still takes for a lossless priority after its XOFF.
+    pub fn headroom(&self) -> u32 {
+        RX_BUFFER_BYTES.saturating_sub(self.xoff)
+    }
+}
+
 /// The XOFF/XON state of one receive buffer: bytes held per priority, which priorities
 /// are paused towards the link partner and which must be announced.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

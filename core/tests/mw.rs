@@ -315,6 +315,21 @@ fn bind_errors_complete_mw_bind_err_and_fail_the_qp() {
         bind(mw, 1, k.lkey, base, 64, remote_rw())
     });
     assert_eq!(got, bind_err);
+    // C10-72 for a type 1 window too: a QP of another PD can neither unbind it
+    // (length 0) nor rebind it, even onto an MR of the window's PD. Found by the `abi`
+    // fuzz target (seed `fuzz/seeds/abi/unbind_of_another_pds_type1_window`): a hostile
+    // tenant's QP unbound the victim's window.
+    for (seed, length) in [(18, 0), (19, 64)] {
+        let got = local_op_on_fresh_qp(seed, |b| {
+            let pd2 = b.eng.alloc_pd().unwrap();
+            let base = b.mem.alloc(256);
+            let access = AccessFlags::LOCAL_WRITE | AccessFlags::MW_BIND;
+            let k = b.eng.reg_mr(pd2, base, 256, access).unwrap();
+            let mw = b.eng.alloc_mw(pd2, MwType::Type1).unwrap();
+            bind(mw, 1, k.lkey, base, length, remote_rw())
+        });
+        assert_eq!(got, bind_err, "length {length}");
+    }
     // o10-37.2.26: a type 1 window cannot be invalidated.
     let got = local_op_on_fresh_qp(17, |b| {
         let mw = b.eng.alloc_mw(b.pd, MwType::Type1).unwrap();

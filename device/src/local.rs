@@ -207,7 +207,13 @@ impl LocalNic {
 
 impl NicModel for LocalNic {
     fn set_time(&self, now: u64) {
-        self.shared.clock.set(now.max(self.shared.clock.get()));
+        let now = now.max(self.shared.clock.get());
+        self.shared.clock.set(now);
+        // The device clock the host reads (`CLOCK_LO`/`CLOCK_HI`, docs/abi.md), as the
+        // SoC's RAM HAL publishes it: `roce_host::rdma_cm` runs its CM timers on it.
+        let mut regs = self.shared.regs.borrow_mut();
+        regs.nic_write(reg::CLOCK_LO, now as u32);
+        regs.nic_write(reg::CLOCK_HI, (now >> 32) as u32);
     }
 
     fn now(&self) -> u64 {

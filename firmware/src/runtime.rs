@@ -134,6 +134,12 @@ pub struct Nic<
     mr_version: u32,
     txbuf: [u8; FRAME_BUF],
     rxbuf: [u8; FRAME_BUF],
+    /// The fast path's descriptor and event being built or read: kept here so that a
+    /// poll that finds nothing does not clear them (every byte is written before use).
+    txd: [u8; layout::TXD_LEN],
+    event: [u8; EVENT_LEN],
+    /// The fast path did something since its counters were last copied.
+    fp_ran: bool,
 }
 
 impl<
@@ -182,6 +188,9 @@ impl<
             mr_version: 0,
             txbuf: [0; FRAME_BUF],
             rxbuf: [0; FRAME_BUF],
+            txd: [0; layout::TXD_LEN],
+            event: [0; EVENT_LEN],
+            fp_ran: false,
         }
     }
 
@@ -301,6 +310,7 @@ impl<
         let (dma, dp) = self.hal.split();
         if let Some(fp) = dp.fastpath() {
             let ran = fp.run(dma);
+            self.fp_ran |= ran;
             return self.fp_events(now) | ran;
         }
         let mut any = false;
@@ -346,8 +356,12 @@ impl<
         }
         let (dma, dp) = self.hal.split();
         if let Some(fp) = dp.fastpath() {
-            any |= fp.run(dma);
-            self.counters.fastpath = fp.counters();
+            let ran = fp.run(dma);
+            any |= ran;
+            // The hardware's counters move only when it works.
+            if core::mem::take(&mut self.fp_ran) | ran {
+                self.counters.fastpath = fp.counters();
+            }
         }
         any
     }
@@ -358,19 +372,19 @@ impl<
     /// Posts the request descriptors the engine has for QPs on the fast path.
     fn fp_post(&mut self, now: Instant) -> bool {
         let mut any = false;
-        let mut desc = [0u8; layout::TXD_LEN];
         loop {
             let (_, dp) = self.hal.split();
             let Some(fp) = dp.fastpath() else {
                 return any;
             };
-            if !fp.tx_room() || !self.engine.fastpath_poll_request(now, &mut desc) {
+            if !fp.tx_room() || !self.engine.fastpath_poll_request(now, &mut self.txd) {
                 break;
             }
             // `tx_room` said yes: a refusal is a malformed descriptor, which the
             // retransmission timer repairs like a lost packet.
-            let _ = fp.post_tx(&desc);
+            let _ = fp.post_tx(&self.txd);
             self.counters.fp_descriptors += 1;
+            self.fp_ran = true;
             any = true;
         }
         // Posting may have run a LOCAL_INV.
@@ -381,18 +395,18 @@ impl<
     /// Handles the fast path's events in order.
     fn fp_events(&mut self, now: Instant) -> bool {
         let mut any = false;
-        let mut ev = [0u8; EVENT_LEN];
         loop {
             let (_, dp) = self.hal.split();
             let Some(fp) = dp.fastpath() else {
                 break;
             };
-            if !fp.poll_event(&mut ev, &mut self.rxbuf) {
+            if !fp.poll_event(&mut self.event, &mut self.rxbuf) {
                 break;
             }
             any = true;
+            self.fp_ran = true;
             self.counters.fp_events += 1;
-            let Ok(event) = layout::decode_event(&ev) else {
+            let Ok(event) = layout::decode_event(&self.event) else {
                 continue;
             };
             let qpn = event.qpn();

@@ -13,6 +13,14 @@
 //! the MAC and MTU, the GID table, DCB, DCQCN, QUERY_COUNTERS), and the hostile tenant
 //! QUERY/MODIFY_QP_CC of its QPs (action bytes 0xE0..=0xEF).
 //!
+//! Memory windows and fast registration (ABI 1.3): the hostile tenant issues ALLOC_MW,
+//! DEALLOC_MW and ALLOC_MR (command bytes 0xDD..=0xDF), posts BIND_MW, REG_MR,
+//! LOCAL_INV and SEND_WITH_INV naming live windows and regions (the victim's among
+//! them), and sends RDMA WRITEs and atomics through window R_Keys. The victim binds a
+//! type 1 window onto its target region and a type 2 window that its atomic goes
+//! through; the hostile tenant starts with an unbound window of each type and a
+//! fast-registration MR.
+//!
 //! Invariants, whatever the host does:
 //! * every DMA access is to a ring the host configured or to a live memory region of the
 //!   tenant whose frame is being handled (`nic::HostMem` panics at the access); a QP on
@@ -23,6 +31,11 @@
 //!   as `fuzz/src/port.rs` says (a MODIFY's status by `docs/abi.md`'s rules, `Busy` for
 //!   the MAC and GID entry the victim's connected QPs use; a QUERY gives what was set;
 //!   port counters never decrease);
+//! * a request through a memory window touches memory only when the window, as it was
+//!   when the frame arrived, allows it, and then only the range the request names; every
+//!   bound window keeps IBTA's binding rules (C10-73 to C10-75: an MR of its own PD
+//!   that allows binding and holds it, rights that fit); the victim's windows stay
+//!   exactly as it bound them (`fuzz/src/mw.rs`);
 //! * the victim's work completes exactly as it does with no hostile tenant: the same
 //!   completions in the same order, the same bytes in its memory; its QPs are never
 //!   stuck, whatever state the hostile QPs and CQs are driven into;
@@ -34,15 +47,16 @@ use std::cell::RefCell;
 
 use libfuzzer_sys::fuzz_target;
 use roce_core::cc::ONE;
-use roce_core::memory::AccessFlags;
+use roce_core::memory::{AccessFlags, MemoryWindow, MwBind};
 use roce_core::num::{Lkey, Psn, Qkey, Qpn, Rkey};
 use roce_core::transport::ipv4_gid;
 use roce_core::transport::{
     AckTimeout, AddressVector, Mtu, QpAttr, QpState, RecvWr, RetryCount, RnrTimer, SendFlags,
     SendWr, WrOp,
 };
+use roce_core_fuzz::mw::{self, Snapshot};
 use roce_core_fuzz::nic::{
-    admit, boot, doorbell_index, gid, Host, Nic, QpRings, Shadow, HOSTILE, MAC, VICTIM,
+    admit, boot, confine, doorbell_index, gid, Host, Nic, QpRings, Shadow, HOSTILE, MAC, VICTIM,
 };
 use roce_firmware::abi::{self, reg, CmdEntry, CmdOp, PortArg, QpAttrArg, RecvWqe, SendWqe};
 
@@ -54,6 +68,8 @@ struct Victim {
     rdst: (u64, u32),
     rbuf: (u64, u32),
     result: (u64, u32),
+    /// The type 2 window (bound by `qp2`) the victim's atomic goes through.
+    atomic_rkey: u32,
     cq: (u32, u64, u8),
     qp1: QpRings,
     qp2: QpRings,
@@ -185,6 +201,75 @@ fn ud_to_rts(h: &mut Host, nic: &mut Nic, qpn: u32, qkey: u32) {
     modify(h, nic, qpn, &rts);
 }
 
+/// ALLOC_MW of type `mw_type` in `pd`: the window's R_Key.
+fn alloc_mw(h: &mut Host, nic: &mut Nic, pd: u32, mw_type: u8) -> u32 {
+    h.ok(nic, CmdOp::AllocMw, |e| {
+        let a = abi::AllocMwArg {
+            pd: pd.into(),
+            mw_type,
+            ..Default::default()
+        };
+        abi::set_payload(e, &a);
+    })
+}
+
+/// Binds window `mw` through QP `qp` (completing on CQ `cq`) onto `len` bytes at
+/// offset `off` of region `mr` with rights `access`, and returns its new R_Key.
+fn bind(
+    h: &mut Host,
+    nic: &mut Nic,
+    (qp, cq): (&QpRings, (u32, u64, u8)),
+    mw: u32,
+    (mr, off, len, access): ((u64, u32), u64, u64, AccessFlags),
+) -> u32 {
+    let rkey = mw & !0xFF | (mw + 1) & 0xFF;
+    let b = MwBind {
+        mw: Rkey(mw),
+        rkey: Rkey(rkey),
+        mr: Lkey(mr.1),
+        addr: mr.0 + off,
+        length: len,
+        access,
+    };
+    let wr = SendWr::new(u64::from(mw), WrOp::BindMw(b)).flags(SendFlags::SIGNALED);
+    h.post_send(nic, qp, &SendWqe::from_wr(&wr));
+    for _ in 0..100 {
+        nic.poll();
+        if let Some(c) = h.poll_cq(nic, cq.0, cq.1, cq.2).first() {
+            assert_eq!((c.status, c.opcode), (0, 5), "the victim's BIND_MW");
+            return rkey;
+        }
+    }
+    panic!("the victim's BIND_MW did not complete");
+}
+
+/// The NIC's memory windows now.
+fn nic_windows(nic: &Nic) -> Vec<MemoryWindow> {
+    nic.engine().memory().windows().copied().collect()
+}
+
+/// One poll of the NIC between the checks of `fuzz/src/mw.rs`: the windows' snapshot
+/// before it, the binding rules after it.
+fn poll(nic: &mut Nic) -> bool {
+    let qp_pds = nic
+        .hal()
+        .mem
+        .shadow
+        .qps
+        .iter()
+        .map(|q| (q.qpn, q.pd))
+        .collect();
+    mw::snapshot(Some(Snapshot {
+        windows: nic_windows(nic),
+        qp_pds,
+    }));
+    let busy = nic.poll();
+    let windows = nic_windows(nic);
+    let regions: Vec<_> = nic.engine().memory().regions().copied().collect();
+    mw::check_bindings(&windows, &regions, &nic.hal().mem.shadow.victim_windows);
+    busy
+}
+
 /// This NIC's own address: the port loops frames back.
 fn av() -> AddressVector {
     AddressVector {
@@ -213,7 +298,17 @@ fn world() -> World {
         buf(0),
         reg_mr(&mut h, &mut nic, pd, buf(0), 4096, AccessFlags::NONE),
     );
-    let win = (buf(1), reg_mr(&mut h, &mut nic, pd, buf(1), 4096, remote));
+    let win = (
+        buf(1),
+        reg_mr(
+            &mut h,
+            &mut nic,
+            pd,
+            buf(1),
+            4096,
+            remote | AccessFlags::MW_BIND,
+        ),
+    );
     let lw = AccessFlags::LOCAL_WRITE;
     let rdst = (buf(2), reg_mr(&mut h, &mut nic, pd, buf(2), 4096, lw));
     let rbuf = (buf(3), reg_mr(&mut h, &mut nic, pd, buf(3), 1024, lw));
@@ -224,6 +319,15 @@ fn world() -> World {
     let qp2 = create_qp(&mut h, &mut nic, pd, cq.0, (2, 0), VICTIM + 11 * 4096);
     connect(&mut h, &mut nic, qp1.qpn, qp2.qpn, true);
     connect(&mut h, &mut nic, qp2.qpn, qp1.qpn, true);
+    // Its windows: type 1 over the first half of its target, type 2 (bound by qp2)
+    // over the last 64 bytes, where its atomic goes.
+    let remote_rw = AccessFlags::REMOTE_READ | AccessFlags::REMOTE_WRITE;
+    let mw1 = alloc_mw(&mut h, &mut nic, pd, 1);
+    bind(&mut h, &mut nic, (&qp1, cq), mw1, (win, 0, 2048, remote_rw));
+    let mw2 = alloc_mw(&mut h, &mut nic, pd, 2);
+    let atomic = AccessFlags::REMOTE_ATOMIC | AccessFlags::REMOTE_READ;
+    let atomic_rkey = bind(&mut h, &mut nic, (&qp2, cq), mw2, (win, 4032, 64, atomic));
+    let victim_windows = nic_windows(&nic);
     let mem = &mut nic.hal().mem;
     for (i, (addr, _)) in [src, win].into_iter().enumerate() {
         let bytes: Vec<u8> = (0..4096u32).map(|j| (j * 7 + i as u32) as u8).collect();
@@ -231,6 +335,7 @@ fn world() -> World {
     }
     let shadow: &mut Shadow = &mut mem.shadow;
     shadow.victim_pd = Some(pd);
+    shadow.victim_windows = victim_windows;
     shadow.victim_cq = Some(cq.0);
     shadow.victim_qps = vec![qp1.qpn, qp2.qpn];
     nic.hal().port.victim_qps = vec![qp1.qpn, qp2.qpn];
@@ -238,7 +343,25 @@ fn world() -> World {
     // The hostile tenant, with a region, a CQ, two connected RC QPs and a UD QP ready,
     // an SRQ with two receives posted and a UD QP on it, and the GSI QP (QP1).
     let hpd = h.ok(&mut nic, CmdOp::AllocPd, |_| {});
-    let hkey = reg_mr(&mut h, &mut nic, hpd, HOSTILE, 8192, AccessFlags::ALL);
+    let hkey = reg_mr(
+        &mut h,
+        &mut nic,
+        hpd,
+        HOSTILE,
+        8192,
+        AccessFlags::ALL | AccessFlags::MW_BIND,
+    );
+    // Windows of each type, unbound, and a fast-registration MR.
+    alloc_mw(&mut h, &mut nic, hpd, 1);
+    alloc_mw(&mut h, &mut nic, hpd, 2);
+    h.ok(&mut nic, CmdOp::AllocMr, |e| {
+        let a = abi::RegMrArg {
+            pd: hpd.into(),
+            length: 4096.into(),
+            ..Default::default()
+        };
+        abi::set_payload(e, &a);
+    });
     let hcq = create_cq(&mut h, &mut nic, HOSTILE + 8192, 4);
     let h1 = create_qp(&mut h, &mut nic, hpd, hcq, (2, 0), HOSTILE + 3 * 4096);
     let h2 = create_qp(&mut h, &mut nic, hpd, hcq, (2, 0), HOSTILE + 5 * 4096);
@@ -279,6 +402,7 @@ fn world() -> World {
         rdst,
         rbuf,
         result,
+        atomic_rkey,
         cq,
         qp1,
         qp2,
@@ -323,7 +447,7 @@ fn post_victim(h: &mut Host, nic: &mut Nic, v: &Victim, i: usize) {
             4,
             WrOp::AtomicFetchAndAdd {
                 remote_addr: win.0 + 4088,
-                rkey: Rkey(win.1),
+                rkey: Rkey(v.atomic_rkey),
                 add: 1,
             },
         )
@@ -349,7 +473,7 @@ fn finish(h: &mut Host, nic: &mut Nic, v: &Victim) -> Outcome {
         if completions.len() >= VICTIM_WRS {
             break;
         }
-        let busy = nic.poll();
+        let busy = poll(nic);
         let hal = nic.hal();
         hal.clock += 1_000;
         if !busy {
@@ -436,12 +560,17 @@ fn hostile_qps(s: &Shadow) -> Vec<QpRings> {
 
 /// A command built from the input: an opcode, then its arguments with handles taken
 /// from the live objects (or raw), addresses and sizes from the input.
-fn command(inp: &mut Input, s: &Shadow) -> Option<CmdEntry> {
+fn command(inp: &mut Input, s: &Shadow, windows: &[MemoryWindow]) -> Option<CmdEntry> {
     let mut e = CmdEntry::default();
     let op = inp.u8()?;
     // 0..=12 (ABI 1.0 and an unknown one) as before SRQs existed, so older inputs keep
-    // their meaning; the top bytes the SRQ commands 23..=26.
-    let op = if op >= 0xE0 { 23 + op % 4 } else { op % 13 };
+    // their meaning; the top bytes the SRQ commands 23..=26, the three below them the
+    // memory-window commands 27..=29.
+    let op = match op {
+        0xE0.. => 23 + op % 4,
+        0xDD.. => 27 + (op - 0xDD),
+        _ => op % 13,
+    };
     e.opcode.set(u16::from(op));
     let pds: Vec<u32> = s.pds.clone();
     let mrs: Vec<u32> = s.mrs.iter().map(|m| m.lkey).collect();
@@ -454,6 +583,37 @@ fn command(inp: &mut Input, s: &Shadow) -> Option<CmdEntry> {
         Some(CmdOp::DestroyCq) => inp.handle(&cqs)?,
         Some(CmdOp::DestroyQp | CmdOp::QueryQp) => inp.handle(&qps)?,
         Some(CmdOp::DestroySrq | CmdOp::QuerySrq) => inp.handle(&srqs)?,
+        Some(CmdOp::DeallocMw) => {
+            // Any key the window has had names it: sometimes a stale tag.
+            let keys: Vec<u32> = windows.iter().map(|w| w.rkey.0).collect();
+            inp.handle(&keys)? ^ u32::from(inp.u8()? & 1)
+        }
+        Some(CmdOp::AllocMw) => {
+            let a = abi::AllocMwArg {
+                pd: inp.handle(&pds)?.into(),
+                mw_type: inp.pick(&[1, 2, 0, 3])?,
+                ..Default::default()
+            };
+            abi::set_payload(&mut e, &a);
+            return Some(e);
+        }
+        Some(CmdOp::AllocMr) => {
+            let b = inp.u8()?;
+            let a = abi::RegMrArg {
+                pd: inp.handle(&pds)?.into(),
+                // ALLOC_MR takes neither (else BadParam), rarely given.
+                access: u32::from(b >> 6 & 1).into(),
+                addr: u64::from(b >> 7).into(),
+                length: match b & 0x3F {
+                    0 => u64::MAX,
+                    n => u64::from(n) * 256,
+                }
+                .into(),
+                ..Default::default()
+            };
+            abi::set_payload(&mut e, &a);
+            return Some(e);
+        }
         Some(CmdOp::CreateSrq) => {
             let a = abi::CreateSrqArg {
                 pd: inp.handle(&pds)?.into(),
@@ -611,13 +771,40 @@ fn sges(inp: &mut Input, s: &Shadow) -> Option<(u8, [abi::WqeSge; abi::WQE_SGES]
     Some((n, sge))
 }
 
-fn send_wqe(inp: &mut Input, s: &Shadow, wr_id: u64) -> Option<SendWqe> {
-    let opcode = inp.pick(&[0, 1, 2, 3, 4, 5, 6, 7, 9, 8, 200])?;
+/// The NIC's keys when an action is drawn: its windows, and every region's key
+/// (fast-registration MRs among them).
+struct Keys {
+    windows: Vec<MemoryWindow>,
+    regions: Vec<u32>,
+}
+
+/// A window's R_Key (flag bit 6 of a WQE asks for one: a live window, its current key
+/// or one with another tag) and an address in or near its binding.
+fn window_addr(inp: &mut Input, k: &Keys) -> Option<(u32, u64)> {
+    let w = inp.pick(&k.windows)?;
+    let b = inp.u8()?;
+    let base = w.binding.map_or(HOSTILE, |b| b.addr);
+    let key = if b & 0x80 != 0 {
+        w.rkey.0 ^ 1
+    } else {
+        w.rkey.0
+    };
+    Some((
+        key,
+        base.wrapping_add(u64::from(b & 0x7F) * 8).wrapping_sub(64),
+    ))
+}
+
+fn send_wqe(inp: &mut Input, s: &Shadow, k: &Keys, wr_id: u64) -> Option<SendWqe> {
+    let opcode = inp.pick(&[0, 1, 2, 3, 4, 5, 6, 7, 9, 8, 200, 0x20])?;
     let flags = inp.u8()?;
     let (num_sge, sge) = sges(inp, s)?;
-    let (rkey, remote_addr) = key_addr(inp, s)?;
+    let (rkey, remote_addr) = match flags & 0x40 {
+        0 => key_addr(inp, s)?,
+        _ => window_addr(inp, k)?,
+    };
     let qpns: Vec<u32> = s.qps.iter().map(|q| q.qpn).collect();
-    Some(SendWqe {
+    let mut w = SendWqe {
         wr_id: wr_id.into(),
         opcode,
         send_flags: flags,
@@ -632,7 +819,42 @@ fn send_wqe(inp: &mut Input, s: &Shadow, wr_id: u64) -> Option<SendWqe> {
         av: abi::WireAv::from_av(&av()),
         sge,
         ..Default::default()
-    })
+    };
+    local_op_fields(inp, s, k, &mut w)?;
+    Some(w)
+}
+
+/// The fields of BIND_MW, REG_MR, LOCAL_INV and SEND_WITH_INV (`docs/abi.md`'s table):
+/// live windows and regions (the victim's among them), in or out of bounds, any rights.
+fn local_op_fields(inp: &mut Input, s: &Shadow, k: &Keys, w: &mut SendWqe) -> Option<()> {
+    let windows: Vec<u32> = k.windows.iter().map(|w| w.rkey.0).collect();
+    match w.opcode {
+        8 => {
+            w.imm_or_inv = inp.handle(&windows)?.into();
+            let (lkey, addr) = key_addr(inp, s)?;
+            w.swap_add = u64::from(lkey).into();
+            w.remote_addr = addr.into();
+            w.rkey = u32::from(inp.u8()?).into();
+            w.compare = u64::from(inp.u16()? % 9000).into();
+            w.remote_qkey = u32::from(inp.u8()? & 0x1F).into();
+        }
+        0x20 => {
+            let key = inp.handle(&k.regions)?;
+            w.imm_or_inv = key.into();
+            // The kernel consumer maps its own pages (`ib_map_mr_sg`): the region lies
+            // in the hostile arena.
+            w.remote_addr = confine(u64::from(inp.u16()?)).into();
+            w.rkey = (key & !0xFF | u32::from(inp.u8()?)).into();
+            w.compare = u64::from(inp.u16()? % 9000).into();
+            w.remote_qkey = u32::from(inp.u8()? & 0x1F).into();
+        }
+        7 | 9 => {
+            let keys = [&windows[..], &k.regions[..]].concat();
+            w.imm_or_inv = inp.handle(&keys)?.into();
+        }
+        _ => {}
+    }
+    Some(())
 }
 
 fn recv_wqe(inp: &mut Input, s: &Shadow, wr_id: u64) -> Option<RecvWqe> {
@@ -648,6 +870,11 @@ fn recv_wqe(inp: &mut Input, s: &Shadow, wr_id: u64) -> Option<RecvWqe> {
 /// One hostile action, then one poll of the NIC. `None` when the input ran out.
 fn act(inp: &mut Input, h: &mut Host, nic: &mut Nic, n: u64) -> Option<()> {
     let s = nic.hal().mem.shadow.clone();
+    let mem = nic.engine().memory();
+    let k = Keys {
+        windows: mem.windows().copied().collect(),
+        regions: mem.regions().map(|m| m.key).collect(),
+    };
     let qps = hostile_qps(&s);
     let action = inp.u8()?;
     if action >= 0xF0 {
@@ -658,7 +885,7 @@ fn act(inp: &mut Input, h: &mut Host, nic: &mut Nic, n: u64) -> Option<()> {
     }
     match action % 8 {
         0 => {
-            let mut e = command(inp, &s)?;
+            let mut e = command(inp, &s, &k.windows)?;
             if admit(&mut e, &s) {
                 nic.hal().mem.shadow.note_buffers(&e);
                 h.command(nic, &e);
@@ -666,7 +893,10 @@ fn act(inp: &mut Input, h: &mut Host, nic: &mut Nic, n: u64) -> Option<()> {
         }
         1 => {
             let q = inp.pick(&qps)?;
-            let w = send_wqe(inp, &s, n)?;
+            let w = send_wqe(inp, &s, &k, n)?;
+            if w.opcode == 0x20 {
+                nic.hal().mem.shadow.note_fast_reg(q.pd, &w);
+            }
             h.post_send(nic, &q, &w);
         }
         2 => {
@@ -724,7 +954,7 @@ fn act(inp: &mut Input, h: &mut Host, nic: &mut Nic, n: u64) -> Option<()> {
             nic.hal().regs.host_write(reg::EVENT_STATUS, v);
         }
     }
-    nic.poll();
+    poll(nic);
     nic.hal().clock += 1_000;
     Some(())
 }
@@ -759,7 +989,7 @@ fn srq_act(
         };
         nic.hal().regs.host_write(reg::srq_db(srq.srqn), value);
     }
-    nic.poll();
+    poll(nic);
     nic.hal().clock += 1_000;
     Some(())
 }
@@ -775,7 +1005,7 @@ fn port_act(inp: &mut Input, h: &mut Host, nic: &mut Nic, s: &Shadow) -> Option<
         nic.hal().mem.shadow.note_buffers(&e);
         h.command(nic, &e);
     }
-    nic.poll();
+    poll(nic);
     nic.hal().clock += 1_000;
     Some(())
 }
@@ -863,11 +1093,21 @@ fn dcb_arg(inp: &mut Input, cur: &abi::DcbArg) -> Option<abi::DcbArg> {
     use abi::DcbArg as D;
     let mut a = *cur;
     a.mask = inp
-        .pick(&[D::PFC, D::ETS, D::PCP_MAP, D::DSCP_MAP, D::ALL, 0, 1 << 4])?
+        .pick(&[
+            D::PFC,
+            D::ETS,
+            D::PCP_MAP,
+            D::DSCP_MAP,
+            D::PFC_THRESHOLDS,
+            D::PCP_EGRESS,
+            D::ALL,
+            0,
+            1 << 6,
+        ])?
         .into();
     for _ in 0..inp.u8()? % 4 {
         let v = inp.u8()?;
-        match inp.u8()? % 6 {
+        match inp.u8()? % 9 {
             0 => a.pfc_enable = v,
             1 => a.ets_strict = v,
             2 => {
@@ -880,7 +1120,17 @@ fn dcb_arg(inp: &mut Input, cur: &abi::DcbArg) -> Option<abi::DcbArg> {
             }
             3 => a.ets_bw[usize::from(v % 8)] = inp.u8()? % 101,
             4 => a.pcp_prio[usize::from(v % 8)] = inp.u8()? % 9,
-            _ => a.dscp_prio[usize::from(v % 64)] = inp.u8()? % 9,
+            5 => a.dscp_prio[usize::from(v % 64)] = inp.u8()? % 9,
+            // 1.5: thresholds in and out of the buffer's rules, the egress map.
+            6 => a.pfc_xoff = inp.pick(&[16_384, 65_536, 65_537, 0, 8_192])?.into(),
+            7 => a.pfc_xon = inp.pick(&[8_192, 0, 16_384, 70_000])?.into(),
+            _ => {
+                if v & 1 == 0 {
+                    a.pfc_quanta = inp.pick(&[0xFFFF, 0, 1, 500])?.into();
+                } else {
+                    a.prio_pcp[usize::from(v / 2 % 8)] = inp.u8()? % 9;
+                }
+            }
         }
     }
     Some(a)

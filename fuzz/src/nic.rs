@@ -21,9 +21,10 @@
 use std::cell::Cell;
 use std::collections::VecDeque;
 
+use crate::mw::{self, Limit};
 use crate::port::PortModel;
 use roce_core::engine::{PortConfig, QPN_BASE};
-use roce_core::memory::{range_within, AccessFlags, Dma, DmaError};
+use roce_core::memory::{range_within, AccessFlags, Dma, DmaError, MemoryWindow};
 use roce_core::num::Qpn;
 use roce_core::transport::ipv4_gid;
 use roce_core::wire;
@@ -64,8 +65,9 @@ pub fn confine(addr: u64) -> u64 {
 enum Ctx {
     /// No frame: only ring accesses are allowed.
     Idle,
-    /// Receiving a frame, the victim's or not.
-    Rx { victim: bool },
+    /// Receiving a frame, the victim's or not, and what a request through a memory
+    /// window may touch (`mw::verdict`).
+    Rx { victim: bool, limit: Option<Limit> },
     /// Building a frame to transmit: which tenants' memory it read so far.
     Tx { victim: bool, hostile: bool },
 }
@@ -167,9 +169,24 @@ pub struct Shadow {
     pub victim_pd: Option<u32>,
     pub victim_cq: Option<u32>,
     pub victim_qps: Vec<u32>,
+    /// The victim's memory windows as it bound them (`mw::check_bindings`).
+    pub victim_windows: Vec<MemoryWindow>,
 }
 
 impl Shadow {
+    /// Notes a REG_MR work request a QP of PD `pd` is given: the region it would
+    /// register may be used from then on (until the MR is deregistered), whether or not
+    /// the NIC accepts it (if it refuses, no access through it happens anyway).
+    pub fn note_fast_reg(&mut self, pd: u32, w: &abi::SendWqe) {
+        self.mrs.push(Mr {
+            lkey: w.rkey.get(),
+            pd,
+            addr: w.remote_addr.get(),
+            len: w.compare.get(),
+            access: AccessFlags::from_bits(w.remote_qkey.get()).unwrap_or(AccessFlags::NONE),
+        });
+    }
+
     /// Notes the host memory a command about to be issued gives the NIC: a CREATE_QP's
     /// doorbell record, a QUERY_COUNTERS' buffer.
     pub fn note_buffers(&mut self, e: &CmdEntry) {
@@ -215,7 +232,8 @@ impl Shadow {
                     access: AccessFlags::from_bits(a.access.get()).unwrap_or(AccessFlags::NONE),
                 });
             }
-            Some(CmdOp::DeregMr) => self.mrs.retain(|m| m.lkey != handle),
+            // A fast-registration MR's every key (the tag is the low byte) goes with it.
+            Some(CmdOp::DeregMr) => self.mrs.retain(|m| m.lkey >> 8 != handle >> 8),
             Some(CmdOp::CreateCq) => {
                 let a = abi::payload::<abi::CreateCqArg>(e);
                 let ring = Ring::new(a.ring.get(), a.log_depth, size_of::<abi::Cqe>());
@@ -382,10 +400,20 @@ impl HostMem {
         let (victim, hostile) = (owners.clone().any(|v| v), owners.any(|v| !v));
         let ok = match ctx {
             Ctx::Idle => false,
-            Ctx::Rx { victim: true } => victim,
-            Ctx::Rx { victim: false } => hostile,
+            Ctx::Rx { victim: true, .. } => victim,
+            Ctx::Rx { victim: false, .. } => hostile,
             Ctx::Tx { .. } => victim || hostile,
         };
+        if let Ctx::Rx {
+            limit: Some(limit), ..
+        } = ctx
+        {
+            assert!(
+                limit.allows(addr, len),
+                "DMA {what} of [{addr:#x}, +{len:#x}) for a request through a memory \
+                 window: the window allows {limit:?} (`fuzz/src/mw.rs`)"
+            );
+        }
         assert!(
             ok,
             "DMA {what} of [{addr:#x}, +{len:#x}) in {ctx:?}: not a ring, and no live \
@@ -468,6 +496,9 @@ pub struct LoopPort {
     frames: VecDeque<Vec<u8>>,
     /// The victim's QPNs, to classify frames (a copy of the shadow's).
     pub victim_qps: Vec<u32>,
+    /// Per destination QP: the verdict of the WRITE through a window whose middle and
+    /// last packets are still to come (they carry no RETH).
+    writes: Vec<(u32, Limit)>,
 }
 
 /// Frames the port holds before it pushes back.
@@ -480,6 +511,26 @@ impl LoopPort {
             ..Shadow::default()
         };
         victim_frame(&shadow, frame)
+    }
+
+    /// What a received frame may touch, when it belongs to a request through a memory
+    /// window: its own verdict, or (a WRITE's middle and last packets) its first's.
+    fn limit(&mut self, frame: &[u8]) -> Option<Limit> {
+        let p = wire::parse_unverified(frame).ok()?;
+        let qpn = p.dest_qp().value();
+        let info = p.info();
+        if info.operation != wire::opcode::Operation::RdmaWrite || info.position.starts() {
+            self.writes.retain(|w| w.0 != qpn);
+        }
+        if let Some(limit) = mw::verdict(&p) {
+            if !info.position.ends() {
+                self.writes.push((qpn, limit));
+            }
+            return Some(limit);
+        }
+        let middle = info.operation == wire::opcode::Operation::RdmaWrite;
+        let limit = self.writes.iter().find(|w| w.0 == qpn).map(|w| w.1);
+        middle.then_some(limit).flatten()
     }
 }
 
@@ -520,6 +571,7 @@ impl Datapath for LoopPort {
         dst.copy_from_slice(&f);
         CTX.set(Ctx::Rx {
             victim: self.classify(&f),
+            limit: self.limit(&f),
         });
         Some(f.len())
     }
@@ -729,7 +781,7 @@ pub fn slot(ring: u64, log: u8, index: u32, size: usize) -> u64 {
 }
 
 /// The kernel's check of a tenant's command: the hostile tenant may not name the
-/// victim's PD, CQ, QPs, SRQs or memory regions, nor connect a QP to a victim QP (RoCE does not
+/// victim's PD, CQ, QPs, SRQs, memory regions or windows, nor connect a QP to a victim QP (RoCE does not
 /// authenticate an RC sender, so a QP that knows a victim's QPN, PSN and R_Key may
 /// legitimately write there: that is the wire's trust model, not the NIC's isolation);
 /// and what it places in memory (regions, rings) lands in its own arena ([`confine`]).
@@ -787,6 +839,13 @@ pub fn admit(e: &mut CmdEntry, s: &Shadow) -> bool {
             true
         }
         Some(CmdOp::DestroySrq) => !s.is_victim_srq(handle),
+        Some(CmdOp::AllocMw) => !victim_pd(abi::payload::<abi::AllocMwArg>(e).pd.get()),
+        Some(CmdOp::AllocMr) => !victim_pd(abi::payload::<abi::RegMrArg>(e).pd.get()),
+        // Any key of a window names it (the tag is ignored).
+        Some(CmdOp::DeallocMw) => !s
+            .victim_windows
+            .iter()
+            .any(|w| w.rkey.0 >> 8 == handle >> 8),
         Some(CmdOp::ModifyQp) => {
             let a = abi::payload::<abi::QpAttrArg>(e);
             let to_victim = a.attr_mask.get() & AttrMask::DEST_QPN.bits() != 0

@@ -22,8 +22,9 @@ use zerocopy::IntoBytes;
 pub struct PortModel {
     pub mac: [u8; 6],
     pub mtu: u8,
-    /// Per index: the GID and its VLAN (`GidArg::NO_VLAN`: untagged).
-    pub gids: [Option<([u8; 16], u16)>; GID_TABLE_LEN],
+    /// Per index: the GID, its VLAN (`GidArg::NO_VLAN`: untagged) and its
+    /// `roce_version`.
+    pub gids: [Option<([u8; 16], u16, u8)>; GID_TABLE_LEN],
     /// QUERY_DCB's answer: the last settings set.
     pub dcb: DcbArg,
     /// QUERY_CC's answer: the last configuration set.
@@ -51,7 +52,10 @@ impl PortModel {
             *g = cfg
                 .gids
                 .get(i as u8)
-                .map(|e| (e.gid, e.vlan_id.unwrap_or(GidArg::NO_VLAN)));
+                .map(|e| {
+                    let arg = GidArg::from_entry(i as u8, Some(e));
+                    (e.gid, arg.vlan_id.get(), arg.roce_version)
+                });
         }
         Self {
             mac: cfg.mac,
@@ -117,10 +121,10 @@ impl PortModel {
                 let bad = index >= GID_TABLE_LEN
                     || a.flags & !GidArg::VALID != 0
                     || (valid
-                        && (a.roce_version != GidArg::ROCE_V2
+                        && (![GidArg::ROCE_V1, GidArg::ROCE_V2].contains(&a.roce_version)
                             || !vlan_ok(a.vlan_id.get())
                             || a.gid == [0; 16]));
-                let entry = valid.then_some((a.gid, a.vlan_id.get()));
+                let entry = valid.then_some((a.gid, a.vlan_id.get(), a.roce_version));
                 // Entry 0 is the victim's QPs' source.
                 let busy = index == 0 && entry != self.gids[0];
                 expect(op, got, bad, busy);
@@ -137,9 +141,9 @@ impl PortModel {
                     assert!(ok, "QUERY_GID of index {index}: {got:?}");
                     let want = GidArg::from_entry(index as u8, None);
                     let want = match self.gids[index] {
-                        Some((gid, vlan)) => GidArg {
+                        Some((gid, vlan, roce_version)) => GidArg {
                             flags: GidArg::VALID,
-                            roce_version: GidArg::ROCE_V2,
+                            roce_version,
                             vlan_id: vlan.into(),
                             gid,
                             ..want
@@ -164,6 +168,12 @@ impl PortModel {
                 }
                 if mask & DcbArg::DSCP_MAP != 0 {
                     n.dscp_prio = a.dscp_prio;
+                }
+                if mask & DcbArg::PFC_THRESHOLDS != 0 {
+                    (n.pfc_xoff, n.pfc_xon, n.pfc_quanta) = (a.pfc_xoff, a.pfc_xon, a.pfc_quanta);
+                }
+                if mask & DcbArg::PCP_EGRESS != 0 {
+                    n.prio_pcp = a.prio_pcp;
                 }
                 expect(op, got, mask & !DcbArg::ALL != 0 || !dcb_valid(&n), false);
                 if ok {
@@ -266,10 +276,23 @@ fn vlan_ok(vlan: u16) -> bool {
 }
 
 /// 802.1Qaz's rules (and dcbnl's) for the port's DCB settings: map entries are
-/// priorities 0..=7; a strict class has no bandwidth share, an ETS class has one, and
-/// the ETS classes' shares add up to 100 unless every class is strict.
+/// priorities (and PCPs) 0..=7; a strict class has no bandwidth share, an ETS class has
+/// one, and the ETS classes' shares add up to 100 unless every class is strict; the PFC
+/// thresholds (ABI 1.5) have XON below XOFF, XOFF within the receive buffer the NIC
+/// reports, and a pause of at least one quantum.
 fn dcb_valid(d: &DcbArg) -> bool {
-    let maps = d.pcp_prio.iter().chain(&d.dscp_prio).all(|&p| p <= 7);
+    let maps = d
+        .pcp_prio
+        .iter()
+        .chain(&d.dscp_prio)
+        .chain(&d.prio_pcp)
+        .all(|&p| p <= 7);
+    let thresholds = d.pfc_xon.get() < d.pfc_xoff.get()
+        && d.pfc_xoff.get() <= d.rx_buffer.get()
+        && d.pfc_quanta.get() > 0;
+    if !thresholds {
+        return false;
+    }
     let mut sum = 0u32;
     for (p, &bw) in d.ets_bw.iter().enumerate() {
         match (d.ets_strict & (1 << p) != 0, bw) {

@@ -82,6 +82,7 @@ public:
         out.rx_ctx_misses = v_.m().rx_ctx_misses;
         out.tx_idle = v_.m().tx_idle;
         out.rx_idle = v_.m().rx_idle;
+        out.tx_slots_used = v_.m().tx_slots_used;
         v_.rising();
     }
 

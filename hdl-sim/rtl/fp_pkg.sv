@@ -49,7 +49,7 @@ package fp_pkg;
   localparam int TD_OP = 3;
   localparam int TD_FLAGS = 4;      // [0] SE, [1] REPLAY
   localparam int TD_NUM_SGE = 5;
-  // 6: wqe_index, for the in-flight list (not yet in RTL)
+  localparam int TD_WQE = 6;        // wqe_index, for the in-flight list
   localparam int TD_LENGTH = 8;
   localparam int TD_IMM = 12;
   localparam int TD_RADDR = 16;
@@ -130,6 +130,11 @@ package fp_pkg;
 
   localparam logic [7:0] EVK_EXCEPTION = 8'd1;
   localparam logic [7:0] EVK_MSG_DONE = 8'd2;
+  localparam logic [7:0] EVK_ACKED = 8'd3;
+  // ACKED's fields
+  localparam int EV_DONE = 1;       // in-flight messages retired
+  localparam int EV_WQE = 2;        // wqe_index of the last one retired
+  localparam int EV_UNA = 28;       // (byte 31, READ response flags: 0 here)
 
   // exception reasons (§3.5), as roce_core::fastpath::Exception
   localparam logic [7:0] EXC_OFF = 8'd1;
@@ -142,6 +147,8 @@ package fp_pkg;
   localparam logic [7:0] EXC_NAK = 8'd8;
   localparam logic [7:0] EXC_NO_RECV = 8'd9;
   localparam logic [7:0] EXC_HELD = 8'd10;
+  localparam logic [7:0] EXC_NAK_IN = 8'd11;   // a NAK or RNR NAK came in
+  localparam logic [7:0] EXC_ORDER = 8'd12;
   localparam logic [7:0] EXC_ADDRESS = 8'd13;
   // the QP's context is not in its entry (qpn mod entries holds another QP's, or none)
   localparam logic [7:0] EXC_MISS = 8'd14;
@@ -165,6 +172,18 @@ package fp_pkg;
   localparam logic [7:0] RC_FETCH_ADD = 8'h14;
   localparam logic [7:0] RC_SEND_LAST_INV = 8'h16;
   localparam logic [7:0] RC_SEND_ONLY_INV = 8'h17;
+
+  // ------------------------------- in-flight list entry (fp_inflight), bits
+  localparam int IF_ENTRIES = 8;    // per QP
+  localparam int IF_GAP = 0;        // an append was dropped (row full) before this one
+  localparam int IF_KIND = 1;       // 2 bits: IFK_*
+  localparam int IF_FIRST = 3;      // first PSN
+  localparam int IF_LAST = 27;      // last PSN
+  localparam int IF_WQE = 51;       // wqe_index
+  localparam int IF_BITS = 67;
+  localparam logic [1:0] IFK_MSG = 2'd0;      // SEND or WRITE
+  localparam logic [1:0] IFK_READ = 2'd1;
+  localparam logic [1:0] IFK_ATOMIC = 2'd2;
 
   // --------------------------------------------------- TX internal records
   // One packet for the header builder: everything its headers need.
@@ -208,6 +227,7 @@ package fp_pkg;
   localparam logic [1:0] ACT_DROP = 2'd0;   // parser error: the frame is dropped
   localparam logic [1:0] ACT_PLACE = 2'd1;  // payload to the DMA, frame dropped
   localparam logic [1:0] ACT_EXC = 2'd2;    // frame to the firmware, payload dropped
+  localparam logic [1:0] ACT_TAKE = 2'd3;   // a response taken: frame dropped, event raised
 
   // What the placement check decided for one frame, for the mover.
   typedef struct packed {

@@ -96,6 +96,22 @@ module fp_rx
     output logic                         m_ack_valid,
     input  wire logic                    m_ack_ready,
 
+    // the response path: the send context's words 0, 3, 4 and una_psn writes
+    // (fp_tx), the in-flight list (fp_inflight); fp_rx_check's ports
+    output logic                         sctx_rd_en,
+    output logic [QPN_W-1:0]             sctx_rd_addr,
+    input  wire logic [95:0]             sctx_rd_data,
+    output logic                         una_valid,
+    input  wire logic                    una_ready,
+    output logic [QPN_W-1:0]             una_addr,
+    output logic [23:0]                  una_psn,
+    input  wire logic [IF_ENTRIES*IF_BITS-1:0] if_row,
+    input  wire logic [$clog2(IF_ENTRIES)-1:0] if_head,
+    input  wire logic [$clog2(IF_ENTRIES):0]   if_count,
+    output logic                         if_ret_en,
+    output logic [QPN_W-1:0]             if_ret_addr,
+    output logic [$clog2(IF_ENTRIES):0]  if_ret_n,
+
     output logic [31:0]                  drops,       // frames the parser rejected
     output logic [31:0]                  ctx_hits,    // the context cache (fp_rx_check)
     output logic [31:0]                  ctx_misses,
@@ -276,6 +292,19 @@ module fp_rx
     .m_verdict_valid(vd_valid),
     .verdict_room(vd_room),
     .frame_slot(exc_slot),
+    .sctx_rd_en(sctx_rd_en),
+    .sctx_rd_addr(sctx_rd_addr),
+    .sctx_rd_data(sctx_rd_data),
+    .una_valid(una_valid),
+    .una_ready(una_ready),
+    .una_addr(una_addr),
+    .una_psn(una_psn),
+    .if_row(if_row),
+    .if_head(if_head),
+    .if_count(if_count),
+    .if_ret_en(if_ret_en),
+    .if_ret_addr(if_ret_addr),
+    .if_ret_n(if_ret_n),
     .ctx_hits(ctx_hits),
     .ctx_misses(ctx_misses)
   );

@@ -15,17 +15,31 @@
 // lives in entry qpn mod NQP, tagged by the context's own `qpn` field (§3.2,
 // byte 45). A frame whose entry holds another QP's context (or none) is a
 // miss: an EXCEPTION with reason 14 that writes no context (the entry is not
-// its QP's); the firmware handles the frame and may fill the entry.
+// its QP's); the firmware handles the frame and may fill the entry. The send
+// context and the in-flight row of that entry are the same QP's as its
+// receive context (the firmware fills and evicts all three together), so the
+// tag decides for responses too: a response that misses writes no una_psn,
+// retires nothing and makes no ACKED event.
 //
-// Responses (ACKNOWLEDGE, READ responses, ATOMIC ACKNOWLEDGE) are not taken
-// here yet: the response rule (§3.6) needs the segmenter's in-flight list,
-// which this RTL does not keep; they go to the firmware with reason 2.
+// Responses meet the response rule (§3.6) against the QP's send context
+// (its valid bit, next_psn and una_psn, from fp_tx's copy of those words)
+// and its in-flight list (fp_inflight, the whole row read at once): an
+// ACKNOWLEDGE of a PSN this QP sent, with an ACK syndrome, past no READ or
+// atomic, is taken: the messages it acknowledges are retired, una_psn moves
+// to PSN + 1 (written through fp_tx, which wakes the QP's slots as a
+// firmware write does) and an ACKED event goes to the firmware. READ
+// responses and ATOMIC ACKNOWLEDGEs still go to the firmware (reason 2):
+// placing a READ response needs the READ's SGEs, not kept here yet. Every
+// response also drops the entries that end before una_psn (the firmware's
+// una_psn writes retire lazily, fp_inflight).
 //
 // The rules and the order of the checks are roce_core::fastpath::dispatch's;
 // tests/fastpath.rs holds the two together. Six cycles per packet (C0
 // context read, C1 MR read, C2 and C3 checks, C4 decision, then the
 // write-back); the next packet's context read follows the write-back, so
-// back-to-back packets of one QP see each other's updates.
+// back-to-back packets of one QP see each other's updates. A response taken
+// adds the cycle(s) of its una_psn write (C5: the send-context table's port
+// may be busy with the planner's write-back).
 
 `resetall
 `default_nettype none
@@ -71,11 +85,32 @@ module fp_rx_check
 
     output logic [15:0]                    frame_slot,   // slot of the next exception frame
 
+    // send context words 0, 3, 4 (fp_tx), one cycle after sctx_rd_en
+    output logic                           sctx_rd_en,
+    output logic [QPN_W-1:0]               sctx_rd_addr,
+    input  wire logic [95:0]               sctx_rd_data,
+    output logic                           una_valid,
+    input  wire logic                      una_ready,
+    output logic [QPN_W-1:0]               una_addr,
+    output logic [23:0]                    una_psn,
+
+    // the in-flight list (fp_inflight): the row read with sctx_rd_en, and
+    // the entries retired from its head
+    input  wire logic [IF_ENTRIES*IF_BITS-1:0] if_row,
+    input  wire logic [$clog2(IF_ENTRIES)-1:0] if_head,
+    input  wire logic [$clog2(IF_ENTRIES):0]   if_count,
+    output logic                           if_ret_en,
+    output logic [QPN_W-1:0]               if_ret_addr,
+    output logic [$clog2(IF_ENTRIES):0]    if_ret_n,
+
     // the context cache: frames whose QP's context was in its entry (tag matched, on),
     // and frames whose entry held another QP's context (or none)
     output logic [31:0]                    ctx_hits,
     output logic [31:0]                    ctx_misses
 );
+
+  localparam int E = IF_ENTRIES;
+  localparam int E_W = $clog2(IF_ENTRIES);
 
   initial begin
     if (NQP < 2 || (NQP & (NQP - 1)) != 0 || NQP > 65536) begin
@@ -91,7 +126,7 @@ module fp_rx_check
   logic [2:0] st;   // stage: C0..C4
   // not while the previous packet's write-back goes into the table (a read in that
   // cycle would see the old context)
-  assign s_meta_ready = st == 3'd0 && verdict_room && !rctx_wr_en;
+  assign s_meta_ready = st == 3'd0 && verdict_room && !rctx_wr_en && !if_ret_en;
 
   // ---------------------------------------------------- the packet (C0)
   /* verilator lint_off UNUSEDSIGNAL */
@@ -129,6 +164,25 @@ module fp_rx_check
   logic [31:0] mtu;
   assign n = m.payload_len;
 
+  // ----------------------------------------------- the response rule (§3.6)
+  // C1: the send context's words; C2: the list in order from its head; C3:
+  // per entry: dead (ends before una_psn), holds-or-after the PSN, a kind
+  // other than SEND/WRITE, a gap una_psn has not passed; C4: the decision
+  logic        s_valid;
+  logic [23:0] s_next, s_una;
+  logic [E-1:0]  o_live, o_gap;
+  logic [1:0]    o_kind [E];
+  logic [23:0]   o_first [E], o_last [E];
+  logic [15:0]   o_wqe [E];
+  logic [E-1:0]  v_dead, v_hit, v_notmsg, v_gapbad;
+  logic        k_ack, k_aeth_nak, k_rpsn_ok;
+
+  // the first set bit of v (E if none)
+  function automatic logic [E_W:0] first_set(input logic [E-1:0] v);
+    for (int i = 0; i < E; i++) if (v[i]) return (E_W + 1)'(i);
+    return (E_W + 1)'(E);
+  endfunction
+
   // a GID from the parser's address field (IPv4: ::ffff:a.b.c.d), as the
   // little-endian record of its bytes
   function automatic logic [127:0] gid_of(input logic [1:0] kind, input logic [127:0] ip);
@@ -154,6 +208,8 @@ module fp_rx_check
     rctx_rd_en = s_meta_valid && s_meta_ready;
     rctx_rd_addr = s_meta.bth_destqp[QPN_W-1:0];
     // the MR of the packet's key (RETH) or the message's, read as the context arrives
+    sctx_rd_en = rctx_rd_en;
+    sctx_rd_addr = s_meta.bth_destqp[QPN_W-1:0];
     mr_rd_en = st == 3'd1;
     mr_rd_addr = m.ext_mask[EXT_RETH] ? m.reth_rkey[8 +: MR_W] : rctx_rd_data[8*RC_RKEY + 8 +: MR_W];
   end
@@ -193,6 +249,21 @@ module fp_rx_check
             && m.bth_opcode[7:5] == 3'd0
             && pkey_match(m.bth_pkey, r[8*RC_PKEY +: 16])
             && gid_of(m.l3_kind, m.ip_src) == r[8*RC_PEER_GID +: 128];
+        s_valid <= sctx_rd_data[8*SC_FLAGS + 2];
+        s_next <= sctx_rd_data[32 +: 24];
+        s_una <= sctx_rd_data[64 +: 24];
+        for (int j = 0; j < E; j++) begin
+          logic [IF_BITS-1:0] e;
+          logic [E_W-1:0] lane;
+          lane = E_W'(j) + if_head;   // the ring, from its head
+          e = if_row[IF_BITS*lane +: IF_BITS];
+          o_live[j] <= (E_W + 1)'(j) < if_count;
+          o_gap[j] <= e[IF_GAP];
+          o_kind[j] <= e[IF_KIND +: 2];
+          o_first[j] <= e[IF_FIRST +: 24];
+          o_last[j] <= e[IF_LAST +: 24];
+          o_wqe[j] <= e[IF_WQE +: 16];
+        end
         if (m.ext_mask[EXT_RETH]) begin
           x_va <= m.reth_va;
           x_rkey <= m.reth_rkey;
@@ -224,6 +295,17 @@ module fp_rx_check
         // ACKNOWLEDGE, READ responses, ATOMIC ACKNOWLEDGE
         k_response <= (op >= 8'h0D && op <= 8'h12);
         k_psn_ok <= m.bth_psn == c_epsn;
+        // the response's PSN: sent (before next_psn) and not acknowledged
+        k_ack <= op == RC_ACK;
+        k_aeth_nak <= m.ext_mask[EXT_AETH] && m.aeth_syndrome[7:5] != 3'd0;
+        k_rpsn_ok <= psn_diff(m.bth_psn, s_una) >= 0 && psn_diff(m.bth_psn, s_next) < 0;
+        for (int j = 0; j < E; j++) begin
+          v_dead[j] <= o_live[j] && psn_diff(o_last[j], s_una) < 0;
+          v_hit[j] <= o_live[j] && psn_diff(o_last[j], s_una) >= 0
+              && psn_diff(m.bth_psn, o_last[j]) <= 0;
+          v_notmsg[j] <= o_live[j] && o_kind[j] != IFK_MSG;
+          v_gapbad[j] <= o_live[j] && o_gap[j] && psn_diff(o_first[j], s_una) > 0;
+        end
         k_ecn_ok <= m.ip_ecn != 2'd3;
         // payload length by position: FIRST/MIDDLE exactly the MTU, LAST 1..MTU, ONLY 0..MTU
         if (op == RC_WRITE_FIRST || op == RC_WRITE_MIDDLE || op == RC_SEND_MIDDLE)
@@ -260,7 +342,7 @@ module fp_rx_check
         st <= 3'd4;
       end
 
-      default: begin
+      3'd4: begin
         // C4: the first failing check, in the model's order
         fp_rx_verdict_t v;
         logic [7:0] reason;
@@ -268,13 +350,40 @@ module fp_rx_check
         logic due;
         logic [23:0] msn_n;
         logic [RCTX_BYTES*8-1:0] w;
+        // the response rule: D dead entries, the target T, what it retires
+        logic [E_W:0] d_n, t, done;
+        /* verilator lint_off UNUSEDSIGNAL */
+        logic [E_W:0] wix;   // the last entry retired (when done > 0)
+        /* verilator lint_on UNUSEDSIGNAL */
+        logic         found, tgt_done, r_gap, r_kind;
+        logic [E-1:0] upto;
+        logic [7:0]   r_reason;
+        logic         ok_req, take;
+        d_n = first_set(~v_dead);
+        t = first_set(v_hit);
+        found = !t[E_W];
+        upto = found ? E'((E + 1)'(1) << t) - E'(1) : '1;   // the entries before T
+        r_kind = (v_notmsg & ~v_dead & upto) != '0;
+        r_gap = (v_gapbad & (found ? (upto | (E'(1) << t[E_W-1:0])) : '1)) != '0;
+        tgt_done = o_last[t[E_W-1:0]] == m.bth_psn;
+        done = t - d_n + (E_W + 1)'(tgt_done);
+        wix = t + (E_W + 1)'(tgt_done) - (E_W + 1)'(1);
+        if (!s_valid) r_reason = EXC_OFF;
+        else if (!k_ack) r_reason = EXC_OPCODE;   // READ responses, ATOMIC ACKNOWLEDGE
+        else if (k_aeth_nak) r_reason = EXC_NAK_IN;
+        else if (!k_rpsn_ok) r_reason = EXC_PSN;
+        else if (r_kind) r_reason = EXC_ORDER;
+        else if (!found) r_reason = EXC_PSN;
+        else if (psn_diff(m.bth_psn, o_first[t[E_W-1:0]]) < 0) r_reason = EXC_PSN;
+        else if (o_kind[t[E_W-1:0]] != IFK_MSG || r_gap) r_reason = EXC_ORDER;
+        else r_reason = 8'd0;
         if (m.error != ERR_NONE) reason = 8'd0;
         else if (!c_hit) reason = EXC_MISS;
         else if (!c_on) reason = EXC_OFF;
         else if (!k_ours) reason = EXC_ADDRESS;
         else if (c_held) reason = EXC_HELD;
         else if (!k_ecn_ok) reason = EXC_ECN;
-        else if (k_response) reason = EXC_OPCODE;
+        else if (k_response) reason = r_reason;
         else if (!k_opcode_ok) reason = EXC_OPCODE;
         else if (c_nak) reason = EXC_NAK;
         else if (!k_psn_ok) reason = EXC_PSN;
@@ -287,6 +396,8 @@ module fp_rx_check
         else if (!k_key_ok || !k_range_ok) reason = EXC_KEY;
         else reason = 8'd0;
         ok = m.error == ERR_NONE && reason == 8'd0;
+        take = ok && k_response;
+        ok_req = ok && !k_response;
 
         msn_n = k_ends ? c_msn + 24'd1 : c_msn;
         due = m.bth_ackreq || (c_ack_every != 0 && {1'b0, c_unacked} + 9'd1 >= {1'b0, c_ack_every});
@@ -309,6 +420,14 @@ module fp_rx_check
           v.ev[8*EV_EXT_OFF +: 16] = m.payload_offset[15:0] - {10'd0, m.hdr_len} + 16'd12;
           v.ev[8*EV_FRAME_LEN +: 16] = m.frame_len[15:0];
           v.ev[8*EV_NET +: 8] = {5'd0, m.vlan_present, m.l3_kind - 2'd1};
+        end else if (take) begin
+          // an ACK taken: the frame goes, the firmware hears of it
+          v.action = ACT_TAKE;
+          v.ev_valid = 1'b1;
+          v.ev[8*EV_KIND +: 8] = EVK_ACKED;
+          v.ev[8*EV_DONE +: 8] = 8'(done);
+          if (done != '0) v.ev[8*EV_WQE +: 16] = o_wqe[wix[E_W-1:0]];
+          v.ev[8*EV_UNA +: 24] = m.bth_psn + 24'd1;
         end else begin
           v.action = ACT_PLACE;
           v.dma_addr = k_send ? c_recv_addr : x_va;
@@ -334,6 +453,8 @@ module fp_rx_check
         w = c_raw;
         if (!ok) begin
           w[8*RC_FLAGS + 2] = 1'b1;
+        end else if (k_response) begin
+          // the receive side's state is not the response's
         end else if (k_send) begin
           w[8*RC_RECV_ADDR +: 64] = c_recv_addr + {48'd0, n};
           w[8*RC_RESID +: 32] = c_resid - {16'd0, n};
@@ -347,7 +468,7 @@ module fp_rx_check
           if (m.ext_mask[EXT_RETH]) w[8*RC_LENGTH +: 32] = m.reth_dmalen;
           w[8*RC_CUR +: 8] = k_ends ? CUR_NONE : CUR_WRITE;
         end
-        if (ok) begin
+        if (ok_req) begin
           w[8*RC_MSN +: 24] = msn_n;
           w[8*RC_EPSN +: 24] = c_epsn + 24'd1;
           w[8*RC_UNACKED +: 8] = due ? 8'd0 : (c_unacked == 8'hFF ? 8'hFF : c_unacked + 8'd1);
@@ -363,9 +484,25 @@ module fp_rx_check
         m_verdict <= v;
         m_verdict_valid <= 1'b1;
         if (v.action == ACT_EXC) frame_slot <= frame_slot + 16'd1;
-        st <= 3'd0;
+        // the list: a response drops the dead entries, and a taken ACK what it
+        // acknowledged; its una_psn goes into the send context (C5)
+        if_ret_en <= m.error == ERR_NONE && c_hit && k_response;
+        if_ret_addr <= m.bth_destqp[QPN_W-1:0];
+        if_ret_n <= take ? d_n + done : d_n;
+        una_valid <= take;
+        una_addr <= m.bth_destqp[QPN_W-1:0];
+        una_psn <= m.bth_psn + 24'd1;
+        st <= take ? 3'd5 : 3'd0;
       end
+
+      default: ;   // C5 (below)
     endcase
+    // C5: the taken ACK's una_psn, once the send-context table takes it
+    if (una_valid && una_ready) begin
+      una_valid <= 1'b0;
+      st <= 3'd0;
+    end
+    if (st != 3'd4) if_ret_en <= 1'b0;
     if (rst) begin
       st <= 3'd0;
       rctx_wr_en <= 1'b0;
@@ -373,6 +510,8 @@ module fp_rx_check
       frame_slot <= '0;
       ctx_hits <= '0;
       ctx_misses <= '0;
+      if_ret_en <= 1'b0;
+      una_valid <= 1'b0;
     end
   end
 

@@ -64,6 +64,18 @@ module fp_tx
     output logic [31:0]                  cfg_rdata,
     output logic                         cfg_rdata_valid,
 
+    // the response path (fp_rx_check): words 0 (flags), 3 (next_psn) and 4
+    // (una_psn) of a send context, one cycle after resp_rd_en, from a copy of
+    // those words (a read port of its own); and its una_psn writes (word 4),
+    // which move the window as the firmware's do
+    input  wire logic                    resp_rd_en,
+    input  wire logic [QPN_W-1:0]        resp_rd_addr,
+    output logic [95:0]                  resp_rd_data,
+    input  wire logic                    resp_una_valid,
+    output logic                         resp_una_ready,
+    input  wire logic [QPN_W-1:0]        resp_una_addr,
+    input  wire logic [23:0]             resp_una_psn,
+
     // DMA reads
     output logic [63:0]                  m_dma_rd_req_addr,
     output logic [15:0]                  m_dma_rd_req_len,
@@ -88,7 +100,8 @@ module fp_tx
 
     output logic [31:0]                  bad_desc,
     output logic [31:0]                  dma_errors,
-    output logic                         idle
+    output logic                         idle,
+    output logic [5:0]                   slots_used   // the planner's, of 32
 );
 
   localparam int SC_WORDS = SCTX_BYTES / 4;
@@ -107,7 +120,12 @@ module fp_tx
   logic                     fw_wr, fw_rd;
   logic [4:0]               rd_word_q;
 
-  assign cfg_wr_ready = !wb_en;
+  // the table's one write port: the planner's write-back, then the response
+  // path's una_psn, then the firmware
+  logic resp_wr;
+  assign resp_una_ready = !wb_en;
+  assign resp_wr = resp_una_valid && resp_una_ready;
+  assign cfg_wr_ready = !wb_en && !resp_una_valid;
   assign fw_wr = cfg_wr_valid && cfg_wr_ready;
   assign cfg_rd_ready = !plan_rd_en;
   assign fw_rd = cfg_rd_valid && cfg_rd_ready;
@@ -126,6 +144,10 @@ module fp_tx
       ram_wa = wb_addr;
       ram_wd[32*SC_WORD_PSN +: 32] = wb_psn;
       ram_wd[32*SC_WORD_NOACK +: 32] = wb_noack;
+    end else if (resp_wr) begin
+      ram_we[SC_WORD_UNA] = 1'b1;
+      ram_wa = resp_una_addr;
+      ram_wd[32*SC_WORD_UNA +: 32] = {8'd0, resp_una_psn};
     end else if (fw_wr && 32'(cfg_wr_word) < SC_WORDS) begin
       ram_we[cfg_wr_word] = 1'b1;
     end
@@ -142,6 +164,20 @@ module fp_tx
     .rd_addr(plan_rd_en ? plan_rd_addr : cfg_rd_index),
     .rd_en(plan_rd_en || fw_rd),
     .rd_data(ram_rd_data)
+  );
+
+  // the response path's copy of words 0, 3 and 4, written with the table
+  roce_ram #(
+    .WORDS(3),
+    .DEPTH(NQP)
+  ) resp_view_inst (
+    .clk(clk),
+    .wr_addr(ram_wa),
+    .wr_en({ram_we[SC_WORD_UNA], ram_we[SC_WORD_PSN], ram_we[0]}),
+    .wr_data({ram_wd[32*SC_WORD_UNA +: 32], ram_wd[32*SC_WORD_PSN +: 32], ram_wd[31:0]}),
+    .rd_addr(resp_rd_addr),
+    .rd_en(resp_rd_en),
+    .rd_data(resp_rd_data)
   );
 
   always_ff @(posedge clk) begin
@@ -177,10 +213,10 @@ module fp_tx
     .ctx_wb_addr(wb_addr),
     .ctx_wb_psn(wb_psn),
     .ctx_wb_noack(wb_noack),
-    .una_wr_en(fw_wr && !wb_en && cfg_wr_word == 5'(SC_WORD_UNA)),
-    .una_wr_addr(cfg_wr_index),
-    .una_wr_psn(cfg_wr_data[23:0]),
-    .inval_wr_en(fw_wr && !wb_en && cfg_wr_word == 5'd0 && !cfg_wr_data[8*SC_FLAGS + 2]),
+    .una_wr_en(resp_wr || (fw_wr && cfg_wr_word == 5'(SC_WORD_UNA))),
+    .una_wr_addr(resp_wr ? resp_una_addr : cfg_wr_index),
+    .una_wr_psn(resp_wr ? resp_una_psn : cfg_wr_data[23:0]),
+    .inval_wr_en(fw_wr && cfg_wr_word == 5'd0 && !cfg_wr_data[8*SC_FLAGS + 2]),
     .inval_wr_addr(cfg_wr_index),
     .m_job(job),
     .m_job_valid(job_valid),
@@ -191,7 +227,8 @@ module fp_tx
     .m_rd_valid(rq_valid),
     .m_rd_ready(rq_ready),
     .bad_desc(bad_desc),
-    .idle(idle)
+    .idle(idle),
+    .slots_used(slots_used)
   );
 
   // DMA requests leave through a register slice

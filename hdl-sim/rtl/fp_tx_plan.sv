@@ -28,7 +28,8 @@
 // sleep or switched off since (a per-slot flag, `kill`). The planner
 // stays with its message while no other slot is eligible (one QP: no cycle
 // lost per packet); switching costs the message's reload (about 7 cycles).
-// Not yet in RTL (v0.2): the in-flight list the response path reads.
+// The in-flight list the response path reads is fp_inflight's (fed at the
+// intake by roce_fp_top); slots_used is the ring's consumer count.
 //
 // The packet rule is roce_core::fastpath::segment's; tests/fastpath.rs
 // checks the frames byte for byte against it. Per packet the planner takes 3
@@ -100,7 +101,11 @@ module fp_tx_plan
     output logic [31:0]                     bad_desc,
 
     // no message in progress
-    output logic                            idle
+    output logic                            idle,
+    // slots holding a descriptor (a register: the count of the cycle before):
+    // the device's descriptor ring frees an entry when its slot is freed, so
+    // the firmware's room is NSLOT minus this (docs/fastpath.md §6)
+    output logic [SLOT_W:0]                 slots_used
 );
 
   initial begin
@@ -144,6 +149,8 @@ module fp_tx_plan
 
   // ----------------------------------------------------- packet cursor
   logic [31:0]  k, kend, npk, off, mtu;
+  logic [32:0]  sge01, sge23;  // SGE lengths 0+1 and 2+3 (S_LOAD; 0 for SGEs beyond num_sge)
+  logic [23:0]  read_end;      // a READ's PSN after its last response: first_psn + npk
   logic         d_ok;         // S_SIZE's verdict: the context and descriptor can be served
   logic [23:0]  psn;
   logic [31:0]  p_plen;
@@ -272,6 +279,14 @@ module fp_tx_plan
     .rd_en(slot_re),
     .rd_data(slot_rd)
   );
+
+  always_ff @(posedge clk) begin
+    logic [SLOT_W:0] c;
+    c = '0;
+    for (int i = 0; i < NSLOT; i++) c = c + (SLOT_W + 1)'(s_valid[i]);
+    slots_used <= c;
+    if (rst) slots_used <= '0;
+  end
 
   // the round robin, two register stages: the eligible slots (awake, the
   // oldest of their QP), then the first of them at or after `rr`.
@@ -461,12 +476,11 @@ module fp_tx_plan
   assign m_rd_last = !g_short;
   assign m_rd_valid = state == S_GATHER && g_av != 0 && !g_dry;
 
-  // sum of the SGE lengths (S_SIZE), 33 bits
+  // sum of the SGE lengths (S_SIZE), 34 bits: the two pairs' sums registered in
+  // S_LOAD, so S_SIZE has one adder before its compare (three adders in a row
+  // there held the planner at 93.2 MHz)
   logic [33:0] sge_sum;
-  always_comb begin
-    sge_sum = '0;
-    for (int i = 0; i < 4; i++) if (3'(i) < d_nsge) sge_sum = sge_sum + {2'd0, d_sge_len[i]};
-  end
+  assign sge_sum = {1'b0, sge01} + {1'b0, sge23};
 
   // -------------------------------------------- leaving a message unfinished
   // S_PKT_A: the window refuses the packet (the slot sleeps); S_NEXT: another
@@ -544,6 +558,8 @@ module fp_tx_plan
           d_nsge <= '0;
           d_start <= '0;
           d_end <= '0;
+          sge01 <= '0;
+          sge23 <= '0;
           d_flush <= 1'b1;
           d_abort <= 1'b0;
           state <= S_LOAD;
@@ -561,10 +577,18 @@ module fp_tx_plan
           // the slot's descriptor and the context word read last cycle, with any
           // una_psn written since
           if (!d_flush) begin
+            logic [2:0] nsge;
+            logic [31:0] len [4];
+            nsge = (slot_rd[8*TD_NUM_SGE +: 8] > 8'd4) ? 3'd4 : slot_rd[8*TD_NUM_SGE +: 3];
+            for (int i = 0; i < 4; i++) begin
+              len[i] = (3'(i) < nsge) ? slot_rd[8*(TD_SGE + 12*i + 8) +: 32] : 32'd0;
+            end
+            sge01 <= {1'b0, len[0]} + {1'b0, len[1]};
+            sge23 <= {1'b0, len[2]} + {1'b0, len[3]};
             d_op <= slot_rd[8*TD_OP +: 8];
             d_se <= slot_rd[8*TD_FLAGS + 0];
             d_replay <= slot_rd[8*TD_FLAGS + 1];
-            d_nsge <= (slot_rd[8*TD_NUM_SGE +: 8] > 8'd4) ? 3'd4 : slot_rd[8*TD_NUM_SGE +: 3];
+            d_nsge <= nsge;
             d_len <= slot_rd[8*TD_LENGTH +: 32];
             d_imm <= slot_rd[8*TD_IMM +: 32];
             d_raddr <= slot_rd[8*TD_RADDR +: 64];
@@ -605,7 +629,11 @@ module fp_tx_plan
           // packets: max(1, ceil(len / mtu)) (PSNs: a READ one per response packet, an
           // atomic one: TxMsg::psns), and whether the message can be sent at all; a
           // cycle of its own, off the path of S_CHECK's decisions
-          npk <= (d_len == 0 || is_atomic) ? 32'd1 : ((d_len - 32'd1) >> c_mtu_log2) + 32'd1;
+          // (ceil(len / mtu) as the quotient plus one for a remainder: no
+          // subtraction before the shift)
+          npk <= (d_len == 0 || is_atomic) ? 32'd1
+              : (d_len >> c_mtu_log2)
+                + {31'd0, (d_len & ~({32{1'b1}} << c_mtu_log2)) != 32'd0};
           d_ok <= c_valid && c_kind <= 2'd1 && c_mtu_log2 >= 4'd8 && c_mtu_log2 <= 4'd12
               && (d_op <= OP_FETCH_ADD || d_op == OP_FLUSH)
               && (is_ra || sge_sum >= {2'd0, d_len});
@@ -619,13 +647,16 @@ module fp_tx_plan
           logic [31:0] ks, ke;
           n = npk;
           ks = (d_start < n) ? d_start : n;
-          if (is_ra) ke = (ks + 32'd1 < n) ? ks + 32'd1 : n;
+          // (from d_start, not ks, so it does not wait for ks: equal whenever
+          // d_start < n, and n otherwise)
+          if (is_ra) ke = ({1'b0, d_start} + 33'd1 < {1'b0, n}) ? d_start + 32'd1 : n;
           else ke = (d_end != 0 && d_end < n) ? d_end : n;
           k <= ks;
           kend <= ke;
           off <= ks << c_mtu_log2;
           g_skip <= ks << c_mtu_log2;
           psn <= d_first_psn + ks[23:0];
+          read_end <= d_first_psn + npk[23:0];
           g_i <= '0;
           g_o <= '0;
           g_av <= d_sge_len[0];
@@ -699,7 +730,9 @@ module fp_tx_plan
           logic [23:0] next_n, after;
           noack_n = ackreq ? 16'd0 : noack_inc[15:0];
           // the PSN after the packet's: a READ request covers all its responses
-          after = is_read ? psn + 24'(npk - k) : psn_next;
+          // (psn - k is first_psn throughout the message, so psn + npk - k is
+          // read_end)
+          after = is_read ? read_end : psn_next;
           next_n = (psn_diff(after, c_next_psn) > 0) ? after : c_next_psn;
           c_noack <= noack_n;
           c_next_psn <= next_n;

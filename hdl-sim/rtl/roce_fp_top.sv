@@ -106,6 +106,9 @@ module roce_fp_top
     output logic [31:0]                  rx_ctx_misses,
     // the segmenter holds no message: a descriptor offered now is taken at once
     output logic                         tx_idle,
+    // descriptors the segmenter holds (its 32 slots): the descriptor ring's
+    // entries still in use, a consumer index the firmware reads
+    output logic [5:0]                   tx_slots_used,
     // the receive side holds no frame: every frame taken in was placed, handed
     // to the firmware or dropped
     output logic                         rx_idle
@@ -161,6 +164,45 @@ module roce_fp_top
   assign cfg_rdata = tx_rdata_valid ? tx_rdata : port_rdata_valid ? port_rdata : rx_rdata;
   assign cfg_rdata_valid = tx_rdata_valid || rx_rdata_valid || port_rdata_valid;
 
+  // ------------------------------------- the response path's shared state
+  logic                          resp_rd_en;
+  logic [QPN_W-1:0]              resp_rd_addr;
+  logic [95:0]                   resp_rd_data;
+  logic                          resp_una_valid, resp_una_ready;
+  logic [QPN_W-1:0]              resp_una_addr;
+  logic [23:0]                   resp_una_psn;
+  logic [IF_ENTRIES*IF_BITS-1:0] if_row;
+  logic [$clog2(IF_ENTRIES)-1:0] if_head;
+  logic [$clog2(IF_ENTRIES):0]   if_count, if_ret_n;
+  logic                          if_ret_en;
+  logic [QPN_W-1:0]              if_ret_addr;
+
+  // the in-flight list: a new message joins it as the TX intake takes its
+  // descriptor (not a FLUSH, not a REPLAY)
+  fp_inflight #(
+    .NQP(NQP)
+  ) inflight_inst (
+    .clk(clk),
+    .rst(rst),
+    .ap_valid(txd_valid && txd_ready && !txd_data[8*TD_FLAGS + 1]),
+    .ap_qpn(txd_data[8*TD_QPN +: QPN_W]),
+    .ap_op(txd_data[8*TD_OP +: 8]),
+    .ap_first(txd_data[8*TD_FIRST_PSN +: 24]),
+    .ap_len(txd_data[8*TD_LENGTH +: 32]),
+    .ap_wqe(txd_data[8*TD_WQE +: 16]),
+    .w0_wr_en(cfg_wr_valid && cfg_wr_ready && wr_tx && cfg_wr_word == 5'd0),
+    .w0_wr_addr(cfg_wr_index[QPN_W-1:0]),
+    .w0_wr_data(cfg_wr_data),
+    .rd_en(resp_rd_en),
+    .rd_addr(resp_rd_addr),
+    .rd_row(if_row),
+    .rd_head(if_head),
+    .rd_count(if_count),
+    .ret_en(if_ret_en),
+    .ret_addr(if_ret_addr),
+    .ret_n(if_ret_n)
+  );
+
   // ----------------------------------------------------------------- TX
 
   fp_tx #(
@@ -186,6 +228,13 @@ module roce_fp_top
     .cfg_rd_word(cfg_rd_word),
     .cfg_rdata(tx_rdata),
     .cfg_rdata_valid(tx_rdata_valid),
+    .resp_rd_en(resp_rd_en),
+    .resp_rd_addr(resp_rd_addr),
+    .resp_rd_data(resp_rd_data),
+    .resp_una_valid(resp_una_valid),
+    .resp_una_ready(resp_una_ready),
+    .resp_una_addr(resp_una_addr),
+    .resp_una_psn(resp_una_psn),
     .m_dma_rd_req_addr(dma_rd_req_addr),
     .m_dma_rd_req_len(dma_rd_req_len),
     .m_dma_rd_req_last(dma_rd_req_last),
@@ -205,7 +254,8 @@ module roce_fp_top
     .m_axis_tuser(tx_m_axis_tuser),
     .bad_desc(tx_bad_desc),
     .dma_errors(tx_dma_errors),
-    .idle(tx_idle)
+    .idle(tx_idle),
+    .slots_used(tx_slots_used)
   );
 
   // ----------------------------------------------------------------- RX
@@ -256,6 +306,19 @@ module roce_fp_top
     .m_ack_data(rx_ack),
     .m_ack_valid(rx_ack_valid),
     .m_ack_ready(rx_ack_ready),
+    .sctx_rd_en(resp_rd_en),
+    .sctx_rd_addr(resp_rd_addr),
+    .sctx_rd_data(resp_rd_data),
+    .una_valid(resp_una_valid),
+    .una_ready(resp_una_ready),
+    .una_addr(resp_una_addr),
+    .una_psn(resp_una_psn),
+    .if_row(if_row),
+    .if_head(if_head),
+    .if_count(if_count),
+    .if_ret_en(if_ret_en),
+    .if_ret_addr(if_ret_addr),
+    .if_ret_n(if_ret_n),
     .drops(rx_drops),
     .ctx_hits(rx_ctx_hits),
     .ctx_misses(rx_ctx_misses),

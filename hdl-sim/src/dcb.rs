@@ -14,6 +14,7 @@ use std::fmt;
 use std::path::Path;
 
 use roce_core::dcb::{EtsConfig, PfcThresholds, Priorities, PriorityMap, COST_ONE};
+use roce_core::wire::ethernet::MacAddr;
 use roce_core::wire::pfc::PfcRepr;
 
 use crate::sim::{Beat, DataWidth, SimError, Timed};
@@ -269,6 +270,11 @@ impl DcbSim {
         self.tx_in_frames
     }
 
+    /// Whether register writes are still waiting to go in.
+    pub fn config_pending(&self) -> bool {
+        !self.cfg_wr.is_empty()
+    }
+
     /// Whether frames are still waiting to enter the block from either side.
     pub fn inputs_pending(&self) -> bool {
         !self.rx_in.is_empty() || !self.tx_in.is_empty() || !self.cfg_wr.is_empty()
@@ -404,4 +410,255 @@ impl DcbSim {
         };
         self.last
     }
+}
+
+/// The software model (`roce_core::dcb`) beside a running block, fed with what the block
+/// was given and what it showed, checking every cycle: the pause state against the
+/// model's pause timers, the XOFF/XON state and every PFC frame sent against `PfcGen`,
+/// each scheduling decision against `Ets` (from the eligible set the block used, which
+/// must hold only queued, unpaused priorities), and the wire's frames in order.
+///
+/// Used by the block's own differential (`tests/dcb.rs`) and by a NIC whose MAC is the
+/// block (`roce_testbed::rtl_dcb`), where the clock is the fabric's time.
+#[derive(Debug)]
+pub struct DcbLockstep {
+    cfg: DcbRegs,
+    period_ns: u64,
+    link_bps: u64,
+    timers: roce_core::dcb::PauseTimers,
+    gen: roce_core::dcb::PfcGen,
+    ets: roce_core::dcb::Ets,
+    /// Frames handed to the block, per priority, not yet chosen.
+    queues: [VecDeque<Vec<u8>>; 8],
+    /// What the wire must carry next, in order.
+    wire: VecDeque<Vec<u8>>,
+    /// Data frames fed from the wire, not yet in the buffer / in it.
+    rx_expected: VecDeque<Vec<u8>>,
+    rx_held: VecDeque<Vec<u8>>,
+    /// PFC requests fed from the wire, not yet through.
+    pfc_expected: VecDeque<PfcRepr>,
+    /// The block's paused set of the last few cycles (decisions look 5 back).
+    paused_hist: VecDeque<Priorities>,
+    drops: u32,
+    /// Scheduling decisions checked.
+    pub decisions: u64,
+    /// PFC frames the block built (announcements taken).
+    pub takes: u64,
+    /// XOFF refreshes.
+    pub fires: u64,
+    /// Every priority the block ever had in XOFF.
+    pub max_xoff: Priorities,
+    /// Every priority it ever had paused.
+    pub max_paused: Priorities,
+}
+
+/// Cycles of the block's pipeline between the eligible set and its decision.
+const DECISION_LAG: usize = 5;
+
+impl DcbLockstep {
+    /// The model of a block just configured with `cfg` (nothing queued, nothing paused),
+    /// clocked every `period_ns` on a link of `link_bps`.
+    pub fn new(cfg: DcbRegs, period_ns: u64, link_bps: u64) -> Self {
+        Self {
+            cfg,
+            period_ns,
+            link_bps,
+            timers: Default::default(),
+            gen: Default::default(),
+            ets: Default::default(),
+            queues: Default::default(),
+            wire: VecDeque::new(),
+            rx_expected: VecDeque::new(),
+            rx_held: VecDeque::new(),
+            pfc_expected: VecDeque::new(),
+            paused_hist: VecDeque::new(),
+            drops: 0,
+            decisions: 0,
+            takes: 0,
+            fires: 0,
+            max_xoff: Priorities::NONE,
+            max_paused: Priorities::NONE,
+        }
+    }
+
+    /// The configuration it checks against.
+    pub fn regs(&self) -> &DcbRegs {
+        &self.cfg
+    }
+
+    /// A frame was handed to the block's transmit side.
+    pub fn tx_pushed(&mut self, frame: &[u8]) {
+        let p = self.cfg.map.of_frame(frame);
+        self.queues[usize::from(p)].push_back(frame.to_vec());
+    }
+
+    /// A frame was handed to the block's receive side (from the wire): PFC requests go
+    /// to the pause timers, other MAC control frames nowhere, the rest to the buffer.
+    pub fn rx_pushed(&mut self, frame: &[u8]) {
+        match PfcRepr::parse_frame(frame) {
+            Ok((_, req)) => self.pfc_expected.push_back(req),
+            Err(_) if is_mac_control(frame) => {}
+            Err(_) => self.rx_expected.push_back(frame.to_vec()),
+        }
+    }
+
+    /// Bytes fed from the wire that the model expects in the receive buffer or on its
+    /// way there.
+    pub fn rx_bytes(&self) -> usize {
+        self.rx_expected
+            .iter()
+            .chain(&self.rx_held)
+            .map(Vec::len)
+            .sum()
+    }
+
+    /// Checks one cycle of the block (`c`, with its counters `k` after it).
+    pub fn check(&mut self, c: &DcbCycle, k: &DcbCounters) -> Result<(), String> {
+        let now = c.cycle * self.period_ns;
+        let on = self.cfg.pfc_enable;
+        let t = self.cfg.thresholds;
+        let cyc = c.cycle;
+        let same = |what: &str, rtl: Priorities, model: Priorities| {
+            if rtl == model {
+                Ok(())
+            } else {
+                Err(format!(
+                    "{what} at cycle {cyc}: RTL {rtl:?}, model {model:?}"
+                ))
+            }
+        };
+        // What the block shows this cycle is the model after the cycle before.
+        same("paused", c.paused, self.timers.paused(now).and(on))?;
+        same("xoff", c.xoff, self.gen.xoff())?;
+        same("announce", c.announce, self.gen.announce())?;
+        self.max_xoff = Priorities(self.max_xoff.0 | c.xoff.0);
+        self.max_paused = Priorities(self.max_paused.0 | c.paused.0);
+        // This cycle's events, in the block's order: the take, the refresh, the counts.
+        if c.pfc_take {
+            let req = self
+                .gen
+                .take_frame(now, &t, self.link_bps)
+                .ok_or_else(|| format!("a PFC frame with nothing to announce, cycle {cyc}"))?;
+            let mut buf = [0u8; 60];
+            let n = req
+                .emit_frame(MacAddr(self.cfg.mac), &mut buf)
+                .map_err(|_| "PFC frame".to_string())?;
+            self.wire.push_back(buf[..n].to_vec());
+            self.takes += 1;
+        }
+        let due = self.gen.poll_timeout().is_some_and(|at| at <= now);
+        if c.refresh_fire != due {
+            return Err(format!(
+                "refresh at cycle {cyc}: RTL {}, model {due}",
+                c.refresh_fire
+            ));
+        }
+        self.fires += u64::from(due);
+        self.gen.handle_timeout(now);
+        // A frame the buffer had no room for (the RTL counts it as it arrives).
+        while self.drops < k.rx_drops {
+            self.drops += 1;
+            self.rx_expected.pop_front();
+        }
+        let map = self.cfg.map;
+        let matches = |f: &[u8], (p, len): (u8, u16), what: &str| {
+            if (map.of_frame(f), f.len()) == (p, usize::from(len)) {
+                Ok(())
+            } else {
+                Err(format!(
+                    "{what} at cycle {cyc}: RTL priority {p}, {len} bytes; model {}, {}",
+                    map.of_frame(f),
+                    f.len()
+                ))
+            }
+        };
+        let (add, sub) = (c.add, c.sub);
+        if let Some(a) = add {
+            let f = self
+                .rx_expected
+                .pop_front()
+                .ok_or_else(|| format!("a frame entered the buffer from nowhere, cycle {cyc}"))?;
+            matches(&f, a, "buffer in")?;
+            self.rx_held.push_back(f);
+        }
+        if let Some(s) = sub {
+            let f = self
+                .rx_held
+                .pop_front()
+                .ok_or_else(|| format!("a frame left an empty buffer, cycle {cyc}"))?;
+            matches(&f, s, "buffer out")?;
+        }
+        match (add, sub) {
+            (Some((p, a)), Some((q, b))) if p == q => {
+                self.gen.update(p, a.into(), b.into(), on, &t);
+            }
+            _ => {
+                if let Some((p, a)) = add {
+                    self.gen.add(p, a.into(), on, &t);
+                }
+                if let Some((q, b)) = sub {
+                    self.gen.remove(q, b.into(), on, &t);
+                }
+            }
+        }
+        if let Some(req) = c.pause_req {
+            let want = self.pfc_expected.pop_front();
+            if want != Some(req) {
+                return Err(format!(
+                    "PFC request at cycle {cyc}: RTL {req:?}, fed {want:?}"
+                ));
+            }
+            self.timers
+                .apply(now + self.period_ns, &req, self.link_bps, on);
+        }
+        if let Some((elig, prio)) = c.decision {
+            // The set was taken DECISION_LAG cycles before: queued frames, none paused.
+            let then = self.paused_hist.front().copied().unwrap_or_default();
+            if !elig.and(then).is_empty() {
+                return Err(format!("a paused class was eligible, cycle {cyc}"));
+            }
+            if let Some(p) =
+                (0..8u8).find(|&p| elig.contains(p) && self.queues[usize::from(p)].is_empty())
+            {
+                return Err(format!("empty queue {p} eligible, cycle {cyc}"));
+            }
+            let want = self.ets.pick(&self.cfg.ets, elig);
+            if want != Some(prio) {
+                return Err(format!(
+                    "decision {} from {elig:?} at cycle {cyc}: RTL {prio}, model {want:?}",
+                    self.decisions
+                ));
+            }
+            let f = self.queues[usize::from(prio)]
+                .pop_front()
+                .ok_or_else(|| format!("decision for an empty queue, cycle {cyc}"))?;
+            self.ets.sent(&self.cfg.ets, elig, prio, f.len() as u32);
+            self.wire.push_back(f);
+            self.decisions += 1;
+        }
+        self.paused_hist.push_back(c.paused);
+        if self.paused_hist.len() > DECISION_LAG {
+            self.paused_hist.pop_front();
+        }
+        Ok(())
+    }
+
+    /// Checks a frame the block put on the wire: the next one the model sent.
+    pub fn wire_frame(&mut self, frame: &[u8], cycle: u64) -> Result<(), String> {
+        match self.wire.pop_front() {
+            Some(f) if f == frame => Ok(()),
+            Some(f) => Err(format!(
+                "wire frame at cycle {cycle}: RTL {} bytes of priority {}, model {} bytes of priority {}",
+                frame.len(),
+                self.cfg.map.of_frame(frame),
+                f.len(),
+                self.cfg.map.of_frame(&f)
+            )),
+            None => Err(format!("wire frame at cycle {cycle} the model did not send")),
+        }
+    }
+}
+
+fn is_mac_control(frame: &[u8]) -> bool {
+    frame.get(12..14) == Some(&[0x88, 0x08][..])
 }

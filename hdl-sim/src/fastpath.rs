@@ -44,6 +44,8 @@ pub struct FpTimeline {
     pub dma_rd: Vec<(u64, bool)>,
     /// TX descriptors taken.
     pub txd: Vec<u64>,
+    /// Events taken.
+    pub events: Vec<u64>,
 }
 
 #[cfg(not(roce_rtl_unavailable))]
@@ -90,6 +92,7 @@ pub struct FpSim {
     rx_drops: u32,
     rx_ctx: [u32; 2],
     tx_idle: bool,
+    tx_slots_used: u8,
     rx_idle: bool,
     last_activity: u64,
     timeline: Option<FpTimeline>,
@@ -183,6 +186,7 @@ impl FpSim {
             rx_drops: 0,
             rx_ctx: [0; 2],
             tx_idle: true,
+            tx_slots_used: 0,
             rx_idle: true,
             last_activity: 0,
             timeline: None,
@@ -379,6 +383,12 @@ impl FpSim {
     /// is no fault: its beats carry the error flag and the segmenter drops the packet.
     pub fn take_fault(&mut self) -> Option<String> {
         self.dma_fault.take()
+    }
+
+    /// Descriptors the segmenter's slots hold (its `tx_slots_used` output in the last
+    /// cycle): the descriptor ring's entries still in use.
+    pub fn tx_slots_used(&self) -> usize {
+        usize::from(self.tx_slots_used)
     }
 
     /// The segmenter holds no message (its `tx_idle` output in the last cycle).
@@ -589,6 +599,9 @@ impl FpSim {
                 cycle: cyc,
                 value: e,
             });
+            if let Some(t) = &mut self.timeline {
+                t.events.push(cyc);
+            }
         }
         if out.exc.valid && input.exc_ready {
             active = true;
@@ -684,6 +697,7 @@ impl FpSim {
         self.rx_ctx = [out.rx_ctx_hits, out.rx_ctx_misses];
         self.tx_idle = out.tx_idle;
         self.rx_idle = out.rx_idle;
+        self.tx_slots_used = out.tx_slots_used;
         if active {
             self.last_activity = self.cycle;
         }

@@ -107,6 +107,8 @@ pub(crate) mod bridge {
         rx_ctx_misses: u32,
         tx_idle: bool,
         rx_idle: bool,
+        /// descriptors the segmenter's slots hold
+        tx_slots_used: u8,
     }
 
     /// Inputs of one clock cycle of the DCB model (`roce_dcb_top`).

@@ -9,11 +9,16 @@
 //! path beside the fast path, `soc_datapath`'s on the SoC, is not modelled here).
 //!
 //! What stands for the hardware around `roce_fp_top`:
-//! * the **descriptor ring**: descriptors wait here in post order and go to the RTL as
-//!   fast as it takes them (its planner keeps them in per-QP queues served round robin).
-//!   A FLUSH goes ahead of the descriptors still waiting, and it and a send context
-//!   written with `valid` clear drop the QP's descriptors still waiting, as §2.2 says
-//!   (the model's ring acts on a FLUSH at once);
+//! * the **descriptor ring** (in hardware: a ring in host memory the device fetches
+//!   from): descriptors wait here in post order and go to the RTL as fast as it takes
+//!   them (its planner keeps them in per-QP queues served round robin). The ring has as
+//!   many entries as the planner has slots (32, the model's ring) and an entry stays in
+//!   use until the planner frees its slot (`tx_slots_used`, the consumer index the
+//!   firmware sees), so the fetch never waits for a slot and no QP's descriptor waits
+//!   behind another QP's, as in the model's per-QP ring. A FLUSH goes ahead of the
+//!   descriptors still waiting, and it and a send context written with `valid` clear
+//!   drop the QP's descriptors still waiting, as §2.2 says (the model's ring acts on a
+//!   FLUSH at once; here the slots it frees count as used until the RTL takes it);
 //! * the **table port**: writes queue in order; a write of part of a word reads the word
 //!   first (read-modify-write, the port is 32 bits wide);
 //! * the **event and exception-frame rings**: the RTL's event stream and its exception
@@ -226,7 +231,10 @@ impl<P: Datapath> FastPath for FpPort<P> {
     }
 
     fn tx_room(&self) -> bool {
-        self.ring.len() < RING
+        // the ring's entries in use: those waiting here and those the RTL's slots hold
+        // (a FLUSH takes no slot; the model's ring acts on it at once)
+        let waiting = self.ring.iter().filter(|d| d[3] != OP_FLUSH).count();
+        waiting + self.fp.tx_slots_used() < RING
     }
 
     fn post_tx(&mut self, desc: &[u8; TXD_LEN]) -> bool {
@@ -287,8 +295,8 @@ impl<P: Datapath> FastPath for FpPort<P> {
             if self.offer() {
                 offered = self.fp.cycle();
             }
-            // done: quiet since the last offer (what remains in the ring waits for a free
-            // slot in the planner, all of them holding messages that wait for their window)
+            // done: quiet since the last offer (the ring holds no more than the planner
+            // has free slots: it is empty by then)
             if self.fp.settled(QUIET) && self.fp.cycle() - offered >= QUIET {
                 break;
             }

@@ -72,7 +72,7 @@ pub mod soc;
 mod soc_ffi;
 
 pub use datapath::{RtlDatapath, RxVerdict, TRACE_DIR_ENV};
-pub use dcb::{DcbCounters, DcbCycle, DcbRegs, DcbSim};
+pub use dcb::{DcbCounters, DcbCycle, DcbLockstep, DcbRegs, DcbSim};
 pub use fastpath::{FpSim, FpTimeline, Table};
 pub use fp_params::FP_CTX_ENTRIES;
 pub use fp_port::FpPort;

@@ -8,11 +8,11 @@ use crate::error::Error;
 use crate::verbs::{Context, Ctx, QueuePair, Result};
 use roce_abi::counters::{port_counter_values, port_counters_from};
 use roce_abi::{
-    self as abi, CcArg, CmdEntry, CmdOp, CounterScope, DcbArg, GidArg, PortArg, QpCcArg,
+    self as abi, reg, CcArg, CmdEntry, CmdOp, CounterScope, DcbArg, GidArg, PortArg, QpCcArg,
     QueryCountersArg, RuntimeCounters, PORT_COUNTERS, QP_COUNTERS,
 };
 use roce_core::cc::{CcConfig, QpCcInfo};
-use roce_core::engine::{DcbConfig, GidEntry};
+use roce_core::engine::{DcbConfig, GidEntry, GidType};
 use roce_core::num::Qpn;
 use roce_core::transport::{Counters, Mtu};
 use zerocopy::little_endian::{U16, U32, U64};
@@ -150,7 +150,15 @@ impl Context {
 
     /// Writes (or, with `None`, clears) the GID table entry at `index`. A QP whose
     /// address vector names an entry that is gone sends nothing until it is modified.
+    /// A RoCEv1 entry ([`GidEntry::roce_v1`]) makes the QPs sending from it speak
+    /// RoCEv1.
     pub fn set_gid(&self, index: u8, entry: Option<GidEntry>) -> Result<()> {
+        let v1 = entry.is_some_and(|e| e.gid_type == GidType::Roce);
+        if v1 && abi::Version(self.ctx.dev.read_reg(reg::VERSION)).minor() < 4 {
+            return Err(Error::InvalidArgument(
+                "set_gid: the device's ABI is older than 1.4 (no RoCEv1 entries)",
+            ));
+        }
         self.ctx
             .exec_arg(CmdOp::ModifyGid, &GidArg::from_entry(index, entry.as_ref()))?;
         if index == 0 {
@@ -168,14 +176,17 @@ impl Context {
     }
 
     /// Sets the port's whole Data Center Bridging configuration at once (as DCBX
-    /// hands it over): PFC per priority, ETS, and the PCP and DSCP to priority maps
-    /// (ABI 1.3; an older NIC refuses the mask bits it does not know, `BadParam`).
-    /// Refused (and nothing changed) when a map entry is above 7 or the ETS shares
-    /// break 802.1Qaz's rules.
+    /// hands it over): PFC per priority, ETS, the PCP and DSCP to priority maps (ABI
+    /// 1.3), the PFC thresholds and the priority-to-PCP egress map (1.5; a 1.3 or 1.4
+    /// NIC is sent the 1.3 fields only, an older one refuses the mask bits it does not know,
+    /// `BadParam`). Refused (and nothing changed) when a map entry is above 7, the ETS
+    /// shares break 802.1Qaz's rules, or the thresholds do not fit the receive buffer.
     pub fn set_dcb(&self, dcb: &DcbConfig) -> Result<()> {
-        self.ctx
-            .exec_arg(CmdOp::ModifyDcb, &DcbArg::from_config(dcb))
-            .map(|_| ())
+        let mut arg = DcbArg::from_config(dcb);
+        if abi::Version(self.ctx.dev.read_reg(abi::reg::VERSION)).minor() < 5 {
+            arg.mask = U32::new(arg.mask.get() & !(DcbArg::PFC_THRESHOLDS | DcbArg::PCP_EGRESS));
+        }
+        self.ctx.exec_arg(CmdOp::ModifyDcb, &arg).map(|_| ())
     }
 
     /// Turns PFC on for the priorities whose bits are set (bit `p` for priority `p`) and

@@ -17,8 +17,8 @@ use roce_core::cm::{eui64_from_mac, CmAddr, CmConfig, CmEvent, ConnId};
 use roce_core::memory::AccessFlags;
 use roce_core::num::{Psn, Qkey, Qpn};
 use roce_core::transport::{
-    AddressVector, Instant, QpAttr, QpState, RecvWr, SendFlags, SendWr, UdDest, WcOpcode, WcStatus,
-    WorkCompletion, WrOp, GRH_LEN,
+    AddressVector, Instant, Mtu, QpAttr, QpState, RecvWr, SendFlags, SendWr, UdDest, WcOpcode,
+    WcStatus, WorkCompletion, WrOp, GRH_LEN,
 };
 use roce_core::wire::cm::{port_space, rdma_cm_service_id, IpCmHdr, PrivateData, RepRepr, ReqRepr};
 use roce_core::wire::mad::MAD_LEN;
@@ -31,6 +31,9 @@ type Cm = roce_core::cm::Cm<16, 4, 16>;
 const RECVS: u64 = 16;
 const SENDS: u64 = 16;
 const SLOT: u64 = (GRH_LEN + MAD_LEN) as u64;
+/// RDMA READs and atomics a connection offers to have outstanding in each direction
+/// (the NIC's `max_qp_rd_atom`); the REQ/REP exchange lowers it to the peer's offer.
+const RD_ATOMIC: u8 = 16;
 
 /// What `rdma_get_cm_event` returns (`enum rdma_cm_event_type`), for RC.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -52,13 +55,21 @@ pub enum RdmaCmEvent {
     Disconnected { id: ConnId },
 }
 
-/// A connection's local side.
+/// A connection's local side. `psn` is the starting PSN this side announced (REQ or
+/// REP) and the one it expects to *receive* first; it sends from the peer's announced
+/// PSN. That is how Linux's CM reads the field (`rdma_init_qp_attr` sets a QP's
+/// `rq_psn` to its own `seq_num`, the one its REQ or REP carried, and `ib_cm` gives the
+/// passive side the REQ's PSN as its `sq_psn`): captured between two rxe, rping's
+/// client sends its first SEND with the REP's starting PSN and the server its READ
+/// with the REQ's.
 struct Conn {
     qp: Option<QueuePair>,
     /// The peer's GID and, for a passive side, its REQ.
     peer: [u8; 16],
     req: Option<ReqRepr>,
     psn: Psn,
+    /// The path MTU the REQ carried (the active side: what it offered).
+    mtu: Mtu,
 }
 
 /// The port's RDMA CM: its GSI QP, buffers and the CM protocol.
@@ -130,7 +141,7 @@ impl CmAgent {
             .map_err(|_| Error::InvalidArgument("rdma_listen: no room or already listening"))
     }
 
-    /// `rdma_connect` of the RC QP `qp` (in RESET) to `port` at `dst`, with the
+    /// `rdma_connect` of the RC QP `qp` (in RESET, or INIT from [`init_qp`]) to `port` at `dst`, with the
     /// consumer's `private_data` (at most 56 bytes) after the RDMA CM IP header.
     pub fn connect(
         &mut self,
@@ -141,6 +152,7 @@ impl CmAgent {
     ) -> Result<ConnId> {
         self.neighbour(&dst)?;
         let psn = self.psn();
+        let mtu = self.ctx.active_mtu();
         let mut req = ReqRepr::rc(
             rdma_cm_service_id(port_space::TCP, port),
             qp.qpn(),
@@ -148,6 +160,9 @@ impl CmAgent {
             self.gid,
             dst,
         );
+        req.path_mtu = mtu as u8;
+        req.responder_resources = RD_ATOMIC;
+        req.initiator_depth = RD_ATOMIC;
         req.private_data = ip_private(&self.gid, &dst, private_data)?;
         let now = self.now();
         let to = CmAddr {
@@ -165,14 +180,17 @@ impl CmAgent {
                 peer: dst,
                 req: None,
                 psn,
+                mtu,
             },
         );
         self.progress()?;
         Ok(id)
     }
 
-    /// `rdma_accept`: brings `qp` (in RESET) to RTS towards the requester and sends the
-    /// REP; the connection is established when the RTU arrives.
+    /// `rdma_accept`: brings `qp` (in RESET, or INIT from [`init_qp`]) to RTS towards the requester and sends the
+    /// REP; the connection is established when the RTU arrives. The path MTU is the
+    /// smaller of the REQ's and the port's; READ/atomic depths follow the REQ's offer
+    /// (IBTA 12.7.30: our initiator depth at most its responder resources).
     pub fn accept(&mut self, id: ConnId, qp: &QueuePair) -> Result<()> {
         let psn = self.psn();
         let conn = self
@@ -186,21 +204,33 @@ impl CmAgent {
         conn.qp = Some(qp.clone());
         conn.psn = psn;
         let mac = self.neighbour(&peer)?;
+        let mtu = Mtu::from_u8(req.path_mtu)
+            .ok_or(Error::InvalidArgument(
+                "rdma_accept: the REQ's path MTU is invalid",
+            ))?
+            .min(self.ctx.active_mtu());
+        let initiator_depth = req.responder_resources.min(RD_ATOMIC);
+        let responder_resources = req.initiator_depth.clamp(1, RD_ATOMIC);
         qp.connect(
             &QpEndpoint {
                 qpn: req.local_qpn,
-                psn: req.starting_psn,
+                psn,
                 gid: peer,
                 mac,
             },
-            psn,
-            &ConnectOptions::default(),
+            req.starting_psn,
+            &ConnectOptions {
+                mtu,
+                max_rd_atomic: initiator_depth.max(1),
+                max_dest_rd_atomic: responder_resources,
+                ..ConnectOptions::default()
+            },
         )?;
         let rep = RepRepr {
             local_qpn: qp.qpn(),
             starting_psn: psn,
-            responder_resources: 1,
-            initiator_depth: 1,
+            responder_resources,
+            initiator_depth,
             rnr_retry_count: 7,
             ..RepRepr::default()
         };
@@ -237,6 +267,12 @@ impl CmAgent {
         self.progress()
     }
 
+    /// The peer's GID of a connection (for a connect request: the requester's), as
+    /// `rdma_get_peer_addr` gives its address: resolve its next hop before accepting.
+    pub fn peer_gid(&self, id: ConnId) -> Option<[u8; 16]> {
+        self.conns.get(&id).map(|c| c.peer)
+    }
+
     /// `rdma_get_cm_event` without blocking.
     pub fn poll_event(&mut self) -> Option<RdmaCmEvent> {
         self.events.pop_front()
@@ -269,6 +305,7 @@ impl CmAgent {
                         peer: from.gid,
                         req: Some(req),
                         psn: Psn::new(0),
+                        mtu: Mtu::Mtu1024,
                     },
                 );
                 self.events.push_back(RdmaCmEvent::ConnectRequest {
@@ -281,18 +318,23 @@ impl CmAgent {
                 let Some(conn) = self.conns.get(&id) else {
                     return Ok(());
                 };
-                let (qp, peer, psn) = (conn.qp.clone(), conn.peer, conn.psn);
+                let (qp, peer, psn, mtu) = (conn.qp.clone(), conn.peer, conn.psn, conn.mtu);
                 let mac = self.neighbour(&peer)?;
                 if let Some(qp) = qp {
                     qp.connect(
                         &QpEndpoint {
                             qpn: rep.local_qpn,
-                            psn: rep.starting_psn,
+                            psn,
                             gid: peer,
                             mac,
                         },
-                        psn,
-                        &ConnectOptions::default(),
+                        rep.starting_psn,
+                        &ConnectOptions {
+                            mtu,
+                            max_rd_atomic: rep.responder_resources.clamp(1, RD_ATOMIC),
+                            max_dest_rd_atomic: RD_ATOMIC,
+                            ..ConnectOptions::default()
+                        },
                     )?;
                 }
                 let _ = self.cm.rtu(id);
@@ -409,6 +451,17 @@ impl CmAgent {
         let hi = self.ctx.read_reg(reg::CLOCK_HI);
         Instant::from_nanos(u64::from(hi) << 32 | u64::from(lo))
     }
+}
+
+/// What `rdma_create_qp` does after creating an RC QP: moves it to INIT (P_Key index
+/// 0, port 1, the remote access rights connections get), so receives can be posted
+/// before `rdma_connect` or `rdma_accept`, as rping and perftest post theirs.
+pub fn init_qp(qp: &QueuePair) -> Result<()> {
+    let mut init = QpAttr::to_state(QpState::Init);
+    init.pkey_index = Some(0);
+    init.port_num = Some(1);
+    init.qp_access_flags = Some(ConnectOptions::default().access);
+    qp.modify(&init)
 }
 
 /// The RDMA CM IP header for an IPv4 or IPv6 pair (IPv4 addresses in the last four

@@ -9,7 +9,7 @@ mod common;
 use common::{models, Model};
 use roce_abi::{CmdEntry, CmdOp, CmdStatus, DcbArg, PortArg};
 use roce_core::cc::{CcConfig, ONE};
-use roce_core::dcb::{EtsConfig, Priorities};
+use roce_core::dcb::{EtsConfig, PfcThresholds, Priorities, RX_BUFFER_BYTES};
 use roce_core::engine::{DcbConfig, GidEntry};
 use roce_core::memory::AccessFlags;
 use roce_core::num::Psn;
@@ -324,6 +324,15 @@ fn dcb_maps_and_ets_are_set_whole_and_read_back() {
         };
         want.map.dscp[10] = 1;
         want.map.pcp[5] = 3;
+        // ABI 1.4: the receive buffer's PFC thresholds and the egress map (priority 3
+        // tagged as PCP 5, the inverse of the PCP map's entry above).
+        want.pfc_thresholds = PfcThresholds {
+            xoff: 20_000,
+            xon: 12_000,
+            quanta: 3_000,
+        };
+        want.prio_pcp[3] = 5;
+        want.prio_pcp[5] = 3;
         a.ctx.set_dcb(&want).unwrap();
         assert_eq!(a.ctx.query_dcb().unwrap(), want, "{m:?}");
         assert_eq!(a.nic.port_config().dcb, want, "{m:?}: the NIC runs with it");
@@ -340,6 +349,16 @@ fn dcb_maps_and_ets_are_set_whole_and_read_back() {
             status(a.ctx.set_dcb(&bad).unwrap_err()),
             CmdStatus::BadParam
         );
+        // XON not below XOFF, XOFF beyond the 64 KiB buffer.
+        for (xoff, xon) in [(20_000, 20_000), (RX_BUFFER_BYTES + 1, 1_000)] {
+            let mut bad = want;
+            bad.pfc_thresholds.xoff = xoff;
+            bad.pfc_thresholds.xon = xon;
+            assert_eq!(
+                status(a.ctx.set_dcb(&bad).unwrap_err()),
+                CmdStatus::BadParam
+            );
+        }
         assert_eq!(a.ctx.query_dcb().unwrap(), want, "{m:?}");
         // set_pfc changes PFC alone.
         a.ctx.set_pfc(0b1001_0000).unwrap();

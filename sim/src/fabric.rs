@@ -868,7 +868,16 @@ impl Fabric {
         mac.counters.rx_frames += 1;
         mac.counters.rx_bytes += self.pool.len(frame) as u64;
 
-        if let Some(ctl) = mac_control(self.pool.frame(frame)) {
+        let own_mac = match &self.nodes[node as usize].kind {
+            Kind::Host(h) => h.own_mac_control(usize::from(port)),
+            Kind::Switch(_) => false,
+        };
+        let mac = &mut self.nodes[node as usize].ports[usize::from(port)];
+        if own_mac && is_mac_control(self.pool.frame(frame)) {
+            // Counted here, handled by the node's own MAC below.
+            mac.counters.pause_frames_rx += 1;
+        }
+        if let Some(ctl) = mac_control(self.pool.frame(frame)).filter(|_| !own_mac) {
             self.pool.free(frame);
             match ctl {
                 Ok(req) => {

@@ -36,7 +36,10 @@ pub use roce_core::dcb::Priorities;
 /// 5. `poll_transmit` gets the set of priorities the link partner has paused with PFC
 ///    (802.1Qbb). The node must not return a data frame of a paused priority; MAC
 ///    control frames (its own PFC frames) may always be sent. The fabric consumes the
-///    received pause frames and keeps the pause timers, so no node parses them.
+///    received pause frames and keeps the pause timers, so no node parses them; unless
+///    the node has a MAC of its own ([`own_mac_control`](Node::own_mac_control)): then
+///    its pause frames reach `handle_frame` like any other frame, the fabric keeps no
+///    pause timers for the port and `paused` is always empty.
 /// 6. After every call above, the fabric calls [`poll_timeout`](Node::poll_timeout) and
 ///    calls [`handle_timeout`](Node::handle_timeout) once simulated time reaches the
 ///    instant it returned, unless a later `poll_timeout` returned something else first.
@@ -44,6 +47,12 @@ pub use roce_core::dcb::Priorities;
 pub trait Node {
     /// A link of `rate_bps` bits per second was connected to `port`.
     fn link_up(&mut self, _port: usize, _rate_bps: u64) {}
+
+    /// Whether the node's port `port` has a MAC of its own that takes the PFC frames
+    /// it receives and keeps its own pause timers (a NIC whose DCB block is RTL, say).
+    fn own_mac_control(&self, _port: usize) -> bool {
+        false
+    }
 
     /// A frame (Ethernet header onwards, without the FCS) arrived on `port` at `now`.
     fn handle_frame(&mut self, now: Nanos, port: usize, frame: &[u8]);

@@ -6,10 +6,15 @@
 //!
 //! Rules (802.1Qaz): a willing port adopts the ETS Recommendation (or Configuration),
 //! the PFC enable bits and the DSCP application priorities of a peer that is not
-//! willing. When both are willing neither adopts here (802.1Qaz then breaks the tie by
-//! MAC address, which this agent does not implement); when the peer's settings cannot
-//! run on this NIC (a traffic class holding several priorities, say) the agent keeps its
-//! own and counts the refusal.
+//! willing. When both are willing, the tie is broken by MAC address: the port whose
+//! address is numerically lower (compared byte by byte, first byte most significant)
+//! adopts the other's settings, the higher one keeps its own, so the two converge on
+//! one set. That is lldpad's rule for the PFC TLV (`pfc_sm`: a willing port whose MAC is
+//! not above its willing peer's takes the peer's PFC); lldpad takes a peer's ETS
+//! Recommendation whenever it is willing, which with two willing ports can have each
+//! take the other's: here the MAC rule decides for all the settings at once. When the
+//! peer's settings cannot run on this NIC (a traffic class holding several priorities,
+//! say) the agent keeps its own and counts the refusal.
 //!
 //! The agent sends when the port's settings differ from what it last announced, and
 //! every `interval` (LLDP's msgTxInterval, 30 s by default) with a TTL of four intervals.
@@ -91,7 +96,13 @@ impl DcbxAgent {
         self.counters.received += 1;
         let peer_willing =
             peer.ets.is_some_and(|e| e.willing) || peer.pfc.is_some_and(|p| p.willing);
-        if self.willing && !peer_willing {
+        // Both willing: the lower MAC yields (802.1Qaz's tie-break).
+        let yields = || {
+            self.ctx
+                .query_port()
+                .is_ok_and(|port| port.mac < peer.mac.0)
+        };
+        if self.willing && (!peer_willing || yields()) {
             self.adopt(&peer);
         }
         self.peer = Some(peer);

@@ -3,7 +3,8 @@
 //!
 //! * [`nic`]: the NICs' addresses, table sizes and datapaths.
 //! * [`NicNode`]: a NIC model as a node of the `roce-sim` fabric, optionally with a
-//!   finite receive buffer that sends PFC ([`rx_buffer`]).
+//!   finite receive buffer that sends PFC ([`rx_buffer`]), or with its DCB MAC in RTL
+//!   ([`rtl_dcb`]: the Verilated `roce_dcb_top` between the NIC and its link).
 //! * [`World`]: two NICs and their hosts, in memory ([`Direct`]) or on the fabric
 //!   ([`Sim`]).
 //! * [`dcbx`]: the host's DCBX agent, announcing and adopting DCB settings over LLDP.
@@ -19,6 +20,7 @@ pub mod counters;
 pub mod dcbx;
 pub mod nic;
 mod node;
+pub mod rtl_dcb;
 pub mod rx_buffer;
 pub mod topology;
 pub mod traffic;

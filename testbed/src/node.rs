@@ -1,6 +1,7 @@
 //! A NIC model as a node of the simulated fabric.
 
 use crate::dcbx::DcbxAgent;
+use crate::rtl_dcb::{RtlDcb, RtlDcbConfig};
 use crate::rx_buffer::{RxBuffer, RxBufferConfig, RxBufferCounters};
 use roce_core::dcb::{Ets, PRIORITIES};
 use roce_core::wire::ethernet::MacAddr;
@@ -72,10 +73,20 @@ impl HostPath {
 /// transmit FIFO instead: a frame of a paused priority waits at the head and holds back
 /// the frames behind it (of any priority, CNPs too) until the pause ends. PFC frames are
 /// never held.
+///
+/// Or the MAC is the RTL ([`NicNode::with_rtl_dcb`], [`crate::rtl_dcb`]): the
+/// Verilated DCB block holds the per-priority queues, ETS, the pause timers and the
+/// receive buffer that generates PFC, in place of the models above.
 pub struct NicNode {
     nic: Rc<dyn NicModel>,
     /// The receive buffer and its PFC generation, if modelled.
     rx: Option<RxBuffer>,
+    /// The DCB MAC in RTL, if the NIC has it (then `rx`, `queues` and `ets` are unused).
+    rtl: Option<RtlDcb>,
+    /// A frame the NIC built ahead for a priority whose RTL queue had no room.
+    rtl_held: Option<Vec<u8>>,
+    /// Scratch for frames the NIC builds at a wake-up (no fabric buffer then).
+    rtl_scratch: Vec<u8>,
     /// The host's DCBX agent, if one runs: LLDP frames go to it, and it sends its own.
     dcbx: Option<DcbxAgent>,
     /// The transmit queue of each priority (one FIFO, index 0, when `single_queue`).
@@ -102,6 +113,9 @@ impl NicNode {
         Self {
             nic,
             rx: None,
+            rtl: None,
+            rtl_held: None,
+            rtl_scratch: Vec::new(),
             dcbx: None,
             queues: Default::default(),
             ets: Ets::default(),
@@ -167,6 +181,19 @@ impl NicNode {
         self
     }
 
+    /// The NIC behind the DCB block in RTL (`crate::rtl_dcb`): its queues, ETS, pause
+    /// timers and receive buffer are the hardware's. Fails when the RTL model is
+    /// unavailable.
+    pub fn with_rtl_dcb(mut self, cfg: RtlDcbConfig) -> Result<Self, roce_hdl_sim::SimError> {
+        self.rtl = Some(RtlDcb::new(cfg)?);
+        Ok(self)
+    }
+
+    /// The DCB block in RTL, if the NIC has one.
+    pub fn rtl_dcb(&self) -> Option<&RtlDcb> {
+        self.rtl.as_ref()
+    }
+
     /// Runs the host's DCBX agent on this NIC's link (`crate::dcbx`): it takes the
     /// LLDP frames that arrive and announces the port's settings.
     pub fn set_dcbx(&mut self, agent: DcbxAgent) {
@@ -215,6 +242,67 @@ impl NicNode {
             .cost(misses.saturating_sub(m0), evictions.saturating_sub(e0));
         if cost > 0 {
             self.ctx_busy_until = self.ctx_busy_until.max(now) + cost;
+        }
+    }
+
+    /// Clocks the RTL DCB block up to `now`, handing the frames it received to the NIC
+    /// (LLDP to the DCBX agent), with the port's settings written to it first.
+    fn rtl_advance(&mut self, now: Nanos) {
+        let Self { rtl, nic, dcbx, .. } = self;
+        let Some(rtl) = rtl.as_mut() else { return };
+        let cfg = nic.port_config();
+        rtl.configure(cfg.mac, &cfg.dcb);
+        rtl.advance(now, &mut |frame: &[u8]| match dcbx.as_mut() {
+            Some(agent) if DcbxAgent::is_lldp(frame) => agent.receive(frame),
+            _ => nic.receive_frame(frame),
+        });
+    }
+
+    /// The RTL DCB block's transmit side: fills a queue with room from the NIC, then
+    /// hands the fabric what the block put on the wire.
+    fn rtl_transmit(&mut self, now: Nanos, buf: &mut [u8]) -> Option<usize> {
+        self.rtl_advance(now);
+        self.rtl_fill(now, buf);
+        let map = self.nic.port_config().dcb.map;
+        let frame = self.rtl.as_mut()?.pop_wire()?;
+        let n = frame.len();
+        buf.get_mut(..n)?.copy_from_slice(&frame);
+        if frame.get(12..14) != Some(&[0x88, 0x08][..]) {
+            self.tx_bytes[usize::from(map.of_frame(&frame))] += wire_len(n);
+        }
+        Some(n)
+    }
+
+    /// Hands the RTL DCB block's queues with room a frame each from the NIC (`buf`:
+    /// scratch of a maximum frame). Done whenever the block is clocked, as the hardware's
+    /// datapath feeds it whenever a queue has room, not only when the wire is free.
+    fn rtl_fill(&mut self, now: Nanos, buf: &mut [u8]) {
+        let map = self.nic.port_config().dcb.map;
+        let Some(rtl) = self.rtl.as_mut() else { return };
+        while now >= self.ctx_busy_until {
+            let room = rtl.room();
+            if room.is_empty() {
+                break;
+            }
+            // The NIC builds a frame only for a priority whose queue has room; a model
+            // that builds ahead may hand another, which waits here for its room.
+            let frame = match self.rtl_held.take() {
+                Some(f) => f,
+                None => match self
+                    .nic
+                    .transmit_frame_except(buf, Priorities(!room.0))
+                    .and_then(|n| buf.get(..n))
+                {
+                    Some(f) => f.to_vec(),
+                    None => break,
+                },
+            };
+            let prio = map.of_frame(&frame);
+            if !room.contains(prio) {
+                self.rtl_held = Some(frame);
+                break;
+            }
+            rtl.push_tx(&frame, prio);
         }
     }
 
@@ -288,11 +376,26 @@ impl Node for NicNode {
         if let Some(rx) = self.rx.as_mut() {
             rx.link_bps = rate_bps;
         }
+        if let Some(rtl) = self.rtl.as_mut() {
+            rtl.set_link(rate_bps);
+        }
+    }
+
+    fn own_mac_control(&self, _port: usize) -> bool {
+        self.rtl.is_some()
     }
 
     fn handle_frame(&mut self, now: Nanos, _port: usize, frame: &[u8]) {
         self.count(frame);
         self.nic.set_time(now);
+        if self.rtl.is_some() {
+            self.rtl_advance(now);
+            if let Some(rtl) = self.rtl.as_mut() {
+                rtl.push_rx(frame);
+            }
+            self.run(now);
+            return;
+        }
         if let Some(agent) = self.dcbx.as_mut().filter(|_| DcbxAgent::is_lldp(frame)) {
             // The host's agent, through the NIC's Ethernet function, not the RoCE
             // engine.
@@ -339,6 +442,9 @@ impl Node for NicNode {
         } else {
             Priorities(paused.0 & self.lossless().0)
         };
+        if self.rtl.is_some() {
+            return self.rtl_transmit(now, buf);
+        }
         if now < self.ctx_busy_until {
             // Waiting for context DMA; `poll_timeout` wakes the node when it is done.
             return None;
@@ -378,6 +484,7 @@ impl Node for NicNode {
             self.nic.poll_timeout(),
             self.rx.as_ref().and_then(RxBuffer::poll_timeout),
             self.dcbx.as_ref().map(DcbxAgent::poll_timeout),
+            self.rtl.as_ref().and_then(|r| r.next_wake(self.now)),
             ctx,
         ]
         .into_iter()
@@ -391,6 +498,13 @@ impl Node for NicNode {
             rx.handle_timeout(now);
         }
         self.drain(now);
+        self.rtl_advance(now);
         self.run(now);
+        if self.rtl.is_some() {
+            let mut buf = std::mem::take(&mut self.rtl_scratch);
+            buf.resize(roce_sim::MAX_FRAME_LEN, 0);
+            self.rtl_fill(now, &mut buf);
+            self.rtl_scratch = buf;
+        }
     }
 }

@@ -1,13 +1,34 @@
 //! Helpers shared by the integration tests in `tests/tests/`: where the vectors and the
-//! oracle scripts are, scratch files, running an external tool, and the `roce perf` load
-//! the fabric tests put on a link.
+//! oracle scripts are, scratch files, running an external tool, the `roce perf` load
+//! the fabric tests put on a link, and a pump between two in-process NICs.
 
 pub mod chaos;
 
 use roce_cli::perf::{Params, Test};
 use roce_core::transport::Mtu;
+use roce_device::{LocalNic, NicModel};
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::rc::Rc;
+
+/// Moves frames both ways between two NICs joined back to back until both are idle,
+/// recording each frame in `log`.
+pub fn pump_pair(nics: [&Rc<LocalNic>; 2], log: &mut Vec<Vec<u8>>) {
+    let mut buf = vec![0u8; 8192];
+    loop {
+        let mut busy = nics[0].poll() | nics[1].poll();
+        for (from, to) in [(0, 1), (1, 0)] {
+            while let Some(n) = nics[from].transmit_frame(&mut buf) {
+                log.push(buf[..n].to_vec());
+                nics[to].receive_frame(&buf[..n]);
+                busy = true;
+            }
+        }
+        if !busy {
+            return;
+        }
+    }
+}
 
 /// `tests/data/vectors`: the shared corpus, copied into the project.
 pub fn vectors() -> PathBuf {

@@ -162,6 +162,54 @@ fn join<T: ToString>(it: impl Iterator<Item = T>) -> String {
     it.map(|x| x.to_string()).collect::<Vec<_>>().join(",")
 }
 
+/// Both ports willing (802.1Qaz's tie-break, as lldpad's `pfc_sm`): the port with the
+/// numerically lower MAC takes the other's settings, the higher keeps its own, whichever
+/// of the two was configured.
+#[test]
+fn with_both_willing_the_lower_mac_yields() {
+    let caps = nic::capacities(1, 1);
+    let boot = |i| nic::boot(nic::Datapath::Software, false, nic::port_config(i), caps).unwrap();
+    let (low, high) = if nic::port_config(0).mac < nic::port_config(1).mac {
+        (0, 1)
+    } else {
+        (1, 0)
+    };
+    let (want, _) = configs()[1];
+    const MS: u64 = 1_000_000;
+    for configured in [high, low] {
+        let mut sim = Sim::back_to_back(
+            [boot(0), boot(1)],
+            LinkConfig::new(100_000_000_000, 1_000),
+            1,
+        )
+        .unwrap();
+        let ctx = sim.contexts().map(Clone::clone);
+        let defaults = ctx[0].query_dcb().unwrap();
+        assert_ne!(defaults, want);
+        ctx[configured].set_dcb(&want).unwrap();
+        for (side, c) in ctx.iter().enumerate() {
+            sim.node_mut(side)
+                .set_dcbx(DcbxAgent::new(c.clone(), true).with_interval(MS));
+        }
+        for side in 0..2 {
+            sim.kick(side);
+        }
+        sim.fabric.run_until(2 * MS + MS / 2);
+        // Both end with the higher MAC's settings.
+        let agreed = if configured == high { want } else { defaults };
+        for (side, c) in ctx.iter().enumerate() {
+            assert_eq!(
+                c.query_dcb().unwrap(),
+                agreed,
+                "side {side} (configured: side {configured}, lower MAC: side {low})"
+            );
+        }
+        let adopted = |i: usize| sim.node(i).dcbx().unwrap().counters.adopted;
+        assert_eq!(adopted(high), 0, "the higher MAC never adopts");
+        assert_eq!(adopted(low), 1, "the lower MAC adopts once");
+    }
+}
+
 #[test]
 fn a_willing_port_takes_its_peers_settings_over_lldp() {
     let caps = nic::capacities(1, 1);

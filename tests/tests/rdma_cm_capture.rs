@@ -7,37 +7,17 @@
 use roce_core::engine::PortConfig;
 use roce_core::memory::AccessFlags;
 use roce_core::transport::{ipv4_gid, QpType, SendFlags, SendWr, WrOp};
-use roce_device::{Capacities, LocalNic, NicModel};
+use roce_device::{Capacities, LocalNic};
 use roce_host::rdma_cm::{CmAgent, RdmaCmEvent};
 use roce_host::Context;
-use roce_tests::{check_with_tshark, have, scratch};
+use roce_tests::{check_with_tshark, have, pump_pair, scratch};
+use std::path::PathBuf;
 use std::process::Command;
-use std::rc::Rc;
 use std::time::Duration;
 
-/// Moves frames both ways until both NICs are idle, recording each one.
-fn run(nics: [&Rc<LocalNic>; 2], log: &mut Vec<Vec<u8>>) {
-    let mut buf = vec![0u8; 8192];
-    loop {
-        let mut busy = nics[0].poll() | nics[1].poll();
-        for (from, to) in [(0, 1), (1, 0)] {
-            while let Some(n) = nics[from].transmit_frame(&mut buf) {
-                log.push(buf[..n].to_vec());
-                nics[to].receive_frame(&buf[..n]);
-                busy = true;
-            }
-        }
-        if !busy {
-            return;
-        }
-    }
-}
-
-#[test]
-fn an_rdma_cm_connection_on_the_wire_dissects_in_wireshark() {
-    if !have("tshark") {
-        return;
-    }
+/// Two NICs connect through `rdma_cm`, one WRITE goes over, they disconnect: the
+/// frames as a pcap named `name`.
+fn capture_connection(name: &str) -> PathBuf {
     let nic = |i: u8| {
         let cfg = PortConfig::new([2, 0, 0, 0, 0, i], ipv4_gid([10, 0, 0, i]));
         LocalNic::new(cfg, Capacities::Firmware)
@@ -63,7 +43,7 @@ fn an_rdma_cm_connection_on_the_wire_dissects_in_wireshark() {
     let mut log = Vec::new();
     let pump = |a: &mut CmAgent, b: &mut CmAgent, log: &mut Vec<Vec<u8>>| {
         for _ in 0..6 {
-            run([&na, &nb], log);
+            pump_pair([&na, &nb], log);
             a.progress().unwrap();
             b.progress().unwrap();
         }
@@ -86,12 +66,21 @@ fn an_rdma_cm_connection_on_the_wire_dissects_in_wireshark() {
     a.disconnect(ia).unwrap();
     pump(&mut a, &mut b, &mut log);
 
-    let pcap = scratch("rdma_cm_capture").join("rdma_cm.pcap");
+    let pcap = scratch("rdma_cm_capture").join(name);
     let mut w = roce_capture::write::Writer::create(&pcap).unwrap();
     for (i, f) in log.iter().enumerate() {
         w.write(Duration::from_micros(i as u64), f).unwrap();
     }
     w.finish().unwrap();
+    pcap
+}
+
+#[test]
+fn an_rdma_cm_connection_on_the_wire_dissects_in_wireshark() {
+    if !have("tshark") {
+        return;
+    }
+    let pcap = capture_connection("rdma_cm.pcap");
     assert!(check_with_tshark(&pcap));
 
     // The CM's MADs, QP1 to QP1, in order; the REQ names service 0x0106 << 16 | 7471
@@ -152,6 +141,31 @@ fn an_rdma_cm_connection_on_the_wire_dissects_in_wireshark() {
         rows[0][7].replace(':', "").starts_with(&hex(b"capture")),
         "{text}"
     );
+}
+
+/// Linux's reading of the starting PSNs (as captured between two rxe running rping):
+/// each side sends from the PSN its peer announced, so the active side's first WRITE
+/// carries the REP's starting PSN.
+#[test]
+fn the_active_side_sends_from_the_reps_starting_psn() {
+    if !have("tshark") {
+        return;
+    }
+    let pcap = capture_connection("psn.pcap");
+    let field = |filter: &str, f: &str| -> String {
+        let out = Command::new("tshark")
+            .args(["-n", "-r"])
+            .arg(&pcap)
+            .args(["-Y", filter, "-T", "fields", "-E", "occurrence=f", "-e", f])
+            .output()
+            .expect("tshark runs");
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        text.lines().next().unwrap_or_default().to_string()
+    };
+    let rep_psn = field("infiniband.cm.rep.startpsn", "infiniband.cm.rep.startpsn");
+    let first_write = field("infiniband.reth", "infiniband.bth.psn");
+    let rep_psn = u32::from_str_radix(rep_psn.trim_start_matches("0x"), 16).unwrap();
+    assert_eq!(first_write.parse::<u32>().unwrap(), rep_psn);
 }
 
 fn hex(b: &[u8]) -> String {

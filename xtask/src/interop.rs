@@ -28,6 +28,10 @@ enum Kind {
     Pingpong(&'static str),
     /// perftest with `-I N` on both sides: SENDs / WRITEs of at most N bytes inline.
     PerfInline(&'static str, usize),
+    /// librdmacm's `rping -v -V` and our `roce rping`, connected through RDMA CM.
+    Rping,
+    /// `ibv_srq_pingpong` (16 RC QPs on one SRQ) and our `roce srq-pingpong`.
+    SrqPingpong,
 }
 
 #[derive(Clone, Debug)]
@@ -44,6 +48,16 @@ impl Case {
             Kind::Perf(t, None) => format!("{t}-{}", self.size),
             Kind::Pingpong(t) => format!("{t}_pingpong-{}", self.size),
             Kind::PerfInline(t, n) => format!("{t}-{}-I{n}", self.size),
+            Kind::Rping => format!("rping-{}", self.size),
+            Kind::SrqPingpong => format!("srq_pingpong-{}", self.size),
+        }
+    }
+
+    /// RDMA CM tools connect to our NIC's own address, not to the host's TCP.
+    fn peer_of_vm(&self) -> &'static str {
+        match self.kind {
+            Kind::Rping => OUR_IP,
+            _ => HOST,
         }
     }
 
@@ -74,11 +88,35 @@ impl Case {
                     self.iters, self.size
                 )
             }
+            Kind::SrqPingpong => format!(
+                "ibv_srq_pingpong -g 1 -q 16 -p {port} -n {} -s {} -m {mtu} {peer}",
+                self.iters, self.size
+            ),
+            // -V: the client compares what the server wrote back with what it sent.
+            Kind::Rping => {
+                let role = server.map_or("-s".to_string(), |a| format!("-c -a {a}"));
+                format!(
+                    "rping {role} -v -V -C {} -S {} -p {port}",
+                    self.iters, self.size
+                )
+            }
         }
     }
 
     /// Our command's arguments.
     fn our_args(&self, mtu: u32, port: u16, client_of: Option<&str>) -> Vec<String> {
+        if let Kind::Rping = self.kind {
+            let mut a: Vec<String> = ["rping", "-v", "-C", &self.iters.to_string()]
+                .map(String::from)
+                .into();
+            a.extend(["-S".into(), self.size.to_string()]);
+            a.extend(["--port".into(), port.to_string()]);
+            match client_of {
+                Some(h) => a.extend(["--client".into(), h.into()]),
+                None => a.push("--server".into()),
+            }
+            return a;
+        }
         let mut a: Vec<String> = match &self.kind {
             Kind::Perf(t, atomic) => {
                 let mut a = vec![
@@ -106,6 +144,14 @@ impl Case {
                 "-s".into(),
                 self.size.to_string(),
             ],
+            Kind::SrqPingpong => vec![
+                "srq-pingpong".into(),
+                "-q".into(),
+                "16".into(),
+                "-s".into(),
+                self.size.to_string(),
+            ],
+            Kind::Rping => unreachable!("handled above"),
         };
         a.extend([
             "-n".into(),
@@ -124,8 +170,8 @@ impl Case {
 }
 
 /// The matrix: every perftest test at 1 B, 4 KiB and 64 KiB, both atomics, inline
-/// (`-I 64`) SEND and WRITE bandwidth, the three
-/// pingpongs.
+/// (`-I 64`) SEND and WRITE bandwidth, the three pingpongs, the SRQ pingpong, and rping
+/// (RDMA CM) at its default and largest sizes.
 fn matrix(mtu: u32) -> Vec<Case> {
     let mut v = Vec::new();
     for t in ["write_bw", "read_bw", "send_bw"] {
@@ -176,6 +222,20 @@ fn matrix(mtu: u32) -> Vec<Case> {
             kind: Kind::Pingpong("ud"),
             size,
             iters: 50,
+        });
+    }
+    for size in [1, 4096] {
+        v.push(Case {
+            kind: Kind::SrqPingpong,
+            size,
+            iters: 200,
+        });
+    }
+    for size in [64, 65535] {
+        v.push(Case {
+            kind: Kind::Rping,
+            size,
+            iters: 10,
         });
     }
     v
@@ -403,7 +463,7 @@ fn phase(
         } else {
             format!(
                 "echo '=== CASE {name}'; rxec before; ok=1; for i in $(seq 60); do timeout 150 {} && {{ ok=0; break; }}; sleep 0.5; done; rxec after; echo \"=== RC {name} $ok\"\n",
-                c.vm_cmd(mtu, port, Some(HOST))
+                c.vm_cmd(mtu, port, Some(c.peer_of_vm()))
             )
         };
         vm_script.push_str(&line);

@@ -6,6 +6,8 @@
 
 pub mod perftest;
 pub mod pingpong;
+pub mod rping;
+pub mod srq_pingpong;
 
 use anyhow::{bail, Context as _, Result};
 use roce_core::transport::Mtu;

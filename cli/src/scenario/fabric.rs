@@ -30,6 +30,7 @@ use roce_sim::{
 };
 use roce_testbed::counters::{nic_totals, FabricTotals};
 use roce_testbed::nic::{self, Datapath};
+use roce_testbed::rtl_dcb::RtlDcbConfig;
 use roce_testbed::topology::Neighbour;
 use roce_testbed::traffic::{connect_pair, signaled, top_up};
 use roce_testbed::{topology, NicNode, Topology};
@@ -78,6 +79,11 @@ pub struct FabricScenario {
     /// NICs keep their default (ETS, equal shares).
     #[serde(default)]
     pub nic_ets: Vec<EtsClass>,
+    /// Every NIC's DCB MAC is the RTL (`roce_dcb_top`, Verilated: its priority queues,
+    /// ETS, pause timers and receive buffer; `roce_testbed::rtl_dcb`), with the core's
+    /// model beside it checking every cycle: the run fails if the two ever differ.
+    #[serde(default)]
+    pub rtl_dcb: bool,
     pub switches: Vec<String>,
     pub hosts: Vec<HostSpec>,
     #[serde(default)]
@@ -431,6 +437,11 @@ pub fn run(f: &FabricScenario, seed: u64, progress: &ProgressBar) -> Result<Fabr
         .collect::<Result<Vec<_>>>()?;
     let mut net = net;
     let run = simulate(f, &plan, &mut net, &mut flows, progress)?;
+    for (h, spec) in f.hosts.iter().enumerate() {
+        if let Some(e) = net.topo.node(h).rtl_dcb().and_then(|r| r.lockstep_error()) {
+            bail!("host {}: the DCB RTL and its model differ: {e}", spec.name);
+        }
+    }
     let mut result = summarise(f, &plan, &net, &flows, run, seed)?;
     result.captures = captures(&mut net)?;
     Ok(result)
@@ -479,6 +490,11 @@ fn build(f: &FabricScenario, plan: &Plan, seed: u64) -> Result<Net> {
         let mut node = NicNode::new(model).metered();
         if f.single_tx_queue {
             node = node.single_queue();
+        }
+        if f.rtl_dcb {
+            node = node
+                .with_rtl_dcb(RtlDcbConfig::default())
+                .context("the DCB RTL")?;
         }
         hosts.push(topology::HostSpec::new(
             &spec.name,

@@ -41,7 +41,7 @@ use crate::wire::cnp::CnpRepr;
 use crate::wire::ethernet::{EthernetRepr, MacAddr, VlanRepr};
 use crate::wire::icrc::IcrcKind;
 use crate::wire::ipv4::Ipv4Repr;
-use crate::wire::ipv6::{Ipv6Repr, NEXT_HEADER_UDP};
+use crate::wire::ipv6::{Ipv6Repr, NEXT_HEADER_BTH, NEXT_HEADER_UDP};
 use crate::wire::opcode::{Opcode, Operation, Transport};
 use crate::wire::udp::{UdpRepr, ROCEV2_PORT};
 use crate::wire::{self, ExtHeaders, HeaderTemplate, Headers, L3Repr};
@@ -50,7 +50,7 @@ pub(crate) mod ctx;
 mod port;
 
 pub use ctx::{home_slot, Evicted, MAX_CTX_RD, QP_CTX_LEN};
-pub use port::{DcbConfig, GidEntry, GidIndexError, GidTable, GID_TABLE_LEN};
+pub use port::{DcbConfig, GidEntry, GidIndexError, GidTable, GidType, GID_TABLE_LEN};
 
 /// The first QPN: 0 and 1 are the special QPs, and rxe starts at 16. `create_qp` gives
 /// QPN `QPN_BASE + slot`; a caller that keeps QP contexts outside the engine names its
@@ -694,8 +694,9 @@ impl<
     }
 
     /// Whether QP `slot` can run on the fast path at all: RC, without selective repeat
-    /// (its out-of-order receiver and per-packet retransmission stay in firmware) and
-    /// without DCQCN's reaction point (the pacer is the firmware's).
+    /// (its out-of-order receiver and per-packet retransmission stay in firmware),
+    /// without DCQCN's reaction point (the pacer is the firmware's), and RoCEv2 (the
+    /// fast path's receive side matches GID index 0 without its RoCE version).
     fn fastpath_eligible(&self, slot: usize) -> bool {
         // Inline payloads live in the host's send queue, not in registered memory: the
         // fast path's segmenter cannot fetch them; an SRQ's WQEs are shared, and the
@@ -704,7 +705,11 @@ impl<
             Some(Some(qp)) if qp.qp_type == QpType::Rc && qp.max_inline == 0 && qp.srq.is_none());
         let sr = self.queues.get(slot).is_some_and(|q| q.sr.enabled());
         let rp = self.cc.get(slot).is_some_and(QpCc::rp_on);
-        rc && !sr && !rp
+        let v1 = self
+            .tx_hdr
+            .get(slot)
+            .is_some_and(|t| t.raw().3 == IcrcKind::RoceV1);
+        rc && !sr && !rp && !v1
     }
 
     /// `qpn`'s fast-path send context as the firmware writes it at `modify_qp`
@@ -1024,7 +1029,12 @@ impl<
         // instructions per frame).
         let (src_gid, dst_gid) = pkt.gids();
         let vid = pkt.vlan().map(|v| v.vid);
-        if !mac_eq(&pkt.dst_mac(), &self.cfg.mac) || !self.cfg.gids.accepts(&dst_gid, vid) {
+        let gid_type = match pkt.icrc_kind() {
+            IcrcKind::RoceV1 => GidType::Roce,
+            IcrcKind::Ipv4 | IcrcKind::Ipv6 => GidType::RoceUdpEncap,
+        };
+        if !mac_eq(&pkt.dst_mac(), &self.cfg.mac) || !self.cfg.gids.accepts(&dst_gid, vid, gid_type)
+        {
             self.counters.rcvd_not_for_us += 1;
             return;
         }
@@ -1255,6 +1265,12 @@ impl<
     ) -> Option<usize> {
         let now = self.clock(now);
         let hi = self.hi.max(1);
+        // Without congestion control only a ready QP has a frame: a poll that finds none
+        // (most of them) ends after this scan of flags.
+        let cc = self.cc_any || self.cfg.cc.np;
+        if !cc && !self.tx_ready.iter().take(hi).any(|&r| r) {
+            return None;
+        }
         for k in 0..hi {
             let slot = (self.tx_next + k) % hi;
             let Some(Some(qp)) = self.qps.get(slot) else {
@@ -1264,9 +1280,23 @@ impl<
             let (cnp_blocked, data_blocked) = if blocked.is_empty() {
                 (false, false)
             } else {
-                let tagged = qp.av.vlan_id.is_some();
+                // Tagged (the source entry's VLAN, else the address vector's: as
+                // `lower_headers` tags), a frame's priority is the SL or the CNP
+                // priority itself; untagged, its DSCP's through the map.
+                let tagged = qp.av.vlan_id.is_some()
+                    || self
+                        .cfg
+                        .gids
+                        .source_for(&qp.av)
+                        .is_some_and(|g| g.vlan_id.is_some());
                 let map = &self.cfg.dcb.map;
-                let prio = |dscp: u8, pcp: u8| map.priority(dscp, tagged.then_some(pcp));
+                let prio = |dscp: u8, user_prio: u8| {
+                    if tagged {
+                        user_prio & 7
+                    } else {
+                        map.priority(dscp, None)
+                    }
+                };
                 let cc = &self.cfg.cc;
                 (
                     blocked.contains(prio(cc.cnp_dscp, cc.cnp_prio)),
@@ -1434,9 +1464,13 @@ fn transmit_one<const SQ: usize, const RQ: usize, const RD: usize>(
 /// A RoCEv2 CNP to the peer of `qp`, laid out as the ConnectX-4 Lx capture of
 /// roce-facts §3.4/§5.4: DSCP `cnp_dscp` with ECT(0), DF, UDP source port 0, BTH opcode
 /// 0x81 with BECN, P_Key 0xFFFF, DestQP = the peer's QP (the one to slow down), PSN 0,
-/// and 16 zero bytes. `None` when the QP's source GID is no longer in the table.
+/// and 16 zero bytes. `None` when the QP's source GID is no longer in the table, or is
+/// a RoCEv1 entry (CNPs are RoCEv2 packets: there is no UDP to carry one over v1).
 fn cnp_headers(cfg: &PortConfig, qp: &Qp) -> Option<Headers> {
     let src = *cfg.gids.source_for(&qp.av)?;
+    if src.gid_type == GidType::Roce {
+        return None;
+    }
     let (eth, vlan, l3, udp) = lower_headers(
         cfg,
         &src,
@@ -1455,7 +1489,7 @@ fn cnp_headers(cfg: &PortConfig, qp: &Qp) -> Option<Headers> {
         eth,
         vlan,
         l3,
-        udp: Some(udp),
+        udp,
         bth,
         ext: ExtHeaders {
             cnp: Some(CnpRepr::default()),
@@ -1464,7 +1498,8 @@ fn cnp_headers(cfg: &PortConfig, qp: &Qp) -> Option<Headers> {
     })
 }
 
-/// How a frame is marked below the BTH: IP DSCP and ECN, the VLAN PCP, the IPv6 flow label.
+/// How a frame is marked below the BTH: IP DSCP and ECN, the 802.1p priority (the
+/// VLAN's PCP through the egress map), the IPv6 flow label.
 struct Marking {
     dscp: u8,
     ecn: u8,
@@ -1473,18 +1508,32 @@ struct Marking {
 }
 
 /// The Ethernet, VLAN, IP and UDP headers from this port (source GID `sgid`) towards
-/// `av`: one place for the addressing rules of data frames and CNPs alike (IPv4-mapped
-/// GIDs give IPv4, hop limit 0 means 64).
+/// `av`: one place for the addressing rules of data frames and CNPs alike (a RoCEv1
+/// source entry gives a GRH and no UDP, whatever the GIDs; for RoCEv2 IPv4-mapped GIDs
+/// give IPv4; hop limit 0 means 64).
 fn lower_headers(
     cfg: &PortConfig,
     src: &GidEntry,
     av: &AddressVector,
     m: Marking,
     sport: u16,
-) -> (EthernetRepr, Option<VlanRepr>, L3Repr, UdpRepr) {
+) -> (EthernetRepr, Option<VlanRepr>, L3Repr, Option<UdpRepr>) {
     let hop = if av.hop_limit == 0 { 64 } else { av.hop_limit };
     let sgid = &src.gid;
-    let l3 = if av.is_ipv4() {
+    let v1 = src.gid_type == GidType::Roce;
+    // A RoCEv1 GRH has the IPv6 header's layout (its traffic class the DSCP and ECN).
+    let ipv6 = |next_header| Ipv6Repr {
+        src: Ipv6Addr::from(*sgid),
+        dst: Ipv6Addr::from(av.dgid),
+        dscp: m.dscp,
+        ecn: m.ecn,
+        flow_label: m.flow_label & 0xF_FFFF,
+        next_header,
+        hop_limit: hop,
+    };
+    let l3 = if v1 {
+        L3Repr::Grh(ipv6(NEXT_HEADER_BTH))
+    } else if av.is_ipv4() {
         let g = sgid;
         let a = av.dgid;
         L3Repr::Ipv4(Ipv4Repr {
@@ -1496,33 +1545,26 @@ fn lower_headers(
             ..Ipv4Repr::default()
         })
     } else {
-        L3Repr::Ipv6(Ipv6Repr {
-            src: Ipv6Addr::from(*sgid),
-            dst: Ipv6Addr::from(av.dgid),
-            dscp: m.dscp,
-            ecn: m.ecn,
-            flow_label: m.flow_label & 0xF_FFFF,
-            next_header: NEXT_HEADER_UDP,
-            hop_limit: hop,
-        })
+        L3Repr::Ipv6(ipv6(NEXT_HEADER_UDP))
     };
     let eth = EthernetRepr {
         dst: MacAddr(av.dmac),
         src: MacAddr(cfg.mac),
         ethertype: 0,
     };
-    // The source entry's VLAN (its address lives there), else the address vector's.
+    // The source entry's VLAN (its address lives there), else the address vector's;
+    // the PCP through the port's egress map from the frame's priority.
     let vlan = src.vlan_id.or(av.vlan_id).map(|vid| VlanRepr {
-        pcp: m.pcp & 7,
+        pcp: cfg.dcb.prio_pcp[usize::from(m.pcp & 7)] & 7,
         dei: false,
         vid: vid & 0x0FFF,
         ethertype: 0,
     });
-    let udp = UdpRepr {
+    let udp = (!v1).then_some(UdpRepr {
         src_port: sport,
         dst_port: ROCEV2_PORT,
         checksum: 0,
-    };
+    });
     (eth, vlan, l3, udp)
 }
 
@@ -1553,7 +1595,7 @@ fn header_template(
         flow_label: av.flow_label,
     };
     let (eth, vlan, l3, udp) = lower_headers(cfg, &src, &av, marking, sport);
-    HeaderTemplate::new(&eth, vlan.as_ref(), &l3, Some(&udp)).ok()
+    HeaderTemplate::new(&eth, vlan.as_ref(), &l3, udp.as_ref()).ok()
 }
 
 /// MAC addresses compared as one integer.

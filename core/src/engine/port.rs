@@ -1,14 +1,29 @@
 //! The port's address table and its priority settings: what the host configures through
 //! the ABI besides QPs (the GID table, Data Center Bridging).
 
-use crate::dcb::{EtsConfig, EtsError, PriorityMap};
+use crate::dcb::{EtsConfig, EtsError, PfcThresholds, PriorityMap};
 use crate::transport::AddressVector;
 
 /// Entries in a port's GID table.
 pub const GID_TABLE_LEN: usize = 16;
 
-/// One GID table entry (`struct ibv_gid_entry`): an address of the port for RoCEv2, either
-/// IPv4-mapped (`::ffff:a.b.c.d`, carried over IPv4) or IPv6.
+/// The RoCE version of a GID entry (Linux `enum ib_gid_type`; rdma-core's
+/// `enum ibv_gid_type` numbers them 1 and 2). Linux lists each address twice, once per
+/// type ("IB/RoCE v1" and "RoCE v2"); a QP speaks the type of its source entry.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum GidType {
+    /// `IB_GID_TYPE_ROCE` (`IBV_GID_TYPE_ROCE_V1`): RoCEv1, the GRH and BTH directly
+    /// over Ethernet (EtherType 0x8915).
+    Roce,
+    /// `IB_GID_TYPE_ROCE_UDP_ENCAP` (`IBV_GID_TYPE_ROCE_V2`): RoCEv2, over IPv4 or IPv6
+    /// and UDP port 4791.
+    #[default]
+    RoceUdpEncap,
+}
+
+/// One GID table entry (`struct ibv_gid_entry`): an address of the port, either
+/// IPv4-mapped (`::ffff:a.b.c.d`; RoCEv2 carries it over IPv4) or IPv6, and its RoCE
+/// version.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct GidEntry {
     /// The GID, in network order.
@@ -18,19 +33,34 @@ pub struct GidEntry {
     /// priority tag counts as untagged) and the frames of QPs sending from the entry
     /// carry it.
     pub vlan_id: Option<u16>,
+    /// RoCEv2 unless made with [`GidEntry::roce_v1`].
+    pub gid_type: GidType,
 }
 
 impl GidEntry {
-    /// An untagged entry for `gid`.
+    /// An untagged RoCEv2 entry for `gid`.
     pub const fn new(gid: [u8; 16]) -> Self {
-        Self { gid, vlan_id: None }
+        Self {
+            gid,
+            vlan_id: None,
+            gid_type: GidType::RoceUdpEncap,
+        }
     }
 
-    /// An entry for `gid` on VLAN `vid` (1 to 4094).
+    /// A RoCEv2 entry for `gid` on VLAN `vid` (1 to 4094).
     pub const fn with_vlan(gid: [u8; 16], vid: u16) -> Self {
         Self {
             gid,
             vlan_id: Some(vid),
+            gid_type: GidType::RoceUdpEncap,
+        }
+    }
+
+    /// The same address as a RoCEv1 (`IB_GID_TYPE_ROCE`) entry.
+    pub const fn roce_v1(self) -> Self {
+        Self {
+            gid_type: GidType::Roce,
+            ..self
         }
     }
 
@@ -89,18 +119,20 @@ impl GidTable {
         Ok(())
     }
 
-    /// Whether some entry is `gid` on the frame's VLAN `vid` (`None` or 0: untagged or
-    /// priority-tagged), so the frame is for this port. A frame for a GID on a VLAN
-    /// that no entry of that GID owns is not (Linux finds GIDs per VLAN device, as rxe
-    /// and mlx5 do). Compared as one integer per entry: this runs for every frame.
+    /// Whether some entry is `gid` of the frame's RoCE version `ty`, on the frame's
+    /// VLAN `vid` (`None` or 0: untagged or priority-tagged), so the frame is for this
+    /// port. A frame for a GID on a VLAN that no entry of that GID owns is not (Linux
+    /// finds GIDs per VLAN device, as rxe and mlx5 do), nor a RoCEv1 frame for a GID
+    /// that is only a RoCEv2 entry, or the reverse. Compared as one integer per entry:
+    /// this runs for every frame.
     #[inline]
-    pub fn accepts(&self, gid: &[u8; 16], vid: Option<u16>) -> bool {
+    pub fn accepts(&self, gid: &[u8; 16], vid: Option<u16>, ty: GidType) -> bool {
         let g = u128::from_ne_bytes(*gid);
         let vid = vid.filter(|&v| v != 0);
         self.entries
             .iter()
             .flatten()
-            .any(|e| u128::from_ne_bytes(e.gid) == g && e.vlan_id == vid)
+            .any(|e| u128::from_ne_bytes(e.gid) == g && e.vlan_id == vid && e.gid_type == ty)
     }
 
     /// Whether some entry is `gid`, on any VLAN.
@@ -136,6 +168,15 @@ pub struct DcbConfig {
     pub map: PriorityMap,
     /// Transmission selection among the eight priorities' transmit queues.
     pub ets: EtsConfig,
+    /// The receive buffer's PFC thresholds (XOFF/XON in bytes per priority, the pause
+    /// time of an XOFF), which the firmware writes to the DCB block.
+    pub pfc_thresholds: PfcThresholds,
+    /// The PCP a VLAN-tagged frame of priority `p` carries (the VLAN's egress map, as
+    /// Linux's `egress-qos-map`). A tagged QP's priority is its SL, a CNP's the port's
+    /// CNP priority. Default: PCP `p` for priority `p`. Keep it the inverse of
+    /// `map.pcp` on the priorities in use: the MAC and the peer classify a tagged frame
+    /// by its PCP.
+    pub prio_pcp: [u8; 8],
 }
 
 impl DcbConfig {
@@ -145,13 +186,19 @@ impl DcbConfig {
         pfc_enable: 0,
         map: PriorityMap::new(),
         ets: EtsConfig::EQUAL,
+        pfc_thresholds: PfcThresholds::DEFAULT,
+        prio_pcp: [0, 1, 2, 3, 4, 5, 6, 7],
     };
 
-    /// Why the settings cannot be applied: a map entry above priority 7, or ETS
-    /// shares that break 802.1Qaz's rules.
+    /// Why the settings cannot be applied: a map entry above priority 7 (or PCP 7),
+    /// ETS shares that break 802.1Qaz's rules, or PFC thresholds the receive buffer
+    /// cannot run.
     pub fn validate(&self) -> Result<(), &'static str> {
-        if !self.map.is_valid() {
+        if !self.map.is_valid() || self.prio_pcp.iter().any(|&p| p > 7) {
             return Err("a priority map entry above 7");
+        }
+        if !self.pfc_thresholds.is_valid() {
+            return Err("PFC thresholds: need XON < XOFF <= the receive buffer, quanta > 0");
         }
         self.ets.validate().map_err(|e| match e {
             EtsError::StrictWithShare(_) => "a strict ETS class with a bandwidth share",
@@ -201,16 +248,32 @@ mod tests {
 
     #[test]
     fn a_gid_is_accepted_only_on_its_own_vlan() {
+        let v2 = GidType::RoceUdpEncap;
         let v4 = ipv4_gid([10, 0, 0, 1]);
         let mut t = GidTable::single(v4);
         t.set(1, Some(GidEntry::with_vlan(v4, 100))).unwrap();
         let v4b = ipv4_gid([10, 0, 0, 2]);
         t.set(2, Some(GidEntry::with_vlan(v4b, 200))).unwrap();
-        assert!(t.accepts(&v4, None) && t.accepts(&v4, Some(0)) && t.accepts(&v4, Some(100)));
-        assert!(!t.accepts(&v4, Some(200)));
-        assert!(t.accepts(&v4b, Some(200)));
-        assert!(!t.accepts(&v4b, None) && !t.accepts(&v4b, Some(0)));
-        assert!(!t.accepts(&v4b, Some(100)));
+        assert!(t.accepts(&v4, None, v2) && t.accepts(&v4, Some(0), v2));
+        assert!(t.accepts(&v4, Some(100), v2));
+        assert!(!t.accepts(&v4, Some(200), v2));
+        assert!(t.accepts(&v4b, Some(200), v2));
+        assert!(!t.accepts(&v4b, None, v2) && !t.accepts(&v4b, Some(0), v2));
+        assert!(!t.accepts(&v4b, Some(100), v2));
         assert!(t.contains(&v4b));
+    }
+
+    #[test]
+    fn a_gid_is_accepted_only_in_its_own_roce_version() {
+        // Linux lists an address once per type; a frame must match an entry of its own.
+        let g = ipv4_gid([10, 0, 0, 1]);
+        let mut t = GidTable::single(g);
+        assert!(t.accepts(&g, None, GidType::RoceUdpEncap));
+        assert!(!t.accepts(&g, None, GidType::Roce));
+        t.set(1, Some(GidEntry::new(g).roce_v1())).unwrap();
+        assert!(t.accepts(&g, None, GidType::Roce));
+        t.set(0, None).unwrap();
+        assert!(!t.accepts(&g, None, GidType::RoceUdpEncap));
+        assert_eq!(t.get(1).unwrap().gid_type, GidType::Roce);
     }
 }

@@ -151,6 +151,11 @@ impl<const PDS: usize, const MRS: usize> MemoryTable<PDS, MRS> {
         self.mws.get(i)?.mw.as_ref().filter(|w| w.rkey == rkey)
     }
 
+    /// Every allocated window.
+    pub fn windows(&self) -> impl Iterator<Item = &MemoryWindow> {
+        self.mws.iter().filter_map(|s| s.mw.as_ref())
+    }
+
     /// `ibv_alloc_mw`: a window of `pd`, unbound.
     pub fn alloc_mw(&mut self, pd: Pd, mw_type: MwType) -> Result<Rkey, MemError> {
         self.pd_slot(pd)?;
@@ -214,14 +219,17 @@ impl<const PDS: usize, const MRS: usize> MemoryTable<PDS, MRS> {
         if b.access.bits() & !MW_RIGHTS.bits() != 0 {
             return Err(MemError::InvalidAccess);
         }
+        // C10-72: the QP, the window and the MR share one PD, whatever the window's
+        // type (rxe checked it for type 2 only until 2025; without it a QP of another
+        // tenant could rebind or unbind a type 1 window it learnt the key of).
+        if qp_pd != w.pd {
+            return Err(MemError::WrongPd(key));
+        }
         if w.mw_type == MwType::Type2 {
-            // o10-37.2.30: only a free type 2 window binds; C10-72: the QP's PD;
-            // o10-37.2.40: a type 2 window is freed by invalidation, not a 0-length bind.
+            // o10-37.2.30: only a free type 2 window binds; o10-37.2.40: a type 2 window
+            // is freed by invalidation, not a 0-length bind.
             if w.binding.is_some() {
                 return Err(MemError::WrongState(key));
-            }
-            if qp_pd != w.pd {
-                return Err(MemError::WrongPd(key));
             }
             if b.length == 0 {
                 return Err(MemError::OutOfBounds {

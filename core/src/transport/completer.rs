@@ -41,7 +41,7 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
     /// Restarts the local ACK timer after progress (stops it when nothing is left).
     fn restart_timer(&mut self, env: &Env<'_>) {
         self.qp.comp.retrans_at = match self.rto() {
-            Some(t) if self.outstanding() => Some(env.now + t),
+            Some(t) if self.outstanding() => Some(env.now.after_nanos(t)),
             _ => None,
         };
     }

@@ -207,7 +207,7 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
         }
         if self.qp.comp.retrans_at.is_none() {
             if let Some(t) = self.rto() {
-                self.qp.comp.retrans_at = Some(env.now + t);
+                self.qp.comp.retrans_at = Some(env.now.after_nanos(t));
             }
         }
         Some(())
@@ -277,7 +277,8 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
             }
             let qp_type = self.qp.qp_type;
             let mtu = self.qp.mtu.bytes();
-            let op = w.wr.op;
+            // The opcode only: a WrOp is large to copy (BIND_MW, REG_MR).
+            let opcode = w.wr.op.opcode();
             if !w.started {
                 // Start of a WQE: SQD starts nothing new; a fence waits for every
                 // earlier WQE to complete (rxe's rule, stricter than READ/ATOMIC only).
@@ -287,7 +288,8 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
                 if w.wr.send_flags.contains(SendFlags::FENCE) && idx > 0 {
                     return None;
                 }
-                if op.opcode().is_local() {
+                if opcode.is_local() {
+                    let op = w.wr.op;
                     let status = self.local_op(env, &op);
                     if let Some(w) = self.q.sq.get_mut(usize::from(idx)) {
                         w.started = true;
@@ -310,7 +312,7 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
                     self.finish_wqe(env, usize::from(idx), WcStatus::Success);
                     continue;
                 }
-                let need = if op.opcode().is_read_or_atomic() {
+                let need = if opcode.is_read_or_atomic() {
                     AccessFlags::LOCAL_WRITE
                 } else {
                     AccessFlags::NONE
@@ -322,7 +324,7 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
                     self.finish_wqe(env, usize::from(idx), WcStatus::LocProtErr);
                     return None;
                 }
-                if op.opcode().is_read_or_atomic()
+                if opcode.is_read_or_atomic()
                     && !w.has_credit
                     && self.qp.req.rd_atomic >= self.qp.max_rd_atomic
                 {
@@ -579,7 +581,7 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
         if rc {
             if self.qp.comp.retrans_at.is_none() {
                 if let Some(t) = self.rto() {
-                    self.qp.comp.retrans_at = Some(env.now + t);
+                    self.qp.comp.retrans_at = Some(env.now.after_nanos(t));
                 }
             }
         } else {

@@ -99,15 +99,16 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
         )
     }
 
-    /// The local ACK timeout to arm now: IRN's RTO_low while few packets are in flight.
-    pub(crate) fn rto(&self) -> Option<core::time::Duration> {
-        let high = self.qp.timeout.duration();
+    /// The local ACK timeout to arm now, in nanoseconds: IRN's RTO_low while few
+    /// packets are in flight.
+    pub(crate) fn rto(&self) -> Option<u64> {
+        let high = self.qp.timeout.nanos();
         if !self.sr_on() {
             return high;
         }
         let sent = self.qp.req.max_psn.diff(self.qp.comp.psn);
         let in_flight = sent - self.q.sr.tx.sacked.count() as i32;
-        match self.q.sr.attr.rto_low.duration() {
+        match self.q.sr.attr.rto_low.nanos() {
             Some(low) if in_flight <= RTO_LOW_PKTS => Some(high.map_or(low, |h| h.min(low))),
             _ => high,
         }
@@ -245,7 +246,7 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
         }
         if self.qp.comp.retrans_at.is_none() {
             if let Some(t) = self.rto() {
-                self.qp.comp.retrans_at = Some(env.now + t);
+                self.qp.comp.retrans_at = Some(env.now.after_nanos(t));
             }
         }
     }

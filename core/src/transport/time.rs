@@ -32,6 +32,12 @@ impl Instant {
         Self(self.0.saturating_add(n))
     }
 
+    /// `self` plus `nanos` nanoseconds, saturating at the end of time.
+    #[must_use]
+    pub const fn after_nanos(self, nanos: u64) -> Self {
+        Self(self.0.saturating_add(nanos))
+    }
+
     /// `self - earlier`, or zero if `earlier` is later.
     pub fn saturating_duration_since(self, earlier: Instant) -> Duration {
         Duration::from_nanos(self.0.saturating_sub(earlier.0))

@@ -198,8 +198,19 @@ impl AckTimeout {
         if self.0 == 0 {
             None
         } else {
-            // 4096 ns << 31 is 8.8e12 ns: no overflow in u64.
             Some(Duration::from_nanos(4096u64 << self.0))
+        }
+    }
+
+    /// [`AckTimeout::duration`] in nanoseconds: what the timers add to an [`Instant`]
+    /// (a `Duration` costs a 64-bit division and a 128-bit product each way on a
+    /// 32-bit core).
+    pub const fn nanos(self) -> Option<u64> {
+        if self.0 == 0 {
+            None
+        } else {
+            // 4096 ns << 31 is 8.8e12 ns: no overflow in u64.
+            Some(4096u64 << self.0)
         }
     }
 }

@@ -2,7 +2,9 @@
 """Where the self-test's per-packet instructions go: an inline-aware call tree.
 
     tools/profile.py [PHASE]      (PHASE 1 = the 16 x 1 KiB WRITE budget, 2 = 16 x 64 B,
-                                   3 = one 64 KiB WRITE firmware only, 4 = with the fast path)
+                                   3 = one 64 KiB WRITE firmware only, 4 = 8 idle polls
+                                   after it, 5 = the 64 KiB WRITE with the fast path,
+                                   6 = 8 idle polls after that)
 
 Boots the release self-test in QEMU with one instruction per translation block and an
 execution trace (`-singlestep -d exec,nochain`) read through a FIFO as it is written,

@@ -6,20 +6,33 @@
 //! be shown, not assumed: a responder that stays silent would end the same way.
 //!
 //! [`retry_budget_spent_by_link`] shows it from both ends' captures (`Fabric::tap_end`:
-//! what each end sends, lost or not, and what is delivered to it). After the last
-//! answer the requester received intact on the QP pair, the requester resends its first
-//! unacknowledged PSN `p` (every PSN it sends from then on is at or after `p`); the
-//! responder's ePSN is at or after `p` (it acknowledged `p - 1`), so `p` is a duplicate
-//! or in order there, and IBTA (rxe alike) has the responder answer every copy of it
-//! that asks for an acknowledgement. The proof holds when:
-//! * the requester sent `p` at least `retry_cnt` times in that window, and
+//! what each end sends, lost or not, and what is delivered to it). The PSN `p` the
+//! requester gave up on is the lowest of its last retry (a burst of sends: it resends
+//! from its first unacknowledged PSN, Go-Back-N or the holes of selective repeat). The
+//! retry budget starts afresh only on progress (rxe's `reset_retry_counters`, the
+//! engine's `acked_to`), so the window starts at the first answer that acknowledged
+//! `p - 1` and reached the requester intact: an ACK of `p - 1`, a sequence NAK naming
+//! `p`, the last READ response or the atomic ACK of `p - 1`. Answers to later PSNs that
+//! arrive after it (READ responses and atomic ACKs of later requests, which do not
+//! acknowledge an unanswered READ or atomic before them; duplicates) are not progress:
+//! seed 200's requester, its READ at `p` never answered, received the answers to its
+//! later READ and atomic after its seventh retry, and the first version of this proof,
+//! whose window began at the last answer received, found nothing sent after it. In the
+//! window the responder's ePSN is at or after `p` (it acknowledged `p - 1`), so `p` is
+//! a duplicate or in order there, and IBTA (rxe alike) has the responder answer every
+//! copy of it that asks for an acknowledgement. The proof holds when:
+//! * the requester sent `p` at least `retry_cnt` times in the window;
+//! * no answer to `p` itself (an ACK, a READ response or an atomic ACK with PSN `p`,
+//!   each progress) reached the requester intact in the window; and
 //! * every intact copy of `p` with AckReq that reached the responder was followed by
 //!   a frame from the responder on that QP pair before the next copy reached it (all of
 //!   which the link then lost or corrupted, or the window would have ended).
 
 use roce_capture::Reader;
 use roce_core::num::{Psn, Qpn};
-use roce_core::wire::parse;
+use roce_core::wire::aeth::Syndrome;
+use roce_core::wire::opcode::Operation;
+use roce_core::wire::{parse, Packet};
 
 /// One frame of a QP pair in one end's capture.
 struct Seen {
@@ -28,6 +41,34 @@ struct Seen {
     sent: bool,
     /// Parsed with a good ICRC: (DestQP, PSN, AckReq).
     bth: Option<(Qpn, Psn, bool)>,
+    /// What a response says of its PSN (`None` for a request).
+    answer: Option<Answer>,
+}
+
+/// What a response says about the requests up to its PSN `q`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Answer {
+    /// An ACK, or the last READ response or atomic ACK of a request: everything up to
+    /// `q` is done.
+    Through,
+    /// A READ response that does not end its READ: `q` is answered, the READ is not.
+    Part,
+    /// A NAK (sequence error, SACK, RNR or fatal): everything before `q` is done, `q`
+    /// itself is not.
+    Before,
+}
+
+fn answer(p: &Packet<'_>) -> Option<Answer> {
+    let ends = p.info().position.ends();
+    match (p.info().operation, p.aeth().map(|a| a.syndrome)) {
+        (Operation::Acknowledge, Some(Syndrome::Ack(_))) | (Operation::AtomicAcknowledge, _) => {
+            Some(Answer::Through)
+        }
+        (Operation::RdmaReadResponse, _) if ends => Some(Answer::Through),
+        (Operation::RdmaReadResponse, _) => Some(Answer::Part),
+        (Operation::Acknowledge, Some(_)) => Some(Answer::Before),
+        _ => None,
+    }
 }
 
 /// The frames of an end's pcap (`mac` = that end's MAC) in capture order.
@@ -37,10 +78,15 @@ fn frames(pcap: &[u8], mac: [u8; 6]) -> Result<Vec<Seen>, String> {
     while let Some(f) = r.next_frame().map_err(|e| format!("capture: {e}"))? {
         let at = u64::try_from(f.timestamp.as_nanos()).unwrap_or(u64::MAX);
         let sent = f.data.get(6..12) == Some(&mac[..]);
-        let bth = parse(f.data)
-            .ok()
-            .map(|p| (p.dest_qp(), p.psn(), p.ack_req()));
-        out.push(Seen { at, sent, bth });
+        let p = parse(f.data).ok();
+        let bth = p.as_ref().map(|p| (p.dest_qp(), p.psn(), p.ack_req()));
+        let answer = p.as_ref().and_then(answer);
+        out.push(Seen {
+            at,
+            sent,
+            bth,
+            answer,
+        });
     }
     Ok(out)
 }
@@ -70,25 +116,42 @@ pub fn retry_budget_spent_by_link(
 fn judge(a: &[Seen], b: &[Seen], qpns: (Qpn, Qpn), retry_cnt: u8) -> Result<String, String> {
     let (req, resp) = qpns;
     let on = |s: &Seen, qpn: Qpn| s.bth.is_some_and(|(q, _, _)| q == qpn);
-    // The last intact answer the requester received on the pair.
-    let since = a
+    let sent: Vec<(u64, Psn)> = a
         .iter()
-        .rfind(|s| !s.sent && on(s, req))
-        .map_or(0, |s| s.at);
-    let sends: Vec<Psn> = a
-        .iter()
-        .filter(|s| s.sent && s.at > since && on(s, resp))
-        .filter_map(|s| s.bth.map(|(_, psn, _)| psn))
+        .filter(|s| s.sent && on(s, resp))
+        .filter_map(|s| s.bth.map(|(_, psn, _)| (s.at, psn)))
         .collect();
-    let first = sends
+    let first = last_retry(&sent).ok_or("the requester sent nothing on the QP pair")?;
+    let answers = || {
+        a.iter()
+            .filter(|s| !s.sent && on(s, req))
+            .filter_map(|s| Some((s.at, s.bth?.1, s.answer?)))
+    };
+    // The first answer that acknowledged `first - 1`: the last progress.
+    let before = first.sub(1);
+    let since = answers()
+        .find(|&(_, psn, ans)| match ans {
+            Answer::Through => psn == before,
+            Answer::Before => psn == first,
+            Answer::Part => false,
+        })
+        .map_or(0, |(at, _, _)| at);
+    if let Some((at, _, _)) =
+        answers().find(|&(at, psn, ans)| at > since && psn == first && ans != Answer::Before)
+    {
+        return Err(format!(
+            "an answer to PSN {} reached the requester intact at {at} ns, after its last \
+             progress (at {since} ns): the requester ignored it",
+            first.value()
+        ));
+    }
+    let attempts = sent
         .iter()
-        .copied()
-        .reduce(|m, psn| if psn.before(m) { psn } else { m })
-        .ok_or("the requester sent nothing after its last answer")?;
-    let attempts = sends.iter().filter(|&&psn| psn == first).count();
+        .filter(|&&(at, psn)| at > since && psn == first)
+        .count();
     if attempts < usize::from(retry_cnt) {
         return Err(format!(
-            "the requester sent PSN {} only {attempts} times after its last answer \
+            "the requester sent PSN {} only {attempts} times after its last progress \
              (at {since} ns), fewer than retry_cnt {retry_cnt}",
             first.value()
         ));
@@ -116,12 +179,33 @@ fn judge(a: &[Seen], b: &[Seen], qpns: (Qpn, Qpn), retry_cnt: u8) -> Result<Stri
         }
     }
     Ok(format!(
-        "PSN {} sent {attempts} times after the last answer (at {since} ns); {} intact \
+        "PSN {} sent {attempts} times after the last progress (at {since} ns); {} intact \
          copies reached the responder, each answered, every answer lost or corrupted",
         first.value(),
         copies.len()
     ))
 }
+
+/// The PSN the requester gave up on: the lowest of its last burst of sends (`sent`:
+/// time and PSN, in order), a burst being sends less than [`BURST_GAP`] apart.
+fn last_retry(sent: &[(u64, Psn)]) -> Option<Psn> {
+    let mut at = sent.last()?.0;
+    let mut first = sent.last()?.1;
+    for &(t, psn) in sent.iter().rev() {
+        if at.saturating_sub(t) > BURST_GAP {
+            break;
+        }
+        at = t;
+        if psn.before(first) {
+            first = psn;
+        }
+    }
+    Some(first)
+}
+
+/// Sends of one retry are back to back (tens of ns apart on the chaos link); retries
+/// are an ACK timeout apart (65.5 us at the least, `AckTimeout` 4).
+const BURST_GAP: u64 = 10_000;
 
 #[cfg(test)]
 mod tests {
@@ -130,11 +214,18 @@ mod tests {
     const A: Qpn = Qpn::new(0x10);
     const B: Qpn = Qpn::new(0x11);
 
+    /// A request to B's QP, or an ACK to A's.
     fn frame(at: u64, sent: bool, qpn: Qpn, psn: u32) -> Seen {
+        let answer = (qpn == A).then_some(Answer::Through);
+        answered(at, sent, qpn, psn, answer)
+    }
+
+    fn answered(at: u64, sent: bool, qpn: Qpn, psn: u32, answer: Option<Answer>) -> Seen {
         Seen {
             at,
             sent,
             bth: Some((qpn, Psn::new(psn), true)),
+            answer,
         }
     }
 
@@ -144,7 +235,7 @@ mod tests {
         let mut a = vec![frame(90, true, B, 1018), frame(100, false, A, 1018)];
         let mut b = vec![frame(95, false, B, 1018), frame(95, true, A, 1018)];
         for k in 0..7u64 {
-            let t = 200 + 100 * k;
+            let t = 100_000 + 65_536 * k;
             a.push(frame(t, true, B, 1019));
             if k % 2 == 0 && k < 6 {
                 b.push(frame(t + 2, false, B, 1019));
@@ -152,6 +243,68 @@ mod tests {
             }
         }
         (a, b)
+    }
+
+    /// Seed 200's story: the ACK of 970 reaches the requester, which has a two-packet
+    /// READ at 971..972, a READ at 975 and an atomic at 977 outstanding. Seven retries
+    /// resend all three, 100 us apart; the responder answers each copy of 971 it gets
+    /// (the 1st, 4th and 7th), the link loses every READ response 971, and the answers
+    /// to 972, 975 and 977 reach the requester after each retry, the last ones after
+    /// the seventh.
+    fn seed_200() -> (Vec<Seen>, Vec<Seen>) {
+        let mut a = vec![frame(90, true, B, 970), frame(100, false, A, 970)];
+        let mut b = vec![frame(95, false, B, 970), frame(95, true, A, 970)];
+        for k in 0..7u64 {
+            let t = 100_000 * (k + 1);
+            for (i, psn) in [971, 975, 977].into_iter().enumerate() {
+                a.push(frame(t + 8 * i as u64, true, B, psn));
+            }
+            if k % 3 == 0 {
+                b.push(frame(t + 2, false, B, 971));
+                b.push(answered(t + 3, true, A, 971, Some(Answer::Part)));
+            }
+            a.push(answered(t + 5_000, false, A, 972, Some(Answer::Through)));
+            a.push(answered(t + 5_001, false, A, 975, Some(Answer::Through)));
+            a.push(answered(t + 5_002, false, A, 977, Some(Answer::Through)));
+        }
+        (a, b)
+    }
+
+    #[test]
+    fn answers_to_later_psns_are_not_progress() {
+        let (a, b) = seed_200();
+        let why = judge(&a, &b, (A, B), 7).expect("the link spent the budget");
+        assert!(why.contains("PSN 971 sent 7 times"), "{why}");
+        assert!(why.contains("(at 100 ns); 3 intact copies"), "{why}");
+    }
+
+    #[test]
+    fn a_silent_requester_is_caught() {
+        // It got the ACK of 970, then sent nothing more, then gave up.
+        let (mut a, b) = seed_200();
+        a.retain(|s| !(s.sent && s.at > 100));
+        let err = judge(&a, &b, (A, B), 7).expect_err("nothing was retried");
+        assert!(
+            err.contains("answer to PSN 970") && err.contains("ignored"),
+            "{err}"
+        );
+        // It resent three times, then stopped; the late answers still came.
+        let (mut a, b) = seed_200();
+        a.retain(|s| !(s.sent && s.at > 350_000));
+        let err = judge(&a, &b, (A, B), 7).expect_err("3 sends are not 7 retries");
+        assert!(err.contains("PSN 971 only 3 times"), "{err}");
+    }
+
+    #[test]
+    fn a_requester_that_ignores_the_answer_is_caught() {
+        let (mut a, b) = seed_200();
+        a.push(answered(400_004, false, A, 971, Some(Answer::Part)));
+        a.sort_by_key(|s| s.at);
+        let err = judge(&a, &b, (A, B), 7).expect_err("971 was answered");
+        assert!(
+            err.contains("at 400004 ns") && err.contains("ignored"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -326,6 +326,8 @@ fn many_qps((nic, mut host): (&'static mut TestNic, Host)) {
 
 /// Instructions one poll may take for one rung QP among 4,096 (`many_qps`).
 const ONE_DOORBELL_POLL_BUDGET: u64 = 5_000;
+/// Idle polls measured after the 64 KiB WRITE: what one costs when it finds nothing.
+const IDLE_POLLS: u32 = 8;
 
 /// Static RAM: the NIC as configured, and what one more QP or CQ costs.
 fn sizes() {
@@ -875,6 +877,7 @@ impl Test {
         self.fill(src, LEN, 6);
         self.dp().reset();
         self.nic.hal().datapath.reset();
+        self.nic.hal().datapath.receiver = self.qp_d.qpn.value();
         let id = self.next_wr_id();
         let wr = self.write_wr(id, src, dst, LEN);
         let c0 = self.nic.counters().fastpath;
@@ -883,6 +886,14 @@ impl Test {
         Host::post_send(self.nic, &mut self.qp_c, &wr);
         self.expect_wc(false, id, WcOpcode::RdmaWrite, LEN as u32);
         let s1 = Split::now();
+        // What a poll that finds nothing costs: the same NIC, right after (a phase of
+        // its own for `tools/profile.py`).
+        probe::enable(false);
+        probe::enable(true);
+        for _ in 0..IDLE_POLLS {
+            ensure!(!probe::poll(self.nic), "an idle poll found work");
+        }
+        let idle = Split::now();
         probe::enable(false);
         self.check_pattern("64 KiB WRITE data", dst, LEN, 6);
         let dp = self.dp().stats;
@@ -890,6 +901,21 @@ impl Test {
         let icrc: u64 = dp.tx.iter().map(|t| t.icrc).sum();
         let fw = u64::from(s0.firmware_until(&s1)).saturating_sub(icrc);
         let fp = self.nic.hal().datapath.stats;
+        // Each end, as if each were its own NIC polling as often: every poll's fixed
+        // cost (an idle poll's) is charged to both; the work for the receiving QP (the
+        // frames it took and the ACKs it built, or its fast-path events) to the
+        // receiver; everything else (WQE fetch, descriptors, ACKs taken, CQEs) to the
+        // sender.
+        let polls = u64::from(s0.polls_until(&s1));
+        let idle_poll = u64::from(s1.firmware_until(&idle)) / u64::from(IDLE_POLLS);
+        let fw_of = |s: &Sum| s.total.saturating_sub(s.dma + s.icrc);
+        let receiver_own = if fp.descriptors.count == 0 && fp.events.iter().all(|w| w.count == 0) {
+            fw_of(&dp.rx[0]) + fw_of(&dp.tx[1])
+        } else {
+            fp.receiver.total
+        };
+        let receiver = polls * idle_poll + receiver_own;
+        let sender = fw.saturating_sub(receiver_own);
         let c1 = self.nic.counters().fastpath;
         let c = roce_firmware::hal::FastPathCounters {
             tx_frames: c1.tx_frames - c0.tx_frames,
@@ -905,6 +931,17 @@ impl Test {
             PACKETS,
             fw,
             fw / u64::from(PACKETS)
+        );
+        info!(
+            "budget ({=str}): per end, over {=u64} polls of which an idle one costs {=u64}: sender {=u64} instructions = {=u64} per data packet; receiver {=u64} = {=u64} per data packet ({=u64} of its own work)",
+            self.label,
+            polls,
+            idle_poll,
+            sender,
+            sender / u64::from(PACKETS),
+            receiver,
+            receiver / u64::from(PACKETS),
+            receiver_own
         );
         if c.tx_frames == 0 {
             report("TX data packet (engine poll_transmit)", &dp.tx[0]);
@@ -937,11 +974,11 @@ impl Test {
         work("event EXCEPTION handled", &fp.events[1]);
         work("event MSG_DONE handled", &fp.events[2]);
         work("event ACKED handled (ACK received)", &fp.events[3]);
-        // Issue 14 asks for at most 100 per data packet and 500 for any one packet the
-        // firmware handles. Said plainly either way; the run fails only if the figures
-        // regress past what this version reaches (an engine change that slows the
-        // fast path's firmware side shows here).
-        let per_packet = fw / u64::from(PACKETS);
+        // Issue 14 asks for at most 100 per data packet at each end and 500 for any one
+        // packet the firmware handles. Said plainly either way; the run fails only if
+        // the figures regress past what this version reaches, with ~15 % margin (an
+        // engine change that slows the fast path's firmware side shows here).
+        let per_packet = sender.max(receiver) / u64::from(PACKETS);
         let worst = fp
             .events
             .iter()
@@ -951,16 +988,19 @@ impl Test {
             .max(fp.descriptors.max);
         let met = |ok: bool| if ok { "met" } else { "NOT met" };
         info!(
-            "budget (fast path): issue 14's targets: <= 100 per data packet: {=str} ({=u64}); <= 500 for one event or descriptor: {=str} ({=u32})",
+            "budget (fast path): issue 14's targets: <= 100 per data packet at each end: {=str} ({=u64}, the sender); <= 500 for one event or descriptor: {=str} ({=u32})",
             met(per_packet <= 100),
             per_packet,
             met(worst <= 500),
             worst
         );
         ensure!(
-            per_packet <= 600 && worst <= 1000,
-            "budget (fast path) regressed: {=u64} per data packet, {=u32} for one event or descriptor",
-            per_packet,
+            sender <= 650 * u64::from(PACKETS)
+                && receiver <= 200 * u64::from(PACKETS)
+                && worst <= 900,
+            "budget (fast path) regressed: {=u64} (sender) and {=u64} (receiver) per data packet, {=u32} for one event or descriptor",
+            sender / u64::from(PACKETS),
+            receiver / u64::from(PACKETS),
             worst
         );
     }

@@ -37,6 +37,8 @@ static HW_INSTRET: AtomicU32 = AtomicU32::new(0);
 static POLL_INSTRET: AtomicU32 = AtomicU32::new(0);
 /// Instructions the probes spent on their own bookkeeping inside polls.
 static OVERHEAD: AtomicU32 = AtomicU32::new(0);
+/// `Nic::poll` calls while probing.
+static POLLS: AtomicU32 = AtomicU32::new(0);
 
 fn add(counter: &AtomicU32, n: u64) {
     counter.store(counter.load(Relaxed).wrapping_add(n as u32), Relaxed);
@@ -49,6 +51,7 @@ pub struct Split {
     pub dma: u32,
     pub hw: u32,
     pub overhead: u32,
+    pub polls: u32,
 }
 
 impl Split {
@@ -58,7 +61,13 @@ impl Split {
             dma: DMA_INSTRET.load(Relaxed),
             hw: HW_INSTRET.load(Relaxed),
             overhead: OVERHEAD.load(Relaxed),
+            polls: POLLS.load(Relaxed),
         }
+    }
+
+    /// `Nic::poll` calls between `self` and `later`.
+    pub fn polls_until(&self, later: &Self) -> u32 {
+        later.polls.wrapping_sub(self.polls)
     }
 
     /// Instructions of the firmware proper between `self` and `later`: everything
@@ -72,15 +81,16 @@ impl Split {
     }
 }
 
-/// One `Nic::poll`, counted while probing.
-pub fn poll(nic: &mut crate::TestNic) {
+/// One `Nic::poll`, counted while probing; whether it did anything.
+pub fn poll(nic: &mut crate::TestNic) -> bool {
     if !on() {
-        nic.poll();
-        return;
+        return nic.poll();
     }
     let t0 = instret();
-    nic.poll();
+    let busy = nic.poll();
     add(&POLL_INSTRET, instret() - t0);
+    add(&POLLS, 1);
+    busy
 }
 
 /// Inside a hardware model's call: nested probes (the loopback's, under the fast
@@ -92,11 +102,12 @@ fn hw<R>(f: impl FnOnce() -> R) -> R {
     if !on() || IN_HW.load(Relaxed) {
         return f();
     }
-    IN_HW.store(true, Relaxed);
+    // The probe's own bookkeeping around the call counts as hardware too.
     let t0 = instret();
+    IN_HW.store(true, Relaxed);
     let r = f();
-    add(&HW_INSTRET, instret() - t0);
     IN_HW.store(false, Relaxed);
+    add(&HW_INSTRET, instret() - t0);
     r
 }
 
@@ -276,7 +287,9 @@ impl<P: Datapath> Datapath for DpProbe<P> {
     fn can_transmit(&self) -> bool {
         let ready = hw(|| self.inner.can_transmit());
         if bracketing() {
-            self.tx_open.set(Some((instret(), dma_instret())));
+            let t = instret();
+            self.tx_open.set(Some((t, dma_instret())));
+            add(&OVERHEAD, instret() - t);
         }
         ready
     }
@@ -337,6 +350,9 @@ pub struct FpStats {
     /// Building one descriptor: from `tx_room` saying yes to `post_tx` (the engine
     /// choosing the WQE and the descriptor's encoding).
     pub descriptors: Work,
+    /// Of the events and descriptors above, those of QP [`FpProbe::receiver`]: the
+    /// receiving end's own work, when one NIC is both ends.
+    pub receiver: Work,
 }
 
 /// An open bracket: the instant, the DMA count then, and what it measures.
@@ -352,7 +368,9 @@ enum Open {
 pub struct FpProbe<F> {
     pub inner: F,
     pub stats: FpStats,
-    open: Cell<Option<(u64, u32, Open)>>,
+    /// The QPN whose work counts as the receiver's too (`FpStats::receiver`).
+    pub receiver: u32,
+    open: Cell<Option<(u64, u32, Open, u32)>>,
 }
 
 impl<F> FpProbe<F> {
@@ -360,6 +378,7 @@ impl<F> FpProbe<F> {
         Self {
             inner,
             stats: FpStats::default(),
+            receiver: 0,
             open: Cell::new(None),
         }
     }
@@ -370,28 +389,32 @@ impl<F> FpProbe<F> {
     }
 
     /// Closes the open bracket: the firmware called the fast path again (`posted`:
-    /// with the descriptor a `Descriptor` bracket was waiting for).
-    fn close(&mut self, posted: bool) {
-        let Some((t0, dma0, what)) = self.open.take() else {
+    /// with the descriptor a `Descriptor` bracket was waiting for, of that QP).
+    fn close(&mut self, posted: Option<&[u8; TXD_LEN]>) {
+        let Some((t0, dma0, what, qpn)) = self.open.take() else {
             return;
         };
         let t = instret();
+        let posted = posted.map(|d| u32::from_le_bytes([d[0], d[1], d[2], 0]));
         let n = ((t - t0) as u32).wrapping_sub(dma_instret().wrapping_sub(dma0));
-        match what {
+        let qpn = match what {
             Open::Event(k) => {
                 if let Some(w) = self.stats.events.get_mut(k) {
                     w.add(n);
                 }
+                Some(qpn)
             }
-            Open::Descriptor if posted => self.stats.descriptors.add(n),
-            Open::Descriptor => {}
+            Open::Descriptor => posted.inspect(|_| self.stats.descriptors.add(n)),
+        };
+        if qpn == Some(self.receiver) {
+            self.stats.receiver.add(n);
         }
         add(&OVERHEAD, instret() - t);
     }
 
-    fn open(&self, what: Open) {
+    fn open(&self, what: Open, qpn: u32) {
         if on() {
-            self.open.set(Some((instret(), dma_instret(), what)));
+            self.open.set(Some((instret(), dma_instret(), what, qpn)));
         }
     }
 }
@@ -399,7 +422,7 @@ impl<F> FpProbe<F> {
 impl<F: FastPath> FpProbe<F> {
     /// A call into the model: the open bracket closes, the call counts as hardware.
     fn call<R>(&mut self, f: impl FnOnce(&mut F) -> R) -> R {
-        self.close(false);
+        self.close(None);
         let inner = &mut self.inner;
         hw(|| f(inner))
     }
@@ -436,19 +459,22 @@ impl<F: FastPath> FastPath for FpProbe<F> {
     fn tx_room(&self) -> bool {
         let room = hw(|| self.inner.tx_room());
         if room {
-            self.open(Open::Descriptor);
+            self.open(Open::Descriptor, 0);
         }
         room
     }
     fn post_tx(&mut self, desc: &[u8; TXD_LEN]) -> bool {
-        self.close(true);
+        self.close(Some(desc));
         let inner = &mut self.inner;
         hw(|| inner.post_tx(desc))
     }
     fn poll_event(&mut self, event: &mut [u8; EVENT_LEN], frame: &mut [u8]) -> bool {
         let got = self.call(|f| f.poll_event(event, frame));
-        if got {
-            self.open(Open::Event(usize::from(event[0]).min(3)));
+        if got && on() {
+            let t = instret();
+            let qpn = u32::from_le_bytes([event[4], event[5], event[6], 0]);
+            add(&OVERHEAD, instret() - t);
+            self.open(Open::Event(usize::from(event[0]).min(3)), qpn);
         }
         got
     }

@@ -1,0 +1,179 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
+//
+// fp_inflight: the requester's in-flight list per QP (docs/fastpath.md §2.2,
+// §3.6), what the response path needs to take an ACKNOWLEDGE in hardware.
+//
+// One row per QP in block RAM holds E entries (a ring: `head`, `count` per
+// QP in registers beside it); an entry is {gap, kind, first PSN, last PSN,
+// wqe_index} of one new (non-REPLAY) message descriptor, appended as the TX
+// intake takes the descriptor (the model's FastPathPort::accept), its last
+// PSN from the QP's path MTU (kept here from the firmware's word-0 writes of
+// the send context). The response check (fp_rx_check) reads a QP's whole row
+// and its pointers in one cycle and later retires `n` entries from the head;
+// an append and a retirement of the same QP in one cycle combine.
+//
+// Retirement by the firmware's una_psn writes is lazy: the entries that end
+// before the context's una_psn are dead, and the response check drops them
+// (it sees una_psn) with the next response of the QP, taken or not. Until
+// then they take room; a full row drops the append and marks the next entry
+// appended `gap` (a message of unknown kind is missing before it), which the
+// response check honours: no ACK is taken across a gap that una_psn has not
+// passed (it goes to the firmware). A send context written with `valid`
+// clear empties the QP's row.
+
+`resetall
+`default_nettype none
+
+module fp_inflight
+  import fp_pkg::*;
+#(
+    parameter int NQP = 256,
+    parameter int QPN_W = $clog2(NQP),
+    parameter int E = IF_ENTRIES,
+    parameter int E_W = $clog2(E)
+) (
+    input  wire logic                    clk,
+    input  wire logic                    rst,
+
+    // a new message descriptor taken by the TX intake
+    input  wire logic                    ap_valid,
+    input  wire logic [QPN_W-1:0]        ap_qpn,
+    input  wire logic [7:0]              ap_op,
+    input  wire logic [23:0]             ap_first,
+    input  wire logic [31:0]             ap_len,
+    input  wire logic [15:0]             ap_wqe,
+
+    // firmware writes of the send context's word 0: path MTU, `valid`
+    input  wire logic                    w0_wr_en,
+    input  wire logic [QPN_W-1:0]        w0_wr_addr,
+    input  wire logic [31:0]             w0_wr_data,
+
+    // the response check: a row and its pointers (one cycle after rd_en)
+    input  wire logic                    rd_en,
+    input  wire logic [QPN_W-1:0]        rd_addr,
+    output logic [E*IF_BITS-1:0]         rd_row,
+    output logic [E_W-1:0]               rd_head,
+    output logic [E_W:0]                 rd_count,
+
+    // ... and its retirement of n entries from the head
+    input  wire logic                    ret_en,
+    input  wire logic [QPN_W-1:0]        ret_addr,
+    input  wire logic [E_W:0]            ret_n
+);
+
+  initial begin
+    if (E < 2 || (E & (E - 1)) != 0) begin
+      $error("fp_inflight: E must be a power of two >= 2 (got %0d)", E);
+      $finish;
+    end
+  end
+
+  localparam int WORDS_PER = (IF_BITS + 31) / 32;
+  localparam int ROW_WORDS = E * WORDS_PER;
+
+  logic [NQP-1:0][E_W-1:0] head;
+  logic [NQP-1:0][E_W:0]   count;
+  logic [NQP-1:0] gapp;          // an append was dropped since the last one
+  logic [3:0]     mtu_log2 [NQP];
+
+  // the append, one register stage after the intake: its last PSN
+  logic             a_v;
+  logic [QPN_W-1:0] a_qpn;
+  logic [1:0]       a_kind;
+  logic [23:0]      a_first;
+  logic [31:0]      a_len;
+  logic [15:0]      a_wqe;
+  always_ff @(posedge clk) begin
+    a_v <= ap_valid && ap_op <= OP_FETCH_ADD;
+    a_qpn <= ap_qpn;
+    a_kind <= (ap_op == OP_READ) ? IFK_READ
+        : (ap_op == OP_CMP_SWAP || ap_op == OP_FETCH_ADD) ? IFK_ATOMIC : IFK_MSG;
+    a_first <= ap_first;
+    a_len <= ap_len;
+    a_wqe <= ap_wqe;
+    if (rst) a_v <= 1'b0;
+  end
+
+  logic [23:0]     a_last;
+  logic [E_W-1:0]  a_pos;
+  logic            a_full, a_ok;
+  always_comb begin
+    // PSNs after the first: ceil(len / MTU) - 1 (none for an atomic or an
+    // empty message); a length of up to 2^31 at MTU 256 needs 23 bits
+    a_last = a_first + ((a_len == 0 || a_kind == IFK_ATOMIC) ? 24'd0
+        : 24'((a_len - 32'd1) >> mtu_log2[a_qpn]));
+    a_pos = head[a_qpn] + count[a_qpn][E_W-1:0];
+    a_full = count[a_qpn] == (E_W + 1)'(E);
+    a_ok = a_v && !a_full;
+  end
+
+  // the rows
+  logic [ROW_WORDS-1:0]    row_we;
+  logic [ROW_WORDS*32-1:0] row_wd;
+  always_comb begin
+    logic [IF_BITS-1:0] ent;
+    ent = '0;
+    ent[IF_GAP] = gapp[a_qpn];
+    ent[IF_KIND +: 2] = a_kind;
+    ent[IF_FIRST +: 24] = a_first;
+    ent[IF_LAST +: 24] = a_last;
+    ent[IF_WQE +: 16] = a_wqe;
+    row_we = '0;
+    row_wd = '0;
+    for (int i = 0; i < E; i++) begin
+      row_wd[32*WORDS_PER*i +: IF_BITS] = ent;
+      if (a_ok && a_pos == E_W'(i)) row_we[WORDS_PER*i +: WORDS_PER] = '1;
+    end
+  end
+
+  logic [ROW_WORDS*32-1:0] row_rd;
+  roce_ram #(
+    .WORDS(ROW_WORDS),
+    .DEPTH(NQP)
+  ) row_ram_inst (
+    .clk(clk),
+    .wr_addr(a_qpn),
+    .wr_en(row_we),
+    .wr_data(row_wd),
+    .rd_addr(rd_addr),
+    .rd_en(rd_en),
+    .rd_data(row_rd)
+  );
+  always_comb begin
+    for (int i = 0; i < E; i++) rd_row[IF_BITS*i +: IF_BITS] = row_rd[32*WORDS_PER*i +: IF_BITS];
+  end
+
+  // the pointers: read with the row (a snapshot of the same cycle), written by
+  // the append, the retirement and a `valid` clear
+  logic clr;
+  assign clr = w0_wr_en && !w0_wr_data[8*SC_FLAGS + 2];
+  always_ff @(posedge clk) begin
+    if (rd_en) begin
+      rd_head <= head[rd_addr];
+      rd_count <= count[rd_addr];
+    end
+    if (w0_wr_en) mtu_log2[w0_wr_addr] <= w0_wr_data[8*SC_FLAGS + 4 +: 4];
+    if (a_v) gapp[a_qpn] <= a_full;
+    // the append's QP and the retirement's: two updates, combined when they
+    // are the same QP
+    if (ret_en) begin
+      head[ret_addr] <= head[ret_addr] + ret_n[E_W-1:0];
+      count[ret_addr] <= count[ret_addr] - ret_n
+          + (E_W + 1)'(a_ok && a_qpn == ret_addr);
+    end
+    if (a_ok && !(ret_en && a_qpn == ret_addr)) count[a_qpn] <= count[a_qpn] + 1'b1;
+    if (clr) begin
+      count[w0_wr_addr] <= '0;
+      gapp[w0_wr_addr] <= 1'b0;
+    end
+    if (rst) begin
+      a_v <= 1'b0;
+      gapp <= '0;
+      head <= '0;
+      count <= '0;
+    end
+  end
+
+endmodule
+
+`resetall
