@@ -313,8 +313,9 @@ fn dispatch(
     mrt: &MrTable<MRT>,
     dma: &mut dyn Dma,
 ) -> RxOutcome {
-    // The context cache's tag: an entry holding another QP's context is a miss, and
-    // changes nothing (the RTL's fp_rx_check makes the same test first).
+    // The context cache's tag, on the raw entry: one never written does not decode but
+    // is a miss too (fastpath::dispatch makes the same test on decoded contexts, and the
+    // RTL's fp_rx_check first of all).
     if layout::rctx_tag(&q.rctx) != qpn {
         return RxOutcome::exception(qpn, pkt, Exception::Miss);
     }
