@@ -12,6 +12,7 @@ use roce_capture::analyze::{
 use roce_cli::perf::{self, Params, Test};
 use roce_cli::progress::ProgressBar;
 use roce_core::transport::{Counters, Mtu};
+use roce_host::PortCounters;
 use roce_sim::{Faults, LinkConfig, MemoryCapture};
 use roce_testbed::nic::Datapath;
 use roce_testbed::{Sim, World};
@@ -34,17 +35,29 @@ fn params(test: Test, size: usize, iters: usize) -> Params {
 /// Runs `p` with `loss` on the link (both ways), captured at link end `end` (0 is the
 /// client, the requester); returns the analysis and each NIC's engine counters.
 fn run(p: &Params, loss: f64, seed: u64, end: usize) -> (Report, [Counters; 2]) {
+    let (r, c) = run_on(p, false, loss, seed, end);
+    (r, c.map(|c| c.engine))
+}
+
+/// [`run`] with the RC fast path (`roce perf`'s default) or without; every port counter.
+fn run_on(
+    p: &Params,
+    fastpath: bool,
+    loss: f64,
+    seed: u64,
+    end: usize,
+) -> (Report, [PortCounters; 2]) {
     let link = LinkConfig::new(G100, 2_000).with_faults(Faults {
         loss,
         ..Faults::default()
     });
-    let nics = perf::nics(p, Datapath::Software, false).unwrap();
+    let nics = perf::nics(p, Datapath::Software, fastpath).unwrap();
     let mut sim = Sim::back_to_back(nics, link, seed).unwrap();
     let capture = MemoryCapture::new();
     let tap = sim.fabric.tap_end(sim.link, end, capture.clone()).unwrap();
     perf::run(&mut sim, p, &ProgressBar::hidden()).unwrap();
     sim.fabric.close_tap(tap).unwrap();
-    let counters = sim.contexts().map(|c| c.query_counters().unwrap().engine);
+    let counters = sim.contexts().map(|c| c.query_counters().unwrap());
     let bytes = capture.bytes();
     let mut reader = roce_capture::Reader::new(&bytes[..]).unwrap();
     let mut a = analyze::run(&mut reader, analyze::Options::default()).unwrap();
@@ -121,6 +134,47 @@ fn the_requesters_capture_counts_what_its_engine_counted() {
         episodes > 500 && timeouts > 50 && naks > 200,
         "{episodes} episodes, {timeouts} timeouts, {naks} NAKs"
     );
+}
+
+/// `roce perf`'s default: the RC fast path sends the requests. Its NAKs, Go-Back-N
+/// retries and timeouts are still the engine's to count, and equal the analysis's. The
+/// resends are the wire's: every request packet the NIC transmitted (the fast path's
+/// frames and the firmware's) beyond the PSNs the run needed once. (The engine's
+/// `retransmitted_pkts` counts what it hands the fast path again, also packets that were
+/// flushed before they went out: more than the wire carried.)
+#[test]
+fn with_the_fast_path_the_resends_are_those_the_nic_transmitted() {
+    let (mut episodes, mut resent) = (0, 0);
+    for (test, size) in [(Test::WriteBw, 10_000), (Test::SendBw, 3000)] {
+        for seed in 1..=6u64 {
+            let mut p = params(test, size, 100);
+            p.qps = 1 + seed as usize % 2;
+            let loss = [0.01, 0.03][seed as usize % 2];
+            let (r, [client, server]) = run_on(&p, true, loss, seed, 0);
+            let what = format!("{} {size} B, {} QPs, seed {seed}", test.name(), p.qps);
+            assert!(client.runtime.fastpath.tx_frames > 0, "{what}: no fast path");
+            assert_eq!(r.connections.len(), p.qps, "{what}");
+            let sum = |f: fn(&Requests) -> u64| -> u64 {
+                r.connections
+                    .iter()
+                    .map(|c| f(c.a_to_b.requests.as_ref().expect("requests")))
+                    .sum()
+            };
+            // One PSN per packet (WRITE and SEND): the run needs iters x packets per
+            // message of them, each sent once at least.
+            let psns = (p.iters * p.qps * size.div_ceil(p.mtu.bytes() as usize)) as u64;
+            let sent = client.runtime.frames_tx + client.runtime.fastpath.tx_frames;
+            assert_eq!(sum(|q| q.resent), sent - psns, "{what}: resent");
+            let e = client.engine;
+            assert_eq!(sum(|q| q.naks.psn_sequence_error), e.rcvd_seq_err, "{what}");
+            assert_eq!(sum(|q| q.go_back_n.episodes), e.completer_retry_err, "{what}");
+            assert_eq!(sum(|q| q.timeouts), e.local_ack_timeout_err, "{what}");
+            assert_eq!(server.engine.retransmitted_pkts, 0);
+            episodes += sum(|q| q.go_back_n.episodes);
+            resent += sum(|q| q.resent);
+        }
+    }
+    assert!(episodes > 20 && resent > 500, "{episodes} episodes, {resent} resent");
 }
 
 #[test]
