@@ -152,7 +152,10 @@ fn with_the_fast_path_the_resends_are_those_the_nic_transmitted() {
             let loss = [0.01, 0.03][seed as usize % 2];
             let (r, [client, server]) = run_on(&p, true, loss, seed, 0);
             let what = format!("{} {size} B, {} QPs, seed {seed}", test.name(), p.qps);
-            assert!(client.runtime.fastpath.tx_frames > 0, "{what}: no fast path");
+            assert!(
+                client.runtime.fastpath.tx_frames > 0,
+                "{what}: no fast path"
+            );
             assert_eq!(r.connections.len(), p.qps, "{what}");
             let sum = |f: fn(&Requests) -> u64| -> u64 {
                 r.connections
@@ -167,14 +170,21 @@ fn with_the_fast_path_the_resends_are_those_the_nic_transmitted() {
             assert_eq!(sum(|q| q.resent), sent - psns, "{what}: resent");
             let e = client.engine;
             assert_eq!(sum(|q| q.naks.psn_sequence_error), e.rcvd_seq_err, "{what}");
-            assert_eq!(sum(|q| q.go_back_n.episodes), e.completer_retry_err, "{what}");
+            assert_eq!(
+                sum(|q| q.go_back_n.episodes),
+                e.completer_retry_err,
+                "{what}"
+            );
             assert_eq!(sum(|q| q.timeouts), e.local_ack_timeout_err, "{what}");
             assert_eq!(server.engine.retransmitted_pkts, 0);
             episodes += sum(|q| q.go_back_n.episodes);
             resent += sum(|q| q.resent);
         }
     }
-    assert!(episodes > 20 && resent > 500, "{episodes} episodes, {resent} resent");
+    assert!(
+        episodes > 20 && resent > 500,
+        "{episodes} episodes, {resent} resent"
+    );
 }
 
 #[test]
