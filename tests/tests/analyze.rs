@@ -11,7 +11,7 @@ use roce_capture::analyze::{
 };
 use roce_cli::perf::{self, Params, Test};
 use roce_cli::progress::ProgressBar;
-use roce_core::transport::{Counters, Mtu};
+use roce_core::transport::{Counters, Mtu, QpType};
 use roce_host::PortCounters;
 use roce_sim::{Faults, LinkConfig, MemoryCapture};
 use roce_testbed::nic::Datapath;
@@ -58,10 +58,7 @@ fn run_on(
     perf::run(&mut sim, p, &ProgressBar::hidden()).unwrap();
     sim.fabric.close_tap(tap).unwrap();
     let counters = sim.contexts().map(|c| c.query_counters().unwrap());
-    let bytes = capture.bytes();
-    let mut reader = roce_capture::Reader::new(&bytes[..]).unwrap();
-    let mut a = analyze::run(&mut reader, analyze::Options::default()).unwrap();
-    (a.finish(), counters)
+    (analyse(&capture.bytes()), counters)
 }
 
 #[test]
@@ -249,9 +246,9 @@ fn incast(name: &str, host: &str) -> roce_cli::scenario::fabric::FabricResult {
 
 fn analyse(pcap: &[u8]) -> Report {
     let mut reader = roce_capture::Reader::new(pcap).unwrap();
-    analyze::run(&mut reader, analyze::Options::default())
-        .unwrap()
-        .finish()
+    let (mut a, end) = analyze::run(&mut reader, analyze::Options::default());
+    end.expect("no corrupt record");
+    a.finish()
 }
 
 #[test]
@@ -424,4 +421,74 @@ fn rxes_resends_under_loss_are_those_rxe_and_our_responder_counted() {
     let back = r.connections[0].b_to_a.as_ref().unwrap();
     assert_eq!(back.unmatched_responses, 0);
     assert!(req.ack_latency.unwrap().samples > 900);
+}
+
+/// RNR: the client SENDs before the server has posted a receive. The server answers each
+/// try with an RNR NAK that asks for its minimum RNR timer (code 3, 0.03 ms: roce-facts
+/// §4.2's table), the client waits that long and tries again, until receives are posted
+/// at 0.2 ms. Captured at the client: the RNR NAKs are those both engines counted, and
+/// each wait, from the NAK to the resend, is the 30 us the NAK asked for.
+#[test]
+fn rnr_naks_and_the_waits_they_caused() {
+    use roce_core::transport::{RecvWr, SendFlags, SendWr, WrOp};
+    use roce_host::ConnectOptions;
+    let p = params(Test::SendBw, 64, 1);
+    let nics = perf::nics(&p, Datapath::Software, false).unwrap();
+    let mut sim = Sim::back_to_back(nics, LinkConfig::new(G100, 2_000), 1).unwrap();
+    let capture = MemoryCapture::new();
+    let tap = sim.fabric.tap_end(sim.link, 0, capture.clone()).unwrap();
+    let side = |ctx: &roce_host::Context| {
+        let pd = ctx.alloc_pd().unwrap();
+        let cq = ctx.create_cq(16).unwrap();
+        let mr = pd
+            .reg_mr(4096, roce_core::memory::AccessFlags::LOCAL_WRITE)
+            .unwrap();
+        (pd.create_qp(QpType::Rc, &cq, &cq).build().unwrap(), cq, mr)
+    };
+    let [ca, cb] = sim.contexts();
+    let ((qa, cqa, mra), (qb, _cqb, mrb)) = (side(ca), side(cb));
+    let opts = ConnectOptions {
+        min_rnr_timer: 3,
+        rnr_retry: 7,
+        ..ConnectOptions::default()
+    };
+    roce_testbed::traffic::connect_pair(&qa, &qb, 0, &opts).unwrap();
+    for id in 0..2 {
+        let wr = SendWr::new(id, WrOp::Send)
+            .sge(mra.addr() + 64 * id, 64, mra.lkey())
+            .flags(SendFlags::SIGNALED);
+        qa.post_send(&wr).unwrap();
+    }
+    sim.kick(0);
+    while sim.now() < 200_000 {
+        assert!(sim.advance());
+    }
+    for id in 0..2 {
+        qb.post_recv(&RecvWr::new(id).sge(mrb.addr() + 64 * id, 64, mrb.lkey()))
+            .unwrap();
+    }
+    sim.kick(1);
+    let mut done = 0;
+    let mut wcs = [roce_core::transport::WorkCompletion::default(); 4];
+    while done < 2 {
+        assert!(
+            sim.advance() && sim.now() < 1_000_000,
+            "the SENDs never completed"
+        );
+        done += cqa.poll(&mut wcs).unwrap().len();
+    }
+    sim.fabric.close_tap(tap).unwrap();
+    let [client, server] = sim.contexts().map(|c| c.query_counters().unwrap().engine);
+    let r = analyse(&capture.bytes());
+    let q = r.connections[0].a_to_b.requests.as_ref().unwrap();
+    // Six or seven tries in 0.2 ms, each answered by an RNR NAK.
+    assert!(client.rcvd_rnr_err >= 5, "{}", client.rcvd_rnr_err);
+    assert_eq!(q.rnr_naks, client.rcvd_rnr_err);
+    assert_eq!(q.rnr_naks, server.send_rnr_err);
+    assert_eq!(q.go_back_n.after_rnr_nak, client.rcvd_rnr_err);
+    assert_eq!(q.events.rnr_waits.len() as u64, client.rcvd_rnr_err);
+    for w in &q.events.rnr_waits {
+        assert_eq!(w.timer_us, 30.0, "{w:?}");
+        assert!((30.0..30.1).contains(&w.waited_us), "{w:?}");
+    }
 }
