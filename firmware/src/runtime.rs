@@ -140,6 +140,9 @@ pub struct Nic<
     event: [u8; EVENT_LEN],
     /// The fast path did something since its counters were last copied.
     fp_ran: bool,
+    /// Some CQ kept completions at the last look (its host ring full, or one stashed):
+    /// look again at the next poll even if the engine has nothing new.
+    cq_left: bool,
 }
 
 impl<
@@ -191,6 +194,7 @@ impl<
             txd: [0; layout::TXD_LEN],
             event: [0; EVENT_LEN],
             fp_ran: false,
+            cq_left: false,
         }
     }
 
@@ -284,7 +288,7 @@ impl<
             };
         }
         busy |= self.receive(now);
-        if self.engine.poll_timeout().is_some_and(|t| t <= now) {
+        if self.engine.timer_due(now) {
             self.engine.handle_timeout(now);
             // A timer may have failed a QP (RETRY_EXC_ERR) or rewound it.
             for slot in 0..self.qp_hi {
@@ -297,7 +301,7 @@ impl<
             }
             busy = true;
         }
-        busy |= self.transmit(now);
+        busy |= self.transmit(now, busy);
         busy |= self.write_completions();
         busy |= self.srq_events();
         busy
@@ -337,9 +341,11 @@ impl<
         any
     }
 
-    fn transmit(&mut self, now: Instant) -> bool {
+    /// Sends what the engine has; `busy`: this poll already did something, which may
+    /// have given the fast path work.
+    fn transmit(&mut self, now: Instant, busy: bool) -> bool {
         let mut any = self.fp_post(now);
-        loop {
+        while self.engine.tx_waiting() {
             let (dma, dp) = self.hal.split();
             if !dp.can_transmit() {
                 break;
@@ -353,6 +359,11 @@ impl<
             debug_assert!(taken, "datapath refused a frame after can_transmit");
             self.counters.frames_tx += 1;
             any = true;
+        }
+        if !(busy || any) {
+            // The fast path ran at the start of this poll (`receive`) and nothing since
+            // gave it anything to do.
+            return false;
         }
         let (dma, dp) = self.hal.split();
         if let Some(fp) = dp.fastpath() {
@@ -372,7 +383,7 @@ impl<
     /// Posts the request descriptors the engine has for QPs on the fast path.
     fn fp_post(&mut self, now: Instant) -> bool {
         let mut any = false;
-        loop {
+        while self.engine.fastpath_requests_waiting() {
             let (_, dp) = self.hal.split();
             let Some(fp) = dp.fastpath() else {
                 return any;
@@ -387,8 +398,10 @@ impl<
             self.fp_ran = true;
             any = true;
         }
-        // Posting may have run a LOCAL_INV.
-        self.fp_sync_mrs();
+        if any {
+            // Posting may have run a LOCAL_INV.
+            self.fp_sync_mrs();
+        }
         any
     }
 
@@ -460,8 +473,10 @@ impl<
                 }
             }
         }
-        // An exception may have invalidated a key (SEND_WITH_INV).
-        self.fp_sync_mrs();
+        if any {
+            // An exception may have invalidated a key (SEND_WITH_INV).
+            self.fp_sync_mrs();
+        }
         any
     }
 
@@ -752,6 +767,11 @@ impl<
     // Completions
 
     fn write_completions(&mut self) -> bool {
+        // Nothing new from the engine and nothing left over from the last look (a full
+        // host ring, a stashed completion): no CQ to visit.
+        if !(self.engine.take_completion_news() || core::mem::take(&mut self.cq_left)) {
+            return false;
+        }
         let mut any = false;
         for c in 0..self.cq_hi {
             // Most polls have nothing for most CQs: look before copying the CQ out.
@@ -795,6 +815,8 @@ impl<
                 self.write_cqe(&mut cq, &wc);
                 any = true;
             }
+            self.cq_left |=
+                cq.stash.is_some() || self.engine.completions_waiting(CqHandle(c as u16));
             if let Some(s) = self.cqs.get_mut(c) {
                 *s = Some(cq);
             }
@@ -819,6 +841,7 @@ impl<
             self.write_cqe(&mut cq, &wc);
         } else if cq.stash.is_none() {
             cq.stash = Some(wc);
+            self.cq_left = true;
         }
         if let Some(s) = self.cqs.get_mut(usize::from(c)) {
             *s = Some(cq);
