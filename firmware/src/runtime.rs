@@ -136,7 +136,7 @@ pub struct Nic<
     rxbuf: [u8; FRAME_BUF],
     /// The fast path's descriptor and event being built or read: kept here so that a
     /// poll that finds nothing does not clear them (every byte is written before use).
-    txd: [u8; layout::TXD_LEN],
+    txd: layout::TxdWords,
     event: [u8; EVENT_LEN],
     /// The fast path did something since its counters were last copied.
     fp_ran: bool,
@@ -191,7 +191,7 @@ impl<
             mr_version: 0,
             txbuf: [0; FRAME_BUF],
             rxbuf: [0; FRAME_BUF],
-            txd: [0; layout::TXD_LEN],
+            txd: [0; layout::TXD_WORDS],
             event: [0; EVENT_LEN],
             fp_ran: false,
             cq_left: false,
@@ -393,7 +393,7 @@ impl<
             }
             // `tx_room` said yes: a refusal is a malformed descriptor, which the
             // retransmission timer repairs like a lost packet.
-            let _ = fp.post_tx(&self.txd);
+            let _ = fp.post_tx(zerocopy::transmute_ref!(&self.txd));
             self.counters.fp_descriptors += 1;
             self.fp_ran = true;
             any = true;
@@ -423,11 +423,11 @@ impl<
                 continue;
             };
             let qpn = event.qpn();
-            let on = self.fp_of(qpn) != FpState::Off;
             match event {
                 Event::Exception {
                     meta, frame_len, ..
                 } => {
+                    let on = self.fp_of(qpn) != FpState::Off;
                     self.counters.frames_rx += 1;
                     if !self.admit(self.icm.map(|_| qpn)) {
                         continue;

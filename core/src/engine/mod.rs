@@ -864,12 +864,12 @@ impl<
     /// (REPLAY) after Go-Back-N. Counts the message as sent; the hardware's window holds
     /// back what may not go yet.
     ///
-    /// Writes the descriptor's bytes (`fastpath::layout`) into `out`; false when no QP
-    /// has one.
+    /// Writes the descriptor (`fastpath::layout`, as the words a core writes into the
+    /// ring) into `out`; false when no QP has one.
     pub fn fastpath_poll_request(
         &mut self,
         now: Instant,
-        out: &mut [u8; fastpath::layout::TXD_LEN],
+        out: &mut fastpath::layout::TxdWords,
     ) -> bool {
         if !self.fp_any {
             return false;
@@ -888,6 +888,16 @@ impl<
                     .unwrap_or(false);
             if took {
                 self.tx_next = (slot + 1) % hi;
+                // `run_qp` marked the QP again; it has another descriptor only if a WQE
+                // waits behind the one just handed out (anything else that gives it
+                // one runs the QP, which marks it).
+                let more = match (self.qps.get(slot), self.queues.get(slot)) {
+                    (Some(Some(qp)), Some(q)) => usize::from(qp.req.wqe_idx) < q.sq.len(),
+                    _ => false,
+                };
+                if let Some(f) = self.fp_ready.get_mut(slot) {
+                    *f = more;
+                }
                 return true;
             }
             if let Some(f) = self.fp_ready.get_mut(slot) {
