@@ -1192,10 +1192,8 @@ impl<
 
     /// Whether some QP may have a frame for [`Engine::poll_transmit`] (without
     /// congestion control: with it, paced QPs and owed CNPs need the full scan). A
-    /// scan that finds every flag clear clears the summary.
-    pub fn tx_waiting(&mut self) -> bool {
-        let hi = self.hi.max(1);
-        self.tx_any = self.tx_any && self.tx_ready.iter().take(hi).any(|&r| r);
+    /// `poll_transmit` that finds nothing clears the summary.
+    pub fn tx_waiting(&self) -> bool {
         self.tx_any || self.cc_any || self.cfg.cc.np
     }
 
@@ -1343,8 +1341,7 @@ impl<
         let hi = self.hi.max(1);
         // Without congestion control only a ready QP has a frame: a poll that finds none
         // (most of them) ends after this scan of flags.
-        let cc = self.cc_any || self.cfg.cc.np;
-        if !cc && !self.tx_waiting() {
+        if !self.tx_waiting() {
             return None;
         }
         for k in 0..hi {
@@ -1449,6 +1446,8 @@ impl<
                 return Some(len);
             }
         }
+        // Nothing sent: the summary keeps only what is still marked (paced, blocked).
+        self.tx_any = self.tx_ready.iter().take(hi).any(|&r| r);
         None
     }
 

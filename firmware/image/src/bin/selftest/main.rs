@@ -995,8 +995,8 @@ impl Test {
             worst
         );
         ensure!(
-            sender <= 600 * u64::from(PACKETS)
-                && receiver <= 90 * u64::from(PACKETS)
+            sender <= 580 * u64::from(PACKETS)
+                && receiver <= 75 * u64::from(PACKETS)
                 && worst <= 800,
             "budget (fast path) regressed: {=u64} (sender) and {=u64} (receiver) per data packet, {=u32} for one event or descriptor",
             sender / u64::from(PACKETS),
