@@ -194,8 +194,8 @@ pub fn write_txd_words(m: &TxMsg, sges: &[Sge], w: &mut TxdWords) {
         MsgOp::SendWithInv(rkey) => rkey.0,
         _ => 0,
     };
-    let flags =
-        u32::from(m.solicited) * u32::from(TXD_SE) | u32::from(m.replay) * u32::from(TXD_REPLAY);
+    let flags = (u32::from(m.solicited) * u32::from(TXD_SE))
+        | (u32::from(m.replay) * u32::from(TXD_REPLAY));
     let set = |w: &mut TxdWords, i: usize, v: u32| {
         if let Some(d) = w.get_mut(i) {
             *d = v.to_le();
@@ -205,12 +205,9 @@ pub fn write_txd_words(m: &TxMsg, sges: &[Sge], w: &mut TxdWords) {
         set(w, i, v as u32);
         set(w, i + 1, (v >> 32) as u32);
     };
-    set(
-        w,
-        0,
-        (m.qpn.value() & 0xFF_FFFF) | u32::from(m.op.code()) << 24,
-    );
-    set(w, 1, flags | (n as u32) << 8 | u32::from(m.wqe_index) << 16);
+    let (op, index) = (u32::from(m.op.code()), u32::from(m.wqe_index));
+    set(w, 0, (m.qpn.value() & 0xFF_FFFF) | (op << 24));
+    set(w, 1, flags | ((n as u32) << 8) | (index << 16));
     set(w, 2, m.length);
     set(w, 3, extra);
     set64(w, 4, m.remote_addr);
