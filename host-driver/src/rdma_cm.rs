@@ -404,46 +404,12 @@ impl CmAgent {
     fn on_event(&mut self, now: Instant, e: CmEvent) -> Result<()> {
         match e {
             CmEvent::ReqReceived { id, from, req } => {
-                let port = (req.service_id & 0xFFFF) as u16;
                 let data = req.private_data.0;
-                let user = IpCmHdr::parse(&data).map_or(&data[..], |_| &data[IpCmHdr::LEN..]);
-                self.conns.insert(
-                    id,
-                    Conn {
-                        qp: None,
-                        peer: from.gid,
-                        req: Some(req),
-                        psn: Psn::new(0),
-                        mtu: Mtu::Mtu1024,
-                        sidr: None,
-                    },
-                );
-                self.events.push_back(RdmaCmEvent::ConnectRequest {
-                    id,
-                    port,
-                    private_data: user.to_vec(),
-                });
+                self.on_request(id, from.gid, req.service_id, &data, Some(req));
             }
             CmEvent::SidrReqReceived { id, from, req } => {
-                let port = (req.service_id & 0xFFFF) as u16;
                 let data = req.private_data.0;
-                let user = IpCmHdr::parse(&data).map_or(&data[..], |_| &data[IpCmHdr::LEN..]);
-                self.conns.insert(
-                    id,
-                    Conn {
-                        qp: None,
-                        peer: from.gid,
-                        req: None,
-                        psn: Psn::new(0),
-                        mtu: Mtu::Mtu1024,
-                        sidr: Some(req.service_id),
-                    },
-                );
-                self.events.push_back(RdmaCmEvent::ConnectRequest {
-                    id,
-                    port,
-                    private_data: user.to_vec(),
-                });
+                self.on_request(id, from.gid, req.service_id, &data, None);
             }
             CmEvent::SidrRepReceived { id, rep } => {
                 let Some(conn) = self.conns.remove(&id) else {
@@ -522,6 +488,35 @@ impl CmAgent {
             }
         }
         Ok(())
+    }
+
+    /// A REQ (`req`) or SIDR_REQ (`None`) for a service we listen on: a passive
+    /// connection and `RDMA_CM_EVENT_CONNECT_REQUEST` with the consumer's private data.
+    fn on_request(
+        &mut self,
+        id: ConnId,
+        peer: [u8; 16],
+        service_id: u64,
+        private: &[u8],
+        req: Option<ReqRepr>,
+    ) {
+        let user = IpCmHdr::parse(private).map_or(private, |_| &private[IpCmHdr::LEN..]);
+        self.events.push_back(RdmaCmEvent::ConnectRequest {
+            id,
+            port: (service_id & 0xFFFF) as u16,
+            private_data: user.to_vec(),
+        });
+        self.conns.insert(
+            id,
+            Conn {
+                qp: None,
+                peer,
+                sidr: req.is_none().then_some(service_id),
+                req,
+                psn: Psn::new(0),
+                mtu: Mtu::Mtu1024,
+            },
+        );
     }
 
     fn transmit(&mut self) -> Result<()> {

@@ -42,6 +42,16 @@ fn cm_pair() -> ([Rc<LocalNic>; 2], [Context; 2], [CmAgent; 2]) {
     ([na, nb], [ca, cb], [a, b])
 }
 
+/// Moves frames between the two NICs and lets both agents run, a few rounds.
+fn pump_agents(nics: [&Rc<LocalNic>; 2], agents: [&mut CmAgent; 2], log: &mut Vec<Vec<u8>>) {
+    let [a, b] = agents;
+    for _ in 0..6 {
+        pump_pair(nics, log);
+        a.progress().unwrap();
+        b.progress().unwrap();
+    }
+}
+
 fn write_pcap(name: &str, log: &[Vec<u8>]) -> PathBuf {
     let pcap = scratch("rdma_cm_capture").join(name);
     let mut w = roce_capture::write::Writer::create(&pcap).unwrap();
@@ -68,11 +78,7 @@ fn capture_connection(name: &str) -> PathBuf {
     let ((qa, mra, _cqa), (qb, mrb, _cqb)) = (qp(&ca), qp(&cb));
     let mut log = Vec::new();
     let pump = |a: &mut CmAgent, b: &mut CmAgent, log: &mut Vec<Vec<u8>>| {
-        for _ in 0..6 {
-            pump_pair([&na, &nb], log);
-            a.progress().unwrap();
-            b.progress().unwrap();
-        }
+        pump_agents([&na, &nb], [a, b], log)
     };
 
     b.listen(7471).unwrap();
@@ -210,11 +216,7 @@ fn capture_sidr(name: &str) -> (PathBuf, Qpn) {
         .unwrap();
     let mut log = Vec::new();
     let pump = |a: &mut CmAgent, b: &mut CmAgent, log: &mut Vec<Vec<u8>>| {
-        for _ in 0..6 {
-            pump_pair([&na, &nb], log);
-            a.progress().unwrap();
-            b.progress().unwrap();
-        }
+        pump_agents([&na, &nb], [a, b], log)
     };
     b.listen_udp(7174).unwrap();
     let ia = a.connect_ud(gb, 7174, &[]).unwrap();
@@ -299,7 +301,7 @@ fn a_sidr_lookup_on_the_wire_is_linuxs_and_dissects_in_wireshark() {
             "-e",
             "infiniband.bth.destqp",
             "-e",
-            "infiniband.deth.qkey",
+            "infiniband.deth.q_key",
             "-e",
             "infiniband.mad.attributeid",
         ])
