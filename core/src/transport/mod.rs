@@ -82,8 +82,8 @@
 //! it for type 2 windows only (its responder adds the window's start to the RETH's
 //! address) and refuses to bind a window to a zero-based region. Bit 5 is refused
 //! wherever access flags are taken (`AccessFlags::from_bits`: REG_MR and BIND_MW WQEs,
-//! the REG_MR command, MODIFY_QP), never ignored, so a peer cannot be handed an address that
-//! means something else here.
+//! the REG_MR command, MODIFY_QP), never ignored, so a peer cannot be handed an address
+//! that means something else here.
 
 mod attr;
 mod completer;
