@@ -11,9 +11,12 @@ use roce_core::transport::ipv4_gid;
 use roce_core::wire::{self, opcode::Opcode};
 use std::path::Path;
 
-/// The RC SENDs on perftest's control connection (QP 0x11 at both ends), in order:
-/// (sender's IPv4 address, payload).
-fn control_messages() -> (Vec<([u8; 4], Vec<u8>)>, Vec<wire::reth::RethRepr>) {
+/// A SEND on the control connection: the sender's IPv4 address and the payload.
+type Message = ([u8; 4], Vec<u8>);
+
+/// The RC SENDs on perftest's control connection (QP 0x11 at both ends), in order, and
+/// the RETHs of the capture.
+fn control_messages() -> (Vec<Message>, Vec<wire::reth::RethRepr>) {
     let pcap = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/captures/rxe_perftest_R.pcap");
     let mut r = roce_capture::open(&pcap).expect("open capture");
     let (mut msgs, mut reths) = (Vec::new(), Vec::new());

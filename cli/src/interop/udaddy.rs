@@ -60,6 +60,9 @@ pub struct UdaddyArgs {
     pub link: LinkArgs,
 }
 
+/// A received datagram's completion and its bytes (after the GRH area).
+type Datagram = (WorkCompletion, Vec<u8>);
+
 /// Byte `i` of what our client sends.
 pub fn pattern(size: usize) -> Vec<u8> {
     (0..size).map(|i| (i * 7 + 3) as u8).collect()
@@ -294,8 +297,7 @@ impl<'a> Endpoint<'a> {
 
     /// Waits for `count` datagrams, each checked for its size and immediate; returns
     /// the last one's slot and every completion with its datagram (after the GRH area).
-    #[allow(clippy::type_complexity)]
-    fn receive_all(&mut self, what: &str) -> Result<(usize, Vec<(WorkCompletion, Vec<u8>)>)> {
+    fn receive_all(&mut self, what: &str) -> Result<(usize, Vec<Datagram>)> {
         let mut got = Vec::with_capacity(self.count);
         let mut last = 0;
         let t0 = Instant::now();
