@@ -20,6 +20,15 @@
 // response check honours: no ACK is taken across a gap that una_psn has not
 // passed (it goes to the firmware). A send context written with `valid`
 // clear empties the QP's row.
+//
+// A retirement is decided on the row as read, some cycles before it is
+// applied; meanwhile the row can only grow by appends at its tail (so the
+// n entries from the head are still the ones the check saw) or be emptied
+// by a `valid` clear. So a retirement of a row cleared since its read
+// applies to nothing (the clear came after the response: the row stays
+// empty), and one that is applied never retires more than the row holds.
+// The check reads one row at a time and retires from it before its next
+// read, so one flag for the row last read is enough.
 
 `resetall
 `default_nettype none
@@ -147,21 +156,31 @@ module fp_inflight
   // the append, the retirement and a `valid` clear
   logic clr;
   assign clr = w0_wr_en && !w0_wr_data[8*SC_FLAGS + 2];
+  // the row last read, and whether a `valid` clear emptied it since (the
+  // clear in the cycle of the read too: the read saw the row before it)
+  logic [QPN_W-1:0] rd_qpn;
+  logic             rd_stale;
+  logic             ret_ok;
+  assign ret_ok = ret_en && !(rd_stale && ret_addr == rd_qpn);
   always_ff @(posedge clk) begin
     if (rd_en) begin
       rd_head <= head[rd_addr];
       rd_count <= count[rd_addr];
+      rd_qpn <= rd_addr;
+      rd_stale <= clr && w0_wr_addr == rd_addr;
+    end else if (clr && w0_wr_addr == rd_qpn) begin
+      rd_stale <= 1'b1;
     end
     if (w0_wr_en) mtu_log2[w0_wr_addr] <= w0_wr_data[8*SC_FLAGS + 4 +: 4];
     if (a_v) gapp[a_qpn] <= a_full;
     // the append's QP and the retirement's: two updates, combined when they
     // are the same QP
-    if (ret_en) begin
+    if (ret_ok) begin
       head[ret_addr] <= head[ret_addr] + ret_n[E_W-1:0];
       count[ret_addr] <= count[ret_addr] - ret_n
           + (E_W + 1)'(a_ok && a_qpn == ret_addr);
     end
-    if (a_ok && !(ret_en && a_qpn == ret_addr)) count[a_qpn] <= count[a_qpn] + 1'b1;
+    if (a_ok && !(ret_ok && a_qpn == ret_addr)) count[a_qpn] <= count[a_qpn] + 1'b1;
     if (clr) begin
       count[w0_wr_addr] <= '0;
       gapp[w0_wr_addr] <= 1'b0;
@@ -169,6 +188,7 @@ module fp_inflight
     if (rst) begin
       a_v <= 1'b0;
       gapp <= '0;
+      rd_stale <= 1'b0;
       head <= '0;
       count <= '0;
     end

@@ -113,6 +113,8 @@ module fp_rx
     output logic [$clog2(IF_ENTRIES):0]  if_ret_n,
 
     output logic [31:0]                  drops,       // frames the parser rejected
+    output logic [31:0]                  ctx_hits,    // the context cache (fp_rx_check)
+    output logic [31:0]                  ctx_misses,
     // every frame taken in is done with: placed, handed on or dropped, its
     // outputs delivered (a dropped frame drains without touching any port)
     output logic                         idle
@@ -302,7 +304,9 @@ module fp_rx
     .if_count(if_count),
     .if_ret_en(if_ret_en),
     .if_ret_addr(if_ret_addr),
-    .if_ret_n(if_ret_n)
+    .if_ret_n(if_ret_n),
+    .ctx_hits(ctx_hits),
+    .ctx_misses(ctx_misses)
   );
 
   fp_rx_verdict_t vq_head;

@@ -27,7 +27,7 @@ use roce_core::wire::ipv4::Ipv4Repr;
 use roce_core::wire::ipv6::Ipv6Repr;
 use roce_core::wire::udp::{UdpRepr, ROCEV2_PORT};
 use roce_core::wire::{self, ExtHeaders, HeaderTemplate, L3Repr, Opcode};
-use roce_hdl_sim::{rtl_available, DataWidth, FpSim, Shaping, Table};
+use roce_hdl_sim::{rtl_available, DataWidth, FpSim, Shaping, Table, FP_CTX_ENTRIES};
 
 /// Host memory: one flat range.
 #[derive(Clone)]
@@ -1767,6 +1767,10 @@ enum Resp {
     AtomicAck { qp: usize },
     /// The firmware handled responses itself: `una_psn` moves on by `by`.
     Una { qp: usize, by: u32 },
+    /// The ACK `Ack { qp, at, 0x1F }` would be, for the QP that shares QP `qp`'s context
+    /// entry (its QPN + `FP_CTX_ENTRIES`) while `qp` holds it: a cache miss (reason 14)
+    /// that touches nothing of `qp`'s, however well its PSN fits `qp`'s messages.
+    Alias { qp: usize, at: u32 },
 }
 
 fn resp(nqp: usize) -> impl Strategy<Value = Resp> {
@@ -1777,41 +1781,63 @@ fn resp(nqp: usize) -> impl Strategy<Value = Resp> {
             .prop_map(|(qp, at, syndrome)| Resp::Ack { qp, at, syndrome }),
         1 => (0..nqp).prop_map(|qp| Resp::AtomicAck { qp }),
         1 => (0..nqp, 1u32..12).prop_map(|(qp, by)| Resp::Una { qp, by }),
+        1 => (0..nqp, 0u32..8).prop_map(|(qp, at)| Resp::Alias { qp, at }),
     ]
 }
 
-/// The requester's side of §3.6 on one sim: messages of every kind posted on each QP (at
-/// most the RTL's 8 in-flight entries each), sent whole, then a stream of ACKs (ACK,
-/// NAK and RNR NAK syndromes; PSNs before, inside and past what was sent) and ATOMIC
-/// ACKNOWLEDGEs, and `una_psn` writes of the firmware, through the model
-/// (`fastpath::dispatch` with the QP's in-flight list, retired at `una_psn` writes as
-/// `FastPathPort` does) and the RTL: the same events (EXCEPTION reasons, ACKED with the
-/// messages retired), the same send and receive contexts.
-fn resp_case(
-    sim: &mut FpSim,
-    qps: &[QpCfg],
-    msgs: &[Msg],
-    resps: &[Resp],
-) -> Result<(), TestCaseError> {
+/// The QP that shares QP `qpn`'s context entry (`qpn mod FP_CTX_ENTRIES`).
+fn alias_of(qpn: Qpn) -> Qpn {
+    Qpn::new(qpn.value() + FP_CTX_ENTRIES as u32)
+}
+
+/// An ACKNOWLEDGE from `peer` to QP `to`: its PSN `una - 2 + at`, its MSN `at`.
+fn peer_ack(peer: &SendCtx, to: Qpn, una: Psn, at: u32, syndrome: u8) -> Vec<u8> {
+    let from = SendCtx {
+        dest_qpn: to,
+        ..*peer
+    };
+    let ack = AckDesc {
+        qpn: to,
+        syndrome: Syndrome::from_byte(syndrome),
+        psn: Psn::new(una.value().wrapping_add(at).wrapping_sub(2)),
+        msn: Msn::new(at),
+    };
+    let mut buf = [0u8; 256];
+    let n = fastpath::ack_frame(&from, &ack, &mut buf).expect("ACK frame");
+    buf[..n].to_vec()
+}
+
+/// What `resp_setup` made: the port, each QP's send and receive contexts (as the
+/// model holds them) and its peer's send context (the frames the peer answers with).
+struct RespQps {
+    port: PortAddr,
+    sctx: Vec<SendCtx>,
+    rctx: Vec<RecvCtx>,
+    peer: Vec<SendCtx>,
+}
+
+/// Resets `sim` and writes the port and, for each of `qps`, a valid send context (no
+/// window limit) and a receive context that is on (the peer is host 1, IPv4).
+fn resp_setup(sim: &mut FpSim, qps: &[QpCfg], mem: &mut HostMem) -> Result<RespQps, TestCaseError> {
     sim.reset();
     let port = rx_port(false);
     let mut rec = [0u8; 32];
     rec[..6].copy_from_slice(&port.mac);
     rec[8..24].copy_from_slice(&port.gid);
     sim.write_record(Table::Port, 0, &rec);
-    let mut mem = HostMem::new(MEM_BASE, MEM_LEN, 0x5A);
-    let mrt = MrTable::<256>::default();
     let pd = MemoryTable::<4, 16>::new().alloc_pd().expect("a PD");
-    let mut sctx: Vec<SendCtx> = Vec::new();
-    let mut rctx: Vec<RecvCtx> = Vec::new();
-    // the peer's view: its frames come from host 1 to this port
-    let mut peer: Vec<SendCtx> = Vec::new();
+    let mut out = RespQps {
+        port,
+        sctx: Vec::new(),
+        rctx: Vec::new(),
+        peer: Vec::new(),
+    };
     for (i, q) in qps.iter().enumerate() {
         let mut c = send_ctx(q);
         c.sr = false;
         c.window = 1 << 20;
         sim.write_record(Table::SendCtx, qpn_of(i).value(), &layout::encode_sctx(&c));
-        sctx.push(c);
+        out.sctx.push(c);
         let r = RecvCtx {
             on: true,
             qpn: qpn_of(i),
@@ -1835,7 +1861,7 @@ fn resp_case(
             peer_gid: gid(false, 1),
         };
         sim.write_record(Table::RecvCtx, qpn_of(i).value(), &layout::encode_rctx(&r));
-        rctx.push(r);
+        out.rctx.push(r);
         let mut p = q.clone();
         p.path.host = RX_HOST;
         p.path.ipv6 = false;
@@ -1844,9 +1870,66 @@ fn resp_case(
         p.pkey = 0xFFFF;
         let mut pc = send_ctx(&p);
         pc.dest_qpn = qpn_of(i);
-        peer.push(pc);
+        out.peer.push(pc);
     }
-    sim.run_until_idle(&mut mem, 100_000).map_err(fail)?;
+    sim.run_until_idle(mem, 100_000).map_err(fail)?;
+    Ok(out)
+}
+
+/// Posts a new message descriptor to the model (into the QP's in-flight list, as
+/// `FastPathPort::accept` does; its packets segmented) and to the RTL, which sends it
+/// whole.
+fn post_sent(
+    sim: &mut FpSim,
+    mem: &mut HostMem,
+    sctx: &mut SendCtx,
+    list: &mut heapless::Deque<Inflight, 8>,
+    desc: &TxMsg,
+) -> Result<(), TestCaseError> {
+    let kind = match desc.op {
+        MsgOp::Read => fastpath::InflightKind::Read,
+        MsgOp::CmpSwap { .. } | MsgOp::FetchAdd { .. } => fastpath::InflightKind::Atomic,
+        _ => fastpath::InflightKind::Msg,
+    };
+    let _ = list.push_back(Inflight {
+        wqe_index: desc.wqe_index,
+        kind,
+        first_psn: desc.first_psn,
+        last_psn: desc.last_psn(sctx.mtu),
+        length: desc.length,
+        sges: desc.sges.clone(),
+    });
+    let mut buf = vec![0u8; 9000];
+    let (from, to) = desc.range(sctx.mtu);
+    for k in from..to {
+        fastpath::segment(sctx, desc, k, mem, &mut buf)
+            .map_err(|e| fail(format!("model: {e:?}")))?;
+    }
+    sim.push_txd(&layout::encode_txd(desc));
+    sim.run_until_idle(mem, 400_000).map_err(fail)
+}
+
+/// The requester's side of §3.6 on one sim: messages of every kind posted on each QP (at
+/// most the RTL's 8 in-flight entries each), sent whole, then a stream of ACKs (ACK,
+/// NAK and RNR NAK syndromes; PSNs before, inside and past what was sent) and ATOMIC
+/// ACKNOWLEDGEs, and `una_psn` writes of the firmware, through the model
+/// (`fastpath::dispatch` with the QP's in-flight list, retired at `una_psn` writes as
+/// `FastPathPort` does) and the RTL: the same events (EXCEPTION reasons, ACKED with the
+/// messages retired), the same send and receive contexts.
+fn resp_case(
+    sim: &mut FpSim,
+    qps: &[QpCfg],
+    msgs: &[Msg],
+    resps: &[Resp],
+) -> Result<(), TestCaseError> {
+    let mut mem = HostMem::new(MEM_BASE, MEM_LEN, 0x5A);
+    let RespQps {
+        port,
+        mut sctx,
+        mut rctx,
+        peer,
+    } = resp_setup(sim, qps, &mut mem)?;
+    let mrt = MrTable::<256>::default();
     // the messages, at most 8 a QP: into the in-flight lists, sent whole
     let mut lists: Vec<heapless::Deque<Inflight, 8>> = vec![heapless::Deque::new(); qps.len()];
     let mut buf = vec![0u8; 9000];
@@ -1856,26 +1939,7 @@ fn resp_case(
             continue;
         }
         let desc = tx_msg(m, qpn_of(q), sctx[q].next_psn, mi as u16);
-        let kind = match m.op {
-            5 => fastpath::InflightKind::Read,
-            6 | 7 => fastpath::InflightKind::Atomic,
-            _ => fastpath::InflightKind::Msg,
-        };
-        let _ = lists[q].push_back(Inflight {
-            wqe_index: desc.wqe_index,
-            kind,
-            first_psn: desc.first_psn,
-            last_psn: desc.last_psn(sctx[q].mtu),
-            length: desc.length,
-            sges: desc.sges.clone(),
-        });
-        let (from, to) = desc.range(sctx[q].mtu);
-        for k in from..to {
-            fastpath::segment(&mut sctx[q], &desc, k, &mut mem, &mut buf)
-                .map_err(|e| fail(format!("model: {e:?}")))?;
-        }
-        sim.push_txd(&layout::encode_txd(&desc));
-        sim.run_until_idle(&mut mem, 400_000).map_err(fail)?;
+        post_sent(sim, &mut mem, &mut sctx[q], &mut lists[q], &desc)?;
     }
     prop_assert!(!frames(sim).is_empty(), "the messages went out");
     let mut want = Vec::new();
@@ -1896,15 +1960,13 @@ fn resp_case(
                 sim.write_word(Table::SendCtx, qpn_of(qp).value(), 4, c.una_psn.value());
                 continue;
             }
-            Resp::Ack { qp, at, syndrome } => {
-                let ack = AckDesc {
-                    qpn: qpn_of(qp),
-                    syndrome: Syndrome::from_byte(syndrome),
-                    psn: Psn::new(sctx[qp].una_psn.value().wrapping_add(at).wrapping_sub(2)),
-                    msn: Msn::new(at),
-                };
-                let n = fastpath::ack_frame(&peer[qp], &ack, &mut buf).expect("ACK frame");
-                (qp, buf[..n].to_vec())
+            Resp::Ack { qp, at, syndrome } => (
+                qp,
+                peer_ack(&peer[qp], qpn_of(qp), sctx[qp].una_psn, at, syndrome),
+            ),
+            Resp::Alias { qp, at } => {
+                let alias = alias_of(qpn_of(qp));
+                (qp, peer_ack(&peer[qp], alias, sctx[qp].una_psn, at, 0x1F))
             }
             Resp::AtomicAck { qp } => {
                 let c = &peer[qp];
@@ -1955,14 +2017,18 @@ fn resp_case(
                     ..
                 } => {
                     slot += 1;
-                    // the firmware handles it and lets the QP's packets through again
-                    rctx[q].held = false;
-                    sim.write_record(
-                        Table::RecvCtx,
-                        qpn_of(q).value(),
-                        &layout::encode_rctx(&rctx[q]),
-                    );
-                    sim.run_until_idle(&mut mem, 100_000).map_err(fail)?;
+                    // the firmware handles it and lets the QP's packets through again;
+                    // after a miss it writes nothing (the entry's QP is not held), so a
+                    // `held` the RTL set there would show in the next response to it
+                    if reason != Exception::Miss {
+                        rctx[q].held = false;
+                        sim.write_record(
+                            Table::RecvCtx,
+                            qpn_of(q).value(),
+                            &layout::encode_rctx(&rctx[q]),
+                        );
+                        sim.run_until_idle(&mut mem, 100_000).map_err(fail)?;
+                    }
                     Event::Exception {
                         qpn,
                         psn,
@@ -2013,12 +2079,96 @@ fn resp_case(
 thread_local! {
     /// What `resp_case` saw, for the test's own coverage check: ACKED retiring nothing,
     /// ACKED retiring messages, then EXCEPTIONs by reason (index 2 + reason).
-    static RESP_SEEN: RefCell<[u32; 16]> = const { RefCell::new([0; 16]) };
+    static RESP_SEEN: RefCell<[u32; 17]> = const { RefCell::new([0; 17]) };
+}
+
+/// A QP of the fixed response cases: MTU 1024, its PSNs about to wrap.
+fn fixed_qp(dest_qpn: u32) -> QpCfg {
+    QpCfg {
+        mtu: Mtu::Mtu1024,
+        psn: 0xFF_FFFE,
+        dest_qpn,
+        ..line_rate_qp()
+    }
+}
+
+/// A WRITE of `len` bytes on QP `qp` (three packets of 1 KiB for 3000).
+fn fixed_write(qp: usize, len: u32) -> Msg {
+    Msg {
+        qp,
+        op: 3,
+        len,
+        cuts: vec![],
+        src_off: 0,
+        solicited: false,
+        flush: false,
+        replay: None,
+        ack: None,
+    }
+}
+
+/// The context cache's tag on responses, fixed cases: QP 0 (and 1) hold their entries
+/// with WRITEs of three packets outstanding, and ACKs for the QP that shares the entry
+/// (`Resp::Alias`) come at PSNs that would acknowledge them (the end of the first WRITE,
+/// inside the second, before una_psn), between QP 0's own ACKs and the firmware's
+/// una_psn writes. Each must be a miss: no ACKED event, no una_psn write, nothing
+/// retired, no `held`; without the tag test on responses the RTL takes them.
+fn alias_cases() -> Vec<(Vec<QpCfg>, Vec<Msg>, Vec<Resp>)> {
+    use Resp::{Ack, Alias, Una};
+    let ack = |qp, at| Ack {
+        qp,
+        at,
+        syndrome: 0x1F,
+    };
+    vec![
+        (
+            vec![fixed_qp(0x55)],
+            vec![fixed_write(0, 3000), fixed_write(0, 3000)],
+            vec![
+                Alias { qp: 0, at: 4 },
+                ack(0, 4),
+                Alias { qp: 0, at: 4 },
+                Alias { qp: 0, at: 2 },
+                ack(0, 3),
+                Alias { qp: 0, at: 0 },
+                Alias { qp: 0, at: 3 },
+                ack(0, 3),
+            ],
+        ),
+        (
+            vec![fixed_qp(0x55), fixed_qp(0x66)],
+            vec![
+                fixed_write(0, 3000),
+                fixed_write(1, 3000),
+                fixed_write(0, 3000),
+                fixed_write(1, 1000),
+            ],
+            vec![
+                Alias { qp: 1, at: 5 },
+                Alias { qp: 0, at: 7 },
+                Una { qp: 0, by: 3 },
+                Alias { qp: 0, at: 4 },
+                ack(1, 3),
+                Alias { qp: 1, at: 4 },
+                ack(0, 4),
+                ack(1, 5),
+            ],
+        ),
+    ]
 }
 
 #[test]
 fn responses_equal_the_models() {
     let Some(sims) = sims() else { return };
+    for (k, (qps, msgs, resps)) in alias_cases().iter().enumerate() {
+        for s in &sims {
+            let mut sim = s.borrow_mut();
+            sim.set_shaping(Shaping::LINE_RATE);
+            if let Err(e) = resp_case(&mut sim, qps, msgs, resps) {
+                panic!("fixed case {k} ({}): {e}", sim.width());
+            }
+        }
+    }
     let mut runner = runner(48);
     let strategy = proptest::collection::vec(qp_cfg(), 1..4).prop_flat_map(|qps| {
         let n = qps.len();
@@ -2041,7 +2191,7 @@ fn responses_equal_the_models() {
         .unwrap();
     // the cases took ACKs in hardware and met every rule that hands one to the
     // firmware: a NAK (11), a PSN outside what is outstanding (3), a READ or atomic in
-    // the way (12), an ATOMIC ACKNOWLEDGE (2)
+    // the way (12), an ATOMIC ACKNOWLEDGE (2), a QP not in its entry (14)
     let seen = RESP_SEEN.with(|s| *s.borrow());
     eprintln!(
         "responses: ACKED {} (retiring {}), exceptions by reason {:?}",
@@ -2055,6 +2205,7 @@ fn responses_equal_the_models() {
         (2 + 3, "PSN"),
         (2 + 12, "order"),
         (2 + 2, "opcode"),
+        (2 + 14, "cache miss"),
     ] {
         assert!(seen[k] > 0, "no {what} among the cases");
     }
@@ -2068,33 +2219,8 @@ fn responses_equal_the_models() {
 #[test]
 fn line_rate_an_ack_taken_in_hardware() {
     let Some(sims) = sims() else { return };
-    let qp = QpCfg {
-        path: Path {
-            vlan: None,
-            ipv6: false,
-            tos: 0,
-            sport: 50000,
-            host: 2,
-        },
-        mtu: Mtu::Mtu1024,
-        sr: false,
-        window: 128,
-        max_pkts_per_ack: 64,
-        psn: 0xFF_FFFE,
-        dest_qpn: 0x55,
-        pkey: 0xFFFF,
-    };
-    let write = Msg {
-        qp: 0,
-        op: 3,
-        len: 3000,
-        cuts: vec![],
-        src_off: 0,
-        solicited: false,
-        flush: false,
-        replay: None,
-        ack: None,
-    };
+    let qp = fixed_qp(0x55);
+    let write = fixed_write(0, 3000);
     for s in &sims {
         let mut sim = s.borrow_mut();
         let width = sim.width();
@@ -2127,5 +2253,160 @@ fn line_rate_an_ack_taken_in_hardware() {
         );
         // the ACK's extra cycles (the list's compare and retirement) stay a handful
         assert!(lat[0] <= lat[1] + 4, "{width}: {lat:?}");
+    }
+}
+
+/// The firmware clears a send context's `valid` (its QP leaves RTS) while an ACK of
+/// that QP is inside the response check (docs/fastpath.md §6): at every cycle offset
+/// from the ACK's arrival to well past its event, on a fresh sim each. Whichever the
+/// RTL served first, the ACK or the clear (the event says: ACKED, or EXCEPTION 1), the
+/// model runs the two in that order, and must agree with the RTL then and after the
+/// firmware revalidates the context and sends a new WRITE: its ACK retires exactly
+/// that WRITE (a retirement applied to the row the clear emptied wrapped its count:
+/// that ACK then found no entry).
+#[test]
+fn valid_cleared_under_a_response_in_the_check() {
+    let Some(sims) = sims() else { return };
+    let qp = QpCfg {
+        psn: 0xFF_FFFE,
+        dest_qpn: 0x55,
+        ..line_rate_qp()
+    };
+    let q = qpn_of(0);
+    let mrt = MrTable::<256>::default();
+    for s in &sims {
+        let mut sim = s.borrow_mut();
+        sim.set_shaping(Shaping::LINE_RATE);
+        let width = sim.width();
+        // offsets at which the clear landed after the ACK's check had read the row
+        // and before its event left (the race's window)
+        let mut inside = 0;
+        for offset in 0..80u64 {
+            let mut mem = HostMem::new(MEM_BASE, MEM_LEN, 0x5A);
+            let mut r = resp_setup(&mut sim, std::slice::from_ref(&qp), &mut mem)
+                .unwrap_or_else(|e| panic!("{width}: {e}"));
+            let mut list: heapless::Deque<Inflight, 8> = heapless::Deque::new();
+            let post = |sim: &mut FpSim, mem: &mut HostMem, r: &mut RespQps, list: &mut _, wqe| {
+                let psn = r.sctx[0].next_psn;
+                let mut d = write_msg(q, MEM_BASE, 100, 0x7000, Rkey(0x4200), psn);
+                d.wqe_index = wqe;
+                post_sent(sim, mem, &mut r.sctx[0], list, &d)
+                    .unwrap_or_else(|e| panic!("{width}: {e}"));
+                psn
+            };
+            let ack_of = |r: &RespQps, psn: Psn| {
+                let mut buf = [0u8; 256];
+                let ack = AckDesc {
+                    qpn: q,
+                    syndrome: Syndrome::ACK,
+                    psn,
+                    msn: Msn::new(1),
+                };
+                let n = fastpath::ack_frame(&r.peer[0], &ack, &mut buf).expect("ACK frame");
+                buf[..n].to_vec()
+            };
+            let word0 = |c: &SendCtx| {
+                let b = layout::encode_sctx(c);
+                u32::from_le_bytes([b[0], b[1], b[2], b[3]])
+            };
+            let psn = post(&mut sim, &mut mem, &mut r, &mut list, 7);
+            let _ = frames(&mut sim);
+            // the ACK of the WRITE, and `offset` cycles later the clear
+            let frame = ack_of(&r, psn);
+            sim.push_rx_frame(&frame);
+            for _ in 0..offset {
+                sim.tick(&mut mem);
+            }
+            let mut off = r.sctx[0];
+            off.valid = false;
+            sim.write_word(Table::SendCtx, q.value(), 0, word0(&off));
+            while sim.cfg_queued() {
+                sim.tick(&mut mem);
+            }
+            let cleared_at = sim.cycle();
+            sim.run_until_idle(&mut mem, 100_000)
+                .unwrap_or_else(|e| panic!("{width} offset {offset}: {e}"));
+            let got: Vec<_> = std::iter::from_fn(|| sim.pop_event()).collect();
+            assert_eq!(got.len(), 1, "{width} offset {offset}: {got:?}");
+            let ev = layout::decode_event(&got[0].value).expect("an event");
+            // the model, in the order the RTL served them
+            let pkt = wire::parse(&frame).expect("ACK");
+            let mut dma = HostMem::new(MEM_BASE, 16, 0);
+            let ack_first = matches!(ev, Event::Acked { .. });
+            if !ack_first {
+                r.sctx[0].valid = false;
+                list.clear();
+            }
+            let out = fastpath::dispatch(
+                &r.port,
+                &mut r.rctx[0],
+                &mut r.sctx[0],
+                &mut list,
+                &pkt,
+                &mrt,
+                &mut dma,
+            );
+            // (an exception's frame slot is 0 in both: the first since the reset)
+            assert_eq!(Some(ev), out.event, "{width} offset {offset}: the ACK");
+            if ack_first {
+                r.sctx[0].valid = false;
+                list.clear();
+                if cleared_at <= got[0].cycle {
+                    inside += 1;
+                }
+            }
+            // the firmware revalidates (and lets the QP's packets through again)
+            r.sctx[0].valid = true;
+            sim.write_word(Table::SendCtx, q.value(), 0, word0(&r.sctx[0]));
+            r.rctx[0].held = false;
+            sim.write_record(Table::RecvCtx, q.value(), &layout::encode_rctx(&r.rctx[0]));
+            sim.run_until_idle(&mut mem, 100_000)
+                .unwrap_or_else(|e| panic!("{width}: {e}"));
+            let _ = sim.pop_exc_frame();
+            let psn2 = post(&mut sim, &mut mem, &mut r, &mut list, 9);
+            let frame = ack_of(&r, psn2);
+            let pkt = wire::parse(&frame).expect("ACK");
+            let out = fastpath::dispatch(
+                &r.port,
+                &mut r.rctx[0],
+                &mut r.sctx[0],
+                &mut list,
+                &pkt,
+                &mrt,
+                &mut dma,
+            );
+            assert!(
+                matches!(
+                    out.event,
+                    Some(Event::Acked {
+                        done: 1,
+                        wqe_index: 9,
+                        ..
+                    })
+                ),
+                "{:?}",
+                out.event
+            );
+            sim.push_rx_frame(&frame);
+            sim.run_until_idle(&mut mem, 100_000)
+                .unwrap_or_else(|e| panic!("{width}: {e}"));
+            let got = events(&mut sim);
+            assert_eq!(
+                got,
+                vec![out.event.unwrap()],
+                "{width} offset {offset}: the next WRITE's ACK"
+            );
+            let b = sim
+                .read_record(Table::SendCtx, q.value(), layout::SCTX_LEN, &mut mem)
+                .unwrap_or_else(|e| panic!("{width}: {e}"));
+            let g = layout::decode_sctx(b.as_slice().try_into().unwrap()).expect("sctx");
+            assert_eq!(
+                (g.una_psn, g.next_psn),
+                (r.sctx[0].una_psn, r.sctx[0].next_psn),
+                "{width} offset {offset}"
+            );
+        }
+        eprintln!("{width}: the clear landed inside the ACK's check at {inside} offsets");
+        assert!(inside > 0, "{width}: no offset met the race");
     }
 }
