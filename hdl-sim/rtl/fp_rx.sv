@@ -111,6 +111,10 @@ module fp_rx
     output logic                         if_ret_en,
     output logic [QPN_W-1:0]             if_ret_addr,
     output logic [$clog2(IF_ENTRIES):0]  if_ret_n,
+    output logic                         sg_rd_en,
+    output logic [QPN_W-1:0]             sg_rd_addr,
+    output logic [$clog2(IF_ENTRIES)-1:0] sg_rd_lane,
+    input  wire logic [SG_BITS-1:0]      sg_rd_data,
 
     output logic [31:0]                  drops,       // frames the parser rejected
     // every frame taken in is done with: placed, handed on or dropped, its
@@ -302,7 +306,11 @@ module fp_rx
     .if_count(if_count),
     .if_ret_en(if_ret_en),
     .if_ret_addr(if_ret_addr),
-    .if_ret_n(if_ret_n)
+    .if_ret_n(if_ret_n),
+    .sg_rd_en(sg_rd_en),
+    .sg_rd_addr(sg_rd_addr),
+    .sg_rd_lane(sg_rd_lane),
+    .sg_rd_data(sg_rd_data)
   );
 
   fp_rx_verdict_t vq_head;
