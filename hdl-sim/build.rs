@@ -61,6 +61,8 @@ const FP_RTL: &[&str] = &[
     "roce_fp_top.sv",
 ];
 const FP_TOP: &str = "roce_fp_top";
+// FP_CTX_ENTRIES: the fast path's context entries (`-GNQP`), shared with the crate.
+include!("src/fp_params.rs");
 /// The DCB block (PFC, ETS; `rtl/roce_dcb_top.sv`): a model per width of its own.
 const DCB_RTL: &[&str] = &[
     "dcb_pkg.sv",
@@ -172,7 +174,7 @@ fn main() {
 
     // ---- Verilate (both widths at once) and compile the models, if stale
     let rtl_hash = stamp(&version, &rtl);
-    let fp_hash = stamp(&version, &fp_rtl);
+    let fp_hash = stamp(&format!("{version} NQP={FP_CTX_ENTRIES}"), &fp_rtl);
     let dcb_hash = stamp(&version, &dcb_rtl);
 
     let mut models: Vec<Model> = WIDTHS
@@ -204,6 +206,7 @@ fn main() {
                 "--prefix".to_string(),
                 format!("V{FP_TOP}_{w}"),
                 format!("-GDATA_WIDTH={w}"),
+                format!("-GNQP={FP_CTX_ENTRIES}"),
             ]
             .into_iter()
             .map(Into::into)

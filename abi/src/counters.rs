@@ -50,6 +50,14 @@ pub struct RuntimeCounters {
     pub qp_cache_evictions: u64,
     pub qp_cache_drops: u64,
     pub qp_ctx_dma_bytes: u64,
+    /// The fast path's context cache (`docs/scale.md`): frames whose QP's context was
+    /// in its entry (and on), frames whose entry held another QP's (exceptions with
+    /// reason 14), both counted by the hardware and read when the host asks; and
+    /// entries the firmware emptied (a QP taken off the fast path to give its entry to
+    /// another, or to leave for the ICM).
+    pub fp_ctx_cache_hits: u64,
+    pub fp_ctx_cache_misses: u64,
+    pub fp_ctx_cache_evictions: u64,
 }
 
 /// What the RC fast path counted (`docs/fastpath.md`).
@@ -90,6 +98,9 @@ impl RuntimeCounters {
         qp_cache_evictions: 0,
         qp_cache_drops: 0,
         qp_ctx_dma_bytes: 0,
+        fp_ctx_cache_hits: 0,
+        fp_ctx_cache_misses: 0,
+        fp_ctx_cache_evictions: 0,
     };
 }
 
@@ -197,6 +208,9 @@ counter_set! {
         "qp_cache_drops": runtime.qp_cache_drops,
         "qp_ctx_dma_bytes": runtime.qp_ctx_dma_bytes,
         "fp_tx_dma_errors": runtime.fastpath.tx_dma_errors,
+        "fp_ctx_cache_hits": runtime.fp_ctx_cache_hits,
+        "fp_ctx_cache_misses": runtime.fp_ctx_cache_misses,
+        "fp_ctx_cache_evictions": runtime.fp_ctx_cache_evictions,
     }
 }
 

@@ -121,8 +121,9 @@ pub struct LocalNic {
     fw: RefCell<Box<dyn NicRuntime>>,
 }
 
-/// Context entries of the fast path's model: at least the host capacity's QPs.
-const FASTPATH_QPS: usize = 64;
+/// Context entries of the fast path's model: at least the host capacity's QPs, and as
+/// many as the Verilated RTL's, so the two context caches map QPs to entries alike.
+const FASTPATH_QPS: usize = roce_hdl_sim::FP_CTX_ENTRIES;
 
 /// Frames the port's transmit queue holds before the runtime waits (a datapath model's
 /// FIFO).

@@ -15,6 +15,8 @@
 //! hardware acknowledges every AckReq packet: delivered one by one, both send the same).
 
 use proptest::prelude::*;
+use proptest::test_runner::TestCaseError;
+use roce_abi::RuntimeCounters;
 use roce_core::engine::PortConfig;
 use roce_core::memory::AccessFlags;
 use roce_core::num::Psn;
@@ -117,8 +119,9 @@ struct Side {
 
 struct Pair {
     qp: [QueuePair; 2],
-    cq: [CompletionQueue; 2],
-    mr: [MemoryRegion; 2],
+    /// Each side's memory region and where this pair's `REGION` bytes start in it.
+    mr: [Rc<MemoryRegion>; 2],
+    off: u64,
 }
 
 /// What stands under the firmware.
@@ -151,10 +154,42 @@ fn pattern(len: usize, seed: u8) -> Vec<u8> {
         .collect()
 }
 
-/// Runs the program `wrs` over three QP pairs at `mtu` on NICs over `hw`; the outcome
-/// and each side's fast-path counters.
+/// How many QP pairs, and whether each NIC keeps its QPs in host memory (an ICM, as
+/// `docs/scale.md`): then the pairs share one CQ and one memory region a side (the
+/// firmware's capacities), and the firmware's 8 QP slots and the fast path's context
+/// entries are caches.
+#[derive(Clone, Copy, Debug)]
+struct Setup {
+    pairs: usize,
+    icm: bool,
+}
+
+/// Three pairs, each with its own CQs and regions, all resident.
+const THREE: Setup = Setup {
+    pairs: 3,
+    icm: false,
+};
+
+/// Runs the program `wrs` at `mtu` on NICs over `hw`; the outcome and each side's
+/// fast-path counters.
 fn run(hw: Hw, mtu: Mtu, wire: Wire, wrs: &[Wr]) -> (Outcome, [FastPathCounters; 2]) {
+    let (outcome, counters) = run_on(THREE, hw, mtu, wire, wrs);
+    (outcome, counters.map(|c| c.fastpath))
+}
+
+fn run_on(
+    setup: Setup,
+    hw: Hw,
+    mtu: Mtu,
+    wire: Wire,
+    wrs: &[Wr],
+) -> (Outcome, [RuntimeCounters; 2]) {
     let sides = [boot(1, hw), boot(2, hw)];
+    if setup.icm {
+        for side in &sides {
+            side.ctx.set_icm(2 * setup.pairs as u32).unwrap();
+        }
+    }
     let access = AccessFlags::LOCAL_WRITE
         | AccessFlags::REMOTE_WRITE
         | AccessFlags::REMOTE_READ
@@ -163,20 +198,35 @@ fn run(hw: Hw, mtu: Mtu, wire: Wire, wrs: &[Wr]) -> (Outcome, [FastPathCounters;
         sides[0].ctx.alloc_pd().unwrap(),
         sides[1].ctx.alloc_pd().unwrap(),
     ];
+    let shared = setup.icm.then(|| {
+        let cq = [0, 1].map(|s| Rc::new(sides[s].ctx.create_cq(4096).unwrap()));
+        let mr = [0, 1].map(|s| Rc::new(pds[s].reg_mr(setup.pairs * REGION, access).unwrap()));
+        (cq, mr)
+    });
+    let mut cqs = Vec::new();
     let mut pairs = Vec::new();
-    for p in 0..3 {
-        let cq = [0, 1].map(|s| sides[s].ctx.create_cq(256).unwrap());
+    for p in 0..setup.pairs {
+        let (cq, mr, off) = match &shared {
+            Some((cq, mr)) => (cq.clone(), mr.clone(), (p * REGION) as u64),
+            None => (
+                [0, 1].map(|s| Rc::new(sides[s].ctx.create_cq(256).unwrap())),
+                [0, 1].map(|s| Rc::new(pds[s].reg_mr(REGION, access).unwrap())),
+                0,
+            ),
+        };
+        if p == 0 || shared.is_none() {
+            cqs.extend(cq.iter().cloned());
+        }
         let qp = [0, 1].map(|s| {
             pds[s]
                 .create_qp(QpType::Rc, &cq[s], &cq[s])
                 .build()
                 .unwrap()
         });
-        let mr = [0, 1].map(|s| {
-            let m = pds[s].reg_mr(REGION, access).unwrap();
-            m.write(0, &pattern(REGION, (p * 2 + s) as u8)).unwrap();
-            m
-        });
+        for (s, m) in mr.iter().enumerate() {
+            m.write(off as usize, &pattern(REGION, (p * 2 + s) as u8))
+                .unwrap();
+        }
         let o = ConnectOptions {
             mtu,
             timeout: 10,
@@ -194,23 +244,34 @@ fn run(hw: Hw, mtu: Mtu, wire: Wire, wrs: &[Wr]) -> (Outcome, [FastPathCounters;
             };
             qp[s].connect(&remote, Psn::new(psn[s]), &o).unwrap();
         }
-        pairs.push(Pair { qp, cq, mr });
+        pairs.push(Pair { qp, mr, off });
     }
     for (i, w) in wrs.iter().enumerate() {
         post(&pairs[w.pair], w, i as u64);
     }
     let flows = exchange(&sides, wire);
-    let completions = pairs.iter().flat_map(|p| p.cq.iter()).map(drain).collect();
+    // Each QP's completions in the order its CQ gave them.
+    let wcs: Vec<WorkCompletion> = cqs.iter().flat_map(|cq| drain(cq)).collect();
+    let completions = pairs
+        .iter()
+        .flat_map(|p| p.qp.iter())
+        .map(|q| {
+            wcs.iter()
+                .filter(|w| w.qp_num == q.qpn())
+                .copied()
+                .collect()
+        })
+        .collect();
     let memory = pairs
         .iter()
-        .flat_map(|p| p.mr.iter())
-        .map(|m| {
+        .flat_map(|p| p.mr.iter().map(move |m| (m, p.off)))
+        .map(|(m, off)| {
             let mut b = vec![0; REGION];
-            m.read(0, &mut b).unwrap();
+            m.read(off as usize, &mut b).unwrap();
             b
         })
         .collect();
-    let counters = [0, 1].map(|s| sides[s].ctx.query_counters().unwrap().runtime.fastpath);
+    let counters = [0, 1].map(|s| sides[s].ctx.query_counters().unwrap().runtime);
     (
         Outcome {
             flows,
@@ -231,8 +292,8 @@ fn post(p: &Pair, w: &Wr, id: u64) {
     } else {
         w.len.min(HALF as u32 - w.src.max(w.dst))
     };
-    let src_at = src.addr() + u64::from(if atomic { w.src & !7 } else { w.src });
-    let dst_at = dst.addr() + HALF + u64::from(if atomic { w.dst & !7 } else { w.dst });
+    let src_at = src.addr() + p.off + u64::from(if atomic { w.src & !7 } else { w.src });
+    let dst_at = dst.addr() + p.off + HALF + u64::from(if atomic { w.dst & !7 } else { w.dst });
     if matches!(w.op, 0 | 1 | 3) {
         let recv = RecvWr::new(0x8000_0000 | id).sge(dst_at, HALF as u32 - w.dst, dst.lkey());
         p.qp[r].post_recv(&recv).unwrap();
@@ -359,9 +420,20 @@ fn differential(
     wrs: &[Wr],
     wire: Wire,
 ) -> Result<(), proptest::test_runner::TestCaseError> {
-    let (engine, _) = run(Hw::Engine, mtu, wire, wrs);
-    let (fast, counters) = run(hw, mtu, wire, wrs);
-    let handled = counters.map(|c| c.rx_handled);
+    differential_on(THREE, hw, mtu, wrs, wire).map(|_| ())
+}
+
+/// The same on `setup`'s QP pairs; returns the fast path's firmware's counters.
+fn differential_on(
+    setup: Setup,
+    hw: Hw,
+    mtu: Mtu,
+    wrs: &[Wr],
+    wire: Wire,
+) -> Result<[RuntimeCounters; 2], proptest::test_runner::TestCaseError> {
+    let (engine, _) = run_on(setup, Hw::Engine, mtu, wire, wrs);
+    let (fast, counters) = run_on(setup, hw, mtu, wire, wrs);
+    let handled = counters.map(|c| c.fastpath.rx_handled);
     if std::env::var("FASTPATH_DIFF_LOG").is_ok() {
         let frames: usize = engine.flows.values().map(Vec::len).sum();
         let wcs: Vec<usize> = engine.completions.iter().map(Vec::len).collect();
@@ -399,7 +471,7 @@ fn differential(
     }
     prop_assert_eq!(engine.flows.len(), fast.flows.len());
     prop_assert!(engine.memory == fast.memory, "memory differs");
-    Ok(())
+    Ok(counters)
 }
 
 /// Whether the Verilated fast path is here; without it the RTL tests skip, except in
@@ -571,4 +643,89 @@ fn a_write_and_a_read_are_the_hardwares() {
     }
     let (_, rtl) = run(Hw::Rtl, Mtu::Mtu4096, clean, &wrs);
     assert_eq!(rtl, want, "RTL");
+}
+
+/// More QPs than the fast path has context entries (`docs/scale.md`): 72 pairs with
+/// their contexts in host memory behind the firmware's 8 slots, so QPs `i` and `i + 64`
+/// of a side share one of the 64 entries (`FP_CTX_ENTRIES`, the model's as the RTL's).
+/// The program works those aliasing pairs in turn: frames for a QP whose entry holds
+/// the other are misses (exceptions, reason 14), the firmware takes the entry over when
+/// its holder has no send under way, and the engine, on the same ICM, is the truth for
+/// every frame, completion and byte.
+fn aliasing_wrs() -> impl Strategy<Value = Vec<Wr>> {
+    proptest::collection::vec((wr(), 0usize..4, any::<bool>()), 2..8).prop_map(|ws| {
+        // Each WR on pair `p` and, the other way round, on its alias `p + 64`.
+        ws.into_iter()
+            .flat_map(|(w, p, swap)| {
+                let (a, b) = if swap { (p + 64, p) } else { (p, p + 64) };
+                let alias = Wr {
+                    pair: b,
+                    from_b: !w.from_b,
+                    ..w.clone()
+                };
+                [Wr { pair: a, ..w }, alias]
+            })
+            .collect()
+    })
+}
+
+const MANY: Setup = Setup {
+    pairs: 72,
+    icm: true,
+};
+
+/// The context cache's cases: `ROCE_FP_CACHE_CASES`, default 3 per fast path.
+fn cache_cases() -> u32 {
+    std::env::var("ROCE_FP_CACHE_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(3)
+}
+
+fn cache_case(hw: Hw, mtu: Mtu, wrs: &[Wr], wire: Wire) -> Result<(), TestCaseError> {
+    let counters = differential_on(MANY, hw, mtu, wrs, wire)?;
+    let sum = |f: fn(&RuntimeCounters) -> u64| counters.iter().map(f).sum::<u64>();
+    let hits = sum(|c| c.fp_ctx_cache_hits);
+    let misses = sum(|c| c.fp_ctx_cache_misses);
+    let evictions = sum(|c| c.fp_ctx_cache_evictions);
+    if std::env::var("FASTPATH_DIFF_LOG").is_ok() {
+        let placed = sum(|c| c.fastpath.rx_handled);
+        eprintln!(
+            "{hw:?} context cache: {hits} hits, {misses} misses, {evictions} evictions; {placed} frames taken by the fast path"
+        );
+    }
+    prop_assert!(
+        hits > 0 && misses > 0 && evictions > 0,
+        "the context cache was not exercised: {hits} hits, {misses} misses, {evictions} evictions"
+    );
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: cache_cases(), rng_seed: seed(), ..ProptestConfig::default() })]
+
+    /// The software model's context cache.
+    #[test]
+    fn model_context_cache_matches_the_engine(
+        mtu in mtu(),
+        wrs in aliasing_wrs(),
+        seed in any::<u64>(),
+        loss in prop_oneof![Just(0u64), 0u64..100],
+    ) {
+        cache_case(Hw::Model, mtu, &wrs, Wire { seed, loss, reorder: 0 })?;
+    }
+
+    /// The RTL's (`fp_rx_check`'s tag match).
+    #[test]
+    fn rtl_context_cache_matches_the_engine(
+        mtu in mtu(),
+        wrs in aliasing_wrs(),
+        seed in any::<u64>(),
+        loss in prop_oneof![Just(0u64), 0u64..100],
+    ) {
+        if !rtl_here() {
+            return Ok(());
+        }
+        cache_case(Hw::Rtl, mtu, &wrs, Wire { seed, loss, reorder: 0 })?;
+    }
 }

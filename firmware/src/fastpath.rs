@@ -75,6 +75,8 @@ pub struct FastPathPort<P, const QPS: usize> {
     /// untouched (a hardware enable bit; the firmware then handles every packet).
     pub bypass: bool,
     counters: FastPathCounters,
+    /// The context cache's hits and misses (`FastPath::ctx_hits_misses`).
+    ctx: [u64; 2],
     buf: [u8; FRAME_BUF],
 }
 
@@ -98,6 +100,7 @@ impl<P: Datapath, const QPS: usize> FastPathPort<P, QPS> {
             rr: 0,
             bypass: false,
             counters: FastPathCounters::default(),
+            ctx: [0; 2],
             buf: [0; FRAME_BUF],
         }
     }
@@ -132,7 +135,15 @@ impl<P: Datapath, const QPS: usize> FastPathPort<P, QPS> {
             };
             let qpn = pkt.dest_qp();
             let out = match self.qps.get_mut(Self::slot_of(qpn)) {
-                Some(q) => dispatch(&self.port, q, qpn, &pkt, &self.mrt, dma),
+                Some(q) => {
+                    // As the RTL counts: a hit when the entry is the QP's and on.
+                    if layout::rctx_tag(&q.rctx) != qpn {
+                        self.ctx[1] += 1;
+                    } else if q.rctx[0] == 1 {
+                        self.ctx[0] += 1;
+                    }
+                    dispatch(&self.port, q, qpn, &pkt, &self.mrt, dma)
+                }
                 None => RxOutcome::exception(qpn, &pkt, Exception::Off),
             };
             if let Some(ack) = out.ack {
@@ -302,13 +313,16 @@ fn dispatch(
     mrt: &MrTable<MRT>,
     dma: &mut dyn Dma,
 ) -> RxOutcome {
+    // The context cache's tag, on the raw entry: one never written does not decode but
+    // is a miss too (fastpath::dispatch makes the same test on decoded contexts, and the
+    // RTL's fp_rx_check first of all).
+    if layout::rctx_tag(&q.rctx) != qpn {
+        return RxOutcome::exception(qpn, pkt, Exception::Miss);
+    }
     let (Ok(mut rctx), Ok(mut sctx)) = (layout::decode_rctx(&q.rctx), layout::decode_sctx(&q.sctx))
     else {
         return RxOutcome::exception(qpn, pkt, Exception::Off);
     };
-    if rctx.qpn != qpn {
-        return RxOutcome::exception(qpn, pkt, Exception::Off);
-    }
     let out = fastpath::dispatch(port, &mut rctx, &mut sctx, &mut q.inflight, pkt, mrt, dma);
     q.rctx = layout::encode_rctx(&rctx);
     q.sctx = layout::encode_sctx(&sctx);
@@ -385,6 +399,10 @@ impl<P: Datapath, const QPS: usize> FastPath for FastPathPort<P, QPS> {
         self.qp(qpn).map_or([0; RCTX_LEN], |q| q.rctx)
     }
 
+    fn ctx_entries(&self) -> usize {
+        QPS
+    }
+
     fn mr_entries(&self) -> usize {
         MRT
     }
@@ -431,6 +449,10 @@ impl<P: Datapath, const QPS: usize> FastPath for FastPathPort<P, QPS> {
         let rx = self.run_rx(dma);
         let tx = self.run_tx(dma);
         rx || tx
+    }
+
+    fn ctx_hits_misses(&self) -> [u64; 2] {
+        self.ctx
     }
 
     fn counters(&self) -> FastPathCounters {

@@ -50,6 +50,11 @@ pub trait FastPath {
     fn write_rctx(&mut self, qpn: Qpn, bytes: &[u8; RCTX_LEN]);
     /// QP `qpn`'s receive context.
     fn read_rctx(&mut self, qpn: Qpn) -> [u8; RCTX_LEN];
+    /// Entries of the context tables: a cache, QP `qpn` in entry `qpn % ctx_entries()`,
+    /// tagged by its QPN (the receive context's `qpn`); a frame for a QP whose entry holds
+    /// another's is an exception with reason 14 (`docs/scale.md`). The firmware keeps at
+    /// most one QP per entry on the fast path.
+    fn ctx_entries(&self) -> usize;
     /// Entries in the MR table.
     fn mr_entries(&self) -> usize;
     /// Writes MR table entry `index` (§3.3).
@@ -65,6 +70,10 @@ pub trait FastPath {
     fn run(&mut self, dma: &mut dyn Dma) -> bool;
     /// Frames the fast path sent and took by itself.
     fn counters(&self) -> FastPathCounters;
+    /// The context cache's counts: frames whose QP's context was in its entry (and
+    /// on), and frames whose entry held another QP's. Read when the host asks, not
+    /// every poll.
+    fn ctx_hits_misses(&self) -> [u64; 2];
 }
 
 /// What the fast path counted (part of the port's counter set, so it lives in the ABI).

@@ -414,47 +414,12 @@ impl<
             match event {
                 Event::Exception {
                     meta, frame_len, ..
-                } => {
-                    self.counters.frames_rx += 1;
-                    if !self.admit(self.icm.map(|_| qpn)) {
-                        continue;
-                    }
-                    let (dma, dp) = self.hal.split();
-                    let Some(fp) = dp.fastpath() else {
-                        break;
-                    };
-                    if on {
-                        // The engine takes over where the hardware stopped.
-                        if let Ok(ctx) = layout::decode_rctx(&fp.read_rctx(qpn)) {
-                            let _ = self.engine.fastpath_load_recv(qpn, &ctx);
-                        }
-                    }
-                    let frame = self.rxbuf.get(..usize::from(frame_len)).unwrap_or(&[]);
-                    match Packet::from_meta(frame, &meta) {
-                        Ok(pkt) => self.engine.handle_parsed(now, &pkt, dma),
-                        Err(_) => self.engine.handle_verified_packet(now, frame, dma),
-                    }
-                    if on {
-                        self.fp_write_back(qpn);
-                        // An exception may end the QP (a fatal NAK): off the fast path.
-                        self.fp_refresh(qpn);
-                    }
-                }
+                } => self.fp_exception(now, qpn, on, &meta, frame_len),
                 Event::MsgDone {
                     byte_len,
                     solicited,
                     ..
-                } => {
-                    let (_, dp) = self.hal.split();
-                    let Some(fp) = dp.fastpath() else {
-                        break;
-                    };
-                    if let Ok(ctx) = layout::decode_rctx(&fp.read_rctx(qpn)) {
-                        let _ = self
-                            .engine
-                            .fastpath_recv_done(now, &ctx, byte_len, solicited);
-                    }
-                }
+                } => self.fp_msg_done(now, qpn, on, byte_len, solicited),
                 Event::Acked { psn, read, .. } => {
                     self.engine.fastpath_acked(now, qpn, psn, read);
                 }
@@ -463,6 +428,65 @@ impl<
         // An exception may have invalidated a key (SEND_WITH_INV).
         self.fp_sync_mrs();
         any
+    }
+
+    /// An EXCEPTION event: the engine handles the frame (from where the hardware
+    /// stopped, if the QP is on the fast path), then the QP's contexts go back. Out of
+    /// line: the common events (ACKED, MSG_DONE) stay cheap.
+    #[inline(never)]
+    fn fp_exception(
+        &mut self,
+        now: Instant,
+        qpn: Qpn,
+        on: bool,
+        meta: &roce_core::wire::RxMeta,
+        frame_len: u16,
+    ) {
+        self.counters.frames_rx += 1;
+        if !self.admit(self.icm.map(|_| qpn)) {
+            return;
+        }
+        let (dma, dp) = self.hal.split();
+        let Some(fp) = dp.fastpath() else {
+            return;
+        };
+        if on {
+            // The engine takes over where the hardware stopped.
+            if let Ok(ctx) = layout::decode_rctx(&fp.read_rctx(qpn)) {
+                let _ = self.engine.fastpath_load_recv(qpn, &ctx);
+            }
+        }
+        let frame = self.rxbuf.get(..usize::from(frame_len)).unwrap_or(&[]);
+        match Packet::from_meta(frame, meta) {
+            Ok(pkt) => self.engine.handle_parsed(now, &pkt, dma),
+            Err(_) => self.engine.handle_verified_packet(now, frame, dma),
+        }
+        if on {
+            self.fp_write_back(qpn);
+        }
+        // An exception may end the QP (a fatal NAK): off the fast path. A QP off it
+        // (its entry another's: a miss) may come on now.
+        self.fp_refresh(qpn);
+    }
+
+    /// A MSG_DONE event: the receive WQE completes with the hardware's receive state.
+    fn fp_msg_done(&mut self, now: Instant, qpn: Qpn, on: bool, byte_len: u32, solicited: bool) {
+        let (_, dp) = self.hal.split();
+        let Some(fp) = dp.fastpath() else {
+            return;
+        };
+        // A QP taken off the fast path since (its entry went to another QP) left its
+        // hardware state in the engine then.
+        let ctx = if on {
+            layout::decode_rctx(&fp.read_rctx(qpn)).ok()
+        } else {
+            self.engine.fastpath_recv_ctx(qpn)
+        };
+        if let Some(ctx) = ctx {
+            let _ = self
+                .engine
+                .fastpath_recv_done(now, &ctx, byte_len, solicited);
+        }
     }
 
     /// Hands QP `qpn`'s receive context back to the hardware as the engine left it
@@ -483,20 +507,19 @@ impl<
 
     /// Puts QP `qpn` on the fast path as far as its state allows (RTR: receive side;
     /// RTS, SQD: both), or takes it off, writing the contexts that change.
+    ///
+    /// The fast path's context tables are a cache (`docs/scale.md`): QP `qpn` can be on
+    /// it only in entry `qpn % ctx_entries()`. Coming on, it takes that entry from the
+    /// resident QP holding it if that one has no send WQE (it goes back to the firmware,
+    /// its hardware state read back); a holder with sends keeps the entry, and `qpn`
+    /// stays with the firmware until a later refresh (its next exception). A QP with
+    /// send WQEs comes on for its receive side only: its requester moves to descriptors
+    /// once it has nothing under way.
     fn fp_refresh(&mut self, qpn: Qpn) {
-        // With an ICM, QPs come and go from the cache: the fast path's tables, indexed
-        // by QPN, would alias (docs/scale.md). They run in firmware.
-        if self.icm.is_some() {
-            return;
-        }
         let Some(slot) = self.line(qpn) else {
             return;
         };
         let Some(Some(mut q)) = self.qps.get(slot).copied() else {
-            return;
-        };
-        let (_, dp) = self.hal.split();
-        let Some(fp) = dp.fastpath() else {
             return;
         };
         let (Some(sctx), Some(rctx)) = (
@@ -505,7 +528,7 @@ impl<
         ) else {
             return;
         };
-        let want = if sctx.valid {
+        let want = if sctx.valid && (q.fp == FpState::Full || !self.engine.qp_has_sends(qpn)) {
             FpState::Full
         } else if rctx.on {
             FpState::Recv
@@ -515,6 +538,13 @@ impl<
         if want == q.fp {
             return;
         }
+        if q.fp == FpState::Off && !self.fp_claim_entry(qpn) {
+            return;
+        }
+        let (_, dp) = self.hal.split();
+        let Some(fp) = dp.fastpath() else {
+            return;
+        };
         if q.fp != FpState::Off {
             // The hardware's receive state is the current one: the engine takes it.
             if let Ok(ctx) = layout::decode_rctx(&fp.read_rctx(qpn)) {
@@ -533,11 +563,80 @@ impl<
                 if q.fp == FpState::Off {
                     fp.write_rctx(qpn, &layout::encode_rctx(&rctx));
                 }
+                let mut sctx = sctx;
+                sctx.valid = want == FpState::Full;
                 fp.write_sctx(qpn, 0, &layout::encode_sctx(&sctx));
                 let _ = self.engine.set_fastpath(qpn, want == FpState::Full);
             }
         }
         q.fp = want;
+        if let Some(s) = self.qps.get_mut(slot) {
+            *s = Some(q);
+        }
+    }
+
+    /// Makes QP `qpn`'s fast-path context entry free for it: false while another
+    /// resident QP on the fast path holds it and has send WQEs; a holder without takes
+    /// its QP back to the firmware (counted as an eviction).
+    fn fp_claim_entry(&mut self, qpn: Qpn) -> bool {
+        let (_, dp) = self.hal.split();
+        let Some(fp) = dp.fastpath() else {
+            return false;
+        };
+        let entries = fp.ctx_entries().max(1) as u32;
+        let entry = qpn.value() % entries;
+        let holder = self
+            .qps
+            .iter()
+            .take(self.qp_hi)
+            .flatten()
+            .find(|h| h.qpn != qpn && h.fp != FpState::Off && h.qpn.value() % entries == entry)
+            .map(|h| h.qpn);
+        let Some(holder) = holder else {
+            return true;
+        };
+        if self.engine.qp_has_sends(holder) {
+            return false;
+        }
+        self.fp_take_off(holder);
+        self.counters.fp_ctx_cache_evictions += 1;
+        true
+    }
+
+    /// Takes resident QP `qpn` off the fast path whatever its state (its entry is
+    /// wanted, or the QP leaves for the ICM): the engine takes the hardware's receive
+    /// state, the entry is switched off (its queued descriptors dropped).
+    fn fp_take_off(&mut self, qpn: Qpn) {
+        let Some(slot) = self.line(qpn) else {
+            return;
+        };
+        let Some(Some(mut q)) = self.qps.get(slot).copied() else {
+            return;
+        };
+        if q.fp == FpState::Off {
+            return;
+        }
+        let (Some(mut sctx), Some(mut rctx)) = (
+            self.engine.fastpath_send_ctx(qpn),
+            self.engine.fastpath_recv_ctx(qpn),
+        ) else {
+            return;
+        };
+        let (_, dp) = self.hal.split();
+        let Some(fp) = dp.fastpath() else {
+            return;
+        };
+        if let Ok(ctx) = layout::decode_rctx(&fp.read_rctx(qpn)) {
+            let _ = self.engine.fastpath_load_recv(qpn, &ctx);
+            rctx = ctx;
+        }
+        rctx.on = false;
+        rctx.held = false;
+        sctx.valid = false;
+        fp.write_rctx(qpn, &layout::encode_rctx(&rctx));
+        fp.write_sctx(qpn, 0, &layout::encode_sctx(&sctx));
+        let _ = self.engine.set_fastpath(qpn, false);
+        q.fp = FpState::Off;
         if let Some(s) = self.qps.get_mut(slot) {
             *s = Some(q);
         }

@@ -78,6 +78,8 @@ public:
         out.tx_bad_desc = v_.m().tx_bad_desc;
         out.tx_dma_errors = v_.m().tx_dma_errors;
         out.rx_drops = v_.m().rx_drops;
+        out.rx_ctx_hits = v_.m().rx_ctx_hits;
+        out.rx_ctx_misses = v_.m().rx_ctx_misses;
         out.tx_idle = v_.m().tx_idle;
         out.rx_idle = v_.m().rx_idle;
         out.tx_slots_used = v_.m().tx_slots_used;

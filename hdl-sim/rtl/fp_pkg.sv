@@ -151,6 +151,8 @@ package fp_pkg;
   localparam logic [7:0] EXC_NAK_IN = 8'd11;   // a NAK or RNR NAK came in
   localparam logic [7:0] EXC_ORDER = 8'd12;
   localparam logic [7:0] EXC_ADDRESS = 8'd13;
+  // the QP's context is not in its entry (qpn mod entries holds another QP's, or none)
+  localparam logic [7:0] EXC_MISS = 8'd14;
 
   // ------------------------------------------------------ RC opcodes (IBTA)
   localparam logic [7:0] RC_SEND_FIRST = 8'h00;

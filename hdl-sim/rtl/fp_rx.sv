@@ -117,6 +117,8 @@ module fp_rx
     input  wire logic [SG_BITS-1:0]      sg_rd_data,
 
     output logic [31:0]                  drops,       // frames the parser rejected
+    output logic [31:0]                  ctx_hits,    // the context cache (fp_rx_check)
+    output logic [31:0]                  ctx_misses,
     // every frame taken in is done with: placed, handed on or dropped, its
     // outputs delivered (a dropped frame drains without touching any port)
     output logic                         idle
@@ -310,7 +312,9 @@ module fp_rx
     .sg_rd_en(sg_rd_en),
     .sg_rd_addr(sg_rd_addr),
     .sg_rd_lane(sg_rd_lane),
-    .sg_rd_data(sg_rd_data)
+    .sg_rd_data(sg_rd_data),
+    .ctx_hits(ctx_hits),
+    .ctx_misses(ctx_misses)
   );
 
   fp_rx_verdict_t vq_head;

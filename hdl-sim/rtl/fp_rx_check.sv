@@ -11,6 +11,16 @@
 // (EXCEPTION event with the reason; the context changes only in `held`);
 // frames the parser rejected are dropped.
 //
+// The receive-context table is a direct-mapped cache (docs/scale.md): QP qpn
+// lives in entry qpn mod NQP, tagged by the context's own `qpn` field (§3.2,
+// byte 45). A frame whose entry holds another QP's context (or none) is a
+// miss: an EXCEPTION with reason 14 that writes no context (the entry is not
+// its QP's); the firmware handles the frame and may fill the entry. The send
+// context and the in-flight row of that entry are the same QP's as its
+// receive context (the firmware fills and evicts all three together), so the
+// tag decides for responses too: a response that misses writes no una_psn,
+// retires nothing and makes no ACKED event.
+//
 // Responses meet the response rule (§3.6) against the QP's send context
 // (its valid bit, next_psn and una_psn, from fp_tx's copy of those words)
 // and its in-flight list (fp_inflight, the whole row read at once): an
@@ -100,7 +110,12 @@ module fp_rx_check
     output logic                           sg_rd_en,
     output logic [QPN_W-1:0]               sg_rd_addr,
     output logic [$clog2(IF_ENTRIES)-1:0]  sg_rd_lane,
-    input  wire logic [SG_BITS-1:0]        sg_rd_data
+    input  wire logic [SG_BITS-1:0]        sg_rd_data,
+
+    // the context cache: frames whose QP's context was in its entry (tag matched, on),
+    // and frames whose entry held another QP's context (or none)
+    output logic [31:0]                    ctx_hits,
+    output logic [31:0]                    ctx_misses
 );
 
   localparam int E = IF_ENTRIES;
@@ -126,9 +141,9 @@ module fp_rx_check
   /* verilator lint_off UNUSEDSIGNAL */
   rx_meta_t m;      // synthesis keeps only the fields used below
   /* verilator lint_on UNUSEDSIGNAL */
-  logic     qp_in_range;
 
   // ------------------------------------------------ its context (C1)
+  logic        c_hit;      // the entry holds this QP's context (its tag is the QPN)
   logic        c_on, c_loaded, c_held, c_nak;
   logic [7:0]  c_cur, c_access, c_ack_every, c_unacked;
   logic [23:0] c_epsn, c_msn;
@@ -228,7 +243,6 @@ module fp_rx_check
     case (st)
       3'd0: if (s_meta_valid && s_meta_ready) begin
         m <= s_meta;
-        qp_in_range <= s_meta.bth_destqp < 24'(NQP);
         st <= 3'd1;
       end
 
@@ -236,6 +250,7 @@ module fp_rx_check
         logic [RCTX_BYTES*8-1:0] r;
         r = rctx_rd_data;
         c_raw <= r;
+        c_hit <= m.bth_destqp == r[8*RC_QPN +: 24];
         c_on <= r[8*RC_STATE +: 8] == 8'd1;
         c_nak <= r[8*RC_FLAGS + 0];
         c_loaded <= r[8*RC_FLAGS + 1];
@@ -255,7 +270,6 @@ module fp_rx_check
         k_ours <= mac_rec(m.eth_dst) == port_mac
             && gid_of(m.l3_kind, m.ip_dst) == port_gid
             && m.bth_opcode[7:5] == 3'd0
-            && m.bth_destqp == r[8*RC_QPN +: 24]
             && pkey_match(m.bth_pkey, r[8*RC_PKEY +: 16])
             && gid_of(m.l3_kind, m.ip_src) == r[8*RC_PEER_GID +: 128];
         s_valid <= sctx_rd_data[8*SC_FLAGS + 2];
@@ -435,7 +449,7 @@ module fp_rx_check
         else if (k_read && !covered) r_reason = EXC_KEY;
         else r_reason = 8'd0;
         if (m.error != ERR_NONE) reason = 8'd0;
-        else if (!qp_in_range) reason = EXC_ADDRESS;
+        else if (!c_hit) reason = EXC_MISS;
         else if (!c_on) reason = EXC_OFF;
         else if (!k_ours) reason = EXC_ADDRESS;
         else if (c_held) reason = EXC_HELD;
@@ -538,9 +552,11 @@ module fp_rx_check
           w[8*RC_UNACKED +: 8] = due ? 8'd0 : (c_unacked == 8'hFF ? 8'hFF : c_unacked + 8'd1);
         end
 
-        // a parser drop, a QPN beyond the table and a QP whose fast path is off
-        // change nothing
-        rctx_wr_en <= m.error == ERR_NONE && qp_in_range && c_on;
+        // a parser drop, a miss (the entry is another QP's) and a QP whose fast path
+        // is off change nothing
+        rctx_wr_en <= m.error == ERR_NONE && c_hit && c_on;
+        if (m.error == ERR_NONE && c_hit && c_on) ctx_hits <= ctx_hits + 32'd1;
+        if (m.error == ERR_NONE && !c_hit) ctx_misses <= ctx_misses + 32'd1;
         rctx_wr_addr <= m.bth_destqp[QPN_W-1:0];
         rctx_wr_data <= w;
         m_verdict <= v;
@@ -548,7 +564,7 @@ module fp_rx_check
         if (v.action == ACT_EXC) frame_slot <= frame_slot + 16'd1;
         // the list: a response drops the dead entries, and a taken ACK what it
         // acknowledged; its una_psn goes into the send context (C5)
-        if_ret_en <= m.error == ERR_NONE && qp_in_range && k_response;
+        if_ret_en <= m.error == ERR_NONE && c_hit && k_response;
         if_ret_addr <= m.bth_destqp[QPN_W-1:0];
         if_ret_n <= take ? d_n + done : d_n;
         una_valid <= take;
@@ -570,6 +586,8 @@ module fp_rx_check
       rctx_wr_en <= 1'b0;
       m_verdict_valid <= 1'b0;
       frame_slot <= '0;
+      ctx_hits <= '0;
+      ctx_misses <= '0;
       if_ret_en <= 1'b0;
       una_valid <= 1'b0;
     end

@@ -99,6 +99,11 @@ module roce_fp_top
     output logic [31:0]                  tx_bad_desc,
     output logic [31:0]                  tx_dma_errors,
     output logic [31:0]                  rx_drops,
+    // the receive-context cache: frames whose QP's context was in its entry
+    // (qpn mod NQP, tagged with the QPN) and on; frames whose entry held another
+    // QP's (an EXCEPTION with reason 14: the firmware fills the entry)
+    output logic [31:0]                  rx_ctx_hits,
+    output logic [31:0]                  rx_ctx_misses,
     // the segmenter holds no message: a descriptor offered now is taken at once
     output logic                         tx_idle,
     // descriptors the segmenter holds (its 32 slots): the descriptor ring's
@@ -329,6 +334,8 @@ module roce_fp_top
     .sg_rd_lane(sg_rd_lane),
     .sg_rd_data(sg_rd_data),
     .drops(rx_drops),
+    .ctx_hits(rx_ctx_hits),
+    .ctx_misses(rx_ctx_misses),
     .idle(rx_idle)
   );
 

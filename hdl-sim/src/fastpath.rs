@@ -90,6 +90,7 @@ pub struct FpSim {
     events: VecDeque<Timed<[u8; 64]>>,
     bad_desc: u32,
     rx_drops: u32,
+    rx_ctx: [u32; 2],
     tx_idle: bool,
     tx_slots_used: u8,
     rx_idle: bool,
@@ -183,6 +184,7 @@ impl FpSim {
             events: VecDeque::new(),
             bad_desc: 0,
             rx_drops: 0,
+            rx_ctx: [0; 2],
             tx_idle: true,
             tx_slots_used: 0,
             rx_idle: true,
@@ -368,6 +370,12 @@ impl FpSim {
     /// Frames the parser rejected.
     pub fn rx_drops(&self) -> u32 {
         self.rx_drops
+    }
+
+    /// The receive-context cache: frames whose QP's context was in its entry (and on),
+    /// and frames whose entry held another QP's (exceptions with reason 14).
+    pub fn rx_ctx_hits_misses(&self) -> [u32; 2] {
+        self.rx_ctx
     }
 
     /// The first DMA error since the last call (a write outside host memory, a write
@@ -686,6 +694,7 @@ impl FpSim {
         self.bad_desc = out.tx_bad_desc;
         self.tx_dma_errors = out.tx_dma_errors;
         self.rx_drops = out.rx_drops;
+        self.rx_ctx = [out.rx_ctx_hits, out.rx_ctx_misses];
         self.tx_idle = out.tx_idle;
         self.rx_idle = out.rx_idle;
         self.tx_slots_used = out.tx_slots_used;

@@ -102,6 +102,9 @@ pub(crate) mod bridge {
         tx_abort: bool,
         tx_dma_errors: u32,
         rx_drops: u32,
+        /// the receive-context cache's hits and misses
+        rx_ctx_hits: u32,
+        rx_ctx_misses: u32,
         tx_idle: bool,
         rx_idle: bool,
         /// descriptors the segmenter's slots hold

@@ -215,6 +215,10 @@ impl<P: Datapath> FastPath for FpPort<P> {
         b.try_into().unwrap_or([0; RCTX_LEN])
     }
 
+    fn ctx_entries(&self) -> usize {
+        crate::FP_CTX_ENTRIES
+    }
+
     fn mr_entries(&self) -> usize {
         MR_ENTRIES
     }
@@ -320,6 +324,10 @@ impl<P: Datapath> FastPath for FpPort<P> {
 
     fn counters(&self) -> FastPathCounters {
         self.counters
+    }
+
+    fn ctx_hits_misses(&self) -> [u64; 2] {
+        self.fp.rx_ctx_hits_misses().map(u64::from)
     }
 }
 

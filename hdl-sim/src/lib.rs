@@ -62,6 +62,7 @@ pub mod dcb;
 pub mod fastpath;
 #[cfg(not(roce_rtl_unavailable))]
 mod ffi;
+mod fp_params;
 pub mod fp_port;
 pub mod meta;
 pub mod port;
@@ -73,6 +74,7 @@ mod soc_ffi;
 pub use datapath::{RtlDatapath, RxVerdict, TRACE_DIR_ENV};
 pub use dcb::{DcbCounters, DcbCycle, DcbLockstep, DcbRegs, DcbSim};
 pub use fastpath::{FpSim, FpTimeline, Table};
+pub use fp_params::FP_CTX_ENTRIES;
 pub use fp_port::FpPort;
 pub use meta::{L3Kind, RxError, RxMeta};
 pub use port::{RtlPort, RtlPortCounters};

@@ -27,7 +27,7 @@ use roce_core::wire::ipv4::Ipv4Repr;
 use roce_core::wire::ipv6::Ipv6Repr;
 use roce_core::wire::udp::{UdpRepr, ROCEV2_PORT};
 use roce_core::wire::{self, ExtHeaders, HeaderTemplate, L3Repr, Opcode};
-use roce_hdl_sim::{rtl_available, DataWidth, FpSim, Shaping, Table};
+use roce_hdl_sim::{rtl_available, DataWidth, FpSim, Shaping, Table, FP_CTX_ENTRIES};
 
 /// Host memory: one flat range.
 #[derive(Clone)]
@@ -1779,6 +1779,10 @@ enum Resp {
         syndrome: u8,
         run: bool,
     },
+    /// The ACK `Ack { qp, at, 0x1F }` would be, for the QP that shares QP `qp`'s context
+    /// entry (its QPN + `FP_CTX_ENTRIES`) while `qp` holds it: a cache miss (reason 14)
+    /// that touches nothing of `qp`'s, however well its PSN fits `qp`'s messages.
+    Alias { qp: usize, at: u32 },
 }
 
 fn resp(nqp: usize) -> impl Strategy<Value = Resp> {
@@ -1789,6 +1793,7 @@ fn resp(nqp: usize) -> impl Strategy<Value = Resp> {
             .prop_map(|(qp, at, syndrome)| Resp::Ack { qp, at, syndrome }),
         1 => (0..nqp).prop_map(|qp| Resp::AtomicAck { qp }),
         1 => (0..nqp, 1u32..12).prop_map(|(qp, by)| Resp::Una { qp, by }),
+        1 => (0..nqp, 0u32..8).prop_map(|(qp, at)| Resp::Alias { qp, at }),
         4 => (
             0..nqp,
             prop_oneof![4 => Just(0u32), 1 => 0u32..4],
@@ -1885,6 +1890,28 @@ fn read_responses(
             buf[..n].to_vec()
         })
         .collect()
+}
+
+/// The QP that shares QP `qpn`'s context entry (`qpn mod FP_CTX_ENTRIES`).
+fn alias_of(qpn: Qpn) -> Qpn {
+    Qpn::new(qpn.value() + FP_CTX_ENTRIES as u32)
+}
+
+/// An ACKNOWLEDGE from `peer` to QP `to`: its PSN `una - 2 + at`, its MSN `at`.
+fn peer_ack(peer: &SendCtx, to: Qpn, una: Psn, at: u32, syndrome: u8) -> Vec<u8> {
+    let from = SendCtx {
+        dest_qpn: to,
+        ..*peer
+    };
+    let ack = AckDesc {
+        qpn: to,
+        syndrome: Syndrome::from_byte(syndrome),
+        psn: Psn::new(una.value().wrapping_add(at).wrapping_sub(2)),
+        msn: Msn::new(at),
+    };
+    let mut buf = [0u8; 256];
+    let n = fastpath::ack_frame(&from, &ack, &mut buf).expect("ACK frame");
+    buf[..n].to_vec()
 }
 
 /// What `resp_setup` made: the port, each QP's send and receive contexts (as the
@@ -2042,15 +2069,22 @@ fn resp_case(
                 sim.write_word(Table::SendCtx, qpn_of(qp).value(), 4, c.una_psn.value());
                 continue;
             }
-            Resp::Ack { qp, at, syndrome } => {
-                let ack = AckDesc {
-                    qpn: qpn_of(qp),
-                    syndrome: Syndrome::from_byte(syndrome),
-                    psn: Psn::new(sctx[qp].una_psn.value().wrapping_add(at).wrapping_sub(2)),
-                    msn: Msn::new(at),
-                };
-                let n = fastpath::ack_frame(&peer[qp], &ack, &mut buf).expect("ACK frame");
-                (qp, vec![buf[..n].to_vec()])
+            Resp::Ack { qp, at, syndrome } => (
+                qp,
+                vec![peer_ack(
+                    &peer[qp],
+                    qpn_of(qp),
+                    sctx[qp].una_psn,
+                    at,
+                    syndrome,
+                )],
+            ),
+            Resp::Alias { qp, at } => {
+                let alias = alias_of(qpn_of(qp));
+                (
+                    qp,
+                    vec![peer_ack(&peer[qp], alias, sctx[qp].una_psn, at, 0x1F)],
+                )
             }
             Resp::AtomicAck { qp } => {
                 let c = &peer[qp];
@@ -2109,14 +2143,19 @@ fn resp_case(
                         ..
                     } => {
                         slot += 1;
-                        // the firmware handles it and lets the QP's packets through again
-                        rctx[q].held = false;
-                        sim.write_record(
-                            Table::RecvCtx,
-                            qpn_of(q).value(),
-                            &layout::encode_rctx(&rctx[q]),
-                        );
-                        sim.run_until_idle(&mut mem, 100_000).map_err(fail)?;
+                        // the firmware handles it and lets the QP's packets through
+                        // again; after a miss it writes nothing (the entry's QP is not
+                        // held), so a `held` the RTL set there would show in the next
+                        // response to it
+                        if reason != Exception::Miss {
+                            rctx[q].held = false;
+                            sim.write_record(
+                                Table::RecvCtx,
+                                qpn_of(q).value(),
+                                &layout::encode_rctx(&rctx[q]),
+                            );
+                            sim.run_until_idle(&mut mem, 100_000).map_err(fail)?;
+                        }
                         Event::Exception {
                             qpn,
                             psn,
@@ -2143,7 +2182,7 @@ fn resp_case(
                 read: true, last, ..
             } = e
             {
-                seen[16 + usize::from(*last)] += 1;
+                seen[17 + usize::from(*last)] += 1;
             }
             let k = match e {
                 Event::Acked { done, .. } => usize::from(*done > 0),
@@ -2175,13 +2214,97 @@ fn resp_case(
 thread_local! {
     /// What `resp_case` saw, for the test's own coverage check: ACKED retiring nothing,
     /// ACKED retiring messages, then EXCEPTIONs by reason (index 2 + reason), then READ
-    /// responses placed: not the READ's last (16), its last (17).
-    static RESP_SEEN: RefCell<[u32; 18]> = const { RefCell::new([0; 18]) };
+    /// responses placed: not the READ's last (17), its last (18).
+    static RESP_SEEN: RefCell<[u32; 19]> = const { RefCell::new([0; 19]) };
+}
+
+/// A QP of the fixed response cases: MTU 1024, its PSNs about to wrap.
+fn fixed_qp(dest_qpn: u32) -> QpCfg {
+    QpCfg {
+        mtu: Mtu::Mtu1024,
+        psn: 0xFF_FFFE,
+        dest_qpn,
+        ..line_rate_qp()
+    }
+}
+
+/// A WRITE of `len` bytes on QP `qp` (three packets of 1 KiB for 3000).
+fn fixed_write(qp: usize, len: u32) -> Msg {
+    Msg {
+        qp,
+        op: 3,
+        len,
+        cuts: vec![],
+        src_off: 0,
+        solicited: false,
+        flush: false,
+        replay: None,
+        ack: None,
+    }
+}
+
+/// The context cache's tag on responses, fixed cases: QP 0 (and 1) hold their entries
+/// with WRITEs of three packets outstanding, and ACKs for the QP that shares the entry
+/// (`Resp::Alias`) come at PSNs that would acknowledge them (the end of the first WRITE,
+/// inside the second, before una_psn), between QP 0's own ACKs and the firmware's
+/// una_psn writes. Each must be a miss: no ACKED event, no una_psn write, nothing
+/// retired, no `held`; without the tag test on responses the RTL takes them.
+fn alias_cases() -> Vec<(Vec<QpCfg>, Vec<Msg>, Vec<Resp>)> {
+    use Resp::{Ack, Alias, Una};
+    let ack = |qp, at| Ack {
+        qp,
+        at,
+        syndrome: 0x1F,
+    };
+    vec![
+        (
+            vec![fixed_qp(0x55)],
+            vec![fixed_write(0, 3000), fixed_write(0, 3000)],
+            vec![
+                Alias { qp: 0, at: 4 },
+                ack(0, 4),
+                Alias { qp: 0, at: 4 },
+                Alias { qp: 0, at: 2 },
+                ack(0, 3),
+                Alias { qp: 0, at: 0 },
+                Alias { qp: 0, at: 3 },
+                ack(0, 3),
+            ],
+        ),
+        (
+            vec![fixed_qp(0x55), fixed_qp(0x66)],
+            vec![
+                fixed_write(0, 3000),
+                fixed_write(1, 3000),
+                fixed_write(0, 3000),
+                fixed_write(1, 1000),
+            ],
+            vec![
+                Alias { qp: 1, at: 5 },
+                Alias { qp: 0, at: 7 },
+                Una { qp: 0, by: 3 },
+                Alias { qp: 0, at: 4 },
+                ack(1, 3),
+                Alias { qp: 1, at: 4 },
+                ack(0, 4),
+                ack(1, 5),
+            ],
+        ),
+    ]
 }
 
 #[test]
 fn responses_equal_the_models() {
     let Some(sims) = sims() else { return };
+    for (k, (qps, msgs, resps)) in alias_cases().iter().enumerate() {
+        for s in &sims {
+            let mut sim = s.borrow_mut();
+            sim.set_shaping(Shaping::LINE_RATE);
+            if let Err(e) = resp_case(&mut sim, qps, msgs, resps) {
+                panic!("fixed case {k} ({}): {e}", sim.width());
+            }
+        }
+    }
     let mut runner = runner(48);
     let strategy = proptest::collection::vec(qp_cfg(), 1..4).prop_flat_map(|qps| {
         let n = qps.len();
@@ -2205,25 +2328,26 @@ fn responses_equal_the_models() {
     // the cases took ACKs and placed READ responses in hardware, and met every rule
     // that hands a response to the firmware: a NAK (11), a PSN outside what is
     // outstanding (3), a READ or atomic in the way (12), an ATOMIC ACKNOWLEDGE (2), a
-    // READ response of the wrong length (6)
+    // READ response of the wrong length (6), a QP not in its entry (14)
     let seen = RESP_SEEN.with(|s| *s.borrow());
     eprintln!(
         "responses: ACKED {} (retiring {}; READ responses placed {}, {} of them a READ's last), exceptions by reason {:?}",
         seen[0] + seen[1],
         seen[1],
-        seen[16] + seen[17],
-        seen[17],
-        &seen[2..16]
+        seen[17] + seen[18],
+        seen[18],
+        &seen[2..17]
     );
     for (k, what) in [
         (1, "ACKED retiring messages"),
-        (16, "READ response placed (not its READ's last)"),
-        (17, "READ's last response placed"),
+        (17, "READ response placed (not its READ's last)"),
+        (18, "READ's last response placed"),
         (2 + 6, "length"),
         (2 + 11, "NAK"),
         (2 + 3, "PSN"),
         (2 + 12, "order"),
         (2 + 2, "opcode"),
+        (2 + 14, "cache miss"),
     ] {
         assert!(seen[k] > 0, "no {what} among the cases");
     }
@@ -2237,33 +2361,8 @@ fn responses_equal_the_models() {
 #[test]
 fn line_rate_an_ack_taken_in_hardware() {
     let Some(sims) = sims() else { return };
-    let qp = QpCfg {
-        path: Path {
-            vlan: None,
-            ipv6: false,
-            tos: 0,
-            sport: 50000,
-            host: 2,
-        },
-        mtu: Mtu::Mtu1024,
-        sr: false,
-        window: 128,
-        max_pkts_per_ack: 64,
-        psn: 0xFF_FFFE,
-        dest_qpn: 0x55,
-        pkey: 0xFFFF,
-    };
-    let write = Msg {
-        qp: 0,
-        op: 3,
-        len: 3000,
-        cuts: vec![],
-        src_off: 0,
-        solicited: false,
-        flush: false,
-        replay: None,
-        ack: None,
-    };
+    let qp = fixed_qp(0x55);
+    let write = fixed_write(0, 3000);
     for s in &sims {
         let mut sim = s.borrow_mut();
         let width = sim.width();

@@ -101,6 +101,19 @@ impl FramePool {
         copy
     }
 
+    /// Every buffer back on the free list, allocated and zeroed once and kept: for a new
+    /// fabric that takes over this one's buffers ([`Fabric::recycle`]).
+    ///
+    /// [`Fabric::recycle`]: crate::Fabric::recycle
+    pub fn free_all(&mut self) {
+        self.free.clear();
+        for (i, slot) in self.slots.iter_mut().enumerate().rev() {
+            slot.live = false;
+            slot.len = 0;
+            self.free.push(i as u32);
+        }
+    }
+
     /// Buffers allocated so far (in use or free): the high-water mark of frames in flight.
     pub fn capacity(&self) -> usize {
         self.slots.len()

@@ -15,6 +15,18 @@ pub fn cmd(program: &str, args: &[&str]) -> Command {
     command
 }
 
+/// `nice -n N program args...`: the long jobs (fuzz campaigns, chaos runs) on a shared
+/// machine. N is `XTASK_NICE`, 10 by default: at 19 they got almost no CPU beside the
+/// other agents' builds (a campaign starved for hours), at 10 they still yield to
+/// interactive work and builds at 0.
+pub fn niced(program: &str, args: &[&str]) -> Result<Command> {
+    let level = std::env::var("XTASK_NICE").unwrap_or_else(|_| "10".to_string());
+    if !level.parse::<i8>().is_ok_and(|n| (0..=19).contains(&n)) {
+        return Err(format!("XTASK_NICE must be 0..=19, not `{level}`"));
+    }
+    Ok(cmd("nice", &[&["-n", &level, program], args].concat()))
+}
+
 /// The command as a shell line, prefixed by its directory when it has one.
 pub fn display(command: &Command) -> String {
     let mut line = command.get_program().to_string_lossy().into_owned();

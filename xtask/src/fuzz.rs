@@ -411,17 +411,14 @@ pub fn long(names: &[String], max_seconds: Option<u64>) -> Result {
     Ok(())
 }
 
-/// `nice -n 19 cargo +nightly fuzz ARGS`, its output into `log`; fails if it does.
+/// `nice -n XTASK_NICE cargo +nightly fuzz ARGS`, its output into `log`; fails if it does.
 fn niced(t: &Target, args: &[&str], log: &Path) -> Result {
     let out =
         std::fs::File::create(log).map_err(|e| format!("cannot create {}: {e}", log.display()))?;
     let err = out
         .try_clone()
         .map_err(|e| format!("cannot share {}: {e}", log.display()))?;
-    let mut command = cmd(
-        "nice",
-        &[&["-n", "19", "cargo", "+nightly", "fuzz"], args].concat(),
-    );
+    let mut command = cmd::niced("cargo", &[&["+nightly", "fuzz"], args].concat())?;
     command
         .current_dir(FUZZ_DIR)
         .envs(t.build.env.iter().copied())

@@ -45,7 +45,8 @@ usage: cargo xtask <command>
                    one module of TARGET alone, out of context (quicker while
                    working on it); results in target/synth/TARGET/MODULE/
 
-environment: FUZZ_SECONDS  seconds per fuzz target (default: a minute shared by all, 5 to 30 each)";
+environment: FUZZ_SECONDS  seconds per fuzz target (default: a minute shared by all, 5 to 30 each)
+             XTASK_NICE    niceness of fuzz --long and chaos (default 10)";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();

@@ -32,6 +32,8 @@ pub const EVENT_LEN: usize = 64;
 pub const SCTX_TEMPLATE: usize = 30;
 /// Where `una_psn` sits in a send context (the firmware writes these 3 bytes alone).
 pub const SCTX_UNA: usize = 16;
+/// Offset of the receive context's `qpn`, the tag of the context cache's entry (§3.2).
+pub const RCTX_QPN: usize = 45;
 
 /// A field of the bytes names nothing: the offset of the first such field.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -308,9 +310,15 @@ pub fn encode_rctx(c: &RecvCtx) -> [u8; RCTX_LEN] {
     put(&mut b, 32, c.recv_addr.to_le_bytes());
     put(&mut b, 40, c.length.to_le_bytes());
     b[44] = u8::from(c.nak_sent) | u8::from(c.recv_loaded) << 1 | u8::from(c.held) << 2;
-    put24(&mut b, 45, c.qpn.value());
+    put24(&mut b, RCTX_QPN, c.qpn.value());
     put(&mut b, 48, c.peer_gid);
     b
+}
+
+/// The QP whose receive context `b` is: the context cache's tag (`docs/scale.md`). An
+/// entry never written reads as QPN 0, which no RC QP has.
+pub fn rctx_tag(b: &[u8; RCTX_LEN]) -> Qpn {
+    Qpn::new(u24_at(b, RCTX_QPN))
 }
 
 /// Decodes a receive context (§3.2).
@@ -321,7 +329,7 @@ pub fn decode_rctx(b: &[u8; RCTX_LEN]) -> Result<RecvCtx, Invalid> {
             1 => true,
             _ => return Err(Invalid { offset: 0 }),
         },
-        qpn: Qpn::new(u24_at(b, 45)),
+        qpn: Qpn::new(u24_at(b, RCTX_QPN)),
         cur: match b[1] {
             0 => RxCur::None,
             1 => RxCur::Send,

@@ -214,6 +214,10 @@ pub enum Exception {
     /// Not this port's, or not from the QP's peer (MAC, GID, P_Key, transport), or no
     /// context for the QP.
     Address = 13,
+    /// The context cache's entry for the QP (`qpn mod entries`) holds another QP's
+    /// context, or none: the firmware handles the packet and may fill the entry
+    /// (`docs/scale.md`). Nothing in the entry changes.
+    Miss = 14,
 }
 
 impl Exception {
@@ -233,6 +237,7 @@ impl Exception {
             11 => Self::Nak,
             12 => Self::Order,
             13 => Self::Address,
+            14 => Self::Miss,
             _ => return None,
         })
     }
@@ -655,10 +660,11 @@ pub struct PortAddr {
     pub gid: [u8; 16],
 }
 
-/// The receive checks the engine makes before any QP rule, made here for a QP whose
-/// contexts the caller found by DestQP: the frame is this port's, RC (the fast path's
-/// QPs are), from the QP's peer with a matching P_Key, and no exception of the QP is
-/// pending. Then requests go to [`receive`], responses to [`respond`].
+/// The receive checks the engine makes before any QP rule, made here on the contexts of
+/// the entry the caller found by DestQP: the entry is the QP's (the cache's tag), the
+/// frame is this port's, RC (the fast path's QPs are), from the QP's peer with a
+/// matching P_Key, and no exception of the QP is pending. Then requests go to
+/// [`receive`], responses to [`respond`].
 pub fn dispatch<const N: usize>(
     port: &PortAddr,
     rctx: &mut RecvCtx,
@@ -669,11 +675,16 @@ pub fn dispatch<const N: usize>(
     dma: &mut dyn Dma,
 ) -> RxOutcome {
     let qpn = rctx.qpn;
+    // The context cache's tag (`docs/scale.md`), before any rule: contexts that are
+    // another QP's (its entry's current holder) make a miss that changes nothing, not
+    // even `held`, for requests and responses alike (fp_rx_check's first test).
+    if pkt.dest_qp() != qpn {
+        return RxOutcome::exception(pkt.dest_qp(), pkt, Exception::Miss);
+    }
     let (src, dst) = pkt.gids();
     let ours = pkt.dst_mac() == port.mac
         && dst == port.gid
         && pkt.info().transport == Transport::Rc
-        && pkt.dest_qp() == qpn
         && crate::engine::pkey_match(pkt.pkey(), rctx.pkey)
         && src == rctx.peer_gid;
     if !rctx.on {

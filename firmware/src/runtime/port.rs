@@ -129,6 +129,13 @@ impl<
             Ok(CounterScope::Port) => {
                 // The port sent and received what its fast path handled on its own too
                 // (rxe counts every packet; the engine sees only the rest).
+                let (_, dp) = self.hal.split();
+                if let Some(fp) = dp.fastpath() {
+                    [
+                        self.counters.fp_ctx_cache_hits,
+                        self.counters.fp_ctx_cache_misses,
+                    ] = fp.ctx_hits_misses();
+                }
                 let mut engine = *self.engine.counters();
                 engine.sent_pkts += self.counters.fastpath.tx_frames;
                 engine.rcvd_pkts += self.counters.fastpath.rx_handled;

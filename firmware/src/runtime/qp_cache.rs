@@ -252,10 +252,9 @@ impl<
         }
     }
 
-    /// Writes the least recently used resident QP that has no work under way (and was
-    /// not used in this poll) back to the ICM; returns its freed line.
-    fn evict_lru(&mut self, idle_only: bool) -> Option<usize> {
-        let icm = self.icm?;
+    /// The least recently used resident QP's line that has no work under way (as the
+    /// engine knows it) and was not fetched in this poll.
+    fn lru_candidate(&self, idle_only: bool) -> Option<usize> {
         let mut best: Option<(u32, usize)> = None;
         for (l, q) in self.qps.iter().enumerate().take(self.qp_hi) {
             let (Some(q), Some(&used), Some(&fetched)) = (q, self.used.get(l), self.fetched.get(l))
@@ -264,7 +263,6 @@ impl<
             };
             let age = self.tick.wrapping_sub(used);
             if fetched == self.tick
-                || q.fp != FpState::Off
                 || !self.engine.qp_evictable(q.qpn)
                 || (idle_only && self.engine.qp_has_sends(q.qpn))
             {
@@ -274,8 +272,28 @@ impl<
                 best = Some((age, l));
             }
         }
-        let (_, l) = best?;
-        let mut q = self.qps.get(l).copied().flatten()?;
+        best.map(|(_, l)| l)
+    }
+
+    /// Writes the least recently used resident QP that has no work under way (and was
+    /// not used in this poll) back to the ICM; returns its freed line.
+    fn evict_lru(&mut self, idle_only: bool) -> Option<usize> {
+        let icm = self.icm?;
+        // A QP on the fast path leaves it first (the engine takes its hardware receive
+        // state, which may show a message under way after all: then the next one).
+        let mut q = loop {
+            let l = self.lru_candidate(idle_only)?;
+            let q = self.qps.get(l).copied().flatten()?;
+            if q.fp == FpState::Off {
+                break q;
+            }
+            self.fp_take_off(q.qpn);
+            self.counters.fp_ctx_cache_evictions += 1;
+            if self.engine.qp_evictable(q.qpn) {
+                break self.qps.get(l).copied().flatten()?;
+            }
+        };
+        let l = self.line(q.qpn)?;
         let mut entry = [0u8; ICM_ENTRY_LEN];
         let (ctx, tail) = entry.split_at_mut(QP_CTX_LEN);
         let ctx = <&mut [u8; QP_CTX_LEN]>::try_from(ctx).ok()?;

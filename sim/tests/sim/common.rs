@@ -51,7 +51,17 @@ pub fn incast(
     sw: SwitchConfig,
     cfg: impl Fn(u8) -> GeneratorConfig,
 ) -> Incast {
-    let mut fabric = Fabric::new(seed);
+    incast_on(Fabric::new(seed), n, link, sw, cfg)
+}
+
+/// [`incast`] built on `fabric`, which must be empty.
+pub fn incast_on(
+    mut fabric: Fabric,
+    n: u8,
+    link: LinkConfig,
+    sw: SwitchConfig,
+    cfg: impl Fn(u8) -> GeneratorConfig,
+) -> Incast {
     let sink = fabric.add_host(Sink::new());
     let senders: Vec<HostId<Generator>> = (1..=n)
         .map(|h| fabric.add_host(Generator::new(cfg(h))))

@@ -444,6 +444,12 @@ impl<F: FastPath> FastPath for FpProbe<F> {
     fn read_rctx(&mut self, qpn: Qpn) -> [u8; RCTX_LEN] {
         self.call(|f| f.read_rctx(qpn))
     }
+    fn ctx_entries(&self) -> usize {
+        self.inner.ctx_entries()
+    }
+    fn ctx_hits_misses(&self) -> [u64; 2] {
+        self.inner.ctx_hits_misses()
+    }
     fn mr_entries(&self) -> usize {
         self.inner.mr_entries()
     }
