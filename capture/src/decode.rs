@@ -125,7 +125,8 @@ const CHUNK: usize = 64 << 10;
 
 /// Decodes every frame of `reader` the filter keeps into `out`. Output is flushed
 /// whenever the reader would have to wait for input, so a live capture on a pipe shows
-/// each frame as it comes.
+/// each frame as it comes. A corrupt record is an error after every frame before it has
+/// been written.
 pub fn decode<R: Read>(
     reader: &mut Reader<R>,
     decoder: &mut impl Decoder,
@@ -144,8 +145,16 @@ pub fn decode<R: Read>(
                 out.flush()?;
             }
         }
-        let Some(frame) = reader.next_frame()? else {
-            break;
+        let frame = match reader.next_frame() {
+            Ok(Some(frame)) => frame,
+            Ok(None) => break,
+            // A corrupt record ends the capture: the frames before it are shown first,
+            // as Wireshark does.
+            Err(e) => {
+                out.write_all(&buf)?;
+                out.flush()?;
+                return Err(e.into());
+            }
         };
         outcome.frames += 1;
         let start = *first.get_or_insert(frame.timestamp);

@@ -131,15 +131,21 @@ struct FilterArgs {
 }
 
 impl FilterArgs {
-    fn filter(self) -> roce_capture::Filter {
-        roce_capture::Filter {
+    fn filter(self) -> Result<roce_capture::Filter> {
+        if let (Some(from), Some(to)) = (self.from, self.to) {
+            anyhow::ensure!(
+                from <= to,
+                "--from {from:?} is after --to {to:?}: no frame could be shown"
+            );
+        }
+        Ok(roce_capture::Filter {
             qpns: self.qpn,
             opcodes: self.opcode,
             error: self.error,
             ips: self.ip,
             from: self.from,
             to: self.to,
-        }
+        })
     }
 }
 
@@ -250,13 +256,14 @@ fn run() -> Result<()> {
 }
 
 fn decode(args: DecodeArgs, out: &mut impl Write) -> Result<()> {
+    let filter = args.filter.filter()?;
     let mut reader = roce_capture::open(&args.file)?;
     let format = if args.json {
         roce_capture::Format::Json
     } else {
         roce_capture::Format::Text
     };
-    let filter = args.filter.filter();
+    let name = roce_capture::name(&args.file);
     let outcome = match args.datapath {
         DatapathArg::Software => {
             if args.waves.is_some() {
@@ -268,18 +275,16 @@ fn decode(args: DecodeArgs, out: &mut impl Write) -> Result<()> {
                 format,
                 &filter,
                 out,
-            )?
+            )
         }
         DatapathArg::Rtl => {
             let mut rtl = roce_capture::rtl::Rtl::new(args.waves.as_deref())?;
-            roce_capture::decode(&mut reader, &mut rtl, format, &filter, out)?
+            roce_capture::decode(&mut reader, &mut rtl, format, &filter, out)
         }
-    };
+    }
+    .map_err(|e| e.context(name.clone()))?;
     if let Some(t) = outcome.truncated {
-        warn(format_args!(
-            "warning: {}: {t}",
-            roce_capture::name(&args.file)
-        ));
+        warn(format_args!("warning: {name}: {t}"));
     }
     Ok(())
 }
@@ -294,8 +299,7 @@ fn analyze(args: AnalyzeArgs, out: &mut impl Write) -> Result<()> {
             .ack_timeout
             .map_or(analyze::SHORTEST_ACK_TIMEOUT_NS, |t| t.as_nanos() as u64),
     };
-    let mut analyzer = analyze::run(&mut reader, options)
-        .map_err(|e| anyhow::anyhow!("{}: {e}", roce_capture::name(&args.file)))?;
+    let (mut analyzer, end) = analyze::run(&mut reader, options);
     if let Some(t) = reader.truncated() {
         warn(format_args!(
             "warning: {}: {t}",
@@ -324,5 +328,11 @@ fn analyze(args: AnalyzeArgs, out: &mut impl Write) -> Result<()> {
             path.display()
         ));
     }
-    Ok(())
+    end.map_err(|e| {
+        anyhow::anyhow!(
+            "{}: {e} (the analysis above covers the {} frames before it)",
+            roce_capture::name(&args.file),
+            report.frames
+        )
+    })
 }

@@ -251,6 +251,81 @@ fn analyze_reads_a_cut_capture_from_standard_input() {
     assert!(image.starts_with(b"\x89PNG\r\n\x1a\n"), "not a PNG");
 }
 
+/// Whether tshark runs here (it must under CI).
+fn tshark_found() -> bool {
+    let found = Command::new("tshark")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    assert!(
+        found || std::env::var("CI").as_deref() != Ok("true"),
+        "tshark is required under CI"
+    );
+    found
+}
+
+/// A pcapng whose last block is damaged (its trailing length is wrong): `roce decode`
+/// prints the frames Wireshark reads before the damage, then fails on it; `roce
+/// analyze` prints the analysis of those frames, then fails.
+#[test]
+fn a_corrupt_record_comes_after_every_frame_before_it() {
+    if !tshark_found() {
+        eprintln!("skipped: tshark is not installed");
+        return;
+    }
+    let mixed = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/data/captures/mixed.pcapng");
+    let mut bytes = std::fs::read(mixed).unwrap();
+    let n = bytes.len();
+    bytes[n - 4..].copy_from_slice(&16u32.to_le_bytes());
+    let path = scratch("corrupt").join("damaged.pcapng");
+    std::fs::write(&path, &bytes).unwrap();
+    // tshark too prints the frames before the damage and fails (status 2).
+    let tshark = Command::new("tshark")
+        .arg("-r")
+        .arg(&path)
+        .args(["-T", "fields", "-e", "frame.number"])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&tshark.stderr).contains("damaged or corrupt"));
+    let theirs: Vec<u64> = String::from_utf8(tshark.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| l.trim().parse().unwrap())
+        .collect();
+    assert_eq!(theirs, (1..=25).collect::<Vec<u64>>());
+    let out = roce()
+        .args(["decode", "--json"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let ours: Vec<u64> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).unwrap()["index"]
+                .as_u64()
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(ours, theirs);
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        err.contains("damaged.pcapng: corrupt capture at byte"),
+        "{err}"
+    );
+    let out = roce()
+        .args(["analyze", "--json"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["frames"], 25);
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(err.contains("covers the 25 frames before it"), "{err}");
+}
+
 #[test]
 fn a_file_that_is_not_a_capture_is_refused_with_its_first_bytes() {
     let out = roce()
@@ -288,11 +363,13 @@ fn roce_keeps(pcap: &Path, filter: &[&str]) -> Vec<u64> {
         .collect()
 }
 
-/// The frame numbers Wireshark's display filter `filter` keeps.
+/// The frame numbers Wireshark's display filter `filter` keeps. (One vector's ACK comes
+/// from UDP port 69, which tshark would take for TFTP: it is told that port is RoCE.)
 fn tshark_keeps(pcap: &Path, filter: &str) -> Vec<u64> {
     let out = Command::new("tshark")
         .arg("-r")
         .arg(pcap)
+        .args(["-d", "udp.port==69,infiniband"])
         .args(["-Y", filter, "-T", "fields", "-e", "frame.number"])
         .output()
         .unwrap();
@@ -322,12 +399,7 @@ fn opcodes(low: std::ops::RangeInclusive<u8>, extra: &[u8]) -> String {
 /// not decode but whose headers are there), and combinations.
 #[test]
 fn decode_filters_keep_what_wiresharks_display_filters_keep() {
-    let found = Command::new("tshark").arg("--version").output();
-    if !found.is_ok_and(|o| o.status.success()) {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "tshark is required under CI"
-        );
+    if !tshark_found() {
         eprintln!("skipped: tshark is not installed");
         return;
     }
@@ -356,6 +428,15 @@ fn decode_filters_keep_what_wiresharks_display_filters_keep() {
             "frame.time_relative >= 10 && frame.time_relative <= 20.5".into(),
         ),
         (&valid, vec!["--opcode", "write"], opcodes(6..=11, &[])),
+        // ACKNOWLEDGE and ATOMIC ACKNOWLEDGE; the atomics and their ACKs (RC only).
+        (&valid, vec!["--opcode", "ack"], "infiniband.bth.opcode in {0x11, 0x12}".into()),
+        (&valid, vec!["--opcode", "atomic"], "infiniband.bth.opcode in {0x12, 0x13, 0x14}".into()),
+        // An opcode by name and one by number.
+        (
+            &valid,
+            vec!["--opcode", "RC_RDMA_WRITE_ONLY,0x81"],
+            "infiniband.bth.opcode in {0x0a, 0x81}".into(),
+        ),
         (
             &valid,
             vec!["--opcode", "send,cnp", "--ip", "10.0.0.0/8", "--to", "200ms"],
@@ -370,6 +451,23 @@ fn decode_filters_keep_what_wiresharks_display_filters_keep() {
             format!("{} && infiniband.bth.destqp == 0x12 && frame.time_relative >= 0.3", opcodes(12..=16, &[])),
         ),
     ];
+    // --error with another filter: the frames scapy's vectors say fail the ICRC check,
+    // of those Wireshark finds between 10.0.0.0/8 and anything.
+    let invalid = vectors().join("invalid.pcap");
+    let icrc: Vec<u64> = std::fs::read_to_string(vectors().join("invalid.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|r| r["valid"] == false && r["expected_error"] == "icrc_mismatch")
+        .map(|r| r["index"].as_u64().unwrap())
+        .collect();
+    let in_ten = tshark_keeps(&invalid, "ip.addr == 10.0.0.0/8");
+    let both: Vec<u64> = icrc.into_iter().filter(|i| in_ten.contains(i)).collect();
+    assert!(!both.is_empty() && both.len() < in_ten.len());
+    assert_eq!(
+        roce_keeps(&invalid, &["--error", "icrc", "--ip", "10.0.0.0/8"]),
+        both
+    );
     for (pcap, filter, display) in cases {
         let theirs = tshark_keeps(pcap, &display);
         assert!(
@@ -382,6 +480,20 @@ fn decode_filters_keep_what_wiresharks_display_filters_keep() {
             "{filter:?} against {display}"
         );
     }
+}
+
+/// A time range that holds no time is a mistake to say, not an empty output.
+#[test]
+fn an_empty_time_range_is_refused() {
+    let out = roce()
+        .args(["decode", "--from", "30", "--to", "10"])
+        .arg(vectors().join("valid.pcap"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(out.stdout.is_empty());
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(err.contains("--from 30s is after --to 10s"), "{err}");
 }
 
 /// `--error`: the frames scapy's vectors say must fail, by the error they name.

@@ -11,7 +11,8 @@ use roce_capture::analyze::{
 };
 use roce_cli::perf::{self, Params, Test};
 use roce_cli::progress::ProgressBar;
-use roce_core::transport::{Counters, Mtu};
+use roce_core::transport::{Counters, Mtu, QpType};
+use roce_host::PortCounters;
 use roce_sim::{Faults, LinkConfig, MemoryCapture};
 use roce_testbed::nic::Datapath;
 use roce_testbed::{Sim, World};
@@ -34,21 +35,30 @@ fn params(test: Test, size: usize, iters: usize) -> Params {
 /// Runs `p` with `loss` on the link (both ways), captured at link end `end` (0 is the
 /// client, the requester); returns the analysis and each NIC's engine counters.
 fn run(p: &Params, loss: f64, seed: u64, end: usize) -> (Report, [Counters; 2]) {
+    let (r, c) = run_on(p, false, loss, seed, end);
+    (r, c.map(|c| c.engine))
+}
+
+/// [`run`] with the RC fast path (`roce perf`'s default) or without; every port counter.
+fn run_on(
+    p: &Params,
+    fastpath: bool,
+    loss: f64,
+    seed: u64,
+    end: usize,
+) -> (Report, [PortCounters; 2]) {
     let link = LinkConfig::new(G100, 2_000).with_faults(Faults {
         loss,
         ..Faults::default()
     });
-    let nics = perf::nics(p, Datapath::Software, false).unwrap();
+    let nics = perf::nics(p, Datapath::Software, fastpath).unwrap();
     let mut sim = Sim::back_to_back(nics, link, seed).unwrap();
     let capture = MemoryCapture::new();
     let tap = sim.fabric.tap_end(sim.link, end, capture.clone()).unwrap();
     perf::run(&mut sim, p, &ProgressBar::hidden()).unwrap();
     sim.fabric.close_tap(tap).unwrap();
-    let counters = sim.contexts().map(|c| c.query_counters().unwrap().engine);
-    let bytes = capture.bytes();
-    let mut reader = roce_capture::Reader::new(&bytes[..]).unwrap();
-    let mut a = analyze::run(&mut reader, analyze::Options::default()).unwrap();
-    (a.finish(), counters)
+    let counters = sim.contexts().map(|c| c.query_counters().unwrap());
+    (analyse(&capture.bytes()), counters)
 }
 
 #[test]
@@ -123,6 +133,57 @@ fn the_requesters_capture_counts_what_its_engine_counted() {
     );
 }
 
+/// `roce perf`'s default: the RC fast path sends the requests. Its NAKs, Go-Back-N
+/// retries and timeouts are still the engine's to count, and equal the analysis's. The
+/// resends are the wire's: every request packet the NIC transmitted (the fast path's
+/// frames and the firmware's) beyond the PSNs the run needed once. (The engine's
+/// `retransmitted_pkts` counts what it hands the fast path again, also packets that were
+/// flushed before they went out: more than the wire carried.)
+#[test]
+fn with_the_fast_path_the_resends_are_those_the_nic_transmitted() {
+    let (mut episodes, mut resent) = (0, 0);
+    for (test, size) in [(Test::WriteBw, 10_000), (Test::SendBw, 3000)] {
+        for seed in 1..=6u64 {
+            let mut p = params(test, size, 100);
+            p.qps = 1 + seed as usize % 2;
+            let loss = [0.01, 0.03][seed as usize % 2];
+            let (r, [client, server]) = run_on(&p, true, loss, seed, 0);
+            let what = format!("{} {size} B, {} QPs, seed {seed}", test.name(), p.qps);
+            assert!(
+                client.runtime.fastpath.tx_frames > 0,
+                "{what}: no fast path"
+            );
+            assert_eq!(r.connections.len(), p.qps, "{what}");
+            let sum = |f: fn(&Requests) -> u64| -> u64 {
+                r.connections
+                    .iter()
+                    .map(|c| f(c.a_to_b.requests.as_ref().expect("requests")))
+                    .sum()
+            };
+            // One PSN per packet (WRITE and SEND): the run needs iters x packets per
+            // message of them, each sent once at least.
+            let psns = (p.iters * p.qps * size.div_ceil(p.mtu.bytes() as usize)) as u64;
+            let sent = client.runtime.frames_tx + client.runtime.fastpath.tx_frames;
+            assert_eq!(sum(|q| q.resent), sent - psns, "{what}: resent");
+            let e = client.engine;
+            assert_eq!(sum(|q| q.naks.psn_sequence_error), e.rcvd_seq_err, "{what}");
+            assert_eq!(
+                sum(|q| q.go_back_n.episodes),
+                e.completer_retry_err,
+                "{what}"
+            );
+            assert_eq!(sum(|q| q.timeouts), e.local_ack_timeout_err, "{what}");
+            assert_eq!(server.engine.retransmitted_pkts, 0);
+            episodes += sum(|q| q.go_back_n.episodes);
+            resent += sum(|q| q.resent);
+        }
+    }
+    assert!(
+        episodes > 20 && resent > 500,
+        "{episodes} episodes, {resent} resent"
+    );
+}
+
 #[test]
 fn the_responders_capture_shows_the_gap_behind_every_nak() {
     for seed in 1..=3 {
@@ -185,9 +246,9 @@ fn incast(name: &str, host: &str) -> roce_cli::scenario::fabric::FabricResult {
 
 fn analyse(pcap: &[u8]) -> Report {
     let mut reader = roce_capture::Reader::new(pcap).unwrap();
-    analyze::run(&mut reader, analyze::Options::default())
-        .unwrap()
-        .finish()
+    let (mut a, end) = analyze::run(&mut reader, analyze::Options::default());
+    end.expect("no corrupt record");
+    a.finish()
 }
 
 #[test]
@@ -360,4 +421,74 @@ fn rxes_resends_under_loss_are_those_rxe_and_our_responder_counted() {
     let back = r.connections[0].b_to_a.as_ref().unwrap();
     assert_eq!(back.unmatched_responses, 0);
     assert!(req.ack_latency.unwrap().samples > 900);
+}
+
+/// RNR: the client SENDs before the server has posted a receive. The server answers each
+/// try with an RNR NAK that asks for its minimum RNR timer (code 3, 0.03 ms: roce-facts
+/// §4.2's table), the client waits that long and tries again, until receives are posted
+/// at 0.2 ms. Captured at the client: the RNR NAKs are those both engines counted, and
+/// each wait, from the NAK to the resend, is the 30 us the NAK asked for.
+#[test]
+fn rnr_naks_and_the_waits_they_caused() {
+    use roce_core::transport::{RecvWr, SendFlags, SendWr, WrOp};
+    use roce_host::ConnectOptions;
+    let p = params(Test::SendBw, 64, 1);
+    let nics = perf::nics(&p, Datapath::Software, false).unwrap();
+    let mut sim = Sim::back_to_back(nics, LinkConfig::new(G100, 2_000), 1).unwrap();
+    let capture = MemoryCapture::new();
+    let tap = sim.fabric.tap_end(sim.link, 0, capture.clone()).unwrap();
+    let side = |ctx: &roce_host::Context| {
+        let pd = ctx.alloc_pd().unwrap();
+        let cq = ctx.create_cq(16).unwrap();
+        let mr = pd
+            .reg_mr(4096, roce_core::memory::AccessFlags::LOCAL_WRITE)
+            .unwrap();
+        (pd.create_qp(QpType::Rc, &cq, &cq).build().unwrap(), cq, mr)
+    };
+    let [ca, cb] = sim.contexts();
+    let ((qa, cqa, mra), (qb, _cqb, mrb)) = (side(ca), side(cb));
+    let opts = ConnectOptions {
+        min_rnr_timer: 3,
+        rnr_retry: 7,
+        ..ConnectOptions::default()
+    };
+    roce_testbed::traffic::connect_pair(&qa, &qb, 0, &opts).unwrap();
+    for id in 0..2 {
+        let wr = SendWr::new(id, WrOp::Send)
+            .sge(mra.addr() + 64 * id, 64, mra.lkey())
+            .flags(SendFlags::SIGNALED);
+        qa.post_send(&wr).unwrap();
+    }
+    sim.kick(0);
+    while sim.now() < 200_000 {
+        assert!(sim.advance());
+    }
+    for id in 0..2 {
+        qb.post_recv(&RecvWr::new(id).sge(mrb.addr() + 64 * id, 64, mrb.lkey()))
+            .unwrap();
+    }
+    sim.kick(1);
+    let mut done = 0;
+    let mut wcs = [roce_core::transport::WorkCompletion::default(); 4];
+    while done < 2 {
+        assert!(
+            sim.advance() && sim.now() < 1_000_000,
+            "the SENDs never completed"
+        );
+        done += cqa.poll(&mut wcs).unwrap().len();
+    }
+    sim.fabric.close_tap(tap).unwrap();
+    let [client, server] = sim.contexts().map(|c| c.query_counters().unwrap().engine);
+    let r = analyse(&capture.bytes());
+    let q = r.connections[0].a_to_b.requests.as_ref().unwrap();
+    // Six or seven tries in 0.2 ms, each answered by an RNR NAK.
+    assert!(client.rcvd_rnr_err >= 5, "{}", client.rcvd_rnr_err);
+    assert_eq!(q.rnr_naks, client.rcvd_rnr_err);
+    assert_eq!(q.rnr_naks, server.send_rnr_err);
+    assert_eq!(q.go_back_n.after_rnr_nak, client.rcvd_rnr_err);
+    assert_eq!(q.events.rnr_waits.len() as u64, client.rcvd_rnr_err);
+    for w in &q.events.rnr_waits {
+        assert_eq!(w.timer_us, 30.0, "{w:?}");
+        assert!((30.0..30.1).contains(&w.waited_us), "{w:?}");
+    }
 }

@@ -33,16 +33,20 @@ use stream::{Evidence, Request, RequestKind, Response, ResponseKind, Stream};
 /// The shortest local ACK timeout there is: 4.096 us x 2^1 (code 0 is none).
 pub const SHORTEST_ACK_TIMEOUT_NS: u64 = 8_192;
 
-/// Analyses every frame of a capture.
+/// Analyses every frame of a capture. A corrupt record ends the reading: the analysis
+/// holds the frames before it, and the error comes beside it.
 pub fn run<R: std::io::Read>(
     reader: &mut Reader<R>,
     options: Options,
-) -> Result<Analyzer, read::Error> {
+) -> (Analyzer, Result<(), read::Error>) {
     let mut a = Analyzer::new(options);
-    while let Some(f) = reader.next_frame()? {
-        a.frame(&f);
+    loop {
+        match reader.next_frame() {
+            Ok(Some(f)) => a.frame(&f),
+            Ok(None) => return (a, Ok(())),
+            Err(e) => return (a, Err(e)),
+        }
     }
-    Ok(a)
 }
 
 /// Choices of the analysis.
