@@ -1382,9 +1382,9 @@ pub trait NicRuntime {
     /// [`Nic::transmit_frame`].
     fn transmit_frame(&mut self, buf: &mut [u8]) -> Option<usize>;
     /// The port's configuration as it stands (the host changes it through the ABI).
-    fn port_config(&self) -> PortConfig;
+    fn port_config(&self) -> &PortConfig;
     /// [`Nic::counters`].
-    fn counters(&self) -> RuntimeCounters;
+    fn counters(&self) -> &RuntimeCounters;
     /// [`Nic::transmit_frame_except`].
     fn transmit_frame_except(&mut self, buf: &mut [u8], blocked: Priorities) -> Option<usize>;
 }
@@ -1413,11 +1413,11 @@ impl<
     fn transmit_frame(&mut self, buf: &mut [u8]) -> Option<usize> {
         Nic::transmit_frame(self, buf)
     }
-    fn port_config(&self) -> PortConfig {
-        *self.engine.config()
+    fn port_config(&self) -> &PortConfig {
+        self.engine.config()
     }
-    fn counters(&self) -> RuntimeCounters {
-        self.counters
+    fn counters(&self) -> &RuntimeCounters {
+        &self.counters
     }
     fn transmit_frame_except(&mut self, buf: &mut [u8], blocked: Priorities) -> Option<usize> {
         Nic::transmit_frame_except(self, buf, blocked)

@@ -213,13 +213,18 @@ module fp_tx_plan
     return {f[0], ix[0]};
   endfunction
 
-  // The index of a one-hot vector's set bit (0 for none): per index bit an OR
-  // of the NSLOT/2 positions that have it.
-  function automatic logic [SLOT_W-1:0] index_of(input logic [NSLOT-1:0] oh);
-    logic [SLOT_W-1:0] ix;
-    ix = '0;
-    for (int i = 0; i < NSLOT; i++) if (oh[i]) ix = ix | SLOT_W'(i);
-    return ix;
+  // The round robin's pick within one half of the slots (one-hot): its lowest
+  // eligible slot at or after rr, else its lowest eligible slot; the lowest
+  // set bit of {eligible, eligible at or after rr} (x & ~(x - 1), a carry
+  // chain), its two halves folded into one. Two halves of NSLOT/2 (NSLOT is
+  // even) halve the chain and the OR of the slots' QPNs behind it: over all
+  // 32 slots at once they held the planner at 117.3 MHz.
+  localparam int HALF = NSLOT / 2;
+  function automatic logic [HALF-1:0] half_pick(input logic [HALF-1:0] e, input logic [HALF-1:0] m);
+    logic [2*HALF-1:0] both, first;
+    both = {e, e & m};
+    first = both & ~(both - (2 * HALF)'(1));
+    return first[HALF-1:0] | first[2*HALF-1:HALF];
   endfunction
 
   // the planner saves its cursor over start_pkt, in S_PKT_A and S_NEXT only
@@ -310,24 +315,41 @@ module fp_tx_plan
   logic [SLOT_W-1:0]  pick_rr_q;
   logic               pick_ok_q, others_q;
   always_ff @(posedge clk) begin
-    logic [2*NSLOT-1:0] both, first;
-    logic [NSLOT-1:0]   oh;
-    logic [QPN_W-1:0]   qpn;
+    logic [HALF-1:0]   e_lo, e_hi, m_lo, m_hi, oh_lo, oh_hi, kill_lo, kill_hi;
+    logic [QPN_W-1:0]  qpn_lo, qpn_hi;
+    logic [SLOT_W-2:0] ix_lo, ix_hi;
+    logic              lo;
     for (int i = 0; i < NSLOT; i++) begin
       elig_q[i] <= s_valid[i] && !s_sleep[i] && (older[i] & s_valid) == '0;
     end
-    // the first eligible slot at or after rr, else the first one: the lowest
-    // set bit of {eligible, eligible at or after rr} (x & ~(x - 1), a carry
-    // chain), its two halves folded into one
-    both = {elig_q, elig_q & rr_mask};
-    first = both & ~(both - (2 * NSLOT)'(1));
-    oh = first[NSLOT-1:0] | first[2*NSLOT-1:NSLOT];
-    qpn = '0;
-    for (int i = 0; i < NSLOT; i++) if (oh[i]) qpn = qpn | s_qpn[i];
-    pick_oh_q <= oh;
-    pick_q <= index_of(oh);
-    pick_qpn_q <= qpn;
-    pick_dead_q <= (oh & kill_q) != '0;
+    // the first eligible slot at or after rr, else the first one, as two
+    // halves that each pick their own (half_pick) and a 2:1 choice between
+    // them: the low half's pick is the pick when it has an eligible slot at
+    // or after rr, or when neither half has one there and it has any
+    {e_hi, e_lo} = elig_q;
+    {m_hi, m_lo} = rr_mask;
+    {kill_hi, kill_lo} = kill_q;
+    oh_lo = half_pick(e_lo, m_lo);
+    oh_hi = half_pick(e_hi, m_hi);
+    qpn_lo = '0;
+    qpn_hi = '0;
+    ix_lo = '0;
+    ix_hi = '0;
+    for (int i = 0; i < HALF; i++) begin
+      if (oh_lo[i]) begin
+        qpn_lo = qpn_lo | s_qpn[i];
+        ix_lo = ix_lo | (SLOT_W - 1)'(i);
+      end
+      if (oh_hi[i]) begin
+        qpn_hi = qpn_hi | s_qpn[HALF + i];
+        ix_hi = ix_hi | (SLOT_W - 1)'(i);
+      end
+    end
+    lo = (e_lo & m_lo) != '0 || ((e_hi & m_hi) == '0 && e_lo != '0);
+    pick_oh_q <= lo ? {HALF'(0), oh_lo} : {oh_hi, HALF'(0)};
+    pick_q <= lo ? {1'b0, ix_lo} : {1'b1, ix_hi};
+    pick_qpn_q <= lo ? qpn_lo : qpn_hi;
+    pick_dead_q <= lo ? (oh_lo & kill_lo) != '0 : (oh_hi & kill_hi) != '0;
     pick_ok_q <= elig_q != '0;
     pick_rr_q <= rr;
     others_q <= (elig_q & ~(NSLOT'(1) << cur)) != '0;

@@ -192,6 +192,30 @@ const FP_RX: &[&str] = &[
     "hdl-sim/rtl/fp_rx.sv",
 ];
 
+/// The whole RC fast path (`roce_fp_top`): both sides and the in-flight list of the
+/// response path (`fp_inflight`).
+const FP: &[&str] = &[
+    "hdl-sim/rtl/roce_rx_pkg.sv",
+    "hdl-sim/rtl/fp_pkg.sv",
+    "hdl-sim/rtl/roce_ram.sv",
+    "hdl-sim/rtl/roce_fifo.sv",
+    "hdl-sim/rtl/roce_bram_fifo.sv",
+    "hdl-sim/rtl/axis_skid.sv",
+    "hdl-sim/rtl/icrc.sv",
+    "hdl-sim/rtl/rx_hdr_decode.sv",
+    "hdl-sim/rtl/rx_parser.sv",
+    "hdl-sim/rtl/tx_icrc_insert.sv",
+    "hdl-sim/rtl/fp_tx_plan.sv",
+    "hdl-sim/rtl/fp_tx_hdr.sv",
+    "hdl-sim/rtl/fp_tx_emit.sv",
+    "hdl-sim/rtl/fp_tx.sv",
+    "hdl-sim/rtl/fp_inflight.sv",
+    "hdl-sim/rtl/fp_rx_check.sv",
+    "hdl-sim/rtl/fp_rx_move.sv",
+    "hdl-sim/rtl/fp_rx.sv",
+    "hdl-sim/rtl/roce_fp_top.sv",
+];
+
 /// The RAM of the SoC on the ECP5 (the `ecp5-85f` board of `firmware/image/src/boards.rs`).
 const SOC_ECP5_RAM: &str = "327680";
 
@@ -280,6 +304,12 @@ pub const TARGETS: &[Target] = &[
         name: "fprx64-ecp5",
         top: "fp_rx",
         files: FP_RX,
+        ..ROW
+    },
+    Target {
+        name: "fp64-ecp5",
+        top: "roce_fp_top",
+        files: FP,
         ..ROW
     },
 ];
