@@ -37,6 +37,9 @@ enum Command {
     Rping(roce_cli::interop::rping::RpingArgs),
     /// rdma-core's ibv_srq_pingpong (RC QPs sharing one receive queue), either end.
     SrqPingpong(roce_cli::interop::srq_pingpong::SrqPingpongArgs),
+    /// librdmacm's udaddy, either end: UD QPs found through RDMA CM (SIDR), then
+    /// datagrams, with the NIC on a raw link.
+    Udaddy(roce_cli::interop::udaddy::UdaddyArgs),
     /// Run a scenario file (see `scenarios/`): CSV time series, a PNG figure and a
     /// Markdown table into the output directory.
     Sim {
@@ -211,6 +214,9 @@ fn run() -> Result<()> {
             roce_cli::interop::rping::run(&args, &mut out)?;
         }
         Command::SrqPingpong(args) => roce_cli::interop::srq_pingpong::run(&args, &mut out)?,
+        Command::Udaddy(args) => {
+            roce_cli::interop::udaddy::run(&args, &mut out)?;
+        }
         Command::Sim {
             scenario,
             output,

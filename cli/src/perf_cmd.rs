@@ -111,6 +111,11 @@ pub struct PerfArgs {
     /// Against perftest on another machine: connect to its server (`ib_write_bw -x 1`).
     #[arg(long)]
     pub client: Option<String>,
+    /// perftest's `-R`: connect the QP through RDMA CM and exchange over a CM
+    /// connection instead of TCP (`--client` is then the peer's RDMA address, `--port`
+    /// its RDMA CM port). write_bw, read_bw and send_bw.
+    #[arg(short = 'R', long = "rdma-cm")]
+    pub rdma_cm: bool,
     /// atomic_bw's operation, as `ib_atomic_bw -A`.
     #[arg(short = 'A', long, value_enum, default_value = "FETCH_AND_ADD")]
     pub atomic: crate::interop::perftest::Atomic,
@@ -447,6 +452,7 @@ fn run_wire(args: &PerfArgs, sizes: Vec<usize>, iters: usize, out: &mut impl Wri
             link: args.raw.clone(),
             fastpath: args.fastpath,
             inline: args.inline_size,
+            rdma_cm: args.rdma_cm,
         };
         perftest::run(&p, out)?;
     }

@@ -287,11 +287,7 @@ fn a_corrupt_record_comes_after_every_frame_before_it() {
         .output()
         .unwrap();
     assert!(String::from_utf8_lossy(&tshark.stderr).contains("damaged or corrupt"));
-    let theirs: Vec<u64> = String::from_utf8(tshark.stdout)
-        .unwrap()
-        .lines()
-        .map(|l| l.trim().parse().unwrap())
-        .collect();
+    let theirs = numbers(&tshark.stdout);
     assert_eq!(theirs, (1..=25).collect::<Vec<u64>>());
     let out = roce()
         .args(["decode", "--json"])
@@ -299,16 +295,7 @@ fn a_corrupt_record_comes_after_every_frame_before_it() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
-    let ours: Vec<u64> = String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .map(|l| {
-            serde_json::from_str::<serde_json::Value>(l).unwrap()["index"]
-                .as_u64()
-                .unwrap()
-        })
-        .collect();
-    assert_eq!(ours, theirs);
+    assert_eq!(indices(&out.stdout), theirs);
     let err = String::from_utf8(out.stderr).unwrap();
     assert!(
         err.contains("damaged.pcapng: corrupt capture at byte"),
@@ -352,14 +339,26 @@ fn roce_keeps(pcap: &Path, filter: &[&str]) -> Vec<u64> {
         .output()
         .unwrap();
     assert!(out.status.success(), "{filter:?}: {out:?}");
-    String::from_utf8(out.stdout)
-        .unwrap()
+    indices(&out.stdout)
+}
+
+/// The frame numbers of `roce decode --json` lines.
+fn indices(json_lines: &[u8]) -> Vec<u64> {
+    String::from_utf8_lossy(json_lines)
         .lines()
         .map(|l| {
             serde_json::from_str::<serde_json::Value>(l).unwrap()["index"]
                 .as_u64()
                 .unwrap()
         })
+        .collect()
+}
+
+/// The numbers of `tshark -T fields -e frame.number` lines.
+fn numbers(lines: &[u8]) -> Vec<u64> {
+    String::from_utf8_lossy(lines)
+        .lines()
+        .map(|l| l.trim().parse().unwrap())
         .collect()
 }
 
@@ -374,11 +373,7 @@ fn tshark_keeps(pcap: &Path, filter: &str) -> Vec<u64> {
         .output()
         .unwrap();
     assert!(out.status.success(), "{filter}: {out:?}");
-    String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .map(|l| l.trim().parse().unwrap())
-        .collect()
+    numbers(&out.stdout)
 }
 
 /// Opcodes of the RC and UC transports (IBTA table 38: the transport in the top three

@@ -5,7 +5,7 @@ use crate::model::NicModel;
 use crate::port::{PortQueues, QueuePort};
 use roce_abi::reg;
 use roce_core::dcb::Priorities;
-use roce_core::engine::PortConfig;
+use roce_core::engine::{DcbConfig, PortConfig};
 use roce_firmware::fastpath::FastPathPort;
 use roce_firmware::hal::{Datapath, FastPath, Hal, RegFile};
 use roce_firmware::runtime::{Nic, NicRuntime};
@@ -260,11 +260,16 @@ impl NicModel for LocalNic {
     }
 
     fn port_config(&self) -> PortConfig {
-        self.fw.borrow().port_config()
+        *self.fw.borrow().port_config()
+    }
+
+    fn dcb(&self) -> DcbConfig {
+        self.fw.borrow().port_config().dcb
     }
 
     fn context_dma(&self) -> (u64, u64) {
-        let c = self.fw.borrow().counters();
+        let fw = self.fw.borrow();
+        let c = fw.counters();
         (c.qp_cache_misses, c.qp_cache_evictions)
     }
 }

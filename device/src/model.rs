@@ -2,7 +2,7 @@
 //! beside the [`Device`] boundary the driver uses.
 
 use roce_core::dcb::Priorities;
-use roce_core::engine::PortConfig;
+use roce_core::engine::{DcbConfig, PortConfig};
 use roce_host::Device;
 
 /// A NIC model: the boundary the driver sees, plus the model's clock and its Ethernet
@@ -30,6 +30,12 @@ pub trait NicModel: Device {
     /// what a harness modelling the NIC's MAC needs (its address for pause frames, the
     /// PFC priorities).
     fn port_config(&self) -> PortConfig;
+    /// The port's DCB settings ([`NicModel::port_config`]'s `dcb`), which a harness
+    /// reads for every frame: a model may give them without copying the whole port
+    /// configuration (its GID table).
+    fn dcb(&self) -> DcbConfig {
+        self.port_config().dcb
+    }
     /// QP contexts read from and written back to host memory so far (the context
     /// cache's misses and evictions, `docs/scale.md`): the DMA a harness charges time
     /// for, as a bus analyser on the NIC's host link would see it. A model that keeps

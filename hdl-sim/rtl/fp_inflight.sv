@@ -5,12 +5,16 @@
 //
 // One row per QP in block RAM holds E entries (a ring: `head`, `count` per
 // QP in registers beside it); an entry is {gap, kind, first PSN, last PSN,
-// wqe_index} of one new (non-REPLAY) message descriptor, appended as the TX
+// wqe_index, length} of one new (non-REPLAY) message descriptor, appended as the TX
 // intake takes the descriptor (the model's FastPathPort::accept), its last
 // PSN from the QP's path MTU (kept here from the firmware's word-0 writes of
 // the send context). The response check (fp_rx_check) reads a QP's whole row
 // and its pointers in one cycle and later retires `n` entries from the head;
 // an append and a retirement of the same QP in one cycle combine.
+//
+// A READ's SGEs (where its responses' payload goes) are written with its
+// entry into a second table, one record per entry ({QP, ring position}), which
+// the check reads for the one entry a READ response is for.
 //
 // Retirement by the firmware's una_psn writes is lazy: the entries that end
 // before the context's una_psn are dead, and the response check drops them
@@ -51,6 +55,8 @@ module fp_inflight
     input  wire logic [23:0]             ap_first,
     input  wire logic [31:0]             ap_len,
     input  wire logic [15:0]             ap_wqe,
+    input  wire logic [7:0]              ap_nsge,
+    input  wire logic [SG_BITS-1:0]      ap_sge,
 
     // firmware writes of the send context's word 0: path MTU, `valid`
     input  wire logic                    w0_wr_en,
@@ -67,7 +73,13 @@ module fp_inflight
     // ... and its retirement of n entries from the head
     input  wire logic                    ret_en,
     input  wire logic [QPN_W-1:0]        ret_addr,
-    input  wire logic [E_W:0]            ret_n
+    input  wire logic [E_W:0]            ret_n,
+
+    // a READ's SGEs: the record of entry `sg_rd_lane` of a row (one cycle after)
+    input  wire logic                    sg_rd_en,
+    input  wire logic [QPN_W-1:0]        sg_rd_addr,
+    input  wire logic [E_W-1:0]          sg_rd_lane,
+    output logic [SG_BITS-1:0]           sg_rd_data
 );
 
   initial begin
@@ -92,6 +104,7 @@ module fp_inflight
   logic [23:0]      a_first;
   logic [31:0]      a_len;
   logic [15:0]      a_wqe;
+  logic [SG_BITS-1:0] a_sge;
   always_ff @(posedge clk) begin
     a_v <= ap_valid && ap_op <= OP_FETCH_ADD;
     a_qpn <= ap_qpn;
@@ -100,6 +113,11 @@ module fp_inflight
     a_first <= ap_first;
     a_len <= ap_len;
     a_wqe <= ap_wqe;
+    // the SGEs past num_sge have no bytes (a READ's num_sge is 0..4)
+    for (int i = 0; i < SG_N; i++) begin
+      a_sge[96*i +: 64] <= ap_sge[96*i +: 64];
+      a_sge[96*i + 64 +: 32] <= (8'(i) < ap_nsge) ? ap_sge[96*i + 64 +: 32] : 32'd0;
+    end
     if (rst) a_v <= 1'b0;
   end
 
@@ -127,6 +145,7 @@ module fp_inflight
     ent[IF_FIRST +: 24] = a_first;
     ent[IF_LAST +: 24] = a_last;
     ent[IF_WQE +: 16] = a_wqe;
+    ent[IF_LEN +: 32] = a_len;
     row_we = '0;
     row_wd = '0;
     for (int i = 0; i < E; i++) begin
@@ -151,6 +170,20 @@ module fp_inflight
   always_comb begin
     for (int i = 0; i < E; i++) rd_row[IF_BITS*i +: IF_BITS] = row_rd[32*WORDS_PER*i +: IF_BITS];
   end
+
+  // the READs' SGEs, by entry
+  roce_ram #(
+    .WORDS(SG_BITS / 32),
+    .DEPTH(NQP * E)
+  ) sge_ram_inst (
+    .clk(clk),
+    .wr_addr({a_qpn, a_pos}),
+    .wr_en({(SG_BITS / 32){a_ok && a_kind == IFK_READ}}),
+    .wr_data(a_sge),
+    .rd_addr({sg_rd_addr, sg_rd_lane}),
+    .rd_en(sg_rd_en),
+    .rd_data(sg_rd_data)
+  );
 
   // the pointers: read with the row (a snapshot of the same cycle), written by
   // the append, the retirement and a `valid` clear

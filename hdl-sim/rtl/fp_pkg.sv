@@ -134,7 +134,8 @@ package fp_pkg;
   // ACKED's fields
   localparam int EV_DONE = 1;       // in-flight messages retired
   localparam int EV_WQE = 2;        // wqe_index of the last one retired
-  localparam int EV_UNA = 28;       // (byte 31, READ response flags: 0 here)
+  localparam int EV_UNA = 28;
+  localparam int EV_RFLAGS = 31;    // [0] a READ response (placed), [1] the READ's last
 
   // exception reasons (§3.5), as roce_core::fastpath::Exception
   localparam logic [7:0] EXC_OFF = 8'd1;
@@ -167,6 +168,9 @@ package fp_pkg;
   localparam logic [7:0] RC_WRITE_ONLY = 8'h0A;
   localparam logic [7:0] RC_WRITE_ONLY_IMM = 8'h0B;
   localparam logic [7:0] RC_READ_REQ = 8'h0C;
+  localparam logic [7:0] RC_READ_RESP_FIRST = 8'h0D;   // MIDDLE 0x0E
+  localparam logic [7:0] RC_READ_RESP_LAST = 8'h0F;
+  localparam logic [7:0] RC_READ_RESP_ONLY = 8'h10;
   localparam logic [7:0] RC_ACK = 8'h11;
   localparam logic [7:0] RC_CMP_SWAP = 8'h13;
   localparam logic [7:0] RC_FETCH_ADD = 8'h14;
@@ -180,7 +184,12 @@ package fp_pkg;
   localparam int IF_FIRST = 3;      // first PSN
   localparam int IF_LAST = 27;      // last PSN
   localparam int IF_WQE = 51;       // wqe_index
-  localparam int IF_BITS = 67;
+  localparam int IF_LEN = 67;       // message length (READ: checks its responses)
+  localparam int IF_BITS = 99;
+  // a READ's SGEs (fp_inflight's second table, by entry): 4 x {addr 64, length 32},
+  // the lengths of SGEs past num_sge zero
+  localparam int SG_N = 4;
+  localparam int SG_BITS = SG_N * 96;
   localparam logic [1:0] IFK_MSG = 2'd0;      // SEND or WRITE
   localparam logic [1:0] IFK_READ = 2'd1;
   localparam logic [1:0] IFK_ATOMIC = 2'd2;
@@ -233,8 +242,12 @@ package fp_pkg;
   typedef struct packed {
     logic [1:0]   action;
     logic         has_stream;           // the parser sent a payload packet for it
-    logic [63:0]  dma_addr;
     logic [15:0]  pay_len;
+    // ACT_PLACE: the payload in order as np DMA writes (a READ response: one per
+    // SGE piece; else one), each {address, bytes}, none empty
+    logic [2:0]   np;
+    logic [SG_N-1:0][63:0] p_addr;
+    logic [SG_N-1:0][15:0] p_len;
     logic         ev_valid;
     logic [EV_BYTES*8-1:0] ev;
     logic         ack_valid;

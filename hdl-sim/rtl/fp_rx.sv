@@ -111,6 +111,10 @@ module fp_rx
     output logic                         if_ret_en,
     output logic [QPN_W-1:0]             if_ret_addr,
     output logic [$clog2(IF_ENTRIES):0]  if_ret_n,
+    output logic                         sg_rd_en,
+    output logic [QPN_W-1:0]             sg_rd_addr,
+    output logic [$clog2(IF_ENTRIES)-1:0] sg_rd_lane,
+    input  wire logic [SG_BITS-1:0]      sg_rd_data,
 
     output logic [31:0]                  drops,       // frames the parser rejected
     output logic [31:0]                  ctx_hits,    // the context cache (fp_rx_check)
@@ -305,6 +309,10 @@ module fp_rx
     .if_ret_en(if_ret_en),
     .if_ret_addr(if_ret_addr),
     .if_ret_n(if_ret_n),
+    .sg_rd_en(sg_rd_en),
+    .sg_rd_addr(sg_rd_addr),
+    .sg_rd_lane(sg_rd_lane),
+    .sg_rd_data(sg_rd_data),
     .ctx_hits(ctx_hits),
     .ctx_misses(ctx_misses)
   );

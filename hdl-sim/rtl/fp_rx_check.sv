@@ -27,11 +27,15 @@
 // ACKNOWLEDGE of a PSN this QP sent, with an ACK syndrome, past no READ or
 // atomic, is taken: the messages it acknowledges are retired, una_psn moves
 // to PSN + 1 (written through fp_tx, which wakes the QP's slots as a
-// firmware write does) and an ACKED event goes to the firmware. READ
-// responses and ATOMIC ACKNOWLEDGEs still go to the firmware (reason 2):
-// placing a READ response needs the READ's SGEs, not kept here yet. Every
-// response also drops the entries that end before una_psn (the firmware's
-// una_psn writes retire lazily, fp_inflight).
+// firmware write does) and an ACKED event goes to the firmware. An RDMA
+// READ response at una_psn whose READ is the QP's oldest live message, of
+// the length its place in the READ says, is placed: its payload goes at
+// message offset k * MTU across the READ's SGEs (fp_inflight's second
+// table, read in C3 for that entry), one DMA write per SGE piece, and it is
+// taken as an ACK of that PSN (the READ retires with its last response).
+// ATOMIC ACKNOWLEDGEs go to the firmware (reason 2). Every response also
+// drops the entries that end before una_psn (the firmware's una_psn writes
+// retire lazily, fp_inflight).
 //
 // The rules and the order of the checks are roce_core::fastpath::dispatch's;
 // tests/fastpath.rs holds the two together. Six cycles per packet (C0
@@ -102,6 +106,11 @@ module fp_rx_check
     output logic                           if_ret_en,
     output logic [QPN_W-1:0]               if_ret_addr,
     output logic [$clog2(IF_ENTRIES):0]    if_ret_n,
+    // a READ's SGEs: the record of the row's entry `sg_rd_lane` (C3, data in C4)
+    output logic                           sg_rd_en,
+    output logic [QPN_W-1:0]               sg_rd_addr,
+    output logic [$clog2(IF_ENTRIES)-1:0]  sg_rd_lane,
+    input  wire logic [SG_BITS-1:0]        sg_rd_data,
 
     // the context cache: frames whose QP's context was in its entry (tag matched, on),
     // and frames whose entry held another QP's context (or none)
@@ -170,12 +179,22 @@ module fp_rx_check
   // other than SEND/WRITE, a gap una_psn has not passed; C4: the decision
   logic        s_valid;
   logic [23:0] s_next, s_una;
+  logic [3:0]  s_mtu_log2;
   logic [E-1:0]  o_live, o_gap;
   logic [1:0]    o_kind [E];
   logic [23:0]   o_first [E], o_last [E];
   logic [15:0]   o_wqe [E];
+  logic [31:0]   o_len [E];
   logic [E-1:0]  v_dead, v_hit, v_notmsg, v_gapbad;
   logic        k_ack, k_aeth_nak, k_rpsn_ok;
+  // a READ response (C2); its READ, the first live entry (C3): where the
+  // payload goes in the message, the READ's length and last PSN
+  logic        k_read, k_rends, k_runa;
+  logic [E_W:0]  q_t;
+  logic [31:0]   q_off, q_len;
+  logic [23:0]   q_last;
+  logic [E_W:0]  q_tn;
+  assign q_tn = first_set(~v_dead);
 
   // the first set bit of v (E if none)
   function automatic logic [E_W:0] first_set(input logic [E-1:0] v);
@@ -211,6 +230,10 @@ module fp_rx_check
     sctx_rd_en = rctx_rd_en;
     sctx_rd_addr = s_meta.bth_destqp[QPN_W-1:0];
     mr_rd_en = st == 3'd1;
+    // the READ's SGEs, for the entry a READ response would be for
+    sg_rd_en = st == 3'd3;
+    sg_rd_addr = m.bth_destqp[QPN_W-1:0];
+    sg_rd_lane = if_head + q_tn[E_W-1:0];
     mr_rd_addr = m.ext_mask[EXT_RETH] ? m.reth_rkey[8 +: MR_W] : rctx_rd_data[8*RC_RKEY + 8 +: MR_W];
   end
 
@@ -252,6 +275,7 @@ module fp_rx_check
         s_valid <= sctx_rd_data[8*SC_FLAGS + 2];
         s_next <= sctx_rd_data[32 +: 24];
         s_una <= sctx_rd_data[64 +: 24];
+        s_mtu_log2 <= sctx_rd_data[8*SC_FLAGS + 4 +: 4];
         for (int j = 0; j < E; j++) begin
           logic [IF_BITS-1:0] e;
           logic [E_W-1:0] lane;
@@ -263,6 +287,7 @@ module fp_rx_check
           o_first[j] <= e[IF_FIRST +: 24];
           o_last[j] <= e[IF_LAST +: 24];
           o_wqe[j] <= e[IF_WQE +: 16];
+          o_len[j] <= e[IF_LEN +: 32];
         end
         if (m.ext_mask[EXT_RETH]) begin
           x_va <= m.reth_va;
@@ -297,6 +322,9 @@ module fp_rx_check
         k_psn_ok <= m.bth_psn == c_epsn;
         // the response's PSN: sent (before next_psn) and not acknowledged
         k_ack <= op == RC_ACK;
+        k_read <= op >= RC_READ_RESP_FIRST && op <= RC_READ_RESP_ONLY;
+        k_rends <= op == RC_READ_RESP_LAST || op == RC_READ_RESP_ONLY;
+        k_runa <= m.bth_psn == s_una;
         k_aeth_nak <= m.ext_mask[EXT_AETH] && m.aeth_syndrome[7:5] != 3'd0;
         k_rpsn_ok <= psn_diff(m.bth_psn, s_una) >= 0 && psn_diff(m.bth_psn, s_next) < 0;
         for (int j = 0; j < E; j++) begin
@@ -329,6 +357,12 @@ module fp_rx_check
       end
 
       3'd3: begin
+        // a READ response's READ: the first live entry that does not end
+        // before una_psn (its PSN is una_psn, so everything before is dead)
+        q_t <= q_tn;
+        q_off <= {8'd0, m.bth_psn - o_first[q_tn[E_W-1:0]]} << s_mtu_log2;
+        q_len <= o_len[q_tn[E_W-1:0]];
+        q_last <= o_last[q_tn[E_W-1:0]];
         case (c_cur)
           CUR_NONE:  k_seq_ok <= k_starts;
           CUR_WRITE: k_seq_ok <= k_write && !k_starts;
@@ -359,6 +393,14 @@ module fp_rx_check
         logic [E-1:0] upto;
         logic [7:0]   r_reason;
         logic         ok_req, take;
+        // a READ response: its length by its place in the READ, its pieces
+        logic [32:0]  rem;
+        logic [31:0]  smtu;
+        logic         rlen_ok, covered;
+        logic [2:0]   np;
+        logic [SG_N-1:0][63:0] pa;
+        logic [SG_N-1:0][15:0] pl;
+        logic [33:0]  sb, se, lo, hi, pend, cov;
         d_n = first_set(~v_dead);
         t = first_set(v_hit);
         found = !t[E_W];
@@ -368,14 +410,43 @@ module fp_rx_check
         tgt_done = o_last[t[E_W-1:0]] == m.bth_psn;
         done = t - d_n + (E_W + 1)'(tgt_done);
         wix = t + (E_W + 1)'(tgt_done) - (E_W + 1)'(1);
+        smtu = 32'd1 << s_mtu_log2;
+        rem = {1'b0, q_len} - {1'b0, q_off};
+        rlen_ok = q_t == t && !rem[32] && (k_rends
+            ? {17'd0, n} == rem && {16'd0, n} <= smtu && m.bth_psn == q_last
+            : {16'd0, n} == smtu && rem[31:0] > smtu);
+        // the payload, bytes q_off .. q_off + n of the message, across the SGEs:
+        // one piece per SGE it meets, in order (fastpath::scatter)
+        sb = '0;
+        cov = '0;
+        np = '0;
+        pa = '0;
+        pl = '0;
+        pend = {2'd0, q_off} + {18'd0, n};
+        for (int i = 0; i < SG_N; i++) begin
+          se = sb + {2'd0, sg_rd_data[96*i + 64 +: 32]};
+          lo = ({2'd0, q_off} > sb) ? {2'd0, q_off} : sb;
+          hi = (pend < se) ? pend : se;
+          if (hi > lo) begin
+            pa[np[1:0]] = sg_rd_data[96*i +: 64] + {30'd0, 34'(lo - sb)};
+            pl[np[1:0]] = 16'(hi - lo);
+            np = np + 3'd1;
+            cov = cov + (hi - lo);
+          end
+          sb = se;
+        end
+        covered = cov == {18'd0, n};
         if (!s_valid) r_reason = EXC_OFF;
-        else if (!k_ack) r_reason = EXC_OPCODE;   // READ responses, ATOMIC ACKNOWLEDGE
+        else if (!k_ack && !k_read) r_reason = EXC_OPCODE;   // ATOMIC ACKNOWLEDGE
         else if (k_aeth_nak) r_reason = EXC_NAK_IN;
-        else if (!k_rpsn_ok) r_reason = EXC_PSN;
+        else if (!k_rpsn_ok || (k_read && !k_runa)) r_reason = EXC_PSN;
         else if (r_kind) r_reason = EXC_ORDER;
         else if (!found) r_reason = EXC_PSN;
         else if (psn_diff(m.bth_psn, o_first[t[E_W-1:0]]) < 0) r_reason = EXC_PSN;
-        else if (o_kind[t[E_W-1:0]] != IFK_MSG || r_gap) r_reason = EXC_ORDER;
+        else if (o_kind[t[E_W-1:0]] != (k_read ? IFK_READ : IFK_MSG) || r_gap)
+          r_reason = EXC_ORDER;
+        else if (k_read && !rlen_ok) r_reason = EXC_LENGTH;
+        else if (k_read && !covered) r_reason = EXC_KEY;
         else r_reason = 8'd0;
         if (m.error != ERR_NONE) reason = 8'd0;
         else if (!c_hit) reason = EXC_MISS;
@@ -421,8 +492,13 @@ module fp_rx_check
           v.ev[8*EV_FRAME_LEN +: 16] = m.frame_len[15:0];
           v.ev[8*EV_NET +: 8] = {5'd0, m.vlan_present, m.l3_kind - 2'd1};
         end else if (take) begin
-          // an ACK taken: the frame goes, the firmware hears of it
-          v.action = ACT_TAKE;
+          // an ACK taken: the frame goes, the firmware hears of it; a READ
+          // response's payload goes to its pieces first
+          v.action = k_read ? ACT_PLACE : ACT_TAKE;
+          v.np = np;
+          v.p_addr = pa;
+          v.p_len = pl;
+          v.ev[8*EV_RFLAGS +: 8] = {6'd0, k_rends && k_read, k_read};
           v.ev_valid = 1'b1;
           v.ev[8*EV_KIND +: 8] = EVK_ACKED;
           v.ev[8*EV_DONE +: 8] = 8'(done);
@@ -430,7 +506,9 @@ module fp_rx_check
           v.ev[8*EV_UNA +: 24] = m.bth_psn + 24'd1;
         end else begin
           v.action = ACT_PLACE;
-          v.dma_addr = k_send ? c_recv_addr : x_va;
+          v.np = 3'd1;
+          v.p_addr[0] = k_send ? c_recv_addr : x_va;
+          v.p_len[0] = n;
           if (k_send && k_ends) begin
             v.ev_valid = 1'b1;
             v.ev[8*EV_KIND +: 8] = EVK_MSG_DONE;

@@ -1,16 +1,22 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
 //
 // fp_rx_move: carries out fp_rx_check's verdicts, frame by frame in order:
-// the payload of a placed packet goes to the DMA write interface (one
-// descriptor, then the data), the whole frame of an exception goes to the
+// the payload of a placed packet goes to the DMA write interface as the
+// verdict's pieces (one for a request; a READ response's, one per SGE piece:
+// each a descriptor and its data, the data realigned so each write starts at
+// byte 0 of its first beat), the whole frame of an exception goes to the
 // firmware's frame stream, and both are dropped from their FIFOs otherwise.
 // The verdict's event (EXCEPTION after its frame, MSG_DONE after the payload
 // of the SEND's last packet) and ACK descriptor leave when the frame is done,
 // so nothing is announced before its data.
 //
 // A frame takes as many cycles as it has beats (the frame and its payload
-// leave their FIFOs side by side) and the next verdict is taken in the cycle
-// the previous one finishes: the mover keeps up with a line-rate input.
+// leave their FIFOs side by side), plus at most one per piece after the
+// first, and the next verdict is taken in the cycle the previous one
+// finishes: the mover keeps up with a line-rate input. The realignment holds
+// up to two beats of payload (`buf`, `bc` bytes): a beat comes in while it
+// holds at most one, and a piece's beat goes out as soon as its bytes are in
+// (with a single piece, in the cycle its input beat arrives).
 // Every output goes through an axis_skid; `en`, the AND of their registered
 // s_ready, moves everything.
 
@@ -75,17 +81,60 @@ module fp_rx_move
   logic en;
   assign en = desc_ready && wr_ready && exc_ready && ev_ready && ack_ready;
 
-  logic           active, raw_done, pay_done, desc_done;
+  localparam int W = KEEP_WIDTH;        // bytes per beat
+  localparam int BC_W = $clog2(2 * W) + 1;
+
+  logic           active, raw_done, pay_done;
   /* verilator lint_off UNUSEDSIGNAL */
   fp_rx_verdict_t v;      // has_stream is used as the verdict is taken
   /* verilator lint_on UNUSEDSIGNAL */
+  logic           place;
+  assign place = v.action == ACT_PLACE;
+
+  // the pieces: `pi` the one whose data goes out (`pr` bytes of it left),
+  // `dq` descriptors sent
+  logic [2:0]            pi, dq;
+  logic [15:0]           pr;
+  logic [2*DATA_WIDTH-1:0] buf_q;
+  logic [BC_W-1:0]       bc;
+
+  function automatic logic [KEEP_WIDTH-1:0] keep_of(input logic [15:0] n);
+    logic [KEEP_WIDTH-1:0] k;
+    for (int i = 0; i < KEEP_WIDTH; i++) k[i] = 16'(i) < n;
+    return k;
+  endfunction
+
+  function automatic logic [BC_W-1:0] count_of(input logic [KEEP_WIDTH-1:0] k);
+    logic [BC_W-1:0] c;
+    c = '0;
+    for (int i = 0; i < KEEP_WIDTH; i++) c = c + BC_W'(k[i]);
+    return c;
+  endfunction
 
   logic raw_go, pay_go, raw_end, pay_end, finish;
-  assign raw_go = en && active && !raw_done && s_raw_tvalid;
-  assign pay_go = en && active && !pay_done && s_pay_tvalid;
-  assign raw_end = raw_done || (raw_go && s_raw_tlast);
-  assign pay_end = pay_done || (pay_go && s_pay_tlast);
-  assign finish = en && active && raw_end && pay_end;
+  logic [15:0] want;              // the current piece's next beat: its bytes
+  logic [2*DATA_WIDTH-1:0] in_bytes, vb;
+  logic [BC_W-1:0] vc;
+  logic emit, emit_last, pieces_end, desc_go, descs_end;
+  always_comb begin
+    raw_go = en && active && !raw_done && s_raw_tvalid;
+    // a placed payload comes in while the realignment holds at most a beat
+    pay_go = en && active && !pay_done && s_pay_tvalid && (!place || bc <= BC_W'(W));
+    for (int i = 0; i < KEEP_WIDTH; i++)
+      in_bytes[8*i +: 8] = s_pay_tkeep[i] ? s_pay_tdata[8*i +: 8] : 8'd0;
+    in_bytes[2*DATA_WIDTH-1:DATA_WIDTH] = '0;
+    vb = buf_q | (pay_go ? in_bytes << (8 * bc) : '0);
+    vc = bc + (pay_go ? count_of(s_pay_tkeep) : '0);
+    want = pr < 16'(W) ? pr : 16'(W);
+    emit = en && active && place && pi < v.np && {{(16 - BC_W){1'b0}}, vc} >= want;
+    emit_last = emit && pr == want;
+    pieces_end = !place || pi == v.np || (emit_last && pi + 3'd1 == v.np);
+    desc_go = en && active && place && dq < v.np;
+    descs_end = !place || dq == v.np || (desc_go && dq + 3'd1 == v.np);
+    raw_end = raw_done || (raw_go && s_raw_tlast);
+    pay_end = pay_done || (pay_go && s_pay_tlast);
+    finish = en && active && raw_end && pay_end && pieces_end && descs_end;
+  end
   assign s_raw_pop = raw_go;
   assign s_pay_pop = pay_go;
   assign s_verdict_pop = s_verdict_valid && en && (!active || finish);
@@ -96,14 +145,27 @@ module fp_rx_move
     if (en) begin
       if (raw_go && s_raw_tlast) raw_done <= 1'b1;
       if (pay_go && s_pay_tlast) pay_done <= 1'b1;
-      desc_done <= 1'b1;
+      if (desc_go) dq <= dq + 3'd1;
+      buf_q <= emit ? vb >> (8 * want) : vb;
+      bc <= vc - (emit ? BC_W'(want) : '0);
+      if (emit) begin
+        pr <= pr - want;
+        if (emit_last) begin
+          pi <= pi + 3'd1;
+          pr <= (pi < 3'(SG_N - 1)) ? v.p_len[2'(pi + 3'd1)] : 16'd0;
+        end
+      end
       if (finish) active <= 1'b0;
       if (s_verdict_pop) begin
         active <= 1'b1;
         v <= s_verdict;
         raw_done <= 1'b0;
         pay_done <= !s_verdict.has_stream;
-        desc_done <= 1'b0;
+        pi <= '0;
+        pr <= s_verdict.p_len[0];
+        dq <= '0;
+        buf_q <= '0;
+        bc <= '0;
       end
     end
     if (rst) active <= 1'b0;
@@ -114,8 +176,8 @@ module fp_rx_move
   ) desc_skid_inst (
     .clk(clk),
     .rst(rst),
-    .s_data({v.pay_len, v.dma_addr}),
-    .s_valid(en && active && !desc_done && v.action == ACT_PLACE),
+    .s_data({v.p_len[dq[1:0]], v.p_addr[dq[1:0]]}),
+    .s_valid(desc_go),
     .s_ready(desc_ready),
     .m_data({m_dma_wr_desc_len, m_dma_wr_desc_addr}),
     .m_valid(m_dma_wr_desc_valid),
@@ -127,8 +189,8 @@ module fp_rx_move
   ) wr_skid_inst (
     .clk(clk),
     .rst(rst),
-    .s_data({s_pay_tlast, s_pay_tkeep, s_pay_tdata}),
-    .s_valid(pay_go && v.action == ACT_PLACE),
+    .s_data({emit_last, keep_of(want), vb[DATA_WIDTH-1:0]}),
+    .s_valid(emit),
     .s_ready(wr_ready),
     .m_data({m_dma_wr_tlast, m_dma_wr_tkeep, m_dma_wr_tdata}),
     .m_valid(m_dma_wr_tvalid),

@@ -176,6 +176,10 @@ module roce_fp_top
   logic [$clog2(IF_ENTRIES):0]   if_count, if_ret_n;
   logic                          if_ret_en;
   logic [QPN_W-1:0]              if_ret_addr;
+  logic                          sg_rd_en;
+  logic [QPN_W-1:0]              sg_rd_addr;
+  logic [$clog2(IF_ENTRIES)-1:0] sg_rd_lane;
+  logic [SG_BITS-1:0]            sg_rd_data;
 
   // the in-flight list: a new message joins it as the TX intake takes its
   // descriptor (not a FLUSH, not a REPLAY)
@@ -190,6 +194,8 @@ module roce_fp_top
     .ap_first(txd_data[8*TD_FIRST_PSN +: 24]),
     .ap_len(txd_data[8*TD_LENGTH +: 32]),
     .ap_wqe(txd_data[8*TD_WQE +: 16]),
+    .ap_nsge(txd_data[8*TD_NUM_SGE +: 8]),
+    .ap_sge(txd_data[8*TD_SGE +: SG_BITS]),
     .w0_wr_en(cfg_wr_valid && cfg_wr_ready && wr_tx && cfg_wr_word == 5'd0),
     .w0_wr_addr(cfg_wr_index[QPN_W-1:0]),
     .w0_wr_data(cfg_wr_data),
@@ -200,7 +206,11 @@ module roce_fp_top
     .rd_count(if_count),
     .ret_en(if_ret_en),
     .ret_addr(if_ret_addr),
-    .ret_n(if_ret_n)
+    .ret_n(if_ret_n),
+    .sg_rd_en(sg_rd_en),
+    .sg_rd_addr(sg_rd_addr),
+    .sg_rd_lane(sg_rd_lane),
+    .sg_rd_data(sg_rd_data)
   );
 
   // ----------------------------------------------------------------- TX
@@ -319,6 +329,10 @@ module roce_fp_top
     .if_ret_en(if_ret_en),
     .if_ret_addr(if_ret_addr),
     .if_ret_n(if_ret_n),
+    .sg_rd_en(sg_rd_en),
+    .sg_rd_addr(sg_rd_addr),
+    .sg_rd_lane(sg_rd_lane),
+    .sg_rd_data(sg_rd_data),
     .drops(rx_drops),
     .ctx_hits(rx_ctx_hits),
     .ctx_misses(rx_ctx_misses),

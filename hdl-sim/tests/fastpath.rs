@@ -1767,6 +1767,18 @@ enum Resp {
     AtomicAck { qp: usize },
     /// The firmware handled responses itself: `una_psn` moves on by `by`.
     Una { qp: usize, by: u32 },
+    /// RDMA READ responses at `una + at`: the packet the READ holding that PSN wants
+    /// there (its opcode and length; ONLY of 8 bytes when no READ holds it), or with
+    /// `op` (0x0D..=0x10) and a length off by `adj` instead; AETH `syndrome`. With
+    /// `run`, every packet from there to the READ's last, as the responder sends them.
+    Read {
+        qp: usize,
+        at: u32,
+        op: Option<u8>,
+        adj: i32,
+        syndrome: u8,
+        run: bool,
+    },
     /// The ACK `Ack { qp, at, 0x1F }` would be, for the QP that shares QP `qp`'s context
     /// entry (its QPN + `FP_CTX_ENTRIES`) while `qp` holds it: a cache miss (reason 14)
     /// that touches nothing of `qp`'s, however well its PSN fits `qp`'s messages.
@@ -1782,7 +1794,102 @@ fn resp(nqp: usize) -> impl Strategy<Value = Resp> {
         1 => (0..nqp).prop_map(|qp| Resp::AtomicAck { qp }),
         1 => (0..nqp, 1u32..12).prop_map(|(qp, by)| Resp::Una { qp, by }),
         1 => (0..nqp, 0u32..8).prop_map(|(qp, at)| Resp::Alias { qp, at }),
+        4 => (
+            0..nqp,
+            prop_oneof![4 => Just(0u32), 1 => 0u32..4],
+            proptest::option::weighted(0.15, 0x0Du8..=0x10),
+            prop_oneof![8 => Just(0i32), 1 => -8i32..8],
+            prop_oneof![8 => Just(0x1Fu8), 1 => 0x60u8..0x65],
+            any::<bool>(),
+        )
+            .prop_map(|(qp, at, op, adj, syndrome, run)| Resp::Read {
+                qp,
+                at,
+                op,
+                adj,
+                syndrome,
+                run,
+            }),
     ]
+}
+
+/// The READ response frames of `Resp::Read` for a QP whose send context is `sctx`
+/// (the model's), in-flight list `list` and peer `peer`.
+fn read_responses(
+    sctx: &SendCtx,
+    list: &heapless::Deque<Inflight, 8>,
+    peer: &SendCtx,
+    r: &Resp,
+) -> Vec<Vec<u8>> {
+    let Resp::Read {
+        at,
+        op,
+        adj,
+        syndrome,
+        run,
+        ..
+    } = *r
+    else {
+        return Vec::new();
+    };
+    let first = sctx.una_psn.add(at);
+    let read = list.iter().find(|m| {
+        m.kind == fastpath::InflightKind::Read
+            && !first.before(m.first_psn)
+            && !first.after(m.last_psn)
+    });
+    let mtu = sctx.mtu.bytes();
+    // (PSN, opcode, length) of each packet
+    let mut pkts = Vec::new();
+    match read {
+        Some(m) => {
+            let n = m.last_psn.diff(m.first_psn) as u32 + 1;
+            let k0 = first.diff(m.first_psn) as u32;
+            for k in k0..if run { n } else { k0 + 1 } {
+                let opcode = match (n, k) {
+                    (1, _) => 0x10,
+                    (_, 0) => 0x0D,
+                    _ if k == n - 1 => 0x0F,
+                    _ => 0x0E,
+                };
+                let len = (m.length - k * mtu).min(mtu);
+                pkts.push((m.first_psn.add(k), opcode, len));
+            }
+        }
+        None => pkts.push((first, 0x10, 8)),
+    }
+    if let Some(p) = pkts.first_mut() {
+        p.1 = op.unwrap_or(p.1);
+        p.2 = (p.2 as i64 + i64::from(adj)).clamp(0, 4200) as u32;
+    }
+    let mut buf = vec![0u8; 9000];
+    pkts.iter()
+        .map(|&(psn, opcode, len)| {
+            let mut bth = BthRepr::new(Opcode(opcode), peer.dest_qpn, psn);
+            bth.pkey = peer.pkey;
+            bth.pad_count = (len.wrapping_neg() & 3) as u8;
+            let ext = ExtHeaders {
+                aeth: (opcode != 0x0E).then(|| AethRepr {
+                    syndrome: Syndrome::from_byte(syndrome),
+                    msn: Msn::new(psn.value() & 0xFFF),
+                }),
+                ..ExtHeaders::default()
+            };
+            let body = len as usize + usize::from(bth.pad_count);
+            let n = peer
+                .template
+                .emit_with(&bth, &ext, body, &mut buf, |b| {
+                    for (i, x) in b.iter_mut().enumerate() {
+                        *x = (i as u8).wrapping_mul(7) ^ psn.value() as u8;
+                    }
+                    let l = b.len();
+                    b[len as usize..l].fill(0);
+                })
+                .expect("READ response")
+                .end;
+            buf[..n].to_vec()
+        })
+        .collect()
 }
 
 /// The QP that shares QP `qpn`'s context entry (`qpn mod FP_CTX_ENTRIES`).
@@ -1944,8 +2051,10 @@ fn resp_case(
     prop_assert!(!frames(sim).is_empty(), "the messages went out");
     let mut want = Vec::new();
     let mut slot = 0u16;
+    // the model's memory (READ responses are placed in it)
+    let mut mmem = mem.clone();
     for r in resps {
-        let (q, frame) = match *r {
+        let (q, frames) = match *r {
             Resp::Una { qp, by } => {
                 // as FastPathPort::write_sctx: what ends before it retires
                 let c = &mut sctx[qp];
@@ -1962,11 +2071,20 @@ fn resp_case(
             }
             Resp::Ack { qp, at, syndrome } => (
                 qp,
-                peer_ack(&peer[qp], qpn_of(qp), sctx[qp].una_psn, at, syndrome),
+                vec![peer_ack(
+                    &peer[qp],
+                    qpn_of(qp),
+                    sctx[qp].una_psn,
+                    at,
+                    syndrome,
+                )],
             ),
             Resp::Alias { qp, at } => {
                 let alias = alias_of(qpn_of(qp));
-                (qp, peer_ack(&peer[qp], alias, sctx[qp].una_psn, at, 0x1F))
+                (
+                    qp,
+                    vec![peer_ack(&peer[qp], alias, sctx[qp].una_psn, at, 0x1F)],
+                )
             }
             Resp::AtomicAck { qp } => {
                 let c = &peer[qp];
@@ -1988,67 +2106,84 @@ fn resp_case(
                     .emit_with(&bth, &ext, 0, &mut buf, |_| {})
                     .expect("ATOMIC ACKNOWLEDGE")
                     .end;
-                (qp, buf[..n].to_vec())
+                (qp, vec![buf[..n].to_vec()])
             }
+            Resp::Read { qp, .. } => (qp, read_responses(&sctx[qp], &lists[qp], &peer[qp], r)),
         };
-        let pkt = wire::parse(&frame).map_err(|e| fail(format!("{e:?}")))?;
-        let mut dma = HostMem::new(MEM_BASE, 16, 0);
-        let out = fastpath::dispatch(
-            &port,
-            &mut rctx[q],
-            &mut sctx[q],
-            &mut lists[q],
-            &pkt,
-            &mrt,
-            &mut dma,
-        );
-        prop_assert!(out.ack.is_none());
-        sim.push_rx_frame(&frame);
-        sim.run_until_idle(&mut mem, 100_000).map_err(fail)?;
-        if let Some(e) = out.event {
-            let e = match e {
-                Event::Exception {
-                    qpn,
-                    psn,
-                    reason,
-                    opcode,
-                    frame_len,
-                    meta,
-                    ..
-                } => {
-                    slot += 1;
-                    // the firmware handles it and lets the QP's packets through again;
-                    // after a miss it writes nothing (the entry's QP is not held), so a
-                    // `held` the RTL set there would show in the next response to it
-                    if reason != Exception::Miss {
-                        rctx[q].held = false;
-                        sim.write_record(
-                            Table::RecvCtx,
-                            qpn_of(q).value(),
-                            &layout::encode_rctx(&rctx[q]),
-                        );
-                        sim.run_until_idle(&mut mem, 100_000).map_err(fail)?;
-                    }
+        for frame in frames {
+            let pkt = wire::parse(&frame).map_err(|e| fail(format!("{e:?}")))?;
+            let mut dma = Logged {
+                mem: &mut mmem,
+                writes: Vec::new(),
+            };
+            let out = fastpath::dispatch(
+                &port,
+                &mut rctx[q],
+                &mut sctx[q],
+                &mut lists[q],
+                &pkt,
+                &mrt,
+                &mut dma,
+            );
+            let writes = dma.writes;
+            prop_assert!(out.ack.is_none());
+            sim.push_rx_frame(&frame);
+            sim.run_until_idle(&mut mem, 100_000).map_err(fail)?;
+            // a READ response's payload: one DMA write per SGE piece
+            prop_assert_eq!(sim.take_dma_writes(), writes, "DMA writes");
+            if let Some(e) = out.event {
+                let e = match e {
                     Event::Exception {
                         qpn,
                         psn,
                         reason,
                         opcode,
-                        slot: slot - 1,
                         frame_len,
                         meta,
+                        ..
+                    } => {
+                        slot += 1;
+                        // the firmware handles it and lets the QP's packets through
+                        // again; after a miss it writes nothing (the entry's QP is not
+                        // held), so a `held` the RTL set there would show in the next
+                        // response to it
+                        if reason != Exception::Miss {
+                            rctx[q].held = false;
+                            sim.write_record(
+                                Table::RecvCtx,
+                                qpn_of(q).value(),
+                                &layout::encode_rctx(&rctx[q]),
+                            );
+                            sim.run_until_idle(&mut mem, 100_000).map_err(fail)?;
+                        }
+                        Event::Exception {
+                            qpn,
+                            psn,
+                            reason,
+                            opcode,
+                            slot: slot - 1,
+                            frame_len,
+                            meta,
+                        }
                     }
-                }
-                e => e,
-            };
-            want.push(e);
+                    e => e,
+                };
+                want.push(e);
+            }
         }
     }
+    prop_assert!(mem.bytes == mmem.bytes, "memory differs");
     let got = events(sim);
     prop_assert_eq!(&got, &want, "events");
     RESP_SEEN.with(|seen| {
         let mut seen = seen.borrow_mut();
         for e in &want {
+            if let Event::Acked {
+                read: true, last, ..
+            } = e
+            {
+                seen[17 + usize::from(*last)] += 1;
+            }
             let k = match e {
                 Event::Acked { done, .. } => usize::from(*done > 0),
                 Event::Exception { reason, .. } => 2 + *reason as usize,
@@ -2078,8 +2213,9 @@ fn resp_case(
 
 thread_local! {
     /// What `resp_case` saw, for the test's own coverage check: ACKED retiring nothing,
-    /// ACKED retiring messages, then EXCEPTIONs by reason (index 2 + reason).
-    static RESP_SEEN: RefCell<[u32; 17]> = const { RefCell::new([0; 17]) };
+    /// ACKED retiring messages, then EXCEPTIONs by reason (index 2 + reason), then READ
+    /// responses placed: not the READ's last (17), its last (18).
+    static RESP_SEEN: RefCell<[u32; 19]> = const { RefCell::new([0; 19]) };
 }
 
 /// A QP of the fixed response cases: MTU 1024, its PSNs about to wrap.
@@ -2189,18 +2325,24 @@ fn responses_equal_the_models() {
             Ok(())
         })
         .unwrap();
-    // the cases took ACKs in hardware and met every rule that hands one to the
-    // firmware: a NAK (11), a PSN outside what is outstanding (3), a READ or atomic in
-    // the way (12), an ATOMIC ACKNOWLEDGE (2), a QP not in its entry (14)
+    // the cases took ACKs and placed READ responses in hardware, and met every rule
+    // that hands a response to the firmware: a NAK (11), a PSN outside what is
+    // outstanding (3), a READ or atomic in the way (12), an ATOMIC ACKNOWLEDGE (2), a
+    // READ response of the wrong length (6), a QP not in its entry (14)
     let seen = RESP_SEEN.with(|s| *s.borrow());
     eprintln!(
-        "responses: ACKED {} (retiring {}), exceptions by reason {:?}",
+        "responses: ACKED {} (retiring {}; READ responses placed {}, {} of them a READ's last), exceptions by reason {:?}",
         seen[0] + seen[1],
         seen[1],
-        &seen[2..]
+        seen[17] + seen[18],
+        seen[18],
+        &seen[2..17]
     );
     for (k, what) in [
         (1, "ACKED retiring messages"),
+        (17, "READ response placed (not its READ's last)"),
+        (18, "READ's last response placed"),
+        (2 + 6, "length"),
         (2 + 11, "NAK"),
         (2 + 3, "PSN"),
         (2 + 12, "order"),
@@ -2408,5 +2550,152 @@ fn valid_cleared_under_a_response_in_the_check() {
         }
         eprintln!("{width}: the clear landed inside the ACK's check at {inside} offsets");
         assert!(inside > 0, "{width}: no offset met the race");
+    }
+}
+
+/// RDMA READ responses placed in hardware at line rate (`BENCHMARKS.md`, "RC fast path
+/// in RTL"): a 12,288-byte READ at MTU 4096 into three SGEs that cut its packets at
+/// unaligned offsets (5,000 / 3,001 / 4,287 bytes at odd addresses), its three
+/// responses back to back. The RTL must agree with the model (`fastpath::dispatch`: the
+/// ACKED events, one DMA write per SGE piece, memory), take every input beat in the
+/// cycle it is offered, and write each packet's payload at one beat per cycle plus at
+/// most one cycle per SGE boundary; an ACK of a WRITE posted after the READ follows
+/// them. Latencies: a response's last beat in to its first DMA beat (as a WRITE's in
+/// `line_rate_placement`) and to its ACKED event (raised once the payload is written).
+#[test]
+fn line_rate_read_responses_placed_in_hardware() {
+    let Some(sims) = sims() else { return };
+    let qp = line_rate_qp();
+    let q = qpn_of(0);
+    let mrt = MrTable::<256>::default();
+    for s in &sims {
+        let mut sim = s.borrow_mut();
+        sim.set_shaping(Shaping::LINE_RATE);
+        let width = sim.width();
+        let mut mem = HostMem::new(MEM_BASE, MEM_LEN, 0x5A);
+        let mut r = resp_setup(&mut sim, std::slice::from_ref(&qp), &mut mem)
+            .unwrap_or_else(|e| panic!("{width}: {e}"));
+        let mut list: heapless::Deque<Inflight, 8> = heapless::Deque::new();
+        let mut read = write_msg(q, 0, 0, 0x7000, Rkey(0x4200), r.sctx[0].next_psn);
+        read.op = MsgOp::Read;
+        read.length = 12288;
+        read.wqe_index = 5;
+        read.sges.clear();
+        for (off, len) in [(3u64, 5000u32), (5011, 3001), (8101, 4287)] {
+            let _ = read.sges.push(Sge {
+                addr: MEM_BASE + off,
+                length: len,
+                lkey: Lkey(0),
+            });
+        }
+        // and a WRITE after it, whose ACK is the baseline
+        let write = write_msg(q, MEM_BASE, 100, 0x9000, Rkey(0x4200), Psn::new(0));
+        post_sent(&mut sim, &mut mem, &mut r.sctx[0], &mut list, &read)
+            .unwrap_or_else(|e| panic!("{width}: {e}"));
+        let write = TxMsg {
+            first_psn: r.sctx[0].next_psn,
+            wqe_index: 6,
+            ..write
+        };
+        post_sent(&mut sim, &mut mem, &mut r.sctx[0], &mut list, &write)
+            .unwrap_or_else(|e| panic!("{width}: {e}"));
+        let _ = frames(&mut sim);
+        let run = Resp::Read {
+            qp: 0,
+            at: 0,
+            op: None,
+            adj: 0,
+            syndrome: 0x1F,
+            run: true,
+        };
+        let mut train = read_responses(&r.sctx[0], &list, &r.peer[0], &run);
+        assert_eq!(train.len(), 3);
+        let mut buf = [0u8; 256];
+        let ack = AckDesc {
+            qpn: q,
+            syndrome: Syndrome::ACK,
+            psn: write.first_psn,
+            msn: Msn::new(2),
+        };
+        let n = fastpath::ack_frame(&r.peer[0], &ack, &mut buf).expect("ACK frame");
+        train.push(buf[..n].to_vec());
+        // the model
+        let mut mmem = mem.clone();
+        let mut dma = Logged {
+            mem: &mut mmem,
+            writes: Vec::new(),
+        };
+        let mut want = Vec::new();
+        for f in &train {
+            let pkt = wire::parse(f).expect("a response");
+            let out = fastpath::dispatch(
+                &r.port,
+                &mut r.rctx[0],
+                &mut r.sctx[0],
+                &mut list,
+                &pkt,
+                &mrt,
+                &mut dma,
+            );
+            want.extend(out.event);
+        }
+        let writes = dma.writes;
+        assert_eq!(writes.len(), 5, "the model's pieces");
+        assert!(matches!(
+            want[2],
+            Event::Acked {
+                read: true,
+                last: true,
+                done: 1,
+                wqe_index: 5,
+                ..
+            }
+        ));
+        // the RTL
+        sim.record_timeline();
+        for f in &train {
+            sim.push_rx_frame(f);
+        }
+        sim.run_until_idle(&mut mem, 1_000_000)
+            .unwrap_or_else(|e| panic!("{width}: {e}"));
+        let t = sim.take_timeline();
+        assert_eq!(events(&mut sim), want, "{width}: events");
+        assert_eq!(sim.take_dma_writes(), writes, "{width}: DMA writes");
+        assert!(mem.bytes == mmem.bytes, "{width}: memory differs");
+        assert_eq!(
+            t.rx_in_stalls,
+            Vec::<u64>::new(),
+            "{width}: the input stalled"
+        );
+        assert_eq!(gaps(t.rx_in.iter().map(|b| b.0)), 0, "{width}: input gaps");
+        // each packet's payload: its beats (per piece) at one a cycle, plus at most
+        // one cycle per piece after the first
+        let in_ends: Vec<u64> = t.rx_in.iter().filter(|b| b.1).map(|b| b.0).collect();
+        let mut pieces = writes.iter().map(|w| w.1.len());
+        let mut at = 0;
+        let mut firsts = Vec::new();
+        for (k, per) in [1usize, 3, 1].iter().enumerate() {
+            let lens: Vec<usize> = pieces.by_ref().take(*per).collect();
+            let beats: usize = lens.iter().map(|&l| width.beats(l)).sum();
+            let span = &t.dma_wr[at..at + beats];
+            assert!(span.last().unwrap().1);
+            let cycles = span.last().unwrap().0 - span[0].0 + 1;
+            assert!(
+                cycles <= width.beats(4096) as u64 + *per as u64,
+                "{width}: response {k}'s payload took {cycles} cycles for {beats} beats"
+            );
+            firsts.push(span[0].0);
+            at += beats;
+        }
+        assert_eq!(at, t.dma_wr.len());
+        let to_dma: Vec<u64> = (0..3).map(|k| firsts[k] - in_ends[k]).collect();
+        let to_event: Vec<u64> = (0..4).map(|k| t.events[k] - in_ends[k]).collect();
+        eprintln!(
+            "{width}: READ responses: last beat in to first DMA beat {to_dma:?} cycles, to the ACKED event {:?} cycles; the ACK behind them to its event {} cycles; {} input beats in {} cycles",
+            &to_event[..3],
+            to_event[3],
+            t.rx_in.len(),
+            t.events[3] - t.rx_in[0].0 + 1
+        );
     }
 }

@@ -1,8 +1,10 @@
-//! An RDMA CM for RC connections, shaped like librdmacm (`rdma_listen`, `rdma_connect`,
-//! `rdma_accept`, `rdma_disconnect`, `rdma_get_cm_event`), over the port's GSI QP and
-//! the core's CM protocol (`roce_core::cm`). The IP port space's service IDs and the
-//! RDMA CM IP header in the REQ's private data are librdmacm's, so the MADs are the ones
-//! rxe's `rdma_cm` exchanges.
+//! An RDMA CM shaped like librdmacm (`rdma_listen`, `rdma_connect`, `rdma_accept`,
+//! `rdma_disconnect`, `rdma_get_cm_event`), over the port's GSI QP and the core's CM
+//! protocol (`roce_core::cm`): RC connections in the TCP port space (REQ/REP/RTU,
+//! DREQ/DREP) and UD "connections" in the UDP port space (SIDR_REQ/SIDR_REP: the
+//! passive side's UD QPN and Q_Key, as librdmacm's `RDMA_PS_UDP`). The IP port space's
+//! service IDs and the RDMA CM IP header in the REQ's and SIDR_REQ's private data are
+//! librdmacm's, so the MADs are the ones rxe's `rdma_cm` exchanges.
 //!
 //! Address resolution is the caller's, as ARP is the kernel's: [`CmAgent::add_neighbour`]
 //! fills the agent's neighbour table (GID to MAC), which `connect` and `accept` read
@@ -20,7 +22,10 @@ use roce_core::transport::{
     AddressVector, Instant, Mtu, QpAttr, QpState, RecvWr, SendFlags, SendWr, UdDest, WcOpcode,
     WcStatus, WorkCompletion, WrOp, GRH_LEN,
 };
-use roce_core::wire::cm::{port_space, rdma_cm_service_id, IpCmHdr, PrivateData, RepRepr, ReqRepr};
+use roce_core::wire::cm::{
+    port_space, rdma_cm_service_id, sidr_status, IpCmHdr, PrivateData, RepRepr, ReqRepr,
+    SidrRepRepr, SidrReqRepr,
+};
 use roce_core::wire::mad::MAD_LEN;
 use std::collections::{HashMap, VecDeque};
 
@@ -34,12 +39,20 @@ const SLOT: u64 = (GRH_LEN + MAD_LEN) as u64;
 /// RDMA READs and atomics a connection offers to have outstanding in each direction
 /// (the NIC's `max_qp_rd_atom`); the REQ/REP exchange lowers it to the peer's offer.
 const RD_ATOMIC: u8 = 16;
+/// The Q_Key of every UD QP in RDMA CM's UDP port space (Linux `RDMA_UDP_QKEY`): what
+/// [`init_ud_qp`] sets and the SIDR_REP announces.
+pub const RDMA_UDP_QKEY: Qkey = Qkey(0x0123_4567);
+/// A SIDR_REQ's wait for its answer (4.096 us * 2^20, about 4.3 s) and retries: Linux
+/// `cma_resolve_ib_udp`'s (`CMA_CM_RESPONSE_TIMEOUT`, `CMA_MAX_CM_RETRIES`).
+const SIDR_TIMEOUT: u8 = 20;
+const SIDR_RETRIES: u8 = 15;
 
-/// What `rdma_get_cm_event` returns (`enum rdma_cm_event_type`), for RC.
+/// What `rdma_get_cm_event` returns (`enum rdma_cm_event_type`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum RdmaCmEvent {
-    /// `RDMA_CM_EVENT_CONNECT_REQUEST`: answer with [`CmAgent::accept`] or
-    /// [`CmAgent::reject`]. `private_data` is the consumer's (after the IP header).
+    /// `RDMA_CM_EVENT_CONNECT_REQUEST` (a REQ, or for a UDP-space listener a SIDR_REQ):
+    /// answer with [`CmAgent::accept`] or [`CmAgent::reject`]. `private_data` is the
+    /// consumer's (after the IP header).
     ConnectRequest {
         id: ConnId,
         port: u16,
@@ -47,7 +60,16 @@ pub enum RdmaCmEvent {
     },
     /// `RDMA_CM_EVENT_ESTABLISHED`: the QP is in RTS and may send.
     Established { id: ConnId },
-    /// `RDMA_CM_EVENT_REJECTED`.
+    /// `RDMA_CM_EVENT_ESTABLISHED` of a UD id (the SIDR_REP came): `param.ud`, where to
+    /// send (the peer's QP, its Q_Key and the address vector to it). The lookup is over:
+    /// the id has no connection to disconnect.
+    UdEstablished {
+        id: ConnId,
+        remote_qpn: Qpn,
+        remote_qkey: Qkey,
+        av: AddressVector,
+    },
+    /// `RDMA_CM_EVENT_REJECTED`: a REJ's reason, or a SIDR_REP's status.
     Rejected { id: ConnId, reason: u16 },
     /// `RDMA_CM_EVENT_UNREACHABLE`: the peer never answered.
     Unreachable { id: ConnId },
@@ -70,6 +92,8 @@ struct Conn {
     psn: Psn,
     /// The path MTU the REQ carried (the active side: what it offered).
     mtu: Mtu,
+    /// A UD lookup: the SIDR_REQ's service ID (passive side), or 0 on the active side.
+    sidr: Option<u64>,
 }
 
 /// The port's RDMA CM: its GSI QP, buffers and the CM protocol.
@@ -181,6 +205,51 @@ impl CmAgent {
                 req: None,
                 psn,
                 mtu,
+                sidr: None,
+            },
+        );
+        self.progress()?;
+        Ok(id)
+    }
+
+    /// `rdma_listen` on a UDP-port-space port: SIDR_REQs for it become connect
+    /// requests, answered by [`CmAgent::accept`] with a UD QP.
+    pub fn listen_udp(&mut self, port: u16) -> Result<()> {
+        self.cm
+            .listen(rdma_cm_service_id(port_space::UDP, port))
+            .map_err(|_| Error::InvalidArgument("rdma_listen: no room or already listening"))
+    }
+
+    /// `rdma_connect` of a UD id: a SIDR_REQ for `port` (UDP port space) at `dst` with
+    /// the consumer's `private_data` after the RDMA CM IP header. The answer is
+    /// [`RdmaCmEvent::UdEstablished`] (or `Rejected` with the SIDR status, or
+    /// `Unreachable`).
+    pub fn connect_ud(&mut self, dst: [u8; 16], port: u16, private_data: &[u8]) -> Result<ConnId> {
+        self.neighbour(&dst)?;
+        let req = SidrReqRepr {
+            request_id: 0,
+            pkey: 0xFFFF,
+            service_id: rdma_cm_service_id(port_space::UDP, port),
+            private_data: ip_private(&self.gid, &dst, private_data)?,
+        };
+        let to = CmAddr {
+            gid: dst,
+            sgid_index: 0,
+        };
+        let now = self.now();
+        let id = self
+            .cm
+            .sidr_request(now, to, req, SIDR_TIMEOUT, SIDR_RETRIES)
+            .map_err(|_| Error::InvalidArgument("rdma_connect: no room for a lookup"))?;
+        self.conns.insert(
+            id,
+            Conn {
+                qp: None,
+                peer: dst,
+                req: None,
+                psn: Psn::new(0),
+                mtu: Mtu::Mtu1024,
+                sidr: Some(0),
             },
         );
         self.progress()?;
@@ -191,7 +260,13 @@ impl CmAgent {
     /// REP; the connection is established when the RTU arrives. The path MTU is the
     /// smaller of the REQ's and the port's; READ/atomic depths follow the REQ's offer
     /// (IBTA 12.7.30: our initiator depth at most its responder resources).
+    ///
+    /// For a UD connect request (SIDR_REQ), `qp` is a UD QP: it is brought to RTS with
+    /// [`RDMA_UDP_QKEY`] if still in RESET, and the SIDR_REP announces its QPN and Q_Key.
     pub fn accept(&mut self, id: ConnId, qp: &QueuePair) -> Result<()> {
+        if let Some(service_id) = self.conns.get(&id).and_then(|c| c.sidr) {
+            return self.accept_ud(id, service_id, qp);
+        }
         let psn = self.psn();
         let conn = self
             .conns
@@ -241,9 +316,43 @@ impl CmAgent {
         self.progress()
     }
 
-    /// `rdma_reject` of a connect request.
-    pub fn reject(&mut self, id: ConnId) -> Result<()> {
+    fn accept_ud(&mut self, id: ConnId, service_id: u64, qp: &QueuePair) -> Result<()> {
+        if qp.qp_type() != roce_core::transport::QpType::Ud {
+            return Err(Error::InvalidArgument(
+                "rdma_accept: a UD connect request needs a UD QP",
+            ));
+        }
+        if qp.state() == QpState::Reset {
+            init_ud_qp(qp)?;
+        }
+        self.neighbour(&self.conns.get(&id).map_or([0; 16], |c| c.peer))?;
+        let rep = SidrRepRepr {
+            status: sidr_status::SUCCESS,
+            qpn: qp.qpn(),
+            service_id,
+            qkey: RDMA_UDP_QKEY,
+            ..SidrRepRepr::default()
+        };
         self.conns.remove(&id);
+        self.cm
+            .sidr_reply(id, rep)
+            .map_err(|_| Error::InvalidArgument("rdma_accept: the request is gone"))?;
+        self.progress()
+    }
+
+    /// `rdma_reject` of a connect request (a UD one: SIDR_REP "rejected").
+    pub fn reject(&mut self, id: ConnId) -> Result<()> {
+        if let Some(Some(service_id)) = self.conns.remove(&id).map(|c| c.sidr) {
+            let rep = SidrRepRepr {
+                status: sidr_status::REJECT,
+                service_id,
+                ..SidrRepRepr::default()
+            };
+            self.cm
+                .sidr_reply(id, rep)
+                .map_err(|_| Error::InvalidArgument("rdma_reject: no such request"))?;
+            return self.progress();
+        }
         self.cm
             .reject(
                 id,
@@ -295,23 +404,35 @@ impl CmAgent {
     fn on_event(&mut self, now: Instant, e: CmEvent) -> Result<()> {
         match e {
             CmEvent::ReqReceived { id, from, req } => {
-                let port = (req.service_id & 0xFFFF) as u16;
                 let data = req.private_data.0;
-                let user = IpCmHdr::parse(&data).map_or(&data[..], |_| &data[IpCmHdr::LEN..]);
-                self.conns.insert(
+                self.on_request(id, from.gid, req.service_id, &data, Some(req));
+            }
+            CmEvent::SidrReqReceived { id, from, req } => {
+                let data = req.private_data.0;
+                self.on_request(id, from.gid, req.service_id, &data, None);
+            }
+            CmEvent::SidrRepReceived { id, rep } => {
+                let Some(conn) = self.conns.remove(&id) else {
+                    return Ok(());
+                };
+                if rep.status != sidr_status::SUCCESS {
+                    self.events.push_back(RdmaCmEvent::Rejected {
+                        id,
+                        reason: u16::from(rep.status),
+                    });
+                    return Ok(());
+                }
+                let av = AddressVector {
+                    dmac: self.neighbour(&conn.peer)?,
+                    dgid: conn.peer,
+                    hop_limit: 64,
+                    ..AddressVector::default()
+                };
+                self.events.push_back(RdmaCmEvent::UdEstablished {
                     id,
-                    Conn {
-                        qp: None,
-                        peer: from.gid,
-                        req: Some(req),
-                        psn: Psn::new(0),
-                        mtu: Mtu::Mtu1024,
-                    },
-                );
-                self.events.push_back(RdmaCmEvent::ConnectRequest {
-                    id,
-                    port,
-                    private_data: user.to_vec(),
+                    remote_qpn: rep.qpn,
+                    remote_qkey: rep.qkey,
+                    av,
                 });
             }
             CmEvent::RepReceived { id, rep } => {
@@ -365,10 +486,37 @@ impl CmAgent {
             CmEvent::TimewaitExit { id } => {
                 self.conns.remove(&id);
             }
-            // UD's service ID resolution and MRAs are not offered by this agent.
-            _ => {}
         }
         Ok(())
+    }
+
+    /// A REQ (`req`) or SIDR_REQ (`None`) for a service we listen on: a passive
+    /// connection and `RDMA_CM_EVENT_CONNECT_REQUEST` with the consumer's private data.
+    fn on_request(
+        &mut self,
+        id: ConnId,
+        peer: [u8; 16],
+        service_id: u64,
+        private: &[u8],
+        req: Option<ReqRepr>,
+    ) {
+        let user = IpCmHdr::parse(private).map_or(private, |_| &private[IpCmHdr::LEN..]);
+        self.events.push_back(RdmaCmEvent::ConnectRequest {
+            id,
+            port: (service_id & 0xFFFF) as u16,
+            private_data: user.to_vec(),
+        });
+        self.conns.insert(
+            id,
+            Conn {
+                qp: None,
+                peer,
+                sidr: req.is_none().then_some(service_id),
+                req,
+                psn: Psn::new(0),
+                mtu: Mtu::Mtu1024,
+            },
+        );
     }
 
     fn transmit(&mut self) -> Result<()> {
@@ -464,9 +612,23 @@ pub fn init_qp(qp: &QueuePair) -> Result<()> {
     qp.modify(&init)
 }
 
+/// What `rdma_create_qp` does for a UD id: INIT (P_Key index 0, port 1, Q_Key
+/// [`RDMA_UDP_QKEY`]), RTR, RTS (send PSN 0), so receives and sends can be posted.
+pub fn init_ud_qp(qp: &QueuePair) -> Result<()> {
+    let opts = ConnectOptions {
+        qkey: RDMA_UDP_QKEY,
+        ..ConnectOptions::default()
+    };
+    qp.connect(&qp.endpoint(Psn::new(0)), Psn::new(0), &opts)
+}
+
 /// The RDMA CM IP header for an IPv4 or IPv6 pair (IPv4 addresses in the last four
 /// bytes after zeros, as the kernel's `cma_hdr` has them), then the consumer's bytes.
-fn ip_private(src: &[u8; 16], dst: &[u8; 16], user: &[u8]) -> Result<PrivateData<92>> {
+fn ip_private<const N: usize>(
+    src: &[u8; 16],
+    dst: &[u8; 16],
+    user: &[u8],
+) -> Result<PrivateData<N>> {
     let v4 = |g: &[u8; 16]| {
         (g[..10].iter().all(|&b| b == 0) && g[10] == 0xFF && g[11] == 0xFF)
             .then(|| [g[12], g[13], g[14], g[15]])
@@ -480,13 +642,13 @@ fn ip_private(src: &[u8; 16], dst: &[u8; 16], user: &[u8]) -> Result<PrivateData
             dst: *dst,
         },
     };
-    let mut buf = [0u8; 92];
+    let mut buf = [0u8; N];
     let n = hdr
         .emit(&mut buf)
         .map_err(|_| Error::InvalidArgument("private data"))?;
     buf.get_mut(n..n + user.len())
         .ok_or(Error::InvalidArgument(
-            "rdma_connect: more than 56 bytes of private data",
+            "rdma_connect: too much private data (56 bytes for RC, 180 for UD)",
         ))?
         .copy_from_slice(user);
     Ok(PrivateData(buf))

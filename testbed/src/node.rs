@@ -90,7 +90,9 @@ pub struct NicNode {
     /// The host's DCBX agent, if one runs: LLDP frames go to it, and it sends its own.
     dcbx: Option<DcbxAgent>,
     /// The transmit queue of each priority (one FIFO, index 0, when `single_queue`).
-    queues: [VecDeque<Vec<u8>>; PRIORITIES],
+    queues: [VecDeque<TxFrame>; PRIORITIES],
+    /// Buffers of frames sent, for the next frames the NIC builds ahead.
+    spare: Vec<Vec<u8>>,
     /// ETS's state between the queues.
     ets: Ets,
     /// One transmit FIFO for every priority (no per-priority queues).
@@ -108,6 +110,18 @@ pub struct NicNode {
     now: Nanos,
 }
 
+/// A frame the NIC built ahead, in a buffer of a maximum frame (reused once it is sent).
+struct TxFrame {
+    buf: Vec<u8>,
+    len: usize,
+}
+
+impl TxFrame {
+    fn bytes(&self) -> &[u8] {
+        self.buf.get(..self.len).unwrap_or(&[])
+    }
+}
+
 impl NicNode {
     pub fn new(nic: Rc<dyn NicModel>) -> Self {
         Self {
@@ -118,6 +132,7 @@ impl NicNode {
             rtl_scratch: Vec::new(),
             dcbx: None,
             queues: Default::default(),
+            spare: Vec::new(),
             ets: Ets::default(),
             single_queue: false,
             tx_bytes: [0; PRIORITIES],
@@ -223,7 +238,7 @@ impl NicNode {
 
     /// The priorities the NIC has PFC on for.
     fn lossless(&self) -> Priorities {
-        Priorities(self.nic.port_config().dcb.pfc_enable)
+        Priorities(self.nic.dcb().pfc_enable)
     }
 
     fn run(&mut self, now: Nanos) {
@@ -263,7 +278,7 @@ impl NicNode {
     fn rtl_transmit(&mut self, now: Nanos, buf: &mut [u8]) -> Option<usize> {
         self.rtl_advance(now);
         self.rtl_fill(now, buf);
-        let map = self.nic.port_config().dcb.map;
+        let map = self.nic.dcb().map;
         let frame = self.rtl.as_mut()?.pop_wire()?;
         let n = frame.len();
         buf.get_mut(..n)?.copy_from_slice(&frame);
@@ -277,7 +292,7 @@ impl NicNode {
     /// scratch of a maximum frame). Done whenever the block is clocked, as the hardware's
     /// datapath feeds it whenever a queue has room, not only when the wire is free.
     fn rtl_fill(&mut self, now: Nanos, buf: &mut [u8]) {
-        let map = self.nic.port_config().dcb.map;
+        let map = self.nic.dcb().map;
         let Some(rtl) = self.rtl.as_mut() else { return };
         while now >= self.ctx_busy_until {
             let room = rtl.room();
@@ -331,7 +346,7 @@ impl NicNode {
     /// is empty). The engine builds no frame of a full queue's priority; a model that
     /// builds frames ahead of the port may hand one anyway, which then waits in its
     /// queue beyond the limit, and filling stops.
-    fn fill(&mut self, buf: &mut [u8], map: &roce_core::dcb::PriorityMap) {
+    fn fill(&mut self, map: &roce_core::dcb::PriorityMap) {
         loop {
             let full = if self.single_queue {
                 if !self.queues[0].is_empty() {
@@ -350,20 +365,22 @@ impl NicNode {
             if full == Priorities::ALL {
                 return;
             }
-            let Some(frame) = self
-                .nic
-                .transmit_frame_except(buf, full)
-                .and_then(|n| buf.get(..n))
-            else {
+            // Built straight into a queue buffer (a spare one: no allocation and no copy
+            // per frame).
+            let mut buf = self.spare.pop().unwrap_or_default();
+            buf.resize(roce_sim::MAX_FRAME_LEN, 0);
+            let Some(len) = self.nic.transmit_frame_except(&mut buf, full) else {
+                self.spare.push(buf);
                 return;
             };
-            let prio = map.of_frame(frame);
+            let frame = TxFrame { buf, len };
+            let prio = map.of_frame(frame.bytes());
             let q = if self.single_queue {
                 0
             } else {
                 usize::from(prio)
             };
-            self.queues[q].push_back(frame.to_vec());
+            self.queues[q].push_back(frame);
             if full.contains(prio) {
                 return;
             }
@@ -404,7 +421,7 @@ impl Node for NicNode {
             return;
         }
         if self.rx.is_some() {
-            let prio = self.nic.port_config().dcb.map.of_frame(frame);
+            let prio = self.nic.dcb().map.of_frame(frame);
             let lossless = self.lossless();
             if let Some(rx) = self.rx.as_mut() {
                 rx.push(now, frame, prio, lossless);
@@ -449,12 +466,12 @@ impl Node for NicNode {
             // Waiting for context DMA; `poll_timeout` wakes the node when it is done.
             return None;
         }
-        let dcb = self.nic.port_config().dcb;
-        self.fill(buf, &dcb.map);
+        let dcb = self.nic.dcb();
+        self.fill(&dcb.map);
         // The one FIFO's head, or ETS's pick among the queues that hold a frame of a
         // priority not paused.
         let (index, prio) = if self.single_queue {
-            (0, dcb.map.of_frame(self.queues[0].front()?))
+            (0, dcb.map.of_frame(self.queues[0].front()?.bytes()))
         } else {
             let mut eligible = Priorities::NONE;
             for (p, q) in self.queues.iter().enumerate() {
@@ -463,7 +480,7 @@ impl Node for NicNode {
                 }
             }
             let p = self.ets.pick(&dcb.ets, eligible)?;
-            let len = wire_len(self.queues[usize::from(p)].front()?.len());
+            let len = wire_len(self.queues[usize::from(p)].front()?.len);
             self.ets.sent(&dcb.ets, eligible, p, len as u32);
             (usize::from(p), p)
         };
@@ -472,8 +489,9 @@ impl Node for NicNode {
             return None;
         }
         let frame = self.queues[index].pop_front()?;
-        let n = frame.len();
-        buf.get_mut(..n)?.copy_from_slice(&frame);
+        let n = frame.len;
+        buf.get_mut(..n)?.copy_from_slice(frame.bytes());
+        self.spare.push(frame.buf);
         self.tx_bytes[usize::from(prio)] += wire_len(n);
         Some(n)
     }

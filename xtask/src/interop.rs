@@ -28,10 +28,15 @@ enum Kind {
     Pingpong(&'static str),
     /// perftest with `-I N` on both sides: SENDs / WRITEs of at most N bytes inline.
     PerfInline(&'static str, usize),
+    /// perftest with `-R` on both sides: connected, and its messages exchanged, through
+    /// RDMA CM (no TCP).
+    PerfCm(&'static str),
     /// librdmacm's `rping -v -V` and our `roce rping`, connected through RDMA CM.
     Rping,
     /// `ibv_srq_pingpong` (16 RC QPs on one SRQ) and our `roce srq-pingpong`.
     SrqPingpong,
+    /// librdmacm's `udaddy` and our `roce udaddy`: UD QPs found through RDMA CM (SIDR).
+    Udaddy,
 }
 
 #[derive(Clone, Debug)]
@@ -48,15 +53,17 @@ impl Case {
             Kind::Perf(t, None) => format!("{t}-{}", self.size),
             Kind::Pingpong(t) => format!("{t}_pingpong-{}", self.size),
             Kind::PerfInline(t, n) => format!("{t}-{}-I{n}", self.size),
+            Kind::PerfCm(t) => format!("{t}-{}-R", self.size),
             Kind::Rping => format!("rping-{}", self.size),
             Kind::SrqPingpong => format!("srq_pingpong-{}", self.size),
+            Kind::Udaddy => format!("udaddy-{}", self.size),
         }
     }
 
     /// RDMA CM tools connect to our NIC's own address, not to the host's TCP.
     fn peer_of_vm(&self) -> &'static str {
         match self.kind {
-            Kind::Rping => OUR_IP,
+            Kind::Rping | Kind::PerfCm(_) | Kind::Udaddy => OUR_IP,
             _ => HOST,
         }
     }
@@ -77,6 +84,10 @@ impl Case {
                 "ib_{t} -d rxe0 -x 1 -F -p {port} -n {} -s {} -I {n} {peer}",
                 self.iters, self.size
             ),
+            Kind::PerfCm(t) => format!(
+                "ib_{t} -d rxe0 -x 1 -F -R -p {port} -n {} -s {} {peer}",
+                self.iters, self.size
+            ),
             Kind::Pingpong(t) => {
                 let m = if *t == "ud" {
                     String::new()
@@ -92,6 +103,11 @@ impl Case {
                 "ibv_srq_pingpong -g 1 -q 16 -p {port} -n {} -s {} -m {mtu} {peer}",
                 self.iters, self.size
             ),
+            // udaddy has no port option: always 7174.
+            Kind::Udaddy => {
+                let role = server.map_or(String::new(), |a| format!("-s {a} "));
+                format!("udaddy {role}-C {} -S {}", self.iters, self.size)
+            }
             // -V: the client compares what the server wrote back with what it sent.
             Kind::Rping => {
                 let role = server.map_or("-s".to_string(), |a| format!("-c -a {a}"));
@@ -105,6 +121,20 @@ impl Case {
 
     /// Our command's arguments.
     fn our_args(&self, mtu: u32, port: u16, client_of: Option<&str>) -> Vec<String> {
+        if let Kind::Udaddy = self.kind {
+            let mut a: Vec<String> = vec![
+                "udaddy".into(),
+                "-C".into(),
+                self.iters.to_string(),
+                "-S".into(),
+                self.size.to_string(),
+            ];
+            match client_of {
+                Some(h) => a.extend(["--client".into(), h.into()]),
+                None => a.push("--server".into()),
+            }
+            return a;
+        }
         if let Kind::Rping = self.kind {
             let mut a: Vec<String> = ["rping", "-v", "-C", &self.iters.to_string()]
                 .map(String::from)
@@ -138,6 +168,13 @@ impl Case {
                 "-I".into(),
                 n.to_string(),
             ],
+            Kind::PerfCm(t) => vec![
+                "perf".into(),
+                t.to_string(),
+                "-s".into(),
+                self.size.to_string(),
+                "-R".into(),
+            ],
             Kind::Pingpong(t) => vec![
                 "pingpong".into(),
                 t.to_string(),
@@ -151,7 +188,7 @@ impl Case {
                 "-s".into(),
                 self.size.to_string(),
             ],
-            Kind::Rping => unreachable!("handled above"),
+            Kind::Rping | Kind::Udaddy => unreachable!("handled above"),
         };
         a.extend([
             "-n".into(),
@@ -170,8 +207,8 @@ impl Case {
 }
 
 /// The matrix: every perftest test at 1 B, 4 KiB and 64 KiB, both atomics, inline
-/// (`-I 64`) SEND and WRITE bandwidth, the three pingpongs, the SRQ pingpong, and rping
-/// (RDMA CM) at its default and largest sizes.
+/// (`-I 64`) SEND and WRITE bandwidth, the bandwidth tests over RDMA CM (`-R`), the three pingpongs, the SRQ pingpong, and rping
+/// (RDMA CM) at its default and largest sizes, and udaddy (RDMA CM's SIDR, UD).
 fn matrix(mtu: u32) -> Vec<Case> {
     let mut v = Vec::new();
     for t in ["write_bw", "read_bw", "send_bw"] {
@@ -196,6 +233,14 @@ fn matrix(mtu: u32) -> Vec<Case> {
             kind: Kind::PerfInline(t, 64),
             size: 64,
             iters: 200,
+        });
+    }
+    // perftest -R: the QP connected and the messages exchanged through RDMA CM.
+    for t in ["write_bw", "read_bw", "send_bw"] {
+        v.push(Case {
+            kind: Kind::PerfCm(t),
+            size: 65536,
+            iters: 50,
         });
     }
     for t in ["write_lat", "read_lat", "send_lat"] {
@@ -234,6 +279,14 @@ fn matrix(mtu: u32) -> Vec<Case> {
     for size in [64, 65535] {
         v.push(Case {
             kind: Kind::Rping,
+            size,
+            iters: 10,
+        });
+    }
+    // udaddy's default size and a full 1024-byte datagram.
+    for size in [100, 1024] {
+        v.push(Case {
+            kind: Kind::Udaddy,
             size,
             iters: 10,
         });
@@ -480,8 +533,13 @@ fn phase(
         env.stop_capture(cap);
         std::fs::write(env.out.join(format!("{name}.log")), &text).map_err(|e| e.to_string())?;
         let (fig, retransmits, mut data, recovery) = our_figure(&text);
-        if let (Kind::Perf("write_bw", None) | Kind::PerfInline("write_bw", _), "client", true) =
-            (&c.kind, role, ok)
+        if let (
+            Kind::Perf("write_bw", None)
+            | Kind::PerfInline("write_bw", _)
+            | Kind::PerfCm("write_bw"),
+            "client",
+            true,
+        ) = (&c.kind, role, ok)
         {
             data = write_payload_check(env, &pcap, c.size, mtu);
         }

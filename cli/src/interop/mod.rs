@@ -4,10 +4,12 @@
 //! `--server` and `roce pingpong` run against `ib_write_bw`, `ibv_rc_pingpong` and the
 //! like on another machine.
 
+pub mod cm_channel;
 pub mod perftest;
 pub mod pingpong;
 pub mod rping;
 pub mod srq_pingpong;
+pub mod udaddy;
 
 use anyhow::{bail, Context as _, Result};
 use roce_core::transport::Mtu;

@@ -16,12 +16,20 @@
 //!    again and `"done\0"`; send_bw, read_lat and send_lat the address and `"done\0"`;
 //!    write_lat nothing.
 //!
+//! With `-R` (`rdma_cm`) the same steps go as SENDs over a CM connection of their own
+//! (`cm_channel`), with three differences seen in captures of perftest 4.5 against
+//! itself over rxe: the address message is the binary `struct pingpong_dest` (56
+//! bytes, [`Dest::to_struct`]); one exchange of 56 zero bytes comes before the test's
+//! QP is connected (by a second CM connection to the same port) and one after it; and
+//! there is no `"done\0"`: the client disconnects both connections instead.
+//!
 //! The RDMA side follows perftest's loops: the bandwidth tests keep `tx_depth` requests
 //! outstanding to the peer's buffer; write_lat's server writes first and each side
 //! writes the iteration number into the last byte of the peer's buffer and waits for
 //! the same number in its own; send_lat's client sends first; read_lat reads one at a
 //! time. The passive server of write_bw, read_bw, atomic_bw and read_lat only answers.
 
+use super::cm_channel::CmChannel;
 use super::{LinkArgs, Oob, Role, Station};
 use crate::perf::{check, Test};
 use anyhow::{bail, Context as _, Result};
@@ -37,6 +45,8 @@ use std::time::{Duration, Instant};
 const VERSION: &[u8] = b"6.06";
 /// Length of the address message.
 const DEST_LEN: usize = 108;
+/// Length of the address message over RDMA CM (`sizeof(struct pingpong_dest)`).
+const DEST_STRUCT_LEN: usize = 56;
 
 /// The atomic of atomic_bw (`ib_atomic_bw -A`).
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -62,6 +72,8 @@ pub struct WireParams {
     pub fastpath: super::OnOff,
     /// perftest's `-I`: SENDs and WRITEs up to this size go inline (0: none).
     pub inline: u32,
+    /// perftest's `-R`: connect through RDMA CM, exchange over a CM connection.
+    pub rdma_cm: bool,
 }
 
 /// What a wire run measured.
@@ -111,6 +123,42 @@ impl Dest {
         v
     }
 
+    /// `struct pingpong_dest` as perftest's RDMA CM exchange sends it: every field in
+    /// network order, at its C offset (LID, outstanding reads, QPN, PSN, R_Key, 4 bytes
+    /// of padding, virtual address, GID, SRQ number, GID index).
+    pub fn to_struct(&self) -> [u8; DEST_STRUCT_LEN] {
+        let mut m = [0u8; DEST_STRUCT_LEN];
+        m[4..8].copy_from_slice(&self.out_reads.to_be_bytes());
+        m[8..12].copy_from_slice(&self.qpn.to_be_bytes());
+        m[12..16].copy_from_slice(&self.psn.to_be_bytes());
+        m[16..20].copy_from_slice(&self.rkey.to_be_bytes());
+        m[24..32].copy_from_slice(&self.vaddr.to_be_bytes());
+        m[32..48].copy_from_slice(&self.gid);
+        m
+    }
+
+    /// Reads [`Dest::to_struct`]'s layout (the padding is ignored: perftest leaves it
+    /// uninitialised).
+    pub fn parse_struct(m: &[u8]) -> Result<Self> {
+        let m: &[u8; DEST_STRUCT_LEN] = m.try_into().map_err(|_| {
+            anyhow::anyhow!(
+                "the peer's address is {} bytes, not {DEST_STRUCT_LEN}",
+                m.len()
+            )
+        })?;
+        let u32_at = |i: usize| u32::from_be_bytes([m[i], m[i + 1], m[i + 2], m[i + 3]]);
+        let mut gid = [0u8; 16];
+        gid.copy_from_slice(&m[32..48]);
+        Ok(Self {
+            out_reads: u32_at(4),
+            qpn: u32_at(8),
+            psn: u32_at(12),
+            rkey: u32_at(16),
+            vaddr: u64::from(u32_at(24)) << 32 | u64::from(u32_at(28)),
+            gid,
+        })
+    }
+
     pub fn parse(m: &[u8]) -> Result<Self> {
         if m.len() != DEST_LEN {
             bail!("the peer's address is {} bytes, not {DEST_LEN}", m.len());
@@ -135,6 +183,44 @@ impl Dest {
             vaddr: hex(f[5])?,
             gid,
         })
+    }
+}
+
+/// Where perftest's messages go: its TCP connection, or (`-R`) a CM connection.
+enum Channel<'a> {
+    Tcp(Oob),
+    Cm(Box<CmChannel<'a>>),
+}
+
+impl<'a> Channel<'a> {
+    fn open(st: &'a Station, p: &WireParams) -> Result<Self> {
+        Ok(if p.rdma_cm {
+            Self::Cm(Box::new(CmChannel::open(st, &p.role, p.link.port)?))
+        } else {
+            Self::Tcp(Oob::open(&p.role, p.link.port)?)
+        })
+    }
+
+    fn exchange(&mut self, st: &Station, mine: &[u8]) -> Result<Vec<u8>> {
+        match self {
+            Self::Tcp(t) => t.exchange(st, mine),
+            Self::Cm(c) => c.exchange(mine),
+        }
+    }
+
+    /// Our address message in this channel's encoding.
+    fn dest_msg(&self, d: &Dest) -> Vec<u8> {
+        match self {
+            Self::Tcp(_) => d.to_wire(),
+            Self::Cm(_) => d.to_struct().to_vec(),
+        }
+    }
+
+    fn parse_dest(&self, m: &[u8]) -> Result<Dest> {
+        match self {
+            Self::Tcp(_) => Dest::parse(m),
+            Self::Cm(_) => Dest::parse_struct(m),
+        }
     }
 }
 
@@ -254,10 +340,13 @@ pub fn write_pattern(len: usize) -> Vec<u8> {
 
 /// Runs one test against a perftest peer; prints perftest-like lines to `out`.
 pub fn run(p: &WireParams, out: &mut impl std::io::Write) -> Result<WireResult> {
+    if p.rdma_cm && !matches!(p.test, Test::WriteBw | Test::ReadBw | Test::SendBw) {
+        bail!("-R: only write_bw, read_bw and send_bw follow perftest's RDMA CM exchange here");
+    }
     let st = Station::open(&p.link, p.fastpath)?;
     let shape = Shape::of(p);
     let res = Resources::create(&st, p, &shape)?;
-    let mut oob = Oob::open(&p.role, p.link.port)?;
+    let mut oob = Channel::open(&st, p)?;
     let (l, mtu, my_msg) = handshake(&st, res, &mut oob, p)?;
     let atomic_base = prepare(&l, p, &shape)?;
     for _ in 1..exchanges_before(p.test) {
@@ -375,7 +464,7 @@ impl Resources {
 fn handshake<'a>(
     st: &'a Station,
     res: Resources,
-    oob: &mut Oob,
+    oob: &mut Channel,
     p: &WireParams,
 ) -> Result<(Local<'a>, Mtu, Vec<u8>)> {
     let mut version = VERSION.to_vec();
@@ -389,21 +478,30 @@ fn handshake<'a>(
         .to_digit(10)
         .and_then(|d| Mtu::from_u8(d as u8))
         .map_or(want_mtu, |m| m.min(want_mtu));
-    let my_msg = res.mine.to_wire();
-    let remote = Dest::parse(&oob.exchange(st, &my_msg)?)?;
-    let ep = QpEndpoint {
-        qpn: Qpn::new(remote.qpn),
-        psn: Psn::new(remote.psn),
-        gid: remote.gid,
-        mac: st.resolve_gid(&remote.gid)?,
-    };
-    let opts = ConnectOptions {
-        mtu,
-        max_rd_atomic: remote.out_reads.min(res.max_rd).max(1) as u8,
-        max_dest_rd_atomic: res.max_rd as u8,
-        ..ConnectOptions::default()
-    };
-    res.qp.connect(&ep, Psn::new(res.mine.psn), &opts)?;
+    if let Channel::Cm(c) = oob {
+        // The zero messages around the test QP's CM connection.
+        c.exchange(&[0; DEST_STRUCT_LEN])?;
+        c.connect_test_qp(&res.qp)?;
+        c.exchange(&[0; DEST_STRUCT_LEN])?;
+    }
+    let my_msg = oob.dest_msg(&res.mine);
+    let theirs = oob.exchange(st, &my_msg)?;
+    let remote = oob.parse_dest(&theirs)?;
+    if let Channel::Tcp(_) = oob {
+        let ep = QpEndpoint {
+            qpn: Qpn::new(remote.qpn),
+            psn: Psn::new(remote.psn),
+            gid: remote.gid,
+            mac: st.resolve_gid(&remote.gid)?,
+        };
+        let opts = ConnectOptions {
+            mtu,
+            max_rd_atomic: remote.out_reads.min(res.max_rd).max(1) as u8,
+            max_dest_rd_atomic: res.max_rd as u8,
+            ..ConnectOptions::default()
+        };
+        res.qp.connect(&ep, Psn::new(res.mine.psn), &opts)?;
+    }
     let half = res.mr.len() / 2;
     Ok((
         Local {
@@ -602,7 +700,7 @@ fn check_data(l: &Local, p: &WireParams, s: &Shape, r: &mut WireResult) -> Resul
 #[allow(clippy::too_many_arguments)]
 fn close(
     st: &Station,
-    oob: &mut Oob,
+    oob: &mut Channel,
     p: &WireParams,
     s: &Shape,
     my_msg: &[u8],
@@ -647,18 +745,26 @@ fn close(
                 writeln!(out, " the client measured {avg:.3} MB/s")?;
             }
             oob.exchange(st, my_msg)?;
-            oob.exchange(st, b"done\0")?;
+            finish(st, oob)?;
         }
         Test::SendBw | Test::ReadLat | Test::SendLat => {
             if p.test == Test::SendBw {
                 r.bw_mb_s = Some((size * p.iters) as f64 / busy.as_secs_f64() / 1048576.0);
             }
             oob.exchange(st, my_msg)?;
-            oob.exchange(st, b"done\0")?;
+            finish(st, oob)?;
         }
         Test::WriteLat => {}
     }
     Ok(())
+}
+
+/// The last step: `"done"` over TCP; over RDMA CM the client disconnects.
+fn finish(st: &Station, oob: &mut Channel) -> Result<()> {
+    match oob {
+        Channel::Tcp(t) => t.exchange(st, b"done\0").map(drop),
+        Channel::Cm(c) => c.close(),
+    }
 }
 
 /// The client's bandwidth loop: `tx_depth` requests outstanding until `iters` complete.

@@ -125,6 +125,8 @@ struct CqTable<const CQS: usize, const CQE: usize> {
     /// may be waiting for room. Completions otherwise go out as work finishes, so only
     /// this makes `service` walk the QPs.
     stalled: bool,
+    /// A completion was pushed since [`Engine::take_completion_news`] last looked.
+    news: bool,
 }
 
 impl<const CQS: usize, const CQE: usize> CompletionSink for CqTable<CQS, CQE> {
@@ -137,6 +139,7 @@ impl<const CQS: usize, const CQE: usize> CompletionSink for CqTable<CQS, CQE> {
             _ => false,
         };
         self.stalled |= !ok;
+        self.news = true;
         ok
     }
 }
@@ -201,6 +204,14 @@ pub struct Engine<
     /// `poll_transmit`: `poll_timeout` takes the minimum of one dense array instead of
     /// visiting every QP context.
     deadlines: [Option<Instant>; QPS],
+    /// Summary flags over the per-QP ones above, so that a poll with nothing to do asks
+    /// three words instead of scanning every QP (as hardware ORs a ready list into one
+    /// status bit): some `tx_ready` / `fp_ready` flag may be set (cleared when a scan
+    /// finds none), and a time no later than every armed deadline (`None`: no deadline
+    /// armed since it was last made exact).
+    tx_any: bool,
+    fp_any: bool,
+    timer_floor: Option<Instant>,
     /// Congestion control per QP slot, beside the contexts.
     cc: [QpCc; QPS],
     /// Some QP has its reaction point on: CC timers and pacing need looking at.
@@ -238,6 +249,7 @@ impl<
             cqs: CqTable {
                 slots: [const { None }; CQS],
                 stalled: false,
+                news: false,
             },
             qps: [const { None }; QPS],
             queues: [const { QpQueues::new() }; QPS],
@@ -246,6 +258,9 @@ impl<
             tx_ready: [false; QPS],
             fp_ready: [false; QPS],
             deadlines: [None; QPS],
+            tx_any: false,
+            fp_any: false,
+            timer_floor: None,
             cc: [QpCc::new(&cfg.cc); QPS],
             cc_any: cfg.cc.rp,
             counters: Counters::ZERO,
@@ -615,6 +630,9 @@ impl<
         if let Some(f) = self.fp_ready.get_mut(slot) {
             *f = true;
         }
+        self.tx_any |= tx;
+        self.fp_any = true;
+        self.lower_timer_floor(deadline);
         Some(out)
     }
 
@@ -837,6 +855,7 @@ impl<
         if let (Some(f), Some(t)) = (self.fp_ready.get_mut(slot), self.tx_ready.get_mut(slot)) {
             (*f, *t) = (on, true);
         }
+        (self.fp_any, self.tx_any) = (self.fp_any | on, true);
         Ok(())
     }
 
@@ -845,13 +864,16 @@ impl<
     /// (REPLAY) after Go-Back-N. Counts the message as sent; the hardware's window holds
     /// back what may not go yet.
     ///
-    /// Writes the descriptor's bytes (`fastpath::layout`) into `out`; false when no QP
-    /// has one.
+    /// Writes the descriptor (`fastpath::layout`, as the words a core writes into the
+    /// ring) into `out`; false when no QP has one.
     pub fn fastpath_poll_request(
         &mut self,
         now: Instant,
-        out: &mut [u8; fastpath::layout::TXD_LEN],
+        out: &mut fastpath::layout::TxdWords,
     ) -> bool {
+        if !self.fp_any {
+            return false;
+        }
         let now = self.clock(now);
         let hi = self.hi.max(1);
         for k in 0..hi {
@@ -866,12 +888,24 @@ impl<
                     .unwrap_or(false);
             if took {
                 self.tx_next = (slot + 1) % hi;
+                // `run_qp` marked the QP again; it has another descriptor only if a WQE
+                // waits behind the one just handed out (anything else that gives it
+                // one runs the QP, which marks it).
+                let more = match (self.qps.get(slot), self.queues.get(slot)) {
+                    (Some(Some(qp)), Some(q)) => usize::from(qp.req.wqe_idx) < q.sq.len(),
+                    _ => false,
+                };
+                if let Some(f) = self.fp_ready.get_mut(slot) {
+                    *f = more;
+                }
                 return true;
             }
             if let Some(f) = self.fp_ready.get_mut(slot) {
                 *f = false;
             }
         }
+        // Every flag was looked at and cleared; `run_qp` sets them again.
+        self.fp_any = false;
         false
     }
 
@@ -1156,6 +1190,46 @@ impl<
     // -----------------------------------------------------------------------------------
     // Polls
 
+    /// Whether some QP may have a frame for [`Engine::poll_transmit`] (without
+    /// congestion control: with it, paced QPs and owed CNPs need the full scan). A
+    /// `poll_transmit` that finds nothing clears the summary.
+    pub fn tx_waiting(&self) -> bool {
+        self.tx_any || self.cc_any || self.cfg.cc.np
+    }
+
+    /// Whether some QP on the fast path may have a descriptor for
+    /// [`Engine::fastpath_poll_request`].
+    pub fn fastpath_requests_waiting(&self) -> bool {
+        self.fp_any
+    }
+
+    /// Whether a timer is due at `now` ([`Engine::handle_timeout`] would do
+    /// something): cheap while every armed deadline is later than the summary's floor,
+    /// exact (the full minimum, which becomes the floor) otherwise.
+    pub fn timer_due(&mut self, now: Instant) -> bool {
+        if !self.cc_any && self.timer_floor.is_none_or(|t| t > now) {
+            return false;
+        }
+        let next = self.poll_timeout();
+        if !self.cc_any {
+            self.timer_floor = next;
+        }
+        next.is_some_and(|t| t <= now)
+    }
+
+    /// Keeps the timer floor at or below a deadline just armed.
+    fn lower_timer_floor(&mut self, deadline: Option<Instant>) {
+        if let Some(d) = deadline {
+            self.timer_floor = Some(self.timer_floor.map_or(d, |t| t.min(d)));
+        }
+    }
+
+    /// Whether completions were pushed (or one found its CQ full) since the last call:
+    /// the runtime then looks at its CQs, and keeps looking while any is left.
+    pub fn take_completion_news(&mut self) -> bool {
+        core::mem::take(&mut self.cqs.news) | self.cqs.stalled
+    }
+
     /// When `handle_timeout` should next be called, if any timer is armed.
     pub fn poll_timeout(&self) -> Option<Instant> {
         let hi = self.hi.min(QPS);
@@ -1267,8 +1341,7 @@ impl<
         let hi = self.hi.max(1);
         // Without congestion control only a ready QP has a frame: a poll that finds none
         // (most of them) ends after this scan of flags.
-        let cc = self.cc_any || self.cfg.cc.np;
-        if !cc && !self.tx_ready.iter().take(hi).any(|&r| r) {
+        if !self.tx_waiting() {
             return None;
         }
         for k in 0..hi {
@@ -1357,6 +1430,8 @@ impl<
             // Idle until an event runs the QP again; a paced packet is work waiting.
             *ready = out != Tx::Idle;
             *deadline = r.qp.next_deadline();
+            let deadline = *deadline;
+            self.lower_timer_floor(deadline);
             if ect {
                 if let Some(c) = self.cc.get_mut(slot) {
                     c.set_held(out == Tx::Held);
@@ -1371,6 +1446,8 @@ impl<
                 return Some(len);
             }
         }
+        // Nothing sent: the summary keeps only what is still marked (paced, blocked).
+        self.tx_any = self.tx_ready.iter().take(hi).any(|&r| r);
         None
     }
 

@@ -168,44 +168,71 @@ pub fn encode_txd(m: &TxMsg) -> [u8; TXD_LEN] {
 
 /// Encodes a TX message descriptor (§2.2) into `b` (every byte written).
 pub fn write_txd(m: &TxMsg, b: &mut [u8; TXD_LEN]) {
-    write_txd_parts(m, &m.sges, b);
+    let mut w = [0; TXD_WORDS];
+    write_txd_words(m, &m.sges, &mut w);
+    for (d, v) in b.chunks_exact_mut(4).zip(w) {
+        d.copy_from_slice(&v.to_le_bytes());
+    }
 }
 
-/// [`write_txd`] with the SGEs taken from `sges` instead of `m.sges` (the firmware
-/// writes a descriptor straight from its WQE).
-pub fn write_txd_parts(m: &TxMsg, sges: &[Sge], b: &mut [u8; TXD_LEN]) {
-    b.fill(0);
-    let b = &mut b[..];
-    put24(b, 0, m.qpn.value());
-    b[3] = m.op.code();
-    b[4] = (u8::from(m.solicited) * TXD_SE) | (u8::from(m.replay) * TXD_REPLAY);
-    b[5] = sges.len().min(MAX_SGE) as u8;
-    put(b, 6, m.wqe_index.to_le_bytes());
-    put(b, 8, m.length.to_le_bytes());
+/// 32-bit words in a TX message descriptor.
+pub const TXD_WORDS: usize = TXD_LEN / 4;
+
+/// A TX message descriptor as the 32-bit words a core writes into the ring: word `i`
+/// holds bytes `4i..4i+4`, little-endian (so in memory they are §2.2's bytes on any
+/// core). A 32-bit core without misaligned access writes a word with one store and a
+/// byte field with a store per byte.
+pub type TxdWords = [u32; TXD_WORDS];
+
+/// [`write_txd`] as words, with the SGEs taken from `sges` instead of `m.sges` (the
+/// firmware writes a descriptor straight from its WQE). Every word is written (one
+/// store each: no clearing first).
+pub fn write_txd_words(m: &TxMsg, sges: &[Sge], w: &mut TxdWords) {
+    let n = sges.len().min(MAX_SGE);
     let extra = match m.op {
         MsgOp::SendWithImm(imm) | MsgOp::WriteWithImm(imm) => imm,
         MsgOp::SendWithInv(rkey) => rkey.0,
         _ => 0,
     };
-    put(b, 12, extra.to_le_bytes());
-    put(b, 16, m.remote_addr.to_le_bytes());
-    put(b, 24, m.rkey.0.to_le_bytes());
-    put24(b, 28, m.first_psn.value());
-    for (i, s) in sges.iter().take(MAX_SGE).enumerate() {
-        put(b, 32 + 12 * i, s.addr.to_le_bytes());
-        put(b, 40 + 12 * i, s.length.to_le_bytes());
+    let flags = (u32::from(m.solicited) * u32::from(TXD_SE))
+        | (u32::from(m.replay) * u32::from(TXD_REPLAY));
+    let set = |w: &mut TxdWords, i: usize, v: u32| {
+        if let Some(d) = w.get_mut(i) {
+            *d = v.to_le();
+        }
+    };
+    let set64 = |w: &mut TxdWords, i: usize, v: u64| {
+        set(w, i, v as u32);
+        set(w, i + 1, (v >> 32) as u32);
+    };
+    let (op, index) = (u32::from(m.op.code()), u32::from(m.wqe_index));
+    set(w, 0, (m.qpn.value() & 0xFF_FFFF) | (op << 24));
+    set(w, 1, flags | ((n as u32) << 8) | (index << 16));
+    set(w, 2, m.length);
+    set(w, 3, extra);
+    set64(w, 4, m.remote_addr);
+    set(w, 6, m.rkey.0);
+    set(w, 7, m.first_psn.value() & 0xFF_FFFF);
+    for i in 0..MAX_SGE {
+        let (addr, len) = sges
+            .get(i)
+            .filter(|_| i < n)
+            .map_or((0, 0), |s| (s.addr, s.length));
+        set64(w, 8 + 3 * i, addr);
+        set(w, 10 + 3 * i, len);
     }
-    // An atomic has one SGE: its operands take the place of SGEs 2 and 3.
+    // An atomic has one SGE: its operands take the place of SGEs 2 and 3 (bytes 56..72).
     match m.op {
         MsgOp::CmpSwap { compare, swap } => {
-            put(b, 56, compare.to_le_bytes());
-            put(b, 64, swap.to_le_bytes());
+            set64(w, 14, compare);
+            set64(w, 16, swap);
         }
-        MsgOp::FetchAdd { add } => put(b, 64, add.to_le_bytes()),
+        MsgOp::FetchAdd { add } => set64(w, 16, add),
         _ => {}
     }
-    put(b, 80, m.start_pkt.to_le_bytes());
-    put(b, 84, m.end_pkt.to_le_bytes());
+    set(w, 20, m.start_pkt);
+    set(w, 21, m.end_pkt);
+    set64(w, 22, 0);
 }
 
 /// Decodes a TX message descriptor (§2.2). The SGEs carry no L_Key (the firmware

@@ -75,8 +75,15 @@
 //! * **GSI** (`Engine::create_gsi_qp`): QP1 is a UD QP with number 1 and the GSI Q_Key;
 //!   the CM's MADs travel on it as UD SENDs (`crate::cm`).
 //!
-//! Not implemented: zero-based windows and MRs (`IBV_ACCESS_ZERO_BASED`), APM, RD, SMI
-//! (QP0, not used on RoCE).
+//! Not implemented: APM, RD, SMI (QP0, not used on RoCE), and zero-based addressing
+//! (`IBV_ACCESS_ZERO_BASED`, access bit 5: the remote address counts from the window's
+//! or region's start). The IBTA makes it optional (a type 1 window may never be zero
+//! based, o10-36.2.2; type 2 windows and fast-registered regions may); Linux rxe offers
+//! it for type 2 windows only (its responder adds the window's start to the RETH's
+//! address) and refuses to bind a window to a zero-based region. Bit 5 is refused
+//! wherever access flags are taken (`AccessFlags::from_bits`: REG_MR and BIND_MW WQEs,
+//! the REG_MR command, MODIFY_QP), never ignored, so a peer cannot be handed an address
+//! that means something else here.
 
 mod attr;
 mod completer;

@@ -3,7 +3,7 @@
 //! window and the `max_rd_atomic` credits, honouring fences; and rewinds for Go-Back-N
 //! (roce-facts §6.1, §6.2; rxe `rxe_req.c`).
 
-use crate::fastpath::layout::{self, TXD_LEN};
+use crate::fastpath::layout::{self, TxdWords};
 use crate::fastpath::{MsgOp, TxMsg};
 use crate::memory::AccessFlags;
 use crate::num::{Psn, Rkey};
@@ -117,11 +117,11 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
     ///
     /// The descriptor's bytes go into `out` (`fastpath::layout`); false when there is
     /// none.
-    pub(crate) fn req_take_msg(&mut self, env: &mut Env<'_>, out: &mut [u8; TXD_LEN]) -> bool {
+    pub(crate) fn req_take_msg(&mut self, env: &mut Env<'_>, out: &mut TxdWords) -> bool {
         if core::mem::take(&mut self.qp.req.rewound) {
             let mut m = self.msg_skeleton(MsgOp::Flush, 0);
             m.first_psn = self.qp.req.psn;
-            layout::write_txd(&m, out);
+            layout::write_txd_words(&m, &[], out);
             return true;
         }
         self.req_next_msg(env, out).is_some()
@@ -129,7 +129,7 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
 
     /// The next WQE's descriptor, written into `out` straight from the WQE (its SGEs
     /// are not copied twice).
-    fn req_next_msg(&mut self, env: &mut Env<'_>, out: &mut [u8; TXD_LEN]) -> Option<()> {
+    fn req_next_msg(&mut self, env: &mut Env<'_>, out: &mut TxdWords) -> Option<()> {
         let Next::Send { idx, pkt, psn, .. } = self.req_select(env)? else {
             // Selective repeat's resends: SR QPs are not on the fast path.
             return None;
@@ -164,7 +164,7 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
         m.remote_addr = remote_addr;
         m.rkey = rkey;
         m.start_pkt = pkt;
-        layout::write_txd_parts(&m, &w.wr.sg_list, out);
+        layout::write_txd_words(&m, &w.wr.sg_list, out);
         let total = m.psns(self.qp.mtu);
         let (is_send, read_or_atomic) = (
             matches!(

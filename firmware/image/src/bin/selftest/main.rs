@@ -995,9 +995,9 @@ impl Test {
             worst
         );
         ensure!(
-            sender <= 650 * u64::from(PACKETS)
-                && receiver <= 200 * u64::from(PACKETS)
-                && worst <= 900,
+            sender <= 580 * u64::from(PACKETS)
+                && receiver <= 75 * u64::from(PACKETS)
+                && worst <= 800,
             "budget (fast path) regressed: {=u64} (sender) and {=u64} (receiver) per data packet, {=u32} for one event or descriptor",
             sender / u64::from(PACKETS),
             receiver / u64::from(PACKETS),
