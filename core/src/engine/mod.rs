@@ -911,11 +911,13 @@ impl<
 
     /// The fast path took a response for `qpn` (`docs/fastpath.md` §3.6, the `ACKED`
     /// event): an ACK for `psn`, or a READ response for `psn` whose payload it placed.
-    /// The completer advances and completes as if it had handled the packet.
-    pub fn fastpath_acked(&mut self, now: Instant, qpn: Qpn, psn: Psn, read: bool) {
+    /// The completer advances and completes as if it had handled the packet; `cqe`: the
+    /// hardware wrote the CQEs of the messages it retired that asked for it (§3.7), so
+    /// those push no completion.
+    pub fn fastpath_acked(&mut self, now: Instant, qpn: Qpn, psn: Psn, read: bool, cqe: bool) {
         let now = self.clock(now);
         if let Some(slot) = self.slot(qpn) {
-            self.with_fp_qp(slot, now, |r, env| r.comp_fastpath(env, psn, read));
+            self.with_fp_qp(slot, now, |r, env| r.comp_fastpath(env, psn, read, cqe));
         }
     }
 
