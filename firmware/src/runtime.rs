@@ -466,6 +466,16 @@ impl<
         any
     }
 
+    /// Handles the fast path's events waiting now, before the engine flushes or drops a
+    /// QP's work (MODIFY_QP, DESTROY_QP, a bad doorbell): an `ACKED` whose CQEs the
+    /// hardware wrote (§3.7) must reach the engine first, or it would complete those
+    /// WQEs a second time (flushed).
+    #[inline(never)]
+    fn fp_settle(&mut self) {
+        let now = Instant::from_nanos(self.hal.now());
+        self.fp_events(now);
+    }
+
     /// An EXCEPTION event: the engine handles the frame (from where the hardware
     /// stopped, if the QP is on the fast path), then the QP's contexts go back. Out of
     /// line: the common events (ACKED, MSG_DONE) stay cheap.
@@ -833,6 +843,7 @@ impl<
     /// error state (its posted work flushes) and the host hears `QP_FATAL`, as
     /// `IBV_EVENT_QP_FATAL`. Returns true (something happened).
     fn fail_qp(&mut self, qpn: Qpn) -> bool {
+        self.fp_settle();
         self.counters.bad_doorbells += 1;
         let _ = self.engine.modify_qp(qpn, &QpAttr::to_state(QpState::Err));
         self.hal.reg_write(reg::EVENT_QPN, qpn.value());
@@ -1143,6 +1154,7 @@ impl<
             CmdOp::ModifyQp => {
                 let arg = abi::payload::<abi::QpAttrArg>(e);
                 let qpn = Qpn::new(arg.qpn.get());
+                self.fp_settle();
                 let r = match arg.to_attr() {
                     Ok(attr) => self.engine.modify_qp(qpn, &attr),
                     Err(_) => return CmdStatus::BadParam,
@@ -1406,6 +1418,7 @@ impl<
     }
 
     fn destroy_qp(&mut self, qpn: Qpn) -> CmdStatus {
+        self.fp_settle();
         let (_, dp) = self.hal.split();
         if let Some(fp) = dp.fastpath() {
             fp.write_sctx(qpn, 0, &[0; layout::SCTX_LEN]);

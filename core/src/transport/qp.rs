@@ -554,7 +554,7 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
             return false;
         };
         let signaled = self.qp.sq_sig_all || w.wr.send_flags.contains(SendFlags::SIGNALED);
-        if (signaled && !w.cqe_written) || status != WcStatus::Success {
+        if !w.cqe_written && (signaled || status != WcStatus::Success) {
             let mut wc = WorkCompletion::new(
                 w.wr.wr_id,
                 self.qp.qpn,
