@@ -416,7 +416,9 @@ impl<
         any
     }
 
-    /// Handles the fast path's events in order.
+    /// Handles the fast path's events in order. Inlined into the poll (its idle cost;
+    /// `fp_settle` has its own copy).
+    #[inline(always)]
     fn fp_events(&mut self, now: Instant) -> bool {
         let mut any = false;
         loop {
