@@ -128,8 +128,18 @@ impl Pairs {
     /// Runs both NICs until idle, A's frames for which `lose(B's QP index, position)`
     /// says so never reaching B.
     fn run(&self, lose: impl FnMut(usize, Position) -> bool) {
+        self.frames(true, lose);
+    }
+
+    /// Moves frames until neither NIC has one, without running timers; A's frames for
+    /// which `hold(B's QP index, position)` says so are returned instead of delivered.
+    fn pump(&self, hold: impl FnMut(usize, Position) -> bool) -> Vec<Vec<u8>> {
+        self.frames(false, hold)
+    }
+
+    fn frames(&self, timers: bool, hold: impl FnMut(usize, Position) -> bool) -> Vec<Vec<u8>> {
         let first = self.qb.first().map_or(0, |q| q.qpn().value());
-        run(&*self.na.model, &*self.nb.model, first, lose);
+        run(&*self.na.model, &*self.nb.model, first, timers, hold)
     }
 
     /// Every completion on `cq` (at most `4 * QPS`).
@@ -140,9 +150,10 @@ impl Pairs {
         wcs
     }
 
-    /// Asserts that the pairs in `range` moved their bytes: A's completions (by
-    /// `wr_id`) all successful, B's receive completions one per SEND, B's MR as A's.
-    fn check(&self, m: Model, range: Range<usize>) {
+    /// Asserts that `pairs` moved their bytes: A's completions (by `wr_id`) all
+    /// successful, B's receive completions one per SEND, B's MR as A's there.
+    fn check(&self, m: Model, pairs: impl Iterator<Item = usize>) {
+        let pairs: Vec<usize> = pairs.collect();
         let mut ids: Vec<u64> = Self::poll(&self.cqa)
             .iter()
             .inspect(|w| assert_eq!(w.status, WcStatus::Success, "{m:?} {w:?}"))
@@ -151,19 +162,26 @@ impl Pairs {
         ids.sort_unstable();
         assert_eq!(
             ids,
-            range.clone().map(|i| i as u64).collect::<Vec<_>>(),
+            pairs.iter().map(|&i| i as u64).collect::<Vec<_>>(),
             "{m:?}"
         );
         let got = Self::poll(&self.cqb);
-        assert_eq!(got.len(), range.clone().filter(|i| i % 2 == 1).count());
+        assert_eq!(
+            got.len(),
+            pairs.iter().filter(|&i| i % 2 == 1).count(),
+            "{m:?}"
+        );
         assert!(got
             .iter()
             .all(|w| w.opcode == WcOpcode::Recv && w.byte_len == LEN as u32));
-        let bytes = range.start * LEN..range.end * LEN;
-        assert!(
-            self.mb.to_vec()[bytes.clone()] == self.src[bytes],
-            "{m:?}: B's memory"
-        );
+        let mb = self.mb.to_vec();
+        for i in pairs {
+            let bytes = i * LEN..(i + 1) * LEN;
+            assert!(
+                mb[bytes.clone()] == self.src[bytes],
+                "{m:?}: pair {i}'s bytes"
+            );
+        }
     }
 
     /// Asserts, on the fast path's model, that QPs in the ICM ran on it: B's fast path
@@ -246,43 +264,48 @@ fn half_received(m: Model) {
 }
 
 /// Moves frames one at a time (each NIC answers before the next one arrives, as on a
-/// link) and runs the NICs' timers when nothing else happens, until both are idle. A
-/// frame from `a` to B's QP `first + i` is lost when `lose(i, its position in the
-/// message)`.
+/// link) and, with `timers`, runs the NICs' timers when nothing else happens, until both
+/// are idle. A frame from `a` to B's QP `first + i` is held back (returned, in order)
+/// when `hold(i, its position in the message)`.
 fn run(
     a: &dyn NicModel,
     b: &dyn NicModel,
     first: u32,
-    mut lose: impl FnMut(usize, Position) -> bool,
-) {
+    timers: bool,
+    mut hold: impl FnMut(usize, Position) -> bool,
+) -> Vec<Vec<u8>> {
     let mut buf = vec![0u8; 8192];
+    let mut held = Vec::new();
     loop {
         let mut busy = a.poll() | b.poll();
         for (from, to, from_a) in [(a, b, true), (b, a, false)] {
             if let Some(n) = from.transmit_frame(&mut buf) {
                 let frame = &buf[..n];
-                let lost = from_a
+                let keep = from_a
                     && roce_core::wire::parse(frame).is_ok_and(|p| {
                         let qp = p.dest_qp().value().wrapping_sub(first) as usize;
-                        lose(qp, p.info().position)
+                        hold(qp, p.info().position)
                     });
-                if !lost {
+                if keep {
+                    held.push(frame.to_vec());
+                } else {
                     to.receive_frame(frame);
                 }
                 busy = true;
             }
         }
-        if !busy {
-            let Some(t) = [a.poll_timeout(), b.poll_timeout()]
-                .into_iter()
-                .flatten()
-                .min()
-            else {
-                return;
-            };
-            a.set_time(t.max(a.now()));
-            b.set_time(t.max(b.now()));
+        if busy {
+            continue;
         }
+        let next = [a.poll_timeout(), b.poll_timeout()]
+            .into_iter()
+            .flatten()
+            .min();
+        let Some(t) = next.filter(|_| timers) else {
+            return held;
+        };
+        a.set_time(t.max(a.now()));
+        b.set_time(t.max(b.now()));
     }
 }
 
@@ -302,4 +325,33 @@ fn half_received_messages_do_not_pin_the_cache() {
     for m in [Model::Software, Model::FastPath] {
         half_received(m);
     }
+}
+
+/// A SEND the fast path finished while its MSG_DONE waits behind an exception that
+/// needs a line: B's QP 1 is half way through a SEND (the engine took its first packet),
+/// and is the least recently used of B's 8 lines when a frame for a QP in the ICM and
+/// QP 1's last packet arrive together. The hardware places the last packet and queues
+/// MSG_DONE behind the other QP's miss, which must not write QP 1 back before its
+/// receive WQE completes (that completion would be lost).
+#[test]
+fn a_send_the_fast_path_finished_keeps_its_line_until_it_completes() {
+    let m = Model::FastPath;
+    let p = Pairs::new(m, 16);
+    let lines = p.slots as usize;
+    p.post(1..2);
+    let last = p.pump(|qp, pos| qp == 1 && pos == Position::Last);
+    assert_eq!(last.len(), 1);
+    // B's QPs 2..=lines come in after QP 1.
+    p.post(2..lines + 1);
+    assert!(p.pump(|_, _| false).is_empty());
+    // A WRITE (a receive posted on B would bring its QP in at the doorbell).
+    let stored = lines + 2;
+    p.post(stored..stored + 1);
+    let miss = p.pump(|qp, _| qp == stored);
+    assert!(!miss.is_empty());
+    for f in miss.iter().chain(&last) {
+        p.nb.model.receive_frame(f);
+    }
+    p.run(|_, _| false);
+    p.check(m, (1..lines + 1).chain([stored]));
 }
