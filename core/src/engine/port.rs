@@ -204,6 +204,7 @@ impl DcbConfig {
             EtsError::StrictWithShare(_) => "a strict ETS class with a bandwidth share",
             EtsError::NoShare(_) => "an ETS class without a bandwidth share",
             EtsError::Sum(_) => "ETS shares that do not add up to 100 %",
+            EtsError::Class(_) => "a priority assigned to a traffic class above 7",
         })
     }
 }
