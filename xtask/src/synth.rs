@@ -305,6 +305,21 @@ pub const TARGETS: &[Target] = &[
         ..ROW
     },
     Target {
+        // the SoC's build of the block (nic_soc.sv, docs/dcb.md §3): no transmit
+        // queues, a 16 KiB receive buffer that holds the wire back
+        name: "dcbsoc64-ecp5",
+        top: "roce_dcb_top",
+        files: DCB,
+        params: &[
+            ("DATA_WIDTH", "64"),
+            ("QUEUE_BYTES", "0"),
+            ("BUF_BYTES", "16384"),
+            ("HOLD_WIRE", "1"),
+        ],
+        clock_mhz: 100,
+        ..ROW
+    },
+    Target {
         name: "fptx64-ecp5",
         top: "fp_tx",
         files: FP_TX,
