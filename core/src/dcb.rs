@@ -709,7 +709,10 @@ impl DcbRegs {
                 reg::MAC_LO,
                 u32::from_le_bytes([self.mac[0], self.mac[1], self.mac[2], self.mac[3]]),
             ),
-            (reg::MAC_HI, u32::from_le_bytes([self.mac[4], self.mac[5], 0, 0])),
+            (
+                reg::MAC_HI,
+                u32::from_le_bytes([self.mac[4], self.mac[5], 0, 0]),
+            ),
         ]);
         let nibbles = |m: &[u8]| {
             m.iter()

@@ -24,8 +24,8 @@ use roce_device::soc::{test_image, SocNic, CLOCK_HZ};
 use roce_device::NicModel;
 use roce_hdl_sim::{DcbCounters, DcbLockstep};
 use roce_host::{ConnectOptions, Context, QueuePair};
-use std::rc::Rc;
 use soc_pair::{connect, mac, pair, rc_ops, Wire};
+use std::rc::Rc;
 
 #[test]
 fn rc_between_two_socs() {
@@ -247,7 +247,9 @@ fn pfc_on_the_soc_is_the_models() {
     let access = AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE;
     let pd = ctx.each_ref().map(|c| c.alloc_pd().unwrap());
     let cq = ctx.each_ref().map(|c| c.create_cq(4 * N).unwrap());
-    let mr = pd.each_ref().map(|p| p.reg_mr(2 * N * LEN, access).unwrap());
+    let mr = pd
+        .each_ref()
+        .map(|p| p.reg_mr(2 * N * LEN, access).unwrap());
     let qp: Vec<[QueuePair; 2]> = [0, PFC_TCLASS]
         .iter()
         .map(|&tc| {
@@ -302,14 +304,21 @@ fn pfc_on_the_soc_is_the_models() {
     }
     let start = w.nics[0].cycles();
     while w.starts[0].len() < 2 {
-        assert!(w.nics[0].cycles() - start < 2_000_000, "SoC 0 sends nothing");
+        assert!(
+            w.nics[0].cycles() - start < 2_000_000,
+            "SoC 0 sends nothing"
+        );
         w.step(2_000);
     }
     w.inject(0, &frame[..n]);
     let mut done = 0;
     let mut wcs = [Default::default(); 8];
     while done < 2 * N {
-        assert!(w.nics[0].cycles() - start < 20_000_000, "{done} of {} WRITEs", 2 * N);
+        assert!(
+            w.nics[0].cycles() - start < 20_000_000,
+            "{done} of {} WRITEs",
+            2 * N
+        );
         w.step(2_000);
         for wc in cq[0].poll(&mut wcs).unwrap() {
             assert_eq!(wc.status, WcStatus::Success, "{wc:?}");
@@ -339,14 +348,22 @@ fn pfc_on_the_soc_is_the_models() {
     // Generation: twenty copies of a WRITE packet of priority 3 (duplicates SoC 1 has
     // had).
     let sample = w.sample.clone().expect("SoC 0 sent frames of priority 3");
-    assert!((1000..1200).contains(&sample.len()), "{} bytes", sample.len());
+    assert!(
+        (1000..1200).contains(&sample.len()),
+        "{} bytes",
+        sample.len()
+    );
     for _ in 0..20 {
         w.inject(1, &sample);
     }
     let mut waited = 0;
     while w.check[1].takes < 2 || w.paused[0].len() < 2 || w.counters[0].rx_pfc_frames < 2 {
         waited += 2_000;
-        assert!(waited < 2_000_000, "no XOFF and XON from SoC 1: {:?}", w.paused[0]);
+        assert!(
+            waited < 2_000_000,
+            "no XOFF and XON from SoC 1: {:?}",
+            w.paused[0]
+        );
         w.step(2_000);
     }
     let c1 = &w.check[1];
@@ -356,7 +373,12 @@ fn pfc_on_the_soc_is_the_models() {
     );
     assert_eq!(c1.max_xoff, Priorities::only(PFC_PRIO));
     assert!(c1.takes >= 2, "an XOFF and an XON: {} PFC frames", c1.takes);
-    assert_eq!(w.paused[0].len(), 2, "SoC 0 honoured SoC 1's XOFF: {:?}", w.paused[0]);
+    assert_eq!(
+        w.paused[0].len(),
+        2,
+        "SoC 0 honoured SoC 1's XOFF: {:?}",
+        w.paused[0]
+    );
     for (i, k) in w.counters.iter().enumerate() {
         assert_eq!(k.rx_drops, 0, "SoC {i}'s receive buffer dropped frames");
     }

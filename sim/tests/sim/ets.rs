@@ -130,10 +130,18 @@ fn priorities_of_one_class_share_its_weight_over_10_ms() {
     let b: [f64; 3] = std::array::from_fn(|i| (after[i] - before[i]) as f64);
     let all = b.iter().sum::<f64>();
     let class1 = (b[0] + b[1]) / all;
-    assert!((class1 - 0.5).abs() <= 0.02 * 0.5, "class 1 got {:.2} %", 100.0 * class1);
+    assert!(
+        (class1 - 0.5).abs() <= 0.02 * 0.5,
+        "class 1 got {:.2} %",
+        100.0 * class1
+    );
     for (p, x) in [(1, b[0]), (2, b[1])] {
         let share = x / all;
-        assert!((share - 0.25).abs() <= 0.02 * 0.25, "priority {p} got {:.2} %", 100.0 * share);
+        assert!(
+            (share - 0.25).abs() <= 0.02 * 0.25,
+            "priority {p} got {:.2} %",
+            100.0 * share
+        );
     }
     assert!(all * 8.0 / 10e-3 > 0.95 * G100 as f64);
 }
