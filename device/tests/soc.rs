@@ -264,14 +264,7 @@ fn pfc_on_the_soc_is_the_models() {
         })
         .collect();
     // The blocks as the firmware configured them: the model starts from here.
-    let regs = |l: u8| DcbRegs {
-        pfc_enable: Priorities(dcb.pfc_enable),
-        ets: dcb.ets,
-        map: dcb.map,
-        thresholds: dcb.pfc_thresholds,
-        mac: mac(l),
-        bits_per_cycle_q8: DcbRegs::bits_per_cycle(SOC_LINK_BPS, CLOCK_HZ),
-    };
+    let regs = |l: u8| dcb.registers(mac(l), DcbRegs::bits_per_cycle(SOC_LINK_BPS, CLOCK_HZ));
     let ns = 1_000_000_000 / CLOCK_HZ;
     let mut w = DcbWire {
         check: [1, 2].map(|l| DcbLockstep::without_queues(regs(l), ns, SOC_LINK_BPS)),

@@ -29,7 +29,7 @@
 
 use core::ptr;
 
-use roce_core::dcb::{DcbRegs, Priorities};
+use roce_core::dcb::Priorities;
 use roce_core::engine::DcbConfig;
 use roce_core::memory::{Dma, DmaError};
 use roce_firmware::abi::{reg, DeviceStatus};
@@ -365,14 +365,7 @@ impl Datapath for MmioDatapath {
     }
 
     fn set_dcb(&mut self, dcb: &DcbConfig, mac: [u8; 6]) {
-        let regs = DcbRegs {
-            pfc_enable: Priorities(dcb.pfc_enable),
-            ets: dcb.ets,
-            map: dcb.map,
-            thresholds: dcb.pfc_thresholds,
-            mac,
-            bits_per_cycle_q8: self.mmio.read(map::DCB + dcb_reg::LINK_BPC),
-        };
+        let regs = dcb.registers(mac, self.mmio.read(map::DCB + dcb_reg::LINK_BPC));
         for (addr, value) in regs.writes() {
             self.mmio
                 .write(map::DCB + dcb_reg::CONFIG + 4 * u32::from(addr), value);
