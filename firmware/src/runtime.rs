@@ -219,7 +219,9 @@ impl<
         status.set_ready(true);
         hal.reg_write(reg::STATUS, status.0);
         hal.reg_write(reg::CMDQ_CI, 0);
-        if let Some(fp) = hal.datapath().fastpath() {
+        let dp = hal.datapath();
+        dp.set_dcb(&port.dcb, port.mac);
+        if let Some(fp) = dp.fastpath() {
             fp.set_port(port.mac, port.gid());
         }
     }
