@@ -4,6 +4,7 @@
 
 use crate::abi::reg;
 use roce_core::dcb::Priorities;
+use roce_core::engine::DcbConfig;
 use roce_core::fastpath::layout::{EVENT_LEN, MR_LEN, RCTX_LEN, SCTX_LEN, TXD_LEN};
 use roce_core::memory::Dma;
 use roce_core::num::Qpn;
@@ -31,6 +32,12 @@ pub trait Datapath {
         } else {
             Priorities::ALL
         }
+    }
+    /// The port's DCB settings and MAC (the source of its PFC frames) changed: a
+    /// datapath with a DCB block in hardware (the SoC's, `docs/dcb.md` §3) writes its
+    /// registers. The default has none.
+    fn set_dcb(&mut self, dcb: &DcbConfig, mac: [u8; 6]) {
+        let _ = (dcb, mac);
     }
     /// Copies the next received frame into `buf` and returns its length.
     fn receive(&mut self, buf: &mut [u8]) -> Option<usize>;

@@ -220,7 +220,9 @@ impl<
         status.set_ready(true);
         hal.reg_write(reg::STATUS, status.0);
         hal.reg_write(reg::CMDQ_CI, 0);
-        if let Some(fp) = hal.datapath().fastpath() {
+        let dp = hal.datapath();
+        dp.set_dcb(&port.dcb, port.mac);
+        if let Some(fp) = dp.fastpath() {
             fp.set_port(port.mac, port.gid());
         }
     }
@@ -564,14 +566,6 @@ impl<
     /// send WQEs comes on for its receive side only: its requester moves to descriptors
     /// once it has nothing under way.
     fn fp_refresh(&mut self, qpn: Qpn) {
-        // With an ICM, QPs run in firmware for now: putting ICM QPs on the fast path
-        // (1542928) left the receiving NIC with eight resident QPs it could never evict
-        // and every other QP's frames dropped (host-driver/tests/qp_scale.rs on
-        // `Model::FastPath`: RETRY_EXC_ERR on ~1,000 of 1,024 WRs). The RTL's tag check
-        // stays (hdl-sim `responses_equal_the_models`); docs/scale.md says what is open.
-        if self.icm.is_some() {
-            return;
-        }
         let Some(slot) = self.line(qpn) else {
             return;
         };

@@ -821,6 +821,8 @@ impl<
             .and_then(|q| q.as_mut())
             .ok_or(Error::NoSuchQp(qpn))?;
         let r = &mut qp.resp;
+        // A SEND the engine started and the hardware finished: its MSG_DONE is queued.
+        r.done_owed |= r.cur == CurOp::Send && ctx.msn != r.msn;
         r.epsn = ctx.epsn;
         r.msn = ctx.msn;
         r.nak_sent = ctx.nak_sent;
@@ -936,6 +938,7 @@ impl<
         let slot = self.slot(ctx.qpn).ok_or(Error::NoSuchQp(ctx.qpn))?;
         self.with_qp(slot, now, &mut NoDma, |r, env, _| {
             r.qp.resp.recv_off = byte_len;
+            r.qp.resp.done_owed = false;
             r.complete_recv(env, false, solicited, None, None);
         });
         Ok(())
