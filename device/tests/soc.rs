@@ -294,6 +294,7 @@ impl DcbWire {
 ///   (4,096 bytes): it sends XOFF, then XON once the firmware has drained it to 2,048;
 ///   SoC 0 honours the pause. (The ring's frames are not counted for PFC:
 ///   `docs/dcb.md` §3.)
+///
 /// Every WRITE completes with its data.
 #[test]
 fn pfc_on_the_soc_is_the_models() {
@@ -352,8 +353,10 @@ fn pfc_on_the_soc_is_the_models() {
 
     let src: Vec<u8> = (0..2 * N * LEN).map(|i| (i * 7 + i / 251) as u8).collect();
     mr[0].write(0, &src).unwrap();
-    let mut pause = PfcRepr::default();
-    pause.enable = 1 << PFC_PRIO | 1 << 5;
+    let mut pause = PfcRepr {
+        enable: 1 << PFC_PRIO | 1 << 5,
+        ..PfcRepr::default()
+    };
     pause.quanta[usize::from(PFC_PRIO)] = QUANTA;
     pause.quanta[5] = 9000;
     let mut frame = [0u8; 64];

@@ -336,7 +336,13 @@ fn dcb_maps_and_ets_are_set_whole_and_read_back() {
         want.prio_pcp[5] = 3;
         a.ctx.set_dcb(&want).unwrap();
         assert_eq!(a.ctx.query_dcb().unwrap(), want, "{m:?}");
-        assert_eq!(a.nic.port_config().dcb, want, "{m:?}: the NIC runs with it");
+        // The SoC's firmware keeps its live configuration in the soft core's RAM, and
+        // `SocNic::port_config` gives the boot configuration (its doc): there the
+        // query above is the read-back; `device/tests/soc.rs`'s PFC test checks the
+        // SoC's DCB block against the model.
+        if m != Model::Soc {
+            assert_eq!(a.nic.port_config().dcb, want, "{m:?}: the NIC runs with it");
+        }
         // Refused, and nothing changes: shares summing to 90, a map entry beyond 7.
         let mut bad = want;
         bad.ets.bw[3] = 70;
