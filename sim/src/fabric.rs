@@ -219,6 +219,9 @@ enum Event {
         port: u16,
     },
     Sample(u32),
+    /// A frame from another partition reached this end of a remote link: its entry in
+    /// `inbound`.
+    Remote(u32),
 }
 
 // Random streams are numbered by kind so that adding a switch never shifts a link's.
@@ -246,6 +249,12 @@ pub struct Fabric {
     outgoing: Vec<Outgoing>,
     /// Local link index of each remote link number.
     remote_links: std::collections::HashMap<u32, u32>,
+    /// Frames from other partitions waiting for their arrival event: (local link,
+    /// bytes). They take a frame buffer only when they arrive, so the buffers' use does
+    /// not depend on when the engine handed them over.
+    inbound: Vec<Option<(u32, Vec<u8>)>>,
+    /// Free entries of `inbound`.
+    inbound_free: Vec<u32>,
 }
 
 impl Fabric {
@@ -266,6 +275,8 @@ impl Fabric {
             spare: None,
             outgoing: Vec::new(),
             remote_links: std::collections::HashMap::new(),
+            inbound: Vec::new(),
+            inbound_free: Vec::new(),
         }
     }
 
@@ -398,24 +409,41 @@ impl Fabric {
     }
 
     /// A frame from another partition: its last bit arrives at `at` (not before now) on
-    /// this partition's end of remote link `link`.
-    pub fn deliver_remote(&mut self, at: Nanos, link: u32, frame: &[u8]) {
+    /// this partition's end of remote link `link`. Frames from other partitions due at
+    /// the same nanosecond arrive in `order` (below 2^63; the engine makes it of the
+    /// sending partition and its sending order), before any event of this partition's
+    /// own at that time: so where it lands never depends on when it was handed over.
+    pub fn deliver_remote(&mut self, at: Nanos, link: u32, frame: Vec<u8>, order: u64) {
         assert!(at >= self.now, "a remote frame arrived in the past");
         let local = *self
             .remote_links
             .get(&link)
             .unwrap_or_else(|| panic!("no remote link {link} in this partition"));
-        let id = self.pool.alloc();
-        self.pool.buffer_mut(id)[..frame.len()].copy_from_slice(frame);
-        self.pool.set_len(id, frame.len());
-        self.events.push(
-            at,
-            Event::Arrive {
-                link: local,
-                dir: 1,
-                frame: id,
-            },
-        );
+        let entry = Some((local, frame));
+        let i = match self.inbound_free.pop() {
+            Some(i) => {
+                self.inbound[i as usize] = entry;
+                i
+            }
+            None => {
+                self.inbound.push(entry);
+                u32::try_from(self.inbound.len() - 1).expect("too many frames in flight")
+            }
+        };
+        self.events.push_ordered(at, order, Event::Remote(i));
+    }
+
+    /// The partitions this one has links to (each once, ascending): where its frames go
+    /// and, links being two-way, where its frames come from.
+    pub fn remote_partitions(&self) -> Vec<usize> {
+        let mut v: Vec<usize> = self
+            .links
+            .iter()
+            .filter_map(|l| l.remote.map(|r| r.partition))
+            .collect();
+        v.sort_unstable();
+        v.dedup();
+        v
     }
 
     fn attach(&mut self, node: NodeId, port: usize, link: u32, dir: u8, rate_bps: u64) {
@@ -705,6 +733,16 @@ impl Fabric {
                 self.drain_switch(node);
             }
             Event::Sample(i) => self.sample(i),
+            Event::Remote(i) => {
+                let (link, bytes) = self.inbound[i as usize]
+                    .take()
+                    .expect("a remote frame arrives once");
+                self.inbound_free.push(i);
+                let id = self.pool.alloc();
+                self.pool.buffer_mut(id)[..bytes.len()].copy_from_slice(&bytes);
+                self.pool.set_len(id, bytes.len());
+                self.arrive(link, 1, id);
+            }
         }
     }
 

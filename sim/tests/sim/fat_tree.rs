@@ -200,13 +200,16 @@ fn the_same_seed_gives_the_same_run_on_1_2_and_4_threads() {
     let marked: u64 = got.iter().map(|(_, s)| s.ce_marked).sum();
     assert!(lost > 50 && marked > 50, "lost {lost}, marked {marked}");
     // The profile: every window of every partition, the critical path between the
-    // busiest partition alone and everything on one thread.
+    // busiest partition alone and everything on one thread, the busiest thread's share
+    // below it.
     let events = profile.events();
     assert_eq!(profile.per_partition.len(), K);
     assert_eq!(profile.critical_path(1), events);
+    assert_eq!(profile.busiest_thread(1), events);
     let two = profile.critical_path(2);
     assert!(two < events && 2 * two >= events, "{two} of {events}");
     assert!(profile.critical_path(K) <= two);
+    assert!(profile.busiest_thread(2) <= two && 2 * profile.busiest_thread(2) >= events);
     assert_ne!(one, run(10, 2));
 }
 
