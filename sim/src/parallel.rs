@@ -169,6 +169,18 @@ struct Part<P> {
     profile: Vec<(u64, u32)>,
 }
 
+impl<P> Part<P> {
+    /// The smallest horizon of the partition's inputs: it may run every event up to
+    /// that instant.
+    fn input(&self, sh: &Shared) -> Nanos {
+        self.inputs
+            .iter()
+            .map(|&q| sh.horizon[q].0.load(Ordering::Acquire))
+            .min()
+            .unwrap_or(Nanos::MAX)
+    }
+}
+
 /// The partitions carried by one thread.
 struct Carrier<P> {
     thread: usize,
@@ -261,8 +273,6 @@ impl<P: Partition> Carrier<P> {
     /// horizons let it, publishing its own after every step.
     fn run_epoch(&mut self, sh: &Shared, until: Nanos) {
         let lookahead = sh.lookahead;
-        // Passes over the partitions since one last moved.
-        let mut idle = 0u64;
         loop {
             let mut unfinished = false;
             let mut moved = false;
@@ -273,12 +283,7 @@ impl<P: Partition> Carrier<P> {
                 unfinished = true;
                 // The bound first, then the mail: a neighbour hands its frames over
                 // before it publishes the horizon they are below.
-                let input = self.parts[i]
-                    .inputs
-                    .iter()
-                    .map(|&q| sh.horizon[q].0.load(Ordering::Acquire))
-                    .min()
-                    .unwrap_or(Nanos::MAX);
+                let input = self.parts[i].input(sh);
                 let bound = input.min(until);
                 if bound < self.parts[i].reached {
                     continue;
@@ -316,17 +321,30 @@ impl<P: Partition> Carrier<P> {
             if !unfinished {
                 break;
             }
-            if moved {
-                idle = 0;
-                continue;
+            if !moved {
+                self.wait(sh, until);
             }
-            if idle == 0 {
-                self.waits.waits += 1;
-            }
-            idle += 1;
-            self.waits.spins += 1;
-            sh.pause(idle);
         }
+    }
+
+    /// Waits until a neighbour's horizon lets one of the thread's partitions move. (A
+    /// function of its own so that a profile tells waiting from working.)
+    #[inline(never)]
+    fn wait(&mut self, sh: &Shared, until: Nanos) {
+        self.waits.waits += 1;
+        let mut spins = 0;
+        loop {
+            spins += 1;
+            sh.pause(spins);
+            if self
+                .parts
+                .iter()
+                .any(|p| p.reached <= until && p.input(sh).min(until) >= p.reached)
+            {
+                break;
+            }
+        }
+        self.waits.spins += spins;
     }
 
     /// Moves the frames waiting for partition `i` into its event queue.
