@@ -11,7 +11,7 @@ use crate::link::{Direction, Faults, LinkConfig, LinkCounters};
 use crate::mac::{mac_control, PauseState, PortCounters};
 use crate::node::{AnyNode, Node};
 use crate::pcap::Tap;
-use crate::pool::{FrameId, FramePool};
+use crate::pool::{new_buffer, FrameId, FramePool};
 use crate::queue::{EventQueue, Nanos};
 use crate::rng::{derive_seed, Rng};
 use crate::switch::{Switch, SwitchConfig, SwitchCounters, SwitchIo};
@@ -178,12 +178,22 @@ pub struct RemoteEnd {
 }
 
 /// A frame leaving the partition: it arrives at `at` on remote link `to.link` of
-/// partition `to.partition`.
+/// partition `to.partition`. Its bytes are the first `len` of `buffer`, a whole frame
+/// buffer that goes over to the receiving partition (no copy; the receiver gives one
+/// back: [`Fabric::take_returned`], [`Fabric::give_buffers`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Outgoing {
     pub at: Nanos,
     pub to: RemoteEnd,
-    pub frame: Vec<u8>,
+    pub buffer: Box<[u8]>,
+    pub len: usize,
+}
+
+impl Outgoing {
+    /// The frame's bytes.
+    pub fn frame(&self) -> &[u8] {
+        &self.buffer[..self.len]
+    }
 }
 
 struct Sampler {
@@ -250,9 +260,13 @@ pub struct Fabric {
     /// Local link index of each remote link number.
     remote_links: std::collections::HashMap<u32, u32>,
     /// Frames from other partitions waiting for their arrival event: (local link,
-    /// bytes). They take a frame buffer only when they arrive, so the buffers' use does
-    /// not depend on when the engine handed them over.
-    inbound: Vec<Option<(u32, Vec<u8>)>>,
+    /// buffer, length). They take a place in the pool only when they arrive, so the
+    /// pool's use does not depend on when the engine handed them over.
+    inbound: Vec<Option<(u32, Box<[u8]>, usize)>>,
+    /// Buffers to send frames to other partitions in (given back by them).
+    spare_buffers: Vec<Box<[u8]>>,
+    /// Buffers frames from other partitions came in, owed back: (partition, buffer).
+    returned: Vec<(usize, Box<[u8]>)>,
     /// Free entries of `inbound`.
     inbound_free: Vec<u32>,
 }
@@ -277,6 +291,8 @@ impl Fabric {
             remote_links: std::collections::HashMap::new(),
             inbound: Vec::new(),
             inbound_free: Vec::new(),
+            spare_buffers: Vec::new(),
+            returned: Vec::new(),
         }
     }
 
@@ -408,18 +424,40 @@ impl Fabric {
         self.outgoing.drain(..)
     }
 
+    /// Frame buffers owed to other partitions since the last call: for each frame that
+    /// came in from partition p, a buffer for p to send in again (p's
+    /// [`give_buffers`](Self::give_buffers)).
+    pub fn take_returned(&mut self) -> std::vec::Drain<'_, (usize, Box<[u8]>)> {
+        self.returned.drain(..)
+    }
+
+    /// Buffers (of [`MAX_FRAME_LEN`](crate::MAX_FRAME_LEN) bytes) to send frames to other
+    /// partitions in; without them each such frame takes a new buffer.
+    pub fn give_buffers(&mut self, buffers: impl IntoIterator<Item = Box<[u8]>>) {
+        self.spare_buffers.extend(buffers);
+    }
+
     /// A frame from another partition: its last bit arrives at `at` (not before now) on
     /// this partition's end of remote link `link`. Frames from other partitions due at
     /// the same nanosecond arrive in `order` (below 2^63; the engine makes it of the
     /// sending partition and its sending order), before any event of this partition's
     /// own at that time: so where it lands never depends on when it was handed over.
-    pub fn deliver_remote(&mut self, at: Nanos, link: u32, frame: Vec<u8>, order: u64) {
+    /// The frame is the first `len` bytes of `buffer` (a whole frame buffer, which the
+    /// partition keeps; it owes the sender one back: [`take_returned`](Self::take_returned)).
+    pub fn deliver_remote(
+        &mut self,
+        at: Nanos,
+        link: u32,
+        buffer: Box<[u8]>,
+        len: usize,
+        order: u64,
+    ) {
         assert!(at >= self.now, "a remote frame arrived in the past");
         let local = *self
             .remote_links
             .get(&link)
             .unwrap_or_else(|| panic!("no remote link {link} in this partition"));
-        let entry = Some((local, frame));
+        let entry = Some((local, buffer, len));
         let i = match self.inbound_free.pop() {
             Some(i) => {
                 self.inbound[i as usize] = entry;
@@ -734,13 +772,18 @@ impl Fabric {
             }
             Event::Sample(i) => self.sample(i),
             Event::Remote(i) => {
-                let (link, bytes) = self.inbound[i as usize]
+                let (link, buffer, len) = self.inbound[i as usize]
                     .take()
                     .expect("a remote frame arrives once");
                 self.inbound_free.push(i);
                 let id = self.pool.alloc();
-                self.pool.buffer_mut(id)[..bytes.len()].copy_from_slice(&bytes);
-                self.pool.set_len(id, bytes.len());
+                let old = self.pool.swap_buffer(id, buffer);
+                self.pool.set_len(id, len);
+                let from = self.links[link as usize]
+                    .remote
+                    .expect("a remote link")
+                    .partition;
+                self.returned.push((from, old));
                 self.arrive(link, 1, id);
             }
         }
@@ -882,20 +925,25 @@ impl Fabric {
         }
         let at = end + delay + fate.extra_delay;
         if let Some(to) = self.links[link as usize].remote {
-            let bytes = self.pool.frame(frame).to_vec();
+            // The frame's buffer goes over as it is; a spare takes its place here.
+            let spare = self.spare_buffers.pop().unwrap_or_else(new_buffer);
+            let len = self.pool.len(frame);
+            let buffer = self.pool.swap_buffer(frame, spare);
+            self.pool.free(frame);
             if fate.duplicate {
                 self.outgoing.push(Outgoing {
                     at,
                     to,
-                    frame: bytes.clone(),
+                    buffer: buffer.clone(),
+                    len,
                 });
             }
             self.outgoing.push(Outgoing {
                 at,
                 to,
-                frame: bytes,
+                buffer,
+                len,
             });
-            self.pool.free(frame);
             return;
         }
         self.events.push(at, Event::Arrive { link, dir, frame });

@@ -83,7 +83,8 @@ struct Mail {
     /// from other partitions due at the same nanosecond.
     order: u64,
     link: u32,
-    frame: Vec<u8>,
+    buffer: Box<[u8]>,
+    len: usize,
 }
 
 /// Bits of a mail's order that hold the sending order (the rest: the sending partition).
@@ -123,6 +124,8 @@ struct Shared {
     lookahead: Nanos,
     /// Frames for partition p: `inbox[p]`.
     inbox: Vec<Mutex<Vec<Mail>>>,
+    /// Frame buffers given back to partition p by those it sent frames to.
+    spares: Vec<Mutex<Vec<Box<[u8]>>>>,
     /// Partition p's horizon: every frame it has not put in an inbox yet arrives after it.
     horizon: Vec<Horizon>,
     /// The earliest pending event of the whole model at the start of a run (by the run's
@@ -190,6 +193,8 @@ struct Carrier<P> {
     waits: Waits,
     /// An emptied inbox, swapped with a full one (no allocation per hand-over).
     scratch: Vec<Mail>,
+    /// The same for given-back buffers.
+    spare_scratch: Vec<Box<[u8]>>,
 }
 
 impl<P: Partition> Carrier<P> {
@@ -212,6 +217,7 @@ impl<P: Partition> Carrier<P> {
             runs: 0,
             waits: Waits::default(),
             scratch: Vec::new(),
+            spare_scratch: Vec::new(),
         }
     }
 
@@ -306,8 +312,12 @@ impl<P: Partition> Carrier<P> {
                         at: out.at,
                         order,
                         link: out.to.link,
-                        frame: out.frame,
+                        buffer: out.buffer,
+                        len: out.len,
                     });
+                }
+                for (q, buffer) in fabric.take_returned() {
+                    lock(&sh.spares[q]).push(buffer);
                 }
                 let next = fabric.next_event().unwrap_or(Nanos::MAX);
                 let horizon = next
@@ -347,14 +357,17 @@ impl<P: Partition> Carrier<P> {
         self.waits.spins += spins;
     }
 
-    /// Moves the frames waiting for partition `i` into its event queue.
+    /// Moves the frames waiting for partition `i` into its event queue, and the
+    /// buffers given back to it into its fabric.
     fn take_mail(&mut self, sh: &Shared, i: usize) {
         let p = &mut self.parts[i];
         std::mem::swap(&mut *lock(&sh.inbox[p.index]), &mut self.scratch);
         let fabric = p.part.fabric_mut();
         for m in self.scratch.drain(..) {
-            fabric.deliver_remote(m.at, m.link, m.frame, m.order);
+            fabric.deliver_remote(m.at, m.link, m.buffer, m.len, m.order);
         }
+        std::mem::swap(&mut *lock(&sh.spares[p.index]), &mut self.spare_scratch);
+        fabric.give_buffers(self.spare_scratch.drain(..));
     }
 
     fn take_profile(&mut self) -> (Vec<(usize, Vec<(u64, u32)>)>, Waits) {
@@ -482,6 +495,7 @@ impl<P: Partition> Parallel<P> {
             threads,
             lookahead,
             inbox: (0..partitions).map(|_| Default::default()).collect(),
+            spares: (0..partitions).map(|_| Default::default()).collect(),
             horizon: (0..partitions)
                 .map(|_| Horizon(AtomicU64::new(0)))
                 .collect(),
