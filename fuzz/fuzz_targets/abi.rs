@@ -869,39 +869,51 @@ fn recv_wqe(inp: &mut Input, s: &Shadow, wr_id: u64) -> Option<RecvWqe> {
 
 /// One hostile action, then one poll of the NIC. `None` when the input ran out.
 fn act(inp: &mut Input, h: &mut Host, nic: &mut Nic, n: u64) -> Option<()> {
-    let s = nic.hal().mem.shadow.clone();
+    // The shadow is taken out while the action reads it (a copy per action cost more
+    // than the action) and put back before the NIC runs: only its DMA checks read it.
+    let mut s = std::mem::take(&mut nic.hal().mem.shadow);
+    let done = action(inp, h, nic, &mut s, n);
+    nic.hal().mem.shadow = s;
+    done?;
+    poll(nic);
+    nic.hal().clock += 1_000;
+    Some(())
+}
+
+/// The action of [`act`]: the host's side only, the NIC does not run.
+fn action(inp: &mut Input, h: &mut Host, nic: &mut Nic, s: &mut Shadow, n: u64) -> Option<()> {
     let mem = nic.engine().memory();
     let k = Keys {
         windows: mem.windows().copied().collect(),
         regions: mem.regions().map(|m| m.key).collect(),
     };
-    let qps = hostile_qps(&s);
+    let qps = hostile_qps(s);
     let action = inp.u8()?;
     if action >= 0xF0 {
-        return srq_act(inp, h, nic, &s, n, action);
+        return srq_act(inp, h, nic, s, n, action);
     }
     if action >= 0xE0 {
-        return port_act(inp, h, nic, &s);
+        return port_act(inp, h, nic, s);
     }
     match action % 8 {
         0 => {
-            let mut e = command(inp, &s, &k.windows)?;
-            if admit(&mut e, &s) {
-                nic.hal().mem.shadow.note_buffers(&e);
+            let mut e = command(inp, s, &k.windows)?;
+            if admit(&mut e, s) {
+                s.note_buffers(&e);
                 h.command(nic, &e);
             }
         }
         1 => {
             let q = inp.pick(&qps)?;
-            let w = send_wqe(inp, &s, &k, n)?;
+            let w = send_wqe(inp, s, &k, n)?;
             if w.opcode == 0x20 {
-                nic.hal().mem.shadow.note_fast_reg(q.pd, &w);
+                s.note_fast_reg(q.pd, &w);
             }
             h.post_send(nic, &q, &w);
         }
         2 => {
             let q = inp.pick(&qps)?;
-            let w = recv_wqe(inp, &s, n)?;
+            let w = recv_wqe(inp, s, n)?;
             h.post_recv(nic, &q, &w);
         }
         3 => {
@@ -920,7 +932,7 @@ fn act(inp: &mut Input, h: &mut Host, nic: &mut Nic, n: u64) -> Option<()> {
             } else {
                 inp.u32()?
             };
-            nic.hal().regs.host_write(db, value);
+            nic.hal().host_write(db, value);
         }
         4 => {
             // A hostile CQ: consumed as a driver would, or its doorbell set to anything.
@@ -930,7 +942,7 @@ fn act(inp: &mut Input, h: &mut Host, nic: &mut Nic, n: u64) -> Option<()> {
                 h.poll_cq(nic, cqn, ring.addr, log);
             } else {
                 let v = inp.u32()?;
-                nic.hal().regs.host_write(reg::cq_db(cqn), v);
+                nic.hal().host_write(reg::cq_db(cqn), v);
             }
         }
         5 => {
@@ -938,9 +950,9 @@ fn act(inp: &mut Input, h: &mut Host, nic: &mut Nic, n: u64) -> Option<()> {
             let v = inp.u32()?;
             let hal = nic.hal();
             if v & 1 == 0 {
-                hal.regs.host_write(reg::CMDQ_PI, v >> 1);
+                hal.host_write(reg::CMDQ_PI, v >> 1);
             } else {
-                hal.regs.host_write(reg::CMDQ_LOG_DEPTH, v >> 1);
+                hal.host_write(reg::CMDQ_LOG_DEPTH, v >> 1);
                 hal.mem.set_cmdq_log(v >> 1);
             }
         }
@@ -951,16 +963,14 @@ fn act(inp: &mut Input, h: &mut Host, nic: &mut Nic, n: u64) -> Option<()> {
         _ => {
             // Events acknowledged, or not.
             let v = inp.u32()?;
-            nic.hal().regs.host_write(reg::EVENT_STATUS, v);
+            nic.hal().host_write(reg::EVENT_STATUS, v);
         }
     }
-    poll(nic);
-    nic.hal().clock += 1_000;
     Some(())
 }
 
 /// An SRQ action (the action bytes 0xF0..): a receive WQE posted to a hostile SRQ, or
-/// its doorbell moved by a small step either way or set to any value. Then one poll.
+/// its doorbell moved by a small step either way or set to any value.
 fn srq_act(
     inp: &mut Input,
     h: &mut Host,
@@ -987,10 +997,8 @@ fn srq_act(
         } else {
             inp.u32()?
         };
-        nic.hal().regs.host_write(reg::srq_db(srq.srqn), value);
+        nic.hal().host_write(reg::srq_db(srq.srqn), value);
     }
-    poll(nic);
-    nic.hal().clock += 1_000;
     Some(())
 }
 
@@ -998,15 +1006,13 @@ fn srq_act(
 /// addresses and MTU, GID table, DCB and DCQCN (port-wide: no tenant issues them), a
 /// tenant's QUERY/MODIFY_QP_CC (the kernel refuses the victim's QPs), QUERY_COUNTERS
 /// into a buffer the kernel places; `nic::Shadow` (`fuzz/src/port.rs`) checks every
-/// answer. Then one poll.
-fn port_act(inp: &mut Input, h: &mut Host, nic: &mut Nic, s: &Shadow) -> Option<()> {
+/// answer.
+fn port_act(inp: &mut Input, h: &mut Host, nic: &mut Nic, s: &mut Shadow) -> Option<()> {
     let mut e = port_command(inp, s)?;
     if admit(&mut e, s) {
-        nic.hal().mem.shadow.note_buffers(&e);
+        s.note_buffers(&e);
         h.command(nic, &e);
     }
-    poll(nic);
-    nic.hal().clock += 1_000;
     Some(())
 }
 

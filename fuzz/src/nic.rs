@@ -30,7 +30,7 @@ use roce_core::transport::ipv4_gid;
 use roce_core::wire;
 use roce_firmware::abi::{self, reg, CmdEntry, CmdOp, CmdStatus};
 use roce_firmware::config::FirmwareNic;
-use roce_firmware::hal::{Datapath, Hal, RegFile};
+use roce_firmware::hal::{Datapath, Hal, QpMap, RegFile};
 use zerocopy::{FromBytes, IntoBytes};
 
 /// The kernel's arena: the command queue.
@@ -451,8 +451,8 @@ impl HostMem {
         if !(addr <= status && status + 4 <= addr + len as u64) {
             return;
         }
-        let entry = self.get(slot, ENTRY as usize);
-        if let Some(e) = entry.and_then(|b| CmdEntry::read_from_bytes(&b).ok()) {
+        let entry = self.slice(slot, ENTRY as usize);
+        if let Some(e) = entry.and_then(|b| CmdEntry::read_from_bytes(b).ok()) {
             // The counters a QUERY_COUNTERS wrote before its status.
             let counters = PortModel::counters_written(&e).and_then(|(at, n)| {
                 let bytes = self.get(at, 8 * n)?;
@@ -580,10 +580,30 @@ impl Datapath for LoopPort {
 /// The HAL: registers, host memory, the looped port, a clock.
 #[derive(Clone)]
 pub struct FuzzHal {
-    pub regs: RegFile,
+    /// Written by the host only through [`FuzzHal::host_write`], which latches doorbells.
+    regs: RegFile,
+    /// A queue doorbell was written since the runtime last looked: the pending bit the
+    /// hardware and the other HALs keep (`reg::is_queue_doorbell`). Without it the
+    /// runtime read every QP's doorbells at each of the ~60 polls of an input, work no
+    /// platform does.
+    doorbell: bool,
     pub mem: HostMem,
     pub port: LoopPort,
     pub clock: u64,
+}
+
+impl FuzzHal {
+    /// The host's MMIO write, as `RegFile::host_write`; a queue doorbell also sets the
+    /// pending bit.
+    pub fn host_write(&mut self, offset: u32, value: u32) {
+        self.doorbell |= reg::is_queue_doorbell(offset);
+        self.regs.host_write(offset, value);
+    }
+
+    /// The host's MMIO read.
+    pub fn host_read(&self, offset: u32) -> u32 {
+        self.regs.host_read(offset)
+    }
 }
 
 impl Hal for FuzzHal {
@@ -610,6 +630,12 @@ impl Hal for FuzzHal {
     fn now(&mut self) -> u64 {
         self.clock
     }
+    fn take_doorbells(&mut self) -> bool {
+        core::mem::replace(&mut self.doorbell, false)
+    }
+    fn take_rung_qps(&mut self, rung: &mut QpMap) -> bool {
+        self.regs.take_rung_qps(rung)
+    }
 }
 
 /// The NIC under test: the firmware's capacities.
@@ -619,6 +645,7 @@ pub type Nic = FirmwareNic<FuzzHal>;
 pub fn boot() -> Nic {
     let hal = FuzzHal {
         regs: RegFile::new(),
+        doorbell: true,
         mem: HostMem::new(),
         port: LoopPort::default(),
         clock: 0,
@@ -626,10 +653,10 @@ pub fn boot() -> Nic {
     let cfg = PortConfig::new(MAC, gid());
     let mut nic = Nic::new(hal, cfg);
     nic.hal().mem.shadow.port = PortModel::boot(&cfg);
-    let regs = &mut nic.hal().regs;
-    regs.host_write(reg::CMDQ_BASE_LO, KERNEL as u32);
-    regs.host_write(reg::CMDQ_BASE_HI, (KERNEL >> 32) as u32);
-    regs.host_write(reg::CMDQ_LOG_DEPTH, u32::from(CMDQ_LOG));
+    let hal = nic.hal();
+    hal.host_write(reg::CMDQ_BASE_LO, KERNEL as u32);
+    hal.host_write(reg::CMDQ_BASE_HI, (KERNEL >> 32) as u32);
+    hal.host_write(reg::CMDQ_LOG_DEPTH, u32::from(CMDQ_LOG));
     nic
 }
 
@@ -652,14 +679,14 @@ impl Host {
     /// (the host itself moved the queue).
     pub fn command(&mut self, nic: &mut Nic, e: &CmdEntry) -> bool {
         let hal = nic.hal();
-        let log = hal.regs.host_read(reg::CMDQ_LOG_DEPTH).min(15);
+        let log = hal.host_read(reg::CMDQ_LOG_DEPTH).min(15);
         let mask = (1u32 << log) - 1;
         let addr = KERNEL + u64::from(self.cmdq_pi & mask) * size_of::<CmdEntry>() as u64;
         if !hal.mem.put(addr, e.as_bytes()) {
             return false;
         }
         self.cmdq_pi = self.cmdq_pi.wrapping_add(1);
-        hal.regs.host_write(reg::CMDQ_PI, self.cmdq_pi);
+        hal.host_write(reg::CMDQ_PI, self.cmdq_pi);
         true
     }
 
@@ -705,7 +732,7 @@ impl Host {
         nic.hal().mem.put(addr, wqe.as_bytes());
         self.pis(q.qpn).1 = pi.wrapping_add(1);
         let db = reg::sq_db(doorbell_index(q.qpn));
-        nic.hal().regs.host_write(db, pi.wrapping_add(1));
+        nic.hal().host_write(db, pi.wrapping_add(1));
     }
 
     /// Writes a receive WQE at QP `q`'s producer index and rings its doorbell.
@@ -715,7 +742,7 @@ impl Host {
         nic.hal().mem.put(addr, wqe.as_bytes());
         self.pis(q.qpn).2 = pi.wrapping_add(1);
         let db = reg::rq_db(doorbell_index(q.qpn));
-        nic.hal().regs.host_write(db, pi.wrapping_add(1));
+        nic.hal().host_write(db, pi.wrapping_add(1));
     }
 
     /// Writes a receive WQE at SRQ `s`'s producer index and rings its doorbell.
@@ -725,7 +752,7 @@ impl Host {
         *pi = pi.wrapping_add(1);
         let pi = *pi;
         nic.hal().mem.put(addr, wqe.as_bytes());
-        nic.hal().regs.host_write(reg::srq_db(s.srqn), pi);
+        nic.hal().host_write(reg::srq_db(s.srqn), pi);
     }
 
     /// The producer index of SRQ `srqn` (created on first use).
@@ -769,7 +796,7 @@ impl Host {
             ci = ci.wrapping_add(1);
         }
         self.cq_ci[i].1 = ci;
-        nic.hal().regs.host_write(reg::cq_db(cqn), ci);
+        nic.hal().host_write(reg::cq_db(cqn), ci);
         out
     }
 }

@@ -219,7 +219,8 @@ module fp_inflight
       gapp[w0_wr_addr] <= 1'b0;
     end
     if (rst) begin
-      a_v <= 1'b0;
+      // (a_v is the append stage's, reset there: a second driver here made
+      // yosys tie it to 0 and drop the whole append)
       gapp <= '0;
       rd_stale <= 1'b0;
       head <= '0;

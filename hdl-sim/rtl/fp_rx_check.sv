@@ -38,12 +38,16 @@
 // retire lazily, fp_inflight).
 //
 // The rules and the order of the checks are roce_core::fastpath::dispatch's;
-// tests/fastpath.rs holds the two together. Six cycles per packet (C0
-// context read, C1 MR read, C2 and C3 checks, C4 decision, then the
+// tests/fastpath.rs holds the two together. Six cycles per request packet
+// (C0 context read, C1 MR read, C2 and C3 checks, C4 decision, then the
 // write-back); the next packet's context read follows the write-back, so
-// back-to-back packets of one QP see each other's updates. A response taken
-// adds the cycle(s) of its una_psn write (C5: the send-context table's port
-// may be busy with the planner's write-back).
+// back-to-back packets of one QP see each other's updates. A response is
+// decided in its own stage after C4 (RD: one cycle more than a request), a
+// READ response three cycles later still (R1..R3: where its payload goes
+// in the READ's SGEs, one adder deep per cycle), so that no cycle holds more
+// than a compare or an add after its registers (125 MHz on the ECP5). A
+// response taken adds the cycle(s) of its una_psn write (UNA: the
+// send-context table's port may be busy with the planner's write-back).
 
 `resetall
 `default_nettype none
@@ -132,10 +136,15 @@ module fp_rx_check
     end
   end
 
-  logic [2:0] st;   // stage: C0..C4
+  // the stages: C0..C4 every packet; then a response's R1..R3 (READ
+  // responses), RD (its decision) and UNA (a taken response's una_psn write)
+  typedef enum logic [3:0] {
+    S_C0, S_C1, S_C2, S_C3, S_C4, S_UNA, S_R1, S_R2, S_R3, S_RD
+  } stage_t;
+  stage_t st;
   // not while the previous packet's write-back goes into the table (a read in that
   // cycle would see the old context)
-  assign s_meta_ready = st == 3'd0 && verdict_room && !rctx_wr_en && !if_ret_en;
+  assign s_meta_ready = st == S_C0 && verdict_room && !rctx_wr_en && !if_ret_en;
 
   // ---------------------------------------------------- the packet (C0)
   /* verilator lint_off UNUSEDSIGNAL */
@@ -159,15 +168,17 @@ module fp_rx_check
 
   // ----------------------------------------------------- the MR (C2)
   logic [31:0] r_key, r_pd;
-  logic [63:0] r_len;
   logic [7:0]  r_access, r_valid;
 
   // ----------------------------------------------------- checks (C2, C3)
   logic        k_write, k_send, k_starts, k_ends, k_response;
   logic        k_opcode_ok, k_psn_ok, k_seq_ok, k_ecn_ok, k_len_ok, k_fits, k_send_fits;
-  logic        k_ge;
-  logic [63:0] k_off;
+  logic [63:0] r_base;
+  logic [64:0] r_end, x_end;   // where the MR and the access end (65 bits: no wrap)
   logic        k_key_ok, k_range_ok;
+  // the request's decision inputs, a cycle ahead (C3)
+  logic        k_due, k_resid_nz;
+  logic [23:0] k_msn_n;
 
   logic [15:0] n;
   logic [31:0] mtu;
@@ -186,6 +197,37 @@ module fp_rx_check
   logic [15:0]   o_wqe [E];
   logic [31:0]   o_len [E];
   logic [E-1:0]  v_dead, v_hit, v_notmsg, v_gapbad;
+  // C2, per entry against the response's PSN: before the entry's first PSN,
+  // at its last, and the byte offset of that PSN in the entry's message
+  logic [E-1:0]  v_before, v_tdone;
+  logic [31:0]   v_poff [E];
+  logic [31:0]   smtu;
+  // C3: the target T (the first entry holding the PSN) and what the rule
+  // needs of it and of the entries before it, selected one-hot
+  logic [E_W:0]  done_q, ret_q;
+  logic          found_q, rkind_q, rgap_q, before_q, kbad_q, qteq_q;
+  logic [15:0]   wqe_q;
+  // C4 (responses): the reason of every check but the READ's last two, the
+  // READ's SGEs, what is left of the READ from this response's offset on,
+  // and where its payload ends in the message
+  logic [7:0]    rr_reason;
+  logic [SG_BITS-1:0] sg_q;
+  logic [32:0]   rem;
+  logic [33:0]   pend;
+  // R1: where each SGE starts and ends in the message; the length rule
+  logic [33:0]   sg_s [SG_N], sg_e [SG_N];
+  logic          rlen_ok;
+  // R2: per SGE, whether the payload meets it, the piece's bounds (low 16
+  // bits: a piece is at most the MTU) and its offset into the SGE
+  logic [SG_N-1:0] nz;
+  logic [15:0]   lo16 [SG_N], hi16 [SG_N];
+  logic [33:0]   sg_off [SG_N];
+  logic          covered;
+  // R3: each piece's address, length and place among the pieces
+  logic [63:0]   pc_addr [SG_N];
+  logic [15:0]   pc_len [SG_N];
+  logic [1:0]    pc_pos [SG_N];
+  logic [2:0]    np_q;
   logic        k_ack, k_aeth_nak, k_rpsn_ok;
   // a READ response (C2); its READ, the first live entry (C3): where the
   // payload goes in the message, the READ's length and last PSN
@@ -200,6 +242,19 @@ module fp_rx_check
   function automatic logic [E_W:0] first_set(input logic [E-1:0] v);
     for (int i = 0; i < E; i++) if (v[i]) return (E_W + 1)'(i);
     return (E_W + 1)'(E);
+  endfunction
+
+  // the first set bit of v, one-hot (none if none)
+  function automatic logic [E-1:0] first_hot(input logic [E-1:0] v);
+    logic [E-1:0] r;
+    logic seen;
+    r = '0;
+    seen = 1'b0;
+    for (int i = 0; i < E; i++) begin
+      r[i] = v[i] && !seen;
+      seen = seen || v[i];
+    end
+    return r;
   endfunction
 
   // a GID from the parser's address field (IPv4: ::ffff:a.b.c.d), as the
@@ -229,24 +284,46 @@ module fp_rx_check
     // the MR of the packet's key (RETH) or the message's, read as the context arrives
     sctx_rd_en = rctx_rd_en;
     sctx_rd_addr = s_meta.bth_destqp[QPN_W-1:0];
-    mr_rd_en = st == 3'd1;
+    mr_rd_en = st == S_C1;
     // the READ's SGEs, for the entry a READ response would be for
-    sg_rd_en = st == 3'd3;
+    sg_rd_en = st == S_C3;
     sg_rd_addr = m.bth_destqp[QPN_W-1:0];
     sg_rd_lane = if_head + q_tn[E_W-1:0];
     mr_rd_addr = m.ext_mask[EXT_RETH] ? m.reth_rkey[8 +: MR_W] : rctx_rd_data[8*RC_RKEY + 8 +: MR_W];
   end
 
+  // the verdict of a frame the firmware gets (EXCEPTION event with the reason)
+  /* verilator lint_off UNUSEDSIGNAL */
+  function automatic fp_rx_verdict_t exception(input rx_meta_t f, input logic [7:0] why,
+                                               input logic [15:0] slot);
+    fp_rx_verdict_t v;
+    v = '0;
+    v.action = ACT_EXC;
+    v.ev_valid = 1'b1;
+    v.ev[8*EV_KIND +: 8] = EVK_EXCEPTION;
+    v.ev[8*EV_REASON +: 8] = why;
+    v.ev[8*EV_SLOT +: 16] = slot;
+    v.ev[8*EV_OPCODE +: 8] = f.bth_opcode;
+    v.ev[8*EV_FLAGS +: 8] = {1'b0, f.bth_padcnt, 5'd0};
+    v.ev[8*EV_PAY_OFF +: 16] = f.payload_offset[15:0];
+    v.ev[8*EV_PAY_LEN +: 16] = f.payload_len;
+    v.ev[8*EV_EXT_OFF +: 16] = f.payload_offset[15:0] - {10'd0, f.hdr_len} + 16'd12;
+    v.ev[8*EV_FRAME_LEN +: 16] = f.frame_len[15:0];
+    v.ev[8*EV_NET +: 8] = {5'd0, f.vlan_present, f.l3_kind - 2'd1};
+    return v;
+  endfunction
+  /* verilator lint_on UNUSEDSIGNAL */
+
   always_ff @(posedge clk) begin
     rctx_wr_en <= 1'b0;
     m_verdict_valid <= 1'b0;
     case (st)
-      3'd0: if (s_meta_valid && s_meta_ready) begin
+      S_C0: if (s_meta_valid && s_meta_ready) begin
         m <= s_meta;
-        st <= 3'd1;
+        st <= S_C1;
       end
 
-      3'd1: begin
+      S_C1: begin
         logic [RCTX_BYTES*8-1:0] r;
         r = rctx_rd_data;
         c_raw <= r;
@@ -298,18 +375,20 @@ module fp_rx_check
           x_rkey <= r[8*RC_RKEY +: 32];
           x_resid <= r[8*RC_RESID +: 32];
         end
-        st <= 3'd2;
+        st <= S_C2;
       end
 
-      3'd2: begin
+      S_C2: begin
         logic [7:0] op;
         logic [15:0] pad_want;
         op = m.bth_opcode;
         r_key <= mr_rd_data[8*MR_KEY +: 32];
         r_pd <= mr_rd_data[8*MR_PD +: 32];
-        r_len <= mr_rd_data[8*MR_LENGTH +: 64];
         r_access <= mr_rd_data[8*MR_ACCESS +: 8];
         r_valid <= mr_rd_data[8*MR_VALID +: 8];
+        r_base <= mr_rd_data[8*MR_BASE +: 64];
+        r_end <= {1'b0, mr_rd_data[8*MR_BASE +: 64]} + {1'b0, mr_rd_data[8*MR_LENGTH +: 64]};
+        x_end <= {1'b0, x_va} + {33'd0, x_resid};
         k_write <= op == RC_WRITE_FIRST || op == RC_WRITE_MIDDLE || op == RC_WRITE_LAST
             || op == RC_WRITE_ONLY;
         k_send <= op == RC_SEND_MIDDLE || op == RC_SEND_LAST;
@@ -327,12 +406,16 @@ module fp_rx_check
         k_runa <= m.bth_psn == s_una;
         k_aeth_nak <= m.ext_mask[EXT_AETH] && m.aeth_syndrome[7:5] != 3'd0;
         k_rpsn_ok <= psn_diff(m.bth_psn, s_una) >= 0 && psn_diff(m.bth_psn, s_next) < 0;
+        smtu <= 32'd1 << s_mtu_log2;
         for (int j = 0; j < E; j++) begin
           v_dead[j] <= o_live[j] && psn_diff(o_last[j], s_una) < 0;
           v_hit[j] <= o_live[j] && psn_diff(o_last[j], s_una) >= 0
               && psn_diff(m.bth_psn, o_last[j]) <= 0;
           v_notmsg[j] <= o_live[j] && o_kind[j] != IFK_MSG;
           v_gapbad[j] <= o_live[j] && o_gap[j] && psn_diff(o_first[j], s_una) > 0;
+          v_before[j] <= psn_diff(m.bth_psn, o_first[j]) < 0;
+          v_tdone[j] <= o_last[j] == m.bth_psn;
+          v_poff[j] <= {8'd0, m.bth_psn - o_first[j]} << s_mtu_log2;
         end
         k_ecn_ok <= m.ip_ecn != 2'd3;
         // payload length by position: FIRST/MIDDLE exactly the MTU, LAST 1..MTU, ONLY 0..MTU
@@ -351,18 +434,57 @@ module fp_rx_check
         else
           k_fits <= {16'd0, n} == x_resid && {14'd0, m.bth_padcnt} == pad_want
               && (op == RC_WRITE_LAST || op == RC_WRITE_ONLY);
-        k_ge <= x_va >= mr_rd_data[8*MR_BASE +: 64];
-        k_off <= x_va - mr_rd_data[8*MR_BASE +: 64];
-        st <= 3'd3;
+        st <= S_C3;
       end
 
-      3'd3: begin
-        // a READ response's READ: the first live entry that does not end
-        // before una_psn (its PSN is una_psn, so everything before is dead)
+      S_C3: begin
+        // the response rule's entries: D (the first not dead) is a READ
+        // response's READ (its PSN is una_psn, so everything before is dead);
+        // T the first that holds the PSN; `upto` the entries before T (all
+        // when there is none)
+        logic [E-1:0] dh, th, upto, kind_not;
+        logic [15:0]  w_t, w_b;
+        logic [31:0]  d_off, d_len;
+        logic [23:0]  d_last;
+        logic [E_W:0] t;
+        logic         seen;
+        dh = first_hot(~v_dead);
+        th = first_hot(v_hit);
+        t = first_set(v_hit);
+        seen = 1'b0;
+        for (int j = 0; j < E; j++) begin
+          seen = seen || v_hit[j];
+          upto[j] = !seen;
+          kind_not[j] = o_kind[j] != (k_read ? IFK_READ : IFK_MSG);
+        end
+        w_t = '0;
+        w_b = '0;
+        d_off = '0;
+        d_len = '0;
+        d_last = '0;
+        for (int j = 0; j < E; j++) begin
+          w_t = w_t | ({16{th[j]}} & o_wqe[j]);
+          d_off = d_off | ({32{dh[j]}} & v_poff[j]);
+          d_len = d_len | ({32{dh[j]}} & o_len[j]);
+          d_last = d_last | ({24{dh[j]}} & o_last[j]);
+        end
+        for (int j = 1; j < E; j++) w_b = w_b | ({16{th[j]}} & o_wqe[j - 1]);
         q_t <= q_tn;
-        q_off <= {8'd0, m.bth_psn - o_first[q_tn[E_W-1:0]]} << s_mtu_log2;
-        q_len <= o_len[q_tn[E_W-1:0]];
-        q_last <= o_last[q_tn[E_W-1:0]];
+        q_off <= d_off;
+        q_len <= d_len;
+        q_last <= d_last;
+        found_q <= v_hit != '0;
+        rkind_q <= (v_notmsg & ~v_dead & upto) != '0;
+        rgap_q <= (v_gapbad & (upto | th)) != '0;
+        before_q <= (th & v_before) != '0;
+        kbad_q <= (th & kind_not) != '0;
+        qteq_q <= q_tn == t;
+        // what a taken response retires: the dead entries, then T's
+        // predecessors and T itself when the PSN is T's last; the last
+        // retired (T or the one before it) names its WQE in the event
+        done_q <= t - q_tn + (E_W + 1)'((th & v_tdone) != '0);
+        ret_q <= t + (E_W + 1)'((th & v_tdone) != '0);
+        wqe_q <= ((th & v_tdone) != '0) ? w_t : w_b;
         case (c_cur)
           CUR_NONE:  k_seq_ok <= k_starts;
           CUR_WRITE: k_seq_ok <= k_write && !k_starts;
@@ -371,82 +493,31 @@ module fp_rx_check
         endcase
         k_key_ok <= (c_access & ACC_REMOTE_WRITE) != 0 && r_valid != 0 && r_key != 0
             && r_key == x_rkey && r_pd == {16'd0, c_pd} && (r_access & ACC_REMOTE_WRITE) != 0;
-        // memory::range_within(base, len, va, resid)
-        k_range_ok <= k_ge && k_off <= r_len && {32'd0, x_resid} <= r_len - k_off;
-        st <= 3'd4;
+        // memory::range_within(base, len, va, resid): va >= base and, without
+        // wrapping, va + resid <= base + len
+        k_range_ok <= x_va >= r_base && x_end <= r_end;
+        k_msn_n <= k_ends ? c_msn + 24'd1 : c_msn;
+        k_due <= m.bth_ackreq
+            || (c_ack_every != 0 && {1'b0, c_unacked} + 9'd1 >= {1'b0, c_ack_every});
+        k_resid_nz <= x_resid != 0;
+        st <= S_C4;
       end
 
-      3'd4: begin
+      S_C4: begin
         // C4: the first failing check, in the model's order
         fp_rx_verdict_t v;
-        logic [7:0] reason;
+        logic [7:0] reason, r_reason;
         logic ok;
-        logic due;
-        logic [23:0] msn_n;
         logic [RCTX_BYTES*8-1:0] w;
-        // the response rule: D dead entries, the target T, what it retires
-        logic [E_W:0] d_n, t, done;
-        /* verilator lint_off UNUSEDSIGNAL */
-        logic [E_W:0] wix;   // the last entry retired (when done > 0)
-        /* verilator lint_on UNUSEDSIGNAL */
-        logic         found, tgt_done, r_gap, r_kind;
-        logic [E-1:0] upto;
-        logic [7:0]   r_reason;
-        logic         ok_req, take;
-        // a READ response: its length by its place in the READ, its pieces
-        logic [32:0]  rem;
-        logic [31:0]  smtu;
-        logic         rlen_ok, covered;
-        logic [2:0]   np;
-        logic [SG_N-1:0][63:0] pa;
-        logic [SG_N-1:0][15:0] pl;
-        logic [33:0]  sb, se, lo, hi, pend, cov;
-        d_n = first_set(~v_dead);
-        t = first_set(v_hit);
-        found = !t[E_W];
-        upto = found ? E'((E + 1)'(1) << t) - E'(1) : '1;   // the entries before T
-        r_kind = (v_notmsg & ~v_dead & upto) != '0;
-        r_gap = (v_gapbad & (found ? (upto | (E'(1) << t[E_W-1:0])) : '1)) != '0;
-        tgt_done = o_last[t[E_W-1:0]] == m.bth_psn;
-        done = t - d_n + (E_W + 1)'(tgt_done);
-        wix = t + (E_W + 1)'(tgt_done) - (E_W + 1)'(1);
-        smtu = 32'd1 << s_mtu_log2;
-        rem = {1'b0, q_len} - {1'b0, q_off};
-        rlen_ok = q_t == t && !rem[32] && (k_rends
-            ? {17'd0, n} == rem && {16'd0, n} <= smtu && m.bth_psn == q_last
-            : {16'd0, n} == smtu && rem[31:0] > smtu);
-        // the payload, bytes q_off .. q_off + n of the message, across the SGEs:
-        // one piece per SGE it meets, in order (fastpath::scatter)
-        sb = '0;
-        cov = '0;
-        np = '0;
-        pa = '0;
-        pl = '0;
-        pend = {2'd0, q_off} + {18'd0, n};
-        for (int i = 0; i < SG_N; i++) begin
-          se = sb + {2'd0, sg_rd_data[96*i + 64 +: 32]};
-          lo = ({2'd0, q_off} > sb) ? {2'd0, q_off} : sb;
-          hi = (pend < se) ? pend : se;
-          if (hi > lo) begin
-            pa[np[1:0]] = sg_rd_data[96*i +: 64] + {30'd0, 34'(lo - sb)};
-            pl[np[1:0]] = 16'(hi - lo);
-            np = np + 3'd1;
-            cov = cov + (hi - lo);
-          end
-          sb = se;
-        end
-        covered = cov == {18'd0, n};
+        // a response's reason, but for the READ's length and SGEs (RD)
         if (!s_valid) r_reason = EXC_OFF;
         else if (!k_ack && !k_read) r_reason = EXC_OPCODE;   // ATOMIC ACKNOWLEDGE
         else if (k_aeth_nak) r_reason = EXC_NAK_IN;
         else if (!k_rpsn_ok || (k_read && !k_runa)) r_reason = EXC_PSN;
-        else if (r_kind) r_reason = EXC_ORDER;
-        else if (!found) r_reason = EXC_PSN;
-        else if (psn_diff(m.bth_psn, o_first[t[E_W-1:0]]) < 0) r_reason = EXC_PSN;
-        else if (o_kind[t[E_W-1:0]] != (k_read ? IFK_READ : IFK_MSG) || r_gap)
-          r_reason = EXC_ORDER;
-        else if (k_read && !rlen_ok) r_reason = EXC_LENGTH;
-        else if (k_read && !covered) r_reason = EXC_KEY;
+        else if (rkind_q) r_reason = EXC_ORDER;
+        else if (!found_q) r_reason = EXC_PSN;
+        else if (before_q) r_reason = EXC_PSN;
+        else if (kbad_q || rgap_q) r_reason = EXC_ORDER;
         else r_reason = 8'd0;
         if (m.error != ERR_NONE) reason = 8'd0;
         else if (!c_hit) reason = EXC_MISS;
@@ -463,47 +534,22 @@ module fp_rx_check
         else if (k_send && !c_loaded) reason = EXC_NO_RECV;
         else if (k_send && !k_send_fits) reason = EXC_LENGTH;
         else if (k_send) reason = 8'd0;
-        else if (x_resid == 0 || !k_fits) reason = EXC_LENGTH;
+        else if (!k_resid_nz || !k_fits) reason = EXC_LENGTH;
         else if (!k_key_ok || !k_range_ok) reason = EXC_KEY;
         else reason = 8'd0;
-        ok = m.error == ERR_NONE && reason == 8'd0;
-        take = ok && k_response;
-        ok_req = ok && !k_response;
+        // a request placed: every check passed (the cascade's reason 0, as
+        // one AND rather than through the cascade)
+        ok = m.error == ERR_NONE && c_hit && c_on && k_ours && !c_held && k_ecn_ok
+            && k_opcode_ok && !c_nak && k_psn_ok && k_seq_ok && k_len_ok
+            && (k_send ? c_loaded && k_send_fits
+                       : k_resid_nz && k_fits && k_key_ok && k_range_ok);
 
-        msn_n = k_ends ? c_msn + 24'd1 : c_msn;
-        due = m.bth_ackreq || (c_ack_every != 0 && {1'b0, c_unacked} + 9'd1 >= {1'b0, c_ack_every});
-
+        // the request's verdict
         v = '0;
-        v.has_stream = m.stream_len != '0;
-        v.pay_len = n;
         if (m.error != ERR_NONE) begin
           v.action = ACT_DROP;
         end else if (!ok) begin
-          v.action = ACT_EXC;
-          v.ev_valid = 1'b1;
-          v.ev[8*EV_KIND +: 8] = EVK_EXCEPTION;
-          v.ev[8*EV_REASON +: 8] = reason;
-          v.ev[8*EV_SLOT +: 16] = frame_slot;
-          v.ev[8*EV_OPCODE +: 8] = m.bth_opcode;
-          v.ev[8*EV_FLAGS +: 8] = {1'b0, m.bth_padcnt, 5'd0};
-          v.ev[8*EV_PAY_OFF +: 16] = m.payload_offset[15:0];
-          v.ev[8*EV_PAY_LEN +: 16] = m.payload_len;
-          v.ev[8*EV_EXT_OFF +: 16] = m.payload_offset[15:0] - {10'd0, m.hdr_len} + 16'd12;
-          v.ev[8*EV_FRAME_LEN +: 16] = m.frame_len[15:0];
-          v.ev[8*EV_NET +: 8] = {5'd0, m.vlan_present, m.l3_kind - 2'd1};
-        end else if (take) begin
-          // an ACK taken: the frame goes, the firmware hears of it; a READ
-          // response's payload goes to its pieces first
-          v.action = k_read ? ACT_PLACE : ACT_TAKE;
-          v.np = np;
-          v.p_addr = pa;
-          v.p_len = pl;
-          v.ev[8*EV_RFLAGS +: 8] = {6'd0, k_rends && k_read, k_read};
-          v.ev_valid = 1'b1;
-          v.ev[8*EV_KIND +: 8] = EVK_ACKED;
-          v.ev[8*EV_DONE +: 8] = 8'(done);
-          if (done != '0) v.ev[8*EV_WQE +: 16] = o_wqe[wix[E_W-1:0]];
-          v.ev[8*EV_UNA +: 24] = m.bth_psn + 24'd1;
+          v = exception(m, reason, frame_slot);
         end else begin
           v.action = ACT_PLACE;
           v.np = 3'd1;
@@ -513,17 +559,19 @@ module fp_rx_check
             v.ev_valid = 1'b1;
             v.ev[8*EV_KIND +: 8] = EVK_MSG_DONE;
             v.ev[8*EV_FLAGS + 1] = m.bth_se;   // the SEND was solicited
-            v.ev[8*EV_MSN +: 24] = msn_n;
+            v.ev[8*EV_MSN +: 24] = k_msn_n;
             v.ev[8*EV_BYTE_LEN +: 32] = c_length + {16'd0, n};
           end
-          if (due) begin
+          if (k_due) begin
             v.ack_valid = 1'b1;
             v.ackd[8*AD_QPN +: 24] = m.bth_destqp;
             v.ackd[8*AD_SYNDROME +: 8] = 8'h1F;
             v.ackd[8*AD_PSN +: 24] = m.bth_psn;
-            v.ackd[8*AD_MSN +: 24] = msn_n;
+            v.ackd[8*AD_MSN +: 24] = k_msn_n;
           end
         end
+        v.has_stream = m.stream_len != '0;
+        v.pay_len = n;
         v.ev[8*EV_QPN +: 24] = m.bth_destqp;
         v.ev[8*EV_PSN +: 24] = m.bth_psn;
 
@@ -531,8 +579,6 @@ module fp_rx_check
         w = c_raw;
         if (!ok) begin
           w[8*RC_FLAGS + 2] = 1'b1;
-        end else if (k_response) begin
-          // the receive side's state is not the response's
         end else if (k_send) begin
           w[8*RC_RECV_ADDR +: 64] = c_recv_addr + {48'd0, n};
           w[8*RC_RESID +: 32] = c_resid - {16'd0, n};
@@ -546,43 +592,156 @@ module fp_rx_check
           if (m.ext_mask[EXT_RETH]) w[8*RC_LENGTH +: 32] = m.reth_dmalen;
           w[8*RC_CUR +: 8] = k_ends ? CUR_NONE : CUR_WRITE;
         end
-        if (ok_req) begin
-          w[8*RC_MSN +: 24] = msn_n;
+        if (ok) begin
+          w[8*RC_MSN +: 24] = k_msn_n;
           w[8*RC_EPSN +: 24] = c_epsn + 24'd1;
-          w[8*RC_UNACKED +: 8] = due ? 8'd0 : (c_unacked == 8'hFF ? 8'hFF : c_unacked + 8'd1);
+          w[8*RC_UNACKED +: 8] = k_due ? 8'd0
+              : (c_unacked == 8'hFF ? 8'hFF : c_unacked + 8'd1);
         end
 
-        // a parser drop, a miss (the entry is another QP's) and a QP whose fast path
-        // is off change nothing
-        rctx_wr_en <= m.error == ERR_NONE && c_hit && c_on;
         if (m.error == ERR_NONE && c_hit && c_on) ctx_hits <= ctx_hits + 32'd1;
         if (m.error == ERR_NONE && !c_hit) ctx_misses <= ctx_misses + 32'd1;
+        if (k_response) begin
+          // decided in RD; a READ response's pieces first (R1..R3)
+          rr_reason <= reason;
+          sg_q <= sg_rd_data;
+          rem <= {1'b0, q_len} - {1'b0, q_off};
+          pend <= {2'd0, q_off} + {18'd0, n};
+          st <= k_read ? S_R1 : S_RD;
+        end else begin
+          // a parser drop, a miss (the entry is another QP's) and a QP whose fast
+          // path is off change nothing
+          rctx_wr_en <= m.error == ERR_NONE && c_hit && c_on;
+          rctx_wr_addr <= m.bth_destqp[QPN_W-1:0];
+          rctx_wr_data <= w;
+          m_verdict <= v;
+          m_verdict_valid <= 1'b1;
+          if (v.action == ACT_EXC) frame_slot <= frame_slot + 16'd1;
+          st <= S_C0;
+        end
+      end
+
+      // a READ response: its length by its place in the READ, and its
+      // payload (bytes q_off .. q_off + n of the message) across the SGEs,
+      // one piece per SGE it meets, in order (fastpath::scatter)
+      S_R1: begin
+        logic [33:0] l [SG_N];
+        for (int i = 0; i < SG_N; i++) l[i] = {2'd0, sg_q[96*i + 64 +: 32]};
+        // SG_N = 4 (fp_pkg): no sum longer than two adds
+        sg_s[0] <= '0;
+        sg_s[1] <= l[0];
+        sg_s[2] <= l[0] + l[1];
+        sg_s[3] <= l[0] + l[1] + l[2];
+        sg_e[0] <= l[0];
+        sg_e[1] <= l[0] + l[1];
+        sg_e[2] <= l[0] + l[1] + l[2];
+        sg_e[3] <= (l[0] + l[1]) + (l[2] + l[3]);
+        rlen_ok <= qteq_q && !rem[32] && (k_rends
+            ? {17'd0, n} == rem && {16'd0, n} <= smtu && m.bth_psn == q_last
+            : {16'd0, n} == smtu && rem[31:0] > smtu);
+        st <= S_R2;
+      end
+
+      S_R2: begin
+        for (int i = 0; i < SG_N; i++) begin
+          logic starts_in;
+          starts_in = {2'd0, q_off} > sg_s[i];
+          // [q_off, pend) meets [start, end): both non-empty and overlapping
+          nz[i] <= n != 0 && sg_e[i] != sg_s[i] && {2'd0, q_off} < sg_e[i] && sg_s[i] < pend;
+          lo16[i] <= starts_in ? q_off[15:0] : sg_s[i][15:0];
+          hi16[i] <= (pend < sg_e[i]) ? pend[15:0] : sg_e[i][15:0];
+          sg_off[i] <= starts_in ? {2'd0, q_off} - sg_s[i] : '0;
+        end
+        // the SGEs tile the message from 0: the pieces cover the payload
+        // exactly when it ends within them
+        covered <= n == 0 || pend <= sg_e[SG_N-1];
+        st <= S_R3;
+      end
+
+      S_R3: begin
+        logic [2:0] c;
+        c = '0;
+        for (int i = 0; i < SG_N; i++) begin
+          pc_addr[i] <= sg_q[96*i +: 64] + {30'd0, sg_off[i]};
+          pc_len[i] <= hi16[i] - lo16[i];
+          pc_pos[i] <= c[1:0];
+          c = c + {2'd0, nz[i]};
+        end
+        np_q <= c;
+        st <= S_RD;
+      end
+
+      S_RD: begin
+        // a response's decision
+        fp_rx_verdict_t v;
+        logic [7:0] reason;
+        logic take;
+        logic [RCTX_BYTES*8-1:0] w;
+        logic [SG_N-1:0][63:0] pa;
+        logic [SG_N-1:0][15:0] pl;
+        reason = rr_reason;
+        if (rr_reason == 8'd0 && k_read && !rlen_ok) reason = EXC_LENGTH;
+        else if (rr_reason == 8'd0 && k_read && !covered) reason = EXC_KEY;
+        take = m.error == ERR_NONE && reason == 8'd0;
+        pa = '0;
+        pl = '0;
+        for (int i = 0; i < SG_N; i++) if (nz[i]) begin
+          pa[pc_pos[i]] = pc_addr[i];
+          pl[pc_pos[i]] = pc_len[i];
+        end
+        v = '0;
+        if (m.error != ERR_NONE) begin
+          v.action = ACT_DROP;
+        end else if (!take) begin
+          v = exception(m, reason, frame_slot);
+        end else begin
+          // an ACK taken: the frame goes, the firmware hears of it; a READ
+          // response's payload goes to its pieces first
+          v.action = k_read ? ACT_PLACE : ACT_TAKE;
+          v.np = np_q;
+          v.p_addr = pa;
+          v.p_len = pl;
+          v.ev[8*EV_RFLAGS +: 8] = {6'd0, k_rends && k_read, k_read};
+          v.ev_valid = 1'b1;
+          v.ev[8*EV_KIND +: 8] = EVK_ACKED;
+          v.ev[8*EV_DONE +: 8] = 8'(done_q);
+          if (done_q != '0) v.ev[8*EV_WQE +: 16] = wqe_q;
+          v.ev[8*EV_UNA +: 24] = m.bth_psn + 24'd1;
+        end
+        v.has_stream = m.stream_len != '0;
+        v.pay_len = n;
+        v.ev[8*EV_QPN +: 24] = m.bth_destqp;
+        v.ev[8*EV_PSN +: 24] = m.bth_psn;
+        // the receive side's state is not the response's: only `held` changes
+        w = c_raw;
+        if (!take) w[8*RC_FLAGS + 2] = 1'b1;
+        rctx_wr_en <= m.error == ERR_NONE && c_hit && c_on;
         rctx_wr_addr <= m.bth_destqp[QPN_W-1:0];
         rctx_wr_data <= w;
         m_verdict <= v;
         m_verdict_valid <= 1'b1;
         if (v.action == ACT_EXC) frame_slot <= frame_slot + 16'd1;
         // the list: a response drops the dead entries, and a taken ACK what it
-        // acknowledged; its una_psn goes into the send context (C5)
-        if_ret_en <= m.error == ERR_NONE && c_hit && k_response;
+        // acknowledged; its una_psn goes into the send context (UNA)
+        if_ret_en <= m.error == ERR_NONE && c_hit;
         if_ret_addr <= m.bth_destqp[QPN_W-1:0];
-        if_ret_n <= take ? d_n + done : d_n;
+        if_ret_n <= take ? ret_q : q_t;
         una_valid <= take;
         una_addr <= m.bth_destqp[QPN_W-1:0];
         una_psn <= m.bth_psn + 24'd1;
-        st <= take ? 3'd5 : 3'd0;
+        st <= take ? S_UNA : S_C0;
       end
 
-      default: ;   // C5 (below)
+      default: ;   // UNA (below)
     endcase
-    // C5: the taken ACK's una_psn, once the send-context table takes it
+    // UNA: the taken ACK's una_psn, once the send-context table takes it
     if (una_valid && una_ready) begin
       una_valid <= 1'b0;
-      st <= 3'd0;
+      st <= S_C0;
     end
-    if (st != 3'd4) if_ret_en <= 1'b0;
+    if (st != S_RD) if_ret_en <= 1'b0;
     if (rst) begin
-      st <= 3'd0;
+      st <= S_C0;
       rctx_wr_en <= 1'b0;
       m_verdict_valid <= 1'b0;
       frame_slot <= '0;

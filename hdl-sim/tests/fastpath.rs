@@ -330,6 +330,16 @@ fn tx_msg(m: &Msg, qpn: Qpn, psn: Psn, wqe_index: u16) -> TxMsg {
 
 // ------------------------------------------------------------------------- TX
 
+/// `e` as the RTL reports it: the model leaves an exception's frame slot to its caller,
+/// and the RTL numbers the exception frames in order (`next` is the next one's).
+fn numbered(mut e: Event, next: &mut u16) -> Event {
+    if let Event::Exception { slot, .. } = &mut e {
+        *slot = *next;
+        *next = next.wrapping_add(1);
+    }
+    e
+}
+
 fn events(sim: &mut FpSim) -> Vec<Event> {
     std::iter::from_fn(|| sim.pop_event())
         .map(|e| layout::decode_event(&e.value).expect("an event the layout knows"))
@@ -1054,36 +1064,9 @@ fn rx_case(
     for (i, (g, w)) in got_writes.iter().zip(&x.writes).enumerate() {
         prop_assert_eq!(g, w, "DMA write {}", i);
     }
-    // the model leaves the frame slot to its caller: the RTL numbers them in order
     let got_events = events(sim);
     let mut slot = 0u16;
-    let want_events: Vec<Event> = x
-        .events
-        .iter()
-        .map(|e| match *e {
-            Event::Exception {
-                qpn,
-                psn,
-                reason,
-                opcode,
-                frame_len,
-                meta,
-                ..
-            } => {
-                slot += 1;
-                Event::Exception {
-                    qpn,
-                    psn,
-                    reason,
-                    opcode,
-                    slot: slot - 1,
-                    frame_len,
-                    meta,
-                }
-            }
-            e => e,
-        })
-        .collect();
+    let want_events: Vec<Event> = x.events.iter().map(|e| numbered(*e, &mut slot)).collect();
     prop_assert_eq!(got_events, want_events, "events");
     let exc: Vec<Vec<u8>> = std::iter::from_fn(|| sim.pop_exc_frame())
         .map(|f| f.value)
@@ -2132,42 +2115,20 @@ fn resp_case(
             // a READ response's payload: one DMA write per SGE piece
             prop_assert_eq!(sim.take_dma_writes(), writes, "DMA writes");
             if let Some(e) = out.event {
-                let e = match e {
-                    Event::Exception {
-                        qpn,
-                        psn,
-                        reason,
-                        opcode,
-                        frame_len,
-                        meta,
-                        ..
-                    } => {
-                        slot += 1;
-                        // the firmware handles it and lets the QP's packets through
-                        // again; after a miss it writes nothing (the entry's QP is not
-                        // held), so a `held` the RTL set there would show in the next
-                        // response to it
-                        if reason != Exception::Miss {
-                            rctx[q].held = false;
-                            sim.write_record(
-                                Table::RecvCtx,
-                                qpn_of(q).value(),
-                                &layout::encode_rctx(&rctx[q]),
-                            );
-                            sim.run_until_idle(&mut mem, 100_000).map_err(fail)?;
-                        }
-                        Event::Exception {
-                            qpn,
-                            psn,
-                            reason,
-                            opcode,
-                            slot: slot - 1,
-                            frame_len,
-                            meta,
-                        }
-                    }
-                    e => e,
-                };
+                let e = numbered(e, &mut slot);
+                // the firmware handles an exception and lets the QP's packets
+                // through again; after a miss it writes nothing (the entry's QP is
+                // not held), so a `held` the RTL set there would show in the next
+                // response to it
+                if matches!(e, Event::Exception { reason, .. } if reason != Exception::Miss) {
+                    rctx[q].held = false;
+                    sim.write_record(
+                        Table::RecvCtx,
+                        qpn_of(q).value(),
+                        &layout::encode_rctx(&rctx[q]),
+                    );
+                    sim.run_until_idle(&mut mem, 100_000).map_err(fail)?;
+                }
                 want.push(e);
             }
         }

@@ -5,8 +5,10 @@
 pub mod chaos;
 
 use roce_cli::perf::{Params, Test};
+use roce_core::engine::PortConfig;
+use roce_core::transport::ipv4_gid;
 use roce_core::transport::Mtu;
-use roce_device::{LocalNic, NicModel};
+use roce_device::{Capacities, LocalNic, NicModel};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::rc::Rc;
@@ -90,6 +92,41 @@ pub fn check_with_tshark(pcap: &Path) -> bool {
     assert!(ok, "{out}");
     assert!(out.contains("\"icrc_bad\": 0"), "{out}");
     true
+}
+
+/// Runs `tshark -n -r PCAP [-Y FILTER] -T fields -E occurrence=f -e F...` and returns
+/// one row per frame (that passes the filter), one string per field, in `fields`' order.
+/// Empty strings where a frame has no such field, as tshark prints them.
+pub fn tshark_rows(pcap: &Path, filter: Option<&str>, fields: &[&str]) -> Vec<Vec<String>> {
+    let mut cmd = Command::new("tshark");
+    cmd.args(["-n", "-r"]).arg(pcap);
+    if let Some(f) = filter {
+        cmd.args(["-Y", f]);
+    }
+    cmd.args(["-T", "fields", "-E", "occurrence=f"]);
+    for f in fields {
+        cmd.args(["-e", f]);
+    }
+    let out = cmd.output().expect("tshark runs");
+    assert!(
+        out.status.success(),
+        "tshark failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| l.split('\t').map(str::to_string).collect())
+        .collect()
+}
+
+/// Two firmware-sized NICs, 10.0.0.1 and 10.0.0.2 (MACs 02:00:00:00:00:01 and :02), not
+/// yet joined: what the two-NIC wire tests start from.
+pub fn nic_pair() -> [Rc<LocalNic>; 2] {
+    let nic = |i: u8| {
+        let cfg = PortConfig::new([2, 0, 0, 0, 0, i], ipv4_gid([10, 0, 0, i]));
+        LocalNic::new(cfg, Capacities::Firmware)
+    };
+    [nic(1), nic(2)]
 }
 
 /// One QP's `write_bw` of 64 KiB messages at MTU 4096, over Go-Back-N with the 67 ms ACK

@@ -6,31 +6,24 @@
 //! datagram), whose MADs Wireshark 4.0 does not dissect: they are compared with the
 //! ones Linux sent (`data/captures/rxe_cm.pcap`) byte for byte.
 
-use roce_core::engine::PortConfig;
 use roce_core::memory::AccessFlags;
 use roce_core::num::Qpn;
 use roce_core::transport::{
-    ipv4_gid, QpType, RecvWr, SendFlags, SendWr, UdDest, WcFlags, WcOpcode, WorkCompletion, WrOp,
-    GRH_LEN,
+    QpType, RecvWr, SendFlags, SendWr, UdDest, WcFlags, WcOpcode, WorkCompletion, WrOp, GRH_LEN,
 };
 use roce_core::wire::{self, opcode::Opcode};
-use roce_device::{Capacities, LocalNic};
+use roce_device::LocalNic;
 use roce_host::rdma_cm::{CmAgent, RdmaCmEvent, RDMA_UDP_QKEY};
 use roce_host::Context;
-use roce_tests::{check_with_tshark, have, pump_pair, scratch};
+use roce_tests::{check_with_tshark, have, nic_pair, pump_pair, scratch, tshark_rows};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::rc::Rc;
 use std::time::Duration;
 
 /// Two NICs, 10.0.0.1 and 10.0.0.2, with their contexts and CM agents, each agent
 /// knowing the other NIC as its neighbour.
 fn cm_pair() -> ([Rc<LocalNic>; 2], [Context; 2], [CmAgent; 2]) {
-    let nic = |i: u8| {
-        let cfg = PortConfig::new([2, 0, 0, 0, 0, i], ipv4_gid([10, 0, 0, i]));
-        LocalNic::new(cfg, Capacities::Firmware)
-    };
-    let (na, nb) = (nic(1), nic(2));
+    let [na, nb] = nic_pair();
     let (ca, cb) = (
         Context::open(na.clone()).unwrap(),
         Context::open(nb.clone()).unwrap(),
@@ -110,38 +103,22 @@ fn an_rdma_cm_connection_on_the_wire_dissects_in_wireshark() {
 
     // The CM's MADs, QP1 to QP1, in order; the REQ names service 0x0106 << 16 | 7471
     // and carries the RDMA CM IP header (version 4, the two addresses).
-    let out = Command::new("tshark")
-        .args(["-n", "-r"])
-        .arg(&pcap)
-        .args([
-            "-Y",
-            "infiniband.mad",
-            "-T",
-            "fields",
-            "-E",
-            "occurrence=f",
-            "-e",
+    let rows = tshark_rows(
+        &pcap,
+        Some("infiniband.mad"),
+        &[
             "infiniband.bth.destqp",
-            "-e",
             "infiniband.deth.srcqp",
-            "-e",
             "infiniband.mad.attributeid",
-            "-e",
             "infiniband.cm.req.serviceid",
-            "-e",
             "infiniband.cm.req.ip_cm.ipv",
-            "-e",
             "infiniband.cm.req.ip_cm.sip4",
-            "-e",
             "infiniband.cm.req.ip_cm.dip4",
-            "-e",
             "infiniband.cm.req.ip_cm.private",
-        ])
-        .output()
-        .expect("tshark runs");
-    let text = String::from_utf8_lossy(&out.stdout);
-    let rows: Vec<Vec<&str>> = text.lines().map(|l| l.split('\t').collect()).collect();
-    let ids: Vec<&str> = rows.iter().map(|r| r[2]).collect();
+        ],
+    );
+    let text = format!("{rows:?}");
+    let ids: Vec<&str> = rows.iter().map(|r| r[2].as_str()).collect();
     assert_eq!(
         ids,
         ["0x0010", "0x0013", "0x0014", "0x0015", "0x0016"],
@@ -150,7 +127,7 @@ fn an_rdma_cm_connection_on_the_wire_dissects_in_wireshark() {
     for r in &rows {
         // BTH destination QP (24 bits) and DETH source QP (shown as 32 bits): both 1.
         assert_eq!(
-            (r[0], r[1]),
+            (r[0].as_str(), r[1].as_str()),
             ("0x000001", "0x00000001"),
             "QP1 to QP1: {r:?}"
         );
@@ -158,7 +135,11 @@ fn an_rdma_cm_connection_on_the_wire_dissects_in_wireshark() {
     // rdma_cm_service_id(TCP, 7471): 0x0000_0000_0106 << 16 | port.
     assert_eq!(rows[0][3], "0x0000000001061d2f", "{text}");
     assert_eq!(
-        (rows[0][4], rows[0][5], rows[0][6]),
+        (
+            rows[0][4].as_str(),
+            rows[0][5].as_str(),
+            rows[0][6].as_str()
+        ),
         ("0x04", "10.0.0.1", "10.0.0.2"),
         "the RDMA CM IP header's addresses: {text}"
     );
@@ -178,14 +159,8 @@ fn the_active_side_sends_from_the_reps_starting_psn() {
     }
     let pcap = capture_connection("psn.pcap");
     let field = |filter: &str, f: &str| -> String {
-        let out = Command::new("tshark")
-            .args(["-n", "-r"])
-            .arg(&pcap)
-            .args(["-Y", filter, "-T", "fields", "-E", "occurrence=f", "-e", f])
-            .output()
-            .expect("tshark runs");
-        let text = String::from_utf8_lossy(&out.stdout).into_owned();
-        text.lines().next().unwrap_or_default().to_string()
+        let rows = tshark_rows(&pcap, Some(filter), &[f]);
+        rows.first().map(|r| r[0].clone()).unwrap_or_default()
     };
     let rep_psn = field("infiniband.cm.rep.startpsn", "infiniband.cm.rep.startpsn");
     let first_write = field("infiniband.reth", "infiniband.bth.psn");
@@ -288,27 +263,17 @@ fn a_sidr_lookup_on_the_wire_is_linuxs_and_dissects_in_wireshark() {
     assert!(check_with_tshark(&pcap));
     // tshark: two MADs from QP1 to QP1 with the GSI Q_Key, SIDR_REQ (0x0017) then
     // SIDR_REP (0x0018), then the datagram to the QPN and Q_Key the SIDR_REP named.
-    let out = Command::new("tshark")
-        .args(["-n", "-r"])
-        .arg(&pcap)
-        .args([
-            "-T",
-            "fields",
-            "-E",
-            "occurrence=f",
-            "-e",
+    let rows = tshark_rows(
+        &pcap,
+        None,
+        &[
             "infiniband.bth.opcode",
-            "-e",
             "infiniband.bth.destqp",
-            "-e",
             "infiniband.deth.q_key",
-            "-e",
             "infiniband.mad.attributeid",
-        ])
-        .output()
-        .expect("tshark runs");
-    let text = String::from_utf8_lossy(&out.stdout);
-    let rows: Vec<Vec<&str>> = text.lines().map(|l| l.split('\t').collect()).collect();
+        ],
+    );
+    let text = format!("{rows:?}");
     assert_eq!(rows.len(), 3, "{text}");
     assert_eq!(
         rows[0][1..],

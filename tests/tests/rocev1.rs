@@ -8,17 +8,14 @@
 //! for the absent LRH), independently of the core's table-driven code. A RoCEv2 frame
 //! for the RoCEv1-only address is not the port's.
 
-use roce_core::engine::{GidEntry, PortConfig};
+use roce_core::engine::GidEntry;
 use roce_core::memory::AccessFlags;
 use roce_core::num::Psn;
-use roce_core::transport::{
-    ipv4_gid, QpType, RecvWr, SendFlags, SendWr, WcStatus, WorkCompletion, WrOp,
-};
+use roce_core::transport::{QpType, RecvWr, SendFlags, SendWr, WcStatus, WorkCompletion, WrOp};
 use roce_core::wire::icrc::{self, IcrcKind};
-use roce_device::{Capacities, LocalNic, NicModel};
+use roce_device::NicModel;
 use roce_host::{ConnectOptions, Context, QpEndpoint};
-use roce_tests::{have, pump_pair, scratch};
-use std::process::Command;
+use roce_tests::{have, nic_pair, pump_pair, scratch, tshark_rows};
 use std::time::Duration;
 
 /// CRC-32 (IEEE 802.3, reflected, the ICRC's), one bit at a time.
@@ -63,11 +60,7 @@ fn poll_one(cq: &roce_host::CompletionQueue) -> WorkCompletion {
 
 #[test]
 fn rc_over_rocev1_between_two_nics_dissects_in_wireshark() {
-    let nic = |i: u8| {
-        let cfg = PortConfig::new([2, 0, 0, 0, 0, i], ipv4_gid([10, 0, 0, i]));
-        LocalNic::new(cfg, Capacities::Firmware)
-    };
-    let (na, nb) = (nic(1), nic(2));
+    let [na, nb] = nic_pair();
     let (ca, cb) = (
         Context::open(na.clone()).unwrap(),
         Context::open(nb.clone()).unwrap(),
@@ -188,31 +181,19 @@ fn rc_over_rocev1_between_two_nics_dissects_in_wireshark() {
         w.write(Duration::from_micros(i as u64), f).unwrap();
     }
     w.finish().unwrap();
-    let out = Command::new("tshark")
-        .args(["-n", "-r"])
-        .arg(&pcap)
-        .args([
-            "-T",
-            "fields",
-            "-E",
-            "occurrence=f",
-            "-e",
+    let rows = tshark_rows(
+        &pcap,
+        None,
+        &[
             "frame.protocols",
-            "-e",
             "infiniband.grh.nxthdr",
-            "-e",
             "infiniband.bth.opcode",
-            "-e",
             "infiniband.invariant.crc",
-            "-e",
             "_ws.malformed",
-            "-e",
             "_ws.expert",
-        ])
-        .output()
-        .expect("tshark runs");
-    let text = String::from_utf8_lossy(&out.stdout);
-    let rows: Vec<Vec<&str>> = text.lines().map(|l| l.split('\t').collect()).collect();
+        ],
+    );
+    let text = format!("{rows:?}");
     assert_eq!(rows.len(), log.len(), "{text}");
     for (r, f) in rows.iter().zip(&log) {
         assert!(
@@ -232,7 +213,7 @@ fn rc_over_rocev1_between_two_nics_dissects_in_wireshark() {
             "tshark finds the ICRC: {text}"
         );
         assert_eq!(
-            (r[4], r[5]),
+            (r[4].as_str(), r[5].as_str()),
             ("", ""),
             "no malformed or expert mark: {text}"
         );

@@ -365,7 +365,7 @@ enum Flow {
     Modules,
 }
 
-/// `cargo xtask synth [--list | --modules | --top MODULE] [NAME..]`.
+/// `cargo xtask synth [--list | --modules | --top MODULE | --seed N] [NAME..]`.
 pub fn synth(root: &Path, args: &[String]) -> Result {
     if args.iter().any(|a| a == "--list") {
         print!("{}", table());
@@ -373,12 +373,17 @@ pub fn synth(root: &Path, args: &[String]) -> Result {
     }
     let modules = args.iter().any(|a| a == "--modules");
     let mut top = None;
+    let mut seed = None;
     let mut names = Vec::new();
     let mut rest = args.iter();
     while let Some(arg) = rest.next() {
         match arg.as_str() {
             "--modules" => {}
             "--top" => top = Some(rest.next().ok_or("--top needs a module name")?.as_str()),
+            "--seed" => {
+                let n = rest.next().ok_or("--seed needs a number")?;
+                seed = Some(n.parse::<u32>().map_err(|e| format!("--seed {n}: {e}"))?);
+            }
             _ => names.push(arg.clone()),
         }
     }
@@ -396,9 +401,10 @@ pub fn synth(root: &Path, args: &[String]) -> Result {
         let flow = if modules { Flow::Modules } else { Flow::Full };
         // the sources as the run reads them, not as they are when it ends
         let fingerprint = record::fingerprint(root, target)?;
-        let report = run_target(root, &bin, target, flow, top)?;
+        let report = run_target(root, &bin, target, flow, top, seed)?;
         println!("{}", render(&report));
-        if let (Some(_), None, Some(pnr)) = (target.guard_mhz, top, &report.pnr) {
+        // the figure of record is the default seed's
+        if let (Some(_), None, None, Some(pnr)) = (target.guard_mhz, top, seed, &report.pnr) {
             let fmax = pnr
                 .fmax
                 .iter()
@@ -468,17 +474,22 @@ fn table() -> String {
 
 /// One target's flow; `top` synthesizes one of its modules instead of its top (out of
 /// context, with the target's parameters that the module has): a quicker place and
-/// route while working on that module.
+/// route while working on that module. `seed` is nextpnr's placement seed (its own
+/// default when none), for the spread of a result over placements.
 fn run_target(
     root: &Path,
     bin: &Path,
     target: &Target,
     flow: Flow,
     top: Option<&str>,
+    seed: Option<u32>,
 ) -> Result<Report> {
     let mut dir = root.join("target/synth").join(target.name);
     if let Some(top) = top {
         dir.push(top);
+    }
+    if let Some(seed) = seed {
+        dir.push(format!("seed-{seed}"));
     }
     if flow == Flow::Modules {
         dir.push("modules");
@@ -536,7 +547,7 @@ fn run_target(
     let (pnr, pnr_time) = match (&target.part, flow) {
         (Part::Ecp5 { .. }, Flow::Full) => {
             let start = Instant::now();
-            let result = place_and_route(bin, &dir, target)?;
+            let result = place_and_route(bin, root, &dir, target, seed)?;
             (Some(result), Some(start.elapsed()))
         }
         _ => (None, None),
@@ -644,7 +655,13 @@ fn yosys_script(
     format!("{read}\n{synth}\ntee -q -o stat.txt stat\n{flat}write_json netlist.json\n")
 }
 
-fn place_and_route(bin: &Path, dir: &Path, target: &Target) -> Result<Pnr> {
+fn place_and_route(
+    bin: &Path,
+    root: &Path,
+    dir: &Path,
+    target: &Target,
+    seed: Option<u32>,
+) -> Result<Pnr> {
     let Part::Ecp5 {
         device,
         package,
@@ -667,8 +684,10 @@ fn place_and_route(bin: &Path, dir: &Path, target: &Target) -> Result<Pnr> {
     if *out_of_context {
         nextpnr.arg("--out-of-context");
     }
+    if let Some(seed) = seed {
+        nextpnr.args(["--seed", &seed.to_string()]);
+    }
     if let Some(lpf) = lpf {
-        let root = dir.ancestors().nth(3).unwrap_or(dir);
         nextpnr
             .arg("--lpf")
             .arg(root.join(lpf))
