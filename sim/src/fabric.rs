@@ -239,6 +239,9 @@ const STREAM_LINK: u64 = 1 << 40;
 const STREAM_SWITCH: u64 = 2 << 40;
 const STREAM_REMOTE: u64 = 3 << 40;
 
+/// A frame from another partition before it arrives: (local link, buffer, length).
+type Inbound = (u32, Box<[u8]>, usize);
+
 /// The simulated network.
 pub struct Fabric {
     seed: u64,
@@ -262,7 +265,7 @@ pub struct Fabric {
     /// Frames from other partitions waiting for their arrival event: (local link,
     /// buffer, length). They take a place in the pool only when they arrive, so the
     /// pool's use does not depend on when the engine handed them over.
-    inbound: Vec<Option<(u32, Box<[u8]>, usize)>>,
+    inbound: Vec<Option<Inbound>>,
     /// Buffers to send frames to other partitions in (given back by them).
     spare_buffers: Vec<Box<[u8]>>,
     /// Buffers frames from other partitions came in, owed back: (partition, buffer).

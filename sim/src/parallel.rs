@@ -101,6 +101,9 @@ const EPOCH: Nanos = 256;
 /// Spins of a waiting thread before it starts yielding its core.
 const SPINS: u32 = 2_000;
 
+/// What a thread reports for the profile: its partitions' per-window events, its waits.
+type ThreadProfile = (Vec<(usize, Vec<(u64, u32)>)>, Waits);
+
 type EachFn<P> = Arc<dyn Fn(usize, &mut P) -> Box<dyn Any + Send> + Send + Sync>;
 
 enum Command<P> {
@@ -370,7 +373,7 @@ impl<P: Partition> Carrier<P> {
         fabric.give_buffers(self.spare_scratch.drain(..));
     }
 
-    fn take_profile(&mut self) -> (Vec<(usize, Vec<(u64, u32)>)>, Waits) {
+    fn take_profile(&mut self) -> ThreadProfile {
         let profiles = self
             .parts
             .iter()
@@ -463,7 +466,7 @@ impl SpinBarrier {
 struct Worker<P> {
     commands: Sender<Command<P>>,
     results: Receiver<Vec<(usize, Box<dyn Any + Send>)>>,
-    profiles: Receiver<(Vec<(usize, Vec<(u64, u32)>)>, Waits)>,
+    profiles: Receiver<ThreadProfile>,
     handle: Option<JoinHandle<()>>,
 }
 
@@ -645,7 +648,7 @@ impl<P: Partition> Parallel<P> {
     fn gather(&mut self) -> (Profile, Waits) {
         let mut per_partition = vec![Vec::new(); self.partitions];
         let mut waits = Waits::default();
-        let mut put = |(list, w): (Vec<(usize, Vec<(u64, u32)>)>, Waits)| {
+        let mut put = |(list, w): ThreadProfile| {
             for (p, v) in list {
                 per_partition[p] = v;
             }
