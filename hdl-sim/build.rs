@@ -19,8 +19,8 @@
 //! * C++ is always compiled at -O2, also in debug builds: an -O0 model crawls.
 //! * The RC fast path (`roce_fp_top`, `docs/fastpath.md`) is a model per width too:
 //!   the datapath's RTL and `FP_RTL`; so is the DCB block (`roce_dcb_top`, `DCB_RTL`).
-//! * The SoC (`rtl/soc/nic_soc.sv`) is a third model: the datapath's RTL, the SoC's
-//!   blocks and the soft core, `VexRiscv_IMAC.v` from the PyPI package
+//! * The SoC (`rtl/soc/nic_soc.sv`) is a third model: the datapath's RTL, the DCB
+//!   block's, the SoC's blocks and the soft core, `VexRiscv_IMAC.v` from the PyPI package
 //!   pythondata-cpu-vexriscv, found through the package (`data_location`) in the
 //!   project's virtualenv `target/tools/venv` that `cargo xtask install` makes. Without
 //!   it the datapath models still build; the SoC sets `cfg(roce_soc_unavailable)` and
@@ -403,8 +403,15 @@ fn soc_model(manifest: &Path, out: &Path, rtl: &[PathBuf], version: &str) -> Res
     let rtl_dir = manifest.join("rtl");
     let vlt = rtl_dir.join(SOC_VLT);
     let soc: Vec<PathBuf> = SOC_RTL.iter().map(|f| rtl_dir.join(f)).collect();
+    // the DCB block sits between the datapath and the wire (files the datapath's RTL
+    // already lists are given once)
+    let dcb = DCB_RTL
+        .iter()
+        .filter(|f| !RTL.contains(f))
+        .map(|f| rtl_dir.join(f));
     let files: Vec<PathBuf> = std::iter::once(vlt)
         .chain(rtl.iter().cloned())
+        .chain(dcb)
         .chain(std::iter::once(core))
         .chain(soc)
         .collect();

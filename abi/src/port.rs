@@ -238,6 +238,8 @@ impl DcbArg {
             out.ets = EtsConfig {
                 strict: Priorities(self.ets_strict),
                 bw: self.ets_bw,
+                // (no priority assignment table in this command: it stays)
+                ..out.ets
             };
         }
         if mask & Self::PCP_MAP != 0 {
@@ -553,6 +555,7 @@ mod tests {
         want.ets = EtsConfig {
             strict: Priorities(0b1111_0101),
             bw: [0, 80, 0, 20, 0, 0, 0, 0],
+            ..EtsConfig::STRICT
         };
         want.pfc_thresholds = PfcThresholds {
             xoff: 20_000,

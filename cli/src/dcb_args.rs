@@ -3,7 +3,7 @@
 //! egress-qos-map` would on Linux), and where the NIC's DCB MAC runs.
 
 use anyhow::{bail, Context as _, Result};
-use roce_core::dcb::{PfcThresholds, Priorities, PRIORITIES};
+use roce_core::dcb::{EtsConfig, PfcThresholds, Priorities, PRIORITIES};
 use roce_core::engine::DcbConfig;
 
 /// DCB options, set on both NICs through the ABI before the run.
@@ -27,6 +27,15 @@ pub struct DcbArgs {
     /// 0..7 (Linux's egress-qos-map), e.g. `0,1,2,3,4,5,6,7`.
     #[arg(long, value_name = "PCPS")]
     pub prio_pcp: Option<String>,
+    /// Transmission selection (802.1Qaz ETS, as `dcb ets ... tc-bw`): the bandwidth share
+    /// in percent of each ETS class, e.g. `0:80,3:20`; the priorities not listed are
+    /// strict (`strict`: every one). The shares must add up to 100.
+    #[arg(long, value_name = "PRIO:PCT,..")]
+    pub ets: Option<String>,
+    /// Untagged frames' priority by DSCP (as `dcb app ... dscp-prio`), e.g. `24:3,46:5`;
+    /// the DSCPs not listed keep theirs (`d >> 3` unless set before).
+    #[arg(long, value_name = "DSCP:PRIO,..")]
+    pub dscp_prio: Option<String>,
     /// Each NIC's DCB MAC is the Verilated RTL block (`roce_dcb_top`: its pause timers,
     /// per-priority queues, ETS and the receive buffer whose thresholds make the PFC
     /// frames), checked against the core's model every cycle. Without it the
@@ -47,11 +56,14 @@ impl DcbArgs {
             || self.pfc_xon.is_some()
             || self.pfc_quanta.is_some()
             || self.prio_pcp.is_some()
+            || self.ets.is_some()
+            || self.dscp_prio.is_some()
     }
 
     /// `base` (the port's settings as queried) with the options applied. Only the
     /// syntax is checked here; the NIC refuses what breaks its rules (XON at or above
-    /// XOFF, XOFF beyond the buffer, quanta 0, a PCP above 7) and says which.
+    /// XOFF, XOFF beyond the buffer, quanta 0, a PCP above 7, ETS shares not adding up
+    /// to 100) and says which.
     pub fn apply(&self, base: DcbConfig) -> Result<DcbConfig> {
         let mut dcb = base;
         if let Some(s) = &self.pfc {
@@ -69,6 +81,14 @@ impl DcbArgs {
         }
         if let Some(s) = &self.prio_pcp {
             dcb.prio_pcp = parse_pcps(s).context("--prio-pcp")?;
+        }
+        if let Some(s) = &self.ets {
+            dcb.ets = parse_ets(s).context("--ets")?;
+        }
+        if let Some(s) = &self.dscp_prio {
+            for (dscp, prio) in parse_pairs(s, 63).context("--dscp-prio")? {
+                dcb.map.dscp[usize::from(dscp)] = prio;
+            }
         }
         Ok(dcb)
     }
@@ -89,6 +109,42 @@ pub fn parse_priorities(s: &str) -> Result<Priorities> {
         }
         Ok(m.with(p))
     })
+}
+
+/// `0:80,3:20` -> ETS classes 0 (80 %) and 3 (20 %), the others strict; `strict` -> all
+/// strict.
+pub fn parse_ets(s: &str) -> Result<EtsConfig> {
+    let mut ets = EtsConfig::STRICT;
+    if s.trim() == "strict" {
+        return Ok(ets);
+    }
+    for (prio, share) in parse_pairs(s, 7)? {
+        ets.strict = ets.strict.without(Priorities::only(prio));
+        ets.bw[usize::from(prio)] = share;
+    }
+    Ok(ets)
+}
+
+/// `a:b,c:d` -> the pairs, each key at most `max_key` (the values, a priority or a
+/// percent, are the NIC's to check).
+fn parse_pairs(s: &str, max_key: u8) -> Result<Vec<(u8, u8)>> {
+    s.split(',')
+        .map(|pair| {
+            let (k, v) = pair
+                .split_once(':')
+                .with_context(|| format!("{pair:?}: give KEY:VALUE"))?;
+            let num = |x: &str| {
+                x.trim()
+                    .parse::<u8>()
+                    .with_context(|| format!("{x:?} is not a number"))
+            };
+            let (k, v) = (num(k)?, num(v)?);
+            if k > max_key {
+                bail!("{k} is above {max_key}");
+            }
+            Ok((k, v))
+        })
+        .collect()
 }
 
 /// `24576`, `24k` or `24KiB` -> bytes (k is 1024).
@@ -155,6 +211,34 @@ mod tests {
     }
 
     #[test]
+    fn ets_and_dscp_options_are_the_dcb_tools_settings() {
+        let a = DcbArgs {
+            ets: Some("0:80, 3:20".into()),
+            dscp_prio: Some("46:5,24:3".into()),
+            ..DcbArgs::default()
+        };
+        assert!(a.sets_port());
+        let d = a.apply(DcbConfig::OFF).unwrap();
+        assert_eq!(d.ets.strict, Priorities::ALL.without(Priorities(0b1001)));
+        assert_eq!(d.ets.bw, [80, 0, 0, 20, 0, 0, 0, 0]);
+        // What the NIC checks (802.1Qaz's rules) holds, and the map changed only there.
+        assert_eq!(d.validate(), Ok(()));
+        assert_eq!((d.map.dscp[46], d.map.dscp[24], d.map.dscp[47]), (5, 3, 5));
+        assert_eq!(d.map.dscp[45], DcbConfig::OFF.map.dscp[45]);
+        let strict = DcbArgs {
+            ets: Some("strict".into()),
+            ..DcbArgs::default()
+        };
+        assert_eq!(strict.apply(DcbConfig::OFF).unwrap().ets, EtsConfig::STRICT);
+        // Shares that do not add up are the NIC's to refuse.
+        let off = DcbArgs {
+            ets: Some("0:80".into()),
+            ..DcbArgs::default()
+        };
+        assert!(off.apply(DcbConfig::OFF).unwrap().validate().is_err());
+    }
+
+    #[test]
     fn malformed_options_are_refused_with_the_option_named() {
         let bad = |a: DcbArgs| format!("{:#}", a.apply(DcbConfig::OFF).unwrap_err());
         let e = bad(DcbArgs {
@@ -172,6 +256,16 @@ mod tests {
             ..DcbArgs::default()
         });
         assert!(e.contains("--prio-pcp") && e.contains("3 values"), "{e}");
+        let e = bad(DcbArgs {
+            ets: Some("0:80,9:20".into()),
+            ..DcbArgs::default()
+        });
+        assert!(e.contains("--ets") && e.contains("9 is above 7"), "{e}");
+        let e = bad(DcbArgs {
+            dscp_prio: Some("24=3".into()),
+            ..DcbArgs::default()
+        });
+        assert!(e.contains("--dscp-prio") && e.contains("KEY:VALUE"), "{e}");
         assert!(parse_bytes("5000000k").is_err());
         assert_eq!(parse_priorities("none").unwrap(), Priorities::NONE);
     }

@@ -113,7 +113,7 @@ pub struct PerfArgs {
     pub client: Option<String>,
     /// perftest's `-R`: connect the QP through RDMA CM and exchange over a CM
     /// connection instead of TCP (`--client` is then the peer's RDMA address, `--port`
-    /// its RDMA CM port). write_bw, read_bw and send_bw.
+    /// its RDMA CM port). Every test but atomic_bw.
     #[arg(short = 'R', long = "rdma-cm")]
     pub rdma_cm: bool,
     /// atomic_bw's operation, as `ib_atomic_bw -A`.

@@ -18,9 +18,9 @@
 //!   accounting: a reserve each and a shared part, so a priority that stops draining
 //!   (paused) cannot take the room the others need.
 //!
-//! Each priority is its own traffic class (802.1Qaz's priority-to-TC table is the
-//! identity, eight TCs, as ConnectX NICs expose them), so "class" and "priority" are
-//! the same number here.
+//! ETS schedules traffic classes: [`EtsConfig::prio_tc`] is 802.1Qaz's priority
+//! assignment table. By default it is the identity (eight TCs, each one priority, as
+//! ConnectX NICs expose them), so "class" and "priority" are then the same number.
 //!
 //! Everything is sans-IO: time is passed in as nanoseconds.
 
@@ -228,15 +228,23 @@ impl PauseTimers {
 // ---------------------------------------------------------------------------------------
 // ETS
 
-/// Transmission selection per priority (802.1Qaz): which priorities are strict, and the
-/// bandwidth shares of the others (percent, summing to 100).
+/// Transmission selection (802.1Qaz): the traffic class of each priority, which classes
+/// are strict, and the bandwidth shares of the others (percent, summing to 100).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct EtsConfig {
-    /// Strict-priority classes; the others are ETS classes.
+    /// Strict-priority traffic classes (bit `t` for class `t`); the others are ETS
+    /// classes.
     pub strict: Priorities,
     /// Bandwidth share in percent of each ETS class (0 for strict ones).
     pub bw: [u8; PRIORITIES],
+    /// The traffic class of each priority (802.1Qaz's priority assignment table, Linux
+    /// dcbnl's `prio_tc`): the priorities of one class share its share (or its strict
+    /// rank) and are served in turn. [`ONE_CLASS_PER_PRIORITY`] unless set.
+    pub prio_tc: [u8; PRIORITIES],
 }
+
+/// The identity priority assignment: priority `p` is traffic class `p`.
+pub const ONE_CLASS_PER_PRIORITY: [u8; PRIORITIES] = [0, 1, 2, 3, 4, 5, 6, 7];
 
 impl Default for EtsConfig {
     /// Every class strict: 802.1Q's default transmission selection.
@@ -254,6 +262,8 @@ pub enum EtsError {
     NoShare(u8),
     /// The ETS classes' shares do not add up to 100 % (the sum given).
     Sum(u32),
+    /// A priority assigned to a class above 7 (the priority).
+    Class(u8),
 }
 
 /// Cost of one byte at a 1 % share; a class of `bw` % pays `COST_ONE / bw` per byte.
@@ -264,6 +274,7 @@ impl EtsConfig {
     pub const STRICT: Self = Self {
         strict: Priorities::ALL,
         bw: [0; PRIORITIES],
+        prio_tc: ONE_CLASS_PER_PRIORITY,
     };
 
     /// ETS over every priority with equal shares (12 % for priorities 0 to 3, 13 % for
@@ -276,12 +287,17 @@ impl EtsConfig {
         Self {
             strict: Priorities::NONE,
             bw,
+            prio_tc: ONE_CLASS_PER_PRIORITY,
         }
     }
 
-    /// Checks the rules of 802.1Qaz (and Linux dcbnl's): strict classes have no share,
-    /// each ETS class has one, and the ETS shares add up to 100 %.
+    /// Checks the rules of 802.1Qaz (and Linux dcbnl's): every priority in a class 0..7,
+    /// strict classes have no share, each ETS class has one, and the ETS shares add up
+    /// to 100 %.
     pub fn validate(&self) -> Result<(), EtsError> {
+        if let Some(p) = (0..PRIORITIES).find(|&p| self.prio_tc[p] > 7) {
+            return Err(EtsError::Class(p as u8));
+        }
         let mut sum = 0u32;
         for p in 0..PRIORITIES as u8 {
             let bw = self.bw[usize::from(p)];
@@ -298,57 +314,90 @@ impl EtsConfig {
         Ok(())
     }
 
-    /// What one byte of class `prio` costs in the scheduler's service tags.
-    pub fn cost(&self, prio: u8) -> u32 {
-        COST_ONE / u32::from(self.bw[usize::from(prio & 7)].max(1))
+    /// What one byte of class `tc` costs in the scheduler's service tags.
+    pub fn cost(&self, tc: u8) -> u32 {
+        COST_ONE / u32::from(self.bw[usize::from(tc & 7)].max(1))
+    }
+
+    /// The traffic class of priority `prio`.
+    pub fn class_of(&self, prio: u8) -> u8 {
+        self.prio_tc[usize::from(prio & 7)] & 7
+    }
+
+    /// The classes of the priorities in `prios`.
+    pub fn classes(&self, prios: Priorities) -> Priorities {
+        (0..PRIORITIES as u8)
+            .filter(|&p| prios.contains(p))
+            .fold(Priorities::NONE, |m, p| m.with(self.class_of(p)))
+    }
+
+    /// Whether each priority is its own class (what a scheduler with one queue and one
+    /// share per priority, the RTL's `dcb_ets`, can run).
+    pub fn one_class_per_priority(&self) -> bool {
+        self.prio_tc == ONE_CLASS_PER_PRIORITY
     }
 }
 
 /// The transmission selection state: a service tag per ETS class (self-clocked fair
 /// queuing, Golestani 1994). Among the eligible ETS classes the one with the smallest
-/// tag sends next (ties: the higher priority); sending `len` bytes adds `len x cost` to
+/// tag sends next (ties: the higher class); sending `len` bytes adds `len x cost` to
 /// its tag, so over time each class's bytes are in proportion to its share. The virtual
 /// time is the tag of the last frame sent; a class that was not eligible at a decision
 /// is brought up to it, so idle or paused time earns no credit (work-conserving: a class
 /// alone takes the whole link). Tags are 32-bit and compared relative to the virtual
-/// time: they all lie within one frame's cost (< 2^31) of it.
+/// time: they all lie within one frame's cost (< 2^31) of it. A class is eligible when
+/// one of its priorities is; within a class, its eligible priorities take turns (a
+/// round robin from the one after the last served), as one FIFO per class would serve
+/// them when each keeps frames waiting.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Ets {
     tag: [u32; PRIORITIES],
     vtime: u32,
+    /// Per class: the priority its round robin starts from.
+    next: [u8; PRIORITIES],
 }
 
 impl Ets {
-    /// The class that sends next among `eligible` (those with a frame that may go: queued
-    /// and not paused): the highest eligible strict class, else the ETS class with the
-    /// smallest tag.
+    /// The priority that sends next among `eligible` (those with a frame that may go:
+    /// queued and not paused): of the highest eligible strict class, else of the ETS
+    /// class with the smallest tag; within the class, the next in turn.
     pub fn pick(&self, cfg: &EtsConfig, eligible: Priorities) -> Option<u8> {
-        if let Some(p) = eligible.and(cfg.strict).highest() {
-            return Some(p);
-        }
-        let ets = eligible.without(cfg.strict);
-        let mut best: Option<(u32, u8)> = None;
-        for p in (0..PRIORITIES as u8).rev() {
-            if !ets.contains(p) {
-                continue;
+        let classes = cfg.classes(eligible);
+        let tc = match classes.and(cfg.strict).highest() {
+            Some(tc) => tc,
+            None => {
+                let ets = classes.without(cfg.strict);
+                let mut best: Option<(u32, u8)> = None;
+                for tc in (0..PRIORITIES as u8).rev() {
+                    if !ets.contains(tc) {
+                        continue;
+                    }
+                    let key = self.tag[usize::from(tc)].wrapping_sub(self.vtime);
+                    if best.is_none_or(|(k, _)| key < k) {
+                        best = Some((key, tc));
+                    }
+                }
+                best?.1
             }
-            let key = self.tag[usize::from(p)].wrapping_sub(self.vtime);
-            if best.is_none_or(|(k, _)| key < k) {
-                best = Some((key, p));
-            }
-        }
-        best.map(|(_, p)| p)
+        };
+        let start = self.next[usize::from(tc)];
+        (0..PRIORITIES as u8)
+            .map(|k| (start + k) % PRIORITIES as u8)
+            .find(|&p| eligible.contains(p) && cfg.class_of(p) == tc)
     }
 
-    /// Class `prio` sent a frame of `len` bytes, chosen by [`Ets::pick`] from
-    /// `eligible`. Strict classes leave the tags alone.
+    /// Priority `prio` sent a frame of `len` bytes, chosen by [`Ets::pick`] from
+    /// `eligible`: its class pays for it (strict classes leave the tags alone).
     pub fn sent(&mut self, cfg: &EtsConfig, eligible: Priorities, prio: u8, len: u32) {
-        if cfg.strict.contains(prio) {
+        let tc = cfg.class_of(prio);
+        self.next[usize::from(tc)] = ((prio & 7) + 1) % PRIORITIES as u8;
+        if cfg.strict.contains(tc) {
             return;
         }
-        let p = usize::from(prio & 7);
-        self.vtime = self.tag[p];
-        self.tag[p] = self.tag[p].wrapping_add(len.wrapping_mul(cfg.cost(prio)));
+        let t = usize::from(tc);
+        let eligible = cfg.classes(eligible);
+        self.vtime = self.tag[t];
+        self.tag[t] = self.tag[t].wrapping_add(len.wrapping_mul(cfg.cost(tc)));
         for (q, tag) in self.tag.iter_mut().enumerate() {
             let q = q as u8;
             // Behind the virtual time: caught up (a class that could not send earns no
@@ -589,6 +638,102 @@ impl SharedBuffer {
     }
 }
 
+// ---------------------------------------------------------------------------------------
+// The DCB block's registers
+
+/// Register word addresses of the port's DCB block (`hdl-sim/rtl/dcb_pkg.sv`), which
+/// the firmware writes from the port's `DcbConfig` (the SoC's block at MMIO 0x5_0000)
+/// and the RTL's tests write directly.
+pub mod reg {
+    pub const PFC_ENABLE: u8 = 0;
+    pub const STRICT: u8 = 1;
+    /// 2..=9: the ETS cost per byte of priority 0..7.
+    pub const COST0: u8 = 2;
+    pub const XOFF: u8 = 10;
+    pub const XON: u8 = 11;
+    pub const QUANTA: u8 = 12;
+    /// Link bit times per clock, Q16.8.
+    pub const BPC: u8 = 13;
+    pub const MAC_LO: u8 = 14;
+    pub const MAC_HI: u8 = 15;
+    /// 16..=23: DSCP 8k..8k+7, four bits each.
+    pub const DSCP0: u8 = 16;
+    pub const PCP: u8 = 24;
+    /// Register writes a whole configuration takes ([`super::DcbRegs::writes`]).
+    pub const WRITES: usize = 25;
+}
+
+/// Everything the port's DCB block is configured with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DcbRegs {
+    /// Priorities with PFC on (pauses honoured, XOFF sent).
+    pub pfc_enable: Priorities,
+    pub ets: EtsConfig,
+    pub map: PriorityMap,
+    pub thresholds: PfcThresholds,
+    /// The port's MAC (source of its PFC frames).
+    pub mac: [u8; 6],
+    /// Link bit times per clock cycle, Q16.8 (100 Gb/s at 250 MHz: 400 << 8).
+    pub bits_per_cycle_q8: u32,
+}
+
+impl DcbRegs {
+    /// Link bit times per clock, Q16.8, for a link of `link_bps` and a clock of `clock_hz`.
+    pub fn bits_per_cycle(link_bps: u64, clock_hz: u64) -> u32 {
+        (u128::from(link_bps) * 256 / u128::from(clock_hz.max(1))) as u32
+    }
+
+    /// The register writes (word address, value) that configure the block so. The
+    /// block's ETS has a queue and a share per priority: each priority gets its class's
+    /// strict rank or share, which is `ets` exactly when each class is one priority
+    /// ([`EtsConfig::one_class_per_priority`]; the harnesses that run the queued block
+    /// refuse anything else).
+    pub fn writes(&self) -> [(u8, u32); reg::WRITES] {
+        let ets = &self.ets;
+        let strict = (0..8u8).fold(Priorities::NONE, |m, p| {
+            if ets.strict.contains(ets.class_of(p)) {
+                m.with(p)
+            } else {
+                m
+            }
+        });
+        let mut w = [(0u8, 0u32); reg::WRITES];
+        w[..8].copy_from_slice(&[
+            (reg::PFC_ENABLE, u32::from(self.pfc_enable.0)),
+            (reg::STRICT, u32::from(strict.0)),
+            (reg::XOFF, self.thresholds.xoff.min(0xFF_FFFF)),
+            (reg::XON, self.thresholds.xon.min(0xFF_FFFF)),
+            (reg::QUANTA, u32::from(self.thresholds.quanta)),
+            (reg::BPC, self.bits_per_cycle_q8 & 0xFF_FFFF),
+            (
+                reg::MAC_LO,
+                u32::from_le_bytes([self.mac[0], self.mac[1], self.mac[2], self.mac[3]]),
+            ),
+            (
+                reg::MAC_HI,
+                u32::from_le_bytes([self.mac[4], self.mac[5], 0, 0]),
+            ),
+        ]);
+        let nibbles = |m: &[u8]| {
+            m.iter()
+                .enumerate()
+                .fold(0u32, |acc, (i, &p)| acc | u32::from(p & 7) << (4 * i))
+        };
+        for p in 0..8u8 {
+            let cost = if strict.contains(p) {
+                COST_ONE
+            } else {
+                ets.cost(ets.class_of(p))
+            };
+            w[8 + usize::from(p)] = (reg::COST0 + p, cost);
+            let k8 = usize::from(p) * 8;
+            w[16 + usize::from(p)] = (reg::DSCP0 + p, nibbles(&self.map.dscp[k8..k8 + 8]));
+        }
+        w[24] = (reg::PCP, nibbles(&self.map.pcp));
+        w
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -680,6 +825,44 @@ mod tests {
         assert_eq!(c.validate(), Err(EtsError::Sum(90)));
         c.bw[7] = 10;
         assert_eq!(c.validate(), Err(EtsError::StrictWithShare(7)));
+        c.bw = [50, 50, 0, 0, 0, 0, 0, 0];
+        c.prio_tc[5] = 8;
+        assert_eq!(c.validate(), Err(EtsError::Class(5)));
+    }
+
+    /// Several priorities in one traffic class (802.1Qaz's priority assignment table):
+    /// priorities 1 and 2 in class 1, priority 3 in class 3, ETS 50/50 between the
+    /// classes. The two classes' bytes follow the shares within 2 % whatever the frame
+    /// sizes; within class 1 the priorities take turns frame by frame. A strict class's
+    /// priorities go first, and a class is eligible whenever one of its priorities is.
+    #[test]
+    fn priorities_of_one_class_share_its_share() {
+        let mut cfg = EtsConfig::STRICT;
+        cfg.prio_tc = [0, 1, 1, 3, 4, 5, 6, 7];
+        cfg.strict = Priorities(0b1111_0101);
+        cfg.bw[1] = 50;
+        cfg.bw[3] = 50;
+        cfg.validate().unwrap();
+        assert_eq!(cfg.classes(Priorities(0b1110)), Priorities(0b1010));
+        assert!(!cfg.one_class_per_priority() && EtsConfig::EQUAL.one_class_per_priority());
+        let sizes = [0, 1024, 2048, 4096, 0, 0, 0, 0];
+        let sent = run(&cfg, sizes, Priorities(0b1110), 30_000);
+        let class1 = (sent[1] + sent[2]) as f64 / (sent[1] + sent[2] + sent[3]) as f64;
+        assert!((class1 - 0.5).abs() <= 0.01, "class 1 got {class1}");
+        // Frames in turn: twice the bytes for the priority of twice the frame size.
+        let ratio = sent[2] as f64 / sent[1] as f64;
+        assert!((ratio - 2.0).abs() < 0.01, "{ratio}");
+        // Priority 2 alone keeps its class's share against priority 3.
+        let sent = run(&cfg, sizes, Priorities(0b1100), 30_000);
+        let class1 = sent[2] as f64 / (sent[2] + sent[3]) as f64;
+        assert!((class1 - 0.5).abs() <= 0.01, "{class1}");
+        // Priorities 1 and 2 as one strict class: they starve class 3.
+        cfg.strict = Priorities(0b1111_0111);
+        cfg.bw[1] = 0;
+        cfg.bw[3] = 100;
+        let sent = run(&cfg, sizes, Priorities(0b1110), 100);
+        assert_eq!(sent[3], 0);
+        assert_eq!(sent[1] / 1024, sent[2] / 2048, "in turn");
     }
 
     /// Bytes each class sends when all of `busy` always have frames of the given sizes.
@@ -717,6 +900,7 @@ mod tests {
         let cfg = EtsConfig {
             strict: Priorities(0b1111_1100),
             bw: [50, 50, 0, 0, 0, 0, 0, 0],
+            prio_tc: ONE_CLASS_PER_PRIORITY,
         };
         let mut ets = Ets::default();
         // Class 0 alone for 1000 frames: it takes the whole link.

@@ -14,6 +14,7 @@
 use crate::model::NicModel;
 use roce_core::engine::PortConfig;
 use roce_hdl_sim::soc::{FirmwareStats, Soc, SocError, NS_PER_CYCLE};
+use roce_hdl_sim::{DcbCounters, DcbCycle};
 use roce_host::{Device, HostMemory};
 use std::cell::{Cell, RefCell};
 use std::path::Path;
@@ -102,6 +103,17 @@ impl SocNic {
         let mut soc = self.soc.borrow_mut();
         soc.run(cycles);
         self.log.borrow_mut().extend(soc.take_log());
+    }
+
+    /// Records what the SoC's DCB block shows each cycle from now on (`on`), or stops
+    /// ([`Soc::watch_dcb`]).
+    pub fn watch_dcb(&self, on: bool) {
+        self.soc.borrow_mut().watch_dcb(on);
+    }
+
+    /// The DCB block's cycles recorded since the last call ([`Soc::take_dcb`]).
+    pub fn take_dcb(&self) -> Vec<(DcbCycle, DcbCounters)> {
+        self.soc.borrow_mut().take_dcb()
     }
 
     /// What the firmware measured of itself (busy polls, frames, cycles, instructions).

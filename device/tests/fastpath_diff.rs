@@ -706,7 +706,6 @@ proptest! {
 
     /// The software model's context cache.
     #[test]
-    #[ignore = "ICM QPs are kept off the fast path until the cache loses no frames (firmware/src/runtime.rs fp_refresh, host-driver/tests/qp_scale.rs)"]
     fn model_context_cache_matches_the_engine(
         mtu in mtu(),
         wrs in aliasing_wrs(),
@@ -718,7 +717,6 @@ proptest! {
 
     /// The RTL's (`fp_rx_check`'s tag match).
     #[test]
-    #[ignore = "ICM QPs are kept off the fast path until the cache loses no frames (firmware/src/runtime.rs fp_refresh, host-driver/tests/qp_scale.rs)"]
     fn rtl_context_cache_matches_the_engine(
         mtu in mtu(),
         wrs in aliasing_wrs(),

@@ -3,7 +3,9 @@
 //! (QUERY_DEVICE) and reaches it only through its register port and its DMA engine;
 //! RC SEND, WRITE, READ, FETCH_AND_ADD and CMP_AND_SWP between verbs applications carry
 //! the right data, also with 1 % of the frames lost on the wire; the firmware's own
-//! frame counts match what the wire carried.
+//! frame counts match what the wire carried. PFC on the SoC's DCB block (received
+//! pauses stop only their priority, XOFF/XON from its receive buffer) is the model's,
+//! cycle for cycle.
 //!
 //! Without the image the tests print SKIPPED and pass, unless `ROCE_SOC_REQUIRED=1`
 //! (what `cargo xtask ci`'s `soc` step sets after making the image); without the model
@@ -11,12 +13,19 @@
 
 mod soc_pair;
 
+use roce_core::dcb::{DcbRegs, PfcThresholds, Priorities};
+use roce_core::engine::DcbConfig;
 use roce_core::memory::AccessFlags;
 use roce_core::num::Psn;
-use roce_core::transport::{ipv4_gid, QpType, SendFlags, SendWr, WcStatus, WrOp};
-use roce_device::soc::{test_image, SocNic};
+use roce_core::transport::{ipv4_gid, Mtu, QpType, SendFlags, SendWr, WcStatus, WrOp};
+use roce_core::wire::ethernet::MacAddr;
+use roce_core::wire::pfc::PfcRepr;
+use roce_device::soc::{test_image, SocNic, CLOCK_HZ};
+use roce_device::NicModel;
+use roce_hdl_sim::{DcbCounters, DcbLockstep};
 use roce_host::{ConnectOptions, Context, QueuePair};
 use soc_pair::{connect, mac, pair, rc_ops, Wire};
+use std::rc::Rc;
 
 #[test]
 fn rc_between_two_socs() {
@@ -46,6 +55,78 @@ fn rc_between_two_socs() {
         );
     }
 }
+
+/// Issue 14's budget lines on the SoC: one 64 KiB RDMA WRITE at path MTU 4096 (16 data
+/// packets) from SoC 0 to SoC 1, the instructions each SoC's firmware retired in the
+/// polls that found work (`minstret`, as the firmware counts itself), per data packet:
+/// the sender's and the receiver's, as the QEMU self-test reports them. The SoC has no
+/// fast-path RTL, so these are the firmware-only figures (BENCHMARKS.md). The bounds
+/// are what this version reaches with ~15 % margin.
+#[test]
+fn budget_of_a_64k_write_at_mtu_4096_per_end() {
+    const LEN: usize = 65536;
+    const PACKETS: u64 = 16;
+    let Some(image) = test_image() else { return };
+    let opts = ConnectOptions {
+        mtu: roce_core::transport::Mtu::Mtu4096,
+        timeout: 14,
+        ..ConnectOptions::default()
+    };
+    let mut p = soc_pair::pair_with(&image, 0.0, &opts);
+    let data: Vec<u8> = (0..LEN).map(|i| (i * 7 + i / 4096) as u8).collect();
+    p.mr[0].write(0, &data).unwrap();
+    // The set-up's last polls settle first.
+    for _ in 0..20 {
+        p.wire.step(2_000);
+    }
+    let before = p.wire.nics.each_ref().map(|n| n.firmware_stats());
+    let wr = SendWr::new(
+        7,
+        WrOp::RdmaWrite {
+            remote_addr: p.mr[1].addr(),
+            rkey: p.mr[1].rkey(),
+        },
+    )
+    .sge(p.mr[0].addr(), LEN as u32, p.mr[0].lkey())
+    .flags(SendFlags::SIGNALED);
+    p.qp[0].post_send(&wr).unwrap();
+    let wc = p.wire.completions(&p.cq[0], 1, 200_000_000);
+    assert_eq!((wc[0].wr_id, wc[0].status), (7, WcStatus::Success));
+    let s = p.wire.nics.each_ref().map(|n| n.firmware_stats());
+    let d = [s[0].since(&before[0]), s[1].since(&before[1])];
+    let mut got = vec![0; LEN];
+    p.mr[1].read(0, &mut got).unwrap();
+    assert!(got == data, "the WRITE's data differ at SoC 1");
+    assert_eq!(
+        (d[0].frames_tx, d[1].frames_rx),
+        (PACKETS as u32, PACKETS as u32),
+        "the data packets each end counted"
+    );
+    let per = [d[0].busy_instret / PACKETS, d[1].busy_instret / PACKETS];
+    for ((end, d), per) in ["sender", "receiver"].iter().zip(&d).zip(per) {
+        eprintln!(
+            "budget (SoC, firmware only): 1 x RDMA WRITE of {LEN} B at MTU 4096: {end}: {} instructions in {} busy polls = {} per data packet ({} cycles per data packet, CPI {:.2}; {} frames sent, {} received)",
+            d.busy_instret,
+            d.busy_polls,
+            per,
+            d.busy_cycles / PACKETS,
+            d.busy_cycles as f64 / d.busy_instret.max(1) as f64,
+            d.frames_tx,
+            d.frames_rx
+        );
+    }
+    assert!(
+        per[0] <= SOC_SENDER_BUDGET && per[1] <= SOC_RECEIVER_BUDGET,
+        "SoC firmware per data packet regressed: sender {}, receiver {}",
+        per[0],
+        per[1]
+    );
+}
+
+/// What the SoC's firmware reaches per data packet (see the test above: sender 86,149,
+/// receiver 57,179 on 2026-12-02, BENCHMARKS.md "The NIC SoC"), with ~15 % margin.
+const SOC_SENDER_BUDGET: u64 = 99_000;
+const SOC_RECEIVER_BUDGET: u64 = 66_000;
 
 #[test]
 fn rc_between_two_socs_with_one_percent_loss() {
@@ -122,4 +203,248 @@ fn qps_in_host_memory_ring_through_qp_db() {
     // Each QP that rang comes in about once (it may be pushed out and back while it
     // waits for its ACK); not every stored QP at every doorbell.
     assert!(misses <= N as u64 + 4, "{misses} misses for {N} doorbells");
+}
+
+/// The SoC's port: 5 Gb/s (`nic_soc`'s `LINK_BPC_Q8`, 50 bit times a cycle at 100 MHz).
+const SOC_LINK_BPS: u64 = 5_000_000_000;
+/// The lossless priority of the PFC test, and its QP's traffic class (DSCP 24, which
+/// the default map makes priority 3).
+const PFC_PRIO: u8 = 3;
+const PFC_TCLASS: u8 = 24 << 2;
+
+/// Two SoCs back to back with a [`DcbLockstep`] beside each one's DCB block: every
+/// cycle of the block is checked against the model, every frame it sends against the
+/// model's, every frame it receives is fed to both.
+struct DcbWire {
+    nics: [Rc<SocNic>; 2],
+    check: [DcbLockstep; 2],
+    /// The cycles at which each SoC's block started a data frame, and its priority.
+    starts: [Vec<(u64, u8)>; 2],
+    /// The intervals (first cycle, first cycle after) in which each SoC had
+    /// [`PFC_PRIO`] paused.
+    paused: [Vec<(u64, u64)>; 2],
+    /// A data frame of [`PFC_PRIO`] that SoC 0 sent.
+    sample: Option<Vec<u8>>,
+    /// Each block's counters as of its last cycle.
+    counters: [DcbCounters; 2],
+}
+
+impl DcbWire {
+    fn step(&mut self, cycles: u64) {
+        for (i, n) in self.nics.iter().enumerate() {
+            n.run(cycles);
+            for (c, k) in n.take_dcb() {
+                if let Err(e) = self.check[i].check(&c, &k) {
+                    panic!("SoC {i}'s DCB block is not the model's: {e}");
+                }
+                self.counters[i] = k;
+                if let Some((_, p)) = c.decision {
+                    self.starts[i].push((c.cycle, p));
+                }
+                let on = c.paused.contains(PFC_PRIO);
+                match self.paused[i].last_mut() {
+                    Some((_, end)) if *end == c.cycle && on => *end += 1,
+                    _ if on => self.paused[i].push((c.cycle, c.cycle + 1)),
+                    _ => {}
+                }
+            }
+        }
+        let mut buf = vec![0u8; 8192];
+        for (from, to) in [(0, 1), (1, 0)] {
+            while let Some(n) = self.nics[from].transmit_frame(&mut buf) {
+                let f = &buf[..n];
+                let at = self.nics[from].cycles();
+                if let Err(e) = self.check[from].wire_frame(f, at) {
+                    panic!("SoC {from} sent a frame the model did not: {e}");
+                }
+                let prio = self.check[from].regs().map.of_frame(f);
+                if from == 0 && prio == PFC_PRIO && n > 1000 && self.sample.is_none() {
+                    self.sample = Some(f.to_vec());
+                }
+                self.inject(to, f);
+            }
+        }
+    }
+
+    fn inject(&mut self, to: usize, frame: &[u8]) {
+        self.check[to].rx_pushed(frame);
+        self.nics[to].receive_frame(frame);
+    }
+
+    /// Data frames SoC `i` started in `[from, to)`, of priority `prio`.
+    fn started(&self, i: usize, prio: u8, (from, to): (u64, u64)) -> usize {
+        self.starts[i]
+            .iter()
+            .filter(|&&(c, p)| p == prio && (from..to).contains(&c))
+            .count()
+    }
+}
+
+/// PFC on the SoC (`docs/dcb.md` §3): the DCB block between the datapath and the wire
+/// (no transmit queues), set up by the firmware from MODIFY_DCB, runs beside the model
+/// (`DcbLockstep::without_queues`, every cycle, both SoCs). Priority 3 is lossless, two
+/// QPs (priorities 0 and 3) stream WRITEs from SoC 0 to SoC 1.
+/// * Reception: once both QPs send, a PFC frame pausing priority 3 for 50,000 quanta
+///   (and priority 5, which has no PFC) stops SoC 0's priority 3 for 50,000 x 512 bit
+///   times at 5 Gb/s = 5.12 ms = 512,000 cycles, counted by hand; priority 0 keeps
+///   sending meanwhile (the firmware builds a frame in about 25,000 cycles).
+/// * Generation: twenty copies of a 1 KiB frame of priority 3 arriving at once fill the
+///   datapath's 16 KiB ring behind the block (about 12 of them; the firmware reads
+///   frames from there) and take the block's receive buffer over its XOFF threshold
+///   (4,096 bytes): it sends XOFF, then XON once the firmware has drained it to 2,048;
+///   SoC 0 honours the pause. (The ring's frames are not counted for PFC:
+///   `docs/dcb.md` §3.)
+/// Every WRITE completes with its data.
+#[test]
+fn pfc_on_the_soc_is_the_models() {
+    let Some(image) = test_image() else { return };
+    const N: usize = 4;
+    const LEN: usize = 4096;
+    const QUANTA: u16 = 50_000;
+    let nics =
+        [1u8, 2].map(|l| SocNic::new(&image, mac(l), ipv4_gid([10, 0, 0, l]), None).unwrap());
+    let ctx = nics.clone().map(|n| Context::open(n).unwrap());
+    let dcb = DcbConfig {
+        pfc_enable: 1 << PFC_PRIO,
+        pfc_thresholds: PfcThresholds {
+            xoff: 4096,
+            xon: 2048,
+            quanta: QUANTA,
+        },
+        ..DcbConfig::OFF
+    };
+    for c in &ctx {
+        c.set_dcb(&dcb).unwrap();
+    }
+    let access = AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE;
+    let pd = ctx.each_ref().map(|c| c.alloc_pd().unwrap());
+    let cq = ctx.each_ref().map(|c| c.create_cq(4 * N).unwrap());
+    let mr = pd
+        .each_ref()
+        .map(|p| p.reg_mr(2 * N * LEN, access).unwrap());
+    let qp: Vec<[QueuePair; 2]> = [0, PFC_TCLASS]
+        .iter()
+        .map(|&tc| {
+            let q = [0, 1].map(|i| pd[i].create_qp(QpType::Rc, &cq[i], &cq[i]).build().unwrap());
+            let opts = ConnectOptions {
+                traffic_class: tc,
+                mtu: Mtu::Mtu1024,
+                ..ConnectOptions::default()
+            };
+            connect(&ctx, [&q[0], &q[1]], Psn::new(0x100), &opts);
+            q
+        })
+        .collect();
+    // The blocks as the firmware configured them: the model starts from here.
+    let regs = |l: u8| dcb.registers(mac(l), DcbRegs::bits_per_cycle(SOC_LINK_BPS, CLOCK_HZ));
+    let ns = 1_000_000_000 / CLOCK_HZ;
+    let mut w = DcbWire {
+        check: [1, 2].map(|l| DcbLockstep::without_queues(regs(l), ns, SOC_LINK_BPS)),
+        nics,
+        starts: Default::default(),
+        paused: Default::default(),
+        sample: None,
+        counters: Default::default(),
+    };
+    for n in &w.nics {
+        n.watch_dcb(true);
+    }
+
+    let src: Vec<u8> = (0..2 * N * LEN).map(|i| (i * 7 + i / 251) as u8).collect();
+    mr[0].write(0, &src).unwrap();
+    let mut pause = PfcRepr::default();
+    pause.enable = 1 << PFC_PRIO | 1 << 5;
+    pause.quanta[usize::from(PFC_PRIO)] = QUANTA;
+    pause.quanta[5] = 9000;
+    let mut frame = [0u8; 64];
+    let n = pause.emit_frame(MacAddr(mac(9)), &mut frame).unwrap();
+    for (k, q) in qp.iter().enumerate() {
+        for j in 0..N {
+            let off = ((k * N + j) * LEN) as u64;
+            let wr = SendWr::new(off, WrOp::rdma_write(mr[1].addr() + off, mr[1].rkey()))
+                .sge(mr[0].addr() + off, LEN as u32, mr[0].lkey())
+                .flags(SendFlags::SIGNALED);
+            q[0].post_send(&wr).unwrap();
+        }
+    }
+    let start = w.nics[0].cycles();
+    while w.starts[0].len() < 2 {
+        assert!(
+            w.nics[0].cycles() - start < 2_000_000,
+            "SoC 0 sends nothing"
+        );
+        w.step(2_000);
+    }
+    w.inject(0, &frame[..n]);
+    let mut done = 0;
+    let mut wcs = [Default::default(); 8];
+    while done < 2 * N {
+        assert!(
+            w.nics[0].cycles() - start < 20_000_000,
+            "{done} of {} WRITEs",
+            2 * N
+        );
+        w.step(2_000);
+        for wc in cq[0].poll(&mut wcs).unwrap() {
+            assert_eq!(wc.status, WcStatus::Success, "{wc:?}");
+            done += 1;
+        }
+    }
+    assert_eq!(mr[1].to_vec(), src);
+
+    // Reception: one pause of priority 3, exactly as long as the hand count says (the
+    // model checked every cycle of it); only priority 0 started frames meanwhile.
+    let hand = u64::from(QUANTA) * 512 * CLOCK_HZ / SOC_LINK_BPS;
+    assert_eq!(hand, 512_000);
+    let [(t0, t1)] = w.paused[0][..] else {
+        panic!("SoC 0's pauses of priority 3: {:?}", w.paused[0]);
+    };
+    assert_eq!(t1 - t0, hand, "paused from cycle {t0} to {t1}");
+    let (p0, p3) = (
+        w.started(0, 0, (t0 + 1, t1 + 1)),
+        w.started(0, PFC_PRIO, (t0 + 1, t1 + 1)),
+    );
+    eprintln!("during SoC 0's pause: {p0} frames of priority 0, {p3} of priority 3 started");
+
+    assert!(p0 >= 8 && p3 == 0, "{p0} frames of priority 0, {p3} of 3");
+    assert!(w.started(0, PFC_PRIO, (t1 + 1, u64::MAX)) > 0);
+    assert_eq!(w.check[0].max_paused, Priorities::only(PFC_PRIO));
+
+    // Generation: twenty copies of a WRITE packet of priority 3 (duplicates SoC 1 has
+    // had).
+    let sample = w.sample.clone().expect("SoC 0 sent frames of priority 3");
+    assert!(
+        (1000..1200).contains(&sample.len()),
+        "{} bytes",
+        sample.len()
+    );
+    for _ in 0..20 {
+        w.inject(1, &sample);
+    }
+    let mut waited = 0;
+    while w.check[1].takes < 2 || w.paused[0].len() < 2 || w.counters[0].rx_pfc_frames < 2 {
+        waited += 2_000;
+        assert!(
+            waited < 2_000_000,
+            "no XOFF and XON from SoC 1: {:?}",
+            w.paused[0]
+        );
+        w.step(2_000);
+    }
+    let c1 = &w.check[1];
+    eprintln!(
+        "SoC 1: {} PFC frames sent ({} refreshes), SoC 0 paused {:?}",
+        c1.takes, c1.fires, w.paused[0]
+    );
+    assert_eq!(c1.max_xoff, Priorities::only(PFC_PRIO));
+    assert!(c1.takes >= 2, "an XOFF and an XON: {} PFC frames", c1.takes);
+    assert_eq!(
+        w.paused[0].len(),
+        2,
+        "SoC 0 honoured SoC 1's XOFF: {:?}",
+        w.paused[0]
+    );
+    for (i, k) in w.counters.iter().enumerate() {
+        assert_eq!(k.rx_drops, 0, "SoC {i}'s receive buffer dropped frames");
+    }
 }

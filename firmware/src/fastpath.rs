@@ -9,6 +9,7 @@
 //! firmware's (the QEMU self-test's budget lines leave them out, as they leave out the
 //! DMA copies and the ICRC).
 
+use crate::abi::Cqe;
 use crate::hal::{Datapath, FastPath, FastPathCounters};
 use crate::runtime::FRAME_BUF;
 use heapless::Deque;
@@ -20,7 +21,9 @@ use roce_core::fastpath::{
 };
 use roce_core::memory::Dma;
 use roce_core::num::Qpn;
+use roce_core::transport::{WcFlags, WcOpcode, WcStatus, WorkCompletion};
 use roce_core::wire;
+use zerocopy::IntoBytes;
 
 /// Descriptors the TX ring holds (all QPs).
 const TXQ: usize = 32;
@@ -34,6 +37,96 @@ const EVQ: usize = 16;
 const SLOTS: usize = 4;
 /// MR table entries.
 const MRT: usize = 64;
+/// CQs the CQE writer holds (CQ numbers 0..CQ_ENTRIES).
+pub const CQ_ENTRIES: usize = 64;
+
+/// One host CQ ring as the CQE writer holds it (`docs/fastpath.md` §3.7).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CqRing {
+    /// The ring's host address and log2 of its entries.
+    pub ring: u64,
+    pub log_depth: u8,
+    /// The next index written (the ring's one producer index).
+    pub pi: u32,
+    /// The host's consumer index as last seen: the room the writer counts on. It never
+    /// runs ahead of the host's, so a stale one only leaves a CQE to the firmware.
+    pub ci: u32,
+}
+
+/// The hardware's CQE writer: per CQ, where its ring is and its producer index. The
+/// response path writes through it the CQEs of the signaled messages a response
+/// retires; the firmware, for the CQs it handed over, reads and advances the same
+/// producer index when it writes a CQE itself.
+#[derive(Clone, Debug)]
+pub struct CqWriter {
+    cqs: [Option<CqRing>; CQ_ENTRIES],
+}
+
+impl Default for CqWriter {
+    fn default() -> Self {
+        Self {
+            cqs: [None; CQ_ENTRIES],
+        }
+    }
+}
+
+impl CqWriter {
+    /// CQ `cq`'s ring, if the writer holds it.
+    pub fn get(&self, cq: u16) -> Option<CqRing> {
+        self.cqs.get(usize::from(cq)).copied().flatten()
+    }
+
+    /// Hands CQ `cq`'s ring to the writer (None: takes it back). False when `cq` is
+    /// past the writer's table (the firmware keeps that CQ to itself).
+    pub fn set(&mut self, cq: u16, ring: Option<CqRing>) -> bool {
+        match self.cqs.get_mut(usize::from(cq)) {
+            Some(s) => {
+                *s = ring;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Writes `wcs` (a response's retirements) into CQ `cq` if the ring has room for
+    /// all of them by the consumer index the writer last saw; false (nothing written)
+    /// otherwise. The firmware then writes them itself.
+    fn write_all(&mut self, cq: u16, wcs: &[WorkCompletion], dma: &mut dyn Dma) -> bool {
+        let Some(Some(r)) = self.cqs.get_mut(usize::from(cq)) else {
+            return false;
+        };
+        let used = r.pi.wrapping_sub(r.ci);
+        if used.saturating_add(wcs.len() as u32) > 1u32 << r.log_depth {
+            return false;
+        }
+        for wc in wcs {
+            let cqe = Cqe::from_wc(wc, r.pi, r.log_depth);
+            let at = r.ring + u64::from(r.pi & ((1u32 << r.log_depth) - 1)) * 32;
+            // A ring the host cannot take is the host's fault: the CQE is lost as the
+            // firmware's own would be (its ring is registered memory).
+            let _ = dma.write(at, cqe.as_bytes());
+            r.pi = r.pi.wrapping_add(1);
+        }
+        true
+    }
+}
+
+/// The completion of an in-flight message retired by a response, as the engine makes
+/// it (`complete_front_send`).
+fn send_wc(qpn: Qpn, wr_id: u64, op: MsgOp, byte_len: u32) -> WorkCompletion {
+    let opcode = match op {
+        MsgOp::Write | MsgOp::WriteWithImm(_) => WcOpcode::RdmaWrite,
+        MsgOp::Read => WcOpcode::RdmaRead,
+        _ => WcOpcode::Send,
+    };
+    let mut wc = WorkCompletion::new(wr_id, qpn, opcode, WcStatus::Success);
+    wc.byte_len = byte_len;
+    if let MsgOp::SendWithImm(imm) | MsgOp::WriteWithImm(imm) = op {
+        wc.imm_data = imm;
+        wc.wc_flags = WcFlags::WITH_IMM;
+    }
+    wc
+}
 
 /// One QP's memories.
 #[derive(Clone, Debug)]
@@ -43,6 +136,8 @@ struct QpMem {
     inflight: Deque<Inflight, INFLIGHT>,
     /// Next packet of the QP's oldest queued descriptor, once started.
     next_pkt: Option<u32>,
+    /// The CQ the CQE writer writes the QP's send completions into.
+    send_cq: Option<u16>,
 }
 
 impl Default for QpMem {
@@ -52,6 +147,7 @@ impl Default for QpMem {
             rctx: [0; RCTX_LEN],
             inflight: Deque::new(),
             next_pkt: None,
+            send_cq: None,
         }
     }
 }
@@ -78,6 +174,7 @@ pub struct FastPathPort<P, const QPS: usize> {
     counters: FastPathCounters,
     /// The context cache's hits and misses (`FastPath::ctx_hits_misses`).
     ctx: [u64; 2],
+    cqw: CqWriter,
     buf: [u8; FRAME_BUF],
 }
 
@@ -102,6 +199,7 @@ impl<P: Datapath, const QPS: usize> FastPathPort<P, QPS> {
             bypass: false,
             counters: FastPathCounters::default(),
             ctx: [0; 2],
+            cqw: CqWriter::default(),
             buf: [0; FRAME_BUF],
         }
     }
@@ -143,7 +241,15 @@ impl<P: Datapath, const QPS: usize> FastPathPort<P, QPS> {
                     } else if q.rctx[0] == 1 {
                         self.ctx[0] += 1;
                     }
-                    dispatch(&self.port, q, qpn, &pkt, &self.mrt, dma)
+                    // What a response would retire, before the rule pops it.
+                    let cqes = retiring_cqes(q, qpn, &pkt);
+                    let mut out = dispatch(&self.port, q, qpn, &pkt, &self.mrt, dma);
+                    if let (Some(Event::Acked { done, cqe, .. }), Some(cq), Some((n, wcs))) =
+                        (&mut out.event, q.send_cq, cqes)
+                    {
+                        *cqe = usize::from(*done) == n && self.cqw.write_all(cq, &wcs, dma);
+                    }
+                    out
                 }
                 None => RxOutcome::exception(qpn, &pkt, Exception::Off),
             };
@@ -268,7 +374,7 @@ impl<P: Datapath, const QPS: usize> FastPathPort<P, QPS> {
 
     /// Takes a descriptor into the ring: FLUSH acts at once, a new message joins the
     /// QP's in-flight list.
-    fn accept(&mut self, m: TxMsg) -> bool {
+    fn accept(&mut self, m: TxMsg, cqe: Option<u64>) -> bool {
         let s = Self::slot_of(m.qpn);
         let Some(q) = self.qps.get_mut(s) else {
             return false;
@@ -298,6 +404,7 @@ impl<P: Datapath, const QPS: usize> FastPathPort<P, QPS> {
                 last_psn: m.last_psn(ctx.mtu),
                 length: m.length,
                 sges: m.sges.clone(),
+                cqe: cqe.map(|wr_id| (wr_id, m.op)),
             };
             if q.inflight.push_back(entry).is_err() {
                 return false;
@@ -330,6 +437,34 @@ fn dispatch(
     q.rctx = layout::encode_rctx(&rctx);
     q.sctx = layout::encode_sctx(&sctx);
     out
+}
+
+/// The completions the CQE writer would write if response `pkt` retires what it
+/// acknowledges (the in-flight messages that end at or before its PSN): how many
+/// messages that is, and the completions of those that asked for a CQE. None for a
+/// request.
+fn retiring_cqes(
+    q: &QpMem,
+    qpn: Qpn,
+    pkt: &wire::Packet<'_>,
+) -> Option<(usize, heapless::Vec<WorkCompletion, INFLIGHT>)> {
+    use roce_core::wire::opcode::Operation;
+    if !matches!(
+        pkt.info().operation,
+        Operation::Acknowledge | Operation::RdmaReadResponse
+    ) {
+        return None;
+    }
+    let psn = pkt.psn();
+    let mut wcs = heapless::Vec::new();
+    let mut n = 0;
+    for m in q.inflight.iter().take_while(|m| !psn.before(m.last_psn)) {
+        n += 1;
+        if let Some((wr_id, op)) = m.cqe {
+            let _ = wcs.push(send_wc(qpn, wr_id, op, m.length));
+        }
+    }
+    Some((n, wcs))
 }
 
 /// Removes entry `i` of a deque.
@@ -422,7 +557,7 @@ impl<P: Datapath, const QPS: usize> FastPath for FastPathPort<P, QPS> {
 
     fn post_tx(&mut self, desc: &[u8; TXD_LEN]) -> bool {
         match layout::decode_txd(desc) {
-            Ok(m) if !self.txq.is_full() => self.accept(m),
+            Ok(m) if !self.txq.is_full() => self.accept(m, layout::txd_cqe(desc)),
             _ => false,
         }
     }
@@ -456,6 +591,16 @@ impl<P: Datapath, const QPS: usize> FastPath for FastPathPort<P, QPS> {
 
     fn ctx_hits_misses(&self) -> [u64; 2] {
         self.ctx
+    }
+
+    fn cq_writer(&mut self) -> Option<&mut CqWriter> {
+        Some(&mut self.cqw)
+    }
+
+    fn set_send_cq(&mut self, qpn: Qpn, cq: Option<u16>) {
+        if let Some(q) = self.qp(qpn) {
+            q.send_cq = cq;
+        }
     }
 
     fn counters(&self) -> FastPathCounters {

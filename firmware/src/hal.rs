@@ -4,9 +4,12 @@
 
 use crate::abi::reg;
 use roce_core::dcb::Priorities;
+use roce_core::engine::DcbConfig;
 use roce_core::fastpath::layout::{EVENT_LEN, MR_LEN, RCTX_LEN, SCTX_LEN, TXD_LEN};
 use roce_core::memory::Dma;
 use roce_core::num::Qpn;
+
+pub use crate::fastpath::CqWriter;
 
 /// Where frames enter and leave the NIC.
 ///
@@ -29,6 +32,12 @@ pub trait Datapath {
         } else {
             Priorities::ALL
         }
+    }
+    /// The port's DCB settings and MAC (the source of its PFC frames) changed: a
+    /// datapath with a DCB block in hardware (the SoC's, `docs/dcb.md` §3) writes its
+    /// registers. The default has none.
+    fn set_dcb(&mut self, dcb: &DcbConfig, mac: [u8; 6]) {
+        let _ = (dcb, mac);
     }
     /// Copies the next received frame into `buf` and returns its length.
     fn receive(&mut self, buf: &mut [u8]) -> Option<usize>;
@@ -86,6 +95,17 @@ pub trait FastPath {
     /// on), and frames whose entry held another QP's. Read when the host asks, not
     /// every poll.
     fn ctx_hits_misses(&self) -> [u64; 2];
+    /// The hardware's CQE writer (`docs/fastpath.md` §3.7), if it has one: it writes
+    /// the CQE of a signaled message a response retires into the QP's send CQ, and the
+    /// firmware writes its own CQEs of the CQs it holds at its producer index, so each
+    /// host ring has one producer index. None: the firmware writes every CQE.
+    fn cq_writer(&mut self) -> Option<&mut CqWriter> {
+        None
+    }
+    /// Tells the CQE writer QP `qpn`'s send CQ (None: it writes none of the QP's CQEs).
+    fn set_send_cq(&mut self, qpn: Qpn, cq: Option<u16>) {
+        let _ = (qpn, cq);
+    }
 }
 
 /// What the fast path counted (part of the port's counter set, so it lives in the ABI).

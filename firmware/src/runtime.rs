@@ -9,6 +9,7 @@
 use crate::abi::{
     self, reg, CmdEntry, CmdOp, CmdStatus, Cqe, DecodeError, EventStatus, RecvWqe, SendWqe,
 };
+use crate::fastpath::CqRing;
 use crate::hal::{Datapath, Hal, QpMap, QP_MAP_WORDS};
 use roce_core::dcb::Priorities;
 use roce_core::engine::{CqHandle, Engine, PortConfig, QPN_BASE};
@@ -219,7 +220,9 @@ impl<
         status.set_ready(true);
         hal.reg_write(reg::STATUS, status.0);
         hal.reg_write(reg::CMDQ_CI, 0);
-        if let Some(fp) = hal.datapath().fastpath() {
+        let dp = hal.datapath();
+        dp.set_dcb(&port.dcb, port.mac);
+        if let Some(fp) = dp.fastpath() {
             fp.set_port(port.mac, port.gid());
         }
     }
@@ -372,6 +375,9 @@ impl<
             // gave it anything to do.
             return false;
         }
+        // The completions the engine made since the fast path last ran go into the host
+        // rings first: a CQE the hardware writes next must not overtake them (§3.7).
+        any |= self.write_completions();
         let (dma, dp) = self.hal.split();
         if let Some(fp) = dp.fastpath() {
             let ran = fp.run(dma);
@@ -412,7 +418,9 @@ impl<
         any
     }
 
-    /// Handles the fast path's events in order.
+    /// Handles the fast path's events in order. Inlined into the poll (its idle cost;
+    /// `fp_settle` has its own copy).
+    #[inline(always)]
     fn fp_events(&mut self, now: Instant) -> bool {
         let mut any = false;
         loop {
@@ -445,8 +453,13 @@ impl<
                     let on = self.fp_of(qpn) != FpState::Off;
                     self.fp_msg_done(now, qpn, on, byte_len, solicited)
                 }
-                Event::Acked { psn, read, .. } => {
-                    self.engine.fastpath_acked(now, qpn, psn, read);
+                Event::Acked { psn, read, cqe, .. } => {
+                    self.engine.fastpath_acked(now, qpn, psn, read, cqe);
+                    if cqe {
+                        // The hardware wrote CQEs (§3.7): the host hears of them as of
+                        // the firmware's.
+                        self.raise(|e| e.set_completion(true));
+                    }
                 }
             }
         }
@@ -455,6 +468,16 @@ impl<
             self.fp_sync_mrs();
         }
         any
+    }
+
+    /// Handles the fast path's events waiting now, before the engine flushes or drops a
+    /// QP's work (MODIFY_QP, DESTROY_QP, a bad doorbell): an `ACKED` whose CQEs the
+    /// hardware wrote (§3.7) must reach the engine first, or it would complete those
+    /// WQEs a second time (flushed).
+    #[inline(never)]
+    fn fp_settle(&mut self) {
+        let now = Instant::from_nanos(self.hal.now());
+        self.fp_events(now);
     }
 
     /// An EXCEPTION event: the engine handles the frame (from where the hardware
@@ -543,14 +566,6 @@ impl<
     /// send WQEs comes on for its receive side only: its requester moves to descriptors
     /// once it has nothing under way.
     fn fp_refresh(&mut self, qpn: Qpn) {
-        // With an ICM, QPs run in firmware for now: putting ICM QPs on the fast path
-        // (1542928) left the receiving NIC with eight resident QPs it could never evict
-        // and every other QP's frames dropped (host-driver/tests/qp_scale.rs on
-        // `Model::FastPath`: RETRY_EXC_ERR on ~1,000 of 1,024 WRs). The RTL's tag check
-        // stays (hdl-sim `responses_equal_the_models`); docs/scale.md says what is open.
-        if self.icm.is_some() {
-            return;
-        }
         let Some(slot) = self.line(qpn) else {
             return;
         };
@@ -592,6 +607,7 @@ impl<
                 off.on = false;
                 fp.write_rctx(qpn, &layout::encode_rctx(&off));
                 fp.write_sctx(qpn, 0, &layout::encode_sctx(&sctx));
+                fp.set_send_cq(qpn, None);
                 let _ = self.engine.set_fastpath(qpn, false);
             }
             FpState::Recv | FpState::Full => {
@@ -601,6 +617,7 @@ impl<
                 let mut sctx = sctx;
                 sctx.valid = want == FpState::Full;
                 fp.write_sctx(qpn, 0, &layout::encode_sctx(&sctx));
+                fp.set_send_cq(qpn, sctx.valid.then_some(q.send_cq));
                 let _ = self.engine.set_fastpath(qpn, want == FpState::Full);
             }
         }
@@ -670,6 +687,7 @@ impl<
         sctx.valid = false;
         fp.write_rctx(qpn, &layout::encode_rctx(&rctx));
         fp.write_sctx(qpn, 0, &layout::encode_sctx(&sctx));
+        fp.set_send_cq(qpn, None);
         let _ = self.engine.set_fastpath(qpn, false);
         q.fp = FpState::Off;
         if let Some(s) = self.qps.get_mut(slot) {
@@ -821,6 +839,7 @@ impl<
     /// error state (its posted work flushes) and the host hears `QP_FATAL`, as
     /// `IBV_EVENT_QP_FATAL`. Returns true (something happened).
     fn fail_qp(&mut self, qpn: Qpn) -> bool {
+        self.fp_settle();
         self.counters.bad_doorbells += 1;
         let _ = self.engine.modify_qp(qpn, &QpAttr::to_state(QpState::Err));
         self.hal.reg_write(reg::EVENT_QPN, qpn.value());
@@ -885,12 +904,21 @@ impl<
     // -----------------------------------------------------------------------------------
     // Completions
 
+    /// Writes the completions the engine has into the host rings. Called twice a poll
+    /// (before the fast path runs again, and at the end): the look is inlined, the work
+    /// is not.
+    #[inline(always)]
     fn write_completions(&mut self) -> bool {
         // Nothing new from the engine and nothing left over from the last look (a full
         // host ring, a stashed completion): no CQ to visit.
         if !(self.engine.take_completion_news() || core::mem::take(&mut self.cq_left)) {
             return false;
         }
+        self.write_completions_now()
+    }
+
+    #[inline(never)]
+    fn write_completions_now(&mut self) -> bool {
         let mut any = false;
         for c in 0..self.cq_hi {
             // Most polls have nothing for most CQs: look before copying the CQ out.
@@ -903,10 +931,9 @@ impl<
             if idle {
                 continue;
             }
-            let Some(Some(cq)) = self.cqs.get(c).copied() else {
+            let Some(mut cq) = self.cq_out(c) else {
                 continue;
             };
-            let mut cq = cq;
             loop {
                 if !self.cq_has_room(&cq, c) {
                     if cq.stash.is_none() {
@@ -936,9 +963,7 @@ impl<
             }
             self.cq_left |=
                 cq.stash.is_some() || self.engine.completions_waiting(CqHandle(c as u16));
-            if let Some(s) = self.cqs.get_mut(c) {
-                *s = Some(cq);
-            }
+            self.cq_in(c, cq);
         }
         if any {
             self.raise(|e| e.set_completion(true));
@@ -953,7 +978,7 @@ impl<
 
     /// Writes one CQE (used for completions the runtime makes itself).
     fn push_cqe(&mut self, c: u16, wc: WorkCompletion) {
-        let Some(Some(mut cq)) = self.cqs.get(usize::from(c)).copied() else {
+        let Some(mut cq) = self.cq_out(usize::from(c)) else {
             return;
         };
         if self.cq_has_room(&cq, usize::from(c)) {
@@ -962,8 +987,46 @@ impl<
             cq.stash = Some(wc);
             self.cq_left = true;
         }
-        if let Some(s) = self.cqs.get_mut(usize::from(c)) {
+        self.cq_in(usize::from(c), cq);
+    }
+
+    /// CQ `c`'s state for writing CQEs into its ring: the producer index is the fast
+    /// path's CQE writer's when it holds the CQ (`docs/fastpath.md` §3.7: one producer
+    /// index per ring).
+    fn cq_out(&mut self, c: usize) -> Option<HostCq> {
+        let mut cq = (*self.cqs.get(c)?)?;
+        if let Some(r) = self.hw_cq(c) {
+            cq.pi = r.pi;
+        }
+        Some(cq)
+    }
+
+    /// Stores CQ `c`'s state after [`Self::cq_out`]: the CQE writer gets the producer
+    /// index back, and the host's consumer index as it is now (its room).
+    fn cq_in(&mut self, c: usize, cq: HostCq) {
+        if let Some(mut r) = self.hw_cq(c) {
+            r.pi = cq.pi;
+            r.ci = self.hal.reg_read(reg::cq_db(c as u32));
+            self.set_hw_cq(c, Some(r));
+        }
+        if let Some(s) = self.cqs.get_mut(c) {
             *s = Some(cq);
+        }
+    }
+
+    /// CQ `c`'s ring as the fast path's CQE writer holds it, if it does.
+    fn hw_cq(&mut self, c: usize) -> Option<CqRing> {
+        let (_, dp) = self.hal.split();
+        dp.fastpath()?.cq_writer()?.get(u16::try_from(c).ok()?)
+    }
+
+    /// Hands CQ `c`'s ring to the fast path's CQE writer (None: takes it back); false
+    /// when there is no writer or it has no room for the CQ.
+    fn set_hw_cq(&mut self, c: usize, ring: Option<CqRing>) -> bool {
+        let (_, dp) = self.hal.split();
+        match (dp.fastpath().and_then(|f| f.cq_writer()), u16::try_from(c)) {
+            (Some(w), Ok(c)) => w.set(c, ring),
+            _ => false,
         }
     }
 
@@ -1087,6 +1150,7 @@ impl<
             CmdOp::ModifyQp => {
                 let arg = abi::payload::<abi::QpAttrArg>(e);
                 let qpn = Qpn::new(arg.qpn.get());
+                self.fp_settle();
                 let r = match arg.to_attr() {
                     Ok(attr) => self.engine.modify_qp(qpn, &attr),
                     Err(_) => return CmdStatus::BadParam,
@@ -1217,6 +1281,13 @@ impl<
             stash: None,
             overflowed: false,
         });
+        let ring = CqRing {
+            ring: arg.ring.get(),
+            log_depth: arg.log_depth,
+            pi: 0,
+            ci: 0,
+        };
+        self.set_hw_cq(usize::from(cq.0), Some(ring));
         e.out = U32::new(u32::from(cq.0));
         CmdStatus::Ok
     }
@@ -1230,6 +1301,7 @@ impl<
                 if let Some(s) = self.cqs.get_mut(usize::from(c)) {
                     *s = None;
                 }
+                self.set_hw_cq(usize::from(c), None);
                 CmdStatus::Ok
             }
             Err(err) => status_of(&err),
@@ -1342,6 +1414,7 @@ impl<
     }
 
     fn destroy_qp(&mut self, qpn: Qpn) -> CmdStatus {
+        self.fp_settle();
         let (_, dp) = self.hal.split();
         if let Some(fp) = dp.fastpath() {
             fp.write_sctx(qpn, 0, &[0; layout::SCTX_LEN]);

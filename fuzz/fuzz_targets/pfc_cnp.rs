@@ -761,6 +761,7 @@ fn ets_config(b: &mut Bytes) -> EtsConfig {
     let raw = EtsConfig {
         strict: Priorities(b.u8()),
         bw: std::array::from_fn(|_| b.u8() % 101),
+        ..EtsConfig::STRICT
     };
     let ets: Vec<u8> = (0..8).filter(|&p| !raw.strict.contains(p)).collect();
     let sum: u32 = ets.iter().map(|&p| u32::from(raw.bw[usize::from(p)])).sum();
@@ -775,6 +776,7 @@ fn ets_config(b: &mut Bytes) -> EtsConfig {
     let mut cfg = EtsConfig {
         strict: raw.strict,
         bw: [0; 8],
+        ..EtsConfig::STRICT
     };
     let mut left = 100 - ets.len() as u8;
     for (i, &p) in ets.iter().enumerate() {

@@ -1,5 +1,6 @@
 // The Verilated SoC behind roce_hdl::SocModel (see soc_model.h).
 #include "roce-hdl-sim/csrc/soc_model.h"
+#include "roce-hdl-sim/csrc/dcb_observe.h"
 #include "roce-hdl-sim/src/soc_ffi.rs.h"
 
 #include <deque>
@@ -121,6 +122,8 @@ public:
         tfp_->open(std::string(path).c_str());
     }
 
+    void watch_dcb(bool on) override { watch_dcb_ = on; }
+
     void close_trace() override {
         if (tfp_) {
             tfp_->close();
@@ -150,6 +153,11 @@ private:
         const bool tx_hs = m_->tx_axis_tvalid;  // tready is always 1
         const bool log_hs = m_->log_valid;      // log_ready is always 1
         const bool dma_hs = m_->dma_req_valid;  // dma_req_ready is always 1
+        if (watch_dcb_) {
+            DcbOut obs{};
+            observe_dcb(*m_, obs);
+            host.dcb_cycle(obs);
+        }
         if (tx_hs) take_tx_beat();
         if (log_hs) log_.push_back(m_->log_data);
         DmaReq req{};
@@ -226,6 +234,7 @@ private:
     std::unique_ptr<VerilatedFstC> tfp_;
     std::string plusarg_;
     bool trace_ok_ = false;
+    bool watch_dcb_ = false;
     uint64_t cycles_ = 0;
     std::deque<std::vector<uint8_t>> rx_;
     size_t rx_off_ = 0;

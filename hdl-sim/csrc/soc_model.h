@@ -34,6 +34,8 @@ public:
     virtual uint64_t cycles() const = 0;
     virtual void open_trace(rust::Str path) = 0;
     virtual void close_trace() = 0;
+    // while on, every cycle hands what the DCB block showed to host.dcb_cycle
+    virtual void watch_dcb(bool on) = 0;
 };
 
 // image: the $readmemh file of the RAM; mac (6 bytes) and gid (16 bytes) as on

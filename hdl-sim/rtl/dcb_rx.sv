@@ -7,7 +7,8 @@
 // the pause timers; any other is counted and dropped. Every other frame
 // enters the receive buffer, which the datapath drains: a frame is admitted
 // whole if, at its first beat, the buffer has room for a frame of MAX_FRAME
-// bytes (else it is dropped and counted). The buffer reports each frame's
+// bytes (else it is dropped and counted; with HOLD_WIRE the frame waits at
+// the input, holding the wire back, until there is). The buffer reports each frame's
 // priority and length as it enters (`add`, at its last beat) and leaves
 // (`sub`, at its last beat out): the PFC generator's accounting.
 
@@ -21,7 +22,10 @@ module dcb_rx
     parameter int KEEP_WIDTH = DATA_WIDTH / 8,
     // receive buffer bytes; a power of two, at least twice MAX_FRAME
     parameter int BUF_BYTES = 65536,
-    parameter int MAX_FRAME = 4608
+    parameter int MAX_FRAME = 4608,
+    // 1: a frame the buffer has no room for waits (tready low) instead of being
+    // dropped: for a wire that can wait (the simulated SoC's), not a MAC's
+    parameter bit HOLD_WIRE = 1'b0
 ) (
     input  wire logic                     clk,
     input  wire logic                     rst,
@@ -144,7 +148,8 @@ module dcb_rx
   logic               c_fire, first, keep_frame, admit, wr;
   logic [15:0]        wlen, wlen_next;
 
-  assign c_ready = 1'b1;  // room is checked per frame, at its first beat
+  // room is checked per frame, at its first beat
+  assign c_ready = !HOLD_WIRE || !first || c_mac_ctl || admit;
   assign c_fire = c_valid && c_ready;
   assign admit = !c_mac_ctl && b_wr_ready
       && 32'(b_count) + MAX_BEATS + 2 <= BDEPTH && 32'(i_count) + 2 <= IDEPTH;

@@ -312,6 +312,17 @@ module fp_rx_check
     v.ev[8*EV_NET +: 8] = {5'd0, f.vlan_present, f.l3_kind - 2'd1};
     return v;
   endfunction
+
+  // what every verdict says of its frame: its payload, its QP and PSN
+  function automatic fp_rx_verdict_t of_frame(input fp_rx_verdict_t v, input rx_meta_t f);
+    fp_rx_verdict_t r;
+    r = v;
+    r.has_stream = f.stream_len != '0;
+    r.pay_len = f.payload_len;
+    r.ev[8*EV_QPN +: 24] = f.bth_destqp;
+    r.ev[8*EV_PSN +: 24] = f.bth_psn;
+    return r;
+  endfunction
   /* verilator lint_on UNUSEDSIGNAL */
 
   always_ff @(posedge clk) begin
@@ -570,10 +581,7 @@ module fp_rx_check
             v.ackd[8*AD_MSN +: 24] = k_msn_n;
           end
         end
-        v.has_stream = m.stream_len != '0;
-        v.pay_len = n;
-        v.ev[8*EV_QPN +: 24] = m.bth_destqp;
-        v.ev[8*EV_PSN +: 24] = m.bth_psn;
+        v = of_frame(v, m);
 
         // the context after the packet; after an exception only `held` changes
         w = c_raw;
@@ -708,10 +716,7 @@ module fp_rx_check
           if (done_q != '0) v.ev[8*EV_WQE +: 16] = wqe_q;
           v.ev[8*EV_UNA +: 24] = m.bth_psn + 24'd1;
         end
-        v.has_stream = m.stream_len != '0;
-        v.pay_len = n;
-        v.ev[8*EV_QPN +: 24] = m.bth_destqp;
-        v.ev[8*EV_PSN +: 24] = m.bth_psn;
+        v = of_frame(v, m);
         // the receive side's state is not the response's: only `held` changes
         w = c_raw;
         if (!take) w[8*RC_FLAGS + 2] = 1'b1;

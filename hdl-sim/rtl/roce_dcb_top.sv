@@ -25,7 +25,9 @@ module roce_dcb_top
     parameter int KEEP_WIDTH = DATA_WIDTH / 8,
     parameter int QUEUE_BYTES = 16384,
     parameter int BUF_BYTES = 65536,
-    parameter int MAX_FRAME = 4608
+    parameter int MAX_FRAME = 4608,
+    // dcb_rx: hold the wire back instead of dropping a frame without room
+    parameter bit HOLD_WIRE = 1'b0
 ) (
     input  wire logic                    clk,
     input  wire logic                    rst,
@@ -120,7 +122,8 @@ module roce_dcb_top
   dcb_rx #(
     .DATA_WIDTH(DATA_WIDTH),
     .BUF_BYTES(BUF_BYTES),
-    .MAX_FRAME(MAX_FRAME)
+    .MAX_FRAME(MAX_FRAME),
+    .HOLD_WIRE(HOLD_WIRE)
   ) rx_inst (
     .clk(clk),
     .rst(rst),

@@ -13,89 +13,13 @@ use std::collections::VecDeque;
 use std::fmt;
 use std::path::Path;
 
-use roce_core::dcb::{EtsConfig, PfcThresholds, Priorities, PriorityMap, COST_ONE};
+use roce_core::dcb::Priorities;
 use roce_core::wire::ethernet::MacAddr;
 use roce_core::wire::pfc::PfcRepr;
 
 use crate::sim::{Beat, DataWidth, SimError, Timed};
 
-/// Register word addresses of the block (`dcb_pkg.sv`).
-pub mod reg {
-    pub const PFC_ENABLE: u8 = 0;
-    pub const STRICT: u8 = 1;
-    /// 2..=9: the ETS cost per byte of priority 0..7.
-    pub const COST0: u8 = 2;
-    pub const XOFF: u8 = 10;
-    pub const XON: u8 = 11;
-    pub const QUANTA: u8 = 12;
-    /// Link bit times per clock, Q16.8.
-    pub const BPC: u8 = 13;
-    pub const MAC_LO: u8 = 14;
-    pub const MAC_HI: u8 = 15;
-    /// 16..=23: DSCP 8k..8k+7, four bits each.
-    pub const DSCP0: u8 = 16;
-    pub const PCP: u8 = 24;
-}
-
-/// Everything the block is configured with.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct DcbRegs {
-    /// Priorities with PFC on (pauses honoured, XOFF sent).
-    pub pfc_enable: Priorities,
-    pub ets: EtsConfig,
-    pub map: PriorityMap,
-    pub thresholds: PfcThresholds,
-    /// The port's MAC (source of its PFC frames).
-    pub mac: [u8; 6],
-    /// Link bit times per clock cycle, Q16.8 (100 Gb/s at 250 MHz: 400 << 8).
-    pub bits_per_cycle_q8: u32,
-}
-
-impl DcbRegs {
-    /// Link bit times per clock, Q16.8, for a link of `link_bps` and a clock of `clock_hz`.
-    pub fn bits_per_cycle(link_bps: u64, clock_hz: u64) -> u32 {
-        (u128::from(link_bps) * 256 / u128::from(clock_hz.max(1))) as u32
-    }
-
-    /// The register writes that configure the block so.
-    pub fn writes(&self) -> Vec<(u8, u32)> {
-        let mut w = vec![
-            (reg::PFC_ENABLE, u32::from(self.pfc_enable.0)),
-            (reg::STRICT, u32::from(self.ets.strict.0)),
-            (reg::XOFF, self.thresholds.xoff.min(0xFF_FFFF)),
-            (reg::XON, self.thresholds.xon.min(0xFF_FFFF)),
-            (reg::QUANTA, u32::from(self.thresholds.quanta)),
-            (reg::BPC, self.bits_per_cycle_q8 & 0xFF_FFFF),
-            (
-                reg::MAC_LO,
-                u32::from_le_bytes([self.mac[0], self.mac[1], self.mac[2], self.mac[3]]),
-            ),
-            (
-                reg::MAC_HI,
-                u32::from_le_bytes([self.mac[4], self.mac[5], 0, 0]),
-            ),
-        ];
-        for p in 0..8u8 {
-            let cost = if self.ets.strict.contains(p) {
-                COST_ONE
-            } else {
-                self.ets.cost(p)
-            };
-            w.push((reg::COST0 + p, cost));
-        }
-        let nibbles = |m: &[u8]| {
-            m.iter()
-                .enumerate()
-                .fold(0u32, |acc, (i, &p)| acc | u32::from(p & 7) << (4 * i))
-        };
-        for k in 0..8u8 {
-            let k8 = usize::from(k) * 8;
-            w.push((reg::DSCP0 + k, nibbles(&self.map.dscp[k8..k8 + 8])));
-        }
-        w.push((reg::PCP, nibbles(&self.map.pcp)));
-        w
-    }
-}
+pub use roce_core::dcb::{reg, DcbRegs};
 
 /// What the block showed during one clock cycle.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -381,35 +305,43 @@ impl DcbSim {
         if out.rx_out.valid && input.rx_out_ready {
             collect(&out.rx_out, &mut self.rx_cur, &mut self.rx_frames);
         }
-        self.counters = DcbCounters {
-            rx_pfc_frames: out.rx_pfc_frames,
-            rx_bad_mac_ctl: out.rx_bad_mac_ctl,
-            rx_drops: out.rx_drops,
-        };
-        let mut quanta = [0u16; 8];
-        for (p, q) in quanta.iter_mut().enumerate() {
-            *q = (out.pause_req_quanta[p / 4] >> (16 * (p % 4))) as u16;
-        }
-        self.last = DcbCycle {
-            cycle: cyc,
-            tx_room: Priorities(out.tx_room),
-            paused: Priorities(out.paused),
-            xoff: Priorities(out.xoff),
-            announce: Priorities(out.announce),
-            pfc_take: out.pfc_take,
-            refresh_fire: out.refresh_fire,
-            pause_req: out.pause_req_valid.then_some(PfcRepr {
-                enable: out.pause_req_enable,
-                quanta,
-            }),
-            add: out.add_valid.then_some((out.add_prio, out.add_len)),
-            sub: out.sub_valid.then_some((out.sub_prio, out.sub_len)),
-            decision: out
-                .dec_valid
-                .then_some((Priorities(out.dec_eligible), out.dec_prio)),
-        };
+        (self.last, self.counters) = observe(cyc, &out);
         self.last
     }
+}
+
+/// What the block's observation ports showed in cycle `cycle` (its model's, or the
+/// SoC's block's), as the lockstep takes it.
+#[cfg(not(roce_rtl_unavailable))]
+pub(crate) fn observe(cycle: u64, out: &crate::ffi::bridge::DcbOut) -> (DcbCycle, DcbCounters) {
+    let mut quanta = [0u16; 8];
+    for (p, q) in quanta.iter_mut().enumerate() {
+        *q = (out.pause_req_quanta[p / 4] >> (16 * (p % 4))) as u16;
+    }
+    let c = DcbCycle {
+        cycle,
+        tx_room: Priorities(out.tx_room),
+        paused: Priorities(out.paused),
+        xoff: Priorities(out.xoff),
+        announce: Priorities(out.announce),
+        pfc_take: out.pfc_take,
+        refresh_fire: out.refresh_fire,
+        pause_req: out.pause_req_valid.then_some(PfcRepr {
+            enable: out.pause_req_enable,
+            quanta,
+        }),
+        add: out.add_valid.then_some((out.add_prio, out.add_len)),
+        sub: out.sub_valid.then_some((out.sub_prio, out.sub_len)),
+        decision: out
+            .dec_valid
+            .then_some((Priorities(out.dec_eligible), out.dec_prio)),
+    };
+    let k = DcbCounters {
+        rx_pfc_frames: out.rx_pfc_frames,
+        rx_bad_mac_ctl: out.rx_bad_mac_ctl,
+        rx_drops: out.rx_drops,
+    };
+    (c, k)
 }
 
 /// The software model (`roce_core::dcb`) beside a running block, fed with what the block
@@ -418,8 +350,10 @@ impl DcbSim {
 /// each scheduling decision against `Ets` (from the eligible set the block used, which
 /// must hold only queued, unpaused priorities), and the wire's frames in order.
 ///
-/// Used by the block's own differential (`tests/dcb.rs`) and by a NIC whose MAC is the
-/// block (`roce_testbed::rtl_dcb`), where the clock is the fabric's time.
+/// Used by the block's own differential (`tests/dcb.rs`), by a NIC whose MAC is the
+/// block (`roce_testbed::rtl_dcb`), where the clock is the fabric's time, and by the
+/// SoC's block ([`DcbLockstep::without_queues`]: frames pass in order, each one's start
+/// a decision from its own priority, which must not be paused).
 #[derive(Debug)]
 pub struct DcbLockstep {
     cfg: DcbRegs,
@@ -430,8 +364,10 @@ pub struct DcbLockstep {
     ets: roce_core::dcb::Ets,
     /// Frames handed to the block, per priority, not yet chosen.
     queues: [VecDeque<Vec<u8>>; 8],
+    /// The block is built without transmit queues (`QUEUE_BYTES = 0`).
+    no_queues: bool,
     /// What the wire must carry next, in order.
-    wire: VecDeque<Vec<u8>>,
+    wire: VecDeque<Expect>,
     /// Data frames fed from the wire, not yet in the buffer / in it.
     rx_expected: VecDeque<Vec<u8>>,
     rx_held: VecDeque<Vec<u8>>,
@@ -454,6 +390,18 @@ pub struct DcbLockstep {
 
 /// Cycles of the block's pipeline between the eligible set and its decision.
 const DECISION_LAG: usize = 5;
+/// The same without queues (the decision is registered once).
+const DIRECT_LAG: usize = 1;
+
+/// A frame the wire must carry.
+#[derive(Debug)]
+enum Expect {
+    /// These bytes (a queued frame, a PFC frame).
+    Frame(Vec<u8>),
+    /// A frame of this priority passed through (no queues: the bytes are the
+    /// datapath's).
+    Data(u8),
+}
 
 impl DcbLockstep {
     /// The model of a block just configured with `cfg` (nothing queued, nothing paused),
@@ -467,6 +415,7 @@ impl DcbLockstep {
             gen: Default::default(),
             ets: Default::default(),
             queues: Default::default(),
+            no_queues: false,
             wire: VecDeque::new(),
             rx_expected: VecDeque::new(),
             rx_held: VecDeque::new(),
@@ -478,6 +427,14 @@ impl DcbLockstep {
             fires: 0,
             max_xoff: Priorities::NONE,
             max_paused: Priorities::NONE,
+        }
+    }
+
+    /// The model of a block built without transmit queues (the SoC's).
+    pub fn without_queues(cfg: DcbRegs, period_ns: u64, link_bps: u64) -> Self {
+        Self {
+            no_queues: true,
+            ..Self::new(cfg, period_ns, link_bps)
         }
     }
 
@@ -543,7 +500,7 @@ impl DcbLockstep {
             let n = req
                 .emit_frame(MacAddr(self.cfg.mac), &mut buf)
                 .map_err(|_| "PFC frame".to_string())?;
-            self.wire.push_back(buf[..n].to_vec());
+            self.wire.push_back(Expect::Frame(buf[..n].to_vec()));
             self.takes += 1;
         }
         let due = self.gen.poll_timeout().is_some_and(|at| at <= now);
@@ -612,29 +569,51 @@ impl DcbLockstep {
                 .apply(now + self.period_ns, &req, self.link_bps, on);
         }
         if let Some((elig, prio)) = c.decision {
-            // The set was taken DECISION_LAG cycles before: queued frames, none paused.
-            let then = self.paused_hist.front().copied().unwrap_or_default();
+            // The set was taken a few cycles before: queued frames (or the frame at the
+            // input), none paused.
+            let lag = if self.no_queues {
+                DIRECT_LAG
+            } else {
+                DECISION_LAG
+            };
+            let then = self
+                .paused_hist
+                .len()
+                .checked_sub(lag)
+                .and_then(|i| self.paused_hist.get(i))
+                .copied()
+                .unwrap_or_default();
             if !elig.and(then).is_empty() {
                 return Err(format!("a paused class was eligible, cycle {cyc}"));
             }
-            if let Some(p) =
-                (0..8u8).find(|&p| elig.contains(p) && self.queues[usize::from(p)].is_empty())
-            {
-                return Err(format!("empty queue {p} eligible, cycle {cyc}"));
+            if self.no_queues {
+                if elig != Priorities::only(prio) {
+                    return Err(format!(
+                        "decision from {elig:?} for {prio} without queues, cycle {cyc}"
+                    ));
+                }
+                self.wire.push_back(Expect::Data(prio));
+                self.decisions += 1;
+            } else {
+                if let Some(p) =
+                    (0..8u8).find(|&p| elig.contains(p) && self.queues[usize::from(p)].is_empty())
+                {
+                    return Err(format!("empty queue {p} eligible, cycle {cyc}"));
+                }
+                let want = self.ets.pick(&self.cfg.ets, elig);
+                if want != Some(prio) {
+                    return Err(format!(
+                        "decision {} from {elig:?} at cycle {cyc}: RTL {prio}, model {want:?}",
+                        self.decisions
+                    ));
+                }
+                let f = self.queues[usize::from(prio)]
+                    .pop_front()
+                    .ok_or_else(|| format!("decision for an empty queue, cycle {cyc}"))?;
+                self.ets.sent(&self.cfg.ets, elig, prio, f.len() as u32);
+                self.wire.push_back(Expect::Frame(f));
+                self.decisions += 1;
             }
-            let want = self.ets.pick(&self.cfg.ets, elig);
-            if want != Some(prio) {
-                return Err(format!(
-                    "decision {} from {elig:?} at cycle {cyc}: RTL {prio}, model {want:?}",
-                    self.decisions
-                ));
-            }
-            let f = self.queues[usize::from(prio)]
-                .pop_front()
-                .ok_or_else(|| format!("decision for an empty queue, cycle {cyc}"))?;
-            self.ets.sent(&self.cfg.ets, elig, prio, f.len() as u32);
-            self.wire.push_back(f);
-            self.decisions += 1;
         }
         self.paused_hist.push_back(c.paused);
         if self.paused_hist.len() > DECISION_LAG {
@@ -645,14 +624,19 @@ impl DcbLockstep {
 
     /// Checks a frame the block put on the wire: the next one the model sent.
     pub fn wire_frame(&mut self, frame: &[u8], cycle: u64) -> Result<(), String> {
+        let prio = self.cfg.map.of_frame(frame);
         match self.wire.pop_front() {
-            Some(f) if f == frame => Ok(()),
-            Some(f) => Err(format!(
-                "wire frame at cycle {cycle}: RTL {} bytes of priority {}, model {} bytes of priority {}",
+            Some(Expect::Frame(f)) if f == frame => Ok(()),
+            Some(Expect::Data(p)) if p == prio && !is_mac_control(frame) => Ok(()),
+            Some(Expect::Frame(f)) => Err(format!(
+                "wire frame at cycle {cycle}: RTL {} bytes of priority {prio}, model {} bytes of priority {}",
                 frame.len(),
-                self.cfg.map.of_frame(frame),
                 f.len(),
                 self.cfg.map.of_frame(&f)
+            )),
+            Some(Expect::Data(p)) => Err(format!(
+                "wire frame at cycle {cycle}: RTL {} bytes of priority {prio}, model a data frame of priority {p}",
+                frame.len()
             )),
             None => Err(format!("wire frame at cycle {cycle} the model did not send")),
         }

@@ -12,6 +12,7 @@
 //! The SoC's clock is [`CLOCK_HZ`] (the `softcore` board's): simulated time is cycles
 //! times [`NS_PER_CYCLE`].
 
+use crate::dcb::{DcbCounters, DcbCycle};
 use crate::sim::SimError;
 use roce_core::memory::Dma;
 use roce_firmware::abi::{self, reg, DeviceStatus};
@@ -120,11 +121,15 @@ impl From<SocError> for SimError {
     }
 }
 
-/// Host memory as the SoC's DMA engine sees it (the C++ clock loop calls in here).
+/// Host memory as the SoC's DMA engine sees it (the C++ clock loop calls in here), and
+/// what the DCB block showed while [`Soc::watch_dcb`] is on.
 pub struct SocHost {
     mem: Box<dyn Dma>,
     /// DMA requests served (each moves 1 to 4 bytes).
     requests: u64,
+    /// The DCB block's cycles not yet taken, and the number of the next one.
+    dcb: Vec<(DcbCycle, DcbCounters)>,
+    dcb_next: u64,
 }
 
 impl SocHost {
@@ -136,6 +141,12 @@ impl SocHost {
         let ok = self.mem.read(addr, &mut b[..n]).is_ok();
         *data = u32::from_le_bytes(b);
         ok
+    }
+
+    #[cfg(not(roce_soc_unavailable))]
+    pub(crate) fn dcb_cycle(&mut self, out: &crate::ffi::bridge::DcbOut) {
+        self.dcb.push(crate::dcb::observe(self.dcb_next, out));
+        self.dcb_next += 1;
     }
 
     #[cfg_attr(roce_soc_unavailable, allow(dead_code))]
@@ -206,6 +217,12 @@ impl Soc {
     pub fn cycles(&self) -> u64 {
         match self.model {}
     }
+    pub fn watch_dcb(&mut self, _on: bool) {
+        match self.model {}
+    }
+    pub fn take_dcb(&mut self) -> Vec<(DcbCycle, DcbCounters)> {
+        match self.model {}
+    }
 }
 
 #[cfg(not(roce_soc_unavailable))]
@@ -237,7 +254,12 @@ impl Soc {
         }
         Ok(Self {
             model,
-            host: SocHost { mem, requests: 0 },
+            host: SocHost {
+                mem,
+                requests: 0,
+                dcb: Vec::new(),
+                dcb_next: 0,
+            },
         })
     }
 
@@ -295,6 +317,20 @@ impl Soc {
     /// Clock cycles since reset.
     pub fn cycles(&self) -> u64 {
         self.model.cycles()
+    }
+
+    /// From the next cycle on (`on`), records what the DCB block between the datapath
+    /// and the wire (`nic_soc`'s observation ports) shows each cycle, for
+    /// [`Soc::take_dcb`]; the cycles are numbered as [`Soc::cycles`] counts.
+    pub fn watch_dcb(&mut self, on: bool) {
+        self.host.dcb_next = self.cycles();
+        self.model.pin_mut().watch_dcb(on);
+    }
+
+    /// The DCB block's cycles recorded since the last call, with its counters after
+    /// each (a [`crate::DcbLockstep`] checks them).
+    pub fn take_dcb(&mut self) -> Vec<(DcbCycle, DcbCounters)> {
+        std::mem::take(&mut self.host.dcb)
     }
 }
 

@@ -13,6 +13,13 @@ pub(crate) mod bridge {
         fn dma_read(self: &mut SocHost, addr: u64, len: u32, data: &mut u32) -> bool;
         /// Writes lanes 0..`len` of `data` at `addr`; false: no memory there.
         fn dma_write(self: &mut SocHost, addr: u64, len: u32, data: u32) -> bool;
+        /// What the SoC's DCB block showed during a cycle (while `watch_dcb` is on).
+        fn dcb_cycle(self: &mut SocHost, out: &DcbOut);
+    }
+
+    unsafe extern "C++" {
+        include!("roce-hdl-sim/src/ffi.rs.h");
+        type DcbOut = crate::ffi::bridge::DcbOut;
     }
 
     unsafe extern "C++" {
@@ -36,5 +43,6 @@ pub(crate) mod bridge {
         fn take_log(self: Pin<&mut SocModel>, out: &mut Vec<u8>);
         fn cycles(self: &SocModel) -> u64;
         fn open_trace(self: Pin<&mut SocModel>, path: &str) -> Result<()>;
+        fn watch_dcb(self: Pin<&mut SocModel>, on: bool);
     }
 }

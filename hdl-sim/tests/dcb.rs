@@ -314,7 +314,11 @@ fn random_ets(r: &mut Rng) -> EtsConfig {
         bw[usize::from(p)] = share as u8;
         left -= share;
     }
-    let c = EtsConfig { strict, bw };
+    let c = EtsConfig {
+        strict,
+        bw,
+        ..EtsConfig::STRICT
+    };
     c.validate().unwrap();
     c
 }
@@ -447,6 +451,7 @@ fn ets_shares_in_rtl_are_within_two_percent_over_10_ms() {
         let ets = EtsConfig {
             strict: Priorities(0b1111_0101),
             bw,
+            ..EtsConfig::STRICT
         };
         s.configure(&regs(
             Priorities::NONE,

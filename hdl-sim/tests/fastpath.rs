@@ -1988,6 +1988,7 @@ fn post_sent(
         last_psn: desc.last_psn(sctx.mtu),
         length: desc.length,
         sges: desc.sges.clone(),
+        cqe: None,
     });
     let mut buf = vec![0u8; 9000];
     let (from, to) = desc.range(sctx.mtu);

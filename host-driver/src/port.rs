@@ -181,7 +181,15 @@ impl Context {
     /// NIC is sent the 1.3 fields only, an older one refuses the mask bits it does not know,
     /// `BadParam`). Refused (and nothing changed) when a map entry is above 7, the ETS
     /// shares break 802.1Qaz's rules, or the thresholds do not fit the receive buffer.
+    /// The NIC's traffic classes are its priorities: MODIFY_DCB carries no priority
+    /// assignment table (its payload is full; `docs/dcb.md` §4), so several priorities
+    /// in one class are refused here.
     pub fn set_dcb(&self, dcb: &DcbConfig) -> Result<()> {
+        if !dcb.ets.one_class_per_priority() {
+            return Err(Error::InvalidArgument(
+                "set_dcb: the NIC runs one priority per traffic class (no priority assignment table in MODIFY_DCB)",
+            ));
+        }
         let mut arg = DcbArg::from_config(dcb);
         if abi::Version(self.ctx.dev.read_reg(abi::reg::VERSION)).minor() < 5 {
             arg.mask = U32::new(arg.mask.get() & !(DcbArg::PFC_THRESHOLDS | DcbArg::PCP_EGRESS));

@@ -319,6 +319,7 @@ fn dcb_maps_and_ets_are_set_whole_and_read_back() {
             ets: EtsConfig {
                 strict: Priorities(0b1111_0101),
                 bw: [0, 20, 0, 80, 0, 0, 0, 0],
+                ..EtsConfig::STRICT
             },
             ..DcbConfig::OFF
         };

@@ -144,17 +144,10 @@ impl RtlDcb {
     /// them if the block is idle; otherwise checking stops (the block keeps its ETS
     /// state across a change, which the model cannot know).
     pub fn configure(&mut self, mac: [u8; 6], dcb: &DcbConfig) {
-        let regs = DcbRegs {
-            pfc_enable: Priorities(dcb.pfc_enable),
-            ets: dcb.ets,
-            map: dcb.map,
-            thresholds: dcb.pfc_thresholds,
+        let regs = dcb.registers(
             mac,
-            bits_per_cycle_q8: DcbRegs::bits_per_cycle(
-                self.link_bps,
-                1_000_000_000 / self.cfg.period_ns.max(1),
-            ),
-        };
+            DcbRegs::bits_per_cycle(self.link_bps, 1_000_000_000 / self.cfg.period_ns.max(1)),
+        );
         if self.regs == Some(regs) {
             return;
         }

@@ -26,6 +26,7 @@ fn configs() -> Vec<(DcbConfig, bool)> {
         ets: EtsConfig {
             strict: Priorities(0b1111_0101),
             bw: [0, 20, 0, 80, 0, 0, 0, 0],
+            ..EtsConfig::STRICT
         },
         ..DcbConfig::OFF
     };

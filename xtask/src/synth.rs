@@ -138,7 +138,8 @@ const DCB: &[&str] = &[
     "hdl-sim/rtl/roce_dcb_top.sv",
 ];
 
-/// The NIC SoC (`hdl-sim/rtl/soc/`) around the datapath; with [`VEXRISCV`].
+/// The NIC SoC (`hdl-sim/rtl/soc/`) around the datapath and the DCB block (without
+/// transmit queues); with [`VEXRISCV`].
 const SOC: &[&str] = &[
     "hdl-sim/rtl/roce_rx_pkg.sv",
     "hdl-sim/rtl/roce_fifo.sv",
@@ -148,6 +149,15 @@ const SOC: &[&str] = &[
     "hdl-sim/rtl/rx_parser.sv",
     "hdl-sim/rtl/tx_icrc_insert.sv",
     "hdl-sim/rtl/roce_dp_top.sv",
+    "hdl-sim/rtl/dcb_pkg.sv",
+    "hdl-sim/rtl/roce_bram_fifo.sv",
+    "hdl-sim/rtl/dcb_frame_class.sv",
+    "hdl-sim/rtl/dcb_pause_timers.sv",
+    "hdl-sim/rtl/dcb_pfc_gen.sv",
+    "hdl-sim/rtl/dcb_ets.sv",
+    "hdl-sim/rtl/dcb_tx.sv",
+    "hdl-sim/rtl/dcb_rx.sv",
+    "hdl-sim/rtl/roce_dcb_top.sv",
     "hdl-sim/rtl/soc/soc_ram.sv",
     "hdl-sim/rtl/soc/soc_tdp_ram.sv",
     "hdl-sim/rtl/soc/soc_host_regs.sv",
@@ -292,6 +302,21 @@ pub const TARGETS: &[Target] = &[
         name: "dcb64-ecp5",
         top: "roce_dcb_top",
         files: DCB,
+        ..ROW
+    },
+    Target {
+        // the SoC's build of the block (nic_soc.sv, docs/dcb.md §3): no transmit
+        // queues, a 16 KiB receive buffer that holds the wire back
+        name: "dcbsoc64-ecp5",
+        top: "roce_dcb_top",
+        files: DCB,
+        params: &[
+            ("DATA_WIDTH", "64"),
+            ("QUEUE_BYTES", "0"),
+            ("BUF_BYTES", "16384"),
+            ("HOLD_WIRE", "1"),
+        ],
+        clock_mhz: 100,
         ..ROW
     },
     Target {

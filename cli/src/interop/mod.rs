@@ -126,6 +126,21 @@ impl Station {
     pub fn retransmits(&self) -> Result<u64> {
         Ok(self.ctx.query_counters()?.engine.retransmitted_pkts)
     }
+
+    /// Which frames the RC fast path carried and which the firmware did, as the port
+    /// counters name them (`frames_tx`/`frames_rx` are the firmware's, exceptions the
+    /// fast path handed up included): the interop harness's evidence of which path ran.
+    pub fn path_counters(&self) -> Result<String> {
+        let r = self.ctx.query_counters()?.runtime;
+        Ok(format!(
+            "interop-path fp_tx_frames={} fp_rx_handled={} fp_rx_exceptions={} frames_tx={} frames_rx={}",
+            r.fastpath.tx_frames,
+            r.fastpath.rx_handled,
+            r.fastpath.rx_exceptions,
+            r.frames_tx,
+            r.frames_rx
+        ))
+    }
 }
 
 /// The TCP connection of the exchange. Reads keep the NIC running: the peer may be

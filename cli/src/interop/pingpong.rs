@@ -169,6 +169,7 @@ pub fn run(args: &PingpongArgs, out: &mut impl std::io::Write) -> Result<Pingpon
         pp.size,
         r.retransmits
     )?;
+    writeln!(out, "{}", st.path_counters()?)?;
     Ok(r)
 }
 

@@ -126,6 +126,7 @@ pub fn run(args: &RpingArgs, out: &mut impl std::io::Write) -> Result<usize> {
         args.size,
         st.retransmits()?
     )?;
+    writeln!(out, "{}", st.path_counters()?)?;
     Ok(pings)
 }
 

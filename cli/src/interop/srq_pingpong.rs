@@ -111,6 +111,7 @@ pub fn run(args: &SrqPingpongArgs, out: &mut impl std::io::Write) -> Result<()> 
         args.size,
         st.retransmits()?
     )?;
+    writeln!(out, "{}", st.path_counters()?)?;
     Ok(())
 }
 

@@ -101,6 +101,7 @@ pub fn run(args: &UdaddyArgs, out: &mut impl std::io::Write) -> Result<usize> {
         args.count,
         args.size,
     )?;
+    writeln!(out, "{}", st.path_counters()?)?;
     Ok(args.count)
 }
 

@@ -79,6 +79,13 @@ pub struct Measurement {
     /// (both ways; `docs/scale.md`).
     pub qp_cache_misses: u64,
     pub qp_ctx_dma_bytes: u64,
+    /// Both NICs: frames their firmware handled (with a fast path, its exceptions).
+    pub fw_rx_frames: u64,
+    /// Both NICs' fast paths: frames they took themselves, frames whose context entry
+    /// held another QP (misses), and entries the firmware emptied (`docs/scale.md`).
+    pub fp_rx_frames: u64,
+    pub fp_ctx_cache_misses: u64,
+    pub fp_ctx_cache_evictions: u64,
     pub simulated: bool,
 }
 
@@ -216,6 +223,10 @@ pub fn run(world: &mut dyn World, p: &Params, progress: &ProgressBar) -> Result<
             .runtime;
         m.qp_cache_misses += r.qp_cache_misses;
         m.qp_ctx_dma_bytes += r.qp_ctx_dma_bytes;
+        m.fw_rx_frames += r.frames_rx;
+        m.fp_rx_frames += r.fastpath.rx_handled;
+        m.fp_ctx_cache_misses += r.fp_ctx_cache_misses;
+        m.fp_ctx_cache_evictions += r.fp_ctx_cache_evictions;
     }
     m.drops = c.drops;
     m.simulated = world.simulated();

@@ -81,6 +81,10 @@ pub fn json(p: &Params, m: &Measurement, f: &Figures, link_gbps: f64) -> Value {
         "drops": m.drops,
         "qp_cache_misses": m.qp_cache_misses,
         "qp_ctx_dma_bytes": m.qp_ctx_dma_bytes,
+        "fw_rx_frames": m.fw_rx_frames,
+        "fp_rx_frames": m.fp_rx_frames,
+        "fp_ctx_cache_misses": m.fp_ctx_cache_misses,
+        "fp_ctx_cache_evictions": m.fp_ctx_cache_evictions,
         "simulated": m.simulated,
     })
 }

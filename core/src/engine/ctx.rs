@@ -5,7 +5,7 @@
 //! (a CRC, every enumerated field, the PD and CQs it names) and makes the QP resident
 //! again. Nothing is lost: a QP is evictable only while none of its WQEs has started
 //! (those the engine fetched are handed back: the host rings still hold them) and no
-//! response or partial message is under way.
+//! response is under way; a message half received is stored where it stands.
 //!
 //! Layout (little endian, version 2: 1 plus `max_inline_data` and the SRQ after
 //! `sq_sig_all`): the QP context field by field, its DCQCN state,
@@ -304,6 +304,7 @@ fn get_qp(r: &mut Get<'_>) -> Result<Qp, CtxError> {
         }),
         fatal_nak: r.bool()?,
         res_head: r.u8()?,
+        done_owed: false,
     };
     Ok(Qp {
         qpn,
@@ -395,11 +396,18 @@ impl<
     const RD_FITS: () = assert!(RD <= MAX_CTX_RD);
 
     /// Whether QP `qpn` is resident and may be evicted now: none of its send WQEs has
-    /// started (nothing in flight, nothing done and waiting for CQ room), no message is
-    /// being received into a receive WQE, no READ response or atomic ACK is queued, and
-    /// it owes its peer no ACK, NAK, SACK or CNP (those go out first: a stored QP sends
-    /// nothing until something brings it back), and it holds no WQE taken from an SRQ
-    /// (only its own ring's can be handed back).
+    /// started (nothing in flight, nothing done and waiting for CQ room), no READ
+    /// response or atomic ACK is queued, it owes its peer no ACK, NAK, SACK or CNP
+    /// (those go out first: a stored QP sends nothing until something brings it back),
+    /// it holds no WQE taken from an SRQ (only its own ring's can be handed back), and
+    /// no SEND the fast path finished waits for its MSG_DONE.
+    ///
+    /// A message half received does not pin the QP: the context holds where it stands
+    /// (`cur`, the WRITE's address, key and bytes left, the bytes placed in the receive
+    /// WQE), and the partly filled receive WQE is handed back with the others (the host
+    /// ring still holds it; it comes back first, and the next packet goes on at the
+    /// offset). A QP whose peer gave up mid-message would otherwise hold its line for
+    /// ever.
     pub fn qp_evictable(&self, qpn: Qpn) -> bool {
         let Some(s) = self.slot(qpn) else {
             return false;
@@ -413,7 +421,7 @@ impl<
         q.sq.iter().all(|w| !w.started)
             && qp.req.wqe_idx == 0
             && qp.req.pkt_idx == 0
-            && qp.resp.cur == CurOp::None
+            && !qp.resp.done_owed
             && q.out.is_empty()
             && !owes
             && (qp.srq.is_none() || q.rq.is_empty())

@@ -821,6 +821,8 @@ impl<
             .and_then(|q| q.as_mut())
             .ok_or(Error::NoSuchQp(qpn))?;
         let r = &mut qp.resp;
+        // A SEND the engine started and the hardware finished: its MSG_DONE is queued.
+        r.done_owed |= r.cur == CurOp::Send && ctx.msn != r.msn;
         r.epsn = ctx.epsn;
         r.msn = ctx.msn;
         r.nak_sent = ctx.nak_sent;
@@ -911,11 +913,13 @@ impl<
 
     /// The fast path took a response for `qpn` (`docs/fastpath.md` §3.6, the `ACKED`
     /// event): an ACK for `psn`, or a READ response for `psn` whose payload it placed.
-    /// The completer advances and completes as if it had handled the packet.
-    pub fn fastpath_acked(&mut self, now: Instant, qpn: Qpn, psn: Psn, read: bool) {
+    /// The completer advances and completes as if it had handled the packet; `cqe`: the
+    /// hardware wrote the CQEs of the messages it retired that asked for it (§3.7), so
+    /// those push no completion.
+    pub fn fastpath_acked(&mut self, now: Instant, qpn: Qpn, psn: Psn, read: bool, cqe: bool) {
         let now = self.clock(now);
         if let Some(slot) = self.slot(qpn) {
-            self.with_fp_qp(slot, now, |r, env| r.comp_fastpath(env, psn, read));
+            self.with_fp_qp(slot, now, |r, env| r.comp_fastpath(env, psn, read, cqe));
         }
     }
 
@@ -934,6 +938,7 @@ impl<
         let slot = self.slot(ctx.qpn).ok_or(Error::NoSuchQp(ctx.qpn))?;
         self.with_qp(slot, now, &mut NoDma, |r, env, _| {
             r.qp.resp.recv_off = byte_len;
+            r.qp.resp.done_owed = false;
             r.complete_recv(env, false, solicited, None, None);
         });
         Ok(())

@@ -1,7 +1,7 @@
 //! The port's address table and its priority settings: what the host configures through
 //! the ABI besides QPs (the GID table, Data Center Bridging).
 
-use crate::dcb::{EtsConfig, EtsError, PfcThresholds, PriorityMap};
+use crate::dcb::{DcbRegs, EtsConfig, EtsError, PfcThresholds, Priorities, PriorityMap};
 use crate::transport::AddressVector;
 
 /// Entries in a port's GID table.
@@ -204,7 +204,23 @@ impl DcbConfig {
             EtsError::StrictWithShare(_) => "a strict ETS class with a bandwidth share",
             EtsError::NoShare(_) => "an ETS class without a bandwidth share",
             EtsError::Sum(_) => "ETS shares that do not add up to 100 %",
+            EtsError::Class(_) => "a priority assigned to a traffic class above 7",
         })
+    }
+}
+
+impl DcbConfig {
+    /// The DCB block's registers for these settings, the port's MAC (the source of its
+    /// PFC frames) and its link's bit times per clock cycle (Q16.8).
+    pub fn registers(&self, mac: [u8; 6], bits_per_cycle_q8: u32) -> DcbRegs {
+        DcbRegs {
+            pfc_enable: Priorities(self.pfc_enable),
+            ets: self.ets,
+            map: self.map,
+            thresholds: self.pfc_thresholds,
+            mac,
+            bits_per_cycle_q8,
+        }
     }
 }
 

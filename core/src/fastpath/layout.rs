@@ -158,6 +158,28 @@ pub fn decode_sctx(b: &[u8; SCTX_LEN]) -> Result<SendCtx, Invalid> {
 pub const TXD_SE: u8 = 1;
 /// `flags` bit: a replay of packets sent before.
 pub const TXD_REPLAY: u8 = 2;
+/// `flags` bit: the hardware writes the message's CQE when a response retires it
+/// (§3.7); `wr_id` in bytes 88..96.
+pub const TXD_CQE: u8 = 4;
+
+/// Marks a descriptor written by [`write_txd_words`] as one whose CQE the hardware
+/// writes, with the WQE's `wr_id` (§3.7).
+pub fn set_txd_cqe(w: &mut TxdWords, wr_id: u64) {
+    if let Some(f) = w.get_mut(1) {
+        *f |= u32::from(TXD_CQE).to_le();
+    }
+    if let Some([lo, hi]) = w
+        .get_mut(22..24)
+        .and_then(|s| <&mut [u32; 2]>::try_from(s).ok())
+    {
+        (*lo, *hi) = ((wr_id as u32).to_le(), ((wr_id >> 32) as u32).to_le());
+    }
+}
+
+/// The `wr_id` of a descriptor whose CQE the hardware writes (§3.7), else `None`.
+pub fn txd_cqe(b: &[u8; TXD_LEN]) -> Option<u64> {
+    (b[4] & TXD_CQE != 0).then(|| u64_at(b, 88))
+}
 
 /// Encodes a TX message descriptor (§2.2).
 pub fn encode_txd(m: &TxMsg) -> [u8; TXD_LEN] {
@@ -463,12 +485,13 @@ pub fn encode_event(e: &Event) -> [u8; EVENT_LEN] {
             last,
             done,
             wqe_index,
+            cqe,
             ..
         } => {
             b[0] = EV_ACKED;
             put24(&mut b, 8, psn.value());
             put24(&mut b, 28, una.value());
-            b[31] = u8::from(read) | u8::from(last) << 1;
+            b[31] = u8::from(read) | u8::from(last) << 1 | u8::from(cqe) << 2;
             b[1] = done;
             put(&mut b, 2, wqe_index.to_le_bytes());
         }
@@ -512,6 +535,7 @@ pub fn decode_event(b: &[u8; EVENT_LEN]) -> Result<Event, Invalid> {
             una: Psn::new(u24_at(b, 28)),
             read: b[31] & 1 != 0,
             last: b[31] & 2 != 0,
+            cqe: b[31] & 4 != 0,
             done: b[1],
             wqe_index: u16_at(b, 2),
         },

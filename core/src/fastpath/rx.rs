@@ -2,7 +2,7 @@
 //! rule for in-sequence requests (§3.4), the response rule for ACKs and READ responses
 //! (§3.6), and the events for the firmware (§3.5).
 
-use super::tx::{scatter, AckDesc, SendCtx};
+use super::tx::{scatter, AckDesc, MsgOp, SendCtx};
 use crate::memory::{
     AccessFlags, Dma, FastReg, MemError, MemoryRegion, MrKeys, MwBind, Pd, Protection,
 };
@@ -268,7 +268,8 @@ pub enum Event {
     /// The response path took a response for PSN `psn` (an ACK, or a READ response it
     /// placed; `last` when that was the READ's last): `una` is the oldest
     /// unacknowledged PSN now, `done` the in-flight messages it retired, the last of
-    /// them send-queue slot `wqe_index`.
+    /// them send-queue slot `wqe_index`; `cqe`: the CQEs of the signaled messages it
+    /// retired are written (§3.7; false: the firmware writes them).
     Acked {
         qpn: Qpn,
         psn: Psn,
@@ -277,6 +278,7 @@ pub enum Event {
         last: bool,
         done: u8,
         wqe_index: u16,
+        cqe: bool,
     },
 }
 
@@ -514,6 +516,9 @@ pub struct Inflight {
     /// READ: the message length and where its bytes go.
     pub length: u32,
     pub sges: heapless::Vec<Sge, MAX_SGE>,
+    /// A signaled SEND, WRITE or READ whose CQE the hardware writes when a response
+    /// retires it (`docs/fastpath.md` §3.7): the descriptor's `wr_id` and operation.
+    pub cqe: Option<(u64, MsgOp)>,
 }
 
 /// The response rule (§3.6) for one RC response packet (ACKNOWLEDGE, READ response,
@@ -647,6 +652,7 @@ fn take_response<const N: usize>(
         last: read && ends,
         done: retire.min(255) as u8,
         wqe_index,
+        cqe: false,
     }))
 }
 

@@ -101,8 +101,23 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
     /// A response the fast path took (`docs/fastpath.md` §3.6): an ACK for `psn`, or a
     /// READ response for `psn` whose payload it placed. What `comp_handle` does with
     /// the same packet, without the packet.
-    pub(crate) fn comp_fastpath(&mut self, env: &mut Env<'_>, psn: Psn, read: bool) {
+    pub(crate) fn comp_fastpath(&mut self, env: &mut Env<'_>, psn: Psn, read: bool, cqe: bool) {
         let before = self.qp.comp.psn;
+        if cqe {
+            // The hardware retired the messages that end at or before `psn` and wrote
+            // the CQEs of those whose descriptor asked it to: whatever happens to them
+            // now (a QP that went to ERR meanwhile flushes them), they get no second
+            // CQE.
+            for w in self.q.sq.iter_mut() {
+                if w.done || !w.started {
+                    continue;
+                }
+                if psn.before(w.last_psn) {
+                    break;
+                }
+                w.cqe_written = w.cqe_hw;
+            }
+        }
         if !self.response_plausible(psn) {
             env.ctr.rcvd_bad_resp += 1;
             return;

@@ -30,6 +30,11 @@ pub(crate) struct SendWqe {
     pub status: WcStatus,
     /// Holds one of the `max_rd_atomic` initiator credits.
     pub has_credit: bool,
+    /// Its fast-path descriptor asked the hardware to write its CQE
+    /// (`docs/fastpath.md` §3.7).
+    pub cqe_hw: bool,
+    /// The hardware wrote its CQE: completing it pushes no completion.
+    pub cqe_written: bool,
 }
 
 impl SendWqe {
@@ -44,6 +49,8 @@ impl SendWqe {
             done: false,
             status: WcStatus::Success,
             has_credit: false,
+            cqe_hw: false,
+            cqe_written: false,
         }
     }
 }

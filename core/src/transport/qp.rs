@@ -170,6 +170,10 @@ pub(crate) struct Responder {
     pub fatal_nak: bool,
     /// Next replay-ring slot.
     pub res_head: u8,
+    /// The fast path finished a SEND this responder had started (its MSG_DONE event is
+    /// on its way to the firmware, which completes the receive WQE then): until it
+    /// does, the QP stays resident. Not part of a stored context.
+    pub done_owed: bool,
 }
 
 /// Attributes fixed at `create_qp`.
@@ -554,7 +558,7 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
             return false;
         };
         let signaled = self.qp.sq_sig_all || w.wr.send_flags.contains(SendFlags::SIGNALED);
-        if signaled || status != WcStatus::Success {
+        if !w.cqe_written && (signaled || status != WcStatus::Success) {
             let mut wc = WorkCompletion::new(
                 w.wr.wr_id,
                 self.qp.qpn,

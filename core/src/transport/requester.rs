@@ -165,6 +165,22 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
         m.rkey = rkey;
         m.start_pkt = pkt;
         layout::write_txd_words(&m, &w.wr.sg_list, out);
+        // The hardware may write a new signaled SEND/WRITE/READ's CQE (§3.7) when every
+        // WQE before it is a message in flight: its CQE then cannot overtake one the
+        // firmware writes (a local operation's, a completed WQE's waiting for CQ room).
+        let cqe_hw = !w.started
+            && (self.qp.sq_sig_all || w.wr.send_flags.contains(SendFlags::SIGNALED))
+            && !matches!(op, MsgOp::CmpSwap { .. } | MsgOp::FetchAdd { .. })
+            && (idx == 0
+                || self
+                    .q
+                    .sq
+                    .iter()
+                    .take(usize::from(idx))
+                    .all(|p| p.started && !p.done));
+        if cqe_hw {
+            layout::set_txd_cqe(out, w.wr.wr_id);
+        }
         let total = m.psns(self.qp.mtu);
         let (is_send, read_or_atomic) = (
             matches!(
@@ -176,6 +192,7 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
         // What `req_commit` does packet by packet, for the packets from `pkt` on.
         let first = m.first_psn;
         if let Some(w) = self.q.sq.get_mut(usize::from(idx)) {
+            w.cqe_hw |= cqe_hw;
             if !w.started {
                 w.started = true;
                 w.first_psn = first;

@@ -501,6 +501,7 @@ mod tests {
             ets: EtsConfig {
                 strict: Priorities(0b1111_0101),
                 bw: [0, 20, 0, 80, 0, 0, 0, 0],
+                ..EtsConfig::STRICT
             },
             ..DcbConfig::OFF
         };

@@ -97,6 +97,15 @@ pub struct Pair {
 }
 
 pub fn pair(image: &std::path::Path, loss: f64, timeout: u8) -> Pair {
+    let opts = ConnectOptions {
+        timeout,
+        ..ConnectOptions::default()
+    };
+    pair_with(image, loss, &opts)
+}
+
+/// [`pair`] with the QPs connected with `opts`.
+pub fn pair_with(image: &std::path::Path, loss: f64, opts: &ConnectOptions) -> Pair {
     let nics = [1u8, 2].map(|l| SocNic::new(image, mac(l), ipv4_gid([10, 0, 0, l]), None).unwrap());
     let ctx = nics.clone().map(|n| Context::open(n).unwrap());
     let all = AccessFlags::LOCAL_WRITE
@@ -107,11 +116,7 @@ pub fn pair(image: &std::path::Path, loss: f64, timeout: u8) -> Pair {
     let cq = ctx.each_ref().map(|c| c.create_cq(32).unwrap());
     let qp = [0, 1].map(|i| pd[i].create_qp(QpType::Rc, &cq[i], &cq[i]).build().unwrap());
     let mr = pd.each_ref().map(|p| p.reg_mr(65536, all).unwrap());
-    let opts = ConnectOptions {
-        timeout,
-        ..ConnectOptions::default()
-    };
-    connect(&ctx, [&qp[0], &qp[1]], Psn::new(0xFF_FFF8), &opts);
+    connect(&ctx, [&qp[0], &qp[1]], Psn::new(0xFF_FFF8), opts);
     Pair {
         wire: Wire::new(nics, loss),
         _ctx: ctx,

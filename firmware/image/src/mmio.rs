@@ -8,6 +8,7 @@
 //! | `0x2_0000` | datapath | one received frame and one frame to send, with their status ([`dp_reg`]) |
 //! | `0x3_0000` | timer | cycle counter and compare interrupt ([`timer_reg`]) |
 //! | `0x4_0000` | log | the defmt byte stream ([`log_reg`], [`log_write`]) |
+//! | `0x5_0000` | DCB | the port's PFC block between the datapath and the wire: its configuration registers and the paused priorities ([`dcb_reg`]) |
 //!
 //! The host window is the ABI. The other blocks are the NIC-internal interface, the
 //! smallest one the runtime needs; the SoC RTL (`hdl-sim/rtl/soc/nic_soc.sv`, one
@@ -28,6 +29,8 @@
 
 use core::ptr;
 
+use roce_core::dcb::Priorities;
+use roce_core::engine::DcbConfig;
 use roce_core::memory::{Dma, DmaError};
 use roce_firmware::abi::{reg, DeviceStatus};
 use roce_firmware::hal::{Datapath, Hal, QpMap};
@@ -44,8 +47,10 @@ pub mod map {
     pub const TIMER: u32 = 0x3_0000;
     /// The log channel ([`super::log_reg`]).
     pub const LOG: u32 = 0x4_0000;
+    /// The DCB block ([`super::dcb_reg`]).
+    pub const DCB: u32 = 0x5_0000;
     /// Bytes of the whole block.
-    pub const LEN: u32 = 0x5_0000;
+    pub const LEN: u32 = 0x6_0000;
 }
 
 /// DMA engine registers (offsets in [`map::DMA`]).
@@ -109,6 +114,23 @@ pub mod dp_reg {
 }
 
 pub use roce_firmware::stats::stat_reg;
+
+/// The DCB block's registers (offsets in [`map::DCB`]; `docs/dcb.md` §3): PFC reception
+/// with its pause timers, PFC generation from its receive buffer, no transmit queues.
+pub mod dcb_reg {
+    /// Configuration register `n` (`roce_core::dcb::reg`) is written at `CONFIG + 4 n`.
+    pub const CONFIG: u32 = 0x00;
+    /// Bits 7..0: the priorities the link partner has paused (PFC on, timer running).
+    pub const PAUSED: u32 = 0x80;
+    /// Bits 7..0: the priorities this port has paused towards its link partner.
+    pub const XOFF: u32 = 0x84;
+    /// PFC frames received.
+    pub const RX_PFC_FRAMES: u32 = 0x88;
+    /// Frames the receive buffer had no room for.
+    pub const RX_DROPS: u32 = 0x8C;
+    /// The link's bit times per clock cycle, Q16.8: what pause quanta are counted in.
+    pub const LINK_BPC: u32 = 0x90;
+}
 
 /// The queue of `QP_DB` doorbells (offset in [`map::HOST_WINDOW`], firmware side only):
 /// the register file queues each QP index the host writes to `reg::QP_DB`, so the
@@ -331,6 +353,23 @@ impl Datapath for MmioDatapath {
 
     fn can_transmit(&self) -> bool {
         self.reg(dp_reg::TX_STATUS) & dp_reg::TX_READY != 0
+    }
+
+    /// The DCB block has no transmit queues: a frame of a paused priority would wait in
+    /// the transmit buffer (holding back every other), so the engine builds none.
+    fn tx_blocked(&self) -> Priorities {
+        if !self.can_transmit() {
+            return Priorities::ALL;
+        }
+        Priorities(self.mmio.read(map::DCB + dcb_reg::PAUSED) as u8)
+    }
+
+    fn set_dcb(&mut self, dcb: &DcbConfig, mac: [u8; 6]) {
+        let regs = dcb.registers(mac, self.mmio.read(map::DCB + dcb_reg::LINK_BPC));
+        for (addr, value) in regs.writes() {
+            self.mmio
+                .write(map::DCB + dcb_reg::CONFIG + 4 * u32::from(addr), value);
+        }
     }
 
     /// The datapath checks the ICRC in hardware and drops what fails.

@@ -84,7 +84,9 @@ impl<
                 Ok(()) => {
                     // The fast path matches received frames against the port's MAC
                     // and its GID 0.
+                    // and its DCB block (if it has one) sends and honours PFC so.
                     let (_, dp) = self.hal.split();
+                    dp.set_dcb(&new.dcb, new.mac);
                     if let Some(fp) = dp.fastpath() {
                         fp.set_port(new.mac, new.gid());
                     }

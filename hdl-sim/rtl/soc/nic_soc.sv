@@ -13,6 +13,13 @@
 //             roce_dp_top (RX parser + ICRC check, TX ICRC insertion)
 //   0x3_0000  timer (soc_timer): cycle counter, compare interrupt, NIC time
 //   0x4_0000  log (soc_log): the firmware's defmt byte stream
+//   0x5_0000  DCB (roce_dcb_top, docs/dcb.md §3): the port's PFC and
+//             priority block between the datapath and the wire. Writes to
+//             0x00..0x7C are its configuration registers (dcb_pkg, word
+//             address = offset / 4); reads: 0x80 the priorities the link
+//             partner paused, 0x84 those this port paused (XOFF), 0x88 PFC
+//             frames received, 0x8C frames its receive buffer dropped, 0x90
+//             the link's bit times per clock (Q16.8, LINK_BPC_Q8)
 //
 // The core's RAM (RAM_BYTES at address 0, soc_ram) holds code, data and
 // stack: port A serves instruction fetches, port B data accesses and the DMA
@@ -37,7 +44,13 @@ module nic_soc #(
     // $readmemh image of the RAM ("" = the +image= plusarg in simulation)
     parameter string INIT_FILE = "",
     // nanoseconds per clock cycle
-    parameter int NS_PER_CYCLE = 10
+    parameter int NS_PER_CYCLE = 10,
+    // the link behind the wire port, in bit times per clock (Q16.8): 5 Gb/s
+    // at 100 MHz (the 64-bit bus carries at most 6.4 Gb/s); the DCB block
+    // counts pause quanta in these
+    parameter int LINK_BPC_Q8 = 50 * 256,
+    // the DCB block's receive buffer (docs/dcb.md §3: 8 block RAMs)
+    parameter int DCB_BUF_BYTES = 16384
 ) (
     input  wire logic         clk,
     input  wire logic         rst,
@@ -81,7 +94,32 @@ module nic_soc #(
     // the firmware's log stream
     output logic [7:0]        log_data,
     output logic              log_valid,
-    input  wire logic         log_ready
+    input  wire logic         log_ready,
+
+    // what the DCB block shows each cycle (roce_dcb_top's observation ports,
+    // under their names there): for the simulation's check against the model;
+    // a board leaves them open
+    output logic [7:0]        tx_room,
+    output logic [7:0]        paused,
+    output logic [7:0]        xoff,
+    output logic [7:0]        announce,
+    output logic              pfc_take,
+    output logic              refresh_fire,
+    output logic              pause_req_valid,
+    output logic [7:0]        pause_req_enable,
+    output logic [127:0]      pause_req_quanta,
+    output logic              add_valid,
+    output logic [2:0]        add_prio,
+    output logic [15:0]       add_len,
+    output logic              sub_valid,
+    output logic [2:0]        sub_prio,
+    output logic [15:0]       sub_len,
+    output logic              dec_valid,
+    output logic [7:0]        dec_eligible,
+    output logic [2:0]        dec_prio,
+    output logic [31:0]       rx_pfc_frames,
+    output logic [31:0]       rx_bad_mac_ctl,
+    output logic [31:0]       rx_drops
 );
 
   localparam int AW = $clog2(RAM_BYTES / 4);
@@ -219,16 +257,17 @@ module nic_soc #(
   assign moff = {dbus_adr[16:0], 2'b00};
   logic [2:0] mblk;
   assign mblk = moff[18:16];
-  logic sel_host, sel_dma, sel_dp, sel_timer, sel_log, sel_none;
+  logic sel_host, sel_dma, sel_dp, sel_timer, sel_log, sel_dcb, sel_none;
   assign sel_host = mmio_go && mblk == 3'd0 && moff[15] == 1'b0;
   assign sel_dma = mmio_go && mblk == 3'd1 && moff[15:5] == '0;
   assign sel_dp = mmio_go && mblk == 3'd2 && moff[15] == 1'b0;
   assign sel_timer = mmio_go && mblk == 3'd3 && moff[15:4] == '0;
   assign sel_log = mmio_go && mblk == 3'd4 && moff[15:3] == '0;
-  assign sel_none = mmio_go && !(sel_host || sel_dma || sel_dp || sel_timer || sel_log);
+  assign sel_dcb = mmio_go && mblk == 3'd5 && moff[15:8] == '0;
+  assign sel_none = mmio_go && !(sel_host || sel_dma || sel_dp || sel_timer || sel_log || sel_dcb);
 
-  logic        ack_host, ack_dma, ack_dp, ack_timer, ack_log, ack_none;
-  logic [31:0] rd_host, rd_dma, rd_dp, rd_timer, rd_log;
+  logic        ack_host, ack_dma, ack_dp, ack_timer, ack_log, ack_dcb, ack_none;
+  logic [31:0] rd_host, rd_dma, rd_dp, rd_timer, rd_log, rd_dcb;
   logic        db_pending, db_clear, rx_waiting, dma_busy;
   logic [63:0] ns;
 
@@ -280,6 +319,12 @@ module nic_soc #(
     .busy(dma_busy)
   );
 
+  // the datapath's side of the DCB block
+  logic [63:0] dp_rx_data, dp_tx_data;
+  logic [7:0]  dp_rx_keep, dp_tx_keep;
+  logic        dp_rx_valid, dp_rx_ready, dp_rx_last;
+  logic        dp_tx_valid, dp_tx_ready, dp_tx_last;
+
   soc_datapath datapath_inst (
     .clk(clk),
     .rst(rst),
@@ -295,17 +340,97 @@ module nic_soc #(
     .db_pending(db_pending),
     .db_clear(db_clear),
     .rx_waiting(rx_waiting),
-    .rx_axis_tdata(rx_axis_tdata),
-    .rx_axis_tkeep(rx_axis_tkeep),
-    .rx_axis_tvalid(rx_axis_tvalid),
-    .rx_axis_tready(rx_axis_tready),
-    .rx_axis_tlast(rx_axis_tlast),
-    .tx_axis_tdata(tx_axis_tdata),
-    .tx_axis_tkeep(tx_axis_tkeep),
-    .tx_axis_tvalid(tx_axis_tvalid),
-    .tx_axis_tready(tx_axis_tready),
-    .tx_axis_tlast(tx_axis_tlast)
+    .rx_axis_tdata(dp_rx_data),
+    .rx_axis_tkeep(dp_rx_keep),
+    .rx_axis_tvalid(dp_rx_valid),
+    .rx_axis_tready(dp_rx_ready),
+    .rx_axis_tlast(dp_rx_last),
+    .tx_axis_tdata(dp_tx_data),
+    .tx_axis_tkeep(dp_tx_keep),
+    .tx_axis_tvalid(dp_tx_valid),
+    .tx_axis_tready(dp_tx_ready),
+    .tx_axis_tlast(dp_tx_last)
   );
+
+  // ------------------------------------------------------------------ DCB
+  // Between the datapath and the wire, without transmit queues (the engine
+  // builds frames only for unpaused priorities, docs/dcb.md §3). A frame its
+  // receive buffer has no room for holds the wire back, as soc_datapath's
+  // ring did before the block was there (this SoC's wire is a simulation's or
+  // a loopback that can wait; behind a real MAC, HOLD_WIRE 0 drops and counts).
+  logic        dcb_wr;
+  assign dcb_wr = sel_dcb && dbus_we && moff[7] == 1'b0;
+
+  roce_dcb_top #(
+    .DATA_WIDTH(64),
+    .QUEUE_BYTES(0),
+    .BUF_BYTES(DCB_BUF_BYTES),
+    .HOLD_WIRE(1'b1)
+  ) dcb_inst (
+    .clk(clk),
+    .rst(rst),
+    .cfg_wr_valid(dcb_wr),
+    .cfg_wr_addr(moff[7:2]),
+    .cfg_wr_data(dbus_mosi),
+    .rx_s_axis_tdata(rx_axis_tdata),
+    .rx_s_axis_tkeep(rx_axis_tkeep),
+    .rx_s_axis_tvalid(rx_axis_tvalid),
+    .rx_s_axis_tready(rx_axis_tready),
+    .rx_s_axis_tlast(rx_axis_tlast),
+    .tx_m_axis_tdata(tx_axis_tdata),
+    .tx_m_axis_tkeep(tx_axis_tkeep),
+    .tx_m_axis_tvalid(tx_axis_tvalid),
+    .tx_m_axis_tready(tx_axis_tready),
+    .tx_m_axis_tlast(tx_axis_tlast),
+    .rx_m_axis_tdata(dp_rx_data),
+    .rx_m_axis_tkeep(dp_rx_keep),
+    .rx_m_axis_tvalid(dp_rx_valid),
+    .rx_m_axis_tready(dp_rx_ready),
+    .rx_m_axis_tlast(dp_rx_last),
+    .tx_s_axis_tdata(dp_tx_data),
+    .tx_s_axis_tkeep(dp_tx_keep),
+    .tx_s_axis_tvalid(dp_tx_valid),
+    .tx_s_axis_tready(dp_tx_ready),
+    .tx_s_axis_tlast(dp_tx_last),
+    .tx_room(tx_room),
+    .paused(paused),
+    .xoff(xoff),
+    .announce(announce),
+    .pfc_take(pfc_take),
+    .refresh_fire(refresh_fire),
+    .pause_req_valid(pause_req_valid),
+    .pause_req_enable(pause_req_enable),
+    .pause_req_quanta(pause_req_quanta),
+    .add_valid(add_valid),
+    .add_prio(add_prio),
+    .add_len(add_len),
+    .sub_valid(sub_valid),
+    .sub_prio(sub_prio),
+    .sub_len(sub_len),
+    .dec_valid(dec_valid),
+    .dec_eligible(dec_eligible),
+    .dec_prio(dec_prio),
+    .rx_pfc_frames(rx_pfc_frames),
+    .rx_bad_mac_ctl(rx_bad_mac_ctl),
+    .rx_drops(rx_drops)
+  );
+
+  // the block's status for the firmware (registered: one-cycle answers)
+  always_ff @(posedge clk) begin
+    ack_dcb <= sel_dcb;
+    rd_dcb <= '0;
+    if (sel_dcb && !dbus_we) begin
+      case (moff[7:0])
+        8'h80: rd_dcb <= {24'd0, paused};
+        8'h84: rd_dcb <= {24'd0, xoff};
+        8'h88: rd_dcb <= rx_pfc_frames;
+        8'h8C: rd_dcb <= rx_drops;
+        8'h90: rd_dcb <= 32'(LINK_BPC_Q8);
+        default: rd_dcb <= '0;
+      endcase
+    end
+    if (rst) ack_dcb <= 1'b0;
+  end
 
   soc_timer #(
     .NS_PER_CYCLE(NS_PER_CYCLE)
@@ -347,9 +472,9 @@ module nic_soc #(
 
   // blocks drive rdata = 0 when they do not answer
   logic mmio_ack;
-  assign mmio_ack = ack_host || ack_dma || ack_dp || ack_timer || ack_log || ack_none;
+  assign mmio_ack = ack_host || ack_dma || ack_dp || ack_timer || ack_log || ack_dcb || ack_none;
   assign dbus_ack = dram_ack || mmio_ack;
-  assign dbus_miso = dram_ack ? b_rdata : (rd_host | rd_dma | rd_dp | rd_timer | rd_log);
+  assign dbus_miso = dram_ack ? b_rdata : (rd_host | rd_dma | rd_dp | rd_timer | rd_log | rd_dcb);
 
 endmodule
 

@@ -47,6 +47,7 @@ fn ets(share1: u8, share3: u8) -> EtsConfig {
     EtsConfig {
         strict: Priorities(0b1111_0101),
         bw,
+        ..EtsConfig::STRICT
     }
 }
 
@@ -95,4 +96,52 @@ fn strict_priority_starves_the_lower_class_and_one_port_can_differ() {
     bad.bw[3] = 50;
     bad.strict = Priorities::ALL;
     assert!(t.fabric.switch_mut(sw).set_port_ets(0, bad).is_err());
+}
+
+/// Several priorities per traffic class at the switch (802.1Qaz's priority assignment
+/// table, `EtsConfig::prio_tc`): three senders, host 1 on priority 1 (DSCP 8), host 2 on
+/// priority 2 (DSCP 16), host 3 on priority 3 (DSCP 26), all lossless. Priorities 1 and
+/// 2 form class 1, priority 3 class 3, ETS 50/50 between the classes: over 10 ms the
+/// two priorities of class 1 together get half of the bottleneck within 2 %, and share
+/// it between them (in turn, equal frames: a quarter each within 2 % of it).
+#[test]
+fn priorities_of_one_class_share_its_weight_over_10_ms() {
+    let mut ets = ets(50, 50);
+    ets.prio_tc = [0, 1, 1, 3, 4, 5, 6, 7];
+    let sw = SwitchConfig {
+        ets,
+        pfc: Some(PfcConfig::new(Priorities(0b1110), 200_000, 100_000, 60_000)),
+        ..SwitchConfig::default()
+    };
+    let mut t = incast(1, 3, LinkConfig::new(G100, 1000), sw, |h| {
+        let mut c = flow(h, 0, 4096, 0);
+        c.count = None;
+        c.dscp = [0, 8, 16, 26][usize::from(h)];
+        c
+    });
+    let port = |t: &Incast| {
+        let q = t.fabric.switch(t.star.switch).counters().ports[0].queues;
+        [1, 2, 3].map(|p| q[p].dequeued_bytes)
+    };
+    t.fabric.run_until(1_000_000);
+    let before = port(&t);
+    t.fabric.run_until(11_000_000);
+    let after = port(&t);
+    let b: [f64; 3] = std::array::from_fn(|i| (after[i] - before[i]) as f64);
+    let all = b.iter().sum::<f64>();
+    let class1 = (b[0] + b[1]) / all;
+    assert!(
+        (class1 - 0.5).abs() <= 0.02 * 0.5,
+        "class 1 got {:.2} %",
+        100.0 * class1
+    );
+    for (p, x) in [(1, b[0]), (2, b[1])] {
+        let share = x / all;
+        assert!(
+            (share - 0.25).abs() <= 0.02 * 0.25,
+            "priority {p} got {:.2} %",
+            100.0 * share
+        );
+    }
+    assert!(all * 8.0 / 10e-3 > 0.95 * G100 as f64);
 }

@@ -995,7 +995,7 @@ impl Test {
             worst
         );
         ensure!(
-            sender <= 580 * u64::from(PACKETS)
+            sender <= 535 * u64::from(PACKETS)
                 && receiver <= 75 * u64::from(PACKETS)
                 && worst <= 800,
             "budget (fast path) regressed: {=u64} (sender) and {=u64} (receiver) per data packet, {=u32} for one event or descriptor",

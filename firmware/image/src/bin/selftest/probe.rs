@@ -484,6 +484,15 @@ impl<F: FastPath> FastPath for FpProbe<F> {
     fn counters(&self) -> FastPathCounters {
         self.inner.counters()
     }
+    fn cq_writer(&mut self) -> Option<&mut roce_firmware::hal::CqWriter> {
+        // The firmware reads and writes the writer's CQ entries as registers: counted
+        // as its own work.
+        self.close(None);
+        self.inner.cq_writer()
+    }
+    fn set_send_cq(&mut self, qpn: Qpn, cq: Option<u16>) {
+        self.call(|f| f.set_send_cq(qpn, cq))
+    }
 }
 
 /// The firmware's own frames and the accessor pass straight through.
