@@ -9,8 +9,10 @@
 //! 3. the same two partitions on two threads.
 //!
 //! Each prints simulated time per wall second (1.0 = real time), the process's CPU time
-//! per simulated second, and the engine's profile: windows, events, and the speed-up two
-//! threads can give at best given how the events fall into windows. The machine is
+//! per simulated second, the events, the engine's steps (a partition running up to its
+//! neighbour's horizon) and waits (a thread finding neither partition able to move),
+//! and the speed-up two threads can give at most given how the events split between
+//! the partitions. The machine is
 //! shared: the load average is printed, and the wall-clock figures are only as good as
 //! the share of the cores the run got (CPU time tells how much it got).
 //!
@@ -78,15 +80,16 @@ fn main() {
         loadavg()
     );
     println!(
-        "{:<34} {:>9} {:>9} {:>9} {:>12} {:>10} {:>9} {:>10} {:>11}",
+        "{:<34} {:>9} {:>9} {:>9} {:>12} {:>10} {:>10} {:>9} {:>9} {:>11}",
         "run",
         "sim ms",
         "wall ms",
         "CPU ms",
         "x real time",
         "CPU/sim",
-        "windows",
         "events",
+        "steps",
+        "waits",
         "2-thr bound"
     );
     let mut fct = Vec::new();
@@ -110,18 +113,18 @@ fn main() {
         let cpu = cpu_seconds() - cpu0;
         let sim = r.flows[0].fct_ns.expect("the stream completes") as f64 / 1e9;
         fct.push(r.flows[0].fct_ns);
-        let p = &r.profile;
         println!(
-            "{:<34} {:>9.2} {:>9.0} {:>9.0} {:>12.3} {:>10.2} {:>9} {:>10} {:>11.2}",
+            "{:<34} {:>9.2} {:>9.0} {:>9.0} {:>12.3} {:>10.2} {:>10} {:>9} {:>9} {:>11.2}",
             name,
             sim * 1e3,
             wall * 1e3,
             cpu * 1e3,
             sim / wall,
             cpu / sim,
-            p.windows(),
-            p.events(),
-            p.speedup_bound(2),
+            r.profile.events(),
+            r.waits.steps,
+            r.waits.waits,
+            r.profile.balance_bound(2),
         );
     }
     // The three are the same model: the same stream, to the nanosecond.

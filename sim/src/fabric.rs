@@ -11,7 +11,7 @@ use crate::link::{Direction, Faults, LinkConfig, LinkCounters};
 use crate::mac::{mac_control, PauseState, PortCounters};
 use crate::node::{AnyNode, Node};
 use crate::pcap::Tap;
-use crate::pool::{FrameId, FramePool};
+use crate::pool::{new_buffer, FrameId, FramePool};
 use crate::queue::{EventQueue, Nanos};
 use crate::rng::{derive_seed, Rng};
 use crate::switch::{Switch, SwitchConfig, SwitchCounters, SwitchIo};
@@ -178,12 +178,22 @@ pub struct RemoteEnd {
 }
 
 /// A frame leaving the partition: it arrives at `at` on remote link `to.link` of
-/// partition `to.partition`.
+/// partition `to.partition`. Its bytes are the first `len` of `buffer`, a whole frame
+/// buffer that goes over to the receiving partition (no copy; the receiver gives one
+/// back: [`Fabric::take_returned`], [`Fabric::give_buffers`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Outgoing {
     pub at: Nanos,
     pub to: RemoteEnd,
-    pub frame: Vec<u8>,
+    pub buffer: Box<[u8]>,
+    pub len: usize,
+}
+
+impl Outgoing {
+    /// The frame's bytes.
+    pub fn frame(&self) -> &[u8] {
+        &self.buffer[..self.len]
+    }
 }
 
 struct Sampler {
@@ -219,12 +229,18 @@ enum Event {
         port: u16,
     },
     Sample(u32),
+    /// A frame from another partition reached this end of a remote link: its entry in
+    /// `inbound`.
+    Remote(u32),
 }
 
 // Random streams are numbered by kind so that adding a switch never shifts a link's.
 const STREAM_LINK: u64 = 1 << 40;
 const STREAM_SWITCH: u64 = 2 << 40;
 const STREAM_REMOTE: u64 = 3 << 40;
+
+/// A frame from another partition before it arrives: (local link, buffer, length).
+type Inbound = (u32, Box<[u8]>, usize);
 
 /// The simulated network.
 pub struct Fabric {
@@ -246,6 +262,16 @@ pub struct Fabric {
     outgoing: Vec<Outgoing>,
     /// Local link index of each remote link number.
     remote_links: std::collections::HashMap<u32, u32>,
+    /// Frames from other partitions waiting for their arrival event: (local link,
+    /// buffer, length). They take a place in the pool only when they arrive, so the
+    /// pool's use does not depend on when the engine handed them over.
+    inbound: Vec<Option<Inbound>>,
+    /// Buffers to send frames to other partitions in (given back by them).
+    spare_buffers: Vec<Box<[u8]>>,
+    /// Buffers frames from other partitions came in, owed back: (partition, buffer).
+    returned: Vec<(usize, Box<[u8]>)>,
+    /// Free entries of `inbound`.
+    inbound_free: Vec<u32>,
 }
 
 impl Fabric {
@@ -266,6 +292,10 @@ impl Fabric {
             spare: None,
             outgoing: Vec::new(),
             remote_links: std::collections::HashMap::new(),
+            inbound: Vec::new(),
+            inbound_free: Vec::new(),
+            spare_buffers: Vec::new(),
+            returned: Vec::new(),
         }
     }
 
@@ -397,25 +427,64 @@ impl Fabric {
         self.outgoing.drain(..)
     }
 
+    /// Frame buffers owed to other partitions since the last call: for each frame that
+    /// came in from partition p, a buffer for p to send in again (p's
+    /// [`give_buffers`](Self::give_buffers)).
+    pub fn take_returned(&mut self) -> std::vec::Drain<'_, (usize, Box<[u8]>)> {
+        self.returned.drain(..)
+    }
+
+    /// Buffers (of [`MAX_FRAME_LEN`](crate::MAX_FRAME_LEN) bytes) to send frames to other
+    /// partitions in; without them each such frame takes a new buffer.
+    pub fn give_buffers(&mut self, buffers: impl IntoIterator<Item = Box<[u8]>>) {
+        self.spare_buffers.extend(buffers);
+    }
+
     /// A frame from another partition: its last bit arrives at `at` (not before now) on
-    /// this partition's end of remote link `link`.
-    pub fn deliver_remote(&mut self, at: Nanos, link: u32, frame: &[u8]) {
+    /// this partition's end of remote link `link`. Frames from other partitions due at
+    /// the same nanosecond arrive in `order` (below 2^63; the engine makes it of the
+    /// sending partition and its sending order), before any event of this partition's
+    /// own at that time: so where it lands never depends on when it was handed over.
+    /// The frame is the first `len` bytes of `buffer` (a whole frame buffer, which the
+    /// partition keeps; it owes the sender one back: [`take_returned`](Self::take_returned)).
+    pub fn deliver_remote(
+        &mut self,
+        at: Nanos,
+        link: u32,
+        buffer: Box<[u8]>,
+        len: usize,
+        order: u64,
+    ) {
         assert!(at >= self.now, "a remote frame arrived in the past");
         let local = *self
             .remote_links
             .get(&link)
             .unwrap_or_else(|| panic!("no remote link {link} in this partition"));
-        let id = self.pool.alloc();
-        self.pool.buffer_mut(id)[..frame.len()].copy_from_slice(frame);
-        self.pool.set_len(id, frame.len());
-        self.events.push(
-            at,
-            Event::Arrive {
-                link: local,
-                dir: 1,
-                frame: id,
-            },
-        );
+        let entry = Some((local, buffer, len));
+        let i = match self.inbound_free.pop() {
+            Some(i) => {
+                self.inbound[i as usize] = entry;
+                i
+            }
+            None => {
+                self.inbound.push(entry);
+                u32::try_from(self.inbound.len() - 1).expect("too many frames in flight")
+            }
+        };
+        self.events.push_ordered(at, order, Event::Remote(i));
+    }
+
+    /// The partitions this one has links to (each once, ascending): where its frames go
+    /// and, links being two-way, where its frames come from.
+    pub fn remote_partitions(&self) -> Vec<usize> {
+        let mut v: Vec<usize> = self
+            .links
+            .iter()
+            .filter_map(|l| l.remote.map(|r| r.partition))
+            .collect();
+        v.sort_unstable();
+        v.dedup();
+        v
     }
 
     fn attach(&mut self, node: NodeId, port: usize, link: u32, dir: u8, rate_bps: u64) {
@@ -705,6 +774,21 @@ impl Fabric {
                 self.drain_switch(node);
             }
             Event::Sample(i) => self.sample(i),
+            Event::Remote(i) => {
+                let (link, buffer, len) = self.inbound[i as usize]
+                    .take()
+                    .expect("a remote frame arrives once");
+                self.inbound_free.push(i);
+                let id = self.pool.alloc();
+                let old = self.pool.swap_buffer(id, buffer);
+                self.pool.set_len(id, len);
+                let from = self.links[link as usize]
+                    .remote
+                    .expect("a remote link")
+                    .partition;
+                self.returned.push((from, old));
+                self.arrive(link, 1, id);
+            }
         }
     }
 
@@ -844,20 +928,25 @@ impl Fabric {
         }
         let at = end + delay + fate.extra_delay;
         if let Some(to) = self.links[link as usize].remote {
-            let bytes = self.pool.frame(frame).to_vec();
+            // The frame's buffer goes over as it is; a spare takes its place here.
+            let spare = self.spare_buffers.pop().unwrap_or_else(new_buffer);
+            let len = self.pool.len(frame);
+            let buffer = self.pool.swap_buffer(frame, spare);
+            self.pool.free(frame);
             if fate.duplicate {
                 self.outgoing.push(Outgoing {
                     at,
                     to,
-                    frame: bytes.clone(),
+                    buffer: buffer.clone(),
+                    len,
                 });
             }
             self.outgoing.push(Outgoing {
                 at,
                 to,
-                frame: bytes,
+                buffer,
+                len,
             });
-            self.pool.free(frame);
             return;
         }
         self.events.push(at, Event::Arrive { link, dir, frame });

@@ -64,7 +64,7 @@ pub use fabric::{
 pub use link::{Faults, LinkConfig, LinkCounters, MIN_FRAME_LEN, WIRE_OVERHEAD};
 pub use mac::PortCounters;
 pub use node::{Node, Priorities};
-pub use parallel::{Parallel, Partition, Profile};
+pub use parallel::{Parallel, Partition, Profile, Waits};
 pub use pcap::MemoryCapture;
 pub use pool::MAX_FRAME_LEN;
 pub use queue::Nanos;

@@ -1,18 +1,27 @@
-//! The parallel engine: a conservative, synchronous parallel discrete-event simulation
-//! of a fabric split into partitions, each an ordinary [`Fabric`] joined to the others
-//! by links ([`Fabric::connect_remote`]).
+//! The parallel engine: a conservative parallel discrete-event simulation of a fabric
+//! split into partitions, each an ordinary [`Fabric`] joined to the others by links
+//! ([`Fabric::connect_remote`]).
 //!
-//! # Time windows and lookahead
+//! # Lookahead and horizons
 //!
 //! A frame sent on a link arrives at least the link's propagation delay after it
 //! starts (store-and-forward: the last bit leaves, then travels). With `L` the shortest
-//! delay of any link between partitions (the lookahead), no partition can affect another
-//! sooner than `L` after its present. So with `T` the earliest pending event anywhere
-//! (frames in flight between partitions included), every partition can run all its
-//! events in `[T, T + L)` at the same time as the others, without seeing anything from
-//! them: what they send in that window arrives at `T + L` or later. After each window the
-//! partitions swap the frames they sent, and the next window starts at the new earliest
-//! event, so idle stretches cost nothing.
+//! delay of any link between partitions (the lookahead), what a partition does at `t`
+//! reaches another no sooner than `t + L`.
+//!
+//! Each partition publishes a horizon (an atomic): every frame it has not handed over
+//! yet arrives after that instant. A partition may run every event up to the smallest
+//! horizon of the partitions linked to it (its input bound `B`): nothing it has not
+//! seen can arrive by then. Having run to `B` and handed over what it sent, its own
+//! next action is at `min(next event, B + 1)` at the earliest (an input may arrive at
+//! `B + 1`), so it publishes the horizon `min(next event, B + 1) + L - 1`, and its
+//! neighbours move on. There is no global step: a partition waits only when it has run
+//! a lookahead ahead of a neighbour, and partitions without a link between them never
+//! wait for each other (Chandy-Misra-Bryant's null messages, with the horizons as the
+//! messages). The run goes in epochs of at most 256 lookaheads: at the start of each,
+//! all threads meet (a barrier) and every horizon restarts from the earliest pending
+//! event of the whole model, so a stretch where nobody has anything to do costs nothing
+//! (inside an epoch, idle partitions still step a lookahead at a time).
 //!
 //! # Same result whatever the thread count
 //!
@@ -20,22 +29,26 @@
 //! thread `p % threads` for the whole run: it is built there (so its nodes need not be
 //! `Send`: a NIC model full of `Rc`s is fine) and never moves. Everything a partition
 //! does is a function of its own state, its own random streams and the frames it
-//! receives; those frames are handed over at window boundaries, sorted by (arrival
-//! time, sending partition, sending order), and the window boundaries are computed from
-//! the whole model's state. None of this depends on which thread ran what or when, so a
-//! run gives the same result, bit for bit, on 1 thread or on 16. (It does depend on how
-//! the model is split into partitions: that is part of the model, like its seed.)
+//! receives. A frame from another partition goes into the receiving partition's event
+//! queue keyed by (arrival time, sending partition, sending order), ahead of the
+//! partition's own events at that nanosecond ([`crate::queue::EventQueue::push_ordered`]),
+//! and it is there before the partition runs past its arrival (the horizons): so each
+//! partition runs the same events in the same order however the threads interleave,
+//! and a run gives the same result, bit for bit, on 1 thread or on 16. (It does depend
+//! on how the model is split into partitions: that is part of the model, like its
+//! seed.)
 //!
 //! # Threads
 //!
 //! The calling thread is thread 0 and carries its share of partitions; the others are
-//! spawned at construction and stopped when the engine is dropped. Between windows all
-//! threads meet at a barrier that spins briefly, then yields (the machine may be shared).
+//! spawned at construction and stopped when the engine is dropped. A thread with no
+//! partition that may advance spins briefly, then yields (the machine may be shared).
 
 use crate::fabric::Fabric;
 use crate::queue::Nanos;
 use crate::rng::derive_seed;
 use std::any::Any;
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::{Arc, Mutex};
@@ -63,180 +76,338 @@ pub fn partition_seed(seed: u64, p: usize) -> u64 {
     derive_seed(seed, (4 << 40) + p as u64)
 }
 
-/// A frame between partitions, as the receiving partition sorts them.
+/// A frame between partitions, waiting in the receiving partition's inbox.
 struct Mail {
     at: Nanos,
-    from: usize,
-    seq: u64,
+    /// Sending partition and its sending order: where the frame goes among the frames
+    /// from other partitions due at the same nanosecond.
+    order: u64,
     link: u32,
-    frame: Vec<u8>,
+    buffer: Box<[u8]>,
+    len: usize,
 }
+
+/// Bits of a mail's order that hold the sending order (the rest: the sending partition).
+const ORDER_SEQ_BITS: u32 = 40;
 
 /// Stack of each spawned thread (address space; only what is touched is committed).
 const WORKER_STACK: usize = 256 << 20;
 
+/// Lookaheads per epoch: the threads meet (and skip what nobody has to do) at least this
+/// often. Within an epoch a partition with nothing to do still steps a lookahead at a
+/// time behind its neighbours' horizons; this bounds that cost in a quiet model.
+const EPOCH: Nanos = 256;
+
+/// Spins of a waiting thread before it starts yielding its core.
+const SPINS: u32 = 2_000;
+
+/// What a thread reports for the profile: its partitions' per-window events, its waits.
+type ThreadProfile = (Vec<(usize, Vec<(u64, u32)>)>, Waits);
+
 type EachFn<P> = Arc<dyn Fn(usize, &mut P) -> Box<dyn Any + Send> + Send + Sync>;
 
 enum Command<P> {
-    /// Run every window up to this instant.
+    /// Run every partition up to this instant.
     Run(Nanos),
     /// Call the function on every partition of the thread; answer with the results.
     Each(EachFn<P>),
-    /// Answer with the events per partition per window.
+    /// Answer with the events per partition per window, and the thread's waits.
     Profile,
     Exit,
 }
+
+/// A horizon on a cache line of its own: partitions on different threads publish theirs
+/// all the time.
+#[repr(align(128))]
+struct Horizon(AtomicU64);
 
 /// What all threads share.
 struct Shared {
     threads: usize,
     lookahead: Nanos,
-    /// Frames for partition p sent in windows of parity w: `inbox[p][w]`.
-    inbox: Vec<[Mutex<Vec<Mail>>; 2]>,
-    /// The earliest pending event, gathered during the previous window; three slots so
-    /// that one can be reset while one is read and one is filled.
-    next: [AtomicU64; 3],
+    /// Frames for partition p: `inbox[p]`.
+    inbox: Vec<Mutex<Vec<Mail>>>,
+    /// Frame buffers given back to partition p by those it sent frames to.
+    spares: Vec<Mutex<Vec<Box<[u8]>>>>,
+    /// Partition p's horizon: every frame it has not put in an inbox yet arrives after it.
+    horizon: Vec<Horizon>,
+    /// The earliest pending event of the whole model at the start of a run (by the run's
+    /// parity: one is reset while the other is used).
+    next: [AtomicU64; 2],
     barrier: SpinBarrier,
     /// A thread panicked: the others must not wait for it.
     poisoned: AtomicBool,
 }
 
-/// The partitions carried by one thread, and its window counter (the same on every
-/// thread: they all run every window).
+/// How often a thread waited for its neighbours (depends on the machine and the
+/// scheduler, unlike the [`Profile`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Waits {
+    /// Steps: a partition ran its events up to its input bound and published its horizon.
+    pub steps: u64,
+    /// Times a thread found none of its partitions able to move and began waiting.
+    pub waits: u64,
+    /// Passes over its partitions a waiting thread made before one could move.
+    pub spins: u64,
+}
+
+impl std::ops::AddAssign for Waits {
+    fn add_assign(&mut self, o: Self) {
+        self.steps += o.steps;
+        self.waits += o.waits;
+        self.spins += o.spins;
+    }
+}
+
+/// One of a thread's partitions.
+struct Part<P> {
+    index: usize,
+    part: P,
+    /// Every event before this instant has run.
+    reached: Nanos,
+    /// The horizon it published last.
+    horizon: Nanos,
+    /// The partitions linked to this one (its inputs).
+    inputs: Vec<usize>,
+    /// Frames sent so far (the sending order of the next).
+    sent: u64,
+    /// Events per window of the lookahead: (window, events), ascending, no zeros.
+    profile: Vec<(u64, u32)>,
+}
+
+impl<P> Part<P> {
+    /// The smallest horizon of the partition's inputs: it may run every event up to
+    /// that instant.
+    fn input(&self, sh: &Shared) -> Nanos {
+        self.inputs
+            .iter()
+            .map(|&q| sh.horizon[q].0.load(Ordering::Acquire))
+            .min()
+            .unwrap_or(Nanos::MAX)
+    }
+}
+
+/// The partitions carried by one thread.
 struct Carrier<P> {
     thread: usize,
-    parts: Vec<(usize, P)>,
-    window: u64,
-    /// Frames sent so far, per partition of this thread (the sending order of a frame).
-    sent: Vec<u64>,
-    /// Events each partition of this thread ran in each window.
-    profile: Vec<Vec<u32>>,
+    parts: Vec<Part<P>>,
+    /// Epochs so far (the same on every thread).
+    runs: u64,
+    waits: Waits,
+    /// An emptied inbox, swapped with a full one (no allocation per hand-over).
+    scratch: Vec<Mail>,
+    /// The same for given-back buffers.
+    spare_scratch: Vec<Box<[u8]>>,
 }
 
 impl<P: Partition> Carrier<P> {
     fn new(thread: usize, partitions: usize, threads: usize, build: &dyn Fn(usize) -> P) -> Self {
-        let parts: Vec<(usize, P)> = (thread..partitions)
+        let parts = (thread..partitions)
             .step_by(threads)
-            .map(|p| (p, build(p)))
+            .map(|p| Part {
+                index: p,
+                part: build(p),
+                reached: 0,
+                horizon: 0,
+                inputs: Vec::new(),
+                sent: 0,
+                profile: Vec::new(),
+            })
             .collect();
-        let sent = vec![0; parts.len()];
-        let profile = vec![Vec::new(); parts.len()];
         Self {
             thread,
             parts,
-            window: 0,
-            sent,
-            profile,
+            runs: 0,
+            waits: Waits::default(),
+            scratch: Vec::new(),
+            spare_scratch: Vec::new(),
         }
     }
 
-    /// Runs windows until the earliest pending event is after `until`, then brings every
-    /// partition's clock to `until`. Every thread runs this in step with the others.
+    /// Runs every partition of the thread up to `until`, in step with the other threads
+    /// (see the module's description): in epochs of at most [`EPOCH`] lookaheads.
     fn run(&mut self, sh: &Shared, until: Nanos) {
-        // Work given to the partitions since the last run (a woken host) may be earlier
-        // than what the slot holds; the slot may also be earlier than anything left: that
-        // only costs an empty window.
-        let slot = (self.window % 3) as usize;
-        for (_, part) in &self.parts {
-            if let Some(t) = part.fabric().next_event() {
+        let lookahead = sh.lookahead;
+        if sh.threads == 1 && self.parts.len() == 1 {
+            // Alone: no frame crosses a partition.
+            let p = &mut self.parts[0];
+            advance(p.part.fabric_mut(), until, lookahead, &mut p.profile);
+            return;
+        }
+        loop {
+            let earliest = self.start_epoch(sh);
+            let end = earliest
+                .saturating_add(EPOCH.saturating_mul(lookahead))
+                .min(until);
+            self.run_epoch(sh, end);
+            if end == until {
+                return;
+            }
+        }
+    }
+
+    /// Starts an epoch, with every thread: every frame handed over goes into its
+    /// partition's queue, and every horizon restarts from the earliest event anywhere
+    /// (returned). (Work given to the partitions since the last run, a woken host, may
+    /// be earlier than any horizon published then; and a model with nothing to do for a
+    /// while skips that stretch at once.)
+    fn start_epoch(&mut self, sh: &Shared) -> Nanos {
+        let lookahead = sh.lookahead;
+        let slot = (self.runs % 2) as usize;
+        self.runs += 1;
+        for i in 0..self.parts.len() {
+            self.take_mail(sh, i);
+            let p = &mut self.parts[i];
+            let fabric = p.part.fabric();
+            p.inputs = fabric.remote_partitions();
+            p.reached = fabric.now();
+            if let Some(t) = fabric.next_event() {
                 sh.next[slot].fetch_min(t, Ordering::AcqRel);
             }
         }
         sh.barrier.wait(sh);
-        if sh.threads == 1 && self.parts.len() == 1 {
-            // Alone: no frame crosses a partition, so one window can hold everything.
-            return self.run_alone(until);
+        let earliest = sh.next[slot].load(Ordering::Acquire);
+        if self.thread == 0 {
+            sh.next[1 - slot].store(Nanos::MAX, Ordering::Release);
         }
+        for p in &mut self.parts {
+            p.horizon = earliest.saturating_add(lookahead - 1);
+            sh.horizon[p.index].0.store(p.horizon, Ordering::Release);
+        }
+        sh.barrier.wait(sh);
+        earliest
+    }
+
+    /// Runs every partition of the thread up to `until`, each as far as its inputs'
+    /// horizons let it, publishing its own after every step.
+    fn run_epoch(&mut self, sh: &Shared, until: Nanos) {
+        let lookahead = sh.lookahead;
         loop {
-            let k = self.window;
-            let start = sh.next[(k % 3) as usize].load(Ordering::Acquire);
-            if start > until {
-                break;
-            }
-            if self.thread == 0 {
-                sh.next[((k + 2) % 3) as usize].store(Nanos::MAX, Ordering::Release);
-            }
-            let end = start.saturating_add(sh.lookahead - 1).min(until);
-            let mut earliest = Nanos::MAX;
-            for (i, (p, part)) in self.parts.iter_mut().enumerate() {
-                let fabric = part.fabric_mut();
-                deliver(fabric, &sh.inbox[*p][((k + 1) % 2) as usize], start);
-                let before = fabric.events_run();
-                fabric.run_until(end);
-                let ran = fabric.events_run() - before;
-                self.profile[i].push(u32::try_from(ran).unwrap_or(u32::MAX));
+            let mut unfinished = false;
+            let mut moved = false;
+            for i in 0..self.parts.len() {
+                if self.parts[i].reached > until {
+                    continue;
+                }
+                unfinished = true;
+                // The bound first, then the mail: a neighbour hands its frames over
+                // before it publishes the horizon they are below.
+                let input = self.parts[i].input(sh);
+                let bound = input.min(until);
+                if bound < self.parts[i].reached {
+                    continue;
+                }
+                self.take_mail(sh, i);
+                let p = &mut self.parts[i];
+                let fabric = p.part.fabric_mut();
+                advance(fabric, bound, lookahead, &mut p.profile);
+                p.reached = bound + 1;
                 for out in fabric.take_outgoing() {
                     assert!(
-                        out.at > end,
-                        "a frame between partitions arrives within the window that sent it: \
-                         a link between partitions is shorter than the lookahead ({} ns)",
-                        sh.lookahead
+                        out.at > p.horizon,
+                        "a frame between partitions arrives before the horizon its partition \
+                         published: a link between partitions is shorter than the lookahead \
+                         ({lookahead} ns)"
                     );
-                    earliest = earliest.min(out.at);
-                    let mail = Mail {
+                    let order = (p.index as u64) << ORDER_SEQ_BITS | p.sent;
+                    p.sent += 1;
+                    lock(&sh.inbox[out.to.partition]).push(Mail {
                         at: out.at,
-                        from: *p,
-                        seq: self.sent[i],
+                        order,
                         link: out.to.link,
-                        frame: out.frame,
-                    };
-                    self.sent[i] += 1;
-                    lock(&sh.inbox[out.to.partition][(k % 2) as usize]).push(mail);
+                        buffer: out.buffer,
+                        len: out.len,
+                    });
                 }
-                if let Some(t) = fabric.next_event() {
-                    earliest = earliest.min(t);
+                for (q, buffer) in fabric.take_returned() {
+                    lock(&sh.spares[q]).push(buffer);
                 }
+                let next = fabric.next_event().unwrap_or(Nanos::MAX);
+                let horizon = next
+                    .min(input.saturating_add(1))
+                    .saturating_add(lookahead - 1);
+                p.horizon = horizon;
+                sh.horizon[p.index].0.store(horizon, Ordering::Release);
+                self.waits.steps += 1;
+                moved = true;
             }
-            sh.next[((k + 1) % 3) as usize].fetch_min(earliest, Ordering::AcqRel);
-            self.window += 1;
-            sh.barrier.wait(sh);
-        }
-        // Nobody may lower the slot for the next run before everyone has read it here.
-        sh.barrier.wait(sh);
-        for (_, part) in &mut self.parts {
-            part.fabric_mut().run_until(until);
+            if !unfinished {
+                break;
+            }
+            if !moved {
+                self.wait(sh, until);
+            }
         }
     }
 
-    /// `run` for a model of one partition: the fabric runs straight to `until`, as one
-    /// window (the same events in the same order as in windows of any length).
-    fn run_alone(&mut self, until: Nanos) {
-        let fabric = self.parts[0].1.fabric_mut();
-        let before = fabric.events_run();
-        fabric.run_until(until);
-        let ran = fabric.events_run() - before;
-        self.profile[0].push(u32::try_from(ran).unwrap_or(u32::MAX));
-        self.window += 1;
+    /// Waits until a neighbour's horizon lets one of the thread's partitions move. (A
+    /// function of its own so that a profile tells waiting from working.)
+    #[inline(never)]
+    fn wait(&mut self, sh: &Shared, until: Nanos) {
+        self.waits.waits += 1;
+        let mut spins = 0;
+        loop {
+            spins += 1;
+            sh.pause(spins);
+            if self
+                .parts
+                .iter()
+                .any(|p| p.reached <= until && p.input(sh).min(until) >= p.reached)
+            {
+                break;
+            }
+        }
+        self.waits.spins += spins;
     }
 
-    fn take_profile(&mut self) -> Vec<(usize, Vec<u32>)> {
-        self.parts
+    /// Moves the frames waiting for partition `i` into its event queue, and the
+    /// buffers given back to it into its fabric.
+    fn take_mail(&mut self, sh: &Shared, i: usize) {
+        let p = &mut self.parts[i];
+        std::mem::swap(&mut *lock(&sh.inbox[p.index]), &mut self.scratch);
+        let fabric = p.part.fabric_mut();
+        for m in self.scratch.drain(..) {
+            fabric.deliver_remote(m.at, m.link, m.buffer, m.len, m.order);
+        }
+        std::mem::swap(&mut *lock(&sh.spares[p.index]), &mut self.spare_scratch);
+        fabric.give_buffers(self.spare_scratch.drain(..));
+    }
+
+    fn take_profile(&mut self) -> ThreadProfile {
+        let profiles = self
+            .parts
             .iter()
-            .map(|(p, _)| *p)
-            .zip(self.profile.iter().cloned())
-            .collect()
+            .map(|p| (p.index, p.profile.clone()))
+            .collect();
+        (profiles, self.waits)
     }
 
     fn each(&mut self, f: &EachFn<P>) -> Vec<(usize, Box<dyn Any + Send>)> {
         self.parts
             .iter_mut()
-            .map(|(p, part)| (*p, f(*p, part)))
+            .map(|p| (p.index, f(p.index, &mut p.part)))
             .collect()
     }
 }
 
-/// Hands the frames of the previous window to the partition, in an order that depends on
-/// the model only.
-fn deliver(fabric: &mut Fabric, inbox: &Mutex<Vec<Mail>>, start: Nanos) {
-    let mut mail = std::mem::take(&mut *lock(inbox));
-    if mail.is_empty() {
-        return;
+/// Runs the fabric's events up to `until`, counting them per window of the lookahead
+/// (the profile is a function of the model, whatever the steps were).
+fn advance(fabric: &mut Fabric, until: Nanos, lookahead: Nanos, profile: &mut Vec<(u64, u32)>) {
+    while let Some(t) = fabric.next_event().filter(|&t| t <= until) {
+        let window = t / lookahead;
+        let end = (window + 1)
+            .saturating_mul(lookahead)
+            .saturating_sub(1)
+            .min(until);
+        let before = fabric.events_run();
+        fabric.run_until(end);
+        let ran = u32::try_from(fabric.events_run() - before).unwrap_or(u32::MAX);
+        match profile.last_mut() {
+            Some((w, n)) if *w == window => *n = n.saturating_add(ran),
+            _ => profile.push((window, ran)),
+        }
     }
-    mail.sort_unstable_by_key(|m| (m.at, m.from, m.seq));
-    for m in &mail {
-        debug_assert!(m.at >= start);
-        fabric.deliver_remote(m.at, m.link, &m.frame);
-    }
+    fabric.run_until(until);
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -244,8 +415,23 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// A reusable barrier for a fixed number of threads: spins a little (the windows are
-/// short), then yields the core (the machine may have more threads than cores).
+impl Shared {
+    /// A waiting thread's pause: a spin at first, later the core to another thread (the
+    /// machine may have more threads than cores). Stops waiting if another thread died.
+    fn pause(&self, spins: u64) {
+        if self.poisoned.load(Ordering::Acquire) {
+            panic!("another simulation thread panicked");
+        }
+        if spins < u64::from(SPINS) {
+            std::hint::spin_loop();
+        } else {
+            std::thread::yield_now();
+        }
+    }
+}
+
+/// A reusable barrier for a fixed number of threads: spins a little, then yields the
+/// core (the machine may have more threads than cores).
 struct SpinBarrier {
     count: AtomicUsize,
     generation: AtomicUsize,
@@ -269,17 +455,10 @@ impl SpinBarrier {
             self.generation.fetch_add(1, Ordering::AcqRel);
             return;
         }
-        let mut spins = 0u32;
+        let mut spins = 0u64;
         while self.generation.load(Ordering::Acquire) == gen {
-            if sh.poisoned.load(Ordering::Acquire) {
-                panic!("another simulation thread panicked");
-            }
             spins += 1;
-            if spins < 2_000 {
-                std::hint::spin_loop();
-            } else {
-                std::thread::yield_now();
-            }
+            sh.pause(spins);
         }
     }
 }
@@ -287,11 +466,12 @@ impl SpinBarrier {
 struct Worker<P> {
     commands: Sender<Command<P>>,
     results: Receiver<Vec<(usize, Box<dyn Any + Send>)>>,
-    profiles: Receiver<Vec<(usize, Vec<u32>)>>,
+    profiles: Receiver<ThreadProfile>,
     handle: Option<JoinHandle<()>>,
 }
 
-/// A model of `partitions` fabrics run by `threads` threads in conservative time windows.
+/// A model of `partitions` fabrics run by `threads` threads, each partition as far ahead
+/// as its neighbours' horizons let it.
 pub struct Parallel<P: Partition> {
     shared: Arc<Shared>,
     local: Carrier<P>,
@@ -318,11 +498,11 @@ impl<P: Partition> Parallel<P> {
             threads,
             lookahead,
             inbox: (0..partitions).map(|_| Default::default()).collect(),
-            next: [
-                AtomicU64::new(Nanos::MAX),
-                AtomicU64::new(Nanos::MAX),
-                AtomicU64::new(Nanos::MAX),
-            ],
+            spares: (0..partitions).map(|_| Default::default()).collect(),
+            horizon: (0..partitions)
+                .map(|_| Horizon(AtomicU64::new(0)))
+                .collect(),
+            next: [AtomicU64::new(Nanos::MAX), AtomicU64::new(Nanos::MAX)],
             barrier: SpinBarrier::new(),
             poisoned: AtomicBool::new(false),
         });
@@ -457,11 +637,22 @@ impl<P: Partition> Parallel<P> {
 
     /// How the work was spread over partitions and windows so far.
     pub fn profile(&mut self) -> Profile {
+        self.gather().0
+    }
+
+    /// How often the threads waited for each other so far.
+    pub fn waits(&mut self) -> Waits {
+        self.gather().1
+    }
+
+    fn gather(&mut self) -> (Profile, Waits) {
         let mut per_partition = vec![Vec::new(); self.partitions];
-        let mut put = |list: Vec<(usize, Vec<u32>)>| {
+        let mut waits = Waits::default();
+        let mut put = |(list, w): ThreadProfile| {
             for (p, v) in list {
                 per_partition[p] = v;
             }
+            waits += w;
         };
         put(self.local.take_profile());
         for w in &self.workers {
@@ -472,22 +663,24 @@ impl<P: Partition> Parallel<P> {
         for w in &self.workers {
             put(w.profiles.recv().expect("a simulation thread died"));
         }
-        Profile { per_partition }
+        (Profile { per_partition }, waits)
     }
 }
 
-/// Events per partition per window: how much of a run could overlap. A function of the
-/// model, like the run itself (not of the threads or the machine).
+/// Events per partition per window of the lookahead (simulated time cut into lookahead-
+/// long windows from 0): how much of a run could overlap. A function of the model, like
+/// the run itself (not of the threads, their steps or the machine).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Profile {
-    /// `per_partition[p][w]`: events partition p ran in window w.
-    pub per_partition: Vec<Vec<u32>>,
+    /// `per_partition[p]`: (window, events partition p ran in it), ascending by window;
+    /// windows where it ran nothing are left out.
+    pub per_partition: Vec<Vec<(u64, u32)>>,
 }
 
 impl Profile {
-    /// Windows run.
+    /// Windows in which any partition ran an event.
     pub fn windows(&self) -> usize {
-        self.per_partition.first().map_or(0, Vec::len)
+        self.by_window(1).len()
     }
 
     /// Events run.
@@ -495,36 +688,62 @@ impl Profile {
         self.per_partition
             .iter()
             .flatten()
-            .map(|&e| u64::from(e))
+            .map(|&(_, e)| u64::from(e))
             .sum()
+    }
+
+    /// Events per window per thread, with partition p on thread `p % threads`.
+    fn by_window(&self, threads: usize) -> BTreeMap<u64, Vec<u64>> {
+        let mut m: BTreeMap<u64, Vec<u64>> = BTreeMap::new();
+        for (p, list) in self.per_partition.iter().enumerate() {
+            for &(w, e) in list {
+                m.entry(w).or_insert_with(|| vec![0; threads])[p % threads] += u64::from(e);
+            }
+        }
+        m
     }
 
     /// The events on the critical path with `threads` threads (partition p on thread
-    /// `p % threads`): the sum over windows of the busiest thread's events, since every
-    /// thread waits for the last at the end of each window.
+    /// `p % threads`) if all had to meet at the end of every window (a synchronous
+    /// engine): the sum over windows of the busiest thread's events. The engine's
+    /// horizons let a thread run up to a lookahead ahead of its neighbours instead, so
+    /// this is a floor on what it can overlap, not a ceiling.
     pub fn critical_path(&self, threads: usize) -> u64 {
         let threads = threads.max(1);
-        (0..self.windows())
-            .map(|w| {
-                (0..threads)
-                    .map(|t| {
-                        self.per_partition
-                            .iter()
-                            .skip(t)
-                            .step_by(threads)
-                            .map(|v| u64::from(v[w]))
-                            .sum::<u64>()
-                    })
-                    .max()
-                    .unwrap_or(0)
-            })
+        self.by_window(threads)
+            .values()
+            .map(|v| v.iter().copied().max().unwrap_or(0))
             .sum()
     }
 
-    /// The speed-up `threads` threads can give at best if every event cost the same and
-    /// the barriers nothing: events over the critical path.
+    /// The most events any thread runs: with partition p on thread `p % threads`, a run
+    /// cannot be faster than that thread's share, however little the threads wait.
+    pub fn busiest_thread(&self, threads: usize) -> u64 {
+        let threads = threads.max(1);
+        (0..threads)
+            .map(|t| {
+                self.per_partition
+                    .iter()
+                    .skip(t)
+                    .step_by(threads)
+                    .flatten()
+                    .map(|&(_, e)| u64::from(e))
+                    .sum::<u64>()
+            })
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// The speed-up `threads` threads can give if every event cost the same and the
+    /// threads met at the end of every window: events over the critical path.
     pub fn speedup_bound(&self, threads: usize) -> f64 {
         self.events() as f64 / self.critical_path(threads).max(1) as f64
+    }
+
+    /// The speed-up `threads` threads can give at most, however they overlap: events
+    /// over the busiest thread's.
+    pub fn balance_bound(&self, threads: usize) -> f64 {
+        self.events() as f64 / self.busiest_thread(threads).max(1) as f64
     }
 }
 

@@ -7,6 +7,11 @@
 /// Ethernet, 802.1Q and a margin, rounded up.
 pub const MAX_FRAME_LEN: usize = 9216 + 64;
 
+/// A new, zeroed frame buffer of [`MAX_FRAME_LEN`] bytes.
+pub fn new_buffer() -> Box<[u8]> {
+    vec![0; MAX_FRAME_LEN].into_boxed_slice()
+}
+
 /// Handle of a buffer in the [`FramePool`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FrameId(u32);
@@ -37,7 +42,7 @@ impl FramePool {
             }
             None => {
                 self.slots.push(Slot {
-                    data: vec![0; MAX_FRAME_LEN].into_boxed_slice(),
+                    data: new_buffer(),
                     len: 0,
                     live: true,
                 });
@@ -78,6 +83,17 @@ impl FramePool {
             "frame of {len} bytes exceeds MAX_FRAME_LEN"
         );
         self.slots[id.0 as usize].len = len;
+    }
+
+    /// Puts `data` (a whole buffer of [`MAX_FRAME_LEN`] bytes) in frame `id`'s place and
+    /// returns the buffer it had: a frame changes pools (partitions) without a copy.
+    pub fn swap_buffer(&mut self, id: FrameId, data: Box<[u8]>) -> Box<[u8]> {
+        assert_eq!(
+            data.len(),
+            MAX_FRAME_LEN,
+            "a frame buffer of the wrong size"
+        );
+        std::mem::replace(&mut self.slots[id.0 as usize].data, data)
     }
 
     /// Frame length in bytes.

@@ -3,6 +3,12 @@
 //! at the same nanosecond run first-scheduled-first, independent of the heap's internal
 //! layout, so the same run always processes events in the same order.
 //!
+//! Events scheduled with an explicit order ([`EventQueue::push_ordered`]: frames from
+//! other partitions of a parallel run) run before every event scheduled by
+//! [`EventQueue::push`] at the same nanosecond, among themselves by that order. Their
+//! place thus does not depend on when they were pushed, which in a parallel run depends
+//! on how the threads happened to run.
+//!
 //! (A radix heap and a per-nanosecond timing wheel were both tried: at the fabric's
 //! typical tens of pending events neither beat `BinaryHeap`, and the wheel's slots
 //! cost cache misses.)
@@ -36,6 +42,10 @@ impl<E> Ord for Entry<E> {
     }
 }
 
+/// The top bit of an event's sequence number: set for [`EventQueue::push`]'s, clear for
+/// [`EventQueue::push_ordered`]'s, which thus go first at equal times.
+const SCHEDULED: u64 = 1 << 63;
+
 /// Events of type `E` ordered by time, ties broken by scheduling order.
 pub struct EventQueue<E> {
     heap: BinaryHeap<Entry<E>>,
@@ -54,8 +64,16 @@ impl<E> Default for EventQueue<E> {
 impl<E> EventQueue<E> {
     /// Schedules `event` at `time`.
     pub fn push(&mut self, time: Nanos, event: E) {
-        let key = u128::from(time) << 64 | u128::from(self.next_seq);
+        let key = u128::from(time) << 64 | u128::from(SCHEDULED | self.next_seq);
         self.next_seq += 1;
+        self.heap.push(Entry { key, event });
+    }
+
+    /// Schedules `event` at `time` in the given `order` (below 2^63) among the events
+    /// pushed this way at the same time, ahead of those pushed by [`push`](Self::push).
+    pub fn push_ordered(&mut self, time: Nanos, order: u64, event: E) {
+        assert!(order < SCHEDULED, "event order {order:#x} out of range");
+        let key = u128::from(time) << 64 | u128::from(order);
         self.heap.push(Entry { key, event });
     }
 
@@ -106,6 +124,29 @@ mod tests {
         assert_eq!(
             order,
             [(10, 'b'), (10, 'd'), (20, 'e'), (30, 'a'), (30, 'c')]
+        );
+    }
+
+    #[test]
+    fn ordered_events_go_first_at_their_time_whenever_they_were_pushed() {
+        let mut q = EventQueue::default();
+        q.push(10, 'a');
+        q.push_ordered(10, 7, 'x');
+        q.push(5, 'b');
+        q.push_ordered(10, 3, 'y');
+        q.push(10, 'c');
+        q.push_ordered(4, 9, 'z');
+        let order: Vec<_> = std::iter::from_fn(|| q.pop()).collect();
+        assert_eq!(
+            order,
+            [
+                (4, 'z'),
+                (5, 'b'),
+                (10, 'y'),
+                (10, 'x'),
+                (10, 'a'),
+                (10, 'c')
+            ]
         );
     }
 

@@ -213,6 +213,9 @@ pub struct RunResult {
     pub events: u64,
     /// Events per partition per window (how much of the run could overlap).
     pub profile: roce_sim::Profile,
+    /// How often the engine's threads waited for each other: NOT a function of the
+    /// model (it depends on the machine and the scheduler), only for speed reports.
+    pub waits: roce_sim::Waits,
 }
 
 /// Slowdown of one size bin over the runs: each run's median and 99th percentile, and
@@ -779,6 +782,7 @@ pub fn run_flows(
         retransmits,
         events: par.events_run(),
         profile: par.profile(),
+        waits: par.waits(),
     })
 }
 
@@ -987,23 +991,39 @@ impl FctResult {
     }
 
     /// How the engine did (not part of the results: wall time depends on the machine):
-    /// events, windows, what two and eight threads could overlap at best, and speed.
+    /// events, windows of the lookahead, what two and eight threads could overlap (at
+    /// least, meeting after every window; at most, by the partitions' shares), the
+    /// threads' waits, and speed.
     pub fn engine_report(&self) -> String {
         let events: u64 = self.runs.iter().map(|r| r.events).sum();
         let sim: u64 = self.runs.iter().map(|r| r.end_ns).sum();
         let windows: usize = self.runs.iter().map(|r| r.profile.windows()).sum();
         let critical = |t| -> u64 { self.runs.iter().map(|r| r.profile.critical_path(t)).sum() };
+        let busiest = |t| -> u64 { self.runs.iter().map(|r| r.profile.busiest_thread(t)).sum() };
+        let mut waits = roce_sim::Waits::default();
+        for r in &self.runs {
+            waits += r.waits;
+        }
         let wall = self.wall.as_secs_f64();
+        let bound = |t| {
+            format!(
+                "{:.2}x-{:.2}x",
+                events as f64 / critical(t).max(1) as f64,
+                events as f64 / busiest(t).max(1) as f64
+            )
+        };
         format!(
             "engine: {} partitions on {} threads; {events} events in {windows} windows; \
-             at best {:.2}x on 2 threads, {:.2}x on 8; {:.2} s wall: {:.0} events/s, \
-             {:.3} ms simulated per wall second",
+             overlap {} on 2 threads, {} on 8; {} steps, {} waits; {:.2} s wall: \
+             {:.0} events/s, {:.3} ms simulated per wall second",
             self.runs
                 .first()
                 .map_or(0, |r| r.profile.per_partition.len()),
             self.threads,
-            events as f64 / critical(2).max(1) as f64,
-            events as f64 / critical(8).max(1) as f64,
+            bound(2),
+            bound(8),
+            waits.steps,
+            waits.waits,
             wall,
             events as f64 / wall,
             sim as f64 / 1e6 / wall

@@ -200,13 +200,16 @@ fn the_same_seed_gives_the_same_run_on_1_2_and_4_threads() {
     let marked: u64 = got.iter().map(|(_, s)| s.ce_marked).sum();
     assert!(lost > 50 && marked > 50, "lost {lost}, marked {marked}");
     // The profile: every window of every partition, the critical path between the
-    // busiest partition alone and everything on one thread.
+    // busiest partition alone and everything on one thread, the busiest thread's share
+    // below it.
     let events = profile.events();
     assert_eq!(profile.per_partition.len(), K);
     assert_eq!(profile.critical_path(1), events);
+    assert_eq!(profile.busiest_thread(1), events);
     let two = profile.critical_path(2);
     assert!(two < events && 2 * two >= events, "{two} of {events}");
     assert!(profile.critical_path(K) <= two);
+    assert!(profile.busiest_thread(2) <= two && 2 * profile.busiest_thread(2) >= events);
     assert_ne!(one, run(10, 2));
 }
 
@@ -223,4 +226,88 @@ fn a_link_shorter_than_the_lookahead_is_refused() {
         fabric
     });
     par.run_until(1_000_000);
+}
+
+/// A host that keeps the last byte of each received frame's source MAC, in order.
+#[derive(Default)]
+struct Recorder {
+    seen: Vec<(Nanos, u8)>,
+}
+
+impl Node for Recorder {
+    fn handle_frame(&mut self, now: Nanos, _port: usize, frame: &[u8]) {
+        self.seen.push((now, frame[11]));
+    }
+    fn poll_transmit(&mut self, _: Nanos, _: usize, _: Priorities, _: &mut [u8]) -> Option<usize> {
+        None
+    }
+    fn poll_timeout(&self) -> Option<Nanos> {
+        None
+    }
+    fn handle_timeout(&mut self, _: Nanos) {}
+}
+
+enum Side {
+    Switch(Fabric, HostId<Recorder>),
+    Sender(Fabric),
+}
+
+impl Partition for Side {
+    fn fabric(&self) -> &Fabric {
+        match self {
+            Side::Switch(f, _) | Side::Sender(f) => f,
+        }
+    }
+    fn fabric_mut(&mut self) -> &mut Fabric {
+        match self {
+            Side::Switch(f, _) | Side::Sender(f) => f,
+        }
+    }
+}
+
+#[test]
+fn frames_due_at_one_nanosecond_from_several_partitions_keep_one_order_on_any_threads() {
+    // Partition 0: a switch in front of a recorder, with a local sender and links from
+    // partitions 1 and 2, whose senders are the same: three frames reach the switch at
+    // the same nanosecond, 20 times over, and the switch forwards them in the order
+    // they arrived. The engine's rule: other partitions' frames first, by partition,
+    // then the partition's own; on 1, 2 and 3 threads, whenever the threads ran.
+    let link = LinkConfig::new(G100, 1000);
+    let build = move |p: usize| {
+        let mut fabric = Fabric::new(partition_seed(5, p));
+        let to = |partition, link| roce_sim::RemoteEnd { partition, link };
+        if p == 0 {
+            let sw = fabric.add_switch(SwitchConfig::default(), 4);
+            let rec = fabric.add_host(Recorder::default());
+            let local = fabric.add_host(Generator::new(flow(3, 9, 1024, 20)));
+            fabric.switch_mut(sw).add_route(mac(9), 0);
+            fabric.connect(rec, 0, sw, 0, link);
+            fabric.connect(local, 0, sw, 1, link);
+            fabric.connect_remote(sw, 2, to(1, 0), link.reversed());
+            fabric.connect_remote(sw, 3, to(2, 1), link.reversed());
+            Side::Switch(fabric, rec)
+        } else {
+            let gen = fabric.add_host(Generator::new(flow(p as u8, 9, 1024, 20)));
+            fabric.connect_remote(gen, 0, to(0, p as u32 - 1), link);
+            Side::Sender(fabric)
+        }
+    };
+    let run = |threads| {
+        let mut par = Parallel::new(3, threads, link.delay_ns, build);
+        par.run_until(1_000_000);
+        par.each(|_, side| match side {
+            Side::Switch(f, rec) => f.host(*rec).seen.clone(),
+            Side::Sender(_) => Vec::new(),
+        })
+        .swap_remove(0)
+    };
+    let one = run(1);
+    assert_eq!(one.len(), 60);
+    for (i, three) in one.chunks(3).enumerate() {
+        let sources: Vec<u8> = three.iter().map(|&(_, s)| s).collect();
+        assert_eq!(sources, [1, 2, 3], "frames {}..{}", 3 * i, 3 * i + 3);
+    }
+    for threads in [2, 3, 3, 3, 2] {
+        assert_eq!(run(threads), one, "{threads} threads");
+    }
 }
