@@ -127,15 +127,26 @@ fn judge(a: &[Seen], b: &[Seen], qpns: (Qpn, Qpn), retry_cnt: u8) -> Result<Stri
             .filter(|s| !s.sent && on(s, req))
             .filter_map(|s| Some((s.at, s.bth?.1, s.answer?)))
     };
-    // The first answer that acknowledged `first - 1`: the last progress.
+    // The last progress. ACKs and NAKs are cumulative: the first that acknowledged
+    // `first - 1` is it. A READ response in the middle of its READ at `first - 1` is
+    // progress too (the requester takes it in order, starts its retry budget afresh
+    // and later resends the READ's tail from `first`), but only a copy that arrived in
+    // order was taken, and the capture cannot tell which: seed 221's requester dropped
+    // the first copy (the responses before it were lost) and took a later one. The
+    // window starts at the last such copy; that counts fewer retries, never more.
     let before = first.sub(1);
-    let since = answers()
+    let cumulative = answers()
         .find(|&(_, psn, ans)| match ans {
             Answer::Through => psn == before,
             Answer::Before => psn == first,
             Answer::Part => false,
         })
-        .map_or(0, |(at, _, _)| at);
+        .map(|(at, _, _)| at);
+    let part = answers()
+        .filter(|&(_, psn, ans)| ans == Answer::Part && psn == before)
+        .map(|(at, _, _)| at)
+        .last();
+    let since = cumulative.into_iter().chain(part).max().unwrap_or(0);
     if let Some((at, _, _)) =
         answers().find(|&(at, psn, ans)| at > since && psn == first && ans != Answer::Before)
     {
@@ -276,6 +287,50 @@ mod tests {
         let why = judge(&a, &b, (A, B), 7).expect("the link spent the budget");
         assert!(why.contains("PSN 971 sent 7 times"), "{why}");
         assert!(why.contains("(at 100 ns); 3 intact copies"), "{why}");
+    }
+
+    /// Seed 221's story: a READ at 1000..1010. The responses 1000 and 1001 are lost,
+    /// so the requester drops 1002 and 1003 as out of order; its retry gets 1000..1002
+    /// but 1003 is lost, so it resends the READ's tail from 1003 seven times; the
+    /// responder answers each copy that reaches it (the 1st, 3rd and 6th) with a
+    /// response in the middle at 1003, and the link loses every one.
+    fn seed_221() -> (Vec<Seen>, Vec<Seen>) {
+        let part = Some(Answer::Part);
+        let mut a = vec![frame(10, true, B, 1000)];
+        a.push(answered(50, false, A, 1002, part));
+        a.push(answered(51, false, A, 1003, part));
+        a.push(frame(20_000, true, B, 1000));
+        for psn in 1000..=1002 {
+            a.push(answered(20_050 + u64::from(psn), false, A, psn, part));
+        }
+        let mut b = Vec::new();
+        for k in 0..7u64 {
+            let t = 100_000 * (k + 1);
+            a.push(frame(t, true, B, 1003));
+            if matches!(k, 0 | 2 | 5) {
+                b.push(frame(t + 2, false, B, 1003));
+                b.push(answered(t + 3, true, A, 1003, part));
+            }
+        }
+        a.sort_by_key(|s| s.at);
+        (a, b)
+    }
+
+    #[test]
+    fn a_reads_tail_resent_counts_from_the_response_before_it_taken_in_order() {
+        let (a, b) = seed_221();
+        let why = judge(&a, &b, (A, B), 7).expect("the link spent the budget");
+        assert!(why.contains("PSN 1003 sent 7 times"), "{why}");
+        assert!(why.contains("(at 21052 ns); 3 intact copies"), "{why}");
+        // An answer to 1003 after the response it follows is still caught.
+        let (mut a, b) = seed_221();
+        a.push(answered(300_004, false, A, 1003, Some(Answer::Part)));
+        a.sort_by_key(|s| s.at);
+        let err = judge(&a, &b, (A, B), 7).expect_err("1003 was answered");
+        assert!(
+            err.contains("at 300004 ns") && err.contains("ignored"),
+            "{err}"
+        );
     }
 
     #[test]
