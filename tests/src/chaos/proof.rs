@@ -145,7 +145,7 @@ fn judge(a: &[Seen], b: &[Seen], qpns: (Qpn, Qpn), retry_cnt: u8) -> Result<Stri
     let part = answers()
         .filter(|&(_, psn, ans)| ans == Answer::Part && psn == before)
         .map(|(at, _, _)| at)
-        .last();
+        .next_back();
     let since = cumulative.into_iter().chain(part).max().unwrap_or(0);
     if let Some((at, _, _)) =
         answers().find(|&(at, psn, ans)| at > since && psn == first && ans != Answer::Before)
