@@ -138,6 +138,9 @@ struct QpMem {
     next_pkt: Option<u32>,
     /// The CQ the CQE writer writes the QP's send completions into.
     send_cq: Option<u16>,
+    /// A frame hit this entry since the firmware last took the bit
+    /// (`FastPath::take_accessed`).
+    accessed: bool,
 }
 
 impl Default for QpMem {
@@ -148,6 +151,7 @@ impl Default for QpMem {
             inflight: Deque::new(),
             next_pkt: None,
             send_cq: None,
+            accessed: false,
         }
     }
 }
@@ -240,6 +244,7 @@ impl<P: Datapath, const QPS: usize> FastPathPort<P, QPS> {
                         self.ctx[1] += 1;
                     } else if q.rctx[0] == 1 {
                         self.ctx[0] += 1;
+                        q.accessed = true;
                     }
                     // What a response would retire, before the rule pops it.
                     let cqes = retiring_cqes(q, qpn, &pkt);
@@ -591,6 +596,20 @@ impl<P: Datapath, const QPS: usize> FastPath for FastPathPort<P, QPS> {
 
     fn ctx_hits_misses(&self) -> [u64; 2] {
         self.ctx
+    }
+
+    fn take_accessed(&mut self, word: usize) -> u32 {
+        let mut bits = 0;
+        for (i, q) in self
+            .qps
+            .iter_mut()
+            .skip(word.saturating_mul(32))
+            .take(32)
+            .enumerate()
+        {
+            bits |= u32::from(core::mem::take(&mut q.accessed)) << i;
+        }
+        bits
     }
 
     fn cq_writer(&mut self) -> Option<&mut CqWriter> {

@@ -95,6 +95,14 @@ pub trait FastPath {
     /// on), and frames whose entry held another QP's. Read when the host asks, not
     /// every poll.
     fn ctx_hits_misses(&self) -> [u64; 2];
+    /// Takes the accessed bits of context entries `32 * word ..= 32 * word + 31` (bit
+    /// `i`: entry `32 * word + i`) and clears the bits it returns. The hardware sets an
+    /// entry's bit on each frame that hits it (its QP's, on: what `ctx_hits_misses`
+    /// counts as a hit), so the firmware's cache sees the QPs the fast path serves
+    /// without handling their frames (`docs/scale.md`, "The accessed bits"). A frame
+    /// that hits in the cycle of the take sets its bit again. Words past the entries
+    /// read 0.
+    fn take_accessed(&mut self, word: usize) -> u32;
     /// The hardware's CQE writer (`docs/fastpath.md` §3.7), if it has one: it writes
     /// the CQE of a signaled message a response retires into the QP's send CQ, and the
     /// firmware writes its own CQEs of the CQs it holds at its producer index, so each

@@ -21,13 +21,14 @@ use roce_core::transport::{
     Error as EngineError, Instant, QpAttr, QpInitAttr, QpState, QpType, WcOpcode, WcStatus,
     WorkCompletion,
 };
+use roce_core::wire::opcode::Opcode;
 use roce_core::wire::Packet;
 use zerocopy::little_endian::U32;
 use zerocopy::{FromBytes, FromZeros, Immutable, IntoBytes};
 
 mod qp_cache;
 
-use qp_cache::Icm;
+use qp_cache::{Dest, Icm};
 mod srq;
 
 /// Largest ring the NIC accepts (2^15 entries).
@@ -280,6 +281,10 @@ impl<
     pub fn poll(&mut self) -> bool {
         let now = Instant::from_nanos(self.hal.now());
         self.tick = self.tick.wrapping_add(1);
+        if self.icm.is_some() {
+            // What the fast path served in the last poll counts as used in this one.
+            self.sweep_accessed();
+        }
         let mut busy = self.run_commands();
         // Doorbells that rang, or WQEs left in a ring because the engine's queue was
         // full last time.
@@ -493,7 +498,11 @@ impl<
         frame_len: u16,
     ) {
         self.counters.frames_rx += 1;
-        if !self.admit(self.icm.map(|_| qpn)) {
+        let opcode = (meta.bth < frame_len)
+            .then(|| self.rxbuf.get(usize::from(meta.bth)).copied())
+            .flatten()
+            .unwrap_or(0);
+        if !self.admit(self.icm.map(|_| Dest::new(qpn, Opcode(opcode)))) {
             return;
         }
         let (dma, dp) = self.hal.split();
@@ -1446,10 +1455,10 @@ fn fits(pi: u32, ci: u32, log: u8) -> bool {
 }
 
 /// The destination QP of a RoCE frame (ICRC not checked: only to find the QP).
-fn dest_qpn(frame: &[u8]) -> Option<Qpn> {
+fn dest_qpn(frame: &[u8]) -> Option<Dest> {
     roce_core::wire::parse_unverified(frame)
         .ok()
-        .map(|p| p.dest_qp())
+        .map(|p| Dest::new(p.dest_qp(), p.opcode()))
 }
 
 /// Address of ring slot `index` (entries of `size` bytes, depth `2^log`).

@@ -119,6 +119,8 @@ module fp_rx
     output logic [31:0]                  drops,       // frames the parser rejected
     output logic [31:0]                  ctx_hits,    // the context cache (fp_rx_check)
     output logic [31:0]                  ctx_misses,
+    output logic                         acc_valid,   // a frame hit entry acc_row
+    output logic [QPN_W-1:0]             acc_row,
     // every frame taken in is done with: placed, handed on or dropped, its
     // outputs delivered (a dropped frame drains without touching any port)
     output logic                         idle
@@ -314,7 +316,9 @@ module fp_rx
     .sg_rd_lane(sg_rd_lane),
     .sg_rd_data(sg_rd_data),
     .ctx_hits(ctx_hits),
-    .ctx_misses(ctx_misses)
+    .ctx_misses(ctx_misses),
+    .acc_valid(acc_valid),
+    .acc_row(acc_row)
   );
 
   fp_rx_verdict_t vq_head;

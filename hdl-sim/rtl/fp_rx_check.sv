@@ -119,7 +119,12 @@ module fp_rx_check
     // the context cache: frames whose QP's context was in its entry (tag matched, on),
     // and frames whose entry held another QP's context (or none)
     output logic [31:0]                    ctx_hits,
-    output logic [31:0]                    ctx_misses
+    output logic [31:0]                    ctx_misses,
+    // the entry of each frame that hits (as ctx_hits counts it), for its
+    // accessed bit (roce_fp_top): the firmware's cache sees the QPs the fast
+    // path serves without it
+    output logic                           acc_valid,
+    output logic [QPN_W-1:0]               acc_row
 );
 
   localparam int E = IF_ENTRIES;
@@ -328,6 +333,7 @@ module fp_rx_check
   always_ff @(posedge clk) begin
     rctx_wr_en <= 1'b0;
     m_verdict_valid <= 1'b0;
+    acc_valid <= 1'b0;
     case (st)
       S_C0: if (s_meta_valid && s_meta_ready) begin
         m <= s_meta;
@@ -608,6 +614,8 @@ module fp_rx_check
         end
 
         if (m.error == ERR_NONE && c_hit && c_on) ctx_hits <= ctx_hits + 32'd1;
+        acc_valid <= m.error == ERR_NONE && c_hit && c_on;
+        acc_row <= m.bth_destqp[QPN_W-1:0];
         if (m.error == ERR_NONE && !c_hit) ctx_misses <= ctx_misses + 32'd1;
         if (k_response) begin
           // decided in RD; a READ response's pieces first (R1..R3)
@@ -752,6 +760,7 @@ module fp_rx_check
       frame_slot <= '0;
       ctx_hits <= '0;
       ctx_misses <= '0;
+      acc_valid <= 1'b0;
       if_ret_en <= 1'b0;
       una_valid <= 1'b0;
     end

@@ -5,7 +5,8 @@
 // front of the segmenter, and the firmware's table port split by table (0
 // send contexts, 1 receive
 // contexts, 2 MR entries, 3 the port's addresses: words 0..1 MAC, 2..5 GID,
-// as little-endian records of the wire bytes). The Verilator top of roce-hdl-sim's fast-path
+// as little-endian records of the wire bytes; word 8 the context entries'
+// accessed bits, 32 per index, read and cleared). The Verilator top of roce-hdl-sim's fast-path
 // model; the SoC instantiates it the same way.
 
 `resetall
@@ -155,11 +156,41 @@ module roce_fp_top
   logic [255:0] port_rec;
   logic [31:0]  port_rdata;
   logic         port_rdata_valid;
+
+  // the accessed bits (docs/scale.md, "The accessed bits"): one flip-flop per
+  // context entry, set by each frame that hits its entry (fp_rx_check's
+  // acc_valid), read and cleared 32 at a time by the firmware's cache before it
+  // evicts a QP (table 3, word 8, index w: entries 32w..32w+31; an index past
+  // the entries reads 0). Only the bits a read returns are cleared, so a frame
+  // that hits in the cycle of the read keeps its bit for the next one.
+  localparam int ACC_WORDS = (NQP + 31) / 32;
+  logic [31:0]      accessed [ACC_WORDS];
+  logic             acc_valid;
+  logic [QPN_W-1:0] acc_row;
+  logic             rd_acc;
+  logic [31:0]      acc_word;   // the word the read names
+  assign rd_acc = cfg_rd_valid && rd_port && cfg_rd_word == 5'd8;
+  always_comb begin
+    acc_word = '0;
+    for (int w = 0; w < ACC_WORDS; w++)
+      if (cfg_rd_index == 24'(w)) acc_word = accessed[w];
+  end
+
   always_ff @(posedge clk) begin
-    if (cfg_wr_valid && wr_port) port_rec[32*cfg_wr_word[2:0] +: 32] <= cfg_wr_data;
+    if (cfg_wr_valid && wr_port && cfg_wr_word[4:3] == 2'd0)
+      port_rec[32*cfg_wr_word[2:0] +: 32] <= cfg_wr_data;
     port_rdata_valid <= cfg_rd_valid && rd_port;
-    port_rdata <= port_rec[32*cfg_rd_word[2:0] +: 32];
-    if (rst) port_rdata_valid <= 1'b0;
+    port_rdata <= cfg_rd_word == 5'd8 ? acc_word : port_rec[32*cfg_rd_word[2:0] +: 32];
+    for (int w = 0; w < ACC_WORDS; w++) begin
+      logic [31:0] clr, set;
+      clr = (rd_acc && cfg_rd_index == 24'(w)) ? accessed[w] : '0;
+      set = (acc_valid && 32'(acc_row) / 32 == w) ? 32'd1 << (32'(acc_row) % 32) : '0;
+      accessed[w] <= (accessed[w] & ~clr) | set;
+    end
+    if (rst) begin
+      port_rdata_valid <= 1'b0;
+      for (int w = 0; w < ACC_WORDS; w++) accessed[w] <= '0;
+    end
   end
   assign cfg_rdata = tx_rdata_valid ? tx_rdata : port_rdata_valid ? port_rdata : rx_rdata;
   assign cfg_rdata_valid = tx_rdata_valid || rx_rdata_valid || port_rdata_valid;
@@ -336,6 +367,8 @@ module roce_fp_top
     .drops(rx_drops),
     .ctx_hits(rx_ctx_hits),
     .ctx_misses(rx_ctx_misses),
+    .acc_valid(acc_valid),
+    .acc_row(acc_row),
     .idle(rx_idle)
   );
 

@@ -25,9 +25,14 @@ pub enum Table {
     RecvCtx = 1,
     /// MR entries, 32 bytes each, by key >> 8.
     Mr = 2,
-    /// The port's addresses (index 0): bytes 0..5 the MAC, 8..23 the GID.
+    /// The port's addresses (index 0): bytes 0..5 the MAC, 8..23 the GID. Word
+    /// [`ACCESSED_WORD`] of index `w` reads the accessed bits of context entries
+    /// `32 * w ..= 32 * w + 31` and clears them (`roce_fp_top`).
     Port = 3,
 }
+
+/// The word of [`Table::Port`] that reads (and clears) 32 accessed bits.
+pub const ACCESSED_WORD: u8 = 8;
 
 /// Cycle numbers of transfers, for line-rate and latency checks.
 #[derive(Clone, Debug, Default)]
@@ -284,16 +289,47 @@ impl FpSim {
         self.read_record_with(table, index, len, None)
     }
 
+    /// Reads word `word` of a record, with the host memory away (as
+    /// [`FpSim::read_record_dma_held`]): one read of the table port, so a word whose read
+    /// has an effect (the accessed bits, `Table::Port` word [`ACCESSED_WORD`]) is read
+    /// once.
+    pub fn read_word_dma_held(
+        &mut self,
+        table: Table,
+        index: u32,
+        word: u8,
+    ) -> Result<u32, SimError> {
+        let w = self.read_words(table, index, word..word + 1, None)?;
+        Ok(w.first().copied().unwrap_or(0))
+    }
+
     fn read_record_with(
         &mut self,
         table: Table,
         index: u32,
         len: usize,
-        mut mem: Option<&mut (dyn Dma + '_)>,
+        mem: Option<&mut (dyn Dma + '_)>,
     ) -> Result<Vec<u8>, SimError> {
-        let n = len.div_ceil(4);
-        for w in 0..n {
-            self.cfg_rd.push_back((table, index, w as u8));
+        let n = len.div_ceil(4) as u8;
+        let mut out: Vec<u8> = self
+            .read_words(table, index, 0..n, mem)?
+            .into_iter()
+            .flat_map(u32::to_le_bytes)
+            .collect();
+        out.truncate(len);
+        Ok(out)
+    }
+
+    fn read_words(
+        &mut self,
+        table: Table,
+        index: u32,
+        words: std::ops::Range<u8>,
+        mut mem: Option<&mut (dyn Dma + '_)>,
+    ) -> Result<Vec<u32>, SimError> {
+        let n = words.len();
+        for w in words {
+            self.cfg_rd.push_back((table, index, w));
         }
         let start = self.cycle;
         while self.rd_results.len() < n {
@@ -305,13 +341,7 @@ impl FpSim {
             }
             self.step(mem.as_deref_mut());
         }
-        let mut out: Vec<u8> = self
-            .rd_results
-            .drain(..)
-            .flat_map(u32::to_le_bytes)
-            .collect();
-        out.truncate(len);
-        Ok(out)
+        Ok(self.rd_results.drain(..).collect())
     }
 
     /// Queues a TX message descriptor.

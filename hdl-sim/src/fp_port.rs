@@ -29,7 +29,7 @@
 //! writes land, then offers received frames and descriptors, and clocks until the RTL has
 //! been quiet for [`QUIET`] cycles: a received frame never meets a context half written.
 
-use crate::fastpath::{FpSim, Table};
+use crate::fastpath::{FpSim, Table, ACCESSED_WORD};
 use crate::sim::{DataWidth, SimError};
 use roce_core::dcb::Priorities;
 use roce_core::fastpath::layout::{EVENT_LEN, MR_LEN, RCTX_LEN, SCTX_LEN, TXD_LEN};
@@ -329,6 +329,22 @@ impl<P: Datapath> FastPath for FpPort<P> {
 
     fn ctx_hits_misses(&self) -> [u64; 2] {
         self.fp.rx_ctx_hits_misses().map(u64::from)
+    }
+
+    fn take_accessed(&mut self, word: usize) -> u32 {
+        let Ok(index) = u32::try_from(word) else {
+            return 0;
+        };
+        match self
+            .fp
+            .read_word_dma_held(Table::Port, index, ACCESSED_WORD)
+        {
+            Ok(bits) => bits,
+            Err(e) => {
+                self.record_fault(e);
+                0
+            }
+        }
     }
 }
 

@@ -27,7 +27,9 @@ use roce_core::wire::ipv4::Ipv4Repr;
 use roce_core::wire::ipv6::Ipv6Repr;
 use roce_core::wire::udp::{UdpRepr, ROCEV2_PORT};
 use roce_core::wire::{self, ExtHeaders, HeaderTemplate, L3Repr, Opcode};
-use roce_hdl_sim::{rtl_available, DataWidth, FpSim, Shaping, Table, FP_CTX_ENTRIES};
+use roce_hdl_sim::{
+    rtl_available, DataWidth, FpSim, Shaping, Table, ACCESSED_WORD, FP_CTX_ENTRIES,
+};
 
 /// Host memory: one flat range.
 #[derive(Clone)]
@@ -864,6 +866,8 @@ struct Expect {
     drops: u32,
     /// After frame i the firmware wrote QP q's context and these bytes to memory.
     fw: Vec<(usize, usize, RecvCtx, Writes)>,
+    /// The context entries a frame hit (its QP's, on): their accessed bits.
+    accessed: Vec<bool>,
 }
 
 /// The receiving port of the RX tests: every peer sends to it.
@@ -893,7 +897,10 @@ fn model_rx(
     table: &MrTable<256>,
     mem: &mut HostMem,
 ) -> Expect {
-    let mut x = Expect::default();
+    let mut x = Expect {
+        accessed: vec![false; FP_CTX_ENTRIES],
+        ..Expect::default()
+    };
     let mut buf = vec![0u8; 256];
     let mut inflight = heapless::Deque::<Inflight, 4>::new();
     for (i, f) in frames.iter().enumerate() {
@@ -904,6 +911,9 @@ fn model_rx(
         let q = (0..ctxs.len())
             .find(|&i| qpn_of(i) == pkt.dest_qp())
             .expect("frames go to the case's QPs");
+        if ctxs[q].on {
+            x.accessed[pkt.dest_qp().value() as usize % FP_CTX_ENTRIES] = true;
+        }
         let mut dma = Logged {
             mem: &mut *mem,
             writes: Vec::new(),
@@ -1089,6 +1099,21 @@ fn rx_case(
             .map_err(fail)?;
         let got = layout::decode_rctx(b.as_slice().try_into().unwrap());
         prop_assert_eq!(got, Ok(*c), "receive context of QP {}", i);
+    }
+    // The accessed bits (docs/scale.md): set by the frames that hit their entry, and
+    // cleared by the read that returns them (a second read finds none); a word past
+    // the entries reads 0.
+    let words = FP_CTX_ENTRIES.div_ceil(32);
+    for w in 0..=words {
+        let want = (0..32)
+            .filter(|b| x.accessed.get(32 * w + b) == Some(&true))
+            .fold(0u32, |a, b| a | 1 << b);
+        for (read, want) in [("first", want), ("second", 0)] {
+            let got = sim
+                .read_word_dma_held(Table::Port, w as u32, ACCESSED_WORD)
+                .map_err(fail)?;
+            prop_assert_eq!(got, want, "accessed bits, word {}, {} read", w, read);
+        }
     }
     Ok(())
 }

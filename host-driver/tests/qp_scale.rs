@@ -355,3 +355,119 @@ fn a_send_the_fast_path_finished_keeps_its_line_until_it_completes() {
     p.run(|_, _| false);
     p.check(m, (1..lines + 1).chain([stored]));
 }
+
+/// B's QP cache misses while its QP 0 receives through the fast path between the QPs
+/// B brings in: six rounds of a WRITE on pair 0 (two packets, both placed by the
+/// hardware once the QP holds its row), then one WRITE on each of the next four
+/// pairs (B brings each in, in place of its least recently used QP). Every WR
+/// completes and every byte is checked.
+fn misses_beside_a_busy_receiver(m: Model) -> u64 {
+    let p = Pairs::new(m, 32);
+    let write = |i: usize, wr_id: u64| {
+        let off = (i * LEN) as u64;
+        p.qa[i]
+            .post_send(
+                &SendWr::new(wr_id, WrOp::rdma_write(p.mb.addr() + off, p.mb.rkey()))
+                    .sge(p.ma.addr() + off, LEN as u32, p.ma.lkey())
+                    .flags(SendFlags::SIGNALED),
+            )
+            .unwrap();
+    };
+    // B's QP 0 comes in, and onto the fast path at its first packet (the exception).
+    write(0, 0);
+    p.run(|_, _| false);
+    let misses = || p.b.query_counters().unwrap().runtime.qp_cache_misses;
+    let before = misses();
+    let (mut next, mut ids) = (1, 1);
+    for _ in 0..6 {
+        write(0, ids);
+        ids += 1;
+        p.run(|_, _| false);
+        for _ in 0..4 {
+            write(next, ids);
+            (next, ids) = (next + 1, ids + 1);
+        }
+        p.run(|_, _| false);
+    }
+    let wcs = Pairs::poll(&p.cqa);
+    assert!(
+        wcs.iter().all(|w| w.status == WcStatus::Success),
+        "{m:?} {wcs:?}"
+    );
+    assert_eq!(wcs.len() as u64, ids, "{m:?}");
+    let bytes = 0..next * LEN;
+    assert!(p.mb.to_vec()[bytes.clone()] == p.src[bytes], "{m:?}");
+    let c = p.b.query_counters().unwrap().runtime;
+    if m != Model::Software {
+        assert!(
+            c.fastpath.rx_handled >= 12,
+            "{m:?}: QP 0 not on the fast path: {c:?}"
+        );
+    }
+    misses() - before
+}
+
+/// A QP the fast path serves is busy although the firmware handles none of its frames
+/// (`docs/scale.md`, "The accessed bits"): the hardware marks its context entry on each
+/// frame, and the cache's eviction counts a marked QP as used now (a CLOCK's second
+/// chance). So B's misses with the fast path are those of the firmware alone, which
+/// touches the QP's line on every frame. Without the bits B's QP 0 looked idle, was
+/// written back after eight other QPs came in, and missed on its next WRITE.
+#[test]
+fn a_qp_the_fast_path_serves_keeps_its_line() {
+    let firmware = misses_beside_a_busy_receiver(Model::Software);
+    for m in common::models() {
+        if matches!(m, Model::FastPath | Model::RtlFastPath) {
+            let fast = misses_beside_a_busy_receiver(m);
+            eprintln!("B's QP cache misses: firmware alone {firmware}, {m:?} {fast}");
+            assert_eq!(fast, firmware, "{m:?}");
+        }
+    }
+}
+
+/// A response for a QP stored in the ICM does not bring it back: the QP was written
+/// back with nothing outstanding, so the response is a duplicate the requester would
+/// discard (`docs/scale.md`, "Responses for stored QPs"). A's QP 0 WRITEs and its ACK
+/// is kept; eight other pairs push QP 0 out of A's eight lines; the ACK delivered again
+/// costs A no context read, and QP 0 still works.
+#[test]
+fn a_late_ack_for_a_stored_qp_does_not_bring_it_back() {
+    for m in [Model::Software, Model::FastPath] {
+        let p = Pairs::new(m, 32);
+        let (a, b) = (&*p.na.model, &*p.nb.model);
+        p.post(0..1);
+        let mut buf = vec![0u8; 8192];
+        let mut acks = Vec::new();
+        loop {
+            let mut busy = a.poll() | b.poll();
+            if let Some(n) = a.transmit_frame(&mut buf) {
+                b.receive_frame(&buf[..n]);
+                busy = true;
+            }
+            if let Some(n) = b.transmit_frame(&mut buf) {
+                acks.push(buf[..n].to_vec());
+                a.receive_frame(&buf[..n]);
+                busy = true;
+            }
+            if !busy {
+                break;
+            }
+        }
+        assert_eq!(acks.len(), 1, "{m:?}: one ACK for the WRITE");
+        let lines = p.slots as usize;
+        p.post(2..2 + 2 * lines);
+        p.run(|_, _| false);
+        let before = p.a.query_counters().unwrap().runtime;
+        assert!(
+            before.qp_cache_evictions >= lines as u64,
+            "{m:?}: {before:?}"
+        );
+        a.receive_frame(&acks[0]);
+        p.run(|_, _| false);
+        let after = p.a.query_counters().unwrap().runtime;
+        assert_eq!(after.qp_cache_misses, before.qp_cache_misses, "{m:?}");
+        p.post(1..2);
+        p.run(|_, _| false);
+        p.check(m, 0..2 + 2 * lines);
+    }
+}

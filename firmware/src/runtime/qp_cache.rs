@@ -6,11 +6,12 @@
 
 use super::{FpState, HostQp, Nic};
 use crate::abi::{self, CmdEntry, CmdStatus, ICM_ENTRY_LEN, MAX_ICM_QPS, QPN_BASE};
-use crate::hal::Hal;
+use crate::hal::{Datapath, Hal};
 use roce_core::engine::{home_slot, QP_CTX_LEN};
 use roce_core::memory::Dma;
 use roce_core::num::Qpn;
 use roce_core::transport::{Error as EngineError, Instant, QpInitAttr, QpType};
+use roce_core::wire::opcode::{Opcode, Operation};
 use zerocopy::little_endian::{U16, U32, U64};
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 
@@ -88,6 +89,28 @@ impl IcmTail {
             db_record: self.db_record.get(),
             fp: FpState::Off,
         })
+    }
+}
+
+/// Where a received frame goes, as the cache needs to know it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Dest {
+    /// The BTH's destination QP.
+    pub qpn: Qpn,
+    /// A response: READ response, ACKNOWLEDGE or ATOMIC ACKNOWLEDGE (the requester's).
+    pub response: bool,
+}
+
+impl Dest {
+    /// The destination of a frame whose BTH opcode is `opcode`.
+    pub fn new(qpn: Qpn, opcode: Opcode) -> Self {
+        let response = opcode.info().is_some_and(|i| {
+            matches!(
+                i.operation,
+                Operation::Acknowledge | Operation::RdmaReadResponse | Operation::AtomicAcknowledge
+            )
+        });
+        Self { qpn, response }
     }
 }
 
@@ -242,8 +265,21 @@ impl<
     /// frame that names no QP) may go to the engine: a stored QP is brought in, and a
     /// packet whose QP cannot be is dropped (the requester's retransmission repeats
     /// it), counted.
-    pub(super) fn admit(&mut self, dest: Option<Qpn>) -> bool {
-        match dest.map(|q| self.resident(q)) {
+    ///
+    /// A response (ACKNOWLEDGE, READ response, ATOMIC ACKNOWLEDGE) for a stored QP is
+    /// dropped without bringing it in: a QP is written back only with none of its
+    /// requests started ([`roce_core::engine::Engine::qp_evictable`]), so every PSN it
+    /// sent is acknowledged and the requester would discard the response as a
+    /// duplicate. Such responses are common behind the fast path: the hardware
+    /// acknowledges each request packet as it places it, and an ACK the engine built
+    /// for a packet it handled itself (the QP's first after it came in, a row miss) can
+    /// reach the requester after those and after the requester wrote the QP back; each
+    /// would cost a context read and a write-back (`BENCHMARKS.md`, "The accessed bits").
+    pub(super) fn admit(&mut self, dest: Option<Dest>) -> bool {
+        if dest.is_some_and(|d| d.response && self.line(d.qpn).is_none()) {
+            return false;
+        }
+        match dest.map(|d| self.resident(d.qpn)) {
             Some(Residence::Stuck) => {
                 self.counters.qp_cache_drops += 1;
                 false
@@ -275,10 +311,43 @@ impl<
         best.map(|(_, l)| l)
     }
 
+    /// Folds the fast path's accessed bits into the LRU (a CLOCK's second chance): a
+    /// resident QP on the fast path whose entry took a frame since the last sweep was
+    /// used now. The hardware places such frames without the firmware, so without the
+    /// bits a QP receiving through the fast path would look idle and be written back
+    /// while its packets still arrive (`docs/scale.md`, "The accessed bits"). Run at the
+    /// start of each poll with an ICM (so a QP counts as used in the poll after the one
+    /// its frames arrived in, not at the next eviction, which may be much later) and
+    /// before each eviction; it reads the bits' words, and visits the lines only for a
+    /// word with a bit set.
+    pub(super) fn sweep_accessed(&mut self) {
+        let (_, dp) = self.hal.split();
+        let Some(fp) = dp.fastpath() else {
+            return;
+        };
+        let entries = fp.ctx_entries().max(1);
+        for word in 0..entries.div_ceil(32) {
+            let bits = fp.take_accessed(word);
+            if bits == 0 {
+                continue;
+            }
+            for (q, used) in self.qps.iter().take(self.qp_hi).zip(self.used.iter_mut()) {
+                let Some(q) = q.as_ref().filter(|q| q.fp != FpState::Off) else {
+                    continue;
+                };
+                let entry = q.qpn.value() as usize % entries;
+                if entry / 32 == word && bits & (1 << (entry % 32)) != 0 {
+                    *used = self.tick;
+                }
+            }
+        }
+    }
+
     /// Writes the least recently used resident QP that has no work under way (and was
     /// not used in this poll) back to the ICM; returns its freed line.
     fn evict_lru(&mut self, idle_only: bool) -> Option<usize> {
         let icm = self.icm?;
+        self.sweep_accessed();
         // A QP on the fast path leaves it first (the engine takes its hardware receive
         // state, which may show a message under way after all: then the next one).
         let mut q = loop {

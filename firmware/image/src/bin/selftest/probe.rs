@@ -450,6 +450,9 @@ impl<F: FastPath> FastPath for FpProbe<F> {
     fn ctx_hits_misses(&self) -> [u64; 2] {
         self.inner.ctx_hits_misses()
     }
+    fn take_accessed(&mut self, word: usize) -> u32 {
+        self.call(|f| f.take_accessed(word))
+    }
     fn mr_entries(&self) -> usize {
         self.inner.mr_entries()
     }
