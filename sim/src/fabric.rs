@@ -870,7 +870,8 @@ impl Fabric {
         let frame = match &mut slot.kind {
             Kind::Host(h) => {
                 let id = spare.take().unwrap_or_else(|| pool.alloc());
-                match h.poll_transmit(now, usize::from(port), paused, pool.buffer_mut(id)) {
+                let buf = pool.buffer_box_mut(id);
+                match h.poll_transmit_buffer(now, usize::from(port), paused, buf) {
                     Some(len) => {
                         pool.set_len(id, len);
                         id

@@ -69,6 +69,22 @@ pub trait Node {
         buf: &mut [u8],
     ) -> Option<usize>;
 
+    /// [`poll_transmit`](Node::poll_transmit) where the node may hand over a buffer of
+    /// its own instead of copying its frame into `buf`: it swaps `buf` for one of
+    /// exactly [`MAX_FRAME_LEN`](crate::MAX_FRAME_LEN) bytes that holds the frame (the
+    /// fabric then owns it and the node keeps `buf`). A node that builds frames ahead
+    /// into such buffers saves a copy of every frame. The fabric calls this one; the
+    /// default writes into `buf` with `poll_transmit`.
+    fn poll_transmit_buffer(
+        &mut self,
+        now: Nanos,
+        port: usize,
+        paused: Priorities,
+        buf: &mut Box<[u8]>,
+    ) -> Option<usize> {
+        self.poll_transmit(now, port, paused, buf)
+    }
+
     /// The instant at which the node next wants `handle_timeout`, if any.
     fn poll_timeout(&self) -> Option<Nanos>;
 

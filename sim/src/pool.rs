@@ -76,11 +76,23 @@ impl FramePool {
         &mut self.slots[id.0 as usize].data
     }
 
+    /// The whole buffer as its box, for a node that may put a buffer of its own in its
+    /// place ([`Node::poll_transmit_buffer`](crate::Node::poll_transmit_buffer)); then
+    /// [`set_len`](Self::set_len), which checks the buffer's size.
+    pub fn buffer_box_mut(&mut self, id: FrameId) -> &mut Box<[u8]> {
+        &mut self.slots[id.0 as usize].data
+    }
+
     /// Sets the frame length (at most [`MAX_FRAME_LEN`]).
     pub fn set_len(&mut self, id: FrameId, len: usize) {
         assert!(
             len <= MAX_FRAME_LEN,
             "frame of {len} bytes exceeds MAX_FRAME_LEN"
+        );
+        assert_eq!(
+            self.slots[id.0 as usize].data.len(),
+            MAX_FRAME_LEN,
+            "a frame buffer of the wrong size"
         );
         self.slots[id.0 as usize].len = len;
     }

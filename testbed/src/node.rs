@@ -91,8 +91,9 @@ pub struct NicNode {
     dcbx: Option<DcbxAgent>,
     /// The transmit queue of each priority (one FIFO, index 0, when `single_queue`).
     queues: [VecDeque<TxFrame>; PRIORITIES],
-    /// Buffers of frames sent, for the next frames the NIC builds ahead.
-    spare: Vec<Vec<u8>>,
+    /// Buffers of frames sent, for the next frames the NIC builds ahead (each of
+    /// `MAX_FRAME_LEN` bytes: a fabric buffer it may be swapped with).
+    spare: Vec<Box<[u8]>>,
     /// ETS's state between the queues.
     ets: Ets,
     /// One transmit FIFO for every priority (no per-priority queues).
@@ -110,10 +111,19 @@ pub struct NicNode {
     now: Nanos,
 }
 
-/// A frame the NIC built ahead, in a buffer of a maximum frame (reused once it is sent).
+/// A frame the NIC built ahead, in a buffer of a maximum frame (reused once it is sent,
+/// or handed to the fabric in place of the fabric's).
 struct TxFrame {
-    buf: Vec<u8>,
+    buf: Box<[u8]>,
     len: usize,
+}
+
+/// What the transmit side has for the wire.
+enum Sent {
+    /// A frame written into the fabric's buffer, this long.
+    Written(usize),
+    /// A frame from the queues.
+    Queued(TxFrame),
 }
 
 impl TxFrame {
@@ -367,8 +377,10 @@ impl NicNode {
             }
             // Built straight into a queue buffer (a spare one: no allocation and no copy
             // per frame).
-            let mut buf = self.spare.pop().unwrap_or_default();
-            buf.resize(roce_sim::MAX_FRAME_LEN, 0);
+            let mut buf = self
+                .spare
+                .pop()
+                .unwrap_or_else(|| vec![0; roce_sim::MAX_FRAME_LEN].into_boxed_slice());
             let Some(len) = self.nic.transmit_frame_except(&mut buf, full) else {
                 self.spare.push(buf);
                 return;
@@ -385,6 +397,62 @@ impl NicNode {
                 return;
             }
         }
+    }
+
+    /// The transmitter is idle: a PFC or LLDP frame or the RTL MAC's written into
+    /// `buf`, or the next frame of the queues (ETS's pick), counted as sent.
+    fn transmit(&mut self, now: Nanos, paused: Priorities, buf: &mut [u8]) -> Option<Sent> {
+        self.run(now);
+        if self.rx.as_ref().is_some_and(RxBuffer::has_pause_frame) {
+            let mac = MacAddr(self.nic.port_config().mac);
+            if let Some(n) = self.rx.as_mut()?.pause_frame(now, mac, buf) {
+                return Some(Sent::Written(n));
+            }
+        }
+        if let Some(agent) = self.dcbx.as_mut() {
+            let cfg = self.nic.port_config();
+            if let Some(n) = agent.frame(now, MacAddr(cfg.mac), cfg.dcb, buf) {
+                return Some(Sent::Written(n));
+            }
+        }
+        // 802.1Qbb: the MAC honours pauses for the priorities it has PFC on for.
+        let paused = if paused.is_empty() {
+            paused
+        } else {
+            Priorities(paused.0 & self.lossless().0)
+        };
+        if self.rtl.is_some() {
+            return self.rtl_transmit(now, buf).map(Sent::Written);
+        }
+        if now < self.ctx_busy_until {
+            // Waiting for context DMA; `poll_timeout` wakes the node when it is done.
+            return None;
+        }
+        let dcb = self.nic.dcb();
+        self.fill(&dcb.map);
+        // The one FIFO's head, or ETS's pick among the queues that hold a frame of a
+        // priority not paused.
+        let (index, prio) = if self.single_queue {
+            (0, dcb.map.of_frame(self.queues[0].front()?.bytes()))
+        } else {
+            let mut eligible = Priorities::NONE;
+            for (p, q) in self.queues.iter().enumerate() {
+                if !q.is_empty() && !paused.contains(p as u8) {
+                    eligible = eligible.with(p as u8);
+                }
+            }
+            let p = self.ets.pick(&dcb.ets, eligible)?;
+            let len = wire_len(self.queues[usize::from(p)].front()?.len);
+            self.ets.sent(&dcb.ets, eligible, p, len as u32);
+            (usize::from(p), p)
+        };
+        if paused.contains(prio) {
+            // One FIFO: the paused frame at the head holds back everything.
+            return None;
+        }
+        let frame = self.queues[index].pop_front()?;
+        self.tx_bytes[usize::from(prio)] += wire_len(frame.len);
+        Some(Sent::Queued(frame))
     }
 }
 
@@ -440,60 +508,40 @@ impl Node for NicNode {
         paused: Priorities,
         buf: &mut [u8],
     ) -> Option<usize> {
-        self.run(now);
-        if self.rx.as_ref().is_some_and(RxBuffer::has_pause_frame) {
-            let mac = MacAddr(self.nic.port_config().mac);
-            if let Some(n) = self.rx.as_mut()?.pause_frame(now, mac, buf) {
-                return Some(n);
+        match self.transmit(now, paused, buf)? {
+            Sent::Written(n) => Some(n),
+            Sent::Queued(frame) => {
+                let n = frame.len;
+                let copied = buf.get_mut(..n).map(|b| b.copy_from_slice(frame.bytes()));
+                self.spare.push(frame.buf);
+                copied.map(|()| n)
             }
         }
-        if let Some(agent) = self.dcbx.as_mut() {
-            let cfg = self.nic.port_config();
-            if let Some(n) = agent.frame(now, MacAddr(cfg.mac), cfg.dcb, buf) {
-                return Some(n);
-            }
-        }
-        // 802.1Qbb: the MAC honours pauses for the priorities it has PFC on for.
-        let paused = if paused.is_empty() {
-            paused
-        } else {
-            Priorities(paused.0 & self.lossless().0)
-        };
-        if self.rtl.is_some() {
-            return self.rtl_transmit(now, buf);
-        }
-        if now < self.ctx_busy_until {
-            // Waiting for context DMA; `poll_timeout` wakes the node when it is done.
-            return None;
-        }
-        let dcb = self.nic.dcb();
-        self.fill(&dcb.map);
-        // The one FIFO's head, or ETS's pick among the queues that hold a frame of a
-        // priority not paused.
-        let (index, prio) = if self.single_queue {
-            (0, dcb.map.of_frame(self.queues[0].front()?.bytes()))
-        } else {
-            let mut eligible = Priorities::NONE;
-            for (p, q) in self.queues.iter().enumerate() {
-                if !q.is_empty() && !paused.contains(p as u8) {
-                    eligible = eligible.with(p as u8);
+    }
+
+    /// The queued frame's own buffer goes to the fabric, and the fabric's becomes a
+    /// spare: no copy of the frame.
+    fn poll_transmit_buffer(
+        &mut self,
+        now: Nanos,
+        _port: usize,
+        paused: Priorities,
+        buf: &mut Box<[u8]>,
+    ) -> Option<usize> {
+        match self.transmit(now, paused, buf)? {
+            Sent::Written(n) => Some(n),
+            Sent::Queued(mut frame) => {
+                let n = frame.len;
+                if frame.buf.len() == buf.len() {
+                    std::mem::swap(buf, &mut frame.buf);
+                    self.spare.push(frame.buf);
+                    return Some(n);
                 }
+                let copied = buf.get_mut(..n).map(|b| b.copy_from_slice(frame.bytes()));
+                self.spare.push(frame.buf);
+                copied.map(|()| n)
             }
-            let p = self.ets.pick(&dcb.ets, eligible)?;
-            let len = wire_len(self.queues[usize::from(p)].front()?.len);
-            self.ets.sent(&dcb.ets, eligible, p, len as u32);
-            (usize::from(p), p)
-        };
-        if paused.contains(prio) {
-            // One FIFO: the paused frame at the head holds back everything.
-            return None;
         }
-        let frame = self.queues[index].pop_front()?;
-        let n = frame.len;
-        buf.get_mut(..n)?.copy_from_slice(frame.bytes());
-        self.spare.push(frame.buf);
-        self.tx_bytes[usize::from(prio)] += wire_len(n);
-        Some(n)
     }
 
     fn poll_timeout(&self) -> Option<Nanos> {

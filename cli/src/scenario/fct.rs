@@ -411,6 +411,16 @@ impl Node for FlowHost {
         self.nic.poll_transmit(now, port, paused, buf)
     }
 
+    fn poll_transmit_buffer(
+        &mut self,
+        now: Nanos,
+        port: usize,
+        paused: Priorities,
+        buf: &mut Box<[u8]>,
+    ) -> Option<usize> {
+        self.nic.poll_transmit_buffer(now, port, paused, buf)
+    }
+
     fn poll_timeout(&self) -> Option<Nanos> {
         match (self.nic.poll_timeout(), self.next_start()) {
             (Some(a), Some(b)) => Some(a.min(b)),
