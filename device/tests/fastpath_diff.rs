@@ -645,6 +645,57 @@ fn a_write_and_a_read_are_the_hardwares() {
     assert_eq!(rtl, want, "RTL");
 }
 
+/// The hardware's WQE fetch (`docs/fastpath.md` §3.8): a stream of WRITEs, SENDs and
+/// WRITE_WITH_IMMs, signaled and not, reaches the model without the firmware posting a
+/// single descriptor or handling a single event on the sending side: the model reads the
+/// WQEs from the host ring at the doorbell and writes their CQEs. Against the engine, on
+/// a clean wire and on one that loses frames (then the firmware takes the send queue
+/// back at the first NAK or timeout, Go-Back-N runs in the engine, and the queue goes
+/// to the hardware again once the engine holds no send).
+#[test]
+fn the_hardware_fetches_the_wqes() {
+    let wrs: Vec<Wr> = (0..12)
+        .map(|i| Wr {
+            pair: 0,
+            from_b: false,
+            op: [2, 0, 3, 2][i % 4],
+            len: 1000 + 1500 * i as u32,
+            src: 64 * i as u32,
+            dst: 128 * i as u32,
+        })
+        .collect();
+    let clean = Wire {
+        seed: 0,
+        loss: 0,
+        reorder: 0,
+    };
+    let counters = differential_on(THREE, Hw::Model, Mtu::Mtu1024, &wrs, clean).unwrap();
+    let a = &counters[0];
+    assert_eq!(a.send_wqes, 12, "every WQE fetched once");
+    assert_eq!(
+        (a.fp_descriptors, a.fp_events),
+        (0, 0),
+        "the sender's firmware posted descriptors or handled events"
+    );
+    assert!(a.fastpath.tx_frames > 12, "the model sent the messages");
+    for seed in 1..4 {
+        let lossy = Wire {
+            seed,
+            loss: 100,
+            reorder: 50,
+        };
+        let counters = differential_on(THREE, Hw::Model, Mtu::Mtu1024, &wrs, lossy).unwrap();
+        assert_eq!(
+            counters[0].send_wqes, 12,
+            "seed {seed}: every WQE fetched once"
+        );
+        assert!(
+            counters[0].fp_events > 0,
+            "seed {seed}: the loss made no exception"
+        );
+    }
+}
+
 /// More QPs than the fast path has context entries (`docs/scale.md`): 72 pairs with
 /// their contexts in host memory behind the firmware's 8 slots, so QPs `i` and `i + 64`
 /// of a side share one of the 64 entries (`FP_CTX_ENTRIES`, the model's as the RTL's).

@@ -909,13 +909,6 @@ impl Test {
         let polls = u64::from(s0.polls_until(&s1));
         let idle_poll = u64::from(s1.firmware_until(&idle)) / u64::from(IDLE_POLLS);
         let fw_of = |s: &Sum| s.total.saturating_sub(s.dma + s.icrc);
-        let receiver_own = if fp.descriptors.count == 0 && fp.events.iter().all(|w| w.count == 0) {
-            fw_of(&dp.rx[0]) + fw_of(&dp.tx[1])
-        } else {
-            fp.receiver.total
-        };
-        let receiver = polls * idle_poll + receiver_own;
-        let sender = fw.saturating_sub(receiver_own);
         let c1 = self.nic.counters().fastpath;
         let c = roce_firmware::hal::FastPathCounters {
             tx_frames: c1.tx_frames - c0.tx_frames,
@@ -924,6 +917,16 @@ impl Test {
             rx_dropped: c1.rx_dropped - c0.rx_dropped,
             tx_dma_errors: c1.tx_dma_errors - c0.tx_dma_errors,
         };
+        // Without the fast path the receiver's work is the frames it took and the ACKs
+        // it built; with it, the events of its QP (none at all when the hardware
+        // fetches the WQE and writes the CQE, §3.8).
+        let receiver_own = if c.tx_frames == 0 {
+            fw_of(&dp.rx[0]) + fw_of(&dp.tx[1])
+        } else {
+            fp.receiver.total
+        };
+        let receiver = polls * idle_poll + receiver_own;
+        let sender = fw.saturating_sub(receiver_own);
         info!(
             "budget ({=str}): 1 x RDMA WRITE of {=usize} B at MTU 4096 = {=u32} data packets: firmware {=u64} instructions in all polls from the post to the CQE = {=u64} per data packet, sender and receiver together (DMA, ICRC, datapath and fast-path model excluded)",
             self.label,
