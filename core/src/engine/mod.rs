@@ -976,10 +976,6 @@ impl<
         let now = self.clock(now);
         if let Some(slot) = self.slot(qpn) {
             self.with_fp_qp(slot, now, |r, env| r.comp_adopt_end(env, una, deadline));
-            if let Some(f) = self.fp_ready.get_mut(slot) {
-                *f = true;
-            }
-            self.fp_any = true;
         }
     }
 
