@@ -931,7 +931,9 @@ impl<
             } else {
                 Some(self.reg_pis(q.qpn.value().wrapping_sub(QPN_BASE)))
             };
-            if let Some(pis) = pis {
+            // A QP whose rings hold nothing new is not copied out and back (most of
+            // them, at a doorbell of one).
+            if let Some(pis) = pis.filter(|&(sq, rq)| (sq, rq) != (q.sq_ci, q.rq_ci)) {
                 any |= self.fetch_qp(slot, pis);
             }
         }
