@@ -142,6 +142,8 @@ pub struct SqRing {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SqRung {
     pub taken: u32,
+    /// Of them SENDs (the engine's `rdma_sends` counts them).
+    pub sends: u32,
     pub stopped: bool,
 }
 
@@ -163,6 +165,10 @@ pub struct SqBack {
 pub struct SqNews {
     /// It wrote CQEs.
     pub cqe: bool,
+    /// WQEs it took after their doorbell (when the TX ring or the in-flight list had
+    /// room again), and of them SENDs.
+    pub taken: u32,
+    pub sends: u32,
     /// Its earliest local ACK deadline (ns).
     pub deadline: Option<u64>,
 }
@@ -238,8 +244,8 @@ pub struct FastPathPort<P, const QPS: usize> {
     cqw: CqWriter,
     /// The time the firmware last ran the model at (ns), for the WQE fetch's timers.
     now: u64,
-    /// The WQE fetch wrote CQEs since `sq_news`.
-    cqe_news: bool,
+    /// What `sq_news` reports next.
+    news: SqNews,
     buf: [u8; FRAME_BUF],
 }
 
@@ -266,7 +272,7 @@ impl<P: Datapath, const QPS: usize> FastPathPort<P, QPS> {
             ctx: [0; 2],
             cqw: CqWriter::default(),
             now: 0,
-            cqe_news: false,
+            news: SqNews::default(),
             buf: [0; FRAME_BUF],
         }
     }
@@ -323,7 +329,7 @@ impl<P: Datapath, const QPS: usize> FastPathPort<P, QPS> {
                     }
                     if sq_retire(q, &out.event, none_owed, self.now) {
                         // The WQE fetch's own: the firmware never hears of it.
-                        self.cqe_news |= matches!(out.event, Some(Event::Acked { cqe: true, .. }));
+                        self.news.cqe |= matches!(out.event, Some(Event::Acked { cqe: true, .. }));
                         out.event = None;
                     }
                     out
@@ -460,7 +466,10 @@ impl<P: Datapath, const QPS: usize> FastPathPort<P, QPS> {
                 .and_then(|q| q.sq)
                 .is_some_and(|sq| !sq.stopped && sq.ring.ci != sq.pi);
             if waiting {
-                any |= self.sq_fetch(s, dma) > 0;
+                let (taken, sends) = self.sq_fetch(s, dma);
+                self.news.taken += taken;
+                self.news.sends += sends;
+                any |= taken > 0;
             }
         }
         any
@@ -469,16 +478,17 @@ impl<P: Datapath, const QPS: usize> FastPathPort<P, QPS> {
     /// The WQE fetch of QP slot `s` (§3.8): reads the host ring from its index up to the
     /// producer index and queues a descriptor for each WQE it takes, while the TX ring,
     /// the in-flight list and the engine's send-queue depth have room. Returns how many
-    /// it took; it stops for good (until taken back) at one it does not take.
-    fn sq_fetch(&mut self, s: usize, dma: &mut dyn Dma) -> u32 {
-        let mut taken = 0;
+    /// it took, and of them SENDs; it stops for good (until taken back) at one it does
+    /// not take.
+    fn sq_fetch(&mut self, s: usize, dma: &mut dyn Dma) -> (u32, u32) {
+        let (mut taken, mut sends) = (0, 0);
         loop {
             let room = !self.txq.is_full();
             let Some(q) = self.qps.get_mut(s) else {
-                return taken;
+                return (taken, sends);
             };
             let (Some(mut sq), Ok(ctx)) = (q.sq, layout::decode_sctx(&q.sctx)) else {
-                return taken;
+                return (taken, sends);
             };
             let held = sq.ring.ci.wrapping_sub(sq.done);
             if sq.stopped
@@ -487,7 +497,7 @@ impl<P: Datapath, const QPS: usize> FastPathPort<P, QPS> {
                 || q.inflight.is_full()
                 || held >= sq.idle.depth
             {
-                return taken;
+                return (taken, sends);
             }
             let qpn = layout::rctx_tag(&q.rctx);
             let log = sq.ring.log;
@@ -508,7 +518,7 @@ impl<P: Datapath, const QPS: usize> FastPathPort<P, QPS> {
             let Some((m, cqe)) = msg else {
                 sq.stopped = true;
                 q.sq = Some(sq);
-                return taken;
+                return (taken, sends);
             };
             if sq.deadline.is_none() {
                 // The engine arms its timer when it hands out a message with none
@@ -518,14 +528,16 @@ impl<P: Datapath, const QPS: usize> FastPathPort<P, QPS> {
             sq.next = m.last_psn(ctx.mtu).next();
             sq.ring.ci = sq.ring.ci.wrapping_add(1);
             q.sq = Some(sq);
+            let send = matches!(m.op, MsgOp::Send | MsgOp::SendWithImm(_));
             if !self.accept(m, cqe) {
                 // Room was checked above: not reached.
                 if let Some(sq) = self.qps.get_mut(s).and_then(|q| q.sq.as_mut()) {
                     sq.stopped = true;
                 }
-                return taken;
+                return (taken, sends);
             }
             taken += 1;
+            sends += u32::from(send);
         }
     }
 
@@ -828,13 +840,17 @@ impl<P: Datapath, const QPS: usize> FastPath for FastPathPort<P, QPS> {
             Some(sq) => sq.pi = pi,
             None => return SqRung::default(),
         }
-        let taken = self.sq_fetch(s, dma);
+        let (taken, sends) = self.sq_fetch(s, dma);
         let stopped = self
             .qps
             .get(s)
             .and_then(|q| q.sq)
             .is_none_or(|sq| sq.stopped);
-        SqRung { taken, stopped }
+        SqRung {
+            taken,
+            sends,
+            stopped,
+        }
     }
 
     fn sq_take_back(&mut self, qpn: Qpn) -> Option<SqBack> {
@@ -854,8 +870,8 @@ impl<P: Datapath, const QPS: usize> FastPath for FastPathPort<P, QPS> {
 
     fn sq_news(&mut self) -> SqNews {
         SqNews {
-            cqe: core::mem::take(&mut self.cqe_news),
             deadline: self.qps.iter().filter_map(|q| q.sq?.deadline).min(),
+            ..core::mem::take(&mut self.news)
         }
     }
 

@@ -524,6 +524,8 @@ impl<
         };
         let news = fp.sq_news();
         self.fp_deadline = news.deadline;
+        self.counters.send_wqes += u64::from(news.taken);
+        self.engine.fastpath_count_sends(news.sends);
         if news.cqe {
             self.raise(|e| e.set_completion(true));
         }
@@ -641,6 +643,7 @@ impl<
         let rung = fp.sq_doorbell(q.qpn, pi, now, dma);
         q.sq_ci = pi;
         self.counters.send_wqes += u64::from(rung.taken);
+        self.engine.fastpath_count_sends(rung.sends);
         self.fp_news();
         if !rung.stopped {
             return Ok(rung.taken > 0);

@@ -952,6 +952,12 @@ impl<
         .flatten()
     }
 
+    /// The hardware's WQE fetch (§3.8) took `sends` SEND WQEs: counted as the
+    /// requester counts the SENDs it hands out (`rdma_sends`).
+    pub fn fastpath_count_sends(&mut self, sends: u32) {
+        self.counters.rdma_sends += u64::from(sends);
+    }
+
     /// Takes QP `qpn`'s send queue back from the hardware's WQE fetch (§3.8), first
     /// half: the oldest message the hardware still holds starts at `base` (everything
     /// before it was acknowledged and completed by the hardware). The firmware posts

@@ -146,7 +146,14 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
     /// Takes over the WQEs the hardware fetched and started itself
     /// (`docs/fastpath.md` §3.8): each one not yet started, from the cursor on, counts as
     /// handed out whole from the cursor's PSN, as `req_next_msg` would have handed it out.
+    /// (The hardware counted its SENDs when it fetched them.)
     pub(crate) fn req_adopt(&mut self, env: &mut Env<'_>) {
+        let sends = env.ctr.rdma_sends;
+        self.req_adopt_all(env);
+        env.ctr.rdma_sends = sends;
+    }
+
+    fn req_adopt_all(&mut self, env: &mut Env<'_>) {
         loop {
             let idx = self.qp.req.wqe_idx;
             let started = match self.q.sq.get(usize::from(idx)) {
