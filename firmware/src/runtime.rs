@@ -524,8 +524,10 @@ impl<
         };
         let news = fp.sq_news();
         self.fp_deadline = news.deadline;
-        self.counters.send_wqes += u64::from(news.taken);
-        self.engine.fastpath_count_sends(news.sends);
+        if news.taken != 0 {
+            self.counters.send_wqes += u64::from(news.taken);
+            self.engine.fastpath_count_sends(news.sends);
+        }
         if news.cqe {
             self.raise(|e| e.set_completion(true));
         }
@@ -643,7 +645,9 @@ impl<
         let rung = fp.sq_doorbell(q.qpn, pi, now, dma);
         q.sq_ci = pi;
         self.counters.send_wqes += u64::from(rung.taken);
-        self.engine.fastpath_count_sends(rung.sends);
+        if rung.sends != 0 {
+            self.engine.fastpath_count_sends(rung.sends);
+        }
         self.fp_news();
         if !rung.stopped {
             return Ok(rung.taken > 0);
@@ -926,17 +930,22 @@ impl<
         let mut any = false;
         self.backlog = false;
         for slot in 0..self.qp_hi {
-            let Some(Some(q)) = self.qps.get(slot).copied() else {
+            // Only what the look needs: a line is not copied whole unless its rings
+            // hold something new (most of them, at a doorbell of one).
+            let Some(Some(q)) = self.qps.get(slot) else {
                 continue;
             };
-            let pis = if q.db_record != 0 {
-                self.read_db_record(q.db_record)
+            let (db_record, index, cis) = (
+                q.db_record,
+                q.qpn.value().wrapping_sub(QPN_BASE),
+                (q.sq_ci, q.rq_ci),
+            );
+            let pis = if db_record != 0 {
+                self.read_db_record(db_record)
             } else {
-                Some(self.reg_pis(q.qpn.value().wrapping_sub(QPN_BASE)))
+                Some(self.reg_pis(index))
             };
-            // A QP whose rings hold nothing new is not copied out and back (most of
-            // them, at a doorbell of one).
-            if let Some(pis) = pis.filter(|&(sq, rq)| (sq, rq) != (q.sq_ci, q.rq_ci)) {
+            if let Some(pis) = pis.filter(|&pis| pis != cis) {
                 any |= self.fetch_qp(slot, pis);
             }
         }
