@@ -989,17 +989,22 @@ impl Test {
             .max()
             .unwrap_or(0)
             .max(fp.descriptors.max);
+        let handled = fp.events.iter().map(|w| w.count).sum::<u32>() + fp.descriptors.count;
         let met = |ok: bool| if ok { "met" } else { "NOT met" };
         info!(
-            "budget (fast path): issue 14's targets: <= 100 per data packet at each end: {=str} ({=u64}, the sender); <= 500 for one event or descriptor: {=str} ({=u32})",
+            "budget (fast path): issue 14's targets: <= 100 per data packet at each end: {=str} ({=u64}, the sender); <= 500 for one event or descriptor: {=str} ({=u32}, the most of the {=u32} the firmware handled)",
             met(per_packet <= 100),
             per_packet,
             met(worst <= 500),
-            worst
+            worst,
+            handled
         );
+        // Guards (~15 % over what this version reaches: with the WQE fetch, sender 134,
+        // receiver 42 per data packet, no event or descriptor in this phase; the 800
+        // for one event or descriptor is the last version's that had them here).
         ensure!(
-            sender <= 535 * u64::from(PACKETS)
-                && receiver <= 75 * u64::from(PACKETS)
+            sender <= 155 * u64::from(PACKETS)
+                && receiver <= 50 * u64::from(PACKETS)
                 && worst <= 800,
             "budget (fast path) regressed: {=u64} (sender) and {=u64} (receiver) per data packet, {=u32} for one event or descriptor",
             sender / u64::from(PACKETS),
