@@ -149,6 +149,8 @@ pub struct Nic<
     cq_left: bool,
     /// The earliest local ACK deadline of the send queues the fast path fetches (ns).
     fp_deadline: Option<u64>,
+    /// The fast path ran (or was rung) since its news were last read (`fp_news`).
+    fp_news_due: bool,
     /// This poll's time (ns).
     now: u64,
 }
@@ -204,6 +206,7 @@ impl<
             fp_ran: false,
             cq_left: false,
             fp_deadline: None,
+            fp_news_due: false,
             now: 0,
         }
     }
@@ -336,9 +339,9 @@ impl<
         let (dma, dp) = self.hal.split();
         if let Some(fp) = dp.fastpath() {
             let ran = fp.run_at(dma, now.as_nanos());
-            if ran {
-                self.fp_news();
-            }
+            // Its news are read once, after the TX pass's run (`transmit`, always
+            // reached then: this poll is busy).
+            self.fp_news_due |= ran;
             self.fp_ran |= ran;
             return self.fp_events(now) | ran;
         }
@@ -408,7 +411,8 @@ impl<
             if core::mem::take(&mut self.fp_ran) | ran {
                 self.counters.fastpath = fp.counters();
             }
-            if ran {
+            if ran || core::mem::take(&mut self.fp_news_due) {
+                self.fp_news_due = false;
                 self.fp_news();
             }
         }
@@ -648,7 +652,8 @@ impl<
         if rung.sends != 0 {
             self.engine.fastpath_count_sends(rung.sends);
         }
-        self.fp_news();
+        // Its new deadline is read with the poll's other news (`transmit`).
+        self.fp_news_due = true;
         if !rung.stopped {
             return Ok(rung.taken > 0);
         }
