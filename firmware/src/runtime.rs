@@ -639,21 +639,8 @@ impl<
         if pi == q.sq_ci {
             return Ok(false);
         }
-        // The keys it checks are the engine's as of now (a LOCAL_INV may have run).
-        self.fp_sync_mrs();
-        let now = self.now;
-        let (dma, dp) = self.hal.split();
-        let Some(fp) = dp.fastpath() else {
-            return Ok(false);
-        };
-        let rung = fp.sq_doorbell(q.qpn, pi, now, dma);
+        let rung = self.fp_sq_ring(q.qpn, pi);
         q.sq_ci = pi;
-        self.counters.send_wqes += u64::from(rung.taken);
-        if rung.sends != 0 {
-            self.engine.fastpath_count_sends(rung.sends);
-        }
-        // Its new deadline is read with the poll's other news (`transmit`).
-        self.fp_news_due = true;
         if !rung.stopped {
             return Ok(rung.taken > 0);
         }
@@ -662,11 +649,33 @@ impl<
         if let Some(Some(l)) = slot.and_then(|s| self.qps.get_mut(s)) {
             *l = *q;
         }
-        self.fp_sq_take_back(q.qpn, Instant::from_nanos(now));
+        self.fp_sq_take_back(q.qpn, Instant::from_nanos(self.now));
         if let Some(Some(l)) = slot.and_then(|s| self.qps.get(s)) {
             *q = *l;
         }
         self.fetch_sq(q, pi).map(|f| f || rung.taken > 0)
+    }
+
+    /// Hands producer index `pi` of QP `qpn`'s send queue to the hardware's fetch.
+    fn fp_sq_ring(&mut self, qpn: Qpn, pi: u32) -> crate::fastpath::SqRung {
+        // The keys it checks are the engine's as of now (a LOCAL_INV may have run).
+        self.fp_sync_mrs();
+        let now = self.now;
+        let (dma, dp) = self.hal.split();
+        let Some(fp) = dp.fastpath() else {
+            return crate::fastpath::SqRung {
+                stopped: true,
+                ..Default::default()
+            };
+        };
+        let rung = fp.sq_doorbell(qpn, pi, now, dma);
+        self.counters.send_wqes += u64::from(rung.taken);
+        if rung.sends != 0 {
+            self.engine.fastpath_count_sends(rung.sends);
+        }
+        // Its new deadline is read with the poll's other news (`transmit`).
+        self.fp_news_due = true;
+        rung
     }
 
     /// An EXCEPTION event: the engine handles the frame (from where the hardware
@@ -940,19 +949,32 @@ impl<
             let Some(Some(q)) = self.qps.get(slot) else {
                 continue;
             };
-            let (db_record, index, cis) = (
-                q.db_record,
-                q.qpn.value().wrapping_sub(QPN_BASE),
-                (q.sq_ci, q.rq_ci),
-            );
+            let (db_record, qpn, cis, sq_hw) =
+                (q.db_record, q.qpn, (q.sq_ci, q.rq_ci), q.sq_hw);
             let pis = if db_record != 0 {
                 self.read_db_record(db_record)
             } else {
-                Some(self.reg_pis(index))
+                Some(self.reg_pis(qpn.value().wrapping_sub(QPN_BASE)))
             };
-            if let Some(pis) = pis.filter(|&pis| pis != cis) {
-                any |= self.fetch_qp(slot, pis);
+            let Some(pis) = pis.filter(|&pis| pis != cis) else {
+                continue;
+            };
+            if sq_hw && pis.1 == cis.1 {
+                // Only a send doorbell of a QP whose WQEs the hardware fetches: the
+                // index goes to it, the line is not copied.
+                let rung = self.fp_sq_ring(qpn, pis.0);
+                if let Some(Some(l)) = self.qps.get_mut(slot) {
+                    l.sq_ci = pis.0;
+                }
+                any |= rung.taken > 0;
+                if !rung.stopped {
+                    continue;
+                }
+                // It stopped at a WQE it does not take: the firmware fetches from
+                // there (a bad doorbell fails the QP there too).
+                self.fp_sq_take_back(qpn, Instant::from_nanos(self.now));
             }
+            any |= self.fetch_qp(slot, pis);
         }
         any | self.fetch_gsi() | self.fetch_srqs()
     }
