@@ -407,11 +407,13 @@ impl<
         if let Some(fp) = dp.fastpath() {
             let ran = fp.run_at(dma, now.as_nanos());
             any |= ran;
-            // The hardware's counters move only when it works.
-            if core::mem::take(&mut self.fp_ran) | ran {
+            let news = ran || core::mem::take(&mut self.fp_news_due);
+            // The hardware's counters move only when it works; they come with its
+            // news when there are news to read.
+            if core::mem::take(&mut self.fp_ran) && !news {
                 self.counters.fastpath = fp.counters();
             }
-            if ran || core::mem::take(&mut self.fp_news_due) {
+            if news {
                 self.fp_news_due = false;
                 self.fp_news();
             }
@@ -518,15 +520,16 @@ impl<
         self.fp_sq_take_back(qpn, now);
     }
 
-    /// What the fast path's WQE fetch did while it ran (§3.8): CQEs it wrote reach the
-    /// host as the firmware's do, and its earliest local ACK deadline is kept for the
-    /// poll's timer check and `poll_timeout`.
+    /// What the fast path did while it ran: its counters, and from its WQE fetch (§3.8)
+    /// the CQEs it wrote (they reach the host as the firmware's do) and its earliest
+    /// local ACK deadline, kept for the poll's timer check and `poll_timeout`.
     fn fp_news(&mut self) {
         let (_, dp) = self.hal.split();
         let Some(fp) = dp.fastpath() else {
             return;
         };
         let news = fp.sq_news();
+        self.counters.fastpath = news.counters;
         self.fp_deadline = news.deadline;
         if news.taken != 0 {
             self.counters.send_wqes += u64::from(news.taken);
@@ -659,7 +662,9 @@ impl<
     /// Hands producer index `pi` of QP `qpn`'s send queue to the hardware's fetch.
     fn fp_sq_ring(&mut self, qpn: Qpn, pi: u32) -> crate::fastpath::SqRung {
         // The keys it checks are the engine's as of now (a LOCAL_INV may have run).
-        self.fp_sync_mrs();
+        if self.engine.memory_version() != self.mr_version {
+            self.fp_sync_mrs();
+        }
         let now = self.now;
         let (dma, dp) = self.hal.split();
         let Some(fp) = dp.fastpath() else {
@@ -949,8 +954,7 @@ impl<
             let Some(Some(q)) = self.qps.get(slot) else {
                 continue;
             };
-            let (db_record, qpn, cis, sq_hw) =
-                (q.db_record, q.qpn, (q.sq_ci, q.rq_ci), q.sq_hw);
+            let (db_record, qpn, cis, sq_hw) = (q.db_record, q.qpn, (q.sq_ci, q.rq_ci), q.sq_hw);
             let pis = if db_record != 0 {
                 self.read_db_record(db_record)
             } else {
