@@ -568,12 +568,13 @@ impl<
         let Some(slot) = self.line(qpn) else {
             return;
         };
+        // Most events are of QPs the firmware fetches for: no copy of their line.
+        if !matches!(self.qps.get(slot), Some(Some(q)) if q.sq_hw) {
+            return;
+        }
         let Some(Some(mut q)) = self.qps.get(slot).copied() else {
             return;
         };
-        if !q.sq_hw {
-            return;
-        }
         q.sq_hw = false;
         let (_, dp) = self.hal.split();
         if let Some(back) = dp.fastpath().and_then(|fp| fp.sq_take_back(qpn)) {
@@ -608,19 +609,16 @@ impl<
         let Some(slot) = self.line(qpn) else {
             return;
         };
-        let Some(Some(q)) = self.qps.get(slot).copied() else {
-            return;
+        let ring = match self.qps.get(slot) {
+            Some(Some(q)) if !q.sq_hw && q.fp == FpState::Full => crate::fastpath::SqRing {
+                ring: q.sq_ring,
+                log: q.sq_log,
+                ci: q.sq_ci,
+            },
+            _ => return,
         };
-        if q.sq_hw || q.fp != FpState::Full {
-            return;
-        }
         let Some(idle) = self.engine.fastpath_sq_idle(qpn) else {
             return;
-        };
-        let ring = crate::fastpath::SqRing {
-            ring: q.sq_ring,
-            log: q.sq_log,
-            ci: q.sq_ci,
         };
         let (_, dp) = self.hal.split();
         let Some(fp) = dp.fastpath() else {
