@@ -205,13 +205,9 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
             w.sent_all = true;
         }
         let end = first.add(total);
-        let packets = if read_or_atomic {
-            1
-        } else {
-            total - pkt.min(total)
-        };
-        let resent = self.qp.req.max_psn.diff(psn).clamp(0, packets as i32);
-        env.ctr.retransmitted_pkts += resent as u64;
+        // No resends counted here: which of these packets go out again is the
+        // segmenter's to know (a FLUSH drops what it had not sent yet), and it counts
+        // them (`FastPathCounters::tx_resent`).
         self.qp.req.psn = end;
         if end.after(self.qp.req.max_psn) {
             self.qp.req.max_psn = end;

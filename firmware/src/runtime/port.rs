@@ -141,6 +141,7 @@ impl<
                 let mut engine = *self.engine.counters();
                 engine.sent_pkts += self.counters.fastpath.tx_frames;
                 engine.rcvd_pkts += self.counters.fastpath.rx_handled;
+                engine.retransmitted_pkts += self.counters.fastpath.tx_resent;
                 port = port_counter_values(&engine, &self.counters);
                 &port
             }

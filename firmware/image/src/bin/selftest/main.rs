@@ -923,6 +923,7 @@ impl Test {
             rx_exceptions: c1.rx_exceptions - c0.rx_exceptions,
             rx_dropped: c1.rx_dropped - c0.rx_dropped,
             tx_dma_errors: c1.tx_dma_errors - c0.tx_dma_errors,
+            tx_resent: c1.tx_resent - c0.tx_resent,
         };
         info!(
             "budget ({=str}): 1 x RDMA WRITE of {=usize} B at MTU 4096 = {=u32} data packets: firmware {=u64} instructions in all polls from the post to the CQE = {=u64} per data packet, sender and receiver together (DMA, ICRC, datapath and fast-path model excluded)",
