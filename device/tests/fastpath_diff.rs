@@ -86,6 +86,10 @@ struct Outcome {
     flows: BTreeMap<Flow, Vec<Vec<u8>>>,
     completions: Vec<Vec<WorkCompletion>>,
     memory: Vec<Vec<u8>>,
+    /// Each side's port counter `retransmitted_pkts`: the same frames on the wire are
+    /// the same resends, whoever built them (the engine, or the fast path's segmenter
+    /// after a FLUSH dropped what it had not sent).
+    resent: [u64; 2],
 }
 
 /// A flow: sending side (0 = A), BTH DestQP, response (ACK, READ response, atomic ACK).
@@ -271,14 +275,15 @@ fn run_on(
             b
         })
         .collect();
-    let counters = [0, 1].map(|s| sides[s].ctx.query_counters().unwrap().runtime);
+    let port = [0, 1].map(|s| sides[s].ctx.query_counters().unwrap());
     (
         Outcome {
             flows,
             completions,
             memory,
+            resent: port.map(|c| c.engine.retransmitted_pkts),
         },
-        counters,
+        port.map(|c| c.runtime),
     )
 }
 
@@ -471,6 +476,7 @@ fn differential_on(
     }
     prop_assert_eq!(engine.flows.len(), fast.flows.len());
     prop_assert!(engine.memory == fast.memory, "memory differs");
+    prop_assert_eq!(engine.resent, fast.resent, "retransmitted_pkts");
     Ok(counters)
 }
 
