@@ -378,7 +378,7 @@ pub struct DcbLockstep {
     drops: u32,
     /// The buffer's count changes of the cycle before (into the buffer, out of it):
     /// the block compares a count with the thresholds a cycle after it changes.
-    counted: (Option<(u8, u16)>, Option<(u8, u16)>),
+    counted: (BufferChange, BufferChange),
     /// Scheduling decisions checked.
     pub decisions: u64,
     /// PFC frames the block built (announcements taken).
@@ -390,6 +390,9 @@ pub struct DcbLockstep {
     /// Every priority it ever had paused.
     pub max_paused: Priorities,
 }
+
+/// Bytes of one priority entering or leaving the receive buffer in a cycle.
+type BufferChange = Option<(u8, u16)>;
 
 /// Cycles of the block's pipeline between the eligible set and its decision.
 const DECISION_LAG: usize = 5;
