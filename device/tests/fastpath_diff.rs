@@ -84,6 +84,9 @@ struct Wire {
 #[derive(Debug, PartialEq, Eq)]
 struct Outcome {
     flows: BTreeMap<Flow, Vec<Vec<u8>>>,
+    /// When each frame of a flow was sent (simulated ns): compared where a test asks
+    /// for the same timing (retransmission timers), not by `differential`.
+    times: BTreeMap<Flow, Vec<u64>>,
     completions: Vec<Vec<WorkCompletion>>,
     memory: Vec<Vec<u8>>,
 }
@@ -249,7 +252,7 @@ fn run_on(
     for (i, w) in wrs.iter().enumerate() {
         post(&pairs[w.pair], w, i as u64);
     }
-    let flows = exchange(&sides, wire);
+    let (flows, times) = exchange(&sides, wire);
     // Each QP's completions in the order its CQ gave them.
     let wcs: Vec<WorkCompletion> = cqs.iter().flat_map(|cq| drain(cq)).collect();
     let completions = pairs
@@ -275,6 +278,7 @@ fn run_on(
     (
         Outcome {
             flows,
+            times,
             completions,
             memory,
         },
@@ -321,9 +325,16 @@ fn post(p: &Pair, w: &Wr, id: u64) {
             add: id,
         },
     };
+    // Every fourth WR unsignaled: it completes with no CQE, and the CQE of the next
+    // signaled one (engine, firmware or the hardware's CQE writer) stands for both.
+    let flags = if id % 4 == 3 {
+        SendFlags::NONE
+    } else {
+        SendFlags::SIGNALED
+    };
     let wr = SendWr::new(id, op)
         .sge(src_at, len, src.lkey())
-        .flags(SendFlags::SIGNALED);
+        .flags(flags);
     p.qp[s].post_send(&wr).unwrap();
 }
 
@@ -341,8 +352,12 @@ fn drain(cq: &CompletionQueue) -> Vec<WorkCompletion> {
 
 /// Moves frames between the two NICs over `wire` until nothing is left to do and no
 /// timer is armed; returns every frame each side sent, per flow.
-fn exchange(sides: &[Side; 2], wire: Wire) -> BTreeMap<Flow, Vec<Vec<u8>>> {
+/// Every frame each side sent, per flow, and when.
+type Sent = (BTreeMap<Flow, Vec<Vec<u8>>>, BTreeMap<Flow, Vec<u64>>);
+
+fn exchange(sides: &[Side; 2], wire: Wire) -> Sent {
     let mut sent: BTreeMap<Flow, Vec<Vec<u8>>> = BTreeMap::new();
+    let mut times: BTreeMap<Flow, Vec<u64>> = BTreeMap::new();
     // Frames on the wire, per flow, and one held back per flow.
     let mut queued: BTreeMap<Flow, VecDeque<Vec<u8>>> = BTreeMap::new();
     let mut held: BTreeMap<Flow, Vec<u8>> = BTreeMap::new();
@@ -361,6 +376,7 @@ fn exchange(sides: &[Side; 2], wire: Wire) -> BTreeMap<Flow, Vec<Vec<u8>>> {
                         let log = sent.entry(f).or_default();
                         let index = log.len();
                         log.push(frame.clone());
+                        times.entry(f).or_default().push(now);
                         if roll(wire.seed, &f, index, 1) < wire.loss {
                             continue;
                         }
@@ -403,7 +419,7 @@ fn exchange(sides: &[Side; 2], wire: Wire) -> BTreeMap<Flow, Vec<Vec<u8>>> {
                     side.nic.set_time(now);
                 }
             }
-            None => return sent,
+            None => return (sent, times),
         }
     }
     panic!("the NICs did not settle in 2,000 timer rounds");
@@ -643,6 +659,66 @@ fn a_write_and_a_read_are_the_hardwares() {
     }
     let (_, rtl) = run(Hw::Rtl, Mtu::Mtu4096, clean, &wrs);
     assert_eq!(rtl, want, "RTL");
+}
+
+/// The hardware's WQE fetch (`docs/fastpath.md` §3.8): a stream of WRITEs, SENDs and
+/// WRITE_WITH_IMMs, signaled and not, reaches the model without the firmware posting a
+/// single descriptor or handling a single event on the sending side: the model reads the
+/// WQEs from the host ring at the doorbell and writes their CQEs. Against the engine, on
+/// a clean wire and on one that loses frames (then the firmware takes the send queue
+/// back at the first NAK or timeout, Go-Back-N runs in the engine, and the queue goes
+/// to the hardware again once the engine holds no send).
+#[test]
+fn the_hardware_fetches_the_wqes() {
+    let wrs: Vec<Wr> = (0..12)
+        .map(|i| Wr {
+            pair: 0,
+            from_b: false,
+            op: [2, 0, 3, 2][i % 4],
+            len: 1000 + 1500 * i as u32,
+            src: 64 * i as u32,
+            dst: 128 * i as u32,
+        })
+        .collect();
+    let clean = Wire {
+        seed: 0,
+        loss: 0,
+        reorder: 0,
+    };
+    let counters = differential_on(THREE, Hw::Model, Mtu::Mtu1024, &wrs, clean).unwrap();
+    let a = &counters[0];
+    assert_eq!(a.send_wqes, 12, "every WQE fetched once");
+    // (WRs 3, 7 and 11 are unsignaled, `post`.)
+    assert_eq!(
+        (a.fp_descriptors, a.fp_events),
+        (0, 0),
+        "the sender's firmware posted descriptors or handled events"
+    );
+    assert!(a.fastpath.tx_frames > 12, "the model sent the messages");
+    for seed in 1..4 {
+        let lossy = Wire {
+            seed,
+            loss: 100,
+            reorder: 50,
+        };
+        let counters = differential_on(THREE, Hw::Model, Mtu::Mtu1024, &wrs, lossy).unwrap();
+        assert_eq!(
+            counters[0].send_wqes, 12,
+            "seed {seed}: every WQE fetched once"
+        );
+        assert!(
+            counters[0].fp_events > 0,
+            "seed {seed}: the loss made no exception"
+        );
+        // The hardware's local ACK timer is the engine's: every frame leaves at the
+        // same simulated instant (resends after a timeout among them).
+        let (engine, _) = run_on(THREE, Hw::Engine, Mtu::Mtu1024, lossy, &wrs);
+        let (model, _) = run_on(THREE, Hw::Model, Mtu::Mtu1024, lossy, &wrs);
+        assert_eq!(
+            engine.times, model.times,
+            "seed {seed}: frames sent at other times"
+        );
+    }
 }
 
 /// More QPs than the fast path has context entries (`docs/scale.md`): 72 pairs with

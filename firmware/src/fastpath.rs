@@ -9,7 +9,7 @@
 //! firmware's (the QEMU self-test's budget lines leave them out, as they leave out the
 //! DMA copies and the ICRC).
 
-use crate::abi::Cqe;
+use crate::abi::{Cqe, SendWqe};
 use crate::hal::{Datapath, FastPath, FastPathCounters};
 use crate::runtime::FRAME_BUF;
 use heapless::Deque;
@@ -17,13 +17,13 @@ use roce_core::dcb::Priorities;
 use roce_core::fastpath::layout::{self, EVENT_LEN, MR_LEN, RCTX_LEN, SCTX_LEN, TXD_LEN};
 use roce_core::fastpath::{
     self, AckDesc, Event, Exception, Inflight, InflightKind, MrTable, MsgOp, PortAddr, RxOutcome,
-    TxError, TxMsg,
+    SqIdle, TxError, TxMsg,
 };
 use roce_core::memory::Dma;
-use roce_core::num::Qpn;
+use roce_core::num::{Psn, Qpn};
 use roce_core::transport::{WcFlags, WcOpcode, WcStatus, WorkCompletion};
 use roce_core::wire;
-use zerocopy::IntoBytes;
+use zerocopy::{FromZeros, IntoBytes};
 
 /// Descriptors the TX ring holds (all QPs).
 const TXQ: usize = 32;
@@ -128,6 +128,70 @@ fn send_wc(qpn: Qpn, wr_id: u64, op: MsgOp, byte_len: u32) -> WorkCompletion {
     wc
 }
 
+/// A host send ring the hardware's WQE fetch reads (§3.8): its address, log2 of its
+/// entries, and the next index to fetch.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SqRing {
+    pub ring: u64,
+    pub log: u8,
+    pub ci: u32,
+}
+
+/// What a send doorbell did: the WQEs the hardware took, and whether it stopped at one
+/// it does not take (the firmware then takes the send queue back and fetches it).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SqRung {
+    pub taken: u32,
+    /// Of them SENDs (the engine's `rdma_sends` counts them).
+    pub sends: u32,
+    pub stopped: bool,
+}
+
+/// What the hardware still holds of a send queue it gives back: the WQEs from ring
+/// index `done` (the oldest not finished, first PSN `base`) up to `ci` (the next it
+/// would have fetched), every PSN before `una` acknowledged, and its local ACK
+/// deadline.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SqBack {
+    pub done: u32,
+    pub ci: u32,
+    pub base: Psn,
+    pub una: Psn,
+    pub deadline: Option<u64>,
+}
+
+/// What the WQE fetch did since the firmware last asked (`FastPath::sq_news`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SqNews {
+    /// It wrote CQEs.
+    pub cqe: bool,
+    /// WQEs it took after their doorbell (when the TX ring or the in-flight list had
+    /// room again), and of them SENDs.
+    pub taken: u32,
+    pub sends: u32,
+    /// Its earliest local ACK deadline (ns).
+    pub deadline: Option<u64>,
+}
+
+/// One send queue in the hardware's hands (§3.8).
+#[derive(Clone, Copy, Debug)]
+struct SqHw {
+    ring: SqRing,
+    /// The host's producer index at the last doorbell.
+    pi: u32,
+    /// The oldest WQE not finished, and its first PSN.
+    done: u32,
+    base: Psn,
+    /// Every PSN before it acknowledged.
+    una: Psn,
+    /// The next WQE's first PSN.
+    next: Psn,
+    idle: SqIdle,
+    deadline: Option<u64>,
+    /// It met a WQE it does not take: it fetches nothing more until taken back.
+    stopped: bool,
+}
+
 /// One QP's memories.
 #[derive(Clone, Debug)]
 struct QpMem {
@@ -138,6 +202,8 @@ struct QpMem {
     next_pkt: Option<u32>,
     /// The CQ the CQE writer writes the QP's send completions into.
     send_cq: Option<u16>,
+    /// Its send queue, when the hardware fetches the WQEs (§3.8).
+    sq: Option<SqHw>,
 }
 
 impl Default for QpMem {
@@ -148,6 +214,7 @@ impl Default for QpMem {
             inflight: Deque::new(),
             next_pkt: None,
             send_cq: None,
+            sq: None,
         }
     }
 }
@@ -175,6 +242,10 @@ pub struct FastPathPort<P, const QPS: usize> {
     /// The context cache's hits and misses (`FastPath::ctx_hits_misses`).
     ctx: [u64; 2],
     cqw: CqWriter,
+    /// The time the firmware last ran the model at (ns), for the WQE fetch's timers.
+    now: u64,
+    /// What `sq_news` reports next.
+    news: SqNews,
     buf: [u8; FRAME_BUF],
 }
 
@@ -200,6 +271,8 @@ impl<P: Datapath, const QPS: usize> FastPathPort<P, QPS> {
             counters: FastPathCounters::default(),
             ctx: [0; 2],
             cqw: CqWriter::default(),
+            now: 0,
+            news: SqNews::default(),
             buf: [0; FRAME_BUF],
         }
     }
@@ -244,10 +317,20 @@ impl<P: Datapath, const QPS: usize> FastPathPort<P, QPS> {
                     // What a response would retire, before the rule pops it.
                     let cqes = retiring_cqes(q, qpn, &pkt);
                     let mut out = dispatch(&self.port, q, qpn, &pkt, &self.mrt, dma);
-                    if let (Some(Event::Acked { done, cqe, .. }), Some(cq), Some((n, wcs))) =
-                        (&mut out.event, q.send_cq, cqes)
+                    let mut none_owed = false;
+                    if let (Some(Event::Acked { done, cqe, .. }), Some((n, wcs))) =
+                        (&mut out.event, cqes)
                     {
-                        *cqe = usize::from(*done) == n && self.cqw.write_all(cq, &wcs, dma);
+                        let all = usize::from(*done) == n;
+                        *cqe = all
+                            && q.send_cq
+                                .is_some_and(|cq| self.cqw.write_all(cq, &wcs, dma));
+                        none_owed = all && wcs.is_empty();
+                    }
+                    if sq_retire(q, &out.event, none_owed, self.now) {
+                        // The WQE fetch's own: the firmware never hears of it.
+                        self.news.cqe |= matches!(out.event, Some(Event::Acked { cqe: true, .. }));
+                        out.event = None;
                     }
                     out
                 }
@@ -372,6 +455,92 @@ impl<P: Datapath, const QPS: usize> FastPathPort<P, QPS> {
         }
     }
 
+    /// Fetches what every send queue in the hardware's hands has waiting (after a
+    /// doorbell the TX ring or the in-flight list had no room for).
+    fn sq_fetch_all(&mut self, dma: &mut dyn Dma) -> bool {
+        let mut any = false;
+        for s in 0..QPS {
+            let waiting = self
+                .qps
+                .get(s)
+                .and_then(|q| q.sq)
+                .is_some_and(|sq| !sq.stopped && sq.ring.ci != sq.pi);
+            if waiting {
+                let (taken, sends) = self.sq_fetch(s, dma);
+                self.news.taken += taken;
+                self.news.sends += sends;
+                any |= taken > 0;
+            }
+        }
+        any
+    }
+
+    /// The WQE fetch of QP slot `s` (§3.8): reads the host ring from its index up to the
+    /// producer index and queues a descriptor for each WQE it takes, while the TX ring,
+    /// the in-flight list and the engine's send-queue depth have room. Returns how many
+    /// it took, and of them SENDs; it stops for good (until taken back) at one it does
+    /// not take.
+    fn sq_fetch(&mut self, s: usize, dma: &mut dyn Dma) -> (u32, u32) {
+        let (mut taken, mut sends) = (0, 0);
+        loop {
+            let room = !self.txq.is_full();
+            let Some(q) = self.qps.get_mut(s) else {
+                return (taken, sends);
+            };
+            let (Some(mut sq), Ok(ctx)) = (q.sq, layout::decode_sctx(&q.sctx)) else {
+                return (taken, sends);
+            };
+            let held = sq.ring.ci.wrapping_sub(sq.done);
+            if sq.stopped
+                || sq.ring.ci == sq.pi
+                || !room
+                || q.inflight.is_full()
+                || held >= sq.idle.depth
+            {
+                return (taken, sends);
+            }
+            let qpn = layout::rctx_tag(&q.rctx);
+            let log = sq.ring.log;
+            // A producer index claiming more than the ring holds is the firmware's to
+            // judge (a bad doorbell), as is any WQE taken apart below.
+            let fits = sq.pi.wrapping_sub(sq.ring.ci) <= 1u32 << log;
+            let mask = (1u32 << log) - 1;
+            let at = sq.ring.ring.wrapping_add(
+                u64::from(sq.ring.ci & mask) * core::mem::size_of::<SendWqe>() as u64,
+            );
+            let mut wqe = SendWqe::new_zeroed();
+            let msg = (fits && dma.read(at, wqe.as_mut_bytes()).is_ok())
+                .then(|| wqe.to_wr(false, at).ok())
+                .flatten()
+                .and_then(|wr| {
+                    fastpath::wqe_msg(qpn, sq.ring.ci, &wr, sq.next, &sq.idle, &self.mrt)
+                });
+            let Some((m, cqe)) = msg else {
+                sq.stopped = true;
+                q.sq = Some(sq);
+                return (taken, sends);
+            };
+            if sq.deadline.is_none() {
+                // The engine arms its timer when it hands out a message with none
+                // running.
+                sq.deadline = sq.idle.rto.map(|t| self.now.saturating_add(t));
+            }
+            sq.next = m.last_psn(ctx.mtu).next();
+            sq.ring.ci = sq.ring.ci.wrapping_add(1);
+            q.sq = Some(sq);
+            let send = matches!(m.op, MsgOp::Send | MsgOp::SendWithImm(_));
+            if !self.accept(m, cqe) {
+                // Room was checked above: not reached.
+                if let Some(sq) = self.qps.get_mut(s).and_then(|q| q.sq.as_mut()) {
+                    sq.stopped = true;
+                }
+                return (taken, sends);
+            }
+            taken += 1;
+            sends += u32::from(send);
+        }
+    }
+
     /// Takes a descriptor into the ring: FLUSH acts at once, a new message joins the
     /// QP's in-flight list.
     fn accept(&mut self, m: TxMsg, cqe: Option<u64>) -> bool {
@@ -437,6 +606,40 @@ fn dispatch(
     q.rctx = layout::encode_rctx(&rctx);
     q.sctx = layout::encode_sctx(&sctx);
     out
+}
+
+/// A response the response path took for a QP whose send queue the hardware fetches
+/// (§3.8): when it retired messages whose CQEs are all written (or owed none), the
+/// hardware's send-queue state moves on (the oldest unfinished WQE, the acknowledged
+/// PSN, the local ACK timer restarted as the engine restarts it on progress) and the
+/// `ACKED` event is not raised: returns true. A response that leaves a completion to
+/// the firmware raises it as before, and the firmware then takes the send queue back.
+fn sq_retire(q: &mut QpMem, event: &Option<Event>, none_owed: bool, now: u64) -> bool {
+    let (
+        Some(sq),
+        Some(Event::Acked {
+            done,
+            una,
+            read,
+            cqe,
+            ..
+        }),
+    ) = (q.sq.as_mut(), event)
+    else {
+        return false;
+    };
+    if *read || !(*cqe || none_owed) {
+        return false;
+    }
+    sq.done = sq.done.wrapping_add(u32::from(*done));
+    sq.una = *una;
+    sq.base = q.inflight.front().map_or(sq.next, |m| m.first_psn);
+    sq.deadline = if *una == sq.next {
+        None
+    } else {
+        sq.idle.rto.map(|t| now.saturating_add(t))
+    };
+    true
 }
 
 /// The completions the CQE writer would write if response `pkt` retires what it
@@ -505,6 +708,7 @@ impl<P: Datapath, const QPS: usize> FastPath for FastPathPort<P, QPS> {
         if !valid {
             q.inflight.clear();
             q.next_pkt = None;
+            q.sq = None;
             let s = Self::slot_of(qpn);
             retain(&mut self.txq, |d| Self::slot_of(d.qpn) != s);
             return;
@@ -585,8 +789,90 @@ impl<P: Datapath, const QPS: usize> FastPath for FastPathPort<P, QPS> {
 
     fn run(&mut self, dma: &mut dyn Dma) -> bool {
         let rx = self.run_rx(dma);
+        let fetched = self.sq_fetch_all(dma);
         let tx = self.run_tx(dma);
-        rx || tx
+        rx || fetched || tx
+    }
+
+    fn run_at(&mut self, dma: &mut dyn Dma, now: u64) -> bool {
+        self.now = now;
+        self.run(dma)
+    }
+
+    fn sq_hand_over(&mut self, qpn: Qpn, ring: SqRing, idle: &SqIdle) -> bool {
+        let s = Self::slot_of(qpn);
+        let queued = self.txq.iter().any(|m| Self::slot_of(m.qpn) == s);
+        let Some(q) = self.qp(qpn) else {
+            return false;
+        };
+        let Ok(ctx) = layout::decode_sctx(&q.sctx) else {
+            return false;
+        };
+        // Nothing of the QP may be under way in the hardware either.
+        let quiet = ctx.valid
+            && layout::rctx_tag(&q.rctx) == qpn
+            && ctx.una_psn == idle.psn
+            && ctx.next_psn == idle.psn
+            && q.inflight.is_empty()
+            && q.next_pkt.is_none()
+            && !queued;
+        if !quiet || ring.log > 31 {
+            return false;
+        }
+        q.sq = Some(SqHw {
+            ring,
+            pi: ring.ci,
+            done: ring.ci,
+            base: idle.psn,
+            una: idle.psn,
+            next: idle.psn,
+            idle: *idle,
+            deadline: None,
+            stopped: false,
+        });
+        true
+    }
+
+    fn sq_doorbell(&mut self, qpn: Qpn, pi: u32, now: u64, dma: &mut dyn Dma) -> SqRung {
+        self.now = now;
+        let s = Self::slot_of(qpn);
+        match self.qp(qpn).and_then(|q| q.sq.as_mut()) {
+            Some(sq) => sq.pi = pi,
+            None => return SqRung::default(),
+        }
+        let (taken, sends) = self.sq_fetch(s, dma);
+        let stopped = self
+            .qps
+            .get(s)
+            .and_then(|q| q.sq)
+            .is_none_or(|sq| sq.stopped);
+        SqRung {
+            taken,
+            sends,
+            stopped,
+        }
+    }
+
+    fn sq_take_back(&mut self, qpn: Qpn) -> Option<SqBack> {
+        let sq = self.qp(qpn)?.sq.take()?;
+        Some(SqBack {
+            done: sq.done,
+            ci: sq.ring.ci,
+            base: sq.base,
+            una: sq.una,
+            deadline: sq.deadline,
+        })
+    }
+
+    fn sq_deadline(&mut self, qpn: Qpn) -> Option<u64> {
+        self.qp(qpn)?.sq?.deadline
+    }
+
+    fn sq_news(&mut self) -> SqNews {
+        SqNews {
+            deadline: self.qps.iter().filter_map(|q| q.sq?.deadline).min(),
+            ..core::mem::take(&mut self.news)
+        }
     }
 
     fn ctx_hits_misses(&self) -> [u64; 2] {

@@ -6,10 +6,11 @@ use crate::abi::reg;
 use roce_core::dcb::{Priorities, RX_BUFFER_BYTES};
 use roce_core::engine::DcbConfig;
 use roce_core::fastpath::layout::{EVENT_LEN, MR_LEN, RCTX_LEN, SCTX_LEN, TXD_LEN};
+use roce_core::fastpath::SqIdle;
 use roce_core::memory::Dma;
 use roce_core::num::Qpn;
 
-pub use crate::fastpath::CqWriter;
+pub use crate::fastpath::{CqWriter, SqBack, SqNews, SqRing, SqRung};
 
 /// Where frames enter and leave the NIC.
 ///
@@ -96,6 +97,12 @@ pub trait FastPath {
     /// Lets the hardware run: a model moves frames here (received frames through the
     /// rules, descriptors into frames); hardware runs by itself and returns false.
     fn run(&mut self, dma: &mut dyn Dma) -> bool;
+    /// [`FastPath::run`] at time `now` (ns, the runtime's clock): a fast path with
+    /// timers of its own (the WQE fetch's local ACK timer, §3.8) reads the time here.
+    fn run_at(&mut self, dma: &mut dyn Dma, now: u64) -> bool {
+        let _ = now;
+        self.run(dma)
+    }
     /// Frames the fast path sent and took by itself.
     fn counters(&self) -> FastPathCounters;
     /// The context cache's counts: frames whose QP's context was in its entry (and
@@ -112,6 +119,36 @@ pub trait FastPath {
     /// Tells the CQE writer QP `qpn`'s send CQ (None: it writes none of the QP's CQEs).
     fn set_send_cq(&mut self, qpn: Qpn, cq: Option<u16>) {
         let _ = (qpn, cq);
+    }
+    /// The hardware's WQE fetch (`docs/fastpath.md` §3.8): takes QP `qpn`'s send queue,
+    /// host ring `ring` from its index `ring.ci` on, while the engine holds none of its
+    /// sends (`idle`). False when this fast path has no WQE fetch or cannot take the QP
+    /// now (the firmware keeps fetching).
+    fn sq_hand_over(&mut self, qpn: Qpn, ring: SqRing, idle: &SqIdle) -> bool {
+        let _ = (qpn, ring, idle);
+        false
+    }
+    /// A send doorbell of a QP whose send queue the hardware holds: the host's producer
+    /// index `pi` at time `now`. The hardware fetches what it can take.
+    fn sq_doorbell(&mut self, qpn: Qpn, pi: u32, now: u64, dma: &mut dyn Dma) -> SqRung {
+        let _ = (qpn, pi, now, dma);
+        SqRung::default()
+    }
+    /// Takes QP `qpn`'s send queue back: the hardware fetches no more of it and says
+    /// what it still holds. None when it holds none.
+    fn sq_take_back(&mut self, qpn: Qpn) -> Option<SqBack> {
+        let _ = qpn;
+        None
+    }
+    /// The local ACK deadline of QP `qpn`'s send queue in the hardware's hands (ns).
+    fn sq_deadline(&mut self, qpn: Qpn) -> Option<u64> {
+        let _ = qpn;
+        None
+    }
+    /// What the WQE fetch did since the last call: it wrote CQEs (the host hears of
+    /// them as of the firmware's), and its earliest local ACK deadline.
+    fn sq_news(&mut self) -> SqNews {
+        SqNews::default()
     }
 }
 

@@ -67,6 +67,9 @@ struct HostQp {
     db_record: u64,
     /// What of the QP the fast path handles.
     fp: FpState,
+    /// The fast path fetches its send WQEs (`docs/fastpath.md` §3.8): `sq_ci` is then
+    /// the producer index last handed to it, and the engine holds none of its sends.
+    sq_hw: bool,
 }
 
 /// How much of a QP is on the fast path (`docs/fastpath.md`).
@@ -144,6 +147,10 @@ pub struct Nic<
     /// Some CQ kept completions at the last look (its host ring full, or one stashed):
     /// look again at the next poll even if the engine has nothing new.
     cq_left: bool,
+    /// The earliest local ACK deadline of the send queues the fast path fetches (ns).
+    fp_deadline: Option<u64>,
+    /// This poll's time (ns).
+    now: u64,
 }
 
 impl<
@@ -196,6 +203,8 @@ impl<
             event: [0; EVENT_LEN],
             fp_ran: false,
             cq_left: false,
+            fp_deadline: None,
+            now: 0,
         }
     }
 
@@ -254,7 +263,11 @@ impl<
 
     /// When the engine next needs `poll` for a timer, in the HAL's nanoseconds.
     pub fn poll_timeout(&self) -> Option<u64> {
-        self.engine.poll_timeout().map(Instant::as_nanos)
+        let engine = self.engine.poll_timeout().map(Instant::as_nanos);
+        match (engine, self.fp_deadline) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     /// Hands one received frame straight to the engine (the ICRC is checked there), for
@@ -289,6 +302,7 @@ impl<
     /// Does every piece of pending work once; returns whether anything happened.
     pub fn poll(&mut self) -> bool {
         let now = Instant::from_nanos(self.hal.now());
+        self.now = now.as_nanos();
         self.tick = self.tick.wrapping_add(1);
         let mut busy = self.run_commands();
         // Doorbells that rang, or WQEs left in a ring because the engine's queue was
@@ -301,6 +315,11 @@ impl<
             };
         }
         busy |= self.receive(now);
+        if self.fp_deadline.is_some_and(|d| d <= self.now) {
+            // A local ACK timer of a send queue the fast path fetches ran out: the
+            // engine takes the queue back and its own timer (the same deadline) fires.
+            self.fp_sq_timeouts(now);
+        }
         if self.engine.timer_due(now) {
             self.engine.handle_timeout(now);
             // A timer may have failed a QP (RETRY_EXC_ERR) or rewound it.
@@ -326,7 +345,10 @@ impl<
     fn receive(&mut self, now: Instant) -> bool {
         let (dma, dp) = self.hal.split();
         if let Some(fp) = dp.fastpath() {
-            let ran = fp.run(dma);
+            let ran = fp.run_at(dma, now.as_nanos());
+            if ran {
+                self.fp_news();
+            }
             self.fp_ran |= ran;
             return self.fp_events(now) | ran;
         }
@@ -390,11 +412,14 @@ impl<
         any |= self.write_completions();
         let (dma, dp) = self.hal.split();
         if let Some(fp) = dp.fastpath() {
-            let ran = fp.run(dma);
+            let ran = fp.run_at(dma, now.as_nanos());
             any |= ran;
             // The hardware's counters move only when it works.
             if core::mem::take(&mut self.fp_ran) | ran {
                 self.counters.fastpath = fp.counters();
+            }
+            if ran {
+                self.fp_news();
             }
         }
         any
@@ -448,6 +473,11 @@ impl<
                 continue;
             };
             let qpn = event.qpn();
+            if !matches!(event, Event::MsgDone { .. }) {
+                // A response or an exception of a QP whose send WQEs the hardware
+                // fetches: the engine takes its send queue back first (§3.8).
+                self.fp_sq_take_back(qpn, now);
+            }
             match event {
                 Event::Exception {
                     meta, frame_len, ..
@@ -470,6 +500,8 @@ impl<
                         // the firmware's.
                         self.raise(|e| e.set_completion(true));
                     }
+                    // The last of the QP's sends may have completed.
+                    self.fp_sq_hand_over(qpn);
                 }
             }
         }
@@ -484,10 +516,162 @@ impl<
     /// QP's work (MODIFY_QP, DESTROY_QP, a bad doorbell): an `ACKED` whose CQEs the
     /// hardware wrote (§3.7) must reach the engine first, or it would complete those
     /// WQEs a second time (flushed).
+    /// QP `qpn`'s send queue comes back from the hardware's WQE fetch too (§3.8).
     #[inline(never)]
-    fn fp_settle(&mut self) {
+    fn fp_settle(&mut self, qpn: Qpn) {
         let now = Instant::from_nanos(self.hal.now());
         self.fp_events(now);
+        self.fp_sq_take_back(qpn, now);
+    }
+
+    /// What the fast path's WQE fetch did while it ran (§3.8): CQEs it wrote reach the
+    /// host as the firmware's do, and its earliest local ACK deadline is kept for the
+    /// poll's timer check and `poll_timeout`.
+    fn fp_news(&mut self) {
+        let (_, dp) = self.hal.split();
+        let Some(fp) = dp.fastpath() else {
+            return;
+        };
+        let news = fp.sq_news();
+        self.fp_deadline = news.deadline;
+        if news.taken != 0 {
+            self.counters.send_wqes += u64::from(news.taken);
+            self.engine.fastpath_count_sends(news.sends);
+        }
+        if news.cqe {
+            self.raise(|e| e.set_completion(true));
+        }
+    }
+
+    /// The send queues the fast path fetches whose local ACK deadline passed: the
+    /// engine takes each back, with the same deadline, and its timer fires next.
+    #[inline(never)]
+    fn fp_sq_timeouts(&mut self, now: Instant) {
+        for slot in 0..self.qp_hi {
+            if let Some(Some(q)) = self.qps.get(slot) {
+                if q.sq_hw {
+                    let qpn = q.qpn;
+                    let (_, dp) = self.hal.split();
+                    let due = dp.fastpath().and_then(|fp| fp.sq_deadline(qpn));
+                    if due.is_some_and(|d| d <= now.as_nanos()) {
+                        self.fp_sq_take_back(qpn, now);
+                    }
+                }
+            }
+        }
+        self.fp_news();
+    }
+
+    /// Takes QP `qpn`'s send queue back from the hardware's WQE fetch (§3.8), if it
+    /// has it: the engine is told where the hardware's acknowledgements got to and gets
+    /// the WQEs the hardware still holds, re-read from the host ring, as messages
+    /// already handed out; from then on the firmware fetches the ring again.
+    #[inline(never)]
+    fn fp_sq_take_back(&mut self, qpn: Qpn, now: Instant) {
+        let Some(slot) = self.line(qpn) else {
+            return;
+        };
+        let Some(Some(mut q)) = self.qps.get(slot).copied() else {
+            return;
+        };
+        if !q.sq_hw {
+            return;
+        }
+        q.sq_hw = false;
+        let (_, dp) = self.hal.split();
+        if let Some(back) = dp.fastpath().and_then(|fp| fp.sq_take_back(qpn)) {
+            self.engine.fastpath_adopt_begin(qpn, back.base);
+            q.sq_ci = back.done;
+            // The hardware counted these at its doorbell.
+            let counted = self.counters.send_wqes;
+            // A WQE the engine refuses now was taken apart by the hardware already:
+            // it completes in error, as the firmware's own fetch would make it.
+            if self.fetch_sq(&mut q, back.ci).is_err() {
+                self.counters.bad_doorbells += 1;
+            }
+            self.counters.send_wqes = counted;
+            let deadline = back.deadline.map(Instant::from_nanos);
+            self.engine.fastpath_adopt_end(now, qpn, back.una, deadline);
+            // WQEs past the hardware's index wait for the firmware's next fetch.
+            self.backlog = true;
+        }
+        if let Some(s) = self.qps.get_mut(slot) {
+            *s = Some(q);
+        }
+        self.fp_news();
+    }
+
+    /// Hands QP `qpn`'s send queue to the hardware's WQE fetch (§3.8) when the engine
+    /// holds none of its sends and the QP is wholly on the fast path (without an ICM:
+    /// a QP leaving its line takes its send queue along).
+    fn fp_sq_hand_over(&mut self, qpn: Qpn) {
+        if self.icm.is_some() {
+            return;
+        }
+        let Some(slot) = self.line(qpn) else {
+            return;
+        };
+        let Some(Some(q)) = self.qps.get(slot).copied() else {
+            return;
+        };
+        if q.sq_hw || q.fp != FpState::Full {
+            return;
+        }
+        let Some(idle) = self.engine.fastpath_sq_idle(qpn) else {
+            return;
+        };
+        let ring = crate::fastpath::SqRing {
+            ring: q.sq_ring,
+            log: q.sq_log,
+            ci: q.sq_ci,
+        };
+        let (_, dp) = self.hal.split();
+        let Some(fp) = dp.fastpath() else {
+            return;
+        };
+        if fp.sq_hand_over(qpn, ring, &idle) {
+            if let Some(Some(l)) = self.qps.get_mut(slot) {
+                l.sq_hw = true;
+            }
+            // WQEs already waiting in the ring reach the hardware at the next fetch.
+            self.backlog = true;
+        }
+    }
+
+    /// A send doorbell of a QP whose send WQEs the hardware fetches: the producer index
+    /// goes to it (§3.8). When it stops at a WQE it does not take, the engine takes the
+    /// send queue back and the firmware fetches the rest.
+    fn fp_sq_doorbell(&mut self, q: &mut HostQp, pi: u32) -> Result<bool, BadDoorbell> {
+        if pi == q.sq_ci {
+            return Ok(false);
+        }
+        // The keys it checks are the engine's as of now (a LOCAL_INV may have run).
+        self.fp_sync_mrs();
+        let now = self.now;
+        let (dma, dp) = self.hal.split();
+        let Some(fp) = dp.fastpath() else {
+            return Ok(false);
+        };
+        let rung = fp.sq_doorbell(q.qpn, pi, now, dma);
+        q.sq_ci = pi;
+        self.counters.send_wqes += u64::from(rung.taken);
+        if rung.sends != 0 {
+            self.engine.fastpath_count_sends(rung.sends);
+        }
+        self.fp_news();
+        if !rung.stopped {
+            return Ok(rung.taken > 0);
+        }
+        // The line holds the QP as it was; `fp_sq_take_back` works on the line.
+        let slot = self.line(q.qpn);
+        if let Some(Some(l)) = slot.and_then(|s| self.qps.get_mut(s)) {
+            *l = *q;
+        }
+        self.fp_sq_take_back(q.qpn, Instant::from_nanos(now));
+        if let Some(Some(l)) = slot.and_then(|s| self.qps.get(s)) {
+            *q = *l;
+        }
+        self.fetch_sq(q, pi).map(|f| f || rung.taken > 0)
     }
 
     /// An EXCEPTION event: the engine handles the frame (from where the hardware
@@ -527,6 +711,8 @@ impl<
         // An exception may end the QP (a fatal NAK): off the fast path. A QP off it
         // (its entry another's: a miss) may come on now.
         self.fp_refresh(qpn);
+        // The response may have completed the QP's last send.
+        self.fp_sq_hand_over(qpn);
     }
 
     /// A MSG_DONE event: the receive WQE completes with the hardware's receive state.
@@ -601,6 +787,14 @@ impl<
         if q.fp == FpState::Off && !self.fp_claim_entry(qpn) {
             return;
         }
+        if q.sq_hw {
+            // Leaving Full: the engine takes the send queue back first.
+            self.fp_sq_take_back(qpn, Instant::from_nanos(self.now));
+            let Some(Some(l)) = self.qps.get(slot).copied() else {
+                return;
+            };
+            q = l;
+        }
         let (_, dp) = self.hal.split();
         let Some(fp) = dp.fastpath() else {
             return;
@@ -634,6 +828,9 @@ impl<
         q.fp = want;
         if let Some(s) = self.qps.get_mut(slot) {
             *s = Some(q);
+        }
+        if want == FpState::Full {
+            self.fp_sq_hand_over(qpn);
         }
     }
 
@@ -677,6 +874,13 @@ impl<
         };
         if q.fp == FpState::Off {
             return;
+        }
+        if q.sq_hw {
+            self.fp_sq_take_back(qpn, Instant::from_nanos(self.now));
+            let Some(Some(l)) = self.qps.get(slot).copied() else {
+                return;
+            };
+            q = l;
         }
         let (Some(mut sctx), Some(mut rctx)) = (
             self.engine.fastpath_send_ctx(qpn),
@@ -736,15 +940,22 @@ impl<
         let mut any = false;
         self.backlog = false;
         for slot in 0..self.qp_hi {
-            let Some(Some(q)) = self.qps.get(slot).copied() else {
+            // Only what the look needs: a line is not copied whole unless its rings
+            // hold something new (most of them, at a doorbell of one).
+            let Some(Some(q)) = self.qps.get(slot) else {
                 continue;
             };
-            let pis = if q.db_record != 0 {
-                self.read_db_record(q.db_record)
+            let (db_record, index, cis) = (
+                q.db_record,
+                q.qpn.value().wrapping_sub(QPN_BASE),
+                (q.sq_ci, q.rq_ci),
+            );
+            let pis = if db_record != 0 {
+                self.read_db_record(db_record)
             } else {
-                Some(self.reg_pis(q.qpn.value().wrapping_sub(QPN_BASE)))
+                Some(self.reg_pis(index))
             };
-            if let Some(pis) = pis {
+            if let Some(pis) = pis.filter(|&pis| pis != cis) {
                 any |= self.fetch_qp(slot, pis);
             }
         }
@@ -791,7 +1002,11 @@ impl<
             self.counters.bad_doorbells += 1;
             q.rq_ci = rq_pi;
         }
-        let sq = self.fetch_sq(q, sq_pi);
+        let sq = if q.sq_hw {
+            self.fp_sq_doorbell(q, sq_pi)
+        } else {
+            self.fetch_sq(q, sq_pi)
+        };
         let rq = if q.srq {
             Ok(false)
         } else {
@@ -849,7 +1064,7 @@ impl<
     /// error state (its posted work flushes) and the host hears `QP_FATAL`, as
     /// `IBV_EVENT_QP_FATAL`. Returns true (something happened).
     fn fail_qp(&mut self, qpn: Qpn) -> bool {
-        self.fp_settle();
+        self.fp_settle(qpn);
         self.counters.bad_doorbells += 1;
         let _ = self.engine.modify_qp(qpn, &QpAttr::to_state(QpState::Err));
         self.hal.reg_write(reg::EVENT_QPN, qpn.value());
@@ -1160,7 +1375,7 @@ impl<
             CmdOp::ModifyQp => {
                 let arg = abi::payload::<abi::QpAttrArg>(e);
                 let qpn = Qpn::new(arg.qpn.get());
-                self.fp_settle();
+                self.fp_settle(qpn);
                 let r = match arg.to_attr() {
                     Ok(attr) => self.engine.modify_qp(qpn, &attr),
                     Err(_) => return CmdStatus::BadParam,
@@ -1168,17 +1383,22 @@ impl<
                 self.fp_refresh(qpn);
                 r
             }
-            CmdOp::QueryQp => self.engine.query_qp(Qpn::new(handle)).map(|info| {
-                let mut attr = QpAttr::to_state(info.state);
-                attr.path_mtu = Some(info.path_mtu);
-                attr.dest_qp_num = Some(info.dest_qpn);
-                attr.sq_psn = Some(info.sq_psn);
-                attr.rq_psn = Some(info.rq_psn);
-                attr.qp_access_flags = Some(info.access);
-                attr.qkey = Some(info.qkey);
-                attr.selective_repeat = Some(info.selective_repeat).filter(|s| s.enabled);
-                abi::set_payload(e, &abi::QpAttrArg::from_attr(info.qpn, &attr));
-            }),
+            CmdOp::QueryQp => {
+                // The engine answers for the send queue: it takes it back from the
+                // hardware first (§3.8).
+                self.fp_settle(Qpn::new(handle));
+                self.engine.query_qp(Qpn::new(handle)).map(|info| {
+                    let mut attr = QpAttr::to_state(info.state);
+                    attr.path_mtu = Some(info.path_mtu);
+                    attr.dest_qp_num = Some(info.dest_qpn);
+                    attr.sq_psn = Some(info.sq_psn);
+                    attr.rq_psn = Some(info.rq_psn);
+                    attr.qp_access_flags = Some(info.access);
+                    attr.qkey = Some(info.qkey);
+                    attr.selective_repeat = Some(info.selective_repeat).filter(|s| s.enabled);
+                    abi::set_payload(e, &abi::QpAttrArg::from_attr(info.qpn, &attr));
+                })
+            }
             CmdOp::DestroyQp => return self.destroy_qp(Qpn::new(handle)),
             CmdOp::QueryPort
             | CmdOp::ModifyPort
@@ -1399,6 +1619,7 @@ impl<
             srq: init.srq.is_some(),
             db_record,
             fp: FpState::Off,
+            sq_hw: false,
         };
         if gsi {
             self.gsi = Some(host);
@@ -1426,7 +1647,7 @@ impl<
     }
 
     fn destroy_qp(&mut self, qpn: Qpn) -> CmdStatus {
-        self.fp_settle();
+        self.fp_settle(qpn);
         let (_, dp) = self.hal.split();
         if let Some(fp) = dp.fastpath() {
             fp.write_sctx(qpn, 0, &[0; layout::SCTX_LEN]);

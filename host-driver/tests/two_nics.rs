@@ -128,13 +128,18 @@ fn rc_write(m: Model) {
     assert_eq!(got, data);
     assert_eq!(p.qa.send_outstanding(), 0);
     if m == Model::FastPath {
-        // The fast path did the work: A's segmenter sent the 10 WRITE packets (path
-        // MTU 1024) from one descriptor and took B's one ACK; B placed them and ACKed.
+        // The fast path did the work: A's fetched the WQE from the ring itself
+        // (`docs/fastpath.md` §3.8: no descriptor from the firmware), its segmenter sent
+        // the 10 WRITE packets (path MTU 1024) and it took B's one ACK; B placed them
+        // and ACKed.
         let (a, b) = (
             p.a.ctx.query_counters().unwrap().runtime,
             p.b.ctx.query_counters().unwrap().runtime,
         );
-        assert_eq!((a.fp_descriptors, a.fastpath.tx_frames), (1, 10));
+        assert_eq!(
+            (a.send_wqes, a.fp_descriptors, a.fastpath.tx_frames),
+            (1, 0, 10)
+        );
         assert_eq!((b.fastpath.rx_handled, b.fastpath.rx_exceptions), (10, 0));
         assert_eq!((b.fastpath.tx_frames, a.fastpath.rx_handled), (1, 1));
     }

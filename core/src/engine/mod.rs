@@ -923,6 +923,68 @@ impl<
         }
     }
 
+    /// What the hardware needs to fetch QP `qpn`'s send WQEs itself (`docs/fastpath.md`
+    /// §3.8), when the engine holds none of its sends: an RC QP in RTS on the fast path
+    /// with an empty send queue, nothing outstanding and no rewind or RNR wait under
+    /// way. None otherwise (the firmware keeps fetching).
+    pub fn fastpath_sq_idle(&mut self, qpn: Qpn) -> Option<fastpath::SqIdle> {
+        let slot = self.slot(qpn)?;
+        if self.queues.get(slot).is_none_or(|q| !q.sq.is_empty()) {
+            return None;
+        }
+        self.with_fp_qp(slot, Instant::ZERO, |r, _| {
+            let (req, comp) = (&r.qp.req, &r.qp.comp);
+            let idle = r.qp.state == QpState::Rts
+                && r.qp.qp_type == QpType::Rc
+                && req.fastpath
+                && !req.rewound
+                && comp.psn == req.psn
+                && comp.rnr_at.is_none()
+                && !r.sr_on();
+            idle.then(|| fastpath::SqIdle {
+                psn: req.psn,
+                rto: r.rto(),
+                sig_all: r.qp.sq_sig_all,
+                pd: r.qp.pd,
+                depth: SQ as u32,
+            })
+        })
+        .flatten()
+    }
+
+    /// The hardware's WQE fetch (§3.8) took `sends` SEND WQEs: counted as the
+    /// requester counts the SENDs it hands out (`rdma_sends`).
+    pub fn fastpath_count_sends(&mut self, sends: u32) {
+        self.counters.rdma_sends += u64::from(sends);
+    }
+
+    /// Takes QP `qpn`'s send queue back from the hardware's WQE fetch (§3.8), first
+    /// half: the oldest message the hardware still holds starts at `base` (everything
+    /// before it was acknowledged and completed by the hardware). The firmware posts
+    /// those messages' WQEs next (`post_send`), then calls
+    /// [`Engine::fastpath_adopt_end`].
+    pub fn fastpath_adopt_begin(&mut self, qpn: Qpn, base: Psn) {
+        if let Some(slot) = self.slot(qpn) {
+            self.with_fp_qp(slot, Instant::ZERO, |r, _| r.comp_adopt_begin(base));
+        }
+    }
+
+    /// Second half: the WQEs posted since [`Engine::fastpath_adopt_begin`] count as
+    /// handed out as descriptors (the hardware made them), the acknowledged PSN moves
+    /// to `una` and the local ACK timer is the hardware's `deadline`.
+    pub fn fastpath_adopt_end(
+        &mut self,
+        now: Instant,
+        qpn: Qpn,
+        una: Psn,
+        deadline: Option<Instant>,
+    ) {
+        let now = self.clock(now);
+        if let Some(slot) = self.slot(qpn) {
+            self.with_fp_qp(slot, now, |r, env| r.comp_adopt_end(env, una, deadline));
+        }
+    }
+
     /// The fast path placed a whole SEND for `qpn` (the `MSG_DONE` event): the receive
     /// context `ctx` as the hardware left it goes back into the responder, and the head
     /// receive WQE completes with `byte_len` bytes (`solicited`: the last packet's SE).

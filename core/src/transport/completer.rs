@@ -10,6 +10,7 @@ use crate::wire::opcode::Operation;
 use crate::wire::Packet;
 
 use super::qp::{Env, QpRef};
+use super::time::Instant;
 use super::verbs::{QpState, WcStatus, WrOp};
 
 /// The WQE a response is for, as `comp_process` found it.
@@ -135,6 +136,39 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
             }
         }
         self.comp_progress(env, before);
+    }
+
+    /// The hardware fetched WQEs of this QP from the host ring itself and hands the
+    /// send queue back (`docs/fastpath.md` §3.8): the messages it finished never reached
+    /// the engine, and the oldest one it still holds starts at `base`. Everything before
+    /// `base` is acknowledged (progress, as the responses that retired it were).
+    /// The WQEs it still holds are posted next, then [`Self::comp_adopt_end`].
+    pub(crate) fn comp_adopt_begin(&mut self, base: Psn) {
+        if base != self.qp.comp.psn {
+            self.reset_retry_counters();
+        }
+        self.qp.comp.psn = base;
+        self.qp.req.psn = base;
+        if base.after(self.qp.req.max_psn) {
+            self.qp.req.max_psn = base;
+        }
+    }
+
+    /// The WQEs just posted count as handed to the hardware (it sent them as
+    /// descriptors the engine would have written), the acknowledgement moves on to `una`
+    /// (inside the oldest message: nothing retires) and the local ACK timer is the
+    /// hardware's, `deadline`.
+    pub(crate) fn comp_adopt_end(
+        &mut self,
+        env: &mut Env<'_>,
+        una: Psn,
+        deadline: Option<Instant>,
+    ) {
+        self.req_adopt(env);
+        if una != self.qp.comp.psn {
+            self.comp_fastpath(env, una.sub(1), false, false);
+        }
+        self.qp.comp.retrans_at = deadline;
     }
 
     /// After a response: what the acknowledged PSN moving from `before` sets off.

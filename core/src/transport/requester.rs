@@ -134,6 +134,47 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
             // Selective repeat's resends: SR QPs are not on the fast path.
             return None;
         };
+        let m = self.msg_of(idx, pkt, psn)?;
+        let w = self.q.sq.get(usize::from(idx))?;
+        layout::write_txd_words(&m, &w.wr.sg_list, out);
+        if let Some(wr_id) = self.req_hand_out(env, idx, psn, &m) {
+            layout::set_txd_cqe(out, wr_id);
+        }
+        Some(())
+    }
+
+    /// Takes over the WQEs the hardware fetched and started itself
+    /// (`docs/fastpath.md` §3.8): each one not yet started, from the cursor on, counts as
+    /// handed out whole from the cursor's PSN, as `req_next_msg` would have handed it out.
+    /// (The hardware counted its SENDs when it fetched them.)
+    pub(crate) fn req_adopt(&mut self, env: &mut Env<'_>) {
+        let sends = env.ctr.rdma_sends;
+        self.req_adopt_all(env);
+        env.ctr.rdma_sends = sends;
+    }
+
+    fn req_adopt_all(&mut self, env: &mut Env<'_>) {
+        loop {
+            let idx = self.qp.req.wqe_idx;
+            let started = match self.q.sq.get(usize::from(idx)) {
+                Some(w) => w.started,
+                None => return,
+            };
+            if started {
+                self.qp.req.wqe_idx = idx.saturating_add(1);
+                continue;
+            }
+            let psn = self.qp.req.psn;
+            let Some(m) = self.msg_of(idx, 0, psn) else {
+                return;
+            };
+            self.req_hand_out(env, idx, psn, &m);
+        }
+    }
+
+    /// The descriptor of the WQE at `idx` from packet `pkt` (PSN `psn`, the first
+    /// PSN of a WQE not started yet), without its SGEs. None for a local operation.
+    fn msg_of(&self, idx: u16, pkt: u32, psn: Psn) -> Option<TxMsg> {
         let w = self.q.sq.get(usize::from(idx))?;
         let op = match w.wr.op {
             WrOp::Send => MsgOp::Send,
@@ -164,7 +205,15 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
         m.remote_addr = remote_addr;
         m.rkey = rkey;
         m.start_pkt = pkt;
-        layout::write_txd_words(&m, &w.wr.sg_list, out);
+        Some(m)
+    }
+
+    /// Counts message `m` (the WQE at `idx`, from its packet `m.start_pkt`, PSN `psn`)
+    /// as sent: what `req_commit` does packet by packet. Returns the WQE's `wr_id` when
+    /// the hardware may write its CQE (§3.7).
+    fn req_hand_out(&mut self, env: &mut Env<'_>, idx: u16, psn: Psn, m: &TxMsg) -> Option<u64> {
+        let op = m.op;
+        let w = self.q.sq.get(usize::from(idx))?;
         // The hardware may write a new signaled SEND/WRITE/READ's CQE (§3.7) when every
         // WQE before it is a message in flight: its CQE then cannot overtake one the
         // firmware writes (a local operation's, a completed WQE's waiting for CQ room).
@@ -178,9 +227,7 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
                     .iter()
                     .take(usize::from(idx))
                     .all(|p| p.started && !p.done));
-        if cqe_hw {
-            layout::set_txd_cqe(out, w.wr.wr_id);
-        }
+        let wr_id = w.wr.wr_id;
         let total = m.psns(self.qp.mtu);
         let (is_send, read_or_atomic) = (
             matches!(
@@ -189,8 +236,7 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
             ),
             op.is_read_or_atomic(),
         );
-        // What `req_commit` does packet by packet, for the packets from `pkt` on.
-        let first = m.first_psn;
+        let (first, pkt) = (m.first_psn, m.start_pkt);
         if let Some(w) = self.q.sq.get_mut(usize::from(idx)) {
             w.cqe_hw |= cqe_hw;
             if !w.started {
@@ -227,7 +273,7 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
                 self.qp.comp.retrans_at = Some(env.now.after_nanos(t));
             }
         }
-        Some(())
+        cqe_hw.then_some(wr_id)
     }
 
     /// Executes a local work request (rxe `rxe_do_local_ops`): the status its

@@ -83,7 +83,7 @@ pub(crate) fn write_piece(
 }
 
 impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
-    fn sr_on(&self) -> bool {
+    pub(crate) fn sr_on(&self) -> bool {
         self.q.sr.attr.enabled && self.qp.qp_type == QpType::Rc
     }
 

@@ -87,6 +87,7 @@ impl IcmTail {
             srq: self.srq != 0,
             db_record: self.db_record.get(),
             fp: FpState::Off,
+            sq_hw: false,
         })
     }
 }

@@ -909,13 +909,6 @@ impl Test {
         let polls = u64::from(s0.polls_until(&s1));
         let idle_poll = u64::from(s1.firmware_until(&idle)) / u64::from(IDLE_POLLS);
         let fw_of = |s: &Sum| s.total.saturating_sub(s.dma + s.icrc);
-        let receiver_own = if fp.descriptors.count == 0 && fp.events.iter().all(|w| w.count == 0) {
-            fw_of(&dp.rx[0]) + fw_of(&dp.tx[1])
-        } else {
-            fp.receiver.total
-        };
-        let receiver = polls * idle_poll + receiver_own;
-        let sender = fw.saturating_sub(receiver_own);
         let c1 = self.nic.counters().fastpath;
         let c = roce_firmware::hal::FastPathCounters {
             tx_frames: c1.tx_frames - c0.tx_frames,
@@ -924,6 +917,16 @@ impl Test {
             rx_dropped: c1.rx_dropped - c0.rx_dropped,
             tx_dma_errors: c1.tx_dma_errors - c0.tx_dma_errors,
         };
+        // Without the fast path the receiver's work is the frames it took and the ACKs
+        // it built; with it, the events of its QP (none at all when the hardware
+        // fetches the WQE and writes the CQE, §3.8).
+        let receiver_own = if c.tx_frames == 0 {
+            fw_of(&dp.rx[0]) + fw_of(&dp.tx[1])
+        } else {
+            fp.receiver.total
+        };
+        let receiver = polls * idle_poll + receiver_own;
+        let sender = fw.saturating_sub(receiver_own);
         info!(
             "budget ({=str}): 1 x RDMA WRITE of {=usize} B at MTU 4096 = {=u32} data packets: firmware {=u64} instructions in all polls from the post to the CQE = {=u64} per data packet, sender and receiver together (DMA, ICRC, datapath and fast-path model excluded)",
             self.label,
@@ -986,17 +989,22 @@ impl Test {
             .max()
             .unwrap_or(0)
             .max(fp.descriptors.max);
+        let handled = fp.events.iter().map(|w| w.count).sum::<u32>() + fp.descriptors.count;
         let met = |ok: bool| if ok { "met" } else { "NOT met" };
         info!(
-            "budget (fast path): issue 14's targets: <= 100 per data packet at each end: {=str} ({=u64}, the sender); <= 500 for one event or descriptor: {=str} ({=u32})",
+            "budget (fast path): issue 14's targets: <= 100 per data packet at each end: {=str} ({=u64}, the sender); <= 500 for one event or descriptor: {=str} ({=u32}, the most of the {=u32} the firmware handled)",
             met(per_packet <= 100),
             per_packet,
             met(worst <= 500),
-            worst
+            worst,
+            handled
         );
+        // Guards (~15 % over what this version reaches: with the WQE fetch, sender 134,
+        // receiver 42 per data packet, no event or descriptor in this phase; the 800
+        // for one event or descriptor is the last version's that had them here).
         ensure!(
-            sender <= 535 * u64::from(PACKETS)
-                && receiver <= 75 * u64::from(PACKETS)
+            sender <= 155 * u64::from(PACKETS)
+                && receiver <= 50 * u64::from(PACKETS)
                 && worst <= 800,
             "budget (fast path) regressed: {=u64} (sender) and {=u64} (receiver) per data packet, {=u32} for one event or descriptor",
             sender / u64::from(PACKETS),

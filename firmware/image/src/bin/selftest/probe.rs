@@ -19,10 +19,11 @@ use core::hint::black_box;
 use core::sync::atomic::{AtomicBool, AtomicU32, Ordering::Relaxed};
 
 use roce_core::fastpath::layout::{EVENT_LEN, MR_LEN, RCTX_LEN, SCTX_LEN, TXD_LEN};
+use roce_core::fastpath::SqIdle;
 use roce_core::memory::{Dma, DmaError};
 use roce_core::num::Qpn;
 use roce_core::wire::icrc::{self, IcrcKind};
-use roce_firmware::hal::{Datapath, FastPath, FastPathCounters};
+use roce_firmware::hal::{Datapath, FastPath, FastPathCounters, SqBack, SqNews, SqRing, SqRung};
 use roce_firmware_image::clock::instret;
 
 /// Probes count only while this is set.
@@ -480,6 +481,30 @@ impl<F: FastPath> FastPath for FpProbe<F> {
     }
     fn run(&mut self, dma: &mut dyn roce_core::memory::Dma) -> bool {
         self.call(|f| f.run(dma))
+    }
+    fn run_at(&mut self, dma: &mut dyn roce_core::memory::Dma, now: u64) -> bool {
+        self.call(|f| f.run_at(dma, now))
+    }
+    fn sq_hand_over(&mut self, qpn: Qpn, ring: SqRing, idle: &SqIdle) -> bool {
+        self.call(|f| f.sq_hand_over(qpn, ring, idle))
+    }
+    fn sq_doorbell(
+        &mut self,
+        qpn: Qpn,
+        pi: u32,
+        now: u64,
+        dma: &mut dyn roce_core::memory::Dma,
+    ) -> SqRung {
+        self.call(|f| f.sq_doorbell(qpn, pi, now, dma))
+    }
+    fn sq_take_back(&mut self, qpn: Qpn) -> Option<SqBack> {
+        self.call(|f| f.sq_take_back(qpn))
+    }
+    fn sq_deadline(&mut self, qpn: Qpn) -> Option<u64> {
+        self.call(|f| f.sq_deadline(qpn))
+    }
+    fn sq_news(&mut self) -> SqNews {
+        self.call(|f| f.sq_news())
     }
     fn counters(&self) -> FastPathCounters {
         self.inner.counters()

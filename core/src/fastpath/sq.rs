@@ -1,0 +1,97 @@
+//! The hardware's WQE fetch (`docs/fastpath.md` §3.8): at a doorbell the fast path reads
+//! the send WQEs of a QP the firmware handed over from the host ring itself, checks
+//! their local keys in the MR table and queues the descriptor the engine would have
+//! written. It takes only what it can finish alone; anything else (a local operation,
+//! inline data, a fence, a READ or atomic, a key that fails) hands the send queue back
+//! to the firmware, which then posts the WQEs the hardware still holds to the engine
+//! (`Engine::fastpath_adopt_begin` / `fastpath_adopt_end`) and fetches the rest itself.
+
+use crate::memory::{AccessFlags, Pd, Protection};
+use crate::num::{Psn, Qpn, Rkey};
+use crate::transport::{sgl_len, SendFlags, SendWr, WrOp};
+
+use super::tx::{MsgOp, TxMsg};
+
+/// What the engine tells the hardware when it hands a QP's send queue over
+/// (`Engine::fastpath_sq_idle`): nothing of it is outstanding.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SqIdle {
+    /// The next message's first PSN (every earlier one is acknowledged).
+    pub psn: Psn,
+    /// The local ACK timeout (None: the QP waits for ever).
+    pub rto: Option<u64>,
+    /// Every WQE is signaled (`sq_sig_all`).
+    pub sig_all: bool,
+    /// The QP's protection domain, for the local key checks.
+    pub pd: Pd,
+    /// The engine's send-queue depth: the most WQEs the hardware may hold unfinished,
+    /// so that the engine can take them all back.
+    pub depth: u32,
+}
+
+/// The descriptor of send WQE `wr` of QP `qpn` (host ring index `index`) starting at
+/// PSN `psn`, and its `wr_id` when the hardware writes its CQE (§3.7: signaled, and
+/// every earlier WQE the hardware holds is a message in flight); None when the
+/// hardware does not take it and the firmware must.
+///
+/// The checks are the engine's for these operations (`post_send`, and `req_select`'s
+/// protection check when the WQE starts), made stricter where the MR table knows less
+/// than the engine's memory table: a key the table does not hold (a memory window, an
+/// entry taken by another key) hands the WQE back rather than failing it.
+pub fn wqe_msg(
+    qpn: Qpn,
+    index: u32,
+    wr: &SendWr,
+    psn: Psn,
+    idle: &SqIdle,
+    mrt: &dyn Protection,
+) -> Option<(TxMsg, Option<u64>)> {
+    let op = match wr.op {
+        WrOp::Send => MsgOp::Send,
+        WrOp::SendWithImm { imm } => MsgOp::SendWithImm(imm),
+        WrOp::RdmaWrite { .. } => MsgOp::Write,
+        WrOp::RdmaWriteWithImm { imm, .. } => MsgOp::WriteWithImm(imm),
+        // READ and atomics need credits and responses placed; SEND_WITH_INV and the
+        // local operations change the memory table: the firmware's.
+        _ => return None,
+    };
+    if wr.ud.is_some()
+        || wr.send_flags.contains(SendFlags::INLINE)
+        || wr.send_flags.contains(SendFlags::FENCE)
+    {
+        return None;
+    }
+    let length = sgl_len(&wr.sg_list)?;
+    for s in wr.sg_list.iter().filter(|s| s.length != 0) {
+        mrt.check_local(
+            idle.pd,
+            s.lkey,
+            s.addr,
+            u64::from(s.length),
+            AccessFlags::NONE,
+        )
+        .ok()?;
+    }
+    let (remote_addr, rkey) = wr.op.remote().unwrap_or((0, Rkey(0)));
+    let mut sges = heapless::Vec::new();
+    for s in &wr.sg_list {
+        sges.push(*s).ok()?;
+    }
+    let m = TxMsg {
+        qpn,
+        op,
+        solicited: wr.send_flags.contains(SendFlags::SOLICITED),
+        replay: false,
+        // The host ring's index: the ACKED event echoes it.
+        wqe_index: index as u16,
+        sges,
+        length,
+        remote_addr,
+        rkey,
+        first_psn: psn,
+        start_pkt: 0,
+        end_pkt: 0,
+    };
+    let signaled = idle.sig_all || wr.send_flags.contains(SendFlags::SIGNALED);
+    Some((m, signaled.then_some(wr.wr_id)))
+}
