@@ -160,9 +160,11 @@ pub struct SqBack {
     pub deadline: Option<u64>,
 }
 
-/// What the WQE fetch did since the firmware last asked (`FastPath::sq_news`).
+/// What the fast path did since the firmware last asked (`FastPath::sq_news`): its
+/// counters (one read for both), and what its WQE fetch did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SqNews {
+    pub counters: FastPathCounters,
     /// It wrote CQEs.
     pub cqe: bool,
     /// WQEs it took after their doorbell (when the TX ring or the in-flight list had
@@ -870,6 +872,7 @@ impl<P: Datapath, const QPS: usize> FastPath for FastPathPort<P, QPS> {
 
     fn sq_news(&mut self) -> SqNews {
         SqNews {
+            counters: self.counters,
             deadline: self.qps.iter().filter_map(|q| q.sq?.deadline).min(),
             ..core::mem::take(&mut self.news)
         }

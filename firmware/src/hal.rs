@@ -145,10 +145,14 @@ pub trait FastPath {
         let _ = qpn;
         None
     }
-    /// What the WQE fetch did since the last call: it wrote CQEs (the host hears of
-    /// them as of the firmware's), and its earliest local ACK deadline.
+    /// What the fast path did since the last call: its counters, and from the WQE
+    /// fetch: it wrote CQEs (the host hears of them as of the firmware's), the WQEs it
+    /// took after their doorbell, and its earliest local ACK deadline.
     fn sq_news(&mut self) -> SqNews {
-        SqNews::default()
+        SqNews {
+            counters: self.counters(),
+            ..SqNews::default()
+        }
     }
 }
 

@@ -149,6 +149,8 @@ pub struct Nic<
     cq_left: bool,
     /// The earliest local ACK deadline of the send queues the fast path fetches (ns).
     fp_deadline: Option<u64>,
+    /// The fast path ran (or was rung) since its news were last read (`fp_news`).
+    fp_news_due: bool,
     /// This poll's time (ns).
     now: u64,
 }
@@ -204,6 +206,7 @@ impl<
             fp_ran: false,
             cq_left: false,
             fp_deadline: None,
+            fp_news_due: false,
             now: 0,
         }
     }
@@ -346,9 +349,9 @@ impl<
         let (dma, dp) = self.hal.split();
         if let Some(fp) = dp.fastpath() {
             let ran = fp.run_at(dma, now.as_nanos());
-            if ran {
-                self.fp_news();
-            }
+            // Its news are read once, after the TX pass's run (`transmit`, always
+            // reached then: this poll is busy).
+            self.fp_news_due |= ran;
             self.fp_ran |= ran;
             return self.fp_events(now) | ran;
         }
@@ -414,11 +417,14 @@ impl<
         if let Some(fp) = dp.fastpath() {
             let ran = fp.run_at(dma, now.as_nanos());
             any |= ran;
-            // The hardware's counters move only when it works.
-            if core::mem::take(&mut self.fp_ran) | ran {
+            let news = ran || core::mem::take(&mut self.fp_news_due);
+            // The hardware's counters move only when it works; they come with its
+            // news when there are news to read.
+            if core::mem::take(&mut self.fp_ran) && !news {
                 self.counters.fastpath = fp.counters();
             }
-            if ran {
+            if news {
+                self.fp_news_due = false;
                 self.fp_news();
             }
         }
@@ -524,15 +530,16 @@ impl<
         self.fp_sq_take_back(qpn, now);
     }
 
-    /// What the fast path's WQE fetch did while it ran (§3.8): CQEs it wrote reach the
-    /// host as the firmware's do, and its earliest local ACK deadline is kept for the
-    /// poll's timer check and `poll_timeout`.
+    /// What the fast path did while it ran: its counters, and from its WQE fetch (§3.8)
+    /// the CQEs it wrote (they reach the host as the firmware's do) and its earliest
+    /// local ACK deadline, kept for the poll's timer check and `poll_timeout`.
     fn fp_news(&mut self) {
         let (_, dp) = self.hal.split();
         let Some(fp) = dp.fastpath() else {
             return;
         };
         let news = fp.sq_news();
+        self.counters.fastpath = news.counters;
         self.fp_deadline = news.deadline;
         if news.taken != 0 {
             self.counters.send_wqes += u64::from(news.taken);
@@ -571,12 +578,13 @@ impl<
         let Some(slot) = self.line(qpn) else {
             return;
         };
+        // Most events are of QPs the firmware fetches for: no copy of their line.
+        if !matches!(self.qps.get(slot), Some(Some(q)) if q.sq_hw) {
+            return;
+        }
         let Some(Some(mut q)) = self.qps.get(slot).copied() else {
             return;
         };
-        if !q.sq_hw {
-            return;
-        }
         q.sq_hw = false;
         let (_, dp) = self.hal.split();
         if let Some(back) = dp.fastpath().and_then(|fp| fp.sq_take_back(qpn)) {
@@ -611,19 +619,16 @@ impl<
         let Some(slot) = self.line(qpn) else {
             return;
         };
-        let Some(Some(q)) = self.qps.get(slot).copied() else {
-            return;
+        let ring = match self.qps.get(slot) {
+            Some(Some(q)) if !q.sq_hw && q.fp == FpState::Full => crate::fastpath::SqRing {
+                ring: q.sq_ring,
+                log: q.sq_log,
+                ci: q.sq_ci,
+            },
+            _ => return,
         };
-        if q.sq_hw || q.fp != FpState::Full {
-            return;
-        }
         let Some(idle) = self.engine.fastpath_sq_idle(qpn) else {
             return;
-        };
-        let ring = crate::fastpath::SqRing {
-            ring: q.sq_ring,
-            log: q.sq_log,
-            ci: q.sq_ci,
         };
         let (_, dp) = self.hal.split();
         let Some(fp) = dp.fastpath() else {
@@ -645,20 +650,8 @@ impl<
         if pi == q.sq_ci {
             return Ok(false);
         }
-        // The keys it checks are the engine's as of now (a LOCAL_INV may have run).
-        self.fp_sync_mrs();
-        let now = self.now;
-        let (dma, dp) = self.hal.split();
-        let Some(fp) = dp.fastpath() else {
-            return Ok(false);
-        };
-        let rung = fp.sq_doorbell(q.qpn, pi, now, dma);
+        let rung = self.fp_sq_ring(q.qpn, pi);
         q.sq_ci = pi;
-        self.counters.send_wqes += u64::from(rung.taken);
-        if rung.sends != 0 {
-            self.engine.fastpath_count_sends(rung.sends);
-        }
-        self.fp_news();
         if !rung.stopped {
             return Ok(rung.taken > 0);
         }
@@ -667,11 +660,35 @@ impl<
         if let Some(Some(l)) = slot.and_then(|s| self.qps.get_mut(s)) {
             *l = *q;
         }
-        self.fp_sq_take_back(q.qpn, Instant::from_nanos(now));
+        self.fp_sq_take_back(q.qpn, Instant::from_nanos(self.now));
         if let Some(Some(l)) = slot.and_then(|s| self.qps.get(s)) {
             *q = *l;
         }
         self.fetch_sq(q, pi).map(|f| f || rung.taken > 0)
+    }
+
+    /// Hands producer index `pi` of QP `qpn`'s send queue to the hardware's fetch.
+    fn fp_sq_ring(&mut self, qpn: Qpn, pi: u32) -> crate::fastpath::SqRung {
+        // The keys it checks are the engine's as of now (a LOCAL_INV may have run).
+        if self.engine.memory_version() != self.mr_version {
+            self.fp_sync_mrs();
+        }
+        let now = self.now;
+        let (dma, dp) = self.hal.split();
+        let Some(fp) = dp.fastpath() else {
+            return crate::fastpath::SqRung {
+                stopped: true,
+                ..Default::default()
+            };
+        };
+        let rung = fp.sq_doorbell(qpn, pi, now, dma);
+        self.counters.send_wqes += u64::from(rung.taken);
+        if rung.sends != 0 {
+            self.engine.fastpath_count_sends(rung.sends);
+        }
+        // Its new deadline is read with the poll's other news (`transmit`).
+        self.fp_news_due = true;
+        rung
     }
 
     /// An EXCEPTION event: the engine handles the frame (from where the hardware
@@ -945,19 +962,31 @@ impl<
             let Some(Some(q)) = self.qps.get(slot) else {
                 continue;
             };
-            let (db_record, index, cis) = (
-                q.db_record,
-                q.qpn.value().wrapping_sub(QPN_BASE),
-                (q.sq_ci, q.rq_ci),
-            );
+            let (db_record, qpn, cis, sq_hw) = (q.db_record, q.qpn, (q.sq_ci, q.rq_ci), q.sq_hw);
             let pis = if db_record != 0 {
                 self.read_db_record(db_record)
             } else {
-                Some(self.reg_pis(index))
+                Some(self.reg_pis(qpn.value().wrapping_sub(QPN_BASE)))
             };
-            if let Some(pis) = pis.filter(|&pis| pis != cis) {
-                any |= self.fetch_qp(slot, pis);
+            let Some(pis) = pis.filter(|&pis| pis != cis) else {
+                continue;
+            };
+            if sq_hw && pis.1 == cis.1 {
+                // Only a send doorbell of a QP whose WQEs the hardware fetches: the
+                // index goes to it, the line is not copied.
+                let rung = self.fp_sq_ring(qpn, pis.0);
+                if let Some(Some(l)) = self.qps.get_mut(slot) {
+                    l.sq_ci = pis.0;
+                }
+                any |= rung.taken > 0;
+                if !rung.stopped {
+                    continue;
+                }
+                // It stopped at a WQE it does not take: the firmware fetches from
+                // there (a bad doorbell fails the QP there too).
+                self.fp_sq_take_back(qpn, Instant::from_nanos(self.now));
             }
+            any |= self.fetch_qp(slot, pis);
         }
         any | self.fetch_gsi() | self.fetch_srqs()
     }

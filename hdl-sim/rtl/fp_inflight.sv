@@ -33,6 +33,18 @@
 // empty), and one that is applied never retires more than the row holds.
 // The check reads one row at a time and retires from it before its next
 // read, so one flag for the row last read is enough.
+//
+// Timing (125 MHz on the ECP5): each QP's ring is a head and a tail pointer
+// (one wrap bit more than a lane: count = tail - head), so an append writes
+// only tails and a retirement only heads. Nothing is looked up by QP in the
+// cycle that writes the pointers: the append's tail, head, gap flag and MTU
+// are read as the intake's descriptor is registered (the stage before the
+// append, corrected for the writes of that same cycle), and a retirement's
+// new head is the head read with the row plus n (only a retirement or a
+// `valid` clear moves a head, and a clear makes the retirement void). Before,
+// the 256-to-1 selections of head and count by the append's and the
+// retirement's QPs fed the 2,048 pointer flip-flops in the same cycle
+// (56.8 MHz after placement, BENCHMARKS.md).
 
 `resetall
 `default_nettype none
@@ -92,19 +104,38 @@ module fp_inflight
   localparam int WORDS_PER = (IF_BITS + 31) / 32;
   localparam int ROW_WORDS = E * WORDS_PER;
 
-  logic [NQP-1:0][E_W-1:0] head;
-  logic [NQP-1:0][E_W:0]   count;
+  // the ring pointers, E_W + 1 bits each (count = tail - head, 0..E)
+  logic [NQP-1:0][E_W:0] head;
+  logic [NQP-1:0][E_W:0] tail;
   logic [NQP-1:0] gapp;          // an append was dropped since the last one
   logic [3:0]     mtu_log2 [NQP];
 
-  // the append, one register stage after the intake: its last PSN
+  // the append, one register stage after the intake: its QP's pointers, gap
+  // flag and MTU as they are at the start of its cycle (read a cycle ahead,
+  // with that cycle's writes to them applied)
   logic             a_v;
   logic [QPN_W-1:0] a_qpn;
   logic [1:0]       a_kind;
   logic [23:0]      a_first;
   logic [31:0]      a_len;
+  logic [31:0]      a_lenm1;     // length - 1
+  logic             a_one;       // one PSN: an atomic or an empty message
   logic [15:0]      a_wqe;
   logic [SG_BITS-1:0] a_sge;
+  logic [E_W:0]     a_head, a_tail;
+  logic             a_gapp;
+  logic [3:0]       a_mtu;
+  logic             a_full, a_ok;
+  assign a_full = a_tail - a_head == (E_W + 1)'(E);
+  assign a_ok = a_v && !a_full;
+
+  // a retirement (its new head from the head read with the row) and a
+  // `valid` clear, defined below; both written at this clock edge
+  logic             clr;
+  logic             ret_ok;
+  logic [E_W:0]     ret_head;
+  logic [QPN_W-1:0] rd_qpn;
+
   always_ff @(posedge clk) begin
     a_v <= ap_valid && ap_op <= OP_FETCH_ADD;
     a_qpn <= ap_qpn;
@@ -112,26 +143,36 @@ module fp_inflight
         : (ap_op == OP_CMP_SWAP || ap_op == OP_FETCH_ADD) ? IFK_ATOMIC : IFK_MSG;
     a_first <= ap_first;
     a_len <= ap_len;
+    a_lenm1 <= ap_len - 32'd1;
+    a_one <= ap_len == 0 || ap_op == OP_CMP_SWAP || ap_op == OP_FETCH_ADD;
     a_wqe <= ap_wqe;
     // the SGEs past num_sge have no bytes (a READ's num_sge is 0..4)
     for (int i = 0; i < SG_N; i++) begin
       a_sge[96*i +: 64] <= ap_sge[96*i +: 64];
       a_sge[96*i + 64 +: 32] <= (8'(i) < ap_nsge) ? ap_sge[96*i + 64 +: 32] : 32'd0;
     end
+    // ap_qpn's state after this edge: the pointer writes below, by priority
+    if (clr && w0_wr_addr == ap_qpn) a_tail <= '0;
+    else if (a_ok && a_qpn == ap_qpn) a_tail <= a_tail + 1'b1;
+    else a_tail <= tail[ap_qpn];
+    if (clr && w0_wr_addr == ap_qpn) a_head <= '0;
+    else if (ret_ok && rd_qpn == ap_qpn) a_head <= ret_head;
+    else a_head <= head[ap_qpn];
+    if (clr && w0_wr_addr == ap_qpn) a_gapp <= 1'b0;
+    else if (a_v && a_qpn == ap_qpn) a_gapp <= a_full;
+    else a_gapp <= gapp[ap_qpn];
+    if (w0_wr_en && w0_wr_addr == ap_qpn) a_mtu <= w0_wr_data[8*SC_FLAGS + 4 +: 4];
+    else a_mtu <= mtu_log2[ap_qpn];
     if (rst) a_v <= 1'b0;
   end
 
   logic [23:0]     a_last;
   logic [E_W-1:0]  a_pos;
-  logic            a_full, a_ok;
   always_comb begin
     // PSNs after the first: ceil(len / MTU) - 1 (none for an atomic or an
     // empty message); a length of up to 2^31 at MTU 256 needs 23 bits
-    a_last = a_first + ((a_len == 0 || a_kind == IFK_ATOMIC) ? 24'd0
-        : 24'((a_len - 32'd1) >> mtu_log2[a_qpn]));
-    a_pos = head[a_qpn] + count[a_qpn][E_W-1:0];
-    a_full = count[a_qpn] == (E_W + 1)'(E);
-    a_ok = a_v && !a_full;
+    a_last = a_first + (a_one ? 24'd0 : 24'(a_lenm1 >> a_mtu));
+    a_pos = a_tail[E_W-1:0];
   end
 
   // the rows
@@ -140,7 +181,7 @@ module fp_inflight
   always_comb begin
     logic [IF_BITS-1:0] ent;
     ent = '0;
-    ent[IF_GAP] = gapp[a_qpn];
+    ent[IF_GAP] = a_gapp;
     ent[IF_KIND +: 2] = a_kind;
     ent[IF_FIRST +: 24] = a_first;
     ent[IF_LAST +: 24] = a_last;
@@ -186,19 +227,22 @@ module fp_inflight
   );
 
   // the pointers: read with the row (a snapshot of the same cycle), written by
-  // the append, the retirement and a `valid` clear
-  logic clr;
+  // the append (tails), the retirement (heads) and a `valid` clear (both)
   assign clr = w0_wr_en && !w0_wr_data[8*SC_FLAGS + 2];
-  // the row last read, and whether a `valid` clear emptied it since (the
-  // clear in the cycle of the read too: the read saw the row before it)
-  logic [QPN_W-1:0] rd_qpn;
+  // the row last read, its head (all bits), and whether a `valid` clear
+  // emptied it since (the clear in the cycle of the read too: the read saw
+  // the row before it)
+  logic [E_W:0]     rd_head_w;
   logic             rd_stale;
-  logic             ret_ok;
-  assign ret_ok = ret_en && !(rd_stale && ret_addr == rd_qpn);
+  assign rd_head = rd_head_w[E_W-1:0];
+  // a retirement is of the row last read; its head moved only if a clear
+  // came since (then the retirement applies to nothing)
+  assign ret_ok = ret_en && ret_addr == rd_qpn && !rd_stale;
+  assign ret_head = rd_head_w + ret_n;
   always_ff @(posedge clk) begin
     if (rd_en) begin
-      rd_head <= head[rd_addr];
-      rd_count <= count[rd_addr];
+      rd_head_w <= head[rd_addr];
+      rd_count <= tail[rd_addr] - head[rd_addr];
       rd_qpn <= rd_addr;
       rd_stale <= clr && w0_wr_addr == rd_addr;
     end else if (clr && w0_wr_addr == rd_qpn) begin
@@ -206,16 +250,13 @@ module fp_inflight
     end
     if (w0_wr_en) mtu_log2[w0_wr_addr] <= w0_wr_data[8*SC_FLAGS + 4 +: 4];
     if (a_v) gapp[a_qpn] <= a_full;
-    // the append's QP and the retirement's: two updates, combined when they
-    // are the same QP
-    if (ret_ok) begin
-      head[ret_addr] <= head[ret_addr] + ret_n[E_W-1:0];
-      count[ret_addr] <= count[ret_addr] - ret_n
-          + (E_W + 1)'(a_ok && a_qpn == ret_addr);
-    end
-    if (a_ok && !(ret_ok && a_qpn == ret_addr)) count[a_qpn] <= count[a_qpn] + 1'b1;
+    if (a_ok) tail[a_qpn] <= a_tail + 1'b1;
+    if (ret_ok) head[rd_qpn] <= ret_head;
+    // a clear empties the ring (over an append or a retirement of the QP in
+    // the same cycle: the entry appended is dropped)
     if (clr) begin
-      count[w0_wr_addr] <= '0;
+      head[w0_wr_addr] <= '0;
+      tail[w0_wr_addr] <= '0;
       gapp[w0_wr_addr] <= 1'b0;
     end
     if (rst) begin
@@ -224,7 +265,7 @@ module fp_inflight
       gapp <= '0;
       rd_stale <= 1'b0;
       head <= '0;
-      count <= '0;
+      tail <= '0;
     end
   end
 
