@@ -74,6 +74,12 @@ pub struct FastPathCounters {
     /// Packets the segmenter aborted because the host could not read their payload
     /// (docs/fastpath.md §6; the firmware's retransmission repairs them).
     pub tx_dma_errors: u64,
+    /// Request packets the segmenter sent again: a PSN before its send context's
+    /// `next_psn` (one past the highest it had sent). The port's `retransmitted_pkts`
+    /// is these plus the firmware's own resends (the engine hands the fast path whole
+    /// messages and cannot know which of their packets reached the wire before a
+    /// FLUSH; docs/fastpath.md §2.2).
+    pub tx_resent: u64,
 }
 
 impl RuntimeCounters {
@@ -118,6 +124,7 @@ impl FastPathCounters {
         rx_exceptions: 0,
         rx_dropped: 0,
         tx_dma_errors: 0,
+        tx_resent: 0,
     };
 }
 
@@ -211,6 +218,7 @@ counter_set! {
         "fp_ctx_cache_hits": runtime.fp_ctx_cache_hits,
         "fp_ctx_cache_misses": runtime.fp_ctx_cache_misses,
         "fp_ctx_cache_evictions": runtime.fp_ctx_cache_evictions,
+        "fp_tx_resent": runtime.fastpath.tx_resent,
     }
 }
 
@@ -301,16 +309,34 @@ mod tests {
             ],
             [4, 8, 10, 16]
         );
-        // The indices docs/abi.md gives.
+        // The indices docs/abi.md gives: a counter added later takes the next index and
+        // never moves the ones before it (hosts read them by position).
         let at = |name| PORT_COUNTERS.iter().position(|n| *n == name);
         assert_eq!(
             [
                 at("sent_pkts"),
                 at("rcvd_parse_err"),
                 at("rp_cnp_handled"),
-                at("commands")
+                at("commands"),
+                at("fp_tx_frames"),
+                at("local_ack_timeout_err"),
+                at("qp_cache_hits"),
+                at("fp_tx_dma_errors"),
+                at("fp_ctx_cache_hits"),
+                at("fp_tx_resent"),
             ],
-            [Some(0), Some(13), Some(21), Some(28)]
+            [
+                Some(0),
+                Some(13),
+                Some(21),
+                Some(28),
+                Some(39),
+                Some(45),
+                Some(46),
+                Some(51),
+                Some(52),
+                Some(55)
+            ]
         );
     }
 

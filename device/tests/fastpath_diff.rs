@@ -89,6 +89,10 @@ struct Outcome {
     times: BTreeMap<Flow, Vec<u64>>,
     completions: Vec<Vec<WorkCompletion>>,
     memory: Vec<Vec<u8>>,
+    /// Each side's port counter `retransmitted_pkts`: the same frames on the wire are
+    /// the same resends, whoever built them (the engine, or the fast path's segmenter
+    /// after a FLUSH dropped what it had not sent).
+    resent: [u64; 2],
 }
 
 /// A flow: sending side (0 = A), BTH DestQP, response (ACK, READ response, atomic ACK).
@@ -274,15 +278,16 @@ fn run_on(
             b
         })
         .collect();
-    let counters = [0, 1].map(|s| sides[s].ctx.query_counters().unwrap().runtime);
+    let port = [0, 1].map(|s| sides[s].ctx.query_counters().unwrap());
     (
         Outcome {
             flows,
             times,
             completions,
             memory,
+            resent: port.map(|c| c.engine.retransmitted_pkts),
         },
-        counters,
+        port.map(|c| c.runtime),
     )
 }
 
@@ -487,6 +492,7 @@ fn differential_on(
     }
     prop_assert_eq!(engine.flows.len(), fast.flows.len());
     prop_assert!(engine.memory == fast.memory, "memory differs");
+    prop_assert_eq!(engine.resent, fast.resent, "retransmitted_pkts");
     Ok(counters)
 }
 
@@ -647,6 +653,7 @@ fn a_write_and_a_read_are_the_hardwares() {
         rx_exceptions,
         rx_dropped: 0,
         tx_dma_errors: 0,
+        tx_resent: 0,
     };
     // A: 8 WRITE packets and the READ request sent; the ACK and 8 READ responses taken.
     // B: its ACK sent by the hardware (the READ's 8 responses are the firmware's frames,

@@ -435,21 +435,28 @@ impl<P: Datapath, const QPS: usize> FastPathPort<P, QPS> {
                 q.next_pkt = Some(k + 1);
                 continue;
             }
+            // A resend: the context went past this PSN before (the firmware rewound
+            // and replays). Only the segmenter knows: the firmware handed out whole
+            // messages, and a FLUSH drops their packets not sent yet.
+            let resend = u64::from(m.psn_of(k).before(ctx.next_psn));
             match fastpath::segment(&mut ctx, m, k, dma, &mut self.buf) {
                 Ok(n) => {
                     q.next_pkt = Some(k + 1);
                     q.sctx = layout::encode_sctx(&ctx);
+                    self.counters.tx_resent += resend;
                     self.send(n);
                     return true;
                 }
                 Err(TxError::WindowFull) => return false,
                 // A payload the host could not read: the packet is aborted on the wire
                 // (its PSN spent, the context advanced) and the firmware's
-                // retransmission repairs it, as on the hardware.
+                // retransmission repairs it, as on the hardware. Counted as resent
+                // when it was one, as the RTL counts when it plans the packet.
                 Err(TxError::Dma) => {
                     q.next_pkt = Some(k + 1);
                     q.sctx = layout::encode_sctx(&ctx);
                     self.counters.tx_dma_errors += 1;
+                    self.counters.tx_resent += resend;
                     return true;
                 }
                 // A frame that cannot be built is dropped like a lost one; the

@@ -89,6 +89,7 @@ public:
         }
         out.tx_bad_desc = v_.m().tx_bad_desc;
         out.tx_dma_errors = v_.m().tx_dma_errors;
+        out.tx_resent = v_.m().tx_resent;
         out.rx_drops = v_.m().rx_drops;
         out.rx_ctx_hits = v_.m().rx_ctx_hits;
         out.rx_ctx_misses = v_.m().rx_ctx_misses;

@@ -99,6 +99,7 @@ module fp_tx
     output logic                         m_axis_tuser,   // abort: on the last beat
 
     output logic [31:0]                  bad_desc,
+    output logic [31:0]                  resent,
     output logic [31:0]                  dma_errors,
     output logic                         idle,
     output logic [5:0]                   slots_used   // the planner's, of 32
@@ -227,6 +228,7 @@ module fp_tx
     .m_rd_valid(rq_valid),
     .m_rd_ready(rq_ready),
     .bad_desc(bad_desc),
+    .resent(resent),
     .idle(idle),
     .slots_used(slots_used)
   );

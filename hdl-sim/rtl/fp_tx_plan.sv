@@ -99,6 +99,10 @@ module fp_tx_plan
     // descriptors dropped: context not valid, an op this RTL does not send, or
     // SGEs shorter than the length
     output logic [31:0]                     bad_desc,
+    // request packets sent again: a PSN before the context's next_psn (the
+    // firmware rewound and replays); counted as the packet is planned, so an
+    // aborted one (dma_errors) counts too, as in the model
+    output logic [31:0]                     resent,
 
     // no message in progress
     output logic                            idle,
@@ -758,6 +762,9 @@ module fp_tx_plan
           next_n = (psn_diff(after, c_next_psn) > 0) ? after : c_next_psn;
           c_noack <= noack_n;
           c_next_psn <= next_n;
+          // only the segmenter knows a resend: the firmware posts whole messages,
+          // and a FLUSH drops the packets of them not sent yet
+          if (psn_diff(psn, c_next_psn) < 0) resent <= resent + 32'd1;
           ctx_wb_en <= 1'b1;
           ctx_wb_addr <= d_qpn;
           ctx_wb_psn <= {8'd0, next_n};
@@ -817,6 +824,7 @@ module fp_tx_plan
       ctx_wb_en <= 1'b0;
       una_q_en <= 1'b0;
       bad_desc <= '0;
+      resent <= '0;
       d_qpn <= '0;
       d_abort <= 1'b0;
       d_flush <= 1'b0;

@@ -98,6 +98,7 @@ module roce_fp_top
 
     // counters
     output logic [31:0]                  tx_bad_desc,
+    output logic [31:0]                  tx_resent,
     output logic [31:0]                  tx_dma_errors,
     output logic [31:0]                  rx_drops,
     // the receive-context cache: frames whose QP's context was in its entry
@@ -294,6 +295,7 @@ module roce_fp_top
     .m_axis_tlast(tx_m_axis_tlast),
     .m_axis_tuser(tx_m_axis_tuser),
     .bad_desc(tx_bad_desc),
+    .resent(tx_resent),
     .dma_errors(tx_dma_errors),
     .idle(tx_idle),
     .slots_used(tx_slots_used)

@@ -90,6 +90,7 @@ pub struct FpSim {
     tx_frames: VecDeque<Timed<Vec<u8>>>,
     tx_aborted: u32,
     tx_dma_errors: u32,
+    tx_resent: u32,
     exc_cur: Vec<u8>,
     exc_frames: VecDeque<Timed<Vec<u8>>>,
     events: VecDeque<Timed<[u8; 64]>>,
@@ -184,6 +185,7 @@ impl FpSim {
             tx_frames: VecDeque::new(),
             tx_aborted: 0,
             tx_dma_errors: 0,
+            tx_resent: 0,
             exc_cur: Vec::new(),
             exc_frames: VecDeque::new(),
             events: VecDeque::new(),
@@ -388,6 +390,12 @@ impl FpSim {
     /// `tx_dma_errors` counter).
     pub fn tx_dma_errors(&self) -> u32 {
         self.tx_dma_errors
+    }
+
+    /// Request packets the planner sent again, a PSN before its context's `next_psn`
+    /// (its `tx_resent` counter).
+    pub fn tx_resent(&self) -> u32 {
+        self.tx_resent
     }
 
     /// Frames the wire side dropped because the segmenter aborted them (`tx_m_axis_tuser`
@@ -723,6 +731,7 @@ impl FpSim {
         }
         self.bad_desc = out.tx_bad_desc;
         self.tx_dma_errors = out.tx_dma_errors;
+        self.tx_resent = out.tx_resent;
         self.rx_drops = out.rx_drops;
         self.rx_ctx = [out.rx_ctx_hits, out.rx_ctx_misses];
         self.tx_idle = out.tx_idle;

@@ -101,6 +101,8 @@ pub(crate) mod bridge {
         /// `tx_out`'s last beat aborts the frame (a DMA read error in its payload)
         tx_abort: bool,
         tx_dma_errors: u32,
+        /// request packets the planner sent again (a PSN before `next_psn`)
+        tx_resent: u32,
         rx_drops: u32,
         /// the receive-context cache's hits and misses
         rx_ctx_hits: u32,

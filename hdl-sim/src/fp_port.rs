@@ -317,6 +317,7 @@ impl<P: Datapath> FastPath for FpPort<P> {
         self.settled = true;
         self.counters.rx_dropped = u64::from(self.fp.rx_drops());
         self.counters.tx_dma_errors = u64::from(self.fp.tx_dma_errors());
+        self.counters.tx_resent = u64::from(self.fp.tx_resent());
         self.counters.rx_handled = self
             .rx_frames
             .saturating_sub(self.counters.rx_exceptions + self.counters.rx_dropped);

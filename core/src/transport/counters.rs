@@ -29,7 +29,9 @@ pub struct Counters {
     /// has no such counter).
     pub local_ack_timeout_err: u64,
     /// Request packets sent again: after a Go-Back-N rewind (a PSN below the highest
-    /// already sent), or resent selectively; rxe has no such counter.
+    /// already sent), or resent selectively; rxe has no such counter. Only the frames
+    /// the engine builds: a fast path's segmenter counts its own resends (the port's
+    /// counter adds them, `docs/fastpath.md` §2.2).
     pub retransmitted_pkts: u64,
     /// SEND messages sent (rxe `rdma_sends`).
     pub rdma_sends: u64,

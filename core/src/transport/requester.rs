@@ -137,7 +137,7 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
         let m = self.msg_of(idx, pkt, psn)?;
         let w = self.q.sq.get(usize::from(idx))?;
         layout::write_txd_words(&m, &w.wr.sg_list, out);
-        if let Some(wr_id) = self.req_hand_out(env, idx, psn, &m) {
+        if let Some(wr_id) = self.req_hand_out(env, idx, &m) {
             layout::set_txd_cqe(out, wr_id);
         }
         Some(())
@@ -168,7 +168,7 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
             let Some(m) = self.msg_of(idx, 0, psn) else {
                 return;
             };
-            self.req_hand_out(env, idx, psn, &m);
+            self.req_hand_out(env, idx, &m);
         }
     }
 
@@ -208,10 +208,10 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
         Some(m)
     }
 
-    /// Counts message `m` (the WQE at `idx`, from its packet `m.start_pkt`, PSN `psn`)
-    /// as sent: what `req_commit` does packet by packet. Returns the WQE's `wr_id` when
-    /// the hardware may write its CQE (§3.7).
-    fn req_hand_out(&mut self, env: &mut Env<'_>, idx: u16, psn: Psn, m: &TxMsg) -> Option<u64> {
+    /// Counts message `m` (the WQE at `idx`, from its packet `m.start_pkt`) as sent:
+    /// what `req_commit` does packet by packet, resends aside (the segmenter counts
+    /// them). Returns the WQE's `wr_id` when the hardware may write its CQE (§3.7).
+    fn req_hand_out(&mut self, env: &mut Env<'_>, idx: u16, m: &TxMsg) -> Option<u64> {
         let op = m.op;
         let w = self.q.sq.get(usize::from(idx))?;
         // The hardware may write a new signaled SEND/WRITE/READ's CQE (§3.7) when every
@@ -236,7 +236,7 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
             ),
             op.is_read_or_atomic(),
         );
-        let (first, pkt) = (m.first_psn, m.start_pkt);
+        let first = m.first_psn;
         if let Some(w) = self.q.sq.get_mut(usize::from(idx)) {
             w.cqe_hw |= cqe_hw;
             if !w.started {
@@ -251,13 +251,9 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
             w.sent_all = true;
         }
         let end = first.add(total);
-        let packets = if read_or_atomic {
-            1
-        } else {
-            total - pkt.min(total)
-        };
-        let resent = self.qp.req.max_psn.diff(psn).clamp(0, packets as i32);
-        env.ctr.retransmitted_pkts += resent as u64;
+        // No resends counted here: which of these packets go out again is the
+        // segmenter's to know (a FLUSH drops what it had not sent yet), and it counts
+        // them (`FastPathCounters::tx_resent`).
         self.qp.req.psn = end;
         if end.after(self.qp.req.max_psn) {
             self.qp.req.max_psn = end;

@@ -916,6 +916,7 @@ impl Test {
             rx_exceptions: c1.rx_exceptions - c0.rx_exceptions,
             rx_dropped: c1.rx_dropped - c0.rx_dropped,
             tx_dma_errors: c1.tx_dma_errors - c0.tx_dma_errors,
+            tx_resent: c1.tx_resent - c0.tx_resent,
         };
         // Without the fast path the receiver's work is the frames it took and the ACKs
         // it built; with it, the events of its QP (none at all when the hardware
