@@ -26,6 +26,9 @@
 //!   it the datapath models still build; the SoC sets `cfg(roce_soc_unavailable)` and
 //!   its constructor reports why. The build script runs again when the virtualenv
 //!   appears or the package changes.
+//! * `ROCE_HDL_SIM_DATAPATH_ONLY=1` builds only the datapath's models (`roce_dp_top`);
+//!   the fast path's, the DCB block's and the SoC's constructors then report it. For
+//!   builds that use nothing else (the `rtl_parser` fuzz target's coverage build).
 
 use std::env;
 use std::fs;
@@ -123,6 +126,7 @@ fn main() {
     println!("cargo::rerun-if-changed=csrc");
     println!("cargo::rerun-if-changed=src/ffi.rs");
     println!("cargo::rerun-if-env-changed=ROCE_HDL_SIM_DISABLE");
+    println!("cargo::rerun-if-env-changed=ROCE_HDL_SIM_DATAPATH_ONLY");
     println!("cargo::rerun-if-env-changed=VERILATOR");
     println!("cargo::rerun-if-env-changed=PATH");
 
@@ -196,7 +200,14 @@ fn main() {
             hash: rtl_hash.clone(),
         })
         .collect();
-    models.extend(WIDTHS.iter().map(|&w| {
+    // `ROCE_HDL_SIM_DATAPATH_ONLY=1`: only the datapath's models, for a build that uses
+    // nothing else (the `rtl_parser` fuzz target's coverage build: its models compiled
+    // with trace-pc, in a target directory of its own, where the fast path, the DCB block
+    // and the SoC were three quarters of the C++ and of an hour's build under load). Their
+    // constructors then report it (`csrc/fp_model.cpp`, `csrc/dcb_model.cpp`, the SoC's
+    // `cfg(roce_soc_unavailable)`).
+    let datapath_only = env::var("ROCE_HDL_SIM_DATAPATH_ONLY").is_ok_and(|v| v == "1");
+    models.extend(WIDTHS.iter().filter(|_| !datapath_only).map(|&w| {
         Model {
             lib: format!("vmodel_fp_{w}"),
             mdir: out.join(format!("vobj_fp_{w}")),
@@ -215,7 +226,7 @@ fn main() {
             hash: fp_hash.clone(),
         }
     }));
-    models.extend(WIDTHS.iter().map(|&w| {
+    models.extend(WIDTHS.iter().filter(|_| !datapath_only).map(|&w| {
         Model {
             lib: format!("vmodel_dcb_{w}"),
             mdir: out.join(format!("vobj_dcb_{w}")),
@@ -233,7 +244,12 @@ fn main() {
             hash: dcb_hash.clone(),
         }
     }));
-    let soc = match soc_model(&manifest, &out, &rtl, &version) {
+    let soc = if datapath_only {
+        Err("ROCE_HDL_SIM_DATAPATH_ONLY=1".to_string())
+    } else {
+        soc_model(&manifest, &out, &rtl, &version)
+    };
+    let soc = match soc {
         Ok(m) => {
             models.push(m);
             true
@@ -286,6 +302,9 @@ fn main() {
     }
     for (k, v) in CXX_DEFINES {
         b.define(k, *v);
+    }
+    if datapath_only {
+        b.define("ROCE_HDL_DATAPATH_ONLY", "1");
     }
     b.flag_if_supported("-Wno-unused-parameter");
     b.compile("roce_hdl_bridge");

@@ -17,7 +17,7 @@ pub mod counters;
 pub mod port;
 
 pub use counters::{CounterScope, QueryCountersArg, RuntimeCounters, PORT_COUNTERS, QP_COUNTERS};
-pub use port::{CcArg, DcbArg, GidArg, PortArg, QpCcArg};
+pub use port::{CcArg, DcbArg, EtsArg, GidArg, PortArg, QpCcArg};
 
 use bitfield::bitfield;
 use zerocopy::little_endian::{U16, U32, U64};
@@ -27,7 +27,10 @@ use zerocopy::{FromBytes, FromZeros, Immutable, IntoBytes, KnownLayout};
 pub const DEVICE_ID: u32 = 0x524F_4345;
 /// ABI version this crate speaks; a host refuses a device with another major.
 pub const ABI_MAJOR: u16 = 1;
-/// Minor version: additions that old hosts can ignore. 1.5 added the PFC thresholds
+/// Minor version: additions that old hosts can ignore. 1.6 added QUERY_ETS/MODIFY_ETS
+/// (opcodes 30 and 31, `EtsArg`: 802.1Qaz's priority assignment table, several
+/// priorities per traffic class) and QUERY_DCB's `rx_buffer` became the NIC's own
+/// buffer (the SoC's 16 KiB), against which MODIFY_DCB checks XOFF. 1.5 added the PFC thresholds
 /// (XOFF, XON, pause quanta, the receive buffer's size) and the priority-to-PCP egress
 /// map to MODIFY_DCB/QUERY_DCB (`DcbArg` 88 -> 112 bytes). 1.4 accepts RoCEv1 GID
 /// entries (`GidArg::roce_version` 1, `IBV_GID_TYPE_ROCE_V1`). 1.3 added memory windows and
@@ -37,7 +40,7 @@ pub const ABI_MAJOR: u16 = 1;
 /// (`IBV_SEND_INLINE` in a send WQE, `CreateQpArg::max_inline_data`) and shared receive
 /// queues (opcodes 23 to 26, `SRQ_DB`, the SRQ-limit event, `CreateQpArg::srqn`); 1.1
 /// is the port commands' (`docs/abi.md`).
-pub const ABI_MINOR: u16 = 5;
+pub const ABI_MINOR: u16 = 6;
 
 /// The first QPN; a QP's doorbells are indexed by `QPN - QPN_BASE` (the GSI QP's by
 /// `reg::GSI_QP_INDEX`).
@@ -324,6 +327,10 @@ pub enum CmdOp {
     /// ABI 1.3: a fast-registration MR (`RegMrArg` with `length` its largest
     /// registration, `addr` and `access` 0; `out` = L_Key), registered by REG_MR WQEs.
     AllocMr = 29,
+    /// ABI 1.6: the port's ETS with its priority assignment table (`EtsArg`).
+    QueryEts = 30,
+    /// ABI 1.6: sets the port's whole ETS (`EtsArg`).
+    ModifyEts = 31,
     /// Hands the NIC host memory for QP contexts (`IcmArg`; `docs/scale.md`).
     SetIcm = 64,
 }
@@ -361,6 +368,8 @@ impl CmdOp {
             27 => Self::AllocMw,
             28 => Self::DeallocMw,
             29 => Self::AllocMr,
+            30 => Self::QueryEts,
+            31 => Self::ModifyEts,
             64 => Self::SetIcm,
             _ => return None,
         })
@@ -670,6 +679,7 @@ mod tests {
             size_of::<PortArg>(),
             size_of::<GidArg>(),
             size_of::<DcbArg>(),
+            size_of::<EtsArg>(),
             size_of::<CcArg>(),
             size_of::<QpCcArg>(),
             size_of::<QueryCountersArg>(),
@@ -717,7 +727,7 @@ mod tests {
         let mut v = Version(0);
         v.set_major(ABI_MAJOR);
         v.set_minor(ABI_MINOR);
-        assert_eq!(v.0, 0x0001_0005);
+        assert_eq!(v.0, 0x0001_0006);
     }
 
     #[test]

@@ -6,7 +6,7 @@
 
 use crate::DecodeError;
 use roce_core::cc::{CcConfig, DcqcnConfig, QpCcInfo, ONE};
-use roce_core::dcb::{EtsConfig, PfcThresholds, Priorities, RX_BUFFER_BYTES};
+use roce_core::dcb::{EtsConfig, PfcThresholds, Priorities, PRIORITIES};
 use roce_core::engine::{DcbConfig, GidEntry, GidType};
 use roce_core::num::Qpn;
 use roce_core::transport::Mtu;
@@ -203,8 +203,9 @@ impl DcbArg {
         | Self::PFC_THRESHOLDS
         | Self::PCP_EGRESS;
 
-    /// The settings, with every field of this version.
-    pub fn from_config(c: &DcbConfig) -> Self {
+    /// The settings, with every field of this version; `rx_buffer` is the NIC's receive
+    /// buffer (QUERY_DCB; 0 in a MODIFY_DCB, which ignores it).
+    pub fn from_config(c: &DcbConfig, rx_buffer: u32) -> Self {
         Self {
             mask: U32::new(Self::ALL),
             pfc_enable: c.pfc_enable,
@@ -217,14 +218,17 @@ impl DcbArg {
             pfc_xon: U32::new(c.pfc_thresholds.xon),
             pfc_quanta: U16::new(c.pfc_thresholds.quanta),
             reserved2: U16::new(0),
-            rx_buffer: U32::new(RX_BUFFER_BYTES),
+            rx_buffer: U32::new(rx_buffer),
             prio_pcp: c.prio_pcp,
         }
     }
 
     /// `c` with the fields the mask names changed. Unknown mask bits, a priority above
-    /// 7 in a map, or ETS shares that break 802.1Qaz's rules (a strict class with a
-    /// share, an ETS class without one, shares not adding up to 100) are errors.
+    /// 7 in a map, ETS shares that break 802.1Qaz's rules (a strict class with a
+    /// share, an ETS class without one, shares not adding up to 100) or PFC thresholds
+    /// with XON not below XOFF or no pause time are errors
+    /// ([`DcbConfig::validate_rules`]). Whether XOFF fits the receive buffer is the
+    /// NIC's to check against its own buffer ([`DcbConfig::validate`]).
     pub fn apply(&self, c: &DcbConfig) -> Result<DcbConfig, DecodeError> {
         let mask = self.mask.get();
         if mask & !Self::ALL != 0 {
@@ -258,8 +262,78 @@ impl DcbArg {
         if mask & Self::PCP_EGRESS != 0 {
             out.prio_pcp = self.prio_pcp;
         }
-        out.validate().map_err(DecodeError)?;
+        out.validate_rules().map_err(DecodeError)?;
         Ok(out)
+    }
+}
+
+/// QUERY_ETS result and MODIFY_ETS parameters (ABI 1.6): the port's 802.1Qaz
+/// transmission selection as Linux dcbnl's `ieee_ets` holds it: the priority assignment
+/// table (`prio_tc`) and each traffic class's algorithm (`tc_tsa`) and share
+/// (`tc_tx_bw`). MODIFY_ETS sets all of it at once (a table and the shares of its
+/// classes are only valid together); MODIFY_DCB's `ets_strict`/`ets_bw` are the same
+/// per-class fields and leave the table as it is. A command of its own because
+/// `DcbArg` fills the command payload.
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable,
+)]
+#[repr(C)]
+pub struct EtsArg {
+    /// QUERY_ETS: the traffic classes the NIC schedules (dcbnl's `ets_cap`, 8).
+    /// MODIFY_ETS ignores it.
+    pub ets_cap: u8,
+    pub reserved: [u8; 7],
+    /// The traffic class of priority `i` (0..7).
+    pub prio_tc: [u8; 8],
+    /// Class `t`'s algorithm: [`EtsArg::TSA_STRICT`] or [`EtsArg::TSA_ETS`].
+    pub tc_tsa: [u8; 8],
+    /// Class `t`'s bandwidth share in percent (0 for a strict class); the ETS classes'
+    /// shares add up to 100.
+    pub tc_tx_bw: [u8; 8],
+}
+
+impl EtsArg {
+    /// Strict priority (dcbnl's `IEEE_8021QAZ_TSA_STRICT`).
+    pub const TSA_STRICT: u8 = 0;
+    /// Enhanced transmission selection (dcbnl's `IEEE_8021QAZ_TSA_ETS`).
+    pub const TSA_ETS: u8 = 2;
+
+    /// The settings, for QUERY_ETS (and MODIFY_ETS).
+    pub fn from_config(e: &EtsConfig) -> Self {
+        Self {
+            ets_cap: PRIORITIES as u8,
+            reserved: [0; 7],
+            prio_tc: e.prio_tc,
+            tc_tsa: core::array::from_fn(|t| {
+                if e.strict.contains(t as u8) {
+                    Self::TSA_STRICT
+                } else {
+                    Self::TSA_ETS
+                }
+            }),
+            tc_tx_bw: e.bw,
+        }
+    }
+
+    /// The settings, checked: an algorithm other than strict or ETS, a class above 7,
+    /// or shares that break 802.1Qaz's rules are errors.
+    pub fn to_config(&self) -> Result<EtsConfig, DecodeError> {
+        let mut strict = Priorities::NONE;
+        for (t, &tsa) in self.tc_tsa.iter().enumerate() {
+            match tsa {
+                Self::TSA_STRICT => strict = strict.with(t as u8),
+                Self::TSA_ETS => {}
+                _ => return Err(DecodeError("a traffic class neither strict nor ETS")),
+            }
+        }
+        let e = EtsConfig {
+            strict,
+            bw: self.tc_tx_bw,
+            prio_tc: self.prio_tc,
+        };
+        e.validate()
+            .map_err(|_| DecodeError("ETS settings that break 802.1Qaz's rules"))?;
+        Ok(e)
     }
 }
 
@@ -440,6 +514,15 @@ mod tests {
             ),
             (2, 3, 4, 8)
         );
+        assert_eq!(size_of::<EtsArg>(), 32);
+        assert_eq!(
+            [
+                offset_of!(EtsArg, prio_tc),
+                offset_of!(EtsArg, tc_tsa),
+                offset_of!(EtsArg, tc_tx_bw),
+            ],
+            [8, 16, 24]
+        );
         assert_eq!(size_of::<DcbArg>(), 112);
         assert_eq!(
             [
@@ -563,8 +646,8 @@ mod tests {
             quanta: 500,
         };
         want.prio_pcp = [0, 1, 2, 5, 4, 3, 6, 7];
-        let mut a = DcbArg::from_config(&want);
-        assert_eq!(a.rx_buffer.get(), RX_BUFFER_BYTES);
+        let mut a = DcbArg::from_config(&want, 16_384);
+        assert_eq!(a.rx_buffer.get(), 16_384);
         assert_eq!(a.apply(&c), Ok(want));
         // Each mask bit changes its own fields only.
         for (bit, field) in [
@@ -604,7 +687,7 @@ mod tests {
     fn dcb_settings_that_break_the_rules_are_refused() {
         let c = DcbConfig::OFF;
         let bad = |f: &dyn Fn(&mut DcbArg)| {
-            let mut a = DcbArg::from_config(&c);
+            let mut a = DcbArg::from_config(&c, 0);
             f(&mut a);
             a.apply(&c)
         };
@@ -627,16 +710,44 @@ mod tests {
         assert!(bad(&|a| a.pcp_prio[2] = 8).is_err());
         assert!(bad(&|a| a.dscp_prio[63] = 9).is_err());
         assert!(bad(&|a| a.prio_pcp[0] = 8).is_err());
-        // PFC thresholds: XON at or above XOFF, XOFF beyond the buffer, no pause time.
+        // PFC thresholds: XON at or above XOFF, no pause time. Whether XOFF fits is
+        // the NIC's buffer's question (the firmware's `DcbConfig::validate`).
         assert!(bad(&|a| a.pfc_xon = a.pfc_xoff).is_err());
-        assert!(bad(&|a| a.pfc_xoff = U32::new(RX_BUFFER_BYTES + 1)).is_err());
         assert!(bad(&|a| a.pfc_quanta = U16::new(0)).is_err());
         assert!(bad(&|a| {
-            a.pfc_xoff = U32::new(RX_BUFFER_BYTES);
+            a.pfc_xoff = U32::new(1 << 20);
             a.pfc_xon = U32::new(0);
         })
         .is_ok());
         // The size is the NIC's: MODIFY_DCB ignores it.
         assert!(bad(&|a| a.rx_buffer = U32::new(7)).is_ok());
+    }
+
+    #[test]
+    fn ets_arg_carries_the_priority_assignment_table() {
+        // Priorities 1 and 2 in class 1 (ETS 50 %), 3 in class 3 (ETS 50 %), the rest
+        // strict: dcbnl's ieee_ets as `lldptool` would set it.
+        let e = EtsConfig {
+            strict: Priorities(0b1111_0101),
+            bw: [0, 50, 0, 50, 0, 0, 0, 0],
+            prio_tc: [0, 1, 1, 3, 4, 5, 6, 7],
+        };
+        let a = EtsArg::from_config(&e);
+        assert_eq!(a.tc_tsa, [0, 2, 0, 2, 0, 0, 0, 0]);
+        assert_eq!((a.ets_cap, a.prio_tc), (8, e.prio_tc));
+        assert_eq!(a.to_config(), Ok(e));
+        let bad = |f: &dyn Fn(&mut EtsArg)| {
+            let mut a = a;
+            f(&mut a);
+            a.to_config()
+        };
+        // An algorithm dcbnl has but the NIC does not run (credit-based shaper, 1).
+        assert!(bad(&|a| a.tc_tsa[4] = 1).is_err());
+        // A class above 7, shares not adding up, an ETS class without a share.
+        assert!(bad(&|a| a.prio_tc[2] = 8).is_err());
+        assert!(bad(&|a| a.tc_tx_bw[3] = 40).is_err());
+        assert!(bad(&|a| a.tc_tsa[5] = EtsArg::TSA_ETS).is_err());
+        // ets_cap is the NIC's to report.
+        assert!(bad(&|a| a.ets_cap = 0).is_ok());
     }
 }

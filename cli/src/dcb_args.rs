@@ -222,7 +222,7 @@ mod tests {
         assert_eq!(d.ets.strict, Priorities::ALL.without(Priorities(0b1001)));
         assert_eq!(d.ets.bw, [80, 0, 0, 20, 0, 0, 0, 0]);
         // What the NIC checks (802.1Qaz's rules) holds, and the map changed only there.
-        assert_eq!(d.validate(), Ok(()));
+        assert_eq!(d.validate_rules(), Ok(()));
         assert_eq!((d.map.dscp[46], d.map.dscp[24], d.map.dscp[47]), (5, 3, 5));
         assert_eq!(d.map.dscp[45], DcbConfig::OFF.map.dscp[45]);
         let strict = DcbArgs {
@@ -235,7 +235,7 @@ mod tests {
             ets: Some("0:80".into()),
             ..DcbArgs::default()
         };
-        assert!(off.apply(DcbConfig::OFF).unwrap().validate().is_err());
+        assert!(off.apply(DcbConfig::OFF).unwrap().validate_rules().is_err());
     }
 
     #[test]

@@ -357,8 +357,9 @@ fn set_dcb(world: &impl World, dcb: &DcbArgs) -> Result<()> {
     }
     for (side, ctx) in ["client", "server"].iter().zip(world.contexts()) {
         let cfg = dcb.apply(ctx.query_dcb()?)?;
-        // The NIC's BadParam does not say which rule broke; the core's does.
-        let why = cfg.validate().err().unwrap_or("");
+        // The NIC's BadParam does not say which rule broke; the core's does (against
+        // the NIC's own receive buffer).
+        let why = cfg.validate(ctx.dcb_rx_buffer()?).err().unwrap_or("");
         ctx.set_dcb(&cfg)
             .with_context(|| format!("the {side} NIC refused the DCB settings: {why}"))?;
     }

@@ -428,29 +428,46 @@ pub struct PfcThresholds {
     pub quanta: u16,
 }
 
-/// Bytes of the NIC's receive buffer, shared by the priorities (the DCB block's
-/// `BUF_BYTES`, `hdl-sim/rtl/roce_dcb_top.sv`): what the PFC thresholds divide. The
-/// headroom of a lossless priority is what is left above its XOFF threshold.
+/// Bytes of the receive buffer of the DCB block at its default size (`BUF_BYTES`,
+/// `hdl-sim/rtl/roce_dcb_top.sv`), shared by the priorities: the buffer of the
+/// software NIC models and of the RTL DCB block they are checked against. A NIC's own
+/// buffer may differ (the SoC's is 16 KiB, `nic_soc`'s `DCB_BUF_BYTES`): the firmware
+/// asks its datapath (`Datapath::rx_buffer_bytes`), QUERY_DCB reports it, and PFC
+/// thresholds are checked against it, never against this constant alone.
 pub const RX_BUFFER_BYTES: u32 = 65_536;
 
 impl PfcThresholds {
     /// XOFF at 16 KiB, XON at 8 KiB, the longest pause: 48 KiB of headroom, enough for
-    /// 2 x 12.5 KB in flight on 1 us of 100 Gb/s cable and two 4 KiB frames.
-    pub const DEFAULT: Self = Self {
-        xoff: 16 * 1024,
-        xon: 8 * 1024,
-        quanta: 0xFFFF,
-    };
+    /// 2 x 12.5 KB in flight on 1 us of 100 Gb/s cable and two 4 KiB frames. These are
+    /// [`PfcThresholds::for_buffer`] of [`RX_BUFFER_BYTES`].
+    pub const DEFAULT: Self = Self::for_buffer(RX_BUFFER_BYTES);
 
-    /// Whether the thresholds can run on the NIC's receive buffer: XON below XOFF, XOFF
-    /// within the buffer, a pause of at least one quantum.
-    pub fn is_valid(&self) -> bool {
-        self.xon < self.xoff && self.xoff <= RX_BUFFER_BYTES && self.quanta > 0
+    /// The defaults for a receive buffer of `rx_buffer` bytes: XOFF at a quarter, XON
+    /// at an eighth, the longest pause (three quarters of the buffer are headroom).
+    pub const fn for_buffer(rx_buffer: u32) -> Self {
+        Self {
+            xoff: rx_buffer / 4,
+            xon: rx_buffer / 8,
+            quanta: 0xFFFF,
+        }
     }
 
-    /// Bytes the buffer still takes for a lossless priority after its XOFF.
-    pub fn headroom(&self) -> u32 {
-        RX_BUFFER_BYTES.saturating_sub(self.xoff)
+    /// Whether the thresholds can run on a receive buffer of `rx_buffer` bytes: XON
+    /// below XOFF, XOFF within the buffer, a pause of at least one quantum.
+    pub fn is_valid(&self, rx_buffer: u32) -> bool {
+        self.is_consistent() && self.xoff <= rx_buffer
+    }
+
+    /// The rules that hold whatever the buffer: XON below XOFF, a pause of at least one
+    /// quantum.
+    pub fn is_consistent(&self) -> bool {
+        self.xon < self.xoff && self.quanta > 0
+    }
+
+    /// Bytes a buffer of `rx_buffer` bytes still takes for a lossless priority after
+    /// its XOFF.
+    pub fn headroom(&self, rx_buffer: u32) -> u32 {
+        rx_buffer.saturating_sub(self.xoff)
     }
 }
 

@@ -3,7 +3,7 @@
 //! the host harness with plain memory and the software or RTL datapath.
 
 use crate::abi::reg;
-use roce_core::dcb::Priorities;
+use roce_core::dcb::{Priorities, RX_BUFFER_BYTES};
 use roce_core::engine::DcbConfig;
 use roce_core::fastpath::layout::{EVENT_LEN, MR_LEN, RCTX_LEN, SCTX_LEN, TXD_LEN};
 use roce_core::fastpath::SqIdle;
@@ -39,6 +39,13 @@ pub trait Datapath {
     /// registers. The default has none.
     fn set_dcb(&mut self, dcb: &DcbConfig, mac: [u8; 6]) {
         let _ = (dcb, mac);
+    }
+    /// Bytes of the receive buffer in front of this datapath that PFC thresholds divide
+    /// (QUERY_DCB's `rx_buffer`; MODIFY_DCB refuses an XOFF beyond it). The default is
+    /// the DCB block's default size, what the software models and the RTL DCB block
+    /// run; the SoC's block reports its own (16 KiB).
+    fn rx_buffer_bytes(&self) -> u32 {
+        RX_BUFFER_BYTES
     }
     /// Copies the next received frame into `buf` and returns its length.
     fn receive(&mut self, buf: &mut [u8]) -> Option<usize>;

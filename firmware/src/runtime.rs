@@ -11,7 +11,7 @@ use crate::abi::{
 };
 use crate::fastpath::CqRing;
 use crate::hal::{Datapath, Hal, QpMap, QP_MAP_WORDS};
-use roce_core::dcb::Priorities;
+use roce_core::dcb::{PfcThresholds, Priorities};
 use roce_core::engine::{CqHandle, Engine, PortConfig, QPN_BASE};
 use roce_core::fastpath::layout::{self, EVENT_LEN};
 use roce_core::fastpath::{Event, MrEntry};
@@ -219,9 +219,19 @@ impl<
     }
 
     /// Boots the NIC: gives the fast path the port's addresses, publishes the device
-    /// identity and marks it ready.
+    /// identity and marks it ready. PFC thresholds left at their defaults (those of
+    /// the DCB block's default 64 KiB buffer) become the defaults of the datapath's
+    /// own buffer (`PfcThresholds::for_buffer`: the same on 64 KiB, XOFF at 4 KiB on
+    /// the SoC's 16 KiB), so that QUERY_DCB never shows thresholds the buffer cannot run.
     pub fn boot(&mut self) {
-        let port = *self.engine.config();
+        let buffer = self.hal.datapath().rx_buffer_bytes();
+        let mut port = *self.engine.config();
+        if port.dcb.pfc_thresholds == PfcThresholds::DEFAULT {
+            port.dcb.pfc_thresholds = PfcThresholds::for_buffer(buffer);
+            // Before boot no QP is connected, so nothing is busy.
+            let _ = self.engine.set_config(port);
+            port = *self.engine.config();
+        }
         let hal = &mut self.hal;
         let mut version = abi::Version(0);
         version.set_major(abi::ABI_MAJOR);
@@ -1425,6 +1435,8 @@ impl<
             | CmdOp::ModifyGid
             | CmdOp::QueryDcb
             | CmdOp::ModifyDcb
+            | CmdOp::QueryEts
+            | CmdOp::ModifyEts
             | CmdOp::QueryCc
             | CmdOp::ModifyCc
             | CmdOp::QueryQpCc

@@ -10,6 +10,7 @@
 //!   ever decreases.
 
 use roce_core::cc::ONE;
+use roce_core::dcb::RX_BUFFER_BYTES;
 use roce_core::engine::{PortConfig, GID_TABLE_LEN};
 use roce_firmware::abi::{
     self, CcArg, CmdEntry, CmdOp, CmdStatus, CounterScope, DcbArg, GidArg, PortArg, QpCcArg,
@@ -61,7 +62,8 @@ impl PortModel {
             mac: cfg.mac,
             mtu: cfg.active_mtu as u8,
             gids,
-            dcb: DcbArg::from_config(&cfg.dcb),
+            // The fuzzed NIC's datapath has the default DCB block's buffer.
+            dcb: DcbArg::from_config(&cfg.dcb, RX_BUFFER_BYTES),
             cc: CcArg::from_config(&cfg.cc),
             qp_rp: Vec::new(),
             counters: vec![0; PORT_COUNTERS.len()],

@@ -2,6 +2,18 @@
 #include "roce-hdl-sim/csrc/dcb_model.h"
 #include "roce-hdl-sim/src/ffi.rs.h"
 
+#ifdef ROCE_HDL_DATAPATH_ONLY
+// Built with ROCE_HDL_SIM_DATAPATH_ONLY=1 (build.rs): no DCB model was compiled.
+#include <stdexcept>
+
+namespace roce_hdl {
+std::unique_ptr<DcbModel> new_dcb_model(uint32_t, bool) {
+    throw std::runtime_error(
+        "roce-hdl-sim was built with ROCE_HDL_SIM_DATAPATH_ONLY=1: no DCB model");
+}
+}  // namespace roce_hdl
+#else
+
 #include <stdexcept>
 
 #include "roce-hdl-sim/csrc/dcb_observe.h"
@@ -95,3 +107,4 @@ std::unique_ptr<DcbModel> new_dcb_model(uint32_t width, bool trace) {
 }
 
 }  // namespace roce_hdl
+#endif  // ROCE_HDL_DATAPATH_ONLY

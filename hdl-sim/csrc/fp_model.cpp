@@ -2,6 +2,18 @@
 #include "roce-hdl-sim/csrc/fp_model.h"
 #include "roce-hdl-sim/src/ffi.rs.h"
 
+#ifdef ROCE_HDL_DATAPATH_ONLY
+// Built with ROCE_HDL_SIM_DATAPATH_ONLY=1 (build.rs): no fast-path model was compiled.
+#include <stdexcept>
+
+namespace roce_hdl {
+std::unique_ptr<FpModel> new_fp_model(uint32_t, bool) {
+    throw std::runtime_error(
+        "roce-hdl-sim was built with ROCE_HDL_SIM_DATAPATH_ONLY=1: no fast-path model");
+}
+}  // namespace roce_hdl
+#else
+
 #include <stdexcept>
 #include <string>
 
@@ -140,3 +152,4 @@ std::unique_ptr<FpModel> new_fp_model(uint32_t width, bool trace) {
 }
 
 }  // namespace roce_hdl
+#endif  // ROCE_HDL_DATAPATH_ONLY

@@ -11,6 +11,13 @@
 // the input, holding the wire back, until there is). The buffer reports each frame's
 // priority and length as it enters (`add`, at its last beat) and leaves
 // (`sub`, at its last beat out): the PFC generator's accounting.
+//
+// Storage (sized for the SoC's block RAM, docs/dcb.md §3): a beat's tkeep is
+// stored as its byte count (tkeep is contiguous from bit 0 on these buses,
+// hdl-sim's `Beat`), log2(KEEP_WIDTH) bits with 0 for a full beat, so a
+// 64-bit beat is 68 bits, eight 2048 x 9 block RAMs per 16 KiB instead of
+// nine for 73; the frame records (priority and length, read asynchronously)
+// sit in distributed RAM (roce_fifo), not in a block RAM of their own.
 
 `resetall
 `default_nettype none
@@ -63,7 +70,9 @@ module dcb_rx
     output logic [31:0]                   drops
 );
 
-  localparam int BW = DATA_WIDTH + KEEP_WIDTH + 1;
+  // a beat's byte count, modulo KEEP_WIDTH (0: all bytes)
+  localparam int KCNT_W = $clog2(KEEP_WIDTH);
+  localparam int BW = DATA_WIDTH + KCNT_W + 1;
   localparam int BDEPTH = BUF_BYTES / KEEP_WIDTH;
   localparam int BCNT_W = $clog2(BDEPTH + 4 + 1);
   localparam int MAX_BEATS = (MAX_FRAME + KEEP_WIDTH - 1) / KEEP_WIDTH;
@@ -135,18 +144,14 @@ module dcb_rx
 
   // ------------------------------------------------------ the buffer
   logic               b_wr_ready, b_rd_valid, b_rd_en;
-  /* verilator lint_off UNUSEDSIGNAL */
-  logic               i_rd_valid;   // a frame's record is in before its last beat is out
-  /* verilator lint_on UNUSEDSIGNAL */
   logic [BW-1:0]      b_rd_data;
   logic [BCNT_W-1:0]  b_count;
   logic [ICNT_W-1:0]  i_count;
   logic [18:0]        i_head;
-  /* verilator lint_off UNUSEDSIGNAL */
-  logic               i_wr_ready;   // admission checks the count instead
-  /* verilator lint_on UNUSEDSIGNAL */
   logic               c_fire, first, keep_frame, admit, wr;
   logic [15:0]        wlen, wlen_next;
+  logic [KCNT_W-1:0]  c_kcnt, m_kcnt;
+  assign c_kcnt = KCNT_W'(keep_bytes(64'(c_keep), KEEP_WIDTH));
 
   // room is checked per frame, at its first beat
   assign c_ready = !HOLD_WIRE || !first || c_mac_ctl || admit;
@@ -188,7 +193,7 @@ module dcb_rx
   ) data_fifo_inst (
     .clk(clk),
     .rst(rst),
-    .wr_data({c_last, c_keep, c_data}),
+    .wr_data({c_last, c_kcnt, c_data}),
     .wr_en(wr),
     .wr_ready(b_wr_ready),
     .rd_data(b_rd_data),
@@ -197,24 +202,27 @@ module dcb_rx
     .count(b_count)
   );
 
-  roce_bram_fifo #(
+  // distributed RAM: an asynchronous read does not map to block RAM. Never
+  // full when written (admission leaves room for two records) and never
+  // empty when read: a frame's record is in at its last beat in, before that
+  // beat can come out of the data FIFO.
+  roce_fifo #(
     .WIDTH(19),
-    .DEPTH(IDEPTH)
+    .DEPTH(IDEPTH),
+    .CNT_W(ICNT_W)
   ) info_fifo_inst (
     .clk(clk),
     .rst(rst),
     .wr_data({c_prio, wlen_next}),
     .wr_en(wr && c_last),
-    .wr_ready(i_wr_ready),
     .rd_data(i_head),
-    .rd_valid(i_rd_valid),
     .rd_en(b_rd_en && m_axis_tlast),
     .count(i_count)
   );
 
-  // the frame's record is in before its last beat can come out
   assign m_axis_tvalid = b_rd_valid;
-  assign {m_axis_tlast, m_axis_tkeep, m_axis_tdata} = b_rd_data;
+  assign {m_axis_tlast, m_kcnt, m_axis_tdata} = b_rd_data;
+  assign m_axis_tkeep = m_kcnt == '0 ? '1 : KEEP_WIDTH'((KEEP_WIDTH+1)'(1) << m_kcnt) - 1'b1;
   assign b_rd_en = m_axis_tvalid && m_axis_tready;
 
   always_ff @(posedge clk) begin

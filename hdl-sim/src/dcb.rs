@@ -376,6 +376,9 @@ pub struct DcbLockstep {
     /// The block's paused set of the last few cycles (decisions look 5 back).
     paused_hist: VecDeque<Priorities>,
     drops: u32,
+    /// The buffer's count changes of the cycle before (into the buffer, out of it):
+    /// the block compares a count with the thresholds a cycle after it changes.
+    counted: (BufferChange, BufferChange),
     /// Scheduling decisions checked.
     pub decisions: u64,
     /// PFC frames the block built (announcements taken).
@@ -387,6 +390,9 @@ pub struct DcbLockstep {
     /// Every priority it ever had paused.
     pub max_paused: Priorities,
 }
+
+/// Bytes of one priority entering or leaving the receive buffer in a cycle.
+type BufferChange = Option<(u8, u16)>;
 
 /// Cycles of the block's pipeline between the eligible set and its decision.
 const DECISION_LAG: usize = 5;
@@ -422,6 +428,7 @@ impl DcbLockstep {
             pfc_expected: VecDeque::new(),
             paused_hist: VecDeque::new(),
             drops: 0,
+            counted: (None, None),
             decisions: 0,
             takes: 0,
             fires: 0,
@@ -512,6 +519,22 @@ impl DcbLockstep {
         }
         self.fires += u64::from(due);
         self.gen.handle_timeout(now);
+        // The counts that changed in the cycle before, compared now (the block
+        // registers the compare, dcb_pfc_gen.sv).
+        let (add, sub) = std::mem::take(&mut self.counted);
+        match (add, sub) {
+            (Some((p, a)), Some((q, b))) if p == q => {
+                self.gen.update(p, a.into(), b.into(), on, &t);
+            }
+            _ => {
+                if let Some((p, a)) = add {
+                    self.gen.add(p, a.into(), on, &t);
+                }
+                if let Some((q, b)) = sub {
+                    self.gen.remove(q, b.into(), on, &t);
+                }
+            }
+        }
         // A frame the buffer had no room for (the RTL counts it as it arrives).
         while self.drops < k.rx_drops {
             self.drops += 1;
@@ -545,19 +568,7 @@ impl DcbLockstep {
                 .ok_or_else(|| format!("a frame left an empty buffer, cycle {cyc}"))?;
             matches(&f, s, "buffer out")?;
         }
-        match (add, sub) {
-            (Some((p, a)), Some((q, b))) if p == q => {
-                self.gen.update(p, a.into(), b.into(), on, &t);
-            }
-            _ => {
-                if let Some((p, a)) = add {
-                    self.gen.add(p, a.into(), on, &t);
-                }
-                if let Some((q, b)) = sub {
-                    self.gen.remove(q, b.into(), on, &t);
-                }
-            }
-        }
+        self.counted = (add, sub);
         if let Some(req) = c.pause_req {
             let want = self.pfc_expected.pop_front();
             if want != Some(req) {

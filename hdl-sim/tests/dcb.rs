@@ -358,6 +358,9 @@ fn the_rtl_is_the_model_cycle_for_cycle() {
             let mut backlog: [VecDeque<Vec<u8>>; 8] = Default::default();
             let mut id = 0u32;
             let (mut rx_frames, mut rx_delivered) = (0u64, 0u64);
+            // The data frames fed from the wire, in order: what the buffer must deliver
+            // byte for byte (its beats keep a byte count, not tkeep).
+            let mut rx_fed: VecDeque<Vec<u8>> = VecDeque::new();
             // The drain starts stopped, so the buffer fills and XOFF comes early.
             let (mut wire_ready, mut drain_ready) = (true, false);
             let mut last_room = Priorities::NONE;
@@ -389,6 +392,7 @@ fn the_rtl_is_the_model_cycle_for_cycle() {
                         rx_frames += 1;
                         s.push_rx_frame(&f);
                         m.rx_pushed(&f);
+                        rx_fed.push_back(f);
                     } else if r.chance(0.0015) {
                         let mut q = [0u16; 8];
                         for x in q.iter_mut() {
@@ -421,9 +425,16 @@ fn the_rtl_is_the_model_cycle_for_cycle() {
                     }
                 }
                 // The receive side delivers in order what the buffer took in (the
-                // accounting above checks each frame's priority and length).
-                while s.pop_rx_frame().is_some() {
+                // accounting above checks each frame's priority and length; nothing
+                // is dropped, checked below), byte for byte.
+                while let Some(f) = s.pop_rx_frame() {
                     rx_delivered += 1;
+                    if rx_fed.pop_front().as_ref() != Some(&f.value) {
+                        panic!(
+                            "received frame {rx_delivered} at cycle {} is not the one fed (width {width}, seed {seed})",
+                            f.cycle
+                        );
+                    }
                 }
             }
             assert_eq!(s.counters().rx_drops, 0);

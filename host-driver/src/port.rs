@@ -8,10 +8,11 @@ use crate::error::Error;
 use crate::verbs::{Context, Ctx, QueuePair, Result};
 use roce_abi::counters::{port_counter_values, port_counters_from};
 use roce_abi::{
-    self as abi, reg, CcArg, CmdEntry, CmdOp, CounterScope, DcbArg, GidArg, PortArg, QpCcArg,
-    QueryCountersArg, RuntimeCounters, PORT_COUNTERS, QP_COUNTERS,
+    self as abi, reg, CcArg, CmdEntry, CmdOp, CounterScope, DcbArg, EtsArg, GidArg, PortArg,
+    QpCcArg, QueryCountersArg, RuntimeCounters, PORT_COUNTERS, QP_COUNTERS,
 };
 use roce_core::cc::{CcConfig, QpCcInfo};
+use roce_core::dcb::EtsConfig;
 use roce_core::engine::{DcbConfig, GidEntry, GidType};
 use roce_core::num::Qpn;
 use roce_core::transport::{Counters, Mtu};
@@ -167,34 +168,106 @@ impl Context {
         Ok(())
     }
 
-    /// The port's Data Center Bridging settings.
-    pub fn query_dcb(&self) -> Result<DcbConfig> {
+    /// The device's ABI minor version.
+    fn abi_minor(&self) -> u16 {
+        abi::Version(self.ctx.dev.read_reg(reg::VERSION)).minor()
+    }
+
+    fn query_dcb_arg(&self) -> Result<DcbArg> {
         let e = self.ctx.exec_arg(CmdOp::QueryDcb, &DcbArg::default())?;
-        abi::payload::<DcbArg>(&e)
+        Ok(abi::payload::<DcbArg>(&e))
+    }
+
+    /// The port's Data Center Bridging settings (QUERY_DCB; on an ABI 1.6 NIC also
+    /// QUERY_ETS, for the priority assignment table).
+    pub fn query_dcb(&self) -> Result<DcbConfig> {
+        let mut dcb = self
+            .query_dcb_arg()?
             .apply(&DcbConfig::default())
+            .map_err(|e| Error::BadResponse(e.0))?;
+        if self.abi_minor() >= 6 {
+            dcb.ets = self.query_ets()?;
+        }
+        Ok(dcb)
+    }
+
+    /// Bytes of the NIC's receive buffer that the PFC thresholds divide (QUERY_DCB's
+    /// `rx_buffer`, ABI 1.5): XOFF must not be above it, and what is left above XOFF is
+    /// a lossless priority's headroom. Not every NIC has the same: the SoC's is 16 KiB,
+    /// the software models' and the RTL DCB block's 64 KiB.
+    pub fn dcb_rx_buffer(&self) -> Result<u32> {
+        if self.abi_minor() < 5 {
+            return Err(Error::InvalidArgument(
+                "dcb_rx_buffer: the device's ABI is older than 1.5 (no receive buffer size)",
+            ));
+        }
+        Ok(self.query_dcb_arg()?.rx_buffer.get())
+    }
+
+    /// The port's transmission selection (QUERY_ETS, ABI 1.6): the priority assignment
+    /// table, strict classes and shares.
+    pub fn query_ets(&self) -> Result<EtsConfig> {
+        if self.abi_minor() < 6 {
+            return Err(Error::InvalidArgument(
+                "query_ets: the device's ABI is older than 1.6 (no QUERY_ETS)",
+            ));
+        }
+        let e = self.ctx.exec_arg(CmdOp::QueryEts, &EtsArg::default())?;
+        abi::payload::<EtsArg>(&e)
+            .to_config()
             .map_err(|e| Error::BadResponse(e.0))
+    }
+
+    /// Sets the port's whole transmission selection (MODIFY_ETS, ABI 1.6), the
+    /// priority assignment table included: several priorities may share a traffic
+    /// class. Refused (`BadParam`, nothing changed) when it breaks 802.1Qaz's rules.
+    pub fn set_ets(&self, ets: &EtsConfig) -> Result<()> {
+        if self.abi_minor() < 6 {
+            return Err(Error::InvalidArgument(
+                "set_ets: the device's ABI is older than 1.6 (no MODIFY_ETS)",
+            ));
+        }
+        self.ctx
+            .exec_arg(CmdOp::ModifyEts, &EtsArg::from_config(ets))
+            .map(|_| ())
     }
 
     /// Sets the port's whole Data Center Bridging configuration at once (as DCBX
     /// hands it over): PFC per priority, ETS, the PCP and DSCP to priority maps (ABI
     /// 1.3), the PFC thresholds and the priority-to-PCP egress map (1.5; a 1.3 or 1.4
-    /// NIC is sent the 1.3 fields only, an older one refuses the mask bits it does not know,
-    /// `BadParam`). Refused (and nothing changed) when a map entry is above 7, the ETS
-    /// shares break 802.1Qaz's rules, or the thresholds do not fit the receive buffer.
-    /// The NIC's traffic classes are its priorities: MODIFY_DCB carries no priority
-    /// assignment table (its payload is full; `docs/dcb.md` §4), so several priorities
-    /// in one class are refused here.
+    /// NIC is sent the 1.3 fields only, an older one refuses the mask bits it does not
+    /// know, `BadParam`) and the priority assignment table (1.6, MODIFY_ETS). Refused
+    /// (and nothing changed) when a map entry is above 7, the ETS shares break
+    /// 802.1Qaz's rules, or the thresholds do not fit the NIC's receive buffer
+    /// ([`Context::dcb_rx_buffer`]). Before 1.6 the NIC's traffic classes are its
+    /// priorities, so several priorities in one class are refused here.
+    ///
+    /// On 1.6 it takes two commands: MODIFY_ETS (the table with the shares), then
+    /// MODIFY_DCB (everything, the same shares included); if the NIC refuses the
+    /// second, the ETS it had is put back, so a refusal still changes nothing.
     pub fn set_dcb(&self, dcb: &DcbConfig) -> Result<()> {
-        if !dcb.ets.one_class_per_priority() {
-            return Err(Error::InvalidArgument(
-                "set_dcb: the NIC runs one priority per traffic class (no priority assignment table in MODIFY_DCB)",
-            ));
-        }
-        let mut arg = DcbArg::from_config(dcb);
-        if abi::Version(self.ctx.dev.read_reg(abi::reg::VERSION)).minor() < 5 {
+        let minor = self.abi_minor();
+        let mut arg = DcbArg::from_config(dcb, 0);
+        if minor < 5 {
             arg.mask = U32::new(arg.mask.get() & !(DcbArg::PFC_THRESHOLDS | DcbArg::PCP_EGRESS));
         }
-        self.ctx.exec_arg(CmdOp::ModifyDcb, &arg).map(|_| ())
+        if minor < 6 {
+            if !dcb.ets.one_class_per_priority() {
+                return Err(Error::InvalidArgument(
+                    "set_dcb: the device's ABI is older than 1.6 (one priority per traffic class, no MODIFY_ETS)",
+                ));
+            }
+            return self.ctx.exec_arg(CmdOp::ModifyDcb, &arg).map(|_| ());
+        }
+        let old = self.query_ets()?;
+        self.set_ets(&dcb.ets)?;
+        self.ctx
+            .exec_arg(CmdOp::ModifyDcb, &arg)
+            .map(|_| ())
+            .inspect_err(|_| {
+                // Best effort: the ETS the NIC ran a moment ago is valid there.
+                let _ = self.set_ets(&old);
+            })
     }
 
     /// Turns PFC on for the priorities whose bits are set (bit `p` for priority `p`) and

@@ -306,9 +306,23 @@ fn pfc_priorities_are_set_and_read_back() {
 fn dcb_maps_and_ets_are_set_whole_and_read_back() {
     for m in models() {
         let a = side(m, 1);
-        // Unconfigured: DSCP d is priority d >> 3, PCP p is p, ETS with equal shares.
+        // The NIC's own receive buffer: the SoC's DCB block has 16 KiB (`nic_soc`'s
+        // DCB_BUF_BYTES), the other models the DCB block's default 64 KiB.
+        let buf = a.ctx.dcb_rx_buffer().unwrap();
+        let want_buf = if m == Model::Soc {
+            16_384
+        } else {
+            RX_BUFFER_BYTES
+        };
+        assert_eq!(buf, want_buf, "{m:?}");
+        // Unconfigured: DSCP d is priority d >> 3, PCP p is p, ETS with equal shares,
+        // PFC thresholds at a quarter and an eighth of the buffer.
         let d = a.ctx.query_dcb().unwrap();
-        assert_eq!(d, DcbConfig::OFF, "{m:?}");
+        let booted = DcbConfig {
+            pfc_thresholds: PfcThresholds::for_buffer(buf),
+            ..DcbConfig::OFF
+        };
+        assert_eq!(d, booted, "{m:?}");
         assert_eq!(d.map.dscp[48], 6, "{m:?}: the CNPs' DSCP on priority 6");
         assert_eq!(d.ets.bw.iter().map(|&b| u32::from(b)).sum::<u32>(), 100);
         // One configuration as DCBX would hand it over: PFC on 3, priority 6 strict,
@@ -328,8 +342,8 @@ fn dcb_maps_and_ets_are_set_whole_and_read_back() {
         // ABI 1.4: the receive buffer's PFC thresholds and the egress map (priority 3
         // tagged as PCP 5, the inverse of the PCP map's entry above).
         want.pfc_thresholds = PfcThresholds {
-            xoff: 20_000,
-            xon: 12_000,
+            xoff: buf * 5 / 16,
+            xon: buf * 3 / 16,
             quanta: 3_000,
         };
         want.prio_pcp[3] = 5;
@@ -356,8 +370,12 @@ fn dcb_maps_and_ets_are_set_whole_and_read_back() {
             status(a.ctx.set_dcb(&bad).unwrap_err()),
             CmdStatus::BadParam
         );
-        // XON not below XOFF, XOFF beyond the 64 KiB buffer.
-        for (xoff, xon) in [(20_000, 20_000), (RX_BUFFER_BYTES + 1, 1_000)] {
+        // XON not below XOFF, XOFF beyond the NIC's buffer (on the SoC that includes
+        // thresholds a 64 KiB buffer would run).
+        for (xoff, xon) in [(5_000, 5_000), (buf + 1, 1_000), (20_000, 12_000)] {
+            if xoff <= buf && xon < xoff {
+                continue;
+            }
             let mut bad = want;
             bad.pfc_thresholds.xoff = xoff;
             bad.pfc_thresholds.xon = xon;
@@ -370,6 +388,74 @@ fn dcb_maps_and_ets_are_set_whole_and_read_back() {
         // set_pfc changes PFC alone.
         a.ctx.set_pfc(0b1001_0000).unwrap();
         want.pfc_enable = 0b1001_0000;
+        assert_eq!(a.ctx.query_dcb().unwrap(), want, "{m:?}");
+    }
+}
+
+/// ABI 1.6: the priority assignment table (802.1Qaz, dcbnl's `prio_tc`) through
+/// QUERY_ETS/MODIFY_ETS on every model, alone and as part of `set_dcb`; a refused ETS
+/// changes nothing, and a `set_dcb` the NIC refuses after its MODIFY_ETS puts the old
+/// ETS back.
+#[test]
+fn ets_priority_assignment_is_set_through_the_abi_and_read_back() {
+    for m in models() {
+        let a = side(m, 1);
+        let booted = a.ctx.query_ets().unwrap();
+        assert_eq!(booted, EtsConfig::EQUAL, "{m:?}");
+        // Priorities 1 and 2 share class 1 (ETS 50 %) against class 3 (ETS 50 %), the
+        // other classes strict.
+        let two = EtsConfig {
+            strict: Priorities(0b1111_0101),
+            bw: [0, 50, 0, 50, 0, 0, 0, 0],
+            prio_tc: [0, 1, 1, 3, 4, 5, 6, 7],
+        };
+        a.ctx.set_ets(&two).unwrap();
+        assert_eq!(a.ctx.query_ets().unwrap(), two, "{m:?}");
+        assert_eq!(a.ctx.query_dcb().unwrap().ets, two, "{m:?}");
+        if m != Model::Soc {
+            assert_eq!(
+                a.nic.port_config().dcb.ets,
+                two,
+                "{m:?}: the NIC runs with it"
+            );
+        }
+        // Refused, nothing changed: a class above 7, shares summing to 90.
+        for bad in [
+            EtsConfig {
+                prio_tc: [0, 1, 1, 3, 4, 5, 6, 8],
+                ..two
+            },
+            EtsConfig {
+                bw: [0, 50, 0, 40, 0, 0, 0, 0],
+                ..two
+            },
+        ] {
+            assert_eq!(
+                status(a.ctx.set_ets(&bad).unwrap_err()),
+                CmdStatus::BadParam
+            );
+        }
+        assert_eq!(a.ctx.query_ets().unwrap(), two, "{m:?}");
+        // The whole DCB configuration with a table: priorities 3 and 5 in class 3.
+        let mut want = a.ctx.query_dcb().unwrap();
+        want.pfc_enable = 0b0010_1000;
+        want.ets.prio_tc = [0, 1, 2, 3, 4, 3, 6, 7];
+        want.ets.strict = Priorities(0b1111_0110);
+        want.ets.bw = [30, 0, 0, 70, 0, 0, 0, 0];
+        a.ctx.set_dcb(&want).unwrap();
+        assert_eq!(a.ctx.query_dcb().unwrap(), want, "{m:?}");
+        if m != Model::Soc {
+            assert_eq!(a.nic.port_config().dcb, want, "{m:?}: the NIC runs with it");
+        }
+        // A valid ETS with a map entry beyond 7: MODIFY_ETS is taken, MODIFY_DCB
+        // refused, and the ETS before it is back.
+        let mut bad = want;
+        bad.ets = two;
+        bad.map.dscp[3] = 9;
+        assert_eq!(
+            status(a.ctx.set_dcb(&bad).unwrap_err()),
+            CmdStatus::BadParam
+        );
         assert_eq!(a.ctx.query_dcb().unwrap(), want, "{m:?}");
     }
 }

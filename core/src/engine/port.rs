@@ -190,15 +190,28 @@ impl DcbConfig {
         prio_pcp: [0, 1, 2, 3, 4, 5, 6, 7],
     };
 
-    /// Why the settings cannot be applied: a map entry above priority 7 (or PCP 7),
-    /// ETS shares that break 802.1Qaz's rules, or PFC thresholds the receive buffer
-    /// cannot run.
-    pub fn validate(&self) -> Result<(), &'static str> {
+    /// Why the settings cannot be applied on a NIC whose receive buffer holds
+    /// `rx_buffer` bytes: [`DcbConfig::validate_rules`], or an XOFF threshold beyond
+    /// that buffer (the NIC's own: QUERY_DCB's `rx_buffer`, the firmware's
+    /// `Datapath::rx_buffer_bytes`).
+    pub fn validate(&self, rx_buffer: u32) -> Result<(), &'static str> {
+        self.validate_rules()?;
+        if !self.pfc_thresholds.is_valid(rx_buffer) {
+            return Err("PFC thresholds: XOFF beyond the NIC's receive buffer");
+        }
+        Ok(())
+    }
+
+    /// The rules that hold whatever the NIC: no map entry above priority 7 (or PCP 7),
+    /// ETS shares by 802.1Qaz's rules, XON below XOFF and a pause of at least one
+    /// quantum. What DCBX (whose TLVs carry no thresholds) checks; the NIC adds its
+    /// buffer's size ([`DcbConfig::validate`]).
+    pub fn validate_rules(&self) -> Result<(), &'static str> {
         if !self.map.is_valid() || self.prio_pcp.iter().any(|&p| p > 7) {
             return Err("a priority map entry above 7");
         }
-        if !self.pfc_thresholds.is_valid() {
-            return Err("PFC thresholds: need XON < XOFF <= the receive buffer, quanta > 0");
+        if !self.pfc_thresholds.is_consistent() {
+            return Err("PFC thresholds: need XON < XOFF and quanta > 0");
         }
         self.ets.validate().map_err(|e| match e {
             EtsError::StrictWithShare(_) => "a strict ETS class with a bandwidth share",

@@ -205,7 +205,7 @@ impl EtsTlv {
             ets,
             ..DcbConfig::OFF
         };
-        probe.validate().map_err(DcbxError::Invalid)?;
+        probe.validate_rules().map_err(DcbxError::Invalid)?;
         Ok(ets)
     }
 
@@ -305,7 +305,7 @@ impl DcbxRepr {
                 *slot = a.priority & 7;
             }
         }
-        c.validate().map_err(DcbxError::Invalid)?;
+        c.validate_rules().map_err(DcbxError::Invalid)?;
         Ok(c)
     }
 

@@ -130,6 +130,9 @@ pub mod dcb_reg {
     pub const RX_DROPS: u32 = 0x8C;
     /// The link's bit times per clock cycle, Q16.8: what pause quanta are counted in.
     pub const LINK_BPC: u32 = 0x90;
+    /// The receive buffer's size in bytes (`nic_soc`'s `DCB_BUF_BYTES`): XOFF must fit
+    /// in it.
+    pub const BUF_BYTES: u32 = 0x94;
 }
 
 /// The queue of `QP_DB` doorbells (offset in [`map::HOST_WINDOW`], firmware side only):
@@ -362,6 +365,10 @@ impl Datapath for MmioDatapath {
             return Priorities::ALL;
         }
         Priorities(self.mmio.read(map::DCB + dcb_reg::PAUSED) as u8)
+    }
+
+    fn rx_buffer_bytes(&self) -> u32 {
+        self.mmio.read(map::DCB + dcb_reg::BUF_BYTES)
     }
 
     fn set_dcb(&mut self, dcb: &DcbConfig, mac: [u8; 6]) {

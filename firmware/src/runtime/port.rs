@@ -6,11 +6,11 @@
 use super::{status_of, Nic};
 use crate::abi::counters::{port_counter_values, qp_counter_values};
 use crate::abi::{
-    self, CcArg, CmdEntry, CmdOp, CmdStatus, CounterScope, DcbArg, DecodeError, GidArg, PortArg,
-    QpCcArg, QueryCountersArg,
+    self, CcArg, CmdEntry, CmdOp, CmdStatus, CounterScope, DcbArg, DecodeError, EtsArg, GidArg,
+    PortArg, QpCcArg, QueryCountersArg,
 };
 use crate::hal::{Datapath, Hal};
-use roce_core::engine::PortConfig;
+use roce_core::engine::{DcbConfig, PortConfig};
 use roce_core::memory::Dma;
 use roce_core::num::Qpn;
 use zerocopy::little_endian::U32;
@@ -30,6 +30,14 @@ impl<
     /// Executes one of the port's commands.
     pub(super) fn port_command(&mut self, op: CmdOp, e: &mut CmdEntry) -> CmdStatus {
         let cfg = *self.engine.config();
+        // PFC thresholds must fit this NIC's receive buffer, not a default one.
+        let rx_buffer = self.hal.datapath().rx_buffer_bytes();
+        let fits = |dcb: DcbConfig| -> Result<PortConfig, DecodeError> {
+            dcb.validate(rx_buffer).map_err(DecodeError)?;
+            let mut new = cfg;
+            new.dcb = dcb;
+            Ok(new)
+        };
         let changed = match op {
             CmdOp::QueryPort => {
                 abi::set_payload(
@@ -54,7 +62,11 @@ impl<
                 return CmdStatus::Ok;
             }
             CmdOp::QueryDcb => {
-                abi::set_payload(e, &DcbArg::from_config(&cfg.dcb));
+                abi::set_payload(e, &DcbArg::from_config(&cfg.dcb, rx_buffer));
+                return CmdStatus::Ok;
+            }
+            CmdOp::QueryEts => {
+                abi::set_payload(e, &EtsArg::from_config(&cfg.dcb.ets));
                 return CmdStatus::Ok;
             }
             CmdOp::QueryCc => {
@@ -66,11 +78,10 @@ impl<
             CmdOp::QueryCounters => return self.query_counters(e),
             CmdOp::ModifyPort => modify_port(&cfg, &abi::payload(e)),
             CmdOp::ModifyGid => modify_gid(&cfg, &abi::payload(e)),
-            CmdOp::ModifyDcb => abi::payload::<DcbArg>(e).apply(&cfg.dcb).map(|dcb| {
-                let mut new = cfg;
-                new.dcb = dcb;
-                new
-            }),
+            CmdOp::ModifyDcb => abi::payload::<DcbArg>(e).apply(&cfg.dcb).and_then(fits),
+            CmdOp::ModifyEts => abi::payload::<EtsArg>(e)
+                .to_config()
+                .and_then(|ets| fits(DcbConfig { ets, ..cfg.dcb })),
             CmdOp::ModifyCc => abi::payload::<CcArg>(e).to_config().map(|cc| {
                 let mut new = cfg;
                 new.cc = cc;

@@ -19,7 +19,8 @@
 //             address = offset / 4); reads: 0x80 the priorities the link
 //             partner paused, 0x84 those this port paused (XOFF), 0x88 PFC
 //             frames received, 0x8C frames its receive buffer dropped, 0x90
-//             the link's bit times per clock (Q16.8, LINK_BPC_Q8)
+//             the link's bit times per clock (Q16.8, LINK_BPC_Q8), 0x94 the
+//             receive buffer's bytes (DCB_BUF_BYTES: what PFC thresholds fit)
 //
 // The core's RAM (RAM_BYTES at address 0, soc_ram) holds code, data and
 // stack: port A serves instruction fetches, port B data accesses and the DMA
@@ -426,6 +427,7 @@ module nic_soc #(
         8'h88: rd_dcb <= rx_pfc_frames;
         8'h8C: rd_dcb <= rx_drops;
         8'h90: rd_dcb <= 32'(LINK_BPC_Q8);
+        8'h94: rd_dcb <= 32'(DCB_BUF_BYTES);
         default: rd_dcb <= '0;
       endcase
     end

@@ -5,7 +5,11 @@
 // (`roce_dp_top`, 64-bit: the RX parser and the TX ICRC inserter).
 //
 // RX: frames from the wire go into the parser and, beat for beat, into a
-// 16 KiB ring. A frame's descriptor (length, beats) is queued at its last
+// ring of RX_FRAMES frames (RING_BYTES; in the SoC 8 KiB and 2 frames: the
+// frame the firmware reads and the next one). Frames wait in the DCB
+// block's receive buffer in front of it (nic_soc), where PFC counts them;
+// a frame in this ring is no longer counted, so the ring is kept small
+// (docs/dcb.md §3). A frame's descriptor (length, beats) is queued at its last
 // beat and judged when the parser's metadata record for it comes out (in
 // frame order): frames with an error (bad ICRC, not RoCE, ...) or longer
 // than MAX_FRAME bytes are dropped in hardware and counted; the oldest good
@@ -34,7 +38,11 @@ module soc_datapath
   import roce_rx_pkg::*;
 #(
     // longest frame accepted, bytes (a 4096-byte MTU plus every header)
-    parameter int MAX_FRAME = 4224
+    parameter int MAX_FRAME = 4224,
+    // the RX ring: bytes (a power of two, at least MAX_FRAME and at most the
+    // 8 KiB RX_BUF window) and frames held (a power of two, at least 2)
+    parameter int RING_BYTES = 8192,
+    parameter int RX_FRAMES = 2
 ) (
     input  wire logic         clk,
     input  wire logic         rst,
@@ -69,11 +77,19 @@ module soc_datapath
     output logic              tx_axis_tlast
 );
 
-  localparam int RING_BEATS = 2048;            // 16 KiB
+  localparam int RING_BEATS = RING_BYTES / 8;
   localparam int RB = $clog2(RING_BEATS);
   localparam int MAX_BEATS = (MAX_FRAME + 7) / 8;
-  localparam int DESCS = 16;
+  localparam int DESCS = RX_FRAMES;
   localparam int DB = $clog2(DESCS);
+
+  initial begin
+    if ((RING_BYTES & (RING_BYTES - 1)) != 0 || RING_BYTES < MAX_FRAME || RING_BYTES > 8192
+        || DESCS < 2 || (DESCS & (DESCS - 1)) != 0) begin
+      $error("soc_datapath: RING_BYTES and RX_FRAMES out of range");
+      $finish;
+    end
+  end
   localparam int TX_BEATS = 1024;              // 8 KiB
   localparam int TB = $clog2(TX_BEATS);
 

@@ -11,16 +11,18 @@
 //! from its first unacknowledged PSN, Go-Back-N or the holes of selective repeat). The
 //! retry budget starts afresh only on progress (rxe's `reset_retry_counters`, the
 //! engine's `acked_to`), so the window starts at the first answer that acknowledged
-//! `p - 1` and reached the requester intact: an ACK of `p - 1`, a sequence NAK naming
-//! `p`, the last READ response or the atomic ACK of `p - 1`. Answers to later PSNs that
-//! arrive after it (READ responses and atomic ACKs of later requests, which do not
-//! acknowledge an unanswered READ or atomic before them; duplicates) are not progress:
-//! seed 200's requester, its READ at `p` never answered, received the answers to its
-//! later READ and atomic after its seventh retry, and the first version of this proof,
-//! whose window began at the last answer received, found nothing sent after it. In the
-//! window the responder's ePSN is at or after `p` (it acknowledged `p - 1`), so `p` is
-//! a duplicate or in order there, and IBTA (rxe alike) has the responder answer every
-//! copy of it that asks for an acknowledgement. The proof holds when:
+//! `p - 1` and reached the requester intact: an ACK of `p - 1` or a sequence NAK
+//! naming `p` (cumulative), or the last copy of a READ response or the atomic ACK at `p - 1`
+//! (taken only in order, and the capture does not say which copy was: seeds 216 and
+//! 221). Answers to later PSNs that arrive after it (READ responses and atomic ACKs of
+//! later requests, which do not acknowledge an unanswered READ or atomic before them;
+//! duplicates) are not progress: seed 200's requester, its READ at `p` never answered,
+//! received the answers to its later READ and atomic after its seventh retry, and the
+//! first version of this proof, whose window began at the last answer received, found
+//! nothing sent after it. In the window the responder's ePSN is at or after `p` (it
+//! acknowledged `p - 1`), so `p` is a duplicate or in order there, and IBTA (rxe alike)
+//! has the responder answer every copy of it that asks for an acknowledgement. The
+//! proof holds when:
 //! * the requester sent `p` at least `retry_cnt` times in the window;
 //! * no answer to `p` itself (an ACK, a READ response or an atomic ACK with PSN `p`,
 //!   each progress) reached the requester intact in the window; and
@@ -48,10 +50,14 @@ struct Seen {
 /// What a response says about the requests up to its PSN `q`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Answer {
-    /// An ACK, or the last READ response or atomic ACK of a request: everything up to
-    /// `q` is done.
+    /// An ACK: everything up to `q` is done.
     Through,
-    /// A READ response that does not end its READ: `q` is answered, the READ is not.
+    /// The last READ response or the atomic ACK of a request: everything up to `q` is
+    /// done, but the requester takes it only in order (after every earlier response of
+    /// its READ, and the answers to the READs and atomics before it).
+    Ends,
+    /// A READ response that does not end its READ: `q` is answered, the READ is not
+    /// (taken only in order too).
     Part,
     /// A NAK (sequence error, SACK, RNR or fatal): everything before `q` is done, `q`
     /// itself is not.
@@ -61,10 +67,9 @@ enum Answer {
 fn answer(p: &Packet<'_>) -> Option<Answer> {
     let ends = p.info().position.ends();
     match (p.info().operation, p.aeth().map(|a| a.syndrome)) {
-        (Operation::Acknowledge, Some(Syndrome::Ack(_))) | (Operation::AtomicAcknowledge, _) => {
-            Some(Answer::Through)
-        }
-        (Operation::RdmaReadResponse, _) if ends => Some(Answer::Through),
+        (Operation::Acknowledge, Some(Syndrome::Ack(_))) => Some(Answer::Through),
+        (Operation::AtomicAcknowledge, _) => Some(Answer::Ends),
+        (Operation::RdmaReadResponse, _) if ends => Some(Answer::Ends),
         (Operation::RdmaReadResponse, _) => Some(Answer::Part),
         (Operation::Acknowledge, Some(_)) => Some(Answer::Before),
         _ => None,
@@ -128,25 +133,28 @@ fn judge(a: &[Seen], b: &[Seen], qpns: (Qpn, Qpn), retry_cnt: u8) -> Result<Stri
             .filter_map(|s| Some((s.at, s.bth?.1, s.answer?)))
     };
     // The last progress. ACKs and NAKs are cumulative: the first that acknowledged
-    // `first - 1` is it. A READ response in the middle of its READ at `first - 1` is
-    // progress too (the requester takes it in order, starts its retry budget afresh
-    // and later resends the READ's tail from `first`), but only a copy that arrived in
-    // order was taken, and the capture cannot tell which: seed 221's requester dropped
-    // the first copy (the responses before it were lost) and took a later one. The
-    // window starts at the last such copy; that counts fewer retries, never more.
+    // `first - 1` is it. A READ response at `first - 1` (the last of its READ, or one in
+    // the middle, after which the requester resends the READ's tail from `first`) and
+    // an atomic ACK there are progress too, but only a copy that arrived in order was
+    // taken, and the capture cannot tell which: seed 221's requester dropped the first
+    // copy of a response in the middle (the responses before it were lost) and took a
+    // later one; seed 216's dropped the first copy of a READ's last response (one in
+    // its middle was missing) and took a later one, and meanwhile rightly dropped the
+    // answer to the next READ, at `first`. The window starts at the last such copy;
+    // that counts fewer retries, never more.
     let before = first.sub(1);
     let cumulative = answers()
         .find(|&(_, psn, ans)| match ans {
             Answer::Through => psn == before,
             Answer::Before => psn == first,
-            Answer::Part => false,
+            Answer::Ends | Answer::Part => false,
         })
         .map(|(at, _, _)| at);
-    let part = answers()
-        .filter(|&(_, psn, ans)| ans == Answer::Part && psn == before)
+    let in_order = answers()
+        .filter(|&(_, psn, ans)| matches!(ans, Answer::Ends | Answer::Part) && psn == before)
         .map(|(at, _, _)| at)
         .next_back();
-    let since = cumulative.into_iter().chain(part).max().unwrap_or(0);
+    let since = cumulative.into_iter().chain(in_order).max().unwrap_or(0);
     if let Some((at, _, _)) =
         answers().find(|&(at, psn, ans)| at > since && psn == first && ans != Answer::Before)
     {
@@ -274,9 +282,9 @@ mod tests {
                 b.push(frame(t + 2, false, B, 971));
                 b.push(answered(t + 3, true, A, 971, Some(Answer::Part)));
             }
-            a.push(answered(t + 5_000, false, A, 972, Some(Answer::Through)));
-            a.push(answered(t + 5_001, false, A, 975, Some(Answer::Through)));
-            a.push(answered(t + 5_002, false, A, 977, Some(Answer::Through)));
+            a.push(answered(t + 5_000, false, A, 972, Some(Answer::Ends)));
+            a.push(answered(t + 5_001, false, A, 975, Some(Answer::Ends)));
+            a.push(answered(t + 5_002, false, A, 977, Some(Answer::Ends)));
         }
         (a, b)
     }
@@ -327,6 +335,60 @@ mod tests {
         a.push(answered(300_004, false, A, 1003, Some(Answer::Part)));
         a.sort_by_key(|s| s.at);
         let err = judge(&a, &b, (A, B), 7).expect_err("1003 was answered");
+        assert!(
+            err.contains("at 300004 ns") && err.contains("ignored"),
+            "{err}"
+        );
+    }
+
+    /// Seed 216's story (RTL datapath, selective repeat, QP pair 7): a READ at 245..250,
+    /// then a one-packet READ at 251. The response 247 is lost, so the requester drops
+    /// 248..250 (the first copy of the last response, 250, at 503 ns) and resends the
+    /// READ's tail; the response to 251 arrives at 2,374 ns, while 247 is still missing,
+    /// and is rightly dropped too (a later READ's answer does not finish an earlier
+    /// READ); 247..250 arrive at 4,431..4,689 ns and finish the READ. Then 251 is sent
+    /// seven times, the responder answers the five copies it gets, and the link loses
+    /// every answer (in the run, the link's random stream replayed from the seed predicts
+    /// each of those losses).
+    fn seed_216() -> (Vec<Seen>, Vec<Seen>) {
+        let (part, ends) = (Some(Answer::Part), Some(Answer::Ends));
+        let mut a = vec![frame(0, true, B, 245), frame(8, true, B, 251)];
+        for (at, psn) in [(68, 245), (157, 246), (334, 248), (422, 249)] {
+            a.push(answered(at, false, A, psn, part));
+        }
+        a.push(answered(503, false, A, 250, ends));
+        a.push(frame(340, true, B, 247));
+        a.push(frame(342, true, B, 251));
+        a.push(answered(2_374, false, A, 251, ends));
+        for (at, psn) in [(4_431, 247), (4_519, 248), (4_608, 249)] {
+            a.push(answered(at, false, A, psn, part));
+        }
+        a.push(answered(4_689, false, A, 250, ends));
+        let mut b = Vec::new();
+        for k in 0..7u64 {
+            let t = 4_775 + 100_000 * k;
+            a.push(frame(t, true, B, 251));
+            if matches!(k, 0 | 2 | 3 | 4 | 6) {
+                b.push(frame(t + 2, false, B, 251));
+                b.push(answered(t + 2, true, A, 251, ends));
+            }
+        }
+        a.sort_by_key(|s| s.at);
+        (a, b)
+    }
+
+    #[test]
+    fn a_reads_last_response_counts_from_its_last_copy() {
+        let (a, b) = seed_216();
+        let why = judge(&a, &b, (A, B), 7).expect("the link spent the budget");
+        assert!(why.contains("PSN 251 sent 7 times"), "{why}");
+        assert!(why.contains("(at 4689 ns); 5 intact copies"), "{why}");
+        // An answer to 251 after the last copy of the response before it is still
+        // caught.
+        let (mut a, b) = seed_216();
+        a.push(answered(300_004, false, A, 251, Some(Answer::Ends)));
+        a.sort_by_key(|s| s.at);
+        let err = judge(&a, &b, (A, B), 7).expect_err("251 was answered");
         assert!(
             err.contains("at 300004 ns") && err.contains("ignored"),
             "{err}"
