@@ -124,7 +124,13 @@ module fp_inflight
   logic [SG_BITS-1:0] a_sge;
   logic [E_W:0]     a_head, a_tail;
   logic             a_gapp;
-  logic [3:0]       a_mtu;
+  // the MTU: the table's word read a cycle ahead, or the firmware's word-0 write
+  // of that cycle; chosen after the registers (a choice before them is a
+  // transparent read port, which yosys builds from distributed RAM as an address
+  // register and a read in this cycle: the read back on the append's path)
+  logic [3:0]       a_mtu_rd, a_mtu_wr, a_mtu;
+  logic             a_mtu_fw;
+  assign a_mtu = a_mtu_fw ? a_mtu_wr : a_mtu_rd;
   logic             a_full, a_ok;
   assign a_full = a_tail - a_head == (E_W + 1)'(E);
   assign a_ok = a_v && !a_full;
@@ -161,8 +167,9 @@ module fp_inflight
     if (clr && w0_wr_addr == ap_qpn) a_gapp <= 1'b0;
     else if (a_v && a_qpn == ap_qpn) a_gapp <= a_full;
     else a_gapp <= gapp[ap_qpn];
-    if (w0_wr_en && w0_wr_addr == ap_qpn) a_mtu <= w0_wr_data[8*SC_FLAGS + 4 +: 4];
-    else a_mtu <= mtu_log2[ap_qpn];
+    a_mtu_rd <= mtu_log2[ap_qpn];
+    a_mtu_wr <= w0_wr_data[8*SC_FLAGS + 4 +: 4];
+    a_mtu_fw <= w0_wr_en && w0_wr_addr == ap_qpn;
     if (rst) a_v <= 1'b0;
   end
 
