@@ -132,6 +132,13 @@ const FASTPATH_QPS: usize = roce_hdl_sim::FP_CTX_ENTRIES;
 /// FIFO, with room kept per priority: `PortQueues`).
 const TX_QUEUE: usize = 64;
 
+/// Frames of each priority the port's transmit queue holds in front of a fast path. The
+/// segmenter builds a frame when the port has room; frames it built ahead would be
+/// beyond a FLUSH's reach: after a NAK, each would go out before the resends and be
+/// sent again after them (with 64, a Go-Back-N rewind took 12 us and resent 50 packets
+/// per NAK against the firmware's 15; `docs/fastpath.md` §2.2).
+const FASTPATH_TX_QUEUE: usize = 1;
+
 impl LocalNic {
     /// The runtime over the software datapath: frames go straight to and from the engine
     /// ([`NicModel::receive_frame`], [`NicModel::transmit_frame`]).
@@ -147,7 +154,26 @@ impl LocalNic {
         caps: Capacities,
         make: impl FnOnce(QueuePort) -> Result<Box<dyn Datapath>, E>,
     ) -> Result<Rc<Self>, E> {
-        let queues = Rc::new(RefCell::new(PortQueues::new(TX_QUEUE)));
+        Self::with_queues(cfg, caps, PortQueues::new(TX_QUEUE), make)
+    }
+
+    /// [`LocalNic::with_datapath`] for a datapath with an RC fast path in it (the RTL's,
+    /// say): the port holds [`FASTPATH_TX_QUEUE`] frame per priority.
+    pub fn with_fastpath_datapath<E>(
+        cfg: PortConfig,
+        caps: Capacities,
+        make: impl FnOnce(QueuePort) -> Result<Box<dyn Datapath>, E>,
+    ) -> Result<Rc<Self>, E> {
+        Self::with_queues(cfg, caps, PortQueues::per_priority(FASTPATH_TX_QUEUE), make)
+    }
+
+    fn with_queues<E>(
+        cfg: PortConfig,
+        caps: Capacities,
+        queues: PortQueues,
+        make: impl FnOnce(QueuePort) -> Result<Box<dyn Datapath>, E>,
+    ) -> Result<Rc<Self>, E> {
+        let queues = Rc::new(RefCell::new(queues));
         let dp = make(QueuePort(queues.clone()))?;
         Ok(Self::boot(cfg, caps, Frames::Queued(queues), dp))
     }
@@ -167,7 +193,7 @@ impl LocalNic {
         caps: Capacities,
         make: impl FnOnce(QueuePort) -> Result<Box<D>, E>,
     ) -> Result<Rc<Self>, E> {
-        Self::with_datapath(cfg, caps, |port| {
+        Self::with_fastpath_datapath(cfg, caps, |port| {
             let dp = make(port)?;
             Ok(Box::new(FastPathPort::<D, FASTPATH_QPS>::new(*dp)) as Box<dyn Datapath>)
         })

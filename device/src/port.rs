@@ -35,10 +35,21 @@ impl PortQueues {
     /// priority).
     pub fn new(tx_frames: usize) -> Self {
         let reserved = PRIORITIES * TX_RESERVE;
-        let shared = tx_frames.saturating_sub(reserved);
+        Self::with_room(TX_RESERVE, tx_frames.saturating_sub(reserved))
+    }
+
+    /// Queues whose transmit side holds `frames` frames of each priority and nothing
+    /// shared: the MAC's room in front of a segmenter that builds a frame only when the
+    /// port can take it (the RC fast path: a frame queued here is beyond a FLUSH's reach,
+    /// `docs/fastpath.md` §2.2).
+    pub fn per_priority(frames: usize) -> Self {
+        Self::with_room(frames, 0)
+    }
+
+    fn with_room(reserve: usize, shared: usize) -> Self {
         Self {
             tx: VecDeque::new(),
-            tx_room: SharedBuffer::new(TX_RESERVE as u32, shared as u32),
+            tx_room: SharedBuffer::new(reserve as u32, shared as u32),
             map: PriorityMap::new(),
             rx: VecDeque::new(),
         }

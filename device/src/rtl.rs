@@ -37,7 +37,7 @@ pub fn rtl_fastpath_nic(
     caps: Capacities,
     width: DataWidth,
 ) -> Result<Rc<LocalNic>, SimError> {
-    LocalNic::with_datapath(cfg, caps, |port| {
+    LocalNic::with_fastpath_datapath(cfg, caps, |port| {
         FpPort::new(width, port).map(|p| Box::new(p) as Box<dyn Datapath>)
     })
 }

@@ -100,6 +100,10 @@ pub struct FpSim {
     tx_idle: bool,
     tx_slots_used: u8,
     rx_idle: bool,
+    /// `tx_m_axis_tready` held low: the port has no room (`FpSim::set_tx_hold`).
+    tx_hold: bool,
+    /// A frame beat waited at the transmit output in the last cycle.
+    tx_waiting: bool,
     last_activity: u64,
     timeline: Option<FpTimeline>,
 }
@@ -195,6 +199,8 @@ impl FpSim {
             tx_idle: true,
             tx_slots_used: 0,
             rx_idle: true,
+            tx_hold: false,
+            tx_waiting: false,
             last_activity: 0,
             timeline: None,
         }
@@ -232,6 +238,7 @@ impl FpSim {
         self.cycle = 0;
         self.last_activity = 0;
         self.rx_idle = true;
+        self.tx_waiting = false;
         self.rx_in.clear();
         self.rx_presenting = false;
         self.txd.clear();
@@ -429,6 +436,25 @@ impl FpSim {
         usize::from(self.tx_slots_used)
     }
 
+    /// Holds the transmit output's `tready` low from the next cycle on (the MAC has no
+    /// room: the segmenter stops at its frame FIFO instead of building frames a FLUSH
+    /// could not recall), or lets it go (random back-pressure of `set_shaping` still
+    /// applies).
+    pub fn set_tx_hold(&mut self, hold: bool) {
+        self.tx_hold = hold;
+    }
+
+    /// A frame waited at the transmit output in the last cycle (held, or back-pressured).
+    pub fn tx_waiting(&self) -> bool {
+        self.tx_waiting
+    }
+
+    /// No transfer on any port for `quiet` cycles (whatever waits at an input: a
+    /// transmit output held back stalls the DMA reads behind it).
+    pub fn quiet_for(&self, quiet: u64) -> bool {
+        self.cycle - self.last_activity >= quiet
+    }
+
     /// The segmenter holds no message (its `tx_idle` output in the last cycle).
     pub fn tx_idle(&self) -> bool {
         self.tx_idle
@@ -536,7 +562,8 @@ impl FpSim {
         };
         let mut input = FpIn {
             rx: axis(self.rx_in.front().filter(|_| self.rx_presenting)),
-            tx_out_ready: !self.rng.chance(sh.backpressure),
+            // (the draw first: a hold does not change the shaping's random sequence)
+            tx_out_ready: !self.rng.chance(sh.backpressure) && !self.tx_hold,
             ev_ready: !self.rng.chance(sh.backpressure),
             exc_ready: !self.rng.chance(sh.backpressure),
             dma_rd_req_ready: !self.rng.chance(sh.backpressure) && mem.is_some(),
@@ -737,6 +764,7 @@ impl FpSim {
         self.tx_idle = out.tx_idle;
         self.rx_idle = out.rx_idle;
         self.tx_slots_used = out.tx_slots_used;
+        self.tx_waiting = out.tx_out.valid && !input.tx_out_ready;
         if active {
             self.last_activity = self.cycle;
         }

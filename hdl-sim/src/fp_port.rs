@@ -59,7 +59,8 @@ pub struct FpPort<P> {
     port: P,
     /// Posted descriptors not yet offered to the RTL.
     ring: VecDeque<[u8; TXD_LEN]>,
-    /// Frames the RTL sent that the port has not taken yet.
+    /// A frame the RTL finished in the cycle the port ran out of room (at most one: the
+    /// RTL's output is held back while the port has no room).
     tx_out: VecDeque<Vec<u8>>,
     /// Events and exception frames, in the RTL's order.
     events: VecDeque<[u8; EVENT_LEN]>,
@@ -132,6 +133,13 @@ impl<P: Datapath> FpPort<P> {
             }
             None => false,
         }
+    }
+
+    /// Whether the port takes the RTL's next frame: the RTL's transmit output is held
+    /// back (`tready` low) otherwise, as the MAC holds it in hardware. Frames built ahead
+    /// into a queue would be beyond a FLUSH's reach and sent again after the resends.
+    fn port_room(&self) -> bool {
+        self.tx_out.is_empty() && self.port.tx_blocked().is_empty()
     }
 
     /// Moves what the RTL produced into the rings and the port.
@@ -279,13 +287,16 @@ impl<P: Datapath> FastPath for FpPort<P> {
         while let Some(n) = self.port.receive(&mut buf) {
             rx.push(buf.get(..n).unwrap_or(&[]).to_vec());
         }
-        if self.settled && rx.is_empty() {
+        // (a frame held at the RTL's output goes on once the port has room)
+        if self.settled && rx.is_empty() && !(self.fp.tx_waiting() && self.port_room()) {
             return any;
         }
         // table writes first: no frame or descriptor meets a context half written
         let start = self.fp.cycle();
         while self.fp.cfg_queued() {
+            self.fp.set_tx_hold(!self.port_room());
             self.fp.tick(dma);
+            any |= self.collect();
         }
         for f in &rx {
             self.fp.push_rx_frame(f);
@@ -297,8 +308,12 @@ impl<P: Datapath> FastPath for FpPort<P> {
                 offered = self.fp.cycle();
             }
             // done: quiet since the last offer (the ring holds no more than the planner
-            // has free slots: it is empty by then)
-            if self.fp.settled(QUIET) && self.fp.cycle() - offered >= QUIET {
+            // has free slots: it is empty by then), or stalled behind a port without
+            // room (the payload reads of the frames held back wait too)
+            let held = !self.port_room();
+            if (self.fp.settled(QUIET) || (held && self.fp.quiet_for(QUIET)))
+                && self.fp.cycle() - offered >= QUIET
+            {
                 break;
             }
             if self.fp.cycle() - start > RUN_LIMIT {
@@ -307,6 +322,7 @@ impl<P: Datapath> FastPath for FpPort<P> {
                 ));
                 break;
             }
+            self.fp.set_tx_hold(held);
             self.fp.tick(dma);
             any |= self.collect();
         }
