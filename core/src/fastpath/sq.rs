@@ -8,7 +8,7 @@
 
 use crate::memory::{AccessFlags, Pd, Protection};
 use crate::num::{Psn, Qpn, Rkey};
-use crate::transport::{sgl_len, SendFlags, SendWr, WrOp};
+use crate::transport::{sgl_len, SendFlags, SendWr};
 
 use super::tx::{MsgOp, TxMsg};
 
@@ -46,15 +46,14 @@ pub fn wqe_msg(
     idle: &SqIdle,
     mrt: &dyn Protection,
 ) -> Option<(TxMsg, Option<u64>)> {
-    let op = match wr.op {
-        WrOp::Send => MsgOp::Send,
-        WrOp::SendWithImm { imm } => MsgOp::SendWithImm(imm),
-        WrOp::RdmaWrite { .. } => MsgOp::Write,
-        WrOp::RdmaWriteWithImm { imm, .. } => MsgOp::WriteWithImm(imm),
-        // READ and atomics need credits and responses placed; SEND_WITH_INV and the
-        // local operations change the memory table: the firmware's.
-        _ => return None,
-    };
+    // READ and atomics need credits and responses placed; SEND_WITH_INV and the local
+    // operations change the memory table: the firmware's.
+    let op = MsgOp::of(&wr.op).filter(|op| {
+        matches!(
+            op,
+            MsgOp::Send | MsgOp::SendWithImm(_) | MsgOp::Write | MsgOp::WriteWithImm(_)
+        )
+    })?;
     if wr.ud.is_some()
         || wr.send_flags.contains(SendFlags::INLINE)
         || wr.send_flags.contains(SendFlags::FENCE)

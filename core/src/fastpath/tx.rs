@@ -3,7 +3,7 @@
 
 use crate::memory::Dma;
 use crate::num::{Msn, Psn, Qpn, Rkey};
-use crate::transport::{Mtu, Sge, MAX_SGE};
+use crate::transport::{Mtu, Sge, WrOp, MAX_SGE};
 use crate::wire::aeth::{AethRepr, Syndrome};
 use crate::wire::atomic::AtomicEthRepr;
 use crate::wire::bth::BthRepr;
@@ -61,6 +61,22 @@ pub enum MsgOp {
 }
 
 impl MsgOp {
+    /// What a work request of operation `op` sends; None for the local operations and
+    /// others no message descriptor carries.
+    pub fn of(op: &WrOp) -> Option<Self> {
+        Some(match *op {
+            WrOp::Send => Self::Send,
+            WrOp::SendWithImm { imm } => Self::SendWithImm(imm),
+            WrOp::SendWithInv { rkey } => Self::SendWithInv(rkey),
+            WrOp::RdmaWrite { .. } => Self::Write,
+            WrOp::RdmaWriteWithImm { imm, .. } => Self::WriteWithImm(imm),
+            WrOp::RdmaRead { .. } => Self::Read,
+            WrOp::AtomicCmpAndSwp { compare, swap, .. } => Self::CmpSwap { compare, swap },
+            WrOp::AtomicFetchAndAdd { add, .. } => Self::FetchAdd { add },
+            _ => return None,
+        })
+    }
+
     /// The §2.2 `op` code.
     pub const fn code(self) -> u8 {
         match self {

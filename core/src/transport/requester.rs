@@ -176,18 +176,8 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
     /// PSN of a WQE not started yet), without its SGEs. None for a local operation.
     fn msg_of(&self, idx: u16, pkt: u32, psn: Psn) -> Option<TxMsg> {
         let w = self.q.sq.get(usize::from(idx))?;
-        let op = match w.wr.op {
-            WrOp::Send => MsgOp::Send,
-            WrOp::SendWithImm { imm } => MsgOp::SendWithImm(imm),
-            WrOp::SendWithInv { rkey } => MsgOp::SendWithInv(rkey),
-            WrOp::RdmaWrite { .. } => MsgOp::Write,
-            WrOp::RdmaWriteWithImm { imm, .. } => MsgOp::WriteWithImm(imm),
-            WrOp::RdmaRead { .. } => MsgOp::Read,
-            WrOp::AtomicCmpAndSwp { compare, swap, .. } => MsgOp::CmpSwap { compare, swap },
-            WrOp::AtomicFetchAndAdd { add, .. } => MsgOp::FetchAdd { add },
-            // Local operations never get here (`req_select` does them), nor UD's sends.
-            _ => return None,
-        };
+        // Local operations never get here (`req_select` does them), nor UD's sends.
+        let op = MsgOp::of(&w.wr.op)?;
         let (remote_addr, rkey) = match w.wr.op {
             WrOp::AtomicCmpAndSwp {
                 remote_addr, rkey, ..
