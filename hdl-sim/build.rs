@@ -90,6 +90,7 @@ const SOC_RTL: &[&str] = &[
     "soc/soc_datapath.sv",
     "soc/soc_timer.sv",
     "soc/soc_log.sv",
+    "soc/soc_fp.sv",
     "soc/nic_soc.sv",
 ];
 const SOC_VLT: &str = "soc/vexriscv.vlt";
@@ -428,9 +429,17 @@ fn soc_model(manifest: &Path, out: &Path, rtl: &[PathBuf], version: &str) -> Res
         .iter()
         .filter(|f| !RTL.contains(f))
         .map(|f| rtl_dir.join(f));
+    // and the fast path in front of the datapath (`FASTPATH`, with the context
+    // entries of the fast path's own model), which the firmware uses when the host
+    // side sets the strap (`Soc::new`'s `fastpath`)
+    let fp = FP_RTL
+        .iter()
+        .filter(|f| !RTL.contains(f) && !DCB_RTL.contains(f))
+        .map(|f| rtl_dir.join(f));
     let files: Vec<PathBuf> = std::iter::once(vlt)
         .chain(rtl.iter().cloned())
         .chain(dcb)
+        .chain(fp)
         .chain(std::iter::once(core))
         .chain(soc)
         .collect();
@@ -441,9 +450,17 @@ fn soc_model(manifest: &Path, out: &Path, rtl: &[PathBuf], version: &str) -> Res
     for f in VERILATOR_FLAGS {
         stamp_src.extend(f.as_bytes());
     }
+    let params = [
+        "-GFASTPATH=1".to_string(),
+        format!("-GFP_NQP={FP_CTX_ENTRIES}"),
+    ];
+    for p in &params {
+        stamp_src.extend(p.as_bytes());
+    }
     let args = ["--top-module", SOC_TOP, "--prefix", "Vnic_soc"]
         .into_iter()
         .map(Into::into)
+        .chain(params.into_iter().map(Into::into))
         .chain(files.into_iter().map(PathBuf::into_os_string))
         .collect();
     Ok(Model {

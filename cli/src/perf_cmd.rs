@@ -79,7 +79,8 @@ pub struct PerfArgs {
     pub backend: Backend,
     /// The RC fast path (`docs/fastpath.md`) as the NIC's hardware (`on`: its software
     /// model, or with `--backend rtl` the RTL fast path), or the firmware handling every
-    /// packet (`off`). The SoC has none: the firmware image handles every packet.
+    /// packet (`off`). With `--backend soc`: the SoC's own fast path (the RTL in the SoC,
+    /// driven by the firmware image over MMIO), or its firmware alone.
     #[arg(long, value_enum, default_value_t = crate::interop::OnOff::On)]
     pub fastpath: crate::interop::OnOff,
     /// With `--backend soc`: an FST waveform of the whole client SoC to this file (the
@@ -401,7 +402,7 @@ fn boot(args: &PerfArgs, p: &Params) -> Result<([Rc<dyn NicModel>; 2], Option<[R
             (perf::nics(p, rtl, fastpath)?, None)
         }
         Backend::Soc => {
-            let socs = perf::soc_nics(p, args.waves.as_deref())?;
+            let socs = perf::soc_nics(p, args.waves.as_deref(), fastpath)?;
             (socs.clone().map(|s| s as Rc<dyn NicModel>), Some(socs))
         }
     })

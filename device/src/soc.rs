@@ -62,15 +62,17 @@ pub struct SocNic {
 
 impl SocNic {
     /// Boots the SoC with the `$readmemh` image and the port addresses on its pins;
-    /// `trace` dumps the whole SoC as an FST waveform there.
+    /// `trace` dumps the whole SoC as an FST waveform there; `fastpath` sets the strap
+    /// of its RC fast path (`Soc::new`).
     pub fn new(
         image: &Path,
         mac: [u8; 6],
         gid: [u8; 16],
         trace: Option<&Path>,
+        fastpath: bool,
     ) -> Result<Rc<Self>, SocError> {
         let mem = HostMemory::default();
-        let mut soc = Soc::new(image, mac, gid, Box::new(mem.clone()), trace)?;
+        let mut soc = Soc::new(image, mac, gid, Box::new(mem.clone()), trace, fastpath)?;
         let boot_cycles = soc.boot(BOOT_CYCLES)?;
         let log = soc.take_log();
         let busy = soc.busy_polls();

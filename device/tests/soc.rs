@@ -59,20 +59,121 @@ fn rc_between_two_socs() {
 /// Issue 14's budget lines on the SoC: one 64 KiB RDMA WRITE at path MTU 4096 (16 data
 /// packets) from SoC 0 to SoC 1, the instructions each SoC's firmware retired in the
 /// polls that found work (`minstret`, as the firmware counts itself), per data packet:
-/// the sender's and the receiver's, as the QEMU self-test reports them. The SoC has no
-/// fast-path RTL, so these are the firmware-only figures (BENCHMARKS.md). The bounds
-/// are what this version reaches with ~15 % margin.
+/// the sender's and the receiver's, as the QEMU self-test reports them. The fast path's
+/// strap is off, so these are the firmware-only figures (BENCHMARKS.md; with the fast
+/// path: the next test). The bounds are what this version reaches with ~15 % margin.
 #[test]
 fn budget_of_a_64k_write_at_mtu_4096_per_end() {
-    const LEN: usize = 65536;
-    const PACKETS: u64 = 16;
     let Some(image) = test_image() else { return };
+    let w = write_64k(&image, false);
+    let per = w.per_packet();
+    assert_eq!(
+        (w.d[0].frames_tx, w.d[1].frames_rx),
+        (PACKETS as u32, PACKETS as u32),
+        "the data packets each end counted"
+    );
+    w.report("firmware only");
+    assert!(
+        per[0] <= SOC_SENDER_BUDGET && per[1] <= SOC_RECEIVER_BUDGET,
+        "SoC firmware per data packet regressed: sender {}, receiver {}",
+        per[0],
+        per[1]
+    );
+}
+
+/// Issue 14 on the SoC with its RC fast path (`soc_fp`, `docs/fastpath.md` §6 "In the
+/// SoC"): the budget test's WRITE with the fast path's strap set on both SoCs, against
+/// the same WRITE on the firmware alone (the engine, the reference): the same bytes
+/// land, the same completion. The data packets never reach either firmware: the
+/// sender's segmenter sent them and the receiver's fast path placed them. Prints the
+/// firmware's instructions per data packet and the WRITE's time on both.
+#[test]
+fn a_64k_write_rides_the_socs_fast_path() {
+    let Some(image) = test_image() else { return };
+    let alone = write_64k(&image, false);
+    let fast = write_64k(&image, true);
+    alone.report("firmware only");
+    fast.report("fast path");
+    assert_eq!(fast.wc, alone.wc, "the completions differ");
+    let fp = |w: &Write64k, i: usize| w.counters[i].runtime.fastpath;
+    assert_eq!(
+        (fp(&alone, 0).tx_frames, fp(&alone, 1).rx_handled),
+        (0, 0),
+        "without the strap the fast path carries nothing"
+    );
+    assert!(
+        fp(&fast, 0).tx_frames >= PACKETS && fp(&fast, 1).rx_handled >= PACKETS,
+        "the fast path carried the data packets: sender {:?}, receiver {:?}",
+        fp(&fast, 0),
+        fp(&fast, 1)
+    );
+    assert_eq!(
+        (fast.d[0].frames_tx, fast.d[1].frames_rx),
+        (0, 0),
+        "no data packet went through either firmware"
+    );
+    let per = fast.per_packet();
+    assert!(
+        per[0] <= SOC_FP_BUDGET && per[1] <= SOC_FP_BUDGET,
+        "SoC firmware per data packet with the fast path: sender {}, receiver {}",
+        per[0],
+        per[1]
+    );
+}
+
+/// Data packets of [`write_64k`]'s WRITE.
+const PACKETS: u64 = 16;
+
+/// What [`write_64k`] saw.
+struct Write64k {
+    /// The WRITE's completion at SoC 0.
+    wc: roce_core::transport::WorkCompletion,
+    /// What each SoC's firmware measured of itself during the WRITE.
+    d: [roce_hdl_sim::soc::FirmwareStats; 2],
+    /// Each SoC's port counters (the ABI's), at the end.
+    counters: [roce_host::PortCounters; 2],
+    /// SoC cycles from the post to the completion.
+    cycles: u64,
+}
+
+impl Write64k {
+    fn per_packet(&self) -> [u64; 2] {
+        self.d.each_ref().map(|d| d.busy_instret / PACKETS)
+    }
+
+    fn report(&self, what: &str) {
+        let per = self.per_packet();
+        for ((end, d), per) in ["sender", "receiver"].iter().zip(&self.d).zip(per) {
+            eprintln!(
+                "budget (SoC, {what}): 1 x RDMA WRITE of 65536 B at MTU 4096: {end}: {} instructions in {} busy polls = {} per data packet ({} cycles per data packet, CPI {:.2}; {} frames sent, {} received by the firmware)",
+                d.busy_instret,
+                d.busy_polls,
+                per,
+                d.busy_cycles / PACKETS,
+                d.busy_cycles as f64 / d.busy_instret.max(1) as f64,
+                d.frames_tx,
+                d.frames_rx
+            );
+        }
+        eprintln!(
+            "SoC ({what}): post to completion {} cycles = {:.1} us, {:.3} Gb/s",
+            self.cycles,
+            self.cycles as f64 * 1e6 / CLOCK_HZ as f64,
+            65536.0 * 8.0 * CLOCK_HZ as f64 / self.cycles as f64 / 1e9
+        );
+    }
+}
+
+/// One 64 KiB RDMA WRITE at path MTU 4096 (16 data packets) from SoC 0 to SoC 1, the
+/// SoCs' fast path on or off; checks the data that landed.
+fn write_64k(image: &std::path::Path, fastpath: bool) -> Write64k {
+    const LEN: usize = 65536;
     let opts = ConnectOptions {
         mtu: roce_core::transport::Mtu::Mtu4096,
         timeout: 14,
         ..ConnectOptions::default()
     };
-    let mut p = soc_pair::pair_with(&image, 0.0, &opts);
+    let mut p = soc_pair::pair_on(image, 0.0, &opts, fastpath);
     let data: Vec<u8> = (0..LEN).map(|i| (i * 7 + i / 4096) as u8).collect();
     p.mr[0].write(0, &data).unwrap();
     // The set-up's last polls settle first.
@@ -80,6 +181,7 @@ fn budget_of_a_64k_write_at_mtu_4096_per_end() {
         p.wire.step(2_000);
     }
     let before = p.wire.nics.each_ref().map(|n| n.firmware_stats());
+    let start = p.wire.nics[0].cycles();
     let wr = SendWr::new(
         7,
         WrOp::RdmaWrite {
@@ -92,36 +194,23 @@ fn budget_of_a_64k_write_at_mtu_4096_per_end() {
     p.qp[0].post_send(&wr).unwrap();
     let wc = p.wire.completions(&p.cq[0], 1, 200_000_000);
     assert_eq!((wc[0].wr_id, wc[0].status), (7, WcStatus::Success));
+    let cycles = p.wire.nics[0].cycles() - start;
     let s = p.wire.nics.each_ref().map(|n| n.firmware_stats());
     let d = [s[0].since(&before[0]), s[1].since(&before[1])];
     let mut got = vec![0; LEN];
     p.mr[1].read(0, &mut got).unwrap();
     assert!(got == data, "the WRITE's data differ at SoC 1");
-    assert_eq!(
-        (d[0].frames_tx, d[1].frames_rx),
-        (PACKETS as u32, PACKETS as u32),
-        "the data packets each end counted"
-    );
-    let per = [d[0].busy_instret / PACKETS, d[1].busy_instret / PACKETS];
-    for ((end, d), per) in ["sender", "receiver"].iter().zip(&d).zip(per) {
-        eprintln!(
-            "budget (SoC, firmware only): 1 x RDMA WRITE of {LEN} B at MTU 4096: {end}: {} instructions in {} busy polls = {} per data packet ({} cycles per data packet, CPI {:.2}; {} frames sent, {} received)",
-            d.busy_instret,
-            d.busy_polls,
-            per,
-            d.busy_cycles / PACKETS,
-            d.busy_cycles as f64 / d.busy_instret.max(1) as f64,
-            d.frames_tx,
-            d.frames_rx
-        );
+    let counters = p._ctx.each_ref().map(|c| c.query_counters().unwrap());
+    Write64k {
+        wc: wc[0],
+        d,
+        counters,
+        cycles,
     }
-    assert!(
-        per[0] <= SOC_SENDER_BUDGET && per[1] <= SOC_RECEIVER_BUDGET,
-        "SoC firmware per data packet regressed: sender {}, receiver {}",
-        per[0],
-        per[1]
-    );
 }
+
+/// The SoC's firmware per data packet with its fast path, both ends: issue 14's 100.
+const SOC_FP_BUDGET: u64 = 100;
 
 /// What the SoC's firmware reaches per data packet (see the test above: sender 86,149,
 /// receiver 57,179 on 2026-12-02, BENCHMARKS.md "The NIC SoC"), with ~15 % margin.
@@ -158,8 +247,8 @@ fn qps_in_host_memory_ring_through_qp_db() {
     let Some(image) = test_image() else { return };
     const N: usize = 12;
     const LEN: usize = 256;
-    let nics =
-        [1u8, 2].map(|l| SocNic::new(&image, mac(l), ipv4_gid([10, 0, 0, l]), None).unwrap());
+    let nics = [1u8, 2]
+        .map(|l| SocNic::new(&image, mac(l), ipv4_gid([10, 0, 0, l]), None, false).unwrap());
     let ctx = nics.clone().map(|n| Context::open(n).unwrap());
     for c in &ctx {
         c.set_icm(64).unwrap();
@@ -302,8 +391,8 @@ fn pfc_on_the_soc_is_the_models() {
     const N: usize = 4;
     const LEN: usize = 4096;
     const QUANTA: u16 = 50_000;
-    let nics =
-        [1u8, 2].map(|l| SocNic::new(&image, mac(l), ipv4_gid([10, 0, 0, l]), None).unwrap());
+    let nics = [1u8, 2]
+        .map(|l| SocNic::new(&image, mac(l), ipv4_gid([10, 0, 0, l]), None, false).unwrap());
     let ctx = nics.clone().map(|n| Context::open(n).unwrap());
     let dcb = DcbConfig {
         pfc_enable: 1 << PFC_PRIO,

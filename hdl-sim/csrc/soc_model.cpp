@@ -19,7 +19,7 @@ namespace {
 class Soc final : public SocModel {
 public:
     Soc(const std::string& image, rust::Slice<const uint8_t> mac,
-        rust::Slice<const uint8_t> gid, bool trace)
+        rust::Slice<const uint8_t> gid, bool trace, bool fastpath)
         : ctx_(new VerilatedContext) {
         if (mac.size() != 6 || gid.size() != 16)
             throw std::runtime_error("the MAC has 6 bytes and the GID 16");
@@ -40,6 +40,8 @@ public:
             for (int b = 0; b < 4; ++b) v = (v << 8) | gid[(3 - w) * 4 + b];
             m_->port_gid[w] = v;
         }
+        // the strap: frames from the wire go through the fast path
+        m_->fp_strap = fastpath;
         m_->rx_axis_tvalid = 0;
         m_->tx_axis_tready = 1;
         m_->log_ready = 1;
@@ -246,8 +248,9 @@ private:
 }  // namespace
 
 std::unique_ptr<SocModel> new_soc_model(rust::Str image, rust::Slice<const uint8_t> mac,
-                                        rust::Slice<const uint8_t> gid, bool trace) {
-    return std::unique_ptr<SocModel>(new Soc(std::string(image), mac, gid, trace));
+                                        rust::Slice<const uint8_t> gid, bool trace,
+                                        bool fastpath) {
+    return std::unique_ptr<SocModel>(new Soc(std::string(image), mac, gid, trace, fastpath));
 }
 
 }  // namespace roce_hdl

@@ -41,6 +41,6 @@ public:
 // image: the $readmemh file of the RAM; mac (6 bytes) and gid (16 bytes) as on
 // the wire; trace: allow open_trace.
 std::unique_ptr<SocModel> new_soc_model(rust::Str image, rust::Slice<const uint8_t> mac,
-                                        rust::Slice<const uint8_t> gid, bool trace);
+                                        rust::Slice<const uint8_t> gid, bool trace, bool fastpath);
 
 }  // namespace roce_hdl

@@ -181,13 +181,15 @@ pub struct Soc {
 #[cfg(roce_soc_unavailable)]
 impl Soc {
     /// The SoC running `image` with the port addresses `mac` and `gid`, its DMA engine
-    /// reaching `mem`; with `trace`, an FST waveform of the whole SoC is written there.
+    /// reaching `mem`; with `trace`, an FST waveform of the whole SoC is written there;
+    /// with `fastpath`, the fast path's strap is set.
     pub fn new(
         _image: &Path,
         _mac: [u8; 6],
         _gid: [u8; 16],
         _mem: Box<dyn Dma>,
         _trace: Option<&Path>,
+        _fastpath: bool,
     ) -> Result<Self, SocError> {
         Err(SocError::Unavailable(
             option_env!("ROCE_SOC_UNAVAILABLE").unwrap_or("unknown"),
@@ -232,21 +234,25 @@ impl Soc {
 impl Soc {
     /// The SoC running `image` (a `$readmemh` file, the RAM's first word first) with
     /// the port addresses `mac` and `gid`, its DMA engine reaching `mem`; with `trace`,
-    /// an FST waveform of the whole SoC is written there. Out of reset, not yet booted
-    /// (see [`Soc::boot`]).
+    /// an FST waveform of the whole SoC is written there. With `fastpath`, the strap of
+    /// the SoC's RC fast path is set (`nic_soc`'s `fp_strap`): every frame from the wire
+    /// goes through it and the firmware drives it (`docs/fastpath.md` §6, "In the
+    /// SoC"); without, the wire goes straight to the firmware's frame buffers, as in a
+    /// SoC built without it. Out of reset, not yet booted (see [`Soc::boot`]).
     pub fn new(
         image: &Path,
         mac: [u8; 6],
         gid: [u8; 16],
         mem: Box<dyn Dma>,
         trace: Option<&Path>,
+        fastpath: bool,
     ) -> Result<Self, SocError> {
         // Verilator's $readmemh stops the process on a missing file: check first.
         std::fs::File::open(image).map_err(|e| SocError::Image(image.to_path_buf(), e))?;
         let path = image
             .to_str()
             .ok_or_else(|| SocError::Model(format!("{}: not UTF-8", image.display())))?;
-        let mut model = model::new_soc_model(path, &mac, &gid, trace.is_some())
+        let mut model = model::new_soc_model(path, &mac, &gid, trace.is_some(), fastpath)
             .map_err(|e| SocError::Model(e.what().to_string()))?;
         if let Some(t) = trace {
             let t = t.to_string_lossy();

@@ -32,6 +32,7 @@ pub(crate) mod bridge {
             mac: &[u8],
             gid: &[u8],
             trace: bool,
+            fastpath: bool,
         ) -> Result<UniquePtr<SocModel>>;
         fn run(self: Pin<&mut SocModel>, cycles: u64, host: &mut SocHost);
         fn reg_read(self: Pin<&mut SocModel>, offset: u32, host: &mut SocHost) -> Result<u32>;

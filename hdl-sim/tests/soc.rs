@@ -60,6 +60,7 @@ fn new_soc(image: &std::path::Path) -> (Soc, Mem) {
         ipv4_gid([10, 0, 0, 7]),
         Box::new(mem.clone()),
         None,
+        false,
     )
     .unwrap();
     (soc, mem)

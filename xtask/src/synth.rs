@@ -158,6 +158,21 @@ const SOC: &[&str] = &[
     "hdl-sim/rtl/dcb_tx.sv",
     "hdl-sim/rtl/dcb_rx.sv",
     "hdl-sim/rtl/roce_dcb_top.sv",
+    // the fast path, which `nic_soc` builds in only with FASTPATH = 1 (not here: the
+    // part has no block RAMs left for it, docs/fastpath.md §6 "In the SoC"); read so
+    // that every module `nic_soc` names exists
+    "hdl-sim/rtl/fp_pkg.sv",
+    "hdl-sim/rtl/roce_ram.sv",
+    "hdl-sim/rtl/fp_tx_plan.sv",
+    "hdl-sim/rtl/fp_tx_hdr.sv",
+    "hdl-sim/rtl/fp_tx_emit.sv",
+    "hdl-sim/rtl/fp_tx.sv",
+    "hdl-sim/rtl/fp_inflight.sv",
+    "hdl-sim/rtl/fp_rx_check.sv",
+    "hdl-sim/rtl/fp_rx_move.sv",
+    "hdl-sim/rtl/fp_rx.sv",
+    "hdl-sim/rtl/roce_fp_top.sv",
+    "hdl-sim/rtl/soc/soc_fp.sv",
     "hdl-sim/rtl/soc/soc_ram.sv",
     "hdl-sim/rtl/soc/soc_tdp_ram.sv",
     "hdl-sim/rtl/soc/soc_host_regs.sv",

@@ -104,8 +104,13 @@ pub fn nics(p: &Params, datapath: Datapath, fastpath: bool) -> Result<[Rc<dyn Ni
 /// The two NICs as SoCs (`--backend soc`): the firmware image of `make-images.sh` on
 /// the Verilated SoC, 10.0.0.1 and 10.0.0.2. Their tables are the firmware's, so `p`
 /// must fit them. With `waves`, the client dumps an FST waveform of the whole SoC there
-/// and the server beside it (`NAME.server.fst`).
-pub fn soc_nics(p: &Params, waves: Option<&std::path::Path>) -> Result<[Rc<SocNic>; 2]> {
+/// and the server beside it (`NAME.server.fst`). `fastpath` sets the strap of the SoCs'
+/// RC fast path (`docs/fastpath.md` §6, "In the SoC").
+pub fn soc_nics(
+    p: &Params,
+    waves: Option<&std::path::Path>,
+    fastpath: bool,
+) -> Result<[Rc<SocNic>; 2]> {
     use roce_firmware::config::{QPS, SQ};
     if p.qps > QPS || p.tx_depth > SQ {
         bail!(
@@ -119,7 +124,7 @@ pub fn soc_nics(p: &Params, waves: Option<&std::path::Path>) -> Result<[Rc<SocNi
             0 => w.to_path_buf(),
             _ => w.with_extension("server.fst"),
         });
-        SocNic::new(&image, cfg.mac, cfg.gid(), trace.as_deref())
+        SocNic::new(&image, cfg.mac, cfg.gid(), trace.as_deref(), fastpath)
             .map_err(|e| anyhow::anyhow!("the SoC: {e}"))
     };
     Ok([boot(0)?, boot(1)?])

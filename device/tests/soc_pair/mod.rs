@@ -106,7 +106,13 @@ pub fn pair(image: &std::path::Path, loss: f64, timeout: u8) -> Pair {
 
 /// [`pair`] with the QPs connected with `opts`.
 pub fn pair_with(image: &std::path::Path, loss: f64, opts: &ConnectOptions) -> Pair {
-    let nics = [1u8, 2].map(|l| SocNic::new(image, mac(l), ipv4_gid([10, 0, 0, l]), None).unwrap());
+    pair_on(image, loss, opts, false)
+}
+
+/// [`pair_with`], the SoCs' fast path on or off (`SocNic::new`'s `fastpath`).
+pub fn pair_on(image: &std::path::Path, loss: f64, opts: &ConnectOptions, fastpath: bool) -> Pair {
+    let nics = [1u8, 2]
+        .map(|l| SocNic::new(image, mac(l), ipv4_gid([10, 0, 0, l]), None, fastpath).unwrap());
     let ctx = nics.clone().map(|n| Context::open(n).unwrap());
     let all = AccessFlags::LOCAL_WRITE
         | AccessFlags::REMOTE_WRITE

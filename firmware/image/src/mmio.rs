@@ -9,6 +9,7 @@
 //! | `0x3_0000` | timer | cycle counter and compare interrupt ([`timer_reg`]) |
 //! | `0x4_0000` | log | the defmt byte stream ([`log_reg`], [`log_write`]) |
 //! | `0x5_0000` | DCB | the port's PFC block between the datapath and the wire: its configuration registers and the paused priorities ([`dcb_reg`]) |
+//! | `0x6_0000` | fast path | the RC fast path (`roce_fp_top`, `docs/fastpath.md` §6 "In the SoC"): its table port, descriptor and event registers ([`fp_reg`]); reads 0 in a SoC built without it |
 //!
 //! The host window is the ABI. The other blocks are the NIC-internal interface, the
 //! smallest one the runtime needs; the SoC RTL (`hdl-sim/rtl/soc/nic_soc.sv`, one
@@ -31,9 +32,11 @@ use core::ptr;
 
 use roce_core::dcb::Priorities;
 use roce_core::engine::DcbConfig;
+use roce_core::fastpath::layout::{EVENT_LEN, EV_EXCEPTION, MR_LEN, RCTX_LEN, SCTX_LEN, TXD_LEN};
 use roce_core::memory::{Dma, DmaError};
+use roce_core::num::Qpn;
 use roce_firmware::abi::{reg, DeviceStatus};
-use roce_firmware::hal::{Datapath, Hal, QpMap};
+use roce_firmware::hal::{Datapath, FastPath, FastPathCounters, Hal, QpMap};
 
 /// Offsets of the blocks from the MMIO base.
 pub mod map {
@@ -49,8 +52,10 @@ pub mod map {
     pub const LOG: u32 = 0x4_0000;
     /// The DCB block ([`super::dcb_reg`]).
     pub const DCB: u32 = 0x5_0000;
+    /// The RC fast path ([`super::fp_reg`]).
+    pub const FASTPATH: u32 = 0x6_0000;
     /// Bytes of the whole block.
-    pub const LEN: u32 = 0x6_0000;
+    pub const LEN: u32 = 0x7_0000;
 }
 
 /// DMA engine registers (offsets in [`map::DMA`]).
@@ -133,6 +138,77 @@ pub mod dcb_reg {
     /// The receive buffer's size in bytes (`nic_soc`'s `DCB_BUF_BYTES`): XOFF must fit
     /// in it.
     pub const BUF_BYTES: u32 = 0x94;
+}
+
+/// The RC fast path's registers (offsets in [`map::FASTPATH`]; `soc_fp.sv`): the table
+/// port of `roce_fp_top` one word at a time, a descriptor staged and posted whole, the
+/// oldest event, counters. A SoC built without the fast path reads 0 everywhere here.
+pub mod fp_reg {
+    /// Bit 31 ([`CONFIG_ON`]): the fast path is between the wire and the datapath (the
+    /// board's strap); bits 15..0: its context entries.
+    pub const CONFIG: u32 = 0x000;
+    /// Entries of the MR table.
+    pub const MR_ENTRIES: u32 = 0x004;
+    /// [`ST_BUSY`], [`ST_RDATA`], [`ST_TXD`], [`ST_EVENT`]; bits 13..8 the segmenter's
+    /// slots in use.
+    pub const STATUS: u32 = 0x008;
+    /// The table word the next access names: [`sel`].
+    pub const CFG_SEL: u32 = 0x00C;
+    /// Write: writes the word `CFG_SEL` names (only while not [`ST_BUSY`]); `CFG_SEL`'s
+    /// word then moves on by one.
+    pub const CFG_WDATA: u32 = 0x010;
+    /// Write: reads the word `CFG_SEL` names into [`CFG_RDATA`] ([`ST_RDATA`] when
+    /// there); `CFG_SEL`'s word then moves on by one.
+    pub const CFG_RD: u32 = 0x014;
+    /// The word read.
+    pub const CFG_RDATA: u32 = 0x018;
+    /// Write: offers the descriptor in [`TXD`] to the segmenter ([`ST_TXD`] until taken).
+    pub const TXD_POST: u32 = 0x01C;
+    /// Frames the segmenter and the ACK path sent.
+    pub const TX_FRAMES: u32 = 0x020;
+    /// Frames the fast path took from the wire.
+    pub const RX_FRAMES: u32 = 0x024;
+    /// Frames its parser dropped.
+    pub const RX_DROPS: u32 = 0x028;
+    /// Packets aborted for a host read error.
+    pub const TX_DMA_ERRORS: u32 = 0x02C;
+    /// Request packets sent again.
+    pub const TX_RESENT: u32 = 0x030;
+    /// Frames whose QP's context was in its entry.
+    pub const CTX_HITS: u32 = 0x034;
+    /// Frames whose entry held another QP's.
+    pub const CTX_MISSES: u32 = 0x038;
+    /// Write: the event in [`EV`] is consumed.
+    pub const EV_POP: u32 = 0x044;
+    /// The oldest event, 64 bytes (`docs/fastpath.md` §3.5).
+    pub const EV: u32 = 0x080;
+    /// The descriptor to post, 96 bytes (§2.2), write-only.
+    pub const TXD: u32 = 0x100;
+    /// `CONFIG`: the fast path is in use.
+    pub const CONFIG_ON: u32 = 1 << 31;
+    /// `STATUS`: a table access is in progress.
+    pub const ST_BUSY: u32 = 1 << 0;
+    /// `STATUS`: the word read is in `CFG_RDATA`.
+    pub const ST_RDATA: u32 = 1 << 1;
+    /// `STATUS`: the posted descriptor waits for the segmenter.
+    pub const ST_TXD: u32 = 1 << 2;
+    /// `STATUS`: an event is in `EV`.
+    pub const ST_EVENT: u32 = 1 << 3;
+    /// The segmenter's slots (the descriptors it holds at once).
+    pub const SLOTS: u32 = 32;
+    /// Tables of the port: send contexts, receive contexts, MR entries, the port's
+    /// addresses (words 0..5) and accessed bits (word [`ACCESSED_WORD`]).
+    pub const T_SCTX: u32 = 0;
+    pub const T_RCTX: u32 = 1;
+    pub const T_MR: u32 = 2;
+    pub const T_PORT: u32 = 3;
+    /// Table [`T_PORT`]'s word of accessed bits, 32 entries per index.
+    pub const ACCESSED_WORD: u32 = 8;
+
+    /// `CFG_SEL`'s value for word `word` of entry `index` of `table`.
+    pub const fn sel(table: u32, index: u32, word: u32) -> u32 {
+        (table & 3) << 29 | (word & 31) << 24 | (index & 0xFF_FFFF)
+    }
 }
 
 /// The queue of `QP_DB` doorbells (offset in [`map::HOST_WINDOW`], firmware side only):
@@ -312,17 +388,240 @@ impl Dma for MmioDma {
     }
 }
 
-/// The datapath's frame buffers.
+/// Polls of a fast-path status bit before an access counts as failed (the hardware
+/// answers a table access within a few cycles; a bound keeps a broken one from hanging
+/// the firmware).
+const FP_POLLS: u32 = 1 << 16;
+
+/// The RC fast path in the SoC (`soc_fp.sv`), as the runtime's [`FastPath`]: tables one
+/// word at a time through its port, descriptors staged and posted whole, events read
+/// from its register, exception frames from the datapath's receive buffer (the fast
+/// path hands them on there, in event order). The hardware runs by itself:
+/// [`FastPath::run`] has nothing to do.
+#[derive(Debug)]
+pub struct MmioFastPath {
+    mmio: Mmio,
+    /// EXCEPTION events taken (the hardware counts frames in; the difference is what it
+    /// handled).
+    exceptions: u64,
+}
+
+impl MmioFastPath {
+    fn reg(&self, offset: u32) -> u32 {
+        self.mmio.read(map::FASTPATH + offset)
+    }
+
+    fn set(&self, offset: u32, value: u32) {
+        self.mmio.write(map::FASTPATH + offset, value);
+    }
+
+    /// Waits until `STATUS & mask == want`; false after [`FP_POLLS`] polls.
+    fn wait(&self, mask: u32, want: u32) -> bool {
+        (0..FP_POLLS).any(|_| self.reg(fp_reg::STATUS) & mask == want)
+    }
+
+    /// Writes `bytes` (whole words) from word `word` of entry `index` of `table`.
+    fn write_words(&self, table: u32, index: u32, word: u32, bytes: &[u8]) {
+        if !self.wait(fp_reg::ST_BUSY, 0) {
+            return;
+        }
+        self.set(fp_reg::CFG_SEL, fp_reg::sel(table, index, word));
+        for w in bytes.chunks_exact(4) {
+            if !self.wait(fp_reg::ST_BUSY, 0) {
+                return;
+            }
+            self.set(
+                fp_reg::CFG_WDATA,
+                u32::from_le_bytes([w[0], w[1], w[2], w[3]]),
+            );
+        }
+    }
+
+    /// Reads `out.len() / 4` words from word `word` of entry `index` of `table`.
+    fn read_words(&self, table: u32, index: u32, word: u32, out: &mut [u8]) {
+        if !self.wait(fp_reg::ST_BUSY, 0) {
+            return;
+        }
+        self.set(fp_reg::CFG_SEL, fp_reg::sel(table, index, word));
+        for w in out.chunks_exact_mut(4) {
+            self.set(fp_reg::CFG_RD, 1);
+            if !self.wait(fp_reg::ST_RDATA, fp_reg::ST_RDATA) {
+                return;
+            }
+            w.copy_from_slice(&self.reg(fp_reg::CFG_RDATA).to_le_bytes());
+        }
+    }
+}
+
+impl FastPath for MmioFastPath {
+    fn set_port(&mut self, mac: [u8; 6], gid: [u8; 16]) {
+        let mut rec = [0u8; 24];
+        rec[..6].copy_from_slice(&mac);
+        rec[8..].copy_from_slice(&gid);
+        self.write_words(fp_reg::T_PORT, 0, 0, &rec);
+    }
+
+    fn write_sctx(&mut self, qpn: Qpn, offset: usize, bytes: &[u8]) {
+        let Some(end) = offset.checked_add(bytes.len()).filter(|&e| e <= SCTX_LEN) else {
+            return;
+        };
+        let (first, last) = (offset / 4, end.div_ceil(4));
+        let mut rec = [0u8; SCTX_LEN];
+        let words = &mut rec[first * 4..last * 4];
+        if offset % 4 != 0 || end % 4 != 0 {
+            // the port writes whole words: read the ones written in part first
+            self.read_words(fp_reg::T_SCTX, qpn.value(), first as u32, words);
+        }
+        words[offset - first * 4..end - first * 4].copy_from_slice(bytes);
+        self.write_words(fp_reg::T_SCTX, qpn.value(), first as u32, words);
+    }
+
+    fn read_sctx(&mut self, qpn: Qpn) -> [u8; SCTX_LEN] {
+        let mut rec = [0u8; SCTX_LEN];
+        self.read_words(fp_reg::T_SCTX, qpn.value(), 0, &mut rec);
+        rec
+    }
+
+    fn write_rctx(&mut self, qpn: Qpn, bytes: &[u8; RCTX_LEN]) {
+        self.write_words(fp_reg::T_RCTX, qpn.value(), 0, bytes);
+    }
+
+    fn read_rctx(&mut self, qpn: Qpn) -> [u8; RCTX_LEN] {
+        let mut rec = [0u8; RCTX_LEN];
+        self.read_words(fp_reg::T_RCTX, qpn.value(), 0, &mut rec);
+        rec
+    }
+
+    fn ctx_entries(&self) -> usize {
+        (self.reg(fp_reg::CONFIG) & 0xFFFF) as usize
+    }
+
+    fn mr_entries(&self) -> usize {
+        self.reg(fp_reg::MR_ENTRIES) as usize
+    }
+
+    fn write_mr(&mut self, index: usize, bytes: &[u8; MR_LEN]) {
+        if let Ok(i) = u32::try_from(index) {
+            self.write_words(fp_reg::T_MR, i, 0, bytes);
+        }
+    }
+
+    fn tx_room(&self) -> bool {
+        let s = self.reg(fp_reg::STATUS);
+        s & fp_reg::ST_TXD == 0 && (s >> 8) & 0x3F < fp_reg::SLOTS
+    }
+
+    fn post_tx(&mut self, desc: &[u8; TXD_LEN]) -> bool {
+        if !self.tx_room() {
+            return false;
+        }
+        for (i, w) in desc.chunks_exact(4).enumerate() {
+            self.set(
+                fp_reg::TXD + 4 * i as u32,
+                u32::from_le_bytes([w[0], w[1], w[2], w[3]]),
+            );
+        }
+        self.set(fp_reg::TXD_POST, 1);
+        true
+    }
+
+    fn poll_event(&mut self, event: &mut [u8; EVENT_LEN], frame: &mut [u8]) -> bool {
+        if self.reg(fp_reg::STATUS) & fp_reg::ST_EVENT == 0 {
+            return false;
+        }
+        let first = self.reg(fp_reg::EV).to_le_bytes();
+        if first[0] == EV_EXCEPTION {
+            // the frame follows its event into the datapath's receive buffer
+            let m = &self.mmio;
+            let status = m.read(map::DATAPATH + dp_reg::RX_STATUS);
+            if status & dp_reg::RX_VALID == 0 {
+                return false;
+            }
+            let len = (status & 0xFFFF) as usize;
+            if let Some(dst) = frame.get_mut(..len) {
+                let at = map::DATAPATH + dp_reg::RX_BUF;
+                for (i, chunk) in dst.chunks_mut(4).enumerate() {
+                    let w = m.read(at + 4 * i as u32).to_le_bytes();
+                    chunk.copy_from_slice(&w[..chunk.len()]);
+                }
+            }
+            m.write(map::DATAPATH + dp_reg::RX_POP, 1);
+            self.exceptions += 1;
+        }
+        event[..4].copy_from_slice(&first);
+        for (i, w) in event.chunks_exact_mut(4).enumerate().skip(1) {
+            w.copy_from_slice(&self.reg(fp_reg::EV + 4 * i as u32).to_le_bytes());
+        }
+        self.set(fp_reg::EV_POP, 1);
+        true
+    }
+
+    /// The hardware runs by itself.
+    fn run(&mut self, _dma: &mut dyn Dma) -> bool {
+        false
+    }
+
+    fn counters(&self) -> FastPathCounters {
+        let c = |r| u64::from(self.reg(r));
+        let rx_dropped = c(fp_reg::RX_DROPS);
+        FastPathCounters {
+            tx_frames: c(fp_reg::TX_FRAMES),
+            rx_handled: c(fp_reg::RX_FRAMES).saturating_sub(self.exceptions + rx_dropped),
+            rx_exceptions: self.exceptions,
+            rx_dropped,
+            tx_dma_errors: c(fp_reg::TX_DMA_ERRORS),
+            tx_resent: c(fp_reg::TX_RESENT),
+        }
+    }
+
+    fn ctx_hits_misses(&self) -> [u64; 2] {
+        [fp_reg::CTX_HITS, fp_reg::CTX_MISSES].map(|r| u64::from(self.reg(r)))
+    }
+
+    fn take_accessed(&mut self, word: usize) -> u32 {
+        let Ok(index) = u32::try_from(word) else {
+            return 0;
+        };
+        let mut w = [0u8; 4];
+        self.read_words(fp_reg::T_PORT, index, fp_reg::ACCESSED_WORD, &mut w);
+        u32::from_le_bytes(w)
+    }
+}
+
+/// Whether the SoC's fast path is in use: not yet asked, no, yes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum FpState {
+    Unknown,
+    Off,
+    On,
+}
+
+/// The datapath's frame buffers, and the fast path in front of them when the SoC has
+/// one and its strap is set.
 #[derive(Debug)]
 pub struct MmioDatapath {
     mmio: Mmio,
     /// Received frames longer than the runtime's buffer, dropped.
     pub rx_oversize: u32,
+    fp: MmioFastPath,
+    fp_state: FpState,
 }
 
 impl MmioDatapath {
     fn reg(&self, offset: u32) -> u32 {
         self.mmio.read(map::DATAPATH + offset)
+    }
+
+    /// Whether the fast path is in use (asked once: a strap does not change).
+    fn fp_on(&mut self) -> bool {
+        if self.fp_state == FpState::Unknown {
+            self.fp_state = if self.fp.reg(fp_reg::CONFIG) & fp_reg::CONFIG_ON != 0 {
+                FpState::On
+            } else {
+                FpState::Off
+            };
+        }
+        self.fp_state == FpState::On
     }
 
     /// The port's MAC address and GID, as the datapath holds them.
@@ -384,7 +683,20 @@ impl Datapath for MmioDatapath {
         true
     }
 
+    fn fastpath(&mut self) -> Option<&mut dyn FastPath> {
+        if self.fp_on() {
+            Some(&mut self.fp)
+        } else {
+            None
+        }
+    }
+
     fn receive(&mut self, buf: &mut [u8]) -> Option<usize> {
+        // with the fast path, the frames here are its exceptions: they come with their
+        // events (`MmioFastPath::poll_event`)
+        if self.fp_on() {
+            return None;
+        }
         loop {
             let status = self.reg(dp_reg::RX_STATUS);
             if status & dp_reg::RX_VALID == 0 {
@@ -442,6 +754,11 @@ impl MmioHal {
             datapath: MmioDatapath {
                 mmio: Mmio { base },
                 rx_oversize: 0,
+                fp: MmioFastPath {
+                    mmio: Mmio { base },
+                    exceptions: 0,
+                },
+                fp_state: FpState::Unknown,
             },
         }
     }

@@ -21,6 +21,10 @@
 //             frames received, 0x8C frames its receive buffer dropped, 0x90
 //             the link's bit times per clock (Q16.8, LINK_BPC_Q8), 0x94 the
 //             receive buffer's bytes (DCB_BUF_BYTES: what PFC thresholds fit)
+//   0x6_0000  RC fast path (soc_fp: roce_fp_top, docs/fastpath.md §6 "In the
+//             SoC"), only with FASTPATH = 1; its CONFIG register (0x6_0000)
+//             reads 0 without it, and bit 31 says whether the strap
+//             `fp_strap` put it between the DCB block and the datapath
 //
 // The core's RAM (RAM_BYTES at address 0, soc_ram) holds code, data and
 // stack: port A serves instruction fetches, port B data accesses and the DMA
@@ -51,10 +55,19 @@ module nic_soc #(
     // counts pause quanta in these
     parameter int LINK_BPC_Q8 = 50 * 256,
     // the DCB block's receive buffer (docs/dcb.md §3: 8 block RAMs)
-    parameter int DCB_BUF_BYTES = 16384
+    parameter int DCB_BUF_BYTES = 16384,
+    // build the RC fast path in (soc_fp). Off in the ECP5-85 build, whose block
+    // RAMs the SoC already nearly fills (docs/fastpath.md §6 "In the SoC"); on
+    // in the simulation's model
+    parameter int FASTPATH = 0,
+    // the fast path's context entries (a power of two)
+    parameter int FP_NQP = 64
 ) (
     input  wire logic         clk,
     input  wire logic         rst,
+    // with FASTPATH: use the fast path (a strap, fixed after reset: the frames
+    // from the wire go through it); without: unused
+    input  wire logic         fp_strap,
 
     // the host's register window (byte offsets, 32-bit accesses; the ABI's
     // 16 KiB, then the firmware's statistics at 0x4000)
@@ -258,17 +271,19 @@ module nic_soc #(
   assign moff = {dbus_adr[16:0], 2'b00};
   logic [2:0] mblk;
   assign mblk = moff[18:16];
-  logic sel_host, sel_dma, sel_dp, sel_timer, sel_log, sel_dcb, sel_none;
+  logic sel_host, sel_dma, sel_dp, sel_timer, sel_log, sel_dcb, sel_fp, sel_none;
   assign sel_host = mmio_go && mblk == 3'd0 && moff[15] == 1'b0;
   assign sel_dma = mmio_go && mblk == 3'd1 && moff[15:5] == '0;
   assign sel_dp = mmio_go && mblk == 3'd2 && moff[15] == 1'b0;
   assign sel_timer = mmio_go && mblk == 3'd3 && moff[15:4] == '0;
   assign sel_log = mmio_go && mblk == 3'd4 && moff[15:3] == '0;
   assign sel_dcb = mmio_go && mblk == 3'd5 && moff[15:8] == '0;
-  assign sel_none = mmio_go && !(sel_host || sel_dma || sel_dp || sel_timer || sel_log || sel_dcb);
+  assign sel_fp = FASTPATH != 0 && mmio_go && mblk == 3'd6 && moff[15:12] == '0;
+  assign sel_none = mmio_go && !(sel_host || sel_dma || sel_dp || sel_timer || sel_log || sel_dcb ||
+                                 sel_fp);
 
-  logic        ack_host, ack_dma, ack_dp, ack_timer, ack_log, ack_dcb, ack_none;
-  logic [31:0] rd_host, rd_dma, rd_dp, rd_timer, rd_log, rd_dcb;
+  logic        ack_host, ack_dma, ack_dp, ack_timer, ack_log, ack_dcb, ack_fp, ack_none;
+  logic [31:0] rd_host, rd_dma, rd_dp, rd_timer, rd_log, rd_dcb, rd_fp;
   logic        db_pending, db_clear, rx_waiting, dma_busy;
   logic [63:0] ns;
 
@@ -292,6 +307,13 @@ module nic_soc #(
     .db_clear(db_clear)
   );
 
+  // the DMA engine's host requests (e_*): to the pins directly, or shared with
+  // the fast path's (below)
+  logic        e_req_valid, e_req_ready, e_req_write, e_rsp_valid, e_rsp_error;
+  logic [63:0] e_req_addr;
+  logic [2:0]  e_req_len;
+  logic [31:0] e_req_wdata, e_rsp_rdata;
+
   soc_dma #(
     .RAM_BYTES(RAM_BYTES)
   ) dma_inst (
@@ -308,23 +330,24 @@ module nic_soc #(
     .ram_addr(dma_ram_addr),
     .ram_wdata(dma_ram_wdata),
     .ram_rdata(b_rdata),
-    .host_req_valid(dma_req_valid),
-    .host_req_ready(dma_req_ready),
-    .host_req_write(dma_req_write),
-    .host_req_addr(dma_req_addr),
-    .host_req_len(dma_req_len),
-    .host_req_wdata(dma_req_wdata),
-    .host_rsp_valid(dma_rsp_valid),
-    .host_rsp_error(dma_rsp_error),
-    .host_rsp_rdata(dma_rsp_rdata),
+    .host_req_valid(e_req_valid),
+    .host_req_ready(e_req_ready),
+    .host_req_write(e_req_write),
+    .host_req_addr(e_req_addr),
+    .host_req_len(e_req_len),
+    .host_req_wdata(e_req_wdata),
+    .host_rsp_valid(e_rsp_valid),
+    .host_rsp_error(e_rsp_error),
+    .host_rsp_rdata(e_rsp_rdata),
     .busy(dma_busy)
   );
 
-  // the datapath's side of the DCB block
-  logic [63:0] dp_rx_data, dp_tx_data;
-  logic [7:0]  dp_rx_keep, dp_tx_keep;
-  logic        dp_rx_valid, dp_rx_ready, dp_rx_last;
-  logic        dp_tx_valid, dp_tx_ready, dp_tx_last;
+  // the datapath's frames (dp_*) and the DCB block's datapath side (w_*): joined
+  // directly, or through the fast path (below)
+  logic [63:0] dp_rx_data, dp_tx_data, w_rx_data, w_tx_data;
+  logic [7:0]  dp_rx_keep, dp_tx_keep, w_rx_keep, w_tx_keep;
+  logic        dp_rx_valid, dp_rx_ready, dp_rx_last, w_rx_valid, w_rx_ready, w_rx_last;
+  logic        dp_tx_valid, dp_tx_ready, dp_tx_last, w_tx_valid, w_tx_ready, w_tx_last;
 
   soc_datapath datapath_inst (
     .clk(clk),
@@ -383,16 +406,16 @@ module nic_soc #(
     .tx_m_axis_tvalid(tx_axis_tvalid),
     .tx_m_axis_tready(tx_axis_tready),
     .tx_m_axis_tlast(tx_axis_tlast),
-    .rx_m_axis_tdata(dp_rx_data),
-    .rx_m_axis_tkeep(dp_rx_keep),
-    .rx_m_axis_tvalid(dp_rx_valid),
-    .rx_m_axis_tready(dp_rx_ready),
-    .rx_m_axis_tlast(dp_rx_last),
-    .tx_s_axis_tdata(dp_tx_data),
-    .tx_s_axis_tkeep(dp_tx_keep),
-    .tx_s_axis_tvalid(dp_tx_valid),
-    .tx_s_axis_tready(dp_tx_ready),
-    .tx_s_axis_tlast(dp_tx_last),
+    .rx_m_axis_tdata(w_rx_data),
+    .rx_m_axis_tkeep(w_rx_keep),
+    .rx_m_axis_tvalid(w_rx_valid),
+    .rx_m_axis_tready(w_rx_ready),
+    .rx_m_axis_tlast(w_rx_last),
+    .tx_s_axis_tdata(w_tx_data),
+    .tx_s_axis_tkeep(w_tx_keep),
+    .tx_s_axis_tvalid(w_tx_valid),
+    .tx_s_axis_tready(w_tx_ready),
+    .tx_s_axis_tlast(w_tx_last),
     .tx_room(tx_room),
     .paused(paused),
     .xoff(xoff),
@@ -432,6 +455,87 @@ module nic_soc #(
       endcase
     end
     if (rst) ack_dcb <= 1'b0;
+  end
+
+  // ------------------------------------------------------------------ fast path
+  if (FASTPATH != 0) begin : g_fp
+    soc_fp #(
+      .NQP(FP_NQP)
+    ) fp_inst (
+      .clk(clk),
+      .rst(rst),
+      .on(fp_strap),
+      .req(sel_fp),
+      .we(dbus_we),
+      .addr(moff[11:0]),
+      .wdata(dbus_mosi),
+      .ack(ack_fp),
+      .rdata(rd_fp),
+      .w_rx_tdata(w_rx_data),
+      .w_rx_tkeep(w_rx_keep),
+      .w_rx_tvalid(w_rx_valid),
+      .w_rx_tready(w_rx_ready),
+      .w_rx_tlast(w_rx_last),
+      .w_tx_tdata(w_tx_data),
+      .w_tx_tkeep(w_tx_keep),
+      .w_tx_tvalid(w_tx_valid),
+      .w_tx_tready(w_tx_ready),
+      .w_tx_tlast(w_tx_last),
+      .d_rx_tdata(dp_rx_data),
+      .d_rx_tkeep(dp_rx_keep),
+      .d_rx_tvalid(dp_rx_valid),
+      .d_rx_tready(dp_rx_ready),
+      .d_rx_tlast(dp_rx_last),
+      .d_tx_tdata(dp_tx_data),
+      .d_tx_tkeep(dp_tx_keep),
+      .d_tx_tvalid(dp_tx_valid),
+      .d_tx_tready(dp_tx_ready),
+      .d_tx_tlast(dp_tx_last),
+      .e_req_valid(e_req_valid),
+      .e_req_ready(e_req_ready),
+      .e_req_write(e_req_write),
+      .e_req_addr(e_req_addr),
+      .e_req_len(e_req_len),
+      .e_req_wdata(e_req_wdata),
+      .e_rsp_valid(e_rsp_valid),
+      .e_rsp_error(e_rsp_error),
+      .e_rsp_rdata(e_rsp_rdata),
+      .h_req_valid(dma_req_valid),
+      .h_req_ready(dma_req_ready),
+      .h_req_write(dma_req_write),
+      .h_req_addr(dma_req_addr),
+      .h_req_len(dma_req_len),
+      .h_req_wdata(dma_req_wdata),
+      .h_rsp_valid(dma_rsp_valid),
+      .h_rsp_error(dma_rsp_error),
+      .h_rsp_rdata(dma_rsp_rdata)
+    );
+  end else begin : g_no_fp
+    assign dp_rx_data = w_rx_data;
+    assign dp_rx_keep = w_rx_keep;
+    assign dp_rx_valid = w_rx_valid;
+    assign dp_rx_last = w_rx_last;
+    assign w_rx_ready = dp_rx_ready;
+    assign w_tx_data = dp_tx_data;
+    assign w_tx_keep = dp_tx_keep;
+    assign w_tx_valid = dp_tx_valid;
+    assign w_tx_last = dp_tx_last;
+    assign dp_tx_ready = w_tx_ready;
+    assign dma_req_valid = e_req_valid;
+    assign e_req_ready = dma_req_ready;
+    assign dma_req_write = e_req_write;
+    assign dma_req_addr = e_req_addr;
+    assign dma_req_len = e_req_len;
+    assign dma_req_wdata = e_req_wdata;
+    assign e_rsp_valid = dma_rsp_valid;
+    assign e_rsp_error = dma_rsp_error;
+    assign e_rsp_rdata = dma_rsp_rdata;
+    assign ack_fp = 1'b0;
+    assign rd_fp = '0;
+    /* verilator lint_off UNUSEDSIGNAL */
+    logic unused_strap;
+    assign unused_strap = fp_strap;
+    /* verilator lint_on UNUSEDSIGNAL */
   end
 
   soc_timer #(
@@ -474,9 +578,11 @@ module nic_soc #(
 
   // blocks drive rdata = 0 when they do not answer
   logic mmio_ack;
-  assign mmio_ack = ack_host || ack_dma || ack_dp || ack_timer || ack_log || ack_dcb || ack_none;
+  assign mmio_ack = ack_host || ack_dma || ack_dp || ack_timer || ack_log || ack_dcb || ack_fp ||
+                    ack_none;
   assign dbus_ack = dram_ack || mmio_ack;
-  assign dbus_miso = dram_ack ? b_rdata : (rd_host | rd_dma | rd_dp | rd_timer | rd_log | rd_dcb);
+  assign dbus_miso = dram_ack ? b_rdata : (rd_host | rd_dma | rd_dp | rd_timer | rd_log | rd_dcb |
+                                           rd_fp);
 
 endmodule
 

@@ -55,10 +55,13 @@ module nic_soc_ecp5 #(
   nic_soc #(
     .RAM_BYTES(RAM_BYTES),
     .INIT_FILE(INIT_FILE),
-    .NS_PER_CYCLE(1_000_000_000 / CLK_HZ)
+    .NS_PER_CYCLE(1_000_000_000 / CLK_HZ),
+    // no fast path: the part's block RAMs are spoken for (docs/fastpath.md §6)
+    .FASTPATH(0)
   ) soc_inst (
     .clk(clk),
     .rst(rst),
+    .fp_strap(1'b0),
     .host_req_valid(1'b0),
     .host_req_we(1'b0),
     .host_req_addr(15'h0),

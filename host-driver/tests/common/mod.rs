@@ -72,9 +72,8 @@ impl Model {
             }
             Self::RtlFastPath => rtl_fastpath_nic(cfg, Capacities::Firmware, DataWidth::W512)
                 .expect("the RTL fast path"),
-            Self::Soc => {
-                SocNic::new(&default_image(), cfg.mac, cfg.gid(), None).expect("the SoC model")
-            }
+            Self::Soc => SocNic::new(&default_image(), cfg.mac, cfg.gid(), None, false)
+                .expect("the SoC model"),
         };
         Nic { model }
     }
