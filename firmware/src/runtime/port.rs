@@ -141,13 +141,16 @@ impl<
         let set: &[u64] = match arg.counter_scope() {
             Ok(CounterScope::Port) => {
                 // The port sent and received what its fast path handled on its own too
-                // (rxe counts every packet; the engine sees only the rest).
+                // (rxe counts every packet; the engine sees only the rest). Its counters
+                // are read now: a fast path that runs by itself (the SoC's) may have
+                // carried a whole transfer without this firmware polling it once.
                 let (_, dp) = self.hal.split();
                 if let Some(fp) = dp.fastpath() {
                     [
                         self.counters.fp_ctx_cache_hits,
                         self.counters.fp_ctx_cache_misses,
                     ] = fp.ctx_hits_misses();
+                    self.counters.fastpath = fp.counters();
                 }
                 let mut engine = *self.engine.counters();
                 engine.sent_pkts += self.counters.fastpath.tx_frames;
