@@ -22,8 +22,9 @@
 //   request), which it shares with the DMA engine; each side keeps the port
 //   while it has requests, for at most YIELD requests when the other waits,
 //   and the port changes hands only with no answer outstanding. Reads are
-//   issued one per cycle (at most two answers outstanding) and packed into
-//   the fast path's 64-bit stream; writes go out one per cycle.
+//   issued one per cycle (as many answers outstanding as the beat queue has
+//   room for) and packed into the fast path's 64-bit stream; writes go out
+//   one per cycle.
 //
 // Registers (byte offsets; every read answers in one cycle):
 //   0x000 CONFIG       bit 31 the fast path is on; 15..0 context entries (NQP)
@@ -307,7 +308,7 @@ module soc_fp
   logic [2:0]  b_req_len;
   logic [31:0] b_req_wdata;
   logic        owner;
-  logic [1:0]  h_out;          // answers outstanding on the port
+  logic [2:0]  h_out;          // answers outstanding on the port
   logic [$clog2(YIELD+1)-1:0] run_len;
   logic        want_cur, want_other, yield_now, h_fire;
   assign want_cur = owner ? b_req_valid : e_req_valid;
@@ -328,9 +329,9 @@ module soc_fp
   assign b_rsp_valid = owner && h_rsp_valid;
 
   always_ff @(posedge clk) begin
-    h_out <= h_out + 2'(h_fire) - 2'(h_rsp_valid);
+    h_out <= h_out + 3'(h_fire) - 3'(h_rsp_valid);
     if (h_fire && run_len < $bits(run_len)'(YIELD)) run_len <= run_len + 1'b1;
-    if (h_out == 2'd0 && !h_fire && want_other && (!want_cur || yield_now)) begin
+    if (h_out == 3'd0 && !h_fire && want_other && (!want_cur || yield_now)) begin
       owner <= !owner;
       run_len <= '0;
     end
@@ -350,35 +351,38 @@ module soc_fp
   logic [15:0] j_left;         // bytes not yet asked for
   logic        j_last;         // the read request is its packet's last
   logic        j_half;         // a write: the beat's upper four bytes are next
-  logic [1:0]  b_out;          // the bridge's answers outstanding
+  logic [2:0]  b_out;          // the bridge's answers outstanding (at most QD)
   logic [2:0]  j_n;            // bytes of the next request
   assign j_n = j_left >= 16'd4 ? 3'd4 : 3'(j_left);
 
   // read answers, packed into beats: `acc` holds `acc_n` bytes (< 8) of the
-  // beat being filled; whole beats go into a 2-entry queue to the fast path
+  // beat being filled; whole beats go into a queue of QD to the fast path. A read
+  // is issued only while the queue has room for a beat per answer outstanding
+  // and one more, so an answer always finds room (the host port cannot be held);
+  // with four entries a read goes out every cycle while the fast path takes a
+  // beat a cycle.
   logic [95:0] acc;
   logic [3:0]  acc_n;
   logic        acc_err;
   logic        flush;          // the packet's last bytes wait in `acc` for a beat of their own
-  logic [1:0]  fin_q;          // per outstanding read answer (in order): the packet's last
-  logic [1:0]  fin_n;
-  logic [63:0] q_data [2];
-  logic [7:0]  q_keep [2];
-  logic        q_last [2], q_err [2];
-  logic        q_rp;
-  logic [1:0]  q_n;
+  localparam int QD = 4;
+  logic [63:0] q_data [QD];
+  logic [7:0]  q_keep [QD];
+  logic        q_last [QD], q_err [QD];
+  logic [1:0]  q_rp;
+  logic [2:0]  q_n;
 
-  assign rd_tvalid = q_n != 2'd0;
+  assign rd_tvalid = q_n != 3'd0;
   assign rd_tdata = q_data[q_rp];
   assign rd_tkeep = q_keep[q_rp];
   assign rd_tlast = q_last[q_rp];
   assign rd_terr = q_err[q_rp];
 
   logic read_room;             // an answer to one more read has a place in the queue
-  assign read_room = 3'(q_n) + 3'(b_out) < 3'd2 && !flush;
+  assign read_room = q_n + b_out < 3'(QD) && !flush;
 
-  assign rd_req_ready = job == J_IDLE && b_out == 2'd0 && !flush && !wr_desc_valid;
-  assign wr_desc_ready = job == J_IDLE && b_out == 2'd0 && !flush;
+  assign rd_req_ready = job == J_IDLE && b_out == 3'd0 && !flush && !wr_desc_valid;
+  assign wr_desc_ready = job == J_IDLE && b_out == 3'd0 && !flush;
 
   always_comb begin
     b_req_valid = 1'b0;
@@ -408,11 +412,16 @@ module soc_fp
   logic [63:0] push_data;
   logic [7:0]  push_keep;
   logic        push_last, push_err;
-  logic [2:0]  ans_n [2];      // bytes each outstanding read asked for
+  // per outstanding read (in order, oldest at fa_rp): its bytes, and whether it
+  // ends its packet
+  logic [2:0]  ans_n [QD];
+  logic        fin_q [QD];
+  logic [1:0]  fa_rp;
+  logic [2:0]  fa_n;
   logic        last_was_write; // the answers outstanding are a write's
   assign a_fire = b_rsp_valid && !last_was_write;
-  assign a_fin = fin_q[0];
-  assign a_n = ans_n[0];
+  assign a_fin = fin_q[fa_rp];
+  assign a_n = ans_n[fa_rp];
   logic [31:0] a_word;         // the answer's bytes, lanes past its length cleared
   always_comb begin
     a_word = h_rsp_rdata;
@@ -422,8 +431,8 @@ module soc_fp
   assign a_tot = acc_n + 4'(a_n);
   assign a_err = acc_err || h_rsp_error;
   assign q_pop = rd_tvalid && rd_tready;
-  logic q_wi;                  // the queue's free entry (a push never meets a full queue)
-  assign q_wi = q_rp ^ (q_n != 2'd0);
+  logic [1:0] q_wi;            // the queue's next free entry (a push never meets a full queue)
+  assign q_wi = q_rp + q_n[1:0];
 
   always_comb begin
     q_push = 1'b0;
@@ -440,7 +449,7 @@ module soc_fp
         push_keep = 8'((9'h1 << a_tot) - 1'b1);
         push_last = 1'b1;
       end
-    end else if (flush && b_out == 2'd0 && q_n != 2'd2) begin
+    end else if (flush && b_out == 3'd0 && q_n != 3'(QD)) begin
       q_push = 1'b1;
       push_data = acc[63:0];
       push_keep = 8'((9'h1 << acc_n) - 1'b1);
@@ -456,7 +465,7 @@ module soc_fp
   assign r_fin = j_last && j_left == 16'(j_n);
 
   always_ff @(posedge clk) begin
-    b_out <= b_out + 2'(b_fire) - 2'(b_rsp_valid);
+    b_out <= b_out + 3'(b_fire) - 3'(b_rsp_valid);
     // jobs
     case (job)
       J_IDLE: begin
@@ -492,27 +501,13 @@ module soc_fp
       end
       default: job <= J_IDLE;
     endcase
-    // which outstanding read answers end their packet, and their sizes: a
-    // queue of two, oldest in entry 0
-    if (r_push && a_fire) begin
-      if (fin_n == 2'd2) begin
-        fin_q[0] <= fin_q[1];
-        ans_n[0] <= ans_n[1];
-        fin_q[1] <= r_fin;
-        ans_n[1] <= j_n;
-      end else begin
-        fin_q[0] <= r_fin;
-        ans_n[0] <= j_n;
-      end
-    end else if (r_push) begin
-      fin_q[fin_n[0]] <= r_fin;
-      ans_n[fin_n[0]] <= j_n;
-      fin_n <= fin_n + 1'b1;
-    end else if (a_fire) begin
-      fin_q[0] <= fin_q[1];
-      ans_n[0] <= ans_n[1];
-      fin_n <= fin_n - 1'b1;
+    // the outstanding reads' sizes and packet ends
+    if (r_push) begin
+      fin_q[fa_rp + fa_n[1:0]] <= r_fin;
+      ans_n[fa_rp + fa_n[1:0]] <= j_n;
     end
+    if (a_fire) fa_rp <= fa_rp + 1'b1;
+    fa_n <= fa_n + 3'(r_push) - 3'(a_fire);
     // packing
     if (a_fire) begin
       if (a_tot >= 4'd8) begin
@@ -545,8 +540,8 @@ module soc_fp
       q_last[q_wi] <= push_last;
       q_err[q_wi] <= push_err;
     end
-    if (q_pop) q_rp <= !q_rp;
-    q_n <= q_n + 2'(q_push) - 2'(q_pop);
+    if (q_pop) q_rp <= q_rp + 1'b1;
+    q_n <= q_n + 3'(q_push) - 3'(q_pop);
     if (rst) begin
       job <= J_IDLE;
       b_out <= '0;
@@ -554,8 +549,9 @@ module soc_fp
       acc_n <= '0;
       acc_err <= 1'b0;
       flush <= 1'b0;
-      fin_n <= '0;
-      q_rp <= 1'b0;
+      fa_rp <= '0;
+      fa_n <= '0;
+      q_rp <= '0;
       q_n <= '0;
       last_was_write <= 1'b0;
       c_wr_err <= '0;
