@@ -242,6 +242,49 @@ fn rc_between_two_socs_with_one_percent_loss() {
     );
 }
 
+/// The RC mix (SEND, WRITE, READ, both atomics; data and completions checked on both
+/// sides) between two SoCs with their fast path on: the segmenter sends the requests,
+/// the receive side places the SEND and WRITE and takes the READ responses and ACKs;
+/// the atomics and the READ request reach the firmware as exceptions. Then the same
+/// with 1 % of the frames lost (exceptions, FLUSH and REPLAY descriptors: Go-Back-N
+/// through the fast path).
+#[test]
+fn rc_mix_on_the_socs_fast_path() {
+    let Some(image) = test_image() else { return };
+    let opts = |timeout| ConnectOptions {
+        timeout,
+        ..ConnectOptions::default()
+    };
+    let mut p = soc_pair::pair_on(&image, 0.0, &opts(14), true);
+    rc_ops(&mut p, 3000, 20_000_000);
+    let c = p
+        ._ctx
+        .each_ref()
+        .map(|c| c.query_counters().unwrap().runtime.fastpath);
+    eprintln!(
+        "fast path, no loss: requester {:?}, responder {:?}",
+        c[0], c[1]
+    );
+    assert!(
+        c[0].tx_frames > 0 && c[1].rx_handled > 0 && c[1].rx_exceptions > 0,
+        "the fast path carried the mix and handed the rest on: {c:?}"
+    );
+    let mut p = soc_pair::pair_on(&image, 0.01, &opts(9), true);
+    for _ in 0..3 {
+        rc_ops(&mut p, 8192, 200_000_000);
+    }
+    assert!(p.wire.dropped > 0, "this seed drops frames");
+    let c = p._ctx.each_ref().map(|c| c.query_counters().unwrap());
+    eprintln!(
+        "fast path, 1 % loss: {} frames carried, {} dropped; requester {:?} (resent {}), responder {:?}",
+        p.wire.carried,
+        p.wire.dropped,
+        c[0].runtime.fastpath,
+        c[0].engine.retransmitted_pkts,
+        c[1].runtime.fastpath
+    );
+}
+
 /// QPs in host memory on the SoC (`docs/scale.md`): with an ICM, 12 QP pairs share the
 /// firmware's 8 slots and ring through their doorbell records and `QP_DB`. Every WRITE
 /// lands, and the register file's queue of `QP_DB` doorbells tells the firmware which
