@@ -46,9 +46,7 @@
 //! Between runs a thread waits for its next command the same way for a while before it
 //! sleeps: a driver that runs in short steps and looks at the partitions between them
 //! would otherwise pay a wake-up (tens of microseconds on a virtual machine) twice a
-//! step. A frame from another partition was written on another core: the receiving
-//! thread prefetches its bytes as it takes it, so that its cache lines cross in
-//! parallel rather than one miss at a time as the frame is parsed.
+//! step.
 
 use crate::fabric::Fabric;
 use crate::queue::Nanos;
@@ -386,11 +384,6 @@ impl<P: Partition> Carrier<P> {
         let p = &mut self.parts[i];
         std::mem::swap(&mut *lock(&sh.inbox[p.index]), &mut self.scratch);
         let fabric = p.part.fabric_mut();
-        if sh.threads > 1 {
-            for m in &self.scratch {
-                prefetch(&m.buffer[..m.len]);
-            }
-        }
         for m in self.scratch.drain(..) {
             fabric.deliver_remote(m.at, m.link, m.buffer, m.len, m.order);
         }
@@ -461,25 +454,6 @@ fn recv_soon<T>(rx: &Receiver<T>) -> Result<T, RecvError> {
             return rx.recv();
         }
     }
-}
-
-/// Asks the CPU to start bringing `bytes` into this core's cache. A frame from another
-/// partition was written on another core; read line by line as the receiver parses it,
-/// checks its ICRC and copies its payload, its lines would come over one miss at a time
-/// (on this project's 2-vCPU virtual machine a line takes ~240 ns from one core to the
-/// other): asked for all at once, they come in parallel (`BENCHMARKS.md`, "What a
-/// frame costs to cross between the cores").
-#[inline]
-fn prefetch(bytes: &[u8]) {
-    #[cfg(target_arch = "x86_64")]
-    for line in bytes.chunks(64) {
-        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-        // SAFETY: SSE is part of x86_64; a prefetch reads nothing architecturally (it
-        // cannot fault), and the address is within `bytes` anyway.
-        unsafe { _mm_prefetch::<_MM_HINT_T0>(line.as_ptr().cast()) };
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = bytes;
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
