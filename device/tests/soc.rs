@@ -59,40 +59,33 @@ fn rc_between_two_socs() {
 /// Issue 14's budget lines on the SoC: one 64 KiB RDMA WRITE at path MTU 4096 (16 data
 /// packets) from SoC 0 to SoC 1, the instructions each SoC's firmware retired in the
 /// polls that found work (`minstret`, as the firmware counts itself), per data packet:
-/// the sender's and the receiver's, as the QEMU self-test reports them. The fast path's
-/// strap is off, so these are the firmware-only figures (BENCHMARKS.md; with the fast
-/// path: the next test). The bounds are what this version reaches with ~15 % margin.
+/// the sender's and the receiver's, as the QEMU self-test reports them: first on the
+/// firmware alone (the fast path's strap off; BENCHMARKS.md "The NIC SoC"), then with
+/// the SoC's fast path ("The RC fast path in the SoC"). The firmware-only bounds are
+/// what that version reaches with ~15 % margin.
 #[test]
 fn budget_of_a_64k_write_at_mtu_4096_per_end() {
     let Some(image) = test_image() else { return };
-    let w = write_64k(&image, false);
-    let per = w.per_packet();
+    let alone = write_64k(&image, false);
+    let per = alone.per_packet();
     assert_eq!(
-        (w.d[0].frames_tx, w.d[1].frames_rx),
+        (alone.d[0].frames_tx, alone.d[1].frames_rx),
         (PACKETS as u32, PACKETS as u32),
         "the data packets each end counted"
     );
-    w.report("firmware only");
+    alone.report("firmware only");
     assert!(
         per[0] <= SOC_SENDER_BUDGET && per[1] <= SOC_RECEIVER_BUDGET,
         "SoC firmware per data packet regressed: sender {}, receiver {}",
         per[0],
         per[1]
     );
-}
-
-/// Issue 14 on the SoC with its RC fast path (`soc_fp`, `docs/fastpath.md` §6 "In the
-/// SoC"): the budget test's WRITE with the fast path's strap set on both SoCs, against
-/// the same WRITE on the firmware alone (the engine, the reference): the same bytes
-/// land, the same completion. The data packets never reach either firmware: the
-/// sender's segmenter sent them and the receiver's fast path placed them. Prints the
-/// firmware's instructions per data packet and the WRITE's time on both.
-#[test]
-fn a_64k_write_rides_the_socs_fast_path() {
-    let Some(image) = test_image() else { return };
-    let alone = write_64k(&image, false);
+    // The same WRITE with the SoCs' RC fast path (`soc_fp`, `docs/fastpath.md` §6 "In
+    // the SoC"), the run above (the firmware alone: the engine) its reference: the
+    // same bytes land (`write_64k` checks them), the same completion comes, and the
+    // data packets reach neither firmware: the sender's segmenter sent them and the
+    // receiver's fast path placed them.
     let fast = write_64k(&image, true);
-    alone.report("firmware only");
     fast.report("fast path");
     assert_eq!(fast.wc, alone.wc, "the completions differ");
     let fp = |w: &Write64k, i: usize| w.counters[i].runtime.fastpath;
@@ -209,7 +202,7 @@ fn write_64k(image: &std::path::Path, fastpath: bool) -> Write64k {
     }
 }
 
-/// The SoC's firmware per data packet with its fast path (the test above: sender 458,
+/// The SoC's firmware per data packet with its fast path (the budget test: sender 458,
 /// receiver 0 on 2026-12-02, BENCHMARKS.md "The RC fast path in the SoC"). The sender
 /// still builds and posts the WRITE's descriptor and handles its ACKED event and CQE:
 /// issue 14's 100 needs the WQE fetch and the CQE writer in the RTL
