@@ -227,6 +227,52 @@ fn more_qps_than_slots_move_their_data_and_pay_for_context_dma() {
     }
 }
 
+/// The numbers of `perf`'s SoC footer line that contains `who`: frames sent, received,
+/// cycles and instructions per frame.
+fn soc_figures(text: &str, who: &str) -> Vec<u64> {
+    let line = text.lines().find(|l| l.contains(who)).expect(text);
+    line.split(|c: char| !c.is_ascii_digit())
+        .filter_map(|w| w.parse().ok())
+        .collect()
+}
+
+/// `--backend soc` with the SoCs' RC fast path (`--fastpath on`, the default;
+/// `docs/fastpath.md` §6 "In the SoC"): perf checks the bytes that arrived, and no
+/// frame of the transfer went through either firmware (the segmenter sent the data and
+/// the receive side placed it and sent the ACKs).
+#[test]
+fn write_bw_on_two_socs_rides_their_fast_path() {
+    if roce_device::soc::test_image().is_none() {
+        return;
+    }
+    let text = run_text(
+        "write_bw",
+        &[
+            "-s",
+            "8192",
+            "-n",
+            "4",
+            "-m",
+            "1024",
+            "--tx-depth",
+            "8",
+            "--backend",
+            "soc",
+        ],
+    );
+    assert!(
+        text.lines().any(|l| l.trim_start().starts_with("8192 ")),
+        "{text}"
+    );
+    let c = soc_figures(&text, "SoC client:");
+    let s = soc_figures(&text, "SoC server:");
+    assert_eq!(
+        (c[0], c[1], s[0], s[1]),
+        (0, 0, 0, 0),
+        "the firmware sent and received no frame: {text}"
+    );
+}
+
 /// `--backend soc`: the firmware image (`make-images.sh`'s) on two Verilated SoCs over
 /// the simulated fabric. perf checks the bytes that arrived; the footer reports what
 /// each SoC's firmware counted. The bandwidth is what the client's soft core allows:
@@ -262,15 +308,9 @@ fn write_bw_on_two_socs_is_what_their_firmware_allows() {
         .find(|l| l.trim_start().starts_with("8192 "))
         .expect(&text);
     let avg_mbs: f64 = row.split_whitespace().nth(3).unwrap().parse().unwrap();
-    let figures = |who: &str| -> Vec<u64> {
-        let line = text.lines().find(|l| l.contains(who)).expect(&text);
-        line.split(|c: char| !c.is_ascii_digit())
-            .filter_map(|w| w.parse().ok())
-            .collect()
-    };
     // frames sent, received, cycles and instructions per frame
-    let c = figures("SoC client:");
-    let s = figures("SoC server:");
+    let c = soc_figures(&text, "SoC client:");
+    let s = soc_figures(&text, "SoC server:");
     assert_eq!(
         (c[0], s[1]),
         (32, 32),
