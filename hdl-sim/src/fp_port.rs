@@ -245,7 +245,11 @@ impl<P: Datapath> FpPort<P> {
     /// Reads back the producer index of each CQ the RTL wrote CQEs into.
     fn pull_cqs(&mut self) {
         let qps = std::mem::take(&mut self.cqe_qps);
-        let cqs: BTreeSet<u16> = qps.iter().filter_map(|q| self.send_cq.get(q)).copied().collect();
+        let cqs: BTreeSet<u16> = qps
+            .iter()
+            .filter_map(|q| self.send_cq.get(q))
+            .copied()
+            .collect();
         for c in cqs {
             let pi = match self
                 .fp

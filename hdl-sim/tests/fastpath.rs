@@ -19,6 +19,7 @@ use roce_core::fastpath::{
 use roce_core::memory::{AccessFlags, Dma, DmaError, MemoryTable, Pd};
 use roce_core::num::{Lkey, Msn, Psn, Qpn, Rkey};
 use roce_core::transport::{Mtu, Sge};
+use roce_core::transport::{WcFlags, WcOpcode, WcStatus, WorkCompletion};
 use roce_core::wire::aeth::{AethRepr, Syndrome};
 use roce_core::wire::atomic::AtomicAckEthRepr;
 use roce_core::wire::bth::BthRepr;
@@ -27,7 +28,6 @@ use roce_core::wire::ipv4::Ipv4Repr;
 use roce_core::wire::ipv6::Ipv6Repr;
 use roce_core::wire::udp::{UdpRepr, ROCEV2_PORT};
 use roce_core::wire::{self, ExtHeaders, HeaderTemplate, L3Repr, Opcode};
-use roce_core::transport::{WcFlags, WcOpcode, WcStatus, WorkCompletion};
 use roce_firmware::abi::Cqe;
 use roce_hdl_sim::{
     rtl_available, DataWidth, FpSim, Shaping, Table, ACCESSED_WORD, CQW_PI_WORD, CQW_RING_WORD,
@@ -2764,11 +2764,11 @@ fn the_cqe_writer_writes_what_the_model_writes() {
         set_cq(&mut sim, 3, 1);
         sim.write_word(Table::Port, q.value(), CQW_SEND_CQ_WORD, 0x100 | CQ);
         let step = |sim: &mut FpSim,
-                        mem: &mut HostMem,
-                        r: &mut RespQps,
-                        list: &mut heapless::Deque<Inflight, 8>,
-                        msgs: &[(MsgOp, u32, Option<u64>)],
-                        want_cqe: bool|
+                    mem: &mut HostMem,
+                    r: &mut RespQps,
+                    list: &mut heapless::Deque<Inflight, 8>,
+                    msgs: &[(MsgOp, u32, Option<u64>)],
+                    want_cqe: bool|
          -> (Vec<(u64, Vec<u8>)>, u64) {
             let mut psn = r.sctx[0].next_psn;
             for (i, &(op, len, cqe)) in msgs.iter().enumerate() {
@@ -2801,7 +2801,13 @@ fn the_cqe_writer_writes_what_the_model_writes() {
             let mut dma = HostMem::new(MEM_BASE, 16, 0);
             let pkt = wire::parse(&frame).expect("ACK");
             let mut out = fastpath::dispatch(
-                &r.port, &mut r.rctx[0], &mut r.sctx[0], list, &pkt, &mrt, &mut dma,
+                &r.port,
+                &mut r.rctx[0],
+                &mut r.sctx[0],
+                list,
+                &pkt,
+                &mrt,
+                &mut dma,
             );
             if let Some(Event::Acked { cqe, .. }) = &mut out.event {
                 *cqe = want_cqe;
@@ -2812,7 +2818,10 @@ fn the_cqe_writer_writes_what_the_model_writes() {
             let ev_at = *t.events.last().expect("an event");
             // every CQE is in memory before its event leaves
             if let Some(&(w, _)) = t.dma_wr.iter().rev().find(|b| b.1) {
-                assert!(w < ev_at, "{width}: a CQE written at {w}, its event at {ev_at}");
+                assert!(
+                    w < ev_at,
+                    "{width}: a CQE written at {w}, its event at {ev_at}"
+                );
             }
             (writes, ev_at - last_in)
         };
@@ -2830,7 +2839,11 @@ fn the_cqe_writer_writes_what_the_model_writes() {
         let msgs = [
             (MsgOp::Write, 300, Some(0x1111_2222_3333_4444)),
             (MsgOp::SendWithImm(0x0BAD_F00D), 40, None),
-            (MsgOp::WriteWithImm(0xDEAD_BEEF), 5000, Some(0x0102_0304_0506_0708)),
+            (
+                MsgOp::WriteWithImm(0xDEAD_BEEF),
+                5000,
+                Some(0x0102_0304_0506_0708),
+            ),
         ];
         let (writes, lat_cqe) = step(&mut sim, &mut mem, &mut r, &mut list, &msgs, true);
         let want: Vec<(u64, Vec<u8>)> = [(0u32, 0usize), (1, 2)]
@@ -2843,16 +2856,21 @@ fn the_cqe_writer_writes_what_the_model_writes() {
             })
             .collect();
         assert_eq!(writes, want, "{width}: the CQEs");
-        assert_eq!(read_pi(&mut sim, &mut mem), 5, "{width}: the producer index");
+        assert_eq!(
+            read_pi(&mut sim, &mut mem),
+            5,
+            "{width}: the producer index"
+        );
 
         // 2. no room: pi 5, ci 1 (the ring full): two CQEs owed, none written
-        let msgs2 = [
-            (MsgOp::Send, 64, Some(7)),
-            (MsgOp::Write, 64, Some(8)),
-        ];
+        let msgs2 = [(MsgOp::Send, 64, Some(7)), (MsgOp::Write, 64, Some(8))];
         let (writes, _) = step(&mut sim, &mut mem, &mut r, &mut list, &msgs2, false);
         assert_eq!(writes, vec![], "{width}: no room, no CQE");
-        assert_eq!(read_pi(&mut sim, &mut mem), 5, "{width}: the producer index");
+        assert_eq!(
+            read_pi(&mut sim, &mut mem),
+            5,
+            "{width}: the producer index"
+        );
 
         // 3. the host took one more (ci 2): room for one, two owed: none written
         set_cq(&mut sim, 5, 2);
@@ -2876,8 +2894,16 @@ fn the_cqe_writer_writes_what_the_model_writes() {
         let one = [(MsgOp::Send, 1, Some(0xABCD))];
         let (writes, _) = step(&mut sim, &mut mem, &mut r, &mut list, &one, true);
         let cqe = Cqe::from_wc(&wc_of(0xABCD, MsgOp::Send, 1), 5, 2);
-        assert_eq!(writes, vec![(slot(5), cqe.as_bytes().to_vec())], "{width}: a SEND's CQE");
-        assert_eq!(read_pi(&mut sim, &mut mem), 6, "{width}: the producer index");
+        assert_eq!(
+            writes,
+            vec![(slot(5), cqe.as_bytes().to_vec())],
+            "{width}: a SEND's CQE"
+        );
+        assert_eq!(
+            read_pi(&mut sim, &mut mem),
+            6,
+            "{width}: the producer index"
+        );
 
         eprintln!(
             "{width}: ACK's last beat to its ACKED event: 2 CQEs written {lat_cqe} cycles, none owed {lat_none} cycles"
