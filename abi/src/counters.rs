@@ -58,6 +58,11 @@ pub struct RuntimeCounters {
     pub fp_ctx_cache_hits: u64,
     pub fp_ctx_cache_misses: u64,
     pub fp_ctx_cache_evictions: u64,
+    /// Responses (ACKNOWLEDGE, READ response, ATOMIC ACKNOWLEDGE) for a QP stored in the
+    /// ICM, dropped without bringing it in: duplicates, since a QP is written back only
+    /// with every request it sent acknowledged (`docs/scale.md`, "Responses for stored
+    /// QPs").
+    pub qp_cache_stale_responses: u64,
 }
 
 /// What the RC fast path counted (`docs/fastpath.md`).
@@ -107,6 +112,7 @@ impl RuntimeCounters {
         fp_ctx_cache_hits: 0,
         fp_ctx_cache_misses: 0,
         fp_ctx_cache_evictions: 0,
+        qp_cache_stale_responses: 0,
     };
 }
 
@@ -219,6 +225,7 @@ counter_set! {
         "fp_ctx_cache_misses": runtime.fp_ctx_cache_misses,
         "fp_ctx_cache_evictions": runtime.fp_ctx_cache_evictions,
         "fp_tx_resent": runtime.fastpath.tx_resent,
+        "qp_cache_stale_responses": runtime.qp_cache_stale_responses,
     }
 }
 
@@ -324,6 +331,7 @@ mod tests {
                 at("fp_tx_dma_errors"),
                 at("fp_ctx_cache_hits"),
                 at("fp_tx_resent"),
+                at("qp_cache_stale_responses"),
             ],
             [
                 Some(0),
@@ -335,7 +343,8 @@ mod tests {
                 Some(46),
                 Some(51),
                 Some(52),
-                Some(55)
+                Some(55),
+                Some(56)
             ]
         );
     }

@@ -17,7 +17,9 @@
 //! the share of the cores the run got (CPU time tells how much it got).
 //!
 //! `cargo bench -p roce-cli --bench stream [-- MIB [FILTER]]` (default 256 MiB per run;
-//! FILTER picks the runs whose name holds it, e.g. `"2 threads"`).
+//! FILTER picks the runs whose name holds it, e.g. `"2 threads"`; `STREAM_LINK_NS=N` in
+//! the environment makes the link N ns long instead of 1 us). `wait %` is the share of
+//! the threads' wall time spent waiting for each other.
 
 use roce_cli::progress::ProgressBar;
 use roce_cli::scenario::fct::{run_flows, Net, Setup};
@@ -57,6 +59,12 @@ fn main() {
         .skip(1)
         .find(|a| a.parse::<u64>().is_err() && !a.starts_with('-'))
         .unwrap_or_default();
+    // The link's delay (the lookahead), 1 us unless STREAM_LINK_NS says otherwise: to
+    // tell what costs per step (fewer with a longer link) from what costs per packet.
+    let delay: u64 = std::env::var("STREAM_LINK_NS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1_000);
     let flow = Flow {
         id: 0,
         src: 0,
@@ -65,7 +73,7 @@ fn main() {
         start: 0,
     };
     let setup = |partitions| Setup {
-        net: Net::BackToBack(LinkConfig::new(100_000_000_000, 1_000)),
+        net: Net::BackToBack(LinkConfig::new(100_000_000_000, delay)),
         partitions,
         seed: 1,
         dcqcn: false,
@@ -76,11 +84,12 @@ fn main() {
         limit: u64::MAX / 2,
     };
     println!(
-        "100 Gb/s stream of {mib} MiB in 4 KiB packets, two NICs back to back (load average {})",
+        "100 Gb/s stream of {mib} MiB in 4 KiB packets, two NICs back to back on a {delay} ns \
+         link (load average {})",
         loadavg()
     );
     println!(
-        "{:<34} {:>9} {:>9} {:>9} {:>12} {:>10} {:>10} {:>9} {:>9} {:>11}",
+        "{:<34} {:>9} {:>9} {:>9} {:>12} {:>10} {:>10} {:>9} {:>9} {:>7} {:>11}",
         "run",
         "sim ms",
         "wall ms",
@@ -90,6 +99,7 @@ fn main() {
         "events",
         "steps",
         "waits",
+        "wait %",
         "2-thr bound"
     );
     let mut fct = Vec::new();
@@ -114,7 +124,7 @@ fn main() {
         let sim = r.flows[0].fct_ns.expect("the stream completes") as f64 / 1e9;
         fct.push(r.flows[0].fct_ns);
         println!(
-            "{:<34} {:>9.2} {:>9.0} {:>9.0} {:>12.3} {:>10.2} {:>10} {:>9} {:>9} {:>11.2}",
+            "{:<34} {:>9.2} {:>9.0} {:>9.0} {:>12.3} {:>10.2} {:>10} {:>9} {:>9} {:>7.1} {:>11.2}",
             name,
             sim * 1e3,
             wall * 1e3,
@@ -124,6 +134,8 @@ fn main() {
             r.profile.events(),
             r.waits.steps,
             r.waits.waits,
+            // Of the time the threads were there (each thread's share of the wall).
+            100.0 * r.waits.wait_ns as f64 / 1e9 / (wall * threads as f64),
             r.profile.balance_bound(2),
         );
     }

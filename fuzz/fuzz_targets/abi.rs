@@ -10,7 +10,8 @@
 //! Q_Key).
 //!
 //! The kernel also drives the port's commands (ABI 1.1, opcodes 12..=22: QUERY/MODIFY of
-//! the MAC and MTU, the GID table, DCB, DCQCN, QUERY_COUNTERS), and the hostile tenant
+//! the MAC and MTU, the GID table, DCB, DCQCN, QUERY_COUNTERS; ABI 1.6, 30 and 31:
+//! QUERY/MODIFY_ETS, the priority assignment table), and the hostile tenant
 //! QUERY/MODIFY_QP_CC of its QPs (action bytes 0xE0..=0xEF).
 //!
 //! Memory windows and fast registration (ABI 1.3): the hostile tenant issues ALLOC_MW,
@@ -1003,7 +1004,7 @@ fn srq_act(
 }
 
 /// A port command (action bytes 0xE0..=0xEF): the kernel's QUERY/MODIFY of the port's
-/// addresses and MTU, GID table, DCB and DCQCN (port-wide: no tenant issues them), a
+/// addresses and MTU, GID table, DCB, ETS and DCQCN (port-wide: no tenant issues them), a
 /// tenant's QUERY/MODIFY_QP_CC (the kernel refuses the victim's QPs), QUERY_COUNTERS
 /// into a buffer the kernel places; `nic::Shadow` (`fuzz/src/port.rs`) checks every
 /// answer.
@@ -1016,11 +1017,16 @@ fn port_act(inp: &mut Input, h: &mut Host, nic: &mut Nic, s: &mut Shadow) -> Opt
     Some(())
 }
 
-/// One of the port commands (12..=22) with arguments from the input: mostly values a
-/// host would send, sometimes out-of-range or raw ones.
+/// One of the port commands (12..=22, 1.6's QUERY_ETS and MODIFY_ETS 30 and 31) with
+/// arguments from the input: mostly values a host would send, sometimes out-of-range or
+/// raw ones.
 fn port_command(inp: &mut Input, s: &Shadow) -> Option<CmdEntry> {
     let mut e = CmdEntry::default();
-    let op = 12 + inp.u8()? % 11;
+    let op = match inp.u8()? % 13 {
+        11 => CmdOp::QueryEts as u8,
+        12 => CmdOp::ModifyEts as u8,
+        op => 12 + op,
+    };
     e.opcode.set(u16::from(op));
     let qps: Vec<u32> = s.qps.iter().map(|q| q.qpn).collect();
     let port = &s.port;
@@ -1068,6 +1074,7 @@ fn port_command(inp: &mut Input, s: &Shadow) -> Option<CmdEntry> {
         }
         Some(CmdOp::ModifyDcb) => abi::set_payload(&mut e, &dcb_arg(inp, &port.dcb)?),
         Some(CmdOp::ModifyCc) => abi::set_payload(&mut e, &cc_arg(inp, &port.cc)?),
+        Some(CmdOp::ModifyEts) => abi::set_payload(&mut e, &ets_arg(inp, port.ets())?),
         Some(CmdOp::QueryQpCc | CmdOp::ModifyQpCc) => {
             let a = abi::QpCcArg {
                 qpn: inp.handle(&qps)?.into(),
@@ -1137,6 +1144,41 @@ fn dcb_arg(inp: &mut Input, cur: &abi::DcbArg) -> Option<abi::DcbArg> {
                     a.prio_pcp[usize::from(v / 2 % 8)] = inp.u8()? % 9;
                 }
             }
+        }
+    }
+    Some(a)
+}
+
+/// MODIFY_ETS arguments (ABI 1.6): the current table and classes with some fields
+/// changed, in or out of 802.1Qaz's rules (a class above 7, an algorithm neither strict
+/// nor ETS, shares that do not add up), `ets_cap` and the reserved bytes anything.
+fn ets_arg(inp: &mut Input, mut a: abi::EtsArg) -> Option<abi::EtsArg> {
+    a.ets_cap = inp.u8()?;
+    for _ in 0..inp.u8()? % 4 {
+        let v = inp.u8()?;
+        match inp.u8()? % 7 {
+            0 => a.prio_tc[usize::from(v % 8)] = inp.u8()? % 9,
+            1 => {
+                a.prio_tc = inp.pick(&[
+                    [0, 1, 2, 3, 4, 5, 6, 7],
+                    [0; 8],
+                    [0, 0, 1, 1, 2, 2, 3, 3],
+                    [1, 0, 0, 0, 0, 0, 0, 7],
+                ])?
+            }
+            2 => a.tc_tsa[usize::from(v % 8)] = inp.pick(&[0, 2, 1, 0xFF])?,
+            3 => a.tc_tsa = if v & 1 == 0 { [0; 8] } else { [2; 8] },
+            4 => {
+                a.tc_tx_bw = inp.pick(&[
+                    [0, 80, 0, 20, 0, 0, 0, 0],
+                    [13, 13, 12, 12, 12, 12, 13, 13],
+                    [0; 8],
+                    [50, 50, 0, 0, 0, 0, 0, 0],
+                    [100, 0, 0, 0, 0, 0, 0, 0],
+                ])?
+            }
+            5 => a.tc_tx_bw[usize::from(v % 8)] = inp.u8()? % 101,
+            _ => a.reserved[usize::from(v % 7)] = inp.u8()?,
         }
     }
     Some(a)

@@ -13,7 +13,9 @@ fn check_lldp(frame: &[u8]) {
         return;
     };
     let mut buf = vec![0u8; repr.frame_len()];
-    let n = repr.emit_frame(&mut buf).expect("frame_len bytes are enough");
+    let n = repr
+        .emit_frame(&mut buf)
+        .expect("frame_len bytes are enough");
     assert_eq!(n, buf.len());
     assert_eq!(DcbxRepr::parse_frame(&buf).as_ref(), Ok(&repr));
 }
@@ -21,7 +23,9 @@ fn check_lldp(frame: &[u8]) {
 fuzz_target!(|data: &[u8]| {
     let _ = roce_core_fuzz::check_frame(data);
     check_lldp(data);
-    let mut framed = vec![0x01, 0x80, 0xC2, 0x00, 0x00, 0x0E, 2, 0, 0, 0, 0, 1, 0x88, 0xCC];
+    let mut framed = vec![
+        0x01, 0x80, 0xC2, 0x00, 0x00, 0x0E, 2, 0, 0, 0, 0, 1, 0x88, 0xCC,
+    ];
     framed.extend_from_slice(data);
     check_lldp(&framed);
 });

@@ -1,10 +1,15 @@
 //! What the `abi` target knows of the port's configuration commands (ABI 1.1, opcodes
-//! 12..=22, `docs/abi.md`) and checks in every entry the NIC writes back:
+//! 12..=22, and 1.6's QUERY_ETS/MODIFY_ETS, 30 and 31; `docs/abi.md`) and checks in
+//! every entry the NIC writes back:
 //! * a MODIFY's status is the one `docs/abi.md`'s rules give, worked out here from the
-//!   payload: `BadParam` for unknown mask bits or flags and out-of-range values, `Busy`
+//!   payload: `BadParam` for unknown mask bits or flags and out-of-range values (among
+//!   them a PFC XOFF above the receive buffer, a priority in a traffic class above 7, an
+//!   algorithm neither strict nor ETS, shares against 802.1Qaz), `Busy`
 //!   for a new MAC or a new GID entry 0 (the victim's QPs are always connected and
 //!   use both), else `Ok`;
 //! * a QUERY answers what the last successful MODIFY set (a failed one changed nothing);
+//!   MODIFY_DCB's ETS and MODIFY_ETS set the same classes, so QUERY_DCB and QUERY_ETS
+//!   both answer the last of either;
 //! * MODIFY_QP_CC then QUERY_QP_CC of the same QP agree on the reaction point;
 //! * QUERY_COUNTERS of the port says how many counters the set has, and no port counter
 //!   ever decreases.
@@ -13,8 +18,8 @@ use roce_core::cc::ONE;
 use roce_core::dcb::RX_BUFFER_BYTES;
 use roce_core::engine::{PortConfig, GID_TABLE_LEN};
 use roce_firmware::abi::{
-    self, CcArg, CmdEntry, CmdOp, CmdStatus, CounterScope, DcbArg, GidArg, PortArg, QpCcArg,
-    QueryCountersArg, PORT_COUNTERS, QP_COUNTERS,
+    self, CcArg, CmdEntry, CmdOp, CmdStatus, CounterScope, DcbArg, EtsArg, GidArg, PortArg,
+    QpCcArg, QueryCountersArg, PORT_COUNTERS, QP_COUNTERS,
 };
 use zerocopy::IntoBytes;
 
@@ -28,6 +33,9 @@ pub struct PortModel {
     pub gids: [Option<([u8; 16], u16, u8)>; GID_TABLE_LEN],
     /// QUERY_DCB's answer: the last settings set.
     pub dcb: DcbArg,
+    /// The traffic class of each priority (ABI 1.6, MODIFY_ETS; MODIFY_DCB leaves it).
+    /// Each class's algorithm and share are `dcb.ets_strict` and `dcb.ets_bw`.
+    pub prio_tc: [u8; 8],
     /// QUERY_CC's answer: the last configuration set.
     pub cc: CcArg,
     /// Per QPN, the reaction point MODIFY_QP_CC last set (forgotten when the QP goes).
@@ -50,13 +58,10 @@ impl PortModel {
     pub fn boot(cfg: &PortConfig) -> Self {
         let mut gids = [None; GID_TABLE_LEN];
         for (i, g) in gids.iter_mut().enumerate() {
-            *g = cfg
-                .gids
-                .get(i as u8)
-                .map(|e| {
-                    let arg = GidArg::from_entry(i as u8, Some(e));
-                    (e.gid, arg.vlan_id.get(), arg.roce_version)
-                });
+            *g = cfg.gids.get(i as u8).map(|e| {
+                let arg = GidArg::from_entry(i as u8, Some(e));
+                (e.gid, arg.vlan_id.get(), arg.roce_version)
+            });
         }
         Self {
             mac: cfg.mac,
@@ -64,9 +69,28 @@ impl PortModel {
             gids,
             // The fuzzed NIC's datapath has the default DCB block's buffer.
             dcb: DcbArg::from_config(&cfg.dcb, RX_BUFFER_BYTES),
+            prio_tc: cfg.dcb.ets.prio_tc,
             cc: CcArg::from_config(&cfg.cc),
             qp_rp: Vec::new(),
             counters: vec![0; PORT_COUNTERS.len()],
+        }
+    }
+
+    /// QUERY_ETS's answer: the classes of the priorities, and each class's algorithm and
+    /// share as the last MODIFY_ETS or MODIFY_DCB set them (dcbnl's `ieee_ets`).
+    pub fn ets(&self) -> EtsArg {
+        EtsArg {
+            ets_cap: 8,
+            reserved: [0; 7],
+            prio_tc: self.prio_tc,
+            tc_tsa: std::array::from_fn(|t| {
+                if self.dcb.ets_strict & (1 << t) != 0 {
+                    EtsArg::TSA_STRICT
+                } else {
+                    EtsArg::TSA_ETS
+                }
+            }),
+            tc_tx_bw: self.dcb.ets_bw,
         }
     }
 
@@ -206,6 +230,32 @@ impl PortModel {
                     };
                 }
             }
+            CmdOp::ModifyEts => {
+                let a = abi::payload::<EtsArg>(e);
+                // dcbnl's algorithms: 0 strict, 2 ETS; others (1 credit-based shaper,
+                // 255 vendor) this NIC does not have.
+                let mut strict = 0u8;
+                let mut tsa_ok = true;
+                for (t, &tsa) in a.tc_tsa.iter().enumerate() {
+                    match tsa {
+                        EtsArg::TSA_STRICT => strict |= 1 << t,
+                        EtsArg::TSA_ETS => {}
+                        _ => tsa_ok = false,
+                    }
+                }
+                let bad = !tsa_ok
+                    || a.prio_tc.iter().any(|&tc| tc > 7)
+                    || !ets_valid(strict, &a.tc_tx_bw);
+                expect(op, got, bad, false);
+                if ok {
+                    self.prio_tc = a.prio_tc;
+                    (self.dcb.ets_strict, self.dcb.ets_bw) = (strict, a.tc_tx_bw);
+                }
+            }
+            CmdOp::QueryEts if ok => {
+                let a = abi::payload::<EtsArg>(e);
+                assert_eq!(a, self.ets(), "QUERY_ETS against what was set");
+            }
             CmdOp::QueryCc if ok => {
                 let a = abi::payload::<CcArg>(e);
                 assert_eq!(
@@ -278,8 +328,7 @@ fn vlan_ok(vlan: u16) -> bool {
 }
 
 /// 802.1Qaz's rules (and dcbnl's) for the port's DCB settings: map entries are
-/// priorities (and PCPs) 0..=7; a strict class has no bandwidth share, an ETS class has
-/// one, and the ETS classes' shares add up to 100 unless every class is strict; the PFC
+/// priorities (and PCPs) 0..=7; the classes' shares by [`ets_valid`]; the PFC
 /// thresholds (ABI 1.5) have XON below XOFF, XOFF within the receive buffer the NIC
 /// reports, and a pause of at least one quantum.
 fn dcb_valid(d: &DcbArg) -> bool {
@@ -292,18 +341,22 @@ fn dcb_valid(d: &DcbArg) -> bool {
     let thresholds = d.pfc_xon.get() < d.pfc_xoff.get()
         && d.pfc_xoff.get() <= d.rx_buffer.get()
         && d.pfc_quanta.get() > 0;
-    if !thresholds {
-        return false;
-    }
+    maps && thresholds && ets_valid(d.ets_strict, &d.ets_bw)
+}
+
+/// 802.1Qaz's rules for the traffic classes (`strict`: bit `t` for a strict class `t`):
+/// a strict class has no bandwidth share, an ETS class has one, and the ETS classes'
+/// shares add up to 100 unless every class is strict.
+fn ets_valid(strict: u8, bw: &[u8; 8]) -> bool {
     let mut sum = 0u32;
-    for (p, &bw) in d.ets_bw.iter().enumerate() {
-        match (d.ets_strict & (1 << p) != 0, bw) {
+    for (t, &bw) in bw.iter().enumerate() {
+        match (strict & (1 << t) != 0, bw) {
             (true, 0) => {}
             (false, 0) | (true, _) => return false,
             (false, bw) => sum += u32::from(bw),
         }
     }
-    maps && (d.ets_strict == 0xFF || sum == 100)
+    strict == 0xFF || sum == 100
 }
 
 /// A MODIFY's status: `BadParam` when `bad`, else `Busy` when `busy`, else `Ok`.
@@ -416,5 +469,157 @@ mod tests {
         e.out.set(PORT_COUNTERS.len() as u32);
         m.check(&e, Some(&[7]));
         m.check(&e, Some(&[6]));
+    }
+
+    /// Two classes: priorities 0..=5 share ETS class 0 (60 %), 6 and 7 ETS class 1
+    /// (40 %); classes 2..=7 strict and empty.
+    fn two_classes() -> EtsArg {
+        EtsArg {
+            ets_cap: 0,
+            reserved: [0; 7],
+            prio_tc: [0, 0, 0, 0, 0, 0, 1, 1],
+            tc_tsa: [2, 2, 0, 0, 0, 0, 0, 0],
+            tc_tx_bw: [60, 40, 0, 0, 0, 0, 0, 0],
+        }
+    }
+
+    /// MODIFY_ETS of [`two_classes`] (accepted), then QUERY_ETS answers `answered`.
+    fn ets_then_query(answered: EtsArg) -> PortModel {
+        let mut m = model();
+        m.check(
+            &entry(CmdOp::ModifyEts, &two_classes(), CmdStatus::Ok),
+            None,
+        );
+        m.check(&entry(CmdOp::QueryEts, &answered, CmdStatus::Ok), None);
+        m
+    }
+
+    #[test]
+    fn an_ets_modify_then_queries_that_agree_pass() {
+        let m = ets_then_query(EtsArg {
+            ets_cap: 8,
+            ..two_classes()
+        });
+        // QUERY_DCB's classes are MODIFY_ETS's too.
+        let mut dcb = m.dcb;
+        assert_eq!((dcb.ets_strict, dcb.ets_bw), (0xFC, two_classes().tc_tx_bw));
+        let mut m = m;
+        m.check(&entry(CmdOp::QueryDcb, &dcb, CmdStatus::Ok), None);
+        // MODIFY_DCB's ETS changes the classes and keeps the table.
+        dcb.mask = DcbArg::ETS.into();
+        (dcb.ets_strict, dcb.ets_bw) = (0xFE, [100, 0, 0, 0, 0, 0, 0, 0]);
+        m.check(&entry(CmdOp::ModifyDcb, &dcb, CmdStatus::Ok), None);
+        let want = EtsArg {
+            ets_cap: 8,
+            tc_tsa: [2, 0, 0, 0, 0, 0, 0, 0],
+            tc_tx_bw: [100, 0, 0, 0, 0, 0, 0, 0],
+            ..two_classes()
+        };
+        m.check(&entry(CmdOp::QueryEts, &want, CmdStatus::Ok), None);
+    }
+
+    #[test]
+    #[should_panic(expected = "QUERY_ETS against what was set")]
+    fn a_query_ets_that_forgot_the_table_is_caught() {
+        // The table as booted (one class per priority) instead of the one set.
+        ets_then_query(EtsArg {
+            ets_cap: 8,
+            prio_tc: [0, 1, 2, 3, 4, 5, 6, 7],
+            ..two_classes()
+        });
+    }
+
+    #[test]
+    #[should_panic(expected = "QUERY_ETS against what was set")]
+    fn a_modify_dcb_that_dropped_the_ets_table_is_caught() {
+        // After MODIFY_DCB's ETS, QUERY_ETS must still give MODIFY_ETS's table.
+        let mut m = model();
+        m.check(
+            &entry(CmdOp::ModifyEts, &two_classes(), CmdStatus::Ok),
+            None,
+        );
+        let mut dcb = m.dcb;
+        dcb.mask = DcbArg::ETS.into();
+        m.check(&entry(CmdOp::ModifyDcb, &dcb, CmdStatus::Ok), None);
+        let reset = EtsArg {
+            prio_tc: [0, 1, 2, 3, 4, 5, 6, 7],
+            ..m.ets()
+        };
+        m.check(&entry(CmdOp::QueryEts, &reset, CmdStatus::Ok), None);
+    }
+
+    /// MODIFY_ETS of `arg`, answered `status`.
+    fn modify_ets(arg: EtsArg, status: CmdStatus) {
+        model().check(&entry(CmdOp::ModifyEts, &arg, status), None);
+    }
+
+    #[test]
+    fn bad_ets_settings_refused_pass() {
+        let mut class_8 = two_classes();
+        class_8.prio_tc[3] = 8;
+        let mut cbs = two_classes();
+        cbs.tc_tsa[2] = 1;
+        let mut sum_99 = two_classes();
+        sum_99.tc_tx_bw[1] = 39;
+        let mut strict_share = two_classes();
+        strict_share.tc_tx_bw[7] = 1;
+        for arg in [class_8, cbs, sum_99, strict_share] {
+            modify_ets(arg, CmdStatus::BadParam);
+        }
+        // Every class strict, no shares: allowed; `ets_cap` and reserved bytes ignored.
+        modify_ets(
+            EtsArg {
+                ets_cap: 3,
+                reserved: [9; 7],
+                tc_tsa: [0; 8],
+                tc_tx_bw: [0; 8],
+                ..two_classes()
+            },
+            CmdStatus::Ok,
+        );
+    }
+
+    #[test]
+    #[should_panic(expected = "ModifyEts's status")]
+    fn a_traffic_class_above_7_accepted_is_caught() {
+        let mut a = two_classes();
+        a.prio_tc[3] = 8;
+        modify_ets(a, CmdStatus::Ok);
+    }
+
+    #[test]
+    #[should_panic(expected = "ModifyEts's status")]
+    fn an_algorithm_neither_strict_nor_ets_accepted_is_caught() {
+        let mut a = two_classes();
+        a.tc_tsa[0] = 1;
+        modify_ets(a, CmdStatus::Ok);
+    }
+
+    #[test]
+    #[should_panic(expected = "ModifyEts's status")]
+    fn good_ets_settings_refused_are_caught() {
+        modify_ets(two_classes(), CmdStatus::BadParam);
+    }
+
+    /// MODIFY_DCB of the PFC thresholds with XOFF at `xoff` bytes, answered `status`.
+    fn xoff(xoff: u32, status: CmdStatus) {
+        let mut m = model();
+        let mut a = m.dcb;
+        a.mask = DcbArg::PFC_THRESHOLDS.into();
+        a.pfc_xoff = xoff.into();
+        a.pfc_xon = 1_024.into();
+        m.check(&entry(CmdOp::ModifyDcb, &a, status), None);
+    }
+
+    #[test]
+    fn xoff_up_to_the_buffer_passes() {
+        xoff(RX_BUFFER_BYTES, CmdStatus::Ok);
+        xoff(RX_BUFFER_BYTES + 1, CmdStatus::BadParam);
+    }
+
+    #[test]
+    #[should_panic(expected = "ModifyDcb's status")]
+    fn xoff_above_the_receive_buffer_accepted_is_caught() {
+        xoff(RX_BUFFER_BYTES + 1, CmdStatus::Ok);
     }
 }

@@ -466,6 +466,13 @@ fn a_late_ack_for_a_stored_qp_does_not_bring_it_back() {
         p.run(|_, _| false);
         let after = p.a.query_counters().unwrap().runtime;
         assert_eq!(after.qp_cache_misses, before.qp_cache_misses, "{m:?}");
+        // Dropped and counted as such, not as a drop the requester must repair.
+        assert_eq!(
+            after.qp_cache_stale_responses,
+            before.qp_cache_stale_responses + 1,
+            "{m:?}"
+        );
+        assert_eq!(after.qp_cache_drops, before.qp_cache_drops, "{m:?}");
         p.post(1..2);
         p.run(|_, _| false);
         p.check(m, 0..2 + 2 * lines);

@@ -43,6 +43,10 @@
 //! The calling thread is thread 0 and carries its share of partitions; the others are
 //! spawned at construction and stopped when the engine is dropped. A thread with no
 //! partition that may advance spins briefly, then yields (the machine may be shared).
+//! Between runs a thread waits for its next command the same way for a while before it
+//! sleeps: a driver that runs in short steps and looks at the partitions between them
+//! would otherwise pay a wake-up (tens of microseconds on a virtual machine) twice a
+//! step.
 
 use crate::fabric::Fabric;
 use crate::queue::Nanos;
@@ -50,9 +54,10 @@ use crate::rng::derive_seed;
 use std::any::Any;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::mpsc::{channel, Receiver, Sender};
+use std::sync::mpsc::{channel, Receiver, RecvError, Sender, TryRecvError};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
+use std::time::Instant;
 
 /// A part of the model: a [`Fabric`] and whatever its builder keeps beside it (host
 /// handles, applications). Built on, and only ever touched from, its own thread.
@@ -149,6 +154,9 @@ pub struct Waits {
     pub waits: u64,
     /// Passes over its partitions a waiting thread made before one could move.
     pub spins: u64,
+    /// Wall-clock nanoseconds the threads spent waiting (for a neighbour's horizon, or
+    /// at the barrier that starts an epoch), summed over the threads.
+    pub wait_ns: u64,
 }
 
 impl std::ops::AddAssign for Waits {
@@ -156,6 +164,7 @@ impl std::ops::AddAssign for Waits {
         self.steps += o.steps;
         self.waits += o.waits;
         self.spins += o.spins;
+        self.wait_ns += o.wait_ns;
     }
 }
 
@@ -265,7 +274,7 @@ impl<P: Partition> Carrier<P> {
                 sh.next[slot].fetch_min(t, Ordering::AcqRel);
             }
         }
-        sh.barrier.wait(sh);
+        self.meet(sh);
         let earliest = sh.next[slot].load(Ordering::Acquire);
         if self.thread == 0 {
             sh.next[1 - slot].store(Nanos::MAX, Ordering::Release);
@@ -274,7 +283,7 @@ impl<P: Partition> Carrier<P> {
             p.horizon = earliest.saturating_add(lookahead - 1);
             sh.horizon[p.index].0.store(p.horizon, Ordering::Release);
         }
-        sh.barrier.wait(sh);
+        self.meet(sh);
         earliest
     }
 
@@ -340,11 +349,19 @@ impl<P: Partition> Carrier<P> {
         }
     }
 
+    /// Waits at the barrier for every thread.
+    fn meet(&mut self, sh: &Shared) {
+        let start = Instant::now();
+        sh.barrier.wait(sh);
+        self.waits.wait_ns += start.elapsed().as_nanos() as u64;
+    }
+
     /// Waits until a neighbour's horizon lets one of the thread's partitions move. (A
     /// function of its own so that a profile tells waiting from working.)
     #[inline(never)]
     fn wait(&mut self, sh: &Shared, until: Nanos) {
         self.waits.waits += 1;
+        let start = Instant::now();
         let mut spins = 0;
         loop {
             spins += 1;
@@ -358,6 +375,7 @@ impl<P: Partition> Carrier<P> {
             }
         }
         self.waits.spins += spins;
+        self.waits.wait_ns += start.elapsed().as_nanos() as u64;
     }
 
     /// Moves the frames waiting for partition `i` into its event queue, and the
@@ -408,6 +426,34 @@ fn advance(fabric: &mut Fabric, until: Nanos, lookahead: Nanos, profile: &mut Ve
         }
     }
     fabric.run_until(until);
+}
+
+/// How long a thread waiting for a command or an answer spins before it sleeps.
+const RECV_SPIN: std::time::Duration = std::time::Duration::from_millis(2);
+
+/// Receives from `rx`, spinning (then yielding) for up to [`RECV_SPIN`] before it sleeps.
+/// A driver alternates short runs (`run_until`) with looks at the partitions (`each`),
+/// each a command to every thread: a thread that slept between them must be woken
+/// (a futex wake, and on a virtual machine an idle virtual CPU woken by the host),
+/// which cost tens of microseconds each, more than a short run itself.
+fn recv_soon<T>(rx: &Receiver<T>) -> Result<T, RecvError> {
+    let start = Instant::now();
+    let mut spins = 0u32;
+    loop {
+        match rx.try_recv() {
+            Ok(v) => return Ok(v),
+            Err(TryRecvError::Disconnected) => return Err(RecvError),
+            Err(TryRecvError::Empty) => {}
+        }
+        spins += 1;
+        if spins < SPINS {
+            std::hint::spin_loop();
+        } else if start.elapsed() < RECV_SPIN {
+            std::thread::yield_now();
+        } else {
+            return rx.recv();
+        }
+    }
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -523,7 +569,7 @@ impl<P: Partition> Parallel<P> {
                         let mut carrier = Carrier::new(t, partitions, threads, &*build);
                         drop(build);
                         tx.send(Vec::new()).ok();
-                        while let Ok(cmd) = rx.recv() {
+                        while let Ok(cmd) = recv_soon(&rx) {
                             match cmd {
                                 Command::Run(until) => carrier.run(&sh, until),
                                 Command::Each(f) => {
@@ -619,7 +665,7 @@ impl<P: Partition> Parallel<P> {
         };
         put(self.local.each(&f));
         for w in &self.workers {
-            put(w.results.recv().expect("a simulation thread died"));
+            put(recv_soon(&w.results).expect("a simulation thread died"));
         }
         out.into_iter()
             .map(|r| {

@@ -276,8 +276,11 @@ impl<
     /// for a packet it handled itself (the QP's first after it came in, a row miss) can
     /// reach the requester after those and after the requester wrote the QP back; each
     /// would cost a context read and a write-back (`BENCHMARKS.md`, "The accessed bits").
+    /// Counted apart from the drops above (`qp_cache_stale_responses`): they cost the
+    /// requester nothing.
     pub(super) fn admit(&mut self, dest: Option<Dest>) -> bool {
         if dest.is_some_and(|d| d.response && self.line(d.qpn).is_none()) {
+            self.counters.qp_cache_stale_responses += 1;
             return false;
         }
         match dest.map(|d| self.resident(d.qpn)) {
