@@ -348,7 +348,8 @@ impl<P: Datapath> FastPath for FpPort<P> {
     }
 
     fn post_tx(&mut self, desc: &[u8; TXD_LEN]) -> bool {
-        if !self.tx_room() {
+        // a FLUSH takes no slot: a full ring takes it too
+        if desc[3] != OP_FLUSH && !self.tx_room() {
             return false;
         }
         if desc[3] == OP_FLUSH {
