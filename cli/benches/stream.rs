@@ -18,7 +18,8 @@
 //!
 //! `cargo bench -p roce-cli --bench stream [-- MIB [FILTER]]` (default 256 MiB per run;
 //! FILTER picks the runs whose name holds it, e.g. `"2 threads"`; `STREAM_LINK_NS=N` in
-//! the environment makes the link N ns long instead of 1 us). `wait %` is the share of
+//! the environment makes the link N ns long instead of 1 us; `STREAM_FASTPATH=1` gives
+//! the NICs the RC fast path's model, as `roce perf` has by default). `wait %` is the share of
 //! the threads' wall time spent waiting for each other.
 
 use roce_cli::progress::ProgressBar;
@@ -65,6 +66,9 @@ fn main() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(1_000);
+    // The NICs with the RC fast path's model (`roce perf`'s default) when
+    // STREAM_FASTPATH=1; the firmware handling every packet otherwise.
+    let fastpath = std::env::var("STREAM_FASTPATH").is_ok_and(|v| v == "1");
     let flow = Flow {
         id: 0,
         src: 0,
@@ -82,10 +86,12 @@ fn main() {
         timeout: 14,
         dscp: 26,
         limit: u64::MAX / 2,
+        fastpath,
     };
     println!(
-        "100 Gb/s stream of {mib} MiB in 4 KiB packets, two NICs back to back on a {delay} ns \
+        "100 Gb/s stream of {mib} MiB in 4 KiB packets, two NICs{} back to back on a {delay} ns \
          link (load average {})",
+        if fastpath { " with the fast path" } else { "" },
         loadavg()
     );
     println!(

@@ -362,6 +362,11 @@ impl Ets {
     /// queued and not paused): of the highest eligible strict class, else of the ETS
     /// class with the smallest tag; within the class, the next in turn.
     pub fn pick(&self, cfg: &EtsConfig, eligible: Priorities) -> Option<u8> {
+        // One priority with a frame (a NIC with one busy priority, at every frame): it
+        // is the one, whatever the tags say; `sent` still keeps them.
+        if eligible.0.count_ones() == 1 {
+            return Some(eligible.0.trailing_zeros() as u8);
+        }
         let classes = cfg.classes(eligible);
         let tc = match classes.and(cfg.strict).highest() {
             Some(tc) => tc,
@@ -910,6 +915,25 @@ mod tests {
         // A strict class with frames always goes first.
         let sent = run(&cfg, sizes, Priorities(0b1_1010), 100);
         assert_eq!((sent[1], sent[3]), (0, 0));
+    }
+
+    #[test]
+    fn a_priority_alone_with_a_frame_is_picked_whatever_its_class() {
+        // Classes 0 and 1 ETS, the rest strict; priorities 2 and 5 share class 1.
+        let cfg = EtsConfig {
+            strict: Priorities(0b1111_1100),
+            bw: [30, 70, 0, 0, 0, 0, 0, 0],
+            prio_tc: [0, 2, 1, 3, 4, 1, 6, 7],
+        };
+        cfg.validate().unwrap();
+        let mut ets = Ets::default();
+        for p in 0..PRIORITIES as u8 {
+            for _ in 0..3 {
+                assert_eq!(ets.pick(&cfg, Priorities::only(p)), Some(p));
+                ets.sent(&cfg, Priorities::only(p), p, 1500);
+            }
+        }
+        assert_eq!(ets.pick(&cfg, Priorities::NONE), None);
     }
 
     #[test]

@@ -25,8 +25,8 @@ use roce_core::transport::{
 };
 use roce_device::rtl::rtl_fastpath_nic;
 use roce_device::{Capacities, LocalNic, NicModel};
-use roce_firmware::hal::FastPathCounters;
-use roce_hdl_sim::{rtl_available, DataWidth};
+use roce_firmware::hal::{Datapath, FastPathCounters};
+use roce_hdl_sim::{rtl_available, DataWidth, FpPort};
 use roce_host::{CompletionQueue, ConnectOptions, Context, MemoryRegion, QpEndpoint, QueuePair};
 use std::collections::{BTreeMap, VecDeque};
 use std::rc::Rc;
@@ -140,6 +140,9 @@ enum Hw {
     Model,
     /// The fast path in RTL (64-bit bus).
     Rtl,
+    /// The same with its CQE writer hidden from the firmware (which then writes every
+    /// CQE, as on the RTL before the writer): a baseline.
+    RtlNoCqeWriter,
 }
 
 fn boot(last: u8, hw: Hw) -> Side {
@@ -150,6 +153,11 @@ fn boot(last: u8, hw: Hw) -> Side {
         Hw::Rtl => {
             rtl_fastpath_nic(cfg, Capacities::Firmware, DataWidth::W64).expect("the RTL fast path")
         }
+        Hw::RtlNoCqeWriter => LocalNic::with_fastpath_datapath(cfg, Capacities::Firmware, |port| {
+            FpPort::new(DataWidth::W64, port)
+                .map(|p| Box::new(p.without_cqe_writer()) as Box<dyn Datapath>)
+        })
+        .expect("the RTL fast path"),
     };
     let ctx = Context::open(nic.clone()).unwrap();
     Side { nic, ctx }
@@ -668,6 +676,22 @@ fn a_write_and_a_read_are_the_hardwares() {
     assert_eq!(rtl, want, "RTL");
 }
 
+/// `n` WRITEs, SENDs and WRITE_WITH_IMMs (WRITE, SEND, WRITE_WITH_IMM, WRITE, ...) of
+/// growing lengths from A on pair 0: the send-side mix of the hardware's WQE fetch and
+/// CQE writer tests.
+fn send_side_mix(n: usize) -> Vec<Wr> {
+    (0..n)
+        .map(|i| Wr {
+            pair: 0,
+            from_b: false,
+            op: [2, 0, 3, 2][i % 4],
+            len: 1000 + 1500 * i as u32,
+            src: 64 * i as u32,
+            dst: 128 * i as u32,
+        })
+        .collect()
+}
+
 /// The hardware's WQE fetch (`docs/fastpath.md` §3.8): a stream of WRITEs, SENDs and
 /// WRITE_WITH_IMMs, signaled and not, reaches the model without the firmware posting a
 /// single descriptor or handling a single event on the sending side: the model reads the
@@ -677,16 +701,7 @@ fn a_write_and_a_read_are_the_hardwares() {
 /// to the hardware again once the engine holds no send).
 #[test]
 fn the_hardware_fetches_the_wqes() {
-    let wrs: Vec<Wr> = (0..12)
-        .map(|i| Wr {
-            pair: 0,
-            from_b: false,
-            op: [2, 0, 3, 2][i % 4],
-            len: 1000 + 1500 * i as u32,
-            src: 64 * i as u32,
-            dst: 128 * i as u32,
-        })
-        .collect();
+    let wrs = send_side_mix(12);
     let clean = Wire {
         seed: 0,
         loss: 0,
@@ -725,6 +740,62 @@ fn the_hardware_fetches_the_wqes() {
             engine.times, model.times,
             "seed {seed}: frames sent at other times"
         );
+    }
+}
+
+/// The RTL's CQE writer (`docs/fastpath.md` §3.7, `fp_cqw`): a stream of 8 WRITEs, SENDs
+/// and WRITE_WITH_IMMs (every fourth unsignaled; 8, the RTL's in-flight entries per QP:
+/// a message past them is one whose ACK the firmware takes, and completes, itself, §6)
+/// on the RTL, against the engine (the
+/// same frames, memory and completions, decoded from the CQEs in the host's ring), on a
+/// clean wire and on lossy ones: on the clean wire the sender's firmware writes none of
+/// the send CQEs (the writer writes them all, and says so in each `ACKED` event), where
+/// with the writer hidden (the baseline, in the same run) it writes every one. Prints
+/// frames and CQEs per `ACKED` event the sender's firmware handled (BENCHMARKS.md, "RC
+/// fast path in RTL").
+#[test]
+fn the_rtl_writes_the_cqes() {
+    if !rtl_here() {
+        return;
+    }
+    let wrs = send_side_mix(8);
+    let clean = Wire {
+        seed: 0,
+        loss: 0,
+        reorder: 0,
+    };
+    // (WRs 3 and 7 are unsignaled, `post`: 6 send CQEs at the sender)
+    let mut firmware_cqes = Vec::new();
+    for hw in [Hw::RtlNoCqeWriter, Hw::Rtl] {
+        let c = differential_on(THREE, hw, Mtu::Mtu1024, &wrs, clean).unwrap();
+        let a = &c[0];
+        eprintln!(
+            "{hw:?}: sender: {} ACKED/EXCEPTION events, {} frames sent by the fast path, {} CQEs written by the firmware, {} WQEs ({:.2} frames, {:.2} firmware CQEs per event)",
+            a.fp_events,
+            a.fastpath.tx_frames,
+            a.cqes,
+            a.send_wqes,
+            a.fastpath.tx_frames as f64 / a.fp_events.max(1) as f64,
+            a.cqes as f64 / a.fp_events.max(1) as f64,
+        );
+        assert!(
+            a.fp_events > 0,
+            "{hw:?}: the RTL has no WQE fetch: ACKED events"
+        );
+        firmware_cqes.push(a.cqes);
+    }
+    assert_eq!(
+        firmware_cqes,
+        vec![6, 0],
+        "the sender's firmware CQEs: baseline, writer"
+    );
+    for seed in 1..4 {
+        let lossy = Wire {
+            seed,
+            loss: 100,
+            reorder: 50,
+        };
+        differential_on(THREE, Hw::Rtl, Mtu::Mtu1024, &wrs, lossy).unwrap();
     }
 }
 

@@ -775,7 +775,9 @@ impl<P: Datapath, const QPS: usize> FastPath for FastPathPort<P, QPS> {
 
     fn post_tx(&mut self, desc: &[u8; TXD_LEN]) -> bool {
         match layout::decode_txd(desc) {
-            Ok(m) if !self.txq.is_full() => self.accept(m, layout::txd_cqe(desc)),
+            Ok(m) if !self.txq.is_full() || m.op == MsgOp::Flush => {
+                self.accept(m, layout::txd_cqe(desc))
+            }
             _ => false,
         }
     }

@@ -90,7 +90,8 @@ pub trait FastPath {
     fn write_mr(&mut self, index: usize, bytes: &[u8; MR_LEN]);
     /// Whether `post_tx` would take a descriptor now.
     fn tx_room(&self) -> bool;
-    /// Posts a TX message descriptor (§2.2); `false` when the ring is full.
+    /// Posts a TX message descriptor (§2.2); `false` when the ring is full. A FLUSH
+    /// takes no ring slot and is taken when the ring is full too.
     fn post_tx(&mut self, desc: &[u8; TXD_LEN]) -> bool;
     /// Takes the next event (§3.5); an EXCEPTION's frame is copied into `frame`.
     fn poll_event(&mut self, event: &mut [u8; EVENT_LEN], frame: &mut [u8]) -> bool;

@@ -447,11 +447,18 @@ impl<
             let Some(fp) = dp.fastpath() else {
                 return any;
             };
-            if !fp.tx_room() || !self.engine.fastpath_poll_request(now, &mut self.txd) {
+            // A full ring still takes a FLUSH (it takes no slot): a rewind does not
+            // wait behind the descriptors it makes stale.
+            let took = if fp.tx_room() {
+                self.engine.fastpath_poll_request(now, &mut self.txd)
+            } else {
+                self.engine.fastpath_poll_flush(now, &mut self.txd)
+            };
+            if !took {
                 break;
             }
-            // `tx_room` said yes: a refusal is a malformed descriptor, which the
-            // retransmission timer repairs like a lost packet.
+            // `tx_room` said yes, or it is a FLUSH: a refusal is a malformed descriptor,
+            // which the retransmission timer repairs like a lost packet.
             let _ = fp.post_tx(zerocopy::transmute_ref!(&self.txd));
             self.counters.fp_descriptors += 1;
             self.fp_ran = true;

@@ -730,7 +730,9 @@ fn check_classifiers(input: &[u8], frames: &[(Nanos, Vec<u8>)]) {
     for d in &mut map.dscp {
         *d = b.u8() & 7;
     }
-    for (f, pcp) in frames.iter().map(|(_, f)| f).zip(0u8..) {
+    // PCPs 0..=7 in turn: a script has up to ~2,000 frames, and `0u8..` overflowed
+    // (a panic with overflow checks) at its 256th.
+    for (f, pcp) in frames.iter().map(|(_, f)| f).zip((0..8u8).cycle()) {
         let nic = map.of_frame(f);
         let Some(class) = classify(f, &map.dscp) else {
             continue;

@@ -434,27 +434,34 @@ impl HostMem {
     }
 
     /// Learns from a command entry the NIC has written back: called after a write into
-    /// the command queue, it reads the entry whose status word the write covered (the
-    /// NIC writes the status last, so the entry is then complete).
+    /// the command queue, it reads the entry whose status word the write is (the NIC
+    /// writes an entry back in three writes, the 4-byte status word last, so the entry
+    /// is then complete).
+    ///
+    /// Only a write of exactly that word counts: a QUERY_COUNTERS writes its values 8
+    /// bytes at a time, so where a kernel bug let its buffer overlap the queue, no
+    /// counter write is taken for an entry, and a command the NIC later runs from such
+    /// a slot is still seen (skipping every write inside a counters buffer hid those
+    /// commands, and the port model then missed what they changed).
     fn observe(&mut self, addr: u64, len: usize) {
         const ENTRY: u64 = size_of::<CmdEntry>() as u64;
         const STATUS: u64 = core::mem::offset_of!(CmdEntry, status) as u64;
-        // A QUERY_COUNTERS buffer that a kernel bug let overlap the queue holds values,
-        // not entries.
-        if !self.cmdq.holds(addr, len)
-            || self.shadow.counter_bufs.iter().any(|b| b.holds(addr, len))
-        {
+        if len != 4 || !self.cmdq.holds(addr, len) {
             return;
         }
         let slot = addr - (addr - self.cmdq.addr) % ENTRY;
-        let status = slot + STATUS;
-        if !(addr <= status && status + 4 <= addr + len as u64) {
+        if addr != slot + STATUS {
             return;
         }
         let entry = self.slice(slot, ENTRY as usize);
         if let Some(e) = entry.and_then(|b| CmdEntry::read_from_bytes(b).ok()) {
-            // The counters a QUERY_COUNTERS wrote before its status.
+            // The counters a QUERY_COUNTERS wrote before its status; unknown when its
+            // buffer overlaps its own entry, which the entry's write-back overwrote.
             let counters = PortModel::counters_written(&e).and_then(|(at, n)| {
+                let end = at.checked_add(8 * n as u64)?;
+                if at < slot + ENTRY && slot < end {
+                    return None;
+                }
                 let bytes = self.get(at, 8 * n)?;
                 let word = |c: &[u8]| u64::from_le_bytes(c.try_into().unwrap_or([0; 8]));
                 Some(bytes.chunks_exact(8).map(word).collect::<Vec<_>>())

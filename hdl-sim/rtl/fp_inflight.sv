@@ -14,7 +14,11 @@
 //
 // A READ's SGEs (where its responses' payload goes) are written with its
 // entry into a second table, one record per entry ({QP, ring position}), which
-// the check reads for the one entry a READ response is for.
+// the check reads for the one entry a READ response is for. A message whose
+// descriptor asks for a CQE (flags bit 2, docs/fastpath.md §3.7) keeps what
+// the CQE needs (wr_id, immediate, CQE opcode) in a third such table, which
+// the check reads for each such entry a response retires (the CQE writer,
+// fp_cqw); the entry's IF_CQE bit says it has one.
 //
 // Retirement by the firmware's una_psn writes is lazy: the entries that end
 // before the context's una_psn are dead, and the response check drops them
@@ -69,6 +73,9 @@ module fp_inflight
     input  wire logic [15:0]             ap_wqe,
     input  wire logic [7:0]              ap_nsge,
     input  wire logic [SG_BITS-1:0]      ap_sge,
+    input  wire logic                    ap_cqe,     // the descriptor asks for a CQE
+    input  wire logic [63:0]             ap_wrid,
+    input  wire logic [31:0]             ap_imm,
 
     // firmware writes of the send context's word 0: path MTU, `valid`
     input  wire logic                    w0_wr_en,
@@ -91,7 +98,13 @@ module fp_inflight
     input  wire logic                    sg_rd_en,
     input  wire logic [QPN_W-1:0]        sg_rd_addr,
     input  wire logic [E_W-1:0]          sg_rd_lane,
-    output logic [SG_BITS-1:0]           sg_rd_data
+    output logic [SG_BITS-1:0]           sg_rd_data,
+
+    // a CQE's record: that of entry `cq_rd_lane` of a row (one cycle after)
+    input  wire logic                    cq_rd_en,
+    input  wire logic [QPN_W-1:0]        cq_rd_addr,
+    input  wire logic [E_W-1:0]          cq_rd_lane,
+    output logic [CQ_INFO_BITS-1:0]      cq_rd_data
 );
 
   initial begin
@@ -122,6 +135,8 @@ module fp_inflight
   logic             a_one;       // one PSN: an atomic or an empty message
   logic [15:0]      a_wqe;
   logic [SG_BITS-1:0] a_sge;
+  logic             a_cqe;
+  logic [CQ_INFO_BITS-1:0] a_info;
   logic [E_W:0]     a_head, a_tail;
   logic             a_gapp;
   // the MTU: the table's word read a cycle ahead, or the firmware's word-0 write
@@ -152,6 +167,15 @@ module fp_inflight
     a_lenm1 <= ap_len - 32'd1;
     a_one <= ap_len == 0 || ap_op == OP_CMP_SWAP || ap_op == OP_FETCH_ADD;
     a_wqe <= ap_wqe;
+    // only SENDs, WRITEs and READs complete through the CQE writer (the
+    // firmware never asks for an atomic's)
+    a_cqe <= ap_cqe && ap_op <= OP_READ;
+    a_info <= '0;
+    a_info[CQ_WRID +: 64] <= ap_wrid;
+    a_info[CQ_IMM +: 32] <= ap_imm;
+    a_info[CQ_OPC +: 2] <= (ap_op == OP_READ) ? 2'd2
+        : (ap_op == OP_WRITE || ap_op == OP_WRITE_IMM) ? 2'd1 : 2'd0;
+    a_info[CQ_WIMM] <= ap_op == OP_SEND_IMM || ap_op == OP_WRITE_IMM;
     // the SGEs past num_sge have no bytes (a READ's num_sge is 0..4)
     for (int i = 0; i < SG_N; i++) begin
       a_sge[96*i +: 64] <= ap_sge[96*i +: 64];
@@ -194,6 +218,7 @@ module fp_inflight
     ent[IF_LAST +: 24] = a_last;
     ent[IF_WQE +: 16] = a_wqe;
     ent[IF_LEN +: 32] = a_len;
+    ent[IF_CQE] = a_cqe;
     row_we = '0;
     row_wd = '0;
     for (int i = 0; i < E; i++) begin
@@ -231,6 +256,20 @@ module fp_inflight
     .rd_addr({sg_rd_addr, sg_rd_lane}),
     .rd_en(sg_rd_en),
     .rd_data(sg_rd_data)
+  );
+
+  // the CQEs' records, by entry
+  roce_ram #(
+    .WORDS(CQ_INFO_BITS / 32),
+    .DEPTH(NQP * E)
+  ) cq_ram_inst (
+    .clk(clk),
+    .wr_addr({a_qpn, a_pos}),
+    .wr_en({(CQ_INFO_BITS / 32){a_ok && a_cqe}}),
+    .wr_data(a_info),
+    .rd_addr({cq_rd_addr, cq_rd_lane}),
+    .rd_en(cq_rd_en),
+    .rd_data(cq_rd_data)
   );
 
   // the pointers: read with the row (a snapshot of the same cycle), written by

@@ -60,6 +60,8 @@ package fp_pkg;
   localparam int TD_SWAP_ADD = 64;  // CMP_SWAP, FETCH_ADD
   localparam int TD_START_PKT = 80;
   localparam int TD_END_PKT = 84;
+  localparam int TD_WR_ID = 88;     // the WQE's wr_id when flags bit 2 (CQE) asks for one
+  localparam int TD_F_CQE = 2;      // flags bit: the response path writes the CQE (§3.7)
 
   // op 0 = SEND (the planner's default case)
   localparam logic [7:0] OP_SEND_IMM = 8'd1;
@@ -135,7 +137,8 @@ package fp_pkg;
   localparam int EV_DONE = 1;       // in-flight messages retired
   localparam int EV_WQE = 2;        // wqe_index of the last one retired
   localparam int EV_UNA = 28;
-  localparam int EV_RFLAGS = 31;    // [0] a READ response (placed), [1] the READ's last
+  localparam int EV_RFLAGS = 31;    // [0] a READ response (placed), [1] the READ's last,
+                                    // [2] the CQE writer wrote the retired messages' CQEs
 
   // exception reasons (§3.5), as roce_core::fastpath::Exception
   localparam logic [7:0] EXC_OFF = 8'd1;
@@ -185,7 +188,8 @@ package fp_pkg;
   localparam int IF_LAST = 27;      // last PSN
   localparam int IF_WQE = 51;       // wqe_index
   localparam int IF_LEN = 67;       // message length (READ: checks its responses)
-  localparam int IF_BITS = 99;
+  localparam int IF_CQE = 99;       // the descriptor asked for a CQE (§3.7)
+  localparam int IF_BITS = 100;
   // a READ's SGEs (fp_inflight's second table, by entry): 4 x {addr 64, length 32},
   // the lengths of SGEs past num_sge zero
   localparam int SG_N = 4;
@@ -193,6 +197,28 @@ package fp_pkg;
   localparam logic [1:0] IFK_MSG = 2'd0;      // SEND or WRITE
   localparam logic [1:0] IFK_READ = 2'd1;
   localparam logic [1:0] IFK_ATOMIC = 2'd2;
+
+  // ---------------------------------------------- the CQE writer (§3.7)
+  // What an entry that asked for a CQE keeps for it (fp_inflight's third
+  // table, by entry): wr_id, the immediate, the CQE's opcode (ibv_wc_opcode:
+  // 0 SEND, 1 RDMA_WRITE, 2 RDMA_READ) and whether it carries the immediate.
+  localparam int CQ_WRID = 0;       // 64
+  localparam int CQ_IMM = 64;       // 32
+  localparam int CQ_OPC = 96;       // 2
+  localparam int CQ_WIMM = 98;      // 1
+  localparam int CQ_INFO_BITS = 128;   // 4 words
+  // one CQE to write: the entry's record and the message's length
+  localparam int CQ_REC_BITS = CQ_INFO_BITS + 32;
+  // CQs the writer holds (the firmware's CqWriter: CQ numbers 0..63)
+  localparam int CQ_N = 64;
+  // table 3 (roce_fp_top's port table) words of the writer: index = CQ number
+  // for the ring (address low/high, {valid [8], log2 depth [4:0]}, producer
+  // index, the host's consumer index as last seen), index = context entry
+  // for the QP's send CQ ({valid [8], CQ [5:0]})
+  // (words 16 ring low, 17 ring high, 18 {valid, log2}, 19 pi, 20 ci)
+  localparam logic [4:0] CQW_RING_LO = 5'd16;
+  localparam logic [4:0] CQW_CI = 5'd20;
+  localparam logic [4:0] CQW_SEND_CQ = 5'd24;
 
   // --------------------------------------------------- TX internal records
   // One packet for the header builder: everything its headers need.

@@ -48,6 +48,13 @@
 // than a compare or an add after its registers (125 MHz on the ECP5). A
 // response taken adds the cycle(s) of its una_psn write (UNA: the
 // send-context table's port may be busy with the planner's write-back).
+//
+// The CQE writer (fp_cqw, docs/fastpath.md §3.7): every response taken hands
+// it a group (the QP and how many of the messages it retires asked for a
+// CQE), then, in a stage of its own (CQ, one cycle per such message and one
+// more), the records of those messages, read from fp_inflight's CQE table
+// before the retirement frees their entries (an append may reuse an entry
+// the cycle after). A response that retires no such message adds no cycle.
 
 `resetall
 `default_nettype none
@@ -115,6 +122,19 @@ module fp_rx_check
     output logic [QPN_W-1:0]               sg_rd_addr,
     output logic [$clog2(IF_ENTRIES)-1:0]  sg_rd_lane,
     input  wire logic [SG_BITS-1:0]        sg_rd_data,
+    // the CQE writer: a group per response taken (its QP, the CQEs it owes),
+    // then the record of each such message (fp_inflight's CQE table, read
+    // here; it arrives with rec_valid) and its length
+    output logic                           grp_valid,
+    output logic [23:0]                    grp_qpn,
+    output logic [$clog2(IF_ENTRIES):0]    grp_n,
+    input  wire logic                      grp_room,     // a group can be taken
+    output logic                           cq_rd_en,
+    output logic [QPN_W-1:0]               cq_rd_addr,
+    output logic [$clog2(IF_ENTRIES)-1:0]  cq_rd_lane,
+    output logic                           rec_valid,
+    output logic [31:0]                    rec_len,
+    input  wire logic                      rec_room,     // two records can be taken
 
     // the context cache: frames whose QP's context was in its entry (tag matched, on),
     // and frames whose entry held another QP's context (or none)
@@ -144,12 +164,12 @@ module fp_rx_check
   // the stages: C0..C4 every packet; then a response's R1..R3 (READ
   // responses), RD (its decision) and UNA (a taken response's una_psn write)
   typedef enum logic [3:0] {
-    S_C0, S_C1, S_C2, S_C3, S_C4, S_UNA, S_R1, S_R2, S_R3, S_RD
+    S_C0, S_C1, S_C2, S_C3, S_C4, S_UNA, S_R1, S_R2, S_R3, S_RD, S_CQ
   } stage_t;
   stage_t st;
   // not while the previous packet's write-back goes into the table (a read in that
   // cycle would see the old context)
-  assign s_meta_ready = st == S_C0 && verdict_room && !rctx_wr_en && !if_ret_en;
+  assign s_meta_ready = st == S_C0 && verdict_room && !rctx_wr_en && !if_ret_en && grp_room;
 
   // ---------------------------------------------------- the packet (C0)
   /* verilator lint_off UNUSEDSIGNAL */
@@ -201,6 +221,7 @@ module fp_rx_check
   logic [23:0]   o_first [E], o_last [E];
   logic [15:0]   o_wqe [E];
   logic [31:0]   o_len [E];
+  logic [E-1:0]  o_cqe;
   logic [E-1:0]  v_dead, v_hit, v_notmsg, v_gapbad;
   // C2, per entry against the response's PSN: before the entry's first PSN,
   // at its last, and the byte offset of that PSN in the entry's message
@@ -212,6 +233,12 @@ module fp_rx_check
   logic [E_W:0]  done_q, ret_q;
   logic          found_q, rkind_q, rgap_q, before_q, kbad_q, qteq_q;
   logic [15:0]   wqe_q;
+  // the entries a taken response retires that asked for a CQE (C3), and
+  // those whose records are still to be read (CQ)
+  logic [E-1:0]  cqm_q, cq_left;
+  /* verilator lint_off UNUSEDSIGNAL */
+  logic [E_W:0]  cq_j;       // the next of cq_left (never E: S_CQ reads while one is left)
+  /* verilator lint_on UNUSEDSIGNAL */
   // C4 (responses): the reason of every check but the READ's last two, the
   // READ's SGEs, what is left of the READ from this response's offset on,
   // and where its payload ends in the message
@@ -295,7 +322,19 @@ module fp_rx_check
     sg_rd_addr = m.bth_destqp[QPN_W-1:0];
     sg_rd_lane = if_head + q_tn[E_W-1:0];
     mr_rd_addr = m.ext_mask[EXT_RETH] ? m.reth_rkey[8 +: MR_W] : rctx_rd_data[8*RC_RKEY + 8 +: MR_W];
+    // CQ: the next record, while the writer has room for it and the one before
+    cq_rd_en = st == S_CQ && cq_left != '0 && rec_room;
+    cq_rd_addr = m.bth_destqp[QPN_W-1:0];
+    cq_j = first_set(cq_left);
+    cq_rd_lane = if_head + cq_j[E_W-1:0];
   end
+
+  function automatic logic [E_W:0] count_set(input logic [E-1:0] v);
+    logic [E_W:0] c;
+    c = '0;
+    for (int i = 0; i < E; i++) c = c + (E_W + 1)'(v[i]);
+    return c;
+  endfunction
 
   // the verdict of a frame the firmware gets (EXCEPTION event with the reason)
   /* verilator lint_off UNUSEDSIGNAL */
@@ -334,6 +373,9 @@ module fp_rx_check
     rctx_wr_en <= 1'b0;
     m_verdict_valid <= 1'b0;
     acc_valid <= 1'b0;
+    if_ret_en <= 1'b0;
+    grp_valid <= 1'b0;
+    rec_valid <= 1'b0;
     case (st)
       S_C0: if (s_meta_valid && s_meta_ready) begin
         m <= s_meta;
@@ -382,6 +424,7 @@ module fp_rx_check
           o_last[j] <= e[IF_LAST +: 24];
           o_wqe[j] <= e[IF_WQE +: 16];
           o_len[j] <= e[IF_LEN +: 32];
+          o_cqe[j] <= e[IF_CQE];
         end
         if (m.ext_mask[EXT_RETH]) begin
           x_va <= m.reth_va;
@@ -502,6 +545,9 @@ module fp_rx_check
         done_q <= t - q_tn + (E_W + 1)'((th & v_tdone) != '0);
         ret_q <= t + (E_W + 1)'((th & v_tdone) != '0);
         wqe_q <= ((th & v_tdone) != '0) ? w_t : w_b;
+        for (int j = 0; j < E; j++)
+          cqm_q[j] <= o_cqe[j] && o_live[j] && (E_W + 1)'(j) >= q_tn
+              && (E_W + 1)'(j) < t + (E_W + 1)'((th & v_tdone) != '0);
         case (c_cur)
           CUR_NONE:  k_seq_ok <= k_starts;
           CUR_WRITE: k_seq_ok <= k_write && !k_starts;
@@ -735,14 +781,35 @@ module fp_rx_check
         m_verdict_valid <= 1'b1;
         if (v.action == ACT_EXC) frame_slot <= frame_slot + 16'd1;
         // the list: a response drops the dead entries, and a taken ACK what it
-        // acknowledged; its una_psn goes into the send context (UNA)
-        if_ret_en <= m.error == ERR_NONE && c_hit;
+        // acknowledged; its una_psn goes into the send context (UNA). The CQE
+        // writer gets its group; when messages retired owe CQEs, their records
+        // are read first (CQ) and the retirement waits for them
+        if_ret_en <= m.error == ERR_NONE && c_hit && !(take && cqm_q != '0);
         if_ret_addr <= m.bth_destqp[QPN_W-1:0];
         if_ret_n <= take ? ret_q : q_t;
         una_valid <= take;
         una_addr <= m.bth_destqp[QPN_W-1:0];
         una_psn <= m.bth_psn + 24'd1;
-        st <= take ? S_UNA : S_C0;
+        grp_valid <= take;
+        grp_qpn <= m.bth_destqp;
+        grp_n <= count_set(cqm_q);
+        cq_left <= cqm_q;
+        st <= !take ? S_C0 : (cqm_q != '0) ? S_CQ : S_UNA;
+      end
+
+      S_CQ: begin
+        // a record read in the cycle before goes to the writer now
+        rec_valid <= 1'b0;
+        if (cq_rd_en) begin
+          cq_left <= cq_left & ~first_hot(cq_left);
+          rec_len <= o_len[cq_j[E_W-1:0]];
+        end
+        rec_valid <= cq_rd_en;
+        if (cq_left == '0 && !rec_valid) begin
+          // every record read and handed on: now the entries may go
+          if_ret_en <= 1'b1;
+          st <= (una_valid && !una_ready) ? S_UNA : S_C0;
+        end
       end
 
       default: ;   // UNA (below)
@@ -750,9 +817,8 @@ module fp_rx_check
     // UNA: the taken ACK's una_psn, once the send-context table takes it
     if (una_valid && una_ready) begin
       una_valid <= 1'b0;
-      st <= S_C0;
+      if (st == S_UNA) st <= S_C0;
     end
-    if (st != S_RD) if_ret_en <= 1'b0;
     if (rst) begin
       st <= S_C0;
       rctx_wr_en <= 1'b0;
@@ -763,6 +829,8 @@ module fp_rx_check
       acc_valid <= 1'b0;
       if_ret_en <= 1'b0;
       una_valid <= 1'b0;
+      grp_valid <= 1'b0;
+      rec_valid <= 1'b0;
     end
   end
 

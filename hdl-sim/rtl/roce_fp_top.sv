@@ -6,7 +6,8 @@
 // send contexts, 1 receive
 // contexts, 2 MR entries, 3 the port's addresses: words 0..1 MAC, 2..5 GID,
 // as little-endian records of the wire bytes; word 8 the context entries'
-// accessed bits, 32 per index, read and cleared). The Verilator top of roce-hdl-sim's fast-path
+// accessed bits, 32 per index, read and cleared; words 16..20 and 24 the CQE
+// writer's CQ rings and send CQs, fp_cqw). The Verilator top of roce-hdl-sim's fast-path
 // model; the SoC instantiates it the same way.
 
 `resetall
@@ -150,8 +151,16 @@ module roce_fp_top
   assign rd_tx = cfg_rd_table == 2'd0;
   assign wr_port = cfg_wr_table == 2'd3;
   assign rd_port = cfg_rd_table == 2'd3;
-  assign cfg_wr_ready = wr_port || (wr_tx ? tx_wr_ready : rx_wr_ready);
-  assign cfg_rd_ready = rd_port || (rd_tx ? tx_rd_ready : rx_rd_ready);
+  // the CQE writer's words of table 3 (fp_pkg's CQW_*)
+  logic wr_cqw, rd_cqw, cqw_wr_ready, cqw_rd_ready;
+  logic [31:0] cqw_rdata;
+  logic cqw_rdata_valid;
+  assign wr_cqw = wr_port
+      && ((cfg_wr_word >= CQW_RING_LO && cfg_wr_word <= CQW_CI) || cfg_wr_word == CQW_SEND_CQ);
+  assign rd_cqw = rd_port
+      && ((cfg_rd_word >= CQW_RING_LO && cfg_rd_word <= CQW_CI) || cfg_rd_word == CQW_SEND_CQ);
+  assign cfg_wr_ready = wr_cqw ? cqw_wr_ready : wr_port || (wr_tx ? tx_wr_ready : rx_wr_ready);
+  assign cfg_rd_ready = rd_cqw ? cqw_rd_ready : rd_port || (rd_tx ? tx_rd_ready : rx_rd_ready);
 
   // the port's addresses (table 3): words 0..1 the MAC (bytes 0..5), 2..5 the GID
   logic [255:0] port_rec;
@@ -180,7 +189,7 @@ module roce_fp_top
   always_ff @(posedge clk) begin
     if (cfg_wr_valid && wr_port && cfg_wr_word[4:3] == 2'd0)
       port_rec[32*cfg_wr_word[2:0] +: 32] <= cfg_wr_data;
-    port_rdata_valid <= cfg_rd_valid && rd_port;
+    port_rdata_valid <= cfg_rd_valid && rd_port && !rd_cqw;
     port_rdata <= cfg_rd_word == 5'd8 ? acc_word : port_rec[32*cfg_rd_word[2:0] +: 32];
     for (int w = 0; w < ACC_WORDS; w++) begin
       logic [31:0] clr, set;
@@ -193,8 +202,9 @@ module roce_fp_top
       for (int w = 0; w < ACC_WORDS; w++) accessed[w] <= '0;
     end
   end
-  assign cfg_rdata = tx_rdata_valid ? tx_rdata : port_rdata_valid ? port_rdata : rx_rdata;
-  assign cfg_rdata_valid = tx_rdata_valid || rx_rdata_valid || port_rdata_valid;
+  assign cfg_rdata = tx_rdata_valid ? tx_rdata : port_rdata_valid ? port_rdata
+      : cqw_rdata_valid ? cqw_rdata : rx_rdata;
+  assign cfg_rdata_valid = tx_rdata_valid || rx_rdata_valid || port_rdata_valid || cqw_rdata_valid;
 
   // ------------------------------------- the response path's shared state
   logic                          resp_rd_en;
@@ -212,6 +222,28 @@ module roce_fp_top
   logic [QPN_W-1:0]              sg_rd_addr;
   logic [$clog2(IF_ENTRIES)-1:0] sg_rd_lane;
   logic [SG_BITS-1:0]            sg_rd_data;
+  // the CQE writer's inputs (fp_rx_check) and the records it reads
+  logic                          grp_valid, grp_room, rec_valid, rec_room;
+  logic [23:0]                   grp_qpn;
+  logic [$clog2(IF_ENTRIES):0]   grp_n;
+  logic                          cq_rd_en;
+  logic [QPN_W-1:0]              cq_rd_addr;
+  logic [$clog2(IF_ENTRIES)-1:0] cq_rd_lane;
+  logic [CQ_INFO_BITS-1:0]       cq_rd_data;
+  logic [31:0]                   rec_len;
+  // fp_rx's events and DMA writes, into the CQE writer
+  logic [EV_BYTES*8-1:0]         rx_ev_data;
+  logic                          rx_ev_valid, rx_ev_ready;
+  logic [63:0]                   rx_wr_desc_addr;
+  logic [15:0]                   rx_wr_desc_len;
+  logic                          rx_wr_desc_valid, rx_wr_desc_ready;
+  logic [DATA_WIDTH-1:0]         rx_wr_tdata;
+  logic [KEEP_WIDTH-1:0]         rx_wr_tkeep;
+  logic                          rx_wr_tvalid, rx_wr_tready, rx_wr_tlast;
+  logic                          rx_side_idle, cqw_idle;
+  /* verilator lint_off UNUSEDSIGNAL */
+  logic [31:0]                   cqw_cqes;   // for waveforms; not a port (yet)
+  /* verilator lint_on UNUSEDSIGNAL */
 
   // the in-flight list: a new message joins it as the TX intake takes its
   // descriptor (not a FLUSH, not a REPLAY)
@@ -228,6 +260,9 @@ module roce_fp_top
     .ap_wqe(txd_data[8*TD_WQE +: 16]),
     .ap_nsge(txd_data[8*TD_NUM_SGE +: 8]),
     .ap_sge(txd_data[8*TD_SGE +: SG_BITS]),
+    .ap_cqe(txd_data[8*TD_FLAGS + TD_F_CQE]),
+    .ap_wrid(txd_data[8*TD_WR_ID +: 64]),
+    .ap_imm(txd_data[8*TD_IMM +: 32]),
     .w0_wr_en(cfg_wr_valid && cfg_wr_ready && wr_tx && cfg_wr_word == 5'd0),
     .w0_wr_addr(cfg_wr_index[QPN_W-1:0]),
     .w0_wr_data(cfg_wr_data),
@@ -242,7 +277,11 @@ module roce_fp_top
     .sg_rd_en(sg_rd_en),
     .sg_rd_addr(sg_rd_addr),
     .sg_rd_lane(sg_rd_lane),
-    .sg_rd_data(sg_rd_data)
+    .sg_rd_data(sg_rd_data),
+    .cq_rd_en(cq_rd_en),
+    .cq_rd_addr(cq_rd_addr),
+    .cq_rd_lane(cq_rd_lane),
+    .cq_rd_data(cq_rd_data)
   );
 
   // ----------------------------------------------------------------- TX
@@ -329,23 +368,23 @@ module roce_fp_top
     .cfg_rd_word(cfg_rd_word),
     .cfg_rdata(rx_rdata),
     .cfg_rdata_valid(rx_rdata_valid),
-    .m_dma_wr_desc_addr(dma_wr_desc_addr),
-    .m_dma_wr_desc_len(dma_wr_desc_len),
-    .m_dma_wr_desc_valid(dma_wr_desc_valid),
-    .m_dma_wr_desc_ready(dma_wr_desc_ready),
-    .m_dma_wr_tdata(dma_wr_tdata),
-    .m_dma_wr_tkeep(dma_wr_tkeep),
-    .m_dma_wr_tvalid(dma_wr_tvalid),
-    .m_dma_wr_tready(dma_wr_tready),
-    .m_dma_wr_tlast(dma_wr_tlast),
+    .m_dma_wr_desc_addr(rx_wr_desc_addr),
+    .m_dma_wr_desc_len(rx_wr_desc_len),
+    .m_dma_wr_desc_valid(rx_wr_desc_valid),
+    .m_dma_wr_desc_ready(rx_wr_desc_ready),
+    .m_dma_wr_tdata(rx_wr_tdata),
+    .m_dma_wr_tkeep(rx_wr_tkeep),
+    .m_dma_wr_tvalid(rx_wr_tvalid),
+    .m_dma_wr_tready(rx_wr_tready),
+    .m_dma_wr_tlast(rx_wr_tlast),
     .m_exc_tdata(exc_tdata),
     .m_exc_tkeep(exc_tkeep),
     .m_exc_tvalid(exc_tvalid),
     .m_exc_tready(exc_tready),
     .m_exc_tlast(exc_tlast),
-    .m_ev_data(ev_data),
-    .m_ev_valid(ev_valid),
-    .m_ev_ready(ev_ready),
+    .m_ev_data(rx_ev_data),
+    .m_ev_valid(rx_ev_valid),
+    .m_ev_ready(rx_ev_ready),
     .m_ack_data(rx_ack),
     .m_ack_valid(rx_ack_valid),
     .m_ack_ready(rx_ack_ready),
@@ -366,13 +405,77 @@ module roce_fp_top
     .sg_rd_addr(sg_rd_addr),
     .sg_rd_lane(sg_rd_lane),
     .sg_rd_data(sg_rd_data),
+    .grp_valid(grp_valid),
+    .grp_qpn(grp_qpn),
+    .grp_n(grp_n),
+    .grp_room(grp_room),
+    .cq_rd_en(cq_rd_en),
+    .cq_rd_addr(cq_rd_addr),
+    .cq_rd_lane(cq_rd_lane),
+    .rec_valid(rec_valid),
+    .rec_len(rec_len),
+    .rec_room(rec_room),
     .drops(rx_drops),
     .ctx_hits(rx_ctx_hits),
     .ctx_misses(rx_ctx_misses),
     .acc_valid(acc_valid),
     .acc_row(acc_row),
-    .idle(rx_idle)
+    .idle(rx_side_idle)
   );
+
+  // ------------------------------------------------------ the CQE writer
+  fp_cqw #(
+    .DATA_WIDTH(DATA_WIDTH),
+    .NQP(NQP)
+  ) cqw_inst (
+    .clk(clk),
+    .rst(rst),
+    .grp_valid(grp_valid),
+    .grp_qpn(grp_qpn),
+    .grp_n(grp_n),
+    .grp_room(grp_room),
+    .rec_valid(rec_valid),
+    .rec_data({rec_len, cq_rd_data}),
+    .rec_room(rec_room),
+    .s_ev_data(rx_ev_data),
+    .s_ev_valid(rx_ev_valid),
+    .s_ev_ready(rx_ev_ready),
+    .m_ev_data(ev_data),
+    .m_ev_valid(ev_valid),
+    .m_ev_ready(ev_ready),
+    .s_dma_wr_desc_addr(rx_wr_desc_addr),
+    .s_dma_wr_desc_len(rx_wr_desc_len),
+    .s_dma_wr_desc_valid(rx_wr_desc_valid),
+    .s_dma_wr_desc_ready(rx_wr_desc_ready),
+    .s_dma_wr_tdata(rx_wr_tdata),
+    .s_dma_wr_tkeep(rx_wr_tkeep),
+    .s_dma_wr_tvalid(rx_wr_tvalid),
+    .s_dma_wr_tready(rx_wr_tready),
+    .s_dma_wr_tlast(rx_wr_tlast),
+    .m_dma_wr_desc_addr(dma_wr_desc_addr),
+    .m_dma_wr_desc_len(dma_wr_desc_len),
+    .m_dma_wr_desc_valid(dma_wr_desc_valid),
+    .m_dma_wr_desc_ready(dma_wr_desc_ready),
+    .m_dma_wr_tdata(dma_wr_tdata),
+    .m_dma_wr_tkeep(dma_wr_tkeep),
+    .m_dma_wr_tvalid(dma_wr_tvalid),
+    .m_dma_wr_tready(dma_wr_tready),
+    .m_dma_wr_tlast(dma_wr_tlast),
+    .cfg_wr_valid(cfg_wr_valid && wr_cqw),
+    .cfg_wr_ready(cqw_wr_ready),
+    .cfg_wr_index(cfg_wr_index),
+    .cfg_wr_word(cfg_wr_word),
+    .cfg_wr_data(cfg_wr_data),
+    .cfg_rd_valid(cfg_rd_valid && rd_cqw),
+    .cfg_rd_ready(cqw_rd_ready),
+    .cfg_rd_index(cfg_rd_index),
+    .cfg_rd_word(cfg_rd_word),
+    .cfg_rdata(cqw_rdata),
+    .cfg_rdata_valid(cqw_rdata_valid),
+    .cqes(cqw_cqes),
+    .idle(cqw_idle)
+  );
+  assign rx_idle = rx_side_idle && cqw_idle;
 
 endmodule
 

@@ -34,6 +34,17 @@ pub enum Table {
 /// The word of [`Table::Port`] that reads (and clears) 32 accessed bits.
 pub const ACCESSED_WORD: u8 = 8;
 
+/// The words of [`Table::Port`] that hold the CQE writer's CQ rings (`fp_cqw`,
+/// `docs/fastpath.md` §3.7), index = CQ number: ring address low and high, {valid (bit
+/// 8), log2 depth (bits 0..4)}, producer index, the host's consumer index as last seen.
+pub const CQW_RING_WORD: u8 = 16;
+/// The word holding a CQ's producer index (index = CQ number).
+pub const CQW_PI_WORD: u8 = 19;
+/// The word holding a context entry's send CQ: {valid (bit 8), CQ number (bits 0..5)}.
+pub const CQW_SEND_CQ_WORD: u8 = 24;
+/// CQs the RTL's CQE writer holds (`fp_pkg::CQ_N`).
+pub const CQW_CQS: usize = 64;
+
 /// Cycle numbers of transfers, for line-rate and latency checks.
 #[derive(Clone, Debug, Default)]
 pub struct FpTimeline {

@@ -24,19 +24,31 @@
 //! * the **event and exception-frame rings**: the RTL's event stream and its exception
 //!   frames, in order.
 //!
+//! * the **CQE writer's registers** as the firmware sees them (`FastPath::cq_writer`,
+//!   the model's `CqWriter`): the RTL's CQ table (`fp_cqw`, `docs/fastpath.md` §3.7)
+//!   mirrored here. What the firmware changed (a CQ handed over or taken back, the
+//!   producer index after its own CQEs, the host's consumer index) goes into the RTL
+//!   before it runs; the producer index of a CQ the RTL wrote CQEs into (an `ACKED`
+//!   event with its `cqe` bit) is read back after it ran. The RTL advances a producer
+//!   index only while it runs, so the firmware's read-modify-write of it between runs is
+//!   whole (a core beside a running writer needs a CQE port instead: §3.7).
+//!
 //! The model is clocked only inside [`FastPath::run`] (where host memory is at hand for
 //! its DMA) and for table reads (with the DMA ports held). `run` first lets queued table
 //! writes land, then offers received frames and descriptors, and clocks until the RTL has
 //! been quiet for [`QUIET`] cycles: a received frame never meets a context half written.
 
-use crate::fastpath::{FpSim, Table, ACCESSED_WORD};
+use crate::fastpath::{
+    FpSim, Table, ACCESSED_WORD, CQW_CQS, CQW_PI_WORD, CQW_RING_WORD, CQW_SEND_CQ_WORD,
+};
 use crate::sim::{DataWidth, SimError};
 use roce_core::dcb::Priorities;
 use roce_core::fastpath::layout::{EVENT_LEN, MR_LEN, RCTX_LEN, SCTX_LEN, TXD_LEN};
 use roce_core::memory::Dma;
 use roce_core::num::Qpn;
+use roce_firmware::fastpath::{CqRing, CqWriter};
 use roce_firmware::hal::{Datapath, FastPath, FastPathCounters};
-use std::collections::VecDeque;
+use std::collections::{BTreeSet, HashMap, VecDeque};
 
 /// Cycles without any transfer after which the RTL counts as done with its input (its
 /// longest internal gap, the RX pipeline between the last beat of a frame and its verdict,
@@ -50,6 +62,9 @@ const RING: usize = 32;
 const MR_ENTRIES: usize = 256;
 /// Event kind EXCEPTION (§3.5).
 const EV_EXCEPTION: u8 = 1;
+/// Event kind ACKED (§3.5) and its byte 31 bit saying the CQE writer wrote its CQEs.
+const EV_ACKED: u8 = 3;
+const EV_ACKED_CQE: u8 = 4;
 /// TX descriptor op FLUSH (§2.2).
 const OP_FLUSH: u8 = 15;
 
@@ -71,6 +86,15 @@ pub struct FpPort<P> {
     counters: FastPathCounters,
     /// The first error of the model (a DMA fault, a run that never settled).
     fault: Option<String>,
+    /// The CQE writer's CQ table as the firmware sees it, and as the RTL holds it.
+    cqw: CqWriter,
+    cqw_rtl: CqWriter,
+    /// Each QP's send CQ, as given to the RTL (by QPN).
+    send_cq: HashMap<u32, u16>,
+    /// QPs whose `ACKED` events said the RTL wrote CQEs since the last read-back.
+    cqe_qps: BTreeSet<u32>,
+    /// The firmware is told of the CQE writer (else it writes every CQE itself).
+    cqe_writer: bool,
 }
 
 impl<P: Datapath> FpPort<P> {
@@ -88,7 +112,19 @@ impl<P: Datapath> FpPort<P> {
             rx_frames: 0,
             counters: FastPathCounters::default(),
             fault: None,
+            cqw: CqWriter::default(),
+            cqw_rtl: CqWriter::default(),
+            send_cq: HashMap::new(),
+            cqe_qps: BTreeSet::new(),
+            cqe_writer: true,
         })
+    }
+
+    /// Hides the RTL's CQE writer from the firmware (`FastPath::cq_writer` None): the
+    /// firmware then writes every CQE, as on the RTL before the writer (a baseline).
+    pub fn without_cqe_writer(mut self) -> Self {
+        self.cqe_writer = false;
+        self
     }
 
     /// Clock cycles the RTL has run.
@@ -153,6 +189,10 @@ impl<P: Datapath> FpPort<P> {
             if e.value[0] == EV_EXCEPTION {
                 self.counters.rx_exceptions += 1;
             }
+            if e.value[0] == EV_ACKED && e.value[31] & EV_ACKED_CQE != 0 {
+                self.cqe_qps
+                    .insert(u32::from_le_bytes([e.value[4], e.value[5], e.value[6], 0]));
+            }
             self.events.push_back(e.value);
             any = true;
         }
@@ -167,6 +207,67 @@ impl<P: Datapath> FpPort<P> {
             any = true;
         }
         any
+    }
+
+    /// Writes what the firmware changed in the CQE writer's CQ table into the RTL (the
+    /// words that differ from what the RTL holds); true when anything was written.
+    fn push_cqs(&mut self) -> bool {
+        let mut any = false;
+        for c in 0..CQW_CQS as u16 {
+            let (want, have) = (self.cqw.get(c), self.cqw_rtl.get(c));
+            if want == have {
+                continue;
+            }
+            let words = |r: Option<CqRing>| {
+                r.map_or([0; 5], |r| {
+                    [
+                        r.ring as u32,
+                        (r.ring >> 32) as u32,
+                        0x100 | u32::from(r.log_depth & 31),
+                        r.pi,
+                        r.ci,
+                    ]
+                })
+            };
+            let (w, h) = (words(want), words(have));
+            for (i, (&a, &b)) in w.iter().zip(h.iter()).enumerate() {
+                if a != b || have.is_none() {
+                    self.fp
+                        .write_word(Table::Port, u32::from(c), CQW_RING_WORD + i as u8, a);
+                }
+            }
+            self.cqw_rtl.set(c, want);
+            any = true;
+        }
+        any
+    }
+
+    /// Reads back the producer index of each CQ the RTL wrote CQEs into.
+    fn pull_cqs(&mut self) {
+        let qps = std::mem::take(&mut self.cqe_qps);
+        let cqs: BTreeSet<u16> = qps
+            .iter()
+            .filter_map(|q| self.send_cq.get(q))
+            .copied()
+            .collect();
+        for c in cqs {
+            let pi = match self
+                .fp
+                .read_word_dma_held(Table::Port, u32::from(c), CQW_PI_WORD)
+            {
+                Ok(pi) => pi,
+                Err(e) => {
+                    self.record_fault(e);
+                    continue;
+                }
+            };
+            for w in [&mut self.cqw, &mut self.cqw_rtl] {
+                if let Some(mut r) = w.get(c) {
+                    r.pi = pi;
+                    w.set(c, Some(r));
+                }
+            }
+        }
     }
 }
 
@@ -247,7 +348,8 @@ impl<P: Datapath> FastPath for FpPort<P> {
     }
 
     fn post_tx(&mut self, desc: &[u8; TXD_LEN]) -> bool {
-        if !self.tx_room() {
+        // a FLUSH takes no slot: a full ring takes it too
+        if desc[3] != OP_FLUSH && !self.tx_room() {
             return false;
         }
         if desc[3] == OP_FLUSH {
@@ -281,6 +383,9 @@ impl<P: Datapath> FastPath for FpPort<P> {
     }
 
     fn run(&mut self, dma: &mut dyn Dma) -> bool {
+        if self.push_cqs() {
+            self.settled = false;
+        }
         let mut any = self.collect();
         let mut buf = [0u8; 16384];
         let mut rx = Vec::new();
@@ -327,6 +432,7 @@ impl<P: Datapath> FastPath for FpPort<P> {
             any |= self.collect();
         }
         any |= self.collect();
+        self.pull_cqs();
         if let Some(e) = self.fp.take_fault() {
             self.record_fault(e);
         }
@@ -346,6 +452,26 @@ impl<P: Datapath> FastPath for FpPort<P> {
 
     fn ctx_hits_misses(&self) -> [u64; 2] {
         self.fp.rx_ctx_hits_misses().map(u64::from)
+    }
+
+    fn cq_writer(&mut self) -> Option<&mut CqWriter> {
+        self.cqe_writer.then_some(&mut self.cqw)
+    }
+
+    fn set_send_cq(&mut self, qpn: Qpn, cq: Option<u16>) {
+        if !self.cqe_writer {
+            return;
+        }
+        // a CQ past the writer's table is the firmware's alone (`CqWriter::set`)
+        let cq = cq.filter(|&c| usize::from(c) < CQW_CQS);
+        let word = cq.map_or(0, |c| 0x100 | u32::from(c));
+        self.fp
+            .write_word(Table::Port, qpn.value(), CQW_SEND_CQ_WORD, word);
+        match cq {
+            Some(c) => self.send_cq.insert(qpn.value(), c),
+            None => self.send_cq.remove(&qpn.value()),
+        };
+        self.settled = false;
     }
 
     fn take_accessed(&mut self, word: usize) -> u32 {

@@ -19,6 +19,7 @@ use roce_core::fastpath::{
 use roce_core::memory::{AccessFlags, Dma, DmaError, MemoryTable, Pd};
 use roce_core::num::{Lkey, Msn, Psn, Qpn, Rkey};
 use roce_core::transport::{Mtu, Sge};
+use roce_core::transport::{WcFlags, WcOpcode, WcStatus, WorkCompletion};
 use roce_core::wire::aeth::{AethRepr, Syndrome};
 use roce_core::wire::atomic::AtomicAckEthRepr;
 use roce_core::wire::bth::BthRepr;
@@ -27,9 +28,12 @@ use roce_core::wire::ipv4::Ipv4Repr;
 use roce_core::wire::ipv6::Ipv6Repr;
 use roce_core::wire::udp::{UdpRepr, ROCEV2_PORT};
 use roce_core::wire::{self, ExtHeaders, HeaderTemplate, L3Repr, Opcode};
+use roce_firmware::abi::Cqe;
 use roce_hdl_sim::{
-    rtl_available, DataWidth, FpSim, Shaping, Table, ACCESSED_WORD, FP_CTX_ENTRIES,
+    rtl_available, DataWidth, FpSim, Shaping, Table, ACCESSED_WORD, CQW_PI_WORD, CQW_RING_WORD,
+    CQW_SEND_CQ_WORD, FP_CTX_ENTRIES,
 };
+use zerocopy::IntoBytes;
 
 /// Host memory: one flat range.
 #[derive(Clone)]
@@ -2001,6 +2005,19 @@ fn post_sent(
     list: &mut heapless::Deque<Inflight, 8>,
     desc: &TxMsg,
 ) -> Result<(), TestCaseError> {
+    post_sent_cqe(sim, mem, sctx, list, desc, None)
+}
+
+/// [`post_sent`] of a descriptor that asks for a CQE with `wr_id` when `cqe` is some
+/// (`docs/fastpath.md` §3.7: flags bit 2, `wr_id` in bytes 88..96).
+fn post_sent_cqe(
+    sim: &mut FpSim,
+    mem: &mut HostMem,
+    sctx: &mut SendCtx,
+    list: &mut heapless::Deque<Inflight, 8>,
+    desc: &TxMsg,
+    cqe: Option<u64>,
+) -> Result<(), TestCaseError> {
     let kind = match desc.op {
         MsgOp::Read => fastpath::InflightKind::Read,
         MsgOp::CmpSwap { .. } | MsgOp::FetchAdd { .. } => fastpath::InflightKind::Atomic,
@@ -2013,7 +2030,7 @@ fn post_sent(
         last_psn: desc.last_psn(sctx.mtu),
         length: desc.length,
         sges: desc.sges.clone(),
-        cqe: None,
+        cqe: cqe.map(|w| (w, desc.op)),
     });
     let mut buf = vec![0u8; 9000];
     let (from, to) = desc.range(sctx.mtu);
@@ -2021,7 +2038,12 @@ fn post_sent(
         fastpath::segment(sctx, desc, k, mem, &mut buf)
             .map_err(|e| fail(format!("model: {e:?}")))?;
     }
-    sim.push_txd(&layout::encode_txd(desc));
+    let mut d = layout::encode_txd(desc);
+    if let Some(wr_id) = cqe {
+        d[4] |= layout::TXD_CQE;
+        d[88..96].copy_from_slice(&wr_id.to_le_bytes());
+    }
+    sim.push_txd(&d);
     sim.run_until_idle(mem, 400_000).map_err(fail)
 }
 
@@ -2683,6 +2705,215 @@ fn line_rate_read_responses_placed_in_hardware() {
             to_event[3],
             t.rx_in.len(),
             t.events[3] - t.rx_in[0].0 + 1
+        );
+    }
+}
+
+/// The CQE writer (`fp_cqw`, `docs/fastpath.md` §3.7) at both widths: a response that
+/// retires messages whose descriptors asked for CQEs writes them into the QP's send CQ,
+/// each as the engine's completion encoded by the ABI (`Cqe::from_wc`, the model's
+/// `CqWriter`), at the ring's producer index (wrapping, with the pass's owner bit), all
+/// of them or none (no room by the consumer index last written, or no send CQ), and
+/// says so in the ACKED event (byte 31 bit 2), which leaves after the CQEs are written.
+/// The events are otherwise the model's (`fastpath::dispatch`). Prints the cycles from
+/// the ACK's last beat to its event with and without CQEs to write.
+#[test]
+fn the_cqe_writer_writes_what_the_model_writes() {
+    let Some(sims) = sims() else { return };
+    let qp = QpCfg {
+        dest_qpn: 0x55,
+        ..line_rate_qp()
+    };
+    let q = qpn_of(0);
+    let mrt = MrTable::<256>::default();
+    const CQ: u32 = 5;
+    const RING: u64 = MEM_BASE + 64 * 1024;
+    let set_cq = |sim: &mut FpSim, pi: u32, ci: u32| {
+        for (i, v) in [RING as u32, (RING >> 32) as u32, 0x100 | 2, pi, ci]
+            .into_iter()
+            .enumerate()
+        {
+            sim.write_word(Table::Port, CQ, CQW_RING_WORD + i as u8, v);
+        }
+    };
+    // the completion the engine makes of a send-queue message (fastpath.rs send_wc)
+    let wc_of = |wr_id: u64, op: MsgOp, len: u32| {
+        let opcode = match op {
+            MsgOp::Write | MsgOp::WriteWithImm(_) => WcOpcode::RdmaWrite,
+            MsgOp::Read => WcOpcode::RdmaRead,
+            _ => WcOpcode::Send,
+        };
+        let mut wc = WorkCompletion::new(wr_id, q, opcode, WcStatus::Success);
+        wc.byte_len = len;
+        if let MsgOp::SendWithImm(imm) | MsgOp::WriteWithImm(imm) = op {
+            wc.imm_data = imm;
+            wc.wc_flags = WcFlags::WITH_IMM;
+        }
+        wc
+    };
+    for s in &sims {
+        let mut sim = s.borrow_mut();
+        sim.set_shaping(Shaping::LINE_RATE);
+        let width = sim.width();
+        let mut mem = HostMem::new(MEM_BASE, MEM_LEN, 0x5A);
+        let mut r = resp_setup(&mut sim, std::slice::from_ref(&qp), &mut mem)
+            .unwrap_or_else(|e| panic!("{width}: {e}"));
+        let mut list: heapless::Deque<Inflight, 8> = heapless::Deque::new();
+        // the ring: 4 entries, 3 written before (pi 3), the host took 1 (ci 1): room
+        // for 2
+        set_cq(&mut sim, 3, 1);
+        sim.write_word(Table::Port, q.value(), CQW_SEND_CQ_WORD, 0x100 | CQ);
+        let step = |sim: &mut FpSim,
+                    mem: &mut HostMem,
+                    r: &mut RespQps,
+                    list: &mut heapless::Deque<Inflight, 8>,
+                    msgs: &[(MsgOp, u32, Option<u64>)],
+                    want_cqe: bool|
+         -> (Vec<(u64, Vec<u8>)>, u64) {
+            let mut psn = r.sctx[0].next_psn;
+            for (i, &(op, len, cqe)) in msgs.iter().enumerate() {
+                psn = r.sctx[0].next_psn;
+                let mut d = write_msg(q, MEM_BASE, len, 0x7000, Rkey(0x4200), psn);
+                d.op = op;
+                d.wqe_index = 20 + i as u16;
+                post_sent_cqe(sim, mem, &mut r.sctx[0], list, &d, cqe)
+                    .unwrap_or_else(|e| panic!("{width}: {e}"));
+            }
+            let _ = frames(sim);
+            let _ = sim.take_dma_writes();
+            // one ACK of the last message's last PSN retires them all
+            let last = list.back().map(|m| m.last_psn).unwrap_or(psn);
+            let ack = AckDesc {
+                qpn: q,
+                syndrome: Syndrome::ACK,
+                psn: last,
+                msn: Msn::new(1),
+            };
+            let mut buf = [0u8; 256];
+            let n = fastpath::ack_frame(&r.peer[0], &ack, &mut buf).expect("ACK frame");
+            let frame = buf[..n].to_vec();
+            sim.record_timeline();
+            sim.push_rx_frame(&frame);
+            sim.run_until_idle(mem, 100_000)
+                .unwrap_or_else(|e| panic!("{width}: {e}"));
+            let t = sim.take_timeline();
+            let got = events(sim);
+            let mut dma = HostMem::new(MEM_BASE, 16, 0);
+            let pkt = wire::parse(&frame).expect("ACK");
+            let mut out = fastpath::dispatch(
+                &r.port,
+                &mut r.rctx[0],
+                &mut r.sctx[0],
+                list,
+                &pkt,
+                &mrt,
+                &mut dma,
+            );
+            if let Some(Event::Acked { cqe, .. }) = &mut out.event {
+                *cqe = want_cqe;
+            }
+            assert_eq!(got, vec![out.event.expect("ACKED")], "{width}: the event");
+            let writes = sim.take_dma_writes();
+            let last_in = t.rx_in.iter().rev().find(|b| b.1).expect("the ACK in").0;
+            let ev_at = *t.events.last().expect("an event");
+            // every CQE is in memory before its event leaves
+            if let Some(&(w, _)) = t.dma_wr.iter().rev().find(|b| b.1) {
+                assert!(
+                    w < ev_at,
+                    "{width}: a CQE written at {w}, its event at {ev_at}"
+                );
+            }
+            (writes, ev_at - last_in)
+        };
+        let read_pi = |sim: &mut FpSim, mem: &mut HostMem| {
+            let b = sim
+                .read_record(Table::Port, CQ, 4 * usize::from(CQW_PI_WORD + 1), mem)
+                .unwrap_or_else(|e| panic!("{width}: {e}"));
+            let at = 4 * usize::from(CQW_PI_WORD);
+            u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
+        };
+        let slot = |i: u64| RING + 32 * (i % 4);
+
+        // 1. a WRITE (CQE), a SEND with immediate (unsignaled), a WRITE with immediate
+        // (CQE): two CQEs, at ring indexes 3 and 4 (slot 0, the next pass's owner bit)
+        let msgs = [
+            (MsgOp::Write, 300, Some(0x1111_2222_3333_4444)),
+            (MsgOp::SendWithImm(0x0BAD_F00D), 40, None),
+            (
+                MsgOp::WriteWithImm(0xDEAD_BEEF),
+                5000,
+                Some(0x0102_0304_0506_0708),
+            ),
+        ];
+        let (writes, lat_cqe) = step(&mut sim, &mut mem, &mut r, &mut list, &msgs, true);
+        let want: Vec<(u64, Vec<u8>)> = [(0u32, 0usize), (1, 2)]
+            .iter()
+            .map(|&(k, m): &(u32, usize)| {
+                let (op, len, w) = msgs[m];
+                let pi = 3 + k;
+                let cqe = Cqe::from_wc(&wc_of(w.unwrap(), op, len), pi, 2);
+                (slot(u64::from(pi)), cqe.as_bytes().to_vec())
+            })
+            .collect();
+        assert_eq!(writes, want, "{width}: the CQEs");
+        assert_eq!(
+            read_pi(&mut sim, &mut mem),
+            5,
+            "{width}: the producer index"
+        );
+
+        // 2. no room: pi 5, ci 1 (the ring full): two CQEs owed, none written
+        let msgs2 = [(MsgOp::Send, 64, Some(7)), (MsgOp::Write, 64, Some(8))];
+        let (writes, _) = step(&mut sim, &mut mem, &mut r, &mut list, &msgs2, false);
+        assert_eq!(writes, vec![], "{width}: no room, no CQE");
+        assert_eq!(
+            read_pi(&mut sim, &mut mem),
+            5,
+            "{width}: the producer index"
+        );
+
+        // 3. the host took one more (ci 2): room for one, two owed: none written
+        set_cq(&mut sim, 5, 2);
+        let (writes, _) = step(&mut sim, &mut mem, &mut r, &mut list, &msgs2, false);
+        assert_eq!(writes, vec![], "{width}: room for one of two, no CQE");
+
+        // 4. no CQE owed (unsignaled), the CQ has room: the event says written (none
+        // owed), nothing is written; the baseline of the latency
+        let msgs4 = [(MsgOp::Write, 64, None)];
+        let (writes, lat_none) = step(&mut sim, &mut mem, &mut r, &mut list, &msgs4, true);
+        assert_eq!(writes, vec![], "{width}: none owed");
+
+        // 5. a QP without a send CQ: CQEs owed, none written
+        sim.write_word(Table::Port, q.value(), CQW_SEND_CQ_WORD, 0);
+        set_cq(&mut sim, 5, 5);
+        let (writes, _) = step(&mut sim, &mut mem, &mut r, &mut list, &msgs2, false);
+        assert_eq!(writes, vec![], "{width}: no send CQ");
+
+        // 6. its send CQ again, the ring empty (pi = ci = 5): a SEND's CQE at index 5
+        sim.write_word(Table::Port, q.value(), CQW_SEND_CQ_WORD, 0x100 | CQ);
+        let one = [(MsgOp::Send, 1, Some(0xABCD))];
+        let (writes, _) = step(&mut sim, &mut mem, &mut r, &mut list, &one, true);
+        let cqe = Cqe::from_wc(&wc_of(0xABCD, MsgOp::Send, 1), 5, 2);
+        assert_eq!(
+            writes,
+            vec![(slot(5), cqe.as_bytes().to_vec())],
+            "{width}: a SEND's CQE"
+        );
+        assert_eq!(
+            read_pi(&mut sim, &mut mem),
+            6,
+            "{width}: the producer index"
+        );
+
+        eprintln!(
+            "{width}: ACK's last beat to its ACKED event: 2 CQEs written {lat_cqe} cycles, none owed {lat_none} cycles"
+        );
+        // per CQE: its record's read (1 cycle) and its write (a descriptor and
+        // 32 bytes of beats); a handful of cycles for the lookups and the port
+        let beats = 32u64.div_ceil(width.bytes() as u64);
+        assert!(
+            lat_cqe <= lat_none + 2 * (beats + 3) + 8,
+            "{width}: {lat_cqe} vs {lat_none}"
         );
     }
 }

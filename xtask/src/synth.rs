@@ -238,6 +238,7 @@ const FP: &[&str] = &[
     "hdl-sim/rtl/fp_rx_check.sv",
     "hdl-sim/rtl/fp_rx_move.sv",
     "hdl-sim/rtl/fp_rx.sv",
+    "hdl-sim/rtl/fp_cqw.sv",
     "hdl-sim/rtl/roce_fp_top.sv",
 ];
 

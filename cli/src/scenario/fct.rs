@@ -540,6 +540,9 @@ pub struct Setup {
     pub dscp: u8,
     /// Simulated time after which the run stops.
     pub limit: Nanos,
+    /// NICs with the RC fast path's model as their hardware (`roce perf`'s default),
+    /// instead of the firmware handling every packet.
+    pub fastpath: bool,
 }
 
 /// What every partition needs to build itself.
@@ -561,7 +564,7 @@ impl Plan {
         s.net.build(&mut fabric, part, s.partitions, &macs, |h, f| {
             let nic = nic::boot(
                 Datapath::Software,
-                false,
+                s.fastpath,
                 nic::port_config(h),
                 Capacities::Host,
             )
@@ -757,6 +760,7 @@ fn run_one(
         timeout: f.timeout,
         dscp: f.dscp,
         limit: nanos("limit", &f.limit)?,
+        fastpath: false,
     };
     run_flows(&setup, flows, threads, progress)
 }

@@ -211,6 +211,9 @@ pub struct Engine<
     /// armed since it was last made exact).
     tx_any: bool,
     fp_any: bool,
+    /// Some QP on the fast path may owe the hardware a FLUSH (its requester was rewound:
+    /// Go-Back-N); cleared when `fastpath_poll_flush` finds none.
+    fp_flush_any: bool,
     timer_floor: Option<Instant>,
     /// Congestion control per QP slot, beside the contexts.
     cc: [QpCc; QPS],
@@ -260,6 +263,7 @@ impl<
             deadlines: [None; QPS],
             tx_any: false,
             fp_any: false,
+            fp_flush_any: false,
             timer_floor: None,
             cc: [QpCc::new(&cfg.cc); QPS],
             cc_any: cfg.cc.rp,
@@ -622,6 +626,7 @@ impl<
         let mut r = QpRef { qp, q };
         let out = f(&mut r, &mut env, cfg);
         let deadline = r.qp.next_deadline();
+        let flush = r.qp.req.fastpath && r.qp.req.rewound;
         if let (Some(ready), Some(d)) = (self.tx_ready.get_mut(slot), self.deadlines.get_mut(slot))
         {
             *ready |= tx;
@@ -632,6 +637,7 @@ impl<
         }
         self.tx_any |= tx;
         self.fp_any = true;
+        self.fp_flush_any |= flush;
         self.lower_timer_floor(deadline);
         Some(out)
     }
@@ -908,6 +914,37 @@ impl<
         }
         // Every flag was looked at and cleared; `run_qp` sets them again.
         self.fp_any = false;
+        false
+    }
+
+    /// The FLUSH descriptor (`docs/fastpath.md` §2.2) of a QP on the fast path whose
+    /// requester was rewound, if one owes it, written into `out`. A FLUSH takes no slot
+    /// of the hardware's descriptor ring, so the runtime posts it when the ring is full
+    /// too: otherwise the rewind waits until the segmenter finishes a message, and every
+    /// stale packet it sends meanwhile goes out again after the resends.
+    pub fn fastpath_poll_flush(
+        &mut self,
+        now: Instant,
+        out: &mut fastpath::layout::TxdWords,
+    ) -> bool {
+        if !self.fp_flush_any {
+            return false;
+        }
+        for slot in 0..self.hi {
+            let owes = matches!(
+                self.qps.get(slot),
+                Some(Some(qp)) if qp.req.fastpath && qp.req.rewound
+            );
+            // `req_take_msg` hands out the owed FLUSH before anything else.
+            if owes
+                && self
+                    .with_fp_qp(slot, now, |r, env| r.req_take_msg(env, out))
+                    .unwrap_or(false)
+            {
+                return true;
+            }
+        }
+        self.fp_flush_any = false;
         false
     }
 
