@@ -171,6 +171,7 @@ const SOC: &[&str] = &[
     "hdl-sim/rtl/fp_rx_check.sv",
     "hdl-sim/rtl/fp_rx_move.sv",
     "hdl-sim/rtl/fp_rx.sv",
+    "hdl-sim/rtl/fp_cqw.sv",
     "hdl-sim/rtl/roce_fp_top.sv",
     "hdl-sim/rtl/soc/soc_fp.sv",
     "hdl-sim/rtl/soc/soc_ram.sv",
