@@ -202,7 +202,7 @@ fn write_64k(image: &std::path::Path, fastpath: bool) -> Write64k {
     }
 }
 
-/// The SoC's firmware per data packet with its fast path (the budget test: sender 458,
+/// The SoC's firmware per data packet with its fast path (the budget test: sender 474,
 /// receiver 0 on 2026-12-02, BENCHMARKS.md "The RC fast path in the SoC"). The sender
 /// still builds and posts the WRITE's descriptor and handles its ACKED event and CQE:
 /// issue 14's 100 needs the WQE fetch in the RTL and the RTL's CQE writer driven by the
