@@ -676,6 +676,22 @@ fn a_write_and_a_read_are_the_hardwares() {
     assert_eq!(rtl, want, "RTL");
 }
 
+/// `n` WRITEs, SENDs and WRITE_WITH_IMMs (WRITE, SEND, WRITE_WITH_IMM, WRITE, ...) of
+/// growing lengths from A on pair 0: the send-side mix of the hardware's WQE fetch and
+/// CQE writer tests.
+fn send_side_mix(n: usize) -> Vec<Wr> {
+    (0..n)
+        .map(|i| Wr {
+            pair: 0,
+            from_b: false,
+            op: [2, 0, 3, 2][i % 4],
+            len: 1000 + 1500 * i as u32,
+            src: 64 * i as u32,
+            dst: 128 * i as u32,
+        })
+        .collect()
+}
+
 /// The hardware's WQE fetch (`docs/fastpath.md` §3.8): a stream of WRITEs, SENDs and
 /// WRITE_WITH_IMMs, signaled and not, reaches the model without the firmware posting a
 /// single descriptor or handling a single event on the sending side: the model reads the
@@ -685,16 +701,7 @@ fn a_write_and_a_read_are_the_hardwares() {
 /// to the hardware again once the engine holds no send).
 #[test]
 fn the_hardware_fetches_the_wqes() {
-    let wrs: Vec<Wr> = (0..12)
-        .map(|i| Wr {
-            pair: 0,
-            from_b: false,
-            op: [2, 0, 3, 2][i % 4],
-            len: 1000 + 1500 * i as u32,
-            src: 64 * i as u32,
-            dst: 128 * i as u32,
-        })
-        .collect();
+    let wrs = send_side_mix(12);
     let clean = Wire {
         seed: 0,
         loss: 0,
@@ -751,16 +758,7 @@ fn the_rtl_writes_the_cqes() {
     if !rtl_here() {
         return;
     }
-    let wrs: Vec<Wr> = (0..8)
-        .map(|i| Wr {
-            pair: 0,
-            from_b: false,
-            op: [2, 0, 3, 2][i % 4],
-            len: 1000 + 1500 * i as u32,
-            src: 64 * i as u32,
-            dst: 128 * i as u32,
-        })
-        .collect();
+    let wrs = send_side_mix(8);
     let clean = Wire {
         seed: 0,
         loss: 0,
