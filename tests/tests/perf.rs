@@ -236,6 +236,15 @@ fn soc_figures(text: &str, who: &str) -> Vec<u64> {
         .collect()
 }
 
+/// `roce perf write_bw` of 4 WRITEs of 8 KiB at MTU 1024, 8 in flight, on two SoCs
+/// with their fast path `on` or `off`.
+fn write_bw_on_two_socs(fastpath: &str) -> String {
+    let args = "-s 8192 -n 4 -m 1024 --tx-depth 8 --backend soc --fastpath";
+    let mut argv: Vec<&str> = args.split(' ').collect();
+    argv.push(fastpath);
+    run_text("write_bw", &argv)
+}
+
 /// `--backend soc` with the SoCs' RC fast path (`--fastpath on`, the default;
 /// `docs/fastpath.md` §6 "In the SoC"): perf checks the bytes that arrived, and no
 /// frame of the transfer went through either firmware (the segmenter sent the data and
@@ -245,21 +254,7 @@ fn write_bw_on_two_socs_rides_their_fast_path() {
     if roce_device::soc::test_image().is_none() {
         return;
     }
-    let text = run_text(
-        "write_bw",
-        &[
-            "-s",
-            "8192",
-            "-n",
-            "4",
-            "-m",
-            "1024",
-            "--tx-depth",
-            "8",
-            "--backend",
-            "soc",
-        ],
-    );
+    let text = write_bw_on_two_socs("on");
     assert!(
         text.lines().any(|l| l.trim_start().starts_with("8192 ")),
         "{text}"
@@ -285,23 +280,7 @@ fn write_bw_on_two_socs_is_what_their_firmware_allows() {
     if roce_device::soc::test_image().is_none() {
         return;
     }
-    let text = run_text(
-        "write_bw",
-        &[
-            "-s",
-            "8192",
-            "-n",
-            "4",
-            "-m",
-            "1024",
-            "--tx-depth",
-            "8",
-            "--backend",
-            "soc",
-            "--fastpath",
-            "off",
-        ],
-    );
+    let text = write_bw_on_two_socs("off");
     // bytes, iterations, peak, average (MB/s), message rate
     let row = text
         .lines()
