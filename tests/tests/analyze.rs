@@ -77,7 +77,8 @@ fn run_captured(
 
 /// Each record's time stamp in nanoseconds, read straight from the pcap bytes
 /// (little-endian, nanosecond resolution: a 24-byte file header, then a 16-byte header
-/// per record: seconds, nanoseconds, captured length, original length).
+/// per record: seconds, nanoseconds, captured length, original length). Not through
+/// `roce_capture`'s reader: the times check that crate's analysis.
 fn pcap_times_ns(pcap: &[u8]) -> Vec<u64> {
     let word = |at: usize| u32::from_le_bytes(pcap[at..at + 4].try_into().unwrap()) as u64;
     assert_eq!(word(0), 0xa1b2_3c4d, "a nanosecond pcap");
