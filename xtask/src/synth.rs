@@ -172,6 +172,7 @@ const SOC: &[&str] = &[
     "hdl-sim/rtl/fp_rx_move.sv",
     "hdl-sim/rtl/fp_rx.sv",
     "hdl-sim/rtl/fp_cqw.sv",
+    "hdl-sim/rtl/fp_sqf.sv",
     "hdl-sim/rtl/roce_fp_top.sv",
     "hdl-sim/rtl/soc/soc_fp.sv",
     "hdl-sim/rtl/soc/soc_ram.sv",
@@ -240,6 +241,7 @@ const FP: &[&str] = &[
     "hdl-sim/rtl/fp_rx_move.sv",
     "hdl-sim/rtl/fp_rx.sv",
     "hdl-sim/rtl/fp_cqw.sv",
+    "hdl-sim/rtl/fp_sqf.sv",
     "hdl-sim/rtl/roce_fp_top.sv",
 ];
 
