@@ -141,8 +141,12 @@ enum Hw {
     /// The fast path in RTL (64-bit bus).
     Rtl,
     /// The same with its CQE writer hidden from the firmware (which then writes every
-    /// CQE, as on the RTL before the writer): a baseline.
+    /// CQE, as on the RTL before the writer), and its WQE fetch too: a baseline.
     RtlNoCqeWriter,
+    /// The RTL with its WQE fetch hidden from the firmware (which then posts every
+    /// descriptor and handles every `ACKED` event, as on the RTL before the fetch): a
+    /// baseline.
+    RtlNoFetch,
 }
 
 fn boot(last: u8, hw: Hw) -> Side {
@@ -156,6 +160,11 @@ fn boot(last: u8, hw: Hw) -> Side {
         Hw::RtlNoCqeWriter => LocalNic::with_fastpath_datapath(cfg, Capacities::Firmware, |port| {
             FpPort::new(DataWidth::W64, port)
                 .map(|p| Box::new(p.without_cqe_writer()) as Box<dyn Datapath>)
+        })
+        .expect("the RTL fast path"),
+        Hw::RtlNoFetch => LocalNic::with_fastpath_datapath(cfg, Capacities::Firmware, |port| {
+            FpPort::new(DataWidth::W64, port)
+                .map(|p| Box::new(p.without_wqe_fetch()) as Box<dyn Datapath>)
         })
         .expect("the RTL fast path"),
     };
@@ -746,7 +755,8 @@ fn the_hardware_fetches_the_wqes() {
 /// The RTL's CQE writer (`docs/fastpath.md` §3.7, `fp_cqw`): a stream of 8 WRITEs, SENDs
 /// and WRITE_WITH_IMMs (every fourth unsignaled; 8, the RTL's in-flight entries per QP:
 /// a message past them is one whose ACK the firmware takes, and completes, itself, §6)
-/// on the RTL, against the engine (the
+/// on the RTL with its WQE fetch hidden (so the firmware posts the descriptors and
+/// handles the `ACKED` events), against the engine (the
 /// same frames, memory and completions, decoded from the CQEs in the host's ring), on a
 /// clean wire and on lossy ones: on the clean wire the sender's firmware writes none of
 /// the send CQEs (the writer writes them all, and says so in each `ACKED` event), where
@@ -766,7 +776,7 @@ fn the_rtl_writes_the_cqes() {
     };
     // (WRs 3 and 7 are unsignaled, `post`: 6 send CQEs at the sender)
     let mut firmware_cqes = Vec::new();
-    for hw in [Hw::RtlNoCqeWriter, Hw::Rtl] {
+    for hw in [Hw::RtlNoCqeWriter, Hw::RtlNoFetch] {
         let c = differential_on(THREE, hw, Mtu::Mtu1024, &wrs, clean).unwrap();
         let a = &c[0];
         eprintln!(
@@ -780,7 +790,7 @@ fn the_rtl_writes_the_cqes() {
         );
         assert!(
             a.fp_events > 0,
-            "{hw:?}: the RTL has no WQE fetch: ACKED events"
+            "{hw:?}: the WQE fetch is hidden: ACKED events"
         );
         firmware_cqes.push(a.cqes);
     }
@@ -796,6 +806,68 @@ fn the_rtl_writes_the_cqes() {
             reorder: 50,
         };
         differential_on(THREE, Hw::Rtl, Mtu::Mtu1024, &wrs, lossy).unwrap();
+    }
+}
+
+/// The RTL's WQE fetch (`docs/fastpath.md` §3.8, `fp_sqf`): the same 8 WRITEs, SENDs and
+/// WRITE_WITH_IMMs as the CQE writer's test, on the RTL with the fetch hidden (the
+/// baseline: the firmware posts a descriptor per WQE and handles each `ACKED`) and with
+/// it, against the engine on a clean wire: with the fetch the sending firmware posts no
+/// descriptor and handles no event, and every WQE is still fetched once. Over three
+/// lossy wires the firmware takes the queue back at the first exception or timeout, and
+/// every frame still leaves at the engine's instant (the take-back's deadline is the
+/// RTL's timer). Prints descriptors and events per message (BENCHMARKS.md, "The WQE
+/// fetch in RTL").
+#[test]
+fn the_rtl_fetches_the_wqes() {
+    if !rtl_here() {
+        return;
+    }
+    let wrs = send_side_mix(8);
+    let clean = Wire {
+        seed: 0,
+        loss: 0,
+        reorder: 0,
+    };
+    let mut seen = Vec::new();
+    for hw in [Hw::RtlNoFetch, Hw::Rtl] {
+        let c = differential_on(THREE, hw, Mtu::Mtu1024, &wrs, clean).unwrap();
+        let a = &c[0];
+        eprintln!(
+            "{hw:?}: sender: {} WQEs, {} descriptors posted, {} events handled by the firmware ({:.2} / {:.2} per message), {} frames sent by the fast path",
+            a.send_wqes,
+            a.fp_descriptors,
+            a.fp_events,
+            a.fp_descriptors as f64 / wrs.len() as f64,
+            a.fp_events as f64 / wrs.len() as f64,
+            a.fastpath.tx_frames,
+        );
+        assert_eq!(a.send_wqes, 8, "{hw:?}: every WQE fetched once");
+        seen.push((a.fp_descriptors, a.fp_events));
+    }
+    assert_eq!(seen[0], (8, 8), "the baseline: a descriptor and an ACKED per message");
+    assert_eq!(
+        seen[1],
+        (0, 0),
+        "with the fetch the sender's firmware posted descriptors or handled events"
+    );
+    for seed in 1..4 {
+        let lossy = Wire {
+            seed,
+            loss: 100,
+            reorder: 50,
+        };
+        let counters = differential_on(THREE, Hw::Rtl, Mtu::Mtu1024, &wrs, lossy).unwrap();
+        assert_eq!(
+            counters[0].send_wqes, 8,
+            "seed {seed}: every WQE fetched once"
+        );
+        let (engine, _) = run_on(THREE, Hw::Engine, Mtu::Mtu1024, lossy, &wrs);
+        let (rtl, _) = run_on(THREE, Hw::Rtl, Mtu::Mtu1024, lossy, &wrs);
+        assert_eq!(
+            engine.times, rtl.times,
+            "seed {seed}: frames sent at other times"
+        );
     }
 }
 

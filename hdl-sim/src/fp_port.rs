@@ -176,6 +176,11 @@ impl<P: Datapath> FpPort<P> {
         self
     }
 
+    /// The port behind the fast path.
+    pub fn port_mut(&mut self) -> &mut P {
+        &mut self.port
+    }
+
     /// Clock cycles the RTL has run.
     pub fn cycles(&self) -> u64 {
         self.fp.cycle()
