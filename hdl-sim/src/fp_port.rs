@@ -120,6 +120,8 @@ pub struct FpPort<P> {
     news_cqe: bool,
     /// A queue was handed over once (its counts are read from then on).
     fetch_used: bool,
+    /// The cycle of the first frame's last beat since [`FpPort::mark`] (latencies).
+    first_frame: Option<u64>,
 }
 
 /// `SQ_R_FLAGS` bits.
@@ -156,6 +158,7 @@ impl<P: Datapath> FpPort<P> {
             taken: [0; 2],
             news_cqe: false,
             fetch_used: false,
+            first_frame: None,
         })
     }
 
@@ -179,6 +182,16 @@ impl<P: Datapath> FpPort<P> {
     /// The port behind the fast path.
     pub fn port_mut(&mut self) -> &mut P {
         &mut self.port
+    }
+
+    /// Forgets the first frame's cycle: [`FpPort::first_frame`] counts from here.
+    pub fn mark(&mut self) {
+        self.first_frame = None;
+    }
+
+    /// The cycle the first frame since [`FpPort::mark`] left on (its last beat).
+    pub fn first_frame(&self) -> Option<u64> {
+        self.first_frame
     }
 
     /// Clock cycles the RTL has run.
@@ -236,6 +249,7 @@ impl<P: Datapath> FpPort<P> {
     fn collect(&mut self) -> bool {
         let mut any = false;
         while let Some(f) = self.fp.pop_tx_frame() {
+            self.first_frame.get_or_insert(f.cycle);
             self.tx_out.push_back(f.value);
             self.counters.tx_frames += 1;
         }

@@ -403,3 +403,76 @@ fn the_rtl_fetch_decides_as_the_model() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// Latency (BENCHMARKS.md, "The WQE fetch in RTL"): from the firmware's call to the last
+/// beat of the first frame, for one 64-byte WRITE at 64 bits: handed to the RTL as a
+/// descriptor (`post_tx`, then `run`) and fetched by it (`sq_doorbell`, the WQE read
+/// by DMA with the host answering at once). The same frame both ways.
+#[test]
+fn doorbell_to_first_frame() {
+    if !rtl_available() {
+        eprintln!("SKIPPED: roce-hdl-sim was built without Verilator");
+        return;
+    }
+    let wr = write(64, 0);
+    let c = Case {
+        name: "one WRITE",
+        wqes: vec![wqe(&wr)],
+        pi: 1,
+        depth: 64,
+        ring: RING,
+    };
+    let q = Qpn::new(QPN);
+    // a descriptor from the firmware
+    let mut mem = memory(&c);
+    let mut rtl = FpPort::new(DataWidth::W64, Wire::default()).expect("the RTL fast path");
+    setup(&mut rtl);
+    rtl.run_at(&mut mem, 1_000);
+    let msg = roce_core::fastpath::TxMsg {
+        qpn: q,
+        op: roce_core::fastpath::MsgOp::Write,
+        solicited: false,
+        replay: false,
+        wqe_index: 0,
+        sges: wr.sg_list.clone(),
+        length: 64,
+        remote_addr: 0xABCD_0000,
+        rkey: Rkey(0x77),
+        first_psn: Psn::new(PSN),
+        start_pkt: 0,
+        end_pkt: 0,
+    };
+    rtl.mark();
+    let start = rtl.cycles();
+    assert!(rtl.post_tx(&layout::encode_txd(&msg)));
+    rtl.run_at(&mut mem, 2_000);
+    let posted = rtl.first_frame().expect("a frame") - start;
+    let by_descriptor = std::mem::take(&mut rtl.port_mut().sent);
+    // the same WRITE fetched
+    let mut mem = memory(&c);
+    let mut rtl = FpPort::new(DataWidth::W64, Wire::default()).expect("the RTL fast path");
+    setup(&mut rtl);
+    rtl.run_at(&mut mem, 1_000);
+    let idle = SqIdle {
+        psn: Psn::new(PSN),
+        rto: Some(RTO),
+        sig_all: false,
+        pd: Pd::from_index(PD),
+        depth: 64,
+    };
+    let ring = SqRing {
+        ring: RING,
+        log: RING_LOG,
+        ci: 0,
+    };
+    assert!(rtl.sq_hand_over(q, ring, &idle));
+    rtl.mark();
+    let start = rtl.cycles();
+    let rung = rtl.sq_doorbell(q, 1, 2_000, &mut mem);
+    assert_eq!((rung.taken, rung.stopped), (1, false));
+    let fetched = rtl.first_frame().expect("a frame") - start;
+    assert_eq!(by_descriptor, rtl.port_mut().sent, "the same frame both ways");
+    eprintln!(
+        "64-byte WRITE, 64-bit RTL: call to the first frame's last beat: descriptor {posted} cycles, doorbell (WQE fetch) {fetched} cycles"
+    );
+}
