@@ -17,6 +17,6 @@ if [ "${MUTANT:-}" = lkey ]; then
 fi
 iverilog -g2012 -o "$out/tb.vvp" -s tb "$out/fp_pkg.sv" "$rtl/roce_ram.sv" "$out/fp_sqf.sv" \
     "$here/tb.sv" 2> >(grep -v "sorry: constant selects" >&2)
-result=$(vvp -n "$out/tb.vvp" | grep -E "PASS|FAIL")
+result=$(vvp -n "$out/tb.vvp" | grep -E "PASS|FAIL|cycles")
 echo "$result"
 [ "$(echo "$result" | tail -1)" = PASS ]

@@ -74,12 +74,14 @@ module tb;
     end
   end
   int ntxd = 0;
+  // cycles from the doorbell's write to each descriptor offered and taken
+  longint cyc = 0, db_at = 0;
+  always @(posedge clk) cyc <= cyc + 1;
+  always @(posedge clk) if (cfg_wr_valid && cfg_wr_ready && cfg_wr_word == SQ_W_DB) db_at = cyc;
   logic [TXD_BYTES*8-1:0] d [0:3];
   always @(posedge clk) if (txd_valid && txd_ready) begin
     if (ntxd < 4) d[ntxd] = txd;
-    $display("TXD %0d: qpn %h op %0d flags %h nsge %0d wqe %0d len %0d imm %h raddr %h rkey %h first %h sge0 %h/%0d sge1 %h/%0d wrid %h",
-      ntxd, txd[0 +: 24], txd[24 +: 8], txd[32 +: 8], txd[40 +: 8], txd[48 +: 16], txd[64 +: 32], txd[96 +: 32],
-      txd[128 +: 64], txd[192 +: 32], txd[224 +: 24], txd[256 +: 64], txd[320 +: 32], txd[352 +: 64], txd[416 +: 32], txd[704 +: 64]);
+    $display("descriptor %0d: %0d cycles after the doorbell", ntxd, cyc - db_at);
     ntxd++;
   end
   logic [31:0] v;
