@@ -533,8 +533,10 @@ module fp_sqf
           // doorbell makes it pending again
           pending[e] <= 1'b0;
           st <= S_IDLE;
-        end else if (slots_used >= 6'd32 || fw_wait) begin
-          st <= S_IDLE;   // still pending: tried again
+        end else if (slots_used >= 6'd32 || fw_wait || !dma_free) begin
+          // still pending: tried again (S_F_REQ holds the segmenter's requests, so
+          // it is entered only with none of them outstanding)
+          st <= S_IDLE;
         end else if (k_pi - k_ci > (32'd1 << k_log)) begin
           st <= S_F_STOP;   // a producer index past the ring
         end else begin
