@@ -845,7 +845,11 @@ fn the_rtl_fetches_the_wqes() {
         assert_eq!(a.send_wqes, 8, "{hw:?}: every WQE fetched once");
         seen.push((a.fp_descriptors, a.fp_events));
     }
-    assert_eq!(seen[0], (8, 8), "the baseline: a descriptor and an ACKED per message");
+    assert_eq!(
+        seen[0],
+        (8, 8),
+        "the baseline: a descriptor and an ACKED per message"
+    );
     assert_eq!(
         seen[1],
         (0, 0),

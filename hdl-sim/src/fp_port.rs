@@ -47,16 +47,16 @@
 //! been quiet for [`QUIET`] cycles: a received frame never meets a context half written.
 
 use crate::fastpath::{
-    FpSim, Table, ACCESSED_WORD, CQW_CQS, CQW_PI_WORD, CQW_RING_WORD, CQW_SEND_CQ_WORD,
-    SQ_R_BASE, SQ_R_CI, SQ_R_DL_HI, SQ_R_DL_LO, SQ_R_DONE, SQ_R_FLAGS, SQ_R_NEWS, SQ_R_SENDS,
-    SQ_R_TAKEN, SQ_R_UNA, SQ_W_CFG, SQ_W_CI, SQ_W_CMD, SQ_W_DB, SQ_W_DEPTH, SQ_W_NOW_HI,
-    SQ_W_NOW_LO, SQ_W_PD, SQ_W_PSN, SQ_W_RING_HI, SQ_W_RING_LO, SQ_W_RTO_HI, SQ_W_RTO_LO,
+    FpSim, Table, ACCESSED_WORD, CQW_CQS, CQW_PI_WORD, CQW_RING_WORD, CQW_SEND_CQ_WORD, SQ_R_BASE,
+    SQ_R_CI, SQ_R_DL_HI, SQ_R_DL_LO, SQ_R_DONE, SQ_R_FLAGS, SQ_R_NEWS, SQ_R_SENDS, SQ_R_TAKEN,
+    SQ_R_UNA, SQ_W_CFG, SQ_W_CI, SQ_W_CMD, SQ_W_DB, SQ_W_DEPTH, SQ_W_NOW_HI, SQ_W_NOW_LO, SQ_W_PD,
+    SQ_W_PSN, SQ_W_RING_HI, SQ_W_RING_LO, SQ_W_RTO_HI, SQ_W_RTO_LO,
 };
 use crate::sim::{DataWidth, SimError};
 use roce_core::dcb::Priorities;
 use roce_core::fastpath::layout::{EVENT_LEN, MR_LEN, RCTX_LEN, SCTX_LEN, TXD_LEN};
-use roce_core::memory::Dma;
 use roce_core::fastpath::SqIdle;
+use roce_core::memory::Dma;
 use roce_core::num::{Psn, Qpn};
 use roce_firmware::fastpath::{CqRing, CqWriter, SqBack, SqNews, SqRing, SqRung};
 use roce_firmware::hal::{Datapath, FastPath, FastPathCounters};

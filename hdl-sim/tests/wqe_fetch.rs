@@ -261,13 +261,31 @@ fn cases() -> Vec<Case> {
     };
     vec![
         ok("the good mix", good()),
-        with("an L_Key of another generation", wqe(&SendWr::new(9, WrOp::Send).sge(DATA, 8, Lkey(KEY ^ 1)))),
-        with("an L_Key the table does not hold", wqe(&SendWr::new(9, WrOp::Send).sge(DATA, 8, Lkey(0x4200 | 0x3C)))),
-        with("an MR of another PD", wqe(&SendWr::new(9, WrOp::Send).sge(DATA, 8, Lkey(((MR_INDEX + 1) << 8) | 1)))),
-        with("an invalidated MR", wqe(&SendWr::new(9, WrOp::Send).sge(DATA, 8, Lkey(((MR_INDEX + 2) << 8) | 1)))),
+        with(
+            "an L_Key of another generation",
+            wqe(&SendWr::new(9, WrOp::Send).sge(DATA, 8, Lkey(KEY ^ 1))),
+        ),
+        with(
+            "an L_Key the table does not hold",
+            wqe(&SendWr::new(9, WrOp::Send).sge(DATA, 8, Lkey(0x4200 | 0x3C))),
+        ),
+        with(
+            "an MR of another PD",
+            wqe(&SendWr::new(9, WrOp::Send).sge(DATA, 8, Lkey(((MR_INDEX + 1) << 8) | 1))),
+        ),
+        with(
+            "an invalidated MR",
+            wqe(&SendWr::new(9, WrOp::Send).sge(DATA, 8, Lkey(((MR_INDEX + 2) << 8) | 1))),
+        ),
         with("one byte past the MR", wqe(&write(101, DATA_LEN - 100))),
-        with("before the MR", wqe(&SendWr::new(9, WrOp::Send).sge(DATA - 1, 8, Lkey(KEY)))),
-        with("the firmware's key", mutate(&|b| b[108..112].copy_from_slice(&u32::MAX.to_le_bytes()))),
+        with(
+            "before the MR",
+            wqe(&SendWr::new(9, WrOp::Send).sge(DATA - 1, 8, Lkey(KEY))),
+        ),
+        with(
+            "the firmware's key",
+            mutate(&|b| b[108..112].copy_from_slice(&u32::MAX.to_le_bytes())),
+        ),
         with("inline", mutate(&|b| b[9] |= 8)),
         with("fence", mutate(&|b| b[9] |= 1)),
         with("READ", mutate(&|b| b[8] = 4)),
@@ -310,7 +328,9 @@ struct Outcome {
 fn memory(c: &Case) -> HostMem {
     let mut m = HostMem {
         base: MEM_BASE,
-        bytes: (0..MEM_LEN).map(|i| (i as u8).wrapping_mul(37) ^ 0x5A).collect(),
+        bytes: (0..MEM_LEN)
+            .map(|i| (i as u8).wrapping_mul(37) ^ 0x5A)
+            .collect(),
     };
     for (i, w) in c.wqes.iter().enumerate() {
         let at = c.ring + 160 * i as u64;
@@ -392,8 +412,20 @@ fn the_rtl_fetch_decides_as_the_model() {
             failures.push(format!(
                 "{}: model {:?}\n   RTL {:?}",
                 c.name,
-                (want.handed, want.rung, want.frames.len(), want.deadline, want.back),
-                (got.handed, got.rung, got.frames.len(), got.deadline, got.back)
+                (
+                    want.handed,
+                    want.rung,
+                    want.frames.len(),
+                    want.deadline,
+                    want.back
+                ),
+                (
+                    got.handed,
+                    got.rung,
+                    got.frames.len(),
+                    got.deadline,
+                    got.back
+                )
             ));
         }
         // the CQ ring and the rest of host memory: nothing written but by both
@@ -471,7 +503,11 @@ fn doorbell_to_first_frame() {
     let rung = rtl.sq_doorbell(q, 1, 2_000, &mut mem);
     assert_eq!((rung.taken, rung.stopped), (1, false));
     let fetched = rtl.first_frame().expect("a frame") - start;
-    assert_eq!(by_descriptor, rtl.port_mut().sent, "the same frame both ways");
+    assert_eq!(
+        by_descriptor,
+        rtl.port_mut().sent,
+        "the same frame both ways"
+    );
     eprintln!(
         "64-byte WRITE, 64-bit RTL: call to the first frame's last beat: descriptor {posted} cycles, doorbell (WQE fetch) {fetched} cycles"
     );
