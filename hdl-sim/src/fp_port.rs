@@ -60,7 +60,7 @@ use roce_core::memory::Dma;
 use roce_core::num::{Psn, Qpn};
 use roce_firmware::fastpath::{CqRing, CqWriter, SqBack, SqNews, SqRing, SqRung};
 use roce_firmware::hal::{Datapath, FastPath, FastPathCounters};
-use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 
 /// Cycles without any transfer after which the RTL counts as done with its input (its
 /// longest internal gap, the RX pipeline between the last beat of a frame and its verdict,
@@ -109,8 +109,9 @@ pub struct FpPort<P> {
     cqe_writer: bool,
     /// The RTL's WQE fetch is offered to the firmware (`sq_hand_over`).
     wqe_fetch: bool,
-    /// QPs whose send queue the RTL's fetch holds (by QPN).
-    sq_qps: BTreeSet<u32>,
+    /// QPs whose send queue the RTL's fetch holds (by QPN), and the most WQEs it holds
+    /// unfinished for each (the engine's depth, at most `fp_sqf`'s 32).
+    sq_qps: BTreeMap<u32, u32>,
     /// The time the firmware last ran the model at (ns), written into the RTL before
     /// it runs (its deadlines are computed from it).
     now: u64,
@@ -124,6 +125,8 @@ pub struct FpPort<P> {
     first_frame: Option<u64>,
 }
 
+/// WQEs `fp_sqf` holds unfinished per queue at most (its `SQH`).
+const SQ_HELD: u32 = 32;
 /// `SQ_R_FLAGS` bits.
 const SQ_ACTIVE: u32 = 1;
 const SQ_STOPPED: u32 = 2;
@@ -153,7 +156,7 @@ impl<P: Datapath> FpPort<P> {
             cqe_qps: BTreeSet::new(),
             cqe_writer: true,
             wqe_fetch: true,
-            sq_qps: BTreeSet::new(),
+            sq_qps: BTreeMap::new(),
             now: 0,
             taken: [0; 2],
             news_cqe: false,
@@ -370,7 +373,7 @@ impl<P: Datapath> FpPort<P> {
 
     /// QP `qpn`'s fetch flags and deadline, if the RTL holds its send queue.
     fn sq_state(&mut self, qpn: u32) -> Option<(u32, Option<u64>)> {
-        if !self.sq_qps.contains(&qpn) {
+        if !self.sq_qps.contains_key(&qpn) {
             return None;
         }
         let flags = self.read_port_word(qpn, SQ_R_FLAGS);
@@ -395,7 +398,7 @@ impl<P: Datapath> FpPort<P> {
         }
         if self.read_port_word(0, SQ_R_NEWS) & 1 != 0 {
             self.news_cqe = true;
-            self.cqe_qps.extend(self.sq_qps.iter().copied());
+            self.cqe_qps.extend(self.sq_qps.keys().copied());
         }
     }
 }
@@ -658,7 +661,7 @@ impl<P: Datapath> FastPath for FpPort<P> {
         // (the read lands the writes)
         let ok = self.read_port_word(index, SQ_R_FLAGS) & SQ_ACTIVE != 0;
         if ok {
-            self.sq_qps.insert(index);
+            self.sq_qps.insert(index, idle.depth.min(SQ_HELD));
             self.fetch_used = true;
         }
         ok
@@ -669,9 +672,9 @@ impl<P: Datapath> FastPath for FpPort<P> {
     /// whether it stopped.
     fn sq_doorbell(&mut self, qpn: Qpn, pi: u32, now: u64, dma: &mut dyn Dma) -> SqRung {
         let index = qpn.value();
-        if !self.sq_qps.contains(&index) {
+        let Some(&limit) = self.sq_qps.get(&index) else {
             return SqRung::default();
-        }
+        };
         self.now = now;
         self.write_now();
         self.fp.write_word(Table::Port, index, SQ_W_DB, pi);
@@ -695,6 +698,14 @@ impl<P: Datapath> FastPath for FpPort<P> {
         let stopped = self
             .sq_state(index)
             .is_none_or(|(flags, _)| flags & SQ_STOPPED != 0);
+        // A fetch the RTL could not make now (its WQE read waits behind the segmenter's
+        // payload reads, which wait for the port) counts as a stop: the firmware takes
+        // the queue back and fetches the rest itself, where the model fetched them all
+        // at the doorbell (a later stop of the RTL would reach nobody: SqNews has no
+        // stop).
+        let ci = self.read_port_word(index, SQ_R_CI);
+        let done = self.read_port_word(index, SQ_R_DONE);
+        let stopped = stopped || (ci != pi && ci.wrapping_sub(done) < limit);
         SqRung {
             taken,
             sends,
@@ -736,7 +747,7 @@ impl<P: Datapath> FastPath for FpPort<P> {
         } else {
             (0, 0)
         };
-        let qps: Vec<u32> = self.sq_qps.iter().copied().collect();
+        let qps: Vec<u32> = self.sq_qps.keys().copied().collect();
         let deadline = qps.into_iter().filter_map(|q| self.sq_state(q)?.1).min();
         SqNews {
             counters: self.counters,
