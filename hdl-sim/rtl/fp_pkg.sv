@@ -219,6 +219,21 @@ package fp_pkg;
   localparam logic [4:0] CQW_RING_LO = 5'd16;
   localparam logic [4:0] CQW_CI = 5'd20;
   localparam logic [4:0] CQW_SEND_CQ = 5'd24;
+  // the firmware's CQE port (a soft core beside a running writer, the SoC;
+  // docs/fastpath.md §3.7): words 25..31 (any index) stage words 0..6 of a
+  // CQE; a write of word 23 (index = CQ) posts it with this word as its word
+  // 7 (status, opcode, flags, owner: the writer sets the owner bit), written
+  // at the ring's producer index in turn with the writer's own, or refused
+  // when the ring has no room by its consumer index (word 20, which the
+  // firmware writes first). Reads of word 22 (bit 0: the last post was
+  // written) and 23 (the CQ's producer index after it) wait for the post.
+  localparam logic [4:0] CQW_FW_DONE = 5'd22;
+  localparam logic [4:0] CQW_FW_POST = 5'd23;
+  localparam logic [4:0] CQW_FW_CQE = 5'd25;
+  // whether word w of table 3 is the writer's
+  function automatic logic cqw_word(input logic [4:0] w);
+    return (w >= CQW_RING_LO && w <= CQW_CI) || w >= CQW_FW_DONE;
+  endfunction
 
   // --------------------------------------------------- TX internal records
   // One packet for the header builder: everything its headers need.

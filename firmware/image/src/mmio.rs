@@ -36,7 +36,10 @@ use roce_core::fastpath::layout::{EVENT_LEN, EV_EXCEPTION, MR_LEN, RCTX_LEN, SCT
 use roce_core::memory::{Dma, DmaError};
 use roce_core::num::Qpn;
 use roce_firmware::abi::{reg, DeviceStatus};
-use roce_firmware::hal::{Datapath, FastPath, FastPathCounters, Hal, QpMap};
+use roce_firmware::fastpath::CQ_ENTRIES;
+use roce_firmware::hal::{
+    CqRing, CqWriter, CqePost, Datapath, FastPath, FastPathCounters, Hal, QpMap,
+};
 
 /// Offsets of the blocks from the MMIO base.
 pub mod map {
@@ -204,6 +207,22 @@ pub mod fp_reg {
     pub const T_PORT: u32 = 3;
     /// Table [`T_PORT`]'s word of accessed bits, 32 entries per index.
     pub const ACCESSED_WORD: u32 = 8;
+    /// Table [`T_PORT`]'s words of the CQE writer (`fp_cqw.sv`, `docs/fastpath.md`
+    /// §3.7), index = CQ: ring address low (then high, {valid bit 8, log2 depth},
+    /// producer index, the host's consumer index as last told).
+    pub const CQW_RING: u32 = 16;
+    pub const CQW_PI: u32 = 19;
+    pub const CQW_CI: u32 = 20;
+    /// The CQE port: read, bit 0: the last CQE posted was written (then word 23, the
+    /// CQ's producer index after it; both wait for the post).
+    pub const CQW_POSTED: u32 = 22;
+    /// Write, index = CQ: posts the staged CQE with this word as its last (bytes
+    /// 28..31; the writer sets the owner bit).
+    pub const CQW_POST: u32 = 23;
+    /// Index = context entry: the QP's send CQ ({valid bit 8, CQ}).
+    pub const CQW_SEND_CQ: u32 = 24;
+    /// Words 25..31: bytes 0..27 of the CQE to post.
+    pub const CQW_STAGE: u32 = 25;
 
     /// `CFG_SEL`'s value for word `word` of entry `index` of `table`.
     pub const fn sel(table: u32, index: u32, word: u32) -> u32 {
@@ -401,6 +420,9 @@ const FP_POLLS: u32 = 1 << 16;
 #[derive(Debug)]
 pub struct MmioFastPath {
     mmio: Mmio,
+    /// The CQ rings handed to the CQE writer (their producer indexes are the
+    /// hardware's: read there).
+    cqs: CqWriter,
     /// EXCEPTION events taken (the hardware counts frames in; the difference is what it
     /// handled).
     exceptions: u64,
@@ -586,6 +608,67 @@ impl FastPath for MmioFastPath {
         self.read_words(fp_reg::T_PORT, index, fp_reg::ACCESSED_WORD, &mut w);
         u32::from_le_bytes(w)
     }
+
+    fn set_send_cq(&mut self, qpn: Qpn, cq: Option<u16>) {
+        // a CQ past the writer's table is the firmware's alone (`CqWriter::set`); the
+        // index names the QP's context entry by its low bits
+        let cq = cq.filter(|&c| usize::from(c) < CQ_ENTRIES);
+        let word = cq.map_or(0, |c| 0x100 | u32::from(c));
+        self.write_words(
+            fp_reg::T_PORT,
+            qpn.value(),
+            fp_reg::CQW_SEND_CQ,
+            &word.to_le_bytes(),
+        );
+    }
+
+    fn cq_ring(&mut self, cq: u16) -> Option<CqRing> {
+        let mut r = self.cqs.get(cq)?;
+        let mut pi = [0u8; 4];
+        self.read_words(fp_reg::T_PORT, u32::from(cq), fp_reg::CQW_PI, &mut pi);
+        r.pi = u32::from_le_bytes(pi);
+        Some(r)
+    }
+
+    fn set_cq_ring(&mut self, cq: u16, ring: Option<CqRing>) -> bool {
+        if !self.cqs.set(cq, ring) {
+            return false;
+        }
+        let words = ring.map_or([0; 5], |r| {
+            [
+                r.ring as u32,
+                (r.ring >> 32) as u32,
+                0x100 | u32::from(r.log_depth & 31),
+                r.pi,
+                r.ci,
+            ]
+        });
+        let mut bytes = [0u8; 20];
+        for (b, w) in bytes.chunks_exact_mut(4).zip(words) {
+            b.copy_from_slice(&w.to_le_bytes());
+        }
+        self.write_words(fp_reg::T_PORT, u32::from(cq), fp_reg::CQW_RING, &bytes);
+        true
+    }
+
+    /// The writer runs beside the firmware: its CQEs go through the port.
+    fn cqe_port(&self) -> bool {
+        true
+    }
+
+    fn post_cqe(&mut self, cq: u16, cqe: &[u8; 32], ci: u32) -> Option<CqePost> {
+        self.cqs.get(cq)?;
+        let index = u32::from(cq);
+        self.write_words(fp_reg::T_PORT, index, fp_reg::CQW_CI, &ci.to_le_bytes());
+        self.write_words(fp_reg::T_PORT, 0, fp_reg::CQW_STAGE, &cqe[..28]);
+        self.write_words(fp_reg::T_PORT, index, fp_reg::CQW_POST, &cqe[28..]);
+        let mut r = [0u8; 8];
+        self.read_words(fp_reg::T_PORT, index, fp_reg::CQW_POSTED, &mut r);
+        Some(CqePost {
+            written: r[0] & 1 != 0,
+            pi: u32::from_le_bytes([r[4], r[5], r[6], r[7]]),
+        })
+    }
 }
 
 /// Whether the SoC's fast path is in use: not yet asked, no, yes.
@@ -756,6 +839,7 @@ impl MmioHal {
                 rx_oversize: 0,
                 fp: MmioFastPath {
                     mmio: Mmio { base },
+                    cqs: CqWriter::new(),
                     exceptions: 0,
                 },
                 fp_state: FpState::Unknown,
