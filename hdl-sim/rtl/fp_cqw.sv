@@ -29,11 +29,11 @@
 //   only while the writer is idle between the read and the write (FpPort
 //   clocks the RTL only inside FastPath::run, so it is there);
 // * a soft core beside a running writer (the SoC) posts the CQE through the
-//   CQE port instead (words 25..31 and 23, fp_pkg's CQW_FW_*): the writer
+//   CQE port instead (words 29 and 30, fp_pkg's CQW_FW_*): the writer
 //   writes it at the producer index between its groups (before the next
 //   one: the firmware waits for it), with the owner bit of the index's pass,
 //   if the ring has room for it by the consumer index, and says whether it
-//   did and where the producer index is then (words 22 and 23). The writer
+//   did and where the producer index is then (words 25 and 26). The writer
 //   is then the only one to write a producer index.
 //
 // DMA writes share the port with the mover (fp_rx_move): the writer takes it
@@ -165,6 +165,7 @@ module fp_cqw
   // the CQE port: the staged CQE (words 0..6, then the post's word 7), the CQ
   // it goes to, a post waiting, and what the last one came to
   logic [31:0]     fw_cqe [7];
+  logic [2:0]      fw_at;     // the next staged word
   logic [31:0]     fw_w7;
   logic [CQ_W-1:0] fw_cq;
   logic            fw_pend;
@@ -271,7 +272,7 @@ module fp_cqw
   always_comb begin
     if (fw_word == CQW_SEND_CQ) cfg_rdata = sq_rd_data;
     else if (fw_word == CQW_FW_DONE) cfg_rdata = {31'd0, fw_done};
-    else if (fw_word == CQW_FW_POST) cfg_rdata = fw_pi;
+    else if (fw_word == CQW_FW_PI) cfg_rdata = fw_pi;
     else if (fw_past || fw_word < CQW_RING_LO || fw_word > CQW_CI) cfg_rdata = '0;
     else cfg_rdata = cq_rd_data[32 * 3'(fw_word - CQW_RING_LO) +: 32];
   end
@@ -360,9 +361,12 @@ module fp_cqw
     end
     // the CQE port: staging words, and the post (a CQ past the table is
     // refused at once)
-    if (cfg_wr_valid && cfg_wr_ready && cfg_wr_word >= CQW_FW_CQE)
-      fw_cqe[3'(cfg_wr_word - CQW_FW_CQE)] <= cfg_wr_data;
+    if (cfg_wr_valid && cfg_wr_ready && cfg_wr_word == CQW_FW_STAGE && fw_at < 3'd7) begin
+      fw_cqe[fw_at] <= cfg_wr_data;
+      fw_at <= fw_at + 3'd1;
+    end
     if (cfg_wr_valid && cfg_wr_ready && cfg_wr_word == CQW_FW_POST) begin
+      fw_at <= '0;
       fw_w7 <= cfg_wr_data;
       fw_cq <= cfg_wr_index[CQ_W-1:0];
       if (cfg_wr_index < 24'(CQ_N)) fw_pend <= 1'b1;
@@ -446,6 +450,7 @@ module fp_cqw
       mv_mid <= 1'b0;
       cqes <= '0;
       fw_pend <= 1'b0;
+      fw_at <= '0;
       fw_done <= 1'b0;
       fw_pi <= '0;
       g_fw <= 1'b0;

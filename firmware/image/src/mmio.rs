@@ -213,16 +213,19 @@ pub mod fp_reg {
     pub const CQW_RING: u32 = 16;
     pub const CQW_PI: u32 = 19;
     pub const CQW_CI: u32 = 20;
-    /// The CQE port: read, bit 0: the last CQE posted was written (then word 23, the
-    /// CQ's producer index after it; both wait for the post).
-    pub const CQW_POSTED: u32 = 22;
-    /// Write, index = CQ: posts the staged CQE with this word as its last (bytes
-    /// 28..31; the writer sets the owner bit).
-    pub const CQW_POST: u32 = 23;
     /// Index = context entry: the QP's send CQ ({valid bit 8, CQ}).
     pub const CQW_SEND_CQ: u32 = 24;
-    /// Words 25..31: bytes 0..27 of the CQE to post.
-    pub const CQW_STAGE: u32 = 25;
+    /// The CQE port. Read: bit 0, the last CQE posted was written (then word 26, the
+    /// CQ's producer index after it; both wait for the post).
+    pub const CQW_POSTED: u32 = 25;
+    /// Write: the next word of the CQE to post (bytes 0..27, a word each, in order;
+    /// with [`SEL_HOLD`]).
+    pub const CQW_STAGE: u32 = 29;
+    /// Write, index = CQ: posts the staged CQE with this word as its last (bytes
+    /// 28..31; the writer sets the owner bit).
+    pub const CQW_POST: u32 = 30;
+    /// `CFG_SEL`: accesses leave the word as it is (else it moves on by one).
+    pub const SEL_HOLD: u32 = 1 << 31;
 
     /// `CFG_SEL`'s value for word `word` of entry `index` of `table`.
     pub const fn sel(table: u32, index: u32, word: u32) -> u32 {
@@ -444,10 +447,15 @@ impl MmioFastPath {
 
     /// Writes `bytes` (whole words) from word `word` of entry `index` of `table`.
     fn write_words(&self, table: u32, index: u32, word: u32, bytes: &[u8]) {
+        self.write_sel(fp_reg::sel(table, index, word), bytes);
+    }
+
+    /// Writes `bytes` (whole words) at `CFG_SEL` value `sel`.
+    fn write_sel(&self, sel: u32, bytes: &[u8]) {
         if !self.wait(fp_reg::ST_BUSY, 0) {
             return;
         }
-        self.set(fp_reg::CFG_SEL, fp_reg::sel(table, index, word));
+        self.set(fp_reg::CFG_SEL, sel);
         for w in bytes.chunks_exact(4) {
             if !self.wait(fp_reg::ST_BUSY, 0) {
                 return;
@@ -660,7 +668,8 @@ impl FastPath for MmioFastPath {
         self.cqs.get(cq)?;
         let index = u32::from(cq);
         self.write_words(fp_reg::T_PORT, index, fp_reg::CQW_CI, &ci.to_le_bytes());
-        self.write_words(fp_reg::T_PORT, 0, fp_reg::CQW_STAGE, &cqe[..28]);
+        let stage = fp_reg::sel(fp_reg::T_PORT, 0, fp_reg::CQW_STAGE) | fp_reg::SEL_HOLD;
+        self.write_sel(stage, &cqe[..28]);
         self.write_words(fp_reg::T_PORT, index, fp_reg::CQW_POST, &cqe[28..]);
         let mut r = [0u8; 8];
         self.read_words(fp_reg::T_PORT, index, fp_reg::CQW_POSTED, &mut r);
