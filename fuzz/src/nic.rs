@@ -478,9 +478,16 @@ impl HostMem {
 
 impl Dma for HostMem {
     fn read(&mut self, addr: u64, buf: &mut [u8]) -> Result<(), DmaError> {
+        let before = CTX.get();
         self.check(addr, buf.len(), false);
         let len = buf.len();
-        let src = self.slice(addr, len).ok_or(DmaError { addr, len })?;
+        let Some(src) = self.slice(addr, len) else {
+            // A failed read gives the NIC no bytes, so none can reach a frame: the
+            // engine abandons that work request and may build another tenant's frame
+            // next, in the same transmit context (found by the `abi` campaign).
+            CTX.set(before);
+            return Err(DmaError { addr, len });
+        };
         buf.copy_from_slice(src);
         Ok(())
     }
