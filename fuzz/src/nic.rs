@@ -2,8 +2,9 @@
 //! the firmware's own capacities) over a HAL whose host memory knows what the host has
 //! registered and checks every DMA access against it.
 //!
-//! Host memory has three arenas: the kernel's (the command queue), the victim tenant's
-//! and the hostile tenant's. What the NIC may touch is read from the NIC's own replies:
+//! Host memory has four arenas: the kernel's (the command queue), the victim tenant's,
+//! the hostile tenant's, and the kernel's QUERY_COUNTERS buffers (beyond any command
+//! queue, [`COUNTERS`]). What the NIC may touch is read from the NIC's own replies:
 //! each command entry it writes back with status OK (`REG_MR`, `CREATE_CQ`, ...) adds or
 //! removes a window in [`Shadow`]. A DMA access must then be
 //! * a ring access: the command queue (read, write), a live QP's send ring (read), its
@@ -31,6 +32,7 @@ use roce_core::wire;
 use roce_firmware::abi::{self, reg, CmdEntry, CmdOp, CmdStatus};
 use roce_firmware::config::FirmwareNic;
 use roce_firmware::hal::{Datapath, Hal, QpMap, RegFile};
+use roce_firmware::runtime::MAX_LOG_DEPTH;
 use zerocopy::{FromBytes, IntoBytes};
 
 /// The kernel's arena: the command queue.
@@ -42,10 +44,18 @@ pub const VICTIM: u64 = 0x2_0000_0000;
 pub const HOSTILE: u64 = 0x3_0000_0000;
 /// Bytes of each arena.
 pub const ARENA: usize = 64 * 1024;
-/// Where the kernel places QUERY_COUNTERS' buffers (see [`admit`]).
-pub const COUNTERS: u64 = KERNEL + 0x8000;
 /// log2 of the command queue's depth.
 pub const CMDQ_LOG: u8 = 4;
+/// Where the kernel places QUERY_COUNTERS' buffers (see [`admit`]): an arena of their
+/// own, beyond the largest command queue a `CMDQ_LOG_DEPTH` can make (the NIC takes at
+/// most `MAX_LOG_DEPTH`). Inside the kernel's arena a depth bug let the queue cover a
+/// buffer, and the NIC ran counter values as commands the kernel never admitted; one
+/// destroyed the victim's QPs, and the checks that assume the kernel's filter (the
+/// victim alone, the MAC's `Busy`) failed on a NIC that did what it was told.
+pub const COUNTERS: u64 = KERNEL + ((size_of::<CmdEntry>() as u64) << MAX_LOG_DEPTH);
+/// Bytes of the counters arena: [`admit`] places a buffer of up to 63 counters at most
+/// 0x7000 in.
+const COUNTERS_ARENA: usize = 0x8000;
 
 /// The port's MAC and GID: the datapath loops frames back, so QPs talk to QPs of the
 /// same NIC.
@@ -309,20 +319,21 @@ impl Shadow {
     }
 }
 
-/// Host memory: the three arenas, the shadow, and the command queue's place (read from
+/// Host memory: the four arenas, the shadow, and the command queue's place (read from
 /// the registers the host wrote).
 #[derive(Clone)]
 pub struct HostMem {
-    arenas: [(u64, Vec<u8>); 3],
+    arenas: [(u64, Vec<u8>); 4],
     pub shadow: Shadow,
     cmdq: Ring,
 }
 
 impl HostMem {
     /// The host set the command queue's depth register to `log` (the NIC takes at most
-    /// 15): the queue's window follows.
+    /// `MAX_LOG_DEPTH`): the queue's window follows.
     pub fn set_cmdq_log(&mut self, log: u32) {
-        self.cmdq = Ring::new(KERNEL, log.min(15) as u8, size_of::<CmdEntry>());
+        let log = log.min(u32::from(MAX_LOG_DEPTH)) as u8;
+        self.cmdq = Ring::new(KERNEL, log, size_of::<CmdEntry>());
     }
 }
 
@@ -333,6 +344,7 @@ impl HostMem {
                 (KERNEL, vec![0; ARENA]),
                 (VICTIM, vec![0; ARENA]),
                 (HOSTILE, vec![0; ARENA]),
+                (COUNTERS, vec![0; COUNTERS_ARENA]),
             ],
             shadow: Shadow::default(),
             cmdq: Ring::new(KERNEL, CMDQ_LOG, size_of::<CmdEntry>()),
@@ -438,11 +450,9 @@ impl HostMem {
     /// writes an entry back in three writes, the 4-byte status word last, so the entry
     /// is then complete).
     ///
-    /// Only a write of exactly that word counts: a QUERY_COUNTERS writes its values 8
-    /// bytes at a time, so where a kernel bug let its buffer overlap the queue, no
-    /// counter write is taken for an entry, and a command the NIC later runs from such
-    /// a slot is still seen (skipping every write inside a counters buffer hid those
-    /// commands, and the port model then missed what they changed).
+    /// Only a write of exactly that word counts. (QUERY_COUNTERS buffers lie beyond any
+    /// queue, [`COUNTERS`]; when they could overlap it, skipping every write inside a
+    /// counters buffer hid commands the NIC ran from such slots.)
     fn observe(&mut self, addr: u64, len: usize) {
         const ENTRY: u64 = size_of::<CmdEntry>() as u64;
         const STATUS: u64 = core::mem::offset_of!(CmdEntry, status) as u64;
@@ -455,13 +465,8 @@ impl HostMem {
         }
         let entry = self.slice(slot, ENTRY as usize);
         if let Some(e) = entry.and_then(|b| CmdEntry::read_from_bytes(b).ok()) {
-            // The counters a QUERY_COUNTERS wrote before its status; unknown when its
-            // buffer overlaps its own entry, which the entry's write-back overwrote.
+            // The counters a QUERY_COUNTERS wrote before its status.
             let counters = PortModel::counters_written(&e).and_then(|(at, n)| {
-                let end = at.checked_add(8 * n as u64)?;
-                if at < slot + ENTRY && slot < end {
-                    return None;
-                }
                 let bytes = self.get(at, 8 * n)?;
                 let word = |c: &[u8]| u64::from_le_bytes(c.try_into().unwrap_or([0; 8]));
                 Some(bytes.chunks_exact(8).map(word).collect::<Vec<_>>())
