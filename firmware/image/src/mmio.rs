@@ -37,9 +37,7 @@ use roce_core::memory::{Dma, DmaError};
 use roce_core::num::Qpn;
 use roce_firmware::abi::{reg, DeviceStatus};
 use roce_firmware::fastpath::CQ_ENTRIES;
-use roce_firmware::hal::{
-    CqRing, CqWriter, CqePost, Datapath, FastPath, FastPathCounters, Hal, QpMap,
-};
+use roce_firmware::hal::{CqRing, CqePost, Datapath, FastPath, FastPathCounters, Hal, QpMap};
 
 /// Offsets of the blocks from the MMIO base.
 pub mod map {
@@ -423,15 +421,20 @@ const FP_POLLS: u32 = 1 << 16;
 #[derive(Debug)]
 pub struct MmioFastPath {
     mmio: Mmio,
-    /// The CQ rings handed to the CQE writer (their producer indexes are the
-    /// hardware's: read there).
-    cqs: CqWriter,
+    /// The CQs handed to the CQE writer, a bit each (their rings are read from it:
+    /// a mirror of 64 rings would not fit the ECP5 board's stack reserve).
+    cqs_held: u64,
     /// EXCEPTION events taken (the hardware counts frames in; the difference is what it
     /// handled).
     exceptions: u64,
 }
 
 impl MmioFastPath {
+    /// Whether CQ `cq` was handed to the CQE writer.
+    fn holds_cq(&self, cq: u16) -> bool {
+        usize::from(cq) < CQ_ENTRIES && self.cqs_held & (1u64 << cq) != 0
+    }
+
     fn reg(&self, offset: u32) -> u32 {
         self.mmio.read(map::FASTPATH + offset)
     }
@@ -631,17 +634,32 @@ impl FastPath for MmioFastPath {
     }
 
     fn cq_ring(&mut self, cq: u16) -> Option<CqRing> {
-        let mut r = self.cqs.get(cq)?;
-        let mut pi = [0u8; 4];
-        self.read_words(fp_reg::T_PORT, u32::from(cq), fp_reg::CQW_PI, &mut pi);
-        r.pi = u32::from_le_bytes(pi);
-        Some(r)
+        if !self.holds_cq(cq) {
+            return None;
+        }
+        // ring low, ring high, {valid, log2 depth}, producer index, consumer index
+        let mut w = [0u8; 20];
+        self.read_words(fp_reg::T_PORT, u32::from(cq), fp_reg::CQW_RING, &mut w);
+        let word =
+            |i: usize| u32::from_le_bytes([w[4 * i], w[4 * i + 1], w[4 * i + 2], w[4 * i + 3]]);
+        Some(CqRing {
+            ring: u64::from(word(0)) | u64::from(word(1)) << 32,
+            log_depth: (word(2) & 31) as u8,
+            pi: word(3),
+            ci: word(4),
+        })
     }
 
     fn set_cq_ring(&mut self, cq: u16, ring: Option<CqRing>) -> bool {
-        if !self.cqs.set(cq, ring) {
+        if usize::from(cq) >= CQ_ENTRIES {
             return false;
         }
+        let bit = 1u64 << cq;
+        self.cqs_held = if ring.is_some() {
+            self.cqs_held | bit
+        } else {
+            self.cqs_held & !bit
+        };
         let words = ring.map_or([0; 5], |r| {
             [
                 r.ring as u32,
@@ -665,7 +683,9 @@ impl FastPath for MmioFastPath {
     }
 
     fn post_cqe(&mut self, cq: u16, cqe: &[u8; 32], ci: u32) -> Option<CqePost> {
-        self.cqs.get(cq)?;
+        if !self.holds_cq(cq) {
+            return None;
+        }
         let index = u32::from(cq);
         self.write_words(fp_reg::T_PORT, index, fp_reg::CQW_CI, &ci.to_le_bytes());
         let stage = fp_reg::sel(fp_reg::T_PORT, 0, fp_reg::CQW_STAGE) | fp_reg::SEL_HOLD;
@@ -848,7 +868,7 @@ impl MmioHal {
                 rx_oversize: 0,
                 fp: MmioFastPath {
                     mmio: Mmio { base },
-                    cqs: CqWriter::new(),
+                    cqs_held: 0,
                     exceptions: 0,
                 },
                 fp_state: FpState::Unknown,

@@ -530,7 +530,12 @@ impl<F: FastPath> FastPath for FpProbe<F> {
     fn cqe_port(&self) -> bool {
         self.inner.cqe_port()
     }
-    fn post_cqe(&mut self, cq: u16, cqe: &[u8; 32], ci: u32) -> Option<roce_firmware::hal::CqePost> {
+    fn post_cqe(
+        &mut self,
+        cq: u16,
+        cqe: &[u8; 32],
+        ci: u32,
+    ) -> Option<roce_firmware::hal::CqePost> {
         self.close(None);
         self.inner.post_cqe(cq, cqe, ci)
     }
