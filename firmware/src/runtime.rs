@@ -1259,8 +1259,8 @@ impl<
         let Some(mut cq) = self.cq_out(usize::from(c)) else {
             return;
         };
-        let written = self.cq_has_room(&cq, usize::from(c))
-            && self.write_cqe(usize::from(c), &mut cq, &wc);
+        let written =
+            self.cq_has_room(&cq, usize::from(c)) && self.write_cqe(usize::from(c), &mut cq, &wc);
         if !written && cq.stash.is_none() {
             cq.stash = Some(wc);
             self.cq_left = true;
