@@ -2,8 +2,9 @@
 //! the firmware's own capacities) over a HAL whose host memory knows what the host has
 //! registered and checks every DMA access against it.
 //!
-//! Host memory has three arenas: the kernel's (the command queue), the victim tenant's
-//! and the hostile tenant's. What the NIC may touch is read from the NIC's own replies:
+//! Host memory has four arenas: the kernel's (the command queue), the victim tenant's,
+//! the hostile tenant's, and the kernel's QUERY_COUNTERS buffers (beyond any command
+//! queue, [`COUNTERS`]). What the NIC may touch is read from the NIC's own replies:
 //! each command entry it writes back with status OK (`REG_MR`, `CREATE_CQ`, ...) adds or
 //! removes a window in [`Shadow`]. A DMA access must then be
 //! * a ring access: the command queue (read, write), a live QP's send ring (read), its
@@ -31,6 +32,7 @@ use roce_core::wire;
 use roce_firmware::abi::{self, reg, CmdEntry, CmdOp, CmdStatus};
 use roce_firmware::config::FirmwareNic;
 use roce_firmware::hal::{Datapath, Hal, QpMap, RegFile};
+use roce_firmware::runtime::MAX_LOG_DEPTH;
 use zerocopy::{FromBytes, IntoBytes};
 
 /// The kernel's arena: the command queue.
@@ -42,10 +44,18 @@ pub const VICTIM: u64 = 0x2_0000_0000;
 pub const HOSTILE: u64 = 0x3_0000_0000;
 /// Bytes of each arena.
 pub const ARENA: usize = 64 * 1024;
-/// Where the kernel places QUERY_COUNTERS' buffers (see [`admit`]).
-pub const COUNTERS: u64 = KERNEL + 0x8000;
 /// log2 of the command queue's depth.
 pub const CMDQ_LOG: u8 = 4;
+/// Where the kernel places QUERY_COUNTERS' buffers (see [`admit`]): an arena of their
+/// own, beyond the largest command queue a `CMDQ_LOG_DEPTH` can make (the NIC takes at
+/// most `MAX_LOG_DEPTH`). Inside the kernel's arena a depth bug let the queue cover a
+/// buffer, and the NIC ran counter values as commands the kernel never admitted; one
+/// destroyed the victim's QPs, and the checks that assume the kernel's filter (the
+/// victim alone, the MAC's `Busy`) failed on a NIC that did what it was told.
+pub const COUNTERS: u64 = KERNEL + ((size_of::<CmdEntry>() as u64) << MAX_LOG_DEPTH);
+/// Bytes of the counters arena: [`admit`] places a buffer of up to 63 counters at most
+/// 0x7000 in.
+const COUNTERS_ARENA: usize = 0x8000;
 
 /// The port's MAC and GID: the datapath loops frames back, so QPs talk to QPs of the
 /// same NIC.
@@ -309,20 +319,21 @@ impl Shadow {
     }
 }
 
-/// Host memory: the three arenas, the shadow, and the command queue's place (read from
+/// Host memory: the four arenas, the shadow, and the command queue's place (read from
 /// the registers the host wrote).
 #[derive(Clone)]
 pub struct HostMem {
-    arenas: [(u64, Vec<u8>); 3],
+    arenas: [(u64, Vec<u8>); 4],
     pub shadow: Shadow,
     cmdq: Ring,
 }
 
 impl HostMem {
     /// The host set the command queue's depth register to `log` (the NIC takes at most
-    /// 15): the queue's window follows.
+    /// `MAX_LOG_DEPTH`): the queue's window follows.
     pub fn set_cmdq_log(&mut self, log: u32) {
-        self.cmdq = Ring::new(KERNEL, log.min(15) as u8, size_of::<CmdEntry>());
+        let log = log.min(u32::from(MAX_LOG_DEPTH)) as u8;
+        self.cmdq = Ring::new(KERNEL, log, size_of::<CmdEntry>());
     }
 }
 
@@ -333,6 +344,7 @@ impl HostMem {
                 (KERNEL, vec![0; ARENA]),
                 (VICTIM, vec![0; ARENA]),
                 (HOSTILE, vec![0; ARENA]),
+                (COUNTERS, vec![0; COUNTERS_ARENA]),
             ],
             shadow: Shadow::default(),
             cmdq: Ring::new(KERNEL, CMDQ_LOG, size_of::<CmdEntry>()),
@@ -438,11 +450,9 @@ impl HostMem {
     /// writes an entry back in three writes, the 4-byte status word last, so the entry
     /// is then complete).
     ///
-    /// Only a write of exactly that word counts: a QUERY_COUNTERS writes its values 8
-    /// bytes at a time, so where a kernel bug let its buffer overlap the queue, no
-    /// counter write is taken for an entry, and a command the NIC later runs from such
-    /// a slot is still seen (skipping every write inside a counters buffer hid those
-    /// commands, and the port model then missed what they changed).
+    /// Only a write of exactly that word counts. (QUERY_COUNTERS buffers lie beyond any
+    /// queue, [`COUNTERS`]; when they could overlap it, skipping every write inside a
+    /// counters buffer hid commands the NIC ran from such slots.)
     fn observe(&mut self, addr: u64, len: usize) {
         const ENTRY: u64 = size_of::<CmdEntry>() as u64;
         const STATUS: u64 = core::mem::offset_of!(CmdEntry, status) as u64;
@@ -455,13 +465,8 @@ impl HostMem {
         }
         let entry = self.slice(slot, ENTRY as usize);
         if let Some(e) = entry.and_then(|b| CmdEntry::read_from_bytes(b).ok()) {
-            // The counters a QUERY_COUNTERS wrote before its status; unknown when its
-            // buffer overlaps its own entry, which the entry's write-back overwrote.
+            // The counters a QUERY_COUNTERS wrote before its status.
             let counters = PortModel::counters_written(&e).and_then(|(at, n)| {
-                let end = at.checked_add(8 * n as u64)?;
-                if at < slot + ENTRY && slot < end {
-                    return None;
-                }
                 let bytes = self.get(at, 8 * n)?;
                 let word = |c: &[u8]| u64::from_le_bytes(c.try_into().unwrap_or([0; 8]));
                 Some(bytes.chunks_exact(8).map(word).collect::<Vec<_>>())
@@ -473,9 +478,16 @@ impl HostMem {
 
 impl Dma for HostMem {
     fn read(&mut self, addr: u64, buf: &mut [u8]) -> Result<(), DmaError> {
+        let before = CTX.get();
         self.check(addr, buf.len(), false);
         let len = buf.len();
-        let src = self.slice(addr, len).ok_or(DmaError { addr, len })?;
+        let Some(src) = self.slice(addr, len) else {
+            // A failed read gives the NIC no bytes, so none can reach a frame: the
+            // engine abandons that work request and may build another tenant's frame
+            // next, in the same transmit context (found by the `abi` campaign).
+            CTX.set(before);
+            return Err(DmaError { addr, len });
+        };
         buf.copy_from_slice(src);
         Ok(())
     }
@@ -503,13 +515,20 @@ pub struct LoopPort {
     frames: VecDeque<Vec<u8>>,
     /// The victim's QPNs, to classify frames (a copy of the shadow's).
     pub victim_qps: Vec<u32>,
-    /// Per destination QP: the verdict of the WRITE through a window whose middle and
-    /// last packets are still to come (they carry no RETH).
-    writes: Vec<(u32, Limit)>,
+    /// The first packets of multi-packet WRITEs seen, latest last: destination QP, PSN
+    /// and verdict (`None`: not through a window). A middle or last packet (no RETH)
+    /// belongs to the message of the nearest first packet before it in PSN order, not
+    /// to the last one seen: a first packet beyond the responder's expected PSN is
+    /// refused as out of sequence, and a resent last packet of the message before it
+    /// then still places that message's bytes (found by the `abi` campaign).
+    writes: Vec<(u32, u32, Option<Limit>)>,
 }
 
 /// Frames the port holds before it pushes back.
 const PORT_FRAMES: usize = 8;
+
+/// First packets of WRITEs [`LoopPort`] remembers per QP.
+const WRITES_KEPT: usize = 8;
 
 impl LoopPort {
     fn classify(&self, frame: &[u8]) -> bool {
@@ -525,19 +544,25 @@ impl LoopPort {
     fn limit(&mut self, frame: &[u8]) -> Option<Limit> {
         let p = wire::parse_unverified(frame).ok()?;
         let qpn = p.dest_qp().value();
+        let psn = p.bth().psn.value();
         let info = p.info();
-        if info.operation != wire::opcode::Operation::RdmaWrite || info.position.starts() {
-            self.writes.retain(|w| w.0 != qpn);
-        }
-        if let Some(limit) = mw::verdict(&p) {
-            if !info.position.ends() {
-                self.writes.push((qpn, limit));
+        let write = info.operation == wire::opcode::Operation::RdmaWrite;
+        let verdict = mw::verdict(&p);
+        if !write || info.position.starts() {
+            if write && !info.position.ends() {
+                if self.writes.iter().filter(|w| w.0 == qpn).count() >= WRITES_KEPT {
+                    let oldest = self.writes.iter().position(|w| w.0 == qpn);
+                    oldest.map(|i| self.writes.remove(i));
+                }
+                self.writes.retain(|w| !(w.0 == qpn && w.1 == psn));
+                self.writes.push((qpn, psn, verdict));
             }
-            return Some(limit);
+            return verdict;
         }
-        let middle = info.operation == wire::opcode::Operation::RdmaWrite;
-        let limit = self.writes.iter().find(|w| w.0 == qpn).map(|w| w.1);
-        middle.then_some(limit).flatten()
+        // PSNs are 24 bits: the nearest first packet at or before `psn`, modulo 2^24.
+        let before = |w: &&(u32, u32, Option<Limit>)| psn.wrapping_sub(w.1) & 0xFF_FFFF;
+        let first = self.writes.iter().filter(|w| w.0 == qpn).min_by_key(before);
+        first.and_then(|w| w.2)
     }
 }
 

@@ -155,10 +155,8 @@ module roce_fp_top
   logic wr_cqw, rd_cqw, cqw_wr_ready, cqw_rd_ready;
   logic [31:0] cqw_rdata;
   logic cqw_rdata_valid;
-  assign wr_cqw = wr_port
-      && ((cfg_wr_word >= CQW_RING_LO && cfg_wr_word <= CQW_CI) || cfg_wr_word == CQW_SEND_CQ);
-  assign rd_cqw = rd_port
-      && ((cfg_rd_word >= CQW_RING_LO && cfg_rd_word <= CQW_CI) || cfg_rd_word == CQW_SEND_CQ);
+  assign wr_cqw = wr_port && cqw_wr_word(cfg_wr_word);
+  assign rd_cqw = rd_port && cqw_rd_word(cfg_rd_word);
   assign cfg_wr_ready = wr_cqw ? cqw_wr_ready : wr_port || (wr_tx ? tx_wr_ready : rx_wr_ready);
   assign cfg_rd_ready = rd_cqw ? cqw_rd_ready : rd_port || (rd_tx ? tx_rd_ready : rx_rd_ready);
 
