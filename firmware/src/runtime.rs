@@ -1333,7 +1333,7 @@ impl<
             Ok(c16) if self.hw_cqe_port() => {
                 let ci = self.hal.reg_read(reg::cq_db(c as u32));
                 let (_, dp) = self.hal.split();
-                let bytes: &[u8; 32] = cqe.as_bytes().try_into().unwrap_or(&[0; 32]);
+                let bytes: &[u8; 32] = zerocopy::transmute_ref!(&cqe);
                 dp.fastpath().and_then(|f| f.post_cqe(c16, bytes, ci))
             }
             _ => None,
