@@ -25,7 +25,11 @@
 //!   project's virtualenv `target/tools/venv` that `cargo xtask install` makes. Without
 //!   it the datapath models still build; the SoC sets `cfg(roce_soc_unavailable)` and
 //!   its constructor reports why. The build script runs again when the virtualenv
-//!   appears or the package changes.
+//!   appears or the package changes. It is built twice, without the RC fast path
+//!   (`vmodel_soc`, `Vnic_soc`) and with it (`vmodel_soc_fp`, `Vnic_soc_fp`,
+//!   `FASTPATH=1`): a Verilated model evaluates all of its logic every cycle whether
+//!   the strap is set or not, and the fast path's made the SoC 5.6 times slower, so a
+//!   SoC whose strap is off runs the model without it (`csrc/soc_model.cpp`).
 //! * `ROCE_HDL_SIM_DATAPATH_ONLY=1` builds only the datapath's models (`roce_dp_top`);
 //!   the fast path's, the DCB block's and the SoC's constructors then report it. For
 //!   builds that use nothing else (the `rtl_parser` fuzz target's coverage build).
@@ -92,10 +96,12 @@ const SOC_RTL: &[&str] = &[
     "soc/soc_datapath.sv",
     "soc/soc_timer.sv",
     "soc/soc_log.sv",
-    "soc/soc_fp.sv",
+    SOC_FP,
     "soc/nic_soc.sv",
 ];
 const SOC_VLT: &str = "soc/vexriscv.vlt";
+/// The fast path's block in the SoC (in `SOC_RTL`; only the `FASTPATH` model uses it).
+const SOC_FP: &str = "soc/soc_fp.sv";
 const SOC_TOP: &str = "nic_soc";
 /// The soft core: this file of the PyPI package's `data_location`.
 const VEXRISCV: &str = "VexRiscv_IMAC.v";
@@ -254,7 +260,7 @@ fn main() {
     };
     let soc = match soc {
         Ok(m) => {
-            models.push(m);
+            models.extend(m);
             true
         }
         Err(why) => {
@@ -288,7 +294,9 @@ fn main() {
     }
     let mut b = cxx_build::bridges(bridges);
     if soc {
-        b.file("csrc/soc_model.cpp").include(out.join("vobj_soc"));
+        b.file("csrc/soc_model.cpp")
+            .include(out.join("vobj_soc"))
+            .include(out.join("vobj_soc_fp"));
     }
     b.file("csrc/dp_model.cpp")
         .file("csrc/fp_model.cpp")
@@ -392,9 +400,14 @@ fn build_models(verilator: &str, include: &Path, out: &Path, models: &[Model]) {
     }
 }
 
-/// The SoC model, or why it cannot be built: the soft core's Verilog comes from the
-/// project's virtualenv.
-fn soc_model(manifest: &Path, out: &Path, rtl: &[PathBuf], version: &str) -> Result<Model, String> {
+/// The SoC's two models (without the fast path and with it), or why they cannot be
+/// built: the soft core's Verilog comes from the project's virtualenv.
+fn soc_model(
+    manifest: &Path,
+    out: &Path,
+    rtl: &[PathBuf],
+    version: &str,
+) -> Result<[Model; 2], String> {
     let root = manifest.parent().unwrap_or(manifest);
     let venv = root.join(VENV);
     let python = venv.join("bin/python");
@@ -434,43 +447,70 @@ fn soc_model(manifest: &Path, out: &Path, rtl: &[PathBuf], version: &str) -> Res
     // and the fast path in front of the datapath (`FASTPATH`, with the context
     // entries of the fast path's own model), which the firmware uses when the host
     // side sets the strap (`Soc::new`'s `fastpath`)
-    let fp = FP_RTL
+    let fp: Vec<PathBuf> = FP_RTL
         .iter()
         .filter(|f| !RTL.contains(f) && !DCB_RTL.contains(f))
-        .map(|f| rtl_dir.join(f));
+        .map(|f| rtl_dir.join(f))
+        .collect();
     let files: Vec<PathBuf> = std::iter::once(vlt)
         .chain(rtl.iter().cloned())
         .chain(dcb)
-        .chain(fp)
+        .chain(fp.iter().cloned())
         .chain(std::iter::once(core))
         .chain(soc)
         .collect();
-    let mut stamp_src = version.as_bytes().to_vec();
+    let mut contents = Vec::new();
     for f in &files {
-        stamp_src.extend(fs::read(f).map_err(|e| format!("{}: {e}", f.display()))?);
+        contents.push(fs::read(f).map_err(|e| format!("{}: {e}", f.display()))?);
     }
-    for f in VERILATOR_FLAGS {
-        stamp_src.extend(f.as_bytes());
-    }
-    let params = [
-        "-GFASTPATH=1".to_string(),
-        format!("-GFP_NQP={FP_CTX_ENTRIES}"),
-    ];
-    for p in &params {
-        stamp_src.extend(p.as_bytes());
-    }
-    let args = ["--top-module", SOC_TOP, "--prefix", "Vnic_soc"]
+    // Both models read every file (Verilator resolves `soc_fp` in the generate branch
+    // that `FASTPATH` 0 leaves out, then drops it), but the one without the fast path
+    // does not depend on the fast path's files: its stamp leaves their contents out, so
+    // editing the fast path rebuilds only `vmodel_soc_fp`.
+    let fp_only = |f: &PathBuf| fp.contains(f) || f.ends_with(SOC_FP);
+    let model = |suffix: &str, params: Vec<String>| {
+        let with_fp = !params.is_empty();
+        let mut stamp = version.as_bytes().to_vec();
+        for (f, c) in files.iter().zip(&contents) {
+            if with_fp || !fp_only(f) {
+                stamp.extend(c);
+            }
+        }
+        for a in VERILATOR_FLAGS
+            .iter()
+            .copied()
+            .chain(params.iter().map(String::as_str))
+        {
+            stamp.extend(a.as_bytes());
+        }
+        let args = [
+            "--top-module".to_string(),
+            SOC_TOP.to_string(),
+            "--prefix".to_string(),
+            format!("V{SOC_TOP}{suffix}"),
+        ]
         .into_iter()
+        .chain(params)
         .map(Into::into)
-        .chain(params.into_iter().map(Into::into))
-        .chain(files.into_iter().map(PathBuf::into_os_string))
+        .chain(files.iter().map(|f| f.clone().into_os_string()))
         .collect();
-    Ok(Model {
-        lib: "vmodel_soc".to_string(),
-        mdir: out.join("vobj_soc"),
-        args,
-        hash: format!("{:016x}", fnv1a(&stamp_src)),
-    })
+        Model {
+            lib: format!("vmodel_soc{suffix}"),
+            mdir: out.join(format!("vobj_soc{suffix}")),
+            args,
+            hash: format!("{:016x}", fnv1a(&stamp)),
+        }
+    };
+    Ok([
+        model("", Vec::new()),
+        model(
+            "_fp",
+            vec![
+                "-GFASTPATH=1".to_string(),
+                format!("-GFP_NQP={FP_CTX_ENTRIES}"),
+            ],
+        ),
+    ])
 }
 
 fn soc_unavailable(why: &str) {

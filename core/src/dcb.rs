@@ -363,9 +363,12 @@ impl Ets {
     /// class with the smallest tag; within the class, the next in turn.
     pub fn pick(&self, cfg: &EtsConfig, eligible: Priorities) -> Option<u8> {
         // One priority with a frame (a NIC with one busy priority, at every frame): it
-        // is the one, whatever the tags say; `sent` still keeps them.
-        if eligible.0.count_ones() == 1 {
-            return Some(eligible.0.trailing_zeros() as u8);
+        // is the one, whatever the tags say; `sent` still keeps them. None: nothing
+        // (an idle NIC asked at every pull), without walking the classes.
+        match eligible.0.count_ones() {
+            0 => return None,
+            1 => return Some(eligible.0.trailing_zeros() as u8),
+            _ => {}
         }
         let classes = cfg.classes(eligible);
         let tc = match classes.and(cfg.strict).highest() {

@@ -105,6 +105,16 @@ fn budget_of_a_64k_write_at_mtu_4096_per_end() {
         (0, 0),
         "no data packet went through either firmware"
     );
+    // The WRITE's CQE: the sender's firmware wrote it alone, its fast path's CQE writer
+    // (`fp_cqw`, driven through `MmioFastPath`) with the strap.
+    let cqes = |w: &Write64k| w.counters[0].runtime.cqes;
+    assert_eq!(
+        cqes(&alone) - cqes(&fast),
+        1,
+        "the sender's CQE writer wrote the WRITE's CQE: firmware CQEs alone {}, with the fast path {}",
+        cqes(&alone),
+        cqes(&fast)
+    );
     let per = fast.per_packet();
     assert!(
         per[0] <= SOC_FP_SENDER_BUDGET && per[1] <= SOC_FP_RECEIVER_BUDGET,

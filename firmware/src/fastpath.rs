@@ -64,13 +64,18 @@ pub struct CqWriter {
 
 impl Default for CqWriter {
     fn default() -> Self {
-        Self {
-            cqs: [None; CQ_ENTRIES],
-        }
+        Self::new()
     }
 }
 
 impl CqWriter {
+    /// Holding no CQ.
+    pub const fn new() -> Self {
+        Self {
+            cqs: [None; CQ_ENTRIES],
+        }
+    }
+
     /// CQ `cq`'s ring, if the writer holds it.
     pub fn get(&self, cq: u16) -> Option<CqRing> {
         self.cqs.get(usize::from(cq)).copied().flatten()
@@ -109,6 +114,15 @@ impl CqWriter {
         }
         true
     }
+}
+
+/// What a CQE the firmware posted through a CQE writer's port came to
+/// (`FastPath::post_cqe`): written or not (no room by the consumer index it was given),
+/// and the ring's producer index after it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CqePost {
+    pub written: bool,
+    pub pi: u32,
 }
 
 /// The completion of an in-flight message retired by a response, as the engine makes

@@ -10,7 +10,7 @@ use roce_core::fastpath::SqIdle;
 use roce_core::memory::Dma;
 use roce_core::num::Qpn;
 
-pub use crate::fastpath::{CqWriter, SqBack, SqNews, SqRing, SqRung};
+pub use crate::fastpath::{CqRing, CqWriter, CqePost, SqBack, SqNews, SqRing, SqRung};
 
 /// Where frames enter and leave the NIC.
 ///
@@ -128,6 +128,33 @@ pub trait FastPath {
     /// Tells the CQE writer QP `qpn`'s send CQ (None: it writes none of the QP's CQEs).
     fn set_send_cq(&mut self, qpn: Qpn, cq: Option<u16>) {
         let _ = (qpn, cq);
+    }
+    /// CQ `cq`'s ring as the CQE writer holds it (its producer index as it is now), if
+    /// it does.
+    fn cq_ring(&mut self, cq: u16) -> Option<CqRing> {
+        self.cq_writer()?.get(cq)
+    }
+    /// Hands CQ `cq`'s ring to the CQE writer (None: takes it back); false when there is
+    /// no writer or `cq` is past its table.
+    fn set_cq_ring(&mut self, cq: u16, ring: Option<CqRing>) -> bool {
+        self.cq_writer().is_some_and(|w| w.set(cq, ring))
+    }
+    /// Whether the CQE writer runs beside the firmware (hardware that runs by itself,
+    /// the SoC's): the firmware then posts its own CQEs of the CQs the writer holds
+    /// through [`FastPath::post_cqe`] and never writes a producer index back
+    /// (`docs/fastpath.md` §3.7). False: it reads the producer index, writes the CQE by
+    /// DMA and writes the index back (`set_cq_ring`), which is safe because the writer
+    /// runs only inside [`FastPath::run`].
+    fn cqe_port(&self) -> bool {
+        false
+    }
+    /// Posts `cqe` (its owner bit is the writer's to set) to CQ `cq` through the CQE
+    /// writer's port, with the host's consumer index `ci` as the firmware read it: the
+    /// writer writes it at the ring's producer index in turn with its own CQEs if the
+    /// ring has room for it. None: no port, or the writer does not hold `cq`.
+    fn post_cqe(&mut self, cq: u16, cqe: &[u8; 32], ci: u32) -> Option<CqePost> {
+        let _ = (cq, cqe, ci);
+        None
     }
     /// The hardware's WQE fetch (`docs/fastpath.md` §3.8): takes QP `qpn`'s send queue,
     /// host ring `ring` from its index `ring.ci` on, while the engine holds none of its

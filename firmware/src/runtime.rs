@@ -279,7 +279,9 @@ impl<
     pub fn receive_frame(&mut self, frame: &[u8]) {
         let now = Instant::from_nanos(self.hal.now());
         self.counters.frames_rx += 1;
-        if self.admit(self.icm.and(dest_qpn(frame))) {
+        // The frame is parsed for its QP only when a QP cache needs it (`and_then`: the
+        // parse is ~200 instructions a frame, `and` would run it every time).
+        if self.admit(self.icm.and_then(|_| dest_qpn(frame))) {
             self.engine.handle_packet(now, frame, self.hal.dma());
         }
     }
@@ -369,7 +371,9 @@ impl<
             self.counters.frames_rx += 1;
             any = true;
             let verified = dp.verifies_icrc();
-            let dest = self.icm.and(dest_qpn(self.rxbuf.get(..n).unwrap_or(&[])));
+            let dest = self
+                .icm
+                .and_then(|_| dest_qpn(self.rxbuf.get(..n).unwrap_or(&[])));
             if !self.admit(dest) {
                 continue;
             }
@@ -1228,7 +1232,11 @@ impl<
                 else {
                     break;
                 };
-                self.write_cqe(&mut cq, &wc);
+                if !self.write_cqe(c, &mut cq, &wc) {
+                    // The CQE writer filled the ring meanwhile: the next poll looks again.
+                    cq.stash = Some(wc);
+                    break;
+                }
                 any = true;
             }
             self.cq_left |=
@@ -1251,9 +1259,9 @@ impl<
         let Some(mut cq) = self.cq_out(usize::from(c)) else {
             return;
         };
-        if self.cq_has_room(&cq, usize::from(c)) {
-            self.write_cqe(&mut cq, &wc);
-        } else if cq.stash.is_none() {
+        let written =
+            self.cq_has_room(&cq, usize::from(c)) && self.write_cqe(usize::from(c), &mut cq, &wc);
+        if !written && cq.stash.is_none() {
             cq.stash = Some(wc);
             self.cq_left = true;
         }
@@ -1273,8 +1281,12 @@ impl<
 
     /// Stores CQ `c`'s state after [`Self::cq_out`]: the CQE writer gets the producer
     /// index back, and the host's consumer index as it is now (its room).
+    /// (A CQE writer with a port, `FastPath::cqe_port`, keeps its producer index to
+    /// itself: each post carries the consumer index instead.)
     fn cq_in(&mut self, c: usize, cq: HostCq) {
-        if let Some(mut r) = self.hw_cq(c) {
+        if self.hw_cqe_port() {
+            // nothing to hand back
+        } else if let Some(mut r) = self.hw_cq(c) {
             r.pi = cq.pi;
             r.ci = self.hal.reg_read(reg::cq_db(c as u32));
             self.set_hw_cq(c, Some(r));
@@ -1287,32 +1299,62 @@ impl<
     /// CQ `c`'s ring as the fast path's CQE writer holds it, if it does.
     fn hw_cq(&mut self, c: usize) -> Option<CqRing> {
         let (_, dp) = self.hal.split();
-        dp.fastpath()?.cq_writer()?.get(u16::try_from(c).ok()?)
+        dp.fastpath()?.cq_ring(u16::try_from(c).ok()?)
     }
 
     /// Hands CQ `c`'s ring to the fast path's CQE writer (None: takes it back); false
     /// when there is no writer or it has no room for the CQ.
     fn set_hw_cq(&mut self, c: usize, ring: Option<CqRing>) -> bool {
         let (_, dp) = self.hal.split();
-        match (dp.fastpath().and_then(|f| f.cq_writer()), u16::try_from(c)) {
-            (Some(w), Ok(c)) => w.set(c, ring),
+        match (dp.fastpath(), u16::try_from(c)) {
+            (Some(f), Ok(c)) => f.set_cq_ring(c, ring),
             _ => false,
         }
     }
 
-    fn write_cqe(&mut self, cq: &mut HostCq, wc: &WorkCompletion) {
+    /// Whether the fast path's CQE writer takes the firmware's CQEs through its port.
+    fn hw_cqe_port(&mut self) -> bool {
+        let (_, dp) = self.hal.split();
+        dp.fastpath().is_some_and(|f| f.cqe_port())
+    }
+
+    /// Writes one CQE into CQ `c` (whose ring has room by `cq.pi`): through the CQE
+    /// writer's port when it has one and holds the CQ, else by DMA. False: the writer
+    /// found no room (it wrote CQEs of its own meanwhile; `cq.pi` is its index now).
+    fn write_cqe(&mut self, c: usize, cq: &mut HostCq, wc: &WorkCompletion) -> bool {
         if wc.status != WcStatus::Success && wc.status != WcStatus::WrFlushErr {
-            // A QP that fails on its own is reported like IBV_EVENT_QP_FATAL.
+            // A QP that fails on its own is reported like IBV_EVENT_QP_FATAL (again,
+            // harmlessly, should the writer refuse this CQE and the next poll retry it).
             self.hal.reg_write(reg::EVENT_QPN, wc.qp_num.value());
             self.raise(|e| e.set_qp_fatal(true));
         }
         let cqe = Cqe::from_wc(wc, cq.pi, cq.log_depth);
-        let addr = slot_addr(cq.ring, cq.log_depth, cq.pi, core::mem::size_of::<Cqe>());
-        if self.hal.dma().write(addr, cqe.as_bytes()).is_err() {
-            self.counters.dma_errors += 1;
+        let post = match u16::try_from(c) {
+            Ok(c16) if self.hw_cqe_port() => {
+                let ci = self.hal.reg_read(reg::cq_db(c as u32));
+                let (_, dp) = self.hal.split();
+                let bytes: &[u8; 32] = zerocopy::transmute_ref!(&cqe);
+                dp.fastpath().and_then(|f| f.post_cqe(c16, bytes, ci))
+            }
+            _ => None,
+        };
+        match post {
+            Some(p) => {
+                cq.pi = p.pi;
+                if !p.written {
+                    return false;
+                }
+            }
+            None => {
+                let addr = slot_addr(cq.ring, cq.log_depth, cq.pi, core::mem::size_of::<Cqe>());
+                if self.hal.dma().write(addr, cqe.as_bytes()).is_err() {
+                    self.counters.dma_errors += 1;
+                }
+                cq.pi = cq.pi.wrapping_add(1);
+            }
         }
-        cq.pi = cq.pi.wrapping_add(1);
         self.counters.cqes += 1;
+        true
     }
 
     fn raise(&mut self, set: impl FnOnce(&mut EventStatus)) {

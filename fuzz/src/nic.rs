@@ -478,9 +478,16 @@ impl HostMem {
 
 impl Dma for HostMem {
     fn read(&mut self, addr: u64, buf: &mut [u8]) -> Result<(), DmaError> {
+        let before = CTX.get();
         self.check(addr, buf.len(), false);
         let len = buf.len();
-        let src = self.slice(addr, len).ok_or(DmaError { addr, len })?;
+        let Some(src) = self.slice(addr, len) else {
+            // A failed read gives the NIC no bytes, so none can reach a frame: the
+            // engine abandons that work request and may build another tenant's frame
+            // next, in the same transmit context (found by the `abi` campaign).
+            CTX.set(before);
+            return Err(DmaError { addr, len });
+        };
         buf.copy_from_slice(src);
         Ok(())
     }
@@ -508,13 +515,20 @@ pub struct LoopPort {
     frames: VecDeque<Vec<u8>>,
     /// The victim's QPNs, to classify frames (a copy of the shadow's).
     pub victim_qps: Vec<u32>,
-    /// Per destination QP: the verdict of the WRITE through a window whose middle and
-    /// last packets are still to come (they carry no RETH).
-    writes: Vec<(u32, Limit)>,
+    /// The first packets of multi-packet WRITEs seen, latest last: destination QP, PSN
+    /// and verdict (`None`: not through a window). A middle or last packet (no RETH)
+    /// belongs to the message of the nearest first packet before it in PSN order, not
+    /// to the last one seen: a first packet beyond the responder's expected PSN is
+    /// refused as out of sequence, and a resent last packet of the message before it
+    /// then still places that message's bytes (found by the `abi` campaign).
+    writes: Vec<(u32, u32, Option<Limit>)>,
 }
 
 /// Frames the port holds before it pushes back.
 const PORT_FRAMES: usize = 8;
+
+/// First packets of WRITEs [`LoopPort`] remembers per QP.
+const WRITES_KEPT: usize = 8;
 
 impl LoopPort {
     fn classify(&self, frame: &[u8]) -> bool {
@@ -530,19 +544,25 @@ impl LoopPort {
     fn limit(&mut self, frame: &[u8]) -> Option<Limit> {
         let p = wire::parse_unverified(frame).ok()?;
         let qpn = p.dest_qp().value();
+        let psn = p.bth().psn.value();
         let info = p.info();
-        if info.operation != wire::opcode::Operation::RdmaWrite || info.position.starts() {
-            self.writes.retain(|w| w.0 != qpn);
-        }
-        if let Some(limit) = mw::verdict(&p) {
-            if !info.position.ends() {
-                self.writes.push((qpn, limit));
+        let write = info.operation == wire::opcode::Operation::RdmaWrite;
+        let verdict = mw::verdict(&p);
+        if !write || info.position.starts() {
+            if write && !info.position.ends() {
+                if self.writes.iter().filter(|w| w.0 == qpn).count() >= WRITES_KEPT {
+                    let oldest = self.writes.iter().position(|w| w.0 == qpn);
+                    oldest.map(|i| self.writes.remove(i));
+                }
+                self.writes.retain(|w| !(w.0 == qpn && w.1 == psn));
+                self.writes.push((qpn, psn, verdict));
             }
-            return Some(limit);
+            return verdict;
         }
-        let middle = info.operation == wire::opcode::Operation::RdmaWrite;
-        let limit = self.writes.iter().find(|w| w.0 == qpn).map(|w| w.1);
-        middle.then_some(limit).flatten()
+        // PSNs are 24 bits: the nearest first packet at or before `psn`, modulo 2^24.
+        let before = |w: &&(u32, u32, Option<Limit>)| psn.wrapping_sub(w.1) & 0xFF_FFFF;
+        let first = self.writes.iter().filter(|w| w.0 == qpn).min_by_key(before);
+        first.and_then(|w| w.2)
     }
 }
 

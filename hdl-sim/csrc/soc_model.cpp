@@ -1,4 +1,7 @@
-// The Verilated SoC behind roce_hdl::SocModel (see soc_model.h).
+// The Verilated SoC behind roce_hdl::SocModel (see soc_model.h), one wrapper for
+// both of its models: Vnic_soc (built without the RC fast path) and Vnic_soc_fp
+// (FASTPATH=1). A strap-off SoC runs the first: Verilator evaluates the fast path's
+// logic every cycle whatever the strap says, which made the SoC 5.6 times slower.
 #include "roce-hdl-sim/csrc/soc_model.h"
 #include "roce-hdl-sim/csrc/dcb_observe.h"
 #include "roce-hdl-sim/src/soc_ffi.rs.h"
@@ -12,10 +15,13 @@
 #include "verilated_fst_c.h"
 
 #include "Vnic_soc.h"
+#include "Vnic_soc_fp.h"
 
 namespace roce_hdl {
 namespace {
 
+// V: the Verilated nic_soc (its ports are the same in both models)
+template <class V>
 class Soc final : public SocModel {
 public:
     Soc(const std::string& image, rust::Slice<const uint8_t> mac,
@@ -30,7 +36,7 @@ public:
         ctx_->commandArgs(2, argv);
         ctx_->traceEverOn(trace);
         trace_ok_ = trace;
-        m_.reset(new Vnic_soc(ctx_.get(), "soc"));
+        m_.reset(new V(ctx_.get(), "soc"));
         uint64_t mac_v = 0;
         for (int i = 0; i < 6; ++i) mac_v = (mac_v << 8) | mac[i];
         m_->port_mac = mac_v;
@@ -232,7 +238,7 @@ private:
     }
 
     std::unique_ptr<VerilatedContext> ctx_;
-    std::unique_ptr<Vnic_soc> m_;
+    std::unique_ptr<V> m_;
     std::unique_ptr<VerilatedFstC> tfp_;
     std::string plusarg_;
     bool trace_ok_ = false;
@@ -250,7 +256,10 @@ private:
 std::unique_ptr<SocModel> new_soc_model(rust::Str image, rust::Slice<const uint8_t> mac,
                                         rust::Slice<const uint8_t> gid, bool trace,
                                         bool fastpath) {
-    return std::unique_ptr<SocModel>(new Soc(std::string(image), mac, gid, trace, fastpath));
+    if (fastpath)
+        return std::unique_ptr<SocModel>(
+            new Soc<Vnic_soc_fp>(std::string(image), mac, gid, trace, true));
+    return std::unique_ptr<SocModel>(new Soc<Vnic_soc>(std::string(image), mac, gid, trace, false));
 }
 
 }  // namespace roce_hdl

@@ -23,11 +23,18 @@
 // The tables (roce_fp_top's table 3, fp_pkg's CQW_* words): per CQ (index =
 // CQ number < CQ_N) its ring address, {valid, log2 depth}, producer index
 // and the host's consumer index; per context entry the QP's send CQ. The
-// firmware writes its own CQEs at this producer index and writes it back
-// (one producer index per ring); that read-modify-write is safe only while
-// the writer is idle between the read and the write (FpPort clocks the RTL
-// only inside FastPath::run, so it is there; a soft core beside a running
-// writer needs a port it posts its CQEs to instead: docs/fastpath.md §3.7).
+// firmware writes its own CQEs at this producer index (one producer index per
+// ring), in one of two ways:
+// * it reads the index, writes the CQE by DMA and writes the index back: safe
+//   only while the writer is idle between the read and the write (FpPort
+//   clocks the RTL only inside FastPath::run, so it is there);
+// * a soft core beside a running writer (the SoC) posts the CQE through the
+//   CQE port instead (words 29 and 30, fp_pkg's CQW_FW_*): the writer
+//   writes it at the producer index between its groups (before the next
+//   one: the firmware waits for it), with the owner bit of the index's pass,
+//   if the ring has room for it by the consumer index, and says whether it
+//   did and where the producer index is then (words 25 and 26). The writer
+//   is then the only one to write a producer index.
 //
 // DMA writes share the port with the mover (fp_rx_move): the writer takes it
 // only between the mover's transfers (every descriptor it sent matched by
@@ -151,13 +158,21 @@ module fp_cqw
 
   // ------------------------------------------------------------ the tables
   typedef enum logic [3:0] {
-    W_IDLE, W_MAP, W_CQ, W_DROP, W_REQ, W_DESC, W_DATA, W_PI, W_EMIT
+    W_IDLE, W_MAP, W_CQ, W_DROP, W_REQ, W_DESC, W_DATA, W_PI, W_EMIT, W_FDONE
   } wstate_t;
   wstate_t st;
 
-  function automatic logic cqw_word(input logic [4:0] w);
-    return (w >= CQW_RING_LO && w <= CQW_CI) || w == CQW_SEND_CQ;
-  endfunction
+  // the CQE port: the staged CQE (words 0..6, then the post's word 7), the CQ
+  // it goes to, a post waiting, and what the last one came to
+  logic [31:0]     fw_cqe [7];
+  logic [2:0]      fw_at;     // the next staged word
+  logic [31:0]     fw_w7;
+  logic [CQ_W-1:0] fw_cq;
+  logic            fw_pend;
+  logic            fw_take;   // the writer takes the post (before any group)
+  logic            fw_done;   // the last post was written
+  logic [31:0]     fw_pi;     // its CQ's producer index after it
+  logic            g_fw;      // the writer is on the post, not on a group
 
   // send CQ per context entry: {valid [8], CQ [5:0]}
   logic            sq_rd_en;
@@ -174,13 +189,16 @@ module fp_cqw
 
   logic is_acked, fw_rd_sq, fw_rd_cq;
   assign is_acked = s_ev_valid && s_ev_data[8*EV_KIND +: 8] == EVK_ACKED;
-  // a group starts with its ACKED event (its group went in before it)
-  assign grp_pop = st == W_IDLE && is_acked && grp_count != '0;
+  // a group starts with its ACKED event (its group went in before it); a
+  // post of the firmware goes first (the firmware waits for it)
+  assign fw_take = st == W_IDLE && fw_pend;
+  assign grp_pop = st == W_IDLE && !fw_pend && is_acked && grp_count != '0;
 
   // the writer's reads and its producer-index write first; the firmware's
-  // accesses wait (one cycle at most per group step)
-  assign cfg_rd_ready = !grp_pop && st != W_MAP;
-  assign cfg_wr_ready = st != W_PI;
+  // accesses wait (one cycle at most per group step), and while a post of its
+  // own is under way they wait for it
+  assign cfg_rd_ready = !grp_pop && st != W_MAP && !fw_pend;
+  assign cfg_wr_ready = st != W_PI && !fw_pend;
   assign fw_rd_sq = cfg_rd_valid && cfg_rd_ready && cfg_rd_word == CQW_SEND_CQ;
   assign fw_rd_cq = cfg_rd_valid && cfg_rd_ready && cfg_rd_word != CQW_SEND_CQ;
 
@@ -199,8 +217,9 @@ module fp_cqw
   always_comb begin
     sq_rd_en = grp_pop || fw_rd_sq;
     sq_rd_addr = grp_pop ? grp_head[QPN_W-1:0] : cfg_rd_index[QPN_W-1:0];
-    cq_rd_en = st == W_MAP || fw_rd_cq;
-    cq_rd_addr = st == W_MAP ? sq_rd_data[CQ_W-1:0] : cfg_rd_index[CQ_W-1:0];
+    cq_rd_en = st == W_MAP || fw_take || fw_rd_cq;
+    cq_rd_addr = st == W_MAP ? sq_rd_data[CQ_W-1:0]
+        : fw_take ? fw_cq : cfg_rd_index[CQ_W-1:0];
     sq_wr_en = cfg_wr_valid && cfg_wr_ready && cfg_wr_word == CQW_SEND_CQ;
     cq_wr_en = '0;
     cq_wr_addr = cfg_wr_index[CQ_W-1:0];
@@ -209,8 +228,8 @@ module fp_cqw
       cq_wr_en[3] = 1'b1;
       cq_wr_addr = g_cq;
       cq_wr_data[96 +: 32] = g_pi;
-    end else if (cfg_wr_valid && cfg_wr_word >= CQW_RING_LO && cfg_wr_word <= CQW_CI
-        && cfg_wr_index < 24'(CQ_N)) begin
+    end else if (cfg_wr_valid && cfg_wr_ready && cfg_wr_word >= CQW_RING_LO
+        && cfg_wr_word <= CQW_CI && cfg_wr_index < 24'(CQ_N)) begin
       cq_wr_en[3'(cfg_wr_word - CQW_RING_LO)] = 1'b1;
     end
   end
@@ -252,6 +271,8 @@ module fp_cqw
   end
   always_comb begin
     if (fw_word == CQW_SEND_CQ) cfg_rdata = sq_rd_data;
+    else if (fw_word == CQW_FW_DONE) cfg_rdata = {31'd0, fw_done};
+    else if (fw_word == CQW_FW_PI) cfg_rdata = fw_pi;
     else if (fw_past || fw_word < CQW_RING_LO || fw_word > CQW_CI) cfg_rdata = '0;
     else cfg_rdata = cq_rd_data[32 * 3'(fw_word - CQW_RING_LO) +: 32];
   end
@@ -267,12 +288,18 @@ module fp_cqw
     logic wimm;
     wimm = rec_head[CQ_WIMM];
     cqe = '0;
-    cqe[0 +: 64] = rec_head[CQ_WRID +: 64];
-    cqe[64 +: 32] = rec_head[CQ_INFO_BITS +: 32];
-    cqe[96 +: 32] = wimm ? rec_head[CQ_IMM +: 32] : 32'd0;
-    cqe[128 +: 32] = {8'd0, g_qpn};
-    cqe[232 +: 8] = {6'd0, rec_head[CQ_OPC +: 2]};
-    cqe[240 +: 8] = wimm ? 8'd2 : 8'd0;
+    if (g_fw) begin
+      // the firmware's CQE as it staged it, but for the owner bit
+      for (int i = 0; i < 7; i++) cqe[32 * i +: 32] = fw_cqe[i];
+      cqe[224 +: 32] = fw_w7;
+    end else begin
+      cqe[0 +: 64] = rec_head[CQ_WRID +: 64];
+      cqe[64 +: 32] = rec_head[CQ_INFO_BITS +: 32];
+      cqe[96 +: 32] = wimm ? rec_head[CQ_IMM +: 32] : 32'd0;
+      cqe[128 +: 32] = {8'd0, g_qpn};
+      cqe[232 +: 8] = {6'd0, rec_head[CQ_OPC +: 2]};
+      cqe[240 +: 8] = wimm ? 8'd2 : 8'd0;
+    end
     cqe[248] = !g_pi[g_log];
     cqe_wide = '0;
     cqe_wide[255:0] = cqe;
@@ -290,7 +317,7 @@ module fp_cqw
   logic            w_desc_valid, w_tvalid, w_tlast;
   logic [KEEP_WIDTH-1:0] w_tkeep;
   always_comb begin
-    w_desc_valid = st == W_DESC && rec_count != '0;
+    w_desc_valid = st == W_DESC && (g_fw || rec_count != '0);
     w_tvalid = st == W_DATA;
     w_tlast = beat == BEAT_W'(BEATS - 1);
     for (int i = 0; i < KEEP_WIDTH; i++) w_tkeep[i] = 32'(beat) * KEEP_WIDTH + i < 32;
@@ -321,8 +348,8 @@ module fp_cqw
   end
 
   assign rec_pop = (st == W_DROP && rec_count != '0)
-      || (st == W_DATA && m_dma_wr_tready && w_tlast);
-  assign idle = st == W_IDLE && grp_count == '0 && rec_count == '0;
+      || (st == W_DATA && m_dma_wr_tready && w_tlast && !g_fw);
+  assign idle = st == W_IDLE && grp_count == '0 && rec_count == '0 && !fw_pend;
 
   always_ff @(posedge clk) begin
     // the mover's side of the port
@@ -332,8 +359,31 @@ module fp_cqw
           - ((s_dma_wr_tvalid && m_dma_wr_tready && s_dma_wr_tlast) ? 4'sd1 : 4'sd0);
       if (s_dma_wr_tvalid && m_dma_wr_tready) mv_mid <= !s_dma_wr_tlast;
     end
+    // the CQE port: staging words, and the post (a CQ past the table is
+    // refused at once)
+    if (cfg_wr_valid && cfg_wr_ready && cfg_wr_word == CQW_FW_STAGE && fw_at < 3'd7) begin
+      fw_cqe[fw_at] <= cfg_wr_data;
+      fw_at <= fw_at + 3'd1;
+    end
+    if (cfg_wr_valid && cfg_wr_ready && cfg_wr_word == CQW_FW_POST) begin
+      fw_at <= '0;
+      fw_w7 <= cfg_wr_data;
+      fw_cq <= cfg_wr_index[CQ_W-1:0];
+      if (cfg_wr_index < 24'(CQ_N)) fw_pend <= 1'b1;
+      else begin
+        fw_done <= 1'b0;
+        fw_pi <= '0;
+      end
+    end
     case (st)
-      W_IDLE: if (grp_pop) begin
+      W_IDLE: if (fw_take) begin
+        g_fw <= 1'b1;
+        g_sq <= 1'b1;
+        g_cq <= fw_cq;
+        g_n <= (E_W + 1)'(1);
+        st <= W_CQ;
+      end else if (grp_pop) begin
+        g_fw <= 1'b0;
         g_qpn <= grp_head[23:0];
         g_n <= grp_head[24 +: E_W + 1];
         st <= W_MAP;
@@ -355,7 +405,8 @@ module fp_cqw
         g_ring <= cq_rd_data[0 +: 64];
         g_log <= lg;
         g_pi <= cq_rd_data[96 +: 32];
-        st <= (g_n == '0) ? W_EMIT : ok ? W_REQ : W_DROP;
+        if (g_fw) st <= ok ? W_REQ : W_FDONE;
+        else st <= (g_n == '0) ? W_EMIT : ok ? W_REQ : W_DROP;
       end
       W_DROP: if (rec_count != '0) begin
         g_n <= g_n - 1'b1;
@@ -380,9 +431,16 @@ module fp_cqw
       end
       W_PI: begin
         own <= 1'b0;
-        st <= W_EMIT;
+        st <= g_fw ? W_FDONE : W_EMIT;
       end
       W_EMIT: if (m_ev_ready) st <= W_IDLE;
+      W_FDONE: begin
+        fw_done <= g_ok;
+        fw_pi <= g_pi;
+        fw_pend <= 1'b0;
+        g_fw <= 1'b0;
+        st <= W_IDLE;
+      end
       default: st <= W_IDLE;
     endcase
     if (rst) begin
@@ -391,6 +449,11 @@ module fp_cqw
       mv_open <= 4'sd0;
       mv_mid <= 1'b0;
       cqes <= '0;
+      fw_pend <= 1'b0;
+      fw_at <= '0;
+      fw_done <= 1'b0;
+      fw_pi <= '0;
+      g_fw <= 1'b0;
     end
   end
 

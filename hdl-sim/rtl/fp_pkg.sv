@@ -219,6 +219,30 @@ package fp_pkg;
   localparam logic [4:0] CQW_RING_LO = 5'd16;
   localparam logic [4:0] CQW_CI = 5'd20;
   localparam logic [4:0] CQW_SEND_CQ = 5'd24;
+  // the firmware's CQE port (a soft core beside a running writer, the SoC;
+  // docs/fastpath.md §3.7): each write of word 29 (any index) stages the
+  // next of words 0..6 of a CQE, in order; a write of word 30 (index = CQ)
+  // posts it with this word as its word 7 (status, opcode, flags, owner: the
+  // writer sets the owner bit) and starts the next CQE's staging at word 0.
+  // The writer writes it at the ring's producer index in turn with its own,
+  // or refuses it when the ring has no room by its consumer index (word 20,
+  // which the firmware writes first). Reads of word 25 (bit 0: the last post
+  // was written) and 26 (the CQ's producer index after it) wait for the post.
+  // (The WQE fetch has words 9..15, 21..23 and 25..28 of its own: the port's
+  // words are those left.)
+  localparam logic [4:0] CQW_FW_STAGE = 5'd29;
+  localparam logic [4:0] CQW_FW_POST = 5'd30;
+  localparam logic [4:0] CQW_FW_DONE = 5'd25;
+  localparam logic [4:0] CQW_FW_PI = 5'd26;
+  // whether a write (read) of word w of table 3 is the writer's
+  function automatic logic cqw_wr_word(input logic [4:0] w);
+    return (w >= CQW_RING_LO && w <= CQW_CI) || w == CQW_SEND_CQ
+        || w == CQW_FW_STAGE || w == CQW_FW_POST;
+  endfunction
+  function automatic logic cqw_rd_word(input logic [4:0] w);
+    return (w >= CQW_RING_LO && w <= CQW_CI) || w == CQW_SEND_CQ
+        || w == CQW_FW_DONE || w == CQW_FW_PI;
+  endfunction
 
   // The WQE fetch's words of table 3 (fp_sqf, docs/fastpath.md §3.8). Writes:
   // a hand-over staged in RING_LO..RTO_HI (any index), then CMD (index = the
@@ -250,6 +274,14 @@ package fp_pkg;
   localparam logic [4:0] SQ_R_TAKEN = 5'd21;
   localparam logic [4:0] SQ_R_SENDS = 5'd22;
   localparam logic [4:0] SQ_R_NEWS = 5'd23;
+  // whether a write (read) of word w of table 3 is the fetch's
+  function automatic logic sq_wr_word(input logic [4:0] w);
+    return (w >= SQ_W_RING_LO && w <= SQ_W_DEPTH) || w == SQ_W_RTO_LO
+        || w == SQ_W_RTO_HI || (w >= SQ_W_CMD && w <= SQ_W_NOW_HI);
+  endfunction
+  function automatic logic sq_rd_word(input logic [4:0] w);
+    return (w >= SQ_R_CI && w <= SQ_R_FLAGS) || (w >= SQ_R_TAKEN && w <= SQ_R_NEWS);
+  endfunction
 
   // --------------------------------------------------- TX internal records
   // One packet for the header builder: everything its headers need.

@@ -156,19 +156,14 @@ module roce_fp_top
   logic wr_cqw, rd_cqw, cqw_wr_ready, cqw_rd_ready;
   logic [31:0] cqw_rdata;
   logic cqw_rdata_valid;
-  assign wr_cqw = wr_port
-      && ((cfg_wr_word >= CQW_RING_LO && cfg_wr_word <= CQW_CI) || cfg_wr_word == CQW_SEND_CQ);
-  assign rd_cqw = rd_port
-      && ((cfg_rd_word >= CQW_RING_LO && cfg_rd_word <= CQW_CI) || cfg_rd_word == CQW_SEND_CQ);
+  assign wr_cqw = wr_port && cqw_wr_word(cfg_wr_word);
+  assign rd_cqw = rd_port && cqw_rd_word(cfg_rd_word);
   // the WQE fetch's words of table 3 (fp_pkg's SQ_*)
   logic wr_sq, rd_sq, sq_wr_ready, sq_rd_ready;
   logic [31:0] sq_rdata;
   logic sq_rdata_valid;
-  assign wr_sq = wr_port && ((cfg_wr_word >= SQ_W_RING_LO && cfg_wr_word <= SQ_W_DEPTH)
-      || cfg_wr_word == SQ_W_RTO_LO || cfg_wr_word == SQ_W_RTO_HI
-      || (cfg_wr_word >= SQ_W_CMD && cfg_wr_word <= SQ_W_NOW_HI));
-  assign rd_sq = rd_port && ((cfg_rd_word >= SQ_R_CI && cfg_rd_word <= SQ_R_FLAGS)
-      || (cfg_rd_word >= SQ_R_TAKEN && cfg_rd_word <= SQ_R_NEWS));
+  assign wr_sq = wr_port && sq_wr_word(cfg_wr_word);
+  assign rd_sq = rd_port && sq_rd_word(cfg_rd_word);
   assign cfg_wr_ready = wr_cqw ? cqw_wr_ready : wr_sq ? sq_wr_ready
       : wr_port || (wr_tx ? tx_wr_ready : rx_wr_ready);
   assign cfg_rd_ready = rd_cqw ? cqw_rd_ready : rd_sq ? sq_rd_ready

@@ -91,6 +91,9 @@ pub struct NicNode {
     dcbx: Option<DcbxAgent>,
     /// The transmit queue of each priority (one FIFO, index 0, when `single_queue`).
     queues: [VecDeque<TxFrame>; PRIORITIES],
+    /// The queues that hold a frame, by index (kept with every push and pop: ETS and
+    /// `fill` ask at every pull, without walking the eight queues).
+    queued: Priorities,
     /// Buffers of frames sent, for the next frames the NIC builds ahead (each of
     /// `MAX_FRAME_LEN` bytes: a fabric buffer it may be swapped with).
     spare: Vec<Box<[u8]>>,
@@ -142,6 +145,7 @@ impl NicNode {
             rtl_scratch: Vec::new(),
             dcbx: None,
             queues: Default::default(),
+            queued: Priorities::NONE,
             spare: Vec::new(),
             ets: Ets::default(),
             single_queue: false,
@@ -359,10 +363,12 @@ impl NicNode {
     fn fill(&mut self, map: &roce_core::dcb::PriorityMap) {
         loop {
             let full = if self.single_queue {
-                if !self.queues[0].is_empty() {
+                if !self.queued.is_empty() {
                     return;
                 }
                 Priorities::NONE
+            } else if TX_QUEUE_FRAMES == 1 {
+                self.queued
             } else {
                 let mut full = Priorities::NONE;
                 for (p, q) in self.queues.iter().enumerate() {
@@ -393,6 +399,7 @@ impl NicNode {
                 usize::from(prio)
             };
             self.queues[q].push_back(frame);
+            self.queued = self.queued.with(q as u8);
             if full.contains(prio) {
                 return;
             }
@@ -435,12 +442,7 @@ impl NicNode {
         let (index, prio) = if self.single_queue {
             (0, dcb.map.of_frame(self.queues[0].front()?.bytes()))
         } else {
-            let mut eligible = Priorities::NONE;
-            for (p, q) in self.queues.iter().enumerate() {
-                if !q.is_empty() && !paused.contains(p as u8) {
-                    eligible = eligible.with(p as u8);
-                }
-            }
+            let eligible = Priorities(self.queued.0 & !paused.0);
             let p = self.ets.pick(&dcb.ets, eligible)?;
             let len = wire_len(self.queues[usize::from(p)].front()?.len);
             self.ets.sent(&dcb.ets, eligible, p, len as u32);
@@ -451,6 +453,9 @@ impl NicNode {
             return None;
         }
         let frame = self.queues[index].pop_front()?;
+        if self.queues[index].is_empty() {
+            self.queued = Priorities(self.queued.0 & !(1 << index));
+        }
         self.tx_bytes[usize::from(prio)] += wire_len(frame.len);
         Some(Sent::Queued(frame))
     }
@@ -545,17 +550,25 @@ impl Node for NicNode {
     }
 
     fn poll_timeout(&self) -> Option<Nanos> {
-        let ctx = (self.ctx_busy_until > self.now).then_some(self.ctx_busy_until);
-        [
-            self.nic.poll_timeout(),
-            self.rx.as_ref().and_then(RxBuffer::poll_timeout),
-            self.dcbx.as_ref().map(DcbxAgent::poll_timeout),
-            self.rtl.as_ref().and_then(|r| r.next_wake(self.now)),
-            ctx,
-        ]
-        .into_iter()
-        .flatten()
-        .min()
+        // The earliest of the deadlines (asked after every event: no iterator chain).
+        let earliest = |a: Option<Nanos>, b: Option<Nanos>| match (a, b) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        let mut t = self.nic.poll_timeout();
+        if self.ctx_busy_until > self.now {
+            t = earliest(t, Some(self.ctx_busy_until));
+        }
+        if let Some(rx) = &self.rx {
+            t = earliest(t, rx.poll_timeout());
+        }
+        if let Some(dcbx) = &self.dcbx {
+            t = earliest(t, Some(dcbx.poll_timeout()));
+        }
+        if let Some(rtl) = &self.rtl {
+            t = earliest(t, rtl.next_wake(self.now));
+        }
+        t
     }
 
     fn handle_timeout(&mut self, now: Nanos) {

@@ -36,7 +36,8 @@ use roce_core::fastpath::layout::{EVENT_LEN, EV_EXCEPTION, MR_LEN, RCTX_LEN, SCT
 use roce_core::memory::{Dma, DmaError};
 use roce_core::num::Qpn;
 use roce_firmware::abi::{reg, DeviceStatus};
-use roce_firmware::hal::{Datapath, FastPath, FastPathCounters, Hal, QpMap};
+use roce_firmware::fastpath::CQ_ENTRIES;
+use roce_firmware::hal::{CqRing, CqePost, Datapath, FastPath, FastPathCounters, Hal, QpMap};
 
 /// Offsets of the blocks from the MMIO base.
 pub mod map {
@@ -204,6 +205,25 @@ pub mod fp_reg {
     pub const T_PORT: u32 = 3;
     /// Table [`T_PORT`]'s word of accessed bits, 32 entries per index.
     pub const ACCESSED_WORD: u32 = 8;
+    /// Table [`T_PORT`]'s words of the CQE writer (`fp_cqw.sv`, `docs/fastpath.md`
+    /// §3.7), index = CQ: ring address low (then high, {valid bit 8, log2 depth},
+    /// producer index, the host's consumer index as last told).
+    pub const CQW_RING: u32 = 16;
+    pub const CQW_PI: u32 = 19;
+    pub const CQW_CI: u32 = 20;
+    /// Index = context entry: the QP's send CQ ({valid bit 8, CQ}).
+    pub const CQW_SEND_CQ: u32 = 24;
+    /// The CQE port. Read: bit 0, the last CQE posted was written (then word 26, the
+    /// CQ's producer index after it; both wait for the post).
+    pub const CQW_POSTED: u32 = 25;
+    /// Write: the next word of the CQE to post (bytes 0..27, a word each, in order;
+    /// with [`SEL_HOLD`]).
+    pub const CQW_STAGE: u32 = 29;
+    /// Write, index = CQ: posts the staged CQE with this word as its last (bytes
+    /// 28..31; the writer sets the owner bit).
+    pub const CQW_POST: u32 = 30;
+    /// `CFG_SEL`: accesses leave the word as it is (else it moves on by one).
+    pub const SEL_HOLD: u32 = 1 << 31;
 
     /// `CFG_SEL`'s value for word `word` of entry `index` of `table`.
     pub const fn sel(table: u32, index: u32, word: u32) -> u32 {
@@ -401,12 +421,20 @@ const FP_POLLS: u32 = 1 << 16;
 #[derive(Debug)]
 pub struct MmioFastPath {
     mmio: Mmio,
+    /// The CQs handed to the CQE writer, a bit each (their rings are read from it:
+    /// a mirror of 64 rings would not fit the ECP5 board's stack reserve).
+    cqs_held: u64,
     /// EXCEPTION events taken (the hardware counts frames in; the difference is what it
     /// handled).
     exceptions: u64,
 }
 
 impl MmioFastPath {
+    /// Whether CQ `cq` was handed to the CQE writer.
+    fn holds_cq(&self, cq: u16) -> bool {
+        usize::from(cq) < CQ_ENTRIES && self.cqs_held & (1u64 << cq) != 0
+    }
+
     fn reg(&self, offset: u32) -> u32 {
         self.mmio.read(map::FASTPATH + offset)
     }
@@ -422,10 +450,15 @@ impl MmioFastPath {
 
     /// Writes `bytes` (whole words) from word `word` of entry `index` of `table`.
     fn write_words(&self, table: u32, index: u32, word: u32, bytes: &[u8]) {
+        self.write_sel(fp_reg::sel(table, index, word), bytes);
+    }
+
+    /// Writes `bytes` (whole words) at `CFG_SEL` value `sel`.
+    fn write_sel(&self, sel: u32, bytes: &[u8]) {
         if !self.wait(fp_reg::ST_BUSY, 0) {
             return;
         }
-        self.set(fp_reg::CFG_SEL, fp_reg::sel(table, index, word));
+        self.set(fp_reg::CFG_SEL, sel);
         for w in bytes.chunks_exact(4) {
             if !self.wait(fp_reg::ST_BUSY, 0) {
                 return;
@@ -585,6 +618,85 @@ impl FastPath for MmioFastPath {
         let mut w = [0u8; 4];
         self.read_words(fp_reg::T_PORT, index, fp_reg::ACCESSED_WORD, &mut w);
         u32::from_le_bytes(w)
+    }
+
+    fn set_send_cq(&mut self, qpn: Qpn, cq: Option<u16>) {
+        // a CQ past the writer's table is the firmware's alone (`CqWriter::set`); the
+        // index names the QP's context entry by its low bits
+        let cq = cq.filter(|&c| usize::from(c) < CQ_ENTRIES);
+        let word = cq.map_or(0, |c| 0x100 | u32::from(c));
+        self.write_words(
+            fp_reg::T_PORT,
+            qpn.value(),
+            fp_reg::CQW_SEND_CQ,
+            &word.to_le_bytes(),
+        );
+    }
+
+    fn cq_ring(&mut self, cq: u16) -> Option<CqRing> {
+        if !self.holds_cq(cq) {
+            return None;
+        }
+        // ring low, ring high, {valid, log2 depth}, producer index, consumer index
+        let mut w = [0u8; 20];
+        self.read_words(fp_reg::T_PORT, u32::from(cq), fp_reg::CQW_RING, &mut w);
+        let word =
+            |i: usize| u32::from_le_bytes([w[4 * i], w[4 * i + 1], w[4 * i + 2], w[4 * i + 3]]);
+        Some(CqRing {
+            ring: u64::from(word(0)) | u64::from(word(1)) << 32,
+            log_depth: (word(2) & 31) as u8,
+            pi: word(3),
+            ci: word(4),
+        })
+    }
+
+    fn set_cq_ring(&mut self, cq: u16, ring: Option<CqRing>) -> bool {
+        if usize::from(cq) >= CQ_ENTRIES {
+            return false;
+        }
+        let bit = 1u64 << cq;
+        self.cqs_held = if ring.is_some() {
+            self.cqs_held | bit
+        } else {
+            self.cqs_held & !bit
+        };
+        let words = ring.map_or([0; 5], |r| {
+            [
+                r.ring as u32,
+                (r.ring >> 32) as u32,
+                0x100 | u32::from(r.log_depth & 31),
+                r.pi,
+                r.ci,
+            ]
+        });
+        let mut bytes = [0u8; 20];
+        for (b, w) in bytes.chunks_exact_mut(4).zip(words) {
+            b.copy_from_slice(&w.to_le_bytes());
+        }
+        self.write_words(fp_reg::T_PORT, u32::from(cq), fp_reg::CQW_RING, &bytes);
+        true
+    }
+
+    /// The writer runs beside the firmware: its CQEs go through the port.
+    fn cqe_port(&self) -> bool {
+        true
+    }
+
+    fn post_cqe(&mut self, cq: u16, cqe: &[u8; 32], ci: u32) -> Option<CqePost> {
+        if !self.holds_cq(cq) {
+            return None;
+        }
+        let index = u32::from(cq);
+        self.write_words(fp_reg::T_PORT, index, fp_reg::CQW_CI, &ci.to_le_bytes());
+        let stage = fp_reg::sel(fp_reg::T_PORT, 0, fp_reg::CQW_STAGE) | fp_reg::SEL_HOLD;
+        self.write_sel(stage, &cqe[..28]);
+        self.write_words(fp_reg::T_PORT, index, fp_reg::CQW_POST, &cqe[28..]);
+        let mut r = [0u8; 8];
+        self.read_words(fp_reg::T_PORT, index, fp_reg::CQW_POSTED, &mut r);
+        Some(CqePost {
+            written: r[0] & 1 != 0,
+            pi: u32::from_le_bytes([r[4], r[5], r[6], r[7]]),
+        })
     }
 }
 
@@ -756,6 +868,7 @@ impl MmioHal {
                 rx_oversize: 0,
                 fp: MmioFastPath {
                     mmio: Mmio { base },
+                    cqs_held: 0,
                     exceptions: 0,
                 },
                 fp_state: FpState::Unknown,

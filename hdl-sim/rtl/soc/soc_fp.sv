@@ -34,7 +34,9 @@
 //                      to be taken; bit 3 an event is in EV; bits 13..8 the
 //                      segmenter's slots in use; bit 16 tx_idle; bit 17 rx_idle
 //   0x00C CFG_SEL      table word to access: 30..29 table, 28..24 word,
-//                      23..0 index (roce_fp_top's table port)
+//                      23..0 index (roce_fp_top's table port); bit 31 holds
+//                      the word (CFG_WDATA and CFG_RD leave it as it is: the
+//                      CQE port's staging word takes a CQE word after word)
 //   0x010 CFG_WDATA    write: writes the word CFG_SEL names, then CFG_SEL's
 //                      word moves on by one (wait for STATUS bit 0 clear first)
 //   0x014 CFG_RD       write: reads the word CFG_SEL names into CFG_RDATA
@@ -560,6 +562,7 @@ module soc_fp
 
   // ------------------------------------------------------------------ firmware port
   logic [30:0] sel_q;          // CFG_SEL
+  logic        sel_hold;       // CFG_SEL bit 31
   logic        wr_pend, rd_pend, rd_wait, rd_have;
   logic [31:0] wr_q, rdata_q;
   logic [1:0]  rw_table;
@@ -593,7 +596,7 @@ module soc_fp
         12'h004: rdata <= 32'(NMR);
         12'h008: rdata <= {14'd0, rx_idle, tx_idle, 2'd0, slots_used, 4'd0,
                            ev_have, txd_pend, rd_have, wr_pend || rd_pend || rd_wait};
-        12'h00C: rdata <= {1'b0, sel_q};
+        12'h00C: rdata <= {sel_hold, sel_q};
         12'h018: rdata <= rdata_q;
         12'h020: rdata <= c_tx_frames;
         12'h024: rdata <= c_rx_frames;
@@ -619,18 +622,18 @@ module soc_fp
       rd_have <= 1'b1;
       rd_wait <= 1'b0;
     end
-    if (wr_cmd && addr == 12'h00C) sel_q <= wdata[30:0];
+    if (wr_cmd && addr == 12'h00C) {sel_hold, sel_q} <= wdata;
     if (wr_cmd && addr == 12'h010 && !(wr_pend || rd_pend || rd_wait)) begin
       wr_pend <= 1'b1;
       wr_q <= wdata;
       {rw_table, rw_word, rw_index} <= sel_q;
-      sel_q[28:24] <= sel_q[28:24] + 1'b1;
+      if (!sel_hold) sel_q[28:24] <= sel_q[28:24] + 1'b1;
     end
     if (wr_cmd && addr == 12'h014 && !(wr_pend || rd_pend || rd_wait)) begin
       rd_pend <= 1'b1;
       rd_have <= 1'b0;
       {rw_table, rw_word, rw_index} <= sel_q;
-      sel_q[28:24] <= sel_q[28:24] + 1'b1;
+      if (!sel_hold) sel_q[28:24] <= sel_q[28:24] + 1'b1;
     end
     // descriptors
     if (txd_valid && txd_ready) txd_pend <= 1'b0;
@@ -646,6 +649,7 @@ module soc_fp
     if (rst) begin
       ack <= 1'b0;
       sel_q <= '0;
+      sel_hold <= 1'b0;
       wr_pend <= 1'b0;
       rd_pend <= 1'b0;
       rd_wait <= 1'b0;

@@ -518,6 +518,27 @@ impl<F: FastPath> FastPath for FpProbe<F> {
         self.close(None);
         self.inner.cq_writer()
     }
+    // so are the writer's other accesses
+    fn cq_ring(&mut self, cq: u16) -> Option<roce_firmware::hal::CqRing> {
+        self.close(None);
+        self.inner.cq_ring(cq)
+    }
+    fn set_cq_ring(&mut self, cq: u16, ring: Option<roce_firmware::hal::CqRing>) -> bool {
+        self.close(None);
+        self.inner.set_cq_ring(cq, ring)
+    }
+    fn cqe_port(&self) -> bool {
+        self.inner.cqe_port()
+    }
+    fn post_cqe(
+        &mut self,
+        cq: u16,
+        cqe: &[u8; 32],
+        ci: u32,
+    ) -> Option<roce_firmware::hal::CqePost> {
+        self.close(None);
+        self.inner.post_cqe(cq, cqe, ci)
+    }
     fn set_send_cq(&mut self, qpn: Qpn, cq: Option<u16>) {
         self.call(|f| f.set_send_cq(qpn, cq))
     }
