@@ -752,6 +752,43 @@ fn the_hardware_fetches_the_wqes() {
     }
 }
 
+/// A fetch that stops after its doorbell said it had not (`SqNews::stopped`): 10 WRITEs
+/// and then a READ and a WRITE posted at once from A on pair 0. The fetch takes 8 at
+/// the doorbell (the in-flight list's 8 entries per QP) and the rest as the ACKs free
+/// entries, long after the doorbell, until it stops at the READ, which it does not
+/// take; the firmware hears of it with the fast path's news and takes the queue back,
+/// so the READ and the WRITE after it are the engine's. Against the engine (the same
+/// frames, memory and completions), on the model and on the RTL. Without the news the
+/// queue would sit stopped in the hardware and the READ never complete.
+#[test]
+fn a_fetch_that_stops_after_its_doorbell_gives_the_queue_back() {
+    let wr = |op, i: u32| Wr {
+        pair: 0,
+        from_b: false,
+        op,
+        len: 700,
+        src: 512 * i,
+        dst: 512 * i,
+    };
+    let wrs: Vec<Wr> = (0..10).map(|i| wr(2, i)).chain([wr(4, 10), wr(2, 11)]).collect();
+    let clean = Wire {
+        seed: 0,
+        loss: 0,
+        reorder: 0,
+    };
+    let hws: &[Hw] = if rtl_here() {
+        &[Hw::Model, Hw::Rtl]
+    } else {
+        &[Hw::Model]
+    };
+    for &hw in hws {
+        let a = differential_on(THREE, hw, Mtu::Mtu1024, &wrs, clean).unwrap()[0];
+        assert_eq!(a.send_wqes, 12, "{hw:?}: every WQE fetched once");
+        // The READ and the WRITE after it: the firmware's descriptors.
+        assert_eq!(a.fp_descriptors, 2, "{hw:?}: descriptors the firmware posted");
+    }
+}
+
 /// The RTL's CQE writer (`docs/fastpath.md` §3.7, `fp_cqw`): a stream of 8 WRITEs, SENDs
 /// and WRITE_WITH_IMMs (every fourth unsignaled; 8, the RTL's in-flight entries per QP:
 /// a message past them is one whose ACK the firmware takes, and completes, itself, §6)

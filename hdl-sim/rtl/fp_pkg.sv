@@ -249,8 +249,8 @@ package fp_pkg;
   // QPN: 1 hand over, 2 take back); DB (index = the QPN) the host's producer
   // index; NOW_LO/HI the time in ns. Reads (index = the QPN): CI, DONE, BASE,
   // UNA, DL_LO/HI (the local ACK deadline), FLAGS {deadline valid, stopped,
-  // active}; global: TAKEN, SENDS (running counts), NEWS {busy, CQEs written
-  // since the last read of it}.
+  // active}; global: TAKEN, SENDS (running counts), NEWS {a queue is stopped,
+  // busy, CQEs written since the last read of it}.
   localparam logic [4:0] SQ_W_RING_LO = 5'd9;
   localparam logic [4:0] SQ_W_RING_HI = 5'd10;
   localparam logic [4:0] SQ_W_CFG = 5'd11;     // [4:0] log2 depth, [8] sig_all, [9] rto valid, [15:12] mtu_log2

@@ -28,8 +28,13 @@
 //   reads (index = the QPN): SQ_R_CI, SQ_R_DONE, SQ_R_BASE, SQ_R_UNA,
 //     SQ_R_DL_LO/HI, SQ_R_FLAGS {deadline valid [2], stopped [1], active
 //     [0]}; global: SQ_R_TAKEN, SQ_R_SENDS (running counts of WQEs taken and
-//     of them SENDs), SQ_R_NEWS {busy [1], CQEs written since the last read
-//     of this word [0], cleared by the read}.
+//     of them SENDs), SQ_R_NEWS {a queue it holds is stopped [2], busy [1],
+//     CQEs written since the last read of this word [0], cleared by the read}.
+//     A fetch runs by itself after its doorbell (it may wait behind the
+//     segmenter's payload reads on the shared DMA read port), so a stop can
+//     come after the doorbell's own reads: bit 2 tells the firmware at its
+//     next look at the news, and it takes the stopped queue back (FLAGS says
+//     which).
 //
 // The hand-over's checks that nothing of the QP is under way (send context
 // valid, una_psn and next_psn at the staged PSN, no queued descriptor, an
@@ -469,7 +474,7 @@ module fp_sqf
       rd_glob_q <= 1'b1;
       glob_q <= cfg_rd_word == SQ_R_TAKEN ? n_taken
           : cfg_rd_word == SQ_R_SENDS ? n_sends
-          : {30'd0, st != S_IDLE || pending != '0, news_cqe};
+          : {29'd0, (active & stopped) != '0, st != S_IDLE || pending != '0, news_cqe};
       if (cfg_rd_word == SQ_R_NEWS) news_cqe <= 1'b0;
     end
 

@@ -60,7 +60,7 @@ use roce_core::memory::Dma;
 use roce_core::num::{Psn, Qpn};
 use roce_firmware::fastpath::{CqRing, CqWriter, SqBack, SqNews, SqRing, SqRung};
 use roce_firmware::hal::{Datapath, FastPath, FastPathCounters};
-use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeSet, HashMap, VecDeque};
 
 /// Cycles without any transfer after which the RTL counts as done with its input (its
 /// longest internal gap, the RX pipeline between the last beat of a frame and its verdict,
@@ -109,9 +109,8 @@ pub struct FpPort<P> {
     cqe_writer: bool,
     /// The RTL's WQE fetch is offered to the firmware (`sq_hand_over`).
     wqe_fetch: bool,
-    /// QPs whose send queue the RTL's fetch holds (by QPN), and the most WQEs it holds
-    /// unfinished for each (the engine's depth, at most `fp_sqf`'s 32).
-    sq_qps: BTreeMap<u32, u32>,
+    /// QPs whose send queue the RTL's fetch holds (by QPN).
+    sq_qps: BTreeSet<u32>,
     /// The time the firmware last ran the model at (ns), written into the RTL before
     /// it runs (its deadlines are computed from it).
     now: u64,
@@ -125,12 +124,13 @@ pub struct FpPort<P> {
     first_frame: Option<u64>,
 }
 
-/// WQEs `fp_sqf` holds unfinished per queue at most (its `SQH`).
-const SQ_HELD: u32 = 32;
 /// `SQ_R_FLAGS` bits.
 const SQ_ACTIVE: u32 = 1;
 const SQ_STOPPED: u32 = 2;
 const SQ_DL_VALID: u32 = 4;
+/// `SQ_R_NEWS` bits.
+const SQ_NEWS_CQE: u32 = 1;
+const SQ_NEWS_STOPPED: u32 = 4;
 /// `SQ_W_CMD` commands.
 const SQ_HAND_OVER: u32 = 1;
 const SQ_TAKE_BACK: u32 = 2;
@@ -156,7 +156,7 @@ impl<P: Datapath> FpPort<P> {
             cqe_qps: BTreeSet::new(),
             cqe_writer: true,
             wqe_fetch: true,
-            sq_qps: BTreeMap::new(),
+            sq_qps: BTreeSet::new(),
             now: 0,
             taken: [0; 2],
             news_cqe: false,
@@ -373,7 +373,7 @@ impl<P: Datapath> FpPort<P> {
 
     /// QP `qpn`'s fetch flags and deadline, if the RTL holds its send queue.
     fn sq_state(&mut self, qpn: u32) -> Option<(u32, Option<u64>)> {
-        if !self.sq_qps.contains_key(&qpn) {
+        if !self.sq_qps.contains(&qpn) {
             return None;
         }
         let flags = self.read_port_word(qpn, SQ_R_FLAGS);
@@ -391,15 +391,18 @@ impl<P: Datapath> FpPort<P> {
     }
 
     /// After a run: the fetch wrote CQEs of its own (their `ACKED` events stay in the
-    /// RTL), so the send CQs of the queues it holds are read back.
-    fn fetch_news(&mut self) {
+    /// RTL), so the send CQs of the queues it holds are read back. True when a queue it
+    /// holds is stopped: the run did something the firmware must hear of (`sq_news`).
+    fn fetch_news(&mut self) -> bool {
         if self.sq_qps.is_empty() {
-            return;
+            return false;
         }
-        if self.read_port_word(0, SQ_R_NEWS) & 1 != 0 {
+        let news = self.read_port_word(0, SQ_R_NEWS);
+        if news & SQ_NEWS_CQE != 0 {
             self.news_cqe = true;
-            self.cqe_qps.extend(self.sq_qps.keys().copied());
+            self.cqe_qps.extend(self.sq_qps.iter().copied());
         }
+        news & SQ_NEWS_STOPPED != 0
     }
 }
 
@@ -569,7 +572,7 @@ impl<P: Datapath> FastPath for FpPort<P> {
             any |= self.collect();
         }
         any |= self.collect();
-        self.fetch_news();
+        any |= self.fetch_news();
         self.pull_cqs();
         if let Some(e) = self.fp.take_fault() {
             self.record_fault(e);
@@ -661,7 +664,7 @@ impl<P: Datapath> FastPath for FpPort<P> {
         // (the read lands the writes)
         let ok = self.read_port_word(index, SQ_R_FLAGS) & SQ_ACTIVE != 0;
         if ok {
-            self.sq_qps.insert(index, idle.depth.min(SQ_HELD));
+            self.sq_qps.insert(index);
             self.fetch_used = true;
         }
         ok
@@ -672,9 +675,9 @@ impl<P: Datapath> FastPath for FpPort<P> {
     /// whether it stopped.
     fn sq_doorbell(&mut self, qpn: Qpn, pi: u32, now: u64, dma: &mut dyn Dma) -> SqRung {
         let index = qpn.value();
-        let Some(&limit) = self.sq_qps.get(&index) else {
+        if !self.sq_qps.contains(&index) {
             return SqRung::default();
-        };
+        }
         self.now = now;
         self.write_now();
         self.fp.write_word(Table::Port, index, SQ_W_DB, pi);
@@ -695,17 +698,12 @@ impl<P: Datapath> FastPath for FpPort<P> {
         }
         self.settled = false;
         let (taken, sends) = self.take_counts();
+        // A fetch the RTL could not make yet (its WQE read waits behind the segmenter's
+        // payload reads, which wait for the port) goes on in later runs; a stop there
+        // reaches the firmware through `sq_news`.
         let stopped = self
             .sq_state(index)
             .is_none_or(|(flags, _)| flags & SQ_STOPPED != 0);
-        // A fetch the RTL could not make now (its WQE read waits behind the segmenter's
-        // payload reads, which wait for the port) counts as a stop: the firmware takes
-        // the queue back and fetches the rest itself, where the model fetched them all
-        // at the doorbell (a later stop of the RTL would reach nobody: SqNews has no
-        // stop).
-        let ci = self.read_port_word(index, SQ_R_CI);
-        let done = self.read_port_word(index, SQ_R_DONE);
-        let stopped = stopped || (ci != pi && ci.wrapping_sub(done) < limit);
         SqRung {
             taken,
             sends,
@@ -740,6 +738,11 @@ impl<P: Datapath> FastPath for FpPort<P> {
         self.sq_state(qpn.value())?.1
     }
 
+    fn sq_stopped(&mut self, qpn: Qpn) -> bool {
+        self.sq_state(qpn.value())
+            .is_some_and(|(flags, _)| flags & SQ_STOPPED != 0)
+    }
+
     fn sq_news(&mut self) -> SqNews {
         // (WQEs taken in a run are reported here, even of a queue taken back since)
         let (taken, sends) = if self.fetch_used {
@@ -747,7 +750,11 @@ impl<P: Datapath> FastPath for FpPort<P> {
         } else {
             (0, 0)
         };
-        let qps: Vec<u32> = self.sq_qps.keys().copied().collect();
+        // The news word as the SoC's firmware would read it (the CQEs it reports are
+        // pulled into the mirrors at once, before the firmware writes any of its own).
+        let stopped = self.fetch_news();
+        self.pull_cqs();
+        let qps: Vec<u32> = self.sq_qps.iter().copied().collect();
         let deadline = qps.into_iter().filter_map(|q| self.sq_state(q)?.1).min();
         SqNews {
             counters: self.counters,
@@ -755,6 +762,7 @@ impl<P: Datapath> FastPath for FpPort<P> {
             taken,
             sends,
             deadline,
+            stopped,
         }
     }
 

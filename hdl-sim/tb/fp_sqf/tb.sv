@@ -124,8 +124,8 @@ module tb;
     rd(SQ_R_BASE, 3, v); check(v == 32'hFFFFF3, "base: WQE 1's first PSN");
     rd(SQ_R_UNA, 3, v); check(v == 32'hFFFFF3, "una");
     rd(SQ_R_DL_LO, 3, v); check(v == 8000, "deadline restarted");
-    rd(SQ_R_NEWS, 0, v); check(v == 1, "CQEs written");
-    rd(SQ_R_NEWS, 0, v); check(v == 0, "read once");
+    rd(SQ_R_NEWS, 0, v); check(v == 5, "CQEs written, a queue stopped");
+    rd(SQ_R_NEWS, 0, v); check(v == 4, "CQEs read once, the stop stays");
     // an ACKED without bit 2: passes
     @(negedge clk); ev[8*31 + 2] = 0; ev_valid = 1;
     @(posedge clk); #1 check(m_ev_valid && ev_ready, "an ACKED without its CQE bit passes");
@@ -140,6 +140,7 @@ module tb;
     rd(SQ_R_FLAGS, 3, v); check(v == 3, "no deadline: all acknowledged");
     wr(SQ_W_CMD, 3, 2);
     rd(SQ_R_FLAGS, 3, v); check(v == 2, "taken back");
+    rd(SQ_R_NEWS, 0, v); check(v == 1, "the last ACKED's CQEs, no queue held stopped");
     check(ntxd == 2, "two descriptors");
     // WQE 0: WRITE, signaled, two SGEs (the empty one with a foreign key kept)
     check(d[0][0 +: 24] == 3 && d[0][24 +: 8] == 3 && d[0][32 +: 8] == 8'h04 && d[0][40 +: 8] == 2
