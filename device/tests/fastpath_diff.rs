@@ -752,10 +752,11 @@ fn the_hardware_fetches_the_wqes() {
     }
 }
 
-/// A fetch that stops after its doorbell said it had not (`SqNews::stopped`): 10 WRITEs
-/// and then a READ and a WRITE posted at once from A on pair 0. The fetch takes 8 at
-/// the doorbell (the in-flight list's 8 entries per QP) and the rest as the ACKs free
-/// entries, long after the doorbell, until it stops at the READ, which it does not
+/// A fetch that stops after its doorbell said it had not (`SqNews::stopped`): 40 WRITEs
+/// and then a READ and a WRITE posted at once from A on pair 0. The fetch takes what
+/// it has room for at the doorbell (the model: the TX ring's 32 descriptors; the RTL:
+/// its in-flight list's 8 entries per QP) and the rest as the segmenter and the ACKs
+/// make room, after the doorbell, until it stops at the READ, which it does not
 /// take; the firmware hears of it with the fast path's news and takes the queue back,
 /// so the READ and the WRITE after it are the engine's. Against the engine (the same
 /// frames, memory and completions), on the model and on the RTL. Without the news the
@@ -767,10 +768,10 @@ fn a_fetch_that_stops_after_its_doorbell_gives_the_queue_back() {
         from_b: false,
         op,
         len: 700,
-        src: 512 * i,
-        dst: 512 * i,
+        src: 256 * i,
+        dst: 256 * i,
     };
-    let wrs: Vec<Wr> = (0..10).map(|i| wr(2, i)).chain([wr(4, 10), wr(2, 11)]).collect();
+    let wrs: Vec<Wr> = (0..40).map(|i| wr(2, i)).chain([wr(4, 40), wr(2, 41)]).collect();
     let clean = Wire {
         seed: 0,
         loss: 0,
@@ -783,7 +784,7 @@ fn a_fetch_that_stops_after_its_doorbell_gives_the_queue_back() {
     };
     for &hw in hws {
         let a = differential_on(THREE, hw, Mtu::Mtu1024, &wrs, clean).unwrap()[0];
-        assert_eq!(a.send_wqes, 12, "{hw:?}: every WQE fetched once");
+        assert_eq!(a.send_wqes, 42, "{hw:?}: every WQE fetched once");
         // The READ and the WRITE after it: the firmware's descriptors.
         assert_eq!(a.fp_descriptors, 2, "{hw:?}: descriptors the firmware posted");
     }
