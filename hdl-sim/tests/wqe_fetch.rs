@@ -10,9 +10,12 @@
 //! five SGEs, more than 2^31 bytes, a producer index past the ring, a ring the host
 //! cannot read) or holds back (the engine's send-queue depth).
 
+mod common;
+
+use common::host_mem::HostMem;
 use roce_core::fastpath::layout;
 use roce_core::fastpath::{MrEntry, RecvCtx, RxCur, SendCtx, SqIdle};
-use roce_core::memory::{AccessFlags, Dma, DmaError, Pd};
+use roce_core::memory::{AccessFlags, Dma, Pd};
 use roce_core::num::{Lkey, Msn, Psn, Qpn, Rkey};
 use roce_core::transport::{Mtu, SendFlags, SendWr, WrOp};
 use roce_core::wire::ethernet::{EthernetRepr, MacAddr};
@@ -26,35 +29,6 @@ use roce_hdl_sim::{rtl_available, DataWidth, FpPort, FP_CTX_ENTRIES};
 use std::collections::VecDeque;
 use std::net::Ipv4Addr;
 use zerocopy::IntoBytes;
-
-/// Host memory: one flat range.
-#[derive(Clone)]
-struct HostMem {
-    base: u64,
-    bytes: Vec<u8>,
-}
-
-impl HostMem {
-    fn range(&self, addr: u64, len: usize) -> Result<std::ops::Range<usize>, DmaError> {
-        let err = DmaError { addr, len };
-        let off = usize::try_from(addr.checked_sub(self.base).ok_or(err)?).map_err(|_| err)?;
-        let end = off.checked_add(len).ok_or(err)?;
-        (end <= self.bytes.len()).then_some(off..end).ok_or(err)
-    }
-}
-
-impl Dma for HostMem {
-    fn read(&mut self, addr: u64, buf: &mut [u8]) -> Result<(), DmaError> {
-        let r = self.range(addr, buf.len())?;
-        buf.copy_from_slice(&self.bytes[r]);
-        Ok(())
-    }
-    fn write(&mut self, addr: u64, data: &[u8]) -> Result<(), DmaError> {
-        let r = self.range(addr, data.len())?;
-        self.bytes[r].copy_from_slice(data);
-        Ok(())
-    }
-}
 
 /// The wire: what the fast path sent.
 #[derive(Default)]
