@@ -513,13 +513,21 @@ impl Test {
         };
         let (psn_a, psn_b) = (0x00_1000, 0xFF_FFF0); // B's PSNs wrap during the test
         let m = Mtu::Mtu1024;
-        connect(nic, &mut host, &qp_a, &qp_b, av, psn_a, psn_b, access, m, 14);
-        connect(nic, &mut host, &qp_b, &qp_a, av, psn_b, psn_a, access, m, 14);
+        connect(
+            nic, &mut host, &qp_a, &qp_b, av, psn_a, psn_b, access, m, 14,
+        );
+        connect(
+            nic, &mut host, &qp_b, &qp_a, av, psn_b, psn_a, access, m, 14,
+        );
         let qp_c = host.create_rc_qp(nic, pd, &cq_a, 4);
         let qp_d = host.create_rc_qp(nic, pd, &cq_b, 4);
         let m = Mtu::Mtu4096;
-        connect(nic, &mut host, &qp_c, &qp_d, av, psn_a, psn_b, access, m, 14);
-        connect(nic, &mut host, &qp_d, &qp_c, av, psn_b, psn_a, access, m, 14);
+        connect(
+            nic, &mut host, &qp_c, &qp_d, av, psn_a, psn_b, access, m, 14,
+        );
+        connect(
+            nic, &mut host, &qp_d, &qp_c, av, psn_b, psn_a, access, m, 14,
+        );
         for qp in [&qp_a, &qp_b] {
             let (status, e) = host.try_command(
                 nic,
@@ -1118,7 +1126,11 @@ impl Test {
             nic.engine().counters().rcvd_rnr_err > naks
         });
         let recv_id = self.next_wr_id();
-        Host::post_recv(self.nic, &mut f, &RecvWr::new(recv_id).sge(dst, 4096, self.b.lkey));
+        Host::post_recv(
+            self.nic,
+            &mut f,
+            &RecvWr::new(recv_id).sge(dst, 4096, self.b.lkey),
+        );
         let wc = self.wait_wc(false);
         ensure!(
             wc.status == WcStatus::Success && wc.wr_id == id,
@@ -1164,7 +1176,10 @@ impl Test {
             let arg = abi::HandleArg {
                 handle: U32::new(qp.value()),
             };
-            let st = self.host.try_command(self.nic, CmdOp::DestroyQp, arg.as_bytes()).0;
+            let st = self
+                .host
+                .try_command(self.nic, CmdOp::DestroyQp, arg.as_bytes())
+                .0;
             ensure!(st == Some(CmdStatus::Ok), "DESTROY_QP of E or F");
         }
         self.report_packets();
@@ -1197,7 +1212,11 @@ impl Test {
                 }
             }
         }
-        let top = worst.iter().copied().max_by_key(|c| c.1).unwrap_or_default();
+        let top = worst
+            .iter()
+            .copied()
+            .max_by_key(|c| c.1)
+            .unwrap_or_default();
         let (what, a, b) = probe::kind_name(top.0);
         info!(
             "budget (fast path): issue 14's <= 500 for one packet the firmware handles: {=str} (the most {=u32}: {=str} {=str} {=str}); {=u64} instructions for all of this phase's packets",
@@ -1259,7 +1278,8 @@ impl Test {
             flags: if on { abi::QpCcArg::RP } else { 0 },
             ..Default::default()
         };
-        self.host.command(self.nic, CmdOp::ModifyQpCc, arg.as_bytes());
+        self.host
+            .command(self.nic, CmdOp::ModifyQpCc, arg.as_bytes());
     }
 
     /// Waits for a completion on A's CQ (or B's), whatever its QP.

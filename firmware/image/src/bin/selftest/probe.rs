@@ -548,21 +548,11 @@ fn reason_name(r: u8) -> &'static str {
 }
 
 /// Firmware work per kind (keys of [`kind`]), in the order the kinds first came.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Default)]
 pub struct Kinds {
     pub keys: [u32; 24],
     pub work: [Work; 24],
     pub len: usize,
-}
-
-impl Default for Kinds {
-    fn default() -> Self {
-        Self {
-            keys: [0; 24],
-            work: [Work::default(); 24],
-            len: 0,
-        }
-    }
 }
 
 impl Kinds {
@@ -584,7 +574,11 @@ impl Kinds {
 
     /// The kinds seen, with their work.
     pub fn iter(&self) -> impl Iterator<Item = (u32, &Work)> {
-        self.keys.iter().copied().zip(self.work.iter()).take(self.len)
+        self.keys
+            .iter()
+            .copied()
+            .zip(self.work.iter())
+            .take(self.len)
     }
 }
 
