@@ -783,7 +783,10 @@ fn a_fetch_that_stops_after_its_doorbell_gives_the_queue_back() {
         src: 256 * i,
         dst: 256 * i,
     };
-    let wrs: Vec<Wr> = (0..40).map(|i| wr(2, i)).chain([wr(4, 40), wr(2, 41)]).collect();
+    let wrs: Vec<Wr> = (0..40)
+        .map(|i| wr(2, i))
+        .chain([wr(4, 40), wr(2, 41)])
+        .collect();
     let hws: &[Hw] = if rtl_here() {
         &[Hw::Model, Hw::Rtl]
     } else {
@@ -793,7 +796,10 @@ fn a_fetch_that_stops_after_its_doorbell_gives_the_queue_back() {
         let a = differential_on(THREE, hw, Mtu::Mtu1024, &wrs, CLEAN).unwrap()[0];
         assert_eq!(a.send_wqes, 42, "{hw:?}: every WQE fetched once");
         // The READ and the WRITE after it: the firmware's descriptors.
-        assert_eq!(a.fp_descriptors, 2, "{hw:?}: descriptors the firmware posted");
+        assert_eq!(
+            a.fp_descriptors, 2,
+            "{hw:?}: descriptors the firmware posted"
+        );
     }
 }
 
