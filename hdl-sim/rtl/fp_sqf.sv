@@ -313,56 +313,47 @@ module fp_sqf
     end
   end
 
-  // the context read (registered RAM output), as fields
-  logic [63:0] c_ring, c_rto, c_dl;
-  logic [4:0]  c_log;
-  logic        c_sig_all, c_rto_v, c_dl_v;
-  logic [3:0]  c_mtu;
-  logic [31:0] c_ci, c_pi, c_done, c_pd, c_depth;
-  logic [23:0] c_base, c_una, c_next, c_qpn;
-  always_comb begin
-    c_ring = {x_rd_data[32*X_RING_HI +: 32], x_rd_data[32*X_RING_LO +: 32]};
-    c_log = x_rd_data[32*X_CFG +: 5];
-    c_sig_all = x_rd_data[32*X_CFG + 8];
-    c_rto_v = x_rd_data[32*X_CFG + 9];
-    c_mtu = x_rd_data[32*X_CFG + 12 +: 4];
-    c_ci = x_rd_data[32*X_CI +: 32];
-    c_pi = x_rd_data[32*X_PI +: 32];
-    c_done = x_rd_data[32*X_DONE +: 32];
-    c_base = x_rd_data[32*X_BASE +: 24];
-    c_una = x_rd_data[32*X_UNA +: 24];
-    c_next = x_rd_data[32*X_NEXT +: 24];
-    c_pd = x_rd_data[32*X_PD +: 32];
-    c_depth = x_rd_data[32*X_DEPTH +: 32];
-    c_rto = {x_rd_data[32*X_RTO_HI +: 32], x_rd_data[32*X_RTO_LO +: 32]};
-    c_dl = {x_rd_data[32*X_DL_HI +: 32], x_rd_data[32*X_DL_LO +: 32]};
-    c_dl_v = x_rd_data[32*X_DL_V];
-    c_qpn = x_rd_data[32*X_QPN +: 24];
-  end
-  // the context held through a fetch or retirement (the RAM output is reused)
+  // an SQ context's fields, from its words
+  typedef struct packed {
+    logic [63:0] ring, rto, dl;
+    logic [4:0]  log;
+    logic        sig_all, rto_v, dl_v;
+    logic [3:0]  mtu;
+    logic [31:0] ci, pi, done, pd, depth;
+    logic [23:0] base, una, next, qpn;
+  } sqx_t;
+  function automatic sqx_t sqx(input logic [SQ_WORDS*32-1:0] w);
+    sqx_t f;
+    f.ring = {w[32*X_RING_HI +: 32], w[32*X_RING_LO +: 32]};
+    f.log = w[32*X_CFG +: 5];
+    f.sig_all = w[32*X_CFG + 8];
+    f.rto_v = w[32*X_CFG + 9];
+    f.mtu = w[32*X_CFG + 12 +: 4];
+    f.ci = w[32*X_CI +: 32];
+    f.pi = w[32*X_PI +: 32];
+    f.done = w[32*X_DONE +: 32];
+    f.base = w[32*X_BASE +: 24];
+    f.una = w[32*X_UNA +: 24];
+    f.next = w[32*X_NEXT +: 24];
+    f.pd = w[32*X_PD +: 32];
+    f.depth = w[32*X_DEPTH +: 32];
+    f.rto = {w[32*X_RTO_HI +: 32], w[32*X_RTO_LO +: 32]};
+    f.dl = {w[32*X_DL_HI +: 32], w[32*X_DL_LO +: 32]};
+    f.dl_v = w[32*X_DL_V];
+    f.qpn = w[32*X_QPN +: 24];
+    return f;
+  endfunction
+  // the context read (registered RAM output), and the one held through a fetch or
+  // retirement (the RAM output is reused)
   logic [SQ_WORDS*32-1:0] ctx;
-  logic [63:0] k_ring, k_rto;
-  logic [4:0]  k_log;
-  logic        k_sig_all, k_rto_v, k_dl_v;
-  logic [3:0]  k_mtu;
-  logic [31:0] k_ci, k_pi, k_done, k_pd, k_depth;
-  logic [23:0] k_next, k_qpn;
-  always_comb begin
-    k_ring = {ctx[32*X_RING_HI +: 32], ctx[32*X_RING_LO +: 32]};
-    k_log = ctx[32*X_CFG +: 5];
-    k_sig_all = ctx[32*X_CFG + 8];
-    k_rto_v = ctx[32*X_CFG + 9];
-    k_mtu = ctx[32*X_CFG + 12 +: 4];
-    k_ci = ctx[32*X_CI +: 32];
-    k_pi = ctx[32*X_PI +: 32];
-    k_done = ctx[32*X_DONE +: 32];
-    k_next = ctx[32*X_NEXT +: 24];
-    k_pd = ctx[32*X_PD +: 32];
-    k_depth = ctx[32*X_DEPTH +: 32];
-    k_rto = {ctx[32*X_RTO_HI +: 32], ctx[32*X_RTO_LO +: 32]};
-    k_dl_v = ctx[32*X_DL_V];
-    k_qpn = ctx[32*X_QPN +: 24];
-  end
+  sqx_t c;
+  // (the held copy's base, una and deadline are never read: the FSM takes them from
+  // the RAM's output when it needs them)
+  /* verilator lint_off UNUSEDSIGNAL */
+  sqx_t k;
+  /* verilator lint_on UNUSEDSIGNAL */
+  assign c = sqx(x_rd_data);
+  assign k = sqx(ctx);
 
   // ------------------------------------------------------ the WQE bytes
   logic [BEATS*DATA_WIDTH-1:0] wqe;
@@ -425,7 +416,7 @@ module fp_sqf
     mr_valid = m_rd_data[8*MR_VALID +: 8];
     off = w_sge_addr[sg[1:0]] - mr_base;
     // MemoryRegion::check with no rights asked, range_within's arithmetic
-    mr_ok = mr_key != 0 && mr_key == w_sge_key[sg[1:0]] && mr_pd == k_pd && mr_valid != 0
+    mr_ok = mr_key != 0 && mr_key == w_sge_key[sg[1:0]] && mr_pd == k.pd && mr_valid != 0
         && w_sge_addr[sg[1:0]] >= mr_base && off <= mr_length
         && {32'd0, w_sge_len[sg[1:0]]} <= mr_length - off;
   end
@@ -439,14 +430,14 @@ module fp_sqf
   assign busy = st != S_IDLE && st != S_RD && st != S_R_CTX && st != S_R_FPSN && st != S_R_WB;
 
   logic [31:0] slot_i;
-  assign slot_i = k_ci & ((32'd1 << k_log) - 32'd1);
-  assign rd_req_addr = k_ring + {32'd0, slot_i} * 64'(WQE_BYTES);
+  assign slot_i = k.ci & ((32'd1 << k.log) - 32'd1);
+  assign rd_req_addr = k.ring + {32'd0, slot_i} * 64'(WQE_BYTES);
   assign rd_req_valid = st == S_F_REQ && dma_free && !fw_wait;
   assign rd_hold = st == S_F_REQ;
 
   // the held count and the limits
   logic [31:0] held;
-  assign held = k_ci - k_done;
+  assign held = k.ci - k.done;
 
   always_ff @(posedge clk) begin
     glob_valid_q <= 1'b0;
@@ -532,8 +523,8 @@ module fp_sqf
         st <= S_F_CHK;
       end
       S_F_CHK: begin
-        if (!active[e] || stopped[e] || k_ci == k_pi
-            || held >= k_depth || held >= 32'(SQH)) begin
+        if (!active[e] || stopped[e] || k.ci == k.pi
+            || held >= k.depth || held >= 32'(SQH)) begin
           // nothing to fetch, or as much held as allowed: a retirement or a
           // doorbell makes it pending again
           pending[e] <= 1'b0;
@@ -542,7 +533,7 @@ module fp_sqf
           // still pending: tried again (S_F_REQ holds the segmenter's requests, so
           // it is entered only with none of them outstanding)
           st <= S_IDLE;
-        end else if (k_pi - k_ci > (32'd1 << k_log)) begin
+        end else if (k.pi - k.ci > (32'd1 << k.log)) begin
           st <= S_F_STOP;   // a producer index past the ring
         end else begin
           st <= S_F_REQ;
@@ -582,30 +573,30 @@ module fp_sqf
       S_F_BUILD: begin
         logic [32:0] npk;
         logic [31:0] mtu_m1;
-        mtu_m1 = (32'd1 << k_mtu) - 32'd1;
-        npk = ({1'b0, d_len[31:0]} + {1'b0, mtu_m1}) >> k_mtu;
+        mtu_m1 = (32'd1 << k.mtu) - 32'd1;
+        npk = ({1'b0, d_len[31:0]} + {1'b0, mtu_m1}) >> k.mtu;
         if (npk == 0) npk = 33'd1;
-        d_first <= k_next;
-        d_after <= k_next + npk[23:0];
+        d_first <= k.next;
+        d_after <= k.next + npk[23:0];
         d_send <= d_op == 8'd0 || d_op == OP_SEND_IMM;
         txd <= '0;
-        txd[8*TD_QPN +: 24] <= k_qpn;
+        txd[8*TD_QPN +: 24] <= k.qpn;
         txd[8*TD_OP +: 8] <= d_op;
         txd[8*TD_FLAGS] <= w_flags[2];                       // SOLICITED -> SE
-        txd[8*TD_FLAGS + TD_F_CQE] <= k_sig_all || w_flags[1];
+        txd[8*TD_FLAGS + TD_F_CQE] <= k.sig_all || w_flags[1];
         txd[8*TD_NUM_SGE +: 8] <= w_nsge;
-        txd[8*TD_WQE +: 16] <= k_ci[15:0];
+        txd[8*TD_WQE +: 16] <= k.ci[15:0];
         txd[8*TD_LENGTH +: 32] <= d_len[31:0];
         txd[8*TD_IMM +: 32] <= d_imm ? w_imm : 32'd0;
         txd[8*TD_RADDR +: 64] <= d_write ? w_raddr : 64'd0;
         txd[8*TD_RKEY +: 32] <= d_write ? w_rkey : 32'd0;
-        txd[8*TD_FIRST_PSN +: 24] <= k_next;
+        txd[8*TD_FIRST_PSN +: 24] <= k.next;
         for (int i = 0; i < 4; i++)
           if (32'(i) < 32'(w_nsge)) begin
             txd[8*(TD_SGE + 12*i) +: 64] <= w_sge_addr[i];
             txd[8*(TD_SGE + 12*i + 8) +: 32] <= w_sge_len[i];
           end
-        if (k_sig_all || w_flags[1]) txd[8*TD_WR_ID +: 64] <= w_wr_id;
+        if (k.sig_all || w_flags[1]) txd[8*TD_WR_ID +: 64] <= w_wr_id;
         st <= S_F_OFFER;
       end
       S_F_OFFER: begin
@@ -655,9 +646,9 @@ module fp_sqf
   logic db_ok;
   assign db_ok = active[cfg_wr_index[QPN_W-1:0]] && !stopped[cfg_wr_index[QPN_W-1:0]];
   logic [63:0] dl_new;
-  assign dl_new = now + k_rto;
+  assign dl_new = now + k.rto;
   logic [31:0] done_n;
-  assign done_n = k_done + {24'd0, r_done};
+  assign done_n = k.done + {24'd0, r_done};
   always_comb begin
     x_rd_en = 1'b0;
     x_rd_addr = pick;
@@ -665,9 +656,9 @@ module fp_sqf
     x_wr_addr = e;
     x_wr_data = '0;
     f_rd_en = 1'b0;
-    f_rd_addr = {e, SQH_W'(c_done + {24'd0, r_done})};
+    f_rd_addr = {e, SQH_W'(c.done + {24'd0, r_done})};
     f_wr_en = 1'b0;
-    f_wr_addr = {e, k_ci[SQH_W-1:0]};
+    f_wr_addr = {e, k.ci[SQH_W-1:0]};
     f_wr_data = {8'd0, d_first};
     m_rd_en = 1'b0;
     m_rd_addr = w_sge_key[sg[1:0]][8 +: MR_W];
@@ -715,25 +706,25 @@ module fp_sqf
             | (SQ_WORDS'(1) << X_UNA) | (SQ_WORDS'(1) << X_DL_LO)
             | (SQ_WORDS'(1) << X_DL_HI) | (SQ_WORDS'(1) << X_DL_V);
         x_wr_data[32*X_DONE +: 32] = done_n;
-        x_wr_data[32*X_BASE +: 24] = done_n == k_ci ? k_next : f_rd_data[23:0];
+        x_wr_data[32*X_BASE +: 24] = done_n == k.ci ? k.next : f_rd_data[23:0];
         x_wr_data[32*X_UNA +: 24] = r_una;
         x_wr_data[32*X_DL_LO +: 32] = dl_new[31:0];
         x_wr_data[32*X_DL_HI +: 32] = dl_new[63:32];
         // stopped when everything is acknowledged, as the engine's completer
-        x_wr_data[32*X_DL_V] = r_una != k_next && k_rto_v;
+        x_wr_data[32*X_DL_V] = r_una != k.next && k.rto_v;
       end
       S_F_MR: m_rd_en = 32'(sg) < 32'(w_nsge) && w_sge_len[sg[1:0]] != 32'd0;
       S_F_COMMIT: begin
         x_wr_en = (SQ_WORDS'(1) << X_CI) | (SQ_WORDS'(1) << X_NEXT);
         // the engine arms its timer when it hands out a message with none running
-        if (!k_dl_v)
+        if (!k.dl_v)
           x_wr_en = x_wr_en | (SQ_WORDS'(1) << X_DL_LO) | (SQ_WORDS'(1) << X_DL_HI)
               | (SQ_WORDS'(1) << X_DL_V);
-        x_wr_data[32*X_CI +: 32] = k_ci + 32'd1;
+        x_wr_data[32*X_CI +: 32] = k.ci + 32'd1;
         x_wr_data[32*X_NEXT +: 24] = d_after;
         x_wr_data[32*X_DL_LO +: 32] = dl_new[31:0];
         x_wr_data[32*X_DL_HI +: 32] = dl_new[63:32];
-        x_wr_data[32*X_DL_V] = k_rto_v;
+        x_wr_data[32*X_DL_V] = k.rto_v;
         f_wr_en = 1'b1;
       end
       default: ;
@@ -770,13 +761,13 @@ module fp_sqf
     cfg_rdata = glob_q;
     if (!rd_glob_q) begin
       case (rd_word_q)
-        SQ_R_CI: cfg_rdata = c_ci;
-        SQ_R_DONE: cfg_rdata = c_done;
-        SQ_R_BASE: cfg_rdata = {8'd0, c_base};
-        SQ_R_UNA: cfg_rdata = {8'd0, c_una};
-        SQ_R_DL_LO: cfg_rdata = c_dl[31:0];
-        SQ_R_DL_HI: cfg_rdata = c_dl[63:32];
-        SQ_R_FLAGS: cfg_rdata = {29'd0, c_dl_v, stopped[e], active[e]};
+        SQ_R_CI: cfg_rdata = c.ci;
+        SQ_R_DONE: cfg_rdata = c.done;
+        SQ_R_BASE: cfg_rdata = {8'd0, c.base};
+        SQ_R_UNA: cfg_rdata = {8'd0, c.una};
+        SQ_R_DL_LO: cfg_rdata = c.dl[31:0];
+        SQ_R_DL_HI: cfg_rdata = c.dl[63:32];
+        SQ_R_FLAGS: cfg_rdata = {29'd0, c.dl_v, stopped[e], active[e]};
         default: cfg_rdata = '0;
       endcase
     end
@@ -791,9 +782,9 @@ module fp_sqf
 
   /* verilator lint_off UNUSEDSIGNAL */
   logic unused;
-  assign unused = ^{c_ring, c_rto, c_log, c_sig_all, c_rto_v, c_mtu, c_pi, c_pd, c_depth,
-                    c_next, c_qpn, k_pi, wqe, d_first, sc0_wr_data, cfg_rd_word, c_una,
-                    st_psn, f_rd_data, c_base, d_len, w_now, cfg_rd_index, m_rd_data};
+  assign unused = ^{c.ring, c.rto, c.log, c.sig_all, c.rto_v, c.mtu, c.pi, c.pd, c.depth,
+                    c.next, c.qpn, k.pi, wqe, d_first, sc0_wr_data, cfg_rd_word, c.una,
+                    st_psn, f_rd_data, c.base, d_len, w_now, cfg_rd_index, m_rd_data};
   /* verilator lint_on UNUSEDSIGNAL */
 
 endmodule
