@@ -196,9 +196,12 @@ module fp_sqf
   logic [QPN_W+SQH_W-1:0] f_wr_addr, f_rd_addr;
   logic                   f_wr_en, f_rd_en;
   logic [31:0]            f_wr_data, f_rd_data;
+  // (no initial contents: an entry is read only for a WQE held, whose first PSN was
+  // written when it was fetched)
   roce_ram #(
     .WORDS(1),
-    .DEPTH(NQP * SQH)
+    .DEPTH(NQP * SQH),
+    .INIT(1'b0)
   ) fpsn_ram_inst (
     .clk(clk),
     .wr_addr(f_wr_addr),
@@ -439,6 +442,21 @@ module fp_sqf
   logic [31:0] held;
   assign held = k.ci - k.done;
 
+  // (declared before their first use: slang, the synthesis frontend, insists)
+  // a doorbell of a queue the unit holds and has not stopped
+  logic db_ok;
+  assign db_ok = active[cfg_wr_index[QPN_W-1:0]] && !stopped[cfg_wr_index[QPN_W-1:0]];
+
+  // the retirement's event fields, held from the take (S_IDLE) on
+  logic [7:0]  r_done;
+  logic [23:0] r_una;
+  always_ff @(posedge clk) begin
+    if (st == S_IDLE && ret_go) begin
+      r_done <= s_ev_data[8*EV_DONE +: 8];
+      r_una <= s_ev_data[8*EV_UNA +: 24];
+    end
+  end
+
   always_ff @(posedge clk) begin
     glob_valid_q <= 1'b0;
 
@@ -643,8 +661,6 @@ module fp_sqf
 
   // the RAMs' ports: reads and writes in the cycle the FSM decides them, so
   // the next state sees the data and a read after a write the new contents
-  logic db_ok;
-  assign db_ok = active[cfg_wr_index[QPN_W-1:0]] && !stopped[cfg_wr_index[QPN_W-1:0]];
   logic [63:0] dl_new;
   assign dl_new = now + k.rto;
   logic [31:0] done_n;
@@ -732,15 +748,6 @@ module fp_sqf
   end
   assign cfg_rdata_valid = glob_valid_q || st == S_RD;
 
-  // the retirement's event fields, held from the take (S_IDLE) on
-  logic [7:0]  r_done;
-  logic [23:0] r_una;
-  always_ff @(posedge clk) begin
-    if (st == S_IDLE && ret_go) begin
-      r_done <= s_ev_data[8*EV_DONE +: 8];
-      r_una <= s_ev_data[8*EV_UNA +: 24];
-    end
-  end
   assign ret_go = st == S_IDLE && s_ev_valid && ev_take && !(cfg_wr_valid && (w_cmd || w_db))
       && !(cfg_rd_valid && r_ctx);
 

@@ -19,6 +19,10 @@ module roce_ram #(
     parameter int WORDS = 4,
     // entries; a power of two
     parameter int DEPTH = 256,
+    // start out zero (1), or undefined (0: for a table whose entries are always
+    // written before they are read, and too deep for the synthesis frontend to
+    // unroll a loop over it: slang's limit is 4000)
+    parameter bit INIT = 1'b1,
     // address width (derived)
     parameter int ADDR_W = $clog2(DEPTH)
 ) (
@@ -50,8 +54,10 @@ module roce_ram #(
 
     // the tables start out zero (QP contexts off, MRs invalid); on an FPGA
     // this is the block RAM's configured initial value
-    initial begin
-      for (int i = 0; i < DEPTH; i++) mem[i] = '0;
+    if (INIT) begin : g_init
+      initial begin
+        for (int i = 0; i < DEPTH; i++) mem[i] = '0;
+      end
     end
 
     always_ff @(posedge clk) begin
