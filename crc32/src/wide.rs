@@ -8,8 +8,8 @@
 //! check it).
 
 use core::arch::x86_64::{
-    __m128i, __m512i, _mm512_clmulepi64_epi128, _mm512_extracti32x4_epi32,
-    _mm512_loadu_si512, _mm512_maskz_mov_epi64, _mm512_set_epi64, _mm512_ternarylogic_epi64,
+    __m128i, __m512i, _mm512_clmulepi64_epi128, _mm512_extracti32x4_epi32, _mm512_loadu_si512,
+    _mm512_maskz_mov_epi64, _mm512_set_epi64, _mm512_ternarylogic_epi64, _mm512_xor_si512,
     _mm512_zextsi128_si512, _mm_clmulepi64_si128, _mm_cvtsi128_si64, _mm_cvtsi32_si128,
     _mm_extract_epi64, _mm_loadu_si128, _mm_set_epi64x, _mm_xor_si128,
 };
@@ -131,12 +131,10 @@ fn kernel(crc: u32, first: &[u8; 256], rest: &[u8]) -> u32 {
     // 16 streams, stream s (register s / 4, lane s % 4) at bytes 16 s.. of each round; the
     // starting state is folded into the first stream's low bits.
     let mut v = quarters(first);
-    v[0] = _mm512_ternarylogic_epi64::<0x96>(
-        v[0],
-        _mm512_zextsi128_si512(_mm_cvtsi32_si128(!crc as i32)),
-        _mm512_zextsi128_si512(_mm_cvtsi32_si128(0)),
-    );
-    let round = zmm(&[ROUND.0, ROUND.1, ROUND.0, ROUND.1, ROUND.0, ROUND.1, ROUND.0, ROUND.1]);
+    v[0] = _mm512_xor_si512(v[0], _mm512_zextsi128_si512(_mm_cvtsi32_si128(!crc as i32)));
+    let round = zmm(&[
+        ROUND.0, ROUND.1, ROUND.0, ROUND.1, ROUND.0, ROUND.1, ROUND.0, ROUND.1,
+    ]);
     let mut rounds = rest.chunks_exact(256);
     for r in &mut rounds {
         let next = quarters(r.try_into().unwrap_or(&[0; 256]));
