@@ -10,7 +10,7 @@
 //! frame's ICRC. Here every stream is folded in one step to the position of the last one,
 //! each by its own distance (a per-lane constant), and the 16 results are XORed: two
 //! carry-less multiplies deep instead of 30 (the tree collapse of ISA-L's by-16 kernels).
-//! The last few bytes are handed back to crc32fast.
+//! Its tail and final reduction are crc32fast's, inline.
 //!
 //! This crate holds the project's only SIMD `unsafe` (unaligned loads); `roce-core`
 //! forbids `unsafe` and takes the CRC from here.

@@ -10,8 +10,9 @@
 use core::arch::x86_64::{
     __m128i, __m512i, _mm512_clmulepi64_epi128, _mm512_extracti32x4_epi32, _mm512_loadu_si512,
     _mm512_maskz_mov_epi64, _mm512_set_epi64, _mm512_ternarylogic_epi64, _mm512_xor_si512,
-    _mm512_zextsi128_si512, _mm_clmulepi64_si128, _mm_cvtsi128_si64, _mm_cvtsi32_si128,
-    _mm_extract_epi64, _mm_loadu_si128, _mm_set_epi64x, _mm_xor_si128,
+    _mm512_zextsi128_si512, _mm_add_epi8, _mm_and_si128, _mm_clmulepi64_si128, _mm_cvtsi32_si128,
+    _mm_extract_epi32, _mm_loadu_si128, _mm_set1_epi8, _mm_set_epi32, _mm_set_epi64x,
+    _mm_setr_epi8, _mm_shuffle_epi8, _mm_srli_si128, _mm_xor_si128,
 };
 
 /// The CRC-32 polynomial, not reflected, with its x^32 term.
@@ -37,6 +38,23 @@ const fn key(n: u32) -> i64 {
 const fn fold(bits: u32) -> (i64, i64) {
     (key(bits + 32), key(bits - 32))
 }
+
+/// P reflected, with its x^32 term (Barrett's reduction).
+const POLY_REFLECTED: i64 = ((POLY as u32).reverse_bits() as i64) << 1 | 1;
+/// floor(x^64 / P) reflected (33 bits): Barrett's constant.
+const MU: i64 = {
+    // Long division of x^64 by P over GF(2).
+    let (mut rem, mut q): (u128, u64) = (1 << 64, 0);
+    let mut bit = 32;
+    while bit >= 0 {
+        if rem & (1u128 << (bit + 32)) != 0 {
+            rem ^= (POLY as u128) << bit;
+            q |= 1 << bit;
+        }
+        bit -= 1;
+    }
+    ((q as u32).reverse_bits() as i64) << 1 | (q >> 32) as i64
+};
 
 /// One 256-byte round of the main loop: each of the 16 streams onto the data 2,048 bits on.
 const ROUND: (i64, i64) = fold(2048);
@@ -73,6 +91,7 @@ pub(crate) fn available() -> bool {
             && std::is_x86_feature_detected!("vpclmulqdq")
             && std::is_x86_feature_detected!("pclmulqdq")
             && std::is_x86_feature_detected!("sse4.1")
+            && std::is_x86_feature_detected!("ssse3")
     }
     #[cfg(not(feature = "std"))]
     {
@@ -80,7 +99,8 @@ pub(crate) fn available() -> bool {
             target_feature = "avx512f",
             target_feature = "vpclmulqdq",
             target_feature = "pclmulqdq",
-            target_feature = "sse4.1"
+            target_feature = "sse4.1",
+            target_feature = "ssse3"
         ))
     }
 }
@@ -126,7 +146,7 @@ fn quarters(round: &[u8; 256]) -> [__m512i; 4] {
     [q0, q1, q2, q3].map(|q| load512(q.try_into().unwrap_or(&[0; 64])))
 }
 
-#[target_feature(enable = "avx512f,vpclmulqdq,pclmulqdq,sse4.1")]
+#[target_feature(enable = "avx512f,vpclmulqdq,pclmulqdq,sse4.1,ssse3")]
 fn kernel(crc: u32, first: &[u8; 256], rest: &[u8]) -> u32 {
     // 16 streams, stream s (register s / 4, lane s % 4) at bytes 16 s.. of each round; the
     // starting state is folded into the first stream's low bits.
@@ -190,17 +210,56 @@ fn kernel(crc: u32, first: &[u8; 256], rest: &[u8]) -> u32 {
         tail = after;
     }
 
-    // What is left is the CRC, from a zero register, of x's 16 bytes followed by the last
-    // 0..=15 bytes: crc32fast's finish (partial block and Barrett reduction) does it. A
-    // zero register is a finished CRC of !0.
-    let mut last = [0u8; 31];
-    last[..8].copy_from_slice(&_mm_cvtsi128_si64(x).to_le_bytes());
-    last[8..16].copy_from_slice(&_mm_extract_epi64::<1>(x).to_le_bytes());
-    let n = 16 + tail.len();
-    last[16..n].copy_from_slice(tail);
-    let mut h = crc32fast::Hasher::new_with_initial(!0);
-    h.update(&last[..n]);
-    h.finalize()
+    // The last 1..=15 bytes (crc32fast's method): the accumulator moves up by `n` bytes
+    // to take them, and its top `n` bytes, shifted out, fold onto it by 128 bits.
+    let n = tail.len();
+    if n > 0 {
+        let seq = _mm_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+        let shl = _mm_add_epi8(seq, _mm_set1_epi8(n as i8 - 16));
+        let shr = _mm_xor_si128(shl, _mm_set1_epi8(-128));
+        let overflow = _mm_shuffle_epi8(x, shl);
+        let part = partial(tail);
+        let part = _mm_set_epi64x((part >> 64) as i64, part as i64);
+        x = _mm_xor_si128(_mm_shuffle_epi8(x, shr), _mm_shuffle_epi8(part, shl));
+        x = _mm_xor_si128(
+            x,
+            _mm_xor_si128(
+                _mm_clmulepi64_si128::<0x00>(overflow, block),
+                _mm_clmulepi64_si128::<0x11>(overflow, block),
+            ),
+        );
+    }
+
+    // 128 bits to 64 (by x^64 mod P), then Barrett's reduction to 32, bit-reflected, as
+    // crc32fast (and the paper's section 4) does.
+    let low32 = _mm_set_epi32(0, 0, 0, -1);
+    let x = _mm_xor_si128(
+        _mm_clmulepi64_si128::<0x10>(x, block),
+        _mm_srli_si128::<8>(x),
+    );
+    let x = _mm_xor_si128(
+        _mm_clmulepi64_si128::<0x00>(_mm_and_si128(x, low32), _mm_set_epi64x(0, key(64))),
+        _mm_srli_si128::<4>(x),
+    );
+    let pu = _mm_set_epi64x(MU, POLY_REFLECTED);
+    let t1 = _mm_clmulepi64_si128::<0x10>(_mm_and_si128(x, low32), pu);
+    let t2 = _mm_clmulepi64_si128::<0x00>(_mm_and_si128(t1, low32), pu);
+    !(_mm_extract_epi32::<1>(_mm_xor_si128(x, t2)) as u32)
+}
+
+/// 1..=15 bytes as a little-endian number, read by overlapping word loads (a copy into a
+/// zeroed buffer would make the vector load wait for narrow stores).
+#[inline(always)]
+fn partial(data: &[u8]) -> u128 {
+    let n = data.len();
+    if let (Some(lo), Some(hi)) = (data.first_chunk::<8>(), data.last_chunk::<8>()) {
+        u128::from(u64::from_le_bytes(*lo)) | u128::from(u64::from_le_bytes(*hi)) << (8 * (n - 8))
+    } else if let (Some(lo), Some(hi)) = (data.first_chunk::<4>(), data.last_chunk::<4>()) {
+        u128::from(u32::from_le_bytes(*lo)) | u128::from(u32::from_le_bytes(*hi)) << (8 * (n - 4))
+    } else {
+        let byte = |i: usize| u128::from(data.get(i).copied().unwrap_or(0)) << (8 * i);
+        byte(0) | byte(n / 2) | byte(n.saturating_sub(1))
+    }
 }
 
 #[cfg(test)]
@@ -215,6 +274,10 @@ mod tests {
         assert_eq!(fold(512), (0x154442bd4, 0x1c6e41596));
         assert_eq!(fold(1024), (0x1e88ef372, 0x14a7fe880));
         assert_eq!(fold(2048), (0x11542778a, 0x1322d1430));
+        // K5, P_X and U_PRIME of its Barrett reduction.
+        assert_eq!(key(64), 0x163cd6124);
+        assert_eq!(POLY_REFLECTED, 0x1DB710641);
+        assert_eq!(MU, 0x1F7011641);
     }
 
     #[test]
