@@ -775,7 +775,8 @@ impl<
     /// Hands QP `qpn`'s receive context back to the hardware as the engine left it
     /// (`held` clear), and its acknowledged PSN.
     fn fp_write_back(&mut self, qpn: Qpn) {
-        let sq_hw = matches!(self.line(qpn).and_then(|s| self.qps.get(s)), Some(Some(q)) if q.sq_hw);
+        let sq_hw =
+            matches!(self.line(qpn).and_then(|s| self.qps.get(s)), Some(Some(q)) if q.sq_hw);
         let (_, dp) = self.hal.split();
         let Some(fp) = dp.fastpath() else {
             return;
