@@ -809,6 +809,24 @@ impl<
         let Some(slot) = self.line(qpn) else {
             return;
         };
+        let Some(Some(now)) = self.qps.get(slot).map(|q| q.as_ref().map(|q| q.fp)) else {
+            return;
+        };
+        // Whether the state changes, before anything is built or copied: it rarely
+        // does (this runs after every exception and for every QP at a timer).
+        let Some((send, recv)) = self.engine.fastpath_sides(qpn) else {
+            return;
+        };
+        let want = if send && (now == FpState::Full || !self.engine.qp_has_sends(qpn)) {
+            FpState::Full
+        } else if recv {
+            FpState::Recv
+        } else {
+            FpState::Off
+        };
+        if want == now {
+            return;
+        }
         let Some(Some(mut q)) = self.qps.get(slot).copied() else {
             return;
         };
@@ -818,16 +836,6 @@ impl<
         ) else {
             return;
         };
-        let want = if sctx.valid && (q.fp == FpState::Full || !self.engine.qp_has_sends(qpn)) {
-            FpState::Full
-        } else if rctx.on {
-            FpState::Recv
-        } else {
-            FpState::Off
-        };
-        if want == q.fp {
-            return;
-        }
         if q.fp == FpState::Off && !self.fp_claim_entry(qpn) {
             return;
         }
