@@ -1231,8 +1231,8 @@ impl Test {
         // request's exception, a response's or CNP's, MSG_DONE, ACKED, a descriptor, a
         // frame built, the timeout's poll) and for all of them together (a regression
         // of a small kind shows there).
-        const BOUNDS: [u32; probe::CLASSES] = [3_900, 7_500, 1_400, 1_400, 1_350, 2_450, 8_900];
-        const ALL: u64 = 142_000;
+        const BOUNDS: [u32; probe::CLASSES] = [3_300, 6_900, 1_400, 1_400, 1_350, 2_450, 5_300];
+        const ALL: u64 = 125_000;
         for (i, (c, bound)) in worst.iter().zip(BOUNDS).enumerate() {
             let (what, a, b) = probe::kind_name(c.0);
             ensure!(
