@@ -48,14 +48,14 @@ use std::cell::RefCell;
 
 use libfuzzer_sys::fuzz_target;
 use roce_core::cc::ONE;
-use roce_core::memory::{AccessFlags, MemoryWindow, MwBind};
+use roce_core::memory::{AccessFlags, MemoryRegion, MemoryWindow, MwBind};
 use roce_core::num::{Lkey, Psn, Qkey, Qpn, Rkey};
 use roce_core::transport::ipv4_gid;
 use roce_core::transport::{
     AckTimeout, AddressVector, Mtu, QpAttr, QpState, RecvWr, RetryCount, RnrTimer, SendFlags,
     SendWr, WrOp,
 };
-use roce_core_fuzz::mw::{self, Snapshot};
+use roce_core_fuzz::mw;
 use roce_core_fuzz::nic::{
     admit, boot, confine, doorbell_index, gid, Host, Nic, QpRings, Shadow, HOSTILE, MAC, VICTIM,
 };
@@ -252,23 +252,27 @@ fn nic_windows(nic: &Nic) -> Vec<MemoryWindow> {
 /// One poll of the NIC between the checks of `fuzz/src/mw.rs`: the windows' snapshot
 /// before it, the binding rules after it.
 fn poll(nic: &mut Nic) -> bool {
-    let qp_pds = nic
-        .hal()
-        .mem
-        .shadow
-        .qps
-        .iter()
-        .map(|q| (q.qpn, q.pd))
-        .collect();
-    mw::snapshot(Some(Snapshot {
-        windows: nic_windows(nic),
-        qp_pds,
-    }));
-    let busy = nic.poll();
-    let windows = nic_windows(nic);
-    let regions: Vec<_> = nic.engine().memory().regions().copied().collect();
-    mw::check_bindings(&windows, &regions, &nic.hal().mem.shadow.victim_windows);
-    busy
+    // Buffers kept between polls: fresh vectors at each of an input's ~100 polls cost
+    // more than the checks.
+    SCRATCH.with_borrow_mut(|(qp_pds, windows, regions)| {
+        qp_pds.clear();
+        qp_pds.extend(nic.hal().mem.shadow.qps.iter().map(|q| (q.qpn, q.pd)));
+        mw::refresh(nic.engine().memory().windows().copied(), qp_pds.drain(..));
+        let busy = nic.poll();
+        let mem = nic.engine().memory();
+        windows.clear();
+        windows.extend(mem.windows().copied());
+        regions.clear();
+        regions.extend(mem.regions().copied());
+        mw::check_bindings(windows, regions, &nic.hal().mem.shadow.victim_windows);
+        busy
+    })
+}
+
+type Scratch = (Vec<(u32, u32)>, Vec<MemoryWindow>, Vec<MemoryRegion>);
+
+thread_local! {
+    static SCRATCH: RefCell<Scratch> = const { RefCell::new((Vec::new(), Vec::new(), Vec::new())) };
 }
 
 /// This NIC's own address: the port loops frames back.
@@ -883,12 +887,15 @@ fn act(inp: &mut Input, h: &mut Host, nic: &mut Nic, n: u64) -> Option<()> {
 
 /// The action of [`act`]: the host's side only, the NIC does not run.
 fn action(inp: &mut Input, h: &mut Host, nic: &mut Nic, s: &mut Shadow, n: u64) -> Option<()> {
-    let mem = nic.engine().memory();
-    let k = Keys {
-        windows: mem.windows().copied().collect(),
-        regions: mem.regions().map(|m| m.key).collect(),
+    // What the NIC holds now (`Keys`, the hostile QPs) is gathered only by the actions
+    // that draw from it: ~100 actions per input, most of them need neither.
+    let keys = |nic: &Nic| {
+        let mem = nic.engine().memory();
+        Keys {
+            windows: mem.windows().copied().collect(),
+            regions: mem.regions().map(|m| m.key).collect(),
+        }
     };
-    let qps = hostile_qps(s);
     let action = inp.u8()?;
     if action >= 0xF0 {
         return srq_act(inp, h, nic, s, n, action);
@@ -898,28 +905,28 @@ fn action(inp: &mut Input, h: &mut Host, nic: &mut Nic, s: &mut Shadow, n: u64) 
     }
     match action % 8 {
         0 => {
-            let mut e = command(inp, s, &k.windows)?;
+            let mut e = command(inp, s, &keys(nic).windows)?;
             if admit(&mut e, s) {
                 s.note_buffers(&e);
                 h.command(nic, &e);
             }
         }
         1 => {
-            let q = inp.pick(&qps)?;
-            let w = send_wqe(inp, s, &k, n)?;
+            let q = inp.pick(&hostile_qps(s))?;
+            let w = send_wqe(inp, s, &keys(nic), n)?;
             if w.opcode == 0x20 {
                 s.note_fast_reg(q.pd, &w);
             }
             h.post_send(nic, &q, &w);
         }
         2 => {
-            let q = inp.pick(&qps)?;
+            let q = inp.pick(&hostile_qps(s))?;
             let w = recv_wqe(inp, s, n)?;
             h.post_recv(nic, &q, &w);
         }
         3 => {
             // A doorbell: the producer index moved by a small step either way, or any value.
-            let q = inp.pick(&qps)?;
+            let q = inp.pick(&hostile_qps(s))?;
             let how = inp.u8()?;
             let pis = *h.pis(q.qpn);
             let index = doorbell_index(q.qpn);

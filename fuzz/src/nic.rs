@@ -502,10 +502,10 @@ impl Dma for HostMem {
     }
 }
 
-/// Whether a frame is the victim's (see the module doc).
-fn victim_frame(shadow: &Shadow, frame: &[u8]) -> bool {
+/// Whether a frame is the victim's (see the module doc), given the victim's QPNs.
+fn victim_frame(victim_qps: &[u32], frame: &[u8]) -> bool {
     wire::parse_unverified(frame).is_ok_and(|p| {
-        p.headers().ext.deth.is_none() && shadow.is_victim_qp(p.bth().dest_qp.value())
+        p.headers().ext.deth.is_none() && victim_qps.contains(&p.bth().dest_qp.value())
     })
 }
 
@@ -532,11 +532,7 @@ const WRITES_KEPT: usize = 8;
 
 impl LoopPort {
     fn classify(&self, frame: &[u8]) -> bool {
-        let shadow = Shadow {
-            victim_qps: self.victim_qps.clone(),
-            ..Shadow::default()
-        };
-        victim_frame(&shadow, frame)
+        victim_frame(&self.victim_qps, frame)
     }
 
     /// What a received frame may touch, when it belongs to a request through a memory

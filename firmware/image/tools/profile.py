@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
 """Where the self-test's per-packet instructions go: an inline-aware call tree.
 
-    tools/profile.py [PHASE]      (PHASE 1 = the 16 x 1 KiB WRITE budget, 2 = 16 x 64 B,
+    tools/profile.py [PHASE [FUNCTION]]
+                                  (PHASE 1 = the 16 x 1 KiB WRITE budget, 2 = 16 x 64 B,
                                    3 = one 64 KiB WRITE firmware only, 4 = 8 idle polls
                                    after it, 5 = the 64 KiB WRITE with the fast path,
-                                   6 = 8 idle polls after that)
+                                   6 = 8 idle polls after that, 7 = one of each packet
+                                   the fast path hands to the firmware; FUNCTION: only
+                                   what runs under it, e.g. `Nic::fp_events`)
 
 Boots the release self-test in QEMU with one instruction per translation block and an
 execution trace (`-singlestep -d exec,nochain`) read through a FIFO as it is written,
@@ -31,6 +34,9 @@ IMAGE = os.path.dirname(HERE)
 ELF = os.path.join(IMAGE, "target/riscv32imac-unknown-none-elf/release/selftest")
 TRACE = "/tmp/roce-selftest-trace.%d.fifo" % os.getpid()
 phase = int(sys.argv[1]) if len(sys.argv) > 1 else 2
+# `tools/profile.py PHASE FUNCTION`: only the instructions under FUNCTION (a name's
+# end, e.g. `Nic::fp_events`), its tree 20 frames deep, nodes of at least 0.5 %.
+focus = sys.argv[2] if len(sys.argv) > 2 else None
 
 
 def qemu():
@@ -124,7 +130,7 @@ def short(name):
 
 
 symbolize(win)
-trees = {k: collections.Counter() for k in ("rx", "tx", "other", "hw")}
+trees = {k: collections.Counter() for k in ("rx", "tx", "other", "hw", "focus")}
 # What stands in for hardware (the fast path's model, the loopback, the DMA copies):
 # counted apart, not shown.
 HARDWARE = ("FpProbe::call", "probe::hw", "FpProbe::post_tx", "FpProbe::tx_room")
@@ -145,7 +151,8 @@ for pc in win:
         symbolize(stack + [pc])
         names = [short(n) for cs in stack + [pc] for n in chains[cs]]
         kind, at = "other", 0
-        for i, n in enumerate(names):
+        hit = [i for i, n in enumerate(names) if focus and n.endswith(focus)]
+        for i, n in enumerate([] if focus else names):
             if n.endswith(("::handle_packet", "::handle_verified_packet")) or n == "Engine::receive":
                 kind, at = "rx", i
                 break
@@ -155,7 +162,9 @@ for pc in win:
         else:
             outer = [i for i, n in enumerate(names) if n.endswith(("::run_until", "::budget_write"))]
             at = outer[-1] + 1 if outer else 0
-        memo[key] = (kind, tuple(names[at:at + 12]))
+        if focus:
+            kind, at = ("focus", hit[0]) if hit else ("other", 0)
+        memo[key] = (kind, tuple(names[at:at + (20 if focus else 12)]))
     kind, path = memo[key]
     if any(n in HARDWARE or n.startswith("DmaProbe") for n in path):
         kind = "hw"
@@ -166,8 +175,13 @@ for pc in win:
 print(f"phase {phase}: {len(win)} instructions: {totals['rx']} in handle_packet, "
       f"{totals['tx']} in poll_transmit, {totals['hw']} in hardware models and DMA, "
       f"{totals['other']} elsewhere")
-for kind, title in (("rx", "RX: Engine::handle_packet / handle_verified_packet"), ("tx", "TX: Engine::poll_transmit"),
-                    ("other", "everything else (host, poll loop)")):
+views = (("rx", "RX: Engine::handle_packet / handle_verified_packet"), ("tx", "TX: Engine::poll_transmit"),
+         ("other", "everything else (host, poll loop)"))
+if focus:
+    views = (("focus", f"under {focus} (the model and DMA apart)"),)
+    print(f"{totals['focus']} under {focus}")
+least = 5 if focus else 15
+for kind, title in views:
     root = totals[kind]
     print(f"\n== {title}")
     children = collections.defaultdict(list)
@@ -176,7 +190,7 @@ for kind, title in (("rx", "RX: Engine::handle_packet / handle_verified_packet")
 
     def show(prefix, depth):
         for c, p in sorted(children[prefix], reverse=True):
-            if c * 1000 >= root * 15:
+            if c * 1000 >= root * least:
                 print(f"{c:9d} {100 * c / max(root, 1):5.1f}%  {'  ' * depth}{p[-1]}")
                 show(p, depth + 1)
     show((), 0)

@@ -71,6 +71,15 @@ impl Split {
         later.polls.wrapping_sub(self.polls)
     }
 
+    /// Instructions between `self` and `later` that are not the firmware's: DMA,
+    /// hardware models and the probes.
+    pub fn other_since(&self, earlier: &Self) -> u32 {
+        let d = |a: u32, b: u32| b.wrapping_sub(a);
+        d(earlier.dma, self.dma)
+            .wrapping_add(d(earlier.hw, self.hw))
+            .wrapping_add(d(earlier.overhead, self.overhead))
+    }
+
     /// Instructions of the firmware proper between `self` and `later`: everything
     /// inside polls but DMA, hardware models and the probes.
     pub fn firmware_until(&self, later: &Self) -> u32 {
@@ -82,16 +91,47 @@ impl Split {
     }
 }
 
+/// Polls in which the engine's local ACK timer fired: count, firmware instructions in
+/// all, the most in one.
+static TIMER_POLLS: [AtomicU32; 3] = [AtomicU32::new(0), AtomicU32::new(0), AtomicU32::new(0)];
+
 /// One `Nic::poll`, counted while probing; whether it did anything.
 pub fn poll(nic: &mut crate::TestNic) -> bool {
     if !on() {
         return nic.poll();
     }
+    let timeouts = nic.engine().counters().local_ack_timeout_err;
+    let s0 = Split::now();
     let t0 = instret();
     let busy = nic.poll();
     add(&POLL_INSTRET, instret() - t0);
     add(&POLLS, 1);
+    if nic.engine().counters().local_ack_timeout_err != timeouts {
+        let n = s0.firmware_until(&Split::now());
+        let [count, total, max] = &TIMER_POLLS;
+        add(count, 1);
+        add(total, u64::from(n));
+        max.store(max.load(Relaxed).max(n), Relaxed);
+    }
     busy
+}
+
+/// The polls in which the engine's local ACK timer fired, since
+/// [`reset_timer_polls`]: the firmware's instructions in each (the take-back, the
+/// timer, the rewind's descriptors).
+pub fn timer_polls() -> Work {
+    let [count, total, max] = &TIMER_POLLS;
+    Work {
+        count: count.load(Relaxed),
+        total: u64::from(total.load(Relaxed)),
+        max: max.load(Relaxed),
+    }
+}
+
+pub fn reset_timer_polls() {
+    for c in &TIMER_POLLS {
+        c.store(0, Relaxed);
+    }
 }
 
 /// Inside a hardware model's call: nested probes (the loopback's, under the fast
@@ -210,6 +250,8 @@ pub struct Stats {
     /// Instructions the probes spent measuring (their own ICRC runs), to take out of
     /// whole-loop counts.
     pub overhead: u64,
+    /// The frames the firmware built, by kind ([`kind::FRAME`]).
+    pub kinds: Kinds,
 }
 
 /// The class of a frame from its BTH opcode (untagged IPv4 RoCEv2, as the self-test
@@ -224,6 +266,46 @@ fn classify(frame: &[u8]) -> Class {
         Some(0x10 | 0x11) => Class::Ack,
         _ => Class::Other,
     }
+}
+
+/// The BTH opcode of an untagged IPv4 RoCEv2 frame.
+fn opcode_of(frame: &[u8]) -> Option<u8> {
+    const BTH: usize = 14 + 20 + 8;
+    (frame.get(12..14) == Some(&[0x08, 0x00]))
+        .then(|| frame.get(BTH).copied())
+        .flatten()
+}
+
+/// [`kind::FRAME`]'s key of a frame: its opcode and, for an ACK, its syndrome's kind.
+fn frame_kind(frame: &[u8]) -> u32 {
+    const AETH: usize = 14 + 20 + 8 + 12;
+    let op = opcode_of(frame).unwrap_or(0xFF);
+    let syndrome = match op {
+        0x11 => frame.get(AETH).map_or(0, |s| s >> 5),
+        _ => 0,
+    };
+    kind::FRAME | u32::from(syndrome) << 8 | u32::from(op)
+}
+
+/// What a [`Fault`] does to its frame.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum FaultKind {
+    /// Lost on the wire.
+    Drop,
+    /// ECN CE set by a congested switch (the IPv4 checksum mended; the ICRC does not
+    /// cover the field).
+    MarkCe,
+}
+
+/// A fault the `skip + 1`-th next frame of BTH opcode `opcode` (an ACK: of AETH
+/// syndrome bits 7..5 `syndrome`) meets between the port and the loopback: the
+/// self-test's way to make the packets the fast path hands to the firmware.
+#[derive(Clone, Copy)]
+pub struct Fault {
+    pub opcode: u8,
+    pub syndrome: u8,
+    pub skip: u8,
+    pub what: FaultKind,
 }
 
 /// Instructions for the ICRC of `frame` (untagged IPv4), computed here on the same bytes.
@@ -243,6 +325,11 @@ pub struct DpProbe<P> {
     /// `minstret` and DMA count when `receive` last returned a frame, with its class,
     /// length and ICRC cost.
     rx_open: Option<(u64, u32, Class, usize, u32)>,
+    /// The next fault to inject, and how many were.
+    pub fault: Option<Fault>,
+    pub faulted: u32,
+    /// A frame being marked.
+    marked: [u8; roce_firmware::runtime::FRAME_BUF],
 }
 
 impl<P> DpProbe<P> {
@@ -252,7 +339,28 @@ impl<P> DpProbe<P> {
             stats: Stats::default(),
             tx_open: Cell::new(None),
             rx_open: None,
+            fault: None,
+            faulted: 0,
+            marked: [0; roce_firmware::runtime::FRAME_BUF],
         }
+    }
+
+    /// The fault `frame` meets, if it is the one: consumed.
+    fn fault_for(&mut self, frame: &[u8]) -> Option<FaultKind> {
+        let f = self.fault.as_mut()?;
+        let hit = opcode_of(frame) == Some(f.opcode)
+            && (f.opcode != 0x11 || frame_kind(frame) >> 8 & 0xFF == u32::from(f.syndrome));
+        if !hit {
+            return None;
+        }
+        if f.skip > 0 {
+            f.skip -= 1;
+            return None;
+        }
+        let what = f.what;
+        self.fault = None;
+        self.faulted += 1;
+        Some(what)
     }
 
     /// Forgets the statistics.
@@ -275,10 +383,32 @@ impl<P: Datapath> Datapath for DpProbe<P> {
                 dma.wrapping_sub(dma0),
                 cost,
             );
+            let own = (t.wrapping_sub(t0) as u32)
+                .wrapping_sub(dma.wrapping_sub(dma0))
+                .wrapping_sub(cost);
+            self.stats.kinds.add(frame_kind(frame), own);
             self.stats.overhead += instret() - t;
             add(&OVERHEAD, instret() - t);
         }
-        hw(|| self.inner.transmit(frame))
+        // The wire between the port and the loopback.
+        match self.fault_for(frame) {
+            None => hw(|| self.inner.transmit(frame)),
+            Some(FaultKind::Drop) => true,
+            Some(FaultKind::MarkCe) => {
+                let Some(m) = self.marked.get_mut(..frame.len()) else {
+                    return false;
+                };
+                m.copy_from_slice(frame);
+                if let Some(h) = m.get_mut(14..34) {
+                    h[1] |= 3;
+                    h[10..12].fill(0);
+                    let sum = roce_core::wire::ipv4::checksum(h);
+                    h[10..12].copy_from_slice(&sum.to_be_bytes());
+                }
+                let inner = &mut self.inner;
+                hw(|| inner.transmit(m))
+            }
+        }
     }
 
     fn verifies_icrc(&self) -> bool {
@@ -331,7 +461,7 @@ pub struct Work {
 }
 
 impl Work {
-    fn add(&mut self, n: u32) {
+    pub fn add(&mut self, n: u32) {
         self.count += 1;
         self.total += u64::from(n);
         self.max = self.max.max(n);
@@ -342,11 +472,123 @@ impl Work {
     }
 }
 
+/// Kinds of firmware work told apart for issue 14's "any one packet" bound: the key's
+/// bits 16.. are the [`Kinds`] class, bits 8..16 and 0..8 what the class says.
+pub mod kind {
+    /// An event (bits 8..16: the reason of an EXCEPTION, bits 0..8: its BTH opcode);
+    /// `EVENT + kind << 16` for MSG_DONE and ACKED.
+    pub const EVENT: u32 = 0;
+    /// A descriptor (bits 8..16: its REPLAY flag, bits 0..8: its `op`).
+    pub const DESCRIPTOR: u32 = 4 << 16;
+    /// A frame the firmware built (bits 8..16: an ACK's AETH syndrome bits 7..5, bits
+    /// 0..8: the BTH opcode).
+    pub const FRAME: u32 = 5 << 16;
+    /// A poll in which the local ACK timer fired.
+    pub const TIMER: u32 = 6 << 16;
+}
+
+/// Names of a [`kind`] key: what, and two qualifiers.
+pub fn kind_name(key: u32) -> (&'static str, &'static str, &'static str) {
+    let (a, b) = ((key >> 8 & 0xFF) as u8, key as u8);
+    let opcode = || roce_core::wire::Opcode(b).name().unwrap_or("opcode?");
+    match key >> 16 {
+        0 => ("EXCEPTION", reason_name(a), opcode()),
+        2 => ("event", "MSG_DONE", ""),
+        3 => ("event", "ACKED", ""),
+        4 => (
+            "descriptor",
+            if a != 0 { "REPLAY" } else { "new" },
+            match b {
+                0 => "SEND",
+                1 => "SEND_WITH_IMM",
+                2 => "SEND_WITH_INV",
+                3 => "WRITE",
+                4 => "WRITE_WITH_IMM",
+                5 => "READ",
+                6 => "CMP_SWAP",
+                7 => "FETCH_ADD",
+                15 => "FLUSH",
+                _ => "op?",
+            },
+        ),
+        5 => (
+            "frame built",
+            opcode(),
+            match (b, a) {
+                (0x11, 0) => "ACK",
+                (0x11, 1) => "RNR NAK",
+                (0x11, 3) => "NAK",
+                _ => "",
+            },
+        ),
+        6 => ("poll", "local ACK timeout", "(take-back, timer, rewind)"),
+        _ => ("?", "", ""),
+    }
+}
+
+/// The name of an EXCEPTION's reason (`docs/fastpath.md` §3.5).
+fn reason_name(r: u8) -> &'static str {
+    match r {
+        1 => "off",
+        2 => "opcode",
+        3 => "PSN",
+        4 => "sequence",
+        5 => "ECN CE",
+        6 => "length",
+        7 => "key",
+        8 => "NAK outstanding",
+        9 => "no receive buffer",
+        10 => "held",
+        11 => "NAK",
+        12 => "order",
+        13 => "address",
+        14 => "context miss",
+        _ => "reason?",
+    }
+}
+
+/// Firmware work per kind (keys of [`kind`]), in the order the kinds first came.
+#[derive(Clone, Copy, Default)]
+pub struct Kinds {
+    pub keys: [u32; 24],
+    pub work: [Work; 24],
+    pub len: usize,
+}
+
+impl Kinds {
+    fn add(&mut self, key: u32, n: u32) {
+        let i = match self.keys.iter().take(self.len).position(|k| *k == key) {
+            Some(i) => i,
+            None if self.len < self.keys.len() => {
+                self.len += 1;
+                self.len - 1
+            }
+            // Full: the last entry takes the rest (never with the self-test's kinds).
+            None => self.keys.len() - 1,
+        };
+        if let (Some(k), Some(w)) = (self.keys.get_mut(i), self.work.get_mut(i)) {
+            *k = key;
+            w.add(n);
+        }
+    }
+
+    /// The kinds seen, with their work.
+    pub fn iter(&self) -> impl Iterator<Item = (u32, &Work)> {
+        self.keys
+            .iter()
+            .copied()
+            .zip(self.work.iter())
+            .take(self.len)
+    }
+}
+
 /// What the firmware did around the fast path, bracketed.
 #[derive(Clone, Copy, Default)]
 pub struct FpStats {
     /// Handling one event, by kind (index: 1 EXCEPTION, 2 MSG_DONE, 3 ACKED): from
-    /// `poll_event` returning it to the firmware's next call on the fast path.
+    /// `poll_event` returning it to the firmware's next `poll_event` (the engine's
+    /// handling, the take-back, the contexts written back), the fast path's own
+    /// instructions in between (its calls, its DMA) taken out.
     pub events: [Work; 4],
     /// Building one descriptor: from `tx_room` saying yes to `post_tx` (the engine
     /// choosing the WQE and the descriptor's encoding).
@@ -354,14 +596,26 @@ pub struct FpStats {
     /// Of the events and descriptors above, those of QP [`FpProbe::receiver`]: the
     /// receiving end's own work, when one NIC is both ends.
     pub receiver: Work,
+    /// The events and descriptors above by kind ([`kind`]).
+    pub kinds: Kinds,
 }
 
-/// An open bracket: the instant, the DMA count then, and what it measures.
+/// What an open bracket measures.
 #[derive(Clone, Copy)]
 enum Open {
-    Event(usize),
+    /// An event of this kind, its [`kind`] key.
+    Event(usize, u32),
     /// `tx_room` said yes: a descriptor if `post_tx` follows.
     Descriptor,
+}
+
+/// An open bracket: the counters when it opened, what it measures, and its QPN.
+#[derive(Clone, Copy)]
+struct Bracket {
+    at: u64,
+    split: Split,
+    what: Open,
+    qpn: u32,
 }
 
 /// The fast path's model behind probes: its instructions count as hardware, and the
@@ -371,7 +625,9 @@ pub struct FpProbe<F> {
     pub stats: FpStats,
     /// The QPN whose work counts as the receiver's too (`FpStats::receiver`).
     pub receiver: u32,
-    open: Cell<Option<(u64, u32, Open, u32)>>,
+    open: Cell<Option<Bracket>>,
+    /// `open` holds a bracket (checked without copying it).
+    is_open: Cell<bool>,
 }
 
 impl<F> FpProbe<F> {
@@ -381,31 +637,59 @@ impl<F> FpProbe<F> {
             stats: FpStats::default(),
             receiver: 0,
             open: Cell::new(None),
+            is_open: Cell::new(false),
         }
     }
 
     pub fn reset(&mut self) {
         self.stats = FpStats::default();
         self.open.set(None);
+        self.is_open.set(false);
     }
 
-    /// Closes the open bracket: the firmware called the fast path again (`posted`:
-    /// with the descriptor a `Descriptor` bracket was waiting for, of that QP).
-    fn close(&mut self, posted: Option<&[u8; TXD_LEN]>) {
-        let Some((t0, dma0, what, qpn)) = self.open.take() else {
+    /// Closes the open bracket (`posted`: with the descriptor a `Descriptor` bracket
+    /// was waiting for). An event's bracket stays open across the firmware's other
+    /// calls into the fast path (it closes at the next `poll_event`, `event` true);
+    /// a descriptor's closes at any call.
+    /// Inlined: with nothing open (most calls) it costs the firmware a load and a
+    /// branch, as the probes before it did.
+    #[inline(always)]
+    fn close(&mut self, posted: Option<&[u8; TXD_LEN]>, event: bool) {
+        if self.is_open.get() {
+            self.close_open(posted, event);
+        }
+    }
+
+    #[inline(never)]
+    fn close_open(&mut self, posted: Option<&[u8; TXD_LEN]>, event: bool) {
+        let Some(b) = self.open.get() else {
             return;
         };
+        if matches!(b.what, Open::Event(..)) && !event {
+            return;
+        }
+        self.open.set(None);
+        self.is_open.set(false);
         let t = instret();
-        let posted = posted.map(|d| u32::from_le_bytes([d[0], d[1], d[2], 0]));
-        let n = ((t - t0) as u32).wrapping_sub(dma_instret().wrapping_sub(dma0));
-        let qpn = match what {
-            Open::Event(k) => {
+        // Firmware only: the fast path's instructions (its calls, its DMA) and the
+        // probes' own come out.
+        let n = (t.wrapping_sub(b.at) as u32).wrapping_sub(Split::now().other_since(&b.split));
+        let qpn = match b.what {
+            Open::Event(k, key) => {
                 if let Some(w) = self.stats.events.get_mut(k) {
                     w.add(n);
                 }
-                Some(qpn)
+                self.stats.kinds.add(key, n);
+                Some(b.qpn)
             }
-            Open::Descriptor => posted.inspect(|_| self.stats.descriptors.add(n)),
+            Open::Descriptor => posted.map(|d| {
+                self.stats.descriptors.add(n);
+                let replay = u32::from(d[4] & roce_core::fastpath::layout::TXD_REPLAY != 0);
+                self.stats
+                    .kinds
+                    .add(kind::DESCRIPTOR | replay << 8 | u32::from(d[3]), n);
+                u32::from_le_bytes([d[0], d[1], d[2], 0])
+            }),
         };
         if qpn == Some(self.receiver) {
             self.stats.receiver.add(n);
@@ -415,7 +699,14 @@ impl<F> FpProbe<F> {
 
     fn open(&self, what: Open, qpn: u32) {
         if on() {
-            self.open.set(Some((instret(), dma_instret(), what, qpn)));
+            let at = instret();
+            self.open.set(Some(Bracket {
+                at,
+                split: Split::now(),
+                what,
+                qpn,
+            }));
+            self.is_open.set(true);
         }
     }
 }
@@ -423,7 +714,7 @@ impl<F> FpProbe<F> {
 impl<F: FastPath> FpProbe<F> {
     /// A call into the model: the open bracket closes, the call counts as hardware.
     fn call<R>(&mut self, f: impl FnOnce(&mut F) -> R) -> R {
-        self.close(None);
+        self.close(None, false);
         let inner = &mut self.inner;
         hw(|| f(inner))
     }
@@ -468,17 +759,25 @@ impl<F: FastPath> FastPath for FpProbe<F> {
         room
     }
     fn post_tx(&mut self, desc: &[u8; TXD_LEN]) -> bool {
-        self.close(Some(desc));
+        self.close(Some(desc), false);
         let inner = &mut self.inner;
         hw(|| inner.post_tx(desc))
     }
     fn poll_event(&mut self, event: &mut [u8; EVENT_LEN], frame: &mut [u8]) -> bool {
+        // The last event's handling ends here.
+        self.close(None, true);
         let got = self.call(|f| f.poll_event(event, frame));
         if got && on() {
             let t = instret();
             let qpn = u32::from_le_bytes([event[4], event[5], event[6], 0]);
+            let k = event[0].min(3);
+            let key = if k == roce_core::fastpath::layout::EV_EXCEPTION {
+                kind::EVENT | u32::from(event[1]) << 8 | u32::from(event[7])
+            } else {
+                kind::EVENT | u32::from(k) << 16
+            };
             add(&OVERHEAD, instret() - t);
-            self.open(Open::Event(usize::from(event[0]).min(3)), qpn);
+            self.open(Open::Event(usize::from(k), key), qpn);
         }
         got
     }
@@ -515,16 +814,16 @@ impl<F: FastPath> FastPath for FpProbe<F> {
     fn cq_writer(&mut self) -> Option<&mut roce_firmware::hal::CqWriter> {
         // The firmware reads and writes the writer's CQ entries as registers: counted
         // as its own work.
-        self.close(None);
+        self.close(None, false);
         self.inner.cq_writer()
     }
     // so are the writer's other accesses
     fn cq_ring(&mut self, cq: u16) -> Option<roce_firmware::hal::CqRing> {
-        self.close(None);
+        self.close(None, false);
         self.inner.cq_ring(cq)
     }
     fn set_cq_ring(&mut self, cq: u16, ring: Option<roce_firmware::hal::CqRing>) -> bool {
-        self.close(None);
+        self.close(None, false);
         self.inner.set_cq_ring(cq, ring)
     }
     fn cqe_port(&self) -> bool {
@@ -536,7 +835,7 @@ impl<F: FastPath> FastPath for FpProbe<F> {
         cqe: &[u8; 32],
         ci: u32,
     ) -> Option<roce_firmware::hal::CqePost> {
-        self.close(None);
+        self.close(None, false);
         self.inner.post_cqe(cq, cqe, ci)
     }
     fn set_send_cq(&mut self, qpn: Qpn, cq: Option<u16>) {
