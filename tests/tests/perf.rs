@@ -308,7 +308,10 @@ fn write_bw_on_two_socs_at_1g_reaches_99_percent_of_the_wire_goodput() {
         (r["retransmits"].as_u64(), r["drops"].as_u64()),
         (Some(0), Some(0))
     );
-    assert_eq!(r["fw_rx_frames"], 0, "no frame went through either firmware");
+    assert_eq!(
+        r["fw_rx_frames"], 0,
+        "no frame went through either firmware"
+    );
 }
 
 /// `--backend soc`: the firmware image (`make-images.sh`'s) on two Verilated SoCs over
