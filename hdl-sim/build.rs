@@ -66,6 +66,7 @@ const FP_RTL: &[&str] = &[
     "fp_rx_move.sv",
     "fp_rx.sv",
     "fp_cqw.sv",
+    "fp_sqf.sv",
     "roce_fp_top.sv",
 ];
 const FP_TOP: &str = "roce_fp_top";

@@ -79,6 +79,22 @@ struct Wire {
     reorder: u64,
 }
 
+/// A wire that loses nothing.
+const CLEAN: Wire = Wire {
+    seed: 0,
+    loss: 0,
+    reorder: 0,
+};
+
+/// The send-side tests' lossy wire: 10 % of the frames lost, 5 % reordered.
+fn lossy(seed: u64) -> Wire {
+    Wire {
+        seed,
+        loss: 100,
+        reorder: 50,
+    }
+}
+
 /// What one run left: every frame each side sent, per flow; each QP's completions;
 /// every region's bytes; and how many frames the fast paths took themselves.
 #[derive(Debug, PartialEq, Eq)]
@@ -141,8 +157,12 @@ enum Hw {
     /// The fast path in RTL (64-bit bus).
     Rtl,
     /// The same with its CQE writer hidden from the firmware (which then writes every
-    /// CQE, as on the RTL before the writer): a baseline.
+    /// CQE, as on the RTL before the writer), and its WQE fetch too: a baseline.
     RtlNoCqeWriter,
+    /// The RTL with its WQE fetch hidden from the firmware (which then posts every
+    /// descriptor and handles every `ACKED` event, as on the RTL before the fetch): a
+    /// baseline.
+    RtlNoFetch,
 }
 
 fn boot(last: u8, hw: Hw) -> Side {
@@ -156,6 +176,11 @@ fn boot(last: u8, hw: Hw) -> Side {
         Hw::RtlNoCqeWriter => LocalNic::with_fastpath_datapath(cfg, Capacities::Firmware, |port| {
             FpPort::new(DataWidth::W64, port)
                 .map(|p| Box::new(p.without_cqe_writer()) as Box<dyn Datapath>)
+        })
+        .expect("the RTL fast path"),
+        Hw::RtlNoFetch => LocalNic::with_fastpath_datapath(cfg, Capacities::Firmware, |port| {
+            FpPort::new(DataWidth::W64, port)
+                .map(|p| Box::new(p.without_wqe_fetch()) as Box<dyn Datapath>)
         })
         .expect("the RTL fast path"),
     };
@@ -650,11 +675,6 @@ fn a_write_and_a_read_are_the_hardwares() {
             dst: 0,
         },
     ];
-    let clean = Wire {
-        seed: 0,
-        loss: 0,
-        reorder: 0,
-    };
     let counters = |tx_frames, rx_handled, rx_exceptions| FastPathCounters {
         tx_frames,
         rx_handled,
@@ -667,12 +687,12 @@ fn a_write_and_a_read_are_the_hardwares() {
     // B: its ACK sent by the hardware (the READ's 8 responses are the firmware's frames,
     // not counted); 8 WRITE packets placed, the READ request an exception.
     let want = [counters(9, 9, 0), counters(1, 8, 1)];
-    let (_, model) = run(Hw::Model, Mtu::Mtu4096, clean, &wrs);
+    let (_, model) = run(Hw::Model, Mtu::Mtu4096, CLEAN, &wrs);
     assert_eq!(model, want, "model");
     if !rtl_here() {
         return;
     }
-    let (_, rtl) = run(Hw::Rtl, Mtu::Mtu4096, clean, &wrs);
+    let (_, rtl) = run(Hw::Rtl, Mtu::Mtu4096, CLEAN, &wrs);
     assert_eq!(rtl, want, "RTL");
 }
 
@@ -702,12 +722,7 @@ fn send_side_mix(n: usize) -> Vec<Wr> {
 #[test]
 fn the_hardware_fetches_the_wqes() {
     let wrs = send_side_mix(12);
-    let clean = Wire {
-        seed: 0,
-        loss: 0,
-        reorder: 0,
-    };
-    let counters = differential_on(THREE, Hw::Model, Mtu::Mtu1024, &wrs, clean).unwrap();
+    let counters = differential_on(THREE, Hw::Model, Mtu::Mtu1024, &wrs, CLEAN).unwrap();
     let a = &counters[0];
     assert_eq!(a.send_wqes, 12, "every WQE fetched once");
     // (WRs 3, 7 and 11 are unsignaled, `post`.)
@@ -717,28 +732,73 @@ fn the_hardware_fetches_the_wqes() {
         "the sender's firmware posted descriptors or handled events"
     );
     assert!(a.fastpath.tx_frames > 12, "the model sent the messages");
-    for seed in 1..4 {
-        let lossy = Wire {
-            seed,
-            loss: 100,
-            reorder: 50,
-        };
-        let counters = differential_on(THREE, Hw::Model, Mtu::Mtu1024, &wrs, lossy).unwrap();
+    let events = fetch_on_lossy_wires(Hw::Model, &wrs);
+    assert!(
+        events.iter().all(|&e| e > 0),
+        "a loss that made no exception: {events:?}"
+    );
+}
+
+/// The WQE fetch of `hw` over three lossy wires, against the engine (`differential_on`):
+/// every WQE fetched once, and every frame leaves at the engine's simulated instant (the
+/// hardware's local ACK timer is the engine's: resends after a timeout among them).
+/// Returns the events the sender's firmware handled on each.
+fn fetch_on_lossy_wires(hw: Hw, wrs: &[Wr]) -> Vec<u64> {
+    (1..4)
+        .map(|seed| {
+            let lossy = lossy(seed);
+            let counters = differential_on(THREE, hw, Mtu::Mtu1024, wrs, lossy).unwrap();
+            assert_eq!(
+                counters[0].send_wqes,
+                wrs.len() as u64,
+                "{hw:?}, seed {seed}: every WQE fetched once"
+            );
+            let (engine, _) = run_on(THREE, Hw::Engine, Mtu::Mtu1024, lossy, wrs);
+            let (fast, _) = run_on(THREE, hw, Mtu::Mtu1024, lossy, wrs);
+            assert_eq!(
+                engine.times, fast.times,
+                "{hw:?}, seed {seed}: frames sent at other times"
+            );
+            counters[0].fp_events
+        })
+        .collect()
+}
+
+/// A fetch that stops after its doorbell said it had not (`SqNews::stopped`): 40 WRITEs
+/// and then a READ and a WRITE posted at once from A on pair 0. The fetch takes what
+/// it has room for at the doorbell (the model: the TX ring's 32 descriptors; the RTL:
+/// its in-flight list's 8 entries per QP) and the rest as the segmenter and the ACKs
+/// make room, after the doorbell, until it stops at the READ, which it does not
+/// take; the firmware hears of it with the fast path's news and takes the queue back,
+/// so the READ and the WRITE after it are the engine's. Against the engine (the same
+/// frames, memory and completions), on the model and on the RTL. Without the news the
+/// queue would sit stopped in the hardware and the READ never complete.
+#[test]
+fn a_fetch_that_stops_after_its_doorbell_gives_the_queue_back() {
+    let wr = |op, i: u32| Wr {
+        pair: 0,
+        from_b: false,
+        op,
+        len: 700,
+        src: 256 * i,
+        dst: 256 * i,
+    };
+    let wrs: Vec<Wr> = (0..40)
+        .map(|i| wr(2, i))
+        .chain([wr(4, 40), wr(2, 41)])
+        .collect();
+    let hws: &[Hw] = if rtl_here() {
+        &[Hw::Model, Hw::Rtl]
+    } else {
+        &[Hw::Model]
+    };
+    for &hw in hws {
+        let a = differential_on(THREE, hw, Mtu::Mtu1024, &wrs, CLEAN).unwrap()[0];
+        assert_eq!(a.send_wqes, 42, "{hw:?}: every WQE fetched once");
+        // The READ and the WRITE after it: the firmware's descriptors.
         assert_eq!(
-            counters[0].send_wqes, 12,
-            "seed {seed}: every WQE fetched once"
-        );
-        assert!(
-            counters[0].fp_events > 0,
-            "seed {seed}: the loss made no exception"
-        );
-        // The hardware's local ACK timer is the engine's: every frame leaves at the
-        // same simulated instant (resends after a timeout among them).
-        let (engine, _) = run_on(THREE, Hw::Engine, Mtu::Mtu1024, lossy, &wrs);
-        let (model, _) = run_on(THREE, Hw::Model, Mtu::Mtu1024, lossy, &wrs);
-        assert_eq!(
-            engine.times, model.times,
-            "seed {seed}: frames sent at other times"
+            a.fp_descriptors, 2,
+            "{hw:?}: descriptors the firmware posted"
         );
     }
 }
@@ -746,7 +806,8 @@ fn the_hardware_fetches_the_wqes() {
 /// The RTL's CQE writer (`docs/fastpath.md` §3.7, `fp_cqw`): a stream of 8 WRITEs, SENDs
 /// and WRITE_WITH_IMMs (every fourth unsignaled; 8, the RTL's in-flight entries per QP:
 /// a message past them is one whose ACK the firmware takes, and completes, itself, §6)
-/// on the RTL, against the engine (the
+/// on the RTL with its WQE fetch hidden (so the firmware posts the descriptors and
+/// handles the `ACKED` events), against the engine (the
 /// same frames, memory and completions, decoded from the CQEs in the host's ring), on a
 /// clean wire and on lossy ones: on the clean wire the sender's firmware writes none of
 /// the send CQEs (the writer writes them all, and says so in each `ACKED` event), where
@@ -759,15 +820,10 @@ fn the_rtl_writes_the_cqes() {
         return;
     }
     let wrs = send_side_mix(8);
-    let clean = Wire {
-        seed: 0,
-        loss: 0,
-        reorder: 0,
-    };
     // (WRs 3 and 7 are unsignaled, `post`: 6 send CQEs at the sender)
     let mut firmware_cqes = Vec::new();
-    for hw in [Hw::RtlNoCqeWriter, Hw::Rtl] {
-        let c = differential_on(THREE, hw, Mtu::Mtu1024, &wrs, clean).unwrap();
+    for hw in [Hw::RtlNoCqeWriter, Hw::RtlNoFetch] {
+        let c = differential_on(THREE, hw, Mtu::Mtu1024, &wrs, CLEAN).unwrap();
         let a = &c[0];
         eprintln!(
             "{hw:?}: sender: {} ACKED/EXCEPTION events, {} frames sent by the fast path, {} CQEs written by the firmware, {} WQEs ({:.2} frames, {:.2} firmware CQEs per event)",
@@ -780,7 +836,7 @@ fn the_rtl_writes_the_cqes() {
         );
         assert!(
             a.fp_events > 0,
-            "{hw:?}: the RTL has no WQE fetch: ACKED events"
+            "{hw:?}: the WQE fetch is hidden: ACKED events"
         );
         firmware_cqes.push(a.cqes);
     }
@@ -790,13 +846,53 @@ fn the_rtl_writes_the_cqes() {
         "the sender's firmware CQEs: baseline, writer"
     );
     for seed in 1..4 {
-        let lossy = Wire {
-            seed,
-            loss: 100,
-            reorder: 50,
-        };
+        let lossy = lossy(seed);
         differential_on(THREE, Hw::Rtl, Mtu::Mtu1024, &wrs, lossy).unwrap();
     }
+}
+
+/// The RTL's WQE fetch (`docs/fastpath.md` §3.8, `fp_sqf`): the same 8 WRITEs, SENDs and
+/// WRITE_WITH_IMMs as the CQE writer's test, on the RTL with the fetch hidden (the
+/// baseline: the firmware posts a descriptor per WQE and handles each `ACKED`) and with
+/// it, against the engine on a clean wire: with the fetch the sending firmware posts no
+/// descriptor and handles no event, and every WQE is still fetched once. Over three
+/// lossy wires the firmware takes the queue back at the first exception or timeout, and
+/// every frame still leaves at the engine's instant (the take-back's deadline is the
+/// RTL's timer). Prints descriptors and events per message (BENCHMARKS.md, "The WQE
+/// fetch in RTL").
+#[test]
+fn the_rtl_fetches_the_wqes() {
+    if !rtl_here() {
+        return;
+    }
+    let wrs = send_side_mix(8);
+    let mut seen = Vec::new();
+    for hw in [Hw::RtlNoFetch, Hw::Rtl] {
+        let c = differential_on(THREE, hw, Mtu::Mtu1024, &wrs, CLEAN).unwrap();
+        let a = &c[0];
+        eprintln!(
+            "{hw:?}: sender: {} WQEs, {} descriptors posted, {} events handled by the firmware ({:.2} / {:.2} per message), {} frames sent by the fast path",
+            a.send_wqes,
+            a.fp_descriptors,
+            a.fp_events,
+            a.fp_descriptors as f64 / wrs.len() as f64,
+            a.fp_events as f64 / wrs.len() as f64,
+            a.fastpath.tx_frames,
+        );
+        assert_eq!(a.send_wqes, 8, "{hw:?}: every WQE fetched once");
+        seen.push((a.fp_descriptors, a.fp_events));
+    }
+    assert_eq!(
+        seen[0],
+        (8, 8),
+        "the baseline: a descriptor and an ACKED per message"
+    );
+    assert_eq!(
+        seen[1],
+        (0, 0),
+        "with the fetch the sender's firmware posted descriptors or handled events"
+    );
+    fetch_on_lossy_wires(Hw::Rtl, &wrs);
 }
 
 /// More QPs than the fast path has context entries (`docs/scale.md`): 72 pairs with

@@ -187,6 +187,12 @@ pub struct SqNews {
     pub sends: u32,
     /// Its earliest local ACK deadline (ns).
     pub deadline: Option<u64>,
+    /// A send queue it holds stopped at a WQE it does not take (`FastPath::sq_stopped`
+    /// says which): the firmware takes it back and fetches from there. A fetch runs by
+    /// itself after its doorbell (the RTL's waits behind the segmenter's payload reads
+    /// on their shared DMA read port, the model's for room in the TX ring or the
+    /// in-flight list), so a stop can come after the doorbell said none.
+    pub stopped: bool,
 }
 
 /// One send queue in the hardware's hands (§3.8).
@@ -497,10 +503,19 @@ impl<P: Datapath, const QPS: usize> FastPathPort<P, QPS> {
                 let (taken, sends) = self.sq_fetch(s, dma);
                 self.news.taken += taken;
                 self.news.sends += sends;
-                any |= taken > 0;
+                // A stop is news too: the firmware must take the queue back.
+                any |= taken > 0 || self.sq_stopped_at(s);
             }
         }
         any
+    }
+
+    /// QP slot `s`'s send queue is in the hardware's hands and stopped.
+    fn sq_stopped_at(&self, s: usize) -> bool {
+        self.qps
+            .get(s)
+            .and_then(|q| q.sq)
+            .is_some_and(|sq| sq.stopped)
     }
 
     /// The WQE fetch of QP slot `s` (§3.8): reads the host ring from its index up to the
@@ -898,10 +913,15 @@ impl<P: Datapath, const QPS: usize> FastPath for FastPathPort<P, QPS> {
         self.qp(qpn)?.sq?.deadline
     }
 
+    fn sq_stopped(&mut self, qpn: Qpn) -> bool {
+        self.qp(qpn).and_then(|q| q.sq).is_some_and(|sq| sq.stopped)
+    }
+
     fn sq_news(&mut self) -> SqNews {
         SqNews {
             counters: self.counters,
             deadline: self.qps.iter().filter_map(|q| q.sq?.deadline).min(),
+            stopped: self.qps.iter().any(|q| q.sq.is_some_and(|sq| sq.stopped)),
             ..core::mem::take(&mut self.news)
         }
     }

@@ -176,6 +176,12 @@ pub trait FastPath {
         let _ = qpn;
         None
     }
+    /// QP `qpn`'s send queue is in the hardware's hands and its fetch stopped at a WQE
+    /// it does not take (the firmware takes it back; `SqNews::stopped` says there is one).
+    fn sq_stopped(&mut self, qpn: Qpn) -> bool {
+        let _ = qpn;
+        false
+    }
     /// The local ACK deadline of QP `qpn`'s send queue in the hardware's hands (ns).
     fn sq_deadline(&mut self, qpn: Qpn) -> Option<u64> {
         let _ = qpn;
@@ -183,7 +189,8 @@ pub trait FastPath {
     }
     /// What the fast path did since the last call: its counters, and from the WQE
     /// fetch: it wrote CQEs (the host hears of them as of the firmware's), the WQEs it
-    /// took after their doorbell, and its earliest local ACK deadline.
+    /// took after their doorbell, its earliest local ACK deadline, and whether a queue
+    /// it holds stopped.
     fn sq_news(&mut self) -> SqNews {
         SqNews {
             counters: self.counters(),

@@ -152,6 +152,9 @@ pub struct Nic<
     fp_deadline: Option<u64>,
     /// The fast path ran (or was rung) since its news were last read (`fp_news`).
     fp_news_due: bool,
+    /// Its news said a send queue it fetches stopped at a WQE it does not take: the
+    /// next poll takes it back (`fp_sq_reclaim`).
+    fp_stopped: bool,
     /// This poll's time (ns).
     now: u64,
 }
@@ -208,6 +211,7 @@ impl<
             cq_left: false,
             fp_deadline: None,
             fp_news_due: false,
+            fp_stopped: false,
             now: 0,
         }
     }
@@ -325,10 +329,11 @@ impl<
             };
         }
         busy |= self.receive(now);
-        if self.fp_deadline.is_some_and(|d| d <= self.now) {
-            // A local ACK timer of a send queue the fast path fetches ran out: the
-            // engine takes the queue back and its own timer (the same deadline) fires.
-            self.fp_sq_timeouts(now);
+        if self.fp_stopped || self.fp_deadline.is_some_and(|d| d <= self.now) {
+            // A send queue the fast path fetches stopped, or its local ACK timer ran
+            // out: the engine takes the queue back (and then its own timer, the same
+            // deadline, fires).
+            self.fp_sq_reclaim(now);
         }
         if self.engine.timer_due(now) {
             self.engine.handle_timeout(now);
@@ -435,6 +440,8 @@ impl<
             if news {
                 self.fp_news_due = false;
                 self.fp_news();
+                // A stopped queue is taken back at the next poll: it comes at once.
+                any |= self.fp_stopped;
             }
         }
         any
@@ -567,19 +574,27 @@ impl<
         if news.cqe {
             self.raise(|e| e.set_completion(true));
         }
+        self.fp_stopped = news.stopped;
     }
 
-    /// The send queues the fast path fetches whose local ACK deadline passed: the
-    /// engine takes each back, with the same deadline, and its timer fires next.
+    /// The send queues the fast path fetches that need the engine: one whose local ACK
+    /// deadline passed (the engine takes it back with the same deadline, and its timer
+    /// fires next) and, when the news said one stopped, one whose fetch stopped at a
+    /// WQE it does not take (the firmware fetches from there on).
     #[inline(never)]
-    fn fp_sq_timeouts(&mut self, now: Instant) {
+    fn fp_sq_reclaim(&mut self, now: Instant) {
+        let stops = core::mem::take(&mut self.fp_stopped);
         for slot in 0..self.qp_hi {
             if let Some(Some(q)) = self.qps.get(slot) {
                 if q.sq_hw {
                     let qpn = q.qpn;
                     let (_, dp) = self.hal.split();
-                    let due = dp.fastpath().and_then(|fp| fp.sq_deadline(qpn));
-                    if due.is_some_and(|d| d <= now.as_nanos()) {
+                    let Some(fp) = dp.fastpath() else {
+                        break;
+                    };
+                    let due = fp.sq_deadline(qpn).is_some_and(|d| d <= now.as_nanos())
+                        || (stops && fp.sq_stopped(qpn));
+                    if due {
                         self.fp_sq_take_back(qpn, now);
                     }
                 }

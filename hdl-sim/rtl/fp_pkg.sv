@@ -244,6 +244,45 @@ package fp_pkg;
         || w == CQW_FW_DONE || w == CQW_FW_PI;
   endfunction
 
+  // The WQE fetch's words of table 3 (fp_sqf, docs/fastpath.md §3.8). Writes:
+  // a hand-over staged in RING_LO..RTO_HI (any index), then CMD (index = the
+  // QPN: 1 hand over, 2 take back); DB (index = the QPN) the host's producer
+  // index; NOW_LO/HI the time in ns. Reads (index = the QPN): CI, DONE, BASE,
+  // UNA, DL_LO/HI (the local ACK deadline), FLAGS {deadline valid, stopped,
+  // active}; global: TAKEN, SENDS (running counts), NEWS {a queue is stopped,
+  // busy, CQEs written since the last read of it}.
+  localparam logic [4:0] SQ_W_RING_LO = 5'd9;
+  localparam logic [4:0] SQ_W_RING_HI = 5'd10;
+  localparam logic [4:0] SQ_W_CFG = 5'd11;     // [4:0] log2 depth, [8] sig_all, [9] rto valid, [15:12] mtu_log2
+  localparam logic [4:0] SQ_W_CI = 5'd12;
+  localparam logic [4:0] SQ_W_PSN = 5'd13;
+  localparam logic [4:0] SQ_W_PD = 5'd14;
+  localparam logic [4:0] SQ_W_DEPTH = 5'd15;
+  localparam logic [4:0] SQ_W_RTO_LO = 5'd21;
+  localparam logic [4:0] SQ_W_RTO_HI = 5'd22;
+  localparam logic [4:0] SQ_W_CMD = 5'd25;
+  localparam logic [4:0] SQ_W_DB = 5'd26;
+  localparam logic [4:0] SQ_W_NOW_LO = 5'd27;
+  localparam logic [4:0] SQ_W_NOW_HI = 5'd28;
+  localparam logic [4:0] SQ_R_CI = 5'd9;
+  localparam logic [4:0] SQ_R_DONE = 5'd10;
+  localparam logic [4:0] SQ_R_BASE = 5'd11;
+  localparam logic [4:0] SQ_R_UNA = 5'd12;
+  localparam logic [4:0] SQ_R_DL_LO = 5'd13;
+  localparam logic [4:0] SQ_R_DL_HI = 5'd14;
+  localparam logic [4:0] SQ_R_FLAGS = 5'd15;
+  localparam logic [4:0] SQ_R_TAKEN = 5'd21;
+  localparam logic [4:0] SQ_R_SENDS = 5'd22;
+  localparam logic [4:0] SQ_R_NEWS = 5'd23;
+  // whether a write (read) of word w of table 3 is the fetch's
+  function automatic logic sq_wr_word(input logic [4:0] w);
+    return (w >= SQ_W_RING_LO && w <= SQ_W_DEPTH) || w == SQ_W_RTO_LO
+        || w == SQ_W_RTO_HI || (w >= SQ_W_CMD && w <= SQ_W_NOW_HI);
+  endfunction
+  function automatic logic sq_rd_word(input logic [4:0] w);
+    return (w >= SQ_R_CI && w <= SQ_R_FLAGS) || (w >= SQ_R_TAKEN && w <= SQ_R_NEWS);
+  endfunction
+
   // --------------------------------------------------- TX internal records
   // One packet for the header builder: everything its headers need.
   typedef struct packed {

@@ -7,7 +7,8 @@
 // contexts, 2 MR entries, 3 the port's addresses: words 0..1 MAC, 2..5 GID,
 // as little-endian records of the wire bytes; word 8 the context entries'
 // accessed bits, 32 per index, read and cleared; words 16..20 and 24 the CQE
-// writer's CQ rings and send CQs, fp_cqw). The Verilator top of roce-hdl-sim's fast-path
+// writer's CQ rings and send CQs, fp_cqw; words 9..15, 21..23, 25..28 the
+// WQE fetch's, fp_sqf). The Verilator top of roce-hdl-sim's fast-path
 // model; the SoC instantiates it the same way.
 
 `resetall
@@ -157,8 +158,16 @@ module roce_fp_top
   logic cqw_rdata_valid;
   assign wr_cqw = wr_port && cqw_wr_word(cfg_wr_word);
   assign rd_cqw = rd_port && cqw_rd_word(cfg_rd_word);
-  assign cfg_wr_ready = wr_cqw ? cqw_wr_ready : wr_port || (wr_tx ? tx_wr_ready : rx_wr_ready);
-  assign cfg_rd_ready = rd_cqw ? cqw_rd_ready : rd_port || (rd_tx ? tx_rd_ready : rx_rd_ready);
+  // the WQE fetch's words of table 3 (fp_pkg's SQ_*)
+  logic wr_sq, rd_sq, sq_wr_ready, sq_rd_ready;
+  logic [31:0] sq_rdata;
+  logic sq_rdata_valid;
+  assign wr_sq = wr_port && sq_wr_word(cfg_wr_word);
+  assign rd_sq = rd_port && sq_rd_word(cfg_rd_word);
+  assign cfg_wr_ready = wr_cqw ? cqw_wr_ready : wr_sq ? sq_wr_ready
+      : wr_port || (wr_tx ? tx_wr_ready : rx_wr_ready);
+  assign cfg_rd_ready = rd_cqw ? cqw_rd_ready : rd_sq ? sq_rd_ready
+      : rd_port || (rd_tx ? tx_rd_ready : rx_rd_ready);
 
   // the port's addresses (table 3): words 0..1 the MAC (bytes 0..5), 2..5 the GID
   logic [255:0] port_rec;
@@ -187,7 +196,7 @@ module roce_fp_top
   always_ff @(posedge clk) begin
     if (cfg_wr_valid && wr_port && cfg_wr_word[4:3] == 2'd0)
       port_rec[32*cfg_wr_word[2:0] +: 32] <= cfg_wr_data;
-    port_rdata_valid <= cfg_rd_valid && rd_port && !rd_cqw;
+    port_rdata_valid <= cfg_rd_valid && rd_port && !rd_cqw && !rd_sq;
     port_rdata <= cfg_rd_word == 5'd8 ? acc_word : port_rec[32*cfg_rd_word[2:0] +: 32];
     for (int w = 0; w < ACC_WORDS; w++) begin
       logic [31:0] clr, set;
@@ -201,8 +210,35 @@ module roce_fp_top
     end
   end
   assign cfg_rdata = tx_rdata_valid ? tx_rdata : port_rdata_valid ? port_rdata
-      : cqw_rdata_valid ? cqw_rdata : rx_rdata;
-  assign cfg_rdata_valid = tx_rdata_valid || rx_rdata_valid || port_rdata_valid || cqw_rdata_valid;
+      : cqw_rdata_valid ? cqw_rdata : sq_rdata_valid ? sq_rdata : rx_rdata;
+  assign cfg_rdata_valid = tx_rdata_valid || rx_rdata_valid || port_rdata_valid || cqw_rdata_valid
+      || sq_rdata_valid;
+
+  // ------------------------------------------- descriptors into the segmenter
+  // the WQE fetch's (fp_sqf) ahead of the firmware's, which wait while a fetch
+  // is under way
+  logic [TXD_BYTES*8-1:0] sq_txd, seg_txd;
+  logic                   sq_txd_valid, seg_txd_valid, seg_txd_ready, sq_busy;
+  assign seg_txd = sq_txd_valid ? sq_txd : txd_data;
+  assign seg_txd_valid = sq_txd_valid || (txd_valid && !sq_busy);
+  assign txd_ready = seg_txd_ready && !sq_txd_valid && !sq_busy;
+
+  // ------------------------------------------------ the shared DMA read port
+  // the segmenter's payload reads and the fetch's WQE reads: the fetch asks
+  // only with none of the segmenter's outstanding (fp_sqf), so the answer
+  // until its last beat is the fetch's
+  logic [63:0] tx_rd_req_addr, sq_rd_req_addr;
+  logic [15:0] tx_rd_req_len;
+  logic        tx_rd_req_last, tx_rd_req_valid, tx_rd_req_ready;
+  logic        sq_rd_req_valid, sq_rd_hold, sq_rd_own;
+  logic        tx_rd_tvalid, tx_rd_tready;
+  assign dma_rd_req_addr = sq_rd_req_valid ? sq_rd_req_addr : tx_rd_req_addr;
+  assign dma_rd_req_len = sq_rd_req_valid ? 16'd160 : tx_rd_req_len;
+  assign dma_rd_req_last = sq_rd_req_valid || tx_rd_req_last;
+  assign dma_rd_req_valid = sq_rd_req_valid || (tx_rd_req_valid && !sq_rd_hold);
+  assign tx_rd_req_ready = dma_rd_req_ready && !sq_rd_hold;
+  assign tx_rd_tvalid = dma_rd_tvalid && !sq_rd_own;
+  assign dma_rd_tready = sq_rd_own || tx_rd_tready;
 
   // ------------------------------------- the response path's shared state
   logic                          resp_rd_en;
@@ -239,6 +275,7 @@ module roce_fp_top
   logic [KEEP_WIDTH-1:0]         rx_wr_tkeep;
   logic                          rx_wr_tvalid, rx_wr_tready, rx_wr_tlast;
   logic                          rx_side_idle, cqw_idle;
+  logic                          cqw_ev_valid, cqw_ev_ready;
   /* verilator lint_off UNUSEDSIGNAL */
   logic [31:0]                   cqw_cqes;   // for waveforms; not a port (yet)
   /* verilator lint_on UNUSEDSIGNAL */
@@ -250,17 +287,17 @@ module roce_fp_top
   ) inflight_inst (
     .clk(clk),
     .rst(rst),
-    .ap_valid(txd_valid && txd_ready && !txd_data[8*TD_FLAGS + 1]),
-    .ap_qpn(txd_data[8*TD_QPN +: QPN_W]),
-    .ap_op(txd_data[8*TD_OP +: 8]),
-    .ap_first(txd_data[8*TD_FIRST_PSN +: 24]),
-    .ap_len(txd_data[8*TD_LENGTH +: 32]),
-    .ap_wqe(txd_data[8*TD_WQE +: 16]),
-    .ap_nsge(txd_data[8*TD_NUM_SGE +: 8]),
-    .ap_sge(txd_data[8*TD_SGE +: SG_BITS]),
-    .ap_cqe(txd_data[8*TD_FLAGS + TD_F_CQE]),
-    .ap_wrid(txd_data[8*TD_WR_ID +: 64]),
-    .ap_imm(txd_data[8*TD_IMM +: 32]),
+    .ap_valid(seg_txd_valid && seg_txd_ready && !seg_txd[8*TD_FLAGS + 1]),
+    .ap_qpn(seg_txd[8*TD_QPN +: QPN_W]),
+    .ap_op(seg_txd[8*TD_OP +: 8]),
+    .ap_first(seg_txd[8*TD_FIRST_PSN +: 24]),
+    .ap_len(seg_txd[8*TD_LENGTH +: 32]),
+    .ap_wqe(seg_txd[8*TD_WQE +: 16]),
+    .ap_nsge(seg_txd[8*TD_NUM_SGE +: 8]),
+    .ap_sge(seg_txd[8*TD_SGE +: SG_BITS]),
+    .ap_cqe(seg_txd[8*TD_FLAGS + TD_F_CQE]),
+    .ap_wrid(seg_txd[8*TD_WR_ID +: 64]),
+    .ap_imm(seg_txd[8*TD_IMM +: 32]),
     .w0_wr_en(cfg_wr_valid && cfg_wr_ready && wr_tx && cfg_wr_word == 5'd0),
     .w0_wr_addr(cfg_wr_index[QPN_W-1:0]),
     .w0_wr_data(cfg_wr_data),
@@ -290,9 +327,9 @@ module roce_fp_top
   ) tx_inst (
     .clk(clk),
     .rst(rst),
-    .s_txd_data(txd_data),
-    .s_txd_valid(txd_valid),
-    .s_txd_ready(txd_ready),
+    .s_txd_data(seg_txd),
+    .s_txd_valid(seg_txd_valid),
+    .s_txd_ready(seg_txd_ready),
     .s_ackd_data(ack_in),
     .s_ackd_valid(ack_in_valid),
     .s_ackd_ready(ack_in_ready),
@@ -314,15 +351,15 @@ module roce_fp_top
     .resp_una_ready(resp_una_ready),
     .resp_una_addr(resp_una_addr),
     .resp_una_psn(resp_una_psn),
-    .m_dma_rd_req_addr(dma_rd_req_addr),
-    .m_dma_rd_req_len(dma_rd_req_len),
-    .m_dma_rd_req_last(dma_rd_req_last),
-    .m_dma_rd_req_valid(dma_rd_req_valid),
-    .m_dma_rd_req_ready(dma_rd_req_ready),
+    .m_dma_rd_req_addr(tx_rd_req_addr),
+    .m_dma_rd_req_len(tx_rd_req_len),
+    .m_dma_rd_req_last(tx_rd_req_last),
+    .m_dma_rd_req_valid(tx_rd_req_valid),
+    .m_dma_rd_req_ready(tx_rd_req_ready),
     .s_dma_rd_tdata(dma_rd_tdata),
     .s_dma_rd_tkeep(dma_rd_tkeep),
-    .s_dma_rd_tvalid(dma_rd_tvalid),
-    .s_dma_rd_tready(dma_rd_tready),
+    .s_dma_rd_tvalid(tx_rd_tvalid),
+    .s_dma_rd_tready(tx_rd_tready),
     .s_dma_rd_tlast(dma_rd_tlast),
     .s_dma_rd_terr(dma_rd_terr),
     .m_axis_tdata(tx_m_axis_tdata),
@@ -439,8 +476,8 @@ module roce_fp_top
     .s_ev_valid(rx_ev_valid),
     .s_ev_ready(rx_ev_ready),
     .m_ev_data(ev_data),
-    .m_ev_valid(ev_valid),
-    .m_ev_ready(ev_ready),
+    .m_ev_valid(cqw_ev_valid),
+    .m_ev_ready(cqw_ev_ready),
     .s_dma_wr_desc_addr(rx_wr_desc_addr),
     .s_dma_wr_desc_len(rx_wr_desc_len),
     .s_dma_wr_desc_valid(rx_wr_desc_valid),
@@ -474,6 +511,59 @@ module roce_fp_top
     .idle(cqw_idle)
   );
   assign rx_idle = rx_side_idle && cqw_idle;
+
+  // ------------------------------------------------------- the WQE fetch
+  fp_sqf #(
+    .DATA_WIDTH(DATA_WIDTH),
+    .NQP(NQP),
+    .NMR(NMR)
+  ) sqf_inst (
+    .clk(clk),
+    .rst(rst),
+    .cfg_wr_valid(cfg_wr_valid && wr_sq),
+    .cfg_wr_ready(sq_wr_ready),
+    .cfg_wr_index(cfg_wr_index),
+    .cfg_wr_word(cfg_wr_word),
+    .cfg_wr_data(cfg_wr_data),
+    .cfg_rd_valid(cfg_rd_valid && rd_sq),
+    .cfg_rd_ready(sq_rd_ready),
+    .cfg_rd_index(cfg_rd_index),
+    .cfg_rd_word(cfg_rd_word),
+    .cfg_rdata(sq_rdata),
+    .cfg_rdata_valid(sq_rdata_valid),
+    .mr_wr_en(cfg_wr_valid && cfg_wr_ready && cfg_wr_table == 2'd2),
+    .mr_wr_index(cfg_wr_index[$clog2(NMR)-1:0]),
+    .mr_wr_word(cfg_wr_word),
+    .mr_wr_data(cfg_wr_data),
+    .sc0_wr_en(cfg_wr_valid && cfg_wr_ready && wr_tx && cfg_wr_word == 5'd0),
+    .sc0_wr_index(cfg_wr_index[QPN_W-1:0]),
+    .sc0_wr_data(cfg_wr_data),
+    .m_txd_data(sq_txd),
+    .m_txd_valid(sq_txd_valid),
+    .m_txd_ready(seg_txd_ready),
+    .busy(sq_busy),
+    .slots_used(tx_slots_used),
+    .tx_req_valid(tx_rd_req_valid),
+    .tx_req_ready(tx_rd_req_ready),
+    .tx_req_last(tx_rd_req_last),
+    .tx_data_valid(tx_rd_tvalid),
+    .tx_data_ready(tx_rd_tready),
+    .tx_data_last(dma_rd_tlast),
+    .rd_req_addr(sq_rd_req_addr),
+    .rd_req_valid(sq_rd_req_valid),
+    .rd_req_ready(dma_rd_req_ready),
+    .rd_hold(sq_rd_hold),
+    .rd_own(sq_rd_own),
+    .rd_tdata(dma_rd_tdata),
+    .rd_tvalid(dma_rd_tvalid),
+    .rd_tlast(dma_rd_tlast),
+    .rd_terr(dma_rd_terr),
+    .s_ev_data(ev_data),
+    .s_ev_valid(cqw_ev_valid),
+    .s_ev_ready(cqw_ev_ready),
+    .m_ev_valid(ev_valid),
+    .m_ev_ready(ev_ready)
+  );
 
 endmodule
 

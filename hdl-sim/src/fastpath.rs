@@ -45,6 +45,39 @@ pub const CQW_SEND_CQ_WORD: u8 = 24;
 /// CQs the RTL's CQE writer holds (`fp_pkg::CQ_N`).
 pub const CQW_CQS: usize = 64;
 
+/// The WQE fetch's words of [`Table::Port`] (`fp_sqf`, `docs/fastpath.md` §3.8;
+/// `fp_pkg`'s `SQ_*`). Writes: a hand-over staged in [`SQ_W_RING_LO`] ..
+/// [`SQ_W_RTO_HI`] (any index), then [`SQ_W_CMD`] (index = the QPN) 1 hands it over,
+/// 2 takes the queue back; [`SQ_W_DB`] (index = the QPN) a doorbell's producer index;
+/// [`SQ_W_NOW_LO`] / [`SQ_W_NOW_HI`] the time (ns). Reads (index = the QPN):
+/// [`SQ_R_CI`] .. [`SQ_R_FLAGS`] {deadline valid, stopped, active}; global:
+/// [`SQ_R_TAKEN`], [`SQ_R_SENDS`], [`SQ_R_NEWS`] {busy, CQEs written since the last
+/// read of it}.
+pub const SQ_W_RING_LO: u8 = 9;
+pub const SQ_W_RING_HI: u8 = 10;
+/// {mtu_log2 (bits 12..15), timeout valid (9), sig_all (8), log2 depth (0..4)}.
+pub const SQ_W_CFG: u8 = 11;
+pub const SQ_W_CI: u8 = 12;
+pub const SQ_W_PSN: u8 = 13;
+pub const SQ_W_PD: u8 = 14;
+pub const SQ_W_DEPTH: u8 = 15;
+pub const SQ_W_RTO_LO: u8 = 21;
+pub const SQ_W_RTO_HI: u8 = 22;
+pub const SQ_W_CMD: u8 = 25;
+pub const SQ_W_DB: u8 = 26;
+pub const SQ_W_NOW_LO: u8 = 27;
+pub const SQ_W_NOW_HI: u8 = 28;
+pub const SQ_R_CI: u8 = 9;
+pub const SQ_R_DONE: u8 = 10;
+pub const SQ_R_BASE: u8 = 11;
+pub const SQ_R_UNA: u8 = 12;
+pub const SQ_R_DL_LO: u8 = 13;
+pub const SQ_R_DL_HI: u8 = 14;
+pub const SQ_R_FLAGS: u8 = 15;
+pub const SQ_R_TAKEN: u8 = 21;
+pub const SQ_R_SENDS: u8 = 22;
+pub const SQ_R_NEWS: u8 = 23;
+
 /// Cycle numbers of transfers, for line-rate and latency checks.
 #[derive(Clone, Debug, Default)]
 pub struct FpTimeline {

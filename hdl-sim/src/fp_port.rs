@@ -33,20 +33,32 @@
 //!   index only while it runs, so the firmware's read-modify-write of it between runs is
 //!   whole (a core beside a running writer needs a CQE port instead: §3.7).
 //!
+//! * the **WQE fetch's registers** (`fp_sqf`, `docs/fastpath.md` §3.8): a hand-over
+//!   staged in table 3 and committed by a command after the checks the model's
+//!   `sq_hand_over` makes (made here: the send context, the receive context's tag, the
+//!   ring's descriptors); a doorbell and take-back the same way; the time the RTL
+//!   computes its deadlines from written before it runs; the send CQs of the queues it
+//!   holds read back after a run in which it wrote CQEs of its own (their `ACKED`
+//!   events never leave it).
+//!
 //! The model is clocked only inside [`FastPath::run`] (where host memory is at hand for
 //! its DMA) and for table reads (with the DMA ports held). `run` first lets queued table
 //! writes land, then offers received frames and descriptors, and clocks until the RTL has
 //! been quiet for [`QUIET`] cycles: a received frame never meets a context half written.
 
 use crate::fastpath::{
-    FpSim, Table, ACCESSED_WORD, CQW_CQS, CQW_PI_WORD, CQW_RING_WORD, CQW_SEND_CQ_WORD,
+    FpSim, Table, ACCESSED_WORD, CQW_CQS, CQW_PI_WORD, CQW_RING_WORD, CQW_SEND_CQ_WORD, SQ_R_BASE,
+    SQ_R_CI, SQ_R_DL_HI, SQ_R_DL_LO, SQ_R_DONE, SQ_R_FLAGS, SQ_R_NEWS, SQ_R_SENDS, SQ_R_TAKEN,
+    SQ_R_UNA, SQ_W_CFG, SQ_W_CI, SQ_W_CMD, SQ_W_DB, SQ_W_DEPTH, SQ_W_NOW_HI, SQ_W_NOW_LO, SQ_W_PD,
+    SQ_W_PSN, SQ_W_RING_HI, SQ_W_RING_LO, SQ_W_RTO_HI, SQ_W_RTO_LO,
 };
 use crate::sim::{DataWidth, SimError};
 use roce_core::dcb::Priorities;
 use roce_core::fastpath::layout::{EVENT_LEN, MR_LEN, RCTX_LEN, SCTX_LEN, TXD_LEN};
+use roce_core::fastpath::SqIdle;
 use roce_core::memory::Dma;
-use roce_core::num::Qpn;
-use roce_firmware::fastpath::{CqRing, CqWriter};
+use roce_core::num::{Psn, Qpn};
+use roce_firmware::fastpath::{CqRing, CqWriter, SqBack, SqNews, SqRing, SqRung};
 use roce_firmware::hal::{Datapath, FastPath, FastPathCounters};
 use std::collections::{BTreeSet, HashMap, VecDeque};
 
@@ -95,7 +107,33 @@ pub struct FpPort<P> {
     cqe_qps: BTreeSet<u32>,
     /// The firmware is told of the CQE writer (else it writes every CQE itself).
     cqe_writer: bool,
+    /// The RTL's WQE fetch is offered to the firmware (`sq_hand_over`).
+    wqe_fetch: bool,
+    /// QPs whose send queue the RTL's fetch holds (by QPN).
+    sq_qps: BTreeSet<u32>,
+    /// The time the firmware last ran the model at (ns), written into the RTL before
+    /// it runs (its deadlines are computed from it).
+    now: u64,
+    /// The fetch's running counts (WQEs taken, of them SENDs) as last reported.
+    taken: [u32; 2],
+    /// The fetch wrote CQEs since `sq_news` last said so.
+    news_cqe: bool,
+    /// A queue was handed over once (its counts are read from then on).
+    fetch_used: bool,
+    /// The cycle of the first frame's last beat since [`FpPort::mark`] (latencies).
+    first_frame: Option<u64>,
 }
+
+/// `SQ_R_FLAGS` bits.
+const SQ_ACTIVE: u32 = 1;
+const SQ_STOPPED: u32 = 2;
+const SQ_DL_VALID: u32 = 4;
+/// `SQ_R_NEWS` bits.
+const SQ_NEWS_CQE: u32 = 1;
+const SQ_NEWS_STOPPED: u32 = 4;
+/// `SQ_W_CMD` commands.
+const SQ_HAND_OVER: u32 = 1;
+const SQ_TAKE_BACK: u32 = 2;
 
 impl<P: Datapath> FpPort<P> {
     /// The RTL fast path at `width` in front of `port`. Fails when the model cannot be
@@ -117,14 +155,46 @@ impl<P: Datapath> FpPort<P> {
             send_cq: HashMap::new(),
             cqe_qps: BTreeSet::new(),
             cqe_writer: true,
+            wqe_fetch: true,
+            sq_qps: BTreeSet::new(),
+            now: 0,
+            taken: [0; 2],
+            news_cqe: false,
+            fetch_used: false,
+            first_frame: None,
         })
     }
 
+    /// Hides the RTL's WQE fetch from the firmware (`sq_hand_over` refuses): the
+    /// firmware then posts a descriptor per WQE and handles every `ACKED` event, as on
+    /// the RTL before the fetch (a baseline).
+    pub fn without_wqe_fetch(mut self) -> Self {
+        self.wqe_fetch = false;
+        self
+    }
+
     /// Hides the RTL's CQE writer from the firmware (`FastPath::cq_writer` None): the
-    /// firmware then writes every CQE, as on the RTL before the writer (a baseline).
+    /// firmware then writes every CQE, as on the RTL before the writer (a baseline). The
+    /// WQE fetch goes with it (without the writer every retirement raises its `ACKED`).
     pub fn without_cqe_writer(mut self) -> Self {
         self.cqe_writer = false;
+        self.wqe_fetch = false;
         self
+    }
+
+    /// The port behind the fast path.
+    pub fn port_mut(&mut self) -> &mut P {
+        &mut self.port
+    }
+
+    /// Forgets the first frame's cycle: [`FpPort::first_frame`] counts from here.
+    pub fn mark(&mut self) {
+        self.first_frame = None;
+    }
+
+    /// The cycle the first frame since [`FpPort::mark`] left on (its last beat).
+    pub fn first_frame(&self) -> Option<u64> {
+        self.first_frame
     }
 
     /// Clock cycles the RTL has run.
@@ -182,6 +252,7 @@ impl<P: Datapath> FpPort<P> {
     fn collect(&mut self) -> bool {
         let mut any = false;
         while let Some(f) = self.fp.pop_tx_frame() {
+            self.first_frame.get_or_insert(f.cycle);
             self.tx_out.push_back(f.value);
             self.counters.tx_frames += 1;
         }
@@ -271,6 +342,70 @@ impl<P: Datapath> FpPort<P> {
     }
 }
 
+impl<P: Datapath> FpPort<P> {
+    /// Reads a word of table 3 (the fetch's), with the DMA ports held.
+    fn read_port_word(&mut self, index: u32, word: u8) -> u32 {
+        match self.fp.read_word_dma_held(Table::Port, index, word) {
+            Ok(v) => v,
+            Err(e) => {
+                self.record_fault(e);
+                0
+            }
+        }
+    }
+
+    /// Queues the time for the RTL's deadlines (lands before anything else it does).
+    fn write_now(&mut self) {
+        self.fp
+            .write_word(Table::Port, 0, SQ_W_NOW_LO, self.now as u32);
+        self.fp
+            .write_word(Table::Port, 0, SQ_W_NOW_HI, (self.now >> 32) as u32);
+    }
+
+    /// The fetch's counts since they were last reported: WQEs taken, of them SENDs.
+    fn take_counts(&mut self) -> (u32, u32) {
+        let t = self.read_port_word(0, SQ_R_TAKEN);
+        let s = self.read_port_word(0, SQ_R_SENDS);
+        let d = (t.wrapping_sub(self.taken[0]), s.wrapping_sub(self.taken[1]));
+        self.taken = [t, s];
+        d
+    }
+
+    /// QP `qpn`'s fetch flags and deadline, if the RTL holds its send queue.
+    fn sq_state(&mut self, qpn: u32) -> Option<(u32, Option<u64>)> {
+        if !self.sq_qps.contains(&qpn) {
+            return None;
+        }
+        let flags = self.read_port_word(qpn, SQ_R_FLAGS);
+        if flags & SQ_ACTIVE == 0 {
+            // (a send context written with valid clear dropped it)
+            self.sq_qps.remove(&qpn);
+            return None;
+        }
+        let dl = (flags & SQ_DL_VALID != 0).then(|| {
+            let lo = self.read_port_word(qpn, SQ_R_DL_LO);
+            let hi = self.read_port_word(qpn, SQ_R_DL_HI);
+            u64::from(lo) | (u64::from(hi) << 32)
+        });
+        Some((flags, dl))
+    }
+
+    /// After a run: the fetch wrote CQEs of its own (their `ACKED` events stay in the
+    /// RTL), so the send CQs of the queues it holds are read back. True when a queue it
+    /// holds is stopped: the run did something the firmware must hear of (`sq_news`).
+    fn fetch_news(&mut self) -> bool {
+        if self.sq_qps.is_empty() {
+            return false;
+        }
+        let news = self.read_port_word(0, SQ_R_NEWS);
+        if news & SQ_NEWS_CQE != 0 {
+            self.news_cqe = true;
+            self.cqe_qps.extend(self.sq_qps.iter().copied());
+        }
+        news & SQ_NEWS_STOPPED != 0
+    }
+}
+
 /// The context index (QPN) a descriptor names.
 fn txd_qpn(d: &[u8; TXD_LEN]) -> u32 {
     u32::from_le_bytes([d[0], d[1], d[2], 0])
@@ -306,6 +441,8 @@ impl<P: Datapath> FastPath for FpPort<P> {
         // `valid` (byte 2 bit 2) cleared: the QP's waiting descriptors go
         if offset <= 2 && end > 2 && bytes[2 - offset] & 4 == 0 {
             self.drop_queued(index & 0xFF_FFFF);
+            // (the RTL's fetch drops the QP's queue too)
+            self.sq_qps.remove(&index);
         }
         self.settled = false;
     }
@@ -396,6 +533,9 @@ impl<P: Datapath> FastPath for FpPort<P> {
         if self.settled && rx.is_empty() && !(self.fp.tx_waiting() && self.port_room()) {
             return any;
         }
+        if !self.sq_qps.is_empty() {
+            self.write_now();
+        }
         // table writes first: no frame or descriptor meets a context half written
         let start = self.fp.cycle();
         while self.fp.cfg_queued() {
@@ -432,6 +572,7 @@ impl<P: Datapath> FastPath for FpPort<P> {
             any |= self.collect();
         }
         any |= self.collect();
+        any |= self.fetch_news();
         self.pull_cqs();
         if let Some(e) = self.fp.take_fault() {
             self.record_fault(e);
@@ -472,6 +613,157 @@ impl<P: Datapath> FastPath for FpPort<P> {
             None => self.send_cq.remove(&qpn.value()),
         };
         self.settled = false;
+    }
+
+    fn run_at(&mut self, dma: &mut dyn Dma, now: u64) -> bool {
+        self.now = now;
+        self.run(dma)
+    }
+
+    /// The model's `sq_hand_over`: nothing of the QP may be under way (its send
+    /// context valid and the QP's own, `una_psn` and `next_psn` at the engine's next
+    /// PSN, no descriptor of it waiting in the ring; the in-flight list is empty then:
+    /// every message it holds ends before `una_psn`), then the queue goes to `fp_sqf`.
+    fn sq_hand_over(&mut self, qpn: Qpn, ring: SqRing, idle: &SqIdle) -> bool {
+        if !self.wqe_fetch || ring.log > 31 {
+            return false;
+        }
+        let index = qpn.value();
+        let sctx = self.read(Table::SendCtx, index, 20);
+        let rctx = self.read(Table::RecvCtx, index, RCTX_LEN);
+        let psn = |b: &[u8]| Psn::new(u32::from_le_bytes([b[0], b[1], b[2], 0]));
+        let tag = u32::from_le_bytes([rctx[45], rctx[46], rctx[47], 0]);
+        let quiet = sctx[2] & 4 != 0
+            && tag == index
+            && psn(&sctx[16..]) == idle.psn
+            && psn(&sctx[12..]) == idle.psn
+            && !self.ring.iter().any(|d| txd_qpn(d) == index);
+        if !quiet {
+            return false;
+        }
+        let rto = idle.rto.unwrap_or(0);
+        let cfg = u32::from(ring.log)
+            | (u32::from(idle.sig_all) << 8)
+            | (u32::from(idle.rto.is_some()) << 9)
+            | (u32::from(sctx[2] >> 4) << 12);
+        for (w, v) in [
+            (SQ_W_RING_LO, ring.ring as u32),
+            (SQ_W_RING_HI, (ring.ring >> 32) as u32),
+            (SQ_W_CFG, cfg),
+            (SQ_W_CI, ring.ci),
+            (SQ_W_PSN, idle.psn.value()),
+            (SQ_W_PD, u32::from(idle.pd.index())),
+            (SQ_W_DEPTH, idle.depth),
+            (SQ_W_RTO_LO, rto as u32),
+            (SQ_W_RTO_HI, (rto >> 32) as u32),
+        ] {
+            self.fp.write_word(Table::Port, 0, w, v);
+        }
+        self.fp
+            .write_word(Table::Port, index, SQ_W_CMD, SQ_HAND_OVER);
+        // (the read lands the writes)
+        let ok = self.read_port_word(index, SQ_R_FLAGS) & SQ_ACTIVE != 0;
+        if ok {
+            self.sq_qps.insert(index);
+            self.fetch_used = true;
+        }
+        ok
+    }
+
+    /// The doorbell goes to the RTL, which runs (without taking received frames: the
+    /// model's doorbell only fetches) until it is quiet: the WQEs it took then, and
+    /// whether it stopped.
+    fn sq_doorbell(&mut self, qpn: Qpn, pi: u32, now: u64, dma: &mut dyn Dma) -> SqRung {
+        let index = qpn.value();
+        if !self.sq_qps.contains(&index) {
+            return SqRung::default();
+        }
+        self.now = now;
+        self.write_now();
+        self.fp.write_word(Table::Port, index, SQ_W_DB, pi);
+        let start = self.fp.cycle();
+        loop {
+            let held = !self.port_room();
+            if !self.fp.cfg_queued() && self.fp.quiet_for(QUIET) && self.fp.cycle() - start >= QUIET
+            {
+                break;
+            }
+            if self.fp.cycle() - start > RUN_LIMIT {
+                self.record_fault("the WQE fetch did not settle");
+                break;
+            }
+            self.fp.set_tx_hold(held);
+            self.fp.tick(dma);
+            self.collect();
+        }
+        self.settled = false;
+        let (taken, sends) = self.take_counts();
+        // A fetch the RTL could not make yet (its WQE read waits behind the segmenter's
+        // payload reads, which wait for the port) goes on in later runs; a stop there
+        // reaches the firmware through `sq_news`.
+        let stopped = self
+            .sq_state(index)
+            .is_none_or(|(flags, _)| flags & SQ_STOPPED != 0);
+        SqRung {
+            taken,
+            sends,
+            stopped,
+        }
+    }
+
+    fn sq_take_back(&mut self, qpn: Qpn) -> Option<SqBack> {
+        let index = qpn.value();
+        let (_, deadline) = self.sq_state(index)?;
+        let ci = self.read_port_word(index, SQ_R_CI);
+        let done = self.read_port_word(index, SQ_R_DONE);
+        let base = self.read_port_word(index, SQ_R_BASE);
+        let una = self.read_port_word(index, SQ_R_UNA);
+        self.fp
+            .write_word(Table::Port, index, SQ_W_CMD, SQ_TAKE_BACK);
+        // (the read lands the write)
+        if self.read_port_word(index, SQ_R_FLAGS) & SQ_ACTIVE != 0 {
+            self.record_fault("the WQE fetch kept a queue taken back");
+        }
+        self.sq_qps.remove(&index);
+        Some(SqBack {
+            done,
+            ci,
+            base: Psn::new(base),
+            una: Psn::new(una),
+            deadline,
+        })
+    }
+
+    fn sq_deadline(&mut self, qpn: Qpn) -> Option<u64> {
+        self.sq_state(qpn.value())?.1
+    }
+
+    fn sq_stopped(&mut self, qpn: Qpn) -> bool {
+        self.sq_state(qpn.value())
+            .is_some_and(|(flags, _)| flags & SQ_STOPPED != 0)
+    }
+
+    fn sq_news(&mut self) -> SqNews {
+        // (WQEs taken in a run are reported here, even of a queue taken back since)
+        let (taken, sends) = if self.fetch_used {
+            self.take_counts()
+        } else {
+            (0, 0)
+        };
+        // The news word as the SoC's firmware would read it (the CQEs it reports are
+        // pulled into the mirrors at once, before the firmware writes any of its own).
+        let stopped = self.fetch_news();
+        self.pull_cqs();
+        let qps: Vec<u32> = self.sq_qps.iter().copied().collect();
+        let deadline = qps.into_iter().filter_map(|q| self.sq_state(q)?.1).min();
+        SqNews {
+            counters: self.counters,
+            cqe: std::mem::take(&mut self.news_cqe),
+            taken,
+            sends,
+            deadline,
+            stopped,
+        }
     }
 
     fn take_accessed(&mut self, word: usize) -> u32 {

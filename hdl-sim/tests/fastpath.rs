@@ -6,6 +6,7 @@
 
 mod common;
 
+use common::host_mem::HostMem;
 use std::cell::RefCell;
 use std::net::{Ipv4Addr, Ipv6Addr};
 
@@ -34,41 +35,6 @@ use roce_hdl_sim::{
     CQW_SEND_CQ_WORD, FP_CTX_ENTRIES,
 };
 use zerocopy::IntoBytes;
-
-/// Host memory: one flat range.
-#[derive(Clone)]
-struct HostMem {
-    base: u64,
-    bytes: Vec<u8>,
-}
-
-impl HostMem {
-    fn new(base: u64, len: usize, seed: u8) -> Self {
-        let bytes = (0..len)
-            .map(|i| (i as u8).wrapping_mul(31) ^ seed)
-            .collect();
-        Self { base, bytes }
-    }
-    fn range(&self, addr: u64, len: usize) -> Result<std::ops::Range<usize>, DmaError> {
-        let err = DmaError { addr, len };
-        let off = usize::try_from(addr.checked_sub(self.base).ok_or(err)?).map_err(|_| err)?;
-        let end = off.checked_add(len).ok_or(err)?;
-        (end <= self.bytes.len()).then_some(off..end).ok_or(err)
-    }
-}
-
-impl Dma for HostMem {
-    fn read(&mut self, addr: u64, buf: &mut [u8]) -> Result<(), DmaError> {
-        let r = self.range(addr, buf.len())?;
-        buf.copy_from_slice(&self.bytes[r]);
-        Ok(())
-    }
-    fn write(&mut self, addr: u64, data: &[u8]) -> Result<(), DmaError> {
-        let r = self.range(addr, data.len())?;
-        self.bytes[r].copy_from_slice(data);
-        Ok(())
-    }
-}
 
 const MEM_BASE: u64 = 0x10_0000;
 const MEM_LEN: usize = 80 * 1024;

@@ -44,8 +44,10 @@ pub struct Target {
     /// What `cargo xtask synth NAME` calls it; also its directory under `target/synth/`.
     pub name: &'static str,
     pub top: &'static str,
-    /// SystemVerilog sources relative to the repository root, packages first.
-    pub files: &'static [&'static str],
+    /// SystemVerilog sources relative to the repository root, packages first, as lists
+    /// of the blocks the design is made of (`Target::files` reads each file once, at
+    /// its first place).
+    pub files: &'static [&'static [&'static str]],
     /// Sources that come with a PyPI package (the soft core's Verilog), read after
     /// `files`.
     pub package_files: &'static [PackageFile],
@@ -61,6 +63,19 @@ pub struct Target {
     /// Fmax and sources in the timing record, and CI fails when they differ or that Fmax
     /// is below this floor (the clock once it is closed). `None`: not guarded.
     pub guard_mhz: Option<f64>,
+}
+
+impl Target {
+    /// Its sources in reading order: each file once, where its first block names it.
+    pub fn files(&self) -> Vec<&'static str> {
+        let mut out: Vec<&'static str> = Vec::new();
+        for f in self.files.iter().flat_map(|block| block.iter()) {
+            if !out.contains(f) {
+                out.push(f);
+            }
+        }
+        out
+    }
 }
 
 /// A file of a PyPI package in the project's virtualenv: `FILE` in the directory the
@@ -138,31 +153,13 @@ const DCB: &[&str] = &[
     "hdl-sim/rtl/roce_dcb_top.sv",
 ];
 
-/// The NIC SoC (`hdl-sim/rtl/soc/`) around the datapath and the DCB block (without
-/// transmit queues); with [`VEXRISCV`].
-const SOC: &[&str] = &[
-    "hdl-sim/rtl/roce_rx_pkg.sv",
-    "hdl-sim/rtl/roce_fifo.sv",
-    "hdl-sim/rtl/axis_skid.sv",
-    "hdl-sim/rtl/icrc.sv",
-    "hdl-sim/rtl/rx_hdr_decode.sv",
-    "hdl-sim/rtl/rx_parser.sv",
-    "hdl-sim/rtl/tx_icrc_insert.sv",
-    "hdl-sim/rtl/roce_dp_top.sv",
-    "hdl-sim/rtl/dcb_pkg.sv",
-    "hdl-sim/rtl/roce_bram_fifo.sv",
-    "hdl-sim/rtl/dcb_frame_class.sv",
-    "hdl-sim/rtl/dcb_pause_timers.sv",
-    "hdl-sim/rtl/dcb_pfc_gen.sv",
-    "hdl-sim/rtl/dcb_ets.sv",
-    "hdl-sim/rtl/dcb_tx.sv",
-    "hdl-sim/rtl/dcb_rx.sv",
-    "hdl-sim/rtl/roce_dcb_top.sv",
-    // the fast path, which `nic_soc` builds in only with FASTPATH = 1 (not here: the
-    // part has no block RAMs left for it, docs/fastpath.md §6 "In the SoC"); read so
-    // that every module `nic_soc` names exists
+/// The RC fast path's own files (`roce_fp_top` and below, `docs/fastpath.md`; the
+/// simulator's list is `hdl-sim/build.rs`'s `FP_RTL`), read after [`DATAPATH`] (its
+/// parser, ICRC and FIFOs) by every target that builds any of it.
+const FASTPATH: &[&str] = &[
     "hdl-sim/rtl/fp_pkg.sv",
     "hdl-sim/rtl/roce_ram.sv",
+    "hdl-sim/rtl/roce_bram_fifo.sv",
     "hdl-sim/rtl/fp_tx_plan.sv",
     "hdl-sim/rtl/fp_tx_hdr.sv",
     "hdl-sim/rtl/fp_tx_emit.sv",
@@ -172,7 +169,16 @@ const SOC: &[&str] = &[
     "hdl-sim/rtl/fp_rx_move.sv",
     "hdl-sim/rtl/fp_rx.sv",
     "hdl-sim/rtl/fp_cqw.sv",
+    "hdl-sim/rtl/fp_sqf.sv",
     "hdl-sim/rtl/roce_fp_top.sv",
+];
+
+/// The NIC SoC's own blocks (`hdl-sim/rtl/soc/`), around the datapath, the DCB block
+/// (without transmit queues) and the fast path, which `nic_soc` builds in only with
+/// FASTPATH = 1 (not on the ECP5: the part has no block RAMs left for it,
+/// docs/fastpath.md §6 "In the SoC"; its files are read so that every module `nic_soc`
+/// names exists); with [`VEXRISCV`].
+const SOC: &[&str] = &[
     "hdl-sim/rtl/soc/soc_fp.sv",
     "hdl-sim/rtl/soc/soc_ram.sv",
     "hdl-sim/rtl/soc/soc_tdp_ram.sv",
@@ -185,63 +191,10 @@ const SOC: &[&str] = &[
     "hdl-sim/rtl/soc/nic_soc_ecp5.sv",
 ];
 
-/// The RC fast path's transmit side (`docs/fastpath.md` §2): send-context table, planner,
-/// header builder, emitter and the ICRC inserter.
-const FP_TX: &[&str] = &[
-    "hdl-sim/rtl/roce_rx_pkg.sv",
-    "hdl-sim/rtl/fp_pkg.sv",
-    "hdl-sim/rtl/roce_ram.sv",
-    "hdl-sim/rtl/roce_fifo.sv",
-    "hdl-sim/rtl/axis_skid.sv",
-    "hdl-sim/rtl/icrc.sv",
-    "hdl-sim/rtl/tx_icrc_insert.sv",
-    "hdl-sim/rtl/fp_tx_plan.sv",
-    "hdl-sim/rtl/fp_tx_hdr.sv",
-    "hdl-sim/rtl/fp_tx_emit.sv",
-    "hdl-sim/rtl/fp_tx.sv",
-];
-
-/// The RC fast path's receive side (`docs/fastpath.md` §3): the datapath's parser, the
-/// receive-context and MR tables, the placement check and the mover.
-const FP_RX: &[&str] = &[
-    "hdl-sim/rtl/roce_rx_pkg.sv",
-    "hdl-sim/rtl/fp_pkg.sv",
-    "hdl-sim/rtl/roce_ram.sv",
-    "hdl-sim/rtl/roce_fifo.sv",
-    "hdl-sim/rtl/roce_bram_fifo.sv",
-    "hdl-sim/rtl/axis_skid.sv",
-    "hdl-sim/rtl/icrc.sv",
-    "hdl-sim/rtl/rx_hdr_decode.sv",
-    "hdl-sim/rtl/rx_parser.sv",
-    "hdl-sim/rtl/fp_rx_check.sv",
-    "hdl-sim/rtl/fp_rx_move.sv",
-    "hdl-sim/rtl/fp_rx.sv",
-];
-
-/// The whole RC fast path (`roce_fp_top`): both sides and the in-flight list of the
-/// response path (`fp_inflight`).
-const FP: &[&str] = &[
-    "hdl-sim/rtl/roce_rx_pkg.sv",
-    "hdl-sim/rtl/fp_pkg.sv",
-    "hdl-sim/rtl/roce_ram.sv",
-    "hdl-sim/rtl/roce_fifo.sv",
-    "hdl-sim/rtl/roce_bram_fifo.sv",
-    "hdl-sim/rtl/axis_skid.sv",
-    "hdl-sim/rtl/icrc.sv",
-    "hdl-sim/rtl/rx_hdr_decode.sv",
-    "hdl-sim/rtl/rx_parser.sv",
-    "hdl-sim/rtl/tx_icrc_insert.sv",
-    "hdl-sim/rtl/fp_tx_plan.sv",
-    "hdl-sim/rtl/fp_tx_hdr.sv",
-    "hdl-sim/rtl/fp_tx_emit.sv",
-    "hdl-sim/rtl/fp_tx.sv",
-    "hdl-sim/rtl/fp_inflight.sv",
-    "hdl-sim/rtl/fp_rx_check.sv",
-    "hdl-sim/rtl/fp_rx_move.sv",
-    "hdl-sim/rtl/fp_rx.sv",
-    "hdl-sim/rtl/fp_cqw.sv",
-    "hdl-sim/rtl/roce_fp_top.sv",
-];
+/// The SoC's blocks, in the order it has always read them.
+const SOC_FILES: &[&[&str]] = &[DATAPATH, DCB, FASTPATH, SOC];
+/// The fast path's (its targets name their top: the whole, or one side).
+const FP_FILES: &[&[&str]] = &[DATAPATH, FASTPATH];
 
 /// The RAM of the SoC on the ECP5 (the `ecp5-85f` board of `firmware/image/src/boards.rs`).
 const SOC_ECP5_RAM: &str = "327680";
@@ -259,7 +212,7 @@ const ECP5_85_OOC: Part = Part::Ecp5 {
 const ROW: Target = Target {
     name: "",
     top: "roce_dp_top",
-    files: DATAPATH,
+    files: &[DATAPATH],
     package_files: &[],
     init_file: None,
     params: &[("DATA_WIDTH", "64")],
@@ -285,7 +238,7 @@ pub const TARGETS: &[Target] = &[
     Target {
         name: "soc-ecp5",
         top: "nic_soc_ecp5",
-        files: SOC,
+        files: SOC_FILES,
         package_files: VEXRISCV,
         init_file: Some("firmware/image/target/images/ecp5-85f/firmware.hex"),
         params: &[("RAM_BYTES", SOC_ECP5_RAM)],
@@ -301,7 +254,7 @@ pub const TARGETS: &[Target] = &[
     Target {
         name: "soc-xc7",
         top: "nic_soc_ecp5",
-        files: SOC,
+        files: SOC_FILES,
         package_files: VEXRISCV,
         params: &[("RAM_BYTES", SOC_ECP5_RAM)],
         part: Part::Xilinx7,
@@ -318,7 +271,7 @@ pub const TARGETS: &[Target] = &[
     Target {
         name: "dcb64-ecp5",
         top: "roce_dcb_top",
-        files: DCB,
+        files: &[DCB],
         ..ROW
     },
     Target {
@@ -326,7 +279,7 @@ pub const TARGETS: &[Target] = &[
         // queues, a 16 KiB receive buffer that holds the wire back
         name: "dcbsoc64-ecp5",
         top: "roce_dcb_top",
-        files: DCB,
+        files: &[DCB],
         params: &[
             ("DATA_WIDTH", "64"),
             ("QUEUE_BYTES", "0"),
@@ -339,19 +292,19 @@ pub const TARGETS: &[Target] = &[
     Target {
         name: "fptx64-ecp5",
         top: "fp_tx",
-        files: FP_TX,
+        files: FP_FILES,
         ..ROW
     },
     Target {
         name: "fprx64-ecp5",
         top: "fp_rx",
-        files: FP_RX,
+        files: FP_FILES,
         ..ROW
     },
     Target {
         name: "fp64-ecp5",
         top: "roce_fp_top",
-        files: FP,
+        files: FP_FILES,
         ..ROW
     },
 ];
@@ -508,7 +461,7 @@ fn table() -> String {
             params.join(" "),
             t.part.describe(),
             t.clock_mhz,
-            t.files.len()
+            t.files().len()
         );
     }
     out
@@ -537,12 +490,13 @@ fn run_target(
         dir.push("modules");
     }
     fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    for file in target.files {
+    let sources = target.files();
+    for file in &sources {
         if !root.join(file).is_file() {
             return Err(format!("{}: no file {file}", target.name));
         }
     }
-    let mut files: Vec<PathBuf> = target.files.iter().map(|f| root.join(f)).collect();
+    let mut files: Vec<PathBuf> = sources.iter().map(|f| root.join(f)).collect();
     for f in target.package_files {
         files.push(package_file(bin, f)?);
     }

@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod diff;
+pub mod host_mem;
 
 use std::path::{Path, PathBuf};
 

@@ -57,7 +57,7 @@ pub fn fingerprint(root: &Path, target: &Target) -> Result<String> {
     for (k, v) in target.params {
         fnv1a(&mut hash, format!("{k}={v}\n").as_bytes());
     }
-    for file in target.files {
+    for file in target.files() {
         let path = root.join(file);
         let text = fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
         fnv1a(&mut hash, format!("{file} {}\n", text.len()).as_bytes());
@@ -141,7 +141,7 @@ pub fn check(root: &Path) -> Result {
                 "{}: its sources ({}) changed since the place and route of {RECORD} \
                  ({:.2} MHz): {rerun}",
                 target.name,
-                target.files.join(", "),
+                target.files().join(", "),
                 entry.fmax_mhz
             ));
         }

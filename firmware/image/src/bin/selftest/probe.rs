@@ -805,6 +805,9 @@ impl<F: FastPath> FastPath for FpProbe<F> {
     fn sq_deadline(&mut self, qpn: Qpn) -> Option<u64> {
         self.call(|f| f.sq_deadline(qpn))
     }
+    fn sq_stopped(&mut self, qpn: Qpn) -> bool {
+        self.call(|f| f.sq_stopped(qpn))
+    }
     fn sq_news(&mut self) -> SqNews {
         self.call(|f| f.sq_news())
     }

@@ -1,0 +1,801 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
+//
+// fp_sqf: the WQE fetch (docs/fastpath.md §3.8). For a QP whose send queue
+// the firmware handed over, it reads the send WQEs (abi::SendWqe, 160 bytes)
+// from the host ring at a doorbell, checks them as roce_core::fastpath::
+// wqe_msg does (SEND, SEND_WITH_IMM, RDMA_WRITE, RDMA_WRITE_WITH_IMM; not
+// inline, no fence, at most 4 SGEs, at most 2^31 bytes, every SGE of
+// non-zero length inside an MR of the table in the QP's PD), and queues the
+// descriptor the engine would post (first PSN the end of the previous
+// message, the CQE flag when signaled). The model is roce_firmware::
+// fastpath::FastPathPort's sq_* methods; FpPort (roce_hdl_sim) drives this
+// through the table port.
+//
+// Per context entry an SQ context (a RAM of SQ_WORDS words: ring, log2
+// depth, sig_all, the local ACK timeout, MTU, ring indexes ci / pi / done,
+// PSNs base / una / next, PD, depth, deadline) and, beside it, the first PSN
+// of each WQE it holds (SQH per entry, so that a take-back can say where the
+// oldest unfinished one starts). active / stopped / pending are flip-flops
+// per entry (the event filter and the scheduler look at them every cycle).
+//
+// The table port (roce_fp_top's table 3; fp_pkg's SQ_* words):
+//   writes: SQ_W_RING_LO/HI, SQ_W_CFG {mtu_log2 [15:12], rto valid [9],
+//     sig_all [8], log2 depth [4:0]}, SQ_W_CI, SQ_W_PSN, SQ_W_PD, SQ_W_DEPTH,
+//     SQ_W_RTO_LO/HI stage a hand-over (any index); SQ_W_CMD (index = the
+//     QPN) 1 hands the staged queue over, 2 takes it back (fetching stops);
+//     SQ_W_DB (index = the QPN) a doorbell, the host's producer index;
+//     SQ_W_NOW_LO/HI the time (ns) the deadlines are computed from.
+//   reads (index = the QPN): SQ_R_CI, SQ_R_DONE, SQ_R_BASE, SQ_R_UNA,
+//     SQ_R_DL_LO/HI, SQ_R_FLAGS {deadline valid [2], stopped [1], active
+//     [0]}; global: SQ_R_TAKEN, SQ_R_SENDS (running counts of WQEs taken and
+//     of them SENDs), SQ_R_NEWS {a queue it holds is stopped [2], busy [1],
+//     CQEs written since the last read of this word [0], cleared by the read}.
+//     A fetch runs by itself after its doorbell (it may wait behind the
+//     segmenter's payload reads on the shared DMA read port), so a stop can
+//     come after the doorbell's own reads: bit 2 tells the firmware at its
+//     next look at the news, and it takes the stopped queue back (FLAGS says
+//     which).
+//
+// The hand-over's checks that nothing of the QP is under way (send context
+// valid, una_psn and next_psn at the staged PSN, no queued descriptor, an
+// empty in-flight list) are made by whoever drives the port before it hands
+// over (FpPort: the model's sq_hand_over conditions); this unit takes what it
+// is given.
+//
+// One FSM does everything, one thing at a time, so the SQ context RAM has one
+// read and one write port: the firmware's commands and reads (only while it
+// is idle), a response's retirement (an ACKED event of an active QP whose
+// CQEs the writer wrote, not a READ response's: the event is dropped, the
+// queue moves on: done += n, una, base from the first-PSN RAM, the deadline
+// restarted at now + timeout or cleared when everything is acknowledged),
+// and the fetch of the lowest pending entry. A fetch waits (from idle) until
+// the segmenter has a free slot and no payload read of its own outstanding
+// or half asked, then asks for the WQE's 160 bytes on the shared DMA read
+// port (the segmenter's requests held meanwhile; the answer is all its own
+// since nothing else is outstanding), decodes it, reads the MR entry of each
+// SGE from its own copy of the MR table (written with the table port's MR
+// writes), and offers the descriptor ahead of the firmware's (whose ready is
+// low while a fetch is under way). A table-port access waiting aborts a fetch
+// that has not asked for its WQE yet or waits to offer its descriptor (it is
+// fetched again), so the port never waits on the host or the segmenter.
+// A WQE it does not take, a producer index past the ring or a read error
+// stops the queue (until taken back).
+
+`resetall
+`default_nettype none
+
+module fp_sqf
+  import fp_pkg::*;
+#(
+    parameter int DATA_WIDTH = 64,
+    parameter int KEEP_WIDTH = DATA_WIDTH / 8,
+    parameter int NQP = 256,
+    parameter int NMR = 256,
+    // WQEs one queue may hold unfinished (first PSNs kept), a power of two
+    parameter int SQH = 32,
+    parameter int QPN_W = $clog2(NQP),
+    parameter int MR_W = $clog2(NMR)
+) (
+    input  wire logic                    clk,
+    input  wire logic                    rst,
+
+    // the table port (table 3's SQ words, already selected)
+    input  wire logic                    cfg_wr_valid,
+    output logic                         cfg_wr_ready,
+    input  wire logic [23:0]             cfg_wr_index,
+    input  wire logic [4:0]              cfg_wr_word,
+    input  wire logic [31:0]             cfg_wr_data,
+    input  wire logic                    cfg_rd_valid,
+    output logic                         cfg_rd_ready,
+    input  wire logic [23:0]             cfg_rd_index,
+    input  wire logic [4:0]              cfg_rd_word,
+    output logic [31:0]                  cfg_rdata,
+    output logic                         cfg_rdata_valid,
+
+    // snooped table writes: MR entries (table 2) and send-context word 0
+    input  wire logic                    mr_wr_en,
+    input  wire logic [MR_W-1:0]         mr_wr_index,
+    input  wire logic [4:0]              mr_wr_word,
+    input  wire logic [31:0]             mr_wr_data,
+    input  wire logic                    sc0_wr_en,
+    input  wire logic [QPN_W-1:0]        sc0_wr_index,
+    input  wire logic [31:0]             sc0_wr_data,
+
+    // the segmenter's descriptor input, ahead of the firmware's
+    output logic [TXD_BYTES*8-1:0]       m_txd_data,
+    output logic                         m_txd_valid,
+    input  wire logic                    m_txd_ready,
+    output logic                         busy,        // the firmware's descriptors wait
+    input  wire logic [5:0]              slots_used,
+
+    // the shared DMA read port: the segmenter's traffic, and this unit's
+    input  wire logic                    tx_req_valid,
+    input  wire logic                    tx_req_ready,
+    input  wire logic                    tx_req_last,
+    input  wire logic                    tx_data_valid,
+    input  wire logic                    tx_data_ready,
+    input  wire logic                    tx_data_last,
+    output logic [63:0]                  rd_req_addr,
+    output logic                         rd_req_valid,
+    input  wire logic                    rd_req_ready,
+    output logic                         rd_hold,     // the segmenter's requests wait
+    output logic                         rd_own,      // the read data is this unit's
+    input  wire logic [DATA_WIDTH-1:0]   rd_tdata,
+    input  wire logic                    rd_tvalid,
+    input  wire logic                    rd_tlast,
+    input  wire logic                    rd_terr,
+
+    // events (after the CQE writer): ACKED of an active queue are taken here
+    input  wire logic [EV_BYTES*8-1:0]   s_ev_data,
+    input  wire logic                    s_ev_valid,
+    output logic                         s_ev_ready,
+    output logic                         m_ev_valid,
+    input  wire logic                    m_ev_ready
+);
+
+  localparam int WQE_BYTES = 160;
+  localparam int BEATS = (WQE_BYTES + KEEP_WIDTH - 1) / KEEP_WIDTH;
+  localparam int BEAT_W = $clog2(BEATS + 1);
+  localparam int SQH_W = $clog2(SQH);
+  localparam int SQ_WORDS = 17;
+
+  // SQ context words (per entry)
+  localparam int X_RING_LO = 0;
+  localparam int X_RING_HI = 1;
+  localparam int X_CFG = 2;       // [4:0] log, [8] sig_all, [9] rto valid, [15:12] mtu
+  localparam int X_CI = 3;
+  localparam int X_PI = 4;
+  localparam int X_DONE = 5;
+  localparam int X_BASE = 6;
+  localparam int X_UNA = 7;
+  localparam int X_NEXT = 8;
+  localparam int X_PD = 9;
+  localparam int X_DEPTH = 10;
+  localparam int X_RTO_LO = 11;
+  localparam int X_RTO_HI = 12;
+  localparam int X_DL_LO = 13;
+  localparam int X_DL_HI = 14;
+  localparam int X_DL_V = 15;
+  localparam int X_QPN = 16;
+
+  initial begin
+    if (SQH < 2 || (SQH & (SQH - 1)) != 0) begin
+      $error("fp_sqf: SQH must be a power of two >= 2 (got %0d)", SQH);
+      $finish;
+    end
+  end
+
+  // ------------------------------------------------------------ registers
+  logic [NQP-1:0] active, stopped, pending;
+  logic [31:0] st_ring_lo, st_ring_hi, st_cfg, st_ci, st_psn, st_pd, st_depth;
+  logic [31:0] st_rto_lo, st_rto_hi;
+  logic [63:0] now;
+  logic [31:0] n_taken, n_sends;
+  logic        news_cqe;
+
+  // --------------------------------------------------------- the SQ RAM
+  logic [QPN_W-1:0]      x_wr_addr, x_rd_addr;
+  logic [SQ_WORDS-1:0]   x_wr_en;
+  logic [SQ_WORDS*32-1:0] x_wr_data, x_rd_data;
+  logic                  x_rd_en;
+
+  roce_ram #(
+    .WORDS(SQ_WORDS),
+    .DEPTH(NQP)
+  ) sq_ram_inst (
+    .clk(clk),
+    .wr_addr(x_wr_addr),
+    .wr_en(x_wr_en),
+    .wr_data(x_wr_data),
+    .rd_addr(x_rd_addr),
+    .rd_en(x_rd_en),
+    .rd_data(x_rd_data)
+  );
+
+  // first PSNs of the WQEs held: entry e, WQE i at e * SQH + i mod SQH
+  logic [QPN_W+SQH_W-1:0] f_wr_addr, f_rd_addr;
+  logic                   f_wr_en, f_rd_en;
+  logic [31:0]            f_wr_data, f_rd_data;
+  roce_ram #(
+    .WORDS(1),
+    .DEPTH(NQP * SQH)
+  ) fpsn_ram_inst (
+    .clk(clk),
+    .wr_addr(f_wr_addr),
+    .wr_en(f_wr_en),
+    .wr_data(f_wr_data),
+    .rd_addr(f_rd_addr),
+    .rd_en(f_rd_en),
+    .rd_data(f_rd_data)
+  );
+
+  // the MR table's copy (written with the table port's MR writes)
+  logic [MR_W-1:0]        m_rd_addr;
+  logic                   m_rd_en;
+  logic [MR_BYTES*8-1:0]  m_rd_data;
+  logic [MR_BYTES/4-1:0]  m_we;
+  always_comb begin
+    m_we = '0;
+    if (mr_wr_en && 32'(mr_wr_word) < MR_BYTES / 4) m_we[mr_wr_word[2:0]] = 1'b1;
+  end
+  roce_ram #(
+    .WORDS(MR_BYTES / 4),
+    .DEPTH(NMR)
+  ) mr_ram_inst (
+    .clk(clk),
+    .wr_addr(mr_wr_index),
+    .wr_en(m_we),
+    .wr_data({(MR_BYTES / 4){mr_wr_data}}),
+    .rd_addr(m_rd_addr),
+    .rd_en(m_rd_en),
+    .rd_data(m_rd_data)
+  );
+
+  // ---------------------------------------------------------- the FSM
+  typedef enum logic [4:0] {
+    S_IDLE,
+    S_RD,        // a firmware read: data out
+    S_R_CTX,     // retirement: the context read
+    S_R_FPSN,    // retirement: the new oldest WQE's first PSN read
+    S_R_WB,      // retirement: write back
+    S_F_CTX,     // fetch: the context read
+    S_F_CHK,     // fetch: may it go
+    S_F_REQ,     // fetch: the WQE asked
+    S_F_DATA,    // fetch: its bytes
+    S_F_DEC,     // fetch: decoded
+    S_F_MR,      // fetch: an SGE's MR read
+    S_F_MRC,     // fetch: its check
+    S_F_BUILD,   // fetch: the descriptor
+    S_F_OFFER,   // fetch: offered to the segmenter
+    S_F_COMMIT,  // fetch: the context moves on
+    S_F_COOL,    // fetch: the segmenter's slot count catches up
+    S_F_STOP     // fetch: a WQE not taken
+  } state_t;
+  state_t st;
+
+  // the command and read words
+  logic w_cmd, w_db, w_now, r_ctx, r_glob;
+  assign w_cmd = cfg_wr_word == SQ_W_CMD;
+  assign w_db = cfg_wr_word == SQ_W_DB;
+  assign w_now = cfg_wr_word == SQ_W_NOW_LO || cfg_wr_word == SQ_W_NOW_HI;
+  assign r_glob = cfg_rd_word == SQ_R_TAKEN || cfg_rd_word == SQ_R_SENDS
+      || cfg_rd_word == SQ_R_NEWS;
+  assign r_ctx = !r_glob;
+
+  logic fw_wait;   // a table-port access that needs the FSM waits
+  assign fw_wait = (cfg_wr_valid && (w_cmd || w_db)) || (cfg_rd_valid && r_ctx);
+  assign cfg_wr_ready = (w_cmd || w_db) ? st == S_IDLE : 1'b1;
+  assign cfg_rd_ready = r_ctx ? (st == S_IDLE && !(cfg_wr_valid && (w_cmd || w_db)))
+      : st != S_RD;
+
+  logic [QPN_W-1:0] e;           // the entry at work
+  logic [4:0]       rd_word_q;
+  logic             rd_glob_q, glob_valid_q;
+  logic [31:0]      glob_q;
+
+  // the entry to fetch for: the lowest pending one (registered)
+  logic             pick_v;
+  logic [QPN_W-1:0] pick;
+  always_ff @(posedge clk) begin
+    pick_v <= 1'b0;
+    pick <= '0;
+    for (int i = NQP - 1; i >= 0; i--)
+      if (pending[i]) begin
+        pick_v <= 1'b1;
+        pick <= QPN_W'(i);
+      end
+    if (rst) pick_v <= 1'b0;
+  end
+
+  // the ACKED event this unit takes: an active queue's, not a READ response's,
+  // its CQEs written (or none owed)
+  logic [QPN_W-1:0] ev_e;
+  logic             ev_take;
+  assign ev_e = s_ev_data[8*EV_QPN +: QPN_W];
+  assign ev_take = s_ev_data[8*EV_KIND +: 8] == EVK_ACKED && active[ev_e]
+      && !s_ev_data[8*EV_RFLAGS] && s_ev_data[8*EV_RFLAGS + 2];
+  logic ret_go;   // the FSM takes the event this cycle
+  assign m_ev_valid = s_ev_valid && !ev_take;
+  assign s_ev_ready = ev_take ? ret_go : m_ev_ready;
+
+  // the segmenter's payload reads: packets asked and not answered, one half asked
+  logic [7:0] tx_out;
+  logic       tx_mid;
+  logic       dma_free;
+  assign dma_free = tx_out == 0 && !tx_mid;
+  always_ff @(posedge clk) begin
+    if (tx_req_valid && tx_req_ready) tx_mid <= !tx_req_last;
+    tx_out <= tx_out + 8'(tx_req_valid && tx_req_ready && tx_req_last)
+        - 8'(tx_data_valid && tx_data_ready && tx_data_last);
+    if (rst) begin
+      tx_out <= '0;
+      tx_mid <= 1'b0;
+    end
+  end
+
+  // the context read (registered RAM output), as fields
+  logic [63:0] c_ring, c_rto, c_dl;
+  logic [4:0]  c_log;
+  logic        c_sig_all, c_rto_v, c_dl_v;
+  logic [3:0]  c_mtu;
+  logic [31:0] c_ci, c_pi, c_done, c_pd, c_depth;
+  logic [23:0] c_base, c_una, c_next, c_qpn;
+  always_comb begin
+    c_ring = {x_rd_data[32*X_RING_HI +: 32], x_rd_data[32*X_RING_LO +: 32]};
+    c_log = x_rd_data[32*X_CFG +: 5];
+    c_sig_all = x_rd_data[32*X_CFG + 8];
+    c_rto_v = x_rd_data[32*X_CFG + 9];
+    c_mtu = x_rd_data[32*X_CFG + 12 +: 4];
+    c_ci = x_rd_data[32*X_CI +: 32];
+    c_pi = x_rd_data[32*X_PI +: 32];
+    c_done = x_rd_data[32*X_DONE +: 32];
+    c_base = x_rd_data[32*X_BASE +: 24];
+    c_una = x_rd_data[32*X_UNA +: 24];
+    c_next = x_rd_data[32*X_NEXT +: 24];
+    c_pd = x_rd_data[32*X_PD +: 32];
+    c_depth = x_rd_data[32*X_DEPTH +: 32];
+    c_rto = {x_rd_data[32*X_RTO_HI +: 32], x_rd_data[32*X_RTO_LO +: 32]};
+    c_dl = {x_rd_data[32*X_DL_HI +: 32], x_rd_data[32*X_DL_LO +: 32]};
+    c_dl_v = x_rd_data[32*X_DL_V];
+    c_qpn = x_rd_data[32*X_QPN +: 24];
+  end
+  // the context held through a fetch or retirement (the RAM output is reused)
+  logic [SQ_WORDS*32-1:0] ctx;
+  logic [63:0] k_ring, k_rto;
+  logic [4:0]  k_log;
+  logic        k_sig_all, k_rto_v, k_dl_v;
+  logic [3:0]  k_mtu;
+  logic [31:0] k_ci, k_pi, k_done, k_pd, k_depth;
+  logic [23:0] k_next, k_qpn;
+  always_comb begin
+    k_ring = {ctx[32*X_RING_HI +: 32], ctx[32*X_RING_LO +: 32]};
+    k_log = ctx[32*X_CFG +: 5];
+    k_sig_all = ctx[32*X_CFG + 8];
+    k_rto_v = ctx[32*X_CFG + 9];
+    k_mtu = ctx[32*X_CFG + 12 +: 4];
+    k_ci = ctx[32*X_CI +: 32];
+    k_pi = ctx[32*X_PI +: 32];
+    k_done = ctx[32*X_DONE +: 32];
+    k_next = ctx[32*X_NEXT +: 24];
+    k_pd = ctx[32*X_PD +: 32];
+    k_depth = ctx[32*X_DEPTH +: 32];
+    k_rto = {ctx[32*X_RTO_HI +: 32], ctx[32*X_RTO_LO +: 32]};
+    k_dl_v = ctx[32*X_DL_V];
+    k_qpn = ctx[32*X_QPN +: 24];
+  end
+
+  // ------------------------------------------------------ the WQE bytes
+  logic [BEATS*DATA_WIDTH-1:0] wqe;
+  logic [BEAT_W-1:0]           beat;
+  logic                        rd_err;
+  logic [7:0]                  w_opcode, w_flags, w_nsge;
+  logic [63:0]                 w_wr_id, w_raddr;
+  logic [31:0]                 w_imm, w_rkey;
+  logic [63:0]                 w_sge_addr [4];
+  logic [31:0]                 w_sge_len [4];
+  logic [31:0]                 w_sge_key [4];
+  always_comb begin
+    w_wr_id = wqe[0 +: 64];
+    w_opcode = wqe[8*8 +: 8];
+    w_flags = wqe[8*9 +: 8];
+    w_nsge = wqe[8*10 +: 8];
+    w_imm = wqe[8*12 +: 32];
+    w_raddr = wqe[8*16 +: 64];
+    w_rkey = wqe[8*24 +: 32];
+    for (int i = 0; i < 4; i++) begin
+      w_sge_addr[i] = wqe[8*(96 + 16*i) +: 64];
+      w_sge_len[i] = wqe[8*(96 + 16*i + 8) +: 32];
+      w_sge_key[i] = wqe[8*(96 + 16*i + 12) +: 32];
+    end
+  end
+
+  // decoded (S_F_DEC)
+  logic [7:0]  d_op;          // the descriptor's op (fp_pkg OP_*; SEND = 0)
+  logic        d_write;       // a WRITE (carries the remote address and key)
+  logic        d_imm;         // WITH_IMM
+  logic        d_ok;          // the WQE passes the checks that need no MR
+  logic [33:0] d_len;
+  logic [2:0]  sg;            // the SGE being checked
+  always_comb begin
+    logic [33:0] sum;
+    logic        keys_ok;
+    sum = '0;
+    keys_ok = 1'b1;
+    for (int i = 0; i < 4; i++)
+      if (32'(i) < 32'(w_nsge)) begin
+        sum = sum + {2'd0, w_sge_len[i]};
+        if (w_sge_key[i] == 32'hFFFF_FFFF) keys_ok = 1'b0;   // the firmware's WQE_LKEY
+      end
+    d_len = sum;
+    d_ok = w_opcode <= 8'd3 && (w_flags & 8'h09) == 8'h00 && w_nsge <= 8'd4 && keys_ok
+        && sum <= 34'h8000_0000 && !rd_err;
+  end
+
+  // the MR check of SGE sg (S_F_MRC, the entry read in S_F_MR)
+  logic [63:0] mr_base, mr_length;
+  logic [31:0] mr_key, mr_pd;
+  logic [7:0]  mr_valid;
+  logic        mr_ok;
+  always_comb begin
+    logic [63:0] off;
+    mr_key = m_rd_data[8*MR_KEY +: 32];
+    mr_pd = m_rd_data[8*MR_PD +: 32];
+    mr_base = m_rd_data[8*MR_BASE +: 64];
+    mr_length = m_rd_data[8*MR_LENGTH +: 64];
+    mr_valid = m_rd_data[8*MR_VALID +: 8];
+    off = w_sge_addr[sg[1:0]] - mr_base;
+    // MemoryRegion::check with no rights asked, range_within's arithmetic
+    mr_ok = mr_key != 0 && mr_key == w_sge_key[sg[1:0]] && mr_pd == k_pd && mr_valid != 0
+        && w_sge_addr[sg[1:0]] >= mr_base && off <= mr_length
+        && {32'd0, w_sge_len[sg[1:0]]} <= mr_length - off;
+  end
+
+  // the descriptor (S_F_BUILD)
+  logic [TXD_BYTES*8-1:0] txd;
+  logic [23:0]            d_first, d_after;
+  logic                   d_send;
+  assign m_txd_data = txd;
+  assign m_txd_valid = st == S_F_OFFER && active[e] && !fw_wait;
+  assign busy = st != S_IDLE && st != S_RD && st != S_R_CTX && st != S_R_FPSN && st != S_R_WB;
+
+  logic [31:0] slot_i;
+  assign slot_i = k_ci & ((32'd1 << k_log) - 32'd1);
+  assign rd_req_addr = k_ring + {32'd0, slot_i} * 64'(WQE_BYTES);
+  assign rd_req_valid = st == S_F_REQ && dma_free && !fw_wait;
+  assign rd_hold = st == S_F_REQ;
+
+  // the held count and the limits
+  logic [31:0] held;
+  assign held = k_ci - k_done;
+
+  always_ff @(posedge clk) begin
+    glob_valid_q <= 1'b0;
+
+    // the staging words, the time
+    if (cfg_wr_valid && cfg_wr_ready) begin
+      case (cfg_wr_word)
+        SQ_W_RING_LO: st_ring_lo <= cfg_wr_data;
+        SQ_W_RING_HI: st_ring_hi <= cfg_wr_data;
+        SQ_W_CFG: st_cfg <= cfg_wr_data;
+        SQ_W_CI: st_ci <= cfg_wr_data;
+        SQ_W_PSN: st_psn <= cfg_wr_data;
+        SQ_W_PD: st_pd <= cfg_wr_data;
+        SQ_W_DEPTH: st_depth <= cfg_wr_data;
+        SQ_W_RTO_LO: st_rto_lo <= cfg_wr_data;
+        SQ_W_RTO_HI: st_rto_hi <= cfg_wr_data;
+        SQ_W_NOW_LO: now[31:0] <= cfg_wr_data;
+        SQ_W_NOW_HI: now[63:32] <= cfg_wr_data;
+        default: ;
+      endcase
+    end
+    // global reads (ready but in S_RD)
+    if (cfg_rd_valid && cfg_rd_ready && r_glob) begin
+      glob_valid_q <= 1'b1;
+      rd_glob_q <= 1'b1;
+      glob_q <= cfg_rd_word == SQ_R_TAKEN ? n_taken
+          : cfg_rd_word == SQ_R_SENDS ? n_sends
+          : {29'd0, (active & stopped) != '0, st != S_IDLE || pending != '0, news_cqe};
+      if (cfg_rd_word == SQ_R_NEWS) news_cqe <= 1'b0;
+    end
+
+    case (st)
+      S_IDLE: begin
+        if (cfg_wr_valid && w_cmd) begin
+          if (cfg_wr_data[1:0] == 2'd1) begin
+            // hand over: the staged queue into the entry (x_wr_*)
+            active[cfg_wr_index[QPN_W-1:0]] <= 1'b1;
+            stopped[cfg_wr_index[QPN_W-1:0]] <= 1'b0;
+            pending[cfg_wr_index[QPN_W-1:0]] <= 1'b0;
+          end else if (cfg_wr_data[1:0] == 2'd2) begin
+            active[cfg_wr_index[QPN_W-1:0]] <= 1'b0;
+            pending[cfg_wr_index[QPN_W-1:0]] <= 1'b0;
+          end
+        end else if (cfg_wr_valid && w_db) begin
+          if (db_ok) pending[cfg_wr_index[QPN_W-1:0]] <= 1'b1;
+        end else if (cfg_rd_valid && r_ctx) begin
+          e <= cfg_rd_index[QPN_W-1:0];
+          rd_word_q <= cfg_rd_word;
+          rd_glob_q <= 1'b0;
+          st <= S_RD;
+        end else if (ret_go) begin
+          e <= ev_e;
+          st <= S_R_CTX;
+        end else if (pick_v && pending[pick]) begin
+          e <= pick;
+          st <= S_F_CTX;
+        end
+      end
+
+      S_RD: begin
+        st <= S_IDLE;
+      end
+
+      // --------------------------------------------------- retirement
+      S_R_CTX: begin
+        ctx <= x_rd_data;
+        st <= S_R_FPSN;   // (f_rd_*: the new oldest WQE's first PSN, done + n)
+      end
+      S_R_FPSN: begin
+        st <= S_R_WB;
+      end
+      S_R_WB: begin
+        // (x_wr_*: done, base, una, the deadline)
+        // room again: the fetch looks once more
+        if (active[e] && !stopped[e]) pending[e] <= 1'b1;
+        news_cqe <= 1'b1;
+        st <= S_IDLE;
+      end
+
+      // -------------------------------------------------------- fetch
+      S_F_CTX: begin
+        ctx <= x_rd_data;
+        st <= S_F_CHK;
+      end
+      S_F_CHK: begin
+        if (!active[e] || stopped[e] || k_ci == k_pi
+            || held >= k_depth || held >= 32'(SQH)) begin
+          // nothing to fetch, or as much held as allowed: a retirement or a
+          // doorbell makes it pending again
+          pending[e] <= 1'b0;
+          st <= S_IDLE;
+        end else if (slots_used >= 6'd32 || fw_wait || !dma_free) begin
+          // still pending: tried again (S_F_REQ holds the segmenter's requests, so
+          // it is entered only with none of them outstanding)
+          st <= S_IDLE;
+        end else if (k_pi - k_ci > (32'd1 << k_log)) begin
+          st <= S_F_STOP;   // a producer index past the ring
+        end else begin
+          st <= S_F_REQ;
+        end
+      end
+      S_F_REQ: begin
+        if (fw_wait || !dma_free) st <= S_IDLE;   // tried again
+        else if (rd_req_ready) begin
+          beat <= '0;
+          rd_err <= 1'b0;
+          st <= S_F_DATA;
+        end
+      end
+      S_F_DATA: begin
+        if (rd_tvalid && rd_own) begin
+          if (32'(beat) < BEATS) wqe[32'(beat) * DATA_WIDTH +: DATA_WIDTH] <= rd_tdata;
+          if (32'(beat) < BEATS) beat <= beat + BEAT_W'(1);
+          if (rd_terr) rd_err <= 1'b1;
+          if (rd_tlast) st <= S_F_DEC;
+        end
+      end
+      S_F_DEC: begin
+        sg <= '0;
+        st <= d_ok ? S_F_MR : S_F_STOP;
+      end
+      S_F_MR: begin
+        if (32'(sg) >= 32'(w_nsge)) st <= S_F_BUILD;
+        else if (w_sge_len[sg[1:0]] == 32'd0) sg <= sg + 3'd1;
+        else st <= S_F_MRC;   // (m_rd_*: the SGE's MR entry)
+      end
+      S_F_MRC: begin
+        if (mr_ok) begin
+          sg <= sg + 3'd1;
+          st <= S_F_MR;
+        end else st <= S_F_STOP;
+      end
+      S_F_BUILD: begin
+        logic [32:0] npk;
+        logic [31:0] mtu_m1;
+        mtu_m1 = (32'd1 << k_mtu) - 32'd1;
+        npk = ({1'b0, d_len[31:0]} + {1'b0, mtu_m1}) >> k_mtu;
+        if (npk == 0) npk = 33'd1;
+        d_first <= k_next;
+        d_after <= k_next + npk[23:0];
+        d_send <= d_op == 8'd0 || d_op == OP_SEND_IMM;
+        txd <= '0;
+        txd[8*TD_QPN +: 24] <= k_qpn;
+        txd[8*TD_OP +: 8] <= d_op;
+        txd[8*TD_FLAGS] <= w_flags[2];                       // SOLICITED -> SE
+        txd[8*TD_FLAGS + TD_F_CQE] <= k_sig_all || w_flags[1];
+        txd[8*TD_NUM_SGE +: 8] <= w_nsge;
+        txd[8*TD_WQE +: 16] <= k_ci[15:0];
+        txd[8*TD_LENGTH +: 32] <= d_len[31:0];
+        txd[8*TD_IMM +: 32] <= d_imm ? w_imm : 32'd0;
+        txd[8*TD_RADDR +: 64] <= d_write ? w_raddr : 64'd0;
+        txd[8*TD_RKEY +: 32] <= d_write ? w_rkey : 32'd0;
+        txd[8*TD_FIRST_PSN +: 24] <= k_next;
+        for (int i = 0; i < 4; i++)
+          if (32'(i) < 32'(w_nsge)) begin
+            txd[8*(TD_SGE + 12*i) +: 64] <= w_sge_addr[i];
+            txd[8*(TD_SGE + 12*i + 8) +: 32] <= w_sge_len[i];
+          end
+        if (k_sig_all || w_flags[1]) txd[8*TD_WR_ID +: 64] <= w_wr_id;
+        st <= S_F_OFFER;
+      end
+      S_F_OFFER: begin
+        if (!active[e] || fw_wait) st <= S_IDLE;   // fetched again later
+        else if (m_txd_ready) st <= S_F_COMMIT;
+      end
+      S_F_COMMIT: begin
+        // (x_wr_*: ci, next, the deadline when none runs; f_wr_*: the first PSN)
+        n_taken <= n_taken + 32'd1;
+        if (d_send) n_sends <= n_sends + 32'd1;
+        st <= S_F_COOL;
+      end
+      S_F_COOL: begin
+        st <= S_IDLE;
+      end
+      S_F_STOP: begin
+        stopped[e] <= 1'b1;
+        pending[e] <= 1'b0;
+        st <= S_IDLE;
+      end
+      default: st <= S_IDLE;
+    endcase
+
+    // a send context written with valid clear: the queue is gone (the model's
+    // write_sctx drops q.sq)
+    if (sc0_wr_en && !sc0_wr_data[8*SC_FLAGS + 2]) begin
+      active[sc0_wr_index] <= 1'b0;
+      pending[sc0_wr_index] <= 1'b0;
+    end
+
+    if (rst) begin
+      st <= S_IDLE;
+      active <= '0;
+      stopped <= '0;
+      pending <= '0;
+      n_taken <= '0;
+      n_sends <= '0;
+      news_cqe <= 1'b0;
+      now <= '0;
+      glob_valid_q <= 1'b0;
+      rd_glob_q <= 1'b0;
+    end
+  end
+
+  // the RAMs' ports: reads and writes in the cycle the FSM decides them, so
+  // the next state sees the data and a read after a write the new contents
+  logic db_ok;
+  assign db_ok = active[cfg_wr_index[QPN_W-1:0]] && !stopped[cfg_wr_index[QPN_W-1:0]];
+  logic [63:0] dl_new;
+  assign dl_new = now + k_rto;
+  logic [31:0] done_n;
+  assign done_n = k_done + {24'd0, r_done};
+  always_comb begin
+    x_rd_en = 1'b0;
+    x_rd_addr = pick;
+    x_wr_en = '0;
+    x_wr_addr = e;
+    x_wr_data = '0;
+    f_rd_en = 1'b0;
+    f_rd_addr = {e, SQH_W'(c_done + {24'd0, r_done})};
+    f_wr_en = 1'b0;
+    f_wr_addr = {e, k_ci[SQH_W-1:0]};
+    f_wr_data = {8'd0, d_first};
+    m_rd_en = 1'b0;
+    m_rd_addr = w_sge_key[sg[1:0]][8 +: MR_W];
+    case (st)
+      S_IDLE: begin
+        if (cfg_wr_valid && w_cmd) begin
+          if (cfg_wr_data[1:0] == 2'd1) begin
+            x_wr_addr = cfg_wr_index[QPN_W-1:0];
+            x_wr_en = '1;
+            x_wr_data = {
+              {8'd0, cfg_wr_index},                          // X_QPN
+              32'd0,                                         // X_DL_V
+              32'd0, 32'd0,                                  // X_DL_HI, X_DL_LO
+              st_rto_hi, st_rto_lo,
+              st_depth, st_pd,
+              {8'd0, st_psn[23:0]},                          // X_NEXT
+              {8'd0, st_psn[23:0]},                          // X_UNA
+              {8'd0, st_psn[23:0]},                          // X_BASE
+              st_ci,                                         // X_DONE
+              st_ci,                                         // X_PI
+              st_ci,                                         // X_CI
+              st_cfg, st_ring_hi, st_ring_lo
+            };
+          end
+        end else if (cfg_wr_valid && w_db) begin
+          if (db_ok) begin
+            x_wr_addr = cfg_wr_index[QPN_W-1:0];
+            x_wr_en = SQ_WORDS'(1) << X_PI;
+            x_wr_data = {SQ_WORDS{cfg_wr_data}};
+          end
+        end else if (cfg_rd_valid && r_ctx) begin
+          x_rd_en = 1'b1;
+          x_rd_addr = cfg_rd_index[QPN_W-1:0];
+        end else if (ret_go) begin
+          x_rd_en = 1'b1;
+          x_rd_addr = ev_e;
+        end else if (pick_v && pending[pick]) begin
+          x_rd_en = 1'b1;
+          x_rd_addr = pick;
+        end
+      end
+      S_R_CTX: f_rd_en = 1'b1;
+      S_R_WB: begin
+        x_wr_en = (SQ_WORDS'(1) << X_DONE) | (SQ_WORDS'(1) << X_BASE)
+            | (SQ_WORDS'(1) << X_UNA) | (SQ_WORDS'(1) << X_DL_LO)
+            | (SQ_WORDS'(1) << X_DL_HI) | (SQ_WORDS'(1) << X_DL_V);
+        x_wr_data[32*X_DONE +: 32] = done_n;
+        x_wr_data[32*X_BASE +: 24] = done_n == k_ci ? k_next : f_rd_data[23:0];
+        x_wr_data[32*X_UNA +: 24] = r_una;
+        x_wr_data[32*X_DL_LO +: 32] = dl_new[31:0];
+        x_wr_data[32*X_DL_HI +: 32] = dl_new[63:32];
+        // stopped when everything is acknowledged, as the engine's completer
+        x_wr_data[32*X_DL_V] = r_una != k_next && k_rto_v;
+      end
+      S_F_MR: m_rd_en = 32'(sg) < 32'(w_nsge) && w_sge_len[sg[1:0]] != 32'd0;
+      S_F_COMMIT: begin
+        x_wr_en = (SQ_WORDS'(1) << X_CI) | (SQ_WORDS'(1) << X_NEXT);
+        // the engine arms its timer when it hands out a message with none running
+        if (!k_dl_v)
+          x_wr_en = x_wr_en | (SQ_WORDS'(1) << X_DL_LO) | (SQ_WORDS'(1) << X_DL_HI)
+              | (SQ_WORDS'(1) << X_DL_V);
+        x_wr_data[32*X_CI +: 32] = k_ci + 32'd1;
+        x_wr_data[32*X_NEXT +: 24] = d_after;
+        x_wr_data[32*X_DL_LO +: 32] = dl_new[31:0];
+        x_wr_data[32*X_DL_HI +: 32] = dl_new[63:32];
+        x_wr_data[32*X_DL_V] = k_rto_v;
+        f_wr_en = 1'b1;
+      end
+      default: ;
+    endcase
+  end
+  assign cfg_rdata_valid = glob_valid_q || st == S_RD;
+
+  // the retirement's event fields, held from the take (S_IDLE) on
+  logic [7:0]  r_done;
+  logic [23:0] r_una;
+  always_ff @(posedge clk) begin
+    if (st == S_IDLE && ret_go) begin
+      r_done <= s_ev_data[8*EV_DONE +: 8];
+      r_una <= s_ev_data[8*EV_UNA +: 24];
+    end
+  end
+  assign ret_go = st == S_IDLE && s_ev_valid && ev_take && !(cfg_wr_valid && (w_cmd || w_db))
+      && !(cfg_rd_valid && r_ctx);
+
+  // decoded op (from the WQE bytes)
+  always_comb begin
+    d_write = w_opcode == 8'd0 || w_opcode == 8'd1;
+    d_imm = w_opcode == 8'd1 || w_opcode == 8'd3;
+    case (w_opcode)
+      8'd0: d_op = OP_WRITE;
+      8'd1: d_op = OP_WRITE_IMM;
+      8'd3: d_op = OP_SEND_IMM;
+      default: d_op = 8'd0;   // SEND
+    endcase
+  end
+
+  // the read data
+  always_comb begin
+    cfg_rdata = glob_q;
+    if (!rd_glob_q) begin
+      case (rd_word_q)
+        SQ_R_CI: cfg_rdata = c_ci;
+        SQ_R_DONE: cfg_rdata = c_done;
+        SQ_R_BASE: cfg_rdata = {8'd0, c_base};
+        SQ_R_UNA: cfg_rdata = {8'd0, c_una};
+        SQ_R_DL_LO: cfg_rdata = c_dl[31:0];
+        SQ_R_DL_HI: cfg_rdata = c_dl[63:32];
+        SQ_R_FLAGS: cfg_rdata = {29'd0, c_dl_v, stopped[e], active[e]};
+        default: cfg_rdata = '0;
+      endcase
+    end
+  end
+
+  // the read data is this unit's from its request to its last beat
+  always_ff @(posedge clk) begin
+    if (rd_req_valid && rd_req_ready) rd_own <= 1'b1;
+    if (rd_own && rd_tvalid && rd_tlast) rd_own <= 1'b0;
+    if (rst) rd_own <= 1'b0;
+  end
+
+  /* verilator lint_off UNUSEDSIGNAL */
+  logic unused;
+  assign unused = ^{c_ring, c_rto, c_log, c_sig_all, c_rto_v, c_mtu, c_pi, c_pd, c_depth,
+                    c_next, c_qpn, k_pi, wqe, d_first, sc0_wr_data, cfg_rd_word, c_una,
+                    st_psn, f_rd_data, c_base, d_len, w_now, cfg_rd_index, m_rd_data};
+  /* verilator lint_on UNUSEDSIGNAL */
+
+endmodule
+
+`resetall

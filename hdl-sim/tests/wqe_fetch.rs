@@ -1,0 +1,488 @@
+//! The WQE fetch in RTL (`rtl/fp_sqf.sv` in `roce_fp_top`, `docs/fastpath.md` §3.8)
+//! against the model's (`roce_firmware::fastpath::FastPathPort`'s `sq_*` methods, the
+//! rule `roce_core::fastpath::wqe_msg`): the same `FastPath` calls on `FpPort` and on
+//! the model, over the same host memory, must give the same decisions (WQEs taken, of
+//! them SENDs, where the fetch stops), the same frames byte for byte, the same deadline
+//! and the same state at the take-back. The WQEs cover what the fetch takes (WRITE,
+//! SEND, with immediate, signaled or not, solicited, zero-length SGEs with any key) and
+//! each reason it stops at one (an L_Key the table does not hold, a foreign PD, a range
+//! past the MR, an invalidated MR, the firmware's reserved key, inline, fence, READ,
+//! five SGEs, more than 2^31 bytes, a producer index past the ring, a ring the host
+//! cannot read) or holds back (the engine's send-queue depth).
+
+mod common;
+
+use common::host_mem::HostMem;
+use roce_core::fastpath::layout;
+use roce_core::fastpath::{MrEntry, RecvCtx, RxCur, SendCtx, SqIdle};
+use roce_core::memory::{AccessFlags, Dma, Pd};
+use roce_core::num::{Lkey, Msn, Psn, Qpn, Rkey};
+use roce_core::transport::{Mtu, SendFlags, SendWr, WrOp};
+use roce_core::wire::ethernet::{EthernetRepr, MacAddr};
+use roce_core::wire::ipv4::Ipv4Repr;
+use roce_core::wire::udp::{UdpRepr, ROCEV2_PORT};
+use roce_core::wire::{HeaderTemplate, L3Repr};
+use roce_firmware::abi::SendWqe;
+use roce_firmware::fastpath::{CqRing, FastPathPort, SqBack, SqRing, SqRung};
+use roce_firmware::hal::{Datapath, FastPath};
+use roce_hdl_sim::{rtl_available, DataWidth, FpPort, FP_CTX_ENTRIES};
+use std::collections::VecDeque;
+use std::net::Ipv4Addr;
+use zerocopy::IntoBytes;
+
+/// The wire: what the fast path sent.
+#[derive(Default)]
+struct Wire {
+    sent: Vec<Vec<u8>>,
+    rx: VecDeque<Vec<u8>>,
+}
+
+impl Datapath for Wire {
+    fn transmit(&mut self, frame: &[u8]) -> bool {
+        self.sent.push(frame.to_vec());
+        true
+    }
+    fn can_transmit(&self) -> bool {
+        true
+    }
+    fn receive(&mut self, buf: &mut [u8]) -> Option<usize> {
+        let f = self.rx.pop_front()?;
+        buf.get_mut(..f.len())?.copy_from_slice(&f);
+        Some(f.len())
+    }
+}
+
+const MEM_BASE: u64 = 0x10_0000;
+const MEM_LEN: usize = 96 * 1024;
+/// The send ring (16 WQEs), the send CQ, the data the WQEs point at.
+const RING: u64 = MEM_BASE;
+const RING_LOG: u8 = 4;
+const CQ_RING: u64 = MEM_BASE + 0x1000;
+const DATA: u64 = MEM_BASE + 0x2000;
+const DATA_LEN: u64 = 0x10000;
+/// The QP (in context entry 3), its MR (table entry 5) and the PDs.
+const QPN: u32 = 3 + FP_CTX_ENTRIES as u32;
+const MR_INDEX: u32 = 5;
+const KEY: u32 = (MR_INDEX << 8) | 0x3C;
+const PD: u16 = 2;
+const CQ: u16 = 7;
+const PSN: u32 = 0xFF_FFF0;
+const RTO: u64 = 4_096_000;
+
+fn template() -> HeaderTemplate {
+    let eth = EthernetRepr {
+        dst: MacAddr([2, 0, 0, 0, 0, 2]),
+        src: MacAddr([2, 0, 0, 0, 0, 1]),
+        ethertype: 0,
+    };
+    let l3 = L3Repr::Ipv4(Ipv4Repr {
+        src: Ipv4Addr::new(10, 0, 0, 1),
+        dst: Ipv4Addr::new(10, 0, 0, 2),
+        ..Ipv4Repr::default()
+    });
+    let udp = UdpRepr {
+        src_port: 50_000,
+        dst_port: ROCEV2_PORT,
+        checksum: 0,
+    };
+    HeaderTemplate::new(&eth, None, &l3, Some(&udp)).expect("template")
+}
+
+/// The QP's contexts, its MR (and a second one of another PD, and an invalidated one)
+/// and its send CQ, written the same way into either fast path.
+fn setup(fp: &mut dyn FastPath) {
+    fp.set_port([2, 0, 0, 0, 0, 1], [0; 16]);
+    let q = Qpn::new(QPN);
+    let ctx = SendCtx {
+        valid: true,
+        template: template(),
+        pkey: 0xFFFF,
+        dest_qpn: Qpn::new(0x1234),
+        mtu: Mtu::Mtu1024,
+        sr: false,
+        max_pkts_per_ack: 64,
+        next_psn: Psn::new(PSN),
+        noack: 0,
+        una_psn: Psn::new(PSN),
+        window: 1 << 20,
+    };
+    fp.write_sctx(q, 0, &layout::encode_sctx(&ctx));
+    let rctx = RecvCtx {
+        on: true,
+        qpn: q,
+        cur: RxCur::None,
+        access: AccessFlags::LOCAL_WRITE,
+        mtu: Mtu::Mtu1024,
+        epsn: Psn::new(0),
+        msn: Msn::new(0),
+        ack_every: 0,
+        unacked: 0,
+        pd: Pd::from_index(PD),
+        va: 0,
+        rkey: Rkey(0),
+        resid: 0,
+        length: 0,
+        recv_addr: 0,
+        recv_loaded: false,
+        nak_sent: false,
+        held: false,
+        pkey: 0xFFFF,
+        peer_gid: [0; 16],
+    };
+    fp.write_rctx(q, &layout::encode_rctx(&rctx));
+    for (index, key, pd, valid) in [
+        (MR_INDEX, KEY, PD, true),
+        (MR_INDEX + 1, ((MR_INDEX + 1) << 8) | 1, PD + 1, true),
+        (MR_INDEX + 2, ((MR_INDEX + 2) << 8) | 1, PD, false),
+    ] {
+        let e = MrEntry {
+            key,
+            pd: Pd::from_index(pd),
+            base: DATA,
+            length: DATA_LEN,
+            access: AccessFlags::LOCAL_WRITE,
+            valid,
+        };
+        fp.write_mr(index as usize, &layout::encode_mr(&e));
+    }
+    if let Some(w) = fp.cq_writer() {
+        w.set(
+            CQ,
+            Some(CqRing {
+                ring: CQ_RING,
+                log_depth: 4,
+                pi: 0,
+                ci: 0,
+            }),
+        );
+    }
+    fp.set_send_cq(q, Some(CQ));
+}
+
+fn wqe(wr: &SendWr) -> [u8; 160] {
+    let mut b = [0u8; 160];
+    b.copy_from_slice(SendWqe::from_wr(wr).as_bytes());
+    b
+}
+
+fn write(len: u32, off: u64) -> SendWr {
+    SendWr::new(
+        0x1000 + off,
+        WrOp::RdmaWrite {
+            remote_addr: 0xABCD_0000 + off,
+            rkey: Rkey(0x77),
+        },
+    )
+    .sge(DATA + off, len, Lkey(KEY))
+    .flags(SendFlags::SIGNALED)
+}
+
+/// What the fetch must take: every kind, signaled or not, solicited, several SGEs,
+/// zero-length SGEs whatever their key, a message of 0 bytes.
+fn good() -> Vec<[u8; 160]> {
+    let send = |id: u64| SendWr::new(id, WrOp::Send);
+    vec![
+        wqe(&write(3000, 0)),
+        wqe(&send(2)
+            .sge(DATA + 100, 700, Lkey(KEY))
+            .sge(DATA + 5000, 0, Lkey(0xDEAD_BEEF))
+            .sge(DATA + 900, 1300, Lkey(KEY))
+            .flags(SendFlags::SIGNALED | SendFlags::SOLICITED)),
+        wqe(&SendWr::new(
+            3,
+            WrOp::RdmaWriteWithImm {
+                remote_addr: 0x9000,
+                rkey: Rkey(0x55),
+                imm: 0x0102_0304,
+            },
+        )
+        .sge(DATA + 7, 1024, Lkey(KEY))),
+        wqe(&SendWr::new(4, WrOp::SendWithImm { imm: 0xA5A5_5A5A })
+            .sge(DATA + 3, 1, Lkey(KEY))
+            .flags(SendFlags::SIGNALED)),
+        wqe(&send(5).flags(SendFlags::SIGNALED)),
+        wqe(&write(DATA_LEN as u32, 0)),
+    ]
+}
+
+/// A case: the WQEs in the ring, the producer index rung, the engine's send-queue depth.
+struct Case {
+    name: &'static str,
+    wqes: Vec<[u8; 160]>,
+    pi: u32,
+    depth: u32,
+    ring: u64,
+}
+
+fn cases() -> Vec<Case> {
+    let ok = |name, wqes: Vec<[u8; 160]>| Case {
+        name,
+        pi: wqes.len() as u32,
+        wqes,
+        depth: 64,
+        ring: RING,
+    };
+    // the good mix with WQE 2 replaced by `bad`
+    let with = |name, bad: [u8; 160]| {
+        let mut w = good();
+        w[2] = bad;
+        ok(name, w)
+    };
+    let mutate = |f: &dyn Fn(&mut [u8; 160])| {
+        let mut b = wqe(&write(100, 0));
+        f(&mut b);
+        b
+    };
+    vec![
+        ok("the good mix", good()),
+        with(
+            "an L_Key of another generation",
+            wqe(&SendWr::new(9, WrOp::Send).sge(DATA, 8, Lkey(KEY ^ 1))),
+        ),
+        with(
+            "an L_Key the table does not hold",
+            wqe(&SendWr::new(9, WrOp::Send).sge(DATA, 8, Lkey(0x4200 | 0x3C))),
+        ),
+        with(
+            "an MR of another PD",
+            wqe(&SendWr::new(9, WrOp::Send).sge(DATA, 8, Lkey(((MR_INDEX + 1) << 8) | 1))),
+        ),
+        with(
+            "an invalidated MR",
+            wqe(&SendWr::new(9, WrOp::Send).sge(DATA, 8, Lkey(((MR_INDEX + 2) << 8) | 1))),
+        ),
+        with("one byte past the MR", wqe(&write(101, DATA_LEN - 100))),
+        with(
+            "before the MR",
+            wqe(&SendWr::new(9, WrOp::Send).sge(DATA - 1, 8, Lkey(KEY))),
+        ),
+        with(
+            "the firmware's key",
+            mutate(&|b| b[108..112].copy_from_slice(&u32::MAX.to_le_bytes())),
+        ),
+        with("inline", mutate(&|b| b[9] |= 8)),
+        with("fence", mutate(&|b| b[9] |= 1)),
+        with("READ", mutate(&|b| b[8] = 4)),
+        with("SEND_WITH_INV", mutate(&|b| b[8] = 9)),
+        with("five SGEs", mutate(&|b| b[10] = 5)),
+        with(
+            "more than 2^31 bytes",
+            wqe(&SendWr::new(9, WrOp::Send)
+                .sge(DATA, 0x4000_0000, Lkey(KEY))
+                .sge(DATA, 0x4000_0001, Lkey(KEY))),
+        ),
+        Case {
+            name: "a producer index past the ring",
+            pi: 17,
+            ..ok("", good())
+        },
+        Case {
+            name: "the engine's depth",
+            depth: 3,
+            ..ok("", good())
+        },
+        Case {
+            name: "a ring the host cannot read",
+            ring: MEM_BASE + MEM_LEN as u64 - 320,
+            ..ok("", good())
+        },
+    ]
+}
+
+/// What one fast path did with a case.
+#[derive(Debug, PartialEq)]
+struct Outcome {
+    handed: bool,
+    rung: SqRung,
+    frames: Vec<Vec<u8>>,
+    deadline: Option<u64>,
+    back: Option<SqBack>,
+}
+
+fn memory(c: &Case) -> HostMem {
+    let mut m = HostMem {
+        base: MEM_BASE,
+        bytes: (0..MEM_LEN)
+            .map(|i| (i as u8).wrapping_mul(37) ^ 0x5A)
+            .collect(),
+    };
+    for (i, w) in c.wqes.iter().enumerate() {
+        let at = c.ring + 160 * i as u64;
+        let _ = m.write(at, w);
+    }
+    m
+}
+
+/// Hands the QP's queue over, rings, lets the fast path run, takes the queue back.
+fn play(fp: &mut dyn FastPath, c: &Case, mem: &mut HostMem) -> Outcome {
+    setup(fp);
+    fp.run_at(mem, 1_000);
+    let idle = SqIdle {
+        psn: Psn::new(PSN),
+        rto: Some(RTO),
+        sig_all: false,
+        pd: Pd::from_index(PD),
+        depth: c.depth,
+    };
+    let ring = SqRing {
+        ring: c.ring,
+        log: RING_LOG,
+        ci: 0,
+    };
+    let q = Qpn::new(QPN);
+    let handed = fp.sq_hand_over(q, ring, &idle);
+    let rung = fp.sq_doorbell(q, c.pi, 2_000, mem);
+    for t in 0..4 {
+        fp.run_at(mem, 3_000 + t);
+    }
+    let deadline = fp.sq_deadline(q);
+    let back = fp.sq_take_back(q);
+    Outcome {
+        handed,
+        rung,
+        frames: Vec::new(),
+        deadline,
+        back,
+    }
+}
+
+#[test]
+fn the_rtl_fetch_decides_as_the_model() {
+    if !rtl_available() {
+        assert!(
+            !std::env::var("CI").is_ok_and(|v| v == "true"),
+            "CI=true but roce-hdl-sim was built without Verilator"
+        );
+        eprintln!("SKIPPED: roce-hdl-sim was built without Verilator");
+        return;
+    }
+    let mut failures = Vec::new();
+    for c in cases() {
+        let mut mem_m = memory(&c);
+        let mut model = FastPathPort::<Wire, { FP_CTX_ENTRIES }>::new(Wire::default());
+        let want = play(&mut model, &c, &mut mem_m);
+        let want = Outcome {
+            frames: std::mem::take(&mut model.inner.sent),
+            ..want
+        };
+        let mut mem_r = memory(&c);
+        let mut rtl = FpPort::new(DataWidth::W64, Wire::default()).expect("the RTL fast path");
+        let got = play(&mut rtl, &c, &mut mem_r);
+        let got = Outcome {
+            frames: std::mem::take(&mut rtl.port_mut().sent),
+            ..got
+        };
+        assert!(rtl.fault().is_none(), "{}: {:?}", c.name, rtl.fault());
+        assert!(want.handed, "{}: the model refused the queue", c.name);
+        eprintln!(
+            "{}: taken {} (sends {}), stopped {}, {} frames",
+            c.name,
+            want.rung.taken,
+            want.rung.sends,
+            want.rung.stopped,
+            want.frames.len()
+        );
+        if want != got {
+            failures.push(format!(
+                "{}: model {:?}\n   RTL {:?}",
+                c.name,
+                (
+                    want.handed,
+                    want.rung,
+                    want.frames.len(),
+                    want.deadline,
+                    want.back
+                ),
+                (
+                    got.handed,
+                    got.rung,
+                    got.frames.len(),
+                    got.deadline,
+                    got.back
+                )
+            ));
+        }
+        // the CQ ring and the rest of host memory: nothing written but by both
+        if mem_m.bytes != mem_r.bytes {
+            failures.push(format!("{}: host memory differs", c.name));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// Latency (BENCHMARKS.md, "The WQE fetch in RTL"): from the firmware's call to the last
+/// beat of the first frame, for one 64-byte WRITE at 64 bits: handed to the RTL as a
+/// descriptor (`post_tx`, then `run`) and fetched by it (`sq_doorbell`, the WQE read
+/// by DMA with the host answering at once). The same frame both ways.
+#[test]
+fn doorbell_to_first_frame() {
+    if !rtl_available() {
+        eprintln!("SKIPPED: roce-hdl-sim was built without Verilator");
+        return;
+    }
+    let wr = write(64, 0);
+    let c = Case {
+        name: "one WRITE",
+        wqes: vec![wqe(&wr)],
+        pi: 1,
+        depth: 64,
+        ring: RING,
+    };
+    let q = Qpn::new(QPN);
+    // a descriptor from the firmware
+    let mut mem = memory(&c);
+    let mut rtl = FpPort::new(DataWidth::W64, Wire::default()).expect("the RTL fast path");
+    setup(&mut rtl);
+    rtl.run_at(&mut mem, 1_000);
+    let msg = roce_core::fastpath::TxMsg {
+        qpn: q,
+        op: roce_core::fastpath::MsgOp::Write,
+        solicited: false,
+        replay: false,
+        wqe_index: 0,
+        sges: wr.sg_list.clone(),
+        length: 64,
+        remote_addr: 0xABCD_0000,
+        rkey: Rkey(0x77),
+        first_psn: Psn::new(PSN),
+        start_pkt: 0,
+        end_pkt: 0,
+    };
+    rtl.mark();
+    let start = rtl.cycles();
+    assert!(rtl.post_tx(&layout::encode_txd(&msg)));
+    rtl.run_at(&mut mem, 2_000);
+    let posted = rtl.first_frame().expect("a frame") - start;
+    let by_descriptor = std::mem::take(&mut rtl.port_mut().sent);
+    // the same WRITE fetched
+    let mut mem = memory(&c);
+    let mut rtl = FpPort::new(DataWidth::W64, Wire::default()).expect("the RTL fast path");
+    setup(&mut rtl);
+    rtl.run_at(&mut mem, 1_000);
+    let idle = SqIdle {
+        psn: Psn::new(PSN),
+        rto: Some(RTO),
+        sig_all: false,
+        pd: Pd::from_index(PD),
+        depth: 64,
+    };
+    let ring = SqRing {
+        ring: RING,
+        log: RING_LOG,
+        ci: 0,
+    };
+    assert!(rtl.sq_hand_over(q, ring, &idle));
+    rtl.mark();
+    let start = rtl.cycles();
+    let rung = rtl.sq_doorbell(q, 1, 2_000, &mut mem);
+    assert_eq!((rung.taken, rung.stopped), (1, false));
+    let fetched = rtl.first_frame().expect("a frame") - start;
+    assert_eq!(
+        by_descriptor,
+        rtl.port_mut().sent,
+        "the same frame both ways"
+    );
+    eprintln!(
+        "64-byte WRITE, 64-bit RTL: call to the first frame's last beat: descriptor {posted} cycles, doorbell (WQE fetch) {fetched} cycles"
+    );
+}
