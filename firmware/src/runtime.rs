@@ -505,7 +505,7 @@ impl<
                 continue;
             };
             let qpn = event.qpn();
-            if !matches!(event, Event::MsgDone { .. }) {
+            if for_requester(&event) {
                 // A response or an exception of a QP whose send WQEs the hardware
                 // fetches: the engine takes its send queue back first (§3.8).
                 self.fp_sq_take_back(qpn, now);
@@ -793,12 +793,19 @@ impl<
     /// Hands QP `qpn`'s receive context back to the hardware as the engine left it
     /// (`held` clear), and its acknowledged PSN.
     fn fp_write_back(&mut self, qpn: Qpn) {
+        let sq_hw =
+            matches!(self.line(qpn).and_then(|s| self.qps.get(s)), Some(Some(q)) if q.sq_hw);
         let (_, dp) = self.hal.split();
         let Some(fp) = dp.fastpath() else {
             return;
         };
         if let Some(ctx) = self.engine.fastpath_recv_ctx(qpn) {
             fp.write_rctx(qpn, &layout::encode_rctx(&ctx));
+        }
+        // While the hardware fetches the QP's sends (a request's exception leaves them
+        // there), its `una` is the current one, the engine's an old one.
+        if sq_hw {
+            return;
         }
         if let Some(una) = self.engine.fastpath_una(qpn) {
             let b = una.value().to_le_bytes();
@@ -820,6 +827,24 @@ impl<
         let Some(slot) = self.line(qpn) else {
             return;
         };
+        let Some(Some(now)) = self.qps.get(slot).map(|q| q.as_ref().map(|q| q.fp)) else {
+            return;
+        };
+        // Whether the state changes, before anything is built or copied: it rarely
+        // does (this runs after every exception and for every QP at a timer).
+        let Some((send, recv)) = self.engine.fastpath_sides(qpn) else {
+            return;
+        };
+        let want = if send && (now == FpState::Full || !self.engine.qp_has_sends(qpn)) {
+            FpState::Full
+        } else if recv {
+            FpState::Recv
+        } else {
+            FpState::Off
+        };
+        if want == now {
+            return;
+        }
         let Some(Some(mut q)) = self.qps.get(slot).copied() else {
             return;
         };
@@ -829,16 +854,6 @@ impl<
         ) else {
             return;
         };
-        let want = if sctx.valid && (q.fp == FpState::Full || !self.engine.qp_has_sends(qpn)) {
-            FpState::Full
-        } else if rctx.on {
-            FpState::Recv
-        } else {
-            FpState::Off
-        };
-        if want == q.fp {
-            return;
-        }
         if q.fp == FpState::Off && !self.fp_claim_entry(qpn) {
             return;
         }
@@ -1791,6 +1806,30 @@ impl<
 struct BadDoorbell;
 
 /// Whether producer index `pi` is at most a ring's depth (`2^log`) ahead of `ci`.
+/// Whether the engine's requester must see `event` (a response, or an exception of
+/// one): then a send queue the hardware fetches comes back to the engine first (§3.8).
+/// A request's exception is the responder's alone (its ACK, NAK, READ response or
+/// atomic reply is built from the receive side), and a received SEND's MSG_DONE too, so
+/// those leave the send queue with the hardware (taking it back and handing it over
+/// again cost ~1,000 instructions of a ~4,000 exception).
+fn for_requester(event: &Event) -> bool {
+    use roce_core::wire::opcode::Operation;
+    match event {
+        Event::MsgDone { .. } => false,
+        Event::Acked { .. } => true,
+        Event::Exception { opcode, .. } => !matches!(
+            opcode.info().map(|i| i.operation),
+            Some(
+                Operation::Send
+                    | Operation::RdmaWrite
+                    | Operation::RdmaReadRequest
+                    | Operation::CompareSwap
+                    | Operation::FetchAdd
+            )
+        ),
+    }
+}
+
 fn fits(pi: u32, ci: u32, log: u8) -> bool {
     u64::from(pi.wrapping_sub(ci)) <= 1u64 << log.min(32)
 }

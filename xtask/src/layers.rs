@@ -9,21 +9,27 @@ use crate::cmd::{self, cmd, Result};
 /// Crate, and the workspace crates it may depend on. Keep in step with the table in
 /// `ARCHITECTURE.md`.
 pub const LAYERS: &[(&str, &[&str])] = &[
-    ("roce-core", &[]),
-    ("roce-abi", &["roce-core"]),
-    ("roce-firmware", &["roce-core", "roce-abi"]),
-    ("roce-sim", &["roce-core"]),
+    // The ICRC's CRC (its SIMD kernel is the one `unsafe` under roce-core).
+    ("roce-crc32", &[]),
+    ("roce-core", &["roce-crc32"]),
+    ("roce-abi", &["roce-crc32", "roce-core"]),
+    ("roce-firmware", &["roce-crc32", "roce-core", "roce-abi"]),
+    ("roce-sim", &["roce-crc32", "roce-core"]),
     ("roce-plot", &[]),
     // Captures: the wire codecs and the figures' look (feature `rtl` adds roce-hdl-sim
     // for `roce decode --datapath rtl`).
-    ("roce-capture", &["roce-core", "roce-plot"]),
+    ("roce-capture", &["roce-crc32", "roce-core", "roce-plot"]),
     // The datapath model: no host crate (roce-host, roce-device, roce-testbed).
-    ("roce-hdl-sim", &["roce-core", "roce-abi", "roce-firmware"]),
+    (
+        "roce-hdl-sim",
+        &["roce-crc32", "roce-core", "roce-abi", "roce-firmware"],
+    ),
     // The driver: roce-core's types and the ABI, never the runtime or a NIC model.
-    ("roce-host", &["roce-core", "roce-abi"]),
+    ("roce-host", &["roce-crc32", "roce-core", "roce-abi"]),
     (
         "roce-device",
         &[
+            "roce-crc32",
             "roce-core",
             "roce-abi",
             "roce-firmware",
@@ -35,6 +41,7 @@ pub const LAYERS: &[(&str, &[&str])] = &[
     (
         "roce-testbed",
         &[
+            "roce-crc32",
             "roce-core",
             "roce-abi",
             "roce-firmware",

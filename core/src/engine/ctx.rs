@@ -378,7 +378,7 @@ fn get_res(r: &mut Get<'_>) -> Result<RdRes, CtxError> {
 
 /// CRC-32 of a context's bytes before its last four.
 fn crc(body: &[u8]) -> u32 {
-    crc32fast::hash(body)
+    roce_crc32::hash(body)
 }
 
 impl<

@@ -736,6 +736,23 @@ impl<
         rc && !sr && !rp && !v1
     }
 
+    /// Which of `qpn`'s sides may be on the fast path now: the send side (the
+    /// [`Engine::fastpath_send_ctx`]'s `valid`) and the receive side (the
+    /// [`Engine::fastpath_recv_ctx`]'s `on`), without building either context (the
+    /// firmware asks after every exception and timer).
+    pub fn fastpath_sides(&self, qpn: Qpn) -> Option<(bool, bool)> {
+        let s = self.slot(qpn)?;
+        Some(self.sides(s, self.qps.get(s)?.as_ref()?))
+    }
+
+    fn sides(&self, slot: usize, qp: &Qp) -> (bool, bool) {
+        let eligible = self.fastpath_eligible(slot);
+        (
+            eligible && matches!(qp.state, QpState::Rts | QpState::Sqd),
+            eligible && qp.state.processes_receive(),
+        )
+    }
+
     /// `qpn`'s fast-path send context as the firmware writes it at `modify_qp`
     /// (`docs/fastpath.md` §2.1): its header template, BTH fields, path MTU and the
     /// requester's PSNs and window as they stand.
@@ -745,7 +762,7 @@ impl<
         let sr = self.queues.get(s)?.sr.attr();
         let sr_on = sr.enabled && qp.qp_type == QpType::Rc;
         Some(fastpath::SendCtx {
-            valid: self.fastpath_eligible(s) && matches!(qp.state, QpState::Rts | QpState::Sqd),
+            valid: self.sides(s, qp).0,
             template: *self.tx_hdr.get(s)?,
             pkey: qp.pkey,
             dest_qpn: qp.dest_qpn,
@@ -772,7 +789,7 @@ impl<
         let qp = self.qps.get(s)?.as_ref()?;
         let r = &qp.resp;
         let mut ctx = fastpath::RecvCtx {
-            on: self.fastpath_eligible(s) && qp.state.processes_receive(),
+            on: self.sides(s, qp).1,
             held: false,
             pkey: qp.pkey,
             peer_gid: qp.av.dgid,

@@ -12,9 +12,11 @@
 //! payload while it streams past. IPv4 headers with options take a slower path (a
 //! masked copy of the prefix).
 //!
-//! The CRC engine is `crc32fast`: slice-by-16 tables everywhere, and a PCLMULQDQ
-//! (carry-less multiply) path on x86-64 / AArch64 when the target has it: detected at run
-//! time with this crate's `std` feature, or fixed at build time by `-C target-feature`.
+//! The CRC engine is `roce-crc32`: crc32fast (slice-by-16 tables everywhere, and a
+//! PCLMULQDQ (carry-less multiply) path on x86-64 / AArch64 when the target has it:
+//! detected at run time with this crate's `std` feature, or fixed at build time by `-C
+//! target-feature`), with its own AVX-512 kernel for frames of 1 KiB and more, whose
+//! cheaper end saves about a third of a 4 KiB frame's ICRC.
 //!
 //! RoCEv1 (GRH over Ethernet, no UDP) is masked by the IPv6 rule (TClass, FlowLabel and
 //! HopLmt set to ones). That rule is the analogue the facts sheet names (§1.7) and is
@@ -45,9 +47,9 @@ const LRH_CRC: u32 = 0x2144_DF1C;
 // is one zero-byte step, r -> (r >> 8) ^ TABLE[r & 0xFF] (linear and invertible). So
 // hashing a masked prefix (prefix ^ delta) from register r gives the same register as
 // hashing the prefix as it is from r ^ C(delta), where C(delta) = sum_p A^-p e(delta_p)
-// over the masked positions p. The ICRC is then one crc32fast call over the covered
+// over the masked positions p. The ICRC is then one CRC call over the covered
 // bytes where they lie, started from the LRH state corrected by C: a few table lookups
-// instead of a masked copy and a second CRC call. (crc32fast's state is the complement
+// instead of a masked copy and a second CRC call. (The CRC's state is the complement
 // of the register, and complementing commutes with the XOR of C.)
 
 /// The reflected CRC-32 byte table (polynomial 0xEDB88320).
@@ -138,7 +140,7 @@ fn correction<const N: usize>(prefix: &[u8], spots: &[(usize, usize); N]) -> u32
 /// A streaming ICRC computation.
 #[derive(Clone)]
 pub struct Icrc {
-    hasher: crc32fast::Hasher,
+    hasher: roce_crc32::Hasher,
 }
 
 impl Icrc {
@@ -152,7 +154,7 @@ impl Icrc {
         let c = match kind {
             IcrcKind::Ipv4 if prefix == 20 + 8 + 12 => correction(headers, &IPV4_SPOTS),
             IcrcKind::Ipv4 => {
-                let mut hasher = crc32fast::Hasher::new_with_initial(LRH_CRC);
+                let mut hasher = roce_crc32::Hasher::new_with_initial(LRH_CRC);
                 start_ipv4_options(&mut hasher, headers, prefix);
                 return Ok(Self { hasher });
             }
@@ -166,7 +168,7 @@ impl Icrc {
                     }
             }
         };
-        let mut hasher = crc32fast::Hasher::new_with_initial(LRH_CRC ^ c);
+        let mut hasher = roce_crc32::Hasher::new_with_initial(LRH_CRC ^ c);
         hasher.update(headers);
         Ok(Self { hasher })
     }
@@ -187,7 +189,7 @@ impl Icrc {
 /// [`Icrc::start`] for IPv4 with options (IHL > 5): the masks placed byte by byte in a
 /// copy of the prefix. `prefix` (at most 80) is checked against `headers`.
 #[cold]
-fn start_ipv4_options(hasher: &mut crc32fast::Hasher, headers: &[u8], prefix: usize) {
+fn start_ipv4_options(hasher: &mut roce_crc32::Hasher, headers: &[u8], prefix: usize) {
     let mut buf = [0u8; 80];
     let (head, rest) = headers.split_at(prefix);
     let m = &mut buf[..prefix];

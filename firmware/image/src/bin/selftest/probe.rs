@@ -487,6 +487,19 @@ pub mod kind {
     pub const TIMER: u32 = 6 << 16;
 }
 
+/// Classes of [`kind`] keys the self-test bounds apart: 0 an EXCEPTION of a request
+/// (the responder's), 1 one of a response or CNP, 2 MSG_DONE, 3 ACKED, 4 a descriptor,
+/// 5 a frame built, 6 the ACK timeout's poll.
+pub const CLASSES: usize = 7;
+
+pub fn class(key: u32) -> usize {
+    match key >> 16 {
+        0 if matches!(key as u8, 0x00..=0x0C | 0x13 | 0x14 | 0x16 | 0x17) => 0,
+        0 => 1,
+        c => c as usize,
+    }
+}
+
 /// Names of a [`kind`] key: what, and two qualifiers.
 pub fn kind_name(key: u32) -> (&'static str, &'static str, &'static str) {
     let (a, b) = ((key >> 8 & 0xFF) as u8, key as u8);
