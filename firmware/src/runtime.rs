@@ -450,10 +450,7 @@ impl<
     // -----------------------------------------------------------------------------------
     // The fast path (docs/fastpath.md): contexts, descriptors, events
 
-    /// Posts the request descriptors the engine has for QPs on the fast path. Inlined
-    /// into its callers (the TX pass, each WQE fetched): outlined, the idle poll's call
-    /// of it cost ~30 more instructions in the QEMU self-test's budget.
-    #[inline(always)]
+    /// Posts the request descriptors the engine has for QPs on the fast path.
     fn fp_post(&mut self, now: Instant) -> bool {
         let mut any = false;
         while self.engine.fastpath_requests_waiting() {
@@ -628,7 +625,7 @@ impl<
             let counted = self.counters.send_wqes;
             // A WQE the engine refuses now was taken apart by the hardware already:
             // it completes in error, as the firmware's own fetch would make it.
-            if self.fetch_sq(&mut q, back.ci, false).is_err() {
+            if self.fetch_sq(&mut q, back.ci).is_err() {
                 self.counters.bad_doorbells += 1;
             }
             self.counters.send_wqes = counted;
@@ -698,7 +695,7 @@ impl<
         if let Some(Some(l)) = slot.and_then(|s| self.qps.get(s)) {
             *q = *l;
         }
-        self.fetch_sq(q, pi, true).map(|f| f || rung.taken > 0)
+        self.fetch_sq(q, pi).map(|f| f || rung.taken > 0)
     }
 
     /// Hands producer index `pi` of QP `qpn`'s send queue to the hardware's fetch.
@@ -1087,7 +1084,7 @@ impl<
         let sq = if q.sq_hw {
             self.fp_sq_doorbell(q, sq_pi)
         } else {
-            self.fetch_sq(q, sq_pi, true)
+            self.fetch_sq(q, sq_pi)
         };
         let rq = if q.srq {
             Ok(false)
@@ -1154,15 +1151,8 @@ impl<
         true
     }
 
-    /// Fetches QP `q`'s send ring up to `pi` into the engine. `post`: each WQE's
-    /// descriptors go to the fast path as soon as the engine has them, so its segmenter
-    /// starts on the first message while the firmware fetches the next (on the SoC a
-    /// WQE costs the firmware ~4,500 cycles: fetching a deep ring first held the first
-    /// frame back by all of them). Not while the engine adopts a queue the hardware
-    /// fetched (`fp_sq_take_back`): those messages were handed out already.
-    fn fetch_sq(&mut self, q: &mut HostQp, pi: u32, post: bool) -> Result<bool, BadDoorbell> {
+    fn fetch_sq(&mut self, q: &mut HostQp, pi: u32) -> Result<bool, BadDoorbell> {
         let (qpn, ud, send_cq) = (q.qpn, q.qp_type == QpType::Ud, q.send_cq);
-        let post = post && q.fp == FpState::Full;
         self.fetch_ring(
             pi,
             (q.sq_ring, q.sq_log),
@@ -1173,12 +1163,7 @@ impl<
                     Err(DecodeError(reason)) => Err(EngineError::InvalidWr { reason }),
                 };
                 match result {
-                    Ok(()) => {
-                        nic.counters.send_wqes += 1;
-                        if post {
-                            nic.fp_post(Instant::from_nanos(nic.now));
-                        }
-                    }
+                    Ok(()) => nic.counters.send_wqes += 1,
                     // The engine's queue is full: leave the WQE in the ring for later.
                     Err(EngineError::QueueFull { .. }) => return false,
                     Err(e) => {
