@@ -212,7 +212,7 @@ fn write_64k(image: &std::path::Path, fastpath: bool) -> Write64k {
     }
 }
 
-/// The SoC's firmware per data packet with its fast path: the sender's measured 287
+/// The SoC's firmware per data packet with its fast path: the sender's measured 285
 /// (2026-12-02 night, BENCHMARKS.md "The RC fast path in the SoC") with ~15 % margin, as
 /// the firmware-only bounds. The sender still fetches the WRITE's WQE, builds and posts
 /// its descriptor and handles its ACKED event: issue 14's 100 needs the WQE fetch in the
