@@ -36,6 +36,12 @@ pub trait World {
     /// Whether times are simulated.
     fn simulated(&self) -> bool;
 
+    /// Brings the world's clock up to the NICs' own before a measurement starts: a NIC
+    /// whose driver waited on it (`Device::progress`: a SoC running its firmware through
+    /// the setup's commands) ran ahead of the fabric, and work posted at the fabric's
+    /// time would wait for the fabric to catch up, counted as the measurement's.
+    fn catch_up(&mut self) {}
+
     /// Loss and retransmission counters (retransmissions as the NICs count them, read
     /// through the ABI).
     fn counters(&self) -> NetCounters {
@@ -204,6 +210,13 @@ impl World for Sim {
 
     fn kick(&mut self, side: usize) {
         self.fabric.wake(self.hosts[side]);
+    }
+
+    fn catch_up(&mut self) {
+        let ahead = self.hosts.map(|h| self.fabric.host(h).nic().now());
+        if let Some(&t) = ahead.iter().max() {
+            self.fabric.run_until(t);
+        }
     }
 
     fn contexts(&self) -> [&Context; 2] {

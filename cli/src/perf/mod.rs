@@ -201,6 +201,7 @@ pub fn run(world: &mut dyn World, p: &Params, progress: &ProgressBar) -> Result<
         bail!("message size must be at least 1 byte");
     }
     let [a, b] = setup(world.contexts(), p)?;
+    world.catch_up();
     let mut m = if p.test.is_latency() {
         latency(world, p, &a, &b, progress)?
     } else {

@@ -33,11 +33,15 @@ use core::ptr;
 use roce_core::dcb::Priorities;
 use roce_core::engine::DcbConfig;
 use roce_core::fastpath::layout::{EVENT_LEN, EV_EXCEPTION, MR_LEN, RCTX_LEN, SCTX_LEN, TXD_LEN};
+use roce_core::fastpath::SqIdle;
 use roce_core::memory::{Dma, DmaError};
-use roce_core::num::Qpn;
+use roce_core::num::{Psn, Qpn};
 use roce_firmware::abi::{reg, DeviceStatus};
 use roce_firmware::fastpath::CQ_ENTRIES;
-use roce_firmware::hal::{CqRing, CqePost, Datapath, FastPath, FastPathCounters, Hal, QpMap};
+use roce_firmware::hal::{
+    CqRing, CqePost, Datapath, FastPath, FastPathCounters, Hal, QpMap, SqBack, SqNews, SqRing,
+    SqRung,
+};
 
 /// Offsets of the blocks from the MMIO base.
 pub mod map {
@@ -224,6 +228,38 @@ pub mod fp_reg {
     pub const CQW_POST: u32 = 30;
     /// `CFG_SEL`: accesses leave the word as it is (else it moves on by one).
     pub const SEL_HOLD: u32 = 1 << 31;
+    /// Table [`T_PORT`]'s words of the WQE fetch (`fp_sqf.sv`, `docs/fastpath.md` §3.8).
+    /// Writes: a hand-over staged from [`SQ_W_STAGE`] (ring low, ring high, config,
+    /// consumer index, PSN, PD, depth: words 9..15, any index) and [`SQ_W_RTO`] (the
+    /// local ACK timeout, low then high); [`SQ_W_CMD`] (index = the QP's entry)
+    /// [`SQ_HAND_OVER`] or [`SQ_TAKE_BACK`]; [`SQ_W_DB`] (index = the entry) a
+    /// doorbell's producer index; [`SQ_W_NOW`] the time in ns, low then high.
+    pub const SQ_W_STAGE: u32 = 9;
+    pub const SQ_W_RTO: u32 = 21;
+    pub const SQ_W_CMD: u32 = 25;
+    pub const SQ_W_DB: u32 = 26;
+    pub const SQ_W_NOW: u32 = 27;
+    /// Reads, index = the entry: from [`SQ_R_STATE`] the consumer index, WQEs done,
+    /// the oldest unfinished WQE's first PSN, `una_psn`, the deadline (low, high) and
+    /// [`SQ_R_FLAGS`]; global: from [`SQ_R_COUNTS`] WQEs taken, of them SENDs (running
+    /// counts) and the news word ([`SQ_NEWS_CQE`] cleared by its read).
+    pub const SQ_R_STATE: u32 = 9;
+    pub const SQ_R_DL: u32 = 13;
+    pub const SQ_R_FLAGS: u32 = 15;
+    pub const SQ_R_COUNTS: u32 = 21;
+    pub const SQ_R_NEWS: u32 = 23;
+    /// `SQ_R_FLAGS` bits.
+    pub const SQ_ACTIVE: u32 = 1 << 0;
+    pub const SQ_STOPPED: u32 = 1 << 1;
+    pub const SQ_DL_VALID: u32 = 1 << 2;
+    /// `SQ_R_NEWS` bits: CQEs written since the last read, a fetch under way (or rung),
+    /// a queue it holds stopped.
+    pub const SQ_NEWS_CQE: u32 = 1 << 0;
+    pub const SQ_NEWS_BUSY: u32 = 1 << 1;
+    pub const SQ_NEWS_STOPPED: u32 = 1 << 2;
+    /// `SQ_W_CMD` commands.
+    pub const SQ_HAND_OVER: u32 = 1;
+    pub const SQ_TAKE_BACK: u32 = 2;
 
     /// `CFG_SEL`'s value for word `word` of entry `index` of `table`.
     pub const fn sel(table: u32, index: u32, word: u32) -> u32 {
@@ -408,6 +444,11 @@ impl Dma for MmioDma {
     }
 }
 
+/// The ECP5 board's SoC is built without the fast path (`nic_soc_ecp5`, `FASTPATH` 0):
+/// its firmware hands no send queue to a WQE fetch, so the compiler drops the runtime's
+/// side of it, which would take the image past the board's 32 KiB stack reserve.
+const NO_FASTPATH: bool = cfg!(feature = "board-ecp5-85f");
+
 /// Polls of a fast-path status bit before an access counts as failed (the hardware
 /// answers a table access within a few cycles; a bound keeps a broken one from hanging
 /// the firmware).
@@ -427,6 +468,19 @@ pub struct MmioFastPath {
     /// EXCEPTION events taken (the hardware counts frames in; the difference is what it
     /// handled).
     exceptions: u64,
+    /// The send queues handed to the WQE fetch (`fp_sqf`, §3.8), a bit per QPN below 64
+    /// (the SoC's context entries; a QPN past them is fetched by the firmware).
+    sq_held: u64,
+    /// A queue was handed over once: the fetch's counts are read from then on.
+    sq_used: bool,
+    /// The fetch's running counts (WQEs taken, of them SENDs) as last reported.
+    sq_taken: [u32; 2],
+    /// News bits read by `run_at` and not yet reported by `sq_news` (the read clears
+    /// the CQE bit in the hardware).
+    sq_news_seen: u32,
+    /// A fetch was rung or seen under way: its end is news (what it took, the deadline
+    /// it armed).
+    sq_busy: bool,
 }
 
 impl MmioFastPath {
@@ -455,19 +509,59 @@ impl MmioFastPath {
 
     /// Writes `bytes` (whole words) at `CFG_SEL` value `sel`.
     fn write_sel(&self, sel: u32, bytes: &[u8]) {
+        self.write_sel_u32s(
+            sel,
+            bytes
+                .chunks_exact(4)
+                .map(|w| u32::from_le_bytes([w[0], w[1], w[2], w[3]])),
+        );
+    }
+
+    /// Writes `words` at `CFG_SEL` value `sel`.
+    fn write_sel_u32s(&self, sel: u32, words: impl IntoIterator<Item = u32>) {
         if !self.wait(fp_reg::ST_BUSY, 0) {
             return;
         }
         self.set(fp_reg::CFG_SEL, sel);
-        for w in bytes.chunks_exact(4) {
+        for w in words {
             if !self.wait(fp_reg::ST_BUSY, 0) {
                 return;
             }
-            self.set(
-                fp_reg::CFG_WDATA,
-                u32::from_le_bytes([w[0], w[1], w[2], w[3]]),
-            );
+            self.set(fp_reg::CFG_WDATA, w);
         }
+    }
+
+    /// Writes `words` from word `word` of entry `index` of `table`.
+    fn write_u32s(&self, table: u32, index: u32, word: u32, words: &[u32]) {
+        self.write_sel_u32s(fp_reg::sel(table, index, word), words.iter().copied());
+    }
+
+    /// Reads word `word` of entry `index` of `table`.
+    fn read_u32(&self, table: u32, index: u32, word: u32) -> u32 {
+        let mut w = [0u8; 4];
+        self.read_words(table, index, word, &mut w);
+        u32::from_le_bytes(w)
+    }
+
+    /// QP `qpn`'s bit in `sq_held` (None past the bitmap: not handed over).
+    fn sq_bit(qpn: Qpn) -> Option<u64> {
+        (!NO_FASTPATH && qpn.value() < 64).then(|| 1u64 << qpn.value())
+    }
+
+    fn holds_sq(&self, qpn: Qpn) -> bool {
+        Self::sq_bit(qpn).is_some_and(|b| self.sq_held & b != 0)
+    }
+
+    /// QP `qpn`'s fetch flags if the fetch holds its send queue (a send context written
+    /// with `valid` clear drops it there: forgotten here too).
+    fn sq_flags(&mut self, qpn: Qpn) -> Option<u32> {
+        let bit = Self::sq_bit(qpn).filter(|b| self.sq_held & b != 0)?;
+        let flags = self.read_u32(fp_reg::T_PORT, qpn.value(), fp_reg::SQ_R_FLAGS);
+        if flags & fp_reg::SQ_ACTIVE == 0 {
+            self.sq_held &= !bit;
+            return None;
+        }
+        Some(flags)
     }
 
     /// Reads `out.len() / 4` words from word `word` of entry `index` of `table`.
@@ -507,6 +601,12 @@ impl FastPath for MmioFastPath {
         }
         words[offset - first * 4..end - first * 4].copy_from_slice(bytes);
         self.write_words(fp_reg::T_SCTX, qpn.value(), first as u32, words);
+        // `valid` (byte 2 bit 2) cleared: the fetch drops the QP's queue
+        if offset <= 2 && end > 2 && bytes[2 - offset] & 4 == 0 {
+            if let Some(bit) = Self::sq_bit(qpn) {
+                self.sq_held &= !bit;
+            }
+        }
     }
 
     fn read_sctx(&mut self, qpn: Qpn) -> [u8; SCTX_LEN] {
@@ -592,6 +692,28 @@ impl FastPath for MmioFastPath {
     /// The hardware runs by itself.
     fn run(&mut self, _dma: &mut dyn Dma) -> bool {
         false
+    }
+
+    /// The hardware runs by itself; while its WQE fetch holds a queue it is told the
+    /// time (its deadlines count from it) and its news word says whether `sq_news` has
+    /// something: a fetch that ended (the WQEs it took, the deadline it armed), CQEs it
+    /// wrote, a queue that stopped. A fetch still under way is not news yet: the polls
+    /// meanwhile stay idle.
+    fn run_at(&mut self, _dma: &mut dyn Dma, now: u64) -> bool {
+        if NO_FASTPATH || self.sq_held == 0 {
+            return false;
+        }
+        self.write_u32s(
+            fp_reg::T_PORT,
+            0,
+            fp_reg::SQ_W_NOW,
+            &[now as u32, (now >> 32) as u32],
+        );
+        let news = self.read_u32(fp_reg::T_PORT, 0, fp_reg::SQ_R_NEWS);
+        self.sq_news_seen |= news;
+        let busy = news & fp_reg::SQ_NEWS_BUSY != 0;
+        let ended = core::mem::replace(&mut self.sq_busy, busy) && !busy;
+        ended || news & (fp_reg::SQ_NEWS_CQE | fp_reg::SQ_NEWS_STOPPED) != 0
     }
 
     fn counters(&self) -> FastPathCounters {
@@ -697,6 +819,170 @@ impl FastPath for MmioFastPath {
             written: r[0] & 1 != 0,
             pi: u32::from_le_bytes([r[4], r[5], r[6], r[7]]),
         })
+    }
+
+    // ---- The WQE fetch (`fp_sqf`, §3.8). It runs beside the core: a doorbell only
+    // hands the index on, what it took and a stop come with `sq_news`, and a take-back
+    // stops it before its state is read (the state then holds still).
+
+    fn sq_hand_over(&mut self, qpn: Qpn, ring: SqRing, idle: &SqIdle) -> bool {
+        let Some(bit) = Self::sq_bit(qpn).filter(|b| self.sq_held & b == 0) else {
+            return false;
+        };
+        if ring.log > 31 {
+            return false;
+        }
+        let index = qpn.value();
+        // Nothing of the QP under way: its send context valid, `una_psn` and `next_psn`
+        // at the engine's next PSN (every descriptor it posted sent and acknowledged),
+        // the receive context's tag its own.
+        let mut sctx = [0u8; 20];
+        self.read_words(fp_reg::T_SCTX, index, 0, &mut sctx);
+        let mut w11 = [0u8; 4];
+        self.read_words(fp_reg::T_RCTX, index, 11, &mut w11);
+        let psn = |b: &[u8]| u32::from_le_bytes([b[0], b[1], b[2], 0]);
+        let quiet = sctx[2] & 4 != 0
+            && psn(&w11[1..]) == index
+            && psn(&sctx[16..]) == idle.psn.value()
+            && psn(&sctx[12..]) == idle.psn.value();
+        if !quiet {
+            return false;
+        }
+        let rto = idle.rto.unwrap_or(0);
+        let cfg = u32::from(ring.log)
+            | u32::from(idle.sig_all) << 8
+            | u32::from(idle.rto.is_some()) << 9
+            | u32::from(sctx[2] >> 4) << 12;
+        let stage = [
+            ring.ring as u32,
+            (ring.ring >> 32) as u32,
+            cfg,
+            ring.ci,
+            idle.psn.value(),
+            u32::from(idle.pd.index()),
+            idle.depth,
+        ];
+        self.write_u32s(fp_reg::T_PORT, 0, fp_reg::SQ_W_STAGE, &stage);
+        self.write_u32s(
+            fp_reg::T_PORT,
+            0,
+            fp_reg::SQ_W_RTO,
+            &[rto as u32, (rto >> 32) as u32],
+        );
+        self.write_u32s(
+            fp_reg::T_PORT,
+            index,
+            fp_reg::SQ_W_CMD,
+            &[fp_reg::SQ_HAND_OVER],
+        );
+        let ok = self.read_u32(fp_reg::T_PORT, index, fp_reg::SQ_R_FLAGS) & fp_reg::SQ_ACTIVE != 0;
+        if ok {
+            self.sq_held |= bit;
+            self.sq_used = true;
+        }
+        ok
+    }
+
+    fn sq_doorbell(&mut self, qpn: Qpn, pi: u32, now: u64, _dma: &mut dyn Dma) -> SqRung {
+        if !self.holds_sq(qpn) {
+            return SqRung::default();
+        }
+        self.write_u32s(
+            fp_reg::T_PORT,
+            0,
+            fp_reg::SQ_W_NOW,
+            &[now as u32, (now >> 32) as u32],
+        );
+        self.write_u32s(fp_reg::T_PORT, qpn.value(), fp_reg::SQ_W_DB, &[pi]);
+        self.sq_busy = true;
+        // The fetch goes on by itself: the WQEs it takes and a stop come with the news.
+        SqRung::default()
+    }
+
+    fn sq_take_back(&mut self, qpn: Qpn) -> Option<SqBack> {
+        let bit = Self::sq_bit(qpn).filter(|b| self.sq_held & b != 0)?;
+        let index = qpn.value();
+        // Stopped first: the fetch and its retirements run beside the core, and a queue
+        // taken back keeps its state (an ACKED after this reaches the firmware).
+        self.write_u32s(
+            fp_reg::T_PORT,
+            index,
+            fp_reg::SQ_W_CMD,
+            &[fp_reg::SQ_TAKE_BACK],
+        );
+        self.sq_held &= !bit;
+        let mut w = [0u8; 28];
+        self.read_words(fp_reg::T_PORT, index, fp_reg::SQ_R_STATE, &mut w);
+        let word =
+            |i: usize| u32::from_le_bytes([w[4 * i], w[4 * i + 1], w[4 * i + 2], w[4 * i + 3]]);
+        let flags = word(6);
+        if flags & fp_reg::SQ_ACTIVE != 0 {
+            // the command did not land (a port access that timed out): the hardware still
+            // fetches; the firmware must not
+            self.sq_held |= bit;
+            return None;
+        }
+        Some(SqBack {
+            ci: word(0),
+            done: word(1),
+            base: Psn::new(word(2)),
+            una: Psn::new(word(3)),
+            deadline: (flags & fp_reg::SQ_DL_VALID != 0)
+                .then(|| u64::from(word(4)) | u64::from(word(5)) << 32),
+        })
+    }
+
+    fn sq_deadline(&mut self, qpn: Qpn) -> Option<u64> {
+        let flags = self.sq_flags(qpn)?;
+        if flags & fp_reg::SQ_DL_VALID == 0 {
+            return None;
+        }
+        let mut w = [0u8; 8];
+        self.read_words(fp_reg::T_PORT, qpn.value(), fp_reg::SQ_R_DL, &mut w);
+        Some(u64::from_le_bytes(w))
+    }
+
+    fn sq_stopped(&mut self, qpn: Qpn) -> bool {
+        self.sq_flags(qpn)
+            .is_some_and(|f| f & fp_reg::SQ_STOPPED != 0)
+    }
+
+    fn sq_news(&mut self) -> SqNews {
+        let counters = self.counters();
+        if NO_FASTPATH || !self.sq_used {
+            return SqNews {
+                counters,
+                ..SqNews::default()
+            };
+        }
+        let mut w = [0u8; 12];
+        self.read_words(fp_reg::T_PORT, 0, fp_reg::SQ_R_COUNTS, &mut w);
+        let word =
+            |i: usize| u32::from_le_bytes([w[4 * i], w[4 * i + 1], w[4 * i + 2], w[4 * i + 3]]);
+        let (taken, sends) = (word(0), word(1));
+        let news = word(2) | core::mem::take(&mut self.sq_news_seen);
+        let counts = (
+            taken.wrapping_sub(self.sq_taken[0]),
+            sends.wrapping_sub(self.sq_taken[1]),
+        );
+        self.sq_taken = [taken, sends];
+        let mut deadline = None;
+        let mut held = self.sq_held;
+        while held != 0 {
+            let e = held.trailing_zeros();
+            held &= held - 1;
+            if let Some(d) = self.sq_deadline(Qpn::new(e)) {
+                deadline = Some(deadline.map_or(d, |m: u64| m.min(d)));
+            }
+        }
+        SqNews {
+            counters,
+            cqe: news & fp_reg::SQ_NEWS_CQE != 0,
+            taken: counts.0,
+            sends: counts.1,
+            deadline,
+            stopped: news & fp_reg::SQ_NEWS_STOPPED != 0,
+        }
     }
 }
 
@@ -870,6 +1156,11 @@ impl MmioHal {
                     mmio: Mmio { base },
                     cqs_held: 0,
                     exceptions: 0,
+                    sq_held: 0,
+                    sq_used: false,
+                    sq_taken: [0; 2],
+                    sq_news_seen: 0,
+                    sq_busy: false,
                 },
                 fp_state: FpState::Unknown,
             },
