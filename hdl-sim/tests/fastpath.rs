@@ -972,25 +972,12 @@ fn rx_case(
         }
         let c = RecvCtx {
             on: q.on,
-            qpn: qpn_of(i),
-            cur: RxCur::None,
             access,
-            mtu: q.tx.mtu,
             epsn: Psn::new(q.tx.psn),
             msn: Msn::new(q.msn),
             ack_every: q.ack_every,
-            unacked: 0,
-            pd: pds[i % 2],
-            va: 0,
-            rkey: Rkey(0),
-            resid: 0,
-            length: 0,
-            recv_addr: 0,
-            recv_loaded: false,
-            nak_sent: false,
-            held: false,
-            pkey: 0xFFFF,
             peer_gid: gid(ipv6, 1),
+            ..RecvCtx::idle(qpn_of(i), pds[i % 2], q.tx.mtu)
         };
         sim.write_record(Table::RecvCtx, qpn_of(i).value(), &layout::encode_rctx(&c));
         ctxs.push(c);
@@ -1323,26 +1310,10 @@ fn line_rate_placement() {
         sim.write_record(Table::Port, 0, &rec);
         let qpn = qpn_of(0);
         let mut ctx = RecvCtx {
-            on: true,
-            qpn,
-            cur: RxCur::None,
             access: AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE,
-            mtu: cfg.mtu,
             epsn: Psn::new(cfg.psn),
-            msn: Msn::new(0),
-            ack_every: 0,
-            unacked: 0,
-            pd,
-            va: 0,
-            rkey: Rkey(0),
-            resid: 0,
-            length: 0,
-            recv_addr: 0,
-            recv_loaded: false,
-            nak_sent: false,
-            held: false,
-            pkey: 0xFFFF,
             peer_gid: gid(false, 1),
+            ..RecvCtx::idle(qpn, pd, cfg.mtu)
         };
         sim.write_record(Table::RecvCtx, qpn.value(), &layout::encode_rctx(&ctx));
         let ack_ctx = send_ctx(&cfg);
@@ -1924,26 +1895,9 @@ fn resp_setup(sim: &mut FpSim, qps: &[QpCfg], mem: &mut HostMem) -> Result<RespQ
         sim.write_record(Table::SendCtx, qpn_of(i).value(), &layout::encode_sctx(&c));
         out.sctx.push(c);
         let r = RecvCtx {
-            on: true,
-            qpn: qpn_of(i),
-            cur: RxCur::None,
             access: AccessFlags::LOCAL_WRITE,
-            mtu: q.mtu,
-            epsn: Psn::new(0),
-            msn: Msn::new(0),
-            ack_every: 0,
-            unacked: 0,
-            pd,
-            va: 0,
-            rkey: Rkey(0),
-            resid: 0,
-            length: 0,
-            recv_addr: 0,
-            recv_loaded: false,
-            nak_sent: false,
-            held: false,
-            pkey: 0xFFFF,
             peer_gid: gid(false, 1),
+            ..RecvCtx::idle(qpn_of(i), pd, q.mtu)
         };
         sim.write_record(Table::RecvCtx, qpn_of(i).value(), &layout::encode_rctx(&r));
         out.rctx.push(r);

@@ -14,9 +14,9 @@ mod common;
 
 use common::host_mem::HostMem;
 use roce_core::fastpath::layout;
-use roce_core::fastpath::{MrEntry, RecvCtx, RxCur, SendCtx, SqIdle};
+use roce_core::fastpath::{MrEntry, RecvCtx, SendCtx, SqIdle};
 use roce_core::memory::{AccessFlags, Dma, Pd};
-use roce_core::num::{Lkey, Msn, Psn, Qpn, Rkey};
+use roce_core::num::{Lkey, Psn, Qpn, Rkey};
 use roce_core::transport::{Mtu, SendFlags, SendWr, WrOp};
 use roce_core::wire::ethernet::{EthernetRepr, MacAddr};
 use roce_core::wire::ipv4::Ipv4Repr;
@@ -108,26 +108,8 @@ fn setup(fp: &mut dyn FastPath) {
     };
     fp.write_sctx(q, 0, &layout::encode_sctx(&ctx));
     let rctx = RecvCtx {
-        on: true,
-        qpn: q,
-        cur: RxCur::None,
         access: AccessFlags::LOCAL_WRITE,
-        mtu: Mtu::Mtu1024,
-        epsn: Psn::new(0),
-        msn: Msn::new(0),
-        ack_every: 0,
-        unacked: 0,
-        pd: Pd::from_index(PD),
-        va: 0,
-        rkey: Rkey(0),
-        resid: 0,
-        length: 0,
-        recv_addr: 0,
-        recv_loaded: false,
-        nak_sent: false,
-        held: false,
-        pkey: 0xFFFF,
-        peer_gid: [0; 16],
+        ..RecvCtx::idle(q, Pd::from_index(PD), Mtu::Mtu1024)
     };
     fp.write_rctx(q, &layout::encode_rctx(&rctx));
     for (index, key, pd, valid) in [

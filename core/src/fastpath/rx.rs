@@ -59,6 +59,36 @@ pub struct RecvCtx {
     pub peer_gid: [u8; 16],
 }
 
+impl RecvCtx {
+    /// An RC QP's context, on, between messages, at PSN and MSN 0, with no access, the
+    /// default P_Key and an all-zero peer GID: the starting point a caller changes the
+    /// fields it knows from (`RecvCtx { epsn, ..RecvCtx::idle(qpn, pd, mtu) }`).
+    pub const fn idle(qpn: Qpn, pd: Pd, mtu: Mtu) -> Self {
+        Self {
+            on: true,
+            qpn,
+            cur: RxCur::None,
+            access: AccessFlags::NONE,
+            mtu,
+            epsn: Psn::new(0),
+            msn: Msn::new(0),
+            ack_every: 0,
+            unacked: 0,
+            pd,
+            va: 0,
+            rkey: Rkey(0),
+            resid: 0,
+            length: 0,
+            recv_addr: 0,
+            recv_loaded: false,
+            nak_sent: false,
+            held: false,
+            pkey: 0xFFFF,
+            peer_gid: [0; 16],
+        }
+    }
+}
+
 /// An MR table entry (§3.3).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct MrEntry {
