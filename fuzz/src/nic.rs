@@ -75,11 +75,30 @@ pub fn confine(addr: u64) -> u64 {
 enum Ctx {
     /// No frame: only ring accesses are allowed.
     Idle,
-    /// Receiving a frame, the victim's or not, and what a request through a memory
-    /// window may touch (`mw::verdict`).
-    Rx { victim: bool, limit: Option<Limit> },
+    /// Receiving a frame, the victim's or not, what a request through a memory window
+    /// may touch (`mw::verdict`) and which part of a message the frame is.
+    Rx {
+        victim: bool,
+        limit: Option<Limit>,
+        part: Part,
+    },
     /// Building a frame to transmit: which tenants' memory it read so far.
     Tx { victim: bool, hostile: bool },
+}
+
+/// Which part of a multi-packet RDMA WRITE a received frame is: a middle or last
+/// packet carries no RETH and is placed at the cursor the responder's QP holds, so it is
+/// judged by the message that cursor belongs to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Part {
+    /// Any other frame: judged by its own verdict.
+    Whole,
+    /// The first packet of a multi-packet WRITE to QP `.0`: judged by its own verdict,
+    /// and, once it places data, the message QP `.0` continues ([`HostMem::messages`]).
+    First(u32),
+    /// A middle or last packet of a WRITE to QP `.0`: judged by the message that QP
+    /// continues.
+    Rest(u32),
 }
 
 thread_local! {
@@ -326,6 +345,19 @@ pub struct HostMem {
     arenas: [(u64, Vec<u8>); 4],
     pub shadow: Shadow,
     cmdq: Ring,
+    /// Per QP, the verdict of the multi-packet WRITE whose first packet it last placed
+    /// (`None`: not through a window): the message its middle and last packets continue.
+    /// A first packet counts only once it places data, because only then did the
+    /// responder take its RETH: a first packet with a PSN before the expected one is a
+    /// duplicate, answered with an ACK and not executed again, and one after it is
+    /// out of sequence and dropped (roce-facts §6.3, rxe `check_psn`/`duplicate_request`),
+    /// whatever its RETH says. A first packet always places data (its payload is one
+    /// MTU), so the first access made while it is received is its own. Judging by PSN
+    /// order instead failed twice: a resent last packet after a refused out-of-sequence
+    /// first, and a message resent from its first packet with another RETH while the
+    /// responder, RNR-NAKing the last packet, still held the original's cursor (both
+    /// found by the `abi` campaign).
+    messages: Vec<(u32, Option<Limit>)>,
 }
 
 impl HostMem {
@@ -348,6 +380,21 @@ impl HostMem {
             ],
             shadow: Shadow::default(),
             cmdq: Ring::new(KERNEL, CMDQ_LOG, size_of::<CmdEntry>()),
+            messages: Vec::new(),
+        }
+    }
+
+    /// The verdict of the message QP `qpn` continues (none placed yet: no limit).
+    fn message(&self, qpn: u32) -> Option<Limit> {
+        self.messages.iter().find(|m| m.0 == qpn).and_then(|m| m.1)
+    }
+
+    /// A first packet placed data (see [`HostMem::messages`]): QP `qpn` continues its
+    /// message from now on.
+    fn opened(&mut self, qpn: u32, limit: Option<Limit>) {
+        match self.messages.iter_mut().find(|m| m.0 == qpn) {
+            Some(m) => m.1 = limit,
+            None => self.messages.push((qpn, limit)),
         }
     }
 
@@ -416,15 +463,18 @@ impl HostMem {
             Ctx::Rx { victim: false, .. } => hostile,
             Ctx::Tx { .. } => victim || hostile,
         };
-        if let Ctx::Rx {
-            limit: Some(limit), ..
-        } = ctx
-        {
-            assert!(
-                limit.allows(addr, len),
-                "DMA {what} of [{addr:#x}, +{len:#x}) for a request through a memory \
+        if let Ctx::Rx { limit, part, .. } = ctx {
+            let limit = match part {
+                Part::Rest(qpn) => self.message(qpn),
+                Part::Whole | Part::First(_) => limit,
+            };
+            if let Some(limit) = limit {
+                assert!(
+                    limit.allows(addr, len),
+                    "DMA {what} of [{addr:#x}, +{len:#x}) for a request through a memory \
                  window: the window allows {limit:?} (`fuzz/src/mw.rs`)"
-            );
+                );
+            }
         }
         assert!(
             ok,
@@ -494,6 +544,14 @@ impl Dma for HostMem {
 
     fn write(&mut self, addr: u64, data: &[u8]) -> Result<(), DmaError> {
         self.check(addr, data.len(), true);
+        if let Ctx::Rx {
+            limit,
+            part: Part::First(qpn),
+            ..
+        } = CTX.get()
+        {
+            self.opened(qpn, limit);
+        }
         let len = data.len();
         let dst = self.slice_mut(addr, len).ok_or(DmaError { addr, len })?;
         dst.copy_from_slice(data);
@@ -515,50 +573,30 @@ pub struct LoopPort {
     frames: VecDeque<Vec<u8>>,
     /// The victim's QPNs, to classify frames (a copy of the shadow's).
     pub victim_qps: Vec<u32>,
-    /// The first packets of multi-packet WRITEs seen, latest last: destination QP, PSN
-    /// and verdict (`None`: not through a window). A middle or last packet (no RETH)
-    /// belongs to the message of the nearest first packet before it in PSN order, not
-    /// to the last one seen: a first packet beyond the responder's expected PSN is
-    /// refused as out of sequence, and a resent last packet of the message before it
-    /// then still places that message's bytes (found by the `abi` campaign).
-    writes: Vec<(u32, u32, Option<Limit>)>,
 }
 
 /// Frames the port holds before it pushes back.
 const PORT_FRAMES: usize = 8;
-
-/// First packets of WRITEs [`LoopPort`] remembers per QP.
-const WRITES_KEPT: usize = 8;
 
 impl LoopPort {
     fn classify(&self, frame: &[u8]) -> bool {
         victim_frame(&self.victim_qps, frame)
     }
 
-    /// What a received frame may touch, when it belongs to a request through a memory
-    /// window: its own verdict, or (a WRITE's middle and last packets) its first's.
-    fn limit(&mut self, frame: &[u8]) -> Option<Limit> {
-        let p = wire::parse_unverified(frame).ok()?;
-        let qpn = p.dest_qp().value();
-        let psn = p.bth().psn.value();
+    /// What a received frame may touch when it opens a request through a memory
+    /// window (`mw::verdict`), and which part of a WRITE it is.
+    fn judge(frame: &[u8]) -> (Option<Limit>, Part) {
+        let Ok(p) = wire::parse_unverified(frame) else {
+            return (None, Part::Whole);
+        };
         let info = p.info();
-        let write = info.operation == wire::opcode::Operation::RdmaWrite;
-        let verdict = mw::verdict(&p);
-        if !write || info.position.starts() {
-            if write && !info.position.ends() {
-                if self.writes.iter().filter(|w| w.0 == qpn).count() >= WRITES_KEPT {
-                    let oldest = self.writes.iter().position(|w| w.0 == qpn);
-                    oldest.map(|i| self.writes.remove(i));
-                }
-                self.writes.retain(|w| !(w.0 == qpn && w.1 == psn));
-                self.writes.push((qpn, psn, verdict));
-            }
-            return verdict;
-        }
-        // PSNs are 24 bits: the nearest first packet at or before `psn`, modulo 2^24.
-        let before = |w: &&(u32, u32, Option<Limit>)| psn.wrapping_sub(w.1) & 0xFF_FFFF;
-        let first = self.writes.iter().filter(|w| w.0 == qpn).min_by_key(before);
-        first.and_then(|w| w.2)
+        let qpn = p.dest_qp().value();
+        let part = match (info.operation, info.position) {
+            (wire::opcode::Operation::RdmaWrite, pos) if !pos.starts() => Part::Rest(qpn),
+            (wire::opcode::Operation::RdmaWrite, pos) if !pos.ends() => Part::First(qpn),
+            _ => Part::Whole,
+        };
+        (mw::verdict(&p), part)
     }
 }
 
@@ -597,9 +635,11 @@ impl Datapath for LoopPort {
         let f = self.frames.pop_front()?;
         let dst = buf.get_mut(..f.len())?;
         dst.copy_from_slice(&f);
+        let (limit, part) = Self::judge(&f);
         CTX.set(Ctx::Rx {
             victim: self.classify(&f),
-            limit: self.limit(&f),
+            limit,
+            part,
         });
         Some(f.len())
     }
