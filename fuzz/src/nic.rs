@@ -14,12 +14,13 @@
 //!   region (a write only with `LOCAL_WRITE`), of the victim's PD only for a victim frame
 //!   and of another PD only for a hostile frame. A frame is the victim's when its BTH
 //!   names a victim QP and it has no DETH (the victim's QPs are RC; UD frames are the
-//!   hostile tenant's, whatever QPN they name). Transmit-side accesses happen before the
-//!   frame exists, so they are judged when the datapath is handed the frame.
+//!   hostile tenant's, whatever QPN they name). Transmit-side reads happen before the
+//!   frame exists, so they are judged when the datapath is handed the frame, by the
+//!   reads its payload is made of ([`TxReads`]).
 //!
 //! Anything else panics at the access.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 
 use crate::mw::{self, Limit};
@@ -82,8 +83,8 @@ enum Ctx {
         limit: Option<Limit>,
         part: Part,
     },
-    /// Building a frame to transmit: which tenants' memory it read so far.
-    Tx { victim: bool, hostile: bool },
+    /// Building frames to transmit (their reads: [`TX_READS`]).
+    Tx,
 }
 
 /// Which part of a multi-packet RDMA WRITE a received frame is: a middle or last
@@ -105,12 +106,58 @@ thread_local! {
     /// Set by the datapath, read by the memory: the two are separate halves of the HAL
     /// (the runtime holds both at once through `Hal::split`).
     static CTX: Cell<Ctx> = const { Cell::new(Ctx::Idle) };
+    /// The reads of the transmit context, written by the memory, judged by the datapath.
+    static TX_READS: RefCell<TxReads> = RefCell::new(TxReads::default());
 }
 
-/// Leaves the current context. (A transmit that read region memory may still produce no
-/// frame: a DMA fault in a later SGE abandons it, and the bytes read go nowhere.)
+/// Leaves the current context.
 fn leave() {
     CTX.set(Ctx::Idle);
+}
+
+/// The region reads of a transmit context, in order: their bytes, and for each its length
+/// and whether it lay in a region of the victim's PD or of another.
+///
+/// One context may read for several frames and send only the last: the engine builds a
+/// frame by reading its payload just before handing it over, and abandons one whose
+/// gather fails (a key refused or a read faulting at a later SGE, after earlier SGEs
+/// were read), then goes on to another QP's frame in the same call. So a frame carries
+/// exactly the latest reads whose bytes are its payload; what was read before went
+/// nowhere. (Marking the whole context flagged a victim frame after a hostile send
+/// abandoned on its second SGE: found minimizing an `abi` campaign crash.) A failed
+/// read gives the NIC no bytes and is not logged.
+#[derive(Default)]
+struct TxReads {
+    bytes: Vec<u8>,
+    reads: Vec<(usize, bool, bool)>,
+}
+
+impl TxReads {
+    fn clear(&mut self) {
+        self.bytes.clear();
+        self.reads.clear();
+    }
+
+    fn push(&mut self, data: &[u8], victim: bool, hostile: bool) {
+        self.bytes.extend_from_slice(data);
+        self.reads.push((data.len(), victim, hostile));
+    }
+
+    /// Whether a frame with `payload` carries victim and hostile memory: judged by the
+    /// latest reads when their bytes are exactly the payload, else (a payload not
+    /// simply read, or no payload parsed) by every read of the context.
+    fn owners(&self, payload: Option<&[u8]>) -> (bool, bool) {
+        let own = payload.and_then(|p| {
+            let (mut n, mut k) = (0, self.reads.len());
+            while n < p.len() && k > 0 {
+                k -= 1;
+                n += self.reads[k].0;
+            }
+            (n == p.len() && self.bytes.ends_with(p)).then_some(k)
+        });
+        let used = &self.reads[own.unwrap_or(0)..];
+        (used.iter().any(|r| r.1), used.iter().any(|r| r.2))
+    }
 }
 
 /// A memory region the NIC has confirmed.
@@ -441,10 +488,11 @@ impl HostMem {
                 || (write && s.counter_bufs.iter().any(|d| d.holds(addr, len))))
     }
 
-    /// Panics unless the access is allowed (see the module doc).
-    fn check(&self, addr: u64, len: usize, write: bool) {
+    /// Panics unless the access is allowed (see the module doc); returns whether it lies
+    /// in a region of the victim's PD and of another (neither for a ring access).
+    fn check(&self, addr: u64, len: usize, write: bool) -> (bool, bool) {
         if len == 0 || self.ring_allows(addr, len, write) {
-            return;
+            return (false, false);
         }
         let what = if write { "write" } else { "read" };
         let ctx = CTX.get();
@@ -461,7 +509,7 @@ impl HostMem {
             Ctx::Idle => false,
             Ctx::Rx { victim: true, .. } => victim,
             Ctx::Rx { victim: false, .. } => hostile,
-            Ctx::Tx { .. } => victim || hostile,
+            Ctx::Tx => victim || hostile,
         };
         if let Ctx::Rx { limit, part, .. } = ctx {
             let limit = match part {
@@ -483,16 +531,7 @@ impl HostMem {
             self.shadow
         );
         // (The arenas are disjoint, so no access is in both tenants' regions.)
-        if let Ctx::Tx {
-            victim: v,
-            hostile: h,
-        } = ctx
-        {
-            CTX.set(Ctx::Tx {
-                victim: v || victim,
-                hostile: h || hostile,
-            });
-        }
+        (victim, hostile)
     }
 
     /// Learns from a command entry the NIC has written back: called after a write into
@@ -528,17 +567,14 @@ impl HostMem {
 
 impl Dma for HostMem {
     fn read(&mut self, addr: u64, buf: &mut [u8]) -> Result<(), DmaError> {
-        let before = CTX.get();
-        self.check(addr, buf.len(), false);
+        let (victim, hostile) = self.check(addr, buf.len(), false);
         let len = buf.len();
-        let Some(src) = self.slice(addr, len) else {
-            // A failed read gives the NIC no bytes, so none can reach a frame: the
-            // engine abandons that work request and may build another tenant's frame
-            // next, in the same transmit context (found by the `abi` campaign).
-            CTX.set(before);
-            return Err(DmaError { addr, len });
-        };
+        // A failed read gives the NIC no bytes, so none can reach a frame: not logged.
+        let src = self.slice(addr, len).ok_or(DmaError { addr, len })?;
         buf.copy_from_slice(src);
+        if CTX.get() == Ctx::Tx {
+            TX_READS.with_borrow_mut(|r| r.push(src, victim, hostile));
+        }
         Ok(())
     }
 
@@ -602,7 +638,9 @@ impl LoopPort {
 
 impl Datapath for LoopPort {
     fn transmit(&mut self, frame: &[u8]) -> bool {
-        if let Ctx::Tx { victim, hostile } = CTX.get() {
+        if CTX.get() == Ctx::Tx {
+            let payload = wire::parse_unverified(frame).ok().map(|p| p.payload());
+            let (victim, hostile) = TX_READS.with_borrow(|r| r.owners(payload));
             let mine = self.classify(frame);
             assert!(
                 !(mine && hostile),
@@ -623,10 +661,8 @@ impl Datapath for LoopPort {
 
     fn can_transmit(&self) -> bool {
         leave();
-        CTX.set(Ctx::Tx {
-            victim: false,
-            hostile: false,
-        });
+        TX_READS.with_borrow_mut(TxReads::clear);
+        CTX.set(Ctx::Tx);
         self.frames.len() < PORT_FRAMES
     }
 
@@ -949,5 +985,44 @@ pub fn admit(e: &mut CmdEntry, s: &Shadow) -> bool {
         }
         // Queries change nothing; an unknown opcode is the NIC's to refuse.
         _ => true,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::TxReads;
+
+    fn reads(list: &[(&[u8], bool, bool)]) -> TxReads {
+        let mut r = TxReads::default();
+        for &(data, victim, hostile) in list {
+            r.push(data, victim, hostile);
+        }
+        r
+    }
+
+    #[test]
+    fn a_frame_carries_only_the_reads_its_payload_is_made_of() {
+        // A hostile gather read one SGE, then faulted (not logged); the victim's frame
+        // was read next, in two pieces.
+        let r = reads(&[
+            (&[9; 4], false, true),
+            (&[1, 2], true, false),
+            (&[3], true, false),
+        ]);
+        assert_eq!(r.owners(Some(&[1, 2, 3])), (true, false));
+        // No payload: no memory.
+        assert_eq!(r.owners(Some(&[])), (false, false));
+    }
+
+    #[test]
+    fn a_payload_not_simply_read_is_judged_by_every_read() {
+        let r = reads(&[(&[9; 4], false, true), (&[1, 2], true, false)]);
+        // Same length as the last read, other bytes; a length no suffix of reads makes;
+        // no payload parsed.
+        assert_eq!(r.owners(Some(&[1, 7])), (true, true));
+        assert_eq!(r.owners(Some(&[9, 1, 2])), (true, true));
+        assert_eq!(r.owners(None), (true, true));
+        // A hostile frame whose payload ends with the victim's read carries it.
+        assert_eq!(r.owners(Some(&[9, 9, 9, 9, 1, 2])), (true, true));
     }
 }
