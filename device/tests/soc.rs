@@ -115,6 +115,16 @@ fn budget_of_a_64k_write_at_mtu_4096_per_end() {
         cqes(&alone),
         cqes(&fast)
     );
+    // The host's doorbell reached the SoC's WQE fetch without the firmware (`soc_fp`
+    // takes the send doorbells of the queues the fetch holds): half the data packets
+    // were on the wire before the sender's firmware had worked at all (a poll that
+    // handed the doorbell on would have ended by then); alone, it built them.
+    assert_eq!(
+        (fast.to_half.busy_polls, fast.to_half.busy_instret),
+        (0, 0),
+        "the sender's firmware worked before half the data packets left"
+    );
+    assert!(alone.to_half.busy_instret > 0);
     let per = fast.per_packet();
     assert!(
         per[0] <= SOC_FP_SENDER_BUDGET && per[1] <= SOC_FP_RECEIVER_BUDGET,
@@ -133,6 +143,9 @@ struct Write64k {
     wc: roce_core::transport::WorkCompletion,
     /// What each SoC's firmware measured of itself during the WRITE.
     d: [roce_hdl_sim::soc::FirmwareStats; 2],
+    /// What the sender's firmware did from the post until half the data packets were
+    /// on the wire.
+    to_half: roce_hdl_sim::soc::FirmwareStats,
     /// Each SoC's port counters (the ABI's), at the end.
     counters: [roce_host::PortCounters; 2],
     /// SoC cycles from the post to the completion.
@@ -195,6 +208,14 @@ fn write_64k(image: &std::path::Path, fastpath: bool) -> Write64k {
     .sge(p.mr[0].addr(), LEN as u32, p.mr[0].lkey())
     .flags(SendFlags::SIGNALED);
     p.qp[0].post_send(&wr).unwrap();
+    let carried = p.wire.carried;
+    let mut steps = 0;
+    while p.wire.carried < carried + PACKETS / 2 {
+        assert!(steps < 1_000_000, "the data packets did not leave SoC 0");
+        p.wire.step(100);
+        steps += 1;
+    }
+    let to_half = p.wire.nics[0].firmware_stats().since(&before[0]);
     let wc = p.wire.completions(&p.cq[0], 1, 200_000_000);
     assert_eq!((wc[0].wr_id, wc[0].status), (7, WcStatus::Success));
     let cycles = p.wire.nics[0].cycles() - start;
@@ -207,6 +228,7 @@ fn write_64k(image: &std::path::Path, fastpath: bool) -> Write64k {
     Write64k {
         wc: wc[0],
         d,
+        to_half,
         counters,
         cycles,
     }
