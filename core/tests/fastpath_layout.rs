@@ -202,6 +202,23 @@ proptest! {
         prop_assert_eq!(layout::decode_ackd(&layout::encode_ackd(&a)), a);
     }
 
+    /// Releasing a held receive context clears `held` and nothing else, whatever the
+    /// other flags: the context decodes as it did, `held` false.
+    #[test]
+    fn releasing_a_receive_context_clears_held_alone(bytes in proptest::collection::vec(any::<u8>(), 64)) {
+        let b: [u8; 64] = bytes[..].try_into().unwrap();
+        let mut released = b;
+        layout::release_rctx(&mut released);
+        match layout::decode_rctx(&b) {
+            Ok(mut c) => {
+                c.held = false;
+                prop_assert_eq!(layout::decode_rctx(&released), Ok(c));
+            }
+            Err(e) => prop_assert_eq!(layout::decode_rctx(&released), Err(e)),
+        }
+        prop_assert!(b.iter().zip(released).filter(|(x, y)| **x != *y).count() <= 1);
+    }
+
     /// No byte pattern makes a decoder panic.
     #[test]
     fn decoders_take_any_bytes(bytes in proptest::collection::vec(any::<u8>(), 96)) {
