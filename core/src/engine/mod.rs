@@ -1310,7 +1310,13 @@ impl<
             if due {
                 let sides = |e: &Self| e.qps.get(slot)?.as_ref().map(|qp| e.sides(slot, qp));
                 let before = sides(self);
-                self.with_qp(slot, now, &mut NoDma, |r, env, _| r.handle_timeout(env));
+                // A QP whose requests are descriptors gets no frame of its own from a
+                // timer (its rewind and resends are descriptors): `poll_transmit` need
+                // not look at it for this.
+                let fp = matches!(self.qps.get(slot), Some(Some(qp)) if qp.req.fastpath);
+                self.run_qp(slot, now, &mut NoDma, !fp, |r, env, _| {
+                    r.handle_timeout(env)
+                });
                 changed |= sides(self) != before;
             }
         }
