@@ -14,12 +14,13 @@
 //!   region (a write only with `LOCAL_WRITE`), of the victim's PD only for a victim frame
 //!   and of another PD only for a hostile frame. A frame is the victim's when its BTH
 //!   names a victim QP and it has no DETH (the victim's QPs are RC; UD frames are the
-//!   hostile tenant's, whatever QPN they name). Transmit-side accesses happen before the
-//!   frame exists, so they are judged when the datapath is handed the frame.
+//!   hostile tenant's, whatever QPN they name). Transmit-side reads happen before the
+//!   frame exists, so they are judged when the datapath is handed the frame, by the
+//!   reads its payload is made of ([`TxReads`]).
 //!
 //! Anything else panics at the access.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 
 use crate::mw::{self, Limit};
@@ -75,23 +76,88 @@ pub fn confine(addr: u64) -> u64 {
 enum Ctx {
     /// No frame: only ring accesses are allowed.
     Idle,
-    /// Receiving a frame, the victim's or not, and what a request through a memory
-    /// window may touch (`mw::verdict`).
-    Rx { victim: bool, limit: Option<Limit> },
-    /// Building a frame to transmit: which tenants' memory it read so far.
-    Tx { victim: bool, hostile: bool },
+    /// Receiving a frame, the victim's or not, what a request through a memory window
+    /// may touch (`mw::verdict`) and which part of a message the frame is.
+    Rx {
+        victim: bool,
+        limit: Option<Limit>,
+        part: Part,
+    },
+    /// Building frames to transmit (their reads: [`TX_READS`]).
+    Tx,
+}
+
+/// Which part of a multi-packet RDMA WRITE a received frame is: a middle or last
+/// packet carries no RETH and is placed at the cursor the responder's QP holds, so it is
+/// judged by the message that cursor belongs to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Part {
+    /// Any other frame: judged by its own verdict.
+    Whole,
+    /// The first packet of a multi-packet WRITE to QP `.0`: judged by its own verdict,
+    /// and, once it places data, the message QP `.0` continues ([`HostMem::messages`]).
+    First(u32),
+    /// A middle or last packet of a WRITE to QP `.0`: judged by the message that QP
+    /// continues.
+    Rest(u32),
 }
 
 thread_local! {
     /// Set by the datapath, read by the memory: the two are separate halves of the HAL
     /// (the runtime holds both at once through `Hal::split`).
     static CTX: Cell<Ctx> = const { Cell::new(Ctx::Idle) };
+    /// The reads of the transmit context, written by the memory, judged by the datapath.
+    static TX_READS: RefCell<TxReads> = RefCell::new(TxReads::default());
 }
 
-/// Leaves the current context. (A transmit that read region memory may still produce no
-/// frame: a DMA fault in a later SGE abandons it, and the bytes read go nowhere.)
+/// Leaves the current context.
 fn leave() {
     CTX.set(Ctx::Idle);
+}
+
+/// The region reads of a transmit context, in order: their bytes, and for each its length
+/// and whether it lay in a region of the victim's PD or of another.
+///
+/// One context may read for several frames and send only the last: the engine builds a
+/// frame by reading its payload just before handing it over, and abandons one whose
+/// gather fails (a key refused or a read faulting at a later SGE, after earlier SGEs
+/// were read), then goes on to another QP's frame in the same call. So a frame carries
+/// exactly the latest reads whose bytes are its payload; what was read before went
+/// nowhere. (Marking the whole context flagged a victim frame after a hostile send
+/// abandoned on its second SGE: found minimizing an `abi` campaign crash.) A failed
+/// read gives the NIC no bytes and is not logged.
+#[derive(Default)]
+struct TxReads {
+    bytes: Vec<u8>,
+    reads: Vec<(usize, bool, bool)>,
+}
+
+impl TxReads {
+    fn clear(&mut self) {
+        self.bytes.clear();
+        self.reads.clear();
+    }
+
+    fn push(&mut self, data: &[u8], victim: bool, hostile: bool) {
+        self.bytes.extend_from_slice(data);
+        self.reads.push((data.len(), victim, hostile));
+    }
+
+    /// Whether a frame with `payload` carries victim and hostile memory: judged by the
+    /// latest reads when their bytes are exactly the payload, else (a payload not
+    /// simply read, or no payload parsed) by every read of the context.
+    fn owners(&self, payload: Option<&[u8]>) -> (bool, bool) {
+        let own = payload.and_then(|p| {
+            let (mut n, mut k) = (0, self.reads.len());
+            while n < p.len() && k > 0 {
+                k -= 1;
+                n += self.reads[k].0;
+            }
+            (n == p.len() && self.bytes.ends_with(p)).then_some(k)
+        });
+        let used = &self.reads[own.unwrap_or(0)..];
+        (used.iter().any(|r| r.1), used.iter().any(|r| r.2))
+    }
 }
 
 /// A memory region the NIC has confirmed.
@@ -326,6 +392,19 @@ pub struct HostMem {
     arenas: [(u64, Vec<u8>); 4],
     pub shadow: Shadow,
     cmdq: Ring,
+    /// Per QP, the verdict of the multi-packet WRITE whose first packet it last placed
+    /// (`None`: not through a window): the message its middle and last packets continue.
+    /// A first packet counts only once it places data, because only then did the
+    /// responder take its RETH: a first packet with a PSN before the expected one is a
+    /// duplicate, answered with an ACK and not executed again, and one after it is
+    /// out of sequence and dropped (roce-facts §6.3, rxe `check_psn`/`duplicate_request`),
+    /// whatever its RETH says. A first packet always places data (its payload is one
+    /// MTU), so the first access made while it is received is its own. Judging by PSN
+    /// order instead failed twice: a resent last packet after a refused out-of-sequence
+    /// first, and a message resent from its first packet with another RETH while the
+    /// responder, RNR-NAKing the last packet, still held the original's cursor (both
+    /// found by the `abi` campaign).
+    messages: Vec<(u32, Option<Limit>)>,
 }
 
 impl HostMem {
@@ -348,6 +427,21 @@ impl HostMem {
             ],
             shadow: Shadow::default(),
             cmdq: Ring::new(KERNEL, CMDQ_LOG, size_of::<CmdEntry>()),
+            messages: Vec::new(),
+        }
+    }
+
+    /// The verdict of the message QP `qpn` continues (none placed yet: no limit).
+    fn message(&self, qpn: u32) -> Option<Limit> {
+        self.messages.iter().find(|m| m.0 == qpn).and_then(|m| m.1)
+    }
+
+    /// A first packet placed data (see [`HostMem::messages`]): QP `qpn` continues its
+    /// message from now on.
+    fn opened(&mut self, qpn: u32, limit: Option<Limit>) {
+        match self.messages.iter_mut().find(|m| m.0 == qpn) {
+            Some(m) => m.1 = limit,
+            None => self.messages.push((qpn, limit)),
         }
     }
 
@@ -394,10 +488,11 @@ impl HostMem {
                 || (write && s.counter_bufs.iter().any(|d| d.holds(addr, len))))
     }
 
-    /// Panics unless the access is allowed (see the module doc).
-    fn check(&self, addr: u64, len: usize, write: bool) {
+    /// Panics unless the access is allowed (see the module doc); returns whether it lies
+    /// in a region of the victim's PD and of another (neither for a ring access).
+    fn check(&self, addr: u64, len: usize, write: bool) -> (bool, bool) {
         if len == 0 || self.ring_allows(addr, len, write) {
-            return;
+            return (false, false);
         }
         let what = if write { "write" } else { "read" };
         let ctx = CTX.get();
@@ -414,17 +509,20 @@ impl HostMem {
             Ctx::Idle => false,
             Ctx::Rx { victim: true, .. } => victim,
             Ctx::Rx { victim: false, .. } => hostile,
-            Ctx::Tx { .. } => victim || hostile,
+            Ctx::Tx => victim || hostile,
         };
-        if let Ctx::Rx {
-            limit: Some(limit), ..
-        } = ctx
-        {
-            assert!(
-                limit.allows(addr, len),
-                "DMA {what} of [{addr:#x}, +{len:#x}) for a request through a memory \
+        if let Ctx::Rx { limit, part, .. } = ctx {
+            let limit = match part {
+                Part::Rest(qpn) => self.message(qpn),
+                Part::Whole | Part::First(_) => limit,
+            };
+            if let Some(limit) = limit {
+                assert!(
+                    limit.allows(addr, len),
+                    "DMA {what} of [{addr:#x}, +{len:#x}) for a request through a memory \
                  window: the window allows {limit:?} (`fuzz/src/mw.rs`)"
-            );
+                );
+            }
         }
         assert!(
             ok,
@@ -433,16 +531,7 @@ impl HostMem {
             self.shadow
         );
         // (The arenas are disjoint, so no access is in both tenants' regions.)
-        if let Ctx::Tx {
-            victim: v,
-            hostile: h,
-        } = ctx
-        {
-            CTX.set(Ctx::Tx {
-                victim: v || victim,
-                hostile: h || hostile,
-            });
-        }
+        (victim, hostile)
     }
 
     /// Learns from a command entry the NIC has written back: called after a write into
@@ -478,22 +567,27 @@ impl HostMem {
 
 impl Dma for HostMem {
     fn read(&mut self, addr: u64, buf: &mut [u8]) -> Result<(), DmaError> {
-        let before = CTX.get();
-        self.check(addr, buf.len(), false);
+        let (victim, hostile) = self.check(addr, buf.len(), false);
         let len = buf.len();
-        let Some(src) = self.slice(addr, len) else {
-            // A failed read gives the NIC no bytes, so none can reach a frame: the
-            // engine abandons that work request and may build another tenant's frame
-            // next, in the same transmit context (found by the `abi` campaign).
-            CTX.set(before);
-            return Err(DmaError { addr, len });
-        };
+        // A failed read gives the NIC no bytes, so none can reach a frame: not logged.
+        let src = self.slice(addr, len).ok_or(DmaError { addr, len })?;
         buf.copy_from_slice(src);
+        if CTX.get() == Ctx::Tx {
+            TX_READS.with_borrow_mut(|r| r.push(src, victim, hostile));
+        }
         Ok(())
     }
 
     fn write(&mut self, addr: u64, data: &[u8]) -> Result<(), DmaError> {
         self.check(addr, data.len(), true);
+        if let Ctx::Rx {
+            limit,
+            part: Part::First(qpn),
+            ..
+        } = CTX.get()
+        {
+            self.opened(qpn, limit);
+        }
         let len = data.len();
         let dst = self.slice_mut(addr, len).ok_or(DmaError { addr, len })?;
         dst.copy_from_slice(data);
@@ -515,56 +609,38 @@ pub struct LoopPort {
     frames: VecDeque<Vec<u8>>,
     /// The victim's QPNs, to classify frames (a copy of the shadow's).
     pub victim_qps: Vec<u32>,
-    /// The first packets of multi-packet WRITEs seen, latest last: destination QP, PSN
-    /// and verdict (`None`: not through a window). A middle or last packet (no RETH)
-    /// belongs to the message of the nearest first packet before it in PSN order, not
-    /// to the last one seen: a first packet beyond the responder's expected PSN is
-    /// refused as out of sequence, and a resent last packet of the message before it
-    /// then still places that message's bytes (found by the `abi` campaign).
-    writes: Vec<(u32, u32, Option<Limit>)>,
 }
 
 /// Frames the port holds before it pushes back.
 const PORT_FRAMES: usize = 8;
-
-/// First packets of WRITEs [`LoopPort`] remembers per QP.
-const WRITES_KEPT: usize = 8;
 
 impl LoopPort {
     fn classify(&self, frame: &[u8]) -> bool {
         victim_frame(&self.victim_qps, frame)
     }
 
-    /// What a received frame may touch, when it belongs to a request through a memory
-    /// window: its own verdict, or (a WRITE's middle and last packets) its first's.
-    fn limit(&mut self, frame: &[u8]) -> Option<Limit> {
-        let p = wire::parse_unverified(frame).ok()?;
-        let qpn = p.dest_qp().value();
-        let psn = p.bth().psn.value();
+    /// What a received frame may touch when it opens a request through a memory
+    /// window (`mw::verdict`), and which part of a WRITE it is.
+    fn judge(frame: &[u8]) -> (Option<Limit>, Part) {
+        let Ok(p) = wire::parse_unverified(frame) else {
+            return (None, Part::Whole);
+        };
         let info = p.info();
-        let write = info.operation == wire::opcode::Operation::RdmaWrite;
-        let verdict = mw::verdict(&p);
-        if !write || info.position.starts() {
-            if write && !info.position.ends() {
-                if self.writes.iter().filter(|w| w.0 == qpn).count() >= WRITES_KEPT {
-                    let oldest = self.writes.iter().position(|w| w.0 == qpn);
-                    oldest.map(|i| self.writes.remove(i));
-                }
-                self.writes.retain(|w| !(w.0 == qpn && w.1 == psn));
-                self.writes.push((qpn, psn, verdict));
-            }
-            return verdict;
-        }
-        // PSNs are 24 bits: the nearest first packet at or before `psn`, modulo 2^24.
-        let before = |w: &&(u32, u32, Option<Limit>)| psn.wrapping_sub(w.1) & 0xFF_FFFF;
-        let first = self.writes.iter().filter(|w| w.0 == qpn).min_by_key(before);
-        first.and_then(|w| w.2)
+        let qpn = p.dest_qp().value();
+        let part = match (info.operation, info.position) {
+            (wire::opcode::Operation::RdmaWrite, pos) if !pos.starts() => Part::Rest(qpn),
+            (wire::opcode::Operation::RdmaWrite, pos) if !pos.ends() => Part::First(qpn),
+            _ => Part::Whole,
+        };
+        (mw::verdict(&p), part)
     }
 }
 
 impl Datapath for LoopPort {
     fn transmit(&mut self, frame: &[u8]) -> bool {
-        if let Ctx::Tx { victim, hostile } = CTX.get() {
+        if CTX.get() == Ctx::Tx {
+            let payload = wire::parse_unverified(frame).ok().map(|p| p.payload());
+            let (victim, hostile) = TX_READS.with_borrow(|r| r.owners(payload));
             let mine = self.classify(frame);
             assert!(
                 !(mine && hostile),
@@ -585,10 +661,8 @@ impl Datapath for LoopPort {
 
     fn can_transmit(&self) -> bool {
         leave();
-        CTX.set(Ctx::Tx {
-            victim: false,
-            hostile: false,
-        });
+        TX_READS.with_borrow_mut(TxReads::clear);
+        CTX.set(Ctx::Tx);
         self.frames.len() < PORT_FRAMES
     }
 
@@ -597,9 +671,11 @@ impl Datapath for LoopPort {
         let f = self.frames.pop_front()?;
         let dst = buf.get_mut(..f.len())?;
         dst.copy_from_slice(&f);
+        let (limit, part) = Self::judge(&f);
         CTX.set(Ctx::Rx {
             victim: self.classify(&f),
-            limit: self.limit(&f),
+            limit,
+            part,
         });
         Some(f.len())
     }
@@ -909,5 +985,44 @@ pub fn admit(e: &mut CmdEntry, s: &Shadow) -> bool {
         }
         // Queries change nothing; an unknown opcode is the NIC's to refuse.
         _ => true,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::TxReads;
+
+    fn reads(list: &[(&[u8], bool, bool)]) -> TxReads {
+        let mut r = TxReads::default();
+        for &(data, victim, hostile) in list {
+            r.push(data, victim, hostile);
+        }
+        r
+    }
+
+    #[test]
+    fn a_frame_carries_only_the_reads_its_payload_is_made_of() {
+        // A hostile gather read one SGE, then faulted (not logged); the victim's frame
+        // was read next, in two pieces.
+        let r = reads(&[
+            (&[9; 4], false, true),
+            (&[1, 2], true, false),
+            (&[3], true, false),
+        ]);
+        assert_eq!(r.owners(Some(&[1, 2, 3])), (true, false));
+        // No payload: no memory.
+        assert_eq!(r.owners(Some(&[])), (false, false));
+    }
+
+    #[test]
+    fn a_payload_not_simply_read_is_judged_by_every_read() {
+        let r = reads(&[(&[9; 4], false, true), (&[1, 2], true, false)]);
+        // Same length as the last read, other bytes; a length no suffix of reads makes;
+        // no payload parsed.
+        assert_eq!(r.owners(Some(&[1, 7])), (true, true));
+        assert_eq!(r.owners(Some(&[9, 1, 2])), (true, true));
+        assert_eq!(r.owners(None), (true, true));
+        // A hostile frame whose payload ends with the victim's read carries it.
+        assert_eq!(r.owners(Some(&[9, 9, 9, 9, 1, 2])), (true, true));
     }
 }
