@@ -687,7 +687,9 @@ impl<
         let rung = self.fp_sq_ring(q.qpn, pi);
         q.sq_ci = pi;
         if !rung.stopped {
-            return Ok(rung.taken > 0);
+            // Handing the index on is work even when the hardware takes the WQEs later
+            // (the SoC's fetch runs beside the core): the poll counts as busy.
+            return Ok(true);
         }
         // The line holds the QP as it was; `fp_sq_take_back` works on the line.
         let slot = self.line(q.qpn);
@@ -698,7 +700,7 @@ impl<
         if let Some(Some(l)) = slot.and_then(|s| self.qps.get(s)) {
             *q = *l;
         }
-        self.fetch_sq(q, pi).map(|f| f || rung.taken > 0)
+        self.fetch_sq(q, pi).map(|_| true)
     }
 
     /// Hands producer index `pi` of QP `qpn`'s send queue to the hardware's fetch.
@@ -1039,7 +1041,8 @@ impl<
                 if let Some(Some(l)) = self.qps.get_mut(slot) {
                     l.sq_ci = pis.0;
                 }
-                any |= rung.taken > 0;
+                // work, whatever the hardware took yet (see `fp_sq_doorbell`)
+                any = true;
                 if !rung.stopped {
                     continue;
                 }

@@ -60,6 +60,17 @@
 // fetched again), so the port never waits on the host or the segmenter.
 // A WQE it does not take, a producer index past the ring or a read error
 // stops the queue (until taken back).
+//
+// With HW_NOW (the SoC: docs/fastpath.md §6 "In the SoC") the unit hears the
+// host by itself and keeps its own time, so the firmware has nothing to do
+// per WQE: the time is `now_ns` (the SoC's clock; SQ_W_NOW is ignored), the
+// host's send doorbells of the queues it holds come in on `db_*` (the same as
+// SQ_W_DB; `sq_active` tells the SoC which queues those are), and with the
+// FSM idle it reads one entry's context after another and stops a queue
+// whose deadline passed, so the firmware learns of it as of any stop (NEWS
+// bit 2) and takes the queue back with the deadline: it reads no deadline
+// while the queue is here. Without HW_NOW (FpPort, the model's twin) the
+// firmware writes the time and the doorbells and reads the deadlines.
 
 `resetall
 `default_nettype none
@@ -73,6 +84,8 @@ module fp_sqf
     parameter int NMR = 256,
     // WQEs one queue may hold unfinished (first PSNs kept), a power of two
     parameter int SQH = 32,
+    // the time and the host's doorbells from the hardware, deadlines watched here
+    parameter bit HW_NOW = 1'b0,
     parameter int QPN_W = $clog2(NQP),
     parameter int MR_W = $clog2(NMR)
 ) (
@@ -91,6 +104,15 @@ module fp_sqf
     input  wire logic [4:0]              cfg_rd_word,
     output logic [31:0]                  cfg_rdata,
     output logic                         cfg_rdata_valid,
+
+    // with HW_NOW: the time (ns), the host's send doorbells (QPN, producer
+    // index) and the queues held (a doorbell of any other goes to the firmware)
+    input  wire logic [63:0]             now_ns,
+    input  wire logic                    db_valid,
+    output logic                         db_ready,
+    input  wire logic [QPN_W-1:0]        db_qpn,
+    input  wire logic [31:0]             db_pi,
+    output logic [NQP-1:0]               sq_active,
 
     // snooped table writes: MR entries (table 2) and send-context word 0
     input  wire logic                    mr_wr_en,
@@ -252,7 +274,8 @@ module fp_sqf
     S_F_OFFER,   // fetch: offered to the segmenter
     S_F_COMMIT,  // fetch: the context moves on
     S_F_COOL,    // fetch: the segmenter's slot count catches up
-    S_F_STOP     // fetch: a WQE not taken
+    S_F_STOP,    // fetch: a WQE not taken
+    S_SCAN       // HW_NOW: an entry's deadline looked at
   } state_t;
   state_t st;
 
@@ -266,6 +289,10 @@ module fp_sqf
   assign r_ctx = !r_glob;
 
   logic fw_wait;   // a table-port access that needs the FSM waits
+  // a host doorbell (HW_NOW) is taken in S_IDLE after the firmware's accesses
+  logic db_go;
+  // the entry whose deadline is looked at next (HW_NOW)
+  logic [QPN_W-1:0] scan_e;
   assign fw_wait = (cfg_wr_valid && (w_cmd || w_db)) || (cfg_rd_valid && r_ctx);
   assign cfg_wr_ready = (w_cmd || w_db) ? st == S_IDLE : 1'b1;
   assign cfg_rd_ready = r_ctx ? (st == S_IDLE && !(cfg_wr_valid && (w_cmd || w_db)))
@@ -430,7 +457,8 @@ module fp_sqf
   logic                   d_send;
   assign m_txd_data = txd;
   assign m_txd_valid = st == S_F_OFFER && active[e] && !fw_wait;
-  assign busy = st != S_IDLE && st != S_RD && st != S_R_CTX && st != S_R_FPSN && st != S_R_WB;
+  assign busy = st != S_IDLE && st != S_RD && st != S_R_CTX && st != S_R_FPSN && st != S_R_WB
+      && st != S_SCAN;
 
   logic [31:0] slot_i;
   assign slot_i = k.ci & ((32'd1 << k.log) - 32'd1);
@@ -444,8 +472,13 @@ module fp_sqf
 
   // (declared before their first use: slang, the synthesis frontend, insists)
   // a doorbell of a queue the unit holds and has not stopped
-  logic db_ok;
+  logic db_ok, hdb_ok;
   assign db_ok = active[cfg_wr_index[QPN_W-1:0]] && !stopped[cfg_wr_index[QPN_W-1:0]];
+  assign hdb_ok = active[db_qpn] && !stopped[db_qpn];
+  assign sq_active = active;
+  // the time: the SoC's, or the firmware's word
+  logic [63:0] now_w;
+  assign now_w = HW_NOW ? now_ns : now;
 
   // the retirement's event fields, held from the take (S_IDLE) on
   logic [7:0]  r_done;
@@ -483,7 +516,8 @@ module fp_sqf
       rd_glob_q <= 1'b1;
       glob_q <= cfg_rd_word == SQ_R_TAKEN ? n_taken
           : cfg_rd_word == SQ_R_SENDS ? n_sends
-          : {29'd0, (active & stopped) != '0, st != S_IDLE || pending != '0, news_cqe};
+          : {29'd0, (active & stopped) != '0, (st != S_IDLE && st != S_SCAN) || pending != '0,
+             news_cqe};
       if (cfg_rd_word == SQ_R_NEWS) news_cqe <= 1'b0;
     end
 
@@ -506,16 +540,31 @@ module fp_sqf
           rd_word_q <= cfg_rd_word;
           rd_glob_q <= 1'b0;
           st <= S_RD;
+        end else if (db_go) begin
+          if (hdb_ok) pending[db_qpn] <= 1'b1;
         end else if (ret_go) begin
           e <= ev_e;
           st <= S_R_CTX;
         end else if (pick_v && pending[pick]) begin
           e <= pick;
           st <= S_F_CTX;
+        end else if (HW_NOW) begin
+          e <= scan_e;
+          st <= S_SCAN;
         end
       end
 
       S_RD: begin
+        st <= S_IDLE;
+      end
+
+      // (HW_NOW) a deadline passed: the queue stops, the firmware takes it back
+      S_SCAN: begin
+        if (active[e] && c.dl_v && now_w >= c.dl) begin
+          stopped[e] <= 1'b1;
+          pending[e] <= 1'b0;
+        end
+        scan_e <= scan_e + QPN_W'(1);
         st <= S_IDLE;
       end
 
@@ -652,6 +701,7 @@ module fp_sqf
       pending <= '0;
       n_taken <= '0;
       n_sends <= '0;
+      scan_e <= '0;
       news_cqe <= 1'b0;
       now <= '0;
       glob_valid_q <= 1'b0;
@@ -662,7 +712,7 @@ module fp_sqf
   // the RAMs' ports: reads and writes in the cycle the FSM decides them, so
   // the next state sees the data and a read after a write the new contents
   logic [63:0] dl_new;
-  assign dl_new = now + k.rto;
+  assign dl_new = now_w + k.rto;
   logic [31:0] done_n;
   assign done_n = k.done + {24'd0, r_done};
   always_comb begin
@@ -708,12 +758,21 @@ module fp_sqf
         end else if (cfg_rd_valid && r_ctx) begin
           x_rd_en = 1'b1;
           x_rd_addr = cfg_rd_index[QPN_W-1:0];
+        end else if (db_go) begin
+          if (hdb_ok) begin
+            x_wr_addr = db_qpn;
+            x_wr_en = SQ_WORDS'(1) << X_PI;
+            x_wr_data = {SQ_WORDS{db_pi}};
+          end
         end else if (ret_go) begin
           x_rd_en = 1'b1;
           x_rd_addr = ev_e;
         end else if (pick_v && pending[pick]) begin
           x_rd_en = 1'b1;
           x_rd_addr = pick;
+        end else if (HW_NOW) begin
+          x_rd_en = 1'b1;
+          x_rd_addr = scan_e;
         end
       end
       S_R_CTX: f_rd_en = 1'b1;
@@ -748,8 +807,11 @@ module fp_sqf
   end
   assign cfg_rdata_valid = glob_valid_q || st == S_RD;
 
-  assign ret_go = st == S_IDLE && s_ev_valid && ev_take && !(cfg_wr_valid && (w_cmd || w_db))
+  assign db_go = HW_NOW && st == S_IDLE && db_valid && !(cfg_wr_valid && (w_cmd || w_db))
       && !(cfg_rd_valid && r_ctx);
+  assign db_ready = db_go || !HW_NOW;
+  assign ret_go = st == S_IDLE && s_ev_valid && ev_take && !(cfg_wr_valid && (w_cmd || w_db))
+      && !(cfg_rd_valid && r_ctx) && !db_go;
 
   // decoded op (from the WQE bytes)
   always_comb begin

@@ -9,7 +9,11 @@
 // accessed bits, 32 per index, read and cleared; words 16..20 and 24 the CQE
 // writer's CQ rings and send CQs, fp_cqw; words 9..15, 21..23, 25..28 the
 // WQE fetch's, fp_sqf). The Verilator top of roce-hdl-sim's fast-path
-// model; the SoC instantiates it the same way.
+// model; the SoC instantiates it the same way, with HW_NOW: the WQE fetch
+// then takes the time and the host's send doorbells from the SoC (now_ns,
+// sq_db_*) and watches its deadlines itself (fp_sqf); without it those
+// inputs are not looked at and the firmware writes both through the table
+// port.
 
 `resetall
 `default_nettype none
@@ -20,7 +24,8 @@ module roce_fp_top
     parameter int DATA_WIDTH = 64,
     parameter int KEEP_WIDTH = DATA_WIDTH / 8,
     parameter int NQP = 256,
-    parameter int NMR = 256
+    parameter int NMR = 256,
+    parameter bit HW_NOW = 1'b0
 ) (
     input  wire logic                    clk,
     input  wire logic                    rst,
@@ -115,7 +120,16 @@ module roce_fp_top
     output logic [5:0]                   tx_slots_used,
     // the receive side holds no frame: every frame taken in was placed, handed
     // to the firmware or dropped
-    output logic                         rx_idle
+    output logic                         rx_idle,
+
+    // with HW_NOW (the SoC): the time in ns, the host's send doorbells (QPN,
+    // producer index) and the send queues the WQE fetch holds (fp_sqf)
+    input  wire logic [63:0]             now_ns,
+    input  wire logic                    sq_db_valid,
+    output logic                         sq_db_ready,
+    input  wire logic [$clog2(NQP)-1:0]  sq_db_qpn,
+    input  wire logic [31:0]             sq_db_pi,
+    output logic [NQP-1:0]               sq_active
 );
 
   localparam int QPN_W = $clog2(NQP);
@@ -516,7 +530,8 @@ module roce_fp_top
   fp_sqf #(
     .DATA_WIDTH(DATA_WIDTH),
     .NQP(NQP),
-    .NMR(NMR)
+    .NMR(NMR),
+    .HW_NOW(HW_NOW)
   ) sqf_inst (
     .clk(clk),
     .rst(rst),
@@ -531,6 +546,12 @@ module roce_fp_top
     .cfg_rd_word(cfg_rd_word),
     .cfg_rdata(sq_rdata),
     .cfg_rdata_valid(sq_rdata_valid),
+    .now_ns(now_ns),
+    .db_valid(sq_db_valid),
+    .db_ready(sq_db_ready),
+    .db_qpn(sq_db_qpn),
+    .db_pi(sq_db_pi),
+    .sq_active(sq_active),
     .mr_wr_en(cfg_wr_valid && cfg_wr_ready && cfg_wr_table == 2'd2),
     .mr_wr_index(cfg_wr_index[$clog2(NMR)-1:0]),
     .mr_wr_word(cfg_wr_word),

@@ -24,6 +24,8 @@ pub struct Wire {
     rng: u64,
     pub dropped: u64,
     pub carried: u64,
+    /// Frames from SoC 0 and SoC 1 to drop next, whatever `loss` says.
+    pub drop_next: [u32; 2],
 }
 
 impl Wire {
@@ -35,6 +37,7 @@ impl Wire {
             rng: 0xC8DD_E6E5_FD29_F054,
             dropped: 0,
             carried: 0,
+            drop_next: [0; 2],
         }
     }
 
@@ -53,7 +56,9 @@ impl Wire {
         let mut buf = vec![0u8; 8192];
         for (from, to) in [(0, 1), (1, 0)] {
             while let Some(n) = self.nics[from].transmit_frame(&mut buf) {
-                if self.drop_this() {
+                let forced = self.drop_next[from] > 0;
+                self.drop_next[from] = self.drop_next[from].saturating_sub(1);
+                if forced || self.drop_this() {
                     self.dropped += 1;
                 } else {
                     self.carried += 1;

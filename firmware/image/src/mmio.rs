@@ -232,13 +232,12 @@ pub mod fp_reg {
     /// Writes: a hand-over staged from [`SQ_W_STAGE`] (ring low, ring high, config,
     /// consumer index, PSN, PD, depth: words 9..15, any index) and [`SQ_W_RTO`] (the
     /// local ACK timeout, low then high); [`SQ_W_CMD`] (index = the QP's entry)
-    /// [`SQ_HAND_OVER`] or [`SQ_TAKE_BACK`]; [`SQ_W_DB`] (index = the entry) a
-    /// doorbell's producer index; [`SQ_W_NOW`] the time in ns, low then high.
+    /// [`SQ_HAND_OVER`] or [`SQ_TAKE_BACK`]. Words 26 (a doorbell) and 27/28 (the
+    /// time) are not written here: the SoC's fetch hears the host's doorbells and keeps
+    /// the SoC's time itself (`soc_fp.sv`).
     pub const SQ_W_STAGE: u32 = 9;
     pub const SQ_W_RTO: u32 = 21;
     pub const SQ_W_CMD: u32 = 25;
-    pub const SQ_W_DB: u32 = 26;
-    pub const SQ_W_NOW: u32 = 27;
     /// Reads, index = the entry: from [`SQ_R_STATE`] the consumer index, WQEs done,
     /// the oldest unfinished WQE's first PSN, `una_psn`, the deadline (low, high) and
     /// [`SQ_R_FLAGS`]; global: from [`SQ_R_COUNTS`] WQEs taken, of them SENDs (running
@@ -252,10 +251,10 @@ pub mod fp_reg {
     pub const SQ_ACTIVE: u32 = 1 << 0;
     pub const SQ_STOPPED: u32 = 1 << 1;
     pub const SQ_DL_VALID: u32 = 1 << 2;
-    /// `SQ_R_NEWS` bits: CQEs written since the last read, a fetch under way (or rung),
-    /// a queue it holds stopped.
+    /// `SQ_R_NEWS` bits: CQEs written since the last read, a queue it holds stopped (at
+    /// a WQE it does not take, or its deadline passed). (Bit 1, a fetch under way, is
+    /// not news to this firmware.)
     pub const SQ_NEWS_CQE: u32 = 1 << 0;
-    pub const SQ_NEWS_BUSY: u32 = 1 << 1;
     pub const SQ_NEWS_STOPPED: u32 = 1 << 2;
     /// `SQ_W_CMD` commands.
     pub const SQ_HAND_OVER: u32 = 1;
@@ -478,9 +477,6 @@ pub struct MmioFastPath {
     /// News bits read by `run_at` and not yet reported by `sq_news` (the read clears
     /// the CQE bit in the hardware).
     sq_news_seen: u32,
-    /// A fetch was rung or seen under way: its end is news (what it took, the deadline
-    /// it armed).
-    sq_busy: bool,
 }
 
 impl MmioFastPath {
@@ -546,10 +542,6 @@ impl MmioFastPath {
     /// QP `qpn`'s bit in `sq_held` (None past the bitmap: not handed over).
     fn sq_bit(qpn: Qpn) -> Option<u64> {
         (!NO_FASTPATH && qpn.value() < 64).then(|| 1u64 << qpn.value())
-    }
-
-    fn holds_sq(&self, qpn: Qpn) -> bool {
-        Self::sq_bit(qpn).is_some_and(|b| self.sq_held & b != 0)
     }
 
     /// QP `qpn`'s fetch flags if the fetch holds its send queue (a send context written
@@ -694,26 +686,19 @@ impl FastPath for MmioFastPath {
         false
     }
 
-    /// The hardware runs by itself; while its WQE fetch holds a queue it is told the
-    /// time (its deadlines count from it) and its news word says whether `sq_news` has
-    /// something: a fetch that ended (the WQEs it took, the deadline it armed), CQEs it
-    /// wrote, a queue that stopped. A fetch still under way is not news yet: the polls
-    /// meanwhile stay idle.
-    fn run_at(&mut self, _dma: &mut dyn Dma, now: u64) -> bool {
+    /// The hardware runs by itself, its WQE fetch too: in the SoC it keeps its own time
+    /// and hears the host's send doorbells (`soc_fp`, fp_sqf's HW_NOW), so a WQE costs
+    /// the firmware nothing until it completes. While the fetch holds a queue its news
+    /// word says whether `sq_news` has something: CQEs it wrote, or a queue that
+    /// stopped (at a WQE it does not take, or its local ACK deadline passed). What it
+    /// took meanwhile comes with those news (its counts run on).
+    fn run_at(&mut self, _dma: &mut dyn Dma, _now: u64) -> bool {
         if NO_FASTPATH || self.sq_held == 0 {
             return false;
         }
-        self.write_u32s(
-            fp_reg::T_PORT,
-            0,
-            fp_reg::SQ_W_NOW,
-            &[now as u32, (now >> 32) as u32],
-        );
         let news = self.read_u32(fp_reg::T_PORT, 0, fp_reg::SQ_R_NEWS);
         self.sq_news_seen |= news;
-        let busy = news & fp_reg::SQ_NEWS_BUSY != 0;
-        let ended = core::mem::replace(&mut self.sq_busy, busy) && !busy;
-        ended || news & (fp_reg::SQ_NEWS_CQE | fp_reg::SQ_NEWS_STOPPED) != 0
+        news & (fp_reg::SQ_NEWS_CQE | fp_reg::SQ_NEWS_STOPPED) != 0
     }
 
     fn counters(&self) -> FastPathCounters {
@@ -883,19 +868,11 @@ impl FastPath for MmioFastPath {
         ok
     }
 
-    fn sq_doorbell(&mut self, qpn: Qpn, pi: u32, now: u64, _dma: &mut dyn Dma) -> SqRung {
-        if !self.holds_sq(qpn) {
-            return SqRung::default();
-        }
-        self.write_u32s(
-            fp_reg::T_PORT,
-            0,
-            fp_reg::SQ_W_NOW,
-            &[now as u32, (now >> 32) as u32],
-        );
-        self.write_u32s(fp_reg::T_PORT, qpn.value(), fp_reg::SQ_W_DB, &[pi]);
-        self.sq_busy = true;
-        // The fetch goes on by itself: the WQEs it takes and a stop come with the news.
+    /// Nothing to do: the SoC hands the host's doorbells of the queues the fetch holds
+    /// to it (`soc_fp`; also the latest one when a queue is handed over), so the
+    /// firmware, which reads the doorbell later, never writes an index older than the
+    /// hardware's. The WQEs it takes and a stop come with the news.
+    fn sq_doorbell(&mut self, _qpn: Qpn, _pi: u32, _now: u64, _dma: &mut dyn Dma) -> SqRung {
         SqRung::default()
     }
 
@@ -966,21 +943,14 @@ impl FastPath for MmioFastPath {
             sends.wrapping_sub(self.sq_taken[1]),
         );
         self.sq_taken = [taken, sends];
-        let mut deadline = None;
-        let mut held = self.sq_held;
-        while held != 0 {
-            let e = held.trailing_zeros();
-            held &= held - 1;
-            if let Some(d) = self.sq_deadline(Qpn::new(e)) {
-                deadline = Some(deadline.map_or(d, |m: u64| m.min(d)));
-            }
-        }
+        // No deadline: the fetch watches its own (a passed one stops the queue, and the
+        // runtime takes it back with it).
         SqNews {
             counters,
             cqe: news & fp_reg::SQ_NEWS_CQE != 0,
             taken: counts.0,
             sends: counts.1,
-            deadline,
+            deadline: None,
             stopped: news & fp_reg::SQ_NEWS_STOPPED != 0,
         }
     }
@@ -1160,7 +1130,6 @@ impl MmioHal {
                     sq_used: false,
                     sq_taken: [0; 2],
                     sq_news_seen: 0,
-                    sq_busy: false,
                 },
                 fp_state: FpState::Unknown,
             },

@@ -286,6 +286,10 @@ module nic_soc #(
   logic [31:0] rd_host, rd_dma, rd_dp, rd_timer, rd_log, rd_dcb, rd_fp;
   logic        db_pending, db_clear, rx_waiting, dma_busy;
   logic [63:0] ns;
+  // host send doorbells: the fast path's WQE fetch takes those of its queues
+  logic        hdb_valid, hdb_taken;
+  logic [9:0]  hdb_index;
+  logic [31:0] hdb_pi;
 
   soc_host_regs host_regs_inst (
     .clk(clk),
@@ -304,7 +308,11 @@ module nic_soc #(
     .rdata(rd_host),
     .ns(ns),
     .db_pending(db_pending),
-    .db_clear(db_clear)
+    .db_clear(db_clear),
+    .hdb_valid(hdb_valid),
+    .hdb_index(hdb_index),
+    .hdb_pi(hdb_pi),
+    .hdb_taken(hdb_taken)
   );
 
   // the DMA engine's host requests (e_*): to the pins directly, or shared with
@@ -508,7 +516,12 @@ module nic_soc #(
       .h_req_wdata(dma_req_wdata),
       .h_rsp_valid(dma_rsp_valid),
       .h_rsp_error(dma_rsp_error),
-      .h_rsp_rdata(dma_rsp_rdata)
+      .h_rsp_rdata(dma_rsp_rdata),
+      .now_ns(ns),
+      .hdb_valid(hdb_valid),
+      .hdb_index(hdb_index),
+      .hdb_pi(hdb_pi),
+      .hdb_taken(hdb_taken)
     );
   end else begin : g_no_fp
     assign dp_rx_data = w_rx_data;
@@ -532,9 +545,10 @@ module nic_soc #(
     assign e_rsp_rdata = dma_rsp_rdata;
     assign ack_fp = 1'b0;
     assign rd_fp = '0;
+    assign hdb_taken = 1'b0;
     /* verilator lint_off UNUSEDSIGNAL */
     logic unused_strap;
-    assign unused_strap = fp_strap;
+    assign unused_strap = ^{fp_strap, hdb_valid, hdb_index, hdb_pi};
     /* verilator lint_on UNUSEDSIGNAL */
   end
 

@@ -25,6 +25,17 @@
 //   issued one per cycle (as many answers outstanding as the beat queue has
 //   room for) and packed into the fast path's 64-bit stream; writes go out
 //   one per cycle.
+// * The WQE fetch (fp_sqf, HW_NOW) runs without the firmware per WQE: it
+//   keeps the SoC's time (`now_ns`, soc_timer's) and hears the host's send
+//   doorbells (soc_host_regs' `hdb_*`): a doorbell of a queue it holds is
+//   taken here (`hdb_taken`: the firmware is not woken for it), the
+//   producer index kept per QP (the latest the host wrote, for every QPN
+//   below NQP) and handed to the fetch, one QP at a time (a pending bit per
+//   QP: doorbells rung faster than the fetch takes them merge into the
+//   latest). A queue handed over gets the latest index too: a doorbell
+//   written while the firmware handed it over (seen by the firmware as
+//   before it) is not lost or taken twice, and the firmware never writes
+//   the fetch's doorbell word itself.
 //
 // Registers (byte offsets; every read answers in one cycle):
 //   0x000 CONFIG       bit 31 the fast path is on; 15..0 context entries (NQP)
@@ -67,7 +78,9 @@ module soc_fp
     parameter int NQP = 64,
     parameter int NMR = 256,
     // host-port requests one side may make in a row while the other waits
-    parameter int YIELD = 32
+    parameter int YIELD = 32,
+    // the first QPN (roce_core::engine::QPN_BASE): SQ doorbell index i is QPN i + QPN_BASE
+    parameter int QPN_BASE = 16
 ) (
     input  wire logic         clk,
     input  wire logic         rst,
@@ -126,7 +139,16 @@ module soc_fp
     output logic [31:0]       h_req_wdata,
     input  wire logic         h_rsp_valid,
     input  wire logic         h_rsp_error,
-    input  wire logic [31:0]  h_rsp_rdata
+    input  wire logic [31:0]  h_rsp_rdata,
+
+    // the SoC's time (ns) and the host's send doorbells (soc_host_regs): the
+    // doorbell's QP index, the producer index written; taken here when the
+    // WQE fetch holds that QP's send queue
+    input  wire logic [63:0]  now_ns,
+    input  wire logic         hdb_valid,
+    input  wire logic [9:0]   hdb_index,
+    input  wire logic [31:0]  hdb_pi,
+    output logic              hdb_taken
 );
 
   // ------------------------------------------------------------------ the fast path
@@ -177,10 +199,17 @@ module soc_fp
   logic        tx_idle, rx_idle;
   logic [5:0]  slots_used;
 
+  localparam int QPN_W = $clog2(NQP);
+  logic             sq_db_valid, sq_db_ready;
+  logic [QPN_W-1:0] sq_db_qpn;
+  logic [31:0]      sq_db_pi;
+  logic [NQP-1:0]   sq_active;
+
   roce_fp_top #(
     .DATA_WIDTH(64),
     .NQP(NQP),
-    .NMR(NMR)
+    .NMR(NMR),
+    .HW_NOW(1'b1)
   ) fp_inst (
     .clk(clk),
     .rst(rst),
@@ -250,8 +279,57 @@ module soc_fp
     .rx_ctx_misses(c_misses),
     .tx_idle(tx_idle),
     .tx_slots_used(slots_used),
-    .rx_idle(rx_idle)
+    .rx_idle(rx_idle),
+    .now_ns(now_ns),
+    .sq_db_valid(sq_db_valid),
+    .sq_db_ready(sq_db_ready),
+    .sq_db_qpn(sq_db_qpn),
+    .sq_db_pi(sq_db_pi),
+    .sq_active(sq_active)
   );
+
+  // ------------------------------------------------------------------ send doorbells
+  logic [10:0]      h_qpn;      // the doorbell's QPN
+  logic             h_ours;     // below NQP: an entry of the fast path's
+  assign h_qpn = 11'(hdb_index) + 11'(QPN_BASE);
+  assign h_ours = on && hdb_valid && h_qpn < 11'(NQP);
+  assign hdb_taken = h_ours && sq_active[h_qpn[QPN_W-1:0]];
+
+  logic [31:0]      db_pi [NQP];   // the latest producer index the host wrote, per QPN
+  logic [NQP-1:0]   db_pend;       // ... not yet handed to the fetch
+  logic [NQP-1:0]   db_seen;       // ... written since reset (else the firmware's start holds)
+  logic [NQP-1:0]   was_active;
+  logic             db_pick_v;     // the lowest pending QPN (registered)
+  logic [QPN_W-1:0] db_pick;
+  assign sq_db_valid = db_pick_v && db_pend[db_pick];
+  assign sq_db_qpn = db_pick;
+  assign sq_db_pi = db_pi[db_pick];
+  always_ff @(posedge clk) begin
+    logic [NQP-1:0] set, clr;
+    set = sq_active & ~was_active & db_seen;   // handed over: the latest index goes to it
+    if (hdb_taken) set[h_qpn[QPN_W-1:0]] = 1'b1;
+    clr = '0;
+    if (sq_db_valid && sq_db_ready) clr[db_pick] = 1'b1;
+    db_pend <= (db_pend & ~clr) | set;   // a doorbell in the cycle it goes: again
+    was_active <= sq_active;
+    if (h_ours) begin
+      db_pi[h_qpn[QPN_W-1:0]] <= hdb_pi;
+      db_seen[h_qpn[QPN_W-1:0]] <= 1'b1;
+    end
+    db_pick_v <= 1'b0;
+    db_pick <= '0;
+    for (int i = NQP - 1; i >= 0; i--)
+      if (db_pend[i]) begin
+        db_pick_v <= 1'b1;
+        db_pick <= QPN_W'(i);
+      end
+    if (rst) begin
+      db_pend <= '0;
+      db_seen <= '0;
+      was_active <= '0;
+      db_pick_v <= 1'b0;
+    end
+  end
 
   // ------------------------------------------------------------------ RX routing
   assign f_rx_tdata = w_rx_tdata;

@@ -26,6 +26,10 @@
 //   are it, and the read takes it), bit 30 the FIFO overflowed since the last
 //   read (the read clears it: the firmware then treats every QP as rung). So
 //   the firmware's cost follows the doorbells written, not the QPs that exist.
+// * Send-queue doorbells (SQ_DB + 8 q) also go out on `hdb_*` (index q, the
+//   value) the cycle they are written: the fast path's WQE fetch takes those
+//   of the queues it holds (`hdb_taken`, soc_fp), and such a write, stored
+//   as any other, leaves `db_pending` alone (the firmware is not woken).
 // Past the window, at 0x4000..0x40FF of both ports, are 64 words of firmware
 // statistics (the firmware writes them, the host reads them; vendor registers
 // beyond the ABI's 16 KiB, like a NIC's BAR has): firmware/image/src/mmio.rs
@@ -59,7 +63,13 @@ module soc_host_regs (
     // NIC time, ns
     input  wire logic [63:0] ns,
     output logic             db_pending,
-    input  wire logic        db_clear
+    input  wire logic        db_clear,
+
+    // host writes of send-queue doorbells, and whether the fast path took this one
+    output logic             hdb_valid,
+    output logic [9:0]       hdb_index,
+    output logic [31:0]      hdb_pi,
+    input  wire logic        hdb_taken
 );
 
   localparam logic [14:0] DEVICE_ID    = 15'h000;
@@ -79,6 +89,8 @@ module soc_host_regs (
   localparam int          QPDB_CNT_W   = $clog2(QPDB_DEPTH + 1);
   localparam logic [QPDB_CNT_W-1:0] QPDB_FULL = QPDB_CNT_W'(QPDB_DEPTH);
   localparam logic [14:0] SRQ_DB       = 15'h0800;
+  localparam logic [14:0] SQ_DB        = 15'h1000;
+  localparam logic [14:0] CQ_DB        = 15'h3000;
   localparam logic [14:0] WINDOW       = 15'h4000;
 
   // ---- host-side decoding
@@ -96,6 +108,11 @@ module soc_host_regs (
     h_doorbell = host_req_addr == CMDQ_PI || host_req_addr == QP_DB ||
                  (host_req_addr >= SRQ_DB && host_req_addr < WINDOW);
   end
+  assign hdb_valid = host_req_valid && host_req_we && host_req_addr >= SQ_DB &&
+                     host_req_addr < CQ_DB && host_req_addr[2:0] == 3'd0;
+  assign hdb_index = 10'((host_req_addr - SQ_DB) >> 3);
+  assign hdb_pi = host_req_wdata;
+
   logic h_window, h_stats, f_window, f_stats;
   assign h_window = host_req_addr < WINDOW;
   assign h_stats = host_req_addr[14:8] == 7'h40;
@@ -176,7 +193,7 @@ module soc_host_regs (
     event_status <= (event_status &
                      ~((host_req_valid && host_req_we && h_event) ? host_req_wdata : 32'h0)) |
                     ((req && we && f_event) ? wdata : 32'h0);
-    if (host_req_valid && host_req_we && h_doorbell) db_pending <= 1'b1;
+    if (host_req_valid && host_req_we && h_doorbell && !hdb_taken) db_pending <= 1'b1;
     else if (db_clear) db_pending <= 1'b0;
 
     host_rsp_valid <= host_req_valid && !host_req_we;

@@ -9,7 +9,8 @@ module roce_fp_top
     parameter int DATA_WIDTH = 64,
     parameter int KEEP_WIDTH = DATA_WIDTH / 8,
     parameter int NQP = 256,
-    parameter int NMR = 256
+    parameter int NMR = 256,
+    parameter bit HW_NOW = 1'b0
 ) (
     input  wire logic                    clk,
     input  wire logic                    rst,
@@ -104,7 +105,13 @@ module roce_fp_top
     output logic [5:0]                   tx_slots_used,
     // the receive side holds no frame: every frame taken in was placed, handed
     // to the firmware or dropped
-    output logic                         rx_idle
+    output logic                         rx_idle,
+    input  wire logic [63:0]             now_ns,
+    input  wire logic                    sq_db_valid,
+    output logic                         sq_db_ready,
+    input  wire logic [$clog2(NQP)-1:0]  sq_db_qpn,
+    input  wire logic [31:0]             sq_db_pi,
+    output logic [NQP-1:0]               sq_active
 );
 
   // ---- a stub: drives the DMA ports with a script and checks what comes back
@@ -116,7 +123,7 @@ module roce_fp_top
   assign ev_data = '0; assign ev_valid = 1'b0;
   assign exc_tdata = '0; assign exc_tkeep = '0; assign exc_tvalid = 1'b0; assign exc_tlast = 1'b0;
   assign tx_bad_desc = '0; assign tx_resent = '0; assign tx_dma_errors = '0; assign rx_drops = '0;
-  assign rx_ctx_hits = '0; assign rx_ctx_misses = '0; assign tx_idle = 1'b1; assign tx_slots_used = '0; assign rx_idle = 1'b1;
+  assign rx_ctx_hits = '0; assign rx_ctx_misses = '0; assign tx_idle = 1'b1; assign tx_slots_used = '0; assign rx_idle = 1'b1; assign sq_db_ready = 1'b1; assign sq_active = '0;
 
   function automatic logic [7:0] mem_byte(input logic [63:0] a);
     mem_byte = a[7:0] ^ a[15:8] ^ 8'h5A;

@@ -28,7 +28,8 @@ module tb #(
     .e_req_len(3'd4), .e_req_wdata('0), .e_rsp_valid(e_rsp_valid), .e_rsp_error(e_rsp_error), .e_rsp_rdata(e_rsp_rdata),
     .h_req_valid(h_req_valid), .h_req_ready(1'b1), .h_req_write(h_req_write), .h_req_addr(h_req_addr),
     .h_req_len(h_req_len), .h_req_wdata(h_req_wdata), .h_rsp_valid(h_rsp_valid), .h_rsp_error(h_rsp_error),
-    .h_rsp_rdata(h_rsp_rdata));
+    .h_rsp_rdata(h_rsp_rdata),
+    .now_ns('0), .hdb_valid(1'b0), .hdb_index('0), .hdb_pi('0), .hdb_taken());
   function automatic logic [7:0] mem_byte(input logic [63:0] a);
     mem_byte = a[7:0] ^ a[15:8] ^ 8'h5A;
   endfunction
