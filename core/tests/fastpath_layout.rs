@@ -7,7 +7,7 @@ mod common;
 use common::{Pair, QpOpts};
 use proptest::prelude::*;
 use roce_core::fastpath::layout::{self, Invalid};
-use roce_core::fastpath::{AckDesc, Event, Exception, MrEntry, MsgOp, TxMsg};
+use roce_core::fastpath::{AckDesc, Event, Exception, MrEntry, MsgOp, RecvCtx, TxMsg};
 use roce_core::num::{Lkey, Msn, Psn, Qpn, Rkey};
 use roce_core::transport::{QpType, Sge};
 use roce_core::wire::aeth::Syndrome;
@@ -137,6 +137,32 @@ fn contexts_round_trip() {
     let mr = MrEntry::of(p.a.eng.memory().get(keys.lkey.0).unwrap());
     assert_eq!(mr.base, addr);
     assert_eq!(layout::decode_mr(&layout::encode_mr(&mr)), Ok(mr));
+}
+
+/// Releasing a held receive context (`layout::release_rctx`, after a response's
+/// exception) clears `held` and nothing else, whatever the other flags.
+#[test]
+fn releasing_a_receive_context_clears_held_alone() {
+    let mut p = Pair::new(3);
+    let (qa, _) = p.connect(QpType::Rc, &QpOpts::default());
+    let r = p.a.eng.fastpath_recv_ctx(qa).unwrap();
+    for flags in 0..4u8 {
+        let held = RecvCtx {
+            held: true,
+            nak_sent: flags & 1 != 0,
+            recv_loaded: flags & 2 != 0,
+            ..r
+        };
+        let mut b = layout::encode_rctx(&held);
+        layout::release_rctx(&mut b);
+        assert_eq!(
+            layout::decode_rctx(&b),
+            Ok(RecvCtx {
+                held: false,
+                ..held
+            })
+        );
+    }
 }
 
 fn psn() -> impl Strategy<Value = Psn> {

@@ -336,13 +336,16 @@ impl<
             self.fp_sq_reclaim(now);
         }
         if self.engine.timer_due(now) {
-            self.engine.handle_timeout(now);
-            // A timer may have failed a QP (RETRY_EXC_ERR) or rewound it.
-            for slot in 0..self.qp_hi {
-                if let Some(Some(q)) = self.qps.get(slot) {
-                    if q.fp != FpState::Off {
-                        let qpn = q.qpn;
-                        self.fp_refresh(qpn);
+            // A timer may have failed a QP (RETRY_EXC_ERR): its contexts change. A
+            // rewind leaves them (its replays are descriptors), and so does every timer
+            // of the usual kind: then no QP is looked at.
+            if self.engine.handle_timeout(now) {
+                for slot in 0..self.qp_hi {
+                    if let Some(Some(q)) = self.qps.get(slot) {
+                        if q.fp != FpState::Off {
+                            let qpn = q.qpn;
+                            self.fp_refresh(qpn);
+                        }
                     }
                 }
             }
@@ -748,8 +751,11 @@ impl<
         let Some(fp) = dp.fastpath() else {
             return;
         };
-        if on {
-            // The engine takes over where the hardware stopped.
+        // A request is the responder's: the engine takes over where the hardware
+        // stopped, and its receive state goes back after. Anything else (a response, a
+        // CNP) leaves the receive state as it is: the hardware's stays, `held` cleared.
+        let request = is_request(Opcode(opcode));
+        if on && request {
             if let Ok(ctx) = layout::decode_rctx(&fp.read_rctx(qpn)) {
                 let _ = self.engine.fastpath_load_recv(qpn, &ctx);
             }
@@ -760,7 +766,7 @@ impl<
             Err(_) => self.engine.handle_verified_packet(now, frame, dma),
         }
         if on {
-            self.fp_write_back(qpn);
+            self.fp_write_back(qpn, request);
         }
         // An exception may end the QP (a fatal NAK): off the fast path. A QP off it
         // (its entry another's: a miss) may come on now.
@@ -789,16 +795,21 @@ impl<
         }
     }
 
-    /// Hands QP `qpn`'s receive context back to the hardware as the engine left it
-    /// (`held` clear), and its acknowledged PSN.
-    fn fp_write_back(&mut self, qpn: Qpn) {
+    /// Hands QP `qpn`'s receive context back to the hardware (`held` clear): as the
+    /// engine left it after a `request`, else the hardware's own; and its acknowledged
+    /// PSN.
+    fn fp_write_back(&mut self, qpn: Qpn, request: bool) {
         let sq_hw =
             matches!(self.line(qpn).and_then(|s| self.qps.get(s)), Some(Some(q)) if q.sq_hw);
         let (_, dp) = self.hal.split();
         let Some(fp) = dp.fastpath() else {
             return;
         };
-        if let Some(ctx) = self.engine.fastpath_recv_ctx(qpn) {
+        if !request {
+            let mut b = fp.read_rctx(qpn);
+            layout::release_rctx(&mut b);
+            fp.write_rctx(qpn, &b);
+        } else if let Some(ctx) = self.engine.fastpath_recv_ctx(qpn) {
             fp.write_rctx(qpn, &layout::encode_rctx(&ctx));
         }
         // While the hardware fetches the QP's sends (a request's exception leaves them
@@ -1801,21 +1812,26 @@ struct BadDoorbell;
 /// those leave the send queue with the hardware (taking it back and handing it over
 /// again cost ~1,000 instructions of a ~4,000 exception).
 fn for_requester(event: &Event) -> bool {
-    use roce_core::wire::opcode::Operation;
     match event {
         Event::MsgDone { .. } => false,
         Event::Acked { .. } => true,
-        Event::Exception { opcode, .. } => !matches!(
-            opcode.info().map(|i| i.operation),
-            Some(
-                Operation::Send
-                    | Operation::RdmaWrite
-                    | Operation::RdmaReadRequest
-                    | Operation::CompareSwap
-                    | Operation::FetchAdd
-            )
-        ),
+        Event::Exception { opcode, .. } => !is_request(*opcode),
     }
+}
+
+/// A request packet (SEND, WRITE, READ request, atomic): the responder's to handle.
+fn is_request(opcode: Opcode) -> bool {
+    use roce_core::wire::opcode::Operation;
+    matches!(
+        opcode.info().map(|i| i.operation),
+        Some(
+            Operation::Send
+                | Operation::RdmaWrite
+                | Operation::RdmaReadRequest
+                | Operation::CompareSwap
+                | Operation::FetchAdd
+        )
+    )
 }
 
 fn fits(pi: u32, ci: u32, log: u8) -> bool {

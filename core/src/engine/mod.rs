@@ -1291,7 +1291,11 @@ impl<
     }
 
     /// Runs the timers due at `now` (local ACK timeout, RNR wait, DCQCN timers, pacing).
-    pub fn handle_timeout(&mut self, now: Instant) {
+    /// Returns whether a QP's fast-path sides ([`Engine::fastpath_sides`]) changed (a
+    /// retry count ran out: the QP failed), so that the firmware re-decides only then
+    /// what of its QPs the fast path holds. The DCQCN timers change rates, never
+    /// whether a reaction point is on.
+    pub fn handle_timeout(&mut self, now: Instant) -> bool {
         let now = self.clock(now);
         if self.cc_any {
             let cfg = &self.cfg.cc;
@@ -1300,12 +1304,23 @@ impl<
                 c.handle_timeout(cfg, now.as_nanos());
             }
         }
+        let mut changed = false;
         for slot in 0..self.hi {
             let due = matches!(self.deadlines.get(slot), Some(Some(t)) if *t <= now);
             if due {
-                self.with_qp(slot, now, &mut NoDma, |r, env, _| r.handle_timeout(env));
+                let sides = |e: &Self| e.qps.get(slot)?.as_ref().map(|qp| e.sides(slot, qp));
+                let before = sides(self);
+                // A QP whose requests are descriptors gets no frame of its own from a
+                // timer (its rewind and resends are descriptors): `poll_transmit` need
+                // not look at it for this.
+                let fp = matches!(self.qps.get(slot), Some(Some(qp)) if qp.req.fastpath);
+                self.run_qp(slot, now, &mut NoDma, !fp, |r, env, _| {
+                    r.handle_timeout(env)
+                });
+                changed |= sides(self) != before;
             }
         }
+        changed
     }
 
     // -----------------------------------------------------------------------------------

@@ -34,6 +34,9 @@ pub const SCTX_TEMPLATE: usize = 30;
 pub const SCTX_UNA: usize = 16;
 /// Offset of the receive context's `qpn`, the tag of the context cache's entry (§3.2).
 pub const RCTX_QPN: usize = 45;
+/// The receive context's flags byte: bit 0 `nak_sent`, 1 `recv_loaded`, 2 `held`.
+const RCTX_FLAGS: usize = 44;
+const RCTX_HELD: u8 = 4;
 
 /// A field of the bytes names nothing: the offset of the first such field.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -358,7 +361,8 @@ pub fn encode_rctx(c: &RecvCtx) -> [u8; RCTX_LEN] {
     put(&mut b, 28, c.resid.to_le_bytes());
     put(&mut b, 32, c.recv_addr.to_le_bytes());
     put(&mut b, 40, c.length.to_le_bytes());
-    b[44] = u8::from(c.nak_sent) | u8::from(c.recv_loaded) << 1 | u8::from(c.held) << 2;
+    b[RCTX_FLAGS] =
+        u8::from(c.nak_sent) | u8::from(c.recv_loaded) << 1 | if c.held { RCTX_HELD } else { 0 };
     put24(&mut b, RCTX_QPN, c.qpn.value());
     put(&mut b, 48, c.peer_gid);
     b
@@ -368,6 +372,13 @@ pub fn encode_rctx(c: &RecvCtx) -> [u8; RCTX_LEN] {
 /// entry never written reads as QPN 0, which no RC QP has.
 pub fn rctx_tag(b: &[u8; RCTX_LEN]) -> Qpn {
     Qpn::new(u24_at(b, RCTX_QPN))
+}
+
+/// Clears `held` in receive context `b`, nothing else: the firmware releases a QP whose
+/// exception changed none of its receive state (a response's: the engine's requester
+/// handled it) without decoding the context and encoding it again.
+pub fn release_rctx(b: &mut [u8; RCTX_LEN]) {
+    b[RCTX_FLAGS] &= !RCTX_HELD;
 }
 
 /// Decodes a receive context (§3.2).
@@ -397,9 +408,9 @@ pub fn decode_rctx(b: &[u8; RCTX_LEN]) -> Result<RecvCtx, Invalid> {
         resid: u32_at(b, 28),
         length: u32_at(b, 40),
         recv_addr: u64_at(b, 32),
-        recv_loaded: b[44] & 2 != 0,
-        nak_sent: b[44] & 1 != 0,
-        held: b[44] & 4 != 0,
+        recv_loaded: b[RCTX_FLAGS] & 2 != 0,
+        nak_sent: b[RCTX_FLAGS] & 1 != 0,
+        held: b[RCTX_FLAGS] & RCTX_HELD != 0,
         pkey: u16_at(b, 14),
         peer_gid: get(b, 48),
     })
