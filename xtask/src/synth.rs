@@ -981,7 +981,8 @@ mod tests {
 
     #[test]
     fn a_parameter_is_found_whatever_its_type() {
-        let text = "module m #(\n    parameter int DATA_WIDTH = 64,\n    parameter int NQP_W = 8,\n\
+        let text =
+            "module m #(\n    parameter int DATA_WIDTH = 64,\n    parameter int NQP_W = 8,\n\
                     \x20   parameter bit HW_NOW = 1'b0\n) ();\n  localparam int SQH = 2;\n";
         assert!(declares_param(text, "DATA_WIDTH"));
         assert!(declares_param(text, "HW_NOW"));
