@@ -159,6 +159,7 @@ const DCB: &[&str] = &[
 const FASTPATH: &[&str] = &[
     "hdl-sim/rtl/fp_pkg.sv",
     "hdl-sim/rtl/roce_ram.sv",
+    "hdl-sim/rtl/roce_first_set.sv",
     "hdl-sim/rtl/roce_bram_fifo.sv",
     "hdl-sim/rtl/fp_tx_plan.sv",
     "hdl-sim/rtl/fp_tx_hdr.sv",
