@@ -85,6 +85,13 @@ pub struct FastPathCounters {
     /// messages and cannot know which of their packets reached the wire before a
     /// FLUSH; docs/fastpath.md §2.2).
     pub tx_resent: u64,
+    /// Request packets out of sequence the receive path dropped without the firmware
+    /// (docs/fastpath.md §3.4: one NAK "PSN sequence error" per gap). The port's
+    /// `out_of_seq_request` is these plus the engine's own.
+    pub rx_out_of_seq: u64,
+    /// Duplicate SEND/WRITE request packets the receive path acknowledged again without
+    /// the firmware. The port's `duplicate_request` is these plus the engine's own.
+    pub rx_duplicates: u64,
 }
 
 impl RuntimeCounters {
@@ -131,6 +138,8 @@ impl FastPathCounters {
         rx_dropped: 0,
         tx_dma_errors: 0,
         tx_resent: 0,
+        rx_out_of_seq: 0,
+        rx_duplicates: 0,
     };
 }
 
@@ -226,6 +235,8 @@ counter_set! {
         "fp_ctx_cache_evictions": runtime.fp_ctx_cache_evictions,
         "fp_tx_resent": runtime.fastpath.tx_resent,
         "qp_cache_stale_responses": runtime.qp_cache_stale_responses,
+        "fp_rx_out_of_seq": runtime.fastpath.rx_out_of_seq,
+        "fp_rx_duplicates": runtime.fastpath.rx_duplicates,
     }
 }
 
@@ -332,6 +343,8 @@ mod tests {
                 at("fp_ctx_cache_hits"),
                 at("fp_tx_resent"),
                 at("qp_cache_stale_responses"),
+                at("fp_rx_out_of_seq"),
+                at("fp_rx_duplicates"),
             ],
             [
                 Some(0),
@@ -344,7 +357,9 @@ mod tests {
                 Some(51),
                 Some(52),
                 Some(55),
-                Some(56)
+                Some(56),
+                Some(57),
+                Some(58)
             ]
         );
     }

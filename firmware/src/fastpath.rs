@@ -16,8 +16,8 @@ use heapless::Deque;
 use roce_core::dcb::Priorities;
 use roce_core::fastpath::layout::{self, EVENT_LEN, MR_LEN, RCTX_LEN, SCTX_LEN, TXD_LEN};
 use roce_core::fastpath::{
-    self, AckDesc, Event, Exception, Inflight, InflightKind, MrTable, MsgOp, PortAddr, RxOutcome,
-    SqIdle, TxError, TxMsg,
+    self, AckDesc, Answered, Event, Exception, Inflight, InflightKind, MrTable, MsgOp, PortAddr,
+    RxOutcome, SqIdle, TxError, TxMsg,
 };
 use roce_core::memory::Dma;
 use roce_core::num::{Psn, Qpn};
@@ -365,6 +365,11 @@ impl<P: Datapath, const QPS: usize> FastPathPort<P, QPS> {
             };
             if let Some(ack) = out.ack {
                 let _ = self.ackq.push_back(ack);
+            }
+            match out.answered {
+                Some(Answered::OutOfSequence) => self.counters.rx_out_of_seq += 1,
+                Some(Answered::Duplicate) => self.counters.rx_duplicates += 1,
+                None => {}
             }
             let Some(mut ev) = out.event else {
                 self.counters.rx_handled += 1;

@@ -185,6 +185,10 @@ pub mod fp_reg {
     pub const CTX_MISSES: u32 = 0x038;
     /// Write: the event in [`EV`] is consumed.
     pub const EV_POP: u32 = 0x044;
+    /// Requests out of sequence the receive path dropped (one NAK per gap).
+    pub const RX_OOS: u32 = 0x048;
+    /// Duplicate SEND/WRITE requests it acknowledged again.
+    pub const RX_DUPS: u32 = 0x04C;
     /// The oldest event, 64 bytes (`docs/fastpath.md` §3.5).
     pub const EV: u32 = 0x080;
     /// The descriptor to post, 96 bytes (§2.2), write-only.
@@ -711,6 +715,8 @@ impl FastPath for MmioFastPath {
             rx_dropped,
             tx_dma_errors: c(fp_reg::TX_DMA_ERRORS),
             tx_resent: c(fp_reg::TX_RESENT),
+            rx_out_of_seq: c(fp_reg::RX_OOS),
+            rx_duplicates: c(fp_reg::RX_DUPS),
         }
     }
 

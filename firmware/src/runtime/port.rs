@@ -156,6 +156,8 @@ impl<
                 engine.sent_pkts += self.counters.fastpath.tx_frames;
                 engine.rcvd_pkts += self.counters.fastpath.rx_handled;
                 engine.retransmitted_pkts += self.counters.fastpath.tx_resent;
+                engine.out_of_seq_request += self.counters.fastpath.rx_out_of_seq;
+                engine.duplicate_request += self.counters.fastpath.rx_duplicates;
                 port = port_counter_values(&engine, &self.counters);
                 &port
             }

@@ -931,6 +931,8 @@ impl Test {
             rx_dropped: c1.rx_dropped - c0.rx_dropped,
             tx_dma_errors: c1.tx_dma_errors - c0.tx_dma_errors,
             tx_resent: c1.tx_resent - c0.tx_resent,
+            rx_out_of_seq: c1.rx_out_of_seq - c0.rx_out_of_seq,
+            rx_duplicates: c1.rx_duplicates - c0.rx_duplicates,
         };
         // Without the fast path the receiver's work is the frames it took and the ACKs
         // it built; with it, the events of its QP (none at all when the hardware
