@@ -1321,9 +1321,12 @@ impl Test {
         // over what this version reaches, ~8-10 % for a response's exception (5,288:
         // its receive context decoded, loaded and encoded again made 5,991) and the
         // timeout's poll (3,079: refreshing every QP and a `poll_transmit` scan made
-        // 4,639). The counts are exact under `-icount`.
+        // 4,639). The counts are exact under `-icount`. All of the phase: 99,404 since
+        // the fast path answers requests out of sequence and duplicates itself (116,904
+        // when its 6 exceptions and the NAK and ACK frames the firmware built for them
+        // were the firmware's).
         const BOUNDS: [u32; probe::CLASSES] = [3_300, 5_700, 1_400, 1_400, 1_550, 2_450, 3_400];
-        const ALL: u64 = 135_000;
+        const ALL: u64 = 105_000;
         for (i, (c, bound)) in worst.iter().zip(BOUNDS).enumerate() {
             let (what, a, b) = probe::kind_name(c.0);
             ensure!(
