@@ -63,6 +63,13 @@ pub struct RuntimeCounters {
     /// with every request it sent acknowledged (`docs/scale.md`, "Responses for stored
     /// QPs").
     pub qp_cache_stale_responses: u64,
+    /// Requests the fast path's receive path answered itself (docs/fastpath.md §3.4,
+    /// the PSN rule), counted by the hardware and read when the host asks: out of
+    /// sequence (dropped; one NAK "PSN sequence error" per gap) and duplicate
+    /// SEND/WRITEs (ACKed again). The port's `out_of_seq_request` and
+    /// `duplicate_request` are these plus the engine's own.
+    pub fp_rx_out_of_seq: u64,
+    pub fp_rx_duplicates: u64,
 }
 
 /// What the RC fast path counted (`docs/fastpath.md`).
@@ -85,13 +92,6 @@ pub struct FastPathCounters {
     /// messages and cannot know which of their packets reached the wire before a
     /// FLUSH; docs/fastpath.md §2.2).
     pub tx_resent: u64,
-    /// Request packets out of sequence the receive path dropped without the firmware
-    /// (docs/fastpath.md §3.4: one NAK "PSN sequence error" per gap). The port's
-    /// `out_of_seq_request` is these plus the engine's own.
-    pub rx_out_of_seq: u64,
-    /// Duplicate SEND/WRITE request packets the receive path acknowledged again without
-    /// the firmware. The port's `duplicate_request` is these plus the engine's own.
-    pub rx_duplicates: u64,
 }
 
 impl RuntimeCounters {
@@ -120,6 +120,8 @@ impl RuntimeCounters {
         fp_ctx_cache_misses: 0,
         fp_ctx_cache_evictions: 0,
         qp_cache_stale_responses: 0,
+        fp_rx_out_of_seq: 0,
+        fp_rx_duplicates: 0,
     };
 }
 
@@ -138,8 +140,6 @@ impl FastPathCounters {
         rx_dropped: 0,
         tx_dma_errors: 0,
         tx_resent: 0,
-        rx_out_of_seq: 0,
-        rx_duplicates: 0,
     };
 }
 
@@ -235,8 +235,8 @@ counter_set! {
         "fp_ctx_cache_evictions": runtime.fp_ctx_cache_evictions,
         "fp_tx_resent": runtime.fastpath.tx_resent,
         "qp_cache_stale_responses": runtime.qp_cache_stale_responses,
-        "fp_rx_out_of_seq": runtime.fastpath.rx_out_of_seq,
-        "fp_rx_duplicates": runtime.fastpath.rx_duplicates,
+        "fp_rx_out_of_seq": runtime.fp_rx_out_of_seq,
+        "fp_rx_duplicates": runtime.fp_rx_duplicates,
     }
 }
 

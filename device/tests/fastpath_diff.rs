@@ -691,8 +691,6 @@ fn a_write_and_a_read_are_the_hardwares() {
         rx_dropped: 0,
         tx_dma_errors: 0,
         tx_resent: 0,
-        rx_out_of_seq: 0,
-        rx_duplicates: 0,
     };
     // A: 8 WRITE packets and the READ request sent; the ACK and 8 READ responses taken.
     // B: its ACK sent by the hardware (the READ's 8 responses are the firmware's frames,

@@ -267,6 +267,8 @@ pub struct FastPathPort<P, const QPS: usize> {
     counters: FastPathCounters,
     /// The context cache's hits and misses (`FastPath::ctx_hits_misses`).
     ctx: [u64; 2],
+    /// Requests the PSN rule answered: out of sequence, duplicate SEND/WRITEs.
+    answered: [u64; 2],
     cqw: CqWriter,
     /// The time the firmware last ran the model at (ns), for the WQE fetch's timers.
     now: u64,
@@ -296,6 +298,7 @@ impl<P: Datapath, const QPS: usize> FastPathPort<P, QPS> {
             bypass: false,
             counters: FastPathCounters::default(),
             ctx: [0; 2],
+            answered: [0; 2],
             cqw: CqWriter::default(),
             now: 0,
             news: SqNews::default(),
@@ -367,8 +370,8 @@ impl<P: Datapath, const QPS: usize> FastPathPort<P, QPS> {
                 let _ = self.ackq.push_back(ack);
             }
             match out.answered {
-                Some(Answered::OutOfSequence) => self.counters.rx_out_of_seq += 1,
-                Some(Answered::Duplicate) => self.counters.rx_duplicates += 1,
+                Some(Answered::OutOfSequence) => self.answered[0] += 1,
+                Some(Answered::Duplicate) => self.answered[1] += 1,
                 None => {}
             }
             let Some(mut ev) = out.event else {
@@ -929,6 +932,10 @@ impl<P: Datapath, const QPS: usize> FastPath for FastPathPort<P, QPS> {
             stopped: self.qps.iter().any(|q| q.sq.is_some_and(|sq| sq.stopped)),
             ..core::mem::take(&mut self.news)
         }
+    }
+
+    fn rx_answered(&self) -> [u64; 2] {
+        self.answered
     }
 
     fn ctx_hits_misses(&self) -> [u64; 2] {

@@ -581,8 +581,6 @@ impl<P: Datapath> FastPath for FpPort<P> {
         self.counters.rx_dropped = u64::from(self.fp.rx_drops());
         self.counters.tx_dma_errors = u64::from(self.fp.tx_dma_errors());
         self.counters.tx_resent = u64::from(self.fp.tx_resent());
-        [self.counters.rx_out_of_seq, self.counters.rx_duplicates] =
-            self.fp.rx_oos_dups().map(u64::from);
         self.counters.rx_handled = self
             .rx_frames
             .saturating_sub(self.counters.rx_exceptions + self.counters.rx_dropped);
@@ -591,6 +589,10 @@ impl<P: Datapath> FastPath for FpPort<P> {
 
     fn counters(&self) -> FastPathCounters {
         self.counters
+    }
+
+    fn rx_answered(&self) -> [u64; 2] {
+        self.fp.rx_oos_dups().map(u64::from)
     }
 
     fn ctx_hits_misses(&self) -> [u64; 2] {

@@ -715,9 +715,11 @@ impl FastPath for MmioFastPath {
             rx_dropped,
             tx_dma_errors: c(fp_reg::TX_DMA_ERRORS),
             tx_resent: c(fp_reg::TX_RESENT),
-            rx_out_of_seq: c(fp_reg::RX_OOS),
-            rx_duplicates: c(fp_reg::RX_DUPS),
         }
+    }
+
+    fn rx_answered(&self) -> [u64; 2] {
+        [fp_reg::RX_OOS, fp_reg::RX_DUPS].map(|r| u64::from(self.reg(r)))
     }
 
     fn ctx_hits_misses(&self) -> [u64; 2] {
