@@ -653,7 +653,17 @@ fn dispatch(
     else {
         return RxOutcome::exception(qpn, pkt, Exception::Off);
     };
-    let out = fastpath::dispatch(port, &mut rctx, &mut sctx, &mut q.inflight, pkt, mrt, dma);
+    // The model has §3.4's PSN rule; the RTL not yet (its `FpPort` answers no request).
+    let out = fastpath::dispatch(
+        port,
+        &mut rctx,
+        &mut sctx,
+        &mut q.inflight,
+        pkt,
+        mrt,
+        dma,
+        true,
+    );
     q.rctx = layout::encode_rctx(&rctx);
     q.sctx = layout::encode_sctx(&sctx);
     out

@@ -233,9 +233,9 @@ pub enum Exception {
     Ecn = 5,
     Length = 6,
     Key = 7,
-    /// Not raised since the receive path answers requests out of sequence itself
-    /// (§3.4): the expected packet is placed and clears `nak_sent`. Kept so that the
-    /// code keeps its meaning.
+    /// Only without the PSN rule (§3.4; the RTL today): the gap's NAK is the engine's,
+    /// and every request is the firmware's until it closes the gap. With the rule the
+    /// expected packet is placed and clears `nak_sent`.
     NakOutstanding = 8,
     NoRecvBuffer = 9,
     /// An earlier exception of the QP is not handled yet.
@@ -388,18 +388,26 @@ impl RxOutcome {
     }
 }
 
-/// The placement rule (§3.4) for one request packet addressed to `ctx`'s QP (the caller
-/// looked the context up by the BTH DestQP, and the parser accepted the frame).
+/// The PSN rule (`psn_rule`: a device that has it) and the placement rule (§3.4) for one
+/// request packet addressed to `ctx`'s QP (the caller looked the context up by the BTH
+/// DestQP, and the parser accepted the frame).
+///
+/// `psn_rule` is a capability switch: the software model has the PSN rule, the RTL's
+/// `fp_rx_check` not yet; without it every request whose PSN is not `epsn` is an
+/// exception (reason 3), and so is every request while `nak_sent` is set (reason 8).
 pub fn receive(
     ctx: &mut RecvCtx,
     pkt: &Packet<'_>,
     mem: &dyn Protection,
     dma: &mut dyn Dma,
+    psn_rule: bool,
 ) -> RxOutcome {
-    if let Some(out) = answer(ctx, pkt) {
-        return out;
+    if psn_rule {
+        if let Some(out) = answer(ctx, pkt) {
+            return out;
+        }
     }
-    match check(ctx, pkt, mem) {
+    match check(ctx, pkt, mem, psn_rule) {
         Err(reason) => RxOutcome::exception(ctx.qpn, pkt, reason),
         Ok(op) => place(ctx, pkt, op, dma),
     }
@@ -456,7 +464,12 @@ fn answer(ctx: &mut RecvCtx, pkt: &Packet<'_>) -> Option<RxOutcome> {
 }
 
 /// Every condition of §3.4; the operation when the packet is the fast path's.
-fn check(ctx: &RecvCtx, pkt: &Packet<'_>, mem: &dyn Protection) -> Result<Operation, Exception> {
+fn check(
+    ctx: &RecvCtx,
+    pkt: &Packet<'_>,
+    mem: &dyn Protection,
+    psn_rule: bool,
+) -> Result<Operation, Exception> {
     if !ctx.on {
         return Err(Exception::Off);
     }
@@ -473,6 +486,9 @@ fn check(ctx: &RecvCtx, pkt: &Packet<'_>, mem: &dyn Protection) -> Result<Operat
     let send = matches!(op, Opcode::RC_SEND_MIDDLE | Opcode::RC_SEND_LAST);
     if !(write || send) {
         return Err(Exception::Opcode);
+    }
+    if ctx.nak_sent && !psn_rule {
+        return Err(Exception::NakOutstanding);
     }
     if pkt.psn() != ctx.epsn {
         return Err(Exception::Psn);
@@ -780,7 +796,8 @@ pub struct PortAddr {
 /// the entry the caller found by DestQP: the entry is the QP's (the cache's tag), the
 /// frame is this port's, RC (the fast path's QPs are), from the QP's peer with a
 /// matching P_Key, and no exception of the QP is pending. Then requests go to
-/// [`receive`], responses to [`respond`].
+/// [`receive`] (with the PSN rule if `psn_rule`), responses to [`respond`].
+#[allow(clippy::too_many_arguments)]
 pub fn dispatch<const N: usize>(
     port: &PortAddr,
     rctx: &mut RecvCtx,
@@ -789,6 +806,7 @@ pub fn dispatch<const N: usize>(
     pkt: &Packet<'_>,
     mem: &dyn Protection,
     dma: &mut dyn Dma,
+    psn_rule: bool,
 ) -> RxOutcome {
     let qpn = rctx.qpn;
     // The context cache's tag (`docs/scale.md`), before any rule: contexts that are
@@ -819,7 +837,7 @@ pub fn dispatch<const N: usize>(
     ) {
         respond(sctx, qpn, inflight, pkt, dma)
     } else {
-        receive(rctx, pkt, mem, dma)
+        receive(rctx, pkt, mem, dma, psn_rule)
     };
     if out.is_exception() {
         rctx.held = true;
