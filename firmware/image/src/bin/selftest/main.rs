@@ -1317,7 +1317,7 @@ impl Test {
         // over what this version reaches, ~8-10 % for a response's exception (5,288:
         // its receive context decoded, loaded and encoded again made 5,991) and the
         // timeout's poll (3,079: refreshing every QP and a `poll_transmit` scan made
-        // 4,639). The counts are exact under `-icount`. All of the phase: 99,404 since
+        // 4,639). The counts are exact under `-icount`. All of the phase: 98,915 since
         // the fast path answers requests out of sequence and duplicates itself (116,904
         // when its 6 exceptions and the NAK and ACK frames the firmware built for them
         // were the firmware's).
