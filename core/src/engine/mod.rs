@@ -191,7 +191,7 @@ pub struct Engine<
     /// holds them: each frame copies them and patches its lengths instead of building
     /// every header again.
     tx_hdr: [HeaderTemplate; QPS],
-    /// Per QP: it may have a frame to send. Cleared when `prepare_tx` finds nothing;
+    /// Per QP: it may have a frame to send. Cleared when `transmit_one` finds nothing;
     /// set by every call that runs the QP's state machine (`with_qp`), the only way its
     /// answer can change (it does not depend on the time; a paced QP whose pacer holds
     /// a packet stays set). `poll_transmit` then passes over idle QPs without asking
@@ -1632,8 +1632,15 @@ fn transmit_one<const SQ: usize, const RQ: usize, const RD: usize>(
     buf: &mut [u8],
 ) -> Tx {
     for _ in 0..4 {
-        // Borrowed where it lies: the descriptor is too big to move around per frame.
-        let next = r.prepare_tx(env);
+        // The QP's next frame: responder output first (ACKs and READ responses are what
+        // a peer's window waits for), then requests. Written where it stays and
+        // borrowed there: the descriptor (~220 bytes) is too big to move around per
+        // frame (a function returning either copied the responder's once more: ~270
+        // instructions a frame on the soft core).
+        let mut next = r.resp_prepare(env);
+        if next.is_none() {
+            next = r.req_prepare(env);
+        }
         let Some(d) = next.as_ref() else {
             return Tx::Idle;
         };
