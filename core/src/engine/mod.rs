@@ -983,27 +983,31 @@ impl<
     /// way. None otherwise (the firmware keeps fetching).
     pub fn fastpath_sq_idle(&mut self, qpn: Qpn) -> Option<fastpath::SqIdle> {
         let slot = self.slot(qpn)?;
-        if self.queues.get(slot).is_none_or(|q| !q.sq.is_empty()) {
+        // A question only (asked after every ACKED event): the QP is looked at without
+        // `with_qp`, which would recompute its deadline and mark it for the
+        // descriptor scan (~70 instructions, and a scan that finds nothing).
+        let (Some(Some(qp)), Some(q)) = (self.qps.get_mut(slot), self.queues.get_mut(slot)) else {
+            return None;
+        };
+        if !q.sq.is_empty() {
             return None;
         }
-        self.with_fp_qp(slot, Instant::ZERO, |r, _| {
-            let (req, comp) = (&r.qp.req, &r.qp.comp);
-            let idle = r.qp.state == QpState::Rts
-                && r.qp.qp_type == QpType::Rc
-                && req.fastpath
-                && !req.rewound
-                && comp.psn == req.psn
-                && comp.rnr_at.is_none()
-                && !r.sr_on();
-            idle.then(|| fastpath::SqIdle {
-                psn: req.psn,
-                rto: r.rto(),
-                sig_all: r.qp.sq_sig_all,
-                pd: r.qp.pd,
-                depth: SQ as u32,
-            })
+        let r = QpRef { qp, q };
+        let (req, comp) = (&r.qp.req, &r.qp.comp);
+        let idle = r.qp.state == QpState::Rts
+            && r.qp.qp_type == QpType::Rc
+            && req.fastpath
+            && !req.rewound
+            && comp.psn == req.psn
+            && comp.rnr_at.is_none()
+            && !r.sr_on();
+        idle.then(|| fastpath::SqIdle {
+            psn: req.psn,
+            rto: r.rto(),
+            sig_all: r.qp.sq_sig_all,
+            pd: r.qp.pd,
+            depth: SQ as u32,
         })
-        .flatten()
     }
 
     /// The hardware's WQE fetch (§3.8) took `sends` SEND WQEs: counted as the
