@@ -56,6 +56,7 @@ const TOP: &str = "roce_dp_top";
 const FP_RTL: &[&str] = &[
     "fp_pkg.sv",
     "roce_ram.sv",
+    "roce_first_set.sv",
     "roce_bram_fifo.sv",
     "fp_tx_plan.sv",
     "fp_tx_hdr.sv",

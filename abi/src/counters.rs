@@ -63,6 +63,13 @@ pub struct RuntimeCounters {
     /// with every request it sent acknowledged (`docs/scale.md`, "Responses for stored
     /// QPs").
     pub qp_cache_stale_responses: u64,
+    /// Requests the fast path's receive path answered itself (docs/fastpath.md §3.4,
+    /// the PSN rule), counted by the hardware and read when the host asks: out of
+    /// sequence (dropped; one NAK "PSN sequence error" per gap) and duplicate
+    /// SEND/WRITEs (ACKed again). The port's `out_of_seq_request` and
+    /// `duplicate_request` are these plus the engine's own.
+    pub fp_rx_out_of_seq: u64,
+    pub fp_rx_duplicates: u64,
 }
 
 /// What the RC fast path counted (`docs/fastpath.md`).
@@ -113,6 +120,8 @@ impl RuntimeCounters {
         fp_ctx_cache_misses: 0,
         fp_ctx_cache_evictions: 0,
         qp_cache_stale_responses: 0,
+        fp_rx_out_of_seq: 0,
+        fp_rx_duplicates: 0,
     };
 }
 
@@ -226,6 +235,8 @@ counter_set! {
         "fp_ctx_cache_evictions": runtime.fp_ctx_cache_evictions,
         "fp_tx_resent": runtime.fastpath.tx_resent,
         "qp_cache_stale_responses": runtime.qp_cache_stale_responses,
+        "fp_rx_out_of_seq": runtime.fp_rx_out_of_seq,
+        "fp_rx_duplicates": runtime.fp_rx_duplicates,
     }
 }
 
@@ -332,6 +343,8 @@ mod tests {
                 at("fp_ctx_cache_hits"),
                 at("fp_tx_resent"),
                 at("qp_cache_stale_responses"),
+                at("fp_rx_out_of_seq"),
+                at("fp_rx_duplicates"),
             ],
             [
                 Some(0),
@@ -344,7 +357,9 @@ mod tests {
                 Some(51),
                 Some(52),
                 Some(55),
-                Some(56)
+                Some(56),
+                Some(57),
+                Some(58)
             ]
         );
     }

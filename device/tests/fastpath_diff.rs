@@ -109,6 +109,9 @@ struct Outcome {
     /// the same resends, whoever built them (the engine, or the fast path's segmenter
     /// after a FLUSH dropped what it had not sent).
     resent: [u64; 2],
+    /// Each side's port counters `out_of_seq_request` and `duplicate_request`: the
+    /// engine's, plus the requests the fast path's receive path answered itself.
+    answered: [[u64; 2]; 2],
 }
 
 /// A flow: sending side (0 = A), BTH DestQP, response (ACK, READ response, atomic ACK).
@@ -319,6 +322,7 @@ fn run_on(
             completions,
             memory,
             resent: port.map(|c| c.engine.retransmitted_pkts),
+            answered: port.map(|c| [c.engine.out_of_seq_request, c.engine.duplicate_request]),
         },
         port.map(|c| c.runtime),
     )
@@ -526,6 +530,11 @@ fn differential_on(
     prop_assert_eq!(engine.flows.len(), fast.flows.len());
     prop_assert!(engine.memory == fast.memory, "memory differs");
     prop_assert_eq!(engine.resent, fast.resent, "retransmitted_pkts");
+    prop_assert_eq!(
+        engine.answered,
+        fast.answered,
+        "out_of_seq_request, duplicate_request"
+    );
     Ok(counters)
 }
 

@@ -16,8 +16,8 @@ use heapless::Deque;
 use roce_core::dcb::Priorities;
 use roce_core::fastpath::layout::{self, EVENT_LEN, MR_LEN, RCTX_LEN, SCTX_LEN, TXD_LEN};
 use roce_core::fastpath::{
-    self, AckDesc, Event, Exception, Inflight, InflightKind, MrTable, MsgOp, PortAddr, RxOutcome,
-    SqIdle, TxError, TxMsg,
+    self, AckDesc, Answered, Event, Exception, Inflight, InflightKind, MrTable, MsgOp, PortAddr,
+    RxOutcome, SqIdle, TxError, TxMsg,
 };
 use roce_core::memory::Dma;
 use roce_core::num::{Psn, Qpn};
@@ -267,6 +267,8 @@ pub struct FastPathPort<P, const QPS: usize> {
     counters: FastPathCounters,
     /// The context cache's hits and misses (`FastPath::ctx_hits_misses`).
     ctx: [u64; 2],
+    /// Requests the PSN rule answered: out of sequence, duplicate SEND/WRITEs.
+    answered: [u64; 2],
     cqw: CqWriter,
     /// The time the firmware last ran the model at (ns), for the WQE fetch's timers.
     now: u64,
@@ -296,6 +298,7 @@ impl<P: Datapath, const QPS: usize> FastPathPort<P, QPS> {
             bypass: false,
             counters: FastPathCounters::default(),
             ctx: [0; 2],
+            answered: [0; 2],
             cqw: CqWriter::default(),
             now: 0,
             news: SqNews::default(),
@@ -365,6 +368,11 @@ impl<P: Datapath, const QPS: usize> FastPathPort<P, QPS> {
             };
             if let Some(ack) = out.ack {
                 let _ = self.ackq.push_back(ack);
+            }
+            match out.answered {
+                Some(Answered::OutOfSequence) => self.answered[0] += 1,
+                Some(Answered::Duplicate) => self.answered[1] += 1,
+                None => {}
             }
             let Some(mut ev) = out.event else {
                 self.counters.rx_handled += 1;
@@ -645,7 +653,17 @@ fn dispatch(
     else {
         return RxOutcome::exception(qpn, pkt, Exception::Off);
     };
-    let out = fastpath::dispatch(port, &mut rctx, &mut sctx, &mut q.inflight, pkt, mrt, dma);
+    // The model has §3.4's PSN rule; the RTL not yet (its `FpPort` answers no request).
+    let out = fastpath::dispatch(
+        port,
+        &mut rctx,
+        &mut sctx,
+        &mut q.inflight,
+        pkt,
+        mrt,
+        dma,
+        true,
+    );
     q.rctx = layout::encode_rctx(&rctx);
     q.sctx = layout::encode_sctx(&sctx);
     out
@@ -924,6 +942,10 @@ impl<P: Datapath, const QPS: usize> FastPath for FastPathPort<P, QPS> {
             stopped: self.qps.iter().any(|q| q.sq.is_some_and(|sq| sq.stopped)),
             ..core::mem::take(&mut self.news)
         }
+    }
+
+    fn rx_answered(&self) -> [u64; 2] {
+        self.answered
     }
 
     fn ctx_hits_misses(&self) -> [u64; 2] {

@@ -110,6 +110,11 @@ pub trait FastPath {
     /// on), and frames whose entry held another QP's. Read when the host asks, not
     /// every poll.
     fn ctx_hits_misses(&self) -> [u64; 2];
+    /// The requests its receive path answered itself (docs/fastpath.md §3.4, the PSN
+    /// rule): out of sequence, duplicate SEND/WRITEs. Read when the host asks, as
+    /// `ctx_hits_misses` (not carried with every poll's counters: the copies cost the
+    /// firmware per data packet).
+    fn rx_answered(&self) -> [u64; 2];
     /// Takes the accessed bits of context entries `32 * word ..= 32 * word + 31` (bit
     /// `i`: entry `32 * word + i`) and clears the bits it returns. The hardware sets an
     /// entry's bit on each frame that hits it (its QP's, on: what `ctx_hits_misses`

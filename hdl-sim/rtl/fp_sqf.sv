@@ -303,17 +303,21 @@ module fp_sqf
   logic             rd_glob_q, glob_valid_q;
   logic [31:0]      glob_q;
 
-  // the entry to fetch for: the lowest pending one (registered)
-  logic             pick_v;
-  logic [QPN_W-1:0] pick;
+  // the entry to fetch for: the lowest pending one (registered; a tree, not a
+  // chain of NQP selections: roce_first_set)
+  logic             pick_v, first_v;
+  logic [QPN_W-1:0] pick, first;
+  roce_first_set #(
+    .N(NQP),
+    .W(QPN_W)
+  ) pick_inst (
+    .v(pending),
+    .found(first_v),
+    .index(first)
+  );
   always_ff @(posedge clk) begin
-    pick_v <= 1'b0;
-    pick <= '0;
-    for (int i = NQP - 1; i >= 0; i--)
-      if (pending[i]) begin
-        pick_v <= 1'b1;
-        pick <= QPN_W'(i);
-      end
+    pick_v <= first_v;
+    pick <= first;
     if (rst) pick_v <= 1'b0;
   end
 

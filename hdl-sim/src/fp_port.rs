@@ -591,6 +591,12 @@ impl<P: Datapath> FastPath for FpPort<P> {
         self.counters
     }
 
+    fn rx_answered(&self) -> [u64; 2] {
+        // The RTL's fp_rx_check has no PSN rule yet (docs/fastpath.md §3.4): every
+        // request out of sequence or duplicate is an exception, the engine's to count.
+        [0, 0]
+    }
+
     fn ctx_hits_misses(&self) -> [u64; 2] {
         self.fp.rx_ctx_hits_misses().map(u64::from)
     }

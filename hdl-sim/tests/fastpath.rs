@@ -896,6 +896,8 @@ fn model_rx(
             &pkt,
             table,
             &mut dma,
+            // the RTL has no PSN rule yet (docs/fastpath.md §3.4)
+            false,
         );
         x.writes.append(&mut dma.writes);
         if let Some(ack) = out.ack {
@@ -2075,6 +2077,8 @@ fn resp_case(
                 &pkt,
                 &mrt,
                 &mut dma,
+                // the RTL has no PSN rule yet (docs/fastpath.md §3.4)
+                false,
             );
             let writes = dma.writes;
             prop_assert!(out.ack.is_none());
@@ -2416,6 +2420,8 @@ fn valid_cleared_under_a_response_in_the_check() {
                 &pkt,
                 &mrt,
                 &mut dma,
+                // the RTL has no PSN rule yet (docs/fastpath.md §3.4)
+                false,
             );
             // (an exception's frame slot is 0 in both: the first since the reset)
             assert_eq!(Some(ev), out.event, "{width} offset {offset}: the ACK");
@@ -2445,6 +2451,8 @@ fn valid_cleared_under_a_response_in_the_check() {
                 &pkt,
                 &mrt,
                 &mut dma,
+                // the RTL has no PSN rule yet (docs/fastpath.md §3.4)
+                false,
             );
             assert!(
                 matches!(
@@ -2565,6 +2573,8 @@ fn line_rate_read_responses_placed_in_hardware() {
                 &pkt,
                 &mrt,
                 &mut dma,
+                // the RTL has no PSN rule yet (docs/fastpath.md §3.4)
+                false,
             );
             want.extend(out.event);
         }
@@ -2728,6 +2738,8 @@ fn the_cqe_writer_writes_what_the_model_writes() {
                 &pkt,
                 &mrt,
                 &mut dma,
+                // the RTL has no PSN rule yet (docs/fastpath.md §3.4)
+                false,
             );
             if let Some(Event::Acked { cqe, .. }) = &mut out.event {
                 *cqe = want_cqe;

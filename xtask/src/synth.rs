@@ -159,6 +159,7 @@ const DCB: &[&str] = &[
 const FASTPATH: &[&str] = &[
     "hdl-sim/rtl/fp_pkg.sv",
     "hdl-sim/rtl/roce_ram.sv",
+    "hdl-sim/rtl/roce_first_set.sv",
     "hdl-sim/rtl/roce_bram_fifo.sv",
     "hdl-sim/rtl/fp_tx_plan.sv",
     "hdl-sim/rtl/fp_tx_hdr.sv",
@@ -305,6 +306,15 @@ pub const TARGETS: &[Target] = &[
         name: "fp64-ecp5",
         top: "roce_fp_top",
         files: FP_FILES,
+        ..ROW
+    },
+    Target {
+        // the SoC's build of the fast path (soc_fp.sv): the WQE fetch keeps the time,
+        // takes the host's doorbells and watches its deadlines itself
+        name: "fp64hw-ecp5",
+        top: "roce_fp_top",
+        files: FP_FILES,
+        params: &[("DATA_WIDTH", "64"), ("HW_NOW", "1")],
         ..ROW
     },
 ];
@@ -510,7 +520,7 @@ fn run_target(
         .filter(|(k, _)| {
             top_source
                 .as_ref()
-                .is_none_or(|text| text.contains(&format!("parameter int {k} ")))
+                .is_none_or(|text| declares_param(text, k))
         })
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
@@ -592,6 +602,22 @@ fn package_file(bin: &Path, f: &PackageFile) -> Result<PathBuf> {
             f.package.name
         ))
     }
+}
+
+/// Whether a module's source declares parameter `name` (`parameter TYPE NAME`, any
+/// type: `int` widths and counts, `bit` switches such as `HW_NOW`), so that `--top` passes
+/// a target's parameter to the module only where the module has it.
+fn declares_param(text: &str, name: &str) -> bool {
+    text.lines().any(|line| {
+        let mut words = line
+            .split(|c: char| c.is_whitespace() || c == '=' || c == ',' || c == '(')
+            .filter(|w| !w.is_empty())
+            .skip_while(|w| *w != "parameter")
+            .skip(1);
+        // the type, then the name; or the name alone (no type)
+        let first = words.next();
+        first == Some(name) || words.next() == Some(name)
+    })
 }
 
 /// The text of the source file that declares `module top`.
@@ -952,6 +978,19 @@ mod tests {
             [("CCU2C".to_string(), 126), ("LUT4".to_string(), 1610)]
         );
         assert_eq!(modules[1].cells, [("TRELLIS_FF".to_string(), 9)]);
+    }
+
+    #[test]
+    fn a_parameter_is_found_whatever_its_type() {
+        let text =
+            "module m #(\n    parameter int DATA_WIDTH = 64,\n    parameter int NQP_W = 8,\n\
+                    \x20   parameter bit HW_NOW = 1'b0\n) ();\n  localparam int SQH = 2;\n";
+        assert!(declares_param(text, "DATA_WIDTH"));
+        assert!(declares_param(text, "HW_NOW"));
+        // a prefix of another parameter's name, a localparam: not parameters of m
+        assert!(!declares_param(text, "NQP"));
+        assert!(!declares_param(text, "SQH"));
+        assert!(declares_param("#(parameter N = 4)", "N"));
     }
 
     #[test]

@@ -16,8 +16,8 @@ mod sq;
 mod tx;
 
 pub use rx::{
-    dispatch, receive, respond, Event, Exception, Inflight, InflightKind, MrEntry, MrTable,
-    PortAddr, RecvCtx, RxCur, RxOutcome,
+    dispatch, receive, respond, Answered, Event, Exception, Inflight, InflightKind, MrEntry,
+    MrTable, PortAddr, RecvCtx, RxCur, RxOutcome,
 };
 pub use sq::{wqe_msg, SqIdle};
 pub use tx::{ack_frame, segment, window_open, AckDesc, MsgOp, SendCtx, TxError, TxMsg};

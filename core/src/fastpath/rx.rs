@@ -8,7 +8,7 @@ use crate::memory::{
 };
 use crate::num::{Lkey, Msn, Psn, Qpn, Rkey};
 use crate::transport::{Mtu, Sge, MAX_SGE};
-use crate::wire::aeth::Syndrome;
+use crate::wire::aeth::{NakCode, Syndrome};
 use crate::wire::opcode::{Operation, Position, Transport};
 use crate::wire::{Opcode, Packet, RxMeta};
 
@@ -47,7 +47,8 @@ pub struct RecvCtx {
     /// left in it, `length` placed); `recv_loaded` says there is one.
     pub recv_addr: u64,
     pub recv_loaded: bool,
-    /// A NAK is outstanding for the current gap: everything goes to the firmware.
+    /// The current gap's NAK went out: a later request out of sequence is dropped
+    /// without another (the engine's `nak_sent`); placing the expected packet clears it.
     pub nak_sent: bool,
     /// The hardware raised an exception for this QP and the firmware has not written
     /// the context back yet: every packet of the QP goes to the firmware meanwhile, so
@@ -232,6 +233,9 @@ pub enum Exception {
     Ecn = 5,
     Length = 6,
     Key = 7,
+    /// Only without the PSN rule (§3.4; the RTL today): the gap's NAK is the engine's,
+    /// and every request is the firmware's until it closes the gap. With the rule the
+    /// expected packet is placed and clears `nak_sent`.
     NakOutstanding = 8,
     NoRecvBuffer = 9,
     /// An earlier exception of the QP is not handled yet.
@@ -323,14 +327,30 @@ impl Event {
     }
 }
 
+/// A request the receive path answered without placing it or raising an event (§3.4),
+/// as the engine's responder answers it (`rc_request`): the frame is dropped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Answered {
+    /// Its PSN is after the expected one (a packet was lost): the gap's one NAK "PSN
+    /// sequence error" for the expected PSN, if not sent yet (the engine's
+    /// `out_of_seq_request`).
+    OutOfSequence,
+    /// A SEND or WRITE whose PSN is before the expected one: executed already, so only
+    /// ACKed again, for the PSN before the expected one (the engine's
+    /// `duplicate_request`).
+    Duplicate,
+}
+
 /// What the placement stage did with one request packet.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RxOutcome {
-    /// Placed in host memory (false: see `event`, an exception).
+    /// Placed in host memory (false: an exception in `event`, or `answered`).
     pub placed: bool,
-    /// An ACK the hardware sends now.
+    /// An ACK (or NAK) the hardware sends now.
     pub ack: Option<AckDesc>,
     pub event: Option<Event>,
+    /// The request was answered without the firmware, not placed.
+    pub answered: Option<Answered>,
 }
 
 impl RxOutcome {
@@ -340,6 +360,7 @@ impl RxOutcome {
         Self {
             placed: false,
             ack: None,
+            answered: None,
             event: Some(Event::Exception {
                 qpn,
                 psn: pkt.psn(),
@@ -357,26 +378,98 @@ impl RxOutcome {
             placed: true,
             ack: None,
             event,
+            answered: None,
         }
+    }
+
+    /// Whether the packet went to the firmware (an EXCEPTION event).
+    pub fn is_exception(&self) -> bool {
+        matches!(self.event, Some(Event::Exception { .. }))
     }
 }
 
-/// The placement rule (§3.4) for one request packet addressed to `ctx`'s QP (the caller
-/// looked the context up by the BTH DestQP, and the parser accepted the frame).
+/// The PSN rule (`psn_rule`: a device that has it) and the placement rule (§3.4) for one
+/// request packet addressed to `ctx`'s QP (the caller looked the context up by the BTH
+/// DestQP, and the parser accepted the frame).
+///
+/// `psn_rule` is a capability switch: the software model has the PSN rule, the RTL's
+/// `fp_rx_check` not yet; without it every request whose PSN is not `epsn` is an
+/// exception (reason 3), and so is every request while `nak_sent` is set (reason 8).
 pub fn receive(
     ctx: &mut RecvCtx,
     pkt: &Packet<'_>,
     mem: &dyn Protection,
     dma: &mut dyn Dma,
+    psn_rule: bool,
 ) -> RxOutcome {
-    match check(ctx, pkt, mem) {
+    if psn_rule {
+        if let Some(out) = answer(ctx, pkt) {
+            return out;
+        }
+    }
+    match check(ctx, pkt, mem, psn_rule) {
         Err(reason) => RxOutcome::exception(ctx.qpn, pkt, reason),
         Ok(op) => place(ctx, pkt, op, dma),
     }
 }
 
+/// A request whose PSN is not the expected one, answered as the engine's responder
+/// answers it, whatever the opcode (`rc_request`: the PSN decides first; the fast path's
+/// QPs are Go-Back-N, no selective repeat): out of sequence, dropped with the gap's one
+/// NAK; a duplicate SEND or WRITE, dropped and ACKed again with the current MSN. A
+/// duplicate READ or atomic is the firmware's (its response comes from the responder's
+/// resources): `None`, as for the expected PSN.
+fn answer(ctx: &mut RecvCtx, pkt: &Packet<'_>) -> Option<RxOutcome> {
+    if !ctx.on {
+        return None;
+    }
+    let op = pkt.info().operation;
+    let d = pkt.psn().diff(ctx.epsn);
+    let sw = matches!(op, Operation::Send | Operation::RdmaWrite);
+    let (answered, syndrome, psn) = if d > 0
+        && (sw
+            || matches!(
+                op,
+                Operation::RdmaReadRequest | Operation::CompareSwap | Operation::FetchAdd
+            )) {
+        if core::mem::replace(&mut ctx.nak_sent, true) {
+            return Some(RxOutcome {
+                placed: false,
+                ack: None,
+                event: None,
+                answered: Some(Answered::OutOfSequence),
+            });
+        }
+        (
+            Answered::OutOfSequence,
+            Syndrome::Nak(NakCode::PsnSequenceError),
+            ctx.epsn,
+        )
+    } else if d < 0 && sw {
+        (Answered::Duplicate, Syndrome::ACK, ctx.epsn.sub(1))
+    } else {
+        return None;
+    };
+    Some(RxOutcome {
+        placed: false,
+        ack: Some(AckDesc {
+            qpn: ctx.qpn,
+            syndrome,
+            psn,
+            msn: ctx.msn,
+        }),
+        event: None,
+        answered: Some(answered),
+    })
+}
+
 /// Every condition of §3.4; the operation when the packet is the fast path's.
-fn check(ctx: &RecvCtx, pkt: &Packet<'_>, mem: &dyn Protection) -> Result<Operation, Exception> {
+fn check(
+    ctx: &RecvCtx,
+    pkt: &Packet<'_>,
+    mem: &dyn Protection,
+    psn_rule: bool,
+) -> Result<Operation, Exception> {
     if !ctx.on {
         return Err(Exception::Off);
     }
@@ -394,7 +487,7 @@ fn check(ctx: &RecvCtx, pkt: &Packet<'_>, mem: &dyn Protection) -> Result<Operat
     if !(write || send) {
         return Err(Exception::Opcode);
     }
-    if ctx.nak_sent {
+    if ctx.nak_sent && !psn_rule {
         return Err(Exception::NakOutstanding);
     }
     if pkt.psn() != ctx.epsn {
@@ -501,6 +594,8 @@ fn place(ctx: &mut RecvCtx, pkt: &Packet<'_>, op: Operation, dma: &mut dyn Dma) 
     }
     let psn = ctx.epsn;
     ctx.epsn = psn.next();
+    // The expected packet closes the gap (the engine clears `nak_sent` on it).
+    ctx.nak_sent = false;
     let due = pkt.ack_req() || (ctx.ack_every != 0 && ctx.unacked + 1 >= ctx.ack_every);
     let ack = if due {
         ctx.unacked = 0;
@@ -518,6 +613,7 @@ fn place(ctx: &mut RecvCtx, pkt: &Packet<'_>, op: Operation, dma: &mut dyn Dma) 
         placed: true,
         ack,
         event,
+        answered: None,
     }
 }
 
@@ -700,7 +796,8 @@ pub struct PortAddr {
 /// the entry the caller found by DestQP: the entry is the QP's (the cache's tag), the
 /// frame is this port's, RC (the fast path's QPs are), from the QP's peer with a
 /// matching P_Key, and no exception of the QP is pending. Then requests go to
-/// [`receive`], responses to [`respond`].
+/// [`receive`] (with the PSN rule if `psn_rule`), responses to [`respond`].
+#[allow(clippy::too_many_arguments)]
 pub fn dispatch<const N: usize>(
     port: &PortAddr,
     rctx: &mut RecvCtx,
@@ -709,6 +806,7 @@ pub fn dispatch<const N: usize>(
     pkt: &Packet<'_>,
     mem: &dyn Protection,
     dma: &mut dyn Dma,
+    psn_rule: bool,
 ) -> RxOutcome {
     let qpn = rctx.qpn;
     // The context cache's tag (`docs/scale.md`), before any rule: contexts that are
@@ -739,9 +837,9 @@ pub fn dispatch<const N: usize>(
     ) {
         respond(sctx, qpn, inflight, pkt, dma)
     } else {
-        receive(rctx, pkt, mem, dma)
+        receive(rctx, pkt, mem, dma, psn_rule)
     };
-    if !out.placed {
+    if out.is_exception() {
         rctx.held = true;
     }
     out

@@ -714,6 +714,11 @@ impl FastPath for MmioFastPath {
         }
     }
 
+    fn rx_answered(&self) -> [u64; 2] {
+        // The RTL has no PSN rule yet (docs/fastpath.md §3.4): the engine counts them.
+        [0, 0]
+    }
+
     fn ctx_hits_misses(&self) -> [u64; 2] {
         [fp_reg::CTX_HITS, fp_reg::CTX_MISSES].map(|r| u64::from(self.reg(r)))
     }

@@ -150,12 +150,18 @@ impl<
                         self.counters.fp_ctx_cache_hits,
                         self.counters.fp_ctx_cache_misses,
                     ] = fp.ctx_hits_misses();
+                    [
+                        self.counters.fp_rx_out_of_seq,
+                        self.counters.fp_rx_duplicates,
+                    ] = fp.rx_answered();
                     self.counters.fastpath = fp.counters();
                 }
                 let mut engine = *self.engine.counters();
                 engine.sent_pkts += self.counters.fastpath.tx_frames;
                 engine.rcvd_pkts += self.counters.fastpath.rx_handled;
                 engine.retransmitted_pkts += self.counters.fastpath.tx_resent;
+                engine.out_of_seq_request += self.counters.fp_rx_out_of_seq;
+                engine.duplicate_request += self.counters.fp_rx_duplicates;
                 port = port_counter_values(&engine, &self.counters);
                 &port
             }

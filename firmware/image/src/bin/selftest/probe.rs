@@ -752,6 +752,10 @@ impl<F: FastPath> FastPath for FpProbe<F> {
     fn ctx_entries(&self) -> usize {
         self.inner.ctx_entries()
     }
+    fn rx_answered(&self) -> [u64; 2] {
+        self.inner.rx_answered()
+    }
+
     fn ctx_hits_misses(&self) -> [u64; 2] {
         self.inner.ctx_hits_misses()
     }
