@@ -261,7 +261,7 @@ proptest! {
                 let copies = if *dup.next().unwrap() { 2 } else { 1 };
                 for copy in 0..copies {
                     let pkt = wire::parse(&f).unwrap();
-                    let out = fastpath::receive(&mut ctx, &pkt, q.b.eng.memory(), &mut q.b.mem, true);
+                    let out = fastpath::receive(&mut ctx, &pkt, q.b.eng.memory(), &mut q.b.mem);
                     if out.answered.is_some() {
                         // A duplicate, ACKed again by the PSN rule (`answers_as_the_engine`
                         // checks those ACKs).
@@ -419,7 +419,7 @@ proptest! {
             reference.engine_frames();
             let pkt = wire::parse(f).unwrap();
             let m = &mut model.pair.b;
-            let out = fastpath::receive(&mut ctx, &pkt, m.eng.memory(), &mut m.mem, true);
+            let out = fastpath::receive(&mut ctx, &pkt, m.eng.memory(), &mut m.mem);
             if out.is_exception() {
                 // The firmware: the engine takes the frame where the hardware stopped,
                 // and its receive state goes back.

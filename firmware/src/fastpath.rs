@@ -653,17 +653,7 @@ fn dispatch(
     else {
         return RxOutcome::exception(qpn, pkt, Exception::Off);
     };
-    // The model has §3.4's PSN rule; the RTL not yet (its `FpPort` answers no request).
-    let out = fastpath::dispatch(
-        port,
-        &mut rctx,
-        &mut sctx,
-        &mut q.inflight,
-        pkt,
-        mrt,
-        dma,
-        true,
-    );
+    let out = fastpath::dispatch(port, &mut rctx, &mut sctx, &mut q.inflight, pkt, mrt, dma);
     q.rctx = layout::encode_rctx(&rctx);
     q.sctx = layout::encode_sctx(&sctx);
     out

@@ -93,6 +93,8 @@ public:
         out.rx_drops = v_.m().rx_drops;
         out.rx_ctx_hits = v_.m().rx_ctx_hits;
         out.rx_ctx_misses = v_.m().rx_ctx_misses;
+        out.rx_oos = v_.m().rx_oos;
+        out.rx_dups = v_.m().rx_dups;
         out.tx_idle = v_.m().tx_idle;
         out.rx_idle = v_.m().rx_idle;
         out.tx_slots_used = v_.m().tx_slots_used;

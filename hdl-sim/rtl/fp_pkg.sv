@@ -148,7 +148,8 @@ package fp_pkg;
   localparam logic [7:0] EXC_ECN = 8'd5;
   localparam logic [7:0] EXC_LENGTH = 8'd6;
   localparam logic [7:0] EXC_KEY = 8'd7;
-  localparam logic [7:0] EXC_NAK = 8'd8;
+  // 8 (a NAK outstanding) is not raised any more: the expected packet is placed
+  // and closes the gap (nak_sent cleared), as the engine's responder does
   localparam logic [7:0] EXC_NO_RECV = 8'd9;
   localparam logic [7:0] EXC_HELD = 8'd10;
   localparam logic [7:0] EXC_NAK_IN = 8'd11;   // a NAK or RNR NAK came in

@@ -130,6 +130,8 @@ module fp_rx
     output logic [31:0]                  drops,       // frames the parser rejected
     output logic [31:0]                  ctx_hits,    // the context cache (fp_rx_check)
     output logic [31:0]                  ctx_misses,
+    output logic [31:0]                  oos,         // requests answered (fp_rx_check)
+    output logic [31:0]                  dups,
     output logic                         acc_valid,   // a frame hit entry acc_row
     output logic [QPN_W-1:0]             acc_row,
     // every frame taken in is done with: placed, handed on or dropped, its
@@ -338,6 +340,8 @@ module fp_rx
     .rec_room(rec_room),
     .ctx_hits(ctx_hits),
     .ctx_misses(ctx_misses),
+    .oos(oos),
+    .dups(dups),
     .acc_valid(acc_valid),
     .acc_row(acc_row)
   );

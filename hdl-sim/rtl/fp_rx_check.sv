@@ -11,6 +11,16 @@
 // (EXCEPTION event with the reason; the context changes only in `held`);
 // frames the parser rejected are dropped.
 //
+// A request of the QP's out of sequence (PSN after the expected one) or a
+// duplicate SEND/WRITE (PSN before it) is answered here, as the engine's
+// responder answers it (rc_request): the frame is dropped and counted
+// (oos, dups); an out-of-sequence request sends one NAK "PSN sequence
+// error" for the expected PSN per gap (the context's nak_sent, cleared when
+// the expected packet is placed), a duplicate SEND/WRITE an ACK of the PSN
+// before the expected one with the current MSN (it was executed: not
+// again). A duplicate READ or atomic needs the responder's resources: the
+// firmware's (reason 2, as before).
+//
 // The receive-context table is a direct-mapped cache (docs/scale.md): QP qpn
 // lives in entry qpn mod NQP, tagged by the context's own `qpn` field (§3.2,
 // byte 45). A frame whose entry holds another QP's context (or none) is a
@@ -140,6 +150,10 @@ module fp_rx_check
     // and frames whose entry held another QP's context (or none)
     output logic [31:0]                    ctx_hits,
     output logic [31:0]                    ctx_misses,
+    // requests answered without the firmware: out of sequence (dropped, the
+    // gap's one NAK), duplicate SEND/WRITE (dropped, re-ACKed)
+    output logic [31:0]                    oos,
+    output logic [31:0]                    dups,
     // the entry of each frame that hits (as ctx_hits counts it), for its
     // accessed bit (roce_fp_top): the firmware's cache sees the QPs the fast
     // path serves without it
@@ -198,6 +212,9 @@ module fp_rx_check
   // ----------------------------------------------------- checks (C2, C3)
   logic        k_write, k_send, k_starts, k_ends, k_response;
   logic        k_opcode_ok, k_psn_ok, k_seq_ok, k_ecn_ok, k_len_ok, k_fits, k_send_fits;
+  // a request (any RC request opcode), a SEND or WRITE of any kind, and its PSN
+  // after / before the expected one (responder.rs rc_request)
+  logic        k_req, k_sw, k_after, k_before;
   logic [63:0] r_base;
   logic [64:0] r_end, x_end;   // where the MR and the access end (65 bits: no wrap)
   logic        k_key_ok, k_range_ok;
@@ -459,6 +476,11 @@ module fp_rx_check
         // ACKNOWLEDGE, READ responses, ATOMIC ACKNOWLEDGE
         k_response <= (op >= 8'h0D && op <= 8'h12);
         k_psn_ok <= m.bth_psn == c_epsn;
+        k_req <= op <= RC_READ_REQ || op == RC_CMP_SWAP || op == RC_FETCH_ADD
+            || op == RC_SEND_LAST_INV || op == RC_SEND_ONLY_INV;
+        k_sw <= op <= RC_WRITE_ONLY_IMM || op == RC_SEND_LAST_INV || op == RC_SEND_ONLY_INV;
+        k_after <= psn_diff(m.bth_psn, c_epsn) > 0;
+        k_before <= psn_diff(m.bth_psn, c_epsn) < 0;
         // the response's PSN: sent (before next_psn) and not acknowledged
         k_ack <= op == RC_ACK;
         k_read <= op >= RC_READ_RESP_FIRST && op <= RC_READ_RESP_ONLY;
@@ -570,7 +592,7 @@ module fp_rx_check
         // C4: the first failing check, in the model's order
         fp_rx_verdict_t v;
         logic [7:0] reason, r_reason;
-        logic ok;
+        logic ok, pre, oos_q, dup_q;
         logic [RCTX_BYTES*8-1:0] w;
         // a response's reason, but for the READ's length and SGEs (RD)
         if (!s_valid) r_reason = EXC_OFF;
@@ -590,7 +612,6 @@ module fp_rx_check
         else if (!k_ecn_ok) reason = EXC_ECN;
         else if (k_response) reason = r_reason;
         else if (!k_opcode_ok) reason = EXC_OPCODE;
-        else if (c_nak) reason = EXC_NAK;
         else if (!k_psn_ok) reason = EXC_PSN;
         else if (!k_seq_ok) reason = EXC_SEQUENCE;
         else if (!k_len_ok) reason = EXC_LENGTH;
@@ -602,8 +623,13 @@ module fp_rx_check
         else reason = 8'd0;
         // a request placed: every check passed (the cascade's reason 0, as
         // one AND rather than through the cascade)
-        ok = m.error == ERR_NONE && c_hit && c_on && k_ours && !c_held && k_ecn_ok
-            && k_opcode_ok && !c_nak && k_psn_ok && k_seq_ok && k_len_ok
+        // a request of the QP that gets past the checks of every packet: its PSN
+        // decides first (the engine's rc_request), whatever the opcode
+        pre = m.error == ERR_NONE && c_hit && c_on && k_ours && !c_held && k_ecn_ok
+            && !k_response && k_req;
+        oos_q = pre && k_after;
+        dup_q = pre && k_before && k_sw;
+        ok = pre && k_opcode_ok && k_psn_ok && k_seq_ok && k_len_ok
             && (k_send ? c_loaded && k_send_fits
                        : k_resid_nz && k_fits && k_key_ok && k_range_ok);
 
@@ -611,6 +637,15 @@ module fp_rx_check
         v = '0;
         if (m.error != ERR_NONE) begin
           v.action = ACT_DROP;
+        end else if (oos_q || dup_q) begin
+          // taken: the frame goes, no event; the gap's first packet NAKs the
+          // expected PSN, a duplicate ACKs the one before it (the current MSN)
+          v.action = ACT_TAKE;
+          v.ack_valid = dup_q || !c_nak;
+          v.ackd[8*AD_QPN +: 24] = m.bth_destqp;
+          v.ackd[8*AD_SYNDROME +: 8] = dup_q ? 8'h1F : 8'h60;
+          v.ackd[8*AD_PSN +: 24] = dup_q ? c_epsn - 24'd1 : c_epsn;
+          v.ackd[8*AD_MSN +: 24] = c_msn;
         end else if (!ok) begin
           v = exception(m, reason, frame_slot);
         end else begin
@@ -637,7 +672,11 @@ module fp_rx_check
 
         // the context after the packet; after an exception only `held` changes
         w = c_raw;
-        if (!ok) begin
+        if (oos_q) begin
+          w[8*RC_FLAGS + 0] = 1'b1;   // the gap's NAK is out
+        end else if (dup_q) begin
+          // nothing changes
+        end else if (!ok) begin
           w[8*RC_FLAGS + 2] = 1'b1;
         end else if (k_send) begin
           w[8*RC_RECV_ADDR +: 64] = c_recv_addr + {48'd0, n};
@@ -653,6 +692,7 @@ module fp_rx_check
           w[8*RC_CUR +: 8] = k_ends ? CUR_NONE : CUR_WRITE;
         end
         if (ok) begin
+          w[8*RC_FLAGS + 0] = 1'b0;   // the expected packet: the gap is closed
           w[8*RC_MSN +: 24] = k_msn_n;
           w[8*RC_EPSN +: 24] = c_epsn + 24'd1;
           w[8*RC_UNACKED +: 8] = k_due ? 8'd0
@@ -663,6 +703,8 @@ module fp_rx_check
         acc_valid <= m.error == ERR_NONE && c_hit && c_on;
         acc_row <= m.bth_destqp[QPN_W-1:0];
         if (m.error == ERR_NONE && !c_hit) ctx_misses <= ctx_misses + 32'd1;
+        if (oos_q) oos <= oos + 32'd1;
+        if (dup_q) dups <= dups + 32'd1;
         if (k_response) begin
           // decided in RD; a READ response's pieces first (R1..R3)
           rr_reason <= reason;
@@ -826,6 +868,8 @@ module fp_rx_check
       frame_slot <= '0;
       ctx_hits <= '0;
       ctx_misses <= '0;
+      oos <= '0;
+      dups <= '0;
       acc_valid <= 1'b0;
       if_ret_en <= 1'b0;
       una_valid <= 1'b0;

@@ -113,6 +113,12 @@ module roce_fp_top
     // QP's (an EXCEPTION with reason 14: the firmware fills the entry)
     output logic [31:0]                  rx_ctx_hits,
     output logic [31:0]                  rx_ctx_misses,
+    // request packets the receive path answered itself (docs/fastpath.md §3.4):
+    // out of sequence (dropped; one NAK per gap) and duplicate SEND/WRITE
+    // (dropped, ACKed again): the engine's out_of_seq_request and
+    // duplicate_request never see them
+    output logic [31:0]                  rx_oos,
+    output logic [31:0]                  rx_dups,
     // the segmenter holds no message: a descriptor offered now is taken at once
     output logic                         tx_idle,
     // descriptors the segmenter holds (its 32 slots): the descriptor ring's
@@ -467,6 +473,8 @@ module roce_fp_top
     .drops(rx_drops),
     .ctx_hits(rx_ctx_hits),
     .ctx_misses(rx_ctx_misses),
+    .oos(rx_oos),
+    .dups(rx_dups),
     .acc_valid(acc_valid),
     .acc_row(acc_row),
     .idle(rx_side_idle)

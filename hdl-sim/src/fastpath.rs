@@ -141,6 +141,7 @@ pub struct FpSim {
     bad_desc: u32,
     rx_drops: u32,
     rx_ctx: [u32; 2],
+    rx_answered: [u32; 2],
     tx_idle: bool,
     tx_slots_used: u8,
     rx_idle: bool,
@@ -240,6 +241,7 @@ impl FpSim {
             bad_desc: 0,
             rx_drops: 0,
             rx_ctx: [0; 2],
+            rx_answered: [0; 2],
             tx_idle: true,
             tx_slots_used: 0,
             rx_idle: true,
@@ -465,6 +467,12 @@ impl FpSim {
     /// and frames whose entry held another QP's (exceptions with reason 14).
     pub fn rx_ctx_hits_misses(&self) -> [u32; 2] {
         self.rx_ctx
+    }
+
+    /// Request packets the receive path answered itself (docs/fastpath.md §3.4): out of
+    /// sequence (dropped, one NAK per gap) and duplicate SEND/WRITE (ACKed again).
+    pub fn rx_oos_dups(&self) -> [u32; 2] {
+        self.rx_answered
     }
 
     /// The first DMA error since the last call (a write outside host memory, a write
@@ -805,7 +813,14 @@ impl FpSim {
         self.tx_resent = out.tx_resent;
         self.rx_drops = out.rx_drops;
         self.rx_ctx = [out.rx_ctx_hits, out.rx_ctx_misses];
+        self.rx_answered = [out.rx_oos, out.rx_dups];
         self.tx_idle = out.tx_idle;
+        // The receive side finishing its frames is activity: the ACK or NAK of the last
+        // one may still be on its way through the segmenter's ACK path, which no output
+        // shows; a frame drained without a transfer on any port (a duplicate or an
+        // out-of-sequence request the PSN rule answers) would otherwise leave the quiet
+        // window already past when it ends, and `settled` true with the frame unsent.
+        active |= out.rx_idle && !self.rx_idle;
         self.rx_idle = out.rx_idle;
         self.tx_slots_used = out.tx_slots_used;
         self.tx_waiting = out.tx_out.valid && !input.tx_out_ready;

@@ -107,6 +107,10 @@ pub(crate) mod bridge {
         /// the receive-context cache's hits and misses
         rx_ctx_hits: u32,
         rx_ctx_misses: u32,
+        /// request packets the receive path answered itself: out of sequence
+        /// (dropped, one NAK per gap) and duplicate SEND/WRITE (ACKed again)
+        rx_oos: u32,
+        rx_dups: u32,
         tx_idle: bool,
         rx_idle: bool,
         /// descriptors the segmenter's slots hold

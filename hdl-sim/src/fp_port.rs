@@ -592,9 +592,7 @@ impl<P: Datapath> FastPath for FpPort<P> {
     }
 
     fn rx_answered(&self) -> [u64; 2] {
-        // The RTL's fp_rx_check has no PSN rule yet (docs/fastpath.md §3.4): every
-        // request out of sequence or duplicate is an exception, the engine's to count.
-        [0, 0]
+        self.fp.rx_oos_dups().map(u64::from)
     }
 
     fn ctx_hits_misses(&self) -> [u64; 2] {

@@ -233,9 +233,9 @@ pub enum Exception {
     Ecn = 5,
     Length = 6,
     Key = 7,
-    /// Only without the PSN rule (§3.4; the RTL today): the gap's NAK is the engine's,
-    /// and every request is the firmware's until it closes the gap. With the rule the
-    /// expected packet is placed and clears `nak_sent`.
+    /// Not raised since the receive path answers requests out of sequence itself (§3.4,
+    /// the PSN rule): the expected packet is placed and clears `nak_sent`. The code keeps
+    /// its meaning.
     NakOutstanding = 8,
     NoRecvBuffer = 9,
     /// An earlier exception of the QP is not handled yet.
@@ -388,26 +388,19 @@ impl RxOutcome {
     }
 }
 
-/// The PSN rule (`psn_rule`: a device that has it) and the placement rule (§3.4) for one
-/// request packet addressed to `ctx`'s QP (the caller looked the context up by the BTH
-/// DestQP, and the parser accepted the frame).
-///
-/// `psn_rule` is a capability switch: the software model has the PSN rule, the RTL's
-/// `fp_rx_check` not yet; without it every request whose PSN is not `epsn` is an
-/// exception (reason 3), and so is every request while `nak_sent` is set (reason 8).
+/// The PSN rule and the placement rule (§3.4) for one request packet addressed to
+/// `ctx`'s QP (the caller looked the context up by the BTH DestQP, and the parser
+/// accepted the frame).
 pub fn receive(
     ctx: &mut RecvCtx,
     pkt: &Packet<'_>,
     mem: &dyn Protection,
     dma: &mut dyn Dma,
-    psn_rule: bool,
 ) -> RxOutcome {
-    if psn_rule {
-        if let Some(out) = answer(ctx, pkt) {
-            return out;
-        }
+    if let Some(out) = answer(ctx, pkt) {
+        return out;
     }
-    match check(ctx, pkt, mem, psn_rule) {
+    match check(ctx, pkt, mem) {
         Err(reason) => RxOutcome::exception(ctx.qpn, pkt, reason),
         Ok(op) => place(ctx, pkt, op, dma),
     }
@@ -464,12 +457,7 @@ fn answer(ctx: &mut RecvCtx, pkt: &Packet<'_>) -> Option<RxOutcome> {
 }
 
 /// Every condition of §3.4; the operation when the packet is the fast path's.
-fn check(
-    ctx: &RecvCtx,
-    pkt: &Packet<'_>,
-    mem: &dyn Protection,
-    psn_rule: bool,
-) -> Result<Operation, Exception> {
+fn check(ctx: &RecvCtx, pkt: &Packet<'_>, mem: &dyn Protection) -> Result<Operation, Exception> {
     if !ctx.on {
         return Err(Exception::Off);
     }
@@ -486,9 +474,6 @@ fn check(
     let send = matches!(op, Opcode::RC_SEND_MIDDLE | Opcode::RC_SEND_LAST);
     if !(write || send) {
         return Err(Exception::Opcode);
-    }
-    if ctx.nak_sent && !psn_rule {
-        return Err(Exception::NakOutstanding);
     }
     if pkt.psn() != ctx.epsn {
         return Err(Exception::Psn);
@@ -796,8 +781,7 @@ pub struct PortAddr {
 /// the entry the caller found by DestQP: the entry is the QP's (the cache's tag), the
 /// frame is this port's, RC (the fast path's QPs are), from the QP's peer with a
 /// matching P_Key, and no exception of the QP is pending. Then requests go to
-/// [`receive`] (with the PSN rule if `psn_rule`), responses to [`respond`].
-#[allow(clippy::too_many_arguments)]
+/// [`receive`], responses to [`respond`].
 pub fn dispatch<const N: usize>(
     port: &PortAddr,
     rctx: &mut RecvCtx,
@@ -806,7 +790,6 @@ pub fn dispatch<const N: usize>(
     pkt: &Packet<'_>,
     mem: &dyn Protection,
     dma: &mut dyn Dma,
-    psn_rule: bool,
 ) -> RxOutcome {
     let qpn = rctx.qpn;
     // The context cache's tag (`docs/scale.md`), before any rule: contexts that are
@@ -837,7 +820,7 @@ pub fn dispatch<const N: usize>(
     ) {
         respond(sctx, qpn, inflight, pkt, dma)
     } else {
-        receive(rctx, pkt, mem, dma, psn_rule)
+        receive(rctx, pkt, mem, dma)
     };
     if out.is_exception() {
         rctx.held = true;

@@ -185,6 +185,10 @@ pub mod fp_reg {
     pub const CTX_MISSES: u32 = 0x038;
     /// Write: the event in [`EV`] is consumed.
     pub const EV_POP: u32 = 0x044;
+    /// Requests out of sequence the receive path dropped (one NAK per gap).
+    pub const RX_OOS: u32 = 0x048;
+    /// Duplicate SEND/WRITE requests it acknowledged again.
+    pub const RX_DUPS: u32 = 0x04C;
     /// The oldest event, 64 bytes (`docs/fastpath.md` §3.5).
     pub const EV: u32 = 0x080;
     /// The descriptor to post, 96 bytes (§2.2), write-only.
@@ -715,8 +719,7 @@ impl FastPath for MmioFastPath {
     }
 
     fn rx_answered(&self) -> [u64; 2] {
-        // The RTL has no PSN rule yet (docs/fastpath.md §3.4): the engine counts them.
-        [0, 0]
+        [fp_reg::RX_OOS, fp_reg::RX_DUPS].map(|r| u64::from(self.reg(r)))
     }
 
     fn ctx_hits_misses(&self) -> [u64; 2] {

@@ -65,6 +65,10 @@
 //   0x03C TX_BAD_DESC  descriptors the segmenter dropped
 //   0x040 DMA_WR_ERR   placement writes the host refused
 //   0x044 EV_POP       write: the event in EV is consumed
+//   0x048 RX_OOS       requests out of sequence the receive path dropped
+//                      (one NAK per gap), the engine's out_of_seq_request
+//   0x04C RX_DUPS      duplicate SEND/WRITE requests it ACKed again, the
+//                      engine's duplicate_request
 //   0x080..0x0BC EV    the oldest event (64 bytes, §3.5), read
 //   0x100..0x15C TXD   the descriptor to post (96 bytes, §2.2), write
 
@@ -195,7 +199,7 @@ module soc_fp
   /* verilator lint_on UNUSEDSIGNAL */
   logic        wr_tvalid, wr_tready;
 
-  logic [31:0] c_bad_desc, c_resent, c_dma_err, c_rx_drops, c_hits, c_misses;
+  logic [31:0] c_bad_desc, c_resent, c_dma_err, c_rx_drops, c_hits, c_misses, c_oos, c_dups;
   logic        tx_idle, rx_idle;
   logic [5:0]  slots_used;
 
@@ -277,6 +281,8 @@ module soc_fp
     .rx_drops(c_rx_drops),
     .rx_ctx_hits(c_hits),
     .rx_ctx_misses(c_misses),
+    .rx_oos(c_oos),
+    .rx_dups(c_dups),
     .tx_idle(tx_idle),
     .tx_slots_used(slots_used),
     .rx_idle(rx_idle),
@@ -685,6 +691,8 @@ module soc_fp
         12'h038: rdata <= c_misses;
         12'h03C: rdata <= c_bad_desc;
         12'h040: rdata <= c_wr_err;
+        12'h048: rdata <= c_oos;
+        12'h04C: rdata <= c_dups;
         12'b0000_10??_??00: rdata <= ev_q[32*addr[5:2] +: 32];
         default: rdata <= '0;
       endcase

@@ -98,6 +98,8 @@ module roce_fp_top
     // QP's (an EXCEPTION with reason 14: the firmware fills the entry)
     output logic [31:0]                  rx_ctx_hits,
     output logic [31:0]                  rx_ctx_misses,
+    output logic [31:0]                  rx_oos,
+    output logic [31:0]                  rx_dups,
     // the segmenter holds no message: a descriptor offered now is taken at once
     output logic                         tx_idle,
     // descriptors the segmenter holds (its 32 slots): the descriptor ring's
@@ -123,7 +125,7 @@ module roce_fp_top
   assign ev_data = '0; assign ev_valid = 1'b0;
   assign exc_tdata = '0; assign exc_tkeep = '0; assign exc_tvalid = 1'b0; assign exc_tlast = 1'b0;
   assign tx_bad_desc = '0; assign tx_resent = '0; assign tx_dma_errors = '0; assign rx_drops = '0;
-  assign rx_ctx_hits = '0; assign rx_ctx_misses = '0; assign tx_idle = 1'b1; assign tx_slots_used = '0; assign rx_idle = 1'b1; assign sq_db_ready = 1'b1; assign sq_active = '0;
+  assign rx_ctx_hits = '0; assign rx_ctx_misses = '0; assign rx_oos = '0; assign rx_dups = '0; assign tx_idle = 1'b1; assign tx_slots_used = '0; assign rx_idle = 1'b1; assign sq_db_ready = 1'b1; assign sq_active = '0;
 
   function automatic logic [7:0] mem_byte(input logic [63:0] a);
     mem_byte = a[7:0] ^ a[15:8] ^ 8'h5A;
