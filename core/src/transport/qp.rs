@@ -124,7 +124,7 @@ pub(crate) struct Requester {
     pub rd_atomic: u8,
     /// Packets since the last AckReq.
     pub noack_pkts: u32,
-    /// Requests leave through the fast path's descriptors, not `prepare_tx`.
+    /// Requests leave through the fast path's descriptors, not `req_prepare`.
     pub fastpath: bool,
     /// The cursor moved back (or jumped) since the last descriptor: the fast path must
     /// drop what it still holds of this QP (a FLUSH goes first).
@@ -715,17 +715,6 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
 }
 
 impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
-    /// The next frame this QP wants to send, if any: responder output first (ACKs and
-    /// READ responses are what a peer's window waits for), then requests.
-    pub fn prepare_tx(&mut self, env: &mut Env<'_>) -> Option<TxDesc> {
-        // Returned as it came (not unwrapped and wrapped again: a descriptor is big).
-        let resp = self.resp_prepare(env);
-        if resp.is_some() {
-            return resp;
-        }
-        self.req_prepare(env)
-    }
-
     /// Copies the payload of `d` into `body` (exactly `payload_len` bytes followed by
     /// zero pad).
     pub fn fill(

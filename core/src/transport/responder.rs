@@ -778,6 +778,7 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
         }
     }
 
+    #[inline(always)] // built in its caller's slot: a descriptor is big to copy
     pub(crate) fn ack_desc(&self, a: AckOut, commit: Commit) -> TxDesc {
         let mut bth = BthRepr::new(Opcode::RC_ACKNOWLEDGE, self.qp.dest_qpn, a.psn);
         bth.pkey = self.qp.pkey;

@@ -17,7 +17,7 @@ instructions between the two calls of `probe::enable` that bracket PHASE, rebuil
 call stack (calls push, a jump to a recent call's return address pops), expands every
 frame into its inlined functions (llvm-symbolizer), and prints the tree under
 `Engine::handle_packet` or `handle_verified_packet` (RX), `Engine::poll_transmit` (TX) and the rest, with nodes of
-at least 1.5 %. Needs python3, llvm-nm, llvm-objdump, llvm-symbolizer (Debian `llvm`)
+at least 1.5 %. Needs python3, llvm-nm, llvm-objdump, llvm-objcopy, llvm-symbolizer (Debian `llvm`)
 and the QEMU the runner uses. Build first: `cargo build --release`.
 """
 import bisect
@@ -100,13 +100,19 @@ if hits < 2 * phase:
     sys.exit("the self-test ended before phase %d was over (%d probe::enable calls)" % (phase, hits))
 
 chains = {}
+# llvm-symbolizer (14) names a frame's outermost function from the symbol table, where
+# the assembler's local labels (`.L0`, inside every function) hide the function's own
+# symbol: the tree showed "(out-of-line call)" for most calls. A copy of the ELF without
+# them names every frame.
+SYMS = "/tmp/roce-selftest-syms.%d.elf" % os.getpid()
+named = subprocess.run(["llvm-objcopy", "--wildcard", "--strip-symbol=.L*", ELF, SYMS]).returncode == 0
 
 
 def symbolize(pcs):
     need = sorted(p for p in set(pcs) if p not in chains)
     if not need:
         return
-    out = subprocess.run(["llvm-symbolizer", "--inlining", "--obj=" + ELF],
+    out = subprocess.run(["llvm-symbolizer", "--inlining", "--obj=" + (SYMS if named else ELF)],
                          input="\n".join(hex(p) for p in need) + "\n",
                          capture_output=True, text=True).stdout
     for p, block in zip(need, out.strip("\n").split("\n\n")):
@@ -172,6 +178,8 @@ for pc in win:
     for d in range(1, len(path) + 1):
         trees[kind][path[:d]] += 1
 
+if named:
+    os.unlink(SYMS)
 print(f"phase {phase}: {len(win)} instructions: {totals['rx']} in handle_packet, "
       f"{totals['tx']} in poll_transmit, {totals['hw']} in hardware models and DMA, "
       f"{totals['other']} elsewhere")
