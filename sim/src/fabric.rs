@@ -850,13 +850,14 @@ impl Fabric {
             pool,
             io,
             spare,
+            links,
             ..
         } = self;
         let slot = &mut nodes[node as usize];
         let mac = &mut slot.ports[usize::from(port)];
-        if mac.link.is_none() {
+        let Some((link, _)) = mac.link else {
             return;
-        }
+        };
         if now < mac.busy_until {
             // Come back when the wire is free.
             if !mac.tx_wake {
@@ -870,8 +871,17 @@ impl Fabric {
         let frame = match &mut slot.kind {
             Kind::Host(h) => {
                 let id = spare.take().unwrap_or_else(|| pool.alloc());
-                let buf = pool.buffer_box_mut(id);
-                match h.poll_transmit_buffer(now, usize::from(port), paused, buf) {
+                // A frame for another partition (another thread's core) is copied into
+                // the fabric's buffer, so the node's own buffers never cross: a node
+                // that built its frames straight into buffers the other core had read
+                // paid for taking back each of their lines (BENCHMARKS.md, scale11). A
+                // frame that stays in the partition takes no copy.
+                let sent = if links[link as usize].remote.is_some() {
+                    h.poll_transmit(now, usize::from(port), paused, pool.buffer_mut(id))
+                } else {
+                    h.poll_transmit_buffer(now, usize::from(port), paused, pool.buffer_box_mut(id))
+                };
+                match sent {
                     Some(len) => {
                         pool.set_len(id, len);
                         id

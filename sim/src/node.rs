@@ -73,8 +73,10 @@ pub trait Node {
     /// its own instead of copying its frame into `buf`: it swaps `buf` for one of
     /// exactly [`MAX_FRAME_LEN`](crate::MAX_FRAME_LEN) bytes that holds the frame (the
     /// fabric then owns it and the node keeps `buf`). A node that builds frames ahead
-    /// into such buffers saves a copy of every frame. The fabric calls this one; the
-    /// default writes into `buf` with `poll_transmit`.
+    /// into such buffers saves a copy of every frame. The fabric calls this one for a
+    /// link within its partition (for a link to another partition, `poll_transmit`:
+    /// the node's buffers stay on its core); the default writes into `buf` with
+    /// `poll_transmit`.
     fn poll_transmit_buffer(
         &mut self,
         now: Nanos,
