@@ -230,13 +230,7 @@ proptest! {
     #[test]
     fn placement_leaves_the_engines_memory_and_acks(mtu in mtu(), lens in proptest::collection::vec(1u32..8000, 1..6), dups in proptest::collection::vec(any::<bool>(), 64)) {
         // The reference run: A writes, B's engine receives everything.
-        let mut p = Pair::new(2);
-        p.keep_trace = true;
-        let o = QpOpts { mtu, ..QpOpts::default() };
-        let (qa, qb) = p.connect(QpType::Rc, &o);
-        let src = p.a.buffer(9000);
-        let dst = p.b.buffer(9000);
-        p.a.mem.fill_pattern(src.0, 9000, 5);
+        let Writer { mut p, o, qa, qb, src, dst } = writer(mtu);
         // The model's receiver: a second B, built the same way.
         let mut q = Pair::new(2);
         let (_, qb2) = q.connect(QpType::Rc, &o);
@@ -328,6 +322,39 @@ impl Receiver {
     }
 }
 
+/// The sending side of the receiver tests: a traced pair with an RC QP at `mtu` and a
+/// 9,000-byte buffer at each end, A's filled with pattern 5. `receiver` builds its B
+/// the same way, so that this pair's frames are the receiver's.
+struct Writer {
+    p: Pair,
+    o: QpOpts,
+    qa: Qpn,
+    qb: Qpn,
+    src: (u64, MrKeys),
+    dst: (u64, MrKeys),
+}
+
+fn writer(mtu: Mtu) -> Writer {
+    let mut p = Pair::new(2);
+    p.keep_trace = true;
+    let o = QpOpts {
+        mtu,
+        ..QpOpts::default()
+    };
+    let (qa, qb) = p.connect(QpType::Rc, &o);
+    let src = p.a.buffer(9000);
+    let dst = p.b.buffer(9000);
+    p.a.mem.fill_pattern(src.0, 9000, 5);
+    Writer {
+        p,
+        o,
+        qa,
+        qb,
+        src,
+        dst,
+    }
+}
+
 /// The receivers of `answers_as_the_engine`: built as `p`'s B (the same QPN, buffers
 /// and receive WQEs), so that `p`'s frames are theirs.
 fn receiver(o: &QpOpts, msgs: &[Msg]) -> Receiver {
@@ -366,13 +393,7 @@ proptest! {
         walk in proptest::collection::vec(any::<u16>(), 0..120),
     ) {
         // The sender's frames: A's, to a B that takes them all.
-        let mut p = Pair::new(2);
-        p.keep_trace = true;
-        let o = QpOpts { mtu, ..QpOpts::default() };
-        let (qa, qb) = p.connect(QpType::Rc, &o);
-        let src = p.a.buffer(9000);
-        let dst = p.b.buffer(9000);
-        p.a.mem.fill_pattern(src.0, 9000, 5);
+        let Writer { mut p, o, qa, qb, src, dst } = writer(mtu);
         p.b.mem.fill_pattern(dst.0, 9000, 6);
         for m in &msgs {
             if matches!(m.op, 0 | 1 | 3) {
