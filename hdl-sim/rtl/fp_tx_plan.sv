@@ -197,26 +197,6 @@ module fp_tx_plan
   logic                   slot_re;
   logic [SLOT_W-1:0]      slot_ra;
 
-  // The lowest set bit of `v`: a tree of log2(NSLOT) 2:1 selections (a loop
-  // of "first found" would be a chain of NSLOT). Returns {found, slot}.
-  function automatic logic [SLOT_W:0] first_of(input logic [NSLOT-1:0] v);
-    logic [NSLOT-1:0]  f;
-    logic [SLOT_W-1:0] ix [NSLOT];
-    for (int i = 0; i < NSLOT; i++) begin
-      f[i] = v[i];
-      ix[i] = SLOT_W'(i);
-    end
-    for (int w = 1; w < NSLOT; w = w * 2) begin
-      for (int i = 0; i + w < NSLOT; i = i + 2 * w) begin
-        if (!f[i]) begin
-          f[i] = f[i + w];
-          ix[i] = ix[i + w];
-        end
-      end
-    end
-    return {f[0], ix[0]};
-  endfunction
-
   // The round robin's pick within one half of the slots (one-hot): its lowest
   // eligible slot at or after rr, else its lowest eligible slot; the lowest
   // set bit of {eligible, eligible at or after rr} (x & ~(x - 1), a carry
@@ -241,15 +221,32 @@ module fp_tx_plan
   // candidates (with and without the slot filled now) are encoded from
   // registers; take_txd only picks one, so the descriptor input's path ends
   // in a 2:1 mux.
+  // The encoders are roce_first_set: a tree of log2(NSLOT) 2:1 selections (a
+  // loop of "first found" would be a chain of NSLOT).
   logic               has_free;
   logic [SLOT_W-1:0]  free_slot;
   logic txd_flush, take_txd, take_flush, intake_open;
+  logic               first_v, first_x_v;
+  logic [SLOT_W-1:0]  first_i, first_x_i;
+  roce_first_set #(
+      .N(NSLOT),
+      .W(SLOT_W)
+  ) free_inst (
+      .v(~s_valid),
+      .found(first_v),
+      .index(first_i)
+  );
+  roce_first_set #(
+      .N(NSLOT),
+      .W(SLOT_W)
+  ) free_x_inst (
+      .v(~s_valid & ~(NSLOT'(1) << free_slot)),
+      .found(first_x_v),
+      .index(first_x_i)
+  );
   always_ff @(posedge clk) begin
-    logic [SLOT_W:0] first, first_x;
-    first = first_of(~s_valid);
-    first_x = first_of(~s_valid & ~(NSLOT'(1) << free_slot));
-    has_free <= take_txd ? first_x[SLOT_W] : first[SLOT_W];
-    free_slot <= take_txd ? first_x[SLOT_W-1:0] : first[SLOT_W-1:0];
+    has_free <= take_txd ? first_x_v : first_v;
+    free_slot <= take_txd ? first_x_i : first_i;
     if (rst) has_free <= 1'b0;
   end
 

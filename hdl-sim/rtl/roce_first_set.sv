@@ -2,7 +2,8 @@
 //
 // roce_first_set: the lowest set bit of a vector, combinational: `found` and
 // its `index` (0 when none is set). The scheduler's choice among per-QP
-// pending bits (fp_sqf: the lowest pending entry).
+// pending bits (fp_sqf: the lowest pending entry) and the TX planner's first
+// free slot (fp_tx_plan).
 //
 // Why a module and a tree: the obvious loop ("for i from N-1 down to 0: if
 // v[i], the pick is i") is a chain of N 2:1 selections, N deep. At N = 256
