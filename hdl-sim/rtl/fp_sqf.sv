@@ -436,29 +436,59 @@ module fp_sqf
         && sum <= 34'h8000_0000 && !rd_err;
   end
 
-  // the MR check of SGE sg (S_F_MRC, the entry read in S_F_MR)
-  logic [63:0] mr_base, mr_length;
+  // the MR check of SGE sg over two cycles (in one it was the fetch's deepest path,
+  // 19 LUT levels: the SGE picked by sg, two 64-bit subtractions and a compare in a
+  // row). S_F_MRC (the entry read in S_F_MR) registers the key/PD/valid match and
+  // both ends, the SGE's (addr + len) and the MR's (base + length), side by side;
+  // S_F_MR decides on them in the next cycle while it reads the next SGE's entry,
+  // so a WQE that passes takes no cycle more. MemoryRegion::check with no rights
+  // asked, range_within's arithmetic: addr >= base, off = addr - base <= length and
+  // len <= length - off, which in 65 bits is addr + len <= base + length.
   logic [31:0] mr_key, mr_pd;
   logic [7:0]  mr_valid;
-  logic        mr_ok;
+  logic        mr_ids;        // key, PD and valid match (S_F_MRC's cycle)
+  logic        mc_v;          // a check registered (S_F_MRC was the last cycle)
+  logic        mc_ids, mc_ge; // registered: the match, addr >= base
+  logic [64:0] mc_end, mc_lim;
+  logic        mc_ok;
   always_comb begin
-    logic [63:0] off;
     mr_key = m_rd_data[8*MR_KEY +: 32];
     mr_pd = m_rd_data[8*MR_PD +: 32];
-    mr_base = m_rd_data[8*MR_BASE +: 64];
-    mr_length = m_rd_data[8*MR_LENGTH +: 64];
     mr_valid = m_rd_data[8*MR_VALID +: 8];
-    off = w_sge_addr[sg[1:0]] - mr_base;
-    // MemoryRegion::check with no rights asked, range_within's arithmetic
-    mr_ok = mr_key != 0 && mr_key == w_sge_key[sg[1:0]] && mr_pd == k.pd && mr_valid != 0
-        && w_sge_addr[sg[1:0]] >= mr_base && off <= mr_length
-        && {32'd0, w_sge_len[sg[1:0]]} <= mr_length - off;
+    mr_ids = mr_key != 0 && mr_key == w_sge_key[sg[1:0]] && mr_pd == k.pd && mr_valid != 0;
+  end
+  assign mc_ok = mc_ids && mc_ge && mc_end <= mc_lim;
+  always_ff @(posedge clk) begin
+    mc_v <= st == S_F_MRC;
+    if (st == S_F_MRC) begin
+      mc_ids <= mr_ids;
+      mc_ge <= w_sge_addr[sg[1:0]] >= m_rd_data[8*MR_BASE +: 64];
+      mc_end <= {1'b0, w_sge_addr[sg[1:0]]} + {33'd0, w_sge_len[sg[1:0]]};
+      mc_lim <= {1'b0, m_rd_data[8*MR_BASE +: 64]} + {1'b0, m_rd_data[8*MR_LENGTH +: 64]};
+    end
   end
 
   // the descriptor (S_F_BUILD)
   logic [TXD_BYTES*8-1:0] txd;
   logic [23:0]            d_first, d_after;
   logic                   d_send;
+  // The message's PSN count and end over three cycles (in S_F_BUILD alone, the SGE
+  // lengths' sum, its rounding up to packets and the sum with next were 20 LUT levels):
+  // the length registered in S_F_DEC (the WQE bytes do not change until the next
+  // fetch), the packets, ceil(len / 2^mtu) and 1 for an empty message, in S_F_BUILD,
+  // the end in S_F_OFFER (which always comes between S_F_BUILD and S_F_COMMIT, the
+  // end's only reader): no cycle more.
+  logic [31:0]            d_len_q;
+  logic [23:0]            d_npk;
+  always_ff @(posedge clk) begin
+    if (st == S_F_DEC) d_len_q <= d_len[31:0];
+    if (st == S_F_BUILD) begin
+      logic [31:0] mtu_m1;
+      mtu_m1 = (32'd1 << k.mtu) - 32'd1;
+      d_npk <= d_len_q == 32'd0 ? 24'd1 : 24'(({1'b0, d_len_q} + {1'b0, mtu_m1}) >> k.mtu);
+    end
+    if (st == S_F_OFFER) d_after <= k.next + d_npk;
+  end
   assign m_txd_data = txd;
   assign m_txd_valid = st == S_F_OFFER && active[e] && !fw_wait;
   assign busy = st != S_IDLE && st != S_RD && st != S_R_CTX && st != S_R_FPSN && st != S_R_WB
@@ -631,24 +661,19 @@ module fp_sqf
         st <= d_ok ? S_F_MR : S_F_STOP;
       end
       S_F_MR: begin
-        if (32'(sg) >= 32'(w_nsge)) st <= S_F_BUILD;
+        if (mc_v && !mc_ok) st <= S_F_STOP;   // the previous SGE's check failed
+        else if (32'(sg) >= 32'(w_nsge)) st <= S_F_BUILD;
         else if (w_sge_len[sg[1:0]] == 32'd0) sg <= sg + 3'd1;
         else st <= S_F_MRC;   // (m_rd_*: the SGE's MR entry)
       end
       S_F_MRC: begin
-        if (mr_ok) begin
-          sg <= sg + 3'd1;
-          st <= S_F_MR;
-        end else st <= S_F_STOP;
+        // (its check registered above, decided in S_F_MR)
+        sg <= sg + 3'd1;
+        st <= S_F_MR;
       end
       S_F_BUILD: begin
-        logic [32:0] npk;
-        logic [31:0] mtu_m1;
-        mtu_m1 = (32'd1 << k.mtu) - 32'd1;
-        npk = ({1'b0, d_len[31:0]} + {1'b0, mtu_m1}) >> k.mtu;
-        if (npk == 0) npk = 33'd1;
+        // (the end, d_after: above)
         d_first <= k.next;
-        d_after <= k.next + npk[23:0];
         d_send <= d_op == 8'd0 || d_op == OP_SEND_IMM;
         txd <= '0;
         txd[8*TD_QPN +: 24] <= k.qpn;
@@ -657,7 +682,7 @@ module fp_sqf
         txd[8*TD_FLAGS + TD_F_CQE] <= k.sig_all || w_flags[1];
         txd[8*TD_NUM_SGE +: 8] <= w_nsge;
         txd[8*TD_WQE +: 16] <= k.ci[15:0];
-        txd[8*TD_LENGTH +: 32] <= d_len[31:0];
+        txd[8*TD_LENGTH +: 32] <= d_len_q;
         txd[8*TD_IMM +: 32] <= d_imm ? w_imm : 32'd0;
         txd[8*TD_RADDR +: 64] <= d_write ? w_raddr : 64'd0;
         txd[8*TD_RKEY +: 32] <= d_write ? w_rkey : 32'd0;

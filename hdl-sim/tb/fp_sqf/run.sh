@@ -14,8 +14,8 @@ sed "s/return signed'(a - b);/return \$signed(a - b);/" "$rtl/fp_pkg.sv" > "$out
 cp "$rtl/fp_sqf.sv" "$out/fp_sqf.sv"
 case "${MUTANT:-}" in
     lkey)
-        sed -i 's/    mr_ok = mr_key != 0 \&\& /    mr_ok = 1 || mr_key != 0 \&\& /' "$out/fp_sqf.sv"
-        grep -q "mr_ok = 1 ||" "$out/fp_sqf.sv" ;;
+        sed -i 's/    mr_ids = mr_key != 0 \&\& /    mr_ids = 1 || mr_key != 0 \&\& /' "$out/fp_sqf.sv"
+        grep -q "mr_ids = 1 ||" "$out/fp_sqf.sv" ;;
     cqe)
         sed -i 's/ \&\& s_ev_data\[8\*EV_RFLAGS + 2\];/;/' "$out/fp_sqf.sv"
         ! grep -q "s_ev_data\[8\*EV_RFLAGS + 2\]" "$out/fp_sqf.sv" ;;
