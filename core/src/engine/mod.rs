@@ -1667,8 +1667,9 @@ fn transmit_one<const SQ: usize, const RQ: usize, const RD: usize>(
         let rr = &*r;
         let mem = &*env.mem;
         let dma = &mut *env.dma;
-        let res = hdr.emit_with(&d.bth, &d.ext, body_len, buf, |body| {
-            filled = rr.fill(mem, dma, d, body);
+        // The payload is hashed for the ICRC as the DMA reads it (one pass over it).
+        let res = hdr.emit_with_icrc(&d.bth, &d.ext, body_len, buf, |body, icrc| {
+            filled = rr.fill(mem, dma, d, body, icrc);
         });
         match res {
             Ok(layout) if filled => {

@@ -7,6 +7,7 @@ use crate::transport::{Mtu, Sge, WrOp, MAX_SGE};
 use crate::wire::aeth::{AethRepr, Syndrome};
 use crate::wire::atomic::AtomicEthRepr;
 use crate::wire::bth::BthRepr;
+use crate::wire::icrc::Icrc;
 use crate::wire::imm::{IethRepr, ImmDtRepr};
 use crate::wire::opcode::Position;
 use crate::wire::reth::RethRepr;
@@ -295,10 +296,14 @@ pub fn segment(
     let mut gathered = true;
     let layout = ctx
         .template
-        .emit_with(&bth, &ext, body_len, buf, |body| {
+        .emit_with_icrc(&bth, &ext, body_len, buf, |body, icrc| {
             let (data, pad) = body.split_at_mut(payload_len as usize);
             pad.fill(0);
-            gathered = gather(dma, &msg.sges, offset, data);
+            // Hashed for the ICRC as it is read (one pass over the payload).
+            gathered = gather(dma, &msg.sges, offset, data, icrc);
+            if !pad.is_empty() {
+                icrc.update(pad);
+            }
         })
         .map_err(TxError::Emit)?;
     // A packet whose payload the host could not read still spends its PSN and its place
@@ -336,11 +341,12 @@ fn opcode(op: MsgOp, pos: Position) -> Opcode {
     }
 }
 
-/// Reads message bytes `offset..offset + out.len()` across `sges` by DMA.
-fn gather(dma: &mut dyn Dma, sges: &[Sge], offset: u32, out: &mut [u8]) -> bool {
+/// Reads message bytes `offset..offset + out.len()` across `sges` by DMA, feeding them to
+/// `icrc` in order.
+fn gather(dma: &mut dyn Dma, sges: &[Sge], offset: u32, out: &mut [u8], icrc: &mut Icrc) -> bool {
     walk(sges, offset, out.len(), |addr, range| {
         out.get_mut(range)
-            .is_some_and(|o| dma.read(addr, o).is_ok())
+            .is_some_and(|o| icrc.read(dma, addr, o).is_ok())
     })
 }
 

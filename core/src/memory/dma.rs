@@ -25,11 +25,31 @@ pub trait Dma {
     fn read(&mut self, addr: u64, buf: &mut [u8]) -> Result<(), DmaError>;
     /// Writes `data` starting at `addr`.
     fn write(&mut self, addr: u64, data: &[u8]) -> Result<(), DmaError>;
+    /// [`read`](Self::read), then the CRC-32 `crc` (a finished value, as
+    /// `roce_crc32::update` takes) continued over the bytes read: a frame's payload read
+    /// for its ICRC ([`crate::wire::icrc::Icrc::read`]). A memory that holds the bytes
+    /// itself does both in one pass with [`copy_crc`].
+    fn read_crc(&mut self, addr: u64, buf: &mut [u8], crc: u32) -> Result<u32, DmaError> {
+        self.read(addr, buf)?;
+        Ok(roce_crc32::update(crc, buf))
+    }
+}
+
+/// Copies `src` into `dst` and returns the CRC-32 `crc` continued over the bytes, in one
+/// pass over them where the CPU allows (`roce_crc32::copy_update`): for
+/// [`Dma::read_crc`] of a memory that holds its bytes. A 4 KiB payload costs the copy's
+/// time, not the copy's then the CRC's (BENCHMARKS.md, scale12).
+#[inline]
+pub fn copy_crc(crc: u32, src: &[u8], dst: &mut [u8]) -> u32 {
+    roce_crc32::copy_update(crc, src, dst)
 }
 
 impl<T: Dma + ?Sized> Dma for &mut T {
     fn read(&mut self, addr: u64, buf: &mut [u8]) -> Result<(), DmaError> {
         (**self).read(addr, buf)
+    }
+    fn read_crc(&mut self, addr: u64, buf: &mut [u8], crc: u32) -> Result<u32, DmaError> {
+        (**self).read_crc(addr, buf, crc)
     }
     fn write(&mut self, addr: u64, data: &[u8]) -> Result<(), DmaError> {
         (**self).write(addr, data)
@@ -70,6 +90,15 @@ impl Dma for SliceMemory<'_> {
         let r = self.range(addr, buf.len()).ok_or(err)?;
         buf.copy_from_slice(self.bytes.get(r).ok_or(err)?);
         Ok(())
+    }
+
+    fn read_crc(&mut self, addr: u64, buf: &mut [u8], crc: u32) -> Result<u32, DmaError> {
+        let err = DmaError {
+            addr,
+            len: buf.len(),
+        };
+        let r = self.range(addr, buf.len()).ok_or(err)?;
+        Ok(copy_crc(crc, self.bytes.get(r).ok_or(err)?, buf))
     }
 
     fn write(&mut self, addr: u64, data: &[u8]) -> Result<(), DmaError> {

@@ -10,6 +10,7 @@
 use heapless::Deque;
 
 use crate::memory::{AccessFlags, Dma, Pd, Protection};
+use crate::wire::icrc::Icrc;
 use crate::num::{Msn, Psn, Qkey, Qpn, Rkey};
 
 use super::attr::{check_transition, AttrMask, QpAttr, SrAttr, SR_WINDOW};
@@ -723,24 +724,40 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
         dma: &mut dyn Dma,
         d: &TxDesc,
         body: &mut [u8],
+        icrc: &mut Icrc,
     ) -> bool {
         let n = usize::try_from(d.payload_len)
             .unwrap_or(usize::MAX)
             .min(body.len());
         let (data, pad) = body.split_at_mut(n);
         pad.fill(0);
-        match d.src {
+        // The ICRC is fed the body in order: the payload as it is read, then the pad (no
+        // call for nothing: an ACK's body is empty, and on the soft core a call costs).
+        let filled = match d.src {
             _ if data.is_empty() => true,
-            PayloadSrc::None => true,
+            PayloadSrc::None => {
+                icrc.update(data);
+                true
+            }
             PayloadSrc::Sq { idx, offset } => match self.q.sq.get(usize::from(idx)) {
-                Some(w) => {
-                    super::sgl::gather(env_mem, dma, self.qp.pd, &w.wr.sg_list, offset, data)
-                        .is_ok()
-                }
+                Some(w) => super::sgl::gather(
+                    env_mem,
+                    dma,
+                    self.qp.pd,
+                    &w.wr.sg_list,
+                    offset,
+                    data,
+                    icrc,
+                )
+                .is_ok(),
                 None => false,
             },
-            PayloadSrc::Remote { va } => dma.read(va, data).is_ok(),
+            PayloadSrc::Remote { va } => icrc.read(dma, va, data).is_ok(),
+        };
+        if !pad.is_empty() {
+            icrc.update(pad);
         }
+        filled
     }
 
     /// Records that `d` went out.

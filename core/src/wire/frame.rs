@@ -16,7 +16,7 @@ use super::ethernet::{
     EthernetRepr, Frame, VlanRepr, VlanTag, ETHERTYPE_IPV4, ETHERTYPE_IPV6, ETHERTYPE_ROCEV1,
     ETHERTYPE_VLAN,
 };
-use super::icrc::{self, IcrcKind, ICRC_LEN};
+use super::icrc::{self, Icrc, IcrcKind, ICRC_LEN};
 use super::imm::{self, IethRepr, ImmDtRepr};
 use super::ipv4::{self, Ipv4Repr, PROTOCOL_UDP};
 use super::ipv6::{self, GrhRepr, Ipv6Repr, NEXT_HEADER_BTH, NEXT_HEADER_UDP};
@@ -1158,6 +1158,9 @@ impl HeaderTemplate {
     /// Writes a complete frame: these headers (lengths and checksum completed), `bth`,
     /// the extended headers its opcode carries from `ext`, `body_len` bytes of payload
     /// and pad written by `fill` in place, and the ICRC. BTH PadCnt is written as given.
+    /// (As [`emit_with_icrc`](Self::emit_with_icrc) with a `fill` that then feeds the
+    /// body to the ICRC.)
+    #[inline]
     pub fn emit_with(
         &self,
         bth: &BthRepr,
@@ -1165,6 +1168,24 @@ impl HeaderTemplate {
         body_len: usize,
         buf: &mut [u8],
         fill: impl FnOnce(&mut [u8]),
+    ) -> Result<Layout, EmitError> {
+        self.emit_with_icrc(bth, ext, body_len, buf, |body, icrc| {
+            fill(body);
+            icrc.update(body);
+        })
+    }
+
+    /// [`emit_with`](Self::emit_with) whose `fill` also feeds the ICRC, begun over the
+    /// headers, with the body's bytes in order (all of them: payload then pad), as it
+    /// writes them: a payload read by DMA is then hashed in the same pass
+    /// ([`Icrc::read`]) instead of being read again from the frame.
+    pub fn emit_with_icrc(
+        &self,
+        bth: &BthRepr,
+        ext: &ExtHeaders,
+        body_len: usize,
+        buf: &mut [u8],
+        fill: impl FnOnce(&mut [u8], &mut Icrc),
     ) -> Result<Layout, EmitError> {
         let info = bth.opcode.info().ok_or(EmitError::UnknownOpcode {
             opcode: bth.opcode.0,
@@ -1217,8 +1238,9 @@ impl HeaderTemplate {
         }
         let payload_at = bth_at + at;
         let icrc_at = payload_at + body_len;
-        fill(&mut buf[payload_at..icrc_at]);
-        let crc = icrc::compute(self.kind, &buf[l3..icrc_at]).map_err(too_long)?;
+        let mut crc = Icrc::start(self.kind, &buf[l3..payload_at]).map_err(too_long)?;
+        fill(&mut buf[payload_at..icrc_at], &mut crc);
+        let crc = crc.finish();
         buf[icrc_at..total].copy_from_slice(&crc.to_le_bytes());
         let pad = usize::from(bth.pad_count).min(body_len);
         Ok(Layout {
