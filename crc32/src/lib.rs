@@ -58,6 +58,20 @@ pub fn copy_update(crc: u32, src: &[u8], dst: &mut [u8]) -> u32 {
     update(crc, dst)
 }
 
+/// Whether [`copy_update`] copies and hashes inputs of [`MIN_WIDE`] bytes and more in one
+/// pass on this CPU (it has the AVX-512 kernel).
+#[inline]
+pub fn copy_update_in_one_pass() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        wide::available()
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
 /// A CRC-32 computation fed in pieces.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Hasher {

@@ -10,10 +10,9 @@
 use core::arch::x86_64::{
     __m128i, __m512i, _mm512_clmulepi64_epi128, _mm512_extracti32x4_epi32, _mm512_loadu_si512,
     _mm512_maskz_mov_epi64, _mm512_set_epi64, _mm512_storeu_si512, _mm512_ternarylogic_epi64,
-    _mm512_xor_si512,
-    _mm512_zextsi128_si512, _mm_add_epi8, _mm_and_si128, _mm_clmulepi64_si128, _mm_cvtsi32_si128,
-    _mm_extract_epi32, _mm_loadu_si128, _mm_set1_epi8, _mm_set_epi32, _mm_set_epi64x,
-    _mm_setr_epi8, _mm_shuffle_epi8, _mm_srli_si128, _mm_xor_si128,
+    _mm512_xor_si512, _mm512_zextsi128_si512, _mm_add_epi8, _mm_and_si128, _mm_clmulepi64_si128,
+    _mm_cvtsi32_si128, _mm_extract_epi32, _mm_loadu_si128, _mm_set1_epi8, _mm_set_epi32,
+    _mm_set_epi64x, _mm_setr_epi8, _mm_shuffle_epi8, _mm_srli_si128, _mm_xor_si128,
 };
 
 /// The CRC-32 polynomial, not reflected, with its x^32 term.

@@ -52,7 +52,10 @@ fn copy_update_copies_and_hashes_every_length_up_to_three_kib() {
     // Lengths that differ: the common part only.
     let mut short = [0u8; 1500];
     let crc = roce_crc32::copy_update(0, &buf[..2000], &mut short);
-    assert_eq!((crc, &short[..]), (reference(0, &buf[..1500]), &buf[..1500]));
+    assert_eq!(
+        (crc, &short[..]),
+        (reference(0, &buf[..1500]), &buf[..1500])
+    );
 }
 
 #[test]

@@ -1,7 +1,7 @@
 //! Host memory that the NIC reaches by DMA: one growable arena with a first-fit
 //! allocator. Addresses start above 4 GiB so that 64-bit DMA addressing is exercised.
 
-use roce_core::memory::{copy_crc, Dma, DmaError};
+use roce_core::memory::{copy_crc, copy_crc_in_one_pass, Dma, DmaError};
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::rc::Rc;
@@ -105,6 +105,9 @@ impl Dma for HostMemory {
     }
     fn read_crc(&mut self, addr: u64, buf: &mut [u8], crc: u32) -> Result<u32, DmaError> {
         HostMemory::read_crc(self, addr, buf, crc)
+    }
+    fn hashes_reads(&self) -> bool {
+        copy_crc_in_one_pass()
     }
     fn write(&mut self, addr: u64, data: &[u8]) -> Result<(), DmaError> {
         HostMemory::write(self, addr, data)

@@ -10,8 +10,8 @@
 use heapless::Deque;
 
 use crate::memory::{AccessFlags, Dma, Pd, Protection};
-use crate::wire::icrc::Icrc;
 use crate::num::{Msn, Psn, Qkey, Qpn, Rkey};
+use crate::wire::icrc::Icrc;
 
 use super::attr::{check_transition, AttrMask, QpAttr, SrAttr, SR_WINDOW};
 use super::counters::Counters;
@@ -724,19 +724,21 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
         dma: &mut dyn Dma,
         d: &TxDesc,
         body: &mut [u8],
-        icrc: &mut Icrc,
+        mut icrc: Option<&mut Icrc>,
     ) -> bool {
         let n = usize::try_from(d.payload_len)
             .unwrap_or(usize::MAX)
             .min(body.len());
         let (data, pad) = body.split_at_mut(n);
         pad.fill(0);
-        // The ICRC is fed the body in order: the payload as it is read, then the pad (no
-        // call for nothing: an ACK's body is empty, and on the soft core a call costs).
+        // With an ICRC to feed, the body goes to it in order: the payload as it is read,
+        // then the pad.
         let filled = match d.src {
             _ if data.is_empty() => true,
             PayloadSrc::None => {
-                icrc.update(data);
+                if let Some(c) = icrc.as_deref_mut() {
+                    c.update(data);
+                }
                 true
             }
             PayloadSrc::Sq { idx, offset } => match self.q.sq.get(usize::from(idx)) {
@@ -747,15 +749,18 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
                     &w.wr.sg_list,
                     offset,
                     data,
-                    icrc,
+                    icrc.as_deref_mut(),
                 )
                 .is_ok(),
                 None => false,
             },
-            PayloadSrc::Remote { va } => icrc.read(dma, va, data).is_ok(),
+            PayloadSrc::Remote { va } => match icrc.as_deref_mut() {
+                Some(c) => c.read(dma, va, data).is_ok(),
+                None => dma.read(va, data).is_ok(),
+            },
         };
-        if !pad.is_empty() {
-            icrc.update(pad);
+        if let Some(c) = icrc.filter(|_| !pad.is_empty()) {
+            c.update(pad);
         }
         filled
     }

@@ -1158,8 +1158,6 @@ impl HeaderTemplate {
     /// Writes a complete frame: these headers (lengths and checksum completed), `bth`,
     /// the extended headers its opcode carries from `ext`, `body_len` bytes of payload
     /// and pad written by `fill` in place, and the ICRC. BTH PadCnt is written as given.
-    /// (As [`emit_with_icrc`](Self::emit_with_icrc) with a `fill` that then feeds the
-    /// body to the ICRC.)
     #[inline]
     pub fn emit_with(
         &self,
@@ -1169,23 +1167,24 @@ impl HeaderTemplate {
         buf: &mut [u8],
         fill: impl FnOnce(&mut [u8]),
     ) -> Result<Layout, EmitError> {
-        self.emit_with_icrc(bth, ext, body_len, buf, |body, icrc| {
-            fill(body);
-            icrc.update(body);
-        })
+        self.emit_with_icrc(bth, ext, body_len, buf, false, |body, _| fill(body))
     }
 
-    /// [`emit_with`](Self::emit_with) whose `fill` also feeds the ICRC, begun over the
-    /// headers, with the body's bytes in order (all of them: payload then pad), as it
-    /// writes them: a payload read by DMA is then hashed in the same pass
-    /// ([`Icrc::read`]) instead of being read again from the frame.
+    /// [`emit_with`](Self::emit_with), where with `hash_in_fill` the ICRC is begun over
+    /// the headers before `fill` runs and `fill` gets it to feed the body's bytes in order
+    /// (all of them: payload then pad) as it writes them: a payload read by DMA is then
+    /// hashed in the same pass ([`Icrc::read`]) instead of being read again from the
+    /// frame. Without it `fill` gets `None` and the ICRC is one call over the frame
+    /// afterwards: the cheaper way where the DMA cannot hash as it reads (on the soft
+    /// core, table-driven, each CRC call costs; [`crate::memory::Dma::hashes_reads`]).
     pub fn emit_with_icrc(
         &self,
         bth: &BthRepr,
         ext: &ExtHeaders,
         body_len: usize,
         buf: &mut [u8],
-        fill: impl FnOnce(&mut [u8], &mut Icrc),
+        hash_in_fill: bool,
+        fill: impl FnOnce(&mut [u8], Option<&mut Icrc>),
     ) -> Result<Layout, EmitError> {
         let info = bth.opcode.info().ok_or(EmitError::UnknownOpcode {
             opcode: bth.opcode.0,
@@ -1238,9 +1237,14 @@ impl HeaderTemplate {
         }
         let payload_at = bth_at + at;
         let icrc_at = payload_at + body_len;
-        let mut crc = Icrc::start(self.kind, &buf[l3..payload_at]).map_err(too_long)?;
-        fill(&mut buf[payload_at..icrc_at], &mut crc);
-        let crc = crc.finish();
+        let crc = if hash_in_fill {
+            let mut crc = Icrc::start(self.kind, &buf[l3..payload_at]).map_err(too_long)?;
+            fill(&mut buf[payload_at..icrc_at], Some(&mut crc));
+            crc.finish()
+        } else {
+            fill(&mut buf[payload_at..icrc_at], None);
+            icrc::compute(self.kind, &buf[l3..icrc_at]).map_err(too_long)?
+        };
         buf[icrc_at..total].copy_from_slice(&crc.to_le_bytes());
         let pad = usize::from(bth.pad_count).min(body_len);
         Ok(Layout {
