@@ -10,6 +10,7 @@
 #   BIN.bin       raw memory image from the board's RAM origin (what a loader writes)
 #   BIN.hex       the same as $readmemh text: one 32-bit little-endian word per line
 #   BIN.size.txt  sections and sizes (code, read-only data, static RAM)
+# The images do not depend on where the checkout is (source paths are remapped).
 # The .bin/.hex cover code, read-only data and initialised data; .bss and the stack
 # are cleared by the start-up code. The `firmware` images are for the soft core
 # (VexRiscv RV32IMAC without AMOs, hdl-sim/rtl/soc/): the script fails, naming them,
@@ -22,6 +23,24 @@ here=$(cd "$(dirname "$0")" && pwd)
 cd "$here"
 out=${1:-target/images}
 host=$(rustc -vV | sed -n 's/^host: //p')
+
+# The same image from any checkout (byte for byte): with the checkout's absolute path in
+# it the image's layout, and so its timing against the RTL, would differ from clone to
+# clone. Two places take that path: panic locations (source file names: remapped, as is
+# cargo's home), and the symbol names of roce-core and roce-firmware, path dependencies
+# outside this workspace whose absolute path cargo hashes into them (rust-lang/cargo
+# issue 13586), which orders the code after LTO. So cargo reads the workspace through one
+# fixed path, a symbolic link to this checkout, under a lock: other checkouts on the
+# machine point it elsewhere. The remap flags go through `--config`, which joins the
+# target's rustflags in .cargo/config.toml (RUSTFLAGS would replace them).
+root=$(cd "$here/../.." && pwd)
+cargo_home=${CARGO_HOME:-$HOME/.cargo}
+link=/tmp/roce-firmware-src
+exec 9>"$link.lock"
+flock 9
+ln -sfnT "$root" "$link"
+manifest=(--manifest-path "$link/firmware/image/Cargo.toml")
+remap=(--config "target.riscv32imac-unknown-none-elf.rustflags=[\"--remap-path-prefix=$link=.\", \"--remap-path-prefix=$root=.\", \"--remap-path-prefix=$cargo_home=cargo-home\"]")
 
 # The image's .cargo/config.toml targets riscv32; the tool is built for the host.
 cargo build --release --quiet --manifest-path tools/elf2img/Cargo.toml --target "$host"
@@ -36,7 +55,7 @@ for board in softcore ecp5-85f qemu-virt; do
         bins=(firmware)
     fi
     for bin in "${bins[@]}"; do
-        cargo build --release "${features[@]}" --bin "$bin"
+        cargo build --release "${manifest[@]}" "${remap[@]}" "${features[@]}" --bin "$bin"
     done
     mkdir -p "$out/$board"
     for bin in "${bins[@]}"; do

@@ -840,6 +840,11 @@ impl<P: Datapath, const QPS: usize> FastPath for FastPathPort<P, QPS> {
         true
     }
 
+    /// The model takes frames only inside `run`, whole: its events are all queued.
+    fn events_waiting(&mut self) -> bool {
+        !self.events.is_empty()
+    }
+
     fn run(&mut self, dma: &mut dyn Dma) -> bool {
         let rx = self.run_rx(dma);
         let fetched = self.sq_fetch_all(dma);

@@ -95,6 +95,10 @@ pub trait FastPath {
     fn post_tx(&mut self, desc: &[u8; TXD_LEN]) -> bool;
     /// Takes the next event (§3.5); an EXCEPTION's frame is copied into `frame`.
     fn poll_event(&mut self, event: &mut [u8; EVENT_LEN], frame: &mut [u8]) -> bool;
+    /// Whether an event waits for `poll_event`, or may yet come of a frame the hardware
+    /// already took (its receive side is not idle). The firmware clears a QP's `held`
+    /// only when none does (`docs/fastpath.md` §3.2): a wrapper must forward it.
+    fn events_waiting(&mut self) -> bool;
     /// Lets the hardware run: a model moves frames here (received frames through the
     /// rules, descriptors into frames); hardware runs by itself and returns false.
     fn run(&mut self, dma: &mut dyn Dma) -> bool;

@@ -155,9 +155,18 @@ pub struct Nic<
     /// Its news said a send queue it fetches stopped at a WQE it does not take: the
     /// next poll takes it back (`fp_sq_reclaim`).
     fp_stopped: bool,
+    /// The QPs whose receive context the firmware wrote back after an exception with
+    /// `held` still set, since an event waited (`fp_write_back`): released when none
+    /// does (`fp_release`, at the end of a poll's events), as `held` means
+    /// (`docs/fastpath.md` §3.2).
+    fp_held: heapless::Vec<Qpn, FP_HELD>,
     /// This poll's time (ns).
     now: u64,
 }
+
+/// How many QPs `fp_release` keeps track of. A QP that finds no room stays held: its next
+/// packet is an exception, whose write-back tries again.
+const FP_HELD: usize = 16;
 
 impl<
         H: Hal,
@@ -212,6 +221,7 @@ impl<
             fp_deadline: None,
             fp_news_due: false,
             fp_stopped: false,
+            fp_held: heapless::Vec::new(),
             now: 0,
         }
     }
@@ -537,11 +547,52 @@ impl<
                 }
             }
         }
+        // Every exception waiting is handled: the QPs held since may go.
+        self.fp_release();
         if any {
             // An exception may have invalidated a key (SEND_WITH_INV).
             self.fp_sync_mrs();
         }
         any
+    }
+
+    /// Clears `held` in the receive context of the QPs `fp_write_back` left held, while
+    /// no event waits (`FastPath::events_waiting`); those it cannot release yet wait for
+    /// the next poll. Released after each exception instead, a QP whose next packet
+    /// waited in the queue as an exception too (`held`, reason 10) had its later packets
+    /// judged on a context without that packet: at a responder a request behind it out
+    /// of sequence (a NAK, a Go-Back-N of a transfer that lost nothing), at a requester
+    /// a response taken and its messages' CQEs written while the exception before it
+    /// (which the engine then handled) completed them too. Only `held` changes: the
+    /// hardware changes nothing else of a held QP.
+    fn fp_release(&mut self) {
+        while let Some(&qpn) = self.fp_held.last() {
+            let (_, dp) = self.hal.split();
+            let Some(fp) = dp.fastpath() else {
+                return;
+            };
+            if fp.events_waiting() {
+                return;
+            }
+            // A QP taken off the fast path since (its entry went to another) had its
+            // context written then.
+            if self.fp_of(qpn) != FpState::Off {
+                let (_, dp) = self.hal.split();
+                let Some(fp) = dp.fastpath() else {
+                    return;
+                };
+                let mut b = fp.read_rctx(qpn);
+                // (a read may let the hardware take a frame: it is looked at again)
+                if fp.events_waiting() {
+                    return;
+                }
+                if layout::rctx_tag(&b) == qpn {
+                    layout::release_rctx(&mut b);
+                    fp.write_rctx(qpn, &b);
+                }
+            }
+            self.fp_held.pop();
+        }
     }
 
     /// Handles the fast path's events waiting now, before the engine flushes or drops a
@@ -795,9 +846,10 @@ impl<
         }
     }
 
-    /// Hands QP `qpn`'s receive context back to the hardware (`held` clear): as the
-    /// engine left it after a `request`, else the hardware's own; and its acknowledged
-    /// PSN.
+    /// Hands QP `qpn`'s receive context back to the hardware: as the engine left it
+    /// after a `request`, else the hardware's own; and its acknowledged PSN. The QP is
+    /// released (`held` cleared) only while no event waits: its next packets may wait
+    /// behind as exceptions; else it stays held for `fp_release`.
     fn fp_write_back(&mut self, qpn: Qpn, request: bool) {
         let sq_hw =
             matches!(self.line(qpn).and_then(|s| self.qps.get(s)), Some(Some(q)) if q.sq_hw);
@@ -805,21 +857,40 @@ impl<
         let Some(fp) = dp.fastpath() else {
             return;
         };
-        if !request {
+        let mut held = fp.events_waiting();
+        if request {
+            if let Some(mut ctx) = self.engine.fastpath_recv_ctx(qpn) {
+                ctx.held = held;
+                fp.write_rctx(qpn, &layout::encode_rctx(&ctx));
+            }
+        } else if !held {
+            // A response's or a CNP's exception changed no receive state: the
+            // hardware's own goes back. (A read may let the hardware take a frame.)
             let mut b = fp.read_rctx(qpn);
-            layout::release_rctx(&mut b);
-            fp.write_rctx(qpn, &b);
-        } else if let Some(ctx) = self.engine.fastpath_recv_ctx(qpn) {
-            fp.write_rctx(qpn, &layout::encode_rctx(&ctx));
+            held = fp.events_waiting();
+            if !held {
+                layout::release_rctx(&mut b);
+                fp.write_rctx(qpn, &b);
+            }
         }
         // While the hardware fetches the QP's sends (a request's exception leaves them
         // there), its `una` is the current one, the engine's an old one.
-        if sq_hw {
-            return;
+        if !sq_hw {
+            if let Some(una) = self.engine.fastpath_una(qpn) {
+                let b = una.value().to_le_bytes();
+                fp.write_sctx(qpn, layout::SCTX_UNA, &b[..3]);
+            }
         }
-        if let Some(una) = self.engine.fastpath_una(qpn) {
-            let b = una.value().to_le_bytes();
-            fp.write_sctx(qpn, layout::SCTX_UNA, &b[..3]);
+        let tracked = self.fp_held.iter().position(|&q| q == qpn);
+        match (held, tracked) {
+            // No room: the QP stays held, and its next packet's exception tries again.
+            (true, None) => {
+                let _ = self.fp_held.push(qpn);
+            }
+            (false, Some(i)) => {
+                self.fp_held.swap_remove(i);
+            }
+            _ => {}
         }
     }
 

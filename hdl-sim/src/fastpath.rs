@@ -424,6 +424,11 @@ impl FpSim {
         self.events.pop_front()
     }
 
+    /// Whether an event is queued (not yet taken by [`FpSim::pop_event`]).
+    pub fn events_waiting(&self) -> bool {
+        !self.events.is_empty()
+    }
+
     /// The next frame handed to the firmware (an EXCEPTION's).
     pub fn pop_exc_frame(&mut self) -> Option<Timed<Vec<u8>>> {
         self.exc_frames.pop_front()

@@ -519,6 +519,14 @@ impl<P: Datapath> FastPath for FpPort<P> {
         true
     }
 
+    /// Events collected, or made since (a table read clocks the RTL). Its receive side
+    /// is not looked at: the RTL runs only while clocked here, and `run` leaves it
+    /// settled, but behind a port without room, where a QP would stay held over polls
+    /// for frames that wait for the port, not for the firmware.
+    fn events_waiting(&mut self) -> bool {
+        !self.events.is_empty() || self.fp.events_waiting()
+    }
+
     fn run(&mut self, dma: &mut dyn Dma) -> bool {
         if self.push_cqs() {
             self.settled = false;

@@ -906,7 +906,15 @@ impl<
             if !self.fp_ready.get(slot).copied().unwrap_or(false) {
                 continue;
             }
-            let on = matches!(self.qps.get(slot), Some(Some(qp)) if qp.req.fastpath);
+            // A descriptor comes only from a WQE not handed out yet, a rewind's FLUSH or
+            // (not on the fast path) a selective-repeat resend (`req_take_msg`): a QP
+            // with none, as after an ACK that completed its sends, is not run for
+            // nothing (~160 instructions each, in the poll after every event).
+            let on = matches!(
+                (self.qps.get(slot), self.queues.get(slot)),
+                (Some(Some(qp)), Some(q)) if qp.req.fastpath
+                    && (qp.req.rewound || usize::from(qp.req.wqe_idx) < q.sq.len() || q.sr.enabled())
+            );
             let took = on
                 && self
                     .with_fp_qp(slot, now, |r, env| r.req_take_msg(env, out))

@@ -375,8 +375,9 @@ pub fn rctx_tag(b: &[u8; RCTX_LEN]) -> Qpn {
 }
 
 /// Clears `held` in receive context `b`, nothing else: the firmware releases a QP whose
-/// exception changed none of its receive state (a response's: the engine's requester
-/// handled it) without decoding the context and encoding it again.
+/// receive state is already the hardware's (it wrote the engine's back with `held` set,
+/// or the exceptions were responses: the engine's requester handled them) without
+/// decoding the context and encoding it again.
 pub fn release_rctx(b: &mut [u8; RCTX_LEN]) {
     b[RCTX_FLAGS] &= !RCTX_HELD;
 }

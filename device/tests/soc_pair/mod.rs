@@ -26,6 +26,9 @@ pub struct Wire {
     pub carried: u64,
     /// Frames from SoC 0 and SoC 1 to drop next, whatever `loss` says.
     pub drop_next: [u32; 2],
+    /// The cycles each SoC runs between two looks at the wire in [`Wire::completions`]:
+    /// how the two SoCs' work interleaves (a test varies it to shift that timing).
+    pub step_cycles: u64,
 }
 
 impl Wire {
@@ -38,6 +41,7 @@ impl Wire {
             dropped: 0,
             carried: 0,
             drop_next: [0; 2],
+            step_cycles: 2_000,
         }
     }
 
@@ -86,7 +90,7 @@ impl Wire {
                 "{} of {n} completions after {max_cycles} cycles: {out:?}",
                 out.len()
             );
-            self.step(2_000);
+            self.step(self.step_cycles);
         }
         out
     }

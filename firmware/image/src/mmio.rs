@@ -154,8 +154,8 @@ pub mod fp_reg {
     pub const CONFIG: u32 = 0x000;
     /// Entries of the MR table.
     pub const MR_ENTRIES: u32 = 0x004;
-    /// [`ST_BUSY`], [`ST_RDATA`], [`ST_TXD`], [`ST_EVENT`]; bits 13..8 the segmenter's
-    /// slots in use.
+    /// [`ST_BUSY`], [`ST_RDATA`], [`ST_TXD`], [`ST_EVENT`], [`ST_RX_IDLE`]; bits 13..8
+    /// the segmenter's slots in use.
     pub const STATUS: u32 = 0x008;
     /// The table word the next access names: [`sel`].
     pub const CFG_SEL: u32 = 0x00C;
@@ -203,6 +203,8 @@ pub mod fp_reg {
     pub const ST_TXD: u32 = 1 << 2;
     /// `STATUS`: an event is in `EV`.
     pub const ST_EVENT: u32 = 1 << 3;
+    /// `STATUS`: the receive side (and its CQE writer) holds no frame.
+    pub const ST_RX_IDLE: u32 = 1 << 17;
     /// The segmenter's slots (the descriptors it holds at once).
     pub const SLOTS: u32 = 32;
     /// Tables of the port: send contexts, receive contexts, MR entries, the port's
@@ -683,6 +685,11 @@ impl FastPath for MmioFastPath {
         }
         self.set(fp_reg::EV_POP, 1);
         true
+    }
+
+    fn events_waiting(&mut self) -> bool {
+        let s = self.reg(fp_reg::STATUS);
+        s & fp_reg::ST_EVENT != 0 || s & fp_reg::ST_RX_IDLE == 0
     }
 
     /// The hardware runs by itself.

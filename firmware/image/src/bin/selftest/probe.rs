@@ -759,6 +759,10 @@ impl<F: FastPath> FastPath for FpProbe<F> {
         self.inner.rx_answered()
     }
 
+    fn events_waiting(&mut self) -> bool {
+        self.inner.events_waiting()
+    }
+
     fn ctx_hits_misses(&self) -> [u64; 2] {
         self.inner.ctx_hits_misses()
     }
