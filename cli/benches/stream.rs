@@ -30,8 +30,9 @@
 
 use roce_cli::progress::ProgressBar;
 use roce_cli::scenario::fct::{run_flows, Net, Setup};
+use roce_core::memory::SliceMemory;
 use roce_core::transport::Mtu;
-use roce_core::wire::icrc::{self, IcrcKind};
+use roce_core::wire::icrc::{self, Icrc, IcrcKind};
 use roce_sim::workload::Flow;
 use roce_sim::{LinkConfig, WIRE_OVERHEAD};
 use std::time::Instant;
@@ -60,7 +61,7 @@ fn loadavg() -> String {
 /// the receiver's DMA write into its 1 MiB buffer. Best of three rounds.
 fn payload_floor_ns(payload: usize) -> f64 {
     const BUFFER: usize = 1 << 20;
-    let src = vec![0x5Au8; BUFFER];
+    let mut src = vec![0x5Au8; BUFFER];
     let mut dst = vec![0u8; BUFFER];
     let mut frame = vec![0u8; FRAME_HEADERS + payload + 4];
     let slots = BUFFER / payload;
@@ -71,7 +72,7 @@ fn payload_floor_ns(payload: usize) -> f64 {
         let mut x = 0u32;
         for k in 0..packets {
             let at = k % slots * payload;
-            send_half(&mut frame, &src[at..at + payload]);
+            send_half(&mut frame, &mut src[at..at + payload]);
             let received = std::hint::black_box(&frame);
             x ^= receive_half(received, &mut dst[at..at + payload]);
         }
@@ -84,14 +85,19 @@ fn payload_floor_ns(payload: usize) -> f64 {
 /// Ethernet 14, IPv4 20 (IHL 5), UDP 8, BTH 12: the bytes before the payload.
 const FRAME_HEADERS: usize = 54;
 
-/// The sender's payload work on `frame` (headers, `payload.len()` bytes, the ICRC):
-/// the DMA read of `payload` into it and the ICRC computed and appended.
-fn send_half(frame: &mut [u8], payload: &[u8]) {
+/// The sender's payload work on `frame` (headers, `payload.len()` bytes, the ICRC), as
+/// the engine does it: the ICRC begun over the headers, then the DMA read of `payload`
+/// into the frame hashed as it is read (`Icrc::read`: one pass over the bytes), and the
+/// ICRC appended. (`payload` is mutable only because a `SliceMemory` maps it so.)
+fn send_half(frame: &mut [u8], payload: &mut [u8]) {
     let end = FRAME_HEADERS + payload.len();
     frame[14] = 0x45;
-    frame[FRAME_HEADERS..end].copy_from_slice(payload);
-    let crc = icrc::compute(IcrcKind::Ipv4, &frame[14..end]).unwrap_or(0);
-    frame[end..end + 4].copy_from_slice(&crc.to_le_bytes());
+    let (headers, body) = frame.split_at_mut(FRAME_HEADERS);
+    let mut crc = Icrc::start(IcrcKind::Ipv4, &headers[14..]).expect("IPv4, UDP and BTH");
+    let len = payload.len();
+    crc.read(&mut SliceMemory::new(0, payload), 0, &mut body[..len])
+        .expect("the payload is mapped");
+    frame[end..end + 4].copy_from_slice(&crc.finish().to_le_bytes());
 }
 
 /// The receiver's payload work on `frame`: the ICRC computed for the check, and the
@@ -164,14 +170,14 @@ fn payload_two_threads_ns(payload: usize, touch: bool) -> [f64; 3] {
                 std::hint::black_box((x, &dst));
                 busy
             });
-            let src = vec![0x5Au8; BUFFER];
+            let mut src = vec![0x5Au8; BUFFER];
             let mut busy = 0u128;
             for k in 0..packets {
                 let mut frame = take(&spares);
                 let t = Instant::now();
                 if touch {
                     let at = k % slots * payload;
-                    send_half(&mut frame, &src[at..at + payload]);
+                    send_half(&mut frame, &mut src[at..at + payload]);
                 }
                 busy += t.elapsed().as_nanos();
                 to_rx

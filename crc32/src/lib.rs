@@ -40,6 +40,38 @@ pub fn update(crc: u32, buf: &[u8]) -> u32 {
     h.finalize()
 }
 
+/// Copies `src` into `dst` and returns [`update`]`(crc, src)`: on a CPU with the kernel
+/// and for inputs of at least [`MIN_WIDE`] bytes in one pass over the bytes (each 64-byte
+/// piece stored as it is loaded for the fold), otherwise a copy then `update`. `dst`
+/// should be as long as `src`; if not, only their common length is copied and hashed.
+#[inline]
+pub fn copy_update(crc: u32, src: &[u8], dst: &mut [u8]) -> u32 {
+    let n = src.len().min(dst.len());
+    let (src, dst) = (&src[..n], &mut dst[..n]);
+    #[cfg(target_arch = "x86_64")]
+    if n >= MIN_WIDE {
+        if let Some(crc) = wide::copy_update(crc, src, dst) {
+            return crc;
+        }
+    }
+    dst.copy_from_slice(src);
+    update(crc, dst)
+}
+
+/// Whether [`copy_update`] copies and hashes inputs of [`MIN_WIDE`] bytes and more in one
+/// pass on this CPU (it has the AVX-512 kernel).
+#[inline]
+pub fn copy_update_in_one_pass() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        wide::available()
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
 /// A CRC-32 computation fed in pieces.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Hasher {

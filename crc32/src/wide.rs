@@ -9,10 +9,10 @@
 
 use core::arch::x86_64::{
     __m128i, __m512i, _mm512_clmulepi64_epi128, _mm512_extracti32x4_epi32, _mm512_loadu_si512,
-    _mm512_maskz_mov_epi64, _mm512_set_epi64, _mm512_ternarylogic_epi64, _mm512_xor_si512,
-    _mm512_zextsi128_si512, _mm_add_epi8, _mm_and_si128, _mm_clmulepi64_si128, _mm_cvtsi32_si128,
-    _mm_extract_epi32, _mm_loadu_si128, _mm_set1_epi8, _mm_set_epi32, _mm_set_epi64x,
-    _mm_setr_epi8, _mm_shuffle_epi8, _mm_srli_si128, _mm_xor_si128,
+    _mm512_maskz_mov_epi64, _mm512_set_epi64, _mm512_storeu_si512, _mm512_ternarylogic_epi64,
+    _mm512_xor_si512, _mm512_zextsi128_si512, _mm_add_epi8, _mm_and_si128, _mm_clmulepi64_si128,
+    _mm_cvtsi32_si128, _mm_extract_epi32, _mm_loadu_si128, _mm_set1_epi8, _mm_set_epi32,
+    _mm_set_epi64x, _mm_setr_epi8, _mm_shuffle_epi8, _mm_srli_si128, _mm_xor_si128,
 };
 
 /// The CRC-32 polynomial, not reflected, with its x^32 term.
@@ -114,7 +114,20 @@ pub(crate) fn update(crc: u32, buf: &[u8]) -> Option<u32> {
         return None;
     }
     // SAFETY: `available` checked every feature the kernel enables.
-    Some(unsafe { kernel(crc, first, rest) })
+    Some(unsafe { kernel(crc, first, rest, None) })
+}
+
+/// [`update`] over `src` that also copies it into `dst` (as long) in the same pass, or
+/// `None` (nothing written) if this CPU lacks the kernel, `src` is shorter than one round
+/// or the lengths differ.
+#[inline]
+pub(crate) fn copy_update(crc: u32, src: &[u8], dst: &mut [u8]) -> Option<u32> {
+    let (first, rest) = src.split_first_chunk::<256>()?;
+    if dst.len() != src.len() || !available() {
+        return None;
+    }
+    // SAFETY: `available` checked every feature the kernel enables.
+    Some(unsafe { kernel(crc, first, rest, Some(dst)) })
 }
 
 #[inline]
@@ -146,18 +159,43 @@ fn quarters(round: &[u8; 256]) -> [__m512i; 4] {
     [q0, q1, q2, q3].map(|q| load512(q.try_into().unwrap_or(&[0; 64])))
 }
 
+/// Stores the four quarters of a round at `out[at..at + 256]` (nothing where `out` is
+/// shorter).
+#[inline(always)]
+fn store_round(out: &mut [u8], at: usize, v: &[__m512i; 4]) {
+    for (k, q) in v.iter().enumerate() {
+        let start = at + 64 * k;
+        if let Some(d) = out.get_mut(start..start + 64) {
+            // SAFETY: 64 writable bytes; the store needs no alignment. AVX-512F is enabled
+            // in the only caller, whose body this is inlined into.
+            unsafe { _mm512_storeu_si512(d.as_mut_ptr().cast(), *q) }
+        }
+    }
+}
+
+/// The CRC of `first` then `rest`, continued from `crc`; with `out` (as long as both), the
+/// bytes are also copied there as they are loaded: a DMA read into a frame and its ICRC in
+/// one pass over the bytes, the fold's multiplies overlapping the loads' misses.
 #[target_feature(enable = "avx512f,vpclmulqdq,pclmulqdq,sse4.1,ssse3")]
-fn kernel(crc: u32, first: &[u8; 256], rest: &[u8]) -> u32 {
+fn kernel(crc: u32, first: &[u8; 256], rest: &[u8], mut out: Option<&mut [u8]>) -> u32 {
     // 16 streams, stream s (register s / 4, lane s % 4) at bytes 16 s.. of each round; the
     // starting state is folded into the first stream's low bits.
     let mut v = quarters(first);
+    if let Some(o) = out.as_deref_mut() {
+        store_round(o, 0, &v);
+    }
     v[0] = _mm512_xor_si512(v[0], _mm512_zextsi128_si512(_mm_cvtsi32_si128(!crc as i32)));
     let round = zmm(&[
         ROUND.0, ROUND.1, ROUND.0, ROUND.1, ROUND.0, ROUND.1, ROUND.0, ROUND.1,
     ]);
     let mut rounds = rest.chunks_exact(256);
+    let mut at = 256;
     for r in &mut rounds {
         let next = quarters(r.try_into().unwrap_or(&[0; 256]));
+        if let Some(o) = out.as_deref_mut() {
+            store_round(o, at, &next);
+        }
+        at += 256;
         for (acc, data) in v.iter_mut().zip(next) {
             *acc = _mm512_ternarylogic_epi64::<0x96>(
                 _mm512_clmulepi64_epi128::<0x00>(*acc, round),
@@ -199,6 +237,13 @@ fn kernel(crc: u32, first: &[u8; 256], rest: &[u8]) -> u32 {
     // Whole 16-byte blocks left, one by one.
     let block = _mm_set_epi64x(BLOCK.1, BLOCK.0);
     let mut tail = rounds.remainder();
+    if let Some(d) = out.and_then(|o| o.get_mut(at..)) {
+        // The last 0..=255 bytes copied as they are (less than a round: no gain in folding
+        // them into the stores).
+        if d.len() == tail.len() {
+            d.copy_from_slice(tail);
+        }
+    }
     while let Some((b, after)) = tail.split_first_chunk::<16>() {
         x = _mm_xor_si128(
             _mm_xor_si128(

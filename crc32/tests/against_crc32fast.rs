@@ -37,6 +37,28 @@ fn every_length_up_to_three_kib() {
 }
 
 #[test]
+fn copy_update_copies_and_hashes_every_length_up_to_three_kib() {
+    // From both sides of the kernel's threshold, at every offset of a round: the copy is
+    // the source byte for byte (nothing before or after it touched) and the CRC is
+    // crc32fast's.
+    let buf = bytes(3 * 1024 + 300, 0x2545_F491_4F6C_DD1D);
+    for len in 0..buf.len() {
+        let mut dst = vec![0xA5u8; len + 2];
+        let crc = roce_crc32::copy_update(0x2144_DF1C, &buf[..len], &mut dst[1..=len]);
+        assert_eq!(crc, reference(0x2144_DF1C, &buf[..len]), "len {len}");
+        assert_eq!(&dst[1..=len], &buf[..len], "len {len}");
+        assert_eq!((dst[0], dst[len + 1]), (0xA5, 0xA5), "len {len}");
+    }
+    // Lengths that differ: the common part only.
+    let mut short = [0u8; 1500];
+    let crc = roce_crc32::copy_update(0, &buf[..2000], &mut short);
+    assert_eq!(
+        (crc, &short[..]),
+        (reference(0, &buf[..1500]), &buf[..1500])
+    );
+}
+
+#[test]
 fn known_values() {
     // The CRC-32 check value, and a 4 KiB frame's worth of one byte.
     assert_eq!(roce_crc32::hash(b"123456789"), 0xCBF4_3926);

@@ -1,7 +1,7 @@
 //! Host memory that the NIC reaches by DMA: one growable arena with a first-fit
 //! allocator. Addresses start above 4 GiB so that 64-bit DMA addressing is exercised.
 
-use roce_core::memory::{Dma, DmaError};
+use roce_core::memory::{copy_crc, copy_crc_in_one_pass, Dma, DmaError};
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::rc::Rc;
@@ -76,6 +76,17 @@ impl HostMemory {
         Ok(())
     }
 
+    /// [`read`](Self::read) that also continues the CRC-32 `crc` over the bytes, in the
+    /// same pass ([`Dma::read_crc`]).
+    pub fn read_crc(&self, addr: u64, buf: &mut [u8], crc: u32) -> Result<u32, DmaError> {
+        let a = self.arena.borrow();
+        let r = Self::range(&a, addr, buf.len()).ok_or(DmaError {
+            addr,
+            len: buf.len(),
+        })?;
+        Ok(copy_crc(crc, &a.bytes[r], buf))
+    }
+
     /// Writes `data` at `addr`.
     pub fn write(&self, addr: u64, data: &[u8]) -> Result<(), DmaError> {
         let mut a = self.arena.borrow_mut();
@@ -91,6 +102,12 @@ impl HostMemory {
 impl Dma for HostMemory {
     fn read(&mut self, addr: u64, buf: &mut [u8]) -> Result<(), DmaError> {
         HostMemory::read(self, addr, buf)
+    }
+    fn read_crc(&mut self, addr: u64, buf: &mut [u8], crc: u32) -> Result<u32, DmaError> {
+        HostMemory::read_crc(self, addr, buf, crc)
+    }
+    fn hashes_reads(&self) -> bool {
+        copy_crc_in_one_pass()
     }
     fn write(&mut self, addr: u64, data: &[u8]) -> Result<(), DmaError> {
         HostMemory::write(self, addr, data)

@@ -1675,8 +1675,10 @@ fn transmit_one<const SQ: usize, const RQ: usize, const RD: usize>(
         let rr = &*r;
         let mem = &*env.mem;
         let dma = &mut *env.dma;
-        let res = hdr.emit_with(&d.bth, &d.ext, body_len, buf, |body| {
-            filled = rr.fill(mem, dma, d, body);
+        // Where the DMA can, the payload is hashed for the ICRC as it is read (one pass).
+        let hash_in_fill = dma.hashes_reads();
+        let res = hdr.emit_with_icrc(&d.bth, &d.ext, body_len, buf, hash_in_fill, |body, icrc| {
+            filled = rr.fill(mem, dma, d, body, icrc);
         });
         match res {
             Ok(layout) if filled => {

@@ -7,6 +7,7 @@ use crate::transport::{Mtu, Sge, WrOp, MAX_SGE};
 use crate::wire::aeth::{AethRepr, Syndrome};
 use crate::wire::atomic::AtomicEthRepr;
 use crate::wire::bth::BthRepr;
+use crate::wire::icrc::Icrc;
 use crate::wire::imm::{IethRepr, ImmDtRepr};
 use crate::wire::opcode::Position;
 use crate::wire::reth::RethRepr;
@@ -295,11 +296,22 @@ pub fn segment(
     let mut gathered = true;
     let layout = ctx
         .template
-        .emit_with(&bth, &ext, body_len, buf, |body| {
-            let (data, pad) = body.split_at_mut(payload_len as usize);
-            pad.fill(0);
-            gathered = gather(dma, &msg.sges, offset, data);
-        })
+        .emit_with_icrc(
+            &bth,
+            &ext,
+            body_len,
+            buf,
+            dma.hashes_reads(),
+            |body, mut icrc| {
+                let (data, pad) = body.split_at_mut(payload_len as usize);
+                pad.fill(0);
+                // Where the DMA can, hashed for the ICRC as it is read (one pass).
+                gathered = gather(dma, &msg.sges, offset, data, icrc.as_deref_mut());
+                if let Some(c) = icrc.filter(|_| !pad.is_empty()) {
+                    c.update(pad);
+                }
+            },
+        )
         .map_err(TxError::Emit)?;
     // A packet whose payload the host could not read still spends its PSN and its place
     // in the AckReq count: hardware commits the headers before the payload's read
@@ -336,11 +348,21 @@ fn opcode(op: MsgOp, pos: Position) -> Opcode {
     }
 }
 
-/// Reads message bytes `offset..offset + out.len()` across `sges` by DMA.
-fn gather(dma: &mut dyn Dma, sges: &[Sge], offset: u32, out: &mut [u8]) -> bool {
+/// Reads message bytes `offset..offset + out.len()` across `sges` by DMA; with `icrc`,
+/// feeding them to it in order.
+fn gather(
+    dma: &mut dyn Dma,
+    sges: &[Sge],
+    offset: u32,
+    out: &mut [u8],
+    mut icrc: Option<&mut Icrc>,
+) -> bool {
     walk(sges, offset, out.len(), |addr, range| {
         out.get_mut(range)
-            .is_some_and(|o| dma.read(addr, o).is_ok())
+            .is_some_and(|o| match icrc.as_deref_mut() {
+                Some(c) => c.read(dma, addr, o).is_ok(),
+                None => dma.read(addr, o).is_ok(),
+            })
     })
 }
 

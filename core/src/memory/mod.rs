@@ -8,7 +8,7 @@
 mod dma;
 mod window;
 
-pub use dma::{Dma, DmaError, SliceMemory};
+pub use dma::{copy_crc, copy_crc_in_one_pass, Dma, DmaError, SliceMemory};
 pub use window::{is_mw_key, FastReg, MemoryWindow, MwBind, MwBinding, MwType};
 
 use window::{check_mr_access, MwSlot};

@@ -11,6 +11,7 @@ use heapless::Deque;
 
 use crate::memory::{AccessFlags, Dma, Pd, Protection};
 use crate::num::{Msn, Psn, Qkey, Qpn, Rkey};
+use crate::wire::icrc::Icrc;
 
 use super::attr::{check_transition, AttrMask, QpAttr, SrAttr, SR_WINDOW};
 use super::counters::Counters;
@@ -723,24 +724,45 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
         dma: &mut dyn Dma,
         d: &TxDesc,
         body: &mut [u8],
+        mut icrc: Option<&mut Icrc>,
     ) -> bool {
         let n = usize::try_from(d.payload_len)
             .unwrap_or(usize::MAX)
             .min(body.len());
         let (data, pad) = body.split_at_mut(n);
         pad.fill(0);
-        match d.src {
+        // With an ICRC to feed, the body goes to it in order: the payload as it is read,
+        // then the pad.
+        let filled = match d.src {
             _ if data.is_empty() => true,
-            PayloadSrc::None => true,
-            PayloadSrc::Sq { idx, offset } => match self.q.sq.get(usize::from(idx)) {
-                Some(w) => {
-                    super::sgl::gather(env_mem, dma, self.qp.pd, &w.wr.sg_list, offset, data)
-                        .is_ok()
+            PayloadSrc::None => {
+                if let Some(c) = icrc.as_deref_mut() {
+                    c.update(data);
                 }
+                true
+            }
+            PayloadSrc::Sq { idx, offset } => match self.q.sq.get(usize::from(idx)) {
+                Some(w) => super::sgl::gather(
+                    env_mem,
+                    dma,
+                    self.qp.pd,
+                    &w.wr.sg_list,
+                    offset,
+                    data,
+                    icrc.as_deref_mut(),
+                )
+                .is_ok(),
                 None => false,
             },
-            PayloadSrc::Remote { va } => dma.read(va, data).is_ok(),
+            PayloadSrc::Remote { va } => match icrc.as_deref_mut() {
+                Some(c) => c.read(dma, va, data).is_ok(),
+                None => dma.read(va, data).is_ok(),
+            },
+        };
+        if let Some(c) = icrc.filter(|_| !pad.is_empty()) {
+            c.update(pad);
         }
+        filled
     }
 
     /// Records that `d` went out.

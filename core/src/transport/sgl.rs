@@ -3,6 +3,7 @@
 //! middle of a message stops the transfer).
 
 use crate::memory::{AccessFlags, Dma, MemError, Pd, Protection};
+use crate::wire::icrc::Icrc;
 
 use super::verbs::Sge;
 
@@ -64,7 +65,9 @@ fn walk(
     }
 }
 
-/// Copies `dst.len()` bytes of the message starting at `offset` out of local memory.
+/// Copies `dst.len()` bytes of the message starting at `offset` out of local memory;
+/// with `icrc`, feeding them to it in order as they are read (a frame's payload: one
+/// pass over the bytes, [`Icrc::read`]).
 pub(crate) fn gather(
     mem: &dyn Protection,
     dma: &mut dyn Dma,
@@ -72,13 +75,18 @@ pub(crate) fn gather(
     sgl: &[Sge],
     offset: u32,
     dst: &mut [u8],
+    mut icrc: Option<&mut Icrc>,
 ) -> Result<(), SglError> {
     let len = dst.len();
     walk(sgl, offset, len, |s, addr, r| {
         mem.check_local(pd, s.lkey, addr, r.len() as u64, AccessFlags::NONE)
             .map_err(SglError::Prot)?;
         let d = dst.get_mut(r).ok_or(SglError::Overflow)?;
-        dma.read(addr, d).map_err(|_| SglError::Dma)
+        match icrc.as_deref_mut() {
+            Some(c) => c.read(dma, addr, d),
+            None => dma.read(addr, d),
+        }
+        .map_err(|_| SglError::Dma)
     })
 }
 
@@ -104,6 +112,7 @@ mod tests {
     use super::*;
     use crate::memory::{MemoryTable, SliceMemory};
     use crate::num::Lkey;
+    use crate::wire::icrc::IcrcKind;
 
     #[test]
     fn scatter_and_gather_cross_elements() {
@@ -132,13 +141,22 @@ mod tests {
         let mut m = SliceMemory::new(0x100, &mut backing);
         scatter(&t, &mut m, pd, &sgl, 1, &[1, 2, 3, 4]).unwrap();
         let mut out = [0u8; 8];
-        gather(&t, &mut m, pd, &sgl, 0, &mut out).unwrap();
+        // An IPv4 + UDP + BTH prefix to start an ICRC with: the bytes gathered are fed
+        // to it in order, as a frame's payload.
+        let mut headers = [0u8; 40];
+        headers[0] = 0x45;
+        let start = || Icrc::start(IcrcKind::Ipv4, &headers).unwrap();
+        let mut icrc = start();
+        gather(&t, &mut m, pd, &sgl, 0, &mut out, Some(&mut icrc)).unwrap();
         assert_eq!(out, [0, 1, 2, 3, 4, 0, 0, 0]);
+        let mut fed = start();
+        fed.update(&out);
+        assert_eq!(icrc.finish(), fed.finish());
         assert_eq!(
             scatter(&t, &mut m, pd, &sgl, 5, &[9; 4]),
             Err(SglError::Overflow)
         );
-        assert_eq!(gather(&t, &mut m, pd, &sgl, 9, &mut []), Ok(()));
+        assert_eq!(gather(&t, &mut m, pd, &sgl, 9, &mut [], None), Ok(()));
         // A bad key fails the check before any byte moves.
         let bad = [Sge {
             addr: 0x100,

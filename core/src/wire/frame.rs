@@ -16,7 +16,7 @@ use super::ethernet::{
     EthernetRepr, Frame, VlanRepr, VlanTag, ETHERTYPE_IPV4, ETHERTYPE_IPV6, ETHERTYPE_ROCEV1,
     ETHERTYPE_VLAN,
 };
-use super::icrc::{self, IcrcKind, ICRC_LEN};
+use super::icrc::{self, Icrc, IcrcKind, ICRC_LEN};
 use super::imm::{self, IethRepr, ImmDtRepr};
 use super::ipv4::{self, Ipv4Repr, PROTOCOL_UDP};
 use super::ipv6::{self, GrhRepr, Ipv6Repr, NEXT_HEADER_BTH, NEXT_HEADER_UDP};
@@ -1158,6 +1158,7 @@ impl HeaderTemplate {
     /// Writes a complete frame: these headers (lengths and checksum completed), `bth`,
     /// the extended headers its opcode carries from `ext`, `body_len` bytes of payload
     /// and pad written by `fill` in place, and the ICRC. BTH PadCnt is written as given.
+    #[inline]
     pub fn emit_with(
         &self,
         bth: &BthRepr,
@@ -1165,6 +1166,25 @@ impl HeaderTemplate {
         body_len: usize,
         buf: &mut [u8],
         fill: impl FnOnce(&mut [u8]),
+    ) -> Result<Layout, EmitError> {
+        self.emit_with_icrc(bth, ext, body_len, buf, false, |body, _| fill(body))
+    }
+
+    /// [`emit_with`](Self::emit_with), where with `hash_in_fill` the ICRC is begun over
+    /// the headers before `fill` runs and `fill` gets it to feed the body's bytes in order
+    /// (all of them: payload then pad) as it writes them: a payload read by DMA is then
+    /// hashed in the same pass ([`Icrc::read`]) instead of being read again from the
+    /// frame. Without it `fill` gets `None` and the ICRC is one call over the frame
+    /// afterwards: the cheaper way where the DMA cannot hash as it reads (on the soft
+    /// core, table-driven, each CRC call costs; [`crate::memory::Dma::hashes_reads`]).
+    pub fn emit_with_icrc(
+        &self,
+        bth: &BthRepr,
+        ext: &ExtHeaders,
+        body_len: usize,
+        buf: &mut [u8],
+        hash_in_fill: bool,
+        fill: impl FnOnce(&mut [u8], Option<&mut Icrc>),
     ) -> Result<Layout, EmitError> {
         let info = bth.opcode.info().ok_or(EmitError::UnknownOpcode {
             opcode: bth.opcode.0,
@@ -1217,8 +1237,14 @@ impl HeaderTemplate {
         }
         let payload_at = bth_at + at;
         let icrc_at = payload_at + body_len;
-        fill(&mut buf[payload_at..icrc_at]);
-        let crc = icrc::compute(self.kind, &buf[l3..icrc_at]).map_err(too_long)?;
+        let crc = if hash_in_fill {
+            let mut crc = Icrc::start(self.kind, &buf[l3..payload_at]).map_err(too_long)?;
+            fill(&mut buf[payload_at..icrc_at], Some(&mut crc));
+            crc.finish()
+        } else {
+            fill(&mut buf[payload_at..icrc_at], None);
+            icrc::compute(self.kind, &buf[l3..icrc_at]).map_err(too_long)?
+        };
         buf[icrc_at..total].copy_from_slice(&crc.to_le_bytes());
         let pad = usize::from(bth.pad_count).min(body_len);
         Ok(Layout {

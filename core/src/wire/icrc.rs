@@ -23,6 +23,7 @@
 //! **not yet checked against hardware**.
 
 use super::Truncated;
+use crate::memory::{Dma, DmaError};
 
 /// Which network header the ICRC coverage starts with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -177,6 +178,16 @@ impl Icrc {
     #[inline]
     pub fn update(&mut self, data: &[u8]) {
         self.hasher.update(data);
+    }
+
+    /// Reads `buf.len()` bytes at `addr` through `dma` into `buf` (a frame's payload) and
+    /// feeds them: one pass over the bytes where the DMA can ([`Dma::read_crc`]). On a
+    /// fault the computation is left where it was.
+    #[inline]
+    pub fn read(&mut self, dma: &mut dyn Dma, addr: u64, buf: &mut [u8]) -> Result<(), DmaError> {
+        let crc = dma.read_crc(addr, buf, self.hasher.finalize())?;
+        self.hasher = roce_crc32::Hasher::new_with_initial(crc);
+        Ok(())
     }
 
     /// The ICRC value. It goes on the wire as `value.to_le_bytes()`.
