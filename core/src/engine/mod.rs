@@ -1676,7 +1676,9 @@ fn transmit_one<const SQ: usize, const RQ: usize, const RD: usize>(
         let mem = &*env.mem;
         let dma = &mut *env.dma;
         // Where the DMA can, the payload is hashed for the ICRC as it is read (one pass).
-        let hash_in_fill = dma.hashes_reads();
+        // Asked only on a CPU with the one-pass kernel: elsewhere (the soft core) the
+        // question folds away at build time, not a call per frame.
+        let hash_in_fill = crate::memory::copy_crc_in_one_pass() && dma.hashes_reads();
         let res = hdr.emit_with_icrc(&d.bth, &d.ext, body_len, buf, hash_in_fill, |body, icrc| {
             filled = rr.fill(mem, dma, d, body, icrc);
         });

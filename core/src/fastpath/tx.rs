@@ -294,24 +294,19 @@ pub fn segment(
     bth.pad_count = (payload_len.wrapping_neg() & 3) as u8;
     let body_len = payload_len as usize + usize::from(bth.pad_count);
     let mut gathered = true;
+    // As the engine's frames (`transmit_one`): asked only where the kernel exists.
+    let hash_in_fill = crate::memory::copy_crc_in_one_pass() && dma.hashes_reads();
     let layout = ctx
         .template
-        .emit_with_icrc(
-            &bth,
-            &ext,
-            body_len,
-            buf,
-            dma.hashes_reads(),
-            |body, mut icrc| {
-                let (data, pad) = body.split_at_mut(payload_len as usize);
-                pad.fill(0);
-                // Where the DMA can, hashed for the ICRC as it is read (one pass).
-                gathered = gather(dma, &msg.sges, offset, data, icrc.as_deref_mut());
-                if let Some(c) = icrc.filter(|_| !pad.is_empty()) {
-                    c.update(pad);
-                }
-            },
-        )
+        .emit_with_icrc(&bth, &ext, body_len, buf, hash_in_fill, |body, mut icrc| {
+            let (data, pad) = body.split_at_mut(payload_len as usize);
+            pad.fill(0);
+            // Where the DMA can, hashed for the ICRC as it is read (one pass).
+            gathered = gather(dma, &msg.sges, offset, data, icrc.as_deref_mut());
+            if let Some(c) = icrc.filter(|_| !pad.is_empty()) {
+                c.update(pad);
+            }
+        })
         .map_err(TxError::Emit)?;
     // A packet whose payload the host could not read still spends its PSN and its place
     // in the AckReq count: hardware commits the headers before the payload's read
