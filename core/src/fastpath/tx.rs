@@ -354,10 +354,7 @@ fn gather(
 ) -> bool {
     walk(sges, offset, out.len(), |addr, range| {
         out.get_mut(range)
-            .is_some_and(|o| match icrc.as_deref_mut() {
-                Some(c) => c.read(dma, addr, o).is_ok(),
-                None => dma.read(addr, o).is_ok(),
-            })
+            .is_some_and(|o| Icrc::read_opt(icrc.as_deref_mut(), dma, addr, o).is_ok())
     })
 }
 

@@ -754,10 +754,7 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
                 .is_ok(),
                 None => false,
             },
-            PayloadSrc::Remote { va } => match icrc.as_deref_mut() {
-                Some(c) => c.read(dma, va, data).is_ok(),
-                None => dma.read(va, data).is_ok(),
-            },
+            PayloadSrc::Remote { va } => Icrc::read_opt(icrc.as_deref_mut(), dma, va, data).is_ok(),
         };
         if let Some(c) = icrc.filter(|_| !pad.is_empty()) {
             c.update(pad);

@@ -82,11 +82,7 @@ pub(crate) fn gather(
         mem.check_local(pd, s.lkey, addr, r.len() as u64, AccessFlags::NONE)
             .map_err(SglError::Prot)?;
         let d = dst.get_mut(r).ok_or(SglError::Overflow)?;
-        match icrc.as_deref_mut() {
-            Some(c) => c.read(dma, addr, d),
-            None => dma.read(addr, d),
-        }
-        .map_err(|_| SglError::Dma)
+        Icrc::read_opt(icrc.as_deref_mut(), dma, addr, d).map_err(|_| SglError::Dma)
     })
 }
 

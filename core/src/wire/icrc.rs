@@ -190,6 +190,22 @@ impl Icrc {
         Ok(())
     }
 
+    /// Reads `buf.len()` bytes at `addr` through `dma` into `buf`, feeding them to
+    /// `icrc` when one is given ([`Icrc::read`]), else a plain read: the one step of
+    /// every payload gather whose frame may hash as it reads.
+    #[inline]
+    pub fn read_opt(
+        icrc: Option<&mut Self>,
+        dma: &mut dyn Dma,
+        addr: u64,
+        buf: &mut [u8],
+    ) -> Result<(), DmaError> {
+        match icrc {
+            Some(c) => c.read(dma, addr, buf),
+            None => dma.read(addr, buf),
+        }
+    }
+
     /// The ICRC value. It goes on the wire as `value.to_le_bytes()`.
     #[inline]
     pub fn finish(self) -> u32 {
