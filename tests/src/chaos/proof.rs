@@ -23,7 +23,9 @@
 //! acknowledged `p - 1`), so `p` is a duplicate or in order there, and IBTA (rxe alike)
 //! has the responder answer every copy of it that asks for an acknowledgement. The
 //! proof holds when:
-//! * the requester sent `p` at least `retry_cnt` times in the window;
+//! * the requester sent `p` at least `retry_cnt` times in the window (after the
+//!   progress frame in its capture, which may be the same nanosecond: a sequence NAK's
+//!   resend, seed 782);
 //! * no answer to `p` itself (an ACK, a READ response or an atomic ACK with PSN `p`,
 //!   each progress) reached the requester intact in the window; and
 //! * every intact copy of `p` with AckReq that reached the responder was followed by
@@ -127,10 +129,14 @@ fn judge(a: &[Seen], b: &[Seen], qpns: (Qpn, Qpn), retry_cnt: u8) -> Result<Stri
         .filter_map(|s| s.bth.map(|(_, psn, _)| (s.at, psn)))
         .collect();
     let first = last_retry(&sent).ok_or("the requester sent nothing on the QP pair")?;
+    // Answers with their place in `a`: the window is "after the progress frame in
+    // capture order", not "later in time", because the requester's reaction to an
+    // answer (a sequence NAK's resend) leaves in the same nanosecond (seed 782).
     let answers = || {
         a.iter()
-            .filter(|s| !s.sent && on(s, req))
-            .filter_map(|s| Some((s.at, s.bth?.1, s.answer?)))
+            .enumerate()
+            .filter(|(_, s)| !s.sent && on(s, req))
+            .filter_map(|(i, s)| Some((i, s.at, s.bth?.1, s.answer?)))
     };
     // The last progress. ACKs and NAKs are cumulative: the first that acknowledged
     // `first - 1` is it. A READ response at `first - 1` (the last of its READ, or one in
@@ -144,19 +150,21 @@ fn judge(a: &[Seen], b: &[Seen], qpns: (Qpn, Qpn), retry_cnt: u8) -> Result<Stri
     // that counts fewer retries, never more.
     let before = first.sub(1);
     let cumulative = answers()
-        .find(|&(_, psn, ans)| match ans {
+        .find(|&(_, _, psn, ans)| match ans {
             Answer::Through => psn == before,
             Answer::Before => psn == first,
             Answer::Ends | Answer::Part => false,
         })
-        .map(|(at, _, _)| at);
+        .map(|(i, at, _, _)| (i, at));
     let in_order = answers()
-        .filter(|&(_, psn, ans)| matches!(ans, Answer::Ends | Answer::Part) && psn == before)
-        .map(|(at, _, _)| at)
+        .filter(|&(_, _, psn, ans)| matches!(ans, Answer::Ends | Answer::Part) && psn == before)
+        .map(|(i, at, _, _)| (i, at))
         .next_back();
-    let since = cumulative.into_iter().chain(in_order).max().unwrap_or(0);
-    if let Some((at, _, _)) =
-        answers().find(|&(at, psn, ans)| at > since && psn == first && ans != Answer::Before)
+    let progress = cumulative.into_iter().chain(in_order).max();
+    let since = progress.map_or(0, |(_, at)| at);
+    let after = |i: usize| progress.is_none_or(|(p, _)| i > p);
+    if let Some((_, at, _, _)) =
+        answers().find(|&(i, _, psn, ans)| after(i) && psn == first && ans != Answer::Before)
     {
         return Err(format!(
             "an answer to PSN {} reached the requester intact at {at} ns, after its last \
@@ -164,9 +172,11 @@ fn judge(a: &[Seen], b: &[Seen], qpns: (Qpn, Qpn), retry_cnt: u8) -> Result<Stri
             first.value()
         ));
     }
-    let attempts = sent
+    let attempts = a
         .iter()
-        .filter(|&&(at, psn)| at > since && psn == first)
+        .enumerate()
+        .filter(|&(i, s)| after(i) && s.sent && on(s, resp))
+        .filter(|(_, s)| s.bth.is_some_and(|(_, psn, _)| psn == first))
         .count();
     if attempts < usize::from(retry_cnt) {
         return Err(format!(
@@ -393,6 +403,42 @@ mod tests {
             err.contains("at 300004 ns") && err.contains("ignored"),
             "{err}"
         );
+    }
+
+    /// Seed 782's story (software, selective repeat, QP pair 6): the atomic ACK of 409
+    /// arrives, then a sequence NAK naming 410 (the responder had 411 first), and the
+    /// requester resends 410 in the same nanosecond, its first retry after that
+    /// progress; six ACK timeouts resend it again, the responder answers each copy it
+    /// gets (the 2nd, 3rd and 5th), and the link loses every answer.
+    fn seed_782() -> (Vec<Seen>, Vec<Seen>) {
+        let mut a = vec![frame(0, true, B, 409), frame(9, true, B, 410)];
+        a.push(answered(339, false, A, 409, Some(Answer::Ends)));
+        a.push(answered(356, false, A, 410, Some(Answer::Before)));
+        a.push(frame(356, true, B, 410));
+        let mut b = vec![frame(5, false, B, 409), frame(5, true, A, 409)];
+        for k in 1..7u64 {
+            let t = 356 + 4_194_304 * k;
+            a.push(frame(t, true, B, 410));
+            if matches!(k, 2 | 3 | 5) {
+                b.push(frame(t + 2, false, B, 410));
+                b.push(answered(t + 2, true, A, 410, Some(Answer::Ends)));
+            }
+        }
+        (a, b)
+    }
+
+    #[test]
+    fn a_resend_in_the_nanosecond_of_the_progress_counts() {
+        let (a, b) = seed_782();
+        let why = judge(&a, &b, (A, B), 7).expect("the link spent the budget");
+        assert!(why.contains("PSN 410 sent 7 times"), "{why}");
+        assert!(why.contains("(at 356 ns); 3 intact copies"), "{why}");
+        // A copy sent in that nanosecond but before the NAK in the capture came before
+        // the progress: six retries are not seven.
+        let (mut a, b) = seed_782();
+        a.swap(3, 4);
+        let err = judge(&a, &b, (A, B), 7).expect_err("6 sends after the NAK");
+        assert!(err.contains("PSN 410 only 6 times"), "{err}");
     }
 
     #[test]
