@@ -140,7 +140,8 @@ fn contexts_round_trip() {
 }
 
 /// Releasing a held receive context (`layout::release_rctx`, after a response's
-/// exception) clears `held` and nothing else, whatever the other flags.
+/// exception) clears `held` and nothing else, whatever the other flags; `hold_rctx`
+/// sets it back alone.
 #[test]
 fn releasing_a_receive_context_clears_held_alone() {
     let mut p = Pair::new(3);
@@ -162,6 +163,12 @@ fn releasing_a_receive_context_clears_held_alone() {
                 ..held
             })
         );
+        assert!(!layout::rctx_held(&b));
+        // and holding it again (`hold_rctx`, a release while an exception is in
+        // flight) sets `held` alone
+        layout::hold_rctx(&mut b);
+        assert!(layout::rctx_held(&b));
+        assert_eq!(layout::decode_rctx(&b), Ok(held));
     }
 }
 

@@ -10,6 +10,8 @@
 #   BIN.bin       raw memory image from the board's RAM origin (what a loader writes)
 #   BIN.hex       the same as $readmemh text: one 32-bit little-endian word per line
 #   BIN.size.txt  sections and sizes (code, read-only data, static RAM)
+#   BIN.sources.txt  the sources it was built from, file by file (`elf2img --sources`):
+#                 the SoC model refuses an image whose sources differ from the checkout's
 # The images do not depend on where the checkout is (source paths are remapped).
 # The .bin/.hex cover code, read-only data and initialised data; .bss and the stack
 # are cleared by the start-up code. The `firmware` images are for the soft core
@@ -42,9 +44,18 @@ ln -sfnT "$root" "$link"
 manifest=(--manifest-path "$link/firmware/image/Cargo.toml")
 remap=(--config "target.riscv32imac-unknown-none-elf.rustflags=[\"--remap-path-prefix=$link=.\", \"--remap-path-prefix=$root=.\", \"--remap-path-prefix=$cargo_home=cargo-home\"]")
 
-# The image's .cargo/config.toml targets riscv32; the tool is built for the host.
-cargo build --release --quiet --manifest-path tools/elf2img/Cargo.toml --target "$host"
+# The image's .cargo/config.toml targets riscv32; the tool is built for the host (a
+# member of the root workspace, built into its own directory here).
+cargo build --release --quiet --manifest-path tools/elf2img/Cargo.toml --target "$host" \
+    --target-dir tools/elf2img/target
 elf2img="tools/elf2img/target/$host/release/elf2img"
+
+# The record of the sources, taken before building: an edit made while cargo runs makes
+# it differ from the checkout, and the loader asks for a rebuild, rather than the record
+# vouching for sources the image may not hold.
+sources=$(mktemp)
+trap 'rm -f "$sources"' EXIT
+"$elf2img" --sources "$root" >"$sources"
 
 # qemu-virt last, so target/.../release/ holds the default board's build afterwards.
 for board in softcore ecp5-85f qemu-virt; do
@@ -61,12 +72,16 @@ for board in softcore ecp5-85f qemu-virt; do
     for bin in "${bins[@]}"; do
         elf="target/riscv32imac-unknown-none-elf/release/$bin"
         dst="$out/$board/$bin"
+        # No record beside an image being replaced: a failure below leaves an image that
+        # the loader refuses, never a new image beside an old record.
+        rm -f "$dst.sources.txt"
         cp "$elf" "$dst.elf"
         check=()
         if [ "$bin" = firmware ]; then
             check=(--check-isa)
         fi
         "$elf2img" "$elf" "${check[@]}" --bin "$dst.bin" --hex "$dst.hex" --size >"$dst.size.txt"
+        cp "$sources" "$dst.sources.txt"
         echo "== $board/$bin: $(tail -n 1 "$dst.size.txt")"
     done
 done

@@ -782,9 +782,22 @@ impl<P: Datapath, const QPS: usize> FastPath for FastPathPort<P, QPS> {
         self.qp(qpn).map_or([0; SCTX_LEN], |q| q.sctx)
     }
 
+    /// `held` stays set while an exception of the QP's entry waits in the queue
+    /// (§3.2), as in the RTL (`fp_rx`, where a frame may be checked between the
+    /// firmware's look at its events and its write landing). The runtime releases a QP
+    /// only while no event waits and this model takes frames only inside `run`, so
+    /// under the runtime the rule keeps nothing it wrote; it keeps the model the RTL's.
     fn write_rctx(&mut self, qpn: Qpn, bytes: &[u8; RCTX_LEN]) {
+        let entry = Self::slot_of(qpn);
+        let waiting = self
+            .events
+            .iter()
+            .any(|e| matches!(e, Event::Exception { qpn: q, .. } if Self::slot_of(*q) == entry));
         if let Some(q) = self.qp(qpn) {
             q.rctx = *bytes;
+            if waiting {
+                layout::hold_rctx(&mut q.rctx);
+            }
         }
     }
 

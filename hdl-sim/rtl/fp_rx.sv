@@ -20,6 +20,16 @@
 // Firmware writes to the context of a QP whose packets are in flight race
 // with the write-back: the firmware stops a QP's fast path (state 0) or
 // waits for its exceptions before it rewrites its context.
+//
+// `held` (docs/fastpath.md §3.2): a firmware write of the context word that
+// holds it leaves it set while an EXCEPTION of the entry is in flight
+// (raised by the check, not yet taken by the firmware: exc_taken). The
+// firmware releases a QP only while no event waits, but its last look and
+// its write landing are cycles apart: a frame checked between them waits
+// as an exception, and the fast path must not judge the QP's later frames
+// on a context without it. Counted per entry, so another QP's exception in
+// the same entry (a miss) holds it too; its next frame is then an exception
+// the firmware handles and releases it after.
 
 `resetall
 `default_nettype none
@@ -91,6 +101,10 @@ module fp_rx
     output logic [EV_BYTES*8-1:0]        m_ev_data,
     output logic                         m_ev_valid,
     input  wire logic                    m_ev_ready,
+    // an EXCEPTION event of entry exc_taken_row reached the firmware (taken
+    // from roce_fp_top's event port)
+    input  wire logic                    exc_taken,
+    input  wire logic [QPN_W-1:0]        exc_taken_row,
 
     output logic [ACKD_BYTES*8-1:0]      m_ack_data,
     output logic                         m_ack_valid,
@@ -247,6 +261,38 @@ module fp_rx
     if (fw_wr && cfg_wr_table && 32'(cfg_wr_word) < MR_WORDS) mr_we[cfg_wr_word[2:0]] = 1'b1;
   end
 
+  // The EXCEPTION events in flight per entry: raised with the check's
+  // write-back (the verdict comes in the same cycle, and the firmware's
+  // writes wait that cycle), until the firmware takes them. At most the
+  // verdict FIFO's and the event path's few registers hold them (the check
+  // stops when those are full): EXC_W bits count far more.
+  fp_rx_verdict_t   vd;        // the check's verdicts (below)
+  logic             vd_valid, vd_room;
+  localparam int EXC_W = 5;
+  localparam int HELD_WORD = RC_FLAGS / 4;
+  localparam int HELD_BIT = 8 * (RC_FLAGS % 4) + 2;
+  logic [NQP-1:0][EXC_W-1:0] exc_n;
+  logic             exc_raised;
+  logic [QPN_W-1:0] exc_raised_row;
+  assign exc_raised = vd_valid && vd.action == ACT_EXC;
+  assign exc_raised_row = vd.ev[8*EV_QPN +: QPN_W];
+
+  always_ff @(posedge clk) begin
+    if (exc_raised && !(exc_taken && exc_taken_row == exc_raised_row))
+      exc_n[exc_raised_row] <= exc_n[exc_raised_row] + 1'b1;
+    if (exc_taken && !(exc_raised && exc_taken_row == exc_raised_row))
+      exc_n[exc_taken_row] <= exc_n[exc_taken_row] - 1'b1;
+    if (rst) exc_n <= '0;
+  end
+
+  // the firmware's word, `held` kept while an exception of the entry is in flight
+  logic [31:0] fw_rc_data;
+  always_comb begin
+    fw_rc_data = cfg_wr_data;
+    if (32'(cfg_wr_word) == HELD_WORD && exc_n[cfg_wr_index[QPN_W-1:0]] != '0)
+      fw_rc_data[HELD_BIT] = 1'b1;
+  end
+
   roce_ram #(
     .WORDS(RC_WORDS),
     .DEPTH(NQP)
@@ -254,7 +300,7 @@ module fp_rx
     .clk(clk),
     .wr_addr(rc_wr_en ? rc_wr_addr : cfg_wr_index[QPN_W-1:0]),
     .wr_en(rc_we),
-    .wr_data(rc_wr_en ? rc_wr_data : {RC_WORDS{cfg_wr_data}}),
+    .wr_data(rc_wr_en ? rc_wr_data : {RC_WORDS{fw_rc_data}}),
     .rd_addr(rc_rd_en ? rc_rd_addr : cfg_rd_index[QPN_W-1:0]),
     .rd_en(rc_rd_en || (fw_rd && !cfg_rd_table)),
     .rd_data(rc_rd_data)
@@ -284,8 +330,6 @@ module fp_rx
   assign cfg_rdata = rd_table_q ? mr_rd_data[32*rd_word_q[2:0] +: 32] : rc_rd_data[32*rd_word_q +: 32];
 
   // ------------------------------------------------------------- check
-  fp_rx_verdict_t vd;
-  logic           vd_valid, vd_room;
 
   fp_rx_check #(
     .NQP(NQP),

@@ -440,6 +440,8 @@ module roce_fp_top
     .m_ev_data(rx_ev_data),
     .m_ev_valid(rx_ev_valid),
     .m_ev_ready(rx_ev_ready),
+    .exc_taken(ev_valid && ev_ready && ev_data[8*EV_KIND +: 8] == EVK_EXCEPTION),
+    .exc_taken_row(ev_data[8*EV_QPN +: QPN_W]),
     .m_ack_data(rx_ack),
     .m_ack_valid(rx_ack_valid),
     .m_ack_ready(rx_ack_ready),

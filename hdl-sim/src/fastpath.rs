@@ -147,6 +147,8 @@ pub struct FpSim {
     rx_idle: bool,
     /// `tx_m_axis_tready` held low: the port has no room (`FpSim::set_tx_hold`).
     tx_hold: bool,
+    /// `ev_ready` held low: the firmware takes no event (`FpSim::set_event_hold`).
+    ev_hold: bool,
     /// A frame beat waited at the transmit output in the last cycle.
     tx_waiting: bool,
     last_activity: u64,
@@ -246,6 +248,7 @@ impl FpSim {
             tx_slots_used: 0,
             rx_idle: true,
             tx_hold: false,
+            ev_hold: false,
             tx_waiting: false,
             last_activity: 0,
             timeline: None,
@@ -501,6 +504,12 @@ impl FpSim {
         self.tx_hold = hold;
     }
 
+    /// Holds the event port (`ev_ready` low) while `hold`: the events stay in the fast
+    /// path, in flight, as when the firmware has not popped them yet.
+    pub fn set_event_hold(&mut self, hold: bool) {
+        self.ev_hold = hold;
+    }
+
     /// A frame waited at the transmit output in the last cycle (held, or back-pressured).
     pub fn tx_waiting(&self) -> bool {
         self.tx_waiting
@@ -621,7 +630,7 @@ impl FpSim {
             rx: axis(self.rx_in.front().filter(|_| self.rx_presenting)),
             // (the draw first: a hold does not change the shaping's random sequence)
             tx_out_ready: !self.rng.chance(sh.backpressure) && !self.tx_hold,
-            ev_ready: !self.rng.chance(sh.backpressure),
+            ev_ready: !self.rng.chance(sh.backpressure) && !self.ev_hold,
             exc_ready: !self.rng.chance(sh.backpressure),
             dma_rd_req_ready: !self.rng.chance(sh.backpressure) && mem.is_some(),
             dma_rd: axis(self.rd_beats.front().filter(|_| self.rd_presenting)),

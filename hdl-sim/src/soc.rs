@@ -14,6 +14,7 @@
 
 use crate::dcb::{DcbCounters, DcbCycle};
 use crate::sim::SimError;
+use elf2img::sources::{self, ImageError};
 use roce_core::memory::Dma;
 use roce_firmware::abi::{self, reg, DeviceStatus};
 use std::fmt;
@@ -44,6 +45,7 @@ pub fn default_image() -> PathBuf {
 /// The image for a test, or `None` when the test should print SKIPPED and pass: the
 /// model was not built (an error under `CI=true`) or the image was not made (an error
 /// when `ROCE_SOC_REQUIRED=1`, which `cargo xtask ci`'s `soc` step sets after making it).
+/// An image not built from the checkout's sources fails the test (see [`Soc::new`]).
 pub fn test_image() -> Option<PathBuf> {
     if !soc_available() {
         assert!(
@@ -55,6 +57,11 @@ pub fn test_image() -> Option<PathBuf> {
     }
     let image = default_image();
     if image.exists() {
+        // `Soc::new` refuses an image of other sources too; here the test fails with the
+        // reason in words rather than the error's `Debug`.
+        if let Err(e) = sources::check_image(checkout(), &image) {
+            panic!("{e}");
+        }
         return Some(image);
     }
     assert!(
@@ -75,6 +82,12 @@ pub fn board_image(board: &str) -> PathBuf {
         .join("firmware.hex")
 }
 
+/// The checkout this crate is built from, whose sources an image must be built from
+/// ([`Soc::new`] checks, with `elf2img::sources::check_image`).
+pub fn checkout() -> &'static Path {
+    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
+}
+
 /// What went wrong with the SoC.
 #[derive(Debug)]
 pub enum SocError {
@@ -82,6 +95,8 @@ pub enum SocError {
     Unavailable(&'static str),
     /// The image file is missing or unreadable.
     Image(PathBuf, std::io::Error),
+    /// The image was not built from the checkout's sources, or that cannot be told.
+    ImageSources(ImageError),
     /// The C++ side refused.
     Model(String),
     /// The firmware did not set `STATUS.ready` within the cycles given.
@@ -100,6 +115,7 @@ impl fmt::Display for SocError {
                 "firmware image {}: {e} (run firmware/image/make-images.sh, or set {IMAGE_ENV})",
                 p.display()
             ),
+            SocError::ImageSources(e) => write!(f, "{e}"),
             SocError::Model(m) => write!(f, "Verilated SoC: {m}"),
             SocError::BootTimeout { cycles } => {
                 write!(f, "the firmware did not become ready in {cycles} cycles")
@@ -239,6 +255,10 @@ impl Soc {
     /// goes through it and the firmware drives it (`docs/fastpath.md` §6, "In the
     /// SoC"); without, the wire goes straight to the firmware's frame buffers, as in a
     /// SoC built without it. Out of reset, not yet booted (see [`Soc::boot`]).
+    ///
+    /// Refuses ([`SocError::ImageSources`]) an image not built from this checkout's
+    /// sources as they are now (`elf2img::sources::check_image`: the record
+    /// `make-images.sh` wrote beside it, unless `ROCE_SOC_IMAGE_UNCHECKED=1`).
     pub fn new(
         image: &Path,
         mac: [u8; 6],
@@ -249,6 +269,7 @@ impl Soc {
     ) -> Result<Self, SocError> {
         // Verilator's $readmemh stops the process on a missing file: check first.
         std::fs::File::open(image).map_err(|e| SocError::Image(image.to_path_buf(), e))?;
+        sources::check_image(checkout(), image).map_err(SocError::ImageSources)?;
         let path = image
             .to_str()
             .ok_or_else(|| SocError::Model(format!("{}: not UTF-8", image.display())))?;

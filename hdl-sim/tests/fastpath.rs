@@ -30,6 +30,9 @@ use roce_core::wire::ipv6::Ipv6Repr;
 use roce_core::wire::udp::{UdpRepr, ROCEV2_PORT};
 use roce_core::wire::{self, ExtHeaders, HeaderTemplate, L3Repr, Opcode};
 use roce_firmware::abi::Cqe;
+use roce_firmware::datapath::Loopback;
+use roce_firmware::fastpath::FastPathPort;
+use roce_firmware::hal::{Datapath, FastPath};
 use roce_hdl_sim::{
     rtl_available, DataWidth, FpSim, Shaping, Table, ACCESSED_WORD, CQW_PI_WORD, CQW_RING_WORD,
     CQW_SEND_CQ_WORD, FP_CTX_ENTRIES,
@@ -1435,6 +1438,153 @@ fn model_frames(
 /// ... the one in progress") and at a send context written with `valid` clear: the
 /// segmenter goes idle, sends none of the rest when the window opens, and takes the
 /// replay that follows, whose frames are the model's.
+/// `held` stays set through a firmware write that clears it while an exception of the
+/// QP's entry is in flight (docs/fastpath.md §3.2): the firmware's last look at its
+/// events and its write landing are cycles apart, and a frame checked between them
+/// waits as an exception. Here a SEND_ONLY (the firmware's opcode) is that frame and
+/// the event port is held, as while the firmware has not popped it: the write
+/// releasing the QP leaves it held, one releasing another entry's QP does not, and
+/// once the firmware took the event the same write releases it.
+#[test]
+fn a_release_while_an_exception_is_in_flight_leaves_the_qp_held() {
+    let Some(sims) = sims() else { return };
+    let mut tx = line_rate_qp();
+    (tx.path.host, tx.pkey) = (RX_HOST, 0xFFFF);
+    let qp = RxQp {
+        tx,
+        remote_write: true,
+        ack_every: 0,
+        msn: 0,
+        on: true,
+    };
+    let send = RxMsg {
+        qp: 0,
+        op: 0,
+        len: 64,
+        mr: 0,
+        off: 0,
+        bad_key: false,
+    };
+    let frames = peer_frames(0, &qp, std::slice::from_ref(&send), &[0; 6]);
+    assert_eq!(frames.len(), 1, "one SEND_ONLY");
+    let mut table = MemoryTable::<4, 16>::new();
+    let pd = table.alloc_pd().unwrap();
+    let ctx = |q: usize| RecvCtx {
+        on: true,
+        epsn: Psn::new(qp.tx.psn),
+        peer_gid: gid(false, 1),
+        ..RecvCtx::idle(qpn_of(q), pd, qp.tx.mtu)
+    };
+    let mut mem = HostMem::new(RX_BASE, RX_LEN, 0);
+    for s in &sims {
+        let mut sim = s.borrow_mut();
+        let w = sim.width();
+        sim.reset();
+        let port = rx_port(false);
+        let mut rec = [0u8; 32];
+        rec[..6].copy_from_slice(&port.mac);
+        rec[8..24].copy_from_slice(&port.gid);
+        sim.write_record(Table::Port, 0, &rec);
+        for q in 0..2 {
+            sim.write_record(
+                Table::RecvCtx,
+                qpn_of(q).value(),
+                &layout::encode_rctx(&ctx(q)),
+            );
+        }
+        sim.run_until_idle(&mut mem, 100_000).unwrap();
+        let held = |sim: &mut FpSim, mem: &mut HostMem, q: usize| {
+            let b = sim
+                .read_record(Table::RecvCtx, qpn_of(q).value(), layout::RCTX_LEN, mem)
+                .unwrap();
+            layout::decode_rctx(&b.try_into().unwrap()).unwrap().held
+        };
+
+        sim.set_event_hold(true);
+        sim.push_rx_frame(&frames[0]);
+        for _ in 0..2_000 {
+            sim.tick(&mut mem);
+        }
+        assert!(sim.pop_event().is_none(), "{w}: the event is held");
+        assert!(held(&mut sim, &mut mem, 0), "{w}: the exception holds QP 0");
+        // both QPs released, the first while its exception is in flight
+        for q in 0..2 {
+            sim.write_record(
+                Table::RecvCtx,
+                qpn_of(q).value(),
+                &layout::encode_rctx(&ctx(q)),
+            );
+        }
+        assert!(
+            held(&mut sim, &mut mem, 0),
+            "{w}: released with its exception in flight"
+        );
+        assert!(
+            !held(&mut sim, &mut mem, 1),
+            "{w}: another entry's QP is released"
+        );
+
+        sim.set_event_hold(false);
+        sim.run_until_idle(&mut mem, 100_000).unwrap();
+        match sim.pop_event().map(|e| layout::decode_event(&e.value)) {
+            Some(Ok(Event::Exception { qpn, reason, .. })) => {
+                assert_eq!((qpn, reason), (qpn_of(0), Exception::Opcode), "{w}")
+            }
+            other => panic!("{w}: {other:?}"),
+        }
+        sim.write_record(
+            Table::RecvCtx,
+            qpn_of(0).value(),
+            &layout::encode_rctx(&ctx(0)),
+        );
+        assert!(
+            !held(&mut sim, &mut mem, 0),
+            "{w}: released once the firmware took the event"
+        );
+    }
+
+    // The model, the RTL's reference, alike (its events wait until polled).
+    let mut fp = FastPathPort::<Loopback<4>, 64>::new(Loopback::default());
+    let port = rx_port(false);
+    fp.set_port(port.mac, port.gid);
+    for q in 0..2 {
+        // (a context pair whose send side decodes: the model takes no QP without one)
+        fp.write_sctx(qpn_of(q), 0, &layout::encode_sctx(&send_ctx(&qp.tx)));
+        fp.write_rctx(qpn_of(q), &layout::encode_rctx(&ctx(q)));
+    }
+    assert!(
+        fp.inner.transmit(&frames[0]),
+        "the loopback takes the frame"
+    );
+    fp.run(&mut mem);
+    assert!(fp.events_waiting(), "model: the exception waits");
+    assert!(layout::rctx_held(&fp.read_rctx(qpn_of(0))));
+    for q in 0..2 {
+        fp.write_rctx(qpn_of(q), &layout::encode_rctx(&ctx(q)));
+    }
+    assert!(
+        layout::rctx_held(&fp.read_rctx(qpn_of(0))),
+        "model: released in flight"
+    );
+    assert!(
+        !layout::rctx_held(&fp.read_rctx(qpn_of(1))),
+        "model: another entry"
+    );
+    let (mut ev, mut frame) = ([0; layout::EVENT_LEN], vec![0; 9000]);
+    assert!(fp.poll_event(&mut ev, &mut frame));
+    match layout::decode_event(&ev) {
+        Ok(Event::Exception { qpn, reason, .. }) => {
+            assert_eq!((qpn, reason), (qpn_of(0), Exception::Opcode))
+        }
+        other => panic!("model: {other:?}"),
+    }
+    fp.write_rctx(qpn_of(0), &layout::encode_rctx(&ctx(0)));
+    assert!(
+        !layout::rctx_held(&fp.read_rctx(qpn_of(0))),
+        "model: released"
+    );
+}
+
 #[test]
 fn a_held_message_is_dropped_at_flush_and_invalidation() {
     let Some(sims) = sims() else { return };

@@ -12,7 +12,7 @@
 use roce_core::memory::{Dma, DmaError};
 use roce_core::transport::ipv4_gid;
 use roce_firmware::abi::{self, reg, CmdEntry, CmdOp, CmdStatus, DeviceAttr};
-use roce_hdl_sim::soc::{board_image, test_image, Soc};
+use roce_hdl_sim::soc::{board_image, test_image, Soc, SocError};
 use std::cell::RefCell;
 use std::rc::Rc;
 use zerocopy::{FromBytes, IntoBytes};
@@ -102,6 +102,61 @@ fn boots_and_answers_query_device() {
     assert!(log.len() > 8 && log.ends_with(&[0]), "{log:?}");
 
     query_device(&mut soc, &mem);
+}
+
+/// `Soc::new` takes only an image built from this checkout's sources: a copy of the
+/// image whose record says one source had other bytes is refused, naming that file and
+/// the script to run (`tests/image_sources.rs` edits the sources instead, on a copy).
+#[test]
+fn an_image_of_other_sources_is_refused() {
+    use elf2img::sources::{record_path, Change, ImageError, UNCHECKED_ENV};
+    let Some(image) = test_image() else { return };
+    if std::env::var_os(UNCHECKED_ENV).is_some() {
+        eprintln!("SKIPPED: {UNCHECKED_ENV} is set");
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("roce-soc-stale-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let copy = dir.join("firmware.hex");
+    std::fs::copy(&image, &copy).unwrap();
+    let record = std::fs::read_to_string(record_path(&image)).unwrap();
+    let edited = "firmware/src/fastpath.rs";
+    let record: String = record
+        .lines()
+        .map(|l| match l.split_once(' ') {
+            Some((hash, path)) if path == edited => {
+                let hash = u64::from_str_radix(hash, 16).unwrap() ^ 1;
+                format!("{hash:016x} {path}\n")
+            }
+            _ => format!("{l}\n"),
+        })
+        .collect();
+    std::fs::write(record_path(&copy), record).unwrap();
+    let mem = Mem(Rc::new(RefCell::new(vec![0; 4096])));
+    let got = Soc::new(
+        &copy,
+        mac(7),
+        ipv4_gid([10, 0, 0, 7]),
+        Box::new(mem),
+        None,
+        false,
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+    match got {
+        Err(SocError::ImageSources(e)) => {
+            let text = e.to_string();
+            assert!(text.contains("run firmware/image/make-images.sh"), "{text}");
+            assert_eq!(
+                e,
+                ImageError::Stale {
+                    image: copy,
+                    changes: vec![Change::Changed(edited.into())]
+                }
+            );
+        }
+        Err(e) => panic!("refused for another reason: {e}"),
+        Ok(_) => panic!("an image of other sources was loaded"),
+    }
 }
 
 /// The image for the LFE5UM5G-85F (320 KiB of RAM, which holds code, data and the NIC

@@ -131,11 +131,15 @@ impl<E> EventQueue<E> {
 
     /// Removes and returns the earliest event if it is due at or before `limit`.
     pub fn pop_until(&mut self, limit: Nanos) -> Option<(Nanos, E)> {
-        if self.peek_time()? <= limit {
-            self.pop()
-        } else {
-            None
+        // The heaps' tops are compared once, not by `peek_time` and again by `pop`.
+        let heap = self.first();
+        let time = (heap.peek()?.key >> 64) as Nanos;
+        if time > limit {
+            return None;
         }
+        let e = heap.pop()?;
+        self.last = time;
+        Some((time, e.event))
     }
 
     /// Number of pending events.

@@ -52,7 +52,8 @@ pub struct Target {
     /// `files`.
     pub package_files: &'static [PackageFile],
     /// A `$readmemh` image the design's RAM starts with, relative to the root, passed
-    /// as the top's `INIT_FILE` parameter (`make-images.sh` writes it).
+    /// as the top's `INIT_FILE` parameter (`make-images.sh` writes it; refused when not
+    /// built from the checkout's sources, `elf2img::sources::check_image`).
     pub init_file: Option<&'static str>,
     /// Top-level parameter overrides.
     pub params: &'static [(&'static str, &'static str)],
@@ -532,6 +533,8 @@ fn run_target(
                 target.name
             ));
         }
+        // A bitstream holding the image of older sources would run code no test ran.
+        elf2img::sources::check_image(root, &path).map_err(|e| format!("{}: {e}", target.name))?;
         // slang takes a string parameter with its quotes
         params.push(("INIT_FILE".to_string(), format!("\"{}\"", path.display())));
     }

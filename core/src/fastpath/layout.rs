@@ -382,6 +382,17 @@ pub fn release_rctx(b: &mut [u8; RCTX_LEN]) {
     b[RCTX_FLAGS] &= !RCTX_HELD;
 }
 
+/// Whether receive context `b` is `held` (§3.2).
+pub fn rctx_held(b: &[u8; RCTX_LEN]) -> bool {
+    b[RCTX_FLAGS] & RCTX_HELD != 0
+}
+
+/// Sets `held` in receive context `b`, nothing else: what the fast path keeps of a
+/// write that would clear it while an exception of the QP's entry is in flight (§3.2).
+pub fn hold_rctx(b: &mut [u8; RCTX_LEN]) {
+    b[RCTX_FLAGS] |= RCTX_HELD;
+}
+
 /// Decodes a receive context (§3.2).
 pub fn decode_rctx(b: &[u8; RCTX_LEN]) -> Result<RecvCtx, Invalid> {
     Ok(RecvCtx {
@@ -411,7 +422,7 @@ pub fn decode_rctx(b: &[u8; RCTX_LEN]) -> Result<RecvCtx, Invalid> {
         recv_addr: u64_at(b, 32),
         recv_loaded: b[RCTX_FLAGS] & 2 != 0,
         nak_sent: b[RCTX_FLAGS] & 1 != 0,
-        held: b[RCTX_FLAGS] & RCTX_HELD != 0,
+        held: rctx_held(b),
         pkey: u16_at(b, 14),
         peer_gid: get(b, 48),
     })

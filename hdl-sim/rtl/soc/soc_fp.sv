@@ -653,8 +653,6 @@ module soc_fp
   logic [23:0] rw_index;
   logic [4:0]  rw_word;
   logic        txd_pend;
-  logic        ev_have;
-  logic [EV_BYTES*8-1:0] ev_q;
 
   assign cfg_wr_valid = wr_pend;
   assign cfg_wr_table = rw_table;
@@ -666,7 +664,10 @@ module soc_fp
   assign cfg_rd_index = rw_index;
   assign cfg_rd_word = rw_word;
   assign txd_valid = txd_pend;
-  assign ev_ready = !ev_have;
+  // The oldest event stays in the fast path until the firmware pops it (EV
+  // reads it there): until then an exception is in flight, and a write that
+  // clears its QP's `held` leaves it set (fp_rx).
+  assign ev_ready = wr_cmd && addr == 12'h044;
 
   logic wr_cmd;
   assign wr_cmd = req && we;
@@ -679,7 +680,7 @@ module soc_fp
         12'h000: rdata <= {on, 15'd0, 16'(NQP)};
         12'h004: rdata <= 32'(NMR);
         12'h008: rdata <= {14'd0, rx_idle, tx_idle, 2'd0, slots_used, 4'd0,
-                           ev_have, txd_pend, rd_have, wr_pend || rd_pend || rd_wait};
+                           ev_valid, txd_pend, rd_have, wr_pend || rd_pend || rd_wait};
         12'h00C: rdata <= {sel_hold, sel_q};
         12'h018: rdata <= rdata_q;
         12'h020: rdata <= c_tx_frames;
@@ -693,7 +694,7 @@ module soc_fp
         12'h040: rdata <= c_wr_err;
         12'h048: rdata <= c_oos;
         12'h04C: rdata <= c_dups;
-        12'b0000_10??_??00: rdata <= ev_q[32*addr[5:2] +: 32];
+        12'b0000_10??_??00: rdata <= ev_data[32*addr[5:2] +: 32];
         default: rdata <= '0;
       endcase
     end
@@ -726,12 +727,6 @@ module soc_fp
     if (wr_cmd && addr[11:8] == 4'h1 && !txd_pend && addr[7:2] < 6'd24)
       txd[32*addr[6:2] +: 32] <= wdata;
     if (wr_cmd && addr == 12'h01C) txd_pend <= 1'b1;
-    // events
-    if (ev_valid && ev_ready) begin
-      ev_q <= ev_data;
-      ev_have <= 1'b1;
-    end
-    if (wr_cmd && addr == 12'h044) ev_have <= 1'b0;
     if (rst) begin
       ack <= 1'b0;
       sel_q <= '0;
@@ -741,7 +736,6 @@ module soc_fp
       rd_wait <= 1'b0;
       rd_have <= 1'b0;
       txd_pend <= 1'b0;
-      ev_have <= 1'b0;
     end
   end
 

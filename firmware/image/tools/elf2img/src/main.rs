@@ -2,6 +2,7 @@
 //!
 //! ```text
 //! elf2img ELF [--bin OUT.bin] [--hex OUT.hex] [--size] [--check-isa]
+//! elf2img --sources ROOT
 //! ```
 //!
 //! The image is every `PT_LOAD` segment's file bytes placed at its physical (load)
@@ -14,12 +15,16 @@
 //!   read-only data, initialised data, zero-initialised data).
 //! * `--check-isa`: fail, naming each one, if the code holds an instruction the soft
 //!   core lacks (an AMO, floating point, ...; see [`isa`]), before writing anything.
+//! * `--sources ROOT`: print the record of the sources an image of the checkout at ROOT
+//!   is built from (`elf2img::sources`; `make-images.sh` writes it beside each image).
 //!
 //! Only the standard library: it builds on any machine with a Rust toolchain.
 
 mod isa;
 
+use elf2img::sources;
 use std::fmt::Write as _;
+use std::path::Path;
 use std::process::ExitCode;
 
 const PT_LOAD: u32 = 1;
@@ -228,7 +233,14 @@ fn isa_report(elf: &Elf, data: &[u8]) -> Result<String, String> {
 }
 
 fn run(args: &[String]) -> Result<(), String> {
-    let usage = "usage: elf2img ELF [--bin OUT.bin] [--hex OUT.hex] [--size] [--check-isa]";
+    let usage = "usage: elf2img ELF [--bin OUT.bin] [--hex OUT.hex] [--size] [--check-isa]\n   \
+                 or: elf2img --sources ROOT";
+    if let [mode, root] = args {
+        if mode == "--sources" {
+            print!("{}", sources::Sources::of(Path::new(root))?.to_text());
+            return Ok(());
+        }
+    }
     let mut it = args.iter();
     let elf_path = it.next().ok_or(usage)?;
     let (mut bin, mut hex, mut size, mut check_isa) = (None, None, false, false);
