@@ -857,6 +857,14 @@ fn rx_port(ipv6: bool) -> PortAddr {
 
 const RX_HOST: u8 = 9;
 
+/// Writes `port` as the fast path's port record: its MAC and GID.
+fn write_port(sim: &mut FpSim, port: &PortAddr) {
+    let mut rec = [0u8; 32];
+    rec[..6].copy_from_slice(&port.mac);
+    rec[8..24].copy_from_slice(&port.gid);
+    sim.write_record(Table::Port, 0, &rec);
+}
+
 /// The GID of `host` in the tests' templates (IPv4: `::ffff:10.0.0.host`).
 fn gid(ipv6: bool, host: u8) -> [u8; 16] {
     if ipv6 {
@@ -951,10 +959,7 @@ fn rx_case(
         })
         .collect();
     let qps = &qps[..];
-    let mut rec = [0u8; 32];
-    rec[..6].copy_from_slice(&port.mac);
-    rec[8..24].copy_from_slice(&port.gid);
-    sim.write_record(Table::Port, 0, &rec);
+    write_port(sim, &port);
     // the receiver's memory registrations, the same for the model and the RTL
     let mut table = MemoryTable::<4, 16>::new();
     let mut mrt = MrTable::<256>::default();
@@ -1321,10 +1326,7 @@ fn line_rate_placement() {
         mrt.entries[MrTable::<256>::index(mr.key)] = mr;
         sim.write_record(Table::Mr, keys.rkey.0 >> 8, &layout::encode_mr(&mr));
         let port = rx_port(false);
-        let mut rec = [0u8; 32];
-        rec[..6].copy_from_slice(&port.mac);
-        rec[8..24].copy_from_slice(&port.gid);
-        sim.write_record(Table::Port, 0, &rec);
+        write_port(&mut sim, &port);
         let qpn = qpn_of(0);
         let mut ctx = RecvCtx {
             access: AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE,
@@ -1481,10 +1483,7 @@ fn a_release_while_an_exception_is_in_flight_leaves_the_qp_held() {
         let w = sim.width();
         sim.reset();
         let port = rx_port(false);
-        let mut rec = [0u8; 32];
-        rec[..6].copy_from_slice(&port.mac);
-        rec[8..24].copy_from_slice(&port.gid);
-        sim.write_record(Table::Port, 0, &rec);
+        write_port(&mut sim, &port);
         for q in 0..2 {
             sim.write_record(
                 Table::RecvCtx,
@@ -2041,10 +2040,7 @@ struct RespQps {
 fn resp_setup(sim: &mut FpSim, qps: &[QpCfg], mem: &mut HostMem) -> Result<RespQps, TestCaseError> {
     sim.reset();
     let port = rx_port(false);
-    let mut rec = [0u8; 32];
-    rec[..6].copy_from_slice(&port.mac);
-    rec[8..24].copy_from_slice(&port.gid);
-    sim.write_record(Table::Port, 0, &rec);
+    write_port(sim, &port);
     let pd = MemoryTable::<4, 16>::new().alloc_pd().expect("a PD");
     let mut out = RespQps {
         port,
