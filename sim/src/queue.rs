@@ -113,10 +113,7 @@ impl<E> EventQueue<E> {
 
     /// Removes and returns the earliest event.
     pub fn pop(&mut self) -> Option<(Nanos, E)> {
-        let e = self.first().pop()?;
-        let time = (e.key >> 64) as Nanos;
-        self.last = time;
-        Some((time, e.event))
+        self.pop_until(Nanos::MAX)
     }
 
     /// Time of the earliest event.
