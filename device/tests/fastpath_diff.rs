@@ -988,3 +988,39 @@ proptest! {
         cache_case(Hw::Rtl, mtu, &wrs, Wire { seed, loss, reorder: 0 })?;
     }
 }
+
+/// Go-Back-N at a NAK sequence error in the hardware (`docs/fastpath.md` §3.8, "NAK"):
+/// the send-side mix over wires that lose 1 % of the frames (seeds whose losses are
+/// data packets the receiver NAKs, none that only the local ACK timer repairs) costs
+/// the sending firmware no event and no descriptor: the model retires what the NAK
+/// acknowledges, flushes the QP's descriptors and replays its WQEs from the host ring.
+/// The frames, memory and completions are the engine's, every frame sent at the
+/// engine's instant. (Without the hardware's Go-Back-N each NAK is an EXCEPTION, and the
+/// firmware takes the send queue back: 3 events on seed 1.)
+#[test]
+fn a_nak_of_a_fetched_queue_is_the_hardwares() {
+    let wrs = send_side_mix(12);
+    for seed in [1, 2, 7, 8] {
+        let wire = Wire {
+            seed,
+            loss: 10,
+            reorder: 0,
+        };
+        let c = differential_on(THREE, Hw::Model, Mtu::Mtu1024, &wrs, wire).unwrap();
+        assert!(
+            c[0].fastpath.tx_resent > 0,
+            "seed {seed}: nothing was resent"
+        );
+        assert_eq!(
+            (c[0].fp_events, c[0].fp_descriptors),
+            (0, 0),
+            "seed {seed}: the sender's firmware handled events or posted descriptors"
+        );
+        let (engine, _) = run_on(THREE, Hw::Engine, Mtu::Mtu1024, wire, &wrs);
+        let (fast, _) = run_on(THREE, Hw::Model, Mtu::Mtu1024, wire, &wrs);
+        assert_eq!(
+            engine.times, fast.times,
+            "seed {seed}: frames sent at other times"
+        );
+    }
+}

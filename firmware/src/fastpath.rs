@@ -172,6 +172,9 @@ pub struct SqBack {
     pub base: Psn,
     pub una: Psn,
     pub deadline: Option<u64>,
+    /// The Go-Back-N retries it made at NAK sequence errors since its last progress
+    /// (the engine counts them as its own).
+    pub spent: u8,
 }
 
 /// What the fast path did since the firmware last asked (`FastPath::sq_news`): its
@@ -212,6 +215,11 @@ struct SqHw {
     deadline: Option<u64>,
     /// It met a WQE it does not take: it fetches nothing more until taken back.
     stopped: bool,
+    /// The Go-Back-N retries it made at NAKs since its last progress.
+    spent: u8,
+    /// The replay of a Go-Back-N under way: the ring index of the next WQE to send
+    /// again (re-read from the host ring) and the packet it starts at.
+    replay: Option<(u32, u32)>,
 }
 
 /// One QP's memories.
@@ -346,6 +354,9 @@ impl<P: Datapath, const QPS: usize> FastPathPort<P, QPS> {
                     }
                     // What a response would retire, before the rule pops it.
                     let cqes = retiring_cqes(q, qpn, &pkt);
+                    // A response changes no receive state but `held`, which an
+                    // exception sets: a NAK the hardware takes itself leaves it as it was.
+                    let rctx = q.rctx;
                     let mut out = dispatch(&self.port, q, qpn, &pkt, &self.mrt, dma);
                     let mut none_owed = false;
                     if let (Some(Event::Acked { done, cqe, .. }), Some((n, wcs))) =
@@ -357,7 +368,16 @@ impl<P: Datapath, const QPS: usize> FastPathPort<P, QPS> {
                                 .is_some_and(|cq| self.cqw.write_all(cq, &wcs, dma));
                         none_owed = all && wcs.is_empty();
                     }
-                    if sq_retire(q, &out.event, none_owed, self.now) {
+                    let nak = sq_nak(q, &pkt, &out.event, &mut self.cqw, dma, self.now);
+                    if nak == NakTaken::Rewound {
+                        // The hardware's Go-Back-N: its FLUSH; the replays follow.
+                        let s = Self::slot_of(qpn);
+                        retain(&mut self.txq, |d| Self::slot_of(d.qpn) != s);
+                    }
+                    if nak != NakTaken::No {
+                        q.rctx = rctx;
+                        out.event = None;
+                    } else if sq_retire(q, &out.event, none_owed, self.now) {
                         // The WQE fetch's own: the firmware never hears of it.
                         self.news.cqe |= matches!(out.event, Some(Event::Acked { cqe: true, .. }));
                         out.event = None;
@@ -506,7 +526,7 @@ impl<P: Datapath, const QPS: usize> FastPathPort<P, QPS> {
                 .qps
                 .get(s)
                 .and_then(|q| q.sq)
-                .is_some_and(|sq| !sq.stopped && sq.ring.ci != sq.pi);
+                .is_some_and(|sq| !sq.stopped && (sq.ring.ci != sq.pi || sq.replay.is_some()));
             if waiting {
                 let (taken, sends) = self.sq_fetch(s, dma);
                 self.news.taken += taken;
@@ -541,6 +561,52 @@ impl<P: Datapath, const QPS: usize> FastPathPort<P, QPS> {
             let (Some(mut sq), Ok(ctx)) = (q.sq, layout::decode_sctx(&q.sctx)) else {
                 return (taken, sends);
             };
+            if let Some((index, k)) = sq.replay {
+                if sq.stopped || !room {
+                    return (taken, sends);
+                }
+                if index == sq.ring.ci {
+                    sq.replay = None;
+                    q.sq = Some(sq);
+                    continue;
+                }
+                // The WQE is read again, as the engine replays its own copy: a
+                // descriptor of it from packet `k`, marked REPLAY (it is in the
+                // in-flight list already).
+                let first = q
+                    .inflight
+                    .iter()
+                    .nth(index.wrapping_sub(sq.done) as usize)
+                    .map(|m| m.first_psn);
+                let qpn = layout::rctx_tag(&q.rctx);
+                let mask = (1u32 << sq.ring.log) - 1;
+                let at = sq
+                    .ring
+                    .ring
+                    .wrapping_add(u64::from(index & mask) * core::mem::size_of::<SendWqe>() as u64);
+                let mut wqe = SendWqe::new_zeroed();
+                let msg = first
+                    .filter(|_| dma.read(at, wqe.as_mut_bytes()).is_ok())
+                    .and_then(|first| {
+                        let wr = wqe.to_wr(false, at).ok()?;
+                        fastpath::wqe_msg(qpn, index, &wr, first, &sq.idle, &self.mrt)
+                    });
+                let Some((mut m, _)) = msg else {
+                    // Not reached while the host leaves its ring alone; the firmware
+                    // takes the queue back and the engine replays.
+                    sq.stopped = true;
+                    q.sq = Some(sq);
+                    return (taken, sends);
+                };
+                m.replay = true;
+                m.start_pkt = k;
+                sq.replay = Some((index.wrapping_add(1), 0));
+                q.sq = Some(sq);
+                if !self.accept(m, None) {
+                    return (taken, sends);
+                }
+                continue;
+            }
             let held = sq.ring.ci.wrapping_sub(sq.done);
             if sq.stopped
                 || sq.ring.ci == sq.pi
@@ -659,6 +725,100 @@ fn dispatch(
     out
 }
 
+/// What the hardware did with a NAK of a QP whose send queue it fetches ([`sq_nak`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum NakTaken {
+    /// It is the firmware's: an EXCEPTION.
+    No,
+    /// A retry is under way and nothing was acknowledged: dropped, as the engine does.
+    Dropped,
+    /// Go-Back-N: the QP's queued descriptors go (a FLUSH) and the replays follow.
+    Rewound,
+}
+
+/// A NAK sequence error (`PSN` = the responder's expected PSN) for a QP whose send
+/// queue the hardware fetches (§3.8), at or after `una` and before `next_psn`: the
+/// hardware does what the engine's completer does (`on_nak`, `retry`, `go_back_n`).
+/// A `PSN` after `una` acknowledges what ends before it: those messages retire as an
+/// ACK of `PSN - 1` would retire them (their CQEs written: all of them fit, or the NAK
+/// is the firmware's), and the retry budget starts afresh. Then, unless a retry is
+/// under way without progress since (the NAK is dropped), one retry is spent (none
+/// left: the firmware's, which fails the WQE) and the QP goes back to `PSN`:
+/// `una_psn = PSN`, `noack = 0`, its queued descriptors dropped (the caller: a FLUSH),
+/// and the WQEs from the one holding `PSN` sent again from the host ring as REPLAYs
+/// (`sq_fetch`), from `PSN` on. The local ACK timer restarts (the engine restarts it on
+/// progress, or arms it when it hands the replay out). Anything else stays an
+/// EXCEPTION, with nothing changed.
+fn sq_nak(
+    q: &mut QpMem,
+    pkt: &wire::Packet<'_>,
+    event: &Option<Event>,
+    cqw: &mut CqWriter,
+    dma: &mut dyn Dma,
+    now: u64,
+) -> NakTaken {
+    use roce_core::wire::aeth::{NakCode, Syndrome};
+    let (
+        Some(mut sq),
+        Some(Event::Exception {
+            reason: Exception::Nak,
+            ..
+        }),
+    ) = (q.sq, event)
+    else {
+        return NakTaken::No;
+    };
+    let seq_err = pkt
+        .aeth()
+        .is_some_and(|a| a.syndrome == Syndrome::Nak(NakCode::PsnSequenceError));
+    let psn = pkt.psn();
+    let Ok(mut ctx) = layout::decode_sctx(&q.sctx) else {
+        return NakTaken::No;
+    };
+    if !seq_err || psn.before(sq.una) || !psn.before(ctx.next_psn) {
+        return NakTaken::No;
+    }
+    let progress = psn != sq.una;
+    if !progress && sq.spent != 0 {
+        return NakTaken::Dropped;
+    }
+    let spent = if progress { 0 } else { sq.spent };
+    if spent >= sq.idle.retry_cnt {
+        return NakTaken::No;
+    }
+    let qpn = layout::rctx_tag(&q.rctx);
+    let mut n = 0usize;
+    let mut wcs: heapless::Vec<WorkCompletion, INFLIGHT> = heapless::Vec::new();
+    for m in q.inflight.iter().take_while(|m| m.last_psn.before(psn)) {
+        n += 1;
+        if let Some((wr_id, op)) = m.cqe {
+            let _ = wcs.push(send_wc(qpn, wr_id, op, m.length));
+        }
+    }
+    // Every fetched message is a SEND or WRITE; the one holding PSN is in the list.
+    let Some(first) = q.inflight.iter().nth(n).map(|m| m.first_psn) else {
+        return NakTaken::No;
+    };
+    if !wcs.is_empty() && !q.send_cq.is_some_and(|cq| cqw.write_all(cq, &wcs, dma)) {
+        return NakTaken::No;
+    }
+    for _ in 0..n {
+        q.inflight.pop_front();
+    }
+    sq.done = sq.done.wrapping_add(n as u32);
+    sq.una = psn;
+    sq.base = first;
+    sq.spent = spent + 1;
+    sq.deadline = sq.idle.rto.map(|t| now.saturating_add(t));
+    sq.replay = Some((sq.done, psn.diff(first).max(0) as u32));
+    q.sq = Some(sq);
+    ctx.una_psn = psn;
+    ctx.noack = 0;
+    q.sctx = layout::encode_sctx(&ctx);
+    q.next_pkt = None;
+    NakTaken::Rewound
+}
+
 /// A response the response path took for a QP whose send queue the hardware fetches
 /// (§3.8): when it retired messages whose CQEs are all written (or owed none), the
 /// hardware's send-queue state moves on (the oldest unfinished WQE, the acknowledged
@@ -683,6 +843,9 @@ fn sq_retire(q: &mut QpMem, event: &Option<Event>, none_owed: bool, now: u64) ->
         return false;
     }
     sq.done = sq.done.wrapping_add(u32::from(*done));
+    if *una != sq.una {
+        sq.spent = 0;
+    }
     sq.una = *una;
     sq.base = q.inflight.front().map_or(sq.next, |m| m.first_psn);
     sq.deadline = if *una == sq.next {
@@ -900,6 +1063,8 @@ impl<P: Datapath, const QPS: usize> FastPath for FastPathPort<P, QPS> {
             idle: *idle,
             deadline: None,
             stopped: false,
+            spent: 0,
+            replay: None,
         });
         true
     }
@@ -932,6 +1097,7 @@ impl<P: Datapath, const QPS: usize> FastPath for FastPathPort<P, QPS> {
             base: sq.base,
             una: sq.una,
             deadline: sq.deadline,
+            spent: sq.spent,
         })
     }
 

@@ -684,7 +684,8 @@ impl<
             }
             self.counters.send_wqes = counted;
             let deadline = back.deadline.map(Instant::from_nanos);
-            self.engine.fastpath_adopt_end(now, qpn, back.una, deadline);
+            self.engine
+                .fastpath_adopt_end(now, qpn, back.una, deadline, back.spent);
             // WQEs past the hardware's index wait for the firmware's next fetch.
             self.backlog = true;
         }

@@ -743,6 +743,9 @@ impl<P: Datapath> FastPath for FpPort<P> {
             base: Psn::new(base),
             una: Psn::new(una),
             deadline,
+            // `fp_sqf` leaves every NAK to the firmware (the model's Go-Back-N at a NAK
+            // is not in RTL yet).
+            spent: 0,
         })
     }
 

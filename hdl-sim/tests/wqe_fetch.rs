@@ -305,6 +305,7 @@ fn play(fp: &mut dyn FastPath, c: &Case, mem: &mut HostMem) -> Outcome {
         sig_all: false,
         pd: Pd::from_index(PD),
         depth: c.depth,
+        retry_cnt: 7,
     };
     let ring = SqRing {
         ring: c.ring,
@@ -447,6 +448,7 @@ fn doorbell_to_first_frame() {
         sig_all: false,
         pd: Pd::from_index(PD),
         depth: 64,
+        retry_cnt: 7,
     };
     let ring = SqRing {
         ring: RING,

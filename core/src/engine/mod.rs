@@ -1015,6 +1015,7 @@ impl<
             sig_all: r.qp.sq_sig_all,
             pd: r.qp.pd,
             depth: SQ as u32,
+            retry_cnt: r.qp.retry_cnt,
         })
     }
 
@@ -1037,17 +1038,22 @@ impl<
 
     /// Second half: the WQEs posted since [`Engine::fastpath_adopt_begin`] count as
     /// handed out as descriptors (the hardware made them), the acknowledged PSN moves
-    /// to `una` and the local ACK timer is the hardware's `deadline`.
+    /// to `una` and the local ACK timer is the hardware's `deadline`. `spent`: the
+    /// Go-Back-N retries the hardware made at NAKs since its last progress, which count
+    /// as the engine's own would (`retried`: one is under way).
     pub fn fastpath_adopt_end(
         &mut self,
         now: Instant,
         qpn: Qpn,
         una: Psn,
         deadline: Option<Instant>,
+        spent: u8,
     ) {
         let now = self.clock(now);
         if let Some(slot) = self.slot(qpn) {
-            self.with_fp_qp(slot, now, |r, env| r.comp_adopt_end(env, una, deadline));
+            self.with_fp_qp(slot, now, |r, env| {
+                r.comp_adopt_end(env, una, deadline, spent)
+            });
         }
     }
 

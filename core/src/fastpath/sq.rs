@@ -27,6 +27,10 @@ pub struct SqIdle {
     /// The engine's send-queue depth: the most WQEs the hardware may hold unfinished,
     /// so that the engine can take them all back.
     pub depth: u32,
+    /// The QP's `retry_cnt`: the Go-Back-N retries it may make without progress (the
+    /// hardware's at a NAK spend them as the engine's do; the budget is whole at the
+    /// hand-over, since the last response acknowledged everything).
+    pub retry_cnt: u8,
 }
 
 /// The descriptor of send WQE `wr` of QP `qpn` (host ring index `index`) starting at

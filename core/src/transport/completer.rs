@@ -157,16 +157,24 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
     /// The WQEs just posted count as handed to the hardware (it sent them as
     /// descriptors the engine would have written), the acknowledgement moves on to `una`
     /// (inside the oldest message: nothing retires) and the local ACK timer is the
-    /// hardware's, `deadline`.
+    /// hardware's, `deadline`. `spent`: the retries the hardware made at NAK sequence
+    /// errors since its last progress (it flushed and replayed the messages itself):
+    /// they are the engine's, as `on_nak`'s `retry` would have spent them.
     pub(crate) fn comp_adopt_end(
         &mut self,
         env: &mut Env<'_>,
         una: Psn,
         deadline: Option<Instant>,
+        spent: u8,
     ) {
         self.req_adopt(env);
         if una != self.qp.comp.psn {
             self.comp_fastpath(env, una.sub(1), false, false);
+        }
+        if spent != 0 {
+            self.qp.comp.retry_left = self.qp.comp.retry_left.saturating_sub(spent);
+            self.qp.comp.started_retry = true;
+            env.ctr.completer_retry_err += u64::from(spent);
         }
         self.qp.comp.retrans_at = deadline;
     }

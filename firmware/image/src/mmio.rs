@@ -922,6 +922,8 @@ impl FastPath for MmioFastPath {
             una: Psn::new(word(3)),
             deadline: (flags & fp_reg::SQ_DL_VALID != 0)
                 .then(|| u64::from(word(4)) | u64::from(word(5)) << 32),
+            // The SoC's `fp_sqf` leaves every NAK to the firmware.
+            spent: 0,
         })
     }
 
