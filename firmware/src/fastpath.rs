@@ -282,6 +282,8 @@ pub struct FastPathPort<P, const QPS: usize> {
     now: u64,
     /// What `sq_news` reports next.
     news: SqNews,
+    /// NAK sequence errors its Go-Back-N took (`naks_taken`).
+    naks: u64,
     buf: [u8; FRAME_BUF],
 }
 
@@ -310,8 +312,16 @@ impl<P: Datapath, const QPS: usize> FastPathPort<P, QPS> {
             cqw: CqWriter::default(),
             now: 0,
             news: SqNews::default(),
+            naks: 0,
             buf: [0; FRAME_BUF],
         }
+    }
+
+    /// The NAK sequence errors the fast path took itself (Go-Back-N of a send queue it
+    /// fetches, §3.8), which the engine's `rcvd_seq_err` does not count. Not in the
+    /// port counters yet.
+    pub fn naks_taken(&self) -> u64 {
+        self.naks
     }
 
     fn slot_of(qpn: Qpn) -> usize {
@@ -375,6 +385,7 @@ impl<P: Datapath, const QPS: usize> FastPathPort<P, QPS> {
                         retain(&mut self.txq, |d| Self::slot_of(d.qpn) != s);
                     }
                     if nak != NakTaken::No {
+                        self.naks += 1;
                         q.rctx = rctx;
                         out.event = None;
                     } else if sq_retire(q, &out.event, none_owed, self.now) {
