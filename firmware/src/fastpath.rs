@@ -17,7 +17,7 @@ use roce_core::dcb::Priorities;
 use roce_core::fastpath::layout::{self, EVENT_LEN, MR_LEN, RCTX_LEN, SCTX_LEN, TXD_LEN};
 use roce_core::fastpath::{
     self, AckDesc, Answered, Event, Exception, Inflight, InflightKind, MrTable, MsgOp, PortAddr,
-    RxOutcome, SqIdle, TxError, TxMsg,
+    RxOutcome, SendCtx, SqIdle, TxError, TxMsg,
 };
 use roce_core::memory::Dma;
 use roce_core::num::{Psn, Qpn};
@@ -284,6 +284,8 @@ pub struct FastPathPort<P, const QPS: usize> {
     news: SqNews,
     /// NAK sequence errors its Go-Back-N took (`naks_taken`).
     naks: u64,
+    /// Local ACK timeouts its Go-Back-N took (`timeouts_taken`).
+    timeouts: u64,
     buf: [u8; FRAME_BUF],
 }
 
@@ -313,6 +315,7 @@ impl<P: Datapath, const QPS: usize> FastPathPort<P, QPS> {
             now: 0,
             news: SqNews::default(),
             naks: 0,
+            timeouts: 0,
             buf: [0; FRAME_BUF],
         }
     }
@@ -322,6 +325,12 @@ impl<P: Datapath, const QPS: usize> FastPathPort<P, QPS> {
     /// port counters yet.
     pub fn naks_taken(&self) -> u64 {
         self.naks
+    }
+
+    /// The local ACK timeouts the fast path took itself (§3.8), which the engine's
+    /// `local_ack_timeout_err` does not count. Not in the port counters yet.
+    pub fn timeouts_taken(&self) -> u64 {
+        self.timeouts
     }
 
     fn slot_of(qpn: Qpn) -> usize {
@@ -526,6 +535,36 @@ impl<P: Datapath, const QPS: usize> FastPathPort<P, QPS> {
                 }
             }
         }
+    }
+
+    /// The local ACK timeouts of the send queues in the hardware's hands (§3.8): a queue
+    /// whose deadline passed, with something outstanding and a retry left, goes back to
+    /// its acknowledged PSN as the engine's timer would make it (`retry` with
+    /// `timeout`); one with no retry left is the firmware's (it takes the queue back at
+    /// the deadline and the engine fails the WQE).
+    fn sq_timeouts(&mut self) -> bool {
+        let now = self.now;
+        let mut any = false;
+        for s in 0..QPS {
+            let Some(q) = self.qps.get_mut(s) else {
+                continue;
+            };
+            let (Some(sq), Ok(ctx)) = (q.sq, layout::decode_sctx(&q.sctx)) else {
+                continue;
+            };
+            let due = sq.deadline.is_some_and(|d| d <= now);
+            if !due || sq.stopped || sq.spent >= sq.idle.retry_cnt {
+                continue;
+            }
+            let Some(first) = q.inflight.front().map(|m| m.first_psn) else {
+                continue;
+            };
+            go_back(q, sq, ctx, first, now);
+            retain(&mut self.txq, |d| Self::slot_of(d.qpn) != s);
+            self.timeouts += 1;
+            any = true;
+        }
+        any
     }
 
     /// Fetches what every send queue in the hardware's hands has waiting (after a
@@ -819,15 +858,25 @@ fn sq_nak(
     sq.done = sq.done.wrapping_add(n as u32);
     sq.una = psn;
     sq.base = first;
-    sq.spent = spent + 1;
-    sq.deadline = sq.idle.rto.map(|t| now.saturating_add(t));
-    sq.replay = Some((sq.done, psn.diff(first).max(0) as u32));
-    q.sq = Some(sq);
+    sq.spent = spent;
     ctx.una_psn = psn;
+    go_back(q, sq, ctx, first, now);
+    NakTaken::Rewound
+}
+
+/// The hardware's Go-Back-N retry of send queue `sq` of QP memory `q` (send context
+/// `ctx`), whose oldest unfinished message starts at `first`: one retry spent, the
+/// sends start again at `una` (REPLAYs from the host ring, served by `sq_fetch`),
+/// `noack` 0, the local ACK timer armed anew (as the engine arms it when it hands the
+/// replay out). The caller drops the QP's queued descriptors (a FLUSH).
+fn go_back(q: &mut QpMem, mut sq: SqHw, mut ctx: SendCtx, first: Psn, now: u64) {
+    sq.spent = sq.spent.saturating_add(1);
+    sq.deadline = sq.idle.rto.map(|t| now.saturating_add(t));
+    sq.replay = Some((sq.done, sq.una.diff(first).max(0) as u32));
+    q.sq = Some(sq);
     ctx.noack = 0;
     q.sctx = layout::encode_sctx(&ctx);
     q.next_pkt = None;
-    NakTaken::Rewound
 }
 
 /// A response the response path took for a QP whose send queue the hardware fetches
@@ -1034,7 +1083,8 @@ impl<P: Datapath, const QPS: usize> FastPath for FastPathPort<P, QPS> {
 
     fn run(&mut self, dma: &mut dyn Dma) -> bool {
         let rx = self.run_rx(dma);
-        let fetched = self.sq_fetch_all(dma);
+        let timeouts = self.sq_timeouts();
+        let fetched = self.sq_fetch_all(dma) || timeouts;
         let tx = self.run_tx(dma);
         rx || fetched || tx
     }

@@ -1063,6 +1063,7 @@ impl Test {
             |t: &mut Self| roce_firmware::hal::FastPath::rx_answered(&t.nic.hal().datapath);
         let hw0 = answered(self);
         let naks0 = self.nic.hal().datapath.inner.naks_taken();
+        let timeouts0 = self.nic.hal().datapath.inner.timeouts_taken();
         probe::reset_timer_polls();
         probe::enable(true);
 
@@ -1222,6 +1223,9 @@ impl Test {
         let (hw_oos, hw_dup) = (hw[0] - hw0[0], hw[1] - hw0[1]);
         // A NAK of a queue the fast path fetches is its own (Go-Back-N in the model).
         let naks = d(|c| c.rcvd_seq_err) + self.nic.hal().datapath.inner.naks_taken() - naks0;
+        let timeouts = d(|c| c.local_ack_timeout_err)
+            + self.nic.hal().datapath.inner.timeouts_taken()
+            - timeouts0;
         ensure!(
             d(|c| c.out_of_seq_request) == 0 && d(|c| c.duplicate_request) == 0,
             "the engine met {=u64} requests out of sequence and {=u64} duplicates (the fast path's)",
@@ -1231,7 +1235,7 @@ impl Test {
         ensure!(
             hw_oos >= 1
                 && naks >= 1
-                && d(|c| c.local_ack_timeout_err) == 1
+                && timeouts == 1
                 && hw_dup == 1
                 && d(|c| c.np_cnp_sent) == 1
                 && d(|c| c.rp_cnp_handled) == 1
@@ -1240,7 +1244,7 @@ impl Test {
             "fault injection: out of sequence {=u64}, NAKs taken {=u64}, ACK timeouts {=u64}, duplicates {=u64}, CNPs sent {=u64} / taken {=u64}, RNR NAKs sent {=u64} / taken {=u64}",
             hw_oos,
             naks,
-            d(|c| c.local_ack_timeout_err),
+            timeouts,
             hw_dup,
             d(|c| c.np_cnp_sent),
             d(|c| c.rp_cnp_handled),
