@@ -956,21 +956,46 @@ impl<
             return false;
         }
         for slot in 0..self.hi {
-            let owes = matches!(
-                self.qps.get(slot),
-                Some(Some(qp)) if qp.req.fastpath && qp.req.rewound
-            );
-            // `req_take_msg` hands out the owed FLUSH before anything else.
-            if owes
-                && self
-                    .with_fp_qp(slot, now, |r, env| r.req_take_msg(env, out))
-                    .unwrap_or(false)
-            {
+            if self.fp_take_flush(slot, now, out) {
                 return true;
             }
         }
         self.fp_flush_any = false;
         false
+    }
+
+    /// The FLUSH QP `qpn` owes the hardware (its requester was rewound), written into
+    /// `out`; false when it owes none. The firmware posts it as it hands back the
+    /// context of the exception that rewound the QP, before the QP is released: the
+    /// FLUSH carries the QP's `una_psn`, which reaches the hardware with it and not
+    /// apart (`docs/fastpath.md` §3.2).
+    pub fn fastpath_take_flush(
+        &mut self,
+        now: Instant,
+        qpn: Qpn,
+        out: &mut fastpath::layout::TxdWords,
+    ) -> bool {
+        let Some(slot) = self.slot(qpn) else {
+            return false;
+        };
+        let now = self.clock(now);
+        self.fp_take_flush(slot, now, out)
+    }
+
+    fn fp_take_flush(
+        &mut self,
+        slot: usize,
+        now: Instant,
+        out: &mut fastpath::layout::TxdWords,
+    ) -> bool {
+        let owes = matches!(
+            self.qps.get(slot),
+            Some(Some(qp)) if qp.req.fastpath && qp.req.rewound
+        );
+        // `req_take_msg` hands out the owed FLUSH before anything else.
+        owes && self
+            .with_fp_qp(slot, now, |r, env| r.req_take_msg(env, out))
+            .unwrap_or(false)
     }
 
     /// The fast path took a response for `qpn` (`docs/fastpath.md` §3.6, the `ACKED`

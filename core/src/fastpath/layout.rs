@@ -217,6 +217,7 @@ pub fn write_txd_words(m: &TxMsg, sges: &[Sge], w: &mut TxdWords) {
     let extra = match m.op {
         MsgOp::SendWithImm(imm) | MsgOp::WriteWithImm(imm) => imm,
         MsgOp::SendWithInv(rkey) => rkey.0,
+        MsgOp::Flush { una } => una.value() & 0xFF_FFFF,
         _ => 0,
     };
     let flags = (u32::from(m.solicited) * u32::from(TXD_SE))
@@ -276,7 +277,9 @@ pub fn decode_txd(b: &[u8; TXD_LEN]) -> Result<TxMsg, Invalid> {
             swap: u64_at(b, 64),
         },
         7 => MsgOp::FetchAdd { add: u64_at(b, 64) },
-        15 => MsgOp::Flush,
+        15 => MsgOp::Flush {
+            una: Psn::new(extra & 0xFF_FFFF),
+        },
         _ => return Err(Invalid { offset: 3 }),
     };
     let num_sge = usize::from(b[5]);
