@@ -248,7 +248,11 @@ impl Default for QpMem {
 impl QpMem {
     /// A new `una_psn`: the in-flight messages that end before it are acknowledged.
     fn retire_before(&mut self, una: Psn) {
-        while self.inflight.front().is_some_and(|m| m.last_psn.before(una)) {
+        while self
+            .inflight
+            .front()
+            .is_some_and(|m| m.last_psn.before(una))
+        {
             self.inflight.pop_front();
         }
     }

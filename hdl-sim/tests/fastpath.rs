@@ -360,8 +360,10 @@ fn tx_case(sim: &mut FpSim, qps: &[QpCfg], msgs: &[Msg]) -> Result<(), TestCaseE
         }
         if m.flush {
             let mut f = tx_msg(m, qpn, ctxs[q].next_psn, mi as u16);
+            // (with the `una_psn` written below: a FLUSH's moves it only forward, and
+            // the two reach the table in either order)
             f.op = MsgOp::Flush {
-                una: ctxs[q].una_psn,
+                una: ctxs[q].next_psn,
             };
             sim.push_txd(&layout::encode_txd(&f));
             ctxs[q].noack = 0;
@@ -1731,7 +1733,11 @@ fn a_flush_moves_una_forward_with_the_drop() {
             sim.push_txd(&layout::encode_txd(&flush(una)));
             sim.run_until_idle(&mut mem, 100_000).unwrap();
             assert!(sim.tx_idle(), "{w}: dropped");
-            assert_eq!(frames(&mut sim), Vec::<Vec<u8>>::new(), "{w}: nothing stale");
+            assert_eq!(
+                frames(&mut sim),
+                Vec::<Vec<u8>>::new(),
+                "{w}: nothing stale"
+            );
             let sctx = sim.read_record(Table::SendCtx, qpn.value(), layout::SCTX_LEN, &mut mem);
             assert_eq!(una_of(&sctx.unwrap()), una, "{w}: una with the FLUSH");
             sim.push_txd(&layout::encode_txd(&flush(desc.psn_of(1))));
@@ -1750,7 +1756,11 @@ fn a_flush_moves_una_forward_with_the_drop() {
     fp.write_sctx(qpn, 0, &layout::encode_sctx(&ctx0));
     assert!(fp.post_tx(&layout::encode_txd(&desc)));
     fp.run(&mut mem);
-    assert_eq!(core::mem::take(&mut fp.inner.0), first, "model: the window's");
+    assert_eq!(
+        core::mem::take(&mut fp.inner.0),
+        first,
+        "model: the window's"
+    );
     assert!(fp.post_tx(&layout::encode_txd(&flush(una))));
     fp.run(&mut mem);
     assert_eq!(fp.inner.0, Vec::<Vec<u8>>::new(), "model: nothing stale");

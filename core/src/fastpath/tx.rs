@@ -61,7 +61,9 @@ pub enum MsgOp {
     /// oldest unacknowledged PSN the rewind starts from, which the context's `una_psn`
     /// moves forward to in the same step (never back), so the window the new `una`
     /// opens admits no packet of what the FLUSH drops (§2.2).
-    Flush { una: Psn },
+    Flush {
+        una: Psn,
+    },
 }
 
 impl MsgOp {
@@ -92,7 +94,7 @@ impl MsgOp {
             Self::Read => 5,
             Self::CmpSwap { .. } => 6,
             Self::FetchAdd { .. } => 7,
-            Self::Flush { .. } => 15,
+            Self::Flush { .. } => super::layout::TXD_OP_FLUSH,
         }
     }
 
