@@ -70,15 +70,7 @@ fn main() {
             d.busy_cycles as f64 / d.busy_instret.max(1) as f64
         );
     }
-    // The firmware probes its painted stack while idle: a pass over the ~270 KiB the
-    // softcore board leaves for it takes about 2 M cycles.
-    for _ in 0..1_500 {
-        p.wire.step(2_000);
-    }
-    for (i, n) in p.wire.nics.iter().enumerate() {
-        println!(
-            "  SoC {i}: {} bytes of stack used since reset",
-            n.firmware_stats().stack_used
-        );
+    for (i, used) in p.wire.stack_used().iter().enumerate() {
+        println!("  SoC {i}: {used} bytes of stack used since reset");
     }
 }

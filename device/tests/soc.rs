@@ -22,6 +22,7 @@ use roce_core::wire::ethernet::MacAddr;
 use roce_core::wire::pfc::PfcRepr;
 use roce_device::soc::{test_image, SocNic, CLOCK_HZ};
 use roce_device::NicModel;
+use roce_hdl_sim::soc::boards;
 use roce_hdl_sim::{DcbCounters, DcbLockstep};
 use roce_host::{ConnectOptions, Context, QueuePair};
 use soc_pair::{connect, mac, pair, rc_ops, Wire};
@@ -431,6 +432,17 @@ fn qps_in_host_memory_ring_through_qp_db() {
     // Each QP that rang comes in about once (it may be pushed out and back while it
     // waits for its ACK); not every stored QP at every doorbell.
     assert!(misses <= N as u64 + 4, "{misses} misses for {N} doorbells");
+    // Bringing a stored QP in (`Engine::restore_qp`, a ~10 KiB frame, the firmware's
+    // largest) takes the firmware's stack deepest of what the SoC tests run
+    // (`BENCHMARKS.md`, "The firmware's stack"): both SoCs brought QPs in, and stay
+    // inside the reserve the soft-core boards' link leaves for the stack.
+    let used = wire.stack_used();
+    let reserve = boards::SOFTCORE.stack_min.min(boards::ECP5_85F.stack_min);
+    eprintln!("stack used since reset: {used:?} bytes (the boards reserve {reserve})");
+    assert!(
+        used.iter().all(|u| (10 * 1024..reserve).contains(u)),
+        "{used:?} bytes of stack: restore_qp's frame alone is over 10 KiB, the reserve {reserve}"
+    );
 }
 
 /// The SoC's port: 5 Gb/s (`nic_soc`'s `LINK_BPC_Q8`, 50 bit times a cycle at 100 MHz).

@@ -25,6 +25,13 @@ pub const CLOCK_HZ: u64 = 100_000_000;
 /// Nanoseconds per clock cycle.
 pub const NS_PER_CYCLE: u64 = 1_000_000_000 / CLOCK_HZ;
 
+/// The boards the firmware image links for: `firmware/image/src/boards.rs` itself (the
+/// image's build script includes the same file), so the SoC's tests hold the stack the
+/// firmware measures to the reserve its link made.
+pub mod boards {
+    include!("../../firmware/image/src/boards.rs");
+}
+
 /// Environment variable naming the `$readmemh` image; else [`default_image`].
 pub const IMAGE_ENV: &str = "ROCE_SOC_IMAGE";
 

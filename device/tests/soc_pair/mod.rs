@@ -72,6 +72,17 @@ impl Wire {
         }
     }
 
+    /// The bytes of stack each SoC's firmware has used since reset, once both have run
+    /// idle long enough for their stack probes to pass over the whole painted stack
+    /// (`firmware/image/src/stack.rs`, 64 words an idle poll: the softcore image's
+    /// ~220 KiB of free RAM take 1.3 M cycles, measured; the idle run is 2 M).
+    pub fn stack_used(&mut self) -> [u32; 2] {
+        for _ in 0..20 {
+            self.step(100_000);
+        }
+        self.nics.each_ref().map(|n| n.firmware_stats().stack_used)
+    }
+
     /// Runs until `cq` holds `n` completions, at most `max_cycles` per SoC.
     pub fn completions(
         &mut self,

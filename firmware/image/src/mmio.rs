@@ -451,7 +451,7 @@ impl Dma for MmioDma {
 
 /// The ECP5 board's SoC is built without the fast path (`nic_soc_ecp5`, `FASTPATH` 0):
 /// its firmware hands no send queue to a WQE fetch, so the compiler drops the runtime's
-/// side of it, which would take the image past the board's 32 KiB stack reserve.
+/// side of it (3.7 KB of code the board's RAM need not hold).
 const NO_FASTPATH: bool = cfg!(feature = "board-ecp5-85f");
 
 /// Polls of a fast-path status bit before an access counts as failed (the hardware
@@ -468,7 +468,8 @@ const FP_POLLS: u32 = 1 << 16;
 pub struct MmioFastPath {
     mmio: Mmio,
     /// The CQs handed to the CQE writer, a bit each (their rings are read from it:
-    /// a mirror of 64 rings would not fit the ECP5 board's stack reserve).
+    /// a mirror of 64 rings would not fit the ECP5 board's RAM beside its stack
+    /// reserve).
     cqs_held: u64,
     /// EXCEPTION events taken (the hardware counts frames in; the difference is what it
     /// handled).
