@@ -342,7 +342,7 @@ fn stamp(version: &str, files: &[PathBuf]) -> String {
     for f in VERILATOR_FLAGS {
         src.extend(f.as_bytes());
     }
-    format!("{:016x}", fnv1a(&src))
+    format!("{:016x}", elf2img::sources::fnv1a64(&src))
 }
 
 /// One Verilated model: its static library, Verilator's output directory, the
@@ -499,7 +499,7 @@ fn soc_model(
             lib: format!("vmodel_soc{suffix}"),
             mdir: out.join(format!("vobj_soc{suffix}")),
             args,
-            hash: format!("{:016x}", fnv1a(&stamp)),
+            hash: format!("{:016x}", elf2img::sources::fnv1a64(&stamp)),
         }
     };
     Ok([
@@ -584,11 +584,4 @@ fn lib_file(name: &str) -> String {
 
 fn read_stamp(dir: &Path) -> Option<String> {
     fs::read_to_string(dir.join("roce.stamp")).ok()
-}
-
-/// FNV-1a, 64 bit: a stable content hash (std's hasher may change between releases).
-fn fnv1a(data: &[u8]) -> u64 {
-    data.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-    })
 }

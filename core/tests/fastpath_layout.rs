@@ -67,6 +67,31 @@ fn tx_descriptor_bytes_follow_the_table() {
     assert_eq!(layout::decode_txd(&want), Ok(m));
 }
 
+/// §2.2: a FLUSH carries the `una_psn` its rewind starts from in bytes 12..15, where
+/// a SEND_WITH_IMM has its immediate (byte 15 zero).
+#[test]
+fn a_flush_carries_its_una_in_the_immediate_bytes() {
+    let m = TxMsg {
+        qpn: Qpn::new(0x12),
+        op: MsgOp::Flush {
+            una: Psn::new(0xAB_0203),
+        },
+        solicited: false,
+        replay: false,
+        wqe_index: 0,
+        sges: heapless::Vec::new(),
+        length: 0,
+        remote_addr: 0,
+        rkey: Rkey(0),
+        first_psn: Psn::new(0xAB_0203),
+        start_pkt: 0,
+        end_pkt: 0,
+    };
+    let b = layout::encode_txd(&m);
+    assert_eq!((b[3], &b[12..16]), (15, &[0x03, 0x02, 0xAB, 0][..]));
+    assert_eq!(layout::decode_txd(&b), Ok(m));
+}
+
 /// §3.5, field by field: an exception for an out-of-sequence WRITE_MIDDLE over IPv4
 /// with a VLAN tag.
 #[test]
@@ -186,7 +211,7 @@ fn op() -> impl Strategy<Value = MsgOp> {
         Just(MsgOp::Read),
         (any::<u64>(), any::<u64>()).prop_map(|(compare, swap)| MsgOp::CmpSwap { compare, swap }),
         any::<u64>().prop_map(|add| MsgOp::FetchAdd { add }),
-        Just(MsgOp::Flush),
+        psn().prop_map(|una| MsgOp::Flush { una }),
     ]
 }
 

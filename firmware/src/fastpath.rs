@@ -253,6 +253,19 @@ impl Default for QpMem {
     }
 }
 
+impl QpMem {
+    /// A new `una_psn`: the in-flight messages that end before it are acknowledged.
+    fn retire_before(&mut self, una: Psn) {
+        while self
+            .inflight
+            .front()
+            .is_some_and(|m| m.last_psn.before(una))
+        {
+            self.inflight.pop_front();
+        }
+    }
+}
+
 /// The fast path in front of the datapath `P`, with context memories for `QPS` QPs
 /// (entry `qpn % QPS`).
 pub struct FastPathPort<P, const QPS: usize> {
@@ -715,11 +728,17 @@ impl<P: Datapath, const QPS: usize> FastPathPort<P, QPS> {
         let Some(q) = self.qps.get_mut(s) else {
             return false;
         };
-        if m.op == MsgOp::Flush {
+        if let MsgOp::Flush { una } = m.op {
             retain(&mut self.txq, |d| Self::slot_of(d.qpn) != s);
             q.next_pkt = None;
             if let Ok(mut ctx) = layout::decode_sctx(&q.sctx) {
                 ctx.noack = 0;
+                // The rewind's `una` lands with the drop, forward only (a response
+                // taken since may have moved it further).
+                if ctx.una_psn.before(una) {
+                    ctx.una_psn = una;
+                    q.retire_before(una);
+                }
                 q.sctx = layout::encode_sctx(&ctx);
             }
             return true;
@@ -987,16 +1006,9 @@ impl<P: Datapath, const QPS: usize> FastPath for FastPathPort<P, QPS> {
             retain(&mut self.txq, |d| Self::slot_of(d.qpn) != s);
             return;
         }
-        // A new una_psn retires what ends before it.
         if let (Some(o), Some(n)) = (old, new) {
             if o.una_psn != n.una_psn {
-                while q
-                    .inflight
-                    .front()
-                    .is_some_and(|m| m.last_psn.before(n.una_psn))
-                {
-                    q.inflight.pop_front();
-                }
+                q.retire_before(n.una_psn);
             }
         }
     }
@@ -1048,7 +1060,7 @@ impl<P: Datapath, const QPS: usize> FastPath for FastPathPort<P, QPS> {
 
     fn post_tx(&mut self, desc: &[u8; TXD_LEN]) -> bool {
         match layout::decode_txd(desc) {
-            Ok(m) if !self.txq.is_full() || m.op == MsgOp::Flush => {
+            Ok(m) if !self.txq.is_full() || matches!(m.op, MsgOp::Flush { .. }) => {
                 self.accept(m, layout::txd_cqe(desc))
             }
             _ => false,

@@ -818,7 +818,7 @@ impl<
             Err(_) => self.engine.handle_verified_packet(now, frame, dma),
         }
         if on {
-            self.fp_write_back(qpn, request);
+            self.fp_write_back(now, qpn, request);
         }
         // An exception may end the QP (a fatal NAK): off the fast path. A QP off it
         // (its entry another's: a miss) may come on now.
@@ -847,17 +847,37 @@ impl<
         }
     }
 
-    /// Hands QP `qpn`'s receive context back to the hardware: as the engine left it
-    /// after a `request`, else the hardware's own; and its acknowledged PSN. The QP is
-    /// released (`held` cleared) only while no event waits: its next packets may wait
-    /// behind as exceptions; else it stays held for `fp_release`.
-    fn fp_write_back(&mut self, qpn: Qpn, request: bool) {
+    /// Hands QP `qpn`'s acknowledged PSN and receive context back to the hardware: the
+    /// PSN first, then the context as the engine left it after a `request`, else the
+    /// hardware's own. The QP is released (`held` cleared) only while no event waits:
+    /// its next packets may wait behind as exceptions; else it stays held for
+    /// `fp_release`.
+    ///
+    /// The PSN goes in before the release: after it, the hardware may take a response
+    /// of the QP and move `una_psn` past it, which the old PSN written then moved back.
+    /// A rewound QP's goes in its FLUSH (`docs/fastpath.md` §3.2), which reaches the
+    /// hardware as one step with it: written apart, the new `una` opened the window for
+    /// the stale descriptor in progress, whose packets went out before the FLUSH
+    /// dropped it.
+    fn fp_write_back(&mut self, now: Instant, qpn: Qpn, request: bool) {
         let sq_hw =
             matches!(self.line(qpn).and_then(|s| self.qps.get(s)), Some(Some(q)) if q.sq_hw);
         let (_, dp) = self.hal.split();
         let Some(fp) = dp.fastpath() else {
             return;
         };
+        // While the hardware fetches the QP's sends (a request's exception leaves them
+        // there), its `una` is the current one, the engine's an old one.
+        if !sq_hw {
+            if self.engine.fastpath_take_flush(now, qpn, &mut self.txd) {
+                // A FLUSH takes no ring slot: the ring takes it when full too.
+                let _ = fp.post_tx(zerocopy::transmute_ref!(&self.txd));
+                self.counters.fp_descriptors += 1;
+            } else if let Some(una) = self.engine.fastpath_una(qpn) {
+                let b = una.value().to_le_bytes();
+                fp.write_sctx(qpn, layout::SCTX_UNA, &b[..3]);
+            }
+        }
         let mut held = fp.events_waiting();
         if request {
             if let Some(mut ctx) = self.engine.fastpath_recv_ctx(qpn) {
@@ -872,14 +892,6 @@ impl<
             if !held {
                 layout::release_rctx(&mut b);
                 fp.write_rctx(qpn, &b);
-            }
-        }
-        // While the hardware fetches the QP's sends (a request's exception leaves them
-        // there), its `una` is the current one, the engine's an old one.
-        if !sq_hw {
-            if let Some(una) = self.engine.fastpath_una(qpn) {
-                let b = una.value().to_le_bytes();
-                fp.write_sctx(qpn, layout::SCTX_UNA, &b[..3]);
             }
         }
         let tracked = self.fp_held.iter().position(|&q| q == qpn);

@@ -118,6 +118,8 @@ module fp_tx
   logic                     wb_en;
   logic [QPN_W-1:0]         wb_addr;
   logic [31:0]              wb_psn, wb_noack;
+  logic                     wb_una_en;
+  logic [23:0]              wb_una;
   logic                     fw_wr, fw_rd;
   logic [4:0]               rd_word_q;
 
@@ -145,6 +147,10 @@ module fp_tx
       ram_wa = wb_addr;
       ram_wd[32*SC_WORD_PSN +: 32] = wb_psn;
       ram_wd[32*SC_WORD_NOACK +: 32] = wb_noack;
+      if (wb_una_en) begin
+        ram_we[SC_WORD_UNA] = 1'b1;
+        ram_wd[32*SC_WORD_UNA +: 32] = {8'd0, wb_una};
+      end
     end else if (resp_wr) begin
       ram_we[SC_WORD_UNA] = 1'b1;
       ram_wa = resp_una_addr;
@@ -214,9 +220,12 @@ module fp_tx
     .ctx_wb_addr(wb_addr),
     .ctx_wb_psn(wb_psn),
     .ctx_wb_noack(wb_noack),
-    .una_wr_en(resp_wr || (fw_wr && cfg_wr_word == 5'(SC_WORD_UNA))),
-    .una_wr_addr(resp_wr ? resp_una_addr : cfg_wr_index),
-    .una_wr_psn(resp_wr ? resp_una_psn : cfg_wr_data[23:0]),
+    .ctx_wb_una_en(wb_una_en),
+    .ctx_wb_una(wb_una),
+    // (the write-back, the response path and the firmware never write in one cycle)
+    .una_wr_en((wb_en && wb_una_en) || resp_wr || (fw_wr && cfg_wr_word == 5'(SC_WORD_UNA))),
+    .una_wr_addr(wb_en ? wb_addr : resp_wr ? resp_una_addr : cfg_wr_index),
+    .una_wr_psn(wb_en ? wb_una : resp_wr ? resp_una_psn : cfg_wr_data[23:0]),
     .inval_wr_en(fw_wr && cfg_wr_word == 5'd0 && !cfg_wr_data[8*SC_FLAGS + 2]),
     .inval_wr_addr(cfg_wr_index),
     .m_job(job),

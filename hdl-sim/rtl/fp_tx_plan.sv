@@ -8,8 +8,9 @@
 // everything the wire needs: opcode, PSN, AckReq, PadCnt, RETH, ImmDt/IETH.
 // It hands each packet to the header builder as a job and asks the DMA for
 // the packet's payload, one request per SGE piece; it writes the context's
-// next_psn and noack back after every packet. FLUSH sets noack to 0 and drops
-// the QP's slots.
+// next_psn and noack back after every packet. FLUSH sets noack to 0, drops
+// the QP's slots and moves una_psn forward to the one it carries, in one
+// write-back (docs/fastpath.md §3.2).
 //
 // A slot whose next packet the window does not allow sleeps (its cursor
 // saved) until the firmware writes its QP's una_psn; the other QPs go on
@@ -68,14 +69,18 @@ module fp_tx_plan
     output logic [QPN_W-1:0]                ctx_rd_addr,
     input  wire logic [SCTX_BYTES*8-1:0]    ctx_rd_data,
 
-    // write-back of words 3 (next_psn) and 6 (max_pkts_per_ack, noack); has
-    // priority on the table
+    // write-back of words 3 (next_psn) and 6 (max_pkts_per_ack, noack), and
+    // with ctx_wb_una_en (a FLUSH's) of word 4 (una_psn); has priority on the
+    // table
     output logic                            ctx_wb_en,
     output logic [QPN_W-1:0]                ctx_wb_addr,
     output logic [31:0]                     ctx_wb_psn,
     output logic [31:0]                     ctx_wb_noack,
+    output logic                            ctx_wb_una_en,
+    output logic [23:0]                     ctx_wb_una,
 
-    // firmware writes of una_psn (word 4), seen as they go into the table
+    // writes of una_psn (word 4): the firmware's, the response path's and a
+    // FLUSH's write-back, seen as they go into the table
     input  wire logic                       una_wr_en,
     input  wire logic [QPN_W-1:0]           una_wr_addr,
     input  wire logic [23:0]                una_wr_psn,
@@ -526,6 +531,7 @@ module fp_tx_plan
     logic [23:0] una_now;
     logic signed [23:0] outst;
     ctx_wb_en <= 1'b0;
+    ctx_wb_una_en <= 1'b0;
     una_q_en <= una_wr_en;
     una_q_addr <= una_wr_addr;
     una_q_psn <= una_wr_psn;
@@ -577,6 +583,7 @@ module fp_tx_plan
           // the context's noack is written back through S_CHECK
           d_qpn <= s_txd_data[8*TD_QPN +: QPN_W];
           d_op <= OP_FLUSH;
+          d_imm <= s_txd_data[8*TD_IMM +: 32];   // its una_psn
           d_len <= '0;
           d_nsge <= '0;
           d_start <= '0;
@@ -692,12 +699,19 @@ module fp_tx_plan
             bad_desc <= bad_desc + 32'd1;
             state <= S_DONE;
           end else if (d_op == OP_FLUSH) begin
-            // the firmware rewound the requester: the AckReq count starts again
+            // the firmware rewound the requester: the AckReq count starts again,
+            // and una_psn moves forward to the FLUSH's (never back: a response
+            // taken since, this cycle's write included, may be past it). In the
+            // same step as the drop, so the window the new una_psn opens admits
+            // none of the dropped packets.
+            una_now = (una_wr_en && una_wr_addr == d_qpn) ? una_wr_psn : c_una;
             c_noack <= '0;
             ctx_wb_en <= 1'b1;
             ctx_wb_addr <= d_qpn;
             ctx_wb_psn <= {8'd0, c_next_psn};
             ctx_wb_noack <= {16'd0, c_max_pkts};
+            ctx_wb_una_en <= 1'b1;
+            ctx_wb_una <= (psn_diff(d_imm[23:0], una_now) > 0) ? d_imm[23:0] : una_now;
             // through S_DONE: the write-back lands before the next descriptor's
             // context read (the table reads the old word in a cycle it is written)
             state <= S_DONE;
@@ -819,6 +833,7 @@ module fp_tx_plan
     if (rst) begin
       state <= S_IDLE;
       ctx_wb_en <= 1'b0;
+      ctx_wb_una_en <= 1'b0;
       una_q_en <= 1'b0;
       bad_desc <= '0;
       resent <= '0;

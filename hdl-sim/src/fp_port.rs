@@ -54,7 +54,7 @@ use crate::fastpath::{
 };
 use crate::sim::{DataWidth, SimError};
 use roce_core::dcb::Priorities;
-use roce_core::fastpath::layout::{EVENT_LEN, MR_LEN, RCTX_LEN, SCTX_LEN, TXD_LEN};
+use roce_core::fastpath::layout::{EVENT_LEN, MR_LEN, RCTX_LEN, SCTX_LEN, TXD_LEN, TXD_OP_FLUSH};
 use roce_core::fastpath::SqIdle;
 use roce_core::memory::Dma;
 use roce_core::num::{Psn, Qpn};
@@ -77,8 +77,6 @@ const EV_EXCEPTION: u8 = 1;
 /// Event kind ACKED (§3.5) and its byte 31 bit saying the CQE writer wrote its CQEs.
 const EV_ACKED: u8 = 3;
 const EV_ACKED_CQE: u8 = 4;
-/// TX descriptor op FLUSH (§2.2).
-const OP_FLUSH: u8 = 15;
 
 /// The RTL fast path in front of the port `P`.
 pub struct FpPort<P> {
@@ -480,16 +478,16 @@ impl<P: Datapath> FastPath for FpPort<P> {
     fn tx_room(&self) -> bool {
         // the ring's entries in use: those waiting here and those the RTL's slots hold
         // (a FLUSH takes no slot; the model's ring acts on it at once)
-        let waiting = self.ring.iter().filter(|d| d[3] != OP_FLUSH).count();
+        let waiting = self.ring.iter().filter(|d| d[3] != TXD_OP_FLUSH).count();
         waiting + self.fp.tx_slots_used() < RING
     }
 
     fn post_tx(&mut self, desc: &[u8; TXD_LEN]) -> bool {
         // a FLUSH takes no slot: a full ring takes it too
-        if desc[3] != OP_FLUSH && !self.tx_room() {
+        if desc[3] != TXD_OP_FLUSH && !self.tx_room() {
             return false;
         }
-        if desc[3] == OP_FLUSH {
+        if desc[3] == TXD_OP_FLUSH {
             // the requester was rewound: what the QP still had waiting is stale
             self.drop_queued(txd_qpn(desc));
             self.ring.push_front(*desc);

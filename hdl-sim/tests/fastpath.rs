@@ -360,7 +360,11 @@ fn tx_case(sim: &mut FpSim, qps: &[QpCfg], msgs: &[Msg]) -> Result<(), TestCaseE
         }
         if m.flush {
             let mut f = tx_msg(m, qpn, ctxs[q].next_psn, mi as u16);
-            f.op = MsgOp::Flush;
+            // (with the `una_psn` written below: a FLUSH's moves it only forward, and
+            // the two reach the table in either order)
+            f.op = MsgOp::Flush {
+                una: ctxs[q].next_psn,
+            };
             sim.push_txd(&layout::encode_txd(&f));
             ctxs[q].noack = 0;
         }
@@ -1625,7 +1629,7 @@ fn a_held_message_is_dropped_at_flush_and_invalidation() {
                 );
             } else {
                 let mut flush = desc.clone();
-                flush.op = MsgOp::Flush;
+                flush.op = MsgOp::Flush { una: ctx.una_psn };
                 sim.push_txd(&layout::encode_txd(&flush));
             }
             sim.run_until_idle(&mut mem, 100_000).unwrap();
@@ -1656,6 +1660,116 @@ fn a_held_message_is_dropped_at_flush_and_invalidation() {
             assert_eq!(sim.bad_desc(), 0);
         }
     }
+}
+
+/// What the model's segmenter sent: the wire of a `FastPathPort` alone.
+#[derive(Default)]
+struct Sent(Vec<Vec<u8>>);
+
+impl Datapath for Sent {
+    fn transmit(&mut self, frame: &[u8]) -> bool {
+        self.0.push(frame.to_vec());
+        true
+    }
+    fn can_transmit(&self) -> bool {
+        true
+    }
+    fn receive(&mut self, _: &mut [u8]) -> Option<usize> {
+        None
+    }
+}
+
+/// A FLUSH moves the context's `una_psn` forward to the one it carries as it drops the
+/// QP's message (§2.2, §3.2): a Go-Back-N's rewind and its `una` reach the hardware as
+/// one step, so the window the new `una` opens sends nothing of the dropped message (a
+/// `una_psn` written before the FLUSH was taken sent its next packets: three stale
+/// frames in `device/tests/fastpath_diff.rs`). A FLUSH carrying an older `una` (a
+/// response taken since moved it on) leaves it; the replay after then has the window
+/// from the new `una`. The RTL at both widths and the model (`FastPathPort`) alike.
+#[test]
+fn a_flush_moves_una_forward_with_the_drop() {
+    let cfg = QpCfg {
+        mtu: Mtu::Mtu256,
+        window: 4,
+        ..line_rate_qp()
+    };
+    let qpn = qpn_of(1);
+    let ctx0 = send_ctx(&cfg);
+    // 10 packets; the window lets 4 go, then a NAK at packet 2: una 2, a rewind to it
+    let desc = write_msg(qpn, MEM_BASE, 2560, 0x4000_0000, Rkey(0x77), ctx0.next_psn);
+    let una = desc.psn_of(2);
+    let flush = |una| TxMsg {
+        op: MsgOp::Flush { una },
+        ..desc.clone()
+    };
+    let replay = TxMsg {
+        replay: true,
+        start_pkt: 2,
+        ..desc.clone()
+    };
+    let mem = HostMem::new(MEM_BASE, MEM_LEN, 0x3D);
+    let mut ctx = ctx0;
+    let first = model_frames(&mut ctx, &desc, 0..4, &mem);
+    (ctx.una_psn, ctx.noack) = (una, 0);
+    // the window from packet 2: packets 2 to 5
+    let resent = model_frames(&mut ctx, &replay, 2..6, &mem);
+    let una_of = |sctx: &[u8]| {
+        let b = &sctx[layout::SCTX_UNA..];
+        Psn::new(u32::from_le_bytes([b[0], b[1], b[2], 0]))
+    };
+
+    if let Some(sims) = sims() {
+        for s in &sims {
+            let mut sim = s.borrow_mut();
+            let w = sim.width();
+            sim.reset();
+            let mut mem = mem.clone();
+            sim.write_record(Table::SendCtx, qpn.value(), &layout::encode_sctx(&ctx0));
+            // (the table port and the descriptor input are not ordered)
+            sim.run_until_idle(&mut mem, 100_000).unwrap();
+            sim.push_txd(&layout::encode_txd(&desc));
+            sim.run_until_idle(&mut mem, 100_000).unwrap();
+            assert_eq!(frames(&mut sim), first, "{w}: the window's packets");
+            sim.push_txd(&layout::encode_txd(&flush(una)));
+            sim.run_until_idle(&mut mem, 100_000).unwrap();
+            assert!(sim.tx_idle(), "{w}: dropped");
+            assert_eq!(
+                frames(&mut sim),
+                Vec::<Vec<u8>>::new(),
+                "{w}: nothing stale"
+            );
+            let sctx = sim.read_record(Table::SendCtx, qpn.value(), layout::SCTX_LEN, &mut mem);
+            assert_eq!(una_of(&sctx.unwrap()), una, "{w}: una with the FLUSH");
+            sim.push_txd(&layout::encode_txd(&flush(desc.psn_of(1))));
+            sim.run_until_idle(&mut mem, 100_000).unwrap();
+            let sctx = sim.read_record(Table::SendCtx, qpn.value(), layout::SCTX_LEN, &mut mem);
+            assert_eq!(una_of(&sctx.unwrap()), una, "{w}: never back");
+            sim.push_txd(&layout::encode_txd(&replay));
+            sim.run_until_idle(&mut mem, 100_000).unwrap();
+            assert_eq!(frames(&mut sim), resent, "{w}: the replay");
+            assert_eq!(sim.bad_desc(), 0);
+        }
+    }
+
+    let mut mem = mem.clone();
+    let mut fp = FastPathPort::<Sent, 64>::new(Sent::default());
+    fp.write_sctx(qpn, 0, &layout::encode_sctx(&ctx0));
+    assert!(fp.post_tx(&layout::encode_txd(&desc)));
+    fp.run(&mut mem);
+    assert_eq!(
+        core::mem::take(&mut fp.inner.0),
+        first,
+        "model: the window's"
+    );
+    assert!(fp.post_tx(&layout::encode_txd(&flush(una))));
+    fp.run(&mut mem);
+    assert_eq!(fp.inner.0, Vec::<Vec<u8>>::new(), "model: nothing stale");
+    assert_eq!(una_of(&fp.read_sctx(qpn)), una, "model: una with the FLUSH");
+    assert!(fp.post_tx(&layout::encode_txd(&flush(desc.psn_of(1)))));
+    assert_eq!(una_of(&fp.read_sctx(qpn)), una, "model: never back");
+    assert!(fp.post_tx(&layout::encode_txd(&replay)));
+    fp.run(&mut mem);
+    assert_eq!(fp.inner.0, resent, "model: the replay");
 }
 
 /// The destination QPN in a frame's BTH.

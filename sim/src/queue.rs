@@ -19,9 +19,22 @@
 //! re-armed at every message, leaves hundreds of them in a long stream: in one heap
 //! every pop would sift through all of them. Popping the smaller of the two heaps'
 //! tops gives exactly the order of one heap.
+//!
+//! The near events are few in a fabric of a few hosts (a 100 Gb/s stream between two
+//! NICs keeps three to five pending), and a binary heap's pop sifts and moves entries
+//! down to the bottom and back even then. So while they are at most [`FEW`], they are an
+//! array in no order with the index of the earliest: a push appends (one comparison
+//! with the earliest), a pop swaps the earliest out and scans the few left for the
+//! next. More (a fat tree's hundreds) and they become a heap, and an array again when
+//! they fall to [`FEW`] / 4. Keys are unique (time and scheduling order; the explicit
+//! orders are unique among themselves), so every form pops the same events in the same
+//! order. (A sorted array, latest first, cost more: its inserts moved entries.)
 
 /// Events due further than this after the last event popped wait in the far heap.
 const NEAR: Nanos = 100_000;
+
+/// At most this many near events are kept in an array, more in a heap.
+const FEW: usize = 16;
 
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
@@ -52,6 +65,82 @@ impl<E> Ord for Entry<E> {
     }
 }
 
+/// The near events: an array while they are few, a binary heap when many.
+enum Near<E> {
+    /// In no order; `first` indexes the earliest (0 when empty).
+    Few {
+        v: Vec<Entry<E>>,
+        first: usize,
+    },
+    Many(BinaryHeap<Entry<E>>),
+}
+
+/// The index of the earliest of `v`'s entries (0 when there are none).
+fn earliest<E>(v: &[Entry<E>]) -> usize {
+    let mut first = 0;
+    for (i, e) in v.iter().enumerate().skip(1) {
+        if e.key < v[first].key {
+            first = i;
+        }
+    }
+    first
+}
+
+impl<E> Near<E> {
+    fn push(&mut self, e: Entry<E>) {
+        match self {
+            Near::Few { v, first } if v.len() < FEW => {
+                if v.get(*first).is_some_and(|f| e.key < f.key) {
+                    *first = v.len();
+                }
+                v.push(e);
+            }
+            Near::Few { v, .. } => {
+                let mut heap = BinaryHeap::from(std::mem::take(v));
+                heap.push(e);
+                *self = Near::Many(heap);
+            }
+            Near::Many(heap) => heap.push(e),
+        }
+    }
+
+    fn peek_key(&self) -> Option<u128> {
+        match self {
+            Near::Few { v, first } => v.get(*first).map(|e| e.key),
+            Near::Many(heap) => heap.peek().map(|e| e.key),
+        }
+    }
+
+    fn pop(&mut self) -> Option<Entry<E>> {
+        match self {
+            Near::Few { v, first } => {
+                if v.is_empty() {
+                    return None;
+                }
+                let e = v.swap_remove(*first);
+                *first = earliest(v);
+                Some(e)
+            }
+            Near::Many(heap) => {
+                let e = heap.pop();
+                if heap.len() <= FEW / 4 {
+                    let v = std::mem::take(heap).into_vec();
+                    let first = earliest(&v);
+                    *self = Near::Few { v, first };
+                }
+                e
+            }
+        }
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            Near::Few { v, .. } => v.len(),
+            Near::Many(heap) => heap.len(),
+        }
+    }
+}
+
 /// The top bit of an event's sequence number: set for [`EventQueue::push`]'s, clear for
 /// [`EventQueue::push_ordered`]'s, which thus go first at equal times.
 const SCHEDULED: u64 = 1 << 63;
@@ -59,7 +148,7 @@ const SCHEDULED: u64 = 1 << 63;
 /// Events of type `E` ordered by time, ties broken by scheduling order.
 pub struct EventQueue<E> {
     /// Events due by `last + NEAR` when they were pushed.
-    near: BinaryHeap<Entry<E>>,
+    near: Near<E>,
     /// The others.
     far: BinaryHeap<Entry<E>>,
     /// The time of the last event popped.
@@ -70,7 +159,10 @@ pub struct EventQueue<E> {
 impl<E> Default for EventQueue<E> {
     fn default() -> Self {
         Self {
-            near: BinaryHeap::with_capacity(1024),
+            near: Near::Few {
+                v: Vec::with_capacity(FEW),
+                first: 0,
+            },
             far: BinaryHeap::new(),
             last: 0,
             next_seq: 0,
@@ -102,15 +194,6 @@ impl<E> EventQueue<E> {
         }
     }
 
-    /// The heap whose top is the earliest event.
-    fn first(&mut self) -> &mut BinaryHeap<Entry<E>> {
-        match (self.near.peek(), self.far.peek()) {
-            (Some(n), Some(f)) if f.key < n.key => &mut self.far,
-            (None, Some(_)) => &mut self.far,
-            _ => &mut self.near,
-        }
-    }
-
     /// Removes and returns the earliest event.
     pub fn pop(&mut self) -> Option<(Nanos, E)> {
         self.pop_until(Nanos::MAX)
@@ -118,8 +201,8 @@ impl<E> EventQueue<E> {
 
     /// Time of the earliest event.
     pub fn peek_time(&self) -> Option<Nanos> {
-        let key = |h: &BinaryHeap<Entry<E>>| h.peek().map(|e| e.key);
-        let k = match (key(&self.near), key(&self.far)) {
+        let far = self.far.peek().map(|e| e.key);
+        let k = match (self.near.peek_key(), far) {
             (Some(n), Some(f)) => n.min(f),
             (n, f) => n.or(f)?,
         };
@@ -128,13 +211,22 @@ impl<E> EventQueue<E> {
 
     /// Removes and returns the earliest event if it is due at or before `limit`.
     pub fn pop_until(&mut self, limit: Nanos) -> Option<(Nanos, E)> {
-        // The heaps' tops are compared once, not by `peek_time` and again by `pop`.
-        let heap = self.first();
-        let time = (heap.peek()?.key >> 64) as Nanos;
+        // The tops are compared once, not by `peek_time` and again by `pop`.
+        let far = self.far.peek().map(|e| e.key);
+        let (key, from_far) = match (self.near.peek_key(), far) {
+            (Some(n), Some(f)) if f < n => (f, true),
+            (Some(n), _) => (n, false),
+            (None, f) => (f?, true),
+        };
+        let time = (key >> 64) as Nanos;
         if time > limit {
             return None;
         }
-        let e = heap.pop()?;
+        let e = if from_far {
+            self.far.pop()
+        } else {
+            self.near.pop()
+        }?;
         self.last = time;
         Some((time, e.event))
     }
@@ -146,7 +238,7 @@ impl<E> EventQueue<E> {
 
     /// True when nothing is scheduled.
     pub fn is_empty(&self) -> bool {
-        self.near.is_empty() && self.far.is_empty()
+        self.len() == 0
     }
 }
 
@@ -196,22 +288,44 @@ mod tests {
     #[test]
     fn matches_a_sort_by_time_then_scheduling_order_under_random_load() {
         // Events scheduled at random offsets from the present, as the fabric does, with
-        // pop_until stops and pushes before the next pending event mixed in.
+        // pop_until stops and pushes before the next pending event mixed in, some
+        // with an explicit order; now and then a burst that makes the near events many
+        // (a heap) until they drain back to few (an array).
         let mut rng = Rng::new(3);
         let mut q = EventQueue::default();
-        let mut reference: Vec<(Nanos, u64)> = Vec::new();
+        // (time, 0 for an explicit order then the order, or 1 then the scheduling
+        // order): the order the queue must keep.
+        let mut reference: Vec<(Nanos, u8, u64)> = Vec::new();
         let (mut now, mut id) = (0, 0u64);
         let mut popped = Vec::new();
+        let (mut many_rounds, mut back_to_few) = (0, 0);
         for round in 0..20_000 {
-            for _ in 0..rng.below(3) {
-                // Mostly the near future, sometimes far ahead.
-                // (Beyond NEAR too: those wait in the far heap.)
-                let span = if rng.chance(0.1) { 3 * NEAR } else { 1_000 };
-                let t = now + rng.below(span);
-                q.push(t, id);
-                reference.push((t, id));
+            let pushes = match round % 1_000 {
+                999 => 3 * FEW as u64,
+                // Quiet after the burst: the queue drains.
+                ..300 => 0,
+                _ => rng.below(3),
+            };
+            for _ in 0..pushes {
+                // Mostly the near future, sometimes far ahead (the far heap's).
+                let t = if rng.chance(0.1) {
+                    now + NEAR + 1 + rng.below(2 * NEAR)
+                } else {
+                    now + rng.below(1_000)
+                };
+                // An explicit order puts an event before those of its time that were
+                // pushed earlier, so only at a time not yet popped (a remote frame
+                // arrives after the horizon its partition ran to).
+                if t > now && rng.chance(0.2) {
+                    q.push_ordered(t, id, id);
+                    reference.push((t, 0, id));
+                } else {
+                    q.push(t, id);
+                    reference.push((t, 1, id));
+                }
                 id += 1;
             }
+            let was_many = matches!(q.near, Near::Many(_));
             let limit = now + rng.below(50);
             if let Some((t, e)) = q.pop_until(limit) {
                 assert!(t >= now);
@@ -220,11 +334,20 @@ mod tests {
             } else if round % 2 == 0 {
                 now = limit;
             }
+            match q.near {
+                Near::Many(_) => many_rounds += 1,
+                Near::Few { .. } if was_many => back_to_few += 1,
+                Near::Few { .. } => {}
+            }
             assert_eq!(q.len(), reference.len() - popped.len());
         }
+        assert!(
+            many_rounds > 1_000 && back_to_few >= 10,
+            "{many_rounds} {back_to_few}"
+        );
         popped.extend(std::iter::from_fn(|| q.pop()));
-        // Ids grow with scheduling order, so (time, id) is the required order.
         reference.sort();
+        let reference: Vec<(Nanos, u64)> = reference.iter().map(|&(t, _, id)| (t, id)).collect();
         assert_eq!(popped, reference);
         assert!(q.is_empty());
     }

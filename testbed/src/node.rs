@@ -4,6 +4,7 @@ use crate::dcbx::DcbxAgent;
 use crate::rtl_dcb::{RtlDcb, RtlDcbConfig};
 use crate::rx_buffer::{RxBuffer, RxBufferConfig, RxBufferCounters};
 use roce_core::dcb::{Ets, PRIORITIES};
+use roce_core::engine::DcbConfig;
 use roce_core::wire::ethernet::MacAddr;
 use roce_core::wire::udp::ROCEV2_PORT;
 use roce_device::NicModel;
@@ -359,8 +360,9 @@ impl NicNode {
     /// Lets the NIC fill the transmit queues that have room (the one FIFO: while it
     /// is empty). The engine builds no frame of a full queue's priority; a model that
     /// builds frames ahead of the port may hand one anyway, which then waits in its
-    /// queue beyond the limit, and filling stops.
-    fn fill(&mut self, map: &roce_core::dcb::PriorityMap) {
+    /// queue beyond the limit, and filling stops. `dcb` holds the port's DCB settings
+    /// once read from the NIC: the first frame to classify reads them.
+    fn fill(&mut self, dcb: &mut Option<DcbConfig>) {
         loop {
             let full = if self.single_queue {
                 if !self.queued.is_empty() {
@@ -392,6 +394,7 @@ impl NicNode {
                 return;
             };
             let frame = TxFrame { buf, len };
+            let map = &dcb.get_or_insert_with(|| self.nic.dcb()).map;
             let prio = map.of_frame(frame.bytes());
             let q = if self.single_queue {
                 0
@@ -435,8 +438,14 @@ impl NicNode {
             // Waiting for context DMA; `poll_timeout` wakes the node when it is done.
             return None;
         }
-        let dcb = self.nic.dcb();
-        self.fill(&dcb.map);
+        // The DCB settings are read once, when a frame needs them: not at all on a
+        // pull that finds nothing (the receiver's, at every packet of a stream).
+        let mut dcb = None;
+        self.fill(&mut dcb);
+        if self.queued.is_empty() {
+            return None;
+        }
+        let dcb = dcb.get_or_insert_with(|| self.nic.dcb());
         // The one FIFO's head, or ETS's pick among the queues that hold a frame of a
         // priority not paused.
         let (index, prio) = if self.single_queue {

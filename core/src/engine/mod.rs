@@ -191,6 +191,11 @@ pub struct Engine<
     /// holds them: each frame copies them and patches its lengths instead of building
     /// every header again.
     tx_hdr: [HeaderTemplate; QPS],
+    /// Per QP, the 802.1p priorities of its CNPs and of its other frames
+    /// ([`qp_priorities`]), written with its header template: `poll_transmit_except`
+    /// checks them against the blocked ones at every call that has some blocked (a
+    /// port's full queue: the second call of every frame on a busy port).
+    tx_prio: [QpPriorities; QPS],
     /// Per QP: it may have a frame to send. Cleared when `transmit_one` finds nothing;
     /// set by every call that runs the QP's state machine (`with_qp`), the only way its
     /// answer can change (it does not depend on the time; a paced QP whose pacer holds
@@ -258,6 +263,7 @@ impl<
             queues: [const { QpQueues::new() }; QPS],
             srqs: SrqTable::new(),
             tx_hdr: [HeaderTemplate::EMPTY; QPS],
+            tx_prio: [QpPriorities { cnp: 0, data: 0 }; QPS],
             tx_ready: [false; QPS],
             fp_ready: [false; QPS],
             deadlines: [None; QPS],
@@ -676,12 +682,17 @@ impl<
     /// Rewrites QP `slot`'s header template from its address vector and ECN marking.
     fn update_tx_hdr(&mut self, slot: usize) {
         let ect = self.cc.get(slot).is_some_and(QpCc::rp_on);
-        let (Some(Some(qp)), Some(t)) = (self.qps.get(slot), self.tx_hdr.get_mut(slot)) else {
+        let (Some(Some(qp)), Some(t), Some(p)) = (
+            self.qps.get(slot),
+            self.tx_hdr.get_mut(slot),
+            self.tx_prio.get_mut(slot),
+        ) else {
             return;
         };
         // An address that cannot be framed leaves an empty template: its frames fail
         // to emit, as they did when every frame built its headers.
         *t = header_template(&self.cfg, qp, None, ect).unwrap_or_default();
+        *p = qp_priorities(&self.cfg, qp);
     }
 
     /// Changes the port's configuration: a NIC built before it knew its addresses sets
@@ -956,21 +967,46 @@ impl<
             return false;
         }
         for slot in 0..self.hi {
-            let owes = matches!(
-                self.qps.get(slot),
-                Some(Some(qp)) if qp.req.fastpath && qp.req.rewound
-            );
-            // `req_take_msg` hands out the owed FLUSH before anything else.
-            if owes
-                && self
-                    .with_fp_qp(slot, now, |r, env| r.req_take_msg(env, out))
-                    .unwrap_or(false)
-            {
+            if self.fp_take_flush(slot, now, out) {
                 return true;
             }
         }
         self.fp_flush_any = false;
         false
+    }
+
+    /// The FLUSH QP `qpn` owes the hardware (its requester was rewound), written into
+    /// `out`; false when it owes none. The firmware posts it as it hands back the
+    /// context of the exception that rewound the QP, before the QP is released: the
+    /// FLUSH carries the QP's `una_psn`, which reaches the hardware with it and not
+    /// apart (`docs/fastpath.md` §3.2).
+    pub fn fastpath_take_flush(
+        &mut self,
+        now: Instant,
+        qpn: Qpn,
+        out: &mut fastpath::layout::TxdWords,
+    ) -> bool {
+        let Some(slot) = self.slot(qpn) else {
+            return false;
+        };
+        let now = self.clock(now);
+        self.fp_take_flush(slot, now, out)
+    }
+
+    fn fp_take_flush(
+        &mut self,
+        slot: usize,
+        now: Instant,
+        out: &mut fastpath::layout::TxdWords,
+    ) -> bool {
+        let owes = matches!(
+            self.qps.get(slot),
+            Some(Some(qp)) if qp.req.fastpath && qp.req.rewound
+        );
+        // `req_take_msg` hands out the owed FLUSH before anything else.
+        owes && self
+            .with_fp_qp(slot, now, |r, env| r.req_take_msg(env, out))
+            .unwrap_or(false)
     }
 
     /// The fast path took a response for `qpn` (`docs/fastpath.md` §3.6, the `ACKED`
@@ -1504,31 +1540,14 @@ impl<
                 continue;
             };
             // Nothing to look up while every priority may send.
-            let (cnp_blocked, data_blocked) = if blocked.is_empty() {
-                (false, false)
-            } else {
-                // Tagged (the source entry's VLAN, else the address vector's: as
-                // `lower_headers` tags), a frame's priority is the SL or the CNP
-                // priority itself; untagged, its DSCP's through the map.
-                let tagged = qp.av.vlan_id.is_some()
-                    || self
-                        .cfg
-                        .gids
-                        .source_for(&qp.av)
-                        .is_some_and(|g| g.vlan_id.is_some());
-                let map = &self.cfg.dcb.map;
-                let prio = |dscp: u8, user_prio: u8| {
-                    if tagged {
-                        user_prio & 7
-                    } else {
-                        map.priority(dscp, None)
-                    }
-                };
-                let cc = &self.cfg.cc;
-                (
-                    blocked.contains(prio(cc.cnp_dscp, cc.cnp_prio)),
-                    blocked.contains(prio(qp.av.traffic_class >> 2, qp.av.sl)),
-                )
+            let (cnp_blocked, data_blocked) = match self.tx_prio.get(slot) {
+                Some(p) if !blocked.is_empty() => {
+                    // Kept with the header template, which changes with what they
+                    // depend on; checked where tests run.
+                    debug_assert_eq!(*p, qp_priorities(&self.cfg, qp), "stale priorities");
+                    (blocked.contains(p.cnp), blocked.contains(p.data))
+                }
+                _ => (false, false),
             };
             let (mut gated, mut ect) = (false, false);
             // Congestion control costs nothing here while it is off.
@@ -1701,6 +1720,35 @@ fn transmit_one<const SQ: usize, const RQ: usize, const RD: usize>(
         }
     }
     Tx::NotWritten
+}
+
+/// The 802.1p priorities of a QP's frames.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct QpPriorities {
+    cnp: u8,
+    data: u8,
+}
+
+/// The priorities of `qp`'s CNPs and of its other frames on the port `cfg`. Tagged (the
+/// source entry's VLAN, else the address vector's: as `lower_headers` tags), a frame's
+/// priority is the SL or the CNP priority itself; untagged, its DSCP's through the map.
+fn qp_priorities(cfg: &PortConfig, qp: &Qp) -> QpPriorities {
+    let tagged = qp.av.vlan_id.is_some()
+        || cfg
+            .gids
+            .source_for(&qp.av)
+            .is_some_and(|g| g.vlan_id.is_some());
+    let prio = |dscp: u8, user_prio: u8| {
+        if tagged {
+            user_prio & 7
+        } else {
+            cfg.dcb.map.priority(dscp, None)
+        }
+    };
+    QpPriorities {
+        cnp: prio(cfg.cc.cnp_dscp, cfg.cc.cnp_prio),
+        data: prio(qp.av.traffic_class >> 2, qp.av.sl),
+    }
 }
 
 /// A RoCEv2 CNP to the peer of `qp`, laid out as the ConnectX-4 Lx capture of

@@ -157,6 +157,8 @@ pub fn decode_sctx(b: &[u8; SCTX_LEN]) -> Result<SendCtx, Invalid> {
 // ---------------------------------------------------------------------------------------
 // §2.2 TX message descriptor
 
+/// `op` of a FLUSH (byte 3): the one descriptor that takes no ring slot.
+pub const TXD_OP_FLUSH: u8 = 15;
 /// `flags` bit: SE on the last packet.
 pub const TXD_SE: u8 = 1;
 /// `flags` bit: a replay of packets sent before.
@@ -217,6 +219,7 @@ pub fn write_txd_words(m: &TxMsg, sges: &[Sge], w: &mut TxdWords) {
     let extra = match m.op {
         MsgOp::SendWithImm(imm) | MsgOp::WriteWithImm(imm) => imm,
         MsgOp::SendWithInv(rkey) => rkey.0,
+        MsgOp::Flush { una } => una.value() & 0xFF_FFFF,
         _ => 0,
     };
     let flags = (u32::from(m.solicited) * u32::from(TXD_SE))
@@ -276,7 +279,9 @@ pub fn decode_txd(b: &[u8; TXD_LEN]) -> Result<TxMsg, Invalid> {
             swap: u64_at(b, 64),
         },
         7 => MsgOp::FetchAdd { add: u64_at(b, 64) },
-        15 => MsgOp::Flush,
+        TXD_OP_FLUSH => MsgOp::Flush {
+            una: Psn::new(extra & 0xFF_FFFF),
+        },
         _ => return Err(Invalid { offset: 3 }),
     };
     let num_sge = usize::from(b[5]);

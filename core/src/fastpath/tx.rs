@@ -57,8 +57,13 @@ pub enum MsgOp {
         add: u64,
     },
     /// No packet: drops the QP's queued descriptors and the one in progress, and
-    /// restarts the AckReq count (the firmware rewound the requester).
-    Flush,
+    /// restarts the AckReq count (the firmware rewound the requester). `una`: the
+    /// oldest unacknowledged PSN the rewind starts from, which the context's `una_psn`
+    /// moves forward to in the same step (never back), so the window the new `una`
+    /// opens admits no packet of what the FLUSH drops (§2.2).
+    Flush {
+        una: Psn,
+    },
 }
 
 impl MsgOp {
@@ -89,7 +94,7 @@ impl MsgOp {
             Self::Read => 5,
             Self::CmpSwap { .. } => 6,
             Self::FetchAdd { .. } => 7,
-            Self::Flush => 15,
+            Self::Flush { .. } => super::layout::TXD_OP_FLUSH,
         }
     }
 
@@ -134,7 +139,7 @@ impl TxMsg {
     /// one, a SEND or WRITE one per packet and at least one).
     pub fn psns(&self, mtu: Mtu) -> u32 {
         match self.op {
-            MsgOp::CmpSwap { .. } | MsgOp::FetchAdd { .. } | MsgOp::Flush => 1,
+            MsgOp::CmpSwap { .. } | MsgOp::FetchAdd { .. } | MsgOp::Flush { .. } => 1,
             _ => self.length.div_ceil(mtu.bytes()).max(1),
         }
     }
@@ -206,7 +211,7 @@ pub fn segment(
 ) -> Result<usize, TxError> {
     let mtu = ctx.mtu.bytes();
     let n = msg.psns(ctx.mtu);
-    if k >= n || msg.op == MsgOp::Flush {
+    if k >= n || matches!(msg.op, MsgOp::Flush { .. }) {
         return Err(TxError::NoSuchPacket);
     }
     let psn = msg.psn_of(k);

@@ -123,7 +123,10 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
     /// none.
     pub(crate) fn req_take_msg(&mut self, env: &mut Env<'_>, out: &mut TxdWords) -> bool {
         if core::mem::take(&mut self.qp.req.rewound) {
-            let mut m = self.msg_skeleton(MsgOp::Flush, 0);
+            // The acknowledged PSN goes with the FLUSH: written apart, it opened the
+            // hardware's window for the stale descriptor before the FLUSH dropped it.
+            let una = self.qp.comp.psn;
+            let mut m = self.msg_skeleton(MsgOp::Flush { una }, 0);
             m.first_psn = self.qp.req.psn;
             layout::write_txd_words(&m, &[], out);
             return true;

@@ -32,7 +32,9 @@ use core::ptr;
 
 use roce_core::dcb::Priorities;
 use roce_core::engine::DcbConfig;
-use roce_core::fastpath::layout::{EVENT_LEN, EV_EXCEPTION, MR_LEN, RCTX_LEN, SCTX_LEN, TXD_LEN};
+use roce_core::fastpath::layout::{
+    EVENT_LEN, EV_EXCEPTION, MR_LEN, RCTX_LEN, SCTX_LEN, TXD_LEN, TXD_OP_FLUSH,
+};
 use roce_core::fastpath::SqIdle;
 use roce_core::memory::{Dma, DmaError};
 use roce_core::num::{Psn, Qpn};
@@ -644,7 +646,20 @@ impl FastPath for MmioFastPath {
     }
 
     fn post_tx(&mut self, desc: &[u8; TXD_LEN]) -> bool {
-        if !self.tx_room() {
+        if desc[3] == TXD_OP_FLUSH {
+            // A FLUSH takes no slot (§2.2): it waits only for the descriptor register,
+            // which the segmenter empties within a packet (a descriptor posted with
+            // room at once, a FLUSH at the next packet boundary). Refused, it would be
+            // lost: the engine owes it no more, and the rewind's `una_psn` rides in it
+            // (§3.2).
+            let mut spins = 1u32 << 16;
+            while self.reg(fp_reg::STATUS) & fp_reg::ST_TXD != 0 {
+                if spins == 0 {
+                    return false;
+                }
+                spins -= 1;
+            }
+        } else if !self.tx_room() {
             return false;
         }
         for (i, w) in desc.chunks_exact(4).enumerate() {

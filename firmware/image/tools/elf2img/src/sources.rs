@@ -57,12 +57,18 @@ pub fn record_path(image: &Path) -> PathBuf {
 
 /// 64-bit FNV-1a.
 pub fn fnv1a64(bytes: &[u8]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for &b in bytes {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x0100_0000_01b3);
-    }
-    h
+    fnv1a64_extend(FNV1A64_BASIS, bytes)
+}
+
+/// FNV-1a 64's starting state (its offset basis), for [`fnv1a64_extend`].
+pub const FNV1A64_BASIS: u64 = 0xcbf2_9ce4_8422_2325;
+
+/// FNV-1a 64 continued over `bytes` from the state `hash`: a hash of several pieces
+/// without joining them first. `fnv1a64_extend(fnv1a64(a), b) == fnv1a64(a ++ b)`.
+pub fn fnv1a64_extend(hash: u64, bytes: &[u8]) -> u64 {
+    bytes.iter().fold(hash, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
 }
 
 /// The input files under `root`, as `/`-separated paths from it, sorted. Missing files of
@@ -369,6 +375,7 @@ mod tests {
         assert_eq!(fnv1a64(b""), 0xcbf29ce484222325);
         assert_eq!(fnv1a64(b"a"), 0xaf63dc4c8601ec8c);
         assert_eq!(fnv1a64(b"foobar"), 0x85944171f73967e8);
+        assert_eq!(fnv1a64_extend(fnv1a64(b"foo"), b"bar"), 0x85944171f73967e8);
     }
 
     #[test]
