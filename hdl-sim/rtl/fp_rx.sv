@@ -148,6 +148,11 @@ module fp_rx
     output logic [31:0]                  dups,
     output logic                         acc_valid,   // a frame hit entry acc_row
     output logic [QPN_W-1:0]             acc_row,
+    // Go-Back-N at a NAK (fp_rx_check; the WQE fetch's flags and takes)
+    input  wire logic [NQP-1:0]          gbn_ok,
+    input  wire logic [NQP-1:0]          gbn_retrying,
+    input  wire logic                    gbn_taken,
+    input  wire logic [QPN_W-1:0]        gbn_taken_e,
     // every frame taken in is done with: placed, handed on or dropped, its
     // outputs delivered (a dropped frame drains without touching any port)
     output logic                         idle
@@ -387,7 +392,11 @@ module fp_rx
     .oos(oos),
     .dups(dups),
     .acc_valid(acc_valid),
-    .acc_row(acc_row)
+    .acc_row(acc_row),
+    .gbn_ok(gbn_ok),
+    .gbn_retrying(gbn_retrying),
+    .gbn_taken(gbn_taken),
+    .gbn_taken_e(gbn_taken_e)
   );
 
   fp_rx_verdict_t vq_head;

@@ -158,7 +158,16 @@ module fp_rx_check
     // accessed bit (roce_fp_top): the firmware's cache sees the QPs the fast
     // path serves without it
     output logic                           acc_valid,
-    output logic [QPN_W-1:0]               acc_row
+    output logic [QPN_W-1:0]               acc_row,
+    // Go-Back-N at a NAK sequence error (docs/fastpath.md §3.8, "in RTL"): per
+    // entry, the WQE fetch holds the queue and has a retry left (gbn_ok), or
+    // a retry of it is under way without progress since (gbn_retrying); it
+    // took the rewind event of entry gbn_taken_e (gbn_taken: this unit's own
+    // record of the rewinds in flight, nak_inflight, may go)
+    input  wire logic [NQP-1:0]            gbn_ok,
+    input  wire logic [NQP-1:0]            gbn_retrying,
+    input  wire logic                      gbn_taken,
+    input  wire logic [QPN_W-1:0]          gbn_taken_e
 );
 
   localparam int E = IF_ENTRIES;
@@ -278,6 +287,13 @@ module fp_rx_check
   logic [1:0]    pc_pos [SG_N];
   logic [2:0]    np_q;
   logic        k_ack, k_aeth_nak, k_rpsn_ok;
+  // a NAK "PSN sequence error" of a queue the WQE fetch may rewind (C2), its
+  // PSN past the una_psn it was checked against, a retry under way
+  logic        k_gbn, k_progress, k_retrying;
+  // per entry: a rewind taken here whose event the WQE fetch has not taken
+  // yet (until then the entry counts as retrying: a second NAK of the same
+  // PSN is dropped, as the engine drops it)
+  logic [NQP-1:0] nak_inflight;
   // a READ response (C2); its READ, the first live entry (C3): where the
   // payload goes in the message, the READ's length and last PSN
   logic        k_read, k_rends, k_runa;
@@ -393,6 +409,9 @@ module fp_rx_check
     if_ret_en <= 1'b0;
     grp_valid <= 1'b0;
     rec_valid <= 1'b0;
+    // the WQE fetch took a rewind's event: its own flags say the rest (before
+    // the states, so that a rewind taken in the same cycle keeps its bit)
+    if (gbn_taken) nak_inflight[gbn_taken_e] <= 1'b0;
     case (st)
       S_C0: if (s_meta_valid && s_meta_ready) begin
         m <= s_meta;
@@ -487,6 +506,11 @@ module fp_rx_check
         k_rends <= op == RC_READ_RESP_LAST || op == RC_READ_RESP_ONLY;
         k_runa <= m.bth_psn == s_una;
         k_aeth_nak <= m.ext_mask[EXT_AETH] && m.aeth_syndrome[7:5] != 3'd0;
+        k_gbn <= m.ext_mask[EXT_AETH] && m.aeth_syndrome == 8'h60
+            && gbn_ok[m.bth_destqp[QPN_W-1:0]];
+        k_progress <= m.bth_psn != s_una;
+        k_retrying <= gbn_retrying[m.bth_destqp[QPN_W-1:0]]
+            || nak_inflight[m.bth_destqp[QPN_W-1:0]];
         k_rpsn_ok <= psn_diff(m.bth_psn, s_una) >= 0 && psn_diff(m.bth_psn, s_next) < 0;
         smtu <= 32'd1 << s_mtu_log2;
         for (int j = 0; j < E; j++) begin
@@ -529,7 +553,7 @@ module fp_rx_check
         logic [31:0]  d_off, d_len;
         logic [23:0]  d_last;
         logic [E_W:0] t;
-        logic         seen;
+        logic         seen, tdone;
         dh = first_hot(~v_dead);
         th = first_hot(v_hit);
         t = first_set(v_hit);
@@ -564,12 +588,15 @@ module fp_rx_check
         // what a taken response retires: the dead entries, then T's
         // predecessors and T itself when the PSN is T's last; the last
         // retired (T or the one before it) names its WQE in the event
-        done_q <= t - q_tn + (E_W + 1)'((th & v_tdone) != '0);
-        ret_q <= t + (E_W + 1)'((th & v_tdone) != '0);
-        wqe_q <= ((th & v_tdone) != '0) ? w_t : w_b;
+        // A NAK taken as a rewind retires as an ACK of PSN - 1: T never (its
+        // PSN is the responder's expected one, not one it acknowledges)
+        tdone = (th & v_tdone) != '0 && !k_gbn;
+        done_q <= t - q_tn + (E_W + 1)'(tdone);
+        ret_q <= t + (E_W + 1)'(tdone);
+        wqe_q <= tdone ? w_t : w_b;
         for (int j = 0; j < E; j++)
           cqm_q[j] <= o_cqe[j] && o_live[j] && (E_W + 1)'(j) >= q_tn
-              && (E_W + 1)'(j) < t + (E_W + 1)'((th & v_tdone) != '0);
+              && (E_W + 1)'(j) < t + (E_W + 1)'(tdone);
         case (c_cur)
           CUR_NONE:  k_seq_ok <= k_starts;
           CUR_WRITE: k_seq_ok <= k_write && !k_starts;
@@ -597,7 +624,7 @@ module fp_rx_check
         // a response's reason, but for the READ's length and SGEs (RD)
         if (!s_valid) r_reason = EXC_OFF;
         else if (!k_ack && !k_read) r_reason = EXC_OPCODE;   // ATOMIC ACKNOWLEDGE
-        else if (k_aeth_nak) r_reason = EXC_NAK_IN;
+        else if (k_aeth_nak && !k_gbn) r_reason = EXC_NAK_IN;
         else if (!k_rpsn_ok || (k_read && !k_runa)) r_reason = EXC_PSN;
         else if (rkind_q) r_reason = EXC_ORDER;
         else if (!found_q) r_reason = EXC_PSN;
@@ -779,7 +806,7 @@ module fp_rx_check
         // a response's decision
         fp_rx_verdict_t v;
         logic [7:0] reason;
-        logic take;
+        logic take, drop, rewind;
         logic [RCTX_BYTES*8-1:0] w;
         logic [SG_N-1:0][63:0] pa;
         logic [SG_N-1:0][15:0] pl;
@@ -787,6 +814,11 @@ module fp_rx_check
         if (rr_reason == 8'd0 && k_read && !rlen_ok) reason = EXC_LENGTH;
         else if (rr_reason == 8'd0 && k_read && !covered) reason = EXC_KEY;
         take = m.error == ERR_NONE && reason == 8'd0;
+        // a NAK sequence error the WQE fetch rewinds (§3.8): without progress
+        // while a retry is under way it is dropped (the engine's on_nak), else
+        // it retires what ends before its PSN and the event asks for the rewind
+        drop = take && k_gbn && !k_progress && k_retrying;
+        rewind = take && k_gbn && !drop;
         pa = '0;
         pl = '0;
         for (int i = 0; i < SG_N; i++) if (nz[i]) begin
@@ -798,6 +830,8 @@ module fp_rx_check
           v.action = ACT_DROP;
         end else if (!take) begin
           v = exception(m, reason, frame_slot);
+        end else if (drop) begin
+          v.action = ACT_TAKE;
         end else begin
           // an ACK taken: the frame goes, the firmware hears of it; a READ
           // response's payload goes to its pieces first
@@ -810,9 +844,12 @@ module fp_rx_check
           v.ev[8*EV_KIND +: 8] = EVK_ACKED;
           v.ev[8*EV_DONE +: 8] = 8'(done_q);
           if (done_q != '0) v.ev[8*EV_WQE +: 16] = wqe_q;
-          v.ev[8*EV_UNA +: 24] = m.bth_psn + 24'd1;
+          v.ev[8*EV_UNA +: 24] = rewind ? m.bth_psn : m.bth_psn + 24'd1;
+          v.ev[8*EV_RFLAGS + 3] = rewind;
+          v.ev[8*EV_RFLAGS + 4] = rewind && k_progress;
         end
         v = of_frame(v, m);
+        if (rewind) nak_inflight[m.bth_destqp[QPN_W-1:0]] <= 1'b1;
         // the receive side's state is not the response's: only `held` changes
         w = c_raw;
         if (!take) w[8*RC_FLAGS + 2] = 1'b1;
@@ -828,15 +865,15 @@ module fp_rx_check
         // are read first (CQ) and the retirement waits for them
         if_ret_en <= m.error == ERR_NONE && c_hit && !(take && cqm_q != '0);
         if_ret_addr <= m.bth_destqp[QPN_W-1:0];
-        if_ret_n <= take ? ret_q : q_t;
-        una_valid <= take;
+        if_ret_n <= take && !drop ? ret_q : q_t;
+        una_valid <= take && !drop;
         una_addr <= m.bth_destqp[QPN_W-1:0];
-        una_psn <= m.bth_psn + 24'd1;
-        grp_valid <= take;
+        una_psn <= rewind ? m.bth_psn : m.bth_psn + 24'd1;
+        grp_valid <= take && !drop;
         grp_qpn <= m.bth_destqp;
         grp_n <= count_set(cqm_q);
         cq_left <= cqm_q;
-        st <= !take ? S_C0 : (cqm_q != '0) ? S_CQ : S_UNA;
+        st <= !take || drop ? S_C0 : (cqm_q != '0) ? S_CQ : S_UNA;
       end
 
       S_CQ: begin
@@ -863,6 +900,7 @@ module fp_rx_check
     end
     if (rst) begin
       st <= S_C0;
+      nak_inflight <= '0;
       rctx_wr_en <= 1'b0;
       m_verdict_valid <= 1'b0;
       frame_slot <= '0;

@@ -479,6 +479,13 @@ module roce_fp_top
     .dups(rx_dups),
     .acc_valid(acc_valid),
     .acc_row(acc_row),
+    // Go-Back-N at a NAK (docs/fastpath.md §3.8, "in RTL"): not yet, fp_sqf's
+    // budget, flags and rewind are not written; with gbn_ok 0 every NAK is
+    // the firmware's EXCEPTION as before
+    .gbn_ok('0),
+    .gbn_retrying('0),
+    .gbn_taken(1'b0),
+    .gbn_taken_e('0),
     .idle(rx_side_idle)
   );
 
