@@ -112,6 +112,10 @@ struct Outcome {
     /// Each side's port counters `out_of_seq_request` and `duplicate_request`: the
     /// engine's, plus the requests the fast path's receive path answered itself.
     answered: [[u64; 2]; 2],
+    /// Each side's port counters `rcvd_seq_err`, `completer_retry_err` and
+    /// `local_ack_timeout_err`: the engine's, plus the NAKs, retries and timeouts of the
+    /// fast path's own Go-Back-N (§3.8).
+    retries: [[u64; 3]; 2],
 }
 
 /// A flow: sending side (0 = A), BTH DestQP, response (ACK, READ response, atomic ACK).
@@ -323,6 +327,13 @@ fn run_on(
             memory,
             resent: port.map(|c| c.engine.retransmitted_pkts),
             answered: port.map(|c| [c.engine.out_of_seq_request, c.engine.duplicate_request]),
+            retries: port.map(|c| {
+                [
+                    c.engine.rcvd_seq_err,
+                    c.engine.completer_retry_err,
+                    c.engine.local_ack_timeout_err,
+                ]
+            }),
         },
         port.map(|c| c.runtime),
     )
@@ -534,6 +545,11 @@ fn differential_on(
         engine.answered,
         fast.answered,
         "out_of_seq_request, duplicate_request"
+    );
+    prop_assert_eq!(
+        engine.retries,
+        fast.retries,
+        "rcvd_seq_err, completer_retry_err, local_ack_timeout_err"
     );
     Ok(counters)
 }
@@ -994,8 +1010,9 @@ proptest! {
 /// data packets the receiver NAKs, none that only the local ACK timer repairs) costs
 /// the sending firmware no event and no descriptor: the model retires what the NAK
 /// acknowledges, flushes the QP's descriptors and replays its WQEs from the host ring.
-/// The frames, memory and completions are the engine's, every frame sent at the
-/// engine's instant. (Without the hardware's Go-Back-N each NAK is an EXCEPTION, and the
+/// The frames, memory, completions and the NAK and retry counters (`rcvd_seq_err`,
+/// `completer_retry_err`, `local_ack_timeout_err`: the fast path reports its own, the
+/// engine counts them) are the engine's, every frame sent at the engine's instant. (Without the hardware's Go-Back-N each NAK is an EXCEPTION, and the
 /// firmware takes the send queue back: 3 events on seed 1.)
 #[test]
 fn a_nak_of_a_fetched_queue_is_the_hardwares() {
@@ -1021,6 +1038,11 @@ fn a_nak_of_a_fetched_queue_is_the_hardwares() {
         assert_eq!(
             engine.times, fast.times,
             "seed {seed}: frames sent at other times"
+        );
+        assert!(
+            engine.retries[0][0] > 0 && engine.retries[0][1] > 0,
+            "seed {seed}: the engine alone met no NAK: {:?}",
+            engine.retries
         );
     }
 }

@@ -190,6 +190,14 @@ pub struct SqNews {
     pub sends: u32,
     /// Its earliest local ACK deadline (ns).
     pub deadline: Option<u64>,
+    /// Its Go-Back-N (§3.8) since the last call: the NAK sequence errors it took (those
+    /// it dropped too), the retries it started (at a NAK or at the local ACK timeout)
+    /// and of those the ones at the timeout. The engine counts them as its own
+    /// (`rcvd_seq_err`, `completer_retry_err`, `local_ack_timeout_err`): it never saw
+    /// these NAKs and timeouts.
+    pub naks: u32,
+    pub retries: u32,
+    pub timeouts: u32,
     /// A send queue it holds stopped at a WQE it does not take (`FastPath::sq_stopped`
     /// says which): the firmware takes it back and fetches from there. A fetch runs by
     /// itself after its doorbell (the RTL's waits behind the segmenter's payload reads
@@ -295,10 +303,6 @@ pub struct FastPathPort<P, const QPS: usize> {
     now: u64,
     /// What `sq_news` reports next.
     news: SqNews,
-    /// NAK sequence errors its Go-Back-N took (`naks_taken`).
-    naks: u64,
-    /// Local ACK timeouts its Go-Back-N took (`timeouts_taken`).
-    timeouts: u64,
     buf: [u8; FRAME_BUF],
 }
 
@@ -327,23 +331,8 @@ impl<P: Datapath, const QPS: usize> FastPathPort<P, QPS> {
             cqw: CqWriter::default(),
             now: 0,
             news: SqNews::default(),
-            naks: 0,
-            timeouts: 0,
             buf: [0; FRAME_BUF],
         }
-    }
-
-    /// The NAK sequence errors the fast path took itself (Go-Back-N of a send queue it
-    /// fetches, §3.8), which the engine's `rcvd_seq_err` does not count. Not in the
-    /// port counters yet.
-    pub fn naks_taken(&self) -> u64 {
-        self.naks
-    }
-
-    /// The local ACK timeouts the fast path took itself (§3.8), which the engine's
-    /// `local_ack_timeout_err` does not count. Not in the port counters yet.
-    pub fn timeouts_taken(&self) -> u64 {
-        self.timeouts
     }
 
     fn slot_of(qpn: Qpn) -> usize {
@@ -406,8 +395,11 @@ impl<P: Datapath, const QPS: usize> FastPathPort<P, QPS> {
                         let s = Self::slot_of(qpn);
                         retain(&mut self.txq, |d| Self::slot_of(d.qpn) != s);
                     }
+                    if nak == NakTaken::Rewound {
+                        self.news.retries += 1;
+                    }
                     if nak != NakTaken::No {
-                        self.naks += 1;
+                        self.news.naks += 1;
                         q.rctx = rctx;
                         out.event = None;
                     } else if sq_retire(q, &out.event, none_owed, self.now) {
@@ -574,7 +566,8 @@ impl<P: Datapath, const QPS: usize> FastPathPort<P, QPS> {
             };
             go_back(q, sq, ctx, first, now);
             retain(&mut self.txq, |d| Self::slot_of(d.qpn) != s);
-            self.timeouts += 1;
+            self.news.retries += 1;
+            self.news.timeouts += 1;
             any = true;
         }
         any

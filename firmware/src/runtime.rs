@@ -622,6 +622,10 @@ impl<
             self.counters.send_wqes += u64::from(news.taken);
             self.engine.fastpath_count_sends(news.sends);
         }
+        if news.naks != 0 || news.retries != 0 {
+            self.engine
+                .fastpath_count_retries(news.naks, news.retries, news.timeouts);
+        }
         if news.cqe {
             self.raise(|e| e.set_completion(true));
         }

@@ -776,6 +776,8 @@ impl<P: Datapath> FastPath for FpPort<P> {
             sends,
             deadline,
             stopped,
+            // `fp_sqf` leaves every NAK and timeout to the firmware (§3.8, "in RTL").
+            ..SqNews::default()
         }
     }
 

@@ -1061,6 +1061,17 @@ impl<
         self.counters.rdma_sends += u64::from(sends);
     }
 
+    /// The hardware's Go-Back-N of send queues it fetches (§3.8) counted as the
+    /// engine's own would be: `naks` NAK sequence errors it took (`rcvd_seq_err`, the
+    /// ones it dropped too), `retries` Go-Back-N retries it started
+    /// (`completer_retry_err`), of them `timeouts` at the local ACK timeout
+    /// (`local_ack_timeout_err`).
+    pub fn fastpath_count_retries(&mut self, naks: u32, retries: u32, timeouts: u32) {
+        self.counters.rcvd_seq_err += u64::from(naks);
+        self.counters.completer_retry_err += u64::from(retries);
+        self.counters.local_ack_timeout_err += u64::from(timeouts);
+    }
+
     /// Takes QP `qpn`'s send queue back from the hardware's WQE fetch (§3.8), first
     /// half: the oldest message the hardware still holds starts at `base` (everything
     /// before it was acknowledged and completed by the hardware). The firmware posts

@@ -157,9 +157,10 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
     /// The WQEs just posted count as handed to the hardware (it sent them as
     /// descriptors the engine would have written), the acknowledgement moves on to `una`
     /// (inside the oldest message: nothing retires) and the local ACK timer is the
-    /// hardware's, `deadline`. `spent`: the retries the hardware made at NAK sequence
-    /// errors since its last progress (it flushed and replayed the messages itself):
-    /// they are the engine's, as `on_nak`'s `retry` would have spent them.
+    /// hardware's, `deadline`. `spent`: the retries the hardware made since its last
+    /// progress (it flushed and replayed the messages itself): they are the engine's
+    /// budget's, as `retry` would have spent them (the counters heard of them as they
+    /// happened: `Engine::fastpath_count_retries`).
     pub(crate) fn comp_adopt_end(
         &mut self,
         env: &mut Env<'_>,
@@ -174,7 +175,6 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
         if spent != 0 {
             self.qp.comp.retry_left = self.qp.comp.retry_left.saturating_sub(spent);
             self.qp.comp.started_retry = true;
-            env.ctr.completer_retry_err += u64::from(spent);
         }
         self.qp.comp.retrans_at = deadline;
     }

@@ -985,6 +985,9 @@ impl FastPath for MmioFastPath {
             sends: counts.1,
             deadline: None,
             stopped: news & fp_reg::SQ_NEWS_STOPPED != 0,
+            // The SoC's `fp_sqf` leaves every NAK and timeout to the firmware (§3.8,
+            // "in RTL": its running counts will be table-3 reads 27 and 28).
+            ..SqNews::default()
         }
     }
 }
