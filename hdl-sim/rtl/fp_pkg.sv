@@ -254,7 +254,9 @@ package fp_pkg;
   // busy, CQEs written since the last read of it}.
   localparam logic [4:0] SQ_W_RING_LO = 5'd9;
   localparam logic [4:0] SQ_W_RING_HI = 5'd10;
-  localparam logic [4:0] SQ_W_CFG = 5'd11;     // [4:0] log2 depth, [8] sig_all, [9] rto valid, [15:12] mtu_log2
+  // SQ_W_CFG: [4:0] log2 depth, [8] sig_all, [9] rto valid, [15:12] mtu_log2,
+  // [18:16] retry_cnt (the Go-Back-N budget, §3.8); SQ_R_FLAGS [5:3]: retries spent
+  localparam logic [4:0] SQ_W_CFG = 5'd11;
   localparam logic [4:0] SQ_W_CI = 5'd12;
   localparam logic [4:0] SQ_W_PSN = 5'd13;
   localparam logic [4:0] SQ_W_PD = 5'd14;

@@ -19,15 +19,15 @@
 // per entry (the event filter and the scheduler look at them every cycle).
 //
 // The table port (roce_fp_top's table 3; fp_pkg's SQ_* words):
-//   writes: SQ_W_RING_LO/HI, SQ_W_CFG {mtu_log2 [15:12], rto valid [9],
-//     sig_all [8], log2 depth [4:0]}, SQ_W_CI, SQ_W_PSN, SQ_W_PD, SQ_W_DEPTH,
+//   writes: SQ_W_RING_LO/HI, SQ_W_CFG {retry_cnt [18:16], mtu_log2 [15:12],
+//     rto valid [9], sig_all [8], log2 depth [4:0]}, SQ_W_CI, SQ_W_PSN, SQ_W_PD, SQ_W_DEPTH,
 //     SQ_W_RTO_LO/HI stage a hand-over (any index); SQ_W_CMD (index = the
 //     QPN) 1 hands the staged queue over, 2 takes it back (fetching stops);
 //     SQ_W_DB (index = the QPN) a doorbell, the host's producer index;
 //     SQ_W_NOW_LO/HI the time (ns) the deadlines are computed from.
 //   reads (index = the QPN): SQ_R_CI, SQ_R_DONE, SQ_R_BASE, SQ_R_UNA,
-//     SQ_R_DL_LO/HI, SQ_R_FLAGS {deadline valid [2], stopped [1], active
-//     [0]}; global: SQ_R_TAKEN, SQ_R_SENDS (running counts of WQEs taken and
+//     SQ_R_DL_LO/HI, SQ_R_FLAGS {retries spent [5:3], deadline valid [2],
+//     stopped [1], active [0]}; global: SQ_R_TAKEN, SQ_R_SENDS (running counts of WQEs taken and
 //     of them SENDs), SQ_R_NEWS {a queue it holds is stopped [2], busy [1],
 //     CQEs written since the last read of this word [0], cleared by the read}.
 //     A fetch runs by itself after its doorbell (it may wait behind the
@@ -159,7 +159,7 @@ module fp_sqf
   localparam int BEATS = (WQE_BYTES + KEEP_WIDTH - 1) / KEEP_WIDTH;
   localparam int BEAT_W = $clog2(BEATS + 1);
   localparam int SQH_W = $clog2(SQH);
-  localparam int SQ_WORDS = 17;
+  localparam int SQ_WORDS = 18;
 
   // SQ context words (per entry)
   localparam int X_RING_LO = 0;
@@ -179,6 +179,10 @@ module fp_sqf
   localparam int X_DL_HI = 14;
   localparam int X_DL_V = 15;
   localparam int X_QPN = 16;
+  // Go-Back-N (docs/fastpath.md §3.8, "in RTL"): [10:8] the retries spent since the
+  // last progress (the budget, retry_cnt, is X_CFG [18:16]). Nothing spends them yet:
+  // the rewind is not written, so it reads 0 (SQ_R_FLAGS [5:3], SqBack::spent).
+  localparam int X_RETRY = 17;
 
   initial begin
     if (SQH < 2 || (SQH & (SQH - 1)) != 0) begin
@@ -355,6 +359,7 @@ module fp_sqf
     logic [3:0]  mtu;
     logic [31:0] ci, pi, done, pd, depth;
     logic [23:0] base, una, next, qpn;
+    logic [2:0]  retry_cnt, spent;
   } sqx_t;
   function automatic sqx_t sqx(input logic [SQ_WORDS*32-1:0] w);
     sqx_t f;
@@ -375,6 +380,8 @@ module fp_sqf
     f.dl = {w[32*X_DL_HI +: 32], w[32*X_DL_LO +: 32]};
     f.dl_v = w[32*X_DL_V];
     f.qpn = w[32*X_QPN +: 24];
+    f.retry_cnt = w[32*X_CFG + 16 +: 3];
+    f.spent = w[32*X_RETRY + 8 +: 3];
     return f;
   endfunction
   // the context read (registered RAM output), and the one held through a fetch or
@@ -764,6 +771,7 @@ module fp_sqf
             x_wr_addr = cfg_wr_index[QPN_W-1:0];
             x_wr_en = '1;
             x_wr_data = {
+              32'd0,                                         // X_RETRY: none spent
               {8'd0, cfg_wr_index},                          // X_QPN
               32'd0,                                         // X_DL_V
               32'd0, 32'd0,                                  // X_DL_HI, X_DL_LO
@@ -865,7 +873,7 @@ module fp_sqf
         SQ_R_UNA: cfg_rdata = {8'd0, c.una};
         SQ_R_DL_LO: cfg_rdata = c.dl[31:0];
         SQ_R_DL_HI: cfg_rdata = c.dl[63:32];
-        SQ_R_FLAGS: cfg_rdata = {29'd0, c.dl_v, stopped[e], active[e]};
+        SQ_R_FLAGS: cfg_rdata = {26'd0, c.spent, c.dl_v, stopped[e], active[e]};
         default: cfg_rdata = '0;
       endcase
     end
@@ -881,7 +889,7 @@ module fp_sqf
   /* verilator lint_off UNUSEDSIGNAL */
   logic unused;
   assign unused = ^{c.ring, c.rto, c.log, c.sig_all, c.rto_v, c.mtu, c.pi, c.pd, c.depth,
-                    c.next, c.qpn, k.pi, wqe, d_first, sc0_wr_data, cfg_rd_word, c.una,
+                    c.next, c.qpn, c.retry_cnt, k.retry_cnt, k.spent, k.pi, wqe, d_first, sc0_wr_data, cfg_rd_word, c.una,
                     st_psn, f_rd_data, c.base, d_len, w_now, cfg_rd_index, m_rd_data};
   /* verilator lint_on UNUSEDSIGNAL */
 

@@ -126,6 +126,8 @@ pub struct FpPort<P> {
 const SQ_ACTIVE: u32 = 1;
 const SQ_STOPPED: u32 = 2;
 const SQ_DL_VALID: u32 = 4;
+/// The Go-Back-N retries spent since the last progress.
+const SQ_SPENT: u32 = 7 << 3;
 /// `SQ_R_NEWS` bits.
 const SQ_NEWS_CQE: u32 = 1;
 const SQ_NEWS_STOPPED: u32 = 4;
@@ -655,7 +657,8 @@ impl<P: Datapath> FastPath for FpPort<P> {
         let cfg = u32::from(ring.log)
             | (u32::from(idle.sig_all) << 8)
             | (u32::from(idle.rto.is_some()) << 9)
-            | (u32::from(sctx[2] >> 4) << 12);
+            | (u32::from(sctx[2] >> 4) << 12)
+            | (u32::from(idle.retry_cnt & 7) << 16);
         for (w, v) in [
             (SQ_W_RING_LO, ring.ring as u32),
             (SQ_W_RING_HI, (ring.ring >> 32) as u32),
@@ -723,7 +726,7 @@ impl<P: Datapath> FastPath for FpPort<P> {
 
     fn sq_take_back(&mut self, qpn: Qpn) -> Option<SqBack> {
         let index = qpn.value();
-        let (_, deadline) = self.sq_state(index)?;
+        let (flags, deadline) = self.sq_state(index)?;
         let ci = self.read_port_word(index, SQ_R_CI);
         let done = self.read_port_word(index, SQ_R_DONE);
         let base = self.read_port_word(index, SQ_R_BASE);
@@ -741,9 +744,8 @@ impl<P: Datapath> FastPath for FpPort<P> {
             base: Psn::new(base),
             una: Psn::new(una),
             deadline,
-            // `fp_sqf` leaves every NAK to the firmware (the model's Go-Back-N at a NAK
-            // is not in RTL yet).
-            spent: 0,
+            // (0 until `fp_sqf` rewinds itself: §3.8, "in RTL")
+            spent: ((flags & SQ_SPENT) >> 3) as u8,
         })
     }
 

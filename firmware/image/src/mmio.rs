@@ -259,6 +259,8 @@ pub mod fp_reg {
     pub const SQ_ACTIVE: u32 = 1 << 0;
     pub const SQ_STOPPED: u32 = 1 << 1;
     pub const SQ_DL_VALID: u32 = 1 << 2;
+    /// The Go-Back-N retries spent since the last progress (docs/fastpath.md §3.8).
+    pub const SQ_SPENT: u32 = 7 << 3;
     /// `SQ_R_NEWS` bits: CQEs written since the last read, a queue it holds stopped (at
     /// a WQE it does not take, or its deadline passed). (Bit 1, a fetch under way, is
     /// not news to this firmware.)
@@ -868,7 +870,8 @@ impl FastPath for MmioFastPath {
         let cfg = u32::from(ring.log)
             | u32::from(idle.sig_all) << 8
             | u32::from(idle.rto.is_some()) << 9
-            | u32::from(sctx[2] >> 4) << 12;
+            | u32::from(sctx[2] >> 4) << 12
+            | u32::from(idle.retry_cnt & 7) << 16;
         let stage = [
             ring.ring as u32,
             (ring.ring >> 32) as u32,
@@ -937,8 +940,8 @@ impl FastPath for MmioFastPath {
             una: Psn::new(word(3)),
             deadline: (flags & fp_reg::SQ_DL_VALID != 0)
                 .then(|| u64::from(word(4)) | u64::from(word(5)) << 32),
-            // The SoC's `fp_sqf` leaves every NAK to the firmware.
-            spent: 0,
+            // (0 until `fp_sqf` rewinds itself: §3.8, "in RTL")
+            spent: ((flags & fp_reg::SQ_SPENT) >> 3) as u8,
         })
     }
 
