@@ -7,6 +7,7 @@
 mod common;
 
 use common::host_mem::HostMem;
+use common::Wire;
 use std::cell::RefCell;
 use std::net::{Ipv4Addr, Ipv6Addr};
 
@@ -1662,23 +1663,6 @@ fn a_held_message_is_dropped_at_flush_and_invalidation() {
     }
 }
 
-/// What the model's segmenter sent: the wire of a `FastPathPort` alone.
-#[derive(Default)]
-struct Sent(Vec<Vec<u8>>);
-
-impl Datapath for Sent {
-    fn transmit(&mut self, frame: &[u8]) -> bool {
-        self.0.push(frame.to_vec());
-        true
-    }
-    fn can_transmit(&self) -> bool {
-        true
-    }
-    fn receive(&mut self, _: &mut [u8]) -> Option<usize> {
-        None
-    }
-}
-
 /// A FLUSH moves the context's `una_psn` forward to the one it carries as it drops the
 /// QP's message (§2.2, §3.2): a Go-Back-N's rewind and its `una` reach the hardware as
 /// one step, so the window the new `una` opens sends nothing of the dropped message (a
@@ -1714,8 +1698,8 @@ fn a_flush_moves_una_forward_with_the_drop() {
     // the window from packet 2: packets 2 to 5
     let resent = model_frames(&mut ctx, &replay, 2..6, &mem);
     let una_of = |sctx: &[u8]| {
-        let b = &sctx[layout::SCTX_UNA..];
-        Psn::new(u32::from_le_bytes([b[0], b[1], b[2], 0]))
+        let b = sctx.try_into().expect("a whole send context");
+        layout::decode_sctx(b).expect("a send context").una_psn
     };
 
     if let Some(sims) = sims() {
@@ -1752,24 +1736,24 @@ fn a_flush_moves_una_forward_with_the_drop() {
     }
 
     let mut mem = mem.clone();
-    let mut fp = FastPathPort::<Sent, 64>::new(Sent::default());
+    let mut fp = FastPathPort::<Wire, 64>::new(Wire::default());
     fp.write_sctx(qpn, 0, &layout::encode_sctx(&ctx0));
     assert!(fp.post_tx(&layout::encode_txd(&desc)));
     fp.run(&mut mem);
     assert_eq!(
-        core::mem::take(&mut fp.inner.0),
+        core::mem::take(&mut fp.inner.sent),
         first,
         "model: the window's"
     );
     assert!(fp.post_tx(&layout::encode_txd(&flush(una))));
     fp.run(&mut mem);
-    assert_eq!(fp.inner.0, Vec::<Vec<u8>>::new(), "model: nothing stale");
+    assert_eq!(fp.inner.sent, Vec::<Vec<u8>>::new(), "model: nothing stale");
     assert_eq!(una_of(&fp.read_sctx(qpn)), una, "model: una with the FLUSH");
     assert!(fp.post_tx(&layout::encode_txd(&flush(desc.psn_of(1)))));
     assert_eq!(una_of(&fp.read_sctx(qpn)), una, "model: never back");
     assert!(fp.post_tx(&layout::encode_txd(&replay)));
     fp.run(&mut mem);
-    assert_eq!(fp.inner.0, resent, "model: the replay");
+    assert_eq!(fp.inner.sent, resent, "model: the replay");
 }
 
 /// The destination QPN in a frame's BTH.

@@ -13,6 +13,7 @@
 mod common;
 
 use common::host_mem::HostMem;
+use common::Wire;
 use roce_core::fastpath::layout;
 use roce_core::fastpath::{MrEntry, RecvCtx, SendCtx, SqIdle};
 use roce_core::memory::{AccessFlags, Dma, Pd};
@@ -24,33 +25,10 @@ use roce_core::wire::udp::{UdpRepr, ROCEV2_PORT};
 use roce_core::wire::{HeaderTemplate, L3Repr};
 use roce_firmware::abi::SendWqe;
 use roce_firmware::fastpath::{CqRing, FastPathPort, SqBack, SqRing, SqRung};
-use roce_firmware::hal::{Datapath, FastPath};
+use roce_firmware::hal::FastPath;
 use roce_hdl_sim::{rtl_available, DataWidth, FpPort, FP_CTX_ENTRIES};
-use std::collections::VecDeque;
 use std::net::Ipv4Addr;
 use zerocopy::IntoBytes;
-
-/// The wire: what the fast path sent.
-#[derive(Default)]
-struct Wire {
-    sent: Vec<Vec<u8>>,
-    rx: VecDeque<Vec<u8>>,
-}
-
-impl Datapath for Wire {
-    fn transmit(&mut self, frame: &[u8]) -> bool {
-        self.sent.push(frame.to_vec());
-        true
-    }
-    fn can_transmit(&self) -> bool {
-        true
-    }
-    fn receive(&mut self, buf: &mut [u8]) -> Option<usize> {
-        let f = self.rx.pop_front()?;
-        buf.get_mut(..f.len())?.copy_from_slice(&f);
-        Some(f.len())
-    }
-}
 
 const MEM_BASE: u64 = 0x10_0000;
 const MEM_LEN: usize = 96 * 1024;

@@ -654,12 +654,8 @@ impl FastPath for MmioFastPath {
             // room at once, a FLUSH at the next packet boundary). Refused, it would be
             // lost: the engine owes it no more, and the rewind's `una_psn` rides in it
             // (§3.2).
-            let mut spins = 1u32 << 16;
-            while self.reg(fp_reg::STATUS) & fp_reg::ST_TXD != 0 {
-                if spins == 0 {
-                    return false;
-                }
-                spins -= 1;
+            if !self.wait(fp_reg::ST_TXD, 0) {
+                return false;
             }
         } else if !self.tx_room() {
             return false;

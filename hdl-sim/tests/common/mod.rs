@@ -5,8 +5,10 @@
 pub mod diff;
 pub mod host_mem;
 
+use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 
+use roce_firmware::hal::Datapath;
 use roce_hdl_sim::{rtl_available, DataWidth, L3Kind, RtlDatapath, RxVerdict, Shaping};
 use serde_json::{json, Map, Value};
 
@@ -293,5 +295,28 @@ pub fn subset_diff(expected: &Value, actual: &Value, path: &str, out: &mut Vec<S
         }
         _ if expected == actual => {}
         _ => out.push(format!("{path}: expected {expected}, RTL {actual}")),
+    }
+}
+
+/// The wire of a fast path (the model's or the RTL's port) alone: what it sent, and
+/// the frames it is to receive.
+#[derive(Default)]
+pub struct Wire {
+    pub sent: Vec<Vec<u8>>,
+    pub rx: VecDeque<Vec<u8>>,
+}
+
+impl Datapath for Wire {
+    fn transmit(&mut self, frame: &[u8]) -> bool {
+        self.sent.push(frame.to_vec());
+        true
+    }
+    fn can_transmit(&self) -> bool {
+        true
+    }
+    fn receive(&mut self, buf: &mut [u8]) -> Option<usize> {
+        let f = self.rx.pop_front()?;
+        buf.get_mut(..f.len())?.copy_from_slice(&f);
+        Some(f.len())
     }
 }
