@@ -163,6 +163,8 @@ enum Hw {
     Model,
     /// The fast path in RTL (64-bit bus).
     Rtl,
+    /// The same at 512 bits.
+    Rtl512,
     /// The same with its CQE writer hidden from the firmware (which then writes every
     /// CQE, as on the RTL before the writer), and its WQE fetch too: a baseline.
     RtlNoCqeWriter,
@@ -179,6 +181,9 @@ fn boot(last: u8, hw: Hw) -> Side {
         Hw::Model => LocalNic::with_fastpath(cfg, Capacities::Firmware),
         Hw::Rtl => {
             rtl_fastpath_nic(cfg, Capacities::Firmware, DataWidth::W64).expect("the RTL fast path")
+        }
+        Hw::Rtl512 => {
+            rtl_fastpath_nic(cfg, Capacities::Firmware, DataWidth::W512).expect("the RTL fast path")
         }
         Hw::RtlNoCqeWriter => LocalNic::with_fastpath_datapath(cfg, Capacities::Firmware, |port| {
             FpPort::new(DataWidth::W64, port)
@@ -1005,43 +1010,67 @@ proptest! {
     }
 }
 
-/// Go-Back-N at a NAK sequence error in the hardware (`docs/fastpath.md` §3.8, "NAK"):
-/// the send-side mix over wires that lose 1 % of the frames (seeds whose losses are
-/// data packets the receiver NAKs, none that only the local ACK timer repairs) costs
-/// the sending firmware no event and no descriptor: the model retires what the NAK
-/// acknowledges, flushes the QP's descriptors and replays its WQEs from the host ring.
-/// The frames, memory, completions and the NAK and retry counters (`rcvd_seq_err`,
-/// `completer_retry_err`, `local_ack_timeout_err`: the fast path reports its own, the
-/// engine counts them) are the engine's, every frame sent at the engine's instant. (Without the hardware's Go-Back-N each NAK is an EXCEPTION, and the
-/// firmware takes the send queue back: 3 events on seed 1.)
+/// Go-Back-N at a NAK sequence error and at the local ACK timeout in the hardware
+/// (`docs/fastpath.md` §3.8), on the model and on the RTL at 64 and 512 bits: the
+/// send-side mix over wires that lose 1 % of the frames costs the sending firmware no
+/// descriptor (the hardware retires what a NAK acknowledges, flushes the QP's
+/// descriptors and replays its WQEs from the host ring) and, where only NAKs repair
+/// the losses, no event. The frames, memory, completions and the NAK and retry
+/// counters (`rcvd_seq_err`, `completer_retry_err`, `local_ack_timeout_err`: the fast
+/// path reports its own, the engine counts them) are the engine's, every frame sent at
+/// the engine's instant. (Without the hardware's Go-Back-N each NAK is an EXCEPTION,
+/// and the firmware takes the send queue back and posts the replay: 3 events on seed 1
+/// of the model; on the RTL with `fp_rx_check`'s `gbn_ok` tied to 0, 2 events and 2
+/// descriptors on seed 7.)
 #[test]
 fn a_nak_of_a_fetched_queue_is_the_hardwares() {
-    let wrs = send_side_mix(12);
-    for seed in [1, 2, 7, 8] {
+    // The RTL's in-flight list holds 8 messages per QP (`IF_ENTRIES`; a ninth is not
+    // appended and its ACK goes to the firmware), so its mix is 8 WRs deep: seeds 7,
+    // 29 (two NAKs), 37 (a NAK and a timeout) and 17 (only the local ACK timeout).
+    let mut cases = vec![(Hw::Model, 12, [1, 2, 7, 8])];
+    if rtl_here() {
+        cases.extend([Hw::Rtl, Hw::Rtl512].map(|hw| (hw, 8, [7, 17, 29, 37])));
+    }
+    for (hw, n, seeds) in cases {
+        nak_of_a_fetched_queue(hw, &send_side_mix(n), seeds);
+    }
+}
+
+fn nak_of_a_fetched_queue(hw: Hw, wrs: &[Wr], seeds: [u64; 4]) {
+    for seed in seeds {
         let wire = Wire {
             seed,
             loss: 10,
             reorder: 0,
         };
-        let c = differential_on(THREE, Hw::Model, Mtu::Mtu1024, &wrs, wire).unwrap();
+        let c = differential_on(THREE, hw, Mtu::Mtu1024, wrs, wire).unwrap();
+        let (engine, _) = run_on(THREE, Hw::Engine, Mtu::Mtu1024, wire, wrs);
         assert!(
             c[0].fastpath.tx_resent > 0,
-            "seed {seed}: nothing was resent"
+            "{hw:?} seed {seed}: nothing was resent"
         );
         assert_eq!(
-            (c[0].fp_events, c[0].fp_descriptors),
-            (0, 0),
-            "seed {seed}: the sender's firmware handled events or posted descriptors"
+            c[0].fp_descriptors, 0,
+            "{hw:?} seed {seed}: the sender's firmware posted descriptors"
         );
-        let (engine, _) = run_on(THREE, Hw::Engine, Mtu::Mtu1024, wire, &wrs);
-        let (fast, _) = run_on(THREE, Hw::Model, Mtu::Mtu1024, wire, &wrs);
+        // After a timeout the replay resends packets the responder has: it acknowledges
+        // each again, and an ACK before `una_psn` is an EXCEPTION (the firmware's, which
+        // takes the queue back with nothing left to send). A NAK's replay starts at the
+        // PSN the responder waits for: no event at all.
+        if engine.retries[0][2] == 0 {
+            assert_eq!(
+                c[0].fp_events, 0,
+                "{hw:?} seed {seed}: the sender's firmware handled events"
+            );
+        }
+        let (fast, _) = run_on(THREE, hw, Mtu::Mtu1024, wire, wrs);
         assert_eq!(
             engine.times, fast.times,
-            "seed {seed}: frames sent at other times"
+            "{hw:?} seed {seed}: frames sent at other times"
         );
         assert!(
-            engine.retries[0][0] > 0 && engine.retries[0][1] > 0,
-            "seed {seed}: the engine alone met no NAK: {:?}",
+            engine.retries[0][1] > 0,
+            "seed {seed}: the engine alone made no retry: {:?}",
             engine.retries
         );
     }

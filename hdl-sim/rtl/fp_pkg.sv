@@ -249,9 +249,10 @@ package fp_pkg;
   // a hand-over staged in RING_LO..RTO_HI (any index), then CMD (index = the
   // QPN: 1 hand over, 2 take back); DB (index = the QPN) the host's producer
   // index; NOW_LO/HI the time in ns. Reads (index = the QPN): CI, DONE, BASE,
-  // UNA, DL_LO/HI (the local ACK deadline), FLAGS {deadline valid, stopped,
-  // active}; global: TAKEN, SENDS (running counts), NEWS {a queue is stopped,
-  // busy, CQEs written since the last read of it}.
+  // UNA, DL_LO/HI (the local ACK deadline), FLAGS {retries spent, deadline
+  // valid, stopped, active}; global: TAKEN, SENDS (running counts), NEWS {a
+  // queue is stopped, busy, CQEs written since the last read of it}, NAKS,
+  // RETRIES, TIMEOUTS (Go-Back-N's running counts).
   localparam logic [4:0] SQ_W_RING_LO = 5'd9;
   localparam logic [4:0] SQ_W_RING_HI = 5'd10;
   // SQ_W_CFG: [4:0] log2 depth, [8] sig_all, [9] rto valid, [15:12] mtu_log2,
@@ -277,13 +278,19 @@ package fp_pkg;
   localparam logic [4:0] SQ_R_TAKEN = 5'd21;
   localparam logic [4:0] SQ_R_SENDS = 5'd22;
   localparam logic [4:0] SQ_R_NEWS = 5'd23;
+  // Go-Back-N's running counts (§3.8): NAK sequence errors taken (dropped ones
+  // too), retries started, of them at the local ACK timeout
+  localparam logic [4:0] SQ_R_NAKS = 5'd27;
+  localparam logic [4:0] SQ_R_RETRIES = 5'd28;
+  localparam logic [4:0] SQ_R_TIMEOUTS = 5'd29;
   // whether a write (read) of word w of table 3 is the fetch's
   function automatic logic sq_wr_word(input logic [4:0] w);
     return (w >= SQ_W_RING_LO && w <= SQ_W_DEPTH) || w == SQ_W_RTO_LO
         || w == SQ_W_RTO_HI || (w >= SQ_W_CMD && w <= SQ_W_NOW_HI);
   endfunction
   function automatic logic sq_rd_word(input logic [4:0] w);
-    return (w >= SQ_R_CI && w <= SQ_R_FLAGS) || (w >= SQ_R_TAKEN && w <= SQ_R_NEWS);
+    return (w >= SQ_R_CI && w <= SQ_R_FLAGS) || (w >= SQ_R_TAKEN && w <= SQ_R_NEWS)
+        || (w >= SQ_R_NAKS && w <= SQ_R_TIMEOUTS);
   endfunction
 
   // --------------------------------------------------- TX internal records

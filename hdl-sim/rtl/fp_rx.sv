@@ -153,6 +153,7 @@ module fp_rx
     input  wire logic [NQP-1:0]          gbn_retrying,
     input  wire logic                    gbn_taken,
     input  wire logic [QPN_W-1:0]        gbn_taken_e,
+    output logic [31:0]                  gbn_drops,
     // every frame taken in is done with: placed, handed on or dropped, its
     // outputs delivered (a dropped frame drains without touching any port)
     output logic                         idle
@@ -396,7 +397,8 @@ module fp_rx
     .gbn_ok(gbn_ok),
     .gbn_retrying(gbn_retrying),
     .gbn_taken(gbn_taken),
-    .gbn_taken_e(gbn_taken_e)
+    .gbn_taken_e(gbn_taken_e),
+    .gbn_drops(gbn_drops)
   );
 
   fp_rx_verdict_t vq_head;

@@ -167,7 +167,10 @@ module fp_rx_check
     input  wire logic [NQP-1:0]            gbn_ok,
     input  wire logic [NQP-1:0]            gbn_retrying,
     input  wire logic                      gbn_taken,
-    input  wire logic [QPN_W-1:0]          gbn_taken_e
+    input  wire logic [QPN_W-1:0]          gbn_taken_e,
+    // the NAK sequence errors dropped (without progress while a retry is under
+    // way): a running count, the WQE fetch's to report (they never reach it)
+    output logic [31:0]                    gbn_drops
 );
 
   localparam int E = IF_ENTRIES;
@@ -850,6 +853,7 @@ module fp_rx_check
         end
         v = of_frame(v, m);
         if (rewind) nak_inflight[m.bth_destqp[QPN_W-1:0]] <= 1'b1;
+        if (drop) gbn_drops <= gbn_drops + 32'd1;
         // the receive side's state is not the response's: only `held` changes
         w = c_raw;
         if (!take) w[8*RC_FLAGS + 2] = 1'b1;
@@ -901,6 +905,7 @@ module fp_rx_check
     if (rst) begin
       st <= S_C0;
       nak_inflight <= '0;
+      gbn_drops <= '0;
       rctx_wr_en <= 1'b0;
       m_verdict_valid <= 1'b0;
       frame_slot <= '0;

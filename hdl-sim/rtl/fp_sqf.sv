@@ -28,8 +28,11 @@
 //   reads (index = the QPN): SQ_R_CI, SQ_R_DONE, SQ_R_BASE, SQ_R_UNA,
 //     SQ_R_DL_LO/HI, SQ_R_FLAGS {retries spent [5:3], deadline valid [2],
 //     stopped [1], active [0]}; global: SQ_R_TAKEN, SQ_R_SENDS (running counts of WQEs taken and
-//     of them SENDs), SQ_R_NEWS {a queue it holds is stopped [2], busy [1],
-//     CQEs written since the last read of this word [0], cleared by the read}.
+//     of them SENDs), SQ_R_NEWS {Go-Back-N's counts moved [3], a queue it holds
+//     is stopped [2], busy [1], CQEs written [0]; 3 and 0 since the last read of
+//     this word, cleared by the read}, SQ_R_NAKS, SQ_R_RETRIES, SQ_R_TIMEOUTS
+//     (Go-Back-N's running counts: NAK sequence errors taken, fp_rx_check's
+//     dropped ones too; retries started; of them at the local ACK timeout).
 //     A fetch runs by itself after its doorbell (it may wait behind the
 //     segmenter's payload reads on the shared DMA read port), so a stop can
 //     come after the doorbell's own reads: bit 2 tells the firmware at its
@@ -152,14 +155,27 @@ module fp_sqf
     input  wire logic                    s_ev_valid,
     output logic                         s_ev_ready,
     output logic                         m_ev_valid,
-    input  wire logic                    m_ev_ready
+    input  wire logic                    m_ev_ready,
+
+    // Go-Back-N at a NAK sequence error (docs/fastpath.md §3.8): per entry,
+    // fp_rx_check may take one as a rewind (gbn_ok: held, not stopped, a retry
+    // budget) or drops one without progress (gbn_retrying: retries spent since
+    // the last progress); this unit took the rewind event of entry gbn_taken_e;
+    // fp_rx_check's count of the NAKs it dropped (for SQ_R_NAKS)
+    output logic [NQP-1:0]               gbn_ok,
+    output logic [NQP-1:0]               gbn_retrying,
+    output logic                         gbn_taken,
+    output logic [QPN_W-1:0]             gbn_taken_e,
+    input  wire logic [31:0]             gbn_drops,
+    // without HW_NOW: the deadline scan a time write started is under way
+    output logic                         scanning
 );
 
   localparam int WQE_BYTES = 160;
   localparam int BEATS = (WQE_BYTES + KEEP_WIDTH - 1) / KEEP_WIDTH;
   localparam int BEAT_W = $clog2(BEATS + 1);
   localparam int SQH_W = $clog2(SQH);
-  localparam int SQ_WORDS = 18;
+  localparam int SQ_WORDS = 19;
 
   // SQ context words (per entry)
   localparam int X_RING_LO = 0;
@@ -180,9 +196,11 @@ module fp_sqf
   localparam int X_DL_V = 15;
   localparam int X_QPN = 16;
   // Go-Back-N (docs/fastpath.md §3.8, "in RTL"): [10:8] the retries spent since the
-  // last progress (the budget, retry_cnt, is X_CFG [18:16]). Nothing spends them yet:
-  // the rewind is not written, so it reads 0 (SQ_R_FLAGS [5:3], SqBack::spent).
+  // last progress (the budget, retry_cnt, is X_CFG [18:16]; SQ_R_FLAGS [5:3],
+  // SqBack::spent), [16] a replay under way: the WQEs from X_REPLAY up to ci are read
+  // again and sent as REPLAYs before any new one
   localparam int X_RETRY = 17;
+  localparam int X_REPLAY = 18;
 
   initial begin
     if (SQH < 2 || (SQH & (SQH - 1)) != 0) begin
@@ -198,6 +216,17 @@ module fp_sqf
   logic [63:0] now;
   logic [31:0] n_taken, n_sends;
   logic        news_cqe;
+  // Go-Back-N: per entry, a retry budget (retry_cnt != 0), retries spent since the
+  // last progress, a FLUSH owed to the segmenter (the rewind's: offered by the
+  // fetch before anything else of the queue); the running counts
+  logic [NQP-1:0] gbn_en, retrying, flush_due;
+  logic [31:0] n_naks, n_retries, n_timeouts;
+  // the counts moved since the last read of SQ_R_NEWS (its bit 3): the firmware
+  // reads them only then; fp_rx_check's drops as last seen
+  logic        news_gbn;
+  logic [31:0] drops_q;
+  // without HW_NOW: entries left to scan after a time write
+  logic [QPN_W:0] scan_left;
 
   // --------------------------------------------------------- the SQ RAM
   logic [QPN_W-1:0]      x_wr_addr, x_rd_addr;
@@ -279,7 +308,9 @@ module fp_sqf
     S_F_COMMIT,  // fetch: the context moves on
     S_F_COOL,    // fetch: the segmenter's slot count catches up
     S_F_STOP,    // fetch: a WQE not taken
-    S_SCAN       // HW_NOW: an entry's deadline looked at
+    S_SCAN,      // an entry's deadline looked at
+    S_F_FLUSH,   // fetch: a rewind's FLUSH offered to the segmenter
+    S_F_RFP      // fetch: a replayed WQE's first PSN read
   } state_t;
   state_t st;
 
@@ -289,7 +320,8 @@ module fp_sqf
   assign w_db = cfg_wr_word == SQ_W_DB;
   assign w_now = cfg_wr_word == SQ_W_NOW_LO || cfg_wr_word == SQ_W_NOW_HI;
   assign r_glob = cfg_rd_word == SQ_R_TAKEN || cfg_rd_word == SQ_R_SENDS
-      || cfg_rd_word == SQ_R_NEWS;
+      || cfg_rd_word == SQ_R_NEWS || cfg_rd_word == SQ_R_NAKS
+      || cfg_rd_word == SQ_R_RETRIES || cfg_rd_word == SQ_R_TIMEOUTS;
   assign r_ctx = !r_glob;
 
   logic fw_wait;   // a table-port access that needs the FSM waits
@@ -335,6 +367,15 @@ module fp_sqf
   logic ret_go;   // the FSM takes the event this cycle
   assign m_ev_valid = s_ev_valid && !ev_take;
   assign s_ev_ready = ev_take ? ret_go : m_ev_ready;
+  // a rewind event (EV_RFLAGS bit 3) leaves: taken here, or on to the firmware (its
+  // CQEs not written, the queue taken back): fp_rx_check's own record of it goes
+  logic ev_rew;
+  assign ev_rew = s_ev_data[8*EV_KIND +: 8] == EVK_ACKED && s_ev_data[8*EV_RFLAGS + 3];
+  assign gbn_taken = s_ev_valid && s_ev_ready && ev_rew;
+  assign gbn_taken_e = ev_e;
+  assign gbn_ok = active & ~stopped & gbn_en;
+  assign gbn_retrying = retrying;
+  assign scanning = scan_left != '0;
 
   // the segmenter's payload reads: packets asked and not answered, one half asked
   logic [7:0] tx_out;
@@ -360,6 +401,8 @@ module fp_sqf
     logic [31:0] ci, pi, done, pd, depth;
     logic [23:0] base, una, next, qpn;
     logic [2:0]  retry_cnt, spent;
+    logic        rp;
+    logic [31:0] replay;
   } sqx_t;
   function automatic sqx_t sqx(input logic [SQ_WORDS*32-1:0] w);
     sqx_t f;
@@ -382,6 +425,8 @@ module fp_sqf
     f.qpn = w[32*X_QPN +: 24];
     f.retry_cnt = w[32*X_CFG + 16 +: 3];
     f.spent = w[32*X_RETRY + 8 +: 3];
+    f.rp = w[32*X_RETRY + 16];
+    f.replay = w[32*X_REPLAY +: 32];
     return f;
   endfunction
   // the context read (registered RAM output), and the one held through a fetch or
@@ -497,12 +542,14 @@ module fp_sqf
     if (st == S_F_OFFER) d_after <= k.next + d_npk;
   end
   assign m_txd_data = txd;
-  assign m_txd_valid = st == S_F_OFFER && active[e] && !fw_wait;
+  assign m_txd_valid = (st == S_F_OFFER || st == S_F_FLUSH) && active[e] && !fw_wait;
   assign busy = st != S_IDLE && st != S_RD && st != S_R_CTX && st != S_R_FPSN && st != S_R_WB
       && st != S_SCAN;
 
-  logic [31:0] slot_i;
-  assign slot_i = k.ci & ((32'd1 << k.log) - 32'd1);
+  // the WQE read: the next new one, or in a replay the next to send again
+  logic [31:0] w_idx, slot_i;
+  assign w_idx = k.rp ? k.replay : k.ci;
+  assign slot_i = w_idx & ((32'd1 << k.log) - 32'd1);
   assign rd_req_addr = k.ring + {32'd0, slot_i} * 64'(WQE_BYTES);
   assign rd_req_valid = st == S_F_REQ && dma_free && !fw_wait;
   assign rd_hold = st == S_F_REQ;
@@ -521,15 +568,31 @@ module fp_sqf
   logic [63:0] now_w;
   assign now_w = HW_NOW ? now_ns : now;
 
-  // the retirement's event fields, held from the take (S_IDLE) on
+  // the retirement's event fields, held from the take (S_IDLE) on: a rewind
+  // (EV_RFLAGS bit 3: a NAK sequence error, Go-Back-N to EV_UNA) and whether it made
+  // progress (bit 4)
   logic [7:0]  r_done;
   logic [23:0] r_una;
+  logic        r_rew, r_prog;
   always_ff @(posedge clk) begin
     if (st == S_IDLE && ret_go) begin
       r_done <= s_ev_data[8*EV_DONE +: 8];
       r_una <= s_ev_data[8*EV_UNA +: 24];
+      r_rew <= s_ev_data[8*EV_RFLAGS + 3];
+      r_prog <= s_ev_data[8*EV_RFLAGS + 4];
     end
   end
+  // a replayed WQE's first PSN (S_F_RFP), and the packet its replay starts at: the
+  // acknowledged PSN's in the oldest, 0 in the later ones (the model's go_back)
+  logic [23:0] d_rfirst;
+  logic [31:0] d_rstart;
+  assign d_rstart = psn_diff(k.una, d_rfirst) > 0 ? {8'd0, k.una - d_rfirst} : 32'd0;
+  // the local ACK timeout of the entry scanned, with something outstanding and a
+  // retry left: Go-Back-N to una (the model's sq_timeouts), as a NAK's rewind
+  // without the retirement
+  logic scan_rew;
+  assign scan_rew = st == S_SCAN && active[e] && !stopped[e] && c.dl_v && now_w >= c.dl
+      && c.una != c.next && c.spent < c.retry_cnt;
 
   always_ff @(posedge clk) begin
     glob_valid_q <= 1'b0;
@@ -550,6 +613,11 @@ module fp_sqf
         SQ_W_NOW_HI: now[63:32] <= cfg_wr_data;
         default: ;
       endcase
+      // without HW_NOW the time comes here: every entry's deadline is looked at
+      // (while a queue with a retry budget is held; a rewind's FLUSH and replays
+      // follow, and roce_fp_top's rx_idle waits for the scan)
+      if (!HW_NOW && cfg_wr_word == SQ_W_NOW_HI && (active & gbn_en) != '0)
+        scan_left <= (QPN_W + 1)'(NQP);
     end
     // global reads (ready but in S_RD)
     if (cfg_rd_valid && cfg_rd_ready && r_glob) begin
@@ -557,9 +625,15 @@ module fp_sqf
       rd_glob_q <= 1'b1;
       glob_q <= cfg_rd_word == SQ_R_TAKEN ? n_taken
           : cfg_rd_word == SQ_R_SENDS ? n_sends
-          : {29'd0, (active & stopped) != '0, (st != S_IDLE && st != S_SCAN) || pending != '0,
-             news_cqe};
-      if (cfg_rd_word == SQ_R_NEWS) news_cqe <= 1'b0;
+          : cfg_rd_word == SQ_R_NAKS ? n_naks + gbn_drops
+          : cfg_rd_word == SQ_R_RETRIES ? n_retries
+          : cfg_rd_word == SQ_R_TIMEOUTS ? n_timeouts
+          : {28'd0, news_gbn, (active & stopped) != '0,
+             (st != S_IDLE && st != S_SCAN) || pending != '0, news_cqe};
+      if (cfg_rd_word == SQ_R_NEWS) begin
+        news_cqe <= 1'b0;
+        news_gbn <= 1'b0;
+      end
     end
 
     case (st)
@@ -570,9 +644,13 @@ module fp_sqf
             active[cfg_wr_index[QPN_W-1:0]] <= 1'b1;
             stopped[cfg_wr_index[QPN_W-1:0]] <= 1'b0;
             pending[cfg_wr_index[QPN_W-1:0]] <= 1'b0;
+            gbn_en[cfg_wr_index[QPN_W-1:0]] <= st_cfg[18:16] != 3'd0;
+            retrying[cfg_wr_index[QPN_W-1:0]] <= 1'b0;
+            flush_due[cfg_wr_index[QPN_W-1:0]] <= 1'b0;
           end else if (cfg_wr_data[1:0] == 2'd2) begin
             active[cfg_wr_index[QPN_W-1:0]] <= 1'b0;
             pending[cfg_wr_index[QPN_W-1:0]] <= 1'b0;
+            flush_due[cfg_wr_index[QPN_W-1:0]] <= 1'b0;
           end
         end else if (cfg_wr_valid && w_db) begin
           if (db_ok) pending[cfg_wr_index[QPN_W-1:0]] <= 1'b1;
@@ -586,10 +664,13 @@ module fp_sqf
         end else if (ret_go) begin
           e <= ev_e;
           st <= S_R_CTX;
+          // a rewind: a second NAK of the same PSN is dropped from now on (until
+          // here fp_rx_check's nak_inflight said so)
+          if (ev_rew) retrying[ev_e] <= 1'b1;
         end else if (pick_v && pending[pick]) begin
           e <= pick;
           st <= S_F_CTX;
-        end else if (HW_NOW) begin
+        end else if (HW_NOW || scan_left != '0) begin
           e <= scan_e;
           st <= S_SCAN;
         end
@@ -599,13 +680,23 @@ module fp_sqf
         st <= S_IDLE;
       end
 
-      // (HW_NOW) a deadline passed: the queue stops, the firmware takes it back
+      // a deadline passed: with something outstanding and a retry left, Go-Back-N
+      // (x_wr_*: a retry spent, the replay from done, the deadline restarted; the
+      // FLUSH follows); else (HW_NOW) the queue stops and the firmware takes it back
+      // (without HW_NOW the firmware reads the deadline itself)
       S_SCAN: begin
-        if (active[e] && c.dl_v && now_w >= c.dl) begin
+        if (scan_rew) begin
+          retrying[e] <= 1'b1;
+          flush_due[e] <= 1'b1;
+          pending[e] <= 1'b1;
+          n_retries <= n_retries + 32'd1;
+          n_timeouts <= n_timeouts + 32'd1;
+        end else if (HW_NOW && active[e] && c.dl_v && now_w >= c.dl) begin
           stopped[e] <= 1'b1;
           pending[e] <= 1'b0;
         end
         scan_e <= scan_e + QPN_W'(1);
+        if (scan_left != '0) scan_left <= scan_left - (QPN_W + 1)'(1);
         st <= S_IDLE;
       end
 
@@ -618,10 +709,19 @@ module fp_sqf
         st <= S_R_WB;
       end
       S_R_WB: begin
-        // (x_wr_*: done, base, una, the deadline)
+        // (x_wr_*: done, base, una, the deadline, the retries spent; a rewind's
+        // replay from the new done)
         // room again: the fetch looks once more
         if (active[e] && !stopped[e]) pending[e] <= 1'b1;
         news_cqe <= 1'b1;
+        if (r_rew) begin
+          // Go-Back-N to una: the FLUSH goes first, the fetch offers it
+          flush_due[e] <= 1'b1;
+          n_naks <= n_naks + 32'd1;
+          n_retries <= n_retries + 32'd1;
+        end else if (r_una != k.una) begin
+          retrying[e] <= 1'b0;   // progress: the budget starts afresh
+        end
         st <= S_IDLE;
       end
 
@@ -631,8 +731,25 @@ module fp_sqf
         st <= S_F_CHK;
       end
       S_F_CHK: begin
-        if (!active[e] || stopped[e] || k.ci == k.pi
-            || held >= k.depth || held >= 32'(SQH)) begin
+        if (!active[e] || stopped[e]) begin
+          pending[e] <= 1'b0;
+          st <= S_IDLE;
+        end else if (flush_due[e]) begin
+          // a rewind's FLUSH (op 15, bytes 12..14 the new una: fp_tx_plan drops the
+          // QP's queued descriptors, sets noack 0, moves una_psn forward), ahead of
+          // the replays
+          if (fw_wait) st <= S_IDLE;   // offered again
+          else begin
+            txd <= '0;
+            txd[8*TD_QPN +: 24] <= k.qpn;
+            txd[8*TD_OP +: 8] <= OP_FLUSH;
+            txd[8*TD_IMM +: 24] <= k.una;
+            st <= S_F_FLUSH;
+          end
+        end else if (k.rp && k.replay == k.ci) begin
+          // the replay is over (x_wr_*): new WQEs next
+          st <= S_IDLE;
+        end else if (!k.rp && (k.ci == k.pi || held >= k.depth || held >= 32'(SQH))) begin
           // nothing to fetch, or as much held as allowed: a retirement or a
           // doorbell makes it pending again
           pending[e] <= 1'b0;
@@ -641,10 +758,26 @@ module fp_sqf
           // still pending: tried again (S_F_REQ holds the segmenter's requests, so
           // it is entered only with none of them outstanding)
           st <= S_IDLE;
+        end else if (k.rp) begin
+          // a WQE held (its first PSN read: f_rd_*), unless retired while the
+          // replay waited (the model stops there too: the firmware takes over)
+          if (k.replay - k.done >= held) st <= S_F_STOP;
+          else st <= S_F_RFP;
         end else if (k.pi - k.ci > (32'd1 << k.log)) begin
           st <= S_F_STOP;   // a producer index past the ring
         end else begin
           st <= S_F_REQ;
+        end
+      end
+      S_F_RFP: begin
+        d_rfirst <= f_rd_data[23:0];
+        st <= S_F_REQ;
+      end
+      S_F_FLUSH: begin
+        if (!active[e] || fw_wait) st <= S_IDLE;   // offered again
+        else if (m_txd_ready) begin
+          flush_due[e] <= 1'b0;
+          st <= S_F_COOL;
         end
       end
       S_F_REQ: begin
@@ -681,19 +814,21 @@ module fp_sqf
       S_F_BUILD: begin
         // (the end, d_after: above)
         d_first <= k.next;
-        d_send <= d_op == 8'd0 || d_op == OP_SEND_IMM;
+        d_send <= (d_op == 8'd0 || d_op == OP_SEND_IMM) && !k.rp;
         txd <= '0;
         txd[8*TD_QPN +: 24] <= k.qpn;
         txd[8*TD_OP +: 8] <= d_op;
         txd[8*TD_FLAGS] <= w_flags[2];                       // SOLICITED -> SE
         txd[8*TD_FLAGS + TD_F_CQE] <= k.sig_all || w_flags[1];
+        txd[8*TD_FLAGS + 1] <= k.rp;                         // REPLAY: in flight already
         txd[8*TD_NUM_SGE +: 8] <= w_nsge;
-        txd[8*TD_WQE +: 16] <= k.ci[15:0];
+        txd[8*TD_WQE +: 16] <= w_idx[15:0];
         txd[8*TD_LENGTH +: 32] <= d_len_q;
         txd[8*TD_IMM +: 32] <= d_imm ? w_imm : 32'd0;
         txd[8*TD_RADDR +: 64] <= d_write ? w_raddr : 64'd0;
         txd[8*TD_RKEY +: 32] <= d_write ? w_rkey : 32'd0;
-        txd[8*TD_FIRST_PSN +: 24] <= k.next;
+        txd[8*TD_FIRST_PSN +: 24] <= k.rp ? d_rfirst : k.next;
+        txd[8*TD_START_PKT +: 32] <= k.rp ? d_rstart : 32'd0;
         for (int i = 0; i < 4; i++)
           if (32'(i) < 32'(w_nsge)) begin
             txd[8*(TD_SGE + 12*i) +: 64] <= w_sge_addr[i];
@@ -707,8 +842,9 @@ module fp_sqf
         else if (m_txd_ready) st <= S_F_COMMIT;
       end
       S_F_COMMIT: begin
-        // (x_wr_*: ci, next, the deadline when none runs; f_wr_*: the first PSN)
-        n_taken <= n_taken + 32'd1;
+        // (x_wr_*: ci, next, the deadline when none runs; f_wr_*: the first PSN;
+        // a replay: its index)
+        if (!k.rp) n_taken <= n_taken + 32'd1;
         if (d_send) n_sends <= n_sends + 32'd1;
         st <= S_F_COOL;
       end
@@ -723,11 +859,15 @@ module fp_sqf
       default: st <= S_IDLE;
     endcase
 
+    drops_q <= gbn_drops;
+    if (gbn_drops != drops_q || scan_rew || (st == S_R_WB && r_rew)) news_gbn <= 1'b1;
+
     // a send context written with valid clear: the queue is gone (the model's
     // write_sctx drops q.sq)
     if (sc0_wr_en && !sc0_wr_data[8*SC_FLAGS + 2]) begin
       active[sc0_wr_index] <= 1'b0;
       pending[sc0_wr_index] <= 1'b0;
+      flush_due[sc0_wr_index] <= 1'b0;
     end
 
     if (rst) begin
@@ -737,8 +877,17 @@ module fp_sqf
       pending <= '0;
       n_taken <= '0;
       n_sends <= '0;
+      n_naks <= '0;
+      n_retries <= '0;
+      n_timeouts <= '0;
+      retrying <= '0;
+      flush_due <= '0;
+      gbn_en <= '0;
+      scan_left <= '0;
       scan_e <= '0;
       news_cqe <= 1'b0;
+      news_gbn <= 1'b0;
+      drops_q <= '0;
       now <= '0;
       glob_valid_q <= 1'b0;
       rd_glob_q <= 1'b0;
@@ -747,8 +896,9 @@ module fp_sqf
 
   // the RAMs' ports: reads and writes in the cycle the FSM decides them, so
   // the next state sees the data and a read after a write the new contents
-  logic [63:0] dl_new;
+  logic [63:0] dl_new, dl_scan;
   assign dl_new = now_w + k.rto;
+  assign dl_scan = now_w + c.rto;
   logic [31:0] done_n;
   assign done_n = k.done + {24'd0, r_done};
   always_comb begin
@@ -771,6 +921,7 @@ module fp_sqf
             x_wr_addr = cfg_wr_index[QPN_W-1:0];
             x_wr_en = '1;
             x_wr_data = {
+              32'd0,                                         // X_REPLAY
               32'd0,                                         // X_RETRY: none spent
               {8'd0, cfg_wr_index},                          // X_QPN
               32'd0,                                         // X_DL_V
@@ -807,27 +958,54 @@ module fp_sqf
         end else if (pick_v && pending[pick]) begin
           x_rd_en = 1'b1;
           x_rd_addr = pick;
-        end else if (HW_NOW) begin
+        end else if (HW_NOW || scan_left != '0) begin
           x_rd_en = 1'b1;
           x_rd_addr = scan_e;
         end
+      end
+      S_SCAN: if (scan_rew) begin
+        x_wr_en = (SQ_WORDS'(1) << X_RETRY) | (SQ_WORDS'(1) << X_REPLAY)
+            | (SQ_WORDS'(1) << X_DL_LO) | (SQ_WORDS'(1) << X_DL_HI) | (SQ_WORDS'(1) << X_DL_V);
+        x_wr_data[32*X_RETRY + 8 +: 3] = c.spent + 3'd1;
+        x_wr_data[32*X_RETRY + 16] = 1'b1;
+        x_wr_data[32*X_REPLAY +: 32] = c.done;
+        x_wr_data[32*X_DL_LO +: 32] = dl_scan[31:0];
+        x_wr_data[32*X_DL_HI +: 32] = dl_scan[63:32];
+        x_wr_data[32*X_DL_V] = 1'b1;
       end
       S_R_CTX: f_rd_en = 1'b1;
       S_R_WB: begin
         x_wr_en = (SQ_WORDS'(1) << X_DONE) | (SQ_WORDS'(1) << X_BASE)
             | (SQ_WORDS'(1) << X_UNA) | (SQ_WORDS'(1) << X_DL_LO)
-            | (SQ_WORDS'(1) << X_DL_HI) | (SQ_WORDS'(1) << X_DL_V);
+            | (SQ_WORDS'(1) << X_DL_HI) | (SQ_WORDS'(1) << X_DL_V)
+            | (SQ_WORDS'(1) << X_RETRY) | (SQ_WORDS'(1) << X_REPLAY);
         x_wr_data[32*X_DONE +: 32] = done_n;
         x_wr_data[32*X_BASE +: 24] = done_n == k.ci ? k.next : f_rd_data[23:0];
         x_wr_data[32*X_UNA +: 24] = r_una;
         x_wr_data[32*X_DL_LO +: 32] = dl_new[31:0];
         x_wr_data[32*X_DL_HI +: 32] = dl_new[63:32];
-        // stopped when everything is acknowledged, as the engine's completer
-        x_wr_data[32*X_DL_V] = r_una != k.next && k.rto_v;
+        // stopped when everything is acknowledged, as the engine's completer; a
+        // rewind restarts it (the engine arms it as it hands the replay out)
+        x_wr_data[32*X_DL_V] = (r_rew || r_una != k.next) && k.rto_v;
+        // the retries spent: none since progress, one more at a rewind (the
+        // model's sq_nak and go_back); a rewind replays from the new done
+        x_wr_data[32*X_RETRY + 8 +: 3] = ((r_rew ? r_prog : r_una != k.una) ? 3'd0 : k.spent)
+            + 3'(r_rew);
+        x_wr_data[32*X_RETRY + 16] = r_rew || k.rp;
+        x_wr_data[32*X_REPLAY +: 32] = r_rew ? done_n : k.replay;
+      end
+      S_F_CHK: begin
+        // a replay's WQE: its first PSN; a replay over: the flag cleared
+        f_rd_en = k.rp;
+        f_rd_addr = {e, k.replay[SQH_W-1:0]};
+        if (active[e] && !stopped[e] && !flush_due[e] && k.rp && k.replay == k.ci) begin
+          x_wr_en = SQ_WORDS'(1) << X_RETRY;
+          x_wr_data[32*X_RETRY + 8 +: 3] = k.spent;
+        end
       end
       S_F_MR: m_rd_en = 32'(sg) < 32'(w_nsge) && w_sge_len[sg[1:0]] != 32'd0;
       S_F_COMMIT: begin
-        x_wr_en = (SQ_WORDS'(1) << X_CI) | (SQ_WORDS'(1) << X_NEXT);
+        x_wr_en = k.rp ? SQ_WORDS'(1) << X_REPLAY : (SQ_WORDS'(1) << X_CI) | (SQ_WORDS'(1) << X_NEXT);
         // the engine arms its timer when it hands out a message with none running
         if (!k.dl_v)
           x_wr_en = x_wr_en | (SQ_WORDS'(1) << X_DL_LO) | (SQ_WORDS'(1) << X_DL_HI)
@@ -837,7 +1015,8 @@ module fp_sqf
         x_wr_data[32*X_DL_LO +: 32] = dl_new[31:0];
         x_wr_data[32*X_DL_HI +: 32] = dl_new[63:32];
         x_wr_data[32*X_DL_V] = k.rto_v;
-        f_wr_en = 1'b1;
+        x_wr_data[32*X_REPLAY +: 32] = k.replay + 32'd1;
+        f_wr_en = !k.rp;
       end
       default: ;
     endcase
@@ -889,7 +1068,8 @@ module fp_sqf
   /* verilator lint_off UNUSEDSIGNAL */
   logic unused;
   assign unused = ^{c.ring, c.rto, c.log, c.sig_all, c.rto_v, c.mtu, c.pi, c.pd, c.depth,
-                    c.next, c.qpn, c.retry_cnt, k.retry_cnt, k.spent, k.pi, wqe, d_first, sc0_wr_data, cfg_rd_word, c.una,
+                    c.next, c.qpn, c.retry_cnt, c.rp, c.replay, k.retry_cnt, k.pi, wqe, d_first,
+                    sc0_wr_data, cfg_rd_word, c.una,
                     st_psn, f_rd_data, c.base, d_len, w_now, cfg_rd_index, m_rd_data};
   /* verilator lint_on UNUSEDSIGNAL */
 

@@ -163,6 +163,14 @@ module roce_fp_top
     .m_ready(ack_in_ready)
   );
 
+  // Go-Back-N at a NAK (§3.8): the WQE fetch's per-entry flags for fp_rx_check,
+  // its takes of the rewind events, fp_rx_check's count of the NAKs it dropped
+  logic [NQP-1:0]   gbn_ok, gbn_retrying;
+  logic             gbn_taken;
+  logic [QPN_W-1:0] gbn_taken_e;
+  logic [31:0]      gbn_drops;
+  logic             sq_scanning;
+
   // -------------------------------------------------------------- tables
   logic tx_wr_ready, rx_wr_ready, tx_rd_ready, rx_rd_ready;
   logic [31:0] tx_rdata, rx_rdata;
@@ -479,13 +487,13 @@ module roce_fp_top
     .dups(rx_dups),
     .acc_valid(acc_valid),
     .acc_row(acc_row),
-    // Go-Back-N at a NAK (docs/fastpath.md §3.8, "in RTL"): not yet, fp_sqf's
-    // budget, flags and rewind are not written; with gbn_ok 0 every NAK is
-    // the firmware's EXCEPTION as before
-    .gbn_ok('0),
-    .gbn_retrying('0),
-    .gbn_taken(1'b0),
-    .gbn_taken_e('0),
+    // Go-Back-N at a NAK (docs/fastpath.md §3.8, "in RTL"): the WQE fetch's
+    // flags say which NAKs fp_rx_check takes; it rewinds the queue
+    .gbn_ok(gbn_ok),
+    .gbn_retrying(gbn_retrying),
+    .gbn_taken(gbn_taken),
+    .gbn_taken_e(gbn_taken_e),
+    .gbn_drops(gbn_drops),
     .idle(rx_side_idle)
   );
 
@@ -541,7 +549,9 @@ module roce_fp_top
     .cqes(cqw_cqes),
     .idle(cqw_idle)
   );
-  assign rx_idle = rx_side_idle && cqw_idle;
+  // (a deadline scan the time's write started is work under way too: FpPort
+  // waits for its rewinds)
+  assign rx_idle = rx_side_idle && cqw_idle && !sq_scanning;
 
   // ------------------------------------------------------- the WQE fetch
   fp_sqf #(
@@ -600,7 +610,13 @@ module roce_fp_top
     .s_ev_valid(cqw_ev_valid),
     .s_ev_ready(cqw_ev_ready),
     .m_ev_valid(ev_valid),
-    .m_ev_ready(ev_ready)
+    .m_ev_ready(ev_ready),
+    .gbn_ok(gbn_ok),
+    .gbn_retrying(gbn_retrying),
+    .gbn_taken(gbn_taken),
+    .gbn_taken_e(gbn_taken_e),
+    .gbn_drops(gbn_drops),
+    .scanning(sq_scanning)
   );
 
 endmodule

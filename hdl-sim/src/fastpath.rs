@@ -50,9 +50,10 @@ pub const CQW_CQS: usize = 64;
 /// [`SQ_W_RTO_HI`] (any index), then [`SQ_W_CMD`] (index = the QPN) 1 hands it over,
 /// 2 takes the queue back; [`SQ_W_DB`] (index = the QPN) a doorbell's producer index;
 /// [`SQ_W_NOW_LO`] / [`SQ_W_NOW_HI`] the time (ns). Reads (index = the QPN):
-/// [`SQ_R_CI`] .. [`SQ_R_FLAGS`] {deadline valid, stopped, active}; global:
-/// [`SQ_R_TAKEN`], [`SQ_R_SENDS`], [`SQ_R_NEWS`] {busy, CQEs written since the last
-/// read of it}.
+/// [`SQ_R_CI`] .. [`SQ_R_FLAGS`] {retries spent, deadline valid, stopped, active};
+/// global: [`SQ_R_TAKEN`], [`SQ_R_SENDS`], [`SQ_R_NEWS`] {Go-Back-N's counts moved,
+/// a queue stopped, busy, CQEs written: the first and last since the last read of
+/// it}, [`SQ_R_NAKS`], [`SQ_R_RETRIES`], [`SQ_R_TIMEOUTS`].
 pub const SQ_W_RING_LO: u8 = 9;
 pub const SQ_W_RING_HI: u8 = 10;
 /// {mtu_log2 (bits 12..15), timeout valid (9), sig_all (8), log2 depth (0..4)}.
@@ -77,6 +78,11 @@ pub const SQ_R_FLAGS: u8 = 15;
 pub const SQ_R_TAKEN: u8 = 21;
 pub const SQ_R_SENDS: u8 = 22;
 pub const SQ_R_NEWS: u8 = 23;
+/// Go-Back-N's running counts (docs/fastpath.md §3.8): NAK sequence errors taken (the
+/// dropped ones too), retries started, of them at the local ACK timeout.
+pub const SQ_R_NAKS: u8 = 27;
+pub const SQ_R_RETRIES: u8 = 28;
+pub const SQ_R_TIMEOUTS: u8 = 29;
 
 /// Cycle numbers of transfers, for line-rate and latency checks.
 #[derive(Clone, Debug, Default)]

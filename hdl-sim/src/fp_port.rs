@@ -48,9 +48,10 @@
 
 use crate::fastpath::{
     FpSim, Table, ACCESSED_WORD, CQW_CQS, CQW_PI_WORD, CQW_RING_WORD, CQW_SEND_CQ_WORD, SQ_R_BASE,
-    SQ_R_CI, SQ_R_DL_HI, SQ_R_DL_LO, SQ_R_DONE, SQ_R_FLAGS, SQ_R_NEWS, SQ_R_SENDS, SQ_R_TAKEN,
-    SQ_R_UNA, SQ_W_CFG, SQ_W_CI, SQ_W_CMD, SQ_W_DB, SQ_W_DEPTH, SQ_W_NOW_HI, SQ_W_NOW_LO, SQ_W_PD,
-    SQ_W_PSN, SQ_W_RING_HI, SQ_W_RING_LO, SQ_W_RTO_HI, SQ_W_RTO_LO,
+    SQ_R_CI, SQ_R_DL_HI, SQ_R_DL_LO, SQ_R_DONE, SQ_R_FLAGS, SQ_R_NAKS, SQ_R_NEWS, SQ_R_RETRIES,
+    SQ_R_SENDS, SQ_R_TAKEN, SQ_R_TIMEOUTS, SQ_R_UNA, SQ_W_CFG, SQ_W_CI, SQ_W_CMD, SQ_W_DB,
+    SQ_W_DEPTH, SQ_W_NOW_HI, SQ_W_NOW_LO, SQ_W_PD, SQ_W_PSN, SQ_W_RING_HI, SQ_W_RING_LO,
+    SQ_W_RTO_HI, SQ_W_RTO_LO,
 };
 use crate::sim::{DataWidth, SimError};
 use roce_core::dcb::Priorities;
@@ -112,8 +113,12 @@ pub struct FpPort<P> {
     /// The time the firmware last ran the model at (ns), written into the RTL before
     /// it runs (its deadlines are computed from it).
     now: u64,
-    /// The fetch's running counts (WQEs taken, of them SENDs) as last reported.
-    taken: [u32; 2],
+    /// The fetch's running counts as last reported: WQEs taken, of them SENDs; NAK
+    /// sequence errors taken, retries started, of them at the timeout (Go-Back-N).
+    taken: [u32; 5],
+    /// The earliest local ACK deadline of the queues it holds, as last reported: a
+    /// run at or after it lets the RTL look (its Go-Back-N at the timeout).
+    deadline: Option<u64>,
     /// The fetch wrote CQEs since `sq_news` last said so.
     news_cqe: bool,
     /// A queue was handed over once (its counts are read from then on).
@@ -122,6 +127,15 @@ pub struct FpPort<P> {
     first_frame: Option<u64>,
 }
 
+/// The fetch's running counts: WQEs taken, of them SENDs; NAK sequence errors taken,
+/// retries started, of them at the timeout (Go-Back-N).
+const SQ_COUNTS: [u8; 5] = [
+    SQ_R_TAKEN,
+    SQ_R_SENDS,
+    SQ_R_NAKS,
+    SQ_R_RETRIES,
+    SQ_R_TIMEOUTS,
+];
 /// `SQ_R_FLAGS` bits.
 const SQ_ACTIVE: u32 = 1;
 const SQ_STOPPED: u32 = 2;
@@ -158,7 +172,8 @@ impl<P: Datapath> FpPort<P> {
             wqe_fetch: true,
             sq_qps: BTreeSet::new(),
             now: 0,
-            taken: [0; 2],
+            taken: [0; 5],
+            deadline: None,
             news_cqe: false,
             fetch_used: false,
             first_frame: None,
@@ -362,13 +377,17 @@ impl<P: Datapath> FpPort<P> {
             .write_word(Table::Port, 0, SQ_W_NOW_HI, (self.now >> 32) as u32);
     }
 
-    /// The fetch's counts since they were last reported: WQEs taken, of them SENDs.
-    fn take_counts(&mut self) -> (u32, u32) {
-        let t = self.read_port_word(0, SQ_R_TAKEN);
-        let s = self.read_port_word(0, SQ_R_SENDS);
-        let d = (t.wrapping_sub(self.taken[0]), s.wrapping_sub(self.taken[1]));
-        self.taken = [t, s];
-        d
+    /// The fetch's running counts `from..to` (of `SQ_COUNTS`) since they were last
+    /// reported.
+    fn take_counts(&mut self, from: usize, to: usize) -> Vec<u32> {
+        (from..to)
+            .map(|i| {
+                let now = self.read_port_word(0, SQ_COUNTS[i]);
+                let d = now.wrapping_sub(self.taken[i]);
+                self.taken[i] = now;
+                d
+            })
+            .collect()
     }
 
     /// QP `qpn`'s fetch flags and deadline, if the RTL holds its send queue.
@@ -538,9 +557,13 @@ impl<P: Datapath> FastPath for FpPort<P> {
             rx.push(buf.get(..n).unwrap_or(&[]).to_vec());
         }
         // (a frame held at the RTL's output goes on once the port has room)
-        if self.settled && rx.is_empty() && !(self.fp.tx_waiting() && self.port_room()) {
+        // (a deadline passed: `fp_sqf` looks at it when the time is written)
+        let due = self.deadline.is_some_and(|d| d <= self.now);
+        if self.settled && rx.is_empty() && !(self.fp.tx_waiting() && self.port_room()) && !due {
             return any;
         }
+        // (looked at now; `sq_news` reads the deadlines again)
+        self.deadline = None;
         if !self.sq_qps.is_empty() {
             self.write_now();
         }
@@ -710,7 +733,8 @@ impl<P: Datapath> FastPath for FpPort<P> {
             self.collect();
         }
         self.settled = false;
-        let (taken, sends) = self.take_counts();
+        let c = self.take_counts(0, 2);
+        let (taken, sends) = (c[0], c[1]);
         // A fetch the RTL could not make yet (its WQE read waits behind the segmenter's
         // payload reads, which wait for the port) goes on in later runs; a stop there
         // reaches the firmware through `sq_news`.
@@ -760,17 +784,20 @@ impl<P: Datapath> FastPath for FpPort<P> {
 
     fn sq_news(&mut self) -> SqNews {
         // (WQEs taken in a run are reported here, even of a queue taken back since)
-        let (taken, sends) = if self.fetch_used {
-            self.take_counts()
-        } else {
-            (0, 0)
-        };
+        let mut c = [0u32; 5];
+        if self.fetch_used {
+            c.iter_mut()
+                .zip(self.take_counts(0, 5))
+                .for_each(|(c, d)| *c = d);
+        }
+        let [taken, sends, naks, retries, timeouts] = c;
         // The news word as the SoC's firmware would read it (the CQEs it reports are
         // pulled into the mirrors at once, before the firmware writes any of its own).
         let stopped = self.fetch_news();
         self.pull_cqs();
         let qps: Vec<u32> = self.sq_qps.iter().copied().collect();
         let deadline = qps.into_iter().filter_map(|q| self.sq_state(q)?.1).min();
+        self.deadline = deadline;
         SqNews {
             counters: self.counters,
             cqe: std::mem::take(&mut self.news_cqe),
@@ -778,8 +805,9 @@ impl<P: Datapath> FastPath for FpPort<P> {
             sends,
             deadline,
             stopped,
-            // `fp_sqf` leaves every NAK and timeout to the firmware (§3.8, "in RTL").
-            ..SqNews::default()
+            naks,
+            retries,
+            timeouts,
         }
     }
 

@@ -468,6 +468,9 @@ pub fn decode_mr(b: &[u8; MR_LEN]) -> Result<MrEntry, Invalid> {
 pub const EV_EXCEPTION: u8 = 1;
 pub const EV_MSG_DONE: u8 = 2;
 pub const EV_ACKED: u8 = 3;
+/// An `ACKED` event's byte 31 bit 3: a NAK "PSN sequence error" the WQE fetch takes as
+/// its Go-Back-N to the event's PSN (`docs/fastpath.md` §3.8): an ACK of PSN - 1 only.
+pub const EV_ACKED_GBN: u8 = 1 << 3;
 
 /// Encodes an event (§3.5).
 pub fn encode_event(e: &Event) -> [u8; EVENT_LEN] {

@@ -255,6 +255,10 @@ pub mod fp_reg {
     pub const SQ_R_FLAGS: u32 = 15;
     pub const SQ_R_COUNTS: u32 = 21;
     pub const SQ_R_NEWS: u32 = 23;
+    /// Global: Go-Back-N's running counts (docs/fastpath.md §3.8), from here: NAK
+    /// sequence errors taken (dropped ones too), retries started, of them at the local
+    /// ACK timeout.
+    pub const SQ_R_GBN: u32 = 27;
     /// `SQ_R_FLAGS` bits.
     pub const SQ_ACTIVE: u32 = 1 << 0;
     pub const SQ_STOPPED: u32 = 1 << 1;
@@ -266,6 +270,8 @@ pub mod fp_reg {
     /// not news to this firmware.)
     pub const SQ_NEWS_CQE: u32 = 1 << 0;
     pub const SQ_NEWS_STOPPED: u32 = 1 << 2;
+    /// Go-Back-N's counts moved since the last read (they are read only then).
+    pub const SQ_NEWS_GBN: u32 = 1 << 3;
     /// `SQ_W_CMD` commands.
     pub const SQ_HAND_OVER: u32 = 1;
     pub const SQ_TAKE_BACK: u32 = 2;
@@ -485,6 +491,9 @@ pub struct MmioFastPath {
     sq_used: bool,
     /// The fetch's running counts (WQEs taken, of them SENDs) as last reported.
     sq_taken: [u32; 2],
+    /// Go-Back-N's running counts (NAKs taken, retries, of them at the timeout) as
+    /// last reported.
+    sq_gbn: [u32; 3],
     /// News bits read by `run_at` and not yet reported by `sq_news` (the read clears
     /// the CQE bit in the hardware).
     sq_news_seen: u32,
@@ -966,15 +975,25 @@ impl FastPath for MmioFastPath {
         }
         let mut w = [0u8; 12];
         self.read_words(fp_reg::T_PORT, 0, fp_reg::SQ_R_COUNTS, &mut w);
-        let word =
-            |i: usize| u32::from_le_bytes([w[4 * i], w[4 * i + 1], w[4 * i + 2], w[4 * i + 3]]);
-        let (taken, sends) = (word(0), word(1));
-        let news = word(2) | core::mem::take(&mut self.sq_news_seen);
+        let word = |w: &[u8; 12], i: usize| {
+            u32::from_le_bytes([w[4 * i], w[4 * i + 1], w[4 * i + 2], w[4 * i + 3]])
+        };
+        let (taken, sends) = (word(&w, 0), word(&w, 1));
+        let news = word(&w, 2) | core::mem::take(&mut self.sq_news_seen);
         let counts = (
             taken.wrapping_sub(self.sq_taken[0]),
             sends.wrapping_sub(self.sq_taken[1]),
         );
         self.sq_taken = [taken, sends];
+        let mut gbn = [0u32; 3];
+        if news & fp_reg::SQ_NEWS_GBN != 0 {
+            self.read_words(fp_reg::T_PORT, 0, fp_reg::SQ_R_GBN, &mut w);
+            for ((d, last), i) in gbn.iter_mut().zip(&mut self.sq_gbn).zip(0..) {
+                let now = word(&w, i);
+                *d = now.wrapping_sub(*last);
+                *last = now;
+            }
+        }
         // No deadline: the fetch watches its own (a passed one stops the queue, and the
         // runtime takes it back with it).
         SqNews {
@@ -984,9 +1003,9 @@ impl FastPath for MmioFastPath {
             sends: counts.1,
             deadline: None,
             stopped: news & fp_reg::SQ_NEWS_STOPPED != 0,
-            // The SoC's `fp_sqf` leaves every NAK and timeout to the firmware (§3.8,
-            // "in RTL": its running counts will be table-3 reads 27 and 28).
-            ..SqNews::default()
+            naks: gbn[0],
+            retries: gbn[1],
+            timeouts: gbn[2],
         }
     }
 }
@@ -1164,6 +1183,7 @@ impl MmioHal {
                     sq_held: 0,
                     sq_used: false,
                     sq_taken: [0; 2],
+                    sq_gbn: [0; 3],
                     sq_news_seen: 0,
                 },
                 fp_state: FpState::Unknown,
