@@ -1020,8 +1020,8 @@ proptest! {
 /// path reports its own, the engine counts them) are the engine's, every frame sent at
 /// the engine's instant. (Without the hardware's Go-Back-N each NAK is an EXCEPTION,
 /// and the firmware takes the send queue back and posts the replay: 3 events on seed 1
-/// of the model; on the RTL with `fp_rx_check`'s `gbn_ok` tied to 0, 2 events and 2
-/// descriptors on seed 7.)
+/// of the model; on the RTL with `fp_rx_check`'s `gbn_ok` tied to 0, 9 descriptors on
+/// seed 7.)
 #[test]
 fn a_nak_of_a_fetched_queue_is_the_hardwares() {
     // The RTL's in-flight list holds 8 messages per QP (`IF_ENTRIES`; a ninth is not
