@@ -515,7 +515,11 @@ impl<
                 continue;
             };
             let qpn = event.qpn();
-            if for_requester(&event) {
+            // (The take-back changes neither what of the QP is on the fast path nor its
+            // line: one lookup serves the event.)
+            let (fp, sq_hw) = self.fp_sq_of(qpn);
+            let on = fp != FpState::Off;
+            if sq_hw && for_requester(&event) {
                 // A response or an exception of a QP whose send WQEs the hardware
                 // fetches: the engine takes its send queue back first (§3.8).
                 self.fp_sq_take_back(qpn, now);
@@ -523,18 +527,12 @@ impl<
             match event {
                 Event::Exception {
                     meta, frame_len, ..
-                } => {
-                    let on = self.fp_of(qpn) != FpState::Off;
-                    self.fp_exception(now, qpn, on, &meta, frame_len)
-                }
+                } => self.fp_exception(now, qpn, on, &meta, frame_len),
                 Event::MsgDone {
                     byte_len,
                     solicited,
                     ..
-                } => {
-                    let on = self.fp_of(qpn) != FpState::Off;
-                    self.fp_msg_done(now, qpn, on, byte_len, solicited)
-                }
+                } => self.fp_msg_done(now, qpn, on, byte_len, solicited),
                 Event::Acked { psn, read, cqe, .. } => {
                     self.engine.fastpath_acked(now, qpn, psn, read, cqe);
                     if cqe {

@@ -15,7 +15,7 @@ use crate::wire::opcode::Opcode;
 use crate::wire::reth::RethRepr;
 use crate::wire::ExtHeaders;
 
-use super::entry::{Commit, PayloadSrc, TxDesc};
+use super::entry::{Commit, PayloadSrc, SendWqe, TxDesc};
 use super::qp::{Env, QpRef};
 use super::verbs::{QpState, QpType, SendFlags, WcStatus, WrOp};
 
@@ -141,8 +141,10 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
             // Selective repeat's resends: SR QPs are not on the fast path.
             return None;
         };
-        let m = self.msg_of(idx, pkt, psn)?;
         let w = self.q.sq.get(usize::from(idx))?;
+        // Local operations never get here (`req_select` does them), nor UD's sends.
+        let op = MsgOp::of(&w.wr.op)?;
+        let m = self.msg_of(w, op, idx, pkt, psn);
         layout::write_txd_words(&m, &w.wr.sg_list, out);
         if let Some(wr_id) = self.req_hand_out(env, idx, &m) {
             layout::set_txd_cqe(out, wr_id);
@@ -172,22 +174,26 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
                 continue;
             }
             let psn = self.qp.req.psn;
-            let Some(m) = self.msg_of(idx, 0, psn) else {
+            let Some((w, op)) = self
+                .q
+                .sq
+                .get(usize::from(idx))
+                .and_then(|w| Some((w, MsgOp::of(&w.wr.op)?)))
+            else {
                 return;
             };
+            let m = self.msg_of(w, op, idx, 0, psn);
             self.req_hand_out(env, idx, &m);
         }
     }
 
-    /// The descriptor of the WQE at `idx` from packet `pkt` (PSN `psn`, the first
-    /// PSN of a WQE not started yet), without its SGEs. None for a local operation.
-    /// Inlined into its two callers: returned out of line, the `Option<TxMsg>` (~130
-    /// bytes) was copied again at the `?` (~200 instructions per descriptor).
+    /// The descriptor of WQE `w` (at `idx`, sending `op`) from packet `pkt` (PSN `psn`,
+    /// the first PSN of a WQE not started yet), without its SGEs. Built where it stays:
+    /// returned in an `Option`, the `TxMsg` (~130 bytes) was copied out of it again
+    /// (~80 instructions per descriptor on the soft core); inlined into its two callers
+    /// for the same reason.
     #[inline(always)]
-    fn msg_of(&self, idx: u16, pkt: u32, psn: Psn) -> Option<TxMsg> {
-        let w = self.q.sq.get(usize::from(idx))?;
-        // Local operations never get here (`req_select` does them), nor UD's sends.
-        let op = MsgOp::of(&w.wr.op)?;
+    fn msg_of(&self, w: &SendWqe, op: MsgOp, idx: u16, pkt: u32, psn: Psn) -> TxMsg {
         let (remote_addr, rkey) = match w.wr.op {
             WrOp::AtomicCmpAndSwp {
                 remote_addr, rkey, ..
@@ -197,15 +203,20 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
             } => (remote_addr, rkey),
             _ => w.wr.op.remote().unwrap_or((0, Rkey(0))),
         };
-        let mut m = self.msg_skeleton(op, idx);
-        m.replay = w.started;
-        m.first_psn = if w.started { w.first_psn } else { psn };
-        m.solicited = w.wr.send_flags.contains(SendFlags::SOLICITED);
-        m.length = w.len;
-        m.remote_addr = remote_addr;
-        m.rkey = rkey;
-        m.start_pkt = pkt;
-        Some(m)
+        TxMsg {
+            qpn: self.qp.qpn,
+            op,
+            solicited: w.wr.send_flags.contains(SendFlags::SOLICITED),
+            replay: w.started,
+            wqe_index: idx,
+            sges: heapless::Vec::new(),
+            length: w.len,
+            remote_addr,
+            rkey,
+            first_psn: if w.started { w.first_psn } else { psn },
+            start_pkt: pkt,
+            end_pkt: 0,
+        }
     }
 
     /// Counts message `m` (the WQE at `idx`, from its packet `m.start_pkt`) as sent:
