@@ -1537,7 +1537,7 @@ impl<
             // flags alone (~25 instructions each on the soft core when looked at in
             // full, in every frame's scan).
             let ready = self.tx_ready.get(slot).copied().unwrap_or(false);
-            if !ready && !(cnps && self.cc.get(slot).is_some_and(QpCc::cnp_pending)) {
+            if !(ready || (cnps && self.cc.get(slot).is_some_and(QpCc::cnp_pending))) {
                 continue;
             }
             let Some(Some(qp)) = self.qps.get(slot) else {
