@@ -199,7 +199,9 @@ pub struct Engine<
     /// Per QP: it may have a frame to send. Cleared when `transmit_one` finds nothing;
     /// set by every call that runs the QP's state machine (`with_qp`), the only way its
     /// answer can change (it does not depend on the time; a paced QP whose pacer holds
-    /// a packet stays set). `poll_transmit` then passes over idle QPs without asking
+    /// a packet stays set), when the responder's or the requester's gate lets a frame
+    /// through (`resp_may_send`, `req_may_send`: where they say no, `transmit_one`
+    /// would find nothing and change nothing). `poll_transmit` then passes over idle QPs without asking
     /// each one, as a NIC's scheduler keeps a ready list.
     tx_ready: [bool; QPS],
     /// Per QP on the fast path: it may have a request descriptor to hand out (set with
@@ -631,6 +633,10 @@ impl<
         };
         let mut r = QpRef { qp, q };
         let out = f(&mut r, &mut env, cfg);
+        // Ready only when the responder or the requester may have a frame: their
+        // gates, which `transmit_one` would pass through to find nothing (the receiver
+        // of a stream between the ACKs it coalesces).
+        let tx = tx && (r.resp_may_send() || r.req_may_send());
         let deadline = r.qp.next_deadline();
         let flush = r.qp.req.fastpath && r.qp.req.rewound;
         if let (Some(ready), Some(d)) = (self.tx_ready.get_mut(slot), self.deadlines.get_mut(slot))

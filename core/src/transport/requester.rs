@@ -95,8 +95,7 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
     /// a request packet).
     #[inline(never)]
     pub(crate) fn req_prepare(&mut self, env: &mut Env<'_>) -> Option<TxDesc> {
-        if self.qp.req.fastpath {
-            // Requests leave through the fast path's descriptors (`req_take_msg`).
+        if !self.req_may_send() {
             return None;
         }
         let mtu = self.qp.mtu.bytes();
@@ -312,15 +311,31 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
         }
     }
 
+    /// Whether [`Self::req_prepare`] may have something to send (or work to do on the
+    /// way: local operations, failed WQEs). When false it returns `None` at once and
+    /// changes nothing: this is its gate, so the engine may leave the QP off its ready
+    /// list without asking.
+    pub(crate) fn req_may_send(&self) -> bool {
+        // Requests on the fast path leave through its descriptors (`req_take_msg`).
+        !self.qp.req.fastpath && self.req_may_select()
+    }
+
+    /// The gate of every round of [`Self::req_select`]: when false it returns `None`
+    /// having changed nothing. A WQE at the cursor may be sent or done; selective
+    /// repeat's resends are not looked for here (finding none moves its cursor): with
+    /// it on, the answer is yes.
+    fn req_may_select(&self) -> bool {
+        matches!(self.qp.state, QpState::Rts | QpState::Sqd)
+            && self.qp.comp.rnr_at.is_none()
+            && (self.sr_on() || self.q.sq.get(usize::from(self.qp.req.wqe_idx)).is_some())
+    }
+
     /// What the requester sends next, doing on the way the work that produces no
     /// packet.
     #[inline(always)] // the per-packet path of `req_prepare`
     fn req_select(&mut self, env: &mut Env<'_>) -> Option<Next> {
         loop {
-            if !matches!(self.qp.state, QpState::Rts | QpState::Sqd) {
-                return None;
-            }
-            if self.qp.comp.rnr_at.is_some() {
+            if !self.req_may_select() {
                 return None;
             }
             // Selective repeat resends what the responder is missing before new data.
