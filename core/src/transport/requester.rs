@@ -95,7 +95,8 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
     /// a request packet).
     #[inline(never)]
     pub(crate) fn req_prepare(&mut self, env: &mut Env<'_>) -> Option<TxDesc> {
-        if !self.req_may_send() {
+        // `req_may_send`'s two halves: this, then `req_select`'s first round.
+        if self.qp.req.fastpath {
             return None;
         }
         let mtu = self.qp.mtu.bytes();
@@ -315,6 +316,7 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
     /// way: local operations, failed WQEs). When false it returns `None` at once and
     /// changes nothing: this is its gate, so the engine may leave the QP off its ready
     /// list without asking.
+    #[inline(always)] // a few loads, asked after every packet
     pub(crate) fn req_may_send(&self) -> bool {
         // Requests on the fast path leave through its descriptors (`req_take_msg`).
         !self.qp.req.fastpath && self.req_may_select()
@@ -324,10 +326,11 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
     /// having changed nothing. A WQE at the cursor may be sent or done; selective
     /// repeat's resends are not looked for here (finding none moves its cursor): with
     /// it on, the answer is yes.
+    #[inline(always)]
     fn req_may_select(&self) -> bool {
         matches!(self.qp.state, QpState::Rts | QpState::Sqd)
             && self.qp.comp.rnr_at.is_none()
-            && (self.sr_on() || self.q.sq.get(usize::from(self.qp.req.wqe_idx)).is_some())
+            && (self.sr_on() || usize::from(self.qp.req.wqe_idx) < self.q.sq.len())
     }
 
     /// What the requester sends next, doing on the way the work that produces no

@@ -803,6 +803,7 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
     /// the QP off its ready list without asking (the receiver of a stream, between
     /// the ACKs it coalesces). Selective repeat's SACKs are not looked for here (finding
     /// none drops stale triggers): with it on, the answer is yes.
+    #[inline(always)] // a few loads, asked after every packet
     pub(crate) fn resp_may_send(&self) -> bool {
         if self.qp.qp_type != QpType::Rc {
             return false;
