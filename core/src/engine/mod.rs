@@ -1445,6 +1445,14 @@ impl<
         if !self.cc_any {
             return qp;
         }
+        self.cc_timeout(qp)
+    }
+
+    /// `qp`, or the congestion control's earliest timer if earlier. Out of line: without
+    /// congestion control, `poll_timeout` (asked after every event) is a leaf without
+    /// registers to save.
+    #[inline(never)]
+    fn cc_timeout(&self, qp: Option<Instant>) -> Option<Instant> {
         let cc = self
             .cc
             .get(..self.hi)
