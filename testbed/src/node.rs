@@ -266,6 +266,10 @@ impl NicNode {
     fn charge_context_dma(&mut self, now: Nanos) {
         self.now = now;
         let (misses, evictions) = self.nic.context_dma();
+        if (misses, evictions) == self.ctx_charged {
+            // Nothing since the last call (every call without a QP cache).
+            return;
+        }
         let (m0, e0) = std::mem::replace(&mut self.ctx_charged, (misses, evictions));
         let cost = self
             .host_path

@@ -199,7 +199,9 @@ pub struct Engine<
     /// Per QP: it may have a frame to send. Cleared when `transmit_one` finds nothing;
     /// set by every call that runs the QP's state machine (`with_qp`), the only way its
     /// answer can change (it does not depend on the time; a paced QP whose pacer holds
-    /// a packet stays set). `poll_transmit` then passes over idle QPs without asking
+    /// a packet stays set), when the responder's or the requester's gate lets a frame
+    /// through (`resp_may_send`, `req_may_send`: where they say no, `transmit_one`
+    /// would find nothing and change nothing). `poll_transmit` then passes over idle QPs without asking
     /// each one, as a NIC's scheduler keeps a ready list.
     tx_ready: [bool; QPS],
     /// Per QP on the fast path: it may have a request descriptor to hand out (set with
@@ -631,6 +633,10 @@ impl<
         };
         let mut r = QpRef { qp, q };
         let out = f(&mut r, &mut env, cfg);
+        // Ready only when the responder or the requester may have a frame: their
+        // gates, which `transmit_one` would pass through to find nothing (the receiver
+        // of a stream between the ACKs it coalesces).
+        let tx = tx && (r.resp_may_send() || r.req_may_send());
         let deadline = r.qp.next_deadline();
         let flush = r.qp.req.fastpath && r.qp.req.rewound;
         if let (Some(ready), Some(d)) = (self.tx_ready.get_mut(slot), self.deadlines.get_mut(slot))
@@ -1439,6 +1445,14 @@ impl<
         if !self.cc_any {
             return qp;
         }
+        self.cc_timeout(qp)
+    }
+
+    /// `qp`, or the congestion control's earliest timer if earlier. Out of line: without
+    /// congestion control, `poll_timeout` (asked after every event) is a leaf without
+    /// registers to save.
+    #[inline(never)]
+    fn cc_timeout(&self, qp: Option<Instant>) -> Option<Instant> {
         let cc = self
             .cc
             .get(..self.hi)
@@ -1674,13 +1688,19 @@ fn transmit_one<const SQ: usize, const RQ: usize, const RD: usize>(
         // a peer's window waits for), then requests. Written where it stays and
         // borrowed there: the descriptor (~220 bytes) is too big to move around per
         // frame (a function returning either copied the responder's once more: ~270
-        // instructions a frame on the soft core).
-        let mut next = r.resp_prepare(env);
-        if next.is_none() {
-            next = r.req_prepare(env);
-        }
-        let Some(d) = next.as_ref() else {
-            return Tx::Idle;
+        // instructions a frame on the soft core), and each in its own place (assigned
+        // to the responder's, the requester's was copied there: ~30 instructions).
+        let resp = r.resp_prepare(env);
+        let req;
+        let d = match resp.as_ref() {
+            Some(d) => d,
+            None => {
+                req = r.req_prepare(env);
+                match req.as_ref() {
+                    Some(d) => d,
+                    None => return Tx::Idle,
+                }
+            }
         };
         if gated && d.carries_data() {
             return Tx::Held;

@@ -95,8 +95,8 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
     /// a request packet).
     #[inline(never)]
     pub(crate) fn req_prepare(&mut self, env: &mut Env<'_>) -> Option<TxDesc> {
+        // `req_may_send`'s checks: this, then `req_select`'s first round.
         if self.qp.req.fastpath {
-            // Requests leave through the fast path's descriptors (`req_take_msg`).
             return None;
         }
         let mtu = self.qp.mtu.bytes();
@@ -323,15 +323,34 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
         }
     }
 
+    /// Whether [`Self::req_prepare`] may have something to send (or work to do on the
+    /// way: local operations, failed WQEs). When false it returns `None` at once and
+    /// changes nothing, so the engine may leave the QP off its ready list without
+    /// asking: on the fast path it returns at its first check, and `req_select`'s first
+    /// round returns at [`Self::req_may_select`], or with selective repeat off
+    /// (`sr_next_rtx` returns at its first check) and no WQE at the cursor (its `?`).
+    /// With selective repeat on, the answer is yes: finding no resend moves its cursor.
+    #[inline(always)] // a few loads, asked after every packet
+    pub(crate) fn req_may_send(&self) -> bool {
+        // Requests on the fast path leave through its descriptors (`req_take_msg`).
+        !self.qp.req.fastpath
+            && self.req_may_select()
+            && (self.sr_on() || usize::from(self.qp.req.wqe_idx) < self.q.sq.len())
+    }
+
+    /// Whether the requester may start or continue anything: every round of
+    /// [`Self::req_select`] returns `None` at once when not.
+    #[inline(always)]
+    fn req_may_select(&self) -> bool {
+        matches!(self.qp.state, QpState::Rts | QpState::Sqd) && self.qp.comp.rnr_at.is_none()
+    }
+
     /// What the requester sends next, doing on the way the work that produces no
     /// packet.
     #[inline(always)] // the per-packet path of `req_prepare`
     fn req_select(&mut self, env: &mut Env<'_>) -> Option<Next> {
         loop {
-            if !matches!(self.qp.state, QpState::Rts | QpState::Sqd) {
-                return None;
-            }
-            if self.qp.comp.rnr_at.is_some() {
+            if !self.req_may_select() {
                 return None;
             }
             // Selective repeat resends what the responder is missing before new data.
