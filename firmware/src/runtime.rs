@@ -1977,6 +1977,10 @@ pub trait NicRuntime {
     fn counters(&self) -> &RuntimeCounters;
     /// [`Nic::transmit_frame_except`].
     fn transmit_frame_except(&mut self, buf: &mut [u8], blocked: Priorities) -> Option<usize>;
+    /// Whether [`NicRuntime::transmit_frame_except`] with `blocked` may give a frame:
+    /// false only where it would give none and change nothing but a summary flag
+    /// (`Engine::tx_waiting_except`).
+    fn tx_waiting_except(&self, blocked: Priorities) -> bool;
 }
 
 impl<
@@ -2011,6 +2015,9 @@ impl<
     }
     fn transmit_frame_except(&mut self, buf: &mut [u8], blocked: Priorities) -> Option<usize> {
         Nic::transmit_frame_except(self, buf, blocked)
+    }
+    fn tx_waiting_except(&self, blocked: Priorities) -> bool {
+        self.engine.tx_waiting_except(blocked)
     }
 }
 

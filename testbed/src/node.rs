@@ -384,7 +384,10 @@ impl NicNode {
                 }
                 full
             };
-            if full == Priorities::ALL {
+            // Asked first: a call that finds nothing costs the NIC's layers, and the
+            // sender of a stream makes one after every frame (for the priorities still
+            // free once its own priority's queue is full).
+            if full == Priorities::ALL || !self.nic.may_transmit_except(full) {
                 return;
             }
             // Built straight into a queue buffer (a spare one: no allocation and no copy

@@ -1387,6 +1387,30 @@ impl<
         self.tx_any || self.cc_any || self.cfg.cc.np
     }
 
+    /// Whether [`Engine::poll_transmit_except`] with `blocked` may return a frame: false
+    /// only where it would return `None` having changed nothing but the summary flag
+    /// (without congestion control, every QP marked ready sends frames of a blocked
+    /// priority). A host's port with a queue per priority asks for the free ones after
+    /// every frame (the sender of a stream, its one priority's queue just filled): this
+    /// answers without the call through the host's layers.
+    pub fn tx_waiting_except(&self, blocked: Priorities) -> bool {
+        if self.cc_any || self.cfg.cc.np {
+            return true;
+        }
+        if !self.tx_any {
+            return false;
+        }
+        if blocked.is_empty() {
+            return true;
+        }
+        // As `poll_transmit_except` decides, slot by slot (priorities checked there).
+        self.tx_ready
+            .iter()
+            .zip(&self.tx_prio)
+            .take(self.hi)
+            .any(|(&ready, p)| ready && !blocked.contains(p.data))
+    }
+
     /// Whether some QP on the fast path may have a descriptor for
     /// [`Engine::fastpath_poll_request`].
     pub fn fastpath_requests_waiting(&self) -> bool {
@@ -1535,6 +1559,8 @@ impl<
         dma: &mut dyn Dma,
         blocked: Priorities,
     ) -> Option<usize> {
+        // `tx_waiting_except`'s promise, checked where tests run (folds away elsewhere).
+        let promised_none = cfg!(debug_assertions) && !self.tx_waiting_except(blocked);
         let now = self.clock(now);
         let hi = self.hi.max(1);
         // Without congestion control only a ready QP has a frame: a poll that finds none
@@ -1571,6 +1597,7 @@ impl<
             // Congestion control costs nothing here while it is off.
             if cnps && !cnp_blocked {
                 if let Some(len) = self.poll_cnp(slot, buf) {
+                    debug_assert!(!promised_none, "a CNP where tx_waiting_except said none");
                     self.tx_next = (slot + 1) % hi;
                     self.counters.sent_pkts += 1;
                     return Some(len);
@@ -1629,6 +1656,7 @@ impl<
                 }
             }
             if let Tx::Sent { len, .. } = out {
+                debug_assert!(!promised_none, "a frame where tx_waiting_except said none");
                 self.tx_next = (slot + 1) % hi;
                 self.counters.sent_pkts += 1;
                 return Some(len);
