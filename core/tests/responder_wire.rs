@@ -445,3 +445,33 @@ fn msn_counts_messages_not_packets() {
     assert_eq!(s.answers()[0].msn, Some(2));
     let _ = Msn::ZERO;
 }
+
+/// A packet that asks for no ACK leaves the responder nothing to send, and the engine
+/// says so without a poll (`tx_waiting`, the flag a poll with nothing to do reads):
+/// the receiver of a stream is not visited at every packet to find no ACK owed.
+#[test]
+fn a_packet_asking_no_ack_leaves_nothing_waiting() {
+    let mut s = Script::new();
+    let (dst, k) = s.node.buffer(4096);
+    let p = vec![3u8; MTU];
+    s.send(
+        Opcode::RC_RDMA_WRITE_FIRST,
+        10,
+        false,
+        Script::reth(dst, k.rkey, 2 * MTU as u32),
+        &p,
+    );
+    assert!(!s.node.eng.tx_waiting(), "no ACK owed, yet marked ready");
+    assert_eq!(s.answers(), vec![]);
+    s.send(
+        Opcode::RC_RDMA_WRITE_LAST,
+        11,
+        true,
+        ExtHeaders::default(),
+        &p,
+    );
+    assert!(s.node.eng.tx_waiting(), "an ACK owed, not marked ready");
+    assert_eq!(s.answers(), vec![ack(11, 1)]);
+    assert!(!s.node.eng.tx_waiting());
+    assert_eq!(s.node.mem.read(dst, 2 * MTU), [p.clone(), p].concat());
+}

@@ -53,4 +53,11 @@ pub trait NicModel: Device {
         let _ = blocked;
         self.transmit_frame(buf)
     }
+    /// Whether [`NicModel::transmit_frame_except`] with `blocked` may give a frame: false
+    /// only where it would give none and change nothing a harness sees, so that the
+    /// harness may skip the call. The default says yes.
+    fn may_transmit_except(&self, blocked: Priorities) -> bool {
+        let _ = blocked;
+        true
+    }
 }

@@ -515,7 +515,11 @@ impl<
                 continue;
             };
             let qpn = event.qpn();
-            if for_requester(&event) {
+            // (The take-back changes neither what of the QP is on the fast path nor its
+            // line: one lookup serves the event.)
+            let (fp, sq_hw) = self.fp_sq_of(qpn);
+            let on = fp != FpState::Off;
+            if sq_hw && for_requester(&event) {
                 // A response or an exception of a QP whose send WQEs the hardware
                 // fetches: the engine takes its send queue back first (§3.8).
                 self.fp_sq_take_back(qpn, now);
@@ -523,18 +527,12 @@ impl<
             match event {
                 Event::Exception {
                     meta, frame_len, ..
-                } => {
-                    let on = self.fp_of(qpn) != FpState::Off;
-                    self.fp_exception(now, qpn, on, &meta, frame_len)
-                }
+                } => self.fp_exception(now, qpn, on, &meta, frame_len),
                 Event::MsgDone {
                     byte_len,
                     solicited,
                     ..
-                } => {
-                    let on = self.fp_of(qpn) != FpState::Off;
-                    self.fp_msg_done(now, qpn, on, byte_len, solicited)
-                }
+                } => self.fp_msg_done(now, qpn, on, byte_len, solicited),
                 Event::Acked { psn, read, cqe, .. } => {
                     // EV_RFLAGS bit 3: a NAK sequence error the WQE fetch took as its
                     // Go-Back-N to PSN, whose CQEs the writer could not write, so the
@@ -1994,6 +1992,10 @@ pub trait NicRuntime {
     fn counters(&self) -> &RuntimeCounters;
     /// [`Nic::transmit_frame_except`].
     fn transmit_frame_except(&mut self, buf: &mut [u8], blocked: Priorities) -> Option<usize>;
+    /// Whether [`NicRuntime::transmit_frame_except`] with `blocked` may give a frame:
+    /// false only where it would give none and change nothing but a summary flag
+    /// (`Engine::tx_waiting_except`).
+    fn tx_waiting_except(&self, blocked: Priorities) -> bool;
 }
 
 impl<
@@ -2028,6 +2030,9 @@ impl<
     }
     fn transmit_frame_except(&mut self, buf: &mut [u8], blocked: Priorities) -> Option<usize> {
         Nic::transmit_frame_except(self, buf, blocked)
+    }
+    fn tx_waiting_except(&self, blocked: Priorities) -> bool {
+        self.engine.tx_waiting_except(blocked)
     }
 }
 

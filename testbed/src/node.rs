@@ -266,6 +266,10 @@ impl NicNode {
     fn charge_context_dma(&mut self, now: Nanos) {
         self.now = now;
         let (misses, evictions) = self.nic.context_dma();
+        if (misses, evictions) == self.ctx_charged {
+            // Nothing since the last call (every call without a QP cache).
+            return;
+        }
         let (m0, e0) = std::mem::replace(&mut self.ctx_charged, (misses, evictions));
         let cost = self
             .host_path
@@ -380,7 +384,10 @@ impl NicNode {
                 }
                 full
             };
-            if full == Priorities::ALL {
+            // Asked first: a call that finds nothing costs the NIC's layers, and the
+            // sender of a stream makes one after every frame (for the priorities still
+            // free once its own priority's queue is full).
+            if full == Priorities::ALL || !self.nic.may_transmit_except(full) {
                 return;
             }
             // Built straight into a queue buffer (a spare one: no allocation and no copy

@@ -15,7 +15,7 @@ use crate::wire::opcode::Opcode;
 use crate::wire::reth::RethRepr;
 use crate::wire::ExtHeaders;
 
-use super::entry::{Commit, PayloadSrc, TxDesc};
+use super::entry::{Commit, PayloadSrc, SendWqe, TxDesc};
 use super::qp::{Env, QpRef};
 use super::verbs::{QpState, QpType, SendFlags, WcStatus, WrOp};
 
@@ -95,8 +95,8 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
     /// a request packet).
     #[inline(never)]
     pub(crate) fn req_prepare(&mut self, env: &mut Env<'_>) -> Option<TxDesc> {
+        // `req_may_send`'s checks: this, then `req_select`'s first round.
         if self.qp.req.fastpath {
-            // Requests leave through the fast path's descriptors (`req_take_msg`).
             return None;
         }
         let mtu = self.qp.mtu.bytes();
@@ -141,8 +141,10 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
             // Selective repeat's resends: SR QPs are not on the fast path.
             return None;
         };
-        let m = self.msg_of(idx, pkt, psn)?;
         let w = self.q.sq.get(usize::from(idx))?;
+        // Local operations never get here (`req_select` does them), nor UD's sends.
+        let op = MsgOp::of(&w.wr.op)?;
+        let m = self.msg_of(w, op, idx, pkt, psn);
         layout::write_txd_words(&m, &w.wr.sg_list, out);
         if let Some(wr_id) = self.req_hand_out(env, idx, &m) {
             layout::set_txd_cqe(out, wr_id);
@@ -172,22 +174,26 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
                 continue;
             }
             let psn = self.qp.req.psn;
-            let Some(m) = self.msg_of(idx, 0, psn) else {
+            let Some((w, op)) = self
+                .q
+                .sq
+                .get(usize::from(idx))
+                .and_then(|w| Some((w, MsgOp::of(&w.wr.op)?)))
+            else {
                 return;
             };
+            let m = self.msg_of(w, op, idx, 0, psn);
             self.req_hand_out(env, idx, &m);
         }
     }
 
-    /// The descriptor of the WQE at `idx` from packet `pkt` (PSN `psn`, the first
-    /// PSN of a WQE not started yet), without its SGEs. None for a local operation.
-    /// Inlined into its two callers: returned out of line, the `Option<TxMsg>` (~130
-    /// bytes) was copied again at the `?` (~200 instructions per descriptor).
+    /// The descriptor of WQE `w` (at `idx`, sending `op`) from packet `pkt` (PSN `psn`,
+    /// the first PSN of a WQE not started yet), without its SGEs. Built where it stays:
+    /// returned in an `Option`, the `TxMsg` (~130 bytes) was copied out of it again
+    /// (~80 instructions per descriptor on the soft core); inlined into its two callers
+    /// for the same reason.
     #[inline(always)]
-    fn msg_of(&self, idx: u16, pkt: u32, psn: Psn) -> Option<TxMsg> {
-        let w = self.q.sq.get(usize::from(idx))?;
-        // Local operations never get here (`req_select` does them), nor UD's sends.
-        let op = MsgOp::of(&w.wr.op)?;
+    fn msg_of(&self, w: &SendWqe, op: MsgOp, idx: u16, pkt: u32, psn: Psn) -> TxMsg {
         let (remote_addr, rkey) = match w.wr.op {
             WrOp::AtomicCmpAndSwp {
                 remote_addr, rkey, ..
@@ -197,15 +203,20 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
             } => (remote_addr, rkey),
             _ => w.wr.op.remote().unwrap_or((0, Rkey(0))),
         };
-        let mut m = self.msg_skeleton(op, idx);
-        m.replay = w.started;
-        m.first_psn = if w.started { w.first_psn } else { psn };
-        m.solicited = w.wr.send_flags.contains(SendFlags::SOLICITED);
-        m.length = w.len;
-        m.remote_addr = remote_addr;
-        m.rkey = rkey;
-        m.start_pkt = pkt;
-        Some(m)
+        TxMsg {
+            qpn: self.qp.qpn,
+            op,
+            solicited: w.wr.send_flags.contains(SendFlags::SOLICITED),
+            replay: w.started,
+            wqe_index: idx,
+            sges: heapless::Vec::new(),
+            length: w.len,
+            remote_addr,
+            rkey,
+            first_psn: if w.started { w.first_psn } else { psn },
+            start_pkt: pkt,
+            end_pkt: 0,
+        }
     }
 
     /// Counts message `m` (the WQE at `idx`, from its packet `m.start_pkt`) as sent:
@@ -312,15 +323,34 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
         }
     }
 
+    /// Whether [`Self::req_prepare`] may have something to send (or work to do on the
+    /// way: local operations, failed WQEs). When false it returns `None` at once and
+    /// changes nothing, so the engine may leave the QP off its ready list without
+    /// asking: on the fast path it returns at its first check, and `req_select`'s first
+    /// round returns at [`Self::req_may_select`], or with selective repeat off
+    /// (`sr_next_rtx` returns at its first check) and no WQE at the cursor (its `?`).
+    /// With selective repeat on, the answer is yes: finding no resend moves its cursor.
+    #[inline(always)] // a few loads, asked after every packet
+    pub(crate) fn req_may_send(&self) -> bool {
+        // Requests on the fast path leave through its descriptors (`req_take_msg`).
+        !self.qp.req.fastpath
+            && self.req_may_select()
+            && (self.sr_on() || usize::from(self.qp.req.wqe_idx) < self.q.sq.len())
+    }
+
+    /// Whether the requester may start or continue anything: every round of
+    /// [`Self::req_select`] returns `None` at once when not.
+    #[inline(always)]
+    fn req_may_select(&self) -> bool {
+        matches!(self.qp.state, QpState::Rts | QpState::Sqd) && self.qp.comp.rnr_at.is_none()
+    }
+
     /// What the requester sends next, doing on the way the work that produces no
     /// packet.
     #[inline(always)] // the per-packet path of `req_prepare`
     fn req_select(&mut self, env: &mut Env<'_>) -> Option<Next> {
         loop {
-            if !matches!(self.qp.state, QpState::Rts | QpState::Sqd) {
-                return None;
-            }
-            if self.qp.comp.rnr_at.is_some() {
+            if !self.req_may_select() {
                 return None;
             }
             // Selective repeat resends what the responder is missing before new data.

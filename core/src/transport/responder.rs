@@ -798,20 +798,31 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
         }
     }
 
-    /// The next ACK, NAK, READ response or ATOMIC ACK, in PSN order.
-    pub(crate) fn resp_prepare(&mut self, env: &mut Env<'_>) -> Option<TxDesc> {
+    /// Whether [`Self::resp_prepare`] may have something to send. When false it returns
+    /// `None` at once and changes nothing: this is its gate, so the engine may leave
+    /// the QP off its ready list without asking (the receiver of a stream, between
+    /// the ACKs it coalesces). Selective repeat's SACKs are not looked for here (finding
+    /// none drops stale triggers): with it on, the answer is yes.
+    #[inline(always)] // a few loads, asked after every packet
+    pub(crate) fn resp_may_send(&self) -> bool {
         if self.qp.qp_type != QpType::Rc {
-            return None;
+            return false;
         }
         if self.qp.state == QpState::Err {
             // Only the final NAK of a fatal error still goes out.
-            return match self.qp.resp.pending {
-                Some(a) if self.qp.resp.fatal_nak => Some(self.ack_desc(a, Commit::Ack)),
-                _ => None,
-            };
+            return self.qp.resp.fatal_nak && self.qp.resp.pending.is_some();
         }
-        if !self.qp.state.processes_receive() {
+        self.qp.state.processes_receive()
+            && (!self.q.out.is_empty() || self.qp.resp.pending.is_some() || self.sr_on())
+    }
+
+    /// The next ACK, NAK, READ response or ATOMIC ACK, in PSN order.
+    pub(crate) fn resp_prepare(&mut self, env: &mut Env<'_>) -> Option<TxDesc> {
+        if !self.resp_may_send() {
             return None;
+        }
+        if self.qp.state == QpState::Err {
+            return self.qp.resp.pending.map(|a| self.ack_desc(a, Commit::Ack));
         }
         let Some(item) = self.q.out.front().copied() else {
             if let Some(d) = self.sr_sack_desc() {

@@ -163,9 +163,15 @@ impl<
 
     /// How much of QP `qpn` is on the fast path.
     pub(super) fn fp_of(&self, qpn: Qpn) -> FpState {
+        self.fp_sq_of(qpn).0
+    }
+
+    /// [`Self::fp_of`], and whether the fast path fetches the QP's send WQEs (`sq_hw`):
+    /// one lookup of its line for the event loop, which asks both for every event.
+    pub(super) fn fp_sq_of(&self, qpn: Qpn) -> (FpState, bool) {
         match self.line(qpn).and_then(|l| self.qps.get(l)) {
-            Some(Some(q)) => q.fp,
-            _ => FpState::Off,
+            Some(Some(q)) => (q.fp, q.sq_hw),
+            _ => (FpState::Off, false),
         }
     }
 
