@@ -66,6 +66,23 @@ impl Script {
         }
     }
 
+    /// The first of a two-packet WRITE of `2 * MTU` bytes to `dst` (PSN 10, no AckReq).
+    fn write_first_of_two(&mut self, dst: u64, rkey: Rkey, payload: &[u8]) {
+        let reth = Self::reth(dst, rkey, 2 * MTU as u32);
+        self.send(Opcode::RC_RDMA_WRITE_FIRST, 10, false, reth, payload);
+    }
+
+    /// The last of that WRITE (PSN 11, AckReq).
+    fn write_last_of_two(&mut self, payload: &[u8]) {
+        self.send(
+            Opcode::RC_RDMA_WRITE_LAST,
+            11,
+            true,
+            ExtHeaders::default(),
+            payload,
+        );
+    }
+
     fn send(&mut self, opcode: Opcode, psn: u32, ack_req: bool, ext: ExtHeaders, payload: &[u8]) {
         let mut bth = BthRepr::new(opcode, self.qpn, Psn::new(psn));
         bth.ack_req = ack_req;
@@ -420,20 +437,8 @@ fn msn_counts_messages_not_packets() {
     let mut s = Script::new();
     let (dst, k) = s.node.buffer(4096);
     let p = vec![3u8; MTU];
-    s.send(
-        Opcode::RC_RDMA_WRITE_FIRST,
-        10,
-        false,
-        Script::reth(dst, k.rkey, 2 * MTU as u32),
-        &p,
-    );
-    s.send(
-        Opcode::RC_RDMA_WRITE_LAST,
-        11,
-        true,
-        ExtHeaders::default(),
-        &p,
-    );
+    s.write_first_of_two(dst, k.rkey, &p);
+    s.write_last_of_two(&p);
     assert_eq!(s.answers(), vec![ack(11, 1)]);
     s.send(
         Opcode::RC_RDMA_READ_REQUEST,
@@ -454,22 +459,10 @@ fn a_packet_asking_no_ack_leaves_nothing_waiting() {
     let mut s = Script::new();
     let (dst, k) = s.node.buffer(4096);
     let p = vec![3u8; MTU];
-    s.send(
-        Opcode::RC_RDMA_WRITE_FIRST,
-        10,
-        false,
-        Script::reth(dst, k.rkey, 2 * MTU as u32),
-        &p,
-    );
+    s.write_first_of_two(dst, k.rkey, &p);
     assert!(!s.node.eng.tx_waiting(), "no ACK owed, yet marked ready");
     assert_eq!(s.answers(), vec![]);
-    s.send(
-        Opcode::RC_RDMA_WRITE_LAST,
-        11,
-        true,
-        ExtHeaders::default(),
-        &p,
-    );
+    s.write_last_of_two(&p);
     assert!(s.node.eng.tx_waiting(), "an ACK owed, not marked ready");
     assert_eq!(s.answers(), vec![ack(11, 1)]);
     assert!(!s.node.eng.tx_waiting());
