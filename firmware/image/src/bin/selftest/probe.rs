@@ -762,6 +762,9 @@ impl<F: FastPath> FastPath for FpProbe<F> {
     fn events_waiting(&mut self) -> bool {
         self.inner.events_waiting()
     }
+    fn read_responder(&self) -> bool {
+        self.inner.read_responder()
+    }
 
     fn ctx_hits_misses(&self) -> [u64; 2] {
         self.inner.ctx_hits_misses()
