@@ -480,7 +480,7 @@ proptest! {
             }
             if let Some(mut r) = out.read {
                 while !r.done() {
-                    let n = fastpath::read_response(&tx, &mut r, &mut model.pair.b.mem, &mut buf).unwrap();
+                    let n = fastpath::read_response(&tx, &mut r, model.pair.b.eng.memory(), &mut model.pair.b.mem, &mut buf).unwrap();
                     model.sent.push(buf[..n].to_vec());
                 }
             }
@@ -504,4 +504,65 @@ proptest! {
             && first.reth().is_some_and(|r| r.dma_len > 0);
         prop_assert!(!read_first || model.reads > 0, "a READ the model could take went to the engine");
     }
+}
+
+/// A READ response checks its region again before it goes (`fastpath::read_response`,
+/// as the engine's `resp_prepare` and rxe's `rxe_recheck_mr`): against a table without
+/// the key (the region deregistered since the request) nothing is sent and the
+/// descriptor stays as it was; against the engine's table the response goes.
+#[test]
+fn a_read_response_of_a_region_gone_is_not_sent() {
+    let Writer {
+        mut p,
+        qa,
+        qb,
+        src,
+        dst,
+        ..
+    } = writer(Mtu::Mtu1024);
+    let m = Msg {
+        op: 4,
+        len: 3000,
+        cuts: vec![],
+    };
+    let (wr, _) = describe(&m, src, dst, qa, Psn::ZERO);
+    p.a.post_send(qa, &wr);
+    p.settle();
+    let frames = sent_by_a(&p, 0);
+    let request = frames
+        .iter()
+        .find(|f| wire::parse(f).unwrap().opcode() == wire::Opcode::RC_RDMA_READ_REQUEST)
+        .expect("A sent the READ request");
+    // A second B, which the request reaches in sequence.
+    let mut q = Pair::new(2);
+    let (_, qb2) = q.connect(
+        QpType::Rc,
+        &QpOpts {
+            mtu: Mtu::Mtu1024,
+            ..QpOpts::default()
+        },
+    );
+    assert_eq!(qb, qb2);
+    q.a.buffer(9000);
+    q.b.buffer(9000);
+    q.b.eng.set_fastpath_reads(true);
+    let mut ctx = q.b.eng.fastpath_recv_ctx(qb2).unwrap();
+    let tx = q.b.eng.fastpath_send_ctx(qb2).unwrap();
+    let pkt = wire::parse(request).unwrap();
+    let out = fastpath::receive(&mut ctx, &pkt, q.b.eng.memory(), &mut q.b.mem);
+    let mut r = out.read.expect("the model took the READ");
+    let before = r;
+    let mut buf = vec![0u8; 9000];
+    let gone = fastpath::MrTable::<4>::default();
+    assert_eq!(
+        fastpath::read_response(&tx, &mut r, &gone, &mut q.b.mem, &mut buf),
+        Err(fastpath::TxError::Access)
+    );
+    assert_eq!(r, before);
+    let n = fastpath::read_response(&tx, &mut r, q.b.eng.memory(), &mut q.b.mem, &mut buf)
+        .expect("the region is the engine's");
+    assert_eq!(
+        wire::parse(&buf[..n]).unwrap().opcode(),
+        wire::Opcode::RC_RDMA_READ_RESPONSE_FIRST
+    );
 }

@@ -476,8 +476,10 @@ impl<P: Datapath, const QPS: usize> FastPathPort<P, QPS> {
                 let built = match resp {
                     Resp::Ack(ack) => fastpath::ack_frame(&ctx, &ack, &mut self.buf),
                     Resp::Read(mut r) => {
-                        let b = fastpath::read_response(&ctx, &mut r, dma, &mut self.buf);
-                        if !r.done() {
+                        let b =
+                            fastpath::read_response(&ctx, &mut r, &self.mrt, dma, &mut self.buf);
+                        // A region that lost its rights: the rest of the READ is dropped.
+                        if !r.done() && b != Err(TxError::Access) {
                             // The rest of the READ goes first (the queue had room: this
                             // entry just left it).
                             let _ = self.ackq.push_front(Resp::Read(r));

@@ -643,6 +643,8 @@ fn take_read(ctx: &mut RecvCtx, psn: Psn, reth: RethRepr) -> RxOutcome {
             resid: reth.dma_len,
             first: true,
             msn: ctx.msn,
+            pd: ctx.pd,
+            rkey: reth.rkey,
         }),
     }
 }

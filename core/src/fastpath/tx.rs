@@ -1,7 +1,7 @@
 //! TX (`docs/fastpath.md` §2): the send context, the message descriptor, the segmenter
 //! that turns a descriptor into request frames, and ACK frames from ACK descriptors.
 
-use crate::memory::Dma;
+use crate::memory::{AccessFlags, Dma, Pd, Protection};
 use crate::num::{Msn, Psn, Qpn, Rkey};
 use crate::transport::{Mtu, Sge, WrOp, MAX_SGE};
 use crate::wire::aeth::{AethRepr, Syndrome};
@@ -190,6 +190,9 @@ pub enum TxError {
     NoSuchPacket,
     /// The DMA faulted reading the payload.
     Dma,
+    /// A READ response's region lost its rights since the request (deregistered,
+    /// invalidated): nothing is sent.
+    Access,
     /// The frame could not be written (buffer too small, empty template).
     Emit(EmitError),
 }
@@ -413,6 +416,9 @@ pub struct ReadResp {
     pub first: bool,
     /// The AETH's MSN: the responder's after the READ.
     pub msn: Msn,
+    /// The QP's PD and the request's R_Key: each response checks its bytes again.
+    pub pd: Pd,
+    pub rkey: Rkey,
 }
 
 impl ReadResp {
@@ -427,10 +433,16 @@ impl ReadResp {
 /// LAST / ONLY by place, at most the path MTU of payload read by DMA from `va`, PadCnt,
 /// an AETH (ACK, `msn`) on FIRST, LAST and ONLY; no AckReq, no SE. Returns the frame
 /// length; a payload the DMA could not read aborts the frame (`TxError::Dma`), `r`
-/// moved past it all the same, as the segmenter's request packets.
+/// moved past it all the same, as the segmenter's request packets. The region is checked
+/// again against `mem` first, as the engine checks it before each response (rxe
+/// `rxe_recheck_mr`): deregistered or invalidated since the request, nothing goes
+/// (`TxError::Access`, `r` unchanged) and the caller drops the rest of the READ (the
+/// requester's retry brings a duplicate to the firmware, whose engine answers it with
+/// the NAK "remote access error").
 pub fn read_response(
     ctx: &SendCtx,
     r: &mut ReadResp,
+    mem: &dyn Protection,
     dma: &mut dyn Dma,
     buf: &mut [u8],
 ) -> Result<usize, TxError> {
@@ -438,6 +450,15 @@ pub fn read_response(
         return Err(TxError::NoSuchPacket);
     }
     let n = r.resid.min(ctx.mtu.bytes());
+    mem.check_remote(
+        r.pd,
+        r.qpn,
+        r.rkey,
+        r.va,
+        u64::from(n),
+        AccessFlags::REMOTE_READ,
+    )
+    .map_err(|_| TxError::Access)?;
     let last = r.resid == n;
     let opcode = match (r.first, last) {
         (true, true) => Opcode::RC_RDMA_READ_RESPONSE_ONLY,
