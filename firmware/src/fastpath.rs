@@ -17,7 +17,7 @@ use roce_core::dcb::Priorities;
 use roce_core::fastpath::layout::{self, EVENT_LEN, MR_LEN, RCTX_LEN, SCTX_LEN, TXD_LEN};
 use roce_core::fastpath::{
     self, AckDesc, Answered, Event, Exception, Inflight, InflightKind, MrTable, MsgOp, PortAddr,
-    RxOutcome, SendCtx, SqIdle, TxError, TxMsg,
+    ReadResp, RxOutcome, SendCtx, SqIdle, TxError, TxMsg,
 };
 use roce_core::memory::Dma;
 use roce_core::num::{Psn, Qpn};
@@ -29,7 +29,7 @@ use zerocopy::{FromZeros, IntoBytes};
 const TXQ: usize = 32;
 /// In-flight messages per QP (at least the firmware's send-queue depth).
 const INFLIGHT: usize = 64;
-/// ACK descriptors waiting for the wire.
+/// ACK and READ response descriptors waiting for the wire.
 const ACKQ: usize = 16;
 /// Events waiting for the firmware.
 const EVQ: usize = 16;
@@ -230,6 +230,15 @@ struct SqHw {
     replay: Option<(u32, u32)>,
 }
 
+/// An entry of the response queue (the ACK queue of §2.3 with READ responses, §2.4):
+/// in the order the receive path took the requests, as the engine's responder sends
+/// them (its ACKs never overtake a READ's responses).
+#[derive(Clone, Copy, Debug)]
+enum Resp {
+    Ack(AckDesc),
+    Read(ReadResp),
+}
+
 /// One QP's memories.
 #[derive(Clone, Debug)]
 struct QpMem {
@@ -283,7 +292,7 @@ pub struct FastPathPort<P, const QPS: usize> {
     qps: [QpMem; QPS],
     mrt: MrTable<MRT>,
     txq: Deque<TxMsg, TXQ>,
-    ackq: Deque<AckDesc, ACKQ>,
+    ackq: Deque<Resp, ACKQ>,
     events: Deque<Event, EVQ>,
     slots: [[u8; FRAME_BUF]; SLOTS],
     slot_len: [usize; SLOTS],
@@ -343,10 +352,17 @@ impl<P: Datapath, const QPS: usize> FastPathPort<P, QPS> {
         self.qps.get_mut(Self::slot_of(qpn))
     }
 
-    /// Receives frames while there is room for what they may raise.
+    /// Receives frames while there is room for what they may raise, and no READ's
+    /// responses wait: the frames after a READ are taken once its responses went out,
+    /// as the engine's responder sends a READ's responses before it takes the next
+    /// packet (the test harnesses' order, `device/tests/fastpath_diff.rs`), so that
+    /// nothing the firmware sends for a later packet (an exception's) overtakes them.
     fn run_rx(&mut self, dma: &mut dyn Dma) -> bool {
         let mut any = false;
-        while self.events.len() + 1 < EVQ && !self.ackq.is_full() {
+        while self.events.len() + 1 < EVQ
+            && !self.ackq.is_full()
+            && !self.ackq.iter().any(|r| matches!(r, Resp::Read(_)))
+        {
             let Some(slot) = self.slot_used.iter().position(|u| !u) else {
                 break;
             };
@@ -421,7 +437,10 @@ impl<P: Datapath, const QPS: usize> FastPathPort<P, QPS> {
                 None => RxOutcome::exception(qpn, &pkt, Exception::Off),
             };
             if let Some(ack) = out.ack {
-                let _ = self.ackq.push_back(ack);
+                let _ = self.ackq.push_back(Resp::Ack(ack));
+            }
+            if let Some(read) = out.read {
+                let _ = self.ackq.push_back(Resp::Read(read));
             }
             match out.answered {
                 Some(Answered::OutOfSequence) => self.answered[0] += 1,
@@ -454,13 +473,35 @@ impl<P: Datapath, const QPS: usize> FastPathPort<P, QPS> {
         // The model builds a frame before it knows its priority: it sends only while
         // the port has room for every priority, so that no frame is refused and lost.
         while self.inner.tx_blocked().is_empty() {
-            if let Some(ack) = self.ackq.pop_front() {
-                let sctx = self.qp(ack.qpn).map(|q| q.sctx).unwrap_or([0; SCTX_LEN]);
-                if let Ok(ctx) = layout::decode_sctx(&sctx) {
-                    if let Ok(n) = fastpath::ack_frame(&ctx, &ack, &mut self.buf) {
-                        self.send(n);
-                        any = true;
+            if let Some(resp) = self.ackq.pop_front() {
+                let qpn = match resp {
+                    Resp::Ack(a) => a.qpn,
+                    Resp::Read(r) => r.qpn,
+                };
+                let sctx = self.qp(qpn).map(|q| q.sctx).unwrap_or([0; SCTX_LEN]);
+                let Ok(ctx) = layout::decode_sctx(&sctx) else {
+                    continue;
+                };
+                let built = match resp {
+                    Resp::Ack(ack) => fastpath::ack_frame(&ctx, &ack, &mut self.buf),
+                    Resp::Read(mut r) => {
+                        let b = fastpath::read_response(&ctx, &mut r, dma, &mut self.buf);
+                        if !r.done() {
+                            // The rest of the READ goes first (the queue had room: this
+                            // entry just left it).
+                            let _ = self.ackq.push_front(Resp::Read(r));
+                        }
+                        if b == Err(TxError::Dma) {
+                            // Aborted on the wire, as a request packet whose payload
+                            // the host could not read: the requester's retry repairs it.
+                            self.counters.tx_dma_errors += 1;
+                        }
+                        b
                     }
+                };
+                if let Ok(n) = built {
+                    self.send(n);
+                    any = true;
                 }
                 continue;
             }
@@ -1115,6 +1156,10 @@ impl<P: Datapath, const QPS: usize> FastPath for FastPathPort<P, QPS> {
     /// The model takes frames only inside `run`, whole: its events are all queued.
     fn events_waiting(&mut self) -> bool {
         !self.events.is_empty()
+    }
+
+    fn read_responder(&self) -> bool {
+        !self.bypass
     }
 
     fn run(&mut self, dma: &mut dyn Dma) -> bool {

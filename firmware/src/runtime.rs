@@ -259,9 +259,14 @@ impl<
         hal.reg_write(reg::CMDQ_CI, 0);
         let dp = hal.datapath();
         dp.set_dcb(&port.dcb, port.mac);
-        if let Some(fp) = dp.fastpath() {
-            fp.set_port(port.mac, port.gid());
-        }
+        let reads = match dp.fastpath() {
+            Some(fp) => {
+                fp.set_port(port.mac, port.gid());
+                fp.read_responder()
+            }
+            None => false,
+        };
+        self.engine.set_fastpath_reads(reads);
     }
 
     /// The platform.
@@ -557,6 +562,9 @@ impl<
                     // The last of the QP's sends may have completed.
                     self.fp_sq_hand_over(qpn);
                 }
+                Event::Read {
+                    psn, va, rkey, len, ..
+                } => self.engine.fastpath_read_taken(qpn, psn, va, rkey, len),
             }
         }
         // Every exception waiting is handled: the QPs held since may go.
@@ -1913,7 +1921,7 @@ struct BadDoorbell;
 /// again cost ~1,000 instructions of a ~4,000 exception).
 fn for_requester(event: &Event) -> bool {
     match event {
-        Event::MsgDone { .. } => false,
+        Event::MsgDone { .. } | Event::Read { .. } => false,
         Event::Acked { .. } => true,
         Event::Exception { opcode, .. } => !is_request(*opcode),
     }
