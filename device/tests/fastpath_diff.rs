@@ -209,17 +209,20 @@ fn pattern(len: usize, seed: u8) -> Vec<u8> {
 /// How many QP pairs, and whether each NIC keeps its QPs in host memory (an ICM, as
 /// `docs/scale.md`): then the pairs share one CQ and one memory region a side (the
 /// firmware's capacities), and the firmware's 8 QP slots and the fast path's context
-/// entries are caches.
+/// entries are caches. `cq`: each pair's CQ entries (one CQ a side holds both queues'
+/// completions; the host polls it only after the run).
 #[derive(Clone, Copy, Debug)]
 struct Setup {
     pairs: usize,
     icm: bool,
+    cq: usize,
 }
 
 /// Three pairs, each with its own CQs and regions, all resident.
 const THREE: Setup = Setup {
     pairs: 3,
     icm: false,
+    cq: 256,
 };
 
 /// Runs the program `wrs` at `mtu` on NICs over `hw`; the outcome and each side's
@@ -251,7 +254,7 @@ fn run_on(
         sides[1].ctx.alloc_pd().unwrap(),
     ];
     let shared = setup.icm.then(|| {
-        let cq = [0, 1].map(|s| Rc::new(sides[s].ctx.create_cq(4096).unwrap()));
+        let cq = [0, 1].map(|s| Rc::new(sides[s].ctx.create_cq(setup.cq).unwrap()));
         let mr = [0, 1].map(|s| Rc::new(pds[s].reg_mr(setup.pairs * REGION, access).unwrap()));
         (cq, mr)
     });
@@ -261,13 +264,13 @@ fn run_on(
         let (cq, mr, off) = match &shared {
             Some((cq, mr)) => (cq.clone(), mr.clone(), (p * REGION) as u64),
             None => (
-                [0, 1].map(|s| Rc::new(sides[s].ctx.create_cq(256).unwrap())),
+                [0, 1].map(|s| Rc::new(sides[s].ctx.create_cq(setup.cq).unwrap())),
                 [0, 1].map(|s| Rc::new(pds[s].reg_mr(REGION, access).unwrap())),
                 0,
             ),
         };
         if p == 0 || shared.is_none() {
-            cqs.extend(cq.iter().cloned());
+            cqs.extend(cq.iter().cloned().enumerate());
         }
         let qp = [0, 1].map(|s| {
             pds[s]
@@ -303,7 +306,10 @@ fn run_on(
     }
     let (flows, times) = exchange(&sides, wire);
     // Each QP's completions in the order its CQ gave them.
-    let wcs: Vec<WorkCompletion> = cqs.iter().flat_map(|cq| drain(cq)).collect();
+    let wcs: Vec<WorkCompletion> = cqs
+        .iter()
+        .flat_map(|(s, cq)| drain(cq, &sides[*s].nic))
+        .collect();
     let completions = pairs
         .iter()
         .flat_map(|p| p.qp.iter())
@@ -396,14 +402,23 @@ fn post(p: &Pair, w: &Wr, id: u64) {
     p.qp[s].post_send(&wr).unwrap();
 }
 
-fn drain(cq: &CompletionQueue) -> Vec<WorkCompletion> {
+/// Every completion CQ `cq` of `nic` has, the NIC run between polls: completions that
+/// found its ring full wait in the NIC until the host makes room.
+fn drain(cq: &CompletionQueue, nic: &LocalNic) -> Vec<WorkCompletion> {
     let mut out = Vec::new();
     let mut buf = [WorkCompletion::default(); 64];
+    let mut ran = false;
     loop {
         let got = cq.poll(&mut buf).unwrap();
         if got.is_empty() {
-            return out;
+            if ran {
+                return out;
+            }
+            nic.poll();
+            ran = true;
+            continue;
         }
+        ran = false;
         out.extend_from_slice(got);
     }
 }
@@ -1053,6 +1068,7 @@ fn aliasing_wrs() -> impl Strategy<Value = Vec<Wr>> {
 const MANY: Setup = Setup {
     pairs: 72,
     icm: true,
+    cq: 4096,
 };
 
 /// The context cache's cases: `ROCE_FP_CACHE_CASES`, default 3 per fast path.
@@ -1174,5 +1190,55 @@ fn nak_of_a_fetched_queue(hw: Hw, wrs: &[Wr], seeds: [u64; 4]) {
             "seed {seed}: the engine alone made no retry: {:?}",
             engine.retries
         );
+    }
+}
+
+/// One pair whose CQs hold one CQE.
+const TINY_CQ: Setup = Setup {
+    pairs: 1,
+    icm: false,
+    cq: 1,
+};
+
+/// Go-Back-N at a NAK whose CQEs find the CQ full (`docs/fastpath.md` §3.8, "A rewind
+/// the WQE fetch cannot take"): A's CQ holds one CQE and the host polls it only after
+/// the run, so once the first send completed the CQE writer refuses every CQE. A NAK
+/// sequence error that retires a signaled message then goes to the firmware as an
+/// `ACKED` event with `EV_ACKED_GBN` (the WQE fetch takes only an event whose CQEs are
+/// written), on the model as on the RTL at 64 and 512 bits, and the engine takes it as
+/// its completer takes the NAK (`Engine::fastpath_nak`: `rcvd_seq_err`, and the retry at
+/// once). Frames, their times, memory, completions and the NAK and retry counters are
+/// the engine's alone. (Taken as an ACK of PSN - 1, as before, the engine went back only
+/// at its local ACK timeout: both seeds failed, on the model and on the RTL.)
+#[test]
+fn a_nak_whose_cqes_find_the_cq_full_is_the_engines() {
+    let wrs = send_side_mix(8);
+    let mut hws = vec![Hw::Model];
+    if rtl_here() {
+        hws.extend([Hw::Rtl, Hw::Rtl512]);
+    }
+    for hw in hws {
+        for (loss, seed) in [(100, 4), (150, 21)] {
+            let wire = Wire {
+                seed,
+                loss,
+                reorder: 0,
+            };
+            let c = differential_on(TINY_CQ, hw, Mtu::Mtu1024, &wrs, wire).unwrap();
+            assert!(
+                c[0].cq_overflows > 0,
+                "{hw:?} loss {loss} seed {seed}: A's CQ never filled"
+            );
+            let (engine, _) = run_on(TINY_CQ, Hw::Engine, Mtu::Mtu1024, wire, &wrs);
+            let (fast, _) = run_on(TINY_CQ, hw, Mtu::Mtu1024, wire, &wrs);
+            assert_eq!(
+                engine.times, fast.times,
+                "{hw:?} loss {loss} seed {seed}: frames sent at other times"
+            );
+            assert!(
+                engine.retries[0][0] > 0,
+                "loss {loss} seed {seed}: the engine alone had no NAK"
+            );
+        }
     }
 }

@@ -410,18 +410,27 @@ impl<P: Datapath, const QPS: usize> FastPathPort<P, QPS> {
                         // The hardware's Go-Back-N: its FLUSH; the replays follow.
                         let s = Self::slot_of(qpn);
                         retain(&mut self.txq, |d| Self::slot_of(d.qpn) != s);
-                    }
-                    if nak == NakTaken::Rewound {
                         self.news.retries += 1;
                     }
-                    if nak != NakTaken::No {
-                        self.news.naks += 1;
-                        q.rctx = rctx;
-                        out.event = None;
-                    } else if sq_retire(q, &out.event, none_owed, self.now) {
-                        // The WQE fetch's own: the firmware never hears of it.
-                        self.news.cqe |= matches!(out.event, Some(Event::Acked { cqe: true, .. }));
-                        out.event = None;
+                    match nak {
+                        NakTaken::No => {
+                            if sq_retire(q, &out.event, none_owed, self.now) {
+                                // The WQE fetch's own: the firmware never hears of it.
+                                self.news.cqe |=
+                                    matches!(out.event, Some(Event::Acked { cqe: true, .. }));
+                                out.event = None;
+                            }
+                        }
+                        NakTaken::Passed(ev) => {
+                            // Counted by the engine, which takes the NAK.
+                            q.rctx = rctx;
+                            out.event = Some(ev);
+                        }
+                        NakTaken::Dropped | NakTaken::Rewound => {
+                            self.news.naks += 1;
+                            q.rctx = rctx;
+                            out.event = None;
+                        }
                     }
                     out
                 }
@@ -839,6 +848,10 @@ enum NakTaken {
     Dropped,
     /// Go-Back-N: the QP's queued descriptors go (a FLUSH) and the replays follow.
     Rewound,
+    /// Taken as the Go-Back-N, but the CQE writer had no room for what it retired: the
+    /// rewind is the firmware's, told by this `ACKED` event with `gbn` (as the RTL's
+    /// `fp_sqf` takes only an event whose CQEs are written, §3.8).
+    Passed(Event),
 }
 
 /// A NAK sequence error (`PSN` = the responder's expected PSN) for a QP whose send
@@ -852,8 +865,10 @@ enum NakTaken {
 /// `una_psn = PSN`, `noack = 0`, its queued descriptors dropped (the caller: a FLUSH),
 /// and the WQEs from the one holding `PSN` sent again from the host ring as REPLAYs
 /// (`sq_fetch`), from `PSN` on. The local ACK timer restarts (the engine restarts it on
-/// progress, or arms it when it hands the replay out). Anything else stays an
-/// EXCEPTION, with nothing changed.
+/// progress, or arms it when it hands the replay out). When the CQE writer has no room
+/// for the retired messages' CQEs, they retire all the same (`una_psn = PSN`) and the
+/// rewind is the firmware's ([`NakTaken::Passed`]). Anything else stays an EXCEPTION,
+/// with nothing changed.
 fn sq_nak(
     q: &mut QpMem,
     pkt: &wire::Packet<'_>,
@@ -904,17 +919,33 @@ fn sq_nak(
     let Some(first) = q.inflight.iter().nth(n).map(|m| m.first_psn) else {
         return NakTaken::No;
     };
-    if !wcs.is_empty() && !q.send_cq.is_some_and(|cq| cqw.write_all(cq, &wcs, dma)) {
-        return NakTaken::No;
-    }
+    let written = wcs.is_empty() || q.send_cq.is_some_and(|cq| cqw.write_all(cq, &wcs, dma));
+    let mut wqe_index = 0;
     for _ in 0..n {
-        q.inflight.pop_front();
+        if let Some(m) = q.inflight.pop_front() {
+            wqe_index = m.wqe_index;
+        }
+    }
+    ctx.una_psn = psn;
+    if !written {
+        // The send-queue state stays as it was: the firmware takes the queue back.
+        q.sctx = layout::encode_sctx(&ctx);
+        return NakTaken::Passed(Event::Acked {
+            qpn,
+            psn,
+            una: psn,
+            read: false,
+            last: false,
+            done: n.min(255) as u8,
+            wqe_index,
+            cqe: false,
+            gbn: true,
+        });
     }
     sq.done = sq.done.wrapping_add(n as u32);
     sq.una = psn;
     sq.base = first;
     sq.spent = spent;
-    ctx.una_psn = psn;
     go_back(q, sq, ctx, first, now);
     NakTaken::Rewound
 }

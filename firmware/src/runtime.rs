@@ -538,18 +538,22 @@ impl<
                     solicited,
                     ..
                 } => self.fp_msg_done(now, qpn, on, byte_len, solicited),
-                Event::Acked { psn, read, cqe, .. } => {
-                    // EV_RFLAGS bit 3: a NAK sequence error the WQE fetch took as its
-                    // Go-Back-N to PSN, whose CQEs the writer could not write, so the
-                    // queue is the engine's again (§3.8, "in RTL"): it acknowledges
-                    // PSN - 1 only. The engine retries at its local ACK timeout (the
-                    // NAK itself is not replayed to it: rcvd_seq_err misses it).
-                    let psn = if self.event[31] & layout::EV_ACKED_GBN != 0 {
-                        psn.sub(1)
+                Event::Acked {
+                    psn,
+                    read,
+                    cqe,
+                    gbn,
+                    ..
+                } => {
+                    if gbn {
+                        // EV_RFLAGS bit 3: a NAK sequence error the fast path took as
+                        // its Go-Back-N to PSN, whose rewind the WQE fetch left to the
+                        // firmware (the CQE writer had no room, §3.8): the engine takes
+                        // the NAK as its completer would, and rewinds now.
+                        self.engine.fastpath_nak(now, qpn, psn, cqe);
                     } else {
-                        psn
-                    };
-                    self.engine.fastpath_acked(now, qpn, psn, read, cqe);
+                        self.engine.fastpath_acked(now, qpn, psn, read, cqe);
+                    }
                     if cqe {
                         // The hardware wrote CQEs (§3.7): the host hears of them as of
                         // the firmware's.

@@ -1055,6 +1055,19 @@ impl<
         }
     }
 
+    /// The fast path took a NAK "PSN sequence error" for `qpn` at `psn` as its Go-Back-N
+    /// (`docs/fastpath.md` §3.8, the `ACKED` event with `EV_ACKED_GBN`) and left the
+    /// rewind to the firmware (its WQE fetch did not take the event: the CQE writer had
+    /// no room for what the NAK retired). The completer takes the NAK as if it had
+    /// handled the packet: it completes what ends before `psn` (`cqe`: the hardware
+    /// wrote those CQEs), counts `rcvd_seq_err` and goes back to `psn` at once.
+    pub fn fastpath_nak(&mut self, now: Instant, qpn: Qpn, psn: Psn, cqe: bool) {
+        let now = self.clock(now);
+        if let Some(slot) = self.slot(qpn) {
+            self.with_fp_qp(slot, now, |r, env| r.comp_fastpath_nak(env, psn, cqe));
+        }
+    }
+
     /// What the hardware needs to fetch QP `qpn`'s send WQEs itself (`docs/fastpath.md`
     /// §3.8), when the engine holds none of its sends: an RC QP in RTS on the fast path
     /// with an empty send queue, nothing outstanding and no rewind or RNR wait under

@@ -523,12 +523,16 @@ pub fn encode_event(e: &Event) -> [u8; EVENT_LEN] {
             done,
             wqe_index,
             cqe,
+            gbn,
             ..
         } => {
             b[0] = EV_ACKED;
             put24(&mut b, 8, psn.value());
             put24(&mut b, 28, una.value());
             b[31] = u8::from(read) | u8::from(last) << 1 | u8::from(cqe) << 2;
+            if gbn {
+                b[31] |= EV_ACKED_GBN;
+            }
             b[1] = done;
             put(&mut b, 2, wqe_index.to_le_bytes());
         }
@@ -582,6 +586,7 @@ pub fn decode_event(b: &[u8; EVENT_LEN]) -> Result<Event, Invalid> {
             read: b[31] & 1 != 0,
             last: b[31] & 2 != 0,
             cqe: b[31] & 4 != 0,
+            gbn: b[31] & EV_ACKED_GBN != 0,
             done: b[1],
             wqe_index: u16_at(b, 2),
         },

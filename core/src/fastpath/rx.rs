@@ -310,7 +310,10 @@ pub enum Event {
     /// placed; `last` when that was the READ's last): `una` is the oldest
     /// unacknowledged PSN now, `done` the in-flight messages it retired, the last of
     /// them send-queue slot `wqe_index`; `cqe`: the CQEs of the signaled messages it
-    /// retired are written (§3.7; false: the firmware writes them).
+    /// retired are written (§3.7; false: the firmware writes them). `gbn`: the response
+    /// was a NAK "PSN sequence error" for `psn` the WQE fetch took as its Go-Back-N to
+    /// `psn` (§3.8; `una` = `psn`, what ends before it retired): the firmware sees one
+    /// only when the fetch left the rewind to it.
     Acked {
         qpn: Qpn,
         psn: Psn,
@@ -320,6 +323,7 @@ pub enum Event {
         done: u8,
         wqe_index: u16,
         cqe: bool,
+        gbn: bool,
     },
     /// The receive path took an in-sequence RDMA READ request for PSN `psn` (§3.4) and
     /// queued its responses: the firmware's engine records it among the responder's
@@ -874,6 +878,7 @@ fn take_response<const N: usize>(
         done: retire.min(255) as u8,
         wqe_index,
         cqe: false,
+        gbn: false,
     }))
 }
 
