@@ -340,6 +340,64 @@ fn read_responses_and_a_replay_from_the_middle() {
     );
 }
 
+/// Two READs taken before the first one's responses go: each stream carries its own
+/// READ's MSN (rxe finishes a READ before taking the next request, so its first READ
+/// answers with MSN 1), not the MSN the responder has reached when it sends. A
+/// duplicate carries the MSN current when it is taken, as rxe's duplicate_request.
+#[test]
+fn pipelined_reads_carry_their_own_msn() {
+    let mut s = Script::new();
+    let (src, k) = s.node.buffer(3 * MTU);
+    s.node.mem.fill_pattern(src, 3 * MTU, 1);
+    s.send(
+        Opcode::RC_RDMA_READ_REQUEST,
+        10,
+        true,
+        Script::reth(src, k.rkey, 2 * MTU as u32),
+        &[],
+    );
+    s.send(
+        Opcode::RC_RDMA_READ_REQUEST,
+        12,
+        true,
+        Script::reth(src + 2 * MTU as u64, k.rkey, MTU as u32),
+        &[],
+    );
+    let ops: Vec<_> = s
+        .answers()
+        .iter()
+        .map(|r| (r.opcode, r.psn, r.msn))
+        .collect();
+    assert_eq!(
+        ops,
+        vec![
+            (Opcode::RC_RDMA_READ_RESPONSE_FIRST, 10, Some(1)),
+            (Opcode::RC_RDMA_READ_RESPONSE_LAST, 11, Some(1)),
+            (Opcode::RC_RDMA_READ_RESPONSE_ONLY, 12, Some(2)),
+        ]
+    );
+    // the first READ again: replayed with the MSN of now, past both READs
+    s.send(
+        Opcode::RC_RDMA_READ_REQUEST,
+        10,
+        true,
+        Script::reth(src, k.rkey, 2 * MTU as u32),
+        &[],
+    );
+    let ops: Vec<_> = s
+        .answers()
+        .iter()
+        .map(|r| (r.opcode, r.psn, r.msn))
+        .collect();
+    assert_eq!(
+        ops,
+        vec![
+            (Opcode::RC_RDMA_READ_RESPONSE_FIRST, 10, Some(2)),
+            (Opcode::RC_RDMA_READ_RESPONSE_LAST, 11, Some(2)),
+        ]
+    );
+}
+
 #[test]
 fn atomic_executes_once_and_replays_its_result() {
     let mut s = Script::new();

@@ -3,7 +3,7 @@
 //! descriptor of one frame to send. A leaf: it depends on no other transport module but
 //! the verbs vocabulary, so the roles and the context can all use it.
 
-use crate::num::{Psn, Rkey};
+use crate::num::{Msn, Psn, Rkey};
 use crate::wire::aeth::Syndrome;
 use crate::wire::bth::BthRepr;
 use crate::wire::ExtHeaders;
@@ -108,6 +108,11 @@ pub(crate) enum ItemKind {
         /// The next packet may be FIRST/ONLY (the stream starts at the resource's
         /// first PSN); otherwise it is MIDDLE/LAST.
         first: bool,
+        /// The MSN its responses' AETH carry: the responder's MSN when the request
+        /// was taken (a new READ: counting itself), not when a response goes out.
+        /// Later requests may be taken before this stream ends; rxe finishes a READ
+        /// before taking the next request, so its responses never show their MSNs.
+        msn: Msn,
     },
     Atomic {
         psn: Psn,

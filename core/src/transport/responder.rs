@@ -533,6 +533,7 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
                 rkey: reth.rkey,
                 resid: reth.dma_len,
                 first: true,
+                msn: self.qp.resp.msn,
             },
         };
         let _ = self.q.out.push_back(item);
@@ -735,6 +736,10 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
                     rkey,
                     resid: reth.dma_len,
                     first: psn == first_psn,
+                    // rxe's duplicate_request replays with the MSN current when the
+                    // duplicate is taken (`qp->resp.msn`, past the original and every
+                    // request since), not the original's: so does this.
+                    msn: self.qp.resp.msn,
                 };
                 // Restart a stream for the same READ still queued, else queue a new one.
                 let existing = self
@@ -872,6 +877,7 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
                 rkey,
                 resid,
                 first,
+                msn,
                 ..
             } => {
                 let mtu = self.qp.mtu.bytes();
@@ -906,7 +912,14 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
                 Some(TxDesc {
                     bth,
                     ext: ExtHeaders {
-                        aeth: if first || last { aeth } else { None },
+                        aeth: if first || last {
+                            Some(AethRepr {
+                                syndrome: Syndrome::ACK,
+                                msn,
+                            })
+                        } else {
+                            None
+                        },
                         ..ExtHeaders::default()
                     },
                     payload_len: n,
