@@ -297,6 +297,8 @@ struct Receiver {
     qpn: Qpn,
     sent: Vec<Vec<u8>>,
     answered: [u64; 2],
+    /// READ requests the model took itself.
+    reads: u32,
 }
 
 impl Receiver {
@@ -361,7 +363,9 @@ fn receiver(o: &QpOpts, msgs: &[Msg]) -> Receiver {
     let mut pair = Pair::new(2);
     let (_, qpn) = pair.connect(QpType::Rc, o);
     pair.a.buffer(9000);
-    pair.b.buffer(9000);
+    // The bytes a READ reads: the model's responses carry them as the engine's do.
+    let dst = pair.b.buffer(9000);
+    pair.b.mem.fill_pattern(dst.0, 9000, 6);
     for m in msgs {
         if matches!(m.op, 0 | 1 | 3) {
             let wr = recv_wr(&mut pair.b, 9000);
@@ -373,6 +377,7 @@ fn receiver(o: &QpOpts, msgs: &[Msg]) -> Receiver {
         qpn,
         sent: Vec::new(),
         answered: [0; 2],
+        reads: 0,
     }
 }
 
@@ -432,7 +437,10 @@ proptest! {
         let mut model = receiver(&o, &msgs);
         prop_assert_eq!(reference.qpn, qb);
         let tx = model.pair.b.eng.fastpath_send_ctx(qb).unwrap();
+        // The model answers in-sequence READs itself (§3.4): its engine records them.
+        model.pair.b.eng.set_fastpath_reads(true);
         let mut ctx = model.pair.b.eng.fastpath_recv_ctx(qb).unwrap();
+        prop_assert!(ctx.reads);
         let mut buf = vec![0u8; 9000];
         for &i in &order {
             let f = &frames[i];
@@ -454,6 +462,11 @@ proptest! {
                 Some(fastpath::Event::MsgDone { byte_len, solicited, .. }) => {
                     m.eng.fastpath_recv_done(Instant::ZERO, &ctx, byte_len, solicited).unwrap();
                 }
+                Some(fastpath::Event::Read { psn, va, rkey, len, .. }) => {
+                    model.reads += 1;
+                    m.eng.fastpath_load_recv(qb, &ctx).unwrap();
+                    m.eng.fastpath_read_taken(qb, psn, va, rkey, len);
+                }
                 _ => m.eng.fastpath_load_recv(qb, &ctx).unwrap(),
             }
             match out.answered {
@@ -464,6 +477,12 @@ proptest! {
             if let Some(ack) = out.ack {
                 let n = fastpath::ack_frame(&tx, &ack, &mut buf).unwrap();
                 model.sent.push(buf[..n].to_vec());
+            }
+            if let Some(mut r) = out.read {
+                while !r.done() {
+                    let n = fastpath::read_response(&tx, &mut r, model.pair.b.eng.memory(), &mut model.pair.b.mem, &mut buf).unwrap();
+                    model.sent.push(buf[..n].to_vec());
+                }
             }
         }
         prop_assert_eq!(&model.sent, &reference.sent);
@@ -478,5 +497,72 @@ proptest! {
         // The model answered every request out of sequence itself (its engine met none;
         // with the counts equal, the reference's went to the model's answers).
         prop_assert_eq!(model.pair.b.eng.counters().out_of_seq_request, 0);
+        // A READ of some bytes delivered first, in sequence, was the model's.
+        let first = wire::parse(&frames[0]).unwrap();
+        let read_first = order.first() == Some(&0)
+            && first.opcode() == roce_core::wire::Opcode::RC_RDMA_READ_REQUEST
+            && first.reth().is_some_and(|r| r.dma_len > 0);
+        prop_assert!(!read_first || model.reads > 0, "a READ the model could take went to the engine");
     }
+}
+
+/// A READ response checks its region again before it goes (`fastpath::read_response`,
+/// as the engine's `resp_prepare` and rxe's `rxe_recheck_mr`): against a table without
+/// the key (the region deregistered since the request) nothing is sent and the
+/// descriptor stays as it was; against the engine's table the response goes.
+#[test]
+fn a_read_response_of_a_region_gone_is_not_sent() {
+    let Writer {
+        mut p,
+        qa,
+        qb,
+        src,
+        dst,
+        ..
+    } = writer(Mtu::Mtu1024);
+    let m = Msg {
+        op: 4,
+        len: 3000,
+        cuts: vec![],
+    };
+    let (wr, _) = describe(&m, src, dst, qa, Psn::ZERO);
+    p.a.post_send(qa, &wr);
+    p.settle();
+    let frames = sent_by_a(&p, 0);
+    let request = frames
+        .iter()
+        .find(|f| wire::parse(f).unwrap().opcode() == wire::Opcode::RC_RDMA_READ_REQUEST)
+        .expect("A sent the READ request");
+    // A second B, which the request reaches in sequence.
+    let mut q = Pair::new(2);
+    let (_, qb2) = q.connect(
+        QpType::Rc,
+        &QpOpts {
+            mtu: Mtu::Mtu1024,
+            ..QpOpts::default()
+        },
+    );
+    assert_eq!(qb, qb2);
+    q.a.buffer(9000);
+    q.b.buffer(9000);
+    q.b.eng.set_fastpath_reads(true);
+    let mut ctx = q.b.eng.fastpath_recv_ctx(qb2).unwrap();
+    let tx = q.b.eng.fastpath_send_ctx(qb2).unwrap();
+    let pkt = wire::parse(request).unwrap();
+    let out = fastpath::receive(&mut ctx, &pkt, q.b.eng.memory(), &mut q.b.mem);
+    let mut r = out.read.expect("the model took the READ");
+    let before = r;
+    let mut buf = vec![0u8; 9000];
+    let gone = fastpath::MrTable::<4>::default();
+    assert_eq!(
+        fastpath::read_response(&tx, &mut r, &gone, &mut q.b.mem, &mut buf),
+        Err(fastpath::TxError::Access)
+    );
+    assert_eq!(r, before);
+    let n = fastpath::read_response(&tx, &mut r, q.b.eng.memory(), &mut q.b.mem, &mut buf)
+        .expect("the region is the engine's");
+    assert_eq!(
+        wire::parse(&buf[..n]).unwrap().opcode(),
+        wire::Opcode::RC_RDMA_READ_RESPONSE_FIRST
+    );
 }

@@ -143,6 +143,32 @@ fn exception_event_bytes_follow_the_table() {
     assert_eq!(layout::decode_event(&want), Ok(e));
 }
 
+/// A `READ` event (§3.5, kind 4), typed byte by byte from the table.
+#[test]
+fn read_event_bytes_follow_the_table() {
+    let e = Event::Read {
+        qpn: Qpn::new(0x01_0203),
+        psn: Psn::new(0xFF_FFFE),
+        va: 0x1122_3344_5566_7788,
+        rkey: Rkey(0xA1B2_C3D4),
+        len: 0x0002_0001,
+    };
+    let mut want = [0u8; 64];
+    want[..28].copy_from_slice(&[
+        4, // kind READ
+        0, 0, 0, // reserved
+        0x03, 0x02, 0x01, // qpn
+        0,    // reserved
+        0xFE, 0xFF, 0xFF, // psn
+        0,    // reserved
+        0xD4, 0xC3, 0xB2, 0xA1, // rkey
+        0x88, 0x77, 0x66, 0x55, 0x44, 0x33, 0x22, 0x11, // va
+        0x01, 0x00, 0x02, 0x00, // length
+    ]);
+    assert_eq!(layout::encode_event(&e), want);
+    assert_eq!(layout::decode_event(&want), Ok(e));
+}
+
 /// Contexts as the engine hands them out for a connected QP survive their bytes.
 #[test]
 fn contexts_round_trip() {
@@ -172,11 +198,12 @@ fn releasing_a_receive_context_clears_held_alone() {
     let mut p = Pair::new(3);
     let (qa, _) = p.connect(QpType::Rc, &QpOpts::default());
     let r = p.a.eng.fastpath_recv_ctx(qa).unwrap();
-    for flags in 0..4u8 {
+    for flags in 0..8u8 {
         let held = RecvCtx {
             held: true,
             nak_sent: flags & 1 != 0,
             recv_loaded: flags & 2 != 0,
+            reads: flags & 4 != 0,
             ..r
         };
         let mut b = layout::encode_rctx(&held);
@@ -252,7 +279,8 @@ proptest! {
         let qpn = Qpn::new(qpn);
         for e in [
             Event::MsgDone { qpn, msn: Msn::new(q.value()), byte_len: x, solicited: b & 1 != 0 },
-            Event::Acked { qpn, psn: p, una: q, read: b & 1 != 0, last: b & 2 != 0, done: b, wqe_index: y, cqe: b & 4 != 0 },
+            Event::Acked { qpn, psn: p, una: q, read: b & 1 != 0, last: b & 2 != 0, done: b, wqe_index: y, cqe: b & 4 != 0, gbn: b & 8 != 0 },
+            Event::Read { qpn, psn: p, va: u64::from(x) << 17 | u64::from(y), rkey: Rkey(x.rotate_left(7)), len: x },
         ] {
             prop_assert_eq!(layout::decode_event(&layout::encode_event(&e)), Ok(e));
         }

@@ -209,17 +209,20 @@ fn pattern(len: usize, seed: u8) -> Vec<u8> {
 /// How many QP pairs, and whether each NIC keeps its QPs in host memory (an ICM, as
 /// `docs/scale.md`): then the pairs share one CQ and one memory region a side (the
 /// firmware's capacities), and the firmware's 8 QP slots and the fast path's context
-/// entries are caches.
+/// entries are caches. `cq`: each pair's CQ entries (one CQ a side holds both queues'
+/// completions; the host polls it only after the run).
 #[derive(Clone, Copy, Debug)]
 struct Setup {
     pairs: usize,
     icm: bool,
+    cq: usize,
 }
 
 /// Three pairs, each with its own CQs and regions, all resident.
 const THREE: Setup = Setup {
     pairs: 3,
     icm: false,
+    cq: 256,
 };
 
 /// Runs the program `wrs` at `mtu` on NICs over `hw`; the outcome and each side's
@@ -251,7 +254,7 @@ fn run_on(
         sides[1].ctx.alloc_pd().unwrap(),
     ];
     let shared = setup.icm.then(|| {
-        let cq = [0, 1].map(|s| Rc::new(sides[s].ctx.create_cq(4096).unwrap()));
+        let cq = [0, 1].map(|s| Rc::new(sides[s].ctx.create_cq(setup.cq).unwrap()));
         let mr = [0, 1].map(|s| Rc::new(pds[s].reg_mr(setup.pairs * REGION, access).unwrap()));
         (cq, mr)
     });
@@ -261,13 +264,13 @@ fn run_on(
         let (cq, mr, off) = match &shared {
             Some((cq, mr)) => (cq.clone(), mr.clone(), (p * REGION) as u64),
             None => (
-                [0, 1].map(|s| Rc::new(sides[s].ctx.create_cq(256).unwrap())),
+                [0, 1].map(|s| Rc::new(sides[s].ctx.create_cq(setup.cq).unwrap())),
                 [0, 1].map(|s| Rc::new(pds[s].reg_mr(REGION, access).unwrap())),
                 0,
             ),
         };
         if p == 0 || shared.is_none() {
-            cqs.extend(cq.iter().cloned());
+            cqs.extend(cq.iter().cloned().enumerate());
         }
         let qp = [0, 1].map(|s| {
             pds[s]
@@ -303,7 +306,10 @@ fn run_on(
     }
     let (flows, times) = exchange(&sides, wire);
     // Each QP's completions in the order its CQ gave them.
-    let wcs: Vec<WorkCompletion> = cqs.iter().flat_map(|cq| drain(cq)).collect();
+    let wcs: Vec<WorkCompletion> = cqs
+        .iter()
+        .flat_map(|(s, cq)| drain(cq, &sides[*s].nic))
+        .collect();
     let completions = pairs
         .iter()
         .flat_map(|p| p.qp.iter())
@@ -396,14 +402,23 @@ fn post(p: &Pair, w: &Wr, id: u64) {
     p.qp[s].post_send(&wr).unwrap();
 }
 
-fn drain(cq: &CompletionQueue) -> Vec<WorkCompletion> {
+/// Every completion CQ `cq` of `nic` has, the NIC run between polls: completions that
+/// found its ring full wait in the NIC until the host makes room.
+fn drain(cq: &CompletionQueue, nic: &LocalNic) -> Vec<WorkCompletion> {
     let mut out = Vec::new();
     let mut buf = [WorkCompletion::default(); 64];
+    let mut ran = false;
     loop {
         let got = cq.poll(&mut buf).unwrap();
         if got.is_empty() {
-            return out;
+            if ran {
+                return out;
+            }
+            nic.poll();
+            ran = true;
+            continue;
         }
+        ran = false;
         out.extend_from_slice(got);
     }
 }
@@ -680,11 +695,13 @@ proptest! {
 
 /// One 32 KiB WRITE, then one 32 KiB READ, on a clean wire at MTU 4096, through the
 /// software model and on the RTL: the receiver's hardware places all 8 WRITE packets and
-/// sends the ACK itself, the sender's takes the ACK (an `ACKED` event, no exception);
-/// the READ's responder is the firmware's (8 responses sent by it), and the requester's
-/// hardware places all 8 responses. The same on both. (Before the RTL's response path,
-/// `docs/fastpath.md` §6, the ACK was the firmware's one exception on the RTL, and
-/// before its READ half each READ response was one too.)
+/// sends the ACK itself, the sender's takes the ACK (an `ACKED` event, no exception),
+/// and the requester's hardware places all 8 READ responses. The READ's responder is
+/// the model's (its receive path takes the request, a `READ` event, and its segmenter
+/// sends the 8 responses: `docs/fastpath.md` §3.4, "READ requests") and on the RTL
+/// still the firmware's (the request an exception, 8 responses sent by the firmware).
+/// (Before the RTL's response path, §6, the ACK was the firmware's one exception on the
+/// RTL, and before its READ half each READ response was one too.)
 #[test]
 fn a_write_and_a_read_are_the_hardwares() {
     let wrs = [
@@ -714,16 +731,115 @@ fn a_write_and_a_read_are_the_hardwares() {
         tx_resent: 0,
     };
     // A: 8 WRITE packets and the READ request sent; the ACK and 8 READ responses taken.
-    // B: its ACK sent by the hardware (the READ's 8 responses are the firmware's frames,
-    // not counted); 8 WRITE packets placed, the READ request an exception.
-    let want = [counters(9, 9, 0), counters(1, 8, 1)];
+    // B (model): its ACK and the READ's 8 responses sent by the hardware; 8 WRITE packets
+    // placed and the READ request taken, no exception.
+    let want = [counters(9, 9, 0), counters(9, 9, 0)];
     let (_, model) = run(Hw::Model, Mtu::Mtu4096, CLEAN, &wrs);
     assert_eq!(model, want, "model");
     if !rtl_here() {
         return;
     }
+    // B (RTL): the READ request an exception, its 8 responses the firmware's frames
+    // (not counted).
+    let want = [counters(9, 9, 0), counters(1, 8, 1)];
     let (_, rtl) = run(Hw::Rtl, Mtu::Mtu4096, CLEAN, &wrs);
     assert_eq!(rtl, want, "RTL");
+}
+
+/// Programs of mostly READs (six in ten), the rest any WR, for the READ responder of
+/// the receive path (`docs/fastpath.md` §3.4, "READ requests").
+fn read_mix() -> impl Strategy<Value = Vec<Wr>> {
+    proptest::collection::vec((wr(), 0u8..10), 1..24).prop_map(|v| {
+        v.into_iter()
+            .map(|(w, k)| if k < 6 { Wr { op: 4, ..w } } else { w })
+            .collect()
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, rng_seed: seed(), ..ProptestConfig::default() })]
+
+    /// READ mixes on three QP pairs, both directions, with loss and reordering: the
+    /// model's responder takes the in-sequence READs and segments their responses, its
+    /// firmware keeps the READ resources (the `READ` event) and answers the duplicates
+    /// the requesters' retries send from them, as the engine alone.
+    #[test]
+    fn reads_on_the_fast_path_match_the_engine(
+        mtu in mtu(),
+        wrs in read_mix(),
+        seed in any::<u64>(),
+        loss in prop_oneof![Just(0u64), 0u64..150],
+        reorder in prop_oneof![Just(0u64), 0u64..100],
+    ) {
+        differential(Hw::Model, mtu, &wrs, Wire { seed, loss, reorder })?;
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: rtl_cases(), rng_seed: seed(), ..ProptestConfig::default() })]
+
+    /// The same on the RTL at 64 and 512 bits, whose receive path leaves every READ
+    /// request to the firmware (the READ responder is the model's only, so far): the
+    /// same frames all the same.
+    #[test]
+    fn rtl_reads_match_the_engine(
+        mtu in mtu(),
+        wrs in read_mix(),
+        seed in any::<u64>(),
+        loss in prop_oneof![Just(0u64), 0u64..150],
+        reorder in prop_oneof![Just(0u64), 0u64..100],
+    ) {
+        if !rtl_here() {
+            return Ok(());
+        }
+        for hw in [Hw::Rtl, Hw::Rtl512] {
+            differential(hw, mtu, &wrs, Wire { seed, loss, reorder })?;
+        }
+    }
+}
+
+/// READs of 1 byte to 20 KB from both sides of three QP pairs on a clean wire, at each
+/// MTU: the model's receive path takes every request (no exception at either end: the
+/// requesters' hardware places the responses, the responders' takes the requests and
+/// sends the responses) and the wire carries the engine's frames. Fails when a READ
+/// request is left to the firmware.
+#[test]
+fn in_sequence_reads_are_the_hardwares() {
+    let lens = [1, 255, 256, 1000, 4096, 4097, 9000, 20_000];
+    let wrs: Vec<Wr> = lens
+        .iter()
+        .enumerate()
+        .map(|(i, &len)| Wr {
+            pair: i % 3,
+            from_b: i % 2 == 1,
+            op: 4,
+            len,
+            src: (i as u32 * 97) % 4096,
+            dst: (i as u32 * 61) % 4096,
+        })
+        .collect();
+    for mtu in [Mtu::Mtu256, Mtu::Mtu1024, Mtu::Mtu4096] {
+        let counters = differential_on(THREE, Hw::Model, mtu, &wrs, CLEAN)
+            .unwrap_or_else(|e| panic!("{mtu:?}: {e}"));
+        for (side, c) in counters.iter().enumerate() {
+            assert_eq!(
+                c.fastpath.rx_exceptions, 0,
+                "{mtu:?}: side {side}'s firmware handled a frame"
+            );
+        }
+        // Every READ response went out of the responders' segmenters: with 8 READs,
+        // their responses outnumber the requests.
+        let sent: u64 = counters.iter().map(|c| c.fastpath.tx_frames).sum();
+        let responses: u64 = lens
+            .iter()
+            .map(|&l| u64::from(l.div_ceil(mtu.bytes())))
+            .sum();
+        assert_eq!(
+            sent,
+            responses + lens.len() as u64,
+            "{mtu:?}: READ requests and responses"
+        );
+    }
 }
 
 /// `n` WRITEs, SENDs and WRITE_WITH_IMMs (WRITE, SEND, WRITE_WITH_IMM, WRITE, ...) of
@@ -952,6 +1068,7 @@ fn aliasing_wrs() -> impl Strategy<Value = Vec<Wr>> {
 const MANY: Setup = Setup {
     pairs: 72,
     icm: true,
+    cq: 4096,
 };
 
 /// The context cache's cases: `ROCE_FP_CACHE_CASES`, default 3 per fast path.
@@ -1073,5 +1190,55 @@ fn nak_of_a_fetched_queue(hw: Hw, wrs: &[Wr], seeds: [u64; 4]) {
             "seed {seed}: the engine alone made no retry: {:?}",
             engine.retries
         );
+    }
+}
+
+/// One pair whose CQs hold one CQE.
+const TINY_CQ: Setup = Setup {
+    pairs: 1,
+    icm: false,
+    cq: 1,
+};
+
+/// Go-Back-N at a NAK whose CQEs find the CQ full (`docs/fastpath.md` §3.8, "A rewind
+/// the WQE fetch cannot take"): A's CQ holds one CQE and the host polls it only after
+/// the run, so once the first send completed the CQE writer refuses every CQE. A NAK
+/// sequence error that retires a signaled message then goes to the firmware as an
+/// `ACKED` event with `EV_ACKED_GBN` (the WQE fetch takes only an event whose CQEs are
+/// written), on the model as on the RTL at 64 and 512 bits, and the engine takes it as
+/// its completer takes the NAK (`Engine::fastpath_nak`: `rcvd_seq_err`, and the retry at
+/// once). Frames, their times, memory, completions and the NAK and retry counters are
+/// the engine's alone. (Taken as an ACK of PSN - 1, as before, the engine went back only
+/// at its local ACK timeout: both seeds failed, on the model and on the RTL.)
+#[test]
+fn a_nak_whose_cqes_find_the_cq_full_is_the_engines() {
+    let wrs = send_side_mix(8);
+    let mut hws = vec![Hw::Model];
+    if rtl_here() {
+        hws.extend([Hw::Rtl, Hw::Rtl512]);
+    }
+    for hw in hws {
+        for (loss, seed) in [(100, 4), (150, 21)] {
+            let wire = Wire {
+                seed,
+                loss,
+                reorder: 0,
+            };
+            let c = differential_on(TINY_CQ, hw, Mtu::Mtu1024, &wrs, wire).unwrap();
+            assert!(
+                c[0].cq_overflows > 0,
+                "{hw:?} loss {loss} seed {seed}: A's CQ never filled"
+            );
+            let (engine, _) = run_on(TINY_CQ, Hw::Engine, Mtu::Mtu1024, wire, &wrs);
+            let (fast, _) = run_on(TINY_CQ, hw, Mtu::Mtu1024, wire, &wrs);
+            assert_eq!(
+                engine.times, fast.times,
+                "{hw:?} loss {loss} seed {seed}: frames sent at other times"
+            );
+            assert!(
+                engine.retries[0][0] > 0,
+                "loss {loss} seed {seed}: the engine alone had no NAK"
+            );
+        }
     }
 }

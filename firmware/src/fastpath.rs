@@ -17,7 +17,7 @@ use roce_core::dcb::Priorities;
 use roce_core::fastpath::layout::{self, EVENT_LEN, MR_LEN, RCTX_LEN, SCTX_LEN, TXD_LEN};
 use roce_core::fastpath::{
     self, AckDesc, Answered, Event, Exception, Inflight, InflightKind, MrTable, MsgOp, PortAddr,
-    RxOutcome, SendCtx, SqIdle, TxError, TxMsg,
+    ReadResp, RxOutcome, SendCtx, SqIdle, TxError, TxMsg,
 };
 use roce_core::memory::Dma;
 use roce_core::num::{Psn, Qpn};
@@ -29,7 +29,7 @@ use zerocopy::{FromZeros, IntoBytes};
 const TXQ: usize = 32;
 /// In-flight messages per QP (at least the firmware's send-queue depth).
 const INFLIGHT: usize = 64;
-/// ACK descriptors waiting for the wire.
+/// ACK and READ response descriptors waiting for the wire.
 const ACKQ: usize = 16;
 /// Events waiting for the firmware.
 const EVQ: usize = 16;
@@ -230,6 +230,15 @@ struct SqHw {
     replay: Option<(u32, u32)>,
 }
 
+/// An entry of the response queue (the ACK queue of §2.3 with READ responses, §2.4):
+/// in the order the receive path took the requests, as the engine's responder sends
+/// them (its ACKs never overtake a READ's responses).
+#[derive(Clone, Copy, Debug)]
+enum Resp {
+    Ack(AckDesc),
+    Read(ReadResp),
+}
+
 /// One QP's memories.
 #[derive(Clone, Debug)]
 struct QpMem {
@@ -283,7 +292,7 @@ pub struct FastPathPort<P, const QPS: usize> {
     qps: [QpMem; QPS],
     mrt: MrTable<MRT>,
     txq: Deque<TxMsg, TXQ>,
-    ackq: Deque<AckDesc, ACKQ>,
+    ackq: Deque<Resp, ACKQ>,
     events: Deque<Event, EVQ>,
     slots: [[u8; FRAME_BUF]; SLOTS],
     slot_len: [usize; SLOTS],
@@ -343,10 +352,17 @@ impl<P: Datapath, const QPS: usize> FastPathPort<P, QPS> {
         self.qps.get_mut(Self::slot_of(qpn))
     }
 
-    /// Receives frames while there is room for what they may raise.
+    /// Receives frames while there is room for what they may raise, and no READ's
+    /// responses wait: the frames after a READ are taken once its responses went out,
+    /// as the engine's responder sends a READ's responses before it takes the next
+    /// packet (the test harnesses' order, `device/tests/fastpath_diff.rs`), so that
+    /// nothing the firmware sends for a later packet (an exception's) overtakes them.
     fn run_rx(&mut self, dma: &mut dyn Dma) -> bool {
         let mut any = false;
-        while self.events.len() + 1 < EVQ && !self.ackq.is_full() {
+        while self.events.len() + 1 < EVQ
+            && !self.ackq.is_full()
+            && !self.ackq.iter().any(|r| matches!(r, Resp::Read(_)))
+        {
             let Some(slot) = self.slot_used.iter().position(|u| !u) else {
                 break;
             };
@@ -394,25 +410,37 @@ impl<P: Datapath, const QPS: usize> FastPathPort<P, QPS> {
                         // The hardware's Go-Back-N: its FLUSH; the replays follow.
                         let s = Self::slot_of(qpn);
                         retain(&mut self.txq, |d| Self::slot_of(d.qpn) != s);
-                    }
-                    if nak == NakTaken::Rewound {
                         self.news.retries += 1;
                     }
-                    if nak != NakTaken::No {
-                        self.news.naks += 1;
-                        q.rctx = rctx;
-                        out.event = None;
-                    } else if sq_retire(q, &out.event, none_owed, self.now) {
-                        // The WQE fetch's own: the firmware never hears of it.
-                        self.news.cqe |= matches!(out.event, Some(Event::Acked { cqe: true, .. }));
-                        out.event = None;
+                    match nak {
+                        NakTaken::No => {
+                            if sq_retire(q, &out.event, none_owed, self.now) {
+                                // The WQE fetch's own: the firmware never hears of it.
+                                self.news.cqe |=
+                                    matches!(out.event, Some(Event::Acked { cqe: true, .. }));
+                                out.event = None;
+                            }
+                        }
+                        NakTaken::Passed(ev) => {
+                            // Counted by the engine, which takes the NAK.
+                            q.rctx = rctx;
+                            out.event = Some(ev);
+                        }
+                        NakTaken::Dropped | NakTaken::Rewound => {
+                            self.news.naks += 1;
+                            q.rctx = rctx;
+                            out.event = None;
+                        }
                     }
                     out
                 }
                 None => RxOutcome::exception(qpn, &pkt, Exception::Off),
             };
             if let Some(ack) = out.ack {
-                let _ = self.ackq.push_back(ack);
+                let _ = self.ackq.push_back(Resp::Ack(ack));
+            }
+            if let Some(read) = out.read {
+                let _ = self.ackq.push_back(Resp::Read(read));
             }
             match out.answered {
                 Some(Answered::OutOfSequence) => self.answered[0] += 1,
@@ -445,13 +473,37 @@ impl<P: Datapath, const QPS: usize> FastPathPort<P, QPS> {
         // The model builds a frame before it knows its priority: it sends only while
         // the port has room for every priority, so that no frame is refused and lost.
         while self.inner.tx_blocked().is_empty() {
-            if let Some(ack) = self.ackq.pop_front() {
-                let sctx = self.qp(ack.qpn).map(|q| q.sctx).unwrap_or([0; SCTX_LEN]);
-                if let Ok(ctx) = layout::decode_sctx(&sctx) {
-                    if let Ok(n) = fastpath::ack_frame(&ctx, &ack, &mut self.buf) {
-                        self.send(n);
-                        any = true;
+            if let Some(resp) = self.ackq.pop_front() {
+                let qpn = match resp {
+                    Resp::Ack(a) => a.qpn,
+                    Resp::Read(r) => r.qpn,
+                };
+                let sctx = self.qp(qpn).map(|q| q.sctx).unwrap_or([0; SCTX_LEN]);
+                let Ok(ctx) = layout::decode_sctx(&sctx) else {
+                    continue;
+                };
+                let built = match resp {
+                    Resp::Ack(ack) => fastpath::ack_frame(&ctx, &ack, &mut self.buf),
+                    Resp::Read(mut r) => {
+                        let b =
+                            fastpath::read_response(&ctx, &mut r, &self.mrt, dma, &mut self.buf);
+                        // A region that lost its rights: the rest of the READ is dropped.
+                        if !r.done() && b != Err(TxError::Access) {
+                            // The rest of the READ goes first (the queue had room: this
+                            // entry just left it).
+                            let _ = self.ackq.push_front(Resp::Read(r));
+                        }
+                        if b == Err(TxError::Dma) {
+                            // Aborted on the wire, as a request packet whose payload
+                            // the host could not read: the requester's retry repairs it.
+                            self.counters.tx_dma_errors += 1;
+                        }
+                        b
                     }
+                };
+                if let Ok(n) = built {
+                    self.send(n);
+                    any = true;
                 }
                 continue;
             }
@@ -796,6 +848,10 @@ enum NakTaken {
     Dropped,
     /// Go-Back-N: the QP's queued descriptors go (a FLUSH) and the replays follow.
     Rewound,
+    /// Taken as the Go-Back-N, but the CQE writer had no room for what it retired: the
+    /// rewind is the firmware's, told by this `ACKED` event with `gbn` (as the RTL's
+    /// `fp_sqf` takes only an event whose CQEs are written, §3.8).
+    Passed(Event),
 }
 
 /// A NAK sequence error (`PSN` = the responder's expected PSN) for a QP whose send
@@ -809,8 +865,10 @@ enum NakTaken {
 /// `una_psn = PSN`, `noack = 0`, its queued descriptors dropped (the caller: a FLUSH),
 /// and the WQEs from the one holding `PSN` sent again from the host ring as REPLAYs
 /// (`sq_fetch`), from `PSN` on. The local ACK timer restarts (the engine restarts it on
-/// progress, or arms it when it hands the replay out). Anything else stays an
-/// EXCEPTION, with nothing changed.
+/// progress, or arms it when it hands the replay out). When the CQE writer has no room
+/// for the retired messages' CQEs, they retire all the same (`una_psn = PSN`) and the
+/// rewind is the firmware's ([`NakTaken::Passed`]). Anything else stays an EXCEPTION,
+/// with nothing changed.
 fn sq_nak(
     q: &mut QpMem,
     pkt: &wire::Packet<'_>,
@@ -861,17 +919,33 @@ fn sq_nak(
     let Some(first) = q.inflight.iter().nth(n).map(|m| m.first_psn) else {
         return NakTaken::No;
     };
-    if !wcs.is_empty() && !q.send_cq.is_some_and(|cq| cqw.write_all(cq, &wcs, dma)) {
-        return NakTaken::No;
-    }
+    let written = wcs.is_empty() || q.send_cq.is_some_and(|cq| cqw.write_all(cq, &wcs, dma));
+    let mut wqe_index = 0;
     for _ in 0..n {
-        q.inflight.pop_front();
+        if let Some(m) = q.inflight.pop_front() {
+            wqe_index = m.wqe_index;
+        }
+    }
+    ctx.una_psn = psn;
+    if !written {
+        // The send-queue state stays as it was: the firmware takes the queue back.
+        q.sctx = layout::encode_sctx(&ctx);
+        return NakTaken::Passed(Event::Acked {
+            qpn,
+            psn,
+            una: psn,
+            read: false,
+            last: false,
+            done: n.min(255) as u8,
+            wqe_index,
+            cqe: false,
+            gbn: true,
+        });
     }
     sq.done = sq.done.wrapping_add(n as u32);
     sq.una = psn;
     sq.base = first;
     sq.spent = spent;
-    ctx.una_psn = psn;
     go_back(q, sq, ctx, first, now);
     NakTaken::Rewound
 }
@@ -1084,6 +1158,10 @@ impl<P: Datapath, const QPS: usize> FastPath for FastPathPort<P, QPS> {
     /// The model takes frames only inside `run`, whole: its events are all queued.
     fn events_waiting(&mut self) -> bool {
         !self.events.is_empty()
+    }
+
+    fn read_responder(&self) -> bool {
+        !self.bypass
     }
 
     fn run(&mut self, dma: &mut dyn Dma) -> bool {

@@ -99,6 +99,13 @@ pub trait FastPath {
     /// already took (its receive side is not idle). The firmware clears a QP's `held`
     /// only when none does (`docs/fastpath.md` §3.2): a wrapper must forward it.
     fn events_waiting(&mut self) -> bool;
+    /// Whether the receive path answers in-sequence RDMA READ requests itself
+    /// (`docs/fastpath.md` §3.4, "READ requests": it raises a `READ` event and sends
+    /// the responses); without, every READ request is an exception, as on the RTL. The
+    /// firmware asks once, at boot. A wrapper must forward it.
+    fn read_responder(&self) -> bool {
+        false
+    }
     /// Lets the hardware run: a model moves frames here (received frames through the
     /// rules, descriptors into frames); hardware runs by itself and returns false.
     fn run(&mut self, dma: &mut dyn Dma) -> bool;

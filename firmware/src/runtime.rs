@@ -259,9 +259,14 @@ impl<
         hal.reg_write(reg::CMDQ_CI, 0);
         let dp = hal.datapath();
         dp.set_dcb(&port.dcb, port.mac);
-        if let Some(fp) = dp.fastpath() {
-            fp.set_port(port.mac, port.gid());
-        }
+        let reads = match dp.fastpath() {
+            Some(fp) => {
+                fp.set_port(port.mac, port.gid());
+                fp.read_responder()
+            }
+            None => false,
+        };
+        self.engine.set_fastpath_reads(reads);
     }
 
     /// The platform.
@@ -533,18 +538,22 @@ impl<
                     solicited,
                     ..
                 } => self.fp_msg_done(now, qpn, on, byte_len, solicited),
-                Event::Acked { psn, read, cqe, .. } => {
-                    // EV_RFLAGS bit 3: a NAK sequence error the WQE fetch took as its
-                    // Go-Back-N to PSN, whose CQEs the writer could not write, so the
-                    // queue is the engine's again (§3.8, "in RTL"): it acknowledges
-                    // PSN - 1 only. The engine retries at its local ACK timeout (the
-                    // NAK itself is not replayed to it: rcvd_seq_err misses it).
-                    let psn = if self.event[31] & layout::EV_ACKED_GBN != 0 {
-                        psn.sub(1)
+                Event::Acked {
+                    psn,
+                    read,
+                    cqe,
+                    gbn,
+                    ..
+                } => {
+                    if gbn {
+                        // EV_RFLAGS bit 3: a NAK sequence error the fast path took as
+                        // its Go-Back-N to PSN, whose rewind the WQE fetch left to the
+                        // firmware (the CQE writer had no room, §3.8): the engine takes
+                        // the NAK as its completer would, and rewinds now.
+                        self.engine.fastpath_nak(now, qpn, psn, cqe);
                     } else {
-                        psn
-                    };
-                    self.engine.fastpath_acked(now, qpn, psn, read, cqe);
+                        self.engine.fastpath_acked(now, qpn, psn, read, cqe);
+                    }
                     if cqe {
                         // The hardware wrote CQEs (§3.7): the host hears of them as of
                         // the firmware's.
@@ -553,6 +562,9 @@ impl<
                     // The last of the QP's sends may have completed.
                     self.fp_sq_hand_over(qpn);
                 }
+                Event::Read {
+                    psn, va, rkey, len, ..
+                } => self.engine.fastpath_read_taken(qpn, psn, va, rkey, len),
             }
         }
         // Every exception waiting is handled: the QPs held since may go.
@@ -1909,7 +1921,7 @@ struct BadDoorbell;
 /// again cost ~1,000 instructions of a ~4,000 exception).
 fn for_requester(event: &Event) -> bool {
     match event {
-        Event::MsgDone { .. } => false,
+        Event::MsgDone { .. } | Event::Read { .. } => false,
         Event::Acked { .. } => true,
         Event::Exception { opcode, .. } => !is_request(*opcode),
     }

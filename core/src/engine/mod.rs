@@ -218,6 +218,9 @@ pub struct Engine<
     /// armed since it was last made exact).
     tx_any: bool,
     fp_any: bool,
+    /// The fast path under the firmware answers in-sequence READ requests itself (the
+    /// model's receive path; `docs/fastpath.md` §3.4): receive contexts get `reads`.
+    fp_reads: bool,
     /// Some QP on the fast path may owe the hardware a FLUSH (its requester was rewound:
     /// Go-Back-N); cleared when `fastpath_poll_flush` finds none.
     fp_flush_any: bool,
@@ -271,6 +274,7 @@ impl<
             deadlines: [None; QPS],
             tx_any: false,
             fp_any: false,
+            fp_reads: false,
             fp_flush_any: false,
             timer_floor: None,
             cc: [QpCc::new(&cfg.cc); QPS],
@@ -830,6 +834,10 @@ impl<
             unacked: 0,
             recv_addr: 0,
             recv_loaded: false,
+            // With a response of its own queued, the hardware's would overtake it.
+            reads: self.fp_reads
+                && qp.max_dest_rd_atomic > 0
+                && self.queues.get(s).is_some_and(|q| q.out.is_empty()),
         };
         let head = self.queues.get(s)?.rq.front();
         if let (CurOp::Send, Some([sge])) = (r.cur, head.map(|w| w.wr.sg_list.as_slice())) {
@@ -848,6 +856,26 @@ impl<
             }
         }
         Some(ctx)
+    }
+
+    /// Whether the fast path under this engine answers in-sequence READ requests itself
+    /// (`docs/fastpath.md` §3.4): [`Engine::fastpath_recv_ctx`] then lets it, per QP.
+    /// Off by default: the RTL's receive path leaves every READ to the firmware.
+    pub fn set_fastpath_reads(&mut self, on: bool) {
+        self.fp_reads = on;
+    }
+
+    /// The fast path took an RDMA READ request of `qpn` for PSN `psn` (the `READ`
+    /// event): the responder records it in its READ resources as if it had executed it
+    /// (`exec_read`), so that a duplicate of it is answered from there; the expected PSN
+    /// and the MSN are the hardware's (its receive context), its responses the
+    /// hardware's to send.
+    pub fn fastpath_read_taken(&mut self, qpn: Qpn, psn: Psn, va: u64, rkey: Rkey, len: u32) {
+        if let Some(slot) = self.slot(qpn) {
+            self.run_qp(slot, Instant::ZERO, &mut NoDma, false, |r, _, _| {
+                r.record_read(psn, va, rkey, len);
+            });
+        }
     }
 
     /// Writes a fast-path receive context back into `qpn`'s responder: what the
@@ -1024,6 +1052,19 @@ impl<
         let now = self.clock(now);
         if let Some(slot) = self.slot(qpn) {
             self.with_fp_qp(slot, now, |r, env| r.comp_fastpath(env, psn, read, cqe));
+        }
+    }
+
+    /// The fast path took a NAK "PSN sequence error" for `qpn` at `psn` as its Go-Back-N
+    /// (`docs/fastpath.md` §3.8, the `ACKED` event with `EV_ACKED_GBN`) and left the
+    /// rewind to the firmware (its WQE fetch did not take the event: the CQE writer had
+    /// no room for what the NAK retired). The completer takes the NAK as if it had
+    /// handled the packet: it completes what ends before `psn` (`cqe`: the hardware
+    /// wrote those CQEs), counts `rcvd_seq_err` and goes back to `psn` at once.
+    pub fn fastpath_nak(&mut self, now: Instant, qpn: Qpn, psn: Psn, cqe: bool) {
+        let now = self.clock(now);
+        if let Some(slot) = self.slot(qpn) {
+            self.with_fp_qp(slot, now, |r, env| r.comp_fastpath_nak(env, psn, cqe));
         }
     }
 

@@ -34,9 +34,11 @@ pub const SCTX_TEMPLATE: usize = 30;
 pub const SCTX_UNA: usize = 16;
 /// Offset of the receive context's `qpn`, the tag of the context cache's entry (§3.2).
 pub const RCTX_QPN: usize = 45;
-/// The receive context's flags byte: bit 0 `nak_sent`, 1 `recv_loaded`, 2 `held`.
+/// The receive context's flags byte: bit 0 `nak_sent`, 1 `recv_loaded`, 2 `held`, 3
+/// `reads`.
 const RCTX_FLAGS: usize = 44;
 const RCTX_HELD: u8 = 4;
+const RCTX_READS: u8 = 8;
 
 /// A field of the bytes names nothing: the offset of the first such field.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -366,8 +368,10 @@ pub fn encode_rctx(c: &RecvCtx) -> [u8; RCTX_LEN] {
     put(&mut b, 28, c.resid.to_le_bytes());
     put(&mut b, 32, c.recv_addr.to_le_bytes());
     put(&mut b, 40, c.length.to_le_bytes());
-    b[RCTX_FLAGS] =
-        u8::from(c.nak_sent) | u8::from(c.recv_loaded) << 1 | if c.held { RCTX_HELD } else { 0 };
+    b[RCTX_FLAGS] = u8::from(c.nak_sent)
+        | u8::from(c.recv_loaded) << 1
+        | if c.held { RCTX_HELD } else { 0 }
+        | if c.reads { RCTX_READS } else { 0 };
     put24(&mut b, RCTX_QPN, c.qpn.value());
     put(&mut b, 48, c.peer_gid);
     b
@@ -428,6 +432,7 @@ pub fn decode_rctx(b: &[u8; RCTX_LEN]) -> Result<RecvCtx, Invalid> {
         recv_loaded: b[RCTX_FLAGS] & 2 != 0,
         nak_sent: b[RCTX_FLAGS] & 1 != 0,
         held: rctx_held(b),
+        reads: b[RCTX_FLAGS] & RCTX_READS != 0,
         pkey: u16_at(b, 14),
         peer_gid: get(b, 48),
     })
@@ -468,6 +473,7 @@ pub fn decode_mr(b: &[u8; MR_LEN]) -> Result<MrEntry, Invalid> {
 pub const EV_EXCEPTION: u8 = 1;
 pub const EV_MSG_DONE: u8 = 2;
 pub const EV_ACKED: u8 = 3;
+pub const EV_READ: u8 = 4;
 /// An `ACKED` event's byte 31 bit 3: a NAK "PSN sequence error" the WQE fetch takes as
 /// its Go-Back-N to the event's PSN (`docs/fastpath.md` §3.8): an ACK of PSN - 1 only.
 pub const EV_ACKED_GBN: u8 = 1 << 3;
@@ -517,14 +523,27 @@ pub fn encode_event(e: &Event) -> [u8; EVENT_LEN] {
             done,
             wqe_index,
             cqe,
+            gbn,
             ..
         } => {
             b[0] = EV_ACKED;
             put24(&mut b, 8, psn.value());
             put24(&mut b, 28, una.value());
             b[31] = u8::from(read) | u8::from(last) << 1 | u8::from(cqe) << 2;
+            if gbn {
+                b[31] |= EV_ACKED_GBN;
+            }
             b[1] = done;
             put(&mut b, 2, wqe_index.to_le_bytes());
+        }
+        Event::Read {
+            psn, va, rkey, len, ..
+        } => {
+            b[0] = EV_READ;
+            put24(&mut b, 8, psn.value());
+            put(&mut b, 12, rkey.0.to_le_bytes());
+            put(&mut b, 16, va.to_le_bytes());
+            put(&mut b, 24, len.to_le_bytes());
         }
     }
     b
@@ -567,8 +586,16 @@ pub fn decode_event(b: &[u8; EVENT_LEN]) -> Result<Event, Invalid> {
             read: b[31] & 1 != 0,
             last: b[31] & 2 != 0,
             cqe: b[31] & 4 != 0,
+            gbn: b[31] & EV_ACKED_GBN != 0,
             done: b[1],
             wqe_index: u16_at(b, 2),
+        },
+        EV_READ => Event::Read {
+            qpn,
+            psn,
+            rkey: Rkey(u32_at(b, 12)),
+            va: u64_at(b, 16),
+            len: u32_at(b, 24),
         },
         _ => return Err(Invalid { offset: 0 }),
     })

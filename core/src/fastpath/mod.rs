@@ -20,4 +20,7 @@ pub use rx::{
     MrTable, PortAddr, RecvCtx, RxCur, RxOutcome,
 };
 pub use sq::{wqe_msg, SqIdle};
-pub use tx::{ack_frame, segment, window_open, AckDesc, MsgOp, SendCtx, TxError, TxMsg};
+pub use tx::{
+    ack_frame, read_response, segment, window_open, AckDesc, MsgOp, ReadResp, SendCtx, TxError,
+    TxMsg,
+};

@@ -2,7 +2,7 @@
 //! rule for in-sequence requests (§3.4), the response rule for ACKs and READ responses
 //! (§3.6), and the events for the firmware (§3.5).
 
-use super::tx::{scatter, AckDesc, MsgOp, SendCtx};
+use super::tx::{scatter, AckDesc, MsgOp, ReadResp, SendCtx};
 use crate::memory::{
     AccessFlags, Dma, FastReg, MemError, MemoryRegion, MrKeys, MwBind, Pd, Protection,
 };
@@ -10,6 +10,7 @@ use crate::num::{Lkey, Msn, Psn, Qpn, Rkey};
 use crate::transport::{Mtu, Sge, MAX_SGE};
 use crate::wire::aeth::{NakCode, Syndrome};
 use crate::wire::opcode::{Operation, Position, Transport};
+use crate::wire::reth::RethRepr;
 use crate::wire::{Opcode, Packet, RxMeta};
 
 /// The message a receive context is in the middle of.
@@ -58,6 +59,11 @@ pub struct RecvCtx {
     /// receive checks).
     pub pkey: u16,
     pub peer_gid: [u8; 16],
+    /// The hardware answers this QP's in-sequence READ requests itself (§3.4, "READ
+    /// requests"): the firmware sets it when the QP has a READ resource
+    /// (`max_dest_rd_atomic` > 0), its engine has no response of the QP queued (the
+    /// hardware's would overtake it), and the datapath has the READ responder.
+    pub reads: bool,
 }
 
 impl RecvCtx {
@@ -86,6 +92,7 @@ impl RecvCtx {
             held: false,
             pkey: 0xFFFF,
             peer_gid: [0; 16],
+            reads: false,
         }
     }
 }
@@ -303,7 +310,10 @@ pub enum Event {
     /// placed; `last` when that was the READ's last): `una` is the oldest
     /// unacknowledged PSN now, `done` the in-flight messages it retired, the last of
     /// them send-queue slot `wqe_index`; `cqe`: the CQEs of the signaled messages it
-    /// retired are written (§3.7; false: the firmware writes them).
+    /// retired are written (§3.7; false: the firmware writes them). `gbn`: the response
+    /// was a NAK "PSN sequence error" for `psn` the WQE fetch took as its Go-Back-N to
+    /// `psn` (§3.8; `una` = `psn`, what ends before it retired): the firmware sees one
+    /// only when the fetch left the rewind to it.
     Acked {
         qpn: Qpn,
         psn: Psn,
@@ -313,6 +323,17 @@ pub enum Event {
         done: u8,
         wqe_index: u16,
         cqe: bool,
+        gbn: bool,
+    },
+    /// The receive path took an in-sequence RDMA READ request for PSN `psn` (§3.4) and
+    /// queued its responses: the firmware's engine records it among the responder's
+    /// READ resources, from which a duplicate of it (an exception) is answered.
+    Read {
+        qpn: Qpn,
+        psn: Psn,
+        va: u64,
+        rkey: Rkey,
+        len: u32,
     },
 }
 
@@ -320,9 +341,10 @@ impl Event {
     /// The QP the event is about.
     pub fn qpn(&self) -> Qpn {
         match *self {
-            Self::Exception { qpn, .. } | Self::MsgDone { qpn, .. } | Self::Acked { qpn, .. } => {
-                qpn
-            }
+            Self::Exception { qpn, .. }
+            | Self::MsgDone { qpn, .. }
+            | Self::Acked { qpn, .. }
+            | Self::Read { qpn, .. } => qpn,
         }
     }
 }
@@ -351,6 +373,9 @@ pub struct RxOutcome {
     pub event: Option<Event>,
     /// The request was answered without the firmware, not placed.
     pub answered: Option<Answered>,
+    /// An RDMA READ request the hardware took (`placed` is set): its responses, queued
+    /// behind the ACKs already queued and ahead of any later one.
+    pub read: Option<ReadResp>,
 }
 
 impl RxOutcome {
@@ -361,6 +386,7 @@ impl RxOutcome {
             placed: false,
             ack: None,
             answered: None,
+            read: None,
             event: Some(Event::Exception {
                 qpn,
                 psn: pkt.psn(),
@@ -379,6 +405,7 @@ impl RxOutcome {
             ack: None,
             event,
             answered: None,
+            read: None,
         }
     }
 
@@ -399,6 +426,12 @@ pub fn receive(
 ) -> RxOutcome {
     if let Some(out) = answer(ctx, pkt) {
         return out;
+    }
+    if ctx.reads && pkt.opcode() == Opcode::RC_RDMA_READ_REQUEST {
+        return match check_read(ctx, pkt, mem) {
+            Err(reason) => RxOutcome::exception(ctx.qpn, pkt, reason),
+            Ok(reth) => take_read(ctx, pkt.psn(), reth),
+        };
     }
     match check(ctx, pkt, mem) {
         Err(reason) => RxOutcome::exception(ctx.qpn, pkt, reason),
@@ -431,6 +464,7 @@ fn answer(ctx: &mut RecvCtx, pkt: &Packet<'_>) -> Option<RxOutcome> {
                 ack: None,
                 event: None,
                 answered: Some(Answered::OutOfSequence),
+                read: None,
             });
         }
         (
@@ -453,6 +487,7 @@ fn answer(ctx: &mut RecvCtx, pkt: &Packet<'_>) -> Option<RxOutcome> {
         }),
         event: None,
         answered: Some(answered),
+        read: None,
     })
 }
 
@@ -540,6 +575,84 @@ fn check(ctx: &RecvCtx, pkt: &Packet<'_>, mem: &dyn Protection) -> Result<Operat
     Ok(operation)
 }
 
+/// The READ request conditions of §3.4 for a QP whose context has `reads`: what the
+/// engine's responder checks before it executes one (`check_op`, `check_length`,
+/// `exec_read`; rxe `check_op_seq`, `check_rkey`), each failure the firmware's, so that
+/// the engine answers it as it would have (a NAK, a drop). The RETH when it is the
+/// hardware's.
+fn check_read(
+    ctx: &RecvCtx,
+    pkt: &Packet<'_>,
+    mem: &dyn Protection,
+) -> Result<RethRepr, Exception> {
+    if !ctx.on {
+        return Err(Exception::Off);
+    }
+    // A duplicate READ is answered from the responder's READ resources, which the
+    // firmware's engine keeps: not the hardware's (the PSN rule took the ones after).
+    if pkt.psn() != ctx.epsn {
+        return Err(Exception::Opcode);
+    }
+    if ctx.cur != RxCur::None {
+        return Err(Exception::Sequence);
+    }
+    let reth = pkt.reth().ok_or(Exception::Opcode)?;
+    // A READ of nothing touches no memory and sends one empty response: the firmware's,
+    // as a zero-length WRITE is; so is a RETH past the largest message.
+    if !pkt.payload().is_empty() || reth.dma_len == 0 || reth.dma_len > 1 << 31 {
+        return Err(Exception::Length);
+    }
+    if !ctx.access.contains(AccessFlags::REMOTE_READ)
+        || mem
+            .check_remote(
+                ctx.pd,
+                ctx.qpn,
+                reth.rkey,
+                reth.va,
+                u64::from(reth.dma_len),
+                AccessFlags::REMOTE_READ,
+            )
+            .is_err()
+    {
+        return Err(Exception::Key);
+    }
+    Ok(reth)
+}
+
+/// Takes a READ request [`check_read`] accepted, as the engine's responder executes one
+/// (`exec_read`; IBTA 9.7.5.1.2, C9-148): the MSN counts it on arrival, the expected
+/// PSN moves past every response PSN, and the responses go out from a
+/// [`ReadResp`] with the MSN after it. Nothing is read yet: the segmenter reads the
+/// payload as it sends each response.
+fn take_read(ctx: &mut RecvCtx, psn: Psn, reth: RethRepr) -> RxOutcome {
+    let n = reth.dma_len.div_ceil(ctx.mtu.bytes()).max(1);
+    ctx.msn = ctx.msn.add(1);
+    ctx.epsn = psn.add(n);
+    ctx.nak_sent = false;
+    RxOutcome {
+        placed: true,
+        ack: None,
+        event: Some(Event::Read {
+            qpn: ctx.qpn,
+            psn,
+            va: reth.va,
+            rkey: reth.rkey,
+            len: reth.dma_len,
+        }),
+        answered: None,
+        read: Some(ReadResp {
+            qpn: ctx.qpn,
+            psn,
+            va: reth.va,
+            resid: reth.dma_len,
+            first: true,
+            msn: ctx.msn,
+            pd: ctx.pd,
+            rkey: reth.rkey,
+        }),
+    }
+}
+
 /// Places a packet that passed [`check`], advances the context and acknowledges.
 fn place(ctx: &mut RecvCtx, pkt: &Packet<'_>, op: Operation, dma: &mut dyn Dma) -> RxOutcome {
     let payload = pkt.payload();
@@ -599,6 +712,7 @@ fn place(ctx: &mut RecvCtx, pkt: &Packet<'_>, op: Operation, dma: &mut dyn Dma) 
         ack,
         event,
         answered: None,
+        read: None,
     }
 }
 
@@ -764,6 +878,7 @@ fn take_response<const N: usize>(
         done: retire.min(255) as u8,
         wqe_index,
         cqe: false,
+        gbn: false,
     }))
 }
 

@@ -1,7 +1,7 @@
 //! TX (`docs/fastpath.md` §2): the send context, the message descriptor, the segmenter
 //! that turns a descriptor into request frames, and ACK frames from ACK descriptors.
 
-use crate::memory::Dma;
+use crate::memory::{AccessFlags, Dma, Pd, Protection};
 use crate::num::{Msn, Psn, Qpn, Rkey};
 use crate::transport::{Mtu, Sge, WrOp, MAX_SGE};
 use crate::wire::aeth::{AethRepr, Syndrome};
@@ -193,6 +193,9 @@ pub enum TxError {
     NoSuchPacket,
     /// The DMA faulted reading the payload.
     Dma,
+    /// A READ response's region lost its rights since the request (deregistered,
+    /// invalidated): nothing is sent.
+    Access,
     /// The frame could not be written (buffer too small, empty template).
     Emit(EmitError),
 }
@@ -398,6 +401,107 @@ fn walk(
         offset = 0;
     }
     at == len
+}
+
+/// A READ response descriptor (§2.4): the responses of an RDMA READ request the
+/// receive path took, from PSN `psn` on; the segmenter writes one per call to
+/// [`read_response`], which moves it to the next.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReadResp {
+    pub qpn: Qpn,
+    /// PSN of the next response.
+    pub psn: Psn,
+    /// Where its payload is read from (the READ's VA, advanced).
+    pub va: u64,
+    /// Bytes not sent yet (never 0 while queued: a READ of nothing is the firmware's).
+    pub resid: u32,
+    /// The next response is the READ's first (FIRST or ONLY).
+    pub first: bool,
+    /// The AETH's MSN: the responder's after the READ.
+    pub msn: Msn,
+    /// The QP's PD and the request's R_Key: each response checks its bytes again.
+    pub pd: Pd,
+    pub rkey: Rkey,
+}
+
+impl ReadResp {
+    /// Every response went out.
+    pub const fn done(&self) -> bool {
+        self.resid == 0
+    }
+}
+
+/// Writes the next RDMA READ response of `r` with the QP's headers into `buf` and moves
+/// `r` past it, as the engine's responder builds one (`resp_prepare`): FIRST / MIDDLE /
+/// LAST / ONLY by place, at most the path MTU of payload read by DMA from `va`, PadCnt,
+/// an AETH (ACK, `msn`) on FIRST, LAST and ONLY; no AckReq, no SE. Returns the frame
+/// length; a payload the DMA could not read aborts the frame (`TxError::Dma`), `r`
+/// moved past it all the same, as the segmenter's request packets. The region is checked
+/// again against `mem` first, as the engine checks it before each response (rxe
+/// `rxe_recheck_mr`): deregistered or invalidated since the request, nothing goes
+/// (`TxError::Access`, `r` unchanged) and the caller drops the rest of the READ (the
+/// requester's retry brings a duplicate to the firmware, whose engine answers it with
+/// the NAK "remote access error").
+pub fn read_response(
+    ctx: &SendCtx,
+    r: &mut ReadResp,
+    mem: &dyn Protection,
+    dma: &mut dyn Dma,
+    buf: &mut [u8],
+) -> Result<usize, TxError> {
+    if r.done() {
+        return Err(TxError::NoSuchPacket);
+    }
+    let n = r.resid.min(ctx.mtu.bytes());
+    mem.check_remote(
+        r.pd,
+        r.qpn,
+        r.rkey,
+        r.va,
+        u64::from(n),
+        AccessFlags::REMOTE_READ,
+    )
+    .map_err(|_| TxError::Access)?;
+    let last = r.resid == n;
+    let opcode = match (r.first, last) {
+        (true, true) => Opcode::RC_RDMA_READ_RESPONSE_ONLY,
+        (true, false) => Opcode::RC_RDMA_READ_RESPONSE_FIRST,
+        (false, true) => Opcode::RC_RDMA_READ_RESPONSE_LAST,
+        (false, false) => Opcode::RC_RDMA_READ_RESPONSE_MIDDLE,
+    };
+    let mut bth = BthRepr::new(opcode, ctx.dest_qpn, r.psn);
+    bth.pkey = ctx.pkey;
+    bth.pad_count = (n.wrapping_neg() & 3) as u8;
+    let ext = ExtHeaders {
+        aeth: (r.first || last).then_some(AethRepr {
+            syndrome: Syndrome::ACK,
+            msn: r.msn,
+        }),
+        ..ExtHeaders::default()
+    };
+    let body_len = n as usize + usize::from(bth.pad_count);
+    let va = r.va;
+    let mut read = true;
+    let hash_in_fill = crate::memory::copy_crc_in_one_pass() && dma.hashes_reads();
+    let layout = ctx
+        .template
+        .emit_with_icrc(&bth, &ext, body_len, buf, hash_in_fill, |body, mut icrc| {
+            let (data, pad) = body.split_at_mut(n as usize);
+            pad.fill(0);
+            read = Icrc::read_opt(icrc.as_deref_mut(), dma, va, data).is_ok();
+            if let Some(c) = icrc.filter(|_| !pad.is_empty()) {
+                c.update(pad);
+            }
+        })
+        .map_err(TxError::Emit)?;
+    r.psn = r.psn.next();
+    r.va = r.va.wrapping_add(u64::from(n));
+    r.resid -= n;
+    r.first = false;
+    if !read {
+        return Err(TxError::Dma);
+    }
+    Ok(layout.end)
 }
 
 /// An ACK descriptor (§2.3).

@@ -105,19 +105,7 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
     pub(crate) fn comp_fastpath(&mut self, env: &mut Env<'_>, psn: Psn, read: bool, cqe: bool) {
         let before = self.qp.comp.psn;
         if cqe {
-            // The hardware retired the messages that end at or before `psn` and wrote
-            // the CQEs of those whose descriptor asked it to: whatever happens to them
-            // now (a QP that went to ERR meanwhile flushes them), they get no second
-            // CQE.
-            for w in self.q.sq.iter_mut() {
-                if w.done || !w.started {
-                    continue;
-                }
-                if psn.before(w.last_psn) {
-                    break;
-                }
-                w.cqe_written = w.cqe_hw;
-            }
+            self.hw_cqes_written(psn);
         }
         if !self.response_plausible(psn) {
             env.ctr.rcvd_bad_resp += 1;
@@ -136,6 +124,42 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
             }
         }
         self.comp_progress(env, before);
+    }
+
+    /// A NAK "PSN sequence error" for `psn` that the fast path took as its Go-Back-N
+    /// but whose rewind its WQE fetch did not make (`docs/fastpath.md` §3.8, "A rewind
+    /// the WQE fetch cannot take": the messages before `psn` retired, their CQEs not
+    /// written unless `cqe`). What `comp_handle` does with the NAK, without the packet
+    /// (a fast-path QP does no selective repeat: no SACK).
+    pub(crate) fn comp_fastpath_nak(&mut self, env: &mut Env<'_>, psn: Psn, cqe: bool) {
+        let before = self.qp.comp.psn;
+        if cqe {
+            // The NAK retired what ends before it, not the message holding `psn`.
+            self.hw_cqes_written(psn.sub(1));
+        }
+        if !self.response_plausible(psn) {
+            env.ctr.rcvd_bad_resp += 1;
+            return;
+        }
+        if let Some(t) = self.complete_implied(env, psn) {
+            self.on_nak(env, None, &t, NakCode::PsnSequenceError);
+        }
+        self.comp_progress(env, before);
+    }
+
+    /// The hardware retired the messages that end at or before `psn` and wrote the
+    /// CQEs of those whose descriptor asked it to: whatever happens to them now (a QP
+    /// that went to ERR meanwhile flushes them), they get no second CQE.
+    fn hw_cqes_written(&mut self, psn: Psn) {
+        for w in self.q.sq.iter_mut() {
+            if w.done || !w.started {
+                continue;
+            }
+            if psn.before(w.last_psn) {
+                break;
+            }
+            w.cqe_written = w.cqe_hw;
+        }
     }
 
     /// The hardware fetched WQEs of this QP from the host ring itself and hands the
@@ -206,7 +230,9 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
             (Operation::Acknowledge, Some(Syndrome::RnrNak(timer))) => {
                 self.on_rnr_nak(env, &t, timer)
             }
-            (Operation::Acknowledge, Some(Syndrome::Nak(code))) => self.on_nak(env, pkt, &t, code),
+            (Operation::Acknowledge, Some(Syndrome::Nak(code))) => {
+                self.on_nak(env, super::sack::sack_trigger(pkt), &t, code)
+            }
             (Operation::RdmaReadResponse, s) => self.on_read_response(env, pkt, &t, s),
             (Operation::AtomicAcknowledge, Some(Syndrome::Ack(_))) => {
                 self.on_atomic_ack(env, pkt, &t)
@@ -312,9 +338,9 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
         self.go_back_n(t.psn);
     }
 
-    /// A NAK: a sequence error (or a SACK) starts a retry; the others fail the WQE.
-    #[inline(always)] // one caller: a step of the hot path, not a call
-    fn on_nak(&mut self, env: &mut Env<'_>, pkt: &Packet<'_>, t: &Target, code: NakCode) {
+    /// A NAK: a sequence error (or a SACK: `sack`, its trigger) starts a retry; the
+    /// others fail the WQE.
+    fn on_nak(&mut self, env: &mut Env<'_>, sack: Option<Psn>, t: &Target, code: NakCode) {
         if t.d < 0 {
             env.ctr.rcvd_bad_resp += 1;
             return;
@@ -327,8 +353,7 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
                     // so the retry budget starts afresh.
                     self.acked_to(t.psn);
                 }
-                let sack = super::sack::sack_trigger(pkt).filter(|_| self.sr_selectable());
-                if let Some(trigger) = sack {
+                if let Some(trigger) = sack.filter(|_| self.sr_selectable()) {
                     // Selective repeat: the missing PSNs below the trigger are resent,
                     // nothing else.
                     self.sr_sacked(env, trigger);

@@ -5,7 +5,7 @@
 //! (roce-facts §6.3; rxe `rxe_resp.c`). UC and UD receive paths live here too.
 
 use crate::memory::AccessFlags;
-use crate::num::Psn;
+use crate::num::{Psn, Rkey};
 use crate::wire::aeth::{AethRepr, NakCode, RnrTimer, Syndrome};
 use crate::wire::atomic::AtomicAckEthRepr;
 use crate::wire::bth::BthRepr;
@@ -523,17 +523,7 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
         }
         // MSN counts the READ on arrival (IBTA C9-148, as rxe).
         self.qp.resp.msn = self.qp.resp.msn.add(1);
-        let last = psn.add(packets(reth.dma_len, self.qp.mtu.bytes()) - 1);
-        let slot = self.next_slot();
-        if let Some(r) = self.q.res.get_mut(usize::from(slot)) {
-            *r = RdRes::Read {
-                first_psn: psn,
-                last_psn: last,
-                va: reth.va,
-                len: reth.dma_len,
-                rkey: reth.rkey,
-            };
-        }
+        let (slot, last) = self.record_read(psn, reth.va, reth.rkey, reth.dma_len);
         let item = RespItem {
             ack_before: self.qp.resp.pending.take(),
             kind: ItemKind::Read {
@@ -548,6 +538,25 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
         let _ = self.q.out.push_back(item);
         self.qp.resp.epsn = last.next();
         Ok(())
+    }
+
+    /// Records a READ of `len` bytes at `va` starting at PSN `psn` in the next slot of
+    /// the replay ring (where a duplicate of it is answered from): the slot and the
+    /// READ's last PSN. Also what the fast path's `READ` event does (the hardware took
+    /// the request and sends the responses).
+    pub(crate) fn record_read(&mut self, psn: Psn, va: u64, rkey: Rkey, len: u32) -> (u8, Psn) {
+        let last = psn.add(packets(len, self.qp.mtu.bytes()) - 1);
+        let slot = self.next_slot();
+        if let Some(r) = self.q.res.get_mut(usize::from(slot)) {
+            *r = RdRes::Read {
+                first_psn: psn,
+                last_psn: last,
+                va,
+                len,
+                rkey,
+            };
+        }
+        (slot, last)
     }
 
     /// An ATOMIC: executed once on the little-endian `u64` it names, its original value

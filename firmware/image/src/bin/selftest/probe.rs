@@ -485,14 +485,16 @@ pub mod kind {
     pub const FRAME: u32 = 5 << 16;
     /// A poll in which the local ACK timer fired.
     pub const TIMER: u32 = 6 << 16;
+    /// A `READ` event (the fast path took a READ request; `docs/fastpath.md` §3.4).
+    pub const READ_EVENT: u32 = 8 << 16;
 }
 
 /// Classes of [`kind`] keys the self-test bounds apart: 0 an EXCEPTION of a request
 /// (the responder's), 1 one of a response or CNP, 2 MSG_DONE, 3 ACKED, 4 a descriptor,
 /// 5 a frame built off the fast path's kinds (a CNP, a request of a QP off it), 6 the
 /// ACK timeout's poll, 7 a response frame built (ACK, NAK, READ response, atomic ACK:
-/// the responder's, of any QP).
-pub const CLASSES: usize = 8;
+/// the responder's, of any QP), 8 a `READ` event.
+pub const CLASSES: usize = 9;
 
 pub fn class(key: u32) -> usize {
     match key >> 16 {
@@ -511,6 +513,7 @@ pub fn kind_name(key: u32) -> (&'static str, &'static str, &'static str) {
         0 => ("EXCEPTION", reason_name(a), opcode()),
         2 => ("event", "MSG_DONE", ""),
         3 => ("event", "ACKED", ""),
+        8 => ("event", "READ", ""),
         4 => (
             "descriptor",
             if a != 0 { "REPLAY" } else { "new" },
@@ -601,11 +604,11 @@ impl Kinds {
 /// What the firmware did around the fast path, bracketed.
 #[derive(Clone, Copy, Default)]
 pub struct FpStats {
-    /// Handling one event, by kind (index: 1 EXCEPTION, 2 MSG_DONE, 3 ACKED): from
+    /// Handling one event, by kind (index: 1 EXCEPTION, 2 MSG_DONE, 3 ACKED, 4 READ): from
     /// `poll_event` returning it to the firmware's next `poll_event` (the engine's
     /// handling, the take-back, the contexts written back), the fast path's own
     /// instructions in between (its calls, its DMA) taken out.
-    pub events: [Work; 4],
+    pub events: [Work; 5],
     /// Building one descriptor: from `tx_room` saying yes to `post_tx` (the engine
     /// choosing the WQE and the descriptor's encoding).
     pub descriptors: Work,
@@ -762,6 +765,9 @@ impl<F: FastPath> FastPath for FpProbe<F> {
     fn events_waiting(&mut self) -> bool {
         self.inner.events_waiting()
     }
+    fn read_responder(&self) -> bool {
+        self.inner.read_responder()
+    }
 
     fn ctx_hits_misses(&self) -> [u64; 2] {
         self.inner.ctx_hits_misses()
@@ -794,11 +800,14 @@ impl<F: FastPath> FastPath for FpProbe<F> {
         if got && on() {
             let t = instret();
             let qpn = u32::from_le_bytes([event[4], event[5], event[6], 0]);
-            let k = event[0].min(3);
-            let key = if k == roce_core::fastpath::layout::EV_EXCEPTION {
-                kind::EVENT | u32::from(event[1]) << 8 | u32::from(event[7])
-            } else {
-                kind::EVENT | u32::from(k) << 16
+            let k = event[0].min(4);
+            let key = match k {
+                roce_core::fastpath::layout::EV_EXCEPTION => {
+                    kind::EVENT | u32::from(event[1]) << 8 | u32::from(event[7])
+                }
+                // (kind 4 << 16 is a descriptor's key)
+                roce_core::fastpath::layout::EV_READ => kind::READ_EVENT,
+                _ => kind::EVENT | u32::from(k) << 16,
             };
             add(&OVERHEAD, instret() - t);
             self.open(Open::Event(usize::from(k), key), qpn);
