@@ -267,6 +267,86 @@ fn rc_between_two_socs_with_one_percent_loss() {
     );
 }
 
+/// A host doorbell is heard whatever cycle of the firmware's poll it lands in. The
+/// firmware learns that the host rang from one pending bit (`soc_host_regs`'
+/// `db_pending`), which its read of the datapath block's DOORBELL register clears: a
+/// doorbell written in the very cycle of that read must stay pending for the next poll
+/// (the clear once came a cycle after the read and took it: the WQEs behind it waited
+/// for another doorbell, for ever if none came). A WRITE posted at each cycle of an idle
+/// poll in turn (its period measured on the firmware's idle count, read one cycle at a
+/// time) leaves SoC 0, every one.
+#[test]
+fn a_doorbell_in_any_cycle_of_the_firmwares_poll_is_heard() {
+    let Some(image) = test_image() else { return };
+    let mut p = pair(&image, 0.0, 14);
+    for _ in 0..20 {
+        p.wire.step(2_000);
+    }
+    let period = (0..4)
+        .map(|_| next_idle_poll(&p.wire.nics[0]))
+        .max()
+        .unwrap();
+    let mut buf = vec![0u8; 9000];
+    let mut held = Vec::new();
+    for k in 0..period {
+        let n = p.wire.nics[0].clone();
+        next_idle_poll(&n);
+        n.run(k);
+        // One signaled WRITE in 32: the others complete with it.
+        let last = k % 32 == 31 || k + 1 == period;
+        let flags = if last {
+            SendFlags::SIGNALED
+        } else {
+            SendFlags::NONE
+        };
+        let wr = SendWr::new(
+            k,
+            WrOp::RdmaWrite {
+                remote_addr: p.mr[1].addr(),
+                rkey: p.mr[1].rkey(),
+            },
+        )
+        .sge(p.mr[0].addr(), 8, p.mr[0].lkey())
+        .flags(flags);
+        p.qp[0].post_send(&wr).unwrap();
+        // SoC 0 alone runs until the WRITE is on its wire.
+        let mut waited = 0;
+        let len = loop {
+            if let Some(len) = n.transmit_frame(&mut buf) {
+                break len;
+            }
+            assert!(
+                waited < 200_000,
+                "the doorbell rung {k} cycles after an idle poll (of {period}) was lost: no WRITE left SoC 0 in {waited} cycles"
+            );
+            n.run(100);
+            waited += 100;
+        };
+        held.push(buf[..len].to_vec());
+        if last {
+            for f in held.drain(..) {
+                p.wire.nics[1].receive_frame(&f);
+            }
+            let wc = p.wire.completions(&p.cq[0], 1, 2_000_000);
+            assert_eq!((wc[0].wr_id, wc[0].status), (k, WcStatus::Success));
+        }
+    }
+}
+
+/// Runs `nic` a cycle at a time (reading its firmware's idle count) until the count
+/// moves: the cycle after an idle poll ended. Returns the cycles it took.
+fn next_idle_poll(nic: &SocNic) -> u64 {
+    use roce_hdl_sim::soc::stat_reg;
+    use roce_host::Device as _;
+    let count = nic.read_reg(stat_reg::IDLE_POLLS);
+    let mut cycles = 1;
+    while nic.read_reg(stat_reg::IDLE_POLLS) == count {
+        cycles += 1;
+        assert!(cycles < 1_000_000, "the firmware was not idle");
+    }
+    cycles
+}
+
 /// A data packet lost on the SoCs' fast path: nothing answers it, so only the sender's
 /// local ACK timer brings it back. Its send queue is the WQE fetch's (`fp_sqf`), which
 /// keeps the SoC's time and stops a queue whose deadline passed (the SoC's firmware

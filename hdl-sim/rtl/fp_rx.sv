@@ -17,9 +17,11 @@
 // The firmware reaches the tables through the cfg port (table 0 = receive
 // contexts, 16 words each; table 1 = MR entries, 8 words each), one 32-bit
 // word at a time; the check's write-back and reads have priority.
-// Firmware writes to the context of a QP whose packets are in flight race
-// with the write-back: the firmware stops a QP's fast path (state 0) or
-// waits for its exceptions before it rewrites its context.
+// A firmware write of the context table waits while the check holds a
+// context it read (its write-back would undo the word), and the check takes
+// no new frame while such a write waits. Firmware writes to the context of a
+// QP whose packets are placed meanwhile still race with the placement: the
+// firmware writes only a held QP's context (or one whose fast path is off).
 //
 // `held` (docs/fastpath.md §3.2): a firmware write of the context word that
 // holds it leaves it set while an EXCEPTION of the entry is in flight
@@ -251,8 +253,13 @@ module fp_rx
   logic                    rd_table_q;
   logic [3:0]              rd_word_q;
 
-  // the check's write-back and reads win; the firmware waits a cycle then
-  assign cfg_wr_ready = !rc_wr_en;
+  // the check's write-back and reads win; the firmware waits a cycle then. A write of
+  // the context table also waits while the check holds a context it read (from its
+  // read to its write-back: after an exception that writes back the context as read,
+  // `held` set, and a firmware word landing in between was lost to the old one), and
+  // the check reads no new one while such a write waits.
+  logic rc_free;
+  assign cfg_wr_ready = !rc_wr_en && (cfg_wr_table || rc_free);
   assign cfg_rd_ready = !rc_rd_en && !mr_rd_en;
   assign fw_wr = cfg_wr_valid && cfg_wr_ready;
   assign fw_rd = cfg_rd_valid && cfg_rd_ready;
@@ -354,6 +361,8 @@ module fp_rx
     .rctx_wr_en(rc_wr_en),
     .rctx_wr_addr(rc_wr_addr),
     .rctx_wr_data(rc_wr_data),
+    .fw_wr_wait(cfg_wr_valid && !cfg_wr_table),
+    .rctx_free(rc_free),
     .mr_rd_en(mr_rd_en),
     .mr_rd_addr(mr_rd_addr),
     .mr_rd_data(mr_rd_data),

@@ -96,6 +96,11 @@ module fp_rx_check
     output logic                           rctx_wr_en,
     output logic [QPN_W-1:0]               rctx_wr_addr,
     output logic [RCTX_BYTES*8-1:0]        rctx_wr_data,
+    // a firmware write of the table waits (the check reads no context then), and
+    // whether the check holds no context it read (between its read and its write-back
+    // a firmware word would be overwritten by the word it read)
+    input  wire logic                      fw_wr_wait,
+    output logic                           rctx_free,
 
     // MR table
     output logic                           mr_rd_en,
@@ -195,7 +200,10 @@ module fp_rx_check
   stage_t st;
   // not while the previous packet's write-back goes into the table (a read in that
   // cycle would see the old context)
-  assign s_meta_ready = st == S_C0 && verdict_room && !rctx_wr_en && !if_ret_en && grp_room;
+  // nor while a firmware write of the context table waits: it goes first
+  assign s_meta_ready = st == S_C0 && verdict_room && !rctx_wr_en && !if_ret_en && grp_room &&
+                        !fw_wr_wait;
+  assign rctx_free = st == S_C0;
 
   // ---------------------------------------------------- the packet (C0)
   /* verilator lint_off UNUSEDSIGNAL */

@@ -1441,6 +1441,97 @@ fn model_frames(
     .collect()
 }
 
+/// The firmware's write of a held QP's receive context is never undone by a frame the
+/// check takes meanwhile (the QP's next packet, an exception: `held`). The check reads
+/// the context, and cycles later writes back what it decided: after an exception the
+/// context as it read it, `held` set. A firmware word landing between the two was
+/// overwritten by the old one (on the SoC: the engine's SEND context written back after
+/// its first packet lost its `length` to the WRITE's before it, and the SEND's last
+/// packet, handled by the engine, counted 3,477 bytes for 1,501). Here the firmware
+/// writes the context (a new `epsn`, `msn`, `length` and `resid`, still held) at each
+/// cycle of a SEND_ONLY's way through the check: every word it wrote stays.
+#[test]
+fn a_context_write_while_a_frame_is_checked_is_kept() {
+    let Some(sims) = sims() else { return };
+    let mut tx = line_rate_qp();
+    (tx.path.host, tx.pkey) = (RX_HOST, 0xFFFF);
+    let qp = RxQp {
+        tx,
+        remote_write: true,
+        ack_every: 0,
+        msn: 0,
+        on: true,
+    };
+    let send = RxMsg {
+        qp: 0,
+        op: 0,
+        len: 64,
+        mr: 0,
+        off: 0,
+        bad_key: false,
+    };
+    let frames = peer_frames(0, &qp, std::slice::from_ref(&send), &[0; 6]);
+    let mut table = MemoryTable::<4, 16>::new();
+    let pd = table.alloc_pd().unwrap();
+    let held = RecvCtx {
+        on: true,
+        held: true,
+        epsn: Psn::new(qp.tx.psn),
+        peer_gid: gid(false, 1),
+        ..RecvCtx::idle(qpn_of(0), pd, qp.tx.mtu)
+    };
+    // what the firmware writes back: the state after packets it handled
+    let written = RecvCtx {
+        epsn: Psn::new(qp.tx.psn).add(3),
+        msn: Msn::new(2),
+        length: 1024,
+        resid: 4096,
+        ..held
+    };
+    let mut mem = HostMem::new(RX_BASE, RX_LEN, 0);
+    for s in &sims {
+        let mut sim = s.borrow_mut();
+        let w = sim.width();
+        for k in 0..120 {
+            sim.reset();
+            write_port(&mut sim, &rx_port(false));
+            sim.write_record(
+                Table::RecvCtx,
+                qpn_of(0).value(),
+                &layout::encode_rctx(&held),
+            );
+            sim.run_until_idle(&mut mem, 100_000).unwrap();
+            sim.push_rx_frame(&frames[0]);
+            for _ in 0..k {
+                sim.tick(&mut mem);
+            }
+            sim.write_record(
+                Table::RecvCtx,
+                qpn_of(0).value(),
+                &layout::encode_rctx(&written),
+            );
+            sim.run_until_idle(&mut mem, 100_000).unwrap();
+            let b = sim
+                .read_record(
+                    Table::RecvCtx,
+                    qpn_of(0).value(),
+                    layout::RCTX_LEN,
+                    &mut mem,
+                )
+                .unwrap();
+            let got = layout::decode_rctx(&b.try_into().unwrap()).unwrap();
+            assert_eq!(
+                got, written,
+                "{w}: the context written {k} cycles after the frame came in"
+            );
+            match sim.pop_event().map(|e| layout::decode_event(&e.value)) {
+                Some(Ok(Event::Exception { qpn, .. })) => assert_eq!(qpn, qpn_of(0), "{w}"),
+                other => panic!("{w}: {other:?}"),
+            }
+        }
+    }
+}
+
 /// A message waiting for its window is dropped at a FLUSH of its QP (§2.2: "FLUSH drops
 /// ... the one in progress") and at a send context written with `valid` clear: the
 /// segmenter goes idle, sends none of the rest when the window opens, and takes the

@@ -68,7 +68,10 @@ pub enum MsgOp {
 
 impl MsgOp {
     /// What a work request of operation `op` sends; None for the local operations and
-    /// others no message descriptor carries.
+    /// others no message descriptor carries. Inlined: out of line, its `Option` came
+    /// back through memory and the `MsgOp` in it was copied twice more (~50
+    /// instructions a descriptor on the soft core).
+    #[inline(always)]
     pub fn of(op: &WrOp) -> Option<Self> {
         Some(match *op {
             WrOp::Send => Self::Send,

@@ -875,11 +875,8 @@ impl FastPath for MmioFastPath {
         let cfg = u32::from(ring.log)
             | u32::from(idle.sig_all) << 8
             | u32::from(idle.rto.is_some()) << 9
-            | u32::from(sctx[2] >> 4) << 12;
-        // Bits [18:16], the Go-Back-N budget (`idle.retry_cnt`), stay 0: the SoC's fetch
-        // leaves every NAK and timeout to the firmware, as before. With the budget
-        // written, `rc_mix_on_the_socs_fast_path` (device/tests/soc.rs) loses a SEND's
-        // length (docs/fastpath.md §3.8, "in RTL": not understood yet).
+            | u32::from(sctx[2] >> 4) << 12
+            | u32::from(idle.retry_cnt & 7) << 16;
         let stage = [
             ring.ring as u32,
             (ring.ring >> 32) as u32,

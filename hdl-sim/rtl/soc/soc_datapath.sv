@@ -27,7 +27,8 @@
 // Registers (byte offsets): 0x0000 RX_STATUS (bit 31 a frame is waiting,
 // 15..0 its length), 0x0004 RX_POP, 0x0008 TX_STATUS (bit 0 ready),
 // 0x000C TX_LEN, 0x0010 MAC_LO, 0x0014 MAC_HI, 0x0018 DOORBELL (bit 0 a host
-// doorbell rang since the last read; reading clears it), 0x001C RX_DROPS
+// doorbell rang since the last read; reading clears it, in the cycle it samples
+// the bit: a doorbell written in that cycle stays for the next read), 0x001C RX_DROPS
 // (frames dropped), 0x0020..0x002C GID, 0x2000 RX_BUF (8 KiB, read),
 // 0x4000 TX_BUF (8 KiB, write). Every read answers in one cycle.
 
@@ -307,9 +308,12 @@ module soc_datapath
   logic        use_ring;
   logic        rd_ring_hi;
   logic [31:0] reg_rdata;
+  // The DOORBELL read clears the pending bit at the edge that samples it: cleared a
+  // cycle later, the clear would take a doorbell the host wrote at that edge, unread,
+  // and the firmware would not fetch its WQEs until another doorbell rang.
+  assign db_clear = req && !we && addr == 15'h0018;
   always_ff @(posedge clk) begin
     ack <= req;
-    db_clear <= req && !we && addr == 15'h0018;
     use_ring <= req && !we && addr[14:13] == 2'b01;
     rd_ring_hi <= addr[2];
     reg_rdata <= '0;
@@ -328,10 +332,7 @@ module soc_datapath
         default: reg_rdata <= '0;
       endcase
     end
-    if (rst) begin
-      ack <= 1'b0;
-      db_clear <= 1'b0;
-    end
+    if (rst) ack <= 1'b0;
   end
   assign rdata = !ack ? 32'h0 : use_ring ? (rd_ring_hi ? ring_rdata[63:32] : ring_rdata[31:0]) : reg_rdata;
 

@@ -17,7 +17,8 @@
 //   CMDQ_CI, EVENT_CQN, EVENT_QPN, EVENT_SRQN, CLOCK_*) are ignored;
 // * a host write to CMDQ_PI, QP_DB or any SRQ/SQ/RQ/CQ doorbell sets
 //   `db_pending` until the firmware clears it (`db_clear`, a read of the
-//   datapath block's DOORBELL register).
+//   datapath block's DOORBELL register, in the cycle the read samples the bit);
+//   a doorbell in the cycle of the clear wins, pending for the next read.
 // * QP_DB (doorbells that reach every QP, docs/scale.md): each host write of a
 //   QP index below 65,536 is queued in a 64-entry FIFO (an index beyond every
 //   ICM is dropped, as the ABI says); when the FIFO is full the index is not

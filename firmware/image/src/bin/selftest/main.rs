@@ -1336,16 +1336,16 @@ impl Test {
         // reaches, ~8-10 % for a response's exception (5,288: its receive context
         // decoded, loaded and encoded again made 5,991) and the timeout's poll (3,079:
         // refreshing every QP and a `poll_transmit` scan made 4,639), ~6 % for a
-        // descriptor (1,111: the scan before it running QPs with nothing to hand out made
-        // 1,246, a READ's `TxMsg` copied at a `?` 1,332) and ~7 % for a response frame
+        // descriptor (995: `MsgOp::of` out of line made 1,124, the scan before it running
+        // QPs with nothing to hand out 1,246, a READ's `TxMsg` copied at a `?` 1,332) and ~7 % for a response frame
         // (1,102: the responder's descriptor copied once more made 1,509, the frame
         // scan looking at every QP in full 1,185), ~9 % for ACKED (1,150). All of the
-        // phase: 93,045, ~2 % under its bound; 98,915 before the cuts since
+        // phase before Go-Back-N and the READ responder were the model's: 91,377; 98,915 before the cuts since
         // the fast path answers requests out of sequence and duplicates itself (116,904
         // when its 6 exceptions and the NAK and ACK frames the firmware built for them
         // were the firmware's). The counts are exact under `-icount`.
         const BOUNDS: [u32; probe::CLASSES] =
-            [3_300, 5_700, 1_400, 1_250, 1_175, 2_450, 3_400, 1_175, 550];
+            [3_300, 5_700, 1_400, 1_250, 1_075, 2_450, 3_400, 1_175, 550];
         // (79,775 on main 7cb411f, the READ request's exception and its responses the
         // firmware's; 68,019 with the model's READ responder.)
         const ALL: u64 = 72_000;
