@@ -1441,18 +1441,10 @@ fn model_frames(
     .collect()
 }
 
-/// The firmware's write of a held QP's receive context is never undone by a frame the
-/// check takes meanwhile (the QP's next packet, an exception: `held`). The check reads
-/// the context, and cycles later writes back what it decided: after an exception the
-/// context as it read it, `held` set. A firmware word landing between the two was
-/// overwritten by the old one (on the SoC: the engine's SEND context written back after
-/// its first packet lost its `length` to the WRITE's before it, and the SEND's last
-/// packet, handled by the engine, counted 3,477 bytes for 1,501). Here the firmware
-/// writes the context (a new `epsn`, `msn`, `length` and `resid`, still held) at each
-/// cycle of a SEND_ONLY's way through the check: every word it wrote stays.
-#[test]
-fn a_context_write_while_a_frame_is_checked_is_kept() {
-    let Some(sims) = sims() else { return };
+/// QP 0 as the peer sends to it (a line-rate QP from `RX_HOST`) and the one frame of a
+/// 64-byte SEND_ONLY on it: an opcode the check leaves to the firmware, so the frame
+/// goes through the check as an exception.
+fn peer_send_only() -> (RxQp, Vec<Vec<u8>>) {
     let mut tx = line_rate_qp();
     (tx.path.host, tx.pkey) = (RX_HOST, 0xFFFF);
     let qp = RxQp {
@@ -1471,6 +1463,22 @@ fn a_context_write_while_a_frame_is_checked_is_kept() {
         bad_key: false,
     };
     let frames = peer_frames(0, &qp, std::slice::from_ref(&send), &[0; 6]);
+    (qp, frames)
+}
+
+/// The firmware's write of a held QP's receive context is never undone by a frame the
+/// check takes meanwhile (the QP's next packet, an exception: `held`). The check reads
+/// the context, and cycles later writes back what it decided: after an exception the
+/// context as it read it, `held` set. A firmware word landing between the two was
+/// overwritten by the old one (on the SoC: the engine's SEND context written back after
+/// its first packet lost its `length` to the WRITE's before it, and the SEND's last
+/// packet, handled by the engine, counted 3,477 bytes for 1,501). Here the firmware
+/// writes the context (a new `epsn`, `msn`, `length` and `resid`, still held) at each
+/// cycle of a SEND_ONLY's way through the check: every word it wrote stays.
+#[test]
+fn a_context_write_while_a_frame_is_checked_is_kept() {
+    let Some(sims) = sims() else { return };
+    let (qp, frames) = peer_send_only();
     let mut table = MemoryTable::<4, 16>::new();
     let pd = table.alloc_pd().unwrap();
     let held = RecvCtx {
@@ -1546,24 +1554,7 @@ fn a_context_write_while_a_frame_is_checked_is_kept() {
 #[test]
 fn a_release_while_an_exception_is_in_flight_leaves_the_qp_held() {
     let Some(sims) = sims() else { return };
-    let mut tx = line_rate_qp();
-    (tx.path.host, tx.pkey) = (RX_HOST, 0xFFFF);
-    let qp = RxQp {
-        tx,
-        remote_write: true,
-        ack_every: 0,
-        msn: 0,
-        on: true,
-    };
-    let send = RxMsg {
-        qp: 0,
-        op: 0,
-        len: 64,
-        mr: 0,
-        off: 0,
-        bad_key: false,
-    };
-    let frames = peer_frames(0, &qp, std::slice::from_ref(&send), &[0; 6]);
+    let (qp, frames) = peer_send_only();
     assert_eq!(frames.len(), 1, "one SEND_ONLY");
     let mut table = MemoryTable::<4, 16>::new();
     let pd = table.alloc_pd().unwrap();
