@@ -545,22 +545,28 @@ impl<
                     gbn,
                     ..
                 } => {
-                    if gbn {
+                    // (The engine says whether the QP's send queue is idle after the
+                    // response: the last of its sends may have completed.)
+                    let idle = if gbn {
                         // EV_RFLAGS bit 3: a NAK sequence error the fast path took as
                         // its Go-Back-N to PSN, whose rewind the WQE fetch left to the
                         // firmware (the CQE writer had no room, §3.8): the engine takes
                         // the NAK as its completer would, and rewinds now.
                         self.engine.fastpath_nak(now, qpn, psn, cqe);
+                        self.engine.fastpath_sq_idle(qpn)
                     } else {
-                        self.engine.fastpath_acked(now, qpn, psn, read, cqe);
-                    }
+                        self.engine.fastpath_acked(now, qpn, psn, read, cqe)
+                    };
                     if cqe {
                         // The hardware wrote CQEs (§3.7): the host hears of them as of
                         // the firmware's.
                         self.raise(|e| e.set_completion(true));
                     }
-                    // The last of the QP's sends may have completed.
-                    self.fp_sq_hand_over(qpn);
+                    if let Some(idle) = idle {
+                        if let Some((slot, ring)) = self.fp_sq_givable(qpn) {
+                            self.fp_sq_give(qpn, slot, ring, &idle);
+                        }
+                    }
                 }
                 Event::Read {
                     psn, va, rkey, len, ..
@@ -723,28 +729,49 @@ impl<
     /// holds none of its sends and the QP is wholly on the fast path (without an ICM:
     /// a QP leaving its line takes its send queue along).
     fn fp_sq_hand_over(&mut self, qpn: Qpn) {
-        if self.icm.is_some() {
+        // The line's conditions first: most QPs asked here are not handed over.
+        let Some((slot, ring)) = self.fp_sq_givable(qpn) else {
             return;
+        };
+        if let Some(idle) = self.engine.fastpath_sq_idle(qpn) {
+            self.fp_sq_give(qpn, slot, ring, &idle);
         }
-        let Some(slot) = self.line(qpn) else {
-            return;
-        };
-        let ring = match self.qps.get(slot) {
-            Some(Some(q)) if !q.sq_hw && q.fp == FpState::Full => crate::fastpath::SqRing {
-                ring: q.sq_ring,
-                log: q.sq_log,
-                ci: q.sq_ci,
-            },
-            _ => return,
-        };
-        let Some(idle) = self.engine.fastpath_sq_idle(qpn) else {
-            return;
-        };
+    }
+
+    /// QP `qpn`'s line and send ring, if its send queue may go to the hardware's WQE
+    /// fetch: the firmware fetches it now and the QP is wholly on the fast path.
+    fn fp_sq_givable(&self, qpn: Qpn) -> Option<(usize, crate::fastpath::SqRing)> {
+        if self.icm.is_some() {
+            return None;
+        }
+        let slot = self.line(qpn)?;
+        match self.qps.get(slot) {
+            Some(Some(q)) if !q.sq_hw && q.fp == FpState::Full => Some((
+                slot,
+                crate::fastpath::SqRing {
+                    ring: q.sq_ring,
+                    log: q.sq_log,
+                    ci: q.sq_ci,
+                },
+            )),
+            _ => None,
+        }
+    }
+
+    /// Hands QP `qpn`'s send queue (line `slot`, `ring`) to the hardware's WQE fetch,
+    /// the engine having said it is `idle`.
+    fn fp_sq_give(
+        &mut self,
+        qpn: Qpn,
+        slot: usize,
+        ring: crate::fastpath::SqRing,
+        idle: &roce_core::fastpath::SqIdle,
+    ) {
         let (_, dp) = self.hal.split();
         let Some(fp) = dp.fastpath() else {
             return;
         };
-        if fp.sq_hand_over(qpn, ring, &idle) {
+        if fp.sq_hand_over(qpn, ring, idle) {
             if let Some(Some(l)) = self.qps.get_mut(slot) {
                 l.sq_hw = true;
             }

@@ -1048,11 +1048,21 @@ impl<
     /// The completer advances and completes as if it had handled the packet; `cqe`: the
     /// hardware wrote the CQEs of the messages it retired that asked for it (§3.7), so
     /// those push no completion.
-    pub fn fastpath_acked(&mut self, now: Instant, qpn: Qpn, psn: Psn, read: bool, cqe: bool) {
+    /// Returns what [`Engine::fastpath_sq_idle`] would say after it (the runtime asks
+    /// after every `ACKED`, which may have completed the QP's last send): one lookup of
+    /// the QP serves both.
+    pub fn fastpath_acked(
+        &mut self,
+        now: Instant,
+        qpn: Qpn,
+        psn: Psn,
+        read: bool,
+        cqe: bool,
+    ) -> Option<fastpath::SqIdle> {
         let now = self.clock(now);
-        if let Some(slot) = self.slot(qpn) {
-            self.with_fp_qp(slot, now, |r, env| r.comp_fastpath(env, psn, read, cqe));
-        }
+        let slot = self.slot(qpn)?;
+        self.with_fp_qp(slot, now, |r, env| r.comp_fastpath(env, psn, read, cqe));
+        self.sq_idle_at(slot)
     }
 
     /// The fast path took a NAK "PSN sequence error" for `qpn` at `psn` as its Go-Back-N
@@ -1074,6 +1084,12 @@ impl<
     /// way. None otherwise (the firmware keeps fetching).
     pub fn fastpath_sq_idle(&mut self, qpn: Qpn) -> Option<fastpath::SqIdle> {
         let slot = self.slot(qpn)?;
+        self.sq_idle_at(slot)
+    }
+
+    /// [`Engine::fastpath_sq_idle`] of the QP in `slot`.
+    #[inline(always)] // two callers, each a lookup and this
+    fn sq_idle_at(&mut self, slot: usize) -> Option<fastpath::SqIdle> {
         // A question only (asked after every ACKED event): the QP is looked at without
         // `with_qp`, which would recompute its deadline and mark it for the
         // descriptor scan (~70 instructions, and a scan that finds nothing).
