@@ -125,6 +125,20 @@ impl Script {
         }
     }
 
+    /// An RDMA READ request at `psn` for `len` bytes at `va`, asking an ACK.
+    fn read_request(&mut self, psn: u32, va: u64, rkey: Rkey, len: u32) {
+        let reth = Self::reth(va, rkey, len);
+        self.send(Opcode::RC_RDMA_READ_REQUEST, psn, true, reth, &[]);
+    }
+
+    /// What the responder sends now, as (opcode, PSN, AETH MSN).
+    fn answered_opcode_psn_msn(&mut self) -> Vec<(Opcode, u32, Option<u32>)> {
+        self.answers()
+            .iter()
+            .map(|r| (r.opcode, r.psn, r.msn))
+            .collect()
+    }
+
     fn answers(&mut self) -> Vec<Resp> {
         let mut out = Vec::new();
         let mut buf = vec![0u8; 9000];
@@ -283,13 +297,7 @@ fn read_responses_and_a_replay_from_the_middle() {
     s.node.mem.fill_pattern(src, 3 * MTU, 1);
     let data = s.node.mem.read(src, 3 * MTU);
     // requester sends READ_REQUEST psn 10 for 3 MTUs
-    s.send(
-        Opcode::RC_RDMA_READ_REQUEST,
-        10,
-        true,
-        Script::reth(src, k.rkey, 3 * MTU as u32),
-        &[],
-    );
+    s.read_request(10, src, k.rkey, 3 * MTU as u32);
     let r = s.answers();
     let ops: Vec<_> = r.iter().map(|r| (r.opcode, r.psn, r.msn)).collect();
     // responder sends READ_RESPONSE FIRST 10, MIDDLE 11 (no AETH), LAST 12; MSN counts the READ
@@ -306,13 +314,7 @@ fn read_responses_and_a_replay_from_the_middle() {
         data
     );
     // requester lost 11 and asks again from there: the tail of the same READ
-    s.send(
-        Opcode::RC_RDMA_READ_REQUEST,
-        11,
-        true,
-        Script::reth(src + MTU as u64, k.rkey, 2 * MTU as u32),
-        &[],
-    );
+    s.read_request(11, src + MTU as u64, k.rkey, 2 * MTU as u32);
     let r = s.answers();
     let ops: Vec<_> = r.iter().map(|r| (r.opcode, r.psn)).collect();
     assert_eq!(
@@ -324,13 +326,7 @@ fn read_responses_and_a_replay_from_the_middle() {
     );
     assert_eq!(r[0].payload, data[MTU..2 * MTU].to_vec());
     // a duplicate READ asking for more than the original is dropped
-    s.send(
-        Opcode::RC_RDMA_READ_REQUEST,
-        11,
-        true,
-        Script::reth(src + MTU as u64, k.rkey, 3 * MTU as u32),
-        &[],
-    );
+    s.read_request(11, src + MTU as u64, k.rkey, 3 * MTU as u32);
     assert_eq!(s.answers(), vec![]);
     // the next new request is at psn 13
     s.send(Opcode::RC_SEND_ONLY, 13, true, ExtHeaders::default(), &[]);
@@ -349,25 +345,9 @@ fn pipelined_reads_carry_their_own_msn() {
     let mut s = Script::new();
     let (src, k) = s.node.buffer(3 * MTU);
     s.node.mem.fill_pattern(src, 3 * MTU, 1);
-    s.send(
-        Opcode::RC_RDMA_READ_REQUEST,
-        10,
-        true,
-        Script::reth(src, k.rkey, 2 * MTU as u32),
-        &[],
-    );
-    s.send(
-        Opcode::RC_RDMA_READ_REQUEST,
-        12,
-        true,
-        Script::reth(src + 2 * MTU as u64, k.rkey, MTU as u32),
-        &[],
-    );
-    let ops: Vec<_> = s
-        .answers()
-        .iter()
-        .map(|r| (r.opcode, r.psn, r.msn))
-        .collect();
+    s.read_request(10, src, k.rkey, 2 * MTU as u32);
+    s.read_request(12, src + 2 * MTU as u64, k.rkey, MTU as u32);
+    let ops = s.answered_opcode_psn_msn();
     assert_eq!(
         ops,
         vec![
@@ -377,18 +357,8 @@ fn pipelined_reads_carry_their_own_msn() {
         ]
     );
     // the first READ again: replayed with the MSN of now, past both READs
-    s.send(
-        Opcode::RC_RDMA_READ_REQUEST,
-        10,
-        true,
-        Script::reth(src, k.rkey, 2 * MTU as u32),
-        &[],
-    );
-    let ops: Vec<_> = s
-        .answers()
-        .iter()
-        .map(|r| (r.opcode, r.psn, r.msn))
-        .collect();
+    s.read_request(10, src, k.rkey, 2 * MTU as u32);
+    let ops = s.answered_opcode_psn_msn();
     assert_eq!(
         ops,
         vec![
@@ -409,29 +379,16 @@ fn a_duplicate_read_drops_the_queued_responses_after_it() {
     let mut s = Script::new();
     let (src, k) = s.node.buffer(4 * MTU);
     s.node.mem.fill_pattern(src, 4 * MTU, 1);
-    let read = |s: &mut Script, psn: u32, off: usize, len: usize| {
-        s.send(
-            Opcode::RC_RDMA_READ_REQUEST,
-            psn,
-            true,
-            Script::reth(src + off as u64, k.rkey, len as u32),
-            &[],
-        )
-    };
     // Z at 10 answered; A at 12 and B at 14 taken, their responses not sent yet
-    read(&mut s, 10, 0, 2 * MTU);
+    s.read_request(10, src, k.rkey, 2 * MTU as u32);
     assert_eq!(s.answers().len(), 2);
-    read(&mut s, 12, 2 * MTU, 2 * MTU);
-    read(&mut s, 14, 0, 2 * MTU);
+    s.read_request(12, src + 2 * MTU as u64, k.rkey, 2 * MTU as u32);
+    s.read_request(14, src, k.rkey, 2 * MTU as u32);
     // Z again from its second response (lost), then A and B again
-    read(&mut s, 11, MTU, MTU);
-    read(&mut s, 12, 2 * MTU, 2 * MTU);
-    read(&mut s, 14, 0, 2 * MTU);
-    let ops: Vec<_> = s
-        .answers()
-        .iter()
-        .map(|r| (r.opcode, r.psn, r.msn))
-        .collect();
+    s.read_request(11, src + MTU as u64, k.rkey, MTU as u32);
+    s.read_request(12, src + 2 * MTU as u64, k.rkey, 2 * MTU as u32);
+    s.read_request(14, src, k.rkey, 2 * MTU as u32);
+    let ops = s.answered_opcode_psn_msn();
     use Opcode as O;
     assert_eq!(
         ops,
@@ -545,13 +502,7 @@ fn msn_counts_messages_not_packets() {
     s.write_first_of_two(dst, k.rkey, &p);
     s.write_last_of_two(&p);
     assert_eq!(s.answers(), vec![ack(11, 1)]);
-    s.send(
-        Opcode::RC_RDMA_READ_REQUEST,
-        12,
-        true,
-        Script::reth(dst, k.rkey, 4),
-        &[],
-    );
+    s.read_request(12, dst, k.rkey, 4);
     assert_eq!(s.answers()[0].msn, Some(2));
     let _ = Msn::ZERO;
 }
