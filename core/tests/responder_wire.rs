@@ -368,6 +368,40 @@ fn pipelined_reads_carry_their_own_msn() {
     );
 }
 
+// The requester's Go-Back-N after a lost READ response (perf read_bw with loss): it asks
+// again from the lost PSN of an answered READ, then repeats the READs after it, while the
+// responder still has those queued. The requester discards every response after the lost
+// PSN until the repeat's, so the queued ones go and the repeats are answered in the
+// order they came. Restarting each queued READ in place instead sent them ahead of the
+// earlier READ's repeat, all discarded, and the requester waited for its ACK timeout.
+#[test]
+fn a_duplicate_read_drops_the_queued_responses_after_it() {
+    let mut s = Script::new();
+    let (src, k) = s.node.buffer(4 * MTU);
+    s.node.mem.fill_pattern(src, 4 * MTU, 1);
+    // Z at 10 answered; A at 12 and B at 14 taken, their responses not sent yet
+    s.read_request(10, src, k.rkey, 2 * MTU as u32);
+    assert_eq!(s.answers().len(), 2);
+    s.read_request(12, src + 2 * MTU as u64, k.rkey, 2 * MTU as u32);
+    s.read_request(14, src, k.rkey, 2 * MTU as u32);
+    // Z again from its second response (lost), then A and B again
+    s.read_request(11, src + MTU as u64, k.rkey, MTU as u32);
+    s.read_request(12, src + 2 * MTU as u64, k.rkey, 2 * MTU as u32);
+    s.read_request(14, src, k.rkey, 2 * MTU as u32);
+    let ops = s.answered_opcode_psn_msn();
+    use Opcode as O;
+    assert_eq!(
+        ops,
+        vec![
+            (O::RC_RDMA_READ_RESPONSE_LAST, 11, Some(3)),
+            (O::RC_RDMA_READ_RESPONSE_FIRST, 12, Some(3)),
+            (O::RC_RDMA_READ_RESPONSE_LAST, 13, Some(3)),
+            (O::RC_RDMA_READ_RESPONSE_FIRST, 14, Some(3)),
+            (O::RC_RDMA_READ_RESPONSE_LAST, 15, Some(3)),
+        ]
+    );
+}
+
 #[test]
 fn atomic_executes_once_and_replays_its_result() {
     let mut s = Script::new();

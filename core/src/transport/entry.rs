@@ -98,8 +98,6 @@ pub(crate) struct RespItem {
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum ItemKind {
     Read {
-        /// Replay-ring slot it came from (a duplicate request restarts the item).
-        slot: u8,
         /// PSN of the next response packet.
         psn: Psn,
         va: u64,
