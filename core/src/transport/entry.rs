@@ -115,6 +115,10 @@ pub(crate) enum ItemKind {
     Atomic {
         psn: Psn,
         orig: u64,
+        /// The MSN its ACKNOWLEDGE carries: the responder's MSN once the atomic is
+        /// executed (counting itself), as for a READ; rxe sends an atomic's ACK before
+        /// it takes the next request.
+        msn: Msn,
     },
 }
 

@@ -620,7 +620,11 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
         }
         let item = RespItem {
             ack_before: self.qp.resp.pending.take(),
-            kind: ItemKind::Atomic { psn, orig },
+            kind: ItemKind::Atomic {
+                psn,
+                orig,
+                msn: self.qp.resp.msn,
+            },
         };
         let _ = self.q.out.push_back(item);
         self.qp.resp.epsn = psn.next();
@@ -775,7 +779,12 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
                         .out
                         .push_back(RespItem {
                             ack_before: None,
-                            kind: ItemKind::Atomic { psn, orig },
+                            // the MSN of now, as rxe's duplicate_request
+                            kind: ItemKind::Atomic {
+                                psn,
+                                orig,
+                                msn: self.qp.resp.msn,
+                            },
                         })
                         .is_err()
                 {
@@ -843,17 +852,16 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
         }
         let mut bth = BthRepr::new(Opcode::RC_ATOMIC_ACKNOWLEDGE, self.qp.dest_qpn, Psn::ZERO);
         bth.pkey = self.qp.pkey;
-        let aeth = Some(AethRepr {
-            syndrome: Syndrome::ACK,
-            msn: self.qp.resp.msn,
-        });
         match item.kind {
-            ItemKind::Atomic { psn, orig } => {
+            ItemKind::Atomic { psn, orig, msn } => {
                 bth.psn = psn;
                 Some(TxDesc {
                     bth,
                     ext: ExtHeaders {
-                        aeth,
+                        aeth: Some(AethRepr {
+                            syndrome: Syndrome::ACK,
+                            msn,
+                        }),
                         atomic_ack_eth: Some(AtomicAckEthRepr {
                             orig_rem_data: orig,
                         }),
