@@ -131,6 +131,20 @@ impl Script {
         self.send(Opcode::RC_RDMA_READ_REQUEST, psn, true, reth, &[]);
     }
 
+    /// A CMP_SWAP at `psn` of the 8 bytes at `va` (`compare`, then `swap`), asking an ACK.
+    fn cmp_swap(&mut self, psn: u32, va: u64, rkey: Rkey, compare: u64, swap: u64) {
+        let ext = ExtHeaders {
+            atomic_eth: Some(AtomicEthRepr {
+                va,
+                rkey,
+                swap_add: swap,
+                compare,
+            }),
+            ..ExtHeaders::default()
+        };
+        self.send(Opcode::RC_CMP_SWAP, psn, true, ext, &[]);
+    }
+
     /// What the responder sends now, as (opcode, PSN, AETH MSN).
     fn answered_opcode_psn_msn(&mut self) -> Vec<(Opcode, u32, Option<u32>)> {
         self.answers()
@@ -368,23 +382,77 @@ fn pipelined_reads_carry_their_own_msn() {
     );
 }
 
+// The requester's Go-Back-N after a lost READ response (perf read_bw with loss): it asks
+// again from the lost PSN of an answered READ, then repeats the READs after it, while the
+// responder still has those queued. The requester discards every response after the lost
+// PSN until the repeat's, so the queued ones go and the repeats are answered in the
+// order they came. Restarting each queued READ in place instead sent them ahead of the
+// earlier READ's repeat, all discarded, and the requester waited for its ACK timeout.
+#[test]
+fn a_duplicate_read_drops_the_queued_responses_after_it() {
+    let mut s = Script::new();
+    let (src, k) = s.node.buffer(4 * MTU);
+    s.node.mem.fill_pattern(src, 4 * MTU, 1);
+    // Z at 10 answered; A at 12 and B at 14 taken, their responses not sent yet
+    s.read_request(10, src, k.rkey, 2 * MTU as u32);
+    assert_eq!(s.answers().len(), 2);
+    s.read_request(12, src + 2 * MTU as u64, k.rkey, 2 * MTU as u32);
+    s.read_request(14, src, k.rkey, 2 * MTU as u32);
+    // Z again from its second response (lost), then A and B again
+    s.read_request(11, src + MTU as u64, k.rkey, MTU as u32);
+    s.read_request(12, src + 2 * MTU as u64, k.rkey, 2 * MTU as u32);
+    s.read_request(14, src, k.rkey, 2 * MTU as u32);
+    let ops = s.answered_opcode_psn_msn();
+    use Opcode as O;
+    assert_eq!(
+        ops,
+        vec![
+            (O::RC_RDMA_READ_RESPONSE_LAST, 11, Some(3)),
+            (O::RC_RDMA_READ_RESPONSE_FIRST, 12, Some(3)),
+            (O::RC_RDMA_READ_RESPONSE_LAST, 13, Some(3)),
+            (O::RC_RDMA_READ_RESPONSE_FIRST, 14, Some(3)),
+            (O::RC_RDMA_READ_RESPONSE_LAST, 15, Some(3)),
+        ]
+    );
+}
+
+/// An atomic taken while a READ's responses still wait answers with its own MSN (rxe
+/// sends an atomic's ACKNOWLEDGE before it takes the next request), not the MSN the
+/// responder has reached when the ACKNOWLEDGE goes out behind the READ.
+#[test]
+fn an_atomic_behind_a_read_carries_its_own_msn() {
+    let mut s = Script::new();
+    let (src, k) = s.node.buffer(2 * MTU + 8);
+    let t = src + 2 * MTU as u64;
+    s.read_request(10, src, k.rkey, 2 * MTU as u32);
+    s.cmp_swap(12, t, k.rkey, 0, 7);
+    s.send(
+        Opcode::RC_RDMA_WRITE_ONLY,
+        13,
+        true,
+        Script::reth(src, k.rkey, 4),
+        &[1, 2, 3, 4],
+    );
+    let ops = s.answered_opcode_psn_msn();
+    assert_eq!(
+        ops,
+        vec![
+            (Opcode::RC_RDMA_READ_RESPONSE_FIRST, 10, Some(1)),
+            (Opcode::RC_RDMA_READ_RESPONSE_LAST, 11, Some(1)),
+            (Opcode::RC_ATOMIC_ACKNOWLEDGE, 12, Some(2)),
+            (Opcode::RC_ACKNOWLEDGE, 13, Some(3)),
+        ]
+    );
+}
+
 #[test]
 fn atomic_executes_once_and_replays_its_result() {
     let mut s = Script::new();
     let (t, k) = s.node.buffer(8);
     s.node.mem.write(t, &5u64.to_le_bytes());
-    let ext = ExtHeaders {
-        atomic_eth: Some(AtomicEthRepr {
-            va: t,
-            rkey: k.rkey,
-            swap_add: 9,
-            compare: 5,
-        }),
-        ..ExtHeaders::default()
-    };
-    s.send(Opcode::RC_CMP_SWAP, 10, true, ext, &[]);
+    s.cmp_swap(10, t, k.rkey, 5, 9);
     let first = s.answers();
-    s.send(Opcode::RC_CMP_SWAP, 10, true, ext, &[]);
+    s.cmp_swap(10, t, k.rkey, 5, 9);
     let again = s.answers();
     assert_eq!(first.len(), 1);
     assert_eq!(

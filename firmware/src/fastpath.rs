@@ -23,6 +23,7 @@ use roce_core::memory::Dma;
 use roce_core::num::{Psn, Qpn};
 use roce_core::transport::{WcFlags, WcOpcode, WcStatus, WorkCompletion};
 use roce_core::wire;
+use roce_core::wire::aeth::Syndrome;
 use zerocopy::{FromZeros, IntoBytes};
 
 /// Descriptors the TX ring holds (all QPs).
@@ -297,6 +298,9 @@ pub struct FastPathPort<P, const QPS: usize> {
     slots: [[u8; FRAME_BUF]; SLOTS],
     slot_len: [usize; SLOTS],
     slot_used: [bool; SLOTS],
+    /// A frame (its slot and length) that raised an exception while READ responses
+    /// waited: taken again once they went out (`run_rx`).
+    held: Option<(usize, usize)>,
     /// Round-robin position of the TX scheduler.
     rr: usize,
     /// The fast path is switched off: frames pass between the firmware and the port
@@ -332,6 +336,7 @@ impl<P: Datapath, const QPS: usize> FastPathPort<P, QPS> {
             slots: [[0; FRAME_BUF]; SLOTS],
             slot_len: [0; SLOTS],
             slot_used: [false; SLOTS],
+            held: None,
             rr: 0,
             bypass: false,
             counters: FastPathCounters::default(),
@@ -352,24 +357,36 @@ impl<P: Datapath, const QPS: usize> FastPathPort<P, QPS> {
         self.qps.get_mut(Self::slot_of(qpn))
     }
 
-    /// Receives frames while there is room for what they may raise, and no READ's
-    /// responses wait: the frames after a READ are taken once its responses went out,
-    /// as the engine's responder sends a READ's responses before it takes the next
-    /// packet (the test harnesses' order, `device/tests/fastpath_diff.rs`), so that
-    /// nothing the firmware sends for a later packet (an exception's) overtakes them.
+    /// Receives frames while there is room for what they may raise. While READ
+    /// responses wait in the response queue, frames are taken as the engine's responder
+    /// takes them (a later READ queues behind, a NAK or ACK too; a duplicate READ drops
+    /// the QP's queued responses after its PSN, `drop_reads_after`), but one that raises
+    /// an exception is held while any wait: what the firmware sends for it must not
+    /// overtake them, as nothing the engine queues for it does.
     fn run_rx(&mut self, dma: &mut dyn Dma) -> bool {
         let mut any = false;
-        while self.events.len() + 1 < EVQ
-            && !self.ackq.is_full()
-            && !self.ackq.iter().any(|r| matches!(r, Resp::Read(_)))
-        {
-            let Some(slot) = self.slot_used.iter().position(|u| !u) else {
-                break;
+        while self.events.len() + 1 < EVQ && !self.ackq.is_full() {
+            let reads_wait = self.ackq.iter().any(|r| matches!(r, Resp::Read(_)));
+            let (slot, n) = match self.held {
+                Some(_) if reads_wait => break,
+                Some(h) => {
+                    self.held = None;
+                    h
+                }
+                None => {
+                    let Some(slot) = self.slot_used.iter().position(|u| !u) else {
+                        break;
+                    };
+                    let Some(buf) = self.slots.get_mut(slot) else {
+                        break;
+                    };
+                    let Some(n) = self.inner.receive(buf) else {
+                        break;
+                    };
+                    (slot, n)
+                }
             };
-            let Some(buf) = self.slots.get_mut(slot) else {
-                break;
-            };
-            let Some(n) = self.inner.receive(buf) else {
+            let Some(buf) = self.slots.get(slot) else {
                 break;
             };
             any = true;
@@ -380,8 +397,11 @@ impl<P: Datapath, const QPS: usize> FastPathPort<P, QPS> {
                 continue;
             };
             let qpn = pkt.dest_qp();
+            let ctx_counts = self.ctx;
             let out = match self.qps.get_mut(Self::slot_of(qpn)) {
                 Some(q) => {
+                    // Taken back as it was if the frame is held (`run_rx`).
+                    let before = reads_wait.then(|| q.clone());
                     // As the RTL counts: a hit when the entry is the QP's and on.
                     if layout::rctx_tag(&q.rctx) != qpn {
                         self.ctx[1] += 1;
@@ -432,12 +452,34 @@ impl<P: Datapath, const QPS: usize> FastPathPort<P, QPS> {
                             out.event = None;
                         }
                     }
+                    if matches!(
+                        out.event,
+                        Some(Event::Exception {
+                            reason: Exception::Opcode,
+                            ..
+                        })
+                    ) {
+                        drop_reads_after(&mut self.ackq, &rctx, &pkt);
+                    }
+                    let reads_left = self.ackq.iter().any(|r| matches!(r, Resp::Read(_)));
+                    if let (Some(Event::Exception { .. }), Some(b), true) =
+                        (&out.event, before, reads_left)
+                    {
+                        *q = b;
+                        self.ctx = ctx_counts;
+                        self.held = Some((slot, n));
+                        break;
+                    }
                     out
+                }
+                None if reads_wait => {
+                    self.held = Some((slot, n));
+                    break;
                 }
                 None => RxOutcome::exception(qpn, &pkt, Exception::Off),
             };
             if let Some(ack) = out.ack {
-                let _ = self.ackq.push_back(Resp::Ack(ack));
+                push_ack(&mut self.ackq, ack);
             }
             if let Some(read) = out.read {
                 let _ = self.ackq.push_back(Resp::Read(read));
@@ -837,6 +879,48 @@ fn dispatch(
     q.rctx = layout::encode_rctx(&rctx);
     q.sctx = layout::encode_sctx(&sctx);
     out
+}
+
+/// A duplicate READ request `pkt` of a QP whose receive context was `rctx` (the
+/// hardware's READ responder on, in-sequence READs taken up to `epsn`): the requester
+/// went back to its PSN and discards the responses after it, so the QP's queued ones
+/// after it go, as the engine's responder drops them (`duplicate`); the duplicate stays
+/// the firmware's (its engine answers it from the READ resources).
+fn drop_reads_after(ackq: &mut Deque<Resp, ACKQ>, rctx: &[u8; RCTX_LEN], pkt: &wire::Packet<'_>) {
+    let Ok(ctx) = layout::decode_rctx(rctx) else {
+        return;
+    };
+    let psn = pkt.psn();
+    if pkt.opcode() != wire::Opcode::RC_RDMA_READ_REQUEST
+        || !ctx.on
+        || ctx.held
+        || !ctx.reads
+        || !psn.before(ctx.epsn)
+    {
+        return;
+    }
+    retain(
+        ackq,
+        |r| !matches!(r, Resp::Read(r) if r.qpn == ctx.qpn && r.psn.after(psn)),
+    );
+}
+
+/// Queues an ACK or NAK behind the responses queued before it. Behind a READ's
+/// responses it merges with an ACK or NAK of the same QP queued last, as the engine's
+/// one pending ACK does (`set_pending`: the later PSN wins; at equal PSNs a NAK
+/// replaces an ACK).
+fn push_ack(ackq: &mut Deque<Resp, ACKQ>, ack: AckDesc) {
+    let reads_wait = ackq.iter().any(|r| matches!(r, Resp::Read(_)));
+    if let (true, Some(Resp::Ack(old))) = (reads_wait, ackq.back_mut()) {
+        if old.qpn == ack.qpn {
+            let old_is_ack = matches!(old.syndrome, Syndrome::Ack(_));
+            if ack.psn.after(old.psn) || (ack.psn == old.psn && old_is_ack) {
+                *old = ack;
+            }
+            return;
+        }
+    }
+    let _ = ackq.push_back(Resp::Ack(ack));
 }
 
 /// What the hardware did with a NAK of a QP whose send queue it fetches ([`sq_nak`]).

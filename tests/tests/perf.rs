@@ -233,6 +233,37 @@ fn soc_figures(text: &str, who: &str) -> Vec<u64> {
         .collect()
 }
 
+/// READs pipelined 128 deep with loss: a response lost, the requester asks again from it
+/// and repeats the READs after it while the responder still has those queued. The model's
+/// READ responder (`docs/fastpath.md` §3.4) must put on the wire what the engine alone
+/// does, to the byte and the nanosecond: the pcaps are compared whole. Fails when either
+/// answers the duplicates differently (the engine restarting each queued READ in place,
+/// the model's receive path taking no frame while a READ's responses wait).
+#[test]
+fn read_bw_with_loss_is_the_engines_on_the_fast_path() {
+    let dir = scratch("read-loss");
+    let pcap = |fastpath: &str| {
+        let path = dir.join(format!("read-{fastpath}.pcap"));
+        let args = format!(
+            "-s 65536 -n 100 --loss 0.01 --seed 3 --fastpath {fastpath} --pcap {}",
+            path.display()
+        );
+        let r = run("read_bw", &args.split(' ').collect::<Vec<_>>());
+        assert!(
+            r["retransmits"].as_u64() > Some(0),
+            "{fastpath}: no loss met"
+        );
+        std::fs::read(&path).unwrap()
+    };
+    let (engine, fast) = (pcap("off"), pcap("on"));
+    let first = engine.iter().zip(&fast).position(|(a, b)| a != b);
+    assert_eq!(
+        (first, engine.len()),
+        (None, fast.len()),
+        "first differing byte, engine alone's length"
+    );
+}
+
 /// `roce perf write_bw` of 4 WRITEs of 8 KiB at MTU 1024, 8 in flight, on two SoCs
 /// with their fast path `on` or `off`.
 fn write_bw_on_two_socs(fastpath: &str) -> String {

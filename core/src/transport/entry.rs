@@ -98,8 +98,6 @@ pub(crate) struct RespItem {
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum ItemKind {
     Read {
-        /// Replay-ring slot it came from (a duplicate request restarts the item).
-        slot: u8,
         /// PSN of the next response packet.
         psn: Psn,
         va: u64,
@@ -117,6 +115,10 @@ pub(crate) enum ItemKind {
     Atomic {
         psn: Psn,
         orig: u64,
+        /// The MSN its ACKNOWLEDGE carries: the responder's MSN once the atomic is
+        /// executed (counting itself), as for a READ; rxe sends an atomic's ACK before
+        /// it takes the next request.
+        msn: Msn,
     },
 }
 

@@ -523,11 +523,10 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
         }
         // MSN counts the READ on arrival (IBTA C9-148, as rxe).
         self.qp.resp.msn = self.qp.resp.msn.add(1);
-        let (slot, last) = self.record_read(psn, reth.va, reth.rkey, reth.dma_len);
+        let last = self.record_read(psn, reth.va, reth.rkey, reth.dma_len);
         let item = RespItem {
             ack_before: self.qp.resp.pending.take(),
             kind: ItemKind::Read {
-                slot,
                 psn,
                 va: reth.va,
                 rkey: reth.rkey,
@@ -542,10 +541,9 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
     }
 
     /// Records a READ of `len` bytes at `va` starting at PSN `psn` in the next slot of
-    /// the replay ring (where a duplicate of it is answered from): the slot and the
-    /// READ's last PSN. Also what the fast path's `READ` event does (the hardware took
+    /// the replay ring (where a duplicate of it is answered from): the READ's last PSN. Also what the fast path's `READ` event does (the hardware took
     /// the request and sends the responses).
-    pub(crate) fn record_read(&mut self, psn: Psn, va: u64, rkey: Rkey, len: u32) -> (u8, Psn) {
+    pub(crate) fn record_read(&mut self, psn: Psn, va: u64, rkey: Rkey, len: u32) -> Psn {
         let last = psn.add(packets(len, self.qp.mtu.bytes()) - 1);
         let slot = self.next_slot();
         if let Some(r) = self.q.res.get_mut(usize::from(slot)) {
@@ -557,7 +555,7 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
                 rkey,
             };
         }
-        (slot, last)
+        last
     }
 
     /// An ATOMIC: executed once on the little-endian `u64` it names, its original value
@@ -622,7 +620,11 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
         }
         let item = RespItem {
             ack_before: self.qp.resp.pending.take(),
-            kind: ItemKind::Atomic { psn, orig },
+            kind: ItemKind::Atomic {
+                psn,
+                orig,
+                msn: self.qp.resp.msn,
+            },
         };
         let _ = self.q.out.push_back(item);
         self.qp.resp.epsn = psn.next();
@@ -699,25 +701,19 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
                 let Some(reth) = pkt.reth() else {
                     return;
                 };
-                let found = self
-                    .q
-                    .res
-                    .iter()
-                    .take(depth)
-                    .enumerate()
-                    .find_map(|(i, r)| match *r {
-                        RdRes::Read {
-                            first_psn,
-                            last_psn,
-                            va,
-                            len,
-                            rkey,
-                        } if !psn.before(first_psn) && !psn.after(last_psn) => {
-                            Some((i, first_psn, va, len, rkey))
-                        }
-                        _ => None,
-                    });
-                let Some((slot, first_psn, va_org, length, rkey)) = found else {
+                let found = self.q.res.iter().take(depth).find_map(|r| match *r {
+                    RdRes::Read {
+                        first_psn,
+                        last_psn,
+                        va,
+                        len,
+                        rkey,
+                    } if !psn.before(first_psn) && !psn.after(last_psn) => {
+                        Some((first_psn, va, len, rkey))
+                    }
+                    _ => None,
+                });
+                let Some((first_psn, va_org, length, rkey)) = found else {
                     env.ctr.resp_dropped += 1;
                     return;
                 };
@@ -728,9 +724,7 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
                     env.ctr.resp_dropped += 1;
                     return;
                 }
-                let slot = slot as u8;
                 let kind = ItemKind::Read {
-                    slot,
                     psn,
                     va: reth.va,
                     rkey,
@@ -741,23 +735,27 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
                     // request since), not the original's: so does this.
                     msn: self.qp.resp.msn,
                 };
-                // Restart a stream for the same READ still queued, else queue a new one.
-                let existing = self
-                    .q
-                    .out
-                    .iter_mut()
-                    .find(|it| matches!(it.kind, ItemKind::Read { slot: s, .. } if s == slot));
-                if let Some(it) = existing {
-                    it.kind = kind;
-                } else if self
-                    .q
-                    .out
-                    .push_back(RespItem {
-                        ack_before: None,
-                        kind,
-                    })
-                    .is_err()
-                {
+                // The requester goes back to `psn` (Go-Back-N): it discards every
+                // response after it until the duplicate's, and asks again for the
+                // READs after this one. The queued responses after `psn` (the rest of
+                // this READ, the READs after it) go, and the duplicate queues behind
+                // what is left: answered next, and the repeats of the later READs in
+                // the order they come (restarting each queued READ in place instead
+                // sent them ahead of an earlier READ's repeat, all discarded).
+                let mut ack_before = None;
+                for _ in 0..self.q.out.len() {
+                    let Some(it) = self.q.out.pop_front() else {
+                        break;
+                    };
+                    let after = matches!(it.kind, ItemKind::Read { psn: p, .. } if p.after(psn));
+                    if !after {
+                        let _ = self.q.out.push_back(it);
+                    } else if ack_before.is_none() {
+                        // An ACK owed before the dropped responses still goes first.
+                        ack_before = it.ack_before;
+                    }
+                }
+                if self.q.out.push_back(RespItem { ack_before, kind }).is_err() {
                     env.ctr.resp_dropped += 1;
                 }
             }
@@ -781,7 +779,12 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
                         .out
                         .push_back(RespItem {
                             ack_before: None,
-                            kind: ItemKind::Atomic { psn, orig },
+                            // the MSN of now, as rxe's duplicate_request
+                            kind: ItemKind::Atomic {
+                                psn,
+                                orig,
+                                msn: self.qp.resp.msn,
+                            },
                         })
                         .is_err()
                 {
@@ -849,17 +852,16 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
         }
         let mut bth = BthRepr::new(Opcode::RC_ATOMIC_ACKNOWLEDGE, self.qp.dest_qpn, Psn::ZERO);
         bth.pkey = self.qp.pkey;
-        let aeth = Some(AethRepr {
-            syndrome: Syndrome::ACK,
-            msn: self.qp.resp.msn,
-        });
         match item.kind {
-            ItemKind::Atomic { psn, orig } => {
+            ItemKind::Atomic { psn, orig, msn } => {
                 bth.psn = psn;
                 Some(TxDesc {
                     bth,
                     ext: ExtHeaders {
-                        aeth,
+                        aeth: Some(AethRepr {
+                            syndrome: Syndrome::ACK,
+                            msn,
+                        }),
                         atomic_ack_eth: Some(AtomicAckEthRepr {
                             orig_rem_data: orig,
                         }),
