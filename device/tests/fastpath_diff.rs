@@ -697,11 +697,12 @@ proptest! {
 /// software model and on the RTL: the receiver's hardware places all 8 WRITE packets and
 /// sends the ACK itself, the sender's takes the ACK (an `ACKED` event, no exception),
 /// and the requester's hardware places all 8 READ responses. The READ's responder is
-/// the model's (its receive path takes the request, a `READ` event, and its segmenter
-/// sends the 8 responses: `docs/fastpath.md` §3.4, "READ requests") and on the RTL
-/// still the firmware's (the request an exception, 8 responses sent by the firmware).
-/// (Before the RTL's response path, §6, the ACK was the firmware's one exception on the
-/// RTL, and before its READ half each READ response was one too.)
+/// the hardware's on both (its receive path takes the request, a `READ` event, and its
+/// segmenter sends the 8 responses: `docs/fastpath.md` §3.4, "READ requests"; §6,
+/// "READ requests in RTL"). (Before the RTL's response path, §6, the ACK was the
+/// firmware's one exception on the RTL, and before its READ half each READ response was
+/// one too; before its READ responder the request was one, and the firmware sent the 8
+/// responses.)
 #[test]
 fn a_write_and_a_read_are_the_hardwares() {
     let wrs = [
@@ -739,9 +740,6 @@ fn a_write_and_a_read_are_the_hardwares() {
     if !rtl_here() {
         return;
     }
-    // B (RTL): the READ request an exception, its 8 responses the firmware's frames
-    // (not counted).
-    let want = [counters(9, 9, 0), counters(1, 8, 1)];
     let (_, rtl) = run(Hw::Rtl, Mtu::Mtu4096, CLEAN, &wrs);
     assert_eq!(rtl, want, "RTL");
 }
@@ -778,9 +776,8 @@ proptest! {
 proptest! {
     #![proptest_config(ProptestConfig { cases: rtl_cases(), rng_seed: seed(), ..ProptestConfig::default() })]
 
-    /// The same on the RTL at 64 and 512 bits, whose receive path leaves every READ
-    /// request to the firmware (the READ responder is the model's only, so far): the
-    /// same frames all the same.
+    /// The same on the RTL at 64 and 512 bits, whose receive path takes the in-sequence
+    /// READs and whose segmenter sends their responses, as the model's.
     #[test]
     fn rtl_reads_match_the_engine(
         mtu in mtu(),
@@ -799,10 +796,10 @@ proptest! {
 }
 
 /// READs of 1 byte to 20 KB from both sides of three QP pairs on a clean wire, at each
-/// MTU: the model's receive path takes every request (no exception at either end: the
-/// requesters' hardware places the responses, the responders' takes the requests and
-/// sends the responses) and the wire carries the engine's frames. Fails when a READ
-/// request is left to the firmware.
+/// MTU: the fast path's receive path takes every request (no exception at either end:
+/// the requesters' hardware places the responses, the responders' takes the requests
+/// and sends the responses) and the wire carries the engine's frames; on the model and
+/// on the RTL at 64 and 512 bits. Fails when a READ request is left to the firmware.
 #[test]
 fn in_sequence_reads_are_the_hardwares() {
     let lens = [1, 255, 256, 1000, 4096, 4097, 9000, 20_000];
@@ -818,13 +815,21 @@ fn in_sequence_reads_are_the_hardwares() {
             dst: (i as u32 * 61) % 4096,
         })
         .collect();
-    for mtu in [Mtu::Mtu256, Mtu::Mtu1024, Mtu::Mtu4096] {
-        let counters = differential_on(THREE, Hw::Model, mtu, &wrs, CLEAN)
-            .unwrap_or_else(|e| panic!("{mtu:?}: {e}"));
+    let hws: &[Hw] = if rtl_here() {
+        &[Hw::Model, Hw::Rtl, Hw::Rtl512]
+    } else {
+        &[Hw::Model]
+    };
+    for (&hw, mtu) in hws
+        .iter()
+        .flat_map(|hw| [Mtu::Mtu256, Mtu::Mtu1024, Mtu::Mtu4096].map(|m| (hw, m)))
+    {
+        let counters = differential_on(THREE, hw, mtu, &wrs, CLEAN)
+            .unwrap_or_else(|e| panic!("{hw:?} {mtu:?}: {e}"));
         for (side, c) in counters.iter().enumerate() {
             assert_eq!(
                 c.fastpath.rx_exceptions, 0,
-                "{mtu:?}: side {side}'s firmware handled a frame"
+                "{hw:?} {mtu:?}: side {side}'s firmware handled a frame"
             );
         }
         // Every READ response went out of the responders' segmenters: with 8 READs,
@@ -837,7 +842,7 @@ fn in_sequence_reads_are_the_hardwares() {
         assert_eq!(
             sent,
             responses + lens.len() as u64,
-            "{mtu:?}: READ requests and responses"
+            "{hw:?} {mtu:?}: READ requests and responses"
         );
     }
 }

@@ -80,6 +80,20 @@ package fp_pkg;
   localparam int AD_FLAGS = 7;      // [0] SACK (BTH resv7 bit 0)
   localparam int AD_MSN = 8;
 
+  // ------------------- response descriptor (internal: fp_rx -> fp_tx_plan)
+  // The queue between the receive path and the planner carries ACK
+  // descriptors (§2.3, bytes 0..15; the firmware's too) and READ response
+  // descriptors (§2.4), in the order the receive path took their requests.
+  // A READ response descriptor has AD_F_READ in byte AD_FLAGS, the PSN of
+  // its next response at AD_PSN, the AETH's MSN at AD_MSN and the rest here.
+  localparam int RESPD_BYTES = 32;
+  localparam int AD_F_READ = 1;     // byte AD_FLAGS bit 1: a READ response descriptor
+  localparam int AD_F_FIRST = 2;    // its next response is the READ's first
+  localparam int RD_RKEY = 12;      // the request's R_Key
+  localparam int RD_VA = 16;        // where the next response's payload is read
+  localparam int RD_RESID = 24;     // bytes not sent (never 0)
+  localparam int RD_PD = 28;        // the QP's PD (16 bits)
+
   // ------------------------------------------- receive context (§3.2), bytes
   localparam int RC_STATE = 0;      // 1 = on
   localparam int RC_CUR = 1;
@@ -96,7 +110,7 @@ package fp_pkg;
   localparam int RC_RESID = 28;
   localparam int RC_RECV_ADDR = 32;
   localparam int RC_LENGTH = 40;
-  localparam int RC_FLAGS = 44;     // [0] nak_sent, [1] recv_loaded, [2] held
+  localparam int RC_FLAGS = 44;     // [0] nak_sent, [1] recv_loaded, [2] held, [3] reads
   localparam int RC_QPN = 45;
   localparam int RC_PEER_GID = 48;  // 16 bytes, GID byte 0 first
 
@@ -113,6 +127,7 @@ package fp_pkg;
   localparam int MR_VALID = 25;
 
   localparam logic [7:0] ACC_REMOTE_WRITE = 8'h02;
+  localparam logic [7:0] ACC_REMOTE_READ = 8'h04;
 
   // ------------------------------------------------ event entry (§3.5), bytes
   localparam int EV_KIND = 0;
@@ -133,6 +148,10 @@ package fp_pkg;
   localparam logic [7:0] EVK_EXCEPTION = 8'd1;
   localparam logic [7:0] EVK_MSG_DONE = 8'd2;
   localparam logic [7:0] EVK_ACKED = 8'd3;
+  localparam logic [7:0] EVK_READ = 8'd4;   // a READ request taken (§3.4)
+  localparam int EV_RKEY = 12;      // READ: the RETH's R_Key, VA and length
+  localparam int EV_VA = 16;
+  localparam int EV_LEN = 24;
   // ACKED's fields
   localparam int EV_DONE = 1;       // in-flight messages retired
   localparam int EV_WQE = 2;        // wqe_index of the last one retired
@@ -172,7 +191,8 @@ package fp_pkg;
   localparam logic [7:0] RC_WRITE_ONLY = 8'h0A;
   localparam logic [7:0] RC_WRITE_ONLY_IMM = 8'h0B;
   localparam logic [7:0] RC_READ_REQ = 8'h0C;
-  localparam logic [7:0] RC_READ_RESP_FIRST = 8'h0D;   // MIDDLE 0x0E
+  localparam logic [7:0] RC_READ_RESP_FIRST = 8'h0D;
+  localparam logic [7:0] RC_READ_RESP_MIDDLE = 8'h0E;
   localparam logic [7:0] RC_READ_RESP_LAST = 8'h0F;
   localparam logic [7:0] RC_READ_RESP_ONLY = 8'h10;
   localparam logic [7:0] RC_ACK = 8'h11;
@@ -350,7 +370,7 @@ package fp_pkg;
     logic         ev_valid;
     logic [EV_BYTES*8-1:0] ev;
     logic         ack_valid;
-    logic [ACKD_BYTES*8-1:0] ackd;
+    logic [RESPD_BYTES*8-1:0] ackd;     // an ACK or READ response descriptor
   } fp_rx_verdict_t;
 
   // 24-bit serial number arithmetic (IBTA PSNs): a - b as a signed distance

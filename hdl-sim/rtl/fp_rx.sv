@@ -108,7 +108,8 @@ module fp_rx
     input  wire logic                    exc_taken,
     input  wire logic [QPN_W-1:0]        exc_taken_row,
 
-    output logic [ACKD_BYTES*8-1:0]      m_ack_data,
+    // ACK and READ response descriptors (fp_pkg's RESPD_*)
+    output logic [RESPD_BYTES*8-1:0]     m_ack_data,
     output logic                         m_ack_valid,
     input  wire logic                    m_ack_ready,
 
@@ -156,6 +157,8 @@ module fp_rx
     input  wire logic                    gbn_taken,
     input  wire logic [QPN_W-1:0]        gbn_taken_e,
     output logic [31:0]                  gbn_drops,
+    // the planner is done with the READ response descriptor sent last
+    input  wire logic                    read_done,
     // every frame taken in is done with: placed, handed on or dropped, its
     // outputs delivered (a dropped frame drains without touching any port)
     output logic                         idle
@@ -407,7 +410,8 @@ module fp_rx
     .gbn_retrying(gbn_retrying),
     .gbn_taken(gbn_taken),
     .gbn_taken_e(gbn_taken_e),
-    .gbn_drops(gbn_drops)
+    .gbn_drops(gbn_drops),
+    .read_done(read_done)
   );
 
   fp_rx_verdict_t vq_head;

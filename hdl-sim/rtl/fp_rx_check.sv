@@ -59,6 +59,19 @@
 // response taken adds the cycle(s) of its una_psn write (UNA: the
 // send-context table's port may be busy with the planner's write-back).
 //
+// An RDMA READ request of a context with `reads` (flags bit 3) is taken
+// here when it is the expected PSN, no message is under way, it has no
+// payload, a RETH length of 1..2^31 and the MR path the WRITE uses with
+// REMOTE_READ covers [va, va + length) (docs/fastpath.md §3.4, "READ
+// requests"; roce_core::fastpath::check_read and take_read): the context
+// moves past its response PSNs (msn + 1, epsn + ceil(length / MTU),
+// nak_sent clear), a READ event goes to the firmware and a READ response
+// descriptor (fp_pkg's RD_*) into the ACK queue, whose planner sends the
+// responses. Until the planner says it is done with them (read_done), the
+// check takes no next packet (the model's FastPathPort::run_rx: nothing the
+// firmware sends for a later packet overtakes them). A failed check keeps
+// the reasons of every request: a duplicate READ is the firmware's (2).
+//
 // The CQE writer (fp_cqw, docs/fastpath.md §3.7): every response taken hands
 // it a group (the QP and how many of the messages it retires asked for a
 // CQE), then, in a stage of its own (CQ, one cycle per such message and one
@@ -175,7 +188,10 @@ module fp_rx_check
     input  wire logic [QPN_W-1:0]          gbn_taken_e,
     // the NAK sequence errors dropped (without progress while a retry is under
     // way): a running count, the WQE fetch's to report (they never reach it)
-    output logic [31:0]                    gbn_drops
+    output logic [31:0]                    gbn_drops,
+    // the planner is done with the READ response descriptor this check sent
+    // (its last response planned, or the rest dropped by its MR recheck)
+    input  wire logic                      read_done
 );
 
   localparam int E = IF_ENTRIES;
@@ -201,8 +217,10 @@ module fp_rx_check
   // not while the previous packet's write-back goes into the table (a read in that
   // cycle would see the old context)
   // nor while a firmware write of the context table waits: it goes first
+  // nor while a READ this check took has responses the planner has not sent
+  logic read_wait;
   assign s_meta_ready = st == S_C0 && verdict_room && !rctx_wr_en && !if_ret_en && grp_room &&
-                        !fw_wr_wait;
+                        !fw_wr_wait && !read_wait;
   assign rctx_free = st == S_C0;
 
   // ---------------------------------------------------- the packet (C0)
@@ -212,7 +230,8 @@ module fp_rx_check
 
   // ------------------------------------------------ its context (C1)
   logic        c_hit;      // the entry holds this QP's context (its tag is the QPN)
-  logic        c_on, c_loaded, c_held, c_nak;
+  logic        c_on, c_loaded, c_held, c_nak, c_reads;
+  logic [3:0]  c_mtu_log2;
   logic [7:0]  c_cur, c_access, c_ack_every, c_unacked;
   logic [23:0] c_epsn, c_msn;
   logic [15:0] c_pd;
@@ -238,6 +257,10 @@ module fp_rx_check
   logic [63:0] r_base;
   logic [64:0] r_end, x_end;   // where the MR and the access end (65 bits: no wrap)
   logic        k_key_ok, k_range_ok;
+  // an RDMA READ request (C2): no payload and a RETH length of 1..2^31; its
+  // key with REMOTE_READ and its response PSNs, ceil(length / MTU) (C3)
+  logic        k_rreq, k_rlen_ok, k_rkey_ok;
+  logic [23:0] k_npk;
   // the request's decision inputs, a cycle ahead (C3)
   logic        k_due, k_resid_nz;
   logic [23:0] k_msn_n;
@@ -423,6 +446,8 @@ module fp_rx_check
     // the WQE fetch took a rewind's event: its own flags say the rest (before
     // the states, so that a rewind taken in the same cycle keeps its bit)
     if (gbn_taken) nak_inflight[gbn_taken_e] <= 1'b0;
+    // (set again below only in C4, never while it is set: no next packet)
+    if (read_done) read_wait <= 1'b0;
     case (st)
       S_C0: if (s_meta_valid && s_meta_ready) begin
         m <= s_meta;
@@ -438,6 +463,8 @@ module fp_rx_check
         c_nak <= r[8*RC_FLAGS + 0];
         c_loaded <= r[8*RC_FLAGS + 1];
         c_held <= r[8*RC_FLAGS + 2];
+        c_reads <= r[8*RC_FLAGS + 3];
+        c_mtu_log2 <= r[8*RC_MTU_LOG2 +: 4];
         c_cur <= r[8*RC_CUR +: 8];
         c_access <= r[8*RC_ACCESS +: 8];
         c_epsn <= r[8*RC_EPSN +: 24];
@@ -535,6 +562,9 @@ module fp_rx_check
           v_poff[j] <= {8'd0, m.bth_psn - o_first[j]} << s_mtu_log2;
         end
         k_ecn_ok <= m.ip_ecn != 2'd3;
+        k_rreq <= op == RC_READ_REQ;
+        k_rlen_ok <= n == 16'd0 && m.ext_mask[EXT_RETH] && x_resid != 32'd0
+            && x_resid <= 32'h8000_0000;
         // payload length by position: FIRST/MIDDLE exactly the MTU, LAST 1..MTU, ONLY 0..MTU
         if (op == RC_WRITE_FIRST || op == RC_WRITE_MIDDLE || op == RC_SEND_MIDDLE)
           k_len_ok <= {16'd0, n} == mtu;
@@ -619,6 +649,11 @@ module fp_rx_check
         // memory::range_within(base, len, va, resid): va >= base and, without
         // wrapping, va + resid <= base + len
         k_range_ok <= x_va >= r_base && x_end <= r_end;
+        k_rkey_ok <= (c_access & ACC_REMOTE_READ) != 0 && r_valid != 0 && r_key != 0
+            && r_key == x_rkey && r_pd == {16'd0, c_pd} && (r_access & ACC_REMOTE_READ) != 0;
+        // (the length is at most 2^31 and the MTU at least 256: 24 bits hold it)
+        k_npk <= 24'(x_resid >> c_mtu_log2)
+            + {23'd0, (x_resid & ~({32{1'b1}} << c_mtu_log2)) != 32'd0};
         k_msn_n <= k_ends ? c_msn + 24'd1 : c_msn;
         k_due <= m.bth_ackreq
             || (c_ack_every != 0 && {1'b0, c_unacked} + 9'd1 >= {1'b0, c_ack_every});
@@ -630,8 +665,10 @@ module fp_rx_check
         // C4: the first failing check, in the model's order
         fp_rx_verdict_t v;
         logic [7:0] reason, r_reason;
-        logic ok, pre, oos_q, dup_q;
+        logic ok, pre, oos_q, dup_q, rd_q, rd_ok;
         logic [RCTX_BYTES*8-1:0] w;
+        // a READ request of a context with `reads` (before the cascade uses it)
+        rd_q = c_reads && k_rreq;
         // a response's reason, but for the READ's length and SGEs (RD)
         if (!s_valid) r_reason = EXC_OFF;
         else if (!k_ack && !k_read) r_reason = EXC_OPCODE;   // ATOMIC ACKNOWLEDGE
@@ -649,6 +686,16 @@ module fp_rx_check
         else if (c_held) reason = EXC_HELD;
         else if (!k_ecn_ok) reason = EXC_ECN;
         else if (k_response) reason = r_reason;
+        else if (rd_q) begin
+          // fastpath::check_read's order: a duplicate (the PSN rule took those
+          // after epsn) is the firmware's
+          if (!k_psn_ok) reason = EXC_OPCODE;
+          else if (c_cur != CUR_NONE) reason = EXC_SEQUENCE;
+          else if (!m.ext_mask[EXT_RETH]) reason = EXC_OPCODE;
+          else if (!k_rlen_ok) reason = EXC_LENGTH;
+          else if (!k_rkey_ok || !k_range_ok) reason = EXC_KEY;
+          else reason = 8'd0;
+        end
         else if (!k_opcode_ok) reason = EXC_OPCODE;
         else if (!k_psn_ok) reason = EXC_PSN;
         else if (!k_seq_ok) reason = EXC_SEQUENCE;
@@ -667,6 +714,9 @@ module fp_rx_check
             && !k_response && k_req;
         oos_q = pre && k_after;
         dup_q = pre && k_before && k_sw;
+        // a READ request taken
+        rd_ok = pre && rd_q && k_psn_ok && c_cur == CUR_NONE && k_rlen_ok && k_rkey_ok
+            && k_range_ok;
         ok = pre && k_opcode_ok && k_psn_ok && k_seq_ok && k_len_ok
             && (k_send ? c_loaded && k_send_fits
                        : k_resid_nz && k_fits && k_key_ok && k_range_ok);
@@ -684,6 +734,26 @@ module fp_rx_check
           v.ackd[8*AD_SYNDROME +: 8] = dup_q ? 8'h1F : 8'h60;
           v.ackd[8*AD_PSN +: 24] = dup_q ? c_epsn - 24'd1 : c_epsn;
           v.ackd[8*AD_MSN +: 24] = c_msn;
+        end else if (rd_ok) begin
+          // taken: nothing moves now; the firmware records the READ (its
+          // event), the planner sends its responses (the descriptor)
+          v.action = ACT_TAKE;
+          v.ev_valid = 1'b1;
+          v.ev[8*EV_KIND +: 8] = EVK_READ;
+          v.ev[8*EV_RKEY +: 32] = x_rkey;
+          v.ev[8*EV_VA +: 64] = x_va;
+          v.ev[8*EV_LEN +: 32] = x_resid;
+          v.ack_valid = 1'b1;
+          v.ackd[8*AD_QPN +: 24] = m.bth_destqp;
+          v.ackd[8*AD_SYNDROME +: 8] = 8'h1F;
+          v.ackd[8*AD_PSN +: 24] = m.bth_psn;
+          v.ackd[8*AD_FLAGS + AD_F_READ] = 1'b1;
+          v.ackd[8*AD_FLAGS + AD_F_FIRST] = 1'b1;
+          v.ackd[8*AD_MSN +: 24] = c_msn + 24'd1;
+          v.ackd[8*RD_RKEY +: 32] = x_rkey;
+          v.ackd[8*RD_VA +: 64] = x_va;
+          v.ackd[8*RD_RESID +: 32] = x_resid;
+          v.ackd[8*RD_PD +: 16] = c_pd;
         end else if (!ok) begin
           v = exception(m, reason, frame_slot);
         end else begin
@@ -714,6 +784,12 @@ module fp_rx_check
           w[8*RC_FLAGS + 0] = 1'b1;   // the gap's NAK is out
         end else if (dup_q) begin
           // nothing changes
+        end else if (rd_ok) begin
+          // the MSN counts the READ on arrival; the expected PSN moves past
+          // every response PSN (fastpath::take_read); `unacked` stays
+          w[8*RC_FLAGS + 0] = 1'b0;
+          w[8*RC_MSN +: 24] = c_msn + 24'd1;
+          w[8*RC_EPSN +: 24] = c_epsn + k_npk;
         end else if (!ok) begin
           w[8*RC_FLAGS + 2] = 1'b1;
         end else if (k_send) begin
@@ -759,6 +835,7 @@ module fp_rx_check
           m_verdict <= v;
           m_verdict_valid <= 1'b1;
           if (v.action == ACT_EXC) frame_slot <= frame_slot + 16'd1;
+          if (rd_ok) read_wait <= 1'b1;
           st <= S_C0;
         end
       end
@@ -914,6 +991,7 @@ module fp_rx_check
       st <= S_C0;
       nak_inflight <= '0;
       gbn_drops <= '0;
+      read_wait <= 1'b0;
       rctx_wr_en <= 1'b0;
       m_verdict_valid <= 1'b0;
       frame_slot <= '0;

@@ -69,7 +69,7 @@ module fp_rx_move
     output logic                         m_ev_valid,
     input  wire logic                    m_ev_ready,
 
-    output logic [ACKD_BYTES*8-1:0]      m_ack_data,
+    output logic [RESPD_BYTES*8-1:0]     m_ack_data,
     output logic                         m_ack_valid,
     input  wire logic                    m_ack_ready,
 
@@ -224,7 +224,7 @@ module fp_rx_move
   );
 
   axis_skid #(
-    .WIDTH(ACKD_BYTES * 8)
+    .WIDTH(RESPD_BYTES * 8)
   ) ack_skid_inst (
     .clk(clk),
     .rst(rst),

@@ -28,6 +28,12 @@
 // which the MAC turns into an aborted frame (a bad FCS), so it is dropped as
 // roce_core::fastpath::segment drops it (TxError::Dma) and the firmware's
 // retransmission repairs it; dma_errors counts such frames.
+//
+// READ responses (docs/fastpath.md §2.4): s_ackd also brings the receive
+// path's READ response descriptors (fp_pkg's RESPD_*); the planner sends
+// their responses, each checked first against a copy of the MR table
+// (written with the table port's MR writes, as fp_sqf's copy), and says
+// when it is done with one (read_done).
 
 `resetall
 `default_nettype none
@@ -38,7 +44,9 @@ module fp_tx
     parameter int DATA_WIDTH = 64,
     parameter int KEEP_WIDTH = DATA_WIDTH / 8,
     parameter int NQP = 256,
-    parameter int QPN_W = $clog2(NQP)
+    parameter int NMR = 256,
+    parameter int QPN_W = $clog2(NQP),
+    parameter int MR_W = $clog2(NMR)
 ) (
     input  wire logic                    clk,
     input  wire logic                    rst,
@@ -47,7 +55,7 @@ module fp_tx
     input  wire logic                    s_txd_valid,
     output logic                         s_txd_ready,
 
-    input  wire logic [ACKD_BYTES*8-1:0] s_ackd_data,
+    input  wire logic [RESPD_BYTES*8-1:0] s_ackd_data,
     input  wire logic                    s_ackd_valid,
     output logic                         s_ackd_ready,
 
@@ -75,6 +83,14 @@ module fp_tx
     output logic                         resp_una_ready,
     input  wire logic [QPN_W-1:0]        resp_una_addr,
     input  wire logic [23:0]             resp_una_psn,
+
+    // the MR table's writes (its copy here, for the READ responses' recheck)
+    input  wire logic                    mr_wr_en,
+    input  wire logic [MR_W-1:0]         mr_wr_index,
+    input  wire logic [4:0]              mr_wr_word,
+    input  wire logic [31:0]             mr_wr_data,
+    // the planner is done with a READ response descriptor
+    output logic                         read_done,
 
     // DMA reads
     output logic [63:0]                  m_dma_rd_req_addr,
@@ -194,6 +210,28 @@ module fp_tx
   end
   assign cfg_rdata = ram_rd_data[32*rd_word_q[4:0] +: 32];
 
+  // ------------------------------------------------- the MR table's copy
+  logic [MR_W-1:0]        mr_rd_addr;
+  logic                   mr_rd_en;
+  logic [MR_BYTES*8-1:0]  mr_rd_data;
+  logic [MR_BYTES/4-1:0]  mr_we;
+  always_comb begin
+    mr_we = '0;
+    if (mr_wr_en && 32'(mr_wr_word) < MR_BYTES / 4) mr_we[mr_wr_word[2:0]] = 1'b1;
+  end
+  roce_ram #(
+    .WORDS(MR_BYTES / 4),
+    .DEPTH(NMR)
+  ) mr_ram_inst (
+    .clk(clk),
+    .wr_addr(mr_wr_index),
+    .wr_en(mr_we),
+    .wr_data({(MR_BYTES / 4){mr_wr_data}}),
+    .rd_addr(mr_rd_addr),
+    .rd_en(mr_rd_en),
+    .rd_data(mr_rd_data)
+  );
+
   // ------------------------------------------------------------ planner
   fp_tx_job_t job;
   logic       job_valid;
@@ -203,7 +241,8 @@ module fp_tx
   logic        rq_last, rq_valid, rq_ready;
 
   fp_tx_plan #(
-    .NQP(NQP)
+    .NQP(NQP),
+    .NMR(NMR)
   ) plan_inst (
     .clk(clk),
     .rst(rst),
@@ -228,6 +267,10 @@ module fp_tx
     .una_wr_psn(wb_en ? wb_una : resp_wr ? resp_una_psn : cfg_wr_data[23:0]),
     .inval_wr_en(fw_wr && cfg_wr_word == 5'd0 && !cfg_wr_data[8*SC_FLAGS + 2]),
     .inval_wr_addr(cfg_wr_index),
+    .mr_rd_en(mr_rd_en),
+    .mr_rd_addr(mr_rd_addr),
+    .mr_rd_data(mr_rd_data),
+    .read_done(read_done),
     .m_job(job),
     .m_job_valid(job_valid),
     .job_room(job_room),

@@ -37,6 +37,20 @@
 // cycles plus one per SGE piece beyond the first (at least 3); a message
 // adds 6 (slot and context reads, sizes and SGE sums, range, its decision,
 // SGE seek) plus one per SGE skipped on a REPLAY or a resumed message.
+//
+// READ responses (docs/fastpath.md §2.4; roce_core::fastpath::read_response):
+// a READ response descriptor from the ACK queue is held here (rd_*) and
+// served before the queue's next entry, one response per visit at the
+// places ACKs are served (so an ACK queued behind a READ goes after its last
+// response, as the model's queue orders them): S_RA reads the MR of its
+// R_Key (the copy in fp_tx) with the send context, S_RB checks the
+// response's bytes [va, va + n), n = min(resid, MTU), against it
+// (REMOTE_READ, the descriptor's PD; a miss drops the rest of the READ, as
+// the model's recheck) and reads the context again for S_RC, which hands the
+// job (opcode by place, AETH with the READ's MSN on FIRST/LAST/ONLY, PadCnt)
+// and moves the descriptor on; S_RD asks the DMA for the n bytes at va.
+// read_done pulses when the READ is done with (its last response planned or
+// the rest dropped). Five cycles a response.
 
 `resetall
 `default_nettype none
@@ -46,7 +60,10 @@ module fp_tx_plan
 #(
     // send contexts (QPN index range)
     parameter int NQP = 256,
+    // MR table entries
+    parameter int NMR = 256,
     parameter int QPN_W = $clog2(NQP),
+    parameter int MR_W = $clog2(NMR),
     // descriptor slots (all QPs; the firmware's TX ring, docs/fastpath.md §5)
     parameter int NSLOT = 32,
     parameter int SLOT_W = $clog2(NSLOT)
@@ -59,8 +76,8 @@ module fp_tx_plan
     input  wire logic                       s_txd_valid,
     output logic                            s_txd_ready,
 
-    // ACK descriptors
-    input  wire logic [ACKD_BYTES*8-1:0]    s_ackd_data,
+    // ACK and READ response descriptors (fp_pkg's RESPD_*)
+    input  wire logic [RESPD_BYTES*8-1:0]   s_ackd_data,
     input  wire logic                       s_ackd_valid,
     output logic                            s_ackd_ready,
 
@@ -88,6 +105,15 @@ module fp_tx_plan
     // firmware writes of word 0 that clear `valid`
     input  wire logic                       inval_wr_en,
     input  wire logic [QPN_W-1:0]           inval_wr_addr,
+
+    // the MR table (fp_tx's copy; data one cycle after mr_rd_en), for READ responses
+    output logic                            mr_rd_en,
+    output logic [MR_W-1:0]                 mr_rd_addr,
+    /* verilator lint_off UNUSEDSIGNAL */
+    input  wire logic [MR_BYTES*8-1:0]      mr_rd_data,   // bytes 26..31 reserved
+    /* verilator lint_on UNUSEDSIGNAL */
+    // done with the READ response descriptor held (a pulse)
+    output logic                            read_done,
 
     // packets for the header builder (no back-pressure: job_room says there is space)
     output fp_tx_job_t                      m_job,
@@ -122,6 +148,10 @@ module fp_tx_plan
       $error("fp_tx_plan: NQP must be a power of two in 2..65536 (got %0d)", NQP);
       $finish;
     end
+    if (NMR < 2 || (NMR & (NMR - 1)) != 0 || NMR > 16777216) begin
+      $error("fp_tx_plan: NMR must be a power of two in 2..2^24 (got %0d)", NMR);
+      $finish;
+    end
     if (NSLOT < 2 || (NSLOT & (NSLOT - 1)) != 0 || NSLOT > 64) begin
       $error("fp_tx_plan: NSLOT must be a power of two in 2..64 (got %0d)", NSLOT);
       $finish;
@@ -130,7 +160,7 @@ module fp_tx_plan
 
   typedef enum logic [3:0] {
     S_IDLE, S_ACK, S_LOAD, S_SIZE, S_CHECK, S_SEEK, S_PKT_A, S_PKT_B, S_GATHER, S_NEXT, S_DONE,
-    S_RANGE
+    S_RANGE, S_RA, S_RB, S_RC, S_RD
   } state_e;
 
   state_e state, ret;
@@ -176,6 +206,27 @@ module fp_tx_plan
 
   // ------------------------------------------------ the ACK being served
   logic [ACKD_BYTES*8-1:0] a_desc;
+
+  // ----------------------------------- the READ response descriptor held
+  logic               rd_active;    // held: its responses are not all planned
+  logic [QPN_W-1:0]   rd_qpn;
+  logic [23:0]        rd_psn, rd_msn;
+  logic [63:0]        rd_va;
+  logic [31:0]        rd_resid, rd_rkey;
+  logic [15:0]        rd_pd;
+  logic               rd_first;
+  // the response under way: its bytes (S_RA), the MR's verdict on its key and
+  // where the MR and the response end (S_RA, 65 bits: no wrap), its last
+  // place, the address its DMA request reads (S_RC)
+  logic [15:0]        rr_n;
+  logic               rr_last, rr_ids;
+  logic [63:0]        rr_base, rr_addr;
+  logic [64:0]        rr_mend, rr_vend;
+  // S_RB: the response's bytes lie in the MR of its key, with REMOTE_READ
+  // (memory::range_within, as fp_rx_check's WRITE check)
+  logic rr_ok;
+  assign rr_ok = rr_ids && rd_va >= rr_base && rr_vend <= rr_mend;
+
 
   // una_psn writes of the previous cycle (a read in that cycle saw the old word)
   logic               una_q_en;
@@ -367,29 +418,45 @@ module fp_tx_plan
       && !(inval_wr_en && inval_wr_addr == pick_qpn_q);
 
   // ----------------------------------------------------- combinational
-  logic serve_ack;
-  assign serve_ack = s_ackd_valid && job_room && (state == S_IDLE || state == S_PKT_A);
+  // between packets: a READ held goes first, then the ACK queue (whose next
+  // entry may be a READ response descriptor: taken and served at once)
+  logic serve_ack, serve_rd, serve_any, ackd_read;
+  assign serve_rd = rd_active && job_room && (state == S_IDLE || state == S_PKT_A);
+  assign serve_ack = s_ackd_valid && !rd_active && job_room
+      && (state == S_IDLE || state == S_PKT_A);
+  assign serve_any = serve_ack || serve_rd;
+  assign ackd_read = s_ackd_data[8*AD_FLAGS + AD_F_READ];
 
   assign s_ackd_ready = serve_ack;
-  assign idle = state == S_IDLE && s_valid == '0;
+  assign idle = state == S_IDLE && s_valid == '0 && !rd_active;
 
   // the message in progress is to be dropped: its context was switched off
   logic d_abort;
   // a FLUSH is taken when no message is loaded: the QP's slots go with it
-  assign take_flush = txd_flush && state == S_IDLE && !s_ackd_valid;
+  assign take_flush = txd_flush && state == S_IDLE && !s_ackd_valid && !rd_active;
   assign s_txd_ready = take_txd || take_flush;
 
   logic load_slot;
-  assign load_slot = state == S_IDLE && !serve_ack && !txd_flush && pick_live;
+  assign load_slot = state == S_IDLE && !serve_any && !txd_flush && pick_live;
 
   always_comb begin
     ctx_rd_en = 1'b0;
     ctx_rd_addr = s_txd_data[8*TD_QPN +: QPN_W];
     slot_re = load_slot;
     slot_ra = pick_q;
-    if (serve_ack) begin
+    // the MR of a READ's R_Key, read with its context
+    mr_rd_en = serve_any;
+    mr_rd_addr = serve_rd ? rd_rkey[8 +: MR_W] : s_ackd_data[8*RD_RKEY + 8 +: MR_W];
+    if (serve_rd) begin
+      ctx_rd_en = 1'b1;
+      ctx_rd_addr = rd_qpn;
+    end else if (serve_ack) begin
       ctx_rd_en = 1'b1;
       ctx_rd_addr = s_ackd_data[8*AD_QPN +: QPN_W];
+    end else if (state == S_RB && rr_ok && job_room) begin
+      // again, for the job of S_RC (a firmware read may have used the port since)
+      ctx_rd_en = 1'b1;
+      ctx_rd_addr = rd_qpn;
     end else if (take_flush) begin
       ctx_rd_en = 1'b1;
     end else if (load_slot) begin
@@ -456,6 +523,24 @@ module fp_tx_plan
       m_job.psn = a_desc[8*AD_PSN +: 24];
       m_job.has_aeth = 1'b1;
       m_job.aeth = {a_desc[8*AD_SYNDROME +: 8], a_desc[8*AD_MSN +: 24]};
+    end else if (state == S_RC) begin
+      // a READ response (fastpath::read_response): no AckReq, no SE
+      m_job.tmpl = ctx_rd_data[8*SC_TEMPLATE +: TMPL_BYTES*8];
+      m_job.hdr_len = ctx_rd_data[8*SC_HDR_LEN +: 8];
+      m_job.l3_off = ctx_rd_data[8*SC_L3_OFF +: 8];
+      m_job.ipv6 = ctx_rd_data[8*SC_FLAGS +: 2] == 2'd1;
+      m_job.ip_sum = ctx_rd_data[8*SC_IP_SUM +: 16];
+      m_job.pkey = ctx_rd_data[8*SC_PKEY +: 16];
+      m_job.dest_qpn = ctx_rd_data[8*SC_DEST_QPN +: 24];
+      if (rd_first && rr_last) m_job.opcode = RC_READ_RESP_ONLY;
+      else if (rd_first) m_job.opcode = RC_READ_RESP_FIRST;
+      else if (rr_last) m_job.opcode = RC_READ_RESP_LAST;
+      else m_job.opcode = RC_READ_RESP_MIDDLE;
+      m_job.pad = 2'(-rr_n);
+      m_job.psn = rd_psn;
+      m_job.has_aeth = rd_first || rr_last;
+      m_job.aeth = {8'h1F, rd_msn};
+      m_job.plen = rr_n;
     end else begin
       m_job.tmpl = c_tmpl;
       m_job.hdr_len = c_hdr_len;
@@ -483,7 +568,7 @@ module fp_tx_plan
       m_job.plen = 16'(p_plen);
     end
   end
-  assign m_job_valid = state == S_ACK || (state == S_PKT_B && job_room);
+  assign m_job_valid = state == S_ACK || ((state == S_PKT_B || state == S_RC) && job_room);
 
   // DMA request of S_GATHER: the piece is what is left of the SGE (g_av) or
   // of the packet (g_rem), whichever is less; one compare decides it all
@@ -499,10 +584,11 @@ module fp_tx_plan
     g_len_next = d_sge_len[g_i[1:0] + 2'd1];
     g_addr = d_sge_addr[g_i[1:0]] + {32'd0, g_o};
   end
-  assign m_rd_addr = g_addr;
-  assign m_rd_len = g_n;
-  assign m_rd_last = !g_short;
-  assign m_rd_valid = state == S_GATHER && g_av != 0 && !g_dry;
+  // (S_RD: a READ response's payload, one request)
+  assign m_rd_addr = state == S_RD ? rr_addr : g_addr;
+  assign m_rd_len = state == S_RD ? rr_n : g_n;
+  assign m_rd_last = state == S_RD || !g_short;
+  assign m_rd_valid = (state == S_GATHER && g_av != 0 && !g_dry) || state == S_RD;
 
   // sum of the SGE lengths (S_SIZE), 34 bits: the two pairs' sums registered in
   // S_LOAD, so S_SIZE has one adder before its compare (three adders in a row
@@ -522,7 +608,7 @@ module fp_tx_plan
   // at the end of a packet: straight on to the message's next one
   logic go_on;
   assign go_on = !d_abort && !txd_flush && !others_q;
-  assign save_en = !serve_ack
+  assign save_en = !serve_any
       && ((state == S_PKT_A && a_refused) || (state == S_NEXT && n_leave));
   assign save_k = k;
 
@@ -532,6 +618,7 @@ module fp_tx_plan
     logic signed [23:0] outst;
     ctx_wb_en <= 1'b0;
     ctx_wb_una_en <= 1'b0;
+    read_done <= 1'b0;
     una_q_en <= una_wr_en;
     una_q_addr <= una_wr_addr;
     una_q_psn <= una_wr_psn;
@@ -572,10 +659,24 @@ module fp_tx_plan
       if (una_wr_en && s_qpn[i] == una_wr_addr) s_sleep[i] <= 1'b0;
     end
 
-    if (serve_ack) begin
-      a_desc <= s_ackd_data;
+    if (serve_any) begin
+      a_desc <= s_ackd_data[ACKD_BYTES*8-1:0];
       ret <= (state == S_IDLE) ? S_IDLE : S_PKT_A;
       state <= S_ACK;
+      if (serve_ack && ackd_read) begin
+        // a READ response descriptor: held from now on, its first response now
+        rd_active <= 1'b1;
+        rd_qpn <= s_ackd_data[8*AD_QPN +: QPN_W];
+        rd_psn <= s_ackd_data[8*AD_PSN +: 24];
+        rd_msn <= s_ackd_data[8*AD_MSN +: 24];
+        rd_first <= s_ackd_data[8*AD_FLAGS + AD_F_FIRST];
+        rd_rkey <= s_ackd_data[8*RD_RKEY +: 32];
+        rd_va <= s_ackd_data[8*RD_VA +: 64];
+        rd_resid <= s_ackd_data[8*RD_RESID +: 32];
+        rd_pd <= s_ackd_data[8*RD_PD +: 16];
+        state <= S_RA;
+      end
+      if (serve_rd) state <= S_RA;
     end else begin
       case (state)
         S_IDLE: if (take_flush) begin
@@ -602,6 +703,60 @@ module fp_tx_plan
         end
 
         S_ACK: state <= ret;   // the job left this cycle (job_room was checked)
+
+        S_RA: begin
+          // the context and the MR read last cycle: the response's size, the key
+          logic [3:0] ml;
+          logic [31:0] mtu_r;
+          logic [15:0] nr;
+          ml = ctx_rd_data[8*SC_FLAGS + 4 +: 4];
+          mtu_r = 32'd1 << ml;
+          nr = (rd_resid < mtu_r) ? rd_resid[15:0] : mtu_r[15:0];
+          rr_n <= nr;
+          rr_last <= rd_resid <= mtu_r;
+          rr_ids <= mr_rd_data[8*MR_KEY +: 32] != 32'd0
+              && mr_rd_data[8*MR_KEY +: 32] == rd_rkey
+              && mr_rd_data[8*MR_PD +: 32] == {16'd0, rd_pd}
+              && mr_rd_data[8*MR_VALID +: 8] != 8'd0
+              && (mr_rd_data[8*MR_ACCESS +: 8] & ACC_REMOTE_READ) != 8'd0;
+          rr_base <= mr_rd_data[8*MR_BASE +: 64];
+          rr_mend <= {1'b0, mr_rd_data[8*MR_BASE +: 64]}
+              + {1'b0, mr_rd_data[8*MR_LENGTH +: 64]};
+          rr_vend <= {1'b0, rd_va} + {49'd0, nr};
+          state <= S_RB;
+        end
+
+        S_RB: begin
+          if (!rr_ok) begin
+            // the region lost its rights since the request: nothing more of
+            // the READ goes (the requester's retry is the firmware's)
+            rd_active <= 1'b0;
+            read_done <= 1'b1;
+            state <= ret;
+          end else if (job_room) begin
+            state <= S_RC;   // (the context is read again now)
+          end
+        end
+
+        S_RC: if (job_room) begin
+          // the job left this cycle; the descriptor moves past the response
+          rr_addr <= rd_va;
+          rd_psn <= rd_psn + 24'd1;
+          rd_va <= rd_va + {48'd0, rr_n};
+          rd_resid <= rd_resid - {16'd0, rr_n};
+          rd_first <= 1'b0;
+          state <= S_RD;
+        end else begin
+          state <= S_RB;   // read the context again when there is room
+        end
+
+        S_RD: if (m_rd_ready) begin
+          if (rd_resid == 32'd0) begin
+            rd_active <= 1'b0;
+            read_done <= 1'b1;
+          end
+          state <= ret;
+        end
 
         S_LOAD: begin
           // the slot's descriptor and the context word read last cycle, with any
@@ -834,6 +989,8 @@ module fp_tx_plan
       state <= S_IDLE;
       ctx_wb_en <= 1'b0;
       ctx_wb_una_en <= 1'b0;
+      rd_active <= 1'b0;
+      read_done <= 1'b0;
       una_q_en <= 1'b0;
       bad_desc <= '0;
       resent <= '0;

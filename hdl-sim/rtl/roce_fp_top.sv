@@ -141,21 +141,32 @@ module roce_fp_top
   localparam int QPN_W = $clog2(NQP);
 
   // ------------------------------------------------- ACKs into the segmenter
-  logic [ACKD_BYTES*8-1:0] rx_ack;
-  logic                    rx_ack_valid, rx_ack_ready;
-  logic [ACKD_BYTES*8-1:0] ack_in;
-  logic                    ack_in_valid, ack_in_ready, ack_skid_ready;
+  // (and the receive side's READ response descriptors, fp_pkg's RESPD_*)
+  logic [RESPD_BYTES*8-1:0] rx_ack;
+  logic                     rx_ack_valid, rx_ack_ready;
+  logic [RESPD_BYTES*8-1:0] ack_in, fw_ack;
+  logic                     ack_in_valid, ack_in_ready, ack_skid_ready;
+  // the planner is done with a READ response descriptor (to fp_rx_check)
+  logic                     read_done;
 
-  // the receive side's ACKs first; the firmware's when there is none
+  // the receive side's ACKs first; the firmware's when there is none. The
+  // firmware's are ACK descriptors only: the bits that would make one a READ
+  // response descriptor are cleared.
   assign rx_ack_ready = ack_skid_ready;
   assign ackd_ready = ack_skid_ready && !rx_ack_valid;
+  always_comb begin
+    fw_ack = '0;
+    fw_ack[ACKD_BYTES*8-1:0] = ackd_data;
+    fw_ack[8*AD_FLAGS + AD_F_READ] = 1'b0;
+    fw_ack[8*AD_FLAGS + AD_F_FIRST] = 1'b0;
+  end
 
   axis_skid #(
-    .WIDTH(ACKD_BYTES * 8)
+    .WIDTH(RESPD_BYTES * 8)
   ) ack_skid_inst (
     .clk(clk),
     .rst(rst),
-    .s_data(rx_ack_valid ? rx_ack : ackd_data),
+    .s_data(rx_ack_valid ? rx_ack : fw_ack),
     .s_valid(rx_ack_valid || ackd_valid),
     .s_ready(ack_skid_ready),
     .m_data(ack_in),
@@ -351,7 +362,8 @@ module roce_fp_top
 
   fp_tx #(
     .DATA_WIDTH(DATA_WIDTH),
-    .NQP(NQP)
+    .NQP(NQP),
+    .NMR(NMR)
   ) tx_inst (
     .clk(clk),
     .rst(rst),
@@ -379,6 +391,11 @@ module roce_fp_top
     .resp_una_ready(resp_una_ready),
     .resp_una_addr(resp_una_addr),
     .resp_una_psn(resp_una_psn),
+    .mr_wr_en(cfg_wr_valid && cfg_wr_ready && cfg_wr_table == 2'd2),
+    .mr_wr_index(cfg_wr_index[$clog2(NMR)-1:0]),
+    .mr_wr_word(cfg_wr_word),
+    .mr_wr_data(cfg_wr_data),
+    .read_done(read_done),
     .m_dma_rd_req_addr(tx_rd_req_addr),
     .m_dma_rd_req_len(tx_rd_req_len),
     .m_dma_rd_req_last(tx_rd_req_last),
@@ -494,6 +511,7 @@ module roce_fp_top
     .gbn_taken(gbn_taken),
     .gbn_taken_e(gbn_taken_e),
     .gbn_drops(gbn_drops),
+    .read_done(read_done),
     .idle(rx_side_idle)
   );
 

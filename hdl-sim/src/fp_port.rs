@@ -546,6 +546,12 @@ impl<P: Datapath> FastPath for FpPort<P> {
         !self.events.is_empty() || self.fp.events_waiting()
     }
 
+    /// The RTL's receive path takes in-sequence READ requests and its segmenter sends
+    /// their responses (`docs/fastpath.md` §6, "READ requests in RTL").
+    fn read_responder(&self) -> bool {
+        true
+    }
+
     fn run(&mut self, dma: &mut dyn Dma) -> bool {
         if self.push_cqs() {
             self.settled = false;

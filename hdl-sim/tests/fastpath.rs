@@ -541,6 +541,8 @@ struct RxQp {
     ack_every: u8,
     msn: u32,
     on: bool,
+    /// REMOTE_READ, and the context's `reads`: the hardware takes its READ requests.
+    reads: bool,
 }
 
 fn rx_qp() -> impl Strategy<Value = RxQp> {
@@ -550,18 +552,20 @@ fn rx_qp() -> impl Strategy<Value = RxQp> {
         prop_oneof![Just(0u8), 1u8..5],
         any::<u32>(),
         prop::bool::weighted(0.95),
+        prop::bool::weighted(0.8),
     )
-        .prop_map(|(tx, remote_write, ack_every, msn, on)| RxQp {
+        .prop_map(|(tx, remote_write, ack_every, msn, on, reads)| RxQp {
             tx,
             remote_write,
             ack_every,
             msn: msn & 0xFF_FFFF,
             on,
+            reads,
         })
 }
 
 /// One message a peer sends: a WRITE (to MR `mr` at `off`, through a right or a wrong
-/// key) or a SEND.
+/// key), a SEND, or a READ (op 5: of MR `mr` at `off`; MR 1 of each PD has REMOTE_READ).
 #[derive(Clone, Debug)]
 struct RxMsg {
     qp: usize,
@@ -575,7 +579,13 @@ struct RxMsg {
 fn rx_msg(nqp: usize) -> impl Strategy<Value = RxMsg> {
     (
         0..nqp,
-        prop_oneof![6 => Just(3u8), 1 => Just(4u8), 2 => Just(0u8), 1 => Just(1u8)],
+        prop_oneof![
+            6 => Just(3u8),
+            1 => Just(4u8),
+            2 => Just(0u8),
+            1 => Just(1u8),
+            3 => Just(5u8)
+        ],
         prop_oneof![1u32..600, 0u32..9000],
         0usize..3,
         0u32..3000,
@@ -659,6 +669,7 @@ fn peer_frames(q: usize, qp: &RxQp, msgs: &[RxMsg], keys: &[u32]) -> Vec<Vec<u8>
             0 => MsgOp::Send,
             1 => MsgOp::SendWithImm(m.len),
             3 => MsgOp::Write,
+            5 => MsgOp::Read,
             _ => MsgOp::WriteWithImm(!m.len),
         };
         let key = if m.bad_key { keys[mr] ^ 0x10 } else { keys[mr] };
@@ -828,7 +839,14 @@ fn firmware(
     if pos.ends() {
         ctx.msn = ctx.msn.add(1);
     }
-    ctx.epsn = ctx.epsn.next();
+    // a READ (the engine answers it) moves past its response PSNs
+    let psns = match (info.operation, pkt.reth()) {
+        (wire::opcode::Operation::RdmaReadRequest, Some(r)) => {
+            r.dma_len.div_ceil(ctx.mtu.bytes()).max(1)
+        }
+        _ => 1,
+    };
+    ctx.epsn = ctx.epsn.add(psns);
     ctx.unacked = 0;
     Some(writes)
 }
@@ -837,7 +855,7 @@ fn firmware(
 type Writes = Vec<(u64, Vec<u8>)>;
 
 /// What the model's receiver (with the firmware above) does with a stream.
-#[derive(Default)]
+#[derive(Debug, Default)]
 struct Expect {
     writes: Writes,
     events: Vec<Event>,
@@ -891,7 +909,7 @@ fn model_rx(
         accessed: vec![false; FP_CTX_ENTRIES],
         ..Expect::default()
     };
-    let mut buf = vec![0u8; 256];
+    let mut buf = vec![0u8; 9000];
     let mut inflight = heapless::Deque::<Inflight, 4>::new();
     for (i, f) in frames.iter().enumerate() {
         let Ok(pkt) = wire::parse(f) else {
@@ -927,6 +945,17 @@ fn model_rx(
             let n = fastpath::ack_frame(&acks[q], &ack, &mut buf).expect("ack");
             x.acks.push(buf[..n].to_vec());
         }
+        // a READ taken: its responses, all of them before the next frame (the receive
+        // path takes none while they wait), each rechecking its bytes' MR
+        if let Some(mut r) = out.read {
+            while !r.done() {
+                match fastpath::read_response(&acks[q], &mut r, table, &mut *mem, &mut buf) {
+                    Ok(n) => x.acks.push(buf[..n].to_vec()),
+                    Err(TxError::Dma) => {}
+                    Err(e) => panic!("READ response: {e:?}"),
+                }
+            }
+        }
         if let Some(e) = out.event {
             if let Event::Exception { reason, .. } = e {
                 x.exc.push(f.clone());
@@ -949,7 +978,7 @@ fn rx_case(
     msgs: &[RxMsg],
     faults: &[Fault],
     ipv6: bool,
-) -> Result<(), TestCaseError> {
+) -> Result<Expect, TestCaseError> {
     sim.reset();
     // every peer sends to this port, over one network protocol
     let port = rx_port(ipv6);
@@ -972,10 +1001,12 @@ fn rx_case(
     let mut keys = Vec::new();
     for (p, pd) in pds.iter().enumerate() {
         for r in 0..3u64 {
-            let access = if r == 2 {
-                AccessFlags::LOCAL_WRITE
-            } else {
-                AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE
+            let access = match r {
+                2 => AccessFlags::LOCAL_WRITE,
+                1 => {
+                    AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE | AccessFlags::REMOTE_READ
+                }
+                _ => AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE,
             };
             let addr = RX_BASE + (p as u64 * 3 + r) * MR_SPAN;
             let k = table.reg_mr(*pd, addr, MR_SPAN, access).unwrap();
@@ -992,8 +1023,12 @@ fn rx_case(
         if q.remote_write {
             access = access | AccessFlags::REMOTE_WRITE;
         }
+        if q.reads {
+            access = access | AccessFlags::REMOTE_READ;
+        }
         let c = RecvCtx {
             on: q.on,
+            reads: q.reads,
             access,
             epsn: Psn::new(q.tx.psn),
             msn: Msn::new(q.msn),
@@ -1099,7 +1134,7 @@ fn rx_case(
             prop_assert_eq!(got, want, "accessed bits, word {}, {} read", w, read);
         }
     }
-    Ok(())
+    Ok(x)
 }
 
 #[test]
@@ -1169,6 +1204,7 @@ fn a_dropped_corrupt_copy_does_not_lose_the_good_frame() {
         ack_every: 0,
         msn: 3_732_324,
         on: true,
+        reads: false,
     };
     let write = |len| RxMsg {
         qp: 0,
@@ -1197,6 +1233,80 @@ fn a_dropped_corrupt_copy_does_not_lose_the_good_frame() {
         let mut sim = s.borrow_mut();
         let r = rx_case(&mut sim, std::slice::from_ref(&qp), &msgs, &faults, true);
         assert!(r.is_ok(), "{}: {r:?}", sim.width());
+    }
+}
+
+/// READ requests of a context with `reads` are the hardware's (docs/fastpath.md §3.4,
+/// "READ requests"): taken (a READ event, the context past the responses' PSNs) and
+/// answered with the model's responses byte for byte (FIRST/MIDDLE/LAST at MTU 1024 and
+/// an ONLY, with PadCnt), read from what memory holds after the WRITE before them; the
+/// ACK a WRITE asks for after a READ follows its responses. A READ of an MR without
+/// REMOTE_READ and a READ of nothing go to the firmware (reasons 7 and 6), with and
+/// without idle cycles and back-pressure.
+#[test]
+fn read_requests_are_answered_in_hardware() {
+    let Some(sims) = sims() else { return };
+    let mut tx = line_rate_qp();
+    tx.mtu = Mtu::Mtu1024;
+    let qp = RxQp {
+        tx,
+        remote_write: true,
+        ack_every: 0,
+        msn: 77,
+        on: true,
+        reads: true,
+    };
+    let msg = |op, mr, off, len| RxMsg {
+        qp: 0,
+        op,
+        len,
+        mr,
+        off,
+        bad_key: false,
+    };
+    // (each READ the firmware gets comes after a WRITE: a check that kept a READ's
+    // class from the packet before would see a WRITE's)
+    let msgs = [
+        msg(3, 1, 0, 3001),
+        msg(5, 0, 0, 64),
+        msg(5, 1, 101, 4099),
+        msg(5, 1, 7, 3),
+        msg(3, 1, 50, 20),
+        msg(5, 1, 0, 0),
+        msg(5, 1, 40, 2048),
+    ];
+    let faults = [Fault::None];
+    for s in &sims {
+        let mut sim = s.borrow_mut();
+        for shaped in [false, true] {
+            if shaped {
+                sim.set_shaping(Shaping::random(0.2, 0.3, 7));
+            }
+            let r = rx_case(&mut sim, std::slice::from_ref(&qp), &msgs, &faults, false);
+            sim.set_shaping(Shaping::LINE_RATE);
+            let x = match r {
+                Ok(x) => x,
+                Err(e) => panic!("{} shaped {shaped}: {e}", sim.width()),
+            };
+            // the model's side: three READs taken, two for the firmware, and their
+            // responses (5 + 1 + 2) among the frames with the WRITEs' ACKs
+            let reads = x
+                .events
+                .iter()
+                .filter(|e| matches!(e, Event::Read { .. }))
+                .count();
+            let reasons: Vec<Exception> = x
+                .events
+                .iter()
+                .filter_map(|e| match e {
+                    Event::Exception { reason, .. } => Some(*reason),
+                    _ => None,
+                })
+                .collect();
+            assert_eq!(reads, 3, "READ events");
+            assert_eq!(reasons, [Exception::Key, Exception::Length]);
+            assert_eq!(x.acks.len(), 8 + 2, "READ responses and ACKs");
+        }
     }
 }
 
@@ -1426,6 +1536,87 @@ fn line_rate_placement() {
     }
 }
 
+/// A 64 KiB READ at MTU 4096 answered in hardware: its 16 responses are the model's and
+/// leave the segmenter back to back, with no idle cycle on the wire between the first
+/// response's first beat and the last one's last (each response's payload read by DMA
+/// as it is planned); prints the cycles from the request's last beat in to the first
+/// response's first beat out (`BENCHMARKS.md`).
+#[test]
+fn line_rate_read_responses_sent_in_hardware() {
+    let Some(sims) = sims() else { return };
+    for s in &sims {
+        let mut sim = s.borrow_mut();
+        sim.reset();
+        let width = sim.width();
+        let cfg = line_rate_qp();
+        let mut table = MemoryTable::<4, 16>::new();
+        let pd = table.alloc_pd().unwrap();
+        let base = 0x100_0000u64;
+        let access = AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_READ;
+        let keys = table.reg_mr(pd, base, 65536, access).unwrap();
+        let mr = MrEntry::of(table.get(keys.rkey.0).unwrap());
+        let mut mrt = MrTable::<256>::default();
+        mrt.entries[MrTable::<256>::index(mr.key)] = mr;
+        sim.write_record(Table::Mr, keys.rkey.0 >> 8, &layout::encode_mr(&mr));
+        let port = rx_port(false);
+        write_port(&mut sim, &port);
+        let qpn = qpn_of(0);
+        let mut ctx = RecvCtx {
+            access,
+            reads: true,
+            epsn: Psn::new(cfg.psn),
+            peer_gid: gid(false, 1),
+            ..RecvCtx::idle(qpn, pd, cfg.mtu)
+        };
+        sim.write_record(Table::RecvCtx, qpn.value(), &layout::encode_rctx(&ctx));
+        let resp_ctx = send_ctx(&cfg);
+        sim.write_record(Table::SendCtx, qpn.value(), &layout::encode_sctx(&resp_ctx));
+        // the peer's READ request
+        let mut src = HostMem::new(MEM_BASE, MEM_LEN, 0x31);
+        let mut peer = send_ctx(&cfg);
+        peer.dest_qpn = qpn;
+        let mut buf = vec![0u8; 9000];
+        let desc = TxMsg {
+            op: MsgOp::Read,
+            ..write_msg(qpn, MEM_BASE, 65536, base, keys.rkey, peer.next_psn)
+        };
+        let n = fastpath::segment(&mut peer, &desc, 0, &mut src, &mut buf).unwrap();
+        let request = buf[..n].to_vec();
+        let mut model_mem = HostMem::new(base, 65536, 0x77);
+        let mut rtl_mem = model_mem.clone();
+        sim.run_until_idle(&mut rtl_mem, 100_000).unwrap();
+        let mut resp = [resp_ctx];
+        let x = model_rx(
+            &port,
+            std::slice::from_ref(&request),
+            std::slice::from_mut(&mut ctx),
+            &mut resp,
+            &mrt,
+            &mut model_mem,
+        );
+        assert_eq!(x.acks.len(), 16, "the model's responses");
+        sim.record_timeline();
+        sim.push_rx_frame(&request);
+        sim.run_until_idle(&mut rtl_mem, 10_000_000).unwrap();
+        let t = sim.take_timeline();
+        assert!(frames(&mut sim) == x.acks, "{width}: responses differ");
+        assert_eq!(events(&mut sim), x.events, "{width}: events");
+        let out: Vec<u64> = t.tx_out.iter().map(|b| b.0).collect();
+        let in_end = t.rx_in.iter().find(|b| b.1).unwrap().0;
+        eprintln!(
+            "{width}: READ request's last beat to its first response's first beat {} cycles; {} response beats in {} cycles",
+            out[0] - in_end,
+            out.len(),
+            out[out.len() - 1] - out[0] + 1
+        );
+        assert_eq!(
+            gaps(out.iter().copied()),
+            0,
+            "{width}: idle cycles on the wire"
+        );
+    }
+}
+
 /// The model's frames of packets `ks` of `d`.
 fn model_frames(
     ctx: &mut SendCtx,
@@ -1453,6 +1644,7 @@ fn peer_send_only() -> (RxQp, Vec<Vec<u8>>) {
         ack_every: 0,
         msn: 0,
         on: true,
+        reads: false,
     };
     let send = RxMsg {
         qp: 0,
