@@ -21,9 +21,8 @@ use roce_core::fastpath::{
 };
 use roce_core::memory::Dma;
 use roce_core::num::{Psn, Qpn};
-use roce_core::transport::{WcFlags, WcOpcode, WcStatus, WorkCompletion};
+use roce_core::transport::{ack_supersedes, WcFlags, WcOpcode, WcStatus, WorkCompletion};
 use roce_core::wire;
-use roce_core::wire::aeth::Syndrome;
 use zerocopy::{FromZeros, IntoBytes};
 
 /// Descriptors the TX ring holds (all QPs).
@@ -913,8 +912,7 @@ fn push_ack(ackq: &mut Deque<Resp, ACKQ>, ack: AckDesc) {
     let reads_wait = ackq.iter().any(|r| matches!(r, Resp::Read(_)));
     if let (true, Some(Resp::Ack(old))) = (reads_wait, ackq.back_mut()) {
         if old.qpn == ack.qpn {
-            let old_is_ack = matches!(old.syndrome, Syndrome::Ack(_));
-            if ack.psn.after(old.psn) || (ack.psn == old.psn && old_is_ack) {
+            if ack_supersedes(old.psn, old.syndrome, ack.psn) {
                 *old = ack;
             }
             return;

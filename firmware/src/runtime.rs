@@ -156,9 +156,9 @@ pub struct Nic<
     /// next poll takes it back (`fp_sq_reclaim`).
     fp_stopped: bool,
     /// The QPs whose receive context the firmware wrote back after an exception with
-    /// `held` still set, since an event waited (`fp_write_back`): released when none
-    /// does (`fp_release`, at the end of a poll's events), as `held` means
-    /// (`docs/fastpath.md` §3.2).
+    /// `held` still set, since an event waited or the engine had responses of the QP
+    /// queued (`fp_write_back`): released when neither holds (`fp_release`, at the end
+    /// of a poll's events), as `held` means (`docs/fastpath.md` §3.2).
     fp_held: heapless::Vec<Qpn, FP_HELD>,
     /// This poll's time (ns).
     now: u64,
@@ -590,9 +590,19 @@ impl<
     /// of sequence (a NAK, a Go-Back-N of a transfer that lost nothing), at a requester
     /// a response taken and its messages' CQEs written while the exception before it
     /// (which the engine then handled) completed them too. Only `held` changes: the
-    /// hardware changes nothing else of a held QP.
+    /// hardware changes nothing else of a held QP. A QP whose responses the engine
+    /// still has queued stays held (`fp_write_back`) and tracked.
     fn fp_release(&mut self) {
-        while let Some(&qpn) = self.fp_held.last() {
+        let mut i = self.fp_held.len();
+        while i > 0 {
+            i -= 1;
+            let Some(&qpn) = self.fp_held.get(i) else {
+                break;
+            };
+            // Its responses still queued in the engine: held until they went out.
+            if self.engine.fastpath_resp_queued(qpn) {
+                continue;
+            }
             let (_, dp) = self.hal.split();
             let Some(fp) = dp.fastpath() else {
                 return;
@@ -617,7 +627,7 @@ impl<
                     fp.write_rctx(qpn, &b);
                 }
             }
-            self.fp_held.pop();
+            self.fp_held.swap_remove(i);
         }
     }
 
@@ -900,9 +910,10 @@ impl<
 
     /// Hands QP `qpn`'s acknowledged PSN and receive context back to the hardware: the
     /// PSN first, then the context as the engine left it after a `request`, else the
-    /// hardware's own. The QP is released (`held` cleared) only while no event waits:
-    /// its next packets may wait behind as exceptions; else it stays held for
-    /// `fp_release`.
+    /// hardware's own. The QP is released (`held` cleared) only while no event waits
+    /// (its next packets may wait behind as exceptions) and the engine has none of its
+    /// responses queued (the hardware's answer to its next request would overtake
+    /// them); else it stays held for `fp_release`.
     ///
     /// The PSN goes in before the release: after it, the hardware may take a response
     /// of the QP and move `una_psn` past it, which the old PSN written then moved back.
@@ -913,6 +924,7 @@ impl<
     fn fp_write_back(&mut self, now: Instant, qpn: Qpn, request: bool) {
         let sq_hw =
             matches!(self.line(qpn).and_then(|s| self.qps.get(s)), Some(Some(q)) if q.sq_hw);
+        let resp_queued = self.engine.fastpath_resp_queued(qpn);
         let (_, dp) = self.hal.split();
         let Some(fp) = dp.fastpath() else {
             return;
@@ -929,7 +941,9 @@ impl<
                 fp.write_sctx(qpn, layout::SCTX_UNA, &b[..3]);
             }
         }
-        let mut held = fp.events_waiting();
+        // Held too while the engine has responses of the QP queued: the hardware's ACK
+        // or NAK of the QP's next request would overtake them.
+        let mut held = resp_queued || fp.events_waiting();
         if request {
             if let Some(mut ctx) = self.engine.fastpath_recv_ctx(qpn) {
                 ctx.held = held;

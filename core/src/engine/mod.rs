@@ -858,6 +858,16 @@ impl<
         Some(ctx)
     }
 
+    /// Whether `qpn`'s responder has READ responses or atomic replies queued that it has
+    /// not sent (`docs/fastpath.md` §3.4, "`held`"): the firmware keeps the QP `held`
+    /// meanwhile, so that its frames come to the engine, whose ACK or NAK of them waits
+    /// behind those responses; the hardware's would overtake them.
+    pub fn fastpath_resp_queued(&self, qpn: Qpn) -> bool {
+        self.slot(qpn)
+            .and_then(|s| self.queues.get(s))
+            .is_some_and(|q| !q.out.is_empty())
+    }
+
     /// Whether the fast path under this engine answers in-sequence READ requests itself
     /// (`docs/fastpath.md` §3.4): [`Engine::fastpath_recv_ctx`] then lets it, per QP.
     /// Off by default: the RTL's receive path leaves every READ to the firmware.

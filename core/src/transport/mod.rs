@@ -104,7 +104,7 @@ pub use attr::{check_transition, AttrMask, QpAttr, SrAttr, TransitionError, SR_W
 pub use counters::Counters;
 pub use error::Error;
 pub use qp::{CompletionSink, Qp, QpInfo, QpInitAttr, QpQueues, TransportConfig};
-pub use responder::GRH_LEN;
+pub use responder::{ack_supersedes, GRH_LEN};
 pub use sack::{sack_trigger, SACK_FLAG};
 pub use sr_state::SrState;
 pub(crate) use srq::SrqTable;

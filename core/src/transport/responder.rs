@@ -39,17 +39,22 @@ impl Fail {
     const ACC_ERR: Fail = Fail::Fatal(NakCode::RemoteAccessError, WcStatus::RemAccessErr);
 }
 
+/// Whether an ACK or NAK (`new_psn`) owed after another (`old_psn`, `old`) of the same
+/// QP replaces it when the two go as one: the later PSN wins, and at equal PSNs a NAK
+/// replaces an ACK (never the reverse). The engine's pending ACK merges so, and the fast
+/// path's queue of them behind a READ (`docs/fastpath.md` §3.4).
+pub fn ack_supersedes(old_psn: Psn, old: Syndrome, new_psn: Psn) -> bool {
+    new_psn.after(old_psn) || (new_psn == old_psn && matches!(old, Syndrome::Ack(_)))
+}
+
 impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
-    /// Queues an ACK or NAK, merging with the one already waiting: the later PSN wins,
-    /// and at equal PSNs a NAK replaces an ACK (never the reverse).
+    /// Queues an ACK or NAK, merging with the one already waiting ([`ack_supersedes`]).
     pub(crate) fn set_pending(&mut self, new: AckOut) {
-        let keep_old = match self.qp.resp.pending {
-            None => false,
-            Some(old) => {
-                let old_is_ack = matches!(old.syndrome, Syndrome::Ack(_));
-                !(new.psn.after(old.psn) || (new.psn == old.psn && old_is_ack))
-            }
-        };
+        let keep_old = self
+            .qp
+            .resp
+            .pending
+            .is_some_and(|o| !ack_supersedes(o.psn, o.syndrome, new.psn));
         if !keep_old {
             self.qp.resp.pending = Some(new);
         }
