@@ -271,19 +271,14 @@ module fp_sqf
   logic [MR_W-1:0]        m_rd_addr;
   logic                   m_rd_en;
   logic [MR_BYTES*8-1:0]  m_rd_data;
-  logic [MR_BYTES/4-1:0]  m_we;
-  always_comb begin
-    m_we = '0;
-    if (mr_wr_en && 32'(mr_wr_word) < MR_BYTES / 4) m_we[mr_wr_word[2:0]] = 1'b1;
-  end
-  roce_ram #(
-    .WORDS(MR_BYTES / 4),
-    .DEPTH(NMR)
-  ) mr_ram_inst (
+  fp_mr_copy #(
+    .NMR(NMR)
+  ) mr_copy_inst (
     .clk(clk),
-    .wr_addr(mr_wr_index),
-    .wr_en(m_we),
-    .wr_data({(MR_BYTES / 4){mr_wr_data}}),
+    .mr_wr_en(mr_wr_en),
+    .mr_wr_index(mr_wr_index),
+    .mr_wr_word(mr_wr_word),
+    .mr_wr_data(mr_wr_data),
     .rd_addr(m_rd_addr),
     .rd_en(m_rd_en),
     .rd_data(m_rd_data)

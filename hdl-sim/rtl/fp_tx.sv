@@ -214,19 +214,14 @@ module fp_tx
   logic [MR_W-1:0]        mr_rd_addr;
   logic                   mr_rd_en;
   logic [MR_BYTES*8-1:0]  mr_rd_data;
-  logic [MR_BYTES/4-1:0]  mr_we;
-  always_comb begin
-    mr_we = '0;
-    if (mr_wr_en && 32'(mr_wr_word) < MR_BYTES / 4) mr_we[mr_wr_word[2:0]] = 1'b1;
-  end
-  roce_ram #(
-    .WORDS(MR_BYTES / 4),
-    .DEPTH(NMR)
-  ) mr_ram_inst (
+  fp_mr_copy #(
+    .NMR(NMR)
+  ) mr_copy_inst (
     .clk(clk),
-    .wr_addr(mr_wr_index),
-    .wr_en(mr_we),
-    .wr_data({(MR_BYTES / 4){mr_wr_data}}),
+    .mr_wr_en(mr_wr_en),
+    .mr_wr_index(mr_wr_index),
+    .mr_wr_word(mr_wr_word),
+    .mr_wr_data(mr_wr_data),
     .rd_addr(mr_rd_addr),
     .rd_en(mr_rd_en),
     .rd_data(mr_rd_data)

@@ -510,7 +510,8 @@ module fp_tx_plan
   // the packet's job
   always_comb begin
     m_job = '0;
-    if (state == S_ACK) begin
+    if (state == S_ACK || state == S_RC) begin
+      // a response's headers: the template as the context read holds it
       m_job.tmpl = ctx_rd_data[8*SC_TEMPLATE +: TMPL_BYTES*8];
       m_job.hdr_len = ctx_rd_data[8*SC_HDR_LEN +: 8];
       m_job.l3_off = ctx_rd_data[8*SC_L3_OFF +: 8];
@@ -518,6 +519,8 @@ module fp_tx_plan
       m_job.ip_sum = ctx_rd_data[8*SC_IP_SUM +: 16];
       m_job.pkey = ctx_rd_data[8*SC_PKEY +: 16];
       m_job.dest_qpn = ctx_rd_data[8*SC_DEST_QPN +: 24];
+    end
+    if (state == S_ACK) begin
       m_job.opcode = RC_ACK;
       m_job.resv7 = {6'd0, a_desc[8*AD_FLAGS]};
       m_job.psn = a_desc[8*AD_PSN +: 24];
@@ -525,13 +528,6 @@ module fp_tx_plan
       m_job.aeth = {a_desc[8*AD_SYNDROME +: 8], a_desc[8*AD_MSN +: 24]};
     end else if (state == S_RC) begin
       // a READ response (fastpath::read_response): no AckReq, no SE
-      m_job.tmpl = ctx_rd_data[8*SC_TEMPLATE +: TMPL_BYTES*8];
-      m_job.hdr_len = ctx_rd_data[8*SC_HDR_LEN +: 8];
-      m_job.l3_off = ctx_rd_data[8*SC_L3_OFF +: 8];
-      m_job.ipv6 = ctx_rd_data[8*SC_FLAGS +: 2] == 2'd1;
-      m_job.ip_sum = ctx_rd_data[8*SC_IP_SUM +: 16];
-      m_job.pkey = ctx_rd_data[8*SC_PKEY +: 16];
-      m_job.dest_qpn = ctx_rd_data[8*SC_DEST_QPN +: 24];
       if (rd_first && rr_last) m_job.opcode = RC_READ_RESP_ONLY;
       else if (rd_first) m_job.opcode = RC_READ_RESP_FIRST;
       else if (rr_last) m_job.opcode = RC_READ_RESP_LAST;

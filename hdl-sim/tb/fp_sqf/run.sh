@@ -22,7 +22,7 @@ case "${MUTANT:-}" in
     "") ;;
     *) echo "MUTANT: lkey or cqe" >&2; exit 2 ;;
 esac
-iverilog -g2012 -o "$out/tb.vvp" -s tb "$out/fp_pkg.sv" "$rtl/roce_ram.sv" "$rtl/roce_first_set.sv" "$out/fp_sqf.sv" \
+iverilog -g2012 -o "$out/tb.vvp" -s tb "$out/fp_pkg.sv" "$rtl/roce_ram.sv" "$rtl/roce_first_set.sv" "$rtl/fp_mr_copy.sv" "$out/fp_sqf.sv" \
     "$here/tb.sv" 2> >(grep -v "sorry: constant selects" >&2)
 result=$(vvp -n "$out/tb.vvp" | grep -E "PASS|FAIL|cycles")
 echo "$result"
