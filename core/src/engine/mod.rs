@@ -601,10 +601,11 @@ impl<
         dma: &mut dyn Dma,
         f: impl FnOnce(&mut QpRef<'_, SQ, RQ, RD>, &mut Env<'_>, &PortConfig) -> R,
     ) -> Option<R> {
-        self.run_qp(slot, now, dma, true, f)
+        self.run_qp(slot, now, dma, true, false, f)
     }
 
-    /// [`Engine::with_qp`], marking the QP ready for `poll_transmit` when `tx`.
+    /// [`Engine::with_qp`], marking the QP ready for `poll_transmit` when `tx`;
+    /// `inline`: its epilogue inlined (the fast path's per-packet entries).
     #[inline(always)] // two thin callers
     fn run_qp<R>(
         &mut self,
@@ -612,6 +613,7 @@ impl<
         now: Instant,
         dma: &mut dyn Dma,
         tx: bool,
+        inline: bool,
         f: impl FnOnce(&mut QpRef<'_, SQ, RQ, RD>, &mut Env<'_>, &PortConfig) -> R,
     ) -> Option<R> {
         let Self {
@@ -641,8 +643,32 @@ impl<
         // gates, which `transmit_one` would pass through to find nothing (the receiver
         // of a stream between the ACKs it coalesces).
         let tx = tx && (r.resp_may_send() || r.req_may_send());
-        let deadline = r.qp.next_deadline();
-        let flush = r.qp.req.fastpath && r.qp.req.rewound;
+        if inline {
+            let (deadline, flush) = (r.qp.next_deadline(), r.qp.req.fastpath && r.qp.req.rewound);
+            self.qp_marked(slot, tx, deadline, flush);
+        } else {
+            self.qp_ran(slot, tx);
+        }
+        Some(out)
+    }
+
+    /// After QP `slot` ran (`run_qp`): its deadline and the timer floor, its flags for
+    /// the frame (`tx`) and descriptor scans. Out of line for most of `run_qp`'s ~14
+    /// callers: inlined into each, its 64-bit deadline minimums cost ~4 KB of firmware
+    /// code (a call costs ~25 instructions a run, which the per-packet entries of
+    /// `with_fp_qp` do not pay).
+    #[inline(never)]
+    fn qp_ran(&mut self, slot: usize, tx: bool) {
+        let Some(Some(qp)) = self.qps.get(slot) else {
+            return;
+        };
+        let (deadline, flush) = (qp.next_deadline(), qp.req.fastpath && qp.req.rewound);
+        self.qp_marked(slot, tx, deadline, flush);
+    }
+
+    /// [`Engine::qp_ran`]'s flags and timers, the QP's `deadline` and FLUSH owed given.
+    #[inline(always)] // `qp_ran` and `run_qp`'s inlined case
+    fn qp_marked(&mut self, slot: usize, tx: bool, deadline: Option<Instant>, flush: bool) {
         if let (Some(ready), Some(d)) = (self.tx_ready.get_mut(slot), self.deadlines.get_mut(slot))
         {
             *ready |= tx;
@@ -655,7 +681,6 @@ impl<
         self.fp_any = true;
         self.fp_flush_any |= flush;
         self.lower_timer_floor(deadline);
-        Some(out)
     }
 
     /// [`Engine::with_qp`] for the fast path's entry points, which never give the QP a
@@ -667,7 +692,7 @@ impl<
         now: Instant,
         f: impl FnOnce(&mut QpRef<'_, SQ, RQ, RD>, &mut Env<'_>) -> R,
     ) -> Option<R> {
-        self.run_qp(slot, now, &mut NoDma, false, |r, env, _| f(r, env))
+        self.run_qp(slot, now, &mut NoDma, false, true, |r, env, _| f(r, env))
     }
 
     /// `ibv_modify_qp`.
@@ -882,7 +907,7 @@ impl<
     /// hardware's to send.
     pub fn fastpath_read_taken(&mut self, qpn: Qpn, psn: Psn, va: u64, rkey: Rkey, len: u32) {
         if let Some(slot) = self.slot(qpn) {
-            self.run_qp(slot, Instant::ZERO, &mut NoDma, false, |r, _, _| {
+            self.run_qp(slot, Instant::ZERO, &mut NoDma, false, false, |r, _, _| {
                 r.record_read(psn, va, rkey, len);
             });
         }
@@ -1373,7 +1398,8 @@ impl<
             info.operation,
             Operation::RdmaReadResponse | Operation::Acknowledge | Operation::AtomicAcknowledge
         );
-        self.with_qp(slot, now, dma, |r, env, _| {
+        // (The epilogue inlined: every packet, and every exception, comes this way.)
+        self.run_qp(slot, now, dma, true, true, |r, env, _| {
             if response {
                 r.comp_handle(env, pkt);
             } else {
@@ -1452,7 +1478,7 @@ impl<
                 // timer (its rewind and resends are descriptors): `poll_transmit` need
                 // not look at it for this.
                 let fp = matches!(self.qps.get(slot), Some(Some(qp)) if qp.req.fastpath);
-                self.run_qp(slot, now, &mut NoDma, !fp, |r, env, _| {
+                self.run_qp(slot, now, &mut NoDma, !fp, false, |r, env, _| {
                     r.handle_timeout(env)
                 });
                 changed |= sides(self) != before;
