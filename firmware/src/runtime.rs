@@ -16,7 +16,7 @@ use roce_core::engine::{CqHandle, Engine, PortConfig, QPN_BASE};
 use roce_core::fastpath::layout::{self, EVENT_LEN};
 use roce_core::fastpath::{Event, MrEntry};
 use roce_core::memory::{AccessFlags, Dma, MemError, MrKeys, MwType, Pd};
-use roce_core::num::{Lkey, Qpn, Rkey};
+use roce_core::num::{Lkey, Psn, Qpn, Rkey};
 use roce_core::transport::{
     Error as EngineError, Instant, QpAttr, QpInitAttr, QpState, QpType, WcOpcode, WcStatus,
     WorkCompletion,
@@ -544,30 +544,7 @@ impl<
                     cqe,
                     gbn,
                     ..
-                } => {
-                    // (The engine says whether the QP's send queue is idle after the
-                    // response: the last of its sends may have completed.)
-                    let idle = if gbn {
-                        // EV_RFLAGS bit 3: a NAK sequence error the fast path took as
-                        // its Go-Back-N to PSN, whose rewind the WQE fetch left to the
-                        // firmware (the CQE writer had no room, §3.8): the engine takes
-                        // the NAK as its completer would, and rewinds now.
-                        self.engine.fastpath_nak(now, qpn, psn, cqe);
-                        self.engine.fastpath_sq_idle(qpn)
-                    } else {
-                        self.engine.fastpath_acked(now, qpn, psn, read, cqe)
-                    };
-                    if cqe {
-                        // The hardware wrote CQEs (§3.7): the host hears of them as of
-                        // the firmware's.
-                        self.raise(|e| e.set_completion(true));
-                    }
-                    if let Some(idle) = idle {
-                        if let Some((slot, ring)) = self.fp_sq_givable(qpn) {
-                            self.fp_sq_give(qpn, slot, ring, &idle);
-                        }
-                    }
-                }
+                } => self.fp_acked(now, qpn, psn, read, cqe, gbn),
                 Event::Read {
                     psn, va, rkey, len, ..
                 } => self.engine.fastpath_read_taken(qpn, psn, va, rkey, len),
@@ -580,6 +557,36 @@ impl<
             self.fp_sync_mrs();
         }
         any
+    }
+
+    /// An `ACKED` event (`fp_events`): the engine's completer runs, and an idle send
+    /// queue goes to the hardware's WQE fetch. Out of line, so that the hand-over's
+    /// line check and call are inlined into one copy (`fp_events` has two, the poll's
+    /// and `fp_settle`'s).
+    #[inline(never)]
+    fn fp_acked(&mut self, now: Instant, qpn: Qpn, psn: Psn, read: bool, cqe: bool, gbn: bool) {
+        // (The engine says whether the QP's send queue is idle after the
+        // response: the last of its sends may have completed.)
+        let idle = if gbn {
+            // EV_RFLAGS bit 3: a NAK sequence error the fast path took as
+            // its Go-Back-N to PSN, whose rewind the WQE fetch left to the
+            // firmware (the CQE writer had no room, §3.8): the engine takes
+            // the NAK as its completer would, and rewinds now.
+            self.engine.fastpath_nak(now, qpn, psn, cqe);
+            self.engine.fastpath_sq_idle(qpn)
+        } else {
+            self.engine.fastpath_acked(now, qpn, psn, read, cqe)
+        };
+        if cqe {
+            // The hardware wrote CQEs (§3.7): the host hears of them as of
+            // the firmware's.
+            self.raise(|e| e.set_completion(true));
+        }
+        if let Some(idle) = idle {
+            if let Some((slot, ring)) = self.fp_sq_givable(qpn) {
+                self.fp_sq_give(qpn, slot, ring, &idle);
+            }
+        }
     }
 
     /// Clears `held` in the receive context of the QPs `fp_write_back` left held, while
@@ -750,6 +757,7 @@ impl<
 
     /// QP `qpn`'s line and send ring, if its send queue may go to the hardware's WQE
     /// fetch: the firmware fetches it now and the QP is wholly on the fast path.
+    #[inline(always)] // one caller per ACKED, `fp_acked`
     fn fp_sq_givable(&self, qpn: Qpn) -> Option<(usize, crate::fastpath::SqRing)> {
         if self.icm.is_some() {
             return None;
@@ -770,6 +778,7 @@ impl<
 
     /// Hands QP `qpn`'s send queue (line `slot`, `ring`) to the hardware's WQE fetch,
     /// the engine having said it is `idle`.
+    #[inline(always)] // one caller per ACKED, `fp_acked`
     fn fp_sq_give(
         &mut self,
         qpn: Qpn,
