@@ -907,7 +907,8 @@ impl<
     /// hardware's to send.
     pub fn fastpath_read_taken(&mut self, qpn: Qpn, psn: Psn, va: u64, rkey: Rkey, len: u32) {
         if let Some(slot) = self.slot(qpn) {
-            self.run_qp(slot, Instant::ZERO, &mut NoDma, false, false, |r, _, _| {
+            // (The epilogue inlined: one per READ request the hardware takes.)
+            self.run_qp(slot, Instant::ZERO, &mut NoDma, false, true, |r, _, _| {
                 r.record_read(psn, va, rkey, len);
             });
         }
