@@ -4,6 +4,8 @@
 //! local ACK timeout and `retry_cnt`, RNR NAK and `rnr_retry` (7 = infinite), Go-Back-N
 //! on a PSN sequence error NAK (roce-facts §6.4; rxe `rxe_comp.c`).
 
+use core::ops::ControlFlow;
+
 use crate::num::Psn;
 use crate::wire::aeth::{NakCode, RnrTimer, Syndrome};
 use crate::wire::opcode::Operation;
@@ -49,13 +51,16 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
 
     /// Index of the oldest WQE that is started and not finished.
     fn oldest_outstanding(&self) -> Option<usize> {
-        for (i, w) in self.q.sq.iter().enumerate() {
-            if w.done {
-                continue;
-            }
-            return w.started.then_some(i);
-        }
-        None
+        // The deque's two slices chained here and searched with `find`: its own
+        // iterator (`heapless`) has only `next`, which steps the chain's state at every
+        // WQE; the chain's `find` runs two plain loops (on every response).
+        let (front, back) = self.q.sq.as_slices();
+        let (i, w) = front
+            .iter()
+            .chain(back)
+            .enumerate()
+            .find(|(_, w)| !w.done)?;
+        w.started.then_some(i)
     }
 
     /// Starts a Go-Back-N retry from the oldest unacknowledged PSN, or fails the oldest
@@ -151,15 +156,18 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
     /// CQEs of those whose descriptor asked it to: whatever happens to them now (a QP
     /// that went to ERR meanwhile flushes them), they get no second CQE.
     fn hw_cqes_written(&mut self, psn: Psn) {
-        for w in self.q.sq.iter_mut() {
+        // The slices chained here, as in `oldest_outstanding`.
+        let (front, back) = self.q.sq.as_mut_slices();
+        let _ = front.iter_mut().chain(back).try_for_each(|w| {
             if w.done || !w.started {
-                continue;
+                return ControlFlow::Continue(());
             }
             if psn.before(w.last_psn) {
-                break;
+                return ControlFlow::Break(());
             }
             w.cqe_written = w.cqe_hw;
-        }
+            ControlFlow::Continue(())
+        });
     }
 
     /// The hardware fetched WQEs of this QP from the host ring itself and hands the
