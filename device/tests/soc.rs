@@ -17,8 +17,11 @@ use roce_core::dcb::{DcbRegs, PfcThresholds, Priorities};
 use roce_core::engine::DcbConfig;
 use roce_core::memory::AccessFlags;
 use roce_core::num::Psn;
-use roce_core::transport::{ipv4_gid, Mtu, QpType, SendFlags, SendWr, WcStatus, WrOp};
+use roce_core::transport::{
+    ipv4_gid, Mtu, QpType, RecvWr, SendFlags, SendWr, WcOpcode, WcStatus, WrOp,
+};
 use roce_core::wire::ethernet::MacAddr;
+use roce_core::wire::frame::parse;
 use roce_core::wire::pfc::PfcRepr;
 use roce_device::soc::{test_image, SocNic, CLOCK_HZ};
 use roce_device::NicModel;
@@ -397,10 +400,10 @@ fn a_lost_packet_on_the_socs_fast_path_goes_again_at_its_deadline() {
 
 /// The RC mix (SEND, WRITE, READ, both atomics; data and completions checked on both
 /// sides) between two SoCs with their fast path on: the segmenter sends the requests,
-/// the receive side places the SEND and WRITE and takes the READ responses and ACKs;
-/// the atomics and the READ request reach the firmware as exceptions. Then the same
-/// with 1 % of the frames lost (exceptions, FLUSH and REPLAY descriptors: Go-Back-N
-/// through the fast path).
+/// the receive side places the SEND and WRITE and takes the READ responses and ACKs,
+/// the responder's answers the READ; the atomics reach the firmware as exceptions.
+/// Then the same with 1 % of the frames lost (exceptions, FLUSH and REPLAY
+/// descriptors: Go-Back-N through the fast path).
 ///
 /// Without loss the mix runs at several timings (the cycles between looks at the wire,
 /// and SoC 1 run ahead of SoC 0): whatever the interleaving of the hardware with the
@@ -454,6 +457,288 @@ fn rc_mix_on_the_socs_fast_path() {
         c[0].engine.retransmitted_pkts,
         c[1].runtime.fastpath
     );
+}
+
+/// The SoC's READ responder (`docs/fastpath.md` §6, "READ requests in RTL": `fp_rx_check`
+/// takes an in-sequence READ request, the segmenter sends its responses, the firmware
+/// hears one `READ` event; `MmioFastPath::read_responder`). Six READs from SoC 0 of SoC
+/// 1's region at MTU 1024 (1 byte to 16 KiB: ONLY, FIRST/MIDDLE/LAST, PadCnt 1 to 3,
+/// across the PSN wrap), on the firmware alone (the engine: the reference) and with the
+/// fast path: the same completions, the same bytes landed, and the responder's READ
+/// responses the same frames (BTH to payload, in order). With the fast path no READ
+/// request reached the responder's firmware and every response came from its segmenter
+/// (with `read_responder` false each READ was an exception the firmware answered).
+///
+/// Then the order behind a READ: a READ, at once a WRITE of other data to the bytes it
+/// reads, and a SEND, on the same QP. The fast path takes no packet after a READ until
+/// the READ's last response is planned (`docs/fastpath.md` §6, "The order rule the RTL
+/// follows"): the READ brings the bytes as they were before the WRITE, as the engine
+/// does when it sends the responses before it takes the next packet (the differential
+/// tests' reference), and no ACK of the WRITE or SEND goes before a response. (The
+/// firmware alone takes every frame waiting before it builds a response, so its READ
+/// may see the WRITE: not compared. So does the firmware on the fast path, where each
+/// READ is an exception, without `read_responder`: the test fails there.)
+#[test]
+fn reads_on_the_socs_fast_path_are_the_hardwares() {
+    let Some(image) = test_image() else { return };
+    let alone = read_mix(&image, false);
+    let fast = read_mix(&image, true);
+    assert_eq!(fast.wc, alone.wc, "the completions differ");
+    assert!(fast.landed == alone.landed, "the READs' bytes differ");
+    assert_eq!(
+        fast.responses.len(),
+        READ_RESPONSES,
+        "the responder's READ responses"
+    );
+    for (i, (f, a)) in fast.responses.iter().zip(&alone.responses).enumerate() {
+        assert!(f == a, "READ response {i} differs from the engine's");
+    }
+    let (fw, fp) = (&fast.fw, &fast.fp);
+    assert_eq!(
+        (fp.exceptions, fw.frames_rx, fw.frames_tx),
+        (0, 0, 0),
+        "no READ request reached the responder's firmware, no response left through it: {fp:?}"
+    );
+    assert_eq!(
+        (fp.taken, fp.sent),
+        (READ_SIZES.len() as u64, READ_RESPONSES as u64),
+        "the responder's fast path took the READ requests and sent every response: {fp:?}"
+    );
+    assert_eq!(
+        alone.fp.sent, 0,
+        "without the strap the fast path sends nothing"
+    );
+}
+
+/// What a SoC's fast path counted over a stretch (its port counters' differences).
+#[derive(Debug, PartialEq)]
+struct FpDelta {
+    /// Frames it took without the firmware (`rx_handled`).
+    taken: u64,
+    /// Frames it handed to the firmware (`rx_exceptions`).
+    exceptions: u64,
+    /// Frames its segmenter and ACK path sent (`tx_frames`).
+    sent: u64,
+}
+
+/// Phase 1 of [`read_mix`]: the READs' sizes, and where they read in SoC 1's region.
+const READ_SIZES: [(usize, usize); 6] = [
+    (1, 7),
+    (1024, 100),
+    (1025, 2_000),
+    (3_002, 5_003),
+    (4_099, 9_000),
+    (16_384, 20_000),
+];
+
+/// Their responses at MTU 1024.
+const READ_RESPONSES: usize = 1 + 1 + 2 + 3 + 5 + 16;
+
+/// What [`read_mix`] saw in its phase 1.
+struct ReadMix {
+    /// SoC 0's completions of the six READs.
+    wc: Vec<(u64, WcStatus, WcOpcode, u32)>,
+    /// The bytes the six READs brought to SoC 0, in order.
+    landed: Vec<u8>,
+    /// SoC 1's READ responses of phase 1 in the order they left, from the BTH to the
+    /// payload's end (the IPv4 header's identification is the NIC's, not the READ's).
+    responses: Vec<Vec<u8>>,
+    /// SoC 1's firmware during phase 1.
+    fw: roce_hdl_sim::soc::FirmwareStats,
+    /// SoC 1's fast path during phase 1.
+    fp: FpDelta,
+    /// SoC cycles from the post to the sixth completion.
+    cycles: u64,
+}
+
+impl ReadMix {
+    fn report(&self, what: &str) {
+        let reads = READ_SIZES.len() as u64;
+        let bytes: usize = READ_SIZES.iter().map(|s| s.0).sum();
+        eprintln!(
+            "READs (SoC, {what}): {reads} READs of {bytes} B at MTU 1024 ({READ_RESPONSES} responses): responder's firmware {} instructions in {} busy polls = {} per READ ({} cycles per READ; {} frames sent, {} received by the firmware); fast path {:?}; post to last completion {} cycles",
+            self.fw.busy_instret,
+            self.fw.busy_polls,
+            self.fw.busy_instret / reads,
+            self.fw.busy_cycles / reads,
+            self.fw.frames_tx,
+            self.fw.frames_rx,
+            self.fp,
+            self.cycles
+        );
+    }
+}
+
+/// SoC 0 READs [`READ_SIZES`] from SoC 1 (phase 1, measured), then posts a READ, a WRITE
+/// of other data to the bytes it reads and a SEND (phase 2); the SoCs' fast path on or
+/// off. Checks every completion and byte, and that SoC 1 sent its responses and ACKs in
+/// PSN order (a frame answering a later request never overtook one answering an
+/// earlier); with the fast path, that phase 2's READ brought the bytes as they were.
+fn read_mix(image: &std::path::Path, fastpath: bool) -> ReadMix {
+    let what = if fastpath {
+        "fast path"
+    } else {
+        "firmware only"
+    };
+    let opts = ConnectOptions {
+        mtu: Mtu::Mtu1024,
+        timeout: 14,
+        ..ConnectOptions::default()
+    };
+    let mut p = soc_pair::pair_on(image, 0.0, &opts, fastpath);
+    let (a, b) = (&p.mr[0], &p.mr[1]);
+    let old: Vec<u8> = (0..65536u32).map(|i| (i * 29 + i / 251) as u8).collect();
+    b.write(0, &old).unwrap();
+    a.write(0, &[0xEE; 65536]).unwrap();
+    for _ in 0..20 {
+        p.wire.step(2_000);
+    }
+    // Phase 1: the READs, landing one after the other from a[0].
+    let before = p.wire.nics[1].firmware_stats();
+    let fp_before = p._ctx[1].query_counters().unwrap().runtime.fastpath;
+    p.wire.record = true;
+    let mut at = 0;
+    let mut wrs = Vec::new();
+    for (i, &(len, from)) in READ_SIZES.iter().enumerate() {
+        wrs.push(
+            SendWr::new(
+                i as u64,
+                WrOp::RdmaRead {
+                    remote_addr: b.addr() + from as u64,
+                    rkey: b.rkey(),
+                },
+            )
+            .sge(a.addr() + at as u64, len as u32, a.lkey())
+            .flags(SendFlags::SIGNALED),
+        );
+        at += len;
+    }
+    let start = p.wire.nics[0].cycles();
+    p.qp[0].post_send_list(&wrs).unwrap();
+    let wc = p.wire.completions(&p.cq[0], READ_SIZES.len(), 20_000_000);
+    let cycles = p.wire.nics[0].cycles() - start;
+    for _ in 0..10 {
+        p.wire.step(2_000);
+    }
+    let fw = p.wire.nics[1].firmware_stats().since(&before);
+    let fp_after = p._ctx[1].query_counters().unwrap().runtime.fastpath;
+    let fp = FpDelta {
+        taken: fp_after.rx_handled - fp_before.rx_handled,
+        exceptions: fp_after.rx_exceptions - fp_before.rx_exceptions,
+        sent: fp_after.tx_frames - fp_before.tx_frames,
+    };
+    let wc: Vec<_> = wc
+        .iter()
+        .map(|w| (w.wr_id, w.status, w.opcode, w.byte_len))
+        .collect();
+    let mut landed = vec![0u8; at];
+    a.read(0, &mut landed).unwrap();
+    let mut want = Vec::new();
+    for &(len, from) in &READ_SIZES {
+        want.extend_from_slice(&old[from..from + len]);
+    }
+    assert!(landed == want, "the READs brought other bytes");
+    let sent = std::mem::take(&mut p.wire.sent[1]);
+    in_psn_order(&sent, "phase 1");
+    let responses: Vec<Vec<u8>> = sent
+        .iter()
+        .filter_map(|f| {
+            let pkt = parse(f).ok()?;
+            let l = pkt.layout();
+            (0x0D..=0x10)
+                .contains(&pkt.opcode().0)
+                .then(|| f[l.bth..l.icrc].to_vec())
+        })
+        .collect();
+    let phase1 = ReadMix {
+        wc,
+        landed,
+        responses,
+        fw,
+        fp,
+        cycles,
+    };
+    phase1.report(what);
+
+    // Phase 2: a READ of b[40_000..44_096], a WRITE of new bytes there, a SEND.
+    const AT: usize = 40_000;
+    const LEN: usize = 4096;
+    let new: Vec<u8> = (0..LEN as u32).map(|i| (i * 7 + 3) as u8).collect();
+    a.write(48_000, &new).unwrap();
+    p.qp[1]
+        .post_recv(&RecvWr::new(60).sge(b.addr() + 60_000, 256, b.lkey()))
+        .unwrap();
+    let wrs = [
+        SendWr::new(
+            20,
+            WrOp::RdmaRead {
+                remote_addr: b.addr() + AT as u64,
+                rkey: b.rkey(),
+            },
+        )
+        .sge(a.addr() + AT as u64, LEN as u32, a.lkey())
+        .flags(SendFlags::SIGNALED),
+        SendWr::new(
+            21,
+            WrOp::RdmaWrite {
+                remote_addr: b.addr() + AT as u64,
+                rkey: b.rkey(),
+            },
+        )
+        .sge(a.addr() + 48_000, LEN as u32, a.lkey())
+        .flags(SendFlags::SIGNALED),
+        SendWr::new(22, WrOp::Send)
+            .sge(a.addr() + 48_000, 100, a.lkey())
+            .flags(SendFlags::SIGNALED),
+    ];
+    p.qp[0].post_send_list(&wrs).unwrap();
+    let done = p.wire.completions(&p.cq[0], 3, 20_000_000);
+    let got: Vec<_> = done.iter().map(|w| (w.wr_id, w.status)).collect();
+    assert_eq!(
+        got,
+        [20, 21, 22].map(|i| (i, WcStatus::Success)),
+        "phase 2's completions"
+    );
+    let rx = p.wire.completions(&p.cq[1], 1, 20_000_000);
+    assert_eq!(
+        (rx[0].wr_id, rx[0].status, rx[0].byte_len),
+        (60, WcStatus::Success, 100)
+    );
+    for _ in 0..10 {
+        p.wire.step(2_000);
+    }
+    in_psn_order(&p.wire.sent[1], "phase 2");
+    let mut buf = vec![0u8; LEN];
+    b.read(AT, &mut buf).unwrap();
+    assert!(buf == new, "the WRITE's bytes at SoC 1");
+    b.read(60_000, &mut buf[..100]).unwrap();
+    assert!(buf[..100] == new[..100], "the SEND's bytes at SoC 1");
+    if fastpath {
+        a.read(AT, &mut buf).unwrap();
+        assert!(
+            buf[..] == old[AT..AT + LEN],
+            "the READ brought bytes the WRITE after it wrote"
+        );
+    }
+    phase1
+}
+
+/// Checks that a responder's frames (READ responses, ACKs) left in PSN order: a frame
+/// that answers a later request never goes before one that answers an earlier.
+fn in_psn_order(frames: &[Vec<u8>], what: &str) {
+    let mut last: Option<Psn> = None;
+    for (i, f) in frames.iter().enumerate() {
+        let pkt = parse(f).unwrap_or_else(|e| panic!("{what}: frame {i} does not parse: {e:?}"));
+        let psn = pkt.psn();
+        if let Some(l) = last {
+            assert!(
+                !psn.before(l),
+                "{what}: frame {i} ({}, {psn:?}) left after one at {l:?}",
+                pkt.info().name
+            );
+        }
+        last = Some(psn);
+    }
 }
 
 /// QPs in host memory on the SoC (`docs/scale.md`): with an ICM, 12 QP pairs share the

@@ -29,6 +29,10 @@ pub struct Wire {
     /// The cycles each SoC runs between two looks at the wire in [`Wire::completions`]:
     /// how the two SoCs' work interleaves (a test varies it to shift that timing).
     pub step_cycles: u64,
+    /// With `record`, every frame each SoC sent (lost or carried), in the order it
+    /// left: what a test checks the wire's order and bytes on.
+    pub record: bool,
+    pub sent: [Vec<Vec<u8>>; 2],
 }
 
 impl Wire {
@@ -42,6 +46,8 @@ impl Wire {
             carried: 0,
             drop_next: [0; 2],
             step_cycles: 2_000,
+            record: false,
+            sent: [Vec::new(), Vec::new()],
         }
     }
 
@@ -60,6 +66,9 @@ impl Wire {
         let mut buf = vec![0u8; 8192];
         for (from, to) in [(0, 1), (1, 0)] {
             while let Some(n) = self.nics[from].transmit_frame(&mut buf) {
+                if self.record {
+                    self.sent[from].push(buf[..n].to_vec());
+                }
                 let forced = self.drop_next[from] > 0;
                 self.drop_next[from] = self.drop_next[from].saturating_sub(1);
                 if forced || self.drop_this() {

@@ -715,6 +715,15 @@ impl FastPath for MmioFastPath {
         s & fp_reg::ST_EVENT != 0 || s & fp_reg::ST_RX_IDLE == 0
     }
 
+    /// `soc_fp`'s `roce_fp_top` has the RTL's READ responder (`docs/fastpath.md` §6,
+    /// "READ requests in RTL"): its receive path takes in-sequence READ requests and
+    /// its segmenter sends the responses; the firmware hears a `READ` event per READ.
+    /// The runtime asks only through `Datapath::fastpath`, which answers only with the
+    /// strap set (`MmioDatapath::fp_on`); the ECP5 board's SoC has no fast path.
+    fn read_responder(&self) -> bool {
+        !NO_FASTPATH
+    }
+
     /// The hardware runs by itself.
     fn run(&mut self, _dma: &mut dyn Dma) -> bool {
         false
