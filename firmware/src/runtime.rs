@@ -516,39 +516,7 @@ impl<
             any = true;
             self.fp_ran = true;
             self.counters.fp_events += 1;
-            let Ok(event) = layout::decode_event(&self.event) else {
-                continue;
-            };
-            let qpn = event.qpn();
-            // (The take-back changes neither what of the QP is on the fast path nor its
-            // line: one lookup serves the event.)
-            let (fp, sq_hw) = self.fp_sq_of(qpn);
-            let on = fp != FpState::Off;
-            if sq_hw && for_requester(&event) {
-                // A response or an exception of a QP whose send WQEs the hardware
-                // fetches: the engine takes its send queue back first (§3.8).
-                self.fp_sq_take_back(qpn, now);
-            }
-            match event {
-                Event::Exception {
-                    meta, frame_len, ..
-                } => self.fp_exception(now, qpn, on, &meta, frame_len),
-                Event::MsgDone {
-                    byte_len,
-                    solicited,
-                    ..
-                } => self.fp_msg_done(now, qpn, on, byte_len, solicited),
-                Event::Acked {
-                    psn,
-                    read,
-                    cqe,
-                    gbn,
-                    ..
-                } => self.fp_acked(now, qpn, psn, read, cqe, gbn),
-                Event::Read {
-                    psn, va, rkey, len, ..
-                } => self.engine.fastpath_read_taken(qpn, psn, va, rkey, len),
-            }
+            self.fp_event(now);
         }
         // Every exception waiting is handled: the QPs held since may go. (Looked at
         // here: the release's call and register saves cost ~40 instructions at every
@@ -561,6 +529,49 @@ impl<
             self.fp_sync_mrs();
         }
         any
+    }
+
+    /// The event in `self.event`, decoded and handled (`fp_events`). The decode is
+    /// inlined into it: out of line it built the whole `Event` in memory, the fields
+    /// the arm does not use too (~30 instructions an event more). This is out of line:
+    /// `fp_events` has two copies (the poll's and `fp_settle`'s), and the decode
+    /// inlined into the poll cost its frames and descriptors ~10 instructions each in
+    /// registers.
+    #[inline(never)]
+    fn fp_event(&mut self, now: Instant) {
+        let Ok(event) = layout::decode_event(&self.event) else {
+            return;
+        };
+        let qpn = event.qpn();
+        // (The take-back changes neither what of the QP is on the fast path nor its
+        // line: one lookup serves the event.)
+        let (fp, sq_hw) = self.fp_sq_of(qpn);
+        let on = fp != FpState::Off;
+        if sq_hw && for_requester(&event) {
+            // A response or an exception of a QP whose send WQEs the hardware
+            // fetches: the engine takes its send queue back first (§3.8).
+            self.fp_sq_take_back(qpn, now);
+        }
+        match event {
+            Event::Exception {
+                meta, frame_len, ..
+            } => self.fp_exception(now, qpn, on, &meta, frame_len),
+            Event::MsgDone {
+                byte_len,
+                solicited,
+                ..
+            } => self.fp_msg_done(now, qpn, on, byte_len, solicited),
+            Event::Acked {
+                psn,
+                read,
+                cqe,
+                gbn,
+                ..
+            } => self.fp_acked(now, qpn, psn, read, cqe, gbn),
+            Event::Read {
+                psn, va, rkey, len, ..
+            } => self.engine.fastpath_read_taken(qpn, psn, va, rkey, len),
+        }
     }
 
     /// An `ACKED` event (`fp_events`): the engine's completer runs, and an idle send

@@ -575,6 +575,7 @@ fn ev_u32(b: &[u8; EVENT_LEN], at: usize) -> u32 {
 }
 
 /// Decodes an event (§3.5).
+#[inline(always)] // the firmware's `fp_event`: it reads only the fields its arm uses
 pub fn decode_event(b: &[u8; EVENT_LEN]) -> Result<Event, Invalid> {
     let qpn = Qpn::new(ev_u24(b, 4));
     let psn = Psn::new(ev_u24(b, 8));
