@@ -774,7 +774,7 @@ impl<
 
     /// QP `qpn`'s line and send ring, if its send queue may go to the hardware's WQE
     /// fetch: the firmware fetches it now and the QP is wholly on the fast path.
-    #[inline(always)] // one caller per ACKED, `fp_acked`
+    #[inline(always)] // two callers: `fp_acked` (every ACKED) and `fp_sq_hand_over`
     fn fp_sq_givable(&self, qpn: Qpn) -> Option<(usize, crate::fastpath::SqRing)> {
         if self.icm.is_some() {
             return None;
@@ -795,7 +795,7 @@ impl<
 
     /// Hands QP `qpn`'s send queue (line `slot`, `ring`) to the hardware's WQE fetch,
     /// the engine having said it is `idle`.
-    #[inline(always)] // one caller per ACKED, `fp_acked`
+    #[inline(always)] // two callers: `fp_acked` (every ACKED) and `fp_sq_hand_over`
     fn fp_sq_give(
         &mut self,
         qpn: Qpn,
