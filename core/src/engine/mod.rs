@@ -918,6 +918,17 @@ impl<
     /// firmware reads before it handles an exception, after the hardware advanced the
     /// context (`docs/fastpath.md` §3.2).
     pub fn fastpath_load_recv(&mut self, qpn: Qpn, ctx: &fastpath::RecvCtx) -> Result<(), Error> {
+        self.fastpath_load_recv_state(qpn, &ctx.state())
+    }
+
+    /// [`Engine::fastpath_load_recv`] from the part of the context it takes
+    /// ([`fastpath::layout::decode_rctx_state`]: the firmware decodes no more of the
+    /// context than this before each exception).
+    pub fn fastpath_load_recv_state(
+        &mut self,
+        qpn: Qpn,
+        ctx: &fastpath::RecvState,
+    ) -> Result<(), Error> {
         let s = self.slot(qpn).ok_or(Error::NoSuchQp(qpn))?;
         let qp = self
             .qps

@@ -7,7 +7,7 @@
 //! Decoding never panics: a field that names nothing (an unknown opcode, MTU or network
 //! header kind, more SGEs than fit) fails the whole decode with [`Invalid`].
 
-use super::rx::{Event, Exception, MrEntry, RecvCtx, RxCur};
+use super::rx::{Event, Exception, MrEntry, RecvCtx, RecvState, RxCur};
 use super::tx::{AckDesc, MsgOp, SendCtx, TxMsg};
 use crate::memory::{AccessFlags, Pd};
 use crate::num::{Msn, Psn, Qpn, Rkey};
@@ -404,37 +404,59 @@ pub fn hold_rctx(b: &mut [u8; RCTX_LEN]) {
 
 /// Decodes a receive context (§3.2).
 pub fn decode_rctx(b: &[u8; RCTX_LEN]) -> Result<RecvCtx, Invalid> {
+    let s = decode_rctx_state(b)?;
     Ok(RecvCtx {
-        on: match b[0] {
-            0 => false,
-            1 => true,
-            _ => return Err(Invalid { offset: 0 }),
-        },
+        // (`decode_rctx_state` checked the bytes these four come from)
+        on: b[0] == 1,
         qpn: Qpn::new(u24_at(b, RCTX_QPN)),
-        cur: match b[1] {
-            0 => RxCur::None,
-            1 => RxCur::Send,
-            2 => RxCur::Write,
-            _ => return Err(Invalid { offset: 1 }),
-        },
+        cur: s.cur,
         access: access_of(b[2], 2)?,
         mtu: mtu_of(b[3], 3)?,
-        epsn: Psn::new(u24_at(b, 4)),
-        msn: Msn::new(u24_at(b, 8)),
+        epsn: s.epsn,
+        msn: s.msn,
         ack_every: b[7],
         unacked: b[11],
         pd: Pd::from_index(u16_at(b, 12)),
-        va: u64_at(b, 16),
-        rkey: Rkey(u32_at(b, 24)),
-        resid: u32_at(b, 28),
-        length: u32_at(b, 40),
+        va: s.va,
+        rkey: s.rkey,
+        resid: s.resid,
+        length: s.length,
         recv_addr: u64_at(b, 32),
-        recv_loaded: b[RCTX_FLAGS] & 2 != 0,
-        nak_sent: b[RCTX_FLAGS] & 1 != 0,
+        recv_loaded: s.recv_loaded,
+        nak_sent: s.nak_sent,
         held: rctx_held(b),
         reads: b[RCTX_FLAGS] & RCTX_READS != 0,
         pkey: u16_at(b, 14),
         peer_gid: get(b, 48),
+    })
+}
+
+/// Decodes the [`RecvState`] of a receive context (§3.2), what the engine takes back
+/// before it handles an exception, without the fields it does not take (the peer's
+/// GID, the addresses, the QP's keys): a context [`decode_rctx`] rejects, this rejects
+/// too (the same fields are checked, in the same order).
+pub fn decode_rctx_state(b: &[u8; RCTX_LEN]) -> Result<RecvState, Invalid> {
+    if b[0] > 1 {
+        return Err(Invalid { offset: 0 });
+    }
+    let cur = match b[1] {
+        0 => RxCur::None,
+        1 => RxCur::Send,
+        2 => RxCur::Write,
+        _ => return Err(Invalid { offset: 1 }),
+    };
+    access_of(b[2], 2)?;
+    mtu_of(b[3], 3)?;
+    Ok(RecvState {
+        cur,
+        epsn: Psn::new(u24_at(b, 4)),
+        msn: Msn::new(u24_at(b, 8)),
+        va: u64_at(b, 16),
+        rkey: Rkey(u32_at(b, 24)),
+        resid: u32_at(b, 28),
+        length: u32_at(b, 40),
+        recv_loaded: b[RCTX_FLAGS] & 2 != 0,
+        nak_sent: b[RCTX_FLAGS] & 1 != 0,
     })
 }
 

@@ -17,7 +17,7 @@ mod tx;
 
 pub use rx::{
     dispatch, receive, respond, Answered, Event, Exception, Inflight, InflightKind, MrEntry,
-    MrTable, PortAddr, RecvCtx, RxCur, RxOutcome,
+    MrTable, PortAddr, RecvCtx, RecvState, RxCur, RxOutcome,
 };
 pub use sq::{wqe_msg, SqIdle};
 pub use tx::{

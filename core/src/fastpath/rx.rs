@@ -97,6 +97,40 @@ impl RecvCtx {
     }
 }
 
+/// The part of a receive context (§3.2) the hardware advances and the engine's
+/// responder takes back before it handles an exception
+/// ([`crate::Engine::fastpath_load_recv_state`]): where the QP is in its message
+/// stream. The rest (the QP's addresses, keys and flags) is the engine's own.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RecvState {
+    pub cur: RxCur,
+    pub epsn: Psn,
+    pub msn: Msn,
+    pub va: u64,
+    pub rkey: Rkey,
+    pub resid: u32,
+    pub length: u32,
+    pub recv_loaded: bool,
+    pub nak_sent: bool,
+}
+
+impl RecvCtx {
+    /// Its [`RecvState`].
+    pub fn state(&self) -> RecvState {
+        RecvState {
+            cur: self.cur,
+            epsn: self.epsn,
+            msn: self.msn,
+            va: self.va,
+            rkey: self.rkey,
+            resid: self.resid,
+            length: self.length,
+            recv_loaded: self.recv_loaded,
+            nak_sent: self.nak_sent,
+        }
+    }
+}
+
 /// An MR table entry (§3.3).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct MrEntry {
