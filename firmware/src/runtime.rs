@@ -73,6 +73,27 @@ struct HostQp {
     sq_hw: bool,
 }
 
+/// What of a QP's line its send queue's fetch reads (`Nic::fetch_sq_of`).
+#[derive(Clone, Copy)]
+struct SqOf {
+    qpn: Qpn,
+    ud: bool,
+    send_cq: u16,
+    /// The ring's host address and log2 of its entries.
+    ring: (u64, u8),
+}
+
+impl SqOf {
+    fn of(q: &HostQp) -> Self {
+        Self {
+            qpn: q.qpn,
+            ud: q.qp_type == QpType::Ud,
+            send_cq: q.send_cq,
+            ring: (q.sq_ring, q.sq_log),
+        }
+    }
+}
+
 /// How much of a QP is on the fast path (`docs/fastpath.md`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum FpState {
@@ -727,24 +748,30 @@ impl<
         let Some(slot) = self.line(qpn) else {
             return;
         };
-        // Most events are of QPs the firmware fetches for: no copy of their line.
-        if !matches!(self.qps.get(slot), Some(Some(q)) if q.sq_hw) {
-            return;
-        }
-        let Some(Some(mut q)) = self.qps.get(slot).copied() else {
+        // Most events are of QPs the firmware fetches for. The line is changed in place
+        // and the fetch given the few fields it reads: copying the whole line out and
+        // back cost ~180 instructions a take-back.
+        let Some(Some(q)) = self.qps.get_mut(slot) else {
             return;
         };
+        if !q.sq_hw {
+            return;
+        }
         q.sq_hw = false;
+        let sq = SqOf::of(q);
         let (_, dp) = self.hal.split();
         if let Some(back) = dp.fastpath().and_then(|fp| fp.sq_take_back(qpn)) {
             self.engine.fastpath_adopt_begin(qpn, back.base);
-            q.sq_ci = back.done;
+            let mut ci = back.done;
             // The hardware counted these at its doorbell.
             let counted = self.counters.send_wqes;
             // A WQE the engine refuses now was taken apart by the hardware already:
             // it completes in error, as the firmware's own fetch would make it.
-            if self.fetch_sq(&mut q, back.ci).is_err() {
+            if self.fetch_sq_of(sq, &mut ci, back.ci).is_err() {
                 self.counters.bad_doorbells += 1;
+            }
+            if let Some(Some(q)) = self.qps.get_mut(slot) {
+                q.sq_ci = ci;
             }
             self.counters.send_wqes = counted;
             let deadline = back.deadline.map(Instant::from_nanos);
@@ -752,9 +779,6 @@ impl<
                 .fastpath_adopt_end(now, qpn, back.una, deadline, back.spent);
             // WQEs past the hardware's index wait for the firmware's next fetch.
             self.backlog = true;
-        }
-        if let Some(s) = self.qps.get_mut(slot) {
-            *s = Some(q);
         }
         self.fp_news();
     }
@@ -1343,38 +1367,42 @@ impl<
     }
 
     fn fetch_sq(&mut self, q: &mut HostQp, pi: u32) -> Result<bool, BadDoorbell> {
-        let (qpn, ud, send_cq) = (q.qpn, q.qp_type == QpType::Ud, q.send_cq);
-        self.fetch_ring(
-            pi,
-            (q.sq_ring, q.sq_log),
-            &mut q.sq_ci,
-            |nic, wqe: &SendWqe, at| {
-                let result = match wqe.to_wr(ud, at) {
-                    Ok(wr) => nic.engine.post_send(qpn, &wr),
-                    Err(DecodeError(reason)) => Err(EngineError::InvalidWr { reason }),
-                };
-                match result {
-                    Ok(()) => nic.counters.send_wqes += 1,
-                    // The engine's queue is full: leave the WQE in the ring for later.
-                    Err(EngineError::QueueFull { .. }) => return false,
-                    Err(e) => {
-                        // The verbs call would have failed synchronously; here the WQE is
-                        // already posted, so it completes in error instead of vanishing.
-                        nic.counters.bad_wqes += 1;
-                        let status = match e {
-                            EngineError::Memory(_) => WcStatus::LocProtErr,
-                            _ => WcStatus::LocQpOpErr,
-                        };
-                        let mut wc =
-                            WorkCompletion::new(wqe.wr_id.get(), qpn, WcOpcode::Send, status);
-                        wc.opcode = roce_core::transport::WrOpcode::from_u8(wqe.opcode)
-                            .map_or(WcOpcode::Send, |o| o.wc_opcode());
-                        nic.push_cqe(send_cq, wc);
-                    }
+        self.fetch_sq_of(SqOf::of(q), &mut q.sq_ci, pi)
+    }
+
+    /// [`Nic::fetch_sq`] of the send queue `sq` from index `ci` (moved as it fetches).
+    fn fetch_sq_of(&mut self, sq: SqOf, ci: &mut u32, pi: u32) -> Result<bool, BadDoorbell> {
+        let SqOf {
+            qpn,
+            ud,
+            send_cq,
+            ring,
+        } = sq;
+        self.fetch_ring(pi, ring, ci, |nic, wqe: &SendWqe, at| {
+            let result = match wqe.to_wr(ud, at) {
+                Ok(wr) => nic.engine.post_send(qpn, &wr),
+                Err(DecodeError(reason)) => Err(EngineError::InvalidWr { reason }),
+            };
+            match result {
+                Ok(()) => nic.counters.send_wqes += 1,
+                // The engine's queue is full: leave the WQE in the ring for later.
+                Err(EngineError::QueueFull { .. }) => return false,
+                Err(e) => {
+                    // The verbs call would have failed synchronously; here the WQE is
+                    // already posted, so it completes in error instead of vanishing.
+                    nic.counters.bad_wqes += 1;
+                    let status = match e {
+                        EngineError::Memory(_) => WcStatus::LocProtErr,
+                        _ => WcStatus::LocQpOpErr,
+                    };
+                    let mut wc = WorkCompletion::new(wqe.wr_id.get(), qpn, WcOpcode::Send, status);
+                    wc.opcode = roce_core::transport::WrOpcode::from_u8(wqe.opcode)
+                        .map_or(WcOpcode::Send, |o| o.wc_opcode());
+                    nic.push_cqe(send_cq, wc);
                 }
-                true
-            },
-        )
+            }
+            true
+        })
     }
 
     fn fetch_rq(&mut self, q: &mut HostQp, pi: u32) -> Result<bool, BadDoorbell> {
