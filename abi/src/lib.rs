@@ -1021,6 +1021,7 @@ impl SendWqe {
     /// Decodes a send work request; `ud` says whether the QP is UD (then the
     /// destination fields are read), `at` is the WQE's own address in host memory: an
     /// inline payload becomes one SGE there under the firmware's [`WQE_LKEY`].
+    #[inline(always)]
     pub fn to_wr(&self, ud: bool, at: u64) -> Result<SendWr, DecodeError> {
         let remote_addr = self.remote_addr.get();
         let rkey = Rkey(self.rkey.get());
