@@ -1082,8 +1082,8 @@ impl<
         };
         if q.fp != FpState::Off {
             // The hardware's receive state is the current one: the engine takes it.
-            if let Ok(state) = layout::decode_rctx_state(&fp.read_rctx(qpn)) {
-                let _ = self.engine.fastpath_load_recv_state(qpn, &state);
+            if let Ok(ctx) = layout::decode_rctx(&fp.read_rctx(qpn)) {
+                let _ = self.engine.fastpath_load_recv(qpn, &ctx);
             }
         }
         match want {

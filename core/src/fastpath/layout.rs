@@ -435,6 +435,7 @@ pub fn decode_rctx(b: &[u8; RCTX_LEN]) -> Result<RecvCtx, Invalid> {
 /// before it handles an exception, without the fields it does not take (the peer's
 /// GID, the addresses, the QP's keys): a context [`decode_rctx`] rejects, this rejects
 /// too (the same fields are checked, in the same order).
+#[inline(never)] // `decode_rctx` and the firmware's exceptions: one copy
 pub fn decode_rctx_state(b: &[u8; RCTX_LEN]) -> Result<RecvState, Invalid> {
     if b[0] > 1 {
         return Err(Invalid { offset: 0 });
