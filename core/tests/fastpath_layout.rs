@@ -288,6 +288,24 @@ proptest! {
         prop_assert_eq!(layout::decode_ackd(&layout::encode_ackd(&a)), a);
     }
 
+    /// The receive state the firmware decodes before an exception
+    /// (`decode_rctx_state`) is the whole decode's, and it rejects exactly the contexts
+    /// the whole decode rejects, at the same offset (the first four bytes drawn near
+    /// their valid ranges, so both outcomes come up).
+    #[test]
+    fn the_receive_state_is_the_whole_decodes(
+        head in (0u8..3, 0u8..4, any::<u8>(), 6u8..14),
+        rest in proptest::collection::vec(any::<u8>(), 60),
+    ) {
+        let mut b = [0u8; 64];
+        b[..4].copy_from_slice(&[head.0, head.1, head.2, head.3]);
+        b[4..].copy_from_slice(&rest);
+        prop_assert_eq!(
+            layout::decode_rctx_state(&b),
+            layout::decode_rctx(&b).map(|c| c.state())
+        );
+    }
+
     /// No byte pattern makes a decoder panic.
     #[test]
     fn decoders_take_any_bytes(bytes in proptest::collection::vec(any::<u8>(), 96)) {
