@@ -164,6 +164,12 @@ pub struct Nic<
     /// poll that finds nothing does not clear them (every byte is written before use).
     txd: layout::TxdWords,
     event: [u8; EVENT_LEN],
+    /// The send and receive WQE being fetched from a host ring (`fetch_ring`): kept
+    /// here so that a fetch does not clear a buffer per WQE (143 instructions a send
+    /// WQE on the QEMU core, once per WQE a take-back re-reads); the DMA read writes
+    /// every byte before it is decoded, and a failed read is not decoded.
+    sq_wqe: SendWqe,
+    rq_wqe: RecvWqe,
     /// The fast path did something since its counters were last copied.
     fp_ran: bool,
     /// Some CQ kept completions at the last look (its host ring full, or one stashed):
@@ -237,6 +243,8 @@ impl<
             rxbuf: [0; FRAME_BUF],
             txd: [0; layout::TXD_WORDS],
             event: [0; EVENT_LEN],
+            sq_wqe: zerocopy::transmute!([0u8; core::mem::size_of::<SendWqe>()]),
+            rq_wqe: zerocopy::transmute!([0u8; core::mem::size_of::<RecvWqe>()]),
             fp_ran: false,
             cq_left: false,
             fp_deadline: None,
@@ -1321,17 +1329,19 @@ impl<
         )
     }
 
-    /// Takes the entries of a host ring from `*ci` up to the producer index `pi`,
-    /// handing each (and its address) to `post`; an entry `post` refuses (the engine's queue
-    /// is full) stays in the ring for a later poll. Returns whether any was taken, or
-    /// [`BadDoorbell`] (having skipped to the producer index) when the index claims more
-    /// entries than the ring holds.
+    /// Takes the entries of a host ring from `*ci` up to the producer index `pi`, each
+    /// read into the buffer `buf` gives (beside the DMA it is read with) and handed, by
+    /// its address, to `post`, which decodes it from there; an entry `post` refuses (the
+    /// engine's queue is full) stays in the ring for a later poll. Returns whether any
+    /// was taken, or [`BadDoorbell`] (having skipped to the producer index) when the
+    /// index claims more entries than the ring holds.
     fn fetch_ring<T: FromBytes + IntoBytes + Immutable>(
         &mut self,
         pi: u32,
         (ring, log): (u64, u8),
         ci: &mut u32,
-        mut post: impl FnMut(&mut Self, &T, u64) -> bool,
+        buf: fn(&mut Self) -> (&mut H::Dma, &mut T),
+        mut post: impl FnMut(&mut Self, u64) -> bool,
     ) -> Result<bool, BadDoorbell> {
         if !fits(pi, *ci, log) {
             *ci = pi;
@@ -1340,12 +1350,12 @@ impl<
         let mut any = false;
         while *ci != pi {
             let addr = slot_addr(ring, log, *ci, core::mem::size_of::<T>());
-            let mut entry = T::new_zeroed();
-            if self.hal.dma().read(addr, entry.as_mut_bytes()).is_err() {
+            let (dma, entry) = buf(self);
+            if dma.read(addr, entry.as_mut_bytes()).is_err() {
                 self.counters.dma_errors += 1;
                 break;
             }
-            if !post(self, &entry, addr) {
+            if !post(self, addr) {
                 break;
             }
             *ci = ci.wrapping_add(1);
@@ -1378,33 +1388,41 @@ impl<
             send_cq,
             ring,
         } = sq;
-        self.fetch_ring(pi, ring, ci, |nic, wqe: &SendWqe, at| {
-            // (Matched by reference: moving the ~200-byte WR out of the `Result` was a
-            // copy per WQE fetched.)
-            let result = match &wqe.to_wr(ud, at) {
-                Ok(wr) => nic.engine.post_send(qpn, wr),
-                Err(DecodeError(reason)) => Err(EngineError::InvalidWr { reason }),
-            };
-            match result {
-                Ok(()) => nic.counters.send_wqes += 1,
-                // The engine's queue is full: leave the WQE in the ring for later.
-                Err(EngineError::QueueFull { .. }) => return false,
-                Err(e) => {
-                    // The verbs call would have failed synchronously; here the WQE is
-                    // already posted, so it completes in error instead of vanishing.
-                    nic.counters.bad_wqes += 1;
-                    let status = match e {
-                        EngineError::Memory(_) => WcStatus::LocProtErr,
-                        _ => WcStatus::LocQpOpErr,
-                    };
-                    let mut wc = WorkCompletion::new(wqe.wr_id.get(), qpn, WcOpcode::Send, status);
-                    wc.opcode = roce_core::transport::WrOpcode::from_u8(wqe.opcode)
-                        .map_or(WcOpcode::Send, |o| o.wc_opcode());
-                    nic.push_cqe(send_cq, wc);
+        self.fetch_ring(
+            pi,
+            ring,
+            ci,
+            |nic| (nic.hal.dma(), &mut nic.sq_wqe),
+            |nic, at| {
+                let wqe = &nic.sq_wqe;
+                let (wr_id, opcode) = (wqe.wr_id.get(), wqe.opcode);
+                // (Matched by reference: moving the ~200-byte WR out of the `Result` was a
+                // copy per WQE fetched.)
+                let result = match &wqe.to_wr(ud, at) {
+                    Ok(wr) => nic.engine.post_send(qpn, wr),
+                    Err(DecodeError(reason)) => Err(EngineError::InvalidWr { reason }),
+                };
+                match result {
+                    Ok(()) => nic.counters.send_wqes += 1,
+                    // The engine's queue is full: leave the WQE in the ring for later.
+                    Err(EngineError::QueueFull { .. }) => return false,
+                    Err(e) => {
+                        // The verbs call would have failed synchronously; here the WQE is
+                        // already posted, so it completes in error instead of vanishing.
+                        nic.counters.bad_wqes += 1;
+                        let status = match e {
+                            EngineError::Memory(_) => WcStatus::LocProtErr,
+                            _ => WcStatus::LocQpOpErr,
+                        };
+                        let mut wc = WorkCompletion::new(wr_id, qpn, WcOpcode::Send, status);
+                        wc.opcode = roce_core::transport::WrOpcode::from_u8(opcode)
+                            .map_or(WcOpcode::Send, |o| o.wc_opcode());
+                        nic.push_cqe(send_cq, wc);
+                    }
                 }
-            }
-            true
-        })
+                true
+            },
+        )
     }
 
     fn fetch_rq(&mut self, q: &mut HostQp, pi: u32) -> Result<bool, BadDoorbell> {
@@ -1413,8 +1431,9 @@ impl<
             pi,
             (q.rq_ring, q.rq_log),
             &mut q.rq_ci,
-            |nic, wqe: &RecvWqe, _| {
-                match wqe.to_wr().map(|wr| nic.engine.post_recv(qpn, &wr)) {
+            |nic| (nic.hal.dma(), &mut nic.rq_wqe),
+            |nic, _| {
+                match nic.rq_wqe.to_wr().map(|wr| nic.engine.post_recv(qpn, &wr)) {
                     Ok(Ok(())) => nic.counters.recv_wqes += 1,
                     Ok(Err(EngineError::QueueFull { .. })) => return false,
                     // A receive WQE that cannot be posted is host misuse; it is counted and

@@ -4,7 +4,7 @@
 //! SRQN `s` (from 1) is the engine's SRQ `s - 1`.
 
 use super::{status_of, BadDoorbell, Nic, MAX_LOG_DEPTH};
-use crate::abi::{self, reg, srq_attr, CmdEntry, CmdStatus, RecvWqe};
+use crate::abi::{self, reg, srq_attr, CmdEntry, CmdStatus};
 use crate::hal::Hal;
 use roce_core::memory::Pd;
 use roce_core::transport::{Error as EngineError, SrqHandle, MAX_SRQ};
@@ -139,16 +139,25 @@ impl<
             };
             let h = SrqHandle(i as u16);
             let pi = self.hal.reg_read(reg::srq_db(srqn(h)));
-            let fetched =
-                self.fetch_ring(pi, (s.ring, s.log), &mut s.ci, |nic, wqe: &RecvWqe, _| {
-                    match wqe.to_wr().map(|wr| nic.engine.post_srq_recv(h, &wr)) {
+            let fetched = self.fetch_ring(
+                pi,
+                (s.ring, s.log),
+                &mut s.ci,
+                |nic| (nic.hal.dma(), &mut nic.rq_wqe),
+                |nic, _| {
+                    match nic
+                        .rq_wqe
+                        .to_wr()
+                        .map(|wr| nic.engine.post_srq_recv(h, &wr))
+                    {
                         Ok(Ok(())) => nic.counters.recv_wqes += 1,
                         Ok(Err(EngineError::QueueFull { .. })) => return false,
                         // Host misuse, counted and skipped (the verb would have failed).
                         _ => nic.counters.bad_wqes += 1,
                     }
                     true
-                });
+                },
+            );
             // A doorbell beyond the ring: its entries cannot be trusted; skipped and
             // counted (an SRQ has no state to fail into).
             any |= fetched.unwrap_or_else(|BadDoorbell| {
