@@ -144,6 +144,19 @@ impl<const CQS: usize, const CQE: usize> CompletionSink for CqTable<CQS, CQE> {
     }
 }
 
+/// How [`Engine::run_qp`] sets a QP's deadline and flags (`qp_marked`) after it ran.
+#[derive(Clone, Copy)]
+enum Marks {
+    /// In a call (`qp_ran`): most runs.
+    Ran,
+    /// Inlined: the fast path's per-packet entries.
+    Inline,
+    /// Not (but for the `poll_transmit` flag): a later run of the same QP, which its
+    /// caller makes, sets them (`fastpath_adopt_begin`, whose `fastpath_adopt_end`
+    /// follows; it moves no timer).
+    Later,
+}
+
 /// DMA for calls that never move payload bytes.
 struct NoDma;
 
@@ -601,11 +614,11 @@ impl<
         dma: &mut dyn Dma,
         f: impl FnOnce(&mut QpRef<'_, SQ, RQ, RD>, &mut Env<'_>, &PortConfig) -> R,
     ) -> Option<R> {
-        self.run_qp(slot, now, dma, true, false, f)
+        self.run_qp(slot, now, dma, true, Marks::Ran, f)
     }
 
     /// [`Engine::with_qp`], marking the QP ready for `poll_transmit` when `tx`;
-    /// `inline`: its epilogue inlined (the fast path's per-packet entries).
+    /// `marks`: how its deadline and flags are set after it ran.
     #[inline(always)] // two thin callers
     fn run_qp<R>(
         &mut self,
@@ -613,7 +626,7 @@ impl<
         now: Instant,
         dma: &mut dyn Dma,
         tx: bool,
-        inline: bool,
+        marks: Marks,
         f: impl FnOnce(&mut QpRef<'_, SQ, RQ, RD>, &mut Env<'_>, &PortConfig) -> R,
     ) -> Option<R> {
         let Self {
@@ -643,11 +656,19 @@ impl<
         // gates, which `transmit_one` would pass through to find nothing (the receiver
         // of a stream between the ACKs it coalesces).
         let tx = tx && (r.resp_may_send() || r.req_may_send());
-        if inline {
-            let (deadline, flush) = (r.qp.next_deadline(), r.qp.req.fastpath && r.qp.req.rewound);
-            self.qp_marked(slot, tx, deadline, flush);
-        } else {
-            self.qp_ran(slot, tx);
+        match marks {
+            Marks::Inline => {
+                let (deadline, flush) =
+                    (r.qp.next_deadline(), r.qp.req.fastpath && r.qp.req.rewound);
+                self.qp_marked(slot, tx, deadline, flush);
+            }
+            Marks::Ran => self.qp_ran(slot, tx),
+            Marks::Later => {
+                if let Some(ready) = self.tx_ready.get_mut(slot) {
+                    *ready |= tx;
+                }
+                self.tx_any |= tx;
+            }
         }
         Some(out)
     }
@@ -692,7 +713,9 @@ impl<
         now: Instant,
         f: impl FnOnce(&mut QpRef<'_, SQ, RQ, RD>, &mut Env<'_>) -> R,
     ) -> Option<R> {
-        self.run_qp(slot, now, &mut NoDma, false, true, |r, env, _| f(r, env))
+        self.run_qp(slot, now, &mut NoDma, false, Marks::Inline, |r, env, _| {
+            f(r, env)
+        })
     }
 
     /// `ibv_modify_qp`.
@@ -908,9 +931,16 @@ impl<
     pub fn fastpath_read_taken(&mut self, qpn: Qpn, psn: Psn, va: u64, rkey: Rkey, len: u32) {
         if let Some(slot) = self.slot(qpn) {
             // (The epilogue inlined: one per READ request the hardware takes.)
-            self.run_qp(slot, Instant::ZERO, &mut NoDma, false, true, |r, _, _| {
-                r.record_read(psn, va, rkey, len);
-            });
+            self.run_qp(
+                slot,
+                Instant::ZERO,
+                &mut NoDma,
+                false,
+                Marks::Inline,
+                |r, _, _| {
+                    r.record_read(psn, va, rkey, len);
+                },
+            );
         }
     }
 
@@ -1186,10 +1216,18 @@ impl<
     /// half: the oldest message the hardware still holds starts at `base` (everything
     /// before it was acknowledged and completed by the hardware). The firmware posts
     /// those messages' WQEs next (`post_send`), then calls
-    /// [`Engine::fastpath_adopt_end`].
+    /// [`Engine::fastpath_adopt_end`], which sets the QP's deadline and flags for both
+    /// (this moves no timer: its own epilogue was ~37 instructions a take-back).
     pub fn fastpath_adopt_begin(&mut self, qpn: Qpn, base: Psn) {
         if let Some(slot) = self.slot(qpn) {
-            self.with_fp_qp(slot, Instant::ZERO, |r, _| r.comp_adopt_begin(base));
+            self.run_qp(
+                slot,
+                Instant::ZERO,
+                &mut NoDma,
+                false,
+                Marks::Later,
+                |r, _, _| r.comp_adopt_begin(base),
+            );
         }
     }
 
@@ -1411,7 +1449,7 @@ impl<
             Operation::RdmaReadResponse | Operation::Acknowledge | Operation::AtomicAcknowledge
         );
         // (The epilogue inlined: every packet, and every exception, comes this way.)
-        self.run_qp(slot, now, dma, true, true, |r, env, _| {
+        self.run_qp(slot, now, dma, true, Marks::Inline, |r, env, _| {
             if response {
                 r.comp_handle(env, pkt);
             } else {
@@ -1490,7 +1528,7 @@ impl<
                 // timer (its rewind and resends are descriptors): `poll_transmit` need
                 // not look at it for this.
                 let fp = matches!(self.qps.get(slot), Some(Some(qp)) if qp.req.fastpath);
-                self.run_qp(slot, now, &mut NoDma, !fp, false, |r, env, _| {
+                self.run_qp(slot, now, &mut NoDma, !fp, Marks::Ran, |r, env, _| {
                     r.handle_timeout(env)
                 });
                 changed |= sides(self) != before;
