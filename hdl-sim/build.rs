@@ -59,6 +59,7 @@ const FP_RTL: &[&str] = &[
     "roce_first_set.sv",
     "roce_bram_fifo.sv",
     "fp_mr_copy.sv",
+    "fp_resp_q.sv",
     "fp_tx_plan.sv",
     "fp_tx_hdr.sv",
     "fp_tx_emit.sv",

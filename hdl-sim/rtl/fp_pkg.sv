@@ -89,6 +89,9 @@ package fp_pkg;
   localparam int RESPD_BYTES = 32;
   localparam int AD_F_READ = 1;     // byte AD_FLAGS bit 1: a READ response descriptor
   localparam int AD_F_FIRST = 2;    // its next response is the READ's first
+  // byte AD_FLAGS bit 3: an ACK or NAK of the receive path, which merges behind a
+  // READ (fp_resp_q); the firmware's ACK descriptors never do
+  localparam int AD_F_MERGE = 3;
   localparam int RD_RKEY = 12;      // the request's R_Key
   localparam int RD_VA = 16;        // where the next response's payload is read
   localparam int RD_RESID = 24;     // bytes not sent (never 0)

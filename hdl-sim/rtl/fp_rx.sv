@@ -157,8 +157,13 @@ module fp_rx
     input  wire logic                    gbn_taken,
     input  wire logic [QPN_W-1:0]        gbn_taken_e,
     output logic [31:0]                  gbn_drops,
-    // the planner is done with the READ response descriptor sent last
-    input  wire logic                    read_done,
+    // the response queue (fp_resp_q): a READ's responses wait, a READ response
+    // descriptor came in; a duplicate READ's drop of the QP's later ones
+    input  wire logic                    reads_wait,
+    input  wire logic                    rd_in,
+    output logic                         drop_en,
+    output logic [23:0]                  drop_qpn,
+    output logic [23:0]                  drop_psn,
     // every frame taken in is done with: placed, handed on or dropped, its
     // outputs delivered (a dropped frame drains without touching any port)
     output logic                         idle
@@ -411,7 +416,11 @@ module fp_rx
     .gbn_taken(gbn_taken),
     .gbn_taken_e(gbn_taken_e),
     .gbn_drops(gbn_drops),
-    .read_done(read_done)
+    .reads_wait(reads_wait),
+    .rd_in(rd_in),
+    .drop_en(drop_en),
+    .drop_qpn(drop_qpn),
+    .drop_psn(drop_psn)
   );
 
   fp_rx_verdict_t vq_head;

@@ -66,10 +66,18 @@
 // requests"; roce_core::fastpath::check_read and take_read): the context
 // moves past its response PSNs (msn + 1, epsn + ceil(length / MTU),
 // nak_sent clear), a READ event goes to the firmware and a READ response
-// descriptor (fp_pkg's RD_*) into the ACK queue, whose planner sends the
-// responses. Until the planner says it is done with them (read_done), the
-// check takes no next packet (the model's FastPathPort::run_rx: nothing the
-// firmware sends for a later packet overtakes them). A failed check keeps
+// descriptor (fp_pkg's RD_*) into the ACK queue (fp_resp_q), whose planner
+// sends the responses. The check goes on taking packets meanwhile, as the
+// model's FastPathPort::run_rx: a later READ's descriptor and an ACK or NAK
+// queue behind (the queue merges an ACK or NAK behind a READ with the QP's
+// one before it), but a packet that raises an EXCEPTION is held while a
+// READ's responses wait (queued, held by the planner, or on their way to the
+// queue: rd_inflight), nothing written or counted (S_HOLD), and checked
+// again from its context read once none waits: what the firmware sends for
+// it must not overtake them. A duplicate READ of a context with `reads` (the
+// firmware's, reason 2) first drops the QP's queued READ descriptors whose
+// next PSN is after its own (drop_en, once every READ descriptor sent is in
+// the queue; S_DROP), as the model's drop_reads_after. A failed check keeps
 // the reasons of every request: a duplicate READ is the firmware's (2).
 //
 // The CQE writer (fp_cqw, docs/fastpath.md §3.7): every response taken hands
@@ -189,9 +197,14 @@ module fp_rx_check
     // the NAK sequence errors dropped (without progress while a retry is under
     // way): a running count, the WQE fetch's to report (they never reach it)
     output logic [31:0]                    gbn_drops,
-    // the planner is done with the READ response descriptor this check sent
-    // (its last response planned, or the rest dropped by its MR recheck)
-    input  wire logic                      read_done
+    // the response queue (fp_resp_q): a READ response descriptor waits there
+    // or in the planner; one came in (this cycle); a duplicate READ drops the
+    // QP's ones whose next PSN is after drop_psn
+    input  wire logic                      reads_wait,
+    input  wire logic                      rd_in,
+    output logic                           drop_en,
+    output logic [23:0]                    drop_qpn,
+    output logic [23:0]                    drop_psn
 );
 
   localparam int E = IF_ENTRIES;
@@ -210,18 +223,31 @@ module fp_rx_check
 
   // the stages: C0..C4 every packet; then a response's R1..R3 (READ
   // responses), RD (its decision) and UNA (a taken response's una_psn write)
+  // (S_HOLD: an exception held while READ responses wait; S_DROP: a
+  // duplicate READ's drop goes into the queue)
   typedef enum logic [3:0] {
-    S_C0, S_C1, S_C2, S_C3, S_C4, S_UNA, S_R1, S_R2, S_R3, S_RD, S_CQ
+    S_C0, S_C1, S_C2, S_C3, S_C4, S_UNA, S_R1, S_R2, S_R3, S_RD, S_CQ, S_HOLD, S_DROP
   } stage_t;
   stage_t st;
+  // READ response descriptors sent (verdicts) and not yet in the queue
+  logic [5:0] rd_inflight;
+  // a READ's responses wait
+  logic reads_pend;
+  assign reads_pend = reads_wait || rd_inflight != '0;
+  // the packet held in S_HOLD is checked again (its context read again)
+  logic recheck;
   // not while the previous packet's write-back goes into the table (a read in that
   // cycle would see the old context)
   // nor while a firmware write of the context table waits: it goes first
-  // nor while a READ this check took has responses the planner has not sent
-  logic read_wait;
-  assign s_meta_ready = st == S_C0 && verdict_room && !rctx_wr_en && !if_ret_en && grp_room &&
-                        !fw_wr_wait && !read_wait;
-  assign rctx_free = st == S_C0;
+  logic c0_free;
+  assign c0_free = verdict_room && !rctx_wr_en && !if_ret_en && grp_room && !fw_wr_wait;
+  assign s_meta_ready = st == S_C0 && c0_free;
+  assign recheck = st == S_HOLD && c0_free && !reads_pend;
+  // (a held packet holds no context: it reads its own again)
+  assign rctx_free = st == S_C0 || st == S_HOLD;
+  // this packet's drop went out (a duplicate READ: once), its counters counted
+  // (a response held in RD was counted in C4)
+  logic dropped, counted;
 
   // ---------------------------------------------------- the packet (C0)
   /* verilator lint_off UNUSEDSIGNAL */
@@ -378,11 +404,11 @@ module fp_rx_check
   endfunction
 
   always_comb begin
-    rctx_rd_en = s_meta_valid && s_meta_ready;
-    rctx_rd_addr = s_meta.bth_destqp[QPN_W-1:0];
+    rctx_rd_en = (s_meta_valid && s_meta_ready) || recheck;
+    rctx_rd_addr = recheck ? m.bth_destqp[QPN_W-1:0] : s_meta.bth_destqp[QPN_W-1:0];
     // the MR of the packet's key (RETH) or the message's, read as the context arrives
     sctx_rd_en = rctx_rd_en;
-    sctx_rd_addr = s_meta.bth_destqp[QPN_W-1:0];
+    sctx_rd_addr = rctx_rd_addr;
     mr_rd_en = st == S_C1;
     // the READ's SGEs, for the entry a READ response would be for
     sg_rd_en = st == S_C3;
@@ -446,13 +472,23 @@ module fp_rx_check
     // the WQE fetch took a rewind's event: its own flags say the rest (before
     // the states, so that a rewind taken in the same cycle keeps its bit)
     if (gbn_taken) nak_inflight[gbn_taken_e] <= 1'b0;
-    // (set again below only in C4, never while it is set: no next packet)
-    if (read_done) read_wait <= 1'b0;
+    drop_en <= 1'b0;
+    // a READ response descriptor arrived in the queue (a verdict may send one
+    // in the same cycle: C4 below adds it)
+    if (rd_in) rd_inflight <= rd_inflight - 6'd1;
     case (st)
       S_C0: if (s_meta_valid && s_meta_ready) begin
         m <= s_meta;
+        dropped <= 1'b0;
+        counted <= 1'b0;
         st <= S_C1;
       end
+
+      S_HOLD: if (recheck) st <= S_C1;
+
+      // the drop is in the queue (and the planner) from the next cycle: the
+      // duplicate is decided again in C4, its values still held
+      S_DROP: st <= S_C4;
 
       S_C1: begin
         logic [RCTX_BYTES*8-1:0] r;
@@ -665,7 +701,7 @@ module fp_rx_check
         // C4: the first failing check, in the model's order
         fp_rx_verdict_t v;
         logic [7:0] reason, r_reason;
-        logic ok, pre, oos_q, dup_q, rd_q, rd_ok;
+        logic ok, pre, oos_q, dup_q, rd_q, rd_ok, dup_rd, drop_now, hold;
         logic [RCTX_BYTES*8-1:0] w;
         // a READ request of a context with `reads` (before the cascade uses it)
         rd_q = c_reads && k_rreq;
@@ -734,6 +770,7 @@ module fp_rx_check
           v.ackd[8*AD_SYNDROME +: 8] = dup_q ? 8'h1F : 8'h60;
           v.ackd[8*AD_PSN +: 24] = dup_q ? c_epsn - 24'd1 : c_epsn;
           v.ackd[8*AD_MSN +: 24] = c_msn;
+          v.ackd[8*AD_FLAGS + AD_F_MERGE] = 1'b1;
         end else if (rd_ok) begin
           // taken: nothing moves now; the firmware records the READ (its
           // event), the planner sends its responses (the descriptor)
@@ -774,9 +811,17 @@ module fp_rx_check
             v.ackd[8*AD_SYNDROME +: 8] = 8'h1F;
             v.ackd[8*AD_PSN +: 24] = m.bth_psn;
             v.ackd[8*AD_MSN +: 24] = k_msn_n;
+            v.ackd[8*AD_FLAGS + AD_F_MERGE] = 1'b1;
           end
         end
         v = of_frame(v, m);
+        // a duplicate READ of a context with `reads` (the firmware's) drops the
+        // QP's queued READ descriptors after its PSN first (the model's
+        // drop_reads_after), once those it sent are all in the queue
+        dup_rd = pre && k_rreq && k_before && c_reads && !dropped;
+        drop_now = dup_rd && rd_inflight == '0;
+        // an exception while a READ's responses wait: held, nothing written
+        hold = !dup_rd && !k_response && v.action == ACT_EXC && reads_pend;
 
         // the context after the packet; after an exception only `held` changes
         w = c_raw;
@@ -813,13 +858,27 @@ module fp_rx_check
               : (c_unacked == 8'hFF ? 8'hFF : c_unacked + 8'd1);
         end
 
-        if (m.error == ERR_NONE && c_hit && c_on) ctx_hits <= ctx_hits + 32'd1;
-        acc_valid <= m.error == ERR_NONE && c_hit && c_on;
+        if (!dup_rd && !hold && !counted) begin
+          if (m.error == ERR_NONE && c_hit && c_on) ctx_hits <= ctx_hits + 32'd1;
+          acc_valid <= m.error == ERR_NONE && c_hit && c_on;
+          if (m.error == ERR_NONE && !c_hit) ctx_misses <= ctx_misses + 32'd1;
+          if (oos_q) oos <= oos + 32'd1;
+          if (dup_q) dups <= dups + 32'd1;
+          counted <= 1'b1;
+        end
         acc_row <= m.bth_destqp[QPN_W-1:0];
-        if (m.error == ERR_NONE && !c_hit) ctx_misses <= ctx_misses + 32'd1;
-        if (oos_q) oos <= oos + 32'd1;
-        if (dup_q) dups <= dups + 32'd1;
-        if (k_response) begin
+        if (dup_rd) begin
+          // (waits here while a READ descriptor it sent is on its way)
+          if (drop_now) begin
+            drop_en <= 1'b1;
+            drop_qpn <= m.bth_destqp;
+            drop_psn <= m.bth_psn;
+            dropped <= 1'b1;
+            st <= S_DROP;
+          end
+        end else if (hold) begin
+          st <= S_HOLD;
+        end else if (k_response) begin
           // decided in RD; a READ response's pieces first (R1..R3)
           rr_reason <= reason;
           sg_q <= sg_rd_data;
@@ -835,7 +894,7 @@ module fp_rx_check
           m_verdict <= v;
           m_verdict_valid <= 1'b1;
           if (v.action == ACT_EXC) frame_slot <= frame_slot + 16'd1;
-          if (rd_ok) read_wait <= 1'b1;
+          rd_inflight <= rd_inflight + 6'(rd_ok) - 6'(rd_in);
           st <= S_C0;
         end
       end
@@ -937,32 +996,38 @@ module fp_rx_check
           v.ev[8*EV_RFLAGS + 4] = rewind && k_progress;
         end
         v = of_frame(v, m);
-        if (rewind) nak_inflight[m.bth_destqp[QPN_W-1:0]] <= 1'b1;
-        if (drop) gbn_drops <= gbn_drops + 32'd1;
-        // the receive side's state is not the response's: only `held` changes
-        w = c_raw;
-        if (!take) w[8*RC_FLAGS + 2] = 1'b1;
-        rctx_wr_en <= m.error == ERR_NONE && c_hit && c_on;
-        rctx_wr_addr <= m.bth_destqp[QPN_W-1:0];
-        rctx_wr_data <= w;
-        m_verdict <= v;
-        m_verdict_valid <= 1'b1;
-        if (v.action == ACT_EXC) frame_slot <= frame_slot + 16'd1;
-        // the list: a response drops the dead entries, and a taken ACK what it
-        // acknowledged; its una_psn goes into the send context (UNA). The CQE
-        // writer gets its group; when messages retired owe CQEs, their records
-        // are read first (CQ) and the retirement waits for them
-        if_ret_en <= m.error == ERR_NONE && c_hit && !(take && cqm_q != '0);
-        if_ret_addr <= m.bth_destqp[QPN_W-1:0];
-        if_ret_n <= take && !drop ? ret_q : q_t;
-        una_valid <= take && !drop;
-        una_addr <= m.bth_destqp[QPN_W-1:0];
-        una_psn <= rewind ? m.bth_psn : m.bth_psn + 24'd1;
-        grp_valid <= take && !drop;
-        grp_qpn <= m.bth_destqp;
-        grp_n <= count_set(cqm_q);
-        cq_left <= cqm_q;
-        st <= !take || drop ? S_C0 : (cqm_q != '0) ? S_CQ : S_UNA;
+        if (v.action == ACT_EXC && reads_pend) begin
+          // an exception while a READ's responses wait: held, nothing written
+          // (its dead entries go when it is checked again)
+          st <= S_HOLD;
+        end else begin
+          if (rewind) nak_inflight[m.bth_destqp[QPN_W-1:0]] <= 1'b1;
+          if (drop) gbn_drops <= gbn_drops + 32'd1;
+          // the receive side's state is not the response's: only `held` changes
+          w = c_raw;
+          if (!take) w[8*RC_FLAGS + 2] = 1'b1;
+          rctx_wr_en <= m.error == ERR_NONE && c_hit && c_on;
+          rctx_wr_addr <= m.bth_destqp[QPN_W-1:0];
+          rctx_wr_data <= w;
+          m_verdict <= v;
+          m_verdict_valid <= 1'b1;
+          if (v.action == ACT_EXC) frame_slot <= frame_slot + 16'd1;
+          // the list: a response drops the dead entries, and a taken ACK what it
+          // acknowledged; its una_psn goes into the send context (UNA). The CQE
+          // writer gets its group; when messages retired owe CQEs, their records
+          // are read first (CQ) and the retirement waits for them
+          if_ret_en <= m.error == ERR_NONE && c_hit && !(take && cqm_q != '0);
+          if_ret_addr <= m.bth_destqp[QPN_W-1:0];
+          if_ret_n <= take && !drop ? ret_q : q_t;
+          una_valid <= take && !drop;
+          una_addr <= m.bth_destqp[QPN_W-1:0];
+          una_psn <= rewind ? m.bth_psn : m.bth_psn + 24'd1;
+          grp_valid <= take && !drop;
+          grp_qpn <= m.bth_destqp;
+          grp_n <= count_set(cqm_q);
+          cq_left <= cqm_q;
+          st <= !take || drop ? S_C0 : (cqm_q != '0) ? S_CQ : S_UNA;
+        end
       end
 
       S_CQ: begin
@@ -991,7 +1056,8 @@ module fp_rx_check
       st <= S_C0;
       nak_inflight <= '0;
       gbn_drops <= '0;
-      read_wait <= 1'b0;
+      rd_inflight <= '0;
+      drop_en <= 1'b0;
       rctx_wr_en <= 1'b0;
       m_verdict_valid <= 1'b0;
       frame_slot <= '0;

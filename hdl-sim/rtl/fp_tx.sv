@@ -32,8 +32,11 @@
 // READ responses (docs/fastpath.md §2.4): s_ackd also brings the receive
 // path's READ response descriptors (fp_pkg's RESPD_*); the planner sends
 // their responses, each checked first against a copy of the MR table
-// (written with the table port's MR writes, as fp_sqf's copy), and says
-// when it is done with one (read_done).
+// (written with the table port's MR writes, as fp_sqf's copy). The
+// descriptors wait in fp_resp_q, which merges an ACK queued behind a READ
+// with the one before it, drops a duplicate READ's later READs (drop_*, with
+// the planner) and says whether a READ's responses wait (reads_wait, rd_in:
+// fp_rx_check holds an exception frame meanwhile).
 
 `resetall
 `default_nettype none
@@ -89,8 +92,13 @@ module fp_tx
     input  wire logic [MR_W-1:0]         mr_wr_index,
     input  wire logic [4:0]              mr_wr_word,
     input  wire logic [31:0]             mr_wr_data,
-    // the planner is done with a READ response descriptor
-    output logic                         read_done,
+    // the response queue (fp_resp_q): a duplicate READ's drop; a READ
+    // response descriptor waits or is held; one came in (this cycle)
+    input  wire logic                    drop_en,
+    input  wire logic [23:0]             drop_qpn,
+    input  wire logic [23:0]             drop_psn,
+    output logic                         reads_wait,
+    output logic                         rd_in,
 
     // DMA reads
     output logic [63:0]                  m_dma_rd_req_addr,
@@ -235,6 +243,27 @@ module fp_tx
   logic [15:0] rq_len;
   logic        rq_last, rq_valid, rq_ready;
 
+  // the response queue in front of the planner
+  logic [RESPD_BYTES*8-1:0] rq_data;
+  logic        rq_dvalid, rq_dready, rd_busy;
+
+  fp_resp_q resp_q_inst (
+    .clk(clk),
+    .rst(rst),
+    .s_data(s_ackd_data),
+    .s_valid(s_ackd_valid),
+    .s_ready(s_ackd_ready),
+    .m_data(rq_data),
+    .m_valid(rq_dvalid),
+    .m_ready(rq_dready),
+    .drop_en(drop_en),
+    .drop_qpn(drop_qpn),
+    .drop_psn(drop_psn),
+    .rd_busy(rd_busy),
+    .reads_wait(reads_wait),
+    .rd_in(rd_in)
+  );
+
   fp_tx_plan #(
     .NQP(NQP),
     .NMR(NMR)
@@ -244,9 +273,9 @@ module fp_tx
     .s_txd_data(s_txd_data),
     .s_txd_valid(s_txd_valid),
     .s_txd_ready(s_txd_ready),
-    .s_ackd_data(s_ackd_data),
-    .s_ackd_valid(s_ackd_valid),
-    .s_ackd_ready(s_ackd_ready),
+    .s_ackd_data(rq_data),
+    .s_ackd_valid(rq_dvalid),
+    .s_ackd_ready(rq_dready),
     .ctx_rd_en(plan_rd_en),
     .ctx_rd_addr(plan_rd_addr),
     .ctx_rd_data(ram_rd_data),
@@ -265,7 +294,10 @@ module fp_tx
     .mr_rd_en(mr_rd_en),
     .mr_rd_addr(mr_rd_addr),
     .mr_rd_data(mr_rd_data),
-    .read_done(read_done),
+    .rd_busy(rd_busy),
+    .drop_en(drop_en),
+    .drop_qpn(drop_qpn),
+    .drop_psn(drop_psn),
     .m_job(job),
     .m_job_valid(job_valid),
     .job_room(job_room),

@@ -49,8 +49,10 @@
 // the model's recheck) and reads the context again for S_RC, which hands the
 // job (opcode by place, AETH with the READ's MSN on FIRST/LAST/ONLY, PadCnt)
 // and moves the descriptor on; S_RD asks the DMA for the n bytes at va.
-// read_done pulses when the READ is done with (its last response planned or
-// the rest dropped). Five cycles a response.
+// rd_busy says one is held (its responses not all planned, the rest not
+// dropped); a duplicate READ of its QP before its next PSN (drop_en, from
+// fp_rx_check through fp_resp_q) drops its rest at its next response, as the
+// model's drop_reads_after. Five cycles a response.
 
 `resetall
 `default_nettype none
@@ -112,8 +114,12 @@ module fp_tx_plan
     /* verilator lint_off UNUSEDSIGNAL */
     input  wire logic [MR_BYTES*8-1:0]      mr_rd_data,   // bytes 26..31 reserved
     /* verilator lint_on UNUSEDSIGNAL */
-    // done with the READ response descriptor held (a pulse)
-    output logic                            read_done,
+    // a READ response descriptor is held with responses to plan (fp_resp_q's
+    // rd_busy); a duplicate READ drops it when its next PSN is after drop_psn
+    output logic                            rd_busy,
+    input  wire logic                       drop_en,
+    input  wire logic [23:0]                drop_qpn,
+    input  wire logic [23:0]                drop_psn,
 
     // packets for the header builder (no back-pressure: job_room says there is space)
     output fp_tx_job_t                      m_job,
@@ -215,6 +221,10 @@ module fp_tx_plan
   logic [31:0]        rd_resid, rd_rkey;
   logic [15:0]        rd_pd;
   logic               rd_first;
+  // the READ's QPN (all 24 bits, for a duplicate's drop), and the drop of its
+  // rest, taken at its next response
+  logic [23:0]        rd_qpn24;
+  logic               rd_kill;
   // the response under way: its bytes (S_RA), the MR's verdict on its key and
   // where the MR and the response end (S_RA, 65 bits: no wrap), its last
   // place, the address its DMA request reads (S_RC)
@@ -429,6 +439,7 @@ module fp_tx_plan
 
   assign s_ackd_ready = serve_ack;
   assign idle = state == S_IDLE && s_valid == '0 && !rd_active;
+  assign rd_busy = rd_active;
 
   // the message in progress is to be dropped: its context was switched off
   logic d_abort;
@@ -614,7 +625,10 @@ module fp_tx_plan
     logic signed [23:0] outst;
     ctx_wb_en <= 1'b0;
     ctx_wb_una_en <= 1'b0;
-    read_done <= 1'b0;
+    // a duplicate READ of the QP before this one's next PSN: its rest goes
+    // (the model's drop_reads_after), at its next response (S_RB)
+    if (drop_en && rd_active && rd_qpn24 == drop_qpn && psn_diff(rd_psn, drop_psn) > 0)
+      rd_kill <= 1'b1;
     una_q_en <= una_wr_en;
     una_q_addr <= una_wr_addr;
     una_q_psn <= una_wr_psn;
@@ -663,6 +677,8 @@ module fp_tx_plan
         // a READ response descriptor: held from now on, its first response now
         rd_active <= 1'b1;
         rd_qpn <= s_ackd_data[8*AD_QPN +: QPN_W];
+        rd_qpn24 <= s_ackd_data[8*AD_QPN +: 24];
+        rd_kill <= 1'b0;
         rd_psn <= s_ackd_data[8*AD_PSN +: 24];
         rd_msn <= s_ackd_data[8*AD_MSN +: 24];
         rd_first <= s_ackd_data[8*AD_FLAGS + AD_F_FIRST];
@@ -723,11 +739,12 @@ module fp_tx_plan
         end
 
         S_RB: begin
-          if (!rr_ok) begin
+          if (!rr_ok || rd_kill) begin
             // the region lost its rights since the request: nothing more of
-            // the READ goes (the requester's retry is the firmware's)
+            // the READ goes (the requester's retry is the firmware's); or a
+            // duplicate READ dropped its rest
             rd_active <= 1'b0;
-            read_done <= 1'b1;
+            rd_kill <= 1'b0;
             state <= ret;
           end else if (job_room) begin
             state <= S_RC;   // (the context is read again now)
@@ -749,7 +766,7 @@ module fp_tx_plan
         S_RD: if (m_rd_ready) begin
           if (rd_resid == 32'd0) begin
             rd_active <= 1'b0;
-            read_done <= 1'b1;
+            rd_kill <= 1'b0;
           end
           state <= ret;
         end
@@ -986,7 +1003,7 @@ module fp_tx_plan
       ctx_wb_en <= 1'b0;
       ctx_wb_una_en <= 1'b0;
       rd_active <= 1'b0;
-      read_done <= 1'b0;
+      rd_kill <= 1'b0;
       una_q_en <= 1'b0;
       bad_desc <= '0;
       resent <= '0;

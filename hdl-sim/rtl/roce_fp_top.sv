@@ -146,8 +146,9 @@ module roce_fp_top
   logic                     rx_ack_valid, rx_ack_ready;
   logic [RESPD_BYTES*8-1:0] ack_in, fw_ack;
   logic                     ack_in_valid, ack_in_ready, ack_skid_ready;
-  // the planner is done with a READ response descriptor (to fp_rx_check)
-  logic                     read_done;
+  // the response queue's READ state (to fp_rx_check) and a duplicate READ's drop
+  logic                     reads_wait, rd_in, drop_en;
+  logic [23:0]              drop_qpn, drop_psn;
 
   // the receive side's ACKs first; the firmware's when there is none. The
   // firmware's are ACK descriptors only: the bits that would make one a READ
@@ -159,6 +160,7 @@ module roce_fp_top
     fw_ack[ACKD_BYTES*8-1:0] = ackd_data;
     fw_ack[8*AD_FLAGS + AD_F_READ] = 1'b0;
     fw_ack[8*AD_FLAGS + AD_F_FIRST] = 1'b0;
+    fw_ack[8*AD_FLAGS + AD_F_MERGE] = 1'b0;
   end
 
   axis_skid #(
@@ -395,7 +397,11 @@ module roce_fp_top
     .mr_wr_index(cfg_wr_index[$clog2(NMR)-1:0]),
     .mr_wr_word(cfg_wr_word),
     .mr_wr_data(cfg_wr_data),
-    .read_done(read_done),
+    .drop_en(drop_en),
+    .drop_qpn(drop_qpn),
+    .drop_psn(drop_psn),
+    .reads_wait(reads_wait),
+    .rd_in(rd_in),
     .m_dma_rd_req_addr(tx_rd_req_addr),
     .m_dma_rd_req_len(tx_rd_req_len),
     .m_dma_rd_req_last(tx_rd_req_last),
@@ -511,7 +517,11 @@ module roce_fp_top
     .gbn_taken(gbn_taken),
     .gbn_taken_e(gbn_taken_e),
     .gbn_drops(gbn_drops),
-    .read_done(read_done),
+    .reads_wait(reads_wait),
+    .rd_in(rd_in),
+    .drop_en(drop_en),
+    .drop_qpn(drop_qpn),
+    .drop_psn(drop_psn),
     .idle(rx_side_idle)
   );
 

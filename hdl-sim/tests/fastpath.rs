@@ -868,6 +868,8 @@ struct Expect {
     fw: Vec<(usize, usize, RecvCtx, Writes)>,
     /// The context entries a frame hit (its QP's, on): their accessed bits.
     accessed: Vec<bool>,
+    /// The frames that were READs the hardware took.
+    reads: Vec<usize>,
 }
 
 /// The receiving port of the RX tests: every peer sends to it.
@@ -945,9 +947,12 @@ fn model_rx(
             let n = fastpath::ack_frame(&acks[q], &ack, &mut buf).expect("ack");
             x.acks.push(buf[..n].to_vec());
         }
-        // a READ taken: its responses, all of them before the next frame (the receive
-        // path takes none while they wait), each rechecking its bytes' MR
+        // a READ taken: its responses, all of them before the next frame (`rx_case`
+        // lets the RTL send them before it gives it the next: the receive path takes
+        // frames while they wait, `frames_behind_a_read_are_taken_as_the_model_takes_them`),
+        // each rechecking its bytes' MR
         if let Some(mut r) = out.read {
+            x.reads.push(i);
             while !r.done() {
                 match fastpath::read_response(&acks[q], &mut r, table, &mut *mem, &mut buf) {
                     Ok(n) => x.acks.push(buf[..n].to_vec()),
@@ -1049,11 +1054,15 @@ fn rx_case(
 
     let stream = rx_stream(qps, msgs, faults, &keys);
     let x = model_rx(&port, &stream, &mut ctxs, &mut acks, &mrt, &mut model_mem);
-    // the RTL gets the frames back to back up to each one the firmware handles; then
-    // the firmware does the same as above
+    // the RTL gets the frames back to back up to each one the firmware handles, or a
+    // READ it takes, which it answers before the next (as the model above); then the
+    // firmware does the same as above
     let mut fw = x.fw.iter().peekable();
     for (i, f) in stream.iter().enumerate() {
         sim.push_rx_frame(f);
+        if x.reads.contains(&i) {
+            sim.run_until_idle(&mut rtl_mem, 1_000_000).map_err(fail)?;
+        }
         while let Some((_, q, c, w)) = fw.next_if(|a| a.0 == i) {
             sim.run_until_idle(&mut rtl_mem, 1_000_000).map_err(fail)?;
             for (a, d) in w {
@@ -1307,6 +1316,194 @@ fn read_requests_are_answered_in_hardware() {
             assert_eq!(reasons, [Exception::Key, Exception::Length]);
             assert_eq!(x.acks.len(), 8 + 2, "READ responses and ACKs");
         }
+    }
+}
+
+/// The receive path goes on taking frames while a READ's responses wait
+/// (docs/fastpath.md §3.4, "The order of the responses"; the model's
+/// `FastPathPort::run_rx`), as the RTL does now (§6, "The order rule the RTL follows"):
+/// a READ of 44 responses (MTU 256), then back to back a second READ, two WRITEs that
+/// ask for an ACK, a WRITE out of sequence (its predecessor lost), a duplicate READ
+/// from the first READ's 37th response, and the lost WRITE and the one after it again.
+/// The model takes all of them in one `run` before it sends: the second READ queues
+/// behind the first, the two ACKs merge behind it and the NAK replaces them (the later
+/// PSN), the duplicate drops the second READ (its next PSN is after the duplicate's)
+/// and is held, unprocessed, until the first READ's responses are out, and the frames
+/// behind it wait for it. The RTL gets the same frames with its transmit output held
+/// (it plans at most its frame FIFO's worth of responses, far fewer than 37, before
+/// the duplicate comes), then sends: the same frames byte for byte, events, exception
+/// frames, memory and context. The RTL before this rule took no frame while a READ's
+/// responses waited: it sent the second READ's responses and each ACK.
+#[test]
+fn frames_behind_a_read_are_taken_as_the_model_takes_them() {
+    let mut tx = line_rate_qp();
+    tx.mtu = Mtu::Mtu256;
+    tx.path.host = RX_HOST;
+    tx.pkey = 0xFFFF;
+    let qp = RxQp {
+        tx,
+        remote_write: true,
+        ack_every: 0,
+        msn: 500,
+        on: true,
+        reads: true,
+    };
+    let msg = |op, mr, off, len| RxMsg {
+        qp: 0,
+        op,
+        len,
+        mr,
+        off,
+        bad_key: false,
+    };
+    let port = rx_port(false);
+    // the receiver's regions as rx_case registers them (MR 1 with REMOTE_READ)
+    let mut table = MemoryTable::<4, 16>::new();
+    let pd = table.alloc_pd().unwrap();
+    let mut mrs = Vec::new();
+    for r in 0..3u64 {
+        let access = match r {
+            1 => AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE | AccessFlags::REMOTE_READ,
+            _ => AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE,
+        };
+        let k = table
+            .reg_mr(pd, RX_BASE + r * MR_SPAN, MR_SPAN, access)
+            .unwrap();
+        mrs.push(MrEntry::of(table.get(k.rkey.0).unwrap()));
+    }
+    let keys: Vec<u32> = mrs.iter().map(|e| e.key).collect();
+    let keys = [keys.clone(), keys].concat();
+    let (a_len, dup_at) = (44 * 256, 36u32);
+    let msgs = [
+        msg(5, 1, 0, a_len),
+        msg(5, 1, 0, 1024),
+        msg(3, 0, 0, 100),
+        msg(3, 0, 200, 100),
+        msg(3, 0, 400, 100),
+        msg(3, 0, 600, 100),
+    ];
+    let f = peer_frames(0, &qp, &msgs, &keys);
+    assert_eq!(f.len(), 6, "one packet each but the READs' requests");
+    // the duplicate: the first READ asked again from its response `dup_at` on
+    let mut again = qp.clone();
+    again.tx.psn = qp.tx.psn + dup_at;
+    let dup = peer_frames(
+        0,
+        &again,
+        &[msg(5, 1, dup_at * 256, a_len - dup_at * 256)],
+        &keys,
+    );
+    // (the fifth frame, the third WRITE, is lost the first time)
+    let stream: Vec<Vec<u8>> = [&f[0], &f[1], &f[2], &f[3], &f[5], &dup[0], &f[4], &f[5]]
+        .into_iter()
+        .cloned()
+        .collect();
+    let rctx = RecvCtx {
+        on: true,
+        reads: true,
+        access: AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE | AccessFlags::REMOTE_READ,
+        epsn: Psn::new(qp.tx.psn),
+        msn: Msn::new(qp.msn),
+        peer_gid: gid(false, 1),
+        ..RecvCtx::idle(qpn_of(0), pd, qp.tx.mtu)
+    };
+    let sctx = send_ctx(&qp.tx);
+    let mem0 = HostMem::new(RX_BASE, RX_LEN, 0x6B);
+
+    // The model: every frame in one run (the duplicate held), then a second run.
+    let mut mem = mem0.clone();
+    let mut fp = FastPathPort::<Wire, 64>::new(Wire::default());
+    fp.set_port(port.mac, port.gid);
+    for e in &mrs {
+        fp.write_mr(MrTable::<64>::index(e.key), &layout::encode_mr(e));
+    }
+    fp.write_sctx(qpn_of(0), 0, &layout::encode_sctx(&sctx));
+    fp.write_rctx(qpn_of(0), &layout::encode_rctx(&rctx));
+    fp.inner.rx.extend(stream.iter().cloned());
+    fp.run(&mut mem);
+    let first_run = fp.inner.sent.len();
+    fp.run(&mut mem);
+    let want_frames = core::mem::take(&mut fp.inner.sent);
+    let (mut want_events, mut want_exc) = (Vec::new(), Vec::new());
+    let (mut ev, mut buf) = ([0; layout::EVENT_LEN], vec![0; 9000]);
+    let mut slot = 0u16;
+    while fp.poll_event(&mut ev, &mut buf) {
+        let e = layout::decode_event(&ev).expect("the model's event");
+        if let Event::Exception { frame_len, .. } = e {
+            want_exc.push(buf[..usize::from(frame_len)].to_vec());
+        }
+        want_events.push(numbered(e, &mut slot));
+    }
+    let want_rctx = fp.read_rctx(qpn_of(0));
+    // what the rule gives: the first READ's 44 responses and one NAK of the lost WRITE
+    // (the ACKs merged into it), the second READ dropped, no ACK for the WRITEs
+    // behind the duplicate (the exception left the QP held)
+    assert_eq!(first_run, 44 + 1, "model: the first run's frames");
+    assert_eq!(want_frames.len(), 44 + 1, "model: frames");
+    let kinds: Vec<&str> = want_events
+        .iter()
+        .map(|e| match e {
+            Event::Read { .. } => "read",
+            Event::Exception {
+                reason: Exception::Opcode,
+                ..
+            } => "duplicate",
+            Event::Exception {
+                reason: Exception::Held,
+                ..
+            } => "held",
+            _ => "other",
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        ["read", "read", "duplicate", "held", "held"],
+        "model: events"
+    );
+
+    let Some(sims) = sims() else { return };
+    for s in &sims {
+        let mut sim = s.borrow_mut();
+        let w = sim.width();
+        sim.reset();
+        let mut rtl_mem = mem0.clone();
+        write_port(&mut sim, &port);
+        for e in &mrs {
+            sim.write_record(Table::Mr, e.key >> 8, &layout::encode_mr(e));
+        }
+        sim.write_record(Table::SendCtx, qpn_of(0).value(), &layout::encode_sctx(&sctx));
+        sim.write_record(Table::RecvCtx, qpn_of(0).value(), &layout::encode_rctx(&rctx));
+        sim.run_until_idle(&mut rtl_mem, 100_000).unwrap();
+        sim.set_tx_hold(true);
+        for f in &stream {
+            sim.push_rx_frame(f);
+        }
+        for _ in 0..20_000 {
+            sim.tick(&mut rtl_mem);
+        }
+        sim.set_tx_hold(false);
+        sim.run_until_idle(&mut rtl_mem, 1_000_000).unwrap();
+        let got = frames(&mut sim);
+        assert_eq!(got.len(), want_frames.len(), "{w}: frames");
+        for (i, (g, x)) in got.iter().zip(&want_frames).enumerate() {
+            assert!(g == x, "{w}: frame {i} differs");
+        }
+        assert_eq!(events(&mut sim), want_events, "{w}: events");
+        let exc: Vec<Vec<u8>> = std::iter::from_fn(|| sim.pop_exc_frame())
+            .map(|f| f.value)
+            .collect();
+        assert!(exc == want_exc, "{w}: exception frames");
+        assert!(rtl_mem.bytes == mem.bytes, "{w}: memory");
+        let b = sim
+            .read_record(
+                Table::RecvCtx,
+                qpn_of(0).value(),
+                layout::RCTX_LEN,
+                &mut rtl_mem,
+            )
+            .unwrap();
+        assert_eq!(b, want_rctx.to_vec(), "{w}: receive context");
+        assert_eq!(sim.rx_oos_dups(), [1, 0], "{w}: out of sequence, duplicates");
     }
 }
 

@@ -163,6 +163,7 @@ const FASTPATH: &[&str] = &[
     "hdl-sim/rtl/roce_first_set.sv",
     "hdl-sim/rtl/roce_bram_fifo.sv",
     "hdl-sim/rtl/fp_mr_copy.sv",
+    "hdl-sim/rtl/fp_resp_q.sv",
     "hdl-sim/rtl/fp_tx_plan.sv",
     "hdl-sim/rtl/fp_tx_hdr.sv",
     "hdl-sim/rtl/fp_tx_emit.sv",
