@@ -1475,8 +1475,16 @@ fn frames_behind_a_read_are_taken_as_the_model_takes_them() {
         for e in &mrs {
             sim.write_record(Table::Mr, e.key >> 8, &layout::encode_mr(e));
         }
-        sim.write_record(Table::SendCtx, qpn_of(0).value(), &layout::encode_sctx(&sctx));
-        sim.write_record(Table::RecvCtx, qpn_of(0).value(), &layout::encode_rctx(&rctx));
+        sim.write_record(
+            Table::SendCtx,
+            qpn_of(0).value(),
+            &layout::encode_sctx(&sctx),
+        );
+        sim.write_record(
+            Table::RecvCtx,
+            qpn_of(0).value(),
+            &layout::encode_rctx(&rctx),
+        );
         sim.run_until_idle(&mut rtl_mem, 100_000).unwrap();
         sim.set_tx_hold(true);
         for f in &stream {
@@ -1508,7 +1516,11 @@ fn frames_behind_a_read_are_taken_as_the_model_takes_them() {
             )
             .unwrap();
         assert_eq!(b, want_rctx.to_vec(), "{w}: receive context");
-        assert_eq!(sim.rx_oos_dups(), [1, 0], "{w}: out of sequence, duplicates");
+        assert_eq!(
+            sim.rx_oos_dups(),
+            [1, 0],
+            "{w}: out of sequence, duplicates"
+        );
     }
 }
 
