@@ -996,37 +996,41 @@ module fp_rx_check
           v.ev[8*EV_RFLAGS + 4] = rewind && k_progress;
         end
         v = of_frame(v, m);
+        if (rewind) nak_inflight[m.bth_destqp[QPN_W-1:0]] <= 1'b1;
+        if (drop) gbn_drops <= gbn_drops + 32'd1;
+        // the receive side's state is not the response's: only `held` changes
+        w = c_raw;
+        if (!take) w[8*RC_FLAGS + 2] = 1'b1;
+        rctx_wr_en <= m.error == ERR_NONE && c_hit && c_on;
+        rctx_wr_addr <= m.bth_destqp[QPN_W-1:0];
+        rctx_wr_data <= w;
+        m_verdict <= v;
+        m_verdict_valid <= 1'b1;
+        if (v.action == ACT_EXC) frame_slot <= frame_slot + 16'd1;
+        // the list: a response drops the dead entries, and a taken ACK what it
+        // acknowledged; its una_psn goes into the send context (UNA). The CQE
+        // writer gets its group; when messages retired owe CQEs, their records
+        // are read first (CQ) and the retirement waits for them
+        if_ret_en <= m.error == ERR_NONE && c_hit && !(take && cqm_q != '0);
+        if_ret_addr <= m.bth_destqp[QPN_W-1:0];
+        if_ret_n <= take && !drop ? ret_q : q_t;
+        una_valid <= take && !drop;
+        una_addr <= m.bth_destqp[QPN_W-1:0];
+        una_psn <= rewind ? m.bth_psn : m.bth_psn + 24'd1;
+        grp_valid <= take && !drop;
+        grp_qpn <= m.bth_destqp;
+        grp_n <= count_set(cqm_q);
+        cq_left <= cqm_q;
+        st <= !take || drop ? S_C0 : (cqm_q != '0) ? S_CQ : S_UNA;
         if (v.action == ACT_EXC && reads_pend) begin
-          // an exception while a READ's responses wait: held, nothing written
-          // (its dead entries go when it is checked again)
+          // an exception while a READ's responses wait: held, nothing of the
+          // above happens (its dead entries go when it is checked again; an
+          // exception sets no rewind, drop, una_psn or group)
+          rctx_wr_en <= 1'b0;
+          m_verdict_valid <= 1'b0;
+          frame_slot <= frame_slot;
+          if_ret_en <= 1'b0;
           st <= S_HOLD;
-        end else begin
-          if (rewind) nak_inflight[m.bth_destqp[QPN_W-1:0]] <= 1'b1;
-          if (drop) gbn_drops <= gbn_drops + 32'd1;
-          // the receive side's state is not the response's: only `held` changes
-          w = c_raw;
-          if (!take) w[8*RC_FLAGS + 2] = 1'b1;
-          rctx_wr_en <= m.error == ERR_NONE && c_hit && c_on;
-          rctx_wr_addr <= m.bth_destqp[QPN_W-1:0];
-          rctx_wr_data <= w;
-          m_verdict <= v;
-          m_verdict_valid <= 1'b1;
-          if (v.action == ACT_EXC) frame_slot <= frame_slot + 16'd1;
-          // the list: a response drops the dead entries, and a taken ACK what it
-          // acknowledged; its una_psn goes into the send context (UNA). The CQE
-          // writer gets its group; when messages retired owe CQEs, their records
-          // are read first (CQ) and the retirement waits for them
-          if_ret_en <= m.error == ERR_NONE && c_hit && !(take && cqm_q != '0);
-          if_ret_addr <= m.bth_destqp[QPN_W-1:0];
-          if_ret_n <= take && !drop ? ret_q : q_t;
-          una_valid <= take && !drop;
-          una_addr <= m.bth_destqp[QPN_W-1:0];
-          una_psn <= rewind ? m.bth_psn : m.bth_psn + 24'd1;
-          grp_valid <= take && !drop;
-          grp_qpn <= m.bth_destqp;
-          grp_n <= count_set(cqm_q);
-          cq_left <= cqm_q;
-          st <= !take || drop ? S_C0 : (cqm_q != '0) ? S_CQ : S_UNA;
         end
       end
 

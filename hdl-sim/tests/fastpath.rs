@@ -1245,6 +1245,30 @@ fn a_dropped_corrupt_copy_does_not_lose_the_good_frame() {
     }
 }
 
+/// A receiving QP with REMOTE_WRITE and `reads`, on, no ACK coalescing.
+fn reads_qp(tx: QpCfg, msn: u32) -> RxQp {
+    RxQp {
+        tx,
+        remote_write: true,
+        ack_every: 0,
+        msn,
+        on: true,
+        reads: true,
+    }
+}
+
+/// A message of QP 0 through the right key.
+fn qp0_msg(op: u8, mr: usize, off: u32, len: u32) -> RxMsg {
+    RxMsg {
+        qp: 0,
+        op,
+        len,
+        mr,
+        off,
+        bad_key: false,
+    }
+}
+
 /// READ requests of a context with `reads` are the hardware's (docs/fastpath.md §3.4,
 /// "READ requests"): taken (a READ event, the context past the responses' PSNs) and
 /// answered with the model's responses byte for byte (FIRST/MIDDLE/LAST at MTU 1024 and
@@ -1257,22 +1281,8 @@ fn read_requests_are_answered_in_hardware() {
     let Some(sims) = sims() else { return };
     let mut tx = line_rate_qp();
     tx.mtu = Mtu::Mtu1024;
-    let qp = RxQp {
-        tx,
-        remote_write: true,
-        ack_every: 0,
-        msn: 77,
-        on: true,
-        reads: true,
-    };
-    let msg = |op, mr, off, len| RxMsg {
-        qp: 0,
-        op,
-        len,
-        mr,
-        off,
-        bad_key: false,
-    };
+    let qp = reads_qp(tx, 77);
+    let msg = qp0_msg;
     // (each READ the firmware gets comes after a WRITE: a check that kept a READ's
     // class from the packet before would see a WRITE's)
     let msgs = [
@@ -1341,22 +1351,8 @@ fn frames_behind_a_read_are_taken_as_the_model_takes_them() {
     tx.mtu = Mtu::Mtu256;
     tx.path.host = RX_HOST;
     tx.pkey = 0xFFFF;
-    let qp = RxQp {
-        tx,
-        remote_write: true,
-        ack_every: 0,
-        msn: 500,
-        on: true,
-        reads: true,
-    };
-    let msg = |op, mr, off, len| RxMsg {
-        qp: 0,
-        op,
-        len,
-        mr,
-        off,
-        bad_key: false,
-    };
+    let qp = reads_qp(tx, 500);
+    let msg = qp0_msg;
     let port = rx_port(false);
     // the receiver's regions as rx_case registers them (MR 1 with REMOTE_READ)
     let mut table = MemoryTable::<4, 16>::new();
