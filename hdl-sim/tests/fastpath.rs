@@ -1329,6 +1329,225 @@ fn read_requests_are_answered_in_hardware() {
     }
 }
 
+/// A datapath that takes `budget` frames, then has no room (the model's `run` then
+/// sends no more).
+#[derive(Default)]
+struct Budget {
+    wire: Wire,
+    budget: Option<usize>,
+}
+
+impl Datapath for Budget {
+    fn transmit(&mut self, frame: &[u8]) -> bool {
+        self.can_transmit() && self.wire.transmit(frame)
+    }
+    fn can_transmit(&self) -> bool {
+        self.budget.is_none_or(|b| self.wire.sent.len() < b)
+    }
+    fn receive(&mut self, buf: &mut [u8]) -> Option<usize> {
+        self.wire.receive(buf)
+    }
+}
+
+/// What the RTL and the model are held to in the READ receive rule's tests.
+#[derive(Debug, PartialEq)]
+struct RuleOut {
+    frames: Vec<Vec<u8>>,
+    events: Vec<Event>,
+    exc: Vec<Vec<u8>>,
+    mem: Vec<u8>,
+    rctx: Vec<u8>,
+}
+
+/// The READ receive rule's case: one QP with `reads` at MTU 256, the frames of a READ
+/// of 44 responses, a second READ of 4, four one-packet WRITEs to bytes no READ reads,
+/// and a duplicate of the first READ from its response `dup_at` on.
+struct RuleCase {
+    port: PortAddr,
+    mrs: Vec<MrEntry>,
+    rctx: RecvCtx,
+    sctx: SendCtx,
+    mem0: HostMem,
+    /// READ A, READ B, WRITEs W1..W4.
+    f: Vec<Vec<u8>>,
+    dup: Vec<u8>,
+}
+
+fn rule_case(dup_at: u32) -> RuleCase {
+    let mut tx = line_rate_qp();
+    tx.mtu = Mtu::Mtu256;
+    tx.path.host = RX_HOST;
+    tx.pkey = 0xFFFF;
+    let qp = reads_qp(tx, 500);
+    let msg = qp0_msg;
+    // the receiver's regions as rx_case registers them (MR 1 with REMOTE_READ)
+    let mut table = MemoryTable::<4, 16>::new();
+    let pd = table.alloc_pd().unwrap();
+    let mut mrs = Vec::new();
+    for r in 0..3u64 {
+        let access = match r {
+            1 => AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE | AccessFlags::REMOTE_READ,
+            _ => AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE,
+        };
+        let k = table
+            .reg_mr(pd, RX_BASE + r * MR_SPAN, MR_SPAN, access)
+            .unwrap();
+        mrs.push(MrEntry::of(table.get(k.rkey.0).unwrap()));
+    }
+    let keys: Vec<u32> = mrs.iter().map(|e| e.key).collect();
+    let keys = [keys.clone(), keys].concat();
+    let a_len = 44 * 256;
+    let msgs = [
+        msg(5, 1, 0, a_len),
+        msg(5, 1, 0, 1024),
+        msg(3, 0, 0, 100),
+        msg(3, 0, 200, 100),
+        msg(3, 0, 400, 100),
+        msg(3, 0, 600, 100),
+    ];
+    let f = peer_frames(0, &qp, &msgs, &keys);
+    assert_eq!(f.len(), 6, "one packet each but the READs' requests");
+    let mut again = qp.clone();
+    again.tx.psn = qp.tx.psn + dup_at;
+    let dup = peer_frames(
+        0,
+        &again,
+        &[msg(5, 1, dup_at * 256, a_len - dup_at * 256)],
+        &keys,
+    );
+    RuleCase {
+        port: rx_port(false),
+        mrs,
+        rctx: RecvCtx {
+            on: true,
+            reads: true,
+            access: AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE | AccessFlags::REMOTE_READ,
+            epsn: Psn::new(qp.tx.psn),
+            msn: Msn::new(qp.msn),
+            peer_gid: gid(false, 1),
+            ..RecvCtx::idle(qpn_of(0), pd, qp.tx.mtu)
+        },
+        sctx: send_ctx(&qp.tx),
+        mem0: HostMem::new(RX_BASE, RX_LEN, 0x6B),
+        f,
+        dup: dup[0].clone(),
+    }
+}
+
+impl RuleCase {
+    /// The model given `batches` of frames, one `run` each, sending at most the
+    /// batch's budget of frames in it.
+    fn model(&self, batches: &[(&[Vec<u8>], Option<usize>)]) -> RuleOut {
+        let mut mem = self.mem0.clone();
+        let mut fp = FastPathPort::<Budget, 64>::new(Budget::default());
+        fp.set_port(self.port.mac, self.port.gid);
+        for e in &self.mrs {
+            fp.write_mr(MrTable::<64>::index(e.key), &layout::encode_mr(e));
+        }
+        fp.write_sctx(qpn_of(0), 0, &layout::encode_sctx(&self.sctx));
+        fp.write_rctx(qpn_of(0), &layout::encode_rctx(&self.rctx));
+        for (frames, budget) in batches {
+            fp.inner.wire.rx.extend(frames.iter().cloned());
+            fp.inner.budget = budget.map(|b| fp.inner.wire.sent.len() + b);
+            fp.run(&mut mem);
+        }
+        fp.inner.budget = None;
+        fp.run(&mut mem);
+        let (mut events, mut exc) = (Vec::new(), Vec::new());
+        let (mut ev, mut buf) = ([0; layout::EVENT_LEN], vec![0; 9000]);
+        let mut slot = 0u16;
+        while fp.poll_event(&mut ev, &mut buf) {
+            let e = layout::decode_event(&ev).expect("the model's event");
+            if let Event::Exception { frame_len, .. } = e {
+                exc.push(buf[..usize::from(frame_len)].to_vec());
+            }
+            events.push(numbered(e, &mut slot));
+        }
+        RuleOut {
+            frames: core::mem::take(&mut fp.inner.wire.sent),
+            events,
+            exc,
+            mem: mem.bytes.clone(),
+            rctx: fp.read_rctx(qpn_of(0)).to_vec(),
+        }
+    }
+
+    /// The RTL given `batches` of frames back to back with its transmit output held,
+    /// each batch clocked 20,000 cycles, then let go until idle.
+    fn rtl(&self, sim: &mut FpSim, batches: &[&[Vec<u8>]], shaped: bool) -> RuleOut {
+        sim.reset();
+        if shaped {
+            sim.set_shaping(Shaping::random(0.2, 0.3, 11));
+        }
+        let mut mem = self.mem0.clone();
+        write_port(sim, &self.port);
+        for e in &self.mrs {
+            sim.write_record(Table::Mr, e.key >> 8, &layout::encode_mr(e));
+        }
+        let q = qpn_of(0).value();
+        sim.write_record(Table::SendCtx, q, &layout::encode_sctx(&self.sctx));
+        sim.write_record(Table::RecvCtx, q, &layout::encode_rctx(&self.rctx));
+        sim.run_until_idle(&mut mem, 100_000).unwrap();
+        sim.set_tx_hold(true);
+        for frames in batches {
+            for f in *frames {
+                sim.push_rx_frame(f);
+            }
+            for _ in 0..20_000 {
+                sim.tick(&mut mem);
+            }
+        }
+        sim.set_tx_hold(false);
+        sim.run_until_idle(&mut mem, 1_000_000).unwrap();
+        sim.set_shaping(Shaping::LINE_RATE);
+        let frames = frames(sim);
+        let events = events(sim);
+        let exc = std::iter::from_fn(|| sim.pop_exc_frame())
+            .map(|f| f.value)
+            .collect();
+        let rctx = sim
+            .read_record(Table::RecvCtx, q, layout::RCTX_LEN, &mut mem)
+            .unwrap();
+        RuleOut {
+            frames,
+            events,
+            exc,
+            mem: mem.bytes.clone(),
+            rctx,
+        }
+    }
+}
+
+/// The kinds of a run's events, for its expectation.
+fn event_kinds(out: &RuleOut) -> Vec<&'static str> {
+    out.events
+        .iter()
+        .map(|e| match e {
+            Event::Read { .. } => "read",
+            Event::Exception {
+                reason: Exception::Opcode,
+                ..
+            } => "duplicate",
+            Event::Exception {
+                reason: Exception::Held,
+                ..
+            } => "held",
+            _ => "other",
+        })
+        .collect()
+}
+
+fn assert_rule_out(got: &RuleOut, want: &RuleOut, w: &str) {
+    assert_eq!(got.frames.len(), want.frames.len(), "{w}: frames");
+    for (i, (g, x)) in got.frames.iter().zip(&want.frames).enumerate() {
+        assert!(g == x, "{w}: frame {i} differs");
+    }
+    assert_eq!(got.events, want.events, "{w}: events");
+    assert!(got.exc == want.exc, "{w}: exception frames");
+    assert!(got.mem == want.mem, "{w}: memory");
+    assert_eq!(got.rctx, want.rctx, "{w}: receive context");
+}
+
 /// The receive path goes on taking frames while a READ's responses wait
 /// (docs/fastpath.md §3.4, "The order of the responses"; the model's
 /// `FastPathPort::run_rx`), as the RTL does now (§6, "The order rule the RTL follows"):
@@ -1347,176 +1566,69 @@ fn read_requests_are_answered_in_hardware() {
 /// READ's responses and each ACK (51 frames for the model's 45).
 #[test]
 fn frames_behind_a_read_are_taken_as_the_model_takes_them() {
-    let mut tx = line_rate_qp();
-    tx.mtu = Mtu::Mtu256;
-    tx.path.host = RX_HOST;
-    tx.pkey = 0xFFFF;
-    let qp = reads_qp(tx, 500);
-    let msg = qp0_msg;
-    let port = rx_port(false);
-    // the receiver's regions as rx_case registers them (MR 1 with REMOTE_READ)
-    let mut table = MemoryTable::<4, 16>::new();
-    let pd = table.alloc_pd().unwrap();
-    let mut mrs = Vec::new();
-    for r in 0..3u64 {
-        let access = match r {
-            1 => AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE | AccessFlags::REMOTE_READ,
-            _ => AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE,
-        };
-        let k = table
-            .reg_mr(pd, RX_BASE + r * MR_SPAN, MR_SPAN, access)
-            .unwrap();
-        mrs.push(MrEntry::of(table.get(k.rkey.0).unwrap()));
-    }
-    let keys: Vec<u32> = mrs.iter().map(|e| e.key).collect();
-    let keys = [keys.clone(), keys].concat();
-    let (a_len, dup_at) = (44 * 256, 36u32);
-    let msgs = [
-        msg(5, 1, 0, a_len),
-        msg(5, 1, 0, 1024),
-        msg(3, 0, 0, 100),
-        msg(3, 0, 200, 100),
-        msg(3, 0, 400, 100),
-        msg(3, 0, 600, 100),
-    ];
-    let f = peer_frames(0, &qp, &msgs, &keys);
-    assert_eq!(f.len(), 6, "one packet each but the READs' requests");
-    // the duplicate: the first READ asked again from its response `dup_at` on
-    let mut again = qp.clone();
-    again.tx.psn = qp.tx.psn + dup_at;
-    let dup = peer_frames(
-        0,
-        &again,
-        &[msg(5, 1, dup_at * 256, a_len - dup_at * 256)],
-        &keys,
-    );
+    let c = rule_case(36);
+    let f = &c.f;
     // (the fifth frame, the third WRITE, is lost the first time)
-    let stream: Vec<Vec<u8>> = [&f[0], &f[1], &f[2], &f[3], &f[5], &dup[0], &f[4], &f[5]]
+    let stream: Vec<Vec<u8>> = [&f[0], &f[1], &f[2], &f[3], &f[5], &c.dup, &f[4], &f[5]]
         .into_iter()
         .cloned()
         .collect();
-    let rctx = RecvCtx {
-        on: true,
-        reads: true,
-        access: AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE | AccessFlags::REMOTE_READ,
-        epsn: Psn::new(qp.tx.psn),
-        msn: Msn::new(qp.msn),
-        peer_gid: gid(false, 1),
-        ..RecvCtx::idle(qpn_of(0), pd, qp.tx.mtu)
-    };
-    let sctx = send_ctx(&qp.tx);
-    let mem0 = HostMem::new(RX_BASE, RX_LEN, 0x6B);
-
-    // The model: every frame in one run (the duplicate held), then a second run.
-    let mut mem = mem0.clone();
-    let mut fp = FastPathPort::<Wire, 64>::new(Wire::default());
-    fp.set_port(port.mac, port.gid);
-    for e in &mrs {
-        fp.write_mr(MrTable::<64>::index(e.key), &layout::encode_mr(e));
-    }
-    fp.write_sctx(qpn_of(0), 0, &layout::encode_sctx(&sctx));
-    fp.write_rctx(qpn_of(0), &layout::encode_rctx(&rctx));
-    fp.inner.rx.extend(stream.iter().cloned());
-    fp.run(&mut mem);
-    let first_run = fp.inner.sent.len();
-    fp.run(&mut mem);
-    let want_frames = core::mem::take(&mut fp.inner.sent);
-    let (mut want_events, mut want_exc) = (Vec::new(), Vec::new());
-    let (mut ev, mut buf) = ([0; layout::EVENT_LEN], vec![0; 9000]);
-    let mut slot = 0u16;
-    while fp.poll_event(&mut ev, &mut buf) {
-        let e = layout::decode_event(&ev).expect("the model's event");
-        if let Event::Exception { frame_len, .. } = e {
-            want_exc.push(buf[..usize::from(frame_len)].to_vec());
-        }
-        want_events.push(numbered(e, &mut slot));
-    }
-    let want_rctx = fp.read_rctx(qpn_of(0));
+    let want = c.model(&[(&stream, None)]);
     // what the rule gives: the first READ's 44 responses and one NAK of the lost WRITE
     // (the ACKs merged into it), the second READ dropped, no ACK for the WRITEs
     // behind the duplicate (the exception left the QP held)
-    assert_eq!(first_run, 44 + 1, "model: the first run's frames");
-    assert_eq!(want_frames.len(), 44 + 1, "model: frames");
-    let kinds: Vec<&str> = want_events
-        .iter()
-        .map(|e| match e {
-            Event::Read { .. } => "read",
-            Event::Exception {
-                reason: Exception::Opcode,
-                ..
-            } => "duplicate",
-            Event::Exception {
-                reason: Exception::Held,
-                ..
-            } => "held",
-            _ => "other",
-        })
-        .collect();
+    assert_eq!(want.frames.len(), 44 + 1, "model: frames");
     assert_eq!(
-        kinds,
+        event_kinds(&want),
         ["read", "read", "duplicate", "held", "held"],
         "model: events"
     );
-
     let Some(sims) = sims() else { return };
     for (s, shaped) in sims.iter().flat_map(|s| [(s, false), (s, true)]) {
         let mut sim = s.borrow_mut();
         let w = format!("{} shaped {shaped}", sim.width());
-        sim.reset();
-        if shaped {
-            sim.set_shaping(Shaping::random(0.2, 0.3, 11));
-        }
-        let mut rtl_mem = mem0.clone();
-        write_port(&mut sim, &port);
-        for e in &mrs {
-            sim.write_record(Table::Mr, e.key >> 8, &layout::encode_mr(e));
-        }
-        sim.write_record(
-            Table::SendCtx,
-            qpn_of(0).value(),
-            &layout::encode_sctx(&sctx),
-        );
-        sim.write_record(
-            Table::RecvCtx,
-            qpn_of(0).value(),
-            &layout::encode_rctx(&rctx),
-        );
-        sim.run_until_idle(&mut rtl_mem, 100_000).unwrap();
-        sim.set_tx_hold(true);
-        for f in &stream {
-            sim.push_rx_frame(f);
-        }
-        for _ in 0..20_000 {
-            sim.tick(&mut rtl_mem);
-        }
-        sim.set_tx_hold(false);
-        sim.run_until_idle(&mut rtl_mem, 1_000_000).unwrap();
-        sim.set_shaping(Shaping::LINE_RATE);
-        let got = frames(&mut sim);
-        assert_eq!(got.len(), want_frames.len(), "{w}: frames");
-        for (i, (g, x)) in got.iter().zip(&want_frames).enumerate() {
-            assert!(g == x, "{w}: frame {i} differs");
-        }
-        assert_eq!(events(&mut sim), want_events, "{w}: events");
-        let exc: Vec<Vec<u8>> = std::iter::from_fn(|| sim.pop_exc_frame())
-            .map(|f| f.value)
-            .collect();
-        assert!(exc == want_exc, "{w}: exception frames");
-        assert!(rtl_mem.bytes == mem.bytes, "{w}: memory");
-        let b = sim
-            .read_record(
-                Table::RecvCtx,
-                qpn_of(0).value(),
-                layout::RCTX_LEN,
-                &mut rtl_mem,
-            )
-            .unwrap();
-        assert_eq!(b, want_rctx.to_vec(), "{w}: receive context");
+        let got = c.rtl(&mut sim, &[&stream], shaped);
+        assert_rule_out(&got, &want, &w);
         assert_eq!(
             sim.rx_oos_dups(),
             [1, 0],
             "{w}: out of sequence, duplicates"
         );
+    }
+}
+
+/// A duplicate READ from a response before the one the planner would send next drops
+/// the rest of the READ it holds (`fp_tx_plan`'s `rd_kill`) with the READs queued
+/// behind it, as the model drops them at the head of its queue: the same frames as
+/// above but the duplicate, from the first READ's second response, comes after the RTL
+/// (its transmit output held) has planned `k` of the first READ's responses; the model
+/// sends `k` responses before it gets the duplicate. Then neither sends the rest of the
+/// first READ nor the second READ, and the duplicate is not held (no READ waits).
+#[test]
+fn a_duplicate_read_drops_the_rest_of_the_read_under_way() {
+    let c = rule_case(1);
+    let f = &c.f;
+    let first: Vec<Vec<u8>> = [&f[0], &f[1], &f[2], &f[3], &f[5]]
+        .into_iter()
+        .cloned()
+        .collect();
+    let then: Vec<Vec<u8>> = [&c.dup, &f[4], &f[5]].into_iter().cloned().collect();
+    let Some(sims) = sims() else { return };
+    for (s, shaped) in sims.iter().flat_map(|s| [(s, false), (s, true)]) {
+        let mut sim = s.borrow_mut();
+        let w = format!("{} shaped {shaped}", sim.width());
+        let got = c.rtl(&mut sim, &[&first, &then], shaped);
+        // the RTL's responses before the NAK: those it had planned at the duplicate
+        let k = got.frames.len() - 1;
+        assert!((2..44).contains(&k), "{w}: {k} responses planned");
+        let want = c.model(&[(&first, Some(k)), (&then, None)]);
+        assert_eq!(want.frames.len(), k + 1, "{w}: model: frames");
+        assert_eq!(
+            event_kinds(&want),
+            ["read", "read", "duplicate", "held", "held"],
+            "{w}: model: events"
+        );
+        assert_rule_out(&got, &want, &w);
     }
 }
 
