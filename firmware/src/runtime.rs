@@ -18,8 +18,8 @@ use roce_core::fastpath::{Event, MrEntry};
 use roce_core::memory::{AccessFlags, Dma, MemError, MrKeys, MwType, Pd};
 use roce_core::num::{Lkey, Psn, Qpn, Rkey};
 use roce_core::transport::{
-    Error as EngineError, Instant, QpAttr, QpInitAttr, QpState, QpType, WcOpcode, WcStatus,
-    WorkCompletion,
+    Error as EngineError, Instant, QpAttr, QpInitAttr, QpState, QpType, SendWr, WcOpcode, WcStatus,
+    WorkCompletion, WrOp,
 };
 use roce_core::wire::opcode::Opcode;
 use roce_core::wire::Packet;
@@ -1396,10 +1396,11 @@ impl<
             |nic, at| {
                 let wqe = &nic.sq_wqe;
                 let (wr_id, opcode) = (wqe.wr_id.get(), wqe.opcode);
-                // (Matched by reference: moving the ~200-byte WR out of the `Result` was a
-                // copy per WQE fetched.)
-                let result = match &wqe.to_wr(ud, at) {
-                    Ok(wr) => nic.engine.post_send(qpn, wr),
+                // (Decoded in place: moved out of `to_wr`'s `Result`, the ~160-byte WR was
+                // copied once per WQE fetched, ~230 instructions.)
+                let mut wr = SendWr::new(0, WrOp::Send);
+                let result = match wqe.decode_wr(ud, at, &mut wr) {
+                    Ok(()) => nic.engine.post_send(qpn, &wr),
                     Err(DecodeError(reason)) => Err(EngineError::InvalidWr { reason }),
                 };
                 match result {
