@@ -1879,9 +1879,8 @@ fn transmit_one<const SQ: usize, const RQ: usize, const RD: usize>(
         // instructions a frame on the soft core), and each in its own place (assigned
         // to the responder's, the requester's was copied there: ~30 instructions). The
         // requester's is a `let` initialised by the call: assigned to a `let req;`
-        // declared before, it went through a temporary and a 232-byte `memcpy` (~350
-        // instructions a request frame on the soft core; the address of `req` taken in
-        // the loop's earlier rounds keeps LLVM from writing the call's result in place).
+        // declared before, the call wrote a temporary that a 232-byte `memcpy` then
+        // moved into `req` (~350 instructions a request frame on the soft core).
         let resp = r.resp_prepare(env);
         let req = if resp.is_none() {
             r.req_prepare(env)
