@@ -151,9 +151,9 @@ enum Marks {
     Ran,
     /// Inlined: the fast path's per-packet entries.
     Inline,
-    /// Not (but for the `poll_transmit` flag): a later run of the same QP, which its
-    /// caller makes, sets them (`fastpath_adopt_begin`, whose `fastpath_adopt_end`
-    /// follows; it moves no timer).
+    /// Not at all: a later run of the same QP, which its caller makes, sets them
+    /// (`fastpath_adopt_begin`, whose `fastpath_adopt_end` follows; it moves no timer
+    /// and asks for no `poll_transmit`).
     Later,
 }
 
@@ -663,12 +663,7 @@ impl<
                 self.qp_marked(slot, tx, deadline, flush);
             }
             Marks::Ran => self.qp_ran(slot, tx),
-            Marks::Later => {
-                if let Some(ready) = self.tx_ready.get_mut(slot) {
-                    *ready |= tx;
-                }
-                self.tx_any |= tx;
-            }
+            Marks::Later => {}
         }
         Some(out)
     }
