@@ -1113,6 +1113,51 @@ impl HeaderTemplate {
         Ok(t)
     }
 
+    /// Marks this template for another kind of frame on the same path (a CNP towards the
+    /// peer a QP's data goes to): the 802.1Q tag's PCP (when tagged), the IP DSCP and ECN
+    /// (the GRH's traffic class too), the IPv6 or GRH flow label, the UDP source port
+    /// (when there is UDP). The IPv4 base sum follows by RFC 1624 (the same folded sum as
+    /// from scratch: both sums are never 0). The result is the template [`Self::new`]
+    /// makes from the same headers so marked, without their emits; the other bytes are
+    /// left as they are. An empty template stays one that emits nothing.
+    pub fn remark(&mut self, pcp: u8, dscp: u8, ecn: u8, flow_label: u32, src_port: u16) {
+        if self.len == 0 {
+            return;
+        }
+        let l3 = usize::from(self.l3);
+        let b = &mut self.bytes;
+        // The tag's TCI follows the outer EtherType: PCP is its top 3 bits.
+        if l3 == EthernetRepr::LEN + VlanRepr::LEN {
+            if let Some(t) = b.get_mut(EthernetRepr::LEN) {
+                *t = (*t & 0x1F) | ((pcp & 7) << 5);
+            }
+        }
+        let tc = (dscp << 2) | (ecn & 3);
+        let udp = match self.kind {
+            IcrcKind::Ipv4 => {
+                if let Some(w) = b.get_mut(l3..l3 + 2) {
+                    let old = u16::from_be_bytes([w[0], w[1]]);
+                    w[1] = tc;
+                    let new = u16::from_be_bytes([w[0], w[1]]);
+                    let sum = u32::from(self.ip_sum) + u32::from(!old) + u32::from(new);
+                    let sum = (sum & 0xFFFF) + (sum >> 16);
+                    self.ip_sum = ((sum & 0xFFFF) + (sum >> 16)) as u16;
+                }
+                Some(l3 + Ipv4Repr::LEN)
+            }
+            IcrcKind::Ipv6 | IcrcKind::RoceV1 => {
+                let w = (6 << 28) | (u32::from(tc) << 20) | (flow_label & 0x000F_FFFF);
+                if let Some(f) = b.get_mut(l3..l3 + 4) {
+                    f.copy_from_slice(&w.to_be_bytes());
+                }
+                (self.kind == IcrcKind::Ipv6).then_some(l3 + Ipv6Repr::LEN)
+            }
+        };
+        if let Some(f) = udp.and_then(|u| b.get_mut(u..u + 2)) {
+            f.copy_from_slice(&src_port.to_be_bytes());
+        }
+    }
+
     /// The template as a context memory holds it: the header bytes (lengths and IPv4
     /// checksum zero), the BTH offset, the IP header offset, the network header kind and
     /// the IPv4 base sum.
@@ -1366,5 +1411,76 @@ mod tests {
                 assert_eq!(pkt.l3(), l3, "the template's fields survive every frame");
             }
         }
+    }
+
+    /// A template re-marked is the template built with that marking: every IPv4 TOS
+    /// (its base sum included, by RFC 1624 against RFC 1071 from scratch), IPv6 and GRH
+    /// traffic class and flow label, PCP, UDP source port, on IPv4, IPv6 and GRH headers,
+    /// tagged or not.
+    #[test]
+    fn a_remarked_template_is_the_template_built_so_marked() {
+        let eth = EthernetRepr {
+            dst: MacAddr([2, 0, 0, 0, 0, 2]),
+            src: MacAddr([2, 0, 0, 0, 0, 1]),
+            ethertype: 0,
+        };
+        let mut x: u64 = 0x2545_F491_4F6C_DD1D;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        // Headers of addresses `a` (kept) marked by `m`, and `m`'s marking.
+        let marked = |a: u64, m: u64, l3: u8, tagged: bool| {
+            let (dscp, ecn, pcp) = (m as u8, (m >> 8) as u8, (m >> 16) as u8);
+            let (flow_label, port) = ((m >> 24) as u32, (m >> 48) as u16);
+            let (src, dst) = (a as u32, (a >> 32) as u32);
+            let v6 = |next_header| Ipv6Repr {
+                src: Ipv6Addr::from(u128::from(src) << 64 | 1),
+                dst: Ipv6Addr::from(u128::from(dst) << 32 | 2),
+                dscp: dscp & 0x3F,
+                ecn: ecn & 3,
+                flow_label: flow_label & 0xF_FFFF,
+                next_header,
+                hop_limit: (a >> 24) as u8,
+            };
+            let ip = match l3 {
+                0 => L3Repr::Ipv4(Ipv4Repr {
+                    src: Ipv4Addr::from(src),
+                    dst: Ipv4Addr::from(dst),
+                    dscp: dscp & 0x3F,
+                    ecn: ecn & 3,
+                    ttl: (a >> 24) as u8,
+                    ..Ipv4Repr::default()
+                }),
+                1 => L3Repr::Ipv6(v6(NEXT_HEADER_UDP)),
+                _ => L3Repr::Grh(v6(NEXT_HEADER_BTH)),
+            };
+            let vlan = tagged.then_some(VlanRepr {
+                pcp: pcp & 7,
+                dei: a & 1 != 0,
+                vid: (a >> 40) as u16 & 0xFFF,
+                ethertype: 0,
+            });
+            let udp = (l3 < 2).then_some(UdpRepr {
+                src_port: port,
+                dst_port: ROCEV2_PORT,
+                checksum: 0,
+            });
+            let t = HeaderTemplate::new(&eth, vlan.as_ref(), &ip, udp.as_ref()).unwrap();
+            (t, (pcp, dscp & 0x3F, ecn, flow_label, port))
+        };
+        for i in 0..30_000 {
+            let (l3, tagged) = ((i % 3) as u8, i % 2 == 0);
+            let (a, m, n) = (next(), next(), next());
+            let (mut t, _) = marked(a, m, l3, tagged);
+            let (want, (pcp, dscp, ecn, fl, port)) = marked(a, n, l3, tagged);
+            t.remark(pcp, dscp, ecn, fl, port);
+            assert_eq!(t, want, "{i}: {a:#x} {m:#x} {n:#x}");
+        }
+        let mut empty = HeaderTemplate::EMPTY;
+        empty.remark(7, 63, 3, 0xF_FFFF, 0xFFFF);
+        assert_eq!(empty, HeaderTemplate::EMPTY);
     }
 }
