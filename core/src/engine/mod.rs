@@ -785,12 +785,12 @@ impl<
     /// (its out-of-order receiver and per-packet retransmission stay in firmware),
     /// without DCQCN's reaction point (the pacer is the firmware's), and RoCEv2 (the
     /// fast path's receive side matches GID index 0 without its RoCE version).
-    fn fastpath_eligible(&self, slot: usize) -> bool {
+    fn fastpath_eligible(&self, slot: usize, qp: &Qp) -> bool {
         // Inline payloads live in the host's send queue, not in registered memory: the
         // fast path's segmenter cannot fetch them; an SRQ's WQEs are shared, and the
-        // receive context holds one QP's. Such QPs stay with firmware.
-        let rc = matches!(self.qps.get(slot),
-            Some(Some(qp)) if qp.qp_type == QpType::Rc && qp.max_inline == 0 && qp.srq.is_none());
+        // receive context holds one QP's. Such QPs stay with firmware. (`qp` is the
+        // one at `slot`, which every caller looked up already.)
+        let rc = qp.qp_type == QpType::Rc && qp.max_inline == 0 && qp.srq.is_none();
         let sr = self.queues.get(slot).is_some_and(|q| q.sr.enabled());
         let rp = self.cc.get(slot).is_some_and(QpCc::rp_on);
         let v1 = self
@@ -810,7 +810,7 @@ impl<
     }
 
     fn sides(&self, slot: usize, qp: &Qp) -> (bool, bool) {
-        let eligible = self.fastpath_eligible(slot);
+        let eligible = self.fastpath_eligible(slot, qp);
         (
             eligible && matches!(qp.state, QpState::Rts | QpState::Sqd),
             eligible && qp.state.processes_receive(),
