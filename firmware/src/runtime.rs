@@ -14,7 +14,7 @@ use crate::hal::{Datapath, Hal, QpMap, QP_MAP_WORDS};
 use roce_core::dcb::{PfcThresholds, Priorities};
 use roce_core::engine::{CqHandle, Engine, PortConfig, QPN_BASE};
 use roce_core::fastpath::layout::{self, EVENT_LEN};
-use roce_core::fastpath::{Event, MrEntry};
+use roce_core::fastpath::{Event, MrEntry, UnaBack};
 use roce_core::memory::{AccessFlags, Dma, MemError, MrKeys, MwType, Pd};
 use roce_core::num::{Lkey, Psn, Qpn, Rkey};
 use roce_core::transport::{
@@ -992,13 +992,17 @@ impl<
         // While the hardware fetches the QP's sends (a request's exception leaves them
         // there), its `una` is the current one, the engine's an old one.
         if !sq_hw {
-            if self.engine.fastpath_take_flush(now, qpn, &mut self.txd) {
-                // A FLUSH takes no ring slot: the ring takes it when full too.
-                let _ = fp.post_tx(zerocopy::transmute_ref!(&self.txd));
-                self.counters.fp_descriptors += 1;
-            } else if let Some(una) = self.engine.fastpath_una(qpn) {
-                let b = una.value().to_le_bytes();
-                fp.write_sctx(qpn, layout::SCTX_UNA, &b[..3]);
+            match self.engine.fastpath_una_back(now, qpn, &mut self.txd) {
+                Some(UnaBack::Flush) => {
+                    // A FLUSH takes no ring slot: the ring takes it when full too.
+                    let _ = fp.post_tx(zerocopy::transmute_ref!(&self.txd));
+                    self.counters.fp_descriptors += 1;
+                }
+                Some(UnaBack::Una(una)) => {
+                    let b = una.value().to_le_bytes();
+                    fp.write_sctx(qpn, layout::SCTX_UNA, &b[..3]);
+                }
+                None => {}
             }
         }
         // Held too while the engine has responses of the QP queued: the hardware's ACK

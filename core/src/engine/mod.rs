@@ -1081,22 +1081,27 @@ impl<
         false
     }
 
-    /// The FLUSH QP `qpn` owes the hardware (its requester was rewound), written into
-    /// `out`; false when it owes none. The firmware posts it as it hands back the
-    /// context of the exception that rewound the QP, before the QP is released: the
-    /// FLUSH carries the QP's `una_psn`, which reaches the hardware with it and not
-    /// apart (`docs/fastpath.md` §3.2).
-    pub fn fastpath_take_flush(
+    /// How QP `qpn`'s acknowledged PSN goes back to the hardware after an exception:
+    /// in the FLUSH it owes (its requester was rewound), written into `out`, else alone
+    /// (`None`: no such QP). The firmware posts the FLUSH as it hands back the context
+    /// of the exception that rewound the QP, before the QP is released: the FLUSH
+    /// carries the QP's `una_psn`, which reaches the hardware with it and not apart
+    /// (`docs/fastpath.md` §3.2). One call, one lookup of the QP: the firmware asks
+    /// after every exception.
+    pub fn fastpath_una_back(
         &mut self,
         now: Instant,
         qpn: Qpn,
         out: &mut fastpath::layout::TxdWords,
-    ) -> bool {
-        let Some(slot) = self.slot(qpn) else {
-            return false;
-        };
+    ) -> Option<fastpath::UnaBack> {
+        let slot = self.slot(qpn)?;
         let now = self.clock(now);
-        self.fp_take_flush(slot, now, out)
+        if self.fp_take_flush(slot, now, out) {
+            return Some(fastpath::UnaBack::Flush);
+        }
+        Some(fastpath::UnaBack::Una(
+            self.qps.get(slot)?.as_ref()?.comp.psn,
+        ))
     }
 
     fn fp_take_flush(
@@ -1271,12 +1276,6 @@ impl<
     /// `qpn`'s state (cheaper than `query_qp`).
     pub fn qp_state(&self, qpn: Qpn) -> Option<QpState> {
         Some(self.qps.get(self.slot(qpn)?)?.as_ref()?.state)
-    }
-
-    /// `qpn`'s oldest unacknowledged PSN (what the firmware writes into the send
-    /// context's `una_psn` after it handled a response itself).
-    pub fn fastpath_una(&self, qpn: Qpn) -> Option<Psn> {
-        Some(self.qps.get(self.slot(qpn)?)?.as_ref()?.comp.psn)
     }
 
     /// A counter the memory table bumps on every change (registration, deregistration,

@@ -24,3 +24,14 @@ pub use tx::{
     ack_frame, read_response, segment, window_open, AckDesc, MsgOp, ReadResp, SendCtx, TxError,
     TxMsg,
 };
+
+/// How a QP's acknowledged PSN goes back to the hardware after the firmware handled an
+/// exception (`Engine::fastpath_una_back`, `docs/fastpath.md` §4).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UnaBack {
+    /// In the FLUSH the QP owes (its requester was rewound), written for posting: the
+    /// FLUSH carries `una_psn` (§3.2).
+    Flush,
+    /// Alone: the send context's `una_psn` is this PSN.
+    Una(crate::num::Psn),
+}
