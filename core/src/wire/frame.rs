@@ -1346,16 +1346,19 @@ mod tests {
     use crate::wire::ethernet::MacAddr;
     use core::net::{Ipv4Addr, Ipv6Addr};
 
+    /// The Ethernet header of the template tests.
+    const ETH: EthernetRepr = EthernetRepr {
+        dst: MacAddr([2, 0, 0, 0, 0, 2]),
+        src: MacAddr([2, 0, 0, 0, 0, 1]),
+        ethertype: 0,
+    };
+
     /// One template, many frames of different lengths: every frame's lengths and IPv4
     /// checksum are its own (the incremental checksum equals RFC 1071's from scratch),
     /// and `parse` accepts it.
     #[test]
     fn a_template_serves_frames_of_any_length() {
-        let eth = EthernetRepr {
-            dst: MacAddr([2, 0, 0, 0, 0, 2]),
-            src: MacAddr([2, 0, 0, 0, 0, 1]),
-            ethertype: 0,
-        };
+        let eth = ETH;
         let vlan = VlanRepr {
             pcp: 3,
             dei: false,
@@ -1419,11 +1422,7 @@ mod tests {
     /// tagged or not.
     #[test]
     fn a_remarked_template_is_the_template_built_so_marked() {
-        let eth = EthernetRepr {
-            dst: MacAddr([2, 0, 0, 0, 0, 2]),
-            src: MacAddr([2, 0, 0, 0, 0, 1]),
-            ethertype: 0,
-        };
+        let eth = ETH;
         let mut x: u64 = 0x2545_F491_4F6C_DD1D;
         let mut next = move || {
             x ^= x << 13;
