@@ -1118,8 +1118,9 @@ impl HeaderTemplate {
     /// (the GRH's traffic class too), the IPv6 or GRH flow label, the UDP source port
     /// (when there is UDP). The IPv4 base sum follows by RFC 1624 (the same folded sum as
     /// from scratch: both sums are never 0). The result is the template [`Self::new`]
-    /// makes from the same headers so marked, without their emits; the other bytes are
-    /// left as they are. An empty template stays one that emits nothing.
+    /// makes from the same headers so marked, at the cost of a few stores instead of
+    /// every header written again; the other bytes stay. An empty template stays one
+    /// that emits nothing.
     pub fn remark(&mut self, pcp: u8, dscp: u8, ecn: u8, flow_label: u32, src_port: u16) {
         if self.len == 0 {
             return;
