@@ -112,10 +112,10 @@ struct Outcome {
     /// Each side's port counters `out_of_seq_request` and `duplicate_request`: the
     /// engine's, plus the requests the fast path's receive path answered itself.
     answered: [[u64; 2]; 2],
-    /// Each side's port counters `rcvd_seq_err`, `completer_retry_err` and
-    /// `local_ack_timeout_err`: the engine's, plus the NAKs, retries and timeouts of the
-    /// fast path's own Go-Back-N (§3.8).
-    retries: [[u64; 3]; 2],
+    /// Each side's port counters `rcvd_seq_err`, `completer_retry_err`,
+    /// `local_ack_timeout_err` and `rcvd_rnr_err`: the engine's, plus the NAKs, retries,
+    /// timeouts and RNR NAKs of the fast path's own Go-Back-N (§3.8).
+    retries: [[u64; 4]; 2],
 }
 
 /// A flow: sending side (0 = A), BTH DestQP, response (ACK, READ response, atomic ACK).
@@ -210,12 +210,27 @@ fn pattern(len: usize, seed: u8) -> Vec<u8> {
 /// `docs/scale.md`): then the pairs share one CQ and one memory region a side (the
 /// firmware's capacities), and the firmware's 8 QP slots and the fast path's context
 /// entries are caches. `cq`: each pair's CQ entries (one CQ a side holds both queues'
-/// completions; the host polls it only after the run).
+/// completions; the host polls it only after the run). `late`: receives posted late.
 #[derive(Clone, Copy, Debug)]
 struct Setup {
     pairs: usize,
     icm: bool,
     cq: usize,
+    late: Option<Late>,
+}
+
+/// Receives posted late, so that SENDs find none and get RNR NAKs: the receives of the
+/// program's first `early` WRs are posted with them, the others' at the first timer
+/// round at or after `at` ns (never if the NICs settle before); every QP's
+/// `rnr_retry` is `rnr_retry` (7: it waits for ever). `query`: the host queries pair 0's
+/// QP at A at the first timer round at or after it (ns; the firmware then takes the
+/// send queue back from the WQE fetch, §3.8).
+#[derive(Clone, Copy, Debug)]
+struct Late {
+    early: usize,
+    at: u64,
+    rnr_retry: u8,
+    query: Option<u64>,
 }
 
 /// Three pairs, each with its own CQs and regions, all resident.
@@ -223,6 +238,7 @@ const THREE: Setup = Setup {
     pairs: 3,
     icm: false,
     cq: 256,
+    late: None,
 };
 
 /// Runs the program `wrs` at `mtu` on NICs over `hw`; the outcome and each side's
@@ -286,6 +302,7 @@ fn run_on(
             mtu,
             timeout: 10,
             min_rnr_timer: 1,
+            rnr_retry: setup.late.map_or(7, |l| l.rnr_retry),
             ..ConnectOptions::default()
         };
         let psn = [0xFF_FF00 + p as u32, 0x100 * p as u32];
@@ -301,10 +318,26 @@ fn run_on(
         }
         pairs.push(Pair { qp, mr, off });
     }
+    let mut late = Vec::new();
     for (i, w) in wrs.iter().enumerate() {
-        post(&pairs[w.pair], w, i as u64);
+        let now = setup.late.is_none_or(|l| i < l.early);
+        if let Some(recv) = post(&pairs[w.pair], w, i as u64, now) {
+            late.push((&pairs[w.pair].qp[usize::from(!w.from_b)], recv));
+        }
     }
-    let (flows, times) = exchange(&sides, wire);
+    let at = setup.late.map_or(0, |l| l.at);
+    let mut query = setup.late.and_then(|l| l.query);
+    let (flows, times) = exchange(&sides, wire, &mut |now| {
+        if query.is_some_and(|q| now >= q) {
+            query = None;
+            pairs[0].qp[0].query().unwrap();
+        }
+        if now >= at {
+            for (qp, recv) in late.drain(..) {
+                qp.post_recv(&recv).unwrap();
+            }
+        }
+    });
     // Each QP's completions in the order its CQ gave them.
     let wcs: Vec<WorkCompletion> = cqs
         .iter()
@@ -343,6 +376,7 @@ fn run_on(
                     c.engine.rcvd_seq_err,
                     c.engine.completer_retry_err,
                     c.engine.local_ack_timeout_err,
+                    c.engine.rcvd_rnr_err,
                 ]
             }),
         },
@@ -350,8 +384,9 @@ fn run_on(
     )
 }
 
-/// Posts one WR (and the receive a SEND or WRITE_WITH_IMM consumes).
-fn post(p: &Pair, w: &Wr, id: u64) {
+/// Posts one WR and the receive a SEND or WRITE_WITH_IMM consumes, or, without
+/// `recv_now`, returns that receive for later.
+fn post(p: &Pair, w: &Wr, id: u64, recv_now: bool) -> Option<RecvWr> {
     let (s, r) = if w.from_b { (1, 0) } else { (0, 1) };
     let (src, dst) = (&p.mr[s], &p.mr[r]);
     let atomic = w.op >= 5;
@@ -362,9 +397,14 @@ fn post(p: &Pair, w: &Wr, id: u64) {
     };
     let src_at = src.addr() + p.off + u64::from(if atomic { w.src & !7 } else { w.src });
     let dst_at = dst.addr() + p.off + HALF + u64::from(if atomic { w.dst & !7 } else { w.dst });
+    let mut later = None;
     if matches!(w.op, 0 | 1 | 3) {
         let recv = RecvWr::new(0x8000_0000 | id).sge(dst_at, HALF as u32 - w.dst, dst.lkey());
-        p.qp[r].post_recv(&recv).unwrap();
+        if recv_now {
+            p.qp[r].post_recv(&recv).unwrap();
+        } else {
+            later = Some(recv);
+        }
     }
     let (remote_addr, rkey) = (dst_at, dst.rkey());
     let op = match w.op {
@@ -400,6 +440,7 @@ fn post(p: &Pair, w: &Wr, id: u64) {
         .sge(src_at, len, src.lkey())
         .flags(flags);
     p.qp[s].post_send(&wr).unwrap();
+    later
 }
 
 /// Every completion CQ `cq` of `nic` has, the NIC run between polls: completions that
@@ -424,11 +465,12 @@ fn drain(cq: &CompletionQueue, nic: &LocalNic) -> Vec<WorkCompletion> {
 }
 
 /// Moves frames between the two NICs over `wire` until nothing is left to do and no
-/// timer is armed; returns every frame each side sent, per flow.
+/// timer is armed (`at_time` told each time the clock moves); returns every frame each
+/// side sent, per flow.
 /// Every frame each side sent, per flow, and when.
 type Sent = (BTreeMap<Flow, Vec<Vec<u8>>>, BTreeMap<Flow, Vec<u64>>);
 
-fn exchange(sides: &[Side; 2], wire: Wire) -> Sent {
+fn exchange(sides: &[Side; 2], wire: Wire, at_time: &mut dyn FnMut(u64)) -> Sent {
     let mut sent: BTreeMap<Flow, Vec<Vec<u8>>> = BTreeMap::new();
     let mut times: BTreeMap<Flow, Vec<u64>> = BTreeMap::new();
     // Frames on the wire, per flow, and one held back per flow.
@@ -491,6 +533,7 @@ fn exchange(sides: &[Side; 2], wire: Wire) -> Sent {
                 for side in sides {
                     side.nic.set_time(now);
                 }
+                at_time(now);
             }
             None => return (sent, times),
         }
@@ -569,7 +612,7 @@ fn differential_on(
     prop_assert_eq!(
         engine.retries,
         fast.retries,
-        "rcvd_seq_err, completer_retry_err, local_ack_timeout_err"
+        "rcvd_seq_err, completer_retry_err, local_ack_timeout_err, rcvd_rnr_err"
     );
     Ok(counters)
 }
@@ -1074,6 +1117,7 @@ const MANY: Setup = Setup {
     pairs: 72,
     icm: true,
     cq: 4096,
+    late: None,
 };
 
 /// The context cache's cases: `ROCE_FP_CACHE_CASES`, default 3 per fast path.
@@ -1198,11 +1242,107 @@ fn nak_of_a_fetched_queue(hw: Hw, wrs: &[Wr], seeds: [u64; 4]) {
     }
 }
 
+/// A's SENDs, WRITEs and WRITE_WITH_IMMs on pair 0, of which only the first SEND finds
+/// its receive at B at once (`Late`): the next SEND gets an RNR NAK.
+fn rnr_mix() -> Vec<Wr> {
+    (0..8)
+        .map(|i| Wr {
+            pair: 0,
+            from_b: false,
+            op: [0, 2, 0, 1, 3, 0, 2, 0][i],
+            len: 1000 + 700 * i as u32,
+            src: 64 * i as u32,
+            dst: 128 * i as u32,
+        })
+        .collect()
+}
+
+/// RNR NAKs of a send queue the WQE fetch holds (`docs/fastpath.md` §3.8, "An RNR
+/// NAK"): B holds the receive of A's first SEND only, the others come at 100 µs, and
+/// its engine answers each SEND without one with an RNR NAK (its `min_rnr_timer`:
+/// 10 µs). The hardware takes each as the engine's completer does (`on_rnr_nak`: what
+/// ends before its PSN retires, one of `rnr_retry` spent, the QP's descriptors flushed,
+/// the ACK timer stopped, the replay from its PSN once the wait is over; the sequence
+/// errors of the SENDs after it dropped meanwhile), so that with `rnr_retry` 7 (for
+/// ever) the sending firmware posts no descriptor and handles no event, over a clean
+/// wire and over one that loses frames. With `rnr_retry` 3 the fourth RNR NAK is the
+/// firmware's: its engine fails the WQE with RNR_RETRY_EXC_ERR, having learnt the three
+/// the hardware spent at the take-back (`SqSpent::rnr`; with the engine's budget whole
+/// it waits three more times: 115 frames of A against 199). A QUERY_QP at 25 µs takes
+/// the queue back in an RNR wait: the engine's RNR timer runs to the hardware's end
+/// (`SqSpent::rnr_at`; without it A waits for ever). Frames, their times, memory,
+/// completions and the counters (`rcvd_rnr_err` among them: the hardware reports its
+/// own) are the engine's alone. (Without the hardware's RNR path every RNR NAK is an
+/// EXCEPTION, and the firmware takes the queue back and posts the FLUSH and the
+/// replays: 80 descriptors on the clean wire.)
+#[test]
+fn an_rnr_nak_of_a_fetched_queue_is_the_hardwares() {
+    let wrs = rnr_mix();
+    let clean = Wire {
+        seed: 0,
+        loss: 0,
+        reorder: 0,
+    };
+    let lossy = Wire {
+        seed: 7,
+        loss: 30,
+        reorder: 0,
+    };
+    let cases = [
+        (7, clean, None),
+        (7, lossy, None),
+        (3, clean, None),
+        (7, clean, Some(25_000)),
+    ];
+    for (rnr_retry, wire, query) in cases {
+        let setup = Setup {
+            pairs: 1,
+            late: Some(Late {
+                early: 1,
+                at: 100_000,
+                rnr_retry,
+                query,
+            }),
+            ..THREE
+        };
+        let what = format!("rnr_retry {rnr_retry}, loss {}, query {query:?}", wire.loss);
+        let c = differential_on(setup, Hw::Model, Mtu::Mtu1024, &wrs, wire).unwrap();
+        let (engine, _) = run_on(setup, Hw::Engine, Mtu::Mtu1024, wire, &wrs);
+        let (fast, _) = run_on(setup, Hw::Model, Mtu::Mtu1024, wire, &wrs);
+        assert_eq!(
+            engine.times, fast.times,
+            "{what}: frames sent at other times"
+        );
+        assert!(
+            engine.retries[0][3] >= 3,
+            "{what}: the engine alone had {} RNR NAKs",
+            engine.retries[0][3]
+        );
+        let failed = engine.completions[0]
+            .iter()
+            .any(|w| w.status == WcStatus::RnrRetryExcErr);
+        assert_eq!(failed, rnr_retry != 7, "{what}: RNR_RETRY_EXC_ERR");
+        if rnr_retry == 7 && query.is_none() {
+            assert_eq!(
+                c[0].fp_descriptors, 0,
+                "{what}: the sender's firmware posted descriptors"
+            );
+            if engine.retries[0][2] == 0 {
+                assert_eq!(
+                    c[0].fp_events, 0,
+                    "{what}: the sender's firmware handled events"
+                );
+            }
+        }
+    }
+}
+
 /// One pair whose CQs hold one CQE.
 const TINY_CQ: Setup = Setup {
     pairs: 1,
     icm: false,
     cq: 1,
+    late: None,
 };
 
 /// Go-Back-N at a NAK whose CQEs find the CQ full (`docs/fastpath.md` §3.8, "A rewind

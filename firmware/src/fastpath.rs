@@ -17,7 +17,7 @@ use roce_core::dcb::Priorities;
 use roce_core::fastpath::layout::{self, EVENT_LEN, MR_LEN, RCTX_LEN, SCTX_LEN, TXD_LEN};
 use roce_core::fastpath::{
     self, AckDesc, Answered, Event, Exception, Inflight, InflightKind, MrTable, MsgOp, PortAddr,
-    ReadResp, RxOutcome, SendCtx, SqIdle, TxError, TxMsg,
+    ReadResp, RxOutcome, SendCtx, SqIdle, SqSpent, TxError, TxMsg,
 };
 use roce_core::memory::Dma;
 use roce_core::num::{Psn, Qpn};
@@ -172,9 +172,10 @@ pub struct SqBack {
     pub base: Psn,
     pub una: Psn,
     pub deadline: Option<u64>,
-    /// The Go-Back-N retries it made at NAK sequence errors since its last progress
-    /// (the engine counts them as its own).
-    pub spent: u8,
+    /// The Go-Back-N retries it made at NAK sequence errors and timeouts and the RNR
+    /// NAKs it waited out since its last progress, and its RNR wait under way (the
+    /// engine's budgets and RNR timer from here).
+    pub spent: SqSpent,
 }
 
 /// What the fast path did since the firmware last asked (`FastPath::sq_news`): its
@@ -192,12 +193,13 @@ pub struct SqNews {
     pub deadline: Option<u64>,
     /// Its Go-Back-N (§3.8) since the last call: the NAK sequence errors it took (those
     /// it dropped too), the retries it started (at a NAK or at the local ACK timeout)
-    /// and of those the ones at the timeout. The engine counts them as its own
-    /// (`rcvd_seq_err`, `completer_retry_err`, `local_ack_timeout_err`): it never saw
-    /// these NAKs and timeouts.
+    /// and of those the ones at the timeout, and the RNR NAKs it took. The engine counts
+    /// them as its own (`rcvd_seq_err`, `completer_retry_err`, `local_ack_timeout_err`,
+    /// `rcvd_rnr_err`): it never saw these NAKs and timeouts.
     pub naks: u32,
     pub retries: u32,
     pub timeouts: u32,
+    pub rnr_naks: u32,
     /// A send queue it holds stopped at a WQE it does not take (`FastPath::sq_stopped`
     /// says which): the firmware takes it back and fetches from there. A fetch runs by
     /// itself after its doorbell (the RTL's waits behind the segmenter's payload reads
@@ -225,6 +227,12 @@ struct SqHw {
     stopped: bool,
     /// The Go-Back-N retries it made at NAKs since its last progress.
     spent: u8,
+    /// The RNR NAKs it waited out since its last progress (none counted when the QP's
+    /// `rnr_retry` is 7: it waits for ever).
+    rnr_spent: u8,
+    /// The end of an RNR wait under way (ns): nothing is sent and no local ACK timer
+    /// runs until then; then the WQEs from the acknowledged PSN are sent again.
+    rnr_at: Option<u64>,
     /// The replay of a Go-Back-N under way: the ring index of the next WQE to send
     /// again (re-read from the host ring) and the packet it starts at.
     replay: Option<(u32, u32)>,
@@ -425,11 +433,16 @@ impl<P: Datapath, const QPS: usize> FastPathPort<P, QPS> {
                         none_owed = all && wcs.is_empty();
                     }
                     let nak = sq_nak(q, &pkt, &out.event, &mut self.cqw, dma, self.now);
-                    if nak == NakTaken::Rewound {
-                        // The hardware's Go-Back-N: its FLUSH; the replays follow.
+                    if matches!(nak, NakTaken::Rewound | NakTaken::Rnr) {
+                        // The hardware's Go-Back-N: its FLUSH; the replays follow (after
+                        // an RNR NAK once its wait is over, `sq_timeouts`).
                         let s = Self::slot_of(qpn);
                         retain(&mut self.txq, |d| Self::slot_of(d.qpn) != s);
-                        self.news.retries += 1;
+                    }
+                    match nak {
+                        NakTaken::Rewound => self.news.retries += 1,
+                        NakTaken::Rnr => self.news.rnr_naks += 1,
+                        _ => {}
                     }
                     match nak {
                         NakTaken::No => {
@@ -447,6 +460,10 @@ impl<P: Datapath, const QPS: usize> FastPathPort<P, QPS> {
                         }
                         NakTaken::Dropped | NakTaken::Rewound => {
                             self.news.naks += 1;
+                            q.rctx = rctx;
+                            out.event = None;
+                        }
+                        NakTaken::Rnr => {
                             q.rctx = rctx;
                             out.event = None;
                         }
@@ -647,9 +664,22 @@ impl<P: Datapath, const QPS: usize> FastPathPort<P, QPS> {
             let Some(q) = self.qps.get_mut(s) else {
                 continue;
             };
-            let (Some(sq), Ok(ctx)) = (q.sq, layout::decode_sctx(&q.sctx)) else {
+            let (Some(mut sq), Ok(ctx)) = (q.sq, layout::decode_sctx(&q.sctx)) else {
                 continue;
             };
+            if sq.rnr_at.is_some_and(|d| d <= now) {
+                // The RNR wait is over: Go-Back-N from the RNR NAK's PSN, the
+                // acknowledged one (the engine's `handle_timeout`), no retry spent. The
+                // local ACK timer starts as the engine starts it when it hands the
+                // replay out.
+                sq.rnr_at = None;
+                let first = q.inflight.front().map(|m| m.first_psn);
+                sq.replay = first.map(|f| (sq.done, sq.una.diff(f).max(0) as u32));
+                sq.deadline = first.and(sq.idle.rto).map(|t| now.saturating_add(t));
+                q.sq = Some(sq);
+                any = true;
+                continue;
+            }
             let due = sq.deadline.is_some_and(|d| d <= now);
             if !due || sq.stopped || sq.spent >= sq.idle.retry_cnt {
                 continue;
@@ -710,6 +740,11 @@ impl<P: Datapath, const QPS: usize> FastPathPort<P, QPS> {
             let (Some(mut sq), Ok(ctx)) = (q.sq, layout::decode_sctx(&q.sctx)) else {
                 return (taken, sends);
             };
+            if sq.rnr_at.is_some() {
+                // An RNR wait sends nothing, new WQEs neither (the engine's
+                // `req_may_select`): they are fetched when it is over.
+                return (taken, sends);
+            }
             if let Some((index, k)) = sq.replay {
                 if sq.stopped || !room {
                     return (taken, sends);
@@ -930,6 +965,9 @@ enum NakTaken {
     Dropped,
     /// Go-Back-N: the QP's queued descriptors go (a FLUSH) and the replays follow.
     Rewound,
+    /// An RNR NAK: the QP's queued descriptors go (a FLUSH) and the replays follow when
+    /// its RNR wait is over.
+    Rnr,
     /// Taken as the Go-Back-N, but the CQE writer had no room for what it retired: the
     /// rewind is the firmware's, told by this `ACKED` event with `gbn` (as the RTL's
     /// `fp_sqf` takes only an event whose CQEs are written, §3.8).
@@ -949,8 +987,18 @@ enum NakTaken {
 /// (`sq_fetch`), from `PSN` on. The local ACK timer restarts (the engine restarts it on
 /// progress, or arms it when it hands the replay out). When the CQE writer has no room
 /// for the retired messages' CQEs, they retire all the same (`una_psn = PSN`) and the
-/// rewind is the firmware's ([`NakTaken::Passed`]). Anything else stays an EXCEPTION,
-/// with nothing changed.
+/// rewind is the firmware's ([`NakTaken::Passed`]). While an RNR wait runs, a sequence
+/// error without progress is dropped (counted) and one with progress is the firmware's.
+///
+/// An RNR NAK (§3.8, as `on_rnr_nak`) of a queue not stopped, in the same range, retires
+/// the same way (all CQEs written, else the firmware's with nothing changed; the budgets
+/// start afresh only when it completes messages), spends one of `rnr_retry` (7: none;
+/// none left: the firmware's, which fails the WQE with RNR_RETRY_EXC_ERR), drops the
+/// QP's queued descriptors (a FLUSH), stops the local ACK timer and waits the time its
+/// timer names ([`NakTaken::Rnr`]): `sq_fetch` sends nothing meanwhile and
+/// `sq_timeouts` replays from `PSN` at its end.
+///
+/// Anything else stays an EXCEPTION, with nothing changed.
 fn sq_nak(
     q: &mut QpMem,
     pkt: &wire::Packet<'_>,
@@ -970,22 +1018,27 @@ fn sq_nak(
     else {
         return NakTaken::No;
     };
-    let seq_err = pkt
-        .aeth()
-        .is_some_and(|a| a.syndrome == Syndrome::Nak(NakCode::PsnSequenceError));
+    // A sequence error (None) or an RNR NAK (its timer).
+    let rnr = match pkt.aeth().map(|a| a.syndrome) {
+        Some(Syndrome::Nak(NakCode::PsnSequenceError)) => None,
+        Some(Syndrome::RnrNak(timer)) if !sq.stopped => Some(timer),
+        _ => return NakTaken::No,
+    };
     let psn = pkt.psn();
     let Ok(mut ctx) = layout::decode_sctx(&q.sctx) else {
         return NakTaken::No;
     };
-    if !seq_err || psn.before(sq.una) || !psn.before(ctx.next_psn) {
+    if psn.before(sq.una) || !psn.before(ctx.next_psn) {
         return NakTaken::No;
     }
     let progress = psn != sq.una;
-    if !progress && sq.spent != 0 {
+    if rnr.is_none() && !progress && (sq.spent != 0 || sq.rnr_at.is_some()) {
+        // A retry under way, or an RNR wait (`on_nak` retries at none then).
         return NakTaken::Dropped;
     }
-    let spent = if progress { 0 } else { sq.spent };
-    if spent >= sq.idle.retry_cnt {
+    if rnr.is_none() && sq.rnr_at.is_some() {
+        // Progress during an RNR wait: the firmware's (rare: the responder NAKed the
+        // PSN it now implies it has).
         return NakTaken::No;
     }
     let qpn = layout::rctx_tag(&q.rctx);
@@ -1001,7 +1054,29 @@ fn sq_nak(
     let Some(first) = q.inflight.iter().nth(n).map(|m| m.first_psn) else {
         return NakTaken::No;
     };
+    // The budgets start afresh at progress: a sequence error's (`acked_to`), an RNR
+    // NAK's only when it completes messages (`complete_implied`; its PSN inside the
+    // oldest moves the acknowledgement alone).
+    let fresh = if rnr.is_some() { n != 0 } else { progress };
+    let (spent, rnr_spent) = if fresh {
+        (0, 0)
+    } else {
+        (sq.spent, sq.rnr_spent)
+    };
+    // None left: the firmware's, whose engine fails the WQE (RETRY_EXC_ERR,
+    // RNR_RETRY_EXC_ERR). `rnr_retry` 7 waits for ever.
+    let exhausted = match rnr {
+        None => spent >= sq.idle.retry_cnt,
+        Some(_) => sq.idle.rnr_retry != 7 && rnr_spent >= sq.idle.rnr_retry,
+    };
+    if exhausted {
+        return NakTaken::No;
+    }
     let written = wcs.is_empty() || q.send_cq.is_some_and(|cq| cqw.write_all(cq, &wcs, dma));
+    if !written && rnr.is_some() {
+        // Nothing changed yet: the firmware's, as any NAK the hardware does not take.
+        return NakTaken::No;
+    }
     let mut wqe_index = 0;
     for _ in 0..n {
         if let Some(m) = q.inflight.pop_front() {
@@ -1028,8 +1103,24 @@ fn sq_nak(
     sq.una = psn;
     sq.base = first;
     sq.spent = spent;
-    go_back(q, sq, ctx, first, now);
-    NakTaken::Rewound
+    sq.rnr_spent = rnr_spent;
+    let Some(timer) = rnr else {
+        go_back(q, sq, ctx, first, now);
+        return NakTaken::Rewound;
+    };
+    // `on_rnr_nak`: one RNR retry spent, the local ACK timer stopped, nothing sent
+    // until the wait the NAK names is over (`sq_timeouts` then replays from PSN).
+    if sq.idle.rnr_retry != 7 {
+        sq.rnr_spent = rnr_spent.saturating_add(1);
+    }
+    sq.deadline = None;
+    sq.rnr_at = Some(now.saturating_add(timer.nanos()));
+    sq.replay = None;
+    q.sq = Some(sq);
+    ctx.noack = 0;
+    q.sctx = layout::encode_sctx(&ctx);
+    q.next_pkt = None;
+    NakTaken::Rnr
 }
 
 /// The hardware's Go-Back-N retry of send queue `sq` of QP memory `q` (send context
@@ -1073,10 +1164,12 @@ fn sq_retire(q: &mut QpMem, event: &Option<Event>, none_owed: bool, now: u64) ->
     sq.done = sq.done.wrapping_add(u32::from(*done));
     if *una != sq.una {
         sq.spent = 0;
+        sq.rnr_spent = 0;
     }
     sq.una = *una;
     sq.base = q.inflight.front().map_or(sq.next, |m| m.first_psn);
-    sq.deadline = if *una == sq.next {
+    // An RNR wait keeps the timer stopped (`comp_progress`).
+    sq.deadline = if *una == sq.next || sq.rnr_at.is_some() {
         None
     } else {
         sq.idle.rto.map(|t| now.saturating_add(t))
@@ -1290,6 +1383,8 @@ impl<P: Datapath, const QPS: usize> FastPath for FastPathPort<P, QPS> {
             deadline: None,
             stopped: false,
             spent: 0,
+            rnr_spent: 0,
+            rnr_at: None,
             replay: None,
         });
         true
@@ -1323,7 +1418,11 @@ impl<P: Datapath, const QPS: usize> FastPath for FastPathPort<P, QPS> {
             base: sq.base,
             una: sq.una,
             deadline: sq.deadline,
-            spent: sq.spent,
+            spent: SqSpent {
+                retries: sq.spent,
+                rnr: sq.rnr_spent,
+                rnr_at: sq.rnr_at,
+            },
         })
     }
 
@@ -1338,7 +1437,14 @@ impl<P: Datapath, const QPS: usize> FastPath for FastPathPort<P, QPS> {
     fn sq_news(&mut self) -> SqNews {
         SqNews {
             counters: self.counters,
-            deadline: self.qps.iter().filter_map(|q| q.sq?.deadline).min(),
+            // An RNR wait's end too: the model must run then (`sq_timeouts`).
+            deadline: self
+                .qps
+                .iter()
+                .filter_map(|q| q.sq)
+                .flat_map(|sq| [sq.deadline, sq.rnr_at])
+                .flatten()
+                .min(),
             stopped: self.qps.iter().any(|q| q.sq.is_some_and(|sq| sq.stopped)),
             ..core::mem::take(&mut self.news)
         }

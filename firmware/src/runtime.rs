@@ -711,9 +711,13 @@ impl<
             self.counters.send_wqes += u64::from(news.taken);
             self.engine.fastpath_count_sends(news.sends);
         }
-        if news.naks != 0 || news.retries != 0 {
-            self.engine
-                .fastpath_count_retries(news.naks, news.retries, news.timeouts);
+        if news.naks != 0 || news.retries != 0 || news.rnr_naks != 0 {
+            self.engine.fastpath_count_retries(
+                news.naks,
+                news.retries,
+                news.timeouts,
+                news.rnr_naks,
+            );
         }
         if news.cqe {
             self.raise(|e| e.set_completion(true));

@@ -56,7 +56,7 @@ use crate::fastpath::{
 use crate::sim::{DataWidth, SimError};
 use roce_core::dcb::Priorities;
 use roce_core::fastpath::layout::{EVENT_LEN, MR_LEN, RCTX_LEN, SCTX_LEN, TXD_LEN, TXD_OP_FLUSH};
-use roce_core::fastpath::SqIdle;
+use roce_core::fastpath::{SqIdle, SqSpent};
 use roce_core::memory::Dma;
 use roce_core::num::{Psn, Qpn};
 use roce_firmware::fastpath::{CqRing, CqWriter, SqBack, SqNews, SqRing, SqRung};
@@ -774,8 +774,12 @@ impl<P: Datapath> FastPath for FpPort<P> {
             base: Psn::new(base),
             una: Psn::new(una),
             deadline,
-            // (0 until `fp_sqf` rewinds itself: §3.8, "in RTL")
-            spent: ((flags & SQ_SPENT) >> 3) as u8,
+            // (0 until `fp_sqf` rewinds itself: §3.8, "in RTL"; RNR NAKs stay
+            // exceptions in RTL, so it waits out none)
+            spent: SqSpent {
+                retries: ((flags & SQ_SPENT) >> 3) as u8,
+                ..SqSpent::default()
+            },
         })
     }
 
@@ -814,6 +818,8 @@ impl<P: Datapath> FastPath for FpPort<P> {
             naks,
             retries,
             timeouts,
+            // RNR NAKs stay exceptions in RTL (§3.8): the engine counts them.
+            rnr_naks: 0,
         }
     }
 

@@ -284,6 +284,7 @@ fn play(fp: &mut dyn FastPath, c: &Case, mem: &mut HostMem) -> Outcome {
         pd: Pd::from_index(PD),
         depth: c.depth,
         retry_cnt: 7,
+        rnr_retry: 7,
     };
     let ring = SqRing {
         ring: c.ring,
@@ -427,6 +428,7 @@ fn doorbell_to_first_frame() {
         pd: Pd::from_index(PD),
         depth: 64,
         retry_cnt: 7,
+        rnr_retry: 7,
     };
     let ring = SqRing {
         ring: RING,

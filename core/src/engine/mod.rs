@@ -1192,6 +1192,7 @@ impl<
             pd: r.qp.pd,
             depth: SQ as u32,
             retry_cnt: r.qp.retry_cnt,
+            rnr_retry: r.qp.rnr_retry,
         })
     }
 
@@ -1205,9 +1206,10 @@ impl<
     /// engine's own would be: `naks` NAK sequence errors it took (`rcvd_seq_err`, the
     /// ones it dropped too), `retries` Go-Back-N retries it started
     /// (`completer_retry_err`), of them `timeouts` at the local ACK timeout
-    /// (`local_ack_timeout_err`).
-    pub fn fastpath_count_retries(&mut self, naks: u32, retries: u32, timeouts: u32) {
+    /// (`local_ack_timeout_err`), and `rnr` RNR NAKs it took (`rcvd_rnr_err`).
+    pub fn fastpath_count_retries(&mut self, naks: u32, retries: u32, timeouts: u32, rnr: u32) {
         self.counters.rcvd_seq_err += u64::from(naks);
+        self.counters.rcvd_rnr_err += u64::from(rnr);
         self.counters.completer_retry_err += u64::from(retries);
         self.counters.local_ack_timeout_err += u64::from(timeouts);
     }
@@ -1234,15 +1236,16 @@ impl<
     /// Second half: the WQEs posted since [`Engine::fastpath_adopt_begin`] count as
     /// handed out as descriptors (the hardware made them), the acknowledged PSN moves
     /// to `una` and the local ACK timer is the hardware's `deadline`. `spent`: the
-    /// Go-Back-N retries the hardware made at NAKs since its last progress, which count
-    /// as the engine's own would (`retried`: one is under way).
+    /// Go-Back-N retries and RNR waits the hardware made since its last progress, which
+    /// count as the engine's own would, and its RNR wait under way (the engine's RNR
+    /// timer then runs to the same end).
     pub fn fastpath_adopt_end(
         &mut self,
         now: Instant,
         qpn: Qpn,
         una: Psn,
         deadline: Option<Instant>,
-        spent: u8,
+        spent: fastpath::SqSpent,
     ) {
         let now = self.clock(now);
         if let Some(slot) = self.slot(qpn) {

@@ -19,7 +19,7 @@ pub use rx::{
     dispatch, receive, respond, Answered, Event, Exception, Inflight, InflightKind, MrEntry,
     MrTable, PortAddr, RecvCtx, RecvState, RxCur, RxOutcome,
 };
-pub use sq::{wqe_msg, SqIdle};
+pub use sq::{wqe_msg, SqIdle, SqSpent};
 pub use tx::{
     ack_frame, read_response, segment, window_open, AckDesc, MsgOp, ReadResp, SendCtx, TxError,
     TxMsg,

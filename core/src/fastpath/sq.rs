@@ -31,6 +31,22 @@ pub struct SqIdle {
     /// hardware's at a NAK spend them as the engine's do; the budget is whole at the
     /// hand-over, since the last response acknowledged everything).
     pub retry_cnt: u8,
+    /// The QP's `rnr_retry`: the RNR NAKs it may wait out without progress (7: for
+    /// ever). The hardware's at an RNR NAK spend them as the engine's completer does
+    /// (`on_rnr_nak`); whole at the hand-over, as `retry_cnt`.
+    pub rnr_retry: u8,
+}
+
+/// What the hardware's Go-Back-N (§3.8) leaves of a send queue it gives back, for the
+/// engine's completer (`Engine::fastpath_adopt_end`): the retries it made at NAK
+/// sequence errors and timeouts since its last progress (`retry_cnt`'s), the RNR NAKs
+/// it waited out since then (`rnr_retry`'s), and the end of the RNR wait under way
+/// (its replay from the acknowledged PSN starts then).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SqSpent {
+    pub retries: u8,
+    pub rnr: u8,
+    pub rnr_at: Option<u64>,
 }
 
 /// The descriptor of send WQE `wr` of QP `qpn` (host ring index `index`) starting at

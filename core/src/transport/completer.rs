@@ -6,6 +6,7 @@
 
 use core::ops::ControlFlow;
 
+use crate::fastpath::SqSpent;
 use crate::num::Psn;
 use crate::wire::aeth::{NakCode, RnrTimer, Syndrome};
 use crate::wire::opcode::Operation;
@@ -193,24 +194,30 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
     /// descriptors the engine would have written), the acknowledgement moves on to `una`
     /// (inside the oldest message: nothing retires) and the local ACK timer is the
     /// hardware's, `deadline`. `spent`: the retries the hardware made since its last
-    /// progress (it flushed and replayed the messages itself): they are the engine's
-    /// budget's, as `retry` would have spent them (the counters heard of them as they
-    /// happened: `Engine::fastpath_count_retries`).
+    /// progress (it flushed and replayed the messages itself) and the RNR NAKs it
+    /// waited out: they are the engine's budgets', as `retry` and `on_rnr_nak` would
+    /// have spent them (the counters heard of them as they happened:
+    /// `Engine::fastpath_count_retries`). An RNR wait under way is the engine's from
+    /// here: its end is `spent.rnr_at` (then `handle_timeout` goes back to `una`, which
+    /// is the RNR NAK's PSN, as after its own wait), and no ACK timer runs meanwhile.
     pub(crate) fn comp_adopt_end(
         &mut self,
         env: &mut Env<'_>,
         una: Psn,
         deadline: Option<Instant>,
-        spent: u8,
+        spent: SqSpent,
     ) {
         self.req_adopt(env);
         if una != self.qp.comp.psn {
             self.comp_fastpath(env, una.sub(1), false, false);
         }
-        if spent != 0 {
-            self.qp.comp.retry_left = self.qp.comp.retry_left.saturating_sub(spent);
+        if spent.retries != 0 {
+            self.qp.comp.retry_left = self.qp.comp.retry_left.saturating_sub(spent.retries);
             self.qp.comp.started_retry = true;
         }
+        // `rnr_retry` 7 waits for ever: the hardware spends none of it then.
+        self.qp.comp.rnr_left = self.qp.comp.rnr_left.saturating_sub(spent.rnr);
+        self.qp.comp.rnr_at = spent.rnr_at.map(Instant::from_nanos);
         self.qp.comp.retrans_at = deadline;
     }
 

@@ -35,7 +35,7 @@ use roce_core::engine::DcbConfig;
 use roce_core::fastpath::layout::{
     EVENT_LEN, EV_EXCEPTION, MR_LEN, RCTX_LEN, SCTX_LEN, TXD_LEN, TXD_OP_FLUSH,
 };
-use roce_core::fastpath::SqIdle;
+use roce_core::fastpath::{SqIdle, SqSpent};
 use roce_core::memory::{Dma, DmaError};
 use roce_core::num::{Psn, Qpn};
 use roce_firmware::abi::{reg, DeviceStatus};
@@ -954,8 +954,12 @@ impl FastPath for MmioFastPath {
             una: Psn::new(word(3)),
             deadline: (flags & fp_reg::SQ_DL_VALID != 0)
                 .then(|| u64::from(word(4)) | u64::from(word(5)) << 32),
-            // (0 until `fp_sqf` rewinds itself: §3.8, "in RTL")
-            spent: ((flags & fp_reg::SQ_SPENT) >> 3) as u8,
+            // (0 until `fp_sqf` rewinds itself: §3.8, "in RTL"; RNR NAKs stay
+            // exceptions in RTL, so it waits out none)
+            spent: SqSpent {
+                retries: ((flags & fp_reg::SQ_SPENT) >> 3) as u8,
+                ..SqSpent::default()
+            },
         })
     }
 
@@ -1015,6 +1019,8 @@ impl FastPath for MmioFastPath {
             naks: gbn[0],
             retries: gbn[1],
             timeouts: gbn[2],
+            // RNR NAKs stay exceptions in RTL (§3.8): the engine counts them.
+            rnr_naks: 0,
         }
     }
 }
