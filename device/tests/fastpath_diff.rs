@@ -894,12 +894,18 @@ fn in_sequence_reads_are_the_hardwares() {
 /// growing lengths from A on pair 0: the send-side mix of the hardware's WQE fetch and
 /// CQE writer tests.
 fn send_side_mix(n: usize) -> Vec<Wr> {
+    a_mix(n, &[2, 0, 3, 2], 1500)
+}
+
+/// `n` WRs A posts on pair 0: operations `ops` in turn, WR `i` of `1000 + step * i`
+/// bytes.
+fn a_mix(n: usize, ops: &[u8], step: u32) -> Vec<Wr> {
     (0..n)
         .map(|i| Wr {
             pair: 0,
             from_b: false,
-            op: [2, 0, 3, 2][i % 4],
-            len: 1000 + 1500 * i as u32,
+            op: ops[i % ops.len()],
+            len: 1000 + step * i as u32,
             src: 64 * i as u32,
             dst: 128 * i as u32,
         })
@@ -1215,20 +1221,7 @@ fn nak_of_a_fetched_queue(hw: Hw, wrs: &[Wr], seeds: [u64; 4]) {
             c[0].fastpath.tx_resent > 0,
             "{hw:?} seed {seed}: nothing was resent"
         );
-        assert_eq!(
-            c[0].fp_descriptors, 0,
-            "{hw:?} seed {seed}: the sender's firmware posted descriptors"
-        );
-        // After a timeout the replay resends packets the responder has: it acknowledges
-        // each again, and an ACK before `una_psn` is an EXCEPTION (the firmware's, which
-        // takes the queue back with nothing left to send). A NAK's replay starts at the
-        // PSN the responder waits for: no event at all.
-        if engine.retries[0][2] == 0 {
-            assert_eq!(
-                c[0].fp_events, 0,
-                "{hw:?} seed {seed}: the sender's firmware handled events"
-            );
-        }
+        sender_untouched(&c[0], &engine, &format!("{hw:?} seed {seed}"));
         let (fast, _) = run_on(THREE, hw, Mtu::Mtu1024, wire, wrs);
         assert_eq!(
             engine.times, fast.times,
@@ -1245,16 +1238,7 @@ fn nak_of_a_fetched_queue(hw: Hw, wrs: &[Wr], seeds: [u64; 4]) {
 /// A's SENDs, WRITEs and WRITE_WITH_IMMs on pair 0, of which only the first SEND finds
 /// its receive at B at once (`Late`): the next SEND gets an RNR NAK.
 fn rnr_mix() -> Vec<Wr> {
-    (0..8)
-        .map(|i| Wr {
-            pair: 0,
-            from_b: false,
-            op: [0, 2, 0, 1, 3, 0, 2, 0][i],
-            len: 1000 + 700 * i as u32,
-            src: 64 * i as u32,
-            dst: 128 * i as u32,
-        })
-        .collect()
+    a_mix(8, &[0, 2, 0, 1, 3, 0, 2, 0], 700)
 }
 
 /// RNR NAKs of a send queue the WQE fetch holds (`docs/fastpath.md` §3.8, "An RNR
@@ -1323,17 +1307,27 @@ fn an_rnr_nak_of_a_fetched_queue_is_the_hardwares() {
             .any(|w| w.status == WcStatus::RnrRetryExcErr);
         assert_eq!(failed, rnr_retry != 7, "{what}: RNR_RETRY_EXC_ERR");
         if rnr_retry == 7 && query.is_none() {
-            assert_eq!(
-                c[0].fp_descriptors, 0,
-                "{what}: the sender's firmware posted descriptors"
-            );
-            if engine.retries[0][2] == 0 {
-                assert_eq!(
-                    c[0].fp_events, 0,
-                    "{what}: the sender's firmware handled events"
-                );
-            }
+            sender_untouched(&c[0], &engine, &what);
         }
+    }
+}
+
+/// A's firmware (counters `a`) posted no descriptor and, unless the engine alone had a
+/// local ACK timeout, handled no event: its send queue's retries were the hardware's.
+fn sender_untouched(a: &RuntimeCounters, engine: &Outcome, what: &str) {
+    assert_eq!(
+        a.fp_descriptors, 0,
+        "{what}: the sender's firmware posted descriptors"
+    );
+    // After a timeout the replay resends packets the responder has: it acknowledges
+    // each again, and an ACK before `una_psn` is an EXCEPTION (the firmware's, which
+    // takes the queue back with nothing left to send). A NAK's replay starts at the
+    // PSN the responder waits for, and so does an RNR NAK's: no event at all.
+    if engine.retries[0][2] == 0 {
+        assert_eq!(
+            a.fp_events, 0,
+            "{what}: the sender's firmware handled events"
+        );
     }
 }
 
