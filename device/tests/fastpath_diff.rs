@@ -1249,7 +1249,8 @@ fn rnr_mix() -> Vec<Wr> {
 /// the ACK timer stopped, the replay from its PSN once the wait is over; the sequence
 /// errors of the SENDs after it dropped meanwhile), so that with `rnr_retry` 7 (for
 /// ever) the sending firmware posts no descriptor and handles no event, over a clean
-/// wire and over one that loses frames. With `rnr_retry` 3 the fourth RNR NAK is the
+/// wire and over ones that lose frames (on seed 14 the ACK of A's first two messages is
+/// lost and the first RNR NAK retires them). With `rnr_retry` 3 the fourth RNR NAK is the
 /// firmware's: its engine fails the WQE with RNR_RETRY_EXC_ERR, having learnt the three
 /// the hardware spent at the take-back (`SqSpent::rnr`; with the engine's budget whole
 /// it waits three more times: 115 frames of A against 199). A QUERY_QP at 25 µs takes
@@ -1258,7 +1259,9 @@ fn rnr_mix() -> Vec<Wr> {
 /// completions and the counters (`rcvd_rnr_err` among them: the hardware reports its
 /// own) are the engine's alone. (Without the hardware's RNR path every RNR NAK is an
 /// EXCEPTION, and the firmware takes the queue back and posts the FLUSH and the
-/// replays: 80 descriptors on the clean wire.)
+/// replays: 80 descriptors on the clean wire.) The RTL at 64 and 512 bits leaves the
+/// RNR NAKs to the firmware (it takes none: §3.8), with the same frames, times and
+/// counters.
 #[test]
 fn an_rnr_nak_of_a_fetched_queue_is_the_hardwares() {
     let wrs = rnr_mix();
@@ -1272,43 +1275,69 @@ fn an_rnr_nak_of_a_fetched_queue_is_the_hardwares() {
         loss: 30,
         reorder: 0,
     };
+    // The ACK of A's first two messages is lost: the first RNR NAK retires them (their
+    // CQEs written by the hardware) and the budgets start afresh.
+    let retiring = Wire {
+        seed: 14,
+        loss: 100,
+        reorder: 0,
+    };
     let cases = [
         (7, clean, None),
         (7, lossy, None),
         (3, clean, None),
         (7, clean, Some(25_000)),
+        (7, retiring, None),
     ];
-    for (rnr_retry, wire, query) in cases {
-        let setup = Setup {
-            pairs: 1,
-            late: Some(Late {
-                early: 1,
-                at: 100_000,
-                rnr_retry,
-                query,
-            }),
-            ..THREE
-        };
-        let what = format!("rnr_retry {rnr_retry}, loss {}, query {query:?}", wire.loss);
-        let c = differential_on(setup, Hw::Model, Mtu::Mtu1024, &wrs, wire).unwrap();
-        let (engine, _) = run_on(setup, Hw::Engine, Mtu::Mtu1024, wire, &wrs);
-        let (fast, _) = run_on(setup, Hw::Model, Mtu::Mtu1024, wire, &wrs);
-        assert_eq!(
-            engine.times, fast.times,
-            "{what}: frames sent at other times"
-        );
-        assert!(
-            engine.retries[0][3] >= 3,
-            "{what}: the engine alone had {} RNR NAKs",
-            engine.retries[0][3]
-        );
-        let failed = engine.completions[0]
-            .iter()
-            .any(|w| w.status == WcStatus::RnrRetryExcErr);
-        assert_eq!(failed, rnr_retry != 7, "{what}: RNR_RETRY_EXC_ERR");
-        if rnr_retry == 7 && query.is_none() {
-            sender_untouched(&c[0], &engine, &what);
+    let mut hws = vec![Hw::Model];
+    if rtl_here() {
+        hws.extend([Hw::Rtl, Hw::Rtl512]);
+    }
+    for hw in hws {
+        for (rnr_retry, wire, query) in cases {
+            rnr_case(hw, &wrs, rnr_retry, wire, query);
         }
+    }
+}
+
+/// One case of [`an_rnr_nak_of_a_fetched_queue_is_the_hardwares`] on `hw`.
+fn rnr_case(hw: Hw, wrs: &[Wr], rnr_retry: u8, wire: Wire, query: Option<u64>) {
+    let setup = Setup {
+        pairs: 1,
+        late: Some(Late {
+            early: 1,
+            at: 100_000,
+            rnr_retry,
+            query,
+        }),
+        ..THREE
+    };
+    let what = format!(
+        "{hw:?} rnr_retry {rnr_retry}, loss {}, query {query:?}",
+        wire.loss
+    );
+    let c = differential_on(setup, hw, Mtu::Mtu1024, wrs, wire).unwrap();
+    let (engine, _) = run_on(setup, Hw::Engine, Mtu::Mtu1024, wire, wrs);
+    let (fast, _) = run_on(setup, hw, Mtu::Mtu1024, wire, wrs);
+    assert_eq!(
+        engine.times, fast.times,
+        "{what}: frames sent at other times"
+    );
+    assert!(
+        engine.retries[0][3] >= 2,
+        "{what}: the engine alone had {} RNR NAKs",
+        engine.retries[0][3]
+    );
+    let failed = engine.completions[0]
+        .iter()
+        .any(|w| w.status == WcStatus::RnrRetryExcErr);
+    assert_eq!(failed, rnr_retry != 7, "{what}: RNR_RETRY_EXC_ERR");
+    if hw != Hw::Model {
+        // The RTL's fp_rx_check takes no RNR NAK (§3.8): each is an EXCEPTION, the
+        // firmware takes the queue back and its engine waits.
+        assert!(c[0].fp_events > 0, "{what}: the RTL took the RNR NAKs");
+    } else if rnr_retry == 7 && query.is_none() {
+        sender_untouched(&c[0], &engine, &what);
     }
 }
 
