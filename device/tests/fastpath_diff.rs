@@ -1259,9 +1259,9 @@ fn rnr_mix() -> Vec<Wr> {
 /// completions and the counters (`rcvd_rnr_err` among them: the hardware reports its
 /// own) are the engine's alone. (Without the hardware's RNR path every RNR NAK is an
 /// EXCEPTION, and the firmware takes the queue back and posts the FLUSH and the
-/// replays: 80 descriptors on the clean wire.) The RTL at 64 and 512 bits leaves the
-/// RNR NAKs to the firmware (it takes none: §3.8), with the same frames, times and
-/// counters.
+/// replays: 80 descriptors on the clean wire.) The same on the RTL at 64 and 512 bits,
+/// which takes an RNR NAK only when it retires nothing (§3.8, "In RTL"): on the lossy
+/// wires some are the firmware's there.
 #[test]
 fn an_rnr_nak_of_a_fetched_queue_is_the_hardwares() {
     let wrs = rnr_mix();
@@ -1332,11 +1332,10 @@ fn rnr_case(hw: Hw, wrs: &[Wr], rnr_retry: u8, wire: Wire, query: Option<u64>) {
         .iter()
         .any(|w| w.status == WcStatus::RnrRetryExcErr);
     assert_eq!(failed, rnr_retry != 7, "{what}: RNR_RETRY_EXC_ERR");
-    if hw != Hw::Model {
-        // The RTL's fp_rx_check takes no RNR NAK (§3.8): each is an EXCEPTION, the
-        // firmware takes the queue back and its engine waits.
-        assert!(c[0].fp_events > 0, "{what}: the RTL took the RNR NAKs");
-    } else if rnr_retry == 7 && query.is_none() {
+    // The RTL takes an RNR NAK only when it retires nothing (§3.8, "in RTL"): on the
+    // lossy wires some are the firmware's there.
+    let all_hw = hw == Hw::Model || wire.loss == 0;
+    if rnr_retry == 7 && query.is_none() && all_hw {
         sender_untouched(&c[0], &engine, &what);
     }
 }

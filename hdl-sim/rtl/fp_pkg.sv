@@ -161,6 +161,9 @@ package fp_pkg;
   localparam int EV_UNA = 28;
   localparam int EV_RFLAGS = 31;    // [0] a READ response (placed), [1] the READ's last,
                                     // [2] the CQE writer wrote the retired messages' CQEs
+                                    // ([3] a NAK sequence error's rewind, [4] its
+                                    // progress, [5] an RNR NAK's wait: §3.8)
+  localparam int EV_RNR = 32;       // with [5]: the RNR NAK's timer code [4:0]
 
   // exception reasons (§3.5), as roce_core::fastpath::Exception
   localparam logic [7:0] EXC_OFF = 8'd1;
@@ -279,7 +282,9 @@ package fp_pkg;
   localparam logic [4:0] SQ_W_RING_LO = 5'd9;
   localparam logic [4:0] SQ_W_RING_HI = 5'd10;
   // SQ_W_CFG: [4:0] log2 depth, [8] sig_all, [9] rto valid, [15:12] mtu_log2,
-  // [18:16] retry_cnt (the Go-Back-N budget, §3.8); SQ_R_FLAGS [5:3]: retries spent
+  // [18:16] retry_cnt (the Go-Back-N budget, §3.8), [22:20] rnr_retry (the RNR
+  // NAKs' budget, 7 for ever; 0: the fetch takes no RNR NAK); SQ_R_FLAGS [5:3]:
+  // retries spent, [8:6] RNR NAKs waited out, [9] an RNR wait (the deadline is its end)
   localparam logic [4:0] SQ_W_CFG = 5'd11;
   localparam logic [4:0] SQ_W_CI = 5'd12;
   localparam logic [4:0] SQ_W_PSN = 5'd13;
@@ -306,6 +311,8 @@ package fp_pkg;
   localparam logic [4:0] SQ_R_NAKS = 5'd27;
   localparam logic [4:0] SQ_R_RETRIES = 5'd28;
   localparam logic [4:0] SQ_R_TIMEOUTS = 5'd29;
+  // RNR NAKs taken (running count, §3.8)
+  localparam logic [4:0] SQ_R_RNRS = 5'd30;
   // whether a write (read) of word w of table 3 is the fetch's
   function automatic logic sq_wr_word(input logic [4:0] w);
     return (w >= SQ_W_RING_LO && w <= SQ_W_DEPTH) || w == SQ_W_RTO_LO
@@ -313,7 +320,7 @@ package fp_pkg;
   endfunction
   function automatic logic sq_rd_word(input logic [4:0] w);
     return (w >= SQ_R_CI && w <= SQ_R_FLAGS) || (w >= SQ_R_TAKEN && w <= SQ_R_NEWS)
-        || (w >= SQ_R_NAKS && w <= SQ_R_TIMEOUTS);
+        || (w >= SQ_R_NAKS && w <= SQ_R_RNRS);
   endfunction
 
   // --------------------------------------------------- TX internal records

@@ -154,6 +154,9 @@ module fp_rx
     // Go-Back-N at a NAK (fp_rx_check; the WQE fetch's flags and takes)
     input  wire logic [NQP-1:0]          gbn_ok,
     input  wire logic [NQP-1:0]          gbn_retrying,
+    // an RNR NAK the WQE fetch may let wait, a wait under way (§3.8)
+    input  wire logic [NQP-1:0]          rnr_ok,
+    input  wire logic [NQP-1:0]          rnr_wait,
     input  wire logic                    gbn_taken,
     input  wire logic [QPN_W-1:0]        gbn_taken_e,
     output logic [31:0]                  gbn_drops,
@@ -413,6 +416,8 @@ module fp_rx
     .acc_row(acc_row),
     .gbn_ok(gbn_ok),
     .gbn_retrying(gbn_retrying),
+    .rnr_ok(rnr_ok),
+    .rnr_wait(rnr_wait),
     .gbn_taken(gbn_taken),
     .gbn_taken_e(gbn_taken_e),
     .gbn_drops(gbn_drops),

@@ -192,6 +192,11 @@ module fp_rx_check
     // record of the rewinds in flight, nak_inflight, may go)
     input  wire logic [NQP-1:0]            gbn_ok,
     input  wire logic [NQP-1:0]            gbn_retrying,
+    // an RNR NAK (§3.8, "An RNR NAK"): per entry, the WQE fetch holds the queue,
+    // not stopped, with RNR budget left (rnr_ok), or it waits one out (rnr_wait:
+    // a NAK sequence error then retries nothing, as the engine's on_nak)
+    input  wire logic [NQP-1:0]            rnr_ok,
+    input  wire logic [NQP-1:0]            rnr_wait,
     input  wire logic                      gbn_taken,
     input  wire logic [QPN_W-1:0]          gbn_taken_e,
     // the NAK sequence errors dropped (without progress while a retry is under
@@ -350,6 +355,8 @@ module fp_rx_check
   // a NAK "PSN sequence error" of a queue the WQE fetch may rewind (C2), its
   // PSN past the una_psn it was checked against, a retry under way
   logic        k_gbn, k_progress, k_retrying;
+  // an RNR NAK of a queue the WQE fetch may let wait (C2); the queue waits one out
+  logic        k_rnr, k_rnrwait;
   // per entry: a rewind taken here whose event the WQE fetch has not taken
   // yet (until then the entry counts as retrying: a second NAK of the same
   // PSN is dropped, as the engine drops it)
@@ -584,7 +591,10 @@ module fp_rx_check
             && gbn_ok[m.bth_destqp[QPN_W-1:0]];
         k_progress <= m.bth_psn != s_una;
         k_retrying <= gbn_retrying[m.bth_destqp[QPN_W-1:0]]
-            || nak_inflight[m.bth_destqp[QPN_W-1:0]];
+            || nak_inflight[m.bth_destqp[QPN_W-1:0]] || rnr_wait[m.bth_destqp[QPN_W-1:0]];
+        k_rnr <= m.ext_mask[EXT_AETH] && m.aeth_syndrome[7:5] == 3'b001
+            && rnr_ok[m.bth_destqp[QPN_W-1:0]];
+        k_rnrwait <= rnr_wait[m.bth_destqp[QPN_W-1:0]];
         k_rpsn_ok <= psn_diff(m.bth_psn, s_una) >= 0 && psn_diff(m.bth_psn, s_next) < 0;
         smtu <= 32'd1 << s_mtu_log2;
         for (int j = 0; j < E; j++) begin
@@ -667,7 +677,8 @@ module fp_rx_check
         // retired (T or the one before it) names its WQE in the event
         // A NAK taken as a rewind retires as an ACK of PSN - 1: T never (its
         // PSN is the responder's expected one, not one it acknowledges)
-        tdone = (th & v_tdone) != '0 && !k_gbn;
+        // (an RNR NAK too: the model's sq_nak)
+        tdone = (th & v_tdone) != '0 && !k_gbn && !k_rnr;
         done_q <= t - q_tn + (E_W + 1)'(tdone);
         ret_q <= t + (E_W + 1)'(tdone);
         wqe_q <= tdone ? w_t : w_b;
@@ -708,7 +719,11 @@ module fp_rx_check
         // a response's reason, but for the READ's length and SGEs (RD)
         if (!s_valid) r_reason = EXC_OFF;
         else if (!k_ack && !k_read) r_reason = EXC_OPCODE;   // ATOMIC ACKNOWLEDGE
-        else if (k_aeth_nak && !k_gbn) r_reason = EXC_NAK_IN;
+        // an RNR NAK is the WQE fetch's when it retires nothing (then it owes no
+        // CQE the writer could refuse); a NAK sequence error with progress in an
+        // RNR wait is the firmware's (the engine retries at none then)
+        else if (k_aeth_nak && !(k_gbn && !(k_rnrwait && k_progress))
+                 && !(k_rnr && done_q == '0)) r_reason = EXC_NAK_IN;
         else if (!k_rpsn_ok || (k_read && !k_runa)) r_reason = EXC_PSN;
         else if (rkind_q) r_reason = EXC_ORDER;
         else if (!found_q) r_reason = EXC_PSN;
@@ -953,7 +968,7 @@ module fp_rx_check
         // a response's decision
         fp_rx_verdict_t v;
         logic [7:0] reason;
-        logic take, drop, rewind;
+        logic take, drop, rewind, rnr;
         logic [RCTX_BYTES*8-1:0] w;
         logic [SG_N-1:0][63:0] pa;
         logic [SG_N-1:0][15:0] pl;
@@ -966,6 +981,8 @@ module fp_rx_check
         // it retires what ends before its PSN and the event asks for the rewind
         drop = take && k_gbn && !k_progress && k_retrying;
         rewind = take && k_gbn && !drop;
+        // an RNR NAK taken (it retired nothing, C4): its wait is the WQE fetch's
+        rnr = take && k_rnr;
         pa = '0;
         pl = '0;
         for (int i = 0; i < SG_N; i++) if (nz[i]) begin
@@ -991,12 +1008,17 @@ module fp_rx_check
           v.ev[8*EV_KIND +: 8] = EVK_ACKED;
           v.ev[8*EV_DONE +: 8] = 8'(done_q);
           if (done_q != '0) v.ev[8*EV_WQE +: 16] = wqe_q;
-          v.ev[8*EV_UNA +: 24] = rewind ? m.bth_psn : m.bth_psn + 24'd1;
-          v.ev[8*EV_RFLAGS + 3] = rewind;
+          v.ev[8*EV_UNA +: 24] = rewind || rnr ? m.bth_psn : m.bth_psn + 24'd1;
+          // (an RNR NAK's bit 3 too: should its event reach the firmware, the queue
+          // taken back before fp_sqf took it, the engine takes it as a NAK, going
+          // back at once where it would have waited, never as an ACK of its PSN)
+          v.ev[8*EV_RFLAGS + 3] = rewind || rnr;
           v.ev[8*EV_RFLAGS + 4] = rewind && k_progress;
+          v.ev[8*EV_RFLAGS + 5] = rnr;
+          v.ev[8*EV_RNR +: 8] = rnr ? {3'd0, m.aeth_syndrome[4:0]} : 8'd0;
         end
         v = of_frame(v, m);
-        if (rewind) nak_inflight[m.bth_destqp[QPN_W-1:0]] <= 1'b1;
+        if (rewind || rnr) nak_inflight[m.bth_destqp[QPN_W-1:0]] <= 1'b1;
         if (drop) gbn_drops <= gbn_drops + 32'd1;
         // the receive side's state is not the response's: only `held` changes
         w = c_raw;
@@ -1016,7 +1038,7 @@ module fp_rx_check
         if_ret_n <= take && !drop ? ret_q : q_t;
         una_valid <= take && !drop;
         una_addr <= m.bth_destqp[QPN_W-1:0];
-        una_psn <= rewind ? m.bth_psn : m.bth_psn + 24'd1;
+        una_psn <= rewind || rnr ? m.bth_psn : m.bth_psn + 24'd1;
         grp_valid <= take && !drop;
         grp_qpn <= m.bth_destqp;
         grp_n <= count_set(cqm_q);

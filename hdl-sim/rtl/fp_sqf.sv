@@ -19,20 +19,22 @@
 // per entry (the event filter and the scheduler look at them every cycle).
 //
 // The table port (roce_fp_top's table 3; fp_pkg's SQ_* words):
-//   writes: SQ_W_RING_LO/HI, SQ_W_CFG {retry_cnt [18:16], mtu_log2 [15:12],
+//   writes: SQ_W_RING_LO/HI, SQ_W_CFG {rnr_retry [22:20], retry_cnt [18:16], mtu_log2 [15:12],
 //     rto valid [9], sig_all [8], log2 depth [4:0]}, SQ_W_CI, SQ_W_PSN, SQ_W_PD, SQ_W_DEPTH,
 //     SQ_W_RTO_LO/HI stage a hand-over (any index); SQ_W_CMD (index = the
 //     QPN) 1 hands the staged queue over, 2 takes it back (fetching stops);
 //     SQ_W_DB (index = the QPN) a doorbell, the host's producer index;
 //     SQ_W_NOW_LO/HI the time (ns) the deadlines are computed from.
 //   reads (index = the QPN): SQ_R_CI, SQ_R_DONE, SQ_R_BASE, SQ_R_UNA,
-//     SQ_R_DL_LO/HI, SQ_R_FLAGS {retries spent [5:3], deadline valid [2],
+//     SQ_R_DL_LO/HI, SQ_R_FLAGS {an RNR wait, the deadline its end [9], RNR NAKs
+//     waited out [8:6], retries spent [5:3], deadline valid [2],
 //     stopped [1], active [0]}; global: SQ_R_TAKEN, SQ_R_SENDS (running counts of WQEs taken and
 //     of them SENDs), SQ_R_NEWS {Go-Back-N's counts moved [3], a queue it holds
 //     is stopped [2], busy [1], CQEs written [0]; 3 and 0 since the last read of
 //     this word, cleared by the read}, SQ_R_NAKS, SQ_R_RETRIES, SQ_R_TIMEOUTS
 //     (Go-Back-N's running counts: NAK sequence errors taken, fp_rx_check's
-//     dropped ones too; retries started; of them at the local ACK timeout).
+//     dropped ones too; retries started; of them at the local ACK timeout),
+//     SQ_R_RNRS (RNR NAKs taken).
 //     A fetch runs by itself after its doorbell (it may wait behind the
 //     segmenter's payload reads on the shared DMA read port), so a stop can
 //     come after the doorbell's own reads: bit 2 tells the firmware at its
@@ -167,6 +169,12 @@ module fp_sqf
     output logic                         gbn_taken,
     output logic [QPN_W-1:0]             gbn_taken_e,
     input  wire logic [31:0]             gbn_drops,
+    // an RNR NAK (docs/fastpath.md §3.8, "An RNR NAK"): per entry, fp_rx_check may
+    // take one (rnr_ok: held, not stopped, RNR budget left; it retires nothing) and
+    // the queue waits one out (rnr_wait: nothing fetched, a NAK sequence error
+    // retries nothing; its end is the deadline, then the replay from una)
+    output logic [NQP-1:0]               rnr_ok,
+    output logic [NQP-1:0]               rnr_wait,
     // without HW_NOW: the deadline scan a time write started is under way
     output logic                         scanning
 );
@@ -198,7 +206,8 @@ module fp_sqf
   // Go-Back-N (docs/fastpath.md §3.8, "in RTL"): [10:8] the retries spent since the
   // last progress (the budget, retry_cnt, is X_CFG [18:16]; SQ_R_FLAGS [5:3],
   // SqBack::spent), [16] a replay under way: the WQEs from X_REPLAY up to ci are read
-  // again and sent as REPLAYs before any new one
+  // again and sent as REPLAYs before any new one, [21:19] the RNR NAKs waited out since
+  // the last progress (the budget, rnr_retry, is X_CFG [22:20]; SqSpent::rnr)
   localparam int X_RETRY = 17;
   localparam int X_REPLAY = 18;
 
@@ -221,6 +230,10 @@ module fp_sqf
   // fetch before anything else of the queue); the running counts
   logic [NQP-1:0] gbn_en, retrying, flush_due;
   logic [31:0] n_naks, n_retries, n_timeouts;
+  // RNR NAKs: per entry, budget left (rnr_retry 7, or fewer spent), a wait under
+  // way; the running count
+  logic [NQP-1:0] rnr_left, rnr_wt;
+  logic [31:0] n_rnrs;
   // the counts moved since the last read of SQ_R_NEWS (its bit 3): the firmware
   // reads them only then; fp_rx_check's drops as last seen
   logic        news_gbn;
@@ -316,7 +329,8 @@ module fp_sqf
   assign w_now = cfg_wr_word == SQ_W_NOW_LO || cfg_wr_word == SQ_W_NOW_HI;
   assign r_glob = cfg_rd_word == SQ_R_TAKEN || cfg_rd_word == SQ_R_SENDS
       || cfg_rd_word == SQ_R_NEWS || cfg_rd_word == SQ_R_NAKS
-      || cfg_rd_word == SQ_R_RETRIES || cfg_rd_word == SQ_R_TIMEOUTS;
+      || cfg_rd_word == SQ_R_RETRIES || cfg_rd_word == SQ_R_TIMEOUTS
+      || cfg_rd_word == SQ_R_RNRS;
   assign r_ctx = !r_glob;
 
   logic fw_wait;   // a table-port access that needs the FSM waits
@@ -357,8 +371,10 @@ module fp_sqf
   logic [QPN_W-1:0] ev_e;
   logic             ev_take;
   assign ev_e = s_ev_data[8*EV_QPN +: QPN_W];
+  // (an RNR NAK's retired nothing and owes no CQE: taken whatever the writer said)
   assign ev_take = s_ev_data[8*EV_KIND +: 8] == EVK_ACKED && active[ev_e]
-      && !s_ev_data[8*EV_RFLAGS] && s_ev_data[8*EV_RFLAGS + 2];
+      && !s_ev_data[8*EV_RFLAGS]
+      && (s_ev_data[8*EV_RFLAGS + 2] || s_ev_data[8*EV_RFLAGS + 5]);
   logic ret_go;   // the FSM takes the event this cycle
   assign m_ev_valid = s_ev_valid && !ev_take;
   assign s_ev_ready = ev_take ? ret_go : m_ev_ready;
@@ -370,6 +386,8 @@ module fp_sqf
   assign gbn_taken_e = ev_e;
   assign gbn_ok = active & ~stopped & gbn_en;
   assign gbn_retrying = retrying;
+  assign rnr_ok = active & ~stopped & rnr_left;
+  assign rnr_wait = rnr_wt;
   assign scanning = scan_left != '0;
 
   // the segmenter's payload reads: packets asked and not answered, one half asked
@@ -395,7 +413,7 @@ module fp_sqf
     logic [3:0]  mtu;
     logic [31:0] ci, pi, done, pd, depth;
     logic [23:0] base, una, next, qpn;
-    logic [2:0]  retry_cnt, spent;
+    logic [2:0]  retry_cnt, spent, rnr_retry, rnr_spent;
     logic        rp;
     logic [31:0] replay;
   } sqx_t;
@@ -420,6 +438,8 @@ module fp_sqf
     f.qpn = w[32*X_QPN +: 24];
     f.retry_cnt = w[32*X_CFG + 16 +: 3];
     f.spent = w[32*X_RETRY + 8 +: 3];
+    f.rnr_retry = w[32*X_CFG + 20 +: 3];
+    f.rnr_spent = w[32*X_RETRY + 19 +: 3];
     f.rp = w[32*X_RETRY + 16];
     f.replay = w[32*X_REPLAY +: 32];
     return f;
@@ -568,15 +588,63 @@ module fp_sqf
   // progress (bit 4)
   logic [7:0]  r_done;
   logic [23:0] r_una;
-  logic        r_rew, r_prog;
+  logic        r_rew, r_prog, r_rnr;
+  logic [4:0]  r_timer;
   always_ff @(posedge clk) begin
     if (st == S_IDLE && ret_go) begin
       r_done <= s_ev_data[8*EV_DONE +: 8];
       r_una <= s_ev_data[8*EV_UNA +: 24];
-      r_rew <= s_ev_data[8*EV_RFLAGS + 3];
+      // (an RNR NAK's event has bit 3 too, for the firmware: bit 5 says which)
+      r_rew <= s_ev_data[8*EV_RFLAGS + 3] && !s_ev_data[8*EV_RFLAGS + 5];
       r_prog <= s_ev_data[8*EV_RFLAGS + 4];
+      r_rnr <= s_ev_data[8*EV_RFLAGS + 5];
+      r_timer <= s_ev_data[8*EV_RNR +: 5];
     end
   end
+  // the retirement's progress (the budgets start afresh): an ACK's una moved, a
+  // rewind's bit 4; an RNR NAK never (it retired nothing: its PSN inside the oldest
+  // moves the acknowledgement alone, as the engine's on_rnr_nak)
+  logic r_fresh;
+  assign r_fresh = !r_rnr && (r_rew ? r_prog : r_una != k.una);
+  // the RNR timer's wait in ns (RnrTimer::nanos, IBTA table 45)
+  function automatic logic [31:0] rnr_ns(input logic [4:0] t);
+    logic [19:0] us;
+    case (t)
+      5'd0: us = 20'd655360;
+      5'd1: us = 20'd10;
+      5'd2: us = 20'd20;
+      5'd3: us = 20'd30;
+      5'd4: us = 20'd40;
+      5'd5: us = 20'd60;
+      5'd6: us = 20'd80;
+      5'd7: us = 20'd120;
+      5'd8: us = 20'd160;
+      5'd9: us = 20'd240;
+      5'd10: us = 20'd320;
+      5'd11: us = 20'd480;
+      5'd12: us = 20'd640;
+      5'd13: us = 20'd960;
+      5'd14: us = 20'd1280;
+      5'd15: us = 20'd1920;
+      5'd16: us = 20'd2560;
+      5'd17: us = 20'd3840;
+      5'd18: us = 20'd5120;
+      5'd19: us = 20'd7680;
+      5'd20: us = 20'd10240;
+      5'd21: us = 20'd15360;
+      5'd22: us = 20'd20480;
+      5'd23: us = 20'd30720;
+      5'd24: us = 20'd40960;
+      5'd25: us = 20'd61440;
+      5'd26: us = 20'd81920;
+      5'd27: us = 20'd122880;
+      5'd28: us = 20'd163840;
+      5'd29: us = 20'd245760;
+      5'd30: us = 20'd327680;
+      default: us = 20'd491520;
+    endcase
+    return 32'(us) * 32'd1000;
+  endfunction
   // a replayed WQE's first PSN (S_F_RFP), and the packet its replay starts at: the
   // acknowledged PSN's in the oldest, 0 in the later ones (the model's go_back)
   logic [23:0] d_rfirst;
@@ -585,9 +653,13 @@ module fp_sqf
   // the local ACK timeout of the entry scanned, with something outstanding and a
   // retry left: Go-Back-N to una (the model's sq_timeouts), as a NAK's rewind
   // without the retirement
-  logic scan_rew;
-  assign scan_rew = st == S_SCAN && active[e] && !stopped[e] && c.dl_v && now_w >= c.dl
-      && c.una != c.next && c.spent < c.retry_cnt;
+  logic scan_rew, scan_rnr;
+  assign scan_rew = st == S_SCAN && active[e] && !stopped[e] && !rnr_wt[e] && c.dl_v
+      && now_w >= c.dl && c.una != c.next && c.spent < c.retry_cnt;
+  // an RNR wait over: the replay from done (the engine's handle_timeout: go_back_n,
+  // no retry spent), the local ACK timer started
+  assign scan_rnr = st == S_SCAN && active[e] && !stopped[e] && rnr_wt[e] && c.dl_v
+      && now_w >= c.dl;
 
   always_ff @(posedge clk) begin
     glob_valid_q <= 1'b0;
@@ -611,7 +683,7 @@ module fp_sqf
       // without HW_NOW the time comes here: every entry's deadline is looked at
       // (while a queue with a retry budget is held; a rewind's FLUSH and replays
       // follow, and roce_fp_top's rx_idle waits for the scan)
-      if (!HW_NOW && cfg_wr_word == SQ_W_NOW_HI && (active & gbn_en) != '0)
+      if (!HW_NOW && cfg_wr_word == SQ_W_NOW_HI && (active & (gbn_en | rnr_wt)) != '0)
         scan_left <= (QPN_W + 1)'(NQP);
     end
     // global reads (ready but in S_RD)
@@ -623,6 +695,7 @@ module fp_sqf
           : cfg_rd_word == SQ_R_NAKS ? n_naks + gbn_drops
           : cfg_rd_word == SQ_R_RETRIES ? n_retries
           : cfg_rd_word == SQ_R_TIMEOUTS ? n_timeouts
+          : cfg_rd_word == SQ_R_RNRS ? n_rnrs
           : {28'd0, news_gbn, (active & stopped) != '0,
              (st != S_IDLE && st != S_SCAN) || pending != '0, news_cqe};
       if (cfg_rd_word == SQ_R_NEWS) begin
@@ -642,10 +715,13 @@ module fp_sqf
             gbn_en[cfg_wr_index[QPN_W-1:0]] <= st_cfg[18:16] != 3'd0;
             retrying[cfg_wr_index[QPN_W-1:0]] <= 1'b0;
             flush_due[cfg_wr_index[QPN_W-1:0]] <= 1'b0;
+            rnr_left[cfg_wr_index[QPN_W-1:0]] <= st_cfg[22:20] != 3'd0;
+            rnr_wt[cfg_wr_index[QPN_W-1:0]] <= 1'b0;
           end else if (cfg_wr_data[1:0] == 2'd2) begin
             active[cfg_wr_index[QPN_W-1:0]] <= 1'b0;
             pending[cfg_wr_index[QPN_W-1:0]] <= 1'b0;
             flush_due[cfg_wr_index[QPN_W-1:0]] <= 1'b0;
+            rnr_wt[cfg_wr_index[QPN_W-1:0]] <= 1'b0;
           end
         end else if (cfg_wr_valid && w_db) begin
           if (db_ok) pending[cfg_wr_index[QPN_W-1:0]] <= 1'b1;
@@ -660,8 +736,9 @@ module fp_sqf
           e <= ev_e;
           st <= S_R_CTX;
           // a rewind: a second NAK of the same PSN is dropped from now on (until
-          // here fp_rx_check's nak_inflight said so)
-          if (ev_rew) retrying[ev_e] <= 1'b1;
+          // here fp_rx_check's nak_inflight said so); an RNR NAK: the wait starts
+          if (s_ev_data[8*EV_RFLAGS + 5]) rnr_wt[ev_e] <= 1'b1;
+          else if (s_ev_data[8*EV_RFLAGS + 3]) retrying[ev_e] <= 1'b1;
         end else if (pick_v && pending[pick]) begin
           e <= pick;
           st <= S_F_CTX;
@@ -680,13 +757,16 @@ module fp_sqf
       // FLUSH follows); else (HW_NOW) the queue stops and the firmware takes it back
       // (without HW_NOW the firmware reads the deadline itself)
       S_SCAN: begin
-        if (scan_rew) begin
+        if (scan_rnr) begin
+          rnr_wt[e] <= 1'b0;
+          pending[e] <= 1'b1;
+        end else if (scan_rew) begin
           retrying[e] <= 1'b1;
           flush_due[e] <= 1'b1;
           pending[e] <= 1'b1;
           n_retries <= n_retries + 32'd1;
           n_timeouts <= n_timeouts + 32'd1;
-        end else if (HW_NOW && active[e] && c.dl_v && now_w >= c.dl) begin
+        end else if (HW_NOW && active[e] && !rnr_wt[e] && c.dl_v && now_w >= c.dl) begin
           stopped[e] <= 1'b1;
           pending[e] <= 1'b0;
         end
@@ -709,7 +789,13 @@ module fp_sqf
         // room again: the fetch looks once more
         if (active[e] && !stopped[e]) pending[e] <= 1'b1;
         news_cqe <= 1'b1;
-        if (r_rew) begin
+        if (r_rnr) begin
+          // an RNR NAK: the FLUSH goes at once, the replay at the wait's end (S_SCAN);
+          // one of rnr_retry spent (7: none)
+          flush_due[e] <= 1'b1;
+          n_rnrs <= n_rnrs + 32'd1;
+          rnr_left[e] <= k.rnr_retry == 3'd7 || k.rnr_spent + 3'd1 < k.rnr_retry;
+        end else if (r_rew) begin
           // Go-Back-N to una: the FLUSH goes first, the fetch offers it
           flush_due[e] <= 1'b1;
           n_naks <= n_naks + 32'd1;
@@ -717,6 +803,7 @@ module fp_sqf
         end else if (r_una != k.una) begin
           retrying[e] <= 1'b0;   // progress: the budget starts afresh
         end
+        if (r_fresh) rnr_left[e] <= k.rnr_retry != 3'd0;   // (and the RNR budget)
         st <= S_IDLE;
       end
 
@@ -741,6 +828,11 @@ module fp_sqf
             txd[8*TD_IMM +: 24] <= k.una;
             st <= S_F_FLUSH;
           end
+        end else if (rnr_wt[e]) begin
+          // an RNR wait: nothing sent, no new WQE fetched (the engine's
+          // req_may_select); its end (S_SCAN) makes the queue pending again
+          pending[e] <= 1'b0;
+          st <= S_IDLE;
         end else if (k.rp && k.replay == k.ci) begin
           // the replay is over (x_wr_*): new WQEs next
           st <= S_IDLE;
@@ -855,7 +947,8 @@ module fp_sqf
     endcase
 
     drops_q <= gbn_drops;
-    if (gbn_drops != drops_q || scan_rew || (st == S_R_WB && r_rew)) news_gbn <= 1'b1;
+    if (gbn_drops != drops_q || scan_rew || (st == S_R_WB && (r_rew || r_rnr)))
+      news_gbn <= 1'b1;
 
     // a send context written with valid clear: the queue is gone (the model's
     // write_sctx drops q.sq)
@@ -863,6 +956,7 @@ module fp_sqf
       active[sc0_wr_index] <= 1'b0;
       pending[sc0_wr_index] <= 1'b0;
       flush_due[sc0_wr_index] <= 1'b0;
+      rnr_wt[sc0_wr_index] <= 1'b0;
     end
 
     if (rst) begin
@@ -875,6 +969,9 @@ module fp_sqf
       n_naks <= '0;
       n_retries <= '0;
       n_timeouts <= '0;
+      n_rnrs <= '0;
+      rnr_left <= '0;
+      rnr_wt <= '0;
       retrying <= '0;
       flush_due <= '0;
       gbn_en <= '0;
@@ -891,9 +988,10 @@ module fp_sqf
 
   // the RAMs' ports: reads and writes in the cycle the FSM decides them, so
   // the next state sees the data and a read after a write the new contents
-  logic [63:0] dl_new, dl_scan;
+  logic [63:0] dl_new, dl_scan, dl_rnr;
   assign dl_new = now_w + k.rto;
   assign dl_scan = now_w + c.rto;
+  assign dl_rnr = now_w + {32'd0, rnr_ns(r_timer)};
   logic [31:0] done_n;
   assign done_n = k.done + {24'd0, r_done};
   always_comb begin
@@ -958,15 +1056,18 @@ module fp_sqf
           x_rd_addr = scan_e;
         end
       end
-      S_SCAN: if (scan_rew) begin
+      S_SCAN: if (scan_rew || scan_rnr) begin
+        // (an RNR wait's end spends no retry and starts the timer as the engine's
+        // hand-out of the replay does)
         x_wr_en = (SQ_WORDS'(1) << X_RETRY) | (SQ_WORDS'(1) << X_REPLAY)
             | (SQ_WORDS'(1) << X_DL_LO) | (SQ_WORDS'(1) << X_DL_HI) | (SQ_WORDS'(1) << X_DL_V);
-        x_wr_data[32*X_RETRY + 8 +: 3] = c.spent + 3'd1;
+        x_wr_data[32*X_RETRY + 8 +: 3] = c.spent + 3'(scan_rew);
         x_wr_data[32*X_RETRY + 16] = 1'b1;
+        x_wr_data[32*X_RETRY + 19 +: 3] = c.rnr_spent;
         x_wr_data[32*X_REPLAY +: 32] = c.done;
         x_wr_data[32*X_DL_LO +: 32] = dl_scan[31:0];
         x_wr_data[32*X_DL_HI +: 32] = dl_scan[63:32];
-        x_wr_data[32*X_DL_V] = 1'b1;
+        x_wr_data[32*X_DL_V] = scan_rew || c.rto_v;
       end
       S_R_CTX: f_rd_en = 1'b1;
       S_R_WB: begin
@@ -982,20 +1083,35 @@ module fp_sqf
         // stopped when everything is acknowledged, as the engine's completer; a
         // rewind restarts it (the engine arms it as it hands the replay out)
         x_wr_data[32*X_DL_V] = (r_rew || r_una != k.next) && k.rto_v;
+        if (r_rnr) begin
+          // an RNR NAK: the deadline is the wait's end (no ACK timer meanwhile)
+          x_wr_data[32*X_DL_LO +: 32] = dl_rnr[31:0];
+          x_wr_data[32*X_DL_HI +: 32] = dl_rnr[63:32];
+          x_wr_data[32*X_DL_V] = 1'b1;
+        end else if (rnr_wt[e]) begin
+          // an ACK in a wait: the wait's end stays (comp_progress restarts no timer)
+          x_wr_data[32*X_DL_LO +: 32] = k.dl[31:0];
+          x_wr_data[32*X_DL_HI +: 32] = k.dl[63:32];
+          x_wr_data[32*X_DL_V] = k.dl_v;
+        end
         // the retries spent: none since progress, one more at a rewind (the
-        // model's sq_nak and go_back); a rewind replays from the new done
-        x_wr_data[32*X_RETRY + 8 +: 3] = ((r_rew ? r_prog : r_una != k.una) ? 3'd0 : k.spent)
-            + 3'(r_rew);
-        x_wr_data[32*X_RETRY + 16] = r_rew || k.rp;
+        // model's sq_nak and go_back); a rewind replays from the new done, an RNR
+        // NAK's replay waits (S_SCAN); one of rnr_retry spent at an RNR NAK (7: none)
+        x_wr_data[32*X_RETRY + 8 +: 3] = (r_fresh ? 3'd0 : k.spent) + 3'(r_rew);
+        x_wr_data[32*X_RETRY + 16] = r_rew || (k.rp && !r_rnr);
+        x_wr_data[32*X_RETRY + 19 +: 3] = (r_fresh ? 3'd0 : k.rnr_spent)
+            + 3'(r_rnr && k.rnr_retry != 3'd7);
         x_wr_data[32*X_REPLAY +: 32] = r_rew ? done_n : k.replay;
       end
       S_F_CHK: begin
         // a replay's WQE: its first PSN; a replay over: the flag cleared
         f_rd_en = k.rp;
         f_rd_addr = {e, k.replay[SQH_W-1:0]};
-        if (active[e] && !stopped[e] && !flush_due[e] && k.rp && k.replay == k.ci) begin
+        if (active[e] && !stopped[e] && !flush_due[e] && !rnr_wt[e] && k.rp
+            && k.replay == k.ci) begin
           x_wr_en = SQ_WORDS'(1) << X_RETRY;
           x_wr_data[32*X_RETRY + 8 +: 3] = k.spent;
+          x_wr_data[32*X_RETRY + 19 +: 3] = k.rnr_spent;
         end
       end
       S_F_MR: m_rd_en = 32'(sg) < 32'(w_nsge) && w_sge_len[sg[1:0]] != 32'd0;
@@ -1047,7 +1163,8 @@ module fp_sqf
         SQ_R_UNA: cfg_rdata = {8'd0, c.una};
         SQ_R_DL_LO: cfg_rdata = c.dl[31:0];
         SQ_R_DL_HI: cfg_rdata = c.dl[63:32];
-        SQ_R_FLAGS: cfg_rdata = {26'd0, c.spent, c.dl_v, stopped[e], active[e]};
+        SQ_R_FLAGS: cfg_rdata = {22'd0, rnr_wt[e], c.rnr_spent, c.spent, c.dl_v, stopped[e],
+                                 active[e]};
         default: cfg_rdata = '0;
       endcase
     end
@@ -1063,7 +1180,8 @@ module fp_sqf
   /* verilator lint_off UNUSEDSIGNAL */
   logic unused;
   assign unused = ^{c.ring, c.rto, c.log, c.sig_all, c.rto_v, c.mtu, c.pi, c.pd, c.depth,
-                    c.next, c.qpn, c.retry_cnt, c.rp, c.replay, k.retry_cnt, k.pi, wqe, d_first,
+                    c.next, c.qpn, c.retry_cnt, c.rnr_retry, c.rp, c.replay, k.retry_cnt, k.pi,
+                    wqe, d_first,
                     sc0_wr_data, cfg_rd_word, c.una,
                     st_psn, f_rd_data, c.base, d_len, w_now, cfg_rd_index, m_rd_data};
   /* verilator lint_on UNUSEDSIGNAL */

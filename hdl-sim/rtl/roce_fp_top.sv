@@ -179,6 +179,7 @@ module roce_fp_top
   // Go-Back-N at a NAK (§3.8): the WQE fetch's per-entry flags for fp_rx_check,
   // its takes of the rewind events, fp_rx_check's count of the NAKs it dropped
   logic [NQP-1:0]   gbn_ok, gbn_retrying;
+  logic [NQP-1:0]   rnr_ok, rnr_wait;
   logic             gbn_taken;
   logic [QPN_W-1:0] gbn_taken_e;
   logic [31:0]      gbn_drops;
@@ -514,6 +515,8 @@ module roce_fp_top
     // flags say which NAKs fp_rx_check takes; it rewinds the queue
     .gbn_ok(gbn_ok),
     .gbn_retrying(gbn_retrying),
+    .rnr_ok(rnr_ok),
+    .rnr_wait(rnr_wait),
     .gbn_taken(gbn_taken),
     .gbn_taken_e(gbn_taken_e),
     .gbn_drops(gbn_drops),
@@ -641,6 +644,8 @@ module roce_fp_top
     .m_ev_ready(ev_ready),
     .gbn_ok(gbn_ok),
     .gbn_retrying(gbn_retrying),
+    .rnr_ok(rnr_ok),
+    .rnr_wait(rnr_wait),
     .gbn_taken(gbn_taken),
     .gbn_taken_e(gbn_taken_e),
     .gbn_drops(gbn_drops),

@@ -50,13 +50,15 @@ pub const CQW_CQS: usize = 64;
 /// [`SQ_W_RTO_HI`] (any index), then [`SQ_W_CMD`] (index = the QPN) 1 hands it over,
 /// 2 takes the queue back; [`SQ_W_DB`] (index = the QPN) a doorbell's producer index;
 /// [`SQ_W_NOW_LO`] / [`SQ_W_NOW_HI`] the time (ns). Reads (index = the QPN):
-/// [`SQ_R_CI`] .. [`SQ_R_FLAGS`] {retries spent, deadline valid, stopped, active};
+/// [`SQ_R_CI`] .. [`SQ_R_FLAGS`] {an RNR wait, the deadline its end (bit 9), RNR NAKs
+/// waited out (6..8), retries spent (3..5), deadline valid, stopped, active};
 /// global: [`SQ_R_TAKEN`], [`SQ_R_SENDS`], [`SQ_R_NEWS`] {Go-Back-N's counts moved,
 /// a queue stopped, busy, CQEs written: the first and last since the last read of
-/// it}, [`SQ_R_NAKS`], [`SQ_R_RETRIES`], [`SQ_R_TIMEOUTS`].
+/// it}, [`SQ_R_NAKS`], [`SQ_R_RETRIES`], [`SQ_R_TIMEOUTS`], [`SQ_R_RNRS`].
 pub const SQ_W_RING_LO: u8 = 9;
 pub const SQ_W_RING_HI: u8 = 10;
-/// {mtu_log2 (bits 12..15), timeout valid (9), sig_all (8), log2 depth (0..4)}.
+/// {rnr_retry (bits 20..22), retry_cnt (16..18), mtu_log2 (12..15), timeout valid (9),
+/// sig_all (8), log2 depth (0..4)}.
 pub const SQ_W_CFG: u8 = 11;
 pub const SQ_W_CI: u8 = 12;
 pub const SQ_W_PSN: u8 = 13;
@@ -83,6 +85,8 @@ pub const SQ_R_NEWS: u8 = 23;
 pub const SQ_R_NAKS: u8 = 27;
 pub const SQ_R_RETRIES: u8 = 28;
 pub const SQ_R_TIMEOUTS: u8 = 29;
+/// RNR NAKs the WQE fetch took (running count, docs/fastpath.md §3.8).
+pub const SQ_R_RNRS: u8 = 30;
 
 /// Cycle numbers of transfers, for line-rate and latency checks.
 #[derive(Clone, Debug, Default)]

@@ -49,8 +49,8 @@
 use crate::fastpath::{
     FpSim, Table, ACCESSED_WORD, CQW_CQS, CQW_PI_WORD, CQW_RING_WORD, CQW_SEND_CQ_WORD, SQ_R_BASE,
     SQ_R_CI, SQ_R_DL_HI, SQ_R_DL_LO, SQ_R_DONE, SQ_R_FLAGS, SQ_R_NAKS, SQ_R_NEWS, SQ_R_RETRIES,
-    SQ_R_SENDS, SQ_R_TAKEN, SQ_R_TIMEOUTS, SQ_R_UNA, SQ_W_CFG, SQ_W_CI, SQ_W_CMD, SQ_W_DB,
-    SQ_W_DEPTH, SQ_W_NOW_HI, SQ_W_NOW_LO, SQ_W_PD, SQ_W_PSN, SQ_W_RING_HI, SQ_W_RING_LO,
+    SQ_R_RNRS, SQ_R_SENDS, SQ_R_TAKEN, SQ_R_TIMEOUTS, SQ_R_UNA, SQ_W_CFG, SQ_W_CI, SQ_W_CMD,
+    SQ_W_DB, SQ_W_DEPTH, SQ_W_NOW_HI, SQ_W_NOW_LO, SQ_W_PD, SQ_W_PSN, SQ_W_RING_HI, SQ_W_RING_LO,
     SQ_W_RTO_HI, SQ_W_RTO_LO,
 };
 use crate::sim::{DataWidth, SimError};
@@ -115,7 +115,7 @@ pub struct FpPort<P> {
     now: u64,
     /// The fetch's running counts as last reported: WQEs taken, of them SENDs; NAK
     /// sequence errors taken, retries started, of them at the timeout (Go-Back-N).
-    taken: [u32; 5],
+    taken: [u32; 6],
     /// The earliest local ACK deadline of the queues it holds, as last reported: a
     /// run at or after it lets the RTL look (its Go-Back-N at the timeout).
     deadline: Option<u64>,
@@ -128,13 +128,14 @@ pub struct FpPort<P> {
 }
 
 /// The fetch's running counts: WQEs taken, of them SENDs; NAK sequence errors taken,
-/// retries started, of them at the timeout (Go-Back-N).
-const SQ_COUNTS: [u8; 5] = [
+/// retries started, of them at the timeout (Go-Back-N); RNR NAKs taken.
+const SQ_COUNTS: [u8; 6] = [
     SQ_R_TAKEN,
     SQ_R_SENDS,
     SQ_R_NAKS,
     SQ_R_RETRIES,
     SQ_R_TIMEOUTS,
+    SQ_R_RNRS,
 ];
 /// `SQ_R_FLAGS` bits.
 const SQ_ACTIVE: u32 = 1;
@@ -142,6 +143,10 @@ const SQ_STOPPED: u32 = 2;
 const SQ_DL_VALID: u32 = 4;
 /// The Go-Back-N retries spent since the last progress.
 const SQ_SPENT: u32 = 7 << 3;
+/// The RNR NAKs waited out since the last progress, and an RNR wait under way (the
+/// deadline is its end).
+const SQ_RNR_SPENT: u32 = 7 << 6;
+const SQ_RNR_WAIT: u32 = 1 << 9;
 /// `SQ_R_NEWS` bits.
 const SQ_NEWS_CQE: u32 = 1;
 const SQ_NEWS_STOPPED: u32 = 4;
@@ -172,7 +177,7 @@ impl<P: Datapath> FpPort<P> {
             wqe_fetch: true,
             sq_qps: BTreeSet::new(),
             now: 0,
-            taken: [0; 5],
+            taken: [0; 6],
             deadline: None,
             news_cqe: false,
             fetch_used: false,
@@ -687,7 +692,8 @@ impl<P: Datapath> FastPath for FpPort<P> {
             | (u32::from(idle.sig_all) << 8)
             | (u32::from(idle.rto.is_some()) << 9)
             | (u32::from(sctx[2] >> 4) << 12)
-            | (u32::from(idle.retry_cnt & 7) << 16);
+            | (u32::from(idle.retry_cnt & 7) << 16)
+            | (u32::from(idle.rnr_retry & 7) << 20);
         for (w, v) in [
             (SQ_W_RING_LO, ring.ring as u32),
             (SQ_W_RING_HI, (ring.ring >> 32) as u32),
@@ -768,23 +774,27 @@ impl<P: Datapath> FastPath for FpPort<P> {
             self.record_fault("the WQE fetch kept a queue taken back");
         }
         self.sq_qps.remove(&index);
+        // In an RNR wait the deadline is the wait's end, and no ACK timer runs.
+        let wait = flags & SQ_RNR_WAIT != 0;
         Some(SqBack {
             done,
             ci,
             base: Psn::new(base),
             una: Psn::new(una),
-            deadline,
-            // (0 until `fp_sqf` rewinds itself: §3.8, "in RTL"; RNR NAKs stay
-            // exceptions in RTL, so it waits out none)
+            deadline: deadline.filter(|_| !wait),
             spent: SqSpent {
                 retries: ((flags & SQ_SPENT) >> 3) as u8,
-                ..SqSpent::default()
+                rnr: ((flags & SQ_RNR_SPENT) >> 6) as u8,
+                rnr_at: deadline.filter(|_| wait),
             },
         })
     }
 
     fn sq_deadline(&mut self, qpn: Qpn) -> Option<u64> {
-        self.sq_state(qpn.value())?.1
+        // (an RNR wait's end is the RTL's to act on: `sq_news` reports it, so that the
+        // RTL runs then)
+        let (flags, deadline) = self.sq_state(qpn.value())?;
+        deadline.filter(|_| flags & SQ_RNR_WAIT == 0)
     }
 
     fn sq_stopped(&mut self, qpn: Qpn) -> bool {
@@ -794,13 +804,13 @@ impl<P: Datapath> FastPath for FpPort<P> {
 
     fn sq_news(&mut self) -> SqNews {
         // (WQEs taken in a run are reported here, even of a queue taken back since)
-        let mut c = [0u32; 5];
+        let mut c = [0u32; 6];
         if self.fetch_used {
             c.iter_mut()
-                .zip(self.take_counts(0, 5))
+                .zip(self.take_counts(0, 6))
                 .for_each(|(c, d)| *c = d);
         }
-        let [taken, sends, naks, retries, timeouts] = c;
+        let [taken, sends, naks, retries, timeouts, rnr_naks] = c;
         // The news word as the SoC's firmware would read it (the CQEs it reports are
         // pulled into the mirrors at once, before the firmware writes any of its own).
         let stopped = self.fetch_news();
@@ -818,8 +828,7 @@ impl<P: Datapath> FastPath for FpPort<P> {
             naks,
             retries,
             timeouts,
-            // RNR NAKs stay exceptions in RTL (§3.8): the engine counts them.
-            rnr_naks: 0,
+            rnr_naks,
         }
     }
 

@@ -954,8 +954,8 @@ impl FastPath for MmioFastPath {
             una: Psn::new(word(3)),
             deadline: (flags & fp_reg::SQ_DL_VALID != 0)
                 .then(|| u64::from(word(4)) | u64::from(word(5)) << 32),
-            // (0 until `fp_sqf` rewinds itself: §3.8, "in RTL"; RNR NAKs stay
-            // exceptions in RTL, so it waits out none)
+            // (0 until `fp_sqf` rewinds itself: §3.8, "in RTL"; it takes no RNR NAK
+            // here, the hand-over writes no rnr_retry, so it waits out none)
             spent: SqSpent {
                 retries: ((flags & fp_reg::SQ_SPENT) >> 3) as u8,
                 ..SqSpent::default()
@@ -1019,7 +1019,8 @@ impl FastPath for MmioFastPath {
             naks: gbn[0],
             retries: gbn[1],
             timeouts: gbn[2],
-            // RNR NAKs stay exceptions in RTL (§3.8): the engine counts them.
+            // The hand-over writes no rnr_retry: RNR NAKs stay exceptions in the SoC
+            // (§3.8), the engine counts them.
             rnr_naks: 0,
         }
     }
