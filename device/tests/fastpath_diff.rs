@@ -1261,7 +1261,8 @@ fn rnr_mix() -> Vec<Wr> {
 /// EXCEPTION, and the firmware takes the queue back and posts the FLUSH and the
 /// replays: 80 descriptors on the clean wire.) The same on the RTL at 64 and 512 bits,
 /// which takes an RNR NAK only when it retires nothing (§3.8, "In RTL"): on the lossy
-/// wires some are the firmware's there.
+/// wires some are the firmware's there (with `FpPort` writing no `rnr_retry`, 80
+/// descriptors on the clean wire).
 #[test]
 fn an_rnr_nak_of_a_fetched_queue_is_the_hardwares() {
     let wrs = rnr_mix();
