@@ -459,6 +459,192 @@ fn rc_mix_on_the_socs_fast_path() {
     );
 }
 
+/// An RNR NAK of a send queue the SoC's WQE fetch holds is the hardware's
+/// (`docs/fastpath.md` §3.8, "An RNR NAK"): SoC 1 has no receive WQE when each round's
+/// SENDs arrive, so it answers the first with an RNR NAK (`min_rnr_timer` 0.64 ms); the
+/// test posts the receive WQEs as soon as that NAK is on the wire, and SoC 0 sends again
+/// when the wait is over. Run on the firmware alone (the engine: the reference) and with
+/// the fast path: SoC 0's frames (BTH to payload, in order), the completions on both
+/// sides, the bytes landed and the RNR NAKs counted (`rcvd_rnr_err`, the hardware's
+/// reported through `SqNews::rnr_naks`) are the same, and with the fast path no RNR NAK
+/// reached SoC 0's firmware: the hand-over gives the fetch its `rnr_retry`, without
+/// which each is an `EXC_NAK_IN` exception (the test fails so).
+#[test]
+fn an_rnr_nak_on_the_socs_fast_path_is_the_hardwares() {
+    let Some(image) = test_image() else { return };
+    let alone = rnr_run(&image, false);
+    let fast = rnr_run(&image, true);
+    alone.report("firmware only");
+    fast.report("fast path");
+    assert_eq!(fast.wc, alone.wc, "the completions differ");
+    assert!(fast.landed == alone.landed, "the SENDs' bytes differ");
+    let names = |r: &RnrRun| -> Vec<(String, u32)> {
+        r.frames
+            .iter()
+            .map(|f| {
+                let bth = roce_core::wire::bth::Header::new_unchecked(&f[..]);
+                (format!("{:?}", bth.opcode()), bth.psn().value())
+            })
+            .collect()
+    };
+    assert_eq!(names(&fast), names(&alone), "SoC 0's frames");
+    for (i, (f, a)) in fast.frames.iter().zip(&alone.frames).enumerate() {
+        assert!(f == a, "SoC 0's frame {i} differs from the engine's");
+    }
+    assert_eq!(
+        (fast.rnr_naks, fast.rcvd_rnr_err),
+        (alone.rnr_naks, alone.rnr_naks),
+        "the RNR NAKs on the wire, and as SoC 0 counted them"
+    );
+    assert_eq!(alone.rcvd_rnr_err, alone.rnr_naks, "the engine's count");
+    assert!(
+        fast.fp.sent > 0 && fast.fp.taken > 0,
+        "SoC 0's fast path sent the SENDs and took the answers: {:?}",
+        fast.fp
+    );
+    assert_eq!(
+        (fast.fp.exceptions, fast.fw.frames_rx),
+        (0, 0),
+        "no RNR NAK (no frame) reached SoC 0's firmware: {:?}",
+        fast.fp
+    );
+}
+
+/// The rounds of [`rnr_run`]: each round's SEND sizes (posted together), a packet each
+/// at MTU 1024. (A SEND of several packets is cut by the RNR NAK where the timing puts
+/// it: the firmware alone sent two of three before it came, the fast path three.)
+const RNR_ROUNDS: [&[usize]; 3] = [&[100], &[1_024], &[64, 200]];
+
+/// What [`rnr_run`] saw.
+struct RnrRun {
+    /// SoC 0's frames in the order they left, BTH to the payload's end.
+    frames: Vec<Vec<u8>>,
+    /// The completions at SoC 0, then at SoC 1.
+    wc: Vec<(u64, WcStatus, WcOpcode, u32)>,
+    /// The bytes the SENDs brought to SoC 1.
+    landed: Vec<u8>,
+    /// RNR NAKs SoC 1 sent.
+    rnr_naks: u64,
+    /// RNR NAKs SoC 0 counted.
+    rcvd_rnr_err: u64,
+    /// SoC 0's firmware over the rounds.
+    fw: roce_hdl_sim::soc::FirmwareStats,
+    /// SoC 0's fast path over the rounds.
+    fp: FpDelta,
+}
+
+impl RnrRun {
+    fn report(&self, what: &str) {
+        eprintln!(
+            "RNR NAKs (SoC, {what}): {} RNR NAKs, {} frames from SoC 0; SoC 0's firmware {} instructions in {} busy polls ({} frames received), fast path {:?}",
+            self.rnr_naks,
+            self.frames.len(),
+            self.fw.busy_instret,
+            self.fw.busy_polls,
+            self.fw.frames_rx,
+            self.fp
+        );
+    }
+}
+
+/// SoC 0 SENDs [`RNR_ROUNDS`] to SoC 1, whose receive WQEs are posted only once its RNR
+/// NAK of the round's first SEND is on the wire; the SoCs' fast path on or off.
+fn rnr_run(image: &std::path::Path, fastpath: bool) -> RnrRun {
+    use roce_core::wire::aeth::Syndrome;
+    let opts = ConnectOptions {
+        mtu: Mtu::Mtu1024,
+        timeout: 14,
+        min_rnr_timer: 12,
+        ..ConnectOptions::default()
+    };
+    let mut p = soc_pair::pair_on(image, 0.0, &opts, fastpath);
+    let (a, b) = (&p.mr[0], &p.mr[1]);
+    let data: Vec<u8> = (0..65536u32).map(|i| (i * 31 + i / 253) as u8).collect();
+    a.write(0, &data).unwrap();
+    b.write(0, &[0xEE; 65536]).unwrap();
+    for _ in 0..20 {
+        p.wire.step(2_000);
+    }
+    let before = p.wire.nics[0].firmware_stats();
+    let c0 = p._ctx[0].query_counters().unwrap();
+    p.wire.record = true;
+    let is_rnr = |f: &Vec<u8>| {
+        parse(f)
+            .ok()
+            .and_then(|pkt| pkt.aeth())
+            .is_some_and(|a| matches!(a.syndrome, Syndrome::RnrNak(_)))
+    };
+    let (mut wc, mut at, mut id) = (Vec::new(), 0, 0u64);
+    for sizes in RNR_ROUNDS {
+        let first = id;
+        let wrs: Vec<_> = sizes
+            .iter()
+            .scan(at, |at, &len| {
+                let wr = SendWr::new(id, WrOp::Send)
+                    .sge(a.addr() + *at as u64, len as u32, a.lkey())
+                    .flags(SendFlags::SIGNALED);
+                (*at, id) = (*at + len, id + 1);
+                Some(wr)
+            })
+            .collect();
+        let naks = p.wire.sent[1].iter().filter(|f| is_rnr(f)).count();
+        p.qp[0].post_send_list(&wrs).unwrap();
+        let mut cycles = 0;
+        while p.wire.sent[1].iter().filter(|f| is_rnr(f)).count() == naks {
+            p.wire.step(500);
+            cycles += 500;
+            assert!(cycles < 5_000_000, "no RNR NAK from SoC 1");
+        }
+        for (i, &len) in sizes.iter().enumerate() {
+            p.qp[1]
+                .post_recv(&RecvWr::new(first + i as u64).sge(
+                    b.addr() + at as u64,
+                    len as u32,
+                    b.lkey(),
+                ))
+                .unwrap();
+            at += len;
+        }
+        for cq in &p.cq {
+            wc.extend(
+                p.wire
+                    .completions(cq, sizes.len(), 20_000_000)
+                    .iter()
+                    .map(|w| (w.wr_id, w.status, w.opcode, w.byte_len)),
+            );
+        }
+    }
+    for _ in 0..10 {
+        p.wire.step(2_000);
+    }
+    let fw = p.wire.nics[0].firmware_stats().since(&before);
+    let c = p._ctx[0].query_counters().unwrap();
+    let (f0, f1) = (c0.runtime.fastpath, c.runtime.fastpath);
+    let mut landed = vec![0u8; at];
+    b.read(0, &mut landed).unwrap();
+    assert!(landed == data[..at], "the SENDs brought other bytes");
+    let frames = p.wire.sent[0]
+        .iter()
+        .map(|f| {
+            let l = parse(f).unwrap().layout();
+            f[l.bth..l.icrc].to_vec()
+        })
+        .collect();
+    RnrRun {
+        frames,
+        wc,
+        landed,
+        rnr_naks: p.wire.sent[1].iter().filter(|f| is_rnr(f)).count() as u64,
+        rcvd_rnr_err: c.engine.rcvd_rnr_err - c0.engine.rcvd_rnr_err,
+        fw,
+        fp: FpDelta {
+            taken: f1.rx_handled - f0.rx_handled,
+            exceptions: f1.rx_exceptions - f0.rx_exceptions,
+            sent: f1.tx_frames - f0.tx_frames,
+        },
+    }
+}
+
 /// The SoC's READ responder (`docs/fastpath.md` §6, "READ requests in RTL": `fp_rx_check`
 /// takes an in-sequence READ request, the segmenter sends its responses, the firmware
 /// hears one `READ` event; `MmioFastPath::read_responder`). Six READs from SoC 0 of SoC

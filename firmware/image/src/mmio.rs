@@ -257,7 +257,8 @@ pub mod fp_reg {
     pub const SQ_R_NEWS: u32 = 23;
     /// Global: Go-Back-N's running counts (docs/fastpath.md §3.8), from here: NAK
     /// sequence errors taken (dropped ones too), retries started, of them at the local
-    /// ACK timeout.
+    /// ACK timeout; then (word 30) the RNR NAKs taken. [`SQ_NEWS_GBN`] says any of the
+    /// four moved (`fp_sqf` sets it for an RNR NAK too), so they are read together.
     pub const SQ_R_GBN: u32 = 27;
     /// `SQ_R_FLAGS` bits.
     pub const SQ_ACTIVE: u32 = 1 << 0;
@@ -265,6 +266,10 @@ pub mod fp_reg {
     pub const SQ_DL_VALID: u32 = 1 << 2;
     /// The Go-Back-N retries spent since the last progress (docs/fastpath.md §3.8).
     pub const SQ_SPENT: u32 = 7 << 3;
+    /// The RNR NAKs waited out since the last progress, and an RNR wait under way (the
+    /// deadline is then its end, and no ACK timer runs).
+    pub const SQ_RNR_SPENT: u32 = 7 << 6;
+    pub const SQ_RNR_WAIT: u32 = 1 << 9;
     /// `SQ_R_NEWS` bits: CQEs written since the last read, a queue it holds stopped (at
     /// a WQE it does not take, or its deadline passed). (Bit 1, a fetch under way, is
     /// not news to this firmware.)
@@ -491,9 +496,9 @@ pub struct MmioFastPath {
     sq_used: bool,
     /// The fetch's running counts (WQEs taken, of them SENDs) as last reported.
     sq_taken: [u32; 2],
-    /// Go-Back-N's running counts (NAKs taken, retries, of them at the timeout) as
-    /// last reported.
-    sq_gbn: [u32; 3],
+    /// Go-Back-N's running counts (NAKs taken, retries, of them at the timeout) and
+    /// the RNR NAKs taken, as last reported.
+    sq_gbn: [u32; 4],
     /// News bits read by `run_at` and not yet reported by `sq_news` (the read clears
     /// the CQE bit in the hardware).
     sq_news_seen: u32,
@@ -885,7 +890,8 @@ impl FastPath for MmioFastPath {
             | u32::from(idle.sig_all) << 8
             | u32::from(idle.rto.is_some()) << 9
             | u32::from(sctx[2] >> 4) << 12
-            | u32::from(idle.retry_cnt & 7) << 16;
+            | u32::from(idle.retry_cnt & 7) << 16
+            | u32::from(idle.rnr_retry & 7) << 20;
         let stage = [
             ring.ring as u32,
             (ring.ring >> 32) as u32,
@@ -947,25 +953,28 @@ impl FastPath for MmioFastPath {
             self.sq_held |= bit;
             return None;
         }
+        let deadline = (flags & fp_reg::SQ_DL_VALID != 0)
+            .then(|| u64::from(word(4)) | u64::from(word(5)) << 32);
+        // In an RNR wait the deadline is the wait's end, and no ACK timer runs.
+        let wait = flags & fp_reg::SQ_RNR_WAIT != 0;
         Some(SqBack {
             ci: word(0),
             done: word(1),
             base: Psn::new(word(2)),
             una: Psn::new(word(3)),
-            deadline: (flags & fp_reg::SQ_DL_VALID != 0)
-                .then(|| u64::from(word(4)) | u64::from(word(5)) << 32),
-            // (0 until `fp_sqf` rewinds itself: §3.8, "in RTL"; it takes no RNR NAK
-            // here, the hand-over writes no rnr_retry, so it waits out none)
+            deadline: deadline.filter(|_| !wait),
             spent: SqSpent {
                 retries: ((flags & fp_reg::SQ_SPENT) >> 3) as u8,
-                ..SqSpent::default()
+                rnr: ((flags & fp_reg::SQ_RNR_SPENT) >> 6) as u8,
+                rnr_at: deadline.filter(|_| wait),
             },
         })
     }
 
     fn sq_deadline(&mut self, qpn: Qpn) -> Option<u64> {
         let flags = self.sq_flags(qpn)?;
-        if flags & fp_reg::SQ_DL_VALID == 0 {
+        // (an RNR wait's end is the fetch's to act on: it replays then by itself)
+        if flags & fp_reg::SQ_DL_VALID == 0 || flags & fp_reg::SQ_RNR_WAIT != 0 {
             return None;
         }
         let mut w = [0u8; 8];
@@ -986,9 +995,9 @@ impl FastPath for MmioFastPath {
                 ..SqNews::default()
             };
         }
-        let mut w = [0u8; 12];
-        self.read_words(fp_reg::T_PORT, 0, fp_reg::SQ_R_COUNTS, &mut w);
-        let word = |w: &[u8; 12], i: usize| {
+        let mut w = [0u8; 16];
+        self.read_words(fp_reg::T_PORT, 0, fp_reg::SQ_R_COUNTS, &mut w[..12]);
+        let word = |w: &[u8; 16], i: usize| {
             u32::from_le_bytes([w[4 * i], w[4 * i + 1], w[4 * i + 2], w[4 * i + 3]])
         };
         let (taken, sends) = (word(&w, 0), word(&w, 1));
@@ -998,7 +1007,7 @@ impl FastPath for MmioFastPath {
             sends.wrapping_sub(self.sq_taken[1]),
         );
         self.sq_taken = [taken, sends];
-        let mut gbn = [0u32; 3];
+        let mut gbn = [0u32; 4];
         if news & fp_reg::SQ_NEWS_GBN != 0 {
             self.read_words(fp_reg::T_PORT, 0, fp_reg::SQ_R_GBN, &mut w);
             for ((d, last), i) in gbn.iter_mut().zip(&mut self.sq_gbn).zip(0..) {
@@ -1019,9 +1028,7 @@ impl FastPath for MmioFastPath {
             naks: gbn[0],
             retries: gbn[1],
             timeouts: gbn[2],
-            // The hand-over writes no rnr_retry: RNR NAKs stay exceptions in the SoC
-            // (§3.8), the engine counts them.
-            rnr_naks: 0,
+            rnr_naks: gbn[3],
         }
     }
 }
@@ -1199,7 +1206,7 @@ impl MmioHal {
                     sq_held: 0,
                     sq_used: false,
                     sq_taken: [0; 2],
-                    sq_gbn: [0; 3],
+                    sq_gbn: [0; 4],
                     sq_news_seen: 0,
                 },
                 fp_state: FpState::Unknown,
