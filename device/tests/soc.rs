@@ -551,20 +551,9 @@ impl RnrRun {
 /// NAK of the round's first SEND is on the wire; the SoCs' fast path on or off.
 fn rnr_run(image: &std::path::Path, fastpath: bool) -> RnrRun {
     use roce_core::wire::aeth::Syndrome;
-    let opts = ConnectOptions {
-        mtu: Mtu::Mtu1024,
-        timeout: 14,
-        min_rnr_timer: 12,
-        ..ConnectOptions::default()
-    };
-    let mut p = soc_pair::pair_on(image, 0.0, &opts, fastpath);
-    let (a, b) = (&p.mr[0], &p.mr[1]);
     let data: Vec<u8> = (0..65536u32).map(|i| (i * 31 + i / 253) as u8).collect();
-    a.write(0, &data).unwrap();
-    b.write(0, &[0xEE; 65536]).unwrap();
-    for _ in 0..20 {
-        p.wire.step(2_000);
-    }
+    let mut p = filled_pair(image, fastpath, 0, &data);
+    let (a, b) = (&p.mr[0], &p.mr[1]);
     let before = p.wire.nics[0].firmware_stats();
     let c0 = p._ctx[0].query_counters().unwrap();
     p.wire.record = true;
@@ -766,19 +755,9 @@ fn read_mix(image: &std::path::Path, fastpath: bool) -> ReadMix {
     } else {
         "firmware only"
     };
-    let opts = ConnectOptions {
-        mtu: Mtu::Mtu1024,
-        timeout: 14,
-        ..ConnectOptions::default()
-    };
-    let mut p = soc_pair::pair_on(image, 0.0, &opts, fastpath);
-    let (a, b) = (&p.mr[0], &p.mr[1]);
     let old: Vec<u8> = (0..65536u32).map(|i| (i * 29 + i / 251) as u8).collect();
-    b.write(0, &old).unwrap();
-    a.write(0, &[0xEE; 65536]).unwrap();
-    for _ in 0..20 {
-        p.wire.step(2_000);
-    }
+    let mut p = filled_pair(image, fastpath, 1, &old);
+    let (a, b) = (&p.mr[0], &p.mr[1]);
     // Phase 1: the READs, landing one after the other from a[0].
     let before = p.wire.nics[1].firmware_stats();
     let fp_before = p._ctx[1].query_counters().unwrap().runtime.fastpath;
@@ -907,6 +886,29 @@ fn read_mix(image: &std::path::Path, fastpath: bool) -> ReadMix {
         );
     }
     phase1
+}
+
+/// Two SoCs connected at MTU 1024 (`min_rnr_timer` 12, 0.64 ms: the default), the fast
+/// path on or off: SoC `with`'s region holds `data`, the other's 0xEE; both run 40,000
+/// cycles first.
+fn filled_pair(
+    image: &std::path::Path,
+    fastpath: bool,
+    with: usize,
+    data: &[u8],
+) -> soc_pair::Pair {
+    let opts = ConnectOptions {
+        mtu: Mtu::Mtu1024,
+        timeout: 14,
+        ..ConnectOptions::default()
+    };
+    let mut p = soc_pair::pair_on(image, 0.0, &opts, fastpath);
+    p.mr[with].write(0, data).unwrap();
+    p.mr[1 - with].write(0, &[0xEE; 65536]).unwrap();
+    for _ in 0..20 {
+        p.wire.step(2_000);
+    }
+    p
 }
 
 /// Checks that a responder's frames (READ responses, ACKs) left in PSN order: a frame
