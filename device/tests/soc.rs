@@ -497,6 +497,11 @@ fn an_rnr_nak_on_the_socs_fast_path_is_the_hardwares() {
         "the RNR NAKs on the wire, and as SoC 0 counted them"
     );
     assert_eq!(alone.rcvd_rnr_err, alone.rnr_naks, "the engine's count");
+    assert_eq!(
+        (fast.timeouts, alone.timeouts),
+        ((0, 0), (0, 0)),
+        "no local ACK timeout: SoC 0 resent at the RNR waits' ends (the last one's from the take-back)"
+    );
     assert!(
         fast.fp.sent > 0 && fast.fp.taken > 0,
         "SoC 0's fast path sent the SENDs and took the answers: {:?}",
@@ -512,8 +517,14 @@ fn an_rnr_nak_on_the_socs_fast_path_is_the_hardwares() {
 
 /// The rounds of [`rnr_run`]: each round's SEND sizes (posted together), a packet each
 /// at MTU 1024. (A SEND of several packets is cut by the RNR NAK where the timing puts
-/// it: the firmware alone sent two of three before it came, the fast path three.)
-const RNR_ROUNDS: [&[usize]; 3] = [&[100], &[1_024], &[64, 200]];
+/// it: the firmware alone sent two of three before it came, the fast path three.) In
+/// the last round the host queries SoC 0's QP in the RNR wait, which takes the send
+/// queue back from the fetch there: the engine must wait out what is left of it
+/// (`SqSpent::rnr_at`, read from `SQ_R_FLAGS` bit 9 and the deadline).
+const RNR_ROUNDS: [&[usize]; 4] = [&[100], &[1_024], &[64, 200], &[300]];
+
+/// The rounds of [`RNR_ROUNDS`] SoC 0's firmware is measured over (without the query).
+const RNR_MEASURED: usize = 3;
 
 /// What [`rnr_run`] saw.
 struct RnrRun {
@@ -527,7 +538,10 @@ struct RnrRun {
     rnr_naks: u64,
     /// RNR NAKs SoC 0 counted.
     rcvd_rnr_err: u64,
-    /// SoC 0's firmware over the rounds.
+    /// SoC 0's local ACK timeouts and retries (`local_ack_timeout_err`,
+    /// `completer_retry_err`): none, had an RNR wait been cut short or drawn out into one.
+    timeouts: (u64, u64),
+    /// SoC 0's firmware over the first [`RNR_MEASURED`] rounds.
     fw: roce_hdl_sim::soc::FirmwareStats,
     /// SoC 0's fast path over the rounds.
     fp: FpDelta,
@@ -536,9 +550,10 @@ struct RnrRun {
 impl RnrRun {
     fn report(&self, what: &str) {
         eprintln!(
-            "RNR NAKs (SoC, {what}): {} RNR NAKs, {} frames from SoC 0; SoC 0's firmware {} instructions in {} busy polls ({} frames received), fast path {:?}",
+            "RNR NAKs (SoC, {what}): {} RNR NAKs, {} frames from SoC 0, its ACK timeouts and retries {:?}; SoC 0's firmware over rounds 1 to {RNR_MEASURED} {} instructions in {} busy polls ({} frames received), fast path {:?}",
             self.rnr_naks,
             self.frames.len(),
+            self.timeouts,
             self.fw.busy_instret,
             self.fw.busy_polls,
             self.fw.frames_rx,
@@ -564,7 +579,14 @@ fn rnr_run(image: &std::path::Path, fastpath: bool) -> RnrRun {
             .is_some_and(|a| matches!(a.syndrome, Syndrome::RnrNak(_)))
     };
     let (mut wc, mut at, mut id) = (Vec::new(), 0, 0u64);
-    for sizes in RNR_ROUNDS {
+    let mut fw = None;
+    for (round, sizes) in RNR_ROUNDS.iter().enumerate() {
+        if round == RNR_MEASURED {
+            for _ in 0..10 {
+                p.wire.step(2_000);
+            }
+            fw = Some(p.wire.nics[0].firmware_stats().since(&before));
+        }
         let first = id;
         let wrs: Vec<_> = sizes
             .iter()
@@ -583,6 +605,9 @@ fn rnr_run(image: &std::path::Path, fastpath: bool) -> RnrRun {
             p.wire.step(500);
             cycles += 500;
             assert!(cycles < 5_000_000, "no RNR NAK from SoC 1");
+        }
+        if round == RNR_MEASURED {
+            p.qp[0].query().unwrap();
         }
         for (i, &len) in sizes.iter().enumerate() {
             p.qp[1]
@@ -606,7 +631,6 @@ fn rnr_run(image: &std::path::Path, fastpath: bool) -> RnrRun {
     for _ in 0..10 {
         p.wire.step(2_000);
     }
-    let fw = p.wire.nics[0].firmware_stats().since(&before);
     let c = p._ctx[0].query_counters().unwrap();
     let (f0, f1) = (c0.runtime.fastpath, c.runtime.fastpath);
     let mut landed = vec![0u8; at];
@@ -625,7 +649,11 @@ fn rnr_run(image: &std::path::Path, fastpath: bool) -> RnrRun {
         landed,
         rnr_naks: p.wire.sent[1].iter().filter(|f| is_rnr(f)).count() as u64,
         rcvd_rnr_err: c.engine.rcvd_rnr_err - c0.engine.rcvd_rnr_err,
-        fw,
+        timeouts: (
+            c.engine.local_ack_timeout_err - c0.engine.local_ack_timeout_err,
+            c.engine.completer_retry_err - c0.engine.completer_retry_err,
+        ),
+        fw: fw.unwrap(),
         fp: FpDelta {
             taken: f1.rx_handled - f0.rx_handled,
             exceptions: f1.rx_exceptions - f0.rx_exceptions,
