@@ -28,10 +28,12 @@
 //   reads (index = the QPN): SQ_R_CI, SQ_R_DONE, SQ_R_BASE, SQ_R_UNA,
 //     SQ_R_DL_LO/HI, SQ_R_FLAGS {an RNR wait, the deadline its end [9], RNR NAKs
 //     waited out [8:6], retries spent [5:3], deadline valid [2],
-//     stopped [1], active [0]}; global: SQ_R_TAKEN, SQ_R_SENDS (running counts of WQEs taken and
-//     of them SENDs), SQ_R_NEWS {Go-Back-N's counts moved [3], a queue it holds
-//     is stopped [2], busy [1], CQEs written [0]; 3 and 0 since the last read of
-//     this word, cleared by the read}, SQ_R_NAKS, SQ_R_RETRIES, SQ_R_TIMEOUTS
+//     stopped [1], active [0]; after a take-back [9:1] and the other words stay
+//     as the command left them, till the next hand-over}; global: SQ_R_TAKEN,
+//     SQ_R_SENDS (running counts of WQEs taken and of them SENDs), SQ_R_NEWS
+//     {Go-Back-N's counts moved [3], a queue it holds is stopped [2], busy [1],
+//     CQEs written [0]; 3 and 0 since the last read of this word, cleared by the
+//     read}, SQ_R_NAKS, SQ_R_RETRIES, SQ_R_TIMEOUTS
 //     (Go-Back-N's running counts: NAK sequence errors taken, fp_rx_check's
 //     dropped ones too; retries started; of them at the local ACK timeout),
 //     SQ_R_RNRS (RNR NAKs taken).
@@ -387,7 +389,8 @@ module fp_sqf
   assign gbn_ok = active & ~stopped & gbn_en;
   assign gbn_retrying = retrying;
   assign rnr_ok = active & ~stopped & rnr_left;
-  assign rnr_wait = rnr_wt;
+  // (rnr_wt outlives a take-back, for SQ_R_FLAGS: a queue taken back waits out nothing here)
+  assign rnr_wait = rnr_wt & active;
   assign scanning = scan_left != '0;
 
   // the segmenter's payload reads: packets asked and not answered, one half asked
@@ -718,10 +721,13 @@ module fp_sqf
             rnr_left[cfg_wr_index[QPN_W-1:0]] <= st_cfg[22:20] != 3'd0;
             rnr_wt[cfg_wr_index[QPN_W-1:0]] <= 1'b0;
           end else if (cfg_wr_data[1:0] == 2'd2) begin
+            // take back: rnr_wt stays (as the context and stopped do), so SQ_R_FLAGS
+            // read after the command tells the state at the command (the SoC's firmware
+            // reads after it, the hardware running beside the core); the hand-over
+            // clears it
             active[cfg_wr_index[QPN_W-1:0]] <= 1'b0;
             pending[cfg_wr_index[QPN_W-1:0]] <= 1'b0;
             flush_due[cfg_wr_index[QPN_W-1:0]] <= 1'b0;
-            rnr_wt[cfg_wr_index[QPN_W-1:0]] <= 1'b0;
           end
         end else if (cfg_wr_valid && w_db) begin
           if (db_ok) pending[cfg_wr_index[QPN_W-1:0]] <= 1'b1;
@@ -956,7 +962,6 @@ module fp_sqf
       active[sc0_wr_index] <= 1'b0;
       pending[sc0_wr_index] <= 1'b0;
       flush_due[sc0_wr_index] <= 1'b0;
-      rnr_wt[sc0_wr_index] <= 1'b0;
     end
 
     if (rst) begin

@@ -933,12 +933,9 @@ impl FastPath for MmioFastPath {
     fn sq_take_back(&mut self, qpn: Qpn) -> Option<SqBack> {
         let bit = Self::sq_bit(qpn).filter(|b| self.sq_held & b != 0)?;
         let index = qpn.value();
-        // An RNR wait under way is read before the command, which clears it (`fp_sqf`'s
-        // `rnr_wt`; the deadline, the wait's end, stays): the deadline with the flags.
-        let mut pre = [0u8; 12];
-        self.read_words(fp_reg::T_PORT, index, fp_reg::SQ_R_DL, &mut pre);
         // Stopped first: the fetch and its retirements run beside the core, and a queue
-        // taken back keeps its state (an ACKED after this reaches the firmware).
+        // taken back keeps its state as the command left it, the RNR wait too (an ACKED
+        // after this reaches the firmware).
         self.write_u32s(
             fp_reg::T_PORT,
             index,
@@ -959,14 +956,8 @@ impl FastPath for MmioFastPath {
         }
         let deadline = (flags & fp_reg::SQ_DL_VALID != 0)
             .then(|| u64::from(word(4)) | u64::from(word(5)) << 32);
-        // In an RNR wait the deadline is the wait's end, and no ACK timer runs. A wait
-        // that ended between the two reads restarted the deadline (now + the timeout):
-        // then it is the ACK timer's. (One that began between them is taken for an ACK
-        // timeout at its end: a retry spent there, rarely; the RTL clearing the bit at
-        // the take-back is why.)
-        let wait = u32::from_le_bytes([pre[8], pre[9], pre[10], pre[11]]) & fp_reg::SQ_RNR_WAIT
-            != 0
-            && pre[..8] == w[16..24];
+        // In an RNR wait the deadline is the wait's end, and no ACK timer runs.
+        let wait = flags & fp_reg::SQ_RNR_WAIT != 0;
         Some(SqBack {
             ci: word(0),
             done: word(1),
