@@ -406,12 +406,16 @@ impl<P: Datapath> FpPort<P> {
             self.sq_qps.remove(&qpn);
             return None;
         }
-        let dl = (flags & SQ_DL_VALID != 0).then(|| {
+        Some((flags, self.port_deadline(qpn, flags)))
+    }
+
+    /// QP `qpn`'s deadline, if `flags` (its `SQ_R_FLAGS`) say it is valid.
+    fn port_deadline(&mut self, qpn: u32, flags: u32) -> Option<u64> {
+        (flags & SQ_DL_VALID != 0).then(|| {
             let lo = self.read_port_word(qpn, SQ_R_DL_LO);
             let hi = self.read_port_word(qpn, SQ_R_DL_HI);
             u64::from(lo) | (u64::from(hi) << 32)
-        });
-        Some((flags, dl))
+        })
     }
 
     /// After a run: the fetch wrote CQEs of its own (their `ACKED` events stay in the
@@ -762,18 +766,23 @@ impl<P: Datapath> FastPath for FpPort<P> {
 
     fn sq_take_back(&mut self, qpn: Qpn) -> Option<SqBack> {
         let index = qpn.value();
-        let (flags, deadline) = self.sq_state(index)?;
+        // (held still: a send context written with valid clear drops the queue)
+        self.sq_state(index)?;
+        self.fp
+            .write_word(Table::Port, index, SQ_W_CMD, SQ_TAKE_BACK);
+        self.sq_qps.remove(&index);
+        // Read after the command, as the SoC's firmware does: the RTL keeps the state
+        // the command left, the RNR wait too (`fp_sqf`'s `rnr_wt`). (The read lands the
+        // write.)
+        let flags = self.read_port_word(index, SQ_R_FLAGS);
+        if flags & SQ_ACTIVE != 0 {
+            self.record_fault("the WQE fetch kept a queue taken back");
+        }
+        let deadline = self.port_deadline(index, flags);
         let ci = self.read_port_word(index, SQ_R_CI);
         let done = self.read_port_word(index, SQ_R_DONE);
         let base = self.read_port_word(index, SQ_R_BASE);
         let una = self.read_port_word(index, SQ_R_UNA);
-        self.fp
-            .write_word(Table::Port, index, SQ_W_CMD, SQ_TAKE_BACK);
-        // (the read lands the write)
-        if self.read_port_word(index, SQ_R_FLAGS) & SQ_ACTIVE != 0 {
-            self.record_fault("the WQE fetch kept a queue taken back");
-        }
-        self.sq_qps.remove(&index);
         // In an RNR wait the deadline is the wait's end, and no ACK timer runs.
         let wait = flags & SQ_RNR_WAIT != 0;
         Some(SqBack {
