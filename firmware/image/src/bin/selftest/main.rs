@@ -888,6 +888,14 @@ impl Test {
         const LEN: usize = 64 * 1024;
         const PACKETS: u32 = (LEN / 4096) as u32;
         let (src, dst) = (self.a.addr + BULK_AT, self.b.addr + BULK_AT);
+        // The earlier phase's last events are not this one's: the fast path writes an
+        // atomic's CQE as it takes its ATOMIC ACKNOWLEDGE, before the firmware handles
+        // the `ACKED` event (as a READ's), so the host may see it first.
+        for _ in 0..8 {
+            if !self.nic.poll() {
+                break;
+            }
+        }
         self.fill(src, LEN, 6);
         self.dp().reset();
         self.nic.hal().datapath.reset();
