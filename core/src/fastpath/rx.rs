@@ -822,8 +822,9 @@ fn check_response<const N: usize>(
     }
     let psn = pkt.psn();
     let d = psn.diff(ctx.una_psn);
-    // A READ response or an ATOMIC ACKNOWLEDGE carries data for the oldest PSN only
-    // (the engine's completer: `t.d != 0` is a retry or a stale response).
+    // A READ response or an ATOMIC ACKNOWLEDGE carries data: taken only at the oldest
+    // unacknowledged PSN. (The engine's completer also takes one that implicitly
+    // acknowledges SENDs and WRITEs before it, their ACK lost: the firmware's here.)
     if d < 0 || !psn.before(ctx.next_psn) || ((read || atomic) && d != 0) {
         return Err(Exception::Psn);
     }
