@@ -3190,30 +3190,43 @@ fn line_rate_an_ack_taken_in_hardware() {
     let Some(sims) = sims() else { return };
     let qp = fixed_qp(0x55);
     let write = fixed_write(0, 3000);
+    // a CMP_SWAP (its 8-byte buffer at the start of the memory), for its ATOMIC
+    // ACKNOWLEDGE taken
+    let cmp_swap = Msg {
+        op: 6,
+        len: 8,
+        ..fixed_write(0, 8)
+    };
+    let atomic_ack = Resp::AtomicAck {
+        qp: 0,
+        at: 0,
+        syndrome: 0x1F,
+        orig: 0x0123_4567_89AB_CDEF,
+    };
     for s in &sims {
         let mut sim = s.borrow_mut();
         let width = sim.width();
         let mut lat = Vec::new();
-        for r in [
-            Resp::Ack {
-                qp: 0,
-                at: 2 + 2,
-                syndrome: 0x1F,
-            },
-            Resp::AtomicAck {
-                qp: 0,
-                at: 0,
-                syndrome: 0x1F,
-                orig: 0x0123_4567_89AB_CDEF,
-            },
+        for (m, r) in [
+            (
+                &write,
+                Resp::Ack {
+                    qp: 0,
+                    at: 2 + 2,
+                    syndrome: 0x1F,
+                },
+            ),
+            (&write, atomic_ack.clone()),
+            (&cmp_swap, atomic_ack.clone()),
         ] {
             sim.record_timeline();
             // resp_case holds the RTL to the model's verdict: the ACK taken, the
-            // ATOMIC ACKNOWLEDGE the firmware's (reason 12)
+            // ATOMIC ACKNOWLEDGE of the WRITE's PSN the firmware's (reason 12), the
+            // CMP_SWAP's taken (its value written before its event)
             resp_case(
                 &mut sim,
                 std::slice::from_ref(&qp),
-                std::slice::from_ref(&write),
+                std::slice::from_ref(m),
                 &[r],
             )
             .unwrap_or_else(|e| panic!("{width}: {e}"));
@@ -3222,11 +3235,13 @@ fn line_rate_an_ack_taken_in_hardware() {
             lat.push(t.events.last().expect("an event") - last_in);
         }
         eprintln!(
-            "{width}: response frame's last beat to its event: ACK taken {} cycles, ATOMIC ACKNOWLEDGE to the firmware {} cycles",
-            lat[0], lat[1]
+            "{width}: response frame's last beat to its event: ACK taken {} cycles, ATOMIC ACKNOWLEDGE to the firmware {} cycles, ATOMIC ACKNOWLEDGE taken {} cycles",
+            lat[0], lat[1], lat[2]
         );
-        // the ACK's extra cycles (the list's compare and retirement) stay a handful
+        // the ACK's extra cycles (the list's compare and retirement) stay a handful;
+        // the ATOMIC ACKNOWLEDGE's R1..R3 and its 8-byte write a handful more
         assert!(lat[0] <= lat[1] + 4, "{width}: {lat:?}");
+        assert!(lat[2] <= lat[0] + 12, "{width}: {lat:?}");
     }
 }
 
