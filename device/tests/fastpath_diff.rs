@@ -43,7 +43,7 @@ struct Wr {
     pair: usize,
     from_b: bool,
     /// 0 SEND, 1 SEND_WITH_IMM, 2 WRITE, 3 WRITE_WITH_IMM, 4 READ, 5 CMP_AND_SWP,
-    /// 6 FETCH_AND_ADD.
+    /// 6 FETCH_AND_ADD, 7 WRITE with the fence flag.
     op: u8,
     len: u32,
     /// Offsets in the source and target halves (atomics: 8-byte slots).
@@ -217,6 +217,8 @@ struct Setup {
     icm: bool,
     cq: usize,
     late: Option<Late>,
+    /// Every QP's `max_rd_atomic` (its READ and atomic initiator credits).
+    max_rd_atomic: u8,
 }
 
 /// Receives posted late, so that SENDs find none and get RNR NAKs: the receives of the
@@ -239,6 +241,7 @@ const THREE: Setup = Setup {
     icm: false,
     cq: 256,
     late: None,
+    max_rd_atomic: 16,
 };
 
 /// Runs the program `wrs` at `mtu` on NICs over `hw`; the outcome and each side's
@@ -303,6 +306,7 @@ fn run_on(
             timeout: 10,
             min_rnr_timer: 1,
             rnr_retry: setup.late.map_or(7, |l| l.rnr_retry),
+            max_rd_atomic: setup.max_rd_atomic,
             ..ConnectOptions::default()
         };
         let psn = [0xFF_FF00 + p as u32, 0x100 * p as u32];
@@ -389,7 +393,7 @@ fn run_on(
 fn post(p: &Pair, w: &Wr, id: u64, recv_now: bool) -> Option<RecvWr> {
     let (s, r) = if w.from_b { (1, 0) } else { (0, 1) };
     let (src, dst) = (&p.mr[s], &p.mr[r]);
-    let atomic = w.op >= 5;
+    let atomic = matches!(w.op, 5 | 6);
     let len = if atomic {
         8
     } else {
@@ -410,7 +414,7 @@ fn post(p: &Pair, w: &Wr, id: u64, recv_now: bool) -> Option<RecvWr> {
     let op = match w.op {
         0 => WrOp::Send,
         1 => WrOp::SendWithImm { imm: id as u32 },
-        2 => WrOp::RdmaWrite { remote_addr, rkey },
+        2 | 7 => WrOp::RdmaWrite { remote_addr, rkey },
         3 => WrOp::RdmaWriteWithImm {
             remote_addr,
             rkey,
@@ -435,6 +439,11 @@ fn post(p: &Pair, w: &Wr, id: u64, recv_now: bool) -> Option<RecvWr> {
         SendFlags::NONE
     } else {
         SendFlags::SIGNALED
+    };
+    let flags = if w.op == 7 {
+        flags | SendFlags::FENCE
+    } else {
+        flags
     };
     let wr = SendWr::new(id, op)
         .sge(src_at, len, src.lkey())
@@ -1014,14 +1023,14 @@ fn fetch_on_lossy_wires(hw: Hw, wrs: &[Wr]) -> Vec<u64> {
 }
 
 /// A fetch that stops after its doorbell said it had not (`SqNews::stopped`): 40 WRITEs
-/// and then a READ and a WRITE posted at once from A on pair 0. The fetch takes what
-/// it has room for at the doorbell (the model: the TX ring's 32 descriptors; the RTL:
-/// its in-flight list's 8 entries per QP) and the rest as the segmenter and the ACKs
-/// make room, after the doorbell, until it stops at the READ, which it does not
+/// and then a fenced WRITE and a WRITE posted at once from A on pair 0. The fetch takes
+/// what it has room for at the doorbell (the model: the TX ring's 32 descriptors; the
+/// RTL: its in-flight list's 8 entries per QP) and the rest as the segmenter and the
+/// ACKs make room, after the doorbell, until it stops at the fence, which it does not
 /// take; the firmware hears of it with the fast path's news and takes the queue back,
-/// so the READ and the WRITE after it are the engine's. Against the engine (the same
-/// frames, memory and completions), on the model and on the RTL. Without the news the
-/// queue would sit stopped in the hardware and the READ never complete.
+/// so the fenced WRITE and the WRITE after it are the engine's. Against the engine (the
+/// same frames, memory and completions), on the model and on the RTL. Without the news
+/// the queue would sit stopped in the hardware and the fenced WRITE never complete.
 #[test]
 fn a_fetch_that_stops_after_its_doorbell_gives_the_queue_back() {
     let wr = |op, i: u32| Wr {
@@ -1034,7 +1043,7 @@ fn a_fetch_that_stops_after_its_doorbell_gives_the_queue_back() {
     };
     let wrs: Vec<Wr> = (0..40)
         .map(|i| wr(2, i))
-        .chain([wr(4, 40), wr(2, 41)])
+        .chain([wr(7, 40), wr(2, 41)])
         .collect();
     let hws: &[Hw] = if rtl_here() {
         &[Hw::Model, Hw::Rtl]
@@ -1044,11 +1053,81 @@ fn a_fetch_that_stops_after_its_doorbell_gives_the_queue_back() {
     for &hw in hws {
         let a = differential_on(THREE, hw, Mtu::Mtu1024, &wrs, CLEAN).unwrap()[0];
         assert_eq!(a.send_wqes, 42, "{hw:?}: every WQE fetched once");
-        // The READ and the WRITE after it: the firmware's descriptors.
+        // The fenced WRITE and the WRITE after it: the firmware's descriptors.
         assert_eq!(
             a.fp_descriptors, 2,
             "{hw:?}: descriptors the firmware posted"
         );
+    }
+}
+
+/// READs and atomics fetched by the hardware (`docs/fastpath.md` §3.8): 24 WRs from A
+/// on three pairs, READs, CMP_AND_SWPs and FETCH_AND_ADDs among WRITEs, SENDs and
+/// WRITE_WITH_IMMs, with `max_rd_atomic` 2, so that the fetch waits for the initiator
+/// credits as the engine's requester does (each pair has four READs and atomics queued
+/// at once). On the model, against the engine (frames byte for byte and at the engine's
+/// instants, completions, memory, the retry counters): on a clean wire the sending
+/// firmware posts no descriptor and handles no event (with the rule that stopped at a
+/// READ or atomic, it posted one per such WQE and the rest after it), and over three
+/// lossy wires every WQE is fetched once and the Go-Back-N replays (of a READ from a
+/// PSN inside it too) are the engine's. The RTL's `fp_sqf` still stops at a READ or
+/// atomic (the firmware then takes the queue back and posts them): at 64 and 512 bits
+/// the same comparison holds with the firmware posting those descriptors.
+#[test]
+fn reads_and_atomics_are_fetched() {
+    const OPS: [u8; 8] = [2, 4, 0, 5, 4, 6, 3, 2];
+    let setup = Setup {
+        max_rd_atomic: 2,
+        ..THREE
+    };
+    let wrs: Vec<Wr> = (0..24u32)
+        .map(|i| Wr {
+            pair: (i % 3) as usize,
+            from_b: false,
+            op: OPS[i as usize % OPS.len()],
+            len: 700 + 900 * i,
+            src: 64 * i,
+            dst: 128 * i,
+        })
+        .collect();
+    let reads = wrs.iter().filter(|w| (4..=6).contains(&w.op)).count();
+    assert_eq!(reads, 12, "the mix: four READs and atomics a pair");
+    let mut hws = vec![Hw::Model];
+    if rtl_here() {
+        hws.extend([Hw::Rtl, Hw::Rtl512]);
+    }
+    for hw in hws {
+        let a = differential_on(setup, hw, Mtu::Mtu1024, &wrs, CLEAN).unwrap()[0];
+        assert_eq!(a.send_wqes, 24, "{hw:?}: every WQE fetched once");
+        if hw == Hw::Model {
+            assert_eq!(
+                (a.fp_descriptors, a.fp_events),
+                (0, 0),
+                "the sender's firmware posted descriptors or handled events"
+            );
+        } else {
+            // fp_sqf stops at the first READ of each pair's queue: the firmware's.
+            assert!(
+                a.fp_descriptors >= 3,
+                "{hw:?}: the RTL fetched a READ or atomic ({} descriptors posted)",
+                a.fp_descriptors
+            );
+        }
+        let seeds: &[u64] = if hw == Hw::Model { &[1, 2, 3] } else { &[1] };
+        for &seed in seeds {
+            let wire = lossy(seed);
+            let c = differential_on(setup, hw, Mtu::Mtu1024, &wrs, wire).unwrap();
+            assert_eq!(
+                c[0].send_wqes, 24,
+                "{hw:?}, seed {seed}: every WQE fetched once"
+            );
+            let (engine, _) = run_on(setup, Hw::Engine, Mtu::Mtu1024, wire, &wrs);
+            let (fast, _) = run_on(setup, hw, Mtu::Mtu1024, wire, &wrs);
+            assert_eq!(
+                engine.times, fast.times,
+                "{hw:?}, seed {seed}: frames sent at other times"
+            );
+        }
     }
 }
 
@@ -1173,6 +1252,7 @@ const MANY: Setup = Setup {
     icm: true,
     cq: 4096,
     late: None,
+    max_rd_atomic: 16,
 };
 
 /// The context cache's cases: `ROCE_FP_CACHE_CASES`, default 3 per fast path.
@@ -1415,6 +1495,7 @@ const TINY_CQ: Setup = Setup {
     icm: false,
     cq: 1,
     late: None,
+    max_rd_atomic: 16,
 };
 
 /// Go-Back-N at a NAK whose CQEs find the CQ full (`docs/fastpath.md` §3.8, "A rewind

@@ -823,6 +823,13 @@ impl<P: Datapath, const QPS: usize> FastPathPort<P, QPS> {
                 q.sq = Some(sq);
                 return (taken, sends);
             };
+            // A READ or atomic waits while the QP's initiator credits are all held (the
+            // engine's `req_select`): by the READs and atomics in flight, which give
+            // theirs back as their last response retires them. Read again then.
+            let credits = q.inflight.iter().filter(|m| m.kind != InflightKind::Msg);
+            if m.op.is_read_or_atomic() && credits.count() >= usize::from(sq.idle.max_rd_atomic) {
+                return (taken, sends);
+            }
             if sq.deadline.is_none() {
                 // The engine arms its timer when it hands out a message with none
                 // running.
@@ -1047,12 +1054,17 @@ fn sq_nak(
     let mut n = 0usize;
     let mut wcs: heapless::Vec<WorkCompletion, INFLIGHT> = heapless::Vec::new();
     for m in q.inflight.iter().take_while(|m| m.last_psn.before(psn)) {
+        if m.kind != InflightKind::Msg {
+            // A NAK past a READ or atomic: its response was lost, and the engine's
+            // completer goes back to it (`complete_implied`): the firmware's.
+            return NakTaken::No;
+        }
         n += 1;
         if let Some((wr_id, op)) = m.cqe {
             let _ = wcs.push(send_wc(qpn, wr_id, op, m.length));
         }
     }
-    // Every fetched message is a SEND or WRITE; the one holding PSN is in the list.
+    // The one holding PSN is in the list (a READ too: its replay asks from PSN on).
     let Some(first) = q.inflight.iter().nth(n).map(|m| m.first_psn) else {
         return NakTaken::No;
     };
@@ -1148,22 +1160,13 @@ fn go_back(q: &mut QpMem, mut sq: SqHw, mut ctx: SendCtx, first: Psn, now: u64) 
 /// `ACKED` event is not raised: returns true. A response that leaves a completion to
 /// the firmware raises it as before, and the firmware then takes the send queue back.
 fn sq_retire(q: &mut QpMem, event: &Option<Event>, none_owed: bool, now: u64) -> bool {
-    let (
-        Some(sq),
-        Some(Event::Acked {
-            done,
-            una,
-            read,
-            cqe,
-            atomic,
-            ..
-        }),
-    ) = (q.sq.as_mut(), event)
-    else {
+    let (Some(sq), Some(Event::Acked { done, una, cqe, .. })) = (q.sq.as_mut(), event) else {
         return false;
     };
-    // (The fetch takes no READ or atomic: a response of one is the firmware's queue's.)
-    if *read || *atomic || !(*cqe || none_owed) {
+    // A READ response or ATOMIC ACKNOWLEDGE retires as an ACK does (`read`, `atomic`:
+    // the response rule placed its data; a READ's middle response retires what is
+    // before it and moves `una`).
+    if !(*cqe || none_owed) {
         return false;
     }
     sq.done = sq.done.wrapping_add(u32::from(*done));

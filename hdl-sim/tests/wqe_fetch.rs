@@ -285,6 +285,7 @@ fn play(fp: &mut dyn FastPath, c: &Case, mem: &mut HostMem) -> Outcome {
         depth: c.depth,
         retry_cnt: 7,
         rnr_retry: 7,
+        max_rd_atomic: 4,
     };
     let ring = SqRing {
         ring: c.ring,
@@ -429,6 +430,7 @@ fn doorbell_to_first_frame() {
         depth: 64,
         retry_cnt: 7,
         rnr_retry: 7,
+        max_rd_atomic: 4,
     };
     let ring = SqRing {
         ring: RING,

@@ -1194,6 +1194,7 @@ impl<
             depth: SQ as u32,
             retry_cnt: r.qp.retry_cnt,
             rnr_retry: r.qp.rnr_retry,
+            max_rd_atomic: r.qp.max_rd_atomic,
         })
     }
 

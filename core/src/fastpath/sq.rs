@@ -2,7 +2,7 @@
 //! the send WQEs of a QP the firmware handed over from the host ring itself, checks
 //! their local keys in the MR table and queues the descriptor the engine would have
 //! written. It takes only what it can finish alone; anything else (a local operation,
-//! inline data, a fence, a READ or atomic, a key that fails) hands the send queue back
+//! inline data, a fence, a key that fails, a misshapen atomic) hands the send queue back
 //! to the firmware, which then posts the WQEs the hardware still holds to the engine
 //! (`Engine::fastpath_adopt_begin` / `fastpath_adopt_end`) and fetches the rest itself.
 
@@ -35,6 +35,10 @@ pub struct SqIdle {
     /// ever). The hardware's at an RNR NAK spend them as the engine's completer does
     /// (`on_rnr_nak`); whole at the hand-over, as `retry_cnt`.
     pub rnr_retry: u8,
+    /// The QP's `max_rd_atomic`: the READs and atomics it may have in flight (the
+    /// requester's initiator credits). The fetch waits at one while that many are in
+    /// flight, as `req_select` does; none are at the hand-over (nothing outstanding).
+    pub max_rd_atomic: u8,
 }
 
 /// What the hardware's Go-Back-N (§3.8) leaves of a send queue it gives back, for the
@@ -66,30 +70,37 @@ pub fn wqe_msg(
     idle: &SqIdle,
     mrt: &dyn Protection,
 ) -> Option<(TxMsg, Option<u64>)> {
-    // READ and atomics need credits and responses placed; SEND_WITH_INV and the local
-    // operations change the memory table: the firmware's.
-    let op = MsgOp::of(&wr.op).filter(|op| {
-        matches!(
-            op,
-            MsgOp::Send | MsgOp::SendWithImm(_) | MsgOp::Write | MsgOp::WriteWithImm(_)
-        )
-    })?;
+    // SEND_WITH_INV and the local operations change the memory table: the firmware's.
+    // READ and atomics are taken (their credits are the caller's, `SqIdle::max_rd_atomic`).
+    let op = MsgOp::of(&wr.op).filter(|op| !matches!(op, MsgOp::SendWithInv(_)))?;
     if wr.ud.is_some()
         || wr.send_flags.contains(SendFlags::INLINE)
         || wr.send_flags.contains(SendFlags::FENCE)
     {
         return None;
     }
+    let atomic = matches!(op, MsgOp::CmpSwap { .. } | MsgOp::FetchAdd { .. });
+    // An atomic exactly as the responder takes it: one 8-byte local buffer, an
+    // 8-byte-aligned remote address. The engine sends others as they are (its
+    // `post_send` takes any list of 8 bytes or more and sends 8; the responder NAKs a
+    // misaligned address): the firmware's, so that their frames stay the engine's.
+    if atomic
+        && (wr.sg_list.len() != 1
+            || wr.sg_list.first().is_none_or(|s| s.length != 8)
+            || wr.op.remote().is_none_or(|(va, _)| va & 7 != 0))
+    {
+        return None;
+    }
+    // READ and atomics write their local buffers (`req_select`'s check).
+    let need = if op.is_read_or_atomic() {
+        AccessFlags::LOCAL_WRITE
+    } else {
+        AccessFlags::NONE
+    };
     let length = sgl_len(&wr.sg_list)?;
     for s in wr.sg_list.iter().filter(|s| s.length != 0) {
-        mrt.check_local(
-            idle.pd,
-            s.lkey,
-            s.addr,
-            u64::from(s.length),
-            AccessFlags::NONE,
-        )
-        .ok()?;
+        mrt.check_local(idle.pd, s.lkey, s.addr, u64::from(s.length), need)
+            .ok()?;
     }
     let (remote_addr, rkey) = wr.op.remote().unwrap_or((0, Rkey(0)));
     let mut sges = heapless::Vec::new();

@@ -211,7 +211,14 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
     ) {
         self.req_adopt(env);
         if una != self.qp.comp.psn {
-            self.comp_fastpath(env, una.sub(1), false, false);
+            // `una` lies inside the oldest message the hardware held (packets of a SEND
+            // or WRITE acknowledged, responses of a READ placed): nothing retires, the
+            // acknowledgement moves, as `on_ack` and `on_read_response` move it. (Not
+            // `comp_fastpath` with an ACK of `una - 1`: inside a READ that is an ACK
+            // the completer refuses.)
+            let before = self.qp.comp.psn;
+            self.acked_to(una);
+            self.comp_progress(env, before);
         }
         if spent.retries != 0 {
             self.qp.comp.retry_left = self.qp.comp.retry_left.saturating_sub(spent.retries);
