@@ -462,6 +462,7 @@ fn doorbell_to_first_frame() {
         pi: 1,
         depth: 64,
         ring: RING,
+        model_only: false,
     };
     let q = Qpn::new(QPN);
     // a descriptor from the firmware
