@@ -729,9 +729,10 @@ impl<P: Datapath, const QPS: usize> FastPathPort<P, QPS> {
 
     /// The WQE fetch of QP slot `s` (§3.8): reads the host ring from its index up to the
     /// producer index and queues a descriptor for each WQE it takes, while the TX ring,
-    /// the in-flight list and the engine's send-queue depth have room. Returns how many
-    /// it took, and of them SENDs; it stops for good (until taken back) at one it does
-    /// not take.
+    /// the in-flight list and the engine's send-queue depth have room, and at a READ or
+    /// atomic while the QP's `max_rd_atomic` credits are all held. Returns how many it
+    /// took, and of them SENDs; it stops for good (until taken back) at one it does not
+    /// take.
     fn sq_fetch(&mut self, s: usize, dma: &mut dyn Dma) -> (u32, u32) {
         let (mut taken, mut sends) = (0, 0);
         loop {
