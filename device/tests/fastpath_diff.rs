@@ -1014,17 +1014,23 @@ fn the_hardware_fetches_the_wqes() {
 /// hardware's local ACK timer is the engine's: resends after a timeout among them).
 /// Returns the events the sender's firmware handled on each.
 fn fetch_on_lossy_wires(hw: Hw, wrs: &[Wr]) -> Vec<u64> {
-    (1..4)
-        .map(|seed| {
+    fetch_on_lossy_wires_on(THREE, hw, wrs, &[1, 2, 3])
+}
+
+/// [`fetch_on_lossy_wires`] with `setup`, over the lossy wires of `seeds`.
+fn fetch_on_lossy_wires_on(setup: Setup, hw: Hw, wrs: &[Wr], seeds: &[u64]) -> Vec<u64> {
+    seeds
+        .iter()
+        .map(|&seed| {
             let lossy = lossy(seed);
-            let counters = differential_on(THREE, hw, Mtu::Mtu1024, wrs, lossy).unwrap();
+            let counters = differential_on(setup, hw, Mtu::Mtu1024, wrs, lossy).unwrap();
             assert_eq!(
                 counters[0].send_wqes,
                 wrs.len() as u64,
                 "{hw:?}, seed {seed}: every WQE fetched once"
             );
-            let (engine, _) = run_on(THREE, Hw::Engine, Mtu::Mtu1024, lossy, wrs);
-            let (fast, _) = run_on(THREE, hw, Mtu::Mtu1024, lossy, wrs);
+            let (engine, _) = run_on(setup, Hw::Engine, Mtu::Mtu1024, lossy, wrs);
+            let (fast, _) = run_on(setup, hw, Mtu::Mtu1024, lossy, wrs);
             assert_eq!(
                 engine.times, fast.times,
                 "{hw:?}, seed {seed}: frames sent at other times"
@@ -1126,20 +1132,7 @@ fn reads_and_atomics_are_fetched() {
             );
         }
         let seeds: &[u64] = if hw == Hw::Model { &[1, 2, 3] } else { &[1] };
-        for &seed in seeds {
-            let wire = lossy(seed);
-            let c = differential_on(setup, hw, Mtu::Mtu1024, &wrs, wire).unwrap();
-            assert_eq!(
-                c[0].send_wqes, 24,
-                "{hw:?}, seed {seed}: every WQE fetched once"
-            );
-            let (engine, _) = run_on(setup, Hw::Engine, Mtu::Mtu1024, wire, &wrs);
-            let (fast, _) = run_on(setup, hw, Mtu::Mtu1024, wire, &wrs);
-            assert_eq!(
-                engine.times, fast.times,
-                "{hw:?}, seed {seed}: frames sent at other times"
-            );
-        }
+        fetch_on_lossy_wires_on(setup, hw, &wrs, seeds);
     }
 }
 
