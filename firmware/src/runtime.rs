@@ -678,6 +678,13 @@ impl<
                 }
                 if layout::rctx_tag(&b) == qpn {
                     layout::release_rctx(&mut b);
+                    // Held while the engine had its responses queued, written back
+                    // then without `reads`: they went out, the hardware answers its
+                    // READs again. (Else that waited for the QP's next request
+                    // exception, which a SEND placed by the hardware is not.)
+                    if self.engine.fastpath_recv_reads(qpn) {
+                        layout::reads_rctx(&mut b);
+                    }
                     fp.write_rctx(qpn, &b);
                 }
             }
@@ -960,16 +967,17 @@ impl<
             return;
         };
         // A QP taken off the fast path since (its entry went to another QP) left its
-        // hardware state in the engine then.
+        // hardware state in the engine then. (Only the state the hardware advanced is
+        // decoded, as for an exception.)
         let ctx = if on {
-            layout::decode_rctx(&fp.read_rctx(qpn)).ok()
+            layout::decode_rctx_state(&fp.read_rctx(qpn)).ok()
         } else {
-            self.engine.fastpath_recv_ctx(qpn)
+            self.engine.fastpath_recv_ctx(qpn).map(|c| c.state())
         };
         if let Some(ctx) = ctx {
             let _ = self
                 .engine
-                .fastpath_recv_done(now, &ctx, byte_len, solicited);
+                .fastpath_recv_done_state(now, qpn, &ctx, byte_len, solicited);
         }
         // The next SEND's WQE, ahead of it. (No later MSG_DONE of the QP can wait: the
         // hardware had no buffer since this one's SEND ended.)

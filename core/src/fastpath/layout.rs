@@ -392,6 +392,12 @@ pub fn release_rctx(b: &mut [u8; RCTX_LEN]) {
     b[RCTX_FLAGS] &= !RCTX_HELD;
 }
 
+/// Sets `reads` in receive context `b`, nothing else: a QP released once the engine
+/// sent the responses that kept it clear (§3.4, "`reads`").
+pub fn reads_rctx(b: &mut [u8; RCTX_LEN]) {
+    b[RCTX_FLAGS] |= RCTX_READS;
+}
+
 /// Whether receive context `b` is `held` (§3.2).
 pub fn rctx_held(b: &[u8; RCTX_LEN]) -> bool {
     b[RCTX_FLAGS] & RCTX_HELD != 0
