@@ -7,7 +7,9 @@
 // its P_Key, no exception pending, no CE mark) and the placement rule's (PSN,
 // opcode sequence, lengths, key, PD, access, bounds), and decides: place
 // (with the new context written back, an ACK descriptor when one is due and
-// a MSG_DONE event at the end of a SEND) or hand the frame to the firmware
+// a MSG_DONE event at the end of a SEND; a SEND's packets, its first too, go
+// into the receive buffer the firmware loaded, recv_loaded, which a WRITE's
+// RETH unloads: it shares RESID and LENGTH) or hand the frame to the firmware
 // (EXCEPTION event with the reason; the context changes only in `held`);
 // frames the parser rejected are dropped.
 //
