@@ -1504,11 +1504,18 @@ fn sends_into_loaded_receives_are_the_hardwares() {
             .collect();
         assert_eq!(
             statuses,
-            [WcStatus::Success, WcStatus::WrFlushErr, WcStatus::WrFlushErr],
+            [
+                WcStatus::Success,
+                WcStatus::WrFlushErr,
+                WcStatus::WrFlushErr
+            ],
             "{hw:?}: B's receives"
         );
         // B's hardware placed the first SEND (its one packet); the WRITE and what
         // followed it were B's firmware's.
-        assert_eq!(c[1].fastpath.rx_handled, 1, "{hw:?}: frames B's hardware took");
+        assert_eq!(
+            c[1].fastpath.rx_handled, 1,
+            "{hw:?}: frames B's hardware took"
+        );
     }
 }
