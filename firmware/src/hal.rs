@@ -114,8 +114,8 @@ pub trait FastPath {
     }
     /// Loads receive buffer `buf` (address and length of the head receive WQE's one
     /// SGE) into QP `qpn`'s receive context when it has none, or unloads the one it has
-    /// (`buf` None), while the QP has no message under way and is not `held`
-    /// (`layout::load_rctx`), as one step that no frame the hardware takes comes
+    /// (`buf` None), while the QP has no message under way and, for a load, is not
+    /// `held` (`layout::load_rctx`), as one step that no frame the hardware takes comes
     /// between; false when it changed nothing. A datapath without it loads nothing.
     fn load_recv(&mut self, qpn: Qpn, buf: Option<(u64, u32)>) -> bool {
         let _ = (qpn, buf);

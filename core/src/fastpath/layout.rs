@@ -411,14 +411,17 @@ pub fn hold_rctx(b: &mut [u8; RCTX_LEN]) {
 
 /// Loads receive buffer `buf` (address, length) into receive context `b` of QP `qpn`
 /// (§3.2 `recv_addr`, `resid`, `length` 0, `recv_loaded`) when it has none, or unloads
-/// the one it has (`buf` None), nothing else, while the context is that QP's, on,
+/// the one it has (`buf` None), nothing else, while the context is that QP's, on and
 /// between messages (`cur` none: no SEND is placing into it, and no WRITE, whose RETH
-/// fields `resid` and `length` share) and not `held`: the firmware's preload of the next
-/// SEND's receive WQE (§3.4), and its take-back when the WQE's MR changed. False when
-/// it changed nothing.
+/// fields `resid` and `length` share), and for a load not `held` (an exception of the
+/// QP waits: its write-back loads what the engine's state says): the firmware's
+/// preload of the next SEND's receive WQE (§3.4), and its take-back when the WQE's MR
+/// changed (a held QP's too: its release would keep the stale buffer). False when it
+/// changed nothing.
 pub fn load_rctx(b: &mut [u8; RCTX_LEN], qpn: Qpn, buf: Option<(u64, u32)>) -> bool {
     let loaded = b[RCTX_FLAGS] & RCTX_LOADED != 0;
-    let between = b[0] == 1 && b[1] == 0 && b[RCTX_FLAGS] & RCTX_HELD == 0;
+    let held = buf.is_some() && b[RCTX_FLAGS] & RCTX_HELD != 0;
+    let between = b[0] == 1 && b[1] == 0 && !held;
     if !between || rctx_tag(b) != qpn || loaded == buf.is_some() {
         return false;
     }
