@@ -363,7 +363,7 @@ proptest! {
         let qpn = Qpn::new(qpn);
         for e in [
             Event::MsgDone { qpn, msn: Msn::new(q.value()), byte_len: x, solicited: b & 1 != 0 },
-            Event::Acked { qpn, psn: p, una: q, read: b & 1 != 0, last: b & 2 != 0, done: b, wqe_index: y, cqe: b & 4 != 0, gbn: b & 8 != 0 },
+            Event::Acked { qpn, psn: p, una: q, read: b & 1 != 0, last: b & 2 != 0, done: b, wqe_index: y, cqe: b & 4 != 0, gbn: b & 8 != 0, atomic: b & 16 != 0 },
             Event::Read { qpn, psn: p, va: u64::from(x) << 17 | u64::from(y), rkey: Rkey(x.rotate_left(7)), len: x },
         ] {
             prop_assert_eq!(layout::decode_event(&layout::encode_event(&e)), Ok(e));

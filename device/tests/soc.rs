@@ -401,7 +401,9 @@ fn a_lost_packet_on_the_socs_fast_path_goes_again_at_its_deadline() {
 /// The RC mix (SEND, WRITE, READ, both atomics; data and completions checked on both
 /// sides) between two SoCs with their fast path on: the segmenter sends the requests,
 /// the receive side places the SEND and WRITE and takes the READ responses and ACKs,
-/// the responder's answers the READ; the atomics reach the firmware as exceptions.
+/// the responder's answers the READ; the atomic requests reach the responder's firmware
+/// as exceptions, and their ATOMIC ACKNOWLEDGEs are the requester's hardware's (its
+/// firmware handles no exception at all: two a round before, `docs/fastpath.md` §3.6).
 /// Then the same with 1 % of the frames lost (exceptions, FLUSH and REPLAY
 /// descriptors: Go-Back-N through the fast path).
 ///
@@ -441,6 +443,10 @@ fn rc_mix_on_the_socs_fast_path() {
             ),
             (0, 0),
             "no loss: nothing out of sequence at the responder, nothing resent ({step} cycles a step, SoC 1 {ahead} ahead)"
+        );
+        assert_eq!(
+            fp[0].rx_exceptions, 0,
+            "no loss: the requester's hardware took every response, the ATOMIC ACKNOWLEDGEs too ({step} cycles a step, SoC 1 {ahead} ahead)"
         );
     }
     let mut p = soc_pair::pair_on(&image, 0.01, &opts(9), true);

@@ -131,6 +131,8 @@ fn send_wc(qpn: Qpn, wr_id: u64, op: MsgOp, byte_len: u32) -> WorkCompletion {
     let opcode = match op {
         MsgOp::Write | MsgOp::WriteWithImm(_) => WcOpcode::RdmaWrite,
         MsgOp::Read => WcOpcode::RdmaRead,
+        MsgOp::CmpSwap { .. } => WcOpcode::CompSwap,
+        MsgOp::FetchAdd { .. } => WcOpcode::FetchAdd,
         _ => WcOpcode::Send,
     };
     let mut wc = WorkCompletion::new(wr_id, qpn, opcode, WcStatus::Success);
@@ -1097,6 +1099,7 @@ fn sq_nak(
             wqe_index,
             cqe: false,
             gbn: true,
+            atomic: false,
         });
     }
     sq.done = sq.done.wrapping_add(n as u32);
@@ -1152,13 +1155,15 @@ fn sq_retire(q: &mut QpMem, event: &Option<Event>, none_owed: bool, now: u64) ->
             una,
             read,
             cqe,
+            atomic,
             ..
         }),
     ) = (q.sq.as_mut(), event)
     else {
         return false;
     };
-    if *read || !(*cqe || none_owed) {
+    // (The fetch takes no READ or atomic: a response of one is the firmware's queue's.)
+    if *read || *atomic || !(*cqe || none_owed) {
         return false;
     }
     sq.done = sq.done.wrapping_add(u32::from(*done));
@@ -1189,7 +1194,7 @@ fn retiring_cqes(
     use roce_core::wire::opcode::Operation;
     if !matches!(
         pkt.info().operation,
-        Operation::Acknowledge | Operation::RdmaReadResponse
+        Operation::Acknowledge | Operation::RdmaReadResponse | Operation::AtomicAcknowledge
     ) {
         return None;
     }

@@ -596,8 +596,9 @@ impl<
                 read,
                 cqe,
                 gbn,
+                atomic,
                 ..
-            } => self.fp_acked(now, qpn, psn, read, cqe, gbn),
+            } => self.fp_acked(now, qpn, psn, read | atomic, cqe, gbn),
             Event::Read {
                 psn, va, rkey, len, ..
             } => self.engine.fastpath_read_taken(qpn, psn, va, rkey, len),
@@ -609,7 +610,7 @@ impl<
     /// line check and call are inlined into one copy (`fp_events` has two, the poll's
     /// and `fp_settle`'s).
     #[inline(never)]
-    fn fp_acked(&mut self, now: Instant, qpn: Qpn, psn: Psn, read: bool, cqe: bool, gbn: bool) {
+    fn fp_acked(&mut self, now: Instant, qpn: Qpn, psn: Psn, placed: bool, cqe: bool, gbn: bool) {
         // (The engine says whether the QP's send queue is idle after the
         // response: the last of its sends may have completed.)
         let idle = if gbn {
@@ -620,7 +621,9 @@ impl<
             self.engine.fastpath_nak(now, qpn, psn, cqe);
             self.engine.fastpath_sq_idle(qpn)
         } else {
-            self.engine.fastpath_acked(now, qpn, psn, read, cqe)
+            // `placed`: a READ response or an ATOMIC ACKNOWLEDGE whose data the
+            // hardware wrote.
+            self.engine.fastpath_acked(now, qpn, psn, placed, cqe)
         };
         if cqe {
             // The hardware wrote CQEs (§3.7): the host hears of them as of

@@ -297,7 +297,7 @@ module fp_cqw
       cqe[64 +: 32] = rec_head[CQ_INFO_BITS +: 32];
       cqe[96 +: 32] = wimm ? rec_head[CQ_IMM +: 32] : 32'd0;
       cqe[128 +: 32] = {8'd0, g_qpn};
-      cqe[232 +: 8] = {6'd0, rec_head[CQ_OPC +: 2]};
+      cqe[232 +: 8] = {5'd0, rec_head[CQ_OPC +: 3]};
       cqe[240 +: 8] = wimm ? 8'd2 : 8'd0;
     end
     cqe[248] = !g_pi[g_log];

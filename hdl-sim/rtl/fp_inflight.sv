@@ -167,19 +167,25 @@ module fp_inflight
     a_lenm1 <= ap_len - 32'd1;
     a_one <= ap_len == 0 || ap_op == OP_CMP_SWAP || ap_op == OP_FETCH_ADD;
     a_wqe <= ap_wqe;
-    // only SENDs, WRITEs and READs complete through the CQE writer (the
-    // firmware never asks for an atomic's)
-    a_cqe <= ap_cqe && ap_op <= OP_READ;
+    // every message kind completes through the CQE writer (an atomic's once
+    // its ATOMIC ACKNOWLEDGE's value is written); the CQE's opcode is
+    // IBV_WC_SEND 0, RDMA_WRITE 1, RDMA_READ 2, COMP_SWAP 3, FETCH_ADD 4
+    a_cqe <= ap_cqe;
     a_info <= '0;
     a_info[CQ_WRID +: 64] <= ap_wrid;
     a_info[CQ_IMM +: 32] <= ap_imm;
-    a_info[CQ_OPC +: 2] <= (ap_op == OP_READ) ? 2'd2
-        : (ap_op == OP_WRITE || ap_op == OP_WRITE_IMM) ? 2'd1 : 2'd0;
+    a_info[CQ_OPC +: 3] <= (ap_op == OP_FETCH_ADD) ? 3'd4
+        : (ap_op == OP_CMP_SWAP) ? 3'd3
+        : (ap_op == OP_READ) ? 3'd2
+        : (ap_op == OP_WRITE || ap_op == OP_WRITE_IMM) ? 3'd1 : 3'd0;
     a_info[CQ_WIMM] <= ap_op == OP_SEND_IMM || ap_op == OP_WRITE_IMM;
-    // the SGEs past num_sge have no bytes (a READ's num_sge is 0..4)
+    // the SGEs past num_sge have no bytes (a READ's num_sge is 0..4; an
+    // atomic's one SGE, its operands in place of SGEs 2 and 3, as the
+    // model's decode_txd takes it)
     for (int i = 0; i < SG_N; i++) begin
       a_sge[96*i +: 64] <= ap_sge[96*i +: 64];
-      a_sge[96*i + 64 +: 32] <= (8'(i) < ap_nsge) ? ap_sge[96*i + 64 +: 32] : 32'd0;
+      a_sge[96*i + 64 +: 32] <= (8'(i) < ap_nsge && (i == 0 || ap_op == OP_READ))
+          ? ap_sge[96*i + 64 +: 32] : 32'd0;
     end
     // ap_qpn's state after this edge: the pointer writes below, by priority
     if (clr && w0_wr_addr == ap_qpn) a_tail <= '0;
@@ -244,14 +250,14 @@ module fp_inflight
     for (int i = 0; i < E; i++) rd_row[IF_BITS*i +: IF_BITS] = row_rd[32*WORDS_PER*i +: IF_BITS];
   end
 
-  // the READs' SGEs, by entry
+  // the READs' and atomics' SGEs, by entry
   roce_ram #(
     .WORDS(SG_BITS / 32),
     .DEPTH(NQP * E)
   ) sge_ram_inst (
     .clk(clk),
     .wr_addr({a_qpn, a_pos}),
-    .wr_en({(SG_BITS / 32){a_ok && a_kind == IFK_READ}}),
+    .wr_en({(SG_BITS / 32){a_ok && a_kind != IFK_MSG}}),
     .wr_data(a_sge),
     .rd_addr({sg_rd_addr, sg_rd_lane}),
     .rd_en(sg_rd_en),

@@ -162,7 +162,8 @@ package fp_pkg;
   localparam int EV_RFLAGS = 31;    // [0] a READ response (placed), [1] the READ's last,
                                     // [2] the CQE writer wrote the retired messages' CQEs
                                     // ([3] a NAK sequence error's rewind, [4] its
-                                    // progress, [5] an RNR NAK's wait: §3.8)
+                                    // progress, [5] an RNR NAK's wait: §3.8), [6] an
+                                    // ATOMIC ACKNOWLEDGE (its value written)
   localparam int EV_RNR = 32;       // with [5]: the RNR NAK's timer code [4:0]
 
   // exception reasons (§3.5), as roce_core::fastpath::Exception
@@ -202,6 +203,7 @@ package fp_pkg;
   localparam logic [7:0] RC_READ_RESP_LAST = 8'h0F;
   localparam logic [7:0] RC_READ_RESP_ONLY = 8'h10;
   localparam logic [7:0] RC_ACK = 8'h11;
+  localparam logic [7:0] RC_ATOMIC_ACK = 8'h12;
   localparam logic [7:0] RC_CMP_SWAP = 8'h13;
   localparam logic [7:0] RC_FETCH_ADD = 8'h14;
   localparam logic [7:0] RC_SEND_LAST_INV = 8'h16;
@@ -231,8 +233,8 @@ package fp_pkg;
   // 0 SEND, 1 RDMA_WRITE, 2 RDMA_READ) and whether it carries the immediate.
   localparam int CQ_WRID = 0;       // 64
   localparam int CQ_IMM = 64;       // 32
-  localparam int CQ_OPC = 96;       // 2
-  localparam int CQ_WIMM = 98;      // 1
+  localparam int CQ_OPC = 96;       // 3: the CQE's opcode (IBV_WC_SEND .. IBV_WC_FETCH_ADD)
+  localparam int CQ_WIMM = 99;      // 1
   localparam int CQ_INFO_BITS = 128;   // 4 words
   // one CQE to write: the entry's record and the message's length
   localparam int CQ_REC_BITS = CQ_INFO_BITS + 32;
@@ -377,6 +379,10 @@ package fp_pkg;
     logic [2:0]   np;
     logic [SG_N-1:0][63:0] p_addr;
     logic [SG_N-1:0][15:0] p_len;
+    // an ATOMIC ACKNOWLEDGE: the pieces carry these 8 bytes (the original value,
+    // little-endian as the engine's completer writes it), not the payload
+    logic         atomic;
+    logic [63:0]  orig;
     logic         ev_valid;
     logic [EV_BYTES*8-1:0] ev;
     logic         ack_valid;

@@ -366,6 +366,11 @@ module fp_rx_check
   // a READ response (C2); its READ, the first live entry (C3): where the
   // payload goes in the message, the READ's length and last PSN
   logic        k_read, k_rends, k_runa;
+  // an ATOMIC ACKNOWLEDGE (C2): as a READ response, its 8 bytes of original
+  // value at message offset 0 of its atomic's SGE (`pn` bytes placed: the
+  // payload's, or those 8)
+  logic        k_atk;
+  logic [15:0] pn;
   logic [E_W:0]  q_t;
   logic [31:0]   q_off, q_len;
   logic [23:0]   q_last;
@@ -592,6 +597,7 @@ module fp_rx_check
         k_ack <= op == RC_ACK;
         k_read <= op >= RC_READ_RESP_FIRST && op <= RC_READ_RESP_ONLY;
         k_rends <= op == RC_READ_RESP_LAST || op == RC_READ_RESP_ONLY;
+        k_atk <= op == RC_ATOMIC_ACK;
         k_runa <= m.bth_psn == s_una;
         k_aeth_nak <= m.ext_mask[EXT_AETH] && m.aeth_syndrome[7:5] != 3'd0;
         k_gbn <= m.ext_mask[EXT_AETH] && m.aeth_syndrome == 8'h60
@@ -657,7 +663,7 @@ module fp_rx_check
         for (int j = 0; j < E; j++) begin
           seen = seen || v_hit[j];
           upto[j] = !seen;
-          kind_not[j] = o_kind[j] != (k_read ? IFK_READ : IFK_MSG);
+          kind_not[j] = o_kind[j] != (k_read ? IFK_READ : k_atk ? IFK_ATOMIC : IFK_MSG);
         end
         w_t = '0;
         w_b = '0;
@@ -727,13 +733,13 @@ module fp_rx_check
         rd_q = c_reads && k_rreq;
         // a response's reason, but for the READ's length and SGEs (RD)
         if (!s_valid) r_reason = EXC_OFF;
-        else if (!k_ack && !k_read) r_reason = EXC_OPCODE;   // ATOMIC ACKNOWLEDGE
+        else if (!k_ack && !k_read && !k_atk) r_reason = EXC_OPCODE;
         // an RNR NAK is the WQE fetch's when it retires nothing (then it owes no
         // CQE the writer could refuse); a NAK sequence error with progress in an
         // RNR wait is the firmware's (the engine retries at none then)
         else if (k_aeth_nak && !(k_gbn && !(k_rnrwait && k_progress))
                  && !(k_rnr && done_q == '0)) r_reason = EXC_NAK_IN;
-        else if (!k_rpsn_ok || (k_read && !k_runa)) r_reason = EXC_PSN;
+        else if (!k_rpsn_ok || ((k_read || k_atk) && !k_runa)) r_reason = EXC_PSN;
         else if (rkind_q) r_reason = EXC_ORDER;
         else if (!found_q) r_reason = EXC_PSN;
         else if (before_q) r_reason = EXC_PSN;
@@ -906,12 +912,15 @@ module fp_rx_check
         end else if (hold) begin
           st <= S_HOLD;
         end else if (k_response) begin
-          // decided in RD; a READ response's pieces first (R1..R3)
+          // decided in RD; a READ response's or an ATOMIC ACKNOWLEDGE's pieces
+          // first (R1..R3; the atomic's 8 bytes at offset 0: its one PSN is
+          // una_psn, so its entry is the first live one and q_off is 0)
           rr_reason <= reason;
           sg_q <= sg_rd_data;
           rem <= {1'b0, q_len} - {1'b0, q_off};
-          pend <= {2'd0, q_off} + {18'd0, n};
-          st <= k_read ? S_R1 : S_RD;
+          pn <= k_atk ? 16'd8 : n;
+          pend <= {2'd0, q_off} + (k_atk ? 34'd8 : {18'd0, n});
+          st <= k_read || k_atk ? S_R1 : S_RD;
         end else begin
           // a parser drop, a miss (the entry is another QP's) and a QP whose fast
           // path is off change nothing
@@ -941,9 +950,10 @@ module fp_rx_check
         sg_e[1] <= l[0] + l[1];
         sg_e[2] <= l[0] + l[1] + l[2];
         sg_e[3] <= (l[0] + l[1]) + (l[2] + l[3]);
-        rlen_ok <= qteq_q && !rem[32] && (k_rends
+        // (an ATOMIC ACKNOWLEDGE has no payload to check)
+        rlen_ok <= qteq_q && !rem[32] && (k_atk || (k_rends
             ? {17'd0, n} == rem && {16'd0, n} <= smtu && m.bth_psn == q_last
-            : {16'd0, n} == smtu && rem[31:0] > smtu);
+            : {16'd0, n} == smtu && rem[31:0] > smtu));
         st <= S_R2;
       end
 
@@ -952,14 +962,14 @@ module fp_rx_check
           logic starts_in;
           starts_in = {2'd0, q_off} > sg_s[i];
           // [q_off, pend) meets [start, end): both non-empty and overlapping
-          nz[i] <= n != 0 && sg_e[i] != sg_s[i] && {2'd0, q_off} < sg_e[i] && sg_s[i] < pend;
+          nz[i] <= pn != 0 && sg_e[i] != sg_s[i] && {2'd0, q_off} < sg_e[i] && sg_s[i] < pend;
           lo16[i] <= starts_in ? q_off[15:0] : sg_s[i][15:0];
           hi16[i] <= (pend < sg_e[i]) ? pend[15:0] : sg_e[i][15:0];
           sg_off[i] <= starts_in ? {2'd0, q_off} - sg_s[i] : '0;
         end
         // the SGEs tile the message from 0: the pieces cover the payload
         // exactly when it ends within them
-        covered <= n == 0 || pend <= sg_e[SG_N-1];
+        covered <= pn == 0 || pend <= sg_e[SG_N-1];
         st <= S_R3;
       end
 
@@ -985,8 +995,8 @@ module fp_rx_check
         logic [SG_N-1:0][63:0] pa;
         logic [SG_N-1:0][15:0] pl;
         reason = rr_reason;
-        if (rr_reason == 8'd0 && k_read && !rlen_ok) reason = EXC_LENGTH;
-        else if (rr_reason == 8'd0 && k_read && !covered) reason = EXC_KEY;
+        if (rr_reason == 8'd0 && (k_read || k_atk) && !rlen_ok) reason = EXC_LENGTH;
+        else if (rr_reason == 8'd0 && (k_read || k_atk) && !covered) reason = EXC_KEY;
         take = m.error == ERR_NONE && reason == 8'd0;
         // a NAK sequence error the WQE fetch rewinds (§3.8): without progress
         // while a retry is under way it is dropped (the engine's on_nak), else
@@ -1010,12 +1020,15 @@ module fp_rx_check
           v.action = ACT_TAKE;
         end else begin
           // an ACK taken: the frame goes, the firmware hears of it; a READ
-          // response's payload goes to its pieces first
-          v.action = k_read ? ACT_PLACE : ACT_TAKE;
+          // response's payload (an ATOMIC ACKNOWLEDGE's original value) goes
+          // to its pieces first
+          v.action = k_read || k_atk ? ACT_PLACE : ACT_TAKE;
           v.np = np_q;
           v.p_addr = pa;
           v.p_len = pl;
-          v.ev[8*EV_RFLAGS +: 8] = {6'd0, k_rends && k_read, k_read};
+          v.atomic = k_atk;
+          v.orig = m.atomicack_orig;
+          v.ev[8*EV_RFLAGS +: 8] = {1'b0, k_atk, 4'd0, k_rends && k_read, k_read};
           v.ev_valid = 1'b1;
           v.ev[8*EV_KIND +: 8] = EVK_ACKED;
           v.ev[8*EV_DONE +: 8] = 8'(done_q);

@@ -4,7 +4,8 @@
 // the payload of a placed packet goes to the DMA write interface as the
 // verdict's pieces (one for a request; a READ response's, one per SGE piece:
 // each a descriptor and its data, the data realigned so each write starts at
-// byte 0 of its first beat), the whole frame of an exception goes to the
+// byte 0 of its first beat; an ATOMIC ACKNOWLEDGE's, the verdict's 8 bytes
+// of original value instead of a payload), the whole frame of an exception goes to the
 // firmware's frame stream, and both are dropped from their FIFOs otherwise.
 // The verdict's event (EXCEPTION after its frame, MSG_DONE after the payload
 // of the SEND's last packet) and ACK descriptor leave when the frame is done,
@@ -164,8 +165,10 @@ module fp_rx_move
         pi <= '0;
         pr <= s_verdict.p_len[0];
         dq <= '0;
-        buf_q <= '0;
-        bc <= '0;
+        // an ATOMIC ACKNOWLEDGE's pieces carry its original value (it has no
+        // payload): its 8 bytes wait in the realignment buffer from the start
+        buf_q <= s_verdict.atomic ? {{(2 * DATA_WIDTH - 64){1'b0}}, s_verdict.orig} : '0;
+        bc <= s_verdict.atomic ? BC_W'(8) : '0;
       end
     end
     if (rst) active <= 1'b0;

@@ -276,12 +276,14 @@ fn tx_msg(m: &Msg, qpn: Qpn, psn: Psn, wqe_index: u16) -> TxMsg {
             add: u64::from(m.len) * 0x3_0000_0001,
         },
     };
-    // an atomic's one SGE takes the 8-byte original value
+    // an atomic's one SGE takes the 8-byte original value (one in seven too short for
+    // it: the response path leaves its ATOMIC ACKNOWLEDGE to the firmware, reason 7,
+    // as the model's scatter fails)
     let (sges, length) = if matches!(m.op, 6 | 7) {
         let mut v = heapless::Vec::new();
         let _ = v.push(Sge {
-            addr: MEM_BASE + u64::from(m.src_off & !7),
-            length: 8,
+            addr: MEM_BASE + u64::from(m.src_off & !7) + u64::from(m.src_off % 3),
+            length: if m.len % 7 == 3 { 5 } else { 8 },
             lkey: Lkey(0),
         });
         (v, 8)
@@ -2595,8 +2597,13 @@ enum Resp {
     /// An ACKNOWLEDGE for QP `qp`: its PSN `una - 2 + at` (so before, inside and past
     /// what was sent), its AETH syndrome.
     Ack { qp: usize, at: u32, syndrome: u8 },
-    /// An ATOMIC ACKNOWLEDGE at `una`.
-    AtomicAck { qp: usize },
+    /// An ATOMIC ACKNOWLEDGE at `una + at` with AETH `syndrome`, carrying `orig`.
+    AtomicAck {
+        qp: usize,
+        at: u32,
+        syndrome: u8,
+        orig: u64,
+    },
     /// The firmware handled responses itself: `una_psn` moves on by `by`.
     Una { qp: usize, by: u32 },
     /// RDMA READ responses at `una + at`: the packet the READ holding that PSN wants
@@ -2623,7 +2630,18 @@ fn resp(nqp: usize) -> impl Strategy<Value = Resp> {
             6 => Just(0x1Fu8), 1 => 0u8..0x20, 1 => 0x20u8..0x40, 1 => 0x60u8..0x65
         ])
             .prop_map(|(qp, at, syndrome)| Resp::Ack { qp, at, syndrome }),
-        1 => (0..nqp).prop_map(|qp| Resp::AtomicAck { qp }),
+        2 => (
+            0..nqp,
+            prop_oneof![4 => Just(0u32), 1 => 0u32..4],
+            prop_oneof![6 => Just(0x1Fu8), 1 => 0u8..0x20, 1 => 0x60u8..0x65],
+            any::<u64>(),
+        )
+            .prop_map(|(qp, at, syndrome, orig)| Resp::AtomicAck {
+                qp,
+                at,
+                syndrome,
+                orig
+            }),
         1 => (0..nqp, 1u32..12).prop_map(|(qp, by)| Resp::Una { qp, by }),
         1 => (0..nqp, 0u32..8).prop_map(|(qp, at)| Resp::Alias { qp, at }),
         4 => (
@@ -2917,18 +2935,26 @@ fn resp_case(
                     vec![peer_ack(&peer[qp], alias, sctx[qp].una_psn, at, 0x1F)],
                 )
             }
-            Resp::AtomicAck { qp } => {
+            Resp::AtomicAck {
+                qp,
+                at,
+                syndrome,
+                orig,
+            } => {
                 let c = &peer[qp];
-                let mut bth =
-                    BthRepr::new(Opcode::RC_ATOMIC_ACKNOWLEDGE, c.dest_qpn, sctx[qp].una_psn);
+                let mut bth = BthRepr::new(
+                    Opcode::RC_ATOMIC_ACKNOWLEDGE,
+                    c.dest_qpn,
+                    sctx[qp].una_psn.add(at),
+                );
                 bth.pkey = c.pkey;
                 let ext = ExtHeaders {
                     aeth: Some(AethRepr {
-                        syndrome: Syndrome::from_byte(0x1F),
+                        syndrome: Syndrome::from_byte(syndrome),
                         msn: Msn::new(1),
                     }),
                     atomic_ack_eth: Some(AtomicAckEthRepr {
-                        orig_rem_data: 0x0123_4567_89AB_CDEF,
+                        orig_rem_data: orig,
                     }),
                     ..ExtHeaders::default()
                 };
@@ -2993,6 +3019,15 @@ fn resp_case(
             {
                 seen[17 + usize::from(*last)] += 1;
             }
+            match e {
+                Event::Acked { atomic: true, .. } => seen[19] += 1,
+                Event::Exception { opcode, reason, .. }
+                    if *opcode == Opcode::RC_ATOMIC_ACKNOWLEDGE =>
+                {
+                    seen[20 + *reason as usize] += 1
+                }
+                _ => {}
+            }
             let k = match e {
                 Event::Acked { done, .. } => usize::from(*done > 0),
                 Event::Exception { reason, .. } => 2 + *reason as usize,
@@ -3023,8 +3058,9 @@ fn resp_case(
 thread_local! {
     /// What `resp_case` saw, for the test's own coverage check: ACKED retiring nothing,
     /// ACKED retiring messages, then EXCEPTIONs by reason (index 2 + reason), then READ
-    /// responses placed: not the READ's last (17), its last (18).
-    static RESP_SEEN: RefCell<[u32; 19]> = const { RefCell::new([0; 19]) };
+    /// responses placed: not the READ's last (17), its last (18); ATOMIC ACKNOWLEDGEs
+    /// taken (19); ATOMIC ACKNOWLEDGEs the firmware's, by reason (20 + reason).
+    static RESP_SEEN: RefCell<[u32; 35]> = const { RefCell::new([0; 35]) };
 }
 
 /// A QP of the fixed response cases: MTU 1024, its PSNs about to wrap.
@@ -3134,18 +3170,22 @@ fn responses_equal_the_models() {
             Ok(())
         })
         .unwrap();
-    // the cases took ACKs and placed READ responses in hardware, and met every rule
-    // that hands a response to the firmware: a NAK (11), a PSN outside what is
-    // outstanding (3), a READ or atomic in the way (12), an ATOMIC ACKNOWLEDGE (2), a
-    // READ response of the wrong length (6), a QP not in its entry (14)
+    // the cases took ACKs, placed READ responses and ATOMIC ACKNOWLEDGEs in hardware,
+    // and met every rule that hands a response to the firmware: a NAK (11), a PSN
+    // outside what is outstanding (3), a READ or atomic in the way (12), a READ
+    // response of the wrong length (6), a QP not in its entry (14); and each that
+    // hands an ATOMIC ACKNOWLEDGE to it: not at una_psn (3), a NAK syndrome (11), its
+    // PSN not an atomic's or past a READ or atomic (12), an SGE short of 8 bytes (7)
     let seen = RESP_SEEN.with(|s| *s.borrow());
     eprintln!(
-        "responses: ACKED {} (retiring {}; READ responses placed {}, {} of them a READ's last), exceptions by reason {:?}",
+        "responses: ACKED {} (retiring {}; READ responses placed {}, {} of them a READ's last; ATOMIC ACKNOWLEDGEs {}), exceptions by reason {:?} (ATOMIC ACKNOWLEDGEs {:?})",
         seen[0] + seen[1],
         seen[1],
         seen[17] + seen[18],
         seen[18],
-        &seen[2..17]
+        seen[19],
+        &seen[2..17],
+        &seen[20..35]
     );
     for (k, what) in [
         (1, "ACKED retiring messages"),
@@ -3155,8 +3195,12 @@ fn responses_equal_the_models() {
         (2 + 11, "NAK"),
         (2 + 3, "PSN"),
         (2 + 12, "order"),
-        (2 + 2, "opcode"),
         (2 + 14, "cache miss"),
+        (19, "ATOMIC ACKNOWLEDGE taken"),
+        (20 + 3, "ATOMIC ACKNOWLEDGE not at una_psn"),
+        (20 + 11, "ATOMIC ACKNOWLEDGE with a NAK"),
+        (20 + 12, "ATOMIC ACKNOWLEDGE not for an atomic"),
+        (20 + 7, "ATOMIC ACKNOWLEDGE into a short SGE"),
     ] {
         assert!(seen[k] > 0, "no {what} among the cases");
     }
@@ -3164,33 +3208,51 @@ fn responses_equal_the_models() {
 
 /// The response path's latency (`BENCHMARKS.md`, "RC fast path in RTL"): one WRITE of
 /// three packets sent, then its ACK: the RTL takes it (an `ACKED` event that retires the
-/// WRITE, as the model's `dispatch` says) and moves `una_psn`; an ATOMIC ACKNOWLEDGE,
-/// still the firmware's (reason 2, as every response was before the response path),
-/// is the baseline in the same run. Cycles from the frame's last beat in to its event.
+/// WRITE, as the model's `dispatch` says) and moves `una_psn`; an ATOMIC ACKNOWLEDGE of
+/// the WRITE's PSN, the firmware's (reason 12: no atomic holds it), is the baseline in
+/// the same run. Cycles from the frame's last beat in to its event.
 #[test]
 fn line_rate_an_ack_taken_in_hardware() {
     let Some(sims) = sims() else { return };
     let qp = fixed_qp(0x55);
     let write = fixed_write(0, 3000);
+    // a CMP_SWAP (its 8-byte buffer at the start of the memory), for its ATOMIC
+    // ACKNOWLEDGE taken
+    let cmp_swap = Msg {
+        op: 6,
+        len: 8,
+        ..fixed_write(0, 8)
+    };
+    let atomic_ack = Resp::AtomicAck {
+        qp: 0,
+        at: 0,
+        syndrome: 0x1F,
+        orig: 0x0123_4567_89AB_CDEF,
+    };
     for s in &sims {
         let mut sim = s.borrow_mut();
         let width = sim.width();
         let mut lat = Vec::new();
-        for r in [
-            Resp::Ack {
-                qp: 0,
-                at: 2 + 2,
-                syndrome: 0x1F,
-            },
-            Resp::AtomicAck { qp: 0 },
+        for (m, r) in [
+            (
+                &write,
+                Resp::Ack {
+                    qp: 0,
+                    at: 2 + 2,
+                    syndrome: 0x1F,
+                },
+            ),
+            (&write, atomic_ack.clone()),
+            (&cmp_swap, atomic_ack.clone()),
         ] {
             sim.record_timeline();
             // resp_case holds the RTL to the model's verdict: the ACK taken, the
-            // ATOMIC ACKNOWLEDGE the firmware's
+            // ATOMIC ACKNOWLEDGE of the WRITE's PSN the firmware's (reason 12), the
+            // CMP_SWAP's taken (its value written before its event)
             resp_case(
                 &mut sim,
                 std::slice::from_ref(&qp),
-                std::slice::from_ref(&write),
+                std::slice::from_ref(m),
                 &[r],
             )
             .unwrap_or_else(|e| panic!("{width}: {e}"));
@@ -3199,11 +3261,13 @@ fn line_rate_an_ack_taken_in_hardware() {
             lat.push(t.events.last().expect("an event") - last_in);
         }
         eprintln!(
-            "{width}: response frame's last beat to its event: ACK taken {} cycles, ATOMIC ACKNOWLEDGE to the firmware {} cycles",
-            lat[0], lat[1]
+            "{width}: response frame's last beat to its event: ACK taken {} cycles, ATOMIC ACKNOWLEDGE to the firmware {} cycles, ATOMIC ACKNOWLEDGE taken {} cycles",
+            lat[0], lat[1], lat[2]
         );
-        // the ACK's extra cycles (the list's compare and retirement) stay a handful
+        // the ACK's extra cycles (the list's compare and retirement) stay a handful;
+        // the ATOMIC ACKNOWLEDGE's R1..R3 and its 8-byte write a handful more
         assert!(lat[0] <= lat[1] + 4, "{width}: {lat:?}");
+        assert!(lat[2] <= lat[0] + 12, "{width}: {lat:?}");
     }
 }
 

@@ -1212,7 +1212,8 @@ impl<
     }
 
     /// The fast path took a response for `qpn` (`docs/fastpath.md` §3.6, the `ACKED`
-    /// event): an ACK for `psn`, or a READ response for `psn` whose payload it placed.
+    /// event): an ACK for `psn`, or a READ response or ATOMIC ACKNOWLEDGE for `psn`
+    /// whose data it wrote (`placed`).
     /// The completer advances and completes as if it had handled the packet; `cqe`: the
     /// hardware wrote the CQEs of the messages it retired that asked for it (§3.7), so
     /// those push no completion.
@@ -1224,12 +1225,12 @@ impl<
         now: Instant,
         qpn: Qpn,
         psn: Psn,
-        read: bool,
+        placed: bool,
         cqe: bool,
     ) -> Option<fastpath::SqIdle> {
         let now = self.clock(now);
         let slot = self.slot(qpn)?;
-        self.with_fp_qp(slot, now, |r, env| r.comp_fastpath(env, psn, read, cqe));
+        self.with_fp_qp(slot, now, |r, env| r.comp_fastpath(env, psn, placed, cqe));
         self.sq_idle_at(slot)
     }
 

@@ -532,6 +532,9 @@ pub const EV_READ: u8 = 4;
 /// An `ACKED` event's byte 31 bit 3: a NAK "PSN sequence error" the WQE fetch takes as
 /// its Go-Back-N to the event's PSN (`docs/fastpath.md` §3.8): an ACK of PSN - 1 only.
 pub const EV_ACKED_GBN: u8 = 1 << 3;
+/// An `ACKED` event's byte 31 bit 6: the response was the ATOMIC ACKNOWLEDGE of the
+/// atomic at the event's PSN, its original value written into the atomic's buffer.
+pub const EV_ACKED_ATOMIC: u8 = 1 << 6;
 
 /// Encodes an event (§3.5).
 pub fn encode_event(e: &Event) -> [u8; EVENT_LEN] {
@@ -579,6 +582,7 @@ pub fn encode_event(e: &Event) -> [u8; EVENT_LEN] {
             wqe_index,
             cqe,
             gbn,
+            atomic,
             ..
         } => {
             b[0] = EV_ACKED;
@@ -587,6 +591,9 @@ pub fn encode_event(e: &Event) -> [u8; EVENT_LEN] {
             b[31] = u8::from(read) | u8::from(last) << 1 | u8::from(cqe) << 2;
             if gbn {
                 b[31] |= EV_ACKED_GBN;
+            }
+            if atomic {
+                b[31] |= EV_ACKED_ATOMIC;
             }
             b[1] = done;
             put(&mut b, 2, wqe_index.to_le_bytes());
@@ -668,6 +675,7 @@ pub fn decode_event(b: &[u8; EVENT_LEN]) -> Result<Event, Invalid> {
             last: b[31] & 2 != 0,
             cqe: b[31] & 4 != 0,
             gbn: b[31] & EV_ACKED_GBN != 0,
+            atomic: b[31] & EV_ACKED_ATOMIC != 0,
             done: b[1],
             wqe_index: ev_u16(b, 2),
         },

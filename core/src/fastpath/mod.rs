@@ -2,7 +2,7 @@
 //! descriptors the firmware writes, the segmenter that turns one message descriptor
 //! into frames, the receive placement that checks and places in-sequence WRITE and
 //! SEND packets and acknowledges them, and the response path that takes ACKs and places
-//! READ responses. Everything the rules do not cover becomes an [`Event`] for the
+//! READ responses and ATOMIC ACKNOWLEDGEs. Everything the rules do not cover becomes an [`Event`] for the
 //! firmware. [`layout`] holds the byte encodings, the contract the RTL implements; the
 //! RTL is tested against this model, the model against the engine
 //! (`core/tests/fastpath.rs`), which stays the reference.

@@ -347,7 +347,9 @@ pub enum Event {
     /// retired are written (§3.7; false: the firmware writes them). `gbn`: the response
     /// was a NAK "PSN sequence error" for `psn` the WQE fetch took as its Go-Back-N to
     /// `psn` (§3.8; `una` = `psn`, what ends before it retired): the firmware sees one
-    /// only when the fetch left the rewind to it.
+    /// only when the fetch left the rewind to it. `atomic`: the response was the
+    /// ATOMIC ACKNOWLEDGE of the atomic at `psn`, whose original value it wrote into the
+    /// atomic's local buffer (the atomic retired with it).
     Acked {
         qpn: Qpn,
         psn: Psn,
@@ -358,6 +360,7 @@ pub enum Event {
         wqe_index: u16,
         cqe: bool,
         gbn: bool,
+        atomic: bool,
     },
     /// The receive path took an in-sequence RDMA READ request for PSN `psn` (§3.4) and
     /// queued its responses: the firmware's engine records it among the responder's
@@ -773,7 +776,7 @@ pub enum InflightKind {
     Msg,
     /// READ: its responses carry the data back to `sges`.
     Read,
-    /// Atomic: the firmware takes its ATOMIC ACKNOWLEDGE.
+    /// Atomic: its ATOMIC ACKNOWLEDGE carries the original value back to `sges`.
     Atomic,
 }
 
@@ -785,18 +788,18 @@ pub struct Inflight {
     pub kind: InflightKind,
     pub first_psn: Psn,
     pub last_psn: Psn,
-    /// READ: the message length and where its bytes go.
+    /// READ: the message length and where its bytes go; atomic: 8 and its buffer.
     pub length: u32,
     pub sges: heapless::Vec<Sge, MAX_SGE>,
-    /// A signaled SEND, WRITE or READ whose CQE the hardware writes when a response
+    /// A signaled SEND, WRITE, READ or atomic whose CQE the hardware writes when a response
     /// retires it (`docs/fastpath.md` §3.7): the descriptor's `wr_id` and operation.
     pub cqe: Option<(u64, MsgOp)>,
 }
 
 /// The response rule (§3.6) for one RC response packet (ACKNOWLEDGE, READ response,
 /// ATOMIC ACKNOWLEDGE) addressed to `ctx`'s QP: takes an ACK of sent PSNs and places an
-/// in-sequence READ response, retiring the in-flight messages it completes; anything
-/// else is an exception and changes nothing.
+/// in-sequence READ response or ATOMIC ACKNOWLEDGE, retiring the in-flight messages it
+/// completes; anything else is an exception and changes nothing.
 pub fn respond<const N: usize>(
     ctx: &mut SendCtx,
     qpn: Qpn,
@@ -820,7 +823,8 @@ fn check_response<const N: usize>(
         return Err(Exception::Off);
     }
     let read = pkt.info().operation == Operation::RdmaReadResponse;
-    if !(read || pkt.opcode() == Opcode::RC_ACKNOWLEDGE) {
+    let atomic = pkt.opcode() == Opcode::RC_ATOMIC_ACKNOWLEDGE;
+    if !(read || atomic || pkt.opcode() == Opcode::RC_ACKNOWLEDGE) {
         return Err(Exception::Opcode);
     }
     if pkt
@@ -831,7 +835,10 @@ fn check_response<const N: usize>(
     }
     let psn = pkt.psn();
     let d = psn.diff(ctx.una_psn);
-    if d < 0 || !psn.before(ctx.next_psn) || (read && d != 0) {
+    // A READ response or an ATOMIC ACKNOWLEDGE carries data: taken only at the oldest
+    // unacknowledged PSN. (The engine's completer also takes one that implicitly
+    // acknowledges SENDs and WRITEs before it, their ACK lost: the firmware's here.)
+    if d < 0 || !psn.before(ctx.next_psn) || ((read || atomic) && d != 0) {
         return Err(Exception::Psn);
     }
     let mut target = None;
@@ -850,6 +857,8 @@ fn check_response<const N: usize>(
     let (i, m) = target.ok_or(Exception::Psn)?;
     let want = if read {
         InflightKind::Read
+    } else if atomic {
+        InflightKind::Atomic
     } else {
         InflightKind::Msg
     };
@@ -888,13 +897,22 @@ fn take_response<const N: usize>(
 ) -> RxOutcome {
     let psn = pkt.psn();
     let read = pkt.info().operation == Operation::RdmaReadResponse;
+    // An atomic's one PSN: its ATOMIC ACKNOWLEDGE (check_response matched the kind)
+    // carries the original value, which goes into the atomic's local buffer as the
+    // engine's completer writes it (`on_atomic_ack`: host order, little-endian here),
+    // and finishes it.
+    let atomic = pkt.atomic_ack_eth().map(|a| a.orig_rem_data.to_le_bytes());
     let ends = pkt.info().position.ends();
-    if read {
+    if read || atomic.is_some() {
         let Some(m) = inflight.iter().nth(target) else {
             return RxOutcome::exception(qpn, pkt, Exception::Order);
         };
         let offset = (psn.diff(m.first_psn) as u32).saturating_mul(ctx.mtu.bytes());
-        if !scatter(dma, &m.sges, offset, pkt.payload()) {
+        let data = match &atomic {
+            Some(orig) => &orig[..],
+            None => pkt.payload(),
+        };
+        if !scatter(dma, &m.sges, offset, data) {
             return RxOutcome::exception(qpn, pkt, Exception::Key);
         }
     }
@@ -926,6 +944,7 @@ fn take_response<const N: usize>(
         wqe_index,
         cqe: false,
         gbn: false,
+        atomic: atomic.is_some(),
     }))
 }
 

@@ -369,8 +369,14 @@ fn gather(
     })
 }
 
-/// Writes `data` at message byte `offset` across `sges` by DMA (READ responses).
+/// Writes `data` at message byte `offset` across `sges` by DMA (READ responses, an
+/// ATOMIC ACKNOWLEDGE's original value). SGEs that end short of it write nothing: the
+/// RTL knows before its first DMA write (`fp_rx_check`'s R2, `covered`).
 pub(crate) fn scatter(dma: &mut dyn Dma, sges: &[Sge], offset: u32, data: &[u8]) -> bool {
+    let room: u64 = sges.iter().map(|s| u64::from(s.length)).sum();
+    if room < u64::from(offset) + data.len() as u64 {
+        return false;
+    }
     walk(sges, offset, data.len(), |addr, range| {
         data.get(range).is_some_and(|d| dma.write(addr, d).is_ok())
     })

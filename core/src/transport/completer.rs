@@ -109,9 +109,9 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
     }
 
     /// A response the fast path took (`docs/fastpath.md` §3.6): an ACK for `psn`, or a
-    /// READ response for `psn` whose payload it placed. What `comp_handle` does with
-    /// the same packet, without the packet.
-    pub(crate) fn comp_fastpath(&mut self, env: &mut Env<'_>, psn: Psn, read: bool, cqe: bool) {
+    /// READ response or ATOMIC ACKNOWLEDGE (`placed`) for `psn` whose data it wrote. What
+    /// `comp_handle` does with the same packet, without the packet.
+    pub(crate) fn comp_fastpath(&mut self, env: &mut Env<'_>, psn: Psn, placed: bool, cqe: bool) {
         let before = self.qp.comp.psn;
         if cqe {
             self.hw_cqes_written(psn);
@@ -121,9 +121,11 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
             return;
         }
         if let Some(t) = self.complete_implied(env, psn) {
-            if !read {
+            if !placed {
                 self.on_ack(env, &t);
-            } else if t.is_read && t.d == 0 {
+            } else if (t.is_read || t.is_atomic) && t.d == 0 {
+                // `on_read_response` / `on_atomic_ack` after their `place` (an atomic's
+                // one PSN is its last).
                 self.acked_to(t.psn.next());
                 if t.psn == t.last_psn {
                     self.finish_wqe(env, t.idx, WcStatus::Success);

@@ -225,12 +225,13 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
     fn req_hand_out(&mut self, env: &mut Env<'_>, idx: u16, m: &TxMsg) -> Option<u64> {
         let op = m.op;
         let w = self.q.sq.get(usize::from(idx))?;
-        // The hardware may write a new signaled SEND/WRITE/READ's CQE (§3.7) when every
-        // WQE before it is a message in flight: its CQE then cannot overtake one the
+        // The hardware may write a new signaled message's CQE (§3.7) when every WQE
+        // before it is a message in flight: its CQE then cannot overtake one the
         // firmware writes (a local operation's, a completed WQE's waiting for CQ room).
+        // An atomic's too: the response path retires it only with its ATOMIC
+        // ACKNOWLEDGE, after the original value is in its buffer.
         let cqe_hw = !w.started
             && (self.qp.sq_sig_all || w.wr.send_flags.contains(SendFlags::SIGNALED))
-            && !matches!(op, MsgOp::CmpSwap { .. } | MsgOp::FetchAdd { .. })
             && (idx == 0
                 || self
                     .q
