@@ -224,6 +224,90 @@ fn releasing_a_receive_context_clears_held_alone() {
     }
 }
 
+/// The firmware's load of a receive buffer ahead of a SEND (`layout::load_rctx`,
+/// `docs/fastpath.md` §3.4 "The receive buffer loaded ahead") writes `recv_addr`,
+/// `resid`, `length` 0 and `recv_loaded` and nothing else, only into the QP's own
+/// context, on, between messages, with nothing loaded and not held; its unload (an MR
+/// changed) clears `recv_loaded` alone, held or not, and only between messages. The
+/// engine's `fastpath_recv_ctx` of the same QP with that WQE posted is the context
+/// loaded (`set_fastpath_sends`), and without it the context as it was.
+#[test]
+fn a_receive_buffer_is_loaded_between_messages_only() {
+    use roce_core::fastpath::RxCur;
+    use roce_core::transport::RecvWr;
+    let mut p = Pair::new(3);
+    let (qa, _) = p.connect(QpType::Rc, &QpOpts::default());
+    let r = RecvCtx {
+        reads: true,
+        nak_sent: true,
+        va: 0x55,
+        ..p.a.eng.fastpath_recv_ctx(qa).unwrap()
+    };
+    let buf = (0x1234_5678_9ABC, 3000);
+    let loaded = RecvCtx {
+        recv_loaded: true,
+        recv_addr: buf.0,
+        resid: buf.1,
+        length: 0,
+        ..r
+    };
+    let mut b = layout::encode_rctx(&r);
+    assert!(layout::load_rctx(&mut b, qa, Some(buf)));
+    assert_eq!(layout::decode_rctx(&b), Ok(loaded));
+    // nothing twice, nothing into another QP's entry
+    assert!(!layout::load_rctx(&mut b, qa, Some((1, 1))));
+    assert!(!layout::load_rctx(&mut b, Qpn::new(qa.value() + 1), None));
+    assert_eq!(layout::decode_rctx(&b), Ok(loaded));
+    let refused = [
+        RecvCtx {
+            cur: RxCur::Send,
+            ..r
+        },
+        RecvCtx {
+            cur: RxCur::Write,
+            ..r
+        },
+        RecvCtx { held: true, ..r },
+        RecvCtx { on: false, ..r },
+    ];
+    for c in refused {
+        let mut b = layout::encode_rctx(&c);
+        assert!(!layout::load_rctx(&mut b, qa, Some(buf)), "{c:?}");
+        assert_eq!(layout::decode_rctx(&b), Ok(c));
+    }
+    // the unload: held or not; never in the middle of a message
+    for held in [false, true] {
+        let mut b = layout::encode_rctx(&RecvCtx { held, ..loaded });
+        assert!(layout::load_rctx(&mut b, qa, None));
+        let want = RecvCtx {
+            held,
+            recv_loaded: false,
+            ..loaded
+        };
+        assert_eq!(layout::decode_rctx(&b), Ok(want));
+        assert!(!layout::load_rctx(&mut b, qa, None));
+    }
+    let mut b = layout::encode_rctx(&RecvCtx {
+        cur: RxCur::Send,
+        ..loaded
+    });
+    assert!(!layout::load_rctx(&mut b, qa, None));
+    // the engine loads the same between messages once told the datapath places a
+    // SEND's first packet
+    let (addr, keys) = p.a.buffer(4096);
+    let wr = RecvWr::new(7).sge(addr, 4096, keys.lkey);
+    p.a.eng.post_recv(qa, &wr).unwrap();
+    let off = p.a.eng.fastpath_recv_ctx(qa).unwrap();
+    assert!(!off.recv_loaded);
+    assert_eq!(p.a.eng.fastpath_recv_next(qa), None);
+    p.a.eng.set_fastpath_sends(true);
+    assert_eq!(p.a.eng.fastpath_recv_next(qa), Some((addr, 4096)));
+    let on = p.a.eng.fastpath_recv_ctx(qa).unwrap();
+    let mut b = layout::encode_rctx(&off);
+    assert!(layout::load_rctx(&mut b, qa, Some((addr, 4096))));
+    assert_eq!(layout::decode_rctx(&b), Ok(on));
+}
+
 fn psn() -> impl Strategy<Value = Psn> {
     (0u32..1 << 24).prop_map(Psn::new)
 }

@@ -43,7 +43,8 @@ struct Wr {
     pair: usize,
     from_b: bool,
     /// 0 SEND, 1 SEND_WITH_IMM, 2 WRITE, 3 WRITE_WITH_IMM, 4 READ, 5 CMP_AND_SWP,
-    /// 6 FETCH_AND_ADD, 7 WRITE with the fence flag.
+    /// 6 FETCH_AND_ADD; 7 a WRITE through an R_Key the responder does not have (its QP
+    /// fails: remote access error); 8 a WRITE with the fence flag.
     op: u8,
     len: u32,
     /// Offsets in the source and target halves (atomics: 8-byte slots).
@@ -393,7 +394,9 @@ fn run_on(
 fn post(p: &Pair, w: &Wr, id: u64, recv_now: bool) -> Option<RecvWr> {
     let (s, r) = if w.from_b { (1, 0) } else { (0, 1) };
     let (src, dst) = (&p.mr[s], &p.mr[r]);
-    let atomic = matches!(w.op, 5 | 6);
+    // (7's WRITE too gets 8 aligned bytes, as it had before op 8; the fenced WRITE, 8,
+    // its length.)
+    let atomic = matches!(w.op, 5..=7);
     let len = if atomic {
         8
     } else {
@@ -412,9 +415,14 @@ fn post(p: &Pair, w: &Wr, id: u64, recv_now: bool) -> Option<RecvWr> {
     }
     let (remote_addr, rkey) = (dst_at, dst.rkey());
     let op = match w.op {
+        // (another index of the MR table: no key of the responder's)
+        7 => WrOp::RdmaWrite {
+            remote_addr,
+            rkey: roce_core::num::Rkey(rkey.0 ^ 0x0080_0000),
+        },
         0 => WrOp::Send,
         1 => WrOp::SendWithImm { imm: id as u32 },
-        2 | 7 => WrOp::RdmaWrite { remote_addr, rkey },
+        2 | 8 => WrOp::RdmaWrite { remote_addr, rkey },
         3 => WrOp::RdmaWriteWithImm {
             remote_addr,
             rkey,
@@ -440,7 +448,7 @@ fn post(p: &Pair, w: &Wr, id: u64, recv_now: bool) -> Option<RecvWr> {
     } else {
         SendFlags::SIGNALED
     };
-    let flags = if w.op == 7 {
+    let flags = if w.op == 8 {
         flags | SendFlags::FENCE
     } else {
         flags
@@ -1061,7 +1069,7 @@ fn a_fetch_that_stops_after_its_doorbell_gives_the_queue_back() {
     };
     let wrs: Vec<Wr> = (0..40)
         .map(|i| wr(2, i))
-        .chain([wr(7, 40), wr(2, 41)])
+        .chain([wr(8, 40), wr(2, 41)])
         .collect();
     let hws: &[Hw] = if rtl_here() {
         &[Hw::Model, Hw::Rtl]
@@ -1543,5 +1551,108 @@ fn a_nak_whose_cqes_find_the_cq_full_is_the_engines() {
                 "loss {loss} seed {seed}: the engine alone had no NAK"
             );
         }
+    }
+}
+
+/// SEND streams on three pairs, both directions: SEND_ONLYs and SENDs of 2 to 12
+/// packets at MTU 1024.
+fn send_stream() -> Vec<Wr> {
+    (0..18)
+        .map(|i| Wr {
+            pair: i % 3,
+            from_b: i % 4 == 1,
+            op: 0,
+            len: [700, 3000, 1, 1024, 12_000, 2049][i % 6],
+            src: 96 * i as u32,
+            dst: 256 * i as u32,
+        })
+        .collect()
+}
+
+/// A SEND's first packet is the hardware's when the firmware loaded the QP's head
+/// receive WQE ahead of it (`docs/fastpath.md` §3.4, "The placement rule"; §7): at the
+/// receive post, after each MSG_DONE and each exception's write-back. Streams of
+/// SEND_ONLYs and multi-packet SENDs on three pairs, both directions, put the frames,
+/// completions (the engine completes each WQE the hardware filled at its MSG_DONE: byte
+/// count, solicited) and memory of the engine alone on the wire, on the model and on the
+/// RTL at 64 and 512 bits; on a clean wire neither firmware handles a single EXCEPTION
+/// (before, each SEND's first packet was one: 18 here). So also over lossy wires (the
+/// NAKs, duplicates and resends the engine alone has), with the receives posted late
+/// (the SENDs that find none get the engine's RNR NAKs: an empty receive queue loads
+/// nothing, and the SEND stays an exception), and when a QP fails with a buffer loaded
+/// (a WRITE through a bad R_Key after a SEND the hardware placed: the receive loaded at
+/// its MSG_DONE is flushed once, with the rest).
+#[test]
+fn sends_into_loaded_receives_are_the_hardwares() {
+    let wrs = send_stream();
+    let late = Setup {
+        late: Some(Late {
+            early: 4,
+            at: 50_000,
+            rnr_retry: 7,
+            query: None,
+        }),
+        ..THREE
+    };
+    // Pair 0: a SEND, a WRITE through a bad key, two more SENDs (their receives posted
+    // with them, before any arrives).
+    let failing: Vec<Wr> = [(0, 700), (7, 64), (0, 3000), (0, 50)]
+        .iter()
+        .enumerate()
+        .map(|(i, &(op, len))| Wr {
+            pair: 0,
+            from_b: false,
+            op,
+            len,
+            src: 64 * i as u32,
+            dst: 4096 * i as u32,
+        })
+        .collect();
+    let mut hws = vec![Hw::Model];
+    if rtl_here() {
+        hws.extend([Hw::Rtl, Hw::Rtl512]);
+    }
+    for hw in hws {
+        let c = differential_on(THREE, hw, Mtu::Mtu1024, &wrs, CLEAN).unwrap();
+        for (side, c) in c.iter().enumerate() {
+            assert_eq!(
+                c.fastpath.rx_exceptions, 0,
+                "{hw:?}: side {side}'s firmware handled exceptions"
+            );
+            assert!(c.fastpath.rx_handled > 0, "{hw:?}: side {side}");
+        }
+        for seed in [3, 14] {
+            differential_on(THREE, hw, Mtu::Mtu1024, &wrs, lossy(seed)).unwrap();
+        }
+        differential_on(late, hw, Mtu::Mtu1024, &wrs, CLEAN).unwrap();
+        let (engine, _) = run_on(late, Hw::Engine, Mtu::Mtu1024, CLEAN, &wrs);
+        assert!(
+            engine.retries.iter().map(|r| r[3]).sum::<u64>() > 0,
+            "the engine alone had no RNR NAK"
+        );
+        let c = differential_on(THREE, hw, Mtu::Mtu1024, &failing, CLEAN).unwrap();
+        let (engine, _) = run_on(THREE, Hw::Engine, Mtu::Mtu1024, CLEAN, &failing);
+        // (the receives' WR ids have bit 31 set: the lists are by QPN, which the two
+        // NICs number alike)
+        let statuses: Vec<WcStatus> = engine.completions[1]
+            .iter()
+            .filter(|w| w.wr_id & 0x8000_0000 != 0)
+            .map(|w| w.status)
+            .collect();
+        assert_eq!(
+            statuses,
+            [
+                WcStatus::Success,
+                WcStatus::WrFlushErr,
+                WcStatus::WrFlushErr
+            ],
+            "{hw:?}: B's receives"
+        );
+        // B's hardware placed the first SEND (its one packet); the WRITE and what
+        // followed it were B's firmware's.
+        assert_eq!(
+            c[1].fastpath.rx_handled, 1,
+            "{hw:?}: frames B's hardware took"
+        );
     }
 }

@@ -1348,6 +1348,16 @@ impl<P: Datapath, const QPS: usize> FastPath for FastPathPort<P, QPS> {
         !self.bypass
     }
 
+    fn recv_loads(&self) -> bool {
+        !self.bypass
+    }
+
+    fn load_recv(&mut self, qpn: Qpn, buf: Option<(u64, u32)>) -> bool {
+        // (The model takes frames only in `run`: the check and the write are one step.)
+        self.qp(qpn)
+            .is_some_and(|q| layout::load_rctx(&mut q.rctx, qpn, buf))
+    }
+
     fn run(&mut self, dma: &mut dyn Dma) -> bool {
         let rx = self.run_rx(dma);
         let timeouts = self.sq_timeouts();

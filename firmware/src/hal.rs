@@ -106,6 +106,21 @@ pub trait FastPath {
     fn read_responder(&self) -> bool {
         false
     }
+    /// Whether [`FastPath::load_recv`] loads receive buffers: the receive path places a
+    /// SEND's first packet into one loaded ahead of it (`docs/fastpath.md` §3.4). The
+    /// firmware asks once, at boot. A wrapper must forward it.
+    fn recv_loads(&self) -> bool {
+        false
+    }
+    /// Loads receive buffer `buf` (address and length of the head receive WQE's one
+    /// SGE) into QP `qpn`'s receive context when it has none, or unloads the one it has
+    /// (`buf` None), while the QP has no message under way and, for a load, is not
+    /// `held` (`layout::load_rctx`), as one step that no frame the hardware takes comes
+    /// between; false when it changed nothing. A datapath without it loads nothing.
+    fn load_recv(&mut self, qpn: Qpn, buf: Option<(u64, u32)>) -> bool {
+        let _ = (qpn, buf);
+        false
+    }
     /// Lets the hardware run: a model moves frames here (received frames through the
     /// rules, descriptors into frames); hardware runs by itself and returns false.
     fn run(&mut self, dma: &mut dyn Dma) -> bool;

@@ -288,14 +288,15 @@ impl<
         hal.reg_write(reg::CMDQ_CI, 0);
         let dp = hal.datapath();
         dp.set_dcb(&port.dcb, port.mac);
-        let reads = match dp.fastpath() {
+        let (reads, sends) = match dp.fastpath() {
             Some(fp) => {
                 fp.set_port(port.mac, port.gid());
-                fp.read_responder()
+                (fp.read_responder(), fp.recv_loads())
             }
-            None => false,
+            None => (false, false),
         };
         self.engine.set_fastpath_reads(reads);
+        self.engine.set_fastpath_sends(sends);
     }
 
     /// The platform.
@@ -680,6 +681,13 @@ impl<
                 }
                 if layout::rctx_tag(&b) == qpn {
                     layout::release_rctx(&mut b);
+                    // Held while the engine had its responses queued, written back
+                    // then without `reads`: they went out, the hardware answers its
+                    // READs again. (Else that waited for the QP's next request
+                    // exception, which a SEND placed by the hardware is not.)
+                    if self.engine.fastpath_recv_reads(qpn) {
+                        layout::reads_rctx(&mut b);
+                    }
                     fp.write_rctx(qpn, &b);
                 }
             }
@@ -962,16 +970,41 @@ impl<
             return;
         };
         // A QP taken off the fast path since (its entry went to another QP) left its
-        // hardware state in the engine then.
+        // hardware state in the engine then. (Only the state the hardware advanced is
+        // decoded, as for an exception.)
         let ctx = if on {
-            layout::decode_rctx(&fp.read_rctx(qpn)).ok()
+            layout::decode_rctx_state(&fp.read_rctx(qpn)).ok()
         } else {
-            self.engine.fastpath_recv_ctx(qpn)
+            self.engine.fastpath_recv_ctx(qpn).map(|c| c.state())
         };
         if let Some(ctx) = ctx {
             let _ = self
                 .engine
-                .fastpath_recv_done(now, &ctx, byte_len, solicited);
+                .fastpath_recv_done_state(now, qpn, &ctx, byte_len, solicited);
+        }
+        // The next SEND's WQE, ahead of it. (No later MSG_DONE of the QP can wait: the
+        // hardware had no buffer since this one's SEND ended.)
+        if on {
+            self.fp_load_next(qpn, false);
+        }
+    }
+
+    /// Loads QP `qpn`'s head receive WQE into its receive context ahead of its next
+    /// SEND (`docs/fastpath.md` §3.4, §7), so that the hardware places the SEND's first
+    /// packet too: when the engine's head WQE qualifies (`fastpath_recv_next`) and the
+    /// hardware has no message of the QP under way, nothing loaded and the QP not held
+    /// (`FastPath::load_recv`, one step). At a receive post (`quiet`) only while no
+    /// event waits: a MSG_DONE waiting names a WQE the hardware used that the engine
+    /// has not completed yet, still its head.
+    fn fp_load_next(&mut self, qpn: Qpn, quiet: bool) {
+        let Some(buf) = self.engine.fastpath_recv_next(qpn) else {
+            return;
+        };
+        let (_, dp) = self.hal.split();
+        if let Some(fp) = dp.fastpath() {
+            if !(quiet && fp.events_waiting()) {
+                fp.load_recv(qpn, Some(buf));
+            }
         }
     }
 
@@ -1231,6 +1264,24 @@ impl<
                 .unwrap_or_default();
             fp.write_mr(i, &layout::encode_mr(&entry));
         }
+        // A receive buffer loaded ahead of its SEND was checked against the old table
+        // (its WQE's L_Key): each goes back, and comes again if its WQE still
+        // qualifies (the engine's scatter would fail it otherwise).
+        if self.engine.fastpath_sends() {
+            for slot in 0..self.qp_hi {
+                if let Some(Some(q)) = self.qps.get(slot) {
+                    if q.fp != FpState::Off {
+                        let qpn = q.qpn;
+                        let (_, dp) = self.hal.split();
+                        if let Some(fp) = dp.fastpath() {
+                            if fp.load_recv(qpn, None) {
+                                self.fp_load_next(qpn, true);
+                            }
+                        }
+                    }
+                }
+            }
+        }
     }
 
     // -----------------------------------------------------------------------------------
@@ -1439,7 +1490,7 @@ impl<
 
     fn fetch_rq(&mut self, q: &mut HostQp, pi: u32) -> Result<bool, BadDoorbell> {
         let qpn = q.qpn;
-        self.fetch_ring(
+        let any = self.fetch_ring(
             pi,
             (q.rq_ring, q.rq_log),
             &mut q.rq_ci,
@@ -1454,7 +1505,12 @@ impl<
                 }
                 true
             },
-        )
+        )?;
+        // The QP's next SEND may find its WQE loaded now.
+        if any && q.fp != FpState::Off {
+            self.fp_load_next(qpn, true);
+        }
+        Ok(any)
     }
 
     // -----------------------------------------------------------------------------------

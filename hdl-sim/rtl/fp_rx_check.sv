@@ -7,7 +7,9 @@
 // its P_Key, no exception pending, no CE mark) and the placement rule's (PSN,
 // opcode sequence, lengths, key, PD, access, bounds), and decides: place
 // (with the new context written back, an ACK descriptor when one is due and
-// a MSG_DONE event at the end of a SEND) or hand the frame to the firmware
+// a MSG_DONE event at the end of a SEND; a SEND's packets, its first too, go
+// into the receive buffer the firmware loaded, recv_loaded, which a WRITE's
+// RETH unloads: it shares RESID and LENGTH) or hand the frame to the firmware
 // (EXCEPTION event with the reason; the context changes only in `held`);
 // frames the parser rejected are dropped.
 //
@@ -573,11 +575,16 @@ module fp_rx_check
         x_end <= {1'b0, x_va} + {33'd0, x_resid};
         k_write <= op == RC_WRITE_FIRST || op == RC_WRITE_MIDDLE || op == RC_WRITE_LAST
             || op == RC_WRITE_ONLY;
-        k_send <= op == RC_SEND_MIDDLE || op == RC_SEND_LAST;
-        k_starts <= op == RC_WRITE_FIRST || op == RC_WRITE_ONLY;
-        k_ends <= op == RC_WRITE_LAST || op == RC_WRITE_ONLY || op == RC_SEND_LAST;
+        // a SEND's first packet too, into the buffer the firmware loaded ahead
+        k_send <= op == RC_SEND_FIRST || op == RC_SEND_MIDDLE || op == RC_SEND_LAST
+            || op == RC_SEND_ONLY;
+        k_starts <= op == RC_WRITE_FIRST || op == RC_WRITE_ONLY || op == RC_SEND_FIRST
+            || op == RC_SEND_ONLY;
+        k_ends <= op == RC_WRITE_LAST || op == RC_WRITE_ONLY || op == RC_SEND_LAST
+            || op == RC_SEND_ONLY;
         k_opcode_ok <= op == RC_WRITE_FIRST || op == RC_WRITE_MIDDLE || op == RC_WRITE_LAST
-            || op == RC_WRITE_ONLY || op == RC_SEND_MIDDLE || op == RC_SEND_LAST;
+            || op == RC_WRITE_ONLY || op == RC_SEND_FIRST || op == RC_SEND_MIDDLE
+            || op == RC_SEND_LAST || op == RC_SEND_ONLY;
         // ACKNOWLEDGE, READ responses, ATOMIC ACKNOWLEDGE
         k_response <= (op >= 8'h0D && op <= 8'h12);
         k_psn_ok <= m.bth_psn == c_epsn;
@@ -618,7 +625,9 @@ module fp_rx_check
         k_rlen_ok <= n == 16'd0 && m.ext_mask[EXT_RETH] && x_resid != 32'd0
             && x_resid <= 32'h8000_0000;
         // payload length by position: FIRST/MIDDLE exactly the MTU, LAST 1..MTU, ONLY 0..MTU
-        if (op == RC_WRITE_FIRST || op == RC_WRITE_MIDDLE || op == RC_SEND_MIDDLE)
+        // (a SEND_ONLY 1..MTU: an empty SEND is the firmware's, as an empty WRITE)
+        if (op == RC_WRITE_FIRST || op == RC_WRITE_MIDDLE || op == RC_SEND_FIRST
+            || op == RC_SEND_MIDDLE)
           k_len_ok <= {16'd0, n} == mtu;
         else if (op == RC_WRITE_ONLY)
           k_len_ok <= {16'd0, n} <= mtu;
@@ -694,7 +703,7 @@ module fp_rx_check
         case (c_cur)
           CUR_NONE:  k_seq_ok <= k_starts;
           CUR_WRITE: k_seq_ok <= k_write && !k_starts;
-          CUR_SEND:  k_seq_ok <= k_send;
+          CUR_SEND:  k_seq_ok <= k_send && !k_starts;
           default:   k_seq_ok <= 1'b0;
         endcase
         k_key_ok <= (c_access & ACC_REMOTE_WRITE) != 0 && r_valid != 0 && r_key != 0
@@ -870,6 +879,9 @@ module fp_rx_check
           w[8*RC_RESID +: 32] = x_resid - {16'd0, n};
           if (m.ext_mask[EXT_RETH]) w[8*RC_LENGTH +: 32] = m.reth_dmalen;
           w[8*RC_CUR +: 8] = k_ends ? CUR_NONE : CUR_WRITE;
+          // RESID and LENGTH held the loaded receive buffer: unloaded (the WQE
+          // stays the firmware's)
+          if (m.ext_mask[EXT_RETH]) w[8*RC_FLAGS + 1] = 1'b0;
         end
         if (ok) begin
           w[8*RC_FLAGS + 0] = 1'b0;   // the expected packet: the gap is closed

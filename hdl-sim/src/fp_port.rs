@@ -55,7 +55,9 @@ use crate::fastpath::{
 };
 use crate::sim::{DataWidth, SimError};
 use roce_core::dcb::Priorities;
-use roce_core::fastpath::layout::{EVENT_LEN, MR_LEN, RCTX_LEN, SCTX_LEN, TXD_LEN, TXD_OP_FLUSH};
+use roce_core::fastpath::layout::{
+    self, EVENT_LEN, MR_LEN, RCTX_LEN, SCTX_LEN, TXD_LEN, TXD_OP_FLUSH,
+};
 use roce_core::fastpath::{SqIdle, SqSpent};
 use roce_core::memory::Dma;
 use roce_core::num::{Psn, Qpn};
@@ -559,6 +561,22 @@ impl<P: Datapath> FastPath for FpPort<P> {
     /// their responses (`docs/fastpath.md` §6, "READ requests in RTL").
     fn read_responder(&self) -> bool {
         true
+    }
+
+    /// `fp_rx_check` places a SEND's first packet into a loaded buffer.
+    fn recv_loads(&self) -> bool {
+        true
+    }
+
+    fn load_recv(&mut self, qpn: Qpn, buf: Option<(u64, u32)>) -> bool {
+        // The RTL takes frames only in `run` (a run leaves its receive side settled):
+        // no frame comes between the read and the write.
+        let mut b = self.read_rctx(qpn);
+        let loaded = layout::load_rctx(&mut b, qpn, buf);
+        if loaded {
+            self.write_rctx(qpn, &b);
+        }
+        loaded
     }
 
     fn run(&mut self, dma: &mut dyn Dma) -> bool {

@@ -794,6 +794,7 @@ fn firmware(
     ctx.held = false;
     let ours = !matches!(reason, Exception::Address | Exception::Held);
     if !ours || pkt.psn() != ctx.epsn {
+        preload(ctx, q);
         return Some(Vec::new());
     }
     // the expected packet closes a gap (the engine's responder clears `nak_sent`)
@@ -850,7 +851,21 @@ fn firmware(
     };
     ctx.epsn = ctx.epsn.add(psns);
     ctx.unacked = 0;
+    preload(ctx, q);
     Some(writes)
+}
+
+/// The firmware loads QP `q`'s receive buffer ahead of its next SEND (`docs/fastpath.md`
+/// §3.4) when no message is under way and none is loaded: after an exception's
+/// write-back and after a MSG_DONE (`layout::load_rctx`'s conditions, the QP not held
+/// then). The hardware then places the SEND's first packet.
+fn preload(ctx: &mut RecvCtx, q: usize) {
+    if ctx.on && !ctx.held && ctx.cur == RxCur::None && !ctx.recv_loaded {
+        ctx.recv_loaded = true;
+        ctx.recv_addr = RECV_BASE + q as u64 * u64::from(RECV_SPAN);
+        ctx.resid = RECV_SPAN;
+        ctx.length = 0;
+    }
 }
 
 /// Memory writes: (address, bytes).
@@ -973,6 +988,11 @@ fn model_rx(
                     x.fw.push((i, q, ctxs[q], w));
                 }
             }
+            if let Event::MsgDone { .. } = e {
+                // the next SEND's buffer, ahead of it
+                preload(&mut ctxs[q], q);
+                x.fw.push((i, q, ctxs[q], Vec::new()));
+            }
             x.events.push(e);
         }
     }
@@ -1033,7 +1053,7 @@ fn rx_case(
         if q.reads {
             access = access | AccessFlags::REMOTE_READ;
         }
-        let c = RecvCtx {
+        let mut c = RecvCtx {
             on: q.on,
             reads: q.reads,
             access,
@@ -1043,6 +1063,11 @@ fn rx_case(
             peer_gid: gid(ipv6, 1),
             ..RecvCtx::idle(qpn_of(i), pds[i % 2], q.tx.mtu)
         };
+        // half the QPs come on with their first SEND's buffer loaded (a receive posted
+        // before), the others take it at their first SEND's exception
+        if q.msn % 2 == 0 {
+            preload(&mut c, i);
+        }
         sim.write_record(Table::RecvCtx, qpn_of(i).value(), &layout::encode_rctx(&c));
         ctxs.push(c);
         // the receiver's ACKs go back on its own send context
@@ -2129,8 +2154,9 @@ fn a_release_while_an_exception_is_in_flight_leaves_the_qp_held() {
         sim.set_event_hold(false);
         sim.run_until_idle(&mut mem, 100_000).unwrap();
         match sim.pop_event().map(|e| layout::decode_event(&e.value)) {
+            // (a SEND_ONLY with no receive buffer loaded ahead: reason 9)
             Some(Ok(Event::Exception { qpn, reason, .. })) => {
-                assert_eq!((qpn, reason), (qpn_of(0), Exception::Opcode), "{w}")
+                assert_eq!((qpn, reason), (qpn_of(0), Exception::NoRecvBuffer), "{w}")
             }
             other => panic!("{w}: {other:?}"),
         }
@@ -2176,7 +2202,7 @@ fn a_release_while_an_exception_is_in_flight_leaves_the_qp_held() {
     assert!(fp.poll_event(&mut ev, &mut frame));
     match layout::decode_event(&ev) {
         Ok(Event::Exception { qpn, reason, .. }) => {
-            assert_eq!((qpn, reason), (qpn_of(0), Exception::Opcode))
+            assert_eq!((qpn, reason), (qpn_of(0), Exception::NoRecvBuffer))
         }
         other => panic!("model: {other:?}"),
     }

@@ -129,6 +129,16 @@ struct CqTable<const CQS: usize, const CQE: usize> {
     news: bool,
 }
 
+impl<const CQS: usize, const CQE: usize> CqTable<CQS, CQE> {
+    /// Free entries of CQ `cq` (0 for none).
+    fn room(&self, cq: u16) -> usize {
+        match self.slots.get(usize::from(cq)) {
+            Some(Some(s)) => CQE - s.entries.len(),
+            _ => 0,
+        }
+    }
+}
+
 impl<const CQS: usize, const CQE: usize> CompletionSink for CqTable<CQS, CQE> {
     fn has_room(&self, cq: u16) -> bool {
         matches!(self.slots.get(usize::from(cq)), Some(Some(s)) if !s.entries.is_full())
@@ -234,6 +244,9 @@ pub struct Engine<
     /// The fast path under the firmware answers in-sequence READ requests itself (the
     /// model's receive path; `docs/fastpath.md` §3.4): receive contexts get `reads`.
     fp_reads: bool,
+    /// The fast path's receive contexts may hold the head receive WQE of a QP between
+    /// messages (`docs/fastpath.md` §3.4): the hardware places a SEND's first packet.
+    fp_sends: bool,
     /// Some QP on the fast path may owe the hardware a FLUSH (its requester was rewound:
     /// Go-Back-N); cleared when `fastpath_poll_flush` finds none.
     fp_flush_any: bool,
@@ -288,6 +301,7 @@ impl<
             tx_any: false,
             fp_any: false,
             fp_reads: false,
+            fp_sends: false,
             fp_flush_any: false,
             timer_floor: None,
             cc: [QpCc::new(&cfg.cc); QPS],
@@ -877,28 +891,105 @@ impl<
             unacked: 0,
             recv_addr: 0,
             recv_loaded: false,
-            // With a response of its own queued, the hardware's would overtake it.
-            reads: self.fp_reads
-                && qp.max_dest_rd_atomic > 0
-                && self.queues.get(s).is_some_and(|q| q.out.is_empty()),
+            reads: self.recv_reads(s, qp),
         };
-        let head = self.queues.get(s)?.rq.front();
-        if let (CurOp::Send, Some([sge])) = (r.cur, head.map(|w| w.wr.sg_list.as_slice())) {
-            let fits = self.mem.check_local(
+        // A SEND under way goes on in its WQE; between messages the next SEND's, when
+        // the datapath places a SEND's first packet (`fp_sends`).
+        let loads = match r.cur {
+            CurOp::Send => true,
+            CurOp::None => self.fp_sends,
+            CurOp::Write => false,
+        };
+        // (The empty queue, an exception's usual case, looked at before any call.)
+        let queued = self.queues.get(s).is_some_and(|q| !q.rq.is_empty());
+        if let Some((addr, len)) = (loads && queued)
+            .then(|| self.recv_head(s, qp))
+            .flatten()
+            .filter(|&(_, len)| r.recv_off <= len)
+        {
+            ctx.recv_loaded = true;
+            ctx.recv_addr = addr.wrapping_add(u64::from(r.recv_off));
+            ctx.resid = len - r.recv_off;
+            ctx.length = r.recv_off;
+        }
+        Some(ctx)
+    }
+
+    /// The buffer of QP `slot`'s head receive WQE when the hardware can place into it:
+    /// one SGE whose L_Key the engine's scatter would take (valid, the QP's PD,
+    /// LOCAL_WRITE, covering it). (A QP on an SRQ, whose WQEs are shared, is never on
+    /// the fast path: `fastpath_eligible`.)
+    ///
+    /// The engine's responder answers a SEND whose completion would find the receive
+    /// CQ full with an RNR NAK; the hardware places it and the completion comes later
+    /// (its `MSG_DONE`). So a buffer is loaded only while the CQ has room for one
+    /// completion of every QP's loaded buffer (`QPS`): then the engine would have had
+    /// room for each, and a fuller CQ leaves the SEND to the engine.
+    fn recv_head(&self, slot: usize, qp: &Qp) -> Option<(u64, u32)> {
+        let head = self.queues.get(slot)?.rq.front()?;
+        let [sge] = head.wr.sg_list.as_slice() else {
+            return None;
+        };
+        if self.cqs.room(qp.recv_cq) < QPS {
+            return None;
+        }
+        self.mem
+            .check_local(
                 qp.pd,
                 sge.lkey,
                 sge.addr,
                 u64::from(sge.length),
                 AccessFlags::LOCAL_WRITE,
-            );
-            if fits.is_ok() && r.recv_off <= sge.length {
-                ctx.recv_loaded = true;
-                ctx.recv_addr = sge.addr.wrapping_add(u64::from(r.recv_off));
-                ctx.resid = sge.length - r.recv_off;
-                ctx.length = r.recv_off;
-            }
+            )
+            .ok()?;
+        Some((sge.addr, sge.length))
+    }
+
+    /// The receive buffer the firmware loads into `qpn`'s receive context between
+    /// messages (`docs/fastpath.md` §3.4, §7: after a `MSG_DONE`, at a receive post):
+    /// its head receive WQE's, when the WQE qualifies (`recv_head`). The caller loads it
+    /// only into a context that is on (the firmware switches it off when the QP's
+    /// receive side leaves the fast path) with no message under way and nothing
+    /// loaded, with no `MSG_DONE` of the QP waiting: then every WQE the hardware used
+    /// has completed here, and the head is the next SEND's (whatever message the
+    /// engine last saw under way: the hardware's context is the current one).
+    pub fn fastpath_recv_next(&self, qpn: Qpn) -> Option<(u64, u32)> {
+        if !self.fp_sends {
+            return None;
         }
-        Some(ctx)
+        let s = self.slot(qpn)?;
+        self.recv_head(s, self.qps.get(s)?.as_ref()?)
+    }
+
+    /// Whether the fast path under this engine places a SEND's first packet into a
+    /// receive buffer loaded ahead of it (`docs/fastpath.md` §3.4): then
+    /// [`Engine::fastpath_recv_ctx`] loads the head receive WQE between messages too.
+    /// Off by default.
+    pub fn set_fastpath_sends(&mut self, on: bool) {
+        self.fp_sends = on;
+    }
+
+    /// Whether [`Engine::set_fastpath_sends`] is on.
+    pub fn fastpath_sends(&self) -> bool {
+        self.fp_sends
+    }
+
+    /// Whether QP `slot`'s receive context gets `reads` (`docs/fastpath.md` §3.4): the
+    /// datapath answers READs, the QP has a READ resource, and the engine has no
+    /// response of the QP queued (the hardware's would overtake it).
+    #[inline(always)] // two callers; a call and its saves cost an exception ~20
+    fn recv_reads(&self, slot: usize, qp: &Qp) -> bool {
+        self.fp_reads
+            && qp.max_dest_rd_atomic > 0
+            && self.queues.get(slot).is_some_and(|q| q.out.is_empty())
+    }
+
+    /// [`Engine::fastpath_recv_ctx`]'s `reads` for `qpn` now: what the firmware sets
+    /// again when it releases a QP held while the engine had responses of it queued.
+    pub fn fastpath_recv_reads(&self, qpn: Qpn) -> bool {
+        self.slot(qpn)
+            .and_then(|s| Some(self.recv_reads(s, self.qps.get(s)?.as_ref()?)))
+            .unwrap_or(false)
     }
 
     /// Whether `qpn`'s responder has READ responses or atomic replies queued that it has
@@ -1267,9 +1358,22 @@ impl<
         byte_len: u32,
         solicited: bool,
     ) -> Result<(), Error> {
+        self.fastpath_recv_done_state(now, ctx.qpn, &ctx.state(), byte_len, solicited)
+    }
+
+    /// [`Engine::fastpath_recv_done`] from the part of the context it takes
+    /// ([`fastpath::layout::decode_rctx_state`], as for an exception).
+    pub fn fastpath_recv_done_state(
+        &mut self,
+        now: Instant,
+        qpn: Qpn,
+        ctx: &fastpath::RecvState,
+        byte_len: u32,
+        solicited: bool,
+    ) -> Result<(), Error> {
         let now = self.clock(now);
-        self.fastpath_load_recv(ctx.qpn, ctx)?;
-        let slot = self.slot(ctx.qpn).ok_or(Error::NoSuchQp(ctx.qpn))?;
+        self.fastpath_load_recv_state(qpn, ctx)?;
+        let slot = self.slot(qpn).ok_or(Error::NoSuchQp(qpn))?;
         self.with_qp(slot, now, &mut NoDma, |r, env, _| {
             r.qp.resp.recv_off = byte_len;
             r.qp.resp.done_owed = false;

@@ -37,6 +37,7 @@ pub const RCTX_QPN: usize = 45;
 /// The receive context's flags byte: bit 0 `nak_sent`, 1 `recv_loaded`, 2 `held`, 3
 /// `reads`.
 const RCTX_FLAGS: usize = 44;
+const RCTX_LOADED: u8 = 2;
 const RCTX_HELD: u8 = 4;
 const RCTX_READS: u8 = 8;
 
@@ -391,6 +392,12 @@ pub fn release_rctx(b: &mut [u8; RCTX_LEN]) {
     b[RCTX_FLAGS] &= !RCTX_HELD;
 }
 
+/// Sets `reads` in receive context `b`, nothing else: a QP released once the engine
+/// sent the responses that kept it clear (§3.4, "`reads`").
+pub fn reads_rctx(b: &mut [u8; RCTX_LEN]) {
+    b[RCTX_FLAGS] |= RCTX_READS;
+}
+
 /// Whether receive context `b` is `held` (§3.2).
 pub fn rctx_held(b: &[u8; RCTX_LEN]) -> bool {
     b[RCTX_FLAGS] & RCTX_HELD != 0
@@ -400,6 +407,31 @@ pub fn rctx_held(b: &[u8; RCTX_LEN]) -> bool {
 /// write that would clear it while an exception of the QP's entry is in flight (§3.2).
 pub fn hold_rctx(b: &mut [u8; RCTX_LEN]) {
     b[RCTX_FLAGS] |= RCTX_HELD;
+}
+
+/// Loads receive buffer `buf` (address, length) into receive context `b` of QP `qpn`
+/// (§3.2 `recv_addr`, `resid`, `length` 0, `recv_loaded`) when it has none, or unloads
+/// the one it has (`buf` None), nothing else, while the context is that QP's, on and
+/// between messages (`cur` none: no SEND is placing into it, and no WRITE, whose RETH
+/// fields `resid` and `length` share), and for a load not `held` (an exception of the
+/// QP waits: its write-back loads what the engine's state says): the firmware's
+/// preload of the next SEND's receive WQE (§3.4), and its take-back when the WQE's MR
+/// changed (a held QP's too: its release would keep the stale buffer). False when it
+/// changed nothing.
+pub fn load_rctx(b: &mut [u8; RCTX_LEN], qpn: Qpn, buf: Option<(u64, u32)>) -> bool {
+    let loaded = b[RCTX_FLAGS] & RCTX_LOADED != 0;
+    let held = buf.is_some() && b[RCTX_FLAGS] & RCTX_HELD != 0;
+    let between = b[0] == 1 && b[1] == 0 && !held;
+    if !between || rctx_tag(b) != qpn || loaded == buf.is_some() {
+        return false;
+    }
+    if let Some((addr, len)) = buf {
+        put(b, 28, len.to_le_bytes());
+        put(b, 32, addr.to_le_bytes());
+        put(b, 40, 0u32.to_le_bytes());
+    }
+    b[RCTX_FLAGS] ^= RCTX_LOADED;
+    true
 }
 
 /// Decodes a receive context (§3.2).

@@ -543,7 +543,15 @@ fn check(ctx: &RecvCtx, pkt: &Packet<'_>, mem: &dyn Protection) -> Result<Operat
             | Opcode::RC_RDMA_WRITE_LAST
             | Opcode::RC_RDMA_WRITE_ONLY
     );
-    let send = matches!(op, Opcode::RC_SEND_MIDDLE | Opcode::RC_SEND_LAST);
+    // A SEND's first packet too: the firmware loads the head receive WQE ahead of it
+    // (`docs/fastpath.md` §3.4, "The placement rule").
+    let send = matches!(
+        op,
+        Opcode::RC_SEND_FIRST
+            | Opcode::RC_SEND_MIDDLE
+            | Opcode::RC_SEND_LAST
+            | Opcode::RC_SEND_ONLY
+    );
     if !(write || send) {
         return Err(Exception::Opcode);
     }
@@ -553,7 +561,7 @@ fn check(ctx: &RecvCtx, pkt: &Packet<'_>, mem: &dyn Protection) -> Result<Operat
     let seq_ok = match ctx.cur {
         RxCur::None => pos.starts(),
         RxCur::Write => write && !pos.starts(),
-        RxCur::Send => send,
+        RxCur::Send => send && !pos.starts(),
     };
     if !seq_ok {
         return Err(Exception::Sequence);
@@ -561,7 +569,8 @@ fn check(ctx: &RecvCtx, pkt: &Packet<'_>, mem: &dyn Protection) -> Result<Operat
     let n = pkt.payload().len() as u32;
     let mtu = ctx.mtu.bytes();
     let len_ok = match pos {
-        Position::Only => n <= mtu,
+        // An empty SEND places nothing: the firmware's, as an empty WRITE is.
+        Position::Only => n <= mtu && (n != 0 || !send),
         Position::First | Position::Middle => n == mtu,
         Position::Last => n >= 1 && n <= mtu,
     };
@@ -699,6 +708,10 @@ fn place(ctx: &mut RecvCtx, pkt: &Packet<'_>, op: Operation, dma: &mut dyn Dma) 
     if op == Operation::RdmaWrite {
         if let Some(r) = pkt.reth() {
             (ctx.va, ctx.rkey, ctx.resid, ctx.length) = (r.va, r.rkey, r.dma_len, r.dma_len);
+            // `resid` and `length` held the loaded receive buffer: it is unloaded (the
+            // WQE stays the engine's, at the head of its queue; the next SEND is an
+            // exception and the write-back loads it again).
+            ctx.recv_loaded = false;
         }
         if dma.write(ctx.va, payload).is_err() {
             return RxOutcome::exception(ctx.qpn, pkt, Exception::Key);

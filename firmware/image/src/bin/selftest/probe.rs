@@ -768,6 +768,12 @@ impl<F: FastPath> FastPath for FpProbe<F> {
     fn read_responder(&self) -> bool {
         self.inner.read_responder()
     }
+    fn recv_loads(&self) -> bool {
+        self.inner.recv_loads()
+    }
+    fn load_recv(&mut self, qpn: Qpn, buf: Option<(u64, u32)>) -> bool {
+        self.call(|f| f.load_recv(qpn, buf))
+    }
 
     fn ctx_hits_misses(&self) -> [u64; 2] {
         self.inner.ctx_hits_misses()
