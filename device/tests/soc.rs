@@ -1114,7 +1114,9 @@ impl DcbWire {
 /// * Reception: once both QPs send, a PFC frame pausing priority 3 for 50,000 quanta
 ///   (and priority 5, which has no PFC) stops SoC 0's priority 3 for 50,000 x 512 bit
 ///   times at 5 Gb/s = 5.12 ms = 512,000 cycles, counted by hand; priority 0 keeps
-///   sending meanwhile (the firmware builds a frame in about 25,000 cycles).
+///   sending meanwhile at the firmware's own pace (it builds every frame in software:
+///   about 25,700 instructions, 53,000 to 67,000 cycles as the code falls in the core's
+///   4 KiB direct-mapped instruction cache), measured in the same run after the pause.
 /// * Generation: twenty copies of a 1 KiB frame of priority 3 arriving at once fill the
 ///   datapath's 16 KiB ring behind the block (about 12 of them; the firmware reads
 ///   frames from there) and take the block's receive buffer over its XOFF threshold
@@ -1236,7 +1238,28 @@ fn pfc_on_the_soc_is_the_models() {
     );
     eprintln!("during SoC 0's pause: {p0} frames of priority 0, {p3} of priority 3 started");
 
-    assert!(p0 >= 8 && p3 == 0, "{p0} frames of priority 0, {p3} of 3");
+    // Priority 0 kept the pace the firmware has when nothing is paused: its slowest
+    // frame-to-frame gap after the pause, measured here because the same instructions
+    // take up to 20 % more cycles as the code's layout moves (a fixed count of 8 held on
+    // one build and failed on another with the same traffic and the same work).
+    // The first frame of the pause comes up to one gap after it starts, hence the 1.
+    let after: Vec<u64> = w.starts[0]
+        .iter()
+        .map(|&(c, _)| c)
+        .filter(|&c| c > t1)
+        .collect();
+    let gap = after
+        .windows(2)
+        .map(|f| f[1] - f[0])
+        .max()
+        .expect("SoC 0 sent frames after the pause");
+    let pace = ((t1 - t0) / gap).saturating_sub(1);
+    eprintln!("slowest gap after the pause {gap} cycles: at least {pace} frames in the pause");
+    assert!(pace >= 4, "a frame-to-frame gap of {gap} cycles");
+    assert!(
+        p0 as u64 >= pace && p3 == 0,
+        "{p0} frames of priority 0 (at least {pace}), {p3} of 3"
+    );
     assert!(w.started(0, PFC_PRIO, (t1 + 1, u64::MAX)) > 0);
     assert_eq!(w.check[0].max_paused, Priorities::only(PFC_PRIO));
 
