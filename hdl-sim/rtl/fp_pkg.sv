@@ -129,6 +129,7 @@ package fp_pkg;
   localparam int MR_ACCESS = 24;
   localparam int MR_VALID = 25;
 
+  localparam logic [7:0] ACC_LOCAL_WRITE = 8'h01;
   localparam logic [7:0] ACC_REMOTE_WRITE = 8'h02;
   localparam logic [7:0] ACC_REMOTE_READ = 8'h04;
 
@@ -285,7 +286,8 @@ package fp_pkg;
   localparam logic [4:0] SQ_W_RING_HI = 5'd10;
   // SQ_W_CFG: [4:0] log2 depth, [8] sig_all, [9] rto valid, [15:12] mtu_log2,
   // [18:16] retry_cnt (the Go-Back-N budget, §3.8), [22:20] rnr_retry (the RNR
-  // NAKs' budget, 7 for ever; 0: the fetch takes no RNR NAK); SQ_R_FLAGS [5:3]:
+  // NAKs' budget, 7 for ever; 0: the fetch takes no RNR NAK), [31:24] max_rd_atomic
+  // (the READs and atomics the fetch may hold, SqIdle::max_rd_atomic); SQ_R_FLAGS [5:3]:
   // retries spent, [8:6] RNR NAKs waited out, [9] an RNR wait (the deadline is its end)
   localparam logic [4:0] SQ_W_CFG = 5'd11;
   localparam logic [4:0] SQ_W_CI = 5'd12;

@@ -19,7 +19,8 @@
 // per entry (the event filter and the scheduler look at them every cycle).
 //
 // The table port (roce_fp_top's table 3; fp_pkg's SQ_* words):
-//   writes: SQ_W_RING_LO/HI, SQ_W_CFG {rnr_retry [22:20], retry_cnt [18:16], mtu_log2 [15:12],
+//   writes: SQ_W_RING_LO/HI, SQ_W_CFG {max_rd_atomic [31:24], rnr_retry [22:20],
+//     retry_cnt [18:16], mtu_log2 [15:12],
 //     rto valid [9], sig_all [8], log2 depth [4:0]}, SQ_W_CI, SQ_W_PSN, SQ_W_PD, SQ_W_DEPTH,
 //     SQ_W_RTO_LO/HI stage a hand-over (any index); SQ_W_CMD (index = the
 //     QPN) 1 hands the staged queue over, 2 takes it back (fetching stops);
@@ -209,7 +210,10 @@ module fp_sqf
   // last progress (the budget, retry_cnt, is X_CFG [18:16]; SQ_R_FLAGS [5:3],
   // SqBack::spent), [16] a replay under way: the WQEs from X_REPLAY up to ci are read
   // again and sent as REPLAYs before any new one, [21:19] the RNR NAKs waited out since
-  // the last progress (the budget, rnr_retry, is X_CFG [22:20]; SqSpent::rnr)
+  // the last progress (the budget, rnr_retry, is X_CFG [22:20]; SqSpent::rnr),
+  // [29:24] the READs and atomics held (their initiator credits in use: at most
+  // max_rd_atomic, X_CFG [31:24]; one more as one is fetched, one fewer as the event
+  // of its last response or ATOMIC ACKNOWLEDGE retires it)
   localparam int X_RETRY = 17;
   localparam int X_REPLAY = 18;
 
@@ -368,14 +372,13 @@ module fp_sqf
     if (rst) pick_v <= 1'b0;
   end
 
-  // the ACKED event this unit takes: an active queue's, not a READ response's,
-  // its CQEs written (or none owed)
+  // the ACKED event this unit takes: an active queue's (an ACK, a READ response, an
+  // ATOMIC ACKNOWLEDGE), its CQEs written (or none owed)
   logic [QPN_W-1:0] ev_e;
   logic             ev_take;
   assign ev_e = s_ev_data[8*EV_QPN +: QPN_W];
   // (an RNR NAK's retired nothing and owes no CQE: taken whatever the writer said)
   assign ev_take = s_ev_data[8*EV_KIND +: 8] == EVK_ACKED && active[ev_e]
-      && !s_ev_data[8*EV_RFLAGS]
       && (s_ev_data[8*EV_RFLAGS + 2] || s_ev_data[8*EV_RFLAGS + 5]);
   logic ret_go;   // the FSM takes the event this cycle
   assign m_ev_valid = s_ev_valid && !ev_take;
@@ -419,6 +422,8 @@ module fp_sqf
     logic [2:0]  retry_cnt, spent, rnr_retry, rnr_spent;
     logic        rp;
     logic [31:0] replay;
+    logic [7:0]  max_rd;
+    logic [5:0]  rdc;
   } sqx_t;
   function automatic sqx_t sqx(input logic [SQ_WORDS*32-1:0] w);
     sqx_t f;
@@ -445,6 +450,8 @@ module fp_sqf
     f.rnr_spent = w[32*X_RETRY + 19 +: 3];
     f.rp = w[32*X_RETRY + 16];
     f.replay = w[32*X_REPLAY +: 32];
+    f.max_rd = w[32*X_CFG + 24 +: 8];
+    f.rdc = w[32*X_RETRY + 24 +: 6];
     return f;
   endfunction
   // the context read (registered RAM output), and the one held through a fetch or
@@ -466,6 +473,7 @@ module fp_sqf
   logic [7:0]                  w_opcode, w_flags, w_nsge;
   logic [63:0]                 w_wr_id, w_raddr;
   logic [31:0]                 w_imm, w_rkey;
+  logic [63:0]                 w_compare, w_swap;
   logic [63:0]                 w_sge_addr [4];
   logic [31:0]                 w_sge_len [4];
   logic [31:0]                 w_sge_key [4];
@@ -477,6 +485,8 @@ module fp_sqf
     w_imm = wqe[8*12 +: 32];
     w_raddr = wqe[8*16 +: 64];
     w_rkey = wqe[8*24 +: 32];
+    w_compare = wqe[8*32 +: 64];
+    w_swap = wqe[8*40 +: 64];
     for (int i = 0; i < 4; i++) begin
       w_sge_addr[i] = wqe[8*(96 + 16*i) +: 64];
       w_sge_len[i] = wqe[8*(96 + 16*i + 8) +: 32];
@@ -486,8 +496,10 @@ module fp_sqf
 
   // decoded (S_F_DEC)
   logic [7:0]  d_op;          // the descriptor's op (fp_pkg OP_*; SEND = 0)
-  logic        d_write;       // a WRITE (carries the remote address and key)
+  logic        d_remote;      // a WRITE, READ or atomic (carries the remote address and key)
   logic        d_imm;         // WITH_IMM
+  logic        d_rd;          // a READ or atomic: an initiator credit, local write access
+  logic        d_atomic;      // CMP_AND_SWP or FETCH_AND_ADD
   logic        d_ok;          // the WQE passes the checks that need no MR
   logic [33:0] d_len;
   logic [2:0]  sg;            // the SGE being checked
@@ -502,8 +514,11 @@ module fp_sqf
         if (w_sge_key[i] == 32'hFFFF_FFFF) keys_ok = 1'b0;   // the firmware's WQE_LKEY
       end
     d_len = sum;
-    d_ok = w_opcode <= 8'd3 && (w_flags & 8'h09) == 8'h00 && w_nsge <= 8'd4 && keys_ok
-        && sum <= 34'h8000_0000 && !rd_err;
+    // (an atomic exactly as the responder takes it, wqe_msg's rule: one 8-byte SGE and an
+    // 8-byte-aligned remote address; the engine sends others as they are: the firmware's)
+    d_ok = w_opcode <= 8'd6 && (w_flags & 8'h09) == 8'h00 && w_nsge <= 8'd4 && keys_ok
+        && sum <= 34'h8000_0000 && !rd_err
+        && !(d_atomic && (w_nsge != 8'd1 || w_sge_len[0] != 32'd8 || w_raddr[2:0] != 3'd0));
   end
 
   // the MR check of SGE sg over two cycles (in one it was the fetch's deepest path,
@@ -515,7 +530,7 @@ module fp_sqf
   // asked, range_within's arithmetic: addr >= base, off = addr - base <= length and
   // len <= length - off, which in 65 bits is addr + len <= base + length.
   logic [31:0] mr_key, mr_pd;
-  logic [7:0]  mr_valid;
+  logic [7:0]  mr_valid, mr_access;
   logic        mr_ids;        // key, PD and valid match (S_F_MRC's cycle)
   logic        mc_v;          // a check registered (S_F_MRC was the last cycle)
   logic        mc_ids, mc_ge; // registered: the match, addr >= base
@@ -525,7 +540,10 @@ module fp_sqf
     mr_key = m_rd_data[8*MR_KEY +: 32];
     mr_pd = m_rd_data[8*MR_PD +: 32];
     mr_valid = m_rd_data[8*MR_VALID +: 8];
-    mr_ids = mr_key != 0 && mr_key == w_sge_key[sg[1:0]] && mr_pd == k.pd && mr_valid != 0;
+    mr_access = m_rd_data[8*MR_ACCESS +: 8];
+    // (a READ or atomic writes its local buffers: LOCAL_WRITE, req_select's check)
+    mr_ids = mr_key != 0 && mr_key == w_sge_key[sg[1:0]] && mr_pd == k.pd && mr_valid != 0
+        && (!d_rd || (mr_access & ACC_LOCAL_WRITE) != 0);
   end
   assign mc_ok = mc_ids && mc_ge && mc_end <= mc_lim;
   always_ff @(posedge clk) begin
@@ -591,7 +609,7 @@ module fp_sqf
   // progress (bit 4)
   logic [7:0]  r_done;
   logic [23:0] r_una;
-  logic        r_rew, r_prog, r_rnr;
+  logic        r_rew, r_prog, r_rnr, r_rdret;
   logic [4:0]  r_timer;
   always_ff @(posedge clk) begin
     if (st == S_IDLE && ret_go) begin
@@ -601,6 +619,10 @@ module fp_sqf
       r_rew <= s_ev_data[8*EV_RFLAGS + 3] && !s_ev_data[8*EV_RFLAGS + 5];
       r_prog <= s_ev_data[8*EV_RFLAGS + 4];
       r_rnr <= s_ev_data[8*EV_RFLAGS + 5];
+      // a READ's last response or an ATOMIC ACKNOWLEDGE: it retires that READ or atomic
+      // (fp_rx_check takes one only at una, with no READ or atomic before it)
+      r_rdret <= (s_ev_data[8*EV_RFLAGS] && s_ev_data[8*EV_RFLAGS + 1])
+          || s_ev_data[8*EV_RFLAGS + 6];
       r_timer <= s_ev_data[8*EV_RNR +: 5];
     end
   end
@@ -895,7 +917,13 @@ module fp_sqf
       end
       S_F_MR: begin
         if (mc_v && !mc_ok) st <= S_F_STOP;   // the previous SGE's check failed
-        else if (32'(sg) >= 32'(w_nsge)) st <= S_F_BUILD;
+        else if (32'(sg) >= 32'(w_nsge) && !k.rp && d_rd && {2'd0, k.rdc} >= k.max_rd) begin
+          // a new READ or atomic with the QP's initiator credits all held waits (the
+          // engine's req_select; the model's sq_fetch reads it again): the retirement
+          // that gives one back makes the queue pending again
+          pending[e] <= 1'b0;
+          st <= S_IDLE;
+        end else if (32'(sg) >= 32'(w_nsge)) st <= S_F_BUILD;
         else if (w_sge_len[sg[1:0]] == 32'd0) sg <= sg + 3'd1;
         else st <= S_F_MRC;   // (m_rd_*: the SGE's MR entry)
       end
@@ -918,8 +946,8 @@ module fp_sqf
         txd[8*TD_WQE +: 16] <= w_idx[15:0];
         txd[8*TD_LENGTH +: 32] <= d_len_q;
         txd[8*TD_IMM +: 32] <= d_imm ? w_imm : 32'd0;
-        txd[8*TD_RADDR +: 64] <= d_write ? w_raddr : 64'd0;
-        txd[8*TD_RKEY +: 32] <= d_write ? w_rkey : 32'd0;
+        txd[8*TD_RADDR +: 64] <= d_remote ? w_raddr : 64'd0;
+        txd[8*TD_RKEY +: 32] <= d_remote ? w_rkey : 32'd0;
         txd[8*TD_FIRST_PSN +: 24] <= k.rp ? d_rfirst : k.next;
         txd[8*TD_START_PKT +: 32] <= k.rp ? d_rstart : 32'd0;
         for (int i = 0; i < 4; i++)
@@ -927,6 +955,10 @@ module fp_sqf
             txd[8*(TD_SGE + 12*i) +: 64] <= w_sge_addr[i];
             txd[8*(TD_SGE + 12*i + 8) +: 32] <= w_sge_len[i];
           end
+        // an atomic's operands in place of SGEs 2 and 3 (it has one SGE): the AtomicETH's
+        // compare (CMP_AND_SWP) and swap or add
+        if (w_opcode == 8'd5) txd[8*TD_COMPARE +: 64] <= w_compare;
+        if (d_atomic) txd[8*TD_SWAP_ADD +: 64] <= w_swap;
         if (k.sig_all || w_flags[1]) txd[8*TD_WR_ID +: 64] <= w_wr_id;
         st <= S_F_OFFER;
       end
@@ -1069,6 +1101,7 @@ module fp_sqf
         x_wr_data[32*X_RETRY + 8 +: 3] = c.spent + 3'(scan_rew);
         x_wr_data[32*X_RETRY + 16] = 1'b1;
         x_wr_data[32*X_RETRY + 19 +: 3] = c.rnr_spent;
+        x_wr_data[32*X_RETRY + 24 +: 6] = c.rdc;
         x_wr_data[32*X_REPLAY +: 32] = c.done;
         x_wr_data[32*X_DL_LO +: 32] = dl_scan[31:0];
         x_wr_data[32*X_DL_HI +: 32] = dl_scan[63:32];
@@ -1106,6 +1139,8 @@ module fp_sqf
         x_wr_data[32*X_RETRY + 16] = r_rew || (k.rp && !r_rnr);
         x_wr_data[32*X_RETRY + 19 +: 3] = (r_fresh ? 3'd0 : k.rnr_spent)
             + 3'(r_rnr && k.rnr_retry != 3'd7);
+        // (the READ or atomic whose last response this is gives its credit back)
+        x_wr_data[32*X_RETRY + 24 +: 6] = k.rdc - 6'(r_rdret);
         x_wr_data[32*X_REPLAY +: 32] = r_rew ? done_n : k.replay;
       end
       S_F_CHK: begin
@@ -1117,6 +1152,7 @@ module fp_sqf
           x_wr_en = SQ_WORDS'(1) << X_RETRY;
           x_wr_data[32*X_RETRY + 8 +: 3] = k.spent;
           x_wr_data[32*X_RETRY + 19 +: 3] = k.rnr_spent;
+          x_wr_data[32*X_RETRY + 24 +: 6] = k.rdc;
         end
       end
       S_F_MR: m_rd_en = 32'(sg) < 32'(w_nsge) && w_sge_len[sg[1:0]] != 32'd0;
@@ -1132,6 +1168,10 @@ module fp_sqf
         x_wr_data[32*X_DL_HI +: 32] = dl_new[63:32];
         x_wr_data[32*X_DL_V] = k.rto_v;
         x_wr_data[32*X_REPLAY +: 32] = k.replay + 32'd1;
+        // a new READ or atomic takes an initiator credit (the rest of the word as read)
+        if (!k.rp && d_rd) x_wr_en = x_wr_en | (SQ_WORDS'(1) << X_RETRY);
+        x_wr_data[32*X_RETRY +: 32] = ctx[32*X_RETRY +: 32];
+        x_wr_data[32*X_RETRY + 24 +: 6] = k.rdc + 6'd1;
         f_wr_en = !k.rp;
       end
       default: ;
@@ -1146,13 +1186,20 @@ module fp_sqf
       && !(cfg_rd_valid && r_ctx) && !db_go;
 
   // decoded op (from the WQE bytes)
+  // (ibv_wr_opcode: 0 WRITE, 1 WRITE_WITH_IMM, 2 SEND, 3 SEND_WITH_IMM, 4 READ,
+  // 5 CMP_AND_SWP, 6 FETCH_AND_ADD; d_ok refuses the rest)
   always_comb begin
-    d_write = w_opcode == 8'd0 || w_opcode == 8'd1;
+    d_remote = w_opcode == 8'd0 || w_opcode == 8'd1 || (w_opcode >= 8'd4 && w_opcode <= 8'd6);
     d_imm = w_opcode == 8'd1 || w_opcode == 8'd3;
+    d_rd = w_opcode >= 8'd4 && w_opcode <= 8'd6;
+    d_atomic = w_opcode == 8'd5 || w_opcode == 8'd6;
     case (w_opcode)
       8'd0: d_op = OP_WRITE;
       8'd1: d_op = OP_WRITE_IMM;
       8'd3: d_op = OP_SEND_IMM;
+      8'd4: d_op = OP_READ;
+      8'd5: d_op = OP_CMP_SWAP;
+      8'd6: d_op = OP_FETCH_ADD;
       default: d_op = 8'd0;   // SEND
     endcase
   end
@@ -1185,7 +1232,7 @@ module fp_sqf
   /* verilator lint_off UNUSEDSIGNAL */
   logic unused;
   assign unused = ^{c.ring, c.rto, c.log, c.sig_all, c.rto_v, c.mtu, c.pi, c.pd, c.depth,
-                    c.next, c.qpn, c.retry_cnt, c.rnr_retry, c.rp, c.replay, k.retry_cnt, k.pi,
+                    c.next, c.qpn, c.retry_cnt, c.rnr_retry, c.rp, c.replay, c.max_rd, k.retry_cnt, k.pi,
                     wqe, d_first,
                     sc0_wr_data, cfg_rd_word, c.una,
                     st_psn, f_rd_data, c.base, d_len, w_now, cfg_rd_index, m_rd_data};

@@ -715,7 +715,8 @@ impl<P: Datapath> FastPath for FpPort<P> {
             | (u32::from(idle.rto.is_some()) << 9)
             | (u32::from(sctx[2] >> 4) << 12)
             | (u32::from(idle.retry_cnt & 7) << 16)
-            | (u32::from(idle.rnr_retry & 7) << 20);
+            | (u32::from(idle.rnr_retry & 7) << 20)
+            | (u32::from(idle.max_rd_atomic) << 24);
         for (w, v) in [
             (SQ_W_RING_LO, ring.ring as u32),
             (SQ_W_RING_HI, (ring.ring >> 32) as u32),

@@ -2,13 +2,15 @@
 //! against the model's (`roce_firmware::fastpath::FastPathPort`'s `sq_*` methods, the
 //! rule `roce_core::fastpath::wqe_msg`): the same `FastPath` calls on `FpPort` and on
 //! the model, over the same host memory, must give the same decisions (WQEs taken, of
-//! them SENDs, where the fetch stops), the same frames byte for byte, the same deadline
-//! and the same state at the take-back. The WQEs cover what the fetch takes (WRITE,
-//! SEND, with immediate, signaled or not, solicited, zero-length SGEs with any key) and
-//! each reason it stops at one (an L_Key the table does not hold, a foreign PD, a range
-//! past the MR, an invalidated MR, the firmware's reserved key, inline, fence, READ,
-//! five SGEs, more than 2^31 bytes, a producer index past the ring, a ring the host
-//! cannot read) or holds back (the engine's send-queue depth).
+//! them SENDs, where the fetch stops or waits), the same frames byte for byte, the same
+//! deadline and the same state at the take-back. The WQEs cover what the fetch takes
+//! (WRITE, SEND, with immediate, signaled or not, solicited, zero-length SGEs with any
+//! key, RDMA_READ, CMP_AND_SWP, FETCH_AND_ADD) and each reason it stops at one (an L_Key
+//! the table does not hold, a foreign PD, a range past the MR, an invalidated MR, the
+//! firmware's reserved key, inline, fence, a misaligned or two-SGE atomic, a READ into
+//! an MR without local write, SEND_WITH_INV, five SGEs, more than 2^31 bytes, a producer
+//! index past the ring, a ring the host cannot read) or holds back (the engine's
+//! send-queue depth, the READ and atomic credits of `max_rd_atomic`).
 
 mod common;
 
@@ -197,6 +199,31 @@ fn good() -> Vec<[u8; 160]> {
     ]
 }
 
+/// READs and atomics among a WRITE and a SEND: a READ of two SGEs (5 packets of
+/// responses at 1024), a CMP_AND_SWP, a SEND, a FETCH_AND_ADD, a READ of 100 bytes.
+fn reads() -> Vec<[u8; 160]> {
+    let read = |id: u64, off: u64| {
+        SendWr::new(
+            id,
+            WrOp::RdmaRead {
+                remote_addr: 0x7700_0000 + off,
+                rkey: Rkey(0x99),
+            },
+        )
+        .flags(SendFlags::SIGNALED)
+    };
+    vec![
+        wqe(&write(3000, 0)),
+        wqe(&read(11, 0)
+            .sge(DATA + 0x100, 3000, Lkey(KEY))
+            .sge(DATA + 0x2000, 2000, Lkey(KEY))),
+        wqe(&atomic(5, 0)),
+        wqe(&SendWr::new(12, WrOp::Send).sge(DATA + 5, 200, Lkey(KEY))),
+        wqe(&atomic(6, 0)),
+        wqe(&read(13, 0x40).sge(DATA + 0x3000, 100, Lkey(KEY))),
+    ]
+}
+
 /// A case: the WQEs in the ring, the producer index rung, the engine's send-queue depth.
 struct Case {
     name: &'static str,
@@ -204,9 +231,9 @@ struct Case {
     pi: u32,
     depth: u32,
     ring: u64,
-    /// A READ or atomic the model's fetch takes (the engine's requester would send
-    /// it) and `fp_sqf` does not yet: the RTL stops at it and the firmware posts it.
-    model_only: bool,
+    /// The QP's `max_rd_atomic`: the READs and atomics the fetch may hold (no response
+    /// comes here, so a READ or atomic past them waits to the take-back).
+    max_rd_atomic: u8,
 }
 
 fn cases() -> Vec<Case> {
@@ -216,7 +243,7 @@ fn cases() -> Vec<Case> {
         wqes,
         depth: 64,
         ring: RING,
-        model_only: false,
+        max_rd_atomic: 4,
     };
     // the good mix with WQE 2 replaced by `bad`
     let with = |name, bad: [u8; 160]| {
@@ -258,17 +285,19 @@ fn cases() -> Vec<Case> {
         ),
         with("inline", mutate(&|b| b[9] |= 8)),
         with("fence", mutate(&|b| b[9] |= 1)),
+        with("READ", mutate(&|b| b[8] = 4)),
+        with("CMP_AND_SWP", wqe(&atomic(5, 0))),
+        with("FETCH_AND_ADD", wqe(&atomic(6, 0))),
+        // the credits: all six taken with 4; with 2 the fetch waits at the FETCH_AND_ADD
+        // (the READ and the CMP_AND_SWP hold both), with 1 at the CMP_AND_SWP
+        ok("READs and atomics among WRITEs and SENDs", reads()),
         Case {
-            model_only: true,
-            ..with("READ", mutate(&|b| b[8] = 4))
+            max_rd_atomic: 2,
+            ..ok("max_rd_atomic 2", reads())
         },
         Case {
-            model_only: true,
-            ..with("CMP_AND_SWP", wqe(&atomic(5, 0)))
-        },
-        Case {
-            model_only: true,
-            ..with("FETCH_AND_ADD", wqe(&atomic(6, 0)))
+            max_rd_atomic: 1,
+            ..ok("max_rd_atomic 1", reads())
         },
         with("a misaligned atomic", wqe(&atomic(6, 4))),
         with(
@@ -344,7 +373,7 @@ fn play(fp: &mut dyn FastPath, c: &Case, mem: &mut HostMem) -> Outcome {
         depth: c.depth,
         retry_cnt: 7,
         rnr_retry: 7,
-        max_rd_atomic: 4,
+        max_rd_atomic: c.max_rd_atomic,
     };
     let ring = SqRing {
         ring: c.ring,
@@ -404,20 +433,18 @@ fn the_rtl_fetch_decides_as_the_model() {
             want.rung.stopped,
             want.frames.len()
         );
-        if c.model_only {
-            // The model takes every WQE and sends the READ or atomic; fp_sqf stops at it.
-            if want.rung.stopped || want.rung.taken != c.pi || got.frames.len() >= want.frames.len()
-            {
-                failures.push(format!(
-                    "{}: model {:?} ({} frames), RTL {:?} ({} frames)",
-                    c.name,
-                    want.rung,
-                    want.frames.len(),
-                    got.rung,
-                    got.frames.len()
-                ));
-            }
-        } else if want != got {
+        // the model's own decisions where the rule says them (the RTL's must then equal)
+        let expect = match c.name {
+            "READ" | "CMP_AND_SWP" | "FETCH_AND_ADD" => Some(c.pi),
+            "READs and atomics among WRITEs and SENDs" => Some(6),
+            "max_rd_atomic 2" => Some(4),
+            "max_rd_atomic 1" => Some(2),
+            _ => None,
+        };
+        if let Some(n) = expect.filter(|&n| (want.rung.taken, want.rung.stopped) != (n, false)) {
+            failures.push(format!("{}: the model {:?}, not {n} taken", c.name, want.rung));
+        }
+        if want != got {
             failures.push(format!(
                 "{}: model {:?}\n   RTL {:?}",
                 c.name,
@@ -462,7 +489,7 @@ fn doorbell_to_first_frame() {
         pi: 1,
         depth: 64,
         ring: RING,
-        model_only: false,
+        max_rd_atomic: 4,
     };
     let q = Qpn::new(QPN);
     // a descriptor from the firmware

@@ -891,7 +891,8 @@ impl FastPath for MmioFastPath {
             | u32::from(idle.rto.is_some()) << 9
             | u32::from(sctx[2] >> 4) << 12
             | u32::from(idle.retry_cnt & 7) << 16
-            | u32::from(idle.rnr_retry & 7) << 20;
+            | u32::from(idle.rnr_retry & 7) << 20
+            | u32::from(idle.max_rd_atomic) << 24;
         let stage = [
             ring.ring as u32,
             (ring.ring >> 32) as u32,
