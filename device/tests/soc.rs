@@ -429,8 +429,8 @@ fn rc_mix_on_the_socs_fast_path() {
         let c = p._ctx.each_ref().map(|c| c.query_counters().unwrap());
         let fp = c.each_ref().map(|c| c.runtime.fastpath);
         eprintln!(
-            "fast path, no loss, {step} cycles a step, SoC 1 {ahead} ahead: requester {:?}, responder {:?}",
-            fp[0], fp[1]
+            "fast path, no loss, {step} cycles a step, SoC 1 {ahead} ahead: requester {:?} ({} descriptors, {} events the firmware's), responder {:?}",
+            fp[0], c[0].runtime.fp_descriptors, c[0].runtime.fp_events, fp[1]
         );
         assert!(
             fp[0].tx_frames > 0 && fp[1].rx_handled > 0 && fp[1].rx_exceptions > 0,
@@ -447,6 +447,13 @@ fn rc_mix_on_the_socs_fast_path() {
         assert_eq!(
             fp[0].rx_exceptions, 0,
             "no loss: the requester's hardware took every response, the ATOMIC ACKNOWLEDGEs too ({step} cycles a step, SoC 1 {ahead} ahead)"
+        );
+        // The WQE fetch (fp_sqf) takes the READ and the atomics too: the requester's
+        // firmware posts no descriptor of the mix (one per READ or atomic and per WQE
+        // after them when the fetch stopped at those).
+        assert_eq!(
+            c[0].runtime.fp_descriptors, 0,
+            "no loss: the requester's WQE fetch took every WQE ({step} cycles a step, SoC 1 {ahead} ahead)"
         );
     }
     let mut p = soc_pair::pair_on(&image, 0.01, &opts(9), true);

@@ -3,11 +3,14 @@
 // fp_sqf: the WQE fetch (docs/fastpath.md §3.8). For a QP whose send queue
 // the firmware handed over, it reads the send WQEs (abi::SendWqe, 160 bytes)
 // from the host ring at a doorbell, checks them as roce_core::fastpath::
-// wqe_msg does (SEND, SEND_WITH_IMM, RDMA_WRITE, RDMA_WRITE_WITH_IMM; not
-// inline, no fence, at most 4 SGEs, at most 2^31 bytes, every SGE of
-// non-zero length inside an MR of the table in the QP's PD), and queues the
-// descriptor the engine would post (first PSN the end of the previous
-// message, the CQE flag when signaled). The model is roce_firmware::
+// wqe_msg does (SEND, SEND_WITH_IMM, RDMA_WRITE, RDMA_WRITE_WITH_IMM,
+// RDMA_READ, CMP_AND_SWP, FETCH_AND_ADD; not inline, no fence, at most 4 SGEs,
+// at most 2^31 bytes, every SGE of non-zero length inside an MR of the table
+// in the QP's PD, with LOCAL_WRITE for a READ or atomic, an atomic one 8-byte
+// SGE and an 8-byte-aligned remote address), and queues the descriptor the
+// engine would post (first PSN the end of the previous message, the CQE flag
+// when signaled). A READ or atomic waits while max_rd_atomic of them are held
+// (the initiator credits; their last response's retirement gives one back). The model is roce_firmware::
 // fastpath::FastPathPort's sq_* methods; FpPort (roce_hdl_sim) drives this
 // through the table port.
 //
@@ -53,8 +56,9 @@
 // One FSM does everything, one thing at a time, so the SQ context RAM has one
 // read and one write port: the firmware's commands and reads (only while it
 // is idle), a response's retirement (an ACKED event of an active QP whose
-// CQEs the writer wrote, not a READ response's: the event is dropped, the
-// queue moves on: done += n, una, base from the first-PSN RAM, the deadline
+// CQEs the writer wrote, an ACK's, a READ response's or an ATOMIC
+// ACKNOWLEDGE's: the event is dropped, the queue moves on: done += n, una,
+// base from the first-PSN RAM, a READ's or atomic's credit back, the deadline
 // restarted at now + timeout or cleared when everything is acknowledged),
 // and the fetch of the lowest pending entry. A fetch waits (from idle) until
 // the segmenter has a free slot and no payload read of its own outstanding
