@@ -363,6 +363,14 @@ module fp_rx_check
   // yet (until then the entry counts as retrying: a second NAK of the same
   // PSN is dropped, as the engine drops it)
   logic [NQP-1:0] nak_inflight;
+  // the last rewind or RNR NAK taken (QP, PSN): its una_psn lands with fp_sqf's FLUSH
+  // (S_RD), so until then that QP's responses are checked against it, not the older
+  // una_psn the context still holds (a NAK of that PSN makes no progress, an older ACK
+  // is before una_psn), as the model's, whose NAK moves una_psn and drops the queue
+  // in one step; forgotten once the context's una_psn reached it
+  logic             lr_v;
+  logic [23:0]      lr_qpn;
+  logic [23:0]      lr_psn;
   // a READ response (C2); its READ, the first live entry (C3): where the
   // payload goes in the message, the READ's length and last PSN
   logic        k_read, k_rends, k_runa;
@@ -534,7 +542,13 @@ module fp_rx_check
             && gid_of(m.l3_kind, m.ip_src) == r[8*RC_PEER_GID +: 128];
         s_valid <= sctx_rd_data[8*SC_FLAGS + 2];
         s_next <= sctx_rd_data[32 +: 24];
-        s_una <= sctx_rd_data[64 +: 24];
+        // (a rewind's una_psn not landed yet: lr_psn)
+        if (lr_v && lr_qpn == m.bth_destqp && psn_diff(lr_psn, sctx_rd_data[64 +: 24]) > 0)
+          s_una <= lr_psn;
+        else begin
+          s_una <= sctx_rd_data[64 +: 24];
+          if (lr_qpn == m.bth_destqp) lr_v <= 1'b0;
+        end
         s_mtu_log2 <= sctx_rd_data[8*SC_FLAGS + 4 +: 4];
         for (int j = 0; j < E; j++) begin
           logic [IF_BITS-1:0] e;
@@ -1044,6 +1058,11 @@ module fp_rx_check
         end
         v = of_frame(v, m);
         if (rewind || rnr) nak_inflight[m.bth_destqp[QPN_W-1:0]] <= 1'b1;
+        if (rewind || rnr) begin
+          lr_v <= 1'b1;
+          lr_qpn <= m.bth_destqp;
+          lr_psn <= m.bth_psn;
+        end
         if (drop) gbn_drops <= gbn_drops + 32'd1;
         // the receive side's state is not the response's: only `held` changes
         w = c_raw;
@@ -1061,14 +1080,18 @@ module fp_rx_check
         if_ret_en <= m.error == ERR_NONE && c_hit && !(take && cqm_q != '0);
         if_ret_addr <= m.bth_destqp[QPN_W-1:0];
         if_ret_n <= take && !drop ? ret_q : q_t;
-        una_valid <= take && !drop;
+        // (a rewind's or RNR NAK's una_psn lands with fp_sqf's FLUSH, which drops the
+        // QP's queued descriptors in the same step, as the model's go_back: written
+        // here, it opened the window some cycles before the drop, and a packet the
+        // window had held went out first)
+        una_valid <= take && !drop && !rewind && !rnr;
         una_addr <= m.bth_destqp[QPN_W-1:0];
         una_psn <= rewind || rnr ? m.bth_psn : m.bth_psn + 24'd1;
         grp_valid <= take && !drop;
         grp_qpn <= m.bth_destqp;
         grp_n <= count_set(cqm_q);
         cq_left <= cqm_q;
-        st <= !take || drop ? S_C0 : (cqm_q != '0) ? S_CQ : S_UNA;
+        st <= !take || drop ? S_C0 : (cqm_q != '0) ? S_CQ : (rewind || rnr) ? S_C0 : S_UNA;
         if (v.action == ACT_EXC && reads_pend) begin
           // an exception while a READ's responses wait: held, nothing of the
           // above happens (its dead entries go when it is checked again; an
@@ -1106,6 +1129,7 @@ module fp_rx_check
     if (rst) begin
       st <= S_C0;
       nak_inflight <= '0;
+      lr_v <= 1'b0;
       gbn_drops <= '0;
       rd_inflight <= '0;
       drop_en <= 1'b0;

@@ -442,7 +442,10 @@ fn the_rtl_fetch_decides_as_the_model() {
             _ => None,
         };
         if let Some(n) = expect.filter(|&n| (want.rung.taken, want.rung.stopped) != (n, false)) {
-            failures.push(format!("{}: the model {:?}, not {n} taken", c.name, want.rung));
+            failures.push(format!(
+                "{}: the model {:?}, not {n} taken",
+                c.name, want.rung
+            ));
         }
         if want != got {
             failures.push(format!(
