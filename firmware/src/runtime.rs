@@ -589,8 +589,14 @@ impl<
             Event::MsgDone {
                 byte_len,
                 solicited,
+                ce,
                 ..
-            } => self.fp_msg_done(now, qpn, on, byte_len, solicited),
+            } => {
+                if ce {
+                    self.engine.fastpath_ce(now, qpn);
+                }
+                self.fp_msg_done(now, qpn, on, byte_len, solicited)
+            }
             Event::Acked {
                 psn,
                 read,
@@ -600,8 +606,20 @@ impl<
                 ..
             } => self.fp_acked(now, qpn, psn, read | atomic, cqe, gbn),
             Event::Read {
-                psn, va, rkey, len, ..
-            } => self.engine.fastpath_read_taken(qpn, psn, va, rkey, len),
+                psn,
+                va,
+                rkey,
+                len,
+                ce,
+                ..
+            } => {
+                if ce {
+                    self.engine.fastpath_ce(now, qpn);
+                }
+                self.engine.fastpath_read_taken(qpn, psn, va, rkey, len)
+            }
+            // A marked request the hardware took: the notification point's.
+            Event::Ce { .. } => self.engine.fastpath_ce(now, qpn),
         }
     }
 
@@ -2107,7 +2125,7 @@ struct BadDoorbell;
 /// again cost ~1,000 instructions of a ~4,000 exception).
 fn for_requester(event: &Event) -> bool {
     match event {
-        Event::MsgDone { .. } | Event::Read { .. } => false,
+        Event::MsgDone { .. } | Event::Read { .. } | Event::Ce { .. } => false,
         Event::Acked { .. } => true,
         Event::Exception { opcode, .. } => !is_request(*opcode),
     }
