@@ -582,6 +582,15 @@ impl<
             // fetches: the engine takes its send queue back first (§3.8).
             self.fp_sq_take_back(qpn, now);
         }
+        // A CE-marked request the hardware took (its own event, or the mark on its
+        // MSG_DONE or READ): the notification point's, before the event's work, as the
+        // engine alone runs it before the responder's.
+        if matches!(
+            event,
+            Event::Ce { .. } | Event::MsgDone { ce: true, .. } | Event::Read { ce: true, .. }
+        ) {
+            self.engine.fastpath_ce(now, qpn);
+        }
         match event {
             Event::Exception {
                 meta, frame_len, ..
@@ -589,14 +598,8 @@ impl<
             Event::MsgDone {
                 byte_len,
                 solicited,
-                ce,
                 ..
-            } => {
-                if ce {
-                    self.engine.fastpath_ce(now, qpn);
-                }
-                self.fp_msg_done(now, qpn, on, byte_len, solicited)
-            }
+            } => self.fp_msg_done(now, qpn, on, byte_len, solicited),
             Event::Acked {
                 psn,
                 read,
@@ -606,20 +609,10 @@ impl<
                 ..
             } => self.fp_acked(now, qpn, psn, read | atomic, cqe, gbn),
             Event::Read {
-                psn,
-                va,
-                rkey,
-                len,
-                ce,
-                ..
-            } => {
-                if ce {
-                    self.engine.fastpath_ce(now, qpn);
-                }
-                self.engine.fastpath_read_taken(qpn, psn, va, rkey, len)
-            }
-            // A marked request the hardware took: the notification point's.
-            Event::Ce { .. } => self.engine.fastpath_ce(now, qpn),
+                psn, va, rkey, len, ..
+            } => self.engine.fastpath_read_taken(qpn, psn, va, rkey, len),
+            // (Handled above.)
+            Event::Ce { .. } => {}
         }
     }
 

@@ -1269,7 +1269,11 @@ fn ce_marked_requests_are_taken_as_the_model_takes_them() {
             sim.set_shaping(Shaping::LINE_RATE);
             let w = sim.width();
             let x = r.unwrap_or_else(|e| panic!("{w} shaped {shaped}: {e}"));
-            let ce = x.events.iter().filter(|e| matches!(e, Event::Ce { .. })).count();
+            let ce = x
+                .events
+                .iter()
+                .filter(|e| matches!(e, Event::Ce { .. }))
+                .count();
             let done_ce = x
                 .events
                 .iter()
