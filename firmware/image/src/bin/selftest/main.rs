@@ -1377,8 +1377,9 @@ impl Test {
         // the fast path answers requests out of sequence and duplicates itself (116,904
         // when its 6 exceptions and the NAK and ACK frames the firmware built for them
         // were the firmware's). The counts are exact under `-icount`.
-        const BOUNDS: [u32; probe::CLASSES] =
-            [3_050, 1_875, 1_200, 1_175, 1_060, 1_850, 3_400, 1_075, 525, 400];
+        const BOUNDS: [u32; probe::CLASSES] = [
+            3_050, 1_875, 1_200, 1_175, 1_060, 1_850, 3_400, 1_075, 525, 400,
+        ];
         // (79,775 on main 7cb411f, the READ request's exception and its responses the
         // firmware's; 68,019 with the model's READ responder; 61,052 with the RNR NAK,
         // its FLUSH and replay the firmware's, 54,647 with them the WQE fetch's,
