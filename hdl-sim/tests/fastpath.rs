@@ -1240,22 +1240,22 @@ fn ce_marked_requests_are_taken_as_the_model_takes_them() {
     tx.mtu = Mtu::Mtu1024;
     // (an even MSN: the first SEND's buffer loaded ahead)
     let qps = [reads_qp(tx.clone(), 4), reads_qp(tx, 6)];
-    let msg = |qp, op, len, off| RxMsg {
+    // (QP, op, length, offset; a SEND first: a WRITE's RETH unloads the buffer)
+    let msgs = [
+        (0, 0, 700, 0),
+        (0, 3, 3000, 0),
+        (1, 0, 2500, 0),
+        (1, 3, 500, 4000),
+        (0, 3, 1024, 5000),
+    ]
+    .map(|(qp, op, len, off)| RxMsg {
         qp,
         op,
         len,
         mr: 0,
         off,
         bad_key: false,
-    };
-    // (a SEND first: a WRITE's RETH unloads the buffer)
-    let msgs = [
-        msg(0, 0, 700, 0),
-        msg(0, 3, 3000, 0),
-        msg(1, 0, 2500, 0),
-        msg(1, 3, 500, 4000),
-        msg(0, 3, 1024, 5000),
-    ];
+    });
     // (every frame marked)
     use Fault::{Ce, DropCe, DupCe};
     let faults = [Ce, DropCe, Ce, DupCe, Ce, Ce, DropCe, Ce, Ce, DupCe, Ce];
