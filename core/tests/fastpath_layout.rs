@@ -152,6 +152,7 @@ fn read_event_bytes_follow_the_table() {
         va: 0x1122_3344_5566_7788,
         rkey: Rkey(0xA1B2_C3D4),
         len: 0x0002_0001,
+        ce: false,
     };
     let mut want = [0u8; 64];
     want[..28].copy_from_slice(&[
@@ -167,6 +168,30 @@ fn read_event_bytes_follow_the_table() {
     ]);
     assert_eq!(layout::encode_event(&e), want);
     assert_eq!(layout::decode_event(&want), Ok(e));
+}
+
+/// A `CE` event (§3.5, kind 5) is its kind and QP alone; a `MSG_DONE` or `READ` of a
+/// CE-marked request says so in byte 11 bit 7.
+#[test]
+fn ce_event_bytes_follow_the_table() {
+    let qpn = Qpn::new(0x01_0203);
+    let mut want = [0u8; 64];
+    want[..7].copy_from_slice(&[5, 0, 0, 0, 0x03, 0x02, 0x01]);
+    assert_eq!(layout::encode_event(&Event::Ce { qpn }), want);
+    assert_eq!(layout::decode_event(&want), Ok(Event::Ce { qpn }));
+    let done = |ce| Event::MsgDone {
+        qpn,
+        msn: Msn::new(7),
+        byte_len: 9,
+        solicited: true,
+        ce,
+    };
+    let (plain, marked) = (
+        layout::encode_event(&done(false)),
+        layout::encode_event(&done(true)),
+    );
+    assert_eq!((plain[11], marked[11]), (0x02, 0x82));
+    assert_eq!(layout::decode_event(&marked), Ok(done(true)));
 }
 
 /// Contexts as the engine hands them out for a connected QP survive their bytes.
@@ -362,9 +387,10 @@ proptest! {
     fn events_and_acks_round_trip(qpn in 0u32..1 << 24, p in psn(), q in psn(), x in any::<u32>(), y in any::<u16>(), b in any::<u8>()) {
         let qpn = Qpn::new(qpn);
         for e in [
-            Event::MsgDone { qpn, msn: Msn::new(q.value()), byte_len: x, solicited: b & 1 != 0 },
+            Event::MsgDone { qpn, msn: Msn::new(q.value()), byte_len: x, solicited: b & 1 != 0, ce: b & 32 != 0 },
             Event::Acked { qpn, psn: p, una: q, read: b & 1 != 0, last: b & 2 != 0, done: b, wqe_index: y, cqe: b & 4 != 0, gbn: b & 8 != 0, atomic: b & 16 != 0 },
-            Event::Read { qpn, psn: p, va: u64::from(x) << 17 | u64::from(y), rkey: Rkey(x.rotate_left(7)), len: x },
+            Event::Read { qpn, psn: p, va: u64::from(x) << 17 | u64::from(y), rkey: Rkey(x.rotate_left(7)), len: x, ce: b & 64 != 0 },
+            Event::Ce { qpn },
         ] {
             prop_assert_eq!(layout::decode_event(&layout::encode_event(&e)), Ok(e));
         }

@@ -117,6 +117,9 @@ struct Outcome {
     /// `local_ack_timeout_err` and `rcvd_rnr_err`: the engine's, plus the NAKs, retries,
     /// timeouts and RNR NAKs of the fast path's own Go-Back-N (§3.8).
     retries: [[u64; 4]; 2],
+    /// Each side's port counters `np_ecn_marked_roce_packets`, `np_cnp_sent` and
+    /// `rp_cnp_ignored` (DCQCN's notification point; the reaction point is off).
+    np: [[u64; 3]; 2],
 }
 
 /// A flow: sending side (0 = A), BTH DestQP, response (ACK, READ response, atomic ACK).
@@ -175,8 +178,11 @@ enum Hw {
     RtlNoFetch,
 }
 
-fn boot(last: u8, hw: Hw) -> Side {
-    let cfg = PortConfig::new([2, 0, 0, 0, 0, last], ipv4_gid([10, 0, 0, last]));
+fn boot(last: u8, hw: Hw, np: bool) -> Side {
+    let mut cfg = PortConfig::new([2, 0, 0, 0, 0, last], ipv4_gid([10, 0, 0, last]));
+    // DCQCN's notification point (a CNP for CE-marked packets), the reaction point off:
+    // its pacing is not the fast path's.
+    cfg.cc.np = np;
     let nic = match hw {
         Hw::Engine => LocalNic::new(cfg, Capacities::Firmware),
         Hw::Model => LocalNic::with_fastpath(cfg, Capacities::Firmware),
@@ -220,6 +226,9 @@ struct Setup {
     late: Option<Late>,
     /// Every QP's `max_rd_atomic` (its READ and atomic initiator credits).
     max_rd_atomic: u8,
+    /// Per mille of the request frames the wire marks ECN CE (as a congested switch
+    /// marks them); the NICs' notification point is on when some are.
+    ce: u64,
 }
 
 /// Receives posted late, so that SENDs find none and get RNR NAKs: the receives of the
@@ -243,6 +252,7 @@ const THREE: Setup = Setup {
     cq: 256,
     late: None,
     max_rd_atomic: 16,
+    ce: 0,
 };
 
 /// Runs the program `wrs` at `mtu` on NICs over `hw`; the outcome and each side's
@@ -259,7 +269,7 @@ fn run_on(
     wire: Wire,
     wrs: &[Wr],
 ) -> (Outcome, [RuntimeCounters; 2]) {
-    let sides = [boot(1, hw), boot(2, hw)];
+    let sides = [boot(1, hw, setup.ce > 0), boot(2, hw, setup.ce > 0)];
     if setup.icm {
         for side in &sides {
             side.ctx.set_icm(2 * setup.pairs as u32).unwrap();
@@ -332,7 +342,7 @@ fn run_on(
     }
     let at = setup.late.map_or(0, |l| l.at);
     let mut query = setup.late.and_then(|l| l.query);
-    let (flows, times) = exchange(&sides, wire, &mut |now| {
+    let (flows, times) = exchange(&sides, wire, setup.ce, &mut |now| {
         if query.is_some_and(|q| now >= q) {
             query = None;
             pairs[0].qp[0].query().unwrap();
@@ -382,6 +392,13 @@ fn run_on(
                     c.engine.completer_retry_err,
                     c.engine.local_ack_timeout_err,
                     c.engine.rcvd_rnr_err,
+                ]
+            }),
+            np: port.map(|c| {
+                [
+                    c.engine.np_ecn_marked_roce_packets,
+                    c.engine.np_cnp_sent,
+                    c.engine.rp_cnp_ignored,
                 ]
             }),
         },
@@ -487,7 +504,7 @@ fn drain(cq: &CompletionQueue, nic: &LocalNic) -> Vec<WorkCompletion> {
 /// Every frame each side sent, per flow, and when.
 type Sent = (BTreeMap<Flow, Vec<Vec<u8>>>, BTreeMap<Flow, Vec<u64>>);
 
-fn exchange(sides: &[Side; 2], wire: Wire, at_time: &mut dyn FnMut(u64)) -> Sent {
+fn exchange(sides: &[Side; 2], wire: Wire, ce: u64, at_time: &mut dyn FnMut(u64)) -> Sent {
     let mut sent: BTreeMap<Flow, Vec<Vec<u8>>> = BTreeMap::new();
     let mut times: BTreeMap<Flow, Vec<u64>> = BTreeMap::new();
     // Frames on the wire, per flow, and one held back per flow.
@@ -511,6 +528,10 @@ fn exchange(sides: &[Side; 2], wire: Wire, at_time: &mut dyn FnMut(u64)) -> Sent
                         times.entry(f).or_default().push(now);
                         if roll(wire.seed, &f, index, 1) < wire.loss {
                             continue;
+                        }
+                        let mut frame = frame;
+                        if !f.2 && roll(wire.seed, &f, index, 3) < ce {
+                            mark_ce(&mut frame);
                         }
                         let q = queued.entry(f).or_default();
                         if let Some(h) = held.remove(&f) {
@@ -556,6 +577,18 @@ fn exchange(sides: &[Side; 2], wire: Wire, at_time: &mut dyn FnMut(u64)) -> Sent
         }
     }
     panic!("the NICs did not settle in 2,000 timer rounds");
+}
+
+/// Sets a request frame's IP ECN field to CE as a congested switch does (IPv4 here: the
+/// header checksum mended; the ICRC does not cover the field). A CNP too (its flow is
+/// its sender's requests): the engine neither counts nor answers a CNP's mark.
+fn mark_ce(frame: &mut [u8]) {
+    let l3 = roce_core::wire::parse(frame)
+        .expect("the NICs send well-formed frames")
+        .layout()
+        .l3;
+    frame[l3 + 1] |= roce_core::cc::ECN_CE;
+    roce_core::wire::ipv4::Packet::new_unchecked(&mut frame[l3..]).fill_checksum();
 }
 
 fn mtu() -> impl Strategy<Value = Mtu> {
@@ -630,6 +663,11 @@ fn differential_on(
         engine.retries,
         fast.retries,
         "rcvd_seq_err, completer_retry_err, local_ack_timeout_err, rcvd_rnr_err"
+    );
+    prop_assert_eq!(
+        engine.np,
+        fast.np,
+        "np_ecn_marked_roce_packets, np_cnp_sent, rp_cnp_ignored"
     );
     Ok(counters)
 }
@@ -1249,6 +1287,7 @@ const MANY: Setup = Setup {
     cq: 4096,
     late: None,
     max_rd_atomic: 16,
+    ce: 0,
 };
 
 /// The context cache's cases: `ROCE_FP_CACHE_CASES`, default 3 per fast path.
@@ -1492,6 +1531,7 @@ const TINY_CQ: Setup = Setup {
     cq: 1,
     late: None,
     max_rd_atomic: 16,
+    ce: 0,
 };
 
 /// Go-Back-N at a NAK whose CQEs find the CQ full (`docs/fastpath.md` §3.8, "A rewind
@@ -1637,5 +1677,60 @@ fn sends_into_loaded_receives_are_the_hardwares() {
             c[1].fastpath.rx_handled, 1,
             "{hw:?}: frames B's hardware took"
         );
+    }
+}
+
+/// A request marked ECN CE is the hardware's as an unmarked one is (`docs/fastpath.md`
+/// §3.4): placed (WRITEs, SENDs into the loaded receive), answered (out of sequence,
+/// duplicates), and the firmware's engine told (the `CE` event, or the `ce` flag of a
+/// MSG_DONE), whose notification point counts the mark and sends the CNP, at most one
+/// per QP per 50 us (`cc::NotificationPoint`). A wire that marks 40 % of the request
+/// frames (and CNPs, whose flow is its sender's requests), the notification point on,
+/// SENDs and WRITEs on three pairs in both directions: the frames (CNPs among them),
+/// completions, memory and counters (`np_ecn_marked_roce_packets`, `np_cnp_sent`) of
+/// the engine alone, on the model and on the RTL at 64 and 512 bits, clean and lossy.
+/// On the clean wire each firmware handles the exceptions the unmarked wire gave it and
+/// one more per CNP it receives (a CNP is the firmware's), none for a mark: on the rule
+/// before, each marked request was one (reason 5).
+#[test]
+fn ce_marked_requests_are_the_hardwares() {
+    let mut wrs = send_stream();
+    // WRITEs after the SENDs (a WRITE's RETH unloads the receive buffer loaded ahead).
+    wrs.extend((0..12).map(|i| Wr {
+        pair: i % 3,
+        from_b: i % 4 == 2,
+        op: 2,
+        len: [5000, 64, 2048, 1500][i % 4],
+        src: 128 * i as u32,
+        dst: 512 * i as u32,
+    }));
+    let marked = Setup { ce: 400, ..THREE };
+    let (engine, _) = run_on(marked, Hw::Engine, Mtu::Mtu1024, CLEAN, &wrs);
+    let marks: u64 = engine.np.iter().map(|n| n[0]).sum();
+    let cnps = engine.np.map(|n| n[1]);
+    assert!(
+        marks > 20 && cnps.iter().all(|&c| c > 0),
+        "the wire marked {marks} requests; CNPs {cnps:?}"
+    );
+    let mut hws = vec![Hw::Model];
+    if rtl_here() {
+        hws.extend([Hw::Rtl, Hw::Rtl512]);
+    }
+    for hw in hws {
+        let clean = differential_on(THREE, hw, Mtu::Mtu1024, &wrs, CLEAN)
+            .unwrap_or_else(|e| panic!("{hw:?} unmarked: {e}"));
+        let c = differential_on(marked, hw, Mtu::Mtu1024, &wrs, CLEAN)
+            .unwrap_or_else(|e| panic!("{hw:?} marked: {e}"));
+        for side in 0..2 {
+            assert_eq!(
+                c[side].fastpath.rx_exceptions,
+                clean[side].fastpath.rx_exceptions + cnps[1 - side],
+                "{hw:?}: side {side}'s exceptions (unmarked wire, CNPs received)"
+            );
+        }
+        for seed in [3, 14] {
+            differential_on(marked, hw, Mtu::Mtu1024, &wrs, lossy(seed))
+                .unwrap_or_else(|e| panic!("{hw:?} marked, lossy {seed}: {e}"));
+        }
     }
 }

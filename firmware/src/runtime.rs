@@ -582,6 +582,15 @@ impl<
             // fetches: the engine takes its send queue back first (§3.8).
             self.fp_sq_take_back(qpn, now);
         }
+        // A CE-marked request the hardware took (its own event, or the mark on its
+        // MSG_DONE or READ): the notification point's, before the event's work, as the
+        // engine alone runs it before the responder's.
+        if matches!(
+            event,
+            Event::Ce { .. } | Event::MsgDone { ce: true, .. } | Event::Read { ce: true, .. }
+        ) {
+            self.engine.fastpath_ce(now, qpn);
+        }
         match event {
             Event::Exception {
                 meta, frame_len, ..
@@ -602,6 +611,8 @@ impl<
             Event::Read {
                 psn, va, rkey, len, ..
             } => self.engine.fastpath_read_taken(qpn, psn, va, rkey, len),
+            // (Handled above.)
+            Event::Ce { .. } => {}
         }
     }
 
@@ -2107,7 +2118,7 @@ struct BadDoorbell;
 /// again cost ~1,000 instructions of a ~4,000 exception).
 fn for_requester(event: &Event) -> bool {
     match event {
-        Event::MsgDone { .. } | Event::Read { .. } => false,
+        Event::MsgDone { .. } | Event::Read { .. } | Event::Ce { .. } => false,
         Event::Acked { .. } => true,
         Event::Exception { opcode, .. } => !is_request(*opcode),
     }

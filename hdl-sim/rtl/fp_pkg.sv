@@ -153,6 +153,8 @@ package fp_pkg;
   localparam logic [7:0] EVK_MSG_DONE = 8'd2;
   localparam logic [7:0] EVK_ACKED = 8'd3;
   localparam logic [7:0] EVK_READ = 8'd4;   // a READ request taken (§3.4)
+  localparam logic [7:0] EVK_CE = 8'd5;     // a CE-marked request taken, no other event
+  localparam int EV_F_CE = 7;               // EV_FLAGS bit: MSG_DONE / READ of a CE-marked request
   localparam int EV_RKEY = 12;      // READ: the RETH's R_Key, VA and length
   localparam int EV_VA = 16;
   localparam int EV_LEN = 24;
@@ -172,7 +174,7 @@ package fp_pkg;
   localparam logic [7:0] EXC_OPCODE = 8'd2;
   localparam logic [7:0] EXC_PSN = 8'd3;
   localparam logic [7:0] EXC_SEQUENCE = 8'd4;
-  localparam logic [7:0] EXC_ECN = 8'd5;
+  localparam logic [7:0] EXC_ECN = 8'd5;   // a CE-marked response (requests: EVK_CE)
   localparam logic [7:0] EXC_LENGTH = 8'd6;
   localparam logic [7:0] EXC_KEY = 8'd7;
   // 8 (a NAK outstanding) is not raised any more: the expected packet is placed

@@ -4,14 +4,19 @@
 // packet at a time: for each metadata record of rx_parser it reads the QP's
 // receive context and the MR of the key, makes the checks every packet gets
 // (the QP's fast path on, the frame this port's and from the QP's peer with
-// its P_Key, no exception pending, no CE mark) and the placement rule's (PSN,
+// its P_Key, no exception pending; a response no CE mark) and the placement
+// rule's (PSN,
 // opcode sequence, lengths, key, PD, access, bounds), and decides: place
 // (with the new context written back, an ACK descriptor when one is due and
 // a MSG_DONE event at the end of a SEND; a SEND's packets, its first too, go
 // into the receive buffer the firmware loaded, recv_loaded, which a WRITE's
 // RETH unloads: it shares RESID and LENGTH) or hand the frame to the firmware
 // (EXCEPTION event with the reason; the context changes only in `held`);
-// frames the parser rejected are dropped.
+// frames the parser rejected are dropped. A CE-marked request is judged as an
+// unmarked one; when taken (placed, answered, a READ taken) its event says
+// so (EV_F_CE on its MSG_DONE or READ, else an event EVK_CE of its own): the
+// notification point, a CNP at most once per interval, is the firmware's
+// engine's, which would have run it for a packet it took itself.
 //
 // A request of the QP's out of sequence (PSN after the expected one) or a
 // duplicate SEND/WRITE (PSN before it) is answered here, as the engine's
@@ -764,7 +769,7 @@ module fp_rx_check
         else if (!c_on) reason = EXC_OFF;
         else if (!k_ours) reason = EXC_ADDRESS;
         else if (c_held) reason = EXC_HELD;
-        else if (!k_ecn_ok) reason = EXC_ECN;
+        else if (k_response && !k_ecn_ok) reason = EXC_ECN;
         else if (k_response) reason = r_reason;
         else if (rd_q) begin
           // fastpath::check_read's order: a duplicate (the PSN rule took those
@@ -790,7 +795,7 @@ module fp_rx_check
         // one AND rather than through the cascade)
         // a request of the QP that gets past the checks of every packet: its PSN
         // decides first (the engine's rc_request), whatever the opcode
-        pre = m.error == ERR_NONE && c_hit && c_on && k_ours && !c_held && k_ecn_ok
+        pre = m.error == ERR_NONE && c_hit && c_on && k_ours && !c_held
             && !k_response && k_req;
         oos_q = pre && k_after;
         dup_q = pre && k_before && k_sw;
@@ -856,6 +861,16 @@ module fp_rx_check
             v.ackd[8*AD_PSN +: 24] = m.bth_psn;
             v.ackd[8*AD_MSN +: 24] = k_msn_n;
             v.ackd[8*AD_FLAGS + AD_F_MERGE] = 1'b1;
+          end
+        end
+        // a CE-marked request taken (placed, answered, a READ taken): the
+        // firmware's notification point hears of it on the packet's event, or
+        // on one of its own (the model's noted_ce)
+        if (pre && !k_ecn_ok && (v.action == ACT_PLACE || v.action == ACT_TAKE)) begin
+          if (v.ev_valid) v.ev[8*EV_FLAGS + EV_F_CE] = 1'b1;
+          else begin
+            v.ev_valid = 1'b1;
+            v.ev[8*EV_KIND +: 8] = EVK_CE;
           end
         end
         v = of_frame(v, m);

@@ -615,6 +615,10 @@ enum Fault {
     Corrupt(u16),
     /// IP ECN set to CE (IPv4 checksum fixed; the ICRC does not cover it).
     Ce,
+    /// `Drop` with the two frames out of sequence CE-marked.
+    DropCe,
+    /// `Dup` with both copies CE-marked.
+    DupCe,
     /// Another destination MAC (the ICRC does not cover it).
     Mac,
 }
@@ -726,6 +730,20 @@ fn deliver(frames: &[Vec<u8>], faults: &mut impl Iterator<Item = Fault>) -> Vec<
             Fault::Drop => {
                 // the next two arrive out of sequence; then the sender goes back
                 out.extend(frames[j + 1..].iter().take(2).cloned());
+            }
+            Fault::DropCe => {
+                out.extend(frames[j + 1..].iter().take(2).map(|f| {
+                    let mut g = f.clone();
+                    set_ce(&mut g);
+                    g
+                }));
+            }
+            Fault::DupCe => {
+                let mut g = f.clone();
+                set_ce(&mut g);
+                out.push(g.clone());
+                out.push(g);
+                j += 1;
             }
             Fault::Swap => {
                 if let Some(n) = frames.get(j + 1) {
@@ -1206,6 +1224,77 @@ fn placement_equals_the_model() {
             Ok(())
         })
         .unwrap();
+}
+
+/// A CE-marked request is judged as an unmarked one (docs/fastpath.md §3.4): WRITE and
+/// SEND packets placed, requests out of sequence NAKed once and dropped, a duplicate
+/// ACKed, as the model takes them, each with the firmware told of the mark (a `CE`
+/// event, or the `ce` flag of a SEND's MSG_DONE) and none an exception for it. Every
+/// frame is marked. Two QPs
+/// at MTU 1024, their first SEND's buffer loaded; with and without idle cycles and
+/// back-pressure. (Main's fp_rx_check raised reason 5 for each.)
+#[test]
+fn ce_marked_requests_are_taken_as_the_model_takes_them() {
+    let Some(sims) = sims() else { return };
+    let mut tx = line_rate_qp();
+    tx.mtu = Mtu::Mtu1024;
+    // (an even MSN: the first SEND's buffer loaded ahead)
+    let qps = [reads_qp(tx.clone(), 4), reads_qp(tx, 6)];
+    // (QP, op, length, offset; a SEND first: a WRITE's RETH unloads the buffer)
+    let msgs = [
+        (0, 0, 700, 0),
+        (0, 3, 3000, 0),
+        (1, 0, 2500, 0),
+        (1, 3, 500, 4000),
+        (0, 3, 1024, 5000),
+    ]
+    .map(|(qp, op, len, off)| RxMsg {
+        qp,
+        op,
+        len,
+        mr: 0,
+        off,
+        bad_key: false,
+    });
+    // (every frame marked)
+    use Fault::{Ce, DropCe, DupCe};
+    let faults = [Ce, DropCe, Ce, DupCe, Ce, Ce, DropCe, Ce, Ce, DupCe, Ce];
+    for (i, s) in sims.iter().enumerate() {
+        let mut sim = s.borrow_mut();
+        for shaped in [false, true] {
+            if shaped {
+                sim.set_shaping(Shaping::random(0.2, 0.3, 7 + i as u64));
+            }
+            let r = rx_case(&mut sim, &qps, &msgs, &faults, false);
+            sim.set_shaping(Shaping::LINE_RATE);
+            let w = sim.width();
+            let x = r.unwrap_or_else(|e| panic!("{w} shaped {shaped}: {e}"));
+            let ce = x
+                .events
+                .iter()
+                .filter(|e| matches!(e, Event::Ce { .. }))
+                .count();
+            let done_ce = x
+                .events
+                .iter()
+                .filter(|e| matches!(e, Event::MsgDone { ce: true, .. }))
+                .count();
+            let ecn = x.events.iter().any(|e| {
+                matches!(
+                    e,
+                    Event::Exception {
+                        reason: Exception::Ecn,
+                        ..
+                    }
+                )
+            });
+            assert!(
+                ce >= 10 && done_ce == 2 && !ecn && x.answered[0] > 0 && x.answered[1] > 0,
+                "{w}: CE events {ce}, MSG_DONE with ce {done_ce}, an ECN exception {ecn}, answered {:?}",
+                x.answered
+            );
+        }
+    }
 }
 
 /// A case `placement_equals_the_model` found with random draws (about 1 in 2,000 cases;

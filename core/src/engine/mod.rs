@@ -1030,6 +1030,17 @@ impl<
         }
     }
 
+    /// The fast path took a request of `qpn` marked ECN CE at `now` (the `CE` event,
+    /// or the `ce` flag of its `MSG_DONE` or `READ`, `docs/fastpath.md` §3.4): the
+    /// notification point runs as for a packet the engine took itself (counted; a CNP
+    /// owed at most once per interval, sent by `poll_transmit`).
+    pub fn fastpath_ce(&mut self, now: Instant, qpn: Qpn) {
+        let now = self.clock(now);
+        if let Some(slot) = self.slot(qpn) {
+            self.on_ce(now, slot);
+        }
+    }
+
     /// Writes a fast-path receive context back into `qpn`'s responder: what the
     /// firmware reads before it handles an exception, after the hardware advanced the
     /// context (`docs/fastpath.md` §3.2).

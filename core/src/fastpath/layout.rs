@@ -529,6 +529,10 @@ pub const EV_EXCEPTION: u8 = 1;
 pub const EV_MSG_DONE: u8 = 2;
 pub const EV_ACKED: u8 = 3;
 pub const EV_READ: u8 = 4;
+pub const EV_CE: u8 = 5;
+/// Byte 11 bit 7 of a `MSG_DONE` or `READ` event: its request was marked ECN CE
+/// (`Event::Ce`).
+pub const EV_FLAG_CE: u8 = 1 << 7;
 /// An `ACKED` event's byte 31 bit 3: a NAK "PSN sequence error" the WQE fetch takes as
 /// its Go-Back-N to the event's PSN (`docs/fastpath.md` §3.8): an ACK of PSN - 1 only.
 pub const EV_ACKED_GBN: u8 = 1 << 3;
@@ -566,10 +570,11 @@ pub fn encode_event(e: &Event) -> [u8; EVENT_LEN] {
             msn,
             byte_len,
             solicited,
+            ce,
             ..
         } => {
             b[0] = EV_MSG_DONE;
-            b[11] = u8::from(solicited) << 1;
+            b[11] = u8::from(solicited) << 1 | if ce { EV_FLAG_CE } else { 0 };
             put24(&mut b, 20, msn.value());
             put(&mut b, 24, byte_len.to_le_bytes());
         }
@@ -599,14 +604,23 @@ pub fn encode_event(e: &Event) -> [u8; EVENT_LEN] {
             put(&mut b, 2, wqe_index.to_le_bytes());
         }
         Event::Read {
-            psn, va, rkey, len, ..
+            psn,
+            va,
+            rkey,
+            len,
+            ce,
+            ..
         } => {
             b[0] = EV_READ;
             put24(&mut b, 8, psn.value());
+            if ce {
+                b[11] = EV_FLAG_CE;
+            }
             put(&mut b, 12, rkey.0.to_le_bytes());
             put(&mut b, 16, va.to_le_bytes());
             put(&mut b, 24, len.to_le_bytes());
         }
+        Event::Ce { .. } => b[0] = EV_CE,
     }
     b
 }
@@ -666,6 +680,7 @@ pub fn decode_event(b: &[u8; EVENT_LEN]) -> Result<Event, Invalid> {
             msn: Msn::new(ev_u24(b, 20)),
             byte_len: ev_u32(b, 24),
             solicited: b[11] & 2 != 0,
+            ce: b[11] & EV_FLAG_CE != 0,
         },
         EV_ACKED => Event::Acked {
             qpn,
@@ -685,7 +700,9 @@ pub fn decode_event(b: &[u8; EVENT_LEN]) -> Result<Event, Invalid> {
             rkey: Rkey(ev_u32(b, 12)),
             va: u64::from(ev_u32(b, 16)) | u64::from(ev_u32(b, 20)) << 32,
             len: ev_u32(b, 24),
+            ce: b[11] & EV_FLAG_CE != 0,
         },
+        EV_CE => Event::Ce { qpn },
         _ => return Err(Invalid { offset: 0 }),
     })
 }

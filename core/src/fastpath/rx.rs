@@ -271,6 +271,9 @@ pub enum Exception {
     Opcode = 2,
     Psn = 3,
     Sequence = 4,
+    /// A response (ACKNOWLEDGE, READ response, ATOMIC ACKNOWLEDGE) marked ECN CE: the
+    /// response path leaves it to the firmware. (A CE-marked request the receive path
+    /// takes as an unmarked one, and tells the firmware: [`Event::Ce`].)
     Ecn = 5,
     Length = 6,
     Key = 7,
@@ -339,6 +342,8 @@ pub enum Event {
         msn: Msn,
         byte_len: u32,
         solicited: bool,
+        /// The packet was marked ECN CE (see [`Event::Ce`]).
+        ce: bool,
     },
     /// The response path took a response for PSN `psn` (an ACK, or a READ response it
     /// placed; `last` when that was the READ's last): `una` is the oldest
@@ -371,7 +376,15 @@ pub enum Event {
         va: u64,
         rkey: Rkey,
         len: u32,
+        /// The packet was marked ECN CE (see [`Event::Ce`]).
+        ce: bool,
     },
+    /// The receive path took a request marked ECN CE (placed it, answered it, §3.4)
+    /// that raised no other event (a MSG_DONE or READ carries `ce` instead): the
+    /// notification point is the firmware's engine, which counts the mark and owes the
+    /// peer a CNP at most once per interval (`cc::NotificationPoint`), as for a packet
+    /// it took itself.
+    Ce { qpn: Qpn },
 }
 
 impl Event {
@@ -381,7 +394,8 @@ impl Event {
             Self::Exception { qpn, .. }
             | Self::MsgDone { qpn, .. }
             | Self::Acked { qpn, .. }
-            | Self::Read { qpn, .. } => qpn,
+            | Self::Read { qpn, .. }
+            | Self::Ce { qpn } => qpn,
         }
     }
 }
@@ -684,6 +698,7 @@ fn take_read(ctx: &mut RecvCtx, psn: Psn, reth: RethRepr) -> RxOutcome {
             va: reth.va,
             rkey: reth.rkey,
             len: reth.dma_len,
+            ce: false,
         }),
         answered: None,
         read: Some(ReadResp {
@@ -737,6 +752,7 @@ fn place(ctx: &mut RecvCtx, pkt: &Packet<'_>, op: Operation, dma: &mut dyn Dma) 
                 msn: ctx.msn,
                 byte_len: ctx.length,
                 solicited: pkt.se(),
+                ce: false,
             });
         }
     }
@@ -951,6 +967,21 @@ fn take_response<const N: usize>(
 // ---------------------------------------------------------------------------------------
 // Which rule a packet meets
 
+/// A request the receive path took (`out` no exception) marked ECN CE: the firmware's
+/// engine hears of it (its notification point, [`Event::Ce`]), on the event the packet
+/// raises, or on one of its own. An exception tells it anyway: the engine takes the
+/// frame whole.
+fn noted_ce(mut out: RxOutcome, qpn: Qpn, pkt: &Packet<'_>) -> RxOutcome {
+    if pkt.ecn() == crate::cc::ECN_CE {
+        match &mut out.event {
+            None => out.event = Some(Event::Ce { qpn }),
+            Some(Event::MsgDone { ce, .. } | Event::Read { ce, .. }) => *ce = true,
+            Some(_) => {}
+        }
+    }
+    out
+}
+
 /// The port's own addresses (what the engine checks every frame against).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PortAddr {
@@ -992,16 +1023,18 @@ pub fn dispatch<const N: usize>(
         RxOutcome::exception(qpn, pkt, Exception::Address)
     } else if rctx.held {
         RxOutcome::exception(qpn, pkt, Exception::Held)
-    } else if pkt.ecn() == crate::cc::ECN_CE {
-        // DCQCN's notification point is the firmware's.
-        RxOutcome::exception(qpn, pkt, Exception::Ecn)
     } else if matches!(
         pkt.info().operation,
         Operation::RdmaReadResponse | Operation::Acknowledge | Operation::AtomicAcknowledge
     ) {
-        respond(sctx, qpn, inflight, pkt, dma)
+        if pkt.ecn() == crate::cc::ECN_CE {
+            // A marked response is the firmware's.
+            RxOutcome::exception(qpn, pkt, Exception::Ecn)
+        } else {
+            respond(sctx, qpn, inflight, pkt, dma)
+        }
     } else {
-        receive(rctx, pkt, mem, dma)
+        noted_ce(receive(rctx, pkt, mem, dma), qpn, pkt)
     };
     if out.is_exception() {
         rctx.held = true;

@@ -487,14 +487,16 @@ pub mod kind {
     pub const TIMER: u32 = 6 << 16;
     /// A `READ` event (the fast path took a READ request; `docs/fastpath.md` §3.4).
     pub const READ_EVENT: u32 = 8 << 16;
+    /// A `CE` event (the fast path took a CE-marked request; `docs/fastpath.md` §3.4).
+    pub const CE_EVENT: u32 = 9 << 16;
 }
 
 /// Classes of [`kind`] keys the self-test bounds apart: 0 an EXCEPTION of a request
 /// (the responder's), 1 one of a response or CNP, 2 MSG_DONE, 3 ACKED, 4 a descriptor,
 /// 5 a frame built off the fast path's kinds (a CNP, a request of a QP off it), 6 the
 /// ACK timeout's poll, 7 a response frame built (ACK, NAK, READ response, atomic ACK:
-/// the responder's, of any QP), 8 a `READ` event.
-pub const CLASSES: usize = 9;
+/// the responder's, of any QP), 8 a `READ` event, 9 a `CE` event.
+pub const CLASSES: usize = 10;
 
 pub fn class(key: u32) -> usize {
     match key >> 16 {
@@ -514,6 +516,7 @@ pub fn kind_name(key: u32) -> (&'static str, &'static str, &'static str) {
         2 => ("event", "MSG_DONE", ""),
         3 => ("event", "ACKED", ""),
         8 => ("event", "READ", ""),
+        9 => ("event", "CE", ""),
         4 => (
             "descriptor",
             if a != 0 { "REPLAY" } else { "new" },
@@ -604,11 +607,12 @@ impl Kinds {
 /// What the firmware did around the fast path, bracketed.
 #[derive(Clone, Copy, Default)]
 pub struct FpStats {
-    /// Handling one event, by kind (index: 1 EXCEPTION, 2 MSG_DONE, 3 ACKED, 4 READ): from
+    /// Handling one event, by kind (index: 1 EXCEPTION, 2 MSG_DONE, 3 ACKED, 4 READ, 5
+    /// CE): from
     /// `poll_event` returning it to the firmware's next `poll_event` (the engine's
     /// handling, the take-back, the contexts written back), the fast path's own
     /// instructions in between (its calls, its DMA) taken out.
-    pub events: [Work; 5],
+    pub events: [Work; 6],
     /// Building one descriptor: from `tx_room` saying yes to `post_tx` (the engine
     /// choosing the WQE and the descriptor's encoding).
     pub descriptors: Work,
@@ -806,13 +810,14 @@ impl<F: FastPath> FastPath for FpProbe<F> {
         if got && on() {
             let t = instret();
             let qpn = u32::from_le_bytes([event[4], event[5], event[6], 0]);
-            let k = event[0].min(4);
+            let k = event[0].min(5);
             let key = match k {
                 roce_core::fastpath::layout::EV_EXCEPTION => {
                     kind::EVENT | u32::from(event[1]) << 8 | u32::from(event[7])
                 }
                 // (kind 4 << 16 is a descriptor's key)
                 roce_core::fastpath::layout::EV_READ => kind::READ_EVENT,
+                roce_core::fastpath::layout::EV_CE => kind::CE_EVENT,
                 _ => kind::EVENT | u32::from(k) << 16,
             };
             add(&OVERHEAD, instret() - t);
