@@ -16,8 +16,8 @@ use heapless::Deque;
 use roce_core::dcb::Priorities;
 use roce_core::fastpath::layout::{self, EVENT_LEN, MR_LEN, RCTX_LEN, SCTX_LEN, TXD_LEN};
 use roce_core::fastpath::{
-    self, AckDesc, Answered, Event, Exception, Inflight, InflightKind, MrTable, MsgOp, PortAddr,
-    ReadResp, RxOutcome, SendCtx, SqIdle, SqSpent, TxError, TxMsg,
+    self, AckDesc, Answered, AtomicResp, Event, Exception, Inflight, InflightKind, MrTable, MsgOp,
+    PortAddr, ReadResp, RxOutcome, SendCtx, SqIdle, SqSpent, TxError, TxMsg,
 };
 use roce_core::memory::Dma;
 use roce_core::num::{Psn, Qpn};
@@ -247,6 +247,16 @@ struct SqHw {
 enum Resp {
     Ack(AckDesc),
     Read(ReadResp),
+    /// An atomic's ATOMIC ACKNOWLEDGE: ordered as a READ's responses are (the engine
+    /// queues both as responder items, behind which its ACKs wait).
+    Atomic(AtomicResp),
+}
+
+/// Whether a READ's responses or an ATOMIC ACKNOWLEDGE wait in the response queue: what
+/// the engine's responder would still have queued (its `out`), ahead of any ACK it
+/// owes later and of anything it sends for a later exception.
+fn responses_wait(ackq: &Deque<Resp, ACKQ>) -> bool {
+    ackq.iter().any(|r| !matches!(r, Resp::Ack(_)))
 }
 
 /// One QP's memories.
@@ -375,7 +385,7 @@ impl<P: Datapath, const QPS: usize> FastPathPort<P, QPS> {
     fn run_rx(&mut self, dma: &mut dyn Dma) -> bool {
         let mut any = false;
         while self.events.len() + 1 < EVQ && !self.ackq.is_full() {
-            let reads_wait = self.ackq.iter().any(|r| matches!(r, Resp::Read(_)));
+            let reads_wait = responses_wait(&self.ackq);
             let (slot, n) = match self.held {
                 Some(_) if reads_wait => break,
                 Some(h) => {
@@ -479,7 +489,7 @@ impl<P: Datapath, const QPS: usize> FastPathPort<P, QPS> {
                     ) {
                         drop_reads_after(&mut self.ackq, &rctx, &pkt);
                     }
-                    let reads_left = self.ackq.iter().any(|r| matches!(r, Resp::Read(_)));
+                    let reads_left = responses_wait(&self.ackq);
                     if let (Some(Event::Exception { .. }), Some(b), true) =
                         (&out.event, before, reads_left)
                     {
@@ -501,6 +511,9 @@ impl<P: Datapath, const QPS: usize> FastPathPort<P, QPS> {
             }
             if let Some(read) = out.read {
                 let _ = self.ackq.push_back(Resp::Read(read));
+            }
+            if let Some(a) = out.atomic {
+                let _ = self.ackq.push_back(Resp::Atomic(a));
             }
             match out.answered {
                 Some(Answered::OutOfSequence) => self.answered[0] += 1,
@@ -537,6 +550,7 @@ impl<P: Datapath, const QPS: usize> FastPathPort<P, QPS> {
                 let qpn = match resp {
                     Resp::Ack(a) => a.qpn,
                     Resp::Read(r) => r.qpn,
+                    Resp::Atomic(a) => a.qpn,
                 };
                 let sctx = self.qp(qpn).map(|q| q.sctx).unwrap_or([0; SCTX_LEN]);
                 let Ok(ctx) = layout::decode_sctx(&sctx) else {
@@ -544,6 +558,7 @@ impl<P: Datapath, const QPS: usize> FastPathPort<P, QPS> {
                 };
                 let built = match resp {
                     Resp::Ack(ack) => fastpath::ack_frame(&ctx, &ack, &mut self.buf),
+                    Resp::Atomic(a) => fastpath::atomic_ack_frame(&ctx, &a, &mut self.buf),
                     Resp::Read(mut r) => {
                         let b =
                             fastpath::read_response(&ctx, &mut r, &self.mrt, dma, &mut self.buf);
@@ -954,7 +969,7 @@ fn drop_reads_after(ackq: &mut Deque<Resp, ACKQ>, rctx: &[u8; RCTX_LEN], pkt: &w
 /// one pending ACK does (`set_pending`: the later PSN wins; at equal PSNs a NAK
 /// replaces an ACK).
 fn push_ack(ackq: &mut Deque<Resp, ACKQ>, ack: AckDesc) {
-    let reads_wait = ackq.iter().any(|r| matches!(r, Resp::Read(_)));
+    let reads_wait = responses_wait(ackq);
     if let (true, Some(Resp::Ack(old))) = (reads_wait, ackq.back_mut()) {
         if old.qpn == ack.qpn {
             if ack_supersedes(old.psn, old.syndrome, ack.psn) {

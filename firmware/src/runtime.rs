@@ -587,7 +587,10 @@ impl<
         // engine alone runs it before the responder's.
         if matches!(
             event,
-            Event::Ce { .. } | Event::MsgDone { ce: true, .. } | Event::Read { ce: true, .. }
+            Event::Ce { .. }
+                | Event::MsgDone { ce: true, .. }
+                | Event::Read { ce: true, .. }
+                | Event::Atomic { ce: true, .. }
         ) {
             self.engine.fastpath_ce(now, qpn);
         }
@@ -611,6 +614,7 @@ impl<
             Event::Read {
                 psn, va, rkey, len, ..
             } => self.engine.fastpath_read_taken(qpn, psn, va, rkey, len),
+            Event::Atomic { psn, orig, .. } => self.engine.fastpath_atomic_taken(qpn, psn, orig),
             // (Handled above.)
             Event::Ce { .. } => {}
         }
@@ -2118,7 +2122,9 @@ struct BadDoorbell;
 /// again cost ~1,000 instructions of a ~4,000 exception).
 fn for_requester(event: &Event) -> bool {
     match event {
-        Event::MsgDone { .. } | Event::Read { .. } | Event::Ce { .. } => false,
+        Event::MsgDone { .. } | Event::Read { .. } | Event::Atomic { .. } | Event::Ce { .. } => {
+            false
+        }
         Event::Acked { .. } => true,
         Event::Exception { opcode, .. } => !is_request(*opcode),
     }

@@ -1030,6 +1030,24 @@ impl<
         }
     }
 
+    /// The fast path executed an atomic request of `qpn` for PSN `psn` (the `ATOMIC`
+    /// event, `docs/fastpath.md` §3.4): the responder records its original value `orig`
+    /// in its atomic resources as its `exec_atomic` would, so that a duplicate is
+    /// answered from there and never executed again; the expected PSN and the MSN are
+    /// the hardware's, its ATOMIC ACKNOWLEDGE the hardware's to send.
+    pub fn fastpath_atomic_taken(&mut self, qpn: Qpn, psn: Psn, orig: u64) {
+        if let Some(slot) = self.slot(qpn) {
+            self.run_qp(
+                slot,
+                Instant::ZERO,
+                &mut NoDma,
+                false,
+                Marks::Inline,
+                |r, _, _| r.record_atomic(psn, orig),
+            );
+        }
+    }
+
     /// The fast path took a request of `qpn` marked ECN CE at `now` (the `CE` event,
     /// or the `ce` flag of its `MSG_DONE` or `READ`, `docs/fastpath.md` §3.4): the
     /// notification point runs as for a packet the engine took itself (counted; a CNP

@@ -530,7 +530,8 @@ pub const EV_MSG_DONE: u8 = 2;
 pub const EV_ACKED: u8 = 3;
 pub const EV_READ: u8 = 4;
 pub const EV_CE: u8 = 5;
-/// Byte 11 bit 7 of a `MSG_DONE` or `READ` event: its request was marked ECN CE
+pub const EV_ATOMIC: u8 = 6;
+/// Byte 11 bit 7 of a `MSG_DONE`, `READ` or `ATOMIC` event: its request was marked ECN CE
 /// (`Event::Ce`).
 pub const EV_FLAG_CE: u8 = 1 << 7;
 /// An `ACKED` event's byte 31 bit 3: a NAK "PSN sequence error" the WQE fetch takes as
@@ -620,6 +621,14 @@ pub fn encode_event(e: &Event) -> [u8; EVENT_LEN] {
             put(&mut b, 16, va.to_le_bytes());
             put(&mut b, 24, len.to_le_bytes());
         }
+        Event::Atomic { psn, orig, ce, .. } => {
+            b[0] = EV_ATOMIC;
+            put24(&mut b, 8, psn.value());
+            if ce {
+                b[11] = EV_FLAG_CE;
+            }
+            put(&mut b, 16, orig.to_le_bytes());
+        }
         Event::Ce { .. } => b[0] = EV_CE,
     }
     b
@@ -700,6 +709,12 @@ pub fn decode_event(b: &[u8; EVENT_LEN]) -> Result<Event, Invalid> {
             rkey: Rkey(ev_u32(b, 12)),
             va: u64::from(ev_u32(b, 16)) | u64::from(ev_u32(b, 20)) << 32,
             len: ev_u32(b, 24),
+            ce: b[11] & EV_FLAG_CE != 0,
+        },
+        EV_ATOMIC => Event::Atomic {
+            qpn,
+            psn,
+            orig: u64::from(ev_u32(b, 16)) | u64::from(ev_u32(b, 20)) << 32,
             ce: b[11] & EV_FLAG_CE != 0,
         },
         EV_CE => Event::Ce { qpn },

@@ -21,8 +21,8 @@ pub use rx::{
 };
 pub use sq::{wqe_msg, SqIdle, SqSpent};
 pub use tx::{
-    ack_frame, read_response, segment, window_open, AckDesc, MsgOp, ReadResp, SendCtx, TxError,
-    TxMsg,
+    ack_frame, atomic_ack_frame, read_response, segment, window_open, AckDesc, AtomicResp, MsgOp,
+    ReadResp, SendCtx, TxError, TxMsg,
 };
 
 /// How a QP's acknowledged PSN goes back to the hardware after the firmware handled an

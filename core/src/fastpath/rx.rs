@@ -2,7 +2,7 @@
 //! rule for in-sequence requests (§3.4), the response rule for ACKs and READ responses
 //! (§3.6), and the events for the firmware (§3.5).
 
-use super::tx::{scatter, AckDesc, MsgOp, ReadResp, SendCtx};
+use super::tx::{scatter, AckDesc, AtomicResp, MsgOp, ReadResp, SendCtx};
 use crate::memory::{
     AccessFlags, Dma, FastReg, MemError, MemoryRegion, MrKeys, MwBind, Pd, Protection,
 };
@@ -10,6 +10,7 @@ use crate::num::{Lkey, Msn, Psn, Qpn, Rkey};
 use crate::transport::{Mtu, Sge, MAX_SGE};
 use crate::wire::aeth::{NakCode, Syndrome};
 use crate::wire::opcode::{Operation, Position, Transport};
+use crate::wire::atomic::AtomicEthRepr;
 use crate::wire::reth::RethRepr;
 use crate::wire::{Opcode, Packet, RxMeta};
 
@@ -60,7 +61,9 @@ pub struct RecvCtx {
     pub pkey: u16,
     pub peer_gid: [u8; 16],
     /// The hardware answers this QP's in-sequence READ requests itself (§3.4, "READ
-    /// requests"): the firmware sets it when the QP has a READ resource
+    /// requests"), and its atomics when its receive path has the atomic responder (the
+    /// model's; the RTL's leaves them exceptions, reason 2, §3.4 "Atomic requests"):
+    /// the firmware sets it when the QP has a READ resource
     /// (`max_dest_rd_atomic` > 0), its engine has no response of the QP queued (the
     /// hardware's would overtake it), and the datapath has the READ responder.
     pub reads: bool,
@@ -379,6 +382,18 @@ pub enum Event {
         /// The packet was marked ECN CE (see [`Event::Ce`]).
         ce: bool,
     },
+    /// The receive path took an in-sequence atomic (CMP_SWAP, FETCH_ADD) request for
+    /// PSN `psn` (§3.4, "Atomic requests"): it executed it on the 8 bytes it names and
+    /// queued its ATOMIC ACKNOWLEDGE; the firmware's engine records `orig`, the value
+    /// before, among the responder's atomic resources, from which a duplicate of it (an
+    /// exception) is answered, never executed again.
+    Atomic {
+        qpn: Qpn,
+        psn: Psn,
+        orig: u64,
+        /// The packet was marked ECN CE (see [`Event::Ce`]).
+        ce: bool,
+    },
     /// The receive path took a request marked ECN CE (placed it, answered it, §3.4)
     /// that raised no other event (a MSG_DONE or READ carries `ce` instead): the
     /// notification point is the firmware's engine, which counts the mark and owes the
@@ -395,6 +410,7 @@ impl Event {
             | Self::MsgDone { qpn, .. }
             | Self::Acked { qpn, .. }
             | Self::Read { qpn, .. }
+            | Self::Atomic { qpn, .. }
             | Self::Ce { qpn } => qpn,
         }
     }
@@ -427,6 +443,9 @@ pub struct RxOutcome {
     /// An RDMA READ request the hardware took (`placed` is set): its responses, queued
     /// behind the ACKs already queued and ahead of any later one.
     pub read: Option<ReadResp>,
+    /// An atomic request the hardware executed (`placed` is set): its ATOMIC
+    /// ACKNOWLEDGE, queued as `read` is.
+    pub atomic: Option<AtomicResp>,
 }
 
 impl RxOutcome {
@@ -438,6 +457,7 @@ impl RxOutcome {
             ack: None,
             answered: None,
             read: None,
+            atomic: None,
             event: Some(Event::Exception {
                 qpn,
                 psn: pkt.psn(),
@@ -457,6 +477,7 @@ impl RxOutcome {
             event,
             answered: None,
             read: None,
+            atomic: None,
         }
     }
 
@@ -482,6 +503,12 @@ pub fn receive(
         return match check_read(ctx, pkt, mem) {
             Err(reason) => RxOutcome::exception(ctx.qpn, pkt, reason),
             Ok(reth) => take_read(ctx, pkt.psn(), reth),
+        };
+    }
+    if ctx.reads && matches!(pkt.opcode(), Opcode::RC_CMP_SWAP | Opcode::RC_FETCH_ADD) {
+        return match check_atomic(ctx, pkt, mem) {
+            Err(reason) => RxOutcome::exception(ctx.qpn, pkt, reason),
+            Ok(a) => take_atomic(ctx, pkt, a, dma),
         };
     }
     match check(ctx, pkt, mem) {
@@ -516,6 +543,7 @@ fn answer(ctx: &mut RecvCtx, pkt: &Packet<'_>) -> Option<RxOutcome> {
                 event: None,
                 answered: Some(Answered::OutOfSequence),
                 read: None,
+                atomic: None,
             });
         }
         (
@@ -539,6 +567,7 @@ fn answer(ctx: &mut RecvCtx, pkt: &Packet<'_>) -> Option<RxOutcome> {
         event: None,
         answered: Some(answered),
         read: None,
+        atomic: None,
     })
 }
 
@@ -711,6 +740,101 @@ fn take_read(ctx: &mut RecvCtx, psn: Psn, reth: RethRepr) -> RxOutcome {
             pd: ctx.pd,
             rkey: reth.rkey,
         }),
+        atomic: None,
+    }
+}
+
+/// The atomic request conditions of §3.4 ("Atomic requests") for a QP whose context
+/// has `reads`: what the engine's responder checks before it executes one (`check_op`,
+/// `check_length`, `exec_atomic`), each failure the firmware's, so that the engine
+/// answers it as it would have. The AtomicETH when it is the hardware's.
+fn check_atomic(
+    ctx: &RecvCtx,
+    pkt: &Packet<'_>,
+    mem: &dyn Protection,
+) -> Result<AtomicEthRepr, Exception> {
+    // A duplicate is answered from the responder's atomic resources, which the
+    // firmware's engine keeps (the original value the `ATOMIC` event carried): never
+    // executed again.
+    if pkt.psn() != ctx.epsn {
+        return Err(Exception::Opcode);
+    }
+    if ctx.cur != RxCur::None {
+        return Err(Exception::Sequence);
+    }
+    let a = pkt.atomic_eth().ok_or(Exception::Opcode)?;
+    if !pkt.payload().is_empty() {
+        return Err(Exception::Length);
+    }
+    // The engine checks the key, then the alignment: both its NAKs are the firmware's.
+    if !ctx.access.contains(AccessFlags::REMOTE_ATOMIC)
+        || a.va & 7 != 0
+        || mem
+            .check_remote(
+                ctx.pd,
+                ctx.qpn,
+                a.rkey,
+                a.va,
+                8,
+                AccessFlags::REMOTE_ATOMIC,
+            )
+            .is_err()
+    {
+        return Err(Exception::Key);
+    }
+    Ok(a)
+}
+
+/// Executes an atomic [`check_atomic`] accepted, as the engine's responder does
+/// (`exec_atomic`): the little-endian `u64` at the VA read by DMA, compared and
+/// swapped or added to, written back; the MSN counts it, the expected PSN moves past
+/// it, and its ATOMIC ACKNOWLEDGE (the MSN after it, the value before) is queued. A DMA
+/// that fails leaves the context as it was: the firmware's (its engine answers the NAK
+/// "remote operational error").
+fn take_atomic(
+    ctx: &mut RecvCtx,
+    pkt: &Packet<'_>,
+    a: AtomicEthRepr,
+    dma: &mut dyn Dma,
+) -> RxOutcome {
+    let mut b = [0u8; 8];
+    if dma.read(a.va, &mut b).is_err() {
+        return RxOutcome::exception(ctx.qpn, pkt, Exception::Key);
+    }
+    let orig = u64::from_le_bytes(b);
+    let new = if pkt.opcode() == Opcode::RC_CMP_SWAP {
+        if orig == a.compare {
+            a.swap_add
+        } else {
+            orig
+        }
+    } else {
+        orig.wrapping_add(a.swap_add)
+    };
+    if dma.write(a.va, &new.to_le_bytes()).is_err() {
+        return RxOutcome::exception(ctx.qpn, pkt, Exception::Key);
+    }
+    let psn = pkt.psn();
+    ctx.msn = ctx.msn.add(1);
+    ctx.epsn = psn.next();
+    ctx.nak_sent = false;
+    RxOutcome {
+        placed: true,
+        ack: None,
+        event: Some(Event::Atomic {
+            qpn: ctx.qpn,
+            psn,
+            orig,
+            ce: false,
+        }),
+        answered: None,
+        read: None,
+        atomic: Some(AtomicResp {
+            qpn: ctx.qpn,
+            psn,
+            msn: ctx.msn,
+            orig,
+        }),
     }
 }
 
@@ -779,6 +903,7 @@ fn place(ctx: &mut RecvCtx, pkt: &Packet<'_>, op: Operation, dma: &mut dyn Dma) 
         event,
         answered: None,
         read: None,
+        atomic: None,
     }
 }
 
@@ -975,7 +1100,9 @@ fn noted_ce(mut out: RxOutcome, qpn: Qpn, pkt: &Packet<'_>) -> RxOutcome {
     if pkt.ecn() == crate::cc::ECN_CE {
         match &mut out.event {
             None => out.event = Some(Event::Ce { qpn }),
-            Some(Event::MsgDone { ce, .. } | Event::Read { ce, .. }) => *ce = true,
+            Some(
+                Event::MsgDone { ce, .. } | Event::Read { ce, .. } | Event::Atomic { ce, .. },
+            ) => *ce = true,
             Some(_) => {}
         }
     }

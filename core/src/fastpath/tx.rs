@@ -5,7 +5,7 @@ use crate::memory::{AccessFlags, Dma, Pd, Protection};
 use crate::num::{Msn, Psn, Qpn, Rkey};
 use crate::transport::{Mtu, Sge, WrOp, MAX_SGE};
 use crate::wire::aeth::{AethRepr, Syndrome};
-use crate::wire::atomic::AtomicEthRepr;
+use crate::wire::atomic::{AtomicAckEthRepr, AtomicEthRepr};
 use crate::wire::bth::BthRepr;
 use crate::wire::icrc::Icrc;
 use crate::wire::imm::{IethRepr, ImmDtRepr};
@@ -521,13 +521,48 @@ pub struct AckDesc {
 
 /// Writes the RC ACKNOWLEDGE of `ack` with the QP's headers; returns the frame length.
 pub fn ack_frame(ctx: &SendCtx, ack: &AckDesc, buf: &mut [u8]) -> Result<usize, TxError> {
-    let mut bth = BthRepr::new(Opcode::RC_ACKNOWLEDGE, ctx.dest_qpn, ack.psn);
+    aeth_frame(ctx, Opcode::RC_ACKNOWLEDGE, ack.syndrome, ack.psn, ack.msn, None, buf)
+}
+
+/// An ATOMIC ACKNOWLEDGE descriptor (§2.4, "Atomic requests" of §3.4): the response of
+/// an atomic request the receive path executed, queued as a READ's responses are.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AtomicResp {
+    pub qpn: Qpn,
+    /// The atomic's PSN.
+    pub psn: Psn,
+    /// The AETH's MSN: the responder's after the atomic.
+    pub msn: Msn,
+    /// The AtomicAckETH: the value the 8 bytes held before.
+    pub orig: u64,
+}
+
+/// Writes the ATOMIC ACKNOWLEDGE of `a` with the QP's headers, as the engine's
+/// responder builds one (`resp_prepare`): BTH (PSN = the atomic's, no AckReq), AETH
+/// (ACK, `msn`), AtomicAckETH (`orig`); returns the frame length.
+pub fn atomic_ack_frame(ctx: &SendCtx, a: &AtomicResp, buf: &mut [u8]) -> Result<usize, TxError> {
+    let orig = Some(AtomicAckEthRepr {
+        orig_rem_data: a.orig,
+    });
+    let op = Opcode::RC_ATOMIC_ACKNOWLEDGE;
+    aeth_frame(ctx, op, Syndrome::ACK, a.psn, a.msn, orig, buf)
+}
+
+/// A response with no payload: BTH, AETH and, for an atomic's, the AtomicAckETH.
+fn aeth_frame(
+    ctx: &SendCtx,
+    opcode: Opcode,
+    syndrome: Syndrome,
+    psn: Psn,
+    msn: Msn,
+    atomic_ack_eth: Option<AtomicAckEthRepr>,
+    buf: &mut [u8],
+) -> Result<usize, TxError> {
+    let mut bth = BthRepr::new(opcode, ctx.dest_qpn, psn);
     bth.pkey = ctx.pkey;
     let ext = ExtHeaders {
-        aeth: Some(AethRepr {
-            syndrome: ack.syndrome,
-            msn: ack.msn,
-        }),
+        aeth: Some(AethRepr { syndrome, msn }),
+        atomic_ack_eth,
         ..ExtHeaders::default()
     };
     ctx.template

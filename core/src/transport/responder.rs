@@ -563,6 +563,17 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
         last
     }
 
+    /// Records the original value `orig` of the atomic at PSN `psn` in the next slot of
+    /// the replay ring (where a duplicate of it is answered from). Also what the fast
+    /// path's `ATOMIC` event does (the hardware executed the atomic and sends its ATOMIC
+    /// ACKNOWLEDGE).
+    pub(crate) fn record_atomic(&mut self, psn: Psn, orig: u64) {
+        let slot = self.next_slot();
+        if let Some(r) = self.q.res.get_mut(usize::from(slot)) {
+            *r = RdRes::Atomic { psn, orig };
+        }
+    }
+
     /// An ATOMIC: executed once on the little-endian `u64` it names, its original value
     /// kept in the replay ring and queued as the ATOMIC ACK.
     #[inline(always)] // one caller: a step of the hot path, not a call
@@ -619,10 +630,7 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
             ));
         }
         self.qp.resp.msn = self.qp.resp.msn.add(1);
-        let slot = self.next_slot();
-        if let Some(r) = self.q.res.get_mut(usize::from(slot)) {
-            *r = RdRes::Atomic { psn, orig };
-        }
+        self.record_atomic(psn, orig);
         let item = RespItem {
             ack_before: self.qp.resp.pending.take(),
             kind: ItemKind::Atomic {
