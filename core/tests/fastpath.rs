@@ -297,7 +297,7 @@ struct Receiver {
     qpn: Qpn,
     sent: Vec<Vec<u8>>,
     answered: [u64; 2],
-    /// READ requests the model took itself.
+    /// READ and atomic requests the model took itself.
     reads: u32,
 }
 
@@ -467,6 +467,13 @@ proptest! {
                     m.eng.fastpath_load_recv(qb, &ctx).unwrap();
                     m.eng.fastpath_read_taken(qb, psn, va, rkey, len);
                 }
+                // An atomic the model executed (§3.4, "Atomic requests"): its engine
+                // keeps the original value for a duplicate.
+                Some(fastpath::Event::Atomic { psn, orig, .. }) => {
+                    model.reads += 1;
+                    m.eng.fastpath_load_recv(qb, &ctx).unwrap();
+                    m.eng.fastpath_atomic_taken(qb, psn, orig);
+                }
                 _ => m.eng.fastpath_load_recv(qb, &ctx).unwrap(),
             }
             match out.answered {
@@ -476,6 +483,10 @@ proptest! {
             }
             if let Some(ack) = out.ack {
                 let n = fastpath::ack_frame(&tx, &ack, &mut buf).unwrap();
+                model.sent.push(buf[..n].to_vec());
+            }
+            if let Some(a) = out.atomic {
+                let n = fastpath::atomic_ack_frame(&tx, &a, &mut buf).unwrap();
                 model.sent.push(buf[..n].to_vec());
             }
             if let Some(mut r) = out.read {
@@ -497,12 +508,14 @@ proptest! {
         // The model answered every request out of sequence itself (its engine met none;
         // with the counts equal, the reference's went to the model's answers).
         prop_assert_eq!(model.pair.b.eng.counters().out_of_seq_request, 0);
-        // A READ of some bytes delivered first, in sequence, was the model's.
+        // A READ of some bytes, or an atomic, delivered first, in sequence, was the
+        // model's.
         let first = wire::parse(&frames[0]).unwrap();
         let read_first = order.first() == Some(&0)
-            && first.opcode() == roce_core::wire::Opcode::RC_RDMA_READ_REQUEST
-            && first.reth().is_some_and(|r| r.dma_len > 0);
-        prop_assert!(!read_first || model.reads > 0, "a READ the model could take went to the engine");
+            && (first.opcode() == roce_core::wire::Opcode::RC_RDMA_READ_REQUEST
+                && first.reth().is_some_and(|r| r.dma_len > 0)
+                || first.atomic_eth().is_some());
+        prop_assert!(!read_first || model.reads > 0, "a READ or atomic the model could take went to the engine");
     }
 }
 

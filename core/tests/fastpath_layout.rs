@@ -170,6 +170,31 @@ fn read_event_bytes_follow_the_table() {
     assert_eq!(layout::decode_event(&want), Ok(e));
 }
 
+/// An `ATOMIC` event (§3.5, kind 6), typed byte by byte from the table: the original
+/// value little-endian at 16, the CE mark in byte 11 bit 7.
+#[test]
+fn atomic_event_bytes_follow_the_table() {
+    let e = Event::Atomic {
+        qpn: Qpn::new(0x01_0203),
+        psn: Psn::new(0xFF_FFFE),
+        orig: 0x1122_3344_5566_7788,
+        ce: true,
+    };
+    let mut want = [0u8; 64];
+    want[..24].copy_from_slice(&[
+        6, // kind ATOMIC
+        0, 0, 0, // reserved
+        0x03, 0x02, 0x01, // qpn
+        0,    // reserved
+        0xFE, 0xFF, 0xFF, // psn
+        0x80, // ECN CE
+        0, 0, 0, 0, // reserved
+        0x88, 0x77, 0x66, 0x55, 0x44, 0x33, 0x22, 0x11, // original value
+    ]);
+    assert_eq!(layout::encode_event(&e), want);
+    assert_eq!(layout::decode_event(&want), Ok(e));
+}
+
 /// A `CE` event (§3.5, kind 5) is its kind and QP alone; a `MSG_DONE` or `READ` of a
 /// CE-marked request says so in byte 11 bit 7.
 #[test]
@@ -390,6 +415,7 @@ proptest! {
             Event::MsgDone { qpn, msn: Msn::new(q.value()), byte_len: x, solicited: b & 1 != 0, ce: b & 32 != 0 },
             Event::Acked { qpn, psn: p, una: q, read: b & 1 != 0, last: b & 2 != 0, done: b, wqe_index: y, cqe: b & 4 != 0, gbn: b & 8 != 0, atomic: b & 16 != 0 },
             Event::Read { qpn, psn: p, va: u64::from(x) << 17 | u64::from(y), rkey: Rkey(x.rotate_left(7)), len: x, ce: b & 64 != 0 },
+            Event::Atomic { qpn, psn: p, orig: u64::from(x) << 29 ^ u64::from(y), ce: b & 64 != 0 },
             Event::Ce { qpn },
         ] {
             prop_assert_eq!(layout::decode_event(&layout::encode_event(&e)), Ok(e));
