@@ -1015,19 +1015,9 @@ impl<
     /// and the MSN are the hardware's (its receive context), its responses the
     /// hardware's to send.
     pub fn fastpath_read_taken(&mut self, qpn: Qpn, psn: Psn, va: u64, rkey: Rkey, len: u32) {
-        if let Some(slot) = self.slot(qpn) {
-            // (The epilogue inlined: one per READ request the hardware takes.)
-            self.run_qp(
-                slot,
-                Instant::ZERO,
-                &mut NoDma,
-                false,
-                Marks::Inline,
-                |r, _, _| {
-                    r.record_read(psn, va, rkey, len);
-                },
-            );
-        }
+        self.fastpath_taken(qpn, |r| {
+            r.record_read(psn, va, rkey, len);
+        });
     }
 
     /// The fast path executed an atomic request of `qpn` for PSN `psn` (the `ATOMIC`
@@ -1036,6 +1026,15 @@ impl<
     /// answered from there and never executed again; the expected PSN and the MSN are
     /// the hardware's, its ATOMIC ACKNOWLEDGE the hardware's to send.
     pub fn fastpath_atomic_taken(&mut self, qpn: Qpn, psn: Psn, orig: u64) {
+        self.fastpath_taken(qpn, |r| r.record_atomic(psn, orig));
+    }
+
+    /// The `READ` and `ATOMIC` events' record `f` in `qpn`'s responder resources, its
+    /// epilogue inlined. Inlined into each: one `run_qp` shared by both through an enum
+    /// cost ~25 instructions more per event (the self-test's `READ` 417 for 392) to
+    /// save ~200 B of code.
+    #[inline(always)]
+    fn fastpath_taken(&mut self, qpn: Qpn, f: impl FnOnce(&mut QpRef<'_, SQ, RQ, RD>)) {
         if let Some(slot) = self.slot(qpn) {
             self.run_qp(
                 slot,
@@ -1043,7 +1042,7 @@ impl<
                 &mut NoDma,
                 false,
                 Marks::Inline,
-                |r, _, _| r.record_atomic(psn, orig),
+                |r, _, _| f(r),
             );
         }
     }

@@ -489,14 +489,17 @@ pub mod kind {
     pub const READ_EVENT: u32 = 8 << 16;
     /// A `CE` event (the fast path took a CE-marked request; `docs/fastpath.md` §3.4).
     pub const CE_EVENT: u32 = 9 << 16;
+    /// An `ATOMIC` event (the fast path executed an atomic request; `docs/fastpath.md`
+    /// §3.4, "Atomic requests").
+    pub const ATOMIC_EVENT: u32 = 10 << 16;
 }
 
 /// Classes of [`kind`] keys the self-test bounds apart: 0 an EXCEPTION of a request
 /// (the responder's), 1 one of a response or CNP, 2 MSG_DONE, 3 ACKED, 4 a descriptor,
 /// 5 a frame built off the fast path's kinds (a CNP, a request of a QP off it), 6 the
 /// ACK timeout's poll, 7 a response frame built (ACK, NAK, READ response, atomic ACK:
-/// the responder's, of any QP), 8 a `READ` event, 9 a `CE` event.
-pub const CLASSES: usize = 10;
+/// the responder's, of any QP), 8 a `READ` event, 9 a `CE` event, 10 an `ATOMIC` event.
+pub const CLASSES: usize = 11;
 
 pub fn class(key: u32) -> usize {
     match key >> 16 {
@@ -517,6 +520,7 @@ pub fn kind_name(key: u32) -> (&'static str, &'static str, &'static str) {
         3 => ("event", "ACKED", ""),
         8 => ("event", "READ", ""),
         9 => ("event", "CE", ""),
+        10 => ("event", "ATOMIC", ""),
         4 => (
             "descriptor",
             if a != 0 { "REPLAY" } else { "new" },
@@ -612,7 +616,7 @@ pub struct FpStats {
     /// `poll_event` returning it to the firmware's next `poll_event` (the engine's
     /// handling, the take-back, the contexts written back), the fast path's own
     /// instructions in between (its calls, its DMA) taken out.
-    pub events: [Work; 6],
+    pub events: [Work; 7],
     /// Building one descriptor: from `tx_room` saying yes to `post_tx` (the engine
     /// choosing the WQE and the descriptor's encoding).
     pub descriptors: Work,
@@ -810,7 +814,7 @@ impl<F: FastPath> FastPath for FpProbe<F> {
         if got && on() {
             let t = instret();
             let qpn = u32::from_le_bytes([event[4], event[5], event[6], 0]);
-            let k = event[0].min(5);
+            let k = event[0].min(6);
             let key = match k {
                 roce_core::fastpath::layout::EV_EXCEPTION => {
                     kind::EVENT | u32::from(event[1]) << 8 | u32::from(event[7])
@@ -818,6 +822,7 @@ impl<F: FastPath> FastPath for FpProbe<F> {
                 // (kind 4 << 16 is a descriptor's key)
                 roce_core::fastpath::layout::EV_READ => kind::READ_EVENT,
                 roce_core::fastpath::layout::EV_CE => kind::CE_EVENT,
+                roce_core::fastpath::layout::EV_ATOMIC => kind::ATOMIC_EVENT,
                 _ => kind::EVENT | u32::from(k) << 16,
             };
             add(&OVERHEAD, instret() - t);
