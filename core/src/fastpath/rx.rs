@@ -9,8 +9,8 @@ use crate::memory::{
 use crate::num::{Lkey, Msn, Psn, Qpn, Rkey};
 use crate::transport::{Mtu, Sge, MAX_SGE};
 use crate::wire::aeth::{NakCode, Syndrome};
-use crate::wire::opcode::{Operation, Position, Transport};
 use crate::wire::atomic::AtomicEthRepr;
+use crate::wire::opcode::{Operation, Position, Transport};
 use crate::wire::reth::RethRepr;
 use crate::wire::{Opcode, Packet, RxMeta};
 
@@ -770,14 +770,7 @@ fn check_atomic(
     if !ctx.access.contains(AccessFlags::REMOTE_ATOMIC)
         || a.va & 7 != 0
         || mem
-            .check_remote(
-                ctx.pd,
-                ctx.qpn,
-                a.rkey,
-                a.va,
-                8,
-                AccessFlags::REMOTE_ATOMIC,
-            )
+            .check_remote(ctx.pd, ctx.qpn, a.rkey, a.va, 8, AccessFlags::REMOTE_ATOMIC)
             .is_err()
     {
         return Err(Exception::Key);
@@ -1100,9 +1093,9 @@ fn noted_ce(mut out: RxOutcome, qpn: Qpn, pkt: &Packet<'_>) -> RxOutcome {
     if pkt.ecn() == crate::cc::ECN_CE {
         match &mut out.event {
             None => out.event = Some(Event::Ce { qpn }),
-            Some(
-                Event::MsgDone { ce, .. } | Event::Read { ce, .. } | Event::Atomic { ce, .. },
-            ) => *ce = true,
+            Some(Event::MsgDone { ce, .. } | Event::Read { ce, .. } | Event::Atomic { ce, .. }) => {
+                *ce = true
+            }
             Some(_) => {}
         }
     }

@@ -521,7 +521,15 @@ pub struct AckDesc {
 
 /// Writes the RC ACKNOWLEDGE of `ack` with the QP's headers; returns the frame length.
 pub fn ack_frame(ctx: &SendCtx, ack: &AckDesc, buf: &mut [u8]) -> Result<usize, TxError> {
-    aeth_frame(ctx, Opcode::RC_ACKNOWLEDGE, ack.syndrome, ack.psn, ack.msn, None, buf)
+    aeth_frame(
+        ctx,
+        Opcode::RC_ACKNOWLEDGE,
+        ack.syndrome,
+        ack.psn,
+        ack.msn,
+        None,
+        buf,
+    )
 }
 
 /// An ATOMIC ACKNOWLEDGE descriptor (§2.4, "Atomic requests" of §3.4): the response of

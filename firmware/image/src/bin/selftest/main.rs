@@ -1002,7 +1002,10 @@ impl Test {
         work("event ACKED handled (ACK received)", &fp.events[3]);
         work("event READ handled (READ request taken)", &fp.events[4]);
         work("event CE handled (CE-marked request taken)", &fp.events[5]);
-        work("event ATOMIC handled (atomic request executed)", &fp.events[6]);
+        work(
+            "event ATOMIC handled (atomic request executed)",
+            &fp.events[6],
+        );
         // Issue 14 asks for at most 100 per data packet at each end and 500 for any one
         // packet the firmware handles. Said plainly either way; the run fails only if
         // the figures regress past what this version reaches, with ~15 % margin (an
