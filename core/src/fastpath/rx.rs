@@ -795,15 +795,7 @@ fn take_atomic(
         return RxOutcome::exception(ctx.qpn, pkt, Exception::Key);
     }
     let orig = u64::from_le_bytes(b);
-    let new = if pkt.opcode() == Opcode::RC_CMP_SWAP {
-        if orig == a.compare {
-            a.swap_add
-        } else {
-            orig
-        }
-    } else {
-        orig.wrapping_add(a.swap_add)
-    };
+    let new = a.apply(pkt.opcode() == Opcode::RC_CMP_SWAP, orig);
     if dma.write(a.va, &new.to_le_bytes()).is_err() {
         return RxOutcome::exception(ctx.qpn, pkt, Exception::Key);
     }

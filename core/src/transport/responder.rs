@@ -614,15 +614,7 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
             ));
         }
         let orig = u64::from_le_bytes(b);
-        let new = if op == Operation::CompareSwap {
-            if orig == a.compare {
-                a.swap_add
-            } else {
-                orig
-            }
-        } else {
-            orig.wrapping_add(a.swap_add)
-        };
+        let new = a.apply(op == Operation::CompareSwap, orig);
         if env.dma.write(a.va, &new.to_le_bytes()).is_err() {
             return Err(Fail::Fatal(
                 NakCode::RemoteOperationalError,

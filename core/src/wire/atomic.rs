@@ -52,6 +52,20 @@ impl AtomicEthRepr {
         }
     }
 
+    /// The value an atomic leaves in the 8 bytes that held `orig`: `swap_add` when
+    /// `cmp_swap` and `orig` equals `compare` (else `orig`), or `orig + swap_add`
+    /// (wrapping) for a FETCH_ADD. The engine's responder and the fast path's receive
+    /// path execute atomics through it.
+    pub fn apply(&self, cmp_swap: bool, orig: u64) -> u64 {
+        if !cmp_swap {
+            orig.wrapping_add(self.swap_add)
+        } else if orig == self.compare {
+            self.swap_add
+        } else {
+            orig
+        }
+    }
+
     /// Writes the header into the start of `buf`.
     pub fn emit(&self, buf: &mut [u8]) -> Result<usize, Truncated> {
         let b = buf.get_mut(..Self::LEN).ok_or(Truncated)?;
