@@ -122,6 +122,9 @@ struct Outcome {
     /// Each side's port counters `np_ecn_marked_roce_packets`, `np_cnp_sent` and
     /// `rp_cnp_ignored` (DCQCN's notification point; the reaction point is off).
     np: [[u64; 3]; 2],
+    /// Each side's port counter `send_rnr_err`: the RNR NAKs its responder sent (the
+    /// engine's, plus the fast path's own, §3.4 "Receiver not ready").
+    rnr_sent: [u64; 2],
 }
 
 /// A flow: sending side (0 = A), BTH DestQP, response (ACK, READ response, atomic ACK).
@@ -407,6 +410,7 @@ fn run_on(
                     c.engine.rp_cnp_ignored,
                 ]
             }),
+            rnr_sent: port.map(|c| c.engine.send_rnr_err),
         },
         port.map(|c| c.runtime),
     )
@@ -689,6 +693,7 @@ fn differential_on(
         fast.np,
         "np_ecn_marked_roce_packets, np_cnp_sent, rp_cnp_ignored"
     );
+    prop_assert_eq!(engine.rnr_sent, fast.rnr_sent, "send_rnr_err");
     Ok(counters)
 }
 
@@ -1579,6 +1584,56 @@ fn an_rnr_nak_of_a_fetched_queue_is_the_hardwares() {
     for hw in hws {
         for (rnr_retry, wire, query) in cases {
             rnr_case(hw, &wrs, rnr_retry, wire, query);
+        }
+    }
+}
+
+/// A SEND to a QP whose receive queue is empty is answered with the engine's RNR NAK
+/// by the model's receive path itself (`docs/fastpath.md` §3.4, "Receiver not ready"):
+/// the firmware sets `rq_empty` when its receive load finds no WQE, clears it at every
+/// receive post. Streams of SEND_ONLYs and multi-packet SENDs on three pairs, both
+/// directions, with no receive posted for 200 µs, or none but the first four's for
+/// 50 µs: the frames with their times (the RNR NAKs byte for byte, the requesters'
+/// waits and retries after them), completions, memory and counters (`send_rnr_err`,
+/// `rcvd_rnr_err`, ...) are the engine alone's, on the clean wire and two lossy ones.
+/// On the clean wire the model's firmware handles no EXCEPTION at all (before: every
+/// RNR'd SEND's first packet was one, reason 9). The RTL still leaves such a SEND to
+/// the firmware (reason 9: its `fp_rx_check` has no `rq_empty`, §6): the same frames,
+/// with exceptions.
+#[test]
+fn rnr_naks_of_an_empty_receive_queue_are_the_hardwares() {
+    let wrs = send_stream();
+    let late = |early, at| Setup {
+        late: Some(Late {
+            early,
+            at,
+            rnr_retry: 7,
+            query: None,
+        }),
+        ..THREE
+    };
+    let mut hws = vec![Hw::Model];
+    if rtl_here() {
+        hws.extend([Hw::Rtl, Hw::Rtl512]);
+    }
+    for hw in hws {
+        for setup in [late(0, 200_000), late(4, 50_000)] {
+            let what = format!("{hw:?} {:?}", setup.late);
+            let c = differential_on(setup, hw, Mtu::Mtu1024, &wrs, CLEAN).unwrap();
+            let (engine, _) = run_on(setup, Hw::Engine, Mtu::Mtu1024, CLEAN, &wrs);
+            let (fast, _) = run_on(setup, hw, Mtu::Mtu1024, CLEAN, &wrs);
+            assert_eq!(engine.times, fast.times, "{what}: frames sent at other times");
+            let sent: u64 = engine.rnr_sent.iter().sum();
+            assert!(sent >= 3, "{what}: the engine alone sent {sent} RNR NAKs");
+            let exceptions: u64 = c.iter().map(|c| c.fastpath.rx_exceptions).sum();
+            if hw == Hw::Model {
+                assert_eq!(exceptions, 0, "{what}: the firmware handled exceptions");
+            } else {
+                assert!(exceptions > 0, "{what}: the RTL raised no reason 9");
+            }
+            for seed in [3, 14] {
+                differential_on(setup, hw, Mtu::Mtu1024, &wrs, lossy(seed)).unwrap();
+            }
         }
     }
 }

@@ -20,6 +20,7 @@ use roce_core::fastpath::{
     PortAddr, ReadResp, RxOutcome, SendCtx, SqIdle, SqSpent, TxError, TxMsg,
 };
 use roce_core::memory::Dma;
+use roce_core::wire::aeth::RnrTimer;
 use roce_core::num::{Psn, Qpn};
 use roce_core::transport::{ack_supersedes, WcFlags, WcOpcode, WcStatus, WorkCompletion};
 use roce_core::wire;
@@ -1371,6 +1372,16 @@ impl<P: Datapath, const QPS: usize> FastPath for FastPathPort<P, QPS> {
         // (The model takes frames only in `run`: the check and the write are one step.)
         self.qp(qpn)
             .is_some_and(|q| layout::load_rctx(&mut q.rctx, qpn, buf))
+    }
+
+    fn rnr_responder(&self) -> bool {
+        !self.bypass
+    }
+
+    fn recv_rnr(&mut self, qpn: Qpn, t: Option<RnrTimer>) -> bool {
+        // (One step, as `load_recv`.)
+        self.qp(qpn)
+            .is_some_and(|q| layout::rnr_rctx(&mut q.rctx, qpn, t))
     }
 
     fn run(&mut self, dma: &mut dyn Dma) -> bool {

@@ -9,6 +9,7 @@ use roce_core::fastpath::layout::{EVENT_LEN, MR_LEN, RCTX_LEN, SCTX_LEN, TXD_LEN
 use roce_core::fastpath::SqIdle;
 use roce_core::memory::Dma;
 use roce_core::num::Qpn;
+use roce_core::wire::aeth::RnrTimer;
 
 pub use crate::fastpath::{CqRing, CqWriter, CqePost, SqBack, SqNews, SqRing, SqRung};
 
@@ -119,6 +120,20 @@ pub trait FastPath {
     /// between; false when it changed nothing. A datapath without it loads nothing.
     fn load_recv(&mut self, qpn: Qpn, buf: Option<(u64, u32)>) -> bool {
         let _ = (qpn, buf);
+        false
+    }
+    /// Whether [`FastPath::recv_rnr`] sets `rq_empty`: the receive path answers a
+    /// SEND to a QP whose receive queue is empty with an RNR NAK and an `RNR` event
+    /// (`docs/fastpath.md` §3.4, "Receiver not ready"). The firmware asks once, at
+    /// boot. A wrapper must forward it.
+    fn rnr_responder(&self) -> bool {
+        false
+    }
+    /// Sets `rq_empty` with timer `t` in QP `qpn`'s receive context (its receive queue
+    /// is empty), or clears it (`None`), as `layout::rnr_rctx` says, as one step that no
+    /// frame the hardware takes comes between; false when it changed nothing.
+    fn recv_rnr(&mut self, qpn: Qpn, t: Option<RnrTimer>) -> bool {
+        let _ = (qpn, t);
         false
     }
     /// Lets the hardware run: a model moves frames here (received frames through the

@@ -288,15 +288,16 @@ impl<
         hal.reg_write(reg::CMDQ_CI, 0);
         let dp = hal.datapath();
         dp.set_dcb(&port.dcb, port.mac);
-        let (reads, sends) = match dp.fastpath() {
+        let (reads, sends, rnr) = match dp.fastpath() {
             Some(fp) => {
                 fp.set_port(port.mac, port.gid());
-                (fp.read_responder(), fp.recv_loads())
+                (fp.read_responder(), fp.recv_loads(), fp.rnr_responder())
             }
-            None => (false, false),
+            None => (false, false, false),
         };
         self.engine.set_fastpath_reads(reads);
         self.engine.set_fastpath_sends(sends);
+        self.engine.set_fastpath_rnr(rnr);
     }
 
     /// The platform.
@@ -591,6 +592,7 @@ impl<
                 | Event::MsgDone { ce: true, .. }
                 | Event::Read { ce: true, .. }
                 | Event::Atomic { ce: true, .. }
+                | Event::Rnr { ce: true, .. }
         ) {
             self.engine.fastpath_ce(now, qpn);
         }
@@ -615,6 +617,7 @@ impl<
                 psn, va, rkey, len, ..
             } => self.engine.fastpath_read_taken(qpn, psn, va, rkey, len),
             Event::Atomic { psn, orig, .. } => self.engine.fastpath_atomic_taken(qpn, psn, orig),
+            Event::Rnr { .. } => self.engine.fastpath_rnr_sent(qpn),
             // (Handled above.)
             Event::Ce { .. } => {}
         }
@@ -1011,12 +1014,24 @@ impl<
     /// (`FastPath::load_recv`, one step). At a receive post (`quiet`) only while no
     /// event waits: a MSG_DONE waiting names a WQE the hardware used that the engine
     /// has not completed yet, still its head.
+    ///
+    /// After a `MSG_DONE` (not `quiet`) an empty receive queue sets `rq_empty` instead
+    /// (§3.4, "Receiver not ready"); a receive post clears it first, whether or not its
+    /// WQE loads (the flag set with a WQE posted would NAK a SEND the engine places).
     fn fp_load_next(&mut self, qpn: Qpn, quiet: bool) {
-        let Some(buf) = self.engine.fastpath_recv_next(qpn) else {
-            return;
+        let next = self.engine.fastpath_recv_next(qpn);
+        let rnr = match (next, quiet) {
+            (None, false) => self.engine.fastpath_recv_rnr(qpn),
+            _ => None,
         };
         let (_, dp) = self.hal.split();
-        if let Some(fp) = dp.fastpath() {
+        let Some(fp) = dp.fastpath() else {
+            return;
+        };
+        if quiet || rnr.is_some() {
+            fp.recv_rnr(qpn, rnr);
+        }
+        if let Some(buf) = next {
             if !(quiet && fp.events_waiting()) {
                 fp.load_recv(qpn, Some(buf));
             }
@@ -2122,9 +2137,11 @@ struct BadDoorbell;
 /// again cost ~1,000 instructions of a ~4,000 exception).
 fn for_requester(event: &Event) -> bool {
     match event {
-        Event::MsgDone { .. } | Event::Read { .. } | Event::Atomic { .. } | Event::Ce { .. } => {
-            false
-        }
+        Event::MsgDone { .. }
+        | Event::Read { .. }
+        | Event::Atomic { .. }
+        | Event::Rnr { .. }
+        | Event::Ce { .. } => false,
         Event::Acked { .. } => true,
         Event::Exception { opcode, .. } => !is_request(*opcode),
     }

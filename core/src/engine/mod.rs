@@ -36,6 +36,7 @@ use crate::transport::{
     QpAttr, QpInfo, QpInitAttr, QpQueues, QpRef, QpState, QpType, RecvWr, SendWr, SrqHandle,
     SrqInfo, SrqTable, TransportConfig, WorkCompletion, MAX_SRQ,
 };
+use crate::wire::aeth::RnrTimer;
 use crate::wire::bth::BthRepr;
 use crate::wire::cnp::CnpRepr;
 use crate::wire::ethernet::{EthernetRepr, MacAddr, VlanRepr};
@@ -247,6 +248,10 @@ pub struct Engine<
     /// The fast path's receive contexts may hold the head receive WQE of a QP between
     /// messages (`docs/fastpath.md` §3.4): the hardware places a SEND's first packet.
     fp_sends: bool,
+    /// The fast path answers a SEND to a QP whose receive queue is empty with an RNR
+    /// NAK itself (the model's receive path; `docs/fastpath.md` §3.4, "Receiver not
+    /// ready"): receive contexts get `rnr`.
+    fp_rnr: bool,
     /// Some QP on the fast path may owe the hardware a FLUSH (its requester was rewound:
     /// Go-Back-N); cleared when `fastpath_poll_flush` finds none.
     fp_flush_any: bool,
@@ -302,6 +307,7 @@ impl<
             fp_any: false,
             fp_reads: false,
             fp_sends: false,
+            fp_rnr: false,
             fp_flush_any: false,
             timer_floor: None,
             cc: [QpCc::new(&cfg.cc); QPS],
@@ -892,6 +898,7 @@ impl<
             recv_addr: 0,
             recv_loaded: false,
             reads: self.recv_reads(s, qp),
+            rnr: None,
         };
         // A SEND under way goes on in its WQE; between messages the next SEND's, when
         // the datapath places a SEND's first packet (`fp_sends`).
@@ -912,7 +919,44 @@ impl<
             ctx.resid = len - r.recv_off;
             ctx.length = r.recv_off;
         }
+        if !ctx.recv_loaded && r.cur == CurOp::None {
+            ctx.rnr = self.recv_rnr(s, qp);
+        }
         Some(ctx)
+    }
+
+    /// The receive context's `rnr` for QP `slot` between messages (`docs/fastpath.md`
+    /// §3.4, "Receiver not ready"): its `min_rnr_timer` when the datapath answers for
+    /// an empty receive queue and the QP's is empty (no WQE at all: one that does not
+    /// qualify for loading is placed by the responder, so its SEND stays the
+    /// firmware's; the fast path's QPs have no SRQ).
+    fn recv_rnr(&self, slot: usize, qp: &Qp) -> Option<RnrTimer> {
+        let empty = self.queues.get(slot).is_some_and(|q| q.rq.is_empty());
+        (self.fp_rnr && empty && qp.srq.is_none()).then(|| RnrTimer::new(qp.min_rnr_timer))
+    }
+
+    /// [`Engine::fastpath_recv_ctx`]'s `rnr` for `qpn` now, between messages: what the
+    /// firmware sets when its receive load after a `MSG_DONE` finds nothing to load.
+    pub fn fastpath_recv_rnr(&self, qpn: Qpn) -> Option<RnrTimer> {
+        let s = self.slot(qpn)?;
+        self.recv_rnr(s, self.qps.get(s)?.as_ref()?)
+    }
+
+    /// Whether the fast path under this engine answers a SEND to a QP whose receive
+    /// queue is empty itself (`docs/fastpath.md` §3.4, "Receiver not ready"):
+    /// [`Engine::fastpath_recv_ctx`] then sets `rnr`. Off by default: the RTL's
+    /// receive path leaves such a SEND to the firmware (reason 9).
+    pub fn set_fastpath_rnr(&mut self, on: bool) {
+        self.fp_rnr = on;
+    }
+
+    /// The fast path answered a SEND of `qpn` with an RNR NAK (the `RNR` event): the
+    /// responder's count, as its `receiver_not_ready` keeps it (`nak_sent` is in the
+    /// receive context the engine takes back).
+    pub fn fastpath_rnr_sent(&mut self, qpn: Qpn) {
+        if self.slot(qpn).is_some() {
+            self.counters.send_rnr_err += 1;
+        }
     }
 
     /// The buffer of QP `slot`'s head receive WQE when the hardware can place into it:

@@ -12,7 +12,7 @@ use super::tx::{AckDesc, MsgOp, SendCtx, TxMsg};
 use crate::memory::{AccessFlags, Pd};
 use crate::num::{Msn, Psn, Qpn, Rkey};
 use crate::transport::{Mtu, Sge, MAX_SGE};
-use crate::wire::aeth::Syndrome;
+use crate::wire::aeth::{RnrTimer, Syndrome};
 use crate::wire::icrc::IcrcKind;
 use crate::wire::{HeaderTemplate, Opcode, RxMeta};
 
@@ -35,11 +35,14 @@ pub const SCTX_UNA: usize = 16;
 /// Offset of the receive context's `qpn`, the tag of the context cache's entry (§3.2).
 pub const RCTX_QPN: usize = 45;
 /// The receive context's flags byte: bit 0 `nak_sent`, 1 `recv_loaded`, 2 `held`, 3
-/// `reads`.
+/// `reads`, 4 `rq_empty` (`rnr`: its timer in byte 32, `recv_addr`'s first, which holds
+/// no address while nothing is loaded).
 const RCTX_FLAGS: usize = 44;
 const RCTX_LOADED: u8 = 2;
 const RCTX_HELD: u8 = 4;
 const RCTX_READS: u8 = 8;
+const RCTX_RQ_EMPTY: u8 = 16;
+const RCTX_RNR_TIMER: usize = 32;
 
 /// A field of the bytes names nothing: the offset of the first such field.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -373,6 +376,10 @@ pub fn encode_rctx(c: &RecvCtx) -> [u8; RCTX_LEN] {
         | u8::from(c.recv_loaded) << 1
         | if c.held { RCTX_HELD } else { 0 }
         | if c.reads { RCTX_READS } else { 0 };
+    if let (Some(t), false) = (c.rnr, c.recv_loaded) {
+        b[RCTX_FLAGS] |= RCTX_RQ_EMPTY;
+        b[RCTX_RNR_TIMER] = t.code();
+    }
     put24(&mut b, RCTX_QPN, c.qpn.value());
     put(&mut b, 48, c.peer_gid);
     b
@@ -429,8 +436,33 @@ pub fn load_rctx(b: &mut [u8; RCTX_LEN], qpn: Qpn, buf: Option<(u64, u32)>) -> b
         put(b, 28, len.to_le_bytes());
         put(b, 32, addr.to_le_bytes());
         put(b, 40, 0u32.to_le_bytes());
+        b[RCTX_FLAGS] &= !RCTX_RQ_EMPTY;
     }
     b[RCTX_FLAGS] ^= RCTX_LOADED;
+    true
+}
+
+/// Sets `rq_empty` in receive context `b` of QP `qpn` with timer `t` (`Some`: the
+/// firmware's receive load found the QP's receive queue empty; §3.4 "Receiver not
+/// ready") while the context is that QP's, on, between messages, with nothing loaded
+/// and not `held` (an exception of the QP waits: its write-back says what the engine's
+/// queue holds); or clears it (`None`: a receive post), whatever the context's state,
+/// since a clear flag only leaves a SEND to the firmware. Nothing else changes. False
+/// when it changed nothing.
+pub fn rnr_rctx(b: &mut [u8; RCTX_LEN], qpn: Qpn, t: Option<RnrTimer>) -> bool {
+    if rctx_tag(b) != qpn {
+        return false;
+    }
+    let Some(t) = t else {
+        let was = b[RCTX_FLAGS] & RCTX_RQ_EMPTY != 0;
+        b[RCTX_FLAGS] &= !RCTX_RQ_EMPTY;
+        return was;
+    };
+    if b[0] != 1 || b[1] != 0 || b[RCTX_FLAGS] & (RCTX_LOADED | RCTX_HELD) != 0 {
+        return false;
+    }
+    b[RCTX_FLAGS] |= RCTX_RQ_EMPTY;
+    b[RCTX_RNR_TIMER] = t.code();
     true
 }
 
@@ -458,6 +490,8 @@ pub fn decode_rctx(b: &[u8; RCTX_LEN]) -> Result<RecvCtx, Invalid> {
         nak_sent: s.nak_sent,
         held: rctx_held(b),
         reads: b[RCTX_FLAGS] & RCTX_READS != 0,
+        rnr: (b[RCTX_FLAGS] & (RCTX_RQ_EMPTY | RCTX_LOADED) == RCTX_RQ_EMPTY)
+            .then(|| RnrTimer::new(b[RCTX_RNR_TIMER])),
         pkey: u16_at(b, 14),
         peer_gid: get(b, 48),
     })
@@ -531,7 +565,8 @@ pub const EV_ACKED: u8 = 3;
 pub const EV_READ: u8 = 4;
 pub const EV_CE: u8 = 5;
 pub const EV_ATOMIC: u8 = 6;
-/// Byte 11 bit 7 of a `MSG_DONE`, `READ` or `ATOMIC` event: its request was marked ECN CE
+pub const EV_RNR: u8 = 7;
+/// Byte 11 bit 7 of a `MSG_DONE`, `READ`, `ATOMIC` or `RNR` event: its request was marked ECN CE
 /// (`Event::Ce`).
 pub const EV_FLAG_CE: u8 = 1 << 7;
 /// An `ACKED` event's byte 31 bit 3: a NAK "PSN sequence error" the WQE fetch takes as
@@ -629,6 +664,12 @@ pub fn encode_event(e: &Event) -> [u8; EVENT_LEN] {
             }
             put(&mut b, 16, orig.to_le_bytes());
         }
+        Event::Rnr { ce, .. } => {
+            b[0] = EV_RNR;
+            if ce {
+                b[11] = EV_FLAG_CE;
+            }
+        }
         Event::Ce { .. } => b[0] = EV_CE,
     }
     b
@@ -718,6 +759,10 @@ pub fn decode_event(b: &[u8; EVENT_LEN]) -> Result<Event, Invalid> {
             ce: b[11] & EV_FLAG_CE != 0,
         },
         EV_CE => Event::Ce { qpn },
+        EV_RNR => Event::Rnr {
+            qpn,
+            ce: b[11] & EV_FLAG_CE != 0,
+        },
         _ => return Err(Invalid { offset: 0 }),
     })
 }

@@ -8,7 +8,7 @@ use crate::memory::{
 };
 use crate::num::{Lkey, Msn, Psn, Qpn, Rkey};
 use crate::transport::{Mtu, Sge, MAX_SGE};
-use crate::wire::aeth::{NakCode, Syndrome};
+use crate::wire::aeth::{NakCode, RnrTimer, Syndrome};
 use crate::wire::atomic::AtomicEthRepr;
 use crate::wire::opcode::{Operation, Position, Transport};
 use crate::wire::reth::RethRepr;
@@ -67,6 +67,13 @@ pub struct RecvCtx {
     /// (`max_dest_rd_atomic` > 0), its engine has no response of the QP queued (the
     /// hardware's would overtake it), and the datapath has the READ responder.
     pub reads: bool,
+    /// The firmware found the QP's receive queue empty (no WQE at all, not one that
+    /// does not qualify for loading; the fast path's QPs have no SRQ): the receive path
+    /// answers a SEND's first packet, which has no receive buffer loaded, with an RNR
+    /// NAK with this timer (the QP's `min_rnr_timer`), as the engine's responder does
+    /// (`receiver_not_ready`), and raises an `RNR` event. The firmware clears it when it
+    /// loads a buffer and at every receive post (§3.4, "Receiver not ready").
+    pub rnr: Option<RnrTimer>,
 }
 
 impl RecvCtx {
@@ -96,6 +103,7 @@ impl RecvCtx {
             pkey: 0xFFFF,
             peer_gid: [0; 16],
             reads: false,
+            rnr: None,
         }
     }
 }
@@ -400,6 +408,15 @@ pub enum Event {
     /// peer a CNP at most once per interval (`cc::NotificationPoint`), as for a packet
     /// it took itself.
     Ce { qpn: Qpn },
+    /// The receive path answered a SEND's first packet with an RNR NAK (§3.4,
+    /// "Receiver not ready": `rnr` set, nothing loaded): the firmware's engine counts
+    /// it as its responder would have (`send_rnr_err`). The expected PSN stayed;
+    /// `nak_sent` is set in the context, which the engine takes back with the rest.
+    Rnr {
+        qpn: Qpn,
+        /// The packet was marked ECN CE (see [`Event::Ce`]).
+        ce: bool,
+    },
 }
 
 impl Event {
@@ -411,6 +428,7 @@ impl Event {
             | Self::Acked { qpn, .. }
             | Self::Read { qpn, .. }
             | Self::Atomic { qpn, .. }
+            | Self::Rnr { qpn, .. }
             | Self::Ce { qpn } => qpn,
         }
     }
@@ -512,8 +530,37 @@ pub fn receive(
         };
     }
     match check(ctx, pkt, mem) {
+        Err(Exception::NoRecvBuffer) => match (ctx.rnr, ctx.cur) {
+            (Some(t), RxCur::None) => not_ready(ctx, pkt.psn(), t),
+            _ => RxOutcome::exception(ctx.qpn, pkt, Exception::NoRecvBuffer),
+        },
         Err(reason) => RxOutcome::exception(ctx.qpn, pkt, reason),
         Ok(op) => place(ctx, pkt, op, dma),
+    }
+}
+
+/// A SEND's first packet, every other condition of §3.4 met, for a QP whose receive
+/// queue the firmware found empty: answered as the engine's responder answers it
+/// (`receiver_not_ready`): an RNR NAK for its PSN with the current MSN, the expected
+/// PSN not advanced, and `nak_sent` set, so the packets of the message already in
+/// flight behind it are dropped without a NAK of their own (the PSN rule).
+fn not_ready(ctx: &mut RecvCtx, psn: Psn, t: RnrTimer) -> RxOutcome {
+    ctx.nak_sent = true;
+    RxOutcome {
+        placed: false,
+        ack: Some(AckDesc {
+            qpn: ctx.qpn,
+            syndrome: Syndrome::RnrNak(t),
+            psn,
+            msn: ctx.msn,
+        }),
+        event: Some(Event::Rnr {
+            qpn: ctx.qpn,
+            ce: false,
+        }),
+        answered: None,
+        read: None,
+        atomic: None,
     }
 }
 
@@ -1085,9 +1132,12 @@ fn noted_ce(mut out: RxOutcome, qpn: Qpn, pkt: &Packet<'_>) -> RxOutcome {
     if pkt.ecn() == crate::cc::ECN_CE {
         match &mut out.event {
             None => out.event = Some(Event::Ce { qpn }),
-            Some(Event::MsgDone { ce, .. } | Event::Read { ce, .. } | Event::Atomic { ce, .. }) => {
-                *ce = true
-            }
+            Some(
+                Event::MsgDone { ce, .. }
+                | Event::Read { ce, .. }
+                | Event::Atomic { ce, .. }
+                | Event::Rnr { ce, .. },
+            ) => *ce = true,
             Some(_) => {}
         }
     }

@@ -22,6 +22,7 @@ use roce_core::fastpath::layout::{EVENT_LEN, MR_LEN, RCTX_LEN, SCTX_LEN, TXD_LEN
 use roce_core::fastpath::SqIdle;
 use roce_core::memory::{Dma, DmaError};
 use roce_core::num::Qpn;
+use roce_core::wire::aeth::RnrTimer;
 use roce_core::wire::icrc::{self, IcrcKind};
 use roce_firmware::hal::{Datapath, FastPath, FastPathCounters, SqBack, SqNews, SqRing, SqRung};
 use roce_firmware_image::clock::instret;
@@ -781,6 +782,12 @@ impl<F: FastPath> FastPath for FpProbe<F> {
     }
     fn load_recv(&mut self, qpn: Qpn, buf: Option<(u64, u32)>) -> bool {
         self.call(|f| f.load_recv(qpn, buf))
+    }
+    fn rnr_responder(&self) -> bool {
+        self.inner.rnr_responder()
+    }
+    fn recv_rnr(&mut self, qpn: Qpn, t: Option<RnrTimer>) -> bool {
+        self.call(|f| f.recv_rnr(qpn, t))
     }
 
     fn ctx_hits_misses(&self) -> [u64; 2] {
