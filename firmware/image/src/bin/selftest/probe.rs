@@ -493,14 +493,18 @@ pub mod kind {
     /// An `ATOMIC` event (the fast path executed an atomic request; `docs/fastpath.md`
     /// §3.4, "Atomic requests").
     pub const ATOMIC_EVENT: u32 = 10 << 16;
+    /// An `RNR` event (the fast path answered a SEND to an empty receive queue with an
+    /// RNR NAK; `docs/fastpath.md` §3.4, "Receiver not ready").
+    pub const RNR_EVENT: u32 = 11 << 16;
 }
 
 /// Classes of [`kind`] keys the self-test bounds apart: 0 an EXCEPTION of a request
 /// (the responder's), 1 one of a response or CNP, 2 MSG_DONE, 3 ACKED, 4 a descriptor,
 /// 5 a frame built off the fast path's kinds (a CNP, a request of a QP off it), 6 the
 /// ACK timeout's poll, 7 a response frame built (ACK, NAK, READ response, atomic ACK:
-/// the responder's, of any QP), 8 a `READ` event, 9 a `CE` event, 10 an `ATOMIC` event.
-pub const CLASSES: usize = 11;
+/// the responder's, of any QP), 8 a `READ` event, 9 a `CE` event, 10 an `ATOMIC` event,
+/// 11 an `RNR` event.
+pub const CLASSES: usize = 12;
 
 pub fn class(key: u32) -> usize {
     match key >> 16 {
@@ -522,6 +526,7 @@ pub fn kind_name(key: u32) -> (&'static str, &'static str, &'static str) {
         8 => ("event", "READ", ""),
         9 => ("event", "CE", ""),
         10 => ("event", "ATOMIC", ""),
+        11 => ("event", "RNR", ""),
         4 => (
             "descriptor",
             if a != 0 { "REPLAY" } else { "new" },
@@ -617,7 +622,7 @@ pub struct FpStats {
     /// `poll_event` returning it to the firmware's next `poll_event` (the engine's
     /// handling, the take-back, the contexts written back), the fast path's own
     /// instructions in between (its calls, its DMA) taken out.
-    pub events: [Work; 7],
+    pub events: [Work; 8],
     /// Building one descriptor: from `tx_room` saying yes to `post_tx` (the engine
     /// choosing the WQE and the descriptor's encoding).
     pub descriptors: Work,
@@ -821,7 +826,7 @@ impl<F: FastPath> FastPath for FpProbe<F> {
         if got && on() {
             let t = instret();
             let qpn = u32::from_le_bytes([event[4], event[5], event[6], 0]);
-            let k = event[0].min(6);
+            let k = event[0].min(7);
             let key = match k {
                 roce_core::fastpath::layout::EV_EXCEPTION => {
                     kind::EVENT | u32::from(event[1]) << 8 | u32::from(event[7])
@@ -830,6 +835,7 @@ impl<F: FastPath> FastPath for FpProbe<F> {
                 roce_core::fastpath::layout::EV_READ => kind::READ_EVENT,
                 roce_core::fastpath::layout::EV_CE => kind::CE_EVENT,
                 roce_core::fastpath::layout::EV_ATOMIC => kind::ATOMIC_EVENT,
+                roce_core::fastpath::layout::EV_RNR => kind::RNR_EVENT,
                 _ => kind::EVENT | u32::from(k) << 16,
             };
             add(&OVERHEAD, instret() - t);
