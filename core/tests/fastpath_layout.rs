@@ -349,9 +349,9 @@ fn a_receive_buffer_is_loaded_between_messages_only() {
     p.a.eng.post_recv(qa, &wr).unwrap();
     let off = p.a.eng.fastpath_recv_ctx(qa).unwrap();
     assert!(!off.recv_loaded);
-    assert_eq!(p.a.eng.fastpath_recv_next(qa), None);
+    assert_eq!(p.a.eng.fastpath_recv_next(qa), Err(None));
     p.a.eng.set_fastpath_sends(true);
-    assert_eq!(p.a.eng.fastpath_recv_next(qa), Some((addr, 4096)));
+    assert_eq!(p.a.eng.fastpath_recv_next(qa), Ok((addr, 4096)));
     let on = p.a.eng.fastpath_recv_ctx(qa).unwrap();
     let mut b = layout::encode_rctx(&off);
     assert!(layout::load_rctx(&mut b, qa, Some((addr, 4096))));

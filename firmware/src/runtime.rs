@@ -1020,21 +1020,23 @@ impl<
     /// WQE loads (the flag set with a WQE posted would NAK a SEND the engine places).
     fn fp_load_next(&mut self, qpn: Qpn, quiet: bool) {
         let next = self.engine.fastpath_recv_next(qpn);
-        let rnr = match (next, quiet) {
-            (None, false) => self.engine.fastpath_recv_rnr(qpn),
-            _ => None,
-        };
         let (_, dp) = self.hal.split();
         let Some(fp) = dp.fastpath() else {
             return;
         };
-        if quiet || rnr.is_some() {
-            fp.recv_rnr(qpn, rnr);
+        if quiet {
+            fp.recv_rnr(qpn, None);
         }
-        if let Some(buf) = next {
-            if !(quiet && fp.events_waiting()) {
-                fp.load_recv(qpn, Some(buf));
+        match next {
+            Ok(buf) => {
+                if !(quiet && fp.events_waiting()) {
+                    fp.load_recv(qpn, Some(buf));
+                }
             }
+            Err(Some(t)) if !quiet => {
+                fp.recv_rnr(qpn, Some(t));
+            }
+            Err(_) => {}
         }
     }
 

@@ -935,13 +935,6 @@ impl<
         (self.fp_rnr && empty && qp.srq.is_none()).then(|| RnrTimer::new(qp.min_rnr_timer))
     }
 
-    /// [`Engine::fastpath_recv_ctx`]'s `rnr` for `qpn` now, between messages: what the
-    /// firmware sets when its receive load after a `MSG_DONE` finds nothing to load.
-    pub fn fastpath_recv_rnr(&self, qpn: Qpn) -> Option<RnrTimer> {
-        let s = self.slot(qpn)?;
-        self.recv_rnr(s, self.qps.get(s)?.as_ref()?)
-    }
-
     /// Whether the fast path under this engine answers a SEND to a QP whose receive
     /// queue is empty itself (`docs/fastpath.md` §3.4, "Receiver not ready"):
     /// [`Engine::fastpath_recv_ctx`] then sets `rnr`. Off by default: the RTL's
@@ -997,12 +990,21 @@ impl<
     /// loaded, with no `MSG_DONE` of the QP waiting: then every WQE the hardware used
     /// has completed here, and the head is the next SEND's (whatever message the
     /// engine last saw under way: the hardware's context is the current one).
-    pub fn fastpath_recv_next(&self, qpn: Qpn) -> Option<(u64, u32)> {
+    ///
+    /// `Err`: nothing to load, with the context's `rnr` when the queue is empty
+    /// (`recv_rnr`: what the firmware sets after a `MSG_DONE`; one look-up serves both,
+    /// as the event's budget wants).
+    pub fn fastpath_recv_next(&self, qpn: Qpn) -> Result<(u64, u32), Option<RnrTimer>> {
+        let Some((s, qp)) = self
+            .slot(qpn)
+            .and_then(|s| Some((s, self.qps.get(s)?.as_ref()?)))
+        else {
+            return Err(None);
+        };
         if !self.fp_sends {
-            return None;
+            return Err(None);
         }
-        let s = self.slot(qpn)?;
-        self.recv_head(s, self.qps.get(s)?.as_ref()?)
+        self.recv_head(s, qp).ok_or_else(|| self.recv_rnr(s, qp))
     }
 
     /// Whether the fast path under this engine places a SEND's first packet into a
