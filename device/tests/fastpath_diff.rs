@@ -1622,7 +1622,10 @@ fn rnr_naks_of_an_empty_receive_queue_are_the_hardwares() {
             let c = differential_on(setup, hw, Mtu::Mtu1024, &wrs, CLEAN).unwrap();
             let (engine, _) = run_on(setup, Hw::Engine, Mtu::Mtu1024, CLEAN, &wrs);
             let (fast, _) = run_on(setup, hw, Mtu::Mtu1024, CLEAN, &wrs);
-            assert_eq!(engine.times, fast.times, "{what}: frames sent at other times");
+            assert_eq!(
+                engine.times, fast.times,
+                "{what}: frames sent at other times"
+            );
             let sent: u64 = engine.rnr_sent.iter().sum();
             assert!(sent >= 3, "{what}: the engine alone sent {sent} RNR NAKs");
             let exceptions: u64 = c.iter().map(|c| c.fastpath.rx_exceptions).sum();

@@ -20,10 +20,10 @@ use roce_core::fastpath::{
     PortAddr, ReadResp, RxOutcome, SendCtx, SqIdle, SqSpent, TxError, TxMsg,
 };
 use roce_core::memory::Dma;
-use roce_core::wire::aeth::RnrTimer;
 use roce_core::num::{Psn, Qpn};
 use roce_core::transport::{ack_supersedes, WcFlags, WcOpcode, WcStatus, WorkCompletion};
 use roce_core::wire;
+use roce_core::wire::aeth::RnrTimer;
 use zerocopy::{FromZeros, IntoBytes};
 
 /// Descriptors the TX ring holds (all QPs).
