@@ -50,7 +50,12 @@
 // message offset k * MTU across the READ's SGEs (fp_inflight's second
 // table, read in C3 for that entry), one DMA write per SGE piece, and it is
 // taken as an ACK of that PSN (the READ retires with its last response).
-// ATOMIC ACKNOWLEDGEs go to the firmware (reason 2). Every response also
+// An ATOMIC ACKNOWLEDGE at una_psn whose atomic is the QP's oldest live
+// message is taken so too (k_atk, through R1..R3): its original value rides
+// in the verdict to fp_rx_move, which writes it into the atomic's SGE (8
+// bytes, little-endian), and the atomic retires. An atomic REQUEST is still
+// the firmware's (reason 2; the model executes it, docs/fastpath.md §6 says
+// what the RTL needs: a read-modify-write in fp_rx_move). Every response also
 // drops the entries that end before una_psn (the firmware's una_psn writes
 // retire lazily, fp_inflight).
 //
