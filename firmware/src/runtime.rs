@@ -586,14 +586,7 @@ impl<
         // A CE-marked request the hardware took (its own event, or the mark on its
         // MSG_DONE or READ): the notification point's, before the event's work, as the
         // engine alone runs it before the responder's.
-        if matches!(
-            event,
-            Event::Ce { .. }
-                | Event::MsgDone { ce: true, .. }
-                | Event::Read { ce: true, .. }
-                | Event::Atomic { ce: true, .. }
-                | Event::Rnr { ce: true, .. }
-        ) {
+        if event.ce() {
             self.engine.fastpath_ce(now, qpn);
         }
         match event {

@@ -432,6 +432,19 @@ impl Event {
             | Self::Ce { qpn } => qpn,
         }
     }
+
+    /// Whether the event reports a request marked ECN CE that the hardware took: its
+    /// own `Ce` event or the `ce` flag of the event the request raised.
+    pub fn ce(&self) -> bool {
+        match *self {
+            Self::Ce { .. } => true,
+            Self::MsgDone { ce, .. }
+            | Self::Read { ce, .. }
+            | Self::Atomic { ce, .. }
+            | Self::Rnr { ce, .. } => ce,
+            Self::Exception { .. } | Self::Acked { .. } => false,
+        }
+    }
 }
 
 /// A request the receive path answered without placing it or raising an event (§3.4),
