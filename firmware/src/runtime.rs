@@ -575,30 +575,44 @@ impl<
             return;
         };
         let qpn = event.qpn();
-        // (The take-back changes neither what of the QP is on the fast path nor its
-        // line: one lookup serves the event.)
-        let (fp, sq_hw) = self.fp_sq_of(qpn);
-        let on = fp != FpState::Off;
-        if sq_hw && for_requester(&event) {
-            // A response or an exception of a QP whose send WQEs the hardware
-            // fetches: the engine takes its send queue back first (§3.8).
-            self.fp_sq_take_back(qpn, now);
-        }
         // A CE-marked request the hardware took (its own event, or the mark on its
         // MSG_DONE or READ): the notification point's, before the event's work, as the
-        // engine alone runs it before the responder's.
+        // engine alone runs it before the responder's. (Only the responder's events
+        // carry the mark, so it never comes before a take-back.)
         if event.ce() {
             self.engine.fastpath_ce(now, qpn);
         }
+        // The QP's line is looked up only by the kinds that need it (one look-up an
+        // event): an EXCEPTION or an ACKED, whether the fast path fetches its send WQEs
+        // (`sq_hw`) and is on; a MSG_DONE, whether it is on (`fp_msg_done`). READ,
+        // ATOMIC, RNR and CE go to the engine on their QPN alone.
         match event {
             Event::Exception {
-                meta, frame_len, ..
-            } => self.fp_exception(now, qpn, on, &meta, frame_len),
+                meta,
+                frame_len,
+                opcode,
+                ..
+            } => {
+                let (fp, sq_hw) = self.fp_sq_of(qpn);
+                if sq_hw && !is_request(opcode) {
+                    // A response's exception, of a QP whose send WQEs the hardware
+                    // fetches: the engine's requester must see it, so the send queue
+                    // comes back to the engine first (§3.8). A request's exception is
+                    // the responder's alone (its ACK, NAK, READ response or atomic
+                    // reply is built from the receive side), and a received SEND's
+                    // MSG_DONE too, so those leave the send queue with the hardware
+                    // (taking it back and handing it over again cost ~1,000
+                    // instructions of a ~4,000 exception). (The take-back changes
+                    // neither what of the QP is on the fast path nor its line.)
+                    self.fp_sq_take_back(qpn, now);
+                }
+                self.fp_exception(now, qpn, fp != FpState::Off, &meta, frame_len);
+            }
             Event::MsgDone {
                 byte_len,
                 solicited,
                 ..
-            } => self.fp_msg_done(now, qpn, on, byte_len, solicited),
+            } => self.fp_msg_done(now, qpn, byte_len, solicited),
             Event::Acked {
                 psn,
                 read,
@@ -606,7 +620,14 @@ impl<
                 gbn,
                 atomic,
                 ..
-            } => self.fp_acked(now, qpn, psn, read | atomic, cqe, gbn),
+            } => {
+                if self.fp_sq_of(qpn).1 {
+                    // A response of a QP whose send WQEs the hardware fetches: the
+                    // engine takes its send queue back first (§3.8).
+                    self.fp_sq_take_back(qpn, now);
+                }
+                self.fp_acked(now, qpn, psn, read | atomic, cqe, gbn);
+            }
             Event::Read {
                 psn, va, rkey, len, ..
             } => self.engine.fastpath_read_taken(qpn, psn, va, rkey, len),
@@ -977,7 +998,9 @@ impl<
 
     /// A MSG_DONE event: the receive WQE completes with the hardware's receive state.
     #[inline(never)]
-    fn fp_msg_done(&mut self, now: Instant, qpn: Qpn, on: bool, byte_len: u32, solicited: bool) {
+    fn fp_msg_done(&mut self, now: Instant, qpn: Qpn, byte_len: u32, solicited: bool) {
+        // (Looked up here, not in `fp_event`: the kinds that need no line pay none.)
+        let on = self.fp_of(qpn) != FpState::Off;
         // The engine reads no receive context for it (`Engine::fastpath_msg_done`: a
         // context read and decoded and loaded was ~250 instructions of the event's): a
         // QP on the fast path has the hardware's state taken at its next exception, as
@@ -2122,25 +2145,6 @@ impl<
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct BadDoorbell;
 
-/// Whether producer index `pi` is at most a ring's depth (`2^log`) ahead of `ci`.
-/// Whether the engine's requester must see `event` (a response, or an exception of
-/// one): then a send queue the hardware fetches comes back to the engine first (§3.8).
-/// A request's exception is the responder's alone (its ACK, NAK, READ response or
-/// atomic reply is built from the receive side), and a received SEND's MSG_DONE too, so
-/// those leave the send queue with the hardware (taking it back and handing it over
-/// again cost ~1,000 instructions of a ~4,000 exception).
-fn for_requester(event: &Event) -> bool {
-    match event {
-        Event::MsgDone { .. }
-        | Event::Read { .. }
-        | Event::Atomic { .. }
-        | Event::Rnr { .. }
-        | Event::Ce { .. } => false,
-        Event::Acked { .. } => true,
-        Event::Exception { opcode, .. } => !is_request(*opcode),
-    }
-}
-
 /// A request packet (SEND, WRITE, READ request, atomic): the responder's to handle.
 fn is_request(opcode: Opcode) -> bool {
     use roce_core::wire::opcode::Operation;
@@ -2156,6 +2160,7 @@ fn is_request(opcode: Opcode) -> bool {
     )
 }
 
+/// Whether producer index `pi` is at most a ring's depth (`2^log`) ahead of `ci`.
 fn fits(pi: u32, ci: u32, log: u8) -> bool {
     u64::from(pi.wrapping_sub(ci)) <= 1u64 << log.min(32)
 }
