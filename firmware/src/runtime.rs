@@ -997,7 +997,7 @@ impl<
     }
 
     /// A MSG_DONE event: the receive WQE completes with the hardware's receive state.
-    #[inline(never)]
+    #[inline(always)]
     fn fp_msg_done(&mut self, now: Instant, qpn: Qpn, byte_len: u32, solicited: bool) {
         // (Looked up here, not in `fp_event`: the kinds that need no line pay none.)
         let on = self.fp_of(qpn) != FpState::Off;
