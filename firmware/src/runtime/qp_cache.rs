@@ -168,6 +168,7 @@ impl<
 
     /// [`Self::fp_of`], and whether the fast path fetches the QP's send WQEs (`sq_hw`):
     /// one lookup of its line for the event loop, which asks both for every event.
+    #[inline(always)]
     pub(super) fn fp_sq_of(&self, qpn: Qpn) -> (FpState, bool) {
         match self.line(qpn).and_then(|l| self.qps.get(l)) {
             Some(Some(q)) => (q.fp, q.sq_hw),
