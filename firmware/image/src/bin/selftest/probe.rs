@@ -717,7 +717,8 @@ impl<F> FpProbe<F> {
         self.open_kind.set(NONE);
         // Firmware only: the fast path's instructions (its calls, its DMA) and the
         // probes' own come out.
-        let n = (t.wrapping_sub(self.at.get()) as u32).wrapping_sub(Split::now().other_since(&b.split));
+        let n =
+            (t.wrapping_sub(self.at.get()) as u32).wrapping_sub(Split::now().other_since(&b.split));
         let qpn = match b.what {
             Open::Event(k, key) => {
                 if let Some(w) = self.stats.events.get_mut(k) {
