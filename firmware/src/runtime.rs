@@ -997,6 +997,9 @@ impl<
     }
 
     /// A MSG_DONE event: the receive WQE completes with the hardware's receive state.
+    /// Inlined into `fp_event`: its call and ten register saves were ~37 of a
+    /// MSG_DONE's, and the other events pay at most 1 for it since `fp_event` looks no
+    /// line up for them.
     #[inline(always)]
     fn fp_msg_done(&mut self, now: Instant, qpn: Qpn, byte_len: u32, solicited: bool) {
         // (Looked up here, not in `fp_event`: the kinds that need no line pay none.)

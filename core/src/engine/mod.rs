@@ -1011,7 +1011,7 @@ impl<
             return Err(None);
         }
         // (A `match`, not `ok_or_else`: the closure stayed out of line, a call with its
-        // captures built on the stack, ~15 instructions of a MSG_DONE's.)
+        // captures built on the stack, ~20 instructions of a MSG_DONE's.)
         match self.recv_head(slot, qp) {
             Some(buf) => Ok(buf),
             None => Err(self.recv_rnr(slot, qp)),

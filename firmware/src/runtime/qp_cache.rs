@@ -167,7 +167,9 @@ impl<
     }
 
     /// [`Self::fp_of`], and whether the fast path fetches the QP's send WQEs (`sq_hw`):
-    /// one lookup of its line for the event loop, which asks both for every event.
+    /// one lookup of its line for an EXCEPTION or ACKED event, which asks both.
+    /// Inlined: out of line, a MSG_DONE's `fp_of` paid its call and saves (~10) and an
+    /// exception ~14.
     #[inline(always)]
     pub(super) fn fp_sq_of(&self, qpn: Qpn) -> (FpState, bool) {
         match self.line(qpn).and_then(|l| self.qps.get(l)) {
