@@ -13,8 +13,8 @@
 // RETH unloads: it shares RESID and LENGTH) or hand the frame to the firmware
 // (EXCEPTION event with the reason; the context changes only in `held`);
 // frames the parser rejected are dropped. A CE-marked request is judged as an
-// unmarked one; when taken (placed, answered, a READ taken) its event says
-// so (EV_F_CE on its MSG_DONE or READ, else an event EVK_CE of its own): the
+// unmarked one; when taken (placed, answered, a READ taken, RNR NAKed) its event
+// says so (EV_F_CE on its MSG_DONE, READ or RNR, else an event EVK_CE of its own): the
 // notification point, a CNP at most once per interval, is the firmware's
 // engine's, which would have run it for a packet it took itself.
 //
@@ -27,6 +27,18 @@
 // before the expected one with the current MSN (it was executed: not
 // again). A duplicate READ or atomic needs the responder's resources: the
 // firmware's (reason 2, as before).
+//
+// A SEND's first packet (no message under way) that finds no receive buffer
+// loaded, every other check passed, is the firmware's (reason 9) unless the
+// context has `rq_empty` (flags bit 4: the firmware found the QP's receive
+// queue empty; its min_rnr_timer in byte 32, RECV_ADDR's first, which holds
+// no address while nothing is loaded): then it is answered here as the
+// engine's responder answers it (receiver_not_ready; the model's not_ready,
+// docs/fastpath.md §3.4 "Receiver not ready"): an RNR NAK for its PSN with
+// the current MSN, queued as an ACK is (it merges behind a READ as one), the
+// expected PSN and MSN left, `nak_sent` set (the rest of the message in flight
+// is dropped without a NAK), and an RNR event (EVK_RNR) for the engine's
+// count.
 //
 // The receive-context table is a direct-mapped cache (docs/scale.md): QP qpn
 // lives in entry qpn mod NQP, tagged by the context's own `qpn` field (§3.2,
@@ -274,6 +286,7 @@ module fp_rx_check
   // ------------------------------------------------ its context (C1)
   logic        c_hit;      // the entry holds this QP's context (its tag is the QPN)
   logic        c_on, c_loaded, c_held, c_nak, c_reads;
+  logic        c_rq_empty; // the QP's receive queue is empty (its RNR timer: c_recv_addr[4:0])
   logic [3:0]  c_mtu_log2;
   logic [7:0]  c_cur, c_access, c_ack_every, c_unacked;
   logic [23:0] c_epsn, c_msn;
@@ -532,6 +545,7 @@ module fp_rx_check
         c_loaded <= r[8*RC_FLAGS + 1];
         c_held <= r[8*RC_FLAGS + 2];
         c_reads <= r[8*RC_FLAGS + 3];
+        c_rq_empty <= r[8*RC_FLAGS + 4];
         c_mtu_log2 <= r[8*RC_MTU_LOG2 +: 4];
         c_cur <= r[8*RC_CUR +: 8];
         c_access <= r[8*RC_ACCESS +: 8];
@@ -751,7 +765,7 @@ module fp_rx_check
         // C4: the first failing check, in the model's order
         fp_rx_verdict_t v;
         logic [7:0] reason, r_reason;
-        logic ok, pre, oos_q, dup_q, rd_q, rd_ok, dup_rd, drop_now, hold;
+        logic ok, pre, oos_q, dup_q, rd_q, rd_ok, rnr_q, dup_rd, drop_now, hold;
         logic [RCTX_BYTES*8-1:0] w;
         // a READ request of a context with `reads` (before the cascade uses it)
         rd_q = c_reads && k_rreq;
@@ -810,6 +824,12 @@ module fp_rx_check
         ok = pre && k_opcode_ok && k_psn_ok && k_seq_ok && k_len_ok
             && (k_send ? c_loaded && k_send_fits
                        : k_resid_nz && k_fits && k_key_ok && k_range_ok);
+        // a SEND's first packet (no message under way) that finds nothing loaded, every
+        // other check passed, in a context whose receive queue the firmware found empty:
+        // answered with an RNR NAK (the model's not_ready, the engine's
+        // receiver_not_ready), not reason 9
+        rnr_q = pre && k_opcode_ok && k_psn_ok && k_seq_ok && k_len_ok && k_send
+            && !c_loaded && c_cur == CUR_NONE && c_rq_empty;
 
         // the request's verdict
         v = '0;
@@ -845,6 +865,18 @@ module fp_rx_check
           v.ackd[8*RD_VA +: 64] = x_va;
           v.ackd[8*RD_RESID +: 32] = x_resid;
           v.ackd[8*RD_PD +: 16] = c_pd;
+        end else if (rnr_q) begin
+          // taken: the frame goes; the RNR NAK (its PSN, the current MSN, the QP's
+          // min_rnr_timer) queues as an ACK does; the firmware's engine counts it
+          v.action = ACT_TAKE;
+          v.ev_valid = 1'b1;
+          v.ev[8*EV_KIND +: 8] = EVK_RNR;
+          v.ack_valid = 1'b1;
+          v.ackd[8*AD_QPN +: 24] = m.bth_destqp;
+          v.ackd[8*AD_SYNDROME +: 8] = {3'b001, c_recv_addr[4:0]};
+          v.ackd[8*AD_PSN +: 24] = m.bth_psn;
+          v.ackd[8*AD_MSN +: 24] = c_msn;
+          v.ackd[8*AD_FLAGS + AD_F_MERGE] = 1'b1;
         end else if (!ok) begin
           v = exception(m, reason, frame_slot);
         end else begin
@@ -899,6 +931,10 @@ module fp_rx_check
           w[8*RC_FLAGS + 0] = 1'b0;
           w[8*RC_MSN +: 24] = c_msn + 24'd1;
           w[8*RC_EPSN +: 24] = c_epsn + k_npk;
+        end else if (rnr_q) begin
+          // the expected PSN and the MSN stay; the packets of the message already in
+          // flight behind it are dropped without a NAK (the PSN rule)
+          w[8*RC_FLAGS + 0] = 1'b1;
         end else if (!ok) begin
           w[8*RC_FLAGS + 2] = 1'b1;
         end else if (k_send) begin
