@@ -82,6 +82,10 @@
 // than a compare or an add after its registers (125 MHz on the ECP5). A
 // response taken adds the cycle(s) of its una_psn write (UNA: the
 // send-context table's port may be busy with the planner's write-back).
+// A rewind (NAK sequence error) or RNR NAK writes none: its una_psn lands with
+// fp_sqf's FLUSH, and until then the QP's responses are checked against the
+// NAK's PSN, held per entry (lr_rec), so that rewinds of several QPs close
+// together each keep theirs.
 //
 // An RDMA READ request of a context with `reads` (flags bit 3) is taken
 // here when it is the expected PSN, no message is under way, it has no
@@ -386,14 +390,20 @@ module fp_rx_check
   // yet (until then the entry counts as retrying: a second NAK of the same
   // PSN is dropped, as the engine drops it)
   logic [NQP-1:0] nak_inflight;
-  // the last rewind or RNR NAK taken (QP, PSN): its una_psn lands with fp_sqf's FLUSH
-  // (S_RD), so until then that QP's responses are checked against it, not the older
-  // una_psn the context still holds (a NAK of that PSN makes no progress, an older ACK
-  // is before una_psn), as the model's, whose NAK moves una_psn and drops the queue
-  // in one step; forgotten once the context's una_psn reached it
-  logic             lr_v;
-  logic [23:0]      lr_qpn;
-  logic [23:0]      lr_psn;
+  // per entry: the last rewind or RNR NAK taken (its PSN, and the QPN's bits above
+  // the entry's, so that another QP the entry serves later is not held): its una_psn
+  // lands with fp_sqf's FLUSH (S_RD), so until then that QP's responses are checked
+  // against it, not the older una_psn the context still holds (a NAK of that PSN makes
+  // no progress, an older ACK is before una_psn), as the model's, whose NAK moves
+  // una_psn and drops the queue in one step; forgotten once the context's una_psn
+  // reached it. Per entry, not one register: a second QP's rewind before the first's
+  // FLUSH landed would lose the first's hold, and a duplicate of its NAK would then be
+  // taken as progress (a second rewind, a retry spent), where the model drops it
+  localparam int LR_TAG = 24 - QPN_W;
+  logic [NQP-1:0]          lr_v;
+  logic [LR_TAG+23:0]      lr_rec [NQP];
+  logic [LR_TAG+23:0]      lr_q;
+  assign lr_q = lr_rec[m.bth_destqp[QPN_W-1:0]];
   // a READ response (C2); its READ, the first live entry (C3): where the
   // payload goes in the message, the READ's length and last PSN
   logic        k_read, k_rends, k_runa;
@@ -566,12 +576,14 @@ module fp_rx_check
             && gid_of(m.l3_kind, m.ip_src) == r[8*RC_PEER_GID +: 128];
         s_valid <= sctx_rd_data[8*SC_FLAGS + 2];
         s_next <= sctx_rd_data[32 +: 24];
-        // (a rewind's una_psn not landed yet: lr_psn)
-        if (lr_v && lr_qpn == m.bth_destqp && psn_diff(lr_psn, sctx_rd_data[64 +: 24]) > 0)
-          s_una <= lr_psn;
+        // (a rewind's una_psn not landed yet: its PSN)
+        if (lr_v[m.bth_destqp[QPN_W-1:0]] && lr_q[24 +: LR_TAG] == m.bth_destqp[23:QPN_W]
+            && psn_diff(lr_q[23:0], sctx_rd_data[64 +: 24]) > 0)
+          s_una <= lr_q[23:0];
         else begin
           s_una <= sctx_rd_data[64 +: 24];
-          if (lr_qpn == m.bth_destqp) lr_v <= 1'b0;
+          if (lr_q[24 +: LR_TAG] == m.bth_destqp[23:QPN_W])
+            lr_v[m.bth_destqp[QPN_W-1:0]] <= 1'b0;
         end
         s_mtu_log2 <= sctx_rd_data[8*SC_FLAGS + 4 +: 4];
         for (int j = 0; j < E; j++) begin
@@ -1115,9 +1127,8 @@ module fp_rx_check
         v = of_frame(v, m);
         if (rewind || rnr) nak_inflight[m.bth_destqp[QPN_W-1:0]] <= 1'b1;
         if (rewind || rnr) begin
-          lr_v <= 1'b1;
-          lr_qpn <= m.bth_destqp;
-          lr_psn <= m.bth_psn;
+          lr_v[m.bth_destqp[QPN_W-1:0]] <= 1'b1;
+          lr_rec[m.bth_destqp[QPN_W-1:0]] <= {m.bth_destqp[23:QPN_W], m.bth_psn};
         end
         if (drop) gbn_drops <= gbn_drops + 32'd1;
         // the receive side's state is not the response's: only `held` changes
@@ -1185,7 +1196,7 @@ module fp_rx_check
     if (rst) begin
       st <= S_C0;
       nak_inflight <= '0;
-      lr_v <= 1'b0;
+      lr_v <= '0;
       gbn_drops <= '0;
       rd_inflight <= '0;
       drop_en <= 1'b0;
