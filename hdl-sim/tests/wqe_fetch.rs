@@ -51,18 +51,24 @@ const PSN: u32 = 0xFF_FFF0;
 const RTO: u64 = 4_096_000;
 
 fn template() -> HeaderTemplate {
+    headers(1, 2, 50_000)
+}
+
+/// The headers from host `from` (10.0.0.`from`, MAC 2:0:0:0:0:`from`) to host `to`, UDP
+/// source port `sport`.
+fn headers(from: u8, to: u8, sport: u16) -> HeaderTemplate {
     let eth = EthernetRepr {
-        dst: MacAddr([2, 0, 0, 0, 0, 2]),
-        src: MacAddr([2, 0, 0, 0, 0, 1]),
+        dst: MacAddr([2, 0, 0, 0, 0, to]),
+        src: MacAddr([2, 0, 0, 0, 0, from]),
         ethertype: 0,
     };
     let l3 = L3Repr::Ipv4(Ipv4Repr {
-        src: Ipv4Addr::new(10, 0, 0, 1),
-        dst: Ipv4Addr::new(10, 0, 0, 2),
+        src: Ipv4Addr::new(10, 0, 0, from),
+        dst: Ipv4Addr::new(10, 0, 0, to),
         ..Ipv4Repr::default()
     });
     let udp = UdpRepr {
-        src_port: 50_000,
+        src_port: sport,
         dst_port: ROCEV2_PORT,
         checksum: 0,
     };
@@ -348,13 +354,18 @@ struct Outcome {
     back: Option<SqBack>,
 }
 
-fn memory(c: &Case) -> HostMem {
-    let mut m = HostMem {
+/// The host memory with a pattern in every byte.
+fn blank_memory() -> HostMem {
+    HostMem {
         base: MEM_BASE,
         bytes: (0..MEM_LEN)
             .map(|i| (i as u8).wrapping_mul(37) ^ 0x5A)
             .collect(),
-    };
+    }
+}
+
+fn memory(c: &Case) -> HostMem {
+    let mut m = blank_memory();
     for (i, w) in c.wqes.iter().enumerate() {
         let at = c.ring + 160 * i as u64;
         let _ = m.write(at, w);
@@ -362,20 +373,26 @@ fn memory(c: &Case) -> HostMem {
     m
 }
 
+/// The QP's state at a hand-over: next PSN `psn`, the engine's send-queue depth, its
+/// `max_rd_atomic`; the local ACK timeout [`RTO`], full retry budgets.
+fn idle_at(psn: u32, depth: u32, max_rd_atomic: u8) -> SqIdle {
+    SqIdle {
+        psn: Psn::new(psn),
+        rto: Some(RTO),
+        sig_all: false,
+        pd: Pd::from_index(PD),
+        depth,
+        retry_cnt: 7,
+        rnr_retry: 7,
+        max_rd_atomic,
+    }
+}
+
 /// Hands the QP's queue over, rings, lets the fast path run, takes the queue back.
 fn play(fp: &mut dyn FastPath, c: &Case, mem: &mut HostMem) -> Outcome {
     setup(fp);
     fp.run_at(mem, 1_000);
-    let idle = SqIdle {
-        psn: Psn::new(PSN),
-        rto: Some(RTO),
-        sig_all: false,
-        pd: Pd::from_index(PD),
-        depth: c.depth,
-        retry_cnt: 7,
-        rnr_retry: 7,
-        max_rd_atomic: c.max_rd_atomic,
-    };
+    let idle = idle_at(PSN, c.depth, c.max_rd_atomic);
     let ring = SqRing {
         ring: c.ring,
         log: RING_LOG,
@@ -398,14 +415,21 @@ fn play(fp: &mut dyn FastPath, c: &Case, mem: &mut HostMem) -> Outcome {
     }
 }
 
-#[test]
-fn the_rtl_fetch_decides_as_the_model() {
+/// Whether the RTL was built (under CI=true it must be).
+fn rtl_here() -> bool {
     if !rtl_available() {
         assert!(
             !std::env::var("CI").is_ok_and(|v| v == "true"),
             "CI=true but roce-hdl-sim was built without Verilator"
         );
         eprintln!("SKIPPED: roce-hdl-sim was built without Verilator");
+    }
+    rtl_available()
+}
+
+#[test]
+fn the_rtl_fetch_decides_as_the_model() {
+    if !rtl_here() {
         return;
     }
     let mut failures = Vec::new();
@@ -526,16 +550,7 @@ fn doorbell_to_first_frame() {
     let mut rtl = FpPort::new(DataWidth::W64, Wire::default()).expect("the RTL fast path");
     setup(&mut rtl);
     rtl.run_at(&mut mem, 1_000);
-    let idle = SqIdle {
-        psn: Psn::new(PSN),
-        rto: Some(RTO),
-        sig_all: false,
-        pd: Pd::from_index(PD),
-        depth: 64,
-        retry_cnt: 7,
-        rnr_retry: 7,
-        max_rd_atomic: 4,
-    };
+    let idle = idle_at(PSN, 64, 4);
     let ring = SqRing {
         ring: RING,
         log: RING_LOG,
@@ -570,26 +585,11 @@ fn gid_of(host: u8) -> [u8; 16] {
     Ipv4Addr::new(10, 0, 0, host).to_ipv6_mapped().octets()
 }
 
-/// The peer's frames to QP `qpn` (the template of [`template`] turned around).
+/// The peer's frames to QP `qpn` (the headers of [`template`] turned around).
 fn peer_ctx(qpn: u32) -> SendCtx {
-    let eth = EthernetRepr {
-        dst: MacAddr([2, 0, 0, 0, 0, 1]),
-        src: MacAddr([2, 0, 0, 0, 0, 2]),
-        ethertype: 0,
-    };
-    let l3 = L3Repr::Ipv4(Ipv4Repr {
-        src: Ipv4Addr::new(10, 0, 0, 2),
-        dst: Ipv4Addr::new(10, 0, 0, 1),
-        ..Ipv4Repr::default()
-    });
-    let udp = UdpRepr {
-        src_port: 50_001,
-        dst_port: ROCEV2_PORT,
-        checksum: 0,
-    };
     SendCtx {
         valid: true,
-        template: HeaderTemplate::new(&eth, None, &l3, Some(&udp)).expect("template"),
+        template: headers(2, 1, 50_001),
         pkey: 0xFFFF,
         dest_qpn: Qpn::new(qpn),
         mtu: Mtu::Mtu1024,
@@ -680,16 +680,7 @@ fn rewind_two(fp: &mut dyn OnWire, mem: &mut HostMem) -> Rewound {
     }
     fp.run_at(mem, 1_000);
     for &(qpn, psn, ring) in &TWO {
-        let idle = SqIdle {
-            psn: Psn::new(psn),
-            rto: Some(RTO),
-            sig_all: false,
-            pd: Pd::from_index(PD),
-            depth: 64,
-            retry_cnt: 7,
-            rnr_retry: 7,
-            max_rd_atomic: 4,
-        };
+        let idle = idle_at(psn, 64, 4);
         let sq = SqRing {
             ring,
             log: RING_LOG,
@@ -754,21 +745,10 @@ fn rewind_two(fp: &mut dyn OnWire, mem: &mut HostMem) -> Rewound {
 /// `una_psn` before A's rewind: progress, a second rewind and its replays.)
 #[test]
 fn rewinds_of_two_qps_close_together_keep_each_its_hold() {
-    if !rtl_available() {
-        assert!(
-            !std::env::var("CI").is_ok_and(|v| v == "true"),
-            "CI=true but roce-hdl-sim was built without Verilator"
-        );
-        eprintln!("SKIPPED: roce-hdl-sim was built without Verilator");
+    if !rtl_here() {
         return;
     }
-    let blank = || HostMem {
-        base: MEM_BASE,
-        bytes: (0..MEM_LEN)
-            .map(|i| (i as u8).wrapping_mul(37) ^ 0x5A)
-            .collect(),
-    };
-    let mut mem = blank();
+    let mut mem = blank_memory();
     let mut model = FastPathPort::<Wire, { FP_CTX_ENTRIES }>::new(Wire::default());
     let want = rewind_two(&mut model, &mut mem);
     // A replays from its second WRITE (3), B from its third (2), once each
@@ -776,7 +756,7 @@ fn rewinds_of_two_qps_close_together_keep_each_its_hold() {
     let replays = |r: &Rewound| r.frames.clone().map(|f| f.len());
     assert_eq!(replays(&want), [3, 2], "model: replays");
     for width in DataWidth::ALL {
-        let mut mem = blank();
+        let mut mem = blank_memory();
         let mut rtl = FpPort::new(width, Wire::default()).expect("the RTL fast path");
         let got = rewind_two(&mut rtl, &mut mem);
         assert!(rtl.fault().is_none(), "{width}: {:?}", rtl.fault());
