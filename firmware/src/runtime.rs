@@ -21,6 +21,7 @@ use roce_core::transport::{
     Error as EngineError, Instant, QpAttr, QpInitAttr, QpState, QpType, SendWr, WcOpcode, WcStatus,
     WorkCompletion, WrOp,
 };
+use roce_core::wire::aeth::RnrTimer;
 use roce_core::wire::opcode::Opcode;
 use roce_core::wire::Packet;
 use zerocopy::little_endian::U32;
@@ -975,28 +976,20 @@ impl<
     }
 
     /// A MSG_DONE event: the receive WQE completes with the hardware's receive state.
+    #[inline(never)]
     fn fp_msg_done(&mut self, now: Instant, qpn: Qpn, on: bool, byte_len: u32, solicited: bool) {
-        let (_, dp) = self.hal.split();
-        let Some(fp) = dp.fastpath() else {
-            return;
-        };
-        // A QP taken off the fast path since (its entry went to another QP) left its
-        // hardware state in the engine then. (Only the state the hardware advanced is
-        // decoded, as for an exception.)
-        let ctx = if on {
-            layout::decode_rctx_state(&fp.read_rctx(qpn)).ok()
-        } else {
-            self.engine.fastpath_recv_ctx(qpn).map(|c| c.state())
-        };
-        if let Some(ctx) = ctx {
-            let _ = self
-                .engine
-                .fastpath_recv_done_state(now, qpn, &ctx, byte_len, solicited);
-        }
+        // The engine reads no receive context for it (`Engine::fastpath_msg_done`: a
+        // context read and decoded and loaded was ~250 instructions of the event's): a
+        // QP on the fast path has the hardware's state taken at its next exception, as
+        // after a WRITE the hardware placed; one taken off it since (its entry went to
+        // another QP) left that state in the engine then.
+        let next = self
+            .engine
+            .fastpath_msg_done(now, qpn, on, byte_len, solicited);
         // The next SEND's WQE, ahead of it. (No later MSG_DONE of the QP can wait: the
         // hardware had no buffer since this one's SEND ended.)
         if on {
-            self.fp_load_next(qpn, false);
+            self.fp_load(qpn, next, false);
         }
     }
 
@@ -1013,6 +1006,12 @@ impl<
     /// WQE loads (the flag set with a WQE posted would NAK a SEND the engine places).
     fn fp_load_next(&mut self, qpn: Qpn, quiet: bool) {
         let next = self.engine.fastpath_recv_next(qpn);
+        self.fp_load(qpn, next, quiet);
+    }
+
+    /// `fp_load_next` with the engine's answer (`fastpath_recv_next`)
+    /// given: a `MSG_DONE` has it from `fastpath_msg_done`.
+    fn fp_load(&mut self, qpn: Qpn, next: Result<(u64, u32), Option<RnrTimer>>, quiet: bool) {
         let (_, dp) = self.hal.split();
         let Some(fp) = dp.fastpath() else {
             return;

@@ -144,6 +144,11 @@ impl<const CQS: usize, const CQE: usize> CompletionSink for CqTable<CQS, CQE> {
     fn has_room(&self, cq: u16) -> bool {
         matches!(self.slots.get(usize::from(cq)), Some(Some(s)) if !s.entries.is_full())
     }
+    // Inlined where the caller names the table (a MSG_DONE's completion): the
+    // completion's fields go into the queue's slot, not through a 32-byte `memcpy`
+    // (~85 instructions of the event's); the responder's calls through `Env` keep the
+    // out-of-line copy.
+    #[inline(always)]
     fn push(&mut self, cq: u16, wc: WorkCompletion) -> bool {
         let ok = match self.slots.get_mut(usize::from(cq)) {
             Some(Some(s)) => s.entries.push_back(wc).is_ok(),
@@ -995,16 +1000,18 @@ impl<
     /// (`recv_rnr`: what the firmware sets after a `MSG_DONE`; one look-up serves both,
     /// as the event's budget wants).
     pub fn fastpath_recv_next(&self, qpn: Qpn) -> Result<(u64, u32), Option<RnrTimer>> {
-        let Some((s, qp)) = self
-            .slot(qpn)
-            .and_then(|s| Some((s, self.qps.get(s)?.as_ref()?)))
-        else {
-            return Err(None);
-        };
+        self.recv_next_at(self.slot(qpn).ok_or(None)?)
+    }
+
+    /// [`Engine::fastpath_recv_next`] of the QP in `slot`.
+    #[inline(always)] // two callers, each a look-up and this
+    fn recv_next_at(&self, slot: usize) -> Result<(u64, u32), Option<RnrTimer>> {
+        let qp = self.qps.get(slot).and_then(Option::as_ref).ok_or(None)?;
         if !self.fp_sends {
             return Err(None);
         }
-        self.recv_head(s, qp).ok_or_else(|| self.recv_rnr(s, qp))
+        self.recv_head(slot, qp)
+            .ok_or_else(|| self.recv_rnr(slot, qp))
     }
 
     /// Whether the fast path under this engine places a SEND's first packet into a
@@ -1422,38 +1429,53 @@ impl<
         }
     }
 
-    /// The fast path placed a whole SEND for `qpn` (the `MSG_DONE` event): the receive
-    /// context `ctx` as the hardware left it goes back into the responder, and the head
+    /// The fast path placed a whole SEND for `qpn` (the `MSG_DONE` event): the head
     /// receive WQE completes with `byte_len` bytes (`solicited`: the last packet's SE).
-    pub fn fastpath_recv_done(
-        &mut self,
-        now: Instant,
-        ctx: &fastpath::RecvCtx,
-        byte_len: u32,
-        solicited: bool,
-    ) -> Result<(), Error> {
-        self.fastpath_recv_done_state(now, ctx.qpn, &ctx.state(), byte_len, solicited)
-    }
-
-    /// [`Engine::fastpath_recv_done`] from the part of the context it takes
-    /// ([`fastpath::layout::decode_rctx_state`], as for an exception).
-    pub fn fastpath_recv_done_state(
+    /// Returns what [`Engine::fastpath_recv_next`] says after it (the firmware loads the
+    /// next WQE or sets `rq_empty` when `on`): one look-up of the QP serves both.
+    ///
+    /// `on`: the QP's receive context is the hardware's (`docs/fastpath.md` §7). The
+    /// engine takes none of it here: the hardware places WRITEs without an event too,
+    /// so the responder's state is the hardware's only once the firmware loads it
+    /// ([`Engine::fastpath_load_recv_state`]), before the engine handles a request of
+    /// the QP or takes the QP off the fast path, and nothing of the responder reads it
+    /// before then. Only `cur` ends: a SEND the engine started and the hardware
+    /// finished is over, so that load owes it no second completion (`done_owed`).
+    /// Not `on` (the QP left the fast path since), the engine took the context when it
+    /// left, and its responder is current.
+    pub fn fastpath_msg_done(
         &mut self,
         now: Instant,
         qpn: Qpn,
-        ctx: &fastpath::RecvState,
+        on: bool,
         byte_len: u32,
         solicited: bool,
-    ) -> Result<(), Error> {
-        let now = self.clock(now);
-        self.fastpath_load_recv_state(qpn, ctx)?;
-        let slot = self.slot(qpn).ok_or(Error::NoSuchQp(qpn))?;
-        self.with_qp(slot, now, &mut NoDma, |r, env, _| {
-            r.qp.resp.recv_off = byte_len;
-            r.qp.resp.done_owed = false;
-            r.complete_recv(env, false, solicited, None, None);
-        });
-        Ok(())
+    ) -> Result<(u64, u32), Option<RnrTimer>> {
+        self.clock(now);
+        let slot = self.slot(qpn).ok_or(None)?;
+        // Not `with_qp`: completing a receive needs no environment but the CQs and
+        // counters, moves no timer and gives the QP no frame or descriptor to mark
+        // (its environment and `qp_ran` were ~140 instructions of a MSG_DONE's).
+        let Self {
+            qps,
+            queues,
+            cqs,
+            counters,
+            ..
+        } = self;
+        let (Some(Some(qp)), Some(q)) = (qps.get_mut(slot), queues.get_mut(slot)) else {
+            return Err(None);
+        };
+        if on {
+            qp.resp.cur = CurOp::None;
+        }
+        qp.resp.recv_off = byte_len;
+        qp.resp.done_owed = false;
+        QpRef { qp, q }.complete_recv(cqs, counters, false, solicited, None, None);
+        if !on {
+            return Err(None);
+        }
+        self.recv_next_at(slot)
     }
 
     /// `qpn`'s state (cheaper than `query_qp`).

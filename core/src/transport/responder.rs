@@ -14,8 +14,9 @@ use crate::wire::opcode::{Operation, Position};
 use crate::wire::reth::RethRepr;
 use crate::wire::{ExtHeaders, Opcode, Packet};
 
+use super::counters::Counters;
 use super::entry::{AckOut, Commit, CurOp, ItemKind, PayloadSrc, RdRes, RespItem, TxDesc};
-use super::qp::{Env, QpRef};
+use super::qp::{CompletionSink, Env, QpRef};
 use super::requester::packets;
 use super::sgl::SglError;
 use super::verbs::{QpState, QpType, WcFlags, WcOpcode, WcStatus, WorkCompletion, MAX_MSG_SIZE};
@@ -281,7 +282,14 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
         }
         self.advance(bth.psn, pos.ends());
         if completes {
-            self.complete_recv(env, op == Operation::RdmaWrite, bth.se, immdt, ieth);
+            self.complete_recv(
+                env.cqs,
+                env.ctr,
+                op == Operation::RdmaWrite,
+                bth.se,
+                immdt,
+                ieth,
+            );
         }
         if self.qp.qp_type == QpType::Rc && bth.ack_req {
             self.set_pending(AckOut {
@@ -646,9 +654,13 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
     }
 
     /// Completes the head receive WQE for a finished SEND or WRITE with immediate.
-    pub(crate) fn complete_recv(
+    /// Given the CQs and counters only, and generic over the CQs: the fast path's
+    /// `MSG_DONE` (`Engine::fastpath_msg_done`) completes without a whole `Env` and
+    /// with the engine's own table, whose push it inlines.
+    pub(crate) fn complete_recv<C: CompletionSink + ?Sized>(
         &mut self,
-        env: &mut Env<'_>,
+        cqs: &mut C,
+        ctr: &mut Counters,
         write: bool,
         solicited: bool,
         immdt: Option<ImmDtRepr>,
@@ -675,8 +687,8 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
                 wc.invalidated_rkey = ieth.rkey;
                 wc.wc_flags = wc.wc_flags | WcFlags::WITH_INV;
             }
-            env.cqs.push(self.qp.recv_cq, wc);
-            env.ctr.rdma_recvs += 1;
+            cqs.push(self.qp.recv_cq, wc);
+            ctr.rdma_recvs += 1;
         }
         self.qp.resp.recv_off = 0;
     }
