@@ -113,7 +113,8 @@ package fp_pkg;
   localparam int RC_RESID = 28;
   localparam int RC_RECV_ADDR = 32;
   localparam int RC_LENGTH = 40;
-  localparam int RC_FLAGS = 44;     // [0] nak_sent, [1] recv_loaded, [2] held, [3] reads
+  localparam int RC_FLAGS = 44;     // [0] nak_sent, [1] recv_loaded, [2] held, [3] reads,
+                                    // [4] rq_empty (its RNR timer: RC_RECV_ADDR's low 5 bits)
   localparam int RC_QPN = 45;
   localparam int RC_PEER_GID = 48;  // 16 bytes, GID byte 0 first
 
@@ -154,7 +155,8 @@ package fp_pkg;
   localparam logic [7:0] EVK_ACKED = 8'd3;
   localparam logic [7:0] EVK_READ = 8'd4;   // a READ request taken (§3.4)
   localparam logic [7:0] EVK_CE = 8'd5;     // a CE-marked request taken, no other event
-  localparam int EV_F_CE = 7;               // EV_FLAGS bit: MSG_DONE / READ of a CE-marked request
+  localparam logic [7:0] EVK_RNR = 8'd7;    // a SEND to an empty receive queue RNR NAKed (§3.4)
+  localparam int EV_F_CE = 7;               // EV_FLAGS bit: MSG_DONE / READ / RNR of a CE-marked request
   localparam int EV_RKEY = 12;      // READ: the RETH's R_Key, VA and length
   localparam int EV_VA = 16;
   localparam int EV_LEN = 24;

@@ -13,8 +13,8 @@
 // RETH unloads: it shares RESID and LENGTH) or hand the frame to the firmware
 // (EXCEPTION event with the reason; the context changes only in `held`);
 // frames the parser rejected are dropped. A CE-marked request is judged as an
-// unmarked one; when taken (placed, answered, a READ taken) its event says
-// so (EV_F_CE on its MSG_DONE or READ, else an event EVK_CE of its own): the
+// unmarked one; when taken (placed, answered, a READ taken, RNR NAKed) its event
+// says so (EV_F_CE on its MSG_DONE, READ or RNR, else an event EVK_CE of its own): the
 // notification point, a CNP at most once per interval, is the firmware's
 // engine's, which would have run it for a packet it took itself.
 //
@@ -27,6 +27,18 @@
 // before the expected one with the current MSN (it was executed: not
 // again). A duplicate READ or atomic needs the responder's resources: the
 // firmware's (reason 2, as before).
+//
+// A SEND's first packet (no message under way) that finds no receive buffer
+// loaded, every other check passed, is the firmware's (reason 9) unless the
+// context has `rq_empty` (flags bit 4: the firmware found the QP's receive
+// queue empty; its min_rnr_timer in byte 32, RECV_ADDR's first, which holds
+// no address while nothing is loaded): then it is answered here as the
+// engine's responder answers it (receiver_not_ready; the model's not_ready,
+// docs/fastpath.md §3.4 "Receiver not ready"): an RNR NAK for its PSN with
+// the current MSN, queued as an ACK is (it merges behind a READ as one), the
+// expected PSN and MSN left, `nak_sent` set (the rest of the message in flight
+// is dropped without a NAK), and an RNR event (EVK_RNR) for the engine's
+// count.
 //
 // The receive-context table is a direct-mapped cache (docs/scale.md): QP qpn
 // lives in entry qpn mod NQP, tagged by the context's own `qpn` field (§3.2,
@@ -70,6 +82,10 @@
 // than a compare or an add after its registers (125 MHz on the ECP5). A
 // response taken adds the cycle(s) of its una_psn write (UNA: the
 // send-context table's port may be busy with the planner's write-back).
+// A rewind (NAK sequence error) or RNR NAK writes none: its una_psn lands with
+// fp_sqf's FLUSH, and until then the QP's responses are checked against the
+// NAK's PSN, held per entry (lr_rec), so that rewinds of several QPs close
+// together each keep theirs.
 //
 // An RDMA READ request of a context with `reads` (flags bit 3) is taken
 // here when it is the expected PSN, no message is under way, it has no
@@ -274,6 +290,7 @@ module fp_rx_check
   // ------------------------------------------------ its context (C1)
   logic        c_hit;      // the entry holds this QP's context (its tag is the QPN)
   logic        c_on, c_loaded, c_held, c_nak, c_reads;
+  logic        c_rq_empty; // the QP's receive queue is empty (its RNR timer: c_recv_addr[4:0])
   logic [3:0]  c_mtu_log2;
   logic [7:0]  c_cur, c_access, c_ack_every, c_unacked;
   logic [23:0] c_epsn, c_msn;
@@ -373,14 +390,20 @@ module fp_rx_check
   // yet (until then the entry counts as retrying: a second NAK of the same
   // PSN is dropped, as the engine drops it)
   logic [NQP-1:0] nak_inflight;
-  // the last rewind or RNR NAK taken (QP, PSN): its una_psn lands with fp_sqf's FLUSH
-  // (S_RD), so until then that QP's responses are checked against it, not the older
-  // una_psn the context still holds (a NAK of that PSN makes no progress, an older ACK
-  // is before una_psn), as the model's, whose NAK moves una_psn and drops the queue
-  // in one step; forgotten once the context's una_psn reached it
-  logic             lr_v;
-  logic [23:0]      lr_qpn;
-  logic [23:0]      lr_psn;
+  // per entry: the last rewind or RNR NAK taken (its PSN, and the QPN's bits above
+  // the entry's, so that another QP the entry serves later is not held): its una_psn
+  // lands with fp_sqf's FLUSH (S_RD), so until then that QP's responses are checked
+  // against it, not the older una_psn the context still holds (a NAK of that PSN makes
+  // no progress, an older ACK is before una_psn), as the model's, whose NAK moves
+  // una_psn and drops the queue in one step; forgotten once the context's una_psn
+  // reached it. Per entry, not one register: a second QP's rewind before the first's
+  // FLUSH landed would lose the first's hold, and a duplicate of its NAK would then be
+  // taken as progress (a second rewind, a retry spent), where the model drops it
+  localparam int LR_TAG = 24 - QPN_W;
+  logic [NQP-1:0]          lr_v;
+  logic [LR_TAG+23:0]      lr_rec [NQP];
+  logic [LR_TAG+23:0]      lr_q;
+  assign lr_q = lr_rec[m.bth_destqp[QPN_W-1:0]];
   // a READ response (C2); its READ, the first live entry (C3): where the
   // payload goes in the message, the READ's length and last PSN
   logic        k_read, k_rends, k_runa;
@@ -532,6 +555,7 @@ module fp_rx_check
         c_loaded <= r[8*RC_FLAGS + 1];
         c_held <= r[8*RC_FLAGS + 2];
         c_reads <= r[8*RC_FLAGS + 3];
+        c_rq_empty <= r[8*RC_FLAGS + 4];
         c_mtu_log2 <= r[8*RC_MTU_LOG2 +: 4];
         c_cur <= r[8*RC_CUR +: 8];
         c_access <= r[8*RC_ACCESS +: 8];
@@ -552,12 +576,14 @@ module fp_rx_check
             && gid_of(m.l3_kind, m.ip_src) == r[8*RC_PEER_GID +: 128];
         s_valid <= sctx_rd_data[8*SC_FLAGS + 2];
         s_next <= sctx_rd_data[32 +: 24];
-        // (a rewind's una_psn not landed yet: lr_psn)
-        if (lr_v && lr_qpn == m.bth_destqp && psn_diff(lr_psn, sctx_rd_data[64 +: 24]) > 0)
-          s_una <= lr_psn;
+        // (a rewind's una_psn not landed yet: its PSN)
+        if (lr_v[m.bth_destqp[QPN_W-1:0]] && lr_q[24 +: LR_TAG] == m.bth_destqp[23:QPN_W]
+            && psn_diff(lr_q[23:0], sctx_rd_data[64 +: 24]) > 0)
+          s_una <= lr_q[23:0];
         else begin
           s_una <= sctx_rd_data[64 +: 24];
-          if (lr_qpn == m.bth_destqp) lr_v <= 1'b0;
+          if (lr_q[24 +: LR_TAG] == m.bth_destqp[23:QPN_W])
+            lr_v[m.bth_destqp[QPN_W-1:0]] <= 1'b0;
         end
         s_mtu_log2 <= sctx_rd_data[8*SC_FLAGS + 4 +: 4];
         for (int j = 0; j < E; j++) begin
@@ -751,7 +777,7 @@ module fp_rx_check
         // C4: the first failing check, in the model's order
         fp_rx_verdict_t v;
         logic [7:0] reason, r_reason;
-        logic ok, pre, oos_q, dup_q, rd_q, rd_ok, dup_rd, drop_now, hold;
+        logic ok, pre, oos_q, dup_q, rd_q, rd_ok, rnr_q, dup_rd, drop_now, hold;
         logic [RCTX_BYTES*8-1:0] w;
         // a READ request of a context with `reads` (before the cascade uses it)
         rd_q = c_reads && k_rreq;
@@ -810,6 +836,12 @@ module fp_rx_check
         ok = pre && k_opcode_ok && k_psn_ok && k_seq_ok && k_len_ok
             && (k_send ? c_loaded && k_send_fits
                        : k_resid_nz && k_fits && k_key_ok && k_range_ok);
+        // a SEND's first packet (no message under way) that finds nothing loaded, every
+        // other check passed, in a context whose receive queue the firmware found empty:
+        // answered with an RNR NAK (the model's not_ready, the engine's
+        // receiver_not_ready), not reason 9
+        rnr_q = pre && k_opcode_ok && k_psn_ok && k_seq_ok && k_len_ok && k_send
+            && !c_loaded && c_cur == CUR_NONE && c_rq_empty;
 
         // the request's verdict
         v = '0;
@@ -845,6 +877,18 @@ module fp_rx_check
           v.ackd[8*RD_VA +: 64] = x_va;
           v.ackd[8*RD_RESID +: 32] = x_resid;
           v.ackd[8*RD_PD +: 16] = c_pd;
+        end else if (rnr_q) begin
+          // taken: the frame goes; the RNR NAK (its PSN, the current MSN, the QP's
+          // min_rnr_timer) queues as an ACK does; the firmware's engine counts it
+          v.action = ACT_TAKE;
+          v.ev_valid = 1'b1;
+          v.ev[8*EV_KIND +: 8] = EVK_RNR;
+          v.ack_valid = 1'b1;
+          v.ackd[8*AD_QPN +: 24] = m.bth_destqp;
+          v.ackd[8*AD_SYNDROME +: 8] = {3'b001, c_recv_addr[4:0]};
+          v.ackd[8*AD_PSN +: 24] = m.bth_psn;
+          v.ackd[8*AD_MSN +: 24] = c_msn;
+          v.ackd[8*AD_FLAGS + AD_F_MERGE] = 1'b1;
         end else if (!ok) begin
           v = exception(m, reason, frame_slot);
         end else begin
@@ -899,6 +943,10 @@ module fp_rx_check
           w[8*RC_FLAGS + 0] = 1'b0;
           w[8*RC_MSN +: 24] = c_msn + 24'd1;
           w[8*RC_EPSN +: 24] = c_epsn + k_npk;
+        end else if (rnr_q) begin
+          // the expected PSN and the MSN stay; the packets of the message already in
+          // flight behind it are dropped without a NAK (the PSN rule)
+          w[8*RC_FLAGS + 0] = 1'b1;
         end else if (!ok) begin
           w[8*RC_FLAGS + 2] = 1'b1;
         end else if (k_send) begin
@@ -1079,9 +1127,8 @@ module fp_rx_check
         v = of_frame(v, m);
         if (rewind || rnr) nak_inflight[m.bth_destqp[QPN_W-1:0]] <= 1'b1;
         if (rewind || rnr) begin
-          lr_v <= 1'b1;
-          lr_qpn <= m.bth_destqp;
-          lr_psn <= m.bth_psn;
+          lr_v[m.bth_destqp[QPN_W-1:0]] <= 1'b1;
+          lr_rec[m.bth_destqp[QPN_W-1:0]] <= {m.bth_destqp[23:QPN_W], m.bth_psn};
         end
         if (drop) gbn_drops <= gbn_drops + 32'd1;
         // the receive side's state is not the response's: only `held` changes
@@ -1149,7 +1196,7 @@ module fp_rx_check
     if (rst) begin
       st <= S_C0;
       nak_inflight <= '0;
-      lr_v <= 1'b0;
+      lr_v <= '0;
       gbn_drops <= '0;
       rd_inflight <= '0;
       drop_en <= 1'b0;

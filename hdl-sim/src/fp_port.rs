@@ -61,6 +61,7 @@ use roce_core::fastpath::layout::{
 use roce_core::fastpath::{SqIdle, SqSpent};
 use roce_core::memory::Dma;
 use roce_core::num::{Psn, Qpn};
+use roce_core::wire::aeth::RnrTimer;
 use roce_firmware::fastpath::{CqRing, CqWriter, SqBack, SqNews, SqRing, SqRung};
 use roce_firmware::hal::{Datapath, FastPath, FastPathCounters};
 use std::collections::{BTreeSet, HashMap, VecDeque};
@@ -577,6 +578,23 @@ impl<P: Datapath> FastPath for FpPort<P> {
             self.write_rctx(qpn, &b);
         }
         loaded
+    }
+
+    /// `fp_rx_check` answers a SEND's first packet that finds nothing loaded in a
+    /// context with `rq_empty` with an RNR NAK and an `RNR` event (`docs/fastpath.md`
+    /// §6, "Receiver not ready in RTL").
+    fn rnr_responder(&self) -> bool {
+        true
+    }
+
+    fn recv_rnr(&mut self, qpn: Qpn, t: Option<RnrTimer>) -> bool {
+        // (One step, as `load_recv`: no frame comes between the read and the write.)
+        let mut b = self.read_rctx(qpn);
+        let set = layout::rnr_rctx(&mut b, qpn, t);
+        if set {
+            self.write_rctx(qpn, &b);
+        }
+        set
     }
 
     fn run(&mut self, dma: &mut dyn Dma) -> bool {

@@ -22,7 +22,7 @@ use roce_core::memory::{AccessFlags, Dma, DmaError, MemoryTable, Pd};
 use roce_core::num::{Lkey, Msn, Psn, Qpn, Rkey};
 use roce_core::transport::{Mtu, Sge};
 use roce_core::transport::{WcFlags, WcOpcode, WcStatus, WorkCompletion};
-use roce_core::wire::aeth::{AethRepr, Syndrome};
+use roce_core::wire::aeth::{AethRepr, RnrTimer, Syndrome};
 use roce_core::wire::atomic::AtomicAckEthRepr;
 use roce_core::wire::bth::BthRepr;
 use roce_core::wire::ethernet::{EthernetRepr, MacAddr, VlanRepr};
@@ -1478,6 +1478,7 @@ struct RuleOut {
 /// The READ receive rule's case: one QP with `reads` at MTU 256, the frames of a READ
 /// of 44 responses, a second READ of 4, four one-packet WRITEs to bytes no READ reads,
 /// and a duplicate of the first READ from its response `dup_at` on.
+#[derive(Clone)]
 struct RuleCase {
     port: PortAddr,
     mrs: Vec<MrEntry>,
@@ -1487,15 +1488,47 @@ struct RuleCase {
     /// READ A, READ B, WRITEs W1..W4.
     f: Vec<Vec<u8>>,
     dup: Vec<u8>,
+    /// After batch `k` (with no frame in flight) the firmware loads QP 0's receive buffer
+    /// (`FastPath::load_recv`, as `FpPort` does it on the RTL: read, `load_rctx`, write).
+    load_after: Option<usize>,
 }
 
+/// The receive buffer [`RuleCase::load_after`] loads.
+const RULE_RECV: (u64, u32) = (RECV_BASE, RECV_SPAN);
+
 fn rule_case(dup_at: u32) -> RuleCase {
+    let msg = qp0_msg;
+    let a_len = 44 * 256;
+    let msgs = [
+        msg(5, 1, 0, a_len),
+        msg(5, 1, 0, 1024),
+        msg(3, 0, 0, 100),
+        msg(3, 0, 200, 100),
+        msg(3, 0, 400, 100),
+        msg(3, 0, 600, 100),
+    ];
+    let (mut c, qp, keys) = rule_qp(&msgs);
+    assert_eq!(c.f.len(), 6, "one packet each but the READs' requests");
+    let mut again = qp.clone();
+    again.tx.psn = qp.tx.psn + dup_at;
+    let dup = peer_frames(
+        0,
+        &again,
+        &[msg(5, 1, dup_at * 256, a_len - dup_at * 256)],
+        &keys,
+    );
+    c.dup = dup[0].clone();
+    c
+}
+
+/// The QP of the READ receive rule's cases and the peer's frames of `msgs` (no
+/// duplicate yet), with the QP and the keys of its MRs.
+fn rule_qp(msgs: &[RxMsg]) -> (RuleCase, RxQp, Vec<u32>) {
     let mut tx = line_rate_qp();
     tx.mtu = Mtu::Mtu256;
     tx.path.host = RX_HOST;
     tx.pkey = 0xFFFF;
     let qp = reads_qp(tx, 500);
-    let msg = qp0_msg;
     // the receiver's regions as rx_case registers them (MR 1 with REMOTE_READ)
     let mut table = MemoryTable::<4, 16>::new();
     let pd = table.alloc_pd().unwrap();
@@ -1512,26 +1545,8 @@ fn rule_case(dup_at: u32) -> RuleCase {
     }
     let keys: Vec<u32> = mrs.iter().map(|e| e.key).collect();
     let keys = [keys.clone(), keys].concat();
-    let a_len = 44 * 256;
-    let msgs = [
-        msg(5, 1, 0, a_len),
-        msg(5, 1, 0, 1024),
-        msg(3, 0, 0, 100),
-        msg(3, 0, 200, 100),
-        msg(3, 0, 400, 100),
-        msg(3, 0, 600, 100),
-    ];
-    let f = peer_frames(0, &qp, &msgs, &keys);
-    assert_eq!(f.len(), 6, "one packet each but the READs' requests");
-    let mut again = qp.clone();
-    again.tx.psn = qp.tx.psn + dup_at;
-    let dup = peer_frames(
-        0,
-        &again,
-        &[msg(5, 1, dup_at * 256, a_len - dup_at * 256)],
-        &keys,
-    );
-    RuleCase {
+    let f = peer_frames(0, &qp, msgs, &keys);
+    let c = RuleCase {
         port: rx_port(false),
         mrs,
         rctx: RecvCtx {
@@ -1546,8 +1561,10 @@ fn rule_case(dup_at: u32) -> RuleCase {
         sctx: send_ctx(&qp.tx),
         mem0: HostMem::new(RX_BASE, RX_LEN, 0x6B),
         f,
-        dup: dup[0].clone(),
-    }
+        dup: Vec::new(),
+        load_after: None,
+    };
+    (c, qp, keys)
 }
 
 impl RuleCase {
@@ -1562,10 +1579,13 @@ impl RuleCase {
         }
         fp.write_sctx(qpn_of(0), 0, &layout::encode_sctx(&self.sctx));
         fp.write_rctx(qpn_of(0), &layout::encode_rctx(&self.rctx));
-        for (frames, budget) in batches {
+        for (k, (frames, budget)) in batches.iter().enumerate() {
             fp.inner.wire.rx.extend(frames.iter().cloned());
             fp.inner.budget = budget.map(|b| fp.inner.wire.sent.len() + b);
             fp.run(&mut mem);
+            if self.load_after == Some(k) {
+                assert!(fp.load_recv(qpn_of(0), Some(RULE_RECV)), "model: load");
+            }
         }
         fp.inner.budget = None;
         fp.run(&mut mem);
@@ -1605,15 +1625,30 @@ impl RuleCase {
         sim.write_record(Table::RecvCtx, q, &layout::encode_rctx(&self.rctx));
         sim.run_until_idle(&mut mem, 100_000).unwrap();
         sim.set_tx_hold(true);
-        for frames in batches {
+        for (k, frames) in batches.iter().enumerate() {
             for f in *frames {
                 sim.push_rx_frame(f);
             }
             for _ in 0..20_000 {
                 sim.tick(&mut mem);
             }
+            if self.load_after == Some(k) {
+                let b = sim
+                    .read_record(Table::RecvCtx, q, layout::RCTX_LEN, &mut mem)
+                    .unwrap();
+                let mut b: [u8; layout::RCTX_LEN] = b.try_into().unwrap();
+                // (refused as `FpPort` refuses it: a held QP, say; the results differ)
+                if layout::load_rctx(&mut b, qpn_of(0), Some(RULE_RECV)) {
+                    sim.write_record(Table::RecvCtx, q, &b);
+                }
+            }
         }
         sim.set_tx_hold(false);
+        // (the quiet cycles `run_until_idle` counts ran on while the output was held: a
+        // frame waiting there, an ACK with nothing behind it, would stay)
+        for _ in 0..1_000 {
+            sim.tick(&mut mem);
+        }
         sim.run_until_idle(&mut mem, 1_000_000).unwrap();
         sim.set_shaping(Shaping::LINE_RATE);
         let frames = frames(sim);
@@ -1745,6 +1780,135 @@ fn a_duplicate_read_drops_the_rest_of_the_read_under_way() {
             "{w}: model: events"
         );
         assert_rule_out(&got, &want, &w);
+    }
+}
+
+/// The kinds of the events of the receiver-not-ready case.
+fn rnr_kinds(out: &RuleOut) -> Vec<&'static str> {
+    out.events
+        .iter()
+        .map(|e| match e {
+            Event::Read { .. } => "read",
+            Event::Rnr { ce: false, .. } => "rnr",
+            Event::Rnr { ce: true, .. } => "rnr ce",
+            Event::Ce { .. } => "ce",
+            Event::MsgDone { .. } => "done",
+            _ => "other",
+        })
+        .collect()
+}
+
+/// A SEND's first packet to a QP whose receive queue the firmware found empty
+/// (`rq_empty`, its `min_rnr_timer` in byte 32; docs/fastpath.md §3.4, "Receiver not
+/// ready") is answered by `fp_rx_check` as the model answers it (`not_ready`): an RNR
+/// NAK for its PSN with the current MSN, `nak_sent` set, the expected PSN and MSN left,
+/// an `RNR` event. At MTU 256 the peer sends a WRITE W1, a SEND S of three packets and
+/// a WRITE W2 back to back, then a duplicate of W1 and S's first packet again, CE-marked
+/// (as is S's last): S's first is RNR NAKed, its middle, last and W2 are out of sequence
+/// behind the NAK (dropped without another; the marked one a `CE` event), the duplicate
+/// ACKed again, the retry RNR NAKed again (its event with the CE mark). Then the
+/// firmware loads a receive buffer (`load_rctx` clears `rq_empty`) and S and W2 come
+/// again: placed, S's MSG_DONE. Three ways: without a READ before (every ACK and NAK on
+/// the wire); behind a READ of 44 responses that wait (the RTL's transmit output held),
+/// where the RNR NAK replaces W1's ACK behind the READ and neither the duplicate's ACK
+/// nor the second RNR NAK replaces it (fp_resp_q's merge: the model's `push_ack`); and
+/// so with the buffer loaded and S and W2 placed behind the READ too (W2's ACK replaces
+/// the NAK). The same frames byte for byte, events, memory and context as the model's
+/// `FastPathPort`, 64 and 512 bits, with and without idle cycles and back-pressure.
+/// (Main's RTL raised reason 9 for S's first packet and held the QP.)
+#[test]
+fn an_empty_receive_queue_is_rnr_naked_as_the_model_naks_it() {
+    let msg = qp0_msg;
+    let msgs = [
+        msg(5, 1, 0, 44 * 256),
+        msg(3, 0, 0, 100),
+        msg(0, 0, 0, 600),
+        msg(3, 0, 200, 100),
+    ];
+    let (mut c, qp, _) = rule_qp(&msgs);
+    let f = c.f.clone();
+    assert_eq!(f.len(), 6, "READ, W1, S (3 packets), W2");
+    c.rctx.rnr = Some(RnrTimer::new(14));
+    c.load_after = Some(0);
+    let ce = |g: &Vec<u8>| {
+        let mut g = g.clone();
+        set_ce(&mut g);
+        g
+    };
+    let then: Vec<Vec<u8>> = f[2..6].to_vec();
+    let sims = sims();
+    for read in [false, true] {
+        let mut c = c.clone();
+        if !read {
+            // (the READ's PSNs and MSN passed already)
+            c.rctx.epsn = Psn::new(qp.tx.psn + 44);
+            c.rctx.msn = c.rctx.msn.add(1);
+        }
+        let first: Vec<Vec<u8>> = f[usize::from(!read)..2]
+            .iter()
+            .cloned()
+            .chain([f[2].clone(), f[3].clone(), ce(&f[4]), f[5].clone()])
+            .chain([f[1].clone(), ce(&f[2])])
+            .collect();
+        for loaded in [false, true] {
+            if !read && !loaded {
+                continue;
+            }
+            c.load_after = loaded.then_some(0);
+            let batches: Vec<&[Vec<u8>]> = if loaded {
+                vec![&first, &then]
+            } else {
+                vec![&first]
+            };
+            // (behind the READ the model sends nothing until the end, as the RTL, whose
+            // transmit output is held)
+            let budget = read.then_some(0);
+            let want = c.model(&batches.iter().map(|b| (*b, budget)).collect::<Vec<_>>());
+            let what = format!("READ {read} loaded {loaded}");
+            let mut kinds = vec!["rnr", "ce", "rnr ce"];
+            if read {
+                kinds.insert(0, "read");
+            }
+            if loaded {
+                kinds.push("done");
+            }
+            assert_eq!(rnr_kinds(&want), kinds, "{what}: model: events");
+            let rnr_naks = want
+                .frames
+                .iter()
+                .filter(|g| {
+                    wire::parse(g).is_ok_and(|p| {
+                        p.aeth()
+                            .is_some_and(|a| a.syndrome == Syndrome::RnrNak(RnrTimer::new(14)))
+                    })
+                })
+                .count();
+            let (n, naks) = match (read, loaded) {
+                // W1's ACK, the RNR NAK, the duplicate's ACK, the RNR NAK; S's, W2's ACKs
+                (false, _) => (6, 2),
+                // the READ's responses and what its merges left behind it
+                (true, false) => (44 + 1, 1),
+                (true, true) => (44 + 1, 0),
+            };
+            assert_eq!(
+                (want.frames.len(), rnr_naks),
+                (n, naks),
+                "{what}: model: frames, RNR NAKs"
+            );
+            let Some(sims) = &sims else { return };
+            for (s, shaped) in sims.iter().flat_map(|s| [(s, false), (s, true)]) {
+                let mut sim = s.borrow_mut();
+                let w = format!("{what} {} shaped {shaped}", sim.width());
+                let got = c.rtl(&mut sim, &batches, shaped);
+                assert_rule_out(&got, &want, &w);
+                // (S's middle and last, W2)
+                assert_eq!(
+                    sim.rx_oos_dups(),
+                    [3, 1],
+                    "{w}: out of sequence, duplicates"
+                );
+            }
+        }
     }
 }
 

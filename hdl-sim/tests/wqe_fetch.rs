@@ -17,10 +17,11 @@ mod common;
 use common::host_mem::HostMem;
 use common::Wire;
 use roce_core::fastpath::layout;
-use roce_core::fastpath::{MrEntry, RecvCtx, SendCtx, SqIdle};
+use roce_core::fastpath::{ack_frame, AckDesc, MrEntry, RecvCtx, SendCtx, SqIdle};
 use roce_core::memory::{AccessFlags, Dma, Pd};
-use roce_core::num::{Lkey, Psn, Qpn, Rkey};
+use roce_core::num::{Lkey, Msn, Psn, Qpn, Rkey};
 use roce_core::transport::{Mtu, SendFlags, SendWr, WrOp};
+use roce_core::wire::aeth::{NakCode, Syndrome};
 use roce_core::wire::ethernet::{EthernetRepr, MacAddr};
 use roce_core::wire::ipv4::Ipv4Repr;
 use roce_core::wire::udp::{UdpRepr, ROCEV2_PORT};
@@ -50,18 +51,24 @@ const PSN: u32 = 0xFF_FFF0;
 const RTO: u64 = 4_096_000;
 
 fn template() -> HeaderTemplate {
+    headers(1, 2, 50_000)
+}
+
+/// The headers from host `from` (10.0.0.`from`, MAC 2:0:0:0:0:`from`) to host `to`, UDP
+/// source port `sport`.
+fn headers(from: u8, to: u8, sport: u16) -> HeaderTemplate {
     let eth = EthernetRepr {
-        dst: MacAddr([2, 0, 0, 0, 0, 2]),
-        src: MacAddr([2, 0, 0, 0, 0, 1]),
+        dst: MacAddr([2, 0, 0, 0, 0, to]),
+        src: MacAddr([2, 0, 0, 0, 0, from]),
         ethertype: 0,
     };
     let l3 = L3Repr::Ipv4(Ipv4Repr {
-        src: Ipv4Addr::new(10, 0, 0, 1),
-        dst: Ipv4Addr::new(10, 0, 0, 2),
+        src: Ipv4Addr::new(10, 0, 0, from),
+        dst: Ipv4Addr::new(10, 0, 0, to),
         ..Ipv4Repr::default()
     });
     let udp = UdpRepr {
-        src_port: 50_000,
+        src_port: sport,
         dst_port: ROCEV2_PORT,
         checksum: 0,
     };
@@ -347,13 +354,18 @@ struct Outcome {
     back: Option<SqBack>,
 }
 
-fn memory(c: &Case) -> HostMem {
-    let mut m = HostMem {
+/// The host memory with a pattern in every byte.
+fn blank_memory() -> HostMem {
+    HostMem {
         base: MEM_BASE,
         bytes: (0..MEM_LEN)
             .map(|i| (i as u8).wrapping_mul(37) ^ 0x5A)
             .collect(),
-    };
+    }
+}
+
+fn memory(c: &Case) -> HostMem {
+    let mut m = blank_memory();
     for (i, w) in c.wqes.iter().enumerate() {
         let at = c.ring + 160 * i as u64;
         let _ = m.write(at, w);
@@ -361,20 +373,26 @@ fn memory(c: &Case) -> HostMem {
     m
 }
 
+/// The QP's state at a hand-over: next PSN `psn`, the engine's send-queue depth, its
+/// `max_rd_atomic`; the local ACK timeout [`RTO`], full retry budgets.
+fn idle_at(psn: u32, depth: u32, max_rd_atomic: u8) -> SqIdle {
+    SqIdle {
+        psn: Psn::new(psn),
+        rto: Some(RTO),
+        sig_all: false,
+        pd: Pd::from_index(PD),
+        depth,
+        retry_cnt: 7,
+        rnr_retry: 7,
+        max_rd_atomic,
+    }
+}
+
 /// Hands the QP's queue over, rings, lets the fast path run, takes the queue back.
 fn play(fp: &mut dyn FastPath, c: &Case, mem: &mut HostMem) -> Outcome {
     setup(fp);
     fp.run_at(mem, 1_000);
-    let idle = SqIdle {
-        psn: Psn::new(PSN),
-        rto: Some(RTO),
-        sig_all: false,
-        pd: Pd::from_index(PD),
-        depth: c.depth,
-        retry_cnt: 7,
-        rnr_retry: 7,
-        max_rd_atomic: c.max_rd_atomic,
-    };
+    let idle = idle_at(PSN, c.depth, c.max_rd_atomic);
     let ring = SqRing {
         ring: c.ring,
         log: RING_LOG,
@@ -397,14 +415,21 @@ fn play(fp: &mut dyn FastPath, c: &Case, mem: &mut HostMem) -> Outcome {
     }
 }
 
-#[test]
-fn the_rtl_fetch_decides_as_the_model() {
+/// Whether the RTL was built (under CI=true it must be).
+fn rtl_here() -> bool {
     if !rtl_available() {
         assert!(
             !std::env::var("CI").is_ok_and(|v| v == "true"),
             "CI=true but roce-hdl-sim was built without Verilator"
         );
         eprintln!("SKIPPED: roce-hdl-sim was built without Verilator");
+    }
+    rtl_available()
+}
+
+#[test]
+fn the_rtl_fetch_decides_as_the_model() {
+    if !rtl_here() {
         return;
     }
     let mut failures = Vec::new();
@@ -525,16 +550,7 @@ fn doorbell_to_first_frame() {
     let mut rtl = FpPort::new(DataWidth::W64, Wire::default()).expect("the RTL fast path");
     setup(&mut rtl);
     rtl.run_at(&mut mem, 1_000);
-    let idle = SqIdle {
-        psn: Psn::new(PSN),
-        rto: Some(RTO),
-        sig_all: false,
-        pd: Pd::from_index(PD),
-        depth: 64,
-        retry_cnt: 7,
-        rnr_retry: 7,
-        max_rd_atomic: 4,
-    };
+    let idle = idle_at(PSN, 64, 4);
     let ring = SqRing {
         ring: RING,
         log: RING_LOG,
@@ -554,4 +570,202 @@ fn doorbell_to_first_frame() {
     eprintln!(
         "64-byte WRITE, 64-bit RTL: call to the first frame's last beat: descriptor {posted} cycles, doorbell (WQE fetch) {fetched} cycles"
     );
+}
+
+/// Two QPs (context entries 3 and 4) whose send queues the fetch holds, for
+/// [`rewinds_of_two_qps_close_together_keep_each_its_hold`]: their QPN, first PSN and
+/// ring.
+const TWO: [(u32, u32, u64); 2] = [
+    (QPN, 0x10, RING),
+    (4 + FP_CTX_ENTRIES as u32, 0x80_0000, RING + 0x1400),
+];
+
+/// The port's and the peer's addresses (10.0.0.1, 10.0.0.2) as GIDs.
+fn gid_of(host: u8) -> [u8; 16] {
+    Ipv4Addr::new(10, 0, 0, host).to_ipv6_mapped().octets()
+}
+
+/// The peer's frames to QP `qpn` (the headers of [`template`] turned around).
+fn peer_ctx(qpn: u32) -> SendCtx {
+    SendCtx {
+        valid: true,
+        template: headers(2, 1, 50_001),
+        pkey: 0xFFFF,
+        dest_qpn: Qpn::new(qpn),
+        mtu: Mtu::Mtu1024,
+        sr: false,
+        max_pkts_per_ack: 64,
+        next_psn: Psn::new(0),
+        noack: 0,
+        una_psn: Psn::new(0),
+        window: 1 << 20,
+    }
+}
+
+/// The peer's NAK "PSN sequence error" of QP `qpn` at `psn`.
+fn peer_nak(qpn: u32, psn: u32) -> Vec<u8> {
+    let desc = AckDesc {
+        qpn: Qpn::new(0x1234),
+        syndrome: Syndrome::Nak(NakCode::PsnSequenceError),
+        psn: Psn::new(psn),
+        msn: Msn::new(1),
+    };
+    let mut buf = vec![0u8; 256];
+    let n = ack_frame(&peer_ctx(qpn), &desc, &mut buf).expect("NAK frame");
+    buf.truncate(n);
+    buf
+}
+
+/// What one fast path did with the NAKs of [`rewinds_of_two_qps_close_together_keep_each_its_hold`].
+#[derive(Debug, PartialEq)]
+struct Rewound {
+    /// Each QP's frames, in order (the two QPs' interleave as the RTL's timing has it).
+    frames: [Vec<Vec<u8>>; 2],
+    naks: u32,
+    retries: u32,
+    back: Vec<Option<SqBack>>,
+}
+
+/// The wire of either fast path.
+trait OnWire: FastPath {
+    fn wire(&mut self) -> &mut Wire;
+}
+
+impl OnWire for FastPathPort<Wire, { FP_CTX_ENTRIES }> {
+    fn wire(&mut self) -> &mut Wire {
+        &mut self.inner
+    }
+}
+
+impl OnWire for FpPort<Wire> {
+    fn wire(&mut self) -> &mut Wire {
+        self.port_mut()
+    }
+}
+
+/// Both QPs' queues handed over (four one-packet WRITEs each, sent), then the peer's
+/// NAKs of both and a second copy of the first one's, in one `run`.
+fn rewind_two(fp: &mut dyn OnWire, mem: &mut HostMem) -> Rewound {
+    setup(fp);
+    fp.set_port([2, 0, 0, 0, 0, 1], gid_of(1));
+    for &(qpn, psn, ring) in &TWO {
+        let q = Qpn::new(qpn);
+        let ctx = SendCtx {
+            template: template(),
+            dest_qpn: Qpn::new(0x1234),
+            next_psn: Psn::new(psn),
+            una_psn: Psn::new(psn),
+            ..peer_ctx(0)
+        };
+        fp.write_sctx(q, 0, &layout::encode_sctx(&ctx));
+        let rctx = RecvCtx {
+            access: AccessFlags::LOCAL_WRITE,
+            peer_gid: gid_of(2),
+            ..RecvCtx::idle(q, Pd::from_index(PD), Mtu::Mtu1024)
+        };
+        fp.write_rctx(q, &layout::encode_rctx(&rctx));
+        // (as the firmware sets it for a queue it hands over)
+        fp.set_send_cq(q, Some(CQ));
+        for i in 0..4u64 {
+            let wr = SendWr::new(
+                i,
+                WrOp::RdmaWrite {
+                    remote_addr: 0xABCD_0000 + 1024 * i,
+                    rkey: Rkey(0x77),
+                },
+            )
+            .sge(DATA + 1024 * i, 1024, Lkey(KEY));
+            mem.write(ring + 160 * i, &wqe(&wr)).expect("ring");
+        }
+    }
+    fp.run_at(mem, 1_000);
+    for &(qpn, psn, ring) in &TWO {
+        let idle = idle_at(psn, 64, 4);
+        let sq = SqRing {
+            ring,
+            log: RING_LOG,
+            ci: 0,
+        };
+        assert!(fp.sq_hand_over(Qpn::new(qpn), sq, &idle), "hand-over");
+        let rung = fp.sq_doorbell(Qpn::new(qpn), 4, 2_000, mem);
+        assert_eq!((rung.taken, rung.stopped), (4, false), "doorbell");
+    }
+    for t in 0..4 {
+        fp.run_at(mem, 3_000 + t);
+    }
+    let sent = std::mem::take(&mut fp.wire().sent);
+    assert_eq!(sent.len(), 8, "the WRITEs");
+    let _ = fp.sq_news();
+    // back to back: A's NAK of its second WRITE, B's of its third, A's again
+    let (a, b) = (TWO[0], TWO[1]);
+    let naks = [
+        peer_nak(a.0, a.1 + 1),
+        peer_nak(b.0, b.1 + 2),
+        peer_nak(a.0, a.1 + 1),
+    ];
+    fp.wire().rx.extend(naks);
+    let mut news = (0, 0);
+    for t in 0..4 {
+        fp.run_at(mem, 5_000 + t);
+        let n = fp.sq_news();
+        news.0 += n.naks;
+        news.1 += n.retries;
+    }
+    // (none reaches the firmware: the fetch took the three)
+    let mut ev = [0u8; layout::EVENT_LEN];
+    assert!(
+        !fp.poll_event(&mut ev, &mut []),
+        "an event: {:?}",
+        layout::decode_event(&ev)
+    );
+    // (both QPs send to the peer's QP 0x1234; B's PSNs are 0x80_0000 on)
+    let (b_frames, a_frames) = std::mem::take(&mut fp.wire().sent)
+        .into_iter()
+        .partition(|f| roce_core::wire::parse(f).is_ok_and(|p| p.psn().value() >= b.1));
+    Rewound {
+        frames: [a_frames, b_frames],
+        naks: news.0,
+        retries: news.1,
+        back: TWO
+            .iter()
+            .map(|&(qpn, ..)| fp.sq_take_back(Qpn::new(qpn)))
+            .collect(),
+    }
+}
+
+/// Rewinds of two QPs close together (docs/fastpath.md §3.8, "Go-Back-N in RTL"): the
+/// NAK of QP A's second WRITE, then, before `fp_sqf`'s FLUSH has landed A's `una_psn`
+/// (some 20 cycles), B's NAK of its third and a duplicate of A's NAK, back to back in
+/// one `run`. The model takes both NAKs as rewinds and drops the duplicate (a retry
+/// under way without progress: the engine's `on_nak`); `fp_rx_check` checks A's
+/// responses against A's NAK's PSN until its FLUSH lands, held per context entry
+/// (`lr_rec`), so it drops it too: the same replays byte for byte, NAKs and retries
+/// counted, and state at the take-back, at 64 and 512 bits. (With one register for
+/// the hold, B's rewind replaced A's, and A's duplicate was checked against the
+/// `una_psn` before A's rewind: progress, a second rewind and its replays.)
+#[test]
+fn rewinds_of_two_qps_close_together_keep_each_its_hold() {
+    if !rtl_here() {
+        return;
+    }
+    let mut mem = blank_memory();
+    let mut model = FastPathPort::<Wire, { FP_CTX_ENTRIES }>::new(Wire::default());
+    let want = rewind_two(&mut model, &mut mem);
+    // A replays from its second WRITE (3), B from its third (2), once each
+    assert_eq!((want.naks, want.retries), (3, 2), "model: NAKs, retries");
+    let replays = |r: &Rewound| r.frames.clone().map(|f| f.len());
+    assert_eq!(replays(&want), [3, 2], "model: replays");
+    for width in DataWidth::ALL {
+        let mut mem = blank_memory();
+        let mut rtl = FpPort::new(width, Wire::default()).expect("the RTL fast path");
+        let got = rewind_two(&mut rtl, &mut mem);
+        assert!(rtl.fault().is_none(), "{width}: {:?}", rtl.fault());
+        assert_eq!(
+            (got.naks, got.retries, replays(&got)),
+            (want.naks, want.retries, replays(&want)),
+            "{width}: NAKs, retries, replays"
+        );
+        assert!(got.frames == want.frames, "{width}: replays differ");
+        assert_eq!(got.back, want.back, "{width}: take-back");
+    }
 }
