@@ -38,14 +38,13 @@ use crate::transport::{
 };
 use crate::wire::aeth::RnrTimer;
 use crate::wire::bth::BthRepr;
-use crate::wire::cnp::CnpRepr;
 use crate::wire::ethernet::{EthernetRepr, MacAddr, VlanRepr};
 use crate::wire::icrc::IcrcKind;
 use crate::wire::ipv4::Ipv4Repr;
 use crate::wire::ipv6::{Ipv6Repr, NEXT_HEADER_BTH, NEXT_HEADER_UDP};
 use crate::wire::opcode::{Opcode, Operation, Transport};
 use crate::wire::udp::{UdpRepr, ROCEV2_PORT};
-use crate::wire::{self, ExtHeaders, HeaderTemplate, L3Repr};
+use crate::wire::{self, HeaderTemplate, L3Repr};
 
 pub(crate) mod ctx;
 mod port;
@@ -2178,18 +2177,11 @@ fn emit_cnp(cfg: &PortConfig, qp: &Qp, hdr: &HeaderTemplate, buf: &mut [u8]) -> 
     if hdr.raw().3 == IcrcKind::RoceV1 {
         return None;
     }
-    let mut hdr = *hdr;
     // `lower_headers`' PCP of priority `cnp_prio`, and the CNP's marking.
     let pcp = cfg.dcb.prio_pcp[usize::from(cfg.cc.cnp_prio & 7)] & 7;
-    hdr.remark(pcp, cfg.cc.cnp_dscp, ECN_ECT0, 0, 0);
     let mut bth = BthRepr::new(Opcode::CNP, qp.dest_qpn, Psn::ZERO);
     bth.becn = true;
-    let ext = ExtHeaders {
-        cnp: Some(CnpRepr::default()),
-        ..ExtHeaders::default()
-    };
-    let layout = hdr.emit_with(&bth, &ext, 0, buf, |_| ()).ok()?;
-    Some(layout.end)
+    hdr.emit_cnp(pcp, cfg.cc.cnp_dscp, ECN_ECT0, &bth, buf).ok()
 }
 
 /// How a frame is marked below the BTH: IP DSCP and ECN, the 802.1p priority (the
@@ -2308,6 +2300,8 @@ fn gid_eq(a: &[u8; 16], b: &[u8; 16]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::wire::cnp::CnpRepr;
+    use crate::wire::ExtHeaders;
 
     #[test]
     fn pkey_rule() {

@@ -1125,38 +1125,15 @@ impl HeaderTemplate {
         if self.len == 0 {
             return;
         }
-        let l3 = usize::from(self.l3);
-        let b = &mut self.bytes;
-        // The tag's TCI follows the outer EtherType: PCP is its top 3 bits.
-        if l3 == EthernetRepr::LEN + VlanRepr::LEN {
-            if let Some(t) = b.get_mut(EthernetRepr::LEN) {
-                *t = (*t & 0x1F) | ((pcp & 7) << 5);
-            }
-        }
-        let tc = (dscp << 2) | (ecn & 3);
-        let udp = match self.kind {
-            IcrcKind::Ipv4 => {
-                if let Some(w) = b.get_mut(l3..l3 + 2) {
-                    let old = u16::from_be_bytes([w[0], w[1]]);
-                    w[1] = tc;
-                    let new = u16::from_be_bytes([w[0], w[1]]);
-                    let sum = u32::from(self.ip_sum) + u32::from(!old) + u32::from(new);
-                    let sum = (sum & 0xFFFF) + (sum >> 16);
-                    self.ip_sum = ((sum & 0xFFFF) + (sum >> 16)) as u16;
-                }
-                Some(l3 + Ipv4Repr::LEN)
-            }
-            IcrcKind::Ipv6 | IcrcKind::RoceV1 => {
-                let w = (6 << 28) | (u32::from(tc) << 20) | (flow_label & 0x000F_FFFF);
-                if let Some(f) = b.get_mut(l3..l3 + 4) {
-                    f.copy_from_slice(&w.to_be_bytes());
-                }
-                (self.kind == IcrcKind::Ipv6).then_some(l3 + Ipv6Repr::LEN)
-            }
+        let mark = Mark {
+            pcp,
+            dscp,
+            ecn,
+            flow_label,
+            src_port,
         };
-        if let Some(f) = udp.and_then(|u| b.get_mut(u..u + 2)) {
-            f.copy_from_slice(&src_port.to_be_bytes());
-        }
+        let (l3, kind) = (usize::from(self.l3), self.kind);
+        self.ip_sum = mark.apply(&mut self.bytes, l3, kind, self.ip_sum);
     }
 
     /// The template as a context memory holds it: the header bytes (lengths and IPv4
@@ -1243,39 +1220,9 @@ impl HeaderTemplate {
             .get_mut(..total)
             .ok_or(EmitError::BufferTooSmall { needed: total })?;
         let (l3, bth_at) = (usize::from(self.l3), usize::from(self.len));
-        let len16 = |n: usize| u16::try_from(n).map_err(|_| EmitError::TooLong);
-        // IPv4 counts its header in its length, IPv6 and the GRH do not; UDP counts its
-        // own header and everything after it.
-        let ip_len = match self.kind {
-            IcrcKind::Ipv4 => len16(total - l3)?,
-            IcrcKind::Ipv6 | IcrcKind::RoceV1 => len16(total - l3 - Ipv6Repr::LEN)?,
-        };
-        let udp_at = match self.kind {
-            IcrcKind::Ipv4 => Some(l3 + Ipv4Repr::LEN),
-            IcrcKind::Ipv6 => Some(l3 + Ipv6Repr::LEN),
-            IcrcKind::RoceV1 => None,
-        };
-        let udp_len = udp_at.map(|u| len16(total - u)).transpose()?;
         let (hdr, rest) = buf.split_at_mut(bth_at);
         hdr.copy_from_slice(&self.bytes[..bth_at]);
-        let mut set16 = |at: usize, v: u16| {
-            if let Some(f) = hdr.get_mut(at..at + 2) {
-                f.copy_from_slice(&v.to_be_bytes());
-            }
-        };
-        if self.kind == IcrcKind::Ipv4 {
-            set16(l3 + 2, ip_len);
-            // RFC 1624: the template's sum plus the length, folded, complemented (equal
-            // to the checksum computed from scratch: both are the folded sum, never 0).
-            let sum = u32::from(self.ip_sum) + u32::from(ip_len);
-            let sum = (sum & 0xFFFF) + (sum >> 16);
-            set16(l3 + 10, !(sum as u16));
-        } else {
-            set16(l3 + 4, ip_len);
-        }
-        if let (Some(u), Some(n)) = (udp_at, udp_len) {
-            set16(u + 4, n);
-        }
+        let udp_at = self.set_lengths(hdr, total, self.ip_sum)?;
         let too_long = |_| EmitError::TooLong;
         let mut at = bth.emit(rest).map_err(too_long)?;
         for h in info.headers {
@@ -1302,6 +1249,149 @@ impl HeaderTemplate {
             icrc: icrc_at,
             end: total,
         })
+    }
+
+    /// Writes into `hdr` (these header bytes, copied into a frame of `total` bytes)
+    /// the lengths and, for IPv4, the checksum from the base sum `ip_sum`; returns the
+    /// UDP header's offset. The one place for these rules, whatever the frame.
+    fn set_lengths(
+        &self,
+        hdr: &mut [u8],
+        total: usize,
+        ip_sum: u16,
+    ) -> Result<Option<usize>, EmitError> {
+        let l3 = usize::from(self.l3);
+        // The bytes after `l3` and a header of `skip` bytes.
+        let len16 = |skip: usize| {
+            total
+                .checked_sub(l3 + skip)
+                .and_then(|n| u16::try_from(n).ok())
+                .ok_or(EmitError::TooLong)
+        };
+        // IPv4 counts its header in its length, IPv6 and the GRH do not; UDP counts its
+        // own header and everything after it.
+        let (ip_len, udp_at) = match self.kind {
+            IcrcKind::Ipv4 => (len16(0)?, Some(l3 + Ipv4Repr::LEN)),
+            IcrcKind::Ipv6 => (len16(Ipv6Repr::LEN)?, Some(l3 + Ipv6Repr::LEN)),
+            IcrcKind::RoceV1 => (len16(Ipv6Repr::LEN)?, None),
+        };
+        let mut set16 = |at: usize, v: u16| {
+            if let Some(f) = hdr.get_mut(at..at + 2) {
+                f.copy_from_slice(&v.to_be_bytes());
+            }
+        };
+        if self.kind == IcrcKind::Ipv4 {
+            set16(l3 + 2, ip_len);
+            // RFC 1624: the template's sum plus the length, folded, complemented (equal
+            // to the checksum computed from scratch: both are the folded sum, never 0).
+            let sum = u32::from(ip_sum) + u32::from(ip_len);
+            let sum = (sum & 0xFFFF) + (sum >> 16);
+            set16(l3 + 10, !(sum as u16));
+        } else {
+            set16(l3 + 4, ip_len);
+        }
+        if let Some(u) = udp_at {
+            // Fits: `u` is past `l3 + 20`, and the IP length fitted.
+            set16(u + 4, total.saturating_sub(u) as u16);
+        }
+        Ok(udp_at)
+    }
+
+    /// Writes a CNP: these headers re-marked as [`Self::remark`] does with `pcp`,
+    /// `dscp`, `ecn`, flow label 0 and UDP source port 0 (lengths and checksum
+    /// completed), `bth` (a CNP's), the 16 reserved zero bytes and the ICRC; returns its
+    /// length. The frame `remark` and then [`Self::emit_with`] write, marked in the
+    /// frame instead of in a copy of the template, and without the generic path's
+    /// opcode table and extended-header dispatch: a notification point's CNP is the
+    /// firmware's frame, each one in its per-packet budget (issue 14).
+    pub fn emit_cnp(
+        &self,
+        pcp: u8,
+        dscp: u8,
+        ecn: u8,
+        bth: &BthRepr,
+        buf: &mut [u8],
+    ) -> Result<usize, EmitError> {
+        if self.len == 0 {
+            return Err(EmitError::UdpMismatch);
+        }
+        let (l3, bth_at) = (usize::from(self.l3), usize::from(self.len));
+        let icrc_at = bth_at + BthRepr::LEN + CnpRepr::LEN;
+        let total = icrc_at + ICRC_LEN;
+        let buf = buf
+            .get_mut(..total)
+            .ok_or(EmitError::BufferTooSmall { needed: total })?;
+        let (hdr, rest) = buf.split_at_mut(bth_at);
+        hdr.copy_from_slice(self.bytes.get(..bth_at).ok_or(EmitError::TooLong)?);
+        let mark = Mark {
+            pcp,
+            dscp,
+            ecn,
+            flow_label: 0,
+            src_port: 0,
+        };
+        let ip_sum = mark.apply(hdr, l3, self.kind, self.ip_sum);
+        self.set_lengths(hdr, total, ip_sum)?;
+        let too_long = |_| EmitError::TooLong;
+        let at = bth.emit(rest).map_err(too_long)?;
+        let body = rest.get_mut(at..).ok_or(EmitError::TooLong)?;
+        CnpRepr::default().emit(body).map_err(too_long)?;
+        let crc =
+            icrc::compute(self.kind, buf.get(l3..icrc_at).unwrap_or(&[])).map_err(too_long)?;
+        if let Some(f) = buf.get_mut(icrc_at..) {
+            f.copy_from_slice(&crc.to_le_bytes());
+        }
+        Ok(total)
+    }
+}
+
+/// How [`HeaderTemplate::remark`] marks headers: the 802.1Q tag's PCP, the IP DSCP and
+/// ECN, the IPv6 or GRH flow label, the UDP source port.
+struct Mark {
+    pcp: u8,
+    dscp: u8,
+    ecn: u8,
+    flow_label: u32,
+    src_port: u16,
+}
+
+impl Mark {
+    /// Marks header bytes `b` (a template's, IP header or GRH at `l3`, network headers
+    /// of `kind`) with IPv4 base sum `ip_sum`; returns the new base sum. The one place
+    /// for these rules: a template re-marked, or a CNP's headers in its frame.
+    fn apply(&self, b: &mut [u8], l3: usize, kind: IcrcKind, ip_sum: u16) -> u16 {
+        // The tag's TCI follows the outer EtherType: PCP is its top 3 bits.
+        if l3 == EthernetRepr::LEN + VlanRepr::LEN {
+            if let Some(t) = b.get_mut(EthernetRepr::LEN) {
+                *t = (*t & 0x1F) | ((self.pcp & 7) << 5);
+            }
+        }
+        let tc = (self.dscp << 2) | (self.ecn & 3);
+        let mut new_sum = ip_sum;
+        let udp = match kind {
+            IcrcKind::Ipv4 => {
+                if let Some(w) = b.get_mut(l3..l3 + 2) {
+                    let old = u16::from_be_bytes([w[0], w[1]]);
+                    w[1] = tc;
+                    let new = u16::from_be_bytes([w[0], w[1]]);
+                    let sum = u32::from(ip_sum) + u32::from(!old) + u32::from(new);
+                    let sum = (sum & 0xFFFF) + (sum >> 16);
+                    new_sum = ((sum & 0xFFFF) + (sum >> 16)) as u16;
+                }
+                Some(l3 + Ipv4Repr::LEN)
+            }
+            IcrcKind::Ipv6 | IcrcKind::RoceV1 => {
+                let w = (6 << 28) | (u32::from(tc) << 20) | (self.flow_label & 0x000F_FFFF);
+                if let Some(f) = b.get_mut(l3..l3 + 4) {
+                    f.copy_from_slice(&w.to_be_bytes());
+                }
+                (kind == IcrcKind::Ipv6).then_some(l3 + Ipv6Repr::LEN)
+            }
+        };
+        if let Some(f) = udp.and_then(|u| b.get_mut(u..u + 2)) {
+            f.copy_from_slice(&self.src_port.to_be_bytes());
+        }
+        new_sum
     }
 }
 
