@@ -149,7 +149,14 @@ impl BthRepr {
 
     /// Writes the header into the start of `buf`.
     pub fn emit(&self, buf: &mut [u8]) -> Result<usize, Truncated> {
-        let b = buf.get_mut(..Self::LEN).ok_or(Truncated)?;
+        self.write(buf.first_chunk_mut().ok_or(Truncated)?);
+        Ok(Self::LEN)
+    }
+
+    /// [`Self::emit`] into exactly the header's bytes, inlined: where the fields are
+    /// constants (a CNP's), the header folds to a few stores.
+    #[inline(always)]
+    pub fn write(&self, b: &mut [u8; Self::LEN]) {
         b[0] = self.opcode.0;
         b[1] = (u8::from(self.se) << 7)
             | (u8::from(self.migreq) << 6)
@@ -160,7 +167,6 @@ impl BthRepr {
         set_u24(b, 5, self.dest_qp.value());
         b[8] = (u8::from(self.ack_req) << 7) | (self.resv7 & 0x7F);
         set_u24(b, 9, self.psn.value());
-        Ok(Self::LEN)
     }
 }
 

@@ -1254,6 +1254,7 @@ impl HeaderTemplate {
     /// Writes into `hdr` (these header bytes, copied into a frame of `total` bytes)
     /// the lengths and, for IPv4, the checksum from the base sum `ip_sum`; returns the
     /// UDP header's offset. The one place for these rules, whatever the frame.
+    #[inline]
     fn set_lengths(
         &self,
         hdr: &mut [u8],
@@ -1333,8 +1334,8 @@ impl HeaderTemplate {
         let ip_sum = mark.apply(hdr, l3, self.kind, self.ip_sum);
         self.set_lengths(hdr, total, ip_sum)?;
         let too_long = |_| EmitError::TooLong;
-        let at = bth.emit(rest).map_err(too_long)?;
-        let body = rest.get_mut(at..).ok_or(EmitError::TooLong)?;
+        let (b, body) = rest.split_first_chunk_mut().ok_or(EmitError::TooLong)?;
+        bth.write(b);
         CnpRepr::default().emit(body).map_err(too_long)?;
         let crc =
             icrc::compute(self.kind, buf.get(l3..icrc_at).unwrap_or(&[])).map_err(too_long)?;
