@@ -159,6 +159,9 @@ pub struct FpSim {
     tx_hold: bool,
     /// `ev_ready` held low: the firmware takes no event (`FpSim::set_event_hold`).
     ev_hold: bool,
+    /// The DMA write port (descriptor and data) is ready one cycle in this many
+    /// (`FpSim::set_dma_wr_every`; 1: every cycle).
+    dma_wr_every: u64,
     /// A frame beat waited at the transmit output in the last cycle.
     tx_waiting: bool,
     last_activity: u64,
@@ -259,6 +262,7 @@ impl FpSim {
             rx_idle: true,
             tx_hold: false,
             ev_hold: false,
+            dma_wr_every: 1,
             tx_waiting: false,
             last_activity: 0,
             timeline: None,
@@ -520,6 +524,15 @@ impl FpSim {
         self.ev_hold = hold;
     }
 
+    /// Makes the host's DMA write port (descriptor and data) ready only one cycle in
+    /// `every` (1, the default: every cycle; random back-pressure of `set_shaping` still
+    /// applies), as a host slow to take writes while its reads are quick: the receive
+    /// side's writes then wait in the fast path (`every` below the 200 quiet cycles
+    /// of `run_until_idle`).
+    pub fn set_dma_wr_every(&mut self, every: u64) {
+        self.dma_wr_every = every.max(1);
+    }
+
     /// A frame waited at the transmit output in the last cycle (held, or back-pressured).
     pub fn tx_waiting(&self) -> bool {
         self.tx_waiting
@@ -621,6 +634,7 @@ impl FpSim {
         use crate::ffi::bridge::{AxisIn, FpIn, FpOut};
 
         let sh = self.shaping;
+        let wr_turn = self.cycle % self.dma_wr_every == 0;
         if !self.rx_presenting && !self.rx_in.is_empty() && !self.rng.chance(sh.idle) {
             self.rx_presenting = true;
         }
@@ -645,8 +659,8 @@ impl FpSim {
             dma_rd_req_ready: !self.rng.chance(sh.backpressure) && mem.is_some(),
             dma_rd: axis(self.rd_beats.front().filter(|_| self.rd_presenting)),
             dma_rd_err: self.rd_presenting && self.rd_beat_err.front() == Some(&true),
-            dma_wr_desc_ready: !self.rng.chance(sh.backpressure) && mem.is_some(),
-            dma_wr_ready: !self.rng.chance(sh.backpressure) && mem.is_some(),
+            dma_wr_desc_ready: !self.rng.chance(sh.backpressure) && mem.is_some() && wr_turn,
+            dma_wr_ready: !self.rng.chance(sh.backpressure) && mem.is_some() && wr_turn,
             ..FpIn::default()
         };
         if let Some(d) = self.txd.front() {
