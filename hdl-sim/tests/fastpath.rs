@@ -1470,13 +1470,14 @@ fn read_requests_are_answered_in_hardware() {
 #[ignore = "the RTL's READ responder reads before an earlier WRITE's last beats land"]
 fn a_read_behind_a_write_held_at_the_host_returns_the_writes_bytes() {
     let Some(sims) = sims() else { return };
-    let msg = qp0_msg;
+    // a WRITE and a READ of its bytes, then a WRITE to fresh bytes and a READ of its tail
     let msgs = [
-        msg(3, 1, 0, 5000),
-        msg(5, 1, 0, 5000),
-        msg(3, 1, 5100, 5000),
-        msg(5, 1, 10_000, 100),
-    ];
+        (3, 0, 5000),
+        (5, 0, 5000),
+        (3, 5100, 5000),
+        (5, 10_000, 100),
+    ]
+    .map(|(op, off, len)| qp0_msg(op, 1, off, len));
     let mut failed = Vec::new();
     for s in &sims {
         let mut sim = s.borrow_mut();
