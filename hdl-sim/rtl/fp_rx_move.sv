@@ -9,7 +9,9 @@
 // firmware's frame stream, and both are dropped from their FIFOs otherwise.
 // The verdict's event (EXCEPTION after its frame, MSG_DONE after the payload
 // of the SEND's last packet) and ACK descriptor leave when the frame is done,
-// so nothing is announced before its data.
+// so nothing is announced before its data; a READ's response descriptor
+// also waits until the DMA writes before it have left (the responder reads
+// what a WRITE before the READ wrote).
 //
 // A frame takes as many cycles as it has beats (the frame and its payload
 // leave their FIFOs side by side), plus at most one per piece after the
@@ -134,7 +136,12 @@ module fp_rx_move
     descs_end = !place || dq == v.np || (desc_go && dq + 3'd1 == v.np);
     raw_end = raw_done || (raw_go && s_raw_tlast);
     pay_end = pay_done || (pay_go && s_pay_tlast);
-    finish = en && active && raw_end && pay_end && pieces_end && descs_end;
+    // A READ's response descriptor leaves once the DMA writes before it have left
+    // (the host took their descriptors and last beats): the responder reads what
+    // a WRITE before the READ wrote, however slowly the host takes writes.
+    finish = en && active && raw_end && pay_end && pieces_end && descs_end &&
+             !(v.ack_valid && v.ackd[8*AD_FLAGS + AD_F_READ] &&
+               (m_dma_wr_desc_valid || m_dma_wr_tvalid));
   end
   assign s_raw_pop = raw_go;
   assign s_pay_pop = pay_go;

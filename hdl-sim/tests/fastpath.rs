@@ -1457,17 +1457,13 @@ fn read_requests_are_answered_in_hardware() {
 /// receiver's memories differ by 0xC3 at each offset of an MR), so a response read
 /// before the WRITE landed cannot pass.
 ///
-/// FAILS (ignored until the RTL orders the two; docs/fastpath.md §6, "Left in RTL
-/// for READs"): nothing holds the responder's DMA read behind the WRITE's beats still
-/// in flight, and the harness lands a write when its last beat is taken. Seen with
-/// writes 1 cycle in 16 (512 bits), 40, 80, 120, 150, 199 (both widths), not at 1
-/// (64 bits also not at 16): the ONLY response of the 100-byte READ carries all 100
-/// bytes as memory held before the WRITE (`f0 0f 2e 4d ..` for `33 cc ed 8e ..`), and
-/// from 1 in 80 (64 bits, MTU 1024; 512 bits from 1 in 40 at 1024, 120 at 256) the
-/// full READ's LAST response too (904 bytes at MTU 1024, 136 at 256; `00 1f 3e ..`
-/// for `c3 dc fd ..`).
+/// On main before `fp_rx_move` held a READ's descriptor behind its DMA writes
+/// (docs/fastpath.md §6, "Left in RTL for READs") it failed: with writes 1 cycle in 16
+/// (512 bits), 40 and 150 (both widths), not at 1 (64 bits also not at 16), the ONLY
+/// response of the 100-byte READ carried all 100 bytes as memory held before the WRITE
+/// (`f0 0f 2e 4d ..` for `33 cc ed 8e ..`), and at the slowest the full READ's LAST
+/// response too (904 bytes at MTU 1024, 136 at 256; `00 1f 3e ..` for `c3 dc fd ..`).
 #[test]
-#[ignore = "the RTL's READ responder reads before an earlier WRITE's last beats land"]
 fn a_read_behind_a_write_held_at_the_host_returns_the_writes_bytes() {
     let Some(sims) = sims() else { return };
     // a WRITE and a READ of its bytes, then a WRITE to fresh bytes and a READ of its tail
