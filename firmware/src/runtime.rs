@@ -996,7 +996,8 @@ impl<
         self.fp_sq_hand_over(qpn);
     }
 
-    /// A MSG_DONE event: the receive WQE completes with the hardware's receive state.
+    /// A MSG_DONE event: the loaded receive WQE completes from the event alone (its
+    /// length and SE), and the QP's next WQE is loaded ahead or `rq_empty` set.
     /// Inlined into `fp_event`: its call and ten register saves were ~37 of a
     /// MSG_DONE's, and the other events pay at most 1 for it since `fp_event` looks no
     /// line up for them.
