@@ -176,8 +176,12 @@ pub struct Nic<
     /// Some CQ kept completions at the last look (its host ring full, or one stashed):
     /// look again at the next poll even if the engine has nothing new.
     cq_left: bool,
-    /// The earliest local ACK deadline of the send queues the fast path fetches (ns).
+    /// The earliest local ACK deadline (or RNR wait's end) of the send queues the fast
+    /// path fetches (ns): it runs then.
     fp_deadline: Option<u64>,
+    /// The earliest of those deadlines it leaves to the firmware (`SqNews::due`): the
+    /// poll takes queues back then.
+    fp_due: Option<u64>,
     /// The fast path ran (or was rung) since its news were last read (`fp_news`).
     fp_news_due: bool,
     /// Its news said a send queue it fetches stopped at a WQE it does not take: the
@@ -249,6 +253,7 @@ impl<
             fp_ran: false,
             cq_left: false,
             fp_deadline: None,
+            fp_due: None,
             fp_news_due: false,
             fp_stopped: false,
             fp_held: heapless::Vec::new(),
@@ -376,10 +381,11 @@ impl<
             };
         }
         busy |= self.receive(now);
-        if self.fp_stopped || self.fp_deadline.is_some_and(|d| d <= self.now) {
+        if self.fp_stopped || self.fp_due.is_some_and(|d| d <= self.now) {
             // A send queue the fast path fetches stopped, or its local ACK timer ran
-            // out: the engine takes the queue back (and then its own timer, the same
-            // deadline, fires).
+            // out with no retry left: the engine takes the queue back (and then its own
+            // timer, the same deadline, fires). A timeout with a retry left is the fast
+            // path's (it went back in `receive`'s run, and its news count it).
             self.fp_sq_reclaim(now);
         }
         if self.engine.timer_due(now) {
@@ -751,6 +757,7 @@ impl<
         let news = fp.sq_news();
         self.counters.fastpath = news.counters;
         self.fp_deadline = news.deadline;
+        self.fp_due = news.due;
         if news.taken != 0 {
             self.counters.send_wqes += u64::from(news.taken);
             self.engine.fastpath_count_sends(news.sends);

@@ -1026,6 +1026,7 @@ impl FastPath for MmioFastPath {
             taken: counts.0,
             sends: counts.1,
             deadline: None,
+            due: None,
             stopped: news & fp_reg::SQ_NEWS_STOPPED != 0,
             naks: gbn[0],
             retries: gbn[1],
