@@ -10,7 +10,7 @@ use crate::abi::{
     self, reg, CmdEntry, CmdOp, CmdStatus, Cqe, DecodeError, EventStatus, RecvWqe, SendWqe,
 };
 use crate::fastpath::CqRing;
-use crate::hal::{Datapath, Hal, QpMap, QP_MAP_WORDS};
+use crate::hal::{Datapath, FastPathCounters, Hal, QpMap, QP_MAP_WORDS};
 use roce_core::dcb::{PfcThresholds, Priorities};
 use roce_core::engine::{CqHandle, Engine, PortConfig, QPN_BASE};
 use roce_core::fastpath::layout::{self, EVENT_LEN};
@@ -491,7 +491,7 @@ impl<
             // The hardware's counters move only when it works; they come with its
             // news when there are news to read.
             if core::mem::take(&mut self.fp_ran) && !news {
-                self.counters.fastpath = fp.counters();
+                set_fp_counters(&mut self.counters.fastpath, fp.counters());
             }
             if news {
                 self.fp_news_due = false;
@@ -755,7 +755,7 @@ impl<
             return;
         };
         let news = fp.sq_news();
-        self.counters.fastpath = news.counters;
+        set_fp_counters(&mut self.counters.fastpath, news.counters);
         self.fp_deadline = news.deadline;
         self.fp_due = news.due;
         if news.taken != 0 {
@@ -1767,6 +1767,14 @@ impl<
         if pi == self.cmdq_ci {
             return false;
         }
+        self.run_commands_to(pi)
+    }
+
+    /// Runs the commands up to the producer index `pi`. Out of line: inlined into the
+    /// poll, the command path made every poll, idle ones too, save and set up registers
+    /// for it.
+    #[inline(never)]
+    fn run_commands_to(&mut self, pi: u32) -> bool {
         let base = u64::from(self.hal.reg_read(reg::CMDQ_BASE_LO))
             | (u64::from(self.hal.reg_read(reg::CMDQ_BASE_HI)) << 32);
         let log = self
@@ -2174,6 +2182,28 @@ fn is_request(opcode: Opcode) -> bool {
 /// Whether producer index `pi` is at most a ring's depth (`2^log`) ahead of `ci`.
 fn fits(pi: u32, ci: u32, log: u8) -> bool {
     u64::from(pi.wrapping_sub(ci)) <= 1u64 << log.min(32)
+}
+
+/// Copies the fast path's counters field by field: the struct's assignment became a
+/// `memcpy` call, ~85 instructions on the QEMU core for its 48 bytes at every read of the
+/// fast path's news, where its 6 fields are 12 loads and 12 stores. (All fields named:
+/// a new one must be added here.)
+#[inline(always)]
+pub(crate) fn set_fp_counters(to: &mut FastPathCounters, from: FastPathCounters) {
+    let FastPathCounters {
+        tx_frames,
+        rx_handled,
+        rx_exceptions,
+        rx_dropped,
+        tx_dma_errors,
+        tx_resent,
+    } = from;
+    to.tx_frames = tx_frames;
+    to.rx_handled = rx_handled;
+    to.rx_exceptions = rx_exceptions;
+    to.rx_dropped = rx_dropped;
+    to.tx_dma_errors = tx_dma_errors;
+    to.tx_resent = tx_resent;
 }
 
 /// The destination QP of a RoCE frame (ICRC not checked: only to find the QP).
