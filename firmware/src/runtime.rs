@@ -389,25 +389,32 @@ impl<
             self.fp_sq_reclaim(now);
         }
         if self.engine.timer_due(now) {
-            // A timer may have failed a QP (RETRY_EXC_ERR): its contexts change. A
-            // rewind leaves them (its replays are descriptors), and so does every timer
-            // of the usual kind: then no QP is looked at.
-            if self.engine.handle_timeout(now) {
-                for slot in 0..self.qp_hi {
-                    if let Some(Some(q)) = self.qps.get(slot) {
-                        if q.fp != FpState::Off {
-                            let qpn = q.qpn;
-                            self.fp_refresh(qpn);
-                        }
-                    }
-                }
-            }
+            self.timers(now);
             busy = true;
         }
         busy |= self.transmit(now, busy);
         busy |= self.write_completions();
         busy |= self.srq_events();
         busy
+    }
+
+    /// The engine's timers, when one is due. Out of line, as the poll's other rare
+    /// paths: inlined, they made every poll save and set up registers for them.
+    #[inline(never)]
+    fn timers(&mut self, now: Instant) {
+        // A timer may have failed a QP (RETRY_EXC_ERR): its contexts change. A rewind
+        // leaves them (its replays are descriptors), and so does every timer of the
+        // usual kind: then no QP is looked at.
+        if self.engine.handle_timeout(now) {
+            for slot in 0..self.qp_hi {
+                if let Some(Some(q)) = self.qps.get(slot) {
+                    if q.fp != FpState::Off {
+                        let qpn = q.qpn;
+                        self.fp_refresh(qpn);
+                    }
+                }
+            }
+        }
     }
 
     // -----------------------------------------------------------------------------------
@@ -449,10 +456,10 @@ impl<
         any
     }
 
-    /// Sends what the engine has; `busy`: this poll already did something, which may
-    /// have given the fast path work.
-    fn transmit(&mut self, now: Instant, busy: bool) -> bool {
-        let mut any = self.fp_post(now);
+    /// The engine's frames, while it has any and the datapath has room.
+    #[inline(never)]
+    fn send_frames(&mut self, now: Instant) -> bool {
+        let mut any = false;
         while self.engine.tx_waiting() {
             let (dma, dp) = self.hal.split();
             // Only frames of priorities the datapath has room for are built: the
@@ -474,6 +481,23 @@ impl<
             debug_assert!(taken, "datapath refused a frame after tx_blocked");
             self.counters.frames_tx += 1;
             any = true;
+        }
+        any
+    }
+
+    /// Sends what the engine has; `busy`: this poll already did something, which may
+    /// have given the fast path work.
+    fn transmit(&mut self, now: Instant, busy: bool) -> bool {
+        // (The descriptors and frames are built out of line: inlined into the poll,
+        // the engine's frame and descriptor builders made every poll, idle ones too,
+        // save and set up registers for them.)
+        // (Without a fast path the engine's flag stays set: `fp_post` never runs its
+        // scan, which clears it.)
+        let mut any = self.engine.fastpath_requests_waiting()
+            && self.hal.datapath().fastpath().is_some()
+            && self.fp_post(now);
+        if self.engine.tx_waiting() {
+            any |= self.send_frames(now);
         }
         if !(busy || any) {
             // The fast path ran at the start of this poll (`receive`) and nothing since
@@ -507,6 +531,7 @@ impl<
     // The fast path (docs/fastpath.md): contexts, descriptors, events
 
     /// Posts the request descriptors the engine has for QPs on the fast path.
+    #[inline(never)]
     fn fp_post(&mut self, now: Instant) -> bool {
         let mut any = false;
         while self.engine.fastpath_requests_waiting() {
