@@ -1370,6 +1370,7 @@ impl<
     // -----------------------------------------------------------------------------------
     // Send and receive queues
 
+    #[inline(never)] // (a doorbell's path, out of the poll as its other rare paths)
     fn fetch_wqes(&mut self) -> bool {
         let mut any = false;
         self.backlog = false;
