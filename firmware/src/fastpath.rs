@@ -1165,11 +1165,6 @@ fn sq_nak(
     NakTaken::Rnr
 }
 
-/// The hardware's Go-Back-N retry of send queue `sq` of QP memory `q` (send context
-/// `ctx`), whose oldest unfinished message starts at `first`: one retry spent, the
-/// sends start again at `una` (REPLAYs from the host ring, served by `sq_fetch`),
-/// `noack` 0, the local ACK timer armed anew (as the engine arms it when it hands the
-/// replay out). The caller drops the QP's queued descriptors (a FLUSH).
 /// Whether `sq_timeouts` takes the local ACK timeout of `q`'s send queue `sq` (Go-Back-N:
 /// not stopped, a retry left, something outstanding); if not, the firmware takes the
 /// queue back at its deadline (`SqNews::due`).
@@ -1177,6 +1172,11 @@ fn retries_at_timeout(q: &QpMem, sq: &SqHw) -> bool {
     !sq.stopped && sq.spent < sq.idle.retry_cnt && !q.inflight.is_empty()
 }
 
+/// The hardware's Go-Back-N retry of send queue `sq` of QP memory `q` (send context
+/// `ctx`), whose oldest unfinished message starts at `first`: one retry spent, the
+/// sends start again at `una` (REPLAYs from the host ring, served by `sq_fetch`),
+/// `noack` 0, the local ACK timer armed anew (as the engine arms it when it hands the
+/// replay out). The caller drops the QP's queued descriptors (a FLUSH).
 fn go_back(q: &mut QpMem, mut sq: SqHw, mut ctx: SendCtx, first: Psn, now: u64) {
     sq.spent = sq.spent.saturating_add(1);
     sq.deadline = sq.idle.rto.map(|t| now.saturating_add(t));

@@ -488,11 +488,11 @@ impl<
     /// Sends what the engine has; `busy`: this poll already did something, which may
     /// have given the fast path work.
     fn transmit(&mut self, now: Instant, busy: bool) -> bool {
-        // (The descriptors and frames are built out of line: inlined into the poll,
-        // the engine's frame and descriptor builders made every poll, idle ones too,
-        // save and set up registers for them.)
-        // (Without a fast path the engine's flag stays set: `fp_post` never runs its
-        // scan, which clears it.)
+        // The descriptors and frames are built out of line: inlined into the poll, the
+        // engine's frame and descriptor builders made every poll, idle ones too, save
+        // and set up registers for them. (Without a fast path the engine's flag stays
+        // set, since `fp_post` never runs its scan, which clears it: the call would
+        // come at every poll.)
         let mut any = self.engine.fastpath_requests_waiting()
             && self.hal.datapath().fastpath().is_some()
             && self.fp_post(now);
