@@ -13,7 +13,7 @@
 
 use crate::model::NicModel;
 use roce_core::engine::PortConfig;
-use roce_hdl_sim::soc::{FirmwareStats, Soc, SocError, NS_PER_CYCLE};
+use roce_hdl_sim::soc::{FirmwareStats, LargestPoll, Soc, SocError, NS_PER_CYCLE};
 use roce_hdl_sim::{DcbCounters, DcbCycle};
 use roce_host::{Device, HostMemory};
 use std::cell::{Cell, RefCell};
@@ -121,6 +121,12 @@ impl SocNic {
     /// What the firmware measured of itself (busy polls, frames, cycles, instructions).
     pub fn firmware_stats(&self) -> FirmwareStats {
         self.soc.borrow_mut().firmware_stats()
+    }
+
+    /// The largest busy poll since the firmware's last command (read it while the
+    /// firmware is idle: its four words are written one at a time).
+    pub fn largest_poll(&self) -> LargestPoll {
+        self.soc.borrow_mut().largest_poll()
     }
 
     /// The firmware's log so far: defmt frames (rzCOBS), which `defmt-print -e

@@ -371,7 +371,18 @@ impl Soc {
     }
 }
 
-pub use roce_firmware::stats::stat_reg;
+pub use roce_firmware::stats::{stat_reg, PollWork};
+
+/// The largest busy poll of the firmware's loop since its last command
+/// ([`stat_reg::MAX_POLL_INSTRET`]): issue 14's "any single packet the firmware
+/// handles", as the firmware measured it with `minstret` and `mcycle`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LargestPoll {
+    pub instret: u32,
+    pub cycles: u32,
+    /// What it handled.
+    pub work: PollWork,
+}
 
 /// What the firmware measured of itself with `mcycle` and `minstret`: the polls of its
 /// main loop that found work, what they cost, and the frames they moved.
@@ -450,6 +461,20 @@ impl Soc {
             boot_cycles: self.reg_read(stat_reg::BOOT_CYCLES),
             next_timeout: Some(self.stat64(stat_reg::NEXT_TIMEOUT)).filter(|&t| t != u64::MAX),
             stack_used: self.reg_read(stat_reg::STACK_USED),
+        }
+    }
+
+    /// The largest busy poll since the firmware's last command (a few host register
+    /// reads); a command (any, e.g. QUERY_COUNTERS) starts the next measure.
+    pub fn largest_poll(&mut self) -> LargestPoll {
+        let work = [
+            self.reg_read(stat_reg::MAX_POLL_WORK),
+            self.reg_read(stat_reg::MAX_POLL_WORK + 4),
+        ];
+        LargestPoll {
+            instret: self.reg_read(stat_reg::MAX_POLL_INSTRET),
+            cycles: self.reg_read(stat_reg::MAX_POLL_CYCLES),
+            work: PollWork::from_words(work),
         }
     }
 

@@ -17,15 +17,28 @@ pub const MAX_LEN: usize = 16_384;
 /// Writes the data and posts the receive on NIC 1 and the five requests on NIC 0; returns
 /// the data the checks expect.
 pub fn post(qp: [&QueuePair; 2], a: &MemoryRegion, b: &MemoryRegion, len: usize) -> Vec<u8> {
+    let data = prepare(qp[1], a, b, len);
+    qp[0].post_send_list(&wrs(a, b, len)).unwrap();
+    data
+}
+
+/// [`post`]'s first half: writes the data and posts the receive on NIC 1 (`qp1`);
+/// returns the data the checks expect. [`wrs`] are the requests to post then.
+pub fn prepare(qp1: &QueuePair, a: &MemoryRegion, b: &MemoryRegion, len: usize) -> Vec<u8> {
     assert!(len <= MAX_LEN, "rc_mix holds at most {MAX_LEN} bytes");
     let data: Vec<u8> = (0..len as u32).map(|i| (i * 13 + 5) as u8).collect();
     a.write(0, &data).unwrap();
     b.write(40_000, &77u64.to_ne_bytes()).unwrap();
-    qp[1]
-        .post_recv(&RecvWr::new(50).sge(b.addr() + 20_000, MAX_LEN as u32, b.lkey()))
+    qp1.post_recv(&RecvWr::new(50).sge(b.addr() + 20_000, MAX_LEN as u32, b.lkey()))
         .unwrap();
+    data
+}
+
+/// The five requests, signaled, WR IDs 1 to 5 in this order: WRITE, SEND, READ,
+/// FETCH_AND_ADD, CMP_AND_SWP (the last two depend on the order).
+pub fn wrs(a: &MemoryRegion, b: &MemoryRegion, len: usize) -> [SendWr; 5] {
     let sig = SendFlags::SIGNALED;
-    let wrs = [
+    [
         SendWr::new(
             1,
             WrOp::RdmaWrite {
@@ -68,9 +81,7 @@ pub fn post(qp: [&QueuePair; 2], a: &MemoryRegion, b: &MemoryRegion, len: usize)
         )
         .sge(a.addr() + 36_008, 8, a.lkey())
         .flags(sig),
-    ];
-    qp[0].post_send_list(&wrs).unwrap();
-    data
+    ]
 }
 
 /// Checks NIC 0's five completions, NIC 1's receive completion and every byte the

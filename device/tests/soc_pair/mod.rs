@@ -2,7 +2,7 @@
 //! checks its data: shared by `tests/soc.rs` and `benches/soc_speed.rs`.
 
 #[path = "../rc_mix/mod.rs"]
-mod rc_mix;
+pub mod rc_mix;
 
 use roce_core::memory::AccessFlags;
 use roce_core::num::Psn;

@@ -125,7 +125,7 @@ pub mod dp_reg {
     pub const TX_READY: u32 = 1 << 0;
 }
 
-pub use roce_firmware::stats::stat_reg;
+pub use roce_firmware::stats::{stat_reg, PollCounts, PollWork};
 
 /// The DCB block's registers (offsets in [`map::DCB`]; `docs/dcb.md` §3): PFC reception
 /// with its pause timers, PFC generation from its receive buffer, no transmit queues.
@@ -1234,6 +1234,17 @@ impl MmioHal {
         w(stat_reg::BUSY_INSTRET + 4, (s.busy_instret >> 32) as u32);
         w(stat_reg::NEXT_TIMEOUT, s.next_timeout as u32);
         w(stat_reg::NEXT_TIMEOUT + 4, (s.next_timeout >> 32) as u32);
+    }
+
+    /// Publishes the largest busy poll since the last command: its instructions and
+    /// cycles and what it handled ([`stat_reg::MAX_POLL_INSTRET`] and after).
+    pub fn write_largest_poll(&self, instret: u32, cycles: u32, work: &PollWork) {
+        let w = |off: u32, v: u32| self.window.write(map::HOST_WINDOW + off, v);
+        let [lo, hi] = work.words();
+        w(stat_reg::MAX_POLL_INSTRET, instret);
+        w(stat_reg::MAX_POLL_CYCLES, cycles);
+        w(stat_reg::MAX_POLL_WORK, lo);
+        w(stat_reg::MAX_POLL_WORK + 4, hi);
     }
 
     /// Publishes the count of idle polls ([`stat_reg::IDLE_POLLS`]).

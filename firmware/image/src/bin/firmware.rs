@@ -18,7 +18,7 @@ use defmt::{error, info};
 
 use roce_core::engine::PortConfig;
 use roce_firmware::config::FirmwareNic;
-use roce_firmware_image::mmio::{self, LoopStats, MmioHal};
+use roce_firmware_image::mmio::{self, LoopStats, MmioHal, PollCounts, PollWork};
 use roce_firmware_image::{clock, stack, BOARD};
 
 /// State that only one context at a time touches, by the rule stated where it is used.
@@ -149,6 +149,11 @@ fn main() -> ! {
         ..LoopStats::default()
     };
     nic.hal().write_stats(&stats);
+    // The largest busy poll since the last command (issue 14's "any single packet"),
+    // and the counts that say what each poll handled.
+    let mut largest = 0u32;
+    let mut counts = PollCounts::of(nic.counters());
+    nic.hal().write_largest_poll(0, 0, &PollWork::default());
     let mut idle_polls = 0u32;
     let mut stack_used = 0;
     loop {
@@ -161,6 +166,17 @@ fn main() -> ! {
             let c = nic.counters();
             stats.frames_tx = c.frames_tx as u32;
             stats.frames_rx = c.frames_rx as u32;
+            let now = PollCounts::of(c);
+            let (cycles, instret) = (c1.wrapping_sub(c0) as u32, i1.wrapping_sub(i0) as u32);
+            if now.commands != counts.commands {
+                largest = 0;
+                nic.hal().write_largest_poll(0, 0, &PollWork::default());
+            } else if instret > largest {
+                largest = instret;
+                nic.hal()
+                    .write_largest_poll(instret, cycles, &now.since(&counts));
+            }
+            counts = now;
             stats.next_timeout = nic.poll_timeout().unwrap_or(u64::MAX);
             nic.hal().write_stats(&stats);
         } else {
