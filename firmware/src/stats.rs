@@ -130,3 +130,32 @@ impl PollWork {
         Self([a[0], a[1], a[2], a[3], b[0], b[1], b[2], b[3]])
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_polls_work_saturates_and_goes_through_its_two_words() {
+        let mut c = crate::abi::RuntimeCounters {
+            commands: 7,
+            frames_tx: u64::from(u32::MAX),
+            ..Default::default()
+        };
+        let before = PollCounts::of(&c);
+        c.frames_tx += 2; // wraps in 32 bits
+        c.frames_rx = 300;
+        c.fp_events = 1;
+        c.cqes = 5;
+        let now = PollCounts::of(&c);
+        assert_eq!(now.commands, before.commands);
+        let w = now.since(&before);
+        assert_eq!(w, PollWork([2, 255, 1, 0, 0, 0, 5, 0]));
+        assert_eq!(
+            (w.frames_tx(), w.frames_rx(), w.fp_events(), w.cqes()),
+            (2, 255, 1, 5)
+        );
+        assert_eq!(PollWork::from_words(w.words()), w);
+        assert_eq!(w.words(), [0x0001_FF02, 0x0005_0000]);
+    }
+}
