@@ -675,6 +675,221 @@ fn rnr_run(image: &std::path::Path, fastpath: bool) -> RnrRun {
     }
 }
 
+/// SENDs on the SoC are the hardware's (`docs/fastpath.md` §6 "In the SoC", the
+/// receive load): SoC 1's firmware loads its head receive WQE into the receive context
+/// ahead of the SEND through `soc_fp`'s load command (table 1 words 16..19, applied
+/// between two frames' checks), so its fast path places a SEND's first packet too and
+/// the firmware hears only the `MSG_DONE`; and a SEND that finds the receive queue
+/// empty is RNR NAKed by the hardware (`rq_empty`, set through the same command). Run
+/// on the firmware alone (the engine: the reference) and with the fast path: the frames
+/// on the wire both ways (BTH to payload, in order), the completions on both sides, the
+/// bytes landed and the RNR NAK counts are the same; with the fast path no frame reached
+/// SoC 1's firmware (no exception) and it sent none. On main `MmioFastPath` loaded
+/// nothing (`recv_loads` and `rnr_responder` false): every SEND's first packet was an
+/// exception (reason 9) and so was each SEND to the empty queue, and the test fails
+/// there (SoC 1's exceptions 9 where it wants 0).
+#[test]
+fn sends_on_the_socs_fast_path_are_the_hardwares() {
+    let Some(image) = test_image() else { return };
+    let alone = send_run(&image, false);
+    let fast = send_run(&image, true);
+    alone.report("firmware only");
+    fast.report("fast path");
+    assert_eq!(fast.wc, alone.wc, "the completions differ");
+    assert!(fast.landed == alone.landed, "the SENDs' bytes differ");
+    for side in 0..2 {
+        let names = |r: &SendRun| -> Vec<(String, u32)> {
+            r.frames[side]
+                .iter()
+                .map(|f| {
+                    let bth = roce_core::wire::bth::Header::new_unchecked(&f[..]);
+                    (format!("{:?}", bth.opcode()), bth.psn().value())
+                })
+                .collect()
+        };
+        assert_eq!(names(&fast), names(&alone), "SoC {side}'s frames");
+        for (i, (f, a)) in fast.frames[side]
+            .iter()
+            .zip(&alone.frames[side])
+            .enumerate()
+        {
+            assert!(f == a, "SoC {side}'s frame {i} differs from the engine's");
+        }
+    }
+    assert_eq!(
+        fast.rnr, alone.rnr,
+        "the RNR NAKs on the wire, as SoC 1 and SoC 0 counted them"
+    );
+    assert_eq!(
+        alone.rnr,
+        (
+            SEND_RNR.len() as u64,
+            SEND_RNR.len() as u64,
+            SEND_RNR.len() as u64
+        )
+    );
+    assert_eq!(
+        (fast.fp.exceptions, fast.fw.frames_rx, fast.fw.frames_tx),
+        (0, 0, 0),
+        "no SEND reached SoC 1's firmware and it sent no frame: {:?}",
+        fast.fp
+    );
+    // Every packet of an RNR NAKed SEND came twice: the first NAKed, the rest dropped
+    // behind the NAK (out of sequence), then all again after the wait.
+    let packets = |l: &[usize]| l.iter().map(|&l| l.div_ceil(1024) as u64).sum::<u64>();
+    assert_eq!(
+        fast.fp.taken,
+        packets(&SEND_LOADED) + 2 * packets(&SEND_RNR),
+        "SoC 1's fast path took every SEND packet, the RNR NAKed ones too"
+    );
+}
+
+/// The SENDs of [`send_run`]'s first round (the receive WQEs all posted before), at
+/// MTU 1024.
+const SEND_LOADED: [usize; 6] = [1, 100, 1_024, 1_025, 3_000, 64];
+
+/// Its later rounds: a SEND each, to an empty receive queue (the WQE posted once the
+/// RNR NAK is on the wire).
+const SEND_RNR: [usize; 2] = [200, 2_000];
+
+/// What [`send_run`] saw.
+struct SendRun {
+    /// Each SoC's frames in the order they left, BTH to the payload's end.
+    frames: [Vec<Vec<u8>>; 2],
+    /// The completions at SoC 0, then at SoC 1, round by round.
+    wc: Vec<(u64, WcStatus, WcOpcode, u32)>,
+    /// SoC 1's region after the SENDs.
+    landed: Vec<u8>,
+    /// RNR NAKs on the wire, SoC 1's count of those it sent (`send_rnr_err`), SoC 0's
+    /// of those it got (`rcvd_rnr_err`).
+    rnr: (u64, u64, u64),
+    /// SoC 1's firmware over the whole run.
+    fw: roce_hdl_sim::soc::FirmwareStats,
+    /// SoC 1's fast path.
+    fp: FpDelta,
+}
+
+impl SendRun {
+    fn report(&self, what: &str) {
+        let sends = (SEND_LOADED.len() + SEND_RNR.len()) as u64;
+        eprintln!(
+            "SENDs (SoC, {what}): SoC 1's firmware {} instructions in {} busy polls over {sends} SENDs ({} per SEND), {} frames received, {} sent; RNR NAKs {:?}; its fast path {:?}",
+            self.fw.busy_instret,
+            self.fw.busy_polls,
+            self.fw.busy_instret / sends,
+            self.fw.frames_rx,
+            self.fw.frames_tx,
+            self.rnr,
+            self.fp
+        );
+    }
+}
+
+/// SoC 0 SENDs [`SEND_LOADED`] to SoC 1, which posted a receive WQE for each first
+/// (16 bytes longer than the SEND), then [`SEND_RNR`] to SoC 1's empty receive queue,
+/// the WQE posted once SoC 1's RNR NAK is on the wire; one SEND at a time (each posted
+/// once the one before completed at both ends); the SoCs' fast path on or off.
+fn send_run(image: &std::path::Path, fastpath: bool) -> SendRun {
+    use roce_core::wire::aeth::Syndrome;
+    let data: Vec<u8> = (0..65536u32).map(|i| (i * 29 + i / 251) as u8).collect();
+    let mut p = filled_pair(image, fastpath, 0, &data);
+    let (a, ak) = (p.mr[0].addr(), p.mr[0].lkey());
+    let (b, bk) = (p.mr[1].addr(), p.mr[1].lkey());
+    let before = p.wire.nics[1].firmware_stats();
+    let c0 = p._ctx.each_ref().map(|c| c.query_counters().unwrap());
+    p.wire.record = true;
+    let is_rnr = |f: &Vec<u8>| {
+        parse(f)
+            .ok()
+            .and_then(|pkt| pkt.aeth())
+            .is_some_and(|a| matches!(a.syndrome, Syndrome::RnrNak(_)))
+    };
+    let (mut wc, mut at, mut id) = (Vec::new(), 0usize, 0u64);
+    let mut send = |p: &mut soc_pair::Pair, sizes: &[usize], rnr: bool| {
+        let recvs: Vec<_> = sizes
+            .iter()
+            .scan(at, |at, &len| {
+                let r = RecvWr::new(100 + id).sge(b + *at as u64, len as u32 + 16, bk);
+                let s = SendWr::new(id, WrOp::Send)
+                    .sge(a + *at as u64, len as u32, ak)
+                    .flags(SendFlags::SIGNALED);
+                (*at, id) = (*at + len + 16, id + 1);
+                Some((r, s))
+            })
+            .collect();
+        at += sizes.iter().map(|l| l + 16).sum::<usize>();
+        if !rnr {
+            for (r, _) in &recvs {
+                p.qp[1].post_recv(r).unwrap();
+            }
+            // (the receive doorbell heard and the head WQE loaded before the SENDs come)
+            for _ in 0..10 {
+                p.wire.step(2_000);
+            }
+        }
+        // One SEND at a time, each once the one before completed on both sides: the
+        // firmware loads the next WQE at the MSG_DONE, one buffer ahead (a SEND that
+        // comes before that is the firmware's, as on every fast path).
+        for (r, s) in &recvs {
+            let naks = p.wire.sent[1].iter().filter(|f| is_rnr(f)).count();
+            p.qp[0].post_send(s).unwrap();
+            if rnr {
+                let mut cycles = 0;
+                while p.wire.sent[1].iter().filter(|f| is_rnr(f)).count() == naks {
+                    p.wire.step(500);
+                    cycles += 500;
+                    assert!(cycles < 5_000_000, "no RNR NAK from SoC 1");
+                }
+                p.qp[1].post_recv(r).unwrap();
+            }
+            for cq in &p.cq {
+                wc.extend(
+                    p.wire
+                        .completions(cq, 1, 20_000_000)
+                        .iter()
+                        .map(|w| (w.wr_id, w.status, w.opcode, w.byte_len)),
+                );
+            }
+        }
+    };
+    send(&mut p, &SEND_LOADED, false);
+    for len in SEND_RNR {
+        send(&mut p, &[len], true);
+    }
+    for _ in 0..10 {
+        p.wire.step(2_000);
+    }
+    let fw = p.wire.nics[1].firmware_stats().since(&before);
+    let c = p._ctx.each_ref().map(|c| c.query_counters().unwrap());
+    let (f0, f1) = (c0[1].runtime.fastpath, c[1].runtime.fastpath);
+    let mut landed = vec![0u8; 65536];
+    p.mr[1].read(0, &mut landed).unwrap();
+    let frames = p.wire.sent.each_ref().map(|s| {
+        s.iter()
+            .map(|f| {
+                let l = parse(f).unwrap().layout();
+                f[l.bth..l.icrc].to_vec()
+            })
+            .collect()
+    });
+    SendRun {
+        frames,
+        wc,
+        landed,
+        rnr: (
+            p.wire.sent[1].iter().filter(|f| is_rnr(f)).count() as u64,
+            c[1].engine.send_rnr_err - c0[1].engine.send_rnr_err,
+            c[0].engine.rcvd_rnr_err - c0[0].engine.rcvd_rnr_err,
+        ),
+        fw,
+        fp: FpDelta {
+            taken: f1.rx_handled - f0.rx_handled,
+            exceptions: f1.rx_exceptions - f0.rx_exceptions,
+            sent: f1.tx_frames - f0.tx_frames,
+        },
+    }
+}
+
 /// The SoC's READ responder (`docs/fastpath.md` §6, "READ requests in RTL": `fp_rx_check`
 /// takes an in-sequence READ request, the segmenter sends its responses, the firmware
 /// hears one `READ` event; `MmioFastPath::read_responder`). Six READs from SoC 0 of SoC

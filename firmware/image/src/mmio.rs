@@ -38,6 +38,7 @@ use roce_core::fastpath::layout::{
 use roce_core::fastpath::{SqIdle, SqSpent};
 use roce_core::memory::{Dma, DmaError};
 use roce_core::num::{Psn, Qpn};
+use roce_core::wire::aeth::RnrTimer;
 use roce_firmware::abi::{reg, DeviceStatus};
 use roce_firmware::fastpath::CQ_ENTRIES;
 use roce_firmware::hal::{
@@ -280,6 +281,18 @@ pub mod fp_reg {
     /// `SQ_W_CMD` commands.
     pub const SQ_HAND_OVER: u32 = 1;
     pub const SQ_TAKE_BACK: u32 = 2;
+    /// Table [`T_RCTX`]'s words of the receive load (`fp_rx.sv`, `docs/fastpath.md` §6
+    /// "In the SoC"): a buffer staged from [`RL_W_STAGE`] (address low, high, length;
+    /// any index), then [`RL_W_CMD`] (index = the QPN) with [`RL_LOAD`],
+    /// [`RL_UNLOAD`], [`RL_RNR`] (the timer in bits 15..8) or [`RL_RNR_CLEAR`]: the
+    /// hardware applies `layout::load_rctx` / `rnr_rctx` to the context between two
+    /// frames' checks. Read of [`RL_W_CMD`]: bit 0, the command changed the context.
+    pub const RL_W_STAGE: u32 = 16;
+    pub const RL_W_CMD: u32 = 19;
+    pub const RL_LOAD: u32 = 0;
+    pub const RL_UNLOAD: u32 = 1;
+    pub const RL_RNR: u32 = 2;
+    pub const RL_RNR_CLEAR: u32 = 3;
 
     /// `CFG_SEL`'s value for word `word` of entry `index` of `table`.
     pub const fn sel(table: u32, index: u32, word: u32) -> u32 {
@@ -564,6 +577,20 @@ impl MmioFastPath {
         u32::from_le_bytes(w)
     }
 
+    /// Runs receive-load command `cmd` on QP `qpn`'s context (staged words first,
+    /// when given) and answers whether it changed the context. The read waits for the
+    /// command: one step in the hardware, between two frames' checks.
+    fn recv_cmd(&self, qpn: Qpn, stage: Option<[u32; 3]>, cmd: u32) -> bool {
+        if NO_FASTPATH {
+            return false;
+        }
+        if let Some(stage) = stage {
+            self.write_u32s(fp_reg::T_RCTX, 0, fp_reg::RL_W_STAGE, &stage);
+        }
+        self.write_u32s(fp_reg::T_RCTX, qpn.value(), fp_reg::RL_W_CMD, &[cmd]);
+        self.read_u32(fp_reg::T_RCTX, qpn.value(), fp_reg::RL_W_CMD) & 1 != 0
+    }
+
     /// QP `qpn`'s bit in `sq_held` (None past the bitmap: not handed over).
     fn sq_bit(qpn: Qpn) -> Option<u64> {
         (!NO_FASTPATH && qpn.value() < 64).then(|| 1u64 << qpn.value())
@@ -727,6 +754,37 @@ impl FastPath for MmioFastPath {
     /// strap set (`MmioDatapath::fp_on`); the ECP5 board's SoC has no fast path.
     fn read_responder(&self) -> bool {
         !NO_FASTPATH
+    }
+
+    /// `soc_fp`'s receive load (table 1 words 16..19, `fp_rx.sv`) applies the load to
+    /// the context in one step with respect to the receive check, which runs beside the
+    /// core: the SoC's SENDs are placed from their first packet.
+    fn recv_loads(&self) -> bool {
+        !NO_FASTPATH
+    }
+
+    fn load_recv(&mut self, qpn: Qpn, buf: Option<(u64, u32)>) -> bool {
+        match buf {
+            Some((addr, len)) => self.recv_cmd(
+                qpn,
+                Some([addr as u32, (addr >> 32) as u32, len]),
+                fp_reg::RL_LOAD,
+            ),
+            None => self.recv_cmd(qpn, None, fp_reg::RL_UNLOAD),
+        }
+    }
+
+    /// `fp_rx_check` RNR NAKs a SEND to an empty receive queue (`rq_empty`, set by the
+    /// same command in one step).
+    fn rnr_responder(&self) -> bool {
+        !NO_FASTPATH
+    }
+
+    fn recv_rnr(&mut self, qpn: Qpn, t: Option<RnrTimer>) -> bool {
+        match t {
+            Some(t) => self.recv_cmd(qpn, None, fp_reg::RL_RNR | u32::from(t.code()) << 8),
+            None => self.recv_cmd(qpn, None, fp_reg::RL_RNR_CLEAR),
+        }
     }
 
     /// The hardware runs by itself.
