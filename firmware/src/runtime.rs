@@ -632,18 +632,7 @@ impl<
                 psn, va, rkey, len, ..
             } => self.engine.fastpath_read_taken(qpn, psn, va, rkey, len),
             Event::Atomic { psn, orig, .. } => self.engine.fastpath_atomic_taken(qpn, psn, orig),
-            Event::Rnr { .. } => {
-                self.engine.fastpath_rnr_sent(qpn);
-                // A receive posted while this event waited loaded nothing (`fp_load`,
-                // quiet): the requester's retry would be an exception. Its WQE goes in
-                // now. (No MSG_DONE of the QP waits behind an RNR NAK: the hardware had
-                // no buffer.)
-                if self.fp_of(qpn) != FpState::Off {
-                    if let Ok(buf) = self.engine.fastpath_recv_next(qpn) {
-                        self.fp_load(qpn, Ok(buf), false);
-                    }
-                }
-            }
+            Event::Rnr { .. } => self.engine.fastpath_rnr_sent(qpn),
             // (Handled above.)
             Event::Ce { .. } => {}
         }

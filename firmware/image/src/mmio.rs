@@ -38,7 +38,6 @@ use roce_core::fastpath::layout::{
 use roce_core::fastpath::{SqIdle, SqSpent};
 use roce_core::memory::{Dma, DmaError};
 use roce_core::num::{Psn, Qpn};
-use roce_core::wire::aeth::RnrTimer;
 use roce_firmware::abi::{reg, DeviceStatus};
 use roce_firmware::fastpath::CQ_ENTRIES;
 use roce_firmware::hal::{
@@ -774,18 +773,10 @@ impl FastPath for MmioFastPath {
         }
     }
 
-    /// `fp_rx_check` RNR NAKs a SEND to an empty receive queue (`rq_empty`, set by the
-    /// same command in one step).
-    fn rnr_responder(&self) -> bool {
-        !NO_FASTPATH
-    }
-
-    fn recv_rnr(&mut self, qpn: Qpn, t: Option<RnrTimer>) -> bool {
-        match t {
-            Some(t) => self.recv_cmd(qpn, None, fp_reg::RL_RNR | u32::from(t.code()) << 8),
-            None => self.recv_cmd(qpn, None, fp_reg::RL_RNR_CLEAR),
-        }
-    }
+    // (`rnr_responder` stays false: `rq_empty` set in the SoC's context would have its
+    // hardware RNR NAK a SEND that comes after the host posted a receive WQE but before
+    // the firmware saw the doorbell, where the engine, which reads the doorbell first,
+    // places it: `docs/fastpath.md` §6 "In the SoC", "The receive load".)
 
     /// The hardware runs by itself.
     fn run(&mut self, _dma: &mut dyn Dma) -> bool {
