@@ -757,7 +757,7 @@ impl FastPath for MmioFastPath {
 
     /// `soc_fp`'s receive load (table 1 words 16..19, `fp_rx.sv`) applies the load to
     /// the context in one step with respect to the receive check, which runs beside the
-    /// core: the SoC's SENDs are placed from their first packet.
+    /// core: a SEND into a WQE loaded ahead is placed from its first packet.
     fn recv_loads(&self) -> bool {
         !NO_FASTPATH
     }
@@ -776,7 +776,9 @@ impl FastPath for MmioFastPath {
     // (`rnr_responder` stays false: `rq_empty` set in the SoC's context would have its
     // hardware RNR NAK a SEND that comes after the host posted a receive WQE but before
     // the firmware saw the doorbell, where the engine, which reads the doorbell first,
-    // places it: `docs/fastpath.md` §6 "In the SoC", "The receive load".)
+    // places it: `docs/fastpath.md` §3.4 "Receiver not ready". The hardware's command
+    // has the flag's set and clear, [`fp_reg::RL_RNR`], for when `soc_fp` hears the
+    // host's receive doorbells.)
 
     /// The hardware runs by itself.
     fn run(&mut self, _dma: &mut dyn Dma) -> bool {
