@@ -297,11 +297,18 @@ module fp_rx
   assign fw_wr = cfg_wr_valid && cfg_wr_ready;
   assign fw_rd = cfg_rd_valid && cfg_rd_ready;
 
+  localparam int LD_LO = RC_RESID;     // the bytes it may change: RESID .. QPN
+  localparam int LD_BITS = 8 * (RC_PEER_GID - RC_RESID);
   logic [RC_WORDS-1:0] rc_we;
   logic [MR_WORDS-1:0] mr_we;
   logic                ld_ok;          // the command applies (LD_WR: its words written)
-  logic [RC_WORDS-1:0] ld_we;          // the words it changes
-  logic [RCTX_BYTES*8-1:0] ld_row;     // the context after it
+  logic [RC_WORDS-1:0] ld_we;          // the words it changes (of words 7..11)
+  logic [LD_BITS-1:0] ld_part;         // those words after it
+  logic [RCTX_BYTES*8-1:0] ld_row;     // in the context's place (the rest not written)
+  always_comb begin
+    ld_row = '0;
+    ld_row[8*LD_LO +: LD_BITS] = ld_part;
+  end
   always_comb begin
     rc_we = '0;
     mr_we = '0;
@@ -370,7 +377,7 @@ module fp_rx
   // the rule (layout::load_rctx, layout::rnr_rctx) on the context read (LD_CK)
   logic             ld_ok_c;
   logic [RC_WORDS-1:0] ld_we_c;
-  logic [RCTX_BYTES*8-1:0] ld_row_c;
+  logic [LD_BITS-1:0] ld_part_c;        // words 7..11 after it
   logic [7:0] ld_fl;
   logic ld_ours, ld_between, ld_loaded, ld_held;
   assign ld_fl = rc_rd_data[8*RC_FLAGS +: 8];
@@ -379,32 +386,32 @@ module fp_rx
   assign ld_loaded = (ld_fl & RF_LOADED) != '0;
   assign ld_held = (ld_fl & RF_HELD) != '0;
   always_comb begin
-    ld_row_c = rc_rd_data;
+    ld_part_c = rc_rd_data[8*LD_LO +: LD_BITS];
     ld_ok_c = 1'b0;
     ld_we_c = '0;
     ld_we_c[LD_FLAGS_WORD] = 1'b1;
     unique case (ld_op)
       LD_LOAD: begin
         ld_ok_c = ld_ours && ld_between && !ld_held && !ld_loaded && msg_n[ld_qpn[QPN_W-1:0]] == '0;
-        ld_row_c[8*RC_RESID +: 32] = ld_len;
-        ld_row_c[8*RC_RECV_ADDR +: 64] = ld_addr;
-        ld_row_c[8*RC_LENGTH +: 32] = '0;
-        ld_row_c[8*RC_FLAGS +: 8] = (ld_fl & ~RF_RQ_EMPTY) | RF_LOADED;
+        ld_part_c[8*(RC_RESID-LD_LO) +: 32] = ld_len;
+        ld_part_c[8*(RC_RECV_ADDR-LD_LO) +: 64] = ld_addr;
+        ld_part_c[8*(RC_LENGTH-LD_LO) +: 32] = '0;
+        ld_part_c[8*(RC_FLAGS-LD_LO) +: 8] = (ld_fl & ~RF_RQ_EMPTY) | RF_LOADED;
         for (int w = RC_RESID / 4; w < RC_LENGTH / 4 + 1; w++) ld_we_c[w] = 1'b1;
       end
       LD_UNLOAD: begin
         ld_ok_c = ld_ours && ld_between && ld_loaded;
-        ld_row_c[8*RC_FLAGS +: 8] = ld_fl & ~RF_LOADED;
+        ld_part_c[8*(RC_FLAGS-LD_LO) +: 8] = ld_fl & ~RF_LOADED;
       end
       LD_RNR: begin
         ld_ok_c = ld_ours && ld_between && !ld_held && !ld_loaded && msg_n[ld_qpn[QPN_W-1:0]] == '0;
-        ld_row_c[8*RC_FLAGS +: 8] = ld_fl | RF_RQ_EMPTY;
-        ld_row_c[8*RC_RECV_ADDR +: 8] = ld_timer;
+        ld_part_c[8*(RC_FLAGS-LD_LO) +: 8] = ld_fl | RF_RQ_EMPTY;
+        ld_part_c[8*(RC_RECV_ADDR-LD_LO) +: 8] = ld_timer;
         ld_we_c[RC_RECV_ADDR / 4] = 1'b1;
       end
       LD_RNR_CLR: begin
         ld_ok_c = ld_ours && (ld_fl & RF_RQ_EMPTY) != '0;
-        ld_row_c[8*RC_FLAGS +: 8] = ld_fl & ~RF_RQ_EMPTY;
+        ld_part_c[8*(RC_FLAGS-LD_LO) +: 8] = ld_fl & ~RF_RQ_EMPTY;
       end
     endcase
   end
@@ -426,7 +433,7 @@ module fp_rx
       LD_CK: begin
         ld_ok <= ld_ok_c;
         ld_we <= ld_we_c;
-        ld_row <= ld_row_c;
+        ld_part <= ld_part_c;
         ld_st <= LD_WR;
       end
       default: begin  // LD_WR: the words written
