@@ -1,5 +1,5 @@
 //! RoCE captures: reading pcap and pcapng as a stream ([`read`]), decoding every frame to
-//! text or the packet JSON of `packet-json.md` ([`decode`], [`json`], [`text`]) with
+//! text or the packet JSON of `packet-json.md` ([`decode`](mod@decode), [`json`], [`text`]) with
 //! filters ([`filter`]), building frames from that JSON ([`encode`]), and the per-
 //! connection analysis of `roce analyze` ([`analyze`]). The `roce` command parses its
 //! arguments and prints; everything it does with a capture is here.

@@ -168,7 +168,7 @@ impl LocalNic {
     }
 
     /// [`LocalNic::with_datapath`] for a datapath with an RC fast path in it (the RTL's,
-    /// say): the port holds [`FASTPATH_TX_QUEUE`] frame per priority.
+    /// say): the port holds `FASTPATH_TX_QUEUE` frame per priority.
     pub fn with_fastpath_datapath<E>(
         cfg: PortConfig,
         caps: Capacities,

@@ -10,7 +10,7 @@ use std::rc::Rc;
 /// Frames the NIC sent and frames waiting for it to receive.
 ///
 /// The transmit side is the datapath's FIFO in front of the DCB MAC, with room kept per
-/// 802.1p priority ([`SharedBuffer`], in frames): a reserve of [`TX_RESERVE`] frames
+/// 802.1p priority ([`SharedBuffer`], in frames): a reserve of `TX_RESERVE` frames
 /// each and the rest shared. Its reader takes the oldest frame of a priority the MAC
 /// has room for ([`PortQueues::pop_tx_except`]), so the frames of a paused priority,
 /// however many, hold back no other priority's frames, and the runtime builds no

@@ -1522,6 +1522,50 @@ fn nak_of_a_fetched_queue(hw: Hw, wrs: &[Wr], seeds: [u64; 4]) {
     }
 }
 
+/// The local ACK timeout of a fetched send queue with no retry left (§3.8): on a wire that
+/// loses every frame, A's first WQEs go to the hardware's fetch, whose Go-Back-N spends
+/// the QP's seven retries at seven timeouts; the eighth timeout is the firmware's
+/// (`SqNews::due`): it takes the queue back, and the engine's timer, at the same
+/// deadline, fails the WQE with RETRY_EXC_ERR and flushes the rest. Frames, their
+/// times, completions and the retry counters (7 retries, at 7 timeouts, at A) are the
+/// engine-alone run's, on the model and on the RTL (whose `FpPort` reports every
+/// deadline as the firmware's). With the model's `due` left out (`None`), A's firmware
+/// never takes the queue back, the WQE never fails and the NICs do not settle.
+#[test]
+fn a_timeout_with_no_retry_left_is_the_firmwares() {
+    let mut hws = vec![Hw::Model];
+    if rtl_here() {
+        hws.extend([Hw::Rtl, Hw::Rtl512]);
+    }
+    let wrs = send_side_mix(3);
+    let wire = Wire {
+        seed: 1,
+        loss: 1000,
+        reorder: 0,
+    };
+    let (engine, _) = run_on(THREE, Hw::Engine, Mtu::Mtu1024, wire, &wrs);
+    assert!(
+        engine.completions[0]
+            .first()
+            .is_some_and(|w| w.status == WcStatus::RetryExcErr),
+        "the engine alone failed no WQE with RETRY_EXC_ERR: {:?}",
+        engine.completions[0]
+    );
+    assert_eq!(engine.retries[0], [0, 7, 7, 0], "A's retries and timeouts");
+    for hw in hws {
+        let c = differential_on(THREE, hw, Mtu::Mtu1024, &wrs, wire).unwrap();
+        assert!(
+            c[0].fastpath.tx_resent > 0,
+            "{hw:?}: the hardware resent nothing"
+        );
+        let (fast, _) = run_on(THREE, hw, Mtu::Mtu1024, wire, &wrs);
+        assert_eq!(
+            engine.times, fast.times,
+            "{hw:?}: frames sent at other times"
+        );
+    }
+}
+
 /// A's SENDs, WRITEs and WRITE_WITH_IMMs on pair 0, of which only the first SEND finds
 /// its receive at B at once (`Late`): the next SEND gets an RNR NAK.
 fn rnr_mix() -> Vec<Wr> {

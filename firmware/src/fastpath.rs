@@ -192,8 +192,18 @@ pub struct SqNews {
     /// room again), and of them SENDs.
     pub taken: u32,
     pub sends: u32,
-    /// Its earliest local ACK deadline (ns).
+    /// Its earliest local ACK deadline or RNR wait's end (ns): it runs then
+    /// (`poll_timeout`).
     pub deadline: Option<u64>,
+    /// The earliest local ACK deadline it leaves to the firmware (ns): of a queue with
+    /// no retry left (or that it does not take at the timeout for another reason),
+    /// which the firmware takes back then and whose WQE the engine fails. A timeout
+    /// with a retry left is the hardware's own Go-Back-N (§3.8): the firmware looks at
+    /// no queue for it (it looked at every queue it fetches, at every deadline, ~250
+    /// instructions in the QEMU self-test, and found nothing). A hardware that cannot
+    /// tell says `deadline` here; one that stops such a queue itself (the SoC's fetch
+    /// with its own clock) says none.
+    pub due: Option<u64>,
     /// Its Go-Back-N (§3.8) since the last call: the NAK sequence errors it took (those
     /// it dropped too), the retries it started (at a NAK or at the local ACK timeout)
     /// and of those the ones at the timeout, and the RNR NAKs it took. The engine counts
@@ -699,7 +709,7 @@ impl<P: Datapath, const QPS: usize> FastPathPort<P, QPS> {
                 continue;
             }
             let due = sq.deadline.is_some_and(|d| d <= now);
-            if !due || sq.stopped || sq.spent >= sq.idle.retry_cnt {
+            if !due || !retries_at_timeout(q, &sq) {
                 continue;
             }
             let Some(first) = q.inflight.front().map(|m| m.first_psn) else {
@@ -1155,6 +1165,13 @@ fn sq_nak(
     NakTaken::Rnr
 }
 
+/// Whether `sq_timeouts` takes the local ACK timeout of `q`'s send queue `sq` (Go-Back-N:
+/// not stopped, a retry left, something outstanding); if not, the firmware takes the
+/// queue back at its deadline (`SqNews::due`).
+fn retries_at_timeout(q: &QpMem, sq: &SqHw) -> bool {
+    !sq.stopped && sq.spent < sq.idle.retry_cnt && !q.inflight.is_empty()
+}
+
 /// The hardware's Go-Back-N retry of send queue `sq` of QP memory `q` (send context
 /// `ctx`), whose oldest unfinished message starts at `first`: one retry spent, the
 /// sends start again at `una` (REPLAYs from the host ring, served by `sq_fetch`),
@@ -1489,6 +1506,16 @@ impl<P: Datapath, const QPS: usize> FastPath for FastPathPort<P, QPS> {
                 .filter_map(|q| q.sq)
                 .flat_map(|sq| [sq.deadline, sq.rnr_at])
                 .flatten()
+                .min(),
+            // (a context `sq_timeouts` cannot decode is the firmware's too)
+            due: self
+                .qps
+                .iter()
+                .filter_map(|q| {
+                    let sq = q.sq?;
+                    let ours = retries_at_timeout(q, &sq) && layout::decode_sctx(&q.sctx).is_ok();
+                    sq.deadline.filter(|_| !ours)
+                })
                 .min(),
             stopped: self.qps.iter().any(|q| q.sq.is_some_and(|sq| sq.stopped)),
             ..core::mem::take(&mut self.news)

@@ -870,6 +870,10 @@ impl<P: Datapath> FastPath for FpPort<P> {
             taken,
             sends,
             deadline,
+            // (the firmware looks at every deadline, as before `SqNews::due`: without
+            // its own clock the RTL neither says which queues have a retry left nor
+            // stops those that have none)
+            due: deadline,
             stopped,
             naks,
             retries,

@@ -13,7 +13,7 @@
 //! typical tens of pending events neither beat `BinaryHeap`, and the wheel's slots
 //! cost cache misses.)
 //!
-//! The events are kept in two heaps: those due within [`NEAR`] of the last event popped,
+//! The events are kept in two heaps: those due within `NEAR` of the last event popped,
 //! and the rest. A node's timer that moves leaves its old event behind (the fabric
 //! skips it when it comes up), and a NIC's retransmission timer, 67 ms ahead and
 //! re-armed at every message, leaves hundreds of them in a long stream: in one heap
@@ -22,11 +22,11 @@
 //!
 //! The near events are few in a fabric of a few hosts (a 100 Gb/s stream between two
 //! NICs keeps three to five pending), and a binary heap's pop sifts and moves entries
-//! down to the bottom and back even then. So while they are at most [`FEW`], they are an
+//! down to the bottom and back even then. So while they are at most `FEW`, they are an
 //! array in no order with the index of the earliest: a push appends (one comparison
 //! with the earliest), a pop swaps the earliest out and scans the few left for the
 //! next. More (a fat tree's hundreds) and they become a heap, and an array again when
-//! they fall to [`FEW`] / 4. Keys are unique (time and scheduling order; the explicit
+//! they fall to `FEW` / 4. Keys are unique (time and scheduling order; the explicit
 //! orders are unique among themselves), so every form pops the same events in the same
 //! order. (A sorted array, latest first, cost more: its inserts moved entries.)
 

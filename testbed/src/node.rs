@@ -62,7 +62,7 @@ impl HostPath {
 /// less.)
 ///
 /// The transmit side is the NIC's DCB MAC (what `hdl-sim/rtl/roce_dcb_top.sv` is in
-/// hardware): a queue of [`TX_QUEUE_FRAMES`] frames per 802.1p priority, filled by the
+/// hardware): a queue of `TX_QUEUE_FRAMES` frames per 802.1p priority, filled by the
 /// engine (`NicModel::transmit_frame_except`, which builds no frame for a full queue)
 /// and served by ETS (`roce_core::dcb::Ets`) as the host configured it through the
 /// ABI's MODIFY_DCB (`DcbConfig::ets`: strict classes first, the others by their

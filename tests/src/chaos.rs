@@ -15,7 +15,7 @@
 //!   on simulated time; except a requester whose whole retry budget the link spent
 //!   (IBTA's `retry_cnt` is at most 7: under these faults a long run meets it now and
 //!   then), which ends `RETRY_EXC_ERR` as the spec says, and only where both ends'
-//!   captures prove it was the link ([`proof`]).
+//!   captures prove it was the link (`proof`).
 //!
 //! The QPs' areas do not overlap, so their WRs commute and the model needs no
 //! cross-QP order. Within a QP, READ destinations and atomic results each get a slot of
@@ -382,7 +382,7 @@ fn side(ctx: &Context, qps: usize, region: usize) -> Result<Side, String> {
 ///
 /// A QP pair whose requester ends `RETRY_EXC_ERR` leaves the run (the others go on);
 /// the run, deterministic, is then repeated with both ends captured in memory, and it
-/// passes only if [`proof::retry_budget_spent_by_link`] shows that the link lost every
+/// passes only if `proof::retry_budget_spent_by_link` shows that the link lost every
 /// retry or its answer. Its completions up to the failure, the receives and the READ
 /// and atomic results among them are still checked; its target memory is not (which of
 /// the WRs in flight executed is not known).

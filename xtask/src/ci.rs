@@ -25,6 +25,7 @@ pub const STEPS: &[Step] = &[
             "warnings",
         ],
     ),
+    Step::custom("doc", doc),
     // Release: the tests include heavy proptests and simulations.
     Step::cargo("test", &["test", "--workspace", "--release"]),
     Step::custom("bare-metal", bare_metal),
@@ -37,7 +38,7 @@ pub const STEPS: &[Step] = &[
 pub struct Ctx {
     /// The repository root, absolute (it is also the current directory).
     pub root: PathBuf,
-    /// Seconds per fuzz target; `None` picks [`default_fuzz_seconds`].
+    /// Seconds per fuzz target; `None` picks [`default_fuzz_seconds`](crate::fuzz::default_fuzz_seconds).
     pub fuzz_seconds: Option<u64>,
 }
 
@@ -94,6 +95,14 @@ fn layers(_: &Ctx) -> Result<Outcome> {
 /// is the RTL whose place and route closed its clock.
 fn timing(ctx: &Ctx) -> Result<Outcome> {
     crate::synth::record::check(&ctx.root).map(|()| Outcome::Passed)
+}
+
+/// The API documentation builds without a warning: a broken intra-doc link is a
+/// comment that points nowhere.
+fn doc(_: &Ctx) -> Result<Outcome> {
+    let mut doc = cmd("cargo", &["doc", "--workspace", "--no-deps"]);
+    doc.env("RUSTDOCFLAGS", "-D warnings");
+    cmd::run(&mut doc).map(|()| Outcome::Passed)
 }
 
 /// Building the core for targets that have no `std` proves it does not use it. (Not

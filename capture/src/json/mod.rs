@@ -1,4 +1,4 @@
-//! The packet JSON of `packet-json.md`: [`write`] for `roce decode --json`, [`read`] for
+//! The packet JSON of `packet-json.md`: [`write`](mod@write) for `roce decode --json`, [`read`] for
 //! `roce encode`.
 
 pub mod read;

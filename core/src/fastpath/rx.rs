@@ -110,7 +110,7 @@ impl RecvCtx {
 
 /// The part of a receive context (§3.2) the hardware advances and the engine's
 /// responder takes back before it handles an exception
-/// ([`crate::Engine::fastpath_load_recv_state`]): where the QP is in its message
+/// ([`crate::engine::Engine::fastpath_load_recv_state`]): where the QP is in its message
 /// stream. The rest (the QP's addresses, keys and flags) is the engine's own.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RecvState {

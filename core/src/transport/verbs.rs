@@ -202,7 +202,7 @@ impl AckTimeout {
         }
     }
 
-    /// [`AckTimeout::duration`] in nanoseconds: what the timers add to an [`Instant`]
+    /// [`AckTimeout::duration`] in nanoseconds: what the timers add to an [`Instant`](crate::transport::Instant)
     /// (a `Duration` costs a 64-bit division and a 128-bit product each way on a
     /// 32-bit core).
     pub const fn nanos(self) -> Option<u64> {

@@ -1077,6 +1077,7 @@ impl FastPath for MmioFastPath {
             taken: counts.0,
             sends: counts.1,
             deadline: None,
+            due: None,
             stopped: news & fp_reg::SQ_NEWS_STOPPED != 0,
             naks: gbn[0],
             retries: gbn[1],

@@ -154,7 +154,7 @@ impl<
                         self.counters.fp_rx_out_of_seq,
                         self.counters.fp_rx_duplicates,
                     ] = fp.rx_answered();
-                    self.counters.fastpath = fp.counters();
+                    super::set_fp_counters(&mut self.counters.fastpath, fp.counters());
                 }
                 let mut engine = *self.engine.counters();
                 engine.sent_pkts += self.counters.fastpath.tx_frames;

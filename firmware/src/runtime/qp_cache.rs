@@ -467,6 +467,7 @@ impl<
     /// are brought in, round robin from where the last poll stopped, until one cannot
     /// be (no line can be freed): the rest stay pending. So a poll costs the resident
     /// lines plus the QPs it brings in, never a visit to every pending QP.
+    #[inline(never)] // (a doorbell's path, out of the poll as its other rare paths)
     pub(super) fn fetch_pending(&mut self) -> bool {
         if !self.hal.take_rung_qps(&mut self.pending) {
             // No latch on this platform: every QP may have rung.

@@ -118,8 +118,10 @@ pub fn poll(nic: &mut crate::TestNic) -> bool {
 }
 
 /// The polls in which the engine's local ACK timer fired, since
-/// [`reset_timer_polls`]: the firmware's instructions in each (the take-back, the
-/// timer, the rewind's descriptors).
+/// [`reset_timer_polls`] (the local ACK timeout counted, `local_ack_timeout_err`): the
+/// firmware's instructions in each (with the fast path's Go-Back-N: reading its news
+/// and counting its retry; with a queue taken back: the take-back, the engine's timer
+/// and its rewind).
 pub fn timer_polls() -> Work {
     let [count, total, max] = &TIMER_POLLS;
     Work {
@@ -555,7 +557,7 @@ pub fn kind_name(key: u32) -> (&'static str, &'static str, &'static str) {
                 _ => "",
             },
         ),
-        6 => ("poll", "local ACK timeout", "(take-back, timer, rewind)"),
+        6 => ("poll", "local ACK timeout", "(the fast path's Go-Back-N)"),
         _ => ("?", "", ""),
     }
 }
