@@ -13,6 +13,7 @@
 
 mod soc_pair;
 
+use roce_abi::counters::FastPathCounters;
 use roce_core::dcb::{DcbRegs, PfcThresholds, Priorities};
 use roce_core::engine::DcbConfig;
 use roce_core::memory::AccessFlags;
@@ -629,19 +630,7 @@ fn an_rnr_nak_on_the_socs_fast_path_is_the_hardwares() {
     fast.report("fast path");
     assert_eq!(fast.wc, alone.wc, "the completions differ");
     assert!(fast.landed == alone.landed, "the SENDs' bytes differ");
-    let names = |r: &RnrRun| -> Vec<(String, u32)> {
-        r.frames
-            .iter()
-            .map(|f| {
-                let bth = roce_core::wire::bth::Header::new_unchecked(&f[..]);
-                (format!("{:?}", bth.opcode()), bth.psn().value())
-            })
-            .collect()
-    };
-    assert_eq!(names(&fast), names(&alone), "SoC 0's frames");
-    for (i, (f, a)) in fast.frames.iter().zip(&alone.frames).enumerate() {
-        assert!(f == a, "SoC 0's frame {i} differs from the engine's");
-    }
+    same_frames(&fast.frames, &alone.frames, "SoC 0");
     assert_eq!(
         (fast.rnr_naks, fast.rcvd_rnr_err),
         (alone.rnr_naks, alone.rnr_naks),
@@ -716,19 +705,12 @@ impl RnrRun {
 /// SoC 0 SENDs [`RNR_ROUNDS`] to SoC 1, whose receive WQEs are posted only once its RNR
 /// NAK of the round's first SEND is on the wire; the SoCs' fast path on or off.
 fn rnr_run(image: &std::path::Path, fastpath: bool) -> RnrRun {
-    use roce_core::wire::aeth::Syndrome;
     let data: Vec<u8> = (0..65536u32).map(|i| (i * 31 + i / 253) as u8).collect();
     let mut p = filled_pair(image, fastpath, 0, &data);
     let (a, b) = (&p.mr[0], &p.mr[1]);
     let before = p.wire.nics[0].firmware_stats();
     let c0 = p._ctx[0].query_counters().unwrap();
     p.wire.record = true;
-    let is_rnr = |f: &Vec<u8>| {
-        parse(f)
-            .ok()
-            .and_then(|pkt| pkt.aeth())
-            .is_some_and(|a| matches!(a.syndrome, Syndrome::RnrNak(_)))
-    };
     let (mut wc, mut at, mut id) = (Vec::new(), 0, 0u64);
     let mut fw = None;
     for (round, sizes) in RNR_ROUNDS.iter().enumerate() {
@@ -749,10 +731,10 @@ fn rnr_run(image: &std::path::Path, fastpath: bool) -> RnrRun {
                 Some(wr)
             })
             .collect();
-        let naks = p.wire.sent[1].iter().filter(|f| is_rnr(f)).count();
+        let naks = rnr_naks(&p.wire.sent[1]);
         p.qp[0].post_send_list(&wrs).unwrap();
         let mut cycles = 0;
-        while p.wire.sent[1].iter().filter(|f| is_rnr(f)).count() == naks {
+        while rnr_naks(&p.wire.sent[1]) == naks {
             p.wire.step(500);
             cycles += 500;
             assert!(cycles < 5_000_000, "no RNR NAK from SoC 1");
@@ -787,29 +769,213 @@ fn rnr_run(image: &std::path::Path, fastpath: bool) -> RnrRun {
     let mut landed = vec![0u8; at];
     b.read(0, &mut landed).unwrap();
     assert!(landed == data[..at], "the SENDs brought other bytes");
-    let frames = p.wire.sent[0]
-        .iter()
-        .map(|f| {
-            let l = parse(f).unwrap().layout();
-            f[l.bth..l.icrc].to_vec()
-        })
-        .collect();
     RnrRun {
-        frames,
+        frames: bth_to_payload(&p.wire.sent[0]),
         wc,
         landed,
-        rnr_naks: p.wire.sent[1].iter().filter(|f| is_rnr(f)).count() as u64,
+        rnr_naks: rnr_naks(&p.wire.sent[1]) as u64,
         rcvd_rnr_err: c.engine.rcvd_rnr_err - c0.engine.rcvd_rnr_err,
         timeouts: (
             c.engine.local_ack_timeout_err - c0.engine.local_ack_timeout_err,
             c.engine.completer_retry_err - c0.engine.completer_retry_err,
         ),
         fw: fw.unwrap(),
-        fp: FpDelta {
-            taken: f1.rx_handled - f0.rx_handled,
-            exceptions: f1.rx_exceptions - f0.rx_exceptions,
-            sent: f1.tx_frames - f0.tx_frames,
-        },
+        fp: FpDelta::since(&f0, &f1),
+    }
+}
+
+/// SENDs on the SoC are the hardware's (`docs/fastpath.md` §6 "In the SoC", "The
+/// receive load"): SoC 1's firmware loads its head receive WQE into the receive context
+/// ahead of the SEND through `fp_rx`'s receive-load command (table 1 words 16..19,
+/// applied between two frames' checks), so its fast path places a SEND's first packet
+/// too and the firmware hears only the `MSG_DONE`. Then two SENDs to SoC 1's empty
+/// receive queue: RNR NAKed by its firmware still (the SoC sets no `rq_empty`). Run on
+/// the firmware alone (the engine: the reference) and with the fast path: the frames
+/// on the wire both ways (BTH to payload, in order), the completions on both sides,
+/// the bytes landed and the RNR NAK counts are the same; with the fast path no SEND of
+/// the first round reached SoC 1's firmware and it sent no frame for them. On main
+/// `MmioFastPath` loaded nothing (`recv_loads` false): every SEND's first packet was an
+/// exception (reason 9) and the packets behind it too (10, `held`), and the test fails
+/// there (frames received and sent by SoC 1's firmware over the first round `(9, 6)`
+/// where it wants `(0, 0)`).
+#[test]
+fn sends_on_the_socs_fast_path_are_the_hardwares() {
+    let Some(image) = test_image() else { return };
+    let alone = send_run(&image, false);
+    let fast = send_run(&image, true);
+    alone.report("firmware only");
+    fast.report("fast path");
+    assert_eq!(fast.wc, alone.wc, "the completions differ");
+    assert!(fast.landed == alone.landed, "the SENDs' bytes differ");
+    for side in 0..2 {
+        same_frames(
+            &fast.frames[side],
+            &alone.frames[side],
+            &format!("SoC {side}"),
+        );
+    }
+    assert_eq!(
+        fast.rnr, alone.rnr,
+        "the RNR NAKs on the wire, as SoC 1 and SoC 0 counted them"
+    );
+    assert_eq!(
+        alone.rnr,
+        (
+            SEND_RNR.len() as u64,
+            SEND_RNR.len() as u64,
+            SEND_RNR.len() as u64
+        )
+    );
+    // The SENDs into WQEs loaded ahead: none reached SoC 1's firmware, whose hardware
+    // placed them and sent their ACKs (the firmware heard their MSG_DONEs).
+    assert_eq!(
+        (fast.fw_loaded.frames_rx, fast.fw_loaded.frames_tx),
+        (0, 0),
+        "the SENDs into loaded WQEs reached SoC 1's firmware, or it sent frames for them"
+    );
+    let packets = |l: &[usize]| l.iter().map(|&l| l.div_ceil(1024) as u64).sum::<u64>();
+    assert!(
+        fast.fp.taken >= packets(&SEND_LOADED),
+        "SoC 1's fast path placed the SENDs: {:?}",
+        fast.fp
+    );
+}
+
+/// The SENDs of [`send_run`]'s first round (the receive WQEs all posted before), at
+/// MTU 1024.
+const SEND_LOADED: [usize; 6] = [1, 100, 1_024, 1_025, 3_000, 64];
+
+/// Its later rounds: a SEND each, to an empty receive queue (the WQE posted once the
+/// RNR NAK is on the wire).
+const SEND_RNR: [usize; 2] = [200, 2_000];
+
+/// What [`send_run`] saw.
+struct SendRun {
+    /// Each SoC's frames in the order they left, BTH to the payload's end.
+    frames: [Vec<Vec<u8>>; 2],
+    /// The completions at SoC 0, then at SoC 1, round by round.
+    wc: Vec<(u64, WcStatus, WcOpcode, u32)>,
+    /// SoC 1's region after the SENDs.
+    landed: Vec<u8>,
+    /// RNR NAKs on the wire, SoC 1's count of those it sent (`send_rnr_err`), SoC 0's
+    /// of those it got (`rcvd_rnr_err`).
+    rnr: (u64, u64, u64),
+    /// SoC 1's firmware over the whole run.
+    fw: roce_hdl_sim::soc::FirmwareStats,
+    /// SoC 1's firmware over the first round ([`SEND_LOADED`]).
+    fw_loaded: roce_hdl_sim::soc::FirmwareStats,
+    /// SoC 1's fast path over the whole run.
+    fp: FpDelta,
+}
+
+impl SendRun {
+    fn report(&self, what: &str) {
+        let n = SEND_LOADED.len() as u64;
+        eprintln!(
+            "SENDs (SoC, {what}): SoC 1's firmware over the {n} SENDs into WQEs posted ahead: {} instructions in {} busy polls ({} per SEND), {} frames received, {} sent; over the whole run (2 more SENDs, RNR NAKed): {} instructions in {} busy polls, {} frames received, {} sent; RNR NAKs {:?}; its fast path {:?}",
+            self.fw_loaded.busy_instret,
+            self.fw_loaded.busy_polls,
+            self.fw_loaded.busy_instret / n,
+            self.fw_loaded.frames_rx,
+            self.fw_loaded.frames_tx,
+            self.fw.busy_instret,
+            self.fw.busy_polls,
+            self.fw.frames_rx,
+            self.fw.frames_tx,
+            self.rnr,
+            self.fp
+        );
+    }
+}
+
+/// SoC 0 SENDs [`SEND_LOADED`] to SoC 1, which posted a receive WQE for each first
+/// (16 bytes longer than the SEND), then [`SEND_RNR`] to SoC 1's empty receive queue,
+/// the WQE posted once SoC 1's RNR NAK is on the wire; one SEND at a time (each posted
+/// once the one before completed at both ends); the SoCs' fast path on or off.
+fn send_run(image: &std::path::Path, fastpath: bool) -> SendRun {
+    let data: Vec<u8> = (0..65536u32).map(|i| (i * 29 + i / 251) as u8).collect();
+    let mut p = filled_pair(image, fastpath, 0, &data);
+    let (a, ak) = (p.mr[0].addr(), p.mr[0].lkey());
+    let (b, bk) = (p.mr[1].addr(), p.mr[1].lkey());
+    let before = p.wire.nics[1].firmware_stats();
+    let c0 = p._ctx.each_ref().map(|c| c.query_counters().unwrap());
+    p.wire.record = true;
+    let (mut wc, mut at, mut id) = (Vec::new(), 0usize, 0u64);
+    let mut send = |p: &mut soc_pair::Pair, sizes: &[usize], rnr: bool| {
+        let recvs: Vec<_> = sizes
+            .iter()
+            .scan(at, |at, &len| {
+                let r = RecvWr::new(100 + id).sge(b + *at as u64, len as u32 + 16, bk);
+                let s = SendWr::new(id, WrOp::Send)
+                    .sge(a + *at as u64, len as u32, ak)
+                    .flags(SendFlags::SIGNALED);
+                (*at, id) = (*at + len + 16, id + 1);
+                Some((r, s))
+            })
+            .collect();
+        at += sizes.iter().map(|l| l + 16).sum::<usize>();
+        if !rnr {
+            for (r, _) in &recvs {
+                p.qp[1].post_recv(r).unwrap();
+            }
+            // (the receive doorbell heard and the head WQE loaded before the SENDs come)
+            for _ in 0..10 {
+                p.wire.step(2_000);
+            }
+        }
+        // One SEND at a time, each once the one before completed on both sides: the
+        // firmware loads the next WQE at the MSG_DONE, one buffer ahead (a SEND that
+        // comes before that is the firmware's, as on every fast path).
+        for (r, s) in &recvs {
+            let naks = rnr_naks(&p.wire.sent[1]);
+            p.qp[0].post_send(s).unwrap();
+            if rnr {
+                let mut cycles = 0;
+                while rnr_naks(&p.wire.sent[1]) == naks {
+                    p.wire.step(500);
+                    cycles += 500;
+                    assert!(cycles < 5_000_000, "no RNR NAK from SoC 1");
+                }
+                p.qp[1].post_recv(r).unwrap();
+            }
+            for cq in &p.cq {
+                wc.extend(
+                    p.wire
+                        .completions(cq, 1, 20_000_000)
+                        .iter()
+                        .map(|w| (w.wr_id, w.status, w.opcode, w.byte_len)),
+                );
+            }
+        }
+    };
+    send(&mut p, &SEND_LOADED, false);
+    for _ in 0..10 {
+        p.wire.step(2_000);
+    }
+    let fw_loaded = p.wire.nics[1].firmware_stats().since(&before);
+    for len in SEND_RNR {
+        send(&mut p, &[len], true);
+    }
+    for _ in 0..10 {
+        p.wire.step(2_000);
+    }
+    let fw = p.wire.nics[1].firmware_stats().since(&before);
+    let c = p._ctx.each_ref().map(|c| c.query_counters().unwrap());
+    let (f0, f1) = (c0[1].runtime.fastpath, c[1].runtime.fastpath);
+    let mut landed = vec![0u8; 65536];
+    p.mr[1].read(0, &mut landed).unwrap();
+    SendRun {
+        frames: p.wire.sent.each_ref().map(|s| bth_to_payload(s)),
+        wc,
+        landed,
+        rnr: (
+            rnr_naks(&p.wire.sent[1]) as u64,
+            c[1].engine.send_rnr_err - c0[1].engine.send_rnr_err,
+            c[0].engine.rcvd_rnr_err - c0[0].engine.rcvd_rnr_err,
+        ),
+        fw,
+        fw_loaded,
+        fp: FpDelta::since(&f0, &f1),
     }
 }
 
@@ -873,6 +1039,60 @@ struct FpDelta {
     exceptions: u64,
     /// Frames its segmenter and ACK path sent (`tx_frames`).
     sent: u64,
+}
+
+impl FpDelta {
+    /// What the fast path counted from `before` to `after` (its port counters).
+    fn since(before: &FastPathCounters, after: &FastPathCounters) -> FpDelta {
+        FpDelta {
+            taken: after.rx_handled - before.rx_handled,
+            exceptions: after.rx_exceptions - before.rx_exceptions,
+            sent: after.tx_frames - before.tx_frames,
+        }
+    }
+}
+
+/// Whether frame `f` is an RNR NAK.
+fn is_rnr(f: &[u8]) -> bool {
+    use roce_core::wire::aeth::Syndrome;
+    parse(f)
+        .ok()
+        .and_then(|pkt| pkt.aeth())
+        .is_some_and(|a| matches!(a.syndrome, Syndrome::RnrNak(_)))
+}
+
+/// The RNR NAKs among `frames`.
+fn rnr_naks(frames: &[Vec<u8>]) -> usize {
+    frames.iter().filter(|f| is_rnr(f)).count()
+}
+
+/// Each frame of `frames` from its BTH to its payload's end (what one run's frames
+/// share with another's: the IPv4 identification is the NIC's).
+fn bth_to_payload(frames: &[Vec<u8>]) -> Vec<Vec<u8>> {
+    frames
+        .iter()
+        .map(|f| {
+            let l = parse(f).unwrap().layout();
+            f[l.bth..l.icrc].to_vec()
+        })
+        .collect()
+}
+
+/// Asserts that `fast`'s frames (from [`bth_to_payload`]) are `alone`'s: first their
+/// opcodes and PSNs (a readable difference), then byte for byte.
+fn same_frames(fast: &[Vec<u8>], alone: &[Vec<u8>], what: &str) {
+    let names = |r: &[Vec<u8>]| -> Vec<(String, u32)> {
+        r.iter()
+            .map(|f| {
+                let bth = roce_core::wire::bth::Header::new_unchecked(&f[..]);
+                (format!("{:?}", bth.opcode()), bth.psn().value())
+            })
+            .collect()
+    };
+    assert_eq!(names(fast), names(alone), "{what}'s frames");
+    for (i, (f, a)) in fast.iter().zip(alone).enumerate() {
+        assert!(f == a, "{what}'s frame {i} differs from the engine's");
+    }
 }
 
 /// Phase 1 of [`read_mix`]: the READs' sizes, and where they read in SoC 1's region.
@@ -966,11 +1186,7 @@ fn read_mix(image: &std::path::Path, fastpath: bool) -> ReadMix {
     }
     let fw = p.wire.nics[1].firmware_stats().since(&before);
     let fp_after = p._ctx[1].query_counters().unwrap().runtime.fastpath;
-    let fp = FpDelta {
-        taken: fp_after.rx_handled - fp_before.rx_handled,
-        exceptions: fp_after.rx_exceptions - fp_before.rx_exceptions,
-        sent: fp_after.tx_frames - fp_before.tx_frames,
-    };
+    let fp = FpDelta::since(&fp_before, &fp_after);
     let wc: Vec<_> = wc
         .iter()
         .map(|w| (w.wr_id, w.status, w.opcode, w.byte_len))

@@ -23,6 +23,20 @@
 // QP whose packets are placed meanwhile still race with the placement: the
 // firmware writes only a held QP's context (or one whose fast path is off).
 //
+// The receive load (docs/fastpath.md §6 "In the SoC"): words 16..18 of table 0
+// stage a receive buffer (address low, high, length; any index) and a write of
+// word 19 with the QP's number as index commits a command (data bits 1..0: 0
+// load the staged buffer, 1 unload, 2 set `rq_empty` with the RNR timer in bits
+// 15..8, 3 clear it). The command reads the context, applies
+// roce_core::fastpath::layout's load_rctx / rnr_rctx rule to it and writes the
+// words that change, all while the check holds no context and takes no new
+// one (as a firmware word's write waits): between two frames' checks, none
+// judged on the old state, none's write-back lost. A load or `rq_empty` set
+// also fails while a MSG_DONE of the entry is in flight (raised, not yet
+// taken by the firmware: msg_taken): the engine has not completed the WQE it
+// names, still its head. A read of word 19 (waiting for the command) answers
+// bit 0: the last command changed the context.
+//
 // `held` (docs/fastpath.md §3.2): a firmware write of the context word that
 // holds it leaves it set while an EXCEPTION of the entry is in flight
 // (raised by the check, not yet taken by the firmware: exc_taken). The
@@ -107,6 +121,9 @@ module fp_rx
     // from roce_fp_top's event port)
     input  wire logic                    exc_taken,
     input  wire logic [QPN_W-1:0]        exc_taken_row,
+    // a MSG_DONE event of entry msg_taken_row reached the firmware
+    input  wire logic                    msg_taken,
+    input  wire logic [QPN_W-1:0]        msg_taken_row,
 
     // ACK and READ response descriptors (fp_pkg's RESPD_*)
     output logic [RESPD_BYTES*8-1:0]     m_ack_data,
@@ -269,18 +286,34 @@ module fp_rx
   // read to its write-back: after an exception that writes back the context as read,
   // `held` set, and a firmware word landing in between was lost to the old one), and
   // the check reads no new one while such a write waits.
+  // While a receive load runs (ld_st) the firmware's other accesses wait.
   logic rc_free;
-  assign cfg_wr_ready = !rc_wr_en && (cfg_wr_table || rc_free);
-  assign cfg_rd_ready = !rc_rd_en && !mr_rd_en;
+  typedef enum logic [1:0] { LD_IDLE, LD_RD, LD_CK, LD_WR } ld_st_t;
+  ld_st_t ld_st;
+  logic ld_busy;
+  assign ld_busy = ld_st != LD_IDLE;
+  assign cfg_wr_ready = !rc_wr_en && (cfg_wr_table || rc_free) && !ld_busy;
+  assign cfg_rd_ready = !rc_rd_en && !mr_rd_en && !ld_busy;
   assign fw_wr = cfg_wr_valid && cfg_wr_ready;
   assign fw_rd = cfg_rd_valid && cfg_rd_ready;
 
+  localparam int LD_LO = RC_RESID;     // the bytes it may change: RESID .. QPN
+  localparam int LD_BITS = 8 * (RC_PEER_GID - RC_RESID);
   logic [RC_WORDS-1:0] rc_we;
   logic [MR_WORDS-1:0] mr_we;
+  logic                ld_ok;          // the command applies (LD_WR: its words written)
+  logic [RC_WORDS-1:0] ld_we;          // the words it changes (of words 7..11)
+  logic [LD_BITS-1:0] ld_part;         // those words after it
+  logic [RCTX_BYTES*8-1:0] ld_row;     // in the context's place (the rest not written)
+  always_comb begin
+    ld_row = '0;
+    ld_row[8*LD_LO +: LD_BITS] = ld_part;
+  end
   always_comb begin
     rc_we = '0;
     mr_we = '0;
     if (rc_wr_en) rc_we = '1;
+    else if (ld_st == LD_WR && ld_ok) rc_we = ld_we;
     else if (fw_wr && !cfg_wr_table && 32'(cfg_wr_word) < RC_WORDS) rc_we[cfg_wr_word[3:0]] = 1'b1;
     if (fw_wr && cfg_wr_table && 32'(cfg_wr_word) < MR_WORDS) mr_we[cfg_wr_word[2:0]] = 1'b1;
   end
@@ -309,6 +342,112 @@ module fp_rx
     if (rst) exc_n <= '0;
   end
 
+  // The MSG_DONE events in flight per entry, counted as the exceptions are: the
+  // firmware loads the next WQE only after it took the last one's MSG_DONE, so at
+  // most one is (MSG_W bits count three).
+  localparam int MSG_W = 2;
+  logic [NQP-1:0][MSG_W-1:0] msg_n;
+  logic             msg_raised;
+  logic [QPN_W-1:0] msg_raised_row;
+  assign msg_raised = vd_valid && vd.ev_valid && vd.ev[8*EV_KIND +: 8] == EVK_MSG_DONE;
+  assign msg_raised_row = vd.ev[8*EV_QPN +: QPN_W];
+
+  always_ff @(posedge clk) begin
+    if (msg_raised && !(msg_taken && msg_taken_row == msg_raised_row))
+      msg_n[msg_raised_row] <= msg_n[msg_raised_row] + 1'b1;
+    if (msg_taken && !(msg_raised && msg_taken_row == msg_raised_row))
+      msg_n[msg_taken_row] <= msg_n[msg_taken_row] - 1'b1;
+    if (rst) msg_n <= '0;
+  end
+
+  // ------------------------------------------------------- the receive load
+  localparam int LD_W_ADDR = 16;   // 16 address low, 17 high
+  localparam int LD_W_LEN = 18;
+  localparam int LD_W_CMD = 19;
+  localparam logic [1:0] LD_LOAD = 2'd0, LD_UNLOAD = 2'd1, LD_RNR = 2'd2, LD_RNR_CLR = 2'd3;
+  localparam int LD_FLAGS_WORD = RC_FLAGS / 4;
+  localparam logic [7:0] RF_LOADED = 8'h02, RF_HELD = 8'h04, RF_RQ_EMPTY = 8'h10;
+  logic [63:0]      ld_addr;
+  logic [31:0]      ld_len;
+  logic [1:0]       ld_op;
+  logic [7:0]       ld_timer;
+  logic [23:0]      ld_qpn;
+  logic             ld_done;          // the last command's answer (word 19's bit 0)
+
+  // the rule (layout::load_rctx, layout::rnr_rctx) on the context read (LD_CK)
+  logic             ld_ok_c;
+  logic [RC_WORDS-1:0] ld_we_c;
+  logic [LD_BITS-1:0] ld_part_c;        // words 7..11 after it
+  logic [7:0] ld_fl;
+  logic ld_ours, ld_between, ld_loaded, ld_held;
+  assign ld_fl = rc_rd_data[8*RC_FLAGS +: 8];
+  assign ld_ours = rc_rd_data[8*RC_QPN +: 24] == ld_qpn;
+  assign ld_between = rc_rd_data[8*RC_STATE +: 8] == 8'd1 && rc_rd_data[8*RC_CUR +: 8] == 8'd0;
+  assign ld_loaded = (ld_fl & RF_LOADED) != '0;
+  assign ld_held = (ld_fl & RF_HELD) != '0;
+  always_comb begin
+    ld_part_c = rc_rd_data[8*LD_LO +: LD_BITS];
+    ld_ok_c = 1'b0;
+    ld_we_c = '0;
+    ld_we_c[LD_FLAGS_WORD] = 1'b1;
+    unique case (ld_op)
+      LD_LOAD: begin
+        ld_ok_c = ld_ours && ld_between && !ld_held && !ld_loaded && msg_n[ld_qpn[QPN_W-1:0]] == '0;
+        ld_part_c[8*(RC_RESID-LD_LO) +: 32] = ld_len;
+        ld_part_c[8*(RC_RECV_ADDR-LD_LO) +: 64] = ld_addr;
+        ld_part_c[8*(RC_LENGTH-LD_LO) +: 32] = '0;
+        ld_part_c[8*(RC_FLAGS-LD_LO) +: 8] = (ld_fl & ~RF_RQ_EMPTY) | RF_LOADED;
+        for (int w = RC_RESID / 4; w < RC_LENGTH / 4 + 1; w++) ld_we_c[w] = 1'b1;
+      end
+      LD_UNLOAD: begin
+        ld_ok_c = ld_ours && ld_between && ld_loaded;
+        ld_part_c[8*(RC_FLAGS-LD_LO) +: 8] = ld_fl & ~RF_LOADED;
+      end
+      LD_RNR: begin
+        ld_ok_c = ld_ours && ld_between && !ld_held && !ld_loaded && msg_n[ld_qpn[QPN_W-1:0]] == '0;
+        ld_part_c[8*(RC_FLAGS-LD_LO) +: 8] = ld_fl | RF_RQ_EMPTY;
+        ld_part_c[8*(RC_RECV_ADDR-LD_LO) +: 8] = ld_timer;
+        ld_we_c[RC_RECV_ADDR / 4] = 1'b1;
+      end
+      LD_RNR_CLR: begin
+        ld_ok_c = ld_ours && (ld_fl & RF_RQ_EMPTY) != '0;
+        ld_part_c[8*(RC_FLAGS-LD_LO) +: 8] = ld_fl & ~RF_RQ_EMPTY;
+      end
+    endcase
+  end
+
+  always_ff @(posedge clk) begin
+    if (fw_wr && !cfg_wr_table) begin
+      if (32'(cfg_wr_word) == LD_W_ADDR) ld_addr[31:0] <= cfg_wr_data;
+      if (32'(cfg_wr_word) == LD_W_ADDR + 1) ld_addr[63:32] <= cfg_wr_data;
+      if (32'(cfg_wr_word) == LD_W_LEN) ld_len <= cfg_wr_data;
+    end
+    unique case (ld_st)
+      LD_IDLE: if (fw_wr && !cfg_wr_table && 32'(cfg_wr_word) == LD_W_CMD) begin
+        ld_op <= cfg_wr_data[1:0];
+        ld_timer <= cfg_wr_data[15:8];
+        ld_qpn <= cfg_wr_index;
+        ld_st <= LD_RD;
+      end
+      LD_RD: ld_st <= LD_CK;
+      LD_CK: begin
+        ld_ok <= ld_ok_c;
+        ld_we <= ld_we_c;
+        ld_part <= ld_part_c;
+        ld_st <= LD_WR;
+      end
+      default: begin  // LD_WR: the words written
+        ld_done <= ld_ok;
+        ld_st <= LD_IDLE;
+      end
+    endcase
+    if (rst) begin
+      ld_st <= LD_IDLE;
+      ld_done <= 1'b0;
+      ld_ok <= 1'b0;
+    end
+  end
+
   // the firmware's word, `held` kept while an exception of the entry is in flight
   logic [31:0] fw_rc_data;
   always_comb begin
@@ -322,11 +461,11 @@ module fp_rx
     .DEPTH(NQP)
   ) rctx_ram_inst (
     .clk(clk),
-    .wr_addr(rc_wr_en ? rc_wr_addr : cfg_wr_index[QPN_W-1:0]),
+    .wr_addr(rc_wr_en ? rc_wr_addr : ld_busy ? ld_qpn[QPN_W-1:0] : cfg_wr_index[QPN_W-1:0]),
     .wr_en(rc_we),
-    .wr_data(rc_wr_en ? rc_wr_data : {RC_WORDS{fw_rc_data}}),
-    .rd_addr(rc_rd_en ? rc_rd_addr : cfg_rd_index[QPN_W-1:0]),
-    .rd_en(rc_rd_en || (fw_rd && !cfg_rd_table)),
+    .wr_data(rc_wr_en ? rc_wr_data : ld_busy ? ld_row : {RC_WORDS{fw_rc_data}}),
+    .rd_addr(rc_rd_en ? rc_rd_addr : ld_busy ? ld_qpn[QPN_W-1:0] : cfg_rd_index[QPN_W-1:0]),
+    .rd_en(rc_rd_en || ld_st == LD_RD || (fw_rd && !cfg_rd_table)),
     .rd_data(rc_rd_data)
   );
 
@@ -343,15 +482,18 @@ module fp_rx
     .rd_data(mr_rd_data)
   );
 
+  logic rd_ld_q;   // the read was of word 19: the receive load's answer
   always_ff @(posedge clk) begin
     cfg_rdata_valid <= fw_rd;
     if (fw_rd) begin
       rd_table_q <= cfg_rd_table;
       rd_word_q <= cfg_rd_word[3:0];
+      rd_ld_q <= !cfg_rd_table && 32'(cfg_rd_word) == LD_W_CMD;
     end
     if (rst) cfg_rdata_valid <= 1'b0;
   end
-  assign cfg_rdata = rd_table_q ? mr_rd_data[32*rd_word_q[2:0] +: 32] : rc_rd_data[32*rd_word_q +: 32];
+  assign cfg_rdata = rd_ld_q ? {31'd0, ld_done}
+                   : rd_table_q ? mr_rd_data[32*rd_word_q[2:0] +: 32] : rc_rd_data[32*rd_word_q +: 32];
 
   // ------------------------------------------------------------- check
 
@@ -372,7 +514,7 @@ module fp_rx
     .rctx_wr_en(rc_wr_en),
     .rctx_wr_addr(rc_wr_addr),
     .rctx_wr_data(rc_wr_data),
-    .fw_wr_wait(cfg_wr_valid && !cfg_wr_table),
+    .fw_wr_wait((cfg_wr_valid && !cfg_wr_table) || ld_busy),
     .rctx_free(rc_free),
     .mr_rd_en(mr_rd_en),
     .mr_rd_addr(mr_rd_addr),

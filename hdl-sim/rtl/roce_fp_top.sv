@@ -4,7 +4,7 @@
 // and fp_rx, the receive side's ACK descriptors joined to the firmware's in
 // front of the segmenter, and the firmware's table port split by table (0
 // send contexts, 1 receive
-// contexts, 2 MR entries, 3 the port's addresses: words 0..1 MAC, 2..5 GID,
+// contexts, words 16..19 the receive load, fp_rx; 2 MR entries, 3 the port's addresses: words 0..1 MAC, 2..5 GID,
 // as little-endian records of the wire bytes; word 8 the context entries'
 // accessed bits, 32 per index, read and cleared; words 16..20 and 24 the CQE
 // writer's CQ rings and send CQs, fp_cqw; words 9..15, 21..23, 25..28 the
@@ -474,6 +474,8 @@ module roce_fp_top
     .m_ev_ready(rx_ev_ready),
     .exc_taken(ev_valid && ev_ready && ev_data[8*EV_KIND +: 8] == EVK_EXCEPTION),
     .exc_taken_row(ev_data[8*EV_QPN +: QPN_W]),
+    .msg_taken(ev_valid && ev_ready && ev_data[8*EV_KIND +: 8] == EVK_MSG_DONE),
+    .msg_taken_row(ev_data[8*EV_QPN +: QPN_W]),
     .m_ack_data(rx_ack),
     .m_ack_valid(rx_ack_valid),
     .m_ack_ready(rx_ack_ready),

@@ -4100,3 +4100,120 @@ fn the_cqe_writer_writes_what_the_model_writes() {
         );
     }
 }
+
+/// `fp_rx`'s receive-load command (table 1 words 16..19, `docs/fastpath.md` §6 "In the
+/// SoC"): on every combination of a context's state, `cur`, tag and flags (`nak_sent`,
+/// `recv_loaded`, `held`, `reads`, `rq_empty`), each of its four commands leaves the
+/// context exactly as `layout::load_rctx` / `layout::rnr_rctx` (the model's rule) leave
+/// it and answers as they do. Then its guard: a load while a `MSG_DONE` of the QP is
+/// raised and not yet taken by the firmware fails (the engine has not completed the
+/// WQE it names), and once the event is taken it loads.
+#[test]
+fn the_receive_load_command_applies_the_models_rule() {
+    let Some(sims) = sims() else { return };
+    let (qp, frames) = peer_send_only();
+    let mut table = MemoryTable::<4, 16>::new();
+    let pd = table.alloc_pd().unwrap();
+    let qpn = qpn_of(0);
+    let base = layout::encode_rctx(&RecvCtx {
+        on: true,
+        epsn: Psn::new(qp.tx.psn),
+        peer_gid: gid(false, 1),
+        ..RecvCtx::idle(qpn, pd, qp.tx.mtu)
+    });
+    let mut mem = HostMem::new(RX_BASE, RX_LEN, 0);
+    // the command's words: the staged buffer (if any), then the command
+    let command = |sim: &mut FpSim, cmd: u32, buf: Option<(u64, u32)>| -> bool {
+        if let Some((addr, len)) = buf {
+            sim.write_word(Table::RecvCtx, 0, 16, addr as u32);
+            sim.write_word(Table::RecvCtx, 0, 17, (addr >> 32) as u32);
+            sim.write_word(Table::RecvCtx, 0, 18, len);
+        }
+        sim.write_word(Table::RecvCtx, qpn.value(), 19, cmd);
+        sim.read_word_dma_held(Table::RecvCtx, qpn.value(), 19)
+            .unwrap()
+            & 1
+            != 0
+    };
+    for s in &sims {
+        let mut sim = s.borrow_mut();
+        let w = sim.width();
+        sim.reset();
+        write_port(&mut sim, &rx_port(false));
+        let mut n = 0u32;
+        for state in [0u8, 1] {
+            for cur in [0u8, 1] {
+                for tag in [qpn, qpn_of(1)] {
+                    for flags in 0..32u8 {
+                        for op in 0..4u32 {
+                            n += 1;
+                            let mut b = base;
+                            b[0] = state;
+                            b[1] = cur;
+                            b[44] = flags;
+                            b[45..48].copy_from_slice(&tag.value().to_le_bytes()[..3]);
+                            b[32] = 0x40 + (n % 7) as u8;
+                            let buf = (0x1_2345_6000 + u64::from(n) * 8, 100 + n);
+                            let t = RnrTimer::new((n % 31) as u8 + 1);
+                            let mut want = b;
+                            let changed = match op {
+                                0 => layout::load_rctx(&mut want, qpn, Some(buf)),
+                                1 => layout::load_rctx(&mut want, qpn, None),
+                                2 => layout::rnr_rctx(&mut want, qpn, Some(t)),
+                                _ => layout::rnr_rctx(&mut want, qpn, None),
+                            };
+                            sim.write_record(Table::RecvCtx, qpn.value(), &b);
+                            let cmd = op | u32::from(t.code()) << 8;
+                            let got = command(&mut sim, cmd, (op == 0).then_some(buf));
+                            let after = sim
+                                .read_record_dma_held(Table::RecvCtx, qpn.value(), layout::RCTX_LEN)
+                                .unwrap();
+                            let case = format!(
+                                "{w}: op {op} state {state} cur {cur} tag {tag:?} flags {flags:#x}"
+                            );
+                            assert_eq!(got, changed, "{case}: the answer");
+                            assert!(
+                                after == want,
+                                "{case}: the context\n{after:02x?}\n{want:02x?}"
+                            );
+                        }
+                    }
+                }
+            }
+        }
+
+        // A SEND_ONLY placed into a loaded buffer: its MSG_DONE held from the firmware.
+        let mut b = base;
+        assert!(layout::load_rctx(&mut b, qpn, Some((RX_BASE, 4096))));
+        sim.write_record(Table::RecvCtx, qpn.value(), &b);
+        sim.set_event_hold(true);
+        sim.push_rx_frame(&frames[0]);
+        for _ in 0..2_000 {
+            sim.tick(&mut mem);
+        }
+        assert!(sim.pop_event().is_none(), "{w}: the event is held");
+        let loaded = |sim: &mut FpSim| {
+            let r = sim
+                .read_record_dma_held(Table::RecvCtx, qpn.value(), layout::RCTX_LEN)
+                .unwrap();
+            r[44] & 2 != 0
+        };
+        assert!(!loaded(&mut sim), "{w}: the SEND used the buffer");
+        assert!(
+            !command(&mut sim, 0, Some((RX_BASE + 4096, 4096))),
+            "{w}: a load while the MSG_DONE is in flight"
+        );
+        assert!(!loaded(&mut sim), "{w}: nothing loaded");
+        sim.set_event_hold(false);
+        sim.run_until_idle(&mut mem, 100_000).unwrap();
+        match sim.pop_event().map(|e| layout::decode_event(&e.value)) {
+            Some(Ok(Event::MsgDone { .. })) => {}
+            other => panic!("{w}: {other:?}"),
+        }
+        assert!(
+            command(&mut sim, 0, Some((RX_BASE + 4096, 4096))),
+            "{w}: the load once the MSG_DONE was taken"
+        );
+        assert!(loaded(&mut sim), "{w}: loaded");
+    }
+}

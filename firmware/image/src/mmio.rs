@@ -280,6 +280,18 @@ pub mod fp_reg {
     /// `SQ_W_CMD` commands.
     pub const SQ_HAND_OVER: u32 = 1;
     pub const SQ_TAKE_BACK: u32 = 2;
+    /// Table [`T_RCTX`]'s words of the receive load (`fp_rx.sv`, `docs/fastpath.md` §6
+    /// "In the SoC"): a buffer staged from [`RL_W_STAGE`] (address low, high, length;
+    /// any index), then [`RL_W_CMD`] (index = the QPN) with [`RL_LOAD`],
+    /// [`RL_UNLOAD`], [`RL_RNR`] (the timer in bits 15..8) or [`RL_RNR_CLEAR`]: the
+    /// hardware applies `layout::load_rctx` / `rnr_rctx` to the context between two
+    /// frames' checks. Read of [`RL_W_CMD`]: bit 0, the command changed the context.
+    pub const RL_W_STAGE: u32 = 16;
+    pub const RL_W_CMD: u32 = 19;
+    pub const RL_LOAD: u32 = 0;
+    pub const RL_UNLOAD: u32 = 1;
+    pub const RL_RNR: u32 = 2;
+    pub const RL_RNR_CLEAR: u32 = 3;
 
     /// `CFG_SEL`'s value for word `word` of entry `index` of `table`.
     pub const fn sel(table: u32, index: u32, word: u32) -> u32 {
@@ -564,6 +576,20 @@ impl MmioFastPath {
         u32::from_le_bytes(w)
     }
 
+    /// Runs receive-load command `cmd` on QP `qpn`'s context (staged words first,
+    /// when given) and answers whether it changed the context. The read waits for the
+    /// command: one step in the hardware, between two frames' checks.
+    fn recv_cmd(&self, qpn: Qpn, stage: Option<[u32; 3]>, cmd: u32) -> bool {
+        if NO_FASTPATH {
+            return false;
+        }
+        if let Some(stage) = stage {
+            self.write_u32s(fp_reg::T_RCTX, 0, fp_reg::RL_W_STAGE, &stage);
+        }
+        self.write_u32s(fp_reg::T_RCTX, qpn.value(), fp_reg::RL_W_CMD, &[cmd]);
+        self.read_u32(fp_reg::T_RCTX, qpn.value(), fp_reg::RL_W_CMD) & 1 != 0
+    }
+
     /// QP `qpn`'s bit in `sq_held` (None past the bitmap: not handed over).
     fn sq_bit(qpn: Qpn) -> Option<u64> {
         (!NO_FASTPATH && qpn.value() < 64).then(|| 1u64 << qpn.value())
@@ -728,6 +754,31 @@ impl FastPath for MmioFastPath {
     fn read_responder(&self) -> bool {
         !NO_FASTPATH
     }
+
+    /// `soc_fp`'s receive load (table 1 words 16..19, `fp_rx.sv`) applies the load to
+    /// the context in one step with respect to the receive check, which runs beside the
+    /// core: a SEND into a WQE loaded ahead is placed from its first packet.
+    fn recv_loads(&self) -> bool {
+        !NO_FASTPATH
+    }
+
+    fn load_recv(&mut self, qpn: Qpn, buf: Option<(u64, u32)>) -> bool {
+        match buf {
+            Some((addr, len)) => self.recv_cmd(
+                qpn,
+                Some([addr as u32, (addr >> 32) as u32, len]),
+                fp_reg::RL_LOAD,
+            ),
+            None => self.recv_cmd(qpn, None, fp_reg::RL_UNLOAD),
+        }
+    }
+
+    // (`rnr_responder` stays false: `rq_empty` set in the SoC's context would have its
+    // hardware RNR NAK a SEND that comes after the host posted a receive WQE but before
+    // the firmware saw the doorbell, where the engine, which reads the doorbell first,
+    // places it: `docs/fastpath.md` §3.4 "Receiver not ready". The hardware's command
+    // has the flag's set and clear, [`fp_reg::RL_RNR`], for when `soc_fp` hears the
+    // host's receive doorbells.)
 
     /// The hardware runs by itself.
     fn run(&mut self, _dma: &mut dyn Dma) -> bool {
