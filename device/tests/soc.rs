@@ -524,10 +524,10 @@ const KINDS: [&str; 5] = ["WRITE", "SEND", "READ", "FETCH_AND_ADD", "CMP_AND_SWP
 /// issue 14's 100 per data packet).
 const SOC_FP_LARGEST_POLL: [[u32; 2]; 5] = [
     [1_070, 100],
-    [1_070, 39_100],
-    [1_070, 1_420],
-    [1_070, 9_700],
-    [1_070, 9_700],
+    [1_070, 39_300],
+    [1_070, 1_430],
+    [1_070, 9_710],
+    [1_070, 9_710],
 ];
 
 /// What [`largest_polls`] saw.
