@@ -416,7 +416,8 @@ impl Mmio {
         unsafe { ptr::write_volatile(addr as *mut u32, value) }
     }
 
-    /// Reads `dst.len()` bytes of the frame buffer at `offset`, little-endian words.
+    /// Reads `dst.len()` bytes of the registers from `offset` on (a frame buffer, an
+    /// event), little-endian words.
     /// Whole words first: a copy of each word's slice, of a length the compiler cannot
     /// see, was a `memcpy` call per word (~14 instructions a byte on the soft core).
     fn read_buf(&self, offset: u32, dst: &mut [u8]) {
@@ -432,7 +433,7 @@ impl Mmio {
         }
     }
 
-    /// Writes `src` into the frame buffer at `offset`, little-endian words, the last
+    /// Writes `src` into the registers from `offset` on, little-endian words, the last
     /// one padded with zeros (whole words first, as in `read_buf`).
     fn write_buf(&self, offset: u32, src: &[u8]) {
         let mut words = src.chunks_exact(4);
@@ -733,12 +734,7 @@ impl FastPath for MmioFastPath {
         } else if !self.tx_room() {
             return false;
         }
-        for (i, w) in desc.chunks_exact(4).enumerate() {
-            self.set(
-                fp_reg::TXD + 4 * i as u32,
-                u32::from_le_bytes([w[0], w[1], w[2], w[3]]),
-            );
-        }
+        self.mmio.write_buf(map::FASTPATH + fp_reg::TXD, desc);
         self.set(fp_reg::TXD_POST, 1);
         true
     }
@@ -763,9 +759,8 @@ impl FastPath for MmioFastPath {
             self.exceptions += 1;
         }
         event[..4].copy_from_slice(&first);
-        for (i, w) in event.chunks_exact_mut(4).enumerate().skip(1) {
-            w.copy_from_slice(&self.reg(fp_reg::EV + 4 * i as u32).to_le_bytes());
-        }
+        self.mmio
+            .read_buf(map::FASTPATH + fp_reg::EV + 4, &mut event[4..]);
         self.set(fp_reg::EV_POP, 1);
         true
     }
@@ -1158,9 +1153,7 @@ impl MmioDatapath {
         let hi = self.reg(dp_reg::MAC_HI).to_le_bytes();
         let mac = [lo[0], lo[1], lo[2], lo[3], hi[0], hi[1]];
         let mut gid = [0u8; 16];
-        for (i, chunk) in gid.chunks_exact_mut(4).enumerate() {
-            chunk.copy_from_slice(&self.reg(dp_reg::GID + 4 * i as u32).to_le_bytes());
-        }
+        self.mmio.read_buf(map::DATAPATH + dp_reg::GID, &mut gid);
         (mac, gid)
     }
 }
