@@ -852,24 +852,17 @@ module fp_rx_check
         else if (c_held) reason = EXC_HELD;
         else if (k_response && !k_ecn_ok) reason = EXC_ECN;
         else if (k_response) reason = r_reason;
-        else if (rd_q) begin
-          // fastpath::check_read's order: a duplicate (the PSN rule took those
-          // after epsn) is the firmware's
+        else if (rd_q || at_q) begin
+          // fastpath::check_read's and check_atomic's order: a duplicate (the PSN
+          // rule took those after epsn) is the firmware's (its answer is in the
+          // engine's READ and atomic resources); then the message under way, the
+          // extended header (RETH, AtomicETH), the length (a READ's RETH length, an
+          // atomic's empty payload), the key, access and bounds
           if (!k_psn_ok) reason = EXC_OPCODE;
           else if (c_cur != CUR_NONE) reason = EXC_SEQUENCE;
-          else if (!m.ext_mask[EXT_RETH]) reason = EXC_OPCODE;
-          else if (!k_rlen_ok) reason = EXC_LENGTH;
-          else if (!k_rkey_ok || !k_range_ok) reason = EXC_KEY;
-          else reason = 8'd0;
-        end
-        else if (at_q) begin
-          // fastpath::check_atomic's order: a duplicate is the firmware's (its
-          // answer is in the engine's atomic resources)
-          if (!k_psn_ok) reason = EXC_OPCODE;
-          else if (c_cur != CUR_NONE) reason = EXC_SEQUENCE;
-          else if (!m.ext_mask[EXT_ATOMICETH]) reason = EXC_OPCODE;
-          else if (!k_anone) reason = EXC_LENGTH;
-          else if (!k_akey_ok || !k_range_ok) reason = EXC_KEY;
+          else if (!m.ext_mask[rd_q ? EXT_RETH : EXT_ATOMICETH]) reason = EXC_OPCODE;
+          else if (!(rd_q ? k_rlen_ok : k_anone)) reason = EXC_LENGTH;
+          else if (!(rd_q ? k_rkey_ok : k_akey_ok) || !k_range_ok) reason = EXC_KEY;
           else reason = 8'd0;
         end
         else if (!k_opcode_ok) reason = EXC_OPCODE;

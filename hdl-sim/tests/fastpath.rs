@@ -2036,22 +2036,14 @@ fn atomic_op(op: MsgOp, mr: usize, off: u32) -> (MsgOp, RxMsg) {
 
 /// The original values of a run's `ATOMIC` events, and its exceptions' reasons.
 fn atomic_events(out: &RuleOut) -> (Vec<u64>, Vec<Exception>) {
-    let origs = out
-        .events
-        .iter()
-        .filter_map(|e| match e {
-            Event::Atomic { orig, .. } => Some(*orig),
-            _ => None,
-        })
-        .collect();
-    let reasons = out
-        .events
-        .iter()
-        .filter_map(|e| match e {
-            Event::Exception { reason, .. } => Some(*reason),
-            _ => None,
-        })
-        .collect();
+    let (mut origs, mut reasons) = (Vec::new(), Vec::new());
+    for e in &out.events {
+        match e {
+            Event::Atomic { orig, .. } => origs.push(*orig),
+            Event::Exception { reason, .. } => reasons.push(*reason),
+            _ => {}
+        }
+    }
     (origs, reasons)
 }
 
