@@ -2064,7 +2064,8 @@ fn atomic_events(out: &RuleOut) -> (Vec<u64>, Vec<Exception>) {
 /// (a PSN before the expected one): an exception of the model's reason behind a
 /// CMP_SWAP that hits, nothing written for it, the WRITE behind it held; with and
 /// without the READ before. 64 and 512 bits, with and without idle cycles and
-/// back-pressure. (Main's RTL left every atomic to the firmware, reason 2.)
+/// back-pressure, and the in-sequence run with the host taking DMA writes one cycle
+/// in 37. (Main's RTL left every atomic to the firmware, reason 2.)
 #[test]
 fn atomic_requests_are_executed_as_the_model_executes_them() {
     let (c, qp, keys) = atomic_case(true);
@@ -2131,6 +2132,18 @@ fn atomic_requests_are_executed_as_the_model_executes_them() {
         want
     };
     let want = check(&c, &f, "in sequence");
+    // the host slow to take DMA writes (ready one cycle in 37) while its reads are
+    // quick: the FETCH_ADD behind the first WRITE must read what that WRITE wrote, so
+    // it waits until the WRITE's data has left (`S_AW`)
+    if let Some(sims) = &sims {
+        for s in sims {
+            let mut sim = s.borrow_mut();
+            sim.set_dma_wr_every(37);
+            let got = c.rtl(&mut sim, &[&f], false);
+            sim.set_dma_wr_every(1);
+            assert_rule_out(&got, &want, &format!("slow writes {}", sim.width()));
+        }
+    }
     let (origs, reasons) = atomic_events(&want);
     assert_eq!(reasons, [], "model: exceptions");
     assert_eq!(origs.len(), 7, "model: ATOMIC events");
