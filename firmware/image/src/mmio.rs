@@ -804,6 +804,12 @@ impl FastPath for MmioFastPath {
     // has the flag's set and clear, [`fp_reg::RL_RNR`], for when `soc_fp` hears the
     // host's receive doorbells.)
 
+    /// The hardware runs by itself: the runtime reads its news once a poll and its
+    /// counters when the host asks.
+    fn runs_by_itself(&self) -> bool {
+        true
+    }
+
     /// The hardware runs by itself.
     fn run(&mut self, _dma: &mut dyn Dma) -> bool {
         false
@@ -1064,13 +1070,11 @@ impl FastPath for MmioFastPath {
             .is_some_and(|f| f & fp_reg::SQ_STOPPED != 0)
     }
 
+    /// (Without the counters: the runtime reads them when the host asks,
+    /// `runs_by_itself`.)
     fn sq_news(&mut self) -> SqNews {
-        let counters = self.counters();
         if NO_FASTPATH || !self.sq_used {
-            return SqNews {
-                counters,
-                ..SqNews::default()
-            };
+            return SqNews::default();
         }
         let mut w = [0u8; 16];
         self.read_words(fp_reg::T_PORT, 0, fp_reg::SQ_R_COUNTS, &mut w[..12]);
@@ -1096,7 +1100,7 @@ impl FastPath for MmioFastPath {
         // No deadline: the fetch watches its own (a passed one stops the queue, and the
         // runtime takes it back with it).
         SqNews {
-            counters,
+            counters: FastPathCounters::default(),
             cqe: news & fp_reg::SQ_NEWS_CQE != 0,
             taken: counts.0,
             sends: counts.1,
