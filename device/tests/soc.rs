@@ -621,7 +621,9 @@ fn largest_polls(image: &std::path::Path, fastpath: bool) -> LargestPolls {
 /// sides, the bytes landed and the RNR NAKs counted (`rcvd_rnr_err`, the hardware's
 /// reported through `SqNews::rnr_naks`) are the same, and with the fast path no RNR NAK
 /// reached SoC 0's firmware: the hand-over gives the fetch its `rnr_retry`, without
-/// which each is an `EXC_NAK_IN` exception (the test fails so).
+/// which each is an `EXC_NAK_IN` exception (the test fails so). At SoC 1 the RNR NAKs
+/// and the SENDs sent again are its hardware's too (`docs/fastpath.md` §3.4 "Receiver
+/// not ready", §6 "In the SoC"): its firmware sees no frame of the measured rounds.
 #[test]
 fn an_rnr_nak_on_the_socs_fast_path_is_the_hardwares() {
     let Some(image) = test_image() else { return };
@@ -653,6 +655,17 @@ fn an_rnr_nak_on_the_socs_fast_path_is_the_hardwares() {
         (0, 0),
         "no RNR NAK (no frame) reached SoC 0's firmware: {:?}",
         fast.fp
+    );
+    // The responder's side: SoC 1's hardware RNR NAKs each round's first SEND (its
+    // `rq_empty`, set by the firmware after the last MSG_DONE found the queue empty,
+    // masked by `soc_fp` from a receive doorbell until the firmware has fetched) and
+    // places the SEND sent again. With the SoC's `rq_empty` never set (main before
+    // this test: `MmioFastPath::rnr_responder` false) each was an exception and the
+    // firmware's RNR NAK: (3, 3) and more.
+    assert_eq!(
+        fast.responder,
+        (0, 0),
+        "no SEND of rounds 1 to {RNR_MEASURED} reached SoC 1's firmware, nor did it send a frame"
     );
 }
 
@@ -686,6 +699,10 @@ struct RnrRun {
     fw: roce_hdl_sim::soc::FirmwareStats,
     /// SoC 0's fast path over the rounds.
     fp: FpDelta,
+    /// Frames SoC 1's firmware received and sent over the first [`RNR_MEASURED`] rounds.
+    responder: (u64, u64),
+    /// SoC 1's fast path over the rounds.
+    responder_fp: FpDelta,
 }
 
 impl RnrRun {
@@ -700,6 +717,10 @@ impl RnrRun {
             self.fw.frames_rx,
             self.fp
         );
+        eprintln!(
+            "RNR NAKs (SoC, {what}): SoC 1's firmware over rounds 1 to {RNR_MEASURED} received and sent {:?} frames; SoC 1's fast path over all rounds {:?}",
+            self.responder, self.responder_fp
+        );
     }
 }
 
@@ -711,6 +732,8 @@ fn rnr_run(image: &std::path::Path, fastpath: bool) -> RnrRun {
     let (a, b) = (&p.mr[0], &p.mr[1]);
     let before = p.wire.nics[0].firmware_stats();
     let c0 = p._ctx[0].query_counters().unwrap();
+    let r0 = p._ctx[1].query_counters().unwrap().runtime;
+    let mut responder = (0, 0);
     p.wire.record = true;
     let (mut wc, mut at, mut id) = (Vec::new(), 0, 0u64);
     let mut fw = None;
@@ -720,6 +743,8 @@ fn rnr_run(image: &std::path::Path, fastpath: bool) -> RnrRun {
                 p.wire.step(2_000);
             }
             fw = Some(p.wire.nics[0].firmware_stats().since(&before));
+            let r = p._ctx[1].query_counters().unwrap().runtime;
+            responder = (r.frames_rx - r0.frames_rx, r.frames_tx - r0.frames_tx);
         }
         let first = id;
         let wrs: Vec<_> = sizes
@@ -733,6 +758,10 @@ fn rnr_run(image: &std::path::Path, fastpath: bool) -> RnrRun {
             })
             .collect();
         let naks = rnr_naks(&p.wire.sent[1]);
+        {
+            let r = p._ctx[1].query_counters().unwrap();
+            eprintln!("DEBUG round {round}: fw rx/tx {} {} fp {:?} rnr {}", r.runtime.frames_rx, r.runtime.frames_tx, r.runtime.fastpath, r.engine.send_rnr_err);
+        }
         p.qp[0].post_send_list(&wrs).unwrap();
         let mut cycles = 0;
         while rnr_naks(&p.wire.sent[1]) == naks {
@@ -766,6 +795,7 @@ fn rnr_run(image: &std::path::Path, fastpath: bool) -> RnrRun {
         p.wire.step(2_000);
     }
     let c = p._ctx[0].query_counters().unwrap();
+    let r = p._ctx[1].query_counters().unwrap().runtime;
     let (f0, f1) = (c0.runtime.fastpath, c.runtime.fastpath);
     let mut landed = vec![0u8; at];
     b.read(0, &mut landed).unwrap();
@@ -782,6 +812,8 @@ fn rnr_run(image: &std::path::Path, fastpath: bool) -> RnrRun {
         ),
         fw: fw.unwrap(),
         fp: FpDelta::since(&f0, &f1),
+        responder,
+        responder_fp: FpDelta::since(&r0.fastpath, &r.fastpath),
     }
 }
 
