@@ -662,7 +662,7 @@ fn an_rnr_nak_on_the_socs_fast_path_is_the_hardwares() {
     // places the SEND sent again (loaded at the RNR event when the receive post came
     // while it waited). With the SoC's `rq_empty` never set (main before this test:
     // `MmioFastPath::rnr_responder` false) each was an exception and the firmware's
-    // RNR NAK, and the SEND sent again another: (8, 7).
+    // RNR NAK: (5, 4), measured; the firmware alone (8, 7).
     assert!(
         fast.responder.0 <= 1 && fast.responder.1 <= 1,
         "SoC 1's firmware received and sent {:?} frames over rounds 1 to {RNR_MEASURED}: at most the third round's second SEND, which may come before its WQE is loaded (one buffer ahead)",
