@@ -69,6 +69,8 @@ module fp_rx
     // the port's MAC and GID, as little-endian records of the wire bytes
     input  wire logic [47:0]             port_mac,
     input  wire logic [127:0]            port_gid,
+    // receive queues whose `rq_empty` is stale (roce_fp_top)
+    input  wire logic [NQP-1:0]          rq_posted,
 
     input  wire logic [DATA_WIDTH-1:0]   s_axis_tdata,
     input  wire logic [KEEP_WIDTH-1:0]   s_axis_tkeep,
@@ -516,6 +518,7 @@ module fp_rx
     .rst(rst),
     .port_mac(port_mac),
     .port_gid(port_gid),
+    .rq_posted(rq_posted),
     .s_meta(meta),
     .s_meta_valid(meta_valid),
     .s_meta_ready(meta_ready),

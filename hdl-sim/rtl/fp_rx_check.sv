@@ -148,6 +148,8 @@ module fp_rx_check
     // the port's addresses, as little-endian records of the wire bytes
     input  wire logic [47:0]               port_mac,
     input  wire logic [127:0]              port_gid,
+    // per entry: a receive doorbell the firmware has not read (roce_fp_top)
+    input  wire logic [NQP-1:0]            rq_posted,
 
     input  rx_meta_t                       s_meta,
     input  wire logic                      s_meta_valid,
@@ -591,7 +593,8 @@ module fp_rx_check
         c_loaded <= r[8*RC_FLAGS + 1];
         c_held <= r[8*RC_FLAGS + 2];
         c_reads <= r[8*RC_FLAGS + 3];
-        c_rq_empty <= r[8*RC_FLAGS + 4];
+        // (stale while the host posted a WQE the firmware has not seen)
+        c_rq_empty <= r[8*RC_FLAGS + 4] && !rq_posted[m.bth_destqp[QPN_W-1:0]];
         c_mtu_log2 <= r[8*RC_MTU_LOG2 +: 4];
         c_cur <= r[8*RC_CUR +: 8];
         c_access <= r[8*RC_ACCESS +: 8];

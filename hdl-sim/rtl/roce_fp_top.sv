@@ -135,7 +135,12 @@ module roce_fp_top
     output logic                         sq_db_ready,
     input  wire logic [$clog2(NQP)-1:0]  sq_db_qpn,
     input  wire logic [31:0]             sq_db_pi,
-    output logic [NQP-1:0]               sq_active
+    output logic [NQP-1:0]               sq_active,
+    // per context entry: the receive queue may hold WQEs the firmware has not
+    // seen, so its `rq_empty` is stale and not acted on (the SoC's soc_fp;
+    // elsewhere tied low: the firmware's flag is written as one step with
+    // what it knows, docs/fastpath.md §3.4 "Receiver not ready")
+    input  wire logic [NQP-1:0]          rq_posted
 );
 
   localparam int QPN_W = $clog2(NQP);
@@ -460,6 +465,7 @@ module roce_fp_top
     .s_axis_tlast(rx_s_axis_tlast),
     .port_mac(port_rec[47:0]),
     .port_gid(port_rec[64 +: 128]),
+    .rq_posted(rq_posted),
     .cfg_wr_valid(cfg_wr_valid && !wr_tx && !wr_port),
     .cfg_wr_ready(rx_wr_ready),
     .cfg_wr_table(cfg_wr_table == 2'd2),
