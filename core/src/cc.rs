@@ -260,6 +260,11 @@ pub struct Pacer {
 }
 
 impl Pacer {
+    /// A pacer whose next packet may leave at `next_at` (a fast path's pacing entry
+    /// takes the engine's, `fastpath::Pace`).
+    pub const fn at(next_at: u64) -> Self {
+        Self { next_at }
+    }
     /// Earliest instant the next packet may leave.
     pub const fn ready_at(&self) -> u64 {
         self.next_at
@@ -580,6 +585,43 @@ impl QpCc {
         if self.held && self.pacer.ready(now) {
             self.held = false;
         }
+    }
+
+    /// The QP's pacing entry for a fast path's segmenter (`docs/fastpath.md` §2.5), or
+    /// `None` with the reaction point off: the rate while below line rate (0: the link
+    /// paces), the pacer, the increase timer's next expiry while paced, and the byte
+    /// counter as `on_sent` keeps them.
+    pub fn pace(&self, cfg: &CcConfig) -> Option<crate::fastpath::Pace> {
+        if !self.rp_on {
+            return None;
+        }
+        let paced = self.rp.rate() < cfg.dcqcn.line_rate;
+        Some(crate::fastpath::Pace {
+            rate: if paced { self.rp.rate() } else { 0 },
+            pacer: self.pacer,
+            timer_at: self.rp.increase_at.filter(|_| paced),
+            bytes: self.rp.bytes,
+            byte_counter: cfg.dcqcn.byte_counter,
+        })
+    }
+
+    /// The byte counter as a fast path's segmenter counted it (the wire bytes of the
+    /// data packets it paced since the counter was last written, from the value then,
+    /// `fastpath::Pace::on_sent`): runs the byte-counter increase events they make,
+    /// exactly as `on_sent` per packet would have (the hardware stops the QP at the
+    /// packet that reaches the threshold, so no later packet is counted before this).
+    pub fn take_bytes(&mut self, cfg: &CcConfig, bytes: u64) {
+        if !self.rp_on {
+            return;
+        }
+        self.rp.bytes = 0;
+        self.rp.on_sent(&cfg.dcqcn, bytes);
+    }
+
+    /// Where the rate-increase timer and the rate stand: what a run of the timers that
+    /// changes it must tell a fast path's pacing entry.
+    pub const fn increase_state(&self) -> (Option<u64>, u64) {
+        (self.rp.increase_at, self.rp.rc)
     }
 
     /// The QP's rate and counters.

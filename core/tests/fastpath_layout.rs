@@ -417,6 +417,8 @@ proptest! {
             Event::Read { qpn, psn: p, va: u64::from(x) << 17 | u64::from(y), rkey: Rkey(x.rotate_left(7)), len: x, ce: b & 64 != 0 },
             Event::Atomic { qpn, psn: p, orig: u64::from(x) << 29 ^ u64::from(y), ce: b & 64 != 0 },
             Event::Ce { qpn },
+            Event::Cnp { qpn },
+            Event::ByteCounter { qpn, bytes: u64::from(x) << 31 ^ u64::from(y) },
         ] {
             prop_assert_eq!(layout::decode_event(&layout::encode_event(&e)), Ok(e));
         }

@@ -294,13 +294,19 @@ impl<
         hal.reg_write(reg::CMDQ_CI, 0);
         let dp = hal.datapath();
         dp.set_dcb(&port.dcb, port.mac);
-        let (reads, sends, rnr) = match dp.fastpath() {
+        let (reads, sends, rnr, pace) = match dp.fastpath() {
             Some(fp) => {
                 fp.set_port(port.mac, port.gid());
-                (fp.read_responder(), fp.recv_loads(), fp.rnr_responder())
+                (
+                    fp.read_responder(),
+                    fp.recv_loads(),
+                    fp.rnr_responder(),
+                    fp.paces(),
+                )
             }
-            None => (false, false, false),
+            None => (false, false, false, false),
         };
+        self.engine.set_fastpath_pace(pace);
         self.engine.set_fastpath_reads(reads);
         self.engine.set_fastpath_sends(sends);
         self.engine.set_fastpath_rnr(rnr);
@@ -390,6 +396,12 @@ impl<
         }
         if self.engine.timer_due(now) {
             self.timers(now);
+            busy = true;
+        }
+        if self.engine.fastpath_pace_due() {
+            // DCQCN changed a paced QP's rate (a CNP, a timer, the byte counter): its
+            // pacing entry is written before the fast path runs again (§2.5).
+            self.fp_write_paces();
             busy = true;
         }
         busy |= self.transmit(now, busy);
@@ -664,8 +676,28 @@ impl<
             } => self.engine.fastpath_read_taken(qpn, psn, va, rkey, len),
             Event::Atomic { psn, orig, .. } => self.engine.fastpath_atomic_taken(qpn, psn, orig),
             Event::Rnr { .. } => self.engine.fastpath_rnr_sent(qpn),
+            // DCQCN's reaction point (§2.5): the rate cut, or the byte counter's
+            // increase events; the poll then writes the QP's pacing entry.
+            Event::Cnp { .. } => self.engine.fastpath_cnp(now, qpn),
+            Event::ByteCounter { bytes, .. } => self.engine.fastpath_byte_counter(qpn, bytes),
             // (Handled above.)
             Event::Ce { .. } => {}
+        }
+    }
+
+    /// Writes the pacing entries (§2.5) of the QPs on the fast path whose rate DCQCN
+    /// changed (a CNP, a timer, the byte counter), which ends the wait of their data
+    /// for it. Out of line: rare (a paced QP's timer or CNP).
+    #[inline(never)]
+    fn fp_write_paces(&mut self) {
+        while let Some((qpn, w)) = self.engine.fastpath_pace_write() {
+            if self.fp_of(qpn) == FpState::Off {
+                continue;
+            }
+            let (_, dp) = self.hal.split();
+            if let Some(fp) = dp.fastpath() {
+                fp.write_pace(qpn, &w);
+            }
         }
     }
 
@@ -1228,12 +1260,15 @@ impl<
                 fp.write_rctx(qpn, &layout::encode_rctx(&off));
                 fp.write_sctx(qpn, 0, &layout::encode_sctx(&sctx));
                 fp.set_send_cq(qpn, None);
+                fp.set_pace(qpn, None);
                 let _ = self.engine.set_fastpath(qpn, false);
             }
             FpState::Recv | FpState::Full => {
                 if q.fp == FpState::Off {
                     fp.write_rctx(qpn, &layout::encode_rctx(&rctx));
                 }
+                // The engine's pacer so far: the segmenter's from here (§2.5).
+                fp.set_pace(qpn, self.engine.fastpath_pace(qpn).as_ref());
                 let mut sctx = sctx;
                 sctx.valid = want == FpState::Full;
                 fp.write_sctx(qpn, 0, &layout::encode_sctx(&sctx));

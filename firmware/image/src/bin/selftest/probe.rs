@@ -19,7 +19,7 @@ use core::hint::black_box;
 use core::sync::atomic::{AtomicBool, AtomicU32, Ordering::Relaxed};
 
 use roce_core::fastpath::layout::{EVENT_LEN, MR_LEN, RCTX_LEN, SCTX_LEN, TXD_LEN};
-use roce_core::fastpath::SqIdle;
+use roce_core::fastpath::{Pace, PaceWrite, SqIdle};
 use roce_core::memory::{Dma, DmaError};
 use roce_core::num::Qpn;
 use roce_core::wire::aeth::RnrTimer;
@@ -813,6 +813,15 @@ impl<F: FastPath> FastPath for FpProbe<F> {
     }
     fn recv_rnr(&mut self, qpn: Qpn, t: Option<RnrTimer>) -> bool {
         self.call(|f| f.recv_rnr(qpn, t))
+    }
+    fn paces(&self) -> bool {
+        self.inner.paces()
+    }
+    fn set_pace(&mut self, qpn: Qpn, pace: Option<&Pace>) {
+        self.call(|f| f.set_pace(qpn, pace))
+    }
+    fn write_pace(&mut self, qpn: Qpn, w: &PaceWrite) {
+        self.call(|f| f.write_pace(qpn, w))
     }
 
     fn ctx_hits_misses(&self) -> [u64; 2] {
