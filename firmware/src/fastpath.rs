@@ -738,6 +738,12 @@ impl<P: Datapath, const QPS: usize> FastPathPort<P, QPS> {
                 Ok(n) => {
                     q.next_pkt = Some(k + 1);
                     q.sctx = layout::encode_sctx(&ctx);
+                    if let Some(sq) = q.sq.as_mut().filter(|sq| sq.deadline.is_none()) {
+                        // The local ACK timer of a queue the hardware fetches starts
+                        // with a request packet sent while none runs (the engine's
+                        // requester as it commits a packet).
+                        sq.deadline = sq.idle.rto.map(|t| self.now.saturating_add(t));
+                    }
                     self.counters.tx_resent += resend;
                     self.pace_sent(qpn, n);
                     self.send(n);
@@ -942,11 +948,9 @@ impl<P: Datapath, const QPS: usize> FastPathPort<P, QPS> {
             if m.op.is_read_or_atomic() && credits.count() >= usize::from(sq.idle.max_rd_atomic) {
                 return (taken, sends);
             }
-            if sq.deadline.is_none() {
-                // The engine arms its timer when it hands out a message with none
-                // running.
-                sq.deadline = sq.idle.rto.map(|t| self.now.saturating_add(t));
-            }
+            // (The local ACK timer starts when the message's first packet leaves,
+            // `tx_qp`, as the engine alone starts it when it sends a request packet with
+            // none running: a paced packet leaves later than its WQE is fetched.)
             sq.next = m.last_psn(ctx.mtu).next();
             sq.ring.ci = sq.ring.ci.wrapping_add(1);
             q.sq = Some(sq);
@@ -1295,8 +1299,11 @@ fn sq_retire(q: &mut QpMem, event: &Option<Event>, none_owed: bool, now: u64) ->
     }
     sq.una = *una;
     sq.base = q.inflight.front().map_or(sq.next, |m| m.first_psn);
+    // Outstanding is what was sent (the engine's requester moves its PSN as it sends),
+    // not what was fetched: a message whose packets the pacer holds is not (§2.5).
+    let sent = layout::decode_sctx(&q.sctx).map_or(sq.next, |c| c.next_psn);
     // An RNR wait keeps the timer stopped (`comp_progress`).
-    sq.deadline = if *una == sq.next || sq.rnr_at.is_some() {
+    sq.deadline = if !una.before(sent) || sq.rnr_at.is_some() {
         None
     } else {
         sq.idle.rto.map(|t| now.saturating_add(t))
