@@ -189,6 +189,10 @@ pub struct SqNews {
     pub counters: FastPathCounters,
     /// It wrote CQEs.
     pub cqe: bool,
+    /// A ring its CQE writer holds is half full or more by the consumer index the
+    /// writer last got (`CqRing::ci`): the firmware gives it the host's current ones, or
+    /// the writer would soon refuse CQEs the host has room for.
+    pub cq_full: bool,
     /// WQEs it took after their doorbell (when the TX ring or the in-flight list had
     /// room again), and of them SENDs.
     pub taken: u32,
@@ -1695,6 +1699,12 @@ impl<P: Datapath, const QPS: usize> FastPath for FastPathPort<P, QPS> {
                 })
                 .min(),
             stopped: self.qps.iter().any(|q| q.sq.is_some_and(|sq| sq.stopped)),
+            cq_full: self
+                .cqw
+                .cqs
+                .iter()
+                .flatten()
+                .any(|r| r.pi.wrapping_sub(r.ci) >= 1u32 << r.log_depth.saturating_sub(1)),
             ..core::mem::take(&mut self.news)
         }
     }

@@ -1098,6 +1098,7 @@ impl FastPath for MmioFastPath {
         SqNews {
             counters,
             cqe: news & fp_reg::SQ_NEWS_CQE != 0,
+            cq_full: false,
             taken: counts.0,
             sends: counts.1,
             deadline: None,

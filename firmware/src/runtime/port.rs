@@ -139,8 +139,15 @@ impl<
                 let b = layout::encode_sctx(&sctx);
                 let pace = self.engine.fastpath_pace(qpn);
                 if let Some(fp) = self.hal.datapath().fastpath() {
-                    fp.write_sctx(qpn, 4, b.get(4..6).unwrap_or(&[]));
-                    fp.write_sctx(qpn, 30, b.get(30..).unwrap_or(&[]));
+                    // The hardware's context with those bytes changed, as one write
+                    // (its PSNs and counts are the hardware's: read back).
+                    let mut c = fp.read_sctx(qpn);
+                    for (i, (d, s)) in c.iter_mut().zip(b).enumerate() {
+                        if matches!(i, 4..=5 | 30..) {
+                            *d = s;
+                        }
+                    }
+                    fp.write_sctx(qpn, 0, &c);
                     fp.set_pace(qpn, pace.as_ref());
                 }
             }
