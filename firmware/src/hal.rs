@@ -272,6 +272,12 @@ pub trait Hal {
     type Dma: Dma;
     /// The frame path.
     type Datapath: Datapath;
+    /// Whether the datapath's fast path may pace (`FastPath::paces`, `docs/fastpath.md`
+    /// §2.5). A HAL whose fast path never does says false, and the firmware's code for
+    /// paced QPs (their events, the pacing entries' writes, and the CQE writer's room
+    /// refresh their runs of hardware-written CQEs need, `SqNews::cq_full`) is left out
+    /// of its image.
+    const FASTPATH_PACES: bool = true;
 
     /// Reads a register of the host-visible window (doorbells the host wrote).
     fn reg_read(&mut self, offset: u32) -> u32;

@@ -301,7 +301,7 @@ impl<
                     fp.read_responder(),
                     fp.recv_loads(),
                     fp.rnr_responder(),
-                    fp.paces(),
+                    H::FASTPATH_PACES && fp.paces(),
                 )
             }
             None => (false, false, false, false),
@@ -398,7 +398,7 @@ impl<
             self.timers(now);
             busy = true;
         }
-        if self.engine.fastpath_pace_due() {
+        if H::FASTPATH_PACES && self.engine.fastpath_pace_due() {
             // DCQCN changed a paced QP's rate (a CNP, a timer, the byte counter): its
             // pacing entry is written before the fast path runs again (§2.5).
             self.fp_write_paces();
@@ -678,8 +678,11 @@ impl<
             Event::Rnr { .. } => self.engine.fastpath_rnr_sent(qpn),
             // DCQCN's reaction point (§2.5): the rate cut, or the byte counter's
             // increase events; the poll then writes the QP's pacing entry.
-            Event::Cnp { .. } => self.engine.fastpath_cnp(now, qpn),
-            Event::ByteCounter { bytes, .. } => self.engine.fastpath_byte_counter(qpn, bytes),
+            Event::Cnp { .. } if H::FASTPATH_PACES => self.engine.fastpath_cnp(now, qpn),
+            Event::ByteCounter { bytes, .. } if H::FASTPATH_PACES => {
+                self.engine.fastpath_byte_counter(qpn, bytes)
+            }
+            Event::Cnp { .. } | Event::ByteCounter { .. } => {}
             // (Handled above.)
             Event::Ce { .. } => {}
         }
@@ -829,7 +832,7 @@ impl<
         }
         if news.cqe {
             self.raise(|e| e.set_completion(true));
-            if news.cq_full {
+            if H::FASTPATH_PACES && news.cq_full {
                 self.fp_cq_room();
             }
         }
@@ -1263,7 +1266,9 @@ impl<
                 fp.write_rctx(qpn, &layout::encode_rctx(&off));
                 fp.write_sctx(qpn, 0, &layout::encode_sctx(&sctx));
                 fp.set_send_cq(qpn, None);
-                fp.set_pace(qpn, None);
+                if H::FASTPATH_PACES {
+                    fp.set_pace(qpn, None);
+                }
                 let _ = self.engine.set_fastpath(qpn, false);
             }
             FpState::Recv | FpState::Full => {
@@ -1271,7 +1276,9 @@ impl<
                     fp.write_rctx(qpn, &layout::encode_rctx(&rctx));
                 }
                 // The engine's pacer so far: the segmenter's from here (§2.5).
-                fp.set_pace(qpn, self.engine.fastpath_pace(qpn).as_ref());
+                if H::FASTPATH_PACES {
+                    fp.set_pace(qpn, self.engine.fastpath_pace(qpn).as_ref());
+                }
                 let mut sctx = sctx;
                 sctx.valid = want == FpState::Full;
                 fp.write_sctx(qpn, 0, &layout::encode_sctx(&sctx));

@@ -1341,6 +1341,8 @@ impl MmioHal {
 }
 
 impl Hal for MmioHal {
+    // (`MmioFastPath` has no pacing entry: RP QPs stay with the firmware.)
+    const FASTPATH_PACES: bool = false;
     type Dma = MmioDma;
     type Datapath = MmioDatapath;
 

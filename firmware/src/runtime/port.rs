@@ -134,7 +134,7 @@ impl<
         // Where it paces (docs/fastpath.md §2.5), a QP that stays on it takes the new
         // ECN marking (ECT(0) with the reaction point on: the header template and its
         // IPv4 checksum base) and its pacing entry as the engine restarted it.
-        if self.fp_of(qpn) != FpState::Off {
+        if H::FASTPATH_PACES && self.fp_of(qpn) != FpState::Off {
             if let Some(sctx) = self.engine.fastpath_send_ctx(qpn) {
                 let b = layout::encode_sctx(&sctx);
                 let pace = self.engine.fastpath_pace(qpn);
