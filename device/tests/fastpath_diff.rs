@@ -1998,9 +1998,10 @@ fn ce_marked_requests_are_the_hardwares() {
 /// they left, completions, memory, counters and every QP's DCQCN state (rates, alpha,
 /// CNPs handled) are the engine alone's, on the model, clean and lossy; on the clean
 /// wire each firmware handles the exceptions of the same program unmarked and
-/// unpaced, none for a CNP or a paced QP's packet (on main, 9d9b0e0, the engine
-/// refused such QPs the fast path: every packet of theirs an exception). The RTL has
-/// no pacer: it refuses them and stays the engine's.
+/// unpaced, none for a CNP or a paced QP's packet. On main 931853d9 the engine refused
+/// such QPs the fast path (every packet of theirs the firmware's): with the model's
+/// `paces` false, as there, the test fails (the fast path handles no frame). The RTL
+/// has no pacer: it refuses them, and its run is the engine alone's.
 #[test]
 fn paced_qps_are_the_hardwares() {
     let mut wrs = send_stream();

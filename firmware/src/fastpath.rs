@@ -466,7 +466,11 @@ impl<P: Datapath, const QPS: usize> FastPathPort<P, QPS> {
             };
             let qpn = pkt.dest_qp();
             let s = Self::slot_of(qpn);
-            if let Some(q) = self.qps.get_mut(s).filter(|q| cnp_taken(&self.port, q, qpn, &pkt)) {
+            if let Some(q) = self
+                .qps
+                .get_mut(s)
+                .filter(|q| cnp_taken(&self.port, q, qpn, &pkt))
+            {
                 // A CNP for a paced QP from its peer (§2.5): the firmware's engine cuts
                 // the rate and writes it into the entry; the QP's data waits for that.
                 q.pace_wait = true;
@@ -608,8 +612,7 @@ impl<P: Datapath, const QPS: usize> FastPathPort<P, QPS> {
         // the port has room for every priority, so that no frame is refused and lost.
         while self.inner.tx_blocked().is_empty() {
             let room = self.events.len() + 1 < EVQ;
-            if let Some(i) = next_resp(&self.ackq, &self.qps, self.now, room, &mut self.pace_at)
-            {
+            if let Some(i) = next_resp(&self.ackq, &self.qps, self.now, room, &mut self.pace_at) {
                 let Some(resp) = self.ackq.iter().nth(i).copied() else {
                     break;
                 };
@@ -1389,7 +1392,9 @@ fn next_resp<const N: usize>(
         if held.contains(&s) {
             continue;
         }
-        let Some(q) = qps.get(s).filter(|q| q.pace.is_some() && !matches!(r, Resp::Ack(_)))
+        let Some(q) = qps
+            .get(s)
+            .filter(|q| q.pace.is_some() && !matches!(r, Resp::Ack(_)))
         else {
             return Some(i);
         };

@@ -16,11 +16,11 @@ mod rx;
 mod sq;
 mod tx;
 
+pub use pace::{Pace, PaceWrite};
 pub use rx::{
     dispatch, receive, respond, Answered, Event, Exception, Inflight, InflightKind, MrEntry,
     MrTable, PortAddr, RecvCtx, RecvState, RxCur, RxOutcome,
 };
-pub use pace::{Pace, PaceWrite};
 pub use sq::{wqe_msg, SqIdle, SqSpent};
 pub use tx::{
     ack_frame, atomic_ack_frame, read_response, segment, window_open, AckDesc, AtomicResp, MsgOp,

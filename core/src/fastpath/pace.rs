@@ -36,8 +36,7 @@ impl Pace {
     /// When a data packet held at `now` may leave by the pacer alone (`None`: it waits
     /// for the firmware, its increase timer is due).
     pub fn wakes_at(&self, now: u64) -> Option<u64> {
-        (self.rate != 0 && self.timer_at.is_none_or(|t| t > now))
-            .then_some(self.pacer.ready_at())
+        (self.rate != 0 && self.timer_at.is_none_or(|t| t > now)).then_some(self.pacer.ready_at())
     }
 
     /// A data frame of `len` bytes (without FCS) left at `now`: paces the next one and
