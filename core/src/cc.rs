@@ -819,6 +819,44 @@ mod tests {
         assert_eq!(rp.increase_at, Some((year / 55_000 + 1) * 55_000));
     }
 
+    /// The fast path's byte counter (`fastpath::Pace`): it counts the paced packets'
+    /// wire bytes from the entry's `bytes` and stops the QP at the packet that reaches
+    /// the threshold; `take_bytes` with that count leaves the reaction point as
+    /// `on_sent` per packet does, and the entry the engine then writes back
+    /// (`QpCc::pace`) goes on from the same place. (`take_bytes` adding to the bytes
+    /// it had instead of starting from the count fails it: tried.)
+    #[test]
+    fn the_fast_paths_byte_counter_is_the_engines() {
+        let mut cfg = CcConfig::dcqcn(G100);
+        cfg.dcqcn.byte_counter = 5000;
+        let (mut engine, mut fp) = (QpCc::new(&cfg), QpCc::new(&cfg));
+        for c in [&mut engine, &mut fp] {
+            assert!(c.on_cnp(&cfg, 0));
+        }
+        let mut pace = fp.pace(&cfg).unwrap();
+        let mut now = 0;
+        for (k, len) in [1082usize, 1082, 606, 1082, 62, 1082, 1082, 1082, 300, 1082]
+            .into_iter()
+            .cycle()
+            .take(40)
+            .enumerate()
+        {
+            now = now.max(engine.pacer.ready_at());
+            engine.on_sent(&cfg, now, len);
+            if pace.on_sent(now, len) {
+                fp.take_bytes(&cfg, pace.bytes);
+                let back = fp.pace(&cfg).unwrap();
+                (pace.rate, pace.timer_at, pace.bytes) = (back.rate, back.timer_at, back.bytes);
+            }
+            assert_eq!(pace.pacer, engine.pacer, "packet {k}: the pacer");
+            assert_eq!(fp.info(), engine.info(), "packet {k}: the rates");
+        }
+        assert!(
+            engine.info().rate > G100 / 2,
+            "the byte counter raised the rate"
+        );
+    }
+
     #[test]
     fn notification_point_sends_one_cnp_per_interval() {
         let mut np = NotificationPoint::default();
