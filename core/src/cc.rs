@@ -260,6 +260,11 @@ pub struct Pacer {
 }
 
 impl Pacer {
+    /// A pacer whose next packet may leave at `next_at` (a fast path's pacing entry
+    /// takes the engine's, `fastpath::Pace`).
+    pub const fn at(next_at: u64) -> Self {
+        Self { next_at }
+    }
     /// Earliest instant the next packet may leave.
     pub const fn ready_at(&self) -> u64 {
         self.next_at
@@ -582,6 +587,43 @@ impl QpCc {
         }
     }
 
+    /// The QP's pacing entry for a fast path's segmenter (`docs/fastpath.md` §2.5), or
+    /// `None` with the reaction point off: the rate while below line rate (0: the link
+    /// paces), the pacer, the increase timer's next expiry while paced, and the byte
+    /// counter as `on_sent` keeps them.
+    pub fn pace(&self, cfg: &CcConfig) -> Option<crate::fastpath::Pace> {
+        if !self.rp_on {
+            return None;
+        }
+        let paced = self.rp.rate() < cfg.dcqcn.line_rate;
+        Some(crate::fastpath::Pace {
+            rate: if paced { self.rp.rate() } else { 0 },
+            pacer: self.pacer,
+            timer_at: self.rp.increase_at.filter(|_| paced),
+            bytes: self.rp.bytes,
+            byte_counter: cfg.dcqcn.byte_counter,
+        })
+    }
+
+    /// The byte counter as a fast path's segmenter counted it (the wire bytes of the
+    /// data packets it paced since the counter was last written, from the value then,
+    /// `fastpath::Pace::on_sent`): runs the byte-counter increase events they make,
+    /// exactly as `on_sent` per packet would have (the hardware stops the QP at the
+    /// packet that reaches the threshold, so no later packet is counted before this).
+    pub fn take_bytes(&mut self, cfg: &CcConfig, bytes: u64) {
+        if !self.rp_on {
+            return;
+        }
+        self.rp.bytes = 0;
+        self.rp.on_sent(&cfg.dcqcn, bytes);
+    }
+
+    /// Where the rate-increase timer and the rate stand: what a run of the timers that
+    /// changes it must tell a fast path's pacing entry.
+    pub const fn increase_state(&self) -> (Option<u64>, u64) {
+        (self.rp.increase_at, self.rp.rc)
+    }
+
     /// The QP's rate and counters.
     pub fn info(&self) -> QpCcInfo {
         QpCcInfo {
@@ -775,6 +817,44 @@ mod tests {
         );
         assert_eq!(rp.t, u32::try_from(year / 55_000).unwrap_or(u32::MAX));
         assert_eq!(rp.increase_at, Some((year / 55_000 + 1) * 55_000));
+    }
+
+    /// The fast path's byte counter (`fastpath::Pace`): it counts the paced packets'
+    /// wire bytes from the entry's `bytes` and stops the QP at the packet that reaches
+    /// the threshold; `take_bytes` with that count leaves the reaction point as
+    /// `on_sent` per packet does, and the entry the engine then writes back
+    /// (`QpCc::pace`) goes on from the same place. (`take_bytes` adding to the bytes
+    /// it had instead of starting from the count fails it: tried.)
+    #[test]
+    fn the_fast_paths_byte_counter_is_the_engines() {
+        let mut cfg = CcConfig::dcqcn(G100);
+        cfg.dcqcn.byte_counter = 5000;
+        let (mut engine, mut fp) = (QpCc::new(&cfg), QpCc::new(&cfg));
+        for c in [&mut engine, &mut fp] {
+            assert!(c.on_cnp(&cfg, 0));
+        }
+        let mut pace = fp.pace(&cfg).unwrap();
+        let mut now = 0;
+        for (k, len) in [1082usize, 1082, 606, 1082, 62, 1082, 1082, 1082, 300, 1082]
+            .into_iter()
+            .cycle()
+            .take(40)
+            .enumerate()
+        {
+            now = now.max(engine.pacer.ready_at());
+            engine.on_sent(&cfg, now, len);
+            if pace.on_sent(now, len) {
+                fp.take_bytes(&cfg, pace.bytes);
+                let back = fp.pace(&cfg).unwrap();
+                (pace.rate, pace.timer_at, pace.bytes) = (back.rate, back.timer_at, back.bytes);
+            }
+            assert_eq!(pace.pacer, engine.pacer, "packet {k}: the pacer");
+            assert_eq!(fp.info(), engine.info(), "packet {k}: the rates");
+        }
+        assert!(
+            engine.info().rate > G100 / 2,
+            "the byte counter raised the rate"
+        );
     }
 
     #[test]

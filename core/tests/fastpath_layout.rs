@@ -418,6 +418,8 @@ proptest! {
             Event::Atomic { qpn, psn: p, orig: u64::from(x) << 29 ^ u64::from(y), ce: b & 64 != 0 },
             Event::Ce { qpn },
             Event::Rnr { qpn, ce: b & 64 != 0 },
+            Event::Cnp { qpn },
+            Event::ByteCounter { qpn, bytes: u64::from(x) << 31 ^ u64::from(y) },
         ] {
             let mut w = layout::encode_event(&e);
             prop_assert_eq!(layout::decode_event(&w), Ok(e));

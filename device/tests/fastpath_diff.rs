@@ -17,6 +17,7 @@
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
 use roce_abi::RuntimeCounters;
+use roce_core::cc::QpCcInfo;
 use roce_core::engine::PortConfig;
 use roce_core::memory::AccessFlags;
 use roce_core::num::Psn;
@@ -125,6 +126,11 @@ struct Outcome {
     /// Each side's port counter `send_rnr_err`: the RNR NAKs its responder sent (the
     /// engine's, plus the fast path's own, §3.4 "Receiver not ready").
     rnr_sent: [u64; 2],
+    /// Each QP's congestion control state after the run (`QUERY_QP_CC`): DCQCN's
+    /// rates and alpha, the CNPs it reacted to and sent, the marks it saw.
+    cc: Vec<Option<QpCcInfo>>,
+    /// Each side's port counter `rp_cnp_handled`.
+    rp_handled: [u64; 2],
 }
 
 /// A flow: sending side (0 = A), BTH DestQP, response (ACK, READ response, atomic ACK).
@@ -183,11 +189,19 @@ enum Hw {
     RtlNoFetch,
 }
 
-fn boot(last: u8, hw: Hw, np: bool) -> Side {
+fn boot(last: u8, hw: Hw, np: bool, rp: bool) -> Side {
     let mut cfg = PortConfig::new([2, 0, 0, 0, 0, last], ipv4_gid([10, 0, 0, last]));
-    // DCQCN's notification point (a CNP for CE-marked packets), the reaction point off:
-    // its pacing is not the fast path's.
+    // DCQCN's notification point (a CNP for CE-marked packets), and its reaction point
+    // (every QP paced at the rate its CNPs leave it, frames ECT(0)) where asked, with a
+    // byte counter of 16 KiB, so that its increase events come in a short run too, and
+    // steps that bring the rates and alpha back within a few hundred timer rounds
+    // (g 1/4, increases of 5 and 20 Gb/s on the 100 Gb/s line).
     cfg.cc.np = np;
+    cfg.cc.rp = rp;
+    let d = &mut cfg.cc.dcqcn;
+    d.byte_counter = 16 * 1024;
+    d.g = roce_core::cc::ONE / 4;
+    (d.rate_ai, d.rate_hai) = (5_000_000_000, 20_000_000_000);
     let nic = match hw {
         Hw::Engine => LocalNic::new(cfg, Capacities::Firmware),
         Hw::Model => LocalNic::with_fastpath(cfg, Capacities::Firmware),
@@ -236,6 +250,8 @@ struct Setup {
     /// Per mille of the request frames the wire marks ECN CE (as a congested switch
     /// marks them); the NICs' notification point is on when some are.
     ce: u64,
+    /// DCQCN's reaction point on every QP (`docs/fastpath.md` §2.5).
+    rp: bool,
 }
 
 /// Receives posted late, so that SENDs find none and get RNR NAKs: the receives of the
@@ -261,6 +277,7 @@ const THREE: Setup = Setup {
     max_rd_atomic: 16,
     max_dest_rd_atomic: 16,
     ce: 0,
+    rp: false,
 };
 
 /// Runs the program `wrs` at `mtu` on NICs over `hw`; the outcome and each side's
@@ -277,7 +294,10 @@ fn run_on(
     wire: Wire,
     wrs: &[Wr],
 ) -> (Outcome, [RuntimeCounters; 2]) {
-    let sides = [boot(1, hw, setup.ce > 0), boot(2, hw, setup.ce > 0)];
+    let sides = [
+        boot(1, hw, setup.ce > 0, setup.rp),
+        boot(2, hw, setup.ce > 0, setup.rp),
+    ];
     if setup.icm {
         for side in &sides {
             side.ctx.set_icm(2 * setup.pairs as u32).unwrap();
@@ -387,6 +407,12 @@ fn run_on(
         })
         .collect();
     let port = [0, 1].map(|s| sides[s].ctx.query_counters().unwrap());
+    let cc = pairs
+        .iter()
+        .flat_map(|p| p.qp.iter())
+        // (a QP of an ICM out of the firmware's slots has no answer: `None` either way)
+        .map(|q| q.query_cc().ok())
+        .collect();
     (
         Outcome {
             flows,
@@ -411,6 +437,8 @@ fn run_on(
                 ]
             }),
             rnr_sent: port.map(|c| c.engine.send_rnr_err),
+            cc,
+            rp_handled: port.map(|c| c.engine.rp_cnp_handled),
         },
         port.map(|c| c.runtime),
     )
@@ -536,7 +564,8 @@ fn exchange(sides: &[Side; 2], wire: Wire, ce: u64, at_time: &mut dyn FnMut(u64)
     let mut held: BTreeMap<Flow, Vec<u8>> = BTreeMap::new();
     let mut buf = vec![0u8; 8192];
     let mut now = 0;
-    for _round in 0..2_000 {
+    // (Paced QPs take a timer round per data packet.)
+    for _round in 0..20_000 {
         loop {
             // Each NIC runs until idle; what it sends goes on the wire.
             for (s, side) in sides.iter().enumerate() {
@@ -600,7 +629,7 @@ fn exchange(sides: &[Side; 2], wire: Wire, ce: u64, at_time: &mut dyn FnMut(u64)
             None => return (sent, times),
         }
     }
-    panic!("the NICs did not settle in 2,000 timer rounds");
+    panic!("the NICs did not settle in 20,000 timer rounds");
 }
 
 /// Sets a request frame's IP ECN field to CE as a congested switch does (IPv4 here: the
@@ -694,6 +723,12 @@ fn differential_on(
         "np_ecn_marked_roce_packets, np_cnp_sent, rp_cnp_ignored"
     );
     prop_assert_eq!(engine.rnr_sent, fast.rnr_sent, "send_rnr_err");
+    prop_assert_eq!(&engine.cc, &fast.cc, "each QP's DCQCN state");
+    prop_assert_eq!(engine.rp_handled, fast.rp_handled, "rp_cnp_handled");
+    if setup.rp {
+        // Paced: the same frames at the same instants.
+        prop_assert!(engine.times == fast.times, "the frames' times differ");
+    }
     Ok(counters)
 }
 
@@ -1417,6 +1452,7 @@ const MANY: Setup = Setup {
     max_rd_atomic: 16,
     max_dest_rd_atomic: 16,
     ce: 0,
+    rp: false,
 };
 
 /// The context cache's cases: `ROCE_FP_CACHE_CASES`, default 3 per fast path.
@@ -1754,6 +1790,7 @@ const TINY_CQ: Setup = Setup {
     max_rd_atomic: 16,
     max_dest_rd_atomic: 16,
     ce: 0,
+    rp: false,
 };
 
 /// Go-Back-N at a NAK whose CQEs find the CQ full (`docs/fastpath.md` §3.8, "A rewind
@@ -1953,6 +1990,106 @@ fn ce_marked_requests_are_the_hardwares() {
         for seed in [3, 14] {
             differential_on(marked, hw, Mtu::Mtu1024, &wrs, lossy(seed))
                 .unwrap_or_else(|e| panic!("{hw:?} marked, lossy {seed}: {e}"));
+        }
+    }
+}
+
+/// A QP with DCQCN's reaction point on is the fast path's (`docs/fastpath.md` §2.5):
+/// its pacing entry paces its data packets (request packets, READ responses, ATOMIC
+/// ACKNOWLEDGEs) at the rate the firmware's engine decides, its CNPs are `CNP` events,
+/// its byte counter's threshold a `BYTES` event, its ACKs the hardware's. Every QP of
+/// three pairs paced, both directions, SENDs, WRITEs, READs and atomics; a wire that
+/// marks 30 % of the request frames, so that CNPs cut the rates, and the increase
+/// timers and the 16 KiB byte counter raise them again. The frames and the instants
+/// they left, completions, memory, counters and every QP's DCQCN state (rates, alpha,
+/// CNPs handled) are the engine alone's, on the model, clean and lossy; on the clean
+/// wire each firmware handles the exceptions of the same program unmarked and
+/// unpaced, none for a CNP or a paced QP's packet. On main 931853d9 the engine refused
+/// such QPs the fast path (every packet of theirs the firmware's): with the model's
+/// `paces` false, as there, the test fails (the fast path handles no frame). The RTL
+/// has no pacer: it refuses them, and its run is the engine alone's.
+#[test]
+fn paced_qps_are_the_hardwares() {
+    let mut wrs = send_stream();
+    wrs.extend((0..12).map(|i| Wr {
+        pair: i % 3,
+        from_b: i % 4 == 2,
+        op: [2, 2, 4, 5][i % 4],
+        len: [5000, 64, 20_000, 8][i % 4],
+        src: 128 * i as u32,
+        dst: 512 * i as u32,
+    }));
+    let paced = Setup {
+        ce: 300,
+        rp: true,
+        ..THREE
+    };
+    let (engine, _) = run_on(paced, Hw::Engine, Mtu::Mtu1024, CLEAN, &wrs);
+    let cut = engine
+        .cc
+        .iter()
+        .flatten()
+        .filter(|c| c.rp_enabled && c.rp_cnp_handled > 0)
+        .count();
+    assert!(
+        cut >= 4 && engine.rp_handled.iter().all(|&n| n > 0),
+        "CNPs cut {cut} QPs' rates ({:?})",
+        engine.rp_handled
+    );
+    if rtl_here() {
+        // The RTL has no pacer: the firmware keeps such QPs (every frame its own), and
+        // the wire is the engine alone's.
+        let (rtl, c) = run_on(paced, Hw::Rtl, Mtu::Mtu1024, CLEAN, &wrs);
+        assert_eq!(
+            c.map(|c| c.fastpath.rx_handled),
+            [0, 0],
+            "the RTL took a paced QP's frame"
+        );
+        assert!(rtl == engine, "the RTL's run is not the engine alone's");
+    }
+    for hw in [Hw::Model] {
+        let unpaced = differential_on(THREE, hw, Mtu::Mtu1024, &wrs, CLEAN)
+            .unwrap_or_else(|e| panic!("{hw:?} unpaced: {e}"));
+        let c = differential_on(paced, hw, Mtu::Mtu1024, &wrs, CLEAN)
+            .unwrap_or_else(|e| panic!("{hw:?} paced: {e}"));
+        if hw == Hw::Model {
+            for side in 0..2 {
+                assert_eq!(
+                    c[side].fastpath.rx_exceptions, unpaced[side].fastpath.rx_exceptions,
+                    "side {side}'s exceptions (paced and marked, against neither)"
+                );
+            }
+        }
+        // Lossy wires: the same memory and the same completions, each QP's in some
+        // order, all successful. Not yet the engine's instants: a paced QP whose send
+        // queue the firmware took back (a response's exception) has its messages
+        // handed out as descriptors, and the engine counts a handed-out message as
+        // outstanding and arms its local ACK timer then, where the engine alone does
+        // both as the packets leave, later by the pacer's hold; the timeouts then fall
+        // elsewhere (`docs/fastpath.md` §2.5, "Not yet").
+        for seed in [3, 14, 27] {
+            let wire = lossy(seed);
+            let (e, _) = run_on(paced, Hw::Engine, Mtu::Mtu1024, wire, &wrs);
+            let (f, _) = run_on(paced, hw, Mtu::Mtu1024, wire, &wrs);
+            assert!(e.memory == f.memory, "{hw:?} lossy {seed}: memory differs");
+            let sorted = |o: &Outcome| {
+                let mut v: Vec<_> = o
+                    .completions
+                    .iter()
+                    .flatten()
+                    .map(|w| format!("{w:?}"))
+                    .collect();
+                v.sort();
+                v
+            };
+            assert_eq!(sorted(&e), sorted(&f), "{hw:?} lossy {seed}: completions");
+            assert!(
+                f.completions
+                    .iter()
+                    .flatten()
+                    .all(|w| w.status == WcStatus::Success),
+                "{hw:?} lossy {seed}: a WR failed"
+            );
         }
     }
 }

@@ -19,6 +19,7 @@ use roce_core::fastpath::{
     self, AckDesc, Answered, AtomicResp, Event, Exception, Inflight, InflightKind, MrTable, MsgOp,
     PortAddr, ReadResp, RxOutcome, SendCtx, SqIdle, SqSpent, TxError, TxMsg,
 };
+pub use roce_core::fastpath::{Pace, PaceWrite};
 use roce_core::memory::Dma;
 use roce_core::num::{Psn, Qpn};
 use roce_core::transport::{ack_supersedes, WcFlags, WcOpcode, WcStatus, WorkCompletion};
@@ -188,6 +189,10 @@ pub struct SqNews {
     pub counters: FastPathCounters,
     /// It wrote CQEs.
     pub cqe: bool,
+    /// A ring its CQE writer holds is half full or more by the consumer index the
+    /// writer last got (`CqRing::ci`): the firmware gives it the host's current ones, or
+    /// the writer would soon refuse CQEs the host has room for.
+    pub cq_full: bool,
     /// WQEs it took after their doorbell (when the TX ring or the in-flight list had
     /// room again), and of them SENDs.
     pub taken: u32,
@@ -285,6 +290,11 @@ struct QpMem {
     accessed: bool,
     /// Its send queue, when the hardware fetches the WQEs (§3.8).
     sq: Option<SqHw>,
+    /// Its pacing entry (§2.5), for a QP with DCQCN's reaction point on.
+    pace: Option<Pace>,
+    /// A `CNP` or `BYTES` event of the QP waits for the firmware's write of the entry:
+    /// its data waits meanwhile.
+    pace_wait: bool,
 }
 
 impl Default for QpMem {
@@ -297,11 +307,36 @@ impl Default for QpMem {
             send_cq: None,
             accessed: false,
             sq: None,
+            pace: None,
+            pace_wait: false,
         }
     }
 }
 
 impl QpMem {
+    /// Whether a data packet of the QP may leave at `now` (§2.5); if it may not, the
+    /// pacer's time is folded into `wake` (none while it waits for the firmware).
+    fn pace_ready(&self, now: u64, wake: &mut Option<u64>) -> bool {
+        let Some(p) = &self.pace else {
+            return true;
+        };
+        if !self.pace_wait && p.ready(now) {
+            return true;
+        }
+        if let Some(t) = p.wakes_at(now).filter(|_| !self.pace_wait) {
+            *wake = Some(wake.map_or(t, |w| w.min(t)));
+        }
+        false
+    }
+
+    /// A data frame of `len` bytes of the QP left at `now`: paced; true when its byte
+    /// counter reached the threshold (the QP now waits for the firmware).
+    fn paced(&mut self, now: u64, len: usize) -> bool {
+        let hit = self.pace.as_mut().is_some_and(|p| p.on_sent(now, len));
+        self.pace_wait |= hit;
+        hit
+    }
+
     /// A new `una_psn`: the in-flight messages that end before it are acknowledged.
     fn retire_before(&mut self, una: Psn) {
         while self
@@ -346,6 +381,8 @@ pub struct FastPathPort<P, const QPS: usize> {
     now: u64,
     /// What `sq_news` reports next.
     news: SqNews,
+    /// When the pacer (§2.5) next lets a data packet go that it held in the last run.
+    pace_at: Option<u64>,
     buf: [u8; FRAME_BUF],
 }
 
@@ -375,6 +412,7 @@ impl<P: Datapath, const QPS: usize> FastPathPort<P, QPS> {
             cqw: CqWriter::default(),
             now: 0,
             news: SqNews::default(),
+            pace_at: None,
             buf: [0; FRAME_BUF],
         }
     }
@@ -427,6 +465,21 @@ impl<P: Datapath, const QPS: usize> FastPathPort<P, QPS> {
                 continue;
             };
             let qpn = pkt.dest_qp();
+            let s = Self::slot_of(qpn);
+            if let Some(q) = self
+                .qps
+                .get_mut(s)
+                .filter(|q| cnp_taken(&self.port, q, qpn, &pkt))
+            {
+                // A CNP for a paced QP from its peer (§2.5): the firmware's engine cuts
+                // the rate and writes it into the entry; the QP's data waits for that.
+                q.pace_wait = true;
+                q.accessed = true;
+                self.ctx[0] += 1;
+                self.counters.rx_handled += 1;
+                let _ = self.events.push_back(Event::Cnp { qpn });
+                continue;
+            }
             let ctx_counts = self.ctx;
             let out = match self.qps.get_mut(Self::slot_of(qpn)) {
                 Some(q) => {
@@ -554,17 +607,19 @@ impl<P: Datapath, const QPS: usize> FastPathPort<P, QPS> {
     /// Sends ACKs, then one request packet per QP in turn, while the port takes frames.
     fn run_tx(&mut self, dma: &mut dyn Dma) -> bool {
         let mut any = false;
+        let pace_before = self.pace_at.take();
         // The model builds a frame before it knows its priority: it sends only while
         // the port has room for every priority, so that no frame is refused and lost.
         while self.inner.tx_blocked().is_empty() {
-            if let Some(resp) = self.ackq.pop_front() {
-                let qpn = match resp {
-                    Resp::Ack(a) => a.qpn,
-                    Resp::Read(r) => r.qpn,
-                    Resp::Atomic(a) => a.qpn,
+            let room = self.events.len() + 1 < EVQ;
+            if let Some(i) = next_resp(&self.ackq, &self.qps, self.now, room, &mut self.pace_at) {
+                let Some(resp) = self.ackq.iter().nth(i).copied() else {
+                    break;
                 };
+                let qpn = resp_qpn(&resp);
                 let sctx = self.qp(qpn).map(|q| q.sctx).unwrap_or([0; SCTX_LEN]);
                 let Ok(ctx) = layout::decode_sctx(&sctx) else {
+                    remove_at(&mut self.ackq, i);
                     continue;
                 };
                 let built = match resp {
@@ -575,9 +630,12 @@ impl<P: Datapath, const QPS: usize> FastPathPort<P, QPS> {
                             fastpath::read_response(&ctx, &mut r, &self.mrt, dma, &mut self.buf);
                         // A region that lost its rights: the rest of the READ is dropped.
                         if !r.done() && b != Err(TxError::Access) {
-                            // The rest of the READ goes first (the queue had room: this
-                            // entry just left it).
-                            let _ = self.ackq.push_front(Resp::Read(r));
+                            // The rest of the READ stays in its place.
+                            if let Some(e) = self.ackq.iter_mut().nth(i) {
+                                *e = Resp::Read(r);
+                            }
+                        } else {
+                            remove_at(&mut self.ackq, i);
                         }
                         if b == Err(TxError::Dma) {
                             // Aborted on the wire, as a request packet whose payload
@@ -587,7 +645,15 @@ impl<P: Datapath, const QPS: usize> FastPathPort<P, QPS> {
                         b
                     }
                 };
+                if !matches!(resp, Resp::Read(_)) {
+                    remove_at(&mut self.ackq, i);
+                }
                 if let Ok(n) = built {
+                    // A READ response and an ATOMIC ACKNOWLEDGE are data the pacer
+                    // spaces (the engine's responder items), an ACK is not.
+                    if !matches!(resp, Resp::Ack(_)) {
+                        self.pace_sent(qpn, n);
+                    }
                     self.send(n);
                     any = true;
                 }
@@ -598,7 +664,21 @@ impl<P: Datapath, const QPS: usize> FastPathPort<P, QPS> {
             }
             any = true;
         }
-        any
+        // A pacer's new wake-up is news for the firmware's `poll_timeout`.
+        any || self.pace_at != pace_before
+    }
+
+    /// A data frame of `n` bytes of `qpn` left: its pacing entry advances, and a byte
+    /// counter at its threshold raises the `BYTES` event (§2.5).
+    fn pace_sent(&mut self, qpn: Qpn, n: usize) {
+        let now = self.now;
+        let Some(q) = self.qp(qpn) else {
+            return;
+        };
+        if q.paced(now, n) {
+            let bytes = q.pace.map_or(0, |p| p.bytes);
+            let _ = self.events.push_back(Event::ByteCounter { qpn, bytes });
+        }
     }
 
     fn send(&mut self, n: usize) {
@@ -650,11 +730,29 @@ impl<P: Datapath, const QPS: usize> FastPathPort<P, QPS> {
             // and replays). Only the segmenter knows: the firmware handed out whole
             // messages, and a FLUSH drops their packets not sent yet.
             let resend = u64::from(m.psn_of(k).before(ctx.next_psn));
+            // The pacer (§2.5) holds a packet the window would let go (every request
+            // packet is data the engine's pacer spaces); it needs room for the event
+            // its byte counter may raise.
+            let room = self.events.len() + 1 < EVQ;
+            if q.pace.is_some()
+                && fastpath::window_open(&ctx, m.psn_of(k))
+                && !(room && q.pace_ready(self.now, &mut self.pace_at))
+            {
+                return false;
+            }
+            let qpn = m.qpn;
             match fastpath::segment(&mut ctx, m, k, dma, &mut self.buf) {
                 Ok(n) => {
                     q.next_pkt = Some(k + 1);
                     q.sctx = layout::encode_sctx(&ctx);
+                    if let Some(sq) = q.sq.as_mut().filter(|sq| sq.deadline.is_none()) {
+                        // The local ACK timer of a queue the hardware fetches starts
+                        // with a request packet sent while none runs (the engine's
+                        // requester as it commits a packet).
+                        sq.deadline = sq.idle.rto.map(|t| self.now.saturating_add(t));
+                    }
                     self.counters.tx_resent += resend;
+                    self.pace_sent(qpn, n);
                     self.send(n);
                     return true;
                 }
@@ -857,11 +955,9 @@ impl<P: Datapath, const QPS: usize> FastPathPort<P, QPS> {
             if m.op.is_read_or_atomic() && credits.count() >= usize::from(sq.idle.max_rd_atomic) {
                 return (taken, sends);
             }
-            if sq.deadline.is_none() {
-                // The engine arms its timer when it hands out a message with none
-                // running.
-                sq.deadline = sq.idle.rto.map(|t| self.now.saturating_add(t));
-            }
+            // (The local ACK timer starts when the message's first packet leaves,
+            // `tx_qp`, as the engine alone starts it when it sends a request packet with
+            // none running: a paced packet leaves later than its WQE is fetched.)
             sq.next = m.last_psn(ctx.mtu).next();
             sq.ring.ci = sq.ring.ci.wrapping_add(1);
             q.sq = Some(sq);
@@ -1210,8 +1306,11 @@ fn sq_retire(q: &mut QpMem, event: &Option<Event>, none_owed: bool, now: u64) ->
     }
     sq.una = *una;
     sq.base = q.inflight.front().map_or(sq.next, |m| m.first_psn);
+    // Outstanding is what was sent (the engine's requester moves its PSN as it sends),
+    // not what was fetched: a message whose packets the pacer holds is not (§2.5).
+    let sent = layout::decode_sctx(&q.sctx).map_or(sq.next, |c| c.next_psn);
     // An RNR wait keeps the timer stopped (`comp_progress`).
-    sq.deadline = if *una == sq.next || sq.rnr_at.is_some() {
+    sq.deadline = if !una.before(sent) || sq.rnr_at.is_some() {
         None
     } else {
         sq.idle.rto.map(|t| now.saturating_add(t))
@@ -1245,6 +1344,67 @@ fn retiring_cqes(
         }
     }
     Some((n, wcs))
+}
+
+/// Whether `pkt` is a CNP the pacing entry of QP `qpn` (entry `q`) takes (§2.5): the
+/// QP's context is in the entry and on, no exception of it waits (`held`: the CNP then
+/// waits behind it as one), and the CNP is this port's and from the QP's peer, as the
+/// engine checks a CNP (`Engine::on_cnp`).
+fn cnp_taken(port: &PortAddr, q: &QpMem, qpn: Qpn, pkt: &wire::Packet<'_>) -> bool {
+    if q.pace.is_none() || pkt.info().transport != wire::opcode::Transport::Cnp {
+        return false;
+    }
+    let Ok(r) = layout::decode_rctx(&q.rctx) else {
+        return false;
+    };
+    let (src, dst) = pkt.gids();
+    r.on && r.qpn == qpn
+        && !r.held
+        && pkt.dst_mac() == port.mac
+        && dst == port.gid
+        && src == r.peer_gid
+}
+
+/// The QP a response queue entry is of.
+fn resp_qpn(r: &Resp) -> Qpn {
+    match r {
+        Resp::Ack(a) => a.qpn,
+        Resp::Read(r) => r.qpn,
+        Resp::Atomic(a) => a.qpn,
+    }
+}
+
+/// The response queue's next entry that may go at `now`: the first whose QP has no
+/// earlier entry held, unless it is data (a READ response, an ATOMIC ACKNOWLEDGE) its
+/// QP's pacer holds (§2.5; `room`: the event ring has room for a byte counter's event),
+/// which holds the QP's later entries too, as the engine's responder sends its queue in
+/// order. Other QPs' entries go past it. `wake` gets the held ones' pacer times.
+fn next_resp<const N: usize>(
+    ackq: &Deque<Resp, ACKQ>,
+    qps: &[QpMem; N],
+    now: u64,
+    room: bool,
+    wake: &mut Option<u64>,
+) -> Option<usize> {
+    let mut held: heapless::Vec<usize, 8> = heapless::Vec::new();
+    for (i, r) in ackq.iter().enumerate() {
+        let s = resp_qpn(r).value() as usize % N.max(1);
+        if held.contains(&s) {
+            continue;
+        }
+        let Some(q) = qps
+            .get(s)
+            .filter(|q| q.pace.is_some() && !matches!(r, Resp::Ack(_)))
+        else {
+            return Some(i);
+        };
+        // (Without room, no wake-up: the firmware's next event read makes room.)
+        if room && q.pace_ready(now, wake) {
+            return Some(i);
+        }
+        held.push(s).ok()?;
+    }
+    None
 }
 
 /// Removes entry `i` of a deque.
@@ -1401,6 +1561,30 @@ impl<P: Datapath, const QPS: usize> FastPath for FastPathPort<P, QPS> {
             .is_some_and(|q| layout::rnr_rctx(&mut q.rctx, qpn, t))
     }
 
+    fn paces(&self) -> bool {
+        true
+    }
+
+    fn set_pace(&mut self, qpn: Qpn, pace: Option<&Pace>) {
+        if let Some(q) = self.qp(qpn) {
+            q.pace = pace.copied();
+            q.pace_wait = false;
+        }
+    }
+
+    fn write_pace(&mut self, qpn: Qpn, w: &PaceWrite) {
+        if let Some(q) = self.qp(qpn) {
+            if let Some(p) = q.pace.as_mut() {
+                p.rate = w.rate;
+                p.timer_at = w.timer_at;
+                if let Some(b) = w.bytes {
+                    p.bytes = b;
+                }
+            }
+            q.pace_wait = false;
+        }
+    }
+
     fn run(&mut self, dma: &mut dyn Dma) -> bool {
         let rx = self.run_rx(dma);
         let timeouts = self.sq_timeouts();
@@ -1500,12 +1684,14 @@ impl<P: Datapath, const QPS: usize> FastPath for FastPathPort<P, QPS> {
         SqNews {
             counters: self.counters,
             // An RNR wait's end too: the model must run then (`sq_timeouts`).
+            // And a data packet's time the pacer held it until (§2.5).
             deadline: self
                 .qps
                 .iter()
                 .filter_map(|q| q.sq)
                 .flat_map(|sq| [sq.deadline, sq.rnr_at])
                 .flatten()
+                .chain(self.pace_at)
                 .min(),
             // (a context `sq_timeouts` cannot decode is the firmware's too)
             due: self
@@ -1518,6 +1704,12 @@ impl<P: Datapath, const QPS: usize> FastPath for FastPathPort<P, QPS> {
                 })
                 .min(),
             stopped: self.qps.iter().any(|q| q.sq.is_some_and(|sq| sq.stopped)),
+            cq_full: self
+                .cqw
+                .cqs
+                .iter()
+                .flatten()
+                .any(|r| r.pi.wrapping_sub(r.ci) >= 1u32 << r.log_depth.saturating_sub(1)),
             ..core::mem::take(&mut self.news)
         }
     }

@@ -136,6 +136,24 @@ pub trait FastPath {
         let _ = (qpn, t);
         false
     }
+    /// Whether the segmenter paces the QPs with DCQCN's reaction point on
+    /// (`docs/fastpath.md` §2.5: a pacing entry per QP, [`FastPath::set_pace`]); without,
+    /// such QPs stay with the firmware. The firmware asks once, at boot. A wrapper must
+    /// forward it.
+    fn paces(&self) -> bool {
+        false
+    }
+    /// Writes QP `qpn`'s whole pacing entry (its pacer too) as the QP comes on the fast
+    /// path, or switches it off (`None`: the reaction point is off; CNPs are
+    /// exceptions).
+    fn set_pace(&mut self, qpn: Qpn, pace: Option<&crate::fastpath::Pace>) {
+        let _ = (qpn, pace);
+    }
+    /// Writes what DCQCN changed of QP `qpn`'s pacing entry (a CNP, a timer, the byte
+    /// counter); the QP's data, held for it after a `CNP` or `BYTES` event, goes on.
+    fn write_pace(&mut self, qpn: Qpn, w: &crate::fastpath::PaceWrite) {
+        let _ = (qpn, w);
+    }
     /// Lets the hardware run: a model moves frames here (received frames through the
     /// rules, descriptors into frames); hardware runs by itself and returns false.
     fn run(&mut self, dma: &mut dyn Dma) -> bool;
@@ -264,6 +282,12 @@ pub trait Hal {
     type Dma: Dma;
     /// The frame path.
     type Datapath: Datapath;
+    /// Whether the datapath's fast path may pace (`FastPath::paces`, `docs/fastpath.md`
+    /// §2.5). A HAL whose fast path never does says false, and the firmware's code for
+    /// paced QPs (their events, the pacing entries' writes, and the CQE writer's room
+    /// refresh their runs of hardware-written CQEs need, `SqNews::cq_full`) is left out
+    /// of its image.
+    const FASTPATH_PACES: bool = true;
 
     /// Reads a register of the host-visible window (doorbells the host wrote).
     fn reg_read(&mut self, offset: u32) -> u32;

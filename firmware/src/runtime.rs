@@ -294,13 +294,19 @@ impl<
         hal.reg_write(reg::CMDQ_CI, 0);
         let dp = hal.datapath();
         dp.set_dcb(&port.dcb, port.mac);
-        let (reads, sends, rnr) = match dp.fastpath() {
+        let (reads, sends, rnr, pace) = match dp.fastpath() {
             Some(fp) => {
                 fp.set_port(port.mac, port.gid());
-                (fp.read_responder(), fp.recv_loads(), fp.rnr_responder())
+                (
+                    fp.read_responder(),
+                    fp.recv_loads(),
+                    fp.rnr_responder(),
+                    H::FASTPATH_PACES && fp.paces(),
+                )
             }
-            None => (false, false, false),
+            None => (false, false, false, false),
         };
+        self.engine.set_fastpath_pace(pace);
         self.engine.set_fastpath_reads(reads);
         self.engine.set_fastpath_sends(sends);
         self.engine.set_fastpath_rnr(rnr);
@@ -390,6 +396,12 @@ impl<
         }
         if self.engine.timer_due(now) {
             self.timers(now);
+            busy = true;
+        }
+        if H::FASTPATH_PACES && self.engine.fastpath_pace_due() {
+            // DCQCN changed a paced QP's rate (a CNP, a timer, the byte counter): its
+            // pacing entry is written before the fast path runs again (§2.5).
+            self.fp_write_paces();
             busy = true;
         }
         busy |= self.transmit(now, busy);
@@ -676,8 +688,31 @@ impl<
                     self.fp_load(qpn, Ok(buf), false);
                 }
             }
+            // DCQCN's reaction point (§2.5): the rate cut, or the byte counter's
+            // increase events; the poll then writes the QP's pacing entry.
+            Event::Cnp { .. } if H::FASTPATH_PACES => self.engine.fastpath_cnp(now, qpn),
+            Event::ByteCounter { bytes, .. } if H::FASTPATH_PACES => {
+                self.engine.fastpath_byte_counter(qpn, bytes)
+            }
+            Event::Cnp { .. } | Event::ByteCounter { .. } => {}
             // (Handled above.)
             Event::Ce { .. } => {}
+        }
+    }
+
+    /// Writes the pacing entries (§2.5) of the QPs on the fast path whose rate DCQCN
+    /// changed (a CNP, a timer, the byte counter), which ends the wait of their data
+    /// for it. Out of line: rare (a paced QP's timer or CNP).
+    #[inline(never)]
+    fn fp_write_paces(&mut self) {
+        while let Some((qpn, w)) = self.engine.fastpath_pace_write() {
+            if self.fp_of(qpn) == FpState::Off {
+                continue;
+            }
+            let (_, dp) = self.hal.split();
+            if let Some(fp) = dp.fastpath() {
+                fp.write_pace(qpn, &w);
+            }
         }
     }
 
@@ -811,6 +846,9 @@ impl<
         }
         if news.cqe {
             self.raise(|e| e.set_completion(true));
+            if H::FASTPATH_PACES && news.cq_full {
+                self.fp_cq_room();
+            }
         }
         self.fp_stopped = news.stopped;
     }
@@ -1245,11 +1283,18 @@ impl<
                 fp.write_rctx(qpn, &layout::encode_rctx(&off));
                 fp.write_sctx(qpn, 0, &layout::encode_sctx(&sctx));
                 fp.set_send_cq(qpn, None);
+                if H::FASTPATH_PACES {
+                    fp.set_pace(qpn, None);
+                }
                 let _ = self.engine.set_fastpath(qpn, false);
             }
             FpState::Recv | FpState::Full => {
                 if q.fp == FpState::Off {
                     fp.write_rctx(qpn, &layout::encode_rctx(&rctx));
+                }
+                // The engine's pacer so far: the segmenter's from here (§2.5).
+                if H::FASTPATH_PACES {
+                    fp.set_pace(qpn, self.engine.fastpath_pace(qpn).as_ref());
                 }
                 let mut sctx = sctx;
                 sctx.valid = want == FpState::Full;
@@ -1732,6 +1777,26 @@ impl<
         }
         if let Some(s) = self.cqs.get_mut(c) {
             *s = Some(cq);
+        }
+    }
+
+    /// The host's consumer indexes to the fast path's CQE writer, after it wrote CQEs
+    /// once its rings are half full by the count it has (`fp_news`, `SqNews::cq_full`):
+    /// the room it counts on is otherwise the host's as the firmware last wrote a CQE
+    /// itself, and a run of CQEs the writer alone wrote (a paced QP's, whose CNPs and
+    /// ACKs are the hardware's too, §2.5) found the ring full by that stale count: its
+    /// retirement became an `ACKED` event and the send queue's take-back (2,607
+    /// instructions in the QEMU self-test). Out of line: rare.
+    #[inline(never)]
+    fn fp_cq_room(&mut self) {
+        if self.hw_cqe_port() {
+            return; // (each post carries the consumer index)
+        }
+        for c in 0..CQS {
+            if let Some(mut r) = self.hw_cq(c) {
+                r.ci = self.hal.reg_read(reg::cq_db(c as u32));
+                self.set_hw_cq(c, Some(r));
+            }
         }
     }
 

@@ -867,6 +867,7 @@ impl<P: Datapath> FastPath for FpPort<P> {
         SqNews {
             counters: self.counters,
             cqe: std::mem::take(&mut self.news_cqe),
+            cq_full: false,
             taken,
             sends,
             deadline,

@@ -270,6 +270,15 @@ pub struct Engine<
     cc: [QpCc; QPS],
     /// Some QP has its reaction point on: CC timers and pacing need looking at.
     cc_any: bool,
+    /// The fast path under this engine paces (`docs/fastpath.md` §2.5): QPs with the
+    /// reaction point on may be on it, and DCQCN's changes to their rates are marked
+    /// for the firmware to write (`fastpath_pace_write`).
+    fp_pace: bool,
+    /// Per QP slot, what of its pacing entry changed since the firmware last wrote it:
+    /// bit 0 the rate or its increase timer, bit 1 the byte counter.
+    pace_dirty: [u8; QPS],
+    /// Some slot's `pace_dirty` is set.
+    pace_dirty_any: bool,
     counters: Counters,
     /// Round-robin position of `poll_transmit`.
     tx_next: usize,
@@ -322,6 +331,9 @@ impl<
             timer_floor: None,
             cc: [QpCc::new(&cfg.cc); QPS],
             cc_any: cfg.cc.rp,
+            fp_pace: false,
+            pace_dirty: [0; QPS],
+            pace_dirty_any: false,
             counters: Counters::ZERO,
             tx_next: 0,
             hi: 0,
@@ -813,7 +825,8 @@ impl<
 
     /// Whether QP `slot` can run on the fast path at all: RC, without selective repeat
     /// (its out-of-order receiver and per-packet retransmission stay in firmware),
-    /// without DCQCN's reaction point (the pacer is the firmware's), and RoCEv2 (the
+    /// without DCQCN's reaction point unless the fast path paces
+    /// ([`Engine::set_fastpath_pace`]; else the pacer is the firmware's), and RoCEv2 (the
     /// fast path's receive side matches GID index 0 without its RoCE version).
     fn fastpath_eligible(&self, slot: usize, qp: &Qp) -> bool {
         // Inline payloads live in the host's send queue, not in registered memory: the
@@ -822,7 +835,7 @@ impl<
         // one at `slot`, which every caller looked up already.)
         let rc = qp.qp_type == QpType::Rc && qp.max_inline == 0 && qp.srq.is_none();
         let sr = self.queues.get(slot).is_some_and(|q| q.sr.enabled());
-        let rp = self.cc.get(slot).is_some_and(QpCc::rp_on);
+        let rp = !self.fp_pace && self.cc.get(slot).is_some_and(QpCc::rp_on);
         let v1 = self
             .tx_hdr
             .get(slot)
@@ -1669,19 +1682,100 @@ impl<
     /// The reaction point: a CNP names one of our QPs (its DestQP). It counts only when
     /// it comes from that QP's peer and the QP has its reaction point on.
     fn on_cnp(&mut self, now: Instant, qpn: Qpn, src_gid: [u8; 16]) {
-        let handled = match self.slot(qpn) {
-            Some(slot) => {
-                let from_peer = matches!(self.qps.get(slot), Some(Some(qp)) if qp.qp_type() != QpType::Ud && gid_eq(&qp.av.dgid, &src_gid));
-                let cfg = &self.cfg.cc;
-                from_peer
-                    && self
-                        .cc
-                        .get_mut(slot)
-                        .is_some_and(|c| c.on_cnp(cfg, now.as_nanos()))
+        let slot = self.slot(qpn).filter(|&slot| {
+            matches!(self.qps.get(slot), Some(Some(qp)) if qp.qp_type() != QpType::Ud && gid_eq(&qp.av.dgid, &src_gid))
+        });
+        self.cnp_for(now, slot);
+    }
+
+    /// A CNP of `qpn`'s peer that the fast path took (the `CNP` event, `docs/fastpath.md`
+    /// §2.5: it checked the peer as the receive path checks every frame's): the
+    /// reaction point's rate cut, as for a CNP the engine takes itself. The pacing
+    /// entry is marked for the firmware's write in any case: the QP's data waits for it.
+    pub fn fastpath_cnp(&mut self, now: Instant, qpn: Qpn) {
+        let now = self.clock(now);
+        let slot = self.slot(qpn);
+        self.cnp_for(now, slot);
+        self.mark_pace(slot, 3);
+    }
+
+    /// The byte counter of `qpn`'s pacing entry reached its threshold at `bytes` (the
+    /// `BYTES` event, `docs/fastpath.md` §2.5): the reaction point's byte-counter
+    /// increase events, as `on_sent` per packet would have run them; the entry is
+    /// marked for the firmware's write (the QP's data waits for it).
+    pub fn fastpath_byte_counter(&mut self, qpn: Qpn, bytes: u64) {
+        let slot = self.slot(qpn);
+        let cfg = &self.cfg.cc;
+        if let Some(c) = slot.and_then(|s| self.cc.get_mut(s)) {
+            c.take_bytes(cfg, bytes);
+        }
+        self.mark_pace(slot, 3);
+    }
+
+    fn mark_pace(&mut self, slot: Option<usize>, what: u8) {
+        if let Some(d) = slot.and_then(|s| self.pace_dirty.get_mut(s)) {
+            *d |= what;
+            self.pace_dirty_any = true;
+        }
+    }
+
+    /// The fast path under this engine paces the QPs with DCQCN's reaction point on
+    /// (`docs/fastpath.md` §2.5: the model's segmenter): they may be on it
+    /// ([`Engine::fastpath_sides`]), and the engine marks their pacing entries for the
+    /// firmware's write whenever DCQCN changes their rate. Off by default: the RTL and
+    /// the SoC have no pacer, and such QPs stay with the firmware.
+    pub fn set_fastpath_pace(&mut self, on: bool) {
+        self.fp_pace = on;
+    }
+
+    /// `qpn`'s pacing entry (`docs/fastpath.md` §2.5) as the firmware writes it when the
+    /// QP comes on the fast path; `None` with its reaction point off.
+    pub fn fastpath_pace(&self, qpn: Qpn) -> Option<fastpath::Pace> {
+        self.cc.get(self.slot(qpn)?)?.pace(&self.cfg.cc)
+    }
+
+    /// Whether a pacing entry waits for the firmware's write
+    /// ([`Engine::fastpath_pace_write`]).
+    pub fn fastpath_pace_due(&self) -> bool {
+        self.pace_dirty_any
+    }
+
+    /// The next QP whose pacing entry DCQCN changed since the firmware last wrote it
+    /// (a CNP, a timer, the byte counter), and what to write; cleared as it is
+    /// returned. `None` when none is left.
+    pub fn fastpath_pace_write(&mut self) -> Option<(Qpn, fastpath::PaceWrite)> {
+        for slot in 0..self.hi {
+            let Some(d) = self.pace_dirty.get_mut(slot) else {
+                break;
+            };
+            let what = core::mem::take(d);
+            if what == 0 {
+                continue;
             }
-            None => false,
-        };
+            let (Some(Some(qp)), Some(c)) = (self.qps.get(slot), self.cc.get(slot)) else {
+                continue;
+            };
+            let p = c.pace(&self.cfg.cc).unwrap_or_default();
+            let w = fastpath::PaceWrite {
+                rate: p.rate,
+                timer_at: p.timer_at,
+                bytes: (what & 2 != 0).then_some(p.bytes),
+            };
+            return Some((qp.qpn, w));
+        }
+        self.pace_dirty_any = false;
+        None
+    }
+
+    fn cnp_for(&mut self, now: Instant, slot: Option<usize>) {
+        let cfg = &self.cfg.cc;
+        let handled = slot
+            .and_then(|s| self.cc.get_mut(s))
+            .is_some_and(|c| c.on_cnp(cfg, now.as_nanos()));
         if handled {
+            if self.fp_pace {
+                self.mark_pace(slot, 3);
+            }
             self.counters.rp_cnp_handled += 1;
         } else {
             self.counters.rp_cnp_ignored += 1;
@@ -1722,8 +1816,15 @@ impl<
         if self.cc_any {
             let cfg = &self.cfg.cc;
             let hi = self.hi;
-            for c in self.cc.iter_mut().take(hi) {
+            for (c, d) in self.cc.iter_mut().zip(self.pace_dirty.iter_mut()).take(hi) {
+                let before = c.increase_state();
                 c.handle_timeout(cfg, now.as_nanos());
+                // A paced QP's rate or increase timer moved: its pacing entry holds
+                // the QP's data from the timer's expiry until the firmware writes it.
+                if self.fp_pace && c.rp_on() && c.increase_state() != before {
+                    *d |= 1;
+                    self.pace_dirty_any = true;
+                }
             }
         }
         let mut changed = false;

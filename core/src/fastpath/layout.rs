@@ -571,6 +571,10 @@ pub const EV_READ: u8 = 4;
 pub const EV_CE: u8 = 5;
 pub const EV_ATOMIC: u8 = 6;
 pub const EV_RNR: u8 = 7;
+/// A CNP for a paced QP (§2.5; model only).
+pub const EV_CNP: u8 = 8;
+/// A pacing entry's byte counter at its threshold (§2.5; model only).
+pub const EV_BYTES: u8 = 9;
 /// Byte 11 bit 7 of a `MSG_DONE`, `READ`, `ATOMIC` or `RNR` event: its request was marked ECN CE
 /// (`Event::Ce`).
 pub const EV_FLAG_CE: u8 = 1 << 7;
@@ -676,6 +680,11 @@ pub fn encode_event(e: &Event) -> [u8; EVENT_LEN] {
             }
         }
         Event::Ce { .. } => b[0] = EV_CE,
+        Event::Cnp { .. } => b[0] = EV_CNP,
+        Event::ByteCounter { bytes, .. } => {
+            b[0] = EV_BYTES;
+            put(&mut b, 16, bytes.to_le_bytes());
+        }
     }
     b
 }
@@ -764,6 +773,11 @@ pub fn decode_event(b: &[u8; EVENT_LEN]) -> Result<Event, Invalid> {
             ce: b[11] & EV_FLAG_CE != 0,
         },
         EV_CE => Event::Ce { qpn },
+        EV_CNP => Event::Cnp { qpn },
+        EV_BYTES => Event::ByteCounter {
+            qpn,
+            bytes: u64::from(ev_u32(b, 16)) | u64::from(ev_u32(b, 20)) << 32,
+        },
         EV_RNR => Event::Rnr {
             qpn,
             ce: b[11] & EV_FLAG_CE != 0,

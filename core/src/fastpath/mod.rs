@@ -11,10 +11,12 @@
 //! where they sit in block RAM indexed by QPN.
 
 pub mod layout;
+mod pace;
 mod rx;
 mod sq;
 mod tx;
 
+pub use pace::{Pace, PaceWrite};
 pub use rx::{
     dispatch, receive, respond, Answered, Event, Exception, Inflight, InflightKind, MrEntry,
     MrTable, PortAddr, RecvCtx, RecvState, RxCur, RxOutcome,

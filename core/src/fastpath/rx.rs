@@ -417,6 +417,14 @@ pub enum Event {
         /// The packet was marked ECN CE (see [`Event::Ce`]).
         ce: bool,
     },
+    /// A CNP from the peer of a QP whose pacing entry is on (§2.5; model only): the
+    /// firmware's engine runs DCQCN's reaction point (the rate cut) and writes the new
+    /// rate into the entry; the QP's data waits until then.
+    Cnp { qpn: Qpn },
+    /// The pacing entry's byte counter reached its threshold at `bytes` (§2.5; model
+    /// only): the firmware's engine runs the byte-counter increase events and writes the
+    /// entry; the QP's data waits until then.
+    ByteCounter { qpn: Qpn, bytes: u64 },
 }
 
 impl Event {
@@ -429,7 +437,9 @@ impl Event {
             | Self::Read { qpn, .. }
             | Self::Atomic { qpn, .. }
             | Self::Rnr { qpn, .. }
-            | Self::Ce { qpn } => qpn,
+            | Self::Ce { qpn }
+            | Self::Cnp { qpn }
+            | Self::ByteCounter { qpn, .. } => qpn,
         }
     }
 
@@ -442,7 +452,10 @@ impl Event {
             | Self::Read { ce, .. }
             | Self::Atomic { ce, .. }
             | Self::Rnr { ce, .. } => ce,
-            Self::Exception { .. } | Self::Acked { .. } => false,
+            Self::Exception { .. }
+            | Self::Acked { .. }
+            | Self::Cnp { .. }
+            | Self::ByteCounter { .. } => false,
         }
     }
 }

@@ -1135,6 +1135,7 @@ impl FastPath for MmioFastPath {
         SqNews {
             counters: FastPathCounters::default(),
             cqe: news & fp_reg::SQ_NEWS_CQE != 0,
+            cq_full: false,
             taken: counts.0,
             sends: counts.1,
             deadline: None,
@@ -1377,6 +1378,8 @@ impl MmioHal {
 }
 
 impl Hal for MmioHal {
+    // (`MmioFastPath` has no pacing entry: RP QPs stay with the firmware.)
+    const FASTPATH_PACES: bool = false;
     type Dma = MmioDma;
     type Datapath = MmioDatapath;
 

@@ -3,7 +3,7 @@
 //! reads or changes the engine's `PortConfig` (or a QP's congestion state) and, like
 //! every command, changes nothing when it fails.
 
-use super::{status_of, Nic};
+use super::{status_of, FpState, Nic};
 use crate::abi::counters::{port_counter_values, qp_counter_values};
 use crate::abi::{
     self, CcArg, CmdEntry, CmdOp, CmdStatus, CounterScope, DcbArg, DecodeError, EtsArg, GidArg,
@@ -11,6 +11,7 @@ use crate::abi::{
 };
 use crate::hal::{Datapath, Hal};
 use roce_core::engine::{DcbConfig, PortConfig};
+use roce_core::fastpath::layout;
 use roce_core::memory::Dma;
 use roce_core::num::Qpn;
 use zerocopy::little_endian::U32;
@@ -127,9 +128,30 @@ impl<
         if let Err(err) = self.engine.set_qp_cc(qpn, rp) {
             return status_of(&err);
         }
-        // The reaction point's pacer is the firmware's: such a QP leaves the fast path
-        // (and comes back when it is off again).
+        // Where the fast path has no pacer, the reaction point's is the firmware's: such
+        // a QP leaves the fast path (and comes back when it is off again).
         self.fp_refresh(qpn);
+        // Where it paces (docs/fastpath.md §2.5), a QP that stays on it takes the new
+        // ECN marking (ECT(0) with the reaction point on: the header template and its
+        // IPv4 checksum base) and its pacing entry as the engine restarted it.
+        if H::FASTPATH_PACES && self.fp_of(qpn) != FpState::Off {
+            if let Some(sctx) = self.engine.fastpath_send_ctx(qpn) {
+                let b = layout::encode_sctx(&sctx);
+                let pace = self.engine.fastpath_pace(qpn);
+                if let Some(fp) = self.hal.datapath().fastpath() {
+                    // The hardware's context with those bytes changed, as one write
+                    // (its PSNs and counts are the hardware's: read back).
+                    let mut c = fp.read_sctx(qpn);
+                    for (i, (d, s)) in c.iter_mut().zip(b).enumerate() {
+                        if matches!(i, 4..=5 | 30..) {
+                            *d = s;
+                        }
+                    }
+                    fp.write_sctx(qpn, 0, &c);
+                    fp.set_pace(qpn, pace.as_ref());
+                }
+            }
+        }
         CmdStatus::Ok
     }
 

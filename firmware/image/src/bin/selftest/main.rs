@@ -393,9 +393,8 @@ struct Test {
     qp_d: Qp,
     /// Which NIC: "firmware only" or "fast path".
     label: &'static str,
-    /// Engine error counts `budget_packets` made on purpose, and its CNPs.
+    /// Engine error counts `budget_packets` made on purpose.
     injected_errors: u64,
-    injected_cnps: u64,
     qp_b: Qp,
     a: Buf,
     b: Buf,
@@ -572,7 +571,6 @@ impl Test {
             qp_d,
             label,
             injected_errors: 0,
-            injected_cnps: 0,
         }
     }
 
@@ -1294,7 +1292,6 @@ impl Test {
             fp.events[6].count
         );
         self.injected_errors += errors(&c) - errors(&c0);
-        self.injected_cnps += d(|c| c.np_cnp_sent);
         for qp in [e.qpn, f.qpn] {
             let arg = abi::HandleArg {
                 handle: U32::new(qp.value()),
@@ -1401,8 +1398,14 @@ impl Test {
         // the fast path answers requests out of sequence and duplicates itself (116,904
         // when its 6 exceptions and the NAK and ACK frames the firmware built for them
         // were the firmware's). The counts are exact under `-icount`.
+        // A response's or CNP's exception (class 1) and a frame built off the fast
+        // path's kinds (class 5) are gone from the phase since E, the QP with DCQCN's
+        // reaction point, is the fast path's (dcqcnfp, docs/fastpath.md §2.5: its
+        // WRITE_ONLY frame 1,750, its ACK's exception 1,676 and its CNP's 947, now a
+        // CNP event of 316): bounded by issue 14's 500, so that they do not come back.
+        // The CNP event ~15 % over, 365; a BYTES event (not made here) by the 500.
         const BOUNDS: [u32; probe::CLASSES] = [
-            3_050, 1_875, 545, 1_175, 1_060, 1_850, 500, 1_075, 325, 275, 290, 345, 500,
+            3_050, 500, 545, 1_175, 1_060, 500, 500, 1_075, 325, 275, 290, 345, 500, 365, 500,
         ];
         // (79,775 on main 7cb411f, the READ request's exception and its responses the
         // firmware's; 68,019 with the model's READ responder; 61,052 with the RNR NAK,
@@ -1436,8 +1439,11 @@ impl Test {
         // template's bytes, re-marked in the frame, its BTH written inline (cnpcut: 822
         // became 441); 8,234 with the local ACK timeout's poll the fast path's Go-Back-N
         // and its news read once (tmo: 987 became 469), the idle polls' rare paths out of
-        // line; the phase ~15 %.)
-        const ALL: u64 = 9_450;
+        // line; the phase ~15 %; 4,239 with the paced QP E on the fast path, dcqcnfp:
+        // its frame, ACK and CNP exceptions, 4,373, became a CNP event of 316, while
+        // the notification point's CNP frame went 425 -> 485 and the CE event 238 ->
+        // 252, bounded ~15 % over.)
+        const ALL: u64 = 4_875;
         for (i, (c, bound)) in worst.iter().zip(BOUNDS).enumerate() {
             let (what, a, b) = probe::kind_name(c.0);
             ensure!(
@@ -1598,11 +1604,11 @@ impl Test {
             bad
         );
         ensure!(bad == 0, "engine error counters are not zero ({=u64})", bad);
-        // The CNP `budget_packets` makes is a frame the runtime took, not a packet the
-        // engine received (as rxe counts it); sent, the engine counts it.
-        let cnps = self.injected_cnps;
+        // (The CNP `budget_packets` makes is its paced QP's: the fast path takes it, a
+        // `CNP` event, neither a frame the runtime took nor a packet the engine
+        // received; sent, the engine counts it.)
         ensure!(
-            c.sent_pkts == rt.frames_tx && c.rcvd_pkts + cnps == rt.frames_rx,
+            c.sent_pkts == rt.frames_tx && c.rcvd_pkts == rt.frames_rx,
             "engine and runtime frame counts differ: sent {=u64} / {=u64}, received {=u64} / {=u64}",
             c.sent_pkts,
             rt.frames_tx,

@@ -19,7 +19,7 @@ use core::hint::black_box;
 use core::sync::atomic::{AtomicBool, AtomicU32, Ordering::Relaxed};
 
 use roce_core::fastpath::layout::{EVENT_LEN, MR_LEN, RCTX_LEN, SCTX_LEN, TXD_LEN};
-use roce_core::fastpath::SqIdle;
+use roce_core::fastpath::{Pace, PaceWrite, SqIdle};
 use roce_core::memory::{Dma, DmaError};
 use roce_core::num::Qpn;
 use roce_core::wire::aeth::RnrTimer;
@@ -498,6 +498,10 @@ pub mod kind {
     /// An `RNR` event (the fast path answered a SEND to an empty receive queue with an
     /// RNR NAK; `docs/fastpath.md` §3.4, "Receiver not ready").
     pub const RNR_EVENT: u32 = 11 << 16;
+    /// A `CNP` event (a CNP for a QP the fast path paces; `docs/fastpath.md` §2.5).
+    pub const CNP_EVENT: u32 = 13 << 16;
+    /// A `BYTES` event (a paced QP's byte counter at its threshold; §2.5).
+    pub const BYTES_EVENT: u32 = 14 << 16;
 }
 
 /// Classes of [`kind`] keys the self-test bounds apart: 0 an EXCEPTION of a request
@@ -506,8 +510,9 @@ pub mod kind {
 /// timeout's poll, 7 a response frame built (ACK, NAK, READ response, atomic ACK: the
 /// responder's, of any QP), 8 a `READ` event, 9 a `CE` event, 10 an `ATOMIC` event,
 /// 11 an `RNR` event, 12 a CNP built (the notification point's, for a CE-marked request
-/// of a fast-path QP: bounded apart from class 5's request frames, three times its cost).
-pub const CLASSES: usize = 13;
+/// of a fast-path QP: bounded apart from class 5's request frames, three times its cost),
+/// 13 a `CNP` event, 14 a `BYTES` event (DCQCN's reaction point of a paced QP).
+pub const CLASSES: usize = 15;
 
 pub fn class(key: u32) -> usize {
     match key >> 16 {
@@ -531,6 +536,8 @@ pub fn kind_name(key: u32) -> (&'static str, &'static str, &'static str) {
         9 => ("event", "CE", ""),
         10 => ("event", "ATOMIC", ""),
         11 => ("event", "RNR", ""),
+        13 => ("event", "CNP", ""),
+        14 => ("event", "BYTES", ""),
         4 => (
             "descriptor",
             if a != 0 { "REPLAY" } else { "new" },
@@ -626,7 +633,7 @@ pub struct FpStats {
     /// `poll_event` returning it to the firmware's next `poll_event` (the engine's
     /// handling, the take-back, the contexts written back), the fast path's own
     /// instructions in between (its calls, its DMA) taken out.
-    pub events: [Work; 8],
+    pub events: [Work; 10],
     /// Building one descriptor: from `tx_room` saying yes to `post_tx` (the engine
     /// choosing the WQE and the descriptor's encoding).
     pub descriptors: Work,
@@ -814,6 +821,15 @@ impl<F: FastPath> FastPath for FpProbe<F> {
     fn recv_rnr(&mut self, qpn: Qpn, t: Option<RnrTimer>) -> bool {
         self.call(|f| f.recv_rnr(qpn, t))
     }
+    fn paces(&self) -> bool {
+        self.inner.paces()
+    }
+    fn set_pace(&mut self, qpn: Qpn, pace: Option<&Pace>) {
+        self.call(|f| f.set_pace(qpn, pace))
+    }
+    fn write_pace(&mut self, qpn: Qpn, w: &PaceWrite) {
+        self.call(|f| f.write_pace(qpn, w))
+    }
 
     fn ctx_hits_misses(&self) -> [u64; 2] {
         self.inner.ctx_hits_misses()
@@ -846,7 +862,7 @@ impl<F: FastPath> FastPath for FpProbe<F> {
         if got && on() {
             let t = instret();
             let qpn = u32::from_le_bytes([event[4], event[5], event[6], 0]);
-            let k = event[0].min(7);
+            let k = event[0].min(9);
             let key = match k {
                 roce_core::fastpath::layout::EV_EXCEPTION => {
                     kind::EVENT | u32::from(event[1]) << 8 | u32::from(event[7])
@@ -856,6 +872,8 @@ impl<F: FastPath> FastPath for FpProbe<F> {
                 roce_core::fastpath::layout::EV_CE => kind::CE_EVENT,
                 roce_core::fastpath::layout::EV_ATOMIC => kind::ATOMIC_EVENT,
                 roce_core::fastpath::layout::EV_RNR => kind::RNR_EVENT,
+                roce_core::fastpath::layout::EV_CNP => kind::CNP_EVENT,
+                roce_core::fastpath::layout::EV_BYTES => kind::BYTES_EVENT,
                 _ => kind::EVENT | u32::from(k) << 16,
             };
             add(&OVERHEAD, instret() - t);
