@@ -531,6 +531,20 @@ impl QpCc {
         self.rp.on_sent(&cfg.dcqcn, wire_bytes(len));
     }
 
+    /// A data frame of `len` bytes of a QP whose pacing entry counts its bytes (a fast
+    /// path's, `fastpath::Pace`) left at `now`: paces the next one only.
+    pub fn on_sent_paced(&mut self, cfg: &CcConfig, now: u64, len: usize) {
+        if self.rp_on && self.rp.rate() < cfg.dcqcn.line_rate {
+            self.pacer.on_sent(now, wire_bytes(len), self.rp.rate());
+        }
+    }
+
+    /// Takes a fast path's pacer (its pacing entry's, which paced the QP's packets
+    /// since the engine last sent one).
+    pub fn set_pacer(&mut self, pacer: Pacer) {
+        self.pacer = pacer;
+    }
+
     /// A CNP for this QP arrived; false when the reaction point is off (ignored).
     pub fn on_cnp(&mut self, cfg: &CcConfig, now: u64) -> bool {
         if !self.rp_on {

@@ -275,6 +275,42 @@ fn responses_wait(ackq: &Deque<Resp, ACKQ>) -> bool {
     ackq.iter().any(|r| !matches!(r, Resp::Ack(_)))
 }
 
+/// Whether a response waits that an exception of `qpn` must not overtake: any QP's
+/// READ response or ATOMIC ACKNOWLEDGE, except a paced QP's (§2.5) for another QP's
+/// exception. Those leave at their pacer's instants, microseconds apart, and holding
+/// every other QP's exceptions behind them made the firmware, and so the engine, take
+/// those frames late (the engine alone takes them as they come); what the firmware
+/// sends for another QP cannot overtake them in their own QP's order anyway. Without
+/// pacing the queue drains at once, and the rule is the RTL's (any QP's READ holds any
+/// QP's exception).
+///
+/// `own`: `qpn`'s own responses count too; else only other QPs'.
+fn responses_wait_for<const QPS: usize>(
+    ackq: &Deque<Resp, ACKQ>,
+    qps: &[QpMem; QPS],
+    qpn: Qpn,
+    own: bool,
+) -> bool {
+    let slot = |q: Qpn| q.value() as usize % QPS.max(1);
+    ackq.iter().any(|r| match r {
+        Resp::Ack(_) => false,
+        r => {
+            let of = resp_qpn(r);
+            if of == qpn {
+                own
+            } else {
+                qps.get(slot(of)).is_none_or(|q| q.pace.is_none())
+            }
+        }
+    })
+}
+
+/// Whether a READ response or ATOMIC ACKNOWLEDGE of `qpn` waits.
+fn own_responses_wait(ackq: &Deque<Resp, ACKQ>, qpn: Qpn) -> bool {
+    ackq.iter()
+        .any(|r| !matches!(r, Resp::Ack(_)) && resp_qpn(r) == qpn)
+}
+
 /// One QP's memories.
 #[derive(Clone, Debug)]
 struct QpMem {
@@ -295,6 +331,10 @@ struct QpMem {
     /// A `CNP` or `BYTES` event of the QP waits for the firmware's write of the entry:
     /// its data waits meanwhile.
     pace_wait: bool,
+    /// The firmware's engine has data frames of the QP queued (a duplicate READ's
+    /// responses): the QP's own wait (the engine sends a QP's responses before its
+    /// requests, and so must the QP's one pacer).
+    fw_hold: bool,
 }
 
 impl Default for QpMem {
@@ -309,6 +349,7 @@ impl Default for QpMem {
             sq: None,
             pace: None,
             pace_wait: false,
+            fw_hold: false,
         }
     }
 }
@@ -320,10 +361,11 @@ impl QpMem {
         let Some(p) = &self.pace else {
             return true;
         };
-        if !self.pace_wait && p.ready(now) {
+        let wait = self.pace_wait || self.fw_hold;
+        if !wait && p.ready(now) {
             return true;
         }
-        if let Some(t) = p.wakes_at(now).filter(|_| !self.pace_wait) {
+        if let Some(t) = p.wakes_at(now).filter(|_| !wait) {
             *wake = Some(wake.map_or(t, |w| w.min(t)));
         }
         false
@@ -417,6 +459,16 @@ impl<P: Datapath, const QPS: usize> FastPathPort<P, QPS> {
         }
     }
 
+    /// Whether the frame held in RX slot `slot` (`n` bytes) still waits for the
+    /// responses queued before it (`responses_wait_for`).
+    fn held_waits(&self, slot: usize, n: usize) -> bool {
+        let frame = self.slots.get(slot).and_then(|b| b.get(..n)).unwrap_or(&[]);
+        match wire::parse(frame) {
+            Ok(pkt) => responses_wait_for(&self.ackq, &self.qps, pkt.dest_qp(), true),
+            Err(_) => responses_wait(&self.ackq),
+        }
+    }
+
     fn slot_of(qpn: Qpn) -> usize {
         qpn.value() as usize % QPS.max(1)
     }
@@ -434,9 +486,8 @@ impl<P: Datapath, const QPS: usize> FastPathPort<P, QPS> {
     fn run_rx(&mut self, dma: &mut dyn Dma) -> bool {
         let mut any = false;
         while self.events.len() + 1 < EVQ && !self.ackq.is_full() {
-            let reads_wait = responses_wait(&self.ackq);
             let (slot, n) = match self.held {
-                Some(_) if reads_wait => break,
+                Some((h, n)) if self.held_waits(h, n) => break,
                 Some(h) => {
                     self.held = None;
                     h
@@ -465,6 +516,10 @@ impl<P: Datapath, const QPS: usize> FastPathPort<P, QPS> {
                 continue;
             };
             let qpn = pkt.dest_qp();
+            // (Other QPs' responses that hold the frame: this frame's decision drops
+            // none of them.)
+            let others_wait = responses_wait_for(&self.ackq, &self.qps, qpn, false);
+            let reads_wait = others_wait || own_responses_wait(&self.ackq, qpn);
             let s = Self::slot_of(qpn);
             if let Some(q) = self
                 .qps
@@ -553,7 +608,7 @@ impl<P: Datapath, const QPS: usize> FastPathPort<P, QPS> {
                     ) {
                         drop_reads_after(&mut self.ackq, &rctx, &pkt);
                     }
-                    let reads_left = responses_wait(&self.ackq);
+                    let reads_left = others_wait || own_responses_wait(&self.ackq, qpn);
                     if let (Some(Event::Exception { .. }), Some(b), true) =
                         (&out.event, before, reads_left)
                     {
@@ -1582,6 +1637,20 @@ impl<P: Datapath, const QPS: usize> FastPath for FastPathPort<P, QPS> {
                 }
             }
             q.pace_wait = false;
+        }
+    }
+
+    fn read_pacer(&mut self, qpn: Qpn) -> Option<roce_core::cc::Pacer> {
+        self.qp(qpn).and_then(|q| q.pace).map(|p| p.pacer)
+    }
+
+    fn fw_paced_sent(&mut self, qpn: Qpn, len: usize) {
+        self.pace_sent(qpn, len);
+    }
+
+    fn pace_hold(&mut self, qpn: Qpn, hold: bool) {
+        if let Some(q) = self.qp(qpn) {
+            q.fw_hold = hold;
         }
     }
 

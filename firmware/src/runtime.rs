@@ -363,6 +363,15 @@ impl<
         let n = self
             .engine
             .poll_transmit_except(now, buf, self.hal.dma(), blocked)?;
+        if H::FASTPATH_PACES {
+            if let (Some((qpn, len)), Some(fp)) = (
+                self.engine.fastpath_take_paced_sent(),
+                self.hal.split().1.fastpath(),
+            ) {
+                fp.fw_paced_sent(qpn, len);
+                fp.pace_hold(qpn, self.engine.fastpath_resp_queued(qpn));
+            }
+        }
         self.counters.frames_tx += 1;
         Some(n)
     }
@@ -488,6 +497,14 @@ impl<
                 break;
             };
             let taken = dp.transmit(self.txbuf.get(..n).unwrap_or(&[]));
+            if H::FASTPATH_PACES {
+                if let (Some((qpn, len)), Some(fp)) =
+                    (self.engine.fastpath_take_paced_sent(), dp.fastpath())
+                {
+                    fp.fw_paced_sent(qpn, len);
+                    fp.pace_hold(qpn, self.engine.fastpath_resp_queued(qpn));
+                }
+            }
             // `tx_blocked` said yes; a datapath that then refuses loses the frame,
             // which the retransmission timer repairs, but it is a datapath bug.
             debug_assert!(taken, "datapath refused a frame after tx_blocked");
@@ -1051,10 +1068,24 @@ impl<
                 let _ = self.engine.fastpath_load_recv_state(qpn, &state);
             }
         }
+        if H::FASTPATH_PACES {
+            // The engine may answer with data frames of its own (a duplicate READ's
+            // responses): paced by the QP's entry as it stands (§2.5).
+            if let Some(p) = fp.read_pacer(qpn) {
+                self.engine.fastpath_pace_sync(qpn, p);
+            }
+        }
         let frame = self.rxbuf.get(..usize::from(frame_len)).unwrap_or(&[]);
         match Packet::from_meta(frame, meta) {
             Ok(pkt) => self.engine.handle_parsed(now, &pkt, dma),
             Err(_) => self.engine.handle_verified_packet(now, frame, dma),
+        }
+        if H::FASTPATH_PACES {
+            // Its data frames go first (the engine's order), by the one pacer.
+            let queued = self.engine.fastpath_resp_queued(qpn);
+            if let Some(fp) = self.hal.split().1.fastpath() {
+                fp.pace_hold(qpn, queued);
+            }
         }
         if on {
             self.fp_write_back(now, qpn, request);
