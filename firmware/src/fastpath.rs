@@ -335,6 +335,11 @@ struct QpMem {
     /// responses): the QP's own wait (the engine sends a QP's responses before its
     /// requests, and so must the QP's one pacer).
     fw_hold: bool,
+    /// The PSN after the last request packet the segmenter sent, or where a rewind
+    /// (a FLUSH, the WQE fetch's Go-Back-N) put it since: the engine's requester's
+    /// `psn`, which says what is outstanding. `None`: the context's `next_psn` (no
+    /// rewind since the firmware wrote it), which a rewind leaves where it was.
+    cursor: Option<Psn>,
 }
 
 impl Default for QpMem {
@@ -350,6 +355,7 @@ impl Default for QpMem {
             pace: None,
             pace_wait: false,
             fw_hold: false,
+            cursor: None,
         }
     }
 }
@@ -377,6 +383,12 @@ impl QpMem {
         let hit = self.pace.as_mut().is_some_and(|p| p.on_sent(now, len));
         self.pace_wait |= hit;
         hit
+    }
+
+    /// Where the segmenter's sends stand (`cursor`).
+    fn sent_to(&self) -> Option<Psn> {
+        self.cursor
+            .or_else(|| layout::decode_sctx(&self.sctx).ok().map(|c| c.next_psn))
     }
 
     /// A new `una_psn`: the in-flight messages that end before it are acknowledged.
@@ -800,6 +812,7 @@ impl<P: Datapath, const QPS: usize> FastPathPort<P, QPS> {
                 Ok(n) => {
                     q.next_pkt = Some(k + 1);
                     q.sctx = layout::encode_sctx(&ctx);
+                    q.cursor = Some(m.psn_of(k).next());
                     if let Some(sq) = q.sq.as_mut().filter(|sq| sq.deadline.is_none()) {
                         // The local ACK timer of a queue the hardware fetches starts
                         // with a request packet sent while none runs (the engine's
@@ -819,6 +832,7 @@ impl<P: Datapath, const QPS: usize> FastPathPort<P, QPS> {
                 Err(TxError::Dma) => {
                     q.next_pkt = Some(k + 1);
                     q.sctx = layout::encode_sctx(&ctx);
+                    q.cursor = Some(m.psn_of(k).next());
                     self.counters.tx_dma_errors += 1;
                     self.counters.tx_resent += resend;
                     return true;
@@ -856,7 +870,11 @@ impl<P: Datapath, const QPS: usize> FastPathPort<P, QPS> {
                 sq.rnr_at = None;
                 let first = q.inflight.front().map(|m| m.first_psn);
                 sq.replay = first.map(|f| (sq.done, sq.una.diff(f).max(0) as u32));
-                sq.deadline = first.and(sq.idle.rto).map(|t| now.saturating_add(t));
+                // (A paced QP's starts with the replay's first packet: `go_back`.)
+                sq.deadline = first
+                    .and(sq.idle.rto)
+                    .filter(|_| q.pace.is_none())
+                    .map(|t| now.saturating_add(t));
                 q.sq = Some(sq);
                 any = true;
                 continue;
@@ -1039,6 +1057,7 @@ impl<P: Datapath, const QPS: usize> FastPathPort<P, QPS> {
         if let MsgOp::Flush { una } = m.op {
             retain(&mut self.txq, |d| Self::slot_of(d.qpn) != s);
             q.next_pkt = None;
+            q.cursor = Some(m.first_psn);
             if let Ok(mut ctx) = layout::decode_sctx(&q.sctx) {
                 ctx.noack = 0;
                 // The rewind's `una` lands with the drop, forward only (a response
@@ -1307,6 +1326,7 @@ fn sq_nak(
         sq.rnr_spent = rnr_spent.saturating_add(1);
     }
     sq.deadline = None;
+    q.cursor = Some(sq.una);
     sq.rnr_at = Some(now.saturating_add(timer.nanos()));
     sq.replay = None;
     q.sq = Some(sq);
@@ -1330,8 +1350,16 @@ fn retries_at_timeout(q: &QpMem, sq: &SqHw) -> bool {
 /// replay out). The caller drops the QP's queued descriptors (a FLUSH).
 fn go_back(q: &mut QpMem, mut sq: SqHw, mut ctx: SendCtx, first: Psn, now: u64) {
     sq.spent = sq.spent.saturating_add(1);
-    sq.deadline = sq.idle.rto.map(|t| now.saturating_add(t));
+    // A paced QP's (§2.5) starts with the first resend, which its pacer may hold: the
+    // engine alone stops its timer at the rewind and starts it as that packet leaves
+    // (`tx_qp`). Unpaced, the resend leaves in this run, at `now`.
+    sq.deadline = if q.pace.is_some() {
+        None
+    } else {
+        sq.idle.rto.map(|t| now.saturating_add(t))
+    };
     sq.replay = Some((sq.done, sq.una.diff(first).max(0) as u32));
+    q.cursor = Some(sq.una);
     q.sq = Some(sq);
     ctx.noack = 0;
     q.sctx = layout::encode_sctx(&ctx);
@@ -1345,6 +1373,7 @@ fn go_back(q: &mut QpMem, mut sq: SqHw, mut ctx: SendCtx, first: Psn, now: u64) 
 /// `ACKED` event is not raised: returns true. A response that leaves a completion to
 /// the firmware raises it as before, and the firmware then takes the send queue back.
 fn sq_retire(q: &mut QpMem, event: &Option<Event>, none_owed: bool, now: u64) -> bool {
+    let sent = q.sent_to();
     let (Some(sq), Some(Event::Acked { done, una, cqe, .. })) = (q.sq.as_mut(), event) else {
         return false;
     };
@@ -1363,7 +1392,7 @@ fn sq_retire(q: &mut QpMem, event: &Option<Event>, none_owed: bool, now: u64) ->
     sq.base = q.inflight.front().map_or(sq.next, |m| m.first_psn);
     // Outstanding is what was sent (the engine's requester moves its PSN as it sends),
     // not what was fetched: a message whose packets the pacer holds is not (§2.5).
-    let sent = layout::decode_sctx(&q.sctx).map_or(sq.next, |c| c.next_psn);
+    let sent = sent.unwrap_or(sq.next);
     // An RNR wait keeps the timer stopped (`comp_progress`).
     sq.deadline = if !una.before(sent) || sq.rnr_at.is_some() {
         None
@@ -1492,6 +1521,10 @@ impl<P: Datapath, const QPS: usize> FastPath for FastPathPort<P, QPS> {
             return;
         };
         let old = layout::decode_sctx(&q.sctx).ok();
+        if offset == 0 {
+            // The whole context: its `next_psn` is where the sends stand.
+            q.cursor = None;
+        }
         if let Some(d) = q.sctx.get_mut(offset..offset + bytes.len()) {
             d.copy_from_slice(bytes);
         }
@@ -1642,6 +1675,11 @@ impl<P: Datapath, const QPS: usize> FastPath for FastPathPort<P, QPS> {
 
     fn read_pacer(&mut self, qpn: Qpn) -> Option<roce_core::cc::Pacer> {
         self.qp(qpn).and_then(|q| q.pace).map(|p| p.pacer)
+    }
+
+    fn pace_sent_to(&mut self, qpn: Qpn) -> Option<(u64, Psn)> {
+        let q = self.qp(qpn)?;
+        Some((q.pace?.pacer.ready_at(), q.sent_to()?))
     }
 
     fn fw_paced_sent(&mut self, qpn: Qpn, len: usize) {

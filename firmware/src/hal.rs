@@ -165,6 +165,13 @@ pub trait FastPath {
     /// (a duplicate READ's response, an atomic's replay) left: the entry's pacer and
     /// byte counter advance as for the segmenter's (§2.5; a `BYTES` event at the
     /// threshold).
+    /// Paced QP `qpn`'s pacer's next release (ns) and where the segmenter's sends
+    /// stand (the PSN after the last request packet it sent, or a rewind's since): what
+    /// the engine needs to start the local ACK timer as the engine alone would (§2.5).
+    fn pace_sent_to(&mut self, qpn: Qpn) -> Option<(u64, roce_core::num::Psn)> {
+        let _ = qpn;
+        None
+    }
     fn fw_paced_sent(&mut self, qpn: Qpn, len: usize) {
         let _ = (qpn, len);
     }

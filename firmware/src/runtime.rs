@@ -581,6 +581,11 @@ impl<
             // `tx_room` said yes, or it is a FLUSH: a refusal is a malformed descriptor,
             // which the retransmission timer repairs like a lost packet.
             let _ = fp.post_tx(zerocopy::transmute_ref!(&self.txd));
+            if H::FASTPATH_PACES {
+                if let Ok(m) = layout::decode_txd(zerocopy::transmute_ref!(&self.txd)) {
+                    self.fp_pace_timer(now, m.qpn);
+                }
+            }
             self.counters.fp_descriptors += 1;
             self.fp_ran = true;
             any = true;
@@ -741,6 +746,9 @@ impl<
             // hardware wrote.
             self.engine.fastpath_acked(now, qpn, psn, placed, cqe)
         };
+        if H::FASTPATH_PACES {
+            self.fp_pace_timer(now, qpn);
+        }
         if cqe {
             // The hardware wrote CQEs (§3.7): the host hears of them as of
             // the firmware's.
@@ -750,6 +758,18 @@ impl<
             if let Some((slot, ring)) = self.fp_sq_givable(qpn) {
                 self.fp_sq_give(qpn, slot, ring, &idle);
             }
+        }
+    }
+
+    /// A paced QP's local ACK timer after the engine handed out a message or took a
+    /// response (§2.5): the engine alone starts it as a packet leaves, and the
+    /// segmenter's pacer decides when that is (`Engine::fastpath_pace_timer`).
+    fn fp_pace_timer(&mut self, now: Instant, qpn: Qpn) {
+        let Some(fp) = self.hal.split().1.fastpath() else {
+            return;
+        };
+        if let Some((next_at, sent)) = fp.pace_sent_to(qpn) {
+            self.engine.fastpath_pace_timer(now, qpn, sent, next_at);
         }
     }
 

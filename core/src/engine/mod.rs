@@ -1744,6 +1744,19 @@ impl<
         }
     }
 
+    /// The local ACK timer of paced QP `qpn` on the fast path, after a hand-out or a
+    /// response (`docs/fastpath.md` §2.5): `sent`, the segmenter's next PSN (what it
+    /// sent ends there); `next_at`, when its pacer lets the QP's next packet go. With
+    /// everything sent acknowledged and messages handed out but not sent yet, the
+    /// timer starts as the next packet leaves, as the engine alone starts it, not at
+    /// the hand-out or the ACK.
+    pub fn fastpath_pace_timer(&mut self, now: Instant, qpn: Qpn, sent: Psn, next_at: u64) {
+        let now = self.clock(now);
+        if let Some(slot) = self.slot(qpn) {
+            self.with_fp_qp(slot, now, |r, env| r.comp_pace_timer(env, sent, next_at));
+        }
+    }
+
     /// `qpn`'s pacing entry (`docs/fastpath.md` §2.5) as the firmware writes it when the
     /// QP comes on the fast path; `None` with its reaction point off.
     pub fn fastpath_pace(&self, qpn: Qpn) -> Option<fastpath::Pace> {
