@@ -808,11 +808,17 @@ impl<P: Datapath, const QPS: usize> FastPathPort<P, QPS> {
                 return false;
             }
             let qpn = m.qpn;
+            // The cursor after this packet: a READ request spends its responses' PSNs.
+            let after = if matches!(m.op, MsgOp::Read) {
+                m.last_psn(ctx.mtu).next()
+            } else {
+                m.psn_of(k).next()
+            };
             match fastpath::segment(&mut ctx, m, k, dma, &mut self.buf) {
                 Ok(n) => {
                     q.next_pkt = Some(k + 1);
                     q.sctx = layout::encode_sctx(&ctx);
-                    q.cursor = Some(m.psn_of(k).next());
+                    q.cursor = Some(after);
                     if let Some(sq) = q.sq.as_mut().filter(|sq| sq.deadline.is_none()) {
                         // The local ACK timer of a queue the hardware fetches starts
                         // with a request packet sent while none runs (the engine's
@@ -832,7 +838,7 @@ impl<P: Datapath, const QPS: usize> FastPathPort<P, QPS> {
                 Err(TxError::Dma) => {
                     q.next_pkt = Some(k + 1);
                     q.sctx = layout::encode_sctx(&ctx);
-                    q.cursor = Some(m.psn_of(k).next());
+                    q.cursor = Some(after);
                     self.counters.tx_dma_errors += 1;
                     self.counters.tx_resent += resend;
                     return true;
@@ -1521,8 +1527,8 @@ impl<P: Datapath, const QPS: usize> FastPath for FastPathPort<P, QPS> {
             return;
         };
         let old = layout::decode_sctx(&q.sctx).ok();
-        if offset == 0 {
-            // The whole context: its `next_psn` is where the sends stand.
+        if offset < 15 && offset + bytes.len() > 12 {
+            // `next_psn` written: the sends stand there.
             q.cursor = None;
         }
         if let Some(d) = q.sctx.get_mut(offset..offset + bytes.len()) {
