@@ -402,9 +402,10 @@ fn a_lost_packet_on_the_socs_fast_path_goes_again_at_its_deadline() {
 /// The RC mix (SEND, WRITE, READ, both atomics; data and completions checked on both
 /// sides) between two SoCs with their fast path on: the segmenter sends the requests,
 /// the receive side places the SEND and WRITE and takes the READ responses and ACKs,
-/// the responder's answers the READ; the atomic requests reach the responder's firmware
-/// as exceptions, and their ATOMIC ACKNOWLEDGEs are the requester's hardware's (its
-/// firmware handles no exception at all: two a round before, `docs/fastpath.md` §3.6).
+/// the responder's answers the READ and executes the atomics (an `ATOMIC` event each,
+/// since rtlatom; exceptions before), and their ATOMIC ACKNOWLEDGEs are the requester's
+/// hardware's (its firmware handles no exception at all: two a round before,
+/// `docs/fastpath.md` §3.6).
 /// Then the same with 1 % of the frames lost (exceptions, FLUSH and REPLAY
 /// descriptors: Go-Back-N through the fast path).
 ///
@@ -520,15 +521,17 @@ const KINDS: [&str; 5] = ["WRITE", "SEND", "READ", "FETCH_AND_ADD", "CMP_AND_SWP
 
 /// The largest busy poll per kind ([`KINDS`]) with the fast path, requester and
 /// responder, instructions: what was measured (BENCHMARKS.md "The largest poll on the
-/// SoC", after the frame buffers' whole-word copies) with ~15 % margin; the WRITE's
-/// responder does not poll (its bound is issue 14's 100 per data packet). (With the
-/// copies a word's slice at a time the SEND's responder took 34,142, an atomic's 8,440.)
+/// SoC", after the frame buffers' whole-word copies; the atomics' "Atomics in RTL")
+/// with ~15 % margin; the WRITE's responder does not poll (its bound is issue 14's 100
+/// per data packet). (With the copies a word's slice at a time the SEND's responder
+/// took 34,142, an atomic's 8,440; an atomic as an exception, before the RTL executed
+/// it, 6,873, now 985: its `ATOMIC` event.)
 const SOC_FP_LARGEST_POLL: [[u32; 2]; 5] = [
     [1_050, 100],
     [1_050, 21_450],
     [1_050, 1_400],
-    [1_050, 8_090],
-    [1_050, 8_090],
+    [1_050, 1_130],
+    [1_050, 1_130],
 ];
 
 /// What [`largest_polls`] saw.
@@ -621,7 +624,9 @@ fn largest_polls(image: &std::path::Path, fastpath: bool) -> LargestPolls {
 /// sides, the bytes landed and the RNR NAKs counted (`rcvd_rnr_err`, the hardware's
 /// reported through `SqNews::rnr_naks`) are the same, and with the fast path no RNR NAK
 /// reached SoC 0's firmware: the hand-over gives the fetch its `rnr_retry`, without
-/// which each is an `EXC_NAK_IN` exception (the test fails so).
+/// which each is an `EXC_NAK_IN` exception (the test fails so). At SoC 1 the RNR NAKs
+/// and the SENDs sent again are its hardware's too (`docs/fastpath.md` §3.4 "Receiver
+/// not ready", §6 "In the SoC"): its firmware sees no frame of the measured rounds.
 #[test]
 fn an_rnr_nak_on_the_socs_fast_path_is_the_hardwares() {
     let Some(image) = test_image() else { return };
@@ -653,6 +658,18 @@ fn an_rnr_nak_on_the_socs_fast_path_is_the_hardwares() {
         (0, 0),
         "no RNR NAK (no frame) reached SoC 0's firmware: {:?}",
         fast.fp
+    );
+    // The responder's side: SoC 1's hardware RNR NAKs each round's first SEND (its
+    // `rq_empty`, set by the firmware after the last MSG_DONE found the queue empty,
+    // masked by `soc_fp` from a receive doorbell until the firmware has fetched) and
+    // places the SEND sent again (loaded at the RNR event when the receive post came
+    // while it waited). With the SoC's `rq_empty` never set (main before this test:
+    // `MmioFastPath::rnr_responder` false) each was an exception and the firmware's
+    // RNR NAK: (5, 4), measured; the firmware alone (8, 7).
+    assert!(
+        fast.responder.0 <= 1 && fast.responder.1 <= 1,
+        "SoC 1's firmware received and sent {:?} frames over rounds 1 to {RNR_MEASURED}: at most the third round's second SEND, which may come before its WQE is loaded (one buffer ahead)",
+        fast.responder
     );
 }
 
@@ -686,6 +703,10 @@ struct RnrRun {
     fw: roce_hdl_sim::soc::FirmwareStats,
     /// SoC 0's fast path over the rounds.
     fp: FpDelta,
+    /// Frames SoC 1's firmware received and sent over the first [`RNR_MEASURED`] rounds.
+    responder: (u64, u64),
+    /// SoC 1's fast path over the rounds.
+    responder_fp: FpDelta,
 }
 
 impl RnrRun {
@@ -700,6 +721,10 @@ impl RnrRun {
             self.fw.frames_rx,
             self.fp
         );
+        eprintln!(
+            "RNR NAKs (SoC, {what}): SoC 1's firmware over rounds 1 to {RNR_MEASURED} received and sent {:?} frames; SoC 1's fast path over all rounds {:?}",
+            self.responder, self.responder_fp
+        );
     }
 }
 
@@ -711,15 +736,23 @@ fn rnr_run(image: &std::path::Path, fastpath: bool) -> RnrRun {
     let (a, b) = (&p.mr[0], &p.mr[1]);
     let before = p.wire.nics[0].firmware_stats();
     let c0 = p._ctx[0].query_counters().unwrap();
+    let r0 = p._ctx[1].query_counters().unwrap().runtime;
+    let mut responder = (0, 0);
     p.wire.record = true;
     let (mut wc, mut at, mut id) = (Vec::new(), 0, 0u64);
     let mut fw = None;
     for (round, sizes) in RNR_ROUNDS.iter().enumerate() {
+        // SoC 1's firmware finishes with the last round (its last MSG_DONE, where it
+        // finds the receive queue empty and sets `rq_empty`) before the next SENDs
+        // come; else the first may find the flag not yet set, an exception whose RNR
+        // NAK is the engine's (as with the firmware alone).
+        for _ in 0..10 {
+            p.wire.step(2_000);
+        }
         if round == RNR_MEASURED {
-            for _ in 0..10 {
-                p.wire.step(2_000);
-            }
             fw = Some(p.wire.nics[0].firmware_stats().since(&before));
+            let r = p._ctx[1].query_counters().unwrap().runtime;
+            responder = (r.frames_rx - r0.frames_rx, r.frames_tx - r0.frames_tx);
         }
         let first = id;
         let wrs: Vec<_> = sizes
@@ -766,6 +799,7 @@ fn rnr_run(image: &std::path::Path, fastpath: bool) -> RnrRun {
         p.wire.step(2_000);
     }
     let c = p._ctx[0].query_counters().unwrap();
+    let r = p._ctx[1].query_counters().unwrap().runtime;
     let (f0, f1) = (c0.runtime.fastpath, c.runtime.fastpath);
     let mut landed = vec![0u8; at];
     b.read(0, &mut landed).unwrap();
@@ -782,6 +816,8 @@ fn rnr_run(image: &std::path::Path, fastpath: bool) -> RnrRun {
         ),
         fw: fw.unwrap(),
         fp: FpDelta::since(&f0, &f1),
+        responder,
+        responder_fp: FpDelta::since(&r0.fastpath, &r.fastpath),
     }
 }
 
@@ -790,7 +826,9 @@ fn rnr_run(image: &std::path::Path, fastpath: bool) -> RnrRun {
 /// ahead of the SEND through `fp_rx`'s receive-load command (table 1 words 16..19,
 /// applied between two frames' checks), so its fast path places a SEND's first packet
 /// too and the firmware hears only the `MSG_DONE`. Then two SENDs to SoC 1's empty
-/// receive queue: RNR NAKed by its firmware still (the SoC sets no `rq_empty`). Run on
+/// receive queue: RNR NAKed by its hardware (`rq_empty`, §3.4 "Receiver not ready";
+/// before, by its firmware: the SoC set no `rq_empty`), and placed by it when sent
+/// again (the WQE posted meanwhile loaded at the receive post or the `RNR` event). Run on
 /// the firmware alone (the engine: the reference) and with the fast path: the frames
 /// on the wire both ways (BTH to payload, in order), the completions on both sides,
 /// the bytes landed and the RNR NAK counts are the same; with the fast path no SEND of
@@ -833,6 +871,13 @@ fn sends_on_the_socs_fast_path_are_the_hardwares() {
         (fast.fw_loaded.frames_rx, fast.fw_loaded.frames_tx),
         (0, 0),
         "the SENDs into loaded WQEs reached SoC 1's firmware, or it sent frames for them"
+    );
+    // The RNR rounds too: SoC 1's hardware sent the RNR NAKs and placed the SENDs sent
+    // again (main: SoC 1's firmware received and sent 3 and 2 frames over the run).
+    assert_eq!(
+        (fast.fw.frames_rx, fast.fw.frames_tx),
+        (0, 0),
+        "SoC 1's firmware received or sent frames over the run"
     );
     let packets = |l: &[usize]| l.iter().map(|&l| l.div_ceil(1024) as u64).sum::<u64>();
     assert!(
@@ -919,10 +964,12 @@ fn send_run(image: &std::path::Path, fastpath: bool) -> SendRun {
             for (r, _) in &recvs {
                 p.qp[1].post_recv(r).unwrap();
             }
-            // (the receive doorbell heard and the head WQE loaded before the SENDs come)
-            for _ in 0..10 {
-                p.wire.step(2_000);
-            }
+        }
+        // (the receive doorbell heard and the head WQE loaded before the SENDs come;
+        // for an RNR round, the last MSG_DONE handled: the queue found empty, the
+        // `rq_empty` its hardware RNR NAKs with set)
+        for _ in 0..10 {
+            p.wire.step(2_000);
         }
         // One SEND at a time, each once the one before completed on both sides: the
         // firmware loads the next WQE at the MSG_DONE, one buffer ahead (a SEND that

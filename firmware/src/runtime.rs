@@ -697,7 +697,16 @@ impl<
                 psn, va, rkey, len, ..
             } => self.engine.fastpath_read_taken(qpn, psn, va, rkey, len),
             Event::Atomic { psn, orig, .. } => self.engine.fastpath_atomic_taken(qpn, psn, orig),
-            Event::Rnr { .. } => self.engine.fastpath_rnr_sent(qpn),
+            Event::Rnr { .. } => {
+                self.engine.fastpath_rnr_sent(qpn);
+                // A receive WQE posted while this event waited was not loaded then (a
+                // receive post loads only while no event waits, `fp_load`): loaded
+                // now, the SEND sent again after the RNR wait is the hardware's too.
+                // (No MSG_DONE of the QP can wait behind it: nothing was loaded.)
+                if let Ok(buf) = self.engine.fastpath_recv_next(qpn) {
+                    self.fp_load(qpn, Ok(buf), false);
+                }
+            }
             // DCQCN's reaction point (§2.5): the rate cut, or the byte counter's
             // increase events; the poll then writes the QP's pacing entry.
             Event::Cnp { .. } if H::FASTPATH_PACES => self.engine.fastpath_cnp(now, qpn),

@@ -92,6 +92,11 @@ package fp_pkg;
   // byte AD_FLAGS bit 3: an ACK or NAK of the receive path, which merges behind a
   // READ (fp_resp_q); the firmware's ACK descriptors never do
   localparam int AD_F_MERGE = 3;
+  // byte AD_FLAGS bit 4 (with AD_F_READ): an ATOMIC ACKNOWLEDGE the receive path
+  // queued for an atomic it executed, ordered as a READ's responses (fp_resp_q) and
+  // sent as an ACK (fp_tx_plan) with its AtomicAckETH (the original value at RD_ORIG)
+  localparam int AD_F_ATOMIC = 4;
+  localparam int RD_ORIG = 16;
   localparam int RD_RKEY = 12;      // the request's R_Key
   localparam int RD_VA = 16;        // where the next response's payload is read
   localparam int RD_RESID = 24;     // bytes not sent (never 0)
@@ -133,6 +138,7 @@ package fp_pkg;
   localparam logic [7:0] ACC_LOCAL_WRITE = 8'h01;
   localparam logic [7:0] ACC_REMOTE_WRITE = 8'h02;
   localparam logic [7:0] ACC_REMOTE_READ = 8'h04;
+  localparam logic [7:0] ACC_REMOTE_ATOMIC = 8'h08;
 
   // ------------------------------------------------ event entry (§3.5), bytes
   localparam int EV_KIND = 0;
@@ -155,11 +161,13 @@ package fp_pkg;
   localparam logic [7:0] EVK_ACKED = 8'd3;
   localparam logic [7:0] EVK_READ = 8'd4;   // a READ request taken (§3.4)
   localparam logic [7:0] EVK_CE = 8'd5;     // a CE-marked request taken, no other event
+  localparam logic [7:0] EVK_ATOMIC = 8'd6; // an atomic request executed (§3.4)
   localparam logic [7:0] EVK_RNR = 8'd7;    // a SEND to an empty receive queue RNR NAKed (§3.4)
   localparam int EV_F_CE = 7;               // EV_FLAGS bit: MSG_DONE / READ / RNR of a CE-marked request
   localparam int EV_RKEY = 12;      // READ: the RETH's R_Key, VA and length
   localparam int EV_VA = 16;
   localparam int EV_LEN = 24;
+  localparam int EV_ORIG = 16;      // ATOMIC: the original value (little-endian)
   // ACKED's fields
   localparam int EV_DONE = 1;       // in-flight messages retired
   localparam int EV_WQE = 2;        // wqe_index of the last one retired
@@ -352,12 +360,13 @@ package fp_pkg;
     logic [31:0]  reth_rkey;
     logic [31:0]  reth_len;
     logic         has_atomic;           // AtomicETH: reth_va, reth_rkey, swap_add, compare
-    logic [63:0]  swap_add;
+    logic [63:0]  swap_add;             // also an ATOMIC ACKNOWLEDGE's original value
     logic [63:0]  compare;
     logic         has_imm;              // ImmDt or IETH (same place, after any RETH)
     logic [31:0]  imm;
     logic         has_aeth;
     logic [31:0]  aeth;                 // syndrome << 24 | msn
+    logic         has_atack;            // AtomicAckETH after the AETH: swap_add
     logic [15:0]  plen;                 // payload bytes (from DMA), without pad
   } fp_tx_job_t;
 

@@ -19,6 +19,10 @@
 //   is after the duplicate's (the model's drop_reads_after; the planner
 //   drops the one it holds itself): a dropped entry stays in its place,
 //   dead, and is skipped at the head;
+// * an ATOMIC ACKNOWLEDGE of an atomic the receive path executed (AD_F_READ
+//   and AD_F_ATOMIC) is ordered as a READ response descriptor (the model's
+//   AtomicResp in its ackq): ACKs behind it queue behind, exceptions wait for
+//   it, but a duplicate READ's drop leaves it;
 // * reads_wait says a READ response descriptor is queued or held (the
 //   receive path holds an exception frame while it is), rd_in that one came
 //   in this cycle (the receive path counts those in flight to here).
@@ -70,8 +74,14 @@ module fp_resp_q
   logic [P_W-1:0] rp, wp;
   logic [P_W:0] cnt;
 
-  logic [DEPTH-1:0] is_read;
-  always_comb for (int i = 0; i < DEPTH; i++) is_read[i] = q[i][8*AD_FLAGS + AD_F_READ];
+  // a READ response descriptor or an ATOMIC ACKNOWLEDGE (ordered as one), and the
+  // READs alone (a duplicate READ drops no atomic's: the engine's `duplicate` drops
+  // only READ items)
+  logic [DEPTH-1:0] is_read, is_rd_only;
+  always_comb for (int i = 0; i < DEPTH; i++) begin
+    is_read[i] = q[i][8*AD_FLAGS + AD_F_READ];
+    is_rd_only[i] = is_read[i] && !q[i][8*AD_FLAGS + AD_F_ATOMIC];
+  end
 
   assign reads_wait = (live & is_read) != '0 || rd_busy;
 
@@ -117,7 +127,7 @@ module fp_resp_q
   always_ff @(posedge clk) begin
     if (drop_en) begin
       for (int i = 0; i < DEPTH; i++)
-        if (live[i] && is_read[i] && q[i][8*AD_QPN +: 24] == drop_qpn
+        if (live[i] && is_rd_only[i] && q[i][8*AD_QPN +: 24] == drop_qpn
             && psn_diff(q[i][8*AD_PSN +: 24], drop_psn) > 0)
           live[i] <= 1'b0;
     end

@@ -69,6 +69,8 @@ module fp_rx
     // the port's MAC and GID, as little-endian records of the wire bytes
     input  wire logic [47:0]             port_mac,
     input  wire logic [127:0]            port_gid,
+    // receive queues whose `rq_empty` is stale (roce_fp_top)
+    input  wire logic [NQP-1:0]          rq_posted,
 
     input  wire logic [DATA_WIDTH-1:0]   s_axis_tdata,
     input  wire logic [KEEP_WIDTH-1:0]   s_axis_tkeep,
@@ -184,6 +186,15 @@ module fp_rx
     output logic                         drop_en,
     output logic [23:0]                  drop_qpn,
     output logic [23:0]                  drop_psn,
+    // an atomic request's 8-byte read (fp_rx_check; a requester of the shared
+    // DMA read port: at_rd_t* are its answer's beats only)
+    output logic [63:0]                  at_rd_req_addr,
+    output logic                         at_rd_req_valid,
+    input  wire logic                    at_rd_req_ready,
+    input  wire logic [63:0]             at_rd_tdata,
+    input  wire logic                    at_rd_tvalid,
+    input  wire logic                    at_rd_tlast,
+    input  wire logic                    at_rd_terr,
     // every frame taken in is done with: placed, handed on or dropped, its
     // outputs delivered (a dropped frame drains without touching any port)
     output logic                         idle
@@ -497,6 +508,8 @@ module fp_rx
 
   // ------------------------------------------------------------- check
 
+  logic [2:0]     vq_count;
+  logic           move_idle;
   fp_rx_check #(
     .NQP(NQP),
     .NMR(NMR)
@@ -505,6 +518,7 @@ module fp_rx
     .rst(rst),
     .port_mac(port_mac),
     .port_gid(port_gid),
+    .rq_posted(rq_posted),
     .s_meta(meta),
     .s_meta_valid(meta_valid),
     .s_meta_ready(meta_ready),
@@ -567,12 +581,20 @@ module fp_rx
     .rd_in(rd_in),
     .drop_en(drop_en),
     .drop_qpn(drop_qpn),
-    .drop_psn(drop_psn)
+    .drop_psn(drop_psn),
+    // the verdicts before an atomic are carried out, their DMA writes gone
+    .moved(vq_count == '0 && move_idle),
+    .at_rd_req_addr(at_rd_req_addr),
+    .at_rd_req_valid(at_rd_req_valid),
+    .at_rd_req_ready(at_rd_req_ready),
+    .at_rd_tdata(at_rd_tdata),
+    .at_rd_tvalid(at_rd_tvalid),
+    .at_rd_tlast(at_rd_tlast),
+    .at_rd_terr(at_rd_terr)
   );
 
   fp_rx_verdict_t vq_head;
   logic           vq_pop;
-  logic [2:0]     vq_count;
 
   roce_fifo #(
     .WIDTH($bits(fp_rx_verdict_t)),
@@ -600,7 +622,6 @@ module fp_rx
   // ------------------------------------------------------------- mover
   // A frame is in the frame FIFO from its first beat until the mover is done
   // with it, so with that FIFO empty the parser and the check hold nothing.
-  logic move_idle;
   assign idle = raw_count == '0 && pay_count == '0 && vq_count == '0 && move_idle;
 
   fp_rx_move #(

@@ -65,9 +65,7 @@
 // An ATOMIC ACKNOWLEDGE at una_psn whose atomic is the QP's oldest live
 // message is taken so too (k_atk, through R1..R3): its original value rides
 // in the verdict to fp_rx_move, which writes it into the atomic's SGE (8
-// bytes, little-endian), and the atomic retires. An atomic REQUEST is still
-// the firmware's (reason 2; the model executes it, docs/fastpath.md §6 says
-// what the RTL needs: a read-modify-write in fp_rx_move). Every response also
+// bytes, little-endian), and the atomic retires. Every response also
 // drops the entries that end before una_psn (the firmware's una_psn writes
 // retire lazily, fp_inflight).
 //
@@ -108,6 +106,23 @@
 // the queue; S_DROP), as the model's drop_reads_after. A failed check keeps
 // the reasons of every request: a duplicate READ is the firmware's (2).
 //
+// An atomic request (CMP_SWAP, FETCH_ADD) of a context with `reads` is
+// executed here when it is the expected PSN, no message is under way, it has
+// an AtomicETH and no payload, and the QP and the MR of its R_Key have
+// REMOTE_ATOMIC, in the QP's PD, covering [va, va + 8) with va 8-byte aligned
+// (docs/fastpath.md §3.4, "Atomic requests"; roce_core::fastpath::check_atomic
+// and take_atomic): the check waits until the verdicts before it are carried
+// out and their DMA writes gone (S_AW: a WRITE before it to its bytes has
+// landed), reads the 8 bytes through the shared DMA read port (S_AR; no packet
+// is checked meanwhile), compares and swaps or adds in 64 bits and hands the
+// mover the new value to write as an ATOMIC ACKNOWLEDGE's value is written
+// (S_AX: the verdict's `atomic`), so the next packet's writes come after it.
+// The context moves past it (msn + 1, epsn + 1, nak_sent clear), an ATOMIC
+// event carries the original value to the firmware (its engine's replay
+// ring), and the ATOMIC ACKNOWLEDGE goes into the response queue ordered as a
+// READ's responses (AD_F_READ | AD_F_ATOMIC). A read that fails changes
+// nothing: the frame is the firmware's (7).
+//
 // The CQE writer (fp_cqw, docs/fastpath.md §3.7): every response taken hands
 // it a group (the QP and how many of the messages it retires asked for a
 // CQE), then, in a stage of its own (CQ, one cycle per such message and one
@@ -133,6 +148,8 @@ module fp_rx_check
     // the port's addresses, as little-endian records of the wire bytes
     input  wire logic [47:0]               port_mac,
     input  wire logic [127:0]              port_gid,
+    // per entry: a receive doorbell the firmware has not read (roce_fp_top)
+    input  wire logic [NQP-1:0]            rq_posted,
 
     input  rx_meta_t                       s_meta,
     input  wire logic                      s_meta_valid,
@@ -237,7 +254,18 @@ module fp_rx_check
     input  wire logic                      rd_in,
     output logic                           drop_en,
     output logic [23:0]                    drop_qpn,
-    output logic [23:0]                    drop_psn
+    output logic [23:0]                    drop_psn,
+    // an atomic request executed here: the verdicts before it are carried out and
+    // their DMA writes gone (moved), then its 8 bytes are read (at_rd_req_*: a
+    // requester of the shared DMA read port; at_rd_t* its answer's beats only)
+    input  wire logic                      moved,
+    output logic [63:0]                    at_rd_req_addr,
+    output logic                           at_rd_req_valid,
+    input  wire logic                      at_rd_req_ready,
+    input  wire logic [63:0]               at_rd_tdata,
+    input  wire logic                      at_rd_tvalid,
+    input  wire logic                      at_rd_tlast,
+    input  wire logic                      at_rd_terr
 );
 
   localparam int E = IF_ENTRIES;
@@ -257,9 +285,11 @@ module fp_rx_check
   // the stages: C0..C4 every packet; then a response's R1..R3 (READ
   // responses), RD (its decision) and UNA (a taken response's una_psn write)
   // (S_HOLD: an exception held while READ responses wait; S_DROP: a
-  // duplicate READ's drop goes into the queue)
+  // duplicate READ's drop goes into the queue; S_AW, S_AR, S_AX: an atomic
+  // request waits for the verdicts before it, reads its 8 bytes, is decided)
   typedef enum logic [3:0] {
-    S_C0, S_C1, S_C2, S_C3, S_C4, S_UNA, S_R1, S_R2, S_R3, S_RD, S_CQ, S_HOLD, S_DROP
+    S_C0, S_C1, S_C2, S_C3, S_C4, S_UNA, S_R1, S_R2, S_R3, S_RD, S_CQ, S_HOLD, S_DROP,
+    S_AW, S_AR, S_AX
   } stage_t;
   stage_t st;
   // READ response descriptors sent (verdicts) and not yet in the queue
@@ -321,6 +351,12 @@ module fp_rx_check
   // key with REMOTE_READ and its response PSNs, ceil(length / MTU) (C3)
   logic        k_rreq, k_rlen_ok, k_rkey_ok;
   logic [23:0] k_npk;
+  // an atomic request (C2): CMP_SWAP or FETCH_ADD, the first, no payload; its
+  // key, access and alignment (C3); the 8 bytes read (S_AR: the value, the
+  // DMA failed, the answer's first beat taken)
+  logic        k_areq, k_cmp, k_anone, k_akey_ok;
+  logic [63:0] at_orig;
+  logic        at_err, at_got;
   // the request's decision inputs, a cycle ahead (C3)
   logic        k_due, k_resid_nz;
   logic [23:0] k_msn_n;
@@ -469,7 +505,9 @@ module fp_rx_check
     sg_rd_en = st == S_C3;
     sg_rd_addr = m.bth_destqp[QPN_W-1:0];
     sg_rd_lane = if_head + q_tn[E_W-1:0];
-    mr_rd_addr = m.ext_mask[EXT_RETH] ? m.reth_rkey[8 +: MR_W] : rctx_rd_data[8*RC_RKEY + 8 +: MR_W];
+    mr_rd_addr = m.ext_mask[EXT_RETH] ? m.reth_rkey[8 +: MR_W]
+        : m.ext_mask[EXT_ATOMICETH] ? m.atomic_rkey[8 +: MR_W]
+        : rctx_rd_data[8*RC_RKEY + 8 +: MR_W];
     // CQ: the next record, while the writer has room for it and the one before
     cq_rd_en = st == S_CQ && cq_left != '0 && rec_room;
     cq_rd_addr = m.bth_destqp[QPN_W-1:0];
@@ -555,7 +593,8 @@ module fp_rx_check
         c_loaded <= r[8*RC_FLAGS + 1];
         c_held <= r[8*RC_FLAGS + 2];
         c_reads <= r[8*RC_FLAGS + 3];
-        c_rq_empty <= r[8*RC_FLAGS + 4];
+        // (stale while the host posted a WQE the firmware has not seen)
+        c_rq_empty <= r[8*RC_FLAGS + 4] && !rq_posted[m.bth_destqp[QPN_W-1:0]];
         c_mtu_log2 <= r[8*RC_MTU_LOG2 +: 4];
         c_cur <= r[8*RC_CUR +: 8];
         c_access <= r[8*RC_ACCESS +: 8];
@@ -604,6 +643,11 @@ module fp_rx_check
           x_va <= m.reth_va;
           x_rkey <= m.reth_rkey;
           x_resid <= m.reth_dmalen;
+        end else if (m.ext_mask[EXT_ATOMICETH]) begin
+          // an atomic's 8 bytes
+          x_va <= m.atomic_va;
+          x_rkey <= m.atomic_rkey;
+          x_resid <= 32'd8;
         end else begin
           x_va <= r[8*RC_VA +: 64];
           x_rkey <= r[8*RC_RKEY +: 32];
@@ -672,6 +716,9 @@ module fp_rx_check
         end
         k_ecn_ok <= m.ip_ecn != 2'd3;
         k_rreq <= op == RC_READ_REQ;
+        k_areq <= op == RC_CMP_SWAP || op == RC_FETCH_ADD;
+        k_cmp <= op == RC_CMP_SWAP;
+        k_anone <= n == 16'd0;
         k_rlen_ok <= n == 16'd0 && m.ext_mask[EXT_RETH] && x_resid != 32'd0
             && x_resid <= 32'h8000_0000;
         // payload length by position: FIRST/MIDDLE exactly the MTU, LAST 1..MTU, ONLY 0..MTU
@@ -763,6 +810,10 @@ module fp_rx_check
         k_range_ok <= x_va >= r_base && x_end <= r_end;
         k_rkey_ok <= (c_access & ACC_REMOTE_READ) != 0 && r_valid != 0 && r_key != 0
             && r_key == x_rkey && r_pd == {16'd0, c_pd} && (r_access & ACC_REMOTE_READ) != 0;
+        // the engine's exec_atomic: the key with REMOTE_ATOMIC, the VA 8-byte aligned
+        k_akey_ok <= (c_access & ACC_REMOTE_ATOMIC) != 0 && r_valid != 0 && r_key != 0
+            && r_key == x_rkey && r_pd == {16'd0, c_pd} && (r_access & ACC_REMOTE_ATOMIC) != 0
+            && x_va[2:0] == 3'd0;
         // (the length is at most 2^31 and the MTU at least 256: 24 bits hold it)
         k_npk <= 24'(x_resid >> c_mtu_log2)
             + {23'd0, (x_resid & ~({32{1'b1}} << c_mtu_log2)) != 32'd0};
@@ -777,10 +828,12 @@ module fp_rx_check
         // C4: the first failing check, in the model's order
         fp_rx_verdict_t v;
         logic [7:0] reason, r_reason;
-        logic ok, pre, oos_q, dup_q, rd_q, rd_ok, rnr_q, dup_rd, drop_now, hold;
+        logic ok, pre, oos_q, dup_q, rd_q, rd_ok, rnr_q, dup_rd, drop_now, hold, at_q, at_ok;
         logic [RCTX_BYTES*8-1:0] w;
         // a READ request of a context with `reads` (before the cascade uses it)
         rd_q = c_reads && k_rreq;
+        // an atomic request of a context with `reads` (the model's check_atomic)
+        at_q = c_reads && k_areq;
         // a response's reason, but for the READ's length and SGEs (RD)
         if (!s_valid) r_reason = EXC_OFF;
         else if (!k_ack && !k_read && !k_atk) r_reason = EXC_OPCODE;
@@ -802,14 +855,17 @@ module fp_rx_check
         else if (c_held) reason = EXC_HELD;
         else if (k_response && !k_ecn_ok) reason = EXC_ECN;
         else if (k_response) reason = r_reason;
-        else if (rd_q) begin
-          // fastpath::check_read's order: a duplicate (the PSN rule took those
-          // after epsn) is the firmware's
+        else if (rd_q || at_q) begin
+          // fastpath::check_read's and check_atomic's order: a duplicate (the PSN
+          // rule took those after epsn) is the firmware's (its answer is in the
+          // engine's READ and atomic resources); then the message under way, the
+          // extended header (RETH, AtomicETH), the length (a READ's RETH length, an
+          // atomic's empty payload), the key, access and bounds
           if (!k_psn_ok) reason = EXC_OPCODE;
           else if (c_cur != CUR_NONE) reason = EXC_SEQUENCE;
-          else if (!m.ext_mask[EXT_RETH]) reason = EXC_OPCODE;
-          else if (!k_rlen_ok) reason = EXC_LENGTH;
-          else if (!k_rkey_ok || !k_range_ok) reason = EXC_KEY;
+          else if (!m.ext_mask[rd_q ? EXT_RETH : EXT_ATOMICETH]) reason = EXC_OPCODE;
+          else if (!(rd_q ? k_rlen_ok : k_anone)) reason = EXC_LENGTH;
+          else if (!(rd_q ? k_rkey_ok : k_akey_ok) || !k_range_ok) reason = EXC_KEY;
           else reason = 8'd0;
         end
         else if (!k_opcode_ok) reason = EXC_OPCODE;
@@ -833,6 +889,9 @@ module fp_rx_check
         // a READ request taken
         rd_ok = pre && rd_q && k_psn_ok && c_cur == CUR_NONE && k_rlen_ok && k_rkey_ok
             && k_range_ok;
+        // an atomic request taken: executed in S_AW..S_AX
+        at_ok = pre && at_q && k_psn_ok && c_cur == CUR_NONE && m.ext_mask[EXT_ATOMICETH]
+            && k_anone && k_akey_ok && k_range_ok;
         ok = pre && k_opcode_ok && k_psn_ok && k_seq_ok && k_len_ok
             && (k_send ? c_loaded && k_send_fits
                        : k_resid_nz && k_fits && k_key_ok && k_range_ok);
@@ -889,6 +948,9 @@ module fp_rx_check
           v.ackd[8*AD_PSN +: 24] = m.bth_psn;
           v.ackd[8*AD_MSN +: 24] = c_msn;
           v.ackd[8*AD_FLAGS + AD_F_MERGE] = 1'b1;
+        end else if (at_ok) begin
+          // decided in S_AX, once its 8 bytes are read (nothing goes out now)
+          v.action = ACT_PLACE;
         end else if (!ok) begin
           v = exception(m, reason, frame_slot);
         end else begin
@@ -947,6 +1009,8 @@ module fp_rx_check
           // the expected PSN and the MSN stay; the packets of the message already in
           // flight behind it are dropped without a NAK (the PSN rule)
           w[8*RC_FLAGS + 0] = 1'b1;
+        end else if (at_ok) begin
+          // written in S_AX
         end else if (!ok) begin
           w[8*RC_FLAGS + 2] = 1'b1;
         end else if (k_send) begin
@@ -993,6 +1057,9 @@ module fp_rx_check
           end
         end else if (hold) begin
           st <= S_HOLD;
+        end else if (at_ok) begin
+          at_rd_req_addr <= x_va;
+          st <= S_AW;
         end else if (k_response) begin
           // decided in RD; a READ response's or an ATOMIC ACKNOWLEDGE's pieces
           // first (R1..R3; the atomic's 8 bytes at offset 0: its one PSN is
@@ -1171,6 +1238,85 @@ module fp_rx_check
         end
       end
 
+      // an atomic request (docs/fastpath.md §3.4 "Atomic requests"; the model's
+      // take_atomic): once the verdicts before it are carried out and their DMA
+      // writes gone (so a WRITE before it to its bytes has landed), its 8 bytes
+      // are read; no packet is checked meanwhile, so the next one's writes come
+      // after its own (the mover carries its verdict out in order)
+      S_AW: if (moved) begin
+        at_rd_req_valid <= 1'b1;
+        at_err <= 1'b0;
+        at_got <= 1'b0;
+        st <= S_AR;
+      end
+
+      S_AR: begin
+        if (at_rd_req_ready) at_rd_req_valid <= 1'b0;
+        if (at_rd_tvalid) begin
+          if (!at_got) at_orig <= at_rd_tdata;   // little-endian: byte 0 at [7:0]
+          at_got <= 1'b1;
+          if (at_rd_terr) at_err <= 1'b1;
+          if (at_rd_tlast) st <= S_AX;
+        end
+      end
+
+      // the engine's exec_atomic: compare and swap, or add (wrapping), in 64 bits;
+      // the new value goes to the VA as an ATOMIC ACKNOWLEDGE's goes to its SGE (the
+      // verdict's `atomic`, fp_rx_move); the MSN counts it, the expected PSN moves
+      // past it, `nak_sent` clears, `unacked` stays; an ATOMIC event (the original
+      // value, for the engine's replay ring) and the ATOMIC ACKNOWLEDGE, queued as a
+      // READ's responses are (AD_F_READ: exceptions wait for it, ACKs behind it do
+      // not merge into it). A read that failed leaves everything as it was: the
+      // firmware's (7), held as any exception while a READ's responses wait.
+      S_AX: begin
+        fp_rx_verdict_t v;
+        logic [RCTX_BYTES*8-1:0] w;
+        logic [63:0] nv;
+        nv = k_cmp ? (at_orig == m.atomic_compare ? m.atomic_swap_add : at_orig)
+            : at_orig + m.atomic_swap_add;
+        w = c_raw;
+        v = '0;
+        if (at_err) begin
+          v = exception(m, EXC_KEY, frame_slot);
+          w[8*RC_FLAGS + 2] = 1'b1;
+        end else begin
+          v.action = ACT_PLACE;
+          v.np = 3'd1;
+          v.p_addr[0] = x_va;
+          v.p_len[0] = 16'd8;
+          v.atomic = 1'b1;
+          v.orig = nv;
+          v.ev_valid = 1'b1;
+          v.ev[8*EV_KIND +: 8] = EVK_ATOMIC;
+          v.ev[8*EV_FLAGS + EV_F_CE] = !k_ecn_ok;
+          v.ev[8*EV_ORIG +: 64] = at_orig;
+          v.ack_valid = 1'b1;
+          v.ackd[8*AD_QPN +: 24] = m.bth_destqp;
+          v.ackd[8*AD_SYNDROME +: 8] = 8'h1F;
+          v.ackd[8*AD_PSN +: 24] = m.bth_psn;
+          v.ackd[8*AD_MSN +: 24] = c_msn + 24'd1;
+          v.ackd[8*AD_FLAGS + AD_F_READ] = 1'b1;
+          v.ackd[8*AD_FLAGS + AD_F_ATOMIC] = 1'b1;
+          v.ackd[8*RD_ORIG +: 64] = at_orig;
+          w[8*RC_FLAGS + 0] = 1'b0;
+          w[8*RC_MSN +: 24] = c_msn + 24'd1;
+          w[8*RC_EPSN +: 24] = c_epsn + 24'd1;
+        end
+        v = of_frame(v, m);
+        if (at_err && reads_pend) begin
+          st <= S_HOLD;
+        end else begin
+          rctx_wr_en <= 1'b1;
+          rctx_wr_addr <= m.bth_destqp[QPN_W-1:0];
+          rctx_wr_data <= w;
+          m_verdict <= v;
+          m_verdict_valid <= 1'b1;
+          if (at_err) frame_slot <= frame_slot + 16'd1;
+          rd_inflight <= rd_inflight + 6'(!at_err) - 6'(rd_in);
+          st <= S_C0;
+        end
+      end
+
       S_CQ: begin
         // a record read in the cycle before goes to the writer now
         rec_valid <= 1'b0;
@@ -1200,6 +1346,7 @@ module fp_rx_check
       gbn_drops <= '0;
       rd_inflight <= '0;
       drop_en <= 1'b0;
+      at_rd_req_valid <= 1'b0;
       rctx_wr_en <= 1'b0;
       m_verdict_valid <= 1'b0;
       frame_slot <= '0;

@@ -5,7 +5,8 @@
 // verdict's pieces (one for a request; a READ response's, one per SGE piece:
 // each a descriptor and its data, the data realigned so each write starts at
 // byte 0 of its first beat; an ATOMIC ACKNOWLEDGE's, the verdict's 8 bytes
-// of original value instead of a payload), the whole frame of an exception goes to the
+// of original value instead of a payload, and so an atomic request's new
+// value, fp_rx_check's), the whole frame of an exception goes to the
 // firmware's frame stream, and both are dropped from their FIFOs otherwise.
 // The verdict's event (EXCEPTION after its frame, MSG_DONE after the payload
 // of the SEND's last packet) and ACK descriptor leave when the frame is done,

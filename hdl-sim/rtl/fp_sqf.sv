@@ -154,6 +154,12 @@ module fp_sqf
     input  wire logic                    rd_req_ready,
     output logic                         rd_hold,     // the segmenter's requests wait
     output logic                         rd_own,      // the read data is this unit's
+    // a third requester (the receive path's atomic read, roce_fp_top) holds the
+    // port: this unit asks only without it; and what that one needs of the
+    // segmenter's traffic: none of its packets asked and not answered, one half asked
+    input  wire logic                    rd_other,
+    output logic                         tx_none,
+    output logic                         tx_half,
     input  wire logic [DATA_WIDTH-1:0]   rd_tdata,
     input  wire logic                    rd_tvalid,
     input  wire logic                    rd_tlast,
@@ -404,7 +410,9 @@ module fp_sqf
   logic [7:0] tx_out;
   logic       tx_mid;
   logic       dma_free;
-  assign dma_free = tx_out == 0 && !tx_mid;
+  assign dma_free = tx_out == 0 && !tx_mid && !rd_other;
+  assign tx_none = tx_out == 0;
+  assign tx_half = tx_mid;
   always_ff @(posedge clk) begin
     if (tx_req_valid && tx_req_ready) tx_mid <= !tx_req_last;
     tx_out <= tx_out + 8'(tx_req_valid && tx_req_ready && tx_req_last)

@@ -82,10 +82,15 @@ module fp_tx_hdr
       if (s_job.has_aeth) begin
         for (int i = 0; i < 4; i++) th[8*(12+i) +: 8] = b8({32'd0, s_job.aeth}, i, 4);
       end
+      // an ATOMIC ACKNOWLEDGE: the AtomicAckETH (the original value) after the AETH
+      if (s_job.has_atack) begin
+        for (int i = 0; i < 8; i++) th[8*(16+i) +: 8] = b8(s_job.swap_add, i, 8);
+      end
       th1 <= th;
       j1 <= s_job;
       hl1 <= s_job.hdr_len + 8'd12 + (s_job.has_reth ? 8'd16 : 8'd0)
-          + (s_job.has_atomic ? 8'd28 : 8'd0) + ((s_job.has_imm || s_job.has_aeth) ? 8'd4 : 8'd0);
+          + (s_job.has_atomic ? 8'd28 : 8'd0) + ((s_job.has_imm || s_job.has_aeth) ? 8'd4 : 8'd0)
+          + (s_job.has_atack ? 8'd8 : 8'd0);
       body1 <= s_job.plen + {14'd0, s_job.pad};
     end
     if (rst) v1 <= 1'b0;

@@ -212,6 +212,7 @@ module fp_tx_plan
 
   // ------------------------------------------------ the ACK being served
   logic [ACKD_BYTES*8-1:0] a_desc;
+  logic [63:0]             a_orig;   // an ATOMIC ACKNOWLEDGE's original value
 
   // ----------------------------------- the READ response descriptor held
   logic               rd_active;    // held: its responses are not all planned
@@ -435,7 +436,9 @@ module fp_tx_plan
   assign serve_ack = s_ackd_valid && !rd_active && job_room
       && (state == S_IDLE || state == S_PKT_A);
   assign serve_any = serve_ack || serve_rd;
-  assign ackd_read = s_ackd_data[8*AD_FLAGS + AD_F_READ];
+  // (an ATOMIC ACKNOWLEDGE, ordered as a READ in the queue, is one ACK frame)
+  assign ackd_read = s_ackd_data[8*AD_FLAGS + AD_F_READ]
+      && !s_ackd_data[8*AD_FLAGS + AD_F_ATOMIC];
 
   assign s_ackd_ready = serve_ack;
   assign idle = state == S_IDLE && s_valid == '0 && !rd_active;
@@ -532,11 +535,14 @@ module fp_tx_plan
       m_job.dest_qpn = ctx_rd_data[8*SC_DEST_QPN +: 24];
     end
     if (state == S_ACK) begin
-      m_job.opcode = RC_ACK;
+      m_job.opcode = a_desc[8*AD_FLAGS + AD_F_ATOMIC] ? RC_ATOMIC_ACK : RC_ACK;
       m_job.resv7 = {6'd0, a_desc[8*AD_FLAGS]};
       m_job.psn = a_desc[8*AD_PSN +: 24];
       m_job.has_aeth = 1'b1;
       m_job.aeth = {a_desc[8*AD_SYNDROME +: 8], a_desc[8*AD_MSN +: 24]};
+      // an ATOMIC ACKNOWLEDGE (fastpath::atomic_ack_frame): the AtomicAckETH too
+      m_job.has_atack = a_desc[8*AD_FLAGS + AD_F_ATOMIC];
+      m_job.swap_add = a_orig;
     end else if (state == S_RC) begin
       // a READ response (fastpath::read_response): no AckReq, no SE
       if (rd_first && rr_last) m_job.opcode = RC_READ_RESP_ONLY;
@@ -671,6 +677,7 @@ module fp_tx_plan
 
     if (serve_any) begin
       a_desc <= s_ackd_data[ACKD_BYTES*8-1:0];
+      a_orig <= s_ackd_data[8*RD_ORIG +: 64];
       ret <= (state == S_IDLE) ? S_IDLE : S_PKT_A;
       state <= S_ACK;
       if (serve_ack && ackd_read) begin

@@ -135,7 +135,12 @@ module roce_fp_top
     output logic                         sq_db_ready,
     input  wire logic [$clog2(NQP)-1:0]  sq_db_qpn,
     input  wire logic [31:0]             sq_db_pi,
-    output logic [NQP-1:0]               sq_active
+    output logic [NQP-1:0]               sq_active,
+    // per context entry: the receive queue may hold WQEs the firmware has not
+    // seen, so its `rq_empty` is stale and not acted on (the SoC's soc_fp;
+    // elsewhere tied low: the firmware's flag is written as one step with
+    // what it knows, docs/fastpath.md §3.4 "Receiver not ready")
+    input  wire logic [NQP-1:0]          rq_posted
 );
 
   localparam int QPN_W = $clog2(NQP);
@@ -161,6 +166,7 @@ module roce_fp_top
     fw_ack[8*AD_FLAGS + AD_F_READ] = 1'b0;
     fw_ack[8*AD_FLAGS + AD_F_FIRST] = 1'b0;
     fw_ack[8*AD_FLAGS + AD_F_MERGE] = 1'b0;
+    fw_ack[8*AD_FLAGS + AD_F_ATOMIC] = 1'b0;
   end
 
   axis_skid #(
@@ -266,21 +272,38 @@ module roce_fp_top
   assign txd_ready = seg_txd_ready && !sq_txd_valid && !sq_busy;
 
   // ------------------------------------------------ the shared DMA read port
-  // the segmenter's payload reads and the fetch's WQE reads: the fetch asks
-  // only with none of the segmenter's outstanding (fp_sqf), so the answer
-  // until its last beat is the fetch's
-  logic [63:0] tx_rd_req_addr, sq_rd_req_addr;
+  // the segmenter's payload reads, the fetch's WQE reads and the receive
+  // path's atomic reads (8 bytes, docs/fastpath.md §6 "Atomic requests in
+  // RTL"). The answers come back in request order, so the port is lent whole:
+  // the fetch asks only with none of the segmenter's outstanding (fp_sqf), so
+  // the answer until its last beat is the fetch's; the atomic read likewise.
+  // An atomic that waits holds the segmenter's next packet (at_hold: not in
+  // the middle of one, whose other pieces must go first, and not while the
+  // fetch holds or owns the port; the fetch asks only without it, rd_other),
+  // asks once the segmenter's packets are answered (at_go: stable until taken,
+  // since nothing else may ask meanwhile) and owns the data until its last beat.
+  logic [63:0] tx_rd_req_addr, sq_rd_req_addr, at_rd_req_addr;
   logic [15:0] tx_rd_req_len;
   logic        tx_rd_req_last, tx_rd_req_valid, tx_rd_req_ready;
   logic        sq_rd_req_valid, sq_rd_hold, sq_rd_own;
   logic        tx_rd_tvalid, tx_rd_tready;
-  assign dma_rd_req_addr = sq_rd_req_valid ? sq_rd_req_addr : tx_rd_req_addr;
-  assign dma_rd_req_len = sq_rd_req_valid ? 16'd160 : tx_rd_req_len;
-  assign dma_rd_req_last = sq_rd_req_valid || tx_rd_req_last;
-  assign dma_rd_req_valid = sq_rd_req_valid || (tx_rd_req_valid && !sq_rd_hold);
-  assign tx_rd_req_ready = dma_rd_req_ready && !sq_rd_hold;
-  assign tx_rd_tvalid = dma_rd_tvalid && !sq_rd_own;
-  assign dma_rd_tready = sq_rd_own || tx_rd_tready;
+  logic        at_rd_req_valid, at_own, at_hold, at_go, sq_tx_none, sq_tx_half;
+  assign at_hold = at_rd_req_valid && !at_own && !sq_tx_half && !sq_rd_hold && !sq_rd_own;
+  assign at_go = at_hold && sq_tx_none;
+  assign dma_rd_req_addr = sq_rd_req_valid ? sq_rd_req_addr : at_go ? at_rd_req_addr
+      : tx_rd_req_addr;
+  assign dma_rd_req_len = sq_rd_req_valid ? 16'd160 : at_go ? 16'd8 : tx_rd_req_len;
+  assign dma_rd_req_last = sq_rd_req_valid || at_go || tx_rd_req_last;
+  assign dma_rd_req_valid = sq_rd_req_valid || at_go
+      || (tx_rd_req_valid && !sq_rd_hold && !at_hold);
+  assign tx_rd_req_ready = dma_rd_req_ready && !sq_rd_hold && !at_hold;
+  assign tx_rd_tvalid = dma_rd_tvalid && !sq_rd_own && !at_own;
+  assign dma_rd_tready = sq_rd_own || at_own || tx_rd_tready;
+  always_ff @(posedge clk) begin
+    if (at_go && dma_rd_req_ready) at_own <= 1'b1;
+    if (at_own && dma_rd_tvalid && dma_rd_tlast) at_own <= 1'b0;
+    if (rst) at_own <= 1'b0;
+  end
 
   // ------------------------------------- the response path's shared state
   logic                          resp_rd_en;
@@ -442,6 +465,7 @@ module roce_fp_top
     .s_axis_tlast(rx_s_axis_tlast),
     .port_mac(port_rec[47:0]),
     .port_gid(port_rec[64 +: 128]),
+    .rq_posted(rq_posted),
     .cfg_wr_valid(cfg_wr_valid && !wr_tx && !wr_port),
     .cfg_wr_ready(rx_wr_ready),
     .cfg_wr_table(cfg_wr_table == 2'd2),
@@ -527,6 +551,14 @@ module roce_fp_top
     .drop_en(drop_en),
     .drop_qpn(drop_qpn),
     .drop_psn(drop_psn),
+    // an atomic's 8-byte read (the shared DMA read port, above)
+    .at_rd_req_addr(at_rd_req_addr),
+    .at_rd_req_valid(at_rd_req_valid),
+    .at_rd_req_ready(at_go && dma_rd_req_ready),
+    .at_rd_tdata(dma_rd_tdata[63:0]),
+    .at_rd_tvalid(at_own && dma_rd_tvalid),
+    .at_rd_tlast(dma_rd_tlast),
+    .at_rd_terr(dma_rd_terr),
     .idle(rx_side_idle)
   );
 
@@ -635,6 +667,9 @@ module roce_fp_top
     .rd_req_ready(dma_rd_req_ready),
     .rd_hold(sq_rd_hold),
     .rd_own(sq_rd_own),
+    .rd_other(at_hold || at_own),
+    .tx_none(sq_tx_none),
+    .tx_half(sq_tx_half),
     .rd_tdata(dma_rd_tdata),
     .rd_tvalid(dma_rd_tvalid),
     .rd_tlast(dma_rd_tlast),

@@ -663,21 +663,35 @@ fn set_ce(f: &mut [u8]) {
 
 /// The frames one peer sends for its messages.
 fn peer_frames(q: usize, qp: &RxQp, msgs: &[RxMsg], keys: &[u32]) -> Vec<Vec<u8>> {
+    let ops: Vec<(MsgOp, RxMsg)> = msgs
+        .iter()
+        .filter(|m| m.qp == q)
+        .map(|m| {
+            let op = match m.op {
+                0 => MsgOp::Send,
+                1 => MsgOp::SendWithImm(m.len),
+                3 => MsgOp::Write,
+                5 => MsgOp::Read,
+                _ => MsgOp::WriteWithImm(!m.len),
+            };
+            (op, m.clone())
+        })
+        .collect();
+    peer_op_frames(q, qp, &ops, keys)
+}
+
+/// The frames one peer sends for its messages, each with the operation it asks for
+/// (`m.op` aside: an atomic's operands are its `MsgOp`'s).
+fn peer_op_frames(q: usize, qp: &RxQp, ops: &[(MsgOp, RxMsg)], keys: &[u32]) -> Vec<Vec<u8>> {
     let mut src = HostMem::new(MEM_BASE, MEM_LEN, 0xC3 ^ q as u8);
     let mut c = send_ctx(&qp.tx);
     c.dest_qpn = qpn_of(q);
     c.window = 1 << 20;
     let mut out = Vec::new();
     let mut buf = vec![0u8; 9000];
-    for m in msgs.iter().filter(|m| m.qp == q) {
+    for (op, m) in ops {
+        let op = *op;
         let mr = q % 2 * 3 + m.mr;
-        let op = match m.op {
-            0 => MsgOp::Send,
-            1 => MsgOp::SendWithImm(m.len),
-            3 => MsgOp::Write,
-            5 => MsgOp::Read,
-            _ => MsgOp::WriteWithImm(!m.len),
-        };
         let key = if m.bad_key { keys[mr] ^ 0x10 } else { keys[mr] };
         let mut sg = heapless::Vec::new();
         let _ = sg.push(Sge {
@@ -1974,6 +1988,249 @@ fn an_empty_receive_queue_is_rnr_naked_as_the_model_naks_it() {
                     "{w}: out of sequence, duplicates"
                 );
             }
+        }
+    }
+}
+
+// ------------------------------------------------------------------ atomics
+
+/// The atomic responder's case (docs/fastpath.md §3.4, "Atomic requests"): the READ
+/// rule's QP (`reads`, MTU 256) with REMOTE_ATOMIC unless `qp_atomic` is false; MR 0
+/// with REMOTE_ATOMIC, 4 bytes short of `MR_SPAN` (an aligned VA can cross its end),
+/// MR 1 with REMOTE_READ and no REMOTE_ATOMIC, MR 2 with REMOTE_ATOMIC past the end of
+/// host memory (its DMA fails). With the QP and its MRs' keys.
+fn atomic_case(qp_atomic: bool) -> (RuleCase, RxQp, Vec<u32>) {
+    let (mut c, qp, _) = rule_qp(&[]);
+    let mut table = MemoryTable::<4, 16>::new();
+    let pd = table.alloc_pd().unwrap();
+    let rw = AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE;
+    let regions = [
+        (MR_SPAN - 4, rw | AccessFlags::REMOTE_ATOMIC),
+        (MR_SPAN, rw | AccessFlags::REMOTE_READ),
+        (MR_SPAN, rw | AccessFlags::REMOTE_ATOMIC),
+    ];
+    c.mrs = regions
+        .iter()
+        .zip(0u64..)
+        .map(|(&(len, access), r)| {
+            let k = table
+                .reg_mr(pd, RX_BASE + r * MR_SPAN, len, access)
+                .unwrap();
+            MrEntry::of(table.get(k.rkey.0).unwrap())
+        })
+        .collect();
+    let keys: Vec<u32> = c.mrs.iter().map(|e| e.key).collect();
+    c.mem0 = HostMem::new(RX_BASE, 2 * MR_SPAN as usize, 0x6B);
+    c.rctx.pd = pd;
+    c.rctx.access = rw | AccessFlags::REMOTE_READ;
+    if qp_atomic {
+        c.rctx.access = c.rctx.access | AccessFlags::REMOTE_ATOMIC;
+    }
+    (c, qp, keys)
+}
+
+/// An atomic request of QP 0 to MR `mr` at `off` (`op` its operands).
+fn atomic_op(op: MsgOp, mr: usize, off: u32) -> (MsgOp, RxMsg) {
+    (op, qp0_msg(6, mr, off, 8))
+}
+
+/// The original values of a run's `ATOMIC` events, and its exceptions' reasons.
+fn atomic_events(out: &RuleOut) -> (Vec<u64>, Vec<Exception>) {
+    let (mut origs, mut reasons) = (Vec::new(), Vec::new());
+    for e in &out.events {
+        match e {
+            Event::Atomic { orig, .. } => origs.push(*orig),
+            Event::Exception { reason, .. } => reasons.push(*reason),
+            _ => {}
+        }
+    }
+    (origs, reasons)
+}
+
+/// In-sequence CMP_SWAP and FETCH_ADD requests of a context with `reads` are executed
+/// by `fp_rx_check` as the model's `take_atomic` executes them (docs/fastpath.md §3.4,
+/// "Atomic requests"; §6, "Atomic requests in RTL"): the 8 bytes read by DMA, compared
+/// and swapped or added to, written back; the ATOMIC ACKNOWLEDGE (the original value)
+/// sent in order with the READ responses and ACKs, an `ATOMIC` event. A READ of 44
+/// responses first (they wait: the RTL's transmit output is held, the model sends
+/// nothing until the end), then back to back a CMP_SWAP that hits, one that misses, a
+/// FETCH_ADD that wraps, all on the same 8 bytes, a WRITE to those bytes right behind
+/// them, a FETCH_ADD on what it wrote, a CMP_SWAP on the next 8 bytes, a FETCH_ADD at
+/// the MR's last aligned word, a WRITE over all of them and a CMP_SWAP that misses:
+/// no exception, the original values the arithmetic says, and the frames, events,
+/// memory and context the model's. Then each failing rule, in a run of its own (the
+/// exception holds the QP): a bad R_Key, a misaligned VA, an MR without REMOTE_ATOMIC,
+/// 8 bytes past the MR's end, a DMA that fails, a QP without REMOTE_ATOMIC, a duplicate
+/// (a PSN before the expected one): an exception of the model's reason behind a
+/// CMP_SWAP that hits, nothing written for it, the WRITE behind it held; with and
+/// without the READ before. 64 and 512 bits, with and without idle cycles and
+/// back-pressure, and the in-sequence run with the host taking DMA writes one cycle
+/// in 37. (Main's RTL left every atomic to the firmware, reason 2.)
+#[test]
+fn atomic_requests_are_executed_as_the_model_executes_them() {
+    let (c, qp, keys) = atomic_case(true);
+    let word = |off: usize| u64::from_le_bytes(c.mem0.bytes[off..off + 8].try_into().unwrap());
+    let (v64, v72) = (word(64), word(72));
+    let (s1, add) = (0x1111_2222_3333_4444u64, 0xFFFF_FFFF_FFFF_FFF0u64);
+    let read = (MsgOp::Read, qp0_msg(5, 1, 0, 44 * 256));
+    let write = |off, len| (MsgOp::Write, qp0_msg(3, 0, off, len));
+    let ops = [
+        read.clone(),
+        atomic_op(
+            MsgOp::CmpSwap {
+                compare: v64,
+                swap: s1,
+            },
+            0,
+            64,
+        ),
+        atomic_op(
+            MsgOp::CmpSwap {
+                compare: v64,
+                swap: 5,
+            },
+            0,
+            64,
+        ),
+        atomic_op(MsgOp::FetchAdd { add }, 0, 64),
+        write(64, 8),
+        atomic_op(MsgOp::FetchAdd { add: 3 }, 0, 64),
+        atomic_op(
+            MsgOp::CmpSwap {
+                compare: v72,
+                swap: 9,
+            },
+            0,
+            72,
+        ),
+        atomic_op(MsgOp::FetchAdd { add: 1 }, 0, (MR_SPAN - 16) as u32),
+        write(20, 100),
+        atomic_op(
+            MsgOp::CmpSwap {
+                compare: v64,
+                swap: 1,
+            },
+            0,
+            64,
+        ),
+    ];
+    let f = peer_op_frames(0, &qp, &ops, &keys);
+    assert_eq!(f.len(), ops.len(), "one frame each");
+    let sims = sims();
+    let check = |c: &RuleCase, frames: &[Vec<u8>], what: &str| -> RuleOut {
+        // (a frame held behind the responses is taken in the model's `run` after the
+        // one that sent them)
+        let want = c.model(&[(frames, Some(0)), (&[], None)]);
+        if let Some(sims) = &sims {
+            for (s, shaped) in sims.iter().flat_map(|s| [(s, false), (s, true)]) {
+                let mut sim = s.borrow_mut();
+                let w = format!("{what} {} shaped {shaped}", sim.width());
+                let got = c.rtl(&mut sim, &[frames], shaped);
+                assert_rule_out(&got, &want, &w);
+            }
+        }
+        want
+    };
+    let want = check(&c, &f, "in sequence");
+    // the host slow to take DMA writes (ready one cycle in 37) while its reads are
+    // quick: the FETCH_ADD behind the first WRITE must read what that WRITE wrote, so
+    // it waits until the WRITE's data has left (`S_AW`)
+    if let Some(sims) = &sims {
+        for s in sims {
+            let mut sim = s.borrow_mut();
+            sim.set_dma_wr_every(37);
+            let got = c.rtl(&mut sim, &[&f], false);
+            sim.set_dma_wr_every(1);
+            assert_rule_out(&got, &want, &format!("slow writes {}", sim.width()));
+        }
+    }
+    let (origs, reasons) = atomic_events(&want);
+    assert_eq!(reasons, [], "model: exceptions");
+    assert_eq!(origs.len(), 7, "model: ATOMIC events");
+    assert_eq!(
+        &origs[..3],
+        [v64, s1, s1],
+        "model: the first three's original values"
+    );
+    // the READ's 44 responses, the 7 ATOMIC ACKNOWLEDGEs and the WRITEs' two ACKs
+    assert_eq!(want.frames.len(), 44 + 7 + 2, "model: frames");
+
+    let ok = atomic_op(
+        MsgOp::CmpSwap {
+            compare: v64,
+            swap: s1,
+        },
+        0,
+        64,
+    );
+    let fails: [(&str, bool, (MsgOp, RxMsg), Exception); 7] = [
+        (
+            "bad R_Key",
+            true,
+            {
+                let mut a = ok.clone();
+                a.1.bad_key = true;
+                a
+            },
+            Exception::Key,
+        ),
+        (
+            "misaligned",
+            true,
+            atomic_op(MsgOp::FetchAdd { add: 1 }, 0, 68),
+            Exception::Key,
+        ),
+        (
+            "no REMOTE_ATOMIC on the MR",
+            true,
+            atomic_op(MsgOp::FetchAdd { add: 1 }, 1, 64),
+            Exception::Key,
+        ),
+        (
+            "past the MR's end",
+            true,
+            atomic_op(MsgOp::FetchAdd { add: 1 }, 0, (MR_SPAN - 8) as u32),
+            Exception::Key,
+        ),
+        (
+            "DMA fails",
+            true,
+            atomic_op(MsgOp::FetchAdd { add: 1 }, 2, 64),
+            Exception::Key,
+        ),
+        (
+            "no REMOTE_ATOMIC on the QP",
+            false,
+            ok.clone(),
+            Exception::Key,
+        ),
+        ("duplicate", true, ok.clone(), Exception::Opcode),
+    ];
+    for (name, qp_atomic, bad, reason) in fails {
+        let (c, _, _) = atomic_case(qp_atomic);
+        for with_read in [false, true] {
+            let mut ops = vec![read.clone(), ok.clone(), bad.clone(), write(64, 8)];
+            if !with_read {
+                ops.remove(0);
+            }
+            let mut f = peer_op_frames(0, &qp, &ops, &keys);
+            if name == "duplicate" {
+                // the CMP_SWAP again, for the one after it
+                let n = f.len();
+                f[n - 2] = f[n - 3].clone();
+            }
+            let want = check(&c, &f, &format!("{name} READ {with_read}"));
+            let (origs, reasons) = atomic_events(&want);
+            let (n_ok, want_reasons) = if qp_atomic {
+                (1, vec![reason, Exception::Held])
+            } else {
+                (0, vec![reason, Exception::Held, Exception::Held])
+            };
+            assert_eq!(origs.len(), n_ok, "{name}: model: ATOMIC events");
+            assert_eq!(
+                reasons, want_reasons,
+                "{name} READ {with_read}: model: exceptions"
+            );
         }
     }
 }

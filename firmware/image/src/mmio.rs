@@ -33,11 +33,12 @@ use core::ptr;
 use roce_core::dcb::Priorities;
 use roce_core::engine::DcbConfig;
 use roce_core::fastpath::layout::{
-    EVENT_LEN, EV_EXCEPTION, MR_LEN, RCTX_LEN, SCTX_LEN, TXD_LEN, TXD_OP_FLUSH,
+    self, EVENT_LEN, EV_EXCEPTION, MR_LEN, RCTX_LEN, SCTX_LEN, TXD_LEN, TXD_OP_FLUSH,
 };
 use roce_core::fastpath::{SqIdle, SqSpent};
 use roce_core::memory::{Dma, DmaError};
 use roce_core::num::{Psn, Qpn};
+use roce_core::wire::aeth::RnrTimer;
 use roce_firmware::abi::{reg, DeviceStatus};
 use roce_firmware::fastpath::CQ_ENTRIES;
 use roce_firmware::hal::{
@@ -624,6 +625,13 @@ impl MmioFastPath {
         self.read_u32(fp_reg::T_RCTX, qpn.value(), fp_reg::RL_W_CMD) & 1 != 0
     }
 
+    /// Whether QP `qpn` may have `rq_empty` set: `soc_fp` masks a stale flag only for
+    /// QPNs below its context entries (64), where a QPN is its entry; one past them
+    /// shares its entry's mask with the QPN below, whose doorbell reads would unmask it.
+    fn rnr_entry(qpn: Qpn) -> bool {
+        qpn.value() < 64
+    }
+
     /// QP `qpn`'s bit in `sq_held` (None past the bitmap: not handed over).
     fn sq_bit(qpn: Qpn) -> Option<u64> {
         (!NO_FASTPATH && qpn.value() < 64).then(|| 1u64 << qpn.value())
@@ -693,7 +701,14 @@ impl FastPath for MmioFastPath {
     }
 
     fn write_rctx(&mut self, qpn: Qpn, bytes: &[u8; RCTX_LEN]) {
-        self.write_words(fp_reg::T_RCTX, qpn.value(), 0, bytes);
+        if Self::rnr_entry(qpn) {
+            self.write_words(fp_reg::T_RCTX, qpn.value(), 0, bytes);
+        } else {
+            // (`recv_rnr`: no `rq_empty` for this QPN, whatever the engine says)
+            let mut b = *bytes;
+            layout::rnr_rctx(&mut b, qpn, None);
+            self.write_words(fp_reg::T_RCTX, qpn.value(), 0, &b);
+        }
     }
 
     fn read_rctx(&mut self, qpn: Qpn) -> [u8; RCTX_LEN] {
@@ -797,12 +812,26 @@ impl FastPath for MmioFastPath {
         }
     }
 
-    // (`rnr_responder` stays false: `rq_empty` set in the SoC's context would have its
-    // hardware RNR NAK a SEND that comes after the host posted a receive WQE but before
-    // the firmware saw the doorbell, where the engine, which reads the doorbell first,
-    // places it: `docs/fastpath.md` §3.4 "Receiver not ready". The hardware's command
-    // has the flag's set and clear, [`fp_reg::RL_RNR`], for when `soc_fp` hears the
-    // host's receive doorbells.)
+    /// `soc_fp`'s receive check answers a SEND to an empty receive queue with an RNR
+    /// NAK (`docs/fastpath.md` §3.4 "Receiver not ready"). The flag is this firmware's
+    /// view, which a host receive doorbell makes stale before the firmware has fetched
+    /// the WQE: `soc_fp` masks the flag of a QP from its receive doorbell until this
+    /// firmware sets the flag again having read that doorbell register since (it reads
+    /// it and fetches up to it in one go, `Nic::fetch_wqes`), so such a SEND is an
+    /// exception, which the engine places once it has fetched the WQE.
+    fn rnr_responder(&self) -> bool {
+        !NO_FASTPATH
+    }
+
+    fn recv_rnr(&mut self, qpn: Qpn, t: Option<RnrTimer>) -> bool {
+        match t {
+            Some(t) if Self::rnr_entry(qpn) => {
+                self.recv_cmd(qpn, None, fp_reg::RL_RNR | u32::from(t.code()) << 8)
+            }
+            Some(_) => false,
+            None => self.recv_cmd(qpn, None, fp_reg::RL_RNR_CLEAR),
+        }
+    }
 
     /// The hardware runs by itself.
     fn run(&mut self, _dma: &mut dyn Dma) -> bool {

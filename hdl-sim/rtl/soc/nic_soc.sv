@@ -286,9 +286,11 @@ module nic_soc #(
   logic [31:0] rd_host, rd_dma, rd_dp, rd_timer, rd_log, rd_dcb, rd_fp;
   logic        db_pending, db_clear, rx_waiting, dma_busy;
   logic [63:0] ns;
-  // host send doorbells: the fast path's WQE fetch takes those of its queues
-  logic        hdb_valid, hdb_taken;
-  logic [9:0]  hdb_index;
+  // host send doorbells: the fast path's WQE fetch takes those of its queues;
+  // receive doorbells, the firmware's reads of them and QP_DB writes tell its
+  // receive check which receive queues may hold WQEs the firmware has not seen
+  logic        hdb_valid, hdb_rq, hdb_taken, fdb_rq_read, hqpdb;
+  logic [9:0]  hdb_index, fdb_index;
   logic [31:0] hdb_pi;
 
   soc_host_regs host_regs_inst (
@@ -310,9 +312,13 @@ module nic_soc #(
     .db_pending(db_pending),
     .db_clear(db_clear),
     .hdb_valid(hdb_valid),
+    .hdb_rq(hdb_rq),
     .hdb_index(hdb_index),
     .hdb_pi(hdb_pi),
-    .hdb_taken(hdb_taken)
+    .hdb_taken(hdb_taken),
+    .fdb_rq_read(fdb_rq_read),
+    .fdb_index(fdb_index),
+    .hqpdb(hqpdb)
   );
 
   // the DMA engine's host requests (e_*): to the pins directly, or shared with
@@ -519,9 +525,13 @@ module nic_soc #(
       .h_rsp_rdata(dma_rsp_rdata),
       .now_ns(ns),
       .hdb_valid(hdb_valid),
+      .hdb_rq(hdb_rq),
       .hdb_index(hdb_index),
       .hdb_pi(hdb_pi),
-      .hdb_taken(hdb_taken)
+      .hdb_taken(hdb_taken),
+      .fdb_rq_read(fdb_rq_read),
+      .fdb_index(fdb_index),
+      .hqpdb(hqpdb)
     );
   end else begin : g_no_fp
     assign dp_rx_data = w_rx_data;
@@ -548,7 +558,8 @@ module nic_soc #(
     assign hdb_taken = 1'b0;
     /* verilator lint_off UNUSEDSIGNAL */
     logic unused_strap;
-    assign unused_strap = ^{fp_strap, hdb_valid, hdb_index, hdb_pi};
+    assign unused_strap = ^{fp_strap, hdb_valid, hdb_rq, hdb_index, hdb_pi, fdb_rq_read, fdb_index,
+                            hqpdb};
     /* verilator lint_on UNUSEDSIGNAL */
   end
 

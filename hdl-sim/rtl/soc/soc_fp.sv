@@ -36,6 +36,18 @@
 //   written while the firmware handed it over (seen by the firmware as
 //   before it) is not lost or taken twice, and the firmware never writes
 //   the fetch's doorbell word itself.
+// * The receive check's `rq_empty` (an RNR NAK for a SEND to an empty receive
+//   queue, docs/fastpath.md §3.4 "Receiver not ready") is the firmware's view,
+//   which a host receive doorbell makes stale before the firmware hears it.
+//   So a QP's receive doorbell (QPN below NQP) sets its bit of `rq_posted`,
+//   which masks the flag in the check (such a SEND is an exception, as without
+//   the flag), until the firmware sets the flag by its command having read
+//   that doorbell register since (below: it fetched what the host posted, so
+//   the flag is the truth). A QP_DB write (doorbell records, read from host
+//   memory, not the registers) sets every bit for good.
+//   A QPN at or past NQP shares an entry with one below (its doorbells and
+//   reads would clear another's bit), so the firmware never sets the flag
+//   for one (firmware/image/src/mmio.rs).
 //
 // Registers (byte offsets; every read answers in one cycle):
 //   0x000 CONFIG       bit 31 the fast path is on; 15..0 context entries (NQP)
@@ -150,9 +162,14 @@ module soc_fp
     // WQE fetch holds that QP's send queue
     input  wire logic [63:0]  now_ns,
     input  wire logic         hdb_valid,
+    input  wire logic         hdb_rq,
     input  wire logic [9:0]   hdb_index,
     input  wire logic [31:0]  hdb_pi,
-    output logic              hdb_taken
+    output logic              hdb_taken,
+    // the firmware's reads of receive doorbells (its QP index), host QP_DB writes
+    input  wire logic         fdb_rq_read,
+    input  wire logic [9:0]   fdb_index,
+    input  wire logic         hqpdb
 );
 
   // ------------------------------------------------------------------ the fast path
@@ -291,14 +308,15 @@ module soc_fp
     .sq_db_ready(sq_db_ready),
     .sq_db_qpn(sq_db_qpn),
     .sq_db_pi(sq_db_pi),
-    .sq_active(sq_active)
+    .sq_active(sq_active),
+    .rq_posted(rq_posted)
   );
 
   // ------------------------------------------------------------------ send doorbells
   logic [10:0]      h_qpn;      // the doorbell's QPN
   logic             h_ours;     // below NQP: an entry of the fast path's
   assign h_qpn = 11'(hdb_index) + 11'(QPN_BASE);
-  assign h_ours = on && hdb_valid && h_qpn < 11'(NQP);
+  assign h_ours = on && hdb_valid && !hdb_rq && h_qpn < 11'(NQP);
   assign hdb_taken = h_ours && sq_active[h_qpn[QPN_W-1:0]];
 
   logic [31:0]      db_pi [NQP];   // the latest producer index the host wrote, per QPN
@@ -334,6 +352,42 @@ module soc_fp
       db_seen <= '0;
       was_active <= '0;
       db_pick_v <= 1'b0;
+    end
+  end
+
+  // ------------------------------------------------------------------ receive doorbells
+  // Per QPN below NQP: `rq_unread`, a receive doorbell the firmware has not read
+  // since; `rq_posted`, the mask of `rq_empty`, set by a receive doorbell and
+  // cleared only by the firmware's `rq_empty` set (fp_rx's command, table 1 word 19
+  // op 2, or a context write with the flag) while `rq_unread` is clear: the firmware then decided on a view that
+  // holds every WQE the host rang for (it read the doorbell, then fetched up to
+  // it, before it can find the queue empty). Clearing it at the read was too early:
+  // the flag stayed set, unmasked, while the firmware fetched the WQE.
+  logic [NQP-1:0] rq_posted, rq_unread;
+  logic [10:0]    r_host_qpn, r_fw_qpn;
+  logic           r_set_cmd;   // the firmware sets `rq_empty`
+  assign r_host_qpn = 11'(hdb_index) + 11'(QPN_BASE);
+  assign r_fw_qpn = 11'(fdb_index) + 11'(QPN_BASE);
+  // (or its write of a context's flags word with `rq_empty` set: an exception's
+  // write-back, a QP coming on, decided on the same view)
+  assign r_set_cmd = cfg_wr_valid && cfg_wr_ready && cfg_wr_table == 2'd1 &&
+                     cfg_wr_index < 24'(NQP) &&
+                     ((cfg_wr_word == 5'd19 && cfg_wr_data[1:0] == 2'd2) ||
+                      (32'(cfg_wr_word) == RC_FLAGS / 4 && cfg_wr_data[8 * (RC_FLAGS % 4) + 4]));
+  always_ff @(posedge clk) begin
+    logic [NQP-1:0] set, read, cmd;
+    set = hqpdb ? '1 : '0;
+    if (hdb_valid && hdb_rq && r_host_qpn < 11'(NQP)) set[r_host_qpn[QPN_W-1:0]] = 1'b1;
+    read = '0;
+    if (fdb_rq_read && r_fw_qpn < 11'(NQP)) read[r_fw_qpn[QPN_W-1:0]] = 1'b1;
+    cmd = '0;
+    if (r_set_cmd) cmd[cfg_wr_index[QPN_W-1:0]] = 1'b1;
+    // (a doorbell in the cycle of a read or a command wins: it is not seen yet)
+    rq_unread <= (rq_unread & ~read) | set;
+    rq_posted <= (rq_posted & ~(cmd & ~rq_unread)) | set;
+    if (rst) begin
+      rq_unread <= '0;
+      rq_posted <= '0;
     end
   end
 

@@ -31,6 +31,13 @@
 //   value) the cycle they are written: the fast path's WQE fetch takes those
 //   of the queues it holds (`hdb_taken`, soc_fp), and such a write, stored
 //   as any other, leaves `db_pending` alone (the firmware is not woken).
+// * Receive-queue doorbells (SQ_DB + 8 q + 4) go out on `hdb_*` too, with
+//   `hdb_rq` (never taken: the firmware fetches receive WQEs), and so do the
+//   firmware's reads of them (`fdb_rq_read`, index `fdb_index`) and the
+//   host's QP_DB writes (`hqpdb`): the fast path's receive check (soc_fp)
+//   needs to know which QPs' receive queues may hold WQEs the firmware has
+//   not seen, where its `rq_empty` flag is stale (docs/fastpath.md §6 "In
+//   the SoC", "Receiver not ready").
 // Past the window, at 0x4000..0x40FF of both ports, are 64 words of firmware
 // statistics (the firmware writes them, the host reads them; vendor registers
 // beyond the ABI's 16 KiB, like a NIC's BAR has): firmware/image/src/mmio.rs
@@ -66,11 +73,17 @@ module soc_host_regs (
     output logic             db_pending,
     input  wire logic        db_clear,
 
-    // host writes of send-queue doorbells, and whether the fast path took this one
+    // host writes of send- (and, with hdb_rq, receive-) queue doorbells, and
+    // whether the fast path took this one (never a receive doorbell)
     output logic             hdb_valid,
+    output logic             hdb_rq,
     output logic [9:0]       hdb_index,
     output logic [31:0]      hdb_pi,
-    input  wire logic        hdb_taken
+    input  wire logic        hdb_taken,
+    // the firmware's reads of receive-queue doorbells; host writes of QP_DB
+    output logic             fdb_rq_read,
+    output logic [9:0]       fdb_index,
+    output logic             hqpdb
 );
 
   localparam logic [14:0] DEVICE_ID    = 15'h000;
@@ -110,9 +123,12 @@ module soc_host_regs (
                  (host_req_addr >= SRQ_DB && host_req_addr < WINDOW);
   end
   assign hdb_valid = host_req_valid && host_req_we && host_req_addr >= SQ_DB &&
-                     host_req_addr < CQ_DB && host_req_addr[2:0] == 3'd0;
+                     host_req_addr < CQ_DB && host_req_addr[1:0] == 2'd0;
+  assign hdb_rq = host_req_addr[2];
   assign hdb_index = 10'((host_req_addr - SQ_DB) >> 3);
   assign hdb_pi = host_req_wdata;
+  assign fdb_rq_read = req && !we && addr >= SQ_DB && addr < CQ_DB && addr[2:0] == 3'd4;
+  assign fdb_index = 10'((addr - SQ_DB) >> 3);
 
   logic h_window, h_stats, f_window, f_stats;
   assign h_window = host_req_addr < WINDOW;
@@ -130,6 +146,7 @@ module soc_host_regs (
   logic qpdb_write, qpdb_push, qpdb_pop, qpdb_overflow;
   assign qpdb_write = host_req_valid && host_req_we && host_req_addr == QP_DB &&
                       host_req_wdata[31:16] == 16'h0;
+  assign hqpdb = host_req_valid && host_req_we && host_req_addr == QP_DB;
   assign qpdb_push = qpdb_write && qpdb_count != QPDB_FULL;
   assign qpdb_pop = req && !we && f_qpdb && qpdb_count != '0;
   roce_fifo #(

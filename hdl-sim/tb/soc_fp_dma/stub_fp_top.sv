@@ -113,7 +113,8 @@ module roce_fp_top
     output logic                         sq_db_ready,
     input  wire logic [$clog2(NQP)-1:0]  sq_db_qpn,
     input  wire logic [31:0]             sq_db_pi,
-    output logic [NQP-1:0]               sq_active
+    output logic [NQP-1:0]               sq_active,
+    input  wire logic [NQP-1:0]          rq_posted
 );
 
   // ---- a stub: drives the DMA ports with a script and checks what comes back
@@ -246,6 +247,6 @@ module roce_fp_top
   logic unused_ins;
   assign unused_ins = ^{rx_s_axis_tdata, rx_s_axis_tkeep, rx_s_axis_tvalid, rx_s_axis_tlast, tx_m_axis_tready,
     txd_data, txd_valid, ackd_data, ackd_valid, cfg_wr_valid, cfg_wr_table, cfg_wr_index, cfg_wr_word, cfg_wr_data,
-    cfg_rd_valid, cfg_rd_table, cfg_rd_index, cfg_rd_word, ev_ready, exc_tready};
+    cfg_rd_valid, cfg_rd_table, cfg_rd_index, cfg_rd_word, ev_ready, exc_tready, rq_posted};
   /* verilator lint_on UNUSEDSIGNAL */
 endmodule

@@ -29,7 +29,8 @@ module tb #(
     .h_req_valid(h_req_valid), .h_req_ready(1'b1), .h_req_write(h_req_write), .h_req_addr(h_req_addr),
     .h_req_len(h_req_len), .h_req_wdata(h_req_wdata), .h_rsp_valid(h_rsp_valid), .h_rsp_error(h_rsp_error),
     .h_rsp_rdata(h_rsp_rdata),
-    .now_ns('0), .hdb_valid(1'b0), .hdb_index('0), .hdb_pi('0), .hdb_taken());
+    .now_ns('0), .hdb_valid(1'b0), .hdb_rq(1'b0), .hdb_index('0), .hdb_pi('0), .hdb_taken(),
+    .fdb_rq_read(1'b0), .fdb_index('0), .hqpdb(1'b0));
   function automatic logic [7:0] mem_byte(input logic [63:0] a);
     mem_byte = a[7:0] ^ a[15:8] ^ 8'h5A;
   endfunction
