@@ -2152,11 +2152,9 @@ impl<
                 if let Some(c) = self.cc.get_mut(slot) {
                     c.set_held(out == Tx::Held);
                     if let Tx::Sent { len, data: true } = out {
+                        c.on_sent(&self.cfg.cc, now.as_nanos(), len, !fp_paced);
                         if fp_paced {
-                            c.on_sent_paced(&self.cfg.cc, now.as_nanos(), len);
                             self.fp_paced_sent = Some((qpn, len));
-                        } else {
-                            c.on_sent(&self.cfg.cc, now.as_nanos(), len);
                         }
                     }
                 }
