@@ -186,6 +186,8 @@ pub struct SqBack {
 /// counters (one read for both), and what its WQE fetch did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SqNews {
+    /// (Left at zero by a fast path that runs by itself, `FastPath::runs_by_itself`:
+    /// its counters are read when the host asks.)
     pub counters: FastPathCounters,
     /// It wrote CQEs.
     pub cqe: bool,

@@ -189,6 +189,16 @@ pub trait FastPath {
         let _ = now;
         self.run(dma)
     }
+    /// Whether the fast path runs beside the core (hardware: the SoC's), where
+    /// [`FastPath::run_at`] only reads its news. The runtime then reads the news once a
+    /// poll (a second read after its TX pass finds only what the hardware did in those
+    /// few instructions: the next poll's) and [`FastPath::counters`] only when the host
+    /// asks (QUERY_COUNTERS reads them anyway): each read is a table access of ~85
+    /// instructions on the SoC's core (issue 14's 500 a packet). A model (false) runs
+    /// when called, so it runs again after the TX pass gave it work.
+    fn runs_by_itself(&self) -> bool {
+        false
+    }
     /// Frames the fast path sent and took by itself.
     fn counters(&self) -> FastPathCounters;
     /// The context cache's counts: frames whose QP's context was in its entry (and

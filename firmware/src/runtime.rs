@@ -538,12 +538,15 @@ impl<
         any |= self.write_completions();
         let (dma, dp) = self.hal.split();
         if let Some(fp) = dp.fastpath() {
-            let ran = fp.run_at(dma, now.as_nanos());
+            // Hardware beside the core was read at the start of this poll (`receive`),
+            // and its counters are read when the host asks (`runs_by_itself`).
+            let alone = fp.runs_by_itself();
+            let ran = !alone && fp.run_at(dma, now.as_nanos());
             any |= ran;
             let news = ran || core::mem::take(&mut self.fp_news_due);
-            // The hardware's counters move only when it works; they come with its
-            // news when there are news to read.
-            if core::mem::take(&mut self.fp_ran) && !news {
+            // The model's counters move only when it works; they come with its news
+            // when there are news to read.
+            if core::mem::take(&mut self.fp_ran) && !news && !alone {
                 set_fp_counters(&mut self.counters.fastpath, fp.counters());
             }
             if news {
@@ -861,7 +864,9 @@ impl<
             return;
         };
         let news = fp.sq_news();
-        set_fp_counters(&mut self.counters.fastpath, news.counters);
+        if !fp.runs_by_itself() {
+            set_fp_counters(&mut self.counters.fastpath, news.counters);
+        }
         self.fp_deadline = news.deadline;
         self.fp_due = news.due;
         if news.taken != 0 {
@@ -1053,12 +1058,15 @@ impl<
             };
         };
         let rung = fp.sq_doorbell(qpn, pi, now, dma);
+        // Its new deadline is read with the poll's other news (`transmit`). Hardware
+        // that runs by itself hears the doorbell itself and watches its own deadlines:
+        // what it does with the WQEs comes with its news (~300 instructions on the
+        // SoC's core, read now, found nothing yet).
+        self.fp_news_due |= !fp.runs_by_itself();
         self.counters.send_wqes += u64::from(rung.taken);
         if rung.sends != 0 {
             self.engine.fastpath_count_sends(rung.sends);
         }
-        // Its new deadline is read with the poll's other news (`transmit`).
-        self.fp_news_due = true;
         rung
     }
 

@@ -28,6 +28,11 @@ pub const RCTX_LEN: usize = 64;
 pub const MR_LEN: usize = 32;
 /// Bytes of an event-queue entry (§3.5).
 pub const EVENT_LEN: usize = 64;
+/// The bytes of an event entry that carry fields: every kind's lie in the first 32
+/// (§3.5), the rest is reserved (zero), and [`decode_event`] reads only these. A
+/// firmware that copies events out of registers a word at a time (the SoC's) copies
+/// only these.
+pub const EVENT_USED: usize = 32;
 /// Where the header template starts in a send context.
 pub const SCTX_TEMPLATE: usize = 30;
 /// Where `una_psn` sits in a send context (the firmware writes these 3 bytes alone).

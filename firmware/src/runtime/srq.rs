@@ -131,7 +131,14 @@ impl<
     }
 
     /// Fetches every SRQ's new WQEs into the engine. Returns whether any was taken.
+    /// Looks before it calls: the fetch's frame (its ring walk inlined) cost every
+    /// doorbell ~110 instructions on the SoC's core with no SRQ at all.
     pub(super) fn fetch_srqs(&mut self) -> bool {
+        self.srqs.iter().any(Option::is_some) && self.fetch_srqs_now()
+    }
+
+    #[inline(never)]
+    fn fetch_srqs_now(&mut self) -> bool {
         let mut any = false;
         for i in 0..MAX_SRQ {
             let Some(Some(mut s)) = self.srqs.get(i).copied() else {
