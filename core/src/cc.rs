@@ -522,13 +522,22 @@ impl QpCc {
     }
 
     /// A data frame of `len` bytes left at `now`: paces the next one and feeds the byte
-    /// counter.
-    pub fn on_sent(&mut self, cfg: &CcConfig, now: u64, len: usize) {
+    /// counter when `count` (not when a fast path's pacing entry counts the QP's bytes,
+    /// `fastpath::Pace`).
+    pub fn on_sent(&mut self, cfg: &CcConfig, now: u64, len: usize, count: bool) {
         if !self.rp_on || self.rp.rate() >= cfg.dcqcn.line_rate {
             return; // at line rate the link itself is the pacer
         }
         self.pacer.on_sent(now, wire_bytes(len), self.rp.rate());
-        self.rp.on_sent(&cfg.dcqcn, wire_bytes(len));
+        if count {
+            self.rp.on_sent(&cfg.dcqcn, wire_bytes(len));
+        }
+    }
+
+    /// Takes a fast path's pacer (its pacing entry's, which paced the QP's packets
+    /// since the engine last sent one).
+    pub fn set_pacer(&mut self, pacer: Pacer) {
+        self.pacer = pacer;
     }
 
     /// A CNP for this QP arrived; false when the reaction point is off (ignored).
@@ -842,7 +851,7 @@ mod tests {
             .enumerate()
         {
             now = now.max(engine.pacer.ready_at());
-            engine.on_sent(&cfg, now, len);
+            engine.on_sent(&cfg, now, len, true);
             if pace.on_sent(now, len) {
                 fp.take_bytes(&cfg, pace.bytes);
                 let back = fp.pace(&cfg).unwrap();

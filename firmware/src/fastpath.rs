@@ -277,6 +277,42 @@ fn responses_wait(ackq: &Deque<Resp, ACKQ>) -> bool {
     ackq.iter().any(|r| !matches!(r, Resp::Ack(_)))
 }
 
+/// Whether a response waits that an exception of `qpn` must not overtake: any QP's
+/// READ response or ATOMIC ACKNOWLEDGE, except a paced QP's (§2.5) for another QP's
+/// exception. Those leave at their pacer's instants, microseconds apart, and holding
+/// every other QP's exceptions behind them made the firmware, and so the engine, take
+/// those frames late (the engine alone takes them as they come); what the firmware
+/// sends for another QP cannot overtake them in their own QP's order anyway. Without
+/// pacing the queue drains at once, and the rule is the RTL's (any QP's READ holds any
+/// QP's exception).
+///
+/// `own`: `qpn`'s own responses count too; else only other QPs'.
+fn responses_wait_for<const QPS: usize>(
+    ackq: &Deque<Resp, ACKQ>,
+    qps: &[QpMem; QPS],
+    qpn: Qpn,
+    own: bool,
+) -> bool {
+    let slot = |q: Qpn| q.value() as usize % QPS.max(1);
+    ackq.iter().any(|r| match r {
+        Resp::Ack(_) => false,
+        r => {
+            let of = resp_qpn(r);
+            if of == qpn {
+                own
+            } else {
+                qps.get(slot(of)).is_none_or(|q| q.pace.is_none())
+            }
+        }
+    })
+}
+
+/// Whether a READ response or ATOMIC ACKNOWLEDGE of `qpn` waits.
+fn own_responses_wait(ackq: &Deque<Resp, ACKQ>, qpn: Qpn) -> bool {
+    ackq.iter()
+        .any(|r| !matches!(r, Resp::Ack(_)) && resp_qpn(r) == qpn)
+}
+
 /// One QP's memories.
 #[derive(Clone, Debug)]
 struct QpMem {
@@ -297,6 +333,15 @@ struct QpMem {
     /// A `CNP` or `BYTES` event of the QP waits for the firmware's write of the entry:
     /// its data waits meanwhile.
     pace_wait: bool,
+    /// The firmware's engine has data frames of the QP queued (a duplicate READ's
+    /// responses): the QP's own wait (the engine sends a QP's responses before its
+    /// requests, and so must the QP's one pacer).
+    fw_hold: bool,
+    /// The PSN after the last request packet the segmenter sent, or where a rewind
+    /// (a FLUSH, the WQE fetch's Go-Back-N) put it since: the engine's requester's
+    /// `psn`, which says what is outstanding. `None`: the context's `next_psn` (no
+    /// rewind since the firmware wrote it), which a rewind leaves where it was.
+    cursor: Option<Psn>,
 }
 
 impl Default for QpMem {
@@ -311,6 +356,8 @@ impl Default for QpMem {
             sq: None,
             pace: None,
             pace_wait: false,
+            fw_hold: false,
+            cursor: None,
         }
     }
 }
@@ -322,10 +369,11 @@ impl QpMem {
         let Some(p) = &self.pace else {
             return true;
         };
-        if !self.pace_wait && p.ready(now) {
+        let wait = self.pace_wait || self.fw_hold;
+        if !wait && p.ready(now) {
             return true;
         }
-        if let Some(t) = p.wakes_at(now).filter(|_| !self.pace_wait) {
+        if let Some(t) = p.wakes_at(now).filter(|_| !wait) {
             *wake = Some(wake.map_or(t, |w| w.min(t)));
         }
         false
@@ -337,6 +385,12 @@ impl QpMem {
         let hit = self.pace.as_mut().is_some_and(|p| p.on_sent(now, len));
         self.pace_wait |= hit;
         hit
+    }
+
+    /// Where the segmenter's sends stand (`cursor`).
+    fn sent_to(&self) -> Option<Psn> {
+        self.cursor
+            .or_else(|| layout::decode_sctx(&self.sctx).ok().map(|c| c.next_psn))
     }
 
     /// A new `una_psn`: the in-flight messages that end before it are acknowledged.
@@ -419,6 +473,16 @@ impl<P: Datapath, const QPS: usize> FastPathPort<P, QPS> {
         }
     }
 
+    /// Whether the frame held in RX slot `slot` (`n` bytes) still waits for the
+    /// responses queued before it (`responses_wait_for`).
+    fn held_waits(&self, slot: usize, n: usize) -> bool {
+        let frame = self.slots.get(slot).and_then(|b| b.get(..n)).unwrap_or(&[]);
+        match wire::parse(frame) {
+            Ok(pkt) => responses_wait_for(&self.ackq, &self.qps, pkt.dest_qp(), true),
+            Err(_) => responses_wait(&self.ackq),
+        }
+    }
+
     fn slot_of(qpn: Qpn) -> usize {
         qpn.value() as usize % QPS.max(1)
     }
@@ -436,9 +500,8 @@ impl<P: Datapath, const QPS: usize> FastPathPort<P, QPS> {
     fn run_rx(&mut self, dma: &mut dyn Dma) -> bool {
         let mut any = false;
         while self.events.len() + 1 < EVQ && !self.ackq.is_full() {
-            let reads_wait = responses_wait(&self.ackq);
             let (slot, n) = match self.held {
-                Some(_) if reads_wait => break,
+                Some((h, n)) if self.held_waits(h, n) => break,
                 Some(h) => {
                     self.held = None;
                     h
@@ -467,6 +530,10 @@ impl<P: Datapath, const QPS: usize> FastPathPort<P, QPS> {
                 continue;
             };
             let qpn = pkt.dest_qp();
+            // (Other QPs' responses that hold the frame: this frame's decision drops
+            // none of them.)
+            let others_wait = responses_wait_for(&self.ackq, &self.qps, qpn, false);
+            let reads_wait = others_wait || own_responses_wait(&self.ackq, qpn);
             let s = Self::slot_of(qpn);
             if let Some(q) = self
                 .qps
@@ -555,7 +622,7 @@ impl<P: Datapath, const QPS: usize> FastPathPort<P, QPS> {
                     ) {
                         drop_reads_after(&mut self.ackq, &rctx, &pkt);
                     }
-                    let reads_left = responses_wait(&self.ackq);
+                    let reads_left = others_wait || own_responses_wait(&self.ackq, qpn);
                     if let (Some(Event::Exception { .. }), Some(b), true) =
                         (&out.event, before, reads_left)
                     {
@@ -743,10 +810,17 @@ impl<P: Datapath, const QPS: usize> FastPathPort<P, QPS> {
                 return false;
             }
             let qpn = m.qpn;
+            // The cursor after this packet: a READ request spends its responses' PSNs.
+            let after = if matches!(m.op, MsgOp::Read) {
+                m.last_psn(ctx.mtu).next()
+            } else {
+                m.psn_of(k).next()
+            };
             match fastpath::segment(&mut ctx, m, k, dma, &mut self.buf) {
                 Ok(n) => {
                     q.next_pkt = Some(k + 1);
                     q.sctx = layout::encode_sctx(&ctx);
+                    q.cursor = Some(after);
                     if let Some(sq) = q.sq.as_mut().filter(|sq| sq.deadline.is_none()) {
                         // The local ACK timer of a queue the hardware fetches starts
                         // with a request packet sent while none runs (the engine's
@@ -766,6 +840,7 @@ impl<P: Datapath, const QPS: usize> FastPathPort<P, QPS> {
                 Err(TxError::Dma) => {
                     q.next_pkt = Some(k + 1);
                     q.sctx = layout::encode_sctx(&ctx);
+                    q.cursor = Some(after);
                     self.counters.tx_dma_errors += 1;
                     self.counters.tx_resent += resend;
                     return true;
@@ -803,7 +878,11 @@ impl<P: Datapath, const QPS: usize> FastPathPort<P, QPS> {
                 sq.rnr_at = None;
                 let first = q.inflight.front().map(|m| m.first_psn);
                 sq.replay = first.map(|f| (sq.done, sq.una.diff(f).max(0) as u32));
-                sq.deadline = first.and(sq.idle.rto).map(|t| now.saturating_add(t));
+                // (A paced QP's starts with the replay's first packet: `go_back`.)
+                sq.deadline = first
+                    .and(sq.idle.rto)
+                    .filter(|_| q.pace.is_none())
+                    .map(|t| now.saturating_add(t));
                 q.sq = Some(sq);
                 any = true;
                 continue;
@@ -986,6 +1065,7 @@ impl<P: Datapath, const QPS: usize> FastPathPort<P, QPS> {
         if let MsgOp::Flush { una } = m.op {
             retain(&mut self.txq, |d| Self::slot_of(d.qpn) != s);
             q.next_pkt = None;
+            q.cursor = Some(m.first_psn);
             if let Ok(mut ctx) = layout::decode_sctx(&q.sctx) {
                 ctx.noack = 0;
                 // The rewind's `una` lands with the drop, forward only (a response
@@ -1254,6 +1334,7 @@ fn sq_nak(
         sq.rnr_spent = rnr_spent.saturating_add(1);
     }
     sq.deadline = None;
+    q.cursor = Some(sq.una);
     sq.rnr_at = Some(now.saturating_add(timer.nanos()));
     sq.replay = None;
     q.sq = Some(sq);
@@ -1277,8 +1358,16 @@ fn retries_at_timeout(q: &QpMem, sq: &SqHw) -> bool {
 /// replay out). The caller drops the QP's queued descriptors (a FLUSH).
 fn go_back(q: &mut QpMem, mut sq: SqHw, mut ctx: SendCtx, first: Psn, now: u64) {
     sq.spent = sq.spent.saturating_add(1);
-    sq.deadline = sq.idle.rto.map(|t| now.saturating_add(t));
+    // A paced QP's (§2.5) starts with the first resend, which its pacer may hold: the
+    // engine alone stops its timer at the rewind and starts it as that packet leaves
+    // (`tx_qp`). Unpaced, the resend leaves in this run, at `now`.
+    sq.deadline = if q.pace.is_some() {
+        None
+    } else {
+        sq.idle.rto.map(|t| now.saturating_add(t))
+    };
     sq.replay = Some((sq.done, sq.una.diff(first).max(0) as u32));
+    q.cursor = Some(sq.una);
     q.sq = Some(sq);
     ctx.noack = 0;
     q.sctx = layout::encode_sctx(&ctx);
@@ -1292,6 +1381,7 @@ fn go_back(q: &mut QpMem, mut sq: SqHw, mut ctx: SendCtx, first: Psn, now: u64) 
 /// `ACKED` event is not raised: returns true. A response that leaves a completion to
 /// the firmware raises it as before, and the firmware then takes the send queue back.
 fn sq_retire(q: &mut QpMem, event: &Option<Event>, none_owed: bool, now: u64) -> bool {
+    let sent = q.sent_to();
     let (Some(sq), Some(Event::Acked { done, una, cqe, .. })) = (q.sq.as_mut(), event) else {
         return false;
     };
@@ -1310,7 +1400,7 @@ fn sq_retire(q: &mut QpMem, event: &Option<Event>, none_owed: bool, now: u64) ->
     sq.base = q.inflight.front().map_or(sq.next, |m| m.first_psn);
     // Outstanding is what was sent (the engine's requester moves its PSN as it sends),
     // not what was fetched: a message whose packets the pacer holds is not (§2.5).
-    let sent = layout::decode_sctx(&q.sctx).map_or(sq.next, |c| c.next_psn);
+    let sent = sent.unwrap_or(sq.next);
     // An RNR wait keeps the timer stopped (`comp_progress`).
     sq.deadline = if !una.before(sent) || sq.rnr_at.is_some() {
         None
@@ -1439,6 +1529,10 @@ impl<P: Datapath, const QPS: usize> FastPath for FastPathPort<P, QPS> {
             return;
         };
         let old = layout::decode_sctx(&q.sctx).ok();
+        if offset < 15 && offset + bytes.len() > 12 {
+            // `next_psn` written: the sends stand there.
+            q.cursor = None;
+        }
         if let Some(d) = q.sctx.get_mut(offset..offset + bytes.len()) {
             d.copy_from_slice(bytes);
         }
@@ -1584,6 +1678,25 @@ impl<P: Datapath, const QPS: usize> FastPath for FastPathPort<P, QPS> {
                 }
             }
             q.pace_wait = false;
+        }
+    }
+
+    fn read_pacer(&mut self, qpn: Qpn) -> Option<roce_core::cc::Pacer> {
+        self.qp(qpn).and_then(|q| q.pace).map(|p| p.pacer)
+    }
+
+    fn pace_sent_to(&mut self, qpn: Qpn) -> Option<(u64, Psn)> {
+        let q = self.qp(qpn)?;
+        Some((q.pace?.pacer.ready_at(), q.sent_to()?))
+    }
+
+    fn fw_paced_sent(&mut self, qpn: Qpn, len: usize) {
+        self.pace_sent(qpn, len);
+    }
+
+    fn pace_hold(&mut self, qpn: Qpn, hold: bool) {
+        if let Some(q) = self.qp(qpn) {
+            q.fw_hold = hold;
         }
     }
 

@@ -154,6 +154,32 @@ pub trait FastPath {
     fn write_pace(&mut self, qpn: Qpn, w: &crate::fastpath::PaceWrite) {
         let _ = (qpn, w);
     }
+    /// QP `qpn`'s pacer as its pacing entry holds it now (`None`: no entry): the
+    /// firmware's engine takes it before it builds data frames of the QP itself (a
+    /// duplicate READ's responses), which leave through the entry too (§2.5).
+    fn read_pacer(&mut self, qpn: Qpn) -> Option<roce_core::cc::Pacer> {
+        let _ = qpn;
+        None
+    }
+    /// A data frame of `len` bytes of paced QP `qpn` that the firmware's engine built
+    /// (a duplicate READ's response, an atomic's replay) left: the entry's pacer and
+    /// byte counter advance as for the segmenter's (§2.5; a `BYTES` event at the
+    /// threshold).
+    /// Paced QP `qpn`'s pacer's next release (ns) and where the segmenter's sends
+    /// stand (the PSN after the last request packet it sent, or a rewind's since): what
+    /// the engine needs to start the local ACK timer as the engine alone would (§2.5).
+    fn pace_sent_to(&mut self, qpn: Qpn) -> Option<(u64, roce_core::num::Psn)> {
+        let _ = qpn;
+        None
+    }
+    fn fw_paced_sent(&mut self, qpn: Qpn, len: usize) {
+        let _ = (qpn, len);
+    }
+    /// Holds paced QP `qpn`'s data (`hold`) while the firmware's engine has data frames
+    /// of the QP queued, or lets it go (§2.5).
+    fn pace_hold(&mut self, qpn: Qpn, hold: bool) {
+        let _ = (qpn, hold);
+    }
     /// Lets the hardware run: a model moves frames here (received frames through the
     /// rules, descriptors into frames); hardware runs by itself and returns false.
     fn run(&mut self, dma: &mut dyn Dma) -> bool;

@@ -363,6 +363,15 @@ impl<
         let n = self
             .engine
             .poll_transmit_except(now, buf, self.hal.dma(), blocked)?;
+        if H::FASTPATH_PACES {
+            if let (Some((qpn, len)), Some(fp)) = (
+                self.engine.fastpath_take_paced_sent(),
+                self.hal.split().1.fastpath(),
+            ) {
+                fp.fw_paced_sent(qpn, len);
+                fp.pace_hold(qpn, self.engine.fastpath_resp_queued(qpn));
+            }
+        }
         self.counters.frames_tx += 1;
         Some(n)
     }
@@ -488,6 +497,14 @@ impl<
                 break;
             };
             let taken = dp.transmit(self.txbuf.get(..n).unwrap_or(&[]));
+            if H::FASTPATH_PACES {
+                if let (Some((qpn, len)), Some(fp)) =
+                    (self.engine.fastpath_take_paced_sent(), dp.fastpath())
+                {
+                    fp.fw_paced_sent(qpn, len);
+                    fp.pace_hold(qpn, self.engine.fastpath_resp_queued(qpn));
+                }
+            }
             // `tx_blocked` said yes; a datapath that then refuses loses the frame,
             // which the retransmission timer repairs, but it is a datapath bug.
             debug_assert!(taken, "datapath refused a frame after tx_blocked");
@@ -567,6 +584,11 @@ impl<
             // `tx_room` said yes, or it is a FLUSH: a refusal is a malformed descriptor,
             // which the retransmission timer repairs like a lost packet.
             let _ = fp.post_tx(zerocopy::transmute_ref!(&self.txd));
+            if H::FASTPATH_PACES {
+                if let Ok(m) = layout::decode_txd(zerocopy::transmute_ref!(&self.txd)) {
+                    self.fp_pace_timer(now, m.qpn);
+                }
+            }
             self.counters.fp_descriptors += 1;
             self.fp_ran = true;
             any = true;
@@ -736,6 +758,9 @@ impl<
             // hardware wrote.
             self.engine.fastpath_acked(now, qpn, psn, placed, cqe)
         };
+        if H::FASTPATH_PACES {
+            self.fp_pace_timer(now, qpn);
+        }
         if cqe {
             // The hardware wrote CQEs (§3.7): the host hears of them as of
             // the firmware's.
@@ -745,6 +770,18 @@ impl<
             if let Some((slot, ring)) = self.fp_sq_givable(qpn) {
                 self.fp_sq_give(qpn, slot, ring, &idle);
             }
+        }
+    }
+
+    /// A paced QP's local ACK timer after the engine handed out a message or took a
+    /// response (§2.5): the engine alone starts it as a packet leaves, and the
+    /// segmenter's pacer decides when that is (`Engine::fastpath_pace_timer`).
+    fn fp_pace_timer(&mut self, now: Instant, qpn: Qpn) {
+        let Some(fp) = self.hal.split().1.fastpath() else {
+            return;
+        };
+        if let Some((next_at, sent)) = fp.pace_sent_to(qpn) {
+            self.engine.fastpath_pace_timer(now, qpn, sent, next_at);
         }
     }
 
@@ -1068,10 +1105,24 @@ impl<
                 let _ = self.engine.fastpath_load_recv_state(qpn, &state);
             }
         }
+        if H::FASTPATH_PACES {
+            // The engine may answer with data frames of its own (a duplicate READ's
+            // responses): paced by the QP's entry as it stands (§2.5).
+            if let Some(p) = fp.read_pacer(qpn) {
+                self.engine.fastpath_pace_sync(qpn, p);
+            }
+        }
         let frame = self.rxbuf.get(..usize::from(frame_len)).unwrap_or(&[]);
         match Packet::from_meta(frame, meta) {
             Ok(pkt) => self.engine.handle_parsed(now, &pkt, dma),
             Err(_) => self.engine.handle_verified_packet(now, frame, dma),
+        }
+        if H::FASTPATH_PACES {
+            // Its data frames go first (the engine's order), by the one pacer.
+            let queued = self.engine.fastpath_resp_queued(qpn);
+            if let Some(fp) = self.hal.split().1.fastpath() {
+                fp.pace_hold(qpn, queued);
+            }
         }
         if on {
             self.fp_write_back(now, qpn, request);

@@ -274,6 +274,10 @@ pub struct Engine<
     /// reaction point on may be on it, and DCQCN's changes to their rates are marked
     /// for the firmware to write (`fastpath_pace_write`).
     fp_pace: bool,
+    /// A data frame of a paced QP on the fast path that `poll_transmit` just built
+    /// (its QPN and length): the firmware hands it to the pacing entry
+    /// ([`Engine::fastpath_take_paced_sent`]).
+    fp_paced_sent: Option<(Qpn, usize)>,
     /// Per QP slot, what of its pacing entry changed since the firmware last wrote it:
     /// bit 0 the rate or its increase timer, bit 1 the byte counter.
     pace_dirty: [u8; QPS],
@@ -332,6 +336,7 @@ impl<
             cc: [QpCc::new(&cfg.cc); QPS],
             cc_any: cfg.cc.rp,
             fp_pace: false,
+            fp_paced_sent: None,
             pace_dirty: [0; QPS],
             pace_dirty_any: false,
             counters: Counters::ZERO,
@@ -1728,6 +1733,36 @@ impl<
         self.fp_pace = on;
     }
 
+    /// The paced data frame `poll_transmit` built last for a QP on the fast path (its
+    /// QPN and length), taken: the firmware tells the QP's pacing entry, which paces
+    /// and counts the engine's data frames of the QP with the segmenter's
+    /// (`docs/fastpath.md` §2.5).
+    pub fn fastpath_take_paced_sent(&mut self) -> Option<(Qpn, usize)> {
+        self.fp_paced_sent.take()
+    }
+
+    /// QP `qpn`'s pacer as its pacing entry holds it (`pacer`, read from the fast
+    /// path before the engine handles one of the QP's exceptions): the data frames the
+    /// engine then builds for it leave when the one pacer of the QP lets them.
+    pub fn fastpath_pace_sync(&mut self, qpn: Qpn, pacer: crate::cc::Pacer) {
+        if let Some(c) = self.slot(qpn).and_then(|s| self.cc.get_mut(s)) {
+            c.set_pacer(pacer);
+        }
+    }
+
+    /// The local ACK timer of paced QP `qpn` on the fast path, after a hand-out or a
+    /// response (`docs/fastpath.md` §2.5): `sent`, the segmenter's next PSN (what it
+    /// sent ends there); `next_at`, when its pacer lets the QP's next packet go. With
+    /// everything sent acknowledged and messages handed out but not sent yet, the
+    /// timer starts as the next packet leaves, as the engine alone starts it, not at
+    /// the hand-out or the ACK.
+    pub fn fastpath_pace_timer(&mut self, now: Instant, qpn: Qpn, sent: Psn, next_at: u64) {
+        let now = self.clock(now);
+        if let Some(slot) = self.slot(qpn) {
+            self.with_fp_qp(slot, now, |r, env| r.comp_pace_timer(env, sent, next_at));
+        }
+    }
+
     /// `qpn`'s pacing entry (`docs/fastpath.md` §2.5) as the firmware writes it when the
     /// QP comes on the fast path; `None` with its reaction point off.
     pub fn fastpath_pace(&self, qpn: Qpn) -> Option<fastpath::Pace> {
@@ -2110,6 +2145,9 @@ impl<
                 srqs: &mut *srqs,
             };
             let mut r = QpRef { qp, q };
+            // A paced QP on the fast path: its pacing entry counts the bytes (§2.5).
+            let fp_paced = self.fp_pace && r.qp.req.fastpath;
+            let qpn = r.qp.qpn;
             let out = transmit_one(&mut r, &mut env, cfg, qp_hdr, (gated, ect), buf);
             // Idle until an event runs the QP again; a paced packet is work waiting.
             *ready = out != Tx::Idle;
@@ -2120,7 +2158,10 @@ impl<
                 if let Some(c) = self.cc.get_mut(slot) {
                     c.set_held(out == Tx::Held);
                     if let Tx::Sent { len, data: true } = out {
-                        c.on_sent(&self.cfg.cc, now.as_nanos(), len);
+                        c.on_sent(&self.cfg.cc, now.as_nanos(), len, !fp_paced);
+                        if fp_paced {
+                            self.fp_paced_sent = Some((qpn, len));
+                        }
                     }
                 }
             }

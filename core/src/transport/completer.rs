@@ -53,6 +53,17 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
         };
     }
 
+    /// A paced fast-path QP's timer (`Engine::fastpath_pace_timer`): nothing the
+    /// segmenter sent (up to `sent`) is outstanding but handed-out messages wait for
+    /// its pacer: the timer starts when the next packet may leave (`next_at`).
+    pub(crate) fn comp_pace_timer(&mut self, env: &Env<'_>, sent: Psn, next_at: u64) {
+        let c = self.qp.comp.psn;
+        if !c.before(sent) && c.before(self.qp.req.psn) && self.qp.comp.rnr_at.is_none() {
+            let at = Instant::from_nanos(env.now.as_nanos().max(next_at));
+            self.qp.comp.retrans_at = self.rto().map(|t| at.after_nanos(t));
+        }
+    }
+
     /// Index of the oldest WQE that is started and not finished.
     fn oldest_outstanding(&self) -> Option<usize> {
         // The deque's two slices chained here and searched with `find`: its own
