@@ -821,10 +821,12 @@ impl<P: Datapath, const QPS: usize> FastPathPort<P, QPS> {
                     q.next_pkt = Some(k + 1);
                     q.sctx = layout::encode_sctx(&ctx);
                     q.cursor = Some(after);
-                    if let Some(sq) = q.sq.as_mut().filter(|sq| sq.deadline.is_none()) {
-                        // The local ACK timer of a queue the hardware fetches starts
-                        // with a request packet sent while none runs (the engine's
-                        // requester as it commits a packet).
+                    let paced = q.pace.is_some();
+                    if let Some(sq) = q.sq.as_mut().filter(|sq| paced && sq.deadline.is_none()) {
+                        // A paced queue's local ACK timer starts with a request packet
+                        // sent while none runs (the engine's requester as it commits a
+                        // packet; its pacer may hold one long after the fetch). An
+                        // unpaced queue's starts at the fetch (`sq_fetch`), as `fp_sqf`'s.
                         sq.deadline = sq.idle.rto.map(|t| self.now.saturating_add(t));
                     }
                     self.counters.tx_resent += resend;
@@ -1036,9 +1038,14 @@ impl<P: Datapath, const QPS: usize> FastPathPort<P, QPS> {
             if m.op.is_read_or_atomic() && credits.count() >= usize::from(sq.idle.max_rd_atomic) {
                 return (taken, sends);
             }
-            // (The local ACK timer starts when the message's first packet leaves,
-            // `tx_qp`, as the engine alone starts it when it sends a request packet with
-            // none running: a paced packet leaves later than its WQE is fetched.)
+            // A paced queue's local ACK timer starts when the message's first packet
+            // leaves (`tx_qp`), as the engine alone starts it when it sends a request
+            // packet with none running: a paced packet leaves later than its WQE is
+            // fetched. An unpaced one's starts here, as the RTL's fetch (`fp_sqf`)
+            // starts it: its packets leave within the same run.
+            if sq.deadline.is_none() && q.pace.is_none() {
+                sq.deadline = sq.idle.rto.map(|t| self.now.saturating_add(t));
+            }
             sq.next = m.last_psn(ctx.mtu).next();
             sq.ring.ci = sq.ring.ci.wrapping_add(1);
             q.sq = Some(sq);
@@ -1381,7 +1388,9 @@ fn go_back(q: &mut QpMem, mut sq: SqHw, mut ctx: SendCtx, first: Psn, now: u64) 
 /// `ACKED` event is not raised: returns true. A response that leaves a completion to
 /// the firmware raises it as before, and the firmware then takes the send queue back.
 fn sq_retire(q: &mut QpMem, event: &Option<Event>, none_owed: bool, now: u64) -> bool {
-    let sent = q.sent_to();
+    // (Unpaced, outstanding is what was fetched, as `fp_sqf` counts it: its packets
+    // leave within the run that fetched them.)
+    let sent = if q.pace.is_some() { q.sent_to() } else { None };
     let (Some(sq), Some(Event::Acked { done, una, cqe, .. })) = (q.sq.as_mut(), event) else {
         return false;
     };
