@@ -192,6 +192,15 @@ pub mod fp_reg {
     pub const RX_OOS: u32 = 0x048;
     /// Duplicate SEND/WRITE requests it acknowledged again.
     pub const RX_DUPS: u32 = 0x04C;
+    /// The WQE fetch's news word (table [`T_PORT`]'s word 23 as a plain register:
+    /// [`SQ_NEWS_CQE`] and [`SQ_NEWS_GBN`] cleared by the read, as that word's read
+    /// clears them). The firmware reads it at every poll while the fetch holds a queue:
+    /// one load, where the table port's select, read command and wait for the word cost
+    /// ~70 instructions.
+    pub const SQ_NEWS: u32 = 0x050;
+    /// The fetch's running counts of WQEs taken and of them SENDs (words 21 and 22).
+    pub const SQ_TAKEN: u32 = 0x054;
+    pub const SQ_SENDS: u32 = 0x058;
     /// The oldest event, 64 bytes (`docs/fastpath.md` §3.5).
     pub const EV: u32 = 0x080;
     /// The descriptor to post, 96 bytes (§2.2), write-only.
@@ -249,13 +258,11 @@ pub mod fp_reg {
     pub const SQ_W_CMD: u32 = 25;
     /// Reads, index = the entry: from [`SQ_R_STATE`] the consumer index, WQEs done,
     /// the oldest unfinished WQE's first PSN, `una_psn`, the deadline (low, high) and
-    /// [`SQ_R_FLAGS`]; global: from [`SQ_R_COUNTS`] WQEs taken, of them SENDs (running
-    /// counts) and the news word ([`SQ_NEWS_CQE`] cleared by its read).
+    /// [`SQ_R_FLAGS`]. (The global words 21..23, WQEs taken, of them SENDs and the news
+    /// word, are read as the registers [`SQ_TAKEN`], [`SQ_SENDS`] and [`SQ_NEWS`].)
     pub const SQ_R_STATE: u32 = 9;
     pub const SQ_R_DL: u32 = 13;
     pub const SQ_R_FLAGS: u32 = 15;
-    pub const SQ_R_COUNTS: u32 = 21;
-    pub const SQ_R_NEWS: u32 = 23;
     /// Global: Go-Back-N's running counts (docs/fastpath.md §3.8), from here: NAK
     /// sequence errors taken (dropped ones too), retries started, of them at the local
     /// ACK timeout; then (word 30) the RNR NAKs taken. [`SQ_NEWS_GBN`] says any of the
@@ -271,7 +278,7 @@ pub mod fp_reg {
     /// deadline is then its end, and no ACK timer runs).
     pub const SQ_RNR_SPENT: u32 = 7 << 6;
     pub const SQ_RNR_WAIT: u32 = 1 << 9;
-    /// `SQ_R_NEWS` bits: CQEs written since the last read, a queue it holds stopped (at
+    /// [`SQ_NEWS`] bits: CQEs written since the last read, a queue it holds stopped (at
     /// a WQE it does not take, or its deadline passed). (Bit 1, a fetch under way, is
     /// not news to this firmware.)
     pub const SQ_NEWS_CQE: u32 = 1 << 0;
@@ -858,7 +865,7 @@ impl FastPath for MmioFastPath {
         if NO_FASTPATH || self.sq_held == 0 {
             return false;
         }
-        let news = self.read_u32(fp_reg::T_PORT, 0, fp_reg::SQ_R_NEWS);
+        let news = self.reg(fp_reg::SQ_NEWS);
         self.sq_news_seen |= news;
         news & (fp_reg::SQ_NEWS_CQE | fp_reg::SQ_NEWS_STOPPED) != 0
     }
@@ -1109,13 +1116,8 @@ impl FastPath for MmioFastPath {
         if NO_FASTPATH || !self.sq_used {
             return SqNews::default();
         }
-        let mut w = [0u8; 16];
-        self.read_words(fp_reg::T_PORT, 0, fp_reg::SQ_R_COUNTS, &mut w[..12]);
-        let word = |w: &[u8; 16], i: usize| {
-            u32::from_le_bytes([w[4 * i], w[4 * i + 1], w[4 * i + 2], w[4 * i + 3]])
-        };
-        let (taken, sends) = (word(&w, 0), word(&w, 1));
-        let news = word(&w, 2) | core::mem::take(&mut self.sq_news_seen);
+        let (taken, sends) = (self.reg(fp_reg::SQ_TAKEN), self.reg(fp_reg::SQ_SENDS));
+        let news = self.reg(fp_reg::SQ_NEWS) | core::mem::take(&mut self.sq_news_seen);
         let counts = (
             taken.wrapping_sub(self.sq_taken[0]),
             sends.wrapping_sub(self.sq_taken[1]),
@@ -1123,9 +1125,10 @@ impl FastPath for MmioFastPath {
         self.sq_taken = [taken, sends];
         let mut gbn = [0u32; 4];
         if news & fp_reg::SQ_NEWS_GBN != 0 {
+            let mut w = [0u8; 16];
             self.read_words(fp_reg::T_PORT, 0, fp_reg::SQ_R_GBN, &mut w);
             for ((d, last), i) in gbn.iter_mut().zip(&mut self.sq_gbn).zip(0..) {
-                let now = word(&w, i);
+                let now = u32::from_le_bytes([w[4 * i], w[4 * i + 1], w[4 * i + 2], w[4 * i + 3]]);
                 *d = now.wrapping_sub(*last);
                 *last = now;
             }
