@@ -14,7 +14,7 @@ use crate::hal::{Datapath, FastPath, FastPathCounters};
 use crate::runtime::FRAME_BUF;
 use heapless::Deque;
 use roce_core::dcb::Priorities;
-use roce_core::fastpath::layout::{self, EVENT_LEN, MR_LEN, RCTX_LEN, SCTX_LEN, TXD_LEN};
+use roce_core::fastpath::layout::{self, EventWords, MR_LEN, RCTX_LEN, SCTX_LEN, TXD_LEN};
 use roce_core::fastpath::{
     self, AckDesc, Answered, AtomicResp, Event, Exception, Inflight, InflightKind, MrTable, MsgOp,
     PortAddr, ReadResp, RxOutcome, SendCtx, SqIdle, SqSpent, TxError, TxMsg,
@@ -1616,7 +1616,7 @@ impl<P: Datapath, const QPS: usize> FastPath for FastPathPort<P, QPS> {
         }
     }
 
-    fn poll_event(&mut self, event: &mut [u8; EVENT_LEN], frame: &mut [u8]) -> bool {
+    fn poll_event(&mut self, event: &mut EventWords, frame: &mut [u8]) -> bool {
         let Some(ev) = self.events.pop_front() else {
             return false;
         };
@@ -1633,7 +1633,7 @@ impl<P: Datapath, const QPS: usize> FastPath for FastPathPort<P, QPS> {
                 *u = false;
             }
         }
-        *event = layout::encode_event(&ev);
+        *event = layout::encode_event_words(&ev);
         true
     }
 

@@ -13,7 +13,7 @@ use crate::fastpath::CqRing;
 use crate::hal::{Datapath, FastPathCounters, Hal, QpMap, QP_MAP_WORDS};
 use roce_core::dcb::{PfcThresholds, Priorities};
 use roce_core::engine::{CqHandle, Engine, PortConfig, QPN_BASE};
-use roce_core::fastpath::layout::{self, EVENT_LEN};
+use roce_core::fastpath::layout::{self, EventWords, EVENT_WORDS};
 use roce_core::fastpath::{Event, MrEntry, UnaBack};
 use roce_core::memory::{AccessFlags, Dma, MemError, MrKeys, MwType, Pd};
 use roce_core::num::{Lkey, Psn, Qpn, Rkey};
@@ -164,7 +164,7 @@ pub struct Nic<
     /// The fast path's descriptor and event being built or read: kept here so that a
     /// poll that finds nothing does not clear them (every byte is written before use).
     txd: layout::TxdWords,
-    event: [u8; EVENT_LEN],
+    event: EventWords,
     /// The send and receive WQE being fetched from a host ring (`fetch_ring`): kept
     /// here so that a fetch does not clear a buffer per WQE (143 instructions a send
     /// WQE on the QEMU core, once per WQE a take-back re-reads); the DMA read writes
@@ -247,7 +247,7 @@ impl<
             txbuf: [0; FRAME_BUF],
             rxbuf: [0; FRAME_BUF],
             txd: [0; layout::TXD_WORDS],
-            event: [0; EVENT_LEN],
+            event: [0; EVENT_WORDS],
             sq_wqe: zerocopy::transmute!([0u8; core::mem::size_of::<SendWqe>()]),
             rq_wqe: zerocopy::transmute!([0u8; core::mem::size_of::<RecvWqe>()]),
             fp_ran: false,
@@ -639,7 +639,7 @@ impl<
     /// registers.
     #[inline(never)]
     fn fp_event(&mut self, now: Instant) {
-        let Ok(event) = layout::decode_event(&self.event) else {
+        let Ok(event) = layout::decode_event_words(&self.event) else {
             return;
         };
         let qpn = event.qpn();

@@ -33,7 +33,7 @@ use core::ptr;
 use roce_core::dcb::Priorities;
 use roce_core::engine::DcbConfig;
 use roce_core::fastpath::layout::{
-    self, EVENT_LEN, EVENT_USED, EV_EXCEPTION, MR_LEN, RCTX_LEN, SCTX_LEN, TXD_LEN, TXD_OP_FLUSH,
+    self, EventWords, EVENT_USED, EV_EXCEPTION, MR_LEN, RCTX_LEN, SCTX_LEN, TXD_LEN, TXD_OP_FLUSH,
 };
 use roce_core::fastpath::{SqIdle, SqSpent};
 use roce_core::memory::{Dma, DmaError};
@@ -761,12 +761,12 @@ impl FastPath for MmioFastPath {
         true
     }
 
-    fn poll_event(&mut self, event: &mut [u8; EVENT_LEN], frame: &mut [u8]) -> bool {
+    fn poll_event(&mut self, event: &mut EventWords, frame: &mut [u8]) -> bool {
         if self.reg(fp_reg::STATUS) & fp_reg::ST_EVENT == 0 {
             return false;
         }
-        let first = self.reg(fp_reg::EV).to_le_bytes();
-        if first[0] == EV_EXCEPTION {
+        let first = self.reg(fp_reg::EV);
+        if first as u8 == EV_EXCEPTION {
             // the frame follows its event into the datapath's receive buffer
             let m = &self.mmio;
             let status = m.read(map::DATAPATH + dp_reg::RX_STATUS);
@@ -780,12 +780,17 @@ impl FastPath for MmioFastPath {
             m.write(map::DATAPATH + dp_reg::RX_POP, 1);
             self.exceptions += 1;
         }
-        // Only the bytes that carry fields (every kind's are in the first 32): the
-        // other 8 words' reads cost ~80 instructions an event, and `decode_event`
+        // Only the words that carry fields (every kind's are in the first 32 bytes):
+        // the other 8 words' reads cost ~80 instructions an event, and the decode
         // does not look at them (what the buffer holds there is an earlier event's).
-        event[..4].copy_from_slice(&first);
-        if let Some(rest) = event.get_mut(4..EVENT_USED) {
-            self.mmio.read_buf(map::FASTPATH + fp_reg::EV + 4, rest);
+        // A word a load and a store.
+        if let Some((w0, rest)) = event.split_first_mut() {
+            *w0 = first;
+            let mut at = map::FASTPATH + fp_reg::EV + 4;
+            for w in rest.iter_mut().take(EVENT_USED / 4 - 1) {
+                *w = self.mmio.read(at);
+                at += 4;
+            }
         }
         self.set(fp_reg::EV_POP, 1);
         true
