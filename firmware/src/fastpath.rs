@@ -186,9 +186,10 @@ pub struct SqBack {
 /// counters (one read for both), and what its WQE fetch did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SqNews {
-    /// (Left at zero by a fast path that runs by itself, `FastPath::runs_by_itself`:
-    /// its counters are read when the host asks.)
-    pub counters: FastPathCounters,
+    /// (None from a fast path that runs by itself, `FastPath::runs_by_itself`: its
+    /// counters are read when the host asks. The SoC's `sq_news` cleared them, 48
+    /// bytes, at every news.)
+    pub counters: Option<FastPathCounters>,
     /// It wrote CQEs.
     pub cqe: bool,
     /// A ring its CQE writer holds is half full or more by the consumer index the
@@ -1806,7 +1807,7 @@ impl<P: Datapath, const QPS: usize> FastPath for FastPathPort<P, QPS> {
 
     fn sq_news(&mut self) -> SqNews {
         SqNews {
-            counters: self.counters,
+            counters: Some(self.counters),
             // An RNR wait's end too: the model must run then (`sq_timeouts`).
             // And a data packet's time the pacer held it until (§2.5).
             deadline: self

@@ -295,7 +295,7 @@ pub trait FastPath {
     /// it holds stopped.
     fn sq_news(&mut self) -> SqNews {
         SqNews {
-            counters: self.counters(),
+            counters: (!self.runs_by_itself()).then(|| self.counters()),
             ..SqNews::default()
         }
     }

@@ -865,7 +865,7 @@ impl<P: Datapath> FastPath for FpPort<P> {
         let deadline = qps.into_iter().filter_map(|q| self.sq_state(q)?.1).min();
         self.deadline = deadline;
         SqNews {
-            counters: self.counters,
+            counters: Some(self.counters),
             cqe: std::mem::take(&mut self.news_cqe),
             cq_full: false,
             taken,

@@ -572,6 +572,41 @@ impl MmioFastPath {
         self.mmio.write(map::FASTPATH + offset, value);
     }
 
+    /// `poll_event` once `STATUS` said an event is there: the event (an exception's
+    /// frame, which follows its event into the datapath's receive buffer, into
+    /// `frame`); false if that frame is not there yet.
+    #[inline(never)]
+    fn take_event(&mut self, event: &mut EventWords, frame: &mut [u8]) -> bool {
+        let first = self.reg(fp_reg::EV);
+        if first as u8 == EV_EXCEPTION {
+            let m = &self.mmio;
+            let status = m.read(map::DATAPATH + dp_reg::RX_STATUS);
+            if status & dp_reg::RX_VALID == 0 {
+                return false;
+            }
+            let len = (status & 0xFFFF) as usize;
+            if let Some(dst) = frame.get_mut(..len) {
+                m.read_buf(map::DATAPATH + dp_reg::RX_BUF, dst);
+            }
+            m.write(map::DATAPATH + dp_reg::RX_POP, 1);
+            self.exceptions += 1;
+        }
+        // Only the words that carry fields (every kind's are in the first 32 bytes):
+        // the other 8 words' reads cost ~80 instructions an event, and the decode
+        // does not look at them (what the buffer holds there is an earlier event's).
+        // A word a load and a store.
+        if let Some((w0, rest)) = event.split_first_mut() {
+            *w0 = first;
+            let mut at = map::FASTPATH + fp_reg::EV + 4;
+            for w in rest.iter_mut().take(EVENT_USED / 4 - 1) {
+                *w = self.mmio.read(at);
+                at += 4;
+            }
+        }
+        self.set(fp_reg::EV_POP, 1);
+        true
+    }
+
     /// Waits until `STATUS & mask == want`; false after [`FP_POLLS`] polls.
     fn wait(&self, mask: u32, want: u32) -> bool {
         (0..FP_POLLS).any(|_| self.reg(fp_reg::STATUS) & mask == want)
@@ -642,6 +677,22 @@ impl MmioFastPath {
     /// QP `qpn`'s bit in `sq_held` (None past the bitmap: not handed over).
     fn sq_bit(qpn: Qpn) -> Option<u64> {
         (!NO_FASTPATH && qpn.value() < 64).then(|| 1u64 << qpn.value())
+    }
+
+    /// How far Go-Back-N's running counts ([`fp_reg::SQ_R_GBN`]) moved since the last
+    /// look. Out of line: rare (a NAK, a timeout), and inlined into `sq_news` its table
+    /// read made every news save and restore 11 registers.
+    #[inline(never)]
+    fn sq_gbn_moved(&mut self) -> [u32; 4] {
+        let mut w = [0u8; 16];
+        self.read_words(fp_reg::T_PORT, 0, fp_reg::SQ_R_GBN, &mut w);
+        let mut moved = [0u32; 4];
+        for ((d, last), b) in moved.iter_mut().zip(&mut self.sq_gbn).zip(w.chunks_exact(4)) {
+            let now = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+            *d = now.wrapping_sub(*last);
+            *last = now;
+        }
+        moved
     }
 
     /// QP `qpn`'s fetch flags if the fetch holds its send queue (a send context written
@@ -761,39 +812,10 @@ impl FastPath for MmioFastPath {
         true
     }
 
+    /// (The look alone here: every poll makes it, most find no event, and with the
+    /// copy inlined each saved and restored 5 registers.)
     fn poll_event(&mut self, event: &mut EventWords, frame: &mut [u8]) -> bool {
-        if self.reg(fp_reg::STATUS) & fp_reg::ST_EVENT == 0 {
-            return false;
-        }
-        let first = self.reg(fp_reg::EV);
-        if first as u8 == EV_EXCEPTION {
-            // the frame follows its event into the datapath's receive buffer
-            let m = &self.mmio;
-            let status = m.read(map::DATAPATH + dp_reg::RX_STATUS);
-            if status & dp_reg::RX_VALID == 0 {
-                return false;
-            }
-            let len = (status & 0xFFFF) as usize;
-            if let Some(dst) = frame.get_mut(..len) {
-                m.read_buf(map::DATAPATH + dp_reg::RX_BUF, dst);
-            }
-            m.write(map::DATAPATH + dp_reg::RX_POP, 1);
-            self.exceptions += 1;
-        }
-        // Only the words that carry fields (every kind's are in the first 32 bytes):
-        // the other 8 words' reads cost ~80 instructions an event, and the decode
-        // does not look at them (what the buffer holds there is an earlier event's).
-        // A word a load and a store.
-        if let Some((w0, rest)) = event.split_first_mut() {
-            *w0 = first;
-            let mut at = map::FASTPATH + fp_reg::EV + 4;
-            for w in rest.iter_mut().take(EVENT_USED / 4 - 1) {
-                *w = self.mmio.read(at);
-                at += 4;
-            }
-        }
-        self.set(fp_reg::EV_POP, 1);
-        true
+        self.reg(fp_reg::STATUS) & fp_reg::ST_EVENT != 0 && self.take_event(event, frame)
     }
 
     fn events_waiting(&mut self) -> bool {
@@ -1128,20 +1150,15 @@ impl FastPath for MmioFastPath {
             sends.wrapping_sub(self.sq_taken[1]),
         );
         self.sq_taken = [taken, sends];
-        let mut gbn = [0u32; 4];
-        if news & fp_reg::SQ_NEWS_GBN != 0 {
-            let mut w = [0u8; 16];
-            self.read_words(fp_reg::T_PORT, 0, fp_reg::SQ_R_GBN, &mut w);
-            for ((d, last), i) in gbn.iter_mut().zip(&mut self.sq_gbn).zip(0..) {
-                let now = u32::from_le_bytes([w[4 * i], w[4 * i + 1], w[4 * i + 2], w[4 * i + 3]]);
-                *d = now.wrapping_sub(*last);
-                *last = now;
-            }
-        }
+        let gbn = if news & fp_reg::SQ_NEWS_GBN != 0 {
+            self.sq_gbn_moved()
+        } else {
+            [0; 4]
+        };
         // No deadline: the fetch watches its own (a passed one stops the queue, and the
         // runtime takes it back with it).
         SqNews {
-            counters: FastPathCounters::default(),
+            counters: None,
             cqe: news & fp_reg::SQ_NEWS_CQE != 0,
             cq_full: false,
             taken: counts.0,
