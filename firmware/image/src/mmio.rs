@@ -687,7 +687,11 @@ impl MmioFastPath {
         let mut w = [0u8; 16];
         self.read_words(fp_reg::T_PORT, 0, fp_reg::SQ_R_GBN, &mut w);
         let mut moved = [0u32; 4];
-        for ((d, last), b) in moved.iter_mut().zip(&mut self.sq_gbn).zip(w.chunks_exact(4)) {
+        for ((d, last), b) in moved
+            .iter_mut()
+            .zip(&mut self.sq_gbn)
+            .zip(w.chunks_exact(4))
+        {
             let now = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
             *d = now.wrapping_sub(*last);
             *last = now;

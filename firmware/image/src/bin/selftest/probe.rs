@@ -866,9 +866,7 @@ impl<F: FastPath> FastPath for FpProbe<F> {
             let qpn = w1 & 0xFF_FFFF;
             let k = (w0 as u8).min(9);
             let key = match k {
-                roce_core::fastpath::layout::EV_EXCEPTION => {
-                    kind::EVENT | (w0 & 0xFF00) | w1 >> 24
-                }
+                roce_core::fastpath::layout::EV_EXCEPTION => kind::EVENT | (w0 & 0xFF00) | w1 >> 24,
                 // (kind 4 << 16 is a descriptor's key)
                 roce_core::fastpath::layout::EV_READ => kind::READ_EVENT,
                 roce_core::fastpath::layout::EV_CE => kind::CE_EVENT,
