@@ -2014,7 +2014,7 @@ fn sends_behind_writes_stay_the_hardwares() {
 #[test]
 fn ce_marked_requests_are_the_hardwares() {
     let mut wrs = send_stream();
-    // WRITEs after the SENDs (a WRITE's RETH unloads the receive buffer loaded ahead).
+    // WRITEs after the SENDs.
     wrs.extend((0..12).map(|i| Wr {
         pair: i % 3,
         from_b: i % 4 == 2,

@@ -1253,7 +1253,7 @@ fn ce_marked_requests_are_taken_as_the_model_takes_them() {
     tx.mtu = Mtu::Mtu1024;
     // (an even MSN: the first SEND's buffer loaded ahead)
     let qps = [reads_qp(tx.clone(), 4), reads_qp(tx, 6)];
-    // (QP, op, length, offset; a SEND first: a WRITE's RETH unloads the buffer)
+    // (QP, op, length, offset; a SEND first, into the buffer loaded ahead)
     let msgs = [
         (0, 0, 700, 0),
         (0, 3, 3000, 0),
