@@ -1895,17 +1895,7 @@ fn sends_into_loaded_receives_are_the_hardwares() {
         hws.extend([Hw::Rtl, Hw::Rtl512]);
     }
     for hw in hws {
-        let c = differential_on(THREE, hw, Mtu::Mtu1024, &wrs, CLEAN).unwrap();
-        for (side, c) in c.iter().enumerate() {
-            assert_eq!(
-                c.fastpath.rx_exceptions, 0,
-                "{hw:?}: side {side}'s firmware handled exceptions"
-            );
-            assert!(c.fastpath.rx_handled > 0, "{hw:?}: side {side}");
-        }
-        for seed in [3, 14] {
-            differential_on(THREE, hw, Mtu::Mtu1024, &wrs, lossy(seed)).unwrap();
-        }
+        sends_without_exceptions(hw, &wrs);
         differential_on(late, hw, Mtu::Mtu1024, &wrs, CLEAN).unwrap();
         let (engine, _) = run_on(late, Hw::Engine, Mtu::Mtu1024, CLEAN, &wrs);
         assert!(
@@ -1981,21 +1971,27 @@ fn sends_behind_writes_stay_the_hardwares() {
         hws.extend([Hw::Rtl, Hw::Rtl512]);
     }
     for hw in hws {
-        let c = differential_on(THREE, hw, Mtu::Mtu1024, &writes, CLEAN)
-            .unwrap_or_else(|e| panic!("{hw:?}: {e}"));
-        for (side, c) in c.iter().enumerate() {
-            assert_eq!(
-                c.fastpath.rx_exceptions, 0,
-                "{hw:?}: side {side}'s firmware handled exceptions"
-            );
-            assert!(c.fastpath.rx_handled > 0, "{hw:?}: side {side}");
-        }
-        for seed in [3, 14] {
-            differential_on(THREE, hw, Mtu::Mtu1024, &writes, lossy(seed))
-                .unwrap_or_else(|e| panic!("{hw:?} lossy {seed}: {e}"));
-        }
+        sends_without_exceptions(hw, &writes);
         differential_on(THREE, hw, Mtu::Mtu1024, &imms, CLEAN)
             .unwrap_or_else(|e| panic!("{hw:?} WRITE_WITH_IMM: {e}"));
+    }
+}
+
+/// `wrs` on [`THREE`] at MTU 1024 over `hw` is the engine alone's on a clean wire with
+/// no exception on either side (and frames taken on both), and over two lossy wires.
+fn sends_without_exceptions(hw: Hw, wrs: &[Wr]) {
+    let c = differential_on(THREE, hw, Mtu::Mtu1024, wrs, CLEAN)
+        .unwrap_or_else(|e| panic!("{hw:?}: {e}"));
+    for (side, c) in c.iter().enumerate() {
+        assert_eq!(
+            c.fastpath.rx_exceptions, 0,
+            "{hw:?}: side {side}'s firmware handled exceptions"
+        );
+        assert!(c.fastpath.rx_handled > 0, "{hw:?}: side {side}");
+    }
+    for seed in [3, 14] {
+        differential_on(THREE, hw, Mtu::Mtu1024, wrs, lossy(seed))
+            .unwrap_or_else(|e| panic!("{hw:?} lossy {seed}: {e}"));
     }
 }
 
