@@ -527,14 +527,12 @@ const KINDS: [&str; 5] = ["WRITE", "SEND", "READ", "FETCH_AND_ADD", "CMP_AND_SWP
 /// took 34,142, an atomic's 8,440; an atomic as an exception, before the RTL executed
 /// it, 6,873, then 985: its `ATOMIC` event. Before socpoll, the requester 913, the
 /// READ's responder 1,021 and an atomic's 987: the news and counters read twice a poll,
-/// the event's reserved half copied, the READ/ATOMIC record's descriptor scan.)
-const SOC_FP_LARGEST_POLL: [[u32; 2]; 5] = [
-    [660, 100],
-    [660, 21_450],
-    [660, 690],
-    [660, 660],
-    [660, 660],
-];
+/// the event's reserved half copied, the READ/ATOMIC record's descriptor scan. Before
+/// rctx the SEND's responder took 18,721: the WRITE before it on the QP unloaded the
+/// receive buffer loaded ahead, and the SEND's two packets were exceptions whose frames
+/// the firmware copied; now its one `MSG_DONE`, 2,392.)
+const SOC_FP_LARGEST_POLL: [[u32; 2]; 5] =
+    [[660, 100], [660, 2_750], [660, 690], [660, 660], [660, 660]];
 
 /// What [`largest_polls`] saw.
 struct LargestPolls {
@@ -825,7 +823,7 @@ fn rnr_run(image: &std::path::Path, fastpath: bool) -> RnrRun {
 
 /// SENDs on the SoC are the hardware's (`docs/fastpath.md` §6 "In the SoC", "The
 /// receive load"): SoC 1's firmware loads its head receive WQE into the receive context
-/// ahead of the SEND through `fp_rx`'s receive-load command (table 1 words 16..19,
+/// ahead of the SEND through `fp_rx`'s receive-load command (table 1 words 20..23,
 /// applied between two frames' checks), so its fast path places a SEND's first packet
 /// too and the firmware hears only the `MSG_DONE`. Then two SENDs to SoC 1's empty
 /// receive queue: RNR NAKed by its hardware (`rq_empty`, §3.4 "Receiver not ready";
