@@ -276,7 +276,8 @@ fn releasing_a_receive_context_clears_held_alone() {
 
 /// The firmware's load of a receive buffer ahead of a SEND (`layout::load_rctx`,
 /// `docs/fastpath.md` §3.4 "The receive buffer loaded ahead") writes `recv_addr`,
-/// `resid`, `length` 0 and `recv_loaded` and nothing else, only into the QP's own
+/// `recv_resid` and `recv_loaded` and nothing else (a WRITE's `resid` and `length`
+/// stay), only into the QP's own
 /// context, on, between messages, with nothing loaded and not held; its unload (an MR
 /// changed) clears `recv_loaded` alone, held or not, and only between messages. The
 /// engine's `fastpath_recv_ctx` of the same QP with that WQE posted is the context
@@ -291,14 +292,15 @@ fn a_receive_buffer_is_loaded_between_messages_only() {
         reads: true,
         nak_sent: true,
         va: 0x55,
+        resid: 0x66,
+        length: 0x77,
         ..p.a.eng.fastpath_recv_ctx(qa).unwrap()
     };
     let buf = (0x1234_5678_9ABC, 3000);
     let loaded = RecvCtx {
         recv_loaded: true,
         recv_addr: buf.0,
-        resid: buf.1,
-        length: 0,
+        recv_resid: buf.1,
         ..r
     };
     let mut b = layout::encode_rctx(&r);
@@ -441,9 +443,9 @@ proptest! {
     #[test]
     fn the_receive_state_is_the_whole_decodes(
         head in (0u8..3, 0u8..4, any::<u8>(), 6u8..14),
-        rest in proptest::collection::vec(any::<u8>(), 60),
+        rest in proptest::collection::vec(any::<u8>(), layout::RCTX_LEN - 4),
     ) {
-        let mut b = [0u8; 64];
+        let mut b = [0u8; layout::RCTX_LEN];
         b[..4].copy_from_slice(&[head.0, head.1, head.2, head.3]);
         b[4..].copy_from_slice(&rest);
         prop_assert_eq!(
@@ -458,7 +460,7 @@ proptest! {
         let b96: [u8; 96] = bytes[..].try_into().unwrap();
         let _ = layout::decode_sctx(&b96);
         let _ = layout::decode_txd(&b96);
-        let _ = layout::decode_rctx(b96[..64].try_into().unwrap());
+        let _ = layout::decode_rctx(b96[..layout::RCTX_LEN].try_into().unwrap());
         let _ = layout::decode_event(b96[..64].try_into().unwrap());
         let _ = layout::decode_mr(b96[..32].try_into().unwrap());
         let _ = layout::decode_ackd(b96[..16].try_into().unwrap());

@@ -1895,17 +1895,7 @@ fn sends_into_loaded_receives_are_the_hardwares() {
         hws.extend([Hw::Rtl, Hw::Rtl512]);
     }
     for hw in hws {
-        let c = differential_on(THREE, hw, Mtu::Mtu1024, &wrs, CLEAN).unwrap();
-        for (side, c) in c.iter().enumerate() {
-            assert_eq!(
-                c.fastpath.rx_exceptions, 0,
-                "{hw:?}: side {side}'s firmware handled exceptions"
-            );
-            assert!(c.fastpath.rx_handled > 0, "{hw:?}: side {side}");
-        }
-        for seed in [3, 14] {
-            differential_on(THREE, hw, Mtu::Mtu1024, &wrs, lossy(seed)).unwrap();
-        }
+        sends_without_exceptions(hw, &wrs);
         differential_on(late, hw, Mtu::Mtu1024, &wrs, CLEAN).unwrap();
         let (engine, _) = run_on(late, Hw::Engine, Mtu::Mtu1024, CLEAN, &wrs);
         assert!(
@@ -1939,6 +1929,72 @@ fn sends_into_loaded_receives_are_the_hardwares() {
     }
 }
 
+/// A WRITE between the load of a receive buffer and its SEND leaves the buffer loaded
+/// (`docs/fastpath.md` §3.2: `recv_addr` and `recv_resid` apart from the WRITE's
+/// `resid` and `length`; §3.4 "The receive buffer loaded ahead"): on three pairs, both
+/// directions, each QP's WRITEs (one packet and several, MTU 1024) alternate with its
+/// SENDs, the receives posted before any arrives. The frames, completions and memory
+/// are the engine alone's, on the model and on the RTL at 64 and 512 bits, clean and
+/// lossy, and on the clean wire neither firmware handles an exception. Before, the
+/// WRITE's RETH overwrote the buffer's length and the hardware unloaded it: every SEND
+/// behind a WRITE was one (24 here; the model with its WRITE clearing `recv_loaded`
+/// again fails the count). WRITE_WITH_IMMs in place of the WRITEs (their last packet
+/// the firmware's, the engine taking the WRITE's state back from a context with a
+/// buffer loaded) are the engine's too.
+#[test]
+fn sends_behind_writes_stay_the_hardwares() {
+    let program = |write_op: u8| -> Vec<Wr> {
+        let mut wrs = Vec::new();
+        for k in 0..4u32 {
+            for (q, from_b) in (0..3).flat_map(|p| [(p, false), (p, true)]) {
+                let i = wrs.len() as u32;
+                for (op, len) in [
+                    (write_op, [64, 3000, 1024, 5000][k as usize]),
+                    (0, 700 + 900 * k),
+                ] {
+                    wrs.push(Wr {
+                        pair: q,
+                        from_b,
+                        op,
+                        len,
+                        src: 128 * (i + u32::from(op == 0)),
+                        dst: 1024 * k + 4096 * u32::from(op == 0),
+                    });
+                }
+            }
+        }
+        wrs
+    };
+    let (writes, imms) = (program(2), program(3));
+    let mut hws = vec![Hw::Model];
+    if rtl_here() {
+        hws.extend([Hw::Rtl, Hw::Rtl512]);
+    }
+    for hw in hws {
+        sends_without_exceptions(hw, &writes);
+        differential_on(THREE, hw, Mtu::Mtu1024, &imms, CLEAN)
+            .unwrap_or_else(|e| panic!("{hw:?} WRITE_WITH_IMM: {e}"));
+    }
+}
+
+/// `wrs` on [`THREE`] at MTU 1024 over `hw` is the engine alone's on a clean wire with
+/// no exception on either side (and frames taken on both), and over two lossy wires.
+fn sends_without_exceptions(hw: Hw, wrs: &[Wr]) {
+    let c = differential_on(THREE, hw, Mtu::Mtu1024, wrs, CLEAN)
+        .unwrap_or_else(|e| panic!("{hw:?}: {e}"));
+    for (side, c) in c.iter().enumerate() {
+        assert_eq!(
+            c.fastpath.rx_exceptions, 0,
+            "{hw:?}: side {side}'s firmware handled exceptions"
+        );
+        assert!(c.fastpath.rx_handled > 0, "{hw:?}: side {side}");
+    }
+    for seed in [3, 14] {
+        differential_on(THREE, hw, Mtu::Mtu1024, wrs, lossy(seed))
+            .unwrap_or_else(|e| panic!("{hw:?} lossy {seed}: {e}"));
+    }
+}
+
 /// A request marked ECN CE is the hardware's as an unmarked one is (`docs/fastpath.md`
 /// §3.4): placed (WRITEs, SENDs into the loaded receive), answered (out of sequence,
 /// duplicates), and the firmware's engine told (the `CE` event, or the `ce` flag of a
@@ -1954,7 +2010,7 @@ fn sends_into_loaded_receives_are_the_hardwares() {
 #[test]
 fn ce_marked_requests_are_the_hardwares() {
     let mut wrs = send_stream();
-    // WRITEs after the SENDs (a WRITE's RETH unloads the receive buffer loaded ahead).
+    // WRITEs after the SENDs.
     wrs.extend((0..12).map(|i| Wr {
         pair: i % 3,
         from_b: i % 4 == 2,

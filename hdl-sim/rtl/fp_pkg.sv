@@ -20,7 +20,7 @@ package fp_pkg;
   localparam int SCTX_BYTES = 96;
   localparam int TXD_BYTES = 96;
   localparam int ACKD_BYTES = 16;
-  localparam int RCTX_BYTES = 64;
+  localparam int RCTX_BYTES = 68;
   localparam int MR_BYTES = 32;
   localparam int EV_BYTES = 64;
   localparam int TMPL_BYTES = 66;   // wire::HeaderTemplate::MAX_LEN
@@ -122,6 +122,13 @@ package fp_pkg;
                                     // [4] rq_empty (its RNR timer: RC_RECV_ADDR's low 5 bits)
   localparam int RC_QPN = 45;
   localparam int RC_PEER_GID = 48;  // 16 bytes, GID byte 0 first
+  localparam int RC_RECV_RESID = 64; // the loaded receive buffer's bytes left (apart
+                                     // from a WRITE's RESID and LENGTH)
+  // table 1's words of the receive load (fp_rx): staged address low, high, length;
+  // the command
+  localparam int RL_W_ADDR = 20;
+  localparam int RL_W_LEN = 22;
+  localparam int RL_W_CMD = 23;
 
   localparam logic [7:0] CUR_NONE = 8'd0;
   localparam logic [7:0] CUR_SEND = 8'd1;

@@ -23,9 +23,9 @@
 // QP whose packets are placed meanwhile still race with the placement: the
 // firmware writes only a held QP's context (or one whose fast path is off).
 //
-// The receive load (docs/fastpath.md §6 "In the SoC"): words 16..18 of table 0
-// stage a receive buffer (address low, high, length; any index) and a write of
-// word 19 with the QP's number as index commits a command (data bits 1..0: 0
+// The receive load (docs/fastpath.md §6 "In the SoC"): words 20..22 of table 1
+// (RL_W_*) stage a receive buffer (address low, high, length; any index) and a
+// write of word 23 with the QP's number as index commits a command (data bits 1..0: 0
 // load the staged buffer, 1 unload, 2 set `rq_empty` with the RNR timer in bits
 // 15..8, 3 clear it). The command reads the context, applies
 // roce_core::fastpath::layout's load_rctx / rnr_rctx rule to it and writes the
@@ -34,7 +34,7 @@
 // judged on the old state, none's write-back lost. A load or `rq_empty` set
 // also fails while a MSG_DONE of the entry is in flight (raised, not yet
 // taken by the firmware: msg_taken): the engine has not completed the WQE it
-// names, still its head. A read of word 19 (waiting for the command) answers
+// names, still its head. A read of word 23 (waiting for the command) answers
 // bit 0: the last command changed the context.
 //
 // `held` (docs/fastpath.md §3.2): a firmware write of the context word that
@@ -94,7 +94,7 @@ module fp_rx
     input  wire logic [23:0]             cfg_rd_index,
     /* verilator lint_on UNUSEDSIGNAL */
     /* verilator lint_off UNUSEDSIGNAL */
-    input  wire logic [4:0]              cfg_rd_word,    // 0..15
+    input  wire logic [4:0]              cfg_rd_word,    // 0..16, LD_W_CMD
     /* verilator lint_on UNUSEDSIGNAL */
     output logic [31:0]                  cfg_rdata,
     output logic                         cfg_rdata_valid,
@@ -290,7 +290,7 @@ module fp_rx
   logic [MR_BYTES*8-1:0]   mr_rd_data;
   logic                    fw_wr, fw_rd;
   logic                    rd_table_q;
-  logic [3:0]              rd_word_q;
+  logic [4:0]              rd_word_q;
 
   // the check's write-back and reads win; the firmware waits a cycle then. A write of
   // the context table also waits while the check holds a context it read (from its
@@ -308,12 +308,12 @@ module fp_rx
   assign fw_wr = cfg_wr_valid && cfg_wr_ready;
   assign fw_rd = cfg_rd_valid && cfg_rd_ready;
 
-  localparam int LD_LO = RC_RESID;     // the bytes it may change: RESID .. QPN
-  localparam int LD_BITS = 8 * (RC_PEER_GID - RC_RESID);
+  localparam int LD_LO = RC_RECV_ADDR; // the bytes it may change: RECV_ADDR .. RECV_RESID
+  localparam int LD_BITS = 8 * (RCTX_BYTES - RC_RECV_ADDR);
   logic [RC_WORDS-1:0] rc_we;
   logic [MR_WORDS-1:0] mr_we;
   logic                ld_ok;          // the command applies (LD_WR: its words written)
-  logic [RC_WORDS-1:0] ld_we;          // the words it changes (of words 7..11)
+  logic [RC_WORDS-1:0] ld_we;          // the words it changes (of words 8..16)
   logic [LD_BITS-1:0] ld_part;         // those words after it
   logic [RCTX_BYTES*8-1:0] ld_row;     // in the context's place (the rest not written)
   always_comb begin
@@ -325,7 +325,7 @@ module fp_rx
     mr_we = '0;
     if (rc_wr_en) rc_we = '1;
     else if (ld_st == LD_WR && ld_ok) rc_we = ld_we;
-    else if (fw_wr && !cfg_wr_table && 32'(cfg_wr_word) < RC_WORDS) rc_we[cfg_wr_word[3:0]] = 1'b1;
+    else if (fw_wr && !cfg_wr_table && 32'(cfg_wr_word) < RC_WORDS) rc_we[cfg_wr_word] = 1'b1;
     if (fw_wr && cfg_wr_table && 32'(cfg_wr_word) < MR_WORDS) mr_we[cfg_wr_word[2:0]] = 1'b1;
   end
 
@@ -372,9 +372,9 @@ module fp_rx
   end
 
   // ------------------------------------------------------- the receive load
-  localparam int LD_W_ADDR = 16;   // 16 address low, 17 high
-  localparam int LD_W_LEN = 18;
-  localparam int LD_W_CMD = 19;
+  localparam int LD_W_ADDR = RL_W_ADDR;   // address low, then high
+  localparam int LD_W_LEN = RL_W_LEN;
+  localparam int LD_W_CMD = RL_W_CMD;
   localparam logic [1:0] LD_LOAD = 2'd0, LD_UNLOAD = 2'd1, LD_RNR = 2'd2, LD_RNR_CLR = 2'd3;
   localparam int LD_FLAGS_WORD = RC_FLAGS / 4;
   localparam logic [7:0] RF_LOADED = 8'h02, RF_HELD = 8'h04, RF_RQ_EMPTY = 8'h10;
@@ -383,12 +383,12 @@ module fp_rx
   logic [1:0]       ld_op;
   logic [7:0]       ld_timer;
   logic [23:0]      ld_qpn;
-  logic             ld_done;          // the last command's answer (word 19's bit 0)
+  logic             ld_done;          // the last command's answer (LD_W_CMD's bit 0)
 
   // the rule (layout::load_rctx, layout::rnr_rctx) on the context read (LD_CK)
   logic             ld_ok_c;
   logic [RC_WORDS-1:0] ld_we_c;
-  logic [LD_BITS-1:0] ld_part_c;        // words 7..11 after it
+  logic [LD_BITS-1:0] ld_part_c;        // words 8..16 after it
   logic [7:0] ld_fl;
   logic ld_ours, ld_between, ld_loaded, ld_held;
   assign ld_fl = rc_rd_data[8*RC_FLAGS +: 8];
@@ -404,11 +404,12 @@ module fp_rx
     unique case (ld_op)
       LD_LOAD: begin
         ld_ok_c = ld_ours && ld_between && !ld_held && !ld_loaded && msg_n[ld_qpn[QPN_W-1:0]] == '0;
-        ld_part_c[8*(RC_RESID-LD_LO) +: 32] = ld_len;
         ld_part_c[8*(RC_RECV_ADDR-LD_LO) +: 64] = ld_addr;
-        ld_part_c[8*(RC_LENGTH-LD_LO) +: 32] = '0;
+        ld_part_c[8*(RC_RECV_RESID-LD_LO) +: 32] = ld_len;
         ld_part_c[8*(RC_FLAGS-LD_LO) +: 8] = (ld_fl & ~RF_RQ_EMPTY) | RF_LOADED;
-        for (int w = RC_RESID / 4; w < RC_LENGTH / 4 + 1; w++) ld_we_c[w] = 1'b1;
+        ld_we_c[RC_RECV_ADDR / 4] = 1'b1;
+        ld_we_c[RC_RECV_ADDR / 4 + 1] = 1'b1;
+        ld_we_c[RC_RECV_RESID / 4] = 1'b1;
       end
       LD_UNLOAD: begin
         ld_ok_c = ld_ours && ld_between && ld_loaded;
@@ -493,18 +494,19 @@ module fp_rx
     .rd_data(mr_rd_data)
   );
 
-  logic rd_ld_q;   // the read was of word 19: the receive load's answer
+  logic rd_ld_q;   // the read was of LD_W_CMD: the receive load's answer
   always_ff @(posedge clk) begin
     cfg_rdata_valid <= fw_rd;
     if (fw_rd) begin
       rd_table_q <= cfg_rd_table;
-      rd_word_q <= cfg_rd_word[3:0];
+      rd_word_q <= cfg_rd_word;
       rd_ld_q <= !cfg_rd_table && 32'(cfg_rd_word) == LD_W_CMD;
     end
     if (rst) cfg_rdata_valid <= 1'b0;
   end
   assign cfg_rdata = rd_ld_q ? {31'd0, ld_done}
-                   : rd_table_q ? mr_rd_data[32*rd_word_q[2:0] +: 32] : rc_rd_data[32*rd_word_q +: 32];
+                   : rd_table_q ? mr_rd_data[32*rd_word_q[2:0] +: 32]
+                   : 32'(rd_word_q) < RC_WORDS ? rc_rd_data[32*rd_word_q +: 32] : '0;
 
   // ------------------------------------------------------------- check
 

@@ -325,7 +325,7 @@ module fp_rx_check
   logic [7:0]  c_cur, c_access, c_ack_every, c_unacked;
   logic [23:0] c_epsn, c_msn;
   logic [15:0] c_pd;
-  logic [31:0] c_resid, c_length;
+  logic [31:0] c_recv_resid, c_length;
   logic [63:0] c_recv_addr;
   logic [RCTX_BYTES*8-1:0] c_raw;
   logic        k_ours;     // this port's frame, RC, from the QP's peer, P_Key matching
@@ -603,7 +603,7 @@ module fp_rx_check
         c_msn <= r[8*RC_MSN +: 24];
         c_unacked <= r[8*RC_UNACKED +: 8];
         c_pd <= r[8*RC_PD +: 16];
-        c_resid <= r[8*RC_RESID +: 32];
+        c_recv_resid <= r[8*RC_RECV_RESID +: 32];
         c_recv_addr <= r[8*RC_RECV_ADDR +: 64];
         c_length <= r[8*RC_LENGTH +: 32];
         mtu <= (r[8*RC_MTU_LOG2 +: 8] >= 8'd8 && r[8*RC_MTU_LOG2 +: 8] <= 8'd12)
@@ -730,7 +730,7 @@ module fp_rx_check
           k_len_ok <= {16'd0, n} <= mtu;
         else
           k_len_ok <= n != 0 && {16'd0, n} <= mtu;
-        k_send_fits <= {16'd0, n} <= c_resid;
+        k_send_fits <= {16'd0, n} <= c_recv_resid;
         // WRITE: the packet fits what is left of the message
         pad_want = 16'(-x_resid) & 16'd3;
         if (x_resid > mtu)
@@ -963,7 +963,7 @@ module fp_rx_check
             v.ev[8*EV_KIND +: 8] = EVK_MSG_DONE;
             v.ev[8*EV_FLAGS + 1] = m.bth_se;   // the SEND was solicited
             v.ev[8*EV_MSN +: 24] = k_msn_n;
-            v.ev[8*EV_BYTE_LEN +: 32] = c_length + {16'd0, n};
+            v.ev[8*EV_BYTE_LEN +: 32] = (k_starts ? 32'd0 : c_length) + {16'd0, n};
           end
           if (k_due) begin
             v.ack_valid = 1'b1;
@@ -1015,8 +1015,9 @@ module fp_rx_check
           w[8*RC_FLAGS + 2] = 1'b1;
         end else if (k_send) begin
           w[8*RC_RECV_ADDR +: 64] = c_recv_addr + {48'd0, n};
-          w[8*RC_RESID +: 32] = c_resid - {16'd0, n};
-          w[8*RC_LENGTH +: 32] = c_length + {16'd0, n};
+          w[8*RC_RECV_RESID +: 32] = c_recv_resid - {16'd0, n};
+          // the first packet starts the count (LENGTH may hold a WRITE's)
+          w[8*RC_LENGTH +: 32] = (k_starts ? 32'd0 : c_length) + {16'd0, n};
           w[8*RC_CUR +: 8] = k_ends ? CUR_NONE : CUR_SEND;
           if (k_ends) w[8*RC_FLAGS + 1] = 1'b0;
         end else begin
@@ -1025,9 +1026,7 @@ module fp_rx_check
           w[8*RC_RESID +: 32] = x_resid - {16'd0, n};
           if (m.ext_mask[EXT_RETH]) w[8*RC_LENGTH +: 32] = m.reth_dmalen;
           w[8*RC_CUR +: 8] = k_ends ? CUR_NONE : CUR_WRITE;
-          // RESID and LENGTH held the loaded receive buffer: unloaded (the WQE
-          // stays the firmware's)
-          if (m.ext_mask[EXT_RETH]) w[8*RC_FLAGS + 1] = 1'b0;
+          // (a receive buffer loaded ahead stays: RECV_ADDR and RECV_RESID are apart)
         end
         if (ok) begin
           w[8*RC_FLAGS + 0] = 1'b0;   // the expected packet: the gap is closed

@@ -4,7 +4,7 @@
 // and fp_rx, the receive side's ACK descriptors joined to the firmware's in
 // front of the segmenter, and the firmware's table port split by table (0
 // send contexts, 1 receive
-// contexts, words 16..19 the receive load, fp_rx; 2 MR entries, 3 the port's addresses: words 0..1 MAC, 2..5 GID,
+// contexts (words 0..16), words 20..23 the receive load, fp_rx; 2 MR entries, 3 the port's addresses: words 0..1 MAC, 2..5 GID,
 // as little-endian records of the wire bytes; word 8 the context entries'
 // accessed bits, 32 per index, read and cleared; words 16..20 and 24 the CQE
 // writer's CQ rings and send CQs, fp_cqw; words 9..15, 21..23, 25..28 the

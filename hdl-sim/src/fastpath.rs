@@ -21,7 +21,7 @@ use crate::sim::{Beat, DataWidth, Rng, Shaping, SimError, Timed};
 pub enum Table {
     /// Send contexts, 96 bytes each, by QPN.
     SendCtx = 0,
-    /// Receive contexts, 64 bytes each, by QPN.
+    /// Receive contexts, 68 bytes each (17 words), by QPN.
     RecvCtx = 1,
     /// MR entries, 32 bytes each, by key >> 8.
     Mr = 2,

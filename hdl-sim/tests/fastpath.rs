@@ -855,14 +855,14 @@ fn firmware(
             if pos.starts() {
                 ctx.recv_loaded = true;
                 ctx.recv_addr = RECV_BASE + q as u64 * u64::from(RECV_SPAN);
-                ctx.resid = RECV_SPAN;
+                ctx.recv_resid = RECV_SPAN;
                 ctx.length = 0;
             }
-            if n <= ctx.resid {
+            if n <= ctx.recv_resid {
                 writes.push((ctx.recv_addr, payload.to_vec()));
             }
             ctx.recv_addr += u64::from(n);
-            ctx.resid = ctx.resid.saturating_sub(n);
+            ctx.recv_resid = ctx.recv_resid.saturating_sub(n);
             ctx.length += n;
             ctx.cur = if pos.ends() { RxCur::None } else { RxCur::Send };
             if pos.ends() {
@@ -895,8 +895,7 @@ fn preload(ctx: &mut RecvCtx, q: usize) {
     if ctx.on && !ctx.held && ctx.cur == RxCur::None && !ctx.recv_loaded {
         ctx.recv_loaded = true;
         ctx.recv_addr = RECV_BASE + q as u64 * u64::from(RECV_SPAN);
-        ctx.resid = RECV_SPAN;
-        ctx.length = 0;
+        ctx.recv_resid = RECV_SPAN;
     }
 }
 
@@ -1254,7 +1253,7 @@ fn ce_marked_requests_are_taken_as_the_model_takes_them() {
     tx.mtu = Mtu::Mtu1024;
     // (an even MSN: the first SEND's buffer loaded ahead)
     let qps = [reads_qp(tx.clone(), 4), reads_qp(tx, 6)];
-    // (QP, op, length, offset; a SEND first: a WRITE's RETH unloads the buffer)
+    // (QP, op, length, offset; a SEND first, into the buffer loaded ahead)
     let msgs = [
         (0, 0, 700, 0),
         (0, 3, 3000, 0),
@@ -4358,7 +4357,7 @@ fn the_cqe_writer_writes_what_the_model_writes() {
     }
 }
 
-/// `fp_rx`'s receive-load command (table 1 words 16..19, `docs/fastpath.md` §6 "In the
+/// `fp_rx`'s receive-load command (table 1 words 20..23, `docs/fastpath.md` §6 "In the
 /// SoC"): on every combination of a context's state, `cur`, tag and flags (`nak_sent`,
 /// `recv_loaded`, `held`, `reads`, `rq_empty`), each of its four commands leaves the
 /// context exactly as `layout::load_rctx` / `layout::rnr_rctx` (the model's rule) leave
@@ -4382,12 +4381,12 @@ fn the_receive_load_command_applies_the_models_rule() {
     // the command's words: the staged buffer (if any), then the command
     let command = |sim: &mut FpSim, cmd: u32, buf: Option<(u64, u32)>| -> bool {
         if let Some((addr, len)) = buf {
-            sim.write_word(Table::RecvCtx, 0, 16, addr as u32);
-            sim.write_word(Table::RecvCtx, 0, 17, (addr >> 32) as u32);
-            sim.write_word(Table::RecvCtx, 0, 18, len);
+            sim.write_word(Table::RecvCtx, 0, 20, addr as u32);
+            sim.write_word(Table::RecvCtx, 0, 21, (addr >> 32) as u32);
+            sim.write_word(Table::RecvCtx, 0, 22, len);
         }
-        sim.write_word(Table::RecvCtx, qpn.value(), 19, cmd);
-        sim.read_word_dma_held(Table::RecvCtx, qpn.value(), 19)
+        sim.write_word(Table::RecvCtx, qpn.value(), 23, cmd);
+        sim.read_word_dma_held(Table::RecvCtx, qpn.value(), 23)
             .unwrap()
             & 1
             != 0

@@ -15,7 +15,7 @@
 use crate::error::Error;
 use crate::verbs::{CompletionQueue, ConnectOptions, Context, MemoryRegion, QpEndpoint, QueuePair};
 use roce_abi::reg;
-use roce_core::cm::{eui64_from_mac, CmAddr, CmConfig, CmEvent, ConnId};
+use roce_core::cm::{eui64_from_mac, CmAddr, CmCallError, CmConfig, CmEvent, CmState, ConnId};
 use roce_core::memory::AccessFlags;
 use roce_core::num::{Psn, Qkey, Qpn};
 use roce_core::transport::{
@@ -364,15 +364,19 @@ impl CmAgent {
     }
 
     /// `rdma_disconnect`: the QP goes to ERR (its work flushes) and the peer gets a
-    /// DREQ.
+    /// DREQ. A connection already closing (our DREQ out, or the peer's answered and in
+    /// `Timewait`) is not an error: Linux's `rdma_disconnect` tries the DREQ, then the
+    /// DREP, and returns 0 when neither applies, so both ends may call it as their run
+    /// ends, in either order.
     pub fn disconnect(&mut self, id: ConnId) -> Result<()> {
         if let Some(qp) = self.conns.get(&id).and_then(|c| c.qp.clone()) {
             qp.modify(&QpAttr::to_state(QpState::Err))?;
         }
         let now = self.now();
-        self.cm
-            .disconnect(now, id)
-            .map_err(|_| Error::InvalidArgument("rdma_disconnect: not connected"))?;
+        match self.cm.disconnect(now, id) {
+            Ok(()) | Err(CmCallError::WrongState(CmState::DreqSent | CmState::Timewait)) => {}
+            Err(_) => return Err(Error::InvalidArgument("rdma_disconnect: not connected")),
+        }
         self.progress()
     }
 

@@ -791,6 +791,13 @@ pub fn interop(root: &Path) -> Result {
         checker: root.join("../shared/tools/check_with_tshark.py"),
         fastpath,
     };
+    // Without it every capture's tshark column would read FAILED: say so at once.
+    if !env.checker.is_file() {
+        return Err(format!(
+            "{}: not found (the shared tools beside this checkout check every capture)",
+            env.checker.display()
+        ));
+    }
     let t0 = Instant::now();
     std::fs::create_dir_all(&env.out).map_err(|e| e.to_string())?;
     run(cmd("cargo", &["build", "-p", "roce-cli"]).current_dir(&env.root))?;

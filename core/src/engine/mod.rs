@@ -924,6 +924,7 @@ impl<
             ack_every: 0,
             unacked: 0,
             recv_addr: 0,
+            recv_resid: 0,
             recv_loaded: false,
             reads: self.recv_reads(s, qp),
             rnr: None,
@@ -944,8 +945,10 @@ impl<
         {
             ctx.recv_loaded = true;
             ctx.recv_addr = addr.wrapping_add(u64::from(r.recv_off));
-            ctx.resid = len - r.recv_off;
-            ctx.length = r.recv_off;
+            ctx.recv_resid = len - r.recv_off;
+            if r.cur == CurOp::Send {
+                ctx.length = r.recv_off;
+            }
         }
         if !ctx.recv_loaded && r.cur == CurOp::None {
             ctx.rnr = self.recv_rnr(s, qp);
@@ -1170,9 +1173,14 @@ impl<
             fastpath::RxCur::Send => CurOp::Send,
             fastpath::RxCur::Write => CurOp::Write,
         };
-        if ctx.cur == fastpath::RxCur::Send || ctx.recv_loaded {
+        // (A buffer loaded ahead holds nothing placed; the WRITE's fields are apart
+        // from it, so a WRITE under way comes back with one loaded too.)
+        if ctx.cur == fastpath::RxCur::Send {
             r.recv_off = ctx.length;
         } else {
+            if ctx.recv_loaded {
+                r.recv_off = 0;
+            }
             (r.va, r.rkey, r.resid, r.length) = (ctx.va, ctx.rkey, ctx.resid, ctx.length);
         }
         Ok(())

@@ -23,7 +23,7 @@ pub const TXD_LEN: usize = 96;
 /// Bytes of an ACK descriptor (§2.3).
 pub const ACKD_LEN: usize = 16;
 /// Bytes of a receive context (§3.2).
-pub const RCTX_LEN: usize = 64;
+pub const RCTX_LEN: usize = 68;
 /// Bytes of an MR table entry (§3.3).
 pub const MR_LEN: usize = 32;
 /// Bytes of an event-queue entry (§3.5).
@@ -48,6 +48,9 @@ const RCTX_HELD: u8 = 4;
 const RCTX_READS: u8 = 8;
 const RCTX_RQ_EMPTY: u8 = 16;
 const RCTX_RNR_TIMER: usize = 32;
+/// The receive context's `recv_addr` and `recv_resid`: the loaded receive buffer.
+const RCTX_RECV_ADDR: usize = 32;
+const RCTX_RECV_RESID: usize = 64;
 
 /// A field of the bytes names nothing: the offset of the first such field.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -375,7 +378,7 @@ pub fn encode_rctx(c: &RecvCtx) -> [u8; RCTX_LEN] {
     put(&mut b, 16, c.va.to_le_bytes());
     put(&mut b, 24, c.rkey.0.to_le_bytes());
     put(&mut b, 28, c.resid.to_le_bytes());
-    put(&mut b, 32, c.recv_addr.to_le_bytes());
+    put(&mut b, RCTX_RECV_ADDR, c.recv_addr.to_le_bytes());
     put(&mut b, 40, c.length.to_le_bytes());
     b[RCTX_FLAGS] = u8::from(c.nak_sent)
         | u8::from(c.recv_loaded) << 1
@@ -387,6 +390,7 @@ pub fn encode_rctx(c: &RecvCtx) -> [u8; RCTX_LEN] {
     }
     put24(&mut b, RCTX_QPN, c.qpn.value());
     put(&mut b, 48, c.peer_gid);
+    put(&mut b, RCTX_RECV_RESID, c.recv_resid.to_le_bytes());
     b
 }
 
@@ -422,11 +426,11 @@ pub fn hold_rctx(b: &mut [u8; RCTX_LEN]) {
 }
 
 /// Loads receive buffer `buf` (address, length) into receive context `b` of QP `qpn`
-/// (§3.2 `recv_addr`, `resid`, `length` 0, `recv_loaded`) when it has none, or unloads
-/// the one it has (`buf` None), nothing else, while the context is that QP's, on and
-/// between messages (`cur` none: no SEND is placing into it, and no WRITE, whose RETH
-/// fields `resid` and `length` share), and for a load not `held` (an exception of the
-/// QP waits: its write-back loads what the engine's state says): the firmware's
+/// (§3.2 `recv_addr`, `recv_resid`, `recv_loaded`) when it has none, or unloads the one
+/// it has (`buf` None), nothing else, while the context is that QP's, on and between
+/// messages (`cur` none: no SEND is placing into it; a WRITE's fields are apart), and
+/// for a load not `held` (an exception of the QP waits: its write-back loads what the
+/// engine's state says): the firmware's
 /// preload of the next SEND's receive WQE (§3.4), and its take-back when the WQE's MR
 /// changed (a held QP's too: its release would keep the stale buffer). False when it
 /// changed nothing.
@@ -438,9 +442,8 @@ pub fn load_rctx(b: &mut [u8; RCTX_LEN], qpn: Qpn, buf: Option<(u64, u32)>) -> b
         return false;
     }
     if let Some((addr, len)) = buf {
-        put(b, 28, len.to_le_bytes());
-        put(b, 32, addr.to_le_bytes());
-        put(b, 40, 0u32.to_le_bytes());
+        put(b, RCTX_RECV_ADDR, addr.to_le_bytes());
+        put(b, RCTX_RECV_RESID, len.to_le_bytes());
         b[RCTX_FLAGS] &= !RCTX_RQ_EMPTY;
     }
     b[RCTX_FLAGS] ^= RCTX_LOADED;
@@ -490,7 +493,8 @@ pub fn decode_rctx(b: &[u8; RCTX_LEN]) -> Result<RecvCtx, Invalid> {
         rkey: s.rkey,
         resid: s.resid,
         length: s.length,
-        recv_addr: u64_at(b, 32),
+        recv_addr: u64_at(b, RCTX_RECV_ADDR),
+        recv_resid: u32_at(b, RCTX_RECV_RESID),
         recv_loaded: s.recv_loaded,
         nak_sent: s.nak_sent,
         held: rctx_held(b),

@@ -40,14 +40,19 @@ pub struct RecvCtx {
     /// Placed packets since the last ACK.
     pub unacked: u8,
     pub pd: Pd,
-    /// WRITE: next address, key, bytes left, RETH length.
+    /// WRITE: next address, key, bytes left, RETH length. (`length` is a SEND's
+    /// bytes placed too: its first packet sets it, so a WRITE between the load of a
+    /// receive buffer and the SEND leaves nothing of the buffer's behind.)
     pub va: u64,
     pub rkey: Rkey,
     pub resid: u32,
     pub length: u32,
-    /// SEND: next address in the receive buffer the firmware loaded (`resid` bytes
-    /// left in it, `length` placed); `recv_loaded` says there is one.
+    /// SEND: next address in the receive buffer the firmware loaded (`recv_resid`
+    /// bytes left in it, `length` placed); `recv_loaded` says there is one. Apart
+    /// from the WRITE's fields: a WRITE leaves a buffer loaded ahead of the next SEND
+    /// loaded.
     pub recv_addr: u64,
+    pub recv_resid: u32,
     pub recv_loaded: bool,
     /// The current gap's NAK went out: a later request out of sequence is dropped
     /// without another (the engine's `nak_sent`); placing the expected packet clears it.
@@ -97,6 +102,7 @@ impl RecvCtx {
             resid: 0,
             length: 0,
             recv_addr: 0,
+            recv_resid: 0,
             recv_loaded: false,
             nak_sent: false,
             held: false,
@@ -697,7 +703,7 @@ fn check(ctx: &RecvCtx, pkt: &Packet<'_>, mem: &dyn Protection) -> Result<Operat
         if !ctx.recv_loaded {
             return Err(Exception::NoRecvBuffer);
         }
-        return if n <= ctx.resid {
+        return if n <= ctx.recv_resid {
             Ok(operation)
         } else {
             Err(Exception::Length)
@@ -904,11 +910,8 @@ fn place(ctx: &mut RecvCtx, pkt: &Packet<'_>, op: Operation, dma: &mut dyn Dma) 
     let mut event = None;
     if op == Operation::RdmaWrite {
         if let Some(r) = pkt.reth() {
+            // (A receive buffer loaded ahead stays loaded: its fields are apart.)
             (ctx.va, ctx.rkey, ctx.resid, ctx.length) = (r.va, r.rkey, r.dma_len, r.dma_len);
-            // `resid` and `length` held the loaded receive buffer: it is unloaded (the
-            // WQE stays the engine's, at the head of its queue; the next SEND is an
-            // exception and the write-back loads it again).
-            ctx.recv_loaded = false;
         }
         if dma.write(ctx.va, payload).is_err() {
             return RxOutcome::exception(ctx.qpn, pkt, Exception::Key);
@@ -921,8 +924,13 @@ fn place(ctx: &mut RecvCtx, pkt: &Packet<'_>, op: Operation, dma: &mut dyn Dma) 
             return RxOutcome::exception(ctx.qpn, pkt, Exception::Key);
         }
         ctx.recv_addr = ctx.recv_addr.wrapping_add(u64::from(n));
-        ctx.resid -= n;
-        ctx.length += n;
+        ctx.recv_resid -= n;
+        // The first packet starts the count: `length` may hold a WRITE's RETH length.
+        ctx.length = if pkt.info().position.starts() {
+            n
+        } else {
+            ctx.length.wrapping_add(n)
+        };
         ctx.cur = if ends { RxCur::None } else { RxCur::Send };
     }
     if ends {

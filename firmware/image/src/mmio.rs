@@ -294,8 +294,8 @@ pub mod fp_reg {
     /// [`RL_UNLOAD`], [`RL_RNR`] (the timer in bits 15..8) or [`RL_RNR_CLEAR`]: the
     /// hardware applies `layout::load_rctx` / `rnr_rctx` to the context between two
     /// frames' checks. Read of [`RL_W_CMD`]: bit 0, the command changed the context.
-    pub const RL_W_STAGE: u32 = 16;
-    pub const RL_W_CMD: u32 = 19;
+    pub const RL_W_STAGE: u32 = 20;
+    pub const RL_W_CMD: u32 = 23;
     pub const RL_LOAD: u32 = 0;
     pub const RL_UNLOAD: u32 = 1;
     pub const RL_RNR: u32 = 2;
@@ -836,7 +836,7 @@ impl FastPath for MmioFastPath {
         !NO_FASTPATH
     }
 
-    /// `soc_fp`'s receive load (table 1 words 16..19, `fp_rx.sv`) applies the load to
+    /// `soc_fp`'s receive load (table 1 words 20..23, `fp_rx.sv`) applies the load to
     /// the context in one step with respect to the receive check, which runs beside the
     /// core: a SEND into a WQE loaded ahead is placed from its first packet.
     fn recv_loads(&self) -> bool {

@@ -374,7 +374,7 @@ module soc_fp
   // ------------------------------------------------------------------ receive doorbells
   // Per QPN below NQP: `rq_unread`, a receive doorbell the firmware has not read
   // since; `rq_posted`, the mask of `rq_empty`, set by a receive doorbell and
-  // cleared only by the firmware's `rq_empty` set (fp_rx's command, table 1 word 19
+  // cleared only by the firmware's `rq_empty` set (fp_rx's command, table 1 word RL_W_CMD
   // op 2, or a context write with the flag) while `rq_unread` is clear: the firmware then decided on a view that
   // holds every WQE the host rang for (it read the doorbell, then fetched up to
   // it, before it can find the queue empty). Clearing it at the read was too early:
@@ -388,7 +388,7 @@ module soc_fp
   // write-back, a QP coming on, decided on the same view)
   assign r_set_cmd = cfg_wr_valid && cfg_wr_ready && cfg_wr_table == 2'd1 &&
                      cfg_wr_index < 24'(NQP) &&
-                     ((cfg_wr_word == 5'd19 && cfg_wr_data[1:0] == 2'd2) ||
+                     ((32'(cfg_wr_word) == RL_W_CMD && cfg_wr_data[1:0] == 2'd2) ||
                       (32'(cfg_wr_word) == RC_FLAGS / 4 && cfg_wr_data[8 * (RC_FLAGS % 4) + 4]));
   always_ff @(posedge clk) begin
     logic [NQP-1:0] set, read, cmd;
