@@ -538,13 +538,8 @@ const KINDS: [&str; 5] = ["WRITE", "SEND", "READ", "FETCH_AND_ADD", "CMP_AND_SWP
 /// 18,721: the WRITE before it on the QP unloaded the receive buffer loaded ahead, and
 /// the SEND's two packets were exceptions whose frames the firmware copied; then its
 /// one `MSG_DONE`, 2,392.)
-const SOC_FP_LARGEST_POLL: [[u32; 2]; 5] = [
-    [400, 100],
-    [400, 2_750],
-    [400, 480],
-    [400, 450],
-    [400, 450],
-];
+const SOC_FP_LARGEST_POLL: [[u32; 2]; 5] =
+    [[400, 100], [400, 2_750], [400, 480], [400, 450], [400, 450]];
 
 /// What [`largest_polls`] saw.
 struct LargestPolls {
