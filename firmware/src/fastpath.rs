@@ -14,7 +14,7 @@ use crate::hal::{Datapath, FastPath, FastPathCounters};
 use crate::runtime::FRAME_BUF;
 use heapless::Deque;
 use roce_core::dcb::Priorities;
-use roce_core::fastpath::layout::{self, EVENT_LEN, MR_LEN, RCTX_LEN, SCTX_LEN, TXD_LEN};
+use roce_core::fastpath::layout::{self, EventWords, MR_LEN, RCTX_LEN, SCTX_LEN, TXD_LEN};
 use roce_core::fastpath::{
     self, AckDesc, Answered, AtomicResp, Event, Exception, Inflight, InflightKind, MrTable, MsgOp,
     PortAddr, ReadResp, RxOutcome, SendCtx, SqIdle, SqSpent, TxError, TxMsg,
@@ -186,9 +186,10 @@ pub struct SqBack {
 /// counters (one read for both), and what its WQE fetch did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SqNews {
-    /// (Left at zero by a fast path that runs by itself, `FastPath::runs_by_itself`:
-    /// its counters are read when the host asks.)
-    pub counters: FastPathCounters,
+    /// (None from a fast path that runs by itself, `FastPath::runs_by_itself`: its
+    /// counters are read when the host asks. The SoC's `sq_news` cleared them, 48
+    /// bytes, at every news.)
+    pub counters: Option<FastPathCounters>,
     /// It wrote CQEs.
     pub cqe: bool,
     /// A ring its CQE writer holds is half full or more by the consumer index the
@@ -1616,7 +1617,7 @@ impl<P: Datapath, const QPS: usize> FastPath for FastPathPort<P, QPS> {
         }
     }
 
-    fn poll_event(&mut self, event: &mut [u8; EVENT_LEN], frame: &mut [u8]) -> bool {
+    fn poll_event(&mut self, event: &mut EventWords, frame: &mut [u8]) -> bool {
         let Some(ev) = self.events.pop_front() else {
             return false;
         };
@@ -1633,7 +1634,7 @@ impl<P: Datapath, const QPS: usize> FastPath for FastPathPort<P, QPS> {
                 *u = false;
             }
         }
-        *event = layout::encode_event(&ev);
+        *event = layout::encode_event_words(&ev);
         true
     }
 
@@ -1806,7 +1807,7 @@ impl<P: Datapath, const QPS: usize> FastPath for FastPathPort<P, QPS> {
 
     fn sq_news(&mut self) -> SqNews {
         SqNews {
-            counters: self.counters,
+            counters: Some(self.counters),
             // An RNR wait's end too: the model must run then (`sq_timeouts`).
             // And a data packet's time the pacer held it until (§2.5).
             deadline: self

@@ -5,7 +5,7 @@
 use crate::abi::reg;
 use roce_core::dcb::{Priorities, RX_BUFFER_BYTES};
 use roce_core::engine::DcbConfig;
-use roce_core::fastpath::layout::{EVENT_LEN, MR_LEN, RCTX_LEN, SCTX_LEN, TXD_LEN};
+use roce_core::fastpath::layout::{EventWords, MR_LEN, RCTX_LEN, SCTX_LEN, TXD_LEN};
 use roce_core::fastpath::SqIdle;
 use roce_core::memory::Dma;
 use roce_core::num::Qpn;
@@ -94,8 +94,10 @@ pub trait FastPath {
     /// Posts a TX message descriptor (§2.2); `false` when the ring is full. A FLUSH
     /// takes no ring slot and is taken when the ring is full too.
     fn post_tx(&mut self, desc: &[u8; TXD_LEN]) -> bool;
-    /// Takes the next event (§3.5); an EXCEPTION's frame is copied into `frame`.
-    fn poll_event(&mut self, event: &mut [u8; EVENT_LEN], frame: &mut [u8]) -> bool;
+    /// Takes the next event (§3.5) as words (`layout::EventWords`; only the first
+    /// `layout::EVENT_USED` bytes need be written: the decode reads no other); an
+    /// EXCEPTION's frame is copied into `frame`.
+    fn poll_event(&mut self, event: &mut EventWords, frame: &mut [u8]) -> bool;
     /// Whether an event waits for `poll_event`, or may yet come of a frame the hardware
     /// already took (its receive side is not idle). The firmware clears a QP's `held`
     /// only when none does (`docs/fastpath.md` §3.2): a wrapper must forward it.
@@ -299,7 +301,7 @@ pub trait FastPath {
     /// it holds stopped.
     fn sq_news(&mut self) -> SqNews {
         SqNews {
-            counters: self.counters(),
+            counters: (!self.runs_by_itself()).then(|| self.counters()),
             ..SqNews::default()
         }
     }

@@ -189,7 +189,14 @@ module fp_sqf
     output logic [NQP-1:0]               rnr_ok,
     output logic [NQP-1:0]               rnr_wait,
     // without HW_NOW: the deadline scan a time write started is under way
-    output logic                         scanning
+    output logic                         scanning,
+    // SQ_R_NEWS's word and the running counts SQ_R_TAKEN and SQ_R_SENDS, as the
+    // port reads them, for plain registers (the SoC's, soc_fp); news_rd clears
+    // the news word's bits 3 and 0 as a port read of it does
+    output logic [3:0]                   news,
+    output logic [31:0]                  n_taken,
+    output logic [31:0]                  n_sends,
+    input  wire logic                    news_rd
 );
 
   localparam int WQE_BYTES = 160;
@@ -239,7 +246,6 @@ module fp_sqf
   logic [31:0] st_ring_lo, st_ring_hi, st_cfg, st_ci, st_psn, st_pd, st_depth;
   logic [31:0] st_rto_lo, st_rto_hi;
   logic [63:0] now;
-  logic [31:0] n_taken, n_sends;
   logic        news_cqe;
   // Go-Back-N: per entry, a retry budget (retry_cnt != 0), retries spent since the
   // last progress, a FLUSH owed to the segmenter (the rewind's: offered by the
@@ -337,6 +343,8 @@ module fp_sqf
     S_F_RFP      // fetch: a replayed WQE's first PSN read
   } state_t;
   state_t st;
+  assign news = {news_gbn, (active & stopped) != '0,
+                 (st != S_IDLE && st != S_SCAN) || pending != '0, news_cqe};
 
   // the command and read words
   logic w_cmd, w_db, w_now, r_ctx, r_glob;
@@ -733,12 +741,12 @@ module fp_sqf
           : cfg_rd_word == SQ_R_RETRIES ? n_retries
           : cfg_rd_word == SQ_R_TIMEOUTS ? n_timeouts
           : cfg_rd_word == SQ_R_RNRS ? n_rnrs
-          : {28'd0, news_gbn, (active & stopped) != '0,
-             (st != S_IDLE && st != S_SCAN) || pending != '0, news_cqe};
-      if (cfg_rd_word == SQ_R_NEWS) begin
-        news_cqe <= 1'b0;
-        news_gbn <= 1'b0;
-      end
+          : {28'd0, news};
+    end
+    // (a news bit set in the cycle of the read stays: the assignments below win)
+    if ((cfg_rd_valid && cfg_rd_ready && cfg_rd_word == SQ_R_NEWS) || news_rd) begin
+      news_cqe <= 1'b0;
+      news_gbn <= 1'b0;
     end
 
     case (st)

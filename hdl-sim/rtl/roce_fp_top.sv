@@ -140,7 +140,15 @@ module roce_fp_top
     // seen, so its `rq_empty` is stale and not acted on (the SoC's soc_fp;
     // elsewhere tied low: the firmware's flag is written as one step with
     // what it knows, docs/fastpath.md §3.4 "Receiver not ready")
-    input  wire logic [NQP-1:0]          rq_posted
+    input  wire logic [NQP-1:0]          rq_posted,
+    // the WQE fetch's news word and running counts of WQEs taken and of them
+    // SENDs, as table 3's SQ_R_NEWS / SQ_R_TAKEN / SQ_R_SENDS read them (the SoC's
+    // plain registers: one load each); sq_news_rd clears the news word as its
+    // read does (elsewhere tied low)
+    output logic [3:0]                   sq_news,
+    output logic [31:0]                  sq_taken,
+    output logic [31:0]                  sq_sends,
+    input  wire logic                    sq_news_rd
 );
 
   localparam int QPN_W = $clog2(NQP);
@@ -686,7 +694,11 @@ module roce_fp_top
     .gbn_taken(gbn_taken),
     .gbn_taken_e(gbn_taken_e),
     .gbn_drops(gbn_drops),
-    .scanning(sq_scanning)
+    .scanning(sq_scanning),
+    .news(sq_news),
+    .n_taken(sq_taken),
+    .n_sends(sq_sends),
+    .news_rd(sq_news_rd)
   );
 
 endmodule

@@ -56,7 +56,7 @@ use crate::fastpath::{
 use crate::sim::{DataWidth, SimError};
 use roce_core::dcb::Priorities;
 use roce_core::fastpath::layout::{
-    self, EVENT_LEN, MR_LEN, RCTX_LEN, SCTX_LEN, TXD_LEN, TXD_OP_FLUSH,
+    self, EventWords, EVENT_LEN, MR_LEN, RCTX_LEN, SCTX_LEN, TXD_LEN, TXD_OP_FLUSH,
 };
 use roce_core::fastpath::{SqIdle, SqSpent};
 use roce_core::memory::Dma;
@@ -531,7 +531,7 @@ impl<P: Datapath> FastPath for FpPort<P> {
         true
     }
 
-    fn poll_event(&mut self, event: &mut [u8; EVENT_LEN], frame: &mut [u8]) -> bool {
+    fn poll_event(&mut self, event: &mut EventWords, frame: &mut [u8]) -> bool {
         let Some(ev) = self.events.front() else {
             return false;
         };
@@ -545,7 +545,7 @@ impl<P: Datapath> FastPath for FpPort<P> {
             }
         }
         if let Some(ev) = self.events.pop_front() {
-            *event = ev;
+            *event = layout::event_words(&ev);
         }
         true
     }
@@ -865,7 +865,7 @@ impl<P: Datapath> FastPath for FpPort<P> {
         let deadline = qps.into_iter().filter_map(|q| self.sq_state(q)?.1).min();
         self.deadline = deadline;
         SqNews {
-            counters: self.counters,
+            counters: Some(self.counters),
             cqe: std::mem::take(&mut self.news_cqe),
             cq_full: false,
             taken,

@@ -1669,10 +1669,10 @@ impl RuleCase {
         fp.inner.budget = None;
         fp.run(&mut mem);
         let (mut events, mut exc) = (Vec::new(), Vec::new());
-        let (mut ev, mut buf) = ([0; layout::EVENT_LEN], vec![0; 9000]);
+        let (mut ev, mut buf) = ([0; layout::EVENT_WORDS], vec![0; 9000]);
         let mut slot = 0u16;
         while fp.poll_event(&mut ev, &mut buf) {
-            let e = layout::decode_event(&ev).expect("the model's event");
+            let e = layout::decode_event_words(&ev).expect("the model's event");
             if let Event::Exception { frame_len, .. } = e {
                 exc.push(buf[..usize::from(frame_len)].to_vec());
             }
@@ -2773,9 +2773,9 @@ fn a_release_while_an_exception_is_in_flight_leaves_the_qp_held() {
         !layout::rctx_held(&fp.read_rctx(qpn_of(1))),
         "model: another entry"
     );
-    let (mut ev, mut frame) = ([0; layout::EVENT_LEN], vec![0; 9000]);
+    let (mut ev, mut frame) = ([0; layout::EVENT_WORDS], vec![0; 9000]);
     assert!(fp.poll_event(&mut ev, &mut frame));
-    match layout::decode_event(&ev) {
+    match layout::decode_event_words(&ev) {
         Ok(Event::Exception { qpn, reason, .. }) => {
             assert_eq!((qpn, reason), (qpn_of(0), Exception::NoRecvBuffer))
         }

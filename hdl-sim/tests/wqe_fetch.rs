@@ -712,11 +712,11 @@ fn rewind_two(fp: &mut dyn OnWire, mem: &mut HostMem) -> Rewound {
         news.1 += n.retries;
     }
     // (none reaches the firmware: the fetch took the three)
-    let mut ev = [0u8; layout::EVENT_LEN];
+    let mut ev = [0u32; layout::EVENT_WORDS];
     assert!(
         !fp.poll_event(&mut ev, &mut []),
         "an event: {:?}",
-        layout::decode_event(&ev)
+        layout::decode_event_words(&ev)
     );
     // (both QPs send to the peer's QP 0x1234; B's PSNs are 0x80_0000 on)
     let (b_frames, a_frames) = std::mem::take(&mut fp.wire().sent)

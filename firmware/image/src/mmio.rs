@@ -33,7 +33,7 @@ use core::ptr;
 use roce_core::dcb::Priorities;
 use roce_core::engine::DcbConfig;
 use roce_core::fastpath::layout::{
-    self, EVENT_LEN, EVENT_USED, EV_EXCEPTION, MR_LEN, RCTX_LEN, SCTX_LEN, TXD_LEN, TXD_OP_FLUSH,
+    self, EventWords, EVENT_USED, EV_EXCEPTION, MR_LEN, RCTX_LEN, SCTX_LEN, TXD_LEN, TXD_OP_FLUSH,
 };
 use roce_core::fastpath::{SqIdle, SqSpent};
 use roce_core::memory::{Dma, DmaError};
@@ -192,6 +192,15 @@ pub mod fp_reg {
     pub const RX_OOS: u32 = 0x048;
     /// Duplicate SEND/WRITE requests it acknowledged again.
     pub const RX_DUPS: u32 = 0x04C;
+    /// The WQE fetch's news word (table [`T_PORT`]'s word 23 as a plain register:
+    /// [`SQ_NEWS_CQE`] and [`SQ_NEWS_GBN`] cleared by the read, as that word's read
+    /// clears them). The firmware reads it at every poll while the fetch holds a queue:
+    /// one load, where the table port's select, read command and wait for the word cost
+    /// ~70 instructions.
+    pub const SQ_NEWS: u32 = 0x050;
+    /// The fetch's running counts of WQEs taken and of them SENDs (words 21 and 22).
+    pub const SQ_TAKEN: u32 = 0x054;
+    pub const SQ_SENDS: u32 = 0x058;
     /// The oldest event, 64 bytes (`docs/fastpath.md` §3.5).
     pub const EV: u32 = 0x080;
     /// The descriptor to post, 96 bytes (§2.2), write-only.
@@ -249,13 +258,11 @@ pub mod fp_reg {
     pub const SQ_W_CMD: u32 = 25;
     /// Reads, index = the entry: from [`SQ_R_STATE`] the consumer index, WQEs done,
     /// the oldest unfinished WQE's first PSN, `una_psn`, the deadline (low, high) and
-    /// [`SQ_R_FLAGS`]; global: from [`SQ_R_COUNTS`] WQEs taken, of them SENDs (running
-    /// counts) and the news word ([`SQ_NEWS_CQE`] cleared by its read).
+    /// [`SQ_R_FLAGS`]. (The global words 21..23, WQEs taken, of them SENDs and the news
+    /// word, are read as the registers [`SQ_TAKEN`], [`SQ_SENDS`] and [`SQ_NEWS`].)
     pub const SQ_R_STATE: u32 = 9;
     pub const SQ_R_DL: u32 = 13;
     pub const SQ_R_FLAGS: u32 = 15;
-    pub const SQ_R_COUNTS: u32 = 21;
-    pub const SQ_R_NEWS: u32 = 23;
     /// Global: Go-Back-N's running counts (docs/fastpath.md §3.8), from here: NAK
     /// sequence errors taken (dropped ones too), retries started, of them at the local
     /// ACK timeout; then (word 30) the RNR NAKs taken. [`SQ_NEWS_GBN`] says any of the
@@ -271,7 +278,7 @@ pub mod fp_reg {
     /// deadline is then its end, and no ACK timer runs).
     pub const SQ_RNR_SPENT: u32 = 7 << 6;
     pub const SQ_RNR_WAIT: u32 = 1 << 9;
-    /// `SQ_R_NEWS` bits: CQEs written since the last read, a queue it holds stopped (at
+    /// [`SQ_NEWS`] bits: CQEs written since the last read, a queue it holds stopped (at
     /// a WQE it does not take, or its deadline passed). (Bit 1, a fetch under way, is
     /// not news to this firmware.)
     pub const SQ_NEWS_CQE: u32 = 1 << 0;
@@ -565,6 +572,41 @@ impl MmioFastPath {
         self.mmio.write(map::FASTPATH + offset, value);
     }
 
+    /// `poll_event` once `STATUS` said an event is there: the event (an exception's
+    /// frame, which follows its event into the datapath's receive buffer, into
+    /// `frame`); false if that frame is not there yet.
+    #[inline(never)]
+    fn take_event(&mut self, event: &mut EventWords, frame: &mut [u8]) -> bool {
+        let first = self.reg(fp_reg::EV);
+        if first as u8 == EV_EXCEPTION {
+            let m = &self.mmio;
+            let status = m.read(map::DATAPATH + dp_reg::RX_STATUS);
+            if status & dp_reg::RX_VALID == 0 {
+                return false;
+            }
+            let len = (status & 0xFFFF) as usize;
+            if let Some(dst) = frame.get_mut(..len) {
+                m.read_buf(map::DATAPATH + dp_reg::RX_BUF, dst);
+            }
+            m.write(map::DATAPATH + dp_reg::RX_POP, 1);
+            self.exceptions += 1;
+        }
+        // Only the words that carry fields (every kind's are in the first 32 bytes):
+        // the other 8 words' reads cost ~80 instructions an event, and the decode
+        // does not look at them (what the buffer holds there is an earlier event's).
+        // A word a load and a store.
+        if let Some((w0, rest)) = event.split_first_mut() {
+            *w0 = first;
+            let mut at = map::FASTPATH + fp_reg::EV + 4;
+            for w in rest.iter_mut().take(EVENT_USED / 4 - 1) {
+                *w = self.mmio.read(at);
+                at += 4;
+            }
+        }
+        self.set(fp_reg::EV_POP, 1);
+        true
+    }
+
     /// Waits until `STATUS & mask == want`; false after [`FP_POLLS`] polls.
     fn wait(&self, mask: u32, want: u32) -> bool {
         (0..FP_POLLS).any(|_| self.reg(fp_reg::STATUS) & mask == want)
@@ -635,6 +677,26 @@ impl MmioFastPath {
     /// QP `qpn`'s bit in `sq_held` (None past the bitmap: not handed over).
     fn sq_bit(qpn: Qpn) -> Option<u64> {
         (!NO_FASTPATH && qpn.value() < 64).then(|| 1u64 << qpn.value())
+    }
+
+    /// How far Go-Back-N's running counts ([`fp_reg::SQ_R_GBN`]) moved since the last
+    /// look. Out of line: rare (a NAK, a timeout), and inlined into `sq_news` its table
+    /// read made every news save and restore 11 registers.
+    #[inline(never)]
+    fn sq_gbn_moved(&mut self) -> [u32; 4] {
+        let mut w = [0u8; 16];
+        self.read_words(fp_reg::T_PORT, 0, fp_reg::SQ_R_GBN, &mut w);
+        let mut moved = [0u32; 4];
+        for ((d, last), b) in moved
+            .iter_mut()
+            .zip(&mut self.sq_gbn)
+            .zip(w.chunks_exact(4))
+        {
+            let now = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+            *d = now.wrapping_sub(*last);
+            *last = now;
+        }
+        moved
     }
 
     /// QP `qpn`'s fetch flags if the fetch holds its send queue (a send context written
@@ -754,34 +816,10 @@ impl FastPath for MmioFastPath {
         true
     }
 
-    fn poll_event(&mut self, event: &mut [u8; EVENT_LEN], frame: &mut [u8]) -> bool {
-        if self.reg(fp_reg::STATUS) & fp_reg::ST_EVENT == 0 {
-            return false;
-        }
-        let first = self.reg(fp_reg::EV).to_le_bytes();
-        if first[0] == EV_EXCEPTION {
-            // the frame follows its event into the datapath's receive buffer
-            let m = &self.mmio;
-            let status = m.read(map::DATAPATH + dp_reg::RX_STATUS);
-            if status & dp_reg::RX_VALID == 0 {
-                return false;
-            }
-            let len = (status & 0xFFFF) as usize;
-            if let Some(dst) = frame.get_mut(..len) {
-                m.read_buf(map::DATAPATH + dp_reg::RX_BUF, dst);
-            }
-            m.write(map::DATAPATH + dp_reg::RX_POP, 1);
-            self.exceptions += 1;
-        }
-        // Only the bytes that carry fields (every kind's are in the first 32): the
-        // other 8 words' reads cost ~80 instructions an event, and `decode_event`
-        // does not look at them (what the buffer holds there is an earlier event's).
-        event[..4].copy_from_slice(&first);
-        if let Some(rest) = event.get_mut(4..EVENT_USED) {
-            self.mmio.read_buf(map::FASTPATH + fp_reg::EV + 4, rest);
-        }
-        self.set(fp_reg::EV_POP, 1);
-        true
+    /// (The look alone here: every poll makes it, most find no event, and with the
+    /// copy inlined each saved and restored 5 registers.)
+    fn poll_event(&mut self, event: &mut EventWords, frame: &mut [u8]) -> bool {
+        self.reg(fp_reg::STATUS) & fp_reg::ST_EVENT != 0 && self.take_event(event, frame)
     }
 
     fn events_waiting(&mut self) -> bool {
@@ -858,7 +896,7 @@ impl FastPath for MmioFastPath {
         if NO_FASTPATH || self.sq_held == 0 {
             return false;
         }
-        let news = self.read_u32(fp_reg::T_PORT, 0, fp_reg::SQ_R_NEWS);
+        let news = self.reg(fp_reg::SQ_NEWS);
         self.sq_news_seen |= news;
         news & (fp_reg::SQ_NEWS_CQE | fp_reg::SQ_NEWS_STOPPED) != 0
     }
@@ -1114,31 +1152,22 @@ impl FastPath for MmioFastPath {
         if NO_FASTPATH || !self.sq_used {
             return SqNews::default();
         }
-        let mut w = [0u8; 16];
-        self.read_words(fp_reg::T_PORT, 0, fp_reg::SQ_R_COUNTS, &mut w[..12]);
-        let word = |w: &[u8; 16], i: usize| {
-            u32::from_le_bytes([w[4 * i], w[4 * i + 1], w[4 * i + 2], w[4 * i + 3]])
-        };
-        let (taken, sends) = (word(&w, 0), word(&w, 1));
-        let news = word(&w, 2) | core::mem::take(&mut self.sq_news_seen);
+        let (taken, sends) = (self.reg(fp_reg::SQ_TAKEN), self.reg(fp_reg::SQ_SENDS));
+        let news = self.reg(fp_reg::SQ_NEWS) | core::mem::take(&mut self.sq_news_seen);
         let counts = (
             taken.wrapping_sub(self.sq_taken[0]),
             sends.wrapping_sub(self.sq_taken[1]),
         );
         self.sq_taken = [taken, sends];
-        let mut gbn = [0u32; 4];
-        if news & fp_reg::SQ_NEWS_GBN != 0 {
-            self.read_words(fp_reg::T_PORT, 0, fp_reg::SQ_R_GBN, &mut w);
-            for ((d, last), i) in gbn.iter_mut().zip(&mut self.sq_gbn).zip(0..) {
-                let now = word(&w, i);
-                *d = now.wrapping_sub(*last);
-                *last = now;
-            }
-        }
+        let gbn = if news & fp_reg::SQ_NEWS_GBN != 0 {
+            self.sq_gbn_moved()
+        } else {
+            [0; 4]
+        };
         // No deadline: the fetch watches its own (a passed one stops the queue, and the
         // runtime takes it back with it).
         SqNews {
-            counters: FastPathCounters::default(),
+            counters: None,
             cqe: news & fp_reg::SQ_NEWS_CQE != 0,
             cq_full: false,
             taken: counts.0,

@@ -81,6 +81,16 @@
 //                      (one NAK per gap), the engine's out_of_seq_request
 //   0x04C RX_DUPS      duplicate SEND/WRITE requests it ACKed again, the
 //                      engine's duplicate_request
+//   0x050 SQ_NEWS      the WQE fetch's news word (table 3's SQ_R_NEWS: bit 3
+//                      Go-Back-N's counts moved, 2 a queue it holds stopped,
+//                      1 busy, 0 CQEs written); the read clears bits 3 and 0, as
+//                      the table read does, at the edge that samples them (a
+//                      bit set at that edge stays for the next read)
+//   0x054 SQ_TAKEN     its running count of WQEs taken (SQ_R_TAKEN)
+//   0x058 SQ_SENDS     ... of them SENDs (SQ_R_SENDS)
+//                      (plain registers: one load each where the table port
+//                      takes a select, a read command and a wait for the word;
+//                      the firmware reads the news word at every poll)
 //   0x080..0x0BC EV    the oldest event (64 bytes, §3.5), read
 //   0x100..0x15C TXD   the descriptor to post (96 bytes, §2.2), write
 
@@ -225,6 +235,8 @@ module soc_fp
   logic [QPN_W-1:0] sq_db_qpn;
   logic [31:0]      sq_db_pi;
   logic [NQP-1:0]   sq_active;
+  logic [3:0]       sq_news;
+  logic [31:0]      sq_taken, sq_sends;
 
   roce_fp_top #(
     .DATA_WIDTH(64),
@@ -309,7 +321,11 @@ module soc_fp
     .sq_db_qpn(sq_db_qpn),
     .sq_db_pi(sq_db_pi),
     .sq_active(sq_active),
-    .rq_posted(rq_posted)
+    .rq_posted(rq_posted),
+    .sq_news(sq_news),
+    .sq_taken(sq_taken),
+    .sq_sends(sq_sends),
+    .sq_news_rd(req && !we && addr == 12'h050)
   );
 
   // ------------------------------------------------------------------ send doorbells
@@ -748,6 +764,9 @@ module soc_fp
         12'h040: rdata <= c_wr_err;
         12'h048: rdata <= c_oos;
         12'h04C: rdata <= c_dups;
+        12'h050: rdata <= {28'd0, sq_news};
+        12'h054: rdata <= sq_taken;
+        12'h058: rdata <= sq_sends;
         12'b0000_10??_??00: rdata <= ev_data[32*addr[5:2] +: 32];
         default: rdata <= '0;
       endcase

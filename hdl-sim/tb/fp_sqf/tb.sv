@@ -25,7 +25,7 @@ module tb;
     .m_txd_data(txd), .m_txd_valid(txd_valid), .m_txd_ready(txd_ready), .busy, .slots_used(6'd0),
     .tx_req_valid(1'b0), .tx_req_ready(1'b0), .tx_req_last(1'b0), .tx_data_valid(1'b0), .tx_data_ready(1'b0), .tx_data_last(1'b0),
     .rd_req_addr, .rd_req_valid, .rd_req_ready(1'b1), .rd_hold, .rd_own, .rd_tdata, .rd_tvalid, .rd_tlast, .rd_terr,
-    .s_ev_data(ev), .s_ev_valid(ev_valid), .s_ev_ready(ev_ready), .m_ev_valid, .m_ev_ready(1'b1));
+    .s_ev_data(ev), .s_ev_valid(ev_valid), .s_ev_ready(ev_ready), .m_ev_valid, .m_ev_ready(1'b1), .news_rd(1'b0));
 
   logic [7:0] host [0:65535];
   localparam int KEY = 32'h53C;

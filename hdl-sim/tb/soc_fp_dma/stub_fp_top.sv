@@ -114,7 +114,11 @@ module roce_fp_top
     input  wire logic [$clog2(NQP)-1:0]  sq_db_qpn,
     input  wire logic [31:0]             sq_db_pi,
     output logic [NQP-1:0]               sq_active,
-    input  wire logic [NQP-1:0]          rq_posted
+    input  wire logic [NQP-1:0]          rq_posted,
+    output logic [3:0]                   sq_news,
+    output logic [31:0]                  sq_taken,
+    output logic [31:0]                  sq_sends,
+    input  wire logic                    sq_news_rd
 );
 
   // ---- a stub: drives the DMA ports with a script and checks what comes back
@@ -127,6 +131,7 @@ module roce_fp_top
   assign exc_tdata = '0; assign exc_tkeep = '0; assign exc_tvalid = 1'b0; assign exc_tlast = 1'b0;
   assign tx_bad_desc = '0; assign tx_resent = '0; assign tx_dma_errors = '0; assign rx_drops = '0;
   assign rx_ctx_hits = '0; assign rx_ctx_misses = '0; assign rx_oos = '0; assign rx_dups = '0; assign tx_idle = 1'b1; assign tx_slots_used = '0; assign rx_idle = 1'b1; assign sq_db_ready = 1'b1; assign sq_active = '0;
+  assign sq_news = '0; assign sq_taken = '0; assign sq_sends = '0;
 
   function automatic logic [7:0] mem_byte(input logic [63:0] a);
     mem_byte = a[7:0] ^ a[15:8] ^ 8'h5A;
@@ -247,6 +252,6 @@ module roce_fp_top
   logic unused_ins;
   assign unused_ins = ^{rx_s_axis_tdata, rx_s_axis_tkeep, rx_s_axis_tvalid, rx_s_axis_tlast, tx_m_axis_tready,
     txd_data, txd_valid, ackd_data, ackd_valid, cfg_wr_valid, cfg_wr_table, cfg_wr_index, cfg_wr_word, cfg_wr_data,
-    cfg_rd_valid, cfg_rd_table, cfg_rd_index, cfg_rd_word, ev_ready, exc_tready, rq_posted};
+    cfg_rd_valid, cfg_rd_table, cfg_rd_index, cfg_rd_word, ev_ready, exc_tready, rq_posted, sq_news_rd};
   /* verilator lint_on UNUSEDSIGNAL */
 endmodule

@@ -18,7 +18,7 @@ use core::cell::Cell;
 use core::hint::black_box;
 use core::sync::atomic::{AtomicBool, AtomicU32, Ordering::Relaxed};
 
-use roce_core::fastpath::layout::{EVENT_LEN, MR_LEN, RCTX_LEN, SCTX_LEN, TXD_LEN};
+use roce_core::fastpath::layout::{EventWords, MR_LEN, RCTX_LEN, SCTX_LEN, TXD_LEN};
 use roce_core::fastpath::{Pace, PaceWrite, SqIdle};
 use roce_core::memory::{Dma, DmaError};
 use roce_core::num::Qpn;
@@ -855,18 +855,18 @@ impl<F: FastPath> FastPath for FpProbe<F> {
         let inner = &mut self.inner;
         hw(|| inner.post_tx(desc))
     }
-    fn poll_event(&mut self, event: &mut [u8; EVENT_LEN], frame: &mut [u8]) -> bool {
+    fn poll_event(&mut self, event: &mut EventWords, frame: &mut [u8]) -> bool {
         // The last event's handling ends here.
         self.close(None, true);
         let got = self.call(|f| f.poll_event(event, frame));
         if got && on() {
             let t = instret();
-            let qpn = u32::from_le_bytes([event[4], event[5], event[6], 0]);
-            let k = event[0].min(9);
+            // (bytes 0, 1 and 2..4 in word 0, the QPN and byte 7 in word 1)
+            let (w0, w1) = (event[0], event[1]);
+            let qpn = w1 & 0xFF_FFFF;
+            let k = (w0 as u8).min(9);
             let key = match k {
-                roce_core::fastpath::layout::EV_EXCEPTION => {
-                    kind::EVENT | u32::from(event[1]) << 8 | u32::from(event[7])
-                }
+                roce_core::fastpath::layout::EV_EXCEPTION => kind::EVENT | (w0 & 0xFF00) | w1 >> 24,
                 // (kind 4 << 16 is a descriptor's key)
                 roce_core::fastpath::layout::EV_READ => kind::READ_EVENT,
                 roce_core::fastpath::layout::EV_CE => kind::CE_EVENT,
