@@ -1743,12 +1743,8 @@ impl<
         let mut any = false;
         for c in 0..self.cq_hi {
             // Most polls have nothing for most CQs: look before copying the CQ out.
-            let idle = match self.cqs.get(c) {
-                Some(Some(cq)) => {
-                    !self.stashed(c) && !self.engine.completions_waiting(CqHandle(c as u16))
-                }
-                _ => true,
-            };
+            let idle = !matches!(self.cqs.get(c), Some(Some(_)))
+                || !self.stashed(c) && !self.engine.completions_waiting(CqHandle(c as u16));
             if idle {
                 continue;
             }
@@ -1792,8 +1788,7 @@ impl<
                 }
                 any = true;
             }
-            self.cq_left |=
-                self.stashed(c) || self.engine.completions_waiting(CqHandle(c as u16));
+            self.cq_left |= self.stashed(c) || self.engine.completions_waiting(CqHandle(c as u16));
             self.cq_in(c, cq);
         }
         if any {

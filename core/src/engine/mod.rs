@@ -2057,7 +2057,6 @@ impl<
         }
     }
 
-
     /// Writes the next frame to send into `buf` and returns its length, or `None` when
     /// nothing is ready (or `buf` is too small for the frame: give it at least
     /// MTU + 128 bytes). QPs take turns, one frame each; a QP's owed CNP goes before
