@@ -236,6 +236,12 @@ pub trait FastPath {
     fn cq_ring(&mut self, cq: u16) -> Option<CqRing> {
         self.cq_writer()?.get(cq)
     }
+    /// CQ `cq`'s producer index as the CQE writer holds it, if it does: what
+    /// [`FastPath::cq_ring`] says of it (a writer whose entries are read a word at a
+    /// time reads this one alone).
+    fn cq_pi(&mut self, cq: u16) -> Option<u32> {
+        self.cq_ring(cq).map(|r| r.pi)
+    }
     /// Hands CQ `cq`'s ring to the CQE writer (None: takes it back); false when there is
     /// no writer or `cq` is past its table.
     fn set_cq_ring(&mut self, cq: u16, ring: Option<CqRing>) -> bool {

@@ -961,6 +961,11 @@ impl FastPath for MmioFastPath {
         })
     }
 
+    fn cq_pi(&mut self, cq: u16) -> Option<u32> {
+        self.holds_cq(cq)
+            .then(|| self.read_u32(fp_reg::T_PORT, u32::from(cq), fp_reg::CQW_PI))
+    }
+
     fn set_cq_ring(&mut self, cq: u16, ring: Option<CqRing>) -> bool {
         if usize::from(cq) >= CQ_ENTRIES {
             return false;
