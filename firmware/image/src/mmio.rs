@@ -162,13 +162,13 @@ pub mod fp_reg {
     pub const STATUS: u32 = 0x008;
     /// The table word the next access names: [`sel`].
     pub const CFG_SEL: u32 = 0x00C;
-    /// Write: writes the word `CFG_SEL` names (only while not [`ST_BUSY`]); `CFG_SEL`'s
-    /// word then moves on by one.
+    /// Write: writes the word `CFG_SEL` names; `CFG_SEL`'s word then moves on by one.
+    /// The store waits on the bus while [`ST_BUSY`] (the port takes it then).
     pub const CFG_WDATA: u32 = 0x010;
     /// Write: reads the word `CFG_SEL` names into [`CFG_RDATA`] ([`ST_RDATA`] when
-    /// there); `CFG_SEL`'s word then moves on by one.
+    /// there); `CFG_SEL`'s word then moves on by one. Waits on the bus as `CFG_WDATA`.
     pub const CFG_RD: u32 = 0x014;
-    /// The word read.
+    /// The word read; a load waits on the bus until the read's word is there.
     pub const CFG_RDATA: u32 = 0x018;
     /// Write: offers the descriptor in [`TXD`] to the segmenter ([`ST_TXD`] until taken).
     pub const TXD_POST: u32 = 0x01C;
@@ -627,16 +627,12 @@ impl MmioFastPath {
         );
     }
 
-    /// Writes `words` at `CFG_SEL` value `sel`.
+    /// Writes `words` at `CFG_SEL` value `sel`. No `STATUS` poll: `soc_fp` holds a
+    /// `CFG_WDATA` store on the bus until the port takes it (a table access already
+    /// under way keeps the select it was given, so `CFG_SEL` may change beside it).
     fn write_sel_u32s(&self, sel: u32, words: impl IntoIterator<Item = u32>) {
-        if !self.wait(fp_reg::ST_BUSY, 0) {
-            return;
-        }
         self.set(fp_reg::CFG_SEL, sel);
         for w in words {
-            if !self.wait(fp_reg::ST_BUSY, 0) {
-                return;
-            }
             self.set(fp_reg::CFG_WDATA, w);
         }
     }
@@ -712,16 +708,12 @@ impl MmioFastPath {
     }
 
     /// Reads `out.len() / 4` words from word `word` of entry `index` of `table`.
+    /// No `STATUS` poll: `soc_fp` holds the `CFG_RD` store until the port takes it and
+    /// the `CFG_RDATA` load until the word is there.
     fn read_words(&self, table: u32, index: u32, word: u32, out: &mut [u8]) {
-        if !self.wait(fp_reg::ST_BUSY, 0) {
-            return;
-        }
         self.set(fp_reg::CFG_SEL, fp_reg::sel(table, index, word));
         for w in out.chunks_exact_mut(4) {
             self.set(fp_reg::CFG_RD, 1);
-            if !self.wait(fp_reg::ST_RDATA, fp_reg::ST_RDATA) {
-                return;
-            }
             w.copy_from_slice(&self.reg(fp_reg::CFG_RDATA).to_le_bytes());
         }
     }

@@ -37,8 +37,11 @@
 // AXI-stream, frames without FCS; a MAC on a board), the port's MAC and GID,
 // and the log byte stream. One clock; synchronous active-high reset.
 //
-// Every MMIO block answers a request in exactly one cycle (registered ack);
-// the bus logic relies on it.
+// Every MMIO block answers a request in one cycle (registered ack), but for
+// soc_fp's table port, which holds a store or load on the bus until it can
+// take it (soc_fp.sv): the core keeps its request up meanwhile, which the bus
+// presents to the block again every cycle until the ack (a held request has
+// its effect only in the cycle it is taken).
 
 `resetall
 `default_nettype none

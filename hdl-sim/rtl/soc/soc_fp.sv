@@ -49,7 +49,8 @@
 //   reads would clear another's bit), so the firmware never sets the flag
 //   for one (firmware/image/src/mmio.rs).
 //
-// Registers (byte offsets; every read answers in one cycle):
+// Registers (byte offsets; every read answers in one cycle, but CFG_WDATA and
+// CFG_RD stores and CFG_RDATA loads, which the bus holds as said there):
 //   0x000 CONFIG       bit 31 the fast path is on; 15..0 context entries (NQP)
 //   0x004 MR_ENTRIES   entries of the MR table (NMR)
 //   0x008 STATUS       bit 0 a table write or read is in progress; bit 1 the
@@ -61,10 +62,19 @@
 //                      the word (CFG_WDATA and CFG_RD leave it as it is: the
 //                      CQE port's staging word takes a CQE word after word)
 //   0x010 CFG_WDATA    write: writes the word CFG_SEL names, then CFG_SEL's
-//                      word moves on by one (wait for STATUS bit 0 clear first)
+//                      word moves on by one; while a table access is in
+//                      progress (STATUS bit 0) the store is held on the bus
+//                      (no ack) until the port takes it, so the firmware
+//                      stores word after word without polling STATUS
 //   0x014 CFG_RD       write: reads the word CFG_SEL names into CFG_RDATA
-//                      (STATUS bit 1), then CFG_SEL's word moves on by one
-//   0x018 CFG_RDATA    the word read
+//                      (STATUS bit 1), then CFG_SEL's word moves on by one;
+//                      held as CFG_WDATA
+//   0x018 CFG_RDATA    the word read; a load while a read is on its way is
+//                      held until the word is there
+//                      (a hold ends after 2^16 - 1 cycles whatever the port
+//                      does: the store dropped, the load answering the word
+//                      before, so a port that never answers cannot stop the
+//                      core; STATUS says the port's state as before)
 //   0x01C TXD_POST     write: offers the descriptor in TXD to the segmenter
 //                      (STATUS bit 2 until it takes it)
 //   0x020 TX_FRAMES    frames the segmenter and the ACK path sent
@@ -742,8 +752,24 @@ module soc_fp
   logic wr_cmd;
   assign wr_cmd = req && we;
 
+  // The table port holds the bus instead of being polled: a CFG_WDATA or CFG_RD
+  // store while a table access is in progress, and a CFG_RDATA load while a read
+  // is on its way, are acknowledged only once the port takes the store or the
+  // word is there (the firmware's STATUS poll before each word was 20 to 50
+  // instructions; a held store costs the cycles alone). A hold ends after
+  // STALL_MAX cycles whatever the port does (the store then dropped, the load
+  // answering the last word), so a port that never answers cannot stop the core.
+  localparam int STALL_W = 16;
+  logic               port_busy, stall;
+  logic [STALL_W-1:0] stall_n;   // cycles the present request was held
+  assign port_busy = wr_pend || rd_pend || rd_wait;
+  assign stall = req && !(&stall_n) &&
+                 (we ? (addr == 12'h010 || addr == 12'h014) && port_busy
+                     : addr == 12'h018 && (rd_pend || rd_wait));
+
   always_ff @(posedge clk) begin
-    ack <= req;
+    ack <= req && !stall;
+    stall_n <= stall ? stall_n + 1'b1 : '0;
     rdata <= '0;
     if (req && !we) begin
       casez (addr)
@@ -802,6 +828,7 @@ module soc_fp
     if (wr_cmd && addr == 12'h01C) txd_pend <= 1'b1;
     if (rst) begin
       ack <= 1'b0;
+      stall_n <= '0;
       sel_q <= '0;
       sel_hold <= 1'b0;
       wr_pend <= 1'b0;
