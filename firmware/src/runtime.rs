@@ -1743,8 +1743,7 @@ impl<
         let mut any = false;
         for c in 0..self.cq_hi {
             // Most polls have nothing for most CQs: look before copying the CQ out.
-            let idle = !matches!(self.cqs.get(c), Some(Some(_)))
-                || !self.stashed(c) && !self.engine.completions_waiting(CqHandle(c as u16));
+            let idle = !matches!(self.cqs.get(c), Some(Some(_))) || !self.cq_pending(c);
             if idle {
                 continue;
             }
@@ -1755,7 +1754,7 @@ impl<
                 // Nothing left (no stash, none in the engine's CQ, none owed to it):
                 // the look the loop would take finds nothing either (the room's read
                 // and an empty poll: ~60 instructions of a MSG_DONE's on the SoC).
-                if !self.stashed(c) && !self.engine.completions_waiting(CqHandle(c as u16)) {
+                if !self.cq_pending(c) {
                     break;
                 }
                 if !self.cq_has_room(&cq, c) {
@@ -1788,7 +1787,7 @@ impl<
                 }
                 any = true;
             }
-            self.cq_left |= self.stashed(c) || self.engine.completions_waiting(CqHandle(c as u16));
+            self.cq_left |= self.cq_pending(c);
             self.cq_in(c, cq);
         }
         if any {
@@ -1814,6 +1813,12 @@ impl<
             self.cq_left = true;
         }
         self.cq_in(usize::from(c), cq);
+    }
+
+    /// Whether CQ `c` has completions to write: one stashed, or the engine's.
+    #[inline(always)]
+    fn cq_pending(&self, c: usize) -> bool {
+        self.stashed(c) || self.engine.completions_waiting(CqHandle(c as u16))
     }
 
     /// Whether CQ `c` has a completion stashed (`cq_stash`).
