@@ -210,6 +210,7 @@ fn ce_event_bytes_follow_the_table() {
         byte_len: 9,
         solicited: true,
         ce,
+        cqe: false,
     };
     let (plain, marked) = (
         layout::encode_event(&done(false)),
@@ -353,7 +354,10 @@ fn a_receive_buffer_is_loaded_between_messages_only() {
     assert!(!off.recv_loaded);
     assert_eq!(p.a.eng.fastpath_recv_next(qa), Err(None));
     p.a.eng.set_fastpath_sends(true);
-    assert_eq!(p.a.eng.fastpath_recv_next(qa), Ok((addr, 4096)));
+    assert_eq!(
+        p.a.eng.fastpath_recv_next(qa).map(|b| (b.addr, b.len, b.cqe.wr_id)),
+        Ok((addr, 4096, 7))
+    );
     let on = p.a.eng.fastpath_recv_ctx(qa).unwrap();
     let mut b = layout::encode_rctx(&off);
     assert!(layout::load_rctx(&mut b, qa, Some((addr, 4096))));
@@ -414,7 +418,7 @@ proptest! {
     fn events_and_acks_round_trip(qpn in 0u32..1 << 24, p in psn(), q in psn(), x in any::<u32>(), y in any::<u16>(), b in any::<u8>()) {
         let qpn = Qpn::new(qpn);
         for e in [
-            Event::MsgDone { qpn, msn: Msn::new(q.value()), byte_len: x, solicited: b & 1 != 0, ce: b & 32 != 0 },
+            Event::MsgDone { qpn, msn: Msn::new(q.value()), byte_len: x, solicited: b & 1 != 0, ce: b & 32 != 0, cqe: b & 2 != 0 },
             Event::Acked { qpn, psn: p, una: q, read: b & 1 != 0, last: b & 2 != 0, done: b, wqe_index: y, cqe: b & 4 != 0, gbn: b & 8 != 0, atomic: b & 16 != 0 },
             Event::Read { qpn, psn: p, va: u64::from(x) << 17 | u64::from(y), rkey: Rkey(x.rotate_left(7)), len: x, ce: b & 64 != 0 },
             Event::Atomic { qpn, psn: p, orig: u64::from(x) << 29 ^ u64::from(y), ce: b & 64 != 0 },

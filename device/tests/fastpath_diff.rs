@@ -1929,6 +1929,64 @@ fn sends_into_loaded_receives_are_the_hardwares() {
     }
 }
 
+/// The receive CQEs of SENDs the hardware placed whole are the CQE writer's
+/// (`docs/fastpath.md` §3.7, "Receive CQEs"): the firmware loads each receive WQE with
+/// its `wr_id`, and the `MSG_DONE` says the CQE is written. The SEND streams of
+/// [`sends_into_loaded_receives_are_the_hardwares`] on the model and on the RTL at 64
+/// and 512 bits: on a clean wire neither firmware writes a single CQE (its sends' are
+/// the writer's too; before, it wrote every receive's: 18 here), with the frames,
+/// completions (in each CQ's order, which holds both queues of the pair: the SE bit,
+/// the byte counts) and memory of the engine alone. So too when SEND_WITH_IMMs and
+/// WRITE_WITH_IMMs (the firmware's, exceptions) come between the SENDs on the same QPs,
+/// when the CQs hold 4 CQEs (the host polls after the run: the writer refuses, the
+/// firmware's CQEs wait and come in order), and over lossy wires.
+#[test]
+fn receive_cqes_are_the_hardwares() {
+    let wrs = send_stream();
+    let mixed: Vec<Wr> = send_stream()
+        .into_iter()
+        .enumerate()
+        .map(|(i, w)| Wr {
+            op: match i % 5 {
+                2 => 1,
+                4 => 3,
+                _ => 0,
+            },
+            ..w
+        })
+        .collect();
+    let small = Setup { cq: 4, ..THREE };
+    let mut hws = vec![Hw::Model];
+    if rtl_here() {
+        hws.extend([Hw::Rtl, Hw::Rtl512]);
+    }
+    for hw in hws {
+        let c = differential_on(THREE, hw, Mtu::Mtu1024, &wrs, CLEAN)
+            .unwrap_or_else(|e| panic!("{hw:?}: {e}"));
+        let cqes: Vec<u64> = c.iter().map(|c| c.cqes).collect();
+        assert_eq!(cqes, [0, 0], "{hw:?}: CQEs the firmware wrote");
+        let c = differential_on(THREE, hw, Mtu::Mtu1024, &mixed, CLEAN)
+            .unwrap_or_else(|e| panic!("{hw:?} mixed: {e}"));
+        let firmware: u64 = c.iter().map(|c| c.cqes).sum();
+        assert!(
+            (1..18).contains(&firmware),
+            "{hw:?} mixed: {firmware} CQEs written by the firmware"
+        );
+        let c = differential_on(small, hw, Mtu::Mtu1024, &wrs, CLEAN)
+            .unwrap_or_else(|e| panic!("{hw:?} small CQs: {e}"));
+        assert!(
+            c.iter().any(|c| c.cqes > 0),
+            "{hw:?} small CQs: the firmware wrote no CQE"
+        );
+        for seed in [3, 14] {
+            for w in [&wrs, &mixed] {
+                differential_on(THREE, hw, Mtu::Mtu1024, w, lossy(seed))
+                    .unwrap_or_else(|e| panic!("{hw:?} lossy {seed}: {e}"));
+            }
+        }
+    }
+}
+
 /// A WRITE between the load of a receive buffer and its SEND leaves the buffer loaded
 /// (`docs/fastpath.md` §3.2: `recv_addr` and `recv_resid` apart from the WRITE's
 /// `resid` and `length`; §3.4 "The receive buffer loaded ahead"): on three pairs, both

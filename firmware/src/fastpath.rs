@@ -17,7 +17,7 @@ use roce_core::dcb::Priorities;
 use roce_core::fastpath::layout::{self, EventWords, MR_LEN, RCTX_LEN, SCTX_LEN, TXD_LEN};
 use roce_core::fastpath::{
     self, AckDesc, Answered, AtomicResp, Event, Exception, Inflight, InflightKind, MrTable, MsgOp,
-    PortAddr, ReadResp, RxOutcome, SendCtx, SqIdle, SqSpent, TxError, TxMsg,
+    PortAddr, ReadResp, RecvCqe, RxOutcome, SendCtx, SqIdle, SqSpent, TxError, TxMsg,
 };
 pub use roce_core::fastpath::{Pace, PaceWrite};
 use roce_core::memory::Dma;
@@ -143,6 +143,16 @@ fn send_wc(qpn: Qpn, wr_id: u64, op: MsgOp, byte_len: u32) -> WorkCompletion {
         wc.imm_data = imm;
         wc.wc_flags = WcFlags::WITH_IMM;
     }
+    wc
+}
+
+/// The completion of a receive WQE a SEND the receive path placed whole filled, as the
+/// engine makes it (`complete_recv` of a SEND: no immediate, no invalidation; the
+/// fast path places no other SEND).
+fn recv_wc(qpn: Qpn, wr_id: u64, byte_len: u32, solicited: bool) -> WorkCompletion {
+    let mut wc = WorkCompletion::new(wr_id, qpn, WcOpcode::Recv, WcStatus::Success);
+    wc.byte_len = byte_len;
+    wc.solicited = solicited;
     wc
 }
 
@@ -324,6 +334,9 @@ struct QpMem {
     next_pkt: Option<u32>,
     /// The CQ the CQE writer writes the QP's send completions into.
     send_cq: Option<u16>,
+    /// What the CQE writer writes the CQE of the receive buffer loaded with `recv_cqe`
+    /// from (§3.7, "Receive CQEs").
+    recv_cqe: Option<RecvCqe>,
     /// A frame hit this entry since the firmware last took the bit
     /// (`FastPath::take_accessed`).
     accessed: bool,
@@ -353,6 +366,7 @@ impl Default for QpMem {
             inflight: Deque::new(),
             next_pkt: None,
             send_cq: None,
+            recv_cqe: None,
             accessed: false,
             sq: None,
             pace: None,
@@ -577,6 +591,18 @@ impl<P: Datapath, const QPS: usize> FastPathPort<P, QPS> {
                             && q.send_cq
                                 .is_some_and(|cq| self.cqw.write_all(cq, &wcs, dma));
                         none_owed = all && wcs.is_empty();
+                    }
+                    // A SEND into a buffer loaded with its WQE's `wr_id`: its CQE, when
+                    // the receive CQ has room (else the firmware writes it).
+                    if let Some(Event::MsgDone {
+                        cqe: c @ true,
+                        byte_len,
+                        solicited,
+                        ..
+                    }) = &mut out.event
+                    {
+                        let wc = q.recv_cqe.map(|r| (r.cq, recv_wc(qpn, r.wr_id, *byte_len, *solicited)));
+                        *c = wc.is_some_and(|(cq, wc)| self.cqw.write_all(cq, &[wc], dma));
                     }
                     let nak = sq_nak(q, &pkt, &out.event, &mut self.cqw, dma, self.now);
                     if matches!(nak, NakTaken::Rewound | NakTaken::Rnr) {
@@ -1131,9 +1157,19 @@ fn dispatch(
     else {
         return RxOutcome::exception(qpn, pkt, Exception::Off);
     };
-    let out = fastpath::dispatch(port, &mut rctx, &mut sctx, &mut q.inflight, pkt, mrt, dma);
+    let cqe = layout::rctx_cqe(&q.rctx);
+    let mut out = fastpath::dispatch(port, &mut rctx, &mut sctx, &mut q.inflight, pkt, mrt, dma);
     q.rctx = layout::encode_rctx(&rctx);
     q.sctx = layout::encode_sctx(&sctx);
+    // `recv_cqe` (not a field of the decoded context): the SEND's end hands it to its
+    // MSG_DONE, anything else leaves it with the buffer.
+    if cqe {
+        match &mut out.event {
+            Some(Event::MsgDone { cqe, .. }) => *cqe = true,
+            _ if rctx.recv_loaded => layout::cqe_rctx(&mut q.rctx),
+            _ => {}
+        }
+    }
     out
 }
 
@@ -1651,10 +1687,19 @@ impl<P: Datapath, const QPS: usize> FastPath for FastPathPort<P, QPS> {
         !self.bypass
     }
 
-    fn load_recv(&mut self, qpn: Qpn, buf: Option<(u64, u32)>) -> bool {
+    fn load_recv(&mut self, qpn: Qpn, buf: Option<(u64, u32)>, cqe: Option<RecvCqe>) -> bool {
         // (The model takes frames only in `run`: the check and the write are one step.)
-        self.qp(qpn)
-            .is_some_and(|q| layout::load_rctx(&mut q.rctx, qpn, buf))
+        let Some(q) = self.qp(qpn) else {
+            return false;
+        };
+        if !layout::load_rctx(&mut q.rctx, qpn, buf) {
+            return false;
+        }
+        if let (Some(c), Some(_)) = (cqe, buf) {
+            q.recv_cqe = Some(c);
+            layout::cqe_rctx(&mut q.rctx);
+        }
+        true
     }
 
     fn rnr_responder(&self) -> bool {

@@ -6,7 +6,7 @@ use crate::abi::reg;
 use roce_core::dcb::{Priorities, RX_BUFFER_BYTES};
 use roce_core::engine::DcbConfig;
 use roce_core::fastpath::layout::{EventWords, MR_LEN, RCTX_LEN, SCTX_LEN, TXD_LEN};
-use roce_core::fastpath::SqIdle;
+use roce_core::fastpath::{RecvCqe, SqIdle};
 use roce_core::memory::Dma;
 use roce_core::num::Qpn;
 use roce_core::wire::aeth::RnrTimer;
@@ -120,8 +120,13 @@ pub trait FastPath {
     /// (`buf` None), while the QP has no message under way and, for a load, is not
     /// `held` (`layout::load_rctx`), as one step that no frame the hardware takes comes
     /// between; false when it changed nothing. A datapath without it loads nothing.
-    fn load_recv(&mut self, qpn: Qpn, buf: Option<(u64, u32)>) -> bool {
-        let _ = (qpn, buf);
+    ///
+    /// `cqe`: with a load, the WQE's `wr_id` and the QP's receive CQ: a fast path with a
+    /// CQE writer then writes the WQE's CQE itself at the SEND's end when the CQ's ring
+    /// has room, and its `MSG_DONE` says so (`docs/fastpath.md` §3.7, "Receive CQEs");
+    /// one without ignores it (the `MSG_DONE` then says nothing was written).
+    fn load_recv(&mut self, qpn: Qpn, buf: Option<(u64, u32)>, cqe: Option<RecvCqe>) -> bool {
+        let _ = (qpn, buf, cqe);
         false
     }
     /// Whether [`FastPath::recv_rnr`] sets `rq_empty`: the receive path answers a

@@ -14,7 +14,7 @@ use crate::hal::{Datapath, FastPathCounters, Hal, QpMap, QP_MAP_WORDS};
 use roce_core::dcb::{PfcThresholds, Priorities};
 use roce_core::engine::{CqHandle, Engine, PortConfig, QPN_BASE};
 use roce_core::fastpath::layout::{self, EventWords, EVENT_WORDS};
-use roce_core::fastpath::{Event, MrEntry, UnaBack};
+use roce_core::fastpath::{Event, MrEntry, RecvBuf, UnaBack};
 use roce_core::memory::{AccessFlags, Dma, MemError, MrKeys, MwType, Pd};
 use roce_core::num::{Lkey, Psn, Qpn, Rkey};
 use roce_core::transport::{
@@ -682,8 +682,9 @@ impl<
             Event::MsgDone {
                 byte_len,
                 solicited,
+                cqe,
                 ..
-            } => self.fp_msg_done(now, qpn, byte_len, solicited),
+            } => self.fp_msg_done(now, qpn, byte_len, solicited, cqe),
             Event::Acked {
                 psn,
                 read,
@@ -1143,7 +1144,7 @@ impl<
     /// MSG_DONE's, and the other events pay at most 1 for it since `fp_event` looks no
     /// line up for them.
     #[inline(always)]
-    fn fp_msg_done(&mut self, now: Instant, qpn: Qpn, byte_len: u32, solicited: bool) {
+    fn fp_msg_done(&mut self, now: Instant, qpn: Qpn, byte_len: u32, solicited: bool, cqe: bool) {
         // (Looked up here, not in `fp_event`: the kinds that need no line pay none.)
         let on = self.fp_of(qpn) != FpState::Off;
         // The engine reads no receive context for it (`Engine::fastpath_msg_done`: a
@@ -1153,7 +1154,12 @@ impl<
         // another QP) left that state in the engine then.
         let next = self
             .engine
-            .fastpath_msg_done(now, qpn, on, byte_len, solicited);
+            .fastpath_msg_done(now, qpn, on, byte_len, solicited, cqe);
+        if cqe {
+            // The CQE writer wrote the WQE's CQE (§3.7): the host hears of it as of
+            // the firmware's.
+            self.raise(|e| e.set_completion(true));
+        }
         // The next SEND's WQE, ahead of it. (No later MSG_DONE of the QP can wait: the
         // hardware had no buffer since this one's SEND ended.)
         if on {
@@ -1179,7 +1185,16 @@ impl<
 
     /// `fp_load_next` with the engine's answer (`fastpath_recv_next`)
     /// given: a `MSG_DONE` has it from `fastpath_msg_done`.
-    fn fp_load(&mut self, qpn: Qpn, next: Result<(u64, u32), Option<RnrTimer>>, quiet: bool) {
+    ///
+    /// The load carries the WQE's `wr_id` for the CQE writer (§3.7, "Receive CQEs")
+    /// only while no completion of the receive CQ waits in the firmware (the engine's
+    /// CQ or the stash): the hardware's CQE of the next SEND must not overtake one the
+    /// firmware made earlier. Else the firmware writes that CQE too.
+    fn fp_load(&mut self, qpn: Qpn, next: Result<RecvBuf, Option<RnrTimer>>, quiet: bool) {
+        let cqe = match &next {
+            Ok(b) if !self.cq_pending(usize::from(b.cqe.cq)) => Some(b.cqe),
+            _ => None,
+        };
         let (_, dp) = self.hal.split();
         let Some(fp) = dp.fastpath() else {
             return;
@@ -1190,7 +1205,7 @@ impl<
         match next {
             Ok(buf) => {
                 if !(quiet && fp.events_waiting()) {
-                    fp.load_recv(qpn, Some(buf));
+                    fp.load_recv(qpn, Some((buf.addr, buf.len)), cqe);
                 }
             }
             Err(Some(t)) if !quiet => {
@@ -1482,7 +1497,7 @@ impl<
                         let qpn = q.qpn;
                         let (_, dp) = self.hal.split();
                         if let Some(fp) = dp.fastpath() {
-                            if fp.load_recv(qpn, None) {
+                            if fp.load_recv(qpn, None, None) {
                                 self.fp_load_next(qpn, true);
                             }
                         }

@@ -36,6 +36,16 @@
 //   did and where the producer index is then (words 25 and 26). The writer
 //   is then the only one to write a producer index.
 //
+// Receive CQEs (docs/fastpath.md §3.7, "Receive CQEs"): a MSG_DONE event
+// with EV_FLAGS bit 2 set (the SEND went into a buffer the firmware loaded
+// with its WQE's wr_id, the context's recv_cqe) is held as an ACKED is: the
+// writer looks up the entry's receive CQ and wr_id (word 24 with bit 31, and
+// words 23 and 31, which the firmware writes before the load) and the CQ's
+// ring, writes the CQE the engine's complete_recv would make (wr_id, the
+// event's byte length, the QP, opcode RECV, the SEND's SE in bit 1 of byte
+// 31) when the ring has room for one, and lets the event go with bit 2 set
+// when it did, clear when it did not (the firmware writes it then).
+//
 // DMA writes share the port with the mover (fp_rx_move): the writer takes it
 // only between the mover's transfers (every descriptor it sent matched by
 // its data's last beat, nothing offered in that cycle) and gives it back
@@ -173,12 +183,15 @@ module fp_cqw
   logic            fw_done;   // the last post was written
   logic [31:0]     fw_pi;     // its CQ's producer index after it
   logic            g_fw;      // the writer is on the post, not on a group
+  logic            g_rcv;     // ... or on a MSG_DONE's receive CQE
+  logic [63:0]     g_wrid;    // its wr_id (the entry's, read at W_MAP)
 
-  // send CQ per context entry: {valid [8], CQ [5:0]}
+  // per context entry: send CQ {valid [8], CQ [5:0]}, receive CQ (the same),
+  // the loaded receive WQE's wr_id low, high
   logic            sq_rd_en;
   logic [QPN_W-1:0] sq_rd_addr;
-  logic [31:0]     sq_rd_data;
-  logic            sq_wr_en;
+  logic [127:0]    sq_rd_data;
+  logic [3:0]      sq_wr_en;
   // per CQ: ring low, ring high, {valid [8], log2 depth [4:0]}, pi, ci
   logic            cq_rd_en;
   logic [CQ_W-1:0] cq_rd_addr;
@@ -187,17 +200,21 @@ module fp_cqw
   logic [CQ_W-1:0] cq_wr_addr;
   logic [159:0]    cq_wr_data;
 
-  logic is_acked, fw_rd_sq, fw_rd_cq;
+  logic is_acked, is_rcv, rcv_take, fw_rd_sq, fw_rd_cq;
   assign is_acked = s_ev_valid && s_ev_data[8*EV_KIND +: 8] == EVK_ACKED;
+  // a MSG_DONE whose buffer came with its wr_id: a receive CQE to write
+  assign is_rcv = s_ev_valid && s_ev_data[8*EV_KIND +: 8] == EVK_MSG_DONE
+      && s_ev_data[8*EV_FLAGS + EV_F_CQE];
   // a group starts with its ACKED event (its group went in before it); a
   // post of the firmware goes first (the firmware waits for it)
   assign fw_take = st == W_IDLE && fw_pend;
   assign grp_pop = st == W_IDLE && !fw_pend && is_acked && grp_count != '0;
+  assign rcv_take = st == W_IDLE && !fw_pend && is_rcv;
 
   // the writer's reads and its producer-index write first; the firmware's
   // accesses wait (one cycle at most per group step), and while a post of its
   // own is under way they wait for it
-  assign cfg_rd_ready = !grp_pop && st != W_MAP && !fw_pend;
+  assign cfg_rd_ready = !grp_pop && !rcv_take && st != W_MAP && !fw_pend;
   assign cfg_wr_ready = st != W_PI && !fw_pend;
   assign fw_rd_sq = cfg_rd_valid && cfg_rd_ready && cfg_rd_word == CQW_SEND_CQ;
   assign fw_rd_cq = cfg_rd_valid && cfg_rd_ready && cfg_rd_word != CQW_SEND_CQ;
@@ -215,12 +232,19 @@ module fp_cqw
   logic            own;      // the DMA write port is the writer's
 
   always_comb begin
-    sq_rd_en = grp_pop || fw_rd_sq;
-    sq_rd_addr = grp_pop ? grp_head[QPN_W-1:0] : cfg_rd_index[QPN_W-1:0];
+    sq_rd_en = grp_pop || rcv_take || fw_rd_sq;
+    sq_rd_addr = grp_pop ? grp_head[QPN_W-1:0]
+        : rcv_take ? s_ev_data[8*EV_QPN +: QPN_W] : cfg_rd_index[QPN_W-1:0];
     cq_rd_en = st == W_MAP || fw_take || fw_rd_cq;
-    cq_rd_addr = st == W_MAP ? sq_rd_data[CQ_W-1:0]
+    cq_rd_addr = st == W_MAP ? (g_rcv ? sq_rd_data[32 +: CQ_W] : sq_rd_data[CQ_W-1:0])
         : fw_take ? fw_cq : cfg_rd_index[CQ_W-1:0];
-    sq_wr_en = cfg_wr_valid && cfg_wr_ready && cfg_wr_word == CQW_SEND_CQ;
+    sq_wr_en = '0;
+    if (cfg_wr_valid && cfg_wr_ready) begin
+      // word 24: bit 31 says which CQ (receive, else send)
+      if (cfg_wr_word == CQW_SEND_CQ) sq_wr_en[cfg_wr_data[31] ? 1 : 0] = 1'b1;
+      if (cfg_wr_word == CQW_RECV_WRID_LO) sq_wr_en[2] = 1'b1;
+      if (cfg_wr_word == CQW_RECV_WRID_HI) sq_wr_en[3] = 1'b1;
+    end
     cq_wr_en = '0;
     cq_wr_addr = cfg_wr_index[CQ_W-1:0];
     cq_wr_data = {5{cfg_wr_data}};
@@ -234,14 +258,16 @@ module fp_cqw
     end
   end
 
+  logic [31:0] sq_wdata;
+  assign sq_wdata = cfg_wr_word == CQW_SEND_CQ ? cfg_wr_data & 32'h1FF : cfg_wr_data;
   roce_ram #(
-    .WORDS(1),
+    .WORDS(4),
     .DEPTH(NQP)
   ) sq_ram_inst (
     .clk(clk),
     .wr_addr(cfg_wr_index[QPN_W-1:0]),
     .wr_en(sq_wr_en),
-    .wr_data(cfg_wr_data & 32'h1FF),
+    .wr_data({4{sq_wdata}}),
     .rd_addr(sq_rd_addr),
     .rd_en(sq_rd_en),
     .rd_data(sq_rd_data)
@@ -260,6 +286,12 @@ module fp_cqw
     .rd_data(cq_rd_data)
   );
 
+  // (the receive CQ word's bits past {valid, CQ}: never written)
+  /* verilator lint_off UNUSEDSIGNAL */
+  logic unused_rcq;
+  assign unused_rcq = ^{sq_rd_data[63:41], sq_rd_data[39:38]};
+  /* verilator lint_on UNUSEDSIGNAL */
+
   // the firmware's reads: the word, a cycle later (a CQ past the table reads 0)
   logic [4:0] fw_word;
   logic       fw_past;
@@ -270,7 +302,7 @@ module fp_cqw
     if (rst) cfg_rdata_valid <= 1'b0;
   end
   always_comb begin
-    if (fw_word == CQW_SEND_CQ) cfg_rdata = sq_rd_data;
+    if (fw_word == CQW_SEND_CQ) cfg_rdata = sq_rd_data[31:0];
     else if (fw_word == CQW_FW_DONE) cfg_rdata = {31'd0, fw_done};
     else if (fw_word == CQW_FW_PI) cfg_rdata = fw_pi;
     else if (fw_past || fw_word < CQW_RING_LO || fw_word > CQW_CI) cfg_rdata = '0;
@@ -292,6 +324,14 @@ module fp_cqw
       // the firmware's CQE as it staged it, but for the owner bit
       for (int i = 0; i < 7; i++) cqe[32 * i +: 32] = fw_cqe[i];
       cqe[224 +: 32] = fw_w7;
+    end else if (g_rcv) begin
+      // the engine's complete_recv of a SEND (fastpath.rs recv_wc): wr_id,
+      // byte_len, qp_num, status SUCCESS, opcode RECV, the SE in bit 1 of byte 31
+      cqe[0 +: 64] = g_wrid;
+      cqe[64 +: 32] = s_ev_data[8*EV_BYTE_LEN +: 32];
+      cqe[128 +: 32] = {8'd0, g_qpn};
+      cqe[232 +: 8] = WC_RECV;
+      cqe[249] = s_ev_data[8*EV_FLAGS + 1];
     end else begin
       cqe[0 +: 64] = rec_head[CQ_WRID +: 64];
       cqe[64 +: 32] = rec_head[CQ_INFO_BITS +: 32];
@@ -317,7 +357,7 @@ module fp_cqw
   logic            w_desc_valid, w_tvalid, w_tlast;
   logic [KEEP_WIDTH-1:0] w_tkeep;
   always_comb begin
-    w_desc_valid = st == W_DESC && (g_fw || rec_count != '0);
+    w_desc_valid = st == W_DESC && (g_fw || g_rcv || rec_count != '0);
     w_tvalid = st == W_DATA;
     w_tlast = beat == BEAT_W'(BEATS - 1);
     for (int i = 0; i < KEEP_WIDTH; i++) w_tkeep[i] = 32'(beat) * KEEP_WIDTH + i < 32;
@@ -337,7 +377,11 @@ module fp_cqw
     m_ev_data = s_ev_data;
     m_ev_valid = 1'b0;
     s_ev_ready = 1'b0;
-    if (st == W_IDLE && s_ev_valid && !is_acked) begin
+    if (st == W_IDLE && s_ev_valid && !is_acked && !is_rcv) begin
+      m_ev_valid = 1'b1;
+      s_ev_ready = m_ev_ready;
+    end else if (st == W_EMIT && g_rcv) begin
+      m_ev_data[8*EV_FLAGS + EV_F_CQE] = g_ok;
       m_ev_valid = 1'b1;
       s_ev_ready = m_ev_ready;
     end else if (st == W_EMIT) begin
@@ -348,7 +392,7 @@ module fp_cqw
   end
 
   assign rec_pop = (st == W_DROP && rec_count != '0)
-      || (st == W_DATA && m_dma_wr_tready && w_tlast && !g_fw);
+      || (st == W_DATA && m_dma_wr_tready && w_tlast && !g_fw && !g_rcv);
   assign idle = st == W_IDLE && grp_count == '0 && rec_count == '0 && !fw_pend;
 
   always_ff @(posedge clk) begin
@@ -384,13 +428,21 @@ module fp_cqw
         st <= W_CQ;
       end else if (grp_pop) begin
         g_fw <= 1'b0;
+        g_rcv <= 1'b0;
         g_qpn <= grp_head[23:0];
         g_n <= grp_head[24 +: E_W + 1];
         st <= W_MAP;
+      end else if (rcv_take) begin
+        g_fw <= 1'b0;
+        g_rcv <= 1'b1;
+        g_qpn <= s_ev_data[8*EV_QPN +: 24];
+        g_n <= (E_W + 1)'(1);
+        st <= W_MAP;
       end
       W_MAP: begin
-        g_sq <= sq_rd_data[8];
-        g_cq <= sq_rd_data[CQ_W-1:0];
+        g_sq <= g_rcv ? sq_rd_data[32 + 8] : sq_rd_data[8];
+        g_cq <= g_rcv ? sq_rd_data[32 +: CQ_W] : sq_rd_data[CQ_W-1:0];
+        g_wrid <= sq_rd_data[64 +: 64];
         st <= W_CQ;
       end
       W_CQ: begin
@@ -406,6 +458,7 @@ module fp_cqw
         g_log <= lg;
         g_pi <= cq_rd_data[96 +: 32];
         if (g_fw) st <= ok ? W_REQ : W_FDONE;
+        else if (g_rcv) st <= ok ? W_REQ : W_EMIT;
         else st <= (g_n == '0) ? W_EMIT : ok ? W_REQ : W_DROP;
       end
       W_DROP: if (rec_count != '0) begin
@@ -433,7 +486,10 @@ module fp_cqw
         own <= 1'b0;
         st <= g_fw ? W_FDONE : W_EMIT;
       end
-      W_EMIT: if (m_ev_ready) st <= W_IDLE;
+      W_EMIT: if (m_ev_ready) begin
+        g_rcv <= 1'b0;
+        st <= W_IDLE;
+      end
       W_FDONE: begin
         fw_done <= g_ok;
         fw_pi <= g_pi;
@@ -454,6 +510,7 @@ module fp_cqw
       fw_done <= 1'b0;
       fw_pi <= '0;
       g_fw <= 1'b0;
+      g_rcv <= 1'b0;
     end
   end
 

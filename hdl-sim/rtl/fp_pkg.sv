@@ -119,7 +119,8 @@ package fp_pkg;
   localparam int RC_RECV_ADDR = 32;
   localparam int RC_LENGTH = 40;
   localparam int RC_FLAGS = 44;     // [0] nak_sent, [1] recv_loaded, [2] held, [3] reads,
-                                    // [4] rq_empty (its RNR timer: RC_RECV_ADDR's low 5 bits)
+                                    // [4] rq_empty (its RNR timer: RC_RECV_ADDR's low 5 bits),
+                                    // [5] recv_cqe (the loaded buffer came with its wr_id)
   localparam int RC_QPN = 45;
   localparam int RC_PEER_GID = 48;  // 16 bytes, GID byte 0 first
   localparam int RC_RECV_RESID = 64; // the loaded receive buffer's bytes left (apart
@@ -171,6 +172,9 @@ package fp_pkg;
   localparam logic [7:0] EVK_ATOMIC = 8'd6; // an atomic request executed (§3.4)
   localparam logic [7:0] EVK_RNR = 8'd7;    // a SEND to an empty receive queue RNR NAKed (§3.4)
   localparam int EV_F_CE = 7;               // EV_FLAGS bit: MSG_DONE / READ / RNR of a CE-marked request
+  // EV_FLAGS bit of a MSG_DONE: from fp_rx_check, the buffer came with its wr_id
+  // (the context's recv_cqe); from fp_cqw, its CQE was written (§3.7)
+  localparam int EV_F_CQE = 2;
   localparam int EV_RKEY = 12;      // READ: the RETH's R_Key, VA and length
   localparam int EV_VA = 16;
   localparam int EV_LEN = 24;
@@ -268,6 +272,12 @@ package fp_pkg;
   localparam logic [4:0] CQW_RING_LO = 5'd16;
   localparam logic [4:0] CQW_CI = 5'd20;
   localparam logic [4:0] CQW_SEND_CQ = 5'd24;
+  // receive CQEs (§3.7): word 24 with bit 31 set writes the entry's receive CQ
+  // ({1, valid [8], CQ [5:0]}); words 23 and 31 (index = context entry) the
+  // wr_id (low, high) of the receive WQE the firmware loads next
+  localparam logic [4:0] CQW_RECV_WRID_LO = 5'd23;
+  localparam logic [4:0] CQW_RECV_WRID_HI = 5'd31;
+  localparam logic [7:0] WC_RECV = 8'd128;   // IBV_WC_RECV
   // the firmware's CQE port (a soft core beside a running writer, the SoC;
   // docs/fastpath.md §3.7): each write of word 29 (any index) stages the
   // next of words 0..6 of a CQE, in order; a write of word 30 (index = CQ)
@@ -286,7 +296,8 @@ package fp_pkg;
   // whether a write (read) of word w of table 3 is the writer's
   function automatic logic cqw_wr_word(input logic [4:0] w);
     return (w >= CQW_RING_LO && w <= CQW_CI) || w == CQW_SEND_CQ
-        || w == CQW_FW_STAGE || w == CQW_FW_POST;
+        || w == CQW_FW_STAGE || w == CQW_FW_POST || w == CQW_RECV_WRID_LO
+        || w == CQW_RECV_WRID_HI;
   endfunction
   function automatic logic cqw_rd_word(input logic [4:0] w);
     return (w >= CQW_RING_LO && w <= CQW_CI) || w == CQW_SEND_CQ

@@ -26,8 +26,9 @@
 // The receive load (docs/fastpath.md §6 "In the SoC"): words 20..22 of table 1
 // (RL_W_*) stage a receive buffer (address low, high, length; any index) and a
 // write of word 23 with the QP's number as index commits a command (data bits 1..0: 0
-// load the staged buffer, 1 unload, 2 set `rq_empty` with the RNR timer in bits
-// 15..8, 3 clear it). The command reads the context, applies
+// load the staged buffer, with bit 2 `recv_cqe` too (its wr_id is in fp_cqw's
+// table, §3.7), 1 unload, 2 set `rq_empty` with the RNR timer in bits 15..8, 3
+// clear it). The command reads the context, applies
 // roce_core::fastpath::layout's load_rctx / rnr_rctx rule to it and writes the
 // words that change, all while the check holds no context and takes no new
 // one (as a firmware word's write waits): between two frames' checks, none
@@ -378,6 +379,8 @@ module fp_rx
   localparam logic [1:0] LD_LOAD = 2'd0, LD_UNLOAD = 2'd1, LD_RNR = 2'd2, LD_RNR_CLR = 2'd3;
   localparam int LD_FLAGS_WORD = RC_FLAGS / 4;
   localparam logic [7:0] RF_LOADED = 8'h02, RF_HELD = 8'h04, RF_RQ_EMPTY = 8'h10;
+  localparam logic [7:0] RF_CQE = 8'h20;
+  logic             ld_cqe;           // a load with its wr_id (recv_cqe, §3.7)
   logic [63:0]      ld_addr;
   logic [31:0]      ld_len;
   logic [1:0]       ld_op;
@@ -406,14 +409,15 @@ module fp_rx
         ld_ok_c = ld_ours && ld_between && !ld_held && !ld_loaded && msg_n[ld_qpn[QPN_W-1:0]] == '0;
         ld_part_c[8*(RC_RECV_ADDR-LD_LO) +: 64] = ld_addr;
         ld_part_c[8*(RC_RECV_RESID-LD_LO) +: 32] = ld_len;
-        ld_part_c[8*(RC_FLAGS-LD_LO) +: 8] = (ld_fl & ~RF_RQ_EMPTY) | RF_LOADED;
+        ld_part_c[8*(RC_FLAGS-LD_LO) +: 8] = (ld_fl & ~(RF_RQ_EMPTY | RF_CQE)) | RF_LOADED
+            | (ld_cqe ? RF_CQE : 8'h00);
         ld_we_c[RC_RECV_ADDR / 4] = 1'b1;
         ld_we_c[RC_RECV_ADDR / 4 + 1] = 1'b1;
         ld_we_c[RC_RECV_RESID / 4] = 1'b1;
       end
       LD_UNLOAD: begin
         ld_ok_c = ld_ours && ld_between && ld_loaded;
-        ld_part_c[8*(RC_FLAGS-LD_LO) +: 8] = ld_fl & ~RF_LOADED;
+        ld_part_c[8*(RC_FLAGS-LD_LO) +: 8] = ld_fl & ~(RF_LOADED | RF_CQE);
       end
       LD_RNR: begin
         ld_ok_c = ld_ours && ld_between && !ld_held && !ld_loaded && msg_n[ld_qpn[QPN_W-1:0]] == '0;
@@ -437,6 +441,7 @@ module fp_rx
     unique case (ld_st)
       LD_IDLE: if (fw_wr && !cfg_wr_table && 32'(cfg_wr_word) == LD_W_CMD) begin
         ld_op <= cfg_wr_data[1:0];
+        ld_cqe <= cfg_wr_data[2];
         ld_timer <= cfg_wr_data[15:8];
         ld_qpn <= cfg_wr_index;
         ld_st <= LD_RD;

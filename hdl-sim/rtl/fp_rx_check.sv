@@ -320,6 +320,7 @@ module fp_rx_check
   // ------------------------------------------------ its context (C1)
   logic        c_hit;      // the entry holds this QP's context (its tag is the QPN)
   logic        c_on, c_loaded, c_held, c_nak, c_reads;
+  logic        c_cqe;      // recv_cqe: the loaded buffer came with its wr_id (§3.7)
   logic        c_rq_empty; // the QP's receive queue is empty (its RNR timer: c_recv_addr[4:0])
   logic [3:0]  c_mtu_log2;
   logic [7:0]  c_cur, c_access, c_ack_every, c_unacked;
@@ -591,6 +592,7 @@ module fp_rx_check
         c_on <= r[8*RC_STATE +: 8] == 8'd1;
         c_nak <= r[8*RC_FLAGS + 0];
         c_loaded <= r[8*RC_FLAGS + 1];
+        c_cqe <= r[8*RC_FLAGS + 5];
         c_held <= r[8*RC_FLAGS + 2];
         c_reads <= r[8*RC_FLAGS + 3];
         // (stale while the host posted a WQE the firmware has not seen)
@@ -962,6 +964,7 @@ module fp_rx_check
             v.ev_valid = 1'b1;
             v.ev[8*EV_KIND +: 8] = EVK_MSG_DONE;
             v.ev[8*EV_FLAGS + 1] = m.bth_se;   // the SEND was solicited
+            v.ev[8*EV_FLAGS + EV_F_CQE] = c_cqe;  // fp_cqw writes its CQE
             v.ev[8*EV_MSN +: 24] = k_msn_n;
             v.ev[8*EV_BYTE_LEN +: 32] = (k_starts ? 32'd0 : c_length) + {16'd0, n};
           end
@@ -1019,7 +1022,10 @@ module fp_rx_check
           // the first packet starts the count (LENGTH may hold a WRITE's)
           w[8*RC_LENGTH +: 32] = (k_starts ? 32'd0 : c_length) + {16'd0, n};
           w[8*RC_CUR +: 8] = k_ends ? CUR_NONE : CUR_SEND;
-          if (k_ends) w[8*RC_FLAGS + 1] = 1'b0;
+          if (k_ends) begin
+            w[8*RC_FLAGS + 1] = 1'b0;
+            w[8*RC_FLAGS + 5] = 1'b0;
+          end
         end else begin
           w[8*RC_VA +: 64] = x_va + {48'd0, n};
           w[8*RC_RKEY +: 32] = x_rkey;

@@ -42,6 +42,13 @@ pub const CQW_RING_WORD: u8 = 16;
 pub const CQW_PI_WORD: u8 = 19;
 /// The word holding a context entry's send CQ: {valid (bit 8), CQ number (bits 0..5)}.
 pub const CQW_SEND_CQ_WORD: u8 = 24;
+/// [`CQW_SEND_CQ_WORD`] with this bit: the context entry's receive CQ ({valid (bit 8),
+/// CQ number}) for the receive CQEs (`docs/fastpath.md` §3.7, "Receive CQEs").
+pub const CQW_RECV_CQ: u32 = 1 << 31;
+/// The words holding the wr_id (low, high) of the receive WQE the firmware loads into a
+/// context entry (index = entry), written before the load that sets `recv_cqe`.
+pub const CQW_RECV_WRID_LO_WORD: u8 = 23;
+pub const CQW_RECV_WRID_HI_WORD: u8 = 31;
 /// CQs the RTL's CQE writer holds (`fp_pkg::CQ_N`).
 pub const CQW_CQS: usize = 64;
 

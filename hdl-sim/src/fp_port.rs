@@ -47,7 +47,8 @@
 //! been quiet for [`QUIET`] cycles: a received frame never meets a context half written.
 
 use crate::fastpath::{
-    FpSim, Table, ACCESSED_WORD, CQW_CQS, CQW_PI_WORD, CQW_RING_WORD, CQW_SEND_CQ_WORD, SQ_R_BASE,
+    FpSim, Table, ACCESSED_WORD, CQW_CQS, CQW_PI_WORD, CQW_RECV_CQ, CQW_RECV_WRID_HI_WORD,
+    CQW_RECV_WRID_LO_WORD, CQW_RING_WORD, CQW_SEND_CQ_WORD, SQ_R_BASE,
     SQ_R_CI, SQ_R_DL_HI, SQ_R_DL_LO, SQ_R_DONE, SQ_R_FLAGS, SQ_R_NAKS, SQ_R_NEWS, SQ_R_RETRIES,
     SQ_R_RNRS, SQ_R_SENDS, SQ_R_TAKEN, SQ_R_TIMEOUTS, SQ_R_UNA, SQ_W_CFG, SQ_W_CI, SQ_W_CMD,
     SQ_W_DB, SQ_W_DEPTH, SQ_W_NOW_HI, SQ_W_NOW_LO, SQ_W_PD, SQ_W_PSN, SQ_W_RING_HI, SQ_W_RING_LO,
@@ -56,9 +57,9 @@ use crate::fastpath::{
 use crate::sim::{DataWidth, SimError};
 use roce_core::dcb::Priorities;
 use roce_core::fastpath::layout::{
-    self, EventWords, EVENT_LEN, MR_LEN, RCTX_LEN, SCTX_LEN, TXD_LEN, TXD_OP_FLUSH,
+    self, EventWords, EVENT_LEN, EV_MSG_DONE, MR_LEN, RCTX_LEN, SCTX_LEN, TXD_LEN, TXD_OP_FLUSH,
 };
-use roce_core::fastpath::{SqIdle, SqSpent};
+use roce_core::fastpath::{RecvCqe, SqIdle, SqSpent};
 use roce_core::memory::Dma;
 use roce_core::num::{Psn, Qpn};
 use roce_core::wire::aeth::RnrTimer;
@@ -107,6 +108,11 @@ pub struct FpPort<P> {
     send_cq: HashMap<u32, u16>,
     /// QPs whose `ACKED` events said the RTL wrote CQEs since the last read-back.
     cqe_qps: BTreeSet<u32>,
+    /// Each QP's receive CQ, as given to the RTL with its last load (by QPN), and the
+    /// CQs whose `MSG_DONE` events said the RTL wrote a receive CQE since the last
+    /// read-back.
+    recv_cq: HashMap<u32, u16>,
+    recv_cqe_cqs: BTreeSet<u16>,
     /// The firmware is told of the CQE writer (else it writes every CQE itself).
     cqe_writer: bool,
     /// The RTL's WQE fetch is offered to the firmware (`sq_hand_over`).
@@ -176,6 +182,8 @@ impl<P: Datapath> FpPort<P> {
             cqw_rtl: CqWriter::default(),
             send_cq: HashMap::new(),
             cqe_qps: BTreeSet::new(),
+            recv_cq: HashMap::new(),
+            recv_cqe_cqs: BTreeSet::new(),
             cqe_writer: true,
             wqe_fetch: true,
             sq_qps: BTreeSet::new(),
@@ -283,9 +291,12 @@ impl<P: Datapath> FpPort<P> {
             if e.value[0] == EV_EXCEPTION {
                 self.counters.rx_exceptions += 1;
             }
+            let qpn = u32::from_le_bytes([e.value[4], e.value[5], e.value[6], 0]);
             if e.value[0] == EV_ACKED && e.value[31] & EV_ACKED_CQE != 0 {
-                self.cqe_qps
-                    .insert(u32::from_le_bytes([e.value[4], e.value[5], e.value[6], 0]));
+                self.cqe_qps.insert(qpn);
+            }
+            if e.value[0] == EV_MSG_DONE && e.value[11] & layout::EV_FLAG_CQE != 0 {
+                self.recv_cqe_cqs.extend(self.recv_cq.get(&qpn));
             }
             self.events.push_back(e.value);
             any = true;
@@ -339,11 +350,12 @@ impl<P: Datapath> FpPort<P> {
     /// Reads back the producer index of each CQ the RTL wrote CQEs into.
     fn pull_cqs(&mut self) {
         let qps = std::mem::take(&mut self.cqe_qps);
-        let cqs: BTreeSet<u16> = qps
+        let mut cqs: BTreeSet<u16> = qps
             .iter()
             .filter_map(|q| self.send_cq.get(q))
             .copied()
             .collect();
+        cqs.append(&mut self.recv_cqe_cqs);
         for c in cqs {
             let pi = match self
                 .fp
@@ -569,12 +581,30 @@ impl<P: Datapath> FastPath for FpPort<P> {
         true
     }
 
-    fn load_recv(&mut self, qpn: Qpn, buf: Option<(u64, u32)>) -> bool {
+    fn load_recv(&mut self, qpn: Qpn, buf: Option<(u64, u32)>, cqe: Option<RecvCqe>) -> bool {
         // The RTL takes frames only in `run` (a run leaves its receive side settled):
         // no frame comes between the read and the write.
         let mut b = self.read_rctx(qpn);
         let loaded = layout::load_rctx(&mut b, qpn, buf);
         if loaded {
+            // The WQE's wr_id and the QP's receive CQ into the CQE writer's table
+            // before the context that says they are there (§3.7, "Receive CQEs").
+            let cqe = cqe.filter(|c| {
+                buf.is_some() && self.cqe_writer && usize::from(c.cq) < CQW_CQS
+            });
+            if let Some(c) = cqe {
+                let q = qpn.value();
+                let words = [
+                    (CQW_RECV_WRID_LO_WORD, c.wr_id as u32),
+                    (CQW_RECV_WRID_HI_WORD, (c.wr_id >> 32) as u32),
+                    (CQW_SEND_CQ_WORD, CQW_RECV_CQ | 0x100 | u32::from(c.cq)),
+                ];
+                for (w, v) in words {
+                    self.fp.write_word(Table::Port, q, w, v);
+                }
+                self.recv_cq.insert(q, c.cq);
+                layout::cqe_rctx(&mut b);
+            }
             self.write_rctx(qpn, &b);
         }
         loaded

@@ -938,10 +938,10 @@ impl<
         };
         // (The empty queue, an exception's usual case, looked at before any call.)
         let queued = self.queues.get(s).is_some_and(|q| !q.rq.is_empty());
-        if let Some((addr, len)) = (loads && queued)
+        if let Some(fastpath::RecvBuf { addr, len, .. }) = (loads && queued)
             .then(|| self.recv_head(s, qp))
             .flatten()
-            .filter(|&(_, len)| r.recv_off <= len)
+            .filter(|b| r.recv_off <= b.len)
         {
             ctx.recv_loaded = true;
             ctx.recv_addr = addr.wrapping_add(u64::from(r.recv_off));
@@ -993,7 +993,7 @@ impl<
     /// (its `MSG_DONE`). So a buffer is loaded only while the CQ has room for one
     /// completion of every QP's loaded buffer (`QPS`): then the engine would have had
     /// room for each, and a fuller CQ leaves the SEND to the engine.
-    fn recv_head(&self, slot: usize, qp: &Qp) -> Option<(u64, u32)> {
+    fn recv_head(&self, slot: usize, qp: &Qp) -> Option<fastpath::RecvBuf> {
         let head = self.queues.get(slot)?.rq.front()?;
         let [sge] = head.wr.sg_list.as_slice() else {
             return None;
@@ -1010,7 +1010,14 @@ impl<
                 AccessFlags::LOCAL_WRITE,
             )
             .ok()?;
-        Some((sge.addr, sge.length))
+        Some(fastpath::RecvBuf {
+            addr: sge.addr,
+            len: sge.length,
+            cqe: fastpath::RecvCqe {
+                wr_id: head.wr.wr_id,
+                cq: qp.recv_cq,
+            },
+        })
     }
 
     /// The receive buffer the firmware loads into `qpn`'s receive context between
@@ -1025,13 +1032,13 @@ impl<
     /// `Err`: nothing to load, with the context's `rnr` when the queue is empty
     /// (`recv_rnr`: what the firmware sets after a `MSG_DONE`; one look-up serves both,
     /// as the event's budget wants).
-    pub fn fastpath_recv_next(&self, qpn: Qpn) -> Result<(u64, u32), Option<RnrTimer>> {
+    pub fn fastpath_recv_next(&self, qpn: Qpn) -> Result<fastpath::RecvBuf, Option<RnrTimer>> {
         self.recv_next_at(self.slot(qpn).ok_or(None)?)
     }
 
     /// [`Engine::fastpath_recv_next`] of the QP in `slot`.
     #[inline(always)] // two callers, each a look-up and this
-    fn recv_next_at(&self, slot: usize) -> Result<(u64, u32), Option<RnrTimer>> {
+    fn recv_next_at(&self, slot: usize) -> Result<fastpath::RecvBuf, Option<RnrTimer>> {
         let qp = self.qps.get(slot).and_then(Option::as_ref).ok_or(None)?;
         if !self.fp_sends {
             return Err(None);
@@ -1478,6 +1485,10 @@ impl<
     /// finished is over, so that load owes it no second completion (`done_owed`).
     /// Not `on` (the QP left the fast path since), the engine took the context when it
     /// left, and its responder is current.
+    ///
+    /// `cqe`: the CQE writer wrote the WQE's CQE (the event's `cqe`, §3.7): the WQE
+    /// completes without a completion (counted all the same), as a send WQE whose CQE
+    /// the hardware wrote does (`SendWqe::cqe_written`).
     pub fn fastpath_msg_done(
         &mut self,
         now: Instant,
@@ -1485,7 +1496,8 @@ impl<
         on: bool,
         byte_len: u32,
         solicited: bool,
-    ) -> Result<(u64, u32), Option<RnrTimer>> {
+        cqe: bool,
+    ) -> Result<fastpath::RecvBuf, Option<RnrTimer>> {
         self.clock(now);
         let slot = self.slot(qpn).ok_or(None)?;
         // Not `with_qp`: completing a receive needs no environment but the CQs and
@@ -1504,9 +1516,18 @@ impl<
         if on {
             qp.resp.cur = CurOp::None;
         }
-        qp.resp.recv_off = byte_len;
         qp.resp.done_owed = false;
-        QpRef { qp, q }.complete_recv(cqs, counters, false, solicited, None, None);
+        if cqe {
+            // Written by the hardware: the WQE goes, and nothing else of
+            // `complete_recv` is owed (its `recv_off` ends at 0 either way).
+            if q.rq.pop_front().is_some() {
+                counters.rdma_recvs += 1;
+            }
+            qp.resp.recv_off = 0;
+        } else {
+            qp.resp.recv_off = byte_len;
+            QpRef { qp, q }.complete_recv(cqs, counters, false, solicited, None, None);
+        }
         if !on {
             return Err(None);
         }

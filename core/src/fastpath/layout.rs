@@ -47,6 +47,12 @@ const RCTX_LOADED: u8 = 2;
 const RCTX_HELD: u8 = 4;
 const RCTX_READS: u8 = 8;
 const RCTX_RQ_EMPTY: u8 = 16;
+/// Bit 5 `recv_cqe`: the buffer loaded ahead came with its receive WQE's `wr_id` for the
+/// CQE writer (§3.7, "Receive CQEs"): set by a load that carries one ([`cqe_rctx`]),
+/// cleared by every other load or unload, at the SEND's last packet (its `MSG_DONE`
+/// carries it) and by every context the firmware writes whole ([`encode_rctx`] never
+/// sets it: an exception's write-back leaves the next receive CQE to the firmware).
+pub const RCTX_CQE: u8 = 32;
 const RCTX_RNR_TIMER: usize = 32;
 /// The receive context's `recv_addr` and `recv_resid`: the loaded receive buffer.
 const RCTX_RECV_ADDR: usize = 32;
@@ -446,8 +452,19 @@ pub fn load_rctx(b: &mut [u8; RCTX_LEN], qpn: Qpn, buf: Option<(u64, u32)>) -> b
         put(b, RCTX_RECV_RESID, len.to_le_bytes());
         b[RCTX_FLAGS] &= !RCTX_RQ_EMPTY;
     }
-    b[RCTX_FLAGS] ^= RCTX_LOADED;
+    b[RCTX_FLAGS] = (b[RCTX_FLAGS] ^ RCTX_LOADED) & !RCTX_CQE;
     true
+}
+
+/// Sets `recv_cqe` (bit 5 of the flags) in receive context `b`, nothing else: the buffer
+/// [`load_rctx`] just loaded came with its WQE's `wr_id` (§3.7, "Receive CQEs").
+pub fn cqe_rctx(b: &mut [u8; RCTX_LEN]) {
+    b[RCTX_FLAGS] |= RCTX_CQE;
+}
+
+/// Whether receive context `b` has `recv_cqe` set ([`cqe_rctx`]).
+pub fn rctx_cqe(b: &[u8; RCTX_LEN]) -> bool {
+    b[RCTX_FLAGS] & RCTX_CQE != 0
 }
 
 /// Sets `rq_empty` in receive context `b` of QP `qpn` with timer `t` (`Some`: the
@@ -582,6 +599,9 @@ pub const EV_BYTES: u8 = 9;
 /// Byte 11 bit 7 of a `MSG_DONE`, `READ`, `ATOMIC` or `RNR` event: its request was marked ECN CE
 /// (`Event::Ce`).
 pub const EV_FLAG_CE: u8 = 1 << 7;
+/// Byte 11 bit 2 of a `MSG_DONE` event: the CQE writer wrote the receive WQE's CQE
+/// (`Event::MsgDone::cqe`, §3.7).
+pub const EV_FLAG_CQE: u8 = 1 << 2;
 /// An `ACKED` event's byte 31 bit 3: a NAK "PSN sequence error" the WQE fetch takes as
 /// its Go-Back-N to the event's PSN (`docs/fastpath.md` §3.8): an ACK of PSN - 1 only.
 pub const EV_ACKED_GBN: u8 = 1 << 3;
@@ -676,10 +696,11 @@ pub fn encode_event_words(e: &Event) -> EventWords {
             byte_len,
             solicited,
             ce: c,
+            cqe,
             ..
         } => {
             ev_put(&mut w, 0, u32::from(EV_MSG_DONE));
-            ev_put(&mut w, 11, u32::from(solicited) << 1);
+            ev_put(&mut w, 11, u32::from(solicited) << 1 | u32::from(cqe) << 2);
             ce(&mut w, c);
             ev_put(&mut w, 20, msn.value() & 0xFF_FFFF);
             ev_put(&mut w, 24, byte_len);
@@ -827,6 +848,7 @@ pub fn decode_event_words(w: &EventWords) -> Result<Event, Invalid> {
             byte_len: ev_u32(w, 24),
             solicited: b11 & 2 != 0,
             ce,
+            cqe: b11 & EV_FLAG_CQE != 0,
         },
         EV_ACKED => {
             let b31 = ev_u8(w, 31);

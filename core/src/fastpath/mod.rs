@@ -27,6 +27,24 @@ pub use tx::{
     ReadResp, SendCtx, TxError, TxMsg,
 };
 
+/// A receive buffer the firmware loads ahead of the next SEND (`docs/fastpath.md` §3.4,
+/// `Engine::fastpath_recv_next`): the head receive WQE's one SGE, and what the CQE
+/// writer needs to write its CQE (§3.7, "Receive CQEs").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RecvBuf {
+    pub addr: u64,
+    pub len: u32,
+    pub cqe: RecvCqe,
+}
+
+/// What the CQE writer needs of a receive WQE to write its CQE itself (§3.7): the WQE's
+/// `wr_id` and the QP's receive CQ.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RecvCqe {
+    pub wr_id: u64,
+    pub cq: u16,
+}
+
 /// How a QP's acknowledged PSN goes back to the hardware after the firmware handled an
 /// exception (`Engine::fastpath_una_back`, `docs/fastpath.md` §4).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

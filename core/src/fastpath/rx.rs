@@ -361,6 +361,12 @@ pub enum Event {
         solicited: bool,
         /// The packet was marked ECN CE (see [`Event::Ce`]).
         ce: bool,
+        /// The CQE writer wrote the receive WQE's CQE (§3.7, "Receive CQEs"): the
+        /// buffer was loaded with its `wr_id` (`recv_cqe`), and the receive CQ had room.
+        /// The engine then completes the WQE without a completion. (The receive check
+        /// sets it when the buffer was loaded so; the writer clears it when it wrote
+        /// nothing.)
+        cqe: bool,
     },
     /// The response path took a response for PSN `psn` (an ACK, or a READ response it
     /// placed; `last` when that was the READ's last): `una` is the oldest
@@ -943,6 +949,7 @@ fn place(ctx: &mut RecvCtx, pkt: &Packet<'_>, op: Operation, dma: &mut dyn Dma) 
                 byte_len: ctx.length,
                 solicited: pkt.se(),
                 ce: false,
+                cqe: false,
             });
         }
     }

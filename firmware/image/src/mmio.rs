@@ -35,7 +35,7 @@ use roce_core::engine::DcbConfig;
 use roce_core::fastpath::layout::{
     self, EventWords, EVENT_USED, EV_EXCEPTION, MR_LEN, RCTX_LEN, SCTX_LEN, TXD_LEN, TXD_OP_FLUSH,
 };
-use roce_core::fastpath::{SqIdle, SqSpent};
+use roce_core::fastpath::{RecvCqe, SqIdle, SqSpent};
 use roce_core::memory::{Dma, DmaError};
 use roce_core::num::{Psn, Qpn};
 use roce_core::wire::aeth::RnrTimer;
@@ -233,8 +233,16 @@ pub mod fp_reg {
     pub const CQW_RING: u32 = 16;
     pub const CQW_PI: u32 = 19;
     pub const CQW_CI: u32 = 20;
-    /// Index = context entry: the QP's send CQ ({valid bit 8, CQ}).
+    /// Index = context entry: the QP's send CQ ({valid bit 8, CQ}); with
+    /// [`CQW_RECV_CQ`], its receive CQ.
     pub const CQW_SEND_CQ: u32 = 24;
+    /// Index = context entry: the wr_id (low word; then [`CQW_SEND_CQ`] with
+    /// [`CQW_RECV_CQ`], the receive CQ) and at [`CQW_RECV_WRID_HI`] its high word, of
+    /// the receive WQE loaded next with [`RL_CQE`] (`docs/fastpath.md` §3.7, "Receive
+    /// CQEs").
+    pub const CQW_RECV_WRID_LO: u32 = 23;
+    pub const CQW_RECV_WRID_HI: u32 = 31;
+    pub const CQW_RECV_CQ: u32 = 1 << 31;
     /// The CQE port. Read: bit 0, the last CQE posted was written (then word 26, the
     /// CQ's producer index after it; both wait for the post).
     pub const CQW_POSTED: u32 = 25;
@@ -300,6 +308,8 @@ pub mod fp_reg {
     pub const RL_UNLOAD: u32 = 1;
     pub const RL_RNR: u32 = 2;
     pub const RL_RNR_CLEAR: u32 = 3;
+    /// With [`RL_LOAD`]: `recv_cqe`, the CQE writer holds the WQE's wr_id.
+    pub const RL_CQE: u32 = 1 << 2;
 
     /// `CFG_SEL`'s value for word `word` of entry `index` of `table`.
     pub const fn sel(table: u32, index: u32, word: u32) -> u32 {
@@ -835,13 +845,21 @@ impl FastPath for MmioFastPath {
         !NO_FASTPATH
     }
 
-    fn load_recv(&mut self, qpn: Qpn, buf: Option<(u64, u32)>) -> bool {
+    fn load_recv(&mut self, qpn: Qpn, buf: Option<(u64, u32)>, cqe: Option<RecvCqe>) -> bool {
         match buf {
-            Some((addr, len)) => self.recv_cmd(
-                qpn,
-                Some([addr as u32, (addr >> 32) as u32, len]),
-                fp_reg::RL_LOAD,
-            ),
+            Some((addr, len)) => {
+                // The WQE's wr_id and the receive CQ into the CQE writer's table
+                // before the load that says they are there (§3.7).
+                let mut cmd = fp_reg::RL_LOAD;
+                if let Some(c) = cqe.filter(|c| !NO_FASTPATH && self.holds_cq(c.cq)) {
+                    let q = qpn.value();
+                    let cq = fp_reg::CQW_RECV_CQ | 0x100 | u32::from(c.cq);
+                    self.write_u32s(fp_reg::T_PORT, q, fp_reg::CQW_RECV_WRID_LO, &[c.wr_id as u32, cq]);
+                    self.write_u32s(fp_reg::T_PORT, q, fp_reg::CQW_RECV_WRID_HI, &[(c.wr_id >> 32) as u32]);
+                    cmd |= fp_reg::RL_CQE;
+                }
+                self.recv_cmd(qpn, Some([addr as u32, (addr >> 32) as u32, len]), cmd)
+            }
             None => self.recv_cmd(qpn, None, fp_reg::RL_UNLOAD),
         }
     }

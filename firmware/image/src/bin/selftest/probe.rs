@@ -19,7 +19,7 @@ use core::hint::black_box;
 use core::sync::atomic::{AtomicBool, AtomicU32, Ordering::Relaxed};
 
 use roce_core::fastpath::layout::{EventWords, MR_LEN, RCTX_LEN, SCTX_LEN, TXD_LEN};
-use roce_core::fastpath::{Pace, PaceWrite, SqIdle};
+use roce_core::fastpath::{Pace, PaceWrite, RecvCqe, SqIdle};
 use roce_core::memory::{Dma, DmaError};
 use roce_core::num::Qpn;
 use roce_core::wire::aeth::RnrTimer;
@@ -812,8 +812,8 @@ impl<F: FastPath> FastPath for FpProbe<F> {
     fn recv_loads(&self) -> bool {
         self.inner.recv_loads()
     }
-    fn load_recv(&mut self, qpn: Qpn, buf: Option<(u64, u32)>) -> bool {
-        self.call(|f| f.load_recv(qpn, buf))
+    fn load_recv(&mut self, qpn: Qpn, buf: Option<(u64, u32)>, cqe: Option<RecvCqe>) -> bool {
+        self.call(|f| f.load_recv(qpn, buf, cqe))
     }
     fn rnr_responder(&self) -> bool {
         self.inner.rnr_responder()
