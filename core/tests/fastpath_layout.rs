@@ -355,7 +355,9 @@ fn a_receive_buffer_is_loaded_between_messages_only() {
     assert_eq!(p.a.eng.fastpath_recv_next(qa), Err(None));
     p.a.eng.set_fastpath_sends(true);
     assert_eq!(
-        p.a.eng.fastpath_recv_next(qa).map(|b| (b.addr, b.len, b.cqe.wr_id)),
+        p.a.eng
+            .fastpath_recv_next(qa)
+            .map(|b| (b.addr, b.len, b.cqe.wr_id)),
         Ok((addr, 4096, 7))
     );
     let on = p.a.eng.fastpath_recv_ctx(qa).unwrap();

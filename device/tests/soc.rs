@@ -540,9 +540,12 @@ const KINDS: [&str; 5] = ["WRITE", "SEND", "READ", "FETCH_AND_ADD", "CMP_AND_SWP
 /// one `MSG_DONE`, 2,392, until msgdone cut that event's CQE path (the CQE writer's
 /// producer index read alone, no completion copied with the CQ's state): 1,708 (2,236 after polls),
 /// until cqeport made `soc_fp` hold the bus for a table-port word instead of the firmware
-/// polling `STATUS` before each: 1,379.)
+/// polling `STATUS` before each: 1,379; until rxcqe had the CQE writer write the
+/// `MSG_DONE`'s receive CQE (the load carries the WQE's `wr_id`) and the engine's
+/// completion look the QP up once: 588, BENCHMARKS.md "The hardware writes the receive
+/// CQE (rxcqe)".)
 const SOC_FP_LARGEST_POLL: [[u32; 2]; 5] =
-    [[400, 100], [400, 1_520], [400, 480], [400, 450], [400, 450]];
+    [[400, 100], [400, 650], [400, 480], [400, 450], [400, 450]];
 
 /// What [`largest_polls`] saw.
 struct LargestPolls {

@@ -601,7 +601,9 @@ impl<P: Datapath, const QPS: usize> FastPathPort<P, QPS> {
                         ..
                     }) = &mut out.event
                     {
-                        let wc = q.recv_cqe.map(|r| (r.cq, recv_wc(qpn, r.wr_id, *byte_len, *solicited)));
+                        let wc = q
+                            .recv_cqe
+                            .map(|r| (r.cq, recv_wc(qpn, r.wr_id, *byte_len, *solicited)));
                         *c = wc.is_some_and(|(cq, wc)| self.cqw.write_all(cq, &[wc], dma));
                     }
                     let nak = sq_nak(q, &pkt, &out.event, &mut self.cqw, dma, self.now);

@@ -48,11 +48,11 @@
 
 use crate::fastpath::{
     FpSim, Table, ACCESSED_WORD, CQW_CQS, CQW_PI_WORD, CQW_RECV_CQ, CQW_RECV_WRID_HI_WORD,
-    CQW_RECV_WRID_LO_WORD, CQW_RING_WORD, CQW_SEND_CQ_WORD, SQ_R_BASE,
-    SQ_R_CI, SQ_R_DL_HI, SQ_R_DL_LO, SQ_R_DONE, SQ_R_FLAGS, SQ_R_NAKS, SQ_R_NEWS, SQ_R_RETRIES,
-    SQ_R_RNRS, SQ_R_SENDS, SQ_R_TAKEN, SQ_R_TIMEOUTS, SQ_R_UNA, SQ_W_CFG, SQ_W_CI, SQ_W_CMD,
-    SQ_W_DB, SQ_W_DEPTH, SQ_W_NOW_HI, SQ_W_NOW_LO, SQ_W_PD, SQ_W_PSN, SQ_W_RING_HI, SQ_W_RING_LO,
-    SQ_W_RTO_HI, SQ_W_RTO_LO,
+    CQW_RECV_WRID_LO_WORD, CQW_RING_WORD, CQW_SEND_CQ_WORD, SQ_R_BASE, SQ_R_CI, SQ_R_DL_HI,
+    SQ_R_DL_LO, SQ_R_DONE, SQ_R_FLAGS, SQ_R_NAKS, SQ_R_NEWS, SQ_R_RETRIES, SQ_R_RNRS, SQ_R_SENDS,
+    SQ_R_TAKEN, SQ_R_TIMEOUTS, SQ_R_UNA, SQ_W_CFG, SQ_W_CI, SQ_W_CMD, SQ_W_DB, SQ_W_DEPTH,
+    SQ_W_NOW_HI, SQ_W_NOW_LO, SQ_W_PD, SQ_W_PSN, SQ_W_RING_HI, SQ_W_RING_LO, SQ_W_RTO_HI,
+    SQ_W_RTO_LO,
 };
 use crate::sim::{DataWidth, SimError};
 use roce_core::dcb::Priorities;
@@ -589,9 +589,8 @@ impl<P: Datapath> FastPath for FpPort<P> {
         if loaded {
             // The WQE's wr_id and the QP's receive CQ into the CQE writer's table
             // before the context that says they are there (§3.7, "Receive CQEs").
-            let cqe = cqe.filter(|c| {
-                buf.is_some() && self.cqe_writer && usize::from(c.cq) < CQW_CQS
-            });
+            let cqe =
+                cqe.filter(|c| buf.is_some() && self.cqe_writer && usize::from(c.cq) < CQW_CQS);
             if let Some(c) = cqe {
                 let q = qpn.value();
                 let words = [

@@ -1663,7 +1663,10 @@ impl RuleCase {
             fp.inner.budget = budget.map(|b| fp.inner.wire.sent.len() + b);
             fp.run(&mut mem);
             if self.load_after == Some(k) {
-                assert!(fp.load_recv(qpn_of(0), Some(RULE_RECV), None), "model: load");
+                assert!(
+                    fp.load_recv(qpn_of(0), Some(RULE_RECV), None),
+                    "model: load"
+                );
             }
         }
         fp.inner.budget = None;

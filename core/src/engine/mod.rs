@@ -962,8 +962,13 @@ impl<
     /// qualify for loading is placed by the responder, so its SEND stays the
     /// firmware's; the fast path's QPs have no SRQ).
     fn recv_rnr(&self, slot: usize, qp: &Qp) -> Option<RnrTimer> {
-        let empty = self.queues.get(slot).is_some_and(|q| q.rq.is_empty());
-        (self.fp_rnr && empty && qp.srq.is_none()).then(|| RnrTimer::new(qp.min_rnr_timer))
+        Self::rnr_of(self.queues.get(slot)?, qp, self.fp_rnr)
+    }
+
+    /// [`Engine::recv_rnr`] of the QP `qp` with queues `q`.
+    #[inline(always)]
+    fn rnr_of(q: &QpQueues<SQ, RQ, RD>, qp: &Qp, fp_rnr: bool) -> Option<RnrTimer> {
+        (fp_rnr && q.rq.is_empty() && qp.srq.is_none()).then(|| RnrTimer::new(qp.min_rnr_timer))
     }
 
     /// Whether the fast path under this engine answers a SEND to a QP whose receive
@@ -994,22 +999,33 @@ impl<
     /// completion of every QP's loaded buffer (`QPS`): then the engine would have had
     /// room for each, and a fuller CQ leaves the SEND to the engine.
     fn recv_head(&self, slot: usize, qp: &Qp) -> Option<fastpath::RecvBuf> {
-        let head = self.queues.get(slot)?.rq.front()?;
+        Self::recv_buf(self.queues.get(slot)?, qp, &self.cqs, &self.mem)
+    }
+
+    /// [`Engine::recv_head`] of the QP `qp` with queues `q`, given the tables it reads:
+    /// a `MSG_DONE` has them at hand (`fastpath_msg_done`, no second look-up).
+    #[inline(always)]
+    fn recv_buf(
+        q: &QpQueues<SQ, RQ, RD>,
+        qp: &Qp,
+        cqs: &CqTable<CQS, CQE>,
+        mem: &MemoryTable<PDS, MRS>,
+    ) -> Option<fastpath::RecvBuf> {
+        let head = q.rq.front()?;
         let [sge] = head.wr.sg_list.as_slice() else {
             return None;
         };
-        if self.cqs.room(qp.recv_cq) < QPS {
+        if cqs.room(qp.recv_cq) < QPS {
             return None;
         }
-        self.mem
-            .check_local(
-                qp.pd,
-                sge.lkey,
-                sge.addr,
-                u64::from(sge.length),
-                AccessFlags::LOCAL_WRITE,
-            )
-            .ok()?;
+        mem.check_local(
+            qp.pd,
+            sge.lkey,
+            sge.addr,
+            u64::from(sge.length),
+            AccessFlags::LOCAL_WRITE,
+        )
+        .ok()?;
         Some(fastpath::RecvBuf {
             addr: sge.addr,
             len: sge.length,
@@ -1040,14 +1056,30 @@ impl<
     #[inline(always)] // two callers, each a look-up and this
     fn recv_next_at(&self, slot: usize) -> Result<fastpath::RecvBuf, Option<RnrTimer>> {
         let qp = self.qps.get(slot).and_then(Option::as_ref).ok_or(None)?;
-        if !self.fp_sends {
+        let q = self.queues.get(slot).ok_or(None)?;
+        Self::recv_next_of(q, qp, &self.cqs, &self.mem, self.fp_sends, self.fp_rnr)
+    }
+
+    /// [`Engine::recv_next_at`] of the QP `qp` with queues `q`, given the tables and
+    /// flags it reads (`fastpath_msg_done` has them at hand: its second look-up of the
+    /// QP was ~60 instructions of a `MSG_DONE`'s).
+    #[inline(always)]
+    fn recv_next_of(
+        q: &QpQueues<SQ, RQ, RD>,
+        qp: &Qp,
+        cqs: &CqTable<CQS, CQE>,
+        mem: &MemoryTable<PDS, MRS>,
+        fp_sends: bool,
+        fp_rnr: bool,
+    ) -> Result<fastpath::RecvBuf, Option<RnrTimer>> {
+        if !fp_sends {
             return Err(None);
         }
         // (A `match`, not `ok_or_else`: the closure stayed out of line, a call with its
         // captures built on the stack, ~20 instructions of a MSG_DONE's.)
-        match self.recv_head(slot, qp) {
+        match Self::recv_buf(q, qp, cqs, mem) {
             Some(buf) => Ok(buf),
-            None => Err(self.recv_rnr(slot, qp)),
+            None => Err(Self::rnr_of(q, qp, fp_rnr)),
         }
     }
 
@@ -1508,6 +1540,9 @@ impl<
             queues,
             cqs,
             counters,
+            mem,
+            fp_sends,
+            fp_rnr,
             ..
         } = self;
         let (Some(Some(qp)), Some(q)) = (qps.get_mut(slot), queues.get_mut(slot)) else {
@@ -1531,7 +1566,7 @@ impl<
         if !on {
             return Err(None);
         }
-        self.recv_next_at(slot)
+        Self::recv_next_of(q, qp, cqs, mem, *fp_sends, *fp_rnr)
     }
 
     /// `qpn`'s state (cheaper than `query_qp`).

@@ -854,8 +854,18 @@ impl FastPath for MmioFastPath {
                 if let Some(c) = cqe.filter(|c| !NO_FASTPATH && self.holds_cq(c.cq)) {
                     let q = qpn.value();
                     let cq = fp_reg::CQW_RECV_CQ | 0x100 | u32::from(c.cq);
-                    self.write_u32s(fp_reg::T_PORT, q, fp_reg::CQW_RECV_WRID_LO, &[c.wr_id as u32, cq]);
-                    self.write_u32s(fp_reg::T_PORT, q, fp_reg::CQW_RECV_WRID_HI, &[(c.wr_id >> 32) as u32]);
+                    self.write_u32s(
+                        fp_reg::T_PORT,
+                        q,
+                        fp_reg::CQW_RECV_WRID_LO,
+                        &[c.wr_id as u32, cq],
+                    );
+                    self.write_u32s(
+                        fp_reg::T_PORT,
+                        q,
+                        fp_reg::CQW_RECV_WRID_HI,
+                        &[(c.wr_id >> 32) as u32],
+                    );
                     cmd |= fp_reg::RL_CQE;
                 }
                 self.recv_cmd(qpn, Some([addr as u32, (addr >> 32) as u32, len]), cmd)
