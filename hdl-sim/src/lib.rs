@@ -74,7 +74,8 @@ mod soc_ffi;
 pub use datapath::{RtlDatapath, RxVerdict, TRACE_DIR_ENV};
 pub use dcb::{DcbCounters, DcbCycle, DcbLockstep, DcbRegs, DcbSim};
 pub use fastpath::{
-    FpSim, FpTimeline, Table, ACCESSED_WORD, CQW_CQS, CQW_PI_WORD, CQW_RING_WORD, CQW_SEND_CQ_WORD,
+    FpSim, FpTimeline, Table, ACCESSED_WORD, CQW_CQS, CQW_PI_WORD, CQW_RECV_CQ,
+    CQW_RECV_WRID_HI_WORD, CQW_RECV_WRID_LO_WORD, CQW_RING_WORD, CQW_SEND_CQ_WORD,
 };
 pub use fp_params::FP_CTX_ENTRIES;
 pub use fp_port::FpPort;

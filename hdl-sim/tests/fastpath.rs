@@ -15,8 +15,8 @@ use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRng, TestRunner};
 use roce_core::fastpath::layout;
 use roce_core::fastpath::{
-    self, AckDesc, Event, Exception, Inflight, MrEntry, MrTable, MsgOp, PortAddr, RecvCtx, RxCur,
-    SendCtx, TxError, TxMsg,
+    self, AckDesc, Event, Exception, Inflight, MrEntry, MrTable, MsgOp, PortAddr, RecvCqe, RecvCtx,
+    RxCur, SendCtx, TxError, TxMsg,
 };
 use roce_core::memory::{AccessFlags, Dma, DmaError, MemoryTable, Pd};
 use roce_core::num::{Lkey, Msn, Psn, Qpn, Rkey};
@@ -35,8 +35,8 @@ use roce_firmware::datapath::Loopback;
 use roce_firmware::fastpath::FastPathPort;
 use roce_firmware::hal::{Datapath, FastPath};
 use roce_hdl_sim::{
-    rtl_available, DataWidth, FpSim, Shaping, Table, ACCESSED_WORD, CQW_PI_WORD, CQW_RING_WORD,
-    CQW_SEND_CQ_WORD, FP_CTX_ENTRIES,
+    rtl_available, DataWidth, FpSim, Shaping, Table, ACCESSED_WORD, CQW_PI_WORD, CQW_RECV_CQ,
+    CQW_RECV_WRID_HI_WORD, CQW_RECV_WRID_LO_WORD, CQW_RING_WORD, CQW_SEND_CQ_WORD, FP_CTX_ENTRIES,
 };
 use zerocopy::IntoBytes;
 
@@ -1570,7 +1570,22 @@ struct RuleCase {
     /// After batch `k` (with no frame in flight) the firmware loads QP 0's receive buffer
     /// (`FastPath::load_recv`, as `FpPort` does it on the RTL: read, `load_rctx`, write).
     load_after: Option<usize>,
+    /// That load carries the WQE's wr_id for the CQE writer (docs/fastpath.md §3.7,
+    /// "Receive CQEs"), whose CQ [`RULE_CQ`] (4 entries at [`RULE_RING`]) has this
+    /// producer and consumer index.
+    cqe: Option<RuleCqe>,
 }
+
+#[derive(Clone, Copy)]
+struct RuleCqe {
+    wr_id: u64,
+    pi: u32,
+    ci: u32,
+}
+
+/// The CQ of [`RuleCase::cqe`] and its ring (QP 2's receive region, unused here).
+const RULE_CQ: u16 = 3;
+const RULE_RING: u64 = RECV_BASE + 2 * RECV_SPAN as u64;
 
 /// The receive buffer [`RuleCase::load_after`] loads.
 const RULE_RECV: (u64, u32) = (RECV_BASE, RECV_SPAN);
@@ -1642,6 +1657,7 @@ fn rule_qp(msgs: &[RxMsg]) -> (RuleCase, RxQp, Vec<u32>) {
         f,
         dup: Vec::new(),
         load_after: None,
+        cqe: None,
     };
     (c, qp, keys)
 }
@@ -1658,15 +1674,25 @@ impl RuleCase {
         }
         fp.write_sctx(qpn_of(0), 0, &layout::encode_sctx(&self.sctx));
         fp.write_rctx(qpn_of(0), &layout::encode_rctx(&self.rctx));
+        if let Some(c) = self.cqe {
+            let ring = roce_firmware::fastpath::CqRing {
+                ring: RULE_RING,
+                log_depth: 2,
+                pi: c.pi,
+                ci: c.ci,
+            };
+            assert!(fp.set_cq_ring(RULE_CQ, Some(ring)), "model: the CQ");
+        }
+        let cqe = self.cqe.map(|c| RecvCqe {
+            wr_id: c.wr_id,
+            cq: RULE_CQ,
+        });
         for (k, (frames, budget)) in batches.iter().enumerate() {
             fp.inner.wire.rx.extend(frames.iter().cloned());
             fp.inner.budget = budget.map(|b| fp.inner.wire.sent.len() + b);
             fp.run(&mut mem);
             if self.load_after == Some(k) {
-                assert!(
-                    fp.load_recv(qpn_of(0), Some(RULE_RECV), None),
-                    "model: load"
-                );
+                assert!(fp.load_recv(qpn_of(0), Some(RULE_RECV), cqe), "model: load");
             }
         }
         fp.inner.budget = None;
@@ -1705,6 +1731,19 @@ impl RuleCase {
         let q = qpn_of(0).value();
         sim.write_record(Table::SendCtx, q, &layout::encode_sctx(&self.sctx));
         sim.write_record(Table::RecvCtx, q, &layout::encode_rctx(&self.rctx));
+        if let Some(c) = self.cqe {
+            let cq = u32::from(RULE_CQ);
+            let words = [
+                RULE_RING as u32,
+                (RULE_RING >> 32) as u32,
+                0x100 | 2,
+                c.pi,
+                c.ci,
+            ];
+            for (i, v) in words.into_iter().enumerate() {
+                sim.write_word(Table::Port, cq, CQW_RING_WORD + i as u8, v);
+            }
+        }
         sim.run_until_idle(&mut mem, 100_000).unwrap();
         sim.set_tx_hold(true);
         for (k, frames) in batches.iter().enumerate() {
@@ -1721,6 +1760,17 @@ impl RuleCase {
                 let mut b: [u8; layout::RCTX_LEN] = b.try_into().unwrap();
                 // (refused as `FpPort` refuses it: a held QP, say; the results differ)
                 if layout::load_rctx(&mut b, qpn_of(0), Some(RULE_RECV)) {
+                    // the wr_id and the receive CQ, then the context that says so
+                    if let Some(c) = self.cqe {
+                        for (w, v) in [
+                            (CQW_RECV_WRID_LO_WORD, c.wr_id as u32),
+                            (CQW_RECV_WRID_HI_WORD, (c.wr_id >> 32) as u32),
+                            (CQW_SEND_CQ_WORD, CQW_RECV_CQ | 0x100 | u32::from(RULE_CQ)),
+                        ] {
+                            sim.write_word(Table::Port, q, w, v);
+                        }
+                        layout::cqe_rctx(&mut b);
+                    }
                     sim.write_record(Table::RecvCtx, q, &b);
                 }
             }
@@ -1878,6 +1928,75 @@ fn rnr_kinds(out: &RuleOut) -> Vec<&'static str> {
             _ => "other",
         })
         .collect()
+}
+
+/// The receive CQE (docs/fastpath.md §3.7, "Receive CQEs"): the firmware loads QP 0's
+/// receive buffer with its WQE's wr_id between a WRITE and a SEND of three packets (MTU
+/// 256) followed by a WRITE; at the SEND's last packet `fp_cqw` writes the CQE the
+/// engine's completion encodes to (`Cqe::from_wc`: wr_id, the SEND's length, opcode
+/// RECV, the SE bit, the owner bit of the ring's pass) at the ring's producer index and
+/// sets the `MSG_DONE`'s `cqe` bit, as the model's `CqWriter`; with the ring full by the
+/// consumer index it holds, or the load without a wr_id, it writes nothing and the bit
+/// is clear. Frames, events, memory (the ring among it) and the context (its
+/// `recv_cqe` cleared at the SEND's end) the model's `FastPathPort`'s, 64 and 512 bits,
+/// with and without idle cycles and back-pressure.
+#[test]
+fn the_cqe_writer_writes_the_receive_cqe_the_model_writes() {
+    let msg = qp0_msg;
+    let msgs = [msg(3, 0, 0, 100), msg(0, 0, 0, 600), msg(3, 0, 200, 100)];
+    let (mut c, _, _) = rule_qp(&msgs);
+    let f = c.f.clone();
+    assert_eq!(f.len(), 5, "W1, S (3 packets), W2");
+    c.load_after = Some(0);
+    let (first, then) = (&f[..1], &f[1..]);
+    let wr_id = 0x8123_4567_89AB_CDEF;
+    let sims = sims();
+    // (pi, ci): one written, room; a full ring (4 entries); the pass's second lap
+    for (cqe, written) in [
+        (Some((1, 0)), true),
+        (Some((4, 0)), false),
+        (Some((6, 3)), true),
+        (None, false),
+    ] {
+        c.cqe = cqe.map(|(pi, ci)| RuleCqe { wr_id, pi, ci });
+        let want = c.model(&[(first, None), (then, None)]);
+        let what = format!("{cqe:?}");
+        let done: Vec<&Event> = want
+            .events
+            .iter()
+            .filter(|e| matches!(e, Event::MsgDone { .. }))
+            .collect();
+        let [Event::MsgDone {
+            cqe: got,
+            byte_len,
+            solicited,
+            ..
+        }] = done[..]
+        else {
+            panic!("{what}: model: one MSG_DONE: {:?}", want.events);
+        };
+        assert_eq!((*got, *byte_len), (written, 600), "{what}: model: MSG_DONE");
+        if let (Some((pi, _)), true) = (cqe, written) {
+            // the engine's completion of the WQE (`complete_recv`), as the ABI encodes it
+            let mut wc = WorkCompletion::new(wr_id, qpn_of(0), WcOpcode::Recv, WcStatus::Success);
+            wc.byte_len = 600;
+            wc.solicited = *solicited;
+            let at = (RULE_RING + 32 * u64::from(pi % 4) - RX_BASE) as usize;
+            assert_eq!(
+                &want.mem[at..at + 32],
+                Cqe::from_wc(&wc, pi, 2).as_bytes(),
+                "{what}: model: the CQE"
+            );
+        }
+        let Some(sims) = &sims else { continue };
+        let batches: [&[Vec<u8>]; 2] = [first, then];
+        for (s, shaped) in sims.iter().flat_map(|s| [(s, false), (s, true)]) {
+            let mut sim = s.borrow_mut();
+            let w = format!("{what} {} shaped {shaped}", sim.width());
+            let got = c.rtl(&mut sim, &batches, shaped);
+            assert_rule_out(&got, &want, &w);
+        }
+    }
 }
 
 /// A SEND's first packet to a QP whose receive queue the firmware found empty
