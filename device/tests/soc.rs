@@ -19,7 +19,7 @@ use roce_core::engine::DcbConfig;
 use roce_core::memory::AccessFlags;
 use roce_core::num::Psn;
 use roce_core::transport::{
-    ipv4_gid, Mtu, QpType, RecvWr, SendFlags, SendWr, WcOpcode, WcStatus, WrOp,
+    ipv4_gid, Mtu, QpAttr, QpState, QpType, RecvWr, SendFlags, SendWr, WcOpcode, WcStatus, WrOp,
 };
 use roce_core::wire::ethernet::MacAddr;
 use roce_core::wire::frame::parse;
@@ -1722,4 +1722,132 @@ fn pfc_on_the_soc_is_the_models() {
     for (i, k) in w.counters.iter().enumerate() {
         assert_eq!(k.rx_drops, 0, "SoC {i}'s receive buffer dropped frames");
     }
+}
+
+/// A MODIFY_QP to ERR while the fast path runs beside the firmware (`docs/fastpath.md`
+/// §3.7): every WQE of the QP completes once, by its CQE from the writer (success) or
+/// the engine's (success or flushed), none twice, none lost. The receiver: SoC 0's
+/// WRITE of `w` bytes, then its SEND into a receive WQE loaded ahead, reach SoC 1 at
+/// once, and SoC 1's QP goes to ERR: the WRITE's packets delay the SEND's last one by
+/// `w` bytes of placing, so across the sizes it lands before, inside and after the
+/// firmware's MODIFY_QP (the `MSG_DONE`, the receive CQE). The sender: SoC 1's WRITE
+/// of `w` bytes, then the ACKs of SoC 0's SENDs, reach SoC 0 at once, and SoC 0's QP
+/// goes to ERR (the `ACKED`, the send CQEs). Before the QP was taken off the fast path
+/// ahead of the flush, a SEND placed (an ACK taken) between the firmware's look at the
+/// events and the take-off after the flush had its CQE written and its WQE flushed too
+/// (SEND 100, ACKed SEND 0: success and WR_FLUSH_ERR) behind the WRITEs of 8 KiB and
+/// more at the receiver and 12 KiB and more at the sender.
+#[test]
+fn a_modify_to_err_on_the_socs_fast_path_completes_each_wqe_once() {
+    let Some(image) = test_image() else { return };
+    let mut bad = Vec::new();
+    for side in [1, 0] {
+        for w in ERR_WRITES {
+            let (wc, want) = err_run(&image, side, w);
+            eprintln!("SoC {side} to ERR behind a {w}-byte WRITE: {wc:?}");
+            let mut ids: Vec<u64> = wc.iter().map(|w| w.0).collect();
+            ids.sort_unstable();
+            if ids != want {
+                bad.push(format!(
+                    "SoC {side}, WRITE {w}: {wc:?}, wanted {want:?} once each"
+                ));
+            }
+        }
+    }
+    assert!(
+        bad.is_empty(),
+        "a WQE completed twice or never:\n{}",
+        bad.join("\n")
+    );
+}
+
+/// The WRITEs ahead of [`err_run`]'s SEND or ACKs (bytes, at MTU 1024).
+const ERR_WRITES: [u32; 6] = [0, 4_096, 8_192, 12_288, 16_384, 24_576];
+
+/// Runs SoC `n` alone until it sent nothing for a while: the frames it sent.
+fn run_alone(p: &mut soc_pair::Pair, n: usize) -> Vec<Vec<u8>> {
+    let (mut out, mut quiet) = (Vec::new(), 0);
+    let mut buf = vec![0u8; 8192];
+    while quiet < 20 {
+        p.wire.nics[n].run(2_000);
+        quiet += 1;
+        while let Some(len) = p.wire.nics[n].transmit_frame(&mut buf) {
+            out.push(buf[..len].to_vec());
+            quiet = 0;
+        }
+    }
+    out
+}
+
+/// [`a_modify_to_err_on_the_socs_fast_path_completes_each_wqe_once`]'s run for SoC
+/// `side` behind a WRITE of `w` bytes: SoC `side`'s completions (`wr_id`, status),
+/// every one it made, and the `wr_id`s of its WQEs.
+fn err_run(image: &std::path::Path, side: usize, w: u32) -> (Vec<(u64, WcStatus)>, Vec<u64>) {
+    let data: Vec<u8> = (0..65536u32).map(|i| (i * 31 + i / 7) as u8).collect();
+    let mut p = filled_pair(image, true, 0, &data);
+    let mr = [0, 1].map(|n| (p.mr[n].addr(), p.mr[n].lkey(), p.mr[n].rkey()));
+    let sends = if side == 1 { 1 } else { 3 };
+    for i in 0..sends + 1 {
+        let r = RecvWr::new(100 + i).sge(mr[1].0 + 2_048 * i, 2_048, mr[1].1);
+        p.qp[1].post_recv(&r).unwrap();
+    }
+    // (the receive doorbell heard, the head WQE loaded)
+    for _ in 0..10 {
+        p.wire.step(2_000);
+    }
+    // The WRITE from the other side, into the last 32 KiB.
+    let from = 1 - side;
+    let write = |p: &mut soc_pair::Pair| {
+        if w > 0 {
+            let op = WrOp::RdmaWrite {
+                remote_addr: mr[side].0 + 32_768,
+                rkey: mr[side].2,
+            };
+            let s = SendWr::new(50, op).sge(mr[from].0, w, mr[from].1);
+            p.qp[from].post_send(&s).unwrap();
+        }
+    };
+    let post_sends = |p: &mut soc_pair::Pair| {
+        for i in 0..sends {
+            let s = SendWr::new(i, WrOp::Send)
+                .sge(mr[0].0 + 2_048 * i, 1_500, mr[0].1)
+                .flags(SendFlags::SIGNALED);
+            p.qp[0].post_send(&s).unwrap();
+        }
+    };
+    let backlog = if side == 1 {
+        write(&mut p);
+        post_sends(&mut p);
+        run_alone(&mut p, 0)
+    } else {
+        write(&mut p);
+        let mut frames = run_alone(&mut p, 1);
+        post_sends(&mut p);
+        for f in run_alone(&mut p, 0) {
+            p.wire.nics[1].receive_frame(&f);
+        }
+        frames.extend(run_alone(&mut p, 1));
+        frames
+    };
+    for f in &backlog {
+        p.wire.nics[side].receive_frame(f);
+    }
+    p.qp[side].modify(&QpAttr::to_state(QpState::Err)).unwrap();
+    // Every WQE flushed by now, or completed: what comes later is a second completion.
+    let mut wc = Vec::new();
+    let mut buf = [roce_core::transport::WorkCompletion::default(); 8];
+    for _ in 0..50 {
+        p.wire.step(2_000);
+        wc.extend(
+            p.cq[side]
+                .poll(&mut buf)
+                .unwrap()
+                .iter()
+                .filter(|w| w.wr_id != 50)
+                .map(|w| (w.wr_id, w.status)),
+        );
+    }
+    let first = if side == 1 { 100 } else { 0 };
+    let n = if side == 1 { sends + 1 } else { sends };
+    (wc, (first..first + n).collect())
 }

@@ -847,15 +847,33 @@ impl<
         }
     }
 
-    /// Handles the fast path's events waiting now, before the engine flushes or drops a
-    /// QP's work (MODIFY_QP, DESTROY_QP, a bad doorbell): an `ACKED` whose CQEs the
-    /// hardware wrote (§3.7) must reach the engine first, or it would complete those
-    /// WQEs a second time (flushed).
-    /// QP `qpn`'s send queue comes back from the hardware's WQE fetch too (§3.8).
+    /// Handles the fast path's events waiting now, before the engine answers for QP
+    /// `qpn` (QUERY_QP, MODIFY_QP) or, with `stop`, flushes or drops its work
+    /// (MODIFY_QP to ERR or RESET, DESTROY_QP, a bad doorbell). Its send queue comes
+    /// back from the hardware's WQE fetch too (§3.8).
+    ///
+    /// `stop`: the QP leaves the fast path first (`fp_take_off`: its contexts off, so
+    /// the hardware takes none of its frames from then on), then the events are handled
+    /// until none waits and the receive side is idle (`events_waiting`): a `MSG_DONE` or
+    /// `ACKED` whose CQEs the writer wrote (§3.7) reaches the engine before the flush,
+    /// which would complete those WQEs a second time, also when the hardware placed
+    /// the SEND or took the ACK while the firmware was here (the SoC's fast path runs
+    /// beside it; a frame in the check when its context went off keeps its verdict,
+    /// and its event comes).
     #[inline(never)]
-    fn fp_settle(&mut self, qpn: Qpn) {
-        let now = Instant::from_nanos(self.hal.now());
-        self.fp_events(now);
+    fn fp_settle(&mut self, qpn: Qpn, stop: bool) {
+        if stop {
+            self.fp_take_off(qpn);
+        }
+        let mut now;
+        loop {
+            now = Instant::from_nanos(self.hal.now());
+            self.fp_events(now);
+            let (_, dp) = self.hal.split();
+            if !stop || !dp.fastpath().is_some_and(|fp| fp.events_waiting()) {
+                break;
+            }
+        }
         self.fp_sq_take_back(qpn, now);
     }
 
@@ -1654,7 +1672,7 @@ impl<
     /// error state (its posted work flushes) and the host hears `QP_FATAL`, as
     /// `IBV_EVENT_QP_FATAL`. Returns true (something happened).
     fn fail_qp(&mut self, qpn: Qpn) -> bool {
-        self.fp_settle(qpn);
+        self.fp_settle(qpn, true);
         self.counters.bad_doorbells += 1;
         let _ = self.engine.modify_qp(qpn, &QpAttr::to_state(QpState::Err));
         self.hal.reg_write(reg::EVENT_QPN, qpn.value());
@@ -2078,18 +2096,21 @@ impl<
             CmdOp::ModifyQp => {
                 let arg = abi::payload::<abi::QpAttrArg>(e);
                 let qpn = Qpn::new(arg.qpn.get());
-                self.fp_settle(qpn);
-                let r = match arg.to_attr() {
-                    Ok(attr) => self.engine.modify_qp(qpn, &attr),
-                    Err(_) => return CmdStatus::BadParam,
+                let Ok(attr) = arg.to_attr() else {
+                    return CmdStatus::BadParam;
                 };
+                // To ERR or RESET the engine flushes or drops the QP's work: the
+                // hardware stops first (§3.7).
+                let stop = matches!(attr.qp_state, Some(QpState::Err | QpState::Reset));
+                self.fp_settle(qpn, stop);
+                let r = self.engine.modify_qp(qpn, &attr);
                 self.fp_refresh(qpn);
                 r
             }
             CmdOp::QueryQp => {
                 // The engine answers for the send queue: it takes it back from the
                 // hardware first (§3.8).
-                self.fp_settle(Qpn::new(handle));
+                self.fp_settle(Qpn::new(handle), false);
                 self.engine.query_qp(Qpn::new(handle)).map(|info| {
                     let mut attr = QpAttr::to_state(info.state);
                     attr.path_mtu = Some(info.path_mtu);
@@ -2350,7 +2371,7 @@ impl<
     }
 
     fn destroy_qp(&mut self, qpn: Qpn) -> CmdStatus {
-        self.fp_settle(qpn);
+        self.fp_settle(qpn, true);
         let (_, dp) = self.hal.split();
         if let Some(fp) = dp.fastpath() {
             fp.write_sctx(qpn, 0, &[0; layout::SCTX_LEN]);
