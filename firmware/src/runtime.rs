@@ -1312,6 +1312,13 @@ impl<
     /// send WQEs comes on for its receive side only: its requester moves to descriptors
     /// once it has nothing under way.
     fn fp_refresh(&mut self, qpn: Qpn) {
+        self.fp_set(qpn, false);
+    }
+
+    /// [`Nic::fp_refresh`], or with `off` [`Nic::fp_take_off`]: one body (the take-off
+    /// is the refresh's way off the fast path, whatever the QP's state).
+    #[inline(never)]
+    fn fp_set(&mut self, qpn: Qpn, off: bool) {
         let Some(slot) = self.line(qpn) else {
             return;
         };
@@ -1320,15 +1327,19 @@ impl<
         };
         // Whether the state changes, before anything is built or copied: it rarely
         // does (this runs after every exception and for every QP at a timer).
-        let Some((send, recv)) = self.engine.fastpath_sides(qpn) else {
-            return;
-        };
-        let want = if send && (now == FpState::Full || !self.engine.qp_has_sends(qpn)) {
-            FpState::Full
-        } else if recv {
-            FpState::Recv
-        } else {
+        let want = if off {
             FpState::Off
+        } else {
+            let Some((send, recv)) = self.engine.fastpath_sides(qpn) else {
+                return;
+            };
+            if send && (now == FpState::Full || !self.engine.qp_has_sends(qpn)) {
+                FpState::Full
+            } else if recv {
+                FpState::Recv
+            } else {
+                FpState::Off
+            }
         };
         if want == now {
             return;
@@ -1336,7 +1347,7 @@ impl<
         let Some(Some(mut q)) = self.qps.get(slot).copied() else {
             return;
         };
-        let (Some(sctx), Some(rctx)) = (
+        let (Some(mut sctx), Some(mut rctx)) = (
             self.engine.fastpath_send_ctx(qpn),
             self.engine.fastpath_recv_ctx(qpn),
         ) else {
@@ -1361,40 +1372,33 @@ impl<
             // The hardware's receive state is the current one: the engine takes it.
             if let Ok(ctx) = layout::decode_rctx(&fp.read_rctx(qpn)) {
                 let _ = self.engine.fastpath_load_recv(qpn, &ctx);
+                rctx = ctx;
             }
         }
-        match want {
-            FpState::Off => {
-                let mut off = rctx;
-                off.on = false;
-                fp.write_rctx(qpn, &layout::encode_rctx(&off));
-                fp.write_sctx(qpn, 0, &layout::encode_sctx(&sctx));
-                fp.set_send_cq(qpn, None);
-                if H::FASTPATH_PACES {
-                    fp.set_pace(qpn, None);
-                }
-                let _ = self.engine.set_fastpath(qpn, false);
-            }
-            FpState::Recv | FpState::Full => {
-                if q.fp == FpState::Off {
-                    fp.write_rctx(qpn, &layout::encode_rctx(&rctx));
-                }
-                // The engine's pacer so far: the segmenter's from here (§2.5).
-                if H::FASTPATH_PACES {
-                    fp.set_pace(qpn, self.engine.fastpath_pace(qpn).as_ref());
-                }
-                let mut sctx = sctx;
-                sctx.valid = want == FpState::Full;
-                fp.write_sctx(qpn, 0, &layout::encode_sctx(&sctx));
-                fp.set_send_cq(qpn, sctx.valid.then_some(q.send_cq));
-                let _ = self.engine.set_fastpath(qpn, want == FpState::Full);
-            }
+        sctx.valid = want == FpState::Full;
+        if want == FpState::Off {
+            rctx.on = false;
+            rctx.held = false;
+            fp.write_rctx(qpn, &layout::encode_rctx(&rctx));
+        } else if q.fp == FpState::Off {
+            fp.write_rctx(qpn, &layout::encode_rctx(&rctx));
         }
+        // The engine's pacer so far: the segmenter's from here (§2.5).
+        if H::FASTPATH_PACES && want != FpState::Off {
+            fp.set_pace(qpn, self.engine.fastpath_pace(qpn).as_ref());
+        }
+        fp.write_sctx(qpn, 0, &layout::encode_sctx(&sctx));
+        fp.set_send_cq(qpn, sctx.valid.then_some(q.send_cq));
+        // (Off: its pacing entry goes once the send context is off.)
+        if H::FASTPATH_PACES && want == FpState::Off {
+            fp.set_pace(qpn, None);
+        }
+        let _ = self.engine.set_fastpath(qpn, sctx.valid);
         q.fp = want;
         if let Some(s) = self.qps.get_mut(slot) {
             *s = Some(q);
         }
-        if want == FpState::Full {
+        if sctx.valid {
             self.fp_sq_hand_over(qpn);
         }
     }
@@ -1431,47 +1435,7 @@ impl<
     /// wanted, or the QP leaves for the ICM): the engine takes the hardware's receive
     /// state, the entry is switched off (its queued descriptors dropped).
     fn fp_take_off(&mut self, qpn: Qpn) {
-        let Some(slot) = self.line(qpn) else {
-            return;
-        };
-        let Some(Some(mut q)) = self.qps.get(slot).copied() else {
-            return;
-        };
-        if q.fp == FpState::Off {
-            return;
-        }
-        if q.sq_hw {
-            self.fp_sq_take_back(qpn, Instant::from_nanos(self.now));
-            let Some(Some(l)) = self.qps.get(slot).copied() else {
-                return;
-            };
-            q = l;
-        }
-        let (Some(mut sctx), Some(mut rctx)) = (
-            self.engine.fastpath_send_ctx(qpn),
-            self.engine.fastpath_recv_ctx(qpn),
-        ) else {
-            return;
-        };
-        let (_, dp) = self.hal.split();
-        let Some(fp) = dp.fastpath() else {
-            return;
-        };
-        if let Ok(ctx) = layout::decode_rctx(&fp.read_rctx(qpn)) {
-            let _ = self.engine.fastpath_load_recv(qpn, &ctx);
-            rctx = ctx;
-        }
-        rctx.on = false;
-        rctx.held = false;
-        sctx.valid = false;
-        fp.write_rctx(qpn, &layout::encode_rctx(&rctx));
-        fp.write_sctx(qpn, 0, &layout::encode_sctx(&sctx));
-        fp.set_send_cq(qpn, None);
-        let _ = self.engine.set_fastpath(qpn, false);
-        q.fp = FpState::Off;
-        if let Some(s) = self.qps.get_mut(slot) {
-            *s = Some(q);
-        }
+        self.fp_set(qpn, true);
     }
 
     /// Rewrites the fast path's MR table when the engine's memory table changed. The
