@@ -1311,14 +1311,8 @@ impl<
     /// stays with the firmware until a later refresh (its next exception). A QP with
     /// send WQEs comes on for its receive side only: its requester moves to descriptors
     /// once it has nothing under way.
-    fn fp_refresh(&mut self, qpn: Qpn) {
-        self.fp_set(qpn, false);
-    }
-
-    /// [`Nic::fp_refresh`], or with `off` [`Nic::fp_take_off`]: one body (the take-off
-    /// is the refresh's way off the fast path, whatever the QP's state).
     #[inline(never)]
-    fn fp_set(&mut self, qpn: Qpn, off: bool) {
+    fn fp_refresh(&mut self, qpn: Qpn) {
         let Some(slot) = self.line(qpn) else {
             return;
         };
@@ -1327,6 +1321,31 @@ impl<
         };
         // Whether the state changes, before anything is built or copied: it rarely
         // does (this runs after every exception and for every QP at a timer).
+        let Some((send, recv)) = self.engine.fastpath_sides(qpn) else {
+            return;
+        };
+        let want = if send && (now == FpState::Full || !self.engine.qp_has_sends(qpn)) {
+            FpState::Full
+        } else if recv {
+            FpState::Recv
+        } else {
+            FpState::Off
+        };
+        if want != now {
+            self.fp_set(qpn, false);
+        }
+    }
+
+    /// [`Nic::fp_refresh`] once its look found the state changes (it looks again), or
+    /// with `off` [`Nic::fp_take_off`]: one body.
+    #[inline(never)]
+    fn fp_set(&mut self, qpn: Qpn, off: bool) {
+        let Some(slot) = self.line(qpn) else {
+            return;
+        };
+        let Some(Some(now)) = self.qps.get(slot).map(|q| q.as_ref().map(|q| q.fp)) else {
+            return;
+        };
         let want = if off {
             FpState::Off
         } else {
