@@ -984,6 +984,7 @@ fn model_rx(
             &pkt,
             table,
             &mut dma,
+            0,
         );
         x.writes.append(&mut dma.writes);
         match out.answered {
@@ -3556,6 +3557,7 @@ fn resp_case(
                 &pkt,
                 &mrt,
                 &mut dma,
+                0,
             );
             let writes = dma.writes;
             prop_assert!(out.ack.is_none());
@@ -3935,6 +3937,7 @@ fn valid_cleared_under_a_response_in_the_check() {
                 &pkt,
                 &mrt,
                 &mut dma,
+                0,
             );
             // (an exception's frame slot is 0 in both: the first since the reset)
             assert_eq!(Some(ev), out.event, "{width} offset {offset}: the ACK");
@@ -3964,6 +3967,7 @@ fn valid_cleared_under_a_response_in_the_check() {
                 &pkt,
                 &mrt,
                 &mut dma,
+                0,
             );
             assert!(
                 matches!(
@@ -4084,6 +4088,7 @@ fn line_rate_read_responses_placed_in_hardware() {
                 &pkt,
                 &mrt,
                 &mut dma,
+                0,
             );
             want.extend(out.event);
         }
@@ -4247,6 +4252,7 @@ fn the_cqe_writer_writes_what_the_model_writes() {
                 &pkt,
                 &mrt,
                 &mut dma,
+                0,
             );
             if let Some(Event::Acked { cqe, .. }) = &mut out.event {
                 *cqe = want_cqe;

@@ -41,13 +41,14 @@ pub const SCTX_UNA: usize = 16;
 pub const RCTX_QPN: usize = 45;
 /// The receive context's flags byte: bit 0 `nak_sent`, 1 `recv_loaded`, 2 `held`, 3
 /// `reads`, 4 `rq_empty` (`rnr`: its timer in byte 32, `recv_addr`'s first, which holds
-/// no address while nothing is loaded).
+/// no address while nothing is loaded), 5..7 `rd_max` (the QP's `max_dest_rd_atomic`).
 const RCTX_FLAGS: usize = 44;
 const RCTX_LOADED: u8 = 2;
 const RCTX_HELD: u8 = 4;
 const RCTX_READS: u8 = 8;
 const RCTX_RQ_EMPTY: u8 = 16;
 const RCTX_RNR_TIMER: usize = 32;
+const RCTX_RD_MAX_SHIFT: u8 = 5;
 /// The receive context's `recv_addr` and `recv_resid`: the loaded receive buffer.
 const RCTX_RECV_ADDR: usize = 32;
 const RCTX_RECV_RESID: usize = 64;
@@ -383,7 +384,8 @@ pub fn encode_rctx(c: &RecvCtx) -> [u8; RCTX_LEN] {
     b[RCTX_FLAGS] = u8::from(c.nak_sent)
         | u8::from(c.recv_loaded) << 1
         | if c.held { RCTX_HELD } else { 0 }
-        | if c.reads { RCTX_READS } else { 0 };
+        | if c.reads { RCTX_READS } else { 0 }
+        | c.rd_max.min(super::rx::RD_MAX) << RCTX_RD_MAX_SHIFT;
     if let (Some(t), false) = (c.rnr, c.recv_loaded) {
         b[RCTX_FLAGS] |= RCTX_RQ_EMPTY;
         b[RCTX_RNR_TIMER] = t.code();
@@ -499,6 +501,7 @@ pub fn decode_rctx(b: &[u8; RCTX_LEN]) -> Result<RecvCtx, Invalid> {
         nak_sent: s.nak_sent,
         held: rctx_held(b),
         reads: b[RCTX_FLAGS] & RCTX_READS != 0,
+        rd_max: b[RCTX_FLAGS] >> RCTX_RD_MAX_SHIFT,
         rnr: (b[RCTX_FLAGS] & (RCTX_RQ_EMPTY | RCTX_LOADED) == RCTX_RQ_EMPTY)
             .then(|| RnrTimer::new(b[RCTX_RNR_TIMER])),
         pkey: u16_at(b, 14),
@@ -575,11 +578,14 @@ pub const EV_READ: u8 = 4;
 pub const EV_CE: u8 = 5;
 pub const EV_ATOMIC: u8 = 6;
 pub const EV_RNR: u8 = 7;
+/// An in-sequence READ or atomic request dropped: its QP's READ resources were taken
+/// (§3.4, "The responder's resources").
+pub const EV_RD_DROP: u8 = 10;
 /// A CNP for a paced QP (§2.5; model only).
 pub const EV_CNP: u8 = 8;
 /// A pacing entry's byte counter at its threshold (§2.5; model only).
 pub const EV_BYTES: u8 = 9;
-/// Byte 11 bit 7 of a `MSG_DONE`, `READ`, `ATOMIC` or `RNR` event: its request was marked ECN CE
+/// Byte 11 bit 7 of a `MSG_DONE`, `READ`, `ATOMIC`, `RNR` or `RD_DROP` event: its request was marked ECN CE
 /// (`Event::Ce`).
 pub const EV_FLAG_CE: u8 = 1 << 7;
 /// An `ACKED` event's byte 31 bit 3: a NAK "PSN sequence error" the WQE fetch takes as
@@ -740,6 +746,10 @@ pub fn encode_event_words(e: &Event) -> EventWords {
             ev_put(&mut w, 0, u32::from(EV_RNR));
             ce(&mut w, c);
         }
+        Event::RdDropped { ce: c, .. } => {
+            ev_put(&mut w, 0, u32::from(EV_RD_DROP));
+            ce(&mut w, c);
+        }
         Event::Ce { .. } => ev_put(&mut w, 0, u32::from(EV_CE)),
         Event::Cnp { .. } => ev_put(&mut w, 0, u32::from(EV_CNP)),
         Event::ByteCounter { bytes, .. } => {
@@ -864,6 +874,7 @@ pub fn decode_event_words(w: &EventWords) -> Result<Event, Invalid> {
             bytes: ev_u64(w, 16),
         },
         EV_RNR => Event::Rnr { qpn, ce },
+        EV_RD_DROP => Event::RdDropped { qpn, ce },
         _ => return Err(Invalid { offset: 0 }),
     })
 }
