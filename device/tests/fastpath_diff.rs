@@ -256,7 +256,7 @@ struct Setup {
     ce: u64,
     /// DCQCN's reaction point on every QP (`docs/fastpath.md` §2.5).
     rp: bool,
-    /// The wire carries every frame a side sent in one run at once (else one frame
+    /// The wire carries every request a side sent in one run at once (else one frame
     /// across, then both sides run): a burst of requests reaches the responder before
     /// it answers the first, as from a requester that does not wait for its credits.
     burst: bool,
@@ -617,8 +617,10 @@ fn exchange(
                     }
                 }
             }
-            // One frame across, from the first flow that has one (a burst: every
-            // queued frame of each side's flows).
+            // One frame across, from the first flow that has one (a burst: with every
+            // queued request, so that a requester's burst meets the responder at once;
+            // responses still cross one at a time, so that a requester takes each as
+            // the engine alone would, whatever runs it).
             let next = queued
                 .iter_mut()
                 .find_map(|(f, q)| q.pop_front().map(|fr| (f.0, fr)));
@@ -631,7 +633,7 @@ fn exchange(
             };
             sides[1 - from].nic.receive_frame(&frame);
             if burst {
-                for (f, q) in queued.iter_mut() {
+                for (f, q) in queued.iter_mut().filter(|(f, _)| !f.2) {
                     for fr in q.drain(..) {
                         sides[1 - f.0].nic.receive_frame(&fr);
                     }
@@ -692,6 +694,21 @@ fn differential_on(
 ) -> Result<[RuntimeCounters; 2], proptest::test_runner::TestCaseError> {
     let (engine, _) = run_on(setup, Hw::Engine, mtu, wire, wrs);
     let (fast, counters) = run_on(setup, hw, mtu, wire, wrs);
+    if std::env::var("DBG_FLOWS").is_ok() {
+        for (name, o) in [("engine", &engine), ("fast", &fast)] {
+            for (f, frames) in &o.flows {
+                let v: Vec<String> = frames
+                    .iter()
+                    .map(|fr| {
+                        let p = roce_core::wire::parse(fr).unwrap();
+                        format!("{:02x}:{}", p.opcode().0, p.psn().value())
+                    })
+                    .collect();
+                eprintln!("{name} {f:?}: {}", v.join(" "));
+            }
+            eprintln!("{name} dropped {:?}", o.resp_dropped);
+        }
+    }
     let handled = counters.map(|c| c.fastpath.rx_handled);
     if std::env::var("FASTPATH_DIFF_LOG").is_ok() {
         let frames: usize = engine.flows.values().map(Vec::len).sum();

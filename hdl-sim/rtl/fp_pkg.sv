@@ -119,7 +119,8 @@ package fp_pkg;
   localparam int RC_RECV_ADDR = 32;
   localparam int RC_LENGTH = 40;
   localparam int RC_FLAGS = 44;     // [0] nak_sent, [1] recv_loaded, [2] held, [3] reads,
-                                    // [4] rq_empty (its RNR timer: RC_RECV_ADDR's low 5 bits)
+                                    // [4] rq_empty (its RNR timer: RC_RECV_ADDR's low 5 bits),
+                                    // [7:5] rd_max (the QP's max_dest_rd_atomic)
   localparam int RC_QPN = 45;
   localparam int RC_PEER_GID = 48;  // 16 bytes, GID byte 0 first
   localparam int RC_RECV_RESID = 64; // the loaded receive buffer's bytes left (apart
@@ -170,6 +171,7 @@ package fp_pkg;
   localparam logic [7:0] EVK_CE = 8'd5;     // a CE-marked request taken, no other event
   localparam logic [7:0] EVK_ATOMIC = 8'd6; // an atomic request executed (§3.4)
   localparam logic [7:0] EVK_RNR = 8'd7;    // a SEND to an empty receive queue RNR NAKed (§3.4)
+  localparam logic [7:0] EVK_RD_DROP = 8'd10; // a READ or atomic request dropped: no resource (§3.4)
   localparam int EV_F_CE = 7;               // EV_FLAGS bit: MSG_DONE / READ / RNR of a CE-marked request
   localparam int EV_RKEY = 12;      // READ: the RETH's R_Key, VA and length
   localparam int EV_VA = 16;
