@@ -385,7 +385,7 @@ pub fn encode_rctx(c: &RecvCtx) -> [u8; RCTX_LEN] {
         | u8::from(c.recv_loaded) << 1
         | if c.held { RCTX_HELD } else { 0 }
         | if c.reads { RCTX_READS } else { 0 }
-        | c.rd_max.min(super::rx::RD_MAX) << RCTX_RD_MAX_SHIFT;
+        | c.rd_max.min(7) << RCTX_RD_MAX_SHIFT;
     if let (Some(t), false) = (c.rnr, c.recv_loaded) {
         b[RCTX_FLAGS] |= RCTX_RQ_EMPTY;
         b[RCTX_RNR_TIMER] = t.code();

@@ -14,10 +14,13 @@ use crate::wire::opcode::{Operation, Position, Transport};
 use crate::wire::reth::RethRepr;
 use crate::wire::{Opcode, Packet, RxMeta};
 
-/// The largest `max_dest_rd_atomic` a receive context holds (§3.2, three bits): a QP
-/// with more READ resources keeps `reads` clear (its READs and atomics stay the
-/// firmware's).
-pub const RD_MAX: u8 = 7;
+/// The largest `max_dest_rd_atomic` the hardware counts against (§3.2 `rd_max`, three
+/// bits; §3.4 "The responder's resources"): the RTL's response queue (`fp_resp_q`)
+/// holds four entries, and it stalls the receive path when full, so a QP's count must
+/// be able to reach its `rd_max` inside it, or the RTL would wait where the model
+/// drops. A QP with more READ resources keeps `reads` clear (its READs and atomics stay
+/// the firmware's); the firmware's engines have four (`config::RD`).
+pub const RD_MAX: u8 = 4;
 
 /// The message a receive context is in the middle of.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -77,12 +80,12 @@ pub struct RecvCtx {
     /// (`max_dest_rd_atomic` > 0), its engine has no response of the QP queued (the
     /// hardware's would overtake it), and the datapath has the READ responder.
     pub reads: bool,
-    /// The QP's `max_dest_rd_atomic` (0..=7, flags bits 5..7 of §3.2): with `reads`, an
-    /// in-sequence READ or atomic request that finds this many READ responses and ATOMIC
-    /// ACKNOWLEDGEs of the QP queued is dropped, as the engine's responder drops it
-    /// (`check_op`; §3.4, "The responder's resources"). The firmware sets `reads` only
-    /// for a QP whose value fits; 0 with `reads` (never written) leaves them to the
-    /// firmware, whose engine NAKs them.
+    /// The QP's `max_dest_rd_atomic` (flags bits 5..7 of §3.2; the firmware sets `reads`
+    /// only for 1 to [`RD_MAX`]): with `reads`, an in-sequence READ or atomic request
+    /// that finds this many READ responses and ATOMIC ACKNOWLEDGEs of the QP queued is
+    /// dropped, as the engine's responder drops it (`check_op`; §3.4, "The responder's
+    /// resources"). 0 with `reads` (never written so) leaves them to the firmware, whose
+    /// engine NAKs them.
     pub rd_max: u8,
     /// The firmware found the QP's receive queue empty (no WQE at all, not one that
     /// does not qualify for loading; the fast path's QPs have no SRQ): the receive path
