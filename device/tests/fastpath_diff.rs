@@ -2204,7 +2204,11 @@ fn reads_beyond_max_dest_rd_atomic_are_dropped_as_the_engine_drops_them() {
             op: OPS[i as usize],
             len: 6000,
             src: 2048 * i,
-            dst: if OPS[i as usize] == 4 { 1024 * i } else { 8 * i },
+            dst: if OPS[i as usize] == 4 {
+                1024 * i
+            } else {
+                8 * i
+            },
         })
         .collect();
     let (engine, _) = run_on(setup, Hw::Engine, Mtu::Mtu256, CLEAN, &wrs);

@@ -713,7 +713,7 @@ impl<
                     self.fp_load(qpn, Ok(buf), false);
                 }
             }
-            Event::RdDropped { .. } => self.engine.fastpath_rd_dropped(qpn),
+            Event::RdDropped { .. } => self.engine.fastpath_rd_dropped(),
             // DCQCN's reaction point (§2.5): the rate cut, or the byte counter's
             // increase events; the poll then writes the QP's pacing entry.
             Event::Cnp { .. } if H::FASTPATH_PACES => self.engine.fastpath_cnp(now, qpn),

@@ -41,7 +41,8 @@ pub const SCTX_UNA: usize = 16;
 pub const RCTX_QPN: usize = 45;
 /// The receive context's flags byte: bit 0 `nak_sent`, 1 `recv_loaded`, 2 `held`, 3
 /// `reads`, 4 `rq_empty` (`rnr`: its timer in byte 32, `recv_addr`'s first, which holds
-/// no address while nothing is loaded), 5..7 `rd_max` (the QP's `max_dest_rd_atomic`).
+/// no address while nothing is loaded), 5..7 `rd_max` (the QP's `max_dest_rd_atomic`: its low three bits, the
+/// engine writes at most `RD_MAX`).
 const RCTX_FLAGS: usize = 44;
 const RCTX_LOADED: u8 = 2;
 const RCTX_HELD: u8 = 4;
@@ -385,7 +386,7 @@ pub fn encode_rctx(c: &RecvCtx) -> [u8; RCTX_LEN] {
         | u8::from(c.recv_loaded) << 1
         | if c.held { RCTX_HELD } else { 0 }
         | if c.reads { RCTX_READS } else { 0 }
-        | c.rd_max.min(7) << RCTX_RD_MAX_SHIFT;
+        | c.rd_max << RCTX_RD_MAX_SHIFT;
     if let (Some(t), false) = (c.rnr, c.recv_loaded) {
         b[RCTX_FLAGS] |= RCTX_RQ_EMPTY;
         b[RCTX_RNR_TIMER] = t.code();
