@@ -694,21 +694,6 @@ fn differential_on(
 ) -> Result<[RuntimeCounters; 2], proptest::test_runner::TestCaseError> {
     let (engine, _) = run_on(setup, Hw::Engine, mtu, wire, wrs);
     let (fast, counters) = run_on(setup, hw, mtu, wire, wrs);
-    if std::env::var("DBG_FLOWS").is_ok() {
-        for (name, o) in [("engine", &engine), ("fast", &fast)] {
-            for (f, frames) in &o.flows {
-                let v: Vec<String> = frames
-                    .iter()
-                    .map(|fr| {
-                        let p = roce_core::wire::parse(fr).unwrap();
-                        format!("{:02x}:{}", p.opcode().0, p.psn().value())
-                    })
-                    .collect();
-                eprintln!("{name} {f:?}: {}", v.join(" "));
-            }
-            eprintln!("{name} dropped {:?}", o.resp_dropped);
-        }
-    }
     let handled = counters.map(|c| c.fastpath.rx_handled);
     if std::env::var("FASTPATH_DIFF_LOG").is_ok() {
         let frames: usize = engine.flows.values().map(Vec::len).sum();
