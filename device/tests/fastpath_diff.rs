@@ -771,6 +771,16 @@ fn rtl_here() -> bool {
     false
 }
 
+/// The fast paths a test runs: the model, and the RTL at 64 and 512 bits where it is
+/// here (`rtl_here`).
+fn fast_paths() -> &'static [Hw] {
+    if rtl_here() {
+        &[Hw::Model, Hw::Rtl, Hw::Rtl512]
+    } else {
+        &[Hw::Model]
+    }
+}
+
 /// The RTL's cases: `ROCE_FP_DIFF_CASES`, default 8 (each runs the Verilated fast path
 /// on both NICs).
 fn rtl_cases() -> u32 {
@@ -1000,11 +1010,7 @@ fn in_sequence_reads_are_the_hardwares() {
             dst: (i as u32 * 61) % 4096,
         })
         .collect();
-    let hws: &[Hw] = if rtl_here() {
-        &[Hw::Model, Hw::Rtl, Hw::Rtl512]
-    } else {
-        &[Hw::Model]
-    };
+    let hws = fast_paths();
     for (&hw, mtu) in hws
         .iter()
         .flat_map(|hw| [Mtu::Mtu256, Mtu::Mtu1024, Mtu::Mtu4096].map(|m| (hw, m)))
@@ -1059,11 +1065,7 @@ fn atomic_acknowledges_are_the_hardwares() {
         })
         .collect();
     let atomics = wrs.iter().filter(|w| w.op >= 5).count() as u64;
-    let hws: &[Hw] = if rtl_here() {
-        &[Hw::Model, Hw::Rtl, Hw::Rtl512]
-    } else {
-        &[Hw::Model]
-    };
+    let hws = fast_paths();
     for &hw in hws {
         let c = differential_on(THREE, hw, Mtu::Mtu1024, &wrs, CLEAN)
             .unwrap_or_else(|e| panic!("{hw:?}: {e}"));
@@ -1124,11 +1126,7 @@ fn atomics_at_the_responder_are_the_hardwares() {
             .count() as u64
     });
     assert!(atomics.iter().all(|&n| n >= 6), "the mix: {atomics:?}");
-    let hws: &[Hw] = if rtl_here() {
-        &[Hw::Model, Hw::Rtl, Hw::Rtl512]
-    } else {
-        &[Hw::Model]
-    };
+    let hws = fast_paths();
     for &hw in hws {
         let c = differential_on(setup, hw, Mtu::Mtu1024, &wrs, CLEAN)
             .unwrap_or_else(|e| panic!("{hw:?}: {e}"));
@@ -2202,11 +2200,7 @@ fn reads_beyond_max_dest_rd_atomic_are_dropped_as_the_engine_drops_them() {
         "the engine's responder dropped {:?}: the case needs drops",
         engine.resp_dropped
     );
-    let hws: &[Hw] = if rtl_here() {
-        &[Hw::Model, Hw::Rtl, Hw::Rtl512]
-    } else {
-        &[Hw::Model]
-    };
+    let hws = fast_paths();
     for &hw in hws {
         let c = differential_on(setup, hw, Mtu::Mtu256, &wrs, CLEAN)
             .unwrap_or_else(|e| panic!("{hw:?}: {e}"));

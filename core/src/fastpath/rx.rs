@@ -1276,6 +1276,9 @@ pub struct PortAddr {
 /// matching P_Key, and no exception of the QP is pending. Then requests go to
 /// [`receive`] (with `rd_queued`, the QP's READ responses and atomic replies queued),
 /// responses to [`respond`].
+// (each argument one of the hardware's inputs: the contexts, the in-flight list, the
+// frame, the MR table, the DMA port and the response queue's count)
+#[allow(clippy::too_many_arguments)]
 pub fn dispatch<const N: usize>(
     port: &PortAddr,
     rctx: &mut RecvCtx,
