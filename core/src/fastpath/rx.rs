@@ -76,9 +76,9 @@ pub struct RecvCtx {
     /// The hardware answers this QP's in-sequence READ requests itself (§3.4, "READ
     /// requests"), and its atomics when its receive path has the atomic responder (the
     /// model's; the RTL's leaves them exceptions, reason 2, §3.4 "Atomic requests"):
-    /// the firmware sets it when the QP has a READ resource
-    /// (`max_dest_rd_atomic` > 0), its engine has no response of the QP queued (the
-    /// hardware's would overtake it), and the datapath has the READ responder.
+    /// the firmware sets it when the QP has READ resources the hardware counts
+    /// (`max_dest_rd_atomic` 1 to [`RD_MAX`]), its engine has no response of the QP
+    /// queued (the hardware's would overtake it), and the datapath has the READ responder.
     pub reads: bool,
     /// The QP's `max_dest_rd_atomic` (flags bits 5..7 of §3.2; the firmware sets `reads`
     /// only for 1 to [`RD_MAX`]): with `reads`, an in-sequence READ or atomic request
