@@ -123,6 +123,16 @@
 // READ's responses (AD_F_READ | AD_F_ATOMIC). A read that fails changes
 // nothing: the frame is the firmware's (7).
 //
+// A READ or atomic request of a context with `reads` at the expected PSN, no
+// message under way, with the QP's right to it, that finds `rd_max` (flags bits
+// 5..7, the QP's max_dest_rd_atomic) of its QP's READ response descriptors and
+// ATOMIC ACKNOWLEDGEs queued or held by the planner (fp_resp_q's rd_count) is
+// dropped as the engine's check_op drops it (docs/fastpath.md §3.4, "The
+// responder's resources"; the model's no_resource): no answer, `nak_sent`
+// cleared, `epsn` and `msn` kept, an RD_DROP event for the engine's count. It
+// waits in C4 until every descriptor it sent is in the count (rd_inflight, and
+// rd_in_q: the register lags a cycle).
+//
 // The CQE writer (fp_cqw, docs/fastpath.md §3.7): every response taken hands
 // it a group (the QP and how many of the messages it retires asked for a
 // CQE), then, in a stage of its own (CQ, one cycle per such message and one
