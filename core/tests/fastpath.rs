@@ -255,7 +255,7 @@ proptest! {
                 let copies = if *dup.next().unwrap() { 2 } else { 1 };
                 for copy in 0..copies {
                     let pkt = wire::parse(&f).unwrap();
-                    let out = fastpath::receive(&mut ctx, &pkt, q.b.eng.memory(), &mut q.b.mem);
+                    let out = fastpath::receive(&mut ctx, &pkt, q.b.eng.memory(), &mut q.b.mem, 0);
                     if out.answered.is_some() {
                         // A duplicate, ACKed again by the PSN rule (`answers_as_the_engine`
                         // checks those ACKs).
@@ -339,8 +339,12 @@ struct Writer {
 fn writer(mtu: Mtu) -> Writer {
     let mut p = Pair::new(2);
     p.keep_trace = true;
+    // READ resources the receive context holds (`fastpath::RD_MAX`): the hardware
+    // answers the QP's READs.
     let o = QpOpts {
         mtu,
+        max_rd_atomic: fastpath::RD_MAX,
+        max_dest_rd_atomic: fastpath::RD_MAX,
         ..QpOpts::default()
     };
     let (qa, qb) = p.connect(QpType::Rc, &o);
@@ -448,7 +452,7 @@ proptest! {
             reference.engine_frames();
             let pkt = wire::parse(f).unwrap();
             let m = &mut model.pair.b;
-            let out = fastpath::receive(&mut ctx, &pkt, m.eng.memory(), &mut m.mem);
+            let out = fastpath::receive(&mut ctx, &pkt, m.eng.memory(), &mut m.mem, 0);
             if out.is_exception() {
                 // The firmware: the engine takes the frame where the hardware stopped,
                 // and its receive state goes back.
@@ -563,6 +567,7 @@ fn a_read_response_of_a_region_gone_is_not_sent() {
         QpType::Rc,
         &QpOpts {
             mtu: Mtu::Mtu1024,
+            max_dest_rd_atomic: fastpath::RD_MAX,
             ..QpOpts::default()
         },
     );
@@ -573,7 +578,7 @@ fn a_read_response_of_a_region_gone_is_not_sent() {
     let mut ctx = q.b.eng.fastpath_recv_ctx(qb2).unwrap();
     let tx = q.b.eng.fastpath_send_ctx(qb2).unwrap();
     let pkt = wire::parse(request).unwrap();
-    let out = fastpath::receive(&mut ctx, &pkt, q.b.eng.memory(), &mut q.b.mem);
+    let out = fastpath::receive(&mut ctx, &pkt, q.b.eng.memory(), &mut q.b.mem, 0);
     let mut r = out.read.expect("the model took the READ");
     let before = r;
     let mut buf = vec![0u8; 9000];

@@ -7,7 +7,7 @@ mod common;
 use common::{Pair, QpOpts};
 use proptest::prelude::*;
 use roce_core::fastpath::layout::{self, Invalid};
-use roce_core::fastpath::{AckDesc, Event, Exception, MrEntry, MsgOp, RecvCtx, TxMsg};
+use roce_core::fastpath::{self, AckDesc, Event, Exception, MrEntry, MsgOp, RecvCtx, TxMsg};
 use roce_core::num::{Lkey, Msn, Psn, Qpn, Rkey};
 use roce_core::transport::{QpType, Sge};
 use roce_core::wire::aeth::Syndrome;
@@ -193,6 +193,48 @@ fn atomic_event_bytes_follow_the_table() {
     ]);
     assert_eq!(layout::encode_event(&e), want);
     assert_eq!(layout::decode_event(&want), Ok(e));
+}
+
+/// An `RD_DROP` event (§3.5, kind 10) is its kind, its QP and the CE mark (byte 11 bit
+/// 7); the receive context's `rd_max` is byte 3 bits 4..6 beside the MTU (§3.2), which
+/// the firmware's flag writes (`release_rctx`, `reads_rctx`, `cqe_rctx`) and the
+/// receive load (`load_rctx`) leave.
+#[test]
+fn rd_drop_event_and_rd_max_bytes_follow_the_table() {
+    let qpn = Qpn::new(0x01_0203);
+    let e = Event::RdDropped { qpn, ce: true };
+    let mut want = [0u8; 64];
+    want[..12].copy_from_slice(&[10, 0, 0, 0, 0x03, 0x02, 0x01, 0, 0, 0, 0, 0x80]);
+    assert_eq!(layout::encode_event(&e), want);
+    assert_eq!(layout::decode_event(&want), Ok(e));
+    let mut p = Pair::new(3);
+    let (qa, _) = p.connect(QpType::Rc, &QpOpts::default());
+    let r = p.a.eng.fastpath_recv_ctx(qa).unwrap();
+    for rd_max in 0..=fastpath::RD_MAX {
+        let c = RecvCtx {
+            rd_max,
+            held: true,
+            ..r
+        };
+        let mut b = layout::encode_rctx(&c);
+        assert_eq!(b[3] >> 4, rd_max, "byte 3 bits 4..6");
+        let mtu = layout::encode_rctx(&RecvCtx { rd_max: 0, ..c })[3];
+        assert_eq!(b[3] & 15, mtu, "the MTU's log2 beside it");
+        assert_eq!(b[44] & 0xE0, 0, "flags bits 5..7");
+        layout::release_rctx(&mut b);
+        layout::reads_rctx(&mut b);
+        // (`recv_cqe`, flags bit 5: not a field of the decoded context)
+        layout::cqe_rctx(&mut b);
+        assert!(layout::rctx_cqe(&b));
+        assert_eq!(
+            layout::decode_rctx(&b),
+            Ok(RecvCtx {
+                held: false,
+                reads: true,
+                ..c
+            })
+        );
+    }
 }
 
 /// A `CE` event (§3.5, kind 5) is its kind and QP alone; a `MSG_DONE` or `READ` of a

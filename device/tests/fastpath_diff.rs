@@ -131,6 +131,10 @@ struct Outcome {
     cc: Vec<Option<QpCcInfo>>,
     /// Each side's port counter `rp_cnp_handled`.
     rp_handled: [u64; 2],
+    /// Each side's port counter `resp_dropped`: the requests its responder dropped
+    /// (the engine's, and through `RD_DROP` events the fast path's, §3.4 "The
+    /// responder's resources").
+    resp_dropped: [u64; 2],
 }
 
 /// A flow: sending side (0 = A), BTH DestQP, response (ACK, READ response, atomic ACK).
@@ -252,6 +256,10 @@ struct Setup {
     ce: u64,
     /// DCQCN's reaction point on every QP (`docs/fastpath.md` §2.5).
     rp: bool,
+    /// The wire carries every request a side sent in one run at once (else one frame
+    /// across, then both sides run): a burst of requests reaches the responder before
+    /// it answers the first, as from a requester that does not wait for its credits.
+    burst: bool,
 }
 
 /// Receives posted late, so that SENDs find none and get RNR NAKs: the receives of the
@@ -278,6 +286,7 @@ const THREE: Setup = Setup {
     max_dest_rd_atomic: 16,
     ce: 0,
     rp: false,
+    burst: false,
 };
 
 /// Runs the program `wrs` at `mtu` on NICs over `hw`; the outcome and each side's
@@ -371,7 +380,7 @@ fn run_on(
     }
     let at = setup.late.map_or(0, |l| l.at);
     let mut query = setup.late.and_then(|l| l.query);
-    let (flows, times) = exchange(&sides, wire, setup.ce, &mut |now| {
+    let (flows, times) = exchange(&sides, wire, setup.ce, setup.burst, &mut |now| {
         if query.is_some_and(|q| now >= q) {
             query = None;
             pairs[0].qp[0].query().unwrap();
@@ -439,6 +448,7 @@ fn run_on(
             rnr_sent: port.map(|c| c.engine.send_rnr_err),
             cc,
             rp_handled: port.map(|c| c.engine.rp_cnp_handled),
+            resp_dropped: port.map(|c| c.engine.resp_dropped),
         },
         port.map(|c| c.runtime),
     )
@@ -556,7 +566,13 @@ fn drain(cq: &CompletionQueue, nic: &LocalNic) -> Vec<WorkCompletion> {
 /// Every frame each side sent, per flow, and when.
 type Sent = (BTreeMap<Flow, Vec<Vec<u8>>>, BTreeMap<Flow, Vec<u64>>);
 
-fn exchange(sides: &[Side; 2], wire: Wire, ce: u64, at_time: &mut dyn FnMut(u64)) -> Sent {
+fn exchange(
+    sides: &[Side; 2],
+    wire: Wire,
+    ce: u64,
+    burst: bool,
+    at_time: &mut dyn FnMut(u64),
+) -> Sent {
     let mut sent: BTreeMap<Flow, Vec<Vec<u8>>> = BTreeMap::new();
     let mut times: BTreeMap<Flow, Vec<u64>> = BTreeMap::new();
     // Frames on the wire, per flow, and one held back per flow.
@@ -601,7 +617,10 @@ fn exchange(sides: &[Side; 2], wire: Wire, ce: u64, at_time: &mut dyn FnMut(u64)
                     }
                 }
             }
-            // One frame across, from the first flow that has one.
+            // One frame across, from the first flow that has one (a burst: with every
+            // queued request, so that a requester's burst meets the responder at once;
+            // responses still cross one at a time, so that a requester takes each as
+            // the engine alone would, whatever runs it).
             let next = queued
                 .iter_mut()
                 .find_map(|(f, q)| q.pop_front().map(|fr| (f.0, fr)));
@@ -613,6 +632,13 @@ fn exchange(sides: &[Side; 2], wire: Wire, ce: u64, at_time: &mut dyn FnMut(u64)
                 break;
             };
             sides[1 - from].nic.receive_frame(&frame);
+            if burst {
+                for (f, q) in queued.iter_mut().filter(|(f, _)| !f.2) {
+                    for fr in q.drain(..) {
+                        sides[1 - f.0].nic.receive_frame(&fr);
+                    }
+                }
+            }
         }
         let t = [0, 1]
             .iter()
@@ -725,6 +751,7 @@ fn differential_on(
     prop_assert_eq!(engine.rnr_sent, fast.rnr_sent, "send_rnr_err");
     prop_assert_eq!(&engine.cc, &fast.cc, "each QP's DCQCN state");
     prop_assert_eq!(engine.rp_handled, fast.rp_handled, "rp_cnp_handled");
+    prop_assert_eq!(engine.resp_dropped, fast.resp_dropped, "resp_dropped");
     if setup.rp {
         // Paced: the same frames at the same instants.
         prop_assert!(engine.times == fast.times, "the frames' times differ");
@@ -742,6 +769,16 @@ fn rtl_here() -> bool {
     assert!(!ci, "CI=true but roce-hdl-sim was built without Verilator");
     eprintln!("SKIPPED: roce-hdl-sim was built without Verilator");
     false
+}
+
+/// The fast paths a test runs: the model, and the RTL at 64 and 512 bits where it is
+/// here (`rtl_here`).
+fn fast_paths() -> &'static [Hw] {
+    if rtl_here() {
+        &[Hw::Model, Hw::Rtl, Hw::Rtl512]
+    } else {
+        &[Hw::Model]
+    }
 }
 
 /// The RTL's cases: `ROCE_FP_DIFF_CASES`, default 8 (each runs the Verilated fast path
@@ -973,11 +1010,7 @@ fn in_sequence_reads_are_the_hardwares() {
             dst: (i as u32 * 61) % 4096,
         })
         .collect();
-    let hws: &[Hw] = if rtl_here() {
-        &[Hw::Model, Hw::Rtl, Hw::Rtl512]
-    } else {
-        &[Hw::Model]
-    };
+    let hws = fast_paths();
     for (&hw, mtu) in hws
         .iter()
         .flat_map(|hw| [Mtu::Mtu256, Mtu::Mtu1024, Mtu::Mtu4096].map(|m| (hw, m)))
@@ -1032,11 +1065,7 @@ fn atomic_acknowledges_are_the_hardwares() {
         })
         .collect();
     let atomics = wrs.iter().filter(|w| w.op >= 5).count() as u64;
-    let hws: &[Hw] = if rtl_here() {
-        &[Hw::Model, Hw::Rtl, Hw::Rtl512]
-    } else {
-        &[Hw::Model]
-    };
+    let hws = fast_paths();
     for &hw in hws {
         let c = differential_on(THREE, hw, Mtu::Mtu1024, &wrs, CLEAN)
             .unwrap_or_else(|e| panic!("{hw:?}: {e}"));
@@ -1097,11 +1126,7 @@ fn atomics_at_the_responder_are_the_hardwares() {
             .count() as u64
     });
     assert!(atomics.iter().all(|&n| n >= 6), "the mix: {atomics:?}");
-    let hws: &[Hw] = if rtl_here() {
-        &[Hw::Model, Hw::Rtl, Hw::Rtl512]
-    } else {
-        &[Hw::Model]
-    };
+    let hws = fast_paths();
     for &hw in hws {
         let c = differential_on(setup, hw, Mtu::Mtu1024, &wrs, CLEAN)
             .unwrap_or_else(|e| panic!("{hw:?}: {e}"));
@@ -1453,6 +1478,7 @@ const MANY: Setup = Setup {
     max_dest_rd_atomic: 16,
     ce: 0,
     rp: false,
+    burst: false,
 };
 
 /// The context cache's cases: `ROCE_FP_CACHE_CASES`, default 3 per fast path.
@@ -1791,6 +1817,7 @@ const TINY_CQ: Setup = Setup {
     max_dest_rd_atomic: 16,
     ce: 0,
     rp: false,
+    burst: false,
 };
 
 /// Go-Back-N at a NAK whose CQEs find the CQ full (`docs/fastpath.md` §3.8, "A rewind
@@ -2186,5 +2213,59 @@ fn paced_qps_are_the_hardwares() {
             differential_on(paced, hw, Mtu::Mtu1024, &wrs, lossy(seed))
                 .unwrap_or_else(|e| panic!("{hw:?} paced, lossy {seed}: {e}"));
         }
+    }
+}
+
+/// A requester beyond the responder's READ resources (`docs/fastpath.md` §3.4, "The
+/// responder's resources"; issue 14, hostile inputs): every QP's `max_rd_atomic` is 4
+/// and its `max_dest_rd_atomic` 1, and the wire carries a side's frames as a burst, so
+/// READs (of 24 responses at MTU 256) and atomics reach B back to back while the first
+/// one's responses are still queued. The engine's responder (`check_op`) drops each
+/// that finds its one resource taken, counted (`resp_dropped`), and the requester's
+/// timeout sends them again, one answered per round. The fast path drops them as the
+/// engine does (an `RD_DROP` event has the engine count them): frames, memory,
+/// completions and counters equal the engine alone's, on the model and the RTL at 64
+/// and 512 bits. Before rdlimit the fast path answered every one of them: A's flow of
+/// READ responses and ATOMIC ACKNOWLEDGEs differed from the first round on (and
+/// `resp_dropped` was 0).
+#[test]
+fn reads_beyond_max_dest_rd_atomic_are_dropped_as_the_engine_drops_them() {
+    let setup = Setup {
+        pairs: 1,
+        max_rd_atomic: 4,
+        max_dest_rd_atomic: 1,
+        burst: true,
+        ..THREE
+    };
+    const OPS: [u8; 8] = [4, 4, 6, 4, 5, 4, 9, 4];
+    let wrs: Vec<Wr> = (0..8u32)
+        .map(|i| Wr {
+            pair: 0,
+            from_b: false,
+            op: OPS[i as usize],
+            len: 6000,
+            src: 2048 * i,
+            dst: if OPS[i as usize] == 4 {
+                1024 * i
+            } else {
+                8 * i
+            },
+        })
+        .collect();
+    let (engine, _) = run_on(setup, Hw::Engine, Mtu::Mtu256, CLEAN, &wrs);
+    assert!(
+        engine.resp_dropped[1] >= 3,
+        "the engine's responder dropped {:?}: the case needs drops",
+        engine.resp_dropped
+    );
+    let hws = fast_paths();
+    for &hw in hws {
+        let c = differential_on(setup, hw, Mtu::Mtu256, &wrs, CLEAN)
+            .unwrap_or_else(|e| panic!("{hw:?}: {e}"));
+        // The drops are the hardware's: no exception at the responder.
+        assert_eq!(
+            c[1].fastpath.rx_exceptions, 0,
+            "{hw:?}: the responder's firmware handled requests"
+        );
     }
 }

@@ -318,10 +318,13 @@ fn responses_wait_for<const QPS: usize>(
     })
 }
 
-/// Whether a READ response or ATOMIC ACKNOWLEDGE of `qpn` waits.
-fn own_responses_wait(ackq: &Deque<Resp, ACKQ>, qpn: Qpn) -> bool {
+/// The READ responses (a READ until its last is sent) and ATOMIC ACKNOWLEDGEs of `qpn`
+/// waiting: what the engine's responder counts against `max_dest_rd_atomic` (§3.4,
+/// "The responder's resources").
+fn own_responses(ackq: &Deque<Resp, ACKQ>, qpn: Qpn) -> usize {
     ackq.iter()
-        .any(|r| !matches!(r, Resp::Ack(_)) && resp_qpn(r) == qpn)
+        .filter(|r| !matches!(r, Resp::Ack(_)) && resp_qpn(r) == qpn)
+        .count()
 }
 
 /// One QP's memories.
@@ -548,7 +551,8 @@ impl<P: Datapath, const QPS: usize> FastPathPort<P, QPS> {
             // (Other QPs' responses that hold the frame: this frame's decision drops
             // none of them.)
             let others_wait = responses_wait_for(&self.ackq, &self.qps, qpn, false);
-            let reads_wait = others_wait || own_responses_wait(&self.ackq, qpn);
+            let own = own_responses(&self.ackq, qpn);
+            let reads_wait = others_wait || own > 0;
             let s = Self::slot_of(qpn);
             if let Some(q) = self
                 .qps
@@ -581,7 +585,7 @@ impl<P: Datapath, const QPS: usize> FastPathPort<P, QPS> {
                     // A response changes no receive state but `held`, which an
                     // exception sets: a NAK the hardware takes itself leaves it as it was.
                     let rctx = q.rctx;
-                    let mut out = dispatch(&self.port, q, qpn, &pkt, &self.mrt, dma);
+                    let mut out = dispatch(&self.port, q, qpn, &pkt, &self.mrt, dma, own);
                     let mut none_owed = false;
                     if let (Some(Event::Acked { done, cqe, .. }), Some((n, wcs))) =
                         (&mut out.event, cqes)
@@ -651,7 +655,7 @@ impl<P: Datapath, const QPS: usize> FastPathPort<P, QPS> {
                     ) {
                         drop_reads_after(&mut self.ackq, &rctx, &pkt);
                     }
-                    let reads_left = others_wait || own_responses_wait(&self.ackq, qpn);
+                    let reads_left = others_wait || own_responses(&self.ackq, qpn) > 0;
                     if let (Some(Event::Exception { .. }), Some(b), true) =
                         (&out.event, before, reads_left)
                     {
@@ -1148,6 +1152,7 @@ fn dispatch(
     pkt: &wire::Packet<'_>,
     mrt: &MrTable<MRT>,
     dma: &mut dyn Dma,
+    rd_queued: usize,
 ) -> RxOutcome {
     // The context cache's tag, on the raw entry: one never written does not decode but
     // is a miss too (fastpath::dispatch makes the same test on decoded contexts, and the
@@ -1160,7 +1165,16 @@ fn dispatch(
         return RxOutcome::exception(qpn, pkt, Exception::Off);
     };
     let cqe = layout::rctx_cqe(&q.rctx);
-    let mut out = fastpath::dispatch(port, &mut rctx, &mut sctx, &mut q.inflight, pkt, mrt, dma);
+    let mut out = fastpath::dispatch(
+        port,
+        &mut rctx,
+        &mut sctx,
+        &mut q.inflight,
+        pkt,
+        mrt,
+        dma,
+        rd_queued,
+    );
     q.rctx = layout::encode_rctx(&rctx);
     q.sctx = layout::encode_sctx(&sctx);
     // `recv_cqe` (not a field of the decoded context): the SEND's end hands it to its

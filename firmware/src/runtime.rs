@@ -656,7 +656,7 @@ impl<
         // The QP's line is looked up only by the kinds that need it (one look-up an
         // event): an EXCEPTION or an ACKED, whether the fast path fetches its send WQEs
         // (`sq_hw`) and is on; a MSG_DONE, whether it is on (`fp_msg_done`). READ,
-        // ATOMIC, RNR and CE go to the engine on their QPN alone.
+        // ATOMIC, RNR, RD_DROP and CE go to the engine on their QPN alone.
         match event {
             Event::Exception {
                 meta,
@@ -714,6 +714,7 @@ impl<
                     self.fp_load(qpn, Ok(buf), false);
                 }
             }
+            Event::RdDropped { .. } => self.engine.fastpath_rd_dropped(),
             // DCQCN's reaction point (§2.5): the rate cut, or the byte counter's
             // increase events; the poll then writes the QP's pacing entry.
             Event::Cnp { .. } if H::FASTPATH_PACES => self.engine.fastpath_cnp(now, qpn),

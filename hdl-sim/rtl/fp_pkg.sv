@@ -106,7 +106,8 @@ package fp_pkg;
   localparam int RC_STATE = 0;      // 1 = on
   localparam int RC_CUR = 1;
   localparam int RC_ACCESS = 2;
-  localparam int RC_MTU_LOG2 = 3;
+  localparam int RC_MTU_LOG2 = 3;   // [3:0] log2(path MTU), [6:4] rd_max (the QP's
+                                    // max_dest_rd_atomic, written by the firmware only)
   localparam int RC_EPSN = 4;
   localparam int RC_ACK_EVERY = 7;
   localparam int RC_MSN = 8;
@@ -171,6 +172,7 @@ package fp_pkg;
   localparam logic [7:0] EVK_CE = 8'd5;     // a CE-marked request taken, no other event
   localparam logic [7:0] EVK_ATOMIC = 8'd6; // an atomic request executed (§3.4)
   localparam logic [7:0] EVK_RNR = 8'd7;    // a SEND to an empty receive queue RNR NAKed (§3.4)
+  localparam logic [7:0] EVK_RD_DROP = 8'd10; // a READ or atomic request dropped: no resource (§3.4)
   localparam int EV_F_CE = 7;               // EV_FLAGS bit: MSG_DONE / READ / RNR of a CE-marked request
   // EV_FLAGS bit of a MSG_DONE: from fp_rx_check, the buffer came with its wr_id
   // (the context's recv_cqe); from fp_cqw, its CQE was written (§3.7)

@@ -25,7 +25,15 @@
 //   it, but a duplicate READ's drop leaves it;
 // * reads_wait says a READ response descriptor is queued or held (the
 //   receive path holds an exception frame while it is), rd_in that one came
-//   in this cycle (the receive path counts those in flight to here).
+//   in this cycle (the receive path counts those in flight to here);
+// * rd_count is how many of QP cnt_qpn's READ response descriptors and ATOMIC
+//   ACKNOWLEDGEs are queued (live) or held by the planner (rd_busy, its
+//   rd_busy_qpn), as of the cycle before: what the engine's responder counts
+//   in its `out` queue against max_dest_rd_atomic (check_op; the model's
+//   own_responses), for the receive path's drop of a READ or atomic request
+//   beyond it (docs/fastpath.md §3.4, "The responder's resources"). A
+//   register: the receive path reads it in C4 of a packet whose QPN it set in
+//   C1, and waits while a descriptor it sent may be missing from it.
 //
 // DEPTH entries of registers (a power of two); the entry at the head goes
 // to the planner as an AXI stream, not in a cycle that drops (a READ the
@@ -56,8 +64,11 @@ module fp_resp_q
     input  wire logic [23:0]               drop_psn,
     // the planner holds a READ response descriptor with responses to plan
     input  wire logic                      rd_busy,
+    input  wire logic [23:0]               rd_busy_qpn,
     output logic                           reads_wait,
-    output logic                           rd_in
+    output logic                           rd_in,
+    input  wire logic [23:0]               cnt_qpn,
+    output logic [7:0]                     rd_count
 );
 
   localparam int P_W = $clog2(DEPTH);
@@ -84,6 +95,14 @@ module fp_resp_q
   end
 
   assign reads_wait = (live & is_read) != '0 || rd_busy;
+
+  // QP cnt_qpn's READ response descriptors and ATOMIC ACKNOWLEDGEs
+  logic [7:0] n_of;
+  always_comb begin
+    n_of = 8'(rd_busy && rd_busy_qpn == cnt_qpn);
+    for (int i = 0; i < DEPTH; i++)
+      n_of = n_of + 8'(live[i] && is_read[i] && q[i][8*AD_QPN +: 24] == cnt_qpn);
+  end
 
   logic pop, skip, push;
   assign m_data = q[rp];
@@ -142,11 +161,13 @@ module fp_resp_q
       wp <= wp + 1'b1;
     end
     cnt <= cnt + (P_W + 1)'(push) - (P_W + 1)'(pop || skip);
+    rd_count <= n_of;
     if (rst) begin
       live <= '0;
       rp <= '0;
       wp <= '0;
       cnt <= '0;
+      rd_count <= '0;
     end
   end
 

@@ -184,6 +184,9 @@ module fp_rx
     // descriptor came in; a duplicate READ's drop of the QP's later ones
     input  wire logic                    reads_wait,
     input  wire logic                    rd_in,
+    // the READ responses and atomic replies queued of QP rd_cnt_qpn (the cycle before)
+    output logic [23:0]                  rd_cnt_qpn,
+    input  wire logic [7:0]              rd_count,
     output logic                         drop_en,
     output logic [23:0]                  drop_qpn,
     output logic [23:0]                  drop_psn,
@@ -586,6 +589,8 @@ module fp_rx
     .gbn_drops(gbn_drops),
     .reads_wait(reads_wait),
     .rd_in(rd_in),
+    .rd_cnt_qpn(rd_cnt_qpn),
+    .rd_count(rd_count),
     .drop_en(drop_en),
     .drop_qpn(drop_qpn),
     .drop_psn(drop_psn),

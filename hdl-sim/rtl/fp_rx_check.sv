@@ -123,6 +123,16 @@
 // READ's responses (AD_F_READ | AD_F_ATOMIC). A read that fails changes
 // nothing: the frame is the firmware's (7).
 //
+// A READ or atomic request of a context with `reads` at the expected PSN, no
+// message under way, with the QP's right to it, that finds `rd_max` (byte 3 bits
+// 4..6, the QP's max_dest_rd_atomic) of its QP's READ response descriptors and
+// ATOMIC ACKNOWLEDGEs queued or held by the planner (fp_resp_q's rd_count) is
+// dropped as the engine's check_op drops it (docs/fastpath.md §3.4, "The
+// responder's resources"; the model's no_resource): no answer, `nak_sent`
+// cleared, `epsn` and `msn` kept, an RD_DROP event for the engine's count. It
+// waits in C4 until every descriptor it sent is in the count (rd_inflight, and
+// rd_in_q: the register lags a cycle).
+//
 // The CQE writer (fp_cqw, docs/fastpath.md §3.7): every response taken hands
 // it a group (the QP and how many of the messages it retires asked for a
 // CQE), then, in a stage of its own (CQ, one cycle per such message and one
@@ -252,6 +262,10 @@ module fp_rx_check
     // QP's ones whose next PSN is after drop_psn
     input  wire logic                      reads_wait,
     input  wire logic                      rd_in,
+    // the READ response descriptors and ATOMIC ACKNOWLEDGEs of QP rd_cnt_qpn (the
+    // packet's) queued or held by the planner, as of the cycle before (fp_resp_q)
+    output logic [23:0]                    rd_cnt_qpn,
+    input  wire logic [7:0]                rd_count,
     output logic                           drop_en,
     output logic [23:0]                    drop_qpn,
     output logic [23:0]                    drop_psn,
@@ -294,6 +308,9 @@ module fp_rx_check
   stage_t st;
   // READ response descriptors sent (verdicts) and not yet in the queue
   logic [5:0] rd_inflight;
+  // a READ response descriptor came into the queue in the cycle before (rd_count,
+  // a register, does not have it yet)
+  logic rd_in_q;
   // a READ's responses wait
   logic reads_pend;
   assign reads_pend = reads_wait || rd_inflight != '0;
@@ -316,11 +333,14 @@ module fp_rx_check
   /* verilator lint_off UNUSEDSIGNAL */
   rx_meta_t m;      // synthesis keeps only the fields used below
   /* verilator lint_on UNUSEDSIGNAL */
+  // the queue counts the packet's QP (from C1 on: its C4 reads the register)
+  assign rd_cnt_qpn = m.bth_destqp;
 
   // ------------------------------------------------ its context (C1)
   logic        c_hit;      // the entry holds this QP's context (its tag is the QPN)
   logic        c_on, c_loaded, c_held, c_nak, c_reads;
   logic        c_cqe;      // recv_cqe: the loaded buffer came with its wr_id (§3.7)
+  logic [2:0]  c_rd_max;   // the QP's max_dest_rd_atomic (RC_MTU_LOG2's bits 4..6)
   logic        c_rq_empty; // the QP's receive queue is empty (its RNR timer: c_recv_addr[4:0])
   logic [3:0]  c_mtu_log2;
   logic [7:0]  c_cur, c_access, c_ack_every, c_unacked;
@@ -570,6 +590,7 @@ module fp_rx_check
     // a READ response descriptor arrived in the queue (a verdict may send one
     // in the same cycle: C4 below adds it)
     if (rd_in) rd_inflight <= rd_inflight - 6'd1;
+    rd_in_q <= rd_in;
     case (st)
       S_C0: if (s_meta_valid && s_meta_ready) begin
         m <= s_meta;
@@ -595,6 +616,7 @@ module fp_rx_check
         c_cqe <= r[8*RC_FLAGS + 5];
         c_held <= r[8*RC_FLAGS + 2];
         c_reads <= r[8*RC_FLAGS + 3];
+        c_rd_max <= r[8*RC_MTU_LOG2 + 4 +: 3];
         // (stale while the host posted a WQE the firmware has not seen)
         c_rq_empty <= r[8*RC_FLAGS + 4] && !rq_posted[m.bth_destqp[QPN_W-1:0]];
         c_mtu_log2 <= r[8*RC_MTU_LOG2 +: 4];
@@ -608,7 +630,8 @@ module fp_rx_check
         c_recv_resid <= r[8*RC_RECV_RESID +: 32];
         c_recv_addr <= r[8*RC_RECV_ADDR +: 64];
         c_length <= r[8*RC_LENGTH +: 32];
-        mtu <= (r[8*RC_MTU_LOG2 +: 8] >= 8'd8 && r[8*RC_MTU_LOG2 +: 8] <= 8'd12)
+        // (bits 4..6 are rd_max)
+        mtu <= (r[8*RC_MTU_LOG2 +: 4] >= 4'd8 && r[8*RC_MTU_LOG2 +: 4] <= 4'd12)
             ? 32'd1 << r[8*RC_MTU_LOG2 +: 4] : 32'd0;
         k_ours <= mac_rec(m.eth_dst) == port_mac
             && gid_of(m.l3_kind, m.ip_dst) == port_gid
@@ -831,11 +854,20 @@ module fp_rx_check
         fp_rx_verdict_t v;
         logic [7:0] reason, r_reason;
         logic ok, pre, oos_q, dup_q, rd_q, rd_ok, rnr_q, dup_rd, drop_now, hold, at_q, at_ok;
+        logic rda_acc, rda_full, rda_wait, rda_drop;
         logic [RCTX_BYTES*8-1:0] w;
         // a READ request of a context with `reads` (before the cascade uses it)
         rd_q = c_reads && k_rreq;
         // an atomic request of a context with `reads` (the model's check_atomic)
         at_q = c_reads && k_areq;
+        // either, in sequence, between messages, with the QP's right to it: what the
+        // engine's check_op counts against max_dest_rd_atomic (the model's
+        // no_resource); the queue's count is exact once every descriptor sent is in
+        // it and in the count register (rda_wait: wait here for that, a few cycles);
+        // the QP's resources all taken (rd_max 0: never written so, the firmware's)
+        rda_acc = (rd_q || at_q) && k_psn_ok && c_cur == CUR_NONE
+            && (c_access & (rd_q ? ACC_REMOTE_READ : ACC_REMOTE_ATOMIC)) != 0;
+        rda_full = rda_acc && rd_count >= {5'd0, c_rd_max};
         // a response's reason, but for the READ's length and SGEs (RD)
         if (!s_valid) r_reason = EXC_OFF;
         else if (!k_ack && !k_read && !k_atk) r_reason = EXC_OPCODE;
@@ -865,6 +897,7 @@ module fp_rx_check
           // atomic's empty payload), the key, access and bounds
           if (!k_psn_ok) reason = EXC_OPCODE;
           else if (c_cur != CUR_NONE) reason = EXC_SEQUENCE;
+          else if (rda_acc && c_rd_max == 3'd0) reason = EXC_OPCODE;
           else if (!m.ext_mask[rd_q ? EXT_RETH : EXT_ATOMICETH]) reason = EXC_OPCODE;
           else if (!(rd_q ? k_rlen_ok : k_anone)) reason = EXC_LENGTH;
           else if (!(rd_q ? k_rkey_ok : k_akey_ok) || !k_range_ok) reason = EXC_KEY;
@@ -888,12 +921,14 @@ module fp_rx_check
             && !k_response && k_req;
         oos_q = pre && k_after;
         dup_q = pre && k_before && k_sw;
+        rda_wait = pre && rda_acc && (rd_inflight != '0 || rd_in_q);
+        rda_drop = pre && rda_full && c_rd_max != 3'd0;
         // a READ request taken
         rd_ok = pre && rd_q && k_psn_ok && c_cur == CUR_NONE && k_rlen_ok && k_rkey_ok
-            && k_range_ok;
+            && k_range_ok && !rda_full;
         // an atomic request taken: executed in S_AW..S_AX
         at_ok = pre && at_q && k_psn_ok && c_cur == CUR_NONE && m.ext_mask[EXT_ATOMICETH]
-            && k_anone && k_akey_ok && k_range_ok;
+            && k_anone && k_akey_ok && k_range_ok && !rda_full;
         ok = pre && k_opcode_ok && k_psn_ok && k_seq_ok && k_len_ok
             && (k_send ? c_loaded && k_send_fits
                        : k_resid_nz && k_fits && k_key_ok && k_range_ok);
@@ -918,6 +953,12 @@ module fp_rx_check
           v.ackd[8*AD_PSN +: 24] = dup_q ? c_epsn - 24'd1 : c_epsn;
           v.ackd[8*AD_MSN +: 24] = c_msn;
           v.ackd[8*AD_FLAGS + AD_F_MERGE] = 1'b1;
+        end else if (rda_drop) begin
+          // dropped, as the engine's check_op drops it: the frame goes, no answer;
+          // the firmware's engine counts it (resp_dropped)
+          v.action = ACT_TAKE;
+          v.ev_valid = 1'b1;
+          v.ev[8*EV_KIND +: 8] = EVK_RD_DROP;
         end else if (rd_ok) begin
           // taken: nothing moves now; the firmware records the READ (its
           // event), the planner sends its responses (the descriptor)
@@ -1002,6 +1043,10 @@ module fp_rx_check
           w[8*RC_FLAGS + 0] = 1'b1;   // the gap's NAK is out
         end else if (dup_q) begin
           // nothing changes
+        end else if (rda_drop) begin
+          // the expected PSN came: the gap's NAK is forgotten (rc_request clears
+          // nak_sent before check_op); the expected PSN and the MSN stay
+          w[8*RC_FLAGS + 0] = 1'b0;
         end else if (rd_ok) begin
           // the MSN counts the READ on arrival; the expected PSN moves past
           // every response PSN (fastpath::take_read); `unacked` stays
@@ -1042,7 +1087,7 @@ module fp_rx_check
               : (c_unacked == 8'hFF ? 8'hFF : c_unacked + 8'd1);
         end
 
-        if (!dup_rd && !hold && !counted) begin
+        if (!dup_rd && !hold && !rda_wait && !counted) begin
           if (m.error == ERR_NONE && c_hit && c_on) ctx_hits <= ctx_hits + 32'd1;
           acc_valid <= m.error == ERR_NONE && c_hit && c_on;
           if (m.error == ERR_NONE && !c_hit) ctx_misses <= ctx_misses + 32'd1;
@@ -1051,7 +1096,9 @@ module fp_rx_check
           counted <= 1'b1;
         end
         acc_row <= m.bth_destqp[QPN_W-1:0];
-        if (dup_rd) begin
+        if (rda_wait) begin
+          // (a READ or atomic request waits for the queue's count)
+        end else if (dup_rd) begin
           // (waits here while a READ descriptor it sent is on its way)
           if (drop_now) begin
             drop_en <= 1'b1;
@@ -1350,6 +1397,7 @@ module fp_rx_check
       lr_v <= '0;
       gbn_drops <= '0;
       rd_inflight <= '0;
+      rd_in_q <= 1'b0;
       drop_en <= 1'b0;
       at_rd_req_valid <= 1'b0;
       rctx_wr_en <= 1'b0;

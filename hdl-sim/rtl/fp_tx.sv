@@ -99,6 +99,10 @@ module fp_tx
     input  wire logic [23:0]             drop_psn,
     output logic                         reads_wait,
     output logic                         rd_in,
+    // QP rd_cnt_qpn's READ response descriptors and ATOMIC ACKNOWLEDGEs queued or
+    // held (fp_resp_q's rd_count: a register, the cycle before's)
+    input  wire logic [23:0]             rd_cnt_qpn,
+    output logic [7:0]                   rd_count,
 
     // DMA reads
     output logic [63:0]                  m_dma_rd_req_addr,
@@ -246,6 +250,7 @@ module fp_tx
   // the response queue in front of the planner
   logic [RESPD_BYTES*8-1:0] rq_data;
   logic        rq_dvalid, rq_dready, rd_busy;
+  logic [23:0] rd_busy_qpn;
 
   fp_resp_q resp_q_inst (
     .clk(clk),
@@ -260,8 +265,11 @@ module fp_tx
     .drop_qpn(drop_qpn),
     .drop_psn(drop_psn),
     .rd_busy(rd_busy),
+    .rd_busy_qpn(rd_busy_qpn),
     .reads_wait(reads_wait),
-    .rd_in(rd_in)
+    .rd_in(rd_in),
+    .cnt_qpn(rd_cnt_qpn),
+    .rd_count(rd_count)
   );
 
   fp_tx_plan #(
@@ -295,6 +303,7 @@ module fp_tx
     .mr_rd_addr(mr_rd_addr),
     .mr_rd_data(mr_rd_data),
     .rd_busy(rd_busy),
+    .rd_busy_qpn(rd_busy_qpn),
     .drop_en(drop_en),
     .drop_qpn(drop_qpn),
     .drop_psn(drop_psn),

@@ -117,6 +117,7 @@ module fp_tx_plan
     // a READ response descriptor is held with responses to plan (fp_resp_q's
     // rd_busy); a duplicate READ drops it when its next PSN is after drop_psn
     output logic                            rd_busy,
+    output logic [23:0]                     rd_busy_qpn,  // its QP
     input  wire logic                       drop_en,
     input  wire logic [23:0]                drop_qpn,
     input  wire logic [23:0]                drop_psn,
@@ -443,6 +444,7 @@ module fp_tx_plan
   assign s_ackd_ready = serve_ack;
   assign idle = state == S_IDLE && s_valid == '0 && !rd_active;
   assign rd_busy = rd_active;
+  assign rd_busy_qpn = rd_qpn24;
 
   // the message in progress is to be dropped: its context was switched off
   logic d_abort;

@@ -162,6 +162,10 @@ module roce_fp_top
   // the response queue's READ state (to fp_rx_check) and a duplicate READ's drop
   logic                     reads_wait, rd_in, drop_en;
   logic [23:0]              drop_qpn, drop_psn;
+  // a QP's READ responses and atomic replies queued (fp_resp_q's rd_count), for
+  // fp_rx_check's max_dest_rd_atomic
+  logic [23:0]              rd_cnt_qpn;
+  logic [7:0]               rd_count;
 
   // the receive side's ACKs first; the firmware's when there is none. The
   // firmware's are ACK descriptors only: the bits that would make one a READ
@@ -434,6 +438,8 @@ module roce_fp_top
     .drop_psn(drop_psn),
     .reads_wait(reads_wait),
     .rd_in(rd_in),
+    .rd_cnt_qpn(rd_cnt_qpn),
+    .rd_count(rd_count),
     .m_dma_rd_req_addr(tx_rd_req_addr),
     .m_dma_rd_req_len(tx_rd_req_len),
     .m_dma_rd_req_last(tx_rd_req_last),
@@ -556,6 +562,8 @@ module roce_fp_top
     .gbn_drops(gbn_drops),
     .reads_wait(reads_wait),
     .rd_in(rd_in),
+    .rd_cnt_qpn(rd_cnt_qpn),
+    .rd_count(rd_count),
     .drop_en(drop_en),
     .drop_qpn(drop_qpn),
     .drop_psn(drop_psn),

@@ -984,6 +984,7 @@ fn model_rx(
             &pkt,
             table,
             &mut dma,
+            0,
         );
         x.writes.append(&mut dma.writes);
         match out.answered {
@@ -2186,7 +2187,10 @@ fn atomic_events(out: &RuleOut) -> (Vec<u64>, Vec<Exception>) {
 /// CMP_SWAP that hits, nothing written for it, the WRITE behind it held; with and
 /// without the READ before. 64 and 512 bits, with and without idle cycles and
 /// back-pressure, and the in-sequence run with the host taking DMA writes one cycle
-/// in 37. (Main's RTL left every atomic to the firmware, reason 2.)
+/// in 37. (Main's RTL left every atomic to the firmware, reason 2.) The QP's
+/// `max_dest_rd_atomic` is 4, so the run is cut after the third atomic behind the READ;
+/// whole, its fourth is dropped as the engine drops it (§3.4, "The responder's
+/// resources"), the RTL as the model (before rdlimit both took it).
 #[test]
 fn atomic_requests_are_executed_as_the_model_executes_them() {
     let (c, qp, keys) = atomic_case(true);
@@ -2237,6 +2241,13 @@ fn atomic_requests_are_executed_as_the_model_executes_them() {
     ];
     let f = peer_op_frames(0, &qp, &ops, &keys);
     assert_eq!(f.len(), ops.len(), "one frame each");
+    // The QP's `max_dest_rd_atomic` (`rd_max`) is 4: behind the READ, whose responses
+    // wait, three atomics fit; the rest run as a second case, from the context after
+    // the first four (§3.4, "The responder's resources").
+    assert_eq!(c.rctx.rd_max, fastpath::RD_MAX);
+    let mut c2 = c.clone();
+    c2.rctx.epsn = wire::parse(&f[4]).unwrap().psn();
+    c2.rctx.msn = c.rctx.msn.add(4);
     let sims = sims();
     let check = |c: &RuleCase, frames: &[Vec<u8>], what: &str| -> RuleOut {
         // (a frame held behind the responses is taken in the model's `run` after the
@@ -2252,7 +2263,8 @@ fn atomic_requests_are_executed_as_the_model_executes_them() {
         }
         want
     };
-    let want = check(&c, &f, "in sequence");
+    let want = check(&c, &f[..4], "in sequence");
+    let want2 = check(&c2, &f[4..], "in sequence, then");
     // the host slow to take DMA writes (ready one cycle in 37) while its reads are
     // quick: the FETCH_ADD behind the first WRITE must read what that WRITE wrote, so
     // it waits until the WRITE's data has left (`S_AW`)
@@ -2260,21 +2272,41 @@ fn atomic_requests_are_executed_as_the_model_executes_them() {
         for s in sims {
             let mut sim = s.borrow_mut();
             sim.set_dma_wr_every(37);
-            let got = c.rtl(&mut sim, &[&f], false);
+            let got = c2.rtl(&mut sim, &[&f[4..]], false);
             sim.set_dma_wr_every(1);
-            assert_rule_out(&got, &want, &format!("slow writes {}", sim.width()));
+            assert_rule_out(&got, &want2, &format!("slow writes {}", sim.width()));
         }
     }
     let (origs, reasons) = atomic_events(&want);
     assert_eq!(reasons, [], "model: exceptions");
-    assert_eq!(origs.len(), 7, "model: ATOMIC events");
     assert_eq!(
-        &origs[..3],
+        origs,
         [v64, s1, s1],
         "model: the first three's original values"
     );
-    // the READ's 44 responses, the 7 ATOMIC ACKNOWLEDGEs and the WRITEs' two ACKs
-    assert_eq!(want.frames.len(), 44 + 7 + 2, "model: frames");
+    // the READ's 44 responses and the 3 ATOMIC ACKNOWLEDGEs
+    assert_eq!(want.frames.len(), 44 + 3, "model: frames");
+    let (origs, reasons) = atomic_events(&want2);
+    assert_eq!(reasons, [], "model: exceptions after");
+    assert_eq!(origs.len(), 4, "model: ATOMIC events after");
+    // the 4 ATOMIC ACKNOWLEDGEs and the WRITEs' two ACKs
+    assert_eq!(want2.frames.len(), 4 + 2, "model: frames after");
+    // All of them in one run: the fourth atomic behind the READ finds the QP's four
+    // resources taken and is dropped (`RD_DROP`, `nak_sent` cleared, `epsn` and `msn`
+    // kept), as the engine's `check_op` drops it; the requests after it are out of
+    // sequence: the gap's one NAK, then dropped; the RTL as the model.
+    let beyond = check(&c, &f, "beyond max_dest_rd_atomic");
+    let (origs, reasons) = atomic_events(&beyond);
+    assert_eq!((origs.len(), reasons), (3, vec![]), "model: beyond");
+    let drops = beyond
+        .events
+        .iter()
+        .filter(|e| matches!(e, Event::RdDropped { .. }))
+        .count();
+    assert_eq!(drops, 1, "model: the atomics dropped");
+    // the READ's 44 responses, 3 ATOMIC ACKNOWLEDGEs and the NAK, which replaced the
+    // first WRITE's ACK queued behind them (a later PSN)
+    assert_eq!(beyond.frames.len(), 44 + 3 + 1, "model: frames beyond");
 
     let ok = atomic_op(
         MsgOp::CmpSwap {
@@ -3678,6 +3710,7 @@ fn resp_case(
                 &pkt,
                 &mrt,
                 &mut dma,
+                0,
             );
             let writes = dma.writes;
             prop_assert!(out.ack.is_none());
@@ -4057,6 +4090,7 @@ fn valid_cleared_under_a_response_in_the_check() {
                 &pkt,
                 &mrt,
                 &mut dma,
+                0,
             );
             // (an exception's frame slot is 0 in both: the first since the reset)
             assert_eq!(Some(ev), out.event, "{width} offset {offset}: the ACK");
@@ -4086,6 +4120,7 @@ fn valid_cleared_under_a_response_in_the_check() {
                 &pkt,
                 &mrt,
                 &mut dma,
+                0,
             );
             assert!(
                 matches!(
@@ -4206,6 +4241,7 @@ fn line_rate_read_responses_placed_in_hardware() {
                 &pkt,
                 &mrt,
                 &mut dma,
+                0,
             );
             want.extend(out.event);
         }
@@ -4369,6 +4405,7 @@ fn the_cqe_writer_writes_what_the_model_writes() {
                 &pkt,
                 &mrt,
                 &mut dma,
+                0,
             );
             if let Some(Event::Acked { cqe, .. }) = &mut out.event {
                 *cqe = want_cqe;

@@ -927,6 +927,8 @@ impl<
             recv_resid: 0,
             recv_loaded: false,
             reads: self.recv_reads(s, qp),
+            // (more than the context holds: `reads` is clear, so it does not count)
+            rd_max: qp.max_dest_rd_atomic.min(fastpath::RD_MAX),
             rnr: None,
         };
         // A SEND under way goes on in its WQE; between messages the next SEND's, when
@@ -986,6 +988,16 @@ impl<
         if self.slot(qpn).is_some() {
             self.counters.send_rnr_err += 1;
         }
+    }
+
+    /// The fast path dropped an in-sequence READ or atomic request that found its QP's
+    /// `max_dest_rd_atomic` responses queued (the `RD_DROP` event): the responder's
+    /// count, as its `check_op` drop keeps it (`nak_sent`, cleared, is in the receive
+    /// context the engine takes back). A port counter: the QP is not looked up (the
+    /// event comes from a context the firmware wrote, of a resident QP; the look-up cost
+    /// the soft core's firmware 32 bytes).
+    pub fn fastpath_rd_dropped(&mut self) {
+        self.counters.resp_dropped = self.counters.resp_dropped.wrapping_add(1);
     }
 
     /// The buffer of QP `slot`'s head receive WQE when the hardware can place into it:
@@ -1097,12 +1109,14 @@ impl<
     }
 
     /// Whether QP `slot`'s receive context gets `reads` (`docs/fastpath.md` §3.4): the
-    /// datapath answers READs, the QP has a READ resource, and the engine has no
-    /// response of the QP queued (the hardware's would overtake it).
+    /// datapath answers READs, the QP has a READ resource, no more than the context's
+    /// `rd_max` holds (the hardware counts its queued responses against it, as
+    /// `check_op` counts `out`), and the engine has no response of the QP queued (the
+    /// hardware's would overtake it).
     #[inline(always)] // two callers; a call and its saves cost an exception ~20
     fn recv_reads(&self, slot: usize, qp: &Qp) -> bool {
         self.fp_reads
-            && qp.max_dest_rd_atomic > 0
+            && (1..=fastpath::RD_MAX).contains(&qp.max_dest_rd_atomic)
             && self.queues.get(slot).is_some_and(|q| q.out.is_empty())
     }
 

@@ -41,7 +41,7 @@ pub const SCTX_UNA: usize = 16;
 pub const RCTX_QPN: usize = 45;
 /// The receive context's flags byte: bit 0 `nak_sent`, 1 `recv_loaded`, 2 `held`, 3
 /// `reads`, 4 `rq_empty` (`rnr`: its timer in byte 32, `recv_addr`'s first, which holds
-/// no address while nothing is loaded).
+/// no address while nothing is loaded), 5 `recv_cqe` ([`RCTX_CQE`]).
 const RCTX_FLAGS: usize = 44;
 const RCTX_LOADED: u8 = 2;
 const RCTX_HELD: u8 = 4;
@@ -54,6 +54,11 @@ const RCTX_RQ_EMPTY: u8 = 16;
 /// sets it: an exception's write-back leaves the next receive CQE to the firmware).
 pub const RCTX_CQE: u8 = 32;
 const RCTX_RNR_TIMER: usize = 32;
+/// Byte 3: bits 0..3 the path MTU's log2, 4..6 `rd_max` (the QP's `max_dest_rd_atomic`,
+/// at most `RD_MAX`; only the firmware writes it, so it sits in a word the receive
+/// load does not write).
+const RCTX_MTU: usize = 3;
+const RCTX_RD_MAX_SHIFT: u8 = 4;
 /// The receive context's `recv_addr` and `recv_resid`: the loaded receive buffer.
 const RCTX_RECV_ADDR: usize = 32;
 const RCTX_RECV_RESID: usize = 64;
@@ -374,7 +379,7 @@ pub fn encode_rctx(c: &RecvCtx) -> [u8; RCTX_LEN] {
         RxCur::Write => 2,
     };
     b[2] = c.access.bits() as u8;
-    b[3] = mtu_log2(c.mtu);
+    b[RCTX_MTU] = mtu_log2(c.mtu) | (c.rd_max & 7) << RCTX_RD_MAX_SHIFT;
     put24(&mut b, 4, c.epsn.value());
     b[7] = c.ack_every;
     put24(&mut b, 8, c.msn.value());
@@ -500,7 +505,7 @@ pub fn decode_rctx(b: &[u8; RCTX_LEN]) -> Result<RecvCtx, Invalid> {
         qpn: Qpn::new(u24_at(b, RCTX_QPN)),
         cur: s.cur,
         access: access_of(b[2], 2)?,
-        mtu: mtu_of(b[3], 3)?,
+        mtu: mtu_of(b[RCTX_MTU] & 15, RCTX_MTU)?,
         epsn: s.epsn,
         msn: s.msn,
         ack_every: b[7],
@@ -516,6 +521,7 @@ pub fn decode_rctx(b: &[u8; RCTX_LEN]) -> Result<RecvCtx, Invalid> {
         nak_sent: s.nak_sent,
         held: rctx_held(b),
         reads: b[RCTX_FLAGS] & RCTX_READS != 0,
+        rd_max: b[RCTX_MTU] >> RCTX_RD_MAX_SHIFT & 7,
         rnr: (b[RCTX_FLAGS] & (RCTX_RQ_EMPTY | RCTX_LOADED) == RCTX_RQ_EMPTY)
             .then(|| RnrTimer::new(b[RCTX_RNR_TIMER])),
         pkey: u16_at(b, 14),
@@ -539,7 +545,7 @@ pub fn decode_rctx_state(b: &[u8; RCTX_LEN]) -> Result<RecvState, Invalid> {
         _ => return Err(Invalid { offset: 1 }),
     };
     access_of(b[2], 2)?;
-    mtu_of(b[3], 3)?;
+    mtu_of(b[RCTX_MTU] & 15, RCTX_MTU)?;
     Ok(RecvState {
         cur,
         epsn: Psn::new(u24_at(b, 4)),
@@ -592,11 +598,14 @@ pub const EV_READ: u8 = 4;
 pub const EV_CE: u8 = 5;
 pub const EV_ATOMIC: u8 = 6;
 pub const EV_RNR: u8 = 7;
+/// An in-sequence READ or atomic request dropped: its QP's READ resources were taken
+/// (§3.4, "The responder's resources").
+pub const EV_RD_DROP: u8 = 10;
 /// A CNP for a paced QP (§2.5; model only).
 pub const EV_CNP: u8 = 8;
 /// A pacing entry's byte counter at its threshold (§2.5; model only).
 pub const EV_BYTES: u8 = 9;
-/// Byte 11 bit 7 of a `MSG_DONE`, `READ`, `ATOMIC` or `RNR` event: its request was marked ECN CE
+/// Byte 11 bit 7 of a `MSG_DONE`, `READ`, `ATOMIC`, `RNR` or `RD_DROP` event: its request was marked ECN CE
 /// (`Event::Ce`).
 pub const EV_FLAG_CE: u8 = 1 << 7;
 /// Byte 11 bit 2 of a `MSG_DONE` event: the CQE writer wrote the receive WQE's CQE
@@ -761,6 +770,10 @@ pub fn encode_event_words(e: &Event) -> EventWords {
             ev_put(&mut w, 0, u32::from(EV_RNR));
             ce(&mut w, c);
         }
+        Event::RdDropped { ce: c, .. } => {
+            ev_put(&mut w, 0, u32::from(EV_RD_DROP));
+            ce(&mut w, c);
+        }
         Event::Ce { .. } => ev_put(&mut w, 0, u32::from(EV_CE)),
         Event::Cnp { .. } => ev_put(&mut w, 0, u32::from(EV_CNP)),
         Event::ByteCounter { bytes, .. } => {
@@ -886,6 +899,7 @@ pub fn decode_event_words(w: &EventWords) -> Result<Event, Invalid> {
             bytes: ev_u64(w, 16),
         },
         EV_RNR => Event::Rnr { qpn, ce },
+        EV_RD_DROP => Event::RdDropped { qpn, ce },
         _ => return Err(Invalid { offset: 0 }),
     })
 }

@@ -19,7 +19,7 @@ mod tx;
 pub use pace::{Pace, PaceWrite};
 pub use rx::{
     dispatch, receive, respond, Answered, Event, Exception, Inflight, InflightKind, MrEntry,
-    MrTable, PortAddr, RecvCtx, RecvState, RxCur, RxOutcome,
+    MrTable, PortAddr, RecvCtx, RecvState, RxCur, RxOutcome, RD_MAX,
 };
 pub use sq::{wqe_msg, SqIdle, SqSpent};
 pub use tx::{

@@ -14,6 +14,14 @@ use crate::wire::opcode::{Operation, Position, Transport};
 use crate::wire::reth::RethRepr;
 use crate::wire::{Opcode, Packet, RxMeta};
 
+/// The largest `max_dest_rd_atomic` the hardware counts against (§3.2 `rd_max`, three
+/// bits; §3.4 "The responder's resources"): the RTL's response queue (`fp_resp_q`)
+/// holds four entries, and it stalls the receive path when full, so a QP's count must
+/// be able to reach its `rd_max` inside it, or the RTL would wait where the model
+/// drops. A QP with more READ resources keeps `reads` clear (its READs and atomics stay
+/// the firmware's); the firmware's engines have four (`config::RD`).
+pub const RD_MAX: u8 = 4;
+
 /// The message a receive context is in the middle of.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum RxCur {
@@ -68,10 +76,17 @@ pub struct RecvCtx {
     /// The hardware answers this QP's in-sequence READ requests itself (§3.4, "READ
     /// requests"), and its atomics when its receive path has the atomic responder (the
     /// model's; the RTL's leaves them exceptions, reason 2, §3.4 "Atomic requests"):
-    /// the firmware sets it when the QP has a READ resource
-    /// (`max_dest_rd_atomic` > 0), its engine has no response of the QP queued (the
-    /// hardware's would overtake it), and the datapath has the READ responder.
+    /// the firmware sets it when the QP has READ resources the hardware counts
+    /// (`max_dest_rd_atomic` 1 to [`RD_MAX`]), its engine has no response of the QP
+    /// queued (the hardware's would overtake it), and the datapath has the READ responder.
     pub reads: bool,
+    /// The QP's `max_dest_rd_atomic` (byte 3 bits 4..6 of §3.2; the firmware sets `reads`
+    /// only for 1 to [`RD_MAX`]): with `reads`, an in-sequence READ or atomic request
+    /// that finds this many READ responses and ATOMIC ACKNOWLEDGEs of the QP queued is
+    /// dropped, as the engine's responder drops it (`check_op`; §3.4, "The responder's
+    /// resources"). 0 with `reads` (never written so) leaves them to the firmware, whose
+    /// engine NAKs them.
+    pub rd_max: u8,
     /// The firmware found the QP's receive queue empty (no WQE at all, not one that
     /// does not qualify for loading; the fast path's QPs have no SRQ): the receive path
     /// answers a SEND's first packet, which has no receive buffer loaded, with an RNR
@@ -109,6 +124,7 @@ impl RecvCtx {
             pkey: 0xFFFF,
             peer_gid: [0; 16],
             reads: false,
+            rd_max: RD_MAX,
             rnr: None,
         }
     }
@@ -429,6 +445,16 @@ pub enum Event {
         /// The packet was marked ECN CE (see [`Event::Ce`]).
         ce: bool,
     },
+    /// The receive path dropped an in-sequence READ or atomic request that found the
+    /// QP's `max_dest_rd_atomic` READ responses and ATOMIC ACKNOWLEDGEs queued (§3.4,
+    /// "The responder's resources"), as the engine's responder drops it (`check_op`):
+    /// the firmware's engine counts it (`resp_dropped`). The expected PSN and the MSN
+    /// stayed; `nak_sent` is clear in the context.
+    RdDropped {
+        qpn: Qpn,
+        /// The packet was marked ECN CE (see [`Event::Ce`]).
+        ce: bool,
+    },
     /// A CNP from the peer of a QP whose pacing entry is on (§2.5; model only): the
     /// firmware's engine runs DCQCN's reaction point (the rate cut) and writes the new
     /// rate into the entry; the QP's data waits until then.
@@ -449,6 +475,7 @@ impl Event {
             | Self::Read { qpn, .. }
             | Self::Atomic { qpn, .. }
             | Self::Rnr { qpn, .. }
+            | Self::RdDropped { qpn, .. }
             | Self::Ce { qpn }
             | Self::Cnp { qpn }
             | Self::ByteCounter { qpn, .. } => qpn,
@@ -463,7 +490,8 @@ impl Event {
             Self::MsgDone { ce, .. }
             | Self::Read { ce, .. }
             | Self::Atomic { ce, .. }
-            | Self::Rnr { ce, .. } => ce,
+            | Self::Rnr { ce, .. }
+            | Self::RdDropped { ce, .. } => ce,
             Self::Exception { .. }
             | Self::Acked { .. }
             | Self::Cnp { .. }
@@ -545,23 +573,33 @@ impl RxOutcome {
 
 /// The PSN rule and the placement rule (§3.4) for one request packet addressed to
 /// `ctx`'s QP (the caller looked the context up by the BTH DestQP, and the parser
-/// accepted the frame).
+/// accepted the frame). `rd_queued`: the QP's READ response descriptors (a READ until
+/// its last response is sent) and ATOMIC ACKNOWLEDGEs in the response queue, what the
+/// engine's responder counts in its `out` queue against `max_dest_rd_atomic`.
 pub fn receive(
     ctx: &mut RecvCtx,
     pkt: &Packet<'_>,
     mem: &dyn Protection,
     dma: &mut dyn Dma,
+    rd_queued: usize,
 ) -> RxOutcome {
     if let Some(out) = answer(ctx, pkt) {
         return out;
     }
-    if ctx.reads && pkt.opcode() == Opcode::RC_RDMA_READ_REQUEST {
+    let read = pkt.opcode() == Opcode::RC_RDMA_READ_REQUEST;
+    let atomic = matches!(pkt.opcode(), Opcode::RC_CMP_SWAP | Opcode::RC_FETCH_ADD);
+    if ctx.reads && (read || atomic) {
+        if let Some(out) = no_resource(ctx, pkt, read, rd_queued) {
+            return out;
+        }
+    }
+    if ctx.reads && read {
         return match check_read(ctx, pkt, mem) {
             Err(reason) => RxOutcome::exception(ctx.qpn, pkt, reason),
             Ok(reth) => take_read(ctx, pkt.psn(), reth),
         };
     }
-    if ctx.reads && matches!(pkt.opcode(), Opcode::RC_CMP_SWAP | Opcode::RC_FETCH_ADD) {
+    if ctx.reads && atomic {
         return match check_atomic(ctx, pkt, mem) {
             Err(reason) => RxOutcome::exception(ctx.qpn, pkt, reason),
             Ok(a) => take_atomic(ctx, pkt, a, dma),
@@ -575,6 +613,52 @@ pub fn receive(
         Err(reason) => RxOutcome::exception(ctx.qpn, pkt, reason),
         Ok(op) => place(ctx, pkt, op, dma),
     }
+}
+
+/// A READ (`read`) or atomic request of a context with `reads` that finds the QP's
+/// READ resources taken: the engine's responder (`check_op`) drops an in-sequence one
+/// whose opcode fits (no message under way) and whose right the QP grants, when
+/// `max_dest_rd_atomic` of its READ responses and atomic replies are queued (it counts
+/// the drop, `resp_dropped`, and has cleared `nak_sent`: the expected PSN came). The
+/// hardware drops it so too, and an `RD_DROP` event has the engine count it. Every
+/// other failure is left to the checks after (the order of their reasons stays
+/// `check_read`'s and `check_atomic`'s). A context with `rd_max` 0 (never written by
+/// the firmware, which sets `reads` only with a READ resource) leaves the request to
+/// the firmware, whose engine NAKs it. `None`: the checks go on.
+fn no_resource(
+    ctx: &mut RecvCtx,
+    pkt: &Packet<'_>,
+    read: bool,
+    rd_queued: usize,
+) -> Option<RxOutcome> {
+    let need = if read {
+        AccessFlags::REMOTE_READ
+    } else {
+        AccessFlags::REMOTE_ATOMIC
+    };
+    if !ctx.on
+        || pkt.psn() != ctx.epsn
+        || ctx.cur != RxCur::None
+        || !ctx.access.contains(need)
+        || rd_queued < usize::from(ctx.rd_max)
+    {
+        return None;
+    }
+    if ctx.rd_max == 0 {
+        return Some(RxOutcome::exception(ctx.qpn, pkt, Exception::Opcode));
+    }
+    ctx.nak_sent = false;
+    Some(RxOutcome {
+        placed: false,
+        ack: None,
+        event: Some(Event::RdDropped {
+            qpn: ctx.qpn,
+            ce: false,
+        }),
+        answered: None,
+        read: None,
+        atomic: None,
+    })
 }
 
 /// A SEND's first packet, every other condition of §3.4 met, for a QP whose receive
@@ -1177,7 +1261,8 @@ fn noted_ce(mut out: RxOutcome, qpn: Qpn, pkt: &Packet<'_>) -> RxOutcome {
                 Event::MsgDone { ce, .. }
                 | Event::Read { ce, .. }
                 | Event::Atomic { ce, .. }
-                | Event::Rnr { ce, .. },
+                | Event::Rnr { ce, .. }
+                | Event::RdDropped { ce, .. },
             ) => *ce = true,
             Some(_) => {}
         }
@@ -1196,7 +1281,11 @@ pub struct PortAddr {
 /// the entry the caller found by DestQP: the entry is the QP's (the cache's tag), the
 /// frame is this port's, RC (the fast path's QPs are), from the QP's peer with a
 /// matching P_Key, and no exception of the QP is pending. Then requests go to
-/// [`receive`], responses to [`respond`].
+/// [`receive`] (with `rd_queued`, the QP's READ responses and atomic replies queued),
+/// responses to [`respond`].
+// (each argument one of the hardware's inputs: the contexts, the in-flight list, the
+// frame, the MR table, the DMA port and the response queue's count)
+#[allow(clippy::too_many_arguments)]
 pub fn dispatch<const N: usize>(
     port: &PortAddr,
     rctx: &mut RecvCtx,
@@ -1205,6 +1294,7 @@ pub fn dispatch<const N: usize>(
     pkt: &Packet<'_>,
     mem: &dyn Protection,
     dma: &mut dyn Dma,
+    rd_queued: usize,
 ) -> RxOutcome {
     let qpn = rctx.qpn;
     // The context cache's tag (`docs/scale.md`), before any rule: contexts that are
@@ -1237,7 +1327,7 @@ pub fn dispatch<const N: usize>(
             respond(sctx, qpn, inflight, pkt, dma)
         }
     } else {
-        noted_ce(receive(rctx, pkt, mem, dma), qpn, pkt)
+        noted_ce(receive(rctx, pkt, mem, dma, rd_queued), qpn, pkt)
     };
     if out.is_exception() {
         rctx.held = true;

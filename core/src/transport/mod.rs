@@ -32,7 +32,9 @@
 //!   ring (a still-queued stream for the same READ restarts instead of doubling),
 //!   duplicate ATOMICs answered from the ring, never executed twice. ACKs coalesce
 //!   until `poll_transmit` and never overtake queued READ responses. READ/ATOMIC beyond
-//!   `max_dest_rd_atomic` outstanding are dropped silently (the requester retries).
+//!   `max_dest_rd_atomic` outstanding are dropped silently (the requester retries;
+//!   rxe recycles its resource ring instead, `docs/fastpath.md` §3.4 "The
+//!   responder's resources", whose fast path keeps this rule).
 //!   A receive buffer too small gives the receiver `LOC_LEN_ERR` (rxe:
 //!   `REM_INV_REQ_ERR`) and the requester `REM_INV_REQ_ERR`; SEND_WITH_INV naming a
 //!   key that cannot be invalidated is NAKed "invalid request". A full receive CQ is
