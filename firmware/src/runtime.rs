@@ -1333,40 +1333,20 @@ impl<
             FpState::Off
         };
         if want != now {
-            self.fp_set(qpn, false);
+            self.fp_set(qpn, slot, want);
         }
     }
 
-    /// [`Nic::fp_refresh`] once its look found the state changes (it looks again), or
-    /// with `off` [`Nic::fp_take_off`]: one body.
+    /// Moves QP `qpn` (line `slot`) to fast-path state `want`: [`Nic::fp_refresh`]
+    /// once its look found the state changes, [`Nic::fp_take_off`] to `Off`.
     #[inline(never)]
-    fn fp_set(&mut self, qpn: Qpn, off: bool) {
-        let Some(slot) = self.line(qpn) else {
-            return;
-        };
-        let Some(Some(now)) = self.qps.get(slot).map(|q| q.as_ref().map(|q| q.fp)) else {
-            return;
-        };
-        let want = if off {
-            FpState::Off
-        } else {
-            let Some((send, recv)) = self.engine.fastpath_sides(qpn) else {
-                return;
-            };
-            if send && (now == FpState::Full || !self.engine.qp_has_sends(qpn)) {
-                FpState::Full
-            } else if recv {
-                FpState::Recv
-            } else {
-                FpState::Off
-            }
-        };
-        if want == now {
-            return;
-        }
+    fn fp_set(&mut self, qpn: Qpn, slot: usize, want: FpState) {
         let Some(Some(mut q)) = self.qps.get(slot).copied() else {
             return;
         };
+        if want == q.fp {
+            return;
+        }
         let (Some(mut sctx), Some(mut rctx)) = (
             self.engine.fastpath_send_ctx(qpn),
             self.engine.fastpath_recv_ctx(qpn),
@@ -1455,7 +1435,9 @@ impl<
     /// wanted, or the QP leaves for the ICM): the engine takes the hardware's receive
     /// state, the entry is switched off (its queued descriptors dropped).
     fn fp_take_off(&mut self, qpn: Qpn) {
-        self.fp_set(qpn, true);
+        if let Some(slot) = self.line(qpn) {
+            self.fp_set(qpn, slot, FpState::Off);
+        }
     }
 
     /// Rewrites the fast path's MR table when the engine's memory table changed. The
