@@ -543,9 +543,10 @@ const KINDS: [&str; 5] = ["WRITE", "SEND", "READ", "FETCH_AND_ADD", "CMP_AND_SWP
 /// polling `STATUS` before each: 1,379; until rxcqe had the CQE writer write the
 /// `MSG_DONE`'s receive CQE (the load carries the WQE's `wr_id`) and the engine's
 /// completion look the QP up once: 588, BENCHMARKS.md "The hardware writes the receive
-/// CQE (rxcqe)".)
+/// CQE (rxcqe)"; 582 after rdlimit; until sendpoll inlined `fp_load` into it: 550,
+/// BENCHMARKS.md "The SEND responder's receive load inlined (sendpoll)".)
 const SOC_FP_LARGEST_POLL: [[u32; 2]; 5] =
-    [[400, 100], [400, 650], [400, 480], [400, 450], [400, 450]];
+    [[400, 100], [400, 605], [400, 480], [400, 450], [400, 450]];
 
 /// What [`largest_polls`] saw.
 struct LargestPolls {
