@@ -210,7 +210,10 @@ pub trait FastPath {
     /// few instructions: the next poll's) and [`FastPath::counters`] only when the host
     /// asks (QUERY_COUNTERS reads them anyway): each read is a table access of ~85
     /// instructions on the SoC's core (issue 14's 500 a packet). A model (false) runs
-    /// when called, so it runs again after the TX pass gave it work.
+    /// when called, so it runs again after the TX pass gave it work. One that runs by
+    /// itself also hears the host's send doorbells itself ([`FastPath::sq_doorbell`] is
+    /// not called) and watches its own deadlines: its [`FastPath::sq_news`] carry no
+    /// counters, `deadline` or `due` (the runtime does not read them).
     fn runs_by_itself(&self) -> bool {
         false
     }
