@@ -465,7 +465,7 @@ proptest! {
             match out.event {
                 Some(fastpath::Event::MsgDone { byte_len, solicited, .. }) => {
                     // (The engine takes the context at the next exception.)
-                    let _ = m.eng.fastpath_msg_done(Instant::ZERO, qb, true, byte_len, solicited, false);
+                    let _ = m.eng.fastpath_msg_done(qb, true, byte_len, solicited, false);
                 }
                 Some(fastpath::Event::Read { psn, va, rkey, len, .. }) => {
                     model.reads += 1;

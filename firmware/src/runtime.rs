@@ -12,7 +12,7 @@ use crate::abi::{
 use crate::fastpath::CqRing;
 use crate::hal::{Datapath, FastPathCounters, Hal, QpMap, QP_MAP_WORDS};
 use roce_core::dcb::{PfcThresholds, Priorities};
-use roce_core::engine::{CqHandle, Engine, PortConfig, QPN_BASE};
+use roce_core::engine::{home_slot, CqHandle, Engine, PortConfig, QPN_BASE};
 use roce_core::fastpath::layout::{self, EventWords, EVENT_WORDS};
 use roce_core::fastpath::{Event, MrEntry, RecvBuf, UnaBack};
 use roce_core::memory::{AccessFlags, Dma, MemError, MrKeys, MwType, Pd};
@@ -701,7 +701,7 @@ impl<
                 solicited,
                 cqe,
                 ..
-            } => self.fp_msg_done(now, qpn, byte_len, solicited, cqe),
+            } => self.fp_msg_done(qpn, byte_len, solicited, cqe),
             Event::Acked {
                 psn,
                 read,
@@ -1180,9 +1180,14 @@ impl<
     /// MSG_DONE's, and the other events pay at most 1 for it since `fp_event` looks no
     /// line up for them.
     #[inline(always)]
-    fn fp_msg_done(&mut self, now: Instant, qpn: Qpn, byte_len: u32, solicited: bool, cqe: bool) {
-        // (Looked up here, not in `fp_event`: the kinds that need no line pay none.)
-        let on = self.fp_of(qpn) != FpState::Off;
+    fn fp_msg_done(&mut self, qpn: Qpn, byte_len: u32, solicited: bool, cqe: bool) {
+        // (Looked up here, not in `fp_event`: the kinds that need no line pay none.
+        // The home line looked at here, the scan out of line (`line`): its call and the
+        // check of its answer were ~10 instructions of the SoC's `MSG_DONE`.)
+        let on = match self.qps.get(home_slot(qpn, QPS)) {
+            Some(Some(q)) if q.qpn == qpn => q.fp,
+            _ => self.fp_of(qpn),
+        } != FpState::Off;
         // The engine reads no receive context for it (`Engine::fastpath_msg_done`: a
         // context read and decoded and loaded was ~250 instructions of the event's): a
         // QP on the fast path has the hardware's state taken at its next exception, as
@@ -1190,7 +1195,7 @@ impl<
         // another QP) left that state in the engine then.
         let next = self
             .engine
-            .fastpath_msg_done(now, qpn, on, byte_len, solicited, cqe);
+            .fastpath_msg_done(qpn, on, byte_len, solicited, cqe);
         if cqe {
             // The CQE writer wrote the WQE's CQE (§3.7): the host hears of it as of
             // the firmware's.
