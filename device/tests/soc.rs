@@ -1860,13 +1860,14 @@ fn err_run(image: &std::path::Path, side: usize, w: u32) -> (Vec<(u64, WcStatus)
 
 /// The engine's own timer fails a QP on the SoC's fast path (retry count 0: the first
 /// local ACK timeout is RETRY_EXC_ERR) while the responder's late ACKs of both SENDs come
-/// in: each WQE completes once, in order, whatever the cycle the ACKs land in: both
-/// succeed, or the first fails with RETRY_EXC_ERR and the second is flushed (the RC
-/// rule; the engine alone fails them at its deadline, and a late timer is the spec's
-/// latitude). At the deadline the fetch stops the queue, the firmware takes it back and
-/// the engine's timer fails the QP, in one poll of ~26,000 cycles; the ACKs land in it
-/// (`docs/fastpath.md` §3.7, "No second or lost CQE"). Before lostcqe, with the ACKs
-/// 4,000 to 20,000 cycles before the error: the hardware retired the first SEND (its
+/// in: each WQE completes once, in order, whatever the cycle the ACKs land in (the RC
+/// rule: both succeed, or the first fails with RETRY_EXC_ERR and the second is flushed,
+/// or the first succeeds and the second fails; which one depends on when the timer
+/// fires, which the spec leaves late). At the deadline the fetch stops the queue, the
+/// firmware takes it back and the engine's timer fails the QP, in one poll of ~26,000
+/// cycles; the ACKs land in it (`docs/fastpath.md` §3.7, "No second or lost CQE").
+/// Before lostcqe, with the ACKs 9,000 to 20,000 cycles before the error: the hardware
+/// retired the first SEND (its
 /// CQE written) with the QP still on the fast path, the engine completed it again with
 /// RETRY_EXC_ERR (the QP was taken off only after the flush), and the writer, holding
 /// that ACK's event for the firmware, waited for the firmware's pop while the firmware
