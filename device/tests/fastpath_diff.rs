@@ -206,6 +206,11 @@ fn boot(last: u8, hw: Hw, np: bool, rp: bool) -> Side {
     d.byte_counter = 16 * 1024;
     d.g = roce_core::cc::ONE / 4;
     (d.rate_ai, d.rate_hai) = (5_000_000_000, 20_000_000_000);
+    // The engine alone (the reference) keeps as many messages in flight as the RTL's
+    // firmware does (its `FastPath::msgs_in_flight`, `docs/fastpath.md` §3.8 "How deep
+    // a queue runs"), so that both start each message at the same instant; the model
+    // runs under the same limit.
+    cfg.transport.max_msgs_in_flight = roce_core::fastpath::layout::IF_ENTRIES;
     let nic = match hw {
         Hw::Engine => LocalNic::new(cfg, Capacities::Firmware),
         Hw::Model => LocalNic::with_fastpath(cfg, Capacities::Firmware),
@@ -1551,9 +1556,8 @@ proptest! {
 /// seed 7.)
 #[test]
 fn a_nak_of_a_fetched_queue_is_the_hardwares() {
-    // The RTL's in-flight list holds 8 messages per QP (`IF_ENTRIES`; a ninth is not
-    // appended and its ACK goes to the firmware), so its mix is 8 WRs deep: seeds 7,
-    // 29 (two NAKs), 37 (a NAK and a timeout) and 17 (only the local ACK timeout).
+    // The RTL's mix is 8 WRs deep, as many as it keeps in flight (`IF_ENTRIES`): seeds
+    // 7, 29 (two NAKs), 37 (a NAK and a timeout) and 17 (only the local ACK timeout).
     let mut cases = vec![(Hw::Model, 12, [1, 2, 7, 8])];
     if rtl_here() {
         cases.extend([Hw::Rtl, Hw::Rtl512].map(|hw| (hw, 8, [7, 17, 29, 37])));

@@ -1976,3 +1976,129 @@ fn retry_run(image: &std::path::Path, ack_at: Option<u64>) -> (Vec<(u64, WcStatu
     }
     (wc, seen)
 }
+
+/// A send queue deeper than the messages the SoC's response path knows per QP
+/// (`fp_inflight`'s 8, `layout::IF_ENTRIES`): 24 signaled 1 KiB WRITEs at MTU 1024 posted
+/// at once, on the firmware alone (the engine: the reference) and with the fast path.
+/// The same completions, the same bytes landed, and SoC 0's request frames the same
+/// (BTH to payload, in order). With the fast path every ACK is the hardware's: SoC 0's
+/// firmware takes no frame, since the engine keeps no more messages in flight than the
+/// list holds (`TransportConfig::max_msgs_in_flight`, the WQE fetch's depth with it;
+/// `docs/fastpath.md` §3.8 "How deep a queue runs"). Before, the fetch sent all 24, 16
+/// ACKs found no entry and went to the firmware, ~4,300 instructions each (one poll of
+/// 69,306).
+#[test]
+fn a_deep_send_queue_on_the_socs_fast_path_is_the_hardwares() {
+    let Some(image) = test_image() else { return };
+    let alone = deep_run(&image, false);
+    let fast = deep_run(&image, true);
+    alone.report("firmware only");
+    fast.report("fast path");
+    assert_eq!(fast.wc, alone.wc, "the completions differ");
+    assert!(fast.landed == alone.landed, "the WRITEs' bytes differ");
+    same_frames(&fast.frames, &alone.frames, "SoC 0");
+    assert_eq!(
+        (fast.fw.frames_rx, fast.fw.frames_tx),
+        (0, 0),
+        "SoC 0's firmware took or sent frames: {:?}",
+        fast.fw
+    );
+    assert!(
+        fast.largest.instret <= SOC_FP_DEEP_POLL,
+        "SoC 0's largest poll with the fast path: {:?}",
+        fast.largest
+    );
+}
+
+/// WRITEs [`deep_run`] posts at once.
+const DEEP_WRITES: usize = 24;
+
+/// The largest poll of SoC 0 in [`a_deep_send_queue_on_the_socs_fast_path_is_the_hardwares`]
+/// with the fast path: measured 531 (lead44, BENCHMARKS.md "A send queue deeper than the
+/// response path's list"), with ~10 % margin.
+const SOC_FP_DEEP_POLL: u32 = 585;
+
+/// What [`deep_run`] saw.
+struct DeepRun {
+    wc: Vec<(u64, WcStatus, WcOpcode, u32)>,
+    landed: Vec<u8>,
+    /// SoC 0's frames, BTH to payload.
+    frames: Vec<Vec<u8>>,
+    /// SoC 0's firmware from the post to the end.
+    fw: roce_hdl_sim::soc::FirmwareStats,
+    largest: roce_hdl_sim::soc::LargestPoll,
+    cycles: u64,
+}
+
+impl DeepRun {
+    fn report(&self, what: &str) {
+        eprintln!(
+            "deep send queue (SoC, {what}): {DEEP_WRITES} x 1 KiB WRITE at MTU 1024 posted at once: SoC 0's firmware {} instructions in {} busy polls ({} frames sent, {} received), largest poll {:?}; post to last completion {} cycles",
+            self.fw.busy_instret,
+            self.fw.busy_polls,
+            self.fw.frames_tx,
+            self.fw.frames_rx,
+            self.largest,
+            self.cycles
+        );
+    }
+}
+
+/// [`DEEP_WRITES`] signaled 1 KiB WRITEs from SoC 0 to SoC 1 at MTU 1024, posted at
+/// once, the SoCs' fast path on or off.
+fn deep_run(image: &std::path::Path, fastpath: bool) -> DeepRun {
+    const LEN: usize = 1024;
+    let opts = ConnectOptions {
+        mtu: Mtu::Mtu1024,
+        timeout: 14,
+        ..ConnectOptions::default()
+    };
+    let mut p = soc_pair::pair_on(image, 0.0, &opts, fastpath);
+    let data: Vec<u8> = (0..DEEP_WRITES * LEN)
+        .map(|i| (i * 13 + i / 1021) as u8)
+        .collect();
+    p.mr[0].write(0, &data).unwrap();
+    for _ in 0..20 {
+        p.wire.step(2_000);
+    }
+    // (a command starts the largest poll's measure anew)
+    for ctx in &p._ctx {
+        ctx.query_counters().unwrap();
+    }
+    p.wire.record = true;
+    let before = p.wire.nics[0].firmware_stats();
+    let start = p.wire.nics[0].cycles();
+    for i in 0..DEEP_WRITES {
+        let at = (i * LEN) as u64;
+        let wr = SendWr::new(
+            i as u64,
+            WrOp::RdmaWrite {
+                remote_addr: p.mr[1].addr() + at,
+                rkey: p.mr[1].rkey(),
+            },
+        )
+        .sge(p.mr[0].addr() + at, LEN as u32, p.mr[0].lkey())
+        .flags(SendFlags::SIGNALED);
+        p.qp[0].post_send(&wr).unwrap();
+    }
+    let wc = p.wire.completions(&p.cq[0], DEEP_WRITES, 50_000_000);
+    let cycles = p.wire.nics[0].cycles() - start;
+    for _ in 0..20 {
+        p.wire.step(2_000);
+    }
+    let fw = p.wire.nics[0].firmware_stats().since(&before);
+    let largest = p.wire.nics[0].largest_poll();
+    let mut landed = vec![0u8; data.len()];
+    p.mr[1].read(0, &mut landed).unwrap();
+    DeepRun {
+        wc: wc
+            .iter()
+            .map(|w| (w.wr_id, w.status, w.opcode, w.byte_len))
+            .collect(),
+        landed,
+        frames: bth_to_payload(&p.wire.sent[0]),
+        fw,
+        largest,
+        cycles,
+    }
+}

@@ -143,6 +143,14 @@ pub trait FastPath {
         let _ = (qpn, t);
         false
     }
+    /// The most messages a QP may have in flight for the response path to know each
+    /// one (its per-QP list: the RTL's `fp_inflight` holds `layout::IF_ENTRIES`); the
+    /// engine's requester then starts no more (`TransportConfig::max_msgs_in_flight`,
+    /// `docs/fastpath.md` §3.8 "How deep a queue runs"). The firmware asks once, at
+    /// boot. A wrapper must forward it.
+    fn msgs_in_flight(&self) -> u32 {
+        u32::MAX
+    }
     /// Whether the segmenter paces the QPs with DCQCN's reaction point on
     /// (`docs/fastpath.md` §2.5: a pacing entry per QP, [`FastPath::set_pace`]); without,
     /// such QPs stay with the firmware. The firmware asks once, at boot. A wrapper must

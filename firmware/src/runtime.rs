@@ -297,7 +297,7 @@ impl<
         hal.reg_write(reg::CMDQ_CI, 0);
         let dp = hal.datapath();
         dp.set_dcb(&port.dcb, port.mac);
-        let (reads, sends, rnr, pace) = match dp.fastpath() {
+        let (reads, sends, rnr, pace, in_flight) = match dp.fastpath() {
             Some(fp) => {
                 fp.set_port(port.mac, port.gid());
                 (
@@ -305,10 +305,17 @@ impl<
                     fp.recv_loads(),
                     fp.rnr_responder(),
                     H::FASTPATH_PACES && fp.paces(),
+                    fp.msgs_in_flight(),
                 )
             }
-            None => (false, false, false, false),
+            None => (false, false, false, false, u32::MAX),
         };
+        // The requester keeps no more messages in flight than the fast path's list
+        // holds, so that every ACK finds its message there (§3.8).
+        if port.transport.max_msgs_in_flight > in_flight {
+            port.transport.max_msgs_in_flight = in_flight;
+            let _ = self.engine.set_config(port);
+        }
         self.engine.set_fastpath_pace(pace);
         self.engine.set_fastpath_reads(reads);
         self.engine.set_fastpath_sends(sends);

@@ -635,10 +635,14 @@ module roce_fp_top
   assign rx_idle = rx_side_idle && cqw_idle && !sq_scanning;
 
   // ------------------------------------------------------- the WQE fetch
+  // A queue holds at most as many unfinished WQEs as fp_inflight's row has
+  // entries: a ninth message in flight would find no entry, and its ACK would go
+  // to the firmware (docs/fastpath.md §3.8, "How deep a fetched queue runs").
   fp_sqf #(
     .DATA_WIDTH(DATA_WIDTH),
     .NQP(NQP),
     .NMR(NMR),
+    .SQH(IF_ENTRIES),
     .HW_NOW(HW_NOW)
   ) sqf_inst (
     .clk(clk),

@@ -874,3 +874,35 @@ impl FpSim {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    /// The value of `localparam int NAME = value;` in `fp_pkg.sv`.
+    fn fp_pkg_param(name: &str) -> u32 {
+        let src = include_str!("../rtl/fp_pkg.sv");
+        let decl = format!("localparam int {name} =");
+        let line = src
+            .lines()
+            .find(|l| l.trim_start().starts_with(&decl))
+            .unwrap_or_else(|| panic!("{name} not in fp_pkg.sv"));
+        line.split_once('=')
+            .unwrap()
+            .1
+            .split(';')
+            .next()
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap()
+    }
+
+    /// The sizes the firmware and the ports assume are the RTL's.
+    #[test]
+    fn sizes_match_fp_pkg() {
+        assert_eq!(
+            fp_pkg_param("IF_ENTRIES"),
+            roce_core::fastpath::layout::IF_ENTRIES
+        );
+        assert_eq!(fp_pkg_param("CQ_N") as usize, super::CQW_CQS);
+    }
+}

@@ -616,6 +616,11 @@ impl<P: Datapath> FastPath for FpPort<P> {
         true
     }
 
+    /// `fp_inflight`'s row, the messages of a QP its response path knows.
+    fn msgs_in_flight(&self) -> u32 {
+        layout::IF_ENTRIES
+    }
+
     fn recv_rnr(&mut self, qpn: Qpn, t: Option<RnrTimer>) -> bool {
         // (One step, as `load_recv`: no frame comes between the read and the write.)
         let mut b = self.read_rctx(qpn);

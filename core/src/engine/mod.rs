@@ -1468,7 +1468,7 @@ impl<
             rto: r.rto(),
             sig_all: r.qp.sq_sig_all,
             pd: r.qp.pd,
-            depth: SQ as u32,
+            depth: (SQ as u32).min(self.cfg.transport.max_msgs_in_flight),
             retry_cnt: r.qp.retry_cnt,
             rnr_retry: r.qp.rnr_retry,
             max_rd_atomic: r.qp.max_rd_atomic,

@@ -621,6 +621,11 @@ pub const EV_ACKED_ATOMIC: u8 = 1 << 6;
 /// Words of an event-queue entry.
 pub const EVENT_WORDS: usize = EVENT_LEN / 4;
 
+/// Messages in flight the RTL's response path knows per QP (`fp_pkg`'s `IF_ENTRIES`,
+/// the length of `fp_inflight`'s row): what the RTL's and the SoC's
+/// `FastPath::msgs_in_flight` say, and how many WQEs their fetch holds (§3.8).
+pub const IF_ENTRIES: u32 = 8;
+
 /// An event as little-endian words (word `i` holds bytes `4 i .. 4 i + 4`, byte
 /// `4 i` in bits 7..0): how the firmware keeps one. Every field of §3.5 lies inside
 /// one word, so a field is a shift and a mask of its word, where the bytes cost a

@@ -24,8 +24,10 @@ pub struct SqIdle {
     pub sig_all: bool,
     /// The QP's protection domain, for the local key checks.
     pub pd: Pd,
-    /// The engine's send-queue depth: the most WQEs the hardware may hold unfinished,
-    /// so that the engine can take them all back.
+    /// The most WQEs the hardware may hold unfinished: the engine's send-queue depth,
+    /// so that the engine can take them all back, and at most the messages the engine
+    /// itself keeps in flight (`TransportConfig::max_msgs_in_flight`), so that the
+    /// fetch starts a message when the engine alone would.
     pub depth: u32,
     /// The QP's `retry_cnt`: the Go-Back-N retries it may make without progress (the
     /// hardware's at a NAK spend them as the engine's do; the budget is whole at the

@@ -33,6 +33,13 @@ pub struct TransportConfig {
     /// AckReq is set at least every this many packets, besides on the last packet of
     /// each message (rxe `RXE_MAX_PKT_PER_ACK` = 64).
     pub max_pkts_per_ack: u32,
+    /// Most messages an RC requester has started and not yet completed: it starts the
+    /// next WQE only below this. Unbounded by default (rxe has no such limit); a NIC
+    /// whose hardware keeps a per-QP list of the messages in flight sets its length
+    /// (the RTL fast path's 8, `FastPath::msgs_in_flight`), so that no ACK finds a
+    /// message the list could not hold (`docs/fastpath.md` §3.8, "How deep a queue
+    /// runs").
+    pub max_msgs_in_flight: u32,
 }
 
 impl TransportConfig {
@@ -40,6 +47,7 @@ impl TransportConfig {
     pub const DEFAULT: Self = Self {
         max_unacked_psns: 128,
         max_pkts_per_ack: 64,
+        max_msgs_in_flight: u32::MAX,
     };
 }
 

@@ -375,6 +375,11 @@ impl<const SQ: usize, const RQ: usize, const RD: usize> QpRef<'_, SQ, RQ, RD> {
                 if self.qp.state == QpState::Sqd {
                     return None;
                 }
+                // Every WQE before the cursor is a message in flight (the queue drops a
+                // WQE when it completes): the next waits for one to complete.
+                if qp_type == QpType::Rc && u32::from(idx) >= env.cfg.max_msgs_in_flight {
+                    return None;
+                }
                 if w.wr.send_flags.contains(SendFlags::FENCE) && idx > 0 {
                     return None;
                 }

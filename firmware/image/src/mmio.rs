@@ -902,6 +902,11 @@ impl FastPath for MmioFastPath {
         !NO_FASTPATH
     }
 
+    /// `fp_inflight`'s row, the messages of a QP its response path knows.
+    fn msgs_in_flight(&self) -> u32 {
+        layout::IF_ENTRIES
+    }
+
     fn recv_rnr(&mut self, qpn: Qpn, t: Option<RnrTimer>) -> bool {
         match t {
             Some(t) if Self::rnr_entry(qpn) => {

@@ -818,6 +818,9 @@ impl<F: FastPath> FastPath for FpProbe<F> {
     fn rnr_responder(&self) -> bool {
         self.inner.rnr_responder()
     }
+    fn msgs_in_flight(&self) -> u32 {
+        self.inner.msgs_in_flight()
+    }
     fn recv_rnr(&mut self, qpn: Qpn, t: Option<RnrTimer>) -> bool {
         self.call(|f| f.recv_rnr(qpn, t))
     }
