@@ -1861,6 +1861,125 @@ fn err_run(image: &std::path::Path, side: usize, w: u32) -> (Vec<(u64, WcStatus)
     (wc, (first..first + n).collect())
 }
 
+/// The engine's own timer fails a QP on the SoC's fast path (retry count 0: the first
+/// local ACK timeout is RETRY_EXC_ERR) while the responder's late ACKs of both SENDs come
+/// in: each WQE completes once, in order, whatever the cycle the ACKs land in (the RC
+/// rule: both succeed, or the first fails with RETRY_EXC_ERR and the second is flushed,
+/// or the first succeeds and the second fails; which one depends on when the timer
+/// fires, which the spec leaves late). At the deadline the fetch stops the queue, the
+/// firmware takes it back and the engine's timer fails the QP, in one poll of ~26,000
+/// cycles; the ACKs land in it (`docs/fastpath.md` §3.7, "No second or lost CQE").
+/// Before lostcqe, with the ACKs 9,000 to 20,000 cycles before the error: the hardware
+/// retired the first SEND (its
+/// CQE written) with the QP still on the fast path, the engine completed it again with
+/// RETRY_EXC_ERR (the QP was taken off only after the flush), and the writer, holding
+/// that ACK's event for the firmware, waited for the firmware's pop while the firmware
+/// waited for the writer to take its RETRY_EXC_ERR CQE: 65,535 cycles a port read, the
+/// second WQE's completion never seen within the test's 200,000 cycles.
+#[test]
+fn retries_running_out_on_the_socs_fast_path_complete_each_wqe_once() {
+    let Some(image) = test_image() else { return };
+    // Without the ACKs: the cycle the RETRY_EXC_ERR is seen in the host's CQ.
+    let (wc, seen) = retry_run(&image, None);
+    let failed = vec![(0, WcStatus::RetryExcErr), (1, WcStatus::WrFlushErr)];
+    assert_eq!(wc, failed, "without an ACK the retries run out");
+    let legal = [
+        vec![(0, WcStatus::Success), (1, WcStatus::Success)],
+        vec![(0, WcStatus::Success), (1, WcStatus::RetryExcErr)],
+        failed,
+    ];
+    let mut bad = Vec::new();
+    for back in RETRY_BACK {
+        let (wc, _) = retry_run(&image, Some(seen - back));
+        eprintln!("SoC 0, the ACKs {back} cycles before the error was seen: {wc:?}");
+        if !legal.contains(&wc) {
+            bad.push(format!("the ACKs {back} cycles before: {wc:?}"));
+        }
+    }
+    assert!(
+        bad.is_empty(),
+        "a WQE completed twice, never or out of order:\n{}",
+        bad.join("\n")
+    );
+}
+
+/// How many cycles before the error [`retry_run`] calibrated its ACKs land: in the poll
+/// that takes the queue back and fails the QP.
+const RETRY_BACK: [u64; 4] = [4_000, 9_000, 14_000, 20_000];
+
+/// SoC 0 sends two signaled SENDs (retry count 0, ACK timeout 4.096 us x 2^5 = 131 us,
+/// 13,100 cycles) and SoC 1 answers them; SoC 1's ACKs reach SoC 0 at cycle `ack_at`
+/// (never without): SoC 0's completions (`wr_id`, status) and the cycle its first one
+/// was in the CQ.
+fn retry_run(image: &std::path::Path, ack_at: Option<u64>) -> (Vec<(u64, WcStatus)>, u64) {
+    let opts = ConnectOptions {
+        mtu: Mtu::Mtu1024,
+        timeout: 5,
+        retry_cnt: 0,
+        ..ConnectOptions::default()
+    };
+    let mut p = soc_pair::pair_on(image, 0.0, &opts, true);
+    let mr = [0, 1].map(|n| (p.mr[n].addr(), p.mr[n].lkey()));
+    for i in 0..2 {
+        let r = RecvWr::new(100 + i).sge(mr[1].0 + 2_048 * i, 2_048, mr[1].1);
+        p.qp[1].post_recv(&r).unwrap();
+    }
+    for _ in 0..20 {
+        p.wire.step(2_000);
+    }
+    for i in 0..2 {
+        let s = SendWr::new(i, WrOp::Send)
+            .sge(mr[0].0 + 2_048 * i, 1_000, mr[0].1)
+            .flags(SendFlags::SIGNALED);
+        p.qp[0].post_send(&s).unwrap();
+    }
+    // SoC 0's two SENDs, then SoC 1's answers (held).
+    let mut buf = vec![0u8; 8192];
+    let mut sends = Vec::new();
+    while sends.len() < 2 {
+        p.wire.nics[0].run(100);
+        while let Some(len) = p.wire.nics[0].transmit_frame(&mut buf) {
+            sends.push(buf[..len].to_vec());
+        }
+    }
+    for f in &sends {
+        p.wire.nics[1].receive_frame(f);
+    }
+    let acks = run_alone(&mut p, 1);
+    // (the BTH's PSN: IPv4, no VLAN tag)
+    let psn = |f: &[u8]| {
+        f.get(51..54)
+            .map(|b| u32::from_be_bytes([0, b[0], b[1], b[2]]))
+    };
+    assert_eq!(
+        acks.last().and_then(|f| psn(f)),
+        psn(&sends[1]),
+        "SoC 1's ACKs acknowledge both SENDs"
+    );
+    let mut wc = Vec::new();
+    let mut seen = 0;
+    let mut cqe = [roce_core::transport::WorkCompletion::default(); 8];
+    let mut ack = ack_at.map(|_| acks);
+    for _ in 0..4_000 {
+        let nic = &p.wire.nics[0];
+        if let (Some(at), Some(_)) = (ack_at, &ack) {
+            if nic.cycles() >= at {
+                for f in ack.take().unwrap_or_default() {
+                    nic.receive_frame(&f);
+                }
+            }
+        }
+        nic.run(50);
+        while nic.transmit_frame(&mut buf).is_some() {}
+        let got = p.cq[0].poll(&mut cqe).unwrap();
+        if seen == 0 && !got.is_empty() {
+            seen = nic.cycles();
+        }
+        wc.extend(got.iter().map(|w| (w.wr_id, w.status)));
+    }
+    (wc, seen)
+}
+
 /// A send queue deeper than the messages the SoC's response path knows per QP
 /// (`fp_inflight`'s 8, `layout::IF_ENTRIES`): 24 signaled 1 KiB WRITEs at MTU 1024 posted
 /// at once, on the firmware alone (the engine: the reference) and with the fast path.

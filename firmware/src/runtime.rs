@@ -433,13 +433,30 @@ impl<
     /// paths: inlined, they made every poll save and set up registers for them.
     #[inline(never)]
     fn timers(&mut self, now: Instant) {
+        // A QP whose retries ran out fails here (RETRY_EXC_ERR) and its WQEs are
+        // flushed. It leaves the fast path first and the events waiting are handled
+        // (`fp_settle`), as at a MODIFY_QP to ERR: on the SoC the hardware, which still
+        // retires the QP's messages after the take-back, could take an ACK meanwhile and
+        // write CQEs of WQEs the flush completes again (`docs/fastpath.md` §3.7). An
+        // ACK handled there may save the QP: the refresh below (of the lines settled,
+        // by slot) puts it back on.
+        let mut settled = 0u64;
+        for slot in 0..self.qp_hi {
+            if let Some(Some(q)) = self.qps.get(slot) {
+                let qpn = q.qpn;
+                if q.fp != FpState::Off && self.engine.fastpath_timeout_fails(qpn, now) {
+                    self.fp_settle(qpn, true);
+                    settled |= 1 << (slot % 64);
+                }
+            }
+        }
         // A timer may have failed a QP (RETRY_EXC_ERR): its contexts change. A rewind
         // leaves them (its replays are descriptors), and so does every timer of the
         // usual kind: then no QP is looked at.
-        if self.engine.handle_timeout(now) {
+        if self.engine.handle_timeout(now) | (settled != 0) {
             for slot in 0..self.qp_hi {
                 if let Some(Some(q)) = self.qps.get(slot) {
-                    if q.fp != FpState::Off {
+                    if q.fp != FpState::Off || settled >> (slot % 64) & 1 != 0 {
                         let qpn = q.qpn;
                         self.fp_refresh(qpn);
                     }

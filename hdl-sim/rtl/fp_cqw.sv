@@ -34,7 +34,11 @@
 //   one: the firmware waits for it), with the owner bit of the index's pass,
 //   if the ring has room for it by the consumer index, and says whether it
 //   did and where the producer index is then (words 25 and 26). The writer
-//   is then the only one to write a producer index.
+//   is then the only one to write a producer index. A post also goes before
+//   the event of a group already written (W_EMIT), which waits for the
+//   firmware's pop: the firmware, its post's answer held, pops nothing until
+//   then, and the two waited for each other until the port's stall limit
+//   (the answer then stale: lostcqe).
 //
 // Receive CQEs (docs/fastpath.md §3.7, "Receive CQEs"): a MSG_DONE event
 // with EV_FLAGS bit 2 set (the SEND went into a buffer the firmware loaded
@@ -180,6 +184,8 @@ module fp_cqw
   logic [CQ_W-1:0] fw_cq;
   logic            fw_pend;
   logic            fw_take;   // the writer takes the post (before any group)
+  logic            e_back;    // ... out of W_EMIT: back there after it
+  logic            e_ok;      // ... and the held event's bit 2 meanwhile
   logic            fw_done;   // the last post was written
   logic [31:0]     fw_pi;     // its CQ's producer index after it
   logic            g_fw;      // the writer is on the post, not on a group
@@ -206,8 +212,9 @@ module fp_cqw
   assign is_rcv = s_ev_valid && s_ev_data[8*EV_KIND +: 8] == EVK_MSG_DONE
       && s_ev_data[8*EV_FLAGS + EV_F_CQE];
   // a group starts with its ACKED event (its group went in before it); a
-  // post of the firmware goes first (the firmware waits for it)
-  assign fw_take = st == W_IDLE && fw_pend;
+  // post of the firmware goes first (the firmware waits for it), also ahead of
+  // the event of a group written, which waits for the firmware's pop (W_EMIT)
+  assign fw_take = fw_pend && (st == W_IDLE || (st == W_EMIT && !m_ev_ready));
   assign grp_pop = st == W_IDLE && !fw_pend && is_acked && grp_count != '0;
   assign rcv_take = st == W_IDLE && !fw_pend && is_rcv;
 
@@ -489,13 +496,24 @@ module fp_cqw
       W_EMIT: if (m_ev_ready) begin
         g_rcv <= 1'b0;
         st <= W_IDLE;
+      end else if (fw_take) begin
+        // (g_rcv stays: the post's CQE is g_fw's, and W_EMIT needs it after)
+        e_back <= 1'b1;
+        e_ok <= g_ok;
+        g_fw <= 1'b1;
+        g_sq <= 1'b1;
+        g_cq <= fw_cq;
+        g_n <= (E_W + 1)'(1);
+        st <= W_CQ;
       end
       W_FDONE: begin
         fw_done <= g_ok;
         fw_pi <= g_pi;
         fw_pend <= 1'b0;
         g_fw <= 1'b0;
-        st <= W_IDLE;
+        st <= e_back ? W_EMIT : W_IDLE;
+        e_back <= 1'b0;
+        if (e_back) g_ok <= e_ok;
       end
       default: st <= W_IDLE;
     endcase
@@ -511,6 +529,7 @@ module fp_cqw
       fw_pi <= '0;
       g_fw <= 1'b0;
       g_rcv <= 1'b0;
+      e_back <= 1'b0;
     end
   end
 

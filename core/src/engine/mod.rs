@@ -1416,6 +1416,23 @@ impl<
         }
     }
 
+    /// Whether QP `qpn`'s local ACK timer has run out at `now` with no retry left: the
+    /// next [`Engine::handle_timeout`] completes its oldest WQE with RETRY_EXC_ERR and
+    /// flushes the rest. The firmware takes such a QP off the fast path and handles the
+    /// events waiting first (`docs/fastpath.md` §3.7, "No second or lost CQE"): on the
+    /// SoC the hardware may take an ACK meanwhile and write the CQEs of WQEs the flush
+    /// would complete again.
+    pub fn fastpath_timeout_fails(&self, qpn: Qpn, now: Instant) -> bool {
+        let now = now.max(self.last_now);
+        self.slot(qpn)
+            .and_then(|s| self.qps.get(s)?.as_ref())
+            .is_some_and(|qp| {
+                matches!(qp.state, QpState::Rts | QpState::Sqd)
+                    && qp.comp.retry_left == 0
+                    && qp.comp.retrans_at.is_some_and(|t| t <= now)
+            })
+    }
+
     /// What the hardware needs to fetch QP `qpn`'s send WQEs itself (`docs/fastpath.md`
     /// §3.8), when the engine holds none of its sends: an RC QP in RTS on the fast path
     /// with an empty send queue, nothing outstanding and no rewind or RNR wait under
