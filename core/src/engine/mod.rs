@@ -1426,11 +1426,25 @@ impl<
         let now = now.max(self.last_now);
         self.slot(qpn)
             .and_then(|s| self.qps.get(s)?.as_ref())
-            .is_some_and(|qp| {
-                matches!(qp.state, QpState::Rts | QpState::Sqd)
-                    && qp.comp.retry_left == 0
-                    && qp.comp.retrans_at.is_some_and(|t| t <= now)
-            })
+            .is_some_and(|qp| Self::timeout_fails(qp, now))
+    }
+
+    /// Whether [`Engine::fastpath_timeout_fails`] is true of any QP on the fast path:
+    /// one pass over the table, so that the firmware looks QP by QP only then (its
+    /// look at every line cost ~140 instructions of each poll with a timer due).
+    pub fn fastpath_timeout_fails_any(&self, now: Instant) -> bool {
+        let now = now.max(self.last_now);
+        self.qps
+            .iter()
+            .flatten()
+            .any(|qp| qp.req.fastpath && Self::timeout_fails(qp, now))
+    }
+
+    /// QP `qp`'s local ACK timer has run out at `now` with no retry left.
+    fn timeout_fails(qp: &Qp, now: Instant) -> bool {
+        matches!(qp.state, QpState::Rts | QpState::Sqd)
+            && qp.comp.retry_left == 0
+            && qp.comp.retrans_at.is_some_and(|t| t <= now)
     }
 
     /// What the hardware needs to fetch QP `qpn`'s send WQEs itself (`docs/fastpath.md`
