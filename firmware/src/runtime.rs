@@ -1805,6 +1805,12 @@ impl<
 
     #[inline(never)]
     fn write_completions_now(&mut self) -> bool {
+        // A local operation of a QP the fast path does not carry (LOCAL_INV, a window's
+        // bind, a REG_MR) runs wherever the engine looks for its next request (the
+        // transmit pass, a frame the host pulls) and changes the keys: the hardware's
+        // table follows before its completion reaches the host, so that no WRITE under
+        // a key the host was told is invalid is placed after it.
+        self.fp_sync_mrs();
         let mut any = false;
         for c in 0..self.cq_hi {
             // Most polls have nothing for most CQs: look before copying the CQ out.

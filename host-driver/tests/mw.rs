@@ -183,3 +183,59 @@ fn windows_and_fast_registration(m: Model) {
     );
     assert_eq!(bytes(&b.mr, 2048, 64), vec![0; 64]);
 }
+
+/// A LOCAL_INV on a QP the fast path does not carry (a UC QP: its local operations run in
+/// the firmware's transmit pass, not in the descriptor post) closes the key to the fast
+/// path too: after its completion, a WRITE under the key fails with a remote access
+/// error and changes nothing, as the engine alone does it (IBTA 10.6.5: an invalidated
+/// key is no longer valid for remote access). On the fast-path models the hardware's MR
+/// table kept the key until the firmware's next sync (after an event, a command or a
+/// descriptor), so the WRITE was placed and completed with success.
+#[test]
+fn a_local_inv_on_a_uc_qp_closes_the_key_on_every_model() {
+    for m in models() {
+        local_inv_on_a_uc_qp(m);
+    }
+}
+
+fn local_inv_on_a_uc_qp(m: Model) {
+    let a = side(m, 1, AccessFlags::ALL);
+    let b = side(m, 2, AccessFlags::ALL);
+    let o = ConnectOptions::default();
+    let pair = |t: QpType| {
+        let qa = a.pd.create_qp(t, &a.cq, &a.cq).build().unwrap();
+        let qb = b.pd.create_qp(t, &b.cq, &b.cq).build().unwrap();
+        qa.connect(&qb.endpoint(Psn::new(1)), Psn::new(1), &o)
+            .unwrap();
+        qb.connect(&qa.endpoint(Psn::new(1)), Psn::new(1), &o)
+            .unwrap();
+        (qa, qb)
+    };
+    let (qa, qb) = pair(QpType::Rc);
+    let (_ua, ub) = pair(QpType::Uc);
+    let fr = b.pd.alloc_mr(512).unwrap();
+    let rights = AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE;
+    let k = qb.reg_mr_wr(&fr, 0x41, rights, 1, SIG).unwrap();
+    assert_eq!(
+        one(&run(&a, &b, &b)),
+        (1, WcOpcode::RegMr, WcStatus::Success),
+        "{m:?}"
+    );
+    write(&a, &qa, fr.addr(), k.rkey, 2, 0x11);
+    assert_eq!(one(&run(&a, &b, &a)).2, WcStatus::Success, "{m:?}");
+    assert_eq!(bytes(&fr, 0, 64), vec![0x11; 64], "{m:?}");
+    ub.post_send(&SendWr::new(3, WrOp::LocalInv { rkey: k.rkey }).flags(SIG))
+        .unwrap();
+    assert_eq!(
+        one(&run(&a, &b, &b)),
+        (3, WcOpcode::LocalInv, WcStatus::Success),
+        "{m:?}"
+    );
+    write(&a, &qa, fr.addr(), k.rkey, 4, 0x22);
+    assert_eq!(
+        one(&run(&a, &b, &a)),
+        (4, WcOpcode::RdmaWrite, WcStatus::RemAccessErr),
+        "{m:?}: a WRITE under the invalidated key"
+    );
+    assert_eq!(bytes(&fr, 0, 64), vec![0x11; 64], "{m:?}");
+}
