@@ -441,13 +441,14 @@ impl<
         // ACK handled there may save the QP: the refresh below (of the lines settled,
         // by slot) puts it back on.
         let mut settled = 0u64;
-        let fails = self.engine.fastpath_timeout_fails_any(now);
-        for slot in 0..if fails { self.qp_hi } else { 0 } {
-            if let Some(Some(q)) = self.qps.get(slot) {
-                let qpn = q.qpn;
-                if q.fp != FpState::Off && self.engine.fastpath_timeout_fails(qpn, now) {
-                    self.fp_settle(qpn, true);
-                    settled |= 1 << (slot % 64);
+        if self.engine.fastpath_timeout_fails_any(now) {
+            for slot in 0..self.qp_hi {
+                if let Some(Some(q)) = self.qps.get(slot) {
+                    let qpn = q.qpn;
+                    if q.fp != FpState::Off && self.engine.fastpath_timeout_fails(qpn, now) {
+                        self.fp_settle(qpn, true);
+                        settled |= 1 << (slot % 64);
+                    }
                 }
             }
         }

@@ -637,7 +637,7 @@ module roce_fp_top
   // ------------------------------------------------------- the WQE fetch
   // A queue holds at most as many unfinished WQEs as fp_inflight's row has
   // entries: a ninth message in flight would find no entry, and its ACK would go
-  // to the firmware (docs/fastpath.md §3.8, "How deep a fetched queue runs").
+  // to the firmware (docs/fastpath.md §3.8, "How deep a queue runs").
   fp_sqf #(
     .DATA_WIDTH(DATA_WIDTH),
     .NQP(NQP),
